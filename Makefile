@@ -1,0 +1,128 @@
+# vx: plain GNU make. See README.md.
+#
+#   make            build/vx and the vxplan/vxapply links
+#   make check      every test: unit (plain and under ASan+UBSan), the fake's own tests, end to end
+#   make demo       the quickstart against the fake Google Cloud
+#   make lint       cppcheck and clang-tidy
+#   make fuzz       libFuzzer targets (clang)
+#   make bench      plan benchmarks against the fake
+#   make install PREFIX=/usr/local
+#
+# BUILD=dir puts every output in another folder (helpers building side by side use this).
+# SANITIZE=address,undefined builds everything with those sanitizers.
+
+SHELL    := /bin/bash
+BUILD    ?= build
+PREFIX   ?= /usr/local
+CC       ?= cc
+PYTHON   ?= python3
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+PKGS     := yaml-0.1 libcurl libcjson openssl libgit2
+WARN     := -Wall -Wextra -Wpedantic -Wformat=2 -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wwrite-strings -Wcast-qual -Wvla \
+            -Wimplicit-fallthrough -fno-common
+ifneq ($(CI)$(DEVELOPER),)
+WARN     += -Werror
+endif
+OPT      ?= -O2
+CFLAGS_ALL = -std=c11 -g $(OPT) $(WARN) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+             -DVX_VERSION='"$(VERSION)"' -I. $(PKG_CFLAGS) $(CFLAGS)
+LDLIBS_ALL = $(PKG_LIBS) -lpthread -lm $(LDLIBS)
+
+ifneq ($(SANITIZE),)
+CFLAGS_ALL  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS     += -fsanitize=$(SANITIZE)
+endif
+
+# pkg-config is only asked when something is compiled, so 'make deps' works without it.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c))
+CMD_SRC  := $(sort $(wildcard cmd/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+LIBVX    := $(BUILD)/libvx.a
+
+.PHONY: all deps check unit unit-asan fake-test e2e demo lint fuzz bench install clean
+all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
+
+deps:
+	@sh tools/deps.sh
+
+# Rebuild everything when the flags change (git's GIT-CFLAGS trick).
+$(BUILD)/.flags: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(LIBVX): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/vx: $(CMD_OBJ) $(LIBVX)
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBVX) $(LDLIBS_ALL)
+
+$(BUILD)/vxplan $(BUILD)/vxapply: $(BUILD)/vx
+	ln -sf vx $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIBVX) $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -MMD -MP -o $@ $< $(LIBVX) $(LDLIBS_ALL) $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# One unit test: make unit T=test_yaml
+unit: $(if $(T),$(BUILD)/tests/$(T),$(UNIT_BIN))
+	@sh tests/run-unit.sh $^
+
+unit-asan:
+	@$(MAKE) --no-print-directory unit BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
+
+fake-test:
+	@cd tests/fakegcp && $(PYTHON) -m unittest discover -s . -p 'test_*.py' -v 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
+
+e2e: all
+	@VX_BIN=$(abspath $(BUILD)/vx) sh tests/e2e/run.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory unit-asan
+	@$(MAKE) --no-print-directory fake-test
+	@$(MAKE) --no-print-directory e2e
+	@$(MAKE) --no-print-directory e2e-asan
+
+e2e-asan:
+	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
+	@VX_BIN=$(abspath $(BUILD)/asan/vx) VX_E2E_SANITIZED=1 sh tests/e2e/run.sh
+
+demo: deps all
+	@sh tools/demo.sh $(abspath $(BUILD)/vx)
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	  --inline-suppr --suppress=missingIncludeSystem -I. $(LIB_SRC) $(CMD_SRC)
+	clang-tidy --quiet $(LIB_SRC) $(CMD_SRC) -- -std=c11 -I. -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(PKG_CFLAGS)
+
+fuzz:
+	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk BUILD=$(BUILD)/fuzz
+
+bench: all
+	@VX_BIN=$(abspath $(BUILD)/vx) $(PYTHON) tests/bench/bench.py
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/vx $(DESTDIR)$(PREFIX)/bin/vx
+	ln -sf vx $(DESTDIR)$(PREFIX)/bin/vxplan
+	ln -sf vx $(DESTDIR)$(PREFIX)/bin/vxapply
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

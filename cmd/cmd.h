@@ -1,0 +1,44 @@
+#ifndef VX_CMD_CMD_H
+#define VX_CMD_CMD_H
+
+/*
+ * The commands. Each cmd/<verb>.c defines one int cmd_<verb>(int argc, char **argv)
+ * returning an exit code from cmd/exitcode.h; argv[0] is the verb itself.
+ * cmd/main.c holds the table. Helpers shared by commands live in cmd/common.c.
+ */
+
+#include "util/ctx.h"
+
+struct vx_err;
+
+int cmd_help(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_log(int argc, char **argv);
+int cmd_state(int argc, char **argv);
+int cmd_unlock(int argc, char **argv);
+
+/*
+ * Sets up the context every command uses: real clock, log sink on stderr,
+ * log level from VX_LOG (error|warn|info|debug) or -debug, SIGINT flag.
+ */
+void cmd_ctx_init(struct vx_ctx *ctx, int debug);
+
+/* Prints "vx: <msg>" on stderr. */
+void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the error's message as "vx: <context>: <msg>" and releases it. */
+void cmd_report(struct vx_err *err, const char *context);
+
+/*
+ * Matches a Go/Terraform-style flag: "-name", "--name", "-name=value", "--name=value".
+ * Returns 1 and sets *value (NULL when no "=") on a match, else 0.
+ */
+int cmd_flag(const char *arg, const char *name, const char **value);
+
+/* Whether colour may be used on stream fd (a terminal, no NO_COLOR, not disabled). */
+int cmd_use_color(int fd, int no_color_flag);
+
+#endif

@@ -1,0 +1,107 @@
+#include "cmd/cmd.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "util/err.h"
+
+static volatile sig_atomic_t cmd_interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	cmd_interrupted = 1;
+}
+
+static void log_stderr(void *ud, int level, const char *msg)
+{
+	static const char *names[] = { "error", "warn", "info", "debug" };
+
+	(void)ud;
+	if (level < 0 || level > VX_LOG_DEBUG)
+		level = VX_LOG_DEBUG;
+	fprintf(stderr, "vx: %s: %s\n", names[level], msg);
+}
+
+void cmd_ctx_init(struct vx_ctx *ctx, int debug)
+{
+	const char *lv = getenv("VX_LOG");
+	struct sigaction sa;
+
+	vx_ctx_init(ctx);
+	ctx->log = log_stderr;
+	if (lv) {
+		if (!strcasecmp(lv, "debug"))
+			ctx->log_level = VX_LOG_DEBUG;
+		else if (!strcasecmp(lv, "info"))
+			ctx->log_level = VX_LOG_INFO;
+		else if (!strcasecmp(lv, "warn"))
+			ctx->log_level = VX_LOG_WARN;
+		else if (!strcasecmp(lv, "error"))
+			ctx->log_level = VX_LOG_ERROR;
+	}
+	if (debug)
+		ctx->log_level = VX_LOG_DEBUG;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ctx->interrupted = &cmd_interrupted;
+}
+
+void cmd_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("vx: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cmd_report(struct vx_err *err, const char *context)
+{
+	if (context)
+		fprintf(stderr, "vx: %s: %s\n", context, vx_err_msg(err));
+	else
+		fprintf(stderr, "vx: %s\n", vx_err_msg(err));
+	vx_err_release(err);
+}
+
+int cmd_flag(const char *arg, const char *name, const char **value)
+{
+	size_t n = strlen(name);
+
+	if (arg[0] != '-')
+		return 0;
+	arg++;
+	if (arg[0] == '-')
+		arg++;
+	if (strncmp(arg, name, n) != 0)
+		return 0;
+	if (arg[n] == '\0') {
+		*value = NULL;
+		return 1;
+	}
+	if (arg[n] == '=') {
+		*value = arg + n + 1;
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_use_color(int fd, int no_color_flag)
+{
+	const char *nc = getenv("NO_COLOR");
+
+	if (no_color_flag || (nc && *nc))
+		return 0;
+	return isatty(fd);
+}

@@ -1,0 +1,129 @@
+#ifndef VX_GCP_HTTP_H
+#define VX_GCP_HTTP_H
+
+/*
+ * One HTTP layer for every Google API call, on libcurl's multi interface.
+ *
+ * - connections are reused; a batch of requests runs with at most
+ *   max_in_flight at once; HTTP/2 where offered; gzip; per-request timeout
+ *   and an overall deadline; a cap on response size; User-Agent vx/<version>;
+ *   x-goog-user-project when a quota project is set.
+ * - a token-bucket rate limiter per (api, region), defaulting to Google's
+ *   published quotas (Vertex: 600 requests and 60 job creations a minute
+ *   per region), so vx slows itself before Google answers 429.
+ * - retries with truncated exponential backoff and full jitter on 408, 429,
+ *   500, 502, 503, 504, connection failures and timeouts, and compute's 403
+ *   rateLimitExceeded/userRateLimitExceeded; Retry-After and RetryInfo
+ *   honoured; bounded attempts and total time.
+ * - a request marked GCP_RETRY_NEVER (Vertex customJobs.create) is never
+ *   sent twice: when its outcome is unknown (timeout, reset, 5xx after it
+ *   was sent) the response says so with uncertain = 1 and the call returns
+ *   VX_EUNCERTAIN; the caller resolves it by listing by labels.
+ * - a 401 makes the layer invalidate the token and retry once with a fresh one.
+ * - with ctx->log_level >= VX_LOG_DEBUG, each request's method, URL, status,
+ *   bytes and time and every retry decision are logged; Authorization and
+ *   every token are redacted.
+ *
+ * Not thread-safe: one struct gcp_http per thread.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct vx_ctx;
+struct gcp_http;
+
+/* Where bearer tokens come from (implemented by providers/gcp/auth.c). */
+struct gcp_token_source {
+	/* Returns a valid access token in *out (caller frees), refreshing it
+	 * when it is within 5 minutes of expiry. */
+	int (*get)(void *ud, char **out, struct vx_err *err);
+	/* Forgets the cached token (after a 401), so the next get refreshes. */
+	void (*invalidate)(void *ud);
+	void *ud;
+};
+
+enum gcp_retry {
+	GCP_RETRY_SAFE = 0,    /* reads and idempotent writes: retry on every retryable failure */
+	GCP_RETRY_NEVER,       /* non-idempotent create: never resend after it may have been sent */
+	GCP_RETRY_REQUEST_ID,  /* compute mutations carrying a requestId: retry with the same body */
+};
+
+struct gcp_request {
+	const char *method;        /* "GET", "POST", "PATCH", "DELETE" */
+	const char *url;           /* full URL, query string included */
+	const char *body;          /* NULL for none */
+	size_t body_len;
+	const char *content_type;  /* default "application/json" when body is set */
+	const char *const *headers;/* extra "Name: value" headers, NULL-terminated, or NULL */
+	const char *api;           /* rate-limit bucket: "aiplatform", "compute", "cloudquotas", "storage", "oauth" */
+	const char *region;        /* rate-limit bucket within the api; NULL = global */
+	int is_create;             /* also draws on the api's create bucket (Vertex job creations) */
+	enum gcp_retry retry;
+	int no_auth;               /* do not add Authorization (token endpoints, metadata server) */
+	const char *rpc;           /* for logs and errors: "CreateCustomJob" */
+	long timeout_ms;           /* per attempt; 0 = the layer's default */
+};
+
+struct gcp_response {
+	long status;          /* HTTP status, 0 when no response was received */
+	char *body;           /* owned, NUL-terminated; NULL when none */
+	size_t body_len;
+	char *content_type;   /* owned; may be NULL */
+	char *metadata_flavor;/* owned: value of a Metadata-Flavor response header, or NULL */
+	int attempts;         /* how many times it was sent */
+	int uncertain;        /* GCP_RETRY_NEVER request whose outcome is unknown */
+};
+
+struct gcp_http_options {
+	const char *user_agent;      /* default "vx/" VX_VERSION */
+	const char *quota_project;   /* x-goog-user-project; NULL = none */
+	int max_in_flight;           /* default 16 */
+	long timeout_ms;             /* per attempt, default 60 s */
+	long deadline_ms;            /* overall per call including retries, default 600 s */
+	size_t max_response_bytes;   /* default 64 MiB */
+	int max_attempts;            /* default 6 */
+	long backoff_initial_ms;     /* default 1000 */
+	long backoff_max_ms;         /* default 32000 */
+	/* Requests per minute per (api, region); 0 = defaults (aiplatform 600,
+	 * creations 60, compute 1500, cloudquotas 600, storage 6000), < 0 = unlimited. */
+	int rate_per_minute;
+	int create_rate_per_minute;
+	int rate_burst;              /* bucket size; 0 = a tenth of the rate per minute, at least 1 */
+};
+
+/* Creates the layer. tokens may be NULL (then requests must be no_auth). Borrowed: must outlive http. */
+int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_http_options *opts,
+		 const struct gcp_token_source *tokens, struct vx_err *err) VX_WUR;
+void gcp_http_free(struct gcp_http *h);
+/* Sets or replaces the token source (auth needs the layer before it can be one). */
+void gcp_http_set_tokens(struct gcp_http *h, const struct gcp_token_source *tokens);
+
+/*
+ * Sends one request, with retries, and fills resp (release it with
+ * gcp_response_release). Returns 0 when an HTTP response was received,
+ * whatever its status (the caller interprets 4xx/5xx, e.g. with
+ * gcp_error_parse), VX_EUNCERTAIN for an uncertain GCP_RETRY_NEVER request,
+ * VX_ERETRY when retries ran out on a retryable failure (resp holds the last
+ * response, if any), or another VX_E* for failures to even try.
+ */
+int gcp_http_send(struct gcp_http *h, const struct gcp_request *req, struct gcp_response *resp,
+		  struct vx_err *err) VX_WUR;
+
+/*
+ * Sends n requests concurrently (at most max_in_flight at once, rate limits
+ * applied) and fills resps[i] and rcs[i] as gcp_http_send would for each;
+ * errs may be NULL or an array of n. Returns 0 when every request ran,
+ * negative only when the batch itself could not run.
+ */
+int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *reqs,
+		       struct gcp_response *resps, int *rcs, struct vx_err *errs) VX_WUR;
+
+void gcp_response_release(struct gcp_response *resp);
+
+/* Percent-encodes s for a URL query value (RFC 3986 unreserved kept). Caller frees. */
+char *gcp_url_escape(const char *s);
+
+#endif

@@ -1,0 +1,109 @@
+/* Unit tests for util/: the error type, growable buffers and diagnostics. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/buf.h"
+#include "util/diag.h"
+#include "util/err.h"
+
+static void test_err_set_and_wrap(void **state)
+{
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)state;
+	assert_int_equal(vx_err_set(&err, VX_ENOTFOUND, "job %s", "a"), VX_ENOTFOUND);
+	assert_string_equal(err.msg, "job a");
+	assert_int_equal(vx_err_wrap(&err, "reading %s", "state"), VX_ENOTFOUND);
+	assert_string_equal(vx_err_msg(&err), "reading state: job a");
+	vx_err_release(&err);
+	assert_null(err.msg);
+	assert_string_equal(vx_err_msg(&err), "ok");
+	assert_int_equal(vx_err_set(NULL, VX_EIO, "ignored"), VX_EIO);
+}
+
+static void test_buf_cap(void **state)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char *s;
+
+	(void)state;
+	b.cap = 8;
+	assert_int_equal(vx_buf_adds(&b, "12345678"), 0);
+	assert_int_equal(vx_buf_addc(&b, '9'), VX_EINVAL);
+	assert_int_equal(b.len, 8);
+	assert_string_equal(vx_buf_str(&b), "12345678");
+	vx_buf_reset(&b);
+	assert_int_equal(vx_buf_printf(&b, "%d-%s", 42, "x"), 0);
+	s = vx_buf_detach(&b);
+	assert_string_equal(s, "42-x");
+	free(s);
+	assert_string_equal(vx_buf_str(&b), "");
+	vx_buf_release(&b);
+}
+
+static void test_buf_read_file_limit(void **state)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char path[] = "/tmp/vx-test-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs("hello world", f);
+	fclose(f);
+	assert_int_equal(vx_buf_read_file(&b, path, 5, &err), VX_EINVAL);
+	assert_non_null(strstr(err.msg, "larger than 5 bytes"));
+	vx_err_release(&err);
+	vx_buf_reset(&b);
+	assert_int_equal(vx_buf_read_file(&b, path, 0, &err), 0);
+	assert_string_equal(vx_buf_str(&b), "hello world");
+	vx_buf_release(&b);
+	unlink(path);
+	assert_int_equal(vx_buf_read_file(&b, path, 0, &err), VX_ENOTFOUND);
+	vx_err_release(&err);
+}
+
+static void test_diags_sorted_and_capped(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	char *s;
+
+	(void)state;
+	d.cap = 3;
+	assert_int_equal(vx_diags_add(&d, "b.yaml", 1, 1, "late file"), 0);
+	assert_int_equal(vx_diags_add(&d, "a.yaml", 9, 2, "second"), 0);
+	assert_int_equal(vx_diags_add(&d, "a.yaml", 3, 7, "first %d", 1), 0);
+	assert_int_equal(vx_diags_add(&d, "a.yaml", 1, 1, "dropped"), 0);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(vx_diags_count(&d), 4);
+	vx_diags_sort(&d);
+	s = vx_diag_format(&d.items[0]);
+	assert_string_equal(s, "a.yaml:3:7: first 1");
+	free(s);
+	s = vx_diag_format(&d.items[2]);
+	assert_string_equal(s, "b.yaml:1:1: late file");
+	free(s);
+	vx_diags_release(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_err_set_and_wrap),
+		cmocka_unit_test(test_buf_cap),
+		cmocka_unit_test(test_buf_read_file_limit),
+		cmocka_unit_test(test_diags_sorted_and_capped),
+	};
+	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
+}

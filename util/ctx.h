@@ -1,0 +1,55 @@
+#ifndef VX_UTIL_CTX_H
+#define VX_UTIL_CTX_H
+
+/*
+ * The context passed down from cmd/ to every module: no hidden globals.
+ * It carries the clock (so tests can control time), the log sink (library
+ * code never writes to stdout/stderr itself: it logs through here and cmd/
+ * decides where lines go), and the interrupt flag set by SIGINT.
+ */
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+enum vx_log_level { VX_LOG_ERROR = 0, VX_LOG_WARN = 1, VX_LOG_INFO = 2, VX_LOG_DEBUG = 3 };
+
+struct vx_clock {
+	/* Wall-clock time in milliseconds since the Unix epoch. */
+	int64_t (*now_ms)(void *ud);
+	/* Monotonic milliseconds, for timeouts and rate limits. */
+	int64_t (*mono_ms)(void *ud);
+	/* Sleeps; may return early when interrupted. */
+	void (*sleep_ms)(void *ud, int64_t ms);
+	void *ud;
+};
+
+struct vx_ctx {
+	struct vx_clock clock;
+	int log_level; /* messages above this level are dropped */
+	void (*log)(void *ud, int level, const char *msg);
+	void *log_ud;
+	/* Set (by cmd/'s SIGINT handler) to ask long work to stop starting new things. */
+	volatile sig_atomic_t *interrupted;
+	/* Deterministic randomness for tests (backoff jitter, request ids); 0 = seed from the OS. */
+	uint64_t seed;
+};
+
+/* Fills ctx with the real clock, no log sink (logs dropped), level WARN. */
+void vx_ctx_init(struct vx_ctx *ctx);
+
+int64_t vx_now_ms(const struct vx_ctx *ctx);
+int64_t vx_mono_ms(const struct vx_ctx *ctx);
+void vx_sleep_ms(const struct vx_ctx *ctx, int64_t ms);
+int vx_interrupted(const struct vx_ctx *ctx);
+
+/* Logs a line (no trailing newline needed) if level <= ctx->log_level. */
+void vx_log(const struct vx_ctx *ctx, int level, const char *fmt, ...) VX_PRINTF(3, 4);
+
+/* The system clock functions, for code that builds its own struct vx_clock. */
+int64_t vx_clock_real_now_ms(void *ud);
+int64_t vx_clock_real_mono_ms(void *ud);
+void vx_clock_real_sleep_ms(void *ud, int64_t ms);
+
+#endif
