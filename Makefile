@@ -42,6 +42,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c))
 CMD_SRC  := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+SUP_SRC  := $(sort $(wildcard tests/unit/support/*.c))
+SUP_OBJ  := $(SUP_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -73,9 +75,9 @@ $(BUILD)/vx: $(CMD_OBJ) $(LIBVX)
 $(BUILD)/vxplan $(BUILD)/vxapply: $(BUILD)/vx
 	ln -sf vx $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIBVX) $(BUILD)/.flags
+$(BUILD)/tests/%: tests/unit/%.c $(SUP_OBJ) $(LIBVX) $(BUILD)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -MMD -MP -o $@ $< $(LIBVX) $(LDLIBS_ALL) $(shell pkg-config --libs cmocka 2>/dev/null)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -MMD -MP -o $@ $< $(SUP_OBJ) $(LIBVX) $(LDLIBS_ALL) $(shell pkg-config --libs cmocka 2>/dev/null)
 
 # One unit test: make unit T=test_yaml
 unit: $(if $(T),$(BUILD)/tests/$(T),$(UNIT_BIN))

@@ -1,0 +1,93 @@
+#ifndef VX_RECONCILE_SPEC_H
+#define VX_RECONCILE_SPEC_H
+
+/*
+ * A CustomJob's `spec`: a Vertex AI CustomJobSpec exactly as
+ * `gcloud ai custom-jobs create --config` takes it.
+ *
+ * spec_check() validates the YAML node against the real CustomJobSpec
+ * schema (tables generated into reconcile/schema_tables.c) and the machine
+ * and accelerator rules (reconcile/machines.c), accepts what people write in
+ * YAML (integers for int64 fields, 30m/1h/1800s durations, numbers as
+ * strings), and produces the canonical JSON sent to Vertex as `jobSpec`:
+ * keys sorted, int64 as strings, durations as "<seconds>s", enums as names,
+ * defaults treated the same way every time. Its SHA-256 is the spec hash:
+ * two specs that differ only in key order, quoting, `replicaCount: 1` vs
+ * `"1"`, or `30m` vs `1800s` hash the same; any real change changes it.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct ynode;
+struct vx_diags;
+
+/* A Reservation declared in the same stack, for reservationAffinity by name. */
+struct spec_reservation {
+	const char *name;         /* the stack's name for it */
+	const char *zone;         /* us-central1-a */
+	const char *machine_type; /* a3-highgpu-8g */
+	const char *accelerator;  /* compute's name: nvidia-h100-80gb; NULL if none */
+	int64_t accelerator_count;/* per VM */
+};
+
+struct spec_env {
+	const char *project;      /* for full reservation resource names */
+	const char *region;       /* the job's region: a reservation's zone must be in it */
+	const struct spec_reservation *reservations;
+	size_t nreservations;
+};
+
+struct spec_pool {
+	char *machine_type;       /* NULL for an empty (skipped) pool */
+	char *accelerator_type;   /* Vertex enum name (NVIDIA_H100_80GB) or NULL */
+	int64_t accelerator_count;
+	int64_t replica_count;
+};
+
+struct job_spec {
+	char *canonical_json;     /* owned: the jobSpec as sent to Vertex */
+	char hash[65];            /* lowercase hex SHA-256 of canonical_json */
+	struct spec_pool *pools;  /* owned, npools entries, in workerPoolSpecs order */
+	size_t npools;
+	char *strategy;           /* "STANDARD", "SPOT", "FLEX_START" (unspecified -> STANDARD) */
+	int64_t max_wait_s;       /* scheduling.maxWaitDuration in seconds; -1 when unset */
+	int64_t timeout_s;        /* scheduling.timeout in seconds; -1 when unset */
+	char *output_uri;         /* baseOutputDirectory.outputUriPrefix or NULL */
+	char *reservation;        /* name of the declared reservation it uses, or NULL */
+};
+
+/*
+ * Checks spec (the node under a CustomJob's `spec:`) and fills out.
+ * Every problem is added to diags as "FILE:LINE:COLUMN: jobSpec.<path>: ...",
+ * with the nearest valid name for a misspelt key or enum value. Returns 0
+ * when the spec is valid, VX_EINVAL when diags got at least one error, or
+ * VX_ENOMEM. out is released by job_spec_release() in every case.
+ */
+int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec_env *env,
+	       struct vx_diags *diags) VX_WUR;
+
+void job_spec_release(struct job_spec *s);
+
+/*
+ * "a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START": the shape line the plan
+ * shows. Caller frees.
+ */
+char *job_spec_shape(const struct job_spec *s);
+
+/*
+ * Parses a duration as people write it (1800s, 30m, 1h, 1h30m, 7d, 0.5s,
+ * or a bare number of seconds) into milliseconds. Returns 0 or VX_EINVAL.
+ */
+int spec_parse_duration(const char *s, int64_t *out_ms) VX_WUR;
+
+/*
+ * Lists what differs between two canonical jobSpec JSON texts, as field
+ * paths ("workerPoolSpecs[0].containerSpec.args"), comma-separated, at most
+ * a few, for the plan's "spec changed: ..." reason. Caller frees.
+ */
+char *spec_diff_paths(const char *old_json, const char *new_json);
+
+#endif
