@@ -11,7 +11,10 @@
  * YAML (integers for int64 fields, 30m/1h/1800s durations, numbers as
  * strings), and produces the canonical JSON sent to Vertex as `jobSpec`:
  * keys sorted, int64 as strings, durations as "<seconds>s", enums as names,
- * defaults treated the same way every time. Its SHA-256 is the spec hash:
+ * defaults treated the same way every time. vx's one extension: an EnvVar
+ * may carry `sensitive: true`; it is stripped before sending, and the value
+ * never reaches state, logs or the plan (see redacted_json).
+ * Its SHA-256 is the spec hash:
  * two specs that differ only in key order, quoting, `replicaCount: 1` vs
  * `"1"`, or `30m` vs `1800s` hash the same; any real change changes it.
  */
@@ -48,7 +51,9 @@ struct spec_pool {
 };
 
 struct job_spec {
-	char *canonical_json;     /* owned: the jobSpec as sent to Vertex */
+	char *canonical_json;     /* owned: the jobSpec as sent to Vertex (secrets included) */
+	char *redacted_json;      /* owned: the same with every env value marked `sensitive: true`
+				   * replaced by "sha256:<hex>": what may be stored in state or shown */
 	char hash[65];            /* lowercase hex SHA-256 of canonical_json */
 	struct spec_pool *pools;  /* owned, npools entries, in workerPoolSpecs order */
 	size_t npools;
@@ -61,7 +66,7 @@ struct job_spec {
 
 /*
  * Checks spec (the node under a CustomJob's `spec:`) and fills out.
- * Every problem is added to diags as "FILE:LINE:COLUMN: jobSpec.<path>: ...",
+ * Every problem is added to diags as "FILE:LINE:COLUMN: spec.<path>: ...",
  * with the nearest valid name for a misspelt key or enum value. Returns 0
  * when the spec is valid, VX_EINVAL when diags got at least one error, or
  * VX_ENOMEM. out is released by job_spec_release() in every case.
