@@ -1,0 +1,1384 @@
+/*
+ * The CustomJobSpec checker: walks the YAML tree under a CustomJob's `spec:`
+ * against the generated schema tables, applies the machine rules, and builds
+ * the canonical JSON that is sent to Vertex and hashed.
+ *
+ * Canonical form (one fixed way, so equal meaning gives equal bytes):
+ * - object keys sorted by byte order of their JSON (lowerCamelCase) names;
+ *   proto snake_case names are accepted on input and renamed;
+ * - int64 as JSON strings ("replicaCount":"1"), int32 as numbers, written
+ *   without sign or leading zeros; enums as value names (integers accepted
+ *   on input); durations as "<seconds>s", or "<seconds>.<3 digits>s" when
+ *   they have milliseconds (as Google's JSON printer writes them);
+ * - proto3 defaults are dropped: false, 0, "", empty lists and maps, an
+ *   enum's zero value (*_UNSPECIFIED), messages left empty, and
+ *   scheduling.strategy STANDARD (STRATEGY_UNSPECIFIED means STANDARD).
+ *   Durations are messages, so "0s" (maxWaitDuration: wait forever) is kept;
+ * - workerPoolSpecs[0].replicaCount is made explicit ("1" when not given);
+ *   later pools keep what was written. Skipped pools stay as {} so indices
+ *   keep their meaning;
+ * - a repeated field given a single value (as gcloud's YAML reader allows)
+ *   becomes a one-element list;
+ * - vx's `reservationAffinity: {reservation: NAME}` is expanded to the
+ *   SPECIFIC_RESERVATION form; EnvVar `sensitive` is dropped (and the value
+ *   replaced by "sha256:<hex>" in redacted_json only).
+ * Numbers written plain where a string is expected (args: [--epochs, 3]) are
+ * taken as their text; booleans are accepted only as YAML booleans.
+ */
+#include "reconcile/spec.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+
+#include "reconcile/machines.h"
+#include "reconcile/schema_tables.h"
+#include "reconcile/ynode.h"
+#include "util/buf.h"
+#include "util/diag.h"
+#include "util/suggest.h"
+#include "util/banned.h"
+
+#define MAX_DURATION_MS (315576000000LL * 1000) /* google.protobuf.Duration's limit */
+#define FLEX_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000)
+#define RESERVATION_KEY "compute.googleapis.com/reservation-name"
+
+/* ---- the output tree ------------------------------------------------------ */
+
+enum jv_kind { JV_OBJ = 1, JV_ARR, JV_STR, JV_NUM, JV_BOOL };
+
+struct jv;
+struct jv_member {
+	char *key; /* NULL in arrays */
+	struct jv *v;
+};
+
+struct jv {
+	enum jv_kind kind;
+	char *str;     /* JV_STR value, JV_NUM text */
+	int b;         /* JV_BOOL */
+	int sensitive; /* JV_STR: replaced by its hash in redacted output */
+	struct jv_member *m;
+	size_t n, alloc;
+};
+
+static void jv_free(struct jv *v)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < v->n; i++) {
+		free(v->m[i].key);
+		jv_free(v->m[i].v);
+	}
+	free(v->m);
+	free(v->str);
+	free(v);
+}
+
+static struct jv *jv_new(enum jv_kind kind, const char *str)
+{
+	struct jv *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	v->kind = kind;
+	if (str && !(v->str = vx_strdup(str))) {
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* Adds child (taking it, also on failure) under key (NULL in arrays). */
+static int jv_add(struct jv *parent, const char *key, struct jv *child)
+{
+	char *k = NULL;
+
+	if (!child)
+		return VX_ENOMEM;
+	if (key && !(k = vx_strdup(key)))
+		goto oom;
+	if (parent->n == parent->alloc) {
+		size_t n = parent->alloc ? parent->alloc * 2 : 4;
+		struct jv_member *p = realloc(parent->m, n * sizeof(*p));
+
+		if (!p)
+			goto oom;
+		parent->m = p;
+		parent->alloc = n;
+	}
+	parent->m[parent->n].key = k;
+	parent->m[parent->n].v = child;
+	parent->n++;
+	return 0;
+oom:
+	free(k);
+	jv_free(child);
+	return VX_ENOMEM;
+}
+
+static struct jv *jv_get(const struct jv *obj, const char *key)
+{
+	size_t i;
+
+	for (i = 0; obj && obj->kind == JV_OBJ && i < obj->n; i++)
+		if (!strcmp(obj->m[i].key, key))
+			return obj->m[i].v;
+	return NULL;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+	const struct jv_member *x = a, *y = b;
+
+	return strcmp(x->key, y->key);
+}
+
+static void jv_sort(struct jv *v)
+{
+	size_t i;
+
+	if (v->kind == JV_OBJ && v->n > 1)
+		qsort(v->m, v->n, sizeof(v->m[0]), member_cmp);
+	for (i = 0; i < v->n; i++)
+		jv_sort(v->m[i].v);
+}
+
+static int sha256_hex(const void *data, size_t len, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0, i;
+
+	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+		return VX_EIO;
+	for (i = 0; i < mdlen; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	out[64] = '\0';
+	return 0;
+}
+
+static int write_str(struct vx_buf *b, const char *s)
+{
+	const unsigned char *p;
+	int rc = vx_buf_addc(b, '"');
+
+	for (p = (const unsigned char *)s; rc == 0 && *p; p++) {
+		switch (*p) {
+		case '"': rc = vx_buf_adds(b, "\\\""); break;
+		case '\\': rc = vx_buf_adds(b, "\\\\"); break;
+		case '\n': rc = vx_buf_adds(b, "\\n"); break;
+		case '\r': rc = vx_buf_adds(b, "\\r"); break;
+		case '\t': rc = vx_buf_adds(b, "\\t"); break;
+		default:
+			if (*p < 0x20)
+				rc = vx_buf_printf(b, "\\u%04x", *p);
+			else
+				rc = vx_buf_addc(b, (char)*p);
+		}
+	}
+	return rc ? rc : vx_buf_addc(b, '"');
+}
+
+static int write_jv(struct vx_buf *b, const struct jv *v, int redact)
+{
+	char hex[65];
+	size_t i;
+	int rc = 0;
+
+	switch (v->kind) {
+	case JV_OBJ:
+	case JV_ARR:
+		rc = vx_buf_addc(b, v->kind == JV_OBJ ? '{' : '[');
+		for (i = 0; rc == 0 && i < v->n; i++) {
+			if (i)
+				rc = vx_buf_addc(b, ',');
+			if (rc == 0 && v->kind == JV_OBJ) {
+				rc = write_str(b, v->m[i].key);
+				if (rc == 0)
+					rc = vx_buf_addc(b, ':');
+			}
+			if (rc == 0)
+				rc = write_jv(b, v->m[i].v, redact);
+		}
+		if (rc == 0)
+			rc = vx_buf_addc(b, v->kind == JV_OBJ ? '}' : ']');
+		break;
+	case JV_STR:
+		if (redact && v->sensitive) {
+			rc = sha256_hex(v->str, strlen(v->str), hex);
+			if (rc == 0)
+				rc = vx_buf_printf(b, "\"sha256:%s\"", hex);
+		} else {
+			rc = write_str(b, v->str);
+		}
+		break;
+	case JV_NUM:
+		rc = vx_buf_adds(b, v->str);
+		break;
+	case JV_BOOL:
+		rc = vx_buf_adds(b, v->b ? "true" : "false");
+		break;
+	}
+	return rc;
+}
+
+/* ---- durations ------------------------------------------------------------ */
+
+/* Reads digits[.digits] at *p into whole and a fraction (frac / 10^fdigits). */
+static int read_decimal(const char **p, long long *whole, long long *frac, int *fdigits)
+{
+	const char *s = *p;
+	int nd = 0;
+
+	*whole = 0;
+	*frac = 0;
+	*fdigits = 0;
+	while (*s >= '0' && *s <= '9') {
+		if (++nd > 15)
+			return VX_EINVAL;
+		*whole = *whole * 10 + (*s++ - '0');
+	}
+	if (*s == '.') {
+		s++;
+		while (*s >= '0' && *s <= '9') {
+			if (++*fdigits > 9)
+				return VX_EINVAL;
+			*frac = *frac * 10 + (*s++ - '0');
+		}
+		if (*fdigits == 0)
+			return VX_EINVAL;
+	}
+	if (nd == 0 && *fdigits == 0)
+		return VX_EINVAL;
+	*p = s;
+	return 0;
+}
+
+int spec_parse_duration(const char *s, int64_t *out_ms)
+{
+	static const struct { const char *unit; long long ms; } units[] = {
+		{ "ms", 1 }, { "d", 86400000LL }, { "h", 3600000LL }, { "m", 60000LL }, { "s", 1000LL },
+	};
+	long long total = 0, whole, frac, pow10;
+	const char *p = s;
+	int fdigits, i, parts = 0;
+	size_t u;
+
+	if (!s || !*s)
+		return VX_EINVAL;
+	while (*p) {
+		if (read_decimal(&p, &whole, &frac, &fdigits) < 0)
+			return VX_EINVAL;
+		for (u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+			if (!strncmp(p, units[u].unit, strlen(units[u].unit)))
+				break;
+		if (u == sizeof(units) / sizeof(units[0])) {
+			if (*p || parts)
+				return VX_EINVAL; /* a bare number is seconds, alone */
+			u = 4;
+		} else {
+			p += strlen(units[u].unit);
+		}
+		for (pow10 = 1, i = 0; i < fdigits; i++)
+			pow10 *= 10;
+		/* sub-millisecond precision is refused rather than rounded */
+		if ((frac * units[u].ms) % pow10)
+			return VX_EINVAL;
+		if (whole > MAX_DURATION_MS / units[u].ms)
+			return VX_EINVAL;
+		total += whole * units[u].ms + frac * units[u].ms / pow10;
+		if (total > MAX_DURATION_MS)
+			return VX_EINVAL;
+		parts++;
+	}
+	*out_ms = total;
+	return 0;
+}
+
+static char *duration_text(int64_t ms)
+{
+	if (ms % 1000)
+		return vx_asprintf("%lld.%03llds", (long long)(ms / 1000), (long long)(ms % 1000));
+	return vx_asprintf("%llds", (long long)(ms / 1000));
+}
+
+/* ---- the checker ---------------------------------------------------------- */
+
+struct pool_info {
+	const struct ynode *node;       /* the pool's map */
+	const struct ynode *mspec;      /* machineSpec map */
+	const char *machine_type;
+	const struct ynode *mt_node;
+	const char *accel;              /* canonical enum name, borrowed from the tables */
+	const struct ynode *acc_node;
+	int64_t count;
+	const struct ynode *cnt_node;
+	int64_t replicas;               /* -1 when not given */
+	const struct ynode *rep_node;
+	int has_task;
+	int mspec_bad;                  /* machineSpec had schema errors: skip its rules */
+	const struct spec_reservation *res; /* named reservation, if any */
+	const struct ynode *res_node;
+};
+
+struct chk {
+	struct vx_diags *diags;
+	const struct spec_env *env;
+	struct job_spec *out;
+	struct vx_buf path;
+	int nerr;
+	int oom;
+	struct pool_info *pool;         /* the pool being checked, or NULL */
+	struct pool_info *pools;        /* every pool, for the job-level rules */
+	size_t npools;
+	const char *strategy;           /* enum name, or NULL */
+	const struct ynode *strategy_node;
+	int64_t timeout_ms, max_wait_ms;
+	const struct ynode *timeout_node;
+	const char *output_uri;
+};
+
+static void diag_v(struct chk *c, const struct ynode *n, const char *path, const char *fmt,
+		   va_list ap)
+{
+	struct vx_buf m = VX_BUF_INIT;
+
+	c->nerr++;
+	if (vx_buf_vprintf(&m, fmt, ap) < 0 ||
+	    vx_diags_add(c->diags, n ? n->file : NULL, n ? n->line : 0, n ? n->col : 0, "%s: %s",
+			 path, vx_buf_str(&m)) < 0)
+		c->oom = 1;
+	vx_buf_release(&m);
+}
+
+/* An error at node n about the field at the current path. */
+static void VX_PRINTF(3, 4) err(struct chk *c, const struct ynode *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	diag_v(c, n, vx_buf_str(&c->path), fmt, ap);
+	va_end(ap);
+}
+
+/* An error at node n with an explicit path. */
+static void VX_PRINTF(4, 5) err_at(struct chk *c, const struct ynode *n, const char *path,
+				   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	diag_v(c, n, path, fmt, ap);
+	va_end(ap);
+}
+
+static size_t path_push(struct chk *c, const char *key, long idx)
+{
+	size_t len = c->path.len;
+	int rc = key ? vx_buf_printf(&c->path, ".%s", key) : vx_buf_printf(&c->path, "[%ld]", idx);
+
+	if (rc < 0)
+		c->oom = 1;
+	return len;
+}
+
+static void path_pop(struct chk *c, size_t len)
+{
+	if (c->path.data && len <= c->path.len) {
+		c->path.len = len;
+		c->path.data[len] = '\0';
+	}
+}
+
+static const char *what(const struct ynode *n)
+{
+	return ynode_type_name(n);
+}
+
+static int is_plain(const struct ynode *n, const char *type)
+{
+	return n->kind == YNODE_SCALAR && n->style == YSTYLE_PLAIN && !strcmp(what(n), type);
+}
+
+/* A decimal integer as written: [+-]digits, whole string. */
+static int parse_int(const char *s, long long *out)
+{
+	char *end = NULL;
+
+	if (!*s || !((*s >= '0' && *s <= '9') || *s == '-' || *s == '+'))
+		return VX_EINVAL;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (errno || !end || *end || end == s)
+		return VX_EINVAL;
+	return 0;
+}
+
+static int check_message(struct chk *c, int msgid, const struct ynode *n, struct jv **out);
+
+static const char *field_name(const struct schema_field *f)
+{
+	return f->json_name;
+}
+
+/* Scalars as text for string fields: strings and plain numbers. */
+static int scalar_text(struct chk *c, const struct ynode *n, const char **s)
+{
+	if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN &&
+	    (!strcmp(what(n), "boolean") || !strcmp(what(n), "null")))) {
+		err(c, n, "expected a string, got %s", what(n));
+		return VX_EINVAL;
+	}
+	*s = n->str;
+	return 0;
+}
+
+static int check_enum(struct chk *c, const struct schema_field *f, const struct ynode *n,
+		      struct jv **out)
+{
+	const struct schema_enum *e = f->enumt;
+	long long num;
+	const char *near;
+	size_t i;
+	int idx = -1;
+
+	if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && (!strcmp(what(n), "boolean") ||
+					!strcmp(what(n), "null") || !strcmp(what(n), "number")))) {
+		err(c, n, "expected one of the %s values, got %s", field_name(f), what(n));
+		return VX_EINVAL;
+	}
+	if (is_plain(n, "integer") && parse_int(n->str, &num) == 0) {
+		for (i = 0; i < e->n; i++)
+			if (e->numbers[i] == num)
+				idx = (int)i;
+		if (idx < 0) {
+			err(c, n, "%lld is not a %s value", num, field_name(f));
+			return VX_EINVAL;
+		}
+	} else {
+		idx = schema_enum_index(e, n->str);
+	}
+	if (idx < 0) {
+		near = vx_suggest(n->str, e->values, e->n);
+		if (near)
+			err(c, n, "unknown value \"%s\" (did you mean \"%s\"?)", n->str, near);
+		else
+			err(c, n, "unknown value \"%s\"", n->str);
+		return VX_EINVAL;
+	}
+	if (!strcmp(e->values[idx], "NVIDIA_TESLA_K80")) {
+		err(c, n, "NVIDIA_TESLA_K80 is retired (end of life) and refused");
+		return VX_EINVAL;
+	}
+	*out = jv_new(JV_STR, e->values[idx]);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+/* Records what the job-level and pool-level rules need. */
+static void note(struct chk *c, int msgid, const struct schema_field *f, const struct ynode *n,
+		 const struct jv *v, int64_t num)
+{
+	struct pool_info *p = c->pool;
+	const char *str = NULL;
+
+	/* Keep only pointers that outlive v (which may be dropped as a default):
+	 * the YAML text or the enum tables. */
+	if (f->type == SCHEMA_STRING)
+		str = n->str;
+	else if (f->type == SCHEMA_ENUM)
+		str = f->enumt->values[schema_enum_index(f->enumt, v->str)];
+
+	if (msgid == SCHEMA_MSG_MachineSpec && p) {
+		if (!strcmp(f->json_name, "machineType")) {
+			p->machine_type = str;
+			p->mt_node = n;
+		} else if (!strcmp(f->json_name, "acceleratorType")) {
+			p->accel = str;
+			p->acc_node = n;
+		} else if (!strcmp(f->json_name, "acceleratorCount")) {
+			p->count = num;
+			p->cnt_node = n;
+		}
+	} else if (msgid == SCHEMA_MSG_WorkerPoolSpec && p && !strcmp(f->json_name, "replicaCount")) {
+		p->replicas = num;
+		p->rep_node = n;
+	} else if (msgid == SCHEMA_MSG_Scheduling) {
+		if (!strcmp(f->json_name, "strategy")) {
+			c->strategy = str;
+			c->strategy_node = n;
+		} else if (!strcmp(f->json_name, "timeout")) {
+			c->timeout_ms = num;
+			c->timeout_node = n;
+		} else if (!strcmp(f->json_name, "maxWaitDuration")) {
+			c->max_wait_ms = num;
+		}
+	} else if (msgid == SCHEMA_MSG_GcsDestination && !strcmp(f->json_name, "outputUriPrefix")) {
+		c->output_uri = str;
+	}
+}
+
+/* One value of field f (one element for repeated fields). */
+static int check_value(struct chk *c, int msgid, const struct schema_field *f,
+		       const struct ynode *n, struct jv **out)
+{
+	const char *s = NULL;
+	long long num = 0;
+	int64_t ms = 0;
+	char *text = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	switch (f->type) {
+	case SCHEMA_STRING:
+		if (scalar_text(c, n, &s) < 0)
+			return VX_EINVAL;
+		if (f->required && !*s) {
+			err(c, n, "must not be empty");
+			return VX_EINVAL;
+		}
+		*out = jv_new(JV_STR, s);
+		break;
+	case SCHEMA_BOOL:
+		if (!is_plain(n, "boolean")) {
+			err(c, n, "expected a boolean (true or false), got %s", what(n));
+			return VX_EINVAL;
+		}
+		if ((*out = jv_new(JV_BOOL, NULL)))
+			(*out)->b = n->str[0] == 't' || n->str[0] == 'T';
+		break;
+	case SCHEMA_INT32:
+	case SCHEMA_INT64:
+		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer")) ||
+		    parse_int(n->str, &num) < 0) {
+			if (n->kind == YNODE_SCALAR && n->style != YSTYLE_PLAIN)
+				err(c, n, "expected an integer, got \"%s\"", n->str);
+			else
+				err(c, n, "expected an integer, got %s", what(n));
+			return VX_EINVAL;
+		}
+		if (f->type == SCHEMA_INT32 && (num < INT32_MIN || num > INT32_MAX)) {
+			err(c, n, "%lld is out of range for a 32-bit integer", num);
+			return VX_EINVAL;
+		}
+		text = vx_asprintf("%lld", num);
+		if (!text)
+			return VX_ENOMEM;
+		*out = jv_new(f->type == SCHEMA_INT64 ? JV_STR : JV_NUM, text);
+		free(text);
+		break;
+	case SCHEMA_DOUBLE: {
+		char *end = NULL;
+		double d;
+
+		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
+						!is_plain(n, "number"))) {
+			err(c, n, "expected a number, got %s", what(n));
+			return VX_EINVAL;
+		}
+		errno = 0;
+		d = strtod(n->str, &end);
+		if (errno || !end || *end || end == n->str) {
+			err(c, n, "expected a number, got \"%s\"", n->str);
+			return VX_EINVAL;
+		}
+		text = vx_asprintf("%.17g", d);
+		if (!text)
+			return VX_ENOMEM;
+		*out = jv_new(JV_NUM, text);
+		free(text);
+		break;
+	}
+	case SCHEMA_ENUM:
+		rc = check_enum(c, f, n, out);
+		if (rc < 0)
+			return rc;
+		break;
+	case SCHEMA_DURATION:
+		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
+						!is_plain(n, "number") && !is_plain(n, "string"))) {
+			err(c, n, "expected a duration (1800s, 30m, 1h30m, 7d), got %s", what(n));
+			return VX_EINVAL;
+		}
+		if (spec_parse_duration(n->str, &ms) < 0) {
+			err(c, n, "invalid duration \"%s\" (use 1800s, 30m, 1h30m, 7d; at most "
+			    "millisecond precision)", n->str);
+			return VX_EINVAL;
+		}
+		num = ms;
+		text = duration_text(ms);
+		if (!text)
+			return VX_ENOMEM;
+		*out = jv_new(JV_STR, text);
+		free(text);
+		break;
+	case SCHEMA_MESSAGE:
+		rc = check_message(c, f->message, n, out);
+		if (rc < 0)
+			return rc;
+		break;
+	case SCHEMA_MAP: {
+		size_t i, len;
+
+		if (n->kind != YNODE_MAP) {
+			err(c, n, "expected a mapping, got %s", what(n));
+			return VX_EINVAL;
+		}
+		if (!(*out = jv_new(JV_OBJ, NULL)))
+			return VX_ENOMEM;
+		for (i = 0; i < n->n; i++) {
+			len = path_push(c, n->pairs[i].key->str, 0);
+			if (scalar_text(c, n->pairs[i].value, &s) == 0 &&
+			    jv_add(*out, n->pairs[i].key->str, jv_new(JV_STR, s)) < 0)
+				rc = VX_ENOMEM;
+			path_pop(c, len);
+		}
+		if (rc < 0) {
+			jv_free(*out);
+			*out = NULL;
+			return rc;
+		}
+		break;
+	}
+	case SCHEMA_TIMESTAMP:
+	case SCHEMA_ANY:
+	default:
+		err(c, n, "cannot be declared");
+		return VX_EINVAL;
+	}
+	if (!*out)
+		return VX_ENOMEM;
+	note(c, msgid, f, n, *out, (int64_t)num);
+	return 0;
+}
+
+/* Whether a checked value is its proto3 default, dropped from the canonical form. */
+static int is_default(int msgid, const struct schema_field *f, const struct jv *v)
+{
+	if (f->repeated || f->type == SCHEMA_MAP)
+		return v->n == 0;
+	switch (f->type) {
+	case SCHEMA_STRING:
+		return v->str[0] == '\0';
+	case SCHEMA_BOOL:
+		return !v->b;
+	case SCHEMA_INT32:
+	case SCHEMA_INT64:
+	case SCHEMA_DOUBLE:
+		return !strcmp(v->str, "0");
+	case SCHEMA_ENUM:
+		if (msgid == SCHEMA_MSG_Scheduling && !strcmp(f->json_name, "strategy") &&
+		    !strcmp(v->str, "STANDARD"))
+			return 1;
+		return !strcmp(v->str, f->enumt->values[0]);
+	case SCHEMA_MESSAGE:
+		return v->n == 0;
+	default:
+		return 0;
+	}
+}
+
+static int check_pool(struct chk *c, size_t idx, const struct ynode *n, struct jv **out);
+
+/* A field's value: a list for repeated fields (a single value becomes a list). */
+static int check_field(struct chk *c, int msgid, const struct schema_field *f,
+		       const struct ynode *n, struct jv **out)
+{
+	struct jv *item = NULL;
+	size_t i, count, len;
+	int rc = 0, r;
+
+	if (!f->repeated)
+		return check_value(c, msgid, f, n, out);
+	if (!(*out = jv_new(JV_ARR, NULL)))
+		return VX_ENOMEM;
+	count = n->kind == YNODE_SEQ ? n->n : 1;
+	for (i = 0; i < count; i++) {
+		const struct ynode *it = n->kind == YNODE_SEQ ? n->items[i] : n;
+
+		len = path_push(c, NULL, (long)i);
+		if (f->type == SCHEMA_MESSAGE && f->message == SCHEMA_MSG_WorkerPoolSpec)
+			r = check_pool(c, i, it, &item);
+		else if (ynode_is_null(it) && f->type != SCHEMA_MESSAGE) {
+			err(c, it, "expected a value, got null");
+			r = VX_EINVAL;
+		} else
+			r = check_value(c, msgid, f, it, &item);
+		path_pop(c, len);
+		if (r == VX_ENOMEM || (r == 0 && jv_add(*out, NULL, item) < 0)) {
+			rc = VX_ENOMEM;
+			break;
+		}
+		if (r < 0)
+			rc = VX_EINVAL;
+		item = NULL;
+	}
+	if (rc == VX_ENOMEM) {
+		jv_free(*out);
+		*out = NULL;
+	}
+	return rc == VX_ENOMEM ? rc : 0;
+}
+
+/* vx's {reservation: NAME} under machineSpec.reservationAffinity. */
+static int expand_reservation(struct chk *c, const struct ynode *n, struct jv **out)
+{
+	const struct ynode *name = ynode_get(n, "reservation");
+	const struct spec_env *env = c->env;
+	const char **names = NULL;
+	const char *near;
+	struct jv *vals = NULL;
+	char *full = NULL;
+	size_t i, len;
+	int rc = 0;
+
+	*out = NULL;
+	for (i = 0; i < n->n; i++)
+		if (strcmp(n->pairs[i].key->str, "reservation"))
+			err(c, n->pairs[i].key, "\"reservation\" cannot be combined with \"%s\"",
+			    n->pairs[i].key->str);
+	len = path_push(c, "reservation", 0);
+	if (name->kind != YNODE_SCALAR || (name->style == YSTYLE_PLAIN && strcmp(what(name), "string"))) {
+		err(c, name, "expected the name of a Reservation in this stack, got %s", what(name));
+		goto done;
+	}
+	for (i = 0; env && i < env->nreservations; i++)
+		if (!strcmp(env->reservations[i].name, name->str))
+			break;
+	if (!env || i == env->nreservations) {
+		if (env && env->nreservations) {
+			names = calloc(env->nreservations, sizeof(*names));
+			if (!names) {
+				rc = VX_ENOMEM;
+				goto done;
+			}
+			for (i = 0; i < env->nreservations; i++)
+				names[i] = env->reservations[i].name;
+		}
+		near = names ? vx_suggest(name->str, names, env->nreservations) : NULL;
+		if (near)
+			err(c, name, "no Reservation named \"%s\" in this stack (did you mean \"%s\"?)",
+			    name->str, near);
+		else
+			err(c, name, "no Reservation named \"%s\" in this stack", name->str);
+		goto done;
+	}
+	if (c->pool) {
+		c->pool->res = &env->reservations[i];
+		c->pool->res_node = name;
+	}
+	full = vx_asprintf("projects/%s/zones/%s/reservations/%s", env->project ? env->project : "",
+			   env->reservations[i].zone ? env->reservations[i].zone : "", name->str);
+	if (!full || !(*out = jv_new(JV_OBJ, NULL)) || !(vals = jv_new(JV_ARR, NULL)) ||
+	    jv_add(vals, NULL, jv_new(JV_STR, full)) < 0) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	if (jv_add(*out, "reservationAffinityType", jv_new(JV_STR, "SPECIFIC_RESERVATION")) < 0 ||
+	    jv_add(*out, "key", jv_new(JV_STR, RESERVATION_KEY)) < 0 ||
+	    jv_add(*out, "values", vals) < 0) {
+		vals = NULL;
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	vals = NULL;
+done:
+	path_pop(c, len);
+	if (rc < 0) {
+		jv_free(*out);
+		*out = NULL;
+	}
+	jv_free(vals);
+	free(full);
+	free(names);
+	return rc;
+}
+
+/* The real SPECIFIC_RESERVATION form naming a reservation of this stack. */
+static void note_real_reservation(struct chk *c, const struct ynode *n)
+{
+	const struct ynode *vals = ynode_get(n, "values");
+	const struct spec_env *env = c->env;
+	const struct ynode *v;
+	size_t i, plen;
+
+	if (!c->pool || !env || !env->project || !vals)
+		return;
+	v = vals->kind == YNODE_SEQ ? (vals->n ? vals->items[0] : NULL) : vals;
+	if (!v || v->kind != YNODE_SCALAR)
+		return;
+	plen = strlen(env->project);
+	if (strncmp(v->str, "projects/", 9) || strncmp(v->str + 9, env->project, plen))
+		return;
+	for (i = 0; i < env->nreservations; i++) {
+		const struct spec_reservation *r = &env->reservations[i];
+		char *full = vx_asprintf("projects/%s/zones/%s/reservations/%s", env->project,
+					 r->zone ? r->zone : "", r->name);
+
+		if (!full) {
+			c->oom = 1;
+			return;
+		}
+		if (!strcmp(full, v->str)) {
+			c->pool->res = r;
+			c->pool->res_node = v;
+		}
+		free(full);
+	}
+}
+
+static int check_message(struct chk *c, int msgid, const struct ynode *n, struct jv **out)
+{
+	const struct schema_message *msg = &schema_messages[msgid];
+	const struct ynode **seen = NULL;
+	const char **names = NULL;
+	const struct ynode *key, *val, *sensitive = NULL;
+	const struct schema_field *f;
+	struct jv *child = NULL, *value;
+	const char *near;
+	size_t i, j, fi, len;
+	int rc = 0, r;
+
+	*out = NULL;
+	if (ynode_is_null(n))
+		return (*out = jv_new(JV_OBJ, NULL)) ? 0 : VX_ENOMEM;
+	if (n->kind != YNODE_MAP) {
+		err(c, n, "expected a mapping, got %s", what(n));
+		return VX_EINVAL;
+	}
+	seen = calloc(msg->nfields + 1, sizeof(*seen));
+	names = calloc(msg->nfields + 1, sizeof(*names));
+	if (!seen || !names || !(*out = jv_new(JV_OBJ, NULL))) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	for (i = 0; i < msg->nfields; i++)
+		names[i] = msg->fields[i].json_name;
+	for (i = 0; i < n->n; i++) {
+		key = n->pairs[i].key;
+		val = n->pairs[i].value;
+		f = schema_field_find(msg, key->str);
+		if (!f) {
+			if (msgid == SCHEMA_MSG_EnvVar && !strcmp(key->str, "sensitive")) {
+				len = path_push(c, "sensitive", 0);
+				if (!is_plain(val, "boolean"))
+					err(c, val, "expected a boolean (true or false), got %s", what(val));
+				else if (val->str[0] == 't' || val->str[0] == 'T')
+					sensitive = val;
+				path_pop(c, len);
+				continue;
+			}
+			near = vx_suggest(key->str, names, msg->nfields);
+			if (near)
+				err(c, key, "unknown field \"%s\" (did you mean \"%s\"?)", key->str, near);
+			else
+				err(c, key, "unknown field \"%s\"", key->str);
+			continue;
+		}
+		fi = (size_t)(f - msg->fields);
+		if (seen[fi]) {
+			err(c, key, "field \"%s\" given twice (also at line %u)", f->json_name,
+			    seen[fi]->line);
+			continue;
+		}
+		seen[fi] = key;
+		if (f->output_only) {
+			err(c, key, "\"%s\" is output-only and cannot be declared", f->json_name);
+			continue;
+		}
+		if (f->oneof) {
+			for (j = 0; j < msg->nfields; j++)
+				if (j != fi && seen[j] && msg->fields[j].oneof &&
+				    !strcmp(msg->fields[j].oneof, f->oneof))
+					err(c, key, "\"%s\" and \"%s\" cannot both be set (one of \"%s\")",
+					    msg->fields[j].json_name, f->json_name, f->oneof);
+		}
+		if (ynode_is_null(val))
+			continue; /* `key:` with nothing: not set */
+		len = path_push(c, f->json_name, 0);
+		if (msgid == SCHEMA_MSG_MachineSpec && !strcmp(f->json_name, "reservationAffinity") &&
+		    val->kind == YNODE_MAP && ynode_get(val, "reservation")) {
+			r = expand_reservation(c, val, &child);
+		} else {
+			if (msgid == SCHEMA_MSG_MachineSpec &&
+			    !strcmp(f->json_name, "reservationAffinity") && val->kind == YNODE_MAP)
+				note_real_reservation(c, val);
+			if (msgid == SCHEMA_MSG_WorkerPoolSpec && f->oneof && c->pool)
+				c->pool->has_task = 1;
+			if (msgid == SCHEMA_MSG_WorkerPoolSpec && !strcmp(f->json_name, "machineSpec") &&
+			    c->pool)
+				c->pool->mspec = val;
+			j = (size_t)c->nerr;
+			r = check_field(c, msgid, f, val, &child);
+			if (msgid == SCHEMA_MSG_WorkerPoolSpec && c->pool && (size_t)c->nerr != j &&
+			    !strcmp(f->json_name, "machineSpec"))
+				c->pool->mspec_bad = 1;
+		}
+		path_pop(c, len);
+		if (r == VX_ENOMEM) {
+			rc = r;
+			goto done;
+		}
+		if (r < 0 || !child)
+			continue;
+		if (is_default(msgid, f, child)) {
+			jv_free(child);
+			child = NULL;
+			continue;
+		}
+		r = jv_add(*out, f->json_name, child);
+		child = NULL;
+		if (r < 0) {
+			rc = r;
+			goto done;
+		}
+	}
+	for (i = 0; i < msg->nfields; i++) {
+		f = &msg->fields[i];
+		if (f->required && !seen[i])
+			err(c, n, "missing required field \"%s\"", f->json_name);
+	}
+	if (sensitive && (value = jv_get(*out, "value")))
+		value->sensitive = 1;
+done:
+	if (rc < 0) {
+		jv_free(*out);
+		*out = NULL;
+	}
+	free(seen);
+	free(names);
+	return rc;
+}
+
+static void check_pool_machine(struct chk *c, size_t idx, struct pool_info *p)
+{
+	const struct machines_gpu *gpu;
+	const struct spec_reservation *r = p->res;
+	enum machines_field field;
+	const struct ynode *at;
+	char *msg = NULL, *path = NULL;
+	const char *leaf;
+	size_t rlen;
+	int rc;
+
+	rc = machines_check(p->machine_type, p->accel, p->count, &msg, &field);
+	if (rc == VX_ENOMEM) {
+		c->oom = 1;
+		return;
+	}
+	if (rc < 0) {
+		if (field == MACHINES_FIELD_ACCELERATOR_TYPE && p->acc_node) {
+			at = p->acc_node;
+			leaf = "acceleratorType";
+		} else if (field == MACHINES_FIELD_ACCELERATOR_COUNT && p->cnt_node) {
+			at = p->cnt_node;
+			leaf = "acceleratorCount";
+		} else if (field == MACHINES_FIELD_MACHINE_TYPE) {
+			at = p->mt_node;
+			leaf = "machineType";
+		} else {
+			at = p->mspec;
+			leaf = NULL;
+		}
+		path = vx_asprintf("spec.workerPoolSpecs[%zu].machineSpec%s%s", idx, leaf ? "." : "",
+				   leaf ? leaf : "");
+		if (!path)
+			c->oom = 1;
+		else
+			err_at(c, at, path, "%s", msg);
+		free(msg);
+		free(path);
+	}
+	if (!r)
+		return;
+	path = vx_asprintf("spec.workerPoolSpecs[%zu].machineSpec.reservationAffinity%s", idx,
+			   p->res_node && p->res_node->kind == YNODE_SCALAR &&
+			   !strcmp(p->res_node->str, r->name) ? ".reservation" : ".values[0]");
+	if (!path) {
+		c->oom = 1;
+		return;
+	}
+	gpu = machines_gpu_by_compute(r->accelerator);
+	if (!r->machine_type || strcmp(r->machine_type, p->machine_type))
+		err_at(c, p->res_node, path, "reservation \"%s\" holds %s VMs; machineType is %s",
+		       r->name, r->machine_type ? r->machine_type : "(unknown)", p->machine_type);
+	else if ((r->accelerator != NULL) != (p->accel != NULL) ||
+		 (r->accelerator && (!gpu || !p->accel || strcmp(gpu->vertex, p->accel))) ||
+		 (r->accelerator && r->accelerator_count != p->count))
+		err_at(c, p->res_node, path,
+		       "reservation \"%s\" holds %lld %s per VM; this pool asks for %lld %s",
+		       r->name, (long long)(r->accelerator ? r->accelerator_count : 0),
+		       r->accelerator ? r->accelerator : "GPUs", (long long)p->count,
+		       p->accel ? p->accel : "GPUs");
+	rlen = c->env && c->env->region ? strlen(c->env->region) : 0;
+	if (c->env && c->env->region && (!r->zone || strncmp(r->zone, c->env->region, rlen) ||
+					r->zone[rlen] != '-'))
+		err_at(c, p->res_node, path, "reservation \"%s\" is in zone %s, outside the job's "
+		       "region %s", r->name, r->zone ? r->zone : "(unknown)", c->env->region);
+	free(path);
+}
+
+/* One worker pool: the schema, then what a used pool needs. */
+static int check_pool(struct chk *c, size_t idx, const struct ynode *n, struct jv **out)
+{
+	struct pool_info *p;
+	char *path = NULL;
+	int rc;
+
+	p = &c->pools[idx];
+	memset(p, 0, sizeof(*p));
+	p->node = n;
+	p->replicas = -1;
+	c->pool = p;
+	rc = check_message(c, SCHEMA_MSG_WorkerPoolSpec, n, out);
+	c->pool = NULL;
+	if (rc < 0 || !*out)
+		return rc;
+	if ((*out)->n == 0) {
+		/* a skipped pool: allowed after the first */
+		if (idx == 0)
+			err(c, n, "the first worker pool must not be empty");
+		return 0;
+	}
+	if (!p->has_task)
+		err(c, n, "needs containerSpec or pythonPackageSpec");
+	if (!p->mspec)
+		err(c, n, "missing required field \"machineSpec\"");
+	else if (!p->machine_type && !p->mspec_bad) {
+		path = vx_asprintf("%s.machineSpec", vx_buf_str(&c->path));
+		if (!path)
+			return VX_ENOMEM;
+		err_at(c, p->mspec, path, "missing required field \"machineType\"");
+		free(path);
+	}
+	if (p->replicas == 0 || p->replicas < -1)
+		err(c, p->rep_node, "replicaCount must be at least 1");
+	if (idx == 0 && p->replicas == -1 &&
+	    jv_add(*out, "replicaCount", jv_new(JV_STR, "1")) < 0)
+		return VX_ENOMEM;
+	if (p->machine_type && !p->mspec_bad)
+		check_pool_machine(c, idx, p);
+	return 0;
+}
+
+static int same_machine(const struct pool_info *a, const struct pool_info *b)
+{
+	return !strcmp(a->machine_type, b->machine_type) && a->count == b->count &&
+	       ((!a->accel && !b->accel) || (a->accel && b->accel && !strcmp(a->accel, b->accel)));
+}
+
+/* FLEX_START: supported GPUs, timeout of at most 7 days, one machine shape. */
+static void check_strategy(struct chk *c)
+{
+	const struct machines_gpu *gpu;
+	const struct pool_info *first = NULL;
+	char path[96];
+	size_t i;
+
+	if (!c->strategy || strcmp(c->strategy, "FLEX_START"))
+		return;
+	for (i = 0; i < c->npools; i++) {
+		const struct pool_info *p = &c->pools[i];
+
+		if (!p->machine_type)
+			continue;
+		gpu = machines_gpu_by_vertex(p->accel);
+		if (!gpu || !gpu->flex_start) {
+			snprintf(path, sizeof(path), "spec.workerPoolSpecs[%zu].machineSpec%s", i,
+				 p->acc_node ? ".acceleratorType" : "");
+			if (p->accel)
+				err_at(c, p->acc_node, path, "FLEX_START runs only on %s GPUs; "
+				       "acceleratorType is %s", machines_flex_start_gpus(), p->accel);
+			else
+				err_at(c, p->mspec, path, "FLEX_START runs only on %s GPUs; this pool "
+				       "has none", machines_flex_start_gpus());
+		}
+		if (!first) {
+			first = p;
+		} else if (!same_machine(first, p)) {
+			snprintf(path, sizeof(path), "spec.workerPoolSpecs[%zu].machineSpec", i);
+			err_at(c, p->mspec, path, "FLEX_START needs the same machineSpec in every "
+			       "worker pool; this one differs from the first");
+		}
+	}
+	if (c->timeout_node && c->timeout_ms > FLEX_MAX_TIMEOUT_MS)
+		err_at(c, c->timeout_node, "spec.scheduling.timeout", "FLEX_START allows a timeout "
+		       "of at most 7 days (604800s); timeout is %llds",
+		       (long long)(c->timeout_ms / 1000));
+}
+
+static int fill_out(struct chk *c, struct job_spec *out)
+{
+	size_t i;
+
+	if (c->npools && !(out->pools = calloc(c->npools, sizeof(*out->pools))))
+		return VX_ENOMEM;
+	out->npools = c->npools;
+	for (i = 0; i < c->npools; i++) {
+		const struct pool_info *p = &c->pools[i];
+		struct spec_pool *o = &out->pools[i];
+
+		if (!p->machine_type)
+			continue;
+		o->accelerator_count = p->accel ? p->count : 0;
+		o->replica_count = p->replicas > 0 ? p->replicas : 1;
+		if (!(o->machine_type = vx_strdup(p->machine_type)) ||
+		    (p->accel && !(o->accelerator_type = vx_strdup(p->accel))))
+			return VX_ENOMEM;
+		if (p->res && !out->reservation && !(out->reservation = vx_strdup(p->res->name)))
+			return VX_ENOMEM;
+	}
+	if (!(out->strategy = vx_strdup(c->strategy && strcmp(c->strategy, "STRATEGY_UNSPECIFIED")
+					? c->strategy : "STANDARD")))
+		return VX_ENOMEM;
+	out->max_wait_s = c->max_wait_ms >= 0 ? c->max_wait_ms / 1000 : -1;
+	out->timeout_s = c->timeout_ms >= 0 ? c->timeout_ms / 1000 : -1;
+	if (c->output_uri && !(out->output_uri = vx_strdup(c->output_uri)))
+		return VX_ENOMEM;
+	return 0;
+}
+
+int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec_env *env,
+	       struct vx_diags *diags)
+{
+	struct chk c;
+	struct vx_buf b = VX_BUF_INIT;
+	const struct ynode *wps;
+	struct jv *root = NULL;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->max_wait_s = -1;
+	out->timeout_s = -1;
+	memset(&c, 0, sizeof(c));
+	c.diags = diags;
+	c.env = env;
+	c.out = out;
+	c.timeout_ms = -1;
+	c.max_wait_ms = -1;
+	if (vx_buf_adds(&c.path, "spec") < 0) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	if (!spec || ynode_is_null(spec)) {
+		err(&c, spec, "missing: a CustomJobSpec with workerPoolSpecs");
+		rc = VX_EINVAL;
+		goto done;
+	}
+	wps = spec->kind == YNODE_MAP ? ynode_get(spec, "workerPoolSpecs") : NULL;
+	if (!wps && spec->kind == YNODE_MAP)
+		wps = ynode_get(spec, "worker_pool_specs");
+	c.npools = !wps || ynode_is_null(wps) ? 0 : wps->kind == YNODE_SEQ ? wps->n : 1;
+	if (c.npools && !(c.pools = calloc(c.npools, sizeof(*c.pools)))) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	rc = check_message(&c, SCHEMA_MSG_CustomJobSpec, spec, &root);
+	if (rc < 0 || c.oom) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	if (wps && !ynode_is_null(wps) && c.npools == 0)
+		err_at(&c, wps, "spec.workerPoolSpecs", "needs at least one worker pool");
+	check_strategy(&c);
+	if (c.oom) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	if (c.nerr) {
+		rc = VX_EINVAL;
+		goto done;
+	}
+	jv_sort(root);
+	if (write_jv(&b, root, 0) < 0 || !(out->canonical_json = vx_buf_detach(&b))) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	if (write_jv(&b, root, 1) < 0 || !(out->redacted_json = vx_buf_detach(&b))) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	if (sha256_hex(out->canonical_json, strlen(out->canonical_json), out->hash) < 0) {
+		rc = VX_EIO;
+		goto done;
+	}
+	rc = fill_out(&c, out);
+done:
+	jv_free(root);
+	vx_buf_release(&b);
+	vx_buf_release(&c.path);
+	free(c.pools);
+	return rc;
+}
+
+void job_spec_release(struct job_spec *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->npools; i++) {
+		free(s->pools[i].machine_type);
+		free(s->pools[i].accelerator_type);
+	}
+	free(s->pools);
+	free(s->canonical_json);
+	free(s->redacted_json);
+	free(s->strategy);
+	free(s->output_uri);
+	free(s->reservation);
+	memset(s, 0, sizeof(*s));
+	s->max_wait_s = -1;
+	s->timeout_s = -1;
+}
+
+char *job_spec_shape(const struct job_spec *s)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	const struct machines_gpu *gpu;
+	size_t i;
+	int rc = 0, first = 1;
+
+	for (i = 0; rc == 0 && i < s->npools; i++) {
+		const struct spec_pool *p = &s->pools[i];
+
+		if (!p->machine_type)
+			continue;
+		if (!first)
+			rc = vx_buf_adds(&b, " + ");
+		first = 0;
+		if (rc == 0)
+			rc = vx_buf_printf(&b, "%s \xc3\x97%lld", p->machine_type,
+					   (long long)p->replica_count);
+		if (rc == 0 && p->accelerator_type) {
+			gpu = machines_gpu_by_vertex(p->accelerator_type);
+			rc = vx_buf_printf(&b, ", %lld\xc3\x97%s", (long long)p->accelerator_count,
+					   gpu ? gpu->display : p->accelerator_type);
+		}
+	}
+	if (rc == 0 && s->strategy)
+		rc = vx_buf_printf(&b, "%s%s", first ? "" : ", ", s->strategy);
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
+/* ---- spec_diff_paths ------------------------------------------------------ */
+
+#define DIFF_MAX 4
+
+struct diff {
+	struct vx_buf out;
+	size_t n;
+	int oom;
+};
+
+static void diff_add(struct diff *d, const char *path)
+{
+	d->n++;
+	if (d->n > DIFF_MAX)
+		return;
+	if ((d->n > 1 && vx_buf_adds(&d->out, ", ") < 0) ||
+	    vx_buf_adds(&d->out, *path ? path : "jobSpec") < 0)
+		d->oom = 1;
+}
+
+static void diff_walk(struct diff *d, const cJSON *a, const cJSON *b, struct vx_buf *path)
+{
+	const cJSON *x;
+	size_t len = path->len;
+	int i, na, nb;
+
+	if (!a || !b || (cJSON_IsObject(a) != cJSON_IsObject(b)) ||
+	    (cJSON_IsArray(a) != cJSON_IsArray(b))) {
+		if (a || b)
+			diff_add(d, vx_buf_str(path));
+		return;
+	}
+	if (cJSON_IsObject(a)) {
+		cJSON_ArrayForEach(x, a) {
+			if (vx_buf_printf(path, "%s%s", len ? "." : "", x->string) < 0) {
+				d->oom = 1;
+				return;
+			}
+			diff_walk(d, x, cJSON_GetObjectItemCaseSensitive(b, x->string), path);
+			path->len = len;
+			path->data[len] = '\0';
+		}
+		cJSON_ArrayForEach(x, b) {
+			if (cJSON_GetObjectItemCaseSensitive(a, x->string))
+				continue;
+			if (vx_buf_printf(path, "%s%s", len ? "." : "", x->string) < 0) {
+				d->oom = 1;
+				return;
+			}
+			diff_add(d, vx_buf_str(path));
+			path->len = len;
+			path->data[len] = '\0';
+		}
+		return;
+	}
+	if (cJSON_IsArray(a)) {
+		na = cJSON_GetArraySize(a);
+		nb = cJSON_GetArraySize(b);
+		if (na != nb) {
+			diff_add(d, vx_buf_str(path));
+			return;
+		}
+		for (i = 0; i < na; i++) {
+			const cJSON *ia = cJSON_GetArrayItem(a, i), *ib = cJSON_GetArrayItem(b, i);
+
+			if (cJSON_IsObject(ia) && cJSON_IsObject(ib)) {
+				if (vx_buf_printf(path, "[%d]", i) < 0) {
+					d->oom = 1;
+					return;
+				}
+				diff_walk(d, ia, ib, path);
+				path->len = len;
+				path->data[len] = '\0';
+			} else if (!cJSON_Compare(ia, ib, 1)) {
+				diff_add(d, vx_buf_str(path));
+				return;
+			}
+		}
+		return;
+	}
+	if (!cJSON_Compare(a, b, 1))
+		diff_add(d, vx_buf_str(path));
+}
+
+char *spec_diff_paths(const char *old_json, const char *new_json)
+{
+	struct diff d = { VX_BUF_INIT, 0, 0 };
+	struct vx_buf path = VX_BUF_INIT;
+	cJSON *a = old_json ? cJSON_Parse(old_json) : NULL;
+	cJSON *b = new_json ? cJSON_Parse(new_json) : NULL;
+	char *res = NULL;
+
+	if (!a || !b) {
+		if (!(old_json && new_json && !strcmp(old_json, new_json)))
+			diff_add(&d, "");
+	} else if (vx_buf_adds(&path, "") < 0) {
+		d.oom = 1;
+	} else {
+		diff_walk(&d, a, b, &path);
+	}
+	if (!d.oom && d.n > DIFF_MAX && vx_buf_printf(&d.out, " and %zu more",
+						       d.n - DIFF_MAX) < 0)
+		d.oom = 1;
+	if (!d.oom)
+		res = vx_buf_detach(&d.out);
+	vx_buf_release(&d.out);
+	vx_buf_release(&path);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return res;
+}

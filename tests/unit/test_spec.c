@@ -1,0 +1,468 @@
+/* Unit tests for reconcile/spec.c: schema checks with exact messages and
+ * positions, normalisation and hashing, sensitive values, reservations. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/spec.h"
+#include "reconcile/ynode.h"
+#include "util/buf.h"
+#include "util/diag.h"
+
+static const struct spec_reservation reservations[] = {
+	{ "h100-pool", "us-central1-a", "a3-highgpu-8g", "nvidia-h100-80gb", 8 },
+	{ "eu-pool", "europe-west4-b", "a3-highgpu-8g", "nvidia-h100-80gb", 8 },
+};
+static const struct spec_env env = { "my-proj", "us-central1", reservations, 2 };
+
+/* Checks yaml as a spec; returns spec_check's result and every diagnostic,
+ * one per line, in *diags (caller frees). */
+static int run(const char *yaml, struct job_spec *js, char **diags)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_buf b = VX_BUF_INIT;
+	struct yfile *f = NULL;
+	size_t i;
+	int rc;
+
+	rc = yaml_load_mem(&f, "job.yaml", yaml, strlen(yaml), NULL, &d, &err);
+	if (rc != 0) {
+		for (i = 0; i < d.n; i++)
+			print_error("%s\n", d.items[i].msg);
+		fail_msg("yaml did not load: %s", vx_err_msg(&err));
+	}
+	rc = spec_check(js, f->ndocs ? f->docs[0] : NULL, &env, &d);
+	for (i = 0; i < d.n; i++) {
+		char *line = vx_diag_format(&d.items[i]);
+
+		assert_non_null(line);
+		assert_int_equal(vx_buf_printf(&b, "%s%s", i ? "\n" : "", line), 0);
+		free(line);
+	}
+	*diags = vx_buf_detach(&b);
+	vx_buf_release(&b);
+	vx_diags_release(&d);
+	vx_err_release(&err);
+	yfile_free(f);
+	return rc;
+}
+
+static void expect_ok(const char *yaml, struct job_spec *js)
+{
+	char *diags = NULL;
+	int rc = run(yaml, js, &diags);
+
+	if (rc != 0)
+		fail_msg("refused (%d):\n%s", rc, diags);
+	assert_string_equal(diags, "");
+	free(diags);
+}
+
+static void expect_errors(const char *yaml, const char *want)
+{
+	struct job_spec js;
+	char *diags = NULL;
+	int rc = run(yaml, &js, &diags);
+
+	assert_int_equal(rc, VX_EINVAL);
+	assert_string_equal(diags, want);
+	assert_null(js.canonical_json);
+	free(diags);
+	job_spec_release(&js);
+}
+
+static char *hash_of(const char *yaml)
+{
+	struct job_spec js;
+	char *h;
+
+	expect_ok(yaml, &js);
+	h = strdup(js.hash);
+	job_spec_release(&js);
+	return h;
+}
+
+#define POOL_H100 \
+	"workerPoolSpecs:\n" \
+	"  - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}\n" \
+	"    containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:1, args: [--epochs, \"3\"]}\n"
+
+static void test_canonical_json(void **state)
+{
+	struct job_spec js;
+	char *shape;
+
+	(void)state;
+	expect_ok(POOL_H100
+		  "scheduling: {strategy: FLEX_START, maxWaitDuration: 30m, timeout: 1h30m}\n"
+		  "baseOutputDirectory: {output_uri_prefix: gs://b/out}\n"
+		  "enableWebAccess: false\n", &js);
+	assert_string_equal(js.canonical_json,
+		"{\"baseOutputDirectory\":{\"outputUriPrefix\":\"gs://b/out\"},"
+		"\"scheduling\":{\"maxWaitDuration\":\"1800s\",\"strategy\":\"FLEX_START\",\"timeout\":\"5400s\"},"
+		"\"workerPoolSpecs\":[{\"containerSpec\":{\"args\":[\"--epochs\",\"3\"],"
+		"\"imageUri\":\"us-docker.pkg.dev/p/r/t:1\"},"
+		"\"machineSpec\":{\"acceleratorCount\":8,\"acceleratorType\":\"NVIDIA_H100_80GB\","
+		"\"machineType\":\"a3-highgpu-8g\"},\"replicaCount\":\"1\"}]}");
+	assert_string_equal(js.redacted_json, js.canonical_json);
+	assert_int_equal(strlen(js.hash), 64);
+	assert_string_equal(js.strategy, "FLEX_START");
+	assert_int_equal(js.max_wait_s, 1800);
+	assert_int_equal(js.timeout_s, 5400);
+	assert_string_equal(js.output_uri, "gs://b/out");
+	assert_int_equal(js.npools, 1);
+	assert_string_equal(js.pools[0].machine_type, "a3-highgpu-8g");
+	assert_string_equal(js.pools[0].accelerator_type, "NVIDIA_H100_80GB");
+	assert_int_equal(js.pools[0].accelerator_count, 8);
+	assert_int_equal(js.pools[0].replica_count, 1);
+	assert_null(js.reservation);
+	shape = job_spec_shape(&js);
+	assert_string_equal(shape, "a3-highgpu-8g \xc3\x97" "1, 8\xc3\x97H100 80GB, FLEX_START");
+	free(shape);
+	job_spec_release(&js);
+}
+
+static void test_defaults_and_shape(void **state)
+{
+	struct job_spec js;
+	char *shape;
+
+	(void)state;
+	expect_ok("worker_pool_specs:\n"
+		  "  - machineSpec: {machineType: n1-standard-4}\n"
+		  "    pythonPackageSpec: {executorImageUri: img, packageUris: gs://b/p.tar.gz, pythonModule: t.m}\n"
+		  "  - {}\n"
+		  "  - machineSpec: {machineType: g2-standard-24, acceleratorType: 11, acceleratorCount: \"2\"}\n"
+		  "    replicaCount: 3\n"
+		  "    containerSpec: {imageUri: img}\n"
+		  "scheduling: {strategy: STRATEGY_UNSPECIFIED, maxWaitDuration: 0}\n", &js);
+	assert_string_equal(js.canonical_json,
+		"{\"scheduling\":{\"maxWaitDuration\":\"0s\"},\"workerPoolSpecs\":["
+		"{\"machineSpec\":{\"machineType\":\"n1-standard-4\"},\"pythonPackageSpec\":"
+		"{\"executorImageUri\":\"img\",\"packageUris\":[\"gs://b/p.tar.gz\"],\"pythonModule\":\"t.m\"},"
+		"\"replicaCount\":\"1\"},{},"
+		"{\"containerSpec\":{\"imageUri\":\"img\"},\"machineSpec\":{\"acceleratorCount\":2,"
+		"\"acceleratorType\":\"NVIDIA_L4\",\"machineType\":\"g2-standard-24\"},\"replicaCount\":\"3\"}]}");
+	assert_string_equal(js.strategy, "STANDARD");
+	assert_int_equal(js.max_wait_s, 0);
+	assert_int_equal(js.timeout_s, -1);
+	assert_int_equal(js.npools, 3);
+	assert_null(js.pools[1].machine_type);
+	shape = job_spec_shape(&js);
+	assert_string_equal(shape, "n1-standard-4 \xc3\x97" "1 + g2-standard-24 \xc3\x97" "3, 2\xc3\x97L4, STANDARD");
+	free(shape);
+	job_spec_release(&js);
+}
+
+static void test_hash_equal(void **state)
+{
+	static const char *same[] = {
+		POOL_H100 "scheduling: {timeout: 30m}\n",
+		"scheduling:\n  timeout: \"1800s\"\n"
+		"workerPoolSpecs:\n"
+		"  - containerSpec:\n      args: ['--epochs', '3']\n      imageUri: \"us-docker.pkg.dev/p/r/t:1\"\n"
+		"    replicaCount: \"1\"\n"
+		"    machine_spec: {acceleratorCount: \"8\", accelerator_type: NVIDIA_H100_80GB, machineType: a3-highgpu-8g}\n",
+		POOL_H100 "    replicaCount: 1\nscheduling: {timeout: 1800, strategy: STANDARD}\nenableWebAccess: false\n",
+		POOL_H100 "scheduling: {timeout: 0.5h, disableRetries: false}\nreservedIpRanges: []\n",
+	};
+	char *first = hash_of(same[0]);
+	size_t i;
+
+	(void)state;
+	for (i = 1; i < sizeof(same) / sizeof(same[0]); i++) {
+		char *h = hash_of(same[i]);
+
+		if (strcmp(h, first))
+			fail_msg("spec %zu hashes differently", i);
+		free(h);
+	}
+	free(first);
+}
+
+static void test_hash_changes(void **state)
+{
+	static const char *changed[] = {
+		POOL_H100 "scheduling: {timeout: 31m}\n",
+		POOL_H100 "    replicaCount: 2\nscheduling: {timeout: 30m}\n",
+		POOL_H100 "scheduling: {timeout: 30m, strategy: SPOT}\n",
+		POOL_H100 "scheduling: {timeout: 30m}\nenableWebAccess: true\n",
+		POOL_H100 "    diskSpec: {bootDiskSizeGb: 200}\nscheduling: {timeout: 30m}\n",
+		POOL_H100 "scheduling: {timeout: 30m, maxWaitDuration: 0s}\n",
+		"workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}\n"
+		"    containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:1, args: [\"3\", --epochs]}\n"
+		"scheduling: {timeout: 30m}\n",
+	};
+	char *base = hash_of(POOL_H100 "scheduling: {timeout: 30m}\n");
+	size_t i, j;
+	char *h[sizeof(changed) / sizeof(changed[0])];
+
+	(void)state;
+	for (i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
+		h[i] = hash_of(changed[i]);
+		if (!strcmp(h[i], base))
+			fail_msg("change %zu kept the hash", i);
+		for (j = 0; j < i; j++)
+			if (!strcmp(h[i], h[j]))
+				fail_msg("changes %zu and %zu hash the same", j, i);
+	}
+	for (i = 0; i < sizeof(changed) / sizeof(changed[0]); i++)
+		free(h[i]);
+	free(base);
+}
+
+static void test_schema_errors(void **state)
+{
+	(void)state;
+	expect_errors("workerPoolSpec:\n  - {}\n",
+		"job.yaml:1:1: spec: unknown field \"workerPoolSpec\" (did you mean \"workerPoolSpecs\"?)\n"
+		"job.yaml:1:1: spec: missing required field \"workerPoolSpecs\"");
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machinetype: n1-standard-4, acceleratorType: NVIDIA_H100_80G}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"    replicaCount: 1.5\n"
+		"scheduling: {timeout: 30x, restartJobOnWorkerRestart: \"true\", strategy: flex_start}\n",
+		"job.yaml:2:19: spec.workerPoolSpecs[0].machineSpec: unknown field \"machinetype\" (did you mean \"machineType\"?)\n"
+		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: unknown value \"NVIDIA_H100_80G\" (did you mean \"NVIDIA_H100_80GB\"?)\n"
+		"job.yaml:4:19: spec.workerPoolSpecs[0].replicaCount: expected an integer, got number\n"
+		"job.yaml:5:23: spec.scheduling.timeout: invalid duration \"30x\" (use 1800s, 30m, 1h30m, 7d; at most millisecond precision)\n"
+		"job.yaml:5:55: spec.scheduling.restartJobOnWorkerRestart: expected a boolean (true or false), got string\n"
+		"job.yaml:5:73: spec.scheduling.strategy: unknown value \"flex_start\" (did you mean \"FLEX_START\"?)");
+}
+
+static void test_pool_errors(void **state)
+{
+	(void)state;
+	/* oneof, missing task, K80, int32 range, output of every error */
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_K80, acceleratorCount: 1}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"    pythonPackageSpec: {executorImageUri: img, packageUris: [a], pythonModule: m}\n"
+		"  - replicaCount: 2\n"
+		"    machineSpec: {machineType: n1-standard-4, acceleratorCount: 3000000000}\n"
+		"  - containerSpec: {imageUri: \"\", env: [{name: A}]}\n",
+		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: NVIDIA_TESLA_K80 is retired (end of life) and refused\n"
+		"job.yaml:4:5: spec.workerPoolSpecs[0]: \"containerSpec\" and \"pythonPackageSpec\" cannot both be set (one of \"task\")\n"
+		"job.yaml:6:65: spec.workerPoolSpecs[1].machineSpec.acceleratorCount: 3000000000 is out of range for a 32-bit integer\n"
+		"job.yaml:5:5: spec.workerPoolSpecs[1]: needs containerSpec or pythonPackageSpec\n"
+		"job.yaml:7:31: spec.workerPoolSpecs[2].containerSpec.imageUri: must not be empty\n"
+		"job.yaml:7:41: spec.workerPoolSpecs[2].containerSpec.env[0]: missing required field \"value\"\n"
+		"job.yaml:7:5: spec.workerPoolSpecs[2]: missing required field \"machineSpec\"");
+}
+
+static void test_machine_rule_positions(void **state)
+{
+	(void)state;
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec:\n"
+		"      machineType: a3-highgpu-8g\n"
+		"      acceleratorType: NVIDIA_H100_80GB\n"
+		"      acceleratorCount: 4\n"
+		"    containerSpec: {imageUri: img}\n"
+		"  - machineSpec: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"    replicaCount: 2\n"
+		"scheduling: {strategy: FLEX_START, timeout: 8d}\n",
+		"job.yaml:5:25: spec.workerPoolSpecs[0].machineSpec.acceleratorCount: a3-highgpu-8g comes with 8 NVIDIA_H100_80GB; acceleratorCount is 4\n"
+		"job.yaml:7:64: spec.workerPoolSpecs[1].machineSpec.acceleratorType: FLEX_START runs only on L4, A100, H100, H200, B200 GPUs; acceleratorType is NVIDIA_TESLA_T4\n"
+		"job.yaml:7:18: spec.workerPoolSpecs[1].machineSpec: FLEX_START needs the same machineSpec in every worker pool; this one differs from the first\n"
+		"job.yaml:10:45: spec.scheduling.timeout: FLEX_START allows a timeout of at most 7 days (604800s); timeout is 691200s");
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: g2-standard-8}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"    replicaCount: 0\n",
+		"job.yaml:4:19: spec.workerPoolSpecs[0]: replicaCount must be at least 1\n"
+		"job.yaml:2:18: spec.workerPoolSpecs[0].machineSpec: g2-standard-8 comes with 1 NVIDIA_L4; acceleratorType is not set");
+}
+
+static void test_sensitive(void **state)
+{
+	struct job_spec js;
+
+	(void)state;
+	expect_ok("workerPoolSpecs:\n"
+		  "  - machineSpec: {machineType: n1-standard-4}\n"
+		  "    containerSpec:\n"
+		  "      imageUri: img\n"
+		  "      env:\n"
+		  "        - {name: HF_TOKEN, value: hunter2, sensitive: true}\n"
+		  "        - {name: MODE, value: 8080, sensitive: false}\n", &js);
+	assert_string_equal(js.canonical_json,
+		"{\"workerPoolSpecs\":[{\"containerSpec\":{\"env\":[{\"name\":\"HF_TOKEN\",\"value\":\"hunter2\"},"
+		"{\"name\":\"MODE\",\"value\":\"8080\"}],\"imageUri\":\"img\"},"
+		"\"machineSpec\":{\"machineType\":\"n1-standard-4\"},\"replicaCount\":\"1\"}]}");
+	/* sha256("hunter2") */
+	assert_string_equal(js.redacted_json,
+		"{\"workerPoolSpecs\":[{\"containerSpec\":{\"env\":[{\"name\":\"HF_TOKEN\",\"value\":"
+		"\"sha256:f52fbd32b2b3b86ff88ef6c490628285f482af15ddcb29541f94bcf526a3f6c7\"},"
+		"{\"name\":\"MODE\",\"value\":\"8080\"}],\"imageUri\":\"img\"},"
+		"\"machineSpec\":{\"machineType\":\"n1-standard-4\"},\"replicaCount\":\"1\"}]}");
+	assert_null(strstr(js.redacted_json, "hunter2"));
+	job_spec_release(&js);
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    containerSpec: {imageUri: img, env: [{name: A, value: b, sensitive: yes}]}\n",
+		"job.yaml:3:73: spec.workerPoolSpecs[0].containerSpec.env[0].sensitive: expected a boolean (true or false), got string");
+}
+
+static void test_reservation(void **state)
+{
+	struct job_spec js;
+	static const char *want =
+		"{\"workerPoolSpecs\":[{\"containerSpec\":{\"imageUri\":\"img\"},\"machineSpec\":{"
+		"\"acceleratorCount\":8,\"acceleratorType\":\"NVIDIA_H100_80GB\",\"machineType\":\"a3-highgpu-8g\","
+		"\"reservationAffinity\":{\"key\":\"compute.googleapis.com/reservation-name\","
+		"\"reservationAffinityType\":\"SPECIFIC_RESERVATION\","
+		"\"values\":[\"projects/my-proj/zones/us-central1-a/reservations/h100-pool\"]}},"
+		"\"replicaCount\":\"1\"}]}";
+	char hash[65];
+
+	(void)state;
+	expect_ok("workerPoolSpecs:\n"
+		  "  - machineSpec:\n"
+		  "      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		  "       reservationAffinity: {reservation: h100-pool}}\n"
+		  "    containerSpec: {imageUri: img}\n", &js);
+	assert_string_equal(js.canonical_json, want);
+	assert_string_equal(js.reservation, "h100-pool");
+	memcpy(hash, js.hash, sizeof(hash));
+	job_spec_release(&js);
+	/* the real form is accepted, recognised and hashes the same */
+	expect_ok("workerPoolSpecs:\n"
+		  "  - machineSpec:\n"
+		  "      machineType: a3-highgpu-8g\n"
+		  "      acceleratorType: NVIDIA_H100_80GB\n"
+		  "      acceleratorCount: 8\n"
+		  "      reservationAffinity:\n"
+		  "        reservationAffinityType: SPECIFIC_RESERVATION\n"
+		  "        key: compute.googleapis.com/reservation-name\n"
+		  "        values: [projects/my-proj/zones/us-central1-a/reservations/h100-pool]\n"
+		  "    containerSpec: {imageUri: img}\n", &js);
+	assert_string_equal(js.canonical_json, want);
+	assert_string_equal(js.hash, hash);
+	assert_string_equal(js.reservation, "h100-pool");
+	job_spec_release(&js);
+
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec:\n"
+		"      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		"       reservationAffinity: {reservation: h100-pol}}\n"
+		"    containerSpec: {imageUri: img}\n",
+		"job.yaml:4:43: spec.workerPoolSpecs[0].machineSpec.reservationAffinity.reservation: no Reservation named \"h100-pol\" in this stack (did you mean \"h100-pool\"?)");
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec:\n"
+		"      {machineType: a3-highgpu-4g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 4,\n"
+		"       reservationAffinity: {reservation: h100-pool}}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"  - machineSpec:\n"
+		"      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		"       reservationAffinity: {reservation: eu-pool}}\n"
+		"    containerSpec: {imageUri: img}\n",
+		"job.yaml:4:43: spec.workerPoolSpecs[0].machineSpec.reservationAffinity.reservation: reservation \"h100-pool\" holds a3-highgpu-8g VMs; machineType is a3-highgpu-4g\n"
+		"job.yaml:8:43: spec.workerPoolSpecs[1].machineSpec.reservationAffinity.reservation: reservation \"eu-pool\" is in zone europe-west4-b, outside the job's region us-central1");
+}
+
+static void test_reservation_forms(void **state)
+{
+	(void)state;
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec:\n"
+		"      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		"       reservationAffinity: {reservation: h100-pool, key: x}}\n"
+		"    containerSpec: {imageUri: img}\n",
+		"job.yaml:4:54: spec.workerPoolSpecs[0].machineSpec.reservationAffinity: \"reservation\" cannot be combined with \"key\"");
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec:\n"
+		"      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		"       reservationAffinity: {reservationAffinityType: SPECIFIC_RESERVATION, values: [\n"
+		"         projects/my-proj/zones/europe-west4-b/reservations/eu-pool]}}\n"
+		"    containerSpec: {imageUri: img}\n",
+		"job.yaml:5:10: spec.workerPoolSpecs[0].machineSpec.reservationAffinity.values[0]: reservation \"eu-pool\" is in zone europe-west4-b, outside the job's region us-central1");
+}
+
+static void test_durations(void **state)
+{
+	int64_t ms = 0;
+
+	(void)state;
+	assert_int_equal(spec_parse_duration("1800s", &ms), 0);
+	assert_int_equal(ms, 1800000);
+	assert_int_equal(spec_parse_duration("30m", &ms), 0);
+	assert_int_equal(ms, 1800000);
+	assert_int_equal(spec_parse_duration("1h30m", &ms), 0);
+	assert_int_equal(ms, 5400000);
+	assert_int_equal(spec_parse_duration("7d", &ms), 0);
+	assert_int_equal(ms, 604800000);
+	assert_int_equal(spec_parse_duration("0.5s", &ms), 0);
+	assert_int_equal(ms, 500);
+	assert_int_equal(spec_parse_duration("90", &ms), 0);
+	assert_int_equal(ms, 90000);
+	assert_int_equal(spec_parse_duration("250ms", &ms), 0);
+	assert_int_equal(ms, 250);
+	assert_int_equal(spec_parse_duration("", &ms), VX_EINVAL);
+	assert_int_equal(spec_parse_duration("-5s", &ms), VX_EINVAL);
+	assert_int_equal(spec_parse_duration("5", &ms), 0);
+	assert_int_equal(spec_parse_duration("1h30", &ms), VX_EINVAL);
+	assert_int_equal(spec_parse_duration("3.0000001s", &ms), VX_EINVAL);
+	assert_int_equal(spec_parse_duration("99999999999999d", &ms), VX_EINVAL);
+	assert_int_equal(spec_parse_duration("s", &ms), VX_EINVAL);
+	assert_int_equal(spec_parse_duration("1.s", &ms), VX_EINVAL);
+}
+
+static void test_fraction_duration_json(void **state)
+{
+	struct job_spec js;
+
+	(void)state;
+	expect_ok(POOL_H100 "scheduling: {timeout: 0.5s}\n", &js);
+	assert_non_null(strstr(js.canonical_json, "\"scheduling\":{\"timeout\":\"0.500s\"}"));
+	job_spec_release(&js);
+}
+
+static void test_diff_paths(void **state)
+{
+	char *d;
+
+	(void)state;
+	d = spec_diff_paths("{\"a\":{\"b\":1,\"c\":[1,2]},\"w\":[{\"x\":\"1\"}]}",
+			    "{\"a\":{\"b\":1,\"c\":[1,3]},\"w\":[{\"x\":\"2\",\"y\":true}]}");
+	assert_string_equal(d, "a.c, w[0].x, w[0].y");
+	free(d);
+	d = spec_diff_paths("{\"a\":1}", "{\"a\":1}");
+	assert_string_equal(d, "");
+	free(d);
+	d = spec_diff_paths("{\"a\":1,\"b\":1,\"c\":1,\"d\":1,\"e\":1,\"f\":1}", "{}");
+	assert_string_equal(d, "a, b, c, d and 2 more");
+	free(d);
+	d = spec_diff_paths("not json", "{}");
+	assert_string_equal(d, "jobSpec");
+	free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_canonical_json),
+		cmocka_unit_test(test_defaults_and_shape),
+		cmocka_unit_test(test_hash_equal),
+		cmocka_unit_test(test_hash_changes),
+		cmocka_unit_test(test_schema_errors),
+		cmocka_unit_test(test_pool_errors),
+		cmocka_unit_test(test_machine_rule_positions),
+		cmocka_unit_test(test_sensitive),
+		cmocka_unit_test(test_reservation),
+		cmocka_unit_test(test_reservation_forms),
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_fraction_duration_json),
+		cmocka_unit_test(test_diff_paths),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
