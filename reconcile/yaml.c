@@ -1,0 +1,1254 @@
+/*
+ * The YAML loader: libyaml's event stream turned into our own node tree
+ * (reconcile/ynode.h), with every limit that keeps hostile input harmless.
+ *
+ * Why events and not libyaml's document API: the document API expands
+ * nothing but also checks nothing, and walking its tree needs recursion. With
+ * events we keep an explicit stack of open collections (no recursion in this
+ * file at all), refuse nesting past limits->max_depth as soon as it is opened,
+ * and resolve an alias by pointing at the anchored node while adding that
+ * node's expanded size to a running count, so an alias bomb is refused after
+ * a few dozen nodes are allocated, not a billion.
+ *
+ * Memory: every node, string and array of a file lives in one arena of large
+ * blocks, freed at once by yfile_free(). Scratch state (the event stack, the
+ * anchor table, the duplicate-key table) is on the heap and freed before
+ * returning, on every path.
+ */
+#include "reconcile/ynode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "util/buf.h"
+#include "util/diag.h"
+#include "util/banned.h"
+
+#define TAG_NULL "tag:yaml.org,2002:null"
+#define TAG_BOOL "tag:yaml.org,2002:bool"
+#define TAG_INT "tag:yaml.org,2002:int"
+#define TAG_FLOAT "tag:yaml.org,2002:float"
+#define TAG_STR "tag:yaml.org,2002:str"
+#define TAG_MERGE "tag:yaml.org,2002:merge"
+
+/* ---- arena ---------------------------------------------------------- */
+
+#define ARENA_BLOCK (64u * 1024u)
+#define ARENA_ALIGN 16u
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, size;
+	/* data follows, aligned */
+};
+
+struct arena {
+	struct arena_block *head; /* the block being filled, then older ones */
+};
+
+#define BLOCK_HDR ((sizeof(struct arena_block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+static void *arena_alloc(struct arena *a, size_t n)
+{
+	struct arena_block *b = a->head;
+	size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+
+	if (need < n)
+		return NULL;
+	if (!b || b->size - b->used < need) {
+		/* Large requests get a block of their own, placed behind the
+		 * current one so its free space is not wasted. */
+		size_t size = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
+
+		if (size > SIZE_MAX - BLOCK_HDR)
+			return NULL;
+		b = malloc(BLOCK_HDR + size);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->size = size;
+		if (size != ARENA_BLOCK && a->head) {
+			b->next = a->head->next;
+			a->head->next = b;
+		} else {
+			b->next = a->head;
+			a->head = b;
+		}
+	}
+	b->used += need;
+	return (char *)b + BLOCK_HDR + b->used - need;
+}
+
+static char *arena_strndup(struct arena *a, const char *s, size_t len)
+{
+	char *p;
+
+	if (len == SIZE_MAX)
+		return NULL;
+	p = arena_alloc(a, len + 1);
+	if (p) {
+		if (len)
+			memcpy(p, s, len);
+		p[len] = '\0';
+	}
+	return p;
+}
+
+static void arena_free(struct arena *a)
+{
+	struct arena_block *b, *next;
+
+	if (!a)
+		return;
+	for (b = a->head; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(a);
+}
+
+/* ---- small growable arrays (scratch, on the heap) -------------------- */
+
+static int grow(void **p, size_t *alloc, size_t need, size_t elem)
+{
+	size_t n = *alloc ? *alloc : 16;
+	void *q;
+
+	if (need <= *alloc)
+		return 0;
+	while (n < need) {
+		if (n > SIZE_MAX / 2 / elem)
+			return VX_ENOMEM;
+		n *= 2;
+	}
+	q = realloc(*p, n * elem);
+	if (!q)
+		return VX_ENOMEM;
+	*p = q;
+	*alloc = n;
+	return 0;
+}
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* ---- loader state ----------------------------------------------------- */
+
+/* An anchor of the current document. 'gen' is the document it was defined
+ * in, so a new document invalidates every anchor without clearing the table. */
+struct anchor {
+	const char *name;
+	uint64_t hash;
+	struct ynode *node;
+	size_t size;   /* expanded node count of node */
+	size_t height; /* levels of nesting inside node (0 for a scalar) */
+	unsigned gen;
+};
+
+/* An open sequence or mapping. Its children sit on loader.kids from 'first'. */
+struct frame {
+	struct ynode *node;
+	size_t first;
+	size_t count_at_open; /* loader.expanded when opened: gives the anchor's size */
+	size_t height;        /* max height of the children so far */
+	char *anchor;         /* libyaml's anchor name, owned (malloc) until close */
+	int has_merge;
+};
+
+struct loader {
+	struct arena *arena;
+	const char *file; /* the yfile's path, in the arena */
+	const char *data;
+	size_t len;
+	const struct yaml_limits *lim;
+	struct vx_diags *diags;
+	struct vx_err *err;
+	size_t nerrors;
+	int fatal; /* a limit was hit or memory ran out: stop reading */
+	int oom;   /* memory ran out: fail with VX_ENOMEM, whatever else happened */
+
+	struct frame *frames;
+	size_t nframes, aframes;
+	struct ynode **kids;
+	size_t nkids, akids;
+	struct ynode **docs;
+	size_t ndocs, adocs;
+
+	struct anchor *anchors;
+	size_t nanchors, aanchors; /* aanchors: table size, a power of two */
+	unsigned gen;
+
+	size_t *keytab; /* duplicate-key table: indices + 1 into a pair array */
+	size_t akeytab;
+
+	size_t expanded; /* nodes in the file so far, with every alias expanded */
+};
+
+static int is_cont(unsigned char c)
+{
+	return (c & 0xC0) == 0x80;
+}
+
+static void report(struct loader *l, unsigned line, unsigned col, const char *fmt, ...)
+	VX_PRINTF(4, 5);
+
+static void report(struct loader *l, unsigned line, unsigned col, const char *fmt, ...)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vx_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	l->nerrors++;
+	if (rc < 0 || vx_diags_add(l->diags, l->file, line, col, "%s", vx_buf_str(&b)) < 0)
+		l->fatal = 1;
+	vx_buf_release(&b);
+}
+
+/* Text from the file shown in a message: at most about 60 bytes, cut on a
+ * character boundary, control characters escaped, so that a message stays
+ * one readable line whatever the input holds. */
+#define SHOW_MAX 60
+struct shown {
+	char s[SHOW_MAX * 4 + 8];
+};
+
+static const char *show(struct shown *out, const char *s, size_t len)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len && o < SHOW_MAX) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+			o += (size_t)snprintf(out->s + o, sizeof(out->s) - o,
+					      c == '"' || c == '\\' ? "\\%c" : "\\x%02X", c);
+			i++;
+			continue;
+		}
+		do {
+			out->s[o++] = s[i++];
+		} while (i < len && is_cont((unsigned char)s[i]));
+	}
+	if (i < len) {
+		out->s[o++] = '.';
+		out->s[o++] = '.';
+		out->s[o++] = '.';
+	}
+	out->s[o] = '\0';
+	return out->s;
+}
+
+static int oom(struct loader *l)
+{
+	l->fatal = 1;
+	l->oom = 1;
+	return vx_err_set(l->err, VX_ENOMEM, "%s: out of memory", l->file);
+}
+
+/* The limit in words people use: "8 MiB", "64 KiB" or "1000 bytes". */
+static void size_words(char *out, size_t outlen, size_t n)
+{
+	if (n && n % (1u << 20) == 0)
+		snprintf(out, outlen, "%zu MiB", n >> 20);
+	else if (n && n % 1024 == 0)
+		snprintf(out, outlen, "%zu KiB", n >> 10);
+	else
+		snprintf(out, outlen, "%zu-byte", n);
+}
+
+/* ---- positions of libyaml errors --------------------------------------- */
+
+/* Line and column (1-based, column in characters) of byte offset off. */
+static void offset_pos(const char *d, size_t len, size_t off, unsigned *line, unsigned *col)
+{
+	size_t i, ln = 1, cl = 1;
+
+	if (off > len)
+		off = len;
+	for (i = 0; i < off; i++) {
+		unsigned char c = (unsigned char)d[i];
+
+		if (c == '\n' || (c == '\r' && (i + 1 >= len || d[i + 1] != '\n'))) {
+			ln++;
+			cl = 1;
+		} else if (c != '\r' && !is_cont(c)) {
+			cl++;
+		}
+	}
+	*line = ln > UINT32_MAX ? UINT32_MAX : (unsigned)ln;
+	*col = cl > UINT32_MAX ? UINT32_MAX : (unsigned)cl;
+}
+
+/* Byte offset of a libyaml mark (0-based line and character column), or len. */
+static size_t mark_offset(const char *d, size_t len, size_t line, size_t col)
+{
+	size_t i = 0;
+
+	while (line && i < len) {
+		if (d[i] == '\n' || (d[i] == '\r' && (i + 1 >= len || d[i + 1] != '\n')))
+			line--;
+		i++;
+	}
+	while (col && i < len) {
+		i++;
+		while (i < len && is_cont((unsigned char)d[i]))
+			i++;
+		col--;
+	}
+	return i;
+}
+
+static void report_reader_error(struct loader *l, const yaml_parser_t *p)
+{
+	size_t off = p->problem_offset;
+	unsigned line, col;
+	unsigned char c;
+
+	if (off > l->len)
+		off = l->len;
+	/* For a bad continuation byte libyaml points past the lead byte: point
+	 * at the character that is broken instead. */
+	if (p->problem && strstr(p->problem, "UTF-8") && !strstr(p->problem, "leading")) {
+		size_t k = 0;
+
+		while (off > 0 && k < 4 && (k == 0 || is_cont((unsigned char)l->data[off]))) {
+			off--;
+			k++;
+			if (!is_cont((unsigned char)l->data[off]))
+				break;
+		}
+	}
+	offset_pos(l->data, l->len, off, &line, &col);
+	c = off < l->len ? (unsigned char)l->data[off] : 0;
+	if (p->problem && strstr(p->problem, "control characters")) {
+		if (p->problem_value == 0)
+			report(l, line, col, "NUL byte in the file; YAML files must be UTF-8 text");
+		else
+			report(l, line, col, "control character U+%04X is not allowed in YAML",
+			       (unsigned)p->problem_value);
+	} else if (p->problem && strstr(p->problem, "UTF-8")) {
+		report(l, line, col, "invalid UTF-8 (byte 0x%02X); YAML files must be UTF-8 text", c);
+	} else {
+		report(l, line, col, "%s", p->problem ? p->problem : "cannot read the input");
+	}
+}
+
+static void report_parser_error(struct loader *l, const yaml_parser_t *p)
+{
+	unsigned line = (unsigned)p->problem_mark.line + 1;
+	unsigned col = (unsigned)p->problem_mark.column + 1;
+	const char *problem = p->problem ? p->problem : "invalid YAML";
+	size_t off;
+
+	if (p->error == YAML_READER_ERROR) {
+		report_reader_error(l, p);
+		return;
+	}
+	if (p->error == YAML_MEMORY_ERROR) {
+		oom(l);
+		return;
+	}
+	off = mark_offset(l->data, l->len, p->problem_mark.line, p->problem_mark.column);
+	if (off < l->len && l->data[off] == '\t') {
+		size_t s = off;
+
+		while (s > 0 && (l->data[s - 1] == ' ' || l->data[s - 1] == '\t'))
+			s--;
+		if (s == 0 || l->data[s - 1] == '\n' || l->data[s - 1] == '\r')
+			report(l, line, col, "tab character used for indentation; YAML allows only spaces");
+		else
+			report(l, line, col, "tab character not allowed here; YAML allows only spaces");
+		return;
+	}
+	if (!strcmp(problem, "mapping values are not allowed in this context"))
+		problem = "mapping values are not allowed here";
+	if (p->context && (p->context_mark.line != p->problem_mark.line ||
+			   p->context_mark.column != p->problem_mark.column))
+		report(l, line, col, "%s (%s that started at line %u, column %u)", problem,
+		       p->context, (unsigned)p->context_mark.line + 1,
+		       (unsigned)p->context_mark.column + 1);
+	else
+		report(l, line, col, "%s", problem);
+}
+
+/* ---- anchors ------------------------------------------------------------ */
+
+static struct anchor *anchor_slot(struct loader *l, const char *name, uint64_t h)
+{
+	size_t mask = l->aanchors - 1, i = (size_t)h & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct anchor *a = &l->anchors[i];
+
+		if (!a->name || (a->hash == h && !strcmp(a->name, name)))
+			return a;
+	}
+}
+
+static int anchor_set(struct loader *l, const char *name, struct ynode *node, size_t size,
+		      size_t height)
+{
+	uint64_t h = hash_bytes(name, strlen(name));
+	struct anchor *a;
+
+	if ((l->nanchors + 1) * 2 > l->aanchors) {
+		size_t n = l->aanchors ? l->aanchors * 2 : 64, i;
+		struct anchor *old = l->anchors, *tab = calloc(n, sizeof(*tab));
+		size_t oldn = l->aanchors;
+
+		if (!tab)
+			return oom(l);
+		l->anchors = tab;
+		l->aanchors = n;
+		l->nanchors = 0;
+		for (i = 0; i < oldn; i++) {
+			if (old[i].name && old[i].gen == l->gen) {
+				*anchor_slot(l, old[i].name, old[i].hash) = old[i];
+				l->nanchors++;
+			}
+		}
+		free(old);
+	}
+	a = anchor_slot(l, name, h);
+	if (!a->name) {
+		a->name = arena_strndup(l->arena, name, strlen(name));
+		if (!a->name)
+			return oom(l);
+		a->hash = h;
+		l->nanchors++;
+	}
+	a->node = node;
+	a->size = size;
+	a->height = height;
+	a->gen = l->gen;
+	return 0;
+}
+
+static const struct anchor *anchor_get(struct loader *l, const char *name)
+{
+	const struct anchor *a;
+
+	if (!l->aanchors)
+		return NULL;
+	a = anchor_slot(l, name, hash_bytes(name, strlen(name)));
+	return a->name && a->gen == l->gen ? a : NULL;
+}
+
+/* ---- building ----------------------------------------------------------- */
+
+static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml_mark_t *m,
+			      const yaml_char_t *tag)
+{
+	struct ynode *n = arena_alloc(l->arena, sizeof(*n));
+
+	if (!n) {
+		oom(l);
+		return NULL;
+	}
+	memset(n, 0, sizeof(*n));
+	n->kind = kind;
+	n->file = l->file;
+	n->line = m->line + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)m->line + 1;
+	n->col = m->column + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)m->column + 1;
+	if (tag) {
+		n->tag = arena_strndup(l->arena, (const char *)tag, strlen((const char *)tag));
+		if (!n->tag) {
+			oom(l);
+			return NULL;
+		}
+	}
+	return n;
+}
+
+/* Counts n nodes (n > 1: an alias standing for n nodes); refuses the file
+ * past limits->max_nodes. */
+static int count_nodes(struct loader *l, size_t n, unsigned line, unsigned col)
+{
+	if (n > l->lim->max_nodes || l->expanded > l->lim->max_nodes - n) {
+		if (n > 1)
+			report(l, line, col, "too many nodes: more than %zu with aliases expanded "
+			       "(an alias bomb?)", l->lim->max_nodes);
+		else
+			report(l, line, col, "too many nodes: the file has more than %zu",
+			       l->lim->max_nodes);
+		l->fatal = 1;
+		return VX_EINVAL;
+	}
+	l->expanded += n;
+	return 0;
+}
+
+static const char *kind_words(const struct ynode *n)
+{
+	return n->kind == YNODE_MAP ? "a mapping" : "a sequence";
+}
+
+static int is_merge_key(const struct ynode *k);
+
+/* Whether the next node is the value of a merge key "<<": its pairs are
+ * lifted into the enclosing mapping, so it adds one level less. */
+static int at_merge_value(const struct loader *l)
+{
+	const struct frame *f = l->nframes ? &l->frames[l->nframes - 1] : NULL;
+
+	return f && f->node->kind == YNODE_MAP && (l->nkids - f->first) % 2 == 1 &&
+	       is_merge_key(l->kids[l->nkids - 1]);
+}
+
+/* Puts a finished node (of the given height) into the open collection, or
+ * makes it the document's root. */
+static int add_child(struct loader *l, struct ynode *n, size_t height)
+{
+	struct frame *f = l->nframes ? &l->frames[l->nframes - 1] : NULL;
+
+	if (height && at_merge_value(l))
+		height--;
+	if (f) {
+		if (f->node->kind == YNODE_MAP && (l->nkids - f->first) % 2 == 0) {
+			if (n->kind != YNODE_SCALAR)
+				report(l, n->line, n->col,
+				       "mapping keys must be scalars, not %s", kind_words(n));
+			else if (n->style == YSTYLE_PLAIN && !strcmp(n->str, "<<") &&
+				 (!n->tag || !strcmp(n->tag, TAG_MERGE)))
+				f->has_merge = 1;
+		}
+		if (height > f->height)
+			f->height = height;
+	}
+	if (grow((void **)&l->kids, &l->akids, l->nkids + 1, sizeof(*l->kids)) < 0)
+		return oom(l);
+	l->kids[l->nkids++] = n;
+	return 0;
+}
+
+static int is_merge_key(const struct ynode *k)
+{
+	return k->kind == YNODE_SCALAR && k->style == YSTYLE_PLAIN && !strcmp(k->str, "<<") &&
+	       (!k->tag || !strcmp(k->tag, TAG_MERGE));
+}
+
+/* Duplicate-key table for one mapping: open addressing over 'pairs',
+ * sized for the mapping at hand (never a big table cleared for a small map). */
+static int keytab_init(struct loader *l, size_t n, size_t *mask)
+{
+	size_t size = 16;
+
+	while (size < n * 2) {
+		if (size > SIZE_MAX / 4 / sizeof(size_t))
+			return oom(l);
+		size *= 2;
+	}
+	if (grow((void **)&l->keytab, &l->akeytab, size, sizeof(size_t)) < 0)
+		return oom(l);
+	memset(l->keytab, 0, size * sizeof(size_t));
+	*mask = size - 1;
+	return 0;
+}
+
+/* Looks key up among pairs[] through the table; inserts index idx if absent.
+ * Returns the earlier pair's index + 1 when present, 0 when inserted. */
+static size_t keytab_put(struct loader *l, size_t mask, const struct ynode_pair *pairs,
+			 const struct ynode *key, size_t idx)
+{
+	size_t i = (size_t)hash_bytes(key->str, key->len) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		size_t e = l->keytab[i];
+
+		if (!e) {
+			l->keytab[i] = idx + 1;
+			return 0;
+		}
+		if (pairs[e - 1].key->len == key->len &&
+		    !memcmp(pairs[e - 1].key->str, key->str, key->len))
+			return e;
+	}
+}
+
+static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, size_t mask,
+		    struct ynode *k, struct ynode *v, int explicit_key)
+{
+	size_t prev = keytab_put(l, mask, out, k, *np);
+
+	if (prev) {
+		struct shown sh;
+
+		if (explicit_key)
+			report(l, k->line, k->col, "duplicate key \"%s\" (first at line %u)",
+			       show(&sh, k->str, k->len), out[prev - 1].key->line);
+		return 0;
+	}
+	out[*np].key = k;
+	out[*np].value = v;
+	(*np)++;
+	return 0;
+}
+
+/* Builds the pairs of a closed mapping from kids[first..]: duplicate keys
+ * are reported; YAML 1.1 merge keys ("<<: *base", "<<: [*a, *b]") are
+ * expanded in place, explicit keys winning over merged ones and earlier
+ * merged mappings over later ones. */
+static int close_map(struct loader *l, struct frame *f)
+{
+	struct ynode **kv = l->kids ? l->kids + f->first : NULL;
+	size_t nkv = (l->nkids - f->first) & ~(size_t)1; /* key, value, key, value ... */
+	size_t total = nkv / 2, i, j, mask = 0, np = 0;
+	struct ynode_pair *pairs;
+	int rc;
+
+	for (i = 0; i < nkv; i += 2) {
+		if (kv[i]->kind != YNODE_SCALAR)
+			return 0; /* reported when the key was added; the file is refused */
+	}
+	if (f->has_merge) {
+		for (i = 0; i < nkv; i += 2) {
+			struct ynode *v = kv[i + 1];
+
+			if (!is_merge_key(kv[i]))
+				continue;
+			if (v->kind == YNODE_MAP) {
+				total += v->n;
+				continue;
+			}
+			if (v->kind == YNODE_SEQ) {
+				for (j = 0; j < v->n; j++) {
+					if (v->items[j]->kind != YNODE_MAP)
+						break;
+					total += v->items[j]->n;
+				}
+				if (j == v->n)
+					continue;
+			}
+			report(l, kv[i]->line, kv[i]->col,
+			       "the value of a merge key \"<<\" must be a mapping or a sequence of mappings");
+			return 0;
+		}
+	}
+	pairs = arena_alloc(l->arena, (total ? total : 1) * sizeof(*pairs));
+	if (!pairs)
+		return oom(l);
+	rc = keytab_init(l, total, &mask);
+	if (rc < 0)
+		return rc;
+	/* Explicit keys first, so that they win over anything merged. */
+	for (i = 0; i < nkv; i += 2) {
+		if (!f->has_merge || !is_merge_key(kv[i]))
+			add_pair(l, pairs, &np, mask, kv[i], kv[i + 1], 1);
+	}
+	if (f->has_merge) {
+		/* Now rebuild in document order: each merge key's pairs appear
+		 * where the merge key was. 'pairs' holds the explicit ones. */
+		size_t nexp = np, e = 0;
+		struct ynode_pair *final = arena_alloc(l->arena, (total ? total : 1) * sizeof(*final));
+		size_t nfinal = 0;
+
+		if (!final)
+			return oom(l);
+		for (i = 0; i < nkv; i += 2) {
+			struct ynode *v = kv[i + 1];
+			size_t nsrc, s;
+
+			if (!is_merge_key(kv[i])) {
+				/* Skip a duplicate (it was not added to 'pairs'). */
+				if (e < nexp && pairs[e].key == kv[i])
+					final[nfinal++] = pairs[e++];
+				continue;
+			}
+			nsrc = v->kind == YNODE_MAP ? 1 : v->n;
+			for (s = 0; s < nsrc; s++) {
+				const struct ynode *src = v->kind == YNODE_MAP ? v : v->items[s];
+
+				for (j = 0; j < src->n; j++) {
+					size_t before = np;
+
+					add_pair(l, pairs, &np, mask, src->pairs[j].key,
+						 src->pairs[j].value, 0);
+					if (np > before)
+						final[nfinal++] = pairs[np - 1];
+				}
+			}
+		}
+		pairs = final;
+		np = nfinal;
+	}
+	f->node->pairs = pairs;
+	f->node->n = np;
+	return 0;
+}
+
+static int close_frame(struct loader *l)
+{
+	struct frame *f = &l->frames[l->nframes - 1];
+	struct ynode *n = f->node;
+	size_t height = f->height + 1, size = l->expanded - f->count_at_open;
+	int rc = 0;
+
+	if (n->kind == YNODE_MAP) {
+		rc = close_map(l, f);
+	} else {
+		size_t cnt = l->nkids - f->first;
+
+		n->items = arena_alloc(l->arena, (cnt ? cnt : 1) * sizeof(*n->items));
+		if (!n->items) {
+			rc = oom(l);
+		} else {
+			if (cnt)
+				memcpy(n->items, l->kids + f->first, cnt * sizeof(*n->items));
+			n->n = cnt;
+		}
+	}
+	l->nkids = f->first;
+	if (rc == 0 && f->anchor)
+		rc = anchor_set(l, f->anchor, n, size, height);
+	free(f->anchor);
+	f->anchor = NULL;
+	l->nframes--;
+	if (rc == 0)
+		rc = add_child(l, n, height);
+	return rc;
+}
+
+static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind kind)
+{
+	const yaml_char_t *tag, *anchor;
+	struct ynode *n;
+	struct frame *f;
+
+	if (kind == YNODE_MAP) {
+		tag = ev->data.mapping_start.tag;
+		anchor = ev->data.mapping_start.anchor;
+	} else {
+		tag = ev->data.sequence_start.tag;
+		anchor = ev->data.sequence_start.anchor;
+	}
+	if (l->nframes >= l->lim->max_depth) {
+		report(l, (unsigned)ev->start_mark.line + 1, (unsigned)ev->start_mark.column + 1,
+		       "nesting deeper than %zu levels", l->lim->max_depth);
+		l->fatal = 1;
+		return VX_EINVAL;
+	}
+	if (count_nodes(l, 1, (unsigned)ev->start_mark.line + 1,
+			(unsigned)ev->start_mark.column + 1) < 0)
+		return VX_EINVAL;
+	n = node_new(l, kind, &ev->start_mark, tag);
+	if (!n)
+		return VX_ENOMEM;
+	if (grow((void **)&l->frames, &l->aframes, l->nframes + 1, sizeof(*l->frames)) < 0)
+		return oom(l);
+	f = &l->frames[l->nframes];
+	memset(f, 0, sizeof(*f));
+	f->node = n;
+	f->first = l->nkids;
+	f->count_at_open = l->expanded - 1;
+	if (anchor) {
+		f->anchor = strdup((const char *)anchor);
+		if (!f->anchor)
+			return oom(l);
+	}
+	l->nframes++;
+	return 0;
+}
+
+static int on_scalar(struct loader *l, const yaml_event_t *ev)
+{
+	unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
+	size_t len = ev->data.scalar.length;
+	struct ynode *n;
+
+	if (count_nodes(l, 1, line, col) < 0)
+		return VX_EINVAL;
+	n = node_new(l, YNODE_SCALAR, &ev->start_mark, ev->data.scalar.tag);
+	if (!n)
+		return VX_ENOMEM;
+	n->str = arena_strndup(l->arena, (const char *)ev->data.scalar.value, len);
+	if (!n->str)
+		return oom(l);
+	n->len = len;
+	n->style = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? YSTYLE_PLAIN : YSTYLE_QUOTED;
+	if (memchr(n->str, '\0', len))
+		report(l, line, col, "string contains a NUL character (\\0)");
+	if (ev->data.scalar.anchor &&
+	    anchor_set(l, (const char *)ev->data.scalar.anchor, n, 1, 0) < 0)
+		return VX_ENOMEM;
+	return add_child(l, n, 0);
+}
+
+static int on_alias(struct loader *l, const yaml_event_t *ev)
+{
+	unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
+	const char *name = (const char *)ev->data.alias.anchor;
+	const struct anchor *a = anchor_get(l, name);
+	struct shown sh;
+	struct ynode *n;
+	size_t i;
+
+	if (!a) {
+		for (i = 0; i < l->nframes; i++) {
+			if (l->frames[i].anchor && !strcmp(l->frames[i].anchor, name))
+				break;
+		}
+		if (i < l->nframes)
+			report(l, line, col, "alias *%s refers to a node that contains it",
+			       show(&sh, name, strlen(name)));
+		else
+			report(l, line, col, "undefined alias *%s", show(&sh, name, strlen(name)));
+		/* A null in its place keeps the document's shape, so the
+		 * errors that follow are still right. */
+		if (count_nodes(l, 1, line, col) < 0)
+			return VX_EINVAL;
+		n = node_new(l, YNODE_SCALAR, &ev->start_mark, NULL);
+		if (!n)
+			return VX_ENOMEM;
+		n->str = "";
+		return add_child(l, n, 0);
+	}
+	if (l->nframes + a->height - (a->height && at_merge_value(l)) > l->lim->max_depth) {
+		report(l, line, col, "nesting deeper than %zu levels (through alias *%s)",
+		       l->lim->max_depth, show(&sh, name, strlen(name)));
+		l->fatal = 1;
+		return VX_EINVAL;
+	}
+	if (count_nodes(l, a->size, line, col) < 0)
+		return VX_EINVAL;
+	return add_child(l, a->node, a->height);
+}
+
+static int on_document_end(struct loader *l)
+{
+	struct ynode *root = l->nkids ? l->kids[l->nkids - 1] : NULL;
+
+	/* "---" followed by nothing: libyaml gives an empty plain scalar. */
+	if (root && root->kind == YNODE_SCALAR && root->style == YSTYLE_PLAIN && !root->len &&
+	    !root->tag)
+		root = NULL;
+	l->nkids = 0;
+	if (grow((void **)&l->docs, &l->adocs, l->ndocs + 1, sizeof(*l->docs)) < 0)
+		return oom(l);
+	l->docs[l->ndocs++] = root;
+	return 0;
+}
+
+static int on_event(struct loader *l, const yaml_event_t *ev)
+{
+	switch (ev->type) {
+	case YAML_DOCUMENT_START_EVENT:
+		l->gen++; /* anchors do not cross documents */
+		return 0;
+	case YAML_DOCUMENT_END_EVENT:
+		return on_document_end(l);
+	case YAML_SCALAR_EVENT:
+		return on_scalar(l, ev);
+	case YAML_ALIAS_EVENT:
+		return on_alias(l, ev);
+	case YAML_SEQUENCE_START_EVENT:
+		return open_frame(l, ev, YNODE_SEQ);
+	case YAML_MAPPING_START_EVENT:
+		return open_frame(l, ev, YNODE_MAP);
+	case YAML_SEQUENCE_END_EVENT:
+	case YAML_MAPPING_END_EVENT:
+		return l->nframes ? close_frame(l) : 0;
+	case YAML_STREAM_START_EVENT:
+	case YAML_STREAM_END_EVENT:
+	case YAML_NO_EVENT:
+		return 0;
+	}
+	return 0;
+}
+
+static void loader_release(struct loader *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nframes; i++)
+		free(l->frames[i].anchor);
+	free(l->frames);
+	free(l->kids);
+	free(l->docs);
+	free(l->anchors);
+	free(l->keytab);
+}
+
+static void report_too_big(struct vx_diags *diags, const char *name, size_t size, int exact,
+			   size_t max)
+{
+	char words[64];
+	int rc;
+
+	size_words(words, sizeof(words), max);
+	if (exact)
+		rc = vx_diags_add(diags, name, 0, 0, "file is %zu bytes, larger than the %s limit",
+				  size, words);
+	else
+		rc = vx_diags_add(diags, name, 0, 0, "file is larger than the %s limit", words);
+	(void)rc; /* out of memory while reporting: the caller fails with VX_EINVAL anyway */
+}
+
+int yaml_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
+		  const struct yaml_limits *limits, struct vx_diags *diags, struct vx_err *err)
+{
+	static const struct yaml_limits defaults = YAML_LIMITS_DEFAULT;
+	struct loader l;
+	struct yfile *f = NULL;
+	yaml_parser_t parser;
+	int parser_ok = 0, rc = 0;
+
+	*out = NULL;
+	memset(&l, 0, sizeof(l));
+	l.lim = limits ? limits : &defaults;
+	l.diags = diags;
+	l.err = err;
+	l.data = data ? data : "";
+	l.len = data ? len : 0;
+	if (!name)
+		name = "<input>";
+	if (l.len > l.lim->max_file_bytes) {
+		report_too_big(diags, name, l.len, 1, l.lim->max_file_bytes);
+		rc = VX_EINVAL;
+		goto done;
+	}
+	l.arena = calloc(1, sizeof(*l.arena));
+	if (!l.arena) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
+		goto done;
+	}
+	f = arena_alloc(l.arena, sizeof(*f));
+	if (f) {
+		memset(f, 0, sizeof(*f));
+		f->path = arena_strndup(l.arena, name, strlen(name));
+	}
+	if (!f || !f->path) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
+		goto done;
+	}
+	f->arena = l.arena;
+	l.file = f->path;
+
+	if (!yaml_parser_initialize(&parser)) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: cannot start the YAML parser", name);
+		goto done;
+	}
+	parser_ok = 1;
+	/* Force UTF-8: a UTF-16 byte-order mark is then an encoding error
+	 * rather than a silent switch of encoding. */
+	yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)l.data, l.len);
+	for (;;) {
+		yaml_event_t ev;
+		int done;
+
+		if (!yaml_parser_parse(&parser, &ev)) {
+			report_parser_error(&l, &parser);
+			break;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT;
+		if (on_event(&l, &ev) < 0)
+			l.fatal = 1; /* a limit or out of memory, already reported */
+		yaml_event_delete(&ev);
+		if (done || l.fatal)
+			break;
+	}
+	if (l.oom) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	if (l.nerrors) {
+		rc = VX_EINVAL;
+		goto done;
+	}
+	rc = 0;
+	f->ndocs = l.ndocs;
+	if (l.ndocs) {
+		f->docs = arena_alloc(l.arena, l.ndocs * sizeof(*f->docs));
+		if (!f->docs) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
+			goto done;
+		}
+		memcpy(f->docs, l.docs, l.ndocs * sizeof(*f->docs));
+	}
+	*out = f;
+	l.arena = NULL; /* now owned by *out */
+done:
+	if (parser_ok)
+		yaml_parser_delete(&parser);
+	loader_release(&l);
+	arena_free(l.arena);
+	return rc;
+}
+
+/* Reads at most max + 1 bytes of fd, so a file that is (or has grown) over
+ * the limit is noticed without reading it whole. */
+static int read_capped(int fd, size_t hint, size_t max, char **out, size_t *outlen)
+{
+	size_t alloc, len = 0;
+	char *buf;
+
+	if (max > SIZE_MAX / 4)
+		max = SIZE_MAX / 4; /* so that max + 1 and doubling cannot overflow */
+	alloc = hint < max ? hint + 1 : max + 1;
+
+	if (alloc < 4096)
+		alloc = max + 1 < 4096 ? max + 1 : 4096;
+	buf = malloc(alloc + 1);
+	if (!buf)
+		return VX_ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == alloc) {
+			size_t na = alloc > (max + 1) / 2 ? max + 1 : alloc * 2;
+			char *nb;
+
+			if (na == alloc)
+				break; /* max + 1 bytes read: too big */
+			nb = realloc(buf, na + 1);
+			if (!nb) {
+				free(buf);
+				return VX_ENOMEM;
+			}
+			buf = nb;
+			alloc = na;
+		}
+		n = read(fd, buf + len, alloc - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return VX_EIO;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+int yaml_load_file(struct yfile **out, const char *path, const struct yaml_limits *limits,
+		   struct vx_diags *diags, struct vx_err *err)
+{
+	static const struct yaml_limits defaults = YAML_LIMITS_DEFAULT;
+	const struct yaml_limits *lim = limits ? limits : &defaults;
+	struct stat st;
+	char *data = NULL;
+	size_t len = 0;
+	int fd = -1, rc;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = vx_err_set(err, VX_EIO, "reading %s: %s", path, strerror(errno));
+		goto done;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = vx_err_set(err, VX_EIO, "reading %s: %s", path, strerror(errno));
+		goto done;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = vx_err_set(err, VX_EIO, "reading %s: %s", path, strerror(EISDIR));
+		goto done;
+	}
+	/* Refuse a big file by its size, before reading any of it. */
+	if (S_ISREG(st.st_mode) && st.st_size > 0 && (uintmax_t)st.st_size > lim->max_file_bytes) {
+		report_too_big(diags, path, (size_t)st.st_size, 1, lim->max_file_bytes);
+		rc = VX_EINVAL;
+		goto done;
+	}
+	rc = read_capped(fd, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, lim->max_file_bytes,
+			 &data, &len);
+	if (rc == VX_ENOMEM) {
+		rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", path);
+		goto done;
+	}
+	if (rc < 0) {
+		rc = vx_err_set(err, VX_EIO, "reading %s: %s", path, strerror(errno));
+		goto done;
+	}
+	if (len > lim->max_file_bytes) {
+		/* Not a regular file, or it grew after fstat. */
+		report_too_big(diags, path, len, 0, lim->max_file_bytes);
+		rc = VX_EINVAL;
+		goto done;
+	}
+	rc = yaml_load_mem(out, path, data, len, lim, diags, err);
+done:
+	free(data);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+void yfile_free(struct yfile *f)
+{
+	if (f)
+		arena_free(f->arena);
+}
+
+/* ---- lookups -------------------------------------------------------------- */
+
+struct ynode *ynode_get_key(const struct ynode *map, const char *key)
+{
+	size_t i, klen;
+
+	if (!map || map->kind != YNODE_MAP || !key)
+		return NULL;
+	klen = strlen(key);
+	for (i = 0; i < map->n; i++) {
+		const struct ynode *k = map->pairs[i].key;
+
+		if (k->len == klen && !memcmp(k->str, key, klen))
+			return map->pairs[i].key;
+	}
+	return NULL;
+}
+
+struct ynode *ynode_get(const struct ynode *map, const char *key)
+{
+	size_t i, klen;
+
+	if (!map || map->kind != YNODE_MAP || !key)
+		return NULL;
+	klen = strlen(key);
+	for (i = 0; i < map->n; i++) {
+		const struct ynode *k = map->pairs[i].key;
+
+		if (k->len == klen && !memcmp(k->str, key, klen))
+			return map->pairs[i].value;
+	}
+	return NULL;
+}
+
+static int str_in(const char *s, const char *const *list)
+{
+	for (; *list; list++) {
+		if (!strcmp(s, *list))
+			return 1;
+	}
+	return 0;
+}
+
+int ynode_is_null(const struct ynode *n)
+{
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL", NULL };
+
+	if (!n || n->kind != YNODE_SCALAR)
+		return 0;
+	if (n->tag)
+		return !strcmp(n->tag, TAG_NULL);
+	return n->style == YSTYLE_PLAIN && str_in(n->str, nulls);
+}
+
+static int all_digits(const char *s, const char *set)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		if (!strchr(set, *s))
+			return 0;
+	}
+	return 1;
+}
+
+/* YAML 1.2 core schema integers: [-+]?[0-9]+, 0o[0-7]+, 0x[0-9a-fA-F]+. */
+static int core_int(const char *s)
+{
+	if (s[0] == '0' && s[1] == 'o')
+		return all_digits(s + 2, "01234567");
+	if (s[0] == '0' && s[1] == 'x')
+		return all_digits(s + 2, "0123456789abcdefABCDEF");
+	if (*s == '-' || *s == '+')
+		s++;
+	return all_digits(s, "0123456789");
+}
+
+/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? and the .inf/.nan forms. */
+static int core_float(const char *s)
+{
+	static const char *const specials[] = { ".nan", ".NaN", ".NAN", NULL };
+	static const char *const infs[] = { ".inf", ".Inf", ".INF", NULL };
+	size_t before = 0, after = 0;
+
+	if (str_in(s, specials))
+		return 1;
+	if (*s == '-' || *s == '+')
+		s++;
+	if (str_in(s, infs))
+		return 1;
+	while (*s >= '0' && *s <= '9') {
+		s++;
+		before++;
+	}
+	if (*s == '.') {
+		s++;
+		while (*s >= '0' && *s <= '9') {
+			s++;
+			after++;
+		}
+	}
+	if (!before && !after)
+		return 0;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '-' || *s == '+')
+			s++;
+		if (!all_digits(s, "0123456789"))
+			return 0;
+		return 1;
+	}
+	return *s == '\0';
+}
+
+const char *ynode_type_name(const struct ynode *n)
+{
+	static const char *const bools[] = { "true", "True", "TRUE", "false", "False", "FALSE", NULL };
+
+	if (!n)
+		return "null";
+	if (n->kind == YNODE_MAP)
+		return "mapping";
+	if (n->kind == YNODE_SEQ)
+		return "sequence";
+	if (n->tag) {
+		if (!strcmp(n->tag, TAG_NULL))
+			return "null";
+		if (!strcmp(n->tag, TAG_BOOL))
+			return "boolean";
+		if (!strcmp(n->tag, TAG_INT))
+			return "integer";
+		if (!strcmp(n->tag, TAG_FLOAT))
+			return "number";
+		return "string";
+	}
+	if (n->style != YSTYLE_PLAIN || strlen(n->str) != n->len)
+		return "string";
+	if (ynode_is_null(n))
+		return "null";
+	if (str_in(n->str, bools))
+		return "boolean";
+	if (core_int(n->str))
+		return "integer";
+	if (core_float(n->str))
+		return "number";
+	return "string";
+}

@@ -1,0 +1,506 @@
+/* Unit tests for reconcile/yaml.c: the node tree and every kind of hostile input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reconcile/ynode.h"
+#include "util/buf.h"
+#include "util/diag.h"
+#include "util/err.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Loads text (with an explicit length, so NUL bytes can be tested). */
+static struct yfile *load_ok_n(const char *text, size_t len)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct yfile *f = NULL;
+	int rc = yaml_load_mem(&f, "a.yaml", text, len, NULL, &d, &err);
+
+	if (rc != 0 && d.n) {
+		char *s = vx_diag_format(&d.items[0]);
+
+		print_error("unexpected: %s\n", s);
+		free(s);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(d.n, 0);
+	assert_non_null(f);
+	vx_diags_release(&d);
+	vx_err_release(&err);
+	return f;
+}
+
+static struct yfile *load_ok(const char *text)
+{
+	return load_ok_n(text, strlen(text));
+}
+
+/* Asserts that text is refused and the first diagnostic reads exactly want;
+ * returns how many were reported. */
+static size_t expect_err_lim(const char *text, size_t len, const struct yaml_limits *lim,
+			     const char *want)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct yfile *f = (struct yfile *)1;
+	char *s;
+	size_t n;
+
+	assert_int_equal(yaml_load_mem(&f, "a.yaml", text, len, lim, &d, &err), VX_EINVAL);
+	assert_null(f);
+	assert_true(d.n >= 1);
+	s = vx_diag_format(&d.items[0]);
+	assert_string_equal(s, want);
+	free(s);
+	n = d.n;
+	vx_diags_release(&d);
+	vx_err_release(&err);
+	return n;
+}
+
+static size_t expect_err_l(const char *text, const struct yaml_limits *lim, const char *want)
+{
+	return expect_err_lim(text, strlen(text), lim, want);
+}
+
+static size_t expect_err(const char *text, const char *want)
+{
+	return expect_err_lim(text, strlen(text), NULL, want);
+}
+
+static void test_tree_and_positions(void **state)
+{
+	struct yfile *f;
+	struct ynode *root, *v, *k;
+
+	(void)state;
+	f = load_ok("kind: Stack\nlabels:\n  team: nlp\nargs: [--epochs, \"3\"]\n");
+	assert_string_equal(f->path, "a.yaml");
+	assert_int_equal(f->ndocs, 1);
+	root = f->docs[0];
+	assert_int_equal(root->kind, YNODE_MAP);
+	assert_int_equal(root->n, 3);
+	assert_int_equal(root->line, 1);
+	assert_int_equal(root->col, 1);
+	assert_string_equal(root->file, "a.yaml");
+	v = ynode_get(root, "kind");
+	assert_string_equal(v->str, "Stack");
+	assert_int_equal(v->line, 1);
+	assert_int_equal(v->col, 7);
+	v = ynode_get(ynode_get(root, "labels"), "team");
+	assert_string_equal(v->str, "nlp");
+	assert_int_equal(v->line, 3);
+	assert_int_equal(v->col, 9);
+	k = ynode_get_key(ynode_get(root, "labels"), "team");
+	assert_int_equal(k->line, 3);
+	assert_int_equal(k->col, 3);
+	v = ynode_get(root, "args");
+	assert_int_equal(v->kind, YNODE_SEQ);
+	assert_int_equal(v->n, 2);
+	assert_string_equal(v->items[0]->str, "--epochs");
+	assert_int_equal(v->items[0]->style, YSTYLE_PLAIN);
+	assert_string_equal(v->items[1]->str, "3");
+	assert_int_equal(v->items[1]->style, YSTYLE_QUOTED);
+	assert_int_equal(v->items[1]->col, 18);
+	assert_null(ynode_get(root, "missing"));
+	assert_null(ynode_get(v, "kind")); /* not a map */
+	assert_null(ynode_get_key(NULL, "kind"));
+	yfile_free(f);
+}
+
+static void test_styles_and_tags(void **state)
+{
+	struct yfile *f;
+	struct ynode *r;
+
+	(void)state;
+	f = load_ok("a: 1\nb: \"1\"\nc: null\nd: 'null'\ne: !!str 1\nf: |\n  x\n  y\n"
+		    "g: !!int \"7\"\nh: ~\ni:\nj: >\n  folded\n  text\n");
+	r = f->docs[0];
+	assert_string_equal(ynode_type_name(ynode_get(r, "a")), "integer");
+	assert_string_equal(ynode_type_name(ynode_get(r, "b")), "string");
+	assert_string_equal(ynode_type_name(ynode_get(r, "c")), "null");
+	assert_true(ynode_is_null(ynode_get(r, "c")));
+	assert_string_equal(ynode_type_name(ynode_get(r, "d")), "string");
+	assert_false(ynode_is_null(ynode_get(r, "d")));
+	assert_string_equal(ynode_get(r, "e")->tag, "tag:yaml.org,2002:str");
+	assert_string_equal(ynode_type_name(ynode_get(r, "e")), "string");
+	assert_null(ynode_get(r, "a")->tag);
+	assert_string_equal(ynode_get(r, "f")->str, "x\ny\n");
+	assert_int_equal(ynode_get(r, "f")->style, YSTYLE_QUOTED);
+	assert_string_equal(ynode_type_name(ynode_get(r, "g")), "integer");
+	assert_true(ynode_is_null(ynode_get(r, "h")));
+	assert_true(ynode_is_null(ynode_get(r, "i")));
+	assert_string_equal(ynode_get(r, "j")->str, "folded text\n");
+	assert_string_equal(ynode_type_name(r), "mapping");
+	assert_string_equal(ynode_type_name(NULL), "null");
+	yfile_free(f);
+}
+
+static void test_core_schema(void **state)
+{
+	static const struct {
+		const char *text, *type;
+	} cases[] = {
+		{ "true", "boolean" }, { "True", "boolean" }, { "FALSE", "boolean" },
+		{ "yes", "string" },   { "tRue", "string" },  { "0", "integer" },
+		{ "-12", "integer" },  { "+3", "integer" },   { "0x1F", "integer" },
+		{ "0o17", "integer" }, { "0o8", "string" },   { "0x", "string" },
+		{ "1.5", "number" },   { "-.5", "number" },   { "1e3", "number" },
+		{ "2.", "number" },    { "1.5e-3", "number" }, { ".inf", "number" },
+		{ "-.Inf", "number" }, { ".NaN", "number" },  { ".", "string" },
+		{ "1e", "string" },    { "1.2.3", "string" }, { "NULL", "null" },
+		{ "Null", "null" },    { "nULL", "string" },  { "1800s", "string" },
+		{ "-x", "string" },
+	};
+	char text[64];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct yfile *f;
+
+		snprintf(text, sizeof(text), "v: %s\n", cases[i].text);
+		f = load_ok(text);
+		if (strcmp(ynode_type_name(ynode_get(f->docs[0], "v")), cases[i].type))
+			fail_msg("%s: %s, want %s", cases[i].text,
+				 ynode_type_name(ynode_get(f->docs[0], "v")), cases[i].type);
+		yfile_free(f);
+	}
+}
+
+static void test_documents(void **state)
+{
+	struct yfile *f;
+
+	(void)state;
+	f = load_ok("");
+	assert_int_equal(f->ndocs, 0);
+	yfile_free(f);
+	f = load_ok("# only\n# comments\n\n");
+	assert_int_equal(f->ndocs, 0);
+	yfile_free(f);
+	f = load_ok("---\n---\nkind: Stack\n---\n# nothing\n...\n");
+	assert_int_equal(f->ndocs, 3);
+	assert_null(f->docs[0]);
+	assert_string_equal(ynode_get(f->docs[1], "kind")->str, "Stack");
+	assert_int_equal(f->docs[1]->line, 3);
+	assert_null(f->docs[2]);
+	yfile_free(f);
+	f = load_ok("--- ~\n--- \"\"\n");
+	assert_int_equal(f->ndocs, 2);
+	assert_true(ynode_is_null(f->docs[0]));
+	assert_string_equal(ynode_type_name(f->docs[1]), "string");
+	yfile_free(f);
+}
+
+static void test_syntax_errors(void **state)
+{
+	(void)state;
+	expect_err("a: b: c\n", "a.yaml:1:5: mapping values are not allowed here");
+	expect_err("kind: Stack\nspec:\n  a: 1\n b: 2\n",
+		   "a.yaml:4:2: did not find expected key "
+		   "(while parsing a block mapping that started at line 1, column 1)");
+	expect_err("a: [1, 2\n",
+		   "a.yaml:2:1: did not find expected ',' or ']' "
+		   "(while parsing a flow sequence that started at line 1, column 4)");
+	expect_err("a: \"open\n", "a.yaml:2:1: found unexpected end of stream "
+				   "(while scanning a quoted scalar that started at line 1, column 4)");
+}
+
+static void test_tabs(void **state)
+{
+	(void)state;
+	expect_err("a:\n\tb: 1\n",
+		   "a.yaml:2:1: tab character used for indentation; YAML allows only spaces");
+	expect_err("a:\n  \tb: 1\n",
+		   "a.yaml:2:3: tab character used for indentation; YAML allows only spaces");
+	expect_err("a:\n- \tb\n", "a.yaml:2:3: tab character not allowed here; YAML allows only spaces");
+}
+
+static void test_duplicate_keys(void **state)
+{
+	struct yfile *f;
+
+	(void)state;
+	assert_int_equal(expect_err("kind: Stack\nname: a\nx: 1\nname: b\nx: 2\n",
+				    "a.yaml:4:1: duplicate key \"name\" (first at line 2)"), 2);
+	expect_err("a:\n  b: {c: 1, \"c\": 2}\n", "a.yaml:2:13: duplicate key \"c\" (first at line 2)");
+	/* Key text in messages stays on one line and short. */
+	expect_err("\"a\\nb\": 1\n\"a\\nb\": 2\n",
+		   "a.yaml:2:1: duplicate key \"a\\x0Ab\" (first at line 1)");
+	expect_err("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: 1\n"
+		   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: 2\n",
+		   "a.yaml:2:1: duplicate key "
+		   "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\" (first at line 1)");
+	/* Same text in other documents or other maps is fine. */
+	f = load_ok("a: {x: 1}\nb: {x: 2}\n---\na: 3\n");
+	yfile_free(f);
+}
+
+static void test_utf8_and_nul(void **state)
+{
+	(void)state;
+	expect_err("a: \xff\n", "a.yaml:1:4: invalid UTF-8 (byte 0xFF); YAML files must be UTF-8 text");
+	expect_err("\xc3\xa9t\xc3\xa9: x\nb: ok\nc: b\xc3\n",
+		   "a.yaml:3:5: invalid UTF-8 (byte 0xC3); YAML files must be UTF-8 text");
+	/* A UTF-16 byte-order mark is not UTF-8. */
+	expect_err_lim("\xff\xfe" "a\0:\0", 6, NULL,
+		       "a.yaml:1:1: invalid UTF-8 (byte 0xFF); YAML files must be UTF-8 text");
+	expect_err_lim("a: b\0c\n", 7, NULL,
+		       "a.yaml:1:5: NUL byte in the file; YAML files must be UTF-8 text");
+	expect_err("a: \x07\n", "a.yaml:1:4: control character U+0007 is not allowed in YAML");
+	expect_err("x: 1\na: \"b\\0c\"\n", "a.yaml:2:4: string contains a NUL character (\\0)");
+}
+
+static void test_non_scalar_keys(void **state)
+{
+	(void)state;
+	expect_err("? [a, b]\n: 1\n", "a.yaml:1:3: mapping keys must be scalars, not a sequence");
+	expect_err("{a: 1}: x\n", "a.yaml:1:1: mapping keys must be scalars, not a mapping");
+	expect_err("b: &m {x: 1}\n*m : 2\n", "a.yaml:1:4: mapping keys must be scalars, not a mapping");
+}
+
+static void test_anchors_and_merge(void **state)
+{
+	struct yfile *f;
+	struct ynode *r, *j;
+
+	(void)state;
+	f = load_ok("base: &b {x: 1, y: 2}\nuse: *b\nname: &n job\nagain: *n\n");
+	r = f->docs[0];
+	assert_ptr_equal(ynode_get(r, "use"), ynode_get(r, "base"));
+	assert_ptr_equal(ynode_get(r, "again"), ynode_get(r, "name"));
+	yfile_free(f);
+
+	f = load_ok("base: &b {x: 1, y: 2}\njob:\n  <<: *b\n  y: 3\n  z: 4\n");
+	r = f->docs[0];
+	j = ynode_get(r, "job");
+	assert_int_equal(j->n, 3);
+	assert_string_equal(j->pairs[0].key->str, "x");
+	assert_ptr_equal(j->pairs[0].value, ynode_get(ynode_get(r, "base"), "x"));
+	assert_string_equal(j->pairs[1].key->str, "y");
+	assert_string_equal(j->pairs[1].value->str, "3");
+	assert_string_equal(ynode_get(j, "z")->str, "4");
+	assert_null(ynode_get(j, "<<"));
+	yfile_free(f);
+
+	/* A list of merges: earlier mappings win; explicit keys win over all. */
+	f = load_ok("a: &a {x: 1}\nb: &b {x: 2, w: 3, v: 5}\nc:\n  v: 9\n  <<: [*a, *b]\n");
+	j = ynode_get(f->docs[0], "c");
+	assert_int_equal(j->n, 3);
+	assert_string_equal(ynode_get(j, "x")->str, "1");
+	assert_string_equal(ynode_get(j, "w")->str, "3");
+	assert_string_equal(ynode_get(j, "v")->str, "9");
+	yfile_free(f);
+
+	/* A quoted "<<" is an ordinary key. */
+	f = load_ok("\"<<\": 1\n");
+	assert_string_equal(ynode_get(f->docs[0], "<<")->str, "1");
+	yfile_free(f);
+
+	expect_err("a: 1\nb:\n  <<: *nope\n", "a.yaml:3:7: undefined alias *nope");
+	expect_err("a: &x [1, *x]\n", "a.yaml:1:11: alias *x refers to a node that contains it");
+	expect_err("a: &x 1\n---\nb: *x\n", "a.yaml:3:4: undefined alias *x");
+	expect_err("a: &x 1\nb:\n  <<: *x\n",
+		   "a.yaml:3:3: the value of a merge key \"<<\" must be a mapping or a sequence of mappings");
+	expect_err("a: &x {k: 1}\nb:\n  <<: [*x, 2]\n",
+		   "a.yaml:3:3: the value of a merge key \"<<\" must be a mapping or a sequence of mappings");
+	/* A duplicate next to a merge is still a duplicate. */
+	expect_err("a: &x {k: 1}\nb:\n  <<: *x\n  k: 2\n  k: 3\n",
+		   "a.yaml:5:3: duplicate key \"k\" (first at line 4)");
+}
+
+static void test_alias_bomb(void **state)
+{
+	static const char bomb[] =
+		"a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+		"b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+		"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+		"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+		"e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+		"f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+		"g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
+		"h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
+		"i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
+	struct yaml_limits lim = YAML_LIMITS_DEFAULT;
+	double t0 = now_s();
+
+	(void)state;
+	/* *f stands for 597,871 nodes: the cap trips at the first alias of line 7. */
+	expect_err(bomb, "a.yaml:7:8: too many nodes: more than 1000000 with aliases "
+			 "expanded (an alias bomb?)");
+	assert_true(now_s() - t0 < 0.5);
+	lim.max_nodes = 20;
+	expect_err_l("a: &a [1, 2, 3, 4, 5]\nb: [*a, *a, *a]\n", &lim,
+		       "a.yaml:2:9: too many nodes: more than 20 with aliases expanded "
+		       "(an alias bomb?)");
+	lim.max_nodes = 5;
+	expect_err_l("[1, 2, 3, 4, 5]\n", &lim, "a.yaml:1:14: too many nodes: the file has more than 5");
+	/* Merges count too. */
+	lim.max_nodes = 18;
+	expect_err_l("a: &a {x: 1, y: 2}\nb: {<<: *a}\nc: {<<: *a}\n", &lim,
+		       "a.yaml:3:9: too many nodes: more than 18 with aliases expanded "
+		       "(an alias bomb?)");
+}
+
+static void test_depth(void **state)
+{
+	struct yaml_limits lim = YAML_LIMITS_DEFAULT;
+	struct vx_buf b = VX_BUF_INIT;
+	double t0;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 20000; i++)
+		assert_int_equal(vx_buf_addc(&b, '['), 0);
+	t0 = now_s();
+	expect_err_lim(b.data, b.len, NULL, "a.yaml:1:257: nesting deeper than 256 levels");
+	assert_true(now_s() - t0 < 0.5);
+	/* 256 levels are fine ... */
+	vx_buf_reset(&b);
+	for (i = 0; i < 256; i++)
+		assert_int_equal(vx_buf_addc(&b, '['), 0);
+	for (i = 0; i < 256; i++)
+		assert_int_equal(vx_buf_addc(&b, ']'), 0);
+	yfile_free(load_ok(b.data));
+	/* ... and block nesting is counted the same way. */
+	vx_buf_reset(&b);
+	for (i = 0; i < 257; i++)
+		assert_int_equal(vx_buf_printf(&b, "%*sk:\n", (int)i, ""), 0);
+	assert_int_equal(vx_buf_printf(&b, "%*sk: 1\n", 257, ""), 0);
+	expect_err_lim(b.data, b.len, NULL, "a.yaml:257:257: nesting deeper than 256 levels");
+	vx_buf_release(&b);
+	/* Merged pairs are lifted one level up: a chain of merges is flat. */
+	lim.max_depth = 2;
+	{
+		struct vx_diags d = VX_DIAGS_INIT;
+		struct vx_err err = VX_ERR_INIT;
+		struct yfile *f = NULL;
+		const char *t = "a: &a {x: 1}\nb: &b {<<: *a}\nc: &c {<<: *b}\nd: {<<: *c, y: 2}\n";
+
+		assert_int_equal(yaml_load_mem(&f, "a.yaml", t, strlen(t), &lim, &d, &err), 0);
+		assert_string_equal(ynode_get(ynode_get(f->docs[0], "d"), "x")->str, "1");
+		yfile_free(f);
+	}
+	/* Aliases cannot be used to build deeper trees than the limit. */
+	lim.max_depth = 4;
+	expect_err_l("a: &a [[[1]]]\nb: [[*a]]\n", &lim,
+		       "a.yaml:2:6: nesting deeper than 4 levels (through alias *a)");
+}
+
+static void test_file_limits(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct yaml_limits lim = YAML_LIMITS_DEFAULT;
+	struct yfile *f = NULL;
+	char path[] = "/tmp/vx-yaml-XXXXXX";
+	int fd = mkstemp(path);
+	double t0;
+	char *s;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 30 * 1024 * 1024), 0);
+	t0 = now_s();
+	assert_int_equal(yaml_load_file(&f, path, NULL, &d, &err), VX_EINVAL);
+	assert_true(now_s() - t0 < 0.2);
+	assert_null(f);
+	assert_int_equal(d.n, 1);
+	s = vx_diag_format(&d.items[0]);
+	{
+		char want[128];
+
+		snprintf(want, sizeof(want), "%s: file is 31457280 bytes, larger than the 8 MiB limit",
+			 path);
+		assert_string_equal(s, want);
+	}
+	free(s);
+	vx_diags_release(&d);
+
+	/* A small file loads; its path is kept as given. */
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(pwrite(fd, "kind: Stack\n", 12, 0), 12);
+	assert_int_equal(yaml_load_file(&f, path, NULL, &d, &err), 0);
+	assert_string_equal(f->path, path);
+	assert_string_equal(f->docs[0]->file, path);
+	assert_string_equal(ynode_get(f->docs[0], "kind")->str, "Stack");
+	yfile_free(f);
+	close(fd);
+	unlink(path);
+
+	lim.max_file_bytes = 10;
+	expect_err_l("kind: Stack\n", &lim,
+		     "a.yaml: file is 12 bytes, larger than the 10-byte limit");
+
+	assert_int_equal(yaml_load_file(&f, "/nonexistent/x.yaml", NULL, &d, &err), VX_EIO);
+	assert_null(f);
+	assert_string_equal(err.msg, "reading /nonexistent/x.yaml: No such file or directory");
+	assert_int_equal(yaml_load_file(&f, "/tmp", NULL, &d, &err), VX_EIO);
+	assert_string_equal(err.msg, "reading /tmp: Is a directory");
+	assert_int_equal(d.n, 0);
+	vx_err_release(&err);
+}
+
+static void test_big_valid_map(void **state)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	struct yfile *f;
+	double t0;
+	size_t i;
+
+	(void)state;
+	/* Many keys in one map: duplicate checks must not be quadratic. */
+	for (i = 0; i < 100000; i++)
+		assert_int_equal(vx_buf_printf(&b, "k%zu: %zu\n", i, i), 0);
+	t0 = now_s();
+	f = load_ok(b.data);
+	assert_true(now_s() - t0 < 2.0);
+	assert_int_equal(f->docs[0]->n, 100000);
+	assert_string_equal(ynode_get(f->docs[0], "k99999")->str, "99999");
+	yfile_free(f);
+	assert_int_equal(vx_buf_printf(&b, "k5: again\n"), 0);
+	expect_err_lim(b.data, b.len, NULL, "a.yaml:100001:1: duplicate key \"k5\" (first at line 6)");
+	vx_buf_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tree_and_positions),
+		cmocka_unit_test(test_styles_and_tags),
+		cmocka_unit_test(test_core_schema),
+		cmocka_unit_test(test_documents),
+		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_tabs),
+		cmocka_unit_test(test_duplicate_keys),
+		cmocka_unit_test(test_utf8_and_nul),
+		cmocka_unit_test(test_non_scalar_keys),
+		cmocka_unit_test(test_anchors_and_merge),
+		cmocka_unit_test(test_alias_bomb),
+		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_file_limits),
+		cmocka_unit_test(test_big_valid_map),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
