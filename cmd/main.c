@@ -17,13 +17,13 @@ struct command {
 static int cmd_not_built(int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "plan", cmd_not_built, "show what apply would create, cancel, resubmit or change" },
-	{ "apply", cmd_not_built, "make the cloud match the declaration, recording it in git" },
-	{ "validate", cmd_not_built, "check a stack's YAML without touching the cloud" },
+	{ "plan", cmd_plan, "show what apply would create, cancel, resubmit or change" },
+	{ "apply", cmd_apply, "make the cloud match the declaration, recording it in git" },
+	{ "validate", cmd_validate, "check a stack's YAML without touching the cloud" },
 	{ "doctor", cmd_not_built, "check credentials, project and API access" },
-	{ "log", cmd_not_built, "show the history of runs from the state branch" },
-	{ "state", cmd_not_built, "list or show state records (state list | state show ADDR)" },
-	{ "unlock", cmd_not_built, "clear a stuck apply lock (unlock ID)" },
+	{ "log", cmd_log, "show the history of runs from the state branch" },
+	{ "state", cmd_state, "list or show state records (state list | state show ADDR)" },
+	{ "unlock", cmd_unlock, "clear a stuck apply lock (unlock ID)" },
 	{ "version", cmd_version, "print the version" },
 	{ "help", cmd_help, "show this help" },
 };

@@ -1,0 +1,103 @@
+/*
+ * vx validate [DIR]...: loads each stack and reports every problem, without
+ * touching the cloud. Diagnostics go to stderr as "FILE:LINE:COLUMN: ...",
+ * one per line, then "... and N more" past the cap; a valid stack gets one
+ * summary line on stdout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exitcode.h"
+#include "reconcile/stack.h"
+#include "util/diag.h"
+#include "util/err.h"
+#include "util/banned.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: vx validate [DIR]...\n\n"
+		"Checks the stack in each DIR (default \".\"): every *.yaml and *.yml file,\n"
+		"each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\n"
+		"each job spec against the Vertex AI CustomJobSpec schema and machine rules.\n"
+		"Nothing is sent to Google Cloud. Problems are printed as FILE:LINE:COLUMN:\n"
+		"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n");
+}
+
+static const char *plural(size_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* Validates one directory; returns an exit code. */
+static int validate_dir(const char *dir)
+{
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	int rc, code = VX_EXIT_OK;
+
+	rc = stack_load(&st, dir, NULL, &diags, &err);
+	if (rc == VX_EINVAL) {
+		for (size_t i = 0; i < diags.n; i++) {
+			char *line = vx_diag_format(&diags.items[i]);
+
+			fprintf(stderr, "%s\n", line ? line : diags.items[i].msg);
+			free(line);
+		}
+		if (diags.dropped)
+			fprintf(stderr, "... and %zu more\n", diags.dropped);
+		if (diags.n == 0)
+			fprintf(stderr, "vx: %s: the stack is not valid\n", dir);
+		code = VX_EXIT_ERROR;
+	} else if (rc < 0) {
+		cmd_report(&err, "validate");
+		code = VX_EXIT_ERROR;
+	} else {
+		printf("stack %s: %zu %s, %zu %s, %zu %s: valid\n", st->name, st->njobs,
+		       plural(st->njobs, "job", "jobs"), st->nreservations,
+		       plural(st->nreservations, "reservation", "reservations"), st->nquotas,
+		       plural(st->nquotas, "quota preference", "quota preferences"));
+	}
+	stack_free(st);
+	vx_diags_release(&diags);
+	vx_err_release(&err);
+	return code;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	int code = VX_EXIT_OK, ndirs = 0, i;
+	const char *value;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		if (cmd_flag(argv[i], "help", &value) || cmd_flag(argv[i], "h", &value)) {
+			usage(stdout);
+			return VX_EXIT_OK;
+		}
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			cmd_error("validate: unknown option %s", argv[i]);
+			usage(stderr);
+			return VX_EXIT_USAGE;
+		}
+	}
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			for (i++; i < argc; i++, ndirs++)
+				if (validate_dir(argv[i]) != VX_EXIT_OK)
+					code = VX_EXIT_ERROR;
+			break;
+		}
+		ndirs++;
+		if (validate_dir(argv[i]) != VX_EXIT_OK)
+			code = VX_EXIT_ERROR;
+	}
+	if (ndirs == 0)
+		code = validate_dir(".");
+	return code;
+}

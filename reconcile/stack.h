@@ -1,0 +1,207 @@
+#ifndef VX_RECONCILE_STACK_H
+#define VX_RECONCILE_STACK_H
+
+/*
+ * A stack: the directory of YAML files a team declares, loaded into our own
+ * structs and checked. stack_load() reads every *.yaml / *.yml file of a
+ * directory (not recursive, sorted by name; names starting with "." are
+ * skipped), each file one or more YAML documents, each document a `kind`:
+ *
+ *	Stack            exactly one: name, project, region, state, labels
+ *	CustomJob        job.NAME: a Vertex AI custom job (spec checked by spec_check)
+ *	Reservation      reservation.NAME: a Compute Engine specific reservation
+ *	QuotaPreference  quota.NAME: a Cloud Quotas preference
+ *
+ * The format, every field, default and rule is documented in docs/format.md.
+ * Every problem found is reported, not only the first: each one is a
+ * diagnostic "FILE:LINE:COLUMN: KIND \"NAME\": field.path: message", with
+ * the nearest valid word for a misspelt key or enum value. No libyaml or
+ * cJSON type leaves the loader.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reconcile/spec.h"
+#include "util/err.h"
+
+struct vx_diags;
+struct yaml_limits;
+
+/*
+ * Failure classes of a finished job run (DESIGN.md section 3). The
+ * planner derives one from a live job's state and error; `resubmit.on`
+ * is a bitmask of them. Bit i is named stack_fail_names[i].
+ */
+enum stack_fail {
+	STACK_FAIL_STOCKOUT = 1u << 0,          /* "stockout": no capacity in the zone/region */
+	STACK_FAIL_PREEMPTED = 1u << 1,         /* "preempted": spot VMs taken back */
+	STACK_FAIL_WAIT_TIMEOUT = 1u << 2,      /* "wait-timeout": FLEX_START waited past maxWaitDuration */
+	STACK_FAIL_QUOTA = 1u << 3,             /* "quota": quota exceeded */
+	STACK_FAIL_USER_ERROR = 1u << 4,        /* "user-error": the training code failed */
+	STACK_FAIL_INTERNAL = 1u << 5,          /* "internal": a Vertex AI internal error */
+	STACK_FAIL_CANCELLED_OUTSIDE = 1u << 6, /* "cancelled-outside": cancelled/deleted behind vx's back */
+};
+
+#define STACK_FAIL_NCLASSES 7
+#define STACK_FAIL_ALL ((1u << STACK_FAIL_NCLASSES) - 1)
+
+/* "stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",
+ * "cancelled-outside": index i names bit 1u << i. */
+extern const char *const stack_fail_names[STACK_FAIL_NCLASSES];
+
+/* The name of one class (a single bit), or NULL when cls is not exactly one known bit. */
+const char *stack_fail_name(unsigned cls);
+/* The bit for a class name, or 0 when the name is unknown. */
+unsigned stack_fail_parse(const char *name);
+
+/* What a spec change (or a `run` bump) does to an active run. */
+enum stack_on_change {
+	STACK_ON_CHANGE_REPLACE = 1, /* "replace": cancel the active run, create a new one (default) */
+	STACK_ON_CHANGE_AFTER_FINISH, /* "after-finish": let it finish, then create the new run */
+	STACK_ON_CHANGE_IGNORE,       /* "ignore": keep the active run; rerun only when asked */
+};
+
+/* "replace", "after-finish", "ignore"; NULL for an unknown value. */
+const char *stack_on_change_name(enum stack_on_change v);
+
+enum stack_backend {
+	STACK_BACKEND_GIT = 1, /* "git" (default): branch vx/state/<stack> of the repository */
+	STACK_BACKEND_FILE,    /* "file": one JSON file */
+	STACK_BACKEND_GCS,     /* "gcs": one object in a bucket */
+};
+
+/* "git", "file", "gcs"; NULL for an unknown value. */
+const char *stack_backend_name(enum stack_backend b);
+
+/* A label or any other string map entry. Maps are kept sorted by key, keys unique. */
+struct stack_label {
+	char *key;
+	char *value;
+};
+
+struct stack_labels {
+	struct stack_label *items; /* owned, sorted by key */
+	size_t n;
+};
+
+/* The value for key, or NULL. */
+const char *stack_labels_get(const struct stack_labels *l, const char *key);
+
+/* What every declaration has: its name, address and where it was written. */
+struct stack_decl {
+	char *name;     /* "gemma2-lora" */
+	char *address;  /* "job.gemma2-lora", "reservation.h100-pool", "quota.h100-flex", "stack.research" */
+	char *file;     /* the file as shown in diagnostics ("DIR/jobs.yaml") */
+	unsigned line;  /* 1-based position of the document's first character */
+	unsigned col;
+	char hash[65];  /* lowercase hex SHA-256 of the declaration's canonical form */
+};
+
+/* state: {backend, path, remote, branch, bucket} of the Stack. */
+struct stack_state_cfg {
+	enum stack_backend backend;
+	char *path;   /* git: the repository (NULL = found by walking up from the stack);
+		       * file: the state file (required); gcs: object prefix (NULL = "vx/state/<stack>");
+		       * relative paths are as written (relative to the stack directory) */
+	char *remote; /* git only: remote to fetch and push ("origin"), or NULL for local only */
+	char *branch; /* git only: the state branch; default "vx/state/<stack>" (always set for git) */
+	char *bucket; /* gcs only: required */
+};
+
+struct stack_job {
+	struct stack_decl d;          /* address "job.NAME" */
+	char *region;                 /* the job's or the Stack's region (always set) */
+	char *display_name;           /* displayName, default the name */
+	struct stack_labels labels;   /* the Stack's labels overlaid by the job's own (no vx- keys) */
+	struct job_spec spec;         /* from spec_check: canonical JSON, hash, pools, strategy... */
+	int64_t run;                  /* >= 1, default 1 */
+	unsigned resubmit_on;         /* STACK_FAIL_* bits, default 0 */
+	int64_t max_attempts;         /* >= 1, default 1 (= never resubmit) */
+	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
+	int protect;                  /* 1: the plan refuses to cancel this job */
+};
+
+struct stack_accelerator {
+	char *type;    /* compute's name: "nvidia-h100-80gb" */
+	int64_t count; /* per VM, >= 1 */
+};
+
+struct stack_reservation {
+	struct stack_decl d;          /* address "reservation.NAME"; NAME is also compute's name */
+	char *zone;                   /* "us-central1-a" */
+	char *machine_type;           /* "a3-highgpu-8g" */
+	struct stack_accelerator *accelerators; /* owned; 0 or 1 entries */
+	size_t naccelerators;
+	int64_t count;                /* VMs reserved, 1..1000 */
+	int specific_required;        /* specificReservationRequired, default 1 */
+	char *description;            /* or NULL */
+};
+
+struct stack_quota {
+	struct stack_decl d;          /* address "quota.NAME"; NAME is the quotaPreferenceId */
+	char *service;                /* "aiplatform.googleapis.com" */
+	char *quota_id;               /* "CustomModelTrainingH100GPUsPerProjectPerRegion" */
+	struct stack_labels dimensions; /* {"region": "us-central1"}; may be empty */
+	int64_t preferred_value;      /* >= -1 (-1 = unlimited) */
+	char *contact_email;          /* or NULL */
+	char *justification;          /* or NULL */
+};
+
+struct stack {
+	struct stack_decl d;          /* the Stack document; address "stack.NAME" */
+	char *dir;                    /* the directory as given */
+	char *name;                   /* == d.name */
+	char *project;
+	char *region;                 /* default region, or NULL when the Stack sets none */
+	struct stack_state_cfg state;
+	struct stack_labels labels;   /* the Stack's own labels */
+	struct stack_job *jobs;       /* owned arrays, in declaration order (files by name, then documents) */
+	size_t njobs;
+	struct stack_reservation *reservations;
+	size_t nreservations;
+	struct stack_quota *quotas;
+	size_t nquotas;
+	/* SHA-256 (hex) over the canonical form of every declaration, the Stack
+	 * included, independent of file names and order: what a saved plan binds to. */
+	char decl_hash[65];
+};
+
+/* One in-memory file, for stack_load_mem(). */
+struct stack_source {
+	const char *name; /* file name without directory: "jobs.yaml" */
+	const char *data;
+	size_t len;
+};
+
+/*
+ * Loads and checks the stack in directory dir. Problems of the stack go to
+ * diags (sorted by file, line and column when this returns), and the result
+ * is VX_EINVAL with *out NULL. Failures that are not the stack's fault (the
+ * directory cannot be read, out of memory) return VX_EIO / VX_ENOMEM with
+ * err set. On success returns 0 and *out owns the stack (stack_free()).
+ * limits may be NULL for YAML_LIMITS_DEFAULT. Positions name files as
+ * "DIR/NAME" ("NAME" alone when dir is ".").
+ */
+int stack_load(struct stack **out, const char *dir, const struct yaml_limits *limits,
+	       struct vx_diags *diags, struct vx_err *err) VX_WUR;
+
+/* The same over in-memory files, taken in the order given (sort them yourself). */
+int stack_load_mem(struct stack **out, const char *dir, const struct stack_source *files,
+		   size_t nfiles, const struct yaml_limits *limits, struct vx_diags *diags,
+		   struct vx_err *err) VX_WUR;
+
+/* NULL-safe. */
+void stack_free(struct stack *st);
+
+/* Lookups by name; NULL when not declared. Borrowed. */
+const struct stack_job *stack_find_job(const struct stack *st, const char *name);
+const struct stack_reservation *stack_find_reservation(const struct stack *st, const char *name);
+const struct stack_quota *stack_find_quota(const struct stack *st, const char *name);
+/* The declaration at an address ("job.a", "reservation.r", "quota.q", "stack.s"), or NULL. */
+const struct stack_decl *stack_find_decl(const struct stack *st, const char *address);
+
+/* Whether s is a valid stack or job name (a label value: [a-z][a-z0-9_-]{0,62}). */
+int stack_name_valid(const char *s);
+
+#endif

@@ -1,0 +1,170 @@
+"""End-to-end tests of `vx validate`: the examples pass, every kind of bad
+input fails with exit 1 and a FILE:LINE:COLUMN message, and nothing crashes.
+
+Standard library only; no fake cloud needed. VX_BIN names the binary.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VX_BIN = os.environ.get("VX_BIN", os.path.join(ROOT, "build", "vx"))
+DATA = "tests/data/stacks"
+
+
+def vx(*args, cwd=ROOT, timeout=60):
+    cp = subprocess.run([VX_BIN, "validate", *args], cwd=cwd, capture_output=True,
+                        timeout=timeout)
+    return cp.returncode, cp.stdout.decode("utf-8", "replace"), cp.stderr.decode("utf-8", "replace")
+
+
+class ValidateTest(unittest.TestCase):
+    def check_no_crash(self, code, err):
+        # a negative code is a signal; 128+ is how shells report one
+        self.assertGreaterEqual(code, 0, err)
+        self.assertLess(code, 128, err)
+        self.assertNotIn("Sanitizer", err)
+        self.assertNotIn("runtime error", err)
+
+    def bad(self, dirname, pattern, cwd=ROOT):
+        code, out, err = vx(dirname, cwd=cwd)
+        self.check_no_crash(code, err)
+        self.assertEqual(code, 1, err)
+        self.assertEqual(out, "")
+        self.assertRegex(err, pattern)
+        for line in err.splitlines():
+            if not line.startswith("... and "):
+                # every line is a diagnostic naming the file (or the directory)
+                self.assertTrue(line.startswith(dirname), line)
+        return err
+
+    def test_examples(self):
+        examples = sorted(glob.glob(os.path.join(ROOT, "examples", "*")))
+        names = [os.path.basename(e) for e in examples]
+        for want in ("quickstart", "gemma2-flex", "multi-gpu", "reserved"):
+            self.assertIn(want, names)
+        code, out, err = vx(*[os.path.relpath(e, ROOT) for e in examples])
+        self.check_no_crash(code, err)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err, "")
+        lines = out.splitlines()
+        self.assertEqual(len(lines), len(examples))
+        for line in lines:
+            self.assertRegex(line, r"^stack [a-z][a-z0-9_-]*: \d+ jobs?, \d+ reservations?, "
+                                   r"\d+ quota preferences?: valid$")
+        self.assertIn("stack reserved: 1 job, 1 reservation, 1 quota preference: valid", lines)
+        self.assertIn("stack multi-gpu: 3 jobs, 0 reservations, 0 quota preferences: valid",
+                      lines)
+
+    def test_good_stack_summary(self):
+        code, out, err = vx(DATA + "/good")
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(out, "stack research: 2 jobs, 1 reservation, 1 quota preference: valid\n")
+
+    def test_default_dir(self):
+        code, out, err = vx(cwd=os.path.join(ROOT, "examples", "quickstart"))
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(out, "stack quickstart: 1 job, 0 reservations, 0 quota preferences: valid\n")
+
+    def test_help_and_usage(self):
+        code, out, _ = vx("-help")
+        self.assertEqual(code, 0)
+        self.assertIn("usage: vx validate [DIR]...", out)
+        code, _, err = vx("-frobnicate")
+        self.assertEqual(code, 64)
+        self.assertIn("unknown option -frobnicate", err)
+
+    def test_missing_dir(self):
+        code, out, err = vx("no/such/dir")
+        self.assertEqual(code, 1)
+        self.assertEqual(err, "vx: validate: reading no/such/dir: No such file or directory\n")
+
+    def test_several_dirs_one_bad(self):
+        code, out, err = vx("examples/quickstart", DATA + "/unknown-field", "examples/reserved")
+        self.assertEqual(code, 1)
+        self.assertEqual(out.count(": valid\n"), 2)
+        self.assertEqual(err, DATA + '/unknown-field/stack.yaml:5:1: Stack "s": unknown field '
+                              '"lables" (did you mean "labels"?)\n')
+
+    # --- each kind of bad input -------------------------------------------
+
+    def test_syntax_error(self):
+        self.bad(DATA + "/syntax", r"^" + DATA + r"/syntax/stack\.yaml:5:1: \S")
+
+    def test_tab(self):
+        err = self.bad(DATA + "/tab", r"^" + DATA + r"/tab/stack\.yaml:5:1: ")
+        self.assertIn("tab", err)
+
+    def test_duplicate_key(self):
+        err = self.bad(DATA + "/dupkey", r"^" + DATA + r"/dupkey/stack\.yaml:4:1: ")
+        self.assertIn('duplicate key "name"', err)
+
+    def test_bad_utf8(self):
+        err = self.bad(DATA + "/utf8", r"^" + DATA + r"/utf8/stack\.yaml:4:12: ")
+        self.assertIn("UTF-8", err)
+
+    def test_alias_bomb(self):
+        self.bad(DATA + "/bomb", r"^" + DATA + r"/bomb/stack\.yaml:\d+:\d+: ")
+
+    def test_empty_file(self):
+        err = self.bad(DATA + "/empty", re.escape(DATA + "/empty/stack.yaml:1:1: empty file: no YAML document in it\n"))
+        self.assertIn("no Stack", err)
+
+    def test_unknown_field(self):
+        err = self.bad(DATA + "/unknown-field", r"^" + re.escape(
+            DATA + '/unknown-field/stack.yaml:5:1: Stack "s": unknown field "lables" '
+            '(did you mean "labels"?)') + "\n$")
+
+    def test_no_stack_two_stacks_no_yaml(self):
+        self.bad(DATA + "/no-stack", r"^" + re.escape(
+            DATA + '/no-stack: no Stack: one document must be "kind: Stack"'))
+        self.bad(DATA + "/two-stacks", r"^" + re.escape(
+            DATA + "/two-stacks/stack.yaml:5:1: a second Stack: this directory's Stack is "
+            "declared at " + DATA + "/two-stacks/stack.yaml:1:1 (one Stack per directory)"))
+        self.bad(DATA + "/no-yaml", r"^" + re.escape(DATA + "/no-yaml: no *.yaml or *.yml files"))
+
+    def test_capped_at_50(self):
+        err = self.bad(DATA + "/many-errors", r"\n\.\.\. and 10 more\n$")
+        lines = err.splitlines()
+        self.assertEqual(len(lines), 51)
+        self.assertEqual(lines[0], DATA + '/many-errors/stack.yaml:8:6: CustomJob "j0": run: '
+                                          'must be at least 1, got 0')
+
+    def test_generated_hostile_files(self):
+        tmp = tempfile.mkdtemp(prefix="vx-validate-")
+        try:
+            head = "kind: Stack\nname: s\nproject: my-project\n"
+            nest = os.path.join(tmp, "nest")
+            os.mkdir(nest)
+            with open(os.path.join(nest, "stack.yaml"), "w") as f:
+                f.write(head + "x: " + "[" * 20000 + "]" * 20000 + "\n")
+            code, out, err = vx(nest, cwd=tmp)
+            self.check_no_crash(code, err)
+            self.assertEqual(code, 1)
+            self.assertRegex(err, r"^" + re.escape(nest) + r"/stack\.yaml:4:\d+: ")
+
+            big = os.path.join(tmp, "big")
+            os.mkdir(big)
+            with open(os.path.join(big, "stack.yaml"), "w") as f:
+                f.write(head + "labels:\n")
+                line = "  k%08d: v\n"
+                n = 0
+                chunk = "".join(line % i for i in range(100000))
+                while n < 30 * 1024 * 1024:
+                    f.write(chunk)
+                    n += len(chunk)
+            code, out, err = vx(big, cwd=tmp, timeout=30)
+            self.check_no_crash(code, err)
+            self.assertEqual(code, 1)
+            self.assertRegex(err, r"^" + re.escape(big) + r"/stack\.yaml(:\d+:\d+)?: .*larger than")
+        finally:
+            shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    unittest.main()

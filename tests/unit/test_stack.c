@@ -1,0 +1,809 @@
+/*
+ * Unit tests for reconcile/stack: loading good stacks (every field and
+ * default), the label merge, the declaration hashes, and every rule of the
+ * loader with its exact message and position.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/stack.h"
+#include "util/buf.h"
+#include "util/diag.h"
+#include "util/err.h"
+
+#define STACK_DOC "kind: Stack\nname: research\nproject: my-project\nregion: us-central1\n"
+#define SPEC "spec:\n  workerPoolSpecs:\n    - machineSpec: {machineType: n1-standard-4}\n" \
+	"      replicaCount: 1\n      containerSpec: {imageUri: gcr.io/p/i:1}\n"
+#define JOB(name) "kind: CustomJob\nname: " name "\n" SPEC
+
+/* The data directory: VX_SRCDIR when set (tests run from elsewhere), else the repository root. */
+static char *data_dir(const char *sub)
+{
+	const char *root = getenv("VX_SRCDIR");
+
+	return vx_asprintf("%s%stests/data/stacks/%s", root ? root : "", root ? "/" : "", sub);
+}
+
+/* Every diagnostic, formatted, one per line (plus "... and N more"). Caller frees. */
+static char *all_diags(const struct vx_diags *d)
+{
+	struct vx_buf b = VX_BUF_INIT;
+
+	for (size_t i = 0; i < d->n; i++) {
+		char *s = vx_diag_format(&d->items[i]);
+
+		assert_non_null(s);
+		assert_int_equal(vx_buf_printf(&b, "%s\n", s), 0);
+		free(s);
+	}
+	if (d->dropped)
+		assert_int_equal(vx_buf_printf(&b, "... and %zu more\n", d->dropped), 0);
+	return vx_buf_detach(&b);
+}
+
+/* Loads files (name, text, name, text, ..., NULL) from memory as directory "t". */
+static int load_files(struct stack **st, struct vx_diags *d, ...)
+{
+	struct stack_source src[16];
+	struct vx_err err = VX_ERR_INIT;
+	size_t n = 0;
+	va_list ap;
+	int rc;
+
+	va_start(ap, d);
+	for (;;) {
+		const char *name = va_arg(ap, const char *);
+
+		if (!name)
+			break;
+		assert_true(n < 16);
+		src[n].name = name;
+		src[n].data = va_arg(ap, const char *);
+		src[n].len = strlen(src[n].data);
+		n++;
+	}
+	va_end(ap);
+	rc = stack_load_mem(st, "t", src, n, NULL, d, &err);
+	assert_null(err.msg);
+	return rc;
+}
+
+/* Loads one file t/s.yaml and expects exactly the diagnostics in want. */
+static void expect_errors(const char *yaml, const char *want)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	char *got;
+
+	assert_int_equal(load_files(&st, &d, "s.yaml", yaml, NULL), VX_EINVAL);
+	assert_null(st);
+	got = all_diags(&d);
+	assert_string_equal(got, want);
+	free(got);
+	vx_diags_release(&d);
+}
+
+/* Loads one file and expects it valid. */
+static struct stack *expect_valid(const char *yaml)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	char *got;
+	int rc = load_files(&st, &d, "s.yaml", yaml, NULL);
+
+	got = all_diags(&d);
+	assert_string_equal(got, "");
+	free(got);
+	assert_int_equal(rc, 0);
+	assert_non_null(st);
+	vx_diags_release(&d);
+	return st;
+}
+
+static int is_hex64(const char *s)
+{
+	if (strlen(s) != 64)
+		return 0;
+	for (; *s; s++)
+		if (!strchr("0123456789abcdef", *s))
+			return 0;
+	return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void test_good_dir(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	const struct stack_job *a, *b;
+	const struct stack_reservation *r;
+	const struct stack_quota *q;
+	char *dir = data_dir("good"), *file;
+
+	(void)state;
+	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), 0);
+	assert_int_equal(d.n, 0);
+	assert_non_null(st);
+	assert_string_equal(st->name, "research");
+	assert_string_equal(st->d.address, "stack.research");
+	assert_string_equal(st->project, "my-project");
+	assert_string_equal(st->region, "us-central1");
+	assert_int_equal(st->state.backend, STACK_BACKEND_GIT);
+	assert_string_equal(st->state.remote, "origin");
+	assert_string_equal(st->state.branch, "vx/state/research");
+	assert_null(st->state.path);
+	assert_int_equal(st->labels.n, 2);
+	assert_string_equal(stack_labels_get(&st->labels, "team"), "nlp");
+	assert_true(is_hex64(st->decl_hash));
+
+	assert_int_equal(st->njobs, 2);
+	assert_int_equal(st->nreservations, 1);
+	assert_int_equal(st->nquotas, 1);
+	a = &st->jobs[0];
+	b = &st->jobs[1];
+	assert_string_equal(a->d.address, "job.train-a");
+	file = vx_asprintf("%s/jobs.yml", dir);
+	assert_string_equal(a->d.file, file);
+	free(file);
+	assert_int_equal(a->d.line, 1);
+	assert_int_equal(a->d.col, 1);
+	assert_int_equal(b->d.line, 14);
+	assert_string_equal(a->region, "us-central1");
+	assert_string_equal(a->display_name, "train-a");
+	/* labels: the Stack's (team: nlp, env: prod) overlaid by the job's (env: dev, model) */
+	assert_int_equal(a->labels.n, 3);
+	assert_string_equal(a->labels.items[0].key, "env");
+	assert_string_equal(a->labels.items[0].value, "dev");
+	assert_string_equal(a->labels.items[1].key, "model");
+	assert_string_equal(a->labels.items[2].key, "team");
+	assert_string_equal(a->labels.items[2].value, "nlp");
+	assert_int_equal(a->run, 2);
+	assert_int_equal(a->resubmit_on,
+			 STACK_FAIL_STOCKOUT | STACK_FAIL_PREEMPTED | STACK_FAIL_WAIT_TIMEOUT);
+	assert_int_equal(a->max_attempts, 3);
+	assert_int_equal(a->on_change, STACK_ON_CHANGE_AFTER_FINISH);
+	assert_int_equal(a->protect, 1);
+	assert_true(is_hex64(a->spec.hash));
+	assert_non_null(a->spec.canonical_json);
+	assert_non_null(a->spec.reservation);
+	assert_string_equal(a->spec.reservation, "h100-pool");
+	assert_non_null(strstr(a->spec.canonical_json,
+			       "projects/my-project/zones/us-central1-a/reservations/h100-pool"));
+	assert_true(is_hex64(a->d.hash));
+
+	/* defaults */
+	assert_string_equal(b->region, "europe-west4");
+	assert_string_equal(b->display_name, "Train B");
+	assert_int_equal(b->labels.n, 2);
+	assert_int_equal(b->run, 1);
+	assert_int_equal(b->resubmit_on, 0);
+	assert_int_equal(b->max_attempts, 1);
+	assert_int_equal(b->on_change, STACK_ON_CHANGE_REPLACE);
+	assert_int_equal(b->protect, 0);
+
+	r = stack_find_reservation(st, "h100-pool");
+	assert_ptr_equal(r, &st->reservations[0]);
+	assert_string_equal(r->d.address, "reservation.h100-pool");
+	assert_string_equal(r->zone, "us-central1-a");
+	assert_string_equal(r->machine_type, "a3-highgpu-8g");
+	assert_int_equal(r->naccelerators, 1);
+	assert_string_equal(r->accelerators[0].type, "nvidia-h100-80gb");
+	assert_int_equal(r->accelerators[0].count, 8);
+	assert_int_equal(r->count, 2);
+	assert_int_equal(r->specific_required, 1);
+	assert_null(r->description);
+
+	q = stack_find_quota(st, "h100");
+	assert_non_null(q);
+	assert_string_equal(q->d.address, "quota.h100");
+	assert_string_equal(q->service, "aiplatform.googleapis.com");
+	assert_string_equal(q->quota_id, "CustomModelTrainingH100GPUsPerProjectPerRegion");
+	assert_string_equal(stack_labels_get(&q->dimensions, "region"), "us-central1");
+	assert_int_equal(q->preferred_value, 16);
+	assert_string_equal(q->contact_email, "infra@example.com");
+	assert_string_equal(q->justification, "training");
+
+	assert_ptr_equal(stack_find_job(st, "train-b"), b);
+	assert_ptr_equal(stack_find_decl(st, "job.train-a"), &a->d);
+	assert_ptr_equal(stack_find_decl(st, "reservation.h100-pool"), &r->d);
+	assert_ptr_equal(stack_find_decl(st, "quota.h100"), &q->d);
+	assert_ptr_equal(stack_find_decl(st, "stack.research"), &st->d);
+	assert_null(stack_find_decl(st, "job.nope"));
+	assert_null(stack_find_decl(st, "train-a"));
+	assert_null(stack_find_job(st, "h100-pool"));
+	stack_free(st);
+	free(dir);
+	vx_diags_release(&d);
+}
+
+static void test_missing_dir(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+
+	(void)state;
+	assert_int_equal(stack_load(&st, "/nonexistent/vx-stack", NULL, &d, &err), VX_ENOTFOUND);
+	assert_null(st);
+	assert_string_equal(err.msg, "reading /nonexistent/vx-stack: No such file or directory");
+	assert_int_equal(d.n, 0);
+	vx_err_release(&err);
+}
+
+static void test_bad_dirs(void **state)
+{
+	static const struct {
+		const char *dir, *want;
+		int prefix; /* the YAML layer's own message: check the position only */
+	} cases[] = {
+		{ "no-yaml", "DIR: no *.yaml or *.yml files: a stack is a directory of YAML files "
+			     "with one \"kind: Stack\"\n", 0 },
+		{ "no-stack", "DIR: no Stack: one document must be \"kind: Stack\" (with name, "
+			      "project and region)\n", 0 },
+		{ "empty", "DIR: no Stack: one document must be \"kind: Stack\" (with name, project "
+			   "and region)\nDIR/stack.yaml:1:1: empty file: no YAML document in it\n", 0 },
+		{ "two-stacks", "DIR/stack.yaml:5:1: a second Stack: this directory's Stack is "
+				"declared at DIR/stack.yaml:1:1 (one Stack per directory)\n", 0 },
+		{ "unknown-field", "DIR/stack.yaml:5:1: Stack \"s\": unknown field \"lables\" (did "
+				   "you mean \"labels\"?)\n", 0 },
+		{ "tab", "DIR/stack.yaml:5:1: ", 1 },
+		{ "dupkey", "DIR/stack.yaml:4:1: ", 1 },
+		{ "utf8", "DIR/stack.yaml:4:12: ", 1 },
+		{ "bomb", "DIR/stack.yaml:", 1 },
+		{ "syntax", "DIR/stack.yaml:5:1: ", 1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vx_diags d = VX_DIAGS_INIT;
+		struct vx_err err = VX_ERR_INIT;
+		struct stack *st = NULL;
+		char *dir = data_dir(cases[i].dir), *got, *want;
+		struct vx_buf w = VX_BUF_INIT;
+		const char *p;
+
+		/* replace DIR in the expectation with the real directory */
+		for (p = cases[i].want; *p; p++) {
+			if (!strncmp(p, "DIR", 3)) {
+				assert_int_equal(vx_buf_adds(&w, dir), 0);
+				p += 2;
+			} else {
+				assert_int_equal(vx_buf_addc(&w, *p), 0);
+			}
+		}
+		want = vx_buf_detach(&w);
+		assert_int_equal(stack_load(&st, dir, NULL, &d, &err), VX_EINVAL);
+		assert_null(st);
+		assert_null(err.msg);
+		got = all_diags(&d);
+		if (cases[i].prefix) {
+			if (strncmp(got, want, strlen(want)))
+				fail_msg("%s: got %s", cases[i].dir, got);
+			assert_int_equal(d.n, 1);
+		} else {
+			assert_string_equal(got, want);
+		}
+		free(got);
+		free(want);
+		free(dir);
+		vx_diags_release(&d);
+	}
+}
+
+/* The example in the brief, to the character. */
+static void test_enum_did_you_mean(void **state)
+{
+	(void)state;
+	expect_errors(STACK_DOC "---\n" JOB("a") "onChange: replce\n",
+		      "t/s.yaml:13:11: CustomJob \"a\": onChange: unknown value \"replce\" (did you "
+		      "mean \"replace\"?)\n");
+	expect_errors(STACK_DOC "---\n" JOB("a") "onChange: whatever\n",
+		      "t/s.yaml:13:11: CustomJob \"a\": onChange: unknown value \"whatever\" (one "
+		      "of replace, after-finish, ignore)\n");
+}
+
+static void test_unknown_keys(void **state)
+{
+	(void)state;
+	expect_errors(STACK_DOC "regoin: x\n",
+		      "t/s.yaml:5:1: Stack \"research\": unknown field \"regoin\" (did you mean "
+		      "\"region\"?)\n");
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {on: [stockout], maxAtempts: 2}\n",
+		      "t/s.yaml:13:28: CustomJob \"a\": resubmit: unknown field \"maxAtempts\" (did "
+		      "you mean \"maxAttempts\"?)\n");
+	expect_errors(STACK_DOC "state: {backend: git, brnch: x}\n",
+		      "t/s.yaml:5:23: Stack \"research\": state: unknown field \"brnch\" (did you "
+		      "mean \"branch\"?)\n");
+	/* the spec's own checker, with the job's prefix */
+	expect_errors(STACK_DOC "---\nkind: CustomJob\nname: a\nspec:\n  workerPoolSpec: []\n",
+		      "t/s.yaml:9:3: CustomJob \"a\": spec: unknown field \"workerPoolSpec\" (did "
+		      "you mean \"workerPoolSpecs\"?)\n"
+		      "t/s.yaml:9:3: CustomJob \"a\": spec: missing required field "
+		      "\"workerPoolSpecs\"\n");
+}
+
+static void test_kinds(void **state)
+{
+	(void)state;
+	expect_errors(STACK_DOC "---\nkind: CustomJobs\nname: a\n",
+		      "t/s.yaml:6:7: kind: unknown value \"CustomJobs\" (did you mean "
+		      "\"CustomJob\"?)\n");
+	expect_errors(STACK_DOC "---\nname: a\n",
+		      "t/s.yaml:6:1: document has no \"kind\" (one of Stack, CustomJob, "
+		      "Reservation, QuotaPreference)\n");
+	expect_errors(STACK_DOC "---\n- a\n",
+		      "t/s.yaml:6:1: a document must be a mapping with a \"kind\", got a "
+		      "sequence\n");
+	expect_errors(STACK_DOC "---\nkind: 3\n",
+		      "t/s.yaml:6:7: kind: expected a string, got an integer\n");
+	expect_errors(JOB("a"),
+		      "t: no Stack: one document must be \"kind: Stack\" (with name, project and "
+		      "region)\n");
+}
+
+static void test_types(void **state)
+{
+	(void)state;
+	expect_errors(STACK_DOC "---\n" JOB("a") "run: three\nprotect: yes\nlabels: [a]\n",
+		      "t/s.yaml:13:6: CustomJob \"a\": run: expected an integer, got a string\n"
+		      "t/s.yaml:14:10: CustomJob \"a\": protect: expected a boolean, got a string\n"
+		      "t/s.yaml:15:9: CustomJob \"a\": labels: expected a mapping, got a sequence\n");
+	expect_errors("kind: Stack\nname: s\nproject: [a]\n",
+		      "t/s.yaml:3:10: Stack \"s\": project: expected a string, got a sequence\n");
+	expect_errors("kind: Stack\nname: s\n",
+		      "t/s.yaml:1:1: Stack \"s\": missing required field \"project\"\n");
+	expect_errors("kind: Stack\nname: s\nproject:\n",
+		      "t/s.yaml:3:9: Stack \"s\": project: a value is required\n");
+	expect_errors(STACK_DOC "---\nkind: CustomJob\nname: a\n",
+		      "t/s.yaml:6:1: CustomJob \"a\": missing required field \"spec\"\n");
+	expect_errors(STACK_DOC "---\nkind: CustomJob\nname: a\nspec: [x]\n",
+		      "t/s.yaml:8:7: CustomJob \"a\": spec: expected a mapping, got a sequence\n");
+}
+
+static void test_names(void **state)
+{
+	static const char long_name[] =
+		"a123456789012345678901234567890123456789012345678901234567890123"; /* 64 */
+
+	(void)state;
+	assert_true(stack_name_valid("a"));
+	assert_true(stack_name_valid("gemma2-lora_v1"));
+	assert_true(stack_name_valid(long_name + 1) == 0); /* starts with a digit */
+	assert_false(stack_name_valid(long_name));
+	assert_true(stack_name_valid("a12345678901234567890123456789012345678901234567890123456789012"));
+	assert_false(stack_name_valid("Gemma"));
+	assert_false(stack_name_valid("a.b"));
+	assert_false(stack_name_valid(""));
+	expect_errors("kind: Stack\nname: Research\nproject: my-project\nregion: us-central1\n",
+		      "t/s.yaml:2:7: Stack \"Research\": name: \"Research\" is not a valid name: use "
+		      "lowercase letters, digits, \"-\" and \"_\", starting with a letter, at most "
+		      "63 characters\n");
+	expect_errors(STACK_DOC "---\n" JOB("9lives"),
+		      "t/s.yaml:7:7: CustomJob \"9lives\": name: \"9lives\" is not a valid name: "
+		      "use lowercase letters, digits, \"-\" and \"_\", starting with a letter, at "
+		      "most 63 characters\n");
+	expect_errors(STACK_DOC "---\nkind: Reservation\nname: h100_pool\nzone: us-central1-a\n"
+		      "machineType: n1-standard-4\ncount: 1\n",
+		      "t/s.yaml:7:7: Reservation \"h100_pool\": name: \"h100_pool\" is not a valid "
+		      "name: use lowercase letters, digits and \"-\", starting with a letter and not "
+		      "ending with \"-\", at most 63 characters\n");
+	expect_errors(STACK_DOC "---\nkind: CustomJob\n" SPEC,
+		      "t/s.yaml:6:1: CustomJob: missing required field \"name\"\n");
+}
+
+static void test_duplicates(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	char *got;
+
+	(void)state;
+	assert_int_equal(load_files(&st, &d, "a.yaml", STACK_DOC "---\n" JOB("train"),
+				    "b.yaml", "# another\n" JOB("other") "---\n" JOB("train"), NULL),
+			 VX_EINVAL);
+	got = all_diags(&d);
+	assert_string_equal(got, "t/b.yaml:11:7: CustomJob \"train\": name: duplicate: \"train\" "
+			    "is already declared at t/a.yaml:7:7\n");
+	free(got);
+	vx_diags_release(&d);
+	/* the same name in two kinds is fine: each kind has its own addresses */
+	stack_free(expect_valid(STACK_DOC "---\n" JOB("x") "---\nkind: Reservation\nname: x\n"
+				"zone: us-central1-a\nmachineType: n1-standard-4\ncount: 1\n"));
+}
+
+static void test_labels(void **state)
+{
+	struct stack *st;
+	char *v65 = NULL, *doc = NULL;
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)state;
+	expect_errors(STACK_DOC "labels: {Team: a, vx-stack: b, ok: Bad, version: 2}\n",
+		      "t/s.yaml:5:10: Stack \"research\": labels: key \"Team\" is not valid: use "
+		      "lowercase letters, digits, \"_\" and \"-\", starting with a letter, at most "
+		      "64 characters\n"
+		      "t/s.yaml:5:19: Stack \"research\": labels: key \"vx-stack\" is reserved: keys "
+		      "starting with \"vx-\" belong to vx\n"
+		      "t/s.yaml:5:36: Stack \"research\": labels.ok: value \"Bad\" is not valid: use "
+		      "lowercase letters, digits, \"_\" and \"-\", at most 64 characters\n");
+	v65 = calloc(66, 1);
+	memset(v65, 'x', 65);
+	assert_int_equal(vx_buf_printf(&b, STACK_DOC "labels: {k: %s}\n", v65), 0);
+	doc = vx_buf_detach(&b);
+	expect_errors(doc, "t/s.yaml:5:13: Stack \"research\": labels.k: value \"xxxxxxxxxxxxxxxxx"
+		      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\" is not valid: use lowercase "
+		      "letters, digits, \"_\" and \"-\", at most 64 characters\n");
+	free(doc);
+	free(v65);
+	/* 64 characters are fine; integers are taken as written; empty values are allowed */
+	st = expect_valid(STACK_DOC "labels: {version: 2, empty: \"\", "
+			  "k: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx}\n"
+			  "---\n" JOB("a") "labels: {version: \"3\", own: x}\n");
+	assert_string_equal(stack_labels_get(&st->labels, "version"), "2");
+	assert_string_equal(stack_labels_get(&st->labels, "empty"), "");
+	assert_int_equal(st->jobs[0].labels.n, 4);
+	assert_string_equal(stack_labels_get(&st->jobs[0].labels, "version"), "3");
+	assert_string_equal(stack_labels_get(&st->jobs[0].labels, "own"), "x");
+	assert_null(stack_labels_get(&st->jobs[0].labels, "nope"));
+	stack_free(st);
+}
+
+static void test_too_many_labels(void **state)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char *doc;
+
+	(void)state;
+	assert_int_equal(vx_buf_adds(&b, STACK_DOC "labels:\n"), 0);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(vx_buf_printf(&b, "  s%d: x\n", i), 0);
+	assert_int_equal(vx_buf_adds(&b, "---\n" JOB("a") "labels:\n"), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(vx_buf_printf(&b, "  j%d: x\n", i), 0);
+	doc = vx_buf_detach(&b);
+	expect_errors(doc, "t/s.yaml:55:3: CustomJob \"a\": labels: 60 labels with the Stack's, "
+		      "at most 59 (vx adds 5 of its own to Vertex's 64)\n");
+	free(doc);
+}
+
+static void test_region(void **state)
+{
+	struct stack *st;
+
+	(void)state;
+	expect_errors("kind: Stack\nname: s\nproject: my-project\n---\n" JOB("a"),
+		      "t/s.yaml:5:1: CustomJob \"a\": region: not set, and the Stack sets no "
+		      "default region\n");
+	expect_errors(STACK_DOC "---\n" JOB("a") "region: us-central\n",
+		      "t/s.yaml:13:9: CustomJob \"a\": region: \"us-central\" is not a region (like "
+		      "\"us-central1\")\n");
+	st = expect_valid("kind: Stack\nname: s\nproject: my-project\n---\n" JOB("a")
+			  "region: asia-southeast1\n");
+	assert_null(st->region);
+	assert_string_equal(st->jobs[0].region, "asia-southeast1");
+	stack_free(st);
+}
+
+static void test_run_and_resubmit(void **state)
+{
+	struct stack *st;
+
+	(void)state;
+	expect_errors(STACK_DOC "---\n" JOB("a") "run: 0\n"
+		      "resubmit: {on: [stokout, user-error], maxAttempts: 0}\n",
+		      "t/s.yaml:13:6: CustomJob \"a\": run: must be at least 1, got 0\n"
+		      "t/s.yaml:14:17: CustomJob \"a\": resubmit.on[0]: unknown failure class "
+		      "\"stokout\" (did you mean \"stockout\"?)\n"
+		      "t/s.yaml:14:52: CustomJob \"a\": resubmit.maxAttempts: must be between 1 and "
+		      "100, got 0\n");
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {on: stockout}\n",
+		      "t/s.yaml:13:16: CustomJob \"a\": resubmit.on: expected a sequence, got a "
+		      "string\n");
+	st = expect_valid(STACK_DOC "---\n" JOB("a") "run: \"7\"\nresubmit:\n  on: [quota, internal, "
+			  "cancelled-outside, user-error]\n");
+	assert_int_equal(st->jobs[0].run, 7);
+	assert_int_equal(st->jobs[0].max_attempts, 1);
+	assert_int_equal(st->jobs[0].resubmit_on, STACK_FAIL_QUOTA | STACK_FAIL_INTERNAL |
+			 STACK_FAIL_CANCELLED_OUTSIDE | STACK_FAIL_USER_ERROR);
+	assert_int_equal(st->jobs[0].on_change, STACK_ON_CHANGE_REPLACE);
+	stack_free(st);
+}
+
+static void test_state(void **state)
+{
+	struct stack *st;
+
+	(void)state;
+	expect_errors(STACK_DOC "state: {backend: gti}\n",
+		      "t/s.yaml:5:18: Stack \"research\": state.backend: unknown value \"gti\" (did "
+		      "you mean \"git\"?)\n");
+	expect_errors(STACK_DOC "state: {backend: file, remote: origin}\n",
+		      "t/s.yaml:5:8: Stack \"research\": state: backend file needs \"path\" (the "
+		      "state file)\n"
+		      "t/s.yaml:5:32: Stack \"research\": state.remote: only for backend git\n");
+	expect_errors(STACK_DOC "state: {backend: gcs, bucket: gs://b/x}\n",
+		      "t/s.yaml:5:31: Stack \"research\": state.bucket: \"gs://b/x\" is not a bucket "
+		      "name (write it without gs:// and without a path)\n");
+	expect_errors(STACK_DOC "state: {branch: \"a..b\"}\n",
+		      "t/s.yaml:5:17: Stack \"research\": state.branch: \"a..b\" is not a valid "
+		      "branch name\n");
+	st = expect_valid(STACK_DOC "state: {backend: file, path: state/vx.json}\n");
+	assert_int_equal(st->state.backend, STACK_BACKEND_FILE);
+	assert_string_equal(st->state.path, "state/vx.json");
+	assert_null(st->state.branch);
+	stack_free(st);
+	st = expect_valid(STACK_DOC "state: {backend: gcs, bucket: my-bucket}\n");
+	assert_int_equal(st->state.backend, STACK_BACKEND_GCS);
+	assert_string_equal(st->state.bucket, "my-bucket");
+	stack_free(st);
+	st = expect_valid(STACK_DOC "state: {branch: vx/custom}\n");
+	assert_string_equal(st->state.branch, "vx/custom");
+	stack_free(st);
+	expect_errors("kind: Stack\nname: s\nproject: My Project\n",
+		      "t/s.yaml:3:10: Stack \"s\": project: \"My Project\" is not a project ID (6 to "
+		      "30 lowercase letters, digits and \"-\", starting with a letter)\n");
+}
+
+static void test_reservation(void **state)
+{
+	struct stack *st;
+
+	(void)state;
+	expect_errors(STACK_DOC "---\nkind: Reservation\nname: r\nzone: us-central1\n"
+		      "machineType: g2-standard-24\naccelerators: [{type: nvidia-l44, count: 2}]\n"
+		      "count: 0\nshared: true\n",
+		      "t/s.yaml:8:7: Reservation \"r\": zone: \"us-central1\" is not a zone (like "
+		      "\"us-central1-a\")\n"
+		      "t/s.yaml:10:23: Reservation \"r\": accelerators[0].type: unknown accelerator "
+		      "type \"nvidia-l44\" (did you mean \"nvidia-l4\"?)\n"
+		      "t/s.yaml:11:8: Reservation \"r\": count: must be between 1 and 1000, got 0\n"
+		      "t/s.yaml:12:1: Reservation \"r\": unknown field \"shared\" (one of kind, name, "
+		      "zone, machineType, accelerators, count, specificReservationRequired, "
+		      "description)\n");
+	/* the machine table: a3-highgpu-8g always has 8 H100s */
+	expect_errors(STACK_DOC "---\nkind: Reservation\nname: r\nzone: us-central1-a\n"
+		      "machineType: a3-highgpu-8g\naccelerators: [{type: nvidia-h100-80gb, count: 4}]\n"
+		      "count: 1\n",
+		      "t/s.yaml:10:15: Reservation \"r\": accelerators: a3-highgpu-8g comes with 8 "
+		      "NVIDIA_H100_80GB; acceleratorCount is 4\n");
+	/* a job naming a reservation that is not declared */
+	expect_errors(STACK_DOC "---\nkind: Reservation\nname: h100-pool\nzone: us-central1-a\n"
+		      "machineType: a3-highgpu-8g\naccelerators: [{type: nvidia-h100-80gb, count: 8}]\n"
+		      "count: 1\n---\nkind: CustomJob\nname: a\nspec:\n  workerPoolSpecs:\n"
+		      "    - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, "
+		      "acceleratorCount: 8, reservationAffinity: {reservation: h100-pol}}\n"
+		      "      replicaCount: 1\n      containerSpec: {imageUri: x}\n",
+		      "t/s.yaml:17:140: CustomJob \"a\": spec.workerPoolSpecs[0].machineSpec."
+		      "reservationAffinity.reservation: no Reservation named \"h100-pol\" in this "
+		      "stack (did you mean \"h100-pool\"?)\n");
+	st = expect_valid(STACK_DOC "---\nkind: Reservation\nname: cpu\nzone: us-central1-b\n"
+			  "machineType: n1-standard-4\ncount: \"3\"\n"
+			  "specificReservationRequired: false\ndescription: spare\n");
+	assert_int_equal(st->reservations[0].naccelerators, 0);
+	assert_int_equal(st->reservations[0].count, 3);
+	assert_int_equal(st->reservations[0].specific_required, 0);
+	assert_string_equal(st->reservations[0].description, "spare");
+	stack_free(st);
+}
+
+static void test_quota(void **state)
+{
+	struct stack *st;
+
+	(void)state;
+	expect_errors(STACK_DOC "---\nkind: QuotaPreference\nname: q\nservice: aiplatform\n"
+		      "quotaId: X\npreferredValue: -2\ncontactEmail: nope\ndimensions: {user: x}\n",
+		      "t/s.yaml:8:10: QuotaPreference \"q\": service: \"aiplatform\" is not a service "
+		      "name (like \"aiplatform.googleapis.com\")\n"
+		      "t/s.yaml:10:17: QuotaPreference \"q\": preferredValue: must be -1 "
+		      "(unlimited) or more, got -2\n"
+		      "t/s.yaml:11:15: QuotaPreference \"q\": contactEmail: \"nope\" is not an email "
+		      "address\n"
+		      "t/s.yaml:12:14: QuotaPreference \"q\": dimensions: the \"user\" dimension may "
+		      "not be set\n");
+	expect_errors(STACK_DOC "---\nkind: QuotaPreference\nname: q1\nservice: a.googleapis.com\n"
+		      "quotaId: X\npreferredValue: 1\ndimensions: {region: r}\n"
+		      "---\nkind: QuotaPreference\nname: q2\nservice: a.googleapis.com\n"
+		      "quotaId: X\npreferredValue: 2\ndimensions: {region: r}\n",
+		      "t/s.yaml:13:1: QuotaPreference \"q2\": the same quota and dimensions as "
+		      "QuotaPreference \"q1\" at t/s.yaml:6:1 (Cloud Quotas keeps one preference per "
+		      "quota and dimensions)\n");
+	st = expect_valid(STACK_DOC "---\nkind: QuotaPreference\nname: q\n"
+			  "service: compute.googleapis.com\nquotaId: CPUS-per-project\n"
+			  "preferredValue: -1\n");
+	assert_int_equal(st->quotas[0].preferred_value, -1);
+	assert_int_equal(st->quotas[0].dimensions.n, 0);
+	assert_null(st->quotas[0].contact_email);
+	stack_free(st);
+}
+
+/* Errors across files come sorted by file, then line; the cap keeps the first 50. */
+static void test_sorted_and_capped(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	struct vx_buf b = VX_BUF_INIT;
+	char *many, *got;
+
+	(void)state;
+	assert_int_equal(load_files(&st, &d, "a.yaml", JOB("x") "run: 0\n",
+				    "b.yaml", STACK_DOC "bogus: 1\n", NULL),
+			 VX_EINVAL);
+	got = all_diags(&d);
+	assert_string_equal(got, "t/a.yaml:8:6: CustomJob \"x\": run: must be at least 1, got 0\n"
+			    "t/b.yaml:5:1: Stack \"research\": unknown field \"bogus\" (one of kind, "
+			    "name, project, region, state, labels)\n");
+	free(got);
+	vx_diags_release(&d);
+
+	assert_int_equal(vx_buf_adds(&b, STACK_DOC), 0);
+	for (int i = 0; i < 60; i++)
+		assert_int_equal(vx_buf_printf(&b, "---\nkind: QuotaPreference\nname: q%d\n"
+					       "service: x\nquotaId: Q\npreferredValue: 1\n", i), 0);
+	/* a Reservation error, found by an earlier pass, but last in the file */
+	assert_int_equal(vx_buf_adds(&b, "---\nkind: Reservation\nname: r\nzone: z\n"), 0);
+	many = vx_buf_detach(&b);
+	assert_int_equal(load_files(&st, &d, "m.yaml", many, NULL), VX_EINVAL);
+	assert_int_equal(d.n, 50);
+	assert_int_equal(d.dropped, 13);
+	assert_int_equal(vx_diags_count(&d), 63);
+	assert_int_equal(d.items[0].line, 8);
+	assert_string_equal(d.items[0].msg, "QuotaPreference \"q0\": service: \"x\" is not a "
+			    "service name (like \"aiplatform.googleapis.com\")");
+	for (size_t i = 1; i < d.n; i++)
+		assert_true(d.items[i].line > d.items[i - 1].line);
+	free(many);
+	vx_diags_release(&d);
+}
+
+static void test_hostile_mem(void **state)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	char *doc;
+
+	(void)state;
+	expect_errors("", "t: no Stack: one document must be \"kind: Stack\" (with name, "
+		      "project and region)\nt/s.yaml:1:1: empty file: no YAML document in it\n");
+	expect_errors("# only a comment\n", "t: no Stack: one document must be \"kind: Stack\" "
+		      "(with name, project and region)\n"
+		      "t/s.yaml:1:1: empty file: no YAML document in it\n");
+	/* 20,000 nested brackets: refused by depth, no stack overflow */
+	assert_int_equal(vx_buf_adds(&b, STACK_DOC "x: "), 0);
+	for (int i = 0; i < 20000; i++)
+		assert_int_equal(vx_buf_addc(&b, '['), 0);
+	for (int i = 0; i < 20000; i++)
+		assert_int_equal(vx_buf_addc(&b, ']'), 0);
+	doc = vx_buf_detach(&b);
+	assert_int_equal(load_files(&st, &d, "s.yaml", doc, NULL), VX_EINVAL);
+	assert_null(st);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.items[0].file, "t/s.yaml");
+	assert_int_equal(d.items[0].line, 5);
+	free(doc);
+	vx_diags_release(&d);
+}
+
+/* decl_hash: independent of files, order, key order and quoting; changed by any real change. */
+static void test_decl_hash(void **state)
+{
+	const char *job_a = JOB("a") "labels: {x: \"1\"}\nrun: 1\n";
+	const char *job_a2 = "name: a\nrun: \"1\"\nlabels: {x: 1}\nkind: CustomJob\n" SPEC;
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *s1 = NULL, *s2 = NULL, *s3;
+	char h1[65], ha[65], hb[65];
+
+	(void)state;
+	assert_int_equal(load_files(&s1, &d, "a.yaml", STACK_DOC "---\n" JOB("b"),
+				    "b.yaml", job_a, NULL), 0);
+	assert_int_equal(load_files(&s2, &d, "z.yaml", job_a2, "y.yaml", JOB("b"),
+				    "x.yaml", "project: my-project\nkind: Stack\nregion: us-central1\n"
+				    "name: 'research'\n", NULL), 0);
+	assert_int_equal(d.n, 0);
+	assert_true(is_hex64(s1->decl_hash));
+	assert_string_equal(s1->decl_hash, s2->decl_hash);
+	assert_string_equal(stack_find_job(s1, "a")->d.hash, stack_find_job(s2, "a")->d.hash);
+	memcpy(h1, s1->decl_hash, 65);
+	memcpy(ha, stack_find_job(s1, "a")->d.hash, 65);
+	memcpy(hb, stack_find_job(s1, "b")->d.hash, 65);
+	assert_string_not_equal(ha, hb);
+	stack_free(s1);
+	stack_free(s2);
+
+	/* every real change moves the stack's hash, and only the changed declaration's */
+	static const char *const changes[] = {
+		JOB("a") "labels: {x: \"2\"}\nrun: 1\n",
+		JOB("a") "labels: {x: \"1\"}\nrun: 2\n",
+		JOB("a") "labels: {x: \"1\"}\nprotect: true\n",
+		JOB("a") "labels: {x: \"1\"}\nonChange: ignore\n",
+		JOB("a") "labels: {x: \"1\"}\nresubmit: {on: [quota]}\n",
+		JOB("a") "labels: {x: \"1\"}\nresubmit: {maxAttempts: 2}\n",
+		JOB("a") "labels: {x: \"1\"}\ndisplayName: A\n",
+		JOB("a") "labels: {x: \"1\"}\nregion: us-east1\n",
+		"kind: CustomJob\nname: a\nlabels: {x: \"1\"}\nspec:\n  workerPoolSpecs:\n"
+		"    - machineSpec: {machineType: n1-standard-8}\n      replicaCount: 1\n"
+		"      containerSpec: {imageUri: gcr.io/p/i:1}\n",
+	};
+	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+		s3 = NULL;
+		if (load_files(&s3, &d, "a.yaml", STACK_DOC "---\n" JOB("b"), "b.yaml", changes[i],
+			       NULL) != 0)
+			fail_msg("change %zu did not load", i);
+		assert_string_not_equal(s3->decl_hash, h1);
+		assert_string_not_equal(stack_find_job(s3, "a")->d.hash, ha);
+		assert_string_equal(stack_find_job(s3, "b")->d.hash, hb);
+		stack_free(s3);
+	}
+	/* the Stack's labels reach every job, so they change the jobs' hashes too */
+	s3 = NULL;
+	assert_int_equal(load_files(&s3, &d, "a.yaml", STACK_DOC "labels: {t: x}\n---\n" JOB("b"),
+				    "b.yaml", job_a, NULL), 0);
+	assert_string_not_equal(s3->decl_hash, h1);
+	assert_string_not_equal(stack_find_job(s3, "b")->d.hash, hb);
+	stack_free(s3);
+	/* a reservation or quota added changes it */
+	s3 = NULL;
+	assert_int_equal(load_files(&s3, &d, "a.yaml", STACK_DOC "---\n" JOB("b"), "b.yaml", job_a,
+				    "c.yaml", "kind: QuotaPreference\nname: q\nservice: "
+				    "a.googleapis.com\nquotaId: Q\npreferredValue: 1\n", NULL), 0);
+	assert_string_not_equal(s3->decl_hash, h1);
+	stack_free(s3);
+	vx_diags_release(&d);
+}
+
+static void test_enum_names(void **state)
+{
+	(void)state;
+	assert_int_equal(STACK_FAIL_ALL, 0x7f);
+	for (unsigned i = 0; i < STACK_FAIL_NCLASSES; i++) {
+		assert_string_equal(stack_fail_name(1u << i), stack_fail_names[i]);
+		assert_int_equal(stack_fail_parse(stack_fail_names[i]), 1u << i);
+	}
+	assert_string_equal(stack_fail_name(STACK_FAIL_WAIT_TIMEOUT), "wait-timeout");
+	assert_string_equal(stack_fail_name(STACK_FAIL_CANCELLED_OUTSIDE), "cancelled-outside");
+	assert_null(stack_fail_name(STACK_FAIL_QUOTA | STACK_FAIL_INTERNAL));
+	assert_null(stack_fail_name(0));
+	assert_int_equal(stack_fail_parse("Stockout"), 0);
+	assert_string_equal(stack_on_change_name(STACK_ON_CHANGE_AFTER_FINISH), "after-finish");
+	assert_null(stack_on_change_name((enum stack_on_change)0));
+	assert_string_equal(stack_backend_name(STACK_BACKEND_GCS), "gcs");
+	assert_null(stack_backend_name((enum stack_backend)9));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_dir),
+		cmocka_unit_test(test_missing_dir),
+		cmocka_unit_test(test_bad_dirs),
+		cmocka_unit_test(test_enum_did_you_mean),
+		cmocka_unit_test(test_unknown_keys),
+		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_types),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_labels),
+		cmocka_unit_test(test_too_many_labels),
+		cmocka_unit_test(test_region),
+		cmocka_unit_test(test_run_and_resubmit),
+		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_reservation),
+		cmocka_unit_test(test_quota),
+		cmocka_unit_test(test_sorted_and_capped),
+		cmocka_unit_test(test_hostile_mem),
+		cmocka_unit_test(test_decl_hash),
+		cmocka_unit_test(test_enum_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
