@@ -38,6 +38,9 @@ void cmd_report(struct vx_err *err, const char *context);
  */
 int cmd_flag(const char *arg, const char *name, const char **value);
 
+/* Whether path is a directory. */
+int cmd_is_dir(const char *path);
+
 /* Whether colour may be used on stream fd (a terminal, no NO_COLOR, not disabled). */
 int cmd_use_color(int fd, int no_color_flag);
 

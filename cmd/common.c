@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/err.h"
@@ -104,4 +105,11 @@ int cmd_use_color(int fd, int no_color_flag)
 	if (no_color_flag || (nc && *nc))
 		return 0;
 	return isatty(fd);
+}
+
+int cmd_is_dir(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }

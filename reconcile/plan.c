@@ -8,6 +8,7 @@
 
 #include "reconcile/failure.h"
 #include "reconcile/provider.h"
+#include "reconcile/spec.h"
 #include "util/buf.h"
 #include "util/banned.h"
 
@@ -316,7 +317,13 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			why = vx_asprintf("replacement requested (-replace %s)", d->address);
 		else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
 			why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
-		else
+		else if (d->spec_json && rec->spec_json) {
+			char *paths = spec_diff_paths(rec->spec_json, d->spec_json);
+
+			why = paths && *paths ? vx_asprintf("spec changed: %s", paths)
+					      : vx_asprintf("spec changed");
+			free(paths);
+		} else
 			why = vx_asprintf("spec changed");
 		if (!why) {
 			b->oom = 1;

@@ -47,6 +47,7 @@ struct plan_decl {
 	const char *name;
 	const char *region;
 	const char *spec_hash;      /* full lowercase hex */
+	const char *spec_json;      /* redacted canonical spec, for "spec changed: <paths>"; may be NULL */
 	const char *shape;          /* "a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START" */
 	int64_t run;                /* >= 1 */
 	const char *const *resubmit_on; /* failure class names */
@@ -73,6 +74,7 @@ struct plan_run {
 struct plan_record {
 	const char *address;
 	const char *spec_hash;
+	const char *spec_json;      /* redacted spec of the current run; may be NULL */
 	int64_t run;
 	int protect;
 	const struct plan_run *current; /* NULL: no current run */

@@ -1,0 +1,394 @@
+/*
+ * vxapply / vx apply: make the cloud match the declaration.
+ *
+ * Like Terraform, apply takes the state lock first, then reads the state
+ * and the live jobs, plans, shows the plan, asks (on a terminal), and
+ * carries it out, writing state (a git commit) after each step.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exitcode.h"
+#include "cmd/planning.h"
+#include "cmd/workspace.h"
+#include "reconcile/apply.h"
+#include "reconcile/plan.h"
+#include "reconcile/render.h"
+#include "reconcile/spec.h"
+#include "reconcile/stack.h"
+#include "state/backend.h"
+#include "state/lock.h"
+#include "util/buf.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
+		"Plans the stack in DIR (default .) and carries the plan out, or applies a plan\n"
+		"saved by 'vxplan -out PLANFILE' exactly, refusing if the state or the declaration\n"
+		"moved since. Every step is recorded in the state (a commit on vx/state/<stack>).\n\n"
+		"options:\n"
+		"  -auto-approve        do not ask; required when there is no terminal\n"
+		"  -parallelism N       at most N API calls at once (default 8)\n"
+		"  -wait[=running|done] follow the created jobs until RUNNING (default) or finished\n"
+		"  -lock-timeout DUR    wait up to DUR (e.g. 5m) for a state lock held by another apply\n"
+		"  -target ADDR         apply only this address (repeatable)\n"
+		"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
+		"  -refresh=false       plan from the state alone\n"
+		"  -no-color            no colour\n"
+		"  -debug               log every request to stderr (tokens redacted)\n\n"
+		"Ctrl-C stops starting new actions, lets those in flight finish, writes the\n"
+		"state and releases the lock.\n");
+}
+
+struct hooks_ud {
+	struct workspace *ws;
+	int64_t last_renew;
+};
+
+static int hook_persist(void *ud, struct state *st, const char *message, struct vx_err *err)
+{
+	struct hooks_ud *h = ud;
+
+	return state_write(h->ws->backend, st, message, err);
+}
+
+static void hook_progress(void *ud, const char *line)
+{
+	(void)ud;
+	printf("%s\n", line);
+	fflush(stdout);
+}
+
+/* Renews the lease when a minute has passed since the last renewal. */
+static int hook_heartbeat(void *ud, struct vx_err *err)
+{
+	struct hooks_ud *h = ud;
+	int64_t now = vx_mono_ms(h->ws->ctx);
+
+	if (now - h->last_renew < 60000)
+		return 0;
+	h->last_renew = now;
+	return state_lock_renew(h->ws->backend, err);
+}
+
+static int confirm(int auto_approve)
+{
+	char line[64];
+
+	if (auto_approve)
+		return 1;
+	if (!isatty(0)) {
+		cmd_error("apply: refusing to apply without -auto-approve: there is no terminal to ask on");
+		return 0;
+	}
+	printf("\nDo you want to apply this plan? Only 'yes' will be accepted: ");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 0;
+	line[strcspn(line, "\r\n")] = '\0';
+	if (strcmp(line, "yes") != 0) {
+		printf("Apply cancelled.\n");
+		return 0;
+	}
+	return 1;
+}
+
+/* Compares a fresh plan with a saved one: same actions on the same addresses. */
+static int same_plan(const struct plan *p, const struct saved_plan *sp, struct vx_err *err)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct saved_action *s;
+
+		if (k >= sp->n)
+			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
+					  "%s would now %s; run vxplan again", a->address, plan_kind_name(a->kind));
+		s = &sp->actions[k++];
+		if (strcmp(a->address, s->address) || strcmp(plan_kind_name(a->kind), s->action))
+			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
+					  "%s was planned to %s, %s would now %s; run vxplan again",
+					  s->address, s->action, a->address, plan_kind_name(a->kind));
+	}
+	if (k != sp->n)
+		return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: %s no longer "
+				  "needs to %s; run vxplan again", sp->actions[k].address, sp->actions[k].action);
+	return 0;
+}
+
+static int is_plan_file(const char *path)
+{
+	size_t n = strlen(path);
+
+	return access(path, R_OK) == 0 && n > 0 && path[n - 1] != '/' && !cmd_is_dir(path);
+}
+
+/* Follows created jobs until they run (or finish). Returns 0, or 1 when one failed. */
+static int wait_jobs(struct workspace *ws, const struct apply_result *res, int until_done, int color)
+{
+	char **last = calloc(res->ncreated + 1, sizeof(*last));
+	const char *poll_env = getenv("VX_WAIT_POLL_MS");
+	long poll = poll_env ? strtol(poll_env, NULL, 10) : 10000;
+	int failed = 0, tty = color;
+	struct vx_err err = VX_ERR_INIT;
+
+	if (!last)
+		return 1;
+	if (poll <= 0)
+		poll = 10000;
+	for (;;) {
+		size_t pending = 0;
+
+		if (workspace_refresh(ws, &err) < 0) {
+			cmd_report(&err, "waiting for jobs");
+			failed = 1;
+			break;
+		}
+		for (size_t i = 0; i < res->ncreated; i++) {
+			const char *state = "JOB_STATE_UNSPECIFIED";
+
+			for (size_t k = 0; k < ws->live.n; k++)
+				if (ws->live.items[k].name && res->created[i] &&
+				    !strcmp(ws->live.items[k].name, res->created[i]))
+					state = ws->live.items[k].state;
+			if (!last[i] || strcmp(last[i], state) != 0) {
+				free(last[i]);
+				last[i] = strdup(state);
+				printf("%s%s: %s\n", tty ? "  " : "", res->created[i], job_state_short(state));
+				fflush(stdout);
+			}
+			if (!strcmp(state, "JOB_STATE_FAILED") || !strcmp(state, "JOB_STATE_CANCELLED") ||
+			    !strcmp(state, "JOB_STATE_EXPIRED"))
+				failed = 1;
+			else if (until_done ? !job_state_is_terminal(state)
+					    : (strcmp(state, "JOB_STATE_RUNNING") && !job_state_is_terminal(state)))
+				pending++;
+		}
+		if (!pending || vx_interrupted(ws->ctx))
+			break;
+		vx_sleep_ms(ws->ctx, poll);
+	}
+	for (size_t i = 0; i < res->ncreated; i++)
+		free(last[i]);
+	free(last);
+	return failed;
+}
+
+int cmd_apply(int argc, char **argv)
+{
+	struct planning_opts po;
+	struct state_lock_opts lo;
+	struct vx_ctx ctx;
+	struct workspace ws;
+	struct planning pl;
+	struct saved_plan sp;
+	struct apply_result res;
+	struct apply_options ao;
+	struct apply_hooks hooks;
+	struct hooks_ud hud;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_buf out = VX_BUF_INIT, file = VX_BUF_INIT;
+	const char *target = ".", *v;
+	char *refresh_summary = NULL;
+	int auto_approve = 0, no_color = 0, debug = 0, wait = 0, parallelism = 8, color;
+	int rc = VX_EXIT_ERROR, from_file = 0;
+	int64_t lock_timeout = 0;
+	size_t refreshed;
+
+	memset(&po, 0, sizeof(po));
+	po.refresh = 1;
+	memset(&lo, 0, sizeof(lo));
+	memset(&ws, 0, sizeof(ws));
+	memset(&pl, 0, sizeof(pl));
+	memset(&sp, 0, sizeof(sp));
+	memset(&res, 0, sizeof(res));
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (cmd_flag(a, "help", &v) || cmd_flag(a, "h", &v)) {
+			usage(stdout);
+			rc = VX_EXIT_OK;
+			goto done;
+		} else if (cmd_flag(a, "auto-approve", &v)) {
+			auto_approve = 1;
+		} else if (cmd_flag(a, "no-color", &v)) {
+			no_color = 1;
+		} else if (cmd_flag(a, "debug", &v)) {
+			debug = 1;
+		} else if (cmd_flag(a, "wait", &v)) {
+			if (!v || !strcmp(v, "running"))
+				wait = 1;
+			else if (!strcmp(v, "done"))
+				wait = 2;
+			else {
+				cmd_error("apply: -wait takes running or done, not '%s'", v);
+				rc = VX_EXIT_USAGE;
+				goto done;
+			}
+		} else if (cmd_flag(a, "parallelism", &v)) {
+			char *end = NULL;
+			long n;
+
+			if (!v)
+				v = i + 1 < argc ? argv[++i] : "";
+			n = strtol(v, &end, 10);
+			if (!*v || *end || n < 1 || n > 256) {
+				cmd_error("apply: -parallelism takes a number from 1 to 256, not '%s'", v);
+				rc = VX_EXIT_USAGE;
+				goto done;
+			}
+			parallelism = (int)n;
+		} else if (cmd_flag(a, "lock-timeout", &v)) {
+			if (!v)
+				v = i + 1 < argc ? argv[++i] : "";
+			if (spec_parse_duration(v, &lock_timeout) < 0) {
+				cmd_error("apply: -lock-timeout takes a duration such as 30s or 5m, not '%s'", v);
+				rc = VX_EXIT_USAGE;
+				goto done;
+			}
+		} else if (planning_flag(&po, argc, argv, &i, &err)) {
+			if (err.code) {
+				cmd_report(&err, NULL);
+				rc = VX_EXIT_USAGE;
+				goto done;
+			}
+		} else if (a[0] == '-') {
+			cmd_error("apply: unknown option '%s' (see 'vxapply -help')", a);
+			rc = VX_EXIT_USAGE;
+			goto done;
+		} else {
+			target = a;
+		}
+	}
+	cmd_ctx_init(&ctx, debug);
+	color = cmd_use_color(1, no_color);
+
+	if (is_plan_file(target)) {
+		from_file = 1;
+		if (vx_buf_read_file(&file, target, 16u << 20, &err) < 0 ||
+		    saved_plan_parse(&sp, file.data, file.len, &err) < 0) {
+			cmd_report(&err, target);
+			goto done;
+		}
+		po.refresh = sp.refresh;
+		if (workspace_open(&ws, &ctx, sp.dir, &err) < 0) {
+			cmd_report(&err, NULL);
+			goto done;
+		}
+		if (strcmp(sp.decl_hash, ws.st->decl_hash) != 0) {
+			cmd_error("apply: %s: the declaration changed since the plan was made; "
+				  "run vxplan again", target);
+			goto done;
+		}
+		/* The saved plan's own -target list, so the plan is remade with the same scope. */
+		for (size_t i = 0; i < sp.ntargets; i++) {
+			const char **p = realloc(po.targets, (po.ntargets + 1) * sizeof(*p));
+
+			if (!p)
+				goto done;
+			po.targets = p;
+			p[po.ntargets++] = sp.targets[i];
+		}
+	} else if (workspace_open(&ws, &ctx, target, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+
+	lo.operation = "apply";
+	lo.timeout_ms = lock_timeout;
+	if (state_lock_acquire(ws.backend, &lo, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	if (from_file && (ws.state.serial != sp.state_serial ||
+			  (sp.state_serial && sp.state_lineage && strcmp(sp.state_lineage, ws.state.lineage)))) {
+		cmd_error("apply: %s: the state moved since the plan was made (serial %llu then, %llu now); "
+			  "run vxplan again", target, (unsigned long long)sp.state_serial,
+			  (unsigned long long)ws.state.serial);
+		goto done;
+	}
+	if (planning_run(&pl, &ws, &po, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	if (from_file && same_plan(&pl.planner.plan, &sp, &err) < 0) {
+		cmd_report(&err, target);
+		goto done;
+	}
+	if (!from_file) {
+		if (render_plan_human(&out, &pl.planner.plan, &pl.header, color) < 0) {
+			cmd_error("apply: out of memory");
+			goto done;
+		}
+		fputs(vx_buf_str(&out), stdout);
+	}
+	if (pl.planner.plan.errors.n) {
+		cmd_error("apply: the plan has errors; nothing was changed");
+		goto done;
+	}
+	refreshed = po.refresh ? apply_refresh_state(&ws.state, &ws.live, &refresh_summary) : 0;
+	if (!planning_has_changes(&pl)) {
+		if (refreshed) {
+			char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
+						refreshed == 1 ? "" : "s", refresh_summary);
+
+			if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
+				free(msg);
+				cmd_report(&err, "recording the jobs' states");
+				goto done;
+			}
+			free(msg);
+		}
+		printf("\nNo changes. The cloud matches the declaration.\n");
+		rc = VX_EXIT_OK;
+		goto done;
+	}
+	if (!from_file && !confirm(auto_approve))
+		goto done;
+
+	memset(&ao, 0, sizeof(ao));
+	ao.parallelism = parallelism;
+	ao.project = ws.st->project;
+	ao.config_commit = ws.config_commit;
+	hud.ws = &ws;
+	hud.last_renew = vx_mono_ms(&ctx);
+	hooks.persist = hook_persist;
+	hooks.progress = hook_progress;
+	hooks.heartbeat = hook_heartbeat;
+	hooks.ud = &hud;
+	printf("\n");
+	if (apply_run(&res, &ctx, &pl.planner.plan, ws.st, &ws.state, ws.prov, &ao, &hooks, &err) < 0) {
+		cmd_report(&err, "apply stopped: writing the state failed");
+		goto done;
+	}
+	printf("\nApply %s: %zu done, %zu failed%s.\n", res.interrupted ? "interrupted" : "complete",
+	       res.ok, res.failed, res.skipped ? ", some not started" : "");
+	for (size_t i = 0; i < res.failures.n; i++)
+		fprintf(stderr, "vx: failed: %s\n", res.failures.items[i].msg);
+	if (res.failed || res.interrupted)
+		goto done;
+	if (wait && res.ncreated) {
+		printf("\nWaiting for %zu job%s to %s:\n", res.ncreated, res.ncreated == 1 ? "" : "s",
+		       wait == 2 ? "finish" : "run");
+		if (wait_jobs(&ws, &res, wait == 2, color))
+			goto done;
+	}
+	rc = VX_EXIT_OK;
+done:
+	free(refresh_summary);
+	vx_buf_release(&out);
+	vx_buf_release(&file);
+	saved_plan_release(&sp);
+	apply_result_release(&res);
+	planning_release(&pl);
+	planning_opts_release(&po);
+	workspace_close(&ws);
+	vx_err_release(&err);
+	return rc;
+}

@@ -1,0 +1,127 @@
+/*
+ * vxplan / vx plan: what apply would do, never changing anything.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exitcode.h"
+#include "cmd/planning.h"
+#include "cmd/workspace.h"
+#include "reconcile/render.h"
+#include "util/buf.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: vxplan [DIR] [options]     (also: vx plan)\n\n"
+		"Compares the stack in DIR (default .) with its state and the live jobs and\n"
+		"shows what vxapply would create, cancel, resubmit or change. Changes nothing.\n\n"
+		"options:\n"
+		"  -out FILE            save the plan; 'vxapply FILE' applies exactly it\n"
+		"  -format FMT          human (default), json (docs/plan-json.md) or markdown\n"
+		"  -detailed-exitcode   exit 0: no changes, 1: error, 2: changes\n"
+		"  -target ADDR         plan only this address (repeatable), e.g. job.train\n"
+		"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
+		"  -refresh=false       plan from the state alone, without reading live jobs\n"
+		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
+		"  -debug               log every request to stderr (tokens redacted)\n");
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct planning_opts po;
+	struct vx_ctx ctx;
+	struct workspace ws;
+	struct vx_err err = VX_ERR_INIT;
+	struct planning pl;
+	struct vx_buf out = VX_BUF_INIT;
+	const char *dir = ".", *outfile = NULL, *format = "human", *v;
+	int detailed = 0, no_color = 0, debug = 0, rc = VX_EXIT_ERROR, r;
+
+	memset(&po, 0, sizeof(po));
+	po.refresh = 1;
+	memset(&ws, 0, sizeof(ws));
+	memset(&pl, 0, sizeof(pl));
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (cmd_flag(a, "help", &v) || cmd_flag(a, "h", &v)) {
+			usage(stdout);
+			rc = VX_EXIT_OK;
+			goto done;
+		} else if (cmd_flag(a, "out", &v)) {
+			outfile = v ? v : (i + 1 < argc ? argv[++i] : NULL);
+		} else if (cmd_flag(a, "format", &v)) {
+			format = v ? v : (i + 1 < argc ? argv[++i] : NULL);
+		} else if (cmd_flag(a, "detailed-exitcode", &v)) {
+			detailed = 1;
+		} else if (cmd_flag(a, "no-color", &v)) {
+			no_color = 1;
+		} else if (cmd_flag(a, "debug", &v)) {
+			debug = 1;
+		} else if (planning_flag(&po, argc, argv, &i, &err)) {
+			if (err.code) {
+				cmd_report(&err, NULL);
+				rc = VX_EXIT_USAGE;
+				goto done;
+			}
+		} else if (a[0] == '-') {
+			cmd_error("plan: unknown option '%s' (see 'vxplan -help')", a);
+			rc = VX_EXIT_USAGE;
+			goto done;
+		} else {
+			dir = a;
+		}
+	}
+	if (!format || (strcmp(format, "human") && strcmp(format, "json") && strcmp(format, "markdown"))) {
+		cmd_error("plan: -format must be human, json or markdown");
+		rc = VX_EXIT_USAGE;
+		goto done;
+	}
+	cmd_ctx_init(&ctx, debug);
+	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0 ||
+	    planning_run(&pl, &ws, &po, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	if (!strcmp(format, "json"))
+		r = render_plan_json(&out, &pl.planner.plan, &pl.header);
+	else if (!strcmp(format, "markdown"))
+		r = render_plan_markdown(&out, &pl.planner.plan, &pl.header);
+	else
+		r = render_plan_human(&out, &pl.planner.plan, &pl.header, cmd_use_color(1, no_color));
+	if (r < 0) {
+		cmd_error("plan: out of memory");
+		goto done;
+	}
+	fputs(vx_buf_str(&out), stdout);
+	if (outfile) {
+		struct vx_buf js = VX_BUF_INIT;
+		FILE *f = NULL;
+
+		if (render_plan_json(&js, &pl.planner.plan, &pl.header) < 0 || !(f = fopen(outfile, "w")) ||
+		    fputs(vx_buf_str(&js), f) < 0 || fclose(f) != 0) {
+			cmd_error("plan: cannot write %s", outfile);
+			vx_buf_release(&js);
+			goto done;
+		}
+		vx_buf_release(&js);
+		if (!strcmp(format, "human"))
+			printf("\nSaved the plan to %s. Apply exactly it with: vxapply %s\n", outfile, outfile);
+	}
+	if (pl.planner.plan.errors.n) {
+		rc = VX_EXIT_ERROR;
+		goto done;
+	}
+	rc = detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
+done:
+	vx_buf_release(&out);
+	planning_release(&pl);
+	planning_opts_release(&po);
+	workspace_close(&ws);
+	vx_err_release(&err);
+	return rc;
+}

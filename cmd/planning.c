@@ -1,0 +1,118 @@
+#include "cmd/planning.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "cmd/workspace.h"
+#include "reconcile/stack.h"
+#include "state/backend.h"
+
+static int push(const char ***arr, size_t *n, const char *v)
+{
+	const char **p = realloc(*arr, (*n + 1) * sizeof(*p));
+
+	if (!p)
+		return VX_ENOMEM;
+	*arr = p;
+	p[(*n)++] = v;
+	return 0;
+}
+
+static int valid_address(const char *a)
+{
+	return !strncmp(a, "job.", 4) && a[4];
+}
+
+int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct vx_err *err)
+{
+	const char *v;
+	int is_target;
+
+	if (cmd_flag(argv[*i], "refresh", &v)) {
+		if (!v || !strcmp(v, "true"))
+			o->refresh = 1;
+		else if (!strcmp(v, "false"))
+			o->refresh = 0;
+		else
+			vx_err_set(err, VX_EINVAL, "-refresh takes true or false, not '%s'", v);
+		return 1;
+	}
+	is_target = cmd_flag(argv[*i], "target", &v);
+	if (!is_target && !cmd_flag(argv[*i], "replace", &v))
+		return 0;
+	if (!v)
+		v = *i + 1 < argc ? argv[++*i] : NULL;
+	if (!v || !valid_address(v)) {
+		vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME%s%s%s",
+			   is_target ? "target" : "replace", v ? ", not '" : "", v ? v : "", v ? "'" : "");
+		return 1;
+	}
+	if ((is_target ? push(&o->targets, &o->ntargets, v) : push(&o->replaces, &o->nreplaces, v)) < 0)
+		vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 1;
+}
+
+void planning_opts_release(struct planning_opts *o)
+{
+	free(o->targets);
+	free(o->replaces);
+	o->targets = o->replaces = NULL;
+	o->ntargets = o->nreplaces = 0;
+}
+
+int planning_run(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
+		 struct vx_err *err)
+{
+	struct planner_options popts;
+	int rc;
+
+	memset(pl, 0, sizeof(*pl));
+	for (size_t i = 0; i < o->ntargets; i++)
+		if (!stack_find_decl(ws->st, o->targets[i]) && !state_find(&ws->state, o->targets[i]))
+			return vx_err_set(err, VX_EINVAL, "-target %s: no such address in the stack or its state",
+					  o->targets[i]);
+	for (size_t i = 0; i < o->nreplaces; i++)
+		if (!stack_find_decl(ws->st, o->replaces[i]))
+			return vx_err_set(err, VX_EINVAL, "-replace %s: no such job is declared", o->replaces[i]);
+	if (o->refresh) {
+		rc = workspace_refresh(ws, err);
+		if (rc < 0)
+			return rc;
+	}
+	memset(&popts, 0, sizeof(popts));
+	popts.targets = o->targets;
+	popts.ntargets = o->ntargets;
+	popts.replaces = o->replaces;
+	popts.nreplaces = o->nreplaces;
+	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &ws->live : NULL, &popts, err);
+	if (rc < 0)
+		return rc;
+	pl->header.stack = ws->st->name;
+	pl->header.project = ws->st->project;
+	pl->header.dir = ws->dir;
+	pl->header.backend = stack_backend_name(ws->st->state.backend);
+	pl->header.state_ref = ws->state_ref;
+	pl->header.state_commit = ws->revision;
+	pl->header.state_serial = ws->state.serial;
+	pl->header.state_lineage = ws->state.serial ? ws->state.lineage : NULL;
+	pl->header.config_commit = ws->config_commit;
+	pl->header.decl_hash = ws->st->decl_hash;
+	pl->header.refresh = o->refresh;
+	pl->header.regions = ws->regions;
+	pl->header.nregions = o->refresh ? ws->nregions : 0;
+	pl->header.targets = o->targets;
+	pl->header.ntargets = o->ntargets;
+	return 0;
+}
+
+int planning_has_changes(const struct planning *pl)
+{
+	return plan_has_changes(&pl->planner.plan);
+}
+
+void planning_release(struct planning *pl)
+{
+	planner_release(&pl->planner);
+	memset(pl, 0, sizeof(*pl));
+}

@@ -1,0 +1,39 @@
+#ifndef VX_CMD_PLANNING_H
+#define VX_CMD_PLANNING_H
+
+/* The part of plan and apply that reads the world and plans. */
+
+#include <stddef.h>
+
+#include "reconcile/planner.h"
+#include "reconcile/render.h"
+#include "util/err.h"
+
+struct workspace;
+
+struct planning_opts {
+	const char **targets;
+	size_t ntargets;
+	const char **replaces;
+	size_t nreplaces;
+	int refresh;
+};
+
+struct planning {
+	struct planner planner;
+	struct render_header header;
+	char serial_buf[24];
+};
+
+/* Handles -target, -replace, -refresh[=bool] at argv[*i]. Returns 1 when it
+ * was one (err set when its value is bad), else 0. */
+int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct vx_err *err);
+void planning_opts_release(struct planning_opts *o);
+
+/* Refreshes (unless off) and plans ws's stack against its loaded state. */
+int planning_run(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
+		 struct vx_err *err) VX_WUR;
+int planning_has_changes(const struct planning *pl);
+void planning_release(struct planning *pl);
+
+#endif

@@ -1,0 +1,183 @@
+#include "cmd/workspace.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "providers/gcp/provider_gcp.h"
+#include "reconcile/planner.h"
+#include "reconcile/stack.h"
+#include "state/backend.h"
+#include "state/state_file.h"
+#include "state/state_git.h"
+#include "state/lock.h"
+#include "util/buf.h"
+#include "util/diag.h"
+
+int workspace_dir_flag(int argc, char **argv, int *i, const char **dir)
+{
+	const char *v;
+
+	if (!strcmp(argv[*i], "-C") && *i + 1 < argc) {
+		*dir = argv[++*i];
+		return 1;
+	}
+	if (cmd_flag(argv[*i], "chdir", &v) && v) {
+		*dir = v;
+		return 1;
+	}
+	return 0;
+}
+
+static void print_diags(struct vx_diags *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		char *line = vx_diag_format(&d->items[i]);
+
+		fprintf(stderr, "%s\n", line ? line : d->items[i].msg);
+		free(line);
+	}
+	if (d->dropped)
+		fprintf(stderr, "... and %zu more\n", d->dropped);
+}
+
+int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+{
+	struct vx_diags diags = VX_DIAGS_INIT;
+	char real[PATH_MAX];
+	int rc;
+
+	memset(ws, 0, sizeof(*ws));
+	ws->ctx = ctx;
+	if (!realpath(dir, real))
+		return vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", dir);
+	ws->dir = strdup(real);
+	if (!ws->dir)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = stack_load(&ws->st, dir, NULL, &diags, err);
+	if (rc == VX_EINVAL) {
+		print_diags(&diags);
+		vx_err_set(err, VX_EINVAL, "%s: the stack has %zu error%s", dir, vx_diags_count(&diags),
+			   vx_diags_count(&diags) == 1 ? "" : "s");
+	}
+	vx_diags_release(&diags);
+	if (rc < 0)
+		return rc;
+	if (ws->st->state.backend == STACK_BACKEND_FILE) {
+		struct vx_buf p = VX_BUF_INIT;
+
+		if (ws->st->state.path[0] == '/')
+			rc = vx_buf_adds(&p, ws->st->state.path);
+		else
+			rc = vx_buf_printf(&p, "%s/%s", ws->dir, ws->st->state.path);
+		if (rc < 0) {
+			vx_buf_release(&p);
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		}
+		ws->state_ref = vx_buf_detach(&p);
+		{
+			struct state_file_opts fo = { ws->st->name, ws->state_ref };
+
+			rc = state_file_open(&ws->backend, ctx, &fo, err);
+		}
+	} else if (ws->st->state.backend == STACK_BACKEND_GIT) {
+		struct state_git_opts go;
+
+		memset(&go, 0, sizeof(go));
+		go.stack = ws->st->name;
+		go.stack_dir = ws->dir;
+		go.branch = ws->st->state.branch;
+		go.remote = ws->st->state.remote;
+		ws->state_ref = vx_asprintf("refs/heads/%s", ws->st->state.branch);
+		if (!ws->state_ref)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		rc = state_git_open(&ws->backend, ctx, &go, err);
+		if (rc == VX_ENOTFOUND)
+			vx_err_wrap(err, "state backend git: %s is not inside a git repository "
+				    "(run 'git init', or set state: {backend: file, path: vx-state.json})", dir);
+	} else {
+		rc = vx_err_set(err, VX_EINVAL, "state backend %s is not supported yet; use git or file",
+				stack_backend_name(ws->st->state.backend));
+	}
+	if (rc < 0)
+		return rc;
+	return state_config_commit(ws->backend, &ws->config_commit, err);
+}
+
+int workspace_load_state(struct workspace *ws, struct vx_err *err)
+{
+	int rc;
+
+	if (ws->state_loaded) {
+		state_release(&ws->state);
+		ws->state_loaded = 0;
+	}
+	free(ws->revision);
+	ws->revision = NULL;
+	rc = state_load(ws->backend, &ws->state, err);
+	if (rc < 0)
+		return rc;
+	ws->state_loaded = 1;
+	return state_revision(ws->backend, &ws->revision, err);
+}
+
+int workspace_provider(struct workspace *ws, struct vx_err *err)
+{
+	if (ws->prov)
+		return 0;
+	return gcp_provider_new(&ws->prov, ws->ctx, NULL, err);
+}
+
+int workspace_refresh(struct workspace *ws, struct vx_err *err)
+{
+	int rc = workspace_provider(ws, err);
+
+	if (rc < 0)
+		return rc;
+	live_jobs_release(&ws->live);
+	free(ws->regions);
+	ws->regions = NULL;
+	rc = planner_regions(ws->st, ws->state_loaded ? &ws->state : NULL, &ws->regions, &ws->nregions);
+	if (rc < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ws->nregions; i++) {
+		struct live_jobs js = { 0 };
+
+		rc = ws->prov->list_jobs(ws->prov, ws->st->project, ws->regions[i], ws->st->name, &js, err);
+		if (rc < 0)
+			return vx_err_wrap(err, "reading live jobs in %s", ws->regions[i]);
+		for (size_t k = 0; k < js.n && rc == 0; k++)
+			rc = live_jobs_push(&ws->live, &js.items[k]);
+		live_jobs_release(&js);
+		if (rc < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	ws->refreshed = 1;
+	return 0;
+}
+
+void workspace_close(struct workspace *ws)
+{
+	if (ws->backend && state_lock_held(ws->backend)) {
+		struct vx_err e = VX_ERR_INIT;
+
+		if (state_lock_drop(ws->backend, &e) < 0)
+			cmd_report(&e, "releasing the state lock");
+		vx_err_release(&e);
+	}
+	live_jobs_release(&ws->live);
+	free(ws->regions);
+	if (ws->prov)
+		ws->prov->free(ws->prov);
+	if (ws->state_loaded)
+		state_release(&ws->state);
+	state_backend_free(ws->backend);
+	stack_free(ws->st);
+	free(ws->dir);
+	free(ws->state_ref);
+	free(ws->revision);
+	free(ws->config_commit);
+	memset(ws, 0, sizeof(*ws));
+}

@@ -1,0 +1,52 @@
+#ifndef VX_CMD_WORKSPACE_H
+#define VX_CMD_WORKSPACE_H
+
+/*
+ * What plan, apply, log, state and unlock share: the loaded stack, its
+ * state backend and state, the cloud provider and the live jobs. cmd/ code:
+ * it prints the stack's diagnostics itself.
+ */
+
+#include <stddef.h>
+
+#include "reconcile/provider.h"
+#include "state/state.h"
+#include "util/ctx.h"
+#include "util/err.h"
+
+struct stack;
+struct state_backend;
+
+struct workspace {
+	struct vx_ctx *ctx;
+	char *dir;                  /* absolute stack directory */
+	struct stack *st;
+	struct state_backend *backend;
+	struct state state;
+	int state_loaded;
+	char *state_ref;            /* "refs/heads/vx/state/NAME" or the state file */
+	char *revision;             /* state tip (git commit) when loaded, or NULL */
+	char *config_commit;        /* HEAD of the stack's repository, or NULL */
+	struct provider *prov;
+	struct live_jobs live;
+	int refreshed;
+	const char **regions;       /* borrowed strings */
+	size_t nregions;
+};
+
+/* Loads the stack in dir (printing its diagnostics on stderr) and opens its
+ * state backend. VX_EINVAL after printing when the stack is invalid. */
+int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+		   struct vx_err *err) VX_WUR;
+/* (Re)loads the state. */
+int workspace_load_state(struct workspace *ws, struct vx_err *err) VX_WUR;
+/* Creates the provider (credentials, endpoints) if not yet done. */
+int workspace_provider(struct workspace *ws, struct vx_err *err) VX_WUR;
+/* Lists the stack's live jobs in every region in use: one list call per region. */
+int workspace_refresh(struct workspace *ws, struct vx_err *err) VX_WUR;
+void workspace_close(struct workspace *ws);
+
+/* "-C DIR" / "-chdir=DIR" handling shared by log, state, unlock: returns 1 and sets *dir when argv[*i] is one. */
+int workspace_dir_flag(int argc, char **argv, int *i, const char **dir);
+
+#endif

@@ -1,0 +1,30 @@
+#ifndef VX_GCP_PROVIDER_GCP_H
+#define VX_GCP_PROVIDER_GCP_H
+
+/*
+ * Google Cloud behind reconcile/provider.h: credentials (ADC), endpoints
+ * (with CLOUDSDK_API_ENDPOINT_OVERRIDES_*), the HTTP layer and the Vertex
+ * client. Thread-safe: each calling thread borrows its own HTTP session
+ * from a pool; token refreshes are serialised.
+ */
+
+#include "util/err.h"
+
+struct vx_ctx;
+struct provider;
+struct gcp_auth;
+struct gcp_endpoints;
+
+struct gcp_provider_options {
+	int max_in_flight;  /* per session; 0 = the HTTP layer's default */
+};
+
+/* Finds credentials and endpoints; no network yet (but the metadata probe). */
+int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp_provider_options *opts,
+		     struct vx_err *err) VX_WUR;
+
+/* The credentials and endpoints in use (borrowed), for `vx doctor`. */
+struct gcp_auth *gcp_provider_auth(struct provider *p);
+const struct gcp_endpoints *gcp_provider_endpoints(struct provider *p);
+
+#endif

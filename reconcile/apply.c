@@ -1,0 +1,819 @@
+#include "reconcile/apply.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile/failure.h"
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/banned.h"
+
+void apply_labels_free(struct vx_label *l, size_t n)
+{
+	for (size_t i = 0; l && i < n; i++) {
+		free(l[i].key);
+		free(l[i].value);
+	}
+	free(l);
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+	return strcmp(((const struct vx_label *)a)->key, ((const struct vx_label *)b)->key);
+}
+
+int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const char *job,
+		     const char *spec_hash, int64_t run, int64_t attempt,
+		     const char *const *keys, const char *const *values, size_t nextra)
+{
+	struct vx_label *l = calloc(nextra + 5, sizeof(*l));
+	char shorth[13], runs[24], atts[24];
+	size_t k = 0;
+
+	if (!l)
+		return VX_ENOMEM;
+	plan_short_hash(shorth, spec_hash);
+	snprintf(runs, sizeof(runs), "%" PRId64, run);
+	snprintf(atts, sizeof(atts), "%" PRId64, attempt);
+	for (size_t i = 0; i < nextra; i++, k++) {
+		l[k].key = strdup(keys[i]);
+		l[k].value = strdup(values[i]);
+		if (!l[k].key || !l[k].value)
+			goto oom;
+	}
+	{
+		const char *vk[5] = { "vx-stack", "vx-job", "vx-spec", "vx-run", "vx-attempt" };
+		const char *vv[5] = { stack, job, shorth, runs, atts };
+
+		for (size_t i = 0; i < 5; i++, k++) {
+			l[k].key = strdup(vk[i]);
+			l[k].value = strdup(vv[i]);
+			if (!l[k].key || !l[k].value)
+				goto oom;
+		}
+	}
+	qsort(l, k, sizeof(*l), cmp_label);
+	*out = l;
+	*n = k;
+	return 0;
+oom:
+	apply_labels_free(l, nextra + 5);
+	return VX_ENOMEM;
+}
+
+void apply_result_release(struct apply_result *r)
+{
+	vx_diags_release(&r->failures);
+	for (size_t i = 0; i < r->ncreated; i++) {
+		free(r->created[i]);
+		free(r->created_regions[i]);
+	}
+	free(r->created);
+	free(r->created_regions);
+	memset(r, 0, sizeof(*r));
+}
+
+/* One unit of API work run on a worker thread. */
+struct task {
+	struct provider *prov;
+	int is_cancel;
+	const char *cancel_name;
+	struct provider_job_request req;
+	struct live_job created;
+	struct vx_err err;
+	int rc;
+};
+
+static void *task_main(void *arg)
+{
+	struct task *t = arg;
+
+	if (t->is_cancel)
+		t->rc = t->prov->cancel_job(t->prov, t->cancel_name, &t->err);
+	else
+		t->rc = t->prov->create_job(t->prov, &t->req, &t->created, &t->err);
+	return NULL;
+}
+
+/* Runs tasks on up to n threads at once (n == count here: callers batch). */
+static void run_tasks(struct task *tasks, size_t n)
+{
+	pthread_t *th = calloc(n ? n : 1, sizeof(*th));
+	int *started = calloc(n ? n : 1, sizeof(*started));
+
+	for (size_t i = 0; i < n; i++) {
+		if (th && started && pthread_create(&th[i], NULL, task_main, &tasks[i]) == 0)
+			started[i] = 1;
+		else
+			task_main(&tasks[i]); /* no thread to be had: run it here */
+	}
+	for (size_t i = 0; i < n; i++)
+		if (th && started && started[i])
+			pthread_join(th[i], NULL);
+	free(th);
+	free(started);
+}
+
+struct applier {
+	struct vx_ctx *ctx;
+	const struct plan *plan;
+	const struct stack *st;
+	struct state *state;
+	struct provider *prov;
+	const struct apply_options *opts;
+	const struct apply_hooks *hooks;
+	struct apply_result *res;
+	struct vx_buf msg;   /* commit message lines of the current step */
+	int oom;
+};
+
+static void progress(struct applier *a, const char *fmt, ...) VX_PRINTF(2, 3);
+static void progress(struct applier *a, const char *fmt, ...)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vx_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc == 0) {
+		if (a->hooks->progress)
+			a->hooks->progress(a->hooks->ud, vx_buf_str(&b));
+		if (vx_buf_add(&a->msg, b.data, b.len) < 0 || vx_buf_addc(&a->msg, '\n') < 0)
+			a->oom = 1;
+	}
+	vx_buf_release(&b);
+}
+
+static void fail(struct applier *a, const char *address, const char *what, const struct vx_err *e)
+{
+	a->res->failed++;
+	vx_diags_add(&a->res->failures, NULL, 0, 0, "%s: %s: %s", address, what, vx_err_msg(e));
+	if (a->hooks->progress) {
+		char *line = vx_asprintf("! %s %s failed: %s", address, what, vx_err_msg(e));
+
+		if (line)
+			a->hooks->progress(a->hooks->ud, line);
+		free(line);
+	}
+}
+
+static int persist(struct applier *a, const char *summary, struct vx_err *err)
+{
+	struct vx_buf m = VX_BUF_INIT;
+	int rc;
+
+	if (a->oom)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	if (a->msg.len == 0)
+		return 0;
+	rc = vx_buf_printf(&m, "%s\n\n%s", summary, vx_buf_str(&a->msg));
+	if (rc == 0)
+		rc = a->hooks->persist(a->hooks->ud, a->state, vx_buf_str(&m), err);
+	else
+		rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	vx_buf_release(&m);
+	vx_buf_reset(&a->msg);
+	return rc;
+}
+
+static int heartbeat(struct applier *a, struct vx_err *err)
+{
+	return a->hooks->heartbeat ? a->hooks->heartbeat(a->hooks->ud, err) : 0;
+}
+
+static const struct stack_job *decl_job(const struct plan_action *pa)
+{
+	return pa->decl ? (const struct stack_job *)pa->decl->user : NULL;
+}
+
+/* Marks the record's current run as cancelled by vx (so it is never "cancelled outside"). */
+static void mark_cancelled(struct state *state, const char *address, const char *resource)
+{
+	struct state_record *r = state_find(state, address);
+
+	if (r && r->current && r->current->resource && !strcmp(r->current->resource, resource)) {
+		r->current->cancelled_by_vx = 1;
+		free(r->current->state);
+		r->current->state = strdup("JOB_STATE_CANCELLING");
+	}
+}
+
+static int do_cancels(struct applier *a, struct vx_err *err)
+{
+	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
+	const struct plan_action **acts = calloc(a->plan->n + 1, sizeof(*acts));
+	struct task *tasks = NULL;
+	int rc = 0;
+
+	if (!acts)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	for (size_t i = 0; i < a->plan->n; i++)
+		if (a->plan->actions[i].cancel_name)
+			acts[n++] = &a->plan->actions[i];
+	for (size_t off = 0; off < n && rc == 0; off += par) {
+		size_t k = n - off < par ? n - off : par;
+
+		if (vx_interrupted(a->ctx)) {
+			a->res->interrupted = 1;
+			break;
+		}
+		tasks = calloc(k, sizeof(*tasks));
+		if (!tasks) {
+			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+			break;
+		}
+		for (size_t i = 0; i < k; i++) {
+			tasks[i].prov = a->prov;
+			tasks[i].is_cancel = 1;
+			tasks[i].cancel_name = acts[off + i]->cancel_name;
+		}
+		run_tasks(tasks, k);
+		for (size_t i = 0; i < k; i++) {
+			const struct plan_action *pa = acts[off + i];
+
+			if (tasks[i].rc < 0 && tasks[i].rc != VX_ENOTFOUND) {
+				fail(a, pa->address, "cancel", &tasks[i].err);
+			} else {
+				mark_cancelled(a->state, pa->address, pa->cancel_name);
+				if (pa->kind == PLAN_CANCEL) {
+					a->res->ok++;
+					/* No longer declared: forget it; git keeps the history. */
+					if (state_find(a->state, pa->address))
+						(void)state_remove_record(a->state, pa->address);
+				}
+				progress(a, "- %s cancel %s", pa->address, pa->cancel_name);
+			}
+			vx_err_release(&tasks[i].err);
+		}
+		free(tasks);
+		tasks = NULL;
+		if (rc == 0)
+			rc = heartbeat(a, err);
+	}
+	free(acts);
+	return rc;
+}
+
+static void do_forgets(struct applier *a)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+
+		if (pa->kind != PLAN_FORGET)
+			continue;
+		if (state_find(a->state, pa->address))
+			(void)state_remove_record(a->state, pa->address);
+		a->res->ok++;
+		progress(a, "- %s forget", pa->address);
+	}
+}
+
+static int is_create(enum plan_kind k)
+{
+	return k == PLAN_CREATE || k == PLAN_REPLACE || k == PLAN_RERUN || k == PLAN_RESUBMIT;
+}
+
+/* Everything one create needs, kept for the batch. */
+struct create {
+	const struct plan_action *pa;
+	const struct stack_job *job;
+	struct vx_label *labels;
+	size_t nlabels;
+	int done;  /* settled without a create (adopted) */
+};
+
+static int make_labels(struct applier *a, struct create *c)
+{
+	const struct stack_job *j = c->job;
+	const char **keys = calloc(j->labels.n + 1, sizeof(*keys));
+	const char **vals = calloc(j->labels.n + 1, sizeof(*vals));
+	int rc;
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return VX_ENOMEM;
+	}
+	for (size_t i = 0; i < j->labels.n; i++) {
+		keys[i] = j->labels.items[i].key;
+		vals[i] = j->labels.items[i].value;
+	}
+	rc = apply_run_labels(&c->labels, &c->nlabels, a->st->name, j->d.name, j->spec.hash,
+			      c->pa->run, c->pa->attempt, keys, vals, j->labels.n);
+	free(keys);
+	free(vals);
+	return rc;
+}
+
+/* Makes sure the record exists and matches the declaration; returns it. */
+static struct state_record *record_for(struct applier *a, const struct stack_job *j, struct vx_err *err)
+{
+	struct state_record *r = state_find(a->state, j->d.address);
+
+	if (!r && state_add_record(a->state, j->d.address, "CustomJob", &r, err) < 0)
+		return NULL;
+	return r;
+}
+
+/* Records a new current run (created or adopted) for a job. */
+static int start_run(struct applier *a, const struct plan_action *pa, const struct stack_job *j,
+		     const struct live_job *lj, const struct vx_label *labels, size_t nlabels,
+		     const char *action, struct vx_err *err)
+{
+	struct state_record *r = record_for(a, j, err);
+	struct state_run run;
+	int new_key;
+
+	if (!r)
+		return err->code ? err->code : VX_ENOMEM;
+	memset(&run, 0, sizeof(run));
+	new_key = !r->spec_hash || strcmp(r->spec_hash, j->spec.hash) != 0 || r->run != j->run;
+	free(r->spec_hash);
+	r->spec_hash = strdup(j->spec.hash);
+	free(r->spec_json);
+	r->spec_json = j->spec.redacted_json ? strdup(j->spec.redacted_json) : NULL;
+	r->run = j->run;
+	r->protect = j->protect;
+	r->attempts = new_key ? 1 : pa->attempt;
+	run.resource = vx_strdup(lj->name);
+	run.region = vx_strdup(lj->region ? lj->region : j->region);
+	run.action = vx_strdup(action);
+	run.spec_hash = vx_strdup(j->spec.hash);
+	run.run = pa->run;
+	run.attempt = pa->attempt;
+	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
+	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
+	run.config_commit = vx_strdup(a->opts->config_commit);
+	for (size_t i = 0; i < nlabels; i++)
+		if (state_labels_set(&run.labels, &run.nlabels, labels[i].key, labels[i].value) < 0) {
+			state_run_release(&run);
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		}
+	return state_record_start_run(r, &run, err);
+}
+
+static int record_created(struct applier *a, const char *name, const char *region)
+{
+	char **n1 = realloc(a->res->created, (a->res->ncreated + 1) * sizeof(*n1));
+	char **n2;
+
+	if (!n1)
+		return VX_ENOMEM;
+	a->res->created = n1;
+	n2 = realloc(a->res->created_regions, (a->res->ncreated + 1) * sizeof(*n2));
+	if (!n2)
+		return VX_ENOMEM;
+	a->res->created_regions = n2;
+	n1[a->res->ncreated] = vx_strdup(name);
+	n2[a->res->ncreated] = vx_strdup(region);
+	a->res->ncreated++;
+	return 0;
+}
+
+static int labels_match(const struct live_job *j, const struct vx_label *l, size_t n)
+{
+	static const char *const ids[] = { "vx-stack", "vx-job", "vx-spec", "vx-run", "vx-attempt" };
+
+	for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+		const char *want = NULL, *have = live_job_label(j, ids[k]);
+
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(l[i].key, ids[k]))
+				want = l[i].value;
+		if (!want || !have || strcmp(want, have) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * After an uncertain create: list the region and look for the job by its
+ * labels. 1 = found (copied to *out), 0 = certainly absent, < 0 = could not list.
+ */
+static int find_by_labels(struct applier *a, const struct create *c, struct live_job *out,
+			  struct vx_err *err)
+{
+	struct live_jobs js = { 0 };
+	int rc = a->prov->list_jobs(a->prov, a->opts->project, c->job->region, a->st->name, &js, err);
+
+	if (rc < 0)
+		return rc;
+	rc = 0;
+	for (size_t i = 0; i < js.n && rc == 0; i++) {
+		if (labels_match(&js.items[i], c->labels, c->nlabels)) {
+			rc = live_job_copy(out, &js.items[i]) < 0 ? VX_ENOMEM : 1;
+		}
+	}
+	live_jobs_release(&js);
+	return rc;
+}
+
+static void fill_request(struct applier *a, struct task *t, const struct create *c)
+{
+	t->prov = a->prov;
+	t->req.project = a->opts->project;
+	t->req.region = c->job->region;
+	t->req.display_name = c->job->display_name;
+	t->req.labels = c->labels;
+	t->req.nlabels = c->nlabels;
+	t->req.spec_json = c->job->spec.canonical_json;
+}
+
+/* Resolves an uncertain create; the job may exist. Returns 0 when settled. */
+static int resolve_uncertain(struct applier *a, struct create *c, struct task *t)
+{
+	struct vx_err e2 = VX_ERR_INIT;
+	int tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		struct live_job found;
+		int rc;
+
+		memset(&found, 0, sizeof(found));
+		rc = find_by_labels(a, c, &found, &e2);
+		if (rc == 1) {
+			live_job_release(&t->created);
+			t->created = found;
+			t->rc = 0;
+			vx_log(a->ctx, VX_LOG_INFO, "%s: the uncertain create did create %s; adopted",
+			       c->pa->address, found.name);
+			break;
+		}
+		if (rc < 0) {
+			/* Cannot tell: leave the intent in the journal for the next run. */
+			vx_err_set(&t->err, VX_EUNCERTAIN, "the create's outcome is unknown and listing "
+				   "failed (%s); the intent stays journaled and the next plan will "
+				   "adopt the job if it exists", vx_err_msg(&e2));
+			break;
+		}
+		if (tries == 1)
+			break;
+		/* Certainly not created: try once more. */
+		vx_err_release(&t->err);
+		t->rc = a->prov->create_job(a->prov, &t->req, &t->created, &t->err);
+		if (t->rc != VX_EUNCERTAIN)
+			break;
+	}
+	vx_err_release(&e2);
+	return t->rc;
+}
+
+static int journal_intent(struct applier *a, const struct create *c, struct vx_err *err)
+{
+	struct state_intent in;
+	int rc = 0;
+
+	memset(&in, 0, sizeof(in));
+	in.address = c->pa->address;
+	in.op = (char *)(uintptr_t)plan_kind_name(c->pa->kind);
+	in.started_ms = vx_now_ms(a->ctx);
+	for (size_t i = 0; i < c->nlabels && rc == 0; i++)
+		rc = state_labels_set(&in.labels, &in.nlabels, c->labels[i].key, c->labels[i].value);
+	if (rc == 0)
+		rc = state_journal_add(a->state, &in, err);
+	else
+		rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	for (size_t i = 0; i < in.nlabels; i++) {
+		free(in.labels[i].key);
+		free(in.labels[i].value);
+	}
+	free(in.labels);
+	return rc;
+}
+
+static int do_adopts(struct applier *a, struct vx_err *err)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+		const struct stack_job *j = decl_job(pa);
+		struct create c = { pa, j, NULL, 0, 0 };
+		struct live_job lj;
+		int rc;
+
+		if (pa->kind != PLAN_ADOPT || !j)
+			continue;
+		memset(&lj, 0, sizeof(lj));
+		lj.name = pa->adopt_name;
+		lj.region = pa->region;
+		lj.state = pa->live_state;
+		if (make_labels(a, &c) < 0)
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		rc = start_run(a, pa, j, &lj, c.labels, c.nlabels, "adopt", err);
+		apply_labels_free(c.labels, c.nlabels);
+		if (rc < 0)
+			return rc;
+		(void)state_journal_remove(a->state, pa->address);
+		a->res->ok++;
+		if (record_created(a, pa->adopt_name, pa->region) < 0)
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		progress(a, "~ %s adopt %s", pa->address, pa->adopt_name);
+	}
+	return 0;
+}
+
+/* The journaled intent of an earlier apply for exactly this run (same labels), or NULL. */
+static const struct state_intent *pending_intent(const struct applier *a, const struct create *c)
+{
+	static const char *const ids[] = { "vx-spec", "vx-run", "vx-attempt" };
+
+	for (size_t i = 0; i < a->state->njournal; i++) {
+		const struct state_intent *in = &a->state->journal[i];
+		size_t k;
+
+		if (strcmp(in->address, c->pa->address) != 0)
+			continue;
+		for (k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+			const char *have = state_labels_get(in->labels, in->nlabels, ids[k]), *want = NULL;
+
+			for (size_t l = 0; l < c->nlabels; l++)
+				if (!strcmp(c->labels[l].key, ids[k]))
+					want = c->labels[l].value;
+			if (!have || !want || strcmp(have, want) != 0)
+				break;
+		}
+		if (k == sizeof(ids) / sizeof(ids[0]))
+			return in;
+	}
+	return NULL;
+}
+
+/*
+ * An earlier apply journaled this very create and died before recording the
+ * result: its request may still land. Wait (listing by labels) until the
+ * intent is older than the in-flight window. Returns 1 and fills *found when
+ * the job appeared, 0 when it is safe to create, < 0 on error.
+ */
+static int settle_intent(struct applier *a, const struct create *c, struct live_job *found,
+			 struct vx_err *err)
+{
+	const struct state_intent *in = pending_intent(a, c);
+	int64_t window = a->opts->inflight_ms > 0 ? a->opts->inflight_ms : 65000;
+	int64_t poll = a->opts->poll_ms > 0 ? a->opts->poll_ms : 2000;
+	int64_t started, now;
+	int said = 0;
+
+	if (!in)
+		return 0;
+	started = in->started_ms;
+	for (;;) {
+		int rc = find_by_labels(a, c, found, err);
+
+		if (rc != 0)
+			return rc;
+		now = vx_now_ms(a->ctx);
+		if (now - started >= window || vx_interrupted(a->ctx))
+			return 0;
+		if (!said++ && a->hooks->progress) {
+			char *line = vx_asprintf("  %s: an earlier apply's create of this run is unconfirmed "
+						 "(%.1f s ago); waiting up to %.0f s for it to appear before "
+						 "creating it again", c->pa->address, (double)(now - started) / 1000,
+						 (double)(window - (now - started)) / 1000);
+
+			if (line)
+				a->hooks->progress(a->hooks->ud, line);
+			free(line);
+		}
+		vx_sleep_ms(a->ctx, poll < window - (now - started) ? poll : window - (now - started));
+	}
+}
+
+static int do_creates(struct applier *a, struct vx_err *err)
+{
+	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
+	struct create *cs = calloc(a->plan->n + 1, sizeof(*cs));
+	struct task *tasks = NULL;
+	int rc = 0;
+
+	if (!cs)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+
+		if (!is_create(pa->kind) || !decl_job(pa))
+			continue;
+		/* A replace whose cancel failed must not start a second run. */
+		if (pa->kind == PLAN_REPLACE) {
+			const struct state_record *r = state_find(a->state, pa->address);
+
+			if (!r || !r->current || !r->current->cancelled_by_vx) {
+				a->res->skipped++;
+				continue;
+			}
+		}
+		cs[n].pa = pa;
+		cs[n].job = decl_job(pa);
+		if (make_labels(a, &cs[n]) < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+			goto done;
+		}
+		n++;
+	}
+	for (size_t off = 0; off < n && rc == 0; off += par) {
+		size_t k = n - off < par ? n - off : par;
+
+		if (vx_interrupted(a->ctx)) {
+			a->res->interrupted = 1;
+			a->res->skipped += n - off;
+			break;
+		}
+		/* 0. Runs an apply that died may still be creating: settle them first. */
+		for (size_t i = 0; i < k && rc == 0; i++) {
+			struct create *c = &cs[off + i];
+			struct live_job found;
+			int st;
+
+			memset(&found, 0, sizeof(found));
+			st = settle_intent(a, c, &found, err);
+			if (st < 0) {
+				rc = st;
+				break;
+			}
+			if (st == 1) {
+				rc = start_run(a, c->pa, c->job, &found, c->labels, c->nlabels, "adopt", err);
+				if (rc == 0) {
+					(void)state_journal_remove(a->state, c->pa->address);
+					a->res->ok++;
+					if (record_created(a, found.name, c->job->region) < 0)
+						a->oom = 1;
+					progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
+						 found.name);
+				}
+				c->done = 1;
+			}
+			live_job_release(&found);
+		}
+		/* 1. Journal the intents, durably, before any create is sent. */
+		for (size_t i = 0; i < k && rc == 0; i++)
+			if (!cs[off + i].done)
+				rc = journal_intent(a, &cs[off + i], err);
+		if (rc == 0) {
+			for (size_t i = 0; i < k; i++)
+				if (!cs[off + i].done &&
+				    vx_buf_printf(&a->msg, "intent %s %s\n", cs[off + i].pa->address,
+						  plan_kind_name(cs[off + i].pa->kind)) < 0)
+					a->oom = 1;
+			rc = persist(a, "vx: apply: intents", err);
+		}
+		if (rc < 0)
+			break;
+		/* 2. Create, in parallel. */
+		tasks = calloc(k, sizeof(*tasks));
+		if (!tasks) {
+			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+			break;
+		}
+		{
+			size_t m = 0;
+			struct task *todo = tasks;
+
+			/* Settled creates are left out of the batch. */
+			for (size_t i = 0; i < k; i++)
+				if (!cs[off + i].done)
+					fill_request(a, &tasks[m++], &cs[off + i]);
+			run_tasks(todo, m);
+			for (size_t i = k, j = m; i-- > 0;) {
+				/* Spread results back to their creates' slots. */
+				if (!cs[off + i].done) {
+					j--;
+					if (j != i) {
+						tasks[i] = tasks[j];
+						memset(&tasks[j], 0, sizeof(tasks[j]));
+					}
+				}
+			}
+		}
+		/* 3. Results. */
+		for (size_t i = 0; i < k && rc == 0; i++) {
+			struct create *c = &cs[off + i];
+			struct task *t = &tasks[i];
+			const char *verb = plan_kind_name(c->pa->kind);
+
+			if (c->done)
+				continue;
+			if (t->rc == VX_EUNCERTAIN)
+				resolve_uncertain(a, c, t);
+			if (t->rc == 0) {
+				rc = start_run(a, c->pa, c->job, &t->created, c->labels, c->nlabels, verb, err);
+				if (rc == 0) {
+					(void)state_journal_remove(a->state, c->pa->address);
+					a->res->ok++;
+					if (record_created(a, t->created.name, c->job->region) < 0)
+						a->oom = 1;
+					progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
+				}
+			} else {
+				if (t->rc != VX_EUNCERTAIN)
+					(void)state_journal_remove(a->state, c->pa->address);
+				fail(a, c->pa->address, verb, &t->err);
+			}
+		}
+		for (size_t i = 0; i < k; i++) {
+			live_job_release(&tasks[i].created);
+			vx_err_release(&tasks[i].err);
+		}
+		free(tasks);
+		tasks = NULL;
+		if (rc == 0) {
+			if (a->msg.len == 0 && vx_buf_adds(&a->msg, "(no job created)\n") < 0)
+				a->oom = 1;
+			rc = persist(a, "vx: apply: creates", err);
+		}
+		if (rc == 0)
+			rc = heartbeat(a, err);
+	}
+done:
+	for (size_t i = 0; i < n; i++)
+		apply_labels_free(cs[i].labels, cs[i].nlabels);
+	free(cs);
+	return rc;
+}
+
+int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan *plan,
+	      const struct stack *st, struct state *state, struct provider *prov,
+	      const struct apply_options *opts, const struct apply_hooks *hooks, struct vx_err *err)
+{
+	struct applier a = { ctx, plan, st, state, prov, opts, hooks, result, VX_BUF_INIT, 0 };
+	int rc;
+
+	memset(result, 0, sizeof(*result));
+	rc = do_cancels(&a, err);
+	if (rc == 0) {
+		do_forgets(&a);
+		rc = do_adopts(&a, err);
+	}
+	if (rc == 0)
+		rc = persist(&a, "vx: apply: cancels, forgets and adoptions", err);
+	if (rc == 0)
+		rc = do_creates(&a, err);
+	vx_buf_release(&a.msg);
+	return rc;
+}
+
+static int set_if_changed(char **dst, const char *src, int *changed)
+{
+	if ((!*dst && !src) || (*dst && src && !strcmp(*dst, src)))
+		return 0;
+	free(*dst);
+	*dst = src ? strdup(src) : NULL;
+	*changed = 1;
+	return (src && !*dst) ? VX_ENOMEM : 0;
+}
+
+size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	size_t changed_records = 0;
+
+	for (size_t i = 0; live && i < state->nrecords; i++) {
+		struct state_run *cur = state->records[i].current;
+		const struct live_job *lj = NULL;
+		char *old_state;
+		const char *cls;
+		int changed = 0;
+
+		if (!cur || !cur->resource)
+			continue;
+		for (size_t k = 0; k < live->n && !lj; k++)
+			if (live->items[k].name && !strcmp(live->items[k].name, cur->resource))
+				lj = &live->items[k];
+		if (!lj)
+			continue;
+		old_state = vx_strdup(cur->state);
+		if (set_if_changed(&cur->state, lj->state, &changed) < 0 ||
+		    set_if_changed(&cur->error_message, lj->error_message, &changed) < 0) {
+			free(old_state);
+			continue;
+		}
+		if (cur->error_code != lj->error_code) {
+			cur->error_code = lj->error_code;
+			changed = 1;
+		}
+		if (lj->end_ms && cur->ended_ms != lj->end_ms) {
+			cur->ended_ms = lj->end_ms;
+			changed = 1;
+		}
+		cls = failure_classify(lj->state, lj->error_code, lj->error_message, cur->cancelled_by_vx);
+		(void)set_if_changed(&cur->failure, cls, &changed);
+		if (changed) {
+			changed_records++;
+			if (vx_buf_printf(&b, "%s: %s -> %s%s%s%s\n", state->records[i].address,
+					  job_state_short(old_state), job_state_short(cur->state),
+					  cls ? " (" : "", cls ? cls : "", cls ? ")" : "") < 0)
+				vx_buf_reset(&b);
+		}
+		free(old_state);
+	}
+	if (summary)
+		*summary = b.len ? vx_buf_detach(&b) : NULL;
+	vx_buf_release(&b);
+	return changed_records;
+}

@@ -1,0 +1,98 @@
+#ifndef VX_RECONCILE_APPLY_H
+#define VX_RECONCILE_APPLY_H
+
+/*
+ * Carries out a plan (DESIGN.md sections 3 and 4).
+ *
+ * Order: every cancel first (the cancel half of replace included), then
+ * forgets, then adopts and creates. Creates run in batches of at most
+ * `parallelism` at once. Before a batch the intents (address, labels) are
+ * journaled in the state and persisted; after it, the results. A create
+ * whose outcome is unknown (the provider says VX_EUNCERTAIN) is resolved by
+ * listing the region by labels: adopted if it exists, else tried once more.
+ * An interrupt (ctx->interrupted) stops new batches; what ran is recorded.
+ *
+ * The caller holds the lock and supplies the hooks; this module never
+ * talks to a state backend or prints.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/diag.h"
+#include "util/err.h"
+
+struct vx_ctx;
+struct plan;
+struct stack;
+struct state;
+struct provider;
+struct live_jobs;
+
+struct apply_hooks {
+	/* Writes the state durably (a git commit with this message, or the file). */
+	int (*persist)(void *ud, struct state *st, const char *message, struct vx_err *err);
+	/* A line of progress for the user ("+ job.a created projects/..."). May be NULL. */
+	void (*progress)(void *ud, const char *line);
+	/* Renews the lock lease; called between steps. May be NULL. */
+	int (*heartbeat)(void *ud, struct vx_err *err);
+	void *ud;
+};
+
+struct apply_options {
+	int parallelism;           /* default 8 */
+	const char *project;
+	const char *config_commit; /* HEAD of the stack's repository, or NULL */
+	/*
+	 * How long a journaled create may still be in flight: an apply that died
+	 * (SIGKILL, a lost runner) may have sent a create the server has not yet
+	 * carried out. Before creating the same run again, apply waits until the
+	 * intent is this old, listing by labels, and adopts the job if it
+	 * appears. Default 65 s: the HTTP layer's 60 s per-request timeout plus
+	 * a margin.
+	 */
+	int64_t inflight_ms;
+	int64_t poll_ms;           /* how often to list while waiting; default 2 s */
+};
+
+struct apply_result {
+	size_t ok;                 /* actions carried out */
+	size_t failed;             /* actions that failed */
+	size_t skipped;            /* actions not started (interrupted) */
+	struct vx_diags failures;  /* one line per failed action, naming it */
+	char **created;            /* resource names of the jobs created or adopted (for -wait) */
+	char **created_regions;
+	size_t ncreated;
+	int interrupted;
+};
+
+/*
+ * Applies plan to the cloud through prov, updating state. Returns 0 when
+ * the apply ran (check result->failed), or a negative code when it could
+ * not go on (state could not be persisted): then err says why.
+ */
+int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan *plan,
+	      const struct stack *st, struct state *state, struct provider *prov,
+	      const struct apply_options *opts, const struct apply_hooks *hooks,
+	      struct vx_err *err) VX_WUR;
+
+/*
+ * Records what the live jobs say about the current runs in state (last
+ * seen state, error, failure class, end time). Returns the number of
+ * records that changed, and appends "job.a: running -> succeeded" lines
+ * to *summary (caller frees; may stay NULL).
+ */
+size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary);
+
+void apply_result_release(struct apply_result *r);
+
+/* The labels a run carries: the job's merged labels plus vx-stack, vx-job,
+ * vx-spec, vx-run, vx-attempt. Sorted by key. Caller frees with
+ * apply_labels_free. */
+struct vx_label;
+int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const char *job,
+		     const char *spec_hash, int64_t run, int64_t attempt,
+		     const char *const *keys, const char *const *values, size_t nextra) VX_WUR;
+void apply_labels_free(struct vx_label *l, size_t n);
+
+#endif

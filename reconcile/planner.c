@@ -1,0 +1,183 @@
+#include "reconcile/planner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/banned.h"
+
+void planner_release(struct planner *p)
+{
+	plan_release(&p->plan);
+	if (p->shapes)
+		for (size_t i = 0; i < p->in.ndecls; i++)
+			free(p->shapes[i]);
+	free(p->shapes);
+	free(p->decls);
+	free(p->resubmit);
+	free(p->records);
+	free(p->runs);
+	free(p->known);
+	memset(p, 0, sizeof(*p));
+}
+
+static enum plan_on_change on_change(enum stack_on_change v)
+{
+	switch (v) {
+	case STACK_ON_CHANGE_AFTER_FINISH: return PLAN_ON_CHANGE_AFTER_FINISH;
+	case STACK_ON_CHANGE_IGNORE: return PLAN_ON_CHANGE_IGNORE;
+	default: return PLAN_ON_CHANGE_REPLACE;
+	}
+}
+
+int planner_run(struct planner *out, const struct stack *st, const struct state *state,
+		const struct live_jobs *live, const struct planner_options *opts,
+		struct vx_err *err)
+{
+	size_t nknown = 0, ri = 0, ki = 0, nrec = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->refresh = live != NULL;
+	for (size_t i = 0; i < state->nrecords; i++) {
+		if (!strncmp(state->records[i].address, "job.", 4)) {
+			nrec++;
+			nknown += state->records[i].nhistory;
+		}
+	}
+	out->decls = calloc(st->njobs + 1, sizeof(*out->decls));
+	out->shapes = calloc(st->njobs + 1, sizeof(*out->shapes));
+	out->resubmit = calloc(st->njobs * STACK_FAIL_NCLASSES + 1, sizeof(*out->resubmit));
+	out->records = calloc(nrec + 1, sizeof(*out->records));
+	out->runs = calloc(nrec + 1, sizeof(*out->runs));
+	out->known = calloc(nknown + 1, sizeof(*out->known));
+	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known) {
+		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < st->njobs; i++) {
+		const struct stack_job *j = &st->jobs[i];
+		struct plan_decl *d = &out->decls[i];
+
+		d->address = j->d.address;
+		d->name = j->d.name;
+		d->region = j->region;
+		d->spec_hash = j->spec.hash;
+		d->spec_json = j->spec.redacted_json;
+		out->shapes[i] = job_spec_shape(&j->spec);
+		d->shape = out->shapes[i];
+		d->run = j->run;
+		d->resubmit_on = &out->resubmit[ri];
+		for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
+			if (j->resubmit_on & (1u << c))
+				out->resubmit[ri++] = stack_fail_names[c];
+		d->nresubmit_on = (size_t)(&out->resubmit[ri] - d->resubmit_on);
+		d->max_attempts = j->max_attempts;
+		d->on_change = on_change(j->on_change);
+		d->protect = j->protect;
+		d->user = j;
+	}
+	for (size_t i = 0, n = 0; i < state->nrecords; i++) {
+		const struct state_record *r = &state->records[i];
+		struct plan_record *pr;
+
+		if (strncmp(r->address, "job.", 4) != 0)
+			continue;
+		pr = &out->records[n];
+		pr->address = r->address;
+		pr->spec_hash = r->spec_hash;
+		pr->spec_json = r->spec_json;
+		pr->run = r->run;
+		pr->protect = r->protect;
+		pr->user = r;
+		if (r->current) {
+			struct plan_run *run = &out->runs[n];
+
+			run->name = r->current->resource;
+			run->region = r->current->region;
+			run->state = r->current->state;
+			run->error_code = (int)r->current->error_code;
+			run->error_message = r->current->error_message;
+			run->attempt = r->current->attempt;
+			run->end_ms = r->current->ended_ms;
+			run->cancelled_by_vx = r->current->cancelled_by_vx;
+			/* A create that never answered has no resource: the plan treats it as
+			 * no current run, and adoption by labels finds the job if it exists. */
+			if (run->name)
+				pr->current = run;
+		}
+		pr->known = &out->known[ki];
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (r->history[h].resource)
+				out->known[ki++] = r->history[h].resource;
+		pr->nknown = (size_t)(&out->known[ki] - pr->known);
+		n++;
+	}
+	out->in.stack = st->name;
+	out->in.decls = out->decls;
+	out->in.ndecls = st->njobs;
+	out->in.records = out->records;
+	out->in.nrecords = nrec;
+	out->in.live = live;
+	if (opts) {
+		out->in.targets = opts->targets;
+		out->in.ntargets = opts->ntargets;
+		out->in.replaces = opts->replaces;
+		out->in.nreplaces = opts->nreplaces;
+	}
+	rc = plan_build(&out->plan, &out->in, err);
+	if (rc < 0)
+		goto fail;
+	return 0;
+fail:
+	planner_release(out);
+	return rc;
+}
+
+static int add_region(const char ***arr, size_t *n, const char *region)
+{
+	const char **p;
+
+	if (!region)
+		return 0;
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*arr)[i], region))
+			return 0;
+	p = realloc(*arr, (*n + 1) * sizeof(*p));
+	if (!p)
+		return VX_ENOMEM;
+	*arr = p;
+	p[(*n)++] = region;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int planner_regions(const struct stack *st, const struct state *state, const char ***out, size_t *n)
+{
+	const char **arr = NULL;
+	size_t cnt = 0;
+
+	for (size_t i = 0; i < st->njobs; i++)
+		if (add_region(&arr, &cnt, st->jobs[i].region) < 0)
+			goto oom;
+	for (size_t i = 0; state && i < state->nrecords; i++) {
+		const struct state_record *r = &state->records[i];
+
+		if (r->current && add_region(&arr, &cnt, r->current->region) < 0)
+			goto oom;
+	}
+	if (cnt > 1)
+		qsort(arr, cnt, sizeof(*arr), cmp_str);
+	*out = arr;
+	*n = cnt;
+	return 0;
+oom:
+	free(arr);
+	return VX_ENOMEM;
+}

@@ -1,0 +1,53 @@
+#ifndef VX_RECONCILE_PLANNER_H
+#define VX_RECONCILE_PLANNER_H
+
+/*
+ * Glue between the loaded stack, the stored state, the live jobs and the
+ * pure planner (reconcile/plan.h): fills struct plan_input from them, keeps
+ * the arrays it points at alive, and runs plan_build().
+ */
+
+#include <stddef.h>
+
+#include "reconcile/plan.h"
+#include "util/err.h"
+
+struct stack;
+struct state;
+struct live_jobs;
+
+struct planner {
+	struct plan plan;       /* the result */
+	struct plan_input in;   /* what it was built from (borrowing from below) */
+	struct plan_decl *decls;
+	char **shapes;
+	const char **resubmit;  /* storage for every decl's resubmit_on */
+	struct plan_record *records;
+	struct plan_run *runs;
+	const char **known;     /* storage for every record's known[] */
+	int refresh;
+};
+
+struct planner_options {
+	const char *const *targets;
+	size_t ntargets;
+	const char *const *replaces;
+	size_t nreplaces;
+};
+
+/*
+ * Plans stack against state and live (NULL = refresh off: plan from the
+ * state alone). The stack, state and live must outlive the planner.
+ */
+int planner_run(struct planner *out, const struct stack *st, const struct state *state,
+		const struct live_jobs *live, const struct planner_options *opts,
+		struct vx_err *err) VX_WUR;
+void planner_release(struct planner *p);
+
+/* The regions whose jobs must be listed: every declared job's region and
+ * every region of a current run in state, sorted, unique. Caller frees
+ * the array (the strings are borrowed). */
+int planner_regions(const struct stack *st, const struct state *state, const char ***out,
+		    size_t *n) VX_WUR;
+
+#endif

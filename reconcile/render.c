@@ -1,0 +1,470 @@
+#include "reconcile/render.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "reconcile/plan.h"
+#include "util/buf.h"
+#include "util/banned.h"
+
+#define C_RESET "\033[0m"
+#define C_BOLD "\033[1m"
+#define C_GREEN "\033[32m"
+#define C_RED "\033[31m"
+#define C_YELLOW "\033[33m"
+#define C_CYAN "\033[36m"
+
+static const char *kind_color(enum plan_kind k)
+{
+	switch (k) {
+	case PLAN_CREATE: return C_GREEN;
+	case PLAN_CANCEL: case PLAN_FORGET: return C_RED;
+	case PLAN_REPLACE: return C_YELLOW;
+	default: return C_CYAN;
+	}
+}
+
+static int is_change(const struct plan_action *a)
+{
+	return a->kind != PLAN_NOOP;
+}
+
+/* "3 to create, 1 to replace" etc., in a fixed order. */
+static int summary(struct vx_buf *b, const struct plan *p)
+{
+	static const struct { enum plan_kind k; const char *word; } order[] = {
+		{ PLAN_CREATE, "to create" }, { PLAN_ADOPT, "to adopt" },
+		{ PLAN_REPLACE, "to replace" }, { PLAN_RERUN, "to rerun" },
+		{ PLAN_RESUBMIT, "to resubmit" }, { PLAN_CANCEL, "to cancel" },
+		{ PLAN_FORGET, "to forget" },
+	};
+	int rc = 0, first = 1;
+
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && rc == 0; i++) {
+		if (!p->counts[order[i].k])
+			continue;
+		rc = vx_buf_printf(b, "%s%zu %s", first ? "" : ", ", p->counts[order[i].k], order[i].word);
+		first = 0;
+	}
+	if (rc == 0 && first)
+		rc = vx_buf_adds(b, "no changes");
+	return rc;
+}
+
+static int header_human(struct vx_buf *b, const struct render_header *h)
+{
+	int rc;
+	char shortc[13] = "";
+
+	if (h->state_commit)
+		snprintf(shortc, sizeof(shortc), "%.12s", h->state_commit);
+	rc = vx_buf_printf(b, "Stack %s, project %s\n", h->stack, h->project ? h->project : "?");
+	if (rc == 0)
+		rc = vx_buf_printf(b, "State: %s %s%s%s (serial %" PRIu64 ")\n", h->backend ? h->backend : "?",
+				   h->state_ref ? h->state_ref : "?", *shortc ? " @ " : "", shortc,
+				   h->state_serial);
+	if (rc == 0 && h->config_commit)
+		rc = vx_buf_printf(b, "Config: commit %.12s\n", h->config_commit);
+	if (rc == 0 && !h->refresh)
+		rc = vx_buf_adds(b, "Refresh: OFF (-refresh=false): planned from the state alone; "
+				    "jobs that ended or changed since the last apply are not seen\n");
+	else if (rc == 0) {
+		rc = vx_buf_printf(b, "Refresh: live jobs read in %zu region%s", h->nregions,
+				   h->nregions == 1 ? "" : "s");
+		for (size_t i = 0; rc == 0 && i < h->nregions; i++)
+			rc = vx_buf_printf(b, "%s%s", i ? ", " : " (", h->regions[i]);
+		if (rc == 0)
+			rc = vx_buf_adds(b, h->nregions ? ")\n" : "\n");
+	}
+	return rc;
+}
+
+int render_plan_human(struct vx_buf *b, const struct plan *p, const struct render_header *h, int color)
+{
+	int rc = header_human(b, h);
+	size_t notes = 0;
+
+	if (rc == 0)
+		rc = vx_buf_addc(b, '\n');
+	for (size_t i = 0; rc == 0 && i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+
+		if (!is_change(a))
+			continue;
+		rc = vx_buf_printf(b, "  %s%s%-3s %s%s %s\n", color ? kind_color(a->kind) : "",
+				   color ? C_BOLD : "", plan_kind_symbol(a->kind), a->address,
+				   color ? C_RESET : "", plan_kind_name(a->kind));
+		if (rc == 0 && a->shape)
+			rc = vx_buf_printf(b, "        %s%s%s\n", a->shape, a->region ? " in " : "",
+					   a->region ? a->region : "");
+		if (rc == 0 && a->reason)
+			rc = vx_buf_printf(b, "        %s\n", a->reason);
+		if (rc == 0 && a->cancel_name)
+			rc = vx_buf_printf(b, "        cancels %s\n", a->cancel_name);
+		if (rc == 0 && a->adopt_name)
+			rc = vx_buf_printf(b, "        adopts %s\n", a->adopt_name);
+	}
+	for (size_t i = 0; rc == 0 && i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+
+		if (is_change(a) || (!a->reason && !a->drift))
+			continue;
+		if (notes++ == 0)
+			rc = vx_buf_adds(b, "\nNo change:\n");
+		if (rc == 0)
+			rc = vx_buf_printf(b, "      %s: %s\n", a->address,
+					   a->reason ? a->reason : "unchanged");
+	}
+	if (rc == 0 && p->drifts) {
+		rc = vx_buf_printf(b, "\n%sDrift%s (changed outside vx):\n", color ? C_YELLOW : "",
+				   color ? C_RESET : "");
+		for (size_t i = 0; rc == 0 && i < p->n; i++)
+			if (p->actions[i].drift)
+				rc = vx_buf_printf(b, "  ! %s: %s -> %s\n", p->actions[i].address,
+						   p->actions[i].drift, plan_kind_name(p->actions[i].kind));
+	}
+	if (rc == 0 && p->errors.n) {
+		rc = vx_buf_printf(b, "\n%sErrors%s (the plan cannot be applied):\n", color ? C_RED : "",
+				   color ? C_RESET : "");
+		for (size_t i = 0; rc == 0 && i < p->errors.n; i++)
+			rc = vx_buf_printf(b, "  %s\n", p->errors.items[i].msg);
+	}
+	if (rc == 0)
+		rc = vx_buf_printf(b, "\n%sPlan:%s ", color ? C_BOLD : "", color ? C_RESET : "");
+	if (rc == 0)
+		rc = summary(b, p);
+	if (rc == 0)
+		rc = vx_buf_printf(b, ". %zu unchanged.\n", p->counts[PLAN_NOOP]);
+	return rc;
+}
+
+/* Markdown table cells must not contain '|' or newlines. */
+static int md_cell(struct vx_buf *b, const char *s)
+{
+	int rc = 0;
+
+	for (; s && *s && rc == 0; s++) {
+		if (*s == '|')
+			rc = vx_buf_adds(b, "\\|");
+		else if (*s == '\n')
+			rc = vx_buf_addc(b, ' ');
+		else
+			rc = vx_buf_addc(b, *s);
+	}
+	return rc;
+}
+
+int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct render_header *h)
+{
+	int rc = vx_buf_printf(b, "### vx plan: stack `%s` (project `%s`)\n\n", h->stack,
+			       h->project ? h->project : "?");
+
+	if (rc == 0 && !h->refresh)
+		rc = vx_buf_adds(b, "> **Refresh off**: planned from the state alone.\n\n");
+	if (rc == 0)
+		rc = vx_buf_adds(b, "| | address | action | shape | reason |\n|---|---|---|---|---|\n");
+	for (size_t i = 0; rc == 0 && i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+
+		if (!is_change(a))
+			continue;
+		rc = vx_buf_printf(b, "| `%s` | `%s` | %s | ", plan_kind_symbol(a->kind), a->address,
+				   plan_kind_name(a->kind));
+		if (rc == 0)
+			rc = md_cell(b, a->shape);
+		if (rc == 0)
+			rc = vx_buf_adds(b, " | ");
+		if (rc == 0)
+			rc = md_cell(b, a->reason);
+		if (rc == 0)
+			rc = vx_buf_adds(b, " |\n");
+	}
+	for (size_t i = 0; rc == 0 && i < p->n; i++)
+		if (p->actions[i].drift)
+			rc = vx_buf_printf(b, "\n- **drift** `%s`: %s", p->actions[i].address,
+					   p->actions[i].drift);
+	for (size_t i = 0; rc == 0 && i < p->errors.n; i++)
+		rc = vx_buf_printf(b, "\n- **error**: %s", p->errors.items[i].msg);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "\n\n**Plan:** ");
+	if (rc == 0)
+		rc = summary(b, p);
+	if (rc == 0)
+		rc = vx_buf_printf(b, ". %zu unchanged.\n", p->counts[PLAN_NOOP]);
+	return rc;
+}
+
+static cJSON *str_or_null(const char *s)
+{
+	return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+static int add(cJSON *obj, const char *key, cJSON *v)
+{
+	if (!v)
+		return VX_ENOMEM;
+	if (!cJSON_AddItemToObject(obj, key, v)) {
+		cJSON_Delete(v);
+		return VX_ENOMEM;
+	}
+	return 0;
+}
+
+static cJSON *action_json(const struct plan_action *a)
+{
+	cJSON *o = cJSON_CreateObject(), *before = NULL, *after = NULL;
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= add(o, "address", cJSON_CreateString(a->address));
+	rc |= add(o, "action", cJSON_CreateString(plan_kind_name(a->kind)));
+	rc |= add(o, "reason", str_or_null(a->reason));
+	rc |= add(o, "drift", str_or_null(a->drift));
+	rc |= add(o, "shape", str_or_null(a->shape));
+	rc |= add(o, "region", str_or_null(a->region));
+	rc |= add(o, "failure_class", str_or_null(a->failure_class));
+	rc |= add(o, "cancel", str_or_null(a->cancel_name));
+	rc |= add(o, "adopt", str_or_null(a->adopt_name));
+	before = cJSON_CreateObject();
+	rc |= add(o, "before", before);
+	if (before) {
+		rc |= add(before, "spec_hash", str_or_null(a->old_hash));
+		rc |= add(before, "state", str_or_null(a->live_state));
+	}
+	after = cJSON_CreateObject();
+	rc |= add(o, "after", after);
+	if (after) {
+		rc |= add(after, "spec_hash", str_or_null(a->new_hash));
+		rc |= add(after, "run", a->run ? cJSON_CreateNumber((double)a->run) : cJSON_CreateNull());
+		rc |= add(after, "attempt", a->attempt ? cJSON_CreateNumber((double)a->attempt) : cJSON_CreateNull());
+		rc |= add(after, "max_attempts", a->max_attempts ? cJSON_CreateNumber((double)a->max_attempts)
+								 : cJSON_CreateNull());
+	}
+	if (rc) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render_header *h)
+{
+	cJSON *root = cJSON_CreateObject(), *state = NULL, *arr = NULL, *sum = NULL, *errs = NULL, *regs = NULL;
+	char *text = NULL;
+	int rc = 0;
+
+	if (!root)
+		return VX_ENOMEM;
+	rc |= add(root, "format_version", cJSON_CreateNumber(PLAN_FORMAT_VERSION));
+	rc |= add(root, "vx_version", cJSON_CreateString(VX_VERSION));
+	rc |= add(root, "stack", cJSON_CreateString(h->stack));
+	rc |= add(root, "project", str_or_null(h->project));
+	rc |= add(root, "dir", str_or_null(h->dir));
+	rc |= add(root, "declaration_hash", str_or_null(h->decl_hash));
+	rc |= add(root, "config_commit", str_or_null(h->config_commit));
+	rc |= add(root, "refresh", cJSON_CreateBool(h->refresh));
+	regs = cJSON_CreateArray();
+	rc |= add(root, "regions", regs);
+	for (size_t i = 0; regs && i < h->nregions; i++)
+		if (!cJSON_AddItemToArray(regs, cJSON_CreateString(h->regions[i])))
+			rc = VX_ENOMEM;
+	regs = cJSON_CreateArray();
+	rc |= add(root, "targets", regs);
+	for (size_t i = 0; regs && i < h->ntargets; i++)
+		if (!cJSON_AddItemToArray(regs, cJSON_CreateString(h->targets[i])))
+			rc = VX_ENOMEM;
+	state = cJSON_CreateObject();
+	rc |= add(root, "state", state);
+	if (state) {
+		char serial[24];
+
+		snprintf(serial, sizeof(serial), "%" PRIu64, h->state_serial);
+		rc |= add(state, "backend", str_or_null(h->backend));
+		rc |= add(state, "ref", str_or_null(h->state_ref));
+		rc |= add(state, "commit", str_or_null(h->state_commit));
+		/* A string: JSON numbers lose precision past 2^53. */
+		rc |= add(state, "serial", cJSON_CreateString(serial));
+		rc |= add(state, "lineage", str_or_null(h->state_lineage));
+	}
+	arr = cJSON_CreateArray();
+	rc |= add(root, "actions", arr);
+	for (size_t i = 0; arr && i < p->n; i++) {
+		cJSON *a = action_json(&p->actions[i]);
+
+		if (!a || !cJSON_AddItemToArray(arr, a)) {
+			cJSON_Delete(a);
+			rc = VX_ENOMEM;
+		}
+	}
+	errs = cJSON_CreateArray();
+	rc |= add(root, "errors", errs);
+	for (size_t i = 0; errs && i < p->errors.n; i++)
+		if (!cJSON_AddItemToArray(errs, cJSON_CreateString(p->errors.items[i].msg)))
+			rc = VX_ENOMEM;
+	sum = cJSON_CreateObject();
+	rc |= add(root, "summary", sum);
+	for (int k = 0; sum && k < PLAN_KIND_COUNT; k++)
+		rc |= add(sum, plan_kind_name((enum plan_kind)k), cJSON_CreateNumber((double)p->counts[k]));
+	rc |= add(root, "drift_count", cJSON_CreateNumber((double)p->drifts));
+	rc |= add(root, "changes", cJSON_CreateBool(plan_has_changes(p)));
+	if (rc == 0) {
+		text = cJSON_Print(root);
+		rc = text ? vx_buf_adds(b, text) : VX_ENOMEM;
+		if (rc == 0)
+			rc = vx_buf_addc(b, '\n');
+	}
+	free(text);
+	cJSON_Delete(root);
+	return rc ? VX_ENOMEM : 0;
+}
+
+void saved_plan_release(struct saved_plan *sp)
+{
+	for (size_t i = 0; i < sp->n; i++) {
+		struct saved_action *a = &sp->actions[i];
+
+		free(a->address);
+		free(a->action);
+		free(a->cancel_name);
+		free(a->adopt_name);
+		free(a->region);
+		free(a->spec_hash);
+	}
+	free(sp->actions);
+	for (size_t i = 0; i < sp->ntargets; i++)
+		free(sp->targets[i]);
+	free(sp->targets);
+	free(sp->stack);
+	free(sp->dir);
+	free(sp->state_commit);
+	free(sp->state_lineage);
+	free(sp->decl_hash);
+	memset(sp, 0, sizeof(*sp));
+}
+
+/* A string member or NULL (null or absent); VX_EINVAL for another type. */
+static int get_str(const cJSON *o, const char *key, char **out, int required, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return vx_err_set(err, VX_EINVAL, "saved plan: \"%s\" is missing", key);
+		return 0;
+	}
+	if (!cJSON_IsString(v))
+		return vx_err_set(err, VX_EINVAL, "saved plan: \"%s\" must be a string", key);
+	*out = strdup(v->valuestring);
+	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
+}
+
+static int64_t get_int(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struct vx_err *err)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *state, *actions, *a;
+	char *serial = NULL;
+	int rc = 0;
+	size_t i = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!root || !cJSON_IsObject(root)) {
+		rc = vx_err_set(err, VX_EINVAL, "saved plan: not a JSON object");
+		goto done;
+	}
+	out->format_version = get_int(root, "format_version");
+	if (out->format_version != PLAN_FORMAT_VERSION) {
+		rc = vx_err_set(err, VX_EINVAL, "saved plan: format_version %" PRId64 " is not supported "
+				"(this vx reads %d)", out->format_version, PLAN_FORMAT_VERSION);
+		goto done;
+	}
+	if ((rc = get_str(root, "stack", &out->stack, 1, err)) < 0 ||
+	    (rc = get_str(root, "dir", &out->dir, 1, err)) < 0 ||
+	    (rc = get_str(root, "declaration_hash", &out->decl_hash, 1, err)) < 0)
+		goto done;
+	out->refresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "refresh"));
+	{
+		const cJSON *t, *targets = cJSON_GetObjectItemCaseSensitive(root, "targets");
+
+		if (targets && !cJSON_IsArray(targets)) {
+			rc = vx_err_set(err, VX_EINVAL, "saved plan: \"targets\" must be an array");
+			goto done;
+		}
+		out->targets = calloc((size_t)cJSON_GetArraySize(targets) + 1, sizeof(*out->targets));
+		if (!out->targets) {
+			rc = vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
+			goto done;
+		}
+		cJSON_ArrayForEach(t, targets) {
+			if (!cJSON_IsString(t)) {
+				rc = vx_err_set(err, VX_EINVAL, "saved plan: \"targets\" must hold strings");
+				goto done;
+			}
+			out->targets[out->ntargets] = strdup(t->valuestring);
+			if (!out->targets[out->ntargets++]) {
+				rc = vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
+				goto done;
+			}
+		}
+	}
+	state = cJSON_GetObjectItemCaseSensitive(root, "state");
+	if (!cJSON_IsObject(state)) {
+		rc = vx_err_set(err, VX_EINVAL, "saved plan: \"state\" is missing");
+		goto done;
+	}
+	if ((rc = get_str(state, "commit", &out->state_commit, 0, err)) < 0 ||
+	    (rc = get_str(state, "lineage", &out->state_lineage, 0, err)) < 0 ||
+	    (rc = get_str(state, "serial", &serial, 1, err)) < 0)
+		goto done;
+	out->state_serial = strtoull(serial, NULL, 10);
+	actions = cJSON_GetObjectItemCaseSensitive(root, "actions");
+	if (!cJSON_IsArray(actions)) {
+		rc = vx_err_set(err, VX_EINVAL, "saved plan: \"actions\" must be an array");
+		goto done;
+	}
+	out->actions = calloc((size_t)cJSON_GetArraySize(actions) + 1, sizeof(*out->actions));
+	if (!out->actions) {
+		rc = vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
+		goto done;
+	}
+	cJSON_ArrayForEach(a, actions) {
+		struct saved_action *sa = &out->actions[i];
+		const cJSON *after = cJSON_GetObjectItemCaseSensitive(a, "after");
+
+		out->n = ++i;
+		if (!cJSON_IsObject(a)) {
+			rc = vx_err_set(err, VX_EINVAL, "saved plan: actions[%zu] is not an object", i - 1);
+			goto done;
+		}
+		if ((rc = get_str(a, "address", &sa->address, 1, err)) < 0 ||
+		    (rc = get_str(a, "action", &sa->action, 1, err)) < 0 ||
+		    (rc = get_str(a, "cancel", &sa->cancel_name, 0, err)) < 0 ||
+		    (rc = get_str(a, "adopt", &sa->adopt_name, 0, err)) < 0 ||
+		    (rc = get_str(a, "region", &sa->region, 0, err)) < 0)
+			goto done;
+		if (cJSON_IsObject(after)) {
+			if ((rc = get_str(after, "spec_hash", &sa->spec_hash, 0, err)) < 0)
+				goto done;
+			sa->run = get_int(after, "run");
+			sa->attempt = get_int(after, "attempt");
+		}
+	}
+done:
+	free(serial);
+	cJSON_Delete(root);
+	if (rc < 0)
+		saved_plan_release(out);
+	return rc;
+}

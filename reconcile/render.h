@@ -1,0 +1,76 @@
+#ifndef VX_RECONCILE_RENDER_H
+#define VX_RECONCILE_RENDER_H
+
+/*
+ * A plan as people and programs read it: the human form (colour only when
+ * the caller says so), markdown for CI comments, and the versioned JSON
+ * documented in docs/plan-json.md (format_version 1), which is also the
+ * saved-plan file written by `vxplan -out FILE`. Library code: it fills
+ * buffers, cmd/ prints them.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct plan;
+struct vx_buf;
+
+#define PLAN_FORMAT_VERSION 1
+
+struct render_header {
+	const char *stack;
+	const char *project;
+	const char *dir;            /* absolute path of the stack directory */
+	const char *backend;        /* "git", "file" */
+	const char *state_ref;      /* "refs/heads/vx/state/research" or the file path */
+	const char *state_commit;   /* commit id of the state the plan was made against, or NULL */
+	uint64_t state_serial;
+	const char *state_lineage;
+	const char *config_commit;  /* HEAD of the stack's repository, or NULL */
+	const char *decl_hash;      /* stack declaration hash */
+	int refresh;                /* 0: planned from state alone */
+	const char *const *regions; /* regions whose live jobs were read */
+	size_t nregions;
+	const char *const *targets; /* -target addresses the plan was limited to */
+	size_t ntargets;
+};
+
+int render_plan_human(struct vx_buf *out, const struct plan *p, const struct render_header *h,
+		      int color) VX_WUR;
+int render_plan_markdown(struct vx_buf *out, const struct plan *p, const struct render_header *h) VX_WUR;
+int render_plan_json(struct vx_buf *out, const struct plan *p, const struct render_header *h) VX_WUR;
+
+/* One action of a saved plan, as needed to carry it out. */
+struct saved_action {
+	char *address;
+	char *action;       /* plan_kind_name */
+	char *cancel_name;  /* or NULL */
+	char *adopt_name;   /* or NULL */
+	char *region;       /* or NULL */
+	char *spec_hash;    /* the declared spec hash, or NULL */
+	int64_t run;
+	int64_t attempt;
+};
+
+struct saved_plan {
+	int64_t format_version;
+	char *stack;
+	char *dir;
+	char *state_commit;  /* or NULL */
+	uint64_t state_serial;
+	char *state_lineage; /* or NULL */
+	char *decl_hash;
+	int refresh;
+	char **targets;      /* -target addresses, ntargets of them */
+	size_t ntargets;
+	struct saved_action *actions;
+	size_t n;
+};
+
+/* Parses a saved plan (strict: unknown format_version refused). */
+int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struct vx_err *err) VX_WUR;
+void saved_plan_release(struct saved_plan *sp);
+
+#endif

@@ -1,0 +1,235 @@
+"""Shared pieces of the end-to-end tests: the fake Google Cloud, a stack in a
+temporary git repository, and running the built vx binary against them.
+
+Standard library only. VX_BIN names the binary under test.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FAKE = os.path.join(ROOT, "tests", "fakegcp", "fakegcp.py")
+VX_BIN = os.environ.get("VX_BIN", os.path.join(ROOT, "build", "vx"))
+PROJECT = "vx-e2e"
+REGION = "us-central1"
+
+
+class Fake:
+    """The fake Google Cloud on a free loopback port, with a minted key."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        ready = os.path.join(tmp, "fake.ready")
+        self.log = open(os.path.join(tmp, "fake.log"), "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, FAKE, "--port", "0", "--ready-file", ready],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        self.url = ""
+        while not self.url:
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("fake did not start: see %s" % self.log.name)
+            time.sleep(0.05)
+            if os.path.exists(ready):
+                with open(ready) as f:
+                    self.url = f.read().strip()
+        key = self.post("/_fake/service-accounts", {"project": PROJECT})
+        self.key_file = os.path.join(tmp, "key.json")
+        with open(self.key_file, "w") as f:
+            json.dump(key, f)
+        os.chmod(self.key_file, 0o600)
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            raw = r.read()
+        return json.loads(raw) if raw else {}
+
+    def post(self, path, body):
+        return self.call("POST", path, body)
+
+    def get(self, path):
+        return self.call("GET", path)
+
+    def jobs(self):
+        got = self.get("/_fake/jobs")
+        return got["customJobs"] if isinstance(got, dict) else got
+
+    def requests(self):
+        return self.get("/_fake/requests")
+
+    def rpc_count(self, rpc):
+        return self.requests().get("by_rpc", {}).get(rpc, 0)
+
+    def cancel_behind_vx(self, name):
+        """Cancels a job through the real API, as someone using gcloud would."""
+        self.post("/_fake/tokens", {"token": "outsider-token"})
+        req = urllib.request.Request(self.url + "/v1/" + name + ":cancel", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": "Bearer outsider-token"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
+
+    def advance(self, seconds):
+        return self.post("/_fake/clock", {"advance_seconds": seconds})
+
+    def env(self):
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("GOOGLE_", "CLOUDSDK_", "GCE_"))}
+        e.update({
+            "GOOGLE_APPLICATION_CREDENTIALS": self.key_file,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": self.url + "/v1/",
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE": self.url + "/compute/v1/",
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDQUOTAS": self.url + "/v1/",
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": self.url + "/storage/v1/",
+            "CLOUDSDK_CONFIG": os.path.join(self.tmp, "gcloud-none"),
+            "METADATA_SERVER_DETECTION": "none",
+            "NO_COLOR": "1",
+            "HOME": self.tmp,
+            "GIT_AUTHOR_NAME": "vx-e2e", "GIT_AUTHOR_EMAIL": "e2e@example.com",
+            "GIT_COMMITTER_NAME": "vx-e2e", "GIT_COMMITTER_EMAIL": "e2e@example.com",
+        })
+        return e
+
+
+STACK = """kind: Stack
+name: {stack}
+project: {project}
+region: {region}
+labels: {{team: e2e}}
+"""
+
+JOB = """---
+kind: CustomJob
+name: {name}
+spec:
+  workerPoolSpecs:
+    - machineSpec: {{machineType: {machine}, acceleratorType: {accel}, acceleratorCount: {count}}}
+      replicaCount: 1
+      containerSpec: {{imageUri: "us-docker.pkg.dev/p/r/trainer:{tag}", args: ["--epochs", "{epochs}"]}}
+  scheduling: {{strategy: {strategy}}}
+  baseOutputDirectory: {{outputUriPrefix: "gs://e2e-bucket/{name}"}}
+run: {run}
+resubmit: {{on: [{on}], maxAttempts: {attempts}}}
+onChange: {on_change}
+protect: {protect}
+"""
+
+
+def job_yaml(name, epochs=3, run=1, on="stockout, preempted", attempts=3, on_change="replace",
+             protect="false", machine="g2-standard-4", accel="NVIDIA_L4", count=1, tag="1.0",
+             strategy="STANDARD"):
+    return JOB.format(name=name, epochs=epochs, run=run, on=on, attempts=attempts,
+                      on_change=on_change, protect=protect, machine=machine, accel=accel,
+                      count=count, tag=tag, strategy=strategy)
+
+
+class Result:
+    def __init__(self, cp):
+        self.code = cp.returncode
+        self.out = cp.stdout
+        self.err = cp.stderr
+
+    def __repr__(self):
+        return "exit %d\n--- stdout\n%s\n--- stderr\n%s" % (self.code, self.out, self.err)
+
+
+class Repo:
+    """A git repository holding a stack in its directory 'stack/'."""
+
+    def __init__(self, tmp, fake, stack="e2e"):
+        self.root = os.path.join(tmp, "repo")
+        self.dir = os.path.join(self.root, "stack")
+        self.fake = fake
+        self.stack = stack
+        os.makedirs(self.dir)
+        self.git("init", "-q", "-b", "main")
+        self.jobs = {}
+
+    def git(self, *args):
+        return subprocess.run(["git", "-C", self.root] + list(args), check=True,
+                              capture_output=True, text=True, env=self.fake.env()).stdout
+
+    def write(self, jobs=None, extra_stack=""):
+        if jobs is not None:
+            self.jobs = dict(jobs)
+        text = STACK.format(stack=self.stack, project=PROJECT, region=REGION) + extra_stack
+        with open(os.path.join(self.dir, "stack.yaml"), "w") as f:
+            f.write(text)
+        path = os.path.join(self.dir, "jobs.yaml")
+        if self.jobs:
+            with open(path, "w") as f:
+                f.write("".join(self.jobs[k] for k in sorted(self.jobs)))
+        elif os.path.exists(path):
+            os.remove(path)
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", "stack change", "--allow-empty")
+
+    def vx(self, *args, timeout=120, env=None):
+        e = self.fake.env()
+        if env:
+            e.update(env)
+        cp = subprocess.run([VX_BIN] + list(args), cwd=self.root, capture_output=True,
+                            text=True, timeout=timeout, env=e, stdin=subprocess.DEVNULL)
+        r = Result(cp)
+        if r.code >= 128 or r.code < 0 or "AddressSanitizer" in r.err or "runtime error:" in r.err:
+            raise AssertionError("vx crashed or a sanitizer complained:\n%r" % r)
+        return r
+
+    def plan(self, *args, **kw):
+        return self.vx("plan", self.dir, *args, **kw)
+
+    def apply(self, *args, **kw):
+        return self.vx("apply", self.dir, "-auto-approve", *args, **kw)
+
+    def state_log(self):
+        return self.git("log", "--format=%B%x00", "vx/state/%s" % self.stack).split("\x00")
+
+
+class FakeTestCase(unittest.TestCase):
+    """Each test gets a fresh fake and a fresh repository."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="vx-e2e-")
+        self.fake = Fake(self.tmp)
+        self.repo = Repo(self.tmp, self.fake)
+
+    def tearDown(self):
+        self.fake.close()
+        if os.environ.get("VX_E2E_KEEP"):
+            print("kept", self.tmp)
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def live_jobs(self, job=None):
+        out = []
+        for j in self.fake.jobs():
+            labels = j.get("labels", {})
+            if labels.get("vx-stack") != self.repo.stack:
+                continue
+            if job and labels.get("vx-job") != job:
+                continue
+            out.append(j)
+        return out
+
+    def active(self, job=None):
+        return [j for j in self.live_jobs(job) if j["state"] in (
+            "JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")]

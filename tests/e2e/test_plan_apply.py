@@ -1,0 +1,330 @@
+"""End to end: vxplan and vxapply against the fake Google Cloud (issue 5).
+
+Each test asserts the jobs in the fake (GET /_fake/jobs) and the calls vx
+made (GET /_fake/requests), not only vx's output.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from harness import FakeTestCase, VX_BIN, job_yaml
+
+RUNNING_AFTER = 60       # virtual seconds: QUEUED -> PENDING -> RUNNING with the fake's defaults
+FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED
+
+
+class PlanApply(FakeTestCase):
+
+    def test_create_then_no_changes(self):
+        self.repo.write({"a": job_yaml("a")})
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("+   job.a create", r.out)
+        self.assertIn("g2-standard-4 ×1, 1×L4", r.out)
+        self.assertIn("Plan: 1 to create", r.out)
+        self.assertEqual(self.live_jobs(), [], "plan must not create anything")
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        jobs = self.live_jobs("a")
+        self.assertEqual(len(jobs), 1)
+        labels = jobs[0]["labels"]
+        self.assertEqual(labels["vx-stack"], "e2e")
+        self.assertEqual(labels["vx-job"], "a")
+        self.assertEqual(labels["vx-run"], "1")
+        self.assertEqual(labels["vx-attempt"], "1")
+        self.assertEqual(labels["team"], "e2e")
+        self.assertEqual(len(labels["vx-spec"]), 12)
+        before = self.fake.requests()
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("no changes", r.out)
+        after = self.fake.requests()
+        self.assertEqual(after["by_rpc"].get("GetCustomJob", 0), 0)
+        self.assertEqual(after["by_rpc"].get("CreateCustomJob", 0),
+                         before["by_rpc"].get("CreateCustomJob", 0))
+        self.assertEqual(after["by_rpc"]["ListCustomJobs"] - before["by_rpc"]["ListCustomJobs"], 1)
+
+    def test_spec_change_replace_then_rerun(self):
+        self.repo.write({"a": job_yaml("a", epochs=3)})
+        self.assertEqual(self.repo.apply().code, 0)
+        first = self.live_jobs("a")[0]["name"]
+        self.fake.advance(RUNNING_AFTER)
+        self.repo.write({"a": job_yaml("a", epochs=4)})
+        r = self.repo.plan()
+        self.assertIn("-/+ job.a replace", r.out)
+        self.assertIn("spec changed: workerPoolSpecs[0].containerSpec.args while running", r.out)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        jobs = {j["name"]: j for j in self.live_jobs("a")}
+        self.assertEqual(len(jobs), 2)
+        self.assertIn(jobs[first]["state"], ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"))
+        self.assertEqual(len(self.active("a")), 1)
+        self.fake.advance(FINISHED_AFTER)
+        self.repo.write({"a": job_yaml("a", epochs=5)})
+        r = self.repo.plan()
+        self.assertIn("job.a rerun", r.out)
+        self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 1)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 1, "a finished run is not cancelled")
+        self.assertEqual(len(self.live_jobs("a")), 3)
+        self.assertEqual(len(self.active("a")), 1)
+
+    def test_run_bump(self):
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(FINISHED_AFTER)
+        self.repo.write({"a": job_yaml("a", run=2)})
+        r = self.repo.plan()
+        self.assertIn("run bumped 1 -> 2", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        runs = sorted(j["labels"]["vx-run"] for j in self.live_jobs("a"))
+        self.assertEqual(runs, ["1", "2"])
+
+    def _fail_next(self, outcome, job="a", times=None):
+        rule = {"labels": {"vx-job": job}, "outcome": outcome}
+        if times:
+            rule["times"] = times
+        self.fake.post("/_fake/outcomes", rule)
+
+    def test_resubmit_up_to_budget(self):
+        self._fail_next("stockout")
+        self.repo.write({"a": job_yaml("a", on="stockout, preempted", attempts=3)})
+        self.assertEqual(self.repo.apply().code, 0)
+        for attempt in (2, 3):
+            self.fake.advance(FINISHED_AFTER)
+            r = self.repo.plan()
+            self.assertIn("job.a resubmit", r.out, r)
+            self.assertIn("attempt %d/3 after stockout" % attempt, r.out)
+            self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(FINISHED_AFTER)
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("resubmit budget exhausted (3/3 attempts)", r.out)
+        attempts = sorted(j["labels"]["vx-attempt"] for j in self.live_jobs("a"))
+        self.assertEqual(attempts, ["1", "2", "3"])
+        outs = {j["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"].rstrip("/")
+                for j in self.live_jobs("a")}
+        self.assertEqual(outs, {"gs://e2e-bucket/a"}, "the same output directory, to resume")
+
+    def test_preempted_resubmitted_user_error_not(self):
+        self._fail_next("preempted", "p")
+        self._fail_next("user-error", "u")
+        self.repo.write({"p": job_yaml("p", machine="g2-standard-8", strategy="SPOT"),
+                         "u": job_yaml("u")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(FINISHED_AFTER)
+        r = self.repo.plan()
+        self.assertIn("job.p resubmit", r.out)
+        self.assertIn("attempt 2/3 after preempted", r.out)
+        self.assertIn("job.u: failed (user-error", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(len(self.live_jobs("p")), 2)
+        self.assertEqual(len(self.live_jobs("u")), 1)
+
+    def test_removed_job_cancelled_or_forgotten(self):
+        self.repo.write({"b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(FINISHED_AFTER)           # b has succeeded
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)  # a is running
+        self.repo.write({})
+        r = self.repo.plan()
+        self.assertIn("-   job.a cancel", r.out)
+        self.assertIn("-   job.b forget", r.out)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 1)
+        self.assertEqual(self.active(), [])
+        self.assertEqual(len(self.live_jobs()), 2, "nothing is deleted: history stays")
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        r = self.repo.vx("state", "list", "-C", self.repo.dir)
+        self.assertEqual(r.out, "")
+
+    def test_protect_refuses_cancel(self):
+        self.repo.write({"a": job_yaml("a", protect="true")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("job.a is protected", r.out + r.err)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 0)
+        self.assertEqual(len(self.active("a")), 1)
+
+    def test_drift_cancelled_outside(self):
+        self.repo.write({"a": job_yaml("a", on="stockout, cancelled-outside")})
+        self.assertEqual(self.repo.apply().code, 0)
+        name = self.live_jobs("a")[0]["name"]
+        self.fake.cancel_behind_vx(name)
+        self.fake.advance(RUNNING_AFTER)
+        r = self.repo.plan()
+        self.assertIn("was cancelled outside vx", r.out)
+        self.assertIn("job.a resubmit", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(len(self.active("a")), 1)
+
+    def test_plan_over_200_jobs_lists_only(self):
+        self.repo.write({"j%03d" % i: job_yaml("j%03d" % i) for i in range(200)})
+        r = self.repo.apply("-parallelism", "16")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs()), 200)
+        before = self.fake.requests()["by_rpc"]
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        after = self.fake.requests()["by_rpc"]
+        self.assertEqual(after.get("GetCustomJob", 0), 0)
+        self.assertLessEqual(after["ListCustomJobs"] - before["ListCustomJobs"], 3)
+
+    def test_lost_create_replies_never_duplicate(self):
+        self.fake.post("/_fake/faults", {"drop_after_processing_rate": 0.5,
+                                         "methods": ["CreateCustomJob"]})
+        self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(10)})
+        self.repo.apply()
+        self.fake.post("/_fake/faults", {})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        for i in range(10):
+            self.assertEqual(len(self.live_jobs("j%02d" % i)), 1, "job j%02d" % i)
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+
+    def test_sigkill_mid_apply_then_resume(self):
+        self.fake.post("/_fake/faults", {"latency_ms": 300, "methods": ["CreateCustomJob"]})
+        self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(12)})
+        e = self.fake.env()
+        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "2"],
+                             cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while len(self.live_jobs()) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGKILL)
+        p.communicate()
+        created = len(self.live_jobs())
+        self.assertGreater(created, 0)
+        self.assertLess(created, 12, "killed before the end")
+        self.fake.post("/_fake/faults", {})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        for i in range(12):
+            self.assertEqual(len(self.live_jobs("j%02d" % i)), 1, "job j%02d" % i)
+
+    def test_two_applies_one_waits_for_the_lock(self):
+        self.fake.post("/_fake/faults", {"latency_ms": 400, "methods": ["CreateCustomJob"]})
+        self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(6)})
+        e = self.fake.env()
+        a = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
+                             cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        deadline = time.time() + 60
+        while not self.live_jobs() and time.time() < deadline:
+            time.sleep(0.05)
+        r = self.repo.apply()
+        out_a, err_a = a.communicate(timeout=120)
+        self.assertEqual(a.returncode, 0, err_a)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("state is locked by", r.err)
+        self.assertIn("pid %d" % a.pid, r.err)
+        self.assertEqual(len(self.live_jobs()), 6)
+
+    def test_saved_plan_refused_after_state_moved(self):
+        planfile = os.path.join(self.tmp, "a.plan")
+        # A saved plan applies exactly what it showed.
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.plan("-out", planfile).code, 0)
+        r = self.repo.vx("apply", planfile)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        # The declaration moved after the plan: refused.
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.plan("-out", planfile).code, 0)
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b"), "c": job_yaml("c")})
+        r = self.repo.vx("apply", planfile)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("declaration changed since the plan was made", r.err)
+        # The state moved after the plan (another apply ran): refused.
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.plan("-out", planfile).code, 0)
+        self.assertEqual(self.repo.apply().code, 0)
+        r = self.repo.vx("apply", planfile)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("state moved since the plan was made", r.err)
+        self.assertEqual(len(self.live_jobs("b")), 1)
+        self.assertEqual(len(self.live_jobs("c")), 0)
+
+    def test_json_plan_matches_schema(self):
+        self.repo.write({"a": job_yaml("a")})
+        r = self.repo.plan("-format", "json")
+        self.assertEqual(r.code, 0, r)
+        doc = json.loads(r.out)
+        schema_path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "docs", "plan-json.schema.json")
+        with open(schema_path) as f:
+            schema = json.load(f)
+        validate(doc, schema, "$")
+        self.assertEqual(doc["format_version"], 1)
+        self.assertEqual(doc["actions"][0]["action"], "create")
+        self.assertEqual(doc["summary"]["create"], 1)
+        self.assertTrue(doc["changes"])
+
+    def test_history_of_three_runs(self):
+        self._fail_next("stockout", times=2)
+        self.repo.write({"a": job_yaml("a", on="stockout", attempts=2)})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(FINISHED_AFTER)
+        self.assertEqual(self.repo.apply().code, 0)  # attempt 2 (stockout again)
+        self.fake.advance(FINISHED_AFTER)
+        self.repo.write({"a": job_yaml("a", on="stockout", attempts=2, run=2)})
+        self.assertEqual(self.repo.apply().code, 0)  # run 2
+        self.fake.advance(FINISHED_AFTER)
+        self.assertEqual(self.repo.apply().code, 0)  # records the final state
+        messages = [m for m in self.repo.state_log() if m.strip()]
+        self.assertTrue(any("+ job.a resubmit projects/" in m for m in messages), messages)
+        self.assertTrue(all("Vx-Serial: " in m for m in messages if m.startswith("vx: apply")))
+        head = self.repo.git("rev-parse", "HEAD").strip()
+        self.assertTrue(any("Vx-Config-Commit: %s" % head in m for m in messages))
+        r = self.repo.vx("log", "job.a", "-C", self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+        lines = [l for l in r.out.splitlines() if "customJobs/" in l]
+        self.assertEqual(len(lines), 3, r.out)
+        self.assertIn("stockout", lines[0] + lines[1])
+        self.assertIn("succeeded", r.out)
+
+
+def validate(doc, schema, path):
+    """A small JSON Schema checker for the keywords docs/plan-json.schema.json uses."""
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+        pytypes = {"object": dict, "array": list, "string": str, "boolean": bool,
+                   "integer": int, "number": (int, float), "null": type(None)}
+        ok = any(isinstance(doc, pytypes[t]) and not (t in ("integer", "number") and isinstance(doc, bool))
+                 for t in types)
+        if not ok:
+            raise AssertionError("%s: expected %s, got %r" % (path, types, doc))
+    if "enum" in schema and doc not in schema["enum"]:
+        raise AssertionError("%s: %r not in %r" % (path, doc, schema["enum"]))
+    if isinstance(doc, dict):
+        for k in schema.get("required", []):
+            if k not in doc:
+                raise AssertionError("%s: missing %s" % (path, k))
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties") is False:
+            for k in doc:
+                if k not in props:
+                    raise AssertionError("%s: unexpected key %s" % (path, k))
+        for k, sub in props.items():
+            if k in doc:
+                validate(doc[k], sub, path + "." + k)
+    if isinstance(doc, list) and "items" in schema:
+        for i, item in enumerate(doc):
+            validate(item, schema["items"], "%s[%d]" % (path, i))
+
+
+if __name__ == "__main__":
+    unittest.main()
