@@ -1,0 +1,925 @@
+#include "providers/gcp/compute.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/gcp/gerror.h"
+#include "providers/gcp/http.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+
+#include "util/banned.h"
+
+#define MAX_PAGES 100000
+#define WAIT_TIMEOUT_MS (30 * 60 * 1000)
+/* zoneOperations.wait holds the request up to about 2 minutes. */
+#define WAIT_CALL_TIMEOUT_MS 150000
+
+void compute_reservation_release(struct compute_reservation *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	free(r->name);
+	free(r->zone);
+	free(r->status);
+	free(r->description);
+	free(r->self_link);
+	free(r->machine_type);
+	for (i = 0; i < r->n_accelerators; i++)
+		free(r->accelerators[i].type);
+	free(r->accelerators);
+	free(r->service_share_type);
+	memset(r, 0, sizeof(*r));
+}
+
+void compute_reservation_list_release(struct compute_reservation_list *l)
+{
+	size_t i;
+
+	if (!l)
+		return;
+	for (i = 0; i < l->n; i++)
+		compute_reservation_release(&l->items[i]);
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+void compute_operation_release(struct compute_operation *op)
+{
+	size_t i;
+
+	if (!op)
+		return;
+	free(op->name);
+	free(op->zone);
+	free(op->status);
+	free(op->operation_type);
+	free(op->target_link);
+	free(op->client_operation_id);
+	free(op->http_error_message);
+	for (i = 0; i < op->n_errors; i++) {
+		free(op->errors[i].code);
+		free(op->errors[i].reason);
+		free(op->errors[i].message);
+	}
+	free(op->errors);
+	memset(op, 0, sizeof(*op));
+}
+
+int compute_operation_done(const struct compute_operation *op)
+{
+	return op && op->status && !strcmp(op->status, "DONE");
+}
+
+/* ---- JSON helpers ---- */
+
+static const char *js_str(const cJSON *o, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static int js_dup(char **out, const cJSON *o, const char *key)
+{
+	const char *s = js_str(o, key);
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	*out = strdup(s);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+/* The last path segment of a string field (zone URLs), or the whole string. */
+static int js_dup_last(char **out, const cJSON *o, const char *key)
+{
+	const char *s = js_str(o, key), *slash;
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	slash = strrchr(s, '/');
+	*out = strdup(slash ? slash + 1 : s);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+static int js_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out)
+{
+	if (cJSON_IsNumber(it)) {
+		double d = it->valuedouble;
+
+		if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi ||
+		    d >= 9223372036854775807.0)
+			return -1;
+		*out = (int64_t)d;
+		return 0;
+	}
+	if (cJSON_IsString(it) && it->valuestring[0]) {
+		char *end = NULL;
+		long long v;
+
+		errno = 0;
+		v = strtoll(it->valuestring, &end, 10);
+		if (errno || *end || v < lo || v > hi)
+			return -1;
+		*out = v;
+		return 0;
+	}
+	return -1;
+}
+
+static cJSON *parse_object(const char *body, size_t len, const char *what, struct vx_err *err)
+{
+	cJSON *root;
+
+	if (!body) {
+		vx_err_set(err, VX_EINVAL, "%s: empty response body", what);
+		return NULL;
+	}
+	root = cJSON_ParseWithLength(body, len);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		vx_err_set(err, VX_EINVAL, "%s: response is not a JSON object", what);
+		return NULL;
+	}
+	return root;
+}
+
+/* ---- parsers ---- */
+
+static int reservation_from(const cJSON *o, struct compute_reservation *r)
+{
+	const cJSON *spec, *props, *accs, *it, *pol;
+	int64_t v;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = js_dup(&r->name, o, "name")) < 0 || (rc = js_dup_last(&r->zone, o, "zone")) < 0 ||
+	    (rc = js_dup(&r->status, o, "status")) < 0 ||
+	    (rc = js_dup(&r->description, o, "description")) < 0 ||
+	    (rc = js_dup(&r->self_link, o, "selfLink")) < 0)
+		return rc;
+	r->specific_reservation_required =
+		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "specificReservationRequired"));
+	pol = cJSON_GetObjectItemCaseSensitive(o, "reservationSharingPolicy");
+	if ((rc = js_dup(&r->service_share_type, pol, "serviceShareType")) < 0)
+		return rc;
+	spec = cJSON_GetObjectItemCaseSensitive(o, "specificReservation");
+	if (!cJSON_IsObject(spec))
+		return 0;
+	if (js_int(cJSON_GetObjectItemCaseSensitive(spec, "count"), 0, INT64_MAX, &v) == 0)
+		r->count = v;
+	if (js_int(cJSON_GetObjectItemCaseSensitive(spec, "inUseCount"), 0, INT64_MAX, &v) == 0)
+		r->in_use_count = v;
+	props = cJSON_GetObjectItemCaseSensitive(spec, "instanceProperties");
+	if (!cJSON_IsObject(props))
+		return 0;
+	if ((rc = js_dup(&r->machine_type, props, "machineType")) < 0)
+		return rc;
+	accs = cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators");
+	if (!cJSON_IsArray(accs))
+		return 0;
+	cJSON_ArrayForEach(it, accs)
+		if (cJSON_IsObject(it))
+			n++;
+	if (!n)
+		return 0;
+	if (!(r->accelerators = calloc(n, sizeof(*r->accelerators))))
+		return VX_ENOMEM;
+	cJSON_ArrayForEach(it, accs) {
+		struct compute_accelerator *a;
+
+		if (!cJSON_IsObject(it))
+			continue;
+		a = &r->accelerators[r->n_accelerators++];
+		if ((rc = js_dup(&a->type, it, "acceleratorType")) < 0)
+			return rc;
+		if (js_int(cJSON_GetObjectItemCaseSensitive(it, "acceleratorCount"), 0, INT32_MAX, &v) == 0)
+			a->count = v;
+	}
+	return 0;
+}
+
+int compute_reservation_parse_json(const char *body, size_t len, struct compute_reservation *out,
+				   struct vx_err *err)
+{
+	cJSON *root;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!(root = parse_object(body, len, "compute: reading reservation", err)))
+		return VX_EINVAL;
+	rc = reservation_from(root, out);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		compute_reservation_release(out);
+		return vx_err_set(err, rc, "compute: reading reservation: out of memory");
+	}
+	return 0;
+}
+
+static int list_reserve(struct compute_reservation_list *l, size_t more)
+{
+	struct compute_reservation *p;
+	size_t want;
+
+	if (more > (size_t)-1 / sizeof(*p) - l->n)
+		return VX_ENOMEM;
+	if (l->n + more <= l->alloc)
+		return 0;
+	want = l->alloc < 8 ? 16 : l->alloc * 2;
+	if (want < l->n + more || want > (size_t)-1 / sizeof(*p))
+		want = l->n + more;
+	if (!(p = realloc(l->items, want * sizeof(*p))))
+		return VX_ENOMEM;
+	l->items = p;
+	l->alloc = want;
+	return 0;
+}
+
+/* Appends the objects of array arr; zone_key ("zones/Z") fills a missing zone. */
+static int append_array(struct compute_reservation_list *l, const cJSON *arr, const char *zone_key)
+{
+	const cJSON *it;
+	size_t n = 0;
+	int rc;
+
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsObject(it))
+			n++;
+	if ((rc = list_reserve(l, n)) < 0)
+		return rc;
+	cJSON_ArrayForEach(it, arr) {
+		struct compute_reservation *r;
+
+		if (!cJSON_IsObject(it))
+			continue;
+		r = &l->items[l->n++];
+		memset(r, 0, sizeof(*r));
+		if ((rc = reservation_from(it, r)) < 0)
+			return rc;
+		if (!r->zone && zone_key && !strncmp(zone_key, "zones/", 6) &&
+		    !(r->zone = strdup(zone_key + 6)))
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
+static int list_parse(const char *body, size_t len, struct compute_reservation_list *l,
+		      char **next_page_token, int aggregated, struct vx_err *err)
+{
+	const char *what = aggregated ? "compute: reading aggregated reservation list"
+				      : "compute: reading reservation list";
+	const cJSON *items, *scope;
+	cJSON *root;
+	size_t start = l->n, i;
+	int rc = 0;
+
+	*next_page_token = NULL;
+	if (!(root = parse_object(body, len, what, err)))
+		return VX_EINVAL;
+	items = cJSON_GetObjectItemCaseSensitive(root, "items");
+	if (items && !cJSON_IsNull(items) && (aggregated ? !cJSON_IsObject(items) : !cJSON_IsArray(items))) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: items is not %s", what, aggregated ? "an object" : "an array");
+		goto done;
+	}
+	if (!aggregated) {
+		rc = append_array(l, items, NULL);
+	} else {
+		cJSON_ArrayForEach(scope, items) {
+			const cJSON *arr = cJSON_GetObjectItemCaseSensitive(scope, "reservations");
+
+			if (!cJSON_IsArray(arr))
+				continue; /* a warning such as NO_RESULTS_ON_PAGE */
+			if ((rc = append_array(l, arr, scope->string)) < 0)
+				break;
+		}
+	}
+	if (rc == 0 && js_str(root, "nextPageToken") && js_str(root, "nextPageToken")[0])
+		rc = js_dup(next_page_token, root, "nextPageToken");
+	if (rc < 0)
+		vx_err_set(err, rc, "%s: out of memory", what);
+done:
+	if (rc < 0) {
+		for (i = start; i < l->n; i++)
+			compute_reservation_release(&l->items[i]);
+		l->n = start;
+		free(*next_page_token);
+		*next_page_token = NULL;
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
+int compute_reservation_list_parse_json(const char *body, size_t len, struct compute_reservation_list *l,
+					char **next_page_token, struct vx_err *err)
+{
+	return list_parse(body, len, l, next_page_token, 0, err);
+}
+
+int compute_reservation_aggregated_parse_json(const char *body, size_t len,
+					      struct compute_reservation_list *l, char **next_page_token,
+					      struct vx_err *err)
+{
+	return list_parse(body, len, l, next_page_token, 1, err);
+}
+
+static int op_from(const cJSON *o, struct compute_operation *op)
+{
+	const cJSON *errs, *it;
+	int64_t v;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = js_dup(&op->name, o, "name")) < 0 || (rc = js_dup_last(&op->zone, o, "zone")) < 0 ||
+	    (rc = js_dup(&op->status, o, "status")) < 0 ||
+	    (rc = js_dup(&op->operation_type, o, "operationType")) < 0 ||
+	    (rc = js_dup(&op->target_link, o, "targetLink")) < 0 ||
+	    (rc = js_dup(&op->client_operation_id, o, "clientOperationId")) < 0 ||
+	    (rc = js_dup(&op->http_error_message, o, "httpErrorMessage")) < 0)
+		return rc;
+	if (js_int(cJSON_GetObjectItemCaseSensitive(o, "httpErrorStatusCode"), 0, 999, &v) == 0)
+		op->http_error_status_code = (long)v;
+	errs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "error"), "errors");
+	if (!cJSON_IsArray(errs))
+		return 0;
+	cJSON_ArrayForEach(it, errs)
+		if (cJSON_IsObject(it))
+			n++;
+	if (!n)
+		return 0;
+	if (!(op->errors = calloc(n, sizeof(*op->errors))))
+		return VX_ENOMEM;
+	cJSON_ArrayForEach(it, errs) {
+		struct compute_operation_error *e;
+		const cJSON *d;
+
+		if (!cJSON_IsObject(it))
+			continue;
+		e = &op->errors[op->n_errors++];
+		if ((rc = js_dup(&e->code, it, "code")) < 0 || (rc = js_dup(&e->message, it, "message")) < 0)
+			return rc;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(it, "errorDetails")) {
+			const cJSON *info = cJSON_GetObjectItemCaseSensitive(d, "errorInfo");
+
+			if (js_str(info, "reason")) {
+				if ((rc = js_dup(&e->reason, info, "reason")) < 0)
+					return rc;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+int compute_operation_parse_json(const char *body, size_t len, struct compute_operation *out,
+				 struct vx_err *err)
+{
+	cJSON *root;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!(root = parse_object(body, len, "compute: reading operation", err)))
+		return VX_EINVAL;
+	rc = op_from(root, out);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		compute_operation_release(out);
+		return vx_err_set(err, rc, "compute: reading operation: out of memory");
+	}
+	return 0;
+}
+
+int compute_reservation_to_json(const struct compute_reservation *r, char **out)
+{
+	cJSON *root = NULL, *spec, *props, *accs, *a, *pol;
+	char num[32];
+	size_t i;
+	int rc = VX_ENOMEM;
+
+	*out = NULL;
+	if (!(root = cJSON_CreateObject()))
+		goto done;
+	if (r->name && !cJSON_AddStringToObject(root, "name", r->name))
+		goto done;
+	if (r->description && !cJSON_AddStringToObject(root, "description", r->description))
+		goto done;
+	if (!(spec = cJSON_AddObjectToObject(root, "specificReservation")))
+		goto done;
+	snprintf(num, sizeof(num), "%" PRId64, r->count);
+	if (!cJSON_AddStringToObject(spec, "count", num) ||
+	    !(props = cJSON_AddObjectToObject(spec, "instanceProperties")))
+		goto done;
+	if (r->machine_type && !cJSON_AddStringToObject(props, "machineType", r->machine_type))
+		goto done;
+	if (r->n_accelerators) {
+		if (!(accs = cJSON_AddArrayToObject(props, "guestAccelerators")))
+			goto done;
+		for (i = 0; i < r->n_accelerators; i++) {
+			if (!(a = cJSON_CreateObject()) || !cJSON_AddItemToArray(accs, a)) {
+				cJSON_Delete(a);
+				goto done;
+			}
+			if (!cJSON_AddStringToObject(a, "acceleratorType",
+						     r->accelerators[i].type ? r->accelerators[i].type : "") ||
+			    !cJSON_AddNumberToObject(a, "acceleratorCount", (double)r->accelerators[i].count))
+				goto done;
+		}
+	}
+	if (!cJSON_AddBoolToObject(root, "specificReservationRequired", r->specific_reservation_required))
+		goto done;
+	if (r->service_share_type) {
+		if (!(pol = cJSON_AddObjectToObject(root, "reservationSharingPolicy")) ||
+		    !cJSON_AddStringToObject(pol, "serviceShareType", r->service_share_type))
+			goto done;
+	}
+	if ((*out = cJSON_PrintUnformatted(root)))
+		rc = 0;
+done:
+	cJSON_Delete(root);
+	return rc;
+}
+
+int compute_request_id(char out[37])
+{
+	unsigned char b[16];
+
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		return VX_EIO;
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+	return 0;
+}
+
+/* ---- calls ---- */
+
+static int seg_ok(const char *s)
+{
+	if (!s || !*s || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '-' || *s == '_' || *s == '.' || *s == '~' || *s == ':'))
+			return 0;
+	return 1;
+}
+
+/*
+ * base + path. Query pairs (NULL-terminated key, value list)
+ * are added when the value is not NULL, escaped.
+ */
+static char *build_url(const char *base, const char *path, ...)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	const char *key;
+	va_list ap;
+	int rc, first = 1;
+
+	rc = vx_buf_adds(&b, base);
+	if (rc == 0 && (b.len == 0 || b.data[b.len - 1] != '/'))
+		rc = vx_buf_addc(&b, '/');
+	if (rc == 0)
+		rc = vx_buf_adds(&b, path);
+	va_start(ap, path);
+	while (rc == 0 && (key = va_arg(ap, const char *))) {
+		const char *value = va_arg(ap, const char *);
+		char *esc;
+
+		if (!value)
+			continue;
+		if (!(esc = gcp_url_escape(value))) {
+			rc = VX_ENOMEM;
+			break;
+		}
+		rc = vx_buf_printf(&b, "%c%s=%s", first ? '?' : '&', key, esc);
+		first = 0;
+		free(esc);
+	}
+	va_end(ap);
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
+/*
+ * Prefixes err with what. A message of one of our parsers already starts
+ * with "compute: "; that prefix is dropped so it is not said twice.
+ */
+static int wrap(struct vx_err *err, const char *what)
+{
+	static const char prefix[] = "compute: ";
+
+	if (err && err->msg && !strncmp(err->msg, prefix, sizeof(prefix) - 1))
+		memmove(err->msg, err->msg + sizeof(prefix) - 1, strlen(err->msg) - (sizeof(prefix) - 1) + 1);
+	return vx_err_wrap(err, "%s", what);
+}
+
+static int call(struct compute_client *c, const char *method, const char *url, const char *body,
+		enum gcp_retry retry, const char *rpc, long timeout_ms, const char *what,
+		struct gcp_response *resp, struct vx_err *err)
+{
+	struct gcp_request req;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.method = method;
+	req.url = url;
+	req.body = body;
+	req.body_len = body ? strlen(body) : 0;
+	req.content_type = body ? "application/json" : NULL;
+	req.api = "compute";
+	req.retry = retry;
+	req.rpc = rpc;
+	req.timeout_ms = timeout_ms;
+	rc = gcp_http_send(c->http, &req, resp, err);
+	if (rc == 0) {
+		if (resp->status >= 200 && resp->status < 300)
+			return 0;
+		return gcp_error_set(err, resp, what);
+	}
+	if (rc == VX_ERETRY && resp->status != 0)
+		return gcp_error_set(err, resp, what);
+	wrap(err, what);
+	return rc;
+}
+
+/* A mutation: sends and parses the Operation. */
+static int mutate(struct compute_client *c, const char *method, const char *url, const char *body,
+		  const char *rpc, const char *what, struct compute_operation *op, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	int rc;
+
+	rc = call(c, method, url, body, GCP_RETRY_REQUEST_ID, rpc, 0, what, &resp, err);
+	if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, op, err)) < 0)
+		wrap(err, what);
+	gcp_response_release(&resp);
+	return rc;
+}
+
+/* Common argument checks and the request id. */
+static int prepare(const char *project, const char *zone, const char *name, const char *request_id,
+		   char rid[37], const char *what, struct vx_err *err)
+{
+	if (!seg_ok(project) || !seg_ok(zone) || (name && !seg_ok(name)))
+		return vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
+	if (request_id) {
+		if (strlen(request_id) != 36 || !seg_ok(request_id))
+			return vx_err_set(err, VX_EINVAL, "%s: request id is not a UUID", what);
+		memcpy(rid, request_id, 37);
+		return 0;
+	}
+	if (compute_request_id(rid) < 0)
+		return vx_err_set(err, VX_EIO, "%s: no random bytes for a request id", what);
+	return 0;
+}
+
+int compute_reservation_insert(struct compute_client *c, const char *project, const char *zone,
+			       const char *reservation_json, const char *request_id,
+			       struct compute_operation *op, struct vx_err *err)
+{
+	cJSON *parsed = NULL;
+	char *what = NULL, *url = NULL, rid[37];
+	int rc;
+
+	memset(op, 0, sizeof(*op));
+	parsed = reservation_json ? cJSON_Parse(reservation_json) : NULL;
+	what = vx_asprintf("compute: creating reservation \"%s\" in %s",
+			   js_str(parsed, "name") ? js_str(parsed, "name") : "", zone ? zone : "");
+	if (!what) {
+		rc = vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+		goto done;
+	}
+	if (!cJSON_IsObject(parsed)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: the reservation is not a JSON object", what);
+		goto done;
+	}
+	if ((rc = prepare(project, zone, NULL, request_id, rid, what, err)) < 0)
+		goto done;
+	{
+		char *path = vx_asprintf("projects/%s/zones/%s/reservations", project, zone);
+
+		url = path ? build_url(c->base_url, path, "requestId", rid, (const char *)NULL) : NULL;
+		free(path);
+	}
+	if (!url) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	rc = mutate(c, "POST", url, reservation_json, "InsertReservation", what, op, err);
+done:
+	cJSON_Delete(parsed);
+	free(url);
+	free(what);
+	return rc;
+}
+
+/* Builds the URL of reservations/NAME[suffix] with its query and runs the mutation. */
+static int mutate_named(struct compute_client *c, const char *method, const char *project,
+			const char *zone, const char *name, const char *suffix, const char *update_mask,
+			const char *body, const char *request_id, const char *rpc, const char *what,
+			struct compute_operation *op, struct vx_err *err)
+{
+	char *url = NULL, *path = NULL, rid[37];
+	int rc;
+
+	memset(op, 0, sizeof(*op));
+	if ((rc = prepare(project, zone, name, request_id, rid, what, err)) < 0)
+		return rc;
+	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations/%s%s", project, zone, name,
+				  suffix)) ||
+	    !(url = build_url(c->base_url, path, "requestId", rid, "updateMask", update_mask,
+			      (const char *)NULL))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	rc = mutate(c, method, url, body, rpc, what, op, err);
+done:
+	free(path);
+	free(url);
+	return rc;
+}
+
+int compute_reservation_resize(struct compute_client *c, const char *project, const char *zone,
+			       const char *name, int64_t count, const char *request_id,
+			       struct compute_operation *op, struct vx_err *err)
+{
+	char *what, body[64];
+	int rc;
+
+	memset(op, 0, sizeof(*op));
+	if (!(what = vx_asprintf("compute: resizing reservation \"%s\" in %s to %" PRId64,
+				 name ? name : "", zone ? zone : "", count)))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	if (count < 0) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: negative count", what);
+		goto done;
+	}
+	snprintf(body, sizeof(body), "{\"specificSkuCount\":\"%" PRId64 "\"}", count);
+	rc = mutate_named(c, "POST", project, zone, name, "/resize", NULL, body, request_id,
+			  "ResizeReservation", what, op, err);
+done:
+	free(what);
+	return rc;
+}
+
+int compute_reservation_update(struct compute_client *c, const char *project, const char *zone,
+			       const char *name, const char *update_mask, const char *reservation_json,
+			       const char *request_id, struct compute_operation *op,
+			       struct vx_err *err)
+{
+	cJSON *parsed = NULL;
+	char *what;
+	int rc;
+
+	memset(op, 0, sizeof(*op));
+	if (!(what = vx_asprintf("compute: updating reservation \"%s\" in %s", name ? name : "",
+				 zone ? zone : "")))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	parsed = reservation_json ? cJSON_Parse(reservation_json) : NULL;
+	if (!cJSON_IsObject(parsed)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: the reservation is not a JSON object", what);
+		goto done;
+	}
+	rc = mutate_named(c, "PATCH", project, zone, name, "", update_mask, reservation_json, request_id,
+			  "UpdateReservation", what, op, err);
+done:
+	cJSON_Delete(parsed);
+	free(what);
+	return rc;
+}
+
+int compute_reservation_delete(struct compute_client *c, const char *project, const char *zone,
+			       const char *name, const char *request_id, struct compute_operation *op,
+			       struct vx_err *err)
+{
+	char *what;
+	int rc;
+
+	memset(op, 0, sizeof(*op));
+	if (!(what = vx_asprintf("compute: deleting reservation \"%s\" in %s", name ? name : "",
+				 zone ? zone : "")))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	rc = mutate_named(c, "DELETE", project, zone, name, "", NULL, NULL, request_id,
+			  "DeleteReservation", what, op, err);
+	free(what);
+	return rc;
+}
+
+int compute_reservation_get(struct compute_client *c, const char *project, const char *zone,
+			    const char *name, struct compute_reservation *out, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	char *what = NULL, *path = NULL, *url = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!(what = vx_asprintf("compute: reading reservation \"%s\" in %s", name ? name : "",
+				 zone ? zone : "")))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	if (!seg_ok(project) || !seg_ok(zone) || !seg_ok(name)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
+		goto done;
+	}
+	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations/%s", project, zone, name)) ||
+	    !(url = build_url(c->base_url, path, (const char *)NULL))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetReservation", 0, what, &resp, err);
+	if (rc == 0 && (rc = compute_reservation_parse_json(resp.body, resp.body_len, out, err)) < 0)
+		wrap(err, what);
+done:
+	gcp_response_release(&resp);
+	free(path);
+	free(url);
+	free(what);
+	return rc;
+}
+
+static int list_all(struct compute_client *c, const char *path, const char *filter, int aggregated,
+		    const char *what, struct compute_reservation_list *out, struct vx_err *err)
+{
+	char *token = NULL, *next = NULL;
+	int rc = 0, pages = 0;
+
+	for (;;) {
+		struct gcp_response resp = { 0 };
+		char *url = build_url(c->base_url, path, "filter", filter, "pageToken", token,
+				      (const char *)NULL);
+
+		if (!url) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+			break;
+		}
+		rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE,
+			  aggregated ? "AggregatedListReservations" : "ListReservations", 0, what, &resp, err);
+		free(url);
+		if (rc == 0 && (rc = list_parse(resp.body, resp.body_len, out, &next, aggregated, err)) < 0)
+			wrap(err, what);
+		gcp_response_release(&resp);
+		if (rc < 0 || !next)
+			break;
+		if ((token && !strcmp(token, next)) || ++pages >= MAX_PAGES) {
+			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
+			break;
+		}
+		free(token);
+		token = next;
+		next = NULL;
+	}
+	free(token);
+	free(next);
+	if (rc < 0)
+		compute_reservation_list_release(out);
+	return rc;
+}
+
+int compute_reservation_list(struct compute_client *c, const char *project, const char *zone,
+			     const char *filter, struct compute_reservation_list *out,
+			     struct vx_err *err)
+{
+	char *what = NULL, *path = NULL;
+	int rc;
+
+	if (!(what = vx_asprintf("compute: listing reservations in %s", zone ? zone : "")))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	if (!seg_ok(project) || !seg_ok(zone)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or zone", what);
+		goto done;
+	}
+	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations", project, zone))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	rc = list_all(c, path, filter, 0, what, out, err);
+done:
+	free(path);
+	free(what);
+	return rc;
+}
+
+int compute_reservation_aggregated_list(struct compute_client *c, const char *project,
+					const char *filter, struct compute_reservation_list *out,
+					struct vx_err *err)
+{
+	char *path = NULL;
+	const char *what = "compute: listing reservations in all zones";
+	int rc;
+
+	if (!seg_ok(project))
+		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
+	if (!(path = vx_asprintf("projects/%s/aggregated/reservations", project)))
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	rc = list_all(c, path, filter, 1, what, out, err);
+	free(path);
+	return rc;
+}
+
+static int op_failure(const struct compute_operation *op, const char *what, struct vx_err *err)
+{
+	long st = op->http_error_status_code;
+	int code = st == 404 ? VX_ENOTFOUND : (st == 409 || st == 412) ? VX_ECONFLICT :
+		   st == 403 ? VX_EAUTH : VX_EAPI;
+	const struct compute_operation_error *e = op->n_errors ? &op->errors[0] : NULL;
+
+	if (!e && st < 400)
+		return 0;
+	if (e && e->code && (!strcmp(e->code, "RESOURCE_NOT_FOUND") || !strcmp(e->code, "NOT_FOUND")))
+		code = VX_ENOTFOUND;
+	if (e)
+		return vx_err_set(err, code, "%s: %s: %s", what, e->code ? e->code : "ERROR",
+				  e->message ? e->message : (op->http_error_message ? op->http_error_message : ""));
+	return vx_err_set(err, code, "%s: HTTP %ld %s", what, st,
+			  op->http_error_message ? op->http_error_message : "");
+}
+
+int compute_operation_wait(struct compute_client *c, const char *project,
+			   struct compute_operation *op, int64_t timeout_ms, const char *what,
+			   struct vx_err *err)
+{
+	char *path = NULL, *url = NULL, *ctx_what = NULL;
+	int64_t deadline, pause = 1000;
+	int rc = 0;
+
+	if (!what) {
+		ctx_what = vx_asprintf("compute: waiting for operation %s", op->name ? op->name : "");
+		if (!ctx_what)
+			return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+		what = ctx_what;
+	}
+	deadline = vx_mono_ms(c->ctx) + (timeout_ms > 0 ? timeout_ms : WAIT_TIMEOUT_MS);
+	if (!compute_operation_done(op)) {
+		if (!seg_ok(project) || !seg_ok(op->zone) || !seg_ok(op->name)) {
+			rc = vx_err_set(err, VX_EAPI, "%s: the operation has no usable name or zone", what);
+			goto done;
+		}
+		if (!(path = vx_asprintf("projects/%s/zones/%s/operations/%s/wait", project, op->zone,
+					  op->name)) ||
+		    !(url = build_url(c->base_url, path, (const char *)NULL))) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+			goto done;
+		}
+	}
+	while (!compute_operation_done(op)) {
+		struct gcp_response resp = { 0 };
+		struct compute_operation next = COMPUTE_OPERATION_INIT;
+		int64_t started = vx_mono_ms(c->ctx);
+
+		if (vx_interrupted(c->ctx)) {
+			rc = vx_err_set(err, VX_ECANCELED, "%s: interrupted while waiting for %s", what,
+					op->name);
+			goto done;
+		}
+		if (started >= deadline) {
+			rc = vx_err_set(err, VX_ERETRY, "%s: operation %s not done in time", what, op->name);
+			goto done;
+		}
+		vx_log(c->ctx, VX_LOG_DEBUG, "compute: waiting for operation %s (status %s)", op->name,
+		       op->status ? op->status : "unknown");
+		rc = call(c, "POST", url, NULL, GCP_RETRY_SAFE, "WaitZoneOperation", WAIT_CALL_TIMEOUT_MS,
+			  what, &resp, err);
+		if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, &next, err)) < 0)
+			wrap(err, what);
+		gcp_response_release(&resp);
+		if (rc < 0)
+			goto done;
+		/* Keep what the first answer knew when a later one omits it. */
+		if (!next.name) {
+			next.name = op->name;
+			op->name = NULL;
+		}
+		if (!next.zone) {
+			next.zone = op->zone;
+			op->zone = NULL;
+		}
+		compute_operation_release(op);
+		*op = next;
+		/* wait is best effort and may answer at once: do not spin. */
+		if (!compute_operation_done(op) && vx_mono_ms(c->ctx) - started < 1000) {
+			vx_sleep_ms(c->ctx, pause);
+			pause = pause * 2 > 30000 ? 30000 : pause * 2;
+		}
+	}
+	rc = op_failure(op, what, err);
+done:
+	free(path);
+	free(url);
+	free(ctx_what);
+	return rc;
+}

@@ -1,0 +1,94 @@
+#ifndef VX_GCP_STORAGE_H
+#define VX_GCP_STORAGE_H
+
+/*
+ * Cloud Storage JSON API objects, for a state file kept with
+ * compare-and-swap: read (content and its generation), write and delete
+ * guarded by ifGenerationMatch. A failed precondition (HTTP 412) is
+ * VX_ECONFLICT; a missing object VX_ENOTFOUND.
+ *
+ * Object names go into URLs as one escaped path segment ("state/x.json" ->
+ * "state%2Fx.json"). Mutations are retried by the http layer only when they
+ * carry a precondition (as Google's own client does); without one they are
+ * sent once and may return VX_EUNCERTAIN.
+ *
+ * Note: a retried write with a precondition whose first attempt did land
+ * fails with VX_ECONFLICT; a caller that sees a conflict should read the
+ * object back before deciding someone else wrote it.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct gcp_http;
+struct vx_ctx;
+
+/*
+ * base_url: "https://storage.googleapis.com/storage/v1/";
+ * upload_url: "https://storage.googleapis.com/upload/storage/v1/". Borrowed.
+ */
+struct storage_client {
+	struct gcp_http *http;
+	const struct vx_ctx *ctx;
+	const char *base_url;
+	const char *upload_url;
+};
+
+/* No precondition (for if_generation_match). */
+#define STORAGE_ANY_GENERATION ((int64_t)-1)
+
+/* Object metadata. Owned strings, NULL when absent; numbers 0 when absent. */
+struct storage_object {
+	char *name;
+	char *bucket;
+	int64_t generation;
+	int64_t metageneration;
+	int64_t size;
+	char *content_type;
+	char *md5_hash;   /* base64 */
+	char *crc32c;     /* base64 */
+	char *etag;
+};
+
+#define STORAGE_OBJECT_INIT { 0 }
+
+void storage_object_release(struct storage_object *o);
+
+/* Parses an object resource (body need not be NUL-terminated). VX_EINVAL when not a JSON
+ * object or when it has no valid generation. */
+int storage_object_parse_json(const char *body, size_t len, struct storage_object *out,
+			      struct vx_err *err) VX_WUR;
+
+/* GET b/B/o/O: the metadata. */
+int storage_object_stat(struct storage_client *c, const char *bucket, const char *object,
+			struct storage_object *out, struct vx_err *err) VX_WUR;
+
+/*
+ * Reads the content and the generation it belongs to: the metadata first,
+ * then GET b/B/o/O?alt=media&ifGenerationMatch=G (starting over, a few
+ * times, when the object changes in between). *data (owned, NUL-terminated
+ * past *len) and *generation are set on success.
+ */
+int storage_object_read(struct storage_client *c, const char *bucket, const char *object,
+			char **data, size_t *len, int64_t *generation, struct vx_err *err) VX_WUR;
+
+/*
+ * POST {upload}b/B/o?uploadType=multipart&name=O[&ifGenerationMatch=G]
+ * with a multipart/related body (metadata {"contentType":...}, then the
+ * data). if_generation_match: 0 = the object must not exist, G = it must be
+ * at generation G, STORAGE_ANY_GENERATION = no precondition. content_type
+ * NULL = "application/json". *new_generation (may be NULL) gets the written
+ * generation.
+ */
+int storage_object_write(struct storage_client *c, const char *bucket, const char *object,
+			 const void *data, size_t len, const char *content_type,
+			 int64_t if_generation_match, int64_t *new_generation,
+			 struct vx_err *err) VX_WUR;
+
+/* DELETE b/B/o/O[?ifGenerationMatch=G]. */
+int storage_object_delete(struct storage_client *c, const char *bucket, const char *object,
+			  int64_t if_generation_match, struct vx_err *err) VX_WUR;
+
+#endif

@@ -1,0 +1,936 @@
+#include "providers/gcp/vertex.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/gcp/gerror.h"
+#include "providers/gcp/http.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+
+#include "util/banned.h"
+
+#define LIST_MASK "name,displayName,state,labels,createTime,startTime,endTime,updateTime,error"
+#define MAX_PAGES 100000
+#define POLL_FIRST_MS 1000
+#define POLL_MAX_MS 60000
+#define DELETE_TIMEOUT_MS (30 * 60 * 1000)
+
+static const char *const state_names[] = {
+	"JOB_STATE_UNSPECIFIED", "JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING",
+	"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED",
+	"JOB_STATE_PAUSED", "JOB_STATE_EXPIRED", "JOB_STATE_UPDATING",
+	"JOB_STATE_PARTIALLY_SUCCEEDED", "JOB_STATE_UNKNOWN",
+};
+
+const char *vertex_job_state_name(enum vertex_job_state s)
+{
+	if ((int)s < 0 || (int)s > VERTEX_JOB_STATE_UNKNOWN)
+		return "JOB_STATE_UNKNOWN";
+	return state_names[s];
+}
+
+enum vertex_job_state vertex_job_state_parse(const char *s)
+{
+	char *end = NULL;
+	long v;
+	int i;
+
+	if (!s || !*s)
+		return VERTEX_JOB_STATE_UNKNOWN;
+	for (i = 0; i < VERTEX_JOB_STATE_UNKNOWN; i++)
+		if (!strcmp(s, state_names[i]))
+			return (enum vertex_job_state)i;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < 0 || v >= VERTEX_JOB_STATE_UNKNOWN)
+		return VERTEX_JOB_STATE_UNKNOWN;
+	return (enum vertex_job_state)v;
+}
+
+int vertex_job_state_is_terminal(enum vertex_job_state s)
+{
+	return s == VERTEX_JOB_STATE_SUCCEEDED || s == VERTEX_JOB_STATE_FAILED ||
+	       s == VERTEX_JOB_STATE_CANCELLED || s == VERTEX_JOB_STATE_EXPIRED ||
+	       s == VERTEX_JOB_STATE_PARTIALLY_SUCCEEDED;
+}
+
+int vertex_job_state_is_active(enum vertex_job_state s)
+{
+	return s == VERTEX_JOB_STATE_QUEUED || s == VERTEX_JOB_STATE_PENDING ||
+	       s == VERTEX_JOB_STATE_RUNNING || s == VERTEX_JOB_STATE_CANCELLING ||
+	       s == VERTEX_JOB_STATE_PAUSED || s == VERTEX_JOB_STATE_UPDATING;
+}
+
+void vertex_job_release(struct vertex_job *job)
+{
+	size_t i;
+
+	if (!job)
+		return;
+	free(job->name);
+	free(job->display_name);
+	free(job->state_name);
+	for (i = 0; i < job->n_labels; i++) {
+		free(job->labels[i].key);
+		free(job->labels[i].value);
+	}
+	free(job->labels);
+	free(job->error_message);
+	free(job->job_spec_json);
+	memset(job, 0, sizeof(*job));
+}
+
+const char *vertex_job_label(const struct vertex_job *job, const char *key)
+{
+	size_t i;
+
+	for (i = 0; job && key && i < job->n_labels; i++)
+		if (!strcmp(job->labels[i].key, key))
+			return job->labels[i].value;
+	return NULL;
+}
+
+void vertex_job_list_release(struct vertex_job_list *list)
+{
+	size_t i;
+
+	if (!list)
+		return;
+	for (i = 0; i < list->n; i++)
+		vertex_job_release(&list->items[i]);
+	free(list->items);
+	list->items = NULL;
+	list->n = list->alloc = 0;
+}
+
+void vertex_operation_release(struct vertex_operation *op)
+{
+	if (!op)
+		return;
+	free(op->name);
+	free(op->error_message);
+	memset(op, 0, sizeof(*op));
+}
+
+/* ---- names and URLs ---- */
+
+static int seg_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '_' || ch == '.' || ch == '~';
+}
+
+/*
+ * A resource name goes into the URL path as it is, so it must be made of
+ * non-empty URL-safe segments ("projects/p/locations/r/..."), never "." or
+ * "..", at least 4 segments long, starting with projects/P/locations/R.
+ */
+static int name_ok(const char *name)
+{
+	const char *p, *seg;
+	size_t nseg = 0;
+
+	if (!name || strncmp(name, "projects/", 9))
+		return 0;
+	for (p = seg = name;; p++) {
+		if (*p == '/' || *p == '\0') {
+			size_t n = (size_t)(p - seg);
+
+			if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && !strncmp(seg, "..", 2)))
+				return 0;
+			nseg++;
+			if (*p == '\0')
+				break;
+			seg = p + 1;
+			continue;
+		}
+		if (!seg_char(*p))
+			return 0;
+	}
+	seg = strchr(name + 9, '/');
+	return nseg >= 4 && seg && !strncmp(seg, "/locations/", 11);
+}
+
+int vertex_job_name_region(const char *name, char **out)
+{
+	const char *r, *e;
+
+	*out = NULL;
+	if (!name || !name_ok(name))
+		return VX_EINVAL;
+	r = strchr(name + 9, '/');
+	if (!r)
+		return VX_EINVAL;
+	r += 11;
+	e = strchr(r, '/');
+	if (!e)
+		e = r + strlen(r);
+	*out = strndup(r, (size_t)(e - r));
+	return *out ? 0 : VX_ENOMEM;
+}
+
+/* base with every "{region}" replaced, then path, with exactly one '/' between. */
+static char *build_url(const char *base, const char *region, const char *path)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	const char *p = base;
+	int rc = 0;
+
+	while (rc == 0 && *p) {
+		if (!strncmp(p, "{region}", 8)) {
+			rc = vx_buf_adds(&b, region ? region : "");
+			p += 8;
+		} else {
+			rc = vx_buf_addc(&b, *p++);
+		}
+	}
+	if (rc == 0 && (b.len == 0 || b.data[b.len - 1] != '/'))
+		rc = vx_buf_addc(&b, '/');
+	if (rc == 0)
+		rc = vx_buf_adds(&b, path[0] == '/' ? path + 1 : path);
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
+/* A project or region going into a path: URL-safe characters only. */
+static int word_ok(const char *s)
+{
+	if (!s || !*s || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (; *s; s++)
+		if (!seg_char(*s))
+			return 0;
+	return 1;
+}
+
+/*
+ * Prefixes err with what. A message of one of our parsers already starts
+ * with "vertex: "; that prefix is dropped so it is not said twice.
+ */
+static int wrap(struct vx_err *err, const char *what)
+{
+	static const char prefix[] = "vertex: ";
+
+	if (err && err->msg && !strncmp(err->msg, prefix, sizeof(prefix) - 1))
+		memmove(err->msg, err->msg + sizeof(prefix) - 1, strlen(err->msg) - (sizeof(prefix) - 1) + 1);
+	return vx_err_wrap(err, "%s", what);
+}
+
+/*
+ * Sends one request and turns everything but a 2xx into err, prefixed with
+ * what. Returns 0 with resp filled on 2xx.
+ */
+static int call(struct vertex_client *c, const char *method, const char *url, const char *body,
+		const char *region, int is_create, enum gcp_retry retry, const char *rpc,
+		const char *what, struct gcp_response *resp, struct vx_err *err)
+{
+	struct gcp_request req;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.method = method;
+	req.url = url;
+	req.body = body;
+	req.body_len = body ? strlen(body) : 0;
+	req.content_type = body ? "application/json" : NULL;
+	req.api = "aiplatform";
+	req.region = region;
+	req.is_create = is_create;
+	req.retry = retry;
+	req.rpc = rpc;
+	rc = gcp_http_send(c->http, &req, resp, err);
+	if (rc == 0) {
+		if (resp->status >= 200 && resp->status < 300)
+			return 0;
+		return gcp_error_set(err, resp, what);
+	}
+	if (rc == VX_ERETRY && resp->status != 0)
+		return gcp_error_set(err, resp, what);
+	wrap(err, what);
+	return rc;
+}
+
+/* ---- JSON helpers ---- */
+
+static const char *js_str(const cJSON *o, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static int js_dup(char **out, const cJSON *o, const char *key)
+{
+	const char *s = js_str(o, key);
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	*out = strdup(s);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+/* An integer from a JSON number or a decimal string, within [lo, hi]. -1 when absent or invalid. */
+static int js_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out)
+{
+	if (cJSON_IsNumber(it)) {
+		double d = it->valuedouble;
+
+		if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi ||
+		    d >= 9223372036854775807.0)
+			return -1;
+		*out = (int64_t)d;
+		return 0;
+	}
+	if (cJSON_IsString(it) && it->valuestring[0]) {
+		char *end = NULL;
+		long long v;
+
+		errno = 0;
+		v = strtoll(it->valuestring, &end, 10);
+		if (errno || *end || v < lo || v > hi)
+			return -1;
+		*out = v;
+		return 0;
+	}
+	return -1;
+}
+
+static cJSON *parse_object(const char *body, size_t len, const char *what, struct vx_err *err)
+{
+	cJSON *root;
+
+	if (!body) {
+		vx_err_set(err, VX_EINVAL, "%s: empty response body", what);
+		return NULL;
+	}
+	root = cJSON_ParseWithLength(body, len);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		vx_err_set(err, VX_EINVAL, "%s: response is not a JSON object", what);
+		return NULL;
+	}
+	return root;
+}
+
+/* ---- time ---- */
+
+static int digits(const char **p, int n, int *out)
+{
+	int v = 0, i;
+
+	for (i = 0; i < n; i++) {
+		char ch = (*p)[i];
+
+		if (ch < '0' || ch > '9')
+			return -1;
+		v = v * 10 + (ch - '0');
+	}
+	*p += n;
+	*out = v;
+	return 0;
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+int vertex_time_parse(const char *s, int64_t *out_ms)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int y, mo, d, h, mi, sec, ms = 0, oh = 0, om = 0, sign = 0, i;
+	const char *p = s;
+
+	if (!s)
+		return VX_EINVAL;
+	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+	    digits(&p, 2, &d) || (*p != 'T' && *p != 't' && *p != ' '))
+		return VX_EINVAL;
+	p++;
+	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
+	    digits(&p, 2, &sec))
+		return VX_EINVAL;
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return VX_EINVAL;
+		for (i = 0; *p >= '0' && *p <= '9'; i++, p++)
+			if (i < 3)
+				ms = ms * 10 + (*p - '0');
+		for (; i < 3; i++)
+			ms *= 10;
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		sign = *p == '-' ? -1 : 1;
+		p++;
+		if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || oh > 23 || om > 59)
+			return VX_EINVAL;
+	} else {
+		return VX_EINVAL;
+	}
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 60)
+		return VX_EINVAL;
+	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
+		return VX_EINVAL;
+	*out_ms = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec) -
+		   (int64_t)sign * (oh * 3600 + om * 60)) * 1000 + ms;
+	return 0;
+}
+
+static void js_time(const cJSON *o, const char *key, int64_t *out)
+{
+	int64_t v;
+
+	*out = 0;
+	if (vertex_time_parse(js_str(o, key), &v) == 0)
+		*out = v;
+}
+
+/* ---- parsers ---- */
+
+static int parse_status(const cJSON *st, int *code, char **message)
+{
+	int64_t v;
+
+	*code = 0;
+	*message = NULL;
+	if (!cJSON_IsObject(st))
+		return 0;
+	if (js_int(cJSON_GetObjectItemCaseSensitive(st, "code"), INT_MIN, INT_MAX, &v) == 0)
+		*code = (int)v;
+	return js_dup(message, st, "message");
+}
+
+static int job_from(const cJSON *o, struct vertex_job *job)
+{
+	const cJSON *it, *labels, *state;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = js_dup(&job->name, o, "name")) < 0 ||
+	    (rc = js_dup(&job->display_name, o, "displayName")) < 0)
+		return rc;
+	state = cJSON_GetObjectItemCaseSensitive(o, "state");
+	if (cJSON_IsString(state)) {
+		job->state = vertex_job_state_parse(state->valuestring);
+		if (!(job->state_name = strdup(state->valuestring)))
+			return VX_ENOMEM;
+	} else if (cJSON_IsNumber(state)) {
+		int64_t v;
+
+		if (js_int(state, 0, INT_MAX, &v) == 0 && v < VERTEX_JOB_STATE_UNKNOWN)
+			job->state = (enum vertex_job_state)v;
+		else
+			job->state = VERTEX_JOB_STATE_UNKNOWN;
+		if (!(job->state_name = strdup(vertex_job_state_name(job->state))))
+			return VX_ENOMEM;
+	}
+	labels = cJSON_GetObjectItemCaseSensitive(o, "labels");
+	if (cJSON_IsObject(labels)) {
+		cJSON_ArrayForEach(it, labels)
+			if (cJSON_IsString(it) && it->string)
+				n++;
+		if (n) {
+			job->labels = calloc(n, sizeof(*job->labels));
+			if (!job->labels)
+				return VX_ENOMEM;
+			cJSON_ArrayForEach(it, labels) {
+				struct vertex_label *l;
+
+				if (!cJSON_IsString(it) || !it->string)
+					continue;
+				l = &job->labels[job->n_labels++];
+				l->key = strdup(it->string);
+				l->value = strdup(it->valuestring);
+				if (!l->key || !l->value)
+					return VX_ENOMEM;
+			}
+		}
+	}
+	js_time(o, "createTime", &job->create_time_ms);
+	js_time(o, "startTime", &job->start_time_ms);
+	js_time(o, "endTime", &job->end_time_ms);
+	js_time(o, "updateTime", &job->update_time_ms);
+	if ((rc = parse_status(cJSON_GetObjectItemCaseSensitive(o, "error"), &job->error_code,
+			       &job->error_message)) < 0)
+		return rc;
+	it = cJSON_GetObjectItemCaseSensitive(o, "jobSpec");
+	if (cJSON_IsObject(it) && !(job->job_spec_json = cJSON_PrintUnformatted(it)))
+		return VX_ENOMEM;
+	return 0;
+}
+
+int vertex_job_parse_json(const char *body, size_t len, struct vertex_job *out, struct vx_err *err)
+{
+	cJSON *root = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	root = parse_object(body, len, "vertex: reading job", err);
+	if (!root)
+		return VX_EINVAL;
+	rc = job_from(root, out);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		vertex_job_release(out);
+		return vx_err_set(err, rc, "vertex: reading job: out of memory");
+	}
+	return 0;
+}
+
+int vertex_list_parse_json(const char *body, size_t len, struct vertex_job_list *list,
+			   char **next_page_token, struct vx_err *err)
+{
+	const cJSON *jobs, *it;
+	cJSON *root = NULL;
+	size_t n = 0, start = list->n, i;
+	int rc = 0;
+
+	*next_page_token = NULL;
+	root = parse_object(body, len, "vertex: reading job list", err);
+	if (!root)
+		return VX_EINVAL;
+	jobs = cJSON_GetObjectItemCaseSensitive(root, "customJobs");
+	if (jobs && !cJSON_IsArray(jobs) && !cJSON_IsNull(jobs)) {
+		rc = vx_err_set(err, VX_EINVAL, "vertex: reading job list: customJobs is not an array");
+		goto done;
+	}
+	cJSON_ArrayForEach(it, jobs)
+		if (cJSON_IsObject(it))
+			n++;
+	if (n > (size_t)-1 / sizeof(*list->items) - list->n) {
+		rc = vx_err_set(err, VX_ENOMEM, "vertex: reading job list: too many jobs");
+		goto done;
+	}
+	if (list->n + n > list->alloc) {
+		size_t want = list->alloc < 8 ? 16 : list->alloc * 2;
+		struct vertex_job *p;
+
+		if (want < list->n + n || want > (size_t)-1 / sizeof(*p))
+			want = list->n + n;
+		p = realloc(list->items, want * sizeof(*p));
+		if (!p) {
+			rc = vx_err_set(err, VX_ENOMEM, "vertex: reading job list: out of memory");
+			goto done;
+		}
+		list->items = p;
+		list->alloc = want;
+	}
+	cJSON_ArrayForEach(it, jobs) {
+		if (!cJSON_IsObject(it))
+			continue;
+		memset(&list->items[list->n], 0, sizeof(list->items[0]));
+		list->n++;
+		if ((rc = job_from(it, &list->items[list->n - 1])) < 0) {
+			vx_err_set(err, rc, "vertex: reading job list: out of memory");
+			goto done;
+		}
+	}
+	if (js_str(root, "nextPageToken") && js_str(root, "nextPageToken")[0] &&
+	    (rc = js_dup(next_page_token, root, "nextPageToken")) < 0)
+		vx_err_set(err, rc, "vertex: reading job list: out of memory");
+done:
+	if (rc < 0) {
+		for (i = start; i < list->n; i++)
+			vertex_job_release(&list->items[i]);
+		list->n = start;
+		free(*next_page_token);
+		*next_page_token = NULL;
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
+int vertex_operation_parse_json(const char *body, size_t len, struct vertex_operation *out,
+				struct vx_err *err)
+{
+	cJSON *root = NULL;
+	const cJSON *done;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	root = parse_object(body, len, "vertex: reading operation", err);
+	if (!root)
+		return VX_EINVAL;
+	done = cJSON_GetObjectItemCaseSensitive(root, "done");
+	out->done = cJSON_IsTrue(done);
+	rc = js_dup(&out->name, root, "name");
+	if (rc == 0)
+		rc = parse_status(cJSON_GetObjectItemCaseSensitive(root, "error"), &out->error_code,
+				  &out->error_message);
+	/* An error says it is finished even if "done" is missing. */
+	if (rc == 0 && (out->error_code != 0 || out->error_message))
+		out->done = 1;
+	cJSON_Delete(root);
+	if (rc < 0) {
+		vertex_operation_release(out);
+		return vx_err_set(err, rc, "vertex: reading operation: out of memory");
+	}
+	return 0;
+}
+
+/* ---- filters ---- */
+
+static int label_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+}
+
+int vertex_filter_labels(char **out, const char *const *keys, const char *const *values, size_t n,
+			 struct vx_err *err)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	size_t i;
+	int rc = 0;
+
+	*out = NULL;
+	for (i = 0; i < n && rc == 0; i++) {
+		const char *k = keys[i], *v = values[i], *p;
+		int bare = 1;
+
+		if (!k || !*k || !v) {
+			rc = vx_err_set(err, VX_EINVAL, "vertex: label filter: empty label key or value");
+			break;
+		}
+		for (p = k; *p; p++)
+			if (!label_char(*p)) {
+				rc = vx_err_set(err, VX_EINVAL,
+						"vertex: label filter: label key \"%s\" has a character "
+						"other than [a-z0-9_-]", k);
+				break;
+			}
+		if (rc < 0)
+			break;
+		for (p = v; *p; p++)
+			if (!label_char(*p))
+				bare = 0;
+		if (!*v)
+			bare = 0;
+		rc = vx_buf_printf(&b, "%slabels.%s=", i ? " AND " : "", k);
+		if (rc == 0 && bare)
+			rc = vx_buf_adds(&b, v);
+		else if (rc == 0) {
+			rc = vx_buf_addc(&b, '"');
+			for (p = v; *p && rc == 0; p++) {
+				if (*p == '"' || *p == '\\')
+					rc = vx_buf_addc(&b, '\\');
+				if (rc == 0)
+					rc = vx_buf_addc(&b, *p);
+			}
+			if (rc == 0)
+				rc = vx_buf_addc(&b, '"');
+		}
+		if (rc < 0 && rc != VX_EINVAL)
+			vx_err_set(err, rc, "vertex: label filter: out of memory");
+		else if (rc < 0)
+			vx_err_set(err, rc, "vertex: label filter: too long");
+	}
+	if (rc == 0 && !(*out = vx_buf_detach(&b)))
+		rc = vx_err_set(err, VX_ENOMEM, "vertex: label filter: out of memory");
+	vx_buf_release(&b);
+	return rc;
+}
+
+/* ---- calls ---- */
+
+int vertex_create_job(struct vertex_client *c, const char *project, const char *region,
+		      const char *display_name, const char *const *label_keys,
+		      const char *const *label_values, size_t n_labels, const char *job_spec_json,
+		      struct vertex_job *out, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	cJSON *spec = NULL, *root = NULL, *labels = NULL;
+	char *what = NULL, *url = NULL, *path = NULL, *body = NULL;
+	size_t i;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	what = vx_asprintf("vertex: creating job \"%s\" in %s", display_name ? display_name : "",
+			   region ? region : "");
+	if (!what)
+		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
+	if (!word_ok(project) || !word_ok(region) || !display_name || !*display_name) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, region or display name", what);
+		goto done;
+	}
+	spec = job_spec_json ? cJSON_Parse(job_spec_json) : NULL;
+	if (!cJSON_IsObject(spec)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: the job spec is not a JSON object", what);
+		goto done;
+	}
+	if (!(root = cJSON_CreateObject()) || !cJSON_AddStringToObject(root, "displayName", display_name) ||
+	    !cJSON_AddRawToObject(root, "jobSpec", job_spec_json))
+		goto oom;
+	if (n_labels) {
+		if (!(labels = cJSON_AddObjectToObject(root, "labels")))
+			goto oom;
+		for (i = 0; i < n_labels; i++) {
+			if (!label_keys[i] || !label_values[i]) {
+				rc = vx_err_set(err, VX_EINVAL, "%s: a label has no key or value", what);
+				goto done;
+			}
+			if (!cJSON_AddStringToObject(labels, label_keys[i], label_values[i]))
+				goto oom;
+		}
+	}
+	if (!(body = cJSON_PrintUnformatted(root)) ||
+	    !(path = vx_asprintf("projects/%s/locations/%s/customJobs", project, region)) ||
+	    !(url = build_url(c->base_url, region, path)))
+		goto oom;
+	rc = call(c, "POST", url, body, region, 1, GCP_RETRY_NEVER, "CreateCustomJob", what, &resp, err);
+	if (rc < 0)
+		goto done;
+	if ((rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
+		wrap(err, what);
+	goto done;
+oom:
+	rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+done:
+	gcp_response_release(&resp);
+	cJSON_Delete(spec);
+	cJSON_Delete(root);
+	free(body);
+	free(path);
+	free(url);
+	free(what);
+	return rc;
+}
+
+int vertex_get_job(struct vertex_client *c, const char *name, struct vertex_job *out,
+		   struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	char *what = NULL, *url = NULL, *region = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!(what = vx_asprintf("vertex: reading job %s", name ? name : "")))
+		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
+	if ((rc = vertex_job_name_region(name, &region)) < 0) {
+		vx_err_set(err, rc, "%s: not a job resource name", what);
+		goto done;
+	}
+	if (!(url = build_url(c->base_url, region, name))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	rc = call(c, "GET", url, NULL, region, 0, GCP_RETRY_SAFE, "GetCustomJob", what, &resp, err);
+	if (rc == 0 && (rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
+		wrap(err, what);
+done:
+	gcp_response_release(&resp);
+	free(region);
+	free(url);
+	free(what);
+	return rc;
+}
+
+static int add_query(struct vx_buf *b, const char *key, const char *value)
+{
+	char *esc = gcp_url_escape(value);
+	int rc;
+
+	if (!esc)
+		return VX_ENOMEM;
+	rc = vx_buf_printf(b, "%c%s=%s", strchr(vx_buf_str(b), '?') ? '&' : '?', key, esc);
+	free(esc);
+	return rc;
+}
+
+int vertex_list_jobs(struct vertex_client *c, const char *project, const char *region,
+		     const char *filter, int page_size, unsigned flags, struct vertex_job_list *out,
+		     struct vx_err *err)
+{
+	struct vx_buf url = VX_BUF_INIT;
+	char *what = NULL, *base = NULL, *path = NULL, *token = NULL, *next = NULL;
+	char size_text[32];
+	int rc = 0, pages = 0;
+
+	if (!(what = vx_asprintf("vertex: listing jobs in %s", region ? region : "")))
+		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
+	if (!word_ok(project) || !word_ok(region)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or region", what);
+		goto done;
+	}
+	if (!(path = vx_asprintf("projects/%s/locations/%s/customJobs", project, region)) ||
+	    !(base = build_url(c->base_url, region, path))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	snprintf(size_text, sizeof(size_text), "%d", page_size);
+	for (;;) {
+		struct gcp_response resp = { 0 };
+
+		vx_buf_reset(&url);
+		rc = vx_buf_adds(&url, base);
+		if (rc == 0 && filter && *filter)
+			rc = add_query(&url, "filter", filter);
+		if (rc == 0 && page_size > 0)
+			rc = add_query(&url, "pageSize", size_text);
+		if (rc == 0 && token)
+			rc = add_query(&url, "pageToken", token);
+		if (rc == 0)
+			rc = add_query(&url, "readMask",
+				       (flags & VERTEX_LIST_WITH_SPEC) ? LIST_MASK ",jobSpec" : LIST_MASK);
+		if (rc < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+			break;
+		}
+		rc = call(c, "GET", vx_buf_str(&url), NULL, region, 0, GCP_RETRY_SAFE, "ListCustomJobs",
+			  what, &resp, err);
+		if (rc == 0 && (rc = vertex_list_parse_json(resp.body, resp.body_len, out, &next, err)) < 0)
+			wrap(err, what);
+		gcp_response_release(&resp);
+		if (rc < 0 || !next)
+			break;
+		if ((token && !strcmp(token, next)) || ++pages >= MAX_PAGES) {
+			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
+			break;
+		}
+		free(token);
+		token = next;
+		next = NULL;
+	}
+done:
+	if (rc < 0)
+		vertex_job_list_release(out);
+	vx_buf_release(&url);
+	free(token);
+	free(next);
+	free(base);
+	free(path);
+	free(what);
+	return rc;
+}
+
+int vertex_cancel_job(struct vertex_client *c, const char *name, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	char *what = NULL, *url = NULL, *region = NULL, *path = NULL;
+	int rc;
+
+	if (!(what = vx_asprintf("vertex: cancelling job %s", name ? name : "")))
+		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
+	if ((rc = vertex_job_name_region(name, &region)) < 0) {
+		vx_err_set(err, rc, "%s: not a job resource name", what);
+		goto done;
+	}
+	if (!(path = vx_asprintf("%s:cancel", name)) || !(url = build_url(c->base_url, region, path))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	rc = call(c, "POST", url, "{}", region, 0, GCP_RETRY_SAFE, "CancelCustomJob", what, &resp, err);
+done:
+	gcp_response_release(&resp);
+	free(region);
+	free(path);
+	free(url);
+	free(what);
+	return rc;
+}
+
+static int op_result(const struct vertex_operation *op, const char *what, struct vx_err *err)
+{
+	const char *status = op->error_code == 5 ? "NOT_FOUND" : NULL;
+
+	if (!op->error_code && !op->error_message)
+		return 0;
+	if (status)
+		return vx_err_set(err, VX_ENOTFOUND, "%s: %s: %s", what, status,
+				  op->error_message ? op->error_message : "");
+	return vx_err_set(err, VX_EAPI, "%s: operation failed with code %d: %s", what, op->error_code,
+			  op->error_message ? op->error_message : "(no message)");
+}
+
+int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout_ms,
+		      struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	struct vertex_operation op = VERTEX_OPERATION_INIT;
+	char *what = NULL, *url = NULL, *region = NULL, *op_url = NULL, *op_name = NULL;
+	int64_t deadline, delay = POLL_FIRST_MS;
+	int rc;
+
+	if (!(what = vx_asprintf("vertex: deleting job %s", name ? name : "")))
+		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
+	if ((rc = vertex_job_name_region(name, &region)) < 0) {
+		vx_err_set(err, rc, "%s: not a job resource name", what);
+		goto done;
+	}
+	if (!(url = build_url(c->base_url, region, name))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	deadline = vx_mono_ms(c->ctx) + (timeout_ms > 0 ? timeout_ms : DELETE_TIMEOUT_MS);
+	rc = call(c, "DELETE", url, NULL, region, 0, GCP_RETRY_SAFE, "DeleteCustomJob", what, &resp, err);
+	if (rc == 0 && (rc = vertex_operation_parse_json(resp.body, resp.body_len, &op, err)) < 0)
+		wrap(err, what);
+	gcp_response_release(&resp);
+	if (rc < 0)
+		goto done;
+	if (!op.done) {
+		if (!op.name || !name_ok(op.name)) {
+			rc = vx_err_set(err, VX_EAPI, "%s: the operation has no usable name", what);
+			goto done;
+		}
+		if (!(op_name = strdup(op.name)) || !(op_url = build_url(c->base_url, region, op.name))) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+			goto done;
+		}
+	}
+	while (!op.done) {
+		int64_t left = deadline - vx_mono_ms(c->ctx);
+
+		if (vx_interrupted(c->ctx)) {
+			rc = vx_err_set(err, VX_ECANCELED, "%s: interrupted while waiting for %s", what,
+					op_name);
+			goto done;
+		}
+		if (left <= 0) {
+			rc = vx_err_set(err, VX_ERETRY, "%s: operation %s not done in time", what, op_name);
+			goto done;
+		}
+		vx_log(c->ctx, VX_LOG_DEBUG, "vertex: operation %s not done; polling again in %lld ms",
+		       op_name, (long long)(delay < left ? delay : left));
+		vx_sleep_ms(c->ctx, delay < left ? delay : left);
+		delay = delay * 13 / 10;
+		if (delay > POLL_MAX_MS)
+			delay = POLL_MAX_MS;
+		vertex_operation_release(&op);
+		rc = call(c, "GET", op_url, NULL, region, 0, GCP_RETRY_SAFE, "GetOperation", what, &resp, err);
+		if (rc == 0 && (rc = vertex_operation_parse_json(resp.body, resp.body_len, &op, err)) < 0)
+			wrap(err, what);
+		gcp_response_release(&resp);
+		if (rc < 0)
+			goto done;
+	}
+	rc = op_result(&op, what, err);
+done:
+	vertex_operation_release(&op);
+	free(op_name);
+	free(op_url);
+	free(region);
+	free(url);
+	free(what);
+	return rc;
+}

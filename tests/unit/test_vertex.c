@@ -1,0 +1,666 @@
+/* Unit tests for providers/gcp/vertex: exact requests against the scripted
+ * server, pagination, the uncertain create, delete's operation polling, and
+ * the response parsers on real and hostile JSON. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "providers/gcp/http.h"
+#include "providers/gcp/vertex.h"
+#include "tests/unit/support/httpd.h"
+#include "util/ctx.h"
+#include "util/err.h"
+
+/* ---- fixture: scripted server, http layer, a clock whose sleeps are virtual ---- */
+
+struct fx {
+	struct httpd *s;
+	struct gcp_http *h;
+	struct vx_ctx ctx;
+	struct vertex_client c;
+	char base[160];
+	int64_t offset;
+	int64_t sleeps[64];
+	int nsleeps;
+};
+
+static int64_t fx_now(void *ud)
+{
+	return vx_clock_real_now_ms(NULL) + ((struct fx *)ud)->offset;
+}
+
+static int64_t fx_mono(void *ud)
+{
+	return vx_clock_real_mono_ms(NULL) + ((struct fx *)ud)->offset;
+}
+
+static void fx_sleep(void *ud, int64_t ms)
+{
+	struct fx *f = ud;
+
+	if (f->nsleeps < 64)
+		f->sleeps[f->nsleeps++] = ms;
+	f->offset += ms;
+}
+
+static int tok_get(void *ud, char **out, struct vx_err *err)
+{
+	(void)ud;
+	(void)err;
+	*out = strdup("test-token");
+	return *out ? 0 : VX_ENOMEM;
+}
+
+static void tok_invalidate(void *ud)
+{
+	(void)ud;
+}
+
+static const struct gcp_token_source tokens = { tok_get, tok_invalidate, NULL };
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct gcp_http_options o;
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_non_null(f);
+	assert_int_equal(httpd_start(&f->s), 0);
+	vx_ctx_init(&f->ctx);
+	f->ctx.clock.now_ms = fx_now;
+	f->ctx.clock.mono_ms = fx_mono;
+	f->ctx.clock.sleep_ms = fx_sleep;
+	f->ctx.clock.ud = f;
+	f->ctx.seed = 7;
+	memset(&o, 0, sizeof(o));
+	o.max_attempts = 3;
+	o.backoff_initial_ms = 1;
+	o.backoff_max_ms = 2;
+	o.timeout_ms = 5000;
+	o.rate_per_minute = -1;
+	o.create_rate_per_minute = -1;
+	assert_int_equal(gcp_http_new(&f->h, &f->ctx, &o, &tokens, &err), 0);
+	snprintf(f->base, sizeof(f->base), "%s/v1/", httpd_url(f->s));
+	f->c.http = f->h;
+	f->c.ctx = &f->ctx;
+	f->c.base_url = f->base;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	gcp_http_free(f->h);
+	httpd_stop(f->s);
+	free(f);
+	return 0;
+}
+
+static const struct httpd_request *req(struct fx *f, size_t i)
+{
+	const struct httpd_request *r = httpd_request(f->s, i);
+
+	assert_non_null(r);
+	return r;
+}
+
+#define JSON_HDR "Content-Type: application/json\r\n"
+
+static const char job_body[] =
+	"{\"name\":\"projects/123/locations/us-central1/customJobs/456\","
+	"\"displayName\":\"gemma2-lora\",\"state\":\"JOB_STATE_QUEUED\","
+	"\"labels\":{\"vx-stack\":\"research\",\"vx-job\":\"gemma2-lora\"},"
+	"\"createTime\":\"2024-05-01T12:00:00.250Z\",\"updateTime\":\"2024-05-01T12:00:01Z\","
+	"\"jobSpec\":{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"a3-highgpu-8g\"},"
+	"\"replicaCount\":\"1\",\"containerSpec\":{\"imageUri\":\"us-docker.pkg.dev/x/y:z\"}}]}}";
+
+static const char spec[] =
+	"{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"a3-highgpu-8g\"},"
+	"\"replicaCount\":\"1\",\"containerSpec\":{\"imageUri\":\"us-docker.pkg.dev/x/y:z\"}}]}";
+
+static const char *const lkeys[] = { "vx-stack", "vx-job" };
+static const char *const lvals[] = { "research", "gemma2-lora" };
+
+/* ---- create ---- */
+
+static void test_create_exact_request(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	const struct httpd_request *r;
+
+	/* {region} in the base URL is replaced by the call's region. */
+	snprintf(f->base, sizeof(f->base), "%s/r-{region}/v1", httpd_url(f->s));
+	httpd_respond(f->s, 200, JSON_HDR, job_body, 0);
+	assert_int_equal(vertex_create_job(&f->c, "my-proj", "us-central1", "gemma2-lora", lkeys, lvals, 2,
+					   spec, &job, &err), 0);
+	assert_int_equal(httpd_request_count(f->s), 1);
+	r = req(f, 0);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->target, "/r-us-central1/v1/projects/my-proj/locations/us-central1/customJobs");
+	assert_string_equal(r->body,
+			    "{\"displayName\":\"gemma2-lora\",\"jobSpec\":{\"workerPoolSpecs\":[{\"machineSpec\":"
+			    "{\"machineType\":\"a3-highgpu-8g\"},\"replicaCount\":\"1\",\"containerSpec\":"
+			    "{\"imageUri\":\"us-docker.pkg.dev/x/y:z\"}}]},\"labels\":{\"vx-stack\":\"research\","
+			    "\"vx-job\":\"gemma2-lora\"}}");
+	assert_string_equal(httpd_header(r, "Authorization"), "Bearer test-token");
+	assert_non_null(strstr(httpd_header(r, "Content-Type"), "application/json"));
+	assert_string_equal(job.name, "projects/123/locations/us-central1/customJobs/456");
+	assert_int_equal(job.state, VERTEX_JOB_STATE_QUEUED);
+	assert_string_equal(vertex_job_label(&job, "vx-job"), "gemma2-lora");
+	assert_int_equal(job.create_time_ms, 1714564800250LL);
+	assert_int_equal(job.update_time_ms, 1714564801000LL);
+	vertex_job_release(&job);
+	vx_err_release(&err);
+}
+
+static void test_create_uncertain_on_lost_reply(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_drop(f->s);
+	httpd_set_default(f->s, 200, JSON_HDR, job_body, 0);
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+					   &job, &err), VX_EUNCERTAIN);
+	/* Sent once, never again. */
+	assert_int_equal(httpd_request_count(f->s), 1);
+	assert_non_null(err.msg);
+	assert_non_null(strstr(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1"));
+	assert_null(job.name);
+	vx_err_release(&err);
+}
+
+static void test_create_uncertain_on_503(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond(f->s, 503, JSON_HDR, "{\"error\":{\"code\":503,\"message\":\"busy\",\"status\":\"UNAVAILABLE\"}}", 0);
+	httpd_set_default(f->s, 200, JSON_HDR, job_body, 0);
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", NULL, NULL, 0, spec,
+					   &job, &err), VX_EUNCERTAIN);
+	assert_int_equal(httpd_request_count(f->s), 1);
+	/* No labels: no "labels" member. */
+	assert_null(strstr(req(f, 0)->body, "labels"));
+	vx_err_release(&err);
+}
+
+static void test_create_permission_denied(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	static const char prefix[] = "vertex: creating job \"gemma2-lora\" in us-central1: PERMISSION_DENIED: ";
+
+	httpd_respond(f->s, 403, JSON_HDR,
+		      "{\"error\":{\"code\":403,\"message\":\"Permission 'aiplatform.customJobs.create' denied\","
+		      "\"status\":\"PERMISSION_DENIED\"}}", 0);
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+					   &job, &err), VX_EAUTH);
+	assert_int_equal(err.code, VX_EAUTH);
+	assert_memory_equal(err.msg, prefix, sizeof(prefix) - 1);
+	assert_non_null(strstr(err.msg, "Permission 'aiplatform.customJobs.create' denied"));
+	assert_int_equal(httpd_request_count(f->s), 1);
+	vx_err_release(&err);
+}
+
+static void test_create_rejects_bad_input(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "j", NULL, NULL, 0, "[1]", &job, &err),
+			 VX_EINVAL);
+	assert_string_equal(err.msg, "vertex: creating job \"j\" in us-central1: the job spec is not a JSON object");
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "j", NULL, NULL, 0, "{", &job, &err),
+			 VX_EINVAL);
+	assert_int_equal(vertex_create_job(&f->c, "p/../x", "us-central1", "j", NULL, NULL, 0, spec, &job, &err),
+			 VX_EINVAL);
+	assert_int_equal(vertex_create_job(&f->c, "p", "us central1", "j", NULL, NULL, 0, spec, &job, &err),
+			 VX_EINVAL);
+	assert_int_equal(httpd_request_count(f->s), 0);
+	vx_err_release(&err);
+}
+
+/* ---- list ---- */
+
+static void test_list_all_pages(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *filter = NULL;
+	static const char mask[] = "readMask=name%2CdisplayName%2Cstate%2Clabels%2CcreateTime%2CstartTime"
+				   "%2CendTime%2CupdateTime%2Cerror";
+	char want[512];
+
+	httpd_respond(f->s, 200, JSON_HDR,
+		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/1\",\"state\":\"JOB_STATE_RUNNING\"},"
+		      "{\"name\":\"projects/p/locations/us-central1/customJobs/2\",\"state\":\"JOB_STATE_FAILED\","
+		      "\"error\":{\"code\":8,\"message\":\"stockout\"}}],\"nextPageToken\":\"t1\"}", 0);
+	httpd_respond(f->s, 200, JSON_HDR,
+		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/3\",\"state\":4}],"
+		      "\"nextPageToken\":\"t/2+=\"}", 0);
+	httpd_respond(f->s, 200, JSON_HDR,
+		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/4\"},"
+		      "{\"name\":\"projects/p/locations/us-central1/customJobs/5\"}],\"nextPageToken\":\"\"}", 0);
+	assert_int_equal(vertex_filter_labels(&filter, lkeys, lvals, 2, &err), 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "us-central1", filter, 2, 0, &list, &err), 0);
+	assert_int_equal(list.n, 5);
+	assert_int_equal(httpd_request_count(f->s), 3);
+	snprintf(want, sizeof(want),
+		 "/v1/projects/p/locations/us-central1/customJobs?filter=labels.vx-stack%%3Dresearch%%20AND%%20"
+		 "labels.vx-job%%3Dgemma2-lora&pageSize=2&%s", mask);
+	assert_string_equal(req(f, 0)->target, want);
+	assert_string_equal(req(f, 0)->method, "GET");
+	snprintf(want, sizeof(want),
+		 "/v1/projects/p/locations/us-central1/customJobs?filter=labels.vx-stack%%3Dresearch%%20AND%%20"
+		 "labels.vx-job%%3Dgemma2-lora&pageSize=2&pageToken=t1&%s", mask);
+	assert_string_equal(req(f, 1)->target, want);
+	snprintf(want, sizeof(want),
+		 "/v1/projects/p/locations/us-central1/customJobs?filter=labels.vx-stack%%3Dresearch%%20AND%%20"
+		 "labels.vx-job%%3Dgemma2-lora&pageSize=2&pageToken=t%%2F2%%2B%%3D&%s", mask);
+	assert_string_equal(req(f, 2)->target, want);
+	assert_int_equal(list.items[0].state, VERTEX_JOB_STATE_RUNNING);
+	assert_int_equal(list.items[1].error_code, 8);
+	assert_string_equal(list.items[1].error_message, "stockout");
+	assert_int_equal(list.items[2].state, VERTEX_JOB_STATE_SUCCEEDED);
+	assert_string_equal(list.items[2].state_name, "JOB_STATE_SUCCEEDED");
+	assert_string_equal(list.items[4].name, "projects/p/locations/us-central1/customJobs/5");
+	assert_null(list.items[0].job_spec_json);
+	vertex_job_list_release(&list);
+	free(filter);
+	vx_err_release(&err);
+}
+
+static void test_list_with_spec_and_no_filter(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond(f->s, 200, JSON_HDR, "{\"customJobs\":[{\"name\":\"projects/p/locations/r/customJobs/1\","
+		      "\"jobSpec\":{\"workerPoolSpecs\":[{\"replicaCount\":\"1\"}]}}]}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, VERTEX_LIST_WITH_SPEC, &list, &err), 0);
+	assert_string_equal(req(f, 0)->target,
+			    "/v1/projects/p/locations/r/customJobs?readMask=name%2CdisplayName%2Cstate%2Clabels"
+			    "%2CcreateTime%2CstartTime%2CendTime%2CupdateTime%2Cerror%2CjobSpec");
+	assert_int_equal(list.n, 1);
+	assert_string_equal(list.items[0].job_spec_json, "{\"workerPoolSpecs\":[{\"replicaCount\":\"1\"}]}");
+	vertex_job_list_release(&list);
+	vx_err_release(&err);
+}
+
+static void test_list_stuck_token_and_errors(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond_n(f->s, 2, 200, JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"same\"}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), VX_EAPI);
+	assert_string_equal(err.msg, "vertex: listing jobs in r: the server's page token does not advance");
+	assert_int_equal(list.n, 0);
+	assert_null(list.items);
+
+	/* A page that is not a list: the jobs read so far are released. */
+	httpd_respond(f->s, 200, JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"x\"}", 0);
+	httpd_respond(f->s, 200, JSON_HDR, "{\"customJobs\":{\"name\":\"b\"}}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), VX_EINVAL);
+	assert_string_equal(err.msg, "vertex: listing jobs in r: reading job list: customJobs is not an array");
+	assert_int_equal(list.n, 0);
+
+	httpd_respond(f->s, 400, JSON_HDR, "{\"error\":{\"code\":400,\"message\":\"bad filter\",\"status\":\"INVALID_ARGUMENT\"}}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", "labels.x=", 0, 0, &list, &err), VX_EAPI);
+	assert_non_null(strstr(err.msg, "vertex: listing jobs in r: INVALID_ARGUMENT: bad filter"));
+	vx_err_release(&err);
+}
+
+/* ---- get, cancel ---- */
+
+static void test_get_and_not_found(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond(f->s, 200, JSON_HDR, job_body, 0);
+	assert_int_equal(vertex_get_job(&f->c, "projects/123/locations/us-central1/customJobs/456", &job, &err), 0);
+	assert_string_equal(req(f, 0)->method, "GET");
+	assert_string_equal(req(f, 0)->target, "/v1/projects/123/locations/us-central1/customJobs/456");
+	assert_string_equal(job.display_name, "gemma2-lora");
+	assert_non_null(job.job_spec_json);
+	vertex_job_release(&job);
+
+	httpd_respond(f->s, 404, JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"not there\",\"status\":\"NOT_FOUND\"}}", 0);
+	assert_int_equal(vertex_get_job(&f->c, "projects/123/locations/us-central1/customJobs/9", &job, &err),
+			 VX_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "vertex: reading job projects/123/locations/us-central1/customJobs/9: NOT_FOUND"));
+
+	assert_int_equal(vertex_get_job(&f->c, "projects/1/locations/../customJobs/9", &job, &err), VX_EINVAL);
+	assert_int_equal(vertex_get_job(&f->c, "projects/1/zones/r/customJobs/9", &job, &err), VX_EINVAL);
+	assert_int_equal(vertex_get_job(&f->c, "projects/1/locations/r/customJobs/9?x=1", &job, &err), VX_EINVAL);
+	assert_int_equal(httpd_request_count(f->s), 2);
+	vx_err_release(&err);
+}
+
+static void test_cancel_exact_request(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond(f->s, 200, JSON_HDR, "{}", 0);
+	assert_int_equal(vertex_cancel_job(&f->c, "projects/p/locations/europe-west4/customJobs/77", &err), 0);
+	assert_string_equal(req(f, 0)->method, "POST");
+	assert_string_equal(req(f, 0)->target, "/v1/projects/p/locations/europe-west4/customJobs/77:cancel");
+	assert_string_equal(req(f, 0)->body, "{}");
+	vx_err_release(&err);
+}
+
+/* ---- delete: the operation polled with backoff ---- */
+
+static void test_delete_polls_operation(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+	static const char op_pending[] =
+		"{\"name\":\"projects/123/locations/us-central1/operations/4567\","
+		"\"metadata\":{\"@type\":\"type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata\"}}";
+	/* The example of vertex-ai-custom-jobs.md. */
+	static const char op_done[] =
+		"{\"name\":\"projects/123/locations/us-central1/operations/4567\","
+		"\"metadata\":{\"@type\":\"type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata\","
+		"\"genericMetadata\":{\"createTime\":\"2024-05-01T12:00:00Z\",\"updateTime\":\"2024-05-01T12:00:01Z\"}},"
+		"\"done\":true,\"response\":{\"@type\":\"type.googleapis.com/google.protobuf.Empty\"}}";
+
+	httpd_respond(f->s, 200, JSON_HDR, op_pending, 0);
+	httpd_respond(f->s, 200, JSON_HDR, op_pending, 0);
+	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"projects/123/locations/us-central1/operations/4567\",\"done\":false}", 0);
+	httpd_respond(f->s, 200, JSON_HDR, op_done, 0);
+	f->nsleeps = 0;
+	assert_int_equal(vertex_delete_job(&f->c, "projects/123/locations/us-central1/customJobs/456", 0, &err), 0);
+	assert_int_equal(httpd_request_count(f->s), 4);
+	assert_string_equal(req(f, 0)->method, "DELETE");
+	assert_string_equal(req(f, 0)->target, "/v1/projects/123/locations/us-central1/customJobs/456");
+	assert_string_equal(req(f, 1)->method, "GET");
+	assert_string_equal(req(f, 1)->target, "/v1/projects/123/locations/us-central1/operations/4567");
+	assert_string_equal(req(f, 3)->target, "/v1/projects/123/locations/us-central1/operations/4567");
+	/* 1 s, x1.3 (the http layer may sleep too: look for the sequence). */
+	{
+		int i, found = 0;
+
+		for (i = 0; i + 2 < f->nsleeps; i++)
+			if (f->sleeps[i] == 1000 && f->sleeps[i + 1] == 1300 && f->sleeps[i + 2] == 1690)
+				found = 1;
+		assert_true(found);
+	}
+	vx_err_release(&err);
+}
+
+static void test_delete_operation_error_and_deadline(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\"}", 0);
+	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\",\"done\":true,"
+		      "\"error\":{\"code\":9,\"message\":\"job is running\"}}", 0);
+	assert_int_equal(vertex_delete_job(&f->c, "projects/1/locations/r/customJobs/2", 0, &err), VX_EAPI);
+	assert_string_equal(err.msg, "vertex: deleting job projects/1/locations/r/customJobs/2: operation failed "
+				     "with code 9: job is running");
+
+	/* Never done: bounded by the deadline (virtual time). */
+	httpd_set_default(f->s, 200, JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\",\"done\":false}", 0);
+	assert_int_equal(vertex_delete_job(&f->c, "projects/1/locations/r/customJobs/2", 300000, &err), VX_ERETRY);
+	assert_string_equal(err.msg, "vertex: deleting job projects/1/locations/r/customJobs/2: operation "
+				     "projects/1/locations/r/operations/9 not done in time");
+
+	/* An operation without a usable name. */
+	httpd_set_default(f->s, 200, JSON_HDR, "{\"name\":\"../../x\"}", 0);
+	assert_int_equal(vertex_delete_job(&f->c, "projects/1/locations/r/customJobs/2", 0, &err), VX_EAPI);
+	vx_err_release(&err);
+}
+
+/* ---- parsers ---- */
+
+static void test_parse_job_fields(void **state)
+{
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	static const char body[] =
+		"{\"name\":\"projects/p/locations/r/customJobs/1\",\"state\":\"JOB_STATE_CANCELLED\","
+		"\"startTime\":\"2024-02-29T23:59:59.999999999Z\",\"endTime\":\"2024-03-01T01:00:00+01:00\","
+		"\"error\":{\"code\":1,\"message\":\"CANCELED\"},\"labels\":{\"a\":\"1\",\"b\":2,\"c\":\"3\"},"
+		"\"webAccessUris\":{},\"satisfiesPzs\":false}";
+
+	(void)state;
+	assert_int_equal(vertex_job_parse_json(body, sizeof(body) - 1, &job, &err), 0);
+	assert_int_equal(job.state, VERTEX_JOB_STATE_CANCELLED);
+	assert_true(vertex_job_state_is_terminal(job.state));
+	assert_false(vertex_job_state_is_active(job.state));
+	assert_int_equal(job.start_time_ms, 1709251199999LL);
+	assert_int_equal(job.end_time_ms, 1709251200000LL);
+	assert_int_equal(job.error_code, 1);
+	assert_string_equal(job.error_message, "CANCELED");
+	assert_int_equal(job.n_labels, 2); /* "b" is not a string */
+	assert_string_equal(job.labels[1].key, "c");
+	assert_null(vertex_job_label(&job, "b"));
+	assert_null(job.display_name);
+	assert_int_equal(job.create_time_ms, 0);
+	vertex_job_release(&job);
+	vx_err_release(&err);
+}
+
+static void test_parse_hostile(void **state)
+{
+	static const char *const bodies[] = {
+		"", "null", "[]", "\"x\"", "{", "{\"name\":", "{\"name\":1,\"displayName\":[],\"state\":{}}",
+		"{\"labels\":[1,2],\"error\":\"x\",\"jobSpec\":[1]}",
+		"{\"state\":1e308,\"createTime\":12,\"error\":{\"code\":1e300,\"message\":7}}",
+		"{\"state\":-1,\"error\":{\"code\":\"99999999999999999999\"}}",
+		"{\"state\":\"JOB_STATE_NEW_THING\",\"labels\":{\"\":\"\"}}",
+		"{\"createTime\":\"2024-13-01T00:00:00Z\",\"startTime\":\"2023-02-29T00:00:00Z\","
+		"\"endTime\":\"9999-12-31T23:59:60.5-23:59\",\"updateTime\":\"2024-01-01T00:00:00\"}",
+		"{\"name\":\"\\u0000x\",\"displayName\":\"\\ud800\"}",
+	};
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vertex_operation op = VERTEX_OPERATION_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *tok = NULL, *deep;
+	size_t i;
+	int rc;
+
+	(void)state;
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		rc = vertex_job_parse_json(bodies[i], strlen(bodies[i]), &job, &err);
+		assert_true(rc == 0 || rc == VX_EINVAL);
+		vertex_job_release(&job);
+		rc = vertex_list_parse_json(bodies[i], strlen(bodies[i]), &list, &tok, &err);
+		assert_true(rc == 0 || rc == VX_EINVAL);
+		free(tok);
+		rc = vertex_operation_parse_json(bodies[i], strlen(bodies[i]), &op, &err);
+		assert_true(rc == 0 || rc == VX_EINVAL);
+		vertex_operation_release(&op);
+	}
+	vertex_job_list_release(&list);
+	assert_int_equal(vertex_job_parse_json("[]", 2, &job, &err), VX_EINVAL);
+	assert_string_equal(err.msg, "vertex: reading job: response is not a JSON object");
+	assert_int_equal(vertex_job_parse_json(NULL, 0, &job, &err), VX_EINVAL);
+
+	/* Wrong types are absent, unknown states UNKNOWN, huge numbers ignored. */
+	assert_int_equal(vertex_job_parse_json(bodies[8], strlen(bodies[8]), &job, &err), 0);
+	assert_int_equal(job.state, VERTEX_JOB_STATE_UNKNOWN);
+	assert_int_equal(job.error_code, 0);
+	assert_null(job.error_message);
+	assert_int_equal(job.create_time_ms, 0);
+	vertex_job_release(&job);
+	assert_int_equal(vertex_job_parse_json(bodies[10], strlen(bodies[10]), &job, &err), 0);
+	assert_int_equal(job.state, VERTEX_JOB_STATE_UNKNOWN);
+	assert_string_equal(job.state_name, "JOB_STATE_NEW_THING");
+	vertex_job_release(&job);
+	assert_int_equal(vertex_job_parse_json(bodies[11], strlen(bodies[11]), &job, &err), 0);
+	assert_int_equal(job.create_time_ms, 0);
+	assert_int_equal(job.start_time_ms, 0);
+	assert_int_equal(job.update_time_ms, 0);
+	vertex_job_release(&job);
+
+	/* A length shorter than the text: only that much is read. */
+	assert_int_equal(vertex_job_parse_json("{}garbage", 2, &job, &err), 0);
+	vertex_job_release(&job);
+
+	/* Deep nesting is refused by the parser's limit, not by a crash. */
+	deep = malloc(200001);
+	assert_non_null(deep);
+	memset(deep, '[', 100000);
+	memset(deep + 100000, ']', 100000);
+	deep[200000] = '\0';
+	assert_int_equal(vertex_job_parse_json(deep, 200000, &job, &err), VX_EINVAL);
+	memcpy(deep, "{\"jobSpec\":", 11);
+	assert_int_equal(vertex_job_parse_json(deep, 200000, &job, &err), VX_EINVAL);
+	free(deep);
+	vx_err_release(&err);
+}
+
+static void test_parse_operation(void **state)
+{
+	struct vertex_operation op = VERTEX_OPERATION_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	static const char e[] = "{\"name\":\"projects/1/locations/r/operations/2\",\"error\":{\"code\":5,\"message\":\"gone\"}}";
+
+	(void)state;
+	assert_int_equal(vertex_operation_parse_json(e, sizeof(e) - 1, &op, &err), 0);
+	assert_int_equal(op.done, 1); /* an error means finished */
+	assert_int_equal(op.error_code, 5);
+	assert_string_equal(op.error_message, "gone");
+	vertex_operation_release(&op);
+	vx_err_release(&err);
+}
+
+static void test_time_parse(void **state)
+{
+	int64_t t = 0;
+
+	(void)state;
+	assert_int_equal(vertex_time_parse("1970-01-01T00:00:00Z", &t), 0);
+	assert_int_equal(t, 0);
+	assert_int_equal(vertex_time_parse("2017-01-15T01:30:15.01Z", &t), 0);
+	assert_int_equal(t, 1484443815010LL);
+	assert_int_equal(vertex_time_parse("2017-01-15T01:30:15.123456789Z", &t), 0);
+	assert_int_equal(t, 1484443815123LL);
+	assert_int_equal(vertex_time_parse("2017-01-15t03:30:15+02:00", &t), 0);
+	assert_int_equal(t, 1484443815000LL);
+	assert_int_equal(vertex_time_parse("1969-12-31T23:59:59Z", &t), 0);
+	assert_int_equal(t, -1000);
+	assert_int_equal(vertex_time_parse("2000-02-29T00:00:00Z", &t), 0);
+	assert_int_equal(t, 951782400000LL);
+	assert_int_equal(vertex_time_parse("1900-02-29T00:00:00Z", &t), VX_EINVAL);
+	assert_int_equal(vertex_time_parse("2017-01-15T01:30:15.Z", &t), VX_EINVAL);
+	assert_int_equal(vertex_time_parse("2017-01-15T01:30:15", &t), VX_EINVAL);
+	assert_int_equal(vertex_time_parse("2017-01-15T01:30:15Zx", &t), VX_EINVAL);
+	assert_int_equal(vertex_time_parse("2017-1-15T01:30:15Z", &t), VX_EINVAL);
+	assert_int_equal(vertex_time_parse("2017-01-15T24:00:00Z", &t), VX_EINVAL);
+	assert_int_equal(vertex_time_parse("", &t), VX_EINVAL);
+	assert_int_equal(vertex_time_parse(NULL, &t), VX_EINVAL);
+}
+
+static void test_filter_labels(void **state)
+{
+	static const char *const k[] = { "vx-stack", "team", "note" };
+	static const char *const v[] = { "research", "Big Team", "a\"b\\c" };
+	static const char *const bad[] = { "Vx" };
+	struct vx_err err = VX_ERR_INIT;
+	char *out = NULL;
+
+	(void)state;
+	assert_int_equal(vertex_filter_labels(&out, k, v, 1, &err), 0);
+	assert_string_equal(out, "labels.vx-stack=research");
+	free(out);
+	assert_int_equal(vertex_filter_labels(&out, k, v, 3, &err), 0);
+	assert_string_equal(out, "labels.vx-stack=research AND labels.team=\"Big Team\" AND labels.note=\"a\\\"b\\\\c\"");
+	free(out);
+	assert_int_equal(vertex_filter_labels(&out, bad, v, 1, &err), VX_EINVAL);
+	assert_null(out);
+	assert_string_equal(err.msg, "vertex: label filter: label key \"Vx\" has a character other than [a-z0-9_-]");
+	assert_int_equal(vertex_filter_labels(&out, k, v, 0, &err), 0);
+	assert_string_equal(out, "");
+	free(out);
+	vx_err_release(&err);
+}
+
+static void test_states(void **state)
+{
+	(void)state;
+	assert_int_equal(vertex_job_state_parse("JOB_STATE_RUNNING"), VERTEX_JOB_STATE_RUNNING);
+	assert_int_equal(vertex_job_state_parse("11"), VERTEX_JOB_STATE_PARTIALLY_SUCCEEDED);
+	assert_int_equal(vertex_job_state_parse("12"), VERTEX_JOB_STATE_UNKNOWN);
+	assert_int_equal(vertex_job_state_parse("3x"), VERTEX_JOB_STATE_UNKNOWN);
+	assert_int_equal(vertex_job_state_parse(NULL), VERTEX_JOB_STATE_UNKNOWN);
+	assert_string_equal(vertex_job_state_name(VERTEX_JOB_STATE_CANCELLING), "JOB_STATE_CANCELLING");
+	assert_string_equal(vertex_job_state_name((enum vertex_job_state)99), "JOB_STATE_UNKNOWN");
+	assert_true(vertex_job_state_is_active(VERTEX_JOB_STATE_QUEUED));
+	assert_true(vertex_job_state_is_active(VERTEX_JOB_STATE_CANCELLING));
+	assert_false(vertex_job_state_is_active(VERTEX_JOB_STATE_SUCCEEDED));
+	assert_true(vertex_job_state_is_terminal(VERTEX_JOB_STATE_EXPIRED));
+	assert_false(vertex_job_state_is_terminal(VERTEX_JOB_STATE_UNSPECIFIED));
+	assert_false(vertex_job_state_is_active(VERTEX_JOB_STATE_UNKNOWN));
+	assert_false(vertex_job_state_is_terminal(VERTEX_JOB_STATE_UNKNOWN));
+}
+
+static void test_name_region(void **state)
+{
+	char *r = NULL;
+
+	(void)state;
+	assert_int_equal(vertex_job_name_region("projects/p/locations/us-east1/customJobs/1", &r), 0);
+	assert_string_equal(r, "us-east1");
+	free(r);
+	assert_int_equal(vertex_job_name_region("projects/p/locations/us-east1", &r), 0);
+	free(r);
+	assert_int_equal(vertex_job_name_region("projects/p/locations//customJobs/1", &r), VX_EINVAL);
+	assert_int_equal(vertex_job_name_region("projects/p", &r), VX_EINVAL);
+	assert_int_equal(vertex_job_name_region("/projects/p/locations/r", &r), VX_EINVAL);
+	assert_null(r);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_create_exact_request),
+		T(test_create_uncertain_on_lost_reply),
+		T(test_create_uncertain_on_503),
+		T(test_create_permission_denied),
+		T(test_create_rejects_bad_input),
+		T(test_list_all_pages),
+		T(test_list_with_spec_and_no_filter),
+		T(test_list_stuck_token_and_errors),
+		T(test_get_and_not_found),
+		T(test_cancel_exact_request),
+		T(test_delete_polls_operation),
+		T(test_delete_operation_error_and_deadline),
+		cmocka_unit_test(test_parse_job_fields),
+		cmocka_unit_test(test_parse_hostile),
+		cmocka_unit_test(test_parse_operation),
+		cmocka_unit_test(test_time_parse),
+		cmocka_unit_test(test_filter_labels),
+		cmocka_unit_test(test_states),
+		cmocka_unit_test(test_name_region),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
