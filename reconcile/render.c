@@ -88,7 +88,7 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 	int rc = header_human(b, h);
 	size_t notes = 0;
 
-	if (rc == 0)
+	if (rc == 0 && plan_has_changes(p))
 		rc = vx_buf_addc(b, '\n');
 	for (size_t i = 0; rc == 0 && i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
