@@ -356,6 +356,18 @@ int cmd_apply(int argc, char **argv)
 	ao.parallelism = parallelism;
 	ao.project = ws.st->project;
 	ao.config_commit = ws.config_commit;
+	{
+		const char *inflight = getenv("VX_INFLIGHT_SECONDS");
+		char *end = NULL;
+		double secs = inflight ? strtod(inflight, &end) : 0;
+
+		if (inflight && (!*inflight || *end || secs < 0 || secs > 86400)) {
+			cmd_error("apply: VX_INFLIGHT_SECONDS must be a number of seconds, not '%s'", inflight);
+			goto done;
+		}
+		if (inflight)
+			ao.inflight_ms = secs > 0 ? (int64_t)(secs * 1000) : 1;
+	}
 	hud.ws = &ws;
 	hud.last_renew = vx_mono_ms(&ctx);
 	hooks.persist = hook_persist;

@@ -86,6 +86,8 @@ static int session_get(struct gcp_provider *g, struct session **out, struct vx_e
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	memset(&ho, 0, sizeof(ho));
 	ho.max_in_flight = g->opts.max_in_flight;
+	ho.rate_per_minute = g->opts.rate_per_minute;
+	ho.create_rate_per_minute = g->opts.create_rate_per_minute;
 	ho.quota_project = gcp_auth_quota_project(g->auth);
 	rc = gcp_http_new(&s->http, g->ctx, &ho, &g->tokens, err);
 	if (rc < 0) {
@@ -269,6 +271,27 @@ static void gcp_free(struct provider *p)
 	free(g);
 }
 
+/* A rate from the environment: a positive number a minute, or "unlimited". */
+static int env_rate(const char *name, int *out, struct vx_err *err)
+{
+	const char *v = getenv(name);
+	char *end = NULL;
+	long n;
+
+	if (!v || *out)
+		return 0;
+	if (!strcmp(v, "unlimited")) {
+		*out = -1;
+		return 0;
+	}
+	n = strtol(v, &end, 10);
+	if (!*v || *end || n < 1 || n > 1000000)
+		return vx_err_set(err, VX_EINVAL, "%s must be a number of requests a minute or "
+				  "\"unlimited\", not '%s'", name, v);
+	*out = (int)n;
+	return 0;
+}
+
 int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp_provider_options *opts,
 		     struct vx_err *err)
 {
@@ -286,6 +309,11 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->ctx = ctx;
 	if (opts)
 		g->opts = *opts;
+	rc = env_rate("VX_RATE_PER_MINUTE", &g->opts.rate_per_minute, err);
+	if (rc == 0)
+		rc = env_rate("VX_CREATE_RATE_PER_MINUTE", &g->opts.create_rate_per_minute, err);
+	if (rc < 0)
+		goto fail;
 	rc = gcp_endpoints_load(&g->endpoints, err);
 	if (rc < 0)
 		goto fail;

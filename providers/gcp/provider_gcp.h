@@ -17,6 +17,10 @@ struct gcp_endpoints;
 
 struct gcp_provider_options {
 	int max_in_flight;  /* per session; 0 = the HTTP layer's default */
+	/* Requests and job creations a minute per region; 0 = Google's published
+	 * quotas, or VX_RATE_PER_MINUTE / VX_CREATE_RATE_PER_MINUTE when set. */
+	int rate_per_minute;
+	int create_rate_per_minute;
 };
 
 /* Finds credentials and endpoints; no network yet (but the metadata probe). */

@@ -169,8 +169,12 @@ class PlanApply(FakeTestCase):
         self.assertEqual(len(self.active("a")), 1)
 
     def test_plan_over_200_jobs_lists_only(self):
+        # A project whose creation quota was raised: both sides allow it.
+        self.fake.post("/_fake/rate-limits", {"vertex_creates_per_minute": 100000,
+                                              "vertex_requests_per_minute": 100000})
         self.repo.write({"j%03d" % i: job_yaml("j%03d" % i) for i in range(200)})
-        r = self.repo.apply("-parallelism", "16")
+        r = self.repo.apply("-parallelism", "16", env={"VX_CREATE_RATE_PER_MINUTE": "unlimited",
+                                                        "VX_RATE_PER_MINUTE": "unlimited"})
         self.assertEqual(r.code, 0, r)
         self.assertEqual(len(self.live_jobs()), 200)
         before = self.fake.requests()["by_rpc"]
