@@ -14,26 +14,17 @@ struct command {
 	const char *summary;
 };
 
-static int cmd_not_built(int argc, char **argv);
-
 static const struct command commands[] = {
 	{ "plan", cmd_plan, "show what apply would create, cancel, resubmit or change" },
 	{ "apply", cmd_apply, "make the cloud match the declaration, recording it in git" },
 	{ "validate", cmd_validate, "check a stack's YAML without touching the cloud" },
-	{ "doctor", cmd_not_built, "check credentials, project and API access" },
+	{ "doctor", cmd_doctor, "check credentials, project and API access" },
 	{ "log", cmd_log, "show the history of runs from the state branch" },
 	{ "state", cmd_state, "list or show state records (state list | state show ADDR)" },
 	{ "unlock", cmd_unlock, "clear a stuck apply lock (unlock ID)" },
 	{ "version", cmd_version, "print the version" },
 	{ "help", cmd_help, "show this help" },
 };
-
-static int cmd_not_built(int argc, char **argv)
-{
-	(void)argc;
-	fprintf(stderr, "vx: '%s' is not built yet in this version\n", argv[0]);
-	return VX_EXIT_ERROR;
-}
 
 int cmd_help(int argc, char **argv)
 {

@@ -124,7 +124,9 @@ spec:
   workerPoolSpecs:
     - machineSpec: {{machineType: {machine}, acceleratorType: {accel}, acceleratorCount: {count}}}
       replicaCount: 1
-      containerSpec: {{imageUri: "us-docker.pkg.dev/p/r/trainer:{tag}", args: ["--epochs", "{epochs}"]}}
+      containerSpec:
+        imageUri: "us-docker.pkg.dev/p/r/trainer:{tag}"
+        args: ["--epochs", "{epochs}"]{env}
   scheduling: {{strategy: {strategy}}}
   baseOutputDirectory: {{outputUriPrefix: "gs://e2e-bucket/{name}"}}
 run: {run}
@@ -136,10 +138,14 @@ protect: {protect}
 
 def job_yaml(name, epochs=3, run=1, on="stockout, preempted", attempts=3, on_change="replace",
              protect="false", machine="g2-standard-4", accel="NVIDIA_L4", count=1, tag="1.0",
-             strategy="STANDARD"):
+             strategy="STANDARD", env_secret=False):
+    env = ""
+    if env_secret:
+        env = ("\n        env:\n          - {name: WANDB_API_KEY, value: hunter2-training-secret, sensitive: true}"
+               "\n          - {name: EPOCHS_HINT, value: plain}")
     return JOB.format(name=name, epochs=epochs, run=run, on=on, attempts=attempts,
                       on_change=on_change, protect=protect, machine=machine, accel=accel,
-                      count=count, tag=tag, strategy=strategy)
+                      count=count, tag=tag, strategy=strategy, env=env)
 
 
 class Result:
