@@ -1,0 +1,438 @@
+/*
+ * Unit tests for reconcile/apply.c against an in-memory provider: the
+ * order of calls, uncertain creates resolved by listing, journaling before
+ * creating, and interrupts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/apply.h"
+#include "reconcile/plan.h"
+#include "reconcile/planner.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/diag.h"
+
+/* ---- an in-memory cloud ---- */
+
+struct memcloud {
+	struct provider base;
+	struct live_jobs jobs;
+	int next_id;
+	int uncertain_creates;   /* this many creates report VX_EUNCERTAIN... */
+	int uncertain_lands;     /* ...having created the job (1) or not (0) */
+	int fail_creates;        /* this many creates fail with VX_EAPI */
+	int creates, cancels, lists;
+	char calls[4096];        /* "list,create,cancel,..." */
+	volatile sig_atomic_t *interrupt_after_create; /* set it after the first create */
+};
+
+static void note(struct memcloud *m, const char *what)
+{
+	size_t n = strlen(m->calls);
+
+	snprintf(m->calls + n, sizeof(m->calls) - n, "%s%s", n ? "," : "", what);
+}
+
+static int mem_list(struct provider *p, const char *project, const char *region, const char *stack,
+		    struct live_jobs *out, struct vx_err *err)
+{
+	struct memcloud *m = (struct memcloud *)p;
+
+	(void)project; (void)region; (void)stack; (void)err;
+	m->lists++;
+	note(m, "list");
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < m->jobs.n; i++)
+		assert_int_equal(live_jobs_push(out, &m->jobs.items[i]), 0);
+	return 0;
+}
+
+static int mem_create(struct provider *p, const struct provider_job_request *req, struct live_job *out,
+		      struct vx_err *err)
+{
+	struct memcloud *m = (struct memcloud *)p;
+	struct live_job j;
+	char name[128];
+	int lands = 1, uncertain = 0;
+
+	m->creates++;
+	note(m, "create");
+	if (m->fail_creates > 0) {
+		m->fail_creates--;
+		return vx_err_set(err, VX_EAPI, "vertex: creating job: INVALID_ARGUMENT: no");
+	}
+	if (m->uncertain_creates > 0) {
+		m->uncertain_creates--;
+		uncertain = 1;
+		lands = m->uncertain_lands;
+	}
+	if (lands) {
+		memset(&j, 0, sizeof(j));
+		snprintf(name, sizeof(name), "projects/p/locations/%s/customJobs/%d", req->region, ++m->next_id);
+		j.name = name;
+		j.region = (char *)(uintptr_t)req->region;
+		j.state = (char *)(uintptr_t)"JOB_STATE_QUEUED";
+		j.labels = (struct vx_label *)(uintptr_t)req->labels;
+		j.nlabels = req->nlabels;
+		j.create_ms = m->next_id;
+		assert_int_equal(live_jobs_push(&m->jobs, &j), 0);
+	}
+	if (m->interrupt_after_create)
+		*m->interrupt_after_create = 1;
+	if (uncertain)
+		return vx_err_set(err, VX_EUNCERTAIN, "vertex: creating job: outcome unknown");
+	return live_job_copy(out, &m->jobs.items[m->jobs.n - 1]);
+}
+
+static int mem_cancel(struct provider *p, const char *name, struct vx_err *err)
+{
+	struct memcloud *m = (struct memcloud *)p;
+
+	(void)err;
+	m->cancels++;
+	note(m, "cancel");
+	for (size_t i = 0; i < m->jobs.n; i++)
+		if (!strcmp(m->jobs.items[i].name, name)) {
+			free(m->jobs.items[i].state);
+			m->jobs.items[i].state = strdup("JOB_STATE_CANCELLING");
+			return 0;
+		}
+	return vx_err_set(err, VX_ENOTFOUND, "no such job");
+}
+
+static void mem_init(struct memcloud *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->base.list_jobs = mem_list;
+	m->base.create_job = mem_create;
+	m->base.cancel_job = mem_cancel;
+}
+
+/* ---- hooks ---- */
+
+struct sink {
+	int persists;
+	int journaled_before_create; /* the first persist happened with a journal entry */
+	struct memcloud *cloud;
+	int creates_at_first_journal;
+	struct vx_buf messages;
+};
+
+static int persist(void *ud, struct state *st, const char *message, struct vx_err *err)
+{
+	struct sink *s = ud;
+
+	(void)err;
+	if (st->njournal && !s->journaled_before_create) {
+		s->journaled_before_create = 1;
+		s->creates_at_first_journal = s->cloud->creates;
+	}
+	s->persists++;
+	st->serial++;
+	assert_int_equal(vx_buf_printf(&s->messages, "%s\n---\n", message), 0);
+	return 0;
+}
+
+/* ---- fixtures ---- */
+
+static const char stack_yaml[] =
+	"kind: Stack\nname: research\nproject: my-project\nregion: us-central1\nlabels: {team: nlp}\n";
+
+static char *job_doc(const char *name, const char *epochs)
+{
+	return vx_asprintf("---\nkind: CustomJob\nname: %s\nspec:\n  workerPoolSpecs:\n"
+			   "    - machineSpec: {machineType: g2-standard-4, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+			   "      containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:1, args: [\"%s\"]}\n", name, epochs);
+}
+
+static struct stack *load(const char *jobs_text)
+{
+	struct stack_source files[2] = { { "stack.yaml", stack_yaml, sizeof(stack_yaml) - 1 },
+					 { "jobs.yaml", jobs_text, strlen(jobs_text) } };
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	int rc = stack_load_mem(&st, ".", files, jobs_text[0] ? 2 : 1, NULL, &d, &err);
+
+	if (rc < 0)
+		for (size_t i = 0; i < d.n; i++)
+			fprintf(stderr, "%s\n", d.items[i].msg);
+	assert_int_equal(rc, 0);
+	vx_diags_release(&d);
+	return st;
+}
+
+static int64_t clock_ms;
+static int64_t fake_now(void *ud) { (void)ud; return clock_ms; }
+static void fake_sleep(void *ud, int64_t ms) { (void)ud; clock_ms += ms; }
+
+static void ctx_init(struct vx_ctx *ctx)
+{
+	vx_ctx_init(ctx);
+	clock_ms = 1795341926000;
+	ctx->clock.now_ms = fake_now;
+	ctx->clock.mono_ms = fake_now;
+	ctx->clock.sleep_ms = fake_sleep;
+	ctx->seed = 42;
+}
+
+struct world {
+	struct vx_ctx ctx;
+	struct memcloud cloud;
+	struct state state;
+	struct stack *st;
+	struct sink sink;
+	struct apply_hooks hooks;
+	struct apply_options opts;
+	struct apply_result res;
+};
+
+static void world_init(struct world *w, const char *jobs_text)
+{
+	struct vx_err err = VX_ERR_INIT;
+
+	memset(w, 0, sizeof(*w));
+	ctx_init(&w->ctx);
+	mem_init(&w->cloud);
+	w->st = load(jobs_text);
+	assert_int_equal(state_new(&w->state, "research", &w->ctx, &err), 0);
+	w->sink.cloud = &w->cloud;
+	w->hooks.persist = persist;
+	w->hooks.ud = &w->sink;
+	w->opts.parallelism = 4;
+	w->opts.project = "my-project";
+}
+
+/* Plans against the cloud as it is now and applies. */
+static void plan_and_apply(struct world *w)
+{
+	struct planner pl;
+	struct live_jobs live = { 0 };
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(mem_list(&w->cloud.base, NULL, NULL, NULL, &live, &err), 0);
+	assert_int_equal(planner_run(&pl, w->st, &w->state, &live, NULL, &err), 0);
+	apply_result_release(&w->res);
+	assert_int_equal(apply_run(&w->res, &w->ctx, &pl.plan, w->st, &w->state, &w->cloud.base,
+				   &w->opts, &w->hooks, &err), 0);
+	planner_release(&pl);
+	live_jobs_release(&live);
+}
+
+static void world_release(struct world *w)
+{
+	apply_result_release(&w->res);
+	state_release(&w->state);
+	stack_free(w->st);
+	live_jobs_release(&w->cloud.jobs);
+	vx_buf_release(&w->sink.messages);
+}
+
+/* ---- tests ---- */
+
+static void test_create_journals_first_and_records_run(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1"), *b = job_doc("b", "1"), *both = vx_asprintf("%s%s", a, b);
+	const struct state_record *r;
+
+	(void)unused;
+	world_init(&w, both);
+	plan_and_apply(&w);
+	assert_int_equal(w.cloud.creates, 2);
+	assert_int_equal(w.res.ok, 2);
+	assert_int_equal(w.res.failed, 0);
+	assert_true(w.sink.journaled_before_create);
+	assert_int_equal(w.sink.creates_at_first_journal, 0);
+	assert_int_equal(w.state.njournal, 0);
+	r = state_find(&w.state, "job.a");
+	assert_non_null(r);
+	assert_non_null(r->current);
+	assert_string_equal(state_labels_get(r->current->labels, r->current->nlabels, "vx-stack"), "research");
+	assert_string_equal(state_labels_get(r->current->labels, r->current->nlabels, "team"), "nlp");
+	assert_string_equal(r->current->action, "create");
+	assert_non_null(strstr(vx_buf_str(&w.sink.messages), "+ job.a create projects/p/locations/us-central1/customJobs/"));
+	/* A second apply changes nothing. */
+	plan_and_apply(&w);
+	assert_int_equal(w.cloud.creates, 2);
+	world_release(&w);
+	free(a); free(b); free(both);
+}
+
+static void test_uncertain_create_that_landed_is_adopted(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1");
+
+	(void)unused;
+	world_init(&w, a);
+	w.cloud.uncertain_creates = 1;
+	w.cloud.uncertain_lands = 1;
+	plan_and_apply(&w);
+	assert_int_equal(w.cloud.creates, 1);
+	assert_int_equal(w.cloud.jobs.n, 1);
+	assert_int_equal(w.res.ok, 1);
+	assert_non_null(state_find(&w.state, "job.a")->current);
+	assert_string_equal(w.cloud.calls, "list,create,list");
+	world_release(&w);
+	free(a);
+}
+
+static void test_uncertain_create_that_did_not_land_is_retried_once(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1");
+
+	(void)unused;
+	world_init(&w, a);
+	w.cloud.uncertain_creates = 1;
+	w.cloud.uncertain_lands = 0;
+	plan_and_apply(&w);
+	assert_int_equal(w.cloud.creates, 2);
+	assert_int_equal(w.cloud.jobs.n, 1);
+	assert_string_equal(w.cloud.calls, "list,create,list,create");
+	world_release(&w);
+	free(a);
+}
+
+static void test_uncertain_twice_leaves_intent(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1");
+
+	(void)unused;
+	world_init(&w, a);
+	w.cloud.uncertain_creates = 2;
+	w.cloud.uncertain_lands = 0;
+	plan_and_apply(&w);
+	/* create, list (absent), create again (uncertain), list (absent): never a third create */
+	assert_int_equal(w.cloud.creates, 2);
+	assert_int_equal(w.res.failed, 1);
+	assert_int_equal(w.state.njournal, 1);
+	assert_null(state_find(&w.state, "job.a"));
+	world_release(&w);
+	free(a);
+}
+
+static void test_failed_create_reported(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1");
+
+	(void)unused;
+	world_init(&w, a);
+	w.cloud.fail_creates = 1;
+	plan_and_apply(&w);
+	assert_int_equal(w.res.failed, 1);
+	assert_int_equal(w.res.failures.n, 1);
+	assert_non_null(strstr(w.res.failures.items[0].msg, "job.a: create: vertex: creating job: INVALID_ARGUMENT"));
+	assert_int_equal(w.state.njournal, 0);
+	world_release(&w);
+	free(a);
+}
+
+static void test_replace_cancels_before_creating(void **unused)
+{
+	struct world w;
+	char *a1 = job_doc("a", "1"), *a2 = job_doc("a", "2");
+	const struct state_record *r;
+
+	(void)unused;
+	world_init(&w, a1);
+	plan_and_apply(&w);
+	stack_free(w.st);
+	w.st = load(a2);
+	w.cloud.calls[0] = '\0';
+	plan_and_apply(&w);
+	assert_string_equal(w.cloud.calls, "list,cancel,create");
+	r = state_find(&w.state, "job.a");
+	assert_int_equal(r->nhistory, 1);
+	assert_true(r->history[0].cancelled_by_vx);
+	assert_string_equal(r->current->action, "replace");
+	world_release(&w);
+	free(a1); free(a2);
+}
+
+static void test_interrupt_stops_new_batches(void **unused)
+{
+	struct world w;
+	struct vx_buf jobs = VX_BUF_INIT;
+	volatile sig_atomic_t stop = 0;
+
+	(void)unused;
+	for (int i = 0; i < 6; i++) {
+		char name[16], *d;
+
+		snprintf(name, sizeof(name), "j%d", i);
+		d = job_doc(name, "1");
+		assert_int_equal(vx_buf_adds(&jobs, d), 0);
+		free(d);
+	}
+	world_init(&w, vx_buf_str(&jobs));
+	w.opts.parallelism = 2;
+	w.ctx.interrupted = &stop;
+	w.cloud.interrupt_after_create = &stop;
+	plan_and_apply(&w);
+	assert_int_equal(w.cloud.creates, 2);   /* the first batch finishes */
+	assert_true(w.res.interrupted);
+	assert_int_equal(w.res.ok, 2);
+	assert_int_equal(w.res.skipped, 4);
+	assert_int_equal(w.state.njournal, 0);  /* what ran is recorded */
+	world_release(&w);
+	vx_buf_release(&jobs);
+}
+
+static void test_refresh_state_records_end(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1"), *summary = NULL;
+	struct live_jobs live = { 0 };
+	struct vx_err err = VX_ERR_INIT;
+	const struct state_record *r;
+
+	(void)unused;
+	world_init(&w, a);
+	plan_and_apply(&w);
+	free(w.cloud.jobs.items[0].state);
+	w.cloud.jobs.items[0].state = strdup("JOB_STATE_FAILED");
+	w.cloud.jobs.items[0].error_code = 8;
+	w.cloud.jobs.items[0].error_message = strdup("The resources are insufficient in region: us-central1.");
+	w.cloud.jobs.items[0].end_ms = 1795341999000;
+	assert_int_equal(mem_list(&w.cloud.base, NULL, NULL, NULL, &live, &err), 0);
+	assert_int_equal(apply_refresh_state(&w.state, &live, &summary), 1);
+	assert_string_equal(summary, "job.a: queued -> failed (stockout)\n");
+	r = state_find(&w.state, "job.a");
+	assert_string_equal(r->current->failure, "stockout");
+	assert_int_equal(r->current->ended_ms, 1795341999000);
+	assert_int_equal(apply_refresh_state(&w.state, &live, NULL), 0);
+	free(summary);
+	live_jobs_release(&live);
+	world_release(&w);
+	free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_journals_first_and_records_run),
+		cmocka_unit_test(test_uncertain_create_that_landed_is_adopted),
+		cmocka_unit_test(test_uncertain_create_that_did_not_land_is_retried_once),
+		cmocka_unit_test(test_uncertain_twice_leaves_intent),
+		cmocka_unit_test(test_failed_create_reported),
+		cmocka_unit_test(test_replace_cancels_before_creating),
+		cmocka_unit_test(test_interrupt_stops_new_batches),
+		cmocka_unit_test(test_refresh_state_records_end),
+	};
+	return cmocka_run_group_tests_name("apply", tests, NULL, NULL);
+}
