@@ -1,0 +1,901 @@
+/* Unit tests for providers/gcp/http against the in-process scripted server (support/httpd). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "providers/gcp/http.h"
+#include "tests/unit/support/httpd.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+
+/* ---- fixture: fake clock, captured log, token source, server ---- */
+
+struct fake_clock {
+	int64_t now;
+	int64_t slept;
+	int sleeps;
+};
+
+static int64_t fc_mono(void *ud)
+{
+	return ((struct fake_clock *)ud)->now;
+}
+
+#define WALL_BASE 1700000000000LL /* a whole second: Retry-After dates are exact */
+
+static int64_t fc_now(void *ud)
+{
+	return WALL_BASE + ((struct fake_clock *)ud)->now;
+}
+
+static void fc_sleep(void *ud, int64_t ms)
+{
+	struct fake_clock *c = ud;
+
+	if (ms > 0) {
+		c->now += ms;
+		c->slept += ms;
+		c->sleeps++;
+	}
+}
+
+struct tokens {
+	int gen;
+	int gets;
+	int invalidations;
+	char prefix[32];
+};
+
+static int tok_get(void *ud, char **out, struct vx_err *err)
+{
+	struct tokens *t = ud;
+
+	(void)err;
+	t->gets++;
+	*out = vx_asprintf("%s-%d", t->prefix, t->gen);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+static void tok_invalidate(void *ud)
+{
+	struct tokens *t = ud;
+
+	t->invalidations++;
+	t->gen++;
+}
+
+struct fx {
+	struct vx_ctx ctx;
+	struct fake_clock fc;
+	struct vx_buf log;
+	struct tokens tok;
+	struct gcp_token_source ts;
+	struct httpd *srv;
+	struct gcp_http *h;
+	struct gcp_http_options o;
+	char url[256];
+};
+
+static void log_sink(void *ud, int level, const char *msg)
+{
+	struct vx_buf *b = ud;
+
+	(void)level;
+	if (vx_buf_adds(b, msg) < 0 || vx_buf_addc(b, '\n') < 0)
+		fail();
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	vx_ctx_init(&f->ctx);
+	f->fc.now = 1000;
+	f->ctx.clock.mono_ms = fc_mono;
+	f->ctx.clock.now_ms = fc_now;
+	f->ctx.clock.sleep_ms = fc_sleep;
+	f->ctx.clock.ud = &f->fc;
+	f->ctx.seed = 12345;
+	f->ctx.log = log_sink;
+	f->ctx.log_ud = &f->log;
+	f->ctx.log_level = VX_LOG_DEBUG;
+	snprintf(f->tok.prefix, sizeof(f->tok.prefix), "tok");
+	f->ts.get = tok_get;
+	f->ts.invalidate = tok_invalidate;
+	f->ts.ud = &f->tok;
+	if (httpd_start(&f->srv) < 0)
+		return -1;
+	f->o.rate_per_minute = -1;
+	f->o.create_rate_per_minute = -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	gcp_http_free(f->h);
+	httpd_stop(f->srv);
+	vx_buf_release(&f->log);
+	free(f);
+	return 0;
+}
+
+/* Creates the layer from f->o (tests adjust f->o first). */
+static void open_http(struct fx *f)
+{
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(gcp_http_new(&f->h, &f->ctx, &f->o, &f->ts, &err), 0);
+	vx_err_release(&err);
+}
+
+static const char *url(struct fx *f, const char *path)
+{
+	snprintf(f->url, sizeof(f->url), "%s%s", httpd_url(f->srv), path);
+	return f->url;
+}
+
+static struct gcp_request get_req(struct fx *f, const char *path)
+{
+	struct gcp_request r;
+
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	r.url = url(f, path);
+	r.api = "aiplatform";
+	r.region = "us-central1";
+	return r;
+}
+
+static struct gcp_request create_req(struct fx *f, enum gcp_retry retry)
+{
+	static const char body[] = "{\"displayName\":\"train-1\"}";
+	struct gcp_request r = get_req(f, "/v1/projects/p/locations/us-central1/customJobs");
+
+	r.method = "POST";
+	r.body = body;
+	r.body_len = strlen(body);
+	r.retry = retry;
+	r.is_create = 1;
+	r.rpc = "CreateCustomJob";
+	return r;
+}
+
+/* ---- tests ---- */
+
+static void test_get_headers_and_body(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/a?x=1");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	const struct httpd_request *got;
+
+	f->o.quota_project = "billing-proj";
+	open_http(f);
+	httpd_respond(f->srv, 200, "Content-Type: application/json; charset=UTF-8\r\n"
+		      "Metadata-Flavor: Google\r\n", "{\"ok\":true}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(resp.attempts, 1);
+	assert_int_equal(resp.uncertain, 0);
+	assert_string_equal(resp.body, "{\"ok\":true}");
+	assert_int_equal(resp.body_len, 11);
+	assert_string_equal(resp.content_type, "application/json; charset=UTF-8");
+	assert_string_equal(resp.metadata_flavor, "Google");
+	gcp_response_release(&resp);
+	assert_null(resp.body);
+
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	got = httpd_request(f->srv, 0);
+	assert_string_equal(got->method, "GET");
+	assert_string_equal(got->target, "/v1/a?x=1");
+	assert_string_equal(httpd_header(got, "User-Agent"), "vx/" VX_VERSION);
+	assert_string_equal(httpd_header(got, "Authorization"), "Bearer tok-0");
+	assert_string_equal(httpd_header(got, "x-goog-user-project"), "billing-proj");
+	assert_non_null(strstr(httpd_header(got, "Accept-Encoding"), "gzip"));
+	assert_null(httpd_header(got, "Content-Type"));
+	assert_null(httpd_header(got, "Expect"));
+	assert_non_null(strstr(vx_buf_str(&f->log), "GET http://127.0.0.1:"));
+	assert_non_null(strstr(vx_buf_str(&f->log), "/v1/a?x=1 -> 200 (11 bytes, "));
+	vx_err_release(&err);
+}
+
+static void test_post_body_no_auth_and_methods(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_SAFE);
+	static const char *const extra[] = { "X-Test: 1", NULL };
+	struct gcp_response resp;
+	const struct httpd_request *got;
+
+	open_http(f);
+	r.no_auth = 1;
+	r.headers = extra;
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	got = httpd_request(f->srv, 0);
+	assert_string_equal(got->method, "POST");
+	assert_string_equal(got->body, "{\"displayName\":\"train-1\"}");
+	assert_string_equal(httpd_header(got, "Content-Type"), "application/json");
+	assert_string_equal(httpd_header(got, "X-Test"), "1");
+	assert_null(httpd_header(got, "Authorization"));
+	assert_int_equal(f->tok.gets, 0);
+
+	/* PATCH with a body, DELETE and a body-less POST. */
+	r.method = "PATCH";
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	r.method = "DELETE";
+	r.body = NULL;
+	r.body_len = 0;
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	r.method = "POST";
+	httpd_respond(f->srv, 200, NULL, "", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_null(resp.body);
+	gcp_response_release(&resp);
+	assert_string_equal(httpd_request(f->srv, 1)->method, "PATCH");
+	assert_string_equal(httpd_request(f->srv, 1)->body, "{\"displayName\":\"train-1\"}");
+	assert_string_equal(httpd_request(f->srv, 2)->method, "DELETE");
+	assert_int_equal(httpd_request(f->srv, 2)->body_len, 0);
+	assert_string_equal(httpd_request(f->srv, 3)->method, "POST");
+	assert_string_equal(httpd_header(httpd_request(f->srv, 3), "Content-Length"), "0");
+	assert_null(httpd_header(httpd_request(f->srv, 3), "Content-Type"));
+	/* Keep-alive: all on one connection. */
+	assert_int_equal(httpd_connection_count(f->srv), 1);
+}
+
+static void test_each_retryable_status(void **state)
+{
+	struct fx *f = *state;
+	static const int codes[] = { 408, 429, 500, 502, 503, 504 };
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	size_t i;
+
+	open_http(f);
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		httpd_respond(f->srv, codes[i], NULL, "{}", 0);
+		httpd_respond(f->srv, 200, NULL, "{\"n\":1}", 0);
+		assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+		assert_int_equal(resp.status, 200);
+		assert_int_equal(resp.attempts, 2);
+		assert_int_equal(httpd_request_count(f->srv), 2 * (i + 1));
+		gcp_response_release(&resp);
+	}
+	/* Each retry slept a backoff in [0, 1 s] on the fake clock. */
+	assert_true(f->fc.slept <= 6 * 1000);
+	assert_non_null(strstr(vx_buf_str(&f->log), "retrying in "));
+	assert_non_null(strstr(vx_buf_str(&f->log), " after 504 (attempt 2/6)"));
+}
+
+static void test_non_retryable_and_exhausted(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	f->o.max_attempts = 4;
+	open_http(f);
+	httpd_respond(f->srv, 400, NULL, "{\"error\":{\"code\":400}}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	assert_int_equal(resp.status, 400);
+	assert_int_equal(resp.attempts, 1);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	gcp_response_release(&resp);
+	httpd_respond(f->srv, 404, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	assert_int_equal(httpd_request_count(f->srv), 2);
+	gcp_response_release(&resp);
+	assert_int_equal(f->fc.slept, 0);
+
+	httpd_respond_n(f->srv, 4, 503, NULL, "{\"error\":{\"code\":503,\"status\":\"UNAVAILABLE\"}}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ERETRY);
+	assert_int_equal(resp.status, 503);
+	assert_int_equal(resp.attempts, 4);
+	assert_non_null(strstr(resp.body, "UNAVAILABLE"));
+	assert_int_equal(httpd_request_count(f->srv), 6);
+	assert_non_null(strstr(err.msg, ": giving up after 4 attempts: 503"));
+	/* Full jitter bounded by 1 + 2 + 4 s. */
+	assert_true(f->fc.slept <= 7000);
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_backoff_deterministic(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	int64_t first;
+
+	open_http(f);
+	httpd_respond_n(f->srv, 5, 500, NULL, "", 0);
+	httpd_respond(f->srv, 200, NULL, "", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	first = f->fc.slept;
+	assert_true(first <= 1000 + 2000 + 4000 + 8000 + 16000);
+	/* The same seed gives the same sleeps. */
+	gcp_http_free(f->h);
+	f->h = NULL;
+	f->fc.slept = 0;
+	open_http(f);
+	httpd_respond_n(f->srv, 5, 500, NULL, "", 0);
+	httpd_respond(f->srv, 200, NULL, "", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	assert_int_equal(f->fc.slept, first);
+}
+
+static void test_retry_after_seconds_and_date(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	char hdr[128];
+	time_t t;
+	struct tm tm;
+
+	open_http(f);
+	httpd_respond(f->srv, 503, "Retry-After: 7\r\n", "", 0);
+	httpd_respond(f->srv, 200, NULL, "", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	assert_int_equal(f->fc.slept, 7000);
+	assert_non_null(strstr(vx_buf_str(&f->log), "retrying in 7.0 s after 503 (attempt 2/6)"));
+
+	/* An HTTP date 20 s after the (fake) wall clock. */
+	t = (time_t)((WALL_BASE + f->fc.now) / 1000 + 20);
+	gmtime_r(&t, &tm);
+	strftime(hdr, sizeof(hdr), "Retry-After: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+	f->fc.slept = 0;
+	httpd_respond(f->srv, 429, hdr, "", 0);
+	httpd_respond(f->srv, 200, NULL, "", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	assert_true(f->fc.slept >= 19000 && f->fc.slept <= 20000);
+}
+
+static void test_retry_info(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+
+	open_http(f);
+	httpd_respond(f->srv, 429, NULL,
+		      "{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"details\":[{\"@type\":"
+		      "\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\":\"3.5s\"}]}}", 0);
+	httpd_respond(f->srv, 200, NULL, "", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_int_equal(resp.attempts, 2);
+	gcp_response_release(&resp);
+	assert_int_equal(f->fc.slept, 3500);
+}
+
+static void test_deadline_stops_retries(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	f->o.deadline_ms = 5000;
+	open_http(f);
+	httpd_respond(f->srv, 503, "Retry-After: 10\r\n", "", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ERETRY);
+	assert_int_equal(resp.attempts, 1);
+	assert_int_equal(f->fc.slept, 0);
+	assert_non_null(strstr(err.msg, "would pass the 5 s deadline"));
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_403_rate_limit_vs_permission(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/compute/v1/projects/p/zones/z/reservations");
+	struct gcp_response resp;
+
+	r.api = "compute";
+	open_http(f);
+	httpd_respond(f->srv, 403, NULL,
+		      "{\"error\":{\"code\":403,\"message\":\"Rate Limit Exceeded\",\"errors\":[{\"message\":"
+		      "\"Rate Limit Exceeded\",\"domain\":\"usageLimits\",\"reason\":\"rateLimitExceeded\"}]}}", 0);
+	httpd_respond(f->srv, 403, NULL,
+		      "{\"error\":{\"code\":403,\"errors\":[{\"reason\":\"userRateLimitExceeded\"}]}}", 0);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(resp.attempts, 3);
+	gcp_response_release(&resp);
+	assert_int_equal(httpd_request_count(f->srv), 3);
+
+	httpd_respond(f->srv, 403, NULL,
+		      "{\"error\":{\"code\":403,\"message\":\"denied\",\"status\":\"PERMISSION_DENIED\"}}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_int_equal(resp.status, 403);
+	assert_int_equal(resp.attempts, 1);
+	gcp_response_release(&resp);
+	assert_int_equal(httpd_request_count(f->srv), 4);
+}
+
+static void test_never_drop_is_uncertain(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER), g;
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	open_http(f);
+	/* A kept-alive connection first: libcurl must not resend on it by itself. */
+	g = get_req(f, "/v1/warm");
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &g, &resp, &err), 0);
+	gcp_response_release(&resp);
+	httpd_drop(f->srv);
+	httpd_respond(f->srv, 200, NULL, "{\"name\":\"second\"}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EUNCERTAIN);
+	assert_int_equal(resp.uncertain, 1);
+	assert_int_equal(resp.status, 0);
+	assert_int_equal(resp.attempts, 1);
+	assert_int_equal(httpd_request_count(f->srv), 2);
+	assert_string_equal(httpd_request(f->srv, 1)->body, "{\"displayName\":\"train-1\"}");
+	assert_int_equal(httpd_pending(f->srv), 1);
+	assert_non_null(strstr(err.msg, "the outcome is unknown"));
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_never_503_is_uncertain(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	open_http(f);
+	httpd_respond(f->srv, 503, NULL, "{\"error\":{\"code\":503,\"status\":\"UNAVAILABLE\"}}", 0);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EUNCERTAIN);
+	assert_int_equal(resp.uncertain, 1);
+	assert_int_equal(resp.status, 503);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	assert_non_null(strstr(err.msg, "the outcome is unknown (HTTP 503 UNAVAILABLE); not resent"));
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_never_429_retried(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
+	struct gcp_response resp;
+
+	open_http(f);
+	httpd_respond(f->srv, 429, NULL, "{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\"}}", 0);
+	httpd_respond(f->srv, 200, NULL, "{\"name\":\"j\"}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(resp.uncertain, 0);
+	assert_int_equal(httpd_request_count(f->srv), 2);
+	gcp_response_release(&resp);
+}
+
+static void test_never_timeout_is_uncertain(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
+	struct gcp_response resp;
+
+	open_http(f);
+	r.timeout_ms = 150;
+	httpd_respond(f->srv, 200, NULL, "{}", 600);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), VX_EUNCERTAIN);
+	assert_int_equal(resp.uncertain, 1);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	gcp_response_release(&resp);
+}
+
+static void test_connect_refused(void **state)
+{
+	struct fx *f = *state;
+	struct httpd *gone = NULL;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	char dead[128];
+
+	/* A port nobody listens on any more. */
+	assert_int_equal(httpd_start(&gone), 0);
+	snprintf(dead, sizeof(dead), "%s/v1/x", httpd_url(gone));
+	httpd_stop(gone);
+	f->o.max_attempts = 3;
+	open_http(f);
+	r.url = dead;
+	/* Failing to connect at all is safe to retry, even for a create. */
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ERETRY);
+	assert_int_equal(resp.uncertain, 0);
+	assert_int_equal(resp.attempts, 3);
+	assert_int_equal(resp.status, 0);
+	assert_non_null(strstr(err.msg, "giving up after 3 attempts"));
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_request_id_and_safe_resend_after_drop(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_REQUEST_ID);
+	struct gcp_request g = get_req(f, "/v1/y");
+	struct gcp_response resp;
+
+	open_http(f);
+	httpd_drop(f->srv);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_int_equal(resp.attempts, 2);
+	gcp_response_release(&resp);
+	assert_int_equal(httpd_request_count(f->srv), 2);
+	assert_string_equal(httpd_request(f->srv, 0)->body, httpd_request(f->srv, 1)->body);
+
+	httpd_close(f->srv);
+	httpd_drop(f->srv);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &g, &resp, NULL), 0);
+	assert_int_equal(resp.status, 200);
+	gcp_response_release(&resp);
+	assert_int_equal(httpd_closed_count(f->srv), 1);
+	assert_int_equal(httpd_request_count(f->srv), 4);
+}
+
+static void test_safe_timeout_retried(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/slow");
+	struct gcp_response resp;
+
+	open_http(f);
+	r.timeout_ms = 150;
+	httpd_respond(f->srv, 200, NULL, "{\"late\":1}", 600);
+	httpd_respond(f->srv, 200, NULL, "{\"fast\":1}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_string_equal(resp.body, "{\"fast\":1}");
+	assert_int_equal(resp.attempts, 2);
+	gcp_response_release(&resp);
+}
+
+static void test_401_refreshes_once(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+
+	open_http(f);
+	httpd_respond(f->srv, 401, NULL, "{\"error\":{\"code\":401,\"status\":\"UNAUTHENTICATED\"}}", 0);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_int_equal(resp.status, 200);
+	gcp_response_release(&resp);
+	assert_int_equal(f->tok.invalidations, 1);
+	assert_string_equal(httpd_header(httpd_request(f->srv, 0), "Authorization"), "Bearer tok-0");
+	assert_string_equal(httpd_header(httpd_request(f->srv, 1), "Authorization"), "Bearer tok-1");
+	assert_int_equal(f->fc.slept, 0);
+
+	/* A second 401 is returned, not retried again. */
+	httpd_respond_n(f->srv, 2, 401, NULL, "{}", 0);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	assert_int_equal(resp.status, 401);
+	assert_int_equal(resp.attempts, 2);
+	gcp_response_release(&resp);
+	assert_int_equal(f->tok.invalidations, 2);
+	assert_int_equal(httpd_request_count(f->srv), 4);
+}
+
+static void test_no_tokens(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	open_http(f);
+	gcp_http_set_tokens(f->h, NULL);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EAUTH);
+	assert_non_null(strstr(err.msg, "GOOGLE_APPLICATION_CREDENTIALS"));
+	assert_int_equal(httpd_request_count(f->srv), 0);
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_response_cap(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/big");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	char body[1001];
+
+	memset(body, 'a', 1000);
+	body[1000] = '\0';
+	f->o.max_response_bytes = 1000;
+	open_http(f);
+	httpd_respond(f->srv, 200, NULL, body, 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	assert_int_equal(resp.body_len, 1000);
+	gcp_response_release(&resp);
+	body[999] = '\0';
+	httpd_respond(f->srv, 200, "Content-Type: text/plain\r\n", "x", 0);
+	gcp_http_free(f->h);
+	f->h = NULL;
+	f->o.max_response_bytes = 999;
+	open_http(f);
+	memset(body, 'b', 1000);
+	body[1000] = '\0';
+	/* The queued "x" first, then a body over the cap. */
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	gcp_response_release(&resp);
+	httpd_respond(f->srv, 200, NULL, body, 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EINVAL);
+	assert_non_null(strstr(err.msg, "the response is larger than 999 bytes"));
+	assert_int_equal(resp.attempts, 1);
+	assert_null(resp.body);
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_send_many_bounded(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request reqs[40];
+	struct gcp_response resps[40];
+	int rcs[40];
+	char urls[40][128];
+	size_t i;
+
+	f->o.max_in_flight = 4;
+	open_http(f);
+	httpd_set_default(f->srv, 200, NULL, "{\"ok\":1}", 40);
+	for (i = 0; i < 40; i++) {
+		reqs[i] = get_req(f, "/");
+		snprintf(urls[i], sizeof(urls[i]), "%s/v1/item/%zu", httpd_url(f->srv), i);
+		reqs[i].url = urls[i];
+	}
+	assert_int_equal(gcp_http_send_many(f->h, 40, reqs, resps, rcs, NULL), 0);
+	for (i = 0; i < 40; i++) {
+		assert_int_equal(rcs[i], 0);
+		assert_int_equal(resps[i].status, 200);
+		assert_string_equal(resps[i].body, "{\"ok\":1}");
+		gcp_response_release(&resps[i]);
+	}
+	assert_int_equal(httpd_request_count(f->srv), 40);
+	assert_int_equal(httpd_max_concurrent(f->srv), 4);
+	/* Connections were reused, never more than max_in_flight of them. */
+	assert_true(httpd_connection_count(f->srv) <= 4);
+}
+
+static void test_send_many_rate_limited(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 200 };
+	struct gcp_request *reqs = calloc(N, sizeof(*reqs));
+	struct gcp_response *resps = calloc(N, sizeof(*resps));
+	struct vx_err *errs = calloc(N, sizeof(*errs));
+	int *rcs = calloc(N, sizeof(*rcs));
+	size_t i;
+	int64_t t0;
+
+	assert_non_null(reqs);
+	assert_non_null(resps);
+	assert_non_null(errs);
+	assert_non_null(rcs);
+	f->o.rate_per_minute = 600; /* burst: a tenth, 60 */
+	f->ctx.log_level = VX_LOG_INFO;
+	open_http(f);
+	httpd_set_default(f->srv, 200, NULL, "{}", 0);
+	for (i = 0; i < N; i++)
+		reqs[i] = get_req(f, "/v1/projects/p/locations/us-central1/customJobs/1");
+	t0 = f->fc.now;
+	assert_int_equal(gcp_http_send_many(f->h, N, reqs, resps, rcs, errs), 0);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(rcs[i], 0);
+		assert_null(errs[i].msg);
+		gcp_response_release(&resps[i]);
+	}
+	assert_int_equal(httpd_request_count(f->srv), N);
+	/* 60 at once, then 140 at 10 a second. */
+	assert_int_equal(f->fc.now - t0, 14000);
+	free(reqs);
+	free(resps);
+	free(errs);
+	free(rcs);
+}
+
+static void test_no_secret_in_log(void **state)
+{
+	struct fx *f = *state;
+	static const char form[] = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer"
+				   "&assertion=SECRET.ASSERTION.SIG";
+	struct gcp_request r;
+	struct gcp_response resp;
+	char expect[256];
+
+	snprintf(f->tok.prefix, sizeof(f->tok.prefix), "ya29.SECRET");
+	open_http(f);
+	r = get_req(f, "/v1/a?access_token=SECRET1&x=1&refresh_token=SECRET2");
+	httpd_respond(f->srv, 503, NULL, "", 0);
+	httpd_respond(f->srv, 401, NULL, "", 0);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	memset(&r, 0, sizeof(r));
+	r.method = "POST";
+	r.url = url(f, "/token");
+	r.body = form;
+	r.body_len = strlen(form);
+	r.content_type = "application/x-www-form-urlencoded";
+	r.no_auth = 1;
+	r.api = "oauth";
+	httpd_respond(f->srv, 400, NULL, "{\"error\":\"invalid_grant\"}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	assert_string_equal(httpd_header(httpd_request(f->srv, 3), "Content-Type"),
+			    "application/x-www-form-urlencoded");
+	assert_string_equal(httpd_request(f->srv, 3)->body, form);
+	/* The token really was sent... */
+	assert_string_equal(httpd_header(httpd_request(f->srv, 0), "Authorization"), "Bearer ya29.SECRET-0");
+	/* ...and never logged. */
+	assert_null(strstr(vx_buf_str(&f->log), "SECRET"));
+	assert_null(strstr(vx_buf_str(&f->log), "Bearer"));
+	snprintf(expect, sizeof(expect), "GET %s/v1/a?access_token=REDACTED&x=1&refresh_token=REDACTED -> 200",
+		 httpd_url(f->srv));
+	assert_non_null(strstr(vx_buf_str(&f->log), expect));
+	snprintf(expect, sizeof(expect), "POST %s/token (body %zu bytes) -> 400 INVALID_ARGUMENT invalid_grant",
+		 httpd_url(f->srv), strlen(form));
+	assert_non_null(strstr(vx_buf_str(&f->log), expect));
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void test_interrupted(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	open_http(f);
+	f->ctx.interrupted = &interrupted;
+	interrupted = 1;
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ECANCELED);
+	assert_int_equal(httpd_request_count(f->srv), 0);
+	interrupted = 0;
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+/* A token source that itself fetches the token through the same layer, as auth.c does. */
+struct nested {
+	struct fx *f;
+	int calls;
+};
+
+static int nested_get(void *ud, char **out, struct vx_err *err)
+{
+	struct nested *n = ud;
+	struct gcp_request r;
+	struct gcp_response resp;
+	int rc;
+
+	n->calls++;
+	memset(&r, 0, sizeof(r));
+	r.method = "POST";
+	r.url = url(n->f, "/token");
+	r.body = "grant_type=x";
+	r.body_len = 12;
+	r.content_type = "application/x-www-form-urlencoded";
+	r.no_auth = 1;
+	r.api = "oauth";
+	rc = gcp_http_send(n->f->h, &r, &resp, err);
+	if (rc == 0)
+		*out = vx_strdup(resp.body);
+	gcp_response_release(&resp);
+	return rc;
+}
+
+static void test_nested_token_fetch(void **state)
+{
+	struct fx *f = *state;
+	struct nested n = { f, 0 };
+	struct gcp_token_source ts = { nested_get, NULL, &n };
+	struct gcp_request reqs[3];
+	struct gcp_response resps[3];
+	int rcs[3];
+	char u[3][128];
+	int i;
+
+	open_http(f);
+	gcp_http_set_tokens(f->h, &ts);
+	httpd_set_default(f->srv, 200, NULL, "T", 0);
+	for (i = 0; i < 3; i++) {
+		reqs[i] = get_req(f, "/");
+		snprintf(u[i], sizeof(u[i]), "%s/v1/n/%d", httpd_url(f->srv), i);
+		reqs[i].url = u[i];
+	}
+	assert_int_equal(gcp_http_send_many(f->h, 3, reqs, resps, rcs, NULL), 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(rcs[i], 0);
+		assert_int_equal(resps[i].status, 200);
+		gcp_response_release(&resps[i]);
+	}
+	assert_int_equal(n.calls, 3);
+	assert_int_equal(httpd_request_count(f->srv), 6);
+}
+
+static void test_url_escape(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = gcp_url_escape("labels.vx-stack=\"a b\"/é~_.");
+	assert_string_equal(s, "labels.vx-stack%3D%22a%20b%22%2F%C3%A9~_.");
+	free(s);
+	s = gcp_url_escape("");
+	assert_string_equal(s, "");
+	free(s);
+	assert_null(gcp_url_escape(NULL));
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_get_headers_and_body),
+		T(test_post_body_no_auth_and_methods),
+		T(test_each_retryable_status),
+		T(test_non_retryable_and_exhausted),
+		T(test_backoff_deterministic),
+		T(test_retry_after_seconds_and_date),
+		T(test_retry_info),
+		T(test_deadline_stops_retries),
+		T(test_403_rate_limit_vs_permission),
+		T(test_never_drop_is_uncertain),
+		T(test_never_503_is_uncertain),
+		T(test_never_429_retried),
+		T(test_never_timeout_is_uncertain),
+		T(test_connect_refused),
+		T(test_request_id_and_safe_resend_after_drop),
+		T(test_safe_timeout_retried),
+		T(test_401_refreshes_once),
+		T(test_no_tokens),
+		T(test_response_cap),
+		T(test_send_many_bounded),
+		T(test_send_many_rate_limited),
+		T(test_no_secret_in_log),
+		T(test_interrupted),
+		T(test_nested_token_fetch),
+		cmocka_unit_test(test_url_escape),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
