@@ -87,12 +87,13 @@ unit-asan:
 	@$(MAKE) --no-print-directory unit BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
 
 fake-test:
-	@cd tests/fakegcp && $(PYTHON) -m unittest discover -s . -p 'test_*.py' -v 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
+	@$(PYTHON) tests/run_unittest.py fakegcp tests/fakegcp
 
 e2e: all
 	@VX_BIN=$(abspath $(BUILD)/vx) sh tests/e2e/run.sh
 
 check: deps
+	@sh tools/check-banned.sh
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
@@ -102,7 +103,7 @@ check: deps
 
 e2e-asan:
 	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
-	@VX_BIN=$(abspath $(BUILD)/asan/vx) VX_E2E_SANITIZED=1 sh tests/e2e/run.sh
+	@VX_BIN=$(abspath $(BUILD)/asan/vx) VX_E2E_NAME=e2e-asan sh tests/e2e/run.sh
 
 demo: deps all
 	@sh tools/demo.sh $(abspath $(BUILD)/vx)

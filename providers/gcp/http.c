@@ -176,7 +176,8 @@ void gcp_http_free(struct gcp_http *h)
 		curl_multi_cleanup(h->multi);
 	if (h->share)
 		curl_share_cleanup(h->share);
-	gcp_ratelimit_free(h->rl);
+	if (!h->o.shared_limiter)
+		gcp_ratelimit_free(h->rl);
 	free(h->user_agent);
 	free(h->quota_project);
 	free(h->cainfo);
@@ -260,7 +261,9 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 	ro.rate_per_minute = h->o.rate_per_minute;
 	ro.create_rate_per_minute = h->o.create_rate_per_minute;
 	ro.burst = h->o.rate_burst;
-	if ((rc = gcp_ratelimit_new(&h->rl, ctx, &ro, err)) < 0)
+	if (h->o.shared_limiter)
+		h->rl = h->o.shared_limiter;
+	else if ((rc = gcp_ratelimit_new(&h->rl, ctx, &ro, err)) < 0)
 		goto done;
 	h->rng = gcp_rand_seed(ctx);
 	*out = h;

@@ -34,6 +34,7 @@
 
 struct vx_ctx;
 struct gcp_http;
+struct gcp_ratelimit;
 
 /* Where bearer tokens come from (implemented by providers/gcp/auth.c). */
 struct gcp_token_source {
@@ -92,6 +93,9 @@ struct gcp_http_options {
 	int rate_per_minute;
 	int create_rate_per_minute;
 	int rate_burst;              /* bucket size; 0 = a tenth of the rate per minute, at least 1 */
+	/* A limiter to share with other sessions (borrowed; outlives the layer);
+	 * NULL = the layer makes its own from the rates above. */
+	struct gcp_ratelimit *shared_limiter;
 };
 
 /* Creates the layer. tokens may be NULL (then requests must be no_auth). Borrowed: must outlive http. */

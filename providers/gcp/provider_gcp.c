@@ -7,6 +7,7 @@
 #include "providers/gcp/auth.h"
 #include "providers/gcp/endpoints.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/ratelimit.h"
 #include "providers/gcp/vertex.h"
 #include "reconcile/provider.h"
 #include "util/buf.h"
@@ -33,6 +34,7 @@ struct gcp_provider {
 	struct gcp_auth *auth;
 	struct gcp_http *auth_http;   /* token requests; used under lock only */
 	struct gcp_token_source tokens; /* serialising wrapper around auth */
+	struct gcp_ratelimit *limiter; /* shared by every session: threads cannot multiply the rate */
 	pthread_mutex_t lock;         /* auth, auth_http and the pool */
 	struct session *pool;
 	struct session *all;          /* every session, for free */
@@ -86,8 +88,7 @@ static int session_get(struct gcp_provider *g, struct session **out, struct vx_e
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	memset(&ho, 0, sizeof(ho));
 	ho.max_in_flight = g->opts.max_in_flight;
-	ho.rate_per_minute = g->opts.rate_per_minute;
-	ho.create_rate_per_minute = g->opts.create_rate_per_minute;
+	ho.shared_limiter = g->limiter;
 	ho.quota_project = gcp_auth_quota_project(g->auth);
 	rc = gcp_http_new(&s->http, g->ctx, &ho, &g->tokens, err);
 	if (rc < 0) {
@@ -265,6 +266,7 @@ static void gcp_free(struct provider *p)
 	}
 	free(g->all_list);
 	gcp_http_free(g->auth_http);
+	gcp_ratelimit_free(g->limiter);
 	gcp_auth_free(g->auth);
 	gcp_endpoints_release(&g->endpoints);
 	pthread_mutex_destroy(&g->lock);
@@ -317,6 +319,16 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	rc = gcp_endpoints_load(&g->endpoints, err);
 	if (rc < 0)
 		goto fail;
+	{
+		struct gcp_ratelimit_options ro;
+
+		memset(&ro, 0, sizeof(ro));
+		ro.rate_per_minute = g->opts.rate_per_minute;
+		ro.create_rate_per_minute = g->opts.create_rate_per_minute;
+		rc = gcp_ratelimit_new(&g->limiter, ctx, &ro, err);
+		if (rc < 0)
+			goto fail;
+	}
 	rc = gcp_auth_new(&g->auth, ctx, NULL, err);
 	if (rc < 0)
 		goto fail;

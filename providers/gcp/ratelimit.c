@@ -1,5 +1,7 @@
 #include "providers/gcp/ratelimit.h"
 
+#include <pthread.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@ struct gcp_ratelimit {
 	const struct vx_ctx *ctx;
 	struct gcp_ratelimit_options opts;
 	struct bucket *buckets;
+	pthread_mutex_t lock; /* one limiter may serve the HTTP sessions of several threads */
 };
 
 int gcp_ratelimit_new(struct gcp_ratelimit **out, const struct vx_ctx *ctx,
@@ -34,6 +37,7 @@ int gcp_ratelimit_new(struct gcp_ratelimit **out, const struct vx_ctx *ctx,
 	rl->ctx = ctx;
 	if (opts)
 		rl->opts = *opts;
+	pthread_mutex_init(&rl->lock, NULL);
 	*out = rl;
 	return 0;
 }
@@ -49,6 +53,7 @@ void gcp_ratelimit_free(struct gcp_ratelimit *rl)
 		free(b->key);
 		free(b);
 	}
+	pthread_mutex_destroy(&rl->lock);
 	free(rl);
 }
 
@@ -137,11 +142,14 @@ int gcp_ratelimit_reserve(struct gcp_ratelimit *rl, const char *api, const char 
 	*wait_ms = 0;
 	if (!api)
 		return 0;
+	pthread_mutex_lock(&rl->lock);
 	b = bucket_get(rl, api, region, 0);
 	if (b && is_create)
 		c = bucket_get(rl, api, region, 1);
-	if (!b || (is_create && !c))
+	if (!b || (is_create && !c)) {
+		pthread_mutex_unlock(&rl->lock);
 		return VX_ENOMEM;
+	}
 	now = vx_mono_ms(rl->ctx);
 	*wait_ms = bucket_take(b, now);
 	if (c) {
@@ -149,6 +157,7 @@ int gcp_ratelimit_reserve(struct gcp_ratelimit *rl, const char *api, const char 
 		if (w > *wait_ms)
 			*wait_ms = w;
 	}
+	pthread_mutex_unlock(&rl->lock);
 	return 0;
 }
 

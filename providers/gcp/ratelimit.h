@@ -16,7 +16,9 @@
  * order they reserved and the long-run rate never exceeds the limit. In any
  * window of T ms at most burst + rate*T/60000 reservations become due.
  *
- * Not thread-safe: one per struct gcp_http.
+ * Thread-safe: one limiter may be shared by the HTTP sessions of several
+ * threads (gcp_http_options.shared_limiter), so parallel work cannot multiply
+ * the rate.
  */
 
 #include <stdint.h>

@@ -196,7 +196,7 @@ class Repo:
         cp = subprocess.run([VX_BIN] + list(args), cwd=self.root, capture_output=True,
                             text=True, timeout=timeout, env=e, stdin=subprocess.DEVNULL)
         r = Result(cp)
-        if r.code >= 128 or r.code < 0 or "AddressSanitizer" in r.err or "runtime error:" in r.err:
+        if r.code >= 128 or r.code < 0 or "Sanitizer" in r.err or "runtime error:" in r.err:
             raise AssertionError("vx crashed or a sanitizer complained:\n%r" % r)
         return r
 
