@@ -32,6 +32,7 @@ def seed(fake, n):
                                  "replicaCount": "1",
                                  "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:1"}}]}
     fake.post("/_fake/capacity", {"region": REGION, "accelerator_type": "NVIDIA_L4", "gpus": None})
+    fake.post("/_fake/quota", {"region": REGION, "accelerator_type": "NVIDIA_L4", "limit": 10 * n + 100})
     url = "%s/v1/projects/%s/locations/%s/customJobs" % (fake.url, PROJECT, REGION)
     for i in range(n):
         body = {"displayName": "j%05d" % i, "jobSpec": spec,
