@@ -83,6 +83,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUP_OBJ) $(LIBVX) $(BUILD)/.flags
 unit: $(if $(T),$(BUILD)/tests/$(T),$(UNIT_BIN))
 	@sh tests/run-unit.sh $^
 
+# LSan: see tests/lsan.supp for the one libgit2 leak suppressed.
+export LSAN_OPTIONS = suppressions=$(abspath tests/lsan.supp):print_suppressions=0
+export ASAN_OPTIONS = detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
+
 unit-asan:
 	@$(MAKE) --no-print-directory unit BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
 

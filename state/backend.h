@@ -1,0 +1,129 @@
+#ifndef VX_STATE_BACKEND_H
+#define VX_STATE_BACKEND_H
+
+/*
+ * Where the state lives: one interface, several backends.
+ *
+ *	git  (state/state_git.h): branch vx/state/<stack> of the stack's repository
+ *	file (state/state_file.h): one JSON file plus FILE.lock
+ *
+ * Open a backend with state_git_open() or state_file_open(), then:
+ *
+ *	state_lock_acquire()   (state/lock.h) before any mutating call
+ *	state_load()           read the state (again, after taking the lock)
+ *	state_write()          after each step of an apply (journal, results)
+ *	state_lock_renew()     every minute while applying (the caller's heartbeat)
+ *	state_lock_drop()       give the lease back
+ *	state_backend_free()
+ *
+ * A write is a compare-and-swap: it succeeds only if the stored state is
+ * still at st->serial with the same lineage, and is either unlocked or
+ * locked by the lease this backend holds; otherwise VX_ECONFLICT with a
+ * message saying who moved. Lock commits (acquire, renew, release) do not
+ * change the serial: bind saved plans to (lineage, serial), not to the
+ * git commit id.
+ *
+ * A backend is not thread-safe: a caller that renews the lock from another
+ * thread must serialise calls with its own mutex.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct vx_ctx;
+struct state;
+struct state_lock;
+struct state_record;
+struct state_backend;
+
+/* One commit of `vx log ADDR`, newest first. */
+struct state_history_entry {
+	char *commit;                 /* 40 hex digits; NULL for backends without history (file) */
+	int64_t time_ms;              /* the commit's time; 0 when unknown */
+	char *message;                /* the whole commit message; NULL when unknown */
+	struct state_record *record;  /* the record as of that commit; NULL: removed (forgotten) there */
+};
+
+void state_history_free(struct state_history_entry *h, size_t n);
+
+/* What a backend implements. Every op returns 0 or a negative VX_E*, filling err. */
+struct state_backend_ops {
+	const char *name;
+	/* The whole state; an empty one (serial 0, a fresh lineage) when none exists yet. */
+	int (*load)(struct state_backend *b, struct state *out, struct vx_err *err);
+	/* Stores st as serial st->serial + 1 (see state_write). */
+	int (*write)(struct state_backend *b, struct state *st, const char *message,
+		     struct vx_err *err);
+	/* The current lock, or *out = NULL. */
+	int (*lock_read)(struct state_backend *b, struct state_lock **out, struct vx_err *err);
+	/* Atomically replaces the lock if it is still expect_id (NULL: unlocked) with next
+	 * (NULL: unlock). VX_ECONFLICT when the lock changed meanwhile. */
+	int (*lock_swap)(struct state_backend *b, const char *expect_id,
+			 const struct state_lock *next, const char *message, struct vx_err *err);
+	int (*history)(struct state_backend *b, const char *address, size_t max,
+		       struct state_history_entry **out, size_t *n, struct vx_err *err);
+	int (*list)(struct state_backend *b, char ***out, size_t *n, struct vx_err *err);
+	/* A short id of the stored version (git: the tip commit), or *out = NULL when none. */
+	int (*revision)(struct state_backend *b, char **out, struct vx_err *err);
+	/* The config commit (HEAD of the stack's repository), or *out = NULL. */
+	int (*config_commit)(struct state_backend *b, char **out, struct vx_err *err);
+	void (*free)(struct state_backend *b);
+};
+
+/* The common part every backend embeds first. */
+struct state_backend {
+	const struct state_backend_ops *ops;
+	const struct vx_ctx *ctx;  /* borrowed; must outlive the backend */
+	char *stack;               /* owned */
+	struct state_lock *held;   /* the lease this backend holds (owned), or NULL */
+	int64_t lease_ms;          /* lease length of held */
+};
+
+/* Loads the state into *out (released by the caller with state_release). */
+int state_load(struct state_backend *b, struct state *out, struct vx_err *err) VX_WUR;
+
+/*
+ * Writes st and, on success, sets st->serial to the new serial. message
+ * is a summary line and one line per action ("+ job.a create
+ * projects/p/locations/us-central1/customJobs/123"); the git backend
+ * appends the trailers "Vx-Config-Commit: <HEAD>" and "Vx-Serial: N".
+ * VX_ECONFLICT: the state moved since st was loaded, the lock is held by
+ * someone else, or (git with a remote) the push was rejected.
+ */
+int state_write(struct state_backend *b, struct state *st, const char *message,
+		struct vx_err *err) VX_WUR;
+
+/*
+ * The history of one address, newest first: each version of the record
+ * that differs from the one before (git: commits changing jobs/NAME.json),
+ * at most max entries (0: all). *out is freed with state_history_free().
+ */
+int state_history(struct state_backend *b, const char *address, size_t max,
+		  struct state_history_entry **out, size_t *n, struct vx_err *err) VX_WUR;
+
+/* Every address in the stored state, sorted. Free each string and the array. */
+int state_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *err) VX_WUR;
+
+/* See the ops. *out is owned by the caller (free()), NULL when there is none. */
+int state_revision(struct state_backend *b, char **out, struct vx_err *err) VX_WUR;
+int state_config_commit(struct state_backend *b, char **out, struct vx_err *err) VX_WUR;
+
+/* Frees the backend. It does NOT release a held lock (call state_lock_drop first). */
+void state_backend_free(struct state_backend *b);
+
+/*
+ * For backend implementations: checks that st may replace the stored
+ * state cur (NULL: nothing stored yet): same stack, serial and lineage,
+ * and a lock that is ours or absent (or expired). Returns 0 or VX_ECONFLICT /
+ * VX_EINVAL with the message to show.
+ */
+int state_backend_check_write(struct state_backend *b, const struct state *cur,
+			      const struct state *st, struct vx_err *err) VX_WUR;
+
+/* For implementations: fills the common part. VX_ENOMEM / VX_EINVAL (bad stack name). */
+int state_backend_init(struct state_backend *b, const struct state_backend_ops *ops,
+		       const struct vx_ctx *ctx, const char *stack, struct vx_err *err) VX_WUR;
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * Taking, renewing and releasing the lease, on top of a backend's
+ * lock_read/lock_swap (a compare-and-swap on the lock).
+ */
+#include "state/lock.h"
+
+#include <pwd.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "state/backend.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/banned.h"
+
+/* A swap that failed because the branch moved under us is tried again this often at once. */
+#define MAX_RACES 5
+
+static void this_host(char *out, size_t n)
+{
+	if (gethostname(out, n) != 0 || !*out)
+		snprintf(out, n, "localhost");
+	out[n - 1] = '\0';
+}
+
+int state_lock_holder_dead(const struct state_lock *l)
+{
+	char host[256];
+
+	if (!l || !l->host || l->pid <= 0 || l->pid > INT_MAX)
+		return 0;
+	this_host(host, sizeof(host));
+	if (strcmp(host, l->host) != 0)
+		return 0;
+	/* EPERM means it exists but belongs to someone else: alive. */
+	return kill((pid_t)l->pid, 0) == -1 && errno == ESRCH;
+}
+
+char *state_lock_describe(const struct state_lock *l)
+{
+	char since[STATE_TIME_MAX], until[STATE_TIME_MAX];
+	const char *exp = until;
+
+	state_time_format(l->started_ms, since);
+	state_time_format(l->expires_ms, until);
+	/* Same day: the expiry's time of day is enough. */
+	if (strncmp(since, until, 11) == 0)
+		exp = until + 11;
+	return vx_asprintf("state is locked by %s@%s (pid %lld, %s) since %s, expires %s; "
+			   "lock id %s; wait with -lock-timeout or clear with 'vx unlock %s'",
+			   l->user, l->host, (long long)l->pid, l->operation, since, exp, l->id,
+			   l->id);
+}
+
+/* Who takes the lease: $USER, $LOGNAME, else the account of our uid (CI
+ * runners often set neither), so the holder is never just "unknown". */
+static const char *env_user(void)
+{
+	const char *u = getenv("USER");
+	struct passwd *pw;
+
+	if (!u || !*u)
+		u = getenv("LOGNAME");
+	if ((!u || !*u) && (pw = getpwuid(getuid())) != NULL)
+		u = pw->pw_name;
+	return u && *u ? u : "unknown";
+}
+
+/* Makes the lease we would take. */
+static int make_lock(struct state_backend *b, const struct state_lock_opts *o,
+		     const struct state_lock *prev, struct state_lock *out, struct vx_err *err)
+{
+	char host[256], id[33], *salt = NULL;
+	int64_t now = vx_now_ms(b->ctx);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	this_host(host, sizeof(host));
+	out->pid = o->pid ? o->pid : (int64_t)getpid();
+	out->user = vx_strdup(o->user ? o->user : env_user());
+	out->host = vx_strdup(o->host ? o->host : host);
+	out->operation = vx_strdup(o->operation ? o->operation : "apply");
+	salt = vx_asprintf("%s/%s/%lld/%s", prev ? prev->id : "", out->host ? out->host : "",
+			   (long long)out->pid, b->stack);
+	if (!out->user || !out->host || !out->operation || !salt) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = state_random_hex(b->ctx, salt, id, err);
+	if (rc < 0)
+		goto done;
+	out->id = vx_strdup(id);
+	if (!out->id) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	out->started_ms = now;
+	out->expires_ms = now + (o->lease_ms > 0 ? o->lease_ms : STATE_LOCK_LEASE_MS);
+done:
+	free(salt);
+	if (rc < 0)
+		state_lock_release(out);
+	return rc;
+}
+
+int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *opts,
+		       struct vx_err *err)
+{
+	static const struct state_lock_opts defaults = { 0 };
+	const struct state_lock_opts *o = opts ? opts : &defaults;
+	struct state_lock *cur = NULL, next = { 0 };
+	int64_t start = vx_mono_ms(b->ctx), retry = o->retry_ms > 0 ? o->retry_ms : STATE_LOCK_RETRY_MS;
+	char *msg = NULL, *who = NULL;
+	int races = 0, rc, held;
+
+	if (b->held)
+		return vx_err_set(err, VX_EINVAL, "locking state: lock %s is already held",
+				  b->held->id);
+	for (;;) {
+		state_lock_free(cur);
+		cur = NULL;
+		state_lock_release(&next);
+		free(msg);
+		msg = NULL;
+		free(who);
+		who = NULL;
+		held = 0;
+		rc = b->ops->lock_read(b, &cur, err);
+		if (rc < 0)
+			goto done;
+		rc = make_lock(b, o, cur, &next, err);
+		if (rc < 0)
+			goto done;
+		if (!cur) {
+			msg = vx_asprintf("vx lock: %s by %s@%s (pid %lld)", next.operation, next.user,
+					  next.host, (long long)next.pid);
+		} else if (cur->expires_ms <= vx_now_ms(b->ctx) || state_lock_holder_dead(cur)) {
+			const char *why = cur->expires_ms <= vx_now_ms(b->ctx) ? "expired" : "dead";
+
+			vx_log(b->ctx, VX_LOG_WARN,
+			       "taking over the %s lock %s of %s@%s (pid %lld, %s)", why, cur->id,
+			       cur->user, cur->host, (long long)cur->pid, cur->operation);
+			msg = vx_asprintf("vx lock: %s by %s@%s (pid %lld), taking over the %s lock "
+					  "%s of %s@%s (pid %lld)",
+					  next.operation, next.user, next.host, (long long)next.pid, why,
+					  cur->id, cur->user, cur->host, (long long)cur->pid);
+		} else {
+			held = 1;
+		}
+		if (!held) {
+			if (!msg) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				goto done;
+			}
+			rc = b->ops->lock_swap(b, cur ? cur->id : NULL, &next, msg, err);
+			if (rc == 0) {
+				b->held = malloc(sizeof(*b->held));
+				if (!b->held) {
+					rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+					goto done;
+				}
+				*b->held = next;
+				memset(&next, 0, sizeof(next));
+				b->lease_ms = o->lease_ms > 0 ? o->lease_ms : STATE_LOCK_LEASE_MS;
+				goto done;
+			}
+			if (rc != VX_ECONFLICT || ++races >= MAX_RACES)
+				goto done;
+			continue; /* someone moved first: look at what they did */
+		}
+		who = state_lock_describe(cur);
+		if (o->timeout_ms <= 0 || vx_mono_ms(b->ctx) - start >= o->timeout_ms) {
+			if (o->timeout_ms > 0)
+				rc = vx_err_set(err, VX_ECONFLICT, "gave up after waiting %llds: %s",
+						(long long)((vx_mono_ms(b->ctx) - start) / 1000),
+						who ? who : "state is locked");
+			else
+				rc = vx_err_set(err, VX_ECONFLICT, "%s", who ? who : "state is locked");
+			goto done;
+		}
+		if (vx_interrupted(b->ctx)) {
+			rc = vx_err_set(err, VX_ECANCELED, "interrupted while waiting for the lock");
+			goto done;
+		}
+		vx_log(b->ctx, VX_LOG_INFO, "waiting for the lock: %s", who ? who : "");
+		{
+			int64_t left = o->timeout_ms - (vx_mono_ms(b->ctx) - start);
+
+			vx_sleep_ms(b->ctx, left < retry ? left : retry);
+		}
+		races = 0;
+	}
+done:
+	state_lock_free(cur);
+	state_lock_release(&next);
+	free(msg);
+	free(who);
+	return rc;
+}
+
+/* Why a swap on our lease failed: what holds the state now. */
+static int lost(struct state_backend *b, const char *what, struct vx_err *err)
+{
+	struct state_lock *cur = NULL;
+	struct vx_err e2 = VX_ERR_INIT;
+	char *who = NULL;
+	int rc;
+
+	if (b->ops->lock_read(b, &cur, &e2) == 0 && cur)
+		who = state_lock_describe(cur);
+	rc = vx_err_set(err, VX_ECONFLICT, "%s: lock %s was lost: %s", what, b->held->id,
+			who ? who : "the state is no longer locked");
+	free(who);
+	state_lock_free(cur);
+	vx_err_release(&e2);
+	state_lock_free(b->held);
+	b->held = NULL;
+	return rc;
+}
+
+int state_lock_renew(struct state_backend *b, struct vx_err *err)
+{
+	struct state_lock next;
+	char until[STATE_TIME_MAX], *msg = NULL;
+	int rc;
+
+	if (!b->held)
+		return vx_err_set(err, VX_EINVAL, "renewing the lock: no lock is held");
+	if (state_lock_copy(&next, b->held) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	next.expires_ms = vx_now_ms(b->ctx) + b->lease_ms;
+	state_time_format(next.expires_ms, until);
+	msg = vx_asprintf("vx lock: renewed %s until %s", next.id, until);
+	if (!msg) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = b->ops->lock_swap(b, b->held->id, &next, msg, err);
+	if (rc == VX_ECONFLICT) {
+		rc = lost(b, "renewing the lock", err);
+		goto done;
+	}
+	if (rc < 0)
+		goto done;
+	b->held->expires_ms = next.expires_ms;
+done:
+	free(msg);
+	state_lock_release(&next);
+	return rc;
+}
+
+int state_lock_drop(struct state_backend *b, struct vx_err *err)
+{
+	char *msg;
+	int rc;
+
+	if (!b->held)
+		return 0;
+	msg = vx_asprintf("vx unlock: released %s", b->held->id);
+	if (!msg)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = b->ops->lock_swap(b, b->held->id, NULL, msg, err);
+	free(msg);
+	if (rc == VX_ECONFLICT)
+		return lost(b, "releasing the lock", err);
+	if (rc == 0) {
+		state_lock_free(b->held);
+		b->held = NULL;
+	}
+	return rc;
+}
+
+int state_unlock(struct state_backend *b, const char *id, struct vx_err *err)
+{
+	struct state_lock *cur = NULL;
+	char *msg = NULL;
+	int rc;
+
+	rc = b->ops->lock_read(b, &cur, err);
+	if (rc < 0)
+		goto done;
+	if (!cur) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "unlocking: the state of stack %s is not locked",
+				b->stack);
+		goto done;
+	}
+	if (!id || strcmp(cur->id, id) != 0) {
+		rc = vx_err_set(err, VX_ECONFLICT,
+				"unlocking: lock id %.64s does not match the current lock %s held by "
+				"%s@%s (pid %lld, %s); nothing was changed",
+				id ? id : "(none)", cur->id, cur->user, cur->host, (long long)cur->pid,
+				cur->operation);
+		goto done;
+	}
+	msg = vx_asprintf("vx unlock: cleared lock %s of %s@%s (pid %lld, %s)", cur->id, cur->user,
+			  cur->host, (long long)cur->pid, cur->operation);
+	if (!msg) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = b->ops->lock_swap(b, cur->id, NULL, msg, err);
+	if (rc == 0 && b->held && strcmp(b->held->id, id) == 0) {
+		state_lock_free(b->held);
+		b->held = NULL;
+	}
+done:
+	free(msg);
+	state_lock_free(cur);
+	return rc;
+}
+
+int state_lock_current(struct state_backend *b, struct state_lock **out, struct vx_err *err)
+{
+	*out = NULL;
+	return b->ops->lock_read(b, out, err);
+}
+
+const struct state_lock *state_lock_held(const struct state_backend *b)
+{
+	return b->held;
+}

@@ -1,0 +1,79 @@
+#ifndef VX_STATE_LOCK_H
+#define VX_STATE_LOCK_H
+
+/*
+ * The lease that lets one apply at a time mutate a stack.
+ *
+ * In the git backend the lease is a commit on the state branch setting
+ * "lock" in stack.json, made by a compare-and-swap of the ref (and a
+ * non-force push with a remote), so two runners cannot both win. In the
+ * file backend it is FILE.lock, created with O_EXCL.
+ *
+ * A lease names its holder (user, host, pid, operation), its start and its
+ * expiry (default 10 minutes). The caller MUST call state_lock_renew()
+ * about every minute while it holds the lease (a heartbeat), or another
+ * apply will take it over once it expires. A lease whose holder is a dead
+ * process on this host (same hostname, kill(pid, 0) fails with ESRCH) is
+ * taken over at once.
+ */
+
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct state_backend;
+struct state_lock;
+
+#define STATE_LOCK_LEASE_MS (10 * 60 * 1000)
+#define STATE_LOCK_RETRY_MS 2000
+
+struct state_lock_opts {
+	const char *operation; /* "apply"; NULL: "apply" */
+	int64_t lease_ms;      /* 0: STATE_LOCK_LEASE_MS */
+	int64_t timeout_ms;    /* how long to wait for a held lock (-lock-timeout); 0: not at all */
+	int64_t retry_ms;      /* how often to look again while waiting; 0: STATE_LOCK_RETRY_MS */
+	/* The holder's identity; NULL/0: this process ($USER, gethostname(), getpid()). */
+	const char *user;
+	const char *host;
+	int64_t pid;
+};
+
+/*
+ * Takes the lease. VX_ECONFLICT when someone else holds it (past the
+ * timeout), with a message naming the holder:
+ *   state is locked by alice@ci-runner-3 (pid 4242, apply) since
+ *   2026-11-22T10:02:00Z, expires 10:17:00Z; lock id ID; wait with
+ *   -lock-timeout or clear with 'vx unlock ID'
+ * VX_ECANCELED when ctx->interrupted was set while waiting; VX_EINVAL if
+ * this backend already holds a lease. Afterwards, load the state again.
+ */
+int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *opts,
+		       struct vx_err *err) VX_WUR;
+
+/* Extends the held lease to now + lease. VX_ECONFLICT (and the lease is
+ * forgotten) when it was taken over or cleared meanwhile. */
+int state_lock_renew(struct state_backend *b, struct vx_err *err) VX_WUR;
+
+/* Clears the held lease (no-op without one). VX_ECONFLICT when it was
+ * already taken over (the lease is forgotten); on other errors it is kept
+ * so the caller may retry. */
+int state_lock_drop(struct state_backend *b, struct vx_err *err) VX_WUR;
+
+/* `vx unlock ID`: clears the current lock only if its id is id.
+ * VX_ENOTFOUND: not locked; VX_ECONFLICT: another id (named in the message). */
+int state_unlock(struct state_backend *b, const char *id, struct vx_err *err) VX_WUR;
+
+/* The current lock (a copy the caller frees with state_lock_free), or *out = NULL. */
+int state_lock_current(struct state_backend *b, struct state_lock **out,
+		       struct vx_err *err) VX_WUR;
+
+/* The lease held by this backend, or NULL. Borrowed. */
+const struct state_lock *state_lock_held(const struct state_backend *b);
+
+/* The "state is locked by ..." text for l, owned by the caller; NULL on OOM. */
+char *state_lock_describe(const struct state_lock *l);
+
+/* 1 if l is held by a process on this host that no longer exists. */
+int state_lock_holder_dead(const struct state_lock *l);
+
+#endif

@@ -1,0 +1,230 @@
+#ifndef VX_STATE_STATE_H
+#define VX_STATE_STATE_H
+
+/*
+ * The state model: what vx remembers about a stack between applies, and
+ * its JSON form (schema "version": 1).
+ *
+ * A state holds the stack's name, a serial (+1 on every write of records,
+ * so a saved plan can be bound to it), a lineage (a random UUID made when
+ * the state is first created: two states with different lineages are
+ * different histories and never overwrite each other), one record per
+ * address, the journal of pending intents, and the lock (lease) if any.
+ *
+ * Addresses are "job.NAME" today; "reservation.NAME" and "quota.NAME" fit
+ * the same record (kind tells them apart, spec_json holds their redacted
+ * declaration). NAME is 1-128 of [A-Za-z0-9_.-] not starting with '.', so
+ * it can name a file (jobs/NAME.json in the git backend).
+ *
+ * Nothing secret is ever stored: spec_json is the REDACTED spec the caller
+ * got from job_spec.redacted_json (reconcile/spec.h).
+ *
+ * JSON is written with a fixed key order (so identical states give
+ * identical bytes and git diffs stay small) and parsed strictly: unknown
+ * or duplicate keys, wrong types, out-of-range numbers, invalid UTF-8,
+ * trailing garbage, sizes over the caps below and any "version" but 1 are
+ * errors naming the path ("records[2].current.attempt: expected an
+ * integer"). The parsers never crash on hostile input (fuzzed by
+ * tests/fuzz/fuzz_state.c).
+ *
+ * Times are milliseconds since the Unix epoch (int64), written as RFC 3339
+ * UTC ("2026-11-22T10:02:00Z", with ".123" when the milliseconds are not 0).
+ * 0 means "unset" and is written as null.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct vx_ctx;
+
+#define STATE_VERSION 1
+#define STATE_MAX_JSON ((size_t)64 << 20)     /* a whole state (file backend) */
+#define STATE_MAX_FILE ((size_t)4 << 20)      /* one record or stack.json (git backend) */
+#define STATE_MAX_STRING ((size_t)64 << 10)   /* any string but the spec */
+#define STATE_MAX_RECORDS 100000
+#define STATE_MAX_HISTORY 10000               /* past runs of one record */
+#define STATE_MAX_LABELS 128
+#define STATE_MAX_JOURNAL 10000
+#define STATE_MAX_NAME 128
+#define STATE_TIME_MAX 48                     /* room for a formatted time + NUL */
+
+struct state_label {
+	char *key;   /* owned */
+	char *value; /* owned */
+};
+
+/* One run of a job (a Vertex CustomJob vx created or adopted). */
+struct state_run {
+	char *resource;       /* projects/P/locations/R/customJobs/ID; NULL if the create never answered */
+	char *region;         /* us-central1 */
+	char *action;         /* what started it: create, adopt, replace, rerun, resubmit */
+	char *spec_hash;      /* the spec hash it was created with */
+	int64_t run;          /* the declaration's `run` it was created for */
+	int64_t attempt;      /* 1 for the first attempt of this (spec, run) */
+	struct state_label *labels; /* sorted by key, unique; nlabels entries */
+	size_t nlabels;
+	char *state;          /* last seen Vertex JobState name (JOB_STATE_RUNNING); NULL = never seen */
+	char *failure;        /* failure class (stockout, preempted, ...) or NULL */
+	int64_t error_code;   /* the job's error.code (google.rpc.Code), 0 if none */
+	char *error_message;  /* the job's error.message, or NULL */
+	int cancelled_by_vx;  /* 1 when vx cancelled it (so it is not "cancelled outside") */
+	int64_t created_ms;   /* 0 = unknown */
+	int64_t ended_ms;     /* 0 = not ended (or not seen ending) */
+	char *config_commit;  /* HEAD of the stack's repository when it was created, or NULL */
+};
+
+/* One address. */
+struct state_record {
+	char *address;        /* "job.NAME" */
+	char *kind;           /* "CustomJob" (later "Reservation", "QuotaPreference") */
+	char *spec_hash;      /* hash of the declaration the current run was made from */
+	char *spec_json;      /* the redacted spec as compact JSON text, or NULL */
+	int64_t run;          /* the declaration's `run` */
+	int64_t attempts;     /* attempts made for (spec_hash, run); resets on a new spec or run */
+	int protect;          /* the declaration's `protect`, kept so a removed job stays protected */
+	struct state_run *current; /* owned; NULL when there is no current run */
+	struct state_run *history; /* past runs, oldest first; nhistory entries */
+	size_t nhistory;
+};
+
+/*
+ * A journal entry: written BEFORE a create, so a crash between the create
+ * and the write of its result is found by the next apply, which lists by
+ * these labels and adopts the job or plans it again. Removed (state_journal_remove)
+ * when the result is recorded.
+ */
+struct state_intent {
+	char *address;
+	char *op;             /* create, replace, rerun, resubmit */
+	struct state_label *labels; /* the labels the create carries (sorted, unique) */
+	size_t nlabels;
+	int64_t started_ms;
+};
+
+/* The lease: who holds the right to mutate, until when. */
+struct state_lock {
+	char *id;             /* 32 lowercase hex characters */
+	char *user;
+	char *host;
+	int64_t pid;
+	char *operation;      /* apply, unlock, ... */
+	int64_t started_ms;
+	int64_t expires_ms;
+};
+
+struct state {
+	char *stack;
+	uint64_t serial;      /* 0 for a state never written */
+	char *lineage;        /* UUID */
+	struct state_record *records; /* sorted by address, unique; nrecords entries */
+	size_t nrecords;
+	struct state_intent *journal;
+	size_t njournal;
+	struct state_lock *lock; /* NULL when unlocked (informational on load) */
+};
+
+#define STATE_INIT { NULL, 0, NULL, NULL, 0, NULL, 0, NULL }
+
+/* Lifecycle. *_release frees the contents and zeroes the struct; NULL-safe. */
+void state_release(struct state *st);
+void state_record_release(struct state_record *r);
+void state_run_release(struct state_run *r);
+void state_intent_release(struct state_intent *in);
+void state_lock_release(struct state_lock *l);
+/* Frees a heap lock and its contents; NULL-safe. */
+void state_lock_free(struct state_lock *l);
+
+/* Deep copies into *out (which is overwritten, not released). VX_ENOMEM on failure. */
+int state_run_copy(struct state_run *out, const struct state_run *in) VX_WUR;
+int state_record_copy(struct state_record *out, const struct state_record *in) VX_WUR;
+int state_lock_copy(struct state_lock *out, const struct state_lock *in) VX_WUR;
+
+/*
+ * Makes a new, empty state for stack: serial 0, a fresh random lineage
+ * (deterministic when ctx->seed is not 0). VX_EINVAL for a bad stack name.
+ */
+int state_new(struct state *out, const char *stack, const struct vx_ctx *ctx,
+	      struct vx_err *err) VX_WUR;
+
+/* The record for address, or NULL. Borrowed. */
+struct state_record *state_find(const struct state *st, const char *address);
+
+/*
+ * Adds an empty record (kind copied) for a new address, keeping records
+ * sorted; *out (optional) borrows it. The returned pointer is valid until
+ * the next add/remove. VX_EINVAL for a bad address, VX_ECONFLICT if it exists.
+ */
+int state_add_record(struct state *st, const char *address, const char *kind,
+		     struct state_record **out, struct vx_err *err) VX_WUR;
+
+/* Removes (forgets) a record. VX_ENOTFOUND if absent. */
+int state_remove_record(struct state *st, const char *address);
+
+/*
+ * Starts a new run: the current run (if any) moves to the end of history
+ * and *run becomes current. Takes ownership of run's contents (run is
+ * zeroed) on success and on failure alike. VX_EINVAL past STATE_MAX_HISTORY.
+ */
+int state_record_start_run(struct state_record *r, struct state_run *run,
+			   struct vx_err *err) VX_WUR;
+
+/* Sets key=value in a sorted label array (replacing an existing key). */
+int state_labels_set(struct state_label **labels, size_t *n, const char *key,
+		     const char *value) VX_WUR;
+/* The value for key, or NULL. */
+const char *state_labels_get(const struct state_label *labels, size_t n, const char *key);
+
+/* Adds a copy of in to the journal (replacing an entry for the same address). */
+int state_journal_add(struct state *st, const struct state_intent *in, struct vx_err *err) VX_WUR;
+/* Removes the entry for address. VX_ENOTFOUND if none. */
+int state_journal_remove(struct state *st, const char *address);
+
+/* Validates an address; fills *kind_dir with "jobs", "reservations" or "quotas"
+ * (static) and *name with a pointer into address. VX_EINVAL with a message otherwise. */
+int state_address_split(const char *address, const char **kind_dir, const char **name,
+			struct vx_err *err) VX_WUR;
+
+/*
+ * JSON.
+ * state_to_json: the whole state (records included) as the file backend
+ * stores it; state_header_to_json: everything but the records (the git
+ * backend's stack.json); state_record_to_json: one record (jobs/NAME.json);
+ * state_lock_to_json: one lock (the file backend's FILE.lock).
+ * *out is owned by the caller (free()), ends with a newline.
+ *
+ * The *_from_json parsers take len bytes (need not be NUL-terminated),
+ * fill *out (released and zeroed first; released again on failure) and
+ * return VX_EINVAL with a message naming the path of the problem.
+ * state_header_from_json leaves records empty; a "records" key is refused.
+ */
+int state_to_json(const struct state *st, char **out, struct vx_err *err) VX_WUR;
+int state_header_to_json(const struct state *st, char **out, struct vx_err *err) VX_WUR;
+int state_record_to_json(const struct state_record *r, char **out, struct vx_err *err) VX_WUR;
+int state_lock_to_json(const struct state_lock *l, char **out, struct vx_err *err) VX_WUR;
+
+int state_from_json(struct state *out, const char *text, size_t len, struct vx_err *err) VX_WUR;
+int state_header_from_json(struct state *out, const char *text, size_t len,
+			   struct vx_err *err) VX_WUR;
+int state_record_from_json(struct state_record *out, const char *text, size_t len,
+			   struct vx_err *err) VX_WUR;
+int state_lock_from_json(struct state_lock *out, const char *text, size_t len,
+			 struct vx_err *err) VX_WUR;
+
+/* "2026-11-22T10:02:00Z" (".123" added when ms % 1000 != 0). out has STATE_TIME_MAX bytes. */
+void state_time_format(int64_t ms, char *out);
+/* Parses that form (fraction of 1-3 digits optional). VX_EINVAL on anything else. */
+int state_time_parse(const char *s, int64_t *ms) VX_WUR;
+
+/*
+ * Random ids: 32 lowercase hex characters (out has 33 bytes), or a v4 UUID
+ * (out has 37 bytes). From the OS, or, when ctx->seed is not 0, derived
+ * from the seed, the clock and salt so tests get the same ids every run.
+ */
+int state_random_hex(const struct vx_ctx *ctx, const char *salt, char *out,
+		     struct vx_err *err) VX_WUR;
+int state_random_uuid(const struct vx_ctx *ctx, const char *salt, char *out,
+		      struct vx_err *err) VX_WUR;
+
+#endif

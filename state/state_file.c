@@ -1,0 +1,392 @@
+/* The file backend: see state_file.h. */
+#include "state/state_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "state/backend.h"
+#include "state/lock.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/banned.h"
+
+struct file_backend {
+	struct state_backend base; /* first */
+	char *path;
+	char *lock_path;
+};
+
+static int write_all(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, data, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		data += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int fsync_dir(const char *path)
+{
+	char *dir = vx_strdup(path), *slash;
+	int fd, rc = 0;
+
+	if (!dir)
+		return -1;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = fsync(fd);
+		close(fd);
+	}
+	free(dir);
+	return rc;
+}
+
+/* Replaces path with data: temporary file, fsync, rename, fsync of the directory. */
+static int atomic_write(const char *path, const char *data, struct vx_err *err)
+{
+	char *tmp = vx_asprintf("%s.tmp.%ld", path, (long)getpid());
+	int fd = -1, rc = 0;
+
+	if (!tmp)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	unlink(tmp); /* a leftover of a crashed earlier run of this pid */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = vx_err_set(err, VX_EIO, "%s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (write_all(fd, data, strlen(data)) < 0 || fsync(fd) < 0) {
+		rc = vx_err_set(err, VX_EIO, "%s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		rc = vx_err_set(err, VX_EIO, "%s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		rc = vx_err_set(err, VX_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
+		goto done;
+	}
+	if (fsync_dir(path) < 0)
+		rc = vx_err_set(err, VX_EIO, "syncing the directory of %s: %s", path,
+				strerror(errno));
+done:
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* Reads path; *found = 0 when it does not exist. */
+static int read_text(const char *path, size_t max, struct vx_buf *b, int *found,
+		     struct vx_err *err)
+{
+	int rc;
+
+	*found = 0;
+	rc = vx_buf_read_file(b, path, max, err);
+	if (rc == VX_ENOTFOUND) {
+		vx_err_release(err);
+		return 0;
+	}
+	if (rc == 0)
+		*found = 1;
+	return rc;
+}
+
+static int file_lock_read(struct state_backend *b, struct state_lock **out, struct vx_err *err)
+{
+	struct file_backend *f = (struct file_backend *)b;
+	struct vx_buf text = VX_BUF_INIT;
+	int found, rc;
+
+	*out = NULL;
+	rc = read_text(f->lock_path, 64 << 10, &text, &found, err);
+	if (rc < 0 || !found)
+		goto done;
+	*out = calloc(1, sizeof(**out));
+	if (!*out) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = state_lock_from_json(*out, vx_buf_str(&text), text.len, err);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		vx_err_wrap(err, "%s", f->lock_path);
+	}
+done:
+	vx_buf_release(&text);
+	return rc;
+}
+
+/* The stored state (with its lock), or *found = 0. */
+static int read_state(struct file_backend *f, struct state *out, int *found, struct vx_err *err)
+{
+	struct vx_buf text = VX_BUF_INIT;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = read_text(f->path, STATE_MAX_JSON, &text, found, err);
+	if (rc < 0 || !*found)
+		goto done;
+	rc = state_from_json(out, vx_buf_str(&text), text.len, err);
+	if (rc == 0 && strcmp(out->stack, f->base.stack) != 0)
+		rc = vx_err_set(err, VX_EINVAL, "it belongs to stack \"%s\", not \"%s\"", out->stack,
+				f->base.stack);
+	if (rc == 0) {
+		state_lock_free(out->lock);
+		out->lock = NULL;
+		rc = file_lock_read(&f->base, &out->lock, err);
+	}
+	if (rc < 0) {
+		state_release(out);
+		vx_err_wrap(err, "reading state file %s", f->path);
+	}
+done:
+	vx_buf_release(&text);
+	return rc;
+}
+
+static int file_load(struct state_backend *b, struct state *out, struct vx_err *err)
+{
+	struct file_backend *f = (struct file_backend *)b;
+	int found, rc;
+
+	rc = read_state(f, out, &found, err);
+	if (rc == 0 && !found)
+		rc = state_new(out, b->stack, b->ctx, err);
+	return rc;
+}
+
+static int file_write(struct state_backend *b, struct state *st, const char *message,
+		      struct vx_err *err)
+{
+	struct file_backend *f = (struct file_backend *)b;
+	struct state cur = STATE_INIT, out;
+	char *text = NULL;
+	int found, rc;
+
+	(void)message; /* a file has no place for it; the git backend keeps it */
+	if ((rc = read_state(f, &cur, &found, err)) < 0)
+		goto done;
+	if (!found) {
+		/* No state yet, but maybe a lock (taken before the first write). */
+		if ((rc = file_lock_read(b, &cur.lock, err)) < 0)
+			goto done;
+		if (cur.lock) {
+			cur.stack = vx_strdup(b->stack);
+			cur.lineage = vx_strdup(st->lineage ? st->lineage : "");
+			if (!cur.stack || !cur.lineage) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				goto done;
+			}
+			found = 1;
+		}
+	}
+	if ((rc = state_backend_check_write(b, found ? &cur : NULL, st, err)) < 0)
+		goto done;
+	out = *st;
+	out.serial = st->serial + 1;
+	out.lock = NULL; /* the lock lives in FILE.lock */
+	if ((rc = state_to_json(&out, &text, err)) < 0 ||
+	    (rc = atomic_write(f->path, text, err)) < 0)
+		goto done;
+	st->serial = out.serial;
+done:
+	free(text);
+	state_release(&cur);
+	return rc;
+}
+
+static int file_lock_swap(struct state_backend *b, const char *expect_id,
+			  const struct state_lock *next, const char *message, struct vx_err *err)
+{
+	struct file_backend *f = (struct file_backend *)b;
+	struct state_lock *cur = NULL;
+	char *text = NULL;
+	int fd = -1, rc = 0;
+
+	(void)message;
+	if (next && (rc = state_lock_to_json(next, &text, err)) < 0)
+		goto done;
+	if (!expect_id) {
+		if (!next)
+			goto done;
+		fd = open(f->lock_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			rc = errno == EEXIST
+				     ? vx_err_set(err, VX_ECONFLICT, "%s appeared meanwhile", f->lock_path)
+				     : vx_err_set(err, VX_EIO, "%s: %s", f->lock_path, strerror(errno));
+			goto done;
+		}
+		if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
+			rc = vx_err_set(err, VX_EIO, "%s: %s", f->lock_path, strerror(errno));
+			unlink(f->lock_path);
+		}
+		goto done;
+	}
+	if ((rc = file_lock_read(b, &cur, err)) < 0)
+		goto done;
+	if (!cur || strcmp(cur->id, expect_id) != 0) {
+		rc = vx_err_set(err, VX_ECONFLICT, "the state lock changed meanwhile");
+		goto done;
+	}
+	if (next)
+		rc = atomic_write(f->lock_path, text, err);
+	else if (unlink(f->lock_path) < 0)
+		rc = vx_err_set(err, errno == ENOENT ? VX_ECONFLICT : VX_EIO, "%s: %s", f->lock_path,
+				strerror(errno));
+done:
+	if (fd >= 0)
+		close(fd);
+	state_lock_free(cur);
+	free(text);
+	return rc;
+}
+
+static int file_history(struct state_backend *b, const char *address, size_t max,
+			struct state_history_entry **out, size_t *n, struct vx_err *err)
+{
+	struct state st = STATE_INIT;
+	struct state_record *r;
+	int rc;
+
+	(void)max;
+	rc = file_load(b, &st, err);
+	if (rc < 0)
+		return rc;
+	r = state_find(&st, address);
+	if (r) {
+		*out = calloc(1, sizeof(**out));
+		if (*out)
+			(*out)->record = malloc(sizeof(*r));
+		if (!*out || !(*out)->record) {
+			free(*out);
+			*out = NULL;
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		/* Moved out of st: the record is not copied. */
+		*(*out)->record = *r;
+		memset(r, 0, sizeof(*r));
+		r->address = vx_strdup("");
+		*n = 1;
+	}
+done:
+	state_release(&st);
+	return rc;
+}
+
+static int file_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *err)
+{
+	struct state st = STATE_INIT;
+	size_t i;
+	int rc;
+
+	rc = file_load(b, &st, err);
+	if (rc < 0)
+		return rc;
+	if (st.nrecords && !(*out = calloc(st.nrecords, sizeof(**out)))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < st.nrecords; i++) {
+		(*out)[i] = st.records[i].address; /* already sorted */
+		st.records[i].address = NULL;
+		*n = i + 1;
+	}
+done:
+	state_release(&st);
+	return rc;
+}
+
+static int file_revision(struct state_backend *b, char **out, struct vx_err *err)
+{
+	struct file_backend *f = (struct file_backend *)b;
+	struct state st = STATE_INIT;
+	int found, rc;
+
+	rc = read_state(f, &st, &found, err);
+	if (rc == 0 && found) {
+		*out = vx_asprintf("serial %llu", (unsigned long long)st.serial);
+		if (!*out)
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	state_release(&st);
+	return rc;
+}
+
+static int file_config_commit(struct state_backend *b, char **out, struct vx_err *err)
+{
+	(void)b;
+	(void)err;
+	*out = NULL;
+	return 0;
+}
+
+static void file_free(struct state_backend *b)
+{
+	struct file_backend *f = (struct file_backend *)b;
+
+	free(f->path);
+	free(f->lock_path);
+	free(f);
+}
+
+static const struct state_backend_ops file_ops = {
+	"file",	      file_load,  file_write,	 file_lock_read,     file_lock_swap,
+	file_history, file_list,  file_revision, file_config_commit, file_free,
+};
+
+int state_file_open(struct state_backend **out, const struct vx_ctx *ctx,
+		    const struct state_file_opts *opts, struct vx_err *err)
+{
+	struct file_backend *f;
+	int rc;
+
+	*out = NULL;
+	if (!opts->path || !*opts->path)
+		return vx_err_set(err, VX_EINVAL, "file state: no path given");
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = state_backend_init(&f->base, &file_ops, ctx, opts->stack, err);
+	if (rc < 0) {
+		free(f);
+		return rc;
+	}
+	f->path = vx_strdup(opts->path);
+	f->lock_path = vx_asprintf("%s.lock", opts->path);
+	if (!f->path || !f->lock_path) {
+		free(f->base.stack);
+		free(f->path);
+		free(f->lock_path);
+		free(f);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	*out = &f->base;
+	return 0;
+}

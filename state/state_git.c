@@ -1,0 +1,1062 @@
+/*
+ * The git backend: see state_git.h. Every libgit2 object is created and
+ * freed here; libgit2's errors become vx_err messages at this boundary.
+ */
+#include "state/state_git.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <git2.h>
+
+#include "state/backend.h"
+#include "state/lock.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/banned.h"
+
+#define DEFAULT_NAME "vx"
+#define DEFAULT_EMAIL "vx@localhost"
+
+struct git_backend {
+	struct state_backend base; /* first: the backend pointer is this struct */
+	git_repository *repo;
+	char *branch;   /* vx/state/<stack> */
+	char *ref;      /* refs/heads/<branch> */
+	char *remote;   /* NULL: local only */
+	char *tracking; /* refs/remotes/<remote>/<branch> */
+};
+
+static const char *const kind_dirs[] = { "jobs", "reservations", "quotas" };
+
+static int gerr(struct vx_err *err, int code, const char *what)
+{
+	const git_error *e = git_error_last();
+
+	return vx_err_set(err, code, "%s: %s", what,
+			  e && e->message ? e->message : "unknown libgit2 error");
+}
+
+static void oid_hex(const git_oid *id, char out[GIT_OID_HEXSZ + 1])
+{
+	git_oid_tostr(out, GIT_OID_HEXSZ + 1, id);
+}
+
+/* ---- remote ------------------------------------------------------------- */
+
+struct remote_cb {
+	int cred_tries;
+	char *rejected; /* the first ref update the remote refused, with its reason */
+};
+
+static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
+		   unsigned int allowed, void *payload)
+{
+	struct remote_cb *cb = payload;
+
+	(void)url;
+	/* One try with the ssh agent; afterwards let libgit2 fail with its message. */
+	if ((allowed & GIT_CREDENTIAL_SSH_KEY) && cb->cred_tries++ == 0)
+		return git_credential_ssh_key_from_agent(out, user_from_url ? user_from_url : "git");
+	return GIT_PASSTHROUGH;
+}
+
+static int push_ref_cb(const char *refname, const char *status, void *payload)
+{
+	struct remote_cb *cb = payload;
+
+	if (status && !cb->rejected)
+		cb->rejected = vx_asprintf("%s: %s", refname, status);
+	return 0;
+}
+
+/*
+ * The remote by its configured URL. An anonymous remote (rather than
+ * git_remote_lookup) keeps to our explicit refspecs, and avoids a leak in
+ * libgit2 1.5's regex-based config lookup.
+ */
+static int open_remote(struct git_backend *g, git_remote **out, struct vx_err *err)
+{
+	git_config *cfg = NULL;
+	const char *url = NULL;
+	char *key = vx_asprintf("remote.%s.url", g->remote);
+	int rc = 0;
+
+	*out = NULL;
+	if (!key)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (git_repository_config_snapshot(&cfg, g->repo) < 0) {
+		rc = gerr(err, VX_EIO, "reading the repository config");
+		goto done;
+	}
+	if (git_config_get_string(&url, cfg, key) < 0 || !url || !*url) {
+		git_error_clear();
+		rc = vx_err_set(err, VX_EINVAL, "remote \"%s\": no %s in the repository's config",
+				g->remote, key);
+		goto done;
+	}
+	if (git_remote_create_anonymous(out, g->repo, url) < 0)
+		rc = gerr(err, VX_EINVAL, url);
+done:
+	git_config_free(cfg);
+	free(key);
+	return rc;
+}
+
+/* Pushes the branch without force. VX_ECONFLICT when the remote refused it. */
+static int push_branch(struct git_backend *g, struct vx_err *err)
+{
+	git_remote *remote = NULL;
+	git_push_options po;
+	struct remote_cb cb = { 0, NULL };
+	char *spec = NULL;
+	git_strarray specs;
+	int rc = 0, grc;
+
+	spec = vx_asprintf("%s:%s", g->ref, g->ref);
+	if (!spec) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = open_remote(g, &remote, err)) < 0)
+		goto done;
+	specs.strings = &spec;
+	specs.count = 1;
+	if (git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION) < 0) {
+		rc = gerr(err, VX_EIO, "pushing the state");
+		goto done;
+	}
+	po.callbacks.credentials = cred_cb;
+	po.callbacks.push_update_reference = push_ref_cb;
+	po.callbacks.payload = &cb;
+	grc = git_remote_push(remote, &specs, &po);
+	if (grc == GIT_ENONFASTFORWARD) {
+		rc = vx_err_set(err, VX_ECONFLICT,
+				"pushing %s to %s was refused: someone else moved it first (%s)",
+				g->branch, g->remote,
+				git_error_last() ? git_error_last()->message : "not a fast-forward");
+	} else if (grc < 0) {
+		rc = gerr(err, VX_EIO, "pushing the state");
+		vx_err_wrap(err, "%s to %s", g->branch, g->remote);
+	} else if (cb.rejected) {
+		rc = vx_err_set(err, VX_ECONFLICT, "pushing %s to %s was refused: %s", g->branch,
+				g->remote, cb.rejected);
+	}
+done:
+	free(cb.rejected);
+	free(spec);
+	git_remote_free(remote);
+	return rc;
+}
+
+/* Reads a ref; *exists = 0 when it does not exist. */
+static int read_ref(struct git_backend *g, const char *name, git_oid *id, int *exists,
+		    struct vx_err *err)
+{
+	int grc = git_reference_name_to_id(id, g->repo, name);
+
+	*exists = grc == 0;
+	if (grc == 0 || grc == GIT_ENOTFOUND)
+		return 0;
+	return gerr(err, VX_EIO, name);
+}
+
+/*
+ * Fetches the branch and brings the local one up to date: created or
+ * fast-forwarded from the remote's, pushed if only the local one moved
+ * (an earlier push did not happen), refused if they diverged.
+ */
+static int sync_remote(struct git_backend *g, struct vx_err *err)
+{
+	git_remote *remote = NULL;
+	git_fetch_options fo;
+	struct remote_cb cb = { 0, NULL };
+	git_reference *ref = NULL;
+	git_oid local, theirs;
+	int has_local, has_theirs, rc = 0;
+	char *spec = NULL, a[GIT_OID_HEXSZ + 1], b[GIT_OID_HEXSZ + 1];
+	git_strarray specs;
+
+	if (!g->remote)
+		return 0;
+	spec = vx_asprintf("+%s:%s", g->ref, g->tracking);
+	if (!spec) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = open_remote(g, &remote, err)) < 0)
+		goto done;
+	specs.strings = &spec;
+	specs.count = 1;
+	if (git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION) < 0) {
+		rc = gerr(err, VX_EIO, "fetching the state");
+		goto done;
+	}
+	fo.callbacks.credentials = cred_cb;
+	fo.callbacks.payload = &cb;
+	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+	fo.update_fetchhead = 0;
+	if (git_remote_fetch(remote, &specs, &fo, NULL) < 0) {
+		rc = gerr(err, VX_EIO, "fetching the state");
+		vx_err_wrap(err, "%s from %s", g->branch, g->remote);
+		goto done;
+	}
+	if ((rc = read_ref(g, g->tracking, &theirs, &has_theirs, err)) < 0 ||
+	    (rc = read_ref(g, g->ref, &local, &has_local, err)) < 0)
+		goto done;
+	if (!has_theirs || (has_local && git_oid_equal(&local, &theirs)))
+		goto done;
+	if (!has_local) {
+		if (git_reference_create(&ref, g->repo, g->ref, &theirs, 0, "vx: state from remote") < 0)
+			rc = gerr(err, VX_ECONFLICT, "creating the local state branch");
+		goto done;
+	}
+	if (git_graph_descendant_of(g->repo, &theirs, &local) == 1) {
+		if (git_reference_create_matching(&ref, g->repo, g->ref, &theirs, 1, &local,
+						  "vx: fast-forward state from remote") < 0)
+			rc = gerr(err, VX_ECONFLICT, "fast-forwarding the state branch");
+		goto done;
+	}
+	if (git_graph_descendant_of(g->repo, &local, &theirs) == 1) {
+		vx_log(g->base.ctx, VX_LOG_WARN, "state branch %s is ahead of %s: pushing it",
+		       g->branch, g->remote);
+		rc = push_branch(g, err);
+		goto done;
+	}
+	oid_hex(&local, a);
+	oid_hex(&theirs, b);
+	rc = vx_err_set(err, VX_ECONFLICT,
+			"state branch %s (at %.12s) and %s/%s (at %.12s) have diverged; vx will not "
+			"choose between them: inspect both and reset one by hand",
+			g->branch, a, g->remote, g->branch, b);
+done:
+	git_reference_free(ref);
+	git_remote_free(remote);
+	free(spec);
+	return rc;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* Reads the blob at path of tree; *found = 0 when absent. */
+static int read_blob(struct git_backend *g, const git_tree *tree, const char *path,
+		     size_t max, char **out, size_t *len, int *found, struct vx_err *err)
+{
+	git_tree_entry *e = NULL;
+	git_blob *blob = NULL;
+	int rc = 0, grc;
+	size_t n;
+
+	*out = NULL;
+	*len = 0;
+	*found = 0;
+	grc = git_tree_entry_bypath(&e, tree, path);
+	if (grc == GIT_ENOTFOUND)
+		goto done;
+	if (grc < 0) {
+		rc = gerr(err, VX_EIO, path);
+		goto done;
+	}
+	if (git_tree_entry_type(e) != GIT_OBJECT_BLOB) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: not a file", path);
+		goto done;
+	}
+	if (git_blob_lookup(&blob, g->repo, git_tree_entry_id(e)) < 0) {
+		rc = gerr(err, VX_EIO, path);
+		goto done;
+	}
+	n = (size_t)git_blob_rawsize(blob);
+	if (n > max) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: %zu bytes is over the limit of %zu", path, n, max);
+		goto done;
+	}
+	*out = malloc(n + 1);
+	if (!*out) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	memcpy(*out, git_blob_rawcontent(blob), n);
+	(*out)[n] = '\0';
+	*len = n;
+	*found = 1;
+done:
+	git_blob_free(blob);
+	git_tree_entry_free(e);
+	return rc;
+}
+
+static int tip_tree(struct git_backend *g, const git_oid *tip, git_commit **commit,
+		    git_tree **tree, struct vx_err *err)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+
+	*commit = NULL;
+	*tree = NULL;
+	if (git_commit_lookup(commit, g->repo, tip) < 0 || git_commit_tree(tree, *commit) < 0) {
+		oid_hex(tip, hex);
+		return gerr(err, VX_EIO, hex);
+	}
+	return 0;
+}
+
+/* stack.json of tree into *hdr (no records). */
+static int read_header(struct git_backend *g, const git_tree *tree, struct state *hdr,
+		       struct vx_err *err)
+{
+	char *text = NULL;
+	size_t len;
+	int found, rc;
+
+	memset(hdr, 0, sizeof(*hdr));
+	rc = read_blob(g, tree, "stack.json", STATE_MAX_FILE, &text, &len, &found, err);
+	if (rc == 0 && !found)
+		rc = vx_err_set(err, VX_EINVAL, "it has no stack.json");
+	if (rc == 0)
+		rc = state_header_from_json(hdr, text, len, err);
+	if (rc == 0 && strcmp(hdr->stack, g->base.stack) != 0)
+		rc = vx_err_set(err, VX_EINVAL, "it belongs to stack \"%s\", not \"%s\"", hdr->stack,
+				g->base.stack);
+	if (rc < 0) {
+		state_release(hdr);
+		vx_err_wrap(err, "reading stack.json of state branch %s", g->branch);
+	}
+	free(text);
+	return rc;
+}
+
+static int record_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct state_record *)a)->address,
+		      ((const struct state_record *)b)->address);
+}
+
+static const char *address_prefix(const char *dir)
+{
+	return strcmp(dir, "jobs") == 0 ? "job" : strcmp(dir, "reservations") == 0 ? "reservation"
+										     : "quota";
+}
+
+/* Reads every record of tree into st. */
+static int read_records(struct git_backend *g, const git_tree *tree, struct state *st,
+			struct vx_err *err)
+{
+	git_tree *sub = NULL;
+	git_tree_entry *e = NULL;
+	char *text = NULL, *path = NULL, *want = NULL;
+	size_t d, i, len, cnt, nname;
+	int rc = 0, found;
+
+	for (d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
+		struct state_record *grown;
+		int grc = git_tree_entry_bypath(&e, tree, kind_dirs[d]);
+
+		if (grc == GIT_ENOTFOUND)
+			continue;
+		if (grc < 0 || git_tree_entry_type(e) != GIT_OBJECT_TREE ||
+		    git_tree_lookup(&sub, g->repo, git_tree_entry_id(e)) < 0) {
+			rc = grc < 0 ? gerr(err, VX_EIO, kind_dirs[d])
+				     : vx_err_set(err, VX_EINVAL, "%s: not a directory", kind_dirs[d]);
+			goto done;
+		}
+		cnt = git_tree_entrycount(sub);
+		if (st->nrecords + cnt > STATE_MAX_RECORDS) {
+			rc = vx_err_set(err, VX_EINVAL, "more than %d records", STATE_MAX_RECORDS);
+			goto done;
+		}
+		grown = realloc(st->records, (st->nrecords + cnt + 1) * sizeof(*grown));
+		if (!grown) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		st->records = grown;
+		for (i = 0; i < cnt; i++) {
+			const char *name = git_tree_entry_name(git_tree_entry_byindex(sub, i));
+
+			nname = strlen(name);
+			if (nname < 6 || strcmp(name + nname - 5, ".json") != 0) {
+				rc = vx_err_set(err, VX_EINVAL, "%s/%s: not a NAME.json file",
+						kind_dirs[d], name);
+				goto done;
+			}
+			free(path);
+			free(want);
+			path = vx_asprintf("%s/%s", kind_dirs[d], name);
+			want = vx_asprintf("%s.%.*s", address_prefix(kind_dirs[d]), (int)(nname - 5),
+					   name);
+			if (!path || !want) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				goto done;
+			}
+			free(text);
+			rc = read_blob(g, tree, path, STATE_MAX_FILE, &text, &len, &found, err);
+			if (rc < 0)
+				goto done;
+			rc = state_record_from_json(&st->records[st->nrecords], text, len, err);
+			if (rc < 0) {
+				vx_err_wrap(err, "%s", path);
+				goto done;
+			}
+			st->nrecords++;
+			if (strcmp(st->records[st->nrecords - 1].address, want) != 0) {
+				rc = vx_err_set(err, VX_EINVAL, "%s: holds %s, expected %s", path,
+						st->records[st->nrecords - 1].address, want);
+				goto done;
+			}
+		}
+		git_tree_free(sub);
+		sub = NULL;
+		git_tree_entry_free(e);
+		e = NULL;
+	}
+	if (st->nrecords > 1)
+		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);
+done:
+	free(text);
+	free(path);
+	free(want);
+	git_tree_free(sub);
+	git_tree_entry_free(e);
+	return rc;
+}
+
+static int git_load(struct state_backend *b, struct state *out, struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_oid tip;
+	int exists, rc;
+	char hex[GIT_OID_HEXSZ + 1];
+
+	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
+		goto done;
+	if (!exists) {
+		rc = state_new(out, b->stack, b->ctx, err);
+		goto done;
+	}
+	if ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
+	    (rc = read_header(g, tree, out, err)) < 0)
+		goto done;
+	rc = read_records(g, tree, out, err);
+	if (rc < 0) {
+		oid_hex(&tip, hex);
+		vx_err_wrap(err, "reading state branch %s at %.12s", g->branch, hex);
+	}
+done:
+	if (rc < 0)
+		state_release(out);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	return rc;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static int insert_blob(struct git_backend *g, git_treebuilder *tb, const char *name,
+		       const char *text, struct vx_err *err)
+{
+	git_oid id;
+
+	if (git_blob_create_from_buffer(&id, g->repo, text, strlen(text)) < 0 ||
+	    git_treebuilder_insert(NULL, tb, name, &id, GIT_FILEMODE_BLOB) < 0)
+		return gerr(err, VX_EIO, name);
+	return 0;
+}
+
+/* The whole tree: stack.json from hdr, one file per record of st. */
+static int build_tree(struct git_backend *g, const struct state *hdr, const struct state *st,
+		      git_oid *out, struct vx_err *err)
+{
+	git_treebuilder *root = NULL, *sub[3] = { NULL, NULL, NULL };
+	char *text = NULL, *file = NULL;
+	size_t i, d;
+	int rc;
+
+	if (git_treebuilder_new(&root, g->repo, NULL) < 0) {
+		rc = gerr(err, VX_EIO, "building the state tree");
+		goto done;
+	}
+	if ((rc = state_header_to_json(hdr, &text, err)) < 0 ||
+	    (rc = insert_blob(g, root, "stack.json", text, err)) < 0)
+		goto done;
+	for (i = 0; i < st->nrecords; i++) {
+		const char *dir, *name;
+
+		if ((rc = state_address_split(st->records[i].address, &dir, &name, err)) < 0)
+			goto done;
+		for (d = 0; strcmp(kind_dirs[d], dir) != 0; d++)
+			;
+		if (!sub[d] && git_treebuilder_new(&sub[d], g->repo, NULL) < 0) {
+			rc = gerr(err, VX_EIO, "building the state tree");
+			goto done;
+		}
+		free(text);
+		free(file);
+		text = NULL;
+		file = vx_asprintf("%s.json", name);
+		if (!file) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		if ((rc = state_record_to_json(&st->records[i], &text, err)) < 0 ||
+		    (rc = insert_blob(g, sub[d], file, text, err)) < 0)
+			goto done;
+	}
+	for (d = 0; d < 3; d++) {
+		git_oid id;
+
+		if (!sub[d])
+			continue;
+		if (git_treebuilder_write(&id, sub[d]) < 0 ||
+		    git_treebuilder_insert(NULL, root, kind_dirs[d], &id, GIT_FILEMODE_TREE) < 0) {
+			rc = gerr(err, VX_EIO, kind_dirs[d]);
+			goto done;
+		}
+	}
+	if (git_treebuilder_write(out, root) < 0)
+		rc = gerr(err, VX_EIO, "writing the state tree");
+done:
+	for (d = 0; d < 3; d++)
+		git_treebuilder_free(sub[d]);
+	git_treebuilder_free(root);
+	free(text);
+	free(file);
+	return rc;
+}
+
+static int signature(struct git_backend *g, git_signature **out, struct vx_err *err)
+{
+	git_config *cfg = NULL;
+	const char *name = NULL, *email = NULL;
+	int64_t secs = vx_now_ms(g->base.ctx) / 1000;
+	int rc = 0;
+
+	if (git_repository_config_snapshot(&cfg, g->repo) == 0) {
+		if (git_config_get_string(&name, cfg, "user.name") < 0 || !name || !*name)
+			name = DEFAULT_NAME;
+		if (git_config_get_string(&email, cfg, "user.email") < 0 || !email || !*email)
+			email = DEFAULT_EMAIL;
+	} else {
+		name = DEFAULT_NAME;
+		email = DEFAULT_EMAIL;
+	}
+	git_error_clear();
+	if (git_signature_new(out, name, email, (git_time_t)secs, 0) < 0)
+		rc = gerr(err, VX_EINVAL, "making the commit signature");
+	git_config_free(cfg);
+	return rc;
+}
+
+static int git_config_commit(struct state_backend *b, char **out, struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	char hex[GIT_OID_HEXSZ + 1];
+	git_oid id;
+
+	(void)err;
+	*out = NULL;
+	/* An unborn HEAD (a repository with no commit yet) has no config commit. */
+	if (git_reference_name_to_id(&id, g->repo, "HEAD") < 0) {
+		git_error_clear();
+		return 0;
+	}
+	oid_hex(&id, hex);
+	*out = vx_strdup(hex);
+	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+}
+
+/*
+ * Commits tree on top of parent (NULL: a first commit) and moves the
+ * branch from parent to it with a compare-and-swap, then pushes. On any
+ * failure after the ref moved, it is moved back.
+ */
+static int commit_tree(struct git_backend *g, const git_oid *parent, const git_oid *tree_id,
+		       const char *message, struct vx_err *err)
+{
+	git_signature *sig = NULL;
+	git_tree *tree = NULL;
+	git_commit *pc = NULL;
+	git_reference *ref = NULL, *undo = NULL;
+	const git_commit *parents[1];
+	git_oid id;
+	int rc = 0, grc;
+
+	if ((rc = signature(g, &sig, err)) < 0)
+		goto done;
+	if (git_tree_lookup(&tree, g->repo, tree_id) < 0 ||
+	    (parent && git_commit_lookup(&pc, g->repo, parent) < 0)) {
+		rc = gerr(err, VX_EIO, "writing the state commit");
+		goto done;
+	}
+	parents[0] = pc;
+	if (git_commit_create(&id, g->repo, NULL, sig, sig, NULL, message, tree, parent ? 1 : 0,
+			      parents) < 0) {
+		rc = gerr(err, VX_EIO, "writing the state commit");
+		goto done;
+	}
+	if (parent)
+		grc = git_reference_create_matching(&ref, g->repo, g->ref, &id, 1, parent,
+						    "vx: state");
+	else
+		grc = git_reference_create(&ref, g->repo, g->ref, &id, 0, "vx: state");
+	if (grc == GIT_EMODIFIED || grc == GIT_EEXISTS) {
+		rc = vx_err_set(err, VX_ECONFLICT,
+				"state branch %s moved while this write was prepared (another vx "
+				"wrote it); load the state again",
+				g->branch);
+		goto done;
+	}
+	if (grc < 0) {
+		rc = gerr(err, VX_EIO, "updating the state branch");
+		goto done;
+	}
+	if (g->remote && (rc = push_branch(g, err)) < 0) {
+		/* Undo, so the local branch does not diverge from the remote one. */
+		if (parent)
+			grc = git_reference_create_matching(&undo, g->repo, g->ref, parent, 1, &id,
+							    "vx: undo refused state write");
+		else
+			grc = git_reference_delete(ref);
+		if (grc < 0)
+			vx_log(g->base.ctx, VX_LOG_WARN, "could not undo the local state commit: %s",
+			       git_error_last() ? git_error_last()->message : "?");
+		goto done;
+	}
+done:
+	git_reference_free(undo);
+	git_reference_free(ref);
+	git_commit_free(pc);
+	git_tree_free(tree);
+	git_signature_free(sig);
+	return rc;
+}
+
+/* message (trailing blank lines dropped) + trailers. */
+static char *full_message(struct git_backend *g, const char *message, uint64_t serial,
+			  struct vx_err *err)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char *config = NULL, *out = NULL;
+	size_t n = message ? strlen(message) : 0;
+
+	while (n && (message[n - 1] == '\n' || message[n - 1] == ' ' || message[n - 1] == '\r'))
+		n--;
+	if (git_config_commit(&g->base, &config, err) < 0)
+		goto done;
+	if ((n ? vx_buf_add(&b, message, n) : vx_buf_adds(&b, "vx: write state")) < 0 ||
+	    vx_buf_adds(&b, "\n\n") < 0 ||
+	    (config && vx_buf_printf(&b, "Vx-Config-Commit: %s\n", config) < 0) ||
+	    vx_buf_printf(&b, "Vx-Serial: %llu\n", (unsigned long long)serial) < 0) {
+		vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	out = vx_buf_detach(&b);
+	if (!out)
+		vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	vx_buf_release(&b);
+	free(config);
+	return out;
+}
+
+static int git_write(struct state_backend *b, struct state *st, const char *message,
+		     struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	struct state cur = STATE_INIT, hdr;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_oid tip, tree_id;
+	char *msg = NULL;
+	int exists, rc;
+
+	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
+		goto done;
+	if (exists && ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
+		       (rc = read_header(g, tree, &cur, err)) < 0))
+		goto done;
+	if ((rc = state_backend_check_write(b, exists ? &cur : NULL, st, err)) < 0)
+		goto done;
+	/* The header as stored: the new serial, the lock as it is on the branch. */
+	hdr = *st;
+	hdr.serial = st->serial + 1;
+	hdr.lock = exists ? cur.lock : NULL;
+	if ((rc = build_tree(g, &hdr, st, &tree_id, err)) < 0)
+		goto done;
+	msg = full_message(g, message, hdr.serial, err);
+	if (!msg) {
+		rc = err && err->code ? err->code : VX_ENOMEM;
+		goto done;
+	}
+	rc = commit_tree(g, exists ? &tip : NULL, &tree_id, msg, err);
+	if (rc == 0)
+		st->serial = hdr.serial;
+done:
+	free(msg);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	state_release(&cur);
+	return rc;
+}
+
+/* ---- locks -------------------------------------------------------------- */
+
+static int git_lock_read(struct state_backend *b, struct state_lock **out, struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	struct state hdr = STATE_INIT;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_oid tip;
+	int exists, rc;
+
+	*out = NULL;
+	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
+	    !exists)
+		goto done;
+	if ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
+	    (rc = read_header(g, tree, &hdr, err)) < 0)
+		goto done;
+	*out = hdr.lock;
+	hdr.lock = NULL;
+done:
+	state_release(&hdr);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	return rc;
+}
+
+static int git_lock_swap(struct state_backend *b, const char *expect_id,
+			 const struct state_lock *next, const char *message, struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	struct state hdr = STATE_INIT;
+	struct state_lock *saved;
+	git_treebuilder *tb = NULL;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_oid tip, tree_id;
+	char *text = NULL, *msg = NULL;
+	int exists, rc;
+
+	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
+		goto done;
+	if (exists) {
+		if ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
+		    (rc = read_header(g, tree, &hdr, err)) < 0)
+			goto done;
+	} else if ((rc = state_new(&hdr, b->stack, b->ctx, err)) < 0) {
+		goto done;
+	}
+	if ((expect_id == NULL) != (hdr.lock == NULL) ||
+	    (expect_id && strcmp(expect_id, hdr.lock->id) != 0)) {
+		rc = vx_err_set(err, VX_ECONFLICT, "the state lock changed meanwhile");
+		goto done;
+	}
+	/* Only stack.json changes: the records' subtrees are kept as they are. */
+	saved = hdr.lock;
+	hdr.lock = (struct state_lock *)(uintptr_t)next; /* borrowed for printing only */
+	rc = state_header_to_json(&hdr, &text, err);
+	hdr.lock = saved;
+	if (rc < 0)
+		goto done;
+	if (git_treebuilder_new(&tb, g->repo, tree) < 0) {
+		rc = gerr(err, VX_EIO, "building the state tree");
+		goto done;
+	}
+	if ((rc = insert_blob(g, tb, "stack.json", text, err)) < 0)
+		goto done;
+	if (git_treebuilder_write(&tree_id, tb) < 0) {
+		rc = gerr(err, VX_EIO, "writing the state tree");
+		goto done;
+	}
+	msg = full_message(g, message, hdr.serial, err);
+	if (!msg) {
+		rc = err && err->code ? err->code : VX_ENOMEM;
+		goto done;
+	}
+	rc = commit_tree(g, exists ? &tip : NULL, &tree_id, msg, err);
+done:
+	free(msg);
+	free(text);
+	git_treebuilder_free(tb);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	state_release(&hdr);
+	return rc;
+}
+
+/* ---- history, list, revision ---------------------------------------------- */
+
+/* The blob id at path in commit c, or zero when absent. */
+static int blob_at(const git_commit *c, const char *path, git_oid *id, struct vx_err *err)
+{
+	git_tree *tree = NULL;
+	git_tree_entry *e = NULL;
+	int rc = 0, grc;
+
+	memset(id, 0, sizeof(*id));
+	if (git_commit_tree(&tree, c) < 0)
+		return gerr(err, VX_EIO, "reading a state commit");
+	grc = git_tree_entry_bypath(&e, tree, path);
+	if (grc == 0)
+		git_oid_cpy(id, git_tree_entry_id(e));
+	else if (grc != GIT_ENOTFOUND)
+		rc = gerr(err, VX_EIO, path);
+	git_tree_entry_free(e);
+	git_tree_free(tree);
+	return rc;
+}
+
+static int git_history(struct state_backend *b, const char *address, size_t max,
+		       struct state_history_entry **out, size_t *n, struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	struct state_history_entry *list = NULL, *grown;
+	git_revwalk *walk = NULL;
+	git_commit *c = NULL, *p = NULL;
+	git_tree *tree = NULL;
+	char *path = NULL, *text = NULL, hex[GIT_OID_HEXSZ + 1];
+	const char *dir, *name;
+	size_t count = 0, len;
+	git_oid tip, id, mine, before;
+	int exists, rc, found;
+
+	if ((rc = state_address_split(address, &dir, &name, err)) < 0 ||
+	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
+	    !exists)
+		goto done;
+	path = vx_asprintf("%s/%s.json", dir, name);
+	if (!path) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (git_revwalk_new(&walk, g->repo) < 0 ||
+	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME) < 0 ||
+	    git_revwalk_push(walk, &tip) < 0) {
+		rc = gerr(err, VX_EIO, "walking the state branch");
+		goto done;
+	}
+	while ((max == 0 || count < max) && git_revwalk_next(&id, walk) == 0) {
+		struct state_history_entry *h;
+
+		git_commit_free(c);
+		git_commit_free(p);
+		c = p = NULL;
+		if (git_commit_lookup(&c, g->repo, &id) < 0) {
+			rc = gerr(err, VX_EIO, "reading a state commit");
+			goto done;
+		}
+		if ((rc = blob_at(c, path, &mine, err)) < 0)
+			goto done;
+		memset(&before, 0, sizeof(before));
+		if (git_commit_parentcount(c) > 0) {
+			if (git_commit_parent(&p, c, 0) < 0) {
+				rc = gerr(err, VX_EIO, "reading a state commit");
+				goto done;
+			}
+			if ((rc = blob_at(p, path, &before, err)) < 0)
+				goto done;
+		}
+		if (git_oid_equal(&mine, &before))
+			continue;
+		grown = realloc(list, (count + 1) * sizeof(*grown));
+		if (!grown) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		list = grown;
+		h = &list[count++];
+		memset(h, 0, sizeof(*h));
+		oid_hex(&id, hex);
+		h->commit = vx_strdup(hex);
+		h->message = vx_strdup(git_commit_message(c));
+		h->time_ms = (int64_t)git_commit_time(c) * 1000;
+		if (!h->commit || !h->message) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (git_oid_is_zero(&mine))
+			continue; /* removed (forgotten) in this commit */
+		git_tree_free(tree);
+		tree = NULL;
+		free(text);
+		text = NULL;
+		if (git_commit_tree(&tree, c) < 0) {
+			rc = gerr(err, VX_EIO, "reading a state commit");
+			goto done;
+		}
+		if ((rc = read_blob(g, tree, path, STATE_MAX_FILE, &text, &len, &found, err)) < 0)
+			goto done;
+		h->record = calloc(1, sizeof(*h->record));
+		if (!h->record) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		if ((rc = state_record_from_json(h->record, text, len, err)) < 0) {
+			free(h->record);
+			h->record = NULL;
+			vx_err_wrap(err, "%s at %.12s", path, hex);
+			goto done;
+		}
+	}
+done:
+	if (rc < 0) {
+		state_history_free(list, count);
+		list = NULL;
+		count = 0;
+	}
+	*out = list;
+	*n = count;
+	free(text);
+	free(path);
+	git_tree_free(tree);
+	git_commit_free(p);
+	git_commit_free(c);
+	git_revwalk_free(walk);
+	return rc;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int git_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *err)
+{
+	struct state st = STATE_INIT;
+	size_t i;
+	int rc;
+
+	/* Loading validates every record; a list of a broken state should fail loudly. */
+	rc = git_load(b, &st, err);
+	if (rc < 0)
+		return rc;
+	if (st.nrecords && !(*out = calloc(st.nrecords, sizeof(**out)))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < st.nrecords; i++) {
+		(*out)[i] = st.records[i].address;
+		st.records[i].address = vx_strdup("");
+		*n = i + 1;
+	}
+	if (*n > 1)
+		qsort(*out, *n, sizeof(**out), str_cmp);
+done:
+	state_release(&st);
+	return rc;
+}
+
+static int git_revision(struct state_backend *b, char **out, struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	char hex[GIT_OID_HEXSZ + 1];
+	git_oid tip;
+	int exists, rc;
+
+	*out = NULL;
+	rc = read_ref(g, g->ref, &tip, &exists, err);
+	if (rc < 0 || !exists)
+		return rc;
+	oid_hex(&tip, hex);
+	*out = vx_strdup(hex);
+	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+}
+
+static void git_free(struct state_backend *b)
+{
+	struct git_backend *g = (struct git_backend *)b;
+
+	git_repository_free(g->repo);
+	free(g->branch);
+	free(g->ref);
+	free(g->remote);
+	free(g->tracking);
+	free(g);
+	git_libgit2_shutdown();
+}
+
+static const struct state_backend_ops git_ops = {
+	"git",	      git_load,	   git_write,	 git_lock_read, git_lock_swap,
+	git_history, git_list,	   git_revision, git_config_commit, git_free,
+};
+
+int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
+		   const struct state_git_opts *opts, struct vx_err *err)
+{
+	struct git_backend *g = NULL;
+	const char *where = opts->repo_path ? opts->repo_path : opts->stack_dir;
+	int rc, grc, inited = 0;
+
+	*out = NULL;
+	if (!where)
+		return vx_err_set(err, VX_EINVAL, "git state: no stack directory given");
+	if (git_libgit2_init() < 0)
+		return gerr(err, VX_EIO, "initialising libgit2");
+	inited = 1;
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = state_backend_init(&g->base, &git_ops, ctx, opts->stack, err)) < 0)
+		goto done;
+	g->branch = opts->branch ? vx_strdup(opts->branch) : vx_asprintf("vx/state/%s", opts->stack);
+	g->ref = g->branch ? vx_asprintf("refs/heads/%s", g->branch) : NULL;
+	if (!g->ref) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (!git_reference_is_valid_name(g->ref)) {
+		rc = vx_err_set(err, VX_EINVAL, "git state: \"%s\" is not a valid branch name",
+				g->branch);
+		goto done;
+	}
+	if (opts->remote) {
+		g->remote = vx_strdup(opts->remote);
+		g->tracking = g->remote ? vx_asprintf("refs/remotes/%s/%s", g->remote, g->branch)
+					: NULL;
+		if (!g->tracking) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+	}
+	grc = opts->repo_path ? git_repository_open(&g->repo, opts->repo_path)
+			      : git_repository_open_ext(&g->repo, opts->stack_dir, 0, NULL);
+	if (grc < 0) {
+		rc = gerr(err, grc == GIT_ENOTFOUND ? VX_ENOTFOUND : VX_EIO, "git state");
+		vx_err_wrap(err, "opening the repository of %s (the git state backend needs the "
+				 "stack inside a git repository, or state: {backend: file})",
+			    where);
+		goto done;
+	}
+	if (g->remote) {
+		git_remote *r = NULL;
+
+		if ((rc = open_remote(g, &r, err)) < 0) {
+			vx_err_wrap(err, "git state");
+			goto done;
+		}
+		git_remote_free(r);
+	}
+	*out = &g->base;
+	g = NULL;
+	inited = 0;
+	rc = 0;
+done:
+	if (g) {
+		git_repository_free(g->repo);
+		free(g->branch);
+		free(g->ref);
+		free(g->remote);
+		free(g->tracking);
+		free(g->base.stack);
+		free(g);
+	}
+	if (inited)
+		git_libgit2_shutdown();
+	return rc;
+}

@@ -1,0 +1,276 @@
+/* Unit tests for state/lock.c on the git backend (temporary repositories, fixed clock). */
+#define _XOPEN_SOURCE 700
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <git2.h>
+
+#include "state/backend.h"
+#include "state/lock.h"
+#include "state/state.h"
+#include "state/state_git.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+
+struct fix {
+	char dir[64];
+	char repo[128];
+	char stack[160];
+	int64_t now;
+	struct vx_ctx ctx;
+};
+
+static int64_t clk(void *ud)
+{
+	return *(int64_t *)ud;
+}
+
+static void clk_sleep(void *ud, int64_t ms)
+{
+	*(int64_t *)ud += ms;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+/* A non-bare repository with one commit on HEAD (stack/vx.yaml), user.name set. */
+static void make_repo(const char *path, const char *stackdir)
+{
+	git_repository *repo = NULL;
+	git_config *cfg = NULL;
+	git_index *idx = NULL;
+	git_signature *sig = NULL;
+	git_tree *tree = NULL;
+	git_oid tid, cid;
+	char file[256];
+	FILE *f;
+
+	assert_int_equal(git_repository_init(&repo, path, 0), 0);
+	assert_int_equal(git_repository_config(&cfg, repo), 0);
+	assert_int_equal(git_config_set_string(cfg, "user.name", "Test User"), 0);
+	assert_int_equal(git_config_set_string(cfg, "user.email", "test@example.com"), 0);
+	assert_int_equal(mkdir(stackdir, 0755), 0);
+	snprintf(file, sizeof(file), "%s/vx.yaml", stackdir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fputs("kind: Stack\nname: research\n", f);
+	fclose(f);
+	assert_int_equal(git_repository_index(&idx, repo), 0);
+	assert_int_equal(git_index_add_bypath(idx, "stack/vx.yaml"), 0);
+	assert_int_equal(git_index_write(idx), 0);
+	assert_int_equal(git_index_write_tree(&tid, idx), 0);
+	assert_int_equal(git_tree_lookup(&tree, repo, &tid), 0);
+	assert_int_equal(git_signature_new(&sig, "Test User", "test@example.com", 1795340000, 0), 0);
+	assert_int_equal(git_commit_create(&cid, repo, "HEAD", sig, sig, NULL, "config\n", tree, 0,
+					   NULL),
+			 0);
+	git_signature_free(sig);
+	git_tree_free(tree);
+	git_index_free(idx);
+	git_config_free(cfg);
+	git_repository_free(repo);
+}
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/vx-stlock-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
+	snprintf(f->stack, sizeof(f->stack), "%s/stack", f->repo);
+	git_libgit2_init();
+	make_repo(f->repo, f->stack);
+	f->now = INT64_C(1795341720000); /* 2026-11-22T10:02:00Z */
+	vx_ctx_init(&f->ctx);
+	f->ctx.clock.now_ms = clk;
+	f->ctx.clock.mono_ms = clk;
+	f->ctx.clock.sleep_ms = clk_sleep;
+	f->ctx.clock.ud = &f->now;
+	f->ctx.seed = 7;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	git_libgit2_shutdown();
+	free(f);
+	return 0;
+}
+
+static struct state_backend *open_git(struct fix *f, const char *repo_dir, const char *remote)
+{
+	struct state_backend *b = NULL;
+	struct state_git_opts o = { "research", NULL, NULL, NULL, NULL };
+	struct vx_err err = VX_ERR_INIT;
+	char dir[200];
+
+	snprintf(dir, sizeof(dir), "%s/stack", repo_dir);
+	o.stack_dir = dir;
+	o.remote = remote;
+	if (state_git_open(&b, &f->ctx, &o, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	vx_err_release(&err);
+	return b;
+}
+
+
+static const struct state_lock_opts alice = { "apply", 15 * 60 * 1000, 0, 0, "alice", "ci-runner-3",
+					       4242 };
+
+static void test_held_refused(void **state)
+{
+	struct fix *f = *state;
+	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct vx_err err = VX_ERR_INIT;
+	struct state_lock *cur = NULL;
+	struct state st = STATE_INIT;
+	const char *id;
+	char *want;
+
+	if (state_lock_acquire(a, &alice, &err) != 0)
+		fail_msg("acquire: %s", err.msg);
+	id = state_lock_held(a)->id;
+	assert_int_equal(strlen(id), 32);
+	assert_int_equal(state_lock_acquire(b, NULL, &err), VX_ECONFLICT);
+	want = vx_asprintf("state is locked by alice@ci-runner-3 (pid 4242, apply) since "
+			   "2026-11-22T10:02:00Z, expires 10:17:00Z; lock id %s; wait with "
+			   "-lock-timeout or clear with 'vx unlock %s'",
+			   id, id);
+	assert_string_equal(err.msg, want);
+	assert_null(state_lock_held(b));
+	/* The lock is visible to readers and writes by others are refused. */
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_string_equal(cur->user, "alice");
+	assert_int_equal(state_load(b, &st, &err), 0);
+	assert_non_null(st.lock);
+	assert_int_equal(state_add_record(&st, "job.x", NULL, NULL, &err), 0);
+	assert_int_equal(state_write(b, &st, "sneaky", &err), VX_ECONFLICT);
+	/* The holder writes; its lock survives the write; renew; drop. */
+	assert_int_equal(state_write(a, &st, "mine", &err), 0);
+	f->now += 60000;
+	assert_int_equal(state_lock_renew(a, &err), 0);
+	state_lock_free(cur);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_true(cur->expires_ms == f->now + 15 * 60 * 1000);
+	assert_int_equal(state_lock_drop(a, &err), 0);
+	assert_null(state_lock_held(a));
+	state_lock_free(cur);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_null(cur);
+	assert_int_equal(state_lock_acquire(b, NULL, &err), 0);
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	free(want);
+	state_release(&st);
+	state_backend_free(a);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
+static void test_dead_pid_takeover(void **state)
+{
+	struct fix *f = *state;
+	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct state_lock_opts dead = { "apply", 0, 0, 0, "bob", NULL, 99999999 };
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(state_lock_acquire(a, &dead, &err), 0); /* this host, no such pid */
+	assert_true(state_lock_holder_dead(state_lock_held(a)));
+	if (state_lock_acquire(b, NULL, &err) != 0)
+		fail_msg("takeover: %s", err.msg);
+	assert_int_equal(state_lock_held(b)->pid, getpid());
+	/* The old holder finds out on its next heartbeat. */
+	assert_int_equal(state_lock_renew(a, &err), VX_ECONFLICT);
+	assert_true(strncmp(err.msg, "renewing the lock: lock ", 24) == 0);
+	assert_non_null(strstr(err.msg, " was lost: state is locked by "));
+	assert_null(state_lock_held(a));
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	state_backend_free(a);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
+static void test_expiry_and_wait(void **state)
+{
+	struct fix *f = *state;
+	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct state_lock_opts wait = { "apply", 0, 20 * 60 * 1000, 60 * 1000, NULL, NULL, 0 };
+	struct state_lock_opts short_wait = { "apply", 0, 5 * 60 * 1000, 60 * 1000, NULL, NULL, 0 };
+	struct vx_err err = VX_ERR_INIT;
+	int64_t t0 = f->now;
+
+	assert_int_equal(state_lock_acquire(a, &alice, &err), 0);
+	/* Waiting 5 minutes is not enough: refused, saying so. */
+	assert_int_equal(state_lock_acquire(b, &short_wait, &err), VX_ECONFLICT);
+	assert_true(strncmp(err.msg, "gave up after waiting 300s: state is locked by alice@", 53) ==
+		    0);
+	assert_true(f->now == t0 + 5 * 60 * 1000);
+	/* Waiting up to 20 minutes: the 15-minute lease expires on the way. */
+	if (state_lock_acquire(b, &wait, &err) != 0)
+		fail_msg("wait: %s", err.msg);
+	assert_true(f->now == t0 + 15 * 60 * 1000);
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	/* a's lease is gone: dropping it is a conflict, and forgets it. */
+	assert_int_equal(state_lock_drop(a, &err), VX_ECONFLICT);
+	assert_null(state_lock_held(a));
+	state_backend_free(a);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
+static void test_unlock_by_id(void **state)
+{
+	struct fix *f = *state;
+	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct vx_err err = VX_ERR_INIT;
+	struct state_lock *cur = NULL;
+	char id[33];
+
+	assert_int_equal(state_unlock(b, "00000000000000000000000000000000", &err), VX_ENOTFOUND);
+	assert_string_equal(err.msg, "unlocking: the state of stack research is not locked");
+	assert_int_equal(state_lock_acquire(a, &alice, &err), 0);
+	snprintf(id, sizeof(id), "%s", state_lock_held(a)->id);
+	assert_int_equal(state_unlock(b, "00000000000000000000000000000000", &err), VX_ECONFLICT);
+	assert_true(strncmp(err.msg, "unlocking: lock id 00000000000000000000000000000000 does not "
+				     "match the current lock ",
+			    84) == 0);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_string_equal(cur->id, id);
+	state_lock_free(cur);
+	assert_int_equal(state_unlock(b, id, &err), 0);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_null(cur);
+	state_backend_free(a);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_held_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_pid_takeover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expiry_and_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlock_by_id, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,284 @@
+/* Unit tests for state/state.c: the model and its JSON form. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "state/state.h"
+#include "util/ctx.h"
+
+static int64_t fixed_now(void *ud)
+{
+	return *(int64_t *)ud;
+}
+
+static void ctx_fixed(struct vx_ctx *ctx, int64_t *now)
+{
+	vx_ctx_init(ctx);
+	ctx->clock.now_ms = fixed_now;
+	ctx->clock.mono_ms = fixed_now;
+	ctx->clock.ud = now;
+	ctx->seed = 42;
+}
+
+/* A state with one job that ran twice. */
+static void sample(struct state *st, struct vx_ctx *ctx)
+{
+	struct state_record *r = NULL;
+	struct state_run run;
+	struct state_intent in;
+	char addr[] = "job.b", op[] = "create";
+
+	assert_int_equal(state_new(st, "research", ctx, NULL), 0);
+	assert_int_equal(state_add_record(st, "job.b", "CustomJob", NULL, NULL), 0);
+	assert_int_equal(state_add_record(st, "job.a", "CustomJob", &r, NULL), 0);
+	r->spec_hash = strdup("abc123");
+	r->spec_json = strdup("{\"workerPoolSpecs\":[{\"replicaCount\":\"1\"}],\"n\":8}");
+	r->run = 1;
+	r->attempts = 2;
+	memset(&run, 0, sizeof(run));
+	run.resource = strdup("projects/p/locations/us-central1/customJobs/1");
+	run.region = strdup("us-central1");
+	run.action = strdup("create");
+	run.spec_hash = strdup("abc123");
+	run.run = 1;
+	run.attempt = 1;
+	assert_int_equal(state_labels_set(&run.labels, &run.nlabels, "vx-stack", "research"), 0);
+	assert_int_equal(state_labels_set(&run.labels, &run.nlabels, "vx-job", "a"), 0);
+	run.state = strdup("JOB_STATE_FAILED");
+	run.failure = strdup("stockout");
+	run.error_code = 8;
+	run.error_message = strdup("no capacity \"here\"\n");
+	run.created_ms = INT64_C(1795341720000);
+	run.ended_ms = INT64_C(1795341780123);
+	run.config_commit = strdup("0123456789abcdef0123456789abcdef01234567");
+	assert_int_equal(state_record_start_run(r, &run, NULL), 0);
+	memset(&run, 0, sizeof(run));
+	run.resource = strdup("projects/p/locations/us-central1/customJobs/2");
+	run.action = strdup("resubmit");
+	run.attempt = 2;
+	run.run = 1;
+	assert_int_equal(state_record_start_run(r, &run, NULL), 0);
+	memset(&in, 0, sizeof(in));
+	in.address = addr;
+	in.op = op;
+	in.started_ms = INT64_C(1795341720000);
+	assert_int_equal(state_journal_add(st, &in, NULL), 0);
+}
+
+static void test_round_trip(void **unused)
+{
+	struct vx_ctx ctx;
+	int64_t now = INT64_C(1795341720000);
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *a = NULL, *b = NULL;
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	sample(&st, &ctx);
+	assert_int_equal(st.nrecords, 2);
+	assert_string_equal(st.records[0].address, "job.a"); /* kept sorted */
+	assert_non_null(state_find(&st, "job.b"));
+	assert_null(state_find(&st, "job.c"));
+	assert_int_equal(st.records[0].nhistory, 1);
+	assert_string_equal(st.records[0].current->resource,
+			    "projects/p/locations/us-central1/customJobs/2");
+	assert_int_equal(state_to_json(&st, &a, &err), 0);
+	assert_int_equal(state_from_json(&back, a, strlen(a), &err), 0);
+	assert_int_equal(state_to_json(&back, &b, &err), 0);
+	assert_string_equal(a, b);
+	assert_string_equal(back.records[0].history[0].error_message, "no capacity \"here\"\n");
+	assert_int_equal(back.records[0].history[0].ended_ms, INT64_C(1795341780123));
+	assert_string_equal(back.records[0].spec_json,
+			    "{\"workerPoolSpecs\":[{\"replicaCount\":\"1\"}],\"n\":8}");
+	assert_string_equal(state_labels_get(back.records[0].history[0].labels,
+					     back.records[0].history[0].nlabels, "vx-job"), "a");
+	assert_string_equal(back.lineage, st.lineage);
+	assert_int_equal(state_journal_remove(&back, "job.b"), 0);
+	assert_int_equal(state_journal_remove(&back, "job.b"), VX_ENOTFOUND);
+	assert_int_equal(state_remove_record(&back, "job.b"), 0);
+	assert_int_equal(back.nrecords, 1);
+	free(a);
+	free(b);
+	state_release(&st);
+	state_release(&back);
+	vx_err_release(&err);
+}
+
+/* The exact bytes: fixed key order, a stable format. */
+static void test_record_json_exact(void **unused)
+{
+	struct state_record r;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, addr[] = "job.a", kind[] = "CustomJob";
+
+	(void)unused;
+	memset(&r, 0, sizeof(r));
+	r.address = addr;
+	r.kind = kind;
+	r.run = 3;
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_string_equal(text, "{\n"
+				  "\t\"version\":\t1,\n"
+				  "\t\"address\":\t\"job.a\",\n"
+				  "\t\"kind\":\t\"CustomJob\",\n"
+				  "\t\"specHash\":\tnull,\n"
+				  "\t\"spec\":\tnull,\n"
+				  "\t\"run\":\t3,\n"
+				  "\t\"attempts\":\t0,\n"
+				  "\t\"protect\":\tfalse,\n"
+				  "\t\"current\":\tnull,\n"
+				  "\t\"history\":\t[]\n"
+				  "}\n");
+	free(text);
+	vx_err_release(&err);
+}
+
+static void expect_bad(const char *json, const char *msg)
+{
+	struct state st = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(state_from_json(&st, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, msg);
+	assert_null(st.stack);
+	vx_err_release(&err);
+}
+
+#define HDR "{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":" \
+	    "\"0a3b1c2d-0000-4000-8000-000000000000\",\"lock\":null,\"journal\":[],"
+
+static void test_hostile(void **unused)
+{
+	struct state_record r;
+	struct vx_err err = VX_ERR_INIT;
+	char *big;
+
+	(void)unused;
+	expect_bad("", "invalid state JSON: 1:1: not valid JSON");
+	expect_bad("{\n  \"version\": 1,\n  x}", "invalid state JSON: 3:4: not valid JSON");
+	expect_bad("[]", "invalid state JSON: (top): expected an object");
+	expect_bad(HDR "\"records\":[]} x", "invalid state JSON: 1:125: not valid JSON");
+	expect_bad("{\"version\":2}", "invalid state JSON: missing key \"stack\"");
+	expect_bad(HDR "\"records\":[],\"extra\":1}", "invalid state JSON: unknown key \"extra\"");
+	expect_bad(HDR "\"records\":[],\"journal\":[]}",
+		   "invalid state JSON: duplicate key \"journal\"");
+	expect_bad("{\"version\":2,\"stack\":\"s\",\"serial\":1,\"lineage\":\"x\",\"lock\":null,"
+		   "\"journal\":[],\"records\":[]}",
+		   "invalid state JSON: unsupported state version 2 (this vx reads version 1)");
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1.5,\"lineage\":\"x\",\"lock\":null,"
+		   "\"journal\":[],\"records\":[]}",
+		   "invalid state JSON: serial: expected an integer");
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":-1,\"lineage\":\"x\",\"lock\":null,"
+		   "\"journal\":[],\"records\":[]}",
+		   "invalid state JSON: serial: -1 is out of range [0, 9007199254740992]");
+	expect_bad("{\"version\":1,\"stack\":\"../x\",\"serial\":1,\"lineage\":\"x\",\"lock\":null,"
+		   "\"journal\":[],\"records\":[]}",
+		   "invalid state JSON: stack: bad stack name \"../x\"");
+	expect_bad(HDR "\"records\":[{\"address\":\"job.a\"}]}",
+		   "invalid state JSON: records[0]: missing key \"kind\"");
+	expect_bad(HDR "\"records\":[{\"address\":\"job.a/../b\",\"kind\":\"CustomJob\",\"specHash\":"
+		       "null,\"spec\":null,\"run\":1,\"attempts\":0,\"protect\":false,\"current\":null,"
+		       "\"history\":[]}]}",
+		   "invalid state JSON: records[0].address: bad address \"job.a/../b\": want "
+		   "job.NAME, reservation.NAME or quota.NAME with NAME of 1-128 letters, digits, "
+		   "'_', '-' or '.'");
+	expect_bad(HDR "\"records\":[{\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":"
+		       "null,\"spec\":null,\"run\":1,\"attempts\":0,\"protect\":false,\"current\":"
+		       "{\"resource\":1},\"history\":[]}]}",
+		   "invalid state JSON: records[0].current: missing key \"region\"");
+	expect_bad(HDR "\"records\":[{\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":"
+		       "null,\"spec\":null,\"run\":1,\"attempts\":0,\"protect\":false,\"current\":"
+		       "null,\"history\":[]},{\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":"
+		       "null,\"spec\":null,\"run\":1,\"attempts\":0,\"protect\":false,\"current\":"
+		       "null,\"history\":[]}]}",
+		   "invalid state JSON: records: job.a appears twice");
+	expect_bad("{\"a\":\"\xff\"}", "invalid state JSON: invalid UTF-8 or a non-finite number");
+	expect_bad("{\"a\":1e999}", "invalid state JSON: invalid UTF-8 or a non-finite number");
+	/* Nesting past cJSON's limit, and a NUL byte. */
+	big = malloc(5001);
+	memset(big, '[', 5000);
+	big[5000] = '\0';
+	{
+		struct state st = STATE_INIT;
+
+		assert_int_equal(state_from_json(&st, big, 5000, &err), VX_EINVAL);
+		vx_err_release(&err);
+		assert_int_equal(state_from_json(&st, "{}\0{}", 5, &err), VX_EINVAL);
+		assert_string_equal(err.msg, "invalid state JSON: contains a NUL byte");
+		vx_err_release(&err);
+		assert_int_equal(state_from_json(&st, big, STATE_MAX_JSON + 1, &err), VX_EINVAL);
+		assert_string_equal(err.msg, "invalid state JSON: 67108865 bytes is over the limit "
+					     "of 67108864");
+		vx_err_release(&err);
+	}
+	free(big);
+	assert_int_equal(state_record_from_json(&r, "{\"version\":1}", 13, &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: missing key \"address\"");
+	vx_err_release(&err);
+}
+
+static void test_time(void **unused)
+{
+	char t[STATE_TIME_MAX];
+	int64_t ms;
+
+	(void)unused;
+	state_time_format(INT64_C(1795341720000), t);
+	assert_string_equal(t, "2026-11-22T10:02:00Z");
+	state_time_format(INT64_C(1795341720007), t);
+	assert_string_equal(t, "2026-11-22T10:02:00.007Z");
+	assert_int_equal(state_time_parse("2026-11-22T10:02:00Z", &ms), 0);
+	assert_true(ms == INT64_C(1795341720000));
+	assert_int_equal(state_time_parse("2024-02-29T00:00:00.5Z", &ms), 0);
+	assert_true(ms == INT64_C(1709164800500));
+	assert_int_equal(state_time_parse("2023-02-29T00:00:00Z", &ms), VX_EINVAL);
+	assert_int_equal(state_time_parse("2026-11-22T10:02:00", &ms), VX_EINVAL);
+	assert_int_equal(state_time_parse("2026-11-22T10:02:00+01:00", &ms), VX_EINVAL);
+	assert_int_equal(state_time_parse("2026-11-22T24:00:00Z", &ms), VX_EINVAL);
+}
+
+static void test_address_and_ids(void **unused)
+{
+	struct vx_ctx ctx;
+	int64_t now = 1000;
+	const char *dir, *name;
+	char a[37], b[37];
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	assert_int_equal(state_address_split("job.gemma2-lora", &dir, &name, NULL), 0);
+	assert_string_equal(dir, "jobs");
+	assert_string_equal(name, "gemma2-lora");
+	assert_int_equal(state_address_split("quota.h100", &dir, &name, NULL), 0);
+	assert_string_equal(dir, "quotas");
+	assert_int_equal(state_address_split("job..x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("job.", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("bucket.x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_random_uuid(&ctx, "s", a, NULL), 0);
+	assert_int_equal(state_random_uuid(&ctx, "s", b, NULL), 0);
+	assert_string_equal(a, b); /* seeded: deterministic */
+	assert_int_equal(a[14], '4');
+	ctx.seed = 0;
+	assert_int_equal(state_random_uuid(&ctx, "s", b, NULL), 0);
+	assert_string_not_equal(a, b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_record_json_exact),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_time),
+		cmocka_unit_test(test_address_and_ids),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
