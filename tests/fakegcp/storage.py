@@ -1,0 +1,200 @@
+"""Cloud Storage JSON API: objects get (metadata / alt=media), multipart and media upload, delete,
+with generation preconditions. Every bucket exists (no bucket API)."""
+
+import base64
+import hashlib
+import json
+import secrets
+
+import common
+from common import ApiError
+
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_T = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _T[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def storage_err(http, msg, reason):
+    return ApiError(http, msg, reason=reason)
+
+
+class Storage:
+    NAME = "storage"
+    HOST = "storage.googleapis.com"
+
+    def __init__(self, world):
+        self.world = world
+        self.reset()
+
+    def reset(self):
+        self.objects = {}   # "bucket/name" -> {"meta": {...}, "data": base64}
+        self.gen = 1700000000000000
+
+    def dump(self):
+        return {"objects": self.objects, "gen": self.gen}
+
+    def load(self, d):
+        self.objects.update(d.get("objects", {}))
+        self.gen = d.get("gen", self.gen)
+
+    def route(self, req):
+        from fakegcp import Route
+        s = req.segments
+        m = req.method
+        rpc = fn = None
+        if len(s) == 6 and s[:3] == ["upload", "storage", "v1"] and s[3] == "b" and s[5] == "o" and m == "POST":
+            rpc, fn = "storage.objects.insert", self.insert
+        elif len(s) == 6 and s[:2] == ["storage", "v1"] and s[2] == "b" and s[4] == "o":
+            rpc, fn = {"GET": ("storage.objects.get", self.get),
+                       "DELETE": ("storage.objects.delete", self.delete)}.get(m, (None, None))
+        if fn is None:
+            return None
+        return Route(rpc, "storage", fn, service=self)
+
+    def _check(self, req, cur):
+        """Generation/metageneration preconditions. cur: stored object or None."""
+        gm = req.q("ifGenerationMatch")
+        if gm is not None:
+            if not gm.lstrip("-").isdigit():
+                raise storage_err(400, "Invalid argument for ifGenerationMatch.", "invalid")
+            want = int(gm)
+            have = int(cur["meta"]["generation"]) if cur else 0
+            if want != have:
+                raise ApiError(412, "At least one of the pre-conditions you specified did not hold.", errors=[{
+                    "domain": "global", "reason": "conditionNotMet",
+                    "message": "At least one of the pre-conditions you specified did not hold.",
+                    "locationType": "header", "location": "If-Match"}])
+        gnm = req.q("ifGenerationNotMatch")
+        if gnm is not None and cur and int(gnm) == int(cur["meta"]["generation"]):
+            raise ApiError(304, "Not Modified")
+        mm = req.q("ifMetagenerationMatch")
+        if mm is not None and (not cur or int(mm) != int(cur["meta"]["metageneration"])):
+            raise ApiError(412, "At least one of the pre-conditions you specified did not hold.", errors=[{
+                "domain": "global", "reason": "conditionNotMet",
+                "message": "At least one of the pre-conditions you specified did not hold.",
+                "locationType": "header", "location": "If-Metageneration-Match"}])
+        mnm = req.q("ifMetagenerationNotMatch")
+        if mnm is not None and cur and int(mnm) == int(cur["meta"]["metageneration"]):
+            raise ApiError(304, "Not Modified")
+
+    def _lookup(self, req):
+        bucket, name = req.segments[3], req.segments[5]
+        cur = self.objects.get(bucket + "/" + name)
+        g = req.q("generation")
+        if cur is not None and g is not None and g != cur["meta"]["generation"]:
+            cur = None
+        return bucket, name, cur
+
+    def get(self, req):
+        bucket, name, cur = self._lookup(req)
+        if cur is None:
+            raise storage_err(404, "No such object: %s/%s" % (bucket, name), "notFound")
+        self._check(req, cur)
+        meta = cur["meta"]
+        if req.q("alt") == "media":
+            data = base64.b64decode(cur["data"])
+            return 200, data, {
+                "Content-Type": meta.get("contentType", "application/octet-stream"),
+                "X-Goog-Generation": meta["generation"], "X-Goog-Metageneration": meta["metageneration"],
+                "X-Goog-Hash": "crc32c=%s,md5=%s" % (meta["crc32c"], meta["md5Hash"]),
+                "X-Goog-Stored-Content-Length": str(len(data)), "ETag": meta["etag"]}
+        return 200, meta, {}
+
+    def delete(self, req):
+        bucket, name, cur = self._lookup(req)
+        if cur is None:
+            raise storage_err(404, "No such object: %s/%s" % (bucket, name), "notFound")
+        self._check(req, cur)
+        del self.objects[bucket + "/" + name]
+        return 204, b"", {}
+
+    def _parse_multipart(self, req):
+        ctype = req.header("Content-Type") or ""
+        if "boundary=" not in ctype:
+            raise storage_err(400, "Missing boundary in multipart/related Content-Type.", "invalid")
+        boundary = ctype.split("boundary=", 1)[1].split(";")[0].strip().strip('"').encode()
+        parts = req.body.split(b"--" + boundary)
+        out = []
+        for p in parts[1:]:
+            if p.startswith(b"--"):
+                break
+            p = p[2:] if p.startswith(b"\r\n") else p.lstrip(b"\n")
+            head, sep, body = p.partition(b"\r\n\r\n")
+            if not sep:
+                head, sep, body = p.partition(b"\n\n")
+            if body.endswith(b"\r\n"):
+                body = body[:-2]
+            elif body.endswith(b"\n"):
+                body = body[:-1]
+            hdrs = {}
+            for line in head.decode("latin-1").splitlines():
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    hdrs[k.strip().lower()] = v.strip()
+            out.append((hdrs, body))
+        if len(out) != 2:
+            raise storage_err(400, "Multipart upload must have exactly two parts (metadata and media).", "invalid")
+        return out
+
+    def insert(self, req):
+        bucket = req.segments[4]
+        ut = req.q("uploadType")
+        if ut == "multipart":
+            (mh, mb), (dh, data) = self._parse_multipart(req)
+            try:
+                meta_in = json.loads(mb or b"{}")
+            except ValueError:
+                raise storage_err(400, "Metadata part is not valid JSON.", "parseError")
+            ctype = meta_in.get("contentType") or dh.get("content-type") or "application/octet-stream"
+        elif ut == "media":
+            meta_in = {}
+            data = req.body
+            ctype = req.header("Content-Type") or "application/octet-stream"
+        elif ut == "resumable":
+            raise storage_err(400, "uploadType=resumable is not supported by this fake.", "invalid")
+        else:
+            raise storage_err(400, "Upload requests must include an uploadType URL parameter and a URL path "
+                              "beginning with /upload/", "wrongUrlForUpload")
+        name = req.q("name") or meta_in.get("name")
+        if not name:
+            raise storage_err(400, "Required", "required")
+        key = bucket + "/" + name
+        cur = self.objects.get(key)
+        self._check(req, cur)
+        self.gen += 1 + secrets.randbelow(1000)
+        now = common.fmt_ts(self.world.now())[:-4] + "Z"
+        gen = str(self.gen)
+        md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+        crc = base64.b64encode(crc32c(data).to_bytes(4, "big")).decode()
+        enc = name.replace("/", "%2F")
+        meta = {"kind": "storage#object", "id": "%s/%s/%s" % (bucket, name, gen),
+                "selfLink": "https://www.googleapis.com/storage/v1/b/%s/o/%s" % (bucket, enc),
+                "mediaLink": "https://storage.googleapis.com/download/storage/v1/b/%s/o/%s?generation=%s&alt=media"
+                             % (bucket, enc, gen),
+                "name": name, "bucket": bucket, "generation": gen, "metageneration": "1", "contentType": ctype,
+                "storageClass": "STANDARD", "size": str(len(data)), "md5Hash": md5, "crc32c": crc,
+                "etag": base64.b64encode(hashlib.md5(gen.encode()).digest()[:8]).decode().rstrip("="),
+                "timeCreated": now, "updated": now, "timeStorageClassUpdated": now}
+        if meta_in.get("metadata"):
+            meta["metadata"] = meta_in["metadata"]
+        for k in ("cacheControl", "contentEncoding", "contentDisposition", "contentLanguage", "customTime"):
+            if k in meta_in:
+                meta[k] = meta_in[k]
+        self.objects[key] = {"meta": meta, "data": base64.b64encode(data).decode()}
+        return 200, meta, {}

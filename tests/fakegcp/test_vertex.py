@@ -1,0 +1,326 @@
+import time
+import unittest
+
+from fakeutil import FakeTestCase, PARENT
+
+
+class VertexJobs(FakeTestCase):
+    def test_create_get_and_lifecycle(self):
+        j = self.create(labels={"team": "ml"})
+        self.assertRegex(j["name"], r"^projects/\d{12}/locations/us-central1/customJobs/\d+$")
+        self.assertEqual(j["state"], "JOB_STATE_QUEUED")
+        self.assertEqual(j["jobSpec"]["workerPoolSpecs"][0]["diskSpec"],
+                         {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100})
+        self.assertNotIn("webAccessUris", j)
+        self.advance(5)
+        self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_PENDING")
+        self.advance(30)
+        g = self.get_job(j["name"])
+        self.assertEqual(g["state"], "JOB_STATE_RUNNING")
+        self.assertEqual(g["startTime"], "2026-01-01T00:00:35.000000Z")
+        self.advance(3600)
+        g = self.get_job(j["name"])
+        self.assertEqual(g["state"], "JOB_STATE_SUCCEEDED")
+        self.assertIn("endTime", g)
+        self.assertNotIn("error", g)
+        # the project id in the path works too
+        st, g2 = self.fake.call("GET", PARENT + "/customJobs/" + j["name"].rsplit("/", 1)[1])
+        self.assertEqual((st, g2["name"]), (200, j["name"]))
+
+    def test_timings_configurable(self):
+        self.fake.ctl("/timings", {"queued_seconds": 1, "pending_seconds": 1, "running_seconds": 10})
+        j = self.create()
+        self.advance(2)
+        self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_RUNNING")
+        self.advance(10)
+        self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_SUCCEEDED")
+
+    def test_not_found(self):
+        st, e = self.fake.call("GET", PARENT + "/customJobs/123")
+        self.assertEqual(st, 404)
+        self.assertEqual(e["error"]["status"], "NOT_FOUND")
+        self.assertEqual(e["error"]["code"], 404)
+
+    def test_validation_errors(self):
+        b = self.job_body()
+        b["jobSpec"]["workerPoolSpecs"][0]["bogus"] = 1
+        st, e = self.fake.call("POST", PARENT + "/customJobs", b)
+        self.assertEqual(st, 400)
+        self.assertEqual(e["error"]["message"], "Invalid JSON payload received. Unknown name \"bogus\" at "
+                         "'custom_job.job_spec.worker_pool_specs[0]': Cannot find field.")
+        self.assertEqual(e["error"]["status"], "INVALID_ARGUMENT")
+        self.assertEqual(e["error"]["details"], [{
+            "@type": "type.googleapis.com/google.rpc.BadRequest",
+            "fieldViolations": [{"field": "custom_job.job_spec.worker_pool_specs[0]",
+                                 "description": e["error"]["message"]}]}])
+        b = self.job_body(strategy="NOPE")
+        st, e = self.fake.call("POST", PARENT + "/customJobs", b)
+        self.assertEqual(st, 400)
+        self.assertEqual(e["error"]["message"], "Invalid value at 'custom_job.job_spec.scheduling.strategy' "
+                         "(type.googleapis.com/google.cloud.aiplatform.v1.Scheduling.Strategy), \"NOPE\"")
+        b = self.job_body()
+        b["displayName"] = 5
+        st, e = self.fake.call("POST", PARENT + "/customJobs", b)
+        self.assertEqual((st, e["error"]["message"]), (400, "Invalid value at 'custom_job.display_name' "
+                                                             "(TYPE_STRING), 5"))
+        b = self.job_body()
+        del b["displayName"]
+        del b["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"]
+        st, e = self.fake.call("POST", PARENT + "/customJobs", b)
+        self.assertEqual(st, 400)
+        self.assertEqual(e["error"]["details"][0]["fieldViolations"], [
+            {"field": "custom_job.display_name", "description": "Required field is not set."}])
+        b["displayName"] = "x"
+        st, e = self.fake.call("POST", PARENT + "/customJobs", b)
+        self.assertEqual(e["error"]["details"][0]["fieldViolations"][0]["field"],
+                         "custom_job.job_spec.worker_pool_specs[0].machine_spec.machine_type")
+        # output-only fields are ignored, int64 as number and enum as number accepted, snake_case accepted
+        b = self.job_body()
+        b.update({"state": "JOB_STATE_FAILED", "name": "x", "webAccessUris": {}})
+        b["jobSpec"]["workerPoolSpecs"][0]["replica_count"] = 1
+        del b["jobSpec"]["workerPoolSpecs"][0]["replicaCount"]
+        b["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = 13
+        st, j = self.fake.call("POST", PARENT + "/customJobs", b)
+        self.assertEqual(st, 200, j)
+        self.assertEqual(j["state"], "JOB_STATE_QUEUED")
+        self.assertEqual(j["jobSpec"]["workerPoolSpecs"][0]["replicaCount"], "1")
+        self.assertEqual(j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"], "NVIDIA_H100_80GB")
+
+    def test_enum_encoding_int(self):
+        b = self.job_body(strategy=4)
+        st, j = self.fake.call("POST", PARENT + "/customJobs?$alt=json%3Benum-encoding%3Dint", b)
+        self.assertEqual(st, 200)
+        self.assertEqual(j["state"], 1)
+        self.assertEqual(j["jobSpec"]["scheduling"]["strategy"], 4)
+        self.assertEqual(j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"], 13)
+        st, j2 = self.fake.call("GET", "/v1/" + j["name"])
+        self.assertEqual(j2["jobSpec"]["scheduling"]["strategy"], "SPOT")
+
+    def test_filters(self):
+        a = self.create(name="my_job_a", labels={"vx-stack": "research", "team": "ml"})
+        self.advance(100)
+        b = self.create(name="other", labels={"vx-stack": "prod"})
+        c = self.create(name="my_job_c")
+        names = lambda f: sorted(j["displayName"] for j in self.fake.call(
+            "GET", PARENT + "/customJobs", query={"filter": f})[1].get("customJobs", []))
+        self.assertEqual(names("labels.vx-stack=research"), ["my_job_a"])
+        self.assertEqual(names('labels."vx-stack"="research"'), ["my_job_a"])
+        self.assertEqual(names("labels.vx-stack:*"), ["my_job_a", "other"])
+        self.assertEqual(names("NOT labels.vx-stack:*"), ["my_job_c"])
+        self.assertEqual(names('display_name:"my_job_*"'), ["my_job_a", "my_job_c"])
+        self.assertEqual(names('display_name="other"'), ["other"])
+        self.assertEqual(names('NOT display_name="other"'), ["my_job_a", "my_job_c"])
+        self.assertEqual(names('state="JOB_STATE_RUNNING"'), ["my_job_a"])
+        self.assertEqual(names("state=JOB_STATE_QUEUED AND labels.vx-stack=prod"), ["other"])
+        self.assertEqual(names("labels.team=ml OR display_name=other"), ["my_job_a", "other"])
+        self.assertEqual(names('create_time>"2026-01-01T00:01:00Z"'), ["my_job_c", "other"])
+        self.assertEqual(names("create_time<=2026-01-01T00:00:00Z"), ["my_job_a"])
+        self.assertEqual(names("(labels.team=ml OR display_name=other) AND state!=JOB_STATE_RUNNING"), ["other"])
+        self.assertEqual(names("state=3"), ["my_job_a"])
+        st, e = self.fake.call("GET", PARENT + "/customJobs", query={"filter": "bogus=1"})
+        self.assertEqual((st, e["error"]["status"]), (400, "INVALID_ARGUMENT"))
+        st, e = self.fake.call("GET", PARENT + "/customJobs", query={"filter": "state=("})
+        self.assertEqual(st, 400)
+        del a, b, c
+
+    def test_paging_and_read_mask(self):
+        made = [self.create(name="j%d" % i)["name"] for i in range(7)]
+        seen, tok, pages = [], None, 0
+        while True:
+            q = {"pageSize": 3, "readMask": "name,display_name"}
+            if tok:
+                q["pageToken"] = tok
+            st, r = self.fake.call("GET", PARENT + "/customJobs", query=q)
+            self.assertEqual(st, 200)
+            pages += 1
+            for j in r["customJobs"]:
+                self.assertEqual(set(j), {"name", "displayName"})
+            seen += [j["name"] for j in r["customJobs"]]
+            tok = r.get("nextPageToken")
+            if not tok:
+                break
+        self.assertEqual(pages, 3)
+        self.assertEqual(seen, list(reversed(made)))  # newest first
+        st, e = self.fake.call("GET", PARENT + "/customJobs", query={"pageToken": "garbage"})
+        self.assertEqual(st, 400)
+        st, e = self.fake.call("GET", PARENT + "/customJobs", query={"readMask": "nope"})
+        self.assertEqual(st, 400)
+        st, r = self.fake.call("GET", PARENT + "/customJobs", query={"readMask": "jobSpec.workerPoolSpecs.machineSpec"})
+        self.assertEqual(r["customJobs"][0], {"jobSpec": {"workerPoolSpecs": [
+            {"machineSpec": {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB",
+                             "acceleratorCount": 8}}]}})
+        st, r = self.fake.call("GET", "/v1/projects/other/locations/us-central1/customJobs")
+        self.assertEqual((st, r), (200, {}))
+
+    def test_cancel_and_delete(self):
+        j = self.create()
+        self.advance(40)
+        st, r = self.fake.call("POST", "/v1/" + j["name"] + ":cancel", {})
+        self.assertEqual((st, r), (200, {}))
+        self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_CANCELLING")
+        st, e = self.fake.call("DELETE", "/v1/" + j["name"])
+        self.assertEqual((st, e["error"]["status"]), (400, "FAILED_PRECONDITION"))
+        self.advance(5)
+        g = self.get_job(j["name"])
+        self.assertEqual(g["state"], "JOB_STATE_CANCELLED")
+        self.assertEqual(g["error"]["code"], 1)
+        st, e = self.fake.call("POST", "/v1/" + j["name"] + ":cancel", {})
+        self.assertEqual((st, e["error"]["status"]), (400, "FAILED_PRECONDITION"))
+        self.fake.ctl("/timings", {"operation_polls": 1})
+        st, op = self.fake.call("DELETE", "/v1/" + j["name"])
+        self.assertEqual(st, 200)
+        self.assertFalse(op["done"])
+        self.assertRegex(op["name"], r"^projects/\d+/locations/us-central1/operations/\d+$")
+        self.assertEqual(op["metadata"]["@type"],
+                         "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata")
+        st, _ = self.fake.call("GET", "/v1/" + j["name"])
+        self.assertEqual(st, 404)
+        st, o1 = self.fake.call("GET", "/v1/" + op["name"])
+        self.assertFalse(o1["done"])
+        st, o2 = self.fake.call("GET", "/v1/" + op["name"])
+        self.assertTrue(o2["done"])
+        self.assertEqual(o2["response"], {"@type": "type.googleapis.com/google.protobuf.Empty"})
+        st, o3 = self.fake.call("POST", "/v1/" + op["name"] + ":wait", {})
+        self.assertTrue(o3["done"])
+        st, ops = self.fake.call("GET", PARENT + "/operations")
+        self.assertEqual(len(ops["operations"]), 1)
+
+    def test_outcomes(self):
+        expect = {"succeed": ("JOB_STATE_SUCCEEDED", None), "stockout": ("JOB_STATE_FAILED", 8),
+                  "preempted": ("JOB_STATE_FAILED", 14), "user-error": ("JOB_STATE_FAILED", 3),
+                  "internal": ("JOB_STATE_FAILED", 13), "wait-timeout": ("JOB_STATE_FAILED", 8)}
+        jobs = {}
+        for o in expect:
+            if o in ("stockout", "wait-timeout"):
+                self.fake.ctl("/outcomes", {"labels": {"o": o}, "outcome": o})
+                jobs[o] = self.create(labels={"o": o}, strategy="FLEX_START" if o == "wait-timeout" else None,
+                                      maxWaitDuration="600s")
+            else:
+                jobs[o] = self.create(labels={"o": o})
+                self.fake.ctl("/outcomes", {"name": jobs[o]["name"], "outcome": o})
+        self.advance(35)
+        self.assertEqual(self.get_job(jobs["stockout"]["name"])["state"], "JOB_STATE_FAILED")
+        self.assertIn("resources are insufficient in region", self.get_job(jobs["stockout"]["name"])["error"]["message"])
+        self.assertEqual(self.get_job(jobs["wait-timeout"]["name"])["state"], "JOB_STATE_PENDING")
+        self.advance(3600)
+        for o, (state, code) in expect.items():
+            g = self.get_job(jobs[o]["name"])
+            self.assertEqual(g["state"], state, o)
+            self.assertEqual(g.get("error", {}).get("code"), code, o)
+        # a rule with times applies to that many future jobs only
+        self.fake.ctl("/outcomes", {"labels": {}, "outcome": "stockout", "times": 1})
+        j1, j2 = self.create(), self.create()
+        self.advance(35)
+        self.assertEqual(self.get_job(j1["name"])["state"], "JOB_STATE_FAILED")
+        self.assertEqual(self.get_job(j2["name"])["state"], "JOB_STATE_RUNNING")
+        r = self.fake.ctl("/jobs")
+        self.assertEqual(len(r["customJobs"]), 8)
+
+    def test_capacity_stockout_and_flex_wait(self):
+        self.fake.ctl("/capacity", {"region": "us-central1", "accelerator_type": "NVIDIA_H100_80GB", "gpus": 8})
+        a = self.create()
+        b = self.create()
+        c = self.create(strategy="FLEX_START", maxWaitDuration="7200s")
+        d = self.create(strategy="FLEX_START", maxWaitDuration="60s")
+        self.advance(35)
+        self.assertEqual(self.get_job(a["name"])["state"], "JOB_STATE_RUNNING")
+        eb = self.get_job(b["name"])
+        self.assertEqual(eb["state"], "JOB_STATE_FAILED")
+        self.assertEqual(eb["error"]["code"], 8)
+        self.assertIn("resources are insufficient in region: us-central1", eb["error"]["message"])
+        self.assertEqual(self.get_job(c["name"])["state"], "JOB_STATE_PENDING")
+        self.advance(60)
+        self.assertEqual(self.get_job(d["name"])["state"], "JOB_STATE_FAILED")
+        self.advance(3600)  # a finishes, c starts
+        self.assertEqual(self.get_job(a["name"])["state"], "JOB_STATE_SUCCEEDED")
+        self.assertEqual(self.get_job(c["name"])["state"], "JOB_STATE_RUNNING")
+
+    def test_quota_refusal(self):
+        self.fake.ctl("/quota", {"region": "us-central1", "accelerator_type": "NVIDIA_H100_80GB", "limit": 16})
+        self.create()
+        self.create()
+        st, e = self.fake.call("POST", PARENT + "/customJobs", self.job_body())
+        self.assertEqual(st, 429)
+        err = e["error"]
+        self.assertEqual(err["status"], "RESOURCE_EXHAUSTED")
+        qf = [d for d in err["details"] if d["@type"].endswith("google.rpc.QuotaFailure")][0]
+        self.assertEqual(qf["violations"][0]["quotaMetric"],
+                         "aiplatform.googleapis.com/custom_model_training_nvidia_h100_gpus")
+        self.assertEqual(qf["violations"][0]["quotaId"], "CustomModelTrainingH100GPUsPerProjectPerRegion")
+        # SPOT draws on the preemptible quota, which is still free
+        st, j = self.fake.call("POST", PARENT + "/customJobs", self.job_body(strategy="SPOT"))
+        self.assertEqual(st, 200)
+        self.fake.ctl("/quota", {"region": "us-central1", "accelerator_type": "NVIDIA_H100_80GB",
+                                 "preemptible": True, "limit": 8})
+        st, e = self.fake.call("POST", PARENT + "/customJobs", self.job_body(strategy="FLEX_START"))
+        self.assertEqual(st, 429)
+        self.assertIn("custom_model_training_preemptible_nvidia_h100_gpus", e["error"]["message"])
+
+    def test_rate_limits(self):
+        self.fake.ctl("/rate-limits", {"vertex_creates_per_minute": 2, "vertex_requests_per_minute": 5})
+        self.create()
+        self.create()
+        st, e = self.fake.call("POST", PARENT + "/customJobs", self.job_body())
+        self.assertEqual((st, e["error"]["status"]), (429, "RESOURCE_EXHAUSTED"))
+        self.assertEqual(e["error"]["details"][0]["reason"], "RATE_LIMIT_EXCEEDED")
+        self.fake.call("GET", PARENT + "/customJobs")
+        self.fake.call("GET", PARENT + "/customJobs")
+        st, e = self.fake.call("GET", PARENT + "/customJobs")
+        self.assertEqual(st, 429)
+        # other regions have their own budget
+        st, _ = self.fake.call("GET", "/v1/projects/my-proj/locations/us-east1/customJobs")
+        self.assertEqual(st, 200)
+        self.fake.ctl("/rate-limits", {"clock": "virtual"})
+        self.create()
+        self.create()
+        st, _ = self.fake.call("POST", PARENT + "/customJobs", self.job_body())
+        self.assertEqual(st, 429)
+        self.advance(61)
+        st, _ = self.fake.call("POST", PARENT + "/customJobs", self.job_body())
+        self.assertEqual(st, 200)
+
+    def test_auth_required(self):
+        st, e = self.fake.call("GET", PARENT + "/customJobs", token="unknown")
+        self.assertEqual(st, 401)
+        self.assertEqual(e["error"]["status"], "UNAUTHENTICATED")
+        self.assertEqual(e["error"]["details"][0]["reason"], "ACCESS_TOKEN_TYPE_UNSUPPORTED")
+        self.fake.ctl("/tokens", {"token": "short", "expires_in": 0.2})
+        st, _ = self.fake.call("GET", PARENT + "/customJobs", token="short")
+        self.assertEqual(st, 200)
+        time.sleep(0.3)
+        st, e = self.fake.call("GET", PARENT + "/customJobs", token="short")
+        self.assertEqual((st, e["error"]["details"][0]["reason"]), (401, "ACCESS_TOKEN_EXPIRED"))
+
+    def test_ten_thousand_jobs_list_fast(self):
+        self.fake.ctl("/rate-limits", {"enabled": False})
+        body = self.job_body(accel=None)
+        conn = self.fake.connect()
+        import json
+        data = json.dumps(body).encode()
+        for i in range(10000):
+            conn.request("POST", PARENT + "/customJobs", body=data,
+                         headers={"Authorization": "Bearer T", "Content-Type": "application/json"})
+            r = conn.getresponse()
+            r.read()
+            self.assertEqual(r.status, 200)
+        conn.close()
+        t = time.time()
+        tok, n = None, 0
+        while True:
+            q = {"pageSize": 1000}
+            if tok:
+                q["pageToken"] = tok
+            st, r = self.fake.call("GET", PARENT + "/customJobs", query=q)
+            n += len(r["customJobs"])
+            tok = r.get("nextPageToken")
+            if not tok:
+                break
+        took = time.time() - t
+        self.assertEqual(n, 10000)
+        self.assertLess(took, 1.0)
+        st, r = self.fake.call("GET", PARENT + "/customJobs", query={"pageSize": 5000})
+        self.assertEqual(len(r["customJobs"]), 1000)  # max page size
+
+
+if __name__ == "__main__":
+    unittest.main()
