@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -35,6 +36,7 @@ struct memcloud {
 	int creates, cancels, lists;
 	char calls[4096];        /* "list,create,cancel,..." */
 	volatile sig_atomic_t *interrupt_after_create; /* set it after the first create */
+	pthread_mutex_t lock;    /* apply calls the provider from several threads */
 };
 
 static void note(struct memcloud *m, const char *what)
@@ -44,7 +46,7 @@ static void note(struct memcloud *m, const char *what)
 	snprintf(m->calls + n, sizeof(m->calls) - n, "%s%s", n ? "," : "", what);
 }
 
-static int mem_list(struct provider *p, const char *project, const char *region, const char *stack,
+static int mem_list_locked(struct provider *p, const char *project, const char *region, const char *stack,
 		    struct live_jobs *out, struct vx_err *err)
 {
 	struct memcloud *m = (struct memcloud *)p;
@@ -58,7 +60,7 @@ static int mem_list(struct provider *p, const char *project, const char *region,
 	return 0;
 }
 
-static int mem_create(struct provider *p, const struct provider_job_request *req, struct live_job *out,
+static int mem_create_locked(struct provider *p, const struct provider_job_request *req, struct live_job *out,
 		      struct vx_err *err)
 {
 	struct memcloud *m = (struct memcloud *)p;
@@ -95,7 +97,7 @@ static int mem_create(struct provider *p, const struct provider_job_request *req
 	return live_job_copy(out, &m->jobs.items[m->jobs.n - 1]);
 }
 
-static int mem_cancel(struct provider *p, const char *name, struct vx_err *err)
+static int mem_cancel_locked(struct provider *p, const char *name, struct vx_err *err)
 {
 	struct memcloud *m = (struct memcloud *)p;
 
@@ -111,9 +113,45 @@ static int mem_cancel(struct provider *p, const char *name, struct vx_err *err)
 	return vx_err_set(err, VX_ENOTFOUND, "no such job");
 }
 
+static int mem_list(struct provider *p, const char *project, const char *region, const char *stack,
+		    struct live_jobs *out, struct vx_err *err)
+{
+	struct memcloud *m = (struct memcloud *)p;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = mem_list_locked(p, project, region, stack, out, err);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+static int mem_create(struct provider *p, const struct provider_job_request *req, struct live_job *out,
+		      struct vx_err *err)
+{
+	struct memcloud *m = (struct memcloud *)p;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = mem_create_locked(p, req, out, err);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+static int mem_cancel(struct provider *p, const char *name, struct vx_err *err)
+{
+	struct memcloud *m = (struct memcloud *)p;
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	rc = mem_cancel_locked(p, name, err);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
 static void mem_init(struct memcloud *m)
 {
 	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->lock, NULL);
 	m->base.list_jobs = mem_list;
 	m->base.create_job = mem_create;
 	m->base.cancel_job = mem_cancel;
@@ -236,6 +274,7 @@ static void world_release(struct world *w)
 	state_release(&w->state);
 	stack_free(w->st);
 	live_jobs_release(&w->cloud.jobs);
+	pthread_mutex_destroy(&w->cloud.lock);
 	vx_buf_release(&w->sink.messages);
 }
 
