@@ -17,7 +17,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vx log [ADDR] [-C DIR]\n\n"
+		"usage: vx log [ADDR] [-C DIR] [-debug]\n\n"
 		"Prints every run vx launched for ADDR (e.g. job.train), or for every job in the\n"
 		"state: when, what started it, the Vertex resource, attempt, config commit, final\n"
 		"state and failure class. Read from the state (the git branch vx/state/<stack>);\n"
@@ -82,7 +82,7 @@ int cmd_log(int argc, char **argv)
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *addr = NULL, *v;
-	int rc = VX_EXIT_ERROR;
+	int rc = VX_EXIT_ERROR, debug = 0;
 
 	memset(&ws, 0, sizeof(ws));
 	for (int i = 1; i < argc; i++) {
@@ -91,6 +91,8 @@ int cmd_log(int argc, char **argv)
 			return VX_EXIT_OK;
 		} else if (workspace_dir_flag(argc, argv, &i, &dir)) {
 			continue;
+		} else if (cmd_flag(argv[i], "debug", &v)) {
+			debug = 1;
 		} else if (argv[i][0] == '-') {
 			cmd_error("log: unknown option '%s' (see 'vx log -help')", argv[i]);
 			return VX_EXIT_USAGE;
@@ -101,7 +103,7 @@ int cmd_log(int argc, char **argv)
 			return VX_EXIT_USAGE;
 		}
 	}
-	cmd_ctx_init(&ctx, 0);
+	cmd_ctx_init(&ctx, debug);
 	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;

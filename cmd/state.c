@@ -14,8 +14,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vx state list [-C DIR]\n"
-		"       vx state show ADDR [-C DIR]\n\n"
+		"usage: vx state list [-C DIR] [-debug]\n"
+		"       vx state show ADDR [-C DIR] [-debug]\n\n"
 		"list: every address in the state with its current run and last seen state.\n"
 		"show: one record as stored (JSON; secrets are never stored).\n");
 }
@@ -27,7 +27,7 @@ int cmd_state(int argc, char **argv)
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *verb = NULL, *addr = NULL, *v;
 	char *json = NULL;
-	int rc = VX_EXIT_ERROR;
+	int rc = VX_EXIT_ERROR, debug = 0;
 
 	memset(&ws, 0, sizeof(ws));
 	for (int i = 1; i < argc; i++) {
@@ -36,6 +36,8 @@ int cmd_state(int argc, char **argv)
 			return VX_EXIT_OK;
 		} else if (workspace_dir_flag(argc, argv, &i, &dir)) {
 			continue;
+		} else if (cmd_flag(argv[i], "debug", &v)) {
+			debug = 1;
 		} else if (argv[i][0] == '-') {
 			cmd_error("state: unknown option '%s'", argv[i]);
 			return VX_EXIT_USAGE;
@@ -53,7 +55,7 @@ int cmd_state(int argc, char **argv)
 		usage(stderr);
 		return VX_EXIT_USAGE;
 	}
-	cmd_ctx_init(&ctx, 0);
+	cmd_ctx_init(&ctx, debug);
 	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;

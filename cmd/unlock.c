@@ -15,17 +15,19 @@ int cmd_unlock(int argc, char **argv)
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *id = NULL, *v;
-	int rc = VX_EXIT_ERROR;
+	int rc = VX_EXIT_ERROR, debug = 0;
 
 	memset(&ws, 0, sizeof(ws));
 	for (int i = 1; i < argc; i++) {
 		if (cmd_flag(argv[i], "help", &v) || cmd_flag(argv[i], "h", &v)) {
-			printf("usage: vx unlock ID [-C DIR]\n\n"
+			printf("usage: vx unlock ID [-C DIR] [-debug]\n\n"
 			       "Clears the state lock with this id (shown in the 'state is locked by' message),\n"
 			       "for when an apply died without releasing it. Refused for any other id.\n");
 			return VX_EXIT_OK;
 		} else if (workspace_dir_flag(argc, argv, &i, &dir)) {
 			continue;
+		} else if (cmd_flag(argv[i], "debug", &v)) {
+			debug = 1;
 		} else if (argv[i][0] == '-' || id) {
 			cmd_error("unlock: usage: vx unlock ID [-C DIR]");
 			return VX_EXIT_USAGE;
@@ -37,7 +39,7 @@ int cmd_unlock(int argc, char **argv)
 		cmd_error("unlock: usage: vx unlock ID [-C DIR]");
 		return VX_EXIT_USAGE;
 	}
-	cmd_ctx_init(&ctx, 0);
+	cmd_ctx_init(&ctx, debug);
 	if (workspace_open(&ws, &ctx, dir, &err) < 0 || state_unlock(ws.backend, id, &err) < 0) {
 		cmd_report(&err, "unlock");
 		goto done;

@@ -1,0 +1,173 @@
+"""End to end: credentials of every type against the fake, -wait, Ctrl-C,
+-lock-timeout, the file backend, and two runners sharing a state remote."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from harness import FakeTestCase, PROJECT, VX_BIN, job_yaml
+
+
+class Credentials(FakeTestCase):
+    """vx doctor with each kind of Application Default Credentials, all verified by the fake."""
+
+    def doctor(self, env):
+        self.repo.write({"a": job_yaml("a")})
+        r = self.repo.vx("doctor", self.repo.dir, env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("All checks passed.", r.out)
+        return r
+
+    def write_json(self, name, doc):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        os.chmod(path, 0o600)
+        return path
+
+    def test_authorized_user(self):
+        cred = self.fake.post("/_fake/authorized-users", {})
+        cred["token_uri"] = self.fake.url + "/token"
+        r = self.doctor({"GOOGLE_APPLICATION_CREDENTIALS": self.write_json("user.json", cred)})
+        self.assertIn("authorized_user", r.out)
+        self.assertNotIn(cred["refresh_token"], r.out + r.err)
+        self.assertGreaterEqual(self.fake.rpc_count("oauth2.token"), 1)
+
+    def test_external_account(self):
+        got = self.fake.post("/_fake/external-accounts", {
+            "project": PROJECT, "subject_token_file": os.path.join(self.tmp, "oidc-token")})
+        r = self.doctor({"GOOGLE_APPLICATION_CREDENTIALS": self.write_json("wif.json", got["credential"])})
+        self.assertIn("workload identity federation", r.out)
+        self.assertNotIn(got["subject_token"], r.out + r.err)
+        self.assertEqual(self.fake.rpc_count("sts.token"), 1)
+        self.assertEqual(self.fake.rpc_count("iamcredentials.generateAccessToken"), 1)
+
+    def test_access_token(self):
+        self.fake.post("/_fake/tokens", {"token": "ya29.from-the-environment"})
+        r = self.doctor({"GOOGLE_OAUTH_ACCESS_TOKEN": "ya29.from-the-environment",
+                         "GOOGLE_APPLICATION_CREDENTIALS": ""})
+        self.assertIn("GOOGLE_OAUTH_ACCESS_TOKEN", r.out)
+        self.assertNotIn("ya29.from-the-environment", r.out + r.err)
+
+    def test_metadata_server(self):
+        host = self.fake.url[len("http://"):]
+        env = {"GOOGLE_APPLICATION_CREDENTIALS": "", "GCE_METADATA_HOST": host,
+               "METADATA_SERVER_DETECTION": "assume-present"}
+        self.repo.write({"a": job_yaml("a")})
+        e = self.fake.env()
+        e.pop("GOOGLE_APPLICATION_CREDENTIALS")
+        e.update(env)
+        del e["GOOGLE_APPLICATION_CREDENTIALS"]
+        cp = subprocess.run([VX_BIN, "doctor", self.repo.dir], capture_output=True, text=True,
+                            env=e, timeout=120)
+        self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr)
+        self.assertIn("metadata server", cp.stdout)
+        self.assertGreaterEqual(self.fake.rpc_count("metadata.get"), 1)
+
+    def test_expired_token_refreshed_after_401(self):
+        self.repo.write({"a": job_yaml("a")})
+        self.fake.post("/_fake/auth", {"token_lifetime_seconds": 1})
+        r = self.repo.vx("plan", self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+
+
+class Operations(FakeTestCase):
+
+    def test_wait_until_running(self):
+        self.fake.post("/_fake/clock", {"speed": 200})
+        self.repo.write({"a": job_yaml("a")})
+        r = self.repo.apply("-wait", env={"VX_WAIT_POLL_MS": "200"})
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("Waiting for 1 job to run", r.out)
+        self.assertIn(": running", r.out)
+
+    def test_wait_done_fails_when_a_job_fails(self):
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "user-error"})
+        self.fake.post("/_fake/timings", {"running_seconds": 60})
+        self.fake.post("/_fake/clock", {"speed": 200})
+        self.repo.write({"a": job_yaml("a")})
+        r = self.repo.apply("-wait=done", env={"VX_WAIT_POLL_MS": "200"})
+        self.assertEqual(r.code, 1, r)
+        self.assertIn(": failed", r.out)
+
+    def test_ctrl_c_finishes_in_flight_and_releases_the_lock(self):
+        self.fake.post("/_fake/faults", {"latency_ms": 400, "methods": ["CreateCustomJob"]})
+        self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(6)})
+        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
+                             cwd=self.repo.root, env=self.fake.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        deadline = time.time() + 60
+        while not self.live_jobs() and time.time() < deadline:
+            time.sleep(0.02)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 1, out + err)
+        self.assertIn("Apply interrupted", out)
+        made = len(self.live_jobs())
+        self.assertLess(made, 6)
+        # Nothing in flight was lost: the state knows every job that exists.
+        r = self.repo.vx("state", "list", "-C", self.repo.dir)
+        self.assertEqual(len([l for l in r.out.splitlines() if "customJobs/" in l]), made)
+        self.fake.post("/_fake/faults", {})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)   # the lock was released
+        for i in range(6):
+            self.assertEqual(len(self.live_jobs("j%d" % i)), 1)
+
+    def test_lock_timeout_waits_for_the_other_apply(self):
+        self.fake.post("/_fake/faults", {"latency_ms": 300, "methods": ["CreateCustomJob"]})
+        self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(4)})
+        a = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
+                             cwd=self.repo.root, env=self.fake.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        deadline = time.time() + 60
+        while not self.live_jobs() and time.time() < deadline:
+            time.sleep(0.02)
+        r = self.repo.apply("-lock-timeout", "2m")
+        out_a, err_a = a.communicate(timeout=120)
+        self.assertEqual(a.returncode, 0, err_a)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("No changes", r.out)
+        self.assertEqual(len(self.live_jobs()), 4)
+
+    def test_file_backend(self):
+        self.repo.write({"a": job_yaml("a", env_secret=True)},
+                        extra_stack="state: {backend: file, path: vx-state.json}\n")
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        path = os.path.join(self.repo.dir, "vx-state.json")
+        with open(path) as f:
+            text = f.read()
+        self.assertIn("customJobs/", text)
+        self.assertNotIn("hunter2-training-secret", text)
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+        r = self.repo.vx("log", "job.a", "-C", self.repo.dir)
+        self.assertIn("customJobs/", r.out)
+        self.assertNotIn("vx/state/", self.repo.git("branch", "--list", "-a"))
+
+    def test_two_runners_share_a_state_remote(self):
+        remote = os.path.join(self.tmp, "remote.git")
+        subprocess.run(["git", "init", "-q", "--bare", remote], check=True)
+        self.repo.write({"a": job_yaml("a")}, extra_stack="state: {remote: origin}\n")
+        self.repo.git("remote", "add", "origin", remote)
+        self.repo.git("push", "-q", "origin", "main")
+        other = os.path.join(self.tmp, "runner2")
+        subprocess.run(["git", "clone", "-q", "-b", "main", remote, other], check=True)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs()), 1)
+        e = self.fake.env()
+        cp = subprocess.run([VX_BIN, "apply", os.path.join(other, "stack"), "-auto-approve"],
+                            cwd=other, capture_output=True, text=True, env=e, timeout=120)
+        self.assertEqual(cp.returncode, 0, cp.stdout + cp.stderr)
+        self.assertIn("No changes", cp.stdout)
+        self.assertEqual(len(self.live_jobs()), 1, "the second runner saw the first one's state")
+        heads = subprocess.run(["git", "--git-dir", remote, "branch", "--list"], capture_output=True,
+                               text=True).stdout
+        self.assertIn("vx/state/e2e", heads)
+
+
+if __name__ == "__main__":
+    unittest.main()
