@@ -61,6 +61,9 @@ $(BUILD)/.flags: FORCE
 	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' > $@
 FORCE:
 
+# Keep the test-support objects: they are prerequisites of every test binary.
+.SECONDARY:
+
 $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@

@@ -1,23 +1,20 @@
 #include "providers/gcp/compute.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "providers/gcp/gerror.h"
+#include "providers/gcp/gcall.h"
+#include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 
 #include "util/banned.h"
 
-#define MAX_PAGES 100000
 #define WAIT_TIMEOUT_MS (30 * 60 * 1000)
 /* zoneOperations.wait holds the request up to about 2 minutes. */
 #define WAIT_CALL_TIMEOUT_MS 150000
@@ -80,30 +77,10 @@ int compute_operation_done(const struct compute_operation *op)
 	return op && op->status && !strcmp(op->status, "DONE");
 }
 
-/* ---- JSON helpers ---- */
-
-static const char *js_str(const cJSON *o, const char *key)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-static int js_dup(char **out, const cJSON *o, const char *key)
-{
-	const char *s = js_str(o, key);
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	*out = strdup(s);
-	return *out ? 0 : VX_ENOMEM;
-}
-
 /* The last path segment of a string field (zone URLs), or the whole string. */
 static int js_dup_last(char **out, const cJSON *o, const char *key)
 {
-	const char *s = js_str(o, key), *slash;
+	const char *s = gjson_str(o, key), *slash;
 
 	*out = NULL;
 	if (!s)
@@ -113,78 +90,37 @@ static int js_dup_last(char **out, const cJSON *o, const char *key)
 	return *out ? 0 : VX_ENOMEM;
 }
 
-static int js_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out)
-{
-	if (cJSON_IsNumber(it)) {
-		double d = it->valuedouble;
-
-		if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi ||
-		    d >= 9223372036854775807.0)
-			return -1;
-		*out = (int64_t)d;
-		return 0;
-	}
-	if (cJSON_IsString(it) && it->valuestring[0]) {
-		char *end = NULL;
-		long long v;
-
-		errno = 0;
-		v = strtoll(it->valuestring, &end, 10);
-		if (errno || *end || v < lo || v > hi)
-			return -1;
-		*out = v;
-		return 0;
-	}
-	return -1;
-}
-
-static cJSON *parse_object(const char *body, size_t len, const char *what, struct vx_err *err)
-{
-	cJSON *root;
-
-	if (!body) {
-		vx_err_set(err, VX_EINVAL, "%s: empty response body", what);
-		return NULL;
-	}
-	root = cJSON_ParseWithLength(body, len);
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		vx_err_set(err, VX_EINVAL, "%s: response is not a JSON object", what);
-		return NULL;
-	}
-	return root;
-}
-
 /* ---- parsers ---- */
 
-static int reservation_from(const cJSON *o, struct compute_reservation *r)
+static int reservation_from(const cJSON *o, void *dst)
 {
+	struct compute_reservation *r = dst;
 	const cJSON *spec, *props, *accs, *it, *pol;
 	int64_t v;
 	size_t n = 0;
 	int rc;
 
-	if ((rc = js_dup(&r->name, o, "name")) < 0 || (rc = js_dup_last(&r->zone, o, "zone")) < 0 ||
-	    (rc = js_dup(&r->status, o, "status")) < 0 ||
-	    (rc = js_dup(&r->description, o, "description")) < 0 ||
-	    (rc = js_dup(&r->self_link, o, "selfLink")) < 0)
+	if ((rc = gjson_dup(&r->name, o, "name")) < 0 || (rc = js_dup_last(&r->zone, o, "zone")) < 0 ||
+	    (rc = gjson_dup(&r->status, o, "status")) < 0 ||
+	    (rc = gjson_dup(&r->description, o, "description")) < 0 ||
+	    (rc = gjson_dup(&r->self_link, o, "selfLink")) < 0)
 		return rc;
 	r->specific_reservation_required =
 		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "specificReservationRequired"));
 	pol = cJSON_GetObjectItemCaseSensitive(o, "reservationSharingPolicy");
-	if ((rc = js_dup(&r->service_share_type, pol, "serviceShareType")) < 0)
+	if ((rc = gjson_dup(&r->service_share_type, pol, "serviceShareType")) < 0)
 		return rc;
 	spec = cJSON_GetObjectItemCaseSensitive(o, "specificReservation");
 	if (!cJSON_IsObject(spec))
 		return 0;
-	if (js_int(cJSON_GetObjectItemCaseSensitive(spec, "count"), 0, INT64_MAX, &v) == 0)
+	if (gjson_int(cJSON_GetObjectItemCaseSensitive(spec, "count"), 0, INT64_MAX, &v) == 0)
 		r->count = v;
-	if (js_int(cJSON_GetObjectItemCaseSensitive(spec, "inUseCount"), 0, INT64_MAX, &v) == 0)
+	if (gjson_int(cJSON_GetObjectItemCaseSensitive(spec, "inUseCount"), 0, INT64_MAX, &v) == 0)
 		r->in_use_count = v;
 	props = cJSON_GetObjectItemCaseSensitive(spec, "instanceProperties");
 	if (!cJSON_IsObject(props))
 		return 0;
-	if ((rc = js_dup(&r->machine_type, props, "machineType")) < 0)
+	if ((rc = gjson_dup(&r->machine_type, props, "machineType")) < 0)
 		return rc;
 	accs = cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators");
 	if (!cJSON_IsArray(accs))
@@ -202,30 +138,24 @@ static int reservation_from(const cJSON *o, struct compute_reservation *r)
 		if (!cJSON_IsObject(it))
 			continue;
 		a = &r->accelerators[r->n_accelerators++];
-		if ((rc = js_dup(&a->type, it, "acceleratorType")) < 0)
+		if ((rc = gjson_dup(&a->type, it, "acceleratorType")) < 0)
 			return rc;
-		if (js_int(cJSON_GetObjectItemCaseSensitive(it, "acceleratorCount"), 0, INT32_MAX, &v) == 0)
+		if (gjson_int(cJSON_GetObjectItemCaseSensitive(it, "acceleratorCount"), 0, INT32_MAX, &v) == 0)
 			a->count = v;
 	}
 	return 0;
 }
 
+static void reservation_rel(void *r)
+{
+	compute_reservation_release(r);
+}
+
 int compute_reservation_parse_json(const char *body, size_t len, struct compute_reservation *out,
 				   struct vx_err *err)
 {
-	cJSON *root;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (!(root = parse_object(body, len, "compute: reading reservation", err)))
-		return VX_EINVAL;
-	rc = reservation_from(root, out);
-	cJSON_Delete(root);
-	if (rc < 0) {
-		compute_reservation_release(out);
-		return vx_err_set(err, rc, "compute: reading reservation: out of memory");
-	}
-	return 0;
+	return gjson_parse_one(body, len, out, sizeof(*out), reservation_from, reservation_rel,
+			       "compute: reading reservation", err);
 }
 
 static int list_reserve(struct compute_reservation_list *l, size_t more)
@@ -286,7 +216,7 @@ static int list_parse(const char *body, size_t len, struct compute_reservation_l
 	int rc = 0;
 
 	*next_page_token = NULL;
-	if (!(root = parse_object(body, len, what, err)))
+	if (!(root = gjson_parse_object(body, len, what, err)))
 		return VX_EINVAL;
 	items = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (items && !cJSON_IsNull(items) && (aggregated ? !cJSON_IsObject(items) : !cJSON_IsArray(items))) {
@@ -305,8 +235,8 @@ static int list_parse(const char *body, size_t len, struct compute_reservation_l
 				break;
 		}
 	}
-	if (rc == 0 && js_str(root, "nextPageToken") && js_str(root, "nextPageToken")[0])
-		rc = js_dup(next_page_token, root, "nextPageToken");
+	if (rc == 0)
+		rc = gjson_next_page_token(next_page_token, root);
 	if (rc < 0)
 		vx_err_set(err, rc, "%s: out of memory", what);
 done:
@@ -334,21 +264,22 @@ int compute_reservation_aggregated_parse_json(const char *body, size_t len,
 	return list_parse(body, len, l, next_page_token, 1, err);
 }
 
-static int op_from(const cJSON *o, struct compute_operation *op)
+static int op_from(const cJSON *o, void *dst)
 {
+	struct compute_operation *op = dst;
 	const cJSON *errs, *it;
 	int64_t v;
 	size_t n = 0;
 	int rc;
 
-	if ((rc = js_dup(&op->name, o, "name")) < 0 || (rc = js_dup_last(&op->zone, o, "zone")) < 0 ||
-	    (rc = js_dup(&op->status, o, "status")) < 0 ||
-	    (rc = js_dup(&op->operation_type, o, "operationType")) < 0 ||
-	    (rc = js_dup(&op->target_link, o, "targetLink")) < 0 ||
-	    (rc = js_dup(&op->client_operation_id, o, "clientOperationId")) < 0 ||
-	    (rc = js_dup(&op->http_error_message, o, "httpErrorMessage")) < 0)
+	if ((rc = gjson_dup(&op->name, o, "name")) < 0 || (rc = js_dup_last(&op->zone, o, "zone")) < 0 ||
+	    (rc = gjson_dup(&op->status, o, "status")) < 0 ||
+	    (rc = gjson_dup(&op->operation_type, o, "operationType")) < 0 ||
+	    (rc = gjson_dup(&op->target_link, o, "targetLink")) < 0 ||
+	    (rc = gjson_dup(&op->client_operation_id, o, "clientOperationId")) < 0 ||
+	    (rc = gjson_dup(&op->http_error_message, o, "httpErrorMessage")) < 0)
 		return rc;
-	if (js_int(cJSON_GetObjectItemCaseSensitive(o, "httpErrorStatusCode"), 0, 999, &v) == 0)
+	if (gjson_int(cJSON_GetObjectItemCaseSensitive(o, "httpErrorStatusCode"), 0, 999, &v) == 0)
 		op->http_error_status_code = (long)v;
 	errs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "error"), "errors");
 	if (!cJSON_IsArray(errs))
@@ -367,13 +298,13 @@ static int op_from(const cJSON *o, struct compute_operation *op)
 		if (!cJSON_IsObject(it))
 			continue;
 		e = &op->errors[op->n_errors++];
-		if ((rc = js_dup(&e->code, it, "code")) < 0 || (rc = js_dup(&e->message, it, "message")) < 0)
+		if ((rc = gjson_dup(&e->code, it, "code")) < 0 || (rc = gjson_dup(&e->message, it, "message")) < 0)
 			return rc;
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(it, "errorDetails")) {
 			const cJSON *info = cJSON_GetObjectItemCaseSensitive(d, "errorInfo");
 
-			if (js_str(info, "reason")) {
-				if ((rc = js_dup(&e->reason, info, "reason")) < 0)
+			if (gjson_str(info, "reason")) {
+				if ((rc = gjson_dup(&e->reason, info, "reason")) < 0)
 					return rc;
 				break;
 			}
@@ -382,22 +313,16 @@ static int op_from(const cJSON *o, struct compute_operation *op)
 	return 0;
 }
 
+static void op_rel(void *op)
+{
+	compute_operation_release(op);
+}
+
 int compute_operation_parse_json(const char *body, size_t len, struct compute_operation *out,
 				 struct vx_err *err)
 {
-	cJSON *root;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (!(root = parse_object(body, len, "compute: reading operation", err)))
-		return VX_EINVAL;
-	rc = op_from(root, out);
-	cJSON_Delete(root);
-	if (rc < 0) {
-		compute_operation_release(out);
-		return vx_err_set(err, rc, "compute: reading operation: out of memory");
-	}
-	return 0;
+	return gjson_parse_one(body, len, out, sizeof(*out), op_from, op_rel,
+			       "compute: reading operation", err);
 }
 
 int compute_reservation_to_json(const struct compute_reservation *r, char **out)
@@ -466,96 +391,15 @@ int compute_request_id(char out[37])
 
 /* ---- calls ---- */
 
-static int seg_ok(const char *s)
-{
-	if (!s || !*s || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '-' || *s == '_' || *s == '.' || *s == '~' || *s == ':'))
-			return 0;
-	return 1;
-}
-
-/*
- * base + path. Query pairs (NULL-terminated key, value list)
- * are added when the value is not NULL, escaped.
- */
-static char *build_url(const char *base, const char *path, ...)
-{
-	struct vx_buf b = VX_BUF_INIT;
-	const char *key;
-	va_list ap;
-	int rc, first = 1;
-
-	rc = vx_buf_adds(&b, base);
-	if (rc == 0 && (b.len == 0 || b.data[b.len - 1] != '/'))
-		rc = vx_buf_addc(&b, '/');
-	if (rc == 0)
-		rc = vx_buf_adds(&b, path);
-	va_start(ap, path);
-	while (rc == 0 && (key = va_arg(ap, const char *))) {
-		const char *value = va_arg(ap, const char *);
-		char *esc;
-
-		if (!value)
-			continue;
-		if (!(esc = gcp_url_escape(value))) {
-			rc = VX_ENOMEM;
-			break;
-		}
-		rc = vx_buf_printf(&b, "%c%s=%s", first ? '?' : '&', key, esc);
-		first = 0;
-		free(esc);
-	}
-	va_end(ap);
-	if (rc < 0) {
-		vx_buf_release(&b);
-		return NULL;
-	}
-	return vx_buf_detach(&b);
-}
-
-/*
- * Prefixes err with what. A message of one of our parsers already starts
- * with "compute: "; that prefix is dropped so it is not said twice.
- */
-static int wrap(struct vx_err *err, const char *what)
-{
-	static const char prefix[] = "compute: ";
-
-	if (err && err->msg && !strncmp(err->msg, prefix, sizeof(prefix) - 1))
-		memmove(err->msg, err->msg + sizeof(prefix) - 1, strlen(err->msg) - (sizeof(prefix) - 1) + 1);
-	return vx_err_wrap(err, "%s", what);
-}
-
 static int call(struct compute_client *c, const char *method, const char *url, const char *body,
 		enum gcp_retry retry, const char *rpc, long timeout_ms, const char *what,
 		struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
-	int rc;
 
-	memset(&req, 0, sizeof(req));
-	req.method = method;
-	req.url = url;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.content_type = body ? "application/json" : NULL;
-	req.api = "compute";
-	req.retry = retry;
-	req.rpc = rpc;
+	gcall_request_init(&req, "compute", method, url, body, retry, rpc);
 	req.timeout_ms = timeout_ms;
-	rc = gcp_http_send(c->http, &req, resp, err);
-	if (rc == 0) {
-		if (resp->status >= 200 && resp->status < 300)
-			return 0;
-		return gcp_error_set(err, resp, what);
-	}
-	if (rc == VX_ERETRY && resp->status != 0)
-		return gcp_error_set(err, resp, what);
-	wrap(err, what);
-	return rc;
+	return gcall_send(c->http, &req, "compute", what, resp, err);
 }
 
 /* A mutation: sends and parses the Operation. */
@@ -567,7 +411,7 @@ static int mutate(struct compute_client *c, const char *method, const char *url,
 
 	rc = call(c, method, url, body, GCP_RETRY_REQUEST_ID, rpc, 0, what, &resp, err);
 	if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, op, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "compute", what);
 	gcp_response_release(&resp);
 	return rc;
 }
@@ -576,10 +420,10 @@ static int mutate(struct compute_client *c, const char *method, const char *url,
 static int prepare(const char *project, const char *zone, const char *name, const char *request_id,
 		   char rid[37], const char *what, struct vx_err *err)
 {
-	if (!seg_ok(project) || !seg_ok(zone) || (name && !seg_ok(name)))
+	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":") || (name && !gcall_segment_ok(name, ":")))
 		return vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
 	if (request_id) {
-		if (strlen(request_id) != 36 || !seg_ok(request_id))
+		if (strlen(request_id) != 36 || !gcall_segment_ok(request_id, ":"))
 			return vx_err_set(err, VX_EINVAL, "%s: request id is not a UUID", what);
 		memcpy(rid, request_id, 37);
 		return 0;
@@ -600,7 +444,7 @@ int compute_reservation_insert(struct compute_client *c, const char *project, co
 	memset(op, 0, sizeof(*op));
 	parsed = reservation_json ? cJSON_Parse(reservation_json) : NULL;
 	what = vx_asprintf("compute: creating reservation \"%s\" in %s",
-			   js_str(parsed, "name") ? js_str(parsed, "name") : "", zone ? zone : "");
+			   gjson_str(parsed, "name") ? gjson_str(parsed, "name") : "", zone ? zone : "");
 	if (!what) {
 		rc = vx_err_set(err, VX_ENOMEM, "compute: out of memory");
 		goto done;
@@ -614,7 +458,7 @@ int compute_reservation_insert(struct compute_client *c, const char *project, co
 	{
 		char *path = vx_asprintf("projects/%s/zones/%s/reservations", project, zone);
 
-		url = path ? build_url(c->base_url, path, "requestId", rid, (const char *)NULL) : NULL;
+		url = path ? gcall_url(c->base_url, path, "requestId", rid, (const char *)NULL) : NULL;
 		free(path);
 	}
 	if (!url) {
@@ -643,7 +487,7 @@ static int mutate_named(struct compute_client *c, const char *method, const char
 		return rc;
 	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations/%s%s", project, zone, name,
 				  suffix)) ||
-	    !(url = build_url(c->base_url, path, "requestId", rid, "updateMask", update_mask,
+	    !(url = gcall_url(c->base_url, path, "requestId", rid, "updateMask", update_mask,
 			      (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
@@ -732,18 +576,18 @@ int compute_reservation_get(struct compute_client *c, const char *project, const
 	if (!(what = vx_asprintf("compute: reading reservation \"%s\" in %s", name ? name : "",
 				 zone ? zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!seg_ok(project) || !seg_ok(zone) || !seg_ok(name)) {
+	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":") || !gcall_segment_ok(name, ":")) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
 		goto done;
 	}
 	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations/%s", project, zone, name)) ||
-	    !(url = build_url(c->base_url, path, (const char *)NULL))) {
+	    !(url = gcall_url(c->base_url, path, (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
 	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetReservation", 0, what, &resp, err);
 	if (rc == 0 && (rc = compute_reservation_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "compute", what);
 done:
 	gcp_response_release(&resp);
 	free(path);
@@ -752,39 +596,41 @@ done:
 	return rc;
 }
 
+/* What each page of list_all needs. */
+struct list_pages {
+	struct compute_client *c;
+	const char *path, *filter, *what;
+	int aggregated;
+	struct compute_reservation_list *out;
+};
+
+static int list_page(void *ud, const char *token, char **next, struct vx_err *err)
+{
+	struct list_pages *p = ud;
+	struct gcp_response resp = { 0 };
+	char *url = gcall_url(p->c->base_url, p->path, "filter", p->filter, "pageToken", token,
+			      (const char *)NULL);
+	int rc;
+
+	if (!url)
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
+	rc = call(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
+		  p->aggregated ? "AggregatedListReservations" : "ListReservations", 0, p->what, &resp,
+		  err);
+	free(url);
+	if (rc == 0 &&
+	    (rc = list_parse(resp.body, resp.body_len, p->out, next, p->aggregated, err)) < 0)
+		gcall_wrap(err, "compute", p->what);
+	gcp_response_release(&resp);
+	return rc;
+}
+
 static int list_all(struct compute_client *c, const char *path, const char *filter, int aggregated,
 		    const char *what, struct compute_reservation_list *out, struct vx_err *err)
 {
-	char *token = NULL, *next = NULL;
-	int rc = 0, pages = 0;
+	struct list_pages p = { c, path, filter, what, aggregated, out };
+	int rc = gcall_pages(list_page, &p, what, err);
 
-	for (;;) {
-		struct gcp_response resp = { 0 };
-		char *url = build_url(c->base_url, path, "filter", filter, "pageToken", token,
-				      (const char *)NULL);
-
-		if (!url) {
-			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			break;
-		}
-		rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE,
-			  aggregated ? "AggregatedListReservations" : "ListReservations", 0, what, &resp, err);
-		free(url);
-		if (rc == 0 && (rc = list_parse(resp.body, resp.body_len, out, &next, aggregated, err)) < 0)
-			wrap(err, what);
-		gcp_response_release(&resp);
-		if (rc < 0 || !next)
-			break;
-		if ((token && !strcmp(token, next)) || ++pages >= MAX_PAGES) {
-			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
-			break;
-		}
-		free(token);
-		token = next;
-		next = NULL;
-	}
-	free(token);
-	free(next);
 	if (rc < 0)
 		compute_reservation_list_release(out);
 	return rc;
@@ -799,7 +645,7 @@ int compute_reservation_list(struct compute_client *c, const char *project, cons
 
 	if (!(what = vx_asprintf("compute: listing reservations in %s", zone ? zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!seg_ok(project) || !seg_ok(zone)) {
+	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":")) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or zone", what);
 		goto done;
 	}
@@ -822,7 +668,7 @@ int compute_reservation_aggregated_list(struct compute_client *c, const char *pr
 	const char *what = "compute: listing reservations in all zones";
 	int rc;
 
-	if (!seg_ok(project))
+	if (!gcall_segment_ok(project, ":"))
 		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
 	if (!(path = vx_asprintf("projects/%s/aggregated/reservations", project)))
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
@@ -865,13 +711,13 @@ int compute_operation_wait(struct compute_client *c, const char *project,
 	}
 	deadline = vx_mono_ms(c->ctx) + (timeout_ms > 0 ? timeout_ms : WAIT_TIMEOUT_MS);
 	if (!compute_operation_done(op)) {
-		if (!seg_ok(project) || !seg_ok(op->zone) || !seg_ok(op->name)) {
+		if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(op->zone, ":") || !gcall_segment_ok(op->name, ":")) {
 			rc = vx_err_set(err, VX_EAPI, "%s: the operation has no usable name or zone", what);
 			goto done;
 		}
 		if (!(path = vx_asprintf("projects/%s/zones/%s/operations/%s/wait", project, op->zone,
 					  op->name)) ||
-		    !(url = build_url(c->base_url, path, (const char *)NULL))) {
+		    !(url = gcall_url(c->base_url, path, (const char *)NULL))) {
 			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 			goto done;
 		}
@@ -895,7 +741,7 @@ int compute_operation_wait(struct compute_client *c, const char *project,
 		rc = call(c, "POST", url, NULL, GCP_RETRY_SAFE, "WaitZoneOperation", WAIT_CALL_TIMEOUT_MS,
 			  what, &resp, err);
 		if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, &next, err)) < 0)
-			wrap(err, what);
+			gcall_wrap(err, "compute", what);
 		gcp_response_release(&resp);
 		if (rc < 0)
 			goto done;

@@ -1,22 +1,18 @@
 #include "providers/gcp/quotas.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "providers/gcp/gerror.h"
+#include "providers/gcp/gcall.h"
+#include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 
 #include "util/banned.h"
-
-#define MAX_PAGES 100000
 
 static void kvs_release(struct quota_kv *kv, size_t n)
 {
@@ -129,49 +125,6 @@ int quota_info_limit_for(const struct quota_info *q, const char *location, int64
 
 /* ---- JSON helpers ---- */
 
-static const char *js_str(const cJSON *o, const char *key)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-static int js_dup(char **out, const cJSON *o, const char *key)
-{
-	const char *s = js_str(o, key);
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	*out = strdup(s);
-	return *out ? 0 : VX_ENOMEM;
-}
-
-static int js_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out)
-{
-	if (cJSON_IsNumber(it)) {
-		double d = it->valuedouble;
-
-		if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi ||
-		    d >= 9223372036854775807.0)
-			return -1;
-		*out = (int64_t)d;
-		return 0;
-	}
-	if (cJSON_IsString(it) && it->valuestring[0]) {
-		char *end = NULL;
-		long long v;
-
-		errno = 0;
-		v = strtoll(it->valuestring, &end, 10);
-		if (errno || *end || v < lo || v > hi)
-			return -1;
-		*out = v;
-		return 0;
-	}
-	return -1;
-}
-
 /* A JSON object of strings as key/value pairs (non-string values skipped). */
 static int js_kvs(const cJSON *o, struct quota_kv **out, size_t *n_out)
 {
@@ -227,23 +180,6 @@ static int js_strs(const cJSON *a, char ***out, size_t *n_out)
 	return 0;
 }
 
-static cJSON *parse_object(const char *body, size_t len, const char *what, struct vx_err *err)
-{
-	cJSON *root;
-
-	if (!body) {
-		vx_err_set(err, VX_EINVAL, "%s: empty response body", what);
-		return NULL;
-	}
-	root = cJSON_ParseWithLength(body, len);
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		vx_err_set(err, VX_EINVAL, "%s: response is not a JSON object", what);
-		return NULL;
-	}
-	return root;
-}
-
 /* ---- parsers ---- */
 
 static int pref_from(const cJSON *o, void *dst)
@@ -253,10 +189,10 @@ static int pref_from(const cJSON *o, void *dst)
 	int64_t v;
 	int rc;
 
-	if ((rc = js_dup(&p->name, o, "name")) < 0 || (rc = js_dup(&p->service, o, "service")) < 0 ||
-	    (rc = js_dup(&p->quota_id, o, "quotaId")) < 0 || (rc = js_dup(&p->etag, o, "etag")) < 0 ||
-	    (rc = js_dup(&p->contact_email, o, "contactEmail")) < 0 ||
-	    (rc = js_dup(&p->justification, o, "justification")) < 0 ||
+	if ((rc = gjson_dup(&p->name, o, "name")) < 0 || (rc = gjson_dup(&p->service, o, "service")) < 0 ||
+	    (rc = gjson_dup(&p->quota_id, o, "quotaId")) < 0 || (rc = gjson_dup(&p->etag, o, "etag")) < 0 ||
+	    (rc = gjson_dup(&p->contact_email, o, "contactEmail")) < 0 ||
+	    (rc = gjson_dup(&p->justification, o, "justification")) < 0 ||
 	    (rc = js_kvs(cJSON_GetObjectItemCaseSensitive(o, "dimensions"), &p->dimensions,
 			 &p->n_dimensions)) < 0)
 		return rc;
@@ -264,19 +200,19 @@ static int pref_from(const cJSON *o, void *dst)
 	cfg = cJSON_GetObjectItemCaseSensitive(o, "quotaConfig");
 	if (!cJSON_IsObject(cfg))
 		return 0;
-	if (js_int(cJSON_GetObjectItemCaseSensitive(cfg, "preferredValue"), INT64_MIN, INT64_MAX, &v) == 0)
+	if (gjson_int(cJSON_GetObjectItemCaseSensitive(cfg, "preferredValue"), INT64_MIN, INT64_MAX, &v) == 0)
 		p->preferred_value = v;
-	if (js_int(cJSON_GetObjectItemCaseSensitive(cfg, "grantedValue"), INT64_MIN, INT64_MAX, &v) == 0) {
+	if (gjson_int(cJSON_GetObjectItemCaseSensitive(cfg, "grantedValue"), INT64_MIN, INT64_MAX, &v) == 0) {
 		p->has_granted_value = 1;
 		p->granted_value = v;
 	}
-	if ((rc = js_dup(&p->trace_id, cfg, "traceId")) < 0 ||
-	    (rc = js_dup(&p->state_detail, cfg, "stateDetail")) < 0)
+	if ((rc = gjson_dup(&p->trace_id, cfg, "traceId")) < 0 ||
+	    (rc = gjson_dup(&p->state_detail, cfg, "stateDetail")) < 0)
 		return rc;
 	origin = cJSON_GetObjectItemCaseSensitive(cfg, "requestOrigin");
 	if (cJSON_IsString(origin))
 		p->request_origin = strdup(origin->valuestring);
-	else if (js_int(origin, 0, 1000000, &v) == 0)
+	else if (gjson_int(origin, 0, 1000000, &v) == 0)
 		p->request_origin = v == 0 ? strdup("ORIGIN_UNSPECIFIED") : v == 1 ? strdup("CLOUD_CONSOLE") :
 				    v == 2 ? strdup("AUTO_ADJUSTER") : strdup("UNKNOWN");
 	else
@@ -291,8 +227,8 @@ static int info_from(const cJSON *o, void *dst)
 	size_t n = 0;
 	int rc;
 
-	if ((rc = js_dup(&q->name, o, "name")) < 0 || (rc = js_dup(&q->quota_id, o, "quotaId")) < 0 ||
-	    (rc = js_dup(&q->metric, o, "metric")) < 0 || (rc = js_dup(&q->service, o, "service")) < 0 ||
+	if ((rc = gjson_dup(&q->name, o, "name")) < 0 || (rc = gjson_dup(&q->quota_id, o, "quotaId")) < 0 ||
+	    (rc = gjson_dup(&q->metric, o, "metric")) < 0 || (rc = gjson_dup(&q->service, o, "service")) < 0 ||
 	    (rc = js_strs(cJSON_GetObjectItemCaseSensitive(o, "dimensions"), &q->dimensions,
 			  &q->n_dimensions)) < 0)
 		return rc;
@@ -320,7 +256,7 @@ static int info_from(const cJSON *o, void *dst)
 		    (rc = js_strs(cJSON_GetObjectItemCaseSensitive(it, "applicableLocations"),
 				  &d->applicable_locations, &d->n_applicable_locations)) < 0)
 			return rc;
-		if (js_int(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "details"),
+		if (gjson_int(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "details"),
 							    "value"),
 			   INT64_MIN, INT64_MAX, &v) == 0) {
 			d->has_value = 1;
@@ -340,101 +276,16 @@ static void info_rel(void *p)
 	quota_info_release(p);
 }
 
-static int one_parse(const char *body, size_t len, void *out, size_t elem,
-		     int (*from)(const cJSON *, void *), void (*rel)(void *), const char *what,
-		     struct vx_err *err)
-{
-	cJSON *root;
-	int rc;
-
-	memset(out, 0, elem);
-	if (!(root = parse_object(body, len, what, err)))
-		return VX_EINVAL;
-	rc = from(root, out);
-	cJSON_Delete(root);
-	if (rc < 0) {
-		rel(out);
-		return vx_err_set(err, rc, "%s: out of memory", what);
-	}
-	return 0;
-}
-
-/* Appends the objects of root[key] to the array (*items, *n, *alloc) of elem-sized entries. */
-static int page_parse(const char *body, size_t len, const char *key, void **items, size_t *n,
-		      size_t *alloc, size_t elem, int (*from)(const cJSON *, void *),
-		      void (*rel)(void *), char **next_page_token, const char *what, struct vx_err *err)
-{
-	const cJSON *arr, *it;
-	cJSON *root;
-	size_t count = 0, start = *n, i;
-	int rc = 0;
-
-	*next_page_token = NULL;
-	if (!(root = parse_object(body, len, what, err)))
-		return VX_EINVAL;
-	arr = cJSON_GetObjectItemCaseSensitive(root, key);
-	if (arr && !cJSON_IsArray(arr) && !cJSON_IsNull(arr)) {
-		rc = vx_err_set(err, VX_EINVAL, "%s: %s is not an array", what, key);
-		goto done;
-	}
-	cJSON_ArrayForEach(it, arr)
-		if (cJSON_IsObject(it))
-			count++;
-	if (count > (size_t)-1 / elem - *n) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: too many items", what);
-		goto done;
-	}
-	if (*n + count > *alloc) {
-		size_t want = *alloc < 8 ? 16 : *alloc * 2;
-		void *p;
-
-		if (want < *n + count || want > (size_t)-1 / elem)
-			want = *n + count;
-		if (!(p = realloc(*items, want * elem))) {
-			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			goto done;
-		}
-		*items = p;
-		*alloc = want;
-	}
-	cJSON_ArrayForEach(it, arr) {
-		void *dst;
-
-		if (!cJSON_IsObject(it))
-			continue;
-		dst = (char *)*items + *n * elem;
-		memset(dst, 0, elem);
-		(*n)++;
-		if ((rc = from(it, dst)) < 0) {
-			vx_err_set(err, rc, "%s: out of memory", what);
-			goto done;
-		}
-	}
-	if (js_str(root, "nextPageToken") && js_str(root, "nextPageToken")[0] &&
-	    (rc = js_dup(next_page_token, root, "nextPageToken")) < 0)
-		vx_err_set(err, rc, "%s: out of memory", what);
-done:
-	if (rc < 0) {
-		for (i = start; i < *n; i++)
-			rel((char *)*items + i * elem);
-		*n = start;
-		free(*next_page_token);
-		*next_page_token = NULL;
-	}
-	cJSON_Delete(root);
-	return rc;
-}
-
 int quota_preference_parse_json(const char *body, size_t len, struct quota_preference *out,
 				struct vx_err *err)
 {
-	return one_parse(body, len, out, sizeof(*out), pref_from, pref_rel,
+	return gjson_parse_one(body, len, out, sizeof(*out), pref_from, pref_rel,
 			 "quotas: reading quota preference", err);
 }
 
 int quota_info_parse_json(const char *body, size_t len, struct quota_info *out, struct vx_err *err)
 {
-	return one_parse(body, len, out, sizeof(*out), info_from, info_rel, "quotas: reading quota info",
+	return gjson_parse_one(body, len, out, sizeof(*out), info_from, info_rel, "quotas: reading quota info",
 			 err);
 }
 
@@ -444,7 +295,7 @@ int quota_preference_list_parse_json(const char *body, size_t len, struct quota_
 	void *items = l->items;
 	int rc;
 
-	rc = page_parse(body, len, "quotaPreferences", &items, &l->n, &l->alloc, sizeof(*l->items),
+	rc = gjson_parse_page(body, len, "quotaPreferences", &items, &l->n, &l->alloc, sizeof(*l->items),
 			pref_from, pref_rel, next_page_token, "quotas: reading quota preference list", err);
 	l->items = items;
 	return rc;
@@ -456,7 +307,7 @@ int quota_info_list_parse_json(const char *body, size_t len, struct quota_info_l
 	void *items = l->items;
 	int rc;
 
-	rc = page_parse(body, len, "quotaInfos", &items, &l->n, &l->alloc, sizeof(*l->items), info_from,
+	rc = gjson_parse_page(body, len, "quotaInfos", &items, &l->n, &l->alloc, sizeof(*l->items), info_from,
 			info_rel, next_page_token, "quotas: reading quota info list", err);
 	l->items = items;
 	return rc;
@@ -501,92 +352,14 @@ done:
 
 /* ---- calls ---- */
 
-static int seg_ok(const char *s)
-{
-	if (!s || !*s || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '-' || *s == '_' || *s == '.' || *s == '~'))
-			return 0;
-	return 1;
-}
-
-/* base + path + query pairs (NULL-terminated key, value list; NULL values skipped). */
-static char *build_url(const char *base, const char *path, ...)
-{
-	struct vx_buf b = VX_BUF_INIT;
-	const char *key;
-	va_list ap;
-	int rc, first = 1;
-
-	rc = vx_buf_adds(&b, base);
-	if (rc == 0 && (b.len == 0 || b.data[b.len - 1] != '/'))
-		rc = vx_buf_addc(&b, '/');
-	if (rc == 0)
-		rc = vx_buf_adds(&b, path);
-	va_start(ap, path);
-	while (rc == 0 && (key = va_arg(ap, const char *))) {
-		const char *value = va_arg(ap, const char *);
-		char *esc;
-
-		if (!value)
-			continue;
-		if (!(esc = gcp_url_escape(value))) {
-			rc = VX_ENOMEM;
-			break;
-		}
-		rc = vx_buf_printf(&b, "%c%s=%s", first ? '?' : '&', key, esc);
-		first = 0;
-		free(esc);
-	}
-	va_end(ap);
-	if (rc < 0) {
-		vx_buf_release(&b);
-		return NULL;
-	}
-	return vx_buf_detach(&b);
-}
-
-/*
- * Prefixes err with what. A message of one of our parsers already starts
- * with "quotas: "; that prefix is dropped so it is not said twice.
- */
-static int wrap(struct vx_err *err, const char *what)
-{
-	static const char prefix[] = "quotas: ";
-
-	if (err && err->msg && !strncmp(err->msg, prefix, sizeof(prefix) - 1))
-		memmove(err->msg, err->msg + sizeof(prefix) - 1, strlen(err->msg) - (sizeof(prefix) - 1) + 1);
-	return vx_err_wrap(err, "%s", what);
-}
-
 static int call(struct quotas_client *c, const char *method, const char *url, const char *body,
 		enum gcp_retry retry, const char *rpc, const char *what, struct gcp_response *resp,
 		struct vx_err *err)
 {
 	struct gcp_request req;
-	int rc;
 
-	memset(&req, 0, sizeof(req));
-	req.method = method;
-	req.url = url;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.content_type = body ? "application/json" : NULL;
-	req.api = "cloudquotas";
-	req.retry = retry;
-	req.rpc = rpc;
-	rc = gcp_http_send(c->http, &req, resp, err);
-	if (rc == 0) {
-		if (resp->status >= 200 && resp->status < 300)
-			return 0;
-		return gcp_error_set(err, resp, what);
-	}
-	if (rc == VX_ERETRY && resp->status != 0)
-		return gcp_error_set(err, resp, what);
-	wrap(err, what);
-	return rc;
+	gcall_request_init(&req, "cloudquotas", method, url, body, retry, rpc);
+	return gcall_send(c->http, &req, "quotas", what, resp, err);
 }
 
 /* Sends and parses one QuotaPreference answer. */
@@ -599,7 +372,7 @@ static int pref_call(struct quotas_client *c, const char *method, const char *ur
 
 	rc = call(c, method, url, body, retry, rpc, what, &resp, err);
 	if (rc == 0 && (rc = quota_preference_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "quotas", what);
 	gcp_response_release(&resp);
 	return rc;
 }
@@ -614,13 +387,13 @@ int quotas_create_preference(struct quotas_client *c, const char *project, const
 	memset(out, 0, sizeof(*out));
 	if (!(what = vx_asprintf("quotas: creating quota preference \"%s\"", id ? id : "")))
 		return vx_err_set(err, VX_ENOMEM, "quotas: out of memory");
-	if (!seg_ok(project) || !seg_ok(id)) {
+	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(id, NULL)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or preference id", what);
 		goto done;
 	}
 	if (quota_preference_to_json(p, &body) < 0 ||
 	    !(path = vx_asprintf("projects/%s/locations/global/quotaPreferences", project)) ||
-	    !(url = build_url(c->base_url, path, "quotaPreferenceId", id, (const char *)NULL))) {
+	    !(url = gcall_url(c->base_url, path, "quotaPreferenceId", id, (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
@@ -642,12 +415,12 @@ int quotas_get_preference(struct quotas_client *c, const char *project, const ch
 	memset(out, 0, sizeof(*out));
 	if (!(what = vx_asprintf("quotas: reading quota preference \"%s\"", id ? id : "")))
 		return vx_err_set(err, VX_ENOMEM, "quotas: out of memory");
-	if (!seg_ok(project) || !seg_ok(id)) {
+	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(id, NULL)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or preference id", what);
 		goto done;
 	}
 	if (!(path = vx_asprintf("projects/%s/locations/global/quotaPreferences/%s", project, id)) ||
-	    !(url = build_url(c->base_url, path, (const char *)NULL))) {
+	    !(url = gcall_url(c->base_url, path, (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
@@ -670,13 +443,13 @@ int quotas_patch_preference(struct quotas_client *c, const char *project, const 
 	if (!(what = vx_asprintf("quotas: %s quota preference \"%s\"",
 				 (flags & QUOTAS_VALIDATE_ONLY) ? "validating" : "updating", id ? id : "")))
 		return vx_err_set(err, VX_ENOMEM, "quotas: out of memory");
-	if (!seg_ok(project) || !seg_ok(id)) {
+	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(id, NULL)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or preference id", what);
 		goto done;
 	}
 	if (quota_preference_to_json(p, &body) < 0 ||
 	    !(path = vx_asprintf("projects/%s/locations/global/quotaPreferences/%s", project, id)) ||
-	    !(url = build_url(c->base_url, path, "updateMask", update_mask, "allowMissing",
+	    !(url = gcall_url(c->base_url, path, "updateMask", update_mask, "allowMissing",
 			      (flags & QUOTAS_ALLOW_MISSING) ? "true" : NULL, "validateOnly",
 			      (flags & QUOTAS_VALIDATE_ONLY) ? "true" : NULL, (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
@@ -699,46 +472,52 @@ done:
 	return rc;
 }
 
+/* What each page of a list call needs: prefs or infos is the list to fill. */
+struct list_pages {
+	struct quotas_client *c;
+	const char *path, *filter, *what;
+	struct quota_preference_list *prefs;
+	struct quota_info_list *infos;
+};
+
+static int list_page(void *ud, const char *token, char **next, struct vx_err *err)
+{
+	struct list_pages *p = ud;
+	struct gcp_response resp = { 0 };
+	char *url = gcall_url(p->c->base_url, p->path, "pageToken", token, "filter", p->filter,
+			      (const char *)NULL);
+	int rc;
+
+	if (!url)
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
+	rc = call(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
+		  p->prefs ? "ListQuotaPreferences" : "ListQuotaInfos", p->what, &resp, err);
+	free(url);
+	if (rc == 0) {
+		rc = p->prefs ? quota_preference_list_parse_json(resp.body, resp.body_len, p->prefs, next, err)
+			      : quota_info_list_parse_json(resp.body, resp.body_len, p->infos, next, err);
+		if (rc < 0)
+			gcall_wrap(err, "quotas", p->what);
+	}
+	gcp_response_release(&resp);
+	return rc;
+}
+
 int quotas_list_preferences(struct quotas_client *c, const char *project, const char *filter,
 			    struct quota_preference_list *out, struct vx_err *err)
 {
 	const char *what = "quotas: listing quota preferences";
-	char *path = NULL, *token = NULL, *next = NULL;
-	int rc = 0, pages = 0;
+	struct list_pages p = { c, NULL, filter, what, out, NULL };
+	char *path = NULL;
+	int rc;
 
-	if (!seg_ok(project))
+	if (!gcall_segment_ok(project, NULL))
 		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
 	if (!(path = vx_asprintf("projects/%s/locations/global/quotaPreferences", project)))
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-	for (;;) {
-		struct gcp_response resp = { 0 };
-		char *url = build_url(c->base_url, path, "pageToken", token, "filter", filter,
-				      (const char *)NULL);
-
-		if (!url) {
-			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			break;
-		}
-		rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "ListQuotaPreferences", what, &resp, err);
-		free(url);
-		if (rc == 0 &&
-		    (rc = quota_preference_list_parse_json(resp.body, resp.body_len, out, &next, err)) < 0)
-			wrap(err, what);
-		gcp_response_release(&resp);
-		if (rc < 0 || !next)
-			break;
-		if ((token && !strcmp(token, next)) || ++pages >= MAX_PAGES) {
-			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
-			break;
-		}
-		free(token);
-		token = next;
-		next = NULL;
-	}
-	if (rc < 0)
+	p.path = path;
+	if ((rc = gcall_pages(list_page, &p, what, err)) < 0)
 		quota_preference_list_release(out);
-	free(token);
-	free(next);
 	free(path);
 	return rc;
 }
@@ -754,19 +533,19 @@ int quotas_get_info(struct quotas_client *c, const char *project, const char *se
 	if (!(what = vx_asprintf("quotas: reading quota info %s/%s", service ? service : "",
 				 quota_id ? quota_id : "")))
 		return vx_err_set(err, VX_ENOMEM, "quotas: out of memory");
-	if (!seg_ok(project) || !seg_ok(service) || !seg_ok(quota_id)) {
+	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(service, NULL) || !gcall_segment_ok(quota_id, NULL)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, service or quota id", what);
 		goto done;
 	}
 	if (!(path = vx_asprintf("projects/%s/locations/global/services/%s/quotaInfos/%s", project,
 				 service, quota_id)) ||
-	    !(url = build_url(c->base_url, path, (const char *)NULL))) {
+	    !(url = gcall_url(c->base_url, path, (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
 	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetQuotaInfo", what, &resp, err);
 	if (rc == 0 && (rc = quota_info_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "quotas", what);
 done:
 	gcp_response_release(&resp);
 	free(path);
@@ -778,12 +557,13 @@ done:
 int quotas_list_infos(struct quotas_client *c, const char *project, const char *service,
 		      struct quota_info_list *out, struct vx_err *err)
 {
-	char *what = NULL, *path = NULL, *token = NULL, *next = NULL;
-	int rc = 0, pages = 0;
+	struct list_pages p = { c, NULL, NULL, NULL, NULL, out };
+	char *what = NULL, *path = NULL;
+	int rc = 0;
 
 	if (!(what = vx_asprintf("quotas: listing quota infos of %s", service ? service : "")))
 		return vx_err_set(err, VX_ENOMEM, "quotas: out of memory");
-	if (!seg_ok(project) || !seg_ok(service)) {
+	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(service, NULL)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or service", what);
 		goto done;
 	}
@@ -792,34 +572,12 @@ int quotas_list_infos(struct quotas_client *c, const char *project, const char *
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	for (;;) {
-		struct gcp_response resp = { 0 };
-		char *url = build_url(c->base_url, path, "pageToken", token, (const char *)NULL);
-
-		if (!url) {
-			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			break;
-		}
-		rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "ListQuotaInfos", what, &resp, err);
-		free(url);
-		if (rc == 0 && (rc = quota_info_list_parse_json(resp.body, resp.body_len, out, &next, err)) < 0)
-			wrap(err, what);
-		gcp_response_release(&resp);
-		if (rc < 0 || !next)
-			break;
-		if ((token && !strcmp(token, next)) || ++pages >= MAX_PAGES) {
-			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
-			break;
-		}
-		free(token);
-		token = next;
-		next = NULL;
-	}
+	p.path = path;
+	p.what = what;
+	rc = gcall_pages(list_page, &p, what, err);
 done:
 	if (rc < 0)
 		quota_info_list_release(out);
-	free(token);
-	free(next);
 	free(path);
 	free(what);
 	return rc;

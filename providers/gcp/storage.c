@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "providers/gcp/gerror.h"
+#include "providers/gcp/gcall.h"
+#include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -29,24 +30,6 @@ void storage_object_release(struct storage_object *o)
 	free(o->crc32c);
 	free(o->etag);
 	memset(o, 0, sizeof(*o));
-}
-
-static const char *js_str(const cJSON *o, const char *key)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-static int js_dup(char **out, const cJSON *o, const char *key)
-{
-	const char *s = js_str(o, key);
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	*out = strdup(s);
-	return *out ? 0 : VX_ENOMEM;
 }
 
 /* A non-negative int64 sent as a decimal string (or a number). -1 when absent or invalid. */
@@ -93,10 +76,12 @@ int storage_object_parse_json(const char *body, size_t len, struct storage_objec
 		out->metageneration = 0;
 	if (js_i64(root, "size", &out->size) < 0)
 		out->size = 0;
-	if ((rc = js_dup(&out->name, root, "name")) < 0 || (rc = js_dup(&out->bucket, root, "bucket")) < 0 ||
-	    (rc = js_dup(&out->content_type, root, "contentType")) < 0 ||
-	    (rc = js_dup(&out->md5_hash, root, "md5Hash")) < 0 ||
-	    (rc = js_dup(&out->crc32c, root, "crc32c")) < 0 || (rc = js_dup(&out->etag, root, "etag")) < 0)
+	if ((rc = gjson_dup(&out->name, root, "name")) < 0 ||
+	    (rc = gjson_dup(&out->bucket, root, "bucket")) < 0 ||
+	    (rc = gjson_dup(&out->content_type, root, "contentType")) < 0 ||
+	    (rc = gjson_dup(&out->md5_hash, root, "md5Hash")) < 0 ||
+	    (rc = gjson_dup(&out->crc32c, root, "crc32c")) < 0 ||
+	    (rc = gjson_dup(&out->etag, root, "etag")) < 0)
 		vx_err_set(err, rc, "storage: reading object metadata: out of memory");
 done:
 	if (rc < 0)
@@ -151,48 +136,21 @@ static char *object_url(const char *base, const char *bucket, const char *object
 	return url;
 }
 
-/*
- * Prefixes err with what. A message of one of our parsers already starts
- * with "storage: "; that prefix is dropped so it is not said twice.
- */
-static int wrap(struct vx_err *err, const char *what)
-{
-	static const char prefix[] = "storage: ";
-
-	if (err && err->msg && !strncmp(err->msg, prefix, sizeof(prefix) - 1))
-		memmove(err->msg, err->msg + sizeof(prefix) - 1, strlen(err->msg) - (sizeof(prefix) - 1) + 1);
-	return vx_err_wrap(err, "%s", what);
-}
-
 static int call(struct storage_client *c, const char *method, const char *url, const char *body,
 		size_t body_len, const char *content_type, enum gcp_retry retry, const char *rpc,
 		const char *what, struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
 	static const char *const no_cache[] = { "Cache-Control: no-store", NULL };
-	int rc;
 
-	memset(&req, 0, sizeof(req));
-	req.method = method;
-	req.url = url;
+	/* Bodies here are multipart, not JSON: set after the JSON defaults. */
+	gcall_request_init(&req, "storage", method, url, NULL, retry, rpc);
 	req.body = body;
 	req.body_len = body_len;
 	req.content_type = content_type;
-	req.api = "storage";
-	req.retry = retry;
-	req.rpc = rpc;
 	if (!strcmp(method, "GET"))
 		req.headers = no_cache;
-	rc = gcp_http_send(c->http, &req, resp, err);
-	if (rc == 0) {
-		if (resp->status >= 200 && resp->status < 300)
-			return 0;
-		return gcp_error_set(err, resp, what);
-	}
-	if (rc == VX_ERETRY && resp->status != 0)
-		return gcp_error_set(err, resp, what);
-	wrap(err, what);
-	return rc;
+	return gcall_send(c->http, &req, "storage", what, resp, err);
 }
 
 static int stat_what(struct storage_client *c, const char *bucket, const char *object,
@@ -207,7 +165,7 @@ static int stat_what(struct storage_client *c, const char *bucket, const char *o
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 	rc = call(c, "GET", url, NULL, 0, NULL, GCP_RETRY_SAFE, "GetObject", what, &resp, err);
 	if (rc == 0 && (rc = storage_object_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "storage", what);
 	gcp_response_release(&resp);
 	free(url);
 	return rc;
@@ -358,7 +316,7 @@ int storage_object_write(struct storage_client *c, const char *bucket, const cha
 		  if_generation_match >= 0 ? GCP_RETRY_SAFE : GCP_RETRY_NEVER, "InsertObject", what, &resp,
 		  err);
 	if (rc == 0 && (rc = storage_object_parse_json(resp.body, resp.body_len, &meta, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "storage", what);
 	if (rc == 0 && new_generation)
 		*new_generation = meta.generation;
 	goto done;

@@ -4,11 +4,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "providers/gcp/gerror.h"
+#include "providers/gcp/gcall.h"
+#include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -16,7 +16,6 @@
 #include "util/banned.h"
 
 #define LIST_MASK "name,displayName,state,labels,createTime,startTime,endTime,updateTime,error"
-#define MAX_PAGES 100000
 #define POLL_FIRST_MS 1000
 #define POLL_MAX_MS 60000
 #define DELETE_TIMEOUT_MS (30 * 60 * 1000)
@@ -120,12 +119,6 @@ void vertex_operation_release(struct vertex_operation *op)
 
 /* ---- names and URLs ---- */
 
-static int seg_char(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '-' || ch == '_' || ch == '.' || ch == '~';
-}
-
 /*
  * A resource name goes into the URL path as it is, so it must be made of
  * non-empty URL-safe segments ("projects/p/locations/r/..."), never "." or
@@ -150,7 +143,7 @@ static int name_ok(const char *name)
 			seg = p + 1;
 			continue;
 		}
-		if (!seg_char(*p))
+		if (!gcall_unreserved(*p))
 			return 0;
 	}
 	seg = strchr(name + 9, '/');
@@ -201,30 +194,6 @@ static char *build_url(const char *base, const char *region, const char *path)
 	return vx_buf_detach(&b);
 }
 
-/* A project or region going into a path: URL-safe characters only. */
-static int word_ok(const char *s)
-{
-	if (!s || !*s || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (; *s; s++)
-		if (!seg_char(*s))
-			return 0;
-	return 1;
-}
-
-/*
- * Prefixes err with what. A message of one of our parsers already starts
- * with "vertex: "; that prefix is dropped so it is not said twice.
- */
-static int wrap(struct vx_err *err, const char *what)
-{
-	static const char prefix[] = "vertex: ";
-
-	if (err && err->msg && !strncmp(err->msg, prefix, sizeof(prefix) - 1))
-		memmove(err->msg, err->msg + sizeof(prefix) - 1, strlen(err->msg) - (sizeof(prefix) - 1) + 1);
-	return vx_err_wrap(err, "%s", what);
-}
-
 /*
  * Sends one request and turns everything but a 2xx into err, prefixed with
  * what. Returns 0 with resp filled on 2xx.
@@ -234,92 +203,11 @@ static int call(struct vertex_client *c, const char *method, const char *url, co
 		const char *what, struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
-	int rc;
 
-	memset(&req, 0, sizeof(req));
-	req.method = method;
-	req.url = url;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.content_type = body ? "application/json" : NULL;
-	req.api = "aiplatform";
+	gcall_request_init(&req, "aiplatform", method, url, body, retry, rpc);
 	req.region = region;
 	req.is_create = is_create;
-	req.retry = retry;
-	req.rpc = rpc;
-	rc = gcp_http_send(c->http, &req, resp, err);
-	if (rc == 0) {
-		if (resp->status >= 200 && resp->status < 300)
-			return 0;
-		return gcp_error_set(err, resp, what);
-	}
-	if (rc == VX_ERETRY && resp->status != 0)
-		return gcp_error_set(err, resp, what);
-	wrap(err, what);
-	return rc;
-}
-
-/* ---- JSON helpers ---- */
-
-static const char *js_str(const cJSON *o, const char *key)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-static int js_dup(char **out, const cJSON *o, const char *key)
-{
-	const char *s = js_str(o, key);
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	*out = strdup(s);
-	return *out ? 0 : VX_ENOMEM;
-}
-
-/* An integer from a JSON number or a decimal string, within [lo, hi]. -1 when absent or invalid. */
-static int js_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out)
-{
-	if (cJSON_IsNumber(it)) {
-		double d = it->valuedouble;
-
-		if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi ||
-		    d >= 9223372036854775807.0)
-			return -1;
-		*out = (int64_t)d;
-		return 0;
-	}
-	if (cJSON_IsString(it) && it->valuestring[0]) {
-		char *end = NULL;
-		long long v;
-
-		errno = 0;
-		v = strtoll(it->valuestring, &end, 10);
-		if (errno || *end || v < lo || v > hi)
-			return -1;
-		*out = v;
-		return 0;
-	}
-	return -1;
-}
-
-static cJSON *parse_object(const char *body, size_t len, const char *what, struct vx_err *err)
-{
-	cJSON *root;
-
-	if (!body) {
-		vx_err_set(err, VX_EINVAL, "%s: empty response body", what);
-		return NULL;
-	}
-	root = cJSON_ParseWithLength(body, len);
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		vx_err_set(err, VX_EINVAL, "%s: response is not a JSON object", what);
-		return NULL;
-	}
-	return root;
+	return gcall_send(c->http, &req, "vertex", what, resp, err);
 }
 
 /* ---- time ---- */
@@ -402,7 +290,7 @@ static void js_time(const cJSON *o, const char *key, int64_t *out)
 	int64_t v;
 
 	*out = 0;
-	if (vertex_time_parse(js_str(o, key), &v) == 0)
+	if (vertex_time_parse(gjson_str(o, key), &v) == 0)
 		*out = v;
 }
 
@@ -416,19 +304,20 @@ static int parse_status(const cJSON *st, int *code, char **message)
 	*message = NULL;
 	if (!cJSON_IsObject(st))
 		return 0;
-	if (js_int(cJSON_GetObjectItemCaseSensitive(st, "code"), INT_MIN, INT_MAX, &v) == 0)
+	if (gjson_int(cJSON_GetObjectItemCaseSensitive(st, "code"), INT_MIN, INT_MAX, &v) == 0)
 		*code = (int)v;
-	return js_dup(message, st, "message");
+	return gjson_dup(message, st, "message");
 }
 
-static int job_from(const cJSON *o, struct vertex_job *job)
+static int job_from(const cJSON *o, void *dst)
 {
+	struct vertex_job *job = dst;
 	const cJSON *it, *labels, *state;
 	size_t n = 0;
 	int rc;
 
-	if ((rc = js_dup(&job->name, o, "name")) < 0 ||
-	    (rc = js_dup(&job->display_name, o, "displayName")) < 0)
+	if ((rc = gjson_dup(&job->name, o, "name")) < 0 ||
+	    (rc = gjson_dup(&job->display_name, o, "displayName")) < 0)
 		return rc;
 	state = cJSON_GetObjectItemCaseSensitive(o, "state");
 	if (cJSON_IsString(state)) {
@@ -438,7 +327,7 @@ static int job_from(const cJSON *o, struct vertex_job *job)
 	} else if (cJSON_IsNumber(state)) {
 		int64_t v;
 
-		if (js_int(state, 0, INT_MAX, &v) == 0 && v < VERTEX_JOB_STATE_UNKNOWN)
+		if (gjson_int(state, 0, INT_MAX, &v) == 0 && v < VERTEX_JOB_STATE_UNKNOWN)
 			job->state = (enum vertex_job_state)v;
 		else
 			job->state = VERTEX_JOB_STATE_UNKNOWN;
@@ -480,84 +369,27 @@ static int job_from(const cJSON *o, struct vertex_job *job)
 	return 0;
 }
 
+static void job_rel(void *job)
+{
+	vertex_job_release(job);
+}
+
 int vertex_job_parse_json(const char *body, size_t len, struct vertex_job *out, struct vx_err *err)
 {
-	cJSON *root = NULL;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	root = parse_object(body, len, "vertex: reading job", err);
-	if (!root)
-		return VX_EINVAL;
-	rc = job_from(root, out);
-	cJSON_Delete(root);
-	if (rc < 0) {
-		vertex_job_release(out);
-		return vx_err_set(err, rc, "vertex: reading job: out of memory");
-	}
-	return 0;
+	return gjson_parse_one(body, len, out, sizeof(*out), job_from, job_rel, "vertex: reading job",
+			       err);
 }
 
 int vertex_list_parse_json(const char *body, size_t len, struct vertex_job_list *list,
 			   char **next_page_token, struct vx_err *err)
 {
-	const cJSON *jobs, *it;
-	cJSON *root = NULL;
-	size_t n = 0, start = list->n, i;
-	int rc = 0;
+	void *items = list->items;
+	int rc;
 
-	*next_page_token = NULL;
-	root = parse_object(body, len, "vertex: reading job list", err);
-	if (!root)
-		return VX_EINVAL;
-	jobs = cJSON_GetObjectItemCaseSensitive(root, "customJobs");
-	if (jobs && !cJSON_IsArray(jobs) && !cJSON_IsNull(jobs)) {
-		rc = vx_err_set(err, VX_EINVAL, "vertex: reading job list: customJobs is not an array");
-		goto done;
-	}
-	cJSON_ArrayForEach(it, jobs)
-		if (cJSON_IsObject(it))
-			n++;
-	if (n > (size_t)-1 / sizeof(*list->items) - list->n) {
-		rc = vx_err_set(err, VX_ENOMEM, "vertex: reading job list: too many jobs");
-		goto done;
-	}
-	if (list->n + n > list->alloc) {
-		size_t want = list->alloc < 8 ? 16 : list->alloc * 2;
-		struct vertex_job *p;
-
-		if (want < list->n + n || want > (size_t)-1 / sizeof(*p))
-			want = list->n + n;
-		p = realloc(list->items, want * sizeof(*p));
-		if (!p) {
-			rc = vx_err_set(err, VX_ENOMEM, "vertex: reading job list: out of memory");
-			goto done;
-		}
-		list->items = p;
-		list->alloc = want;
-	}
-	cJSON_ArrayForEach(it, jobs) {
-		if (!cJSON_IsObject(it))
-			continue;
-		memset(&list->items[list->n], 0, sizeof(list->items[0]));
-		list->n++;
-		if ((rc = job_from(it, &list->items[list->n - 1])) < 0) {
-			vx_err_set(err, rc, "vertex: reading job list: out of memory");
-			goto done;
-		}
-	}
-	if (js_str(root, "nextPageToken") && js_str(root, "nextPageToken")[0] &&
-	    (rc = js_dup(next_page_token, root, "nextPageToken")) < 0)
-		vx_err_set(err, rc, "vertex: reading job list: out of memory");
-done:
-	if (rc < 0) {
-		for (i = start; i < list->n; i++)
-			vertex_job_release(&list->items[i]);
-		list->n = start;
-		free(*next_page_token);
-		*next_page_token = NULL;
-	}
-	cJSON_Delete(root);
+	rc = gjson_parse_page(body, len, "customJobs", &items, &list->n, &list->alloc,
+			      sizeof(*list->items), job_from, job_rel, next_page_token,
+			      "vertex: reading job list", err);
+	list->items = items;
 	return rc;
 }
 
@@ -569,12 +401,12 @@ int vertex_operation_parse_json(const char *body, size_t len, struct vertex_oper
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	root = parse_object(body, len, "vertex: reading operation", err);
+	root = gjson_parse_object(body, len, "vertex: reading operation", err);
 	if (!root)
 		return VX_EINVAL;
 	done = cJSON_GetObjectItemCaseSensitive(root, "done");
 	out->done = cJSON_IsTrue(done);
-	rc = js_dup(&out->name, root, "name");
+	rc = gjson_dup(&out->name, root, "name");
 	if (rc == 0)
 		rc = parse_status(cJSON_GetObjectItemCaseSensitive(root, "error"), &out->error_code,
 				  &out->error_message);
@@ -669,7 +501,7 @@ int vertex_create_job(struct vertex_client *c, const char *project, const char *
 			   region ? region : "");
 	if (!what)
 		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
-	if (!word_ok(project) || !word_ok(region) || !display_name || !*display_name) {
+	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(region, NULL) || !display_name || !*display_name) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, region or display name", what);
 		goto done;
 	}
@@ -701,7 +533,7 @@ int vertex_create_job(struct vertex_client *c, const char *project, const char *
 	if (rc < 0)
 		goto done;
 	if ((rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "vertex", what);
 	goto done;
 oom:
 	rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
@@ -736,7 +568,7 @@ int vertex_get_job(struct vertex_client *c, const char *name, struct vertex_job 
 	}
 	rc = call(c, "GET", url, NULL, region, 0, GCP_RETRY_SAFE, "GetCustomJob", what, &resp, err);
 	if (rc == 0 && (rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "vertex", what);
 done:
 	gcp_response_release(&resp);
 	free(region);
@@ -745,15 +577,40 @@ done:
 	return rc;
 }
 
-static int add_query(struct vx_buf *b, const char *key, const char *value)
+/* What each page of vertex_list_jobs needs. */
+struct list_pages {
+	struct vertex_client *c;
+	const char *base, *region, *filter, *page_size, *read_mask, *what;
+	struct vertex_job_list *out;
+};
+
+static int list_page(void *ud, const char *token, char **next, struct vx_err *err)
 {
-	char *esc = gcp_url_escape(value);
+	struct list_pages *p = ud;
+	struct gcp_response resp = { 0 };
+	struct vx_buf url = VX_BUF_INIT;
 	int rc;
 
-	if (!esc)
-		return VX_ENOMEM;
-	rc = vx_buf_printf(b, "%c%s=%s", strchr(vx_buf_str(b), '?') ? '&' : '?', key, esc);
-	free(esc);
+	rc = vx_buf_adds(&url, p->base);
+	if (rc == 0 && p->filter && *p->filter)
+		rc = gcall_add_query(&url, "filter", p->filter);
+	if (rc == 0 && p->page_size)
+		rc = gcall_add_query(&url, "pageSize", p->page_size);
+	if (rc == 0 && token)
+		rc = gcall_add_query(&url, "pageToken", token);
+	if (rc == 0)
+		rc = gcall_add_query(&url, "readMask", p->read_mask);
+	if (rc < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
+		goto done;
+	}
+	rc = call(p->c, "GET", vx_buf_str(&url), NULL, p->region, 0, GCP_RETRY_SAFE, "ListCustomJobs",
+		  p->what, &resp, err);
+	if (rc == 0 && (rc = vertex_list_parse_json(resp.body, resp.body_len, p->out, next, err)) < 0)
+		gcall_wrap(err, "vertex", p->what);
+done:
+	gcp_response_release(&resp);
+	vx_buf_release(&url);
 	return rc;
 }
 
@@ -761,14 +618,14 @@ int vertex_list_jobs(struct vertex_client *c, const char *project, const char *r
 		     const char *filter, int page_size, unsigned flags, struct vertex_job_list *out,
 		     struct vx_err *err)
 {
-	struct vx_buf url = VX_BUF_INIT;
-	char *what = NULL, *base = NULL, *path = NULL, *token = NULL, *next = NULL;
+	struct list_pages p = { c, NULL, region, filter, NULL, NULL, NULL, out };
+	char *what = NULL, *base = NULL, *path = NULL;
 	char size_text[32];
-	int rc = 0, pages = 0;
+	int rc = 0;
 
 	if (!(what = vx_asprintf("vertex: listing jobs in %s", region ? region : "")))
 		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
-	if (!word_ok(project) || !word_ok(region)) {
+	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(region, NULL)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or region", what);
 		goto done;
 	}
@@ -778,45 +635,14 @@ int vertex_list_jobs(struct vertex_client *c, const char *project, const char *r
 		goto done;
 	}
 	snprintf(size_text, sizeof(size_text), "%d", page_size);
-	for (;;) {
-		struct gcp_response resp = { 0 };
-
-		vx_buf_reset(&url);
-		rc = vx_buf_adds(&url, base);
-		if (rc == 0 && filter && *filter)
-			rc = add_query(&url, "filter", filter);
-		if (rc == 0 && page_size > 0)
-			rc = add_query(&url, "pageSize", size_text);
-		if (rc == 0 && token)
-			rc = add_query(&url, "pageToken", token);
-		if (rc == 0)
-			rc = add_query(&url, "readMask",
-				       (flags & VERTEX_LIST_WITH_SPEC) ? LIST_MASK ",jobSpec" : LIST_MASK);
-		if (rc < 0) {
-			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			break;
-		}
-		rc = call(c, "GET", vx_buf_str(&url), NULL, region, 0, GCP_RETRY_SAFE, "ListCustomJobs",
-			  what, &resp, err);
-		if (rc == 0 && (rc = vertex_list_parse_json(resp.body, resp.body_len, out, &next, err)) < 0)
-			wrap(err, what);
-		gcp_response_release(&resp);
-		if (rc < 0 || !next)
-			break;
-		if ((token && !strcmp(token, next)) || ++pages >= MAX_PAGES) {
-			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
-			break;
-		}
-		free(token);
-		token = next;
-		next = NULL;
-	}
+	p.base = base;
+	p.page_size = page_size > 0 ? size_text : NULL;
+	p.read_mask = (flags & VERTEX_LIST_WITH_SPEC) ? LIST_MASK ",jobSpec" : LIST_MASK;
+	p.what = what;
+	rc = gcall_pages(list_page, &p, what, err);
 done:
 	if (rc < 0)
 		vertex_job_list_release(out);
-	vx_buf_release(&url);
-	free(token);
-	free(next);
 	free(base);
 	free(path);
 	free(what);
@@ -884,7 +710,7 @@ int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout
 	deadline = vx_mono_ms(c->ctx) + (timeout_ms > 0 ? timeout_ms : DELETE_TIMEOUT_MS);
 	rc = call(c, "DELETE", url, NULL, region, 0, GCP_RETRY_SAFE, "DeleteCustomJob", what, &resp, err);
 	if (rc == 0 && (rc = vertex_operation_parse_json(resp.body, resp.body_len, &op, err)) < 0)
-		wrap(err, what);
+		gcall_wrap(err, "vertex", what);
 	gcp_response_release(&resp);
 	if (rc < 0)
 		goto done;
@@ -919,7 +745,7 @@ int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout
 		vertex_operation_release(&op);
 		rc = call(c, "GET", op_url, NULL, region, 0, GCP_RETRY_SAFE, "GetOperation", what, &resp, err);
 		if (rc == 0 && (rc = vertex_operation_parse_json(resp.body, resp.body_len, &op, err)) < 0)
-			wrap(err, what);
+			gcall_wrap(err, "vertex", what);
 		gcp_response_release(&resp);
 		if (rc < 0)
 			goto done;

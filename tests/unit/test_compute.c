@@ -13,98 +13,28 @@
 
 #include "providers/gcp/compute.h"
 #include "providers/gcp/http.h"
+#include "tests/unit/support/clienttest.h"
 #include "tests/unit/support/httpd.h"
 #include "util/ctx.h"
 #include "util/err.h"
 
-/* ---- fixture: scripted server, http layer, a clock whose sleeps are virtual ---- */
+/* ---- fixture: support/clienttest.h, with the client under test ---- */
 
 struct fx {
-	struct httpd *s;
-	struct gcp_http *h;
-	struct vx_ctx ctx;
+	struct clienttest t; /* first: clienttest_teardown frees the fixture */
 	struct compute_client c;
-	char base[160];
-	int64_t offset;
-	int64_t sleeps[64];
-	int nsleeps;
 };
-
-static int64_t fx_now(void *ud)
-{
-	return vx_clock_real_now_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static int64_t fx_mono(void *ud)
-{
-	return vx_clock_real_mono_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static void fx_sleep(void *ud, int64_t ms)
-{
-	struct fx *f = ud;
-
-	if (f->nsleeps < 64)
-		f->sleeps[f->nsleeps++] = ms;
-	f->offset += ms;
-}
-
-static int tok_get(void *ud, char **out, struct vx_err *err)
-{
-	(void)ud;
-	(void)err;
-	*out = strdup("test-token");
-	return *out ? 0 : VX_ENOMEM;
-}
-
-static void tok_invalidate(void *ud)
-{
-	(void)ud;
-}
-
-static const struct gcp_token_source tokens = { tok_get, tok_invalidate, NULL };
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	struct gcp_http_options o;
-	struct vx_err err = VX_ERR_INIT;
+	struct fx *f = clienttest_new(sizeof(*f), "/compute/v1/");
 
-	assert_non_null(f);
-	assert_int_equal(httpd_start(&f->s), 0);
-	vx_ctx_init(&f->ctx);
-	f->ctx.clock.now_ms = fx_now;
-	f->ctx.clock.mono_ms = fx_mono;
-	f->ctx.clock.sleep_ms = fx_sleep;
-	f->ctx.clock.ud = f;
-	f->ctx.seed = 7;
-	memset(&o, 0, sizeof(o));
-	o.max_attempts = 3;
-	o.backoff_initial_ms = 1;
-	o.backoff_max_ms = 2;
-	o.timeout_ms = 5000;
-	o.rate_per_minute = -1;
-	o.create_rate_per_minute = -1;
-	assert_int_equal(gcp_http_new(&f->h, &f->ctx, &o, &tokens, &err), 0);
-	snprintf(f->base, sizeof(f->base), "%s/compute/v1/", httpd_url(f->s));
-	f->c.http = f->h;
-	f->c.ctx = &f->ctx;
-	f->c.base_url = f->base;
+	f->c.http = f->t.h;
+	f->c.ctx = &f->t.ctx;
+	f->c.base_url = f->t.base;
 	*state = f;
 	return 0;
 }
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	gcp_http_free(f->h);
-	httpd_stop(f->s);
-	free(f);
-	return 0;
-}
-
-#define JSON_HDR "Content-Type: application/json\r\n"
 
 static const char op_running[] =
 	"{\"kind\":\"compute#operation\",\"id\":\"123\",\"name\":\"operation-1700000000000-abc\","
@@ -160,9 +90,9 @@ static void test_insert_exact_request(void **state)
 				  "{\"machineType\":\"a3-highgpu-8g\",\"guestAccelerators\":[{\"acceleratorType\":"
 				  "\"nvidia-h100-80gb\",\"acceleratorCount\":8}]}},\"specificReservationRequired\":true,"
 				  "\"reservationSharingPolicy\":{\"serviceShareType\":\"ALLOW_ALL\"}}");
-	httpd_respond(f->s, 200, JSON_HDR, op_running, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	assert_int_equal(compute_reservation_insert(&f->c, "my-proj", "us-central1-a", body, NULL, &op, &err), 0);
-	q = httpd_request(f->s, 0);
+	q = httpd_request(f->t.s, 0);
 	assert_non_null(q);
 	assert_string_equal(q->method, "POST");
 	assert_memory_equal(q->target, prefix, sizeof(prefix) - 1);
@@ -177,9 +107,9 @@ static void test_insert_exact_request(void **state)
 	compute_operation_release(&op);
 
 	/* The caller's id is used as given. */
-	httpd_respond(f->s, 200, JSON_HDR, op_running, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	assert_int_equal(compute_reservation_insert(&f->c, "my-proj", "us-central1-a", body, rid, &op, &err), 0);
-	assert_string_equal(httpd_request(f->s, 1)->target,
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
 			    "/compute/v1/projects/my-proj/zones/us-central1-a/reservations?requestId="
 			    "6f1c2b1e-1111-4222-8333-444455556666");
 	compute_operation_release(&op);
@@ -187,7 +117,7 @@ static void test_insert_exact_request(void **state)
 	/* Not JSON: refused before sending. */
 	assert_int_equal(compute_reservation_insert(&f->c, "my-proj", "us-central1-a", "nope", NULL, &op, &err),
 			 VX_EINVAL);
-	assert_int_equal(httpd_request_count(f->s), 2);
+	assert_int_equal(httpd_request_count(f->t.s), 2);
 	free(body);
 	r.accelerators = NULL;
 	r.n_accelerators = 0;
@@ -202,15 +132,15 @@ static void test_mutation_retried_with_same_request_id(void **state)
 	struct compute_operation op = COMPUTE_OPERATION_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 503, JSON_HDR, "{\"error\":{\"code\":503,\"message\":\"busy\"}}", 0);
-	httpd_drop(f->s);
-	httpd_respond(f->s, 200, JSON_HDR, op_running, 0);
+	httpd_respond(f->t.s, 503, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":503,\"message\":\"busy\"}}", 0);
+	httpd_drop(f->t.s);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	assert_int_equal(compute_reservation_resize(&f->c, "my-proj", "us-central1-a", "r1", 3, NULL, &op, &err), 0);
-	assert_int_equal(httpd_request_count(f->s), 3);
-	assert_string_equal(httpd_request(f->s, 0)->target, httpd_request(f->s, 1)->target);
-	assert_string_equal(httpd_request(f->s, 0)->target, httpd_request(f->s, 2)->target);
-	assert_string_equal(httpd_request(f->s, 2)->body, "{\"specificSkuCount\":\"3\"}");
-	assert_non_null(strstr(httpd_request(f->s, 2)->target,
+	assert_int_equal(httpd_request_count(f->t.s), 3);
+	assert_string_equal(httpd_request(f->t.s, 0)->target, httpd_request(f->t.s, 1)->target);
+	assert_string_equal(httpd_request(f->t.s, 0)->target, httpd_request(f->t.s, 2)->target);
+	assert_string_equal(httpd_request(f->t.s, 2)->body, "{\"specificSkuCount\":\"3\"}");
+	assert_non_null(strstr(httpd_request(f->t.s, 2)->target,
 			       "/compute/v1/projects/my-proj/zones/us-central1-a/reservations/r1/resize?requestId="));
 	compute_operation_release(&op);
 	vx_err_release(&err);
@@ -224,22 +154,22 @@ static void test_update_delete_exact(void **state)
 	static const char share[] = "{\"shareSettings\":{\"shareType\":\"SPECIFIC_PROJECTS\",\"projectMap\":"
 				    "{\"other\":{\"projectId\":\"other\"}}}}";
 
-	httpd_respond_n(f->s, 2, 200, JSON_HDR, op_running, 0);
+	httpd_respond_n(f->t.s, 2, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	assert_int_equal(compute_reservation_update(&f->c, "my-proj", "us-central1-a", "r1",
 						    "shareSettings.projectMap", share, rid, &op, &err), 0);
 	compute_operation_release(&op);
-	assert_string_equal(httpd_request(f->s, 0)->method, "PATCH");
-	assert_string_equal(httpd_request(f->s, 0)->target,
+	assert_string_equal(httpd_request(f->t.s, 0)->method, "PATCH");
+	assert_string_equal(httpd_request(f->t.s, 0)->target,
 			    "/compute/v1/projects/my-proj/zones/us-central1-a/reservations/r1?requestId="
 			    "6f1c2b1e-1111-4222-8333-444455556666&updateMask=shareSettings.projectMap");
-	assert_string_equal(httpd_request(f->s, 0)->body, share);
+	assert_string_equal(httpd_request(f->t.s, 0)->body, share);
 	assert_int_equal(compute_reservation_delete(&f->c, "my-proj", "us-central1-a", "r1", rid, &op, &err), 0);
 	compute_operation_release(&op);
-	assert_string_equal(httpd_request(f->s, 1)->method, "DELETE");
-	assert_string_equal(httpd_request(f->s, 1)->target,
+	assert_string_equal(httpd_request(f->t.s, 1)->method, "DELETE");
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
 			    "/compute/v1/projects/my-proj/zones/us-central1-a/reservations/r1?requestId="
 			    "6f1c2b1e-1111-4222-8333-444455556666");
-	assert_int_equal(httpd_request(f->s, 1)->body_len, 0);
+	assert_int_equal(httpd_request(f->t.s, 1)->body_len, 0);
 
 	assert_int_equal(compute_reservation_delete(&f->c, "my-proj", "us-central1-a", "r1/../x", NULL, &op, &err),
 			 VX_EINVAL);
@@ -247,9 +177,9 @@ static void test_update_delete_exact(void **state)
 						    &err), VX_EINVAL);
 	assert_int_equal(compute_reservation_resize(&f->c, "my-proj", "us-central1-a", "r1", -1, NULL, &op, &err),
 			 VX_EINVAL);
-	assert_int_equal(httpd_request_count(f->s), 2);
+	assert_int_equal(httpd_request_count(f->t.s), 2);
 
-	httpd_respond(f->s, 403, JSON_HDR, "{\"error\":{\"code\":403,\"message\":\"Required 'compute.reservations.delete' "
+	httpd_respond(f->t.s, 403, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":403,\"message\":\"Required 'compute.reservations.delete' "
 		      "permission\",\"errors\":[{\"message\":\"m\",\"domain\":\"global\",\"reason\":\"forbidden\"}]}}", 0);
 	assert_int_equal(compute_reservation_delete(&f->c, "my-proj", "us-central1-a", "r1", rid, &op, &err), VX_EAUTH);
 	assert_non_null(strstr(err.msg, "compute: deleting reservation \"r1\" in us-central1-a: PERMISSION_DENIED: "));
@@ -264,23 +194,23 @@ static void test_operation_wait_loops(void **state)
 
 	assert_int_equal(compute_operation_parse_json(op_running, sizeof(op_running) - 1, &op, &err), 0);
 	/* wait returns undone twice (it gives up after ~2 min), then DONE. */
-	httpd_respond_n(f->s, 2, 200, JSON_HDR, op_running, 0);
-	httpd_respond(f->s, 200, JSON_HDR, op_done, 0);
+	httpd_respond_n(f->t.s, 2, 200, CLIENTTEST_JSON_HDR, op_running, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
 	assert_int_equal(compute_operation_wait(&f->c, "my-proj", &op, 0, NULL, &err), 0);
-	assert_int_equal(httpd_request_count(f->s), 3);
-	assert_string_equal(httpd_request(f->s, 0)->method, "POST");
-	assert_string_equal(httpd_request(f->s, 0)->target,
+	assert_int_equal(httpd_request_count(f->t.s), 3);
+	assert_string_equal(httpd_request(f->t.s, 0)->method, "POST");
+	assert_string_equal(httpd_request(f->t.s, 0)->target,
 			    "/compute/v1/projects/my-proj/zones/us-central1-a/operations/operation-1700000000000-abc/wait");
-	assert_string_equal(httpd_request(f->s, 2)->target, httpd_request(f->s, 0)->target);
+	assert_string_equal(httpd_request(f->t.s, 2)->target, httpd_request(f->t.s, 0)->target);
 	assert_true(compute_operation_done(&op));
 	/* Quick undone answers are paced, not spun on. */
-	assert_true(f->nsleeps >= 2);
+	assert_true(f->t.nsleeps >= 2);
 	compute_operation_release(&op);
 
 	/* Already DONE: no call. */
 	assert_int_equal(compute_operation_parse_json(op_done, sizeof(op_done) - 1, &op, &err), 0);
 	assert_int_equal(compute_operation_wait(&f->c, "my-proj", &op, 0, NULL, &err), 0);
-	assert_int_equal(httpd_request_count(f->s), 3);
+	assert_int_equal(httpd_request_count(f->t.s), 3);
 	compute_operation_release(&op);
 	vx_err_release(&err);
 }
@@ -299,7 +229,7 @@ static void test_operation_errors(void **state)
 				   "\"httpErrorMessage\":\"NOT FOUND\"}";
 
 	assert_int_equal(compute_operation_parse_json(op_running, sizeof(op_running) - 1, &op, &err), 0);
-	httpd_respond(f->s, 200, JSON_HDR, failed, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, failed, 0);
 	assert_int_equal(compute_operation_wait(&f->c, "my-proj", &op, 0,
 						"compute: resizing reservation \"r1\" in us-central1-a", &err), VX_EAPI);
 	assert_string_equal(err.msg, "compute: resizing reservation \"r1\" in us-central1-a: "
@@ -317,7 +247,7 @@ static void test_operation_errors(void **state)
 
 	/* Never done: bounded by the deadline. */
 	assert_int_equal(compute_operation_parse_json(op_running, sizeof(op_running) - 1, &op, &err), 0);
-	httpd_set_default(f->s, 200, JSON_HDR, op_running, 0);
+	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	assert_int_equal(compute_operation_wait(&f->c, "my-proj", &op, 60000, "w", &err), VX_ERETRY);
 	assert_string_equal(err.msg, "w: operation operation-1700000000000-abc not done in time");
 	compute_operation_release(&op);
@@ -341,10 +271,10 @@ static void test_get_parses_reservation(void **state)
 		"\"machineType\":\"a3-highgpu-8g\",\"minCpuPlatform\":\"Intel Sapphire Rapids\"}},"
 		"\"specificReservationRequired\":true}";
 
-	httpd_respond(f->s, 200, JSON_HDR, body, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, body, 0);
 	assert_int_equal(compute_reservation_get(&f->c, "my-proj", "us-central1-a", "r1", &r, &err), 0);
-	assert_string_equal(httpd_request(f->s, 0)->method, "GET");
-	assert_string_equal(httpd_request(f->s, 0)->target, "/compute/v1/projects/my-proj/zones/us-central1-a/reservations/r1");
+	assert_string_equal(httpd_request(f->t.s, 0)->method, "GET");
+	assert_string_equal(httpd_request(f->t.s, 0)->target, "/compute/v1/projects/my-proj/zones/us-central1-a/reservations/r1");
 	assert_string_equal(r.name, "r1");
 	assert_string_equal(r.zone, "us-central1-a");
 	assert_string_equal(r.status, "READY");
@@ -360,7 +290,7 @@ static void test_get_parses_reservation(void **state)
 	assert_non_null(strstr(r.self_link, "/reservations/r1"));
 	compute_reservation_release(&r);
 
-	httpd_respond(f->s, 404, JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"The resource 'r9' was not found\","
+	httpd_respond(f->t.s, 404, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"The resource 'r9' was not found\","
 		      "\"errors\":[{\"message\":\"x\",\"domain\":\"global\",\"reason\":\"notFound\"}]}}", 0);
 	assert_int_equal(compute_reservation_get(&f->c, "my-proj", "us-central1-a", "r9", &r, &err), VX_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "compute: reading reservation \"r9\" in us-central1-a: NOT_FOUND"));
@@ -373,18 +303,18 @@ static void test_list_pages(void **state)
 	struct compute_reservation_list l = COMPUTE_RESERVATION_LIST_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 200, JSON_HDR, "{\"kind\":\"compute#reservationsList\",\"items\":[{\"name\":\"a\"},{\"name\":\"b\"}],"
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"kind\":\"compute#reservationsList\",\"items\":[{\"name\":\"a\"},{\"name\":\"b\"}],"
 		      "\"nextPageToken\":\"p2\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"items\":[{\"name\":\"c\"}],\"nextPageToken\":\"p 3\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"kind\":\"compute#reservationsList\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"items\":[{\"name\":\"c\"}],\"nextPageToken\":\"p 3\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"kind\":\"compute#reservationsList\"}", 0);
 	assert_int_equal(compute_reservation_list(&f->c, "my-proj", "us-central1-a", "name = r1", &l, &err), 0);
 	assert_int_equal(l.n, 3);
 	assert_string_equal(l.items[2].name, "c");
-	assert_string_equal(httpd_request(f->s, 0)->target,
+	assert_string_equal(httpd_request(f->t.s, 0)->target,
 			    "/compute/v1/projects/my-proj/zones/us-central1-a/reservations?filter=name%20%3D%20r1");
-	assert_string_equal(httpd_request(f->s, 1)->target,
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
 			    "/compute/v1/projects/my-proj/zones/us-central1-a/reservations?filter=name%20%3D%20r1&pageToken=p2");
-	assert_string_equal(httpd_request(f->s, 2)->target,
+	assert_string_equal(httpd_request(f->t.s, 2)->target,
 			    "/compute/v1/projects/my-proj/zones/us-central1-a/reservations?filter=name%20%3D%20r1&pageToken=p%203");
 	compute_reservation_list_release(&l);
 	vx_err_release(&err);
@@ -396,18 +326,18 @@ static void test_aggregated_list_pages(void **state)
 	struct compute_reservation_list l = COMPUTE_RESERVATION_LIST_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 200, JSON_HDR,
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
 		      "{\"kind\":\"compute#reservationAggregatedList\",\"items\":{"
 		      "\"zones/us-central1-a\":{\"reservations\":[{\"name\":\"a\",\"zone\":\"https://x/zones/us-central1-a\"},{\"name\":\"b\"}]},"
 		      "\"zones/us-east1-b\":{\"warning\":{\"code\":\"NO_RESULTS_ON_PAGE\",\"message\":\"none\","
 		      "\"data\":[{\"key\":\"scope\",\"value\":\"zones/us-east1-b\"}]}}},\"nextPageToken\":\"n\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR,
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
 		      "{\"items\":{\"zones/europe-west4-a\":{\"reservations\":[{\"name\":\"c\"}]},\"global\":{\"reservations\":7}},"
 		      "\"unreachables\":[]}", 0);
 	assert_int_equal(compute_reservation_aggregated_list(&f->c, "my-proj", NULL, &l, &err), 0);
-	assert_int_equal(httpd_request_count(f->s), 2);
-	assert_string_equal(httpd_request(f->s, 0)->target, "/compute/v1/projects/my-proj/aggregated/reservations");
-	assert_string_equal(httpd_request(f->s, 1)->target, "/compute/v1/projects/my-proj/aggregated/reservations?pageToken=n");
+	assert_int_equal(httpd_request_count(f->t.s), 2);
+	assert_string_equal(httpd_request(f->t.s, 0)->target, "/compute/v1/projects/my-proj/aggregated/reservations");
+	assert_string_equal(httpd_request(f->t.s, 1)->target, "/compute/v1/projects/my-proj/aggregated/reservations?pageToken=n");
 	assert_int_equal(l.n, 3);
 	assert_string_equal(l.items[0].zone, "us-central1-a");
 	assert_string_equal(l.items[1].zone, "us-central1-a"); /* from the key */
@@ -416,7 +346,7 @@ static void test_aggregated_list_pages(void **state)
 	compute_reservation_list_release(&l);
 
 	/* items of the wrong shape */
-	httpd_respond(f->s, 200, JSON_HDR, "{\"items\":[]}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"items\":[]}", 0);
 	assert_int_equal(compute_reservation_aggregated_list(&f->c, "my-proj", NULL, &l, &err), VX_EINVAL);
 	assert_int_equal(l.n, 0);
 	vx_err_release(&err);
@@ -496,7 +426,7 @@ static void test_request_id(void **state)
 	assert_string_not_equal(a, b);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, clienttest_teardown)
 
 int main(void)
 {

@@ -13,98 +13,28 @@
 
 #include "providers/gcp/http.h"
 #include "providers/gcp/quotas.h"
+#include "tests/unit/support/clienttest.h"
 #include "tests/unit/support/httpd.h"
 #include "util/ctx.h"
 #include "util/err.h"
 
-/* ---- fixture: scripted server, http layer, a clock whose sleeps are virtual ---- */
+/* ---- fixture: support/clienttest.h, with the client under test ---- */
 
 struct fx {
-	struct httpd *s;
-	struct gcp_http *h;
-	struct vx_ctx ctx;
+	struct clienttest t; /* first: clienttest_teardown frees the fixture */
 	struct quotas_client c;
-	char base[160];
-	int64_t offset;
-	int64_t sleeps[64];
-	int nsleeps;
 };
-
-static int64_t fx_now(void *ud)
-{
-	return vx_clock_real_now_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static int64_t fx_mono(void *ud)
-{
-	return vx_clock_real_mono_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static void fx_sleep(void *ud, int64_t ms)
-{
-	struct fx *f = ud;
-
-	if (f->nsleeps < 64)
-		f->sleeps[f->nsleeps++] = ms;
-	f->offset += ms;
-}
-
-static int tok_get(void *ud, char **out, struct vx_err *err)
-{
-	(void)ud;
-	(void)err;
-	*out = strdup("test-token");
-	return *out ? 0 : VX_ENOMEM;
-}
-
-static void tok_invalidate(void *ud)
-{
-	(void)ud;
-}
-
-static const struct gcp_token_source tokens = { tok_get, tok_invalidate, NULL };
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	struct gcp_http_options o;
-	struct vx_err err = VX_ERR_INIT;
+	struct fx *f = clienttest_new(sizeof(*f), "/v1/");
 
-	assert_non_null(f);
-	assert_int_equal(httpd_start(&f->s), 0);
-	vx_ctx_init(&f->ctx);
-	f->ctx.clock.now_ms = fx_now;
-	f->ctx.clock.mono_ms = fx_mono;
-	f->ctx.clock.sleep_ms = fx_sleep;
-	f->ctx.clock.ud = f;
-	f->ctx.seed = 7;
-	memset(&o, 0, sizeof(o));
-	o.max_attempts = 3;
-	o.backoff_initial_ms = 1;
-	o.backoff_max_ms = 2;
-	o.timeout_ms = 5000;
-	o.rate_per_minute = -1;
-	o.create_rate_per_minute = -1;
-	assert_int_equal(gcp_http_new(&f->h, &f->ctx, &o, &tokens, &err), 0);
-	snprintf(f->base, sizeof(f->base), "%s/v1/", httpd_url(f->s));
-	f->c.http = f->h;
-	f->c.ctx = &f->ctx;
-	f->c.base_url = f->base;
+	f->c.http = f->t.h;
+	f->c.ctx = &f->t.ctx;
+	f->c.base_url = f->t.base;
 	*state = f;
 	return 0;
 }
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	gcp_http_free(f->h);
-	httpd_stop(f->s);
-	free(f);
-	return 0;
-}
-
-#define JSON_HDR "Content-Type: application/json\r\n"
 
 static const char pref_body[] =
 	"{\"name\":\"projects/123/locations/global/quotaPreferences/h100-flex\","
@@ -152,9 +82,9 @@ static void test_create_exact_request(void **state)
 	const struct httpd_request *r;
 
 	fill(&p, &kv);
-	httpd_respond(f->s, 200, JSON_HDR, pref_body, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, pref_body, 0);
 	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "h100-flex", &p, &out, &err), 0);
-	r = httpd_request(f->s, 0);
+	r = httpd_request(f->t.s, 0);
 	assert_string_equal(r->method, "POST");
 	assert_string_equal(r->target, "/v1/projects/my-proj/locations/global/quotaPreferences?quotaPreferenceId=h100-flex");
 	assert_string_equal(r->body, want_body);
@@ -173,16 +103,16 @@ static void test_create_exact_request(void **state)
 	quota_preference_release(&out);
 
 	/* A lost reply: sent once, uncertain. */
-	httpd_drop(f->s);
+	httpd_drop(f->t.s);
 	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "h100-flex", &p, &out, &err), VX_EUNCERTAIN);
-	assert_int_equal(httpd_request_count(f->s), 2);
+	assert_int_equal(httpd_request_count(f->t.s), 2);
 
 	/* Already there. */
-	httpd_respond(f->s, 409, JSON_HDR, "{\"error\":{\"code\":409,\"message\":\"exists\",\"status\":\"ALREADY_EXISTS\"}}", 0);
+	httpd_respond(f->t.s, 409, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":409,\"message\":\"exists\",\"status\":\"ALREADY_EXISTS\"}}", 0);
 	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "h100-flex", &p, &out, &err), VX_ECONFLICT);
 	assert_string_equal(err.msg, "quotas: creating quota preference \"h100-flex\": ALREADY_EXISTS: exists");
 	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "a/b", &p, &out, &err), VX_EINVAL);
-	assert_int_equal(httpd_request_count(f->s), 3);
+	assert_int_equal(httpd_request_count(f->t.s), 3);
 	unfill(&p);
 	vx_err_release(&err);
 }
@@ -197,13 +127,13 @@ static void test_patch_exact_request(void **state)
 
 	fill(&p, &kv);
 	p.preferred_value = 32;
-	httpd_respond(f->s, 503, JSON_HDR, "{}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, pref_body, 0);
+	httpd_respond(f->t.s, 503, CLIENTTEST_JSON_HDR, "{}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, pref_body, 0);
 	/* An upsert is retried. */
 	assert_int_equal(quotas_patch_preference(&f->c, "my-proj", "h100-flex", &p, "quotaConfig.preferredValue",
 						 QUOTAS_ALLOW_MISSING | QUOTAS_VALIDATE_ONLY, &out, &err), 0);
-	assert_int_equal(httpd_request_count(f->s), 2);
-	r = httpd_request(f->s, 1);
+	assert_int_equal(httpd_request_count(f->t.s), 2);
+	r = httpd_request(f->t.s, 1);
 	assert_string_equal(r->method, "PATCH");
 	assert_string_equal(r->target, "/v1/projects/my-proj/locations/global/quotaPreferences/h100-flex"
 				       "?updateMask=quotaConfig.preferredValue&allowMissing=true&validateOnly=true");
@@ -213,16 +143,16 @@ static void test_patch_exact_request(void **state)
 
 	/* With an etag: sent once; a stale etag is a conflict. */
 	p.etag = strdup("old");
-	httpd_respond(f->s, 409, JSON_HDR, "{\"error\":{\"code\":409,\"message\":\"etag mismatch\",\"status\":\"ABORTED\"}}", 0);
+	httpd_respond(f->t.s, 409, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":409,\"message\":\"etag mismatch\",\"status\":\"ABORTED\"}}", 0);
 	assert_int_equal(quotas_patch_preference(&f->c, "my-proj", "h100-flex", &p, NULL, 0, &out, &err), VX_ECONFLICT);
-	r = httpd_request(f->s, 2);
+	r = httpd_request(f->t.s, 2);
 	assert_string_equal(r->target, "/v1/projects/my-proj/locations/global/quotaPreferences/h100-flex");
 	assert_non_null(strstr(r->body, "\"etag\":\"old\""));
 	assert_string_equal(err.msg, "quotas: updating quota preference \"h100-flex\": ABORTED: etag mismatch");
-	httpd_respond(f->s, 503, JSON_HDR, "{}", 0);
-	httpd_set_default(f->s, 200, JSON_HDR, pref_body, 0);
+	httpd_respond(f->t.s, 503, CLIENTTEST_JSON_HDR, "{}", 0);
+	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, pref_body, 0);
 	assert_int_equal(quotas_patch_preference(&f->c, "my-proj", "h100-flex", &p, NULL, 0, &out, &err), VX_EUNCERTAIN);
-	assert_int_equal(httpd_request_count(f->s), 4);
+	assert_int_equal(httpd_request_count(f->t.s), 4);
 	unfill(&p);
 	vx_err_release(&err);
 }
@@ -234,28 +164,28 @@ static void test_get_and_list(void **state)
 	struct quota_preference_list l = QUOTA_PREFERENCE_LIST_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"projects/1/locations/global/quotaPreferences/q\","
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"projects/1/locations/global/quotaPreferences/q\","
 		      "\"quotaConfig\":{\"preferredValue\":\"-1\",\"requestOrigin\":2}}", 0);
 	assert_int_equal(quotas_get_preference(&f->c, "my-proj", "q", &out, &err), 0);
-	assert_string_equal(httpd_request(f->s, 0)->method, "GET");
-	assert_string_equal(httpd_request(f->s, 0)->target, "/v1/projects/my-proj/locations/global/quotaPreferences/q");
+	assert_string_equal(httpd_request(f->t.s, 0)->method, "GET");
+	assert_string_equal(httpd_request(f->t.s, 0)->target, "/v1/projects/my-proj/locations/global/quotaPreferences/q");
 	assert_int_equal(out.preferred_value, -1);
 	assert_false(out.has_granted_value); /* absent: not granted yet */
 	assert_string_equal(out.request_origin, "AUTO_ADJUSTER");
 	quota_preference_release(&out);
 
-	httpd_respond(f->s, 200, JSON_HDR, "{\"quotaPreferences\":[{\"quotaId\":\"a\"},{\"quotaId\":\"b\"}],\"nextPageToken\":\"t\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"quotaPreferences\":[{\"quotaId\":\"c\"}],\"unreachable\":[]}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"quotaPreferences\":[{\"quotaId\":\"a\"},{\"quotaId\":\"b\"}],\"nextPageToken\":\"t\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"quotaPreferences\":[{\"quotaId\":\"c\"}],\"unreachable\":[]}", 0);
 	assert_int_equal(quotas_list_preferences(&f->c, "my-proj", "reconciling=true", &l, &err), 0);
 	assert_int_equal(l.n, 3);
 	assert_string_equal(l.items[2].quota_id, "c");
-	assert_string_equal(httpd_request(f->s, 1)->target,
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
 			    "/v1/projects/my-proj/locations/global/quotaPreferences?filter=reconciling%3Dtrue");
-	assert_string_equal(httpd_request(f->s, 2)->target,
+	assert_string_equal(httpd_request(f->t.s, 2)->target,
 			    "/v1/projects/my-proj/locations/global/quotaPreferences?pageToken=t&filter=reconciling%3Dtrue");
 	quota_preference_list_release(&l);
 
-	httpd_respond(f->s, 404, JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"no\",\"status\":\"NOT_FOUND\"}}", 0);
+	httpd_respond(f->t.s, 404, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"no\",\"status\":\"NOT_FOUND\"}}", 0);
 	assert_int_equal(quotas_get_preference(&f->c, "my-proj", "zz", &out, &err), VX_ENOTFOUND);
 	vx_err_release(&err);
 }
@@ -278,10 +208,10 @@ static void test_quota_infos(void **state)
 	struct vx_err err = VX_ERR_INIT;
 	int64_t v = -5;
 
-	httpd_respond(f->s, 200, JSON_HDR, info_body, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, info_body, 0);
 	assert_int_equal(quotas_get_info(&f->c, "my-proj", "aiplatform.googleapis.com",
 					 "CustomModelTrainingH100GPUsPerProjectPerRegion", &q, &err), 0);
-	assert_string_equal(httpd_request(f->s, 0)->target,
+	assert_string_equal(httpd_request(f->t.s, 0)->target,
 			    "/v1/projects/my-proj/locations/global/services/aiplatform.googleapis.com/quotaInfos/"
 			    "CustomModelTrainingH100GPUsPerProjectPerRegion");
 	assert_string_equal(q.metric, "aiplatform.googleapis.com/custom_model_training_nvidia_h100_gpus");
@@ -300,14 +230,14 @@ static void test_quota_infos(void **state)
 	assert_int_equal(quota_info_limit_for(&q, "asia-east1", &v), VX_ENOTFOUND);
 	quota_info_release(&q);
 
-	httpd_respond(f->s, 200, JSON_HDR, "{\"quotaInfos\":[{\"quotaId\":\"a\"}],\"nextPageToken\":\"n1\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"quotaInfos\":[{\"quotaId\":\"b\"}],\"nextPageToken\":\"n2\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"quotaInfos\":[]}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"quotaInfos\":[{\"quotaId\":\"a\"}],\"nextPageToken\":\"n1\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"quotaInfos\":[{\"quotaId\":\"b\"}],\"nextPageToken\":\"n2\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"quotaInfos\":[]}", 0);
 	assert_int_equal(quotas_list_infos(&f->c, "my-proj", "aiplatform.googleapis.com", &l, &err), 0);
 	assert_int_equal(l.n, 2);
-	assert_string_equal(httpd_request(f->s, 1)->target,
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
 			    "/v1/projects/my-proj/locations/global/services/aiplatform.googleapis.com/quotaInfos");
-	assert_string_equal(httpd_request(f->s, 3)->target,
+	assert_string_equal(httpd_request(f->t.s, 3)->target,
 			    "/v1/projects/my-proj/locations/global/services/aiplatform.googleapis.com/quotaInfos?pageToken=n2");
 	quota_info_list_release(&l);
 	vx_err_release(&err);
@@ -374,7 +304,7 @@ static void test_parse_hostile(void **state)
 	vx_err_release(&err);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, clienttest_teardown)
 
 int main(void)
 {

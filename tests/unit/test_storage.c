@@ -13,101 +13,31 @@
 
 #include "providers/gcp/http.h"
 #include "providers/gcp/storage.h"
+#include "tests/unit/support/clienttest.h"
 #include "tests/unit/support/httpd.h"
 #include "util/ctx.h"
 #include "util/err.h"
 
-/* ---- fixture: scripted server, http layer, a clock whose sleeps are virtual ---- */
+/* ---- fixture: support/clienttest.h, with the client under test ---- */
 
 struct fx {
-	struct httpd *s;
-	struct gcp_http *h;
-	struct vx_ctx ctx;
+	struct clienttest t; /* first: clienttest_teardown frees the fixture */
 	struct storage_client c;
-	char base[160];
 	char upload[160];
-	int64_t offset;
-	int64_t sleeps[64];
-	int nsleeps;
 };
-
-static int64_t fx_now(void *ud)
-{
-	return vx_clock_real_now_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static int64_t fx_mono(void *ud)
-{
-	return vx_clock_real_mono_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static void fx_sleep(void *ud, int64_t ms)
-{
-	struct fx *f = ud;
-
-	if (f->nsleeps < 64)
-		f->sleeps[f->nsleeps++] = ms;
-	f->offset += ms;
-}
-
-static int tok_get(void *ud, char **out, struct vx_err *err)
-{
-	(void)ud;
-	(void)err;
-	*out = strdup("test-token");
-	return *out ? 0 : VX_ENOMEM;
-}
-
-static void tok_invalidate(void *ud)
-{
-	(void)ud;
-}
-
-static const struct gcp_token_source tokens = { tok_get, tok_invalidate, NULL };
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	struct gcp_http_options o;
-	struct vx_err err = VX_ERR_INIT;
+	struct fx *f = clienttest_new(sizeof(*f), "/storage/v1/");
 
-	assert_non_null(f);
-	assert_int_equal(httpd_start(&f->s), 0);
-	vx_ctx_init(&f->ctx);
-	f->ctx.clock.now_ms = fx_now;
-	f->ctx.clock.mono_ms = fx_mono;
-	f->ctx.clock.sleep_ms = fx_sleep;
-	f->ctx.clock.ud = f;
-	f->ctx.seed = 7;
-	memset(&o, 0, sizeof(o));
-	o.max_attempts = 3;
-	o.backoff_initial_ms = 1;
-	o.backoff_max_ms = 2;
-	o.timeout_ms = 5000;
-	o.rate_per_minute = -1;
-	o.create_rate_per_minute = -1;
-	assert_int_equal(gcp_http_new(&f->h, &f->ctx, &o, &tokens, &err), 0);
-	snprintf(f->base, sizeof(f->base), "%s/storage/v1/", httpd_url(f->s));
-	snprintf(f->upload, sizeof(f->upload), "%s/upload/storage/v1/", httpd_url(f->s));
-	f->c.http = f->h;
-	f->c.ctx = &f->ctx;
-	f->c.base_url = f->base;
+	snprintf(f->upload, sizeof(f->upload), "%s/upload/storage/v1/", httpd_url(f->t.s));
+	f->c.http = f->t.h;
+	f->c.ctx = &f->t.ctx;
+	f->c.base_url = f->t.base;
 	f->c.upload_url = f->upload;
 	*state = f;
 	return 0;
 }
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	gcp_http_free(f->h);
-	httpd_stop(f->s);
-	free(f);
-	return 0;
-}
-
-#define JSON_HDR "Content-Type: application/json\r\n"
 
 static const char meta17[] =
 	"{\"kind\":\"storage#object\",\"id\":\"bkt/state/x.json/17\",\"name\":\"state/x.json\",\"bucket\":\"bkt\","
@@ -122,17 +52,17 @@ static void test_read_metadata_then_media(void **state)
 	size_t len = 0;
 	int64_t gen = 0;
 
-	httpd_respond(f->s, 200, JSON_HDR, meta17, 0);
-	httpd_respond(f->s, 200, "Content-Type: application/octet-stream\r\n", "{\"serial\":1}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, meta17, 0);
+	httpd_respond(f->t.s, 200, "Content-Type: application/octet-stream\r\n", "{\"serial\":1}", 0);
 	assert_int_equal(storage_object_read(&f->c, "bkt", "state/x.json", &data, &len, &gen, &err), 0);
 	assert_int_equal(gen, 17);
 	assert_int_equal(len, 12);
 	assert_string_equal(data, "{\"serial\":1}");
-	assert_string_equal(httpd_request(f->s, 0)->method, "GET");
-	assert_string_equal(httpd_request(f->s, 0)->target, "/storage/v1/b/bkt/o/state%2Fx.json");
-	assert_string_equal(httpd_request(f->s, 1)->target,
+	assert_string_equal(httpd_request(f->t.s, 0)->method, "GET");
+	assert_string_equal(httpd_request(f->t.s, 0)->target, "/storage/v1/b/bkt/o/state%2Fx.json");
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
 			    "/storage/v1/b/bkt/o/state%2Fx.json?alt=media&ifGenerationMatch=17");
-	assert_string_equal(httpd_header(httpd_request(f->s, 1), "Authorization"), "Bearer test-token");
+	assert_string_equal(httpd_header(httpd_request(f->t.s, 1), "Authorization"), "Bearer test-token");
 	free(data);
 	vx_err_release(&err);
 }
@@ -145,24 +75,24 @@ static void test_read_starts_over_when_replaced(void **state)
 	size_t len = 0;
 	int64_t gen = 0;
 
-	httpd_respond(f->s, 200, JSON_HDR, meta17, 0);
-	httpd_respond(f->s, 412, JSON_HDR, "{\"error\":{\"code\":412,\"message\":\"At least one of the pre-conditions you specified did not hold.\"}}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"state/x.json\",\"generation\":\"18\"}", 0);
-	httpd_respond(f->s, 200, NULL, "", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, meta17, 0);
+	httpd_respond(f->t.s, 412, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":412,\"message\":\"At least one of the pre-conditions you specified did not hold.\"}}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"state/x.json\",\"generation\":\"18\"}", 0);
+	httpd_respond(f->t.s, 200, NULL, "", 0);
 	assert_int_equal(storage_object_read(&f->c, "bkt", "state/x.json", &data, &len, &gen, &err), 0);
 	assert_int_equal(gen, 18);
 	assert_int_equal(len, 0);
 	assert_string_equal(data, "");
-	assert_string_equal(httpd_request(f->s, 3)->target,
+	assert_string_equal(httpd_request(f->t.s, 3)->target,
 			    "/storage/v1/b/bkt/o/state%2Fx.json?alt=media&ifGenerationMatch=18");
 	free(data);
 
-	httpd_respond(f->s, 404, JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"No such object: bkt/state/missing.json\"}}", 0);
+	httpd_respond(f->t.s, 404, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"No such object: bkt/state/missing.json\"}}", 0);
 	assert_int_equal(storage_object_read(&f->c, "bkt", "state/missing.json", &data, &len, &gen, &err), VX_ENOTFOUND);
 	assert_null(data);
 	assert_non_null(strstr(err.msg, "storage: reading gs://bkt/state/missing.json: NOT_FOUND: No such object"));
 	assert_int_equal(storage_object_read(&f->c, "B!", "x", &data, &len, &gen, &err), VX_EINVAL);
-	assert_int_equal(httpd_request_count(f->s), 5);
+	assert_int_equal(httpd_request_count(f->t.s), 5);
 	vx_err_release(&err);
 }
 
@@ -176,10 +106,10 @@ static void test_write_multipart_exact(void **state)
 	int64_t gen = 0;
 	static const char data[] = "{\"serial\":2}";
 
-	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"state/x.json\",\"generation\":\"1700000000000001\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"state/x.json\",\"generation\":\"1700000000000001\"}", 0);
 	assert_int_equal(storage_object_write(&f->c, "bkt", "state/x.json", data, strlen(data), NULL, 0, &gen, &err), 0);
 	assert_int_equal(gen, 1700000000000001LL);
-	r = httpd_request(f->s, 0);
+	r = httpd_request(f->t.s, 0);
 	assert_string_equal(r->method, "POST");
 	assert_string_equal(r->target, "/upload/storage/v1/b/bkt/o?uploadType=multipart&name=state%2Fx.json&ifGenerationMatch=0");
 	ct = httpd_header(r, "Content-Type");
@@ -192,21 +122,21 @@ static void test_write_multipart_exact(void **state)
 	assert_string_equal(r->body, want);
 
 	/* Compare-and-swap lost: 412 is a conflict. */
-	httpd_respond(f->s, 412, JSON_HDR, "{\"error\":{\"code\":412,\"message\":\"precondition\"}}", 0);
+	httpd_respond(f->t.s, 412, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":412,\"message\":\"precondition\"}}", 0);
 	assert_int_equal(storage_object_write(&f->c, "bkt", "state/x.json", data, strlen(data), "text/plain", 5, NULL,
 					      &err), VX_ECONFLICT);
-	assert_string_equal(httpd_request(f->s, 1)->target,
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
 			    "/upload/storage/v1/b/bkt/o?uploadType=multipart&name=state%2Fx.json&ifGenerationMatch=5");
-	assert_non_null(strstr(httpd_request(f->s, 1)->body, "\r\nContent-Type: text/plain\r\n"));
+	assert_non_null(strstr(httpd_request(f->t.s, 1)->body, "\r\nContent-Type: text/plain\r\n"));
 	assert_non_null(strstr(err.msg, "storage: writing gs://bkt/state/x.json: "));
 
 	/* No precondition: no query parameter, and never resent. */
-	httpd_respond(f->s, 503, JSON_HDR, "{}", 0);
-	httpd_set_default(f->s, 200, JSON_HDR, "{\"generation\":\"3\"}", 0);
+	httpd_respond(f->t.s, 503, CLIENTTEST_JSON_HDR, "{}", 0);
+	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"generation\":\"3\"}", 0);
 	assert_int_equal(storage_object_write(&f->c, "bkt", "a b", "x", 1, NULL, STORAGE_ANY_GENERATION, &gen, &err),
 			 VX_EUNCERTAIN);
-	assert_string_equal(httpd_request(f->s, 2)->target, "/upload/storage/v1/b/bkt/o?uploadType=multipart&name=a%20b");
-	assert_int_equal(httpd_request_count(f->s), 3);
+	assert_string_equal(httpd_request(f->t.s, 2)->target, "/upload/storage/v1/b/bkt/o?uploadType=multipart&name=a%20b");
+	assert_int_equal(httpd_request_count(f->t.s), 3);
 	vx_err_release(&err);
 }
 
@@ -215,16 +145,16 @@ static void test_delete_exact(void **state)
 	struct fx *f = *state;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 204, NULL, NULL, 0);
+	httpd_respond(f->t.s, 204, NULL, NULL, 0);
 	assert_int_equal(storage_object_delete(&f->c, "bkt", "state/x.json", 1700000000000001LL, &err), 0);
-	assert_string_equal(httpd_request(f->s, 0)->method, "DELETE");
-	assert_string_equal(httpd_request(f->s, 0)->target,
+	assert_string_equal(httpd_request(f->t.s, 0)->method, "DELETE");
+	assert_string_equal(httpd_request(f->t.s, 0)->target,
 			    "/storage/v1/b/bkt/o/state%2Fx.json?ifGenerationMatch=1700000000000001");
-	httpd_respond(f->s, 412, JSON_HDR, "{\"error\":{\"code\":412,\"message\":\"precondition\"}}", 0);
+	httpd_respond(f->t.s, 412, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":412,\"message\":\"precondition\"}}", 0);
 	assert_int_equal(storage_object_delete(&f->c, "bkt", "state/x.json", 3, &err), VX_ECONFLICT);
-	httpd_respond(f->s, 204, NULL, NULL, 0);
+	httpd_respond(f->t.s, 204, NULL, NULL, 0);
 	assert_int_equal(storage_object_delete(&f->c, "bkt", "x", STORAGE_ANY_GENERATION, &err), 0);
-	assert_string_equal(httpd_request(f->s, 2)->target, "/storage/v1/b/bkt/o/x");
+	assert_string_equal(httpd_request(f->t.s, 2)->target, "/storage/v1/b/bkt/o/x");
 	vx_err_release(&err);
 }
 
@@ -261,7 +191,7 @@ static void test_parse_hostile(void **state)
 	vx_err_release(&err);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, clienttest_teardown)
 
 int main(void)
 {

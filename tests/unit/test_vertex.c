@@ -13,106 +13,28 @@
 
 #include "providers/gcp/http.h"
 #include "providers/gcp/vertex.h"
+#include "tests/unit/support/clienttest.h"
 #include "tests/unit/support/httpd.h"
 #include "util/ctx.h"
 #include "util/err.h"
 
-/* ---- fixture: scripted server, http layer, a clock whose sleeps are virtual ---- */
+/* ---- fixture: support/clienttest.h, with the client under test ---- */
 
 struct fx {
-	struct httpd *s;
-	struct gcp_http *h;
-	struct vx_ctx ctx;
+	struct clienttest t; /* first: clienttest_teardown frees the fixture */
 	struct vertex_client c;
-	char base[160];
-	int64_t offset;
-	int64_t sleeps[64];
-	int nsleeps;
 };
-
-static int64_t fx_now(void *ud)
-{
-	return vx_clock_real_now_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static int64_t fx_mono(void *ud)
-{
-	return vx_clock_real_mono_ms(NULL) + ((struct fx *)ud)->offset;
-}
-
-static void fx_sleep(void *ud, int64_t ms)
-{
-	struct fx *f = ud;
-
-	if (f->nsleeps < 64)
-		f->sleeps[f->nsleeps++] = ms;
-	f->offset += ms;
-}
-
-static int tok_get(void *ud, char **out, struct vx_err *err)
-{
-	(void)ud;
-	(void)err;
-	*out = strdup("test-token");
-	return *out ? 0 : VX_ENOMEM;
-}
-
-static void tok_invalidate(void *ud)
-{
-	(void)ud;
-}
-
-static const struct gcp_token_source tokens = { tok_get, tok_invalidate, NULL };
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	struct gcp_http_options o;
-	struct vx_err err = VX_ERR_INIT;
+	struct fx *f = clienttest_new(sizeof(*f), "/v1/");
 
-	assert_non_null(f);
-	assert_int_equal(httpd_start(&f->s), 0);
-	vx_ctx_init(&f->ctx);
-	f->ctx.clock.now_ms = fx_now;
-	f->ctx.clock.mono_ms = fx_mono;
-	f->ctx.clock.sleep_ms = fx_sleep;
-	f->ctx.clock.ud = f;
-	f->ctx.seed = 7;
-	memset(&o, 0, sizeof(o));
-	o.max_attempts = 3;
-	o.backoff_initial_ms = 1;
-	o.backoff_max_ms = 2;
-	o.timeout_ms = 5000;
-	o.rate_per_minute = -1;
-	o.create_rate_per_minute = -1;
-	assert_int_equal(gcp_http_new(&f->h, &f->ctx, &o, &tokens, &err), 0);
-	snprintf(f->base, sizeof(f->base), "%s/v1/", httpd_url(f->s));
-	f->c.http = f->h;
-	f->c.ctx = &f->ctx;
-	f->c.base_url = f->base;
+	f->c.http = f->t.h;
+	f->c.ctx = &f->t.ctx;
+	f->c.base_url = f->t.base;
 	*state = f;
 	return 0;
 }
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	gcp_http_free(f->h);
-	httpd_stop(f->s);
-	free(f);
-	return 0;
-}
-
-static const struct httpd_request *req(struct fx *f, size_t i)
-{
-	const struct httpd_request *r = httpd_request(f->s, i);
-
-	assert_non_null(r);
-	return r;
-}
-
-#define JSON_HDR "Content-Type: application/json\r\n"
 
 static const char job_body[] =
 	"{\"name\":\"projects/123/locations/us-central1/customJobs/456\","
@@ -139,12 +61,12 @@ static void test_create_exact_request(void **state)
 	const struct httpd_request *r;
 
 	/* {region} in the base URL is replaced by the call's region. */
-	snprintf(f->base, sizeof(f->base), "%s/r-{region}/v1", httpd_url(f->s));
-	httpd_respond(f->s, 200, JSON_HDR, job_body, 0);
+	snprintf(f->t.base, sizeof(f->t.base), "%s/r-{region}/v1", httpd_url(f->t.s));
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, job_body, 0);
 	assert_int_equal(vertex_create_job(&f->c, "my-proj", "us-central1", "gemma2-lora", lkeys, lvals, 2,
 					   spec, &job, &err), 0);
-	assert_int_equal(httpd_request_count(f->s), 1);
-	r = req(f, 0);
+	assert_int_equal(httpd_request_count(f->t.s), 1);
+	r = clienttest_req(&f->t, 0);
 	assert_string_equal(r->method, "POST");
 	assert_string_equal(r->target, "/r-us-central1/v1/projects/my-proj/locations/us-central1/customJobs");
 	assert_string_equal(r->body,
@@ -169,12 +91,12 @@ static void test_create_uncertain_on_lost_reply(void **state)
 	struct vertex_job job = VERTEX_JOB_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_drop(f->s);
-	httpd_set_default(f->s, 200, JSON_HDR, job_body, 0);
+	httpd_drop(f->t.s);
+	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, job_body, 0);
 	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
 					   &job, &err), VX_EUNCERTAIN);
 	/* Sent once, never again. */
-	assert_int_equal(httpd_request_count(f->s), 1);
+	assert_int_equal(httpd_request_count(f->t.s), 1);
 	assert_non_null(err.msg);
 	assert_non_null(strstr(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1"));
 	assert_null(job.name);
@@ -187,13 +109,13 @@ static void test_create_uncertain_on_503(void **state)
 	struct vertex_job job = VERTEX_JOB_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 503, JSON_HDR, "{\"error\":{\"code\":503,\"message\":\"busy\",\"status\":\"UNAVAILABLE\"}}", 0);
-	httpd_set_default(f->s, 200, JSON_HDR, job_body, 0);
+	httpd_respond(f->t.s, 503, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":503,\"message\":\"busy\",\"status\":\"UNAVAILABLE\"}}", 0);
+	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, job_body, 0);
 	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", NULL, NULL, 0, spec,
 					   &job, &err), VX_EUNCERTAIN);
-	assert_int_equal(httpd_request_count(f->s), 1);
+	assert_int_equal(httpd_request_count(f->t.s), 1);
 	/* No labels: no "labels" member. */
-	assert_null(strstr(req(f, 0)->body, "labels"));
+	assert_null(strstr(clienttest_req(&f->t, 0)->body, "labels"));
 	vx_err_release(&err);
 }
 
@@ -204,7 +126,7 @@ static void test_create_permission_denied(void **state)
 	struct vx_err err = VX_ERR_INIT;
 	static const char prefix[] = "vertex: creating job \"gemma2-lora\" in us-central1: PERMISSION_DENIED: ";
 
-	httpd_respond(f->s, 403, JSON_HDR,
+	httpd_respond(f->t.s, 403, CLIENTTEST_JSON_HDR,
 		      "{\"error\":{\"code\":403,\"message\":\"Permission 'aiplatform.customJobs.create' denied\","
 		      "\"status\":\"PERMISSION_DENIED\"}}", 0);
 	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
@@ -212,7 +134,7 @@ static void test_create_permission_denied(void **state)
 	assert_int_equal(err.code, VX_EAUTH);
 	assert_memory_equal(err.msg, prefix, sizeof(prefix) - 1);
 	assert_non_null(strstr(err.msg, "Permission 'aiplatform.customJobs.create' denied"));
-	assert_int_equal(httpd_request_count(f->s), 1);
+	assert_int_equal(httpd_request_count(f->t.s), 1);
 	vx_err_release(&err);
 }
 
@@ -231,7 +153,7 @@ static void test_create_rejects_bad_input(void **state)
 			 VX_EINVAL);
 	assert_int_equal(vertex_create_job(&f->c, "p", "us central1", "j", NULL, NULL, 0, spec, &job, &err),
 			 VX_EINVAL);
-	assert_int_equal(httpd_request_count(f->s), 0);
+	assert_int_equal(httpd_request_count(f->t.s), 0);
 	vx_err_release(&err);
 }
 
@@ -247,33 +169,33 @@ static void test_list_all_pages(void **state)
 				   "%2CendTime%2CupdateTime%2Cerror";
 	char want[512];
 
-	httpd_respond(f->s, 200, JSON_HDR,
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
 		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/1\",\"state\":\"JOB_STATE_RUNNING\"},"
 		      "{\"name\":\"projects/p/locations/us-central1/customJobs/2\",\"state\":\"JOB_STATE_FAILED\","
 		      "\"error\":{\"code\":8,\"message\":\"stockout\"}}],\"nextPageToken\":\"t1\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR,
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
 		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/3\",\"state\":4}],"
 		      "\"nextPageToken\":\"t/2+=\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR,
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
 		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/4\"},"
 		      "{\"name\":\"projects/p/locations/us-central1/customJobs/5\"}],\"nextPageToken\":\"\"}", 0);
 	assert_int_equal(vertex_filter_labels(&filter, lkeys, lvals, 2, &err), 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "us-central1", filter, 2, 0, &list, &err), 0);
 	assert_int_equal(list.n, 5);
-	assert_int_equal(httpd_request_count(f->s), 3);
+	assert_int_equal(httpd_request_count(f->t.s), 3);
 	snprintf(want, sizeof(want),
 		 "/v1/projects/p/locations/us-central1/customJobs?filter=labels.vx-stack%%3Dresearch%%20AND%%20"
 		 "labels.vx-job%%3Dgemma2-lora&pageSize=2&%s", mask);
-	assert_string_equal(req(f, 0)->target, want);
-	assert_string_equal(req(f, 0)->method, "GET");
+	assert_string_equal(clienttest_req(&f->t, 0)->target, want);
+	assert_string_equal(clienttest_req(&f->t, 0)->method, "GET");
 	snprintf(want, sizeof(want),
 		 "/v1/projects/p/locations/us-central1/customJobs?filter=labels.vx-stack%%3Dresearch%%20AND%%20"
 		 "labels.vx-job%%3Dgemma2-lora&pageSize=2&pageToken=t1&%s", mask);
-	assert_string_equal(req(f, 1)->target, want);
+	assert_string_equal(clienttest_req(&f->t, 1)->target, want);
 	snprintf(want, sizeof(want),
 		 "/v1/projects/p/locations/us-central1/customJobs?filter=labels.vx-stack%%3Dresearch%%20AND%%20"
 		 "labels.vx-job%%3Dgemma2-lora&pageSize=2&pageToken=t%%2F2%%2B%%3D&%s", mask);
-	assert_string_equal(req(f, 2)->target, want);
+	assert_string_equal(clienttest_req(&f->t, 2)->target, want);
 	assert_int_equal(list.items[0].state, VERTEX_JOB_STATE_RUNNING);
 	assert_int_equal(list.items[1].error_code, 8);
 	assert_string_equal(list.items[1].error_message, "stockout");
@@ -292,10 +214,10 @@ static void test_list_with_spec_and_no_filter(void **state)
 	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 200, JSON_HDR, "{\"customJobs\":[{\"name\":\"projects/p/locations/r/customJobs/1\","
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":[{\"name\":\"projects/p/locations/r/customJobs/1\","
 		      "\"jobSpec\":{\"workerPoolSpecs\":[{\"replicaCount\":\"1\"}]}}]}", 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, VERTEX_LIST_WITH_SPEC, &list, &err), 0);
-	assert_string_equal(req(f, 0)->target,
+	assert_string_equal(clienttest_req(&f->t, 0)->target,
 			    "/v1/projects/p/locations/r/customJobs?readMask=name%2CdisplayName%2Cstate%2Clabels"
 			    "%2CcreateTime%2CstartTime%2CendTime%2CupdateTime%2Cerror%2CjobSpec");
 	assert_int_equal(list.n, 1);
@@ -310,20 +232,20 @@ static void test_list_stuck_token_and_errors(void **state)
 	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond_n(f->s, 2, 200, JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"same\"}", 0);
+	httpd_respond_n(f->t.s, 2, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"same\"}", 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), VX_EAPI);
 	assert_string_equal(err.msg, "vertex: listing jobs in r: the server's page token does not advance");
 	assert_int_equal(list.n, 0);
 	assert_null(list.items);
 
 	/* A page that is not a list: the jobs read so far are released. */
-	httpd_respond(f->s, 200, JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"x\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"customJobs\":{\"name\":\"b\"}}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"x\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":{\"name\":\"b\"}}", 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), VX_EINVAL);
 	assert_string_equal(err.msg, "vertex: listing jobs in r: reading job list: customJobs is not an array");
 	assert_int_equal(list.n, 0);
 
-	httpd_respond(f->s, 400, JSON_HDR, "{\"error\":{\"code\":400,\"message\":\"bad filter\",\"status\":\"INVALID_ARGUMENT\"}}", 0);
+	httpd_respond(f->t.s, 400, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":400,\"message\":\"bad filter\",\"status\":\"INVALID_ARGUMENT\"}}", 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", "labels.x=", 0, 0, &list, &err), VX_EAPI);
 	assert_non_null(strstr(err.msg, "vertex: listing jobs in r: INVALID_ARGUMENT: bad filter"));
 	vx_err_release(&err);
@@ -337,15 +259,15 @@ static void test_get_and_not_found(void **state)
 	struct vertex_job job = VERTEX_JOB_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 200, JSON_HDR, job_body, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, job_body, 0);
 	assert_int_equal(vertex_get_job(&f->c, "projects/123/locations/us-central1/customJobs/456", &job, &err), 0);
-	assert_string_equal(req(f, 0)->method, "GET");
-	assert_string_equal(req(f, 0)->target, "/v1/projects/123/locations/us-central1/customJobs/456");
+	assert_string_equal(clienttest_req(&f->t, 0)->method, "GET");
+	assert_string_equal(clienttest_req(&f->t, 0)->target, "/v1/projects/123/locations/us-central1/customJobs/456");
 	assert_string_equal(job.display_name, "gemma2-lora");
 	assert_non_null(job.job_spec_json);
 	vertex_job_release(&job);
 
-	httpd_respond(f->s, 404, JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"not there\",\"status\":\"NOT_FOUND\"}}", 0);
+	httpd_respond(f->t.s, 404, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"not there\",\"status\":\"NOT_FOUND\"}}", 0);
 	assert_int_equal(vertex_get_job(&f->c, "projects/123/locations/us-central1/customJobs/9", &job, &err),
 			 VX_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "vertex: reading job projects/123/locations/us-central1/customJobs/9: NOT_FOUND"));
@@ -353,7 +275,7 @@ static void test_get_and_not_found(void **state)
 	assert_int_equal(vertex_get_job(&f->c, "projects/1/locations/../customJobs/9", &job, &err), VX_EINVAL);
 	assert_int_equal(vertex_get_job(&f->c, "projects/1/zones/r/customJobs/9", &job, &err), VX_EINVAL);
 	assert_int_equal(vertex_get_job(&f->c, "projects/1/locations/r/customJobs/9?x=1", &job, &err), VX_EINVAL);
-	assert_int_equal(httpd_request_count(f->s), 2);
+	assert_int_equal(httpd_request_count(f->t.s), 2);
 	vx_err_release(&err);
 }
 
@@ -362,11 +284,11 @@ static void test_cancel_exact_request(void **state)
 	struct fx *f = *state;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 200, JSON_HDR, "{}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{}", 0);
 	assert_int_equal(vertex_cancel_job(&f->c, "projects/p/locations/europe-west4/customJobs/77", &err), 0);
-	assert_string_equal(req(f, 0)->method, "POST");
-	assert_string_equal(req(f, 0)->target, "/v1/projects/p/locations/europe-west4/customJobs/77:cancel");
-	assert_string_equal(req(f, 0)->body, "{}");
+	assert_string_equal(clienttest_req(&f->t, 0)->method, "POST");
+	assert_string_equal(clienttest_req(&f->t, 0)->target, "/v1/projects/p/locations/europe-west4/customJobs/77:cancel");
+	assert_string_equal(clienttest_req(&f->t, 0)->body, "{}");
 	vx_err_release(&err);
 }
 
@@ -386,24 +308,24 @@ static void test_delete_polls_operation(void **state)
 		"\"genericMetadata\":{\"createTime\":\"2024-05-01T12:00:00Z\",\"updateTime\":\"2024-05-01T12:00:01Z\"}},"
 		"\"done\":true,\"response\":{\"@type\":\"type.googleapis.com/google.protobuf.Empty\"}}";
 
-	httpd_respond(f->s, 200, JSON_HDR, op_pending, 0);
-	httpd_respond(f->s, 200, JSON_HDR, op_pending, 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"projects/123/locations/us-central1/operations/4567\",\"done\":false}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, op_done, 0);
-	f->nsleeps = 0;
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_pending, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_pending, 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"projects/123/locations/us-central1/operations/4567\",\"done\":false}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
+	f->t.nsleeps = 0;
 	assert_int_equal(vertex_delete_job(&f->c, "projects/123/locations/us-central1/customJobs/456", 0, &err), 0);
-	assert_int_equal(httpd_request_count(f->s), 4);
-	assert_string_equal(req(f, 0)->method, "DELETE");
-	assert_string_equal(req(f, 0)->target, "/v1/projects/123/locations/us-central1/customJobs/456");
-	assert_string_equal(req(f, 1)->method, "GET");
-	assert_string_equal(req(f, 1)->target, "/v1/projects/123/locations/us-central1/operations/4567");
-	assert_string_equal(req(f, 3)->target, "/v1/projects/123/locations/us-central1/operations/4567");
+	assert_int_equal(httpd_request_count(f->t.s), 4);
+	assert_string_equal(clienttest_req(&f->t, 0)->method, "DELETE");
+	assert_string_equal(clienttest_req(&f->t, 0)->target, "/v1/projects/123/locations/us-central1/customJobs/456");
+	assert_string_equal(clienttest_req(&f->t, 1)->method, "GET");
+	assert_string_equal(clienttest_req(&f->t, 1)->target, "/v1/projects/123/locations/us-central1/operations/4567");
+	assert_string_equal(clienttest_req(&f->t, 3)->target, "/v1/projects/123/locations/us-central1/operations/4567");
 	/* 1 s, x1.3 (the http layer may sleep too: look for the sequence). */
 	{
 		int i, found = 0;
 
-		for (i = 0; i + 2 < f->nsleeps; i++)
-			if (f->sleeps[i] == 1000 && f->sleeps[i + 1] == 1300 && f->sleeps[i + 2] == 1690)
+		for (i = 0; i + 2 < f->t.nsleeps; i++)
+			if (f->t.sleeps[i] == 1000 && f->t.sleeps[i + 1] == 1300 && f->t.sleeps[i + 2] == 1690)
 				found = 1;
 		assert_true(found);
 	}
@@ -415,21 +337,21 @@ static void test_delete_operation_error_and_deadline(void **state)
 	struct fx *f = *state;
 	struct vx_err err = VX_ERR_INIT;
 
-	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\"}", 0);
-	httpd_respond(f->s, 200, JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\",\"done\":true,"
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\",\"done\":true,"
 		      "\"error\":{\"code\":9,\"message\":\"job is running\"}}", 0);
 	assert_int_equal(vertex_delete_job(&f->c, "projects/1/locations/r/customJobs/2", 0, &err), VX_EAPI);
 	assert_string_equal(err.msg, "vertex: deleting job projects/1/locations/r/customJobs/2: operation failed "
 				     "with code 9: job is running");
 
 	/* Never done: bounded by the deadline (virtual time). */
-	httpd_set_default(f->s, 200, JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\",\"done\":false}", 0);
+	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"projects/1/locations/r/operations/9\",\"done\":false}", 0);
 	assert_int_equal(vertex_delete_job(&f->c, "projects/1/locations/r/customJobs/2", 300000, &err), VX_ERETRY);
 	assert_string_equal(err.msg, "vertex: deleting job projects/1/locations/r/customJobs/2: operation "
 				     "projects/1/locations/r/operations/9 not done in time");
 
 	/* An operation without a usable name. */
-	httpd_set_default(f->s, 200, JSON_HDR, "{\"name\":\"../../x\"}", 0);
+	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"../../x\"}", 0);
 	assert_int_equal(vertex_delete_job(&f->c, "projects/1/locations/r/customJobs/2", 0, &err), VX_EAPI);
 	vx_err_release(&err);
 }
@@ -636,7 +558,7 @@ static void test_name_region(void **state)
 	assert_null(r);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, clienttest_teardown)
 
 int main(void)
 {

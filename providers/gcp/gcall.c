@@ -1,0 +1,135 @@
+#include "providers/gcp/gcall.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/gcp/gerror.h"
+#include "util/buf.h"
+
+#include "util/banned.h"
+
+int gcall_unreserved(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '_' || ch == '.' || ch == '~';
+}
+
+int gcall_segment_ok(const char *s, const char *also)
+{
+	if (!s || !*s || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (; *s; s++)
+		if (!gcall_unreserved(*s) && !(also && strchr(also, *s)))
+			return 0;
+	return 1;
+}
+
+char *gcall_url(const char *base, const char *path, ...)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	const char *key;
+	va_list ap;
+	int rc, first = 1;
+
+	rc = vx_buf_adds(&b, base);
+	if (rc == 0 && (b.len == 0 || b.data[b.len - 1] != '/'))
+		rc = vx_buf_addc(&b, '/');
+	if (rc == 0)
+		rc = vx_buf_adds(&b, path);
+	va_start(ap, path);
+	while (rc == 0 && (key = va_arg(ap, const char *))) {
+		const char *value = va_arg(ap, const char *);
+		char *esc;
+
+		if (!value)
+			continue;
+		if (!(esc = gcp_url_escape(value))) {
+			rc = VX_ENOMEM;
+			break;
+		}
+		rc = vx_buf_printf(&b, "%c%s=%s", first ? '?' : '&', key, esc);
+		first = 0;
+		free(esc);
+	}
+	va_end(ap);
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
+int gcall_add_query(struct vx_buf *b, const char *key, const char *value)
+{
+	char *esc = gcp_url_escape(value);
+	int rc;
+
+	if (!esc)
+		return VX_ENOMEM;
+	rc = vx_buf_printf(b, "%c%s=%s", strchr(vx_buf_str(b), '?') ? '&' : '?', key, esc);
+	free(esc);
+	return rc;
+}
+
+int gcall_wrap(struct vx_err *err, const char *client, const char *what)
+{
+	size_t n = strlen(client);
+
+	if (err && err->msg && !strncmp(err->msg, client, n) && err->msg[n] == ':' &&
+	    err->msg[n + 1] == ' ')
+		memmove(err->msg, err->msg + n + 2, strlen(err->msg + n + 2) + 1);
+	return vx_err_wrap(err, "%s", what);
+}
+
+void gcall_request_init(struct gcp_request *req, const char *api, const char *method,
+			const char *url, const char *json_body, enum gcp_retry retry, const char *rpc)
+{
+	memset(req, 0, sizeof(*req));
+	req->method = method;
+	req->url = url;
+	req->body = json_body;
+	req->body_len = json_body ? strlen(json_body) : 0;
+	req->content_type = json_body ? "application/json" : NULL;
+	req->api = api;
+	req->retry = retry;
+	req->rpc = rpc;
+}
+
+int gcall_send(struct gcp_http *http, const struct gcp_request *req, const char *client,
+	       const char *what, struct gcp_response *resp, struct vx_err *err)
+{
+	int rc = gcp_http_send(http, req, resp, err);
+
+	if (rc == 0) {
+		if (resp->status >= 200 && resp->status < 300)
+			return 0;
+		return gcp_error_set(err, resp, what);
+	}
+	if (rc == VX_ERETRY && resp->status != 0)
+		return gcp_error_set(err, resp, what);
+	gcall_wrap(err, client, what);
+	return rc;
+}
+
+int gcall_pages(gcall_page_fn page, void *ud, const char *what, struct vx_err *err)
+{
+	char *token = NULL, *next = NULL;
+	int rc, pages = 0;
+
+	for (;;) {
+		rc = page(ud, token, &next, err);
+		if (rc < 0 || !next)
+			break;
+		if ((token && !strcmp(token, next)) || ++pages >= GCALL_MAX_PAGES) {
+			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
+			break;
+		}
+		free(token);
+		token = next;
+		next = NULL;
+	}
+	free(token);
+	free(next);
+	return rc;
+}

@@ -1,0 +1,163 @@
+#include "providers/gcp/gjson.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/banned.h"
+
+const char *gjson_str(const cJSON *o, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+int gjson_dup(char **out, const cJSON *o, const char *key)
+{
+	const char *s = gjson_str(o, key);
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	*out = strdup(s);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+int gjson_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out)
+{
+	if (cJSON_IsNumber(it)) {
+		double d = it->valuedouble;
+
+		/* 2^63 itself rounds in from INT64_MAX as a double: keep it out. */
+		if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi ||
+		    d >= 9223372036854775807.0)
+			return -1;
+		*out = (int64_t)d;
+		return 0;
+	}
+	if (cJSON_IsString(it) && it->valuestring[0]) {
+		char *end = NULL;
+		long long v;
+
+		errno = 0;
+		v = strtoll(it->valuestring, &end, 10);
+		if (errno || *end || v < lo || v > hi)
+			return -1;
+		*out = v;
+		return 0;
+	}
+	return -1;
+}
+
+int gjson_next_page_token(char **out, const cJSON *root)
+{
+	const char *s = gjson_str(root, "nextPageToken");
+
+	*out = NULL;
+	if (!s || !s[0])
+		return 0;
+	*out = strdup(s);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+cJSON *gjson_parse_object(const char *body, size_t len, const char *what, struct vx_err *err)
+{
+	cJSON *root;
+
+	if (!body) {
+		vx_err_set(err, VX_EINVAL, "%s: empty response body", what);
+		return NULL;
+	}
+	root = cJSON_ParseWithLength(body, len);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		vx_err_set(err, VX_EINVAL, "%s: response is not a JSON object", what);
+		return NULL;
+	}
+	return root;
+}
+
+int gjson_parse_one(const char *body, size_t len, void *out, size_t elem, gjson_from_fn from,
+		    gjson_release_fn rel, const char *what, struct vx_err *err)
+{
+	cJSON *root;
+	int rc;
+
+	memset(out, 0, elem);
+	if (!(root = gjson_parse_object(body, len, what, err)))
+		return VX_EINVAL;
+	rc = from(root, out);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		rel(out);
+		return vx_err_set(err, rc, "%s: out of memory", what);
+	}
+	return 0;
+}
+
+int gjson_parse_page(const char *body, size_t len, const char *key, void **items, size_t *n,
+		     size_t *alloc, size_t elem, gjson_from_fn from, gjson_release_fn rel,
+		     char **next_page_token, const char *what, struct vx_err *err)
+{
+	const cJSON *arr, *it;
+	cJSON *root;
+	size_t count = 0, start = *n, i;
+	int rc = 0;
+
+	*next_page_token = NULL;
+	if (!(root = gjson_parse_object(body, len, what, err)))
+		return VX_EINVAL;
+	arr = cJSON_GetObjectItemCaseSensitive(root, key);
+	if (arr && !cJSON_IsArray(arr) && !cJSON_IsNull(arr)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: %s is not an array", what, key);
+		goto done;
+	}
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsObject(it))
+			count++;
+	if (count > (size_t)-1 / elem - *n) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: too many items", what);
+		goto done;
+	}
+	if (*n + count > *alloc) {
+		size_t want = *alloc < 8 ? 16 : *alloc * 2;
+		void *p;
+
+		if (want < *n + count || want > (size_t)-1 / elem)
+			want = *n + count;
+		if (!(p = realloc(*items, want * elem))) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+			goto done;
+		}
+		*items = p;
+		*alloc = want;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		void *dst;
+
+		if (!cJSON_IsObject(it))
+			continue;
+		dst = (char *)*items + *n * elem;
+		memset(dst, 0, elem);
+		(*n)++;
+		if ((rc = from(it, dst)) < 0) {
+			vx_err_set(err, rc, "%s: out of memory", what);
+			goto done;
+		}
+	}
+	if ((rc = gjson_next_page_token(next_page_token, root)) < 0)
+		vx_err_set(err, rc, "%s: out of memory", what);
+done:
+	if (rc < 0) {
+		for (i = start; i < *n; i++)
+			rel((char *)*items + i * elem);
+		*n = start;
+		free(*next_page_token);
+		*next_page_token = NULL;
+	}
+	cJSON_Delete(root);
+	return rc;
+}
