@@ -90,15 +90,43 @@ static void fmt_when(char *buf, size_t len, int64_t ms)
 	strftime(buf, len, "%Y-%m-%d %H:%MZ", &tm);
 }
 
-/* Looks up a live job by resource name. */
-static const struct live_job *live_by_name(const struct live_jobs *live, const char *name)
+/*
+ * Indexes built once per plan, so every lookup is a binary search: a plan
+ * over 10,000 jobs would otherwise spend seconds in nested scans.
+ */
+struct builder {
+	struct plan *p;
+	const struct plan_input *in;
+	int oom;
+	const struct live_job **by_name;  /* live jobs sorted by resource name */
+	const struct live_job **by_job;   /* live jobs of this stack sorted by their vx-job label */
+	size_t nby_name, nby_job;
+	const struct plan_record **records; /* sorted by address */
+	const struct plan_decl **decls;     /* sorted by address */
+	const char **known;                 /* every run the state knows, sorted */
+	size_t nknown;
+};
+
+static int cmp_live_name(const void *a, const void *b)
 {
-	if (!live || !name)
-		return NULL;
-	for (size_t i = 0; i < live->n; i++)
-		if (live->items[i].name && !strcmp(live->items[i].name, name))
-			return &live->items[i];
-	return NULL;
+	return strcmp((*(const struct live_job *const *)a)->name, (*(const struct live_job *const *)b)->name);
+}
+
+static const char *vx_job_of(const struct live_job *j)
+{
+	const char *v = live_job_label(j, "vx-job");
+
+	return v ? v : "";
+}
+
+static int cmp_live_job(const void *a, const void *b)
+{
+	return strcmp(vx_job_of(*(const struct live_job *const *)a), vx_job_of(*(const struct live_job *const *)b));
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 static int label_is(const struct live_job *j, const char *key, const char *want)
@@ -108,14 +136,57 @@ static int label_is(const struct live_job *j, const char *key, const char *want)
 	return v && !strcmp(v, want);
 }
 
+/* Looks up a live job by resource name. */
+static const struct live_job *live_by_name(const struct builder *b, const char *name)
+{
+	size_t lo = 0, hi = b->nby_name;
+
+	if (!name)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(b->by_name[mid]->name, name);
+
+		if (c == 0)
+			return b->by_name[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The first index in by_job whose vx-job label is >= name. */
+static size_t by_job_lower(const struct builder *b, const char *name)
+{
+	size_t lo = 0, hi = b->nby_job;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(vx_job_of(b->by_job[mid]), name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int is_known(const struct builder *b, const char *name)
+{
+	return name && bsearch(&name, b->known, b->nknown, sizeof(*b->known), cmp_cstr) != NULL;
+}
+
 /*
  * The newest live job carrying exactly the labels of run (spec, run,
  * attempt) of job name, that is not one of the record's known runs.
  */
-static const struct live_job *live_for_run(const struct plan_input *in, const char *name,
+static const struct live_job *live_for_run(const struct builder *b, const char *name,
 					   const char *hash, int64_t run, int64_t attempt,
 					   const struct plan_record *rec)
 {
+	const struct plan_input *in = b->in;
 	const struct live_job *best = NULL;
 	char shorth[13], runs[24], atts[24];
 
@@ -124,8 +195,8 @@ static const struct live_job *live_for_run(const struct plan_input *in, const ch
 	plan_short_hash(shorth, hash);
 	snprintf(runs, sizeof(runs), "%" PRId64, run);
 	snprintf(atts, sizeof(atts), "%" PRId64, attempt);
-	for (size_t i = 0; i < in->live->n; i++) {
-		const struct live_job *j = &in->live->items[i];
+	for (size_t i = by_job_lower(b, name); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), name); i++) {
+		const struct live_job *j = b->by_job[i];
 
 		if (!label_is(j, "vx-stack", in->stack) || !label_is(j, "vx-job", name) ||
 		    !label_is(j, "vx-spec", shorth) || !label_is(j, "vx-run", runs) ||
@@ -142,11 +213,6 @@ static const struct live_job *live_for_run(const struct plan_input *in, const ch
 	return best;
 }
 
-struct builder {
-	struct plan *p;
-	const struct plan_input *in;
-	int oom;
-};
 
 static struct plan_action *add_action(struct builder *b, enum plan_kind kind, const char *address)
 {
@@ -193,20 +259,27 @@ static void fill_decl(struct builder *b, struct plan_action *a, const struct pla
 	set_str(b, &a->region, d->region);
 }
 
-static const struct plan_record *find_record(const struct plan_input *in, const char *address)
+/* Both plan_record and plan_decl start with `const char *address`. */
+static int cmp_addr(const void *a, const void *b)
 {
-	for (size_t i = 0; i < in->nrecords; i++)
-		if (!strcmp(in->records[i].address, address))
-			return &in->records[i];
-	return NULL;
+	return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
 }
 
-static const struct plan_decl *find_decl(const struct plan_input *in, const char *address)
+static const struct plan_record *find_record(const struct builder *b, const char *address)
 {
-	for (size_t i = 0; i < in->ndecls; i++)
-		if (!strcmp(in->decls[i].address, address))
-			return &in->decls[i];
-	return NULL;
+	const char *const *key = &address;
+	const struct plan_record *const *r = bsearch(&key, b->records, b->in->nrecords,
+						     sizeof(*b->records), cmp_addr);
+
+	return r ? *r : NULL;
+}
+
+static const struct plan_decl *find_decl(const struct builder *b, const char *address)
+{
+	const char *const *key = &address;
+	const struct plan_decl *const *d = bsearch(&key, b->decls, b->in->ndecls, sizeof(*b->decls), cmp_addr);
+
+	return d ? *d : NULL;
 }
 
 static int targeted(const struct plan_input *in, const char *address)
@@ -221,7 +294,7 @@ static int targeted(const struct plan_input *in, const char *address)
 static int maybe_adopt(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 		       int64_t attempt, const char *why, const char *cancel_name)
 {
-	const struct live_job *j = live_for_run(b->in, d->name, d->spec_hash, d->run, attempt, rec);
+	const struct live_job *j = live_for_run(b, d->name, d->spec_hash, d->run, attempt, rec);
 	struct plan_action *a;
 
 	if (!j)
@@ -275,7 +348,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 
 	/* Where the current run stands: live when refreshing, else as last seen. */
 	if (b->in->live) {
-		lj = live_by_name(b->in->live, cur->name);
+		lj = live_by_name(b, cur->name);
 		if (lj) {
 			state = lj->state;
 			code = lj->error_code;
@@ -446,7 +519,7 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 	struct plan_action *a;
 
 	if (cur && b->in->live) {
-		lj = live_by_name(b->in->live, cur->name);
+		lj = live_by_name(b, cur->name);
 		state = lj ? lj->state : NULL;
 	}
 	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0) {
@@ -482,47 +555,50 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 }
 
 /* Whether a live job is one vx knows: a current or past run in the state, or adopted now. */
-static int live_known(const struct builder *b, const struct live_job *j)
+static int live_known(const struct builder *b, const struct live_job *j, const char **adopted,
+		      size_t nadopted)
 {
-	for (size_t i = 0; i < b->in->nrecords; i++) {
-		const struct plan_record *r = &b->in->records[i];
-
-		if (r->current && r->current->name && !strcmp(r->current->name, j->name))
-			return 1;
-		if (in_list(j->name, r->known, r->nknown))
-			return 1;
-	}
-	for (size_t i = 0; i < b->p->n; i++)
-		if (b->p->actions[i].adopt_name && !strcmp(b->p->actions[i].adopt_name, j->name))
-			return 1;
-	return 0;
+	return is_known(b, j->name) ||
+	       (nadopted && bsearch(&j->name, adopted, nadopted, sizeof(*adopted), cmp_cstr) != NULL);
 }
 
 /* Active jobs labelled for this stack that nothing accounts for: a crashed
  * apply's leftovers or duplicates. They cost money: the plan cancels them. */
 static void plan_untracked(struct builder *b)
 {
+	const char **adopted = NULL;
+	size_t nadopted = 0;
+
 	if (!b->in->live || b->in->ntargets)
 		return;
+	adopted = calloc(b->p->n + 1, sizeof(*adopted));
+	if (!adopted) {
+		b->oom = 1;
+		return;
+	}
+	for (size_t i = 0; i < b->p->n; i++)
+		if (b->p->actions[i].adopt_name)
+			adopted[nadopted++] = b->p->actions[i].adopt_name;
+	qsort(adopted, nadopted, sizeof(*adopted), cmp_cstr);
 	for (size_t i = 0; i < b->in->live->n && !b->oom; i++) {
 		const struct live_job *j = &b->in->live->items[i];
 		const char *job = live_job_label(j, "vx-job");
 		struct plan_action *a;
 		char *addr;
 
-		if (!j->name || !label_is(j, "vx-stack", b->in->stack) || live_known(b, j))
+		if (!j->name || !label_is(j, "vx-stack", b->in->stack) || live_known(b, j, adopted, nadopted))
 			continue;
 		if (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING"))
 			continue;
 		addr = vx_asprintf("job.%s", job ? job : "?");
 		if (!addr) {
 			b->oom = 1;
-			return;
+			break;
 		}
 		a = add_action(b, PLAN_CANCEL, addr);
 		free(addr);
 		if (!a)
-			return;
+			break;
 		set_str(b, &a->cancel_name, j->name);
 		set_str(b, &a->live_state, j->state);
 		set_str(b, &a->region, j->region);
@@ -532,6 +608,7 @@ static void plan_untracked(struct builder *b)
 		set_fmt(b, &a->drift, vx_asprintf("untracked job %s", j->name));
 		b->p->drifts++;
 	}
+	free(adopted);
 }
 
 static int cmp_action(const void *x, const void *y)
@@ -544,25 +621,81 @@ static int cmp_action(const void *x, const void *y)
 	return (int)a->kind - (int)b->kind;
 }
 
+static int build_indexes(struct builder *b)
+{
+	const struct plan_input *in = b->in;
+	size_t nlive = in->live ? in->live->n : 0, nknown = 0;
+
+	for (size_t i = 0; i < in->nrecords; i++)
+		nknown += in->records[i].nknown + 1;
+	b->by_name = calloc(nlive + 1, sizeof(*b->by_name));
+	b->by_job = calloc(nlive + 1, sizeof(*b->by_job));
+	b->records = calloc(in->nrecords + 1, sizeof(*b->records));
+	b->decls = calloc(in->ndecls + 1, sizeof(*b->decls));
+	b->known = calloc(nknown + 1, sizeof(*b->known));
+	if (!b->by_name || !b->by_job || !b->records || !b->decls || !b->known)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < nlive; i++) {
+		const struct live_job *j = &in->live->items[i];
+
+		if (j->name)
+			b->by_name[b->nby_name++] = j;
+		if (live_job_label(j, "vx-job"))
+			b->by_job[b->nby_job++] = j;
+	}
+	qsort(b->by_name, b->nby_name, sizeof(*b->by_name), cmp_live_name);
+	qsort(b->by_job, b->nby_job, sizeof(*b->by_job), cmp_live_job);
+	for (size_t i = 0; i < in->nrecords; i++) {
+		const struct plan_record *r = &in->records[i];
+
+		b->records[i] = r;
+		if (r->current && r->current->name)
+			b->known[b->nknown++] = r->current->name;
+		for (size_t k = 0; k < r->nknown; k++)
+			b->known[b->nknown++] = r->known[k];
+	}
+	for (size_t i = 0; i < in->ndecls; i++)
+		b->decls[i] = &in->decls[i];
+	qsort(b->records, in->nrecords, sizeof(*b->records), cmp_addr);
+	qsort(b->decls, in->ndecls, sizeof(*b->decls), cmp_addr);
+	qsort(b->known, b->nknown, sizeof(*b->known), cmp_cstr);
+	return 0;
+}
+
+static void free_indexes(struct builder *b)
+{
+	free(b->by_name);
+	free(b->by_job);
+	free(b->records);
+	free(b->decls);
+	free(b->known);
+}
+
 int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err)
 {
-	struct builder b = { out, in, 0 };
+	struct builder b;
 
+	memset(&b, 0, sizeof(b));
+	b.p = out;
+	b.in = in;
 	memset(out, 0, sizeof(*out));
+	if (build_indexes(&b) < 0)
+		b.oom = 1;
 	for (size_t i = 0; i < in->ndecls && !b.oom; i++) {
 		const struct plan_decl *d = &in->decls[i];
 
 		if (targeted(in, d->address))
-			plan_declared(&b, d, find_record(in, d->address));
+			plan_declared(&b, d, find_record(&b, d->address));
 	}
 	for (size_t i = 0; i < in->nrecords && !b.oom; i++) {
 		const struct plan_record *r = &in->records[i];
 
-		if (!find_decl(in, r->address) && targeted(in, r->address))
+		if (!find_decl(&b, r->address) && targeted(in, r->address))
 			plan_removed(&b, r);
 	}
 	if (!b.oom)
 		plan_untracked(&b);
+	free_indexes(&b);
 	if (b.oom) {
 		plan_release(out);
 		return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
