@@ -119,7 +119,8 @@ demo: deps all
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --inline-suppr --suppress=missingIncludeSystem -I. $(LIB_SRC) $(CMD_SRC)
-	clang-tidy --quiet $(LIB_SRC) $(CMD_SRC) -- -std=c11 -I. -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(PKG_CFLAGS)
+	clang-tidy --quiet $(LIB_SRC) $(CMD_SRC) -- -std=c11 -I. -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+	  -DVX_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
 
 fuzz:
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk BUILD=$(BUILD)/fuzz

@@ -142,7 +142,7 @@ int workspace_refresh(struct workspace *ws, struct vx_err *err)
 	rc = planner_regions(ws->st, ws->state_loaded ? &ws->state : NULL, &ws->regions, &ws->nregions);
 	if (rc < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < ws->nregions; i++) {
+	for (size_t i = 0; ws->regions && i < ws->nregions; i++) {
 		struct live_jobs js = { 0 };
 
 		rc = ws->prov->list_jobs(ws->prov, ws->st->project, ws->regions[i], ws->st->name, &js, err);

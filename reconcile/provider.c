@@ -14,7 +14,7 @@ void live_job_release(struct live_job *j)
 	free(j->region);
 	free(j->display_name);
 	free(j->state);
-	for (size_t i = 0; i < j->nlabels; i++) {
+	for (size_t i = 0; j->labels && i < j->nlabels; i++) {
 		free(j->labels[i].key);
 		free(j->labels[i].value);
 	}

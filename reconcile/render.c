@@ -325,7 +325,7 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 
 void saved_plan_release(struct saved_plan *sp)
 {
-	for (size_t i = 0; i < sp->n; i++) {
+	for (size_t i = 0; sp->actions && i < sp->n; i++) {
 		struct saved_action *a = &sp->actions[i];
 
 		free(a->address);
@@ -428,7 +428,7 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 	    (rc = get_str(state, "lineage", &out->state_lineage, 0, err)) < 0 ||
 	    (rc = get_str(state, "serial", &serial, 1, err)) < 0)
 		goto done;
-	out->state_serial = strtoull(serial, NULL, 10);
+	out->state_serial = serial ? strtoull(serial, NULL, 10) : 0;
 	actions = cJSON_GetObjectItemCaseSensitive(root, "actions");
 	if (!cJSON_IsArray(actions)) {
 		rc = vx_err_set(err, VX_EINVAL, "saved plan: \"actions\" must be an array");

@@ -1100,7 +1100,7 @@ static int check_keys(const cJSON *o, const char *path, const char *const *keys,
 	uint64_t seen = 0;
 	size_t i;
 
-	if (!cJSON_IsObject(o))
+	if (!o || !cJSON_IsObject(o))
 		return vx_err_set(err, VX_EINVAL, "%s: expected an object", *path ? path : "(top)");
 	for (c = o->child; c; c = c->next) {
 		for (i = 0; i < nkeys; i++)
@@ -1339,7 +1339,7 @@ static int intent_from(const cJSON *o, const char *path, struct state_intent *in
 		state_intent_release(in);
 		return rc;
 	}
-	if ((rc = state_address_split(in->address, NULL, NULL, err)) < 0) {
+	if (state_address_split(in->address, NULL, NULL, err) < 0) {
 		state_intent_release(in);
 		return vx_err_wrap(err, "%s.address", path);
 	}

@@ -482,12 +482,17 @@ static int build_tree(struct git_backend *g, const struct state *hdr, const stru
 	    (rc = insert_blob(g, root, "stack.json", text, err)) < 0)
 		goto done;
 	for (i = 0; i < st->nrecords; i++) {
-		const char *dir, *name;
+		const char *dir = NULL, *name = NULL;
 
 		if ((rc = state_address_split(st->records[i].address, &dir, &name, err)) < 0)
 			goto done;
-		for (d = 0; strcmp(kind_dirs[d], dir) != 0; d++)
+		for (d = 0; d < 3 && dir && strcmp(kind_dirs[d], dir) != 0; d++)
 			;
+		if (d == 3 || !dir) {
+			rc = vx_err_set(err, VX_EINVAL, "%s: no state folder for this kind of address",
+					st->records[i].address);
+			goto done;
+		}
 		if (!sub[d] && git_treebuilder_new(&sub[d], g->repo, NULL) < 0) {
 			rc = gerr(err, VX_EIO, "building the state tree");
 			goto done;

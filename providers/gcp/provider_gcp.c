@@ -116,6 +116,8 @@ static int session_get(struct gcp_provider *g, struct session **out, struct vx_e
 
 static void session_put(struct gcp_provider *g, struct session *s)
 {
+	if (!s)
+		return;
 	pthread_mutex_lock(&g->lock);
 	s->next = g->pool;
 	g->pool = s;
