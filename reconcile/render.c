@@ -28,6 +28,20 @@ static const char *kind_color(enum plan_kind k)
 	}
 }
 
+/* The symbol padded to three columns: printf pads bytes, and "↻" is three
+ * bytes but one column. */
+static const char *symbol_padded(enum plan_kind k)
+{
+	switch (k) {
+	case PLAN_CREATE: return "+  ";
+	case PLAN_ADOPT: return "~  ";
+	case PLAN_REPLACE: return "-/+";
+	case PLAN_RERUN: case PLAN_RESUBMIT: return "\u21bb  ";
+	case PLAN_CANCEL: case PLAN_FORGET: return "-  ";
+	default: return "   ";
+	}
+}
+
 static int is_change(const struct plan_action *a)
 {
 	return a->kind != PLAN_NOOP;
@@ -95,8 +109,8 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 
 		if (!is_change(a))
 			continue;
-		rc = vx_buf_printf(b, "  %s%s%-3s %s%s %s\n", color ? kind_color(a->kind) : "",
-				   color ? C_BOLD : "", plan_kind_symbol(a->kind), a->address,
+		rc = vx_buf_printf(b, "  %s%s%s %s%s %s\n", color ? kind_color(a->kind) : "",
+				   color ? C_BOLD : "", symbol_padded(a->kind), a->address,
 				   color ? C_RESET : "", plan_kind_name(a->kind));
 		if (rc == 0 && a->shape)
 			rc = vx_buf_printf(b, "        %s%s%s\n", a->shape, a->region ? " in " : "",

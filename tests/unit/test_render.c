@@ -1,0 +1,160 @@
+/* Unit tests for reconcile/render.c: the human text, markdown and the JSON round trip. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/render.h"
+#include "util/buf.h"
+
+#define HASH_A "aaaaaaaaaaaa0000000000000000000000000000000000000000000000000000"
+
+static const char *const regions[] = { "us-central1" };
+
+static struct render_header header(void)
+{
+	struct render_header h = {
+		.stack = "research", .project = "my-project", .dir = "/repo/stack", .backend = "git",
+		.state_ref = "refs/heads/vx/state/research",
+		.state_commit = "0123456789abcdef0123456789abcdef01234567", .state_serial = 7,
+		.state_lineage = "d78900b3-2055-4084-ab8b-76f61f94e371", .config_commit = NULL,
+		.decl_hash = "ff00", .refresh = 1, .regions = regions, .nregions = 1,
+	};
+	return h;
+}
+
+static void make_plan(struct plan *p)
+{
+	static struct plan_decl d[2];
+	struct plan_input in;
+	struct live_jobs live = { 0 };
+	struct vx_err err = VX_ERR_INIT;
+
+	memset(d, 0, sizeof(d));
+	d[0].address = "job.b|pipe"; d[0].name = "b"; d[0].region = "us-central1"; d[0].spec_hash = HASH_A;
+	d[0].shape = "a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START"; d[0].run = 1; d[0].max_attempts = 3;
+	d[1] = d[0];
+	d[1].address = "job.a";
+	d[1].name = "a";
+	memset(&in, 0, sizeof(in));
+	in.stack = "research";
+	in.decls = d;
+	in.ndecls = 2;
+	in.live = &live;
+	assert_int_equal(plan_build(p, &in, &err), 0);
+}
+
+static void test_human_exact(void **unused)
+{
+	struct render_header h = header();
+	struct vx_buf b = VX_BUF_INIT;
+	struct plan p;
+
+	(void)unused;
+	make_plan(&p);
+	assert_int_equal(render_plan_human(&b, &p, &h, 0), 0);
+	assert_string_equal(vx_buf_str(&b),
+		"Stack research, project my-project\n"
+		"State: git refs/heads/vx/state/research @ 0123456789ab (serial 7)\n"
+		"Refresh: live jobs read in 1 region (us-central1)\n"
+		"\n"
+		"  +   job.a create\n"
+		"        a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START in us-central1\n"
+		"        new job\n"
+		"  +   job.b|pipe create\n"
+		"        a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START in us-central1\n"
+		"        new job\n"
+		"\n"
+		"Plan: 2 to create. 0 unchanged.\n");
+	vx_buf_reset(&b);
+	/* Colour only when asked: escape codes appear, the words stay. */
+	assert_int_equal(render_plan_human(&b, &p, &h, 1), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "\033[32m"));
+	assert_non_null(strstr(vx_buf_str(&b), "job.a"));
+	vx_buf_release(&b);
+	plan_release(&p);
+}
+
+static void test_refresh_off_is_loud(void **unused)
+{
+	struct render_header h = header();
+	struct vx_buf b = VX_BUF_INIT;
+	struct plan p;
+
+	(void)unused;
+	h.refresh = 0;
+	make_plan(&p);
+	assert_int_equal(render_plan_human(&b, &p, &h, 0), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "Refresh: OFF (-refresh=false)"));
+	vx_buf_release(&b);
+	plan_release(&p);
+}
+
+static void test_markdown_escapes_cells(void **unused)
+{
+	struct render_header h = header();
+	struct vx_buf b = VX_BUF_INIT;
+	struct plan p;
+
+	(void)unused;
+	make_plan(&p);
+	assert_int_equal(render_plan_markdown(&b, &p, &h), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "| `+` | `job.a` | create | a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START | new job |\n"));
+	assert_non_null(strstr(vx_buf_str(&b), "**Plan:** 2 to create."));
+	vx_buf_release(&b);
+	plan_release(&p);
+}
+
+static void test_json_round_trip(void **unused)
+{
+	struct render_header h = header();
+	struct vx_buf b = VX_BUF_INIT;
+	struct saved_plan sp;
+	struct vx_err err = VX_ERR_INIT;
+	const char *targets[] = { "job.a" };
+	struct plan p;
+
+	(void)unused;
+	h.targets = targets;
+	h.ntargets = 1;
+	make_plan(&p);
+	assert_int_equal(render_plan_json(&b, &p, &h), 0);
+	assert_int_equal(saved_plan_parse(&sp, b.data, b.len, &err), 0);
+	assert_int_equal(sp.format_version, PLAN_FORMAT_VERSION);
+	assert_string_equal(sp.stack, "research");
+	assert_string_equal(sp.dir, "/repo/stack");
+	assert_int_equal(sp.state_serial, 7);
+	assert_string_equal(sp.state_lineage, "d78900b3-2055-4084-ab8b-76f61f94e371");
+	assert_int_equal(sp.n, 2);
+	assert_string_equal(sp.actions[1].address, "job.b|pipe");
+	assert_string_equal(sp.actions[1].action, "create");
+	assert_int_equal(sp.actions[1].attempt, 1);
+	assert_int_equal(sp.ntargets, 1);
+	assert_string_equal(sp.targets[0], "job.a");
+	saved_plan_release(&sp);
+	/* A plan of a format this vx does not know is refused. */
+	assert_int_equal(saved_plan_parse(&sp, "{\"format_version\": 2}", 21, &err), VX_EINVAL);
+	assert_non_null(strstr(err.msg, "format_version 2 is not supported"));
+	vx_err_release(&err);
+	assert_int_equal(saved_plan_parse(&sp, "not json", 8, &err), VX_EINVAL);
+	vx_err_release(&err);
+	vx_buf_release(&b);
+	plan_release(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_human_exact),
+		cmocka_unit_test(test_refresh_off_is_loud),
+		cmocka_unit_test(test_markdown_escapes_cells),
+		cmocka_unit_test(test_json_round_trip),
+	};
+	return cmocka_run_group_tests_name("render", tests, NULL, NULL);
+}
