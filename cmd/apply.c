@@ -129,13 +129,18 @@ static int is_plan_file(const char *path)
 	return access(path, R_OK) == 0 && n > 0 && path[n - 1] != '/' && !cmd_is_dir(path);
 }
 
-/* Follows created jobs until they run (or finish). Returns 0, or 1 when one failed. */
-static int wait_jobs(struct workspace *ws, const struct apply_result *res, int until_done, int color)
+/*
+ * Follows created jobs until they run (or finish): a line per state change,
+ * and on a terminal a status line redrawn in place between polls. Returns 0,
+ * or 1 when one failed.
+ */
+static int wait_jobs(struct workspace *ws, const struct apply_result *res, int until_done)
 {
 	char **last = calloc(res->ncreated + 1, sizeof(*last));
 	const char *poll_env = getenv("VX_WAIT_POLL_MS");
 	long poll = poll_env ? strtol(poll_env, NULL, 10) : 10000;
-	int failed = 0, tty = color;
+	int failed = 0, tty = isatty(1);
+	int64_t started = vx_mono_ms(ws->ctx);
 	struct vx_err err = VX_ERR_INIT;
 
 	if (!last)
@@ -143,13 +148,15 @@ static int wait_jobs(struct workspace *ws, const struct apply_result *res, int u
 	if (poll <= 0)
 		poll = 10000;
 	for (;;) {
-		size_t pending = 0;
+		size_t pending = 0, running = 0, done = 0;
 
 		if (workspace_refresh(ws, &err) < 0) {
 			cmd_report(&err, "waiting for jobs");
 			failed = 1;
 			break;
 		}
+		if (tty)
+			fputs("\r\033[K", stdout);
 		for (size_t i = 0; i < res->ncreated; i++) {
 			const char *state = "JOB_STATE_UNSPECIFIED";
 
@@ -160,20 +167,32 @@ static int wait_jobs(struct workspace *ws, const struct apply_result *res, int u
 			if (!last[i] || strcmp(last[i], state) != 0) {
 				free(last[i]);
 				last[i] = strdup(state);
-				printf("%s%s: %s\n", tty ? "  " : "", res->created[i], job_state_short(state));
-				fflush(stdout);
+				printf("  %s: %s (after %llds)\n", res->created[i], job_state_short(state),
+				       (long long)((vx_mono_ms(ws->ctx) - started) / 1000));
 			}
 			if (!strcmp(state, "JOB_STATE_FAILED") || !strcmp(state, "JOB_STATE_CANCELLED") ||
 			    !strcmp(state, "JOB_STATE_EXPIRED"))
 				failed = 1;
-			else if (until_done ? !job_state_is_terminal(state)
-					    : (strcmp(state, "JOB_STATE_RUNNING") && !job_state_is_terminal(state)))
+			if (job_state_is_terminal(state))
+				done++;
+			else if (!strcmp(state, "JOB_STATE_RUNNING"))
+				running++;
+			if (until_done ? !job_state_is_terminal(state)
+				       : (strcmp(state, "JOB_STATE_RUNNING") && !job_state_is_terminal(state)))
 				pending++;
 		}
 		if (!pending || vx_interrupted(ws->ctx))
 			break;
+		if (tty)
+			printf("  waiting: %zu not yet %s, %zu running, %zu finished (%llds)", pending,
+			       until_done ? "finished" : "running", running, done,
+			       (long long)((vx_mono_ms(ws->ctx) - started) / 1000));
+		fflush(stdout);
 		vx_sleep_ms(ws->ctx, poll);
 	}
+	if (tty)
+		fputs("\r\033[K", stdout);
+	fflush(stdout);
 	for (size_t i = 0; i < res->ncreated; i++)
 		free(last[i]);
 	free(last);
@@ -388,7 +407,7 @@ int cmd_apply(int argc, char **argv)
 	if (wait && res.ncreated) {
 		printf("\nWaiting for %zu job%s to %s:\n", res.ncreated, res.ncreated == 1 ? "" : "s",
 		       wait == 2 ? "finish" : "run");
-		if (wait_jobs(&ws, &res, wait == 2, color))
+		if (wait_jobs(&ws, &res, wait == 2))
 			goto done;
 	}
 	rc = VX_EXIT_OK;
