@@ -896,10 +896,10 @@ static void report_too_big(struct vx_diags *diags, const char *name, size_t size
 
 	size_words(words, sizeof(words), max);
 	if (exact)
-		rc = vx_diags_add(diags, name, 0, 0, "file is %zu bytes, larger than the %s limit",
+		rc = vx_diags_add(diags, name, 1, 1, "file is %zu bytes, larger than the %s limit",
 				  size, words);
 	else
-		rc = vx_diags_add(diags, name, 0, 0, "file is larger than the %s limit", words);
+		rc = vx_diags_add(diags, name, 1, 1, "file is larger than the %s limit", words);
 	(void)rc; /* out of memory while reporting: the caller fails with VX_EINVAL anyway */
 }
 

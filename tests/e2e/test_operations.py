@@ -66,11 +66,25 @@ class Credentials(FakeTestCase):
         self.assertIn("metadata server", cp.stdout)
         self.assertGreaterEqual(self.fake.rpc_count("metadata.get"), 1)
 
-    def test_expired_token_refreshed_after_401(self):
+    def test_revoked_token_refreshed_after_401(self):
+        """A token the server stops accepting early: 401, one refresh, the call goes through."""
         self.repo.write({"a": job_yaml("a")})
-        self.fake.post("/_fake/auth", {"token_lifetime_seconds": 1})
-        r = self.repo.vx("plan", self.repo.dir)
-        self.assertEqual(r.code, 0, r)
+        # The first create waits 1.5 s at the server before its token is checked.
+        self.fake.post("/_fake/faults", {"latency_ms": 1500, "methods": ["CreateCustomJob"], "times": 1})
+        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"], cwd=self.repo.root,
+                             env=self.fake.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True)
+        deadline = time.time() + 60
+        while self.fake.rpc_count("CreateCustomJob") < 1 and time.time() < deadline:
+            time.sleep(0.02)
+        self.fake.post("/_fake/tokens/expire", {})
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, out + err)
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        log = self.fake.requests()["log"]
+        creates = [e["status"] for e in log if e["rpc"] == "CreateCustomJob"]
+        self.assertEqual(creates, [401, 200])
+        self.assertEqual(self.fake.rpc_count("oauth2.token"), 2)
 
 
 class Operations(FakeTestCase):

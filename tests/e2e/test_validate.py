@@ -161,7 +161,7 @@ class ValidateTest(unittest.TestCase):
             code, out, err = vx(big, cwd=tmp, timeout=30)
             self.check_no_crash(code, err)
             self.assertEqual(code, 1)
-            self.assertRegex(err, r"^" + re.escape(big) + r"/stack\.yaml(:\d+:\d+)?: .*larger than")
+            self.assertRegex(err, r"^" + re.escape(big) + r"/stack\.yaml:1:1: .*larger than")
         finally:
             shutil.rmtree(tmp)
 

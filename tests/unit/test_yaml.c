@@ -430,7 +430,7 @@ static void test_file_limits(void **state)
 	{
 		char want[128];
 
-		snprintf(want, sizeof(want), "%s: file is 31457280 bytes, larger than the 8 MiB limit",
+		snprintf(want, sizeof(want), "%s:1:1: file is 31457280 bytes, larger than the 8 MiB limit",
 			 path);
 		assert_string_equal(s, want);
 	}
@@ -450,7 +450,7 @@ static void test_file_limits(void **state)
 
 	lim.max_file_bytes = 10;
 	expect_err_l("kind: Stack\n", &lim,
-		     "a.yaml: file is 12 bytes, larger than the 10-byte limit");
+		     "a.yaml:1:1: file is 12 bytes, larger than the 10-byte limit");
 
 	assert_int_equal(yaml_load_file(&f, "/nonexistent/x.yaml", NULL, &d, &err), VX_EIO);
 	assert_null(f);
