@@ -214,7 +214,7 @@ int cmd_apply(int argc, char **argv)
 	struct vx_err err = VX_ERR_INIT;
 	struct vx_buf out = VX_BUF_INIT, file = VX_BUF_INIT;
 	const char *target = ".", *v;
-	char *refresh_summary = NULL;
+	char *refresh_summary = NULL, *launched_by = NULL;
 	int auto_approve = 0, no_color = 0, debug = 0, wait = 0, parallelism = 8, color;
 	int rc = VX_EXIT_ERROR, from_file = 0;
 	int64_t lock_timeout = 0;
@@ -375,6 +375,12 @@ int cmd_apply(int argc, char **argv)
 	ao.parallelism = parallelism;
 	ao.project = ws.st->project;
 	ao.config_commit = ws.config_commit;
+	if (state_lock_held(ws.backend)) {
+		const struct state_lock *l = state_lock_held(ws.backend);
+
+		launched_by = vx_asprintf("%s@%s", l->user, l->host);
+		ao.launched_by = launched_by;
+	}
 	{
 		const char *inflight = getenv("VX_INFLIGHT_SECONDS");
 		char *end = NULL;
@@ -413,6 +419,7 @@ int cmd_apply(int argc, char **argv)
 	rc = VX_EXIT_OK;
 done:
 	free(refresh_summary);
+	free(launched_by);
 	vx_buf_release(&out);
 	vx_buf_release(&file);
 	saved_plan_release(&sp);

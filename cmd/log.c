@@ -19,7 +19,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: vx log [ADDR] [-C DIR] [-debug]\n\n"
 		"Prints every run vx launched for ADDR (e.g. job.train), or for every job in the\n"
-		"state: when, what started it, the Vertex resource, attempt, config commit, final\n"
+		"state: when, what started it, the Vertex resource, attempt, who launched it\n"
+		"(user@host of the apply), config commit, final\n"
 		"state and failure class. Read from the state (the git branch vx/state/<stack>);\n"
 		"jobs forgotten since are found in its history. -C DIR names the stack (default .).\n");
 }
@@ -31,10 +32,10 @@ static void print_run(const struct state_run *r)
 
 	state_time_format(r->created_ms, when);
 	snprintf(cfg, sizeof(cfg), "%.12s", r->config_commit ? r->config_commit : "-");
-	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "  config %s  %s",
+	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "  by %s  config %s  %s",
 	       r->created_ms ? when : "-", r->action ? r->action : "-",
-	       r->resource ? r->resource : "(create never answered)", r->attempt, r->run, cfg,
-	       job_state_short(r->state));
+	       r->resource ? r->resource : "(create never answered)", r->attempt, r->run,
+	       r->launched_by ? r->launched_by : "-", cfg, job_state_short(r->state));
 	if (r->failure)
 		printf(" (%s)", r->failure);
 	if (r->cancelled_by_vx)

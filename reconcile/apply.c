@@ -353,6 +353,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
 	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
+	run.launched_by = vx_strdup(a->opts->launched_by);
 	for (size_t i = 0; i < nlabels; i++)
 		if (state_labels_set(&run.labels, &run.nlabels, labels[i].key, labels[i].value) < 0) {
 			state_run_release(&run);

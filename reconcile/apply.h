@@ -43,6 +43,7 @@ struct apply_options {
 	int parallelism;           /* default 8 */
 	const char *project;
 	const char *config_commit; /* HEAD of the stack's repository, or NULL */
+	const char *launched_by;   /* "user@host" recorded on every run started, or NULL */
 	/*
 	 * How long a journaled create may still be in flight: an apply that died
 	 * (SIGKILL, a lost runner) may have sent a create the server has not yet

@@ -54,6 +54,7 @@ void state_run_release(struct state_run *r)
 	free(r->failure);
 	free(r->error_message);
 	free(r->config_commit);
+	free(r->launched_by);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -168,6 +169,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	    dup_opt(&out->state, in->state) < 0 || dup_opt(&out->failure, in->failure) < 0 ||
 	    dup_opt(&out->error_message, in->error_message) < 0 ||
 	    dup_opt(&out->config_commit, in->config_commit) < 0 ||
+	    dup_opt(&out->launched_by, in->launched_by) < 0 ||
 	    labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
 		state_run_release(out);
 		return VX_ENOMEM;
@@ -797,7 +799,8 @@ static cJSON *run_json(const struct state_run *r)
 	    add_str(o, "errorMessage", r->error_message) < 0 ||
 	    add_bool(o, "cancelledByVx", r->cancelled_by_vx) < 0 ||
 	    add_time(o, "createdAt", r->created_ms) < 0 || add_time(o, "endedAt", r->ended_ms) < 0 ||
-	    add_str(o, "configCommit", r->config_commit) < 0) {
+	    add_str(o, "configCommit", r->config_commit) < 0 ||
+	    add_str(o, "launchedBy", r->launched_by) < 0) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -1251,9 +1254,10 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	static const char *const keys[] = { "resource", "region", "action", "specHash", "run",
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
-					    "configCommit" };
+					    "configCommit", "launchedBy" };
+	/* launchedBy came after the first states were written: optional. */
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
-				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ };
+				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL };
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -1276,6 +1280,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_bool(o, path, "cancelledByVx", &r->cancelled_by_vx, err)) < 0 ||
 	    (rc = get_time(o, path, "createdAt", F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
 	    (rc = get_time(o, path, "endedAt", F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
+	    (rc = get_str(o, path, "launchedBy", F_NULL, 512, &r->launched_by, err)) < 0 ||
 	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
 		    0)
 		state_run_release(r);

@@ -73,6 +73,7 @@ struct state_run {
 	int64_t created_ms;   /* 0 = unknown */
 	int64_t ended_ms;     /* 0 = not ended (or not seen ending) */
 	char *config_commit;  /* HEAD of the stack's repository when it was created, or NULL */
+	char *launched_by;    /* "user@host" of the apply that created or adopted it, or NULL */
 };
 
 /* One address. */

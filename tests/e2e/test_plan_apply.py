@@ -298,6 +298,8 @@ class PlanApply(FakeTestCase):
         self.assertEqual(len(lines), 3, r.out)
         self.assertIn("stockout", lines[0] + lines[1])
         self.assertIn("succeeded", r.out)
+        for line in lines:
+            self.assertRegex(line, r" by \S+@\S+ ", "who launched each run")
 
 
 def validate(doc, schema, path):

@@ -140,6 +140,36 @@ static void test_record_json_exact(void **unused)
 	vx_err_release(&err);
 }
 
+/* A run written before launchedBy existed still loads; a new one round-trips it. */
+static void test_run_launched_by_optional(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/r/customJobs/1\",\"region\":\"r\",\"action\":\"create\","
+		"\"specHash\":\"ab\",\"run\":1,\"attempt\":1,\"labels\":{},\"state\":null,\"failure\":null,"
+		"\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,\"createdAt\":null,"
+		"\"endedAt\":null,\"configCommit\":null},\"history\":[]}";
+	struct state_record r, back;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, who[] = "alice@ci-3";
+
+	(void)unused;
+	memset(&r, 0, sizeof(r));
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(state_record_from_json(&r, old, sizeof(old) - 1, &err), 0);
+	assert_null(r.current->launched_by);
+	r.current->launched_by = strdup(who);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\"launchedBy\":\t\"alice@ci-3\""));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_string_equal(back.current->launched_by, who);
+	free(text);
+	state_record_release(&r);
+	state_record_release(&back);
+	vx_err_release(&err);
+}
+
 static void expect_bad(const char *json, const char *msg)
 {
 	struct state st = STATE_INIT;
@@ -275,6 +305,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_record_json_exact),
+		cmocka_unit_test(test_run_launched_by_optional),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),

@@ -24,7 +24,7 @@
 #include "util/buf.h"
 #include "util/ctx.h"
 
-#define EXPECTED_COMMIT "9b55a556f3a2a67e5ae7323bad45f2f8931aa2af"
+#define EXPECTED_COMMIT "1f13ea7c4e0b78ab67bacc7091ccf62b4aeb88fd"
 
 /*
  * libgit2 1.5 leaks a pcre2 match block on each regex config lookup that
