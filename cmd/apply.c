@@ -293,6 +293,7 @@ int cmd_apply(int argc, char **argv)
 		if (vx_buf_read_file(&file, target, 16u << 20, &err) < 0 ||
 		    saved_plan_parse(&sp, file.data, file.len, &err) < 0) {
 			cmd_report(&err, target);
+			fprintf(stderr, "vx: vxapply takes a stack directory, or a plan saved by 'vxplan -out FILE'\n");
 			goto done;
 		}
 		po.refresh = sp.refresh;
