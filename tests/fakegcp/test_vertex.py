@@ -185,6 +185,31 @@ class VertexJobs(FakeTestCase):
         st, ops = self.fake.call("GET", PARENT + "/operations")
         self.assertEqual(len(ops["operations"]), 1)
 
+    def test_operations_ui_binding(self):
+        # Google's Node client (aiplatform 6.11.0 / google-gax 5.0.8, REST) polls a delete LRO with
+        # GET /ui/{name=projects/*/locations/*/operations/*}: the first-listed binding of GetOperation.
+        j = self.create()
+        self.fake.call("POST", "/v1/" + j["name"] + ":cancel", {})
+        self.advance(60)
+        self.fake.ctl("/timings", {"operation_polls": 1})
+        self.fake.ctl("/requests/reset", {})
+        st, op = self.fake.call("DELETE", "/v1/" + j["name"])
+        self.assertEqual(st, 200)
+        st, o1 = self.fake.call("GET", "/ui/" + op["name"])
+        self.assertEqual((st, o1["name"], o1["done"]), (200, op["name"], False))
+        st, o2 = self.fake.call("GET", "/ui/" + op["name"] + "?")
+        self.assertEqual((st, o2["done"]), (200, True))
+        self.assertEqual(o2["response"], {"@type": "type.googleapis.com/google.protobuf.Empty"})
+        st, o3 = self.fake.call("POST", "/ui/" + op["name"] + ":wait", {})
+        self.assertEqual((st, o3["done"]), (200, True))
+        loc = op["name"].rsplit("/operations/", 1)[0]
+        st, ops = self.fake.call("GET", "/ui/" + loc + "/operations")
+        self.assertEqual((st, [o["name"] for o in ops["operations"]]), (200, [op["name"]]))
+        self.assertEqual(self.fake.ctl("/requests", method="GET")["by_rpc"].get("GetOperation"), 2)
+        # JobService itself has no /ui/ binding.
+        st, e = self.fake.call("GET", "/ui/projects/my-proj/locations/us-central1/customJobs")
+        self.assertEqual((st, e["error"]["status"]), (404, "NOT_FOUND"))
+
     def test_outcomes(self):
         expect = {"succeed": ("JOB_STATE_SUCCEEDED", None), "stockout": ("JOB_STATE_FAILED", 8),
                   "preempted": ("JOB_STATE_FAILED", 14), "user-error": ("JOB_STATE_FAILED", 3),

@@ -161,10 +161,15 @@ class Vertex:
     def route(self, req):
         from fakegcp import Route
         s = req.segments
-        if len(s) < 6 or s[0] != "v1" or s[1] != "projects" or s[3] != "locations":
+        if len(s) < 6 or s[0] not in ("v1", "ui") or s[1] != "projects" or s[3] != "locations":
             return None
         coll = s[5].split(":")[0]
         if coll not in ("customJobs", "operations"):
+            return None
+        # google.longrunning.Operations has a `/ui/...` twin of every `/v1/...` binding, and the
+        # first-listed (the one Google's Node client polls with) is the `/ui/` one. JobService
+        # methods themselves have no `/ui/` binding.
+        if s[0] == "ui" and not (coll == "operations" or (len(s) >= 8 and s[7].startswith("operations"))):
             return None
         m = req.method
         proj = self.world.project_number(s[2])
