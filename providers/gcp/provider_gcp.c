@@ -1,6 +1,7 @@
 #include "providers/gcp/provider_gcp.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,37 +125,39 @@ static void session_put(struct gcp_provider *g, struct session *s)
 	pthread_mutex_unlock(&g->lock);
 }
 
-/* vertex_job -> live_job (deep copy). */
+/* vertex_job -> live_job: a borrowed view of it, deep-copied once. */
 static int to_live(struct live_job *out, const struct vertex_job *v)
 {
+	struct vx_label *labels = calloc(v->n_labels + 1, sizeof(*labels));
+	struct live_job view;
+	char *region = NULL;
+	int rc;
+
 	memset(out, 0, sizeof(*out));
-	out->name = vx_strdup(v->name);
-	out->display_name = vx_strdup(v->display_name);
-	out->state = vx_strdup(vertex_job_state_name(v->state));
-	out->create_ms = v->create_time_ms;
-	out->end_ms = v->end_time_ms;
-	out->error_code = v->error_code;
-	out->error_message = vx_strdup(v->error_message);
-	if (v->name && vertex_job_name_region(v->name, &out->region) < 0)
-		out->region = NULL;
-	if ((v->name && !out->name) || !out->state || (v->error_message && !out->error_message))
-		goto oom;
-	if (v->n_labels) {
-		out->labels = calloc(v->n_labels, sizeof(*out->labels));
-		if (!out->labels)
-			goto oom;
-		for (size_t i = 0; i < v->n_labels; i++) {
-			out->nlabels = i + 1;
-			out->labels[i].key = vx_strdup(v->labels[i].key);
-			out->labels[i].value = vx_strdup(v->labels[i].value);
-			if (!out->labels[i].key || !out->labels[i].value)
-				goto oom;
-		}
+	if (!labels)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < v->n_labels; i++) {
+		labels[i].key = v->labels[i].key;
+		labels[i].value = v->labels[i].value;
 	}
-	return 0;
-oom:
-	live_job_release(out);
-	return VX_ENOMEM;
+	if (v->name && vertex_job_name_region(v->name, &region) < 0)
+		region = NULL;
+	memset(&view, 0, sizeof(view));
+	view.name = v->name;
+	view.region = region;
+	view.display_name = v->display_name;
+	/* live_job's strings are not const; the view is only read by live_job_copy. */
+	view.state = (char *)(uintptr_t)vertex_job_state_name(v->state);
+	view.labels = labels;
+	view.nlabels = v->n_labels;
+	view.create_ms = v->create_time_ms;
+	view.end_ms = v->end_time_ms;
+	view.error_code = v->error_code;
+	view.error_message = v->error_message;
+	rc = live_job_copy(out, &view);
+	free(labels);
+	free(region);
+	return rc;
 }
 
 static int gcp_list_jobs(struct provider *p, const char *project, const char *region,
