@@ -394,23 +394,40 @@ static int is_string(const struct ynode *n)
 	return n->kind == YNODE_SCALAR && !strcmp(type_of(n), "string");
 }
 
+/* The longest "path.key" the get_* functions name in their messages (cut beyond). */
+#define FULL_MAX 96
+
+/*
+ * The start of every get_*: the value of key (NULL when absent or null,
+ * reported when required), *node set to it (when node is not NULL), and
+ * full set to "path.key" ("key" at the top of a document).
+ */
+static const struct ynode *get_field(struct loader *L, const struct ynode *map, const char *path,
+				     const char *key, int required, const struct ynode **node,
+				     char full[FULL_MAX])
+{
+	const struct ynode *v = field(map, key);
+
+	if (node)
+		*node = v;
+	snprintf(full, FULL_MAX, "%s%s%s", path, *path ? "." : "", key);
+	if (!v && required)
+		missing(L, map, path, key);
+	return v;
+}
+
 /* A string field: 1 with *out set (borrowed) when present and a string; 0 when
  * absent (reported if required) or wrong (reported). */
 static int get_str(struct loader *L, const struct ynode *map, const char *path, const char *key,
 		   int required, const struct ynode **node, const char **out)
 {
-	const struct ynode *v = field(map, key);
-	char full[96];
+	const struct ynode *v;
+	char full[FULL_MAX];
 
 	*out = NULL;
-	if (node)
-		*node = v;
-	snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
-	if (!v) {
-		if (required)
-			missing(L, map, path, key);
+	v = get_field(L, map, path, key, required, node, full);
+	if (!v)
 		return 0;
-	}
 	if (!is_string(v)) {
 		wrong_type(L, v, full, "string");
 		return 0;
@@ -427,19 +444,14 @@ static int get_str(struct loader *L, const struct ynode *map, const char *path, 
 static int get_int(struct loader *L, const struct ynode *map, const char *path, const char *key,
 		   int required, const struct ynode **node, int64_t *out)
 {
-	const struct ynode *v = field(map, key);
+	const struct ynode *v;
 	const char *t;
-	char full[96], *end = NULL;
+	char full[FULL_MAX], *end = NULL;
 	long long x;
 
-	if (node)
-		*node = v;
-	snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
-	if (!v) {
-		if (required)
-			missing(L, map, path, key);
+	v = get_field(L, map, path, key, required, node, full);
+	if (!v)
 		return 0;
-	}
 	t = type_of(v);
 	if (v->kind != YNODE_SCALAR || (strcmp(t, "integer") && strcmp(t, "string"))) {
 		wrong_type(L, v, full, "integer");
@@ -462,10 +474,10 @@ static int get_int(struct loader *L, const struct ynode *map, const char *path, 
 static int get_bool(struct loader *L, const struct ynode *map, const char *path, const char *key,
 		    int *out)
 {
-	const struct ynode *v = field(map, key);
-	char full[96];
+	const struct ynode *v;
+	char full[FULL_MAX];
 
-	snprintf(full, sizeof(full), "%s%s%s", path, *path ? "." : "", key);
+	v = get_field(L, map, path, key, 0, NULL, full);
 	if (!v)
 		return 0;
 	if (v->kind != YNODE_SCALAR || strcmp(type_of(v), "boolean")) {
@@ -722,6 +734,25 @@ static char *dup_opt(struct loader *L, const char *s)
 /* ---------------------------------------------------------------------- */
 /* Stack */
 
+/*
+ * The optional region of a Stack or a job: 1 when present as a string, with
+ * *out its copy (left alone when not a region: reported); 0 otherwise. *node
+ * is the value (NULL when absent).
+ */
+static int get_region(struct loader *L, const struct ynode *doc, const struct ynode **node,
+		      char **out)
+{
+	const char *s;
+
+	if (!get_str(L, doc, "", "region", 0, node, &s))
+		return 0;
+	if (!region_valid(s))
+		lerr(L, *node, "region: \"%s\" is not a region (like \"us-central1\")", s);
+	else
+		*out = dup_opt(L, s);
+	return 1;
+}
+
 static void read_state(struct loader *L, struct stack *st, const struct ynode *doc)
 {
 	const struct ynode *m = get_map(L, doc, "state", "state"), *v;
@@ -810,12 +841,7 @@ static void read_stack(struct loader *L, struct stack *st, const struct ynode *d
 			st->project = dup_opt(L, s);
 	}
 	L->stack_region = field(doc, "region") != NULL;
-	if (get_str(L, doc, "", "region", 0, &v, &s)) {
-		if (!region_valid(s))
-			lerr(L, v, "region: \"%s\" is not a region (like \"us-central1\")", s);
-		else
-			st->region = dup_opt(L, s);
-	}
+	(void)get_region(L, doc, &v, &st->region);
 	read_state(L, st, doc);
 	read_string_map(L, doc, "labels", 1, &st->labels);
 }
@@ -1145,15 +1171,11 @@ static int read_job(struct loader *L, struct stack_job *j, const struct ynode *d
 	if (name && check_unique(L, seen, nseen, name, doc) &&
 	    decl_init(L, &j->d, "job", name, doc) < 0)
 		return -1;
-	if (get_str(L, doc, "", "region", 0, &v, &s)) {
-		if (!region_valid(s))
-			lerr(L, v, "region: \"%s\" is not a region (like \"us-central1\")", s);
-		else
-			j->region = dup_opt(L, s);
-	} else if (!v && st->region) {
-		j->region = dup_opt(L, st->region);
-	} else if (!v && st->d.name && !L->stack_region) {
-		lerr(L, doc, "region: not set, and the Stack sets no default region");
+	if (!get_region(L, doc, &v, &j->region) && !v) {
+		if (st->region)
+			j->region = dup_opt(L, st->region);
+		else if (st->d.name && !L->stack_region)
+			lerr(L, doc, "region: not set, and the Stack sets no default region");
 	}
 	if (get_str(L, doc, "", "displayName", 0, &v, &s)) {
 		if (!*s || utf8_len(s) > STACK_MAX_DISPLAY_NAME)

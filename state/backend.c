@@ -148,3 +148,35 @@ int state_backend_check_write(struct state_backend *b, const struct state *cur,
 	free(who);
 	return rc;
 }
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int state_backend_list_loaded(struct state_backend *b, char ***out, size_t *n,
+			      struct vx_err *err)
+{
+	struct state st = STATE_INIT;
+	size_t i;
+	int rc;
+
+	rc = b->ops->load(b, &st, err);
+	if (rc < 0)
+		return rc;
+	if (st.nrecords && !(*out = calloc(st.nrecords, sizeof(**out)))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < st.nrecords; i++) {
+		(*out)[i] = st.records[i].address;
+		st.records[i].address = NULL;
+		*n = i + 1;
+	}
+	/* A loaded state's records are sorted already: this only makes sure. */
+	if (*n > 1)
+		qsort(*out, *n, sizeof(**out), str_cmp);
+done:
+	state_release(&st);
+	return rc;
+}

@@ -122,6 +122,16 @@ void state_backend_free(struct state_backend *b);
 int state_backend_check_write(struct state_backend *b, const struct state *cur,
 			      const struct state *st, struct vx_err *err) VX_WUR;
 
+/*
+ * For implementations whose load op reads and validates every record: the
+ * list op. Loads the state (so a list of a broken state fails loudly, with
+ * the load's error) and moves its addresses into *out, sorted, *n of them
+ * (*out and *n are as state_list set them when there are none).
+ * VX_ENOMEM, or the load's error.
+ */
+int state_backend_list_loaded(struct state_backend *b, char ***out, size_t *n,
+			      struct vx_err *err) VX_WUR;
+
 /* For implementations: fills the common part. VX_ENOMEM / VX_EINVAL (bad stack name). */
 int state_backend_init(struct state_backend *b, const struct state_backend_ops *ops,
 		       const struct vx_ctx *ctx, const char *stack, struct vx_err *err) VX_WUR;

@@ -300,29 +300,6 @@ done:
 	return rc;
 }
 
-static int file_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *err)
-{
-	struct state st = STATE_INIT;
-	size_t i;
-	int rc;
-
-	rc = file_load(b, &st, err);
-	if (rc < 0)
-		return rc;
-	if (st.nrecords && !(*out = calloc(st.nrecords, sizeof(**out)))) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (i = 0; i < st.nrecords; i++) {
-		(*out)[i] = st.records[i].address; /* already sorted */
-		st.records[i].address = NULL;
-		*n = i + 1;
-	}
-done:
-	state_release(&st);
-	return rc;
-}
-
 static int file_revision(struct state_backend *b, char **out, struct vx_err *err)
 {
 	struct file_backend *f = (struct file_backend *)b;
@@ -357,8 +334,8 @@ static void file_free(struct state_backend *b)
 }
 
 static const struct state_backend_ops file_ops = {
-	"file",	      file_load,  file_write,	 file_lock_read,     file_lock_swap,
-	file_history, file_list,  file_revision, file_config_commit, file_free,
+	"file",	      file_load,  file_write,	file_lock_read,	    file_lock_swap,
+	file_history, state_backend_list_loaded, file_revision, file_config_commit, file_free,
 };
 
 int state_file_open(struct state_backend **out, const struct vx_ctx *ctx,

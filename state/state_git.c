@@ -105,6 +105,28 @@ done:
 	return rc;
 }
 
+/*
+ * Opens the remote and makes specs the one refspec "<force>g->ref:dst" (force
+ * "+" or ""), allocated in *spec (the caller frees it and *remote, also on error).
+ */
+static int remote_spec(struct git_backend *g, const char *force, const char *dst,
+		       git_remote **remote, char **spec, git_strarray *specs, struct vx_err *err)
+{
+	int rc;
+
+	*spec = vx_asprintf("%s%s:%s", force, g->ref, dst);
+	if (!*spec) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = open_remote(g, remote, err)) < 0)
+		goto done;
+	specs->strings = spec;
+	specs->count = 1;
+done:
+	return rc;
+}
+
 /* Pushes the branch without force. VX_ECONFLICT when the remote refused it. */
 static int push_branch(struct git_backend *g, struct vx_err *err)
 {
@@ -115,15 +137,8 @@ static int push_branch(struct git_backend *g, struct vx_err *err)
 	git_strarray specs;
 	int rc = 0, grc;
 
-	spec = vx_asprintf("%s:%s", g->ref, g->ref);
-	if (!spec) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = remote_spec(g, "", g->ref, &remote, &spec, &specs, err)) < 0)
 		goto done;
-	}
-	if ((rc = open_remote(g, &remote, err)) < 0)
-		goto done;
-	specs.strings = &spec;
-	specs.count = 1;
 	if (git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION) < 0) {
 		rc = gerr(err, VX_EIO, "pushing the state");
 		goto done;
@@ -181,15 +196,8 @@ static int sync_remote(struct git_backend *g, struct vx_err *err)
 
 	if (!g->remote)
 		return 0;
-	spec = vx_asprintf("+%s:%s", g->ref, g->tracking);
-	if (!spec) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = remote_spec(g, "+", g->tracking, &remote, &spec, &specs, err)) < 0)
 		goto done;
-	}
-	if ((rc = open_remote(g, &remote, err)) < 0)
-		goto done;
-	specs.strings = &spec;
-	specs.count = 1;
 	if (git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION) < 0) {
 		rc = gerr(err, VX_EIO, "fetching the state");
 		goto done;
@@ -666,6 +674,24 @@ done:
 	return out;
 }
 
+/* Commits tree_id on the branch with message and the trailers of serial (full_message). */
+static int commit_message(struct git_backend *g, const git_oid *parent, const git_oid *tree_id,
+			  const char *message, uint64_t serial, struct vx_err *err)
+{
+	char *msg = NULL;
+	int rc;
+
+	msg = full_message(g, message, serial, err);
+	if (!msg) {
+		rc = err && err->code ? err->code : VX_ENOMEM;
+		goto done;
+	}
+	rc = commit_tree(g, parent, tree_id, msg, err);
+done:
+	free(msg);
+	return rc;
+}
+
 static int git_write(struct state_backend *b, struct state *st, const char *message,
 		     struct vx_err *err)
 {
@@ -674,7 +700,6 @@ static int git_write(struct state_backend *b, struct state *st, const char *mess
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
 	git_oid tip, tree_id;
-	char *msg = NULL;
 	int exists, rc;
 
 	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
@@ -690,16 +715,10 @@ static int git_write(struct state_backend *b, struct state *st, const char *mess
 	hdr.lock = exists ? cur.lock : NULL;
 	if ((rc = build_tree(g, &hdr, st, &tree_id, err)) < 0)
 		goto done;
-	msg = full_message(g, message, hdr.serial, err);
-	if (!msg) {
-		rc = err && err->code ? err->code : VX_ENOMEM;
-		goto done;
-	}
-	rc = commit_tree(g, exists ? &tip : NULL, &tree_id, msg, err);
+	rc = commit_message(g, exists ? &tip : NULL, &tree_id, message, hdr.serial, err);
 	if (rc == 0)
 		st->serial = hdr.serial;
 done:
-	free(msg);
 	git_tree_free(tree);
 	git_commit_free(commit);
 	state_release(&cur);
@@ -743,7 +762,7 @@ static int git_lock_swap(struct state_backend *b, const char *expect_id,
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
 	git_oid tip, tree_id;
-	char *text = NULL, *msg = NULL;
+	char *text = NULL;
 	int exists, rc;
 
 	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
@@ -777,14 +796,8 @@ static int git_lock_swap(struct state_backend *b, const char *expect_id,
 		rc = gerr(err, VX_EIO, "writing the state tree");
 		goto done;
 	}
-	msg = full_message(g, message, hdr.serial, err);
-	if (!msg) {
-		rc = err && err->code ? err->code : VX_ENOMEM;
-		goto done;
-	}
-	rc = commit_tree(g, exists ? &tip : NULL, &tree_id, msg, err);
+	rc = commit_message(g, exists ? &tip : NULL, &tree_id, message, hdr.serial, err);
 done:
-	free(msg);
 	free(text);
 	git_treebuilder_free(tb);
 	git_tree_free(tree);
@@ -924,37 +937,6 @@ done:
 	return rc;
 }
 
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int git_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *err)
-{
-	struct state st = STATE_INIT;
-	size_t i;
-	int rc;
-
-	/* Loading validates every record; a list of a broken state should fail loudly. */
-	rc = git_load(b, &st, err);
-	if (rc < 0)
-		return rc;
-	if (st.nrecords && !(*out = calloc(st.nrecords, sizeof(**out)))) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (i = 0; i < st.nrecords; i++) {
-		(*out)[i] = st.records[i].address;
-		st.records[i].address = vx_strdup("");
-		*n = i + 1;
-	}
-	if (*n > 1)
-		qsort(*out, *n, sizeof(**out), str_cmp);
-done:
-	state_release(&st);
-	return rc;
-}
-
 static int git_revision(struct state_backend *b, char **out, struct vx_err *err)
 {
 	struct git_backend *g = (struct git_backend *)b;
@@ -985,8 +967,8 @@ static void git_free(struct state_backend *b)
 }
 
 static const struct state_backend_ops git_ops = {
-	"git",	      git_load,	   git_write,	 git_lock_read, git_lock_swap,
-	git_history, git_list,	   git_revision, git_config_commit, git_free,
+	"git",	     git_load,	  git_write,	git_lock_read,	   git_lock_swap,
+	git_history, state_backend_list_loaded, git_revision, git_config_commit, git_free,
 };
 
 int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,

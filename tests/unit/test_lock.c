@@ -7,12 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ftw.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <git2.h>
 
 #include "state/backend.h"
 #include "state/lock.h"
@@ -20,126 +17,28 @@
 #include "state/state_git.h"
 #include "util/buf.h"
 #include "util/ctx.h"
-
-struct fix {
-	char dir[64];
-	char repo[128];
-	char stack[160];
-	int64_t now;
-	struct vx_ctx ctx;
-};
-
-static int64_t clk(void *ud)
-{
-	return *(int64_t *)ud;
-}
-
-static void clk_sleep(void *ud, int64_t ms)
-{
-	*(int64_t *)ud += ms;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
-/* A non-bare repository with one commit on HEAD (stack/vx.yaml), user.name set. */
-static void make_repo(const char *path, const char *stackdir)
-{
-	git_repository *repo = NULL;
-	git_config *cfg = NULL;
-	git_index *idx = NULL;
-	git_signature *sig = NULL;
-	git_tree *tree = NULL;
-	git_oid tid, cid;
-	char file[256];
-	FILE *f;
-
-	assert_int_equal(git_repository_init(&repo, path, 0), 0);
-	assert_int_equal(git_repository_config(&cfg, repo), 0);
-	assert_int_equal(git_config_set_string(cfg, "user.name", "Test User"), 0);
-	assert_int_equal(git_config_set_string(cfg, "user.email", "test@example.com"), 0);
-	assert_int_equal(mkdir(stackdir, 0755), 0);
-	snprintf(file, sizeof(file), "%s/vx.yaml", stackdir);
-	f = fopen(file, "w");
-	assert_non_null(f);
-	fputs("kind: Stack\nname: research\n", f);
-	fclose(f);
-	assert_int_equal(git_repository_index(&idx, repo), 0);
-	assert_int_equal(git_index_add_bypath(idx, "stack/vx.yaml"), 0);
-	assert_int_equal(git_index_write(idx), 0);
-	assert_int_equal(git_index_write_tree(&tid, idx), 0);
-	assert_int_equal(git_tree_lookup(&tree, repo, &tid), 0);
-	assert_int_equal(git_signature_new(&sig, "Test User", "test@example.com", 1795340000, 0), 0);
-	assert_int_equal(git_commit_create(&cid, repo, "HEAD", sig, sig, NULL, "config\n", tree, 0,
-					   NULL),
-			 0);
-	git_signature_free(sig);
-	git_tree_free(tree);
-	git_index_free(idx);
-	git_config_free(cfg);
-	git_repository_free(repo);
-}
+#include "tests/unit/support/staterepo.h"
 
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
-
-	snprintf(f->dir, sizeof(f->dir), "/tmp/vx-stlock-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
-	snprintf(f->stack, sizeof(f->stack), "%s/stack", f->repo);
-	git_libgit2_init();
-	make_repo(f->repo, f->stack);
-	f->now = INT64_C(1795341720000); /* 2026-11-22T10:02:00Z */
-	vx_ctx_init(&f->ctx);
-	f->ctx.clock.now_ms = clk;
-	f->ctx.clock.mono_ms = clk;
-	f->ctx.clock.sleep_ms = clk_sleep;
-	f->ctx.clock.ud = &f->now;
-	f->ctx.seed = 7;
-	*state = f;
+	*state = staterepo_new("/tmp/vx-stlock-XXXXXX");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fix *f = *state;
-
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	git_libgit2_shutdown();
-	free(f);
+	staterepo_free(*state);
 	return 0;
 }
-
-static struct state_backend *open_git(struct fix *f, const char *repo_dir, const char *remote)
-{
-	struct state_backend *b = NULL;
-	struct state_git_opts o = { "research", NULL, NULL, NULL, NULL };
-	struct vx_err err = VX_ERR_INIT;
-	char dir[200];
-
-	snprintf(dir, sizeof(dir), "%s/stack", repo_dir);
-	o.stack_dir = dir;
-	o.remote = remote;
-	if (state_git_open(&b, &f->ctx, &o, &err) != 0)
-		fail_msg("open: %s", err.msg);
-	vx_err_release(&err);
-	return b;
-}
-
 
 static const struct state_lock_opts alice = { "apply", 15 * 60 * 1000, 0, 0, "alice", "ci-runner-3",
 					       4242 };
 
 static void test_held_refused(void **state)
 {
-	struct fix *f = *state;
-	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct staterepo *f = *state;
+	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
 	struct vx_err err = VX_ERR_INIT;
 	struct state_lock *cur = NULL;
 	struct state st = STATE_INIT;
@@ -187,8 +86,9 @@ static void test_held_refused(void **state)
 
 static void test_dead_pid_takeover(void **state)
 {
-	struct fix *f = *state;
-	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct staterepo *f = *state;
+	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
 	struct state_lock_opts dead = { "apply", 0, 0, 0, "bob", NULL, 99999999 };
 	struct vx_err err = VX_ERR_INIT;
 
@@ -210,8 +110,9 @@ static void test_dead_pid_takeover(void **state)
 
 static void test_expiry_and_wait(void **state)
 {
-	struct fix *f = *state;
-	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct staterepo *f = *state;
+	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
 	struct state_lock_opts wait = { "apply", 0, 20 * 60 * 1000, 60 * 1000, NULL, NULL, 0 };
 	struct state_lock_opts short_wait = { "apply", 0, 5 * 60 * 1000, 60 * 1000, NULL, NULL, 0 };
 	struct vx_err err = VX_ERR_INIT;
@@ -238,8 +139,9 @@ static void test_expiry_and_wait(void **state)
 
 static void test_unlock_by_id(void **state)
 {
-	struct fix *f = *state;
-	struct state_backend *a = open_git(f, f->repo, NULL), *b = open_git(f, f->repo, NULL);
+	struct staterepo *f = *state;
+	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
 	struct vx_err err = VX_ERR_INIT;
 	struct state_lock *cur = NULL;
 	char id[33];

@@ -17,14 +17,7 @@
 #include "state/state_file.h"
 #include "util/buf.h"
 #include "util/ctx.h"
-
-static int64_t now_ms = INT64_C(1795341720000);
-
-static int64_t clk(void *ud)
-{
-	(void)ud;
-	return now_ms;
-}
+#include "tests/unit/support/staterepo.h"
 
 static void test_file_round_trip_and_lock(void **unused)
 {
@@ -38,14 +31,14 @@ static void test_file_round_trip_and_lock(void **unused)
 	struct vx_buf text = VX_BUF_INIT;
 	char *want = NULL;
 	size_t n = 0;
+	int64_t now = INT64_C(1795341720000);
 
 	(void)unused;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	snprintf(lockp, sizeof(lockp), "%s.lock", path);
 	vx_ctx_init(&ctx);
-	ctx.clock.now_ms = clk;
-	ctx.clock.mono_ms = clk;
+	staterepo_fixed_clock(&ctx, &now);
 	ctx.seed = 3;
 	assert_int_equal(state_file_open(&a, &ctx, &o, &err), 0);
 	assert_int_equal(state_file_open(&b, &ctx, &o, &err), 0);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 #include "state/state_git.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "tests/unit/support/staterepo.h"
 
 #define EXPECTED_COMMIT "1f13ea7c4e0b78ab67bacc7091ccf62b4aeb88fd"
 
@@ -37,115 +37,16 @@ const char *__lsan_default_suppressions(void)
 	return "leak:libpcre2-8.so\n";
 }
 
-struct fix {
-	char dir[64];
-	char repo[128];
-	char stack[160];
-	int64_t now;
-	struct vx_ctx ctx;
-};
-
-static int64_t clk(void *ud)
-{
-	return *(int64_t *)ud;
-}
-
-static void clk_sleep(void *ud, int64_t ms)
-{
-	*(int64_t *)ud += ms;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
-/* A non-bare repository with one commit on HEAD (stack/vx.yaml), user.name set. */
-static void make_repo(const char *path, const char *stackdir)
-{
-	git_repository *repo = NULL;
-	git_config *cfg = NULL;
-	git_index *idx = NULL;
-	git_signature *sig = NULL;
-	git_tree *tree = NULL;
-	git_oid tid, cid;
-	char file[256];
-	FILE *f;
-
-	assert_int_equal(git_repository_init(&repo, path, 0), 0);
-	assert_int_equal(git_repository_config(&cfg, repo), 0);
-	assert_int_equal(git_config_set_string(cfg, "user.name", "Test User"), 0);
-	assert_int_equal(git_config_set_string(cfg, "user.email", "test@example.com"), 0);
-	assert_int_equal(mkdir(stackdir, 0755), 0);
-	snprintf(file, sizeof(file), "%s/vx.yaml", stackdir);
-	f = fopen(file, "w");
-	assert_non_null(f);
-	fputs("kind: Stack\nname: research\n", f);
-	fclose(f);
-	assert_int_equal(git_repository_index(&idx, repo), 0);
-	assert_int_equal(git_index_add_bypath(idx, "stack/vx.yaml"), 0);
-	assert_int_equal(git_index_write(idx), 0);
-	assert_int_equal(git_index_write_tree(&tid, idx), 0);
-	assert_int_equal(git_tree_lookup(&tree, repo, &tid), 0);
-	assert_int_equal(git_signature_new(&sig, "Test User", "test@example.com", 1795340000, 0), 0);
-	assert_int_equal(git_commit_create(&cid, repo, "HEAD", sig, sig, NULL, "config\n", tree, 0,
-					   NULL),
-			 0);
-	git_signature_free(sig);
-	git_tree_free(tree);
-	git_index_free(idx);
-	git_config_free(cfg);
-	git_repository_free(repo);
-}
-
 static int setup(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
-
-	snprintf(f->dir, sizeof(f->dir), "/tmp/vx-stgit-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
-	snprintf(f->stack, sizeof(f->stack), "%s/stack", f->repo);
-	git_libgit2_init();
-	make_repo(f->repo, f->stack);
-	f->now = INT64_C(1795341720000); /* 2026-11-22T10:02:00Z */
-	vx_ctx_init(&f->ctx);
-	f->ctx.clock.now_ms = clk;
-	f->ctx.clock.mono_ms = clk;
-	f->ctx.clock.sleep_ms = clk_sleep;
-	f->ctx.clock.ud = &f->now;
-	f->ctx.seed = 7;
-	*state = f;
+	*state = staterepo_new("/tmp/vx-stgit-XXXXXX");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fix *f = *state;
-
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	git_libgit2_shutdown();
-	free(f);
+	staterepo_free(*state);
 	return 0;
-}
-
-static struct state_backend *open_git(struct fix *f, const char *repo_dir, const char *remote)
-{
-	struct state_backend *b = NULL;
-	struct state_git_opts o = { "research", NULL, NULL, NULL, NULL };
-	struct vx_err err = VX_ERR_INIT;
-	char dir[200];
-
-	snprintf(dir, sizeof(dir), "%s/stack", repo_dir);
-	o.stack_dir = dir;
-	o.remote = remote;
-	if (state_git_open(&b, &f->ctx, &o, &err) != 0)
-		fail_msg("open: %s", err.msg);
-	vx_err_release(&err);
-	return b;
 }
 
 /* Adds job.NAME with a current run RES. */
@@ -196,8 +97,8 @@ static void head_and_index(const char *repo_dir, git_oid *head, char **index, si
 
 static void test_write_load_round_trip(void **state)
 {
-	struct fix *f = *state;
-	struct state_backend *b = open_git(f, f->repo, NULL);
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
 	struct state st = STATE_INIT, back = STATE_INIT;
 	struct vx_err err = VX_ERR_INIT;
 	git_oid head0, head1;
@@ -304,8 +205,9 @@ static void test_write_load_round_trip(void **state)
 
 static void test_cas_conflict(void **state)
 {
-	struct fix *f = *state;
-	struct state_backend *b = open_git(f, f->repo, NULL), *b2 = open_git(f, f->repo, NULL);
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b2 = staterepo_open_git(f, f->repo, NULL);
 	struct state st = STATE_INIT, other = STATE_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
@@ -331,8 +233,8 @@ static void test_cas_conflict(void **state)
 
 static void test_history_three_commits(void **state)
 {
-	struct fix *f = *state;
-	struct state_backend *b = open_git(f, f->repo, NULL);
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
 	struct state st = STATE_INIT;
 	struct state_history_entry *h = NULL;
 	struct vx_err err = VX_ERR_INIT;
@@ -378,7 +280,7 @@ static void test_history_three_commits(void **state)
 /* Two clones of one bare remote (file://): pushes, fetches, a rejected push. */
 static void test_remote(void **state)
 {
-	struct fix *f = *state;
+	struct staterepo *f = *state;
 	git_repository *bare = NULL, *r = NULL;
 	git_remote *rem = NULL;
 	char bare_path[200], url[220], clone2[200];
@@ -397,7 +299,7 @@ static void test_remote(void **state)
 
 		snprintf(sd, sizeof(sd), "%s/stack", clone2);
 		assert_int_equal(mkdir(clone2, 0755), 0);
-		make_repo(clone2, sd);
+		staterepo_make_repo(clone2, sd);
 	}
 	assert_int_equal(git_repository_open(&r, f->repo), 0);
 	assert_int_equal(git_remote_create(&rem, r, "origin", url), 0);
@@ -408,8 +310,8 @@ static void test_remote(void **state)
 	git_remote_free(rem);
 	git_repository_free(r);
 
-	b1 = open_git(f, f->repo, "origin");
-	b2 = open_git(f, clone2, "origin");
+	b1 = staterepo_open_git(f, f->repo, "origin");
+	b2 = staterepo_open_git(f, clone2, "origin");
 	assert_int_equal(state_load(b1, &s1, &err), 0);
 	put_job(&s1, "a", "projects/p/locations/us-central1/customJobs/1");
 	if (state_write(b1, &s1, "one", &err) != 0)
@@ -447,7 +349,7 @@ static void test_remote(void **state)
 
 static void test_open_errors(void **state)
 {
-	struct fix *f = *state;
+	struct staterepo *f = *state;
 	struct state_backend *b = NULL;
 	struct state_git_opts o = { "research", "/", NULL, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
