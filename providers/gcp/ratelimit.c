@@ -103,11 +103,20 @@ static struct bucket *bucket_get(struct gcp_ratelimit *rl, const char *api, cons
 	}
 	rate = bucket_rate(rl, api, create);
 	b->key = key;
-	b->per_ms = rate > 0 ? rate / 60000.0 : 0;
 	if (rl->opts.burst > 0)
-		b->burst = rl->opts.burst;
+		b->burst = rl->opts.burst < rate ? rl->opts.burst : (rate > 1 ? rate - 1 : 1);
 	else
 		b->burst = rate / 10 >= 1 ? rate / 10 : 1;
+	/*
+	 * Google counts requests per minute. A bucket that starts full and
+	 * refills at the full rate lets burst + rate through in the first
+	 * minute, more than the quota; refilling at rate - burst keeps every
+	 * 60 s window at or under the rate (steady throughput is 90% of it).
+	 */
+	if (rate <= 0)
+		b->per_ms = 0;
+	else
+		b->per_ms = (rate - b->burst >= 1 ? rate - b->burst : rate) / 60000.0;
 	b->tokens = b->burst;
 	b->last_ms = vx_mono_ms(rl->ctx);
 	b->next = rl->buckets;

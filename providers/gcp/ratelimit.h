@@ -8,13 +8,16 @@
  * One bucket per (api, region) for every request, plus a "create" bucket
  * per (api, region) that job creations also draw on (Vertex: 600 requests
  * and 60 creations a minute per region). Buckets start full, hold at most
- * 'burst' tokens and refill continuously at rate/60000 tokens a millisecond
- * on the context's monotonic clock (so a fake clock in tests drives them).
+ * 'burst' tokens and refill continuously at (rate - burst)/60000 tokens a
+ * millisecond on the context's monotonic clock (so a fake clock in tests
+ * drives them).
  *
  * A reservation takes its token at once, going into debt when the bucket is
  * empty, and tells the caller how long to wait: callers are served in the
- * order they reserved and the long-run rate never exceeds the limit. In any
- * window of T ms at most burst + rate*T/60000 reservations become due.
+ * order they reserved. In any window of T ms at most
+ * burst + (rate - burst)*T/60000 reservations become due, so no 60 s window
+ * ever holds more than the per-minute quota: vx slows itself before Google
+ * answers 429, whatever the pattern of requests.
  *
  * Thread-safe: one limiter may be shared by the HTTP sessions of several
  * threads (gcp_http_options.shared_limiter), so parallel work cannot multiply
