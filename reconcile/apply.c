@@ -471,11 +471,13 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 static int journal_intent(struct applier *a, const struct create *c, struct vx_err *err)
 {
 	struct state_intent in;
+	char op[16];
 	int rc = 0;
 
 	memset(&in, 0, sizeof(in));
+	snprintf(op, sizeof(op), "%s", plan_kind_name(c->pa->kind));
 	in.address = c->pa->address;
-	in.op = (char *)(uintptr_t)plan_kind_name(c->pa->kind);
+	in.op = op;
 	in.started_ms = vx_now_ms(a->ctx);
 	for (size_t i = 0; i < c->nlabels && rc == 0; i++)
 		rc = state_labels_set(&in.labels, &in.nlabels, c->labels[i].key, c->labels[i].value);

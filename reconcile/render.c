@@ -28,18 +28,20 @@ static const char *kind_color(enum plan_kind k)
 	}
 }
 
-/* The symbol padded to three columns: printf pads bytes, and "↻" is three
- * bytes but one column. */
-static const char *symbol_padded(enum plan_kind k)
+/* The action's symbol padded to three columns: printf pads bytes, and "↻"
+ * is three bytes but one column, so count UTF-8 lead bytes instead. */
+static int add_symbol(struct vx_buf *b, enum plan_kind k)
 {
-	switch (k) {
-	case PLAN_CREATE: return "+  ";
-	case PLAN_ADOPT: return "~  ";
-	case PLAN_REPLACE: return "-/+";
-	case PLAN_RERUN: case PLAN_RESUBMIT: return "\u21bb  ";
-	case PLAN_CANCEL: case PLAN_FORGET: return "-  ";
-	default: return "   ";
-	}
+	const char *sym = plan_kind_symbol(k);
+	size_t cols = 0;
+	int rc;
+
+	for (const char *p = sym; *p; p++)
+		cols += ((unsigned char)*p & 0xC0) != 0x80;
+	rc = vx_buf_adds(b, sym);
+	for (; rc == 0 && cols < 3; cols++)
+		rc = vx_buf_addc(b, ' ');
+	return rc;
 }
 
 static int is_change(const struct plan_action *a)
@@ -109,9 +111,12 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 
 		if (!is_change(a))
 			continue;
-		rc = vx_buf_printf(b, "  %s%s%s %s%s %s\n", color ? kind_color(a->kind) : "",
-				   color ? C_BOLD : "", symbol_padded(a->kind), a->address,
-				   color ? C_RESET : "", plan_kind_name(a->kind));
+		rc = vx_buf_printf(b, "  %s%s", color ? kind_color(a->kind) : "", color ? C_BOLD : "");
+		if (rc == 0)
+			rc = add_symbol(b, a->kind);
+		if (rc == 0)
+			rc = vx_buf_printf(b, " %s%s %s\n", a->address, color ? C_RESET : "",
+					   plan_kind_name(a->kind));
 		if (rc == 0 && a->shape)
 			rc = vx_buf_printf(b, "        %s%s%s\n", a->shape, a->region ? " in " : "",
 					   a->region ? a->region : "");

@@ -38,9 +38,8 @@ struct gcp_provider {
 	struct gcp_ratelimit *limiter; /* shared by every session: threads cannot multiply the rate */
 	pthread_mutex_t lock;         /* auth, auth_http and the pool */
 	struct session *pool;
-	struct session *all;          /* every session, for free */
+	struct session **all_list;    /* every session made, for free */
 	size_t nall;
-	struct session **all_list;
 };
 
 static struct gcp_provider *gp(struct provider *p)
