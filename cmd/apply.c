@@ -41,8 +41,10 @@ static void usage(FILE *f)
 		"  -refresh=false       plan from the state alone\n"
 		"  -no-color            no colour\n"
 		"  -debug               log every request to stderr (tokens redacted)\n\n"
-		"Ctrl-C stops starting new actions, lets those in flight finish, writes the\n"
-		"state and releases the lock.\n");
+		"Ctrl-C stops starting new actions, lets the requests in flight finish, writes\n"
+		"the state and releases the lock. A second Ctrl-C abandons the requests in\n"
+		"flight: a create cut off stays journaled as unconfirmed, and the next apply\n"
+		"adopts its job if it was made. A third ends vx at once.\n");
 }
 
 struct hooks_ud {

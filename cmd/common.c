@@ -13,10 +13,31 @@
 
 static volatile sig_atomic_t cmd_interrupted;
 
+/*
+ * First interrupt: stop starting work, let requests already sent finish, so
+ * the state learns of every job they made. Second: abandon those too (a create
+ * cut off stays journaled as unconfirmed). Third: the default action, at once.
+ */
 static void on_sigint(int sig)
 {
-	(void)sig;
-	cmd_interrupted = 1;
+	static const char first[] = "\nvx: interrupted: finishing the requests already sent, then "
+				    "stopping (interrupt again to abandon them)\n";
+	static const char second[] = "\nvx: interrupted again: abandoning the requests in flight\n";
+	struct sigaction sa;
+	ssize_t wr;
+
+	if (cmd_interrupted < 2)
+		cmd_interrupted++;
+	if (cmd_interrupted == 1) {
+		wr = write(STDERR_FILENO, first, sizeof(first) - 1);
+	} else {
+		wr = write(STDERR_FILENO, second, sizeof(second) - 1);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sig, &sa, NULL);
+	}
+	(void)wr;
 }
 
 static void log_stderr(void *ud, int level, const char *msg)

@@ -456,7 +456,7 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 				   "adopt the job if it exists", vx_err_msg(&e2));
 			break;
 		}
-		if (tries == 1)
+		if (tries == 1 || vx_interrupted(a->ctx))
 			break;
 		/* Certainly not created: try once more. */
 		vx_err_release(&t->err);
@@ -553,7 +553,8 @@ static const struct state_intent *pending_intent(const struct applier *a, const 
  * An earlier apply journaled this very create and died before recording the
  * result: its request may still land. Wait (listing by labels) until the
  * intent is older than the in-flight window. Returns 1 and fills *found when
- * the job appeared, 0 when it is safe to create, < 0 on error.
+ * the job appeared, 0 when it is safe to create, 2 when interrupted first (the
+ * intent must stay), < 0 on error.
  */
 static int settle_intent(struct applier *a, const struct create *c, struct live_job *found,
 			 struct vx_err *err)
@@ -570,11 +571,17 @@ static int settle_intent(struct applier *a, const struct create *c, struct live_
 	for (;;) {
 		int rc = find_by_labels(a, c, found, err);
 
+		if (rc == VX_ECANCELED) {
+			vx_err_release(err);
+			return 2;
+		}
 		if (rc != 0)
 			return rc;
 		now = vx_now_ms(a->ctx);
-		if (now - started >= window || vx_interrupted(a->ctx))
+		if (now - started >= window)
 			return 0;
+		if (vx_interrupted(a->ctx))
+			return 2;
 		if (!said++ && a->hooks->progress) {
 			char *line = vx_asprintf("  %s: an earlier apply's create of this run is unconfirmed "
 						 "(%.1f s ago); waiting up to %.0f s for it to appear before "
@@ -639,6 +646,12 @@ static int do_creates(struct applier *a, struct vx_err *err)
 			if (st < 0) {
 				rc = st;
 				break;
+			}
+			if (st == 2) {
+				/* Still unconfirmed: its intent stays for the next apply. */
+				a->res->interrupted = 1;
+				a->res->skipped++;
+				c->done = 1;
 			}
 			if (st == 1) {
 				rc = start_run(a, c->pa, c->job, &found, c->labels, c->nlabels, "adopt", err);

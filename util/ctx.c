@@ -65,7 +65,12 @@ void vx_sleep_ms(const struct vx_ctx *ctx, int64_t ms)
 
 int vx_interrupted(const struct vx_ctx *ctx)
 {
-	return ctx->interrupted && *ctx->interrupted;
+	return ctx->interrupted && *ctx->interrupted >= 1;
+}
+
+int vx_abandoning(const struct vx_ctx *ctx)
+{
+	return ctx->interrupted && *ctx->interrupted >= 2;
 }
 
 void vx_log(const struct vx_ctx *ctx, int level, const char *fmt, ...)

@@ -30,7 +30,11 @@ struct vx_ctx {
 	int log_level; /* messages above this level are dropped */
 	void (*log)(void *ud, int level, const char *msg);
 	void *log_ud;
-	/* Set (by cmd/'s SIGINT handler) to ask long work to stop starting new things. */
+	/*
+	 * Counted up by cmd/'s SIGINT handler. 1: stop starting new work, but let
+	 * requests already sent finish (a create cut off mid-flight may still
+	 * make a job). 2 or more: abandon requests in flight too.
+	 */
 	volatile sig_atomic_t *interrupted;
 	/* Deterministic randomness for tests (backoff jitter, request ids); 0 = seed from the OS. */
 	uint64_t seed;
@@ -42,7 +46,10 @@ void vx_ctx_init(struct vx_ctx *ctx);
 int64_t vx_now_ms(const struct vx_ctx *ctx);
 int64_t vx_mono_ms(const struct vx_ctx *ctx);
 void vx_sleep_ms(const struct vx_ctx *ctx, int64_t ms);
+/* Asked to stop: start nothing new. */
 int vx_interrupted(const struct vx_ctx *ctx);
+/* Asked twice: abandon requests in flight as well. */
+int vx_abandoning(const struct vx_ctx *ctx);
 
 /* Logs a line (no trailing newline needed) if level <= ctx->log_level. */
 void vx_log(const struct vx_ctx *ctx, int level, const char *fmt, ...) VX_PRINTF(3, 4);

@@ -725,6 +725,44 @@ static int64_t next_ready(struct xfer *xs, size_t n, int64_t now)
 	return t;
 }
 
+/*
+ * On an interrupt: transfers not yet on the wire end as cancelled; transfers
+ * in flight keep going, so their outcome is known, unless abandon is set.
+ * An abandoned request that may have reached the server and must not be
+ * resent (a create) ends uncertain, never cancelled: the job may exist.
+ * Returns 1 when nothing is left in flight.
+ */
+static int interrupt_batch(struct xfer *xs, size_t n, CURLM *multi, int abandon, size_t *running,
+			   size_t *admitted)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct xfer *x = &xs[i];
+		const char *method = req_method(x->req);
+
+		if (x->state == X_WAIT) {
+			finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: interrupted before it was sent",
+					     method, x->log_url));
+		} else if (x->state == X_RUN && abandon) {
+			int sent = !(x->req->body && x->req->body_len && !x->body_read);
+
+			attempt_cleanup(x, multi);
+			(*running)--;
+			if (x->req->retry == GCP_RETRY_NEVER && sent) {
+				x->resp->uncertain = 1;
+				finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: abandoned in flight; "
+						     "the outcome is unknown", method, x->log_url));
+			} else {
+				finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: abandoned in flight",
+						     method, x->log_url));
+			}
+		}
+	}
+	*admitted = 0;
+	return *running == 0;
+}
+
 static void run_batch(struct gcp_http *h, CURLM *multi, struct xfer *xs, size_t n)
 {
 	struct vx_ctx *ctx = h->ctx;
@@ -735,14 +773,9 @@ static void run_batch(struct gcp_http *h, CURLM *multi, struct xfer *xs, size_t 
 
 	for (;;) {
 		if (vx_interrupted(ctx)) {
-			for (i = 0; i < n; i++) {
-				if (xs[i].state == X_DONE)
-					continue;
-				attempt_cleanup(&xs[i], multi);
-				finish(&xs[i], vx_err_set(xs[i].err, VX_ECANCELED, "%s %s: interrupted",
-							  req_method(xs[i].req), xs[i].log_url));
-			}
-			return;
+			/* Nothing new starts; what was sent finishes unless abandoned. */
+			if (interrupt_batch(xs, n, multi, vx_abandoning(ctx), &running, &admitted))
+				return;
 		}
 		now = vx_mono_ms(ctx);
 		/* Admit (take rate-limit tokens) and start, in order, within max_in_flight. */

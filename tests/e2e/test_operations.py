@@ -89,6 +89,16 @@ class Credentials(FakeTestCase):
 
 class Operations(FakeTestCase):
 
+    def wait_for_create_in_flight(self):
+        """Until a create has reached the fake and is still being processed."""
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            log = self.fake.requests()["log"]
+            if any(e["rpc"] == "CreateCustomJob" and e["status"] is None for e in log):
+                return
+            time.sleep(0.02)
+        self.fail("no create reached the fake")
+
     def test_wait_until_running(self):
         self.fake.post("/_fake/clock", {"speed": 200})
         self.repo.write({"a": job_yaml("a")})
@@ -112,15 +122,15 @@ class Operations(FakeTestCase):
         p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
                              cwd=self.repo.root, env=self.fake.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-        deadline = time.time() + 60
-        while not self.live_jobs() and time.time() < deadline:
-            time.sleep(0.02)
+        self.wait_for_create_in_flight()
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 1, out + err)
         self.assertIn("Apply interrupted", out)
+        self.assertIn("finishing the requests already sent", err)
+        # The create on the wire finished and nothing new started.
         made = len(self.live_jobs())
-        self.assertLess(made, 6)
+        self.assertEqual(made, 1)
         # Nothing in flight was lost: the state knows every job that exists.
         r = self.repo.vx("state", "list", "-C", self.repo.dir)
         self.assertEqual(len([l for l in r.out.splitlines() if "customJobs/" in l]), made)
@@ -128,6 +138,34 @@ class Operations(FakeTestCase):
         r = self.repo.apply()
         self.assertEqual(r.code, 0, r)   # the lock was released
         for i in range(6):
+            self.assertEqual(len(self.live_jobs("j%d" % i)), 1)
+
+    def test_second_ctrl_c_abandons_a_create_and_the_next_apply_adopts_it(self):
+        self.fake.post("/_fake/faults", {"latency_ms": 1500, "methods": ["CreateCustomJob"]})
+        self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(3)})
+        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
+                             cwd=self.repo.root, env=self.fake.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        self.wait_for_create_in_flight()
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 1, out + err)
+        self.assertIn("abandoning the requests in flight", err)
+        self.assertIn("outcome is unknown", out + err)
+        # The fake goes on to make the job; vx never learnt its name, but journaled its intent.
+        deadline = time.time() + 30
+        while not self.live_jobs() and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(len(self.live_jobs()), 1)
+        r = self.repo.vx("state", "list", "-C", self.repo.dir)
+        self.assertIn("pending intent: create not confirmed", r.out)
+        self.fake.post("/_fake/faults", {})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("adopt", r.out)
+        for i in range(3):
             self.assertEqual(len(self.live_jobs("j%d" % i)), 1)
 
     def test_lock_timeout_waits_for_the_other_apply(self):

@@ -364,6 +364,60 @@ static void test_uncertain_twice_leaves_intent(void **unused)
 	free(a);
 }
 
+static void test_interrupted_uncertain_create_is_not_sent_again(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1");
+	volatile sig_atomic_t stop = 0;
+
+	(void)unused;
+	world_init(&w, a);
+	w.ctx.interrupted = &stop;
+	w.cloud.interrupt_after_create = &stop;
+	w.cloud.uncertain_creates = 1;
+	w.cloud.uncertain_lands = 0;
+	plan_and_apply(&w);
+	/* Asked to stop: the listing says absent, but no second create goes out. */
+	assert_string_equal(w.cloud.calls, "list,create,list");
+	assert_int_equal(w.state.njournal, 1);
+	world_release(&w);
+	free(a);
+}
+
+static volatile sig_atomic_t *stop_on_sleep;
+
+static void sleep_then_interrupt(void *ud, int64_t ms)
+{
+	fake_sleep(ud, ms);
+	*stop_on_sleep = 1;
+}
+
+static void test_interrupt_while_settling_keeps_the_intent(void **unused)
+{
+	struct world w;
+	char *a = job_doc("a", "1");
+	volatile sig_atomic_t stop = 0;
+
+	(void)unused;
+	world_init(&w, a);
+	w.cloud.uncertain_creates = 2;
+	w.cloud.uncertain_lands = 0;
+	plan_and_apply(&w);
+	assert_int_equal(w.state.njournal, 1);
+	/* The next apply waits for that create to appear, and is interrupted meanwhile. */
+	stop_on_sleep = &stop;
+	w.ctx.interrupted = &stop;
+	w.ctx.clock.sleep_ms = sleep_then_interrupt;
+	w.cloud.calls[0] = 0;
+	plan_and_apply(&w);
+	assert_string_equal(w.cloud.calls, "list,list,list");
+	assert_true(w.res.interrupted);
+	assert_int_equal(w.res.skipped, 1);
+	assert_int_equal(w.state.njournal, 1);  /* still unconfirmed: kept for the next run */
+	world_release(&w);
+	free(a);
+}
+
 static void test_failed_create_reported(void **unused)
 {
 	struct world w;
@@ -465,6 +519,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_journals_first_and_records_run),
+		cmocka_unit_test(test_interrupted_uncertain_create_is_not_sent_again),
+		cmocka_unit_test(test_interrupt_while_settling_keeps_the_intent),
 		cmocka_unit_test(test_uncertain_create_that_landed_is_adopted),
 		cmocka_unit_test(test_uncertain_create_that_did_not_land_is_retried_once),
 		cmocka_unit_test(test_uncertain_twice_leaves_intent),

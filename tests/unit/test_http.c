@@ -5,8 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -793,6 +795,80 @@ static void test_interrupted(void **state)
 	vx_err_release(&err);
 }
 
+/* Raises the interrupt level once the server has read a request, as a Ctrl-C mid-flight would. */
+struct interrupter {
+	struct httpd *srv;
+	int level;
+};
+
+static void *interrupt_when_sent(void *ud)
+{
+	struct interrupter *in = ud;
+
+	while (httpd_request_count(in->srv) < 1)
+		usleep(1000);
+	interrupted = in->level;
+	return NULL;
+}
+
+/* Two creates, one at a time; the interrupt comes while the first is on the wire. */
+static void interrupt_mid_flight(struct fx *f, int level, int *rcs, struct gcp_response *resps,
+				 struct vx_err *errs)
+{
+	struct gcp_request rs[2] = { create_req(f, GCP_RETRY_NEVER), create_req(f, GCP_RETRY_NEVER) };
+	struct interrupter in = { f->srv, level };
+	pthread_t t;
+
+	f->o.max_in_flight = 1;
+	open_http(f);
+	f->ctx.interrupted = &interrupted;
+	interrupted = 0;
+	httpd_respond_n(f->srv, 2, 200, NULL, "{\"name\":\"made\"}", 400);
+	assert_int_equal(pthread_create(&t, NULL, interrupt_when_sent, &in), 0);
+	assert_int_equal(gcp_http_send_many(f->h, 2, rs, resps, rcs, errs), 0);
+	pthread_join(t, NULL);
+	interrupted = 0;
+	/* The second create was never sent. */
+	assert_int_equal(rcs[1], VX_ECANCELED);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+}
+
+static void test_interrupt_lets_the_request_in_flight_finish(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_response resps[2];
+	struct vx_err errs[2] = { VX_ERR_INIT, VX_ERR_INIT };
+	int rcs[2];
+
+	interrupt_mid_flight(f, 1, rcs, resps, errs);
+	/* The first finished: its job is known, not lost. */
+	assert_int_equal(rcs[0], 0);
+	assert_int_equal(resps[0].status, 200);
+	assert_non_null(strstr(resps[0].body, "made"));
+	for (int i = 0; i < 2; i++) {
+		gcp_response_release(&resps[i]);
+		vx_err_release(&errs[i]);
+	}
+}
+
+static void test_second_interrupt_abandons_a_create_as_uncertain(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_response resps[2];
+	struct vx_err errs[2] = { VX_ERR_INIT, VX_ERR_INIT };
+	int rcs[2];
+
+	interrupt_mid_flight(f, 2, rcs, resps, errs);
+	/* Cut off after it was sent: the job may exist, so never "cancelled". */
+	assert_int_equal(rcs[0], VX_EUNCERTAIN);
+	assert_int_equal(resps[0].uncertain, 1);
+	assert_non_null(strstr(errs[0].msg, "abandoned in flight"));
+	for (int i = 0; i < 2; i++) {
+		gcp_response_release(&resps[i]);
+		vx_err_release(&errs[i]);
+	}
+}
+
 /* A token source that itself fetches the token through the same layer, as auth.c does. */
 struct nested {
 	struct fx *f;
@@ -893,6 +969,8 @@ int main(void)
 		T(test_send_many_rate_limited),
 		T(test_no_secret_in_log),
 		T(test_interrupted),
+		T(test_interrupt_lets_the_request_in_flight_finish),
+		T(test_second_interrupt_abandons_a_create_as_uncertain),
 		T(test_nested_token_fetch),
 		cmocka_unit_test(test_url_escape),
 	};
