@@ -71,6 +71,9 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug)
 		ctx->log_level = VX_LOG_DEBUG;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
+	/* Restart reads and writes (libgit2's among them) rather than fail them with
+	 * EINTR; sleeps and poll() still wake early, as signal(7) says they do. */
+	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -59,8 +59,13 @@ static int fsync_dir(const char *path)
 	return rc;
 }
 
-/* Replaces path with data: temporary file, fsync, rename, fsync of the directory. */
-static int atomic_write(const char *path, const char *data, struct vx_err *err)
+/*
+ * Puts data at path whole or not at all: temporary file, fsync, then rename
+ * over path (replace) or link to it (exclusive: VX_ECONFLICT when path
+ * exists, so a killed writer never leaves a half-written file that blocks
+ * the next), then fsync of the directory.
+ */
+static int put_file(const char *path, const char *data, int exclusive, struct vx_err *err)
 {
 	char *tmp = vx_asprintf("%s.tmp.%ld", path, (long)getpid());
 	int fd = -1, rc = 0;
@@ -83,7 +88,15 @@ static int atomic_write(const char *path, const char *data, struct vx_err *err)
 		goto done;
 	}
 	fd = -1;
-	if (rename(tmp, path) < 0) {
+	if (exclusive && link(tmp, path) < 0) {
+		rc = errno == EEXIST ? vx_err_set(err, VX_ECONFLICT, "%s appeared meanwhile", path)
+				     : vx_err_set(err, VX_EIO, "linking %s to %s: %s", tmp, path,
+						  strerror(errno));
+		goto done;
+	}
+	if (exclusive) {
+		unlink(tmp);
+	} else if (rename(tmp, path) < 0) {
 		rc = vx_err_set(err, VX_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
 		goto done;
 	}
@@ -212,7 +225,7 @@ static int file_write(struct state_backend *b, struct state *st, const char *mes
 	out.serial = st->serial + 1;
 	out.lock = NULL; /* the lock lives in FILE.lock */
 	if ((rc = state_to_json(&out, &text, err)) < 0 ||
-	    (rc = atomic_write(f->path, text, err)) < 0)
+	    (rc = put_file(f->path, text, 0, err)) < 0)
 		goto done;
 	st->serial = out.serial;
 done:
@@ -227,7 +240,7 @@ static int file_lock_swap(struct state_backend *b, const char *expect_id,
 	struct file_backend *f = (struct file_backend *)b;
 	struct state_lock *cur = NULL;
 	char *text = NULL;
-	int fd = -1, rc = 0;
+	int rc = 0;
 
 	(void)message;
 	if (next && (rc = state_lock_to_json(next, &text, err)) < 0)
@@ -235,17 +248,7 @@ static int file_lock_swap(struct state_backend *b, const char *expect_id,
 	if (!expect_id) {
 		if (!next)
 			goto done;
-		fd = open(f->lock_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			rc = errno == EEXIST
-				     ? vx_err_set(err, VX_ECONFLICT, "%s appeared meanwhile", f->lock_path)
-				     : vx_err_set(err, VX_EIO, "%s: %s", f->lock_path, strerror(errno));
-			goto done;
-		}
-		if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
-			rc = vx_err_set(err, VX_EIO, "%s: %s", f->lock_path, strerror(errno));
-			unlink(f->lock_path);
-		}
+		rc = put_file(f->lock_path, text, 1, err);
 		goto done;
 	}
 	if ((rc = file_lock_read(b, &cur, err)) < 0)
@@ -255,13 +258,11 @@ static int file_lock_swap(struct state_backend *b, const char *expect_id,
 		goto done;
 	}
 	if (next)
-		rc = atomic_write(f->lock_path, text, err);
+		rc = put_file(f->lock_path, text, 0, err);
 	else if (unlink(f->lock_path) < 0)
 		rc = vx_err_set(err, errno == ENOENT ? VX_ECONFLICT : VX_EIO, "%s: %s", f->lock_path,
 				strerror(errno));
 done:
-	if (fd >= 0)
-		close(fd);
 	state_lock_free(cur);
 	free(text);
 	return rc;

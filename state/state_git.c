@@ -4,9 +4,12 @@
  */
 #include "state/state_git.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <git2.h>
 
@@ -167,6 +170,65 @@ done:
 }
 
 /* Reads a ref; *exists = 0 when it does not exist. */
+/* ---- updating a ref ------------------------------------------------------ */
+
+/*
+ * A writer holds a ref's lock file (refs/heads/X.lock) for milliseconds. One
+ * older than this was left by a process killed mid-write (vx under SIGKILL,
+ * say), and would otherwise block every later write until removed by hand.
+ */
+#define REF_LOCK_STALE_MS 5000
+#define REF_LOCK_POLL_MS 100
+#define REF_LOCK_MAX_TRIES (2 * REF_LOCK_STALE_MS / REF_LOCK_POLL_MS)
+
+static int64_t mtime_ms(const struct stat *sb)
+{
+	return (int64_t)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
+}
+
+/*
+ * Points ref name at id: only if it is at *expect, or only if it does not
+ * exist when expect is NULL. Returns libgit2's code. When the ref's lock file
+ * is held, waits for it; a lock file REF_LOCK_STALE_MS old is removed, with a
+ * warning, and the update tried again.
+ */
+static int ref_update(struct git_backend *g, git_reference **out, const char *name,
+		      const git_oid *id, const git_oid *expect, const char *log_message)
+{
+	const struct vx_ctx *ctx = g->base.ctx;
+	char *lock = NULL;
+	int grc = 0, tries;
+
+	for (tries = 0; tries < REF_LOCK_MAX_TRIES; tries++) {
+		struct stat sb;
+		int64_t age;
+
+		grc = expect ? git_reference_create_matching(out, g->repo, name, id, 1, expect,
+							     log_message)
+			     : git_reference_create(out, g->repo, name, id, 0, log_message);
+		if (grc != GIT_ELOCKED)
+			break;
+		if (!lock && !(lock = vx_asprintf("%s%s.lock", git_repository_commondir(g->repo), name)))
+			break;
+		if (stat(lock, &sb) != 0)
+			continue; /* released meanwhile */
+		age = vx_now_ms(ctx) - mtime_ms(&sb);
+		if (age < REF_LOCK_STALE_MS) {
+			vx_sleep_ms(ctx, REF_LOCK_POLL_MS);
+			continue;
+		}
+		vx_log(ctx, VX_LOG_WARN, "removing %s: a lock file left %.0f s ago by a git or vx "
+		       "process that did not finish writing", lock, (double)age / 1000.0);
+		if (unlink(lock) != 0 && errno != ENOENT)
+			break;
+	}
+	if (grc == GIT_ELOCKED && lock)
+		vx_log(ctx, VX_LOG_ERROR, "%s is still held: if no git or vx process is writing the "
+		       "state, remove that file", lock);
+	free(lock);
+	return grc;
+}
+
 static int read_ref(struct git_backend *g, const char *name, git_oid *id, int *exists,
 		    struct vx_err *err)
 {
@@ -217,13 +279,12 @@ static int sync_remote(struct git_backend *g, struct vx_err *err)
 	if (!has_theirs || (has_local && git_oid_equal(&local, &theirs)))
 		goto done;
 	if (!has_local) {
-		if (git_reference_create(&ref, g->repo, g->ref, &theirs, 0, "vx: state from remote") < 0)
+		if (ref_update(g, &ref, g->ref, &theirs, NULL, "vx: state from remote") < 0)
 			rc = gerr(err, VX_ECONFLICT, "creating the local state branch");
 		goto done;
 	}
 	if (git_graph_descendant_of(g->repo, &theirs, &local) == 1) {
-		if (git_reference_create_matching(&ref, g->repo, g->ref, &theirs, 1, &local,
-						  "vx: fast-forward state from remote") < 0)
+		if (ref_update(g, &ref, g->ref, &theirs, &local, "vx: fast-forward state from remote") < 0)
 			rc = gerr(err, VX_ECONFLICT, "fast-forwarding the state branch");
 		goto done;
 	}
@@ -609,11 +670,7 @@ static int commit_tree(struct git_backend *g, const git_oid *parent, const git_o
 		rc = gerr(err, VX_EIO, "writing the state commit");
 		goto done;
 	}
-	if (parent)
-		grc = git_reference_create_matching(&ref, g->repo, g->ref, &id, 1, parent,
-						    "vx: state");
-	else
-		grc = git_reference_create(&ref, g->repo, g->ref, &id, 0, "vx: state");
+	grc = ref_update(g, &ref, g->ref, &id, parent, "vx: state");
 	if (grc == GIT_EMODIFIED || grc == GIT_EEXISTS) {
 		rc = vx_err_set(err, VX_ECONFLICT,
 				"state branch %s moved while this write was prepared (another vx "
@@ -628,8 +685,7 @@ static int commit_tree(struct git_backend *g, const git_oid *parent, const git_o
 	if (g->remote && (rc = push_branch(g, err)) < 0) {
 		/* Undo, so the local branch does not diverge from the remote one. */
 		if (parent)
-			grc = git_reference_create_matching(&undo, g->repo, g->ref, parent, 1, &id,
-							    "vx: undo refused state write");
+			grc = ref_update(g, &undo, g->ref, parent, &id, "vx: undo refused state write");
 		else
 			grc = git_reference_delete(ref);
 		if (grc < 0)

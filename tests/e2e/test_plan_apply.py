@@ -212,9 +212,16 @@ class PlanApply(FakeTestCase):
         created = len(self.live_jobs())
         self.assertGreater(created, 0)
         self.assertLess(created, 12, "killed before the end")
+        # As if the kill landed while libgit2 was moving the state branch: its lock file stays.
+        lock = os.path.join(self.repo.root, ".git", "refs", "heads", "vx", "state", "e2e.lock")
+        if not os.path.exists(lock):
+            with open(lock, "w") as f:
+                f.write("0" * 40 + "\n")
         self.fake.post("/_fake/faults", {})
         r = self.repo.apply()
         self.assertEqual(r.code, 0, r)
+        self.assertIn("a lock file left", r.err)
+        self.assertFalse(os.path.exists(lock))
         for i in range(12):
             self.assertEqual(len(self.live_jobs("j%02d" % i)), 1, "job j%02d" % i)
 

@@ -21,7 +21,7 @@
 
 static void test_file_round_trip_and_lock(void **unused)
 {
-	char dir[] = "/tmp/vx-stfile-XXXXXX", path[64], lockp[80];
+	char dir[] = "/tmp/vx-stfile-XXXXXX", path[64], lockp[80], tmpp[128];
 	struct vx_ctx ctx;
 	struct state_file_opts o = { "research", path };
 	struct state_backend *a = NULL, *b = NULL;
@@ -45,6 +45,9 @@ static void test_file_round_trip_and_lock(void **unused)
 
 	assert_int_equal(state_lock_acquire(a, NULL, &err), 0);
 	assert_int_equal(access(lockp, F_OK), 0);
+	/* Made whole through a linked temporary file, which is gone. */
+	snprintf(tmpp, sizeof(tmpp), "%s.tmp.%ld", lockp, (long)getpid());
+	assert_int_equal(access(tmpp, F_OK), -1);
 	assert_int_equal(state_lock_acquire(b, NULL, &err), VX_ECONFLICT);
 	assert_true(strncmp(err.msg, "state is locked by ", 19) == 0);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -347,6 +348,112 @@ static void test_remote(void **state)
 	vx_err_release(&err);
 }
 
+/* ---- a ref lock file left by a killed writer ---- */
+
+struct lockfx {
+	struct staterepo *f;
+	struct vx_buf log;
+	char lock[256];
+	int64_t slept;
+	int unlock_on_sleep;  /* the holder finishes during our first wait */
+};
+
+static struct lockfx *lock_ctx;
+
+static void lock_log(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	(void)level;
+	assert_int_equal(vx_buf_printf(&lock_ctx->log, "%s\n", msg), 0);
+}
+
+static void lock_sleep(void *ud, int64_t ms)
+{
+	(void)ud;
+	lock_ctx->f->now += ms;
+	lock_ctx->slept += ms;
+	if (lock_ctx->unlock_on_sleep)
+		assert_int_equal(unlink(lock_ctx->lock), 0);
+}
+
+/* Leaves refs/heads/vx/state/research.lock with an mtime age_ms before the ctx's now. */
+static void leave_ref_lock(struct lockfx *x, int64_t age_ms)
+{
+	int64_t t = x->f->now - age_ms;
+	struct timespec ts[2] = { { (time_t)(t / 1000), (long)(t % 1000) * 1000000L },
+				  { (time_t)(t / 1000), (long)(t % 1000) * 1000000L } };
+	int fd;
+
+	snprintf(x->lock, sizeof(x->lock), "%s/.git/refs/heads/vx/state/research.lock", x->f->repo);
+	fd = open(x->lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0123\n", 5), 5);
+	close(fd);
+	assert_int_equal(utimensat(AT_FDCWD, x->lock, ts, 0), 0);
+}
+
+/* Writes one state commit with the ref lock as left by leave_ref_lock; returns the rc. */
+static int write_past_lock(struct lockfx *x, int64_t age_ms, struct vx_err *err)
+{
+	struct state_backend *b;
+	struct state st = STATE_INIT;
+	int rc;
+
+	lock_ctx = x;
+	x->f->ctx.log = lock_log;
+	x->f->ctx.log_level = VX_LOG_DEBUG;
+	x->f->ctx.clock.sleep_ms = lock_sleep;
+	b = staterepo_open_git(x->f, x->f->repo, NULL);
+	assert_int_equal(state_load(b, &st, err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "one", err), 0);
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/2");
+	leave_ref_lock(x, age_ms);
+	rc = state_write(b, &st, "two", err);
+	state_release(&st);
+	state_backend_free(b);
+	return rc;
+}
+
+static void test_old_ref_lock_is_removed(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0 };
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(write_past_lock(&x, 60000, &err), 0);
+	assert_int_equal(x.slept, 0);
+	assert_int_equal(access(x.lock, F_OK), -1);
+	assert_non_null(strstr(vx_buf_str(&x.log), "a lock file left 60 s ago"));
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
+static void test_fresh_ref_lock_is_waited_for_then_removed(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0 };
+	struct vx_err err = VX_ERR_INIT;
+
+	/* Left a moment ago by a writer killed mid-write: it never goes away by itself. */
+	assert_int_equal(write_past_lock(&x, 0, &err), 0);
+	assert_int_equal(x.slept, 5000);
+	assert_int_equal(access(x.lock, F_OK), -1);
+	assert_non_null(strstr(vx_buf_str(&x.log), "a lock file left 5 s ago"));
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
+static void test_ref_lock_released_by_its_holder(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 1 };
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(write_past_lock(&x, 0, &err), 0);
+	assert_int_equal(x.slept, 100);
+	assert_null(strstr(vx_buf_str(&x.log), "removing"));
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
 static void test_open_errors(void **state)
 {
 	struct staterepo *f = *state;
@@ -376,6 +483,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_history_three_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_ref_lock_is_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_ref_lock_is_waited_for_then_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ref_lock_released_by_its_holder, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
