@@ -154,6 +154,11 @@ class Result:
         self.out = cp.stdout
         self.err = cp.stderr
 
+    def checked(self):
+        if self.code >= 128 or self.code < 0 or "Sanitizer" in self.err or "runtime error:" in self.err:
+            raise AssertionError("vx crashed or a sanitizer complained:\n%r" % self)
+        return self
+
     def __repr__(self):
         return "exit %d\n--- stdout\n%s\n--- stderr\n%s" % (self.code, self.out, self.err)
 
@@ -195,16 +200,25 @@ class Repo:
             e.update(env)
         cp = subprocess.run([VX_BIN] + list(args), cwd=self.root, capture_output=True,
                             text=True, timeout=timeout, env=e, stdin=subprocess.DEVNULL)
-        r = Result(cp)
-        if r.code >= 128 or r.code < 0 or "Sanitizer" in r.err or "runtime error:" in r.err:
-            raise AssertionError("vx crashed or a sanitizer complained:\n%r" % r)
-        return r
+        return Result(cp).checked()
 
     def plan(self, *args, **kw):
         return self.vx("plan", self.dir, *args, **kw)
 
     def apply(self, *args, **kw):
         return self.vx("apply", self.dir, "-auto-approve", *args, **kw)
+
+    def start_apply(self, *args):
+        """An apply in the background (auto-approved), for tests that interrupt or race it."""
+        return subprocess.Popen([VX_BIN, "apply", self.dir, "-auto-approve"] + list(args),
+                                cwd=self.root, env=self.fake.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+
+    @staticmethod
+    def finish(p, timeout=120):
+        """Waits for a start_apply process; its Result, checked for crashes and sanitizer reports."""
+        out, err = p.communicate(timeout=timeout)
+        return Result(subprocess.CompletedProcess(p.args, p.returncode, out, err)).checked()
 
     def state_log(self):
         return self.git("log", "--format=%B%x00", "vx/state/%s" % self.stack).split("\x00")

@@ -71,15 +71,13 @@ class Credentials(FakeTestCase):
         self.repo.write({"a": job_yaml("a")})
         # The first create waits 1.5 s at the server before its token is checked.
         self.fake.post("/_fake/faults", {"latency_ms": 1500, "methods": ["CreateCustomJob"], "times": 1})
-        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"], cwd=self.repo.root,
-                             env=self.fake.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             stdin=subprocess.DEVNULL, text=True)
+        p = self.repo.start_apply()
         deadline = time.time() + 60
         while self.fake.rpc_count("CreateCustomJob") < 1 and time.time() < deadline:
             time.sleep(0.02)
         self.fake.post("/_fake/tokens/expire", {})
-        out, err = p.communicate(timeout=120)
-        self.assertEqual(p.returncode, 0, out + err)
+        r = self.repo.finish(p)
+        self.assertEqual(r.code, 0, r)
         self.assertEqual(len(self.live_jobs("a")), 1)
         log = self.fake.requests()["log"]
         creates = [e["status"] for e in log if e["rpc"] == "CreateCustomJob"]
@@ -119,15 +117,13 @@ class Operations(FakeTestCase):
     def test_ctrl_c_finishes_in_flight_and_releases_the_lock(self):
         self.fake.post("/_fake/faults", {"latency_ms": 400, "methods": ["CreateCustomJob"]})
         self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(6)})
-        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
-                             cwd=self.repo.root, env=self.fake.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        p = self.repo.start_apply("-parallelism", "1")
         self.wait_for_create_in_flight()
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-        self.assertEqual(p.returncode, 1, out + err)
-        self.assertIn("Apply interrupted", out)
-        self.assertIn("finishing the requests already sent", err)
+        r = self.repo.finish(p, 60)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("Apply interrupted", r.out)
+        self.assertIn("finishing the requests already sent", r.err)
         # The create on the wire finished and nothing new started.
         made = len(self.live_jobs())
         self.assertEqual(made, 1)
@@ -143,17 +139,15 @@ class Operations(FakeTestCase):
     def test_second_ctrl_c_abandons_a_create_and_the_next_apply_adopts_it(self):
         self.fake.post("/_fake/faults", {"latency_ms": 1500, "methods": ["CreateCustomJob"]})
         self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(3)})
-        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
-                             cwd=self.repo.root, env=self.fake.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        p = self.repo.start_apply("-parallelism", "1")
         self.wait_for_create_in_flight()
         p.send_signal(signal.SIGINT)
         time.sleep(0.1)
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-        self.assertEqual(p.returncode, 1, out + err)
-        self.assertIn("abandoning the requests in flight", err)
-        self.assertIn("outcome is unknown", out + err)
+        r = self.repo.finish(p, 60)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("abandoning the requests in flight", r.err)
+        self.assertIn("outcome is unknown", r.out + r.err)
         # The fake goes on to make the job; vx never learnt its name, but journaled its intent.
         deadline = time.time() + 30
         while not self.live_jobs() and time.time() < deadline:
@@ -171,15 +165,13 @@ class Operations(FakeTestCase):
     def test_lock_timeout_waits_for_the_other_apply(self):
         self.fake.post("/_fake/faults", {"latency_ms": 300, "methods": ["CreateCustomJob"]})
         self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(4)})
-        a = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
-                             cwd=self.repo.root, env=self.fake.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        a = self.repo.start_apply("-parallelism", "1")
         deadline = time.time() + 60
         while not self.live_jobs() and time.time() < deadline:
             time.sleep(0.02)
         r = self.repo.apply("-lock-timeout", "2m")
-        out_a, err_a = a.communicate(timeout=120)
-        self.assertEqual(a.returncode, 0, err_a)
+        ra = self.repo.finish(a)
+        self.assertEqual(ra.code, 0, ra)
         self.assertEqual(r.code, 0, r)
         self.assertIn("No changes", r.out)
         self.assertEqual(len(self.live_jobs()), 4)

@@ -6,11 +6,10 @@ made (GET /_fake/requests), not only vx's output.
 import json
 import os
 import signal
-import subprocess
 import time
 import unittest
 
-from harness import FakeTestCase, VX_BIN, job_yaml
+from harness import FakeTestCase, job_yaml
 
 RUNNING_AFTER = 60       # virtual seconds: QUEUED -> PENDING -> RUNNING with the fake's defaults
 FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED
@@ -200,10 +199,7 @@ class PlanApply(FakeTestCase):
     def test_sigkill_mid_apply_then_resume(self):
         self.fake.post("/_fake/faults", {"latency_ms": 300, "methods": ["CreateCustomJob"]})
         self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(12)})
-        e = self.fake.env()
-        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "2"],
-                             cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        p = self.repo.start_apply("-parallelism", "2")
         deadline = time.time() + 60
         while len(self.live_jobs()) < 3 and time.time() < deadline:
             time.sleep(0.05)
@@ -228,16 +224,13 @@ class PlanApply(FakeTestCase):
     def test_two_applies_one_waits_for_the_lock(self):
         self.fake.post("/_fake/faults", {"latency_ms": 400, "methods": ["CreateCustomJob"]})
         self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(6)})
-        e = self.fake.env()
-        a = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve", "-parallelism", "1"],
-                             cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        a = self.repo.start_apply("-parallelism", "1")
         deadline = time.time() + 60
         while not self.live_jobs() and time.time() < deadline:
             time.sleep(0.05)
         r = self.repo.apply()
-        out_a, err_a = a.communicate(timeout=120)
-        self.assertEqual(a.returncode, 0, err_a)
+        ra = self.repo.finish(a)
+        self.assertEqual(ra.code, 0, ra)
         self.assertEqual(r.code, 1, r)
         self.assertIn("state is locked by", r.err)
         self.assertIn("pid %d" % a.pid, r.err)
