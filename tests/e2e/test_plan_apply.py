@@ -183,7 +183,22 @@ class PlanApply(FakeTestCase):
         self.assertEqual(after.get("GetCustomJob", 0), 0)
         self.assertLessEqual(after["ListCustomJobs"] - before["ListCustomJobs"], 3)
 
-    def test_lost_create_replies_never_duplicate(self):
+    def test_plan_follows_every_page(self):
+        self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(25)})
+        self.assertEqual(self.repo.apply().code, 0)
+        # The server now answers with at most 3 jobs a page, whatever vx asks for.
+        self.fake.post("/_fake/paging", {"max_page_size": 3})
+        self.fake.post("/_fake/requests/reset", {})
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)   # all 25 seen: nothing to create, nothing untracked
+        lists = [e["path"] for e in self.fake.requests()["log"] if e["rpc"] == "ListCustomJobs"]
+        self.assertEqual(len(lists), 9)
+        self.assertNotIn("pageToken", lists[0])
+        for path in lists[1:]:
+            self.assertIn("pageToken=", path)
+        self.assertIn("pageSize=1000", lists[0])
+
+
         self.fake.post("/_fake/faults", {"drop_after_processing_rate": 0.5,
                                          "methods": ["CreateCustomJob"]})
         self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(10)})

@@ -181,6 +181,13 @@ def _dispatch(w, req):
             else:
                 qs.grant.update(cfg)
         return 200, qs.grant
+    if p == "/paging":
+        if m == "POST":
+            n = _body(req).get("max_page_size", 0)
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                raise ControlError(400, "max_page_size must be a non-negative integer")
+            w.max_page_size = n
+        return 200, {"max_page_size": w.max_page_size}
     if p == "/rate-limits":
         if m == "POST":
             b = _body(req)

@@ -141,6 +141,12 @@ class VertexJobs(FakeTestCase):
                 break
         self.assertEqual(pages, 3)
         self.assertEqual(seen, list(reversed(made)))  # newest first
+        # Shorter pages than asked, when the world says so.
+        self.fake.ctl("/paging", {"max_page_size": 2})
+        st, r = self.fake.call("GET", PARENT + "/customJobs", query={"pageSize": 1000})
+        self.assertEqual((st, len(r["customJobs"])), (200, 2))
+        self.assertIn("nextPageToken", r)
+        self.assertEqual(self.fake.ctl("/paging", {"max_page_size": 0}), {"max_page_size": 0})
         st, e = self.fake.call("GET", PARENT + "/customJobs", query={"pageToken": "garbage"})
         self.assertEqual(st, 400)
         st, e = self.fake.call("GET", PARENT + "/customJobs", query={"readMask": "nope"})

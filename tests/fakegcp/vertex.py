@@ -384,6 +384,8 @@ class Vertex:
         if ps < 0:
             raise common.bad_request("page_size must be non-negative.", "page_size")
         ps = DEFAULT_PAGE_SIZE if ps == 0 else min(ps, MAX_PAGE_SIZE)
+        if self.world.max_page_size:
+            ps = min(ps, self.world.max_page_size)
         try:
             pred = filters.compile_filter(filt, self._resolver)
         except filters.FilterError as e:

@@ -59,6 +59,7 @@ class World:
             self.rate_windows = collections.defaultdict(collections.deque)
             self.faults = {}
             self.fault_rng = random.Random()
+            self.max_page_size = 0  # 0: each API's own maximum; N: pages shorter than asked, as servers may send
             self.counts = collections.Counter()
             self.total = 0
             self.log = collections.deque(maxlen=5000)
