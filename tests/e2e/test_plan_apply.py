@@ -183,6 +183,20 @@ class PlanApply(FakeTestCase):
         self.assertEqual(after.get("GetCustomJob", 0), 0)
         self.assertLessEqual(after["ListCustomJobs"] - before["ListCustomJobs"], 3)
 
+        # A burst of 200 reads (one job a page) against Google's 600 a minute: vx paces itself
+        # (a burst of 60, then 9 a second, so no minute can pass 600) and the fake never says 429.
+        self.fake.post("/_fake/rate-limits", {"vertex_creates_per_minute": 60,
+                                              "vertex_requests_per_minute": 600})
+        self.fake.post("/_fake/paging", {"max_page_size": 1})
+        self.fake.post("/_fake/requests/reset", {})
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        lists = [e for e in self.fake.requests()["log"] if e["rpc"] == "ListCustomJobs"]
+        self.assertGreaterEqual(len(lists), 200)
+        self.assertEqual([e["status"] for e in lists if e["status"] != 200], [])
+        paced = lists[-1]["real_time"] - lists[60]["real_time"]
+        self.assertGreater(paced, 0.9 * (len(lists) - 61) / 9.0)
+
     def test_plan_follows_every_page(self):
         self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(25)})
         self.assertEqual(self.repo.apply().code, 0)
