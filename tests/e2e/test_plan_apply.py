@@ -212,7 +212,7 @@ class PlanApply(FakeTestCase):
             self.assertIn("pageToken=", path)
         self.assertIn("pageSize=1000", lists[0])
 
-
+    def test_lost_create_replies_never_duplicate(self):
         self.fake.post("/_fake/faults", {"drop_after_processing_rate": 0.5,
                                          "methods": ["CreateCustomJob"]})
         self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(10)})
