@@ -2,7 +2,7 @@
 # Installs (as root) or names (otherwise) the Debian packages vx needs to build and test.
 # Called by 'make check', 'make demo' and 'make deps'.
 set -e
-PKGS="build-essential pkg-config git python3 openssl libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev libcmocka-dev"
+PKGS="build-essential pkg-config git python3 openssl libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev libcmocka-dev nghttp2-proxy"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

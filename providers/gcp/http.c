@@ -593,6 +593,19 @@ static int curl_transient(CURLcode c)
 	       c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM || c == CURLE_SSL_CONNECT_ERROR;
 }
 
+static const char *version_name(long v)
+{
+	switch (v) {
+	case CURL_HTTP_VERSION_1_0: return "HTTP/1.0";
+	case CURL_HTTP_VERSION_1_1: return "HTTP/1.1";
+	case CURL_HTTP_VERSION_2_0: return "HTTP/2";
+#ifdef CURL_HTTP_VERSION_3
+	case CURL_HTTP_VERSION_3: return "HTTP/3";
+#endif
+	default: return "HTTP";
+	}
+}
+
 /* Handles the end of an attempt: fills resp, then finishes or schedules a retry. */
 static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 {
@@ -601,7 +614,7 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 	struct gcp_response *resp = x->resp;
 	const char *method = req_method(r);
 	struct gcp_error ge = GCP_ERROR_INIT;
-	long status = 0;
+	long status = 0, version = 0;
 	curl_off_t total_us = 0, pre_us = 0;
 	int64_t now = vx_mono_ms(h->ctx), server_ms;
 	int rate_limited = 0, sent;
@@ -659,14 +672,16 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 		finish(x, vx_err_set(x->err, VX_ENOMEM, "%s %s: out of memory", method, x->log_url));
 		goto done;
 	}
+	curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &version);
 	if (status >= 400)
-		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> %ld %s%s%s (%zu bytes, %lld ms)", method,
+		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> %ld %s%s%s (%zu bytes, %lld ms, %s)", method,
 		       x->log_url, body_note, status, ge.status ? ge.status : "",
 		       ge.reason ? " " : "", ge.reason ? ge.reason : "", resp->body_len,
-		       (long long)(total_us / 1000));
+		       (long long)(total_us / 1000), version_name(version));
 	else
-		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> %ld (%zu bytes, %lld ms)", method, x->log_url,
-		       body_note, status, resp->body_len, (long long)(total_us / 1000));
+		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> %ld (%zu bytes, %lld ms, %s)", method,
+		       x->log_url, body_note, status, resp->body_len, (long long)(total_us / 1000),
+		       version_name(version));
 
 	if (status == 401 && !r->no_auth && h->tokens && !x->auth_retried) {
 		x->auth_retried = 1;

@@ -1,15 +1,21 @@
-"""End to end: TLS is always verified (issue 4).
+"""End to end: TLS is always verified, and HTTP/2 is used where offered (issue 4).
 
 A TLS-terminating proxy on loopback, with a certificate made for the test,
 stands in front of the fake. vx must trust it only when told to through
 CURL_CA_BUNDLE or SSL_CERT_FILE, and refuse it otherwise; plain http:// is
 refused for any host that is not loopback, before anything is sent.
+
+Google's front ends speak HTTP/2. nghttpx (Debian's nghttp2-proxy) does too,
+in front of the fake's HTTP/1.1: vx must negotiate h2 through ALPN and plan,
+create and list over it.
 """
 import os
+import shutil
 import socket
 import ssl
 import subprocess
 import threading
+import time
 import unittest
 
 from harness import FakeTestCase, job_yaml
@@ -75,6 +81,53 @@ class TLSProxy:
         self.sock.close()
 
 
+# Debian puts it in /usr/sbin, which a user's PATH may leave out.
+NGHTTPX = shutil.which("nghttpx") or "/usr/sbin/nghttpx"
+
+
+class H2Proxy:
+    """nghttpx: TLS with ALPN h2 on 127.0.0.1, HTTP/1.1 to the fake; logs each request's protocol."""
+
+    def __init__(self, cert, key, upstream_port, folder):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self.access_log = os.path.join(folder, "nghttpx-access.log")
+        self.error_log = os.path.join(folder, "nghttpx-error.log")
+        self.proc = subprocess.Popen(
+            [NGHTTPX, "--conf=/dev/null", "--frontend=127.0.0.1,%d" % self.port,
+             "--backend=127.0.0.1,%d" % upstream_port, "--workers=1", "--no-ocsp", "--no-via",
+             "--accesslog-file=" + self.access_log,
+             "--accesslog-format=$alpn $method $path $status",
+             "--errorlog-file=" + self.error_log, key, cert],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise AssertionError("nghttpx did not start: %s" % self.errors())
+                time.sleep(0.05)
+
+    def errors(self):
+        try:
+            with open(self.error_log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def requests(self):
+        with open(self.access_log) as f:
+            return [line.split() for line in f if line.strip()]
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
 class TLS(FakeTestCase):
 
     def setUp(self):
@@ -116,6 +169,29 @@ class TLS(FakeTestCase):
         self.assertRegex(r.err.lower(), "certificate|ssl|tls")
         self.assertEqual(self.fake.rpc_count("ListCustomJobs"), 0)
         self.assertGreaterEqual(self.proxy.handshakes_failed, 1)
+
+    def test_http2_where_the_server_offers_it(self):
+        port = int(self.fake.url.rsplit(":", 1)[1])
+        h2 = H2Proxy(self.cert, self.key, port, self.tmp)
+        try:
+            self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(3)})
+            env = {"CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": "https://127.0.0.1:%d/v1/" % h2.port,
+                   "CURL_CA_BUNDLE": self.cert, "VX_LOG": "debug"}
+            r = self.repo.apply(env=env)
+            self.assertEqual(r.code, 0, r)
+            for i in range(3):
+                self.assertEqual(len(self.live_jobs("j%d" % i)), 1)
+            self.assertEqual(self.repo.plan("-detailed-exitcode", env=env).code, 0)
+            # vx says which protocol each call used, and the proxy agrees: h2 for all of them.
+            lines = [l for l in r.err.splitlines() if "customJobs" in l and " -> " in l]
+            self.assertGreaterEqual(len(lines), 4, r.err)
+            for l in lines:
+                self.assertIn("HTTP/2)", l)
+            seen = h2.requests()
+            self.assertEqual(sum(1 for q in seen if q[1] == "POST" and q[3] == "200"), 3, seen)
+            self.assertEqual({q[0] for q in seen}, {"h2"}, seen)
+        finally:
+            h2.close()
 
     def test_plain_http_refused_off_loopback(self):
         r = self.repo.plan(env={"CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": "http://10.0.0.1/v1/"})
