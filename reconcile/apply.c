@@ -435,6 +435,12 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 	struct vx_err e2 = VX_ERR_INIT;
 	int tries;
 
+	if (vx_interrupted(a->ctx)) {
+		/* Asked to stop: no listing now; the next apply settles the intent. */
+		vx_err_set(&t->err, VX_EUNCERTAIN, "%s; the intent stays journaled and the next "
+			   "apply adopts the job if it was made", vx_err_msg(&t->err));
+		return t->rc;
+	}
 	for (tries = 0; tries < 2; tries++) {
 		struct live_job found;
 		int rc;
