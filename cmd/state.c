@@ -39,7 +39,7 @@ int cmd_state(int argc, char **argv)
 		} else if (cmd_flag(argv[i], "debug", &v)) {
 			debug = 1;
 		} else if (argv[i][0] == '-') {
-			cmd_error("state: unknown option '%s'", argv[i]);
+			cmd_error("state: unknown option '%s' (see 'vx state -help')", argv[i]);
 			return VX_EXIT_USAGE;
 		} else if (!verb) {
 			verb = argv[i];

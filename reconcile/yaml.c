@@ -1107,7 +1107,8 @@ void yfile_free(struct yfile *f)
 
 /* ---- lookups -------------------------------------------------------------- */
 
-struct ynode *ynode_get_key(const struct ynode *map, const char *key)
+/* The pair of map whose key is key, or NULL. */
+static const struct ynode_pair *find_pair(const struct ynode *map, const char *key)
 {
 	size_t i, klen;
 
@@ -1118,25 +1119,23 @@ struct ynode *ynode_get_key(const struct ynode *map, const char *key)
 		const struct ynode *k = map->pairs[i].key;
 
 		if (k->len == klen && !memcmp(k->str, key, klen))
-			return map->pairs[i].key;
+			return &map->pairs[i];
 	}
 	return NULL;
 }
 
+struct ynode *ynode_get_key(const struct ynode *map, const char *key)
+{
+	const struct ynode_pair *p = find_pair(map, key);
+
+	return p ? p->key : NULL;
+}
+
 struct ynode *ynode_get(const struct ynode *map, const char *key)
 {
-	size_t i, klen;
+	const struct ynode_pair *p = find_pair(map, key);
 
-	if (!map || map->kind != YNODE_MAP || !key)
-		return NULL;
-	klen = strlen(key);
-	for (i = 0; i < map->n; i++) {
-		const struct ynode *k = map->pairs[i].key;
-
-		if (k->len == klen && !memcmp(k->str, key, klen))
-			return map->pairs[i].value;
-	}
-	return NULL;
+	return p ? p->value : NULL;
 }
 
 static int str_in(const char *s, const char *const *list)

@@ -84,6 +84,24 @@ static void free_secret(char *s)
 	}
 }
 
+static void json_cleanse(cJSON *j)
+{
+	for (cJSON *it = j; it; it = it->next) {
+		if (cJSON_IsString(it) && it->valuestring)
+			OPENSSL_cleanse(it->valuestring, strlen(it->valuestring));
+		json_cleanse(it->child);
+	}
+}
+
+/* Wipes every string of a parsed JSON document (tokens, keys), then frees it. NULL-safe. */
+static void json_free_secret(cJSON *j)
+{
+	if (j) {
+		json_cleanse(j->child);
+		cJSON_Delete(j);
+	}
+}
+
 /* getenv that treats "" as unset. */
 static const char *env(const char *name)
 {
@@ -383,8 +401,7 @@ static int load_file(struct gcp_auth *a, const char *path, const char *origin, s
 				origin, path, type);
 	}
 done:
-	if (j)
-		cJSON_Delete(j);
+	json_free_secret(j); /* the parsed copy holds the private key or refresh token */
 	if (b.data)
 		OPENSSL_cleanse(b.data, b.len);
 	vx_buf_release(&b);
@@ -660,14 +677,7 @@ static int parse_token(const struct gcp_auth *a, const struct gcp_response *resp
 	if (!*token)
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what_of(a));
 done:
-	if (j) {
-		/* The parsed copy of the token is a secret too. */
-		cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "access_token");
-
-		if (cJSON_IsString(at) && at->valuestring)
-			OPENSSL_cleanse(at->valuestring, strlen(at->valuestring));
-		cJSON_Delete(j);
-	}
+	json_free_secret(j); /* the parsed copy of the token is a secret too */
 	return rc;
 }
 
@@ -774,7 +784,7 @@ static int subject_from_content(const struct gcp_auth *a, const char *data, size
 	if (!*out)
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what_of(a));
 done:
-	cJSON_Delete(j);
+	json_free_secret(j); /* holds the subject token */
 	return rc;
 }
 
@@ -912,13 +922,7 @@ static int impersonate(struct gcp_auth *a, const char *sts_token, char **token, 
 	if (!*token)
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what_of(a));
 done:
-	if (j) {
-		cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "accessToken");
-
-		if (cJSON_IsString(at) && at->valuestring)
-			OPENSSL_cleanse(at->valuestring, strlen(at->valuestring));
-		cJSON_Delete(j);
-	}
+	json_free_secret(j);
 	if (resp.body)
 		OPENSSL_cleanse(resp.body, resp.body_len);
 	gcp_response_release(&resp);

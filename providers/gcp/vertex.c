@@ -548,6 +548,29 @@ done:
 	return rc;
 }
 
+/*
+ * What get, cancel and delete of one job share: the description for errors
+ * ("vertex: VERB job NAME"), the region out of the name, and the URL of
+ * NAME followed by suffix (":cancel" or ""). The caller frees all three.
+ */
+static int job_call_setup(struct vertex_client *c, const char *verb, const char *name,
+			  const char *suffix, char **what, char **region, char **url,
+			  struct vx_err *err)
+{
+	char *path = NULL;
+	int rc;
+
+	*region = *url = NULL;
+	if (!(*what = vx_asprintf("vertex: %s job %s", verb, name ? name : "")))
+		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
+	if ((rc = vertex_job_name_region(name, region)) < 0)
+		return vx_err_set(err, rc, "%s: not a job resource name", *what);
+	if (!(path = vx_asprintf("%s%s", name, suffix)) || !(*url = build_url(c->base_url, *region, path)))
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", *what);
+	free(path);
+	return rc;
+}
+
 int vertex_get_job(struct vertex_client *c, const char *name, struct vertex_job *out,
 		   struct vx_err *err)
 {
@@ -556,16 +579,8 @@ int vertex_get_job(struct vertex_client *c, const char *name, struct vertex_job 
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!(what = vx_asprintf("vertex: reading job %s", name ? name : "")))
-		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
-	if ((rc = vertex_job_name_region(name, &region)) < 0) {
-		vx_err_set(err, rc, "%s: not a job resource name", what);
+	if ((rc = job_call_setup(c, "reading", name, "", &what, &region, &url, err)) < 0)
 		goto done;
-	}
-	if (!(url = build_url(c->base_url, region, name))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
 	rc = call(c, "GET", url, NULL, region, 0, GCP_RETRY_SAFE, "GetCustomJob", what, &resp, err);
 	if (rc == 0 && (rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
 		gcall_wrap(err, "vertex", what);
@@ -652,24 +667,15 @@ done:
 int vertex_cancel_job(struct vertex_client *c, const char *name, struct vx_err *err)
 {
 	struct gcp_response resp = { 0 };
-	char *what = NULL, *url = NULL, *region = NULL, *path = NULL;
+	char *what = NULL, *url = NULL, *region = NULL;
 	int rc;
 
-	if (!(what = vx_asprintf("vertex: cancelling job %s", name ? name : "")))
-		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
-	if ((rc = vertex_job_name_region(name, &region)) < 0) {
-		vx_err_set(err, rc, "%s: not a job resource name", what);
+	if ((rc = job_call_setup(c, "cancelling", name, ":cancel", &what, &region, &url, err)) < 0)
 		goto done;
-	}
-	if (!(path = vx_asprintf("%s:cancel", name)) || !(url = build_url(c->base_url, region, path))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
 	rc = call(c, "POST", url, "{}", region, 0, GCP_RETRY_SAFE, "CancelCustomJob", what, &resp, err);
 done:
 	gcp_response_release(&resp);
 	free(region);
-	free(path);
 	free(url);
 	free(what);
 	return rc;
@@ -697,16 +703,8 @@ int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout
 	int64_t deadline, delay = POLL_FIRST_MS;
 	int rc;
 
-	if (!(what = vx_asprintf("vertex: deleting job %s", name ? name : "")))
-		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
-	if ((rc = vertex_job_name_region(name, &region)) < 0) {
-		vx_err_set(err, rc, "%s: not a job resource name", what);
+	if ((rc = job_call_setup(c, "deleting", name, "", &what, &region, &url, err)) < 0)
 		goto done;
-	}
-	if (!(url = build_url(c->base_url, region, name))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
 	deadline = vx_mono_ms(c->ctx) + (timeout_ms > 0 ? timeout_ms : DELETE_TIMEOUT_MS);
 	rc = call(c, "DELETE", url, NULL, region, 0, GCP_RETRY_SAFE, "DeleteCustomJob", what, &resp, err);
 	if (rc == 0 && (rc = vertex_operation_parse_json(resp.body, resp.body_len, &op, err)) < 0)
