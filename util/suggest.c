@@ -41,19 +41,42 @@ size_t vx_edit_distance(const char *a, const char *b)
 	return r;
 }
 
+/* Whether word is a part of cand (case-insensitive): 2 at its start, 1 elsewhere, 0 not. */
+static int part_of(const char *word, size_t len, const char *cand)
+{
+	size_t clen = strlen(cand), i, j;
+
+	for (i = 0; i + len <= clen; i++) {
+		for (j = 0; j < len; j++)
+			if (tolower((unsigned char)word[j]) != tolower((unsigned char)cand[i + j]))
+				break;
+		if (j == len)
+			return i == 0 ? 2 : 1;
+	}
+	return 0;
+}
+
 const char *vx_suggest(const char *word, const char *const *candidates, size_t n)
 {
 	const char *best = NULL;
 	size_t best_d = (size_t)-1, len = strlen(word), limit;
+	int best_part = 0;
 
 	limit = len / 3 > 2 ? len / 3 : 2;
 	for (size_t i = 0; i < n; i++) {
 		size_t dist = vx_edit_distance(word, candidates[i]);
+		/* A word that is the start or a part of a candidate was most
+		 * likely cut short (NVIDIA_H100 for NVIDIA_H100_80GB, h100 for
+		 * nvidia-h100-80gb): that beats a candidate merely near in
+		 * spelling (NVIDIA_B200). Three characters at least, so that
+		 * "a" does not match everything. */
+		int part = len >= 3 ? part_of(word, len, candidates[i]) : 0;
 
-		if (dist < best_d) {
+		if (part > best_part || (part == best_part && dist < best_d)) {
+			best_part = part;
 			best_d = dist;
 			best = candidates[i];
 		}
 	}
-	return best && best_d <= limit ? best : NULL;
+	return best && (best_part || best_d <= limit) ? best : NULL;
 }

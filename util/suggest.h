@@ -2,11 +2,14 @@
 #define VX_UTIL_SUGGEST_H
 
 /*
- * "did you mean ...?": the nearest word to a misspelt key or enum value,
- * by case-insensitive Damerau-Levenshtein distance. Returns NULL when
- * nothing is close enough to be a useful hint (distance more than a third
- * of the word's length, at least 2 allowed), so messages never suggest
- * nonsense.
+ * "did you mean ...?": the nearest word to a misspelt key, enum value,
+ * command or address. A candidate that the word (3 characters or more) is
+ * the start of comes first, then one it is a part of (a word cut short:
+ * NVIDIA_H100 -> NVIDIA_H100_80GB); among equals, the nearest by
+ * case-insensitive Damerau-Levenshtein distance, the first listed on a tie.
+ * Otherwise the nearest by that distance, or NULL when nothing is close
+ * enough to be a useful hint (distance more than a third of the word's
+ * length, at least 2 allowed), so messages never suggest nonsense.
  */
 
 #include <stddef.h>

@@ -13,6 +13,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
+#include "util/suggest.h"
 
 static void test_err_set_and_wrap(void **state)
 {
@@ -97,6 +98,28 @@ static void test_diags_sorted_and_capped(void **state)
 	vx_diags_release(&d);
 }
 
+/* did you mean: a word cut short finds the name it starts or is part of,
+ * before a name merely near in spelling; otherwise the nearest, or nothing. */
+static void test_suggest(void **state)
+{
+	static const char *const gpus[] = { "NVIDIA_B200", "NVIDIA_H100_80GB",
+					    "NVIDIA_H100_MEGA_80GB", "NVIDIA_TESLA_T4" };
+	static const char *const cmds[] = { "plan", "apply", "validate", "state", "unlock" };
+
+	(void)state;
+	assert_string_equal(vx_suggest("NVIDIA_H100", gpus, 4), "NVIDIA_H100_80GB");
+	assert_string_equal(vx_suggest("h100", gpus, 4), "NVIDIA_H100_80GB");
+	assert_string_equal(vx_suggest("TESLA_T4", gpus, 4), "NVIDIA_TESLA_T4");
+	assert_string_equal(vx_suggest("NVIDIA_B20", gpus, 4), "NVIDIA_B200");
+	assert_string_equal(vx_suggest("NVIDIA_H10_80GB", gpus, 4), "NVIDIA_H100_80GB");
+	assert_string_equal(vx_suggest("aply", cmds, 5), "apply");
+	assert_string_equal(vx_suggest("valid", cmds, 5), "validate");
+	assert_string_equal(vx_suggest("STATE", cmds, 5), "state");
+	assert_null(vx_suggest("frobnicate", cmds, 5));
+	/* two letters are too few to be "a part of" anything */
+	assert_null(vx_suggest("at", (const char *const[]){ "validate" }, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -104,6 +127,7 @@ int main(void)
 		cmocka_unit_test(test_buf_cap),
 		cmocka_unit_test(test_buf_read_file_limit),
 		cmocka_unit_test(test_diags_sorted_and_capped),
+		cmocka_unit_test(test_suggest),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
