@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -926,6 +927,15 @@ int yaml_load_mem(struct yfile **out, const char *name, const char *data, size_t
 		rc = VX_EINVAL;
 		goto done;
 	}
+	/* A UTF-8 byte-order mark (editors on Windows write one) is skipped, as
+	 * PyYAML does. libyaml skips it only when it detects the encoding itself,
+	 * which we do not let it do (below); and it must not reach libyaml, which
+	 * would count it as a column and misread the indentation of line 1.
+	 * Positions are then counted from the character after it, as editors do. */
+	if (l.len >= 3 && !memcmp(l.data, "\xEF\xBB\xBF", 3)) {
+		l.data += 3;
+		l.len -= 3;
+	}
 	l.arena = calloc(1, sizeof(*l.arena));
 	if (!l.arena) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
@@ -1250,4 +1260,88 @@ const char *ynode_type_name(const struct ynode *n)
 	if (core_float(n->str))
 		return "number";
 	return "string";
+}
+
+static void why_set(struct ynode_why *why, const char *fmt, ...) VX_PRINTF(2, 3);
+
+static void why_set(struct ynode_why *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why->s, sizeof(why->s), fmt, ap);
+	va_end(ap);
+}
+
+int ynode_want_string(struct ynode_why *why, const struct ynode *n)
+{
+	const char *t = ynode_type_name(n);
+	struct shown sh;
+
+	why->s[0] = '\0';
+	if (!strcmp(t, "string"))
+		return 0;
+	if (!strcmp(t, "integer") || !strcmp(t, "number") || !strcmp(t, "boolean")) {
+		/* YAML typed it; the fix is to quote it, as Kubernetes and gcloud
+		 * (which send the typed value, and the API refuses it) would need too. */
+		show(&sh, n->str, n->len);
+		why_set(why, "expected a string, got the %s %s; quote it: \"%s\"",
+			strcmp(t, "boolean") ? "number" : "boolean", sh.s, sh.s);
+	} else if (!strcmp(t, "null")) {
+		why_set(why, "expected a string, got null");
+	} else {
+		why_set(why, "expected a string, got a %s", t);
+	}
+	return VX_EINVAL;
+}
+
+/* [+-]?[0-9]+ and nothing else (strtoll alone would skip leading spaces). */
+static int decimal_syntax(const char *s)
+{
+	if (*s == '+' || *s == '-')
+		s++;
+	return all_digits(s, "0123456789");
+}
+
+int ynode_int(int64_t *out, struct ynode_why *why, const struct ynode *n, int64_t min,
+	      int64_t max)
+{
+	const char *t = ynode_type_name(n);
+	struct shown sh;
+	char *end = NULL;
+	long long x;
+
+	*out = 0;
+	why->s[0] = '\0';
+	if (n->kind != YNODE_SCALAR) {
+		why_set(why, "expected an integer, got a %s", t);
+		return VX_EINVAL;
+	}
+	show(&sh, n->str, n->len);
+	if (!strcmp(t, "null")) {
+		why_set(why, "expected an integer, got null");
+		return VX_EINVAL;
+	}
+	if (!strcmp(t, "boolean")) {
+		why_set(why, "expected an integer, got the boolean %s", sh.s);
+		return VX_EINVAL;
+	}
+	if (n->len != strlen(n->str) || !decimal_syntax(n->str)) {
+		/* 0x10 and 0o17 are integers to YAML, but a number vx sends is
+		 * written in decimal: say which form is wanted. */
+		why_set(why, "expected %s integer, got \"%s\"",
+			core_int(n->str) ? "a decimal" : "an", sh.s);
+		return VX_EINVAL;
+	}
+	errno = 0;
+	x = strtoll(n->str, &end, 10);
+	if (errno == ERANGE || x < min || x > max) {
+		if (errno == ERANGE ? n->str[0] == '-' : x < min)
+			why_set(why, "%s is out of range (at least %lld)", sh.s, (long long)min);
+		else
+			why_set(why, "%s is out of range (at most %lld)", sh.s, (long long)max);
+		return VX_EINVAL;
+	}
+	*out = x;
+	return 0;
 }

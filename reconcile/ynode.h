@@ -12,6 +12,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/err.h"
 
@@ -95,5 +96,32 @@ int ynode_is_null(const struct ynode *n);
 /* "mapping", "sequence", "string", "integer", "number", "boolean" or "null":
  * what a scalar looks like under the core schema, for error messages. */
 const char *ynode_type_name(const struct ynode *n);
+
+/*
+ * Why a scalar is not what a field wants, as the end of a message
+ * "FIELD: <why>" (values shown are cut and escaped, so it stays one line).
+ */
+struct ynode_why {
+	char s[320];
+};
+
+/*
+ * 0 when n is a string under the core schema. Otherwise VX_EINVAL with why
+ * set: "expected a string, got a mapping", or for a plain number or boolean
+ * (which YAML types, so the API would refuse it) "expected a string, got the
+ * number 1; quote it: \"1\"".
+ */
+int ynode_want_string(struct ynode_why *why, const struct ynode *n) VX_WUR;
+
+/*
+ * An integer written in decimal, plain or quoted (count: 2, count: "2"), in
+ * [min, max]. 0 with *out set; otherwise VX_EINVAL with why set: "expected
+ * an integer, got \"three\"", "expected a decimal integer, got \"0x10\"", or
+ * "18446744073709551616 is out of range (at most 9223372036854775807)".
+ * min and max are the field's type range; rules like "at least 1" are the
+ * caller's, with their own message.
+ */
+int ynode_int(int64_t *out, struct ynode_why *why, const struct ynode *n, int64_t min,
+	      int64_t max) VX_WUR;
 
 #endif

@@ -271,6 +271,110 @@ static void test_utf8_and_nul(void **state)
 	expect_err("x: 1\na: \"b\\0c\"\n", "a.yaml:2:4: string contains a NUL character (\\0)");
 }
 
+/* A UTF-8 byte-order mark is skipped (as PyYAML does), and positions count
+ * from the character after it; a BOM anywhere else is still content. */
+static void test_bom(void **state)
+{
+	struct yfile *f;
+	struct ynode *root, *v;
+
+	(void)state;
+	f = load_ok("\xEF\xBB\xBF" "kind: Stack\nname: s\n");
+	root = f->docs[0];
+	assert_int_equal(root->kind, YNODE_MAP);
+	assert_int_equal(root->n, 2);
+	assert_string_equal(root->pairs[0].key->str, "kind");
+	v = ynode_get(root, "name");
+	assert_int_equal(v->line, 2);
+	assert_int_equal(v->col, 7);
+	v = ynode_get(root, "kind");
+	assert_int_equal(v->line, 1);
+	assert_int_equal(v->col, 7);
+	yfile_free(f);
+	/* an error on the BOM's line is placed as an editor shows it */
+	expect_err("\xEF\xBB\xBF" "a: b: c\n", "a.yaml:1:5: mapping values are not allowed here");
+	expect_err("\xEF\xBB\xBF" "a: \x01\n", "a.yaml:1:4: control character U+0001 is not "
+		   "allowed in YAML");
+	/* a UTF-16 BOM is not UTF-8 */
+	expect_err_lim("\xFF\xFEk\0", 4, NULL, "a.yaml:1:1: invalid UTF-8 (byte 0xFF); YAML "
+		       "files must be UTF-8 text");
+}
+
+/* The shared integer and string rules of every field, with their messages. */
+static void test_int_and_string_rules(void **state)
+{
+	static const struct {
+		const char *yaml;
+		int ok;
+		int64_t want;
+		const char *why;
+	} ints[] = {
+		{ "v: 42", 1, 42, "" },
+		{ "v: \"42\"", 1, 42, "" },
+		{ "v: +7", 1, 7, "" },
+		{ "v: -9223372036854775808", 1, INT64_MIN, "" },
+		{ "v: 9223372036854775807", 1, INT64_MAX, "" },
+		{ "v: 9223372036854775808", 0, 0,
+		  "9223372036854775808 is out of range (at most 9223372036854775807)" },
+		{ "v: -9223372036854775809", 0, 0,
+		  "-9223372036854775809 is out of range (at least -9223372036854775808)" },
+		{ "v: 0x10", 0, 0, "expected a decimal integer, got \"0x10\"" },
+		{ "v: \"0o17\"", 0, 0, "expected a decimal integer, got \"0o17\"" },
+		{ "v: \" 5\"", 0, 0, "expected an integer, got \" 5\"" },
+		{ "v: 1.5", 0, 0, "expected an integer, got \"1.5\"" },
+		{ "v: three", 0, 0, "expected an integer, got \"three\"" },
+		{ "v: \"\"", 0, 0, "expected an integer, got \"\"" },
+		{ "v: true", 0, 0, "expected an integer, got the boolean true" },
+		{ "v: ~", 0, 0, "expected an integer, got null" },
+		{ "v: [1]", 0, 0, "expected an integer, got a sequence" },
+	};
+	static const struct {
+		const char *yaml;
+		const char *why;
+	} strs[] = {
+		{ "v: abc", "" },
+		{ "v: \"1\"", "" },
+		{ "v: '3.10'", "" },
+		{ "v: 1", "expected a string, got the number 1; quote it: \"1\"" },
+		{ "v: 3.10", "expected a string, got the number 3.10; quote it: \"3.10\"" },
+		{ "v: 0x10", "expected a string, got the number 0x10; quote it: \"0x10\"" },
+		{ "v: false", "expected a string, got the boolean false; quote it: \"false\"" },
+		{ "v: null", "expected a string, got null" },
+		{ "v: {a: b}", "expected a string, got a mapping" },
+	};
+	struct ynode_why why;
+	int64_t x;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		struct yfile *f = load_ok(ints[i].yaml);
+		int rc = ynode_int(&x, &why, ynode_get(f->docs[0], "v"), INT64_MIN, INT64_MAX);
+
+		assert_int_equal(rc, ints[i].ok ? 0 : VX_EINVAL);
+		assert_string_equal(why.s, ints[i].why);
+		if (ints[i].ok)
+			assert_true(x == ints[i].want);
+		yfile_free(f);
+	}
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		struct yfile *f = load_ok(strs[i].yaml);
+		int rc = ynode_want_string(&why, ynode_get(f->docs[0], "v"));
+
+		assert_int_equal(rc, strs[i].why[0] ? VX_EINVAL : 0);
+		assert_string_equal(why.s, strs[i].why);
+		yfile_free(f);
+	}
+	/* a field's own type range (int32) */
+	{
+		struct yfile *f = load_ok("v: 2147483648");
+
+		assert_int_equal(ynode_int(&x, &why, ynode_get(f->docs[0], "v"), INT32_MIN,
+					   INT32_MAX), VX_EINVAL);
+		assert_string_equal(why.s, "2147483648 is out of range (at most 2147483647)");
+		yfile_free(f);
+	}
+}
+
 static void test_non_scalar_keys(void **state)
 {
 	(void)state;
@@ -494,6 +598,8 @@ int main(void)
 		cmocka_unit_test(test_tabs),
 		cmocka_unit_test(test_duplicate_keys),
 		cmocka_unit_test(test_utf8_and_nul),
+		cmocka_unit_test(test_bom),
+		cmocka_unit_test(test_int_and_string_rules),
 		cmocka_unit_test(test_non_scalar_keys),
 		cmocka_unit_test(test_anchors_and_merge),
 		cmocka_unit_test(test_alias_bomb),
