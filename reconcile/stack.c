@@ -215,23 +215,39 @@ static int project_valid(const char *s)
 	return 1;
 }
 
-/* A git branch name we accept: no spaces, control characters, "..", "~^:?*[\",
- * not starting with "-" or "/", not ending with "/" or ".lock". */
+/*
+ * A branch name by git's rules (git-check-ref-format(1) for refs/heads/NAME,
+ * plus git branch's own: not starting with "-", not "HEAD"): components
+ * between "/" not empty, not starting with "." and not ending with ".lock";
+ * no "..", "@{", control characters, space, "~^:?*[\\"; not ending with "."
+ * or "/". Written out rather than asking libgit2 because reconcile/
+ * does not depend on it (validate needs no repository); the git backend asks
+ * libgit2 again when it opens, and test_stack compares the two.
+ */
 static int branch_valid(const char *s)
 {
 	size_t n = strlen(s);
+	const char *c;
 
-	if (n == 0 || n > 200 || s[0] == '-' || s[0] == '/' || s[n - 1] == '/' || s[n - 1] == '.' ||
-	    strstr(s, "..") || strstr(s, "//") || strstr(s, "@{") ||
-	    (n >= 5 && !strcmp(s + n - 5, ".lock")))
+	if (n == 0 || n > 200 || s[0] == '-' || s[n - 1] == '/' || s[n - 1] == '.' ||
+	    strstr(s, "..") || strstr(s, "@{") || !strcmp(s, "HEAD"))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
+		unsigned char ch = (unsigned char)s[i];
 
-		if (c <= ' ' || c == 0x7f || strchr("~^:?*[\\", c))
+		if (ch <= ' ' || ch == 0x7f || strchr("~^:?*[\\", ch))
 			return 0;
 	}
-	return 1;
+	for (c = s;; c++) {
+		const char *end = strchr(c, '/');
+		size_t len = end ? (size_t)(end - c) : strlen(c);
+
+		if (len == 0 || c[0] == '.' || (len >= 5 && !strncmp(c + len - 5, ".lock", 5)))
+			return 0;
+		if (!end)
+			return 1;
+		c = end;
+	}
 }
 
 /* Number of UTF-8 code points (the input is valid UTF-8). */
@@ -361,8 +377,14 @@ static void wrong_type(struct loader *L, const struct ynode *at, const char *pat
 		       const char *want)
 {
 	const char *got = type_of(at);
+	struct ynode_why why;
 
-	lerr(L, at, "%s: expected %s %s, got %s %s", path, article(want), want, article(got), got);
+	/* One wording for every string field, here and in the spec. */
+	if (!strcmp(want, "string") && ynode_want_string(&why, at) < 0)
+		lerr(L, at, "%s: %s", path, why.s);
+	else
+		lerr(L, at, "%s: expected %s %s, got %s %s", path, article(want), want,
+		     article(got), got);
 }
 
 /* The value node for key when present and not null, else NULL. */
@@ -440,34 +462,21 @@ static int get_str(struct loader *L, const struct ynode *map, const char *path, 
 	return 1;
 }
 
-/* An integer field (a plain integer, or a string holding one). */
+/* An integer field (a plain integer, or a string holding one), in decimal. */
 static int get_int(struct loader *L, const struct ynode *map, const char *path, const char *key,
 		   int required, const struct ynode **node, int64_t *out)
 {
 	const struct ynode *v;
-	const char *t;
-	char full[FULL_MAX], *end = NULL;
-	long long x;
+	struct ynode_why why;
+	char full[FULL_MAX];
 
 	v = get_field(L, map, path, key, required, node, full);
 	if (!v)
 		return 0;
-	t = type_of(v);
-	if (v->kind != YNODE_SCALAR || (strcmp(t, "integer") && strcmp(t, "string"))) {
-		wrong_type(L, v, full, "integer");
+	if (ynode_int(out, &why, v, INT64_MIN, INT64_MAX) < 0) {
+		lerr(L, v, "%s: %s", full, why.s);
 		return 0;
 	}
-	errno = 0;
-	x = strtoll(v->str, &end, 10);
-	if (v->str[0] == '\0' || *end != '\0' || end == v->str) {
-		wrong_type(L, v, full, "integer");
-		return 0;
-	}
-	if (errno == ERANGE) {
-		lerr(L, v, "%s: %s is out of range", full, v->str);
-		return 0;
-	}
-	*out = x;
 	return 1;
 }
 
@@ -604,7 +613,14 @@ static void read_string_map(struct loader *L, const struct ynode *map, const cha
 			lerr(L, v, "%s.%s: expected a string, got a %s", key, k->str, type_of(v));
 			continue;
 		}
-		val = ynode_is_null(v) ? "" : v->str;
+		/* `team:` or `team: null` is no value, not "": refuse it rather
+		 * than guess (an empty label value is written ""). */
+		if (ynode_is_null(v)) {
+			lerr(L, v, "%s.%s: expected a string, got null%s", key, k->str,
+			     labels ? " (write \"\" for an empty value)" : "");
+			continue;
+		}
+		val = v->str;
 		if (labels) {
 			if (!label_key_valid(k->str)) {
 				lerr(L, k, "%s: key \"%s\" is not valid: use lowercase letters, digits, "
@@ -795,6 +811,13 @@ static void read_state(struct loader *L, struct stack *st, const struct ynode *d
 		if (get_str(L, m, "state", "branch", 0, &v, &s)) {
 			if (sc->backend != STACK_BACKEND_GIT)
 				lerr(L, v, "state.branch: only for backend git");
+			else if (!strncmp(s, "refs/heads/", 11))
+				/* vx adds refs/heads/ itself */
+				lerr(L, v, "state.branch: \"%s\" is a ref name: give the branch name "
+				     "without refs/heads/ (\"%s\")", s, s + 11);
+			else if (!strncmp(s, "refs/", 5))
+				lerr(L, v, "state.branch: \"%s\" is a ref name, not a branch name: give "
+				     "the branch name without refs/heads/", s);
 			else if (!branch_valid(s))
 				lerr(L, v, "state.branch: \"%s\" is not a valid branch name", s);
 			else
@@ -810,8 +833,13 @@ static void read_state(struct loader *L, struct stack *st, const struct ynode *d
 				sc->bucket = dup_opt(L, s);
 		}
 	}
-	if (sc->backend == STACK_BACKEND_FILE && !sc->path && !(m && ynode_get(m, "path")))
-		lerr(L, m ? m : doc, "state: backend file needs \"path\" (the state file)");
+	/* Like Terraform's local backend and its terraform.tfstate: a file
+	 * beside the stack, relative to the stack directory as any path is. */
+	if (sc->backend == STACK_BACKEND_FILE && !sc->path && !(m && field(m, "path"))) {
+		sc->path = vx_strdup(STACK_STATE_FILE_DEFAULT);
+		if (!sc->path)
+			oom(L);
+	}
 	if (sc->backend == STACK_BACKEND_GCS && !sc->bucket && !(m && ynode_get(m, "bucket")))
 		lerr(L, m ? m : doc, "state: backend gcs needs \"bucket\"");
 	if (sc->backend == STACK_BACKEND_GIT && !sc->branch && st->name) {

@@ -99,10 +99,14 @@ struct stack_decl {
 };
 
 /* state: {backend, path, remote, branch, bucket} of the Stack. */
+/* The state file of backend file when the Stack gives no path: beside the stack. */
+#define STACK_STATE_FILE_DEFAULT "vx-state.json"
+
 struct stack_state_cfg {
 	enum stack_backend backend;
 	char *path;   /* git: the repository (NULL = found by walking up from the stack);
-		       * file: the state file (required); gcs: object prefix (NULL = "vx/state/<stack>");
+		       * file: the state file (default STACK_STATE_FILE_DEFAULT);
+		       * gcs: object prefix (NULL = "vx/state/<stack>");
 		       * relative paths are as written (relative to the stack directory) */
 	char *remote; /* git only: remote to fetch and push ("origin"), or NULL for local only */
 	char *branch; /* git only: the state branch; default "vx/state/<stack>" (always set for git) */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <git2.h>
 
 #include "reconcile/stack.h"
 #include "util/buf.h"
@@ -344,7 +345,7 @@ static void test_kinds(void **state)
 		      "t/s.yaml:6:1: a document must be a mapping with a \"kind\", got a "
 		      "sequence\n");
 	expect_errors(STACK_DOC "---\nkind: 3\n",
-		      "t/s.yaml:6:7: kind: expected a string, got an integer\n");
+		      "t/s.yaml:6:7: kind: expected a string, got the number 3; quote it: \"3\"\n");
 	expect_errors(JOB("a"),
 		      "t: no Stack: one document must be \"kind: Stack\" (with name, project and "
 		      "region)\n");
@@ -354,9 +355,28 @@ static void test_types(void **state)
 {
 	(void)state;
 	expect_errors(STACK_DOC "---\n" JOB("a") "run: three\nprotect: yes\nlabels: [a]\n",
-		      "t/s.yaml:13:6: CustomJob \"a\": run: expected an integer, got a string\n"
+		      "t/s.yaml:13:6: CustomJob \"a\": run: expected an integer, got \"three\"\n"
 		      "t/s.yaml:14:10: CustomJob \"a\": protect: expected a boolean, got a string\n"
 		      "t/s.yaml:15:9: CustomJob \"a\": labels: expected a mapping, got a sequence\n");
+	/* integers: decimal only, in range, one wording for every field */
+	expect_errors(STACK_DOC "---\n" JOB("a") "run: 0x10\nresubmit: {maxAttempts: 0o7}\n"
+		      "---\nkind: Reservation\nname: r\nzone: us-central1-a\n"
+		      "machineType: n1-standard-4\ncount: \" 5\"\n"
+		      "---\nkind: QuotaPreference\nname: q\nservice: aiplatform.googleapis.com\n"
+		      "quotaId: Q\npreferredValue: 18446744073709551616\n"
+		      "---\n" JOB("b") "run: -99999999999999999999\n---\n" JOB("c") "run: 1.5\n"
+		      "---\n" JOB("d") "run: true\n",
+		      "t/s.yaml:13:6: CustomJob \"a\": run: expected a decimal integer, got \"0x10\"\n"
+		      "t/s.yaml:14:25: CustomJob \"a\": resubmit.maxAttempts: expected a decimal "
+		      "integer, got \"0o7\"\n"
+		      "t/s.yaml:20:8: Reservation \"r\": count: expected an integer, got \" 5\"\n"
+		      "t/s.yaml:26:17: QuotaPreference \"q\": preferredValue: 18446744073709551616 is "
+		      "out of range (at most 9223372036854775807)\n"
+		      "t/s.yaml:35:6: CustomJob \"b\": run: -99999999999999999999 is out of range (at "
+		      "least -9223372036854775808)\n"
+		      "t/s.yaml:44:6: CustomJob \"c\": run: expected an integer, got \"1.5\"\n"
+		      "t/s.yaml:53:6: CustomJob \"d\": run: expected an integer, got the boolean "
+		      "true\n");
 	expect_errors("kind: Stack\nname: s\nproject: [a]\n",
 		      "t/s.yaml:3:10: Stack \"s\": project: expected a string, got a sequence\n");
 	expect_errors("kind: Stack\nname: s\n",
@@ -444,6 +464,12 @@ static void test_labels(void **state)
 		      "letters, digits, \"_\" and \"-\", at most 64 characters\n");
 	free(doc);
 	free(v65);
+	/* a label written with no value is refused, not taken as "" */
+	expect_errors(STACK_DOC "labels: {team: null}\n---\n" JOB("a") "labels:\n  team:\n",
+		      "t/s.yaml:5:16: Stack \"research\": labels.team: expected a string, got null "
+		      "(write \"\" for an empty value)\n"
+		      "t/s.yaml:15:8: CustomJob \"a\": labels.team: expected a string, got null "
+		      "(write \"\" for an empty value)\n");
 	/* 64 characters are fine; integers are taken as written; empty values are allowed */
 	st = expect_valid(STACK_DOC "labels: {version: 2, empty: \"\", "
 			  "k: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx}\n"
@@ -527,8 +553,6 @@ static void test_state(void **state)
 		      "t/s.yaml:5:18: Stack \"research\": state.backend: unknown value \"gti\" (did "
 		      "you mean \"git\"?)\n");
 	expect_errors(STACK_DOC "state: {backend: file, remote: origin}\n",
-		      "t/s.yaml:5:8: Stack \"research\": state: backend file needs \"path\" (the "
-		      "state file)\n"
 		      "t/s.yaml:5:32: Stack \"research\": state.remote: only for backend git\n");
 	expect_errors(STACK_DOC "state: {backend: gcs, bucket: gs://b/x}\n",
 		      "t/s.yaml:5:31: Stack \"research\": state.bucket: \"gs://b/x\" is not a bucket "
@@ -541,6 +565,22 @@ static void test_state(void **state)
 	assert_string_equal(st->state.path, "state/vx.json");
 	assert_null(st->state.branch);
 	stack_free(st);
+	/* no path: vx-state.json beside the stack, like terraform.tfstate */
+	st = expect_valid(STACK_DOC "state: {backend: file}\n");
+	assert_string_equal(st->state.path, "vx-state.json");
+	stack_free(st);
+	st = expect_valid(STACK_DOC "state: {backend: file, path: }\n");
+	assert_string_equal(st->state.path, "vx-state.json");
+	stack_free(st);
+	expect_errors(STACK_DOC "state: {backend: file, path: \"\"}\n",
+		      "t/s.yaml:5:30: Stack \"research\": state.path: empty\n");
+	/* vx adds refs/heads/ itself */
+	expect_errors(STACK_DOC "state: {branch: refs/heads/main}\n",
+		      "t/s.yaml:5:17: Stack \"research\": state.branch: \"refs/heads/main\" is a ref "
+		      "name: give the branch name without refs/heads/ (\"main\")\n");
+	expect_errors(STACK_DOC "state: {branch: refs/tags/v1}\n",
+		      "t/s.yaml:5:17: Stack \"research\": state.branch: \"refs/tags/v1\" is a ref "
+		      "name, not a branch name: give the branch name without refs/heads/\n");
 	st = expect_valid(STACK_DOC "state: {backend: gcs, bucket: my-bucket}\n");
 	assert_int_equal(st->state.backend, STACK_BACKEND_GCS);
 	assert_string_equal(st->state.bucket, "my-bucket");
@@ -551,6 +591,69 @@ static void test_state(void **state)
 	expect_errors("kind: Stack\nname: s\nproject: My Project\n",
 		      "t/s.yaml:3:10: Stack \"s\": project: \"My Project\" is not a project ID (6 to "
 		      "30 lowercase letters, digits and \"-\", starting with a letter)\n");
+}
+
+/*
+ * The loader's branch rule is written out (reconcile/ does not use libgit2):
+ * it must agree with libgit2, which the git backend asks when it opens, on
+ * refs/heads/NAME, so that validate passes exactly the names that work.
+ */
+static void test_branch_names_agree_with_libgit2(void **state)
+{
+	static const char *const names[] = {
+		"main", "vx/state/research", "feature/x-1.2", "a@b", "\xc3\xbcml", "a..b", ".hidden",
+		"a/.b", "a.lock", "a.lock/b", "a/b.lock", "a//b", "/a", "a/", "a.", "@", "a@{b",
+		"x y", "a~b", "a^b", "a:b", "a?b", "a*b", "a[b", "a\\b", "a\tb", "",
+	};
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)state;
+	assert_true(git_libgit2_init() > 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct vx_diags d = VX_DIAGS_INIT;
+		struct stack *st = NULL;
+		char *ref = vx_asprintf("refs/heads/%s", names[i]);
+		int valid = -1, rc;
+
+		assert_non_null(ref);
+		assert_int_equal(git_reference_name_is_valid(&valid, ref), 0);
+		vx_buf_reset(&b);
+		assert_int_equal(vx_buf_adds(&b, STACK_DOC "state: {branch: \""), 0);
+		for (const char *p = names[i]; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				assert_int_equal(vx_buf_printf(&b, "\\%c", *p), 0);
+			else if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				assert_int_equal(vx_buf_printf(&b, "\\x%02x", *p), 0);
+			else
+				assert_int_equal(vx_buf_addc(&b, *p), 0);
+		}
+		assert_int_equal(vx_buf_adds(&b, "\"}\n"), 0);
+		rc = load_files(&st, &d, "s.yaml", vx_buf_str(&b), NULL);
+		if ((rc == 0) != (valid == 1))
+			fail_msg("branch \"%s\": loader says %s, libgit2 says %s", names[i],
+				 rc == 0 ? "valid" : "invalid", valid == 1 ? "valid" : "invalid");
+		stack_free(st);
+		vx_diags_release(&d);
+		free(ref);
+	}
+	/* git refuses these though libgit2 takes them: so do we (DEL is a control
+	 * character to git-check-ref-format; git branch refuses HEAD and "-x") */
+	{
+		struct vx_diags d = VX_DIAGS_INIT;
+		struct stack *st = NULL;
+
+		assert_int_equal(load_files(&st, &d, "s.yaml", STACK_DOC "state: {branch: \"a\\x7f\"}\n",
+					    NULL), VX_EINVAL);
+		vx_diags_release(&d);
+	}
+	expect_errors(STACK_DOC "state: {branch: HEAD}\n",
+		      "t/s.yaml:5:17: Stack \"research\": state.branch: \"HEAD\" is not a valid "
+		      "branch name\n");
+	expect_errors(STACK_DOC "state: {branch: -x}\n",
+		      "t/s.yaml:5:17: Stack \"research\": state.branch: \"-x\" is not a valid "
+		      "branch name\n");
+	vx_buf_release(&b);
+	git_libgit2_shutdown();
 }
 
 static void test_reservation(void **state)
@@ -797,6 +900,7 @@ int main(void)
 		cmocka_unit_test(test_region),
 		cmocka_unit_test(test_run_and_resubmit),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_branch_names_agree_with_libgit2),
 		cmocka_unit_test(test_reservation),
 		cmocka_unit_test(test_quota),
 		cmocka_unit_test(test_sorted_and_capped),
