@@ -22,8 +22,10 @@
  * - vx's `reservationAffinity: {reservation: NAME}` is expanded to the
  *   SPECIFIC_RESERVATION form; EnvVar `sensitive` is dropped (and the value
  *   replaced by "sha256:<hex>" in redacted_json only).
- * Numbers written plain where a string is expected (args: [--epochs, 3]) are
- * taken as their text; booleans are accepted only as YAML booleans.
+ * Where the schema wants a string, a plain number or boolean is refused with
+ * a hint to quote it (args: [--epochs, "3"]): gcloud's reader refuses it too,
+ * and the text of a YAML number is not always what was meant (3.10, 0x10).
+ * Booleans are accepted only as YAML booleans; integers only in decimal.
  */
 #include "reconcile/spec.h"
 
@@ -320,8 +322,8 @@ struct pool_info {
 	const struct ynode *acc_node;
 	int64_t count;
 	const struct ynode *cnt_node;
-	int64_t replicas;               /* -1 when not given */
-	const struct ynode *rep_node;
+	int64_t replicas;               /* meaningful only when rep_node is set */
+	const struct ynode *rep_node;   /* replicaCount as written, NULL when not given */
 	int has_task;
 	int mspec_bad;                  /* machineSpec had schema errors: skip its rules */
 	const struct spec_reservation *res; /* named reservation, if any */
@@ -428,12 +430,13 @@ static const char *field_name(const struct schema_field *f)
 	return f->json_name;
 }
 
-/* Scalars as text for string fields: strings and plain numbers. */
+/* The text of a string field's value (refused unless YAML types it a string). */
 static int scalar_text(struct chk *c, const struct ynode *n, const char **s)
 {
-	if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN &&
-	    (!strcmp(what(n), "boolean") || !strcmp(what(n), "null")))) {
-		err(c, n, "expected a string, got %s", what(n));
+	struct ynode_why why;
+
+	if (ynode_want_string(&why, n) < 0) {
+		err(c, n, "%s", why.s);
 		return VX_EINVAL;
 	}
 	*s = n->str;
@@ -554,25 +557,23 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 			(*out)->b = n->str[0] == 't' || n->str[0] == 'T';
 		break;
 	case SCHEMA_INT32:
-	case SCHEMA_INT64:
-		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer")) ||
-		    parse_int(n->str, &num) < 0) {
-			if (n->kind == YNODE_SCALAR && n->style != YSTYLE_PLAIN)
-				err(c, n, "expected an integer, got \"%s\"", n->str);
-			else
-				err(c, n, "expected an integer, got %s", what(n));
+	case SCHEMA_INT64: {
+		struct ynode_why why;
+		int64_t x;
+
+		if (ynode_int(&x, &why, n, f->type == SCHEMA_INT32 ? INT32_MIN : INT64_MIN,
+			      f->type == SCHEMA_INT32 ? INT32_MAX : INT64_MAX) < 0) {
+			err(c, n, "%s", why.s);
 			return VX_EINVAL;
 		}
-		if (f->type == SCHEMA_INT32 && (num < INT32_MIN || num > INT32_MAX)) {
-			err(c, n, "%lld is out of range for a 32-bit integer", num);
-			return VX_EINVAL;
-		}
+		num = x;
 		text = vx_asprintf("%lld", num);
 		if (!text)
 			return VX_ENOMEM;
 		*out = jv_new(f->type == SCHEMA_INT64 ? JV_STR : JV_NUM, text);
 		free(text);
 		break;
+	}
 	case SCHEMA_DOUBLE: {
 		char *end = NULL;
 		double d;
@@ -686,6 +687,53 @@ static int is_default(int msgid, const struct schema_field *f, const struct jv *
 
 static int check_pool(struct chk *c, size_t idx, const struct ynode *n, struct jv **out);
 
+/* An EnvVar name: a C identifier, as Vertex requires ([A-Za-z_][A-Za-z0-9_]*). */
+static int env_name_valid(const char *s)
+{
+	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return 0;
+	return 1;
+}
+
+/*
+ * Two entries of one env list with the same name: the container would get
+ * one of them, and which is not ours to guess. Reported at the second, naming
+ * the line of the first. Only valid names are compared (the rest are
+ * reported already).
+ */
+static void check_env_duplicates(struct chk *c, const struct ynode *seq)
+{
+	size_t i, j, len;
+
+	if (seq->kind != YNODE_SEQ)
+		return;
+	for (i = 1; i < seq->n; i++) {
+		const struct ynode *a = seq->items[i]->kind == YNODE_MAP ?
+					ynode_get(seq->items[i], "name") : NULL;
+
+		if (!a || a->kind != YNODE_SCALAR || !env_name_valid(a->str))
+			continue;
+		for (j = 0; j < i; j++) {
+			const struct ynode *b = seq->items[j]->kind == YNODE_MAP ?
+						ynode_get(seq->items[j], "name") : NULL;
+
+			if (b && b->kind == YNODE_SCALAR && !strcmp(a->str, b->str))
+				break;
+		}
+		if (j == i)
+			continue;
+		len = path_push(c, NULL, (long)i);
+		path_push(c, "name", 0);
+		err(c, a, "duplicate: \"%s\" is already set by env[%zu] at line %u", a->str, j,
+		    ynode_get(seq->items[j], "name")->line);
+		path_pop(c, len);
+	}
+}
+
 /* A field's value: a list for repeated fields (a single value becomes a list). */
 static int check_field(struct chk *c, int msgid, const struct schema_field *f,
 		       const struct ynode *n, struct jv **out)
@@ -719,6 +767,8 @@ static int check_field(struct chk *c, int msgid, const struct schema_field *f,
 			rc = VX_EINVAL;
 		item = NULL;
 	}
+	if (rc != VX_ENOMEM && f->type == SCHEMA_MESSAGE && f->message == SCHEMA_MSG_EnvVar)
+		check_env_duplicates(c, n);
 	if (rc == VX_ENOMEM) {
 		jv_free(*out);
 		*out = NULL;
@@ -916,6 +966,14 @@ static int check_message(struct chk *c, int msgid, const struct ynode *n, struct
 				c->pool->mspec = val;
 			j = (size_t)c->nerr;
 			r = check_field(c, msgid, f, val, &child);
+			if (r == 0 && child && msgid == SCHEMA_MSG_EnvVar &&
+			    !strcmp(f->json_name, "name") && !env_name_valid(child->str)) {
+				err(c, val, "\"%s\" is not a valid environment variable name: use "
+				    "letters, digits and \"_\", not starting with a digit", child->str);
+				jv_free(child);
+				child = NULL;
+				r = VX_EINVAL;
+			}
 			if (msgid == SCHEMA_MSG_WorkerPoolSpec && c->pool && (size_t)c->nerr != j &&
 			    !strcmp(f->json_name, "machineSpec"))
 				c->pool->mspec_bad = 1;
@@ -1034,7 +1092,6 @@ static int check_pool(struct chk *c, size_t idx, const struct ynode *n, struct j
 	p = &c->pools[idx];
 	memset(p, 0, sizeof(*p));
 	p->node = n;
-	p->replicas = -1;
 	c->pool = p;
 	rc = check_message(c, SCHEMA_MSG_WorkerPoolSpec, n, out);
 	c->pool = NULL;
@@ -1057,10 +1114,15 @@ static int check_pool(struct chk *c, size_t idx, const struct ynode *n, struct j
 		err_at(c, p->mspec, path, "missing required field \"machineType\"");
 		free(path);
 	}
-	if (p->replicas == 0 || p->replicas < -1)
-		err(c, p->rep_node, "replicaCount must be at least 1");
-	if (idx == 0 && p->replicas == -1 &&
-	    jv_add(*out, "replicaCount", jv_new(JV_STR, "1")) < 0)
+	if (p->rep_node && p->replicas < 1) {
+		path = vx_asprintf("%s.replicaCount", vx_buf_str(&c->path));
+		if (!path)
+			return VX_ENOMEM;
+		err_at(c, p->rep_node, path, "must be at least 1, got %lld", (long long)p->replicas);
+		free(path);
+		path = NULL;
+	}
+	if (idx == 0 && !p->rep_node && jv_add(*out, "replicaCount", jv_new(JV_STR, "1")) < 0)
 		return VX_ENOMEM;
 	if (p->machine_type && !p->mspec_bad)
 		check_pool_machine(c, idx, p);
@@ -1127,7 +1189,7 @@ static int fill_out(struct chk *c, struct job_spec *out)
 		if (!p->machine_type)
 			continue;
 		o->accelerator_count = p->accel ? p->count : 0;
-		o->replica_count = p->replicas > 0 ? p->replicas : 1;
+		o->replica_count = p->rep_node && p->replicas > 0 ? p->replicas : 1;
 		if (!(o->machine_type = vx_strdup(p->machine_type)) ||
 		    (p->accel && !(o->accelerator_type = vx_strdup(p->accel))))
 			return VX_ENOMEM;

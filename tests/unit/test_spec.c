@@ -231,7 +231,7 @@ static void test_schema_errors(void **state)
 		"scheduling: {timeout: 30x, restartJobOnWorkerRestart: \"true\", strategy: flex_start}\n",
 		"job.yaml:2:19: spec.workerPoolSpecs[0].machineSpec: unknown field \"machinetype\" (did you mean \"machineType\"?)\n"
 		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: unknown value \"NVIDIA_H100_80G\" (did you mean \"NVIDIA_H100_80GB\"?)\n"
-		"job.yaml:4:19: spec.workerPoolSpecs[0].replicaCount: expected an integer, got number\n"
+		"job.yaml:4:19: spec.workerPoolSpecs[0].replicaCount: expected an integer, got \"1.5\"\n"
 		"job.yaml:5:23: spec.scheduling.timeout: invalid duration \"30x\" (use 1800s, 30m, 1h30m, 7d; at most millisecond precision)\n"
 		"job.yaml:5:55: spec.scheduling.restartJobOnWorkerRestart: expected a boolean (true or false), got string\n"
 		"job.yaml:5:73: spec.scheduling.strategy: unknown value \"flex_start\" (did you mean \"FLEX_START\"?)");
@@ -250,7 +250,7 @@ static void test_pool_errors(void **state)
 		"  - containerSpec: {imageUri: \"\", env: [{name: A}]}\n",
 		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: NVIDIA_TESLA_K80 is retired (end of life) and refused\n"
 		"job.yaml:4:5: spec.workerPoolSpecs[0]: \"containerSpec\" and \"pythonPackageSpec\" cannot both be set (one of \"task\")\n"
-		"job.yaml:6:65: spec.workerPoolSpecs[1].machineSpec.acceleratorCount: 3000000000 is out of range for a 32-bit integer\n"
+		"job.yaml:6:65: spec.workerPoolSpecs[1].machineSpec.acceleratorCount: 3000000000 is out of range (at most 2147483647)\n"
 		"job.yaml:5:5: spec.workerPoolSpecs[1]: needs containerSpec or pythonPackageSpec\n"
 		"job.yaml:7:31: spec.workerPoolSpecs[2].containerSpec.imageUri: must not be empty\n"
 		"job.yaml:7:41: spec.workerPoolSpecs[2].containerSpec.env[0]: missing required field \"value\"\n"
@@ -278,8 +278,60 @@ static void test_machine_rule_positions(void **state)
 		"  - machineSpec: {machineType: g2-standard-8}\n"
 		"    containerSpec: {imageUri: img}\n"
 		"    replicaCount: 0\n",
-		"job.yaml:4:19: spec.workerPoolSpecs[0]: replicaCount must be at least 1\n"
+		"job.yaml:4:19: spec.workerPoolSpecs[0].replicaCount: must be at least 1, got 0\n"
 		"job.yaml:2:18: spec.workerPoolSpecs[0].machineSpec: g2-standard-8 comes with 1 NVIDIA_L4; acceleratorType is not set");
+}
+
+/* Issue 8: values vx used to send (or refuse with a message that said nothing). */
+static void test_loader_items(void **state)
+{
+	(void)state;
+	/* a negative replicaCount in a later pool, and int64 beyond its range */
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"    replicaCount: 18446744073709551616\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"    replicaCount: -1\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"    replicaCount: 0x2\n",
+		"job.yaml:4:19: spec.workerPoolSpecs[0].replicaCount: 18446744073709551616 is out of range (at most 9223372036854775807)\n"
+		"job.yaml:7:19: spec.workerPoolSpecs[1].replicaCount: must be at least 1, got -1\n"
+		"job.yaml:10:19: spec.workerPoolSpecs[2].replicaCount: expected a decimal integer, got \"0x2\"");
+	/* env names: a C identifier, once per container */
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    containerSpec:\n"
+		"      imageUri: img\n"
+		"      env:\n"
+		"        - {name: A=B, value: x}\n"
+		"        - {name: LR, value: x}\n"
+		"        - {name: 1X, value: x}\n"
+		"        - {name: LR, value: y}\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    pythonPackageSpec:\n"
+		"      {executorImageUri: img, packageUris: [gs://b/p.tgz], pythonModule: m, env: [{name: LR, value: x}]}\n",
+		"job.yaml:6:18: spec.workerPoolSpecs[0].containerSpec.env[0].name: \"A=B\" is not a valid environment variable name: use letters, digits and \"_\", not starting with a digit\n"
+		"job.yaml:8:18: spec.workerPoolSpecs[0].containerSpec.env[2].name: \"1X\" is not a valid environment variable name: use letters, digits and \"_\", not starting with a digit\n"
+		"job.yaml:9:18: spec.workerPoolSpecs[0].containerSpec.env[3].name: duplicate: \"LR\" is already set by env[1] at line 7");
+	/* string fields: a YAML number or boolean is refused with the quoted form */
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    containerSpec:\n"
+		"      imageUri: img\n"
+		"      args: [--epochs, 3, --lr, 1.5e-4, --fast, true]\n"
+		"      env: [{name: A, value: 1}]\n",
+		"job.yaml:5:24: spec.workerPoolSpecs[0].containerSpec.args[1]: expected a string, got the number 3; quote it: \"3\"\n"
+		"job.yaml:5:33: spec.workerPoolSpecs[0].containerSpec.args[3]: expected a string, got the number 1.5e-4; quote it: \"1.5e-4\"\n"
+		"job.yaml:5:49: spec.workerPoolSpecs[0].containerSpec.args[5]: expected a string, got the boolean true; quote it: \"true\"\n"
+		"job.yaml:6:30: spec.workerPoolSpecs[0].containerSpec.env[0].value: expected a string, got the number 1; quote it: \"1\"");
+	/* a GPU name cut short: the name it starts, not the nearest spelling */
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100, acceleratorCount: 8}\n"
+		"    containerSpec: {imageUri: img}\n",
+		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: unknown value \"NVIDIA_H100\" (did you mean \"NVIDIA_H100_80GB\"?)");
 }
 
 static void test_sensitive(void **state)
@@ -293,7 +345,7 @@ static void test_sensitive(void **state)
 		  "      imageUri: img\n"
 		  "      env:\n"
 		  "        - {name: HF_TOKEN, value: hunter2, sensitive: true}\n"
-		  "        - {name: MODE, value: 8080, sensitive: false}\n", &js);
+		  "        - {name: MODE, value: \"8080\", sensitive: false}\n", &js);
 	assert_string_equal(js.canonical_json,
 		"{\"workerPoolSpecs\":[{\"containerSpec\":{\"env\":[{\"name\":\"HF_TOKEN\",\"value\":\"hunter2\"},"
 		"{\"name\":\"MODE\",\"value\":\"8080\"}],\"imageUri\":\"img\"},"
@@ -456,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_schema_errors),
 		cmocka_unit_test(test_pool_errors),
 		cmocka_unit_test(test_machine_rule_positions),
+		cmocka_unit_test(test_loader_items),
 		cmocka_unit_test(test_sensitive),
 		cmocka_unit_test(test_reservation),
 		cmocka_unit_test(test_reservation_forms),
