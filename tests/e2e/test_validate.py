@@ -166,5 +166,130 @@ class ValidateTest(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+HEAD = "kind: Stack\nname: s\nproject: my-project\nregion: us-central1\n"
+POOL = ("kind: CustomJob\nname: j\nspec:\n  workerPoolSpecs:\n"
+        "    - machineSpec: {machineType: n1-standard-4}\n"
+        "      replicaCount: 1\n"
+        "      containerSpec: {imageUri: img}\n")
+
+
+class LoaderItemsTest(unittest.TestCase):
+    """Issue 8, "messages and validation": each input vx accepted and sent, or
+    refused with a message that did not say what was wrong. Every stderr is
+    compared whole, FILE:LINE:COLUMN included."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="vx-validate-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def validate(self, text, raw=None):
+        """Runs vx validate on a directory s/ holding stack.yaml = text (or raw bytes)."""
+        d = os.path.join(self.tmp, "s")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "stack.yaml"), "wb") as f:
+            f.write(raw if raw is not None else text.encode())
+        code, out, err = vx("s", cwd=self.tmp)
+        self.assertGreaterEqual(code, 0, err)
+        self.assertLess(code, 128, err)
+        return code, out, err
+
+    def refused(self, text, want):
+        code, out, err = self.validate(text)
+        self.assertEqual((code, out, err), (1, "", want))
+
+    def test_utf8_bom_accepted(self):
+        # Editors on Windows write a BOM; PyYAML skips it, and so must we.
+        code, out, err = self.validate(None, raw=b"\xef\xbb\xbf" + HEAD.encode())
+        self.assertEqual((code, out, err),
+                         (0, "stack s: 0 jobs, 0 reservations, 0 quota preferences: valid\n", ""))
+        # columns on the BOM's line are counted from the character after it
+        code, out, err = self.validate(None, raw=b"\xef\xbb\xbf{kind: Stack, name: S, "
+                                                 b"project: my-project, region: us-central1}\n")
+        self.assertEqual((code, out), (1, ""))
+        self.assertEqual(err, 's/stack.yaml:1:21: Stack "S": name: "S" is not a valid name: use '
+                              'lowercase letters, digits, "-" and "_", starting with a letter, at '
+                              'most 63 characters\n')
+
+    def test_run_hex_integer(self):
+        self.refused(HEAD + "---\n" + POOL + "run: 0x10\n",
+                     's/stack.yaml:13:6: CustomJob "j": run: expected a decimal integer, got '
+                     '"0x10"\n')
+
+    def test_replica_count_out_of_range(self):
+        self.refused(HEAD + "---\n" + POOL.replace("replicaCount: 1", "replicaCount: "
+                                                  "18446744073709551616"),
+                     's/stack.yaml:11:21: CustomJob "j": spec.workerPoolSpecs[0].replicaCount: '
+                     '18446744073709551616 is out of range (at most 9223372036854775807)\n')
+
+    def test_replica_count_negative(self):
+        # in a later pool -1 was taken for "not given" and sent
+        self.refused(HEAD + "---\n" + POOL +
+                     "    - machineSpec: {machineType: n1-standard-4}\n"
+                     "      replicaCount: -1\n"
+                     "      containerSpec: {imageUri: img}\n",
+                     's/stack.yaml:14:21: CustomJob "j": spec.workerPoolSpecs[1].replicaCount: '
+                     'must be at least 1, got -1\n')
+
+    def test_env_name_not_an_identifier(self):
+        self.refused(HEAD + "---\n" + POOL.replace("{imageUri: img}",
+                                                  "{imageUri: img, env: [{name: A=B, value: x}]}"),
+                     's/stack.yaml:12:51: CustomJob "j": spec.workerPoolSpecs[0].containerSpec.'
+                     'env[0].name: "A=B" is not a valid environment variable name: use letters, '
+                     'digits and "_", not starting with a digit\n')
+
+    def test_env_name_duplicate(self):
+        self.refused(HEAD + "---\n" + POOL.replace(
+                         "containerSpec: {imageUri: img}",
+                         "containerSpec:\n        imageUri: img\n        env:\n"
+                         "          - {name: LR, value: \"1\"}\n"
+                         "          - {name: LR, value: \"2\"}"),
+                     's/stack.yaml:16:20: CustomJob "j": spec.workerPoolSpecs[0].containerSpec.'
+                     'env[1].name: duplicate: "LR" is already set by env[0] at line 15\n')
+
+    def test_env_value_number(self):
+        # docs/format.md: where vx wants a string, a number is an error (quote it)
+        self.refused(HEAD + "---\n" + POOL.replace("{imageUri: img}",
+                                                  "{imageUri: img, env: [{name: A, value: 1}]}"),
+                     's/stack.yaml:12:61: CustomJob "j": spec.workerPoolSpecs[0].containerSpec.'
+                     'env[0].value: expected a string, got the number 1; quote it: "1"\n')
+
+    def test_label_value_null(self):
+        self.refused(HEAD + "labels: {team: null}\n",
+                     's/stack.yaml:5:16: Stack "s": labels.team: expected a string, got null '
+                     '(write "" for an empty value)\n')
+
+    def test_state_branch_full_ref(self):
+        self.refused(HEAD + "state: {branch: refs/heads/main}\n",
+                     's/stack.yaml:5:17: Stack "s": state.branch: "refs/heads/main" is a ref '
+                     'name: give the branch name without refs/heads/ ("main")\n')
+
+    def test_state_branch_git_rules(self):
+        # a component starting with "." is refused by git (and libgit2)
+        self.refused(HEAD + "state: {branch: vx/.hidden}\n",
+                     's/stack.yaml:5:17: Stack "s": state.branch: "vx/.hidden" is not a valid '
+                     'branch name\n')
+
+    def test_accelerator_cut_short(self):
+        self.refused(HEAD + "---\n" + POOL.replace(
+                         "{machineType: n1-standard-4}",
+                         "{machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100, "
+                         "acceleratorCount: 8}"),
+                     's/stack.yaml:10:66: CustomJob "j": spec.workerPoolSpecs[0].machineSpec.'
+                     'acceleratorType: unknown value "NVIDIA_H100" (did you mean '
+                     '"NVIDIA_H100_80GB"?)\n')
+
+    def test_reservation_count_zero(self):
+        # Compute's specificSkuCount is 1..1000
+        self.refused(HEAD + "---\nkind: Reservation\nname: r\nzone: us-central1-a\n"
+                     "machineType: n1-standard-4\ncount: 0\n",
+                     's/stack.yaml:10:8: Reservation "r": count: must be between 1 and 1000, '
+                     'got 0\n')
+
+    def test_file_backend_default_path(self):
+        code, out, err = self.validate(HEAD + "state: {backend: file}\n")
+        self.assertEqual((code, out, err),
+                         (0, "stack s: 0 jobs, 0 reservations, 0 quota preferences: valid\n", ""))
+
+
 if __name__ == "__main__":
     unittest.main()
