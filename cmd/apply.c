@@ -328,6 +328,7 @@ int cmd_apply(int argc, char **argv)
 		cmd_report(&err, NULL);
 		goto done;
 	}
+	cmd_ctx_time_limit(&ctx); /* the wait for the lock does not count */
 	if (from_file && (ws.state.serial != sp.state_serial ||
 			  (sp.state_serial && sp.state_lineage && strcmp(sp.state_lineage, ws.state.lineage)))) {
 		cmd_error("apply: %s: the state moved since the plan was made (serial %llu then, %llu now); "
@@ -373,6 +374,7 @@ int cmd_apply(int argc, char **argv)
 	}
 	if (!from_file && !confirm(auto_approve))
 		goto done;
+	cmd_ctx_time_limit(&ctx); /* nor the time a person took to answer */
 
 	memset(&ao, 0, sizeof(ao));
 	ao.parallelism = parallelism;

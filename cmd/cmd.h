@@ -26,6 +26,12 @@ int cmd_unlock(int argc, char **argv);
  * log level from VX_LOG (error|warn|info|debug) or -debug, SIGINT flag.
  */
 void cmd_ctx_init(struct vx_ctx *ctx, int debug);
+/*
+ * (Re)starts the command's time limit (ctx->deadline_ms): VX_TIMEOUT seconds
+ * from now, default 1800, 0 = none. cmd_ctx_init starts it; a command that
+ * waited for something other than a server (a lock, a person) starts it again.
+ */
+void cmd_ctx_time_limit(struct vx_ctx *ctx);
 
 /* Prints "vx: <msg>" on stderr. */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -50,6 +50,29 @@ static void log_stderr(void *ud, int level, const char *msg)
 	fprintf(stderr, "vx: %s: %s\n", names[level], msg);
 }
 
+/* Seconds; VX_TIMEOUT overrides, 0 there means no limit. See docs/design-notes.md. */
+#define CMD_TIME_LIMIT_S 1800
+
+void cmd_ctx_time_limit(struct vx_ctx *ctx)
+{
+	static int warned;
+	const char *v = getenv("VX_TIMEOUT");
+	long long secs = CMD_TIME_LIMIT_S;
+	char *end = NULL;
+
+	if (v && *v) {
+		secs = strtoll(v, &end, 10);
+		if (*end || secs < 0 || secs > 365LL * 86400) {
+			if (!warned++)
+				cmd_error("warning: VX_TIMEOUT must be a number of seconds (0 for no limit), "
+					  "not '%s'; using %d", v, CMD_TIME_LIMIT_S);
+			secs = CMD_TIME_LIMIT_S;
+		}
+	}
+	ctx->time_limit_ms = secs * 1000;
+	ctx->deadline_ms = secs ? vx_mono_ms(ctx) + ctx->time_limit_ms : 0;
+}
+
 void cmd_ctx_init(struct vx_ctx *ctx, int debug)
 {
 	const char *lv = getenv("VX_LOG");
@@ -78,6 +101,7 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	ctx->interrupted = &cmd_interrupted;
+	cmd_ctx_time_limit(ctx);
 }
 
 void cmd_error(const char *fmt, ...)

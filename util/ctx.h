@@ -38,6 +38,14 @@ struct vx_ctx {
 	volatile sig_atomic_t *interrupted;
 	/* Deterministic randomness for tests (backoff jitter, request ids); 0 = seed from the OS. */
 	uint64_t seed;
+	/*
+	 * The command's time limit: a monotonic time (vx_mono_ms) after which
+	 * the HTTP layer sends nothing more and cuts what is in flight, so a
+	 * server that answers slowly forever cannot hold a command forever.
+	 * 0 = none. time_limit_ms is the limit it came from, for messages.
+	 */
+	int64_t deadline_ms;
+	int64_t time_limit_ms;
 };
 
 /* Fills ctx with the real clock, no log sink (logs dropped), level WARN. */

@@ -17,6 +17,7 @@
 
 #include "providers/gcp/endpoints.h"
 #include "providers/gcp/gerror.h"
+#include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "providers/gcp/jwt.h"
 #include "util/buf.h"
@@ -655,10 +656,16 @@ static int parse_token(const struct gcp_auth *a, const struct gcp_response *resp
 
 	*token = NULL;
 	*expiry_ms = 0;
-	j = resp->body ? cJSON_ParseWithLength(resp->body, resp->body_len) : NULL;
+	j = resp->body ? gjson_parse(resp->body, resp->body_len) : NULL;
 	t = j ? jstr(j, "access_token") : NULL;
 	if (!t) {
 		rc = vx_err_set(err, VX_EAUTH, "%s: the answer of %s has no access_token", what_of(a), url);
+		goto done;
+	}
+	/* It goes into a header: CR/LF in it would add headers. Never print it. */
+	if (!gcp_http_token_ok(t)) {
+		rc = vx_err_set(err, VX_EAUTH, "%s: the access_token in the answer of %s has characters a "
+				"bearer token may not hold (RFC 6750); refused", what_of(a), url);
 		goto done;
 	}
 	exp = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
@@ -773,7 +780,7 @@ static int subject_from_content(const struct gcp_auth *a, const char *data, size
 		}
 		return 0;
 	}
-	j = cJSON_ParseWithLength(data, len);
+	j = gjson_parse(data, len);
 	v = j ? jstr(j, a->cs_field) : NULL;
 	if (!v) {
 		rc = vx_err_set(err, VX_EAUTH, "%s: the subject token from %s is not JSON with a string \"%s\"",
@@ -907,10 +914,16 @@ static int impersonate(struct gcp_auth *a, const char *sts_token, char **token, 
 	rc = send_auth_request(a, &req, &resp, sts_token, err);
 	if (rc < 0)
 		goto done;
-	j = resp.body ? cJSON_ParseWithLength(resp.body, resp.body_len) : NULL;
+	j = resp.body ? gjson_parse(resp.body, resp.body_len) : NULL;
 	t = j ? jstr(j, "accessToken") : NULL;
 	if (!t) {
 		rc = vx_err_set(err, VX_EAUTH, "%s: the answer of %s has no accessToken", what_of(a),
+				a->impersonation_url);
+		goto done;
+	}
+	if (!gcp_http_token_ok(t)) {
+		rc = vx_err_set(err, VX_EAUTH, "%s: the accessToken in the answer of %s has characters a "
+				"bearer token may not hold (RFC 6750); refused", what_of(a),
 				a->impersonation_url);
 		goto done;
 	}
@@ -1148,6 +1161,9 @@ static int find_credentials(struct gcp_auth *a, struct vx_err *err)
 		a->description = vx_strdup("access token from GOOGLE_OAUTH_ACCESS_TOKEN");
 		if (!a->token || !a->description)
 			rc = vx_err_set(err, VX_ENOMEM, "credentials: out of memory");
+		else if (!gcp_http_token_ok(a->token))
+			rc = vx_err_set(err, VX_EAUTH, "credentials: GOOGLE_OAUTH_ACCESS_TOKEN has characters a "
+					"bearer token may not hold (RFC 6750)");
 		goto done;
 	}
 	if ((v = env("GOOGLE_APPLICATION_CREDENTIALS")) || (v = env("google_application_credentials"))) {

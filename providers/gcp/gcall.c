@@ -114,22 +114,36 @@ int gcall_send(struct gcp_http *http, const struct gcp_request *req, const char 
 
 int gcall_pages(gcall_page_fn page, void *ud, const char *what, struct vx_err *err)
 {
-	char *token = NULL, *next = NULL;
+	char **seen = NULL, *next = NULL;
+	size_t nseen = 0, i;
 	int rc, pages = 0;
 
+	/* Every token so far is kept: a server cycling through a few tokens
+	 * loops as surely as one repeating the last. */
+	if (!(seen = calloc(GCALL_MAX_PAGES, sizeof(*seen))))
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 	for (;;) {
-		rc = page(ud, token, &next, err);
+		rc = page(ud, nseen ? seen[nseen - 1] : NULL, &next, err);
 		if (rc < 0 || !next)
 			break;
-		if ((token && !strcmp(token, next)) || ++pages >= GCALL_MAX_PAGES) {
-			rc = vx_err_set(err, VX_EAPI, "%s: the server's page token does not advance", what);
+		if (++pages >= GCALL_MAX_PAGES) {
+			rc = vx_err_set(err, VX_EAPI, "%s: more than %d pages; stopped (the server kept "
+					"sending nextPageToken)", what, GCALL_MAX_PAGES);
 			break;
 		}
-		free(token);
-		token = next;
+		for (i = 0; i < nseen && strcmp(seen[i], next); i++)
+			;
+		if (i < nseen) {
+			rc = vx_err_set(err, VX_EAPI, "%s: page %d repeats the page token of page %zu; "
+					"stopped (the server's pages loop)", what, pages + 1, i + 2);
+			break;
+		}
+		seen[nseen++] = next;
 		next = NULL;
 	}
-	free(token);
+	for (i = 0; i < nseen; i++)
+		free(seen[i]);
+	free(seen);
 	free(next);
 	return rc;
 }

@@ -19,8 +19,12 @@
 
 struct vx_buf;
 
-/* Largest number of list pages one call follows before it gives up. */
-#define GCALL_MAX_PAGES 100000
+/*
+ * Largest number of list pages one call follows before it gives up. At
+ * Vertex's page size (vx asks for 1000) that is a million jobs, far past
+ * any stack; a server that keeps sending nextPageToken is stopped here.
+ */
+#define GCALL_MAX_PAGES 1000
 
 /* 1 for the RFC 3986 unreserved characters [A-Za-z0-9._~-], else 0. */
 int gcall_unreserved(char ch);
@@ -79,9 +83,11 @@ typedef int (*gcall_page_fn)(void *ud, const char *token, char **next, struct vx
 
 /*
  * Calls page until it reports no next page. Returns 0, page's error, or
- * VX_EAPI "<what>: the server's page token does not advance" when a page
- * repeats the token it was asked with or after GCALL_MAX_PAGES pages. What
- * the pages filled is the caller's to keep or release.
+ * VX_EAPI when the server's pages do not end: "<what>: page N repeats the
+ * page token of page M; stopped (the server's pages loop)" when a token
+ * comes back that was sent before, "<what>: more than 1000 pages; stopped
+ * (the server kept sending nextPageToken)" after GCALL_MAX_PAGES pages.
+ * What the pages filled is the caller's to keep or release.
  */
 int gcall_pages(gcall_page_fn page, void *ud, const char *what, struct vx_err *err) VX_WUR;
 

@@ -7,8 +7,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 /* What the hints need beyond struct gcp_error. */
@@ -52,12 +54,13 @@ static const char *jstr(const cJSON *obj, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Sets *dst to a copy of s unless already set. 0 or VX_ENOMEM. */
+/* Sets *dst to a copy of s unless already set, cleaned of control characters:
+ * everything kept here ends up in a message on a terminal. 0 or VX_ENOMEM. */
 static int take(char **dst, const char *s)
 {
 	if (*dst || !s || !*s)
 		return 0;
-	*dst = vx_strdup(s);
+	*dst = vx_text_clean(s);
 	return *dst ? 0 : VX_ENOMEM;
 }
 
@@ -221,6 +224,13 @@ static char *snippet(const char *body, size_t len)
 		vx_buf_release(&b);
 		return NULL;
 	}
+	/* DEL, C1 controls and broken UTF-8 may still be in it. */
+	if (!vx_text_is_clean(vx_buf_str(&b), b.len)) {
+		char *clean = vx_text_clean(vx_buf_str(&b));
+
+		vx_buf_release(&b);
+		return clean;
+	}
 	return vx_buf_detach(&b);
 oom:
 	vx_buf_release(&b);
@@ -246,7 +256,7 @@ static int parse_full(struct gerror_full *f, long http_status, const char *body,
 	f->e.retry_delay_ms = -1;
 	f->e.http_status = http_status;
 	if (body && len)
-		root = cJSON_ParseWithLength(body, len);
+		root = gjson_parse(body, len);
 	top = root;
 	/* Some front ends wrap the envelope in a one-element array. */
 	if (cJSON_IsArray(top))

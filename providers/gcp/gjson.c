@@ -63,6 +63,68 @@ int gjson_next_page_token(char **out, const cJSON *root)
 	return *out ? 0 : VX_ENOMEM;
 }
 
+/* Offsets of the hex digits of every "\u0000" escape inside a JSON string, in order. */
+static int nul_escapes(const char *body, size_t len, size_t **out, size_t *n)
+{
+	size_t i, alloc = 0;
+	int in_string = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < len; i++) {
+		char c = body[i];
+
+		if (!in_string) {
+			in_string = c == '"';
+			continue;
+		}
+		if (c == '"') {
+			in_string = 0;
+		} else if (c == '\\' && i + 1 < len) {
+			if (body[i + 1] == 'u' && len - i >= 6 && !memcmp(body + i + 2, "0000", 4)) {
+				if (*n == alloc) {
+					size_t want = alloc ? alloc * 2 : 4;
+					size_t *p = realloc(*out, want * sizeof(*p));
+
+					if (!p)
+						return VX_ENOMEM;
+					*out = p;
+					alloc = want;
+				}
+				(*out)[(*n)++] = i + 2;
+			}
+			i++; /* the escaped character: an escaped quote does not end the string */
+		}
+	}
+	return 0;
+}
+
+cJSON *gjson_parse(const char *body, size_t len)
+{
+	cJSON *root = NULL;
+	size_t *at = NULL, n = 0, i;
+	char *copy = NULL;
+
+	if (!body || memchr(body, '\0', len))
+		return NULL;
+	if (nul_escapes(body, len, &at, &n) < 0)
+		goto done;
+	if (n == 0) {
+		root = cJSON_ParseWithLength(body, len);
+		goto done;
+	}
+	if (!(copy = malloc(len)))
+		goto done;
+	memcpy(copy, body, len);
+	for (i = 0; i < n; i++)
+		memcpy(copy + at[i], "FFFD", 4);
+	root = cJSON_ParseWithLength(copy, len);
+done:
+	free(copy);
+	free(at);
+	return root;
+}
+
 cJSON *gjson_parse_object(const char *body, size_t len, const char *what, struct vx_err *err)
 {
 	cJSON *root;
@@ -71,7 +133,7 @@ cJSON *gjson_parse_object(const char *body, size_t len, const char *what, struct
 		vx_err_set(err, VX_EINVAL, "%s: empty response body", what);
 		return NULL;
 	}
-	root = cJSON_ParseWithLength(body, len);
+	root = gjson_parse(body, len);
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		vx_err_set(err, VX_EINVAL, "%s: response is not a JSON object", what);

@@ -38,7 +38,20 @@ int gjson_int(const struct cJSON *it, int64_t lo, int64_t hi, int64_t *out);
 int gjson_next_page_token(char **out, const struct cJSON *root) VX_WUR;
 
 /*
- * Parses body as a JSON object (caller frees with cJSON_Delete). On failure
+ * Parses body as JSON (caller frees with cJSON_Delete); NULL when it is not
+ * JSON or memory ran out. Every parser of a server's answer goes through
+ * here, because cJSON alone is not safe with NUL: it decodes "\u0000" into a
+ * C string that then ends early ("customJobs/1\u0000evil" would read as
+ * "customJobs/1", another job). So a raw NUL byte (never valid JSON) makes
+ * the body unreadable, and each "\u0000" escape inside a string is read as
+ * U+FFFD, the replacement character: no name, token or label check accepts
+ * it, and text shows it visibly, so the value is refused where it matters
+ * instead of being cut short.
+ */
+struct cJSON *gjson_parse(const char *body, size_t len);
+
+/*
+ * Parses body (through gjson_parse) as a JSON object (caller frees with cJSON_Delete). On failure
  * returns NULL and sets err to "<what>: empty response body" or
  * "<what>: response is not a JSON object" (VX_EINVAL).
  */

@@ -16,6 +16,8 @@
 #include "util/banned.h"
 
 #define HTTP_POLL_MAX_MS 250
+/* libcurl refuses a header line longer than this; vx holds all of a response's headers to it too. */
+#define HTTP_MAX_HEADER_BYTES CURL_MAX_HTTP_HEADER
 
 struct gcp_http {
 	struct vx_ctx *ctx;
@@ -30,6 +32,7 @@ struct gcp_http {
 	uint64_t rng;
 	int depth;                  /* > 0 while a batch runs (a token fetch may nest one) */
 	int global_init;
+	char *warned_host;          /* the last host whose refused connections were reported */
 };
 
 enum xfer_state { X_WAIT, X_RUN, X_DONE };
@@ -44,6 +47,8 @@ struct xfer {
 	int admitted;          /* holds a rate-limit token for its next attempt */
 	int64_t ready_at;      /* mono ms: not before (backoff, rate limit) */
 	int64_t deadline_at;
+	int deadline_is_cmd;   /* deadline_at is the command's time limit (ctx), not the call's */
+	int sends;             /* attempts that may have reached the server */
 	struct gcp_backoff bo;
 	int auth_retried;
 	char *log_url;         /* redacted */
@@ -53,6 +58,8 @@ struct xfer {
 	size_t body_off;
 	int body_read;         /* curl asked for the body: it may reach the server */
 	int too_big;
+	int header_too_big;
+	size_t header_bytes;
 	struct vx_buf rbody;
 	char *ctype, *mflavor, *retry_after;
 	char errbuf[CURL_ERROR_SIZE];
@@ -84,6 +91,22 @@ char *gcp_url_escape(const char *s)
 		return NULL;
 	}
 	return vx_buf_detach(&b);
+}
+
+int gcp_http_token_ok(const char *t)
+{
+	size_t i = 0;
+
+	if (!t)
+		return 0;
+	while ((t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= 'a' && t[i] <= 'z') || (t[i] >= '0' && t[i] <= '9') ||
+	       t[i] == '-' || t[i] == '.' || t[i] == '_' || t[i] == '~' || t[i] == '+' || t[i] == '/')
+		i++;
+	if (i == 0)
+		return 0;
+	while (t[i] == '=')
+		i++;
+	return t[i] == '\0';
 }
 
 static int secret_param(const char *name, size_t len)
@@ -181,6 +204,7 @@ void gcp_http_free(struct gcp_http *h)
 	free(h->user_agent);
 	free(h->quota_project);
 	free(h->cainfo);
+	free(h->warned_host);
 	if (h->global_init)
 		curl_global_cleanup();
 	free(h);
@@ -329,6 +353,12 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
 	struct xfer *x = ud;
 	size_t n = size * nmemb;
 
+	/* Counted over every response of the attempt (a 100 Continue's too). */
+	x->header_bytes += n;
+	if (x->header_bytes > HTTP_MAX_HEADER_BYTES) {
+		x->header_too_big = 1;
+		return 0; /* aborts the transfer */
+	}
 	if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
 		/* A new response (after a 100 Continue, say): forget the last one's headers. */
 		free(x->ctype);
@@ -377,6 +407,16 @@ static int add_header(struct curl_slist **list, const char *line)
 	return 0;
 }
 
+/* Which bound deadline_at is, for messages. */
+static void deadline_text(const struct xfer *x, char *buf, size_t n)
+{
+	if (x->deadline_is_cmd)
+		snprintf(buf, n, "the command's time limit of %lld s (VX_TIMEOUT)",
+			 (long long)(x->h->ctx->time_limit_ms / 1000));
+	else
+		snprintf(buf, n, "the %ld s deadline", x->h->o.deadline_ms / 1000);
+}
+
 #define SETOPT(opt, val) do { if (curl_easy_setopt(e, opt, val) != CURLE_OK) goto setopt_failed; } while (0)
 
 /* Builds and adds the easy handle for the next attempt. On failure the
@@ -393,10 +433,12 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 	int has_body = r->body && r->body_len > 0;
 	int rc = 0;
 	CURL *e = NULL;
+	char bound[96];
 
 	if (now >= x->deadline_at) {
-		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: the deadline of %ld s passed before "
-				     "an answer", method, x->log_url, h->o.deadline_ms / 1000));
+		deadline_text(x, bound, sizeof(bound));
+		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: %s passed before an answer", method,
+				     x->log_url, bound));
 		return;
 	}
 	if (x->deadline_at - now < timeout)
@@ -413,8 +455,15 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 			finish(x, vx_err_set(x->err, rc < 0 ? rc : VX_EAUTH, "%s %s: %s", method,
 					     x->log_url, vx_err_msg(&terr)));
 			vx_err_release(&terr);
-			free(token);
-			return;
+			goto done;
+		}
+		/* A token with CR or LF in it would add headers of the server's
+		 * choosing; never print it, it may be a real token. */
+		if (!gcp_http_token_ok(token)) {
+			finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: the access token has characters a "
+					     "bearer token may not hold (RFC 6750); not sent", method,
+					     x->log_url));
+			goto done;
 		}
 	}
 	vx_buf_release(&x->rbody);
@@ -422,6 +471,8 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 	x->body_off = 0;
 	x->body_read = 0;
 	x->too_big = 0;
+	x->header_too_big = 0;
+	x->header_bytes = 0;
 	x->errbuf[0] = '\0';
 	e = x->easy = curl_easy_init();
 	if (!e)
@@ -568,10 +619,12 @@ static void retry_later(struct xfer *x, int64_t now, const char *why, int64_t se
 	if (server_ms > delay)
 		delay = server_ms;
 	if (now + delay >= x->deadline_at) {
+		char bound[96];
+
+		deadline_text(x, bound, sizeof(bound));
 		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: giving up after %d attempts: %s "
-				     "(retrying in %.1f s would pass the %ld s deadline)", method,
-				     x->log_url, x->resp->attempts, why, (double)delay / 1000.0,
-				     h->o.deadline_ms / 1000));
+				     "(retrying in %.1f s would pass %s)", method, x->log_url,
+				     x->resp->attempts, why, (double)delay / 1000.0, bound));
 		return;
 	}
 	vx_log(h->ctx, VX_LOG_DEBUG, "%s %s: retrying in %.1f s after %s (attempt %d/%d)", method,
@@ -606,6 +659,78 @@ static const char *version_name(long v)
 	}
 }
 
+/*
+ * Ends a GCP_RETRY_NEVER request whose last send may have been acted on:
+ * uncertain, and the message says how often it went out, because earlier
+ * sends may have been refused (429) and sent again.
+ */
+static void finish_uncertain(struct xfer *x, const char *cause)
+{
+	const char *method = req_method(x->req);
+
+	x->resp->uncertain = 1;
+	if (x->sends <= 1)
+		finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: %s; the outcome is unknown; not "
+				     "sent again", method, x->log_url, cause));
+	else
+		finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: %s after %d tries; the last try's "
+				     "outcome is unknown; not sent again", method, x->log_url, cause,
+				     x->sends));
+}
+
+/* "http://host:port" of url, for saying which server is unreachable. */
+static char *url_origin(const char *url)
+{
+	const char *p = strstr(url, "://");
+	size_t n = p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : strcspn(url, "/?#");
+
+	return vx_asprintf("%.*s", (int)n, url);
+}
+
+static const char *connect_cause(CURLcode res, long os_errno)
+{
+	if (res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_COULDNT_RESOLVE_PROXY)
+		return "the host name does not resolve";
+	switch (os_errno) {
+	case ECONNREFUSED: return "connection refused";
+	case ETIMEDOUT: return "timed out";
+	case EHOSTUNREACH: return "host unreachable";
+	case ENETUNREACH: return "network unreachable";
+	default: return curl_easy_strerror(res);
+	}
+}
+
+/*
+ * Says once on the log (stderr at the default level) that a server cannot be
+ * reached and how long vx keeps trying, instead of a silent wait: the most
+ * the remaining backoffs can add up to, within the deadline.
+ */
+static void warn_connect(struct xfer *x, CURLcode res, int64_t now)
+{
+	struct gcp_http *h = x->h;
+	struct gcp_backoff bo = x->bo;
+	char *origin = url_origin(x->log_url);
+	int64_t most = 0;
+	long os_errno = 0;
+	int i;
+
+	if (!origin || (h->warned_host && !strcmp(h->warned_host, origin))) {
+		free(origin);
+		return;
+	}
+	for (i = x->resp->attempts; i < h->o.max_attempts; i++) {
+		most += bo.ceiling_ms;
+		bo.ceiling_ms = bo.ceiling_ms * 2 > bo.max_ms ? bo.max_ms : bo.ceiling_ms * 2;
+	}
+	if (now + most > x->deadline_at)
+		most = x->deadline_at - now;
+	curl_easy_getinfo(x->easy, CURLINFO_OS_ERRNO, &os_errno);
+	vx_log(h->ctx, VX_LOG_WARN, "cannot connect to %s (%s); retrying for up to %lld s", origin,
+	       connect_cause(res, os_errno), (long long)((most + 999) / 1000));
+	free(h->warned_host);
+	h->warned_host = origin;
+}
+
 /* Handles the end of an attempt: fills resp, then finishes or schedules a retry. */
 static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 {
@@ -618,7 +743,7 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 	curl_off_t total_us = 0, pre_us = 0;
 	int64_t now = vx_mono_ms(h->ctx), server_ms;
 	int rate_limited = 0, sent;
-	char why[64];
+	char why[96];
 	char body_note[48] = "";
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -634,9 +759,23 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 
 		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> failed: %s (%lld ms)", method, x->log_url,
 		       body_note, cerr, (long long)(total_us / 1000));
-		if (x->too_big || res == CURLE_FILESIZE_EXCEEDED) {
-			finish(x, vx_err_set(x->err, VX_EINVAL, "%s %s: the response is larger than "
-					     "%zu bytes", method, x->log_url, h->o.max_response_bytes));
+		/* libcurl says "out of memory" for a header line past its own limit. */
+		if (x->header_too_big || res == CURLE_OUT_OF_MEMORY) {
+			snprintf(why, sizeof(why), "the response header is larger than %d bytes",
+				 HTTP_MAX_HEADER_BYTES);
+			x->sends++;
+		} else if (x->too_big || res == CURLE_FILESIZE_EXCEEDED) {
+			snprintf(why, sizeof(why), "the response is larger than %zu bytes",
+				 h->o.max_response_bytes);
+			x->sends++;
+		}
+		if (x->header_too_big || res == CURLE_OUT_OF_MEMORY || x->too_big ||
+		    res == CURLE_FILESIZE_EXCEEDED) {
+			/* The server answered, so a create reached it: no knowing what it did. */
+			if (r->retry == GCP_RETRY_NEVER)
+				finish_uncertain(x, why);
+			else
+				finish(x, vx_err_set(x->err, VX_EINVAL, "%s %s: %s", method, x->log_url, why));
 			goto done;
 		}
 		if (!curl_transient(res)) {
@@ -648,19 +787,23 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 		sent = !(curl_connect_failed(res) || res == CURLE_SSL_CONNECT_ERROR ||
 			 (res == CURLE_OPERATION_TIMEDOUT && pre_us == 0) ||
 			 (r->body && r->body_len && !x->body_read));
+		x->sends += sent;
 		if (r->retry == GCP_RETRY_NEVER && sent) {
-			resp->uncertain = 1;
-			finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: the outcome is unknown (%s "
-					     "after the request was sent); not resent", method,
-					     x->log_url, cerr));
+			char cause[CURL_ERROR_SIZE + 48];
+
+			snprintf(cause, sizeof(cause), "%s after the request was sent", cerr);
+			finish_uncertain(x, cause);
 			goto done;
 		}
+		if (curl_connect_failed(res))
+			warn_connect(x, res, now);
 		snprintf(why, sizeof(why), "%s", curl_easy_strerror(res));
 		retry_later(x, now, why, -1);
 		goto done;
 	}
 
 	resp->status = status;
+	x->sends++;
 	if (x->rbody.len) {
 		resp->body_len = x->rbody.len;
 		resp->body = vx_buf_detach(&x->rbody);
@@ -704,10 +847,11 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 	if (r->retry == GCP_RETRY_NEVER && !rate_limited) {
 		/* A 5xx or 408 after sending: the job may exist. 429 and rate-limit
 		 * 403s are refusals, safe to send again. */
-		resp->uncertain = 1;
-		finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: the outcome is unknown (HTTP %ld "
-				     "%s); not resent", method, x->log_url, status,
-				     ge.status ? ge.status : ""));
+		char cause[96];
+
+		snprintf(cause, sizeof(cause), "HTTP %ld%s%s", status, ge.status ? " " : "",
+			 ge.status ? ge.status : "");
+		finish_uncertain(x, cause);
 		goto done;
 	}
 	server_ms = retry_after_ms(h->ctx, x->retry_after);
@@ -901,6 +1045,10 @@ int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *r
 		x->state = X_WAIT;
 		x->ready_at = start;
 		x->deadline_at = start + h->o.deadline_ms;
+		if (h->ctx && h->ctx->deadline_ms > 0 && h->ctx->deadline_ms < x->deadline_at) {
+			x->deadline_at = h->ctx->deadline_ms;
+			x->deadline_is_cmd = 1;
+		}
 		gcp_backoff_init(&x->bo, h->o.backoff_initial_ms, h->o.backoff_max_ms);
 		x->log_url = redact_url(reqs[i].url ? reqs[i].url : "");
 		if (!reqs[i].url || !x->log_url)

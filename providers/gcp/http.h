@@ -6,7 +6,8 @@
  *
  * - connections are reused; a batch of requests runs with at most
  *   max_in_flight at once; HTTP/2 where offered; gzip; per-request timeout
- *   and an overall deadline; a cap on response size; User-Agent vx/<version>;
+ *   and an overall deadline per call, cut short by the command's time limit
+ *   (ctx->deadline_ms); caps on response size and on response headers; User-Agent vx/<version>;
  *   x-goog-user-project when a quota project is set.
  * - a token-bucket rate limiter per (api, region), defaulting to Google's
  *   published quotas (Vertex: 600 requests and 60 job creations a minute
@@ -17,8 +18,12 @@
  *   honoured; bounded attempts and total time.
  * - a request marked GCP_RETRY_NEVER (Vertex customJobs.create) is never
  *   sent twice: when its outcome is unknown (timeout, reset, 5xx after it
- *   was sent) the response says so with uncertain = 1 and the call returns
- *   VX_EUNCERTAIN; the caller resolves it by listing by labels.
+ *   was sent, or an answer too large to read) the response says so with
+ *   uncertain = 1 and the call returns VX_EUNCERTAIN; the caller resolves it
+ *   by listing by labels. The message counts the sends: a 429 is a refusal,
+ *   so a create can go out again after one.
+ * - a refused connection is retried; the first time for a host, a warning
+ *   says so through ctx's log, with how long the retries may last.
  * - a 401 makes the layer invalidate the token and retry once with a fresh one.
  * - with ctx->log_level >= VX_LOG_DEBUG, each request's method, URL, status,
  *   bytes and time and every retry decision are logged; Authorization and
@@ -126,6 +131,14 @@ int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *r
 		       struct gcp_response *resps, int *rcs, struct vx_err *errs) VX_WUR;
 
 void gcp_response_release(struct gcp_response *resp);
+
+/*
+ * 1 when t may go into "Authorization: Bearer t": RFC 6750's b64token,
+ * [A-Za-z0-9._~+/-]+ then '='s. A token is refused otherwise (it comes from
+ * a server, and CR/LF in it would add headers); the layer checks every token
+ * before sending it.
+ */
+int gcp_http_token_ok(const char *t);
 
 /* Percent-encodes s for a URL query value (RFC 3986 unreserved kept). Caller frees. */
 char *gcp_url_escape(const char *s);

@@ -63,7 +63,7 @@ int storage_object_parse_json(const char *body, size_t len, struct storage_objec
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	root = body ? cJSON_ParseWithLength(body, len) : NULL;
+	root = body ? gjson_parse(body, len) : NULL;
 	if (!cJSON_IsObject(root)) {
 		rc = vx_err_set(err, VX_EINVAL, "storage: reading object metadata: not a JSON object");
 		goto done;

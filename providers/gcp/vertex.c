@@ -12,6 +12,7 @@
 #include "providers/gcp/http.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/text.h"
 
 #include "util/banned.h"
 
@@ -148,6 +149,86 @@ static int name_ok(const char *name)
 	}
 	seg = strchr(name + 9, '/');
 	return nseg >= 4 && seg && !strncmp(seg, "/locations/", 11);
+}
+
+/* Reads the segment at *p up to the next '/' or the end; it must be what (when not NULL). */
+static int name_segment(const char **p, const char *what, int (*ok)(const char *, size_t))
+{
+	size_t n = strcspn(*p, "/");
+
+	if (n == 0 || (what && (strlen(what) != n || strncmp(*p, what, n))) || (!what && !ok(*p, n)))
+		return 0;
+	*p += n;
+	return 1;
+}
+
+static int digits_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 20)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+static int project_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 2 && !strncmp(s, "..", 2))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!gcall_unreserved(s[i]) && s[i] != ':')
+			return 0;
+	return n > 0 && !(n == 1 && s[0] == '.');
+}
+
+static int region_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return n > 0;
+}
+
+/*
+ * name is exactly projects/{P}/locations/{R}/{collection}/{id}, id decimal.
+ * P is project, or a project number (Google names resources by number even
+ * when asked by id, and vx cannot tell which number is the project's without
+ * another API); with project NULL any project segment. R is region, or any
+ * [a-z0-9-]+ with region NULL.
+ */
+static int name_check(const char *name, const char *project, const char *region,
+		      const char *collection)
+{
+	const char *p = name, *seg;
+	size_t n;
+
+	if (!name || strncmp(p, "projects/", 9))
+		return 0;
+	seg = p += 9;
+	if (!name_segment(&p, NULL, project_ok))
+		return 0;
+	n = (size_t)(p - seg);
+	if (project && !(n == strlen(project) && !strncmp(seg, project, n)) && !digits_ok(seg, n))
+		return 0;
+	if (strncmp(p, "/locations/", 11))
+		return 0;
+	p += 11;
+	if (!name_segment(&p, region, region_ok) || *p++ != '/' || !name_segment(&p, collection, NULL) ||
+	    *p++ != '/' || !name_segment(&p, NULL, digits_ok))
+		return 0;
+	return *p == '\0';
+}
+
+int vertex_job_name_check(const char *name, const char *project, const char *region)
+{
+	return name_check(name, project, region, "customJobs");
 }
 
 int vertex_job_name_region(const char *name, char **out)
@@ -296,6 +377,18 @@ static void js_time(const cJSON *o, const char *key, int64_t *out)
 
 /* ---- parsers ---- */
 
+/* *out = o[key], cleaned for a terminal (util/text.h): display text only, never names. */
+static int dup_text(char **out, const cJSON *o, const char *key)
+{
+	const char *s = gjson_str(o, key);
+
+	*out = NULL;
+	if (!s)
+		return 0;
+	*out = vx_text_clean(s);
+	return *out ? 0 : VX_ENOMEM;
+}
+
 static int parse_status(const cJSON *st, int *code, char **message)
 {
 	int64_t v;
@@ -306,7 +399,7 @@ static int parse_status(const cJSON *st, int *code, char **message)
 		return 0;
 	if (gjson_int(cJSON_GetObjectItemCaseSensitive(st, "code"), INT_MIN, INT_MAX, &v) == 0)
 		*code = (int)v;
-	return gjson_dup(message, st, "message");
+	return dup_text(message, st, "message");
 }
 
 static int job_from(const cJSON *o, void *dst)
@@ -317,12 +410,12 @@ static int job_from(const cJSON *o, void *dst)
 	int rc;
 
 	if ((rc = gjson_dup(&job->name, o, "name")) < 0 ||
-	    (rc = gjson_dup(&job->display_name, o, "displayName")) < 0)
+	    (rc = dup_text(&job->display_name, o, "displayName")) < 0)
 		return rc;
 	state = cJSON_GetObjectItemCaseSensitive(o, "state");
 	if (cJSON_IsString(state)) {
 		job->state = vertex_job_state_parse(state->valuestring);
-		if (!(job->state_name = strdup(state->valuestring)))
+		if (!(job->state_name = vx_text_clean(state->valuestring)))
 			return VX_ENOMEM;
 	} else if (cJSON_IsNumber(state)) {
 		int64_t v;
@@ -532,8 +625,22 @@ int vertex_create_job(struct vertex_client *c, const char *project, const char *
 	rc = call(c, "POST", url, body, region, 1, GCP_RETRY_NEVER, "CreateCustomJob", what, &resp, err);
 	if (rc < 0)
 		goto done;
-	if ((rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
+	if ((rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0) {
+		/* The server said yes but not what it made: the job may well exist. */
 		gcall_wrap(err, "vertex", what);
+		if (rc != VX_ENOMEM)
+			rc = vx_err_set(err, VX_EUNCERTAIN, "%s; the outcome is unknown", vx_err_msg(err));
+		goto done;
+	}
+	if (!vertex_job_name_check(out->name, project, region)) {
+		char *shown = vx_text_clean(out->name);
+
+		rc = vx_err_set(err, VX_EUNCERTAIN, "%s: the answer %s%s%s; the outcome is unknown", what,
+				out->name ? "names no job of this project and region: \"" :
+				"has no job name", shown ? shown : "", out->name ? "\"" : "");
+		free(shown);
+		vertex_job_release(out);
+	}
 	goto done;
 oom:
 	rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
@@ -557,14 +664,16 @@ static int job_call_setup(struct vertex_client *c, const char *verb, const char 
 			  const char *suffix, char **what, char **region, char **url,
 			  struct vx_err *err)
 {
-	char *path = NULL;
-	int rc;
+	char *path = NULL, *shown = vx_text_clean(name ? name : "");
+	int rc = 0;
 
 	*region = *url = NULL;
-	if (!(*what = vx_asprintf("vertex: %s job %s", verb, name ? name : "")))
+	*what = shown ? vx_asprintf("vertex: %s job %s", verb, shown) : NULL;
+	free(shown);
+	if (!*what)
 		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
-	if ((rc = vertex_job_name_region(name, region)) < 0)
-		return vx_err_set(err, rc, "%s: not a job resource name", *what);
+	if (!vertex_job_name_check(name, NULL, NULL) || (rc = vertex_job_name_region(name, region)) < 0)
+		return vx_err_set(err, rc < 0 ? rc : VX_EINVAL, "%s: not a job resource name", *what);
 	if (!(path = vx_asprintf("%s%s", name, suffix)) || !(*url = build_url(c->base_url, *region, path)))
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", *what);
 	free(path);
@@ -629,6 +738,34 @@ done:
 	return rc;
 }
 
+/*
+ * A listed job whose name is not a customJobs name of this project and
+ * region is nobody's to act on: vx would cancel or adopt whatever the name
+ * points at (another job, another path). It is left out, with a warning.
+ */
+static void drop_bad_names(struct vertex_client *c, struct vertex_job_list *list, const char *project,
+			   const char *region, const char *what)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < list->n; i++) {
+		struct vertex_job *job = &list->items[i];
+		char *shown;
+
+		if (vertex_job_name_check(job->name, project, region)) {
+			list->items[kept++] = *job;
+			continue;
+		}
+		shown = vx_text_clean(job->name ? job->name : "");
+		vx_log(c->ctx, VX_LOG_WARN, "%s: ignored a job listed with an invalid name \"%s\" "
+		       "(not projects/%s/locations/%s/customJobs/ID); it is neither adopted nor cancelled",
+		       what, shown ? shown : "", project, region);
+		free(shown);
+		vertex_job_release(job);
+	}
+	list->n = kept;
+}
+
 int vertex_list_jobs(struct vertex_client *c, const char *project, const char *region,
 		     const char *filter, int page_size, unsigned flags, struct vertex_job_list *out,
 		     struct vx_err *err)
@@ -654,7 +791,8 @@ int vertex_list_jobs(struct vertex_client *c, const char *project, const char *r
 	p.page_size = page_size > 0 ? size_text : NULL;
 	p.read_mask = (flags & VERTEX_LIST_WITH_SPEC) ? LIST_MASK ",jobSpec" : LIST_MASK;
 	p.what = what;
-	rc = gcall_pages(list_page, &p, what, err);
+	if ((rc = gcall_pages(list_page, &p, what, err)) == 0)
+		drop_bad_names(c, out, project, region, what);
 done:
 	if (rc < 0)
 		vertex_job_list_release(out);
@@ -713,7 +851,7 @@ int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout
 	if (rc < 0)
 		goto done;
 	if (!op.done) {
-		if (!op.name || !name_ok(op.name)) {
+		if (!op.name || !name_check(op.name, NULL, region, "operations")) {
 			rc = vx_err_set(err, VX_EAPI, "%s: the operation has no usable name", what);
 			goto done;
 		}

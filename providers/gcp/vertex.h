@@ -90,6 +90,13 @@ struct vertex_job {
 void vertex_job_release(struct vertex_job *job);
 /* The value of label key, or NULL. Borrowed. */
 const char *vertex_job_label(const struct vertex_job *job, const char *key);
+/*
+ * 1 when name is exactly projects/{P}/locations/{R}/customJobs/{ID} with a
+ * decimal ID, R equal to region and P equal to project or a project number
+ * (Google answers with numbers); NULL project or region accepts any. Every
+ * job name read from the server is checked with it before vx acts on it.
+ */
+int vertex_job_name_check(const char *name, const char *project, const char *region);
 /* The region (location) of a job or operation name, copied into *out (caller frees).
  * VX_EINVAL when the name is not projects/P/locations/R/... made of URL-safe segments. */
 int vertex_job_name_region(const char *name, char **out) VX_WUR;
@@ -148,14 +155,17 @@ int vertex_filter_labels(char **out, const char *const *keys, const char *const 
  * {"displayName":..., "jobSpec":<job_spec_json verbatim>, "labels":{...}}.
  * job_spec_json must be a JSON object (VX_EINVAL otherwise, nothing sent).
  * Never resent: VX_EUNCERTAIN when the http layer cannot tell whether the job
- * was created. On success *out (initialised) holds the created job.
+ * was created, and also when the answer does not name a job of this project
+ * and region (vertex_job_name_check): the server may have made one anyway.
+ * On success *out (initialised) holds the created job.
  */
 int vertex_create_job(struct vertex_client *c, const char *project, const char *region,
 		      const char *display_name, const char *const *label_keys,
 		      const char *const *label_values, size_t n_labels, const char *job_spec_json,
 		      struct vertex_job *out, struct vx_err *err) VX_WUR;
 
-/* GET {base}/<name>. VX_ENOTFOUND when the job does not exist. */
+/* GET {base}/<name>. VX_ENOTFOUND when the job does not exist. get, cancel and delete
+ * refuse (VX_EINVAL, nothing sent) a name that fails vertex_job_name_check(name, NULL, NULL). */
 int vertex_get_job(struct vertex_client *c, const char *name, struct vertex_job *out,
 		   struct vx_err *err) VX_WUR;
 
@@ -168,7 +178,8 @@ enum {
  * following nextPageToken to the last page, appending to *out. The readMask
  * asks only for name, displayName, state, labels, the four times and error
  * (plus jobSpec with VERTEX_LIST_WITH_SPEC). page_size 0 = the server's default.
- * On error *out is released.
+ * A job whose name fails vertex_job_name_check(name, project, region) is
+ * left out, with a warning through c->ctx's log. On error *out is released.
  */
 int vertex_list_jobs(struct vertex_client *c, const char *project, const char *region,
 		     const char *filter, int page_size, unsigned flags, struct vertex_job_list *out,

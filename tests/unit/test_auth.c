@@ -357,6 +357,20 @@ static void test_service_account_errors(void **state)
 			   path, token_uri);
 	assert_string_equal(err.msg, want);
 	free(want);
+
+	/* A token that would add a header is refused, and never printed. */
+	httpd_respond(f->srv, 200, NULL, "{\"access_token\":\"abc\\r\\nX-Injected: yes\",\"expires_in\":3600}", 0);
+	assert_int_equal(gcp_auth_token(f->auth, &tok, &err), VX_EAUTH);
+	assert_null(tok);
+	want = vx_asprintf("service account sa@key-proj.iam.gserviceaccount.com from %s: the access_token in the "
+			   "answer of %s has characters a bearer token may not hold (RFC 6750); refused",
+			   path, token_uri);
+	assert_string_equal(err.msg, want);
+	free(want);
+	/* Cut at a NUL, the rest would look like a clean token: refused as well. */
+	httpd_respond(f->srv, 200, NULL, "{\"access_token\":\"abc\\u0000\\r\\nX: y\",\"expires_in\":3600}", 0);
+	assert_int_equal(gcp_auth_token(f->auth, &tok, &err), VX_EAUTH);
+	assert_null(tok);
 	free(path);
 	free(token_uri);
 	vx_err_release(&err);

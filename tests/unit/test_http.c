@@ -481,7 +481,43 @@ static void test_never_503_is_uncertain(void **state)
 	assert_int_equal(resp.uncertain, 1);
 	assert_int_equal(resp.status, 503);
 	assert_int_equal(httpd_request_count(f->srv), 1);
-	assert_non_null(strstr(err.msg, "the outcome is unknown (HTTP 503 UNAVAILABLE); not resent"));
+	snprintf(f->url, sizeof(f->url), "POST %s/v1/projects/p/locations/us-central1/customJobs: HTTP 503 "
+		 "UNAVAILABLE; the outcome is unknown; not sent again", httpd_url(f->srv));
+	assert_string_equal(err.msg, f->url);
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+/* Refusals (429) are sent again; the message must count every send, not say "not resent". */
+static void test_never_message_counts_the_sends(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	char want[256];
+
+	open_http(f);
+	httpd_respond_n(f->srv, 2, 429, NULL, "{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\"}}", 0);
+	httpd_respond(f->srv, 503, NULL, "{\"error\":{\"code\":503,\"status\":\"UNAVAILABLE\"}}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EUNCERTAIN);
+	assert_int_equal(resp.uncertain, 1);
+	assert_int_equal(httpd_request_count(f->srv), 3);
+	snprintf(want, sizeof(want), "POST %s/v1/projects/p/locations/us-central1/customJobs: HTTP 503 "
+		 "UNAVAILABLE after 3 tries; the last try's outcome is unknown; not sent again",
+		 httpd_url(f->srv));
+	assert_string_equal(err.msg, want);
+	gcp_response_release(&resp);
+
+	/* A lost reply after a refusal. */
+	httpd_respond(f->srv, 429, NULL, "{}", 0);
+	httpd_drop(f->srv);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EUNCERTAIN);
+	assert_int_equal(httpd_request_count(f->srv), 5);
+	snprintf(want, sizeof(want), "POST %s/v1/projects/p/locations/us-central1/customJobs: Empty reply "
+		 "from server after the request was sent after 2 tries; the last try's outcome is unknown; "
+		 "not sent again", httpd_url(f->srv));
+	assert_string_equal(err.msg, want);
 	gcp_response_release(&resp);
 	vx_err_release(&err);
 }
@@ -524,7 +560,8 @@ static void test_connect_refused(void **state)
 	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
 	struct gcp_response resp;
 	struct vx_err err = VX_ERR_INIT;
-	char dead[128];
+	char dead[128], want[256];
+	const char *w;
 
 	/* A port nobody listens on any more. */
 	assert_int_equal(httpd_start(&gone), 0);
@@ -539,6 +576,17 @@ static void test_connect_refused(void **state)
 	assert_int_equal(resp.attempts, 3);
 	assert_int_equal(resp.status, 0);
 	assert_non_null(strstr(err.msg, "giving up after 3 attempts"));
+	gcp_response_release(&resp);
+	/* Said once, as a warning, with the bound: backoffs of at most 1 s and 2 s. */
+	snprintf(want, sizeof(want), "\ncannot connect to %.*s (connection refused); retrying for up to 3 s\n",
+		 (int)(strlen(dead) - strlen("/v1/x")), dead);
+	assert_non_null(strstr(vx_buf_str(&f->log), want));
+	w = strstr(vx_buf_str(&f->log), "cannot connect");
+	assert_null(strstr(w + 1, "cannot connect"));
+	/* Not again for the same server. */
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ERETRY);
+	w = strstr(vx_buf_str(&f->log), "cannot connect");
+	assert_null(strstr(w + 1, "cannot connect"));
 	gcp_response_release(&resp);
 	vx_err_release(&err);
 }
@@ -927,6 +975,135 @@ static void test_nested_token_fetch(void **state)
 	assert_int_equal(httpd_request_count(f->srv), 6);
 }
 
+/* A token source that hands out what a hostile token endpoint sent. */
+static int evil_get(void *ud, char **out, struct vx_err *err)
+{
+	(void)ud;
+	(void)err;
+	*out = vx_strdup("abc\r\nX-Injected: yes");
+	return *out ? 0 : VX_ENOMEM;
+}
+
+static void test_token_with_crlf_not_sent(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_token_source ts = { evil_get, NULL, NULL };
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	char want[256];
+
+	open_http(f);
+	gcp_http_set_tokens(f->h, &ts);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EAUTH);
+	snprintf(want, sizeof(want), "GET %s/v1/x: the access token has characters a bearer token may not "
+		 "hold (RFC 6750); not sent", httpd_url(f->srv));
+	assert_string_equal(err.msg, want);
+	assert_int_equal(httpd_request_count(f->srv), 0);
+	assert_null(strstr(vx_buf_str(&f->log), "abc"));
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
+static void test_token_charset(void **state)
+{
+	(void)state;
+	assert_true(gcp_http_token_ok("ya29.a0AfH6SM-b_c~d+e/f"));
+	assert_true(gcp_http_token_ok("YWJj=="));
+	assert_false(gcp_http_token_ok(""));
+	assert_false(gcp_http_token_ok(NULL));
+	assert_false(gcp_http_token_ok("=="));
+	assert_false(gcp_http_token_ok("a=b"));
+	assert_false(gcp_http_token_ok("abc\r\nX-Injected: yes"));
+	assert_false(gcp_http_token_ok("a b"));
+	assert_false(gcp_http_token_ok("a\tb"));
+	assert_false(gcp_http_token_ok("tok\xc3\xa9"));
+}
+
+static void test_huge_response_header(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_buf hdr = VX_BUF_INIT;
+	char want[256];
+	size_t i;
+
+	open_http(f);
+	/* One 1 MiB line, then many small lines adding up past the limit. */
+	assert_int_equal(vx_buf_adds(&hdr, "X-Big: "), 0);
+	for (i = 0; i < (1u << 20); i++)
+		assert_int_equal(vx_buf_addc(&hdr, 'a'), 0);
+	assert_int_equal(vx_buf_adds(&hdr, "\r\n"), 0);
+	httpd_respond(f->srv, 200, vx_buf_str(&hdr), "{}", 0);
+	vx_buf_reset(&hdr);
+	for (i = 0; i < 2000; i++)
+		assert_int_equal(vx_buf_printf(&hdr, "X-Many-%zu: %064zu\r\n", i, i), 0);
+	httpd_respond(f->srv, 200, vx_buf_str(&hdr), "{}", 0);
+	snprintf(want, sizeof(want), "GET %s/v1/x: the response header is larger than 102400 bytes",
+		 httpd_url(f->srv));
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EINVAL);
+	assert_string_equal(err.msg, want);
+	gcp_response_release(&resp);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EINVAL);
+	assert_string_equal(err.msg, want);
+	assert_int_equal(resp.attempts, 1);
+	gcp_response_release(&resp);
+	/* A create that got such an answer may have been made. */
+	vx_buf_reset(&hdr);
+	for (i = 0; i < 2000; i++)
+		assert_int_equal(vx_buf_printf(&hdr, "X-Many-%zu: %064zu\r\n", i, i), 0);
+	httpd_respond(f->srv, 200, vx_buf_str(&hdr), "{}", 0);
+	r = create_req(f, GCP_RETRY_NEVER);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EUNCERTAIN);
+	snprintf(want, sizeof(want), "POST %s/v1/projects/p/locations/us-central1/customJobs: the response "
+		 "header is larger than 102400 bytes; the outcome is unknown; not sent again", httpd_url(f->srv));
+	assert_string_equal(err.msg, want);
+	gcp_response_release(&resp);
+	vx_buf_release(&hdr);
+	vx_err_release(&err);
+}
+
+/* A server that drips its answer is cut off by the command's time limit, and the message says so. */
+static void test_command_time_limit(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/slow");
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	char want[256];
+	struct timespec t0, t1;
+
+	/* A limit of 1 s of which 0.4 s are left. */
+	f->ctx.time_limit_ms = 1000;
+	f->ctx.deadline_ms = f->fc.now + 400;
+	open_http(f);
+	httpd_set_default(f->srv, 200, NULL, "{\"a\":\"0123456789012345678901234567890123456789\"}", 0);
+	httpd_drip(f->srv, 200, NULL, "{\"a\":\"0123456789012345678901234567890123456789\"}", 50);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ERETRY);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	snprintf(want, sizeof(want), "GET %s/v1/slow: giving up after 1 attempts: Timeout was reached "
+		 "(retrying in 0.6 s would pass the command's time limit of 1 s (VX_TIMEOUT))",
+		 httpd_url(f->srv));
+	assert_string_equal(err.msg, want);
+	/* Cut at the limit (0.4 s of a 2.5 s drip), not at the 60 s per-attempt timeout. */
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 2000);
+	gcp_response_release(&resp);
+
+	/* Once it has passed, nothing more is sent. */
+	f->fc.now += 400;
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ERETRY);
+	snprintf(want, sizeof(want), "GET %s/v1/slow: the command's time limit of 1 s (VX_TIMEOUT) passed "
+		 "before an answer", httpd_url(f->srv));
+	assert_string_equal(err.msg, want);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
 static void test_url_escape(void **state)
 {
 	char *s;
@@ -958,6 +1135,11 @@ int main(void)
 		T(test_never_drop_is_uncertain),
 		T(test_never_503_is_uncertain),
 		T(test_never_429_retried),
+		T(test_never_message_counts_the_sends),
+		T(test_token_with_crlf_not_sent),
+		cmocka_unit_test(test_token_charset),
+		T(test_huge_response_header),
+		T(test_command_time_limit),
 		T(test_never_timeout_is_uncertain),
 		T(test_connect_refused),
 		T(test_request_id_and_safe_resend_after_drop),

@@ -14,6 +14,7 @@
 #include "util/diag.h"
 #include "util/err.h"
 #include "util/suggest.h"
+#include "util/text.h"
 
 static void test_err_set_and_wrap(void **state)
 {
@@ -120,9 +121,40 @@ static void test_suggest(void **state)
 	assert_null(vx_suggest("at", (const char *const[]){ "validate" }, 1));
 }
 
+/* Server text on its way to a terminal: controls out, valid UTF-8 kept. */
+static void test_text_clean(void **state)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "plain text: ok", "plain text: ok" },
+		{ "\x1b[2J\x1b]0;title\x07", "?[2J?]0;title?" },
+		{ "a\tb\nc\r\nd", "a b c  d" },
+		{ "del\x7f", "del?" },
+		{ "csi\xc2\x9b" "31m", "csi?31m" },          /* U+009B, a C1 control */
+		{ "nbsp\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "nbsp\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80" },
+		{ "bad\xff\xc3", "bad??" },                   /* not UTF-8; cut short */
+		{ "over\xc0\xaf", "over??" },                  /* overlong '/' */
+		{ "sur\xed\xa0\x80", "sur???" },              /* a surrogate */
+		{ "", "" },
+	};
+	size_t i;
+	char *s;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		s = vx_text_clean(cases[i].in);
+		assert_non_null(s);
+		assert_string_equal(s, cases[i].out);
+		assert_int_equal(vx_text_is_clean(s, strlen(s)), 1);
+		free(s);
+	}
+	assert_int_equal(vx_text_is_clean("a\x1b", 2), 0);
+	assert_null(vx_text_clean(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_text_clean),
 		cmocka_unit_test(test_err_set_and_wrap),
 		cmocka_unit_test(test_buf_cap),
 		cmocka_unit_test(test_buf_read_file_limit),

@@ -138,6 +138,56 @@ static void test_create_permission_denied(void **state)
 	vx_err_release(&err);
 }
 
+/* A 200 that does not name a job of this project and region is no success: the job may exist. */
+static void test_create_reply_without_valid_name(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	static const char *const bad[] = {
+		"{\"name\":\"projects/p/locations/us-central1/customJobs/../../x?y=#z\"}",
+		"{\"name\":\"projects/p/locations/europe-west4/customJobs/1\"}",
+		"{\"name\":\"projects/other/locations/us-central1/customJobs/1\"}",
+		"{\"name\":\"projects/p/locations/us-central1/customJobs/1\\u0000evil\"}",
+		"{\"name\":\"projects/p/locations/us-central1/customJobs/12a\"}",
+		"{\"name\":\"projects/p/locations/us-central1/trainingPipelines/1\"}",
+	};
+	static const char *const shown[] = {
+		"projects/p/locations/us-central1/customJobs/../../x?y=#z",
+		"projects/p/locations/europe-west4/customJobs/1",
+		"projects/other/locations/us-central1/customJobs/1",
+		"projects/p/locations/us-central1/customJobs/1\xef\xbf\xbd" "evil",
+		"projects/p/locations/us-central1/customJobs/12a",
+		"projects/p/locations/us-central1/trainingPipelines/1",
+	};
+	char want[256];
+	size_t i;
+
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{}", 0);
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+					   &job, &err), VX_EUNCERTAIN);
+	assert_string_equal(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1: the answer has no "
+			    "job name; the outcome is unknown");
+	assert_null(job.name);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, bad[i], 0);
+		assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2,
+						   spec, &job, &err), VX_EUNCERTAIN);
+		snprintf(want, sizeof(want), "vertex: creating job \"gemma2-lora\" in us-central1: the answer "
+			 "names no job of this project and region: \"%s\"; the outcome is unknown", shown[i]);
+		assert_string_equal(err.msg, want);
+		assert_null(job.name);
+	}
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "created", 0);
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+					   &job, &err), VX_EUNCERTAIN);
+	assert_string_equal(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1: reading job: "
+			    "response is not a JSON object; the outcome is unknown");
+	/* Each was sent once. */
+	assert_int_equal(httpd_request_count(f->t.s), 8);
+	vx_err_release(&err);
+}
+
 static void test_create_rejects_bad_input(void **state)
 {
 	struct fx *f = *state;
@@ -234,7 +284,8 @@ static void test_list_stuck_token_and_errors(void **state)
 
 	httpd_respond_n(f->t.s, 2, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"same\"}", 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), VX_EAPI);
-	assert_string_equal(err.msg, "vertex: listing jobs in r: the server's page token does not advance");
+	assert_string_equal(err.msg, "vertex: listing jobs in r: page 3 repeats the page token of page 2; stopped "
+			    "(the server's pages loop)");
 	assert_int_equal(list.n, 0);
 	assert_null(list.items);
 
@@ -248,6 +299,111 @@ static void test_list_stuck_token_and_errors(void **state)
 	httpd_respond(f->t.s, 400, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":400,\"message\":\"bad filter\",\"status\":\"INVALID_ARGUMENT\"}}", 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", "labels.x=", 0, 0, &list, &err), VX_EAPI);
 	assert_non_null(strstr(err.msg, "vertex: listing jobs in r: INVALID_ARGUMENT: bad filter"));
+	vx_err_release(&err);
+}
+
+/* A listed job with a name vx must not act on is left out, with a warning. */
+static void test_list_drops_invalid_names(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	static const char warn[] = "warn: vertex: listing jobs in us-central1: ignored a job listed with an "
+				   "invalid name \"%s\" (not projects/p/locations/us-central1/customJobs/ID); it is "
+				   "neither adopted nor cancelled\n";
+	static const char *const names[] = {
+		"projects/p/locations/us-central1/customJobs/1\xef\xbf\xbd" "evil",
+		"projects/p/locations/us-central1/customJobs/../../x?y=#z",
+		"projects/p/locations/europe-west4/customJobs/2",
+		"",
+		"projects/p/locations/us-central1/customJobs/4?[2J",
+	};
+	char want[2048] = "", line[512];
+	size_t i;
+
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
+		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/1\"},"
+		      "{\"name\":\"projects/p/locations/us-central1/customJobs/1\\u0000evil\"},"
+		      "{\"name\":\"projects/p/locations/us-central1/customJobs/../../x?y=#z\"},"
+		      "{\"name\":\"projects/p/locations/europe-west4/customJobs/2\"},"
+		      "{\"name\":\"projects/123/locations/us-central1/customJobs/3\"},"
+		      "{\"displayName\":\"no name\"},"
+		      "{\"name\":\"projects/p/locations/us-central1/customJobs/4\\u001b[2J\"}]}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "us-central1", NULL, 0, 0, &list, &err), 0);
+	assert_int_equal(list.n, 2);
+	assert_string_equal(list.items[0].name, "projects/p/locations/us-central1/customJobs/1");
+	assert_string_equal(list.items[1].name, "projects/123/locations/us-central1/customJobs/3");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(line, sizeof(line), warn, names[i]);
+		assert_true(strlen(want) + strlen(line) < sizeof(want));
+		memcpy(want + strlen(want), line, strlen(line) + 1);
+	}
+	assert_string_equal(f->t.log, want);
+	vertex_job_list_release(&list);
+
+	/* A raw NUL byte is not JSON at all. */
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":[]}", 0);
+	assert_int_equal(vertex_list_parse_json("{\"customJobs\":[{\"name\":\"a\0b\"}]}", 27, &list,
+						&(char *){ NULL }, &err), VX_EINVAL);
+	vx_err_release(&err);
+}
+
+/* A server that never stops sending page tokens, or cycles through a few, is stopped. */
+static void test_list_page_bounds(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char body[128];
+	int i;
+
+	for (i = 0; i < 1001; i++) {
+		snprintf(body, sizeof(body), "{\"customJobs\":[],\"nextPageToken\":\"t%d\"}", i);
+		httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, body, 0);
+	}
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "us-central1", NULL, 0, 0, &list, &err), VX_EAPI);
+	assert_string_equal(err.msg, "vertex: listing jobs in us-central1: more than 1000 pages; stopped (the "
+			    "server kept sending nextPageToken)");
+	assert_int_equal(httpd_request_count(f->t.s), 1000);
+	httpd_stop(f->t.s);
+	assert_int_equal(httpd_start(&f->t.s), 0);
+	snprintf(f->t.base, sizeof(f->t.base), "%s/v1/", httpd_url(f->t.s));
+	f->c.base_url = f->t.base;
+
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"nextPageToken\":\"a\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"nextPageToken\":\"b\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"nextPageToken\":\"a\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "us-central1", NULL, 0, 0, &list, &err), VX_EAPI);
+	assert_string_equal(err.msg, "vertex: listing jobs in us-central1: page 4 repeats the page token of "
+			    "page 2; stopped (the server's pages loop)");
+	assert_int_equal(httpd_request_count(f->t.s), 3);
+	vx_err_release(&err);
+}
+
+/* Whatever the server says reaches a terminal only without control characters. */
+static void test_server_text_cleaned(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond(f->t.s, 400, CLIENTTEST_JSON_HDR,
+		      "{\"error\":{\"code\":400,\"message\":\"bad\\u001b[2J\\u001b]0;pwned\\u0007 filter\\nline2"
+		      "\\u009b31m\\u007f\",\"status\":\"INVALID_ARGUMENT\\u001b[0m\"}}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), VX_EAPI);
+	assert_string_equal(err.msg, "vertex: listing jobs in r: INVALID_ARGUMENT?[0m: bad?[2J?]0;pwned? filter "
+			    "line2?31m?");
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
+		      "{\"customJobs\":[{\"name\":\"projects/p/locations/r/customJobs/1\","
+		      "\"displayName\":\"a\\u001b[2Jb\\u00e9\",\"state\":\"JOB_STATE_\\u001b[31mX\","
+		      "\"error\":{\"code\":3,\"message\":\"\\u001b]52;c;ZXZpbA==\\u0007oops\"}}]}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), 0);
+	assert_int_equal(list.n, 1);
+	assert_string_equal(list.items[0].display_name, "a?[2Jb\xc3\xa9");
+	assert_string_equal(list.items[0].state_name, "JOB_STATE_?[31mX");
+	assert_string_equal(list.items[0].error_message, "?]52;c;ZXZpbA==?oops");
+	vertex_job_list_release(&list);
 	vx_err_release(&err);
 }
 
@@ -568,6 +724,10 @@ int main(void)
 		T(test_create_uncertain_on_503),
 		T(test_create_permission_denied),
 		T(test_create_rejects_bad_input),
+		T(test_create_reply_without_valid_name),
+		T(test_list_drops_invalid_names),
+		T(test_list_page_bounds),
+		T(test_server_text_cleaned),
 		T(test_list_all_pages),
 		T(test_list_with_spec_and_no_filter),
 		T(test_list_stuck_token_and_errors),

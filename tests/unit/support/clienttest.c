@@ -12,6 +12,7 @@
 
 #include "providers/gcp/http.h"
 #include "tests/unit/support/httpd.h"
+#include "util/buf.h"
 #include "util/err.h"
 
 #include "util/banned.h"
@@ -50,6 +51,16 @@ static void tok_invalidate(void *ud)
 
 static const struct gcp_token_source tokens = { tok_get, tok_invalidate, NULL };
 
+static void log_sink(void *ud, int level, const char *msg)
+{
+	struct clienttest *t = ud;
+	char *line = vx_asprintf("%s%s: %s\n", t->log ? t->log : "", level == VX_LOG_ERROR ? "error" : "warn", msg);
+
+	assert_non_null(line);
+	free(t->log);
+	t->log = line;
+}
+
 void *clienttest_new(size_t size, const char *base_path)
 {
 	struct clienttest *t;
@@ -66,6 +77,8 @@ void *clienttest_new(size_t size, const char *base_path)
 	t->ctx.clock.sleep_ms = fx_sleep;
 	t->ctx.clock.ud = t;
 	t->ctx.seed = 7;
+	t->ctx.log = log_sink;
+	t->ctx.log_ud = t;
 	memset(&o, 0, sizeof(o));
 	o.max_attempts = 3;
 	o.backoff_initial_ms = 1;
@@ -84,6 +97,7 @@ int clienttest_teardown(void **state)
 
 	gcp_http_free(t->h);
 	httpd_stop(t->s);
+	free(t->log);
 	free(t);
 	return 0;
 }

@@ -6,7 +6,7 @@
  * test_quotas, test_storage): a scripted server (support/httpd.h), an HTTP
  * layer that authenticates with the token "test-token", makes at most 3
  * attempts with 1-2 ms backoff, 5 s per attempt and no rate limit, and a
- * ctx (seed 7) whose clock is the real one plus an offset: sleeps do not
+ * ctx (seed 7, logging warnings and errors into log) whose clock is the real one plus an offset: sleeps do not
  * wait, they advance the offset and are recorded in sleeps[].
  *
  * A test's fixture starts with a struct clienttest and adds its client:
@@ -51,6 +51,7 @@ struct clienttest {
 	int64_t offset;      /* virtual time added to the real clock, in ms */
 	int64_t sleeps[64];  /* the first 64 sleeps asked for, in ms */
 	int nsleeps;
+	char *log;           /* every line logged at WARN or above, "warn: msg\n" each; NULL when none */
 };
 
 /*

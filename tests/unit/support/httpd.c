@@ -31,6 +31,7 @@ struct action {
 	char *headers;
 	char *body;
 	int delay_ms;
+	int drip_ms;    /* > 0: the body goes out one byte every drip_ms */
 	struct action *next;
 };
 
@@ -45,6 +46,8 @@ struct conn {
 	size_t out_off;
 	int64_t due_ms;
 	int close_after;
+	int drip_ms;       /* of the response being written */
+	size_t drip_from;  /* where its body starts in out */
 };
 
 struct httpd {
@@ -122,8 +125,8 @@ static void request_free(struct httpd_request *r)
 	free(r);
 }
 
-static void queue(struct httpd *s, enum act_kind kind, int status, const char *headers,
-		  const char *body, int delay_ms)
+static void queue_drip(struct httpd *s, enum act_kind kind, int status, const char *headers,
+		       const char *body, int delay_ms, int drip_ms)
 {
 	struct action *a = calloc(1, sizeof(*a));
 
@@ -134,6 +137,7 @@ static void queue(struct httpd *s, enum act_kind kind, int status, const char *h
 	a->headers = vx_strdup(headers ? headers : "");
 	a->body = vx_strdup(body ? body : "");
 	a->delay_ms = delay_ms;
+	a->drip_ms = drip_ms;
 	pthread_mutex_lock(&s->mu);
 	if (s->tail)
 		s->tail->next = a;
@@ -141,6 +145,12 @@ static void queue(struct httpd *s, enum act_kind kind, int status, const char *h
 		s->head = a;
 	s->tail = a;
 	pthread_mutex_unlock(&s->mu);
+}
+
+static void queue(struct httpd *s, enum act_kind kind, int status, const char *headers,
+		  const char *body, int delay_ms)
+{
+	queue_drip(s, kind, status, headers, body, delay_ms, 0);
 }
 
 void httpd_respond(struct httpd *s, int status, const char *headers, const char *body, int delay_ms)
@@ -153,6 +163,11 @@ void httpd_respond_n(struct httpd *s, int n, int status, const char *headers, co
 {
 	while (n-- > 0)
 		queue(s, ACT_RESPOND, status, headers, body, delay_ms);
+}
+
+void httpd_drip(struct httpd *s, int status, const char *headers, const char *body, int interval_ms)
+{
+	queue_drip(s, ACT_RESPOND, status, headers, body, 0, interval_ms);
 }
 
 void httpd_drop(struct httpd *s)
@@ -401,9 +416,12 @@ static int build_response(struct conn *c, const struct action *a)
 	vx_buf_reset(&c->out);
 	c->out_off = 0;
 	c->close_after = strcasestr(a->headers, "Connection: close") != NULL;
-	return vx_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s\r\n", a->status,
-			     reason_phrase(a->status), blen, a->headers) < 0 ||
-	       vx_buf_add(&c->out, a->body, blen) < 0 ? -1 : 0;
+	c->drip_ms = a->drip_ms;
+	if (vx_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s\r\n", a->status,
+			  reason_phrase(a->status), blen, a->headers) < 0)
+		return -1;
+	c->drip_from = c->out.len;
+	return vx_buf_add(&c->out, a->body, blen) < 0 ? -1 : 0;
 }
 
 /* Handles a complete request at the start of c->in, if there is one.
@@ -511,10 +529,22 @@ static int conn_write(struct httpd *s, struct conn *c)
 	ssize_t n;
 
 	while (c->out_off < c->out.len) {
-		n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+		size_t want = c->out.len - c->out_off;
+
+		if (c->drip_ms > 0 && c->out_off >= c->drip_from)
+			want = 1;
+		else if (c->drip_ms > 0)
+			want = c->drip_from - c->out_off;
+		n = send(c->fd, c->out.data + c->out_off, want, MSG_NOSIGNAL);
 		if (n < 0)
 			return errno != EAGAIN && errno != EINTR;
 		c->out_off += (size_t)n;
+		if (c->drip_ms > 0 && c->out_off > c->drip_from && c->out_off < c->out.len) {
+			/* The next byte after a pause. */
+			c->state = C_WAIT;
+			c->due_ms = mono_ms() + c->drip_ms;
+			return 0;
+		}
 	}
 	pthread_mutex_lock(&s->mu);
 	s->cur--;

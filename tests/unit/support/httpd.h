@@ -70,6 +70,9 @@ void httpd_respond(struct httpd *s, int status, const char *headers, const char 
 /* Queues the same response n times. */
 void httpd_respond_n(struct httpd *s, int n, int status, const char *headers, const char *body,
 		     int delay_ms);
+/* Queues a response whose head goes out at once and whose body follows one
+ * byte every interval_ms: a slow-drip server. */
+void httpd_drip(struct httpd *s, int status, const char *headers, const char *body, int interval_ms);
 /* Queues "read the request, then drop the connection without answering". */
 void httpd_drop(struct httpd *s);
 /* Queues "close the connection before reading the next request". */

@@ -1,0 +1,107 @@
+#include "util/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/banned.h"
+
+/*
+ * The length of the well-formed UTF-8 sequence at s (RFC 3629, table 3-7 of
+ * the Unicode standard) that encodes a character we show, or 0 when the
+ * bytes are malformed or encode a C1 control.
+ */
+static size_t utf8_len(const unsigned char *s, size_t left)
+{
+	unsigned char c = s[0];
+	size_t n, i;
+	unsigned char lo = 0x80, hi = 0xBF;
+
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4;
+	else
+		return 0;
+	if (left < n)
+		return 0;
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F; /* no surrogates */
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F; /* nothing past U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return 0;
+	if (c == 0xC2 && s[1] <= 0x9F)
+		return 0; /* U+0080..U+009F: C1 controls (CSI is U+009B) */
+	return n;
+}
+
+int vx_text_add_clean(struct vx_buf *b, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, n;
+	int rc = 0;
+
+	while (i < len && rc == 0) {
+		unsigned char c = p[i];
+
+		if (c >= 0x20 && c < 0x7F) {
+			/* A run of printable ASCII in one go. */
+			for (n = i + 1; n < len && p[n] >= 0x20 && p[n] < 0x7F; n++)
+				;
+			rc = vx_buf_add(b, p + i, n - i);
+			i = n;
+		} else if (c == '\t' || c == '\n' || c == '\r') {
+			rc = vx_buf_addc(b, ' ');
+			i++;
+		} else if (c >= 0x80 && (n = utf8_len(p + i, len - i)) > 0) {
+			rc = vx_buf_add(b, p + i, n);
+			i += n;
+		} else if (c == 0xC2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) {
+			rc = vx_buf_addc(b, '?'); /* one C1 control, one '?' */
+			i += 2;
+		} else {
+			rc = vx_buf_addc(b, '?');
+			i++;
+		}
+	}
+	return rc;
+}
+
+char *vx_text_clean(const char *s)
+{
+	struct vx_buf b = VX_BUF_INIT;
+
+	if (!s)
+		return NULL;
+	if (vx_text_add_clean(&b, s, strlen(s)) < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
+int vx_text_is_clean(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	while (i < len) {
+		if (p[i] >= 0x20 && p[i] < 0x7F)
+			i++;
+		else if (p[i] >= 0x80 && (n = utf8_len(p + i, len - i)) > 0)
+			i += n;
+		else
+			return 0;
+	}
+	return 1;
+}
