@@ -140,6 +140,15 @@ class PlanApply(FakeTestCase):
         self.assertEqual(len(self.live_jobs()), 2, "nothing is deleted: history stays")
         r = self.repo.plan("-detailed-exitcode")
         self.assertEqual(r.code, 0, r)
+        # the cancelled run's record stays until its end is seen, then is forgotten
+        r = self.repo.vx("state", "list", "-C", self.repo.dir)
+        self.assertEqual(r.out, "job.a\n")
+        self.fake.advance(10)
+        r = self.repo.plan()
+        self.assertIn("-   job.a forget", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(json.loads(self.repo.git("show", "vx/state/e2e~1:jobs/a.json"))["current"]["state"],
+                         "JOB_STATE_CANCELLED", "its last state is recorded before it is forgotten")
         r = self.repo.vx("state", "list", "-C", self.repo.dir)
         self.assertEqual(r.out, "")
 
