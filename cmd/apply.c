@@ -356,18 +356,23 @@ int cmd_apply(int argc, char **argv)
 		goto done;
 	}
 	refreshed = po.refresh ? apply_refresh_state(&ws.state, &ws.live, &refresh_summary) : 0;
-	if (!planning_has_changes(&pl)) {
-		if (refreshed) {
-			char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
-						refreshed == 1 ? "" : "s", refresh_summary);
+	/*
+	 * How runs ended is recorded before anything else happens, in its own
+	 * commit: a forget in the same step would remove the record whose last
+	 * state the history must show.
+	 */
+	if (refreshed) {
+		char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
+					refreshed == 1 ? "" : "s", refresh_summary);
 
-			if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
-				free(msg);
-				cmd_report(&err, "recording the jobs' states");
-				goto done;
-			}
+		if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
 			free(msg);
+			cmd_report(&err, "recording the jobs' states");
+			goto done;
 		}
+		free(msg);
+	}
+	if (!planning_has_changes(&pl)) {
 		printf("\nNo changes. The cloud matches the declaration.\n");
 		rc = VX_EXIT_OK;
 		goto done;

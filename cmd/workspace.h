@@ -16,6 +16,7 @@
 
 struct stack;
 struct state_backend;
+struct planner_place;
 
 struct workspace {
 	struct vx_ctx *ctx;
@@ -30,7 +31,9 @@ struct workspace {
 	struct provider *prov;
 	struct live_jobs live;
 	int refreshed;
-	const char **regions;       /* borrowed strings */
+	struct planner_place *places; /* listed: nregions of them */
+	const char **regions;       /* each place for the plan header: "region", or "project/region" */
+	char **region_names;        /* owned strings behind regions (NULL where borrowed) */
 	size_t nregions;
 };
 

@@ -29,17 +29,18 @@ static int cmp_label(const void *a, const void *b)
 	return strcmp(((const struct vx_label *)a)->key, ((const struct vx_label *)b)->key);
 }
 
-int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const char *job,
-		     const char *spec_hash, int64_t run, int64_t attempt,
+int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const char *lineage,
+		     const char *job, const char *spec_hash, int64_t run, int64_t attempt,
 		     const char *const *keys, const char *const *values, size_t nextra)
 {
-	struct vx_label *l = calloc(nextra + 5, sizeof(*l));
-	char shorth[13], runs[24], atts[24];
+	struct vx_label *l = calloc(nextra + APPLY_NLABELS, sizeof(*l));
+	char shorth[13], runs[24], atts[24], lin[13];
 	size_t k = 0;
 
 	if (!l)
 		return VX_ENOMEM;
 	plan_short_hash(shorth, spec_hash);
+	plan_lineage_label(lin, lineage);
 	snprintf(runs, sizeof(runs), "%" PRId64, run);
 	snprintf(atts, sizeof(atts), "%" PRId64, attempt);
 	for (size_t i = 0; i < nextra; i++, k++) {
@@ -49,10 +50,11 @@ int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const 
 			goto oom;
 	}
 	{
-		const char *vk[5] = { "vx-stack", "vx-job", "vx-spec", "vx-run", "vx-attempt" };
-		const char *vv[5] = { stack, job, shorth, runs, atts };
+		const char *vk[APPLY_NLABELS] = { "vx-stack", "vx-lineage", "vx-job", "vx-spec", "vx-run",
+						  "vx-attempt" };
+		const char *vv[APPLY_NLABELS] = { stack, lin, job, shorth, runs, atts };
 
-		for (size_t i = 0; i < 5; i++, k++) {
+		for (size_t i = 0; i < APPLY_NLABELS; i++, k++) {
 			l[k].key = strdup(vk[i]);
 			l[k].value = strdup(vv[i]);
 			if (!l[k].key || !l[k].value)
@@ -64,7 +66,7 @@ int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const 
 	*n = k;
 	return 0;
 oom:
-	apply_labels_free(l, nextra + 5);
+	apply_labels_free(l, nextra + APPLY_NLABELS);
 	return VX_ENOMEM;
 }
 
@@ -243,14 +245,18 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 			if (tasks[i].rc < 0 && tasks[i].rc != VX_ENOTFOUND) {
 				fail(a, pa->address, "cancel", &tasks[i].err);
 			} else {
-				mark_cancelled(a->state, pa->address, pa->cancel_name);
-				if (pa->kind == PLAN_CANCEL) {
+				/*
+				 * Only the record whose current run this is learns of the
+				 * cancel (an untracked job's action has no record), and the
+				 * record stays: the next plan forgets it once the run has
+				 * ended, so its last state is recorded.
+				 */
+				if (pa->record)
+					mark_cancelled(a->state, pa->address, pa->cancel_name);
+				if (pa->kind == PLAN_CANCEL)
 					a->res->ok++;
-					/* No longer declared: forget it; git keeps the history. */
-					if (state_find(a->state, pa->address))
-						(void)state_remove_record(a->state, pa->address);
-				}
-				progress(a, "- %s cancel %s", pa->address, pa->cancel_name);
+				progress(a, "- %s cancel %s%s", pa->address, pa->cancel_name,
+					 pa->record ? "" : " (untracked)");
 			}
 			vx_err_release(&tasks[i].err);
 		}
@@ -268,6 +274,16 @@ static void do_forgets(struct applier *a)
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
 
+		if (pa->kind == PLAN_UPDATE && decl_job(pa)) {
+			struct state_record *r = state_find(a->state, pa->address);
+
+			if (r) {
+				r->protect = decl_job(pa)->protect;
+				a->res->ok++;
+				progress(a, "~ %s update %s", pa->address, pa->reason ? pa->reason : "");
+			}
+			continue;
+		}
 		if (pa->kind != PLAN_FORGET)
 			continue;
 		if (state_find(a->state, pa->address))
@@ -307,8 +323,8 @@ static int make_labels(struct applier *a, struct create *c)
 		keys[i] = j->labels.items[i].key;
 		vals[i] = j->labels.items[i].value;
 	}
-	rc = apply_run_labels(&c->labels, &c->nlabels, a->st->name, j->d.name, j->spec.hash,
-			      c->pa->run, c->pa->attempt, keys, vals, j->labels.n);
+	rc = apply_run_labels(&c->labels, &c->nlabels, a->st->name, a->state->lineage, j->d.name,
+			      j->spec.hash, c->pa->run, c->pa->attempt, keys, vals, j->labels.n);
 	free(keys);
 	free(vals);
 	return rc;
@@ -345,6 +361,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	r->protect = j->protect;
 	r->attempts = new_key ? 1 : pa->attempt;
 	run.resource = vx_strdup(lj->name);
+	run.project = vx_strdup(a->opts->project);
 	run.region = vx_strdup(lj->region ? lj->region : j->region);
 	run.action = vx_strdup(action);
 	run.spec_hash = vx_strdup(j->spec.hash);
@@ -360,6 +377,46 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 		}
 	return state_record_start_run(r, &run, err);
+}
+
+/*
+ * A create the server refused (RESOURCE_EXHAUSTED, INVALID_ARGUMENT, ...)
+ * made no job, but the audit log must say it was tried: a past run with no
+ * resource, its time, class and message. The plan still sees no current
+ * run and creates it again next time.
+ */
+static void record_refused(struct applier *a, const struct create *c, const char *verb,
+			   const struct vx_err *why)
+{
+	struct vx_err e2 = VX_ERR_INIT;
+	struct state_record *r = record_for(a, c->job, &e2);
+	const char *msg = vx_err_msg(why);
+	const char *cls = failure_classify("JOB_STATE_FAILED", 0, msg, 0);
+	struct state_run run;
+
+	memset(&run, 0, sizeof(run));
+	if (!r) {
+		vx_err_release(&e2);
+		a->oom = 1;
+		return;
+	}
+	run.project = vx_strdup(a->opts->project);
+	run.region = vx_strdup(c->job->region);
+	run.action = vx_strdup(verb);
+	run.spec_hash = vx_strdup(c->job->spec.hash);
+	run.run = c->pa->run;
+	run.attempt = c->pa->attempt;
+	run.failure = vx_strdup(cls && !strcmp(cls, "quota") ? "quota" : "refused");
+	run.error_message = vx_strdup(msg);
+	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
+	run.config_commit = vx_strdup(a->opts->config_commit);
+	run.launched_by = vx_strdup(a->opts->launched_by);
+	for (size_t i = 0; i < c->nlabels; i++)
+		if (state_labels_set(&run.labels, &run.nlabels, c->labels[i].key, c->labels[i].value) < 0)
+			a->oom = 1;
+	if (state_record_add_history(r, &run, &e2) < 0)
+		a->oom = 1;
+	vx_err_release(&e2);
 }
 
 static int record_created(struct applier *a, const char *name, const char *region)
@@ -382,7 +439,8 @@ static int record_created(struct applier *a, const char *name, const char *regio
 
 static int labels_match(const struct live_job *j, const struct vx_label *l, size_t n)
 {
-	static const char *const ids[] = { "vx-stack", "vx-job", "vx-spec", "vx-run", "vx-attempt" };
+	static const char *const ids[] = { "vx-stack", "vx-lineage", "vx-job", "vx-spec", "vx-run",
+					   "vx-attempt" };
 
 	for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
 		const char *want = NULL, *have = live_job_label(j, ids[k]);
@@ -514,6 +572,7 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 		lj.name = pa->adopt_name;
 		lj.region = pa->region;
 		lj.state = pa->live_state;
+		lj.create_ms = pa->adopt_create_ms;
 		if (make_labels(a, &c) < 0)
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 		rc = start_run(a, pa, j, &lj, c.labels, c.nlabels, "adopt", err);
@@ -733,8 +792,10 @@ static int do_creates(struct applier *a, struct vx_err *err)
 					progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
 				}
 			} else {
-				if (t->rc != VX_EUNCERTAIN)
+				if (t->rc != VX_EUNCERTAIN) {
 					(void)state_journal_remove(a->state, c->pa->address);
+					record_refused(a, c, verb, &t->err);
+				}
 				fail(a, c->pa->address, verb, &t->err);
 			}
 		}

@@ -15,7 +15,7 @@
 const char *plan_kind_name(enum plan_kind k)
 {
 	static const char *const names[PLAN_KIND_COUNT] = {
-		"noop", "create", "adopt", "replace", "rerun", "resubmit", "cancel", "forget",
+		"noop", "create", "adopt", "replace", "rerun", "resubmit", "cancel", "forget", "update",
 	};
 	return (unsigned)k < PLAN_KIND_COUNT ? names[k] : "?";
 }
@@ -23,7 +23,7 @@ const char *plan_kind_name(enum plan_kind k)
 const char *plan_kind_symbol(enum plan_kind k)
 {
 	static const char *const symbols[PLAN_KIND_COUNT] = {
-		" ", "+", "~", "-/+", "\u21bb", "\u21bb", "-", "-",
+		" ", "+", "~", "-/+", "\u21bb", "\u21bb", "-", "-", "~",
 	};
 	return (unsigned)k < PLAN_KIND_COUNT ? symbols[k] : "?";
 }
@@ -35,6 +35,37 @@ void plan_short_hash(char out[13], const char *hash)
 	for (i = 0; i < 12 && hash && hash[i]; i++)
 		out[i] = hash[i];
 	out[i] = '\0';
+}
+
+void plan_lineage_label(char out[13], const char *lineage)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; k < 12 && lineage && lineage[i]; i++)
+		if (lineage[i] != '-')
+			out[k++] = lineage[i];
+	out[k] = '\0';
+}
+
+int plan_resource_place(const char *name, char *project, char *region, size_t len)
+{
+	const char *p, *slash, *r, *rs;
+
+	if (!name || strncmp(name, "projects/", 9) != 0)
+		return -1;
+	p = name + 9;
+	slash = strchr(p, '/');
+	if (!slash || slash == p || strncmp(slash, "/locations/", 11) != 0)
+		return -1;
+	r = slash + 11;
+	rs = strchr(r, '/');
+	if (!rs || rs == r || (size_t)(slash - p) >= len || (size_t)(rs - r) >= len)
+		return -1;
+	memcpy(project, p, (size_t)(slash - p));
+	project[slash - p] = '\0';
+	memcpy(region, r, (size_t)(rs - r));
+	region[rs - r] = '\0';
+	return 0;
 }
 
 int plan_has_changes(const struct plan *p)
@@ -55,6 +86,7 @@ static void action_release(struct plan_action *a)
 	free(a->adopt_name);
 	free(a->region);
 	free(a->live_state);
+	free(a->error_message);
 }
 
 void plan_release(struct plan *p)
@@ -67,6 +99,7 @@ void plan_release(struct plan *p)
 	memset(p->counts, 0, sizeof(p->counts));
 	p->drifts = 0;
 	vx_diags_release(&p->errors);
+	vx_diags_release(&p->warnings);
 }
 
 static int in_list(const char *s, const char *const *list, size_t n)
@@ -179,6 +212,17 @@ static int is_known(const struct builder *b, const char *name)
 }
 
 /*
+ * Whether vx can prove a live job is this stack's: the state knows it by
+ * name, or it carries this state's identity (vx-lineage). A job with the
+ * stack's name alone may be another repository's that chose the same name.
+ */
+static int owned(const struct builder *b, const struct live_job *j)
+{
+	return is_known(b, j->name) ||
+	       (b->in->lineage && *b->in->lineage && label_is(j, "vx-lineage", b->in->lineage));
+}
+
+/*
  * The newest live job carrying exactly the labels of run (spec, run,
  * attempt) of job name, that is not one of the record's known runs.
  */
@@ -200,7 +244,7 @@ static const struct live_job *live_for_run(const struct builder *b, const char *
 
 		if (!label_is(j, "vx-stack", in->stack) || !label_is(j, "vx-job", name) ||
 		    !label_is(j, "vx-spec", shorth) || !label_is(j, "vx-run", runs) ||
-		    !label_is(j, "vx-attempt", atts))
+		    !label_is(j, "vx-attempt", atts) || !owned(b, j))
 			continue;
 		if (rec && rec->current && rec->current->name && j->name &&
 		    !strcmp(rec->current->name, j->name))
@@ -308,6 +352,7 @@ static int maybe_adopt(struct builder *b, const struct plan_decl *d, const struc
 	a->attempt = attempt;
 	set_str(b, &a->adopt_name, j->name);
 	set_str(b, &a->live_state, j->state);
+	a->adopt_create_ms = j->create_ms;
 	set_str(b, &a->cancel_name, cancel_name);
 	if (rec && rec->current)
 		set_str(b, &a->old_hash, rec->spec_hash);
@@ -323,12 +368,30 @@ static int resubmits(const struct plan_decl *d, const char *cls)
 	return cls && in_list(cls, d->resubmit_on, d->nresubmit_on);
 }
 
+static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
+{
+	a->error_code = code;
+	set_str(b, &a->error_message, msg);
+}
+
+/*
+ * Whether the current run lives somewhere other than where the job is now
+ * declared: the Stack's project or the job's region changed. A run of an
+ * older state has no project recorded; it is taken to be in the declared one.
+ */
+static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
+{
+	if (cur->project && d->project && strcmp(cur->project, d->project) != 0)
+		return 1;
+	return cur->region && d->region && strcmp(cur->region, d->region) != 0;
+}
+
 static void plan_declared(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
 {
 	const struct plan_run *cur = rec ? rec->current : NULL;
 	const struct live_job *lj = NULL;
 	const char *state = NULL, *msg = NULL, *cls;
-	int code = 0, vanished = 0, changed, forced;
+	int code = 0, vanished = 0, changed, forced, moved;
 	struct plan_action *a;
 	char when[40];
 
@@ -363,7 +426,9 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 
 	forced = in_list(d->address, b->in->replaces, b->in->nreplaces);
-	changed = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run;
+	moved = run_moved(cur, d);
+	changed = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run ||
+		  moved;
 
 	if (vanished) {
 		/* A run we launched is gone from the API: deleted outside vx. */
@@ -388,6 +453,9 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 
 		if (forced && !changed)
 			why = vx_asprintf("replacement requested (-replace %s)", d->address);
+		else if (moved)
+			why = vx_asprintf("moved from %s/%s to %s/%s", cur->project ? cur->project : d->project,
+					  cur->region ? cur->region : "?", d->project, d->region);
 		else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
 			why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
 		else if (d->spec_json && rec->spec_json) {
@@ -485,6 +553,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
 		set_str(b, &a->live_state, state);
+		set_error(b, a, vanished ? 0 : code, vanished ? NULL : msg);
 		set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
 						   cur->attempt + 1, d->max_attempts, cls, when));
 	} else {
@@ -496,6 +565,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
 		set_str(b, &a->live_state, state);
+		set_error(b, a, vanished ? 0 : code, vanished ? NULL : msg);
 		if (resubmits(d, cls))
 			set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
 							   "(%" PRId64 "/%" PRId64 " attempts)",
@@ -508,6 +578,32 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		set_fmt(b, &a->drift, vx_asprintf(vanished ? "run %s was deleted outside vx"
 						  : "run %s was cancelled outside vx", cur->name));
 		b->p->drifts++;
+	}
+}
+
+/*
+ * Declaration-only settings take effect from the declaration at plan time;
+ * the state keeps `protect` so that a job removed from the declaration stays
+ * protected. When it differs, an otherwise unchanged job is an update: the
+ * apply records the setting and starts no run.
+ */
+static void settings_update(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			    size_t first)
+{
+	for (size_t i = first; rec && i < b->p->n && !b->oom; i++) {
+		struct plan_action *a = &b->p->actions[i];
+		char *why;
+
+		if (a->kind != PLAN_NOOP || !a->decl || !rec->protect == !d->protect)
+			continue;
+		why = a->reason ? vx_asprintf("protect: %s -> %s; %s", rec->protect ? "true" : "false",
+					      d->protect ? "true" : "false", a->reason)
+				: vx_asprintf("protect: %s -> %s", rec->protect ? "true" : "false",
+					      d->protect ? "true" : "false");
+		set_fmt(b, &a->reason, why);
+		b->p->counts[PLAN_NOOP]--;
+		b->p->counts[PLAN_UPDATE]++;
+		a->kind = PLAN_UPDATE;
 	}
 }
 
@@ -540,6 +636,19 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 						   job_state_short(state)));
 		return;
 	}
+	if (cur && state && !strcmp(state, "JOB_STATE_CANCELLING")) {
+		/* Forgetting it now would lose how it ends: wait until it has. */
+		a = add_action(b, PLAN_NOOP, rec->address);
+		if (!a)
+			return;
+		a->record = rec;
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->live_state, state);
+		set_str(b, &a->region, cur->region);
+		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is cancelling: forgotten "
+						   "once it has ended", cur->name));
+		return;
+	}
 	a = add_action(b, PLAN_FORGET, rec->address);
 	if (!a)
 		return;
@@ -562,8 +671,30 @@ static int live_known(const struct builder *b, const struct live_job *j, const c
 	       (nadopted && bsearch(&j->name, adopted, nadopted, sizeof(*adopted), cmp_cstr) != NULL);
 }
 
-/* Active jobs labelled for this stack that nothing accounts for: a crashed
- * apply's leftovers or duplicates. They cost money: the plan cancels them. */
+/*
+ * An active job with this stack's name that vx cannot prove is its own: its
+ * vx-lineage names another state, or it has none (made by another tool, or
+ * by a vx older than the label). Never cancelled or adopted; shown, with
+ * how to resolve it.
+ */
+static void warn_foreign(struct builder *b, const struct live_job *j)
+{
+	const char *lin = live_job_label(j, "vx-lineage");
+	const char *job = live_job_label(j, "vx-job");
+
+	if (vx_diags_add(&b->p->warnings, NULL, 0, 0,
+			 "job.%s: live job %s (%s) is labelled vx-stack=%s but %s%s%s; vx leaves it "
+			 "alone. If another repository uses the stack name %s, rename one of the two "
+			 "stacks; if it is a leftover of this one, cancel it with 'gcloud ai custom-jobs "
+			 "cancel %s'", job ? job : "?", j->name, job_state_short(j->state), b->in->stack,
+			 lin ? "belongs to another state (vx-lineage=" : "carries no state identity (vx-lineage)",
+			 lin ? lin : "", lin ? ")" : "", b->in->stack, j->name) < 0)
+		b->oom = 1;
+}
+
+/* Active jobs labelled for this stack and this state that nothing accounts
+ * for: a crashed apply's leftovers or duplicates. They cost money: the plan
+ * cancels them, and touches no record (the action has none). */
 static void plan_untracked(struct builder *b)
 {
 	const char **adopted = NULL;
@@ -590,6 +721,10 @@ static void plan_untracked(struct builder *b)
 			continue;
 		if (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING"))
 			continue;
+		if (!owned(b, j)) {
+			warn_foreign(b, j);
+			continue;
+		}
 		addr = vx_asprintf("job.%s", job ? job : "?");
 		if (!addr) {
 			b->oom = 1;
@@ -684,8 +819,13 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
 	for (size_t i = 0; i < in->ndecls && !b.oom; i++) {
 		const struct plan_decl *d = &in->decls[i];
 
-		if (targeted(in, d->address))
-			plan_declared(&b, d, find_record(&b, d->address));
+		if (targeted(in, d->address)) {
+			const struct plan_record *rec = find_record(&b, d->address);
+			size_t first = out->n;
+
+			plan_declared(&b, d, rec);
+			settings_update(&b, d, rec, first);
+		}
 	}
 	for (size_t i = 0; i < in->nrecords && !b.oom; i++) {
 		const struct plan_record *r = &in->records[i];

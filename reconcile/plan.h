@@ -32,6 +32,7 @@ enum plan_kind {
 	PLAN_RESUBMIT,
 	PLAN_CANCEL,
 	PLAN_FORGET,
+	PLAN_UPDATE,     /* declaration-only settings (protect) changed: recorded, no new run */
 	PLAN_KIND_COUNT
 };
 
@@ -45,6 +46,7 @@ enum plan_on_change {
 struct plan_decl {
 	const char *address;        /* "job.NAME" */
 	const char *name;
+	const char *project;        /* the project id runs are created in */
 	const char *region;
 	const char *spec_hash;      /* full lowercase hex */
 	const char *spec_json;      /* redacted canonical spec, for "spec changed: <paths>"; may be NULL */
@@ -61,6 +63,7 @@ struct plan_decl {
 /* A run vx knows about, from the state. */
 struct plan_run {
 	const char *name;           /* resource name */
+	const char *project;        /* the project id it was created in; NULL: unknown (older states) */
 	const char *region;
 	const char *state;          /* last seen JobState name */
 	int error_code;
@@ -85,11 +88,16 @@ struct plan_record {
 
 struct plan_input {
 	const char *stack;
+	/* The short identity of this stack's state (plan_lineage_label): a live
+	 * job is this stack's only when its vx-lineage label says so, or when
+	 * the state knows it by name. */
+	const char *lineage;
 	const struct plan_decl *decls;
 	size_t ndecls;
 	const struct plan_record *records;
 	size_t nrecords;
-	/* Every live job labelled vx-stack=<stack> in the regions in use; NULL
+	/* Every live job labelled vx-stack=<stack> in the places in use (each
+	 * declared job's project and region, and each current run's); NULL
 	 * when refresh is off (then the state's last seen states are used). */
 	const struct live_jobs *live;
 	const char *const *targets;  /* only these addresses, when ntargets > 0 */
@@ -115,7 +123,12 @@ struct plan_action {
 	int64_t attempt;       /* of the run created/adopted */
 	int64_t max_attempts;
 	const struct plan_decl *decl;     /* borrowed from the input; NULL when not declared */
-	const struct plan_record *record; /* borrowed from the input; NULL when not in state */
+	const struct plan_record *record; /* borrowed from the input; NULL when not in state;
+					   * NULL too for a cancel of an untracked job, which
+					   * must never touch any record */
+	int error_code;        /* the failed run's error code (google.rpc.Code), 0 if none */
+	char *error_message;   /* the failed run's error message, or NULL */
+	int64_t adopt_create_ms; /* adopt: the live job's createTime, 0 if unknown */
 };
 
 struct plan {
@@ -124,9 +137,12 @@ struct plan {
 	size_t counts[PLAN_KIND_COUNT];
 	size_t drifts;
 	struct vx_diags errors; /* plan errors (a protected job would be cancelled) */
+	/* Things a reviewer must see that are not actions: live jobs that carry
+	 * this stack's name but not its state's identity (foreign), left alone. */
+	struct vx_diags warnings;
 };
 
-#define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT }
+#define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT }
 
 /* Builds the plan. Returns 0 (check out->errors.n for plan errors) or VX_ENOMEM. */
 int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err) VX_WUR;
@@ -139,5 +155,13 @@ const char *plan_kind_symbol(enum plan_kind k); /* "+", "-/+", "↻", "~", "-", 
 
 /* The first 12 hex digits of a spec hash, the vx-spec label value. */
 void plan_short_hash(char out[13], const char *hash);
+/* The vx-lineage label value: the first 12 hex digits of the state's lineage
+ * (a UUID; its dashes skipped). */
+void plan_lineage_label(char out[13], const char *lineage);
+
+/* The project id and region of a Vertex resource name
+ * (projects/P/locations/R/...), into out buffers of len bytes; 0, or -1 when
+ * name has another form. */
+int plan_resource_place(const char *name, char *project, char *region, size_t len);
 
 #endif

@@ -63,6 +63,7 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 
 		d->address = j->d.address;
 		d->name = j->d.name;
+		d->project = st->project;
 		d->region = j->region;
 		d->spec_hash = j->spec.hash;
 		d->spec_json = j->spec.redacted_json;
@@ -96,6 +97,7 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 			struct plan_run *run = &out->runs[n];
 
 			run->name = r->current->resource;
+			run->project = r->current->project;
 			run->region = r->current->region;
 			run->state = r->current->state;
 			run->error_code = (int)r->current->error_code;
@@ -115,7 +117,9 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		pr->nknown = (size_t)(&out->known[ki] - pr->known);
 		n++;
 	}
+	plan_lineage_label(out->lineage, state->lineage);
 	out->in.stack = st->name;
+	out->in.lineage = out->lineage;
 	out->in.decls = out->decls;
 	out->in.ndecls = st->njobs;
 	out->in.records = out->records;
@@ -136,44 +140,50 @@ fail:
 	return rc;
 }
 
-static int add_region(const char ***arr, size_t *n, const char *region)
+static int add_place(struct planner_place **arr, size_t *n, const char *project, const char *region)
 {
-	const char **p;
+	struct planner_place *p;
 
-	if (!region)
+	if (!region || !project)
 		return 0;
 	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*arr)[i], region))
+		if (!strcmp((*arr)[i].region, region) && !strcmp((*arr)[i].project, project))
 			return 0;
 	p = realloc(*arr, (*n + 1) * sizeof(*p));
 	if (!p)
 		return VX_ENOMEM;
 	*arr = p;
-	p[(*n)++] = region;
+	p[*n].project = project;
+	p[*n].region = region;
+	(*n)++;
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_place(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	const struct planner_place *x = a, *y = b;
+	int c = strcmp(x->project, y->project);
+
+	return c ? c : strcmp(x->region, y->region);
 }
 
-int planner_regions(const struct stack *st, const struct state *state, const char ***out, size_t *n)
+int planner_places(const struct stack *st, const struct state *state, struct planner_place **out,
+		   size_t *n)
 {
-	const char **arr = NULL;
+	struct planner_place *arr = NULL;
 	size_t cnt = 0;
 
 	for (size_t i = 0; i < st->njobs; i++)
-		if (add_region(&arr, &cnt, st->jobs[i].region) < 0)
+		if (add_place(&arr, &cnt, st->project, st->jobs[i].region) < 0)
 			goto oom;
 	for (size_t i = 0; state && i < state->nrecords; i++) {
-		const struct state_record *r = &state->records[i];
+		const struct state_run *cur = state->records[i].current;
 
-		if (r->current && add_region(&arr, &cnt, r->current->region) < 0)
+		if (cur && add_place(&arr, &cnt, cur->project ? cur->project : st->project, cur->region) < 0)
 			goto oom;
 	}
 	if (cnt > 1)
-		qsort(arr, cnt, sizeof(*arr), cmp_str);
+		qsort(arr, cnt, sizeof(*arr), cmp_place);
 	*out = arr;
 	*n = cnt;
 	return 0;

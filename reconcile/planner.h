@@ -25,6 +25,7 @@ struct planner {
 	struct plan_record *records;
 	struct plan_run *runs;
 	const char **known;     /* storage for every record's known[] */
+	char lineage[13];       /* the state's vx-lineage label value */
 	int refresh;
 };
 
@@ -44,10 +45,21 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		struct vx_err *err) VX_WUR;
 void planner_release(struct planner *p);
 
-/* The regions whose jobs must be listed: every declared job's region and
- * every region of a current run in state, sorted, unique. Caller frees
- * the array (the strings are borrowed). */
-int planner_regions(const struct stack *st, const struct state *state, const char ***out,
-		    size_t *n) VX_WUR;
+/* A project and region whose jobs are listed. */
+struct planner_place {
+	const char *project;  /* borrowed */
+	const char *region;   /* borrowed */
+};
+
+/*
+ * The places whose jobs must be listed: every declared job's (the Stack's
+ * project, the job's region) and every place of a current run in state
+ * (the project it was created in, or the Stack's for older states), so a
+ * run left behind by a change of project or region is seen where it is:
+ * "not looked at" must never read as "gone". Sorted, unique. Caller frees
+ * the array (the strings are borrowed).
+ */
+int planner_places(const struct stack *st, const struct state *state,
+		   struct planner_place **out, size_t *n) VX_WUR;
 
 #endif

@@ -56,7 +56,7 @@ static int summary(struct vx_buf *b, const struct plan *p)
 		{ PLAN_CREATE, "to create" }, { PLAN_ADOPT, "to adopt" },
 		{ PLAN_REPLACE, "to replace" }, { PLAN_RERUN, "to rerun" },
 		{ PLAN_RESUBMIT, "to resubmit" }, { PLAN_CANCEL, "to cancel" },
-		{ PLAN_FORGET, "to forget" },
+		{ PLAN_FORGET, "to forget" }, { PLAN_UPDATE, "to update" },
 	};
 	int rc = 0, first = 1;
 
@@ -146,6 +146,11 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 				rc = vx_buf_printf(b, "  ! %s: %s -> %s\n", p->actions[i].address,
 						   p->actions[i].drift, plan_kind_name(p->actions[i].kind));
 	}
+	if (rc == 0 && p->warnings.n) {
+		rc = vx_buf_printf(b, "\n%sWarnings%s:\n", color ? C_YELLOW : "", color ? C_RESET : "");
+		for (size_t i = 0; rc == 0 && i < p->warnings.n; i++)
+			rc = vx_buf_printf(b, "  %s\n", p->warnings.items[i].msg);
+	}
 	if (rc == 0 && p->errors.n) {
 		rc = vx_buf_printf(b, "\n%sErrors%s (the plan cannot be applied):\n", color ? C_RED : "",
 				   color ? C_RESET : "");
@@ -206,6 +211,8 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 		if (p->actions[i].drift)
 			rc = vx_buf_printf(b, "\n- **drift** `%s`: %s", p->actions[i].address,
 					   p->actions[i].drift);
+	for (size_t i = 0; rc == 0 && i < p->warnings.n; i++)
+		rc = vx_buf_printf(b, "\n- **warning**: %s", p->warnings.items[i].msg);
 	for (size_t i = 0; rc == 0 && i < p->errors.n; i++)
 		rc = vx_buf_printf(b, "\n- **error**: %s", p->errors.items[i].msg);
 	if (rc == 0)
@@ -324,6 +331,11 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	rc |= add(root, "errors", errs);
 	for (size_t i = 0; errs && i < p->errors.n; i++)
 		if (!cJSON_AddItemToArray(errs, cJSON_CreateString(p->errors.items[i].msg)))
+			rc = VX_ENOMEM;
+	errs = cJSON_CreateArray();
+	rc |= add(root, "warnings", errs);
+	for (size_t i = 0; errs && i < p->warnings.n; i++)
+		if (!cJSON_AddItemToArray(errs, cJSON_CreateString(p->warnings.items[i].msg)))
 			rc = VX_ENOMEM;
 	sum = cJSON_CreateObject();
 	rc |= add(root, "summary", sum);

@@ -48,6 +48,7 @@ void state_run_release(struct state_run *r)
 	free(r->resource);
 	free(r->region);
 	free(r->action);
+	free(r->project);
 	free(r->spec_hash);
 	labels_free(r->labels, r->nlabels);
 	free(r->state);
@@ -165,6 +166,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->created_ms = in->created_ms;
 	out->ended_ms = in->ended_ms;
 	if (dup_opt(&out->resource, in->resource) < 0 || dup_opt(&out->region, in->region) < 0 ||
+	    dup_opt(&out->project, in->project) < 0 ||
 	    dup_opt(&out->action, in->action) < 0 || dup_opt(&out->spec_hash, in->spec_hash) < 0 ||
 	    dup_opt(&out->state, in->state) < 0 || dup_opt(&out->failure, in->failure) < 0 ||
 	    dup_opt(&out->error_message, in->error_message) < 0 ||
@@ -592,6 +594,26 @@ int state_remove_record(struct state *st, const char *address)
 	return 0;
 }
 
+int state_record_add_history(struct state_record *r, struct state_run *run, struct vx_err *err)
+{
+	struct state_run *grown;
+
+	if (r->nhistory >= STATE_MAX_HISTORY) {
+		state_run_release(run);
+		return vx_err_set(err, VX_EINVAL, "%s: more than %d past runs", r->address,
+				  STATE_MAX_HISTORY);
+	}
+	grown = realloc(r->history, (r->nhistory + 1) * sizeof(*grown));
+	if (!grown) {
+		state_run_release(run);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	r->history = grown;
+	r->history[r->nhistory++] = *run;
+	memset(run, 0, sizeof(*run));
+	return 0;
+}
+
 int state_record_start_run(struct state_record *r, struct state_run *run, struct vx_err *err)
 {
 	struct state_run *cur = NULL, *grown;
@@ -790,7 +812,9 @@ static cJSON *run_json(const struct state_run *r)
 
 	if (!o)
 		return NULL;
-	if (add_str(o, "resource", r->resource) < 0 || add_str(o, "region", r->region) < 0 ||
+	if (add_str(o, "resource", r->resource) < 0 ||
+	    (r->project && add_str(o, "project", r->project) < 0) ||
+	    add_str(o, "region", r->region) < 0 ||
 	    add_str(o, "action", r->action) < 0 || add_str(o, "specHash", r->spec_hash) < 0 ||
 	    add_int(o, "run", r->run) < 0 || add_int(o, "attempt", r->attempt) < 0 ||
 	    add_item(o, "labels", labels_json(r->labels, r->nlabels)) < 0 ||
@@ -1251,12 +1275,12 @@ static int get_labels(const cJSON *o, const char *path, const char *k, struct st
 
 static int run_from(const cJSON *o, const char *path, struct state_run *r, struct vx_err *err)
 {
-	static const char *const keys[] = { "resource", "region", "action", "specHash", "run",
+	static const char *const keys[] = { "resource", "project", "region", "action", "specHash", "run",
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
 					    "configCommit", "launchedBy" };
-	/* launchedBy came after the first states were written: optional. */
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
+	/* project and launchedBy came after the first states were written: optional. */
+	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL };
 	int rc;
 
@@ -1265,6 +1289,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	if (rc < 0)
 		return rc;
 	if ((rc = get_str(o, path, "resource", F_REQ | F_NULL, 1024, &r->resource, err)) < 0 ||
+	    (rc = get_str(o, path, "project", F_NULL, 128, &r->project, err)) < 0 ||
 	    (rc = get_str(o, path, "region", F_REQ | F_NULL, 128, &r->region, err)) < 0 ||
 	    (rc = get_str(o, path, "action", F_REQ | F_NULL, 64, &r->action, err)) < 0 ||
 	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||

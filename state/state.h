@@ -58,6 +58,7 @@ struct state_label {
 /* One run of a job (a Vertex CustomJob vx created or adopted). */
 struct state_run {
 	char *resource;       /* projects/P/locations/R/customJobs/ID; NULL if the create never answered */
+	char *project;        /* the project id it was created in; NULL in older states (the Stack's) */
 	char *region;         /* us-central1 */
 	char *action;         /* what started it: create, adopt, replace, rerun, resubmit */
 	char *spec_hash;      /* the spec hash it was created with */
@@ -170,6 +171,14 @@ int state_remove_record(struct state *st, const char *address);
  */
 int state_record_start_run(struct state_record *r, struct state_run *run,
 			   struct vx_err *err) VX_WUR;
+
+/*
+ * Appends *run to the history without touching the current run: a create
+ * the server refused is recorded so (it never became a run). Takes
+ * ownership of run's contents on success and failure alike.
+ */
+int state_record_add_history(struct state_record *r, struct state_run *run,
+			     struct vx_err *err) VX_WUR;
 
 /* Sets key=value in a sorted label array (replacing an existing key). */
 int state_labels_set(struct state_label **labels, size_t *n, const char *key,

@@ -140,6 +140,16 @@ class PlanApply(FakeTestCase):
         self.assertEqual(len(self.live_jobs()), 2, "nothing is deleted: history stays")
         r = self.repo.plan("-detailed-exitcode")
         self.assertEqual(r.code, 0, r)
+        # the cancelled run's record stays until its end is seen, then is forgotten
+        r = self.repo.vx("state", "list", "-C", self.repo.dir)
+        self.assertRegex(r.out, r"\Ajob\.a +projects/\d+/locations/us-central1/customJobs/\d+ cancelling\n\Z")
+        self.fake.advance(10)
+        r = self.repo.plan()
+        self.assertIn("-   job.a forget", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        last = self.repo.git("log", "-1", "--format=%H", "--grep=^vx: refresh", "vx/state/e2e").strip()
+        self.assertEqual(json.loads(self.repo.git("show", last + ":jobs/a.json"))["current"]["state"],
+                         "JOB_STATE_CANCELLED", "its last state is recorded before it is forgotten")
         r = self.repo.vx("state", "list", "-C", self.repo.dir)
         self.assertEqual(r.out, "")
 

@@ -16,34 +16,41 @@
 #define HASH_B "bbbbbbbbbbbb0000000000000000000000000000000000000000000000000000"
 #define JOB1 "projects/p/locations/us-central1/customJobs/1"
 #define JOB2 "projects/p/locations/us-central1/customJobs/2"
+#define LINEAGE "0123456789ab"
 
 static const char *const on_capacity[] = { "stockout", "preempted" };
 
 static struct plan_decl decl(const char *hash)
 {
 	struct plan_decl d = {
-		.address = "job.train", .name = "train", .region = "us-central1",
+		.address = "job.train", .name = "train", .project = "p", .region = "us-central1",
 		.spec_hash = hash, .shape = "a3-highgpu-8g ×1, 8×H100 80GB", .run = 1,
 		.resubmit_on = on_capacity, .nresubmit_on = 2, .max_attempts = 3,
 	};
 	return d;
 }
 
-static struct vx_label *labels(const char *job, const char *shorthash, const char *run, const char *att)
+static struct vx_label *labels(const char *job, const char *shorthash, const char *run, const char *att,
+			       const char *lineage)
 {
-	struct vx_label *l = calloc(5, sizeof(*l));
+	struct vx_label *l = calloc(6, sizeof(*l));
 
 	l[0].key = strdup("vx-stack"); l[0].value = strdup("research");
 	l[1].key = strdup("vx-job"); l[1].value = strdup(job);
 	l[2].key = strdup("vx-spec"); l[2].value = strdup(shorthash);
 	l[3].key = strdup("vx-run"); l[3].value = strdup(run);
 	l[4].key = strdup("vx-attempt"); l[4].value = strdup(att);
+	if (lineage) {
+		l[5].key = strdup("vx-lineage");
+		l[5].value = strdup(lineage);
+	}
 	return l;
 }
 
-static void add_live(struct live_jobs *js, const char *name, const char *state, int code,
-		     const char *msg, const char *job, const char *shorthash, const char *run,
-		     const char *att, int64_t created)
+/* A live job of another state (lineage), or of none (NULL). */
+static void add_live_of(struct live_jobs *js, const char *name, const char *state, int code,
+			const char *msg, const char *job, const char *shorthash, const char *run,
+			const char *att, int64_t created, const char *lineage)
 {
 	struct live_job j = { 0 };
 
@@ -52,19 +59,26 @@ static void add_live(struct live_jobs *js, const char *name, const char *state, 
 	j.state = strdup(state);
 	j.error_code = code;
 	j.error_message = msg ? strdup(msg) : NULL;
-	j.labels = labels(job, shorthash, run, att);
-	j.nlabels = 5;
+	j.labels = labels(job, shorthash, run, att, lineage);
+	j.nlabels = lineage ? 6 : 5;
 	j.create_ms = created;
 	j.end_ms = 1795341926000;
 	assert_int_equal(live_jobs_push(js, &j), 0);
 	live_job_release(&j);
 }
 
+static void add_live(struct live_jobs *js, const char *name, const char *state, int code,
+		     const char *msg, const char *job, const char *shorthash, const char *run,
+		     const char *att, int64_t created)
+{
+	add_live_of(js, name, state, code, msg, job, shorthash, run, att, created, LINEAGE);
+}
+
 static void build(struct plan *p, const struct plan_decl *d, size_t nd, const struct plan_record *r,
 		  size_t nr, const struct live_jobs *live)
 {
-	struct plan_input in = { .stack = "research", .decls = d, .ndecls = nd, .records = r,
-				 .nrecords = nr, .live = live };
+	struct plan_input in = { .stack = "research", .lineage = LINEAGE, .decls = d, .ndecls = nd,
+				 .records = r, .nrecords = nr, .live = live };
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(plan_build(p, &in, &err), 0);
@@ -194,6 +208,8 @@ static void test_resubmit_budget(void **state)
 	assert_int_equal(p.actions[0].attempt, 2);
 	assert_string_equal(p.actions[0].failure_class, "stockout");
 	assert_non_null(strstr(p.actions[0].reason, "attempt 2/3 after stockout at "));
+	assert_int_equal(p.actions[0].error_code, 8);
+	assert_string_equal(p.actions[0].error_message, "Resources are insufficient in region: us-central1.");
 	plan_release(&p);
 
 	run.attempt = 3;
@@ -297,6 +313,152 @@ static void test_untracked_job_cancelled(void **state)
 	live_jobs_release(&live);
 }
 
+/* Issue 8 item 3: a job with this stack's name but another state's identity,
+ * or none, is foreign: never cancelled, never adopted; shown as a warning. */
+static void test_foreign_jobs_left_alone(void **state)
+{
+	struct plan_decl d = decl(HASH_A);
+	struct live_jobs live = { 0 };
+	struct plan p;
+
+	(void)state;
+	add_live_of(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1,
+		    "fedcba987654");
+	add_live_of(&live, JOB2, "JOB_STATE_RUNNING", 0, NULL, "other", "aaaaaaaaaaaa", "1", "1", 1, NULL);
+	build(&p, &d, 1, NULL, 0, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.counts[PLAN_CANCEL], 0);
+	assert_int_equal(p.counts[PLAN_ADOPT], 0);
+	assert_int_equal(p.warnings.n, 2);
+	assert_string_equal(p.warnings.items[0].msg,
+		"job.train: live job " JOB1 " (running) is labelled vx-stack=research but belongs to "
+		"another state (vx-lineage=fedcba987654); vx leaves it alone. If another repository uses "
+		"the stack name research, rename one of the two stacks; if it is a leftover of this one, "
+		"cancel it with 'gcloud ai custom-jobs cancel " JOB1 "'");
+	assert_string_equal(p.warnings.items[1].msg,
+		"job.other: live job " JOB2 " (running) is labelled vx-stack=research but carries no "
+		"state identity (vx-lineage); vx leaves it alone. If another repository uses the stack "
+		"name research, rename one of the two stacks; if it is a leftover of this one, cancel it "
+		"with 'gcloud ai custom-jobs cancel " JOB2 "'");
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/* Issue 8 item 1: an untracked copy is cancelled by an action that has no
+ * record, so the apply can never touch the declared job's record. */
+static void test_untracked_copy_has_no_record(void **state)
+{
+	struct plan_decl d = decl(HASH_A);
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_RUNNING", .attempt = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	(void)state;
+	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
+	add_live(&live, JOB2, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "2", "1", 2);
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.n, 2);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[1].kind, PLAN_CANCEL);
+	assert_string_equal(p.actions[1].cancel_name, JOB2);
+	assert_null(p.actions[1].record);
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/* Issue 8 item 4: a run left in the old project or region is seen there and
+ * replaced, never taken for deleted. */
+static void test_move_is_a_replace(void **state)
+{
+	struct plan_decl d = decl(HASH_A);
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .project = "old-project", .region = "us-central1",
+				.state = "JOB_STATE_RUNNING", .attempt = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	(void)state;
+	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	assert_string_equal(p.actions[0].reason, "moved from old-project/us-central1 to p/us-central1 while running");
+	assert_null(p.actions[0].drift);
+	plan_release(&p);
+
+	run.project = "p";
+	d.region = "europe-west4";
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_string_equal(p.actions[0].reason, "moved from p/us-central1 to p/europe-west4 while running");
+	plan_release(&p);
+
+	/* finished where it was: a new run in the new place */
+	free(live.items[0].state);
+	live.items[0].state = strdup("JOB_STATE_SUCCEEDED");
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_null(p.actions[0].cancel_name);
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/* Issue 8 item 5: protect is taken from the declaration and recorded by an update. */
+static void test_protect_change_is_an_update(void **state)
+{
+	struct plan_decl d = decl(HASH_A);
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_RUNNING", .attempt = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .protect = 1,
+				 .current = &run };
+
+	(void)state;
+	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_string_equal(p.actions[0].reason, "protect: true -> false");
+	assert_int_equal(p.counts[PLAN_UPDATE], 1);
+	assert_int_equal(p.counts[PLAN_NOOP], 0);
+	assert_true(plan_has_changes(&p));
+	plan_release(&p);
+
+	d.protect = 1;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_false(plan_has_changes(&p));
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/* A removed job whose cancel is under way is forgotten only once it has ended. */
+static void test_removed_cancelling_waits(void **state)
+{
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_CANCELLING", .attempt = 1,
+				.cancelled_by_vx = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	(void)state;
+	add_live(&live, JOB1, "JOB_STATE_CANCELLING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_false(plan_has_changes(&p));
+	plan_release(&p);
+	free(live.items[0].state);
+	live.items[0].state = strdup("JOB_STATE_CANCELLED");
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
 static void test_targets_replace_refresh_off(void **state)
 {
 	struct plan_decl ds[2] = { decl(HASH_A), decl(HASH_A) };
@@ -361,6 +523,11 @@ int main(void)
 		cmocka_unit_test(test_resubmit_adopts_crashed_attempt),
 		cmocka_unit_test(test_removed_cancel_forget_and_drift),
 		cmocka_unit_test(test_untracked_job_cancelled),
+		cmocka_unit_test(test_foreign_jobs_left_alone),
+		cmocka_unit_test(test_untracked_copy_has_no_record),
+		cmocka_unit_test(test_move_is_a_replace),
+		cmocka_unit_test(test_protect_change_is_an_update),
+		cmocka_unit_test(test_removed_cancelling_waits),
 		cmocka_unit_test(test_targets_replace_refresh_off),
 		cmocka_unit_test(test_failure_classes),
 	};
