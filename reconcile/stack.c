@@ -32,8 +32,8 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Vertex allows 64 labels on a job; vx adds five of its own. */
-#define STACK_MAX_USER_LABELS 59
+/* Vertex allows 64 labels on a job; vx adds six of its own (apply.h APPLY_NLABELS). */
+#define STACK_MAX_USER_LABELS 58
 #define STACK_MAX_ATTEMPTS 100
 #define STACK_MAX_DISPLAY_NAME 128
 
@@ -658,7 +658,7 @@ static void read_string_map(struct loader *L, const struct ynode *map, const cha
 		}
 	}
 	if (labels && out->n > STACK_MAX_USER_LABELS)
-		lerr(L, m, "%s: %zu labels, at most %d (vx adds 5 of its own to Vertex's 64)", key,
+		lerr(L, m, "%s: %zu labels, at most %d (vx adds 6 of its own to Vertex's 64)", key,
 		     out->n, STACK_MAX_USER_LABELS);
 }
 
@@ -1223,7 +1223,7 @@ static int read_job(struct loader *L, struct stack_job *j, const struct ynode *d
 			oom(L);
 	if (own.n <= STACK_MAX_USER_LABELS && j->labels.n > STACK_MAX_USER_LABELS) {
 		v = field(doc, "labels");
-		lerr(L, v ? v : doc, "labels: %zu labels with the Stack's, at most %d (vx adds 5 "
+		lerr(L, v ? v : doc, "labels: %zu labels with the Stack's, at most %d (vx adds 6 "
 		     "of its own to Vertex's 64)", j->labels.n, STACK_MAX_USER_LABELS);
 	}
 	labels_release(&own);

@@ -497,7 +497,7 @@ static void test_too_many_labels(void **state)
 		assert_int_equal(vx_buf_printf(&b, "  j%d: x\n", i), 0);
 	doc = vx_buf_detach(&b);
 	expect_errors(doc, "t/s.yaml:55:3: CustomJob \"a\": labels: 60 labels with the Stack's, "
-		      "at most 59 (vx adds 5 of its own to Vertex's 64)\n");
+		      "at most 58 (vx adds 6 of its own to Vertex's 64)\n");
 	free(doc);
 }
 
