@@ -20,6 +20,7 @@ struct state_backend;
 struct workspace {
 	struct vx_ctx *ctx;
 	char *dir;                  /* absolute stack directory */
+	char *dir_in_repo;          /* dir relative to its git work tree's root, or NULL */
 	struct stack *st;
 	struct state_backend *backend;
 	struct state state;
