@@ -137,10 +137,15 @@ static int inside_repo(const char *p)
 {
 	if (!*p || p[0] == '/')
 		return 0;
-	for (const char *c = p; *c; c = strchr(c, '/') ? strchr(c, '/') + 1 : c + strlen(c))
-		if (!strncmp(c, "..", 2) && (c[2] == '/' || c[2] == '\0'))
+	for (;;) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && !strncmp(p, "..", 2))
 			return 0;
-	return 1;
+		if (!p[n])
+			return 1;
+		p += n + 1;
+	}
 }
 
 /*

@@ -118,6 +118,21 @@ class CliTest(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(len(self.live_jobs("a")), 1)
 
+    def test_saved_plan_dir_in_repo_must_stay_inside(self):
+        self.repo.write({"a": job_yaml("a")})
+        plan = os.path.join(self.tmp, "edited.vxplan")
+        self.assertEqual(self.repo.plan("-out", plan).code, 0)
+        with open(plan) as f:
+            saved = json.load(f)
+        saved["dir_in_repo"] = "stack/../../elsewhere"
+        with open(plan, "w") as f:
+            json.dump(saved, f)
+        r = self.run_vx(["apply", plan], cwd=self.repo.root)
+        self.assertEqual((r.code, r.out, r.err), (1, "", 'vx: %s: saved plan: "dir_in_repo" must be a '
+                                                         'relative path inside the repository, not '
+                                                         '"stack/../../elsewhere"\n' % plan))
+        self.assertEqual(self.live_jobs(), [])
+
     def test_saved_plan_not_in_this_checkout(self):
         _, other = self.two_checkouts()
         plan = os.path.join(self.tmp, "stack.vxplan")
