@@ -1,6 +1,6 @@
 # vx: plain GNU make. See README.md.
 #
-#   make            build/vx and the vxplan/vxapply links
+#   make            build/vx and the vxplan/vxapply links (first naming any missing package)
 #   make check      every test: unit (plain and under ASan+UBSan), the fake's own tests, end to end
 #   make demo       the quickstart against the fake Google Cloud
 #   make lint       cppcheck and clang-tidy
@@ -49,14 +49,19 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps check unit unit-asan fake-test e2e demo lint fuzz bench install clean
+.PHONY: all deps deps-build check unit unit-asan fake-test e2e demo lint fuzz bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
 	@sh tools/deps.sh
 
+# Before anything compiles: name the packages to install rather than fail on a missing
+# header. Plain 'make' never installs; 'make deps', 'make check' and 'make demo' do, as root.
+deps-build:
+	@sh tools/deps.sh --build
+
 # Rebuild everything when the flags change (git's GIT-CFLAGS trick).
-$(BUILD)/.flags: FORCE
+$(BUILD)/.flags: FORCE | deps-build
 	@mkdir -p $(BUILD)
 	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' > $@
 FORCE:

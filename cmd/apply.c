@@ -22,6 +22,8 @@
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/lock.h"
+#include "state/state.h"
+#include "state/state_git.h"
 #include "util/buf.h"
 
 static void usage(FILE *f)
@@ -30,13 +32,19 @@ static void usage(FILE *f)
 		"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
 		"Plans the stack in DIR (default .) and carries the plan out, or applies a plan\n"
 		"saved by 'vxplan -out PLANFILE' exactly, refusing if the state or the declaration\n"
-		"moved since. Every step is recorded in the state (a commit on vx/state/<stack>).\n\n"
+		"moved since. Every step is recorded in the state (a commit on vx/state/<stack>).\n"
+		"A saved plan's stack is looked for at the same place in the git checkout of the\n"
+		"current directory, then in that of PLANFILE, then where it was planned, so a plan\n"
+		"made in one checkout applies in another of the same commit.\n\n"
 		"options:\n"
 		"  -auto-approve        do not ask; required when there is no terminal\n"
 		"  -parallelism N       at most N API calls at once (default 8)\n"
 		"  -wait[=running|done] follow the created jobs until RUNNING (default) or finished\n"
 		"  -lock-timeout DUR    wait up to DUR (e.g. 5m) for a state lock held by another apply\n"
-		"  -target ADDR         apply only this address (repeatable)\n"
+		"                       (saying on stderr whose lock it waits for); without it a held\n"
+		"                       lock fails at once, naming the 'vx unlock' command to clear it\n"
+		"  -target ADDR         apply only this address (repeatable); an address neither\n"
+		"                       declared nor in the state is an error\n"
 		"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
 		"  -refresh=false       plan from the state alone\n"
 		"  -no-color            no colour\n"
@@ -122,6 +130,124 @@ static int same_plan(const struct plan *p, const struct saved_plan *sp, struct v
 		return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: %s no longer "
 				  "needs to %s; run vxplan again", sp->actions[k].address, sp->actions[k].action);
 	return 0;
+}
+
+/* Whether a saved plan's dir_in_repo stays inside the repository: relative, no "..". */
+static int inside_repo(const char *p)
+{
+	if (!*p || p[0] == '/')
+		return 0;
+	for (;;) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && !strncmp(p, "..", 2))
+			return 0;
+		if (!p[n])
+			return 1;
+		p += n + 1;
+	}
+}
+
+/*
+ * Where the saved plan's stack is in this checkout: dir_in_repo under the
+ * work tree of the current directory's repository (a CI runner applying an
+ * artifact from its checkout), else under that of the plan file's, else the
+ * absolute dir it was planned in (plans from before dir_in_repo, stacks
+ * outside git). The plan's own declaration hash then proves it is the same
+ * stack. *out is owned by the caller.
+ */
+static int saved_plan_dir(char **out, const struct saved_plan *sp, const char *planfile,
+			  struct vx_err *err)
+{
+	const char *slash = strrchr(planfile, '/');
+	char *from[2] = { NULL, NULL }, *root = NULL, *cand = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!sp->dir_in_repo)
+		goto absolute;
+	if (!inside_repo(sp->dir_in_repo))
+		return vx_err_set(err, VX_EINVAL, "saved plan: \"dir_in_repo\" must be a relative path "
+				  "inside the repository, not \"%s\"", sp->dir_in_repo);
+	from[0] = strdup(".");
+	from[1] = slash ? vx_asprintf("%.*s", slash == planfile ? 1 : (int)(slash - planfile), planfile)
+			: strdup(".");
+	if (!from[0] || !from[1]) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct vx_err e = VX_ERR_INIT;
+
+		free(root);
+		root = NULL;
+		if (state_git_workdir(&root, from[i], &e) < 0) {
+			vx_err_release(&e);
+			continue;
+		}
+		cand = !strcmp(sp->dir_in_repo, ".") ? strdup(root)
+						      : vx_asprintf("%s/%s", root, sp->dir_in_repo);
+		if (!cand) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (cmd_is_dir(cand)) {
+			*out = cand;
+			goto done;
+		}
+		free(cand);
+		cand = NULL;
+	}
+	if (!cmd_is_dir(sp->dir)) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "the plan's stack directory %s is in no git checkout "
+				"of the current directory or of the plan file, and %s (where it was "
+				"planned) does not exist; run vxapply inside a checkout of the planned commit",
+				sp->dir_in_repo, sp->dir);
+		goto done;
+	}
+absolute:
+	*out = strdup(sp->dir);
+	if (!*out)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	free(root);
+	free(from[0]);
+	free(from[1]);
+	return rc;
+}
+
+/*
+ * The stack directory as the "vx unlock ID" hint should name it for a user
+ * in the current directory: as they typed it, or (from a saved plan) relative
+ * to here when below here; NULL when it is here. Shell-quoted; caller frees.
+ */
+static char *unlock_args(const char *typed, const char *abs_dir)
+{
+	char cwd[4096];
+	size_t n;
+
+	if (typed)
+		return strcmp(typed, ".") && strcmp(typed, "./") ? cmd_shell_quote(typed) : NULL;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return cmd_shell_quote(abs_dir);
+	n = strlen(cwd);
+	if (!strcmp(cwd, abs_dir))
+		return NULL;
+	if (!strncmp(cwd, abs_dir, n) && abs_dir[n] == '/')
+		return cmd_shell_quote(abs_dir + n + 1);
+	return cmd_shell_quote(abs_dir);
+}
+
+/* Said once, on stderr, when apply starts waiting for another's lock. */
+static void on_lock_wait(void *ud, const struct state_lock *l, int64_t timeout_ms)
+{
+	const char *const *given = ud;
+	char since[STATE_TIME_MAX];
+
+	(void)timeout_ms;
+	state_time_format(l->started_ms, since);
+	fprintf(stderr, "vx: waiting for the state lock held by %s@%s (%s, pid %lld, since %s); up to %s\n",
+		l->user, l->host, l->operation, (long long)l->pid, since, *given);
 }
 
 static int is_plan_file(const char *path)
@@ -215,8 +341,8 @@ int cmd_apply(int argc, char **argv)
 	struct hooks_ud hud;
 	struct vx_err err = VX_ERR_INIT;
 	struct vx_buf out = VX_BUF_INIT, file = VX_BUF_INIT;
-	const char *target = ".", *v;
-	char *refresh_summary = NULL, *launched_by = NULL;
+	const char *target = ".", *lock_timeout_arg = NULL, *v;
+	char *refresh_summary = NULL, *launched_by = NULL, *plan_dir = NULL, *hint = NULL;
 	int auto_approve = 0, no_color = 0, debug = 0, wait = 0, parallelism = 8, color;
 	int rc = VX_EXIT_ERROR, from_file = 0;
 	int64_t lock_timeout = 0;
@@ -268,6 +394,7 @@ int cmd_apply(int argc, char **argv)
 		} else if (cmd_flag(a, "lock-timeout", &v)) {
 			if (!v)
 				v = i + 1 < argc ? argv[++i] : "";
+			lock_timeout_arg = v;
 			if (spec_parse_duration(v, &lock_timeout) < 0) {
 				cmd_error("apply: -lock-timeout takes a duration such as 30s or 5m, not '%s'", v);
 				rc = VX_EXIT_USAGE;
@@ -299,7 +426,11 @@ int cmd_apply(int argc, char **argv)
 			goto done;
 		}
 		po.refresh = sp.refresh;
-		if (workspace_open(&ws, &ctx, sp.dir, &err) < 0) {
+		if (saved_plan_dir(&plan_dir, &sp, target, &err) < 0) {
+			cmd_report(&err, target);
+			goto done;
+		}
+		if (workspace_open(&ws, &ctx, plan_dir, &err) < 0) {
 			cmd_report(&err, NULL);
 			goto done;
 		}
@@ -324,6 +455,10 @@ int cmd_apply(int argc, char **argv)
 
 	lo.operation = "apply";
 	lo.timeout_ms = lock_timeout;
+	lo.on_wait = on_lock_wait;
+	lo.ud = &lock_timeout_arg;
+	hint = unlock_args(from_file ? NULL : target, ws.dir);
+	lo.unlock_args = hint;
 	if (state_lock_acquire(ws.backend, &lo, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
@@ -430,6 +565,8 @@ int cmd_apply(int argc, char **argv)
 done:
 	free(refresh_summary);
 	free(launched_by);
+	free(plan_dir);
+	free(hint);
 	vx_buf_release(&out);
 	vx_buf_release(&file);
 	saved_plan_release(&sp);

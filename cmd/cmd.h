@@ -47,6 +47,21 @@ int cmd_flag(const char *arg, const char *name, const char **value);
 /* Whether path is a directory. */
 int cmd_is_dir(const char *path);
 
+/*
+ * Whether a positional argument is an address (job.NAME, reservation.NAME,
+ * quota.NAME) rather than a stack directory: how log and state tell
+ * "vx log job.a stack" apart. A directory so named needs "./" or -C.
+ */
+int cmd_is_address(const char *arg);
+
+/* Records arg as the stack directory of command cmd (positional or -C); prints
+ * a usage error and returns -1 when one was already given. */
+int cmd_dir_arg(const char *cmd, const char **dir, int *given, const char *arg);
+
+/* s as one shell word (quoted only when needed), for hints users paste;
+ * NULL on OOM. Caller frees. */
+char *cmd_shell_quote(const char *s);
+
 /* Whether colour may be used on stream fd (a terminal, no NO_COLOR, not disabled). */
 int cmd_use_color(int fd, int no_color_flag);
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/buf.h"
 #include "util/err.h"
 
 static volatile sig_atomic_t cmd_interrupted;
@@ -160,4 +161,53 @@ int cmd_is_dir(const char *path)
 	struct stat sb;
 
 	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+int cmd_is_address(const char *arg)
+{
+	static const char *const kinds[] = { "job.", "reservation.", "quota." };
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t n = strlen(kinds[i]);
+
+		if (!strncmp(arg, kinds[i], n) && arg[n] && !strchr(arg, '/'))
+			return 1;
+	}
+	return 0;
+}
+
+int cmd_dir_arg(const char *cmd, const char **dir, int *given, const char *arg)
+{
+	if (*given) {
+		cmd_error("%s: the stack directory is given twice ('%s' and '%s')", cmd, *dir, arg);
+		return -1;
+	}
+	*dir = arg;
+	*given = 1;
+	return 0;
+}
+
+char *cmd_shell_quote(const char *s)
+{
+	static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+				   "_-./:@%+=,";
+	struct vx_buf b = VX_BUF_INIT;
+	int rc = 0;
+
+	/* A leading '-' would read as an option. */
+	if (s[0] == '-')
+		rc = vx_buf_adds(&b, "./");
+	if (*s && strspn(s, safe) == strlen(s)) {
+		rc |= vx_buf_adds(&b, s);
+	} else {
+		rc |= vx_buf_addc(&b, '\'');
+		for (; *s && rc == 0; s++)
+			rc = *s == '\'' ? vx_buf_adds(&b, "'\\''") : vx_buf_addc(&b, *s);
+		rc |= vx_buf_addc(&b, '\'');
+	}
+	if (rc) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
 }

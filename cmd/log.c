@@ -1,5 +1,5 @@
 /*
- * vx log [ADDR]: every run of a job, from the state branch.
+ * vx log [ADDR] [DIR]: every run of a job, from the state branch.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,12 +17,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vx log [ADDR] [-C DIR] [-debug]\n\n"
+		"usage: vx log [ADDR] [DIR] [-debug]\n\n"
 		"Prints every run vx launched for ADDR (e.g. job.train), or for every job in the\n"
 		"state: when, what started it, the Vertex resource, attempt, who launched it\n"
 		"(user@host of the apply), config commit, final\n"
 		"state and failure class. Read from the state (the git branch vx/state/<stack>);\n"
-		"jobs forgotten since are found in its history. -C DIR names the stack (default .).\n");
+		"jobs forgotten since are found in its history.\n\n"
+		"DIR is the stack directory (default .; -C DIR also works). An argument of the\n"
+		"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n");
 }
 
 static void print_run(const struct state_run *r)
@@ -83,24 +85,32 @@ int cmd_log(int argc, char **argv)
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *addr = NULL, *v;
-	int rc = VX_EXIT_ERROR, debug = 0;
+	int rc = VX_EXIT_ERROR, debug = 0, dir_given = 0;
 
 	memset(&ws, 0, sizeof(ws));
 	for (int i = 1; i < argc; i++) {
 		if (cmd_flag(argv[i], "help", &v) || cmd_flag(argv[i], "h", &v)) {
 			usage(stdout);
 			return VX_EXIT_OK;
-		} else if (workspace_dir_flag(argc, argv, &i, &dir)) {
-			continue;
+		} else if (workspace_dir_flag(argc, argv, &i, &v)) {
+			if (cmd_dir_arg("log", &dir, &dir_given, v) < 0)
+				return VX_EXIT_USAGE;
 		} else if (cmd_flag(argv[i], "debug", &v)) {
 			debug = 1;
 		} else if (argv[i][0] == '-') {
 			cmd_error("log: unknown option '%s' (see 'vx log -help')", argv[i]);
 			return VX_EXIT_USAGE;
-		} else if (!addr) {
+		} else if (cmd_is_address(argv[i])) {
+			if (addr) {
+				cmd_error("log: one address at most");
+				return VX_EXIT_USAGE;
+			}
 			addr = argv[i];
-		} else {
-			cmd_error("log: one address at most");
+		} else if (!cmd_is_dir(argv[i])) {
+			cmd_error("log: '%s' is neither an address (such as job.NAME) nor a directory",
+				  argv[i]);
+			return VX_EXIT_USAGE;
+		} else if (cmd_dir_arg("log", &dir, &dir_given, argv[i]) < 0) {
 			return VX_EXIT_USAGE;
 		}
 	}

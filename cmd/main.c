@@ -7,6 +7,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
+#include "util/suggest.h"
 
 struct command {
 	const char *name;
@@ -21,7 +22,7 @@ static const struct command commands[] = {
 	{ "doctor", cmd_doctor, "check credentials, project and API access" },
 	{ "log", cmd_log, "show the history of runs from the state branch" },
 	{ "state", cmd_state, "list or show state records (state list | state show ADDR)" },
-	{ "unlock", cmd_unlock, "clear a stuck apply lock (unlock ID)" },
+	{ "unlock", cmd_unlock, "clear a stuck apply lock (unlock ID [DIR])" },
 	{ "version", cmd_version, "print the version" },
 	{ "help", cmd_help, "show this help" },
 };
@@ -79,7 +80,16 @@ int main(int argc, char **argv)
 		return cmd_version(argc - 1, argv + 1);
 	c = find_command(argv[1]);
 	if (!c) {
-		fprintf(stderr, "vx: unknown command '%s' (see 'vx help')\n", argv[1]);
+		const char *names[sizeof(commands) / sizeof(commands[0])];
+		const char *near;
+
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			names[i] = commands[i].name;
+		near = vx_suggest(argv[1], names, sizeof(names) / sizeof(names[0]));
+		if (near)
+			fprintf(stderr, "vx: unknown command \"%s\" (did you mean \"%s\"?)\n", argv[1], near);
+		else
+			fprintf(stderr, "vx: unknown command \"%s\" (see 'vx help')\n", argv[1]);
 		return VX_EXIT_USAGE;
 	}
 	return c->fn(argc - 1, argv + 1);

@@ -7,6 +7,7 @@
 #include "cmd/workspace.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
+#include "util/suggest.h"
 
 static int push(const char ***arr, size_t *n, const char *v)
 {
@@ -61,6 +62,36 @@ void planning_opts_release(struct planning_opts *o)
 	o->ntargets = o->nreplaces = 0;
 }
 
+/* The error for an address that names nothing, with the nearest declared (or, with
+ * recorded set, recorded) address as a hint. */
+static int unknown_address(struct vx_err *err, const struct workspace *ws, const char *flag,
+			   const char *addr, int recorded, const char *why)
+{
+	const struct stack *st = ws->st;
+	size_t n = st->njobs + st->nreservations + st->nquotas + (recorded ? ws->state.nrecords : 0), k = 0;
+	const char **names = calloc(n + 1, sizeof(*names));
+	const char *near;
+	int rc;
+
+	if (!names)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < st->njobs; i++)
+		names[k++] = st->jobs[i].d.address;
+	for (size_t i = 0; i < st->nreservations; i++)
+		names[k++] = st->reservations[i].d.address;
+	for (size_t i = 0; i < st->nquotas; i++)
+		names[k++] = st->quotas[i].d.address;
+	for (size_t i = 0; recorded && i < ws->state.nrecords; i++)
+		names[k++] = ws->state.records[i].address;
+	near = vx_suggest(addr, names, k);
+	if (near)
+		rc = vx_err_set(err, VX_EINVAL, "%s %s: %s (did you mean \"%s\"?)", flag, addr, why, near);
+	else
+		rc = vx_err_set(err, VX_EINVAL, "%s %s: %s", flag, addr, why);
+	free(names);
+	return rc;
+}
+
 int planning_run(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
 		 struct vx_err *err)
 {
@@ -68,13 +99,16 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	int rc;
 
 	memset(pl, 0, sizeof(*pl));
+	/* Refused rather than warned about (Terraform warns): an apply limited to
+	 * a misspelt address would do nothing and say it succeeded. */
 	for (size_t i = 0; i < o->ntargets; i++)
 		if (!stack_find_decl(ws->st, o->targets[i]) && !state_find(&ws->state, o->targets[i]))
-			return vx_err_set(err, VX_EINVAL, "-target %s: no such address in the stack or its state",
-					  o->targets[i]);
+			return unknown_address(err, ws, "-target", o->targets[i], 1,
+					       "no such address in the stack or its state");
 	for (size_t i = 0; i < o->nreplaces; i++)
 		if (!stack_find_decl(ws->st, o->replaces[i]))
-			return vx_err_set(err, VX_EINVAL, "-replace %s: no such job is declared", o->replaces[i]);
+			return unknown_address(err, ws, "-replace", o->replaces[i], 0,
+					       "no such job is declared");
 	if (o->refresh) {
 		rc = workspace_refresh(ws, err);
 		if (rc < 0)
@@ -91,6 +125,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.stack = ws->st->name;
 	pl->header.project = ws->st->project;
 	pl->header.dir = ws->dir;
+	pl->header.dir_in_repo = ws->dir_in_repo;
 	pl->header.backend = stack_backend_name(ws->st->state.backend);
 	pl->header.state_ref = ws->state_ref;
 	pl->header.state_commit = ws->revision;

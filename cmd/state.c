@@ -1,5 +1,5 @@
 /*
- * vx state list | vx state show ADDR: what the state holds.
+ * vx state list [DIR] | vx state show ADDR [DIR]: what the state holds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +14,11 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vx state list [-C DIR] [-debug]\n"
-		"       vx state show ADDR [-C DIR] [-debug]\n\n"
+		"usage: vx state list [DIR] [-debug]\n"
+		"       vx state show ADDR [DIR] [-debug]\n\n"
 		"list: every address in the state with its current run and last seen state.\n"
-		"show: one record as stored (JSON; secrets are never stored).\n");
+		"show: one record as stored (JSON; secrets are never stored).\n"
+		"DIR is the stack directory (default .; -C DIR also works).\n");
 }
 
 int cmd_state(int argc, char **argv)
@@ -27,15 +28,16 @@ int cmd_state(int argc, char **argv)
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *verb = NULL, *addr = NULL, *v;
 	char *json = NULL;
-	int rc = VX_EXIT_ERROR, debug = 0;
+	int rc = VX_EXIT_ERROR, debug = 0, dir_given = 0;
 
 	memset(&ws, 0, sizeof(ws));
 	for (int i = 1; i < argc; i++) {
 		if (cmd_flag(argv[i], "help", &v) || cmd_flag(argv[i], "h", &v)) {
 			usage(stdout);
 			return VX_EXIT_OK;
-		} else if (workspace_dir_flag(argc, argv, &i, &dir)) {
-			continue;
+		} else if (workspace_dir_flag(argc, argv, &i, &v)) {
+			if (cmd_dir_arg("state", &dir, &dir_given, v) < 0)
+				return VX_EXIT_USAGE;
 		} else if (cmd_flag(argv[i], "debug", &v)) {
 			debug = 1;
 		} else if (argv[i][0] == '-') {
@@ -43,10 +45,13 @@ int cmd_state(int argc, char **argv)
 			return VX_EXIT_USAGE;
 		} else if (!verb) {
 			verb = argv[i];
-		} else if (!addr) {
+		} else if (!addr && !strcmp(verb, "show")) {
+			/* show's first argument is the address, whatever it looks like. */
 			addr = argv[i];
-		} else {
+		} else if (cmd_is_address(argv[i])) {
 			usage(stderr);
+			return VX_EXIT_USAGE;
+		} else if (cmd_dir_arg("state", &dir, &dir_given, argv[i]) < 0) {
 			return VX_EXIT_USAGE;
 		}
 	}

@@ -1,5 +1,5 @@
 /*
- * vx unlock ID: clear a stuck state lock.
+ * vx unlock ID [DIR]: clear a stuck state lock.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,28 +15,33 @@ int cmd_unlock(int argc, char **argv)
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *id = NULL, *v;
-	int rc = VX_EXIT_ERROR, debug = 0;
+	int rc = VX_EXIT_ERROR, debug = 0, dir_given = 0;
 
 	memset(&ws, 0, sizeof(ws));
 	for (int i = 1; i < argc; i++) {
 		if (cmd_flag(argv[i], "help", &v) || cmd_flag(argv[i], "h", &v)) {
-			printf("usage: vx unlock ID [-C DIR] [-debug]\n\n"
-			       "Clears the state lock with this id (shown in the 'state is locked by' message),\n"
-			       "for when an apply died without releasing it. Refused for any other id.\n");
+			printf("usage: vx unlock ID [DIR] [-debug]\n\n"
+			       "Clears the state lock with this id (shown in the 'state is locked by' message,\n"
+			       "whose hint is the whole command to paste), for when an apply died without\n"
+			       "releasing it. Refused for any other id. DIR is the stack directory\n"
+			       "(default .; -C DIR also works).\n");
 			return VX_EXIT_OK;
-		} else if (workspace_dir_flag(argc, argv, &i, &dir)) {
-			continue;
+		} else if (workspace_dir_flag(argc, argv, &i, &v)) {
+			if (cmd_dir_arg("unlock", &dir, &dir_given, v) < 0)
+				return VX_EXIT_USAGE;
 		} else if (cmd_flag(argv[i], "debug", &v)) {
 			debug = 1;
-		} else if (argv[i][0] == '-' || id) {
-			cmd_error("unlock: usage: vx unlock ID [-C DIR]");
+		} else if (argv[i][0] == '-') {
+			cmd_error("unlock: usage: vx unlock ID [DIR]");
 			return VX_EXIT_USAGE;
-		} else {
+		} else if (!id) {
 			id = argv[i];
+		} else if (cmd_dir_arg("unlock", &dir, &dir_given, argv[i]) < 0) {
+			return VX_EXIT_USAGE;
 		}
 	}
 	if (!id) {
-		cmd_error("unlock: usage: vx unlock ID [-C DIR]");
+		cmd_error("unlock: usage: vx unlock ID [DIR]");
 		return VX_EXIT_USAGE;
 	}
 	cmd_ctx_init(&ctx, debug);

@@ -43,6 +43,39 @@ static void print_diags(struct vx_diags *d)
 		fprintf(stderr, "... and %zu more\n", d->dropped);
 }
 
+/*
+ * The stack directory relative to the root of its git work tree ("." at the
+ * root), which a saved plan records so another checkout finds the stack;
+ * *out = NULL when the directory is in no repository (file state). Only
+ * running out of memory is an error: a plan without it still applies here.
+ */
+static int dir_in_repo(char **out, const char *dir)
+{
+	struct vx_err e = VX_ERR_INIT;
+	char *root = NULL;
+	size_t n;
+	int rc = 0;
+
+	*out = NULL;
+	if (state_git_workdir(&root, dir, &e) < 0) {
+		rc = e.code == VX_ENOMEM ? VX_ENOMEM : 0;
+		goto done;
+	}
+	n = strlen(root);
+	if (!strcmp(dir, root))
+		*out = strdup(".");
+	else if (!strncmp(dir, root, n) && (dir[n] == '/' || (n == 1 && root[0] == '/')))
+		*out = strdup(dir + n + (dir[n] == '/'));
+	else
+		goto done;
+	if (!*out)
+		rc = VX_ENOMEM;
+done:
+	free(root);
+	vx_err_release(&e);
+	return rc;
+}
+
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
@@ -56,6 +89,8 @@ int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, st
 	ws->dir = strdup(real);
 	if (!ws->dir)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = dir_in_repo(&ws->dir_in_repo, ws->dir)) < 0)
+		return vx_err_set(err, rc, "out of memory");
 	rc = stack_load(&ws->st, dir, NULL, &diags, err);
 	if (rc == VX_EINVAL) {
 		print_diags(&diags);
@@ -81,6 +116,8 @@ int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, st
 			struct state_file_opts fo = { ws->st->name, ws->state_ref };
 
 			rc = state_file_open(&ws->backend, ctx, &fo, err);
+			if (rc == VX_ENOTFOUND)
+				vx_err_wrap(err, "state file %s", ws->st->state.path);
 		}
 	} else if (ws->st->state.backend == STACK_BACKEND_GIT) {
 		struct state_git_opts go;
@@ -204,6 +241,7 @@ void workspace_close(struct workspace *ws)
 	state_backend_free(ws->backend);
 	stack_free(ws->st);
 	free(ws->dir);
+	free(ws->dir_in_repo);
 	free(ws->state_ref);
 	free(ws->revision);
 	free(ws->config_commit);

@@ -21,6 +21,7 @@ struct planner_place;
 struct workspace {
 	struct vx_ctx *ctx;
 	char *dir;                  /* absolute stack directory */
+	char *dir_in_repo;          /* dir relative to its git work tree's root, or NULL */
 	struct stack *st;
 	struct state_backend *backend;
 	struct state state;

@@ -291,6 +291,7 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	rc |= add(root, "stack", cJSON_CreateString(h->stack));
 	rc |= add(root, "project", str_or_null(h->project));
 	rc |= add(root, "dir", str_or_null(h->dir));
+	rc |= add(root, "dir_in_repo", str_or_null(h->dir_in_repo));
 	rc |= add(root, "declaration_hash", str_or_null(h->decl_hash));
 	rc |= add(root, "config_commit", str_or_null(h->config_commit));
 	rc |= add(root, "refresh", cJSON_CreateBool(h->refresh));
@@ -372,6 +373,7 @@ void saved_plan_release(struct saved_plan *sp)
 	free(sp->targets);
 	free(sp->stack);
 	free(sp->dir);
+	free(sp->dir_in_repo);
 	free(sp->state_commit);
 	free(sp->state_lineage);
 	free(sp->decl_hash);
@@ -423,6 +425,7 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 	}
 	if ((rc = get_str(root, "stack", &out->stack, 1, err)) < 0 ||
 	    (rc = get_str(root, "dir", &out->dir, 1, err)) < 0 ||
+	    (rc = get_str(root, "dir_in_repo", &out->dir_in_repo, 0, err)) < 0 ||
 	    (rc = get_str(root, "declaration_hash", &out->decl_hash, 1, err)) < 0)
 		goto done;
 	out->refresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "refresh"));

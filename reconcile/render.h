@@ -23,6 +23,7 @@ struct render_header {
 	const char *stack;
 	const char *project;
 	const char *dir;            /* absolute path of the stack directory */
+	const char *dir_in_repo;    /* the same, relative to its git work tree's root; or NULL */
 	const char *backend;        /* "git", "file" */
 	const char *state_ref;      /* "refs/heads/vx/state/research" or the file path */
 	const char *state_commit;   /* commit id of the state the plan was made against, or NULL */
@@ -57,7 +58,9 @@ struct saved_action {
 struct saved_plan {
 	int64_t format_version;
 	char *stack;
-	char *dir;
+	char *dir;           /* absolute, where it was planned */
+	char *dir_in_repo;   /* relative to the root of its git work tree, or NULL (older plans,
+			      * stacks outside git) */
 	char *state_commit;  /* or NULL */
 	uint64_t state_serial;
 	char *state_lineage; /* or NULL */

@@ -43,7 +43,8 @@ int state_lock_holder_dead(const struct state_lock *l)
 	return kill((pid_t)l->pid, 0) == -1 && errno == ESRCH;
 }
 
-char *state_lock_describe(const struct state_lock *l)
+/* The hint is last and unquoted so it can be pasted whole, whatever unlock_args holds. */
+static char *describe(const struct state_lock *l, const char *unlock_args)
 {
 	char since[STATE_TIME_MAX], until[STATE_TIME_MAX];
 	const char *exp = until;
@@ -54,9 +55,14 @@ char *state_lock_describe(const struct state_lock *l)
 	if (strncmp(since, until, 11) == 0)
 		exp = until + 11;
 	return vx_asprintf("state is locked by %s@%s (pid %lld, %s) since %s, expires %s; "
-			   "lock id %s; wait with -lock-timeout or clear with 'vx unlock %s'",
+			   "lock id %s; wait with -lock-timeout or clear it with: vx unlock %s%s%s",
 			   l->user, l->host, (long long)l->pid, l->operation, since, exp, l->id,
-			   l->id);
+			   l->id, unlock_args ? " " : "", unlock_args ? unlock_args : "");
+}
+
+char *state_lock_describe(const struct state_lock *l)
+{
+	return describe(l, NULL);
 }
 
 /* Who takes the lease: $USER, $LOGNAME, else the account of our uid (CI
@@ -118,7 +124,7 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 	struct state_lock *cur = NULL, next = { 0 };
 	int64_t start = vx_mono_ms(b->ctx), retry = o->retry_ms > 0 ? o->retry_ms : STATE_LOCK_RETRY_MS;
 	char *msg = NULL, *who = NULL;
-	int races = 0, rc, held;
+	int races = 0, rc, held, told = 0;
 
 	if (b->held)
 		return vx_err_set(err, VX_EINVAL, "locking state: lock %s is already held",
@@ -175,7 +181,7 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 				goto done;
 			continue; /* someone moved first: look at what they did */
 		}
-		who = state_lock_describe(cur);
+		who = describe(cur, o->unlock_args);
 		if (o->timeout_ms <= 0 || vx_mono_ms(b->ctx) - start >= o->timeout_ms) {
 			if (o->timeout_ms > 0)
 				rc = vx_err_set(err, VX_ECONFLICT, "gave up after waiting %llds: %s",
@@ -189,7 +195,10 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 			rc = vx_err_set(err, VX_ECANCELED, "interrupted while waiting for the lock");
 			goto done;
 		}
-		vx_log(b->ctx, VX_LOG_INFO, "waiting for the lock: %s", who ? who : "");
+		if (o->on_wait && !told)
+			o->on_wait(o->ud, cur, o->timeout_ms);
+		told = 1;
+		vx_log(b->ctx, VX_LOG_DEBUG, "waiting for the lock: %s", who ? who : "");
 		{
 			int64_t left = o->timeout_ms - (vx_mono_ms(b->ctx) - start);
 

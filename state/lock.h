@@ -36,6 +36,15 @@ struct state_lock_opts {
 	const char *user;
 	const char *host;
 	int64_t pid;
+	/* Appended to the "vx unlock ID" hint of the "state is locked" message:
+	 * the stack directory as the user named it, already shell-quoted, so the
+	 * hint works pasted where they ran vx. NULL: none (they ran it in the stack). */
+	const char *unlock_args;
+	/* Called once, before the first wait for a held lock (only with a
+	 * timeout), with the holder (borrowed) and the timeout, so the command
+	 * can say what it waits for. NULL: wait silently. */
+	void (*on_wait)(void *ud, const struct state_lock *holder, int64_t timeout_ms);
+	void *ud;
 };
 
 /*
@@ -43,7 +52,7 @@ struct state_lock_opts {
  * timeout), with a message naming the holder:
  *   state is locked by alice@ci-runner-3 (pid 4242, apply) since
  *   2026-11-22T10:02:00Z, expires 10:17:00Z; lock id ID; wait with
- *   -lock-timeout or clear with 'vx unlock ID'
+ *   -lock-timeout or clear it with: vx unlock ID [UNLOCK_ARGS]
  * VX_ECANCELED when ctx->interrupted was set while waiting; VX_EINVAL if
  * this backend already holds a lease. Afterwards, load the state again.
  */

@@ -75,7 +75,7 @@ static int put_file(const char *path, const char *data, int exclusive, struct vx
 	unlink(tmp); /* a leftover of a crashed earlier run of this pid */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		rc = vx_err_set(err, VX_EIO, "%s: %s", tmp, strerror(errno));
+		rc = vx_err_set(err, VX_EIO, "writing %s: %s", path, strerror(errno));
 		goto done;
 	}
 	if (write_all(fd, data, strlen(data)) < 0 || fsync(fd) < 0) {
@@ -348,6 +348,28 @@ int state_file_open(struct state_backend **out, const struct vx_ctx *ctx,
 	*out = NULL;
 	if (!opts->path || !*opts->path)
 		return vx_err_set(err, VX_EINVAL, "file state: no path given");
+	/* Checked here, not at the first write, so the error names the state
+	 * file's directory rather than a temporary file in it. */
+	{
+		const char *slash = strrchr(opts->path, '/');
+		char *dir = slash ? vx_asprintf("%.*s", slash == opts->path ? 1 : (int)(slash - opts->path),
+						opts->path)
+				  : vx_strdup(".");
+		struct stat sb;
+
+		if (!dir)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		rc = 0;
+		if (stat(dir, &sb) != 0)
+			rc = errno == ENOENT || errno == ENOTDIR
+				     ? vx_err_set(err, VX_ENOTFOUND, "the directory %s does not exist", dir)
+				     : vx_err_set(err, VX_EIO, "the directory %s: %s", dir, strerror(errno));
+		else if (!S_ISDIR(sb.st_mode))
+			rc = vx_err_set(err, VX_ENOTFOUND, "%s is not a directory", dir);
+		free(dir);
+		if (rc < 0)
+			return rc;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");

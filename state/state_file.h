@@ -20,7 +20,8 @@ struct vx_ctx;
 
 struct state_file_opts {
 	const char *stack; /* the stack's name (required) */
-	const char *path;  /* the state file (required); its directory must exist */
+	const char *path;  /* the state file (required); its directory must exist:
+			    * VX_ENOTFOUND ("the directory D does not exist") otherwise */
 };
 
 int state_file_open(struct state_backend **out, const struct vx_ctx *ctx,

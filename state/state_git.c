@@ -1103,3 +1103,38 @@ done:
 		git_libgit2_shutdown();
 	return rc;
 }
+
+int state_git_workdir(char **out, const char *dir, struct vx_err *err)
+{
+	git_repository *repo = NULL;
+	const char *wd;
+	char *real = NULL;
+	int grc, rc = 0;
+
+	*out = NULL;
+	if (git_libgit2_init() < 0)
+		return gerr(err, VX_EIO, "initialising libgit2");
+	grc = git_repository_open_ext(&repo, dir, 0, NULL);
+	if (grc < 0) {
+		rc = gerr(err, grc == GIT_ENOTFOUND ? VX_ENOTFOUND : VX_EIO, "opening the repository");
+		vx_err_wrap(err, "%s", dir);
+		goto done;
+	}
+	wd = git_repository_workdir(repo);
+	if (!wd) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "%s: the repository has no work tree", dir);
+		goto done;
+	}
+	/* libgit2 gives the path it walked to, with a trailing '/'; callers
+	 * compare it with realpath()s, so resolve symbolic links the same way. */
+	real = realpath(wd, NULL);
+	if (!real) {
+		rc = vx_err_set(err, VX_EIO, "%s: %s", wd, strerror(errno));
+		goto done;
+	}
+	*out = real;
+done:
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rc;
+}

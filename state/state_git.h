@@ -46,4 +46,13 @@ struct state_git_opts {
 int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 		   const struct state_git_opts *opts, struct vx_err *err) VX_WUR;
 
+/*
+ * The root of the work tree of the git repository containing dir (found by
+ * walking up, as git does), as an absolute path without symbolic links and
+ * without a trailing '/'; the caller frees *out. VX_ENOTFOUND when dir is not
+ * inside a repository or the repository is bare. Saved plans name their
+ * stack relative to it, so another checkout of the same commit finds it.
+ */
+int state_git_workdir(char **out, const char *dir, struct vx_err *err) VX_WUR;
+
 #endif

@@ -1,14 +1,37 @@
 #!/bin/sh
 # Installs (as root) or names (otherwise) the Debian packages vx needs to build and test.
 # Called by 'make check', 'make demo' and 'make deps'.
+#
+# 'deps.sh --build', run by every build before it compiles, only checks what compiling
+# needs and never installs: silent when pkg-config finds the libraries (however they
+# were installed), else it names the missing Debian packages and the apt-get line, or,
+# without dpkg, the pkg-config modules it cannot find.
 set -e
-PKGS="build-essential pkg-config git python3 openssl libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev libcmocka-dev nghttp2-proxy"
+BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev"
+PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy"
+MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
+install=yes
+if [ "$1" = --build ]; then
+	if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $MODULES; then
+		exit 0
+	fi
+	if ! command -v dpkg-query >/dev/null 2>&1; then
+		missing=""
+		for m in $MODULES; do
+			command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$m" || missing="$missing $m"
+		done
+		echo "deps: pkg-config cannot find:$missing (install their development packages)" >&2
+		exit 1
+	fi
+	PKGS=$BUILD_PKGS
+	install=no
+fi
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ $install = yes ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "deps: installing$missing"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -31,8 +31,8 @@ static int teardown(void **state)
 	return 0;
 }
 
-static const struct state_lock_opts alice = { "apply", 15 * 60 * 1000, 0, 0, "alice", "ci-runner-3",
-					       4242 };
+static const struct state_lock_opts alice = { .operation = "apply", .lease_ms = 15 * 60 * 1000,
+					       .user = "alice", .host = "ci-runner-3", .pid = 4242 };
 
 static void test_held_refused(void **state)
 {
@@ -52,7 +52,7 @@ static void test_held_refused(void **state)
 	assert_int_equal(state_lock_acquire(b, NULL, &err), VX_ECONFLICT);
 	want = vx_asprintf("state is locked by alice@ci-runner-3 (pid 4242, apply) since "
 			   "2026-11-22T10:02:00Z, expires 10:17:00Z; lock id %s; wait with "
-			   "-lock-timeout or clear with 'vx unlock %s'",
+			   "-lock-timeout or clear it with: vx unlock %s",
 			   id, id);
 	assert_string_equal(err.msg, want);
 	assert_null(state_lock_held(b));
@@ -89,7 +89,7 @@ static void test_dead_pid_takeover(void **state)
 	struct staterepo *f = *state;
 	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
 	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
-	struct state_lock_opts dead = { "apply", 0, 0, 0, "bob", NULL, 99999999 };
+	struct state_lock_opts dead = { .operation = "apply", .user = "bob", .pid = 99999999 };
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(state_lock_acquire(a, &dead, &err), 0); /* this host, no such pid */
@@ -108,15 +108,29 @@ static void test_dead_pid_takeover(void **state)
 	vx_err_release(&err);
 }
 
+static void count_wait(void *ud, const struct state_lock *holder, int64_t timeout_ms)
+{
+	int *n = ud;
+
+	assert_string_equal(holder->user, "alice");
+	assert_true(timeout_ms == 5 * 60 * 1000);
+	++*n;
+}
+
 static void test_expiry_and_wait(void **state)
 {
 	struct staterepo *f = *state;
 	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
 	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
-	struct state_lock_opts wait = { "apply", 0, 20 * 60 * 1000, 60 * 1000, NULL, NULL, 0 };
-	struct state_lock_opts short_wait = { "apply", 0, 5 * 60 * 1000, 60 * 1000, NULL, NULL, 0 };
+	int waits = 0;
+	struct state_lock_opts wait = { .operation = "apply", .timeout_ms = 20 * 60 * 1000,
+					.retry_ms = 60 * 1000 };
+	struct state_lock_opts short_wait = { .operation = "apply", .timeout_ms = 5 * 60 * 1000,
+					      .retry_ms = 60 * 1000, .unlock_args = "'my stack'",
+					      .on_wait = count_wait, .ud = &waits };
 	struct vx_err err = VX_ERR_INIT;
 	int64_t t0 = f->now;
+	size_t n;
 
 	assert_int_equal(state_lock_acquire(a, &alice, &err), 0);
 	/* Waiting 5 minutes is not enough: refused, saying so. */
@@ -124,6 +138,10 @@ static void test_expiry_and_wait(void **state)
 	assert_true(strncmp(err.msg, "gave up after waiting 300s: state is locked by alice@", 53) ==
 		    0);
 	assert_true(f->now == t0 + 5 * 60 * 1000);
+	/* Said once, not at each of the five looks; the hint names the directory. */
+	assert_int_equal(waits, 1);
+	n = strlen(err.msg);
+	assert_true(n > 11 && !strcmp(err.msg + n - 11, " 'my stack'"));
 	/* Waiting up to 20 minutes: the 15-minute lease expires on the way. */
 	if (state_lock_acquire(b, &wait, &err) != 0)
 		fail_msg("wait: %s", err.msg);
