@@ -491,7 +491,7 @@ static void fill_request(struct applier *a, struct task *t, const struct create 
 static int resolve_uncertain(struct applier *a, struct create *c, struct task *t)
 {
 	struct vx_err e2 = VX_ERR_INIT;
-	int tries;
+	int tries, resent = 0;
 
 	if (vx_interrupted(a->ctx)) {
 		/* Asked to stop: no listing now; the next apply settles the intent. */
@@ -525,8 +525,19 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 		/* Certainly not created: try once more. */
 		vx_err_release(&t->err);
 		t->rc = a->prov->create_job(a->prov, &t->req, &t->created, &t->err);
+		resent = 1;
 		if (t->rc != VX_EUNCERTAIN)
 			break;
+	}
+	if (resent && t->rc < 0) {
+		/* The HTTP layer's "not sent again" speaks of its own tries: say that
+		 * apply itself sent the create a second time. */
+		char *last = vx_strdup(vx_err_msg(&t->err));
+
+		vx_err_set(&t->err, t->rc, "sent twice: the first create's outcome was unknown and no job "
+			   "carried its labels, so it was sent once more; that one: %s",
+			   last ? last : "out of memory");
+		free(last);
 	}
 	vx_err_release(&e2);
 	return t->rc;

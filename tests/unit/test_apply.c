@@ -358,6 +358,11 @@ static void test_uncertain_twice_leaves_intent(void **unused)
 	/* create, list (absent), create again (uncertain), list (absent): never a third create */
 	assert_int_equal(w.cloud.creates, 2);
 	assert_int_equal(w.res.failed, 1);
+	/* the message says it was sent twice, not "not sent again" alone */
+	assert_string_equal(w.res.failures.items[0].msg,
+			    "job.a: create: sent twice: the first create's outcome was unknown and no job "
+			    "carried its labels, so it was sent once more; that one: vertex: creating job: "
+			    "outcome unknown");
 	assert_int_equal(w.state.njournal, 1);
 	assert_null(state_find(&w.state, "job.a"));
 	world_release(&w);
