@@ -68,6 +68,10 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	int rc;
 
 	memset(pl, 0, sizeof(*pl));
+	/* The one place hashes get their salt before anything compares them. */
+	rc = workspace_salt(ws, NULL, err);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < o->ntargets; i++)
 		if (!stack_find_decl(ws->st, o->targets[i]) && !state_find(&ws->state, o->targets[i]))
 			return vx_err_set(err, VX_EINVAL, "-target %s: no such address in the stack or its state",
