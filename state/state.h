@@ -17,7 +17,10 @@
  * it can name a file (jobs/NAME.json in the git backend).
  *
  * Nothing secret is ever stored: spec_json is the REDACTED spec the caller
- * got from job_spec.redacted_json (reconcile/spec.h).
+ * got from job_spec.redacted_json (reconcile/spec.h), where sensitive values
+ * are HMACs keyed with the state's salt. The salt is in the state too: it
+ * defeats precomputed tables and comparisons across stacks, not a guess by
+ * someone who can read the state.
  *
  * JSON is written with a fixed key order (so identical states give
  * identical bytes and git diffs stay small) and parsed strictly: unknown
