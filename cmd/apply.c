@@ -434,11 +434,6 @@ int cmd_apply(int argc, char **argv)
 			cmd_report(&err, NULL);
 			goto done;
 		}
-		if (strcmp(sp.decl_hash, ws.st->decl_hash) != 0) {
-			cmd_error("apply: %s: the declaration changed since the plan was made; "
-				  "run vxplan again", target);
-			goto done;
-		}
 		/* The saved plan's own -target list, so the plan is remade with the same scope. */
 		for (size_t i = 0; i < sp.ntargets; i++) {
 			const char **p = realloc(po.targets, (po.ntargets + 1) * sizeof(*p));
@@ -471,6 +466,19 @@ int cmd_apply(int argc, char **argv)
 			  (unsigned long long)ws.state.serial);
 		goto done;
 	}
+	/* The declaration hash covers sensitive values by their HMAC under the
+	 * state's salt, so it is compared once the same state is loaded. */
+	if (from_file) {
+		if (workspace_salt(&ws, sp.state_salt, &err) < 0) {
+			cmd_report(&err, target);
+			goto done;
+		}
+		if (strcmp(sp.decl_hash, ws.st->decl_hash) != 0) {
+			cmd_error("apply: %s: the declaration changed since the plan was made; "
+				  "run vxplan again", target);
+			goto done;
+		}
+	}
 	if (planning_run(&pl, &ws, &po, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
@@ -494,11 +502,17 @@ int cmd_apply(int argc, char **argv)
 	/*
 	 * How runs ended is recorded before anything else happens, in its own
 	 * commit: a forget in the same step would remove the record whose last
-	 * state the history must show.
+	 * state the history must show. Records migrated to salted hashes are
+	 * written now too, or a stack that never changes would keep its plain
+	 * hashes forever.
 	 */
-	if (refreshed) {
-		char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
-					refreshed == 1 ? "" : "s", refresh_summary);
+	if (refreshed || ws.migrated) {
+		char *msg = refreshed
+			? vx_asprintf("vx: refresh: %zu run%s changed%s\n\n%s", refreshed,
+				      refreshed == 1 ? "" : "s",
+				      ws.migrated ? "; sensitive values re-keyed" : "", refresh_summary)
+			: vx_asprintf("vx: %zu record%s re-keyed: sensitive values as HMAC-SHA-256 "
+				      "with the state's salt\n", ws.migrated, ws.migrated == 1 ? "" : "s");
 
 		if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
 			free(msg);

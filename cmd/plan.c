@@ -104,6 +104,10 @@ int cmd_plan(int argc, char **argv)
 		struct vx_buf js = VX_BUF_INIT;
 		FILE *f = NULL;
 
+		/* A state that has not stored its salt yet would get another one when
+		 * vxapply loads it: the saved plan carries the one its hashes used
+		 * (only then, and never on stdout). */
+		pl.header.state_salt = ws.salt_fresh ? ws.state.salt : NULL;
 		if (render_plan_json(&js, &pl.planner.plan, &pl.header) < 0 || !(f = fopen(outfile, "w")) ||
 		    fputs(vx_buf_str(&js), f) < 0 || fclose(f) != 0) {
 			cmd_error("plan: cannot write %s", outfile);

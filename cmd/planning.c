@@ -99,6 +99,10 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	int rc;
 
 	memset(pl, 0, sizeof(*pl));
+	/* The one place hashes get their salt before anything compares them. */
+	rc = workspace_salt(ws, NULL, err);
+	if (rc < 0)
+		return rc;
 	/* Refused rather than warned about (Terraform warns): an apply limited to
 	 * a misspelt address would do nothing and say it succeeded. */
 	for (size_t i = 0; i < o->ntargets; i++)

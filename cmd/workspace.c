@@ -153,11 +153,46 @@ int workspace_load_state(struct workspace *ws, struct vx_err *err)
 	}
 	free(ws->revision);
 	ws->revision = NULL;
+	ws->salted = 0;
+	ws->migrated = 0;
 	rc = state_load(ws->backend, &ws->state, err);
 	if (rc < 0)
 		return rc;
 	ws->state_loaded = 1;
+	/* Until the first write, nothing stored was hashed with the salt, so it may
+	 * still be chosen (a git lock commit may have stored one at serial 0). A
+	 * state written before salts gets one here, stored by the next write. */
+	ws->salt_fresh = ws->state.serial == 0 || !ws->state.salt;
+	rc = state_ensure_salt(&ws->state, ws->ctx, err);
+	if (rc < 0)
+		return rc;
 	return state_revision(ws->backend, &ws->revision, err);
+}
+
+int workspace_salt(struct workspace *ws, const char *plan_salt, struct vx_err *err)
+{
+	int rc;
+
+	if (ws->salted)
+		return 0;
+	if (plan_salt && ws->salt_fresh && strcmp(plan_salt, ws->state.salt) != 0) {
+		char *s;
+
+		if (!state_salt_ok(plan_salt))
+			return vx_err_set(err, VX_EINVAL, "the saved plan's state salt is not 64 hex digits");
+		if (!(s = strdup(plan_salt)))
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		free(ws->state.salt);
+		ws->state.salt = s;
+	}
+	rc = stack_apply_salt(ws->st, ws->state.salt, err);
+	if (rc < 0)
+		return rc;
+	rc = planner_migrate_legacy(&ws->state, ws->st, &ws->migrated);
+	if (rc < 0)
+		return vx_err_set(err, rc, "out of memory");
+	ws->salted = 1;
+	return 0;
 }
 
 int workspace_provider(struct workspace *ws, struct vx_err *err)

@@ -26,6 +26,10 @@ struct workspace {
 	struct state_backend *backend;
 	struct state state;
 	int state_loaded;
+	int salt_fresh;             /* the state's salt is not committed yet: never written
+				     * (serial 0), or written before salts (see workspace_salt) */
+	int salted;                 /* workspace_salt ran for this loaded state */
+	size_t migrated;            /* records brought to salted hashes in memory, to be written */
 	char *state_ref;            /* "refs/heads/vx/state/NAME" or the state file */
 	char *revision;             /* state tip (git commit) when loaded, or NULL */
 	char *config_commit;        /* HEAD of the stack's repository, or NULL */
@@ -44,6 +48,15 @@ int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   struct vx_err *err) VX_WUR;
 /* (Re)loads the state. */
 int workspace_load_state(struct workspace *ws, struct vx_err *err) VX_WUR;
+/*
+ * Keys the stack's sensitive values with the loaded state's salt
+ * (stack_apply_salt) and migrates records written before salts in memory
+ * (planner_migrate_legacy, counted in ws->migrated); once per load, before
+ * anything compares hashes. plan_salt: the salt a saved plan was made with,
+ * used instead of the state's while that one is not committed (salt_fresh),
+ * so that `vxapply PLAN` hashes as `vxplan -out PLAN` did; NULL otherwise.
+ */
+int workspace_salt(struct workspace *ws, const char *plan_salt, struct vx_err *err) VX_WUR;
 /* Creates the provider (credentials, endpoints) if not yet done. */
 int workspace_provider(struct workspace *ws, struct vx_err *err) VX_WUR;
 /* Lists the stack's live jobs in every region in use: one list call per region. */

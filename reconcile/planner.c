@@ -6,6 +6,7 @@
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
+#include "util/buf.h"
 #include "util/banned.h"
 
 void planner_release(struct planner *p)
@@ -138,6 +139,50 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 fail:
 	planner_release(out);
 	return rc;
+}
+
+/* Replaces *hash by to when it is from. */
+static int swap_hash(char **hash, const char *from, const char *to)
+{
+	char *n;
+
+	if (!*hash || strcmp(*hash, from) != 0)
+		return 0;
+	if (!(n = vx_strdup(to)))
+		return VX_ENOMEM;
+	free(*hash);
+	*hash = n;
+	return 0;
+}
+
+int planner_migrate_legacy(struct state *state, const struct stack *st, size_t *migrated)
+{
+	*migrated = 0;
+	for (size_t i = 0; i < state->nrecords; i++) {
+		struct state_record *r = &state->records[i];
+		const struct stack_job *j;
+		char *json;
+
+		if (strncmp(r->address, "job.", 4) != 0 || !(j = stack_find_job(st, r->address + 4)) ||
+		    !j->spec.nsensitive || !r->spec_hash || strcmp(r->spec_hash, j->spec.legacy_hash) != 0)
+			continue;
+		/* A record whose spec changed since keeps its old form until its next
+		 * run: the old secret is not known, so it cannot be keyed. */
+		if (!(json = vx_strdup(j->spec.redacted_json)))
+			return VX_ENOMEM;
+		free(r->spec_json);
+		r->spec_json = json;
+		if (r->current && swap_hash(&r->current->spec_hash, j->spec.legacy_hash, j->spec.hash) < 0)
+			return VX_ENOMEM;
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (swap_hash(&r->history[h].spec_hash, j->spec.legacy_hash, j->spec.hash) < 0)
+				return VX_ENOMEM;
+		/* Last: the record counts as migrated only once all of it is. */
+		if (swap_hash(&r->spec_hash, j->spec.legacy_hash, j->spec.hash) < 0)
+			return VX_ENOMEM;
+		(*migrated)++;
+	}
+	return 0;
 }
 
 static int add_place(struct planner_place **arr, size_t *n, const char *project, const char *region)

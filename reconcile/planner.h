@@ -62,4 +62,18 @@ struct planner_place {
 int planner_places(const struct stack *st, const struct state *state,
 		   struct planner_place **out, size_t *n) VX_WUR;
 
+/*
+ * Brings records written before salts to today's forms, in memory: a job
+ * record whose spec_hash is its declaration's legacy hash (plain SHA-256
+ * with the secrets in it, reconcile/spec.h) gets the declaration's salted
+ * hash and redacted spec, and so do its runs made from that same spec. The
+ * spec is the same, so the planner sees no change and replaces nothing;
+ * the next state write stores the new forms. The runs' labels (vx-spec) stay
+ * as they are: they are the live jobs' copy. Call it after
+ * stack_apply_salt(). *migrated is the number of records changed.
+ * Returns 0 or VX_ENOMEM (state then partly migrated: do not write it).
+ */
+int planner_migrate_legacy(struct state *state, const struct stack *st,
+			   size_t *migrated) VX_WUR;
+
 #endif

@@ -317,6 +317,8 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 		/* A string: JSON numbers lose precision past 2^53. */
 		rc |= add(state, "serial", cJSON_CreateString(serial));
 		rc |= add(state, "lineage", str_or_null(h->state_lineage));
+		if (h->state_salt)
+			rc |= add(state, "salt", cJSON_CreateString(h->state_salt));
 	}
 	arr = cJSON_CreateArray();
 	rc |= add(root, "actions", arr);
@@ -376,6 +378,7 @@ void saved_plan_release(struct saved_plan *sp)
 	free(sp->dir_in_repo);
 	free(sp->state_commit);
 	free(sp->state_lineage);
+	free(sp->state_salt);
 	free(sp->decl_hash);
 	memset(sp, 0, sizeof(*sp));
 }
@@ -460,6 +463,7 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 	}
 	if ((rc = get_str(state, "commit", &out->state_commit, 0, err)) < 0 ||
 	    (rc = get_str(state, "lineage", &out->state_lineage, 0, err)) < 0 ||
+	    (rc = get_str(state, "salt", &out->state_salt, 0, err)) < 0 ||
 	    (rc = get_str(state, "serial", &serial, 1, err)) < 0)
 		goto done;
 	out->state_serial = serial ? strtoull(serial, NULL, 10) : 0;

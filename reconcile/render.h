@@ -29,6 +29,9 @@ struct render_header {
 	const char *state_commit;   /* commit id of the state the plan was made against, or NULL */
 	uint64_t state_serial;
 	const char *state_lineage;
+	const char *state_salt;     /* the salt the plan hashed sensitive values with, when the
+				     * state has none committed yet; NULL: not written. Set it
+				     * only for a saved plan (see docs/design-notes.md) */
 	const char *config_commit;  /* HEAD of the stack's repository, or NULL */
 	const char *decl_hash;      /* stack declaration hash */
 	int refresh;                /* 0: planned from state alone */
@@ -64,6 +67,7 @@ struct saved_plan {
 	char *state_commit;  /* or NULL */
 	uint64_t state_serial;
 	char *state_lineage; /* or NULL */
+	char *state_salt;    /* or NULL (see render_header) */
 	char *decl_hash;
 	int refresh;
 	char **targets;      /* -target addresses, ntargets of them */

@@ -21,7 +21,7 @@
  *   becomes a one-element list;
  * - vx's `reservationAffinity: {reservation: NAME}` is expanded to the
  *   SPECIFIC_RESERVATION form; EnvVar `sensitive` is dropped (and the value
- *   replaced by "sha256:<hex>" in redacted_json only).
+ *   replaced by "hmac-sha256:<hex>" in redacted_json only: see job_spec_rehash).
  * Where the schema wants a string, a plain number or boolean is refused with
  * a hint to quote it (args: [--epochs, "3"]): gcloud's reader refuses it too,
  * and the text of a YAML number is not always what was meant (3.10, 0x10).
@@ -36,7 +36,10 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "reconcile/machines.h"
 #include "reconcile/schema_tables.h"
@@ -80,6 +83,8 @@ static void jv_free(struct jv *v)
 		jv_free(v->m[i].v);
 	}
 	free(v->m);
+	if (v->sensitive && v->str)
+		OPENSSL_cleanse(v->str, strlen(v->str));
 	free(v->str);
 	free(v);
 }
@@ -153,18 +158,47 @@ static void jv_sort(struct jv *v)
 		jv_sort(v->m[i].v);
 }
 
+static void hex32(const unsigned char md[32], char out[65])
+{
+	unsigned i;
+
+	for (i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	out[64] = '\0';
+}
+
 static int sha256_hex(const void *data, size_t len, char out[65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0, i;
+	unsigned int mdlen = 0;
 
 	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
 		return VX_EIO;
-	for (i = 0; i < mdlen; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-	out[64] = '\0';
+	hex32(md, out);
 	return 0;
 }
+
+static size_t jv_count_sensitive(const struct jv *v)
+{
+	size_t i, n = v->kind == JV_STR && v->sensitive;
+
+	for (i = 0; i < v->n; i++)
+		n += jv_count_sensitive(v->m[i].v);
+	return n;
+}
+
+/*
+ * How write_jv writes a sensitive value. NULL: as it is (the canonical JSON
+ * sent to Vertex). Otherwise as "hmac-sha256:<hex>" keyed with key, or, while
+ * key is NULL (the state and so its salt are not loaded yet), as a fixed
+ * placeholder: a hash over it is no oracle, and a bug that stores it shows.
+ */
+struct redact {
+	const unsigned char *key;
+	size_t keylen;
+};
+
+#define REDACT_UNSALTED "(sensitive: not yet keyed with the state's salt)"
 
 static int write_str(struct vx_buf *b, const char *s)
 {
@@ -188,8 +222,10 @@ static int write_str(struct vx_buf *b, const char *s)
 	return rc ? rc : vx_buf_addc(b, '"');
 }
 
-static int write_jv(struct vx_buf *b, const struct jv *v, int redact)
+static int write_jv(struct vx_buf *b, const struct jv *v, const struct redact *redact)
 {
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
 	char hex[65];
 	size_t i;
 	int rc = 0;
@@ -213,10 +249,16 @@ static int write_jv(struct vx_buf *b, const struct jv *v, int redact)
 			rc = vx_buf_addc(b, v->kind == JV_OBJ ? '}' : ']');
 		break;
 	case JV_STR:
-		if (redact && v->sensitive) {
-			rc = sha256_hex(v->str, strlen(v->str), hex);
-			if (rc == 0)
-				rc = vx_buf_printf(b, "\"sha256:%s\"", hex);
+		if (redact && v->sensitive && !redact->key) {
+			rc = write_str(b, REDACT_UNSALTED);
+		} else if (redact && v->sensitive) {
+			/* HMAC, not a plain hash: without the salt, a guessed value cannot be
+			 * checked against what is stored, nor two stacks' values compared. */
+			if (!HMAC(EVP_sha256(), redact->key, (int)redact->keylen,
+				  (const unsigned char *)v->str, strlen(v->str), md, &mdlen) || mdlen != 32)
+				return VX_EIO;
+			hex32(md, hex);
+			rc = vx_buf_printf(b, "\"hmac-sha256:%s\"", hex);
 		} else {
 			rc = write_str(b, v->str);
 		}
@@ -1206,6 +1248,53 @@ static int fill_out(struct chk *c, struct job_spec *out)
 	return 0;
 }
 
+/* Renders tree into out->redacted_json with r, and hashes that into out->hash. */
+static int redact_and_hash(struct job_spec *out, const struct jv *tree, const struct redact *r)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char *text = NULL;
+	int rc = write_jv(&b, tree, r);
+
+	if (rc == 0 && !(text = vx_buf_detach(&b)))
+		rc = VX_ENOMEM;
+	vx_buf_release(&b);
+	if (rc < 0)
+		return rc == VX_EIO ? VX_EIO : VX_ENOMEM;
+	if (sha256_hex(text, strlen(text), out->hash) < 0) {
+		free(text);
+		return VX_EIO;
+	}
+	free(out->redacted_json);
+	out->redacted_json = text;
+	return 0;
+}
+
+int job_spec_rehash(struct job_spec *s, const char *salt, struct vx_err *err)
+{
+	unsigned char key[32];
+	struct redact r = { key, sizeof(key) };
+	size_t keylen = 0;
+	int rc;
+
+	if (!s->tree)
+		return 0;
+	/* OpenSSL's decoder; the length check keeps out separators it would accept. */
+	if (!salt || strlen(salt) != 64 ||
+	    OPENSSL_hexstr2buf_ex(key, sizeof(key), &keylen, salt, '\0') != 1 || keylen != sizeof(key)) {
+		ERR_clear_error();
+		return vx_err_set(err, VX_EINVAL, "the state's salt is not 64 hex digits");
+	}
+	rc = redact_and_hash(s, s->tree, &r);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (rc == VX_EIO) {
+		ERR_clear_error();
+		return vx_err_set(err, rc, "HMAC-SHA-256 of a sensitive value: OpenSSL failed");
+	}
+	if (rc < 0)
+		return vx_err_set(err, rc, "out of memory");
+	return 0;
+}
+
 int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec_env *env,
 	       struct vx_diags *diags)
 {
@@ -1258,17 +1347,30 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 		goto done;
 	}
 	jv_sort(root);
-	if (write_jv(&b, root, 0) < 0 || !(out->canonical_json = vx_buf_detach(&b))) {
+	if (write_jv(&b, root, NULL) < 0 || !(out->canonical_json = vx_buf_detach(&b))) {
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	if (write_jv(&b, root, 1) < 0 || !(out->redacted_json = vx_buf_detach(&b))) {
-		rc = VX_ENOMEM;
-		goto done;
-	}
-	if (sha256_hex(out->canonical_json, strlen(out->canonical_json), out->hash) < 0) {
+	if (sha256_hex(out->canonical_json, strlen(out->canonical_json), out->legacy_hash) < 0) {
 		rc = VX_EIO;
 		goto done;
+	}
+	out->nsensitive = jv_count_sensitive(root);
+	if (out->nsensitive == 0) {
+		/* Nothing to hide: the hash is what it always was, so upgrading vx
+		 * replaces no job. */
+		memcpy(out->hash, out->legacy_hash, sizeof(out->hash));
+		if (!(out->redacted_json = vx_strdup(out->canonical_json))) {
+			rc = VX_ENOMEM;
+			goto done;
+		}
+	} else {
+		struct redact unsalted = { NULL, 0 };
+
+		if ((rc = redact_and_hash(out, root, &unsalted)) < 0)
+			goto done;
+		out->tree = root; /* job_spec_rehash renders it again with the salt */
+		root = NULL;
 	}
 	rc = fill_out(&c, out);
 done:
@@ -1290,8 +1392,11 @@ void job_spec_release(struct job_spec *s)
 		free(s->pools[i].accelerator_type);
 	}
 	free(s->pools);
+	if (s->nsensitive && s->canonical_json)
+		OPENSSL_cleanse(s->canonical_json, strlen(s->canonical_json));
 	free(s->canonical_json);
 	free(s->redacted_json);
+	jv_free(s->tree);
 	free(s->strategy);
 	free(s->output_uri);
 	free(s->reservation);

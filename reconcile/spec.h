@@ -14,9 +14,16 @@
  * defaults treated the same way every time. vx's one extension: an EnvVar
  * may carry `sensitive: true`; it is stripped before sending, and the value
  * never reaches state, logs or the plan (see redacted_json).
- * Its SHA-256 is the spec hash:
- * two specs that differ only in key order, quoting, `replicaCount: 1` vs
- * `"1"`, or `30m` vs `1800s` hash the same; any real change changes it.
+ * The SHA-256 of the redacted JSON is the spec hash: two specs that differ
+ * only in key order, quoting, `replicaCount: 1` vs `"1"`, or `30m` vs
+ * `1800s` hash the same; any real change changes it. Without sensitive
+ * values the redacted JSON is the canonical JSON, and the hash is what vx
+ * always computed.
+ *
+ * Sensitive values are redacted as HMAC-SHA-256 keyed with the state's
+ * salt, which is known only once the state is loaded: spec_check() leaves
+ * a placeholder, and job_spec_rehash() (through stack_apply_salt()) must be
+ * called before the hash or the redacted JSON is stored or compared.
  */
 
 #include <stddef.h>
@@ -50,11 +57,20 @@ struct spec_pool {
 	int64_t replica_count;
 };
 
+struct jv; /* spec.c's parsed value tree */
+
 struct job_spec {
 	char *canonical_json;     /* owned: the jobSpec as sent to Vertex (secrets included) */
 	char *redacted_json;      /* owned: the same with every env value marked `sensitive: true`
-				   * replaced by "sha256:<hex>": what may be stored in state or shown */
-	char hash[65];            /* lowercase hex SHA-256 of canonical_json */
+				   * replaced by "hmac-sha256:<hex>" (see job_spec_rehash): what
+				   * may be stored in state or shown */
+	char hash[65];            /* lowercase hex SHA-256 of redacted_json */
+	char legacy_hash[65];     /* SHA-256 of canonical_json, the spec hash of vx before salts
+				   * (secrets in plain: never store it); == hash when nsensitive is 0.
+				   * Only to recognise state records written then. */
+	size_t nsensitive;        /* how many values are marked sensitive */
+	struct jv *tree;          /* owned, private: the values, kept to render redacted_json
+				   * again with the salt; NULL when nsensitive is 0 */
 	struct spec_pool *pools;  /* owned, npools entries, in workerPoolSpecs order */
 	size_t npools;
 	char *strategy;           /* "STANDARD", "SPOT", "FLEX_START" (unspecified -> STANDARD) */
@@ -75,6 +91,17 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 	       struct vx_diags *diags) VX_WUR;
 
 void job_spec_release(struct job_spec *s);
+
+/*
+ * Keys the redaction with salt (64 hex digits: the state's, state/state.h):
+ * every sensitive value becomes "hmac-sha256:<hex of HMAC-SHA-256(key = the
+ * 32 bytes salt stands for, value)>" in redacted_json, and hash becomes the
+ * SHA-256 of that redacted_json. So a changed secret changes the hash, but
+ * neither is an oracle for a guessed secret without the salt. A spec without
+ * sensitive values is not touched. Returns 0, or VX_EINVAL (a bad salt),
+ * VX_EIO (OpenSSL), VX_ENOMEM with err set; the spec is unchanged then.
+ */
+int job_spec_rehash(struct job_spec *s, const char *salt, struct vx_err *err) VX_WUR;
 
 /*
  * "a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START": the shape line the plan

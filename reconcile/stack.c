@@ -1378,7 +1378,8 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	}
 	if (rc == 0)
 		rc = vx_buf_printf(b, "],\"run\":\"%lld\",\"spec\":", (long long)j->run);
-	/* The redacted form: a changed secret changes its sha256 there too. */
+	/* The redacted form: a changed secret changes its HMAC there too, and
+	 * without the salt the hash is no oracle for a guessed secret. */
 	if (rc == 0)
 		rc = vx_buf_adds(b, j->spec.redacted_json ? j->spec.redacted_json
 				 : j->spec.canonical_json ? j->spec.canonical_json : "null");
@@ -1479,6 +1480,25 @@ done:
 	free(all);
 	vx_buf_release(&b);
 	return rc;
+}
+
+int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err)
+{
+	size_t nsalted = 0;
+	int rc;
+
+	for (size_t i = 0; i < st->njobs; i++) {
+		if (!st->jobs[i].spec.nsensitive)
+			continue;
+		rc = job_spec_rehash(&st->jobs[i].spec, salt, err);
+		if (rc < 0)
+			return vx_err_wrap(err, "%s", st->jobs[i].d.address);
+		nsalted++;
+	}
+	/* The declaration hashes take the jobs' redacted specs: they change too. */
+	if (nsalted && (rc = hash_all(st)) < 0)
+		return vx_err_set(err, rc, "hashing the declarations failed");
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -167,7 +167,9 @@ struct stack {
 	struct stack_quota *quotas;
 	size_t nquotas;
 	/* SHA-256 (hex) over the canonical form of every declaration, the Stack
-	 * included, independent of file names and order: what a saved plan binds to. */
+	 * included, independent of file names and order: what a saved plan binds to.
+	 * Jobs count by their redacted spec, so with sensitive values it depends on
+	 * the state's salt (stack_apply_salt). */
 	char decl_hash[65];
 };
 
@@ -197,6 +199,15 @@ int stack_load_mem(struct stack **out, const char *dir, const struct stack_sourc
 
 /* NULL-safe. */
 void stack_free(struct stack *st);
+
+/*
+ * Keys the redaction of every job's sensitive values with the state's salt
+ * (job_spec_rehash) and recomputes the declaration hashes over the result.
+ * Call it once the state is loaded, before planning: until then such jobs
+ * carry a placeholder hash. A stack without sensitive values is unchanged.
+ * Returns 0 or the error of job_spec_rehash, naming the job.
+ */
+int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err) VX_WUR;
 
 /* Lookups by name; NULL when not declared. Borrowed. */
 const struct stack_job *stack_find_job(const struct stack *st, const char *name);

@@ -114,6 +114,7 @@ void state_release(struct state *st)
 		return;
 	free(st->stack);
 	free(st->lineage);
+	free(st->salt);
 	for (i = 0; i < st->nrecords; i++)
 		state_record_release(&st->records[i]);
 	free(st->records);
@@ -510,7 +511,38 @@ int state_new(struct state *out, const char *stack, const struct vx_ctx *ctx, st
 		state_release(out);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
+	rc = state_ensure_salt(out, ctx, err);
+	if (rc < 0) {
+		state_release(out);
+		return rc;
+	}
 	return 0;
+}
+
+int state_ensure_salt(struct state *st, const struct vx_ctx *ctx, struct vx_err *err)
+{
+	char hex[65];
+	int rc;
+
+	if (st->salt)
+		return 0;
+	/* Two 16-byte draws: 32 bytes, as much as the SHA-256 block of HMAC uses well.
+	 * The seed strings differ so a seeded (test) context gets two different halves. */
+	if ((rc = state_random_hex(ctx, "salt:0", hex, err)) < 0 ||
+	    (rc = state_random_hex(ctx, "salt:1", hex + 32, err)) < 0)
+		return rc;
+	st->salt = vx_strdup(hex);
+	return st->salt ? 1 : vx_err_set(err, VX_ENOMEM, "out of memory");
+}
+
+int state_salt_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return i == 64;
 }
 
 /* Index of address in the sorted records, or where it would go (*found = 0). */
@@ -966,7 +998,9 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 	}
 	if (!o || add_int(o, "version", STATE_VERSION) < 0 || add_str(o, "stack", st->stack) < 0 ||
 	    add_int(o, "serial", (int64_t)st->serial) < 0 ||
-	    add_str(o, "lineage", st->lineage) < 0 || add_item(o, "lock", lock_json(st->lock, 0)) < 0)
+	    add_str(o, "lineage", st->lineage) < 0 ||
+	    (st->salt && add_str(o, "salt", st->salt) < 0) ||
+	    add_item(o, "lock", lock_json(st->lock, 0)) < 0)
 		goto oom;
 	arr = cJSON_CreateArray();
 	for (i = 0; arr && i < st->njournal; i++) {
@@ -1488,15 +1522,16 @@ static int record_cmp(const void *a, const void *b)
 
 static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
 {
+	/* "salt" is optional: states written before it existed have none (records last). */
 	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
-					    "journal", "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ };
+					    "journal", "salt", "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, F_REQ };
 	const cJSON *v, *c;
 	int64_t version, serial;
 	size_t n, i;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 7 : 6, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 8 : 7, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = get_int(o, "", "version", 0, 1000, &version, err)) < 0)
@@ -1514,6 +1549,10 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 		return vx_err_set(err, VX_EINVAL, "stack: bad stack name \"%.100s\"", st->stack);
 	if (!uuid_ok(st->lineage))
 		return vx_err_set(err, VX_EINVAL, "lineage: not a UUID");
+	if ((rc = get_str(o, "", "salt", 0, 64, &st->salt, err)) < 0)
+		return rc;
+	if (st->salt && !state_salt_ok(st->salt))
+		return vx_err_set(err, VX_EINVAL, "salt: not 64 lowercase hex digits");
 	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
 	if (!cJSON_IsNull(v)) {
 		st->lock = calloc(1, sizeof(*st->lock));

@@ -17,7 +17,10 @@
  * it can name a file (jobs/NAME.json in the git backend).
  *
  * Nothing secret is ever stored: spec_json is the REDACTED spec the caller
- * got from job_spec.redacted_json (reconcile/spec.h).
+ * got from job_spec.redacted_json (reconcile/spec.h), where sensitive values
+ * are HMACs keyed with the state's salt. The salt is in the state too: it
+ * defeats precomputed tables and comparisons across stacks, not a guess by
+ * someone who can read the state.
  *
  * JSON is written with a fixed key order (so identical states give
  * identical bytes and git diffs stay small) and parsed strictly: unknown
@@ -120,6 +123,9 @@ struct state {
 	char *stack;
 	uint64_t serial;      /* 0 for a state never written */
 	char *lineage;        /* UUID */
+	char *salt;           /* 64 lowercase hex (32 random bytes): the HMAC key of sensitive
+			       * values (reconcile/spec.h); NULL in a state written before salts
+			       * existed until state_ensure_salt() gives it one */
 	struct state_record *records; /* sorted by address, unique; nrecords entries */
 	size_t nrecords;
 	struct state_intent *journal;
@@ -127,7 +133,7 @@ struct state {
 	struct state_lock *lock; /* NULL when unlocked (informational on load) */
 };
 
-#define STATE_INIT { NULL, 0, NULL, NULL, 0, NULL, 0, NULL }
+#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL }
 
 /* Lifecycle. *_release frees the contents and zeroes the struct; NULL-safe. */
 void state_release(struct state *st);
@@ -144,11 +150,21 @@ int state_record_copy(struct state_record *out, const struct state_record *in) V
 int state_lock_copy(struct state_lock *out, const struct state_lock *in) VX_WUR;
 
 /*
- * Makes a new, empty state for stack: serial 0, a fresh random lineage
- * (deterministic when ctx->seed is not 0). VX_EINVAL for a bad stack name.
+ * Makes a new, empty state for stack: serial 0, a fresh random lineage and
+ * salt (deterministic when ctx->seed is not 0). VX_EINVAL for a bad stack name.
  */
 int state_new(struct state *out, const char *stack, const struct vx_ctx *ctx,
 	      struct vx_err *err) VX_WUR;
+
+/*
+ * Gives st a fresh random salt when it has none (a state written before
+ * salts existed: the next write stores it). Returns 1 when it made one,
+ * 0 when st had one, or VX_EIO / VX_ENOMEM.
+ */
+int state_ensure_salt(struct state *st, const struct vx_ctx *ctx, struct vx_err *err) VX_WUR;
+
+/* Whether s is a salt as stored: 64 lowercase hex digits. */
+int state_salt_ok(const char *s);
 
 /* The record for address, or NULL. Borrowed. */
 struct state_record *state_find(const struct state *st, const char *address);

@@ -334,34 +334,111 @@ static void test_loader_items(void **state)
 		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: unknown value \"NVIDIA_H100\" (did you mean \"NVIDIA_H100_80GB\"?)");
 }
 
+#define SALT1 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+#define SALT2 "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+#define SENSITIVE_SPEC(value) \
+	"workerPoolSpecs:\n" \
+	"  - machineSpec: {machineType: n1-standard-4}\n" \
+	"    containerSpec:\n" \
+	"      imageUri: img\n" \
+	"      env:\n" \
+	"        - {name: HF_TOKEN, value: " value ", sensitive: true}\n" \
+	"        - {name: MODE, value: \"8080\", sensitive: false}\n"
+#define REDACTED(v) \
+	"{\"workerPoolSpecs\":[{\"containerSpec\":{\"env\":[{\"name\":\"HF_TOKEN\",\"value\":" \
+	"\"" v "\"},{\"name\":\"MODE\",\"value\":\"8080\"}],\"imageUri\":\"img\"}," \
+	"\"machineSpec\":{\"machineType\":\"n1-standard-4\"},\"replicaCount\":\"1\"}]}"
+
 static void test_sensitive(void **state)
 {
 	struct job_spec js;
 
 	(void)state;
-	expect_ok("workerPoolSpecs:\n"
-		  "  - machineSpec: {machineType: n1-standard-4}\n"
-		  "    containerSpec:\n"
-		  "      imageUri: img\n"
-		  "      env:\n"
-		  "        - {name: HF_TOKEN, value: hunter2, sensitive: true}\n"
-		  "        - {name: MODE, value: \"8080\", sensitive: false}\n", &js);
-	assert_string_equal(js.canonical_json,
-		"{\"workerPoolSpecs\":[{\"containerSpec\":{\"env\":[{\"name\":\"HF_TOKEN\",\"value\":\"hunter2\"},"
-		"{\"name\":\"MODE\",\"value\":\"8080\"}],\"imageUri\":\"img\"},"
-		"\"machineSpec\":{\"machineType\":\"n1-standard-4\"},\"replicaCount\":\"1\"}]}");
-	/* sha256("hunter2") */
-	assert_string_equal(js.redacted_json,
-		"{\"workerPoolSpecs\":[{\"containerSpec\":{\"env\":[{\"name\":\"HF_TOKEN\",\"value\":"
-		"\"sha256:f52fbd32b2b3b86ff88ef6c490628285f482af15ddcb29541f94bcf526a3f6c7\"},"
-		"{\"name\":\"MODE\",\"value\":\"8080\"}],\"imageUri\":\"img\"},"
-		"\"machineSpec\":{\"machineType\":\"n1-standard-4\"},\"replicaCount\":\"1\"}]}");
+	expect_ok(SENSITIVE_SPEC("hunter2"), &js);
+	assert_string_equal(js.canonical_json, REDACTED("hunter2"));
+	assert_int_equal(js.nsensitive, 1);
+	/* The hash vx computed before salts (pinned from that code): only to
+	 * recognise records it wrote. */
+	assert_string_equal(js.legacy_hash,
+			    "9fbd1375d6f2a698287aaff90b043e4d8732b8530274bb3dcefec3c27cd231ec");
+	/* Until the salt is known: a placeholder, neither the value nor its plain hash. */
+	assert_string_equal(js.redacted_json, REDACTED("(sensitive: not yet keyed with the state's salt)"));
+	assert_string_not_equal(js.hash, js.legacy_hash);
 	assert_null(strstr(js.redacted_json, "hunter2"));
 	job_spec_release(&js);
 	expect_errors("workerPoolSpecs:\n"
 		"  - machineSpec: {machineType: n1-standard-4}\n"
 		"    containerSpec: {imageUri: img, env: [{name: A, value: b, sensitive: yes}]}\n",
 		"job.yaml:3:73: spec.workerPoolSpecs[0].containerSpec.env[0].sensitive: expected a boolean (true or false), got string");
+}
+
+/* HMAC-SHA-256 keyed with the salt's 32 bytes; the hash is the SHA-256 of the
+ * redacted JSON. Expected values from Python's hmac and hashlib. */
+static void test_sensitive_rehash(void **state)
+{
+	struct job_spec js, other;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)state;
+	expect_ok(SENSITIVE_SPEC("hunter2"), &js);
+	assert_int_equal(job_spec_rehash(&js, SALT1, &err), 0);
+	assert_string_equal(js.redacted_json,
+		REDACTED("hmac-sha256:8629d712da366318588317f3f98c728c71d4819f843d95db8803c019c561c1e7"));
+	assert_string_equal(js.hash, "b6a061da7ba94ed7c9dec3c3c882bc5c62933fb17ffba2fe9aeb5b24e54fd7f9");
+	assert_string_equal(js.canonical_json, REDACTED("hunter2"));
+	assert_string_equal(js.legacy_hash,
+			    "9fbd1375d6f2a698287aaff90b043e4d8732b8530274bb3dcefec3c27cd231ec");
+	/* Another salt (another stack): nothing in common to compare. */
+	assert_int_equal(job_spec_rehash(&js, SALT2, &err), 0);
+	assert_string_equal(js.redacted_json,
+		REDACTED("hmac-sha256:6fd2830a1ea22b133165dddb413a678cfa5812268dd6cdd5af7f2dad6e9a17a2"));
+	assert_string_equal(js.hash, "2842bee9f842a1ead712924b4537270c63f24a917c9d8483b81f8ddfc97b36f4");
+	/* A bad salt is refused and changes nothing. */
+	assert_int_equal(job_spec_rehash(&js, "0011", &err), VX_EINVAL);
+	assert_string_equal(vx_err_msg(&err), "the state's salt is not 64 hex digits");
+	vx_err_release(&err);
+	assert_int_equal(job_spec_rehash(&js, SALT1 "00", &err), VX_EINVAL);
+	vx_err_release(&err);
+	assert_int_equal(job_spec_rehash(&js, "0g0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &err), VX_EINVAL);
+	vx_err_release(&err);
+	assert_int_equal(job_spec_rehash(&js, NULL, &err), VX_EINVAL);
+	vx_err_release(&err);
+	assert_string_equal(js.hash, "2842bee9f842a1ead712924b4537270c63f24a917c9d8483b81f8ddfc97b36f4");
+	/* The same salt again: the same hash (a plan and its apply agree). */
+	assert_int_equal(job_spec_rehash(&js, SALT1, &err), 0);
+	assert_string_equal(js.hash, "b6a061da7ba94ed7c9dec3c3c882bc5c62933fb17ffba2fe9aeb5b24e54fd7f9");
+	/* A changed secret changes the hash under the same salt. */
+	expect_ok(SENSITIVE_SPEC("hunter3"), &other);
+	assert_int_equal(job_spec_rehash(&other, SALT1, &err), 0);
+	assert_string_not_equal(other.hash, js.hash);
+	assert_string_not_equal(other.legacy_hash, js.legacy_hash);
+	job_spec_release(&other);
+	job_spec_release(&js);
+	vx_err_release(&err);
+}
+
+/* Without sensitive values the spec hash is exactly what vx always computed
+ * (pinned from the code before salts): an upgrade must replace no job. */
+static void test_hash_stable_without_sensitive(void **state)
+{
+	static const char *want = "bb177e39f7c55b697fa2d79da268ab04af2297833f640cc652ebf9873e38bc26";
+	struct job_spec js;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)state;
+	expect_ok(POOL_H100
+		  "scheduling: {strategy: FLEX_START, maxWaitDuration: 30m, timeout: 1h30m}\n"
+		  "baseOutputDirectory: {output_uri_prefix: gs://b/out}\n"
+		  "enableWebAccess: false\n", &js);
+	assert_string_equal(js.hash, want);
+	assert_string_equal(js.legacy_hash, want);
+	assert_int_equal(js.nsensitive, 0);
+	assert_null(js.tree);
+	assert_int_equal(job_spec_rehash(&js, SALT1, &err), 0);
+	assert_string_equal(js.hash, want);
+	assert_string_equal(js.redacted_json, js.canonical_json);
+	job_spec_release(&js);
+	vx_err_release(&err);
 }
 
 static void test_reservation(void **state)
@@ -510,6 +587,8 @@ int main(void)
 		cmocka_unit_test(test_machine_rule_positions),
 		cmocka_unit_test(test_loader_items),
 		cmocka_unit_test(test_sensitive),
+		cmocka_unit_test(test_sensitive_rehash),
+		cmocka_unit_test(test_hash_stable_without_sensitive),
 		cmocka_unit_test(test_reservation),
 		cmocka_unit_test(test_reservation_forms),
 		cmocka_unit_test(test_durations),

@@ -14,7 +14,9 @@
 #include <cmocka.h>
 #include <git2.h>
 
+#include "reconcile/planner.h"
 #include "reconcile/stack.h"
+#include "state/state.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
@@ -883,6 +885,102 @@ static void test_enum_names(void **state)
 	assert_null(stack_backend_name((enum stack_backend)9));
 }
 
+#define SALT1 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+#define SALT2 "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+#define SECRET_JOB "kind: CustomJob\nname: s\nspec:\n  workerPoolSpecs:\n" \
+	"    - machineSpec: {machineType: n1-standard-4}\n      replicaCount: 1\n" \
+	"      containerSpec:\n        imageUri: gcr.io/p/i:1\n" \
+	"        env: [{name: TOKEN, value: hunter2, sensitive: true}]\n"
+
+/* Adds record address with spec hash h (and a current run made from it) to st. */
+static void add_record(struct state *st, const char *address, const char *h, const char *json)
+{
+	struct state_record *r = NULL;
+	struct state_run run;
+	char label[13];
+
+	assert_int_equal(state_add_record(st, address, "CustomJob", &r, NULL), 0);
+	r->spec_hash = strdup(h);
+	r->spec_json = strdup(json);
+	r->run = 1;
+	memset(&run, 0, sizeof(run));
+	run.resource = strdup("projects/p/locations/us-central1/customJobs/1");
+	run.spec_hash = strdup(h);
+	run.run = 1;
+	run.attempt = 1;
+	snprintf(label, sizeof(label), "%.12s", h);
+	assert_int_equal(state_labels_set(&run.labels, &run.nlabels, "vx-spec", label), 0);
+	assert_int_equal(state_record_start_run(r, &run, NULL), 0);
+}
+
+/*
+ * The salt keys sensitive values in job and declaration hashes alike (no
+ * oracle without it; the same salt, the same hashes), leaves every other
+ * hash alone, and records written with the old plain hash are migrated.
+ */
+static void test_salt_and_legacy_records(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	struct state ss = STATE_INIT;
+	const struct stack_job *plain, *secret;
+	const struct state_record *r;
+	char decl0[65], decl1[65], plain_d[65], secret_d[65], legacy[65], plain_h[65];
+	size_t n = 9;
+
+	(void)state;
+	assert_int_equal(load_files(&st, &d, "a.yaml", STACK_DOC "---\n" JOB("p") "---\n" SECRET_JOB,
+				    NULL), 0);
+	plain = stack_find_job(st, "p");
+	secret = stack_find_job(st, "s");
+	assert_int_equal(secret->spec.nsensitive, 1);
+	memcpy(decl0, st->decl_hash, 65);
+	memcpy(plain_d, plain->d.hash, 65);
+	memcpy(plain_h, plain->spec.hash, 65);
+	memcpy(secret_d, secret->d.hash, 65);
+	memcpy(legacy, secret->spec.legacy_hash, 65);
+
+	assert_int_equal(stack_apply_salt(st, SALT1, &err), 0);
+	assert_string_equal(plain->spec.hash, plain_h);
+	assert_string_equal(plain->d.hash, plain_d);
+	assert_string_not_equal(secret->d.hash, secret_d);
+	assert_string_not_equal(st->decl_hash, decl0);
+	assert_string_not_equal(secret->spec.hash, legacy);
+	assert_non_null(strstr(secret->spec.redacted_json, "\"hmac-sha256:"));
+	assert_null(strstr(secret->spec.redacted_json, "hunter2"));
+	memcpy(decl1, st->decl_hash, 65);
+	assert_int_equal(stack_apply_salt(st, SALT2, &err), 0);
+	assert_string_not_equal(st->decl_hash, decl1);
+	assert_int_equal(stack_apply_salt(st, SALT1, &err), 0);
+	assert_string_equal(st->decl_hash, decl1); /* a saved plan against the same state matches */
+	assert_int_equal(stack_apply_salt(st, "abc", &err), VX_EINVAL);
+	assert_string_equal(err.msg, "job.s: the state's salt is not 64 hex digits");
+	vx_err_release(&err);
+	assert_string_equal(st->decl_hash, decl1);
+
+	/* job.s as written before salts; job.p with a hash that never changed. */
+	assert_int_equal(state_new(&ss, "research", NULL, NULL), 0);
+	add_record(&ss, "job.s", legacy, "{\"old\":1}");
+	add_record(&ss, "job.p", plain_h, "{\"p\":1}");
+	assert_int_equal(planner_migrate_legacy(&ss, st, &n), 0);
+	assert_int_equal(n, 1);
+	r = state_find(&ss, "job.s");
+	assert_string_equal(r->spec_hash, secret->spec.hash);
+	assert_string_equal(r->spec_json, secret->spec.redacted_json);
+	assert_string_equal(r->current->spec_hash, secret->spec.hash);
+	assert_memory_equal(state_labels_get(r->current->labels, r->current->nlabels, "vx-spec"),
+			    legacy, 12); /* the live job's copy */
+	r = state_find(&ss, "job.p");
+	assert_string_equal(r->spec_hash, plain_h);
+	assert_string_equal(r->spec_json, "{\"p\":1}");
+	assert_int_equal(planner_migrate_legacy(&ss, st, &n), 0);
+	assert_int_equal(n, 0);
+	state_release(&ss);
+	stack_free(st);
+	vx_diags_release(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +1004,7 @@ int main(void)
 		cmocka_unit_test(test_sorted_and_capped),
 		cmocka_unit_test(test_hostile_mem),
 		cmocka_unit_test(test_decl_hash),
+		cmocka_unit_test(test_salt_and_legacy_records),
 		cmocka_unit_test(test_enum_names),
 	};
 

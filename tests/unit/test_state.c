@@ -300,6 +300,73 @@ static void test_address_and_ids(void **unused)
 	assert_string_not_equal(a, b);
 }
 
+/* The salt: made with a new state, in the header after the lineage, optional on read. */
+static void test_salt(void **unused)
+{
+	static const char salt[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+	static const char old[] = HDR "\"records\":[]}";
+	struct vx_ctx ctx;
+	int64_t now = 1000;
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, *made;
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	assert_int_equal(state_new(&st, "s", &ctx, &err), 0);
+	assert_non_null(st.salt);
+	assert_true(state_salt_ok(st.salt));
+	assert_int_equal(state_ensure_salt(&st, &ctx, &err), 0); /* has one: kept */
+	made = strdup(st.salt);
+	free(st.salt);
+	st.salt = strdup(salt);
+	free(st.lineage);
+	st.lineage = strdup("0a3b1c2d-0000-4000-8000-000000000000");
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_string_equal(text, "{\n"
+				  "\t\"version\":\t1,\n"
+				  "\t\"stack\":\t\"s\",\n"
+				  "\t\"serial\":\t0,\n"
+				  "\t\"lineage\":\t\"0a3b1c2d-0000-4000-8000-000000000000\",\n"
+				  "\t\"salt\":\t\"" "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" "\",\n"
+				  "\t\"lock\":\tnull,\n"
+				  "\t\"journal\":\t[]\n"
+				  "}\n");
+	assert_int_equal(state_header_from_json(&back, text, strlen(text), &err), 0);
+	assert_string_equal(back.salt, salt);
+	state_release(&back);
+	free(text);
+	/* The two halves of a made salt are different draws. */
+	assert_memory_not_equal(made, made + 32, 32);
+	free(made);
+
+	/* A state written before salts loads without one, and gets one when asked. */
+	assert_int_equal(state_from_json(&back, old, strlen(old), &err), 0);
+	assert_null(back.salt);
+	assert_int_equal(state_to_json(&back, &text, &err), 0);
+	assert_null(strstr(text, "salt"));
+	free(text);
+	assert_int_equal(state_ensure_salt(&back, &ctx, &err), 1);
+	assert_true(state_salt_ok(back.salt));
+	assert_int_equal(state_to_json(&back, &text, &err), 0);
+	assert_non_null(strstr(text, back.salt));
+	free(text);
+	state_release(&back);
+
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":"
+		   "\"0a3b1c2d-0000-4000-8000-000000000000\",\"salt\":\"ABCD\",\"lock\":null,"
+		   "\"journal\":[],\"records\":[]}",
+		   "invalid state JSON: salt: not 64 lowercase hex digits");
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":"
+		   "\"0a3b1c2d-0000-4000-8000-000000000000\",\"salt\":null,\"lock\":null,"
+		   "\"journal\":[],\"records\":[]}",
+		   "invalid state JSON: salt: expected a string");
+	assert_false(state_salt_ok("000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F"));
+	assert_false(state_salt_ok(""));
+	state_release(&st);
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),
+		cmocka_unit_test(test_salt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,7 +25,7 @@
 #include "util/ctx.h"
 #include "tests/unit/support/staterepo.h"
 
-#define EXPECTED_COMMIT "1f13ea7c4e0b78ab67bacc7091ccf62b4aeb88fd"
+#define EXPECTED_COMMIT "f25d0ac24341a5ede789fc7daf9c61453058bd8e"
 
 /*
  * libgit2 1.5 leaks a pcre2 match block on each regex config lookup that
