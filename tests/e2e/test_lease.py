@@ -1,7 +1,6 @@
 """The state lease against a paused apply (docs/leases.md): an apply frozen
 (SIGSTOP, a suspended laptop) past its lease must send nothing when it
 wakes, because another apply may have taken the lease over and done the work."""
-import os
 import re
 import signal
 import subprocess
