@@ -6,6 +6,8 @@
  * carries it out, writing state (a git commit) after each step.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,14 @@ static void usage(FILE *f)
 
 struct hooks_ud {
 	struct workspace *ws;
-	int64_t last_renew;
+	/* VX_TEST_PAUSE=before-send, a test hook (as git's GIT_TEST_*): the
+	 * first fence check stops the process (SIGSTOP) until a SIGCONT, as a
+	 * suspended laptop would, right before its first mutating request goes
+	 * out. Checks wait on pause_lock meanwhile, so no other request slips
+	 * out while the test thinks the apply is frozen. */
+	int test_pause;
+	int paused;
+	pthread_mutex_t pause_lock;
 };
 
 static int hook_persist(void *ud, struct state *st, const char *message, struct vx_err *err)
@@ -74,16 +83,66 @@ static void hook_progress(void *ud, const char *line)
 	fflush(stdout);
 }
 
-/* Renews the lease when a minute has passed since the last renewal. */
+/* Renews the lease when a third of it has passed since the last renewal. */
 static int hook_heartbeat(void *ud, struct vx_err *err)
 {
 	struct hooks_ud *h = ud;
-	int64_t now = vx_mono_ms(h->ws->ctx);
 
-	if (now - h->last_renew < 60000)
+	return state_lock_heartbeat(h->ws->backend, err);
+}
+
+/* Right before each create or cancel is sent, from worker threads. */
+static int hook_fence(void *ud, struct vx_err *err)
+{
+	struct hooks_ud *h = ud;
+	int rc;
+
+	if (!h->test_pause)
+		return state_lock_fence(h->ws->backend, err);
+	pthread_mutex_lock(&h->pause_lock);
+	if (!h->paused) {
+		h->paused = 1;
+		raise(SIGSTOP);
+	}
+	rc = state_lock_fence(h->ws->backend, err);
+	pthread_mutex_unlock(&h->pause_lock);
+	return rc;
+}
+
+/* VX_LEASE_SECONDS: the state lease (default 600 s); short ones are for tests. */
+static int lease_from_env(int64_t *out)
+{
+	const char *v = getenv("VX_LEASE_SECONDS");
+	char *end = NULL;
+	long n;
+
+	*out = 0;
+	if (!v)
 		return 0;
-	h->last_renew = now;
-	return state_lock_renew(h->ws->backend, err);
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < 1 || n > 86400) {
+		cmd_error("apply: VX_LEASE_SECONDS must be a whole number of seconds from 1 to "
+			  "86400, not '%s'", v);
+		return -1;
+	}
+	*out = (int64_t)n * 1000;
+	return 0;
+}
+
+/*
+ * The fence refused: the lease may be another apply's by now. Give it back
+ * if it is still ours (a compare-and-swap, so it never clears theirs); when
+ * it is not, the fence's message has said all there is to say.
+ */
+static void drop_after_fence(struct workspace *ws)
+{
+	struct vx_err e = VX_ERR_INIT;
+	int rc = state_lock_drop(ws->backend, &e);
+
+	if (rc < 0 && rc != VX_ECONFLICT)
+		cmd_report(&e, "releasing the state lock");
+	vx_err_release(&e);
 }
 
 static int confirm(int auto_approve)
@@ -355,6 +414,8 @@ int cmd_apply(int argc, char **argv)
 	memset(&pl, 0, sizeof(pl));
 	memset(&sp, 0, sizeof(sp));
 	memset(&res, 0, sizeof(res));
+	memset(&hud, 0, sizeof(hud));
+	pthread_mutex_init(&hud.pause_lock, NULL);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -416,6 +477,14 @@ int cmd_apply(int argc, char **argv)
 	}
 	cmd_ctx_init(&ctx, debug);
 	color = cmd_use_color(1, no_color);
+	if (lease_from_env(&lo.lease_ms) < 0)
+		goto done;
+	v = getenv("VX_TEST_PAUSE");
+	if (v && strcmp(v, "before-send") != 0) {
+		cmd_error("apply: VX_TEST_PAUSE takes before-send, not '%s'", v);
+		goto done;
+	}
+	hud.test_pause = v != NULL;
 
 	if (is_plan_file(target)) {
 		from_file = 1;
@@ -553,14 +622,19 @@ int cmd_apply(int argc, char **argv)
 			ao.inflight_ms = secs > 0 ? (int64_t)(secs * 1000) : 1;
 	}
 	hud.ws = &ws;
-	hud.last_renew = vx_mono_ms(&ctx);
 	hooks.persist = hook_persist;
 	hooks.progress = hook_progress;
 	hooks.heartbeat = hook_heartbeat;
+	hooks.fence = hook_fence;
 	hooks.ud = &hud;
 	printf("\n");
 	if (apply_run(&res, &ctx, &pl.planner.plan, ws.st, &ws.state, ws.prov, &ao, &hooks, &err) < 0) {
-		cmd_report(&err, "apply stopped: writing the state failed");
+		if (res.fenced) {
+			cmd_report(&err, NULL);
+			drop_after_fence(&ws);
+		} else {
+			cmd_report(&err, "apply stopped: writing the state failed");
+		}
 		goto done;
 	}
 	printf("\nApply %s: %zu done, %zu failed%s.\n", res.interrupted ? "interrupted" : "complete",
@@ -588,6 +662,7 @@ done:
 	planning_release(&pl);
 	planning_opts_release(&po);
 	workspace_close(&ws);
+	pthread_mutex_destroy(&hud.pause_lock);
 	vx_err_release(&err);
 	return rc;
 }

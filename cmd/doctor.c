@@ -125,7 +125,7 @@ int cmd_doctor(int argc, char **argv)
 		goto done;
 	}
 	{
-		struct vertex_client vc = { http, &ctx, ep.base[GCP_API_AIPLATFORM] };
+		struct vertex_client vc = { http, &ctx, ep.base[GCP_API_AIPLATFORM], NULL };
 		struct vertex_job_list jobs = VERTEX_JOB_LIST_INIT;
 		char *filter = NULL;
 		const char *key = "vx-stack";

@@ -87,6 +87,7 @@ struct task {
 	struct provider *prov;
 	int is_cancel;
 	const char *cancel_name;
+	const struct provider_fence *fence; /* for cancels; creates carry it in req */
 	struct provider_job_request req;
 	struct live_job created;
 	struct vx_err err;
@@ -98,7 +99,7 @@ static void *task_main(void *arg)
 	struct task *t = arg;
 
 	if (t->is_cancel)
-		t->rc = t->prov->cancel_job(t->prov, t->cancel_name, &t->err);
+		t->rc = t->prov->cancel_job(t->prov, t->cancel_name, t->fence, &t->err);
 	else
 		t->rc = t->prov->create_job(t->prov, &t->req, &t->created, &t->err);
 	return NULL;
@@ -134,7 +135,42 @@ struct applier {
 	struct apply_result *res;
 	struct vx_buf msg;   /* commit message lines of the current step */
 	int oom;
+	/* hooks->fence as the provider sees it, and its first refusal. Worker
+	 * threads write fenced and fence_err under fence_lock; the main thread
+	 * reads them after joining the batch. */
+	struct provider_fence fence;
+	pthread_mutex_t fence_lock;
+	int fenced;
+	struct vx_err fence_err;
 };
+
+static int fence_check(void *ud, struct vx_err *err)
+{
+	struct applier *a = ud;
+	int rc = a->hooks->fence(a->hooks->ud, err);
+
+	if (rc < 0) {
+		pthread_mutex_lock(&a->fence_lock);
+		if (!a->fenced) {
+			a->fenced = 1;
+			(void)vx_err_set(&a->fence_err, rc, "%s", vx_err_msg(err));
+		}
+		pthread_mutex_unlock(&a->fence_lock);
+	}
+	return rc;
+}
+
+static const struct provider_fence *fence_of(const struct applier *a)
+{
+	return a->hooks->fence ? &a->fence : NULL;
+}
+
+/* The fence refused during the last batch: stop with its message. */
+static int fence_stop(struct applier *a, struct vx_err *err)
+{
+	a->res->fenced = 1;
+	return vx_err_set(err, a->fence_err.code, "%s", vx_err_msg(&a->fence_err));
+}
 
 static void progress(struct applier *a, const char *fmt, ...) VX_PRINTF(2, 3);
 static void progress(struct applier *a, const char *fmt, ...)
@@ -237,9 +273,15 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 			tasks[i].prov = a->prov;
 			tasks[i].is_cancel = 1;
 			tasks[i].cancel_name = acts[off + i]->cancel_name;
+			tasks[i].fence = fence_of(a);
 		}
-		run_tasks(tasks, k);
-		for (size_t i = 0; i < k; i++) {
+		/* Renewed if due, so the batch starts with most of the lease ahead. */
+		rc = heartbeat(a, err);
+		if (rc == 0)
+			run_tasks(tasks, k);
+		if (rc == 0 && a->fenced)
+			rc = fence_stop(a, err);
+		for (size_t i = 0; i < k && rc == 0; i++) {
 			const struct plan_action *pa = acts[off + i];
 
 			if (tasks[i].rc < 0 && tasks[i].rc != VX_ENOTFOUND) {
@@ -258,8 +300,9 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 				progress(a, "- %s cancel %s%s", pa->address, pa->cancel_name,
 					 pa->record ? "" : " (untracked)");
 			}
-			vx_err_release(&tasks[i].err);
 		}
+		for (size_t i = 0; i < k; i++)
+			vx_err_release(&tasks[i].err);
 		free(tasks);
 		tasks = NULL;
 		if (rc == 0)
@@ -485,6 +528,7 @@ static void fill_request(struct applier *a, struct task *t, const struct create 
 	t->req.labels = c->labels;
 	t->req.nlabels = c->nlabels;
 	t->req.spec_json = c->job->spec.canonical_json;
+	t->req.fence = fence_of(a);
 }
 
 /* Resolves an uncertain create; the job may exist. Returns 0 when settled. */
@@ -658,6 +702,10 @@ static int settle_intent(struct applier *a, const struct create *c, struct live_
 			return 0;
 		if (vx_interrupted(a->ctx))
 			return 2;
+		/* The wait may outlast a short lease: keep it. */
+		rc = heartbeat(a, err);
+		if (rc < 0)
+			return rc;
 		if (!said++ && a->hooks->progress) {
 			char *line = vx_asprintf("  %s: an earlier apply's create of this run is unconfirmed "
 						 "(%.1f s ago); waiting up to %.0f s for it to appear before "
@@ -755,6 +803,9 @@ static int do_creates(struct applier *a, struct vx_err *err)
 					a->oom = 1;
 			rc = persist(a, "vx: apply: intents", err);
 		}
+		/* Renewed if due, so the batch starts with most of the lease ahead. */
+		if (rc == 0)
+			rc = heartbeat(a, err);
 		if (rc < 0)
 			break;
 		/* 2. Create, in parallel. */
@@ -783,7 +834,12 @@ static int do_creates(struct applier *a, struct vx_err *err)
 				}
 			}
 		}
-		/* 3. Results. */
+		/*
+		 * 3. Results. Not after the fence refused: the lease may be another
+		 * apply's, which adopts by labels whatever this batch made.
+		 */
+		if (a->fenced)
+			rc = fence_stop(a, err);
 		for (size_t i = 0; i < k && rc == 0; i++) {
 			struct create *c = &cs[off + i];
 			struct task *t = &tasks[i];
@@ -793,6 +849,10 @@ static int do_creates(struct applier *a, struct vx_err *err)
 				continue;
 			if (t->rc == VX_EUNCERTAIN)
 				resolve_uncertain(a, c, t);
+			if (a->fenced) {
+				rc = fence_stop(a, err);
+				break;
+			}
 			if (t->rc == 0) {
 				rc = start_run(a, c->pa, c->job, &t->created, c->labels, c->nlabels, verb, err);
 				if (rc == 0) {
@@ -835,9 +895,21 @@ int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan
 	      const struct stack *st, struct state *state, struct provider *prov,
 	      const struct apply_options *opts, const struct apply_hooks *hooks, struct vx_err *err)
 {
-	struct applier a = { ctx, plan, st, state, prov, opts, hooks, result, VX_BUF_INIT, 0 };
+	struct applier a;
 	int rc;
 
+	memset(&a, 0, sizeof(a));
+	a.ctx = ctx;
+	a.plan = plan;
+	a.st = st;
+	a.state = state;
+	a.prov = prov;
+	a.opts = opts;
+	a.hooks = hooks;
+	a.res = result;
+	a.fence.check = fence_check;
+	a.fence.ud = &a;
+	pthread_mutex_init(&a.fence_lock, NULL);
 	memset(result, 0, sizeof(*result));
 	rc = do_cancels(&a, err);
 	if (rc == 0) {
@@ -849,6 +921,8 @@ int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan
 	if (rc == 0)
 		rc = do_creates(&a, err);
 	vx_buf_release(&a.msg);
+	vx_err_release(&a.fence_err);
+	pthread_mutex_destroy(&a.fence_lock);
 	return rc;
 }
 

@@ -34,8 +34,19 @@ struct apply_hooks {
 	int (*persist)(void *ud, struct state *st, const char *message, struct vx_err *err);
 	/* A line of progress for the user ("+ job.a created projects/..."). May be NULL. */
 	void (*progress)(void *ud, const char *line);
-	/* Renews the lock lease; called between steps. May be NULL. */
+	/* Renews the lock lease when it is due; called between steps, before
+	 * each batch of cancels or creates and while waiting. May be NULL. */
 	int (*heartbeat)(void *ud, struct vx_err *err);
+	/*
+	 * Whether this apply may still send a mutating call (its state lease is
+	 * valid for long enough): 0, or a negative VX_E* saying why not. Passed
+	 * to the provider, which asks it right before each create and cancel
+	 * (every attempt) is sent; called from worker threads, so it must be
+	 * thread-safe. Once it refuses, apply_run starts nothing more, records
+	 * nothing more (the journaled intents stay for the next apply) and
+	 * returns its error with result->fenced set. May be NULL.
+	 */
+	int (*fence)(void *ud, struct vx_err *err);
 	void *ud;
 };
 
@@ -65,6 +76,7 @@ struct apply_result {
 	char **created_regions;
 	size_t ncreated;
 	int interrupted;
+	int fenced;                /* stopped because hooks->fence refused (apply_run's err says why) */
 };
 
 /*

@@ -40,6 +40,19 @@ struct live_jobs {
 	size_t n;
 };
 
+/*
+ * The caller's right to mutate, asked at the last moment: an implementation
+ * MUST call check right before it sends each mutating request (every
+ * attempt of it), and send nothing when check returns nonzero; then it
+ * returns that code with check's message, as a certain outcome (never
+ * VX_EUNCERTAIN: nothing was sent). check may be called from any thread
+ * and must be quick. apply passes its state-lease fence (docs/leases.md).
+ */
+struct provider_fence {
+	int (*check)(void *ud, struct vx_err *err);
+	void *ud;
+};
+
 struct provider_job_request {
 	const char *project;
 	const char *region;
@@ -47,6 +60,7 @@ struct provider_job_request {
 	const struct vx_label *labels;
 	size_t nlabels;
 	const char *spec_json; /* canonical jobSpec JSON (secrets included: never logged) */
+	const struct provider_fence *fence; /* NULL: none */
 };
 
 struct provider {
@@ -58,8 +72,10 @@ struct provider {
 	 * created it: the caller must list by labels before trying again. */
 	int (*create_job)(struct provider *p, const struct provider_job_request *req,
 			  struct live_job *out, struct vx_err *err);
-	/* Asks for cancellation (asynchronous: the job goes CANCELLING, CANCELLED). */
-	int (*cancel_job)(struct provider *p, const char *name, struct vx_err *err);
+	/* Asks for cancellation (asynchronous: the job goes CANCELLING, CANCELLED).
+	 * fence as in provider_job_request; NULL: none. */
+	int (*cancel_job)(struct provider *p, const char *name, const struct provider_fence *fence,
+			  struct vx_err *err);
 	/* Releases the provider. */
 	void (*free)(struct provider *p);
 };

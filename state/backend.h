@@ -12,7 +12,8 @@
  *	state_lock_acquire()   (state/lock.h) before any mutating call
  *	state_load()           read the state (again, after taking the lock)
  *	state_write()          after each step of an apply (journal, results)
- *	state_lock_renew()     every minute while applying (the caller's heartbeat)
+ *	state_lock_heartbeat() between steps while applying (renews when a third of the lease passed)
+ *	state_lock_fence()     right before each mutating call: is the lease still ours?
  *	state_lock_drop()       give the lease back
  *	state_backend_free()
  *
@@ -24,9 +25,11 @@
  * git commit id.
  *
  * A backend is not thread-safe: a caller that renews the lock from another
- * thread must serialise calls with its own mutex.
+ * thread must serialise calls with its own mutex. The one exception is
+ * state_lock_fence(), which any thread may call at any time.
  */
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +82,14 @@ struct state_backend {
 	char *stack;               /* owned */
 	struct state_lock *held;   /* the lease this backend holds (owned), or NULL */
 	int64_t lease_ms;          /* lease length of held */
+	/*
+	 * What state_lock_fence() reads, from worker threads while the main
+	 * thread may renew: the monotonic time taken just before the acquire or
+	 * renewal that succeeded, and the lease length then (0: no lease held).
+	 * Atomic so the fence needs no lock of its own.
+	 */
+	_Atomic int64_t fence_confirmed_ms;
+	_Atomic int64_t fence_lease_ms;
 };
 
 /* Loads the state into *out (released by the caller with state_release). */

@@ -7,6 +7,7 @@
 #include <pwd.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,25 @@
 
 /* A swap that failed because the branch moved under us is tried again this often at once. */
 #define MAX_RACES 5
+
+/* The fence's margin never exceeds this: the time a request may take to
+ * reach the server once sent, plus the clock skew allowed between runners. */
+#define MAX_MARGIN_MS (60 * 1000)
+
+/* Records a lease confirmed at monotonic time mono (see state_lock_fence). */
+static void fence_set(struct state_backend *b, int64_t mono, int64_t lease_ms)
+{
+	atomic_store(&b->fence_confirmed_ms, mono);
+	atomic_store(&b->fence_lease_ms, lease_ms);
+}
+
+/* The held lease is gone: the fence refuses from now on. */
+static void forget_held(struct state_backend *b)
+{
+	atomic_store(&b->fence_lease_ms, 0);
+	state_lock_free(b->held);
+	b->held = NULL;
+}
 
 static void this_host(char *out, size_t n)
 {
@@ -124,6 +144,7 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 	struct state_lock *cur = NULL, next = { 0 };
 	int64_t start = vx_mono_ms(b->ctx), retry = o->retry_ms > 0 ? o->retry_ms : STATE_LOCK_RETRY_MS;
 	char *msg = NULL, *who = NULL;
+	int64_t confirmed;
 	int races = 0, rc, held, told = 0;
 
 	if (b->held)
@@ -141,6 +162,9 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 		rc = b->ops->lock_read(b, &cur, err);
 		if (rc < 0)
 			goto done;
+		/* Before make_lock reads the wall clock for the expiry, so the
+		 * validity we count from it is never later than the expiry others see. */
+		confirmed = vx_mono_ms(b->ctx);
 		rc = make_lock(b, o, cur, &next, err);
 		if (rc < 0)
 			goto done;
@@ -175,6 +199,7 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 				*b->held = next;
 				memset(&next, 0, sizeof(next));
 				b->lease_ms = o->lease_ms > 0 ? o->lease_ms : STATE_LOCK_LEASE_MS;
+				fence_set(b, confirmed, b->lease_ms);
 				goto done;
 			}
 			if (rc != VX_ECONFLICT || ++races >= MAX_RACES)
@@ -229,8 +254,7 @@ static int lost(struct state_backend *b, const char *what, struct vx_err *err)
 	free(who);
 	state_lock_free(cur);
 	vx_err_release(&e2);
-	state_lock_free(b->held);
-	b->held = NULL;
+	forget_held(b);
 	return rc;
 }
 
@@ -238,12 +262,15 @@ int state_lock_renew(struct state_backend *b, struct vx_err *err)
 {
 	struct state_lock next;
 	char until[STATE_TIME_MAX], *msg = NULL;
+	int64_t confirmed;
 	int rc;
 
 	if (!b->held)
 		return vx_err_set(err, VX_EINVAL, "renewing the lock: no lock is held");
 	if (state_lock_copy(&next, b->held) < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	/* Taken before the wall clock that makes the new expiry: see acquire. */
+	confirmed = vx_mono_ms(b->ctx);
 	next.expires_ms = vx_now_ms(b->ctx) + b->lease_ms;
 	state_time_format(next.expires_ms, until);
 	msg = vx_asprintf("vx lock: renewed %s until %s", next.id, until);
@@ -259,6 +286,7 @@ int state_lock_renew(struct state_backend *b, struct vx_err *err)
 	if (rc < 0)
 		goto done;
 	b->held->expires_ms = next.expires_ms;
+	fence_set(b, confirmed, b->lease_ms);
 done:
 	free(msg);
 	state_lock_release(&next);
@@ -279,10 +307,8 @@ int state_lock_drop(struct state_backend *b, struct vx_err *err)
 	free(msg);
 	if (rc == VX_ECONFLICT)
 		return lost(b, "releasing the lock", err);
-	if (rc == 0) {
-		state_lock_free(b->held);
-		b->held = NULL;
-	}
+	if (rc == 0)
+		forget_held(b);
 	return rc;
 }
 
@@ -315,10 +341,8 @@ int state_unlock(struct state_backend *b, const char *id, struct vx_err *err)
 		goto done;
 	}
 	rc = b->ops->lock_swap(b, cur->id, NULL, msg, err);
-	if (rc == 0 && b->held && strcmp(b->held->id, id) == 0) {
-		state_lock_free(b->held);
-		b->held = NULL;
-	}
+	if (rc == 0 && b->held && strcmp(b->held->id, id) == 0)
+		forget_held(b);
 done:
 	free(msg);
 	state_lock_free(cur);
@@ -334,4 +358,37 @@ int state_lock_current(struct state_backend *b, struct state_lock **out, struct 
 const struct state_lock *state_lock_held(const struct state_backend *b)
 {
 	return b->held;
+}
+
+int64_t state_lock_margin_ms(int64_t lease_ms)
+{
+	return lease_ms / 4 < MAX_MARGIN_MS ? lease_ms / 4 : MAX_MARGIN_MS;
+}
+
+int state_lock_heartbeat(struct state_backend *b, struct vx_err *err)
+{
+	int64_t age;
+
+	if (!b->held)
+		return vx_err_set(err, VX_EINVAL, "renewing the lock: no lock is held");
+	age = vx_mono_ms(b->ctx) - atomic_load(&b->fence_confirmed_ms);
+	if (age >= 0 && age <= b->lease_ms / 3)
+		return 0;
+	return state_lock_renew(b, err);
+}
+
+int state_lock_fence(const struct state_backend *b, struct vx_err *err)
+{
+	int64_t lease = atomic_load(&b->fence_lease_ms);
+	int64_t age = vx_mono_ms(b->ctx) - atomic_load(&b->fence_confirmed_ms);
+
+	if (lease <= 0)
+		return vx_err_set(err, VX_ECONFLICT, "no state lease is held: stopping without sending");
+	/* A clock that went backwards (age < 0) cannot be: a monotonic clock
+	 * never does, and a test clock that does proves nothing. Refuse. */
+	if (age >= 0 && age < lease - state_lock_margin_ms(lease))
+		return 0;
+	return vx_err_set(err, VX_ECONFLICT, "the state lease expired while this apply was paused "
+			  "(last renewed %" PRId64 "s ago, lease %" PRId64 "s): stopping without "
+			  "sending; another apply may hold it now", age / 1000, lease / 1000);
 }

@@ -10,11 +10,13 @@
  * file backend it is FILE.lock, created with O_EXCL.
  *
  * A lease names its holder (user, host, pid, operation), its start and its
- * expiry (default 10 minutes). The caller MUST call state_lock_renew()
- * about every minute while it holds the lease (a heartbeat), or another
- * apply will take it over once it expires. A lease whose holder is a dead
- * process on this host (same hostname, kill(pid, 0) fails with ESRCH) is
- * taken over at once.
+ * expiry (default 10 minutes). The caller MUST call state_lock_heartbeat()
+ * between steps while it holds the lease, or another apply will take it
+ * over once it expires; and it MUST call state_lock_fence() right before
+ * each mutating call, because a process paused past its lease (SIGSTOP, a
+ * suspended laptop) learns of it only when it runs again: see
+ * docs/leases.md. A lease whose holder is a dead process on this host (same
+ * hostname, kill(pid, 0) fails with ESRCH) is taken over at once.
  */
 
 #include <stdint.h>
@@ -24,7 +26,7 @@
 struct state_backend;
 struct state_lock;
 
-#define STATE_LOCK_LEASE_MS (10 * 60 * 1000)
+#define STATE_LOCK_LEASE_MS (10 * 60 * 1000) /* vx apply: VX_LEASE_SECONDS */
 #define STATE_LOCK_RETRY_MS 2000
 
 struct state_lock_opts {
@@ -62,6 +64,31 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 /* Extends the held lease to now + lease. VX_ECONFLICT (and the lease is
  * forgotten) when it was taken over or cleared meanwhile. */
 int state_lock_renew(struct state_backend *b, struct vx_err *err) VX_WUR;
+
+/* Renews the held lease when more than a third of it has passed since the
+ * last acquire or renewal that succeeded (so a renewal that fails has two
+ * more chances before the lease runs out); otherwise does nothing. Errors
+ * as state_lock_renew; VX_EINVAL when no lease is held. */
+int state_lock_heartbeat(struct state_backend *b, struct vx_err *err) VX_WUR;
+
+/*
+ * Whether this holder may still send a mutating call: 0 while the
+ * monotonic clock (vx_mono_ms) is before
+ *
+ *	confirmed + lease - margin,   margin = min(60 s, lease / 4)
+ *
+ * where confirmed is the monotonic time taken just before the acquire or
+ * renewal that succeeded. Otherwise VX_ECONFLICT:
+ *   the state lease expired while this apply was paused (last renewed 5s
+ *   ago, lease 2s): stopping without sending; another apply may hold it now
+ * (or "...: no state lease is held" when there is none). It reads only
+ * atomics and the clock, so worker threads may call it while the main
+ * thread renews; it never touches the store.
+ */
+int state_lock_fence(const struct state_backend *b, struct vx_err *err) VX_WUR;
+
+/* The margin of state_lock_fence() for a lease of lease_ms. */
+int64_t state_lock_margin_ms(int64_t lease_ms);
 
 /* Clears the held lease (no-op without one). VX_ECONFLICT when it was
  * already taken over (the lease is forgotten); on other errors it is kept

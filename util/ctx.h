@@ -18,7 +18,8 @@ enum vx_log_level { VX_LOG_ERROR = 0, VX_LOG_WARN = 1, VX_LOG_INFO = 2, VX_LOG_D
 struct vx_clock {
 	/* Wall-clock time in milliseconds since the Unix epoch. */
 	int64_t (*now_ms)(void *ud);
-	/* Monotonic milliseconds, for timeouts and rate limits. */
+	/* Monotonic milliseconds, for timeouts, rate limits and the state lease;
+	 * the real one counts through a suspend (CLOCK_BOOTTIME). */
 	int64_t (*mono_ms)(void *ud);
 	/* Sleeps; may return early when interrupted. */
 	void (*sleep_ms)(void *ud, int64_t ms);

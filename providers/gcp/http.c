@@ -60,6 +60,8 @@ struct xfer {
 	int too_big;
 	int header_too_big;
 	size_t header_bytes;
+	int fenced;            /* the fence stopped this attempt before it was sent */
+	struct vx_err fence_err;
 	struct vx_buf rbody;
 	char *ctype, *mflavor, *retry_after;
 	char errbuf[CURL_ERROR_SIZE];
@@ -373,6 +375,29 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
+/*
+ * libcurl calls this once the connection is up, right before it writes the
+ * request: the last moment at which "not sent" is certain. Older libcurl
+ * has no such hook; attempt_start() checks the fence instead.
+ */
+#if LIBCURL_VERSION_NUM >= 0x075000
+static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+	struct xfer *x = ud;
+	const struct gcp_fence *f = x->req->fence;
+
+	(void)primary_ip;
+	(void)local_ip;
+	(void)primary_port;
+	(void)local_port;
+	vx_err_release(&x->fence_err);
+	if (f->check(f->ud, &x->fence_err) == 0)
+		return CURL_PREREQFUNC_OK;
+	x->fenced = 1;
+	return CURL_PREREQFUNC_ABORT;
+}
+#endif
+
 /* ---- one attempt ---- */
 
 static void attempt_cleanup(struct xfer *x, CURLM *multi)
@@ -389,12 +414,23 @@ static void attempt_cleanup(struct xfer *x, CURLM *multi)
 	free(x->retry_after);
 	x->ctype = x->mflavor = x->retry_after = NULL;
 	vx_buf_release(&x->rbody);
+	vx_err_release(&x->fence_err);
+	x->fenced = 0;
 }
 
 static void finish(struct xfer *x, int rc)
 {
 	x->rc = rc;
 	x->state = X_DONE;
+}
+
+/* Ends x unsent because its fence refused: a certain outcome, not a retry. */
+static void fence_stop(struct xfer *x)
+{
+	int code = x->fence_err.code < 0 ? x->fence_err.code : VX_ECONFLICT;
+
+	finish(x, vx_err_set(x->err, code, "%s %s: not sent: %s", req_method(x->req), x->log_url,
+			     vx_err_msg(&x->fence_err)));
 }
 
 static int add_header(struct curl_slist **list, const char *line)
@@ -443,6 +479,14 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 	}
 	if (x->deadline_at - now < timeout)
 		timeout = (long)(x->deadline_at - now);
+#if LIBCURL_VERSION_NUM < 0x075000
+	/* No pre-request hook to check it later: check the fence now. */
+	if (r->fence && r->fence->check(r->fence->ud, &x->fence_err) != 0) {
+		fence_stop(x);
+		vx_err_release(&x->fence_err);
+		return;
+	}
+#endif
 	if (!r->no_auth) {
 		if (!h->tokens) {
 			finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: no credentials (run 'gcloud auth "
@@ -521,6 +565,12 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 	SETOPT(CURLOPT_HEADERDATA, (void *)x);
 	SETOPT(CURLOPT_ERRORBUFFER, x->errbuf);
 	SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075000
+	if (r->fence) {
+		SETOPT(CURLOPT_PREREQFUNCTION, on_prereq);
+		SETOPT(CURLOPT_PREREQDATA, (void *)x);
+	}
+#endif
 	/* HTTP/2 is a preference: a libcurl without nghttp2 refuses it, and HTTP/1.1 is fine. */
 	(void)curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	if (r->retry == GCP_RETRY_NEVER) {
@@ -754,6 +804,13 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 	resp_clear_body(resp);
 	resp->status = 0;
 
+	if (x->fenced) {
+		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> not sent: %s", method, x->log_url, body_note,
+		       vx_err_msg(&x->fence_err));
+		resp->attempts--; /* counted when handed to libcurl, but never sent */
+		fence_stop(x);
+		goto done;
+	}
 	if (res != CURLE_OK) {
 		const char *cerr = x->errbuf[0] ? x->errbuf : curl_easy_strerror(res);
 

@@ -51,6 +51,20 @@ struct gcp_token_source {
 	void *ud;
 };
 
+/*
+ * Asked right before each attempt of a request goes out: after the
+ * connection is up (TLS included), before the first byte of the request
+ * is written (libcurl's CURLOPT_PREREQFUNCTION). A nonzero VX_E* return
+ * stops that request unsent: the call returns that code with the fence's
+ * message, and the outcome is certain (resp->uncertain stays 0), so a
+ * create stopped there certainly made nothing. Called on the thread that
+ * sends; it must be quick and must not send requests itself.
+ */
+struct gcp_fence {
+	int (*check)(void *ud, struct vx_err *err);
+	void *ud;
+};
+
 enum gcp_retry {
 	GCP_RETRY_SAFE = 0,    /* reads and idempotent writes: retry on every retryable failure */
 	GCP_RETRY_NEVER,       /* non-idempotent create: never resend after it may have been sent */
@@ -71,6 +85,7 @@ struct gcp_request {
 	int no_auth;               /* do not add Authorization (token endpoints, metadata server) */
 	const char *rpc;           /* for logs and errors: "CreateCustomJob" */
 	long timeout_ms;           /* per attempt; 0 = the layer's default */
+	const struct gcp_fence *fence; /* checked before each attempt is sent; NULL = none */
 };
 
 struct gcp_response {

@@ -210,6 +210,7 @@ static int gcp_create_job(struct provider *p, const struct provider_job_request 
 	struct vertex_job job = VERTEX_JOB_INIT;
 	const char **keys = calloc(req->nlabels + 1, sizeof(*keys));
 	const char **vals = calloc(req->nlabels + 1, sizeof(*vals));
+	struct gcp_fence hfence;
 	struct session *s = NULL;
 	int rc;
 
@@ -225,8 +226,15 @@ static int gcp_create_job(struct provider *p, const struct provider_job_request 
 	rc = session_get(g, &s, err);
 	if (rc < 0)
 		goto done;
+	/* The session is this thread's until session_put: its fence too. */
+	if (req->fence) {
+		hfence.check = req->fence->check;
+		hfence.ud = req->fence->ud;
+		s->vertex.fence = &hfence;
+	}
 	rc = vertex_create_job(&s->vertex, req->project, req->region, req->display_name, keys, vals,
 			       req->nlabels, req->spec_json, &job, err);
+	s->vertex.fence = NULL;
 	if (rc < 0)
 		goto done;
 	rc = to_live(out, &job);
@@ -245,15 +253,23 @@ done:
 	return rc;
 }
 
-static int gcp_cancel_job(struct provider *p, const char *name, struct vx_err *err)
+static int gcp_cancel_job(struct provider *p, const char *name, const struct provider_fence *fence,
+			  struct vx_err *err)
 {
 	struct gcp_provider *g = gp(p);
+	struct gcp_fence hfence;
 	struct session *s = NULL;
 	int rc = session_get(g, &s, err);
 
 	if (rc < 0)
 		return rc;
+	if (fence) {
+		hfence.check = fence->check;
+		hfence.ud = fence->ud;
+		s->vertex.fence = &hfence;
+	}
 	rc = vertex_cancel_job(&s->vertex, name, err);
+	s->vertex.fence = NULL;
 	session_put(g, s);
 	return rc;
 }

@@ -288,6 +288,8 @@ static int call(struct vertex_client *c, const char *method, const char *url, co
 	gcall_request_init(&req, "aiplatform", method, url, body, retry, rpc);
 	req.region = region;
 	req.is_create = is_create;
+	if (strcmp(method, "GET") != 0)
+		req.fence = c->fence;
 	return gcall_send(c->http, &req, "vertex", what, resp, err);
 }
 

@@ -24,6 +24,7 @@
 
 #include "util/err.h"
 
+struct gcp_fence;
 struct gcp_http;
 struct vx_ctx;
 
@@ -36,6 +37,9 @@ struct vertex_client {
 	struct gcp_http *http;
 	const struct vx_ctx *ctx;   /* clock (operation polling) and interrupt flag */
 	const char *base_url;
+	/* Checked right before each mutating request (create, cancel, delete)
+	 * is sent, never before a read (gcp_fence in http.h); NULL: none. */
+	const struct gcp_fence *fence;
 };
 
 enum vertex_job_state {

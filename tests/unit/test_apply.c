@@ -131,17 +131,24 @@ static int mem_create(struct provider *p, const struct provider_job_request *req
 	struct memcloud *m = (struct memcloud *)p;
 	int rc;
 
+	memset(out, 0, sizeof(*out));
+	if (req->fence && (rc = req->fence->check(req->fence->ud, err)) != 0)
+		return rc;
 	pthread_mutex_lock(&m->lock);
 	rc = mem_create_locked(p, req, out, err);
 	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
 
-static int mem_cancel(struct provider *p, const char *name, struct vx_err *err)
+static int mem_cancel(struct provider *p, const char *name, const struct provider_fence *fence,
+		      struct vx_err *err)
 {
 	struct memcloud *m = (struct memcloud *)p;
 	int rc;
 
+	/* As a provider must: the fence right before sending, nothing sent when it refuses. */
+	if (fence && (rc = fence->check(fence->ud, err)) != 0)
+		return rc;
 	pthread_mutex_lock(&m->lock);
 	rc = mem_cancel_locked(p, name, err);
 	pthread_mutex_unlock(&m->lock);
@@ -492,6 +499,157 @@ static void test_interrupt_stops_new_batches(void **unused)
 	vx_buf_release(&jobs);
 }
 
+/* A fence that passes `allow` checks, then refuses; and a heartbeat noted among the calls. */
+struct lease {
+	struct sink *sink;
+	int allow;
+	int checks;
+	pthread_mutex_t lock; /* checks come from worker threads */
+};
+
+static int lease_fence(void *ud, struct vx_err *err)
+{
+	struct lease *l = ud;
+	int ok;
+
+	pthread_mutex_lock(&l->lock);
+	ok = ++l->checks <= l->allow;
+	pthread_mutex_unlock(&l->lock);
+	return ok ? 0 : vx_err_set(err, VX_ECONFLICT, "the lease is gone");
+}
+
+static int lease_persist(void *ud, struct state *st, const char *message, struct vx_err *err)
+{
+	return persist(((struct lease *)ud)->sink, st, message, err);
+}
+
+static int lease_heartbeat(void *ud, struct vx_err *err)
+{
+	struct lease *l = ud;
+
+	(void)err;
+	pthread_mutex_lock(&l->sink->cloud->lock);
+	note(l->sink->cloud, "heartbeat");
+	pthread_mutex_unlock(&l->sink->cloud->lock);
+	return 0;
+}
+
+static void lease_hooks(struct world *w, struct lease *l, int allow)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+	l->sink = &w->sink;
+	l->allow = allow;
+	w->hooks.persist = lease_persist;
+	w->hooks.heartbeat = lease_heartbeat;
+	w->hooks.fence = lease_fence;
+	w->hooks.ud = l;
+}
+
+/* Applies, expecting the fence to stop it. */
+static void plan_and_apply_fenced(struct world *w)
+{
+	struct planner pl;
+	struct live_jobs live = { 0 };
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(mem_list(&w->cloud.base, NULL, NULL, NULL, &live, &err), 0);
+	assert_int_equal(planner_run(&pl, w->st, &w->state, &live, NULL, &err), 0);
+	apply_result_release(&w->res);
+	assert_int_equal(apply_run(&w->res, &w->ctx, &pl.plan, w->st, &w->state, &w->cloud.base,
+				   &w->opts, &w->hooks, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, "the lease is gone");
+	assert_true(w->res.fenced);
+	vx_err_release(&err);
+	planner_release(&pl);
+	live_jobs_release(&live);
+}
+
+/* The lease renews right before each batch, the fence is asked before each create. */
+static void test_heartbeat_before_each_batch_and_fence_per_create(void **unused)
+{
+	struct world w;
+	struct lease l;
+	char *a = job_doc("a", "1"), *b = job_doc("b", "1"), *both = vx_asprintf("%s%s", a, b);
+
+	(void)unused;
+	world_init(&w, both);
+	lease_hooks(&w, &l, 100);
+	w.opts.parallelism = 1;
+	plan_and_apply(&w);
+	assert_string_equal(w.cloud.calls, "list,heartbeat,create,heartbeat,heartbeat,create,heartbeat");
+	assert_int_equal(l.checks, 2);
+	assert_int_equal(w.res.ok, 2);
+	assert_false(w.res.fenced);
+	pthread_mutex_destroy(&l.lock);
+	world_release(&w);
+	free(a); free(b); free(both);
+}
+
+/*
+ * Once the fence refuses, nothing is sent and nothing more recorded: the
+ * batch that ran before is recorded, the refused batch's intents stay
+ * journaled (the next apply settles them by listing), no later batch starts.
+ */
+static void test_fence_refusal_stops_the_apply(void **unused)
+{
+	struct world w;
+	struct lease l;
+	struct vx_buf jobs = VX_BUF_INIT;
+
+	(void)unused;
+	for (int i = 0; i < 6; i++) {
+		char name[16], *d;
+
+		snprintf(name, sizeof(name), "j%d", i);
+		d = job_doc(name, "1");
+		assert_int_equal(vx_buf_adds(&jobs, d), 0);
+		free(d);
+	}
+	world_init(&w, vx_buf_str(&jobs));
+	lease_hooks(&w, &l, 2);
+	w.opts.parallelism = 2;
+	plan_and_apply_fenced(&w);
+	assert_int_equal(w.cloud.creates, 2);   /* the first batch, before the lease ran out */
+	assert_int_equal(w.cloud.jobs.n, 2);
+	assert_int_equal(l.checks, 4);          /* the second batch asked and was refused */
+	assert_int_equal(w.res.ok, 2);
+	assert_int_equal(w.state.nrecords, 2);
+	assert_int_equal(w.state.njournal, 2);  /* the refused batch's intents stay */
+	assert_non_null(state_find(&w.state, "job.j0"));
+	assert_non_null(state_find(&w.state, "job.j1"));
+	/* intents, creates, intents: no result written for the refused batch. */
+	assert_int_equal(w.sink.persists, 3);
+	pthread_mutex_destroy(&l.lock);
+	world_release(&w);
+	vx_buf_release(&jobs);
+}
+
+/* A cancel is fenced too: refused, not sent, and the create after it never starts. */
+static void test_fence_refusal_stops_a_cancel(void **unused)
+{
+	struct world w;
+	struct lease l;
+	char *a1 = job_doc("a", "1"), *a2 = job_doc("a", "2");
+
+	(void)unused;
+	world_init(&w, a1);
+	plan_and_apply(&w);
+	stack_free(w.st);
+	w.st = load(a2);
+	w.cloud.calls[0] = '\0';
+	lease_hooks(&w, &l, 0);
+	plan_and_apply_fenced(&w);
+	assert_string_equal(w.cloud.calls, "list,heartbeat");
+	assert_int_equal(w.cloud.cancels, 0);
+	assert_int_equal(w.cloud.creates, 1);
+	assert_int_equal(l.checks, 1);
+	assert_false(state_find(&w.state, "job.a")->current->cancelled_by_vx);
+	pthread_mutex_destroy(&l.lock);
+	world_release(&w);
+	free(a1); free(a2);
+}
+
 static void test_refresh_state_records_end(void **unused)
 {
 	struct world w;
@@ -534,6 +692,9 @@ int main(void)
 		cmocka_unit_test(test_replace_cancels_before_creating),
 		cmocka_unit_test(test_interrupt_stops_new_batches),
 		cmocka_unit_test(test_refresh_state_records_end),
+		cmocka_unit_test(test_heartbeat_before_each_batch_and_fence_per_create),
+		cmocka_unit_test(test_fence_refusal_stops_the_apply),
+		cmocka_unit_test(test_fence_refusal_stops_a_cancel),
 	};
 	return cmocka_run_group_tests_name("apply", tests, NULL, NULL);
 }

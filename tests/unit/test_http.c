@@ -553,6 +553,80 @@ static void test_never_timeout_is_uncertain(void **state)
 	gcp_response_release(&resp);
 }
 
+/* A fence that lets the first `allow` checks pass and refuses the rest. */
+struct fence_count {
+	int allow;
+	int calls;
+};
+
+static int fence_check(void *ud, struct vx_err *err)
+{
+	struct fence_count *fc = ud;
+
+	if (++fc->calls <= fc->allow)
+		return 0;
+	return vx_err_set(err, VX_ECONFLICT, "the lease is gone");
+}
+
+/* A refusing fence stops a create after the connection is up, before a byte
+ * of the request: certainly not sent, so not uncertain. */
+static void test_fence_stops_a_create_unsent(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
+	struct fence_count fc = { 0, 0 };
+	struct gcp_fence fence = { fence_check, &fc };
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	char *want;
+
+	open_http(f);
+	r.fence = &fence;
+	httpd_respond(f->srv, 200, NULL, "{\"name\":\"j\"}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ECONFLICT);
+	want = vx_asprintf("POST %s/v1/projects/p/locations/us-central1/customJobs: not sent: "
+			   "the lease is gone", httpd_url(f->srv));
+	assert_string_equal(err.msg, want);
+	assert_int_equal(fc.calls, 1);
+	assert_int_equal(resp.uncertain, 0);
+	assert_int_equal(resp.attempts, 0);
+	assert_int_equal(resp.status, 0);
+	/* Nothing arrived (the server may or may not have accepted the connection). */
+	assert_int_equal(httpd_request_count(f->srv), 0);
+	assert_int_equal(httpd_pending(f->srv), 1);
+	/* A request without a fence goes out as before. */
+	r.fence = NULL;
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	gcp_response_release(&resp);
+	free(want);
+	vx_err_release(&err);
+}
+
+/* Every attempt is checked: a retry after a 503 is not sent once the fence refuses. */
+static void test_fence_checked_before_each_retry(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_SAFE);
+	struct fence_count fc = { 1, 0 };
+	struct gcp_fence fence = { fence_check, &fc };
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	open_http(f);
+	r.fence = &fence;
+	httpd_respond(f->srv, 503, NULL, "{\"error\":{\"code\":503}}", 0);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ECONFLICT);
+	assert_int_equal(fc.calls, 2);
+	assert_int_equal(resp.attempts, 1);
+	assert_int_equal(resp.uncertain, 0);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	assert_non_null(strstr(err.msg, ": not sent: the lease is gone"));
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
 static void test_connect_refused(void **state)
 {
 	struct fx *f = *state;
@@ -1141,6 +1215,8 @@ int main(void)
 		T(test_huge_response_header),
 		T(test_command_time_limit),
 		T(test_never_timeout_is_uncertain),
+		T(test_fence_stops_a_create_unsent),
+		T(test_fence_checked_before_each_retry),
 		T(test_connect_refused),
 		T(test_request_id_and_safe_resend_after_drop),
 		T(test_safe_timeout_retried),

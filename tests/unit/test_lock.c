@@ -183,6 +183,151 @@ static void test_unlock_by_id(void **state)
 	vx_err_release(&err);
 }
 
+/* Two clocks a test moves apart: a wall clock and a monotonic one. */
+struct split_clock {
+	int64_t wall;
+	int64_t mono;
+};
+
+static int64_t split_now(void *ud)
+{
+	return ((struct split_clock *)ud)->wall;
+}
+
+static int64_t split_mono(void *ud)
+{
+	return ((struct split_clock *)ud)->mono;
+}
+
+static void split_sleep(void *ud, int64_t ms)
+{
+	((struct split_clock *)ud)->wall += ms;
+	((struct split_clock *)ud)->mono += ms;
+}
+
+static const char fence_msg_3s_4s[] =
+	"the state lease expired while this apply was paused (last renewed 3s ago, lease 4s): "
+	"stopping without sending; another apply may hold it now";
+
+static void test_fence_margin(void **state)
+{
+	(void)state;
+	/* A quarter of the lease, at most a minute. */
+	assert_true(state_lock_margin_ms(1000) == 250);
+	assert_true(state_lock_margin_ms(2000) == 500);
+	assert_true(state_lock_margin_ms(4 * 60 * 1000) == 60 * 1000);
+	assert_true(state_lock_margin_ms(STATE_LOCK_LEASE_MS) == 60 * 1000);
+}
+
+/* Valid until confirmed + lease - margin on the monotonic clock, then refused. */
+static void test_fence_valid_margin_expired(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_lock_opts four = { .operation = "apply", .lease_ms = 4000, .user = "alice", .host = "ci-runner-3", .pid = 4242 };
+	struct split_clock c = { f->now, 5000000 };
+	struct vx_err err = VX_ERR_INIT;
+
+	f->ctx.clock.now_ms = split_now;
+	f->ctx.clock.mono_ms = split_mono;
+	f->ctx.clock.sleep_ms = split_sleep;
+	f->ctx.clock.ud = &c;
+	/* No lease yet: nothing may be sent. */
+	assert_int_equal(state_lock_fence(a, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, "no state lease is held: stopping without sending");
+	assert_int_equal(state_lock_acquire(a, &four, &err), 0);
+	assert_int_equal(state_lock_fence(a, &err), 0);
+	/* Valid: 2.999 s of a 4 s lease with a 1 s margin. */
+	c.mono += 2999;
+	assert_int_equal(state_lock_fence(a, &err), 0);
+	/* Within the margin: refused although the lease itself runs 1 s more. */
+	c.mono += 1;
+	assert_int_equal(state_lock_fence(a, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, fence_msg_3s_4s);
+	/* Long expired: still refused, never wrapped round. */
+	c.mono += 3600 * 1000;
+	assert_int_equal(state_lock_fence(a, &err), VX_ECONFLICT);
+	/* A renewal that succeeds (nobody took the lease) makes it valid again. */
+	assert_int_equal(state_lock_renew(a, &err), 0);
+	assert_int_equal(state_lock_fence(a, &err), 0);
+	/* Dropped: refused. */
+	assert_int_equal(state_lock_drop(a, &err), 0);
+	assert_int_equal(state_lock_fence(a, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, "no state lease is held: stopping without sending");
+	state_backend_free(a);
+	vx_err_release(&err);
+}
+
+/*
+ * The fence counts on the monotonic clock, which goes on through a pause or
+ * a suspend, not on the wall clock (which the holder only writes): a wall
+ * clock stepped forward an hour changes nothing, a monotonic clock moved
+ * past the validity refuses whatever the wall clock says.
+ */
+static void test_fence_reads_the_injected_monotonic_clock(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_lock_opts four = { .operation = "apply", .lease_ms = 4000, .user = "alice", .host = "ci-runner-3", .pid = 4242 };
+	struct split_clock c = { f->now, 7 };
+	struct vx_err err = VX_ERR_INIT;
+
+	f->ctx.clock.now_ms = split_now;
+	f->ctx.clock.mono_ms = split_mono;
+	f->ctx.clock.sleep_ms = split_sleep;
+	f->ctx.clock.ud = &c;
+	assert_int_equal(state_lock_acquire(a, &four, &err), 0);
+	c.wall += 3600 * 1000;
+	assert_int_equal(state_lock_fence(a, &err), 0);
+	c.wall -= 3600 * 1000;
+	c.mono += 3000;
+	assert_int_equal(state_lock_fence(a, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, fence_msg_3s_4s);
+	assert_int_equal(state_lock_drop(a, &err), 0);
+	state_backend_free(a);
+	vx_err_release(&err);
+}
+
+/* The heartbeat renews once a third of the lease has passed, not before. */
+static void test_heartbeat_renews_after_a_third(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_lock_opts three = { .operation = "apply", .lease_ms = 3000, .user = "alice", .host = "ci-runner-3", .pid = 4242 };
+	struct state_lock *cur = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	int64_t t0 = f->now;
+
+	assert_int_equal(state_lock_acquire(a, &three, &err), 0);
+	f->now += 1000;
+	assert_int_equal(state_lock_heartbeat(a, &err), 0);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_true(cur->expires_ms == t0 + 3000); /* not renewed */
+	state_lock_free(cur);
+	f->now += 1;
+	assert_int_equal(state_lock_heartbeat(a, &err), 0);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_true(cur->expires_ms == t0 + 1001 + 3000);
+	state_lock_free(cur);
+	/* Renewed: the fence counts from the renewal (margin 750 ms). */
+	f->now += 2249;
+	assert_int_equal(state_lock_fence(a, &err), 0);
+	f->now += 1;
+	assert_int_equal(state_lock_fence(a, &err), VX_ECONFLICT);
+	/* Expired and taken over: the heartbeat finds out and the fence stays shut. */
+	f->now += 1000;
+	assert_int_equal(state_lock_acquire(b, NULL, &err), 0);
+	assert_int_equal(state_lock_heartbeat(a, &err), VX_ECONFLICT);
+	assert_true(strncmp(err.msg, "renewing the lock: lock ", 24) == 0);
+	assert_int_equal(state_lock_fence(a, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, "no state lease is held: stopping without sending");
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	state_backend_free(a);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +335,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_pid_takeover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expiry_and_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlock_by_id, setup, teardown),
+		cmocka_unit_test(test_fence_margin),
+		cmocka_unit_test_setup_teardown(test_fence_valid_margin_expired, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence_reads_the_injected_monotonic_clock, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_renews_after_a_third, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
