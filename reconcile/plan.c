@@ -55,6 +55,7 @@ static void action_release(struct plan_action *a)
 	free(a->adopt_name);
 	free(a->region);
 	free(a->live_state);
+	free(a->error_message);
 }
 
 void plan_release(struct plan *p)

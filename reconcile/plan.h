@@ -116,6 +116,9 @@ struct plan_action {
 	int64_t max_attempts;
 	const struct plan_decl *decl;     /* borrowed from the input; NULL when not declared */
 	const struct plan_record *record; /* borrowed from the input; NULL when not in state */
+	int error_code;        /* the failed run's google.rpc code (resubmit, noop after a failure), or 0 */
+	char *error_message;   /* that run's whole error message (untrusted: strip before showing), or NULL */
+	int64_t adopt_create_ms; /* the adopted live job's createTime (adopt), or 0 */
 };
 
 struct plan {
