@@ -161,16 +161,27 @@ static int wait_jobs(struct workspace *ws, const struct apply_result *res, int u
 			fputs("\r\033[K", stdout);
 		for (size_t i = 0; i < res->ncreated; i++) {
 			const char *state = "JOB_STATE_UNSPECIFIED";
+			const struct live_job *lj = NULL;
 
 			for (size_t k = 0; k < ws->live.n; k++)
 				if (ws->live.items[k].name && res->created[i] &&
-				    !strcmp(ws->live.items[k].name, res->created[i]))
-					state = ws->live.items[k].state;
+				    !strcmp(ws->live.items[k].name, res->created[i])) {
+					lj = &ws->live.items[k];
+					state = lj->state;
+				}
 			if (!last[i] || strcmp(last[i], state) != 0) {
+				struct vx_buf why = VX_BUF_INIT;
+
 				free(last[i]);
 				last[i] = strdup(state);
-				printf("  %s: %s (after %llds)\n", res->created[i], job_state_short(state),
-				       (long long)((vx_mono_ms(ws->ctx) - started) / 1000));
+				/* Why it failed, in the job's own words (first line, cleaned). */
+				if (lj && job_state_is_terminal(state) && (lj->error_code || lj->error_message) &&
+				    (vx_buf_adds(&why, ": ") < 0 ||
+				     render_error(&why, lj->error_code, lj->error_message) < 0))
+					vx_buf_reset(&why);
+				printf("  %s: %s (after %llds)%s\n", res->created[i], job_state_short(state),
+				       (long long)((vx_mono_ms(ws->ctx) - started) / 1000), vx_buf_str(&why));
+				vx_buf_release(&why);
 			}
 			if (!strcmp(state, "JOB_STATE_FAILED") || !strcmp(state, "JOB_STATE_CANCELLED") ||
 			    !strcmp(state, "JOB_STATE_EXPIRED"))
@@ -321,10 +332,29 @@ int cmd_apply(int argc, char **argv)
 		cmd_report(&err, NULL);
 		goto done;
 	}
+	if (workspace_config_status(&ws, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	/*
+	 * A CI job applies what was reviewed and merged: uncommitted YAML there
+	 * is a build step gone wrong, and the runs would name a commit that does
+	 * not hold what was applied.
+	 */
+	if (ws.config_changes && getenv("CI") && *getenv("CI")) {
+		cmd_error("apply: the stack has uncommitted changes (%s); CI is set, and in CI vx "
+			  "applies only committed configuration: commit them first", ws.config_changes);
+		goto done;
+	}
 
 	lo.operation = "apply";
 	lo.timeout_ms = lock_timeout;
 	if (state_lock_acquire(ws.backend, &lo, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	/* From here on every state commit says the configuration applied is not HEAD's. */
+	if (ws.config_changes && state_config_dirty(ws.backend, ws.st->decl_hash, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}
@@ -358,7 +388,7 @@ int cmd_apply(int argc, char **argv)
 	if (!planning_has_changes(&pl)) {
 		if (refreshed) {
 			char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
-						refreshed == 1 ? "" : "s", refresh_summary);
+						refreshed == 1 ? "" : "s", refresh_summary ? refresh_summary : "");
 
 			if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
 				free(msg);
@@ -373,11 +403,29 @@ int cmd_apply(int argc, char **argv)
 	}
 	if (!from_file && !confirm(auto_approve))
 		goto done;
+	/*
+	 * What the refresh saw is recorded before the plan is carried out: a run
+	 * that failed and is now forgotten, or a job cancelled, keeps its final
+	 * state in the history rather than the state it had at the last apply.
+	 */
+	if (refreshed) {
+		char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
+					refreshed == 1 ? "" : "s", refresh_summary ? refresh_summary : "");
+
+		if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
+			free(msg);
+			cmd_report(&err, "recording the jobs' states");
+			goto done;
+		}
+		free(msg);
+	}
 
 	memset(&ao, 0, sizeof(ao));
 	ao.parallelism = parallelism;
 	ao.project = ws.st->project;
 	ao.config_commit = ws.config_commit;
+	ao.config_dirty = ws.config_changes != NULL;
+	ao.decl_hash = ws.st->decl_hash;
 	if (state_lock_held(ws.backend)) {
 		const struct state_lock *l = state_lock_held(ws.backend);
 

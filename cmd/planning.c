@@ -75,6 +75,8 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	for (size_t i = 0; i < o->nreplaces; i++)
 		if (!stack_find_decl(ws->st, o->replaces[i]))
 			return vx_err_set(err, VX_EINVAL, "-replace %s: no such job is declared", o->replaces[i]);
+	if ((rc = workspace_config_status(ws, err)) < 0)
+		return rc;
 	if (o->refresh) {
 		rc = workspace_refresh(ws, err);
 		if (rc < 0)
@@ -97,6 +99,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.state_serial = ws->state.serial;
 	pl->header.state_lineage = ws->state.serial ? ws->state.lineage : NULL;
 	pl->header.config_commit = ws->config_commit;
+	pl->header.config_dirty = ws->config_changes != NULL;
 	pl->header.decl_hash = ws->st->decl_hash;
 	pl->header.refresh = o->refresh;
 	pl->header.regions = ws->regions;
