@@ -838,7 +838,7 @@ static int refresh_run(struct state_run *run, const struct live_job *lj)
 }
 
 /* Refreshes run from the index; appends a summary line naming it when it changed. */
-static int refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
+static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
 		       const char *address, int earlier, struct vx_buf *b)
 {
 	const struct live_job *lj = live_lookup(idx, n, run->resource);
@@ -863,7 +863,7 @@ size_t apply_refresh_state(struct state *state, const struct live_jobs *live, ch
 {
 	struct vx_buf b = VX_BUF_INIT;
 	const struct live_job **idx = NULL;
-	size_t changed_records = 0, n = 0;
+	size_t changed = 0, n = 0;
 
 	if (summary)
 		*summary = NULL;
@@ -879,7 +879,6 @@ size_t apply_refresh_state(struct state *state, const struct live_jobs *live, ch
 	qsort(idx, n, sizeof(*idx), cmp_live_name);
 	for (size_t i = 0; i < state->nrecords; i++) {
 		struct state_record *r = &state->records[i];
-		int changed = 0;
 
 		/*
 		 * Earlier runs too, until they are seen ending: a replaced run is
@@ -888,14 +887,13 @@ size_t apply_refresh_state(struct state *state, const struct live_jobs *live, ch
 		 */
 		for (size_t h = 0; h < r->nhistory; h++)
 			if (r->history[h].resource && !job_state_is_terminal(r->history[h].state))
-				changed |= refresh_one(&r->history[h], idx, n, r->address, 1, &b);
+				changed += refresh_one(&r->history[h], idx, n, r->address, 1, &b);
 		if (r->current && r->current->resource)
-			changed |= refresh_one(r->current, idx, n, r->address, 0, &b);
-		changed_records += changed != 0;
+			changed += refresh_one(r->current, idx, n, r->address, 0, &b);
 	}
 	free(idx);
 	if (summary)
 		*summary = b.len ? vx_buf_detach(&b) : NULL;
 	vx_buf_release(&b);
-	return changed_records;
+	return changed;
 }

@@ -83,7 +83,7 @@ int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan
  * Records what the live jobs say about the runs in state (last seen state,
  * error, failure class, end time): every current run, and every earlier
  * run not yet seen ending (a replaced run is still cancelling when it is
- * moved to history). Returns the number of records that changed, and sets
+ * moved to history). Returns the number of runs that changed, and sets
  * *summary to "job.a: running -> succeeded" lines, one per run changed
  * (caller frees; NULL when none).
  */
