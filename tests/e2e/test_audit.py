@@ -14,6 +14,10 @@ import subprocess
 import urllib.request
 
 from harness import PROJECT, REGION, FakeTestCase, job_yaml
+from test_plan_apply import validate
+
+SCHEMA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "docs", "plan-json.schema.json")
 
 RUNNING_AFTER = 60       # virtual seconds: QUEUED -> PENDING -> RUNNING with the fake's defaults
 FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED (or a planned failure)
@@ -47,6 +51,13 @@ class Audit(FakeTestCase):
         removed = self.repo.git("log", "-1", "--format=%H", "vx/state/e2e", "--", path).strip()
         self.assertNotEqual(removed, "")
         return self.state_file(path, removed + "^")
+
+    def json_plan(self, *args, **kw):
+        r = self.repo.plan("-format", "json", *args, **kw)
+        doc = json.loads(r.out)
+        with open(SCHEMA) as f:
+            validate(doc, json.load(f), "$")
+        return doc
 
     def head(self):
         return self.repo.git("rev-parse", "HEAD").strip()
@@ -235,7 +246,7 @@ class Audit(FakeTestCase):
         self.repo.write({"a": job_yaml("a")})
         self.make_dirty()
         head = self.head()
-        plan = json.loads(self.repo.plan("-format", "json", env={"CI": ""}).out)
+        plan = self.json_plan(env={"CI": ""})
         decl = plan["declaration_hash"]
         self.assertEqual((plan["config_commit"], plan["config_dirty"]), (head, True))
         r = self.repo.plan(env={"CI": ""})
@@ -280,16 +291,6 @@ class Audit(FakeTestCase):
         waited = [re.sub(r"\(after \d+s\)", "(after Ns)", l) for l in r.out.splitlines()
                   if l.startswith("  " + name)]
         self.assertEqual(waited, ["  %s: failed (after Ns): code 8: %s" % (name, STOCKOUT)])
-        self.assertEqual(self.repo.apply("-target", "job.r").code, 0)
-        r = self.repo.plan()
-        self.assertIn("\n        attempt 2/3 after stockout at 2026-01-01 00:00Z (code 8: %s)\n" % STOCKOUT,
-                      r.out)
-        self.assertIn("\nNo change:\n      job.a: failed (stockout at 2026-01-01 00:00Z); not "
-                      "resubmitted: stockout is not in resubmit.on (code 8: %s)\n" % STOCKOUT, r.out)
-        plan = json.loads(self.repo.plan("-format", "json").out)
-        errors = {a["address"]: a["error"] for a in plan["actions"]}
-        self.assertEqual(errors, {"job.a": {"code": 8, "message": STOCKOUT},
-                                  "job.r": {"code": 8, "message": STOCKOUT}})
         r = self.repo.apply("-target", "job.a")           # nothing to do; records what it saw
         self.assertEqual(r.code, 0, r)
         cur = self.state_file("jobs/a.json")["current"]
@@ -300,7 +301,20 @@ class Audit(FakeTestCase):
             "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
             "failed (stockout), ended 2026-01-01T00:00:00Z: code 8: %s\n"
             % (name, self.who(cur), c1[:12], STOCKOUT))
-
+        # The plan: a resubmit, and a failure not resubmitted, both say why.
+        self.assertEqual(self.repo.apply("-target", "job.r").code, 0)
+        r = self.repo.plan()
+        self.assertIn("\n        attempt 2/3 after stockout at 2026-01-01 00:00Z (code 8: %s)\n" % STOCKOUT,
+                      r.out)
+        self.assertIn("\nNo change:\n      job.a: failed (stockout at 2026-01-01 00:00Z); not "
+                      "resubmitted: stockout is not in resubmit.on (code 8: %s)\n" % STOCKOUT, r.out)
+        r = self.repo.plan("-format", "markdown")
+        self.assertIn("| `\u21bb` | `job.r` | resubmit | g2-standard-4 ×1, 1×L4, STANDARD | attempt 2/3 after "
+                      "stockout at 2026-01-01 00:00Z (code 8: %s) |\n" % STOCKOUT, r.out)
+        plan = self.json_plan()
+        errors = {a["address"]: a["error"] for a in plan["actions"]}
+        self.assertEqual(errors, {"job.a": {"code": 8, "message": STOCKOUT},
+                                  "job.r": {"code": 8, "message": STOCKOUT}})
 
 if __name__ == "__main__":
     import unittest
