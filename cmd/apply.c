@@ -212,6 +212,24 @@ static int wait_jobs(struct workspace *ws, const struct apply_result *res, int u
 	return failed;
 }
 
+/* Commits what the refresh saw about the runs (summary: one line per run changed). */
+static int record_refresh(struct workspace *ws, size_t refreshed, const char *summary)
+{
+	struct vx_err err = VX_ERR_INIT;
+	char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
+				refreshed == 1 ? "" : "s", summary ? summary : "");
+	int rc = msg ? state_write(ws->backend, &ws->state, msg, &err) : VX_ENOMEM;
+
+	if (rc < 0) {
+		if (!err.code)
+			vx_err_set(&err, rc, "out of memory");
+		cmd_report(&err, "recording the jobs' states");
+	}
+	free(msg);
+	vx_err_release(&err);
+	return rc;
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	struct planning_opts po;
@@ -386,17 +404,8 @@ int cmd_apply(int argc, char **argv)
 	}
 	refreshed = po.refresh ? apply_refresh_state(&ws.state, &ws.live, &refresh_summary) : 0;
 	if (!planning_has_changes(&pl)) {
-		if (refreshed) {
-			char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
-						refreshed == 1 ? "" : "s", refresh_summary ? refresh_summary : "");
-
-			if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
-				free(msg);
-				cmd_report(&err, "recording the jobs' states");
-				goto done;
-			}
-			free(msg);
-		}
+		if (refreshed && record_refresh(&ws, refreshed, refresh_summary) < 0)
+			goto done;
 		printf("\nNo changes. The cloud matches the declaration.\n");
 		rc = VX_EXIT_OK;
 		goto done;
@@ -408,17 +417,8 @@ int cmd_apply(int argc, char **argv)
 	 * that failed and is now forgotten, or a job cancelled, keeps its final
 	 * state in the history rather than the state it had at the last apply.
 	 */
-	if (refreshed) {
-		char *msg = vx_asprintf("vx: refresh: %zu run%s changed\n\n%s", refreshed,
-					refreshed == 1 ? "" : "s", refresh_summary ? refresh_summary : "");
-
-		if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
-			free(msg);
-			cmd_report(&err, "recording the jobs' states");
-			goto done;
-		}
-		free(msg);
-	}
+	if (refreshed && record_refresh(&ws, refreshed, refresh_summary) < 0)
+		goto done;
 
 	memset(&ao, 0, sizeof(ao));
 	ao.parallelism = parallelism;
