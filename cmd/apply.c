@@ -346,16 +346,27 @@ static int wait_jobs(struct workspace *ws, const struct apply_result *res, int u
 			fputs("\r\033[K", stdout);
 		for (size_t i = 0; i < res->ncreated; i++) {
 			const char *state = "JOB_STATE_UNSPECIFIED";
+			const struct live_job *lj = NULL;
 
 			for (size_t k = 0; k < ws->live.n; k++)
 				if (ws->live.items[k].name && res->created[i] &&
-				    !strcmp(ws->live.items[k].name, res->created[i]))
-					state = ws->live.items[k].state;
+				    !strcmp(ws->live.items[k].name, res->created[i])) {
+					lj = &ws->live.items[k];
+					state = lj->state;
+				}
 			if (!last[i] || strcmp(last[i], state) != 0) {
+				struct vx_buf why = VX_BUF_INIT;
+
 				free(last[i]);
 				last[i] = strdup(state);
-				printf("  %s: %s (after %llds)\n", res->created[i], job_state_short(state),
-				       (long long)((vx_mono_ms(ws->ctx) - started) / 1000));
+				/* Why it failed, in the job's own words (first line, cleaned). */
+				if (lj && job_state_is_terminal(state) && (lj->error_code || lj->error_message) &&
+				    (vx_buf_adds(&why, ": ") < 0 ||
+				     render_error(&why, lj->error_code, lj->error_message) < 0))
+					vx_buf_reset(&why);
+				printf("  %s: %s (after %llds)%s\n", res->created[i], job_state_short(state),
+				       (long long)((vx_mono_ms(ws->ctx) - started) / 1000), vx_buf_str(&why));
+				vx_buf_release(&why);
 			}
 			if (!strcmp(state, "JOB_STATE_FAILED") || !strcmp(state, "JOB_STATE_CANCELLED") ||
 			    !strcmp(state, "JOB_STATE_EXPIRED"))
@@ -384,6 +395,28 @@ static int wait_jobs(struct workspace *ws, const struct apply_result *res, int u
 		free(last[i]);
 	free(last);
 	return failed;
+}
+
+/* Commits what the refresh saw about the runs (summary: one line per run changed). */
+static int record_refresh(struct workspace *ws, size_t refreshed, size_t migrated, const char *summary)
+{
+	struct vx_err err = VX_ERR_INIT;
+	char *msg = refreshed
+		? vx_asprintf("vx: refresh: %zu run%s changed%s\n\n%s", refreshed,
+			      refreshed == 1 ? "" : "s", migrated ? "; sensitive values re-keyed" : "",
+			      summary ? summary : "")
+		: vx_asprintf("vx: %zu record%s re-keyed: sensitive values as HMAC-SHA-256 "
+			      "with the state's salt\n", migrated, migrated == 1 ? "" : "s");
+	int rc = msg ? state_write(ws->backend, &ws->state, msg, &err) : VX_ENOMEM;
+
+	if (rc < 0) {
+		if (!err.code)
+			vx_err_set(&err, rc, "out of memory");
+		cmd_report(&err, "recording the jobs' states");
+	}
+	free(msg);
+	vx_err_release(&err);
+	return rc;
 }
 
 int cmd_apply(int argc, char **argv)
@@ -516,6 +549,20 @@ int cmd_apply(int argc, char **argv)
 		cmd_report(&err, NULL);
 		goto done;
 	}
+	if (workspace_config_status(&ws, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	/*
+	 * A CI job applies what was reviewed and merged: uncommitted YAML there
+	 * is a build step gone wrong, and the runs would name a commit that does
+	 * not hold what was applied.
+	 */
+	if (ws.config_changes && getenv("CI") && *getenv("CI")) {
+		cmd_error("apply: the stack has uncommitted changes (%s); CI is set, and in CI vx "
+			  "applies only committed configuration: commit them first", ws.config_changes);
+		goto done;
+	}
 
 	lo.operation = "apply";
 	lo.timeout_ms = lock_timeout;
@@ -528,6 +575,11 @@ int cmd_apply(int argc, char **argv)
 		goto done;
 	}
 	cmd_ctx_time_limit(&ctx); /* the wait for the lock does not count */
+	/* From here on every state commit says the configuration applied is not HEAD's. */
+	if (ws.config_changes && state_config_dirty(ws.backend, ws.st->decl_hash, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
 	if (from_file && (ws.state.serial != sp.state_serial ||
 			  (sp.state_serial && sp.state_lineage && strcmp(sp.state_lineage, ws.state.lineage)))) {
 		cmd_error("apply: %s: the state moved since the plan was made (serial %llu then, %llu now); "
@@ -570,26 +622,13 @@ int cmd_apply(int argc, char **argv)
 	refreshed = po.refresh ? apply_refresh_state(&ws.state, &ws.live, &refresh_summary) : 0;
 	/*
 	 * How runs ended is recorded before anything else happens, in its own
-	 * commit: a forget in the same step would remove the record whose last
-	 * state the history must show. Records migrated to salted hashes are
-	 * written now too, or a stack that never changes would keep its plain
-	 * hashes forever.
+	 * commit: a run that failed and is now forgotten, or a job cancelled,
+	 * keeps its final state in the history. Records migrated to salted
+	 * hashes are written now too, or a stack that never changes would keep
+	 * its plain hashes forever.
 	 */
-	if (refreshed || ws.migrated) {
-		char *msg = refreshed
-			? vx_asprintf("vx: refresh: %zu run%s changed%s\n\n%s", refreshed,
-				      refreshed == 1 ? "" : "s",
-				      ws.migrated ? "; sensitive values re-keyed" : "", refresh_summary)
-			: vx_asprintf("vx: %zu record%s re-keyed: sensitive values as HMAC-SHA-256 "
-				      "with the state's salt\n", ws.migrated, ws.migrated == 1 ? "" : "s");
-
-		if (!msg || state_write(ws.backend, &ws.state, msg, &err) < 0) {
-			free(msg);
-			cmd_report(&err, "recording the jobs' states");
-			goto done;
-		}
-		free(msg);
-	}
+	if ((refreshed || ws.migrated) && record_refresh(&ws, refreshed, ws.migrated, refresh_summary) < 0)
+		goto done;
 	if (!planning_has_changes(&pl)) {
 		printf("\nNo changes. The cloud matches the declaration.\n");
 		rc = VX_EXIT_OK;
@@ -603,6 +642,8 @@ int cmd_apply(int argc, char **argv)
 	ao.parallelism = parallelism;
 	ao.project = ws.st->project;
 	ao.config_commit = ws.config_commit;
+	ao.config_dirty = ws.config_changes != NULL;
+	ao.decl_hash = ws.st->decl_hash;
 	if (state_lock_held(ws.backend)) {
 		const struct state_lock *l = state_lock_held(ws.backend);
 

@@ -1,81 +1,232 @@
 /*
- * vx log [ADDR] [DIR]: every run of a job, from the state branch.
+ * vx log [ADDR] [DIR]: one row per action vx took on a job, from the state branch.
+ *
+ * The rows are read from the history of each record (git: every commit that
+ * changed jobs/NAME.json), oldest first. A record lives from its first run
+ * until it is forgotten (the file removed); its runs only ever grow, so the
+ * last version of a lifetime holds every run of it with the state last
+ * observed, and each earlier version says when something happened:
+ *
+ *	a run first appears        its start: create, adopt, replace, rerun, resubmit
+ *	cancelledByVx turns true   cancel (the commit's time)
+ *	the file is removed        forget, or cancel when that commit cancelled it
+ *	                           (states written before cancels kept the record)
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "cmd/workspace.h"
 #include "reconcile/provider.h"
+#include "reconcile/render.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state.h"
+#include "util/buf.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vx log [ADDR] [DIR] [-debug]\n\n"
-		"Prints every run vx launched for ADDR (e.g. job.train), or for every job in the\n"
-		"state: when, what started it, the Vertex resource, attempt, who launched it\n"
-		"(user@host of the apply), config commit, final\n"
-		"state and failure class. Read from the state (the git branch vx/state/<stack>);\n"
-		"jobs forgotten since are found in its history.\n\n"
+		"Prints one row per action vx took for ADDR (e.g. job.train), or for every job the\n"
+		"state ever held, forgotten ones included: when, what (create, adopt, replace,\n"
+		"rerun, resubmit, cancel, forget), the Vertex resource, attempt, who launched it\n"
+		"(user@host of the apply), the config commit (+dirty: applied from uncommitted\n"
+		"changes), and the run's final state as last observed, with its error. Times are\n"
+		"UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
 		"DIR is the stack directory (default .; -C DIR also works). An argument of the\n"
 		"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n");
 }
 
-static void print_run(const struct state_run *r)
+/* "2026-11-23T10:02:05Z": every time vx log shows, in one format; "-" when unknown. */
+static void log_time(int64_t ms, char out[32])
 {
-	char when[STATE_TIME_MAX];
-	char cfg[13];
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
 
-	state_time_format(r->created_ms, when);
-	snprintf(cfg, sizeof(cfg), "%.12s", r->config_commit ? r->config_commit : "-");
-	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "  by %s  config %s  %s",
-	       r->created_ms ? when : "-", r->action ? r->action : "-",
+	if (ms <= 0 || !gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, 32, "-");
+}
+
+static void print_start(const struct state_run *r, int64_t fallback_ms)
+{
+	struct vx_buf end = VX_BUF_INIT;
+	char when[32], ended[32];
+
+	log_time(r->created_ms ? r->created_ms : fallback_ms, when);
+	log_time(r->ended_ms, ended);
+	if (vx_buf_adds(&end, job_state_short(r->state)) < 0 ||
+	    (r->failure && vx_buf_printf(&end, " (%s)", r->failure) < 0) ||
+	    (r->cancelled_by_vx && vx_buf_adds(&end, " (cancelled by vx)") < 0) ||
+	    (r->ended_ms && vx_buf_printf(&end, ", ended %s", ended) < 0) ||
+	    ((r->error_code || r->error_message) &&
+	     (vx_buf_adds(&end, ": ") < 0 || render_error(&end, (int)r->error_code, r->error_message) < 0)))
+		vx_buf_reset(&end);
+	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "  by %s  config %.12s%s  %s\n",
+	       when, r->action ? r->action : "-",
 	       r->resource ? r->resource : "(create never answered)", r->attempt, r->run,
-	       r->launched_by ? r->launched_by : "-", cfg, job_state_short(r->state));
-	if (r->failure)
-		printf(" (%s)", r->failure);
-	if (r->cancelled_by_vx)
-		printf(" (cancelled by vx)");
-	printf("\n");
+	       r->launched_by ? r->launched_by : "-", r->config_commit ? r->config_commit : "none",
+	       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
+	vx_buf_release(&end);
 }
 
-static void print_record(const struct state_record *r, const char *note)
+static void print_event(int64_t ms, const char *what, const char *resource)
 {
-	printf("%s%s\n", r->address, note ? note : "");
-	for (size_t i = 0; i < r->nhistory; i++)
-		print_run(&r->history[i]);
-	if (r->current)
-		print_run(r->current);
-	if (!r->current && !r->nhistory)
+	char when[32];
+
+	log_time(ms, when);
+	if (resource)
+		printf("  %-20s  %-8s  %s\n", when, what, resource);
+	else
+		printf("  %-20s  %s\n", when, what);
+}
+
+static size_t nruns(const struct state_record *r)
+{
+	return r ? r->nhistory + (r->current != NULL) : 0;
+}
+
+static const struct state_run *run_at(const struct state_record *r, size_t i)
+{
+	return i < r->nhistory ? &r->history[i] : r->current;
+}
+
+/* Whether commit message cancelled address (a "- ADDR cancel NAME" line). */
+static int message_cancels(const char *message, const char *address)
+{
+	size_t n = strlen(address);
+
+	for (const char *p = message; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, "- ", 2) && !strncmp(p + 2, address, n) && !strncmp(p + 2 + n, " cancel ", 8))
+			return 1;
+	return 0;
+}
+
+/*
+ * The rows of one lifetime: versions v[0..n) oldest first, all with a
+ * record, then (optionally) the entry that removed it.
+ */
+static int print_lifetime(struct state_history_entry *const *v, size_t n,
+			  const struct state_history_entry *removed)
+{
+	const struct state_record *last = n ? v[n - 1]->record : NULL, *prev = NULL;
+	int rows = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct state_record *r = v[k]->record;
+
+		for (size_t i = 0; i < nruns(r) && i < nruns(last); i++) {
+			const struct state_run *now = run_at(r, i), *fin = run_at(last, i);
+			int had = i < nruns(prev), was_cancelled = had && run_at(prev, i)->cancelled_by_vx;
+
+			if (!had) {
+				print_start(fin, v[k]->time_ms);
+				rows++;
+			}
+			if (now->cancelled_by_vx && !was_cancelled) {
+				print_event(v[k]->time_ms, "cancel", now->resource);
+				rows++;
+			}
+		}
+		prev = r;
+	}
+	if (removed) {
+		const struct state_run *cur = prev && prev->current ? prev->current : NULL;
+
+		/* An older vx forgot a record in the same commit that cancelled its run. */
+		if (cur && !cur->cancelled_by_vx && message_cancels(removed->message, removed->address))
+			print_event(removed->time_ms, "cancel", cur->resource);
+		else
+			print_event(removed->time_ms, "forget", NULL);
+		rows++;
+	}
+	return rows;
+}
+
+/* Every row of one address: its entries g[0..n), newest first. */
+static void print_address(struct state_history_entry *const *g, size_t n)
+{
+	struct state_history_entry **life = calloc(n + 1, sizeof(*life));
+	size_t nlife = 0;
+	int rows = 0;
+
+	printf("%s%s\n", g[0]->address, g[0]->record ? "" : "  (forgotten: no longer declared)");
+	if (!life) {
+		printf("  (out of memory)\n");
+		return;
+	}
+	for (size_t k = n; k-- > 0;) {
+		if (g[k]->record) {
+			life[nlife++] = g[k];
+			continue;
+		}
+		rows += print_lifetime(life, nlife, g[k]);
+		nlife = 0;
+	}
+	if (nlife)
+		rows += print_lifetime(life, nlife, NULL);
+	if (!rows)
 		printf("  (no runs)\n");
+	free(life);
 }
 
-/* A record that is no longer in the state: its last version in the history. */
-static int print_forgotten(struct workspace *ws, const char *addr, struct vx_err *err)
+/* Entries grouped by address; within an address, their order (newest first) is kept. */
+struct ordered {
+	struct state_history_entry *e;
+	size_t pos;
+};
+
+static int cmp_ordered(const void *a, const void *b)
 {
-	struct state_history_entry *h = NULL;
+	const struct ordered *x = a, *y = b;
+	int c = strcmp(x->e->address, y->e->address);
+
+	return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int print_log(struct workspace *ws, const char *addr, struct vx_err *err)
+{
+	struct state_history_entry *h = NULL, **group = NULL;
+	struct ordered *o = NULL;
 	size_t n = 0;
 	int rc = state_history(ws->backend, addr, 0, &h, &n, err);
 
 	if (rc < 0)
 		return rc;
-	rc = VX_ENOTFOUND;
-	for (size_t i = 0; i < n; i++) {
-		if (h[i].record) {
-			print_record(h[i].record, "  (forgotten: no longer declared)");
-			rc = 0;
-			break;
-		}
+	if (!n) {
+		if (addr)
+			rc = vx_err_set(err, VX_ENOTFOUND, "%s: no such address in the state or its history",
+					addr);
+		else
+			printf("No runs recorded yet for stack %s.\n", ws->st->name);
+		goto done;
 	}
+	o = calloc(n, sizeof(*o));
+	group = calloc(n, sizeof(*group));
+	if (!o || !group) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		o[i].e = &h[i];
+		o[i].pos = i;
+	}
+	qsort(o, n, sizeof(*o), cmp_ordered);
+	for (size_t i = 0, start = 0; i < n; i++) {
+		group[i - start] = o[i].e;
+		if (i + 1 < n && !strcmp(o[i + 1].e->address, o[i].e->address))
+			continue;
+		print_address(group, i - start + 1);
+		start = i + 1;
+	}
+done:
+	free(group);
+	free(o);
 	state_history_free(h, n);
-	if (rc == VX_ENOTFOUND)
-		vx_err_set(err, VX_ENOTFOUND, "%s: no such address in the state or its history", addr);
 	return rc;
 }
 
@@ -115,24 +266,9 @@ int cmd_log(int argc, char **argv)
 		}
 	}
 	cmd_ctx_init(&ctx, debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
+	if (workspace_open(&ws, &ctx, dir, &err) < 0 || print_log(&ws, addr, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
-	}
-	if (addr) {
-		const struct state_record *r = state_find(&ws.state, addr);
-
-		if (r)
-			print_record(r, NULL);
-		else if (print_forgotten(&ws, addr, &err) < 0) {
-			cmd_report(&err, NULL);
-			goto done;
-		}
-	} else {
-		if (!ws.state.nrecords)
-			printf("No runs recorded yet for stack %s.\n", ws.st->name);
-		for (size_t i = 0; i < ws.state.nrecords; i++)
-			print_record(&ws.state.records[i], NULL);
 	}
 	rc = VX_EXIT_OK;
 done:

@@ -113,6 +113,8 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 		if (!stack_find_decl(ws->st, o->replaces[i]))
 			return unknown_address(err, ws, "-replace", o->replaces[i], 0,
 					       "no such job is declared");
+	if ((rc = workspace_config_status(ws, err)) < 0)
+		return rc;
 	if (o->refresh) {
 		rc = workspace_refresh(ws, err);
 		if (rc < 0)
@@ -136,6 +138,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.state_serial = ws->state.serial;
 	pl->header.state_lineage = ws->state.serial ? ws->state.lineage : NULL;
 	pl->header.config_commit = ws->config_commit;
+	pl->header.config_dirty = ws->config_changes != NULL;
 	pl->header.decl_hash = ws->st->decl_hash;
 	pl->header.refresh = o->refresh;
 	pl->header.regions = ws->regions;

@@ -195,6 +195,19 @@ int workspace_salt(struct workspace *ws, const char *plan_salt, struct vx_err *e
 	return 0;
 }
 
+int workspace_config_status(struct workspace *ws, struct vx_err *err)
+{
+	int rc;
+
+	if (ws->config_checked)
+		return 0;
+	rc = state_config_changes(ws->backend, ws->dir, &ws->config_changes, err);
+	if (rc < 0)
+		return vx_err_wrap(err, "%s", ws->dir);
+	ws->config_checked = 1;
+	return 0;
+}
+
 int workspace_provider(struct workspace *ws, struct vx_err *err)
 {
 	if (ws->prov)
@@ -280,5 +293,6 @@ void workspace_close(struct workspace *ws)
 	free(ws->state_ref);
 	free(ws->revision);
 	free(ws->config_commit);
+	free(ws->config_changes);
 	memset(ws, 0, sizeof(*ws));
 }

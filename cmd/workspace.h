@@ -33,6 +33,8 @@ struct workspace {
 	char *state_ref;            /* "refs/heads/vx/state/NAME" or the state file */
 	char *revision;             /* state tip (git commit) when loaded, or NULL */
 	char *config_commit;        /* HEAD of the stack's repository, or NULL */
+	int config_checked;         /* workspace_config_status ran */
+	char *config_changes;       /* the stack's files changed since config_commit, or NULL (clean) */
 	struct provider *prov;
 	struct live_jobs live;
 	int refreshed;
@@ -57,6 +59,9 @@ int workspace_load_state(struct workspace *ws, struct vx_err *err) VX_WUR;
  * so that `vxapply PLAN` hashes as `vxplan -out PLAN` did; NULL otherwise.
  */
 int workspace_salt(struct workspace *ws, const char *plan_salt, struct vx_err *err) VX_WUR;
+
+/* Fills config_changes (once): the stack's files that differ from the config commit. */
+int workspace_config_status(struct workspace *ws, struct vx_err *err) VX_WUR;
 /* Creates the provider (credentials, endpoints) if not yet done. */
 int workspace_provider(struct workspace *ws, struct vx_err *err) VX_WUR;
 /* Lists the stack's live jobs in every region in use: one list call per region. */

@@ -413,6 +413,8 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
 	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
+	run.config_dirty = a->opts->config_dirty;
+	run.decl_hash = a->opts->config_dirty ? vx_strdup(a->opts->decl_hash) : NULL;
 	run.launched_by = vx_strdup(a->opts->launched_by);
 	for (size_t i = 0; i < nlabels; i++)
 		if (state_labels_set(&run.labels, &run.nlabels, labels[i].key, labels[i].value) < 0) {
@@ -936,52 +938,108 @@ static int set_if_changed(char **dst, const char *src, int *changed)
 	return (src && !*dst) ? VX_ENOMEM : 0;
 }
 
+static int cmp_live_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct live_job *const *)a)->name,
+		      (*(const struct live_job *const *)b)->name);
+}
+
+static const struct live_job *live_lookup(const struct live_job **idx, size_t n, const char *name)
+{
+	struct live_job key;
+	const struct live_job *kp = &key, *const *hit;
+
+	if (!name)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.name = (char *)(uintptr_t)name; /* only compared, never written */
+	hit = bsearch(&kp, idx, n, sizeof(*idx), cmp_live_name);
+	return hit ? *hit : NULL;
+}
+
+/*
+ * Copies what lj says about run into it. Returns 1 when something changed,
+ * 0 when not, < 0 when out of memory (run is left half-updated but valid).
+ */
+static int refresh_run(struct state_run *run, const struct live_job *lj)
+{
+	const char *cls;
+	int changed = 0;
+
+	if (set_if_changed(&run->state, lj->state, &changed) < 0 ||
+	    set_if_changed(&run->error_message, lj->error_message, &changed) < 0)
+		return VX_ENOMEM;
+	if (run->error_code != lj->error_code) {
+		run->error_code = lj->error_code;
+		changed = 1;
+	}
+	if (lj->end_ms && run->ended_ms != lj->end_ms) {
+		run->ended_ms = lj->end_ms;
+		changed = 1;
+	}
+	cls = failure_classify(lj->state, lj->error_code, lj->error_message, run->cancelled_by_vx);
+	if (set_if_changed(&run->failure, cls, &changed) < 0)
+		return VX_ENOMEM;
+	return changed;
+}
+
+/* Refreshes run from the index; appends a summary line naming it when it changed. */
+static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
+		       const char *address, int earlier, struct vx_buf *b)
+{
+	const struct live_job *lj = live_lookup(idx, n, run->resource);
+	char *old_state;
+	int changed;
+
+	if (!lj)
+		return 0;
+	old_state = vx_strdup(run->state);
+	changed = refresh_run(run, lj);
+	if (changed > 0 &&
+	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", address, earlier ? " (earlier run " : "",
+			  earlier ? run->resource : "", earlier ? ")" : "", job_state_short(old_state),
+			  job_state_short(run->state), run->failure ? " (" : "",
+			  run->failure ? run->failure : "", run->failure ? ")" : "") < 0)
+		vx_buf_reset(b);
+	free(old_state);
+	return changed > 0;
+}
+
 size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary)
 {
 	struct vx_buf b = VX_BUF_INIT;
-	size_t changed_records = 0;
+	const struct live_job **idx = NULL;
+	size_t changed = 0, n = 0;
 
-	for (size_t i = 0; live && i < state->nrecords; i++) {
-		struct state_run *cur = state->records[i].current;
-		const struct live_job *lj = NULL;
-		char *old_state;
-		const char *cls;
-		int changed = 0;
+	if (summary)
+		*summary = NULL;
+	if (!live || !live->n)
+		return 0;
+	/* An index, so refreshing every run of 10,000 records is not 10,000 scans of the listing. */
+	idx = calloc(live->n, sizeof(*idx));
+	if (!idx)
+		return 0;
+	for (size_t k = 0; k < live->n; k++)
+		if (live->items[k].name)
+			idx[n++] = &live->items[k];
+	qsort(idx, n, sizeof(*idx), cmp_live_name);
+	for (size_t i = 0; i < state->nrecords; i++) {
+		struct state_record *r = &state->records[i];
 
-		if (!cur || !cur->resource)
-			continue;
-		for (size_t k = 0; k < live->n && !lj; k++)
-			if (live->items[k].name && !strcmp(live->items[k].name, cur->resource))
-				lj = &live->items[k];
-		if (!lj)
-			continue;
-		old_state = vx_strdup(cur->state);
-		if (set_if_changed(&cur->state, lj->state, &changed) < 0 ||
-		    set_if_changed(&cur->error_message, lj->error_message, &changed) < 0) {
-			free(old_state);
-			continue;
-		}
-		if (cur->error_code != lj->error_code) {
-			cur->error_code = lj->error_code;
-			changed = 1;
-		}
-		if (lj->end_ms && cur->ended_ms != lj->end_ms) {
-			cur->ended_ms = lj->end_ms;
-			changed = 1;
-		}
-		cls = failure_classify(lj->state, lj->error_code, lj->error_message, cur->cancelled_by_vx);
-		(void)set_if_changed(&cur->failure, cls, &changed);
-		if (changed) {
-			changed_records++;
-			if (vx_buf_printf(&b, "%s: %s -> %s%s%s%s\n", state->records[i].address,
-					  job_state_short(old_state), job_state_short(cur->state),
-					  cls ? " (" : "", cls ? cls : "", cls ? ")" : "") < 0)
-				vx_buf_reset(&b);
-		}
-		free(old_state);
+		/*
+		 * Earlier runs too, until they are seen ending: a replaced run is
+		 * moved to history while it is still cancelling, and its end would
+		 * otherwise never be recorded.
+		 */
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (r->history[h].resource && !job_state_is_terminal(r->history[h].state))
+				changed += refresh_one(&r->history[h], idx, n, r->address, 1, &b);
+		if (r->current && r->current->resource)
+			changed += refresh_one(r->current, idx, n, r->address, 0, &b);
 	}
+	free(idx);
 	if (summary)
 		*summary = b.len ? vx_buf_detach(&b) : NULL;
 	vx_buf_release(&b);
-	return changed_records;
+	return changed;
 }

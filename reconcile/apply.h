@@ -54,6 +54,8 @@ struct apply_options {
 	int parallelism;           /* default 8 */
 	const char *project;
 	const char *config_commit; /* HEAD of the stack's repository, or NULL */
+	int config_dirty;          /* the stack differs from config_commit: record it on each run */
+	const char *decl_hash;     /* the stack's declaration hash, recorded when config_dirty */
 	const char *launched_by;   /* "user@host" recorded on every run started, or NULL */
 	/*
 	 * How long a journaled create may still be in flight: an apply that died
@@ -90,10 +92,12 @@ int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan
 	      struct vx_err *err) VX_WUR;
 
 /*
- * Records what the live jobs say about the current runs in state (last
- * seen state, error, failure class, end time). Returns the number of
- * records that changed, and appends "job.a: running -> succeeded" lines
- * to *summary (caller frees; may stay NULL).
+ * Records what the live jobs say about the runs in state (last seen state,
+ * error, failure class, end time): every current run, and every earlier
+ * run not yet seen ending (a replaced run is still cancelling when it is
+ * moved to history). Returns the number of runs that changed, and sets
+ * *summary to "job.a: running -> succeeded" lines, one per run changed
+ * (caller frees; NULL when none).
  */
 size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary);
 

@@ -71,6 +71,58 @@ static int summary(struct vx_buf *b, const struct plan *p)
 	return rc;
 }
 
+/*
+ * The first line of message, cleaned. A hand-written filter: libc has none
+ * for "drop C0/C1 controls from UTF-8", and util/ had no helper for it yet.
+ */
+int render_error_message(struct vx_buf *b, const char *message)
+{
+	const unsigned char *p = (const unsigned char *)(message ? message : "");
+	size_t chars = 0;
+	int rc = 0;
+
+	for (; rc == 0 && *p && *p != '\n' && *p != '\r'; p++) {
+		if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
+			p++; /* a C1 control (U+0080-U+009F), ESC's 8-bit twin among them */
+			continue;
+		}
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7F)
+			continue;
+		if ((*p & 0xC0) != 0x80 && chars++ == RENDER_ERROR_MAX) {
+			rc = vx_buf_adds(b, "\u2026");
+			break;
+		}
+		rc = vx_buf_addc(b, *p == '\t' ? ' ' : (char)*p);
+	}
+	return rc;
+}
+
+int render_error(struct vx_buf *b, int code, const char *message)
+{
+	int rc = code ? vx_buf_printf(b, "code %d%s", code, message && *message ? ": " : "") : 0;
+
+	return rc == 0 ? render_error_message(b, message) : rc;
+}
+
+static int has_error(const struct plan_action *a)
+{
+	return a->error_code != 0 || (a->error_message && *a->error_message);
+}
+
+/* The reason, then " (code N: FIRST LINE)" when the action is about a failed run. */
+static int reason_text(struct vx_buf *b, const struct plan_action *a)
+{
+	int rc = vx_buf_adds(b, a->reason ? a->reason : "unchanged");
+
+	if (rc == 0 && has_error(a))
+		rc = vx_buf_adds(b, " (");
+	if (rc == 0 && has_error(a))
+		rc = render_error(b, a->error_code, a->error_message);
+	if (rc == 0 && has_error(a))
+		rc = vx_buf_addc(b, ')');
+	return rc;
+}
+
 static int header_human(struct vx_buf *b, const struct render_header *h)
 {
 	int rc;
@@ -83,7 +135,12 @@ static int header_human(struct vx_buf *b, const struct render_header *h)
 		rc = vx_buf_printf(b, "State: %s %s%s%s (serial %" PRIu64 ")\n", h->backend ? h->backend : "?",
 				   h->state_ref ? h->state_ref : "?", *shortc ? " @ " : "", shortc,
 				   h->state_serial);
-	if (rc == 0 && h->config_commit)
+	if (rc == 0 && h->config_dirty)
+		rc = vx_buf_printf(b, "Config: %s%.12s with uncommitted changes (declaration %.12s)\n",
+				   h->config_commit ? "commit " : "no commit yet,",
+				   h->config_commit ? h->config_commit : "",
+				   h->decl_hash ? h->decl_hash : "?");
+	else if (rc == 0 && h->config_commit)
 		rc = vx_buf_printf(b, "Config: commit %.12s\n", h->config_commit);
 	if (rc == 0 && !h->refresh)
 		rc = vx_buf_adds(b, "Refresh: OFF (-refresh=false): planned from the state alone; "
@@ -120,8 +177,13 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		if (rc == 0 && a->shape)
 			rc = vx_buf_printf(b, "        %s%s%s\n", a->shape, a->region ? " in " : "",
 					   a->region ? a->region : "");
-		if (rc == 0 && a->reason)
-			rc = vx_buf_printf(b, "        %s\n", a->reason);
+		if (rc == 0 && a->reason) {
+			rc = vx_buf_adds(b, "        ");
+			if (rc == 0)
+				rc = reason_text(b, a);
+			if (rc == 0)
+				rc = vx_buf_addc(b, '\n');
+		}
 		if (rc == 0 && a->cancel_name)
 			rc = vx_buf_printf(b, "        cancels %s\n", a->cancel_name);
 		if (rc == 0 && a->adopt_name)
@@ -135,8 +197,11 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		if (notes++ == 0)
 			rc = vx_buf_adds(b, "\nNo change:\n");
 		if (rc == 0)
-			rc = vx_buf_printf(b, "      %s: %s\n", a->address,
-					   a->reason ? a->reason : "unchanged");
+			rc = vx_buf_printf(b, "      %s: ", a->address);
+		if (rc == 0)
+			rc = reason_text(b, a);
+		if (rc == 0)
+			rc = vx_buf_addc(b, '\n');
 	}
 	if (rc == 0 && p->drifts) {
 		rc = vx_buf_printf(b, "\n%sDrift%s (changed outside vx):\n", color ? C_YELLOW : "",
@@ -189,6 +254,12 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 
 	if (rc == 0 && !h->refresh)
 		rc = vx_buf_adds(b, "> **Refresh off**: planned from the state alone.\n\n");
+	if (rc == 0 && h->config_dirty)
+		rc = vx_buf_printf(b, "> **Uncommitted changes**: configuration %s%.12s%s with uncommitted "
+				   "changes (declaration `%.12s`).\n\n",
+				   h->config_commit ? "`" : "(no commit yet)",
+				   h->config_commit ? h->config_commit : "", h->config_commit ? "`" : "",
+				   h->decl_hash ? h->decl_hash : "?");
 	if (rc == 0)
 		rc = vx_buf_adds(b, "| | address | action | shape | reason |\n|---|---|---|---|---|\n");
 	for (size_t i = 0; rc == 0 && i < p->n; i++) {
@@ -202,8 +273,14 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 			rc = md_cell(b, a->shape);
 		if (rc == 0)
 			rc = vx_buf_adds(b, " | ");
-		if (rc == 0)
-			rc = md_cell(b, a->reason);
+		if (rc == 0 && a->reason) {
+			struct vx_buf r = VX_BUF_INIT;
+
+			rc = reason_text(&r, a);
+			if (rc == 0)
+				rc = md_cell(b, vx_buf_str(&r));
+			vx_buf_release(&r);
+		}
 		if (rc == 0)
 			rc = vx_buf_adds(b, " |\n");
 	}
@@ -240,6 +317,25 @@ static int add(cJSON *obj, const char *key, cJSON *v)
 	return 0;
 }
 
+/* {"code": N, "message": "FIRST LINE"} for an action about a failed run, else null. */
+static cJSON *error_json(const struct plan_action *a)
+{
+	struct vx_buf m = VX_BUF_INIT;
+	cJSON *o;
+
+	if (!has_error(a))
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (o && (add(o, "code", cJSON_CreateNumber(a->error_code)) < 0 ||
+		  render_error_message(&m, a->error_message) < 0 ||
+		  add(o, "message", cJSON_CreateString(vx_buf_str(&m))) < 0)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	vx_buf_release(&m);
+	return o;
+}
+
 static cJSON *action_json(const struct plan_action *a)
 {
 	cJSON *o = cJSON_CreateObject(), *before = NULL, *after = NULL;
@@ -254,6 +350,7 @@ static cJSON *action_json(const struct plan_action *a)
 	rc |= add(o, "shape", str_or_null(a->shape));
 	rc |= add(o, "region", str_or_null(a->region));
 	rc |= add(o, "failure_class", str_or_null(a->failure_class));
+	rc |= add(o, "error", error_json(a));
 	rc |= add(o, "cancel", str_or_null(a->cancel_name));
 	rc |= add(o, "adopt", str_or_null(a->adopt_name));
 	before = cJSON_CreateObject();
@@ -294,6 +391,7 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	rc |= add(root, "dir_in_repo", str_or_null(h->dir_in_repo));
 	rc |= add(root, "declaration_hash", str_or_null(h->decl_hash));
 	rc |= add(root, "config_commit", str_or_null(h->config_commit));
+	rc |= add(root, "config_dirty", cJSON_CreateBool(h->config_dirty));
 	rc |= add(root, "refresh", cJSON_CreateBool(h->refresh));
 	regs = cJSON_CreateArray();
 	rc |= add(root, "regions", regs);

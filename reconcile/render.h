@@ -33,6 +33,8 @@ struct render_header {
 				     * state has none committed yet; NULL: not written. Set it
 				     * only for a saved plan (see docs/design-notes.md) */
 	const char *config_commit;  /* HEAD of the stack's repository, or NULL */
+	int config_dirty;           /* the stack has uncommitted changes: config_commit's tree is
+				     * not what is planned (decl_hash identifies it) */
 	const char *decl_hash;      /* stack declaration hash */
 	int refresh;                /* 0: planned from state alone */
 	const char *const *regions; /* regions whose live jobs were read */
@@ -40,6 +42,20 @@ struct render_header {
 	const char *const *targets; /* -target addresses the plan was limited to */
 	size_t ntargets;
 };
+
+/* At most this many characters of a job's error message are shown. */
+#define RENDER_ERROR_MAX 200
+
+/*
+ * Appends a job's error as people read it: "code N: FIRST LINE" ("FIRST
+ * LINE" alone when code is 0). The message is the server's, so untrusted:
+ * only its first line, control characters dropped (a tab becomes a space),
+ * at most RENDER_ERROR_MAX characters, "…" marking a cut. The plan's reason,
+ * apply -wait and vx log all show errors through this. VX_ENOMEM.
+ */
+int render_error(struct vx_buf *out, int code, const char *message) VX_WUR;
+/* The message part alone (for the JSON plan's error.message). */
+int render_error_message(struct vx_buf *out, const char *message) VX_WUR;
 
 int render_plan_human(struct vx_buf *out, const struct plan *p, const struct render_header *h,
 		      int color) VX_WUR;

@@ -17,6 +17,7 @@ void state_history_free(struct state_history_entry *h, size_t n)
 	if (!h)
 		return;
 	for (i = 0; i < n; i++) {
+		free(h[i].address);
 		free(h[i].commit);
 		free(h[i].message);
 		if (h[i].record) {
@@ -65,7 +66,7 @@ int state_history(struct state_backend *b, const char *address, size_t max,
 
 	*out = NULL;
 	*n = 0;
-	rc = state_address_split(address, NULL, NULL, err);
+	rc = address ? state_address_split(address, NULL, NULL, err) : 0;
 	if (rc < 0)
 		return rc;
 	return b->ops->history(b, address, max, out, n, err);
@@ -90,10 +91,26 @@ int state_config_commit(struct state_backend *b, char **out, struct vx_err *err)
 	return b->ops->config_commit(b, out, err);
 }
 
+int state_config_changes(struct state_backend *b, const char *dir, char **out,
+			 struct vx_err *err)
+{
+	*out = NULL;
+	return b->ops->config_changes(b, dir, out, err);
+}
+
+int state_config_dirty(struct state_backend *b, const char *decl_hash, struct vx_err *err)
+{
+	free(b->dirty_decl_hash);
+	b->dirty_decl_hash = vx_strdup(decl_hash);
+	return b->dirty_decl_hash ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+}
+
 void state_backend_free(struct state_backend *b)
 {
 	if (!b)
 		return;
+	free(b->dirty_decl_hash);
+	b->dirty_decl_hash = NULL;
 	state_lock_free(b->held);
 	b->held = NULL;
 	free(b->stack);

@@ -41,8 +41,9 @@ struct state_lock;
 struct state_record;
 struct state_backend;
 
-/* One commit of `vx log ADDR`, newest first. */
+/* One version of one record, as `vx log` reads them, newest first. */
 struct state_history_entry {
+	char *address;                /* the record's address ("job.a") */
 	char *commit;                 /* 40 hex digits; NULL for backends without history (file) */
 	int64_t time_ms;              /* the commit's time; 0 when unknown */
 	char *message;                /* the whole commit message; NULL when unknown */
@@ -72,6 +73,9 @@ struct state_backend_ops {
 	int (*revision)(struct state_backend *b, char **out, struct vx_err *err);
 	/* The config commit (HEAD of the stack's repository), or *out = NULL. */
 	int (*config_commit)(struct state_backend *b, char **out, struct vx_err *err);
+	/* The stack files of dir that differ from the config commit, or *out = NULL. */
+	int (*config_changes)(struct state_backend *b, const char *dir, char **out,
+			      struct vx_err *err);
 	void (*free)(struct state_backend *b);
 };
 
@@ -90,6 +94,7 @@ struct state_backend {
 	 */
 	_Atomic int64_t fence_confirmed_ms;
 	_Atomic int64_t fence_lease_ms;
+	char *dirty_decl_hash;     /* set by state_config_dirty (owned), or NULL */
 };
 
 /* Loads the state into *out (released by the caller with state_release). */
@@ -99,7 +104,8 @@ int state_load(struct state_backend *b, struct state *out, struct vx_err *err) V
  * Writes st and, on success, sets st->serial to the new serial. message
  * is a summary line and one line per action ("+ job.a create
  * projects/p/locations/us-central1/customJobs/123"); the git backend
- * appends the trailers "Vx-Config-Commit: <HEAD>" and "Vx-Serial: N".
+ * appends the trailers "Vx-Config-Commit: <HEAD>" and "Vx-Serial: N"
+ * (and those of state_config_dirty).
  * VX_ECONFLICT: the state moved since st was loaded, the lock is held by
  * someone else, or (git with a remote) the push was rejected.
  */
@@ -110,6 +116,9 @@ int state_write(struct state_backend *b, struct state *st, const char *message,
  * The history of one address, newest first: each version of the record
  * that differs from the one before (git: commits changing jobs/NAME.json),
  * at most max entries (0: all). *out is freed with state_history_free().
+ * address NULL: the history of every address that ever had a record, the
+ * forgotten ones included, in one walk (git: each commit's entries in
+ * address order).
  */
 int state_history(struct state_backend *b, const char *address, size_t max,
 		  struct state_history_entry **out, size_t *n, struct vx_err *err) VX_WUR;
@@ -120,6 +129,25 @@ int state_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *e
 /* See the ops. *out is owned by the caller (free()), NULL when there is none. */
 int state_revision(struct state_backend *b, char **out, struct vx_err *err) VX_WUR;
 int state_config_commit(struct state_backend *b, char **out, struct vx_err *err) VX_WUR;
+
+/*
+ * Whether the stack's files in dir (the *.yaml and *.yml read by
+ * stack_load) differ from the config commit: modified, staged, deleted, or
+ * untracked and not ignored. *out = NULL when they do not (or when the
+ * backend knows no config commit: file), else the changed files relative to
+ * the repository ("stack/jobs.yaml, stack/new.yaml"; at most a few, then
+ * "and N more"), owned by the caller.
+ */
+int state_config_changes(struct state_backend *b, const char *dir, char **out,
+			 struct vx_err *err) VX_WUR;
+
+/*
+ * Says that what is applied is not the config commit's tree but
+ * uncommitted changes whose declaration hash is decl_hash: every later
+ * commit of the git backend then carries the trailers "Vx-Config-Dirty:
+ * true" and "Vx-Decl-Hash: <decl_hash>". VX_ENOMEM.
+ */
+int state_config_dirty(struct state_backend *b, const char *decl_hash, struct vx_err *err) VX_WUR;
 
 /* Frees the backend. It does NOT release a held lock (call state_lock_drop first). */
 void state_backend_free(struct state_backend *b);

@@ -55,6 +55,7 @@ void state_run_release(struct state_run *r)
 	free(r->failure);
 	free(r->error_message);
 	free(r->config_commit);
+	free(r->decl_hash);
 	free(r->launched_by);
 	memset(r, 0, sizeof(*r));
 }
@@ -164,6 +165,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->attempt = in->attempt;
 	out->error_code = in->error_code;
 	out->cancelled_by_vx = in->cancelled_by_vx;
+	out->config_dirty = in->config_dirty;
 	out->created_ms = in->created_ms;
 	out->ended_ms = in->ended_ms;
 	if (dup_opt(&out->resource, in->resource) < 0 || dup_opt(&out->region, in->region) < 0 ||
@@ -172,6 +174,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	    dup_opt(&out->state, in->state) < 0 || dup_opt(&out->failure, in->failure) < 0 ||
 	    dup_opt(&out->error_message, in->error_message) < 0 ||
 	    dup_opt(&out->config_commit, in->config_commit) < 0 ||
+	    dup_opt(&out->decl_hash, in->decl_hash) < 0 ||
 	    dup_opt(&out->launched_by, in->launched_by) < 0 ||
 	    labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
 		state_run_release(out);
@@ -856,6 +859,8 @@ static cJSON *run_json(const struct state_run *r)
 	    add_bool(o, "cancelledByVx", r->cancelled_by_vx) < 0 ||
 	    add_time(o, "createdAt", r->created_ms) < 0 || add_time(o, "endedAt", r->ended_ms) < 0 ||
 	    add_str(o, "configCommit", r->config_commit) < 0 ||
+	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
+	    add_str(o, "declHash", r->decl_hash) < 0 ||
 	    add_str(o, "launchedBy", r->launched_by) < 0) {
 		cJSON_Delete(o);
 		return NULL;
@@ -1240,6 +1245,16 @@ static int get_bool(const cJSON *o, const char *path, const char *k, int *out,
 	return 0;
 }
 
+/* A boolean that may be absent (then false): for keys added after version 1 was first written. */
+static int get_opt_bool(const cJSON *o, const char *path, const char *k, int *out,
+			struct vx_err *err)
+{
+	*out = 0;
+	if (!cJSON_GetObjectItemCaseSensitive(o, k))
+		return 0;
+	return get_bool(o, path, k, out, err);
+}
+
 static int get_time(const cJSON *o, const char *path, const char *k, int flags, int64_t *out,
 		    struct vx_err *err)
 {
@@ -1312,10 +1327,12 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	static const char *const keys[] = { "resource", "project", "region", "action", "specHash", "run",
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
-					    "configCommit", "launchedBy" };
-	/* project and launchedBy came after the first states were written: optional. */
+					    "configCommit", "configDirty", "declHash", "launchedBy" };
+	/* project, launchedBy, configDirty and declHash came after the first
+	 * states were written: optional, so those states stay readable. */
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
-				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL };
+				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
+				     F_NULL, F_NULL };
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -1340,6 +1357,8 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_time(o, path, "createdAt", F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
 	    (rc = get_time(o, path, "endedAt", F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
 	    (rc = get_str(o, path, "launchedBy", F_NULL, 512, &r->launched_by, err)) < 0 ||
+	    (rc = get_opt_bool(o, path, "configDirty", &r->config_dirty, err)) < 0 ||
+	    (rc = get_str(o, path, "declHash", F_NULL, 128, &r->decl_hash, err)) < 0 ||
 	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
 		    0)
 		state_run_release(r);

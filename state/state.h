@@ -77,6 +77,9 @@ struct state_run {
 	int64_t created_ms;   /* 0 = unknown */
 	int64_t ended_ms;     /* 0 = not ended (or not seen ending) */
 	char *config_commit;  /* HEAD of the stack's repository when it was created, or NULL */
+	int config_dirty;     /* 1: the stack had uncommitted changes then, so config_commit's
+			       * tree does not hold what was applied (decl_hash does identify it) */
+	char *decl_hash;      /* the stack's declaration hash, recorded when config_dirty; or NULL */
 	char *launched_by;    /* "user@host" of the apply that created or adopted it, or NULL */
 };
 

@@ -268,35 +268,45 @@ done:
 	return rc;
 }
 
+/* No history beyond the stored state: one entry per record (address NULL: every record). */
 static int file_history(struct state_backend *b, const char *address, size_t max,
 			struct state_history_entry **out, size_t *n, struct vx_err *err)
 {
 	struct state st = STATE_INIT;
-	struct state_record *r;
+	size_t i, cnt = 0;
 	int rc;
 
-	(void)max;
 	rc = file_load(b, &st, err);
 	if (rc < 0)
 		return rc;
-	r = state_find(&st, address);
-	if (r) {
-		*out = calloc(1, sizeof(**out));
-		if (*out)
-			(*out)->record = malloc(sizeof(*r));
-		if (!*out || !(*out)->record) {
-			free(*out);
-			*out = NULL;
+	*out = calloc(st.nrecords + 1, sizeof(**out));
+	if (!*out) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < st.nrecords && (max == 0 || cnt < max); i++) {
+		struct state_history_entry *e = &(*out)[cnt];
+		struct state_record *r = &st.records[i];
+
+		if (address && strcmp(r->address, address) != 0)
+			continue;
+		e->address = vx_strdup(r->address);
+		e->record = calloc(1, sizeof(*r));
+		*n = ++cnt;
+		if (!e->address || !e->record) {
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			goto done;
 		}
 		/* Moved out of st: the record is not copied. */
-		*(*out)->record = *r;
+		*e->record = *r;
 		memset(r, 0, sizeof(*r));
-		r->address = vx_strdup("");
-		*n = 1;
 	}
 done:
+	if (rc < 0) {
+		state_history_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
 	state_release(&st);
 	return rc;
 }
@@ -325,6 +335,16 @@ static int file_config_commit(struct state_backend *b, char **out, struct vx_err
 	return 0;
 }
 
+static int file_config_changes(struct state_backend *b, const char *dir, char **out,
+			       struct vx_err *err)
+{
+	(void)b;
+	(void)dir;
+	(void)err;
+	*out = NULL;
+	return 0;
+}
+
 static void file_free(struct state_backend *b)
 {
 	struct file_backend *f = (struct file_backend *)b;
@@ -335,8 +355,17 @@ static void file_free(struct state_backend *b)
 }
 
 static const struct state_backend_ops file_ops = {
-	"file",	      file_load,  file_write,	file_lock_read,	    file_lock_swap,
-	file_history, state_backend_list_loaded, file_revision, file_config_commit, file_free,
+	.name = "file",
+	.load = file_load,
+	.write = file_write,
+	.lock_read = file_lock_read,
+	.lock_swap = file_lock_swap,
+	.history = file_history,
+	.list = state_backend_list_loaded,
+	.revision = file_revision,
+	.config_commit = file_config_commit,
+	.config_changes = file_config_changes,
+	.free = file_free,
 };
 
 int state_file_open(struct state_backend **out, const struct vx_ctx *ctx,

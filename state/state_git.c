@@ -5,6 +5,7 @@
 #include "state/state_git.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -641,6 +642,95 @@ static int git_config_commit(struct state_backend *b, char **out, struct vx_err 
 	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 }
 
+/* A file stack_load reads: NAME.yaml or NAME.yml, not hidden (see reconcile/stack.c). */
+static int stack_file_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (s[0] == '.' || strchr(s, '/'))
+		return 0;
+	return (n > 5 && !strcmp(s + n - 5, ".yaml")) || (n > 4 && !strcmp(s + n - 4, ".yml"));
+}
+
+#define CHANGES_SHOWN 3
+
+static int git_config_changes(struct state_backend *b, const char *dir, char **out,
+			      struct vx_err *err)
+{
+	struct git_backend *g = (struct git_backend *)b;
+	git_status_options so;
+	git_status_list *list = NULL;
+	struct vx_buf names = VX_BUF_INIT;
+	const char *workdir = git_repository_workdir(g->repo);
+	char root[PATH_MAX], here[PATH_MAX], *spec = NULL;
+	const char *rel;
+	size_t nroot, shown = 0, more = 0;
+	int rc = 0;
+
+	*out = NULL;
+	/* A bare repository, or a stack outside the work tree: nothing to compare. */
+	if (!workdir || !realpath(workdir, root) || !realpath(dir, here))
+		return 0;
+	nroot = strlen(root);
+	if (strncmp(here, root, nroot) != 0 || (here[nroot] != '/' && here[nroot] != '\0'))
+		return 0;
+	rel = here[nroot] == '/' ? here + nroot + 1 : "";
+	if (git_status_options_init(&so, GIT_STATUS_OPTIONS_VERSION) < 0) {
+		rc = gerr(err, VX_EIO, "reading the stack's git status");
+		goto done;
+	}
+	so.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+		   GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if (*rel) {
+		spec = vx_strdup(rel);
+		if (!spec) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		so.pathspec.strings = &spec;
+		so.pathspec.count = 1;
+	}
+	if (git_status_list_new(&list, g->repo, &so) < 0) {
+		rc = gerr(err, VX_EIO, "reading the stack's git status");
+		goto done;
+	}
+	for (size_t i = 0; i < git_status_list_entrycount(list); i++) {
+		const git_status_entry *e = git_status_byindex(list, i);
+		const git_diff_delta *d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
+		const char *path;
+		size_t nrel = strlen(rel);
+
+		if (!d || e->status == GIT_STATUS_CURRENT || (e->status & GIT_STATUS_IGNORED))
+			continue;
+		path = d->new_file.path ? d->new_file.path : d->old_file.path;
+		/* The pathspec is a prefix match: keep only the files directly in dir. */
+		if (!path || (nrel && (strncmp(path, rel, nrel) != 0 || path[nrel] != '/')) ||
+		    !stack_file_name(path + (nrel ? nrel + 1 : 0)))
+			continue;
+		if (shown == CHANGES_SHOWN) {
+			more++;
+			continue;
+		}
+		if (vx_buf_printf(&names, "%s%s", shown ? ", " : "", path) < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		shown++;
+	}
+	if (more && vx_buf_printf(&names, " and %zu more", more) < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (shown && !(*out = vx_buf_detach(&names)))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	vx_buf_release(&names);
+	free(spec);
+	git_status_list_free(list);
+	return rc;
+}
+
 /*
  * Commits tree on top of parent (NULL: a first commit) and moves the
  * branch from parent to it with a compare-and-swap, then pushes. On any
@@ -717,6 +807,8 @@ static char *full_message(struct git_backend *g, const char *message, uint64_t s
 	if ((n ? vx_buf_add(&b, message, n) : vx_buf_adds(&b, "vx: write state")) < 0 ||
 	    vx_buf_adds(&b, "\n\n") < 0 ||
 	    (config && vx_buf_printf(&b, "Vx-Config-Commit: %s\n", config) < 0) ||
+	    (g->base.dirty_decl_hash &&
+	     vx_buf_printf(&b, "Vx-Config-Dirty: true\nVx-Decl-Hash: %s\n", g->base.dirty_decl_hash) < 0) ||
 	    vx_buf_printf(&b, "Vx-Serial: %llu\n", (unsigned long long)serial) < 0) {
 		vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
@@ -864,8 +956,8 @@ done:
 
 /* ---- history, list, revision ---------------------------------------------- */
 
-/* The blob id at path in commit c, or zero when absent. */
-static int blob_at(const git_commit *c, const char *path, git_oid *id, struct vx_err *err)
+/* The id of the entry at path in commit c (a blob or a tree), or zero when absent. */
+static int entry_at(const git_commit *c, const char *path, git_oid *id, struct vx_err *err)
 {
 	git_tree *tree = NULL;
 	git_tree_entry *e = NULL;
@@ -884,26 +976,149 @@ static int blob_at(const git_commit *c, const char *path, git_oid *id, struct vx
 	return rc;
 }
 
+/* Collects history entries, newest commit first. */
+struct history {
+	struct git_backend *g;
+	struct state_history_entry *list;
+	size_t n, max;
+};
+
+/*
+ * Adds the entry for address at commit c: the record in blob (zero: removed
+ * there). path names the file in messages.
+ */
+static int history_add(struct history *h, const git_commit *c, const char *address,
+		       const char *path, const git_oid *blob, struct vx_err *err)
+{
+	struct state_history_entry *e, *grown;
+	git_blob *b = NULL;
+	char hex[GIT_OID_HEXSZ + 1];
+	size_t len;
+	int rc = 0;
+
+	grown = realloc(h->list, (h->n + 1) * sizeof(*grown));
+	if (!grown)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	h->list = grown;
+	e = &h->list[h->n++];
+	memset(e, 0, sizeof(*e));
+	oid_hex(git_commit_id(c), hex);
+	e->commit = vx_strdup(hex);
+	e->address = vx_strdup(address);
+	e->message = vx_strdup(git_commit_message(c));
+	e->time_ms = (int64_t)git_commit_time(c) * 1000;
+	if (!e->commit || !e->address || !e->message)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (git_oid_is_zero(blob))
+		return 0; /* removed (forgotten) in this commit */
+	if (git_blob_lookup(&b, h->g->repo, blob) < 0) {
+		rc = gerr(err, VX_EIO, path);
+		goto done;
+	}
+	len = (size_t)git_blob_rawsize(b);
+	if (len > STATE_MAX_FILE) {
+		rc = vx_err_set(err, VX_EINVAL, "%s at %.12s: %zu bytes is over the limit of %zu",
+				path, hex, len, STATE_MAX_FILE);
+		goto done;
+	}
+	e->record = calloc(1, sizeof(*e->record));
+	if (!e->record) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = state_record_from_json(e->record, git_blob_rawcontent(b), len, err)) < 0) {
+		free(e->record);
+		e->record = NULL;
+		vx_err_wrap(err, "%s at %.12s", path, hex);
+	}
+done:
+	git_blob_free(b);
+	return rc;
+}
+
+/*
+ * Every record file of dir that differs between commit c and its parent p
+ * (NULL: c is the first commit): added, changed or removed. Both trees are
+ * sorted by name, so one merge pass finds them; an unchanged folder (the
+ * same tree id) costs one comparison.
+ */
+static int history_dir(struct history *h, const git_commit *c, const git_commit *p,
+		       const char *dir, struct vx_err *err)
+{
+	git_tree *tc = NULL, *tp = NULL;
+	git_oid ic, ip;
+	size_t i = 0, j = 0, nc, np;
+	char *address = NULL, *path = NULL;
+	int rc;
+
+	memset(&ip, 0, sizeof(ip));
+	if ((rc = entry_at(c, dir, &ic, err)) < 0 || (p && (rc = entry_at(p, dir, &ip, err)) < 0))
+		goto done;
+	if (git_oid_equal(&ic, &ip))
+		goto done;
+	if ((!git_oid_is_zero(&ic) && git_tree_lookup(&tc, h->g->repo, &ic) < 0) ||
+	    (!git_oid_is_zero(&ip) && git_tree_lookup(&tp, h->g->repo, &ip) < 0)) {
+		rc = gerr(err, VX_EIO, dir);
+		goto done;
+	}
+	nc = tc ? git_tree_entrycount(tc) : 0;
+	np = tp ? git_tree_entrycount(tp) : 0;
+	while (rc == 0 && (i < nc || j < np) && (h->max == 0 || h->n < h->max)) {
+		const git_tree_entry *ec = i < nc ? git_tree_entry_byindex(tc, i) : NULL;
+		const git_tree_entry *ep = j < np ? git_tree_entry_byindex(tp, j) : NULL;
+		const git_tree_entry *e;
+		git_oid zero;
+		const char *name;
+		size_t len;
+		int cmp = !ec ? 1 : !ep ? -1 : strcmp(git_tree_entry_name(ec), git_tree_entry_name(ep));
+
+		memset(&zero, 0, sizeof(zero));
+		e = cmp <= 0 ? ec : ep;
+		i += cmp <= 0;
+		j += cmp >= 0;
+		if (cmp == 0 && git_oid_equal(git_tree_entry_id(ec), git_tree_entry_id(ep)))
+			continue;
+		name = git_tree_entry_name(e);
+		len = strlen(name);
+		/* Only NAME.json files are records; load refuses anything else, log skips it. */
+		if (len < 6 || strcmp(name + len - 5, ".json") != 0 ||
+		    git_tree_entry_type(e) != GIT_OBJECT_BLOB)
+			continue;
+		free(address);
+		free(path);
+		address = vx_asprintf("%s.%.*s", address_prefix(dir), (int)(len - 5), name);
+		path = vx_asprintf("%s/%s", dir, name);
+		if (!address || !path) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			break;
+		}
+		rc = history_add(h, c, address, path, cmp > 0 ? &zero : git_tree_entry_id(ec), err);
+	}
+done:
+	free(address);
+	free(path);
+	git_tree_free(tc);
+	git_tree_free(tp);
+	return rc;
+}
+
 static int git_history(struct state_backend *b, const char *address, size_t max,
 		       struct state_history_entry **out, size_t *n, struct vx_err *err)
 {
 	struct git_backend *g = (struct git_backend *)b;
-	struct state_history_entry *list = NULL, *grown;
+	struct history h = { g, NULL, 0, max };
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
-	git_tree *tree = NULL;
-	char *path = NULL, *text = NULL, hex[GIT_OID_HEXSZ + 1];
-	const char *dir, *name;
-	size_t count = 0, len;
+	char *path = NULL;
+	const char *dir = NULL, *name;
 	git_oid tip, id, mine, before;
-	int exists, rc, found;
+	int exists, rc;
 
-	if ((rc = state_address_split(address, &dir, &name, err)) < 0 ||
+	if ((address && (rc = state_address_split(address, &dir, &name, err)) < 0) ||
 	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
 	    !exists)
 		goto done;
-	path = vx_asprintf("%s/%s.json", dir, name);
-	if (!path) {
+	if (address && !(path = vx_asprintf("%s/%s.json", dir, name))) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -913,80 +1128,39 @@ static int git_history(struct state_backend *b, const char *address, size_t max,
 		rc = gerr(err, VX_EIO, "walking the state branch");
 		goto done;
 	}
-	while ((max == 0 || count < max) && git_revwalk_next(&id, walk) == 0) {
-		struct state_history_entry *h;
-
+	while ((max == 0 || h.n < max) && git_revwalk_next(&id, walk) == 0) {
 		git_commit_free(c);
 		git_commit_free(p);
 		c = p = NULL;
-		if (git_commit_lookup(&c, g->repo, &id) < 0) {
+		if (git_commit_lookup(&c, g->repo, &id) < 0 ||
+		    (git_commit_parentcount(c) > 0 && git_commit_parent(&p, c, 0) < 0)) {
 			rc = gerr(err, VX_EIO, "reading a state commit");
 			goto done;
 		}
-		if ((rc = blob_at(c, path, &mine, err)) < 0)
-			goto done;
-		memset(&before, 0, sizeof(before));
-		if (git_commit_parentcount(c) > 0) {
-			if (git_commit_parent(&p, c, 0) < 0) {
-				rc = gerr(err, VX_EIO, "reading a state commit");
+		if (!address) {
+			for (size_t d = 0; rc == 0 && d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++)
+				rc = history_dir(&h, c, p, kind_dirs[d], err);
+			if (rc < 0)
 				goto done;
-			}
-			if ((rc = blob_at(p, path, &before, err)) < 0)
-				goto done;
-		}
-		if (git_oid_equal(&mine, &before))
 			continue;
-		grown = realloc(list, (count + 1) * sizeof(*grown));
-		if (!grown) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto done;
 		}
-		list = grown;
-		h = &list[count++];
-		memset(h, 0, sizeof(*h));
-		oid_hex(&id, hex);
-		h->commit = vx_strdup(hex);
-		h->message = vx_strdup(git_commit_message(c));
-		h->time_ms = (int64_t)git_commit_time(c) * 1000;
-		if (!h->commit || !h->message) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		memset(&before, 0, sizeof(before));
+		if ((rc = entry_at(c, path, &mine, err)) < 0 ||
+		    (p && (rc = entry_at(p, path, &before, err)) < 0))
 			goto done;
-		}
-		if (git_oid_is_zero(&mine))
-			continue; /* removed (forgotten) in this commit */
-		git_tree_free(tree);
-		tree = NULL;
-		free(text);
-		text = NULL;
-		if (git_commit_tree(&tree, c) < 0) {
-			rc = gerr(err, VX_EIO, "reading a state commit");
+		if (!git_oid_equal(&mine, &before) &&
+		    (rc = history_add(&h, c, address, path, &mine, err)) < 0)
 			goto done;
-		}
-		if ((rc = read_blob(g, tree, path, STATE_MAX_FILE, &text, &len, &found, err)) < 0)
-			goto done;
-		h->record = calloc(1, sizeof(*h->record));
-		if (!h->record) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto done;
-		}
-		if ((rc = state_record_from_json(h->record, text, len, err)) < 0) {
-			free(h->record);
-			h->record = NULL;
-			vx_err_wrap(err, "%s at %.12s", path, hex);
-			goto done;
-		}
 	}
 done:
 	if (rc < 0) {
-		state_history_free(list, count);
-		list = NULL;
-		count = 0;
+		state_history_free(h.list, h.n);
+		h.list = NULL;
+		h.n = 0;
 	}
-	*out = list;
-	*n = count;
-	free(text);
+	*out = h.list;
+	*n = h.n;
 	free(path);
-	git_tree_free(tree);
 	git_commit_free(p);
 	git_commit_free(c);
 	git_revwalk_free(walk);
@@ -1023,8 +1197,17 @@ static void git_free(struct state_backend *b)
 }
 
 static const struct state_backend_ops git_ops = {
-	"git",	     git_load,	  git_write,	git_lock_read,	   git_lock_swap,
-	git_history, state_backend_list_loaded, git_revision, git_config_commit, git_free,
+	.name = "git",
+	.load = git_load,
+	.write = git_write,
+	.lock_read = git_lock_read,
+	.lock_swap = git_lock_swap,
+	.history = git_history,
+	.list = state_backend_list_loaded,
+	.revision = git_revision,
+	.config_commit = git_config_commit,
+	.config_changes = git_config_changes,
+	.free = git_free,
 };
 
 int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,

@@ -148,6 +148,83 @@ static void test_json_round_trip(void **unused)
 	plan_release(&p);
 }
 
+/*
+ * Issue 8: an action about a failed run shows the run's error: code and
+ * first line, control characters dropped, capped, in every form.
+ */
+static void test_error_in_reason(void **unused)
+{
+	struct render_header h = header();
+	struct vx_buf b = VX_BUF_INIT;
+	struct plan p;
+	char long_msg[400];
+
+	(void)unused;
+	make_plan(&p);
+	p.actions[0].error_code = 8;
+	p.actions[0].error_message = strdup("No \033[31mH100\tleft\x7f in \xc2\x9bus-central1.\r\nSecond line");
+	assert_int_equal(render_plan_human(&b, &p, &h, 0), 0);
+	assert_non_null(strstr(vx_buf_str(&b),
+			       "        new job (code 8: No [31mH100 left in us-central1.)\n"
+			       "  +   job.b|pipe create\n"));
+	vx_buf_reset(&b);
+	assert_int_equal(render_plan_markdown(&b, &p, &h), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "| new job (code 8: No [31mH100 left in us-central1.) |\n"));
+	vx_buf_reset(&b);
+	assert_int_equal(render_plan_json(&b, &p, &h), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "\t\t\t\"failure_class\":\tnull,\n"
+					       "\t\t\t\"error\":\t{\n"
+					       "\t\t\t\t\"code\":\t8,\n"
+					       "\t\t\t\t\"message\":\t\"No [31mH100 left in us-central1.\"\n"
+					       "\t\t\t},\n"));
+	assert_non_null(strstr(vx_buf_str(&b), "\t\t\t\"failure_class\":\tnull,\n"
+					       "\t\t\t\"error\":\tnull,\n"));
+	vx_buf_reset(&b);
+	/* At most RENDER_ERROR_MAX characters (not bytes: "é" is two), then "…". */
+	memset(long_msg, 'x', sizeof(long_msg) - 1);
+	long_msg[sizeof(long_msg) - 1] = '\0';
+	memcpy(long_msg, "\xc3\xa9", 2);
+	assert_int_equal(render_error(&b, 0, long_msg), 0);
+	assert_int_equal(b.len, RENDER_ERROR_MAX + 1 + 3);
+	assert_string_equal(vx_buf_str(&b) + RENDER_ERROR_MAX + 1, "\u2026");
+	vx_buf_reset(&b);
+	assert_int_equal(render_error(&b, 13, NULL), 0);
+	assert_string_equal(vx_buf_str(&b), "code 13");
+	vx_buf_release(&b);
+	plan_release(&p);
+}
+
+/* Issue 8: a plan of uncommitted YAML says so in its header, in every form. */
+static void test_dirty_header(void **unused)
+{
+	struct render_header h = header();
+	struct vx_buf b = VX_BUF_INIT;
+	struct plan p;
+
+	(void)unused;
+	h.config_commit = "c0ffee0123456789c0ffee0123456789c0ffee01";
+	h.decl_hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	h.config_dirty = 1;
+	make_plan(&p);
+	assert_int_equal(render_plan_human(&b, &p, &h, 0), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "(serial 7)\n"
+			       "Config: commit c0ffee012345 with uncommitted changes (declaration 9f86d081884c)\n"
+			       "Refresh:"));
+	vx_buf_reset(&b);
+	assert_int_equal(render_plan_markdown(&b, &p, &h), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "\n> **Uncommitted changes**: configuration `c0ffee012345` with "
+			       "uncommitted changes (declaration `9f86d081884c`).\n\n"));
+	vx_buf_reset(&b);
+	assert_int_equal(render_plan_json(&b, &p, &h), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "\t\"config_dirty\":\ttrue,\n"));
+	vx_buf_reset(&b);
+	h.config_dirty = 0;
+	assert_int_equal(render_plan_human(&b, &p, &h, 0), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "(serial 7)\nConfig: commit c0ffee012345\nRefresh:"));
+	vx_buf_release(&b);
+	plan_release(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +232,8 @@ int main(void)
 		cmocka_unit_test(test_refresh_off_is_loud),
 		cmocka_unit_test(test_markdown_escapes_cells),
 		cmocka_unit_test(test_json_round_trip),
+		cmocka_unit_test(test_error_in_reason),
+		cmocka_unit_test(test_dirty_header),
 	};
 	return cmocka_run_group_tests_name("render", tests, NULL, NULL);
 }

@@ -170,6 +170,71 @@ static void test_run_launched_by_optional(void **unused)
 	vx_err_release(&err);
 }
 
+/*
+ * configDirty and declHash (issue 8): a run started from uncommitted YAML says
+ * so. Older runs, without the keys, load as clean; the keys are written in a
+ * fixed place; they round-trip, copy, and are checked on read.
+ */
+static void test_run_config_dirty(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/r/customJobs/1\",\"region\":\"r\",\"action\":\"create\","
+		"\"specHash\":\"ab\",\"run\":1,\"attempt\":1,\"labels\":{},\"state\":null,\"failure\":null,"
+		"\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,\"createdAt\":null,"
+		"\"endedAt\":null,\"configCommit\":\"c0ffee\"%s},\"history\":[]}";
+	struct state_record r, back;
+	struct state_run copy;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, json[1024];
+
+	(void)unused;
+	memset(&r, 0, sizeof(r));
+	memset(&back, 0, sizeof(back));
+	snprintf(json, sizeof(json), old, "");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_int_equal(r.current->config_dirty, 0);
+	assert_null(r.current->decl_hash);
+	/* Clean runs are written with the keys too: false and null, after configCommit. */
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"configCommit\":\t\"c0ffee\",\n"
+				     "\t\t\"configDirty\":\tfalse,\n"
+				     "\t\t\"declHash\":\tnull,\n"
+				     "\t\t\"launchedBy\":\tnull\n"));
+	free(text);
+	text = NULL;
+	r.current->config_dirty = 1;
+	r.current->decl_hash = strdup("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"configCommit\":\t\"c0ffee\",\n"
+				     "\t\t\"configDirty\":\ttrue,\n"
+				     "\t\t\"declHash\":\t\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\",\n"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(back.current->config_dirty, 1);
+	assert_string_equal(back.current->decl_hash, r.current->decl_hash);
+	assert_int_equal(state_run_copy(&copy, back.current), 0);
+	assert_int_equal(copy.config_dirty, 1);
+	assert_string_equal(copy.decl_hash, r.current->decl_hash);
+	state_run_release(&copy);
+	state_record_release(&back);
+	/* Wrong types are refused, naming the key. */
+	snprintf(json, sizeof(json), old, ",\"configDirty\":\"yes\"");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: current.configDirty: expected true or false");
+	vx_err_release(&err);
+	snprintf(json, sizeof(json), old, ",\"declHash\":5");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: current.declHash: expected a string or null");
+	vx_err_release(&err);
+	snprintf(json, sizeof(json), old, ",\"configDirty\":true,\"configDirty\":true");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: current: duplicate key \"configDirty\"");
+	free(text);
+	state_record_release(&r);
+	vx_err_release(&err);
+}
+
 static void expect_bad(const char *json, const char *msg)
 {
 	struct state st = STATE_INIT;
@@ -373,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_record_json_exact),
 		cmocka_unit_test(test_run_launched_by_optional),
+		cmocka_unit_test(test_run_config_dirty),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),

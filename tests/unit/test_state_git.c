@@ -25,7 +25,7 @@
 #include "util/ctx.h"
 #include "tests/unit/support/staterepo.h"
 
-#define EXPECTED_COMMIT "f25d0ac24341a5ede789fc7daf9c61453058bd8e"
+#define EXPECTED_COMMIT "64804be6794e78ba13fd62df32aa3975c175b928"
 
 /*
  * libgit2 1.5 leaks a pcre2 match block on each regex config lookup that
@@ -272,6 +272,25 @@ static void test_history_three_commits(void **state)
 	state_history_free(h, n);
 	assert_int_equal(state_history(b, "job.a", 2, &h, &n, &err), 0);
 	assert_int_equal(n, 2);
+	assert_string_equal(h[0].address, "job.a");
+	state_history_free(h, n);
+	/* Every address, the forgotten job.a included, in one walk, newest first. */
+	assert_int_equal(state_history(b, NULL, 0, &h, &n, &err), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(h[0].address, "job.a");
+	assert_null(h[0].record);
+	assert_string_equal(h[1].address, "job.a");
+	assert_string_equal(h[1].record->current->resource,
+			    "projects/p/locations/us-central1/customJobs/3");
+	assert_string_equal(h[2].address, "job.a");
+	assert_string_equal(h[3].address, "job.other");
+	assert_true(strncmp(h[3].message, "unrelated\n", 10) == 0);
+	assert_string_equal(h[4].address, "job.a");
+	assert_true(strncmp(h[4].message, "first\n", 6) == 0);
+	assert_int_equal(h[4].record->nhistory, 0);
+	state_history_free(h, n);
+	assert_int_equal(state_history(b, NULL, 3, &h, &n, &err), 0);
+	assert_int_equal(n, 3);
 	state_history_free(h, n);
 	state_release(&st);
 	state_backend_free(b);
