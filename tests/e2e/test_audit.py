@@ -170,11 +170,16 @@ class Audit(FakeTestCase):
 
     def test_adopted_run_carries_the_jobs_create_time(self):
         """A job an earlier apply made but never recorded is adopted with its own createTime."""
+        # The earlier apply took the lease (so the state's lineage is stored), then died.
+        self.repo.write({})
+        self.assertEqual(self.repo.apply().code, 0)
+        lineage = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))["lineage"]
         self.repo.write({"a": job_yaml("a")})
         c1 = self.head()
         plan = json.loads(self.repo.plan("-format", "json").out)
         spec_hash = plan["actions"][0]["after"]["spec_hash"]
-        made = self.create_behind_vx({"vx-stack": "e2e", "vx-job": "a", "vx-spec": spec_hash[:12],
+        made = self.create_behind_vx({"vx-stack": "e2e", "vx-lineage": lineage.replace("-", "")[:12],
+                                      "vx-job": "a", "vx-spec": spec_hash[:12],
                                       "vx-run": "1", "vx-attempt": "1", "team": "e2e"})
         self.assertEqual(made["createTime"], "2026-01-01T00:00:00.000000Z")
         self.fake.advance(600)
