@@ -63,6 +63,86 @@ struct provider_job_request {
 	const struct provider_fence *fence; /* NULL: none */
 };
 
+/*
+ * A Compute Engine reservation as the cloud reports it. Compute reservations
+ * have no labels (v1): vx marks its own in the description (see
+ * reconcile/kind_reservation.c), and proves ownership by that marker or by
+ * the state knowing the reservation.
+ */
+struct live_reservation {
+	char *name;              /* compute name (also the address's NAME) */
+	char *project;           /* the project id it was listed in */
+	char *zone;              /* "us-central1-a" */
+	char *status;            /* CREATING, READY, DELETING, UPDATING, INVALID */
+	char *description;       /* NULL when none */
+	char *machine_type;      /* "a3-highgpu-8g" */
+	char *accelerator_type;  /* "nvidia-h100-80gb" (a name, not a URL), NULL when none */
+	int64_t accelerator_count; /* per VM */
+	int64_t count;           /* specificReservation.count */
+	int64_t in_use;          /* specificReservation.inUseCount */
+	int specific_required;   /* specificReservationRequired */
+	char *share_type;        /* reservationSharingPolicy.serviceShareType, or NULL */
+	int64_t create_ms;       /* creationTimestamp, 0 when unknown */
+};
+
+struct live_reservations {
+	struct live_reservation *items;
+	size_t n;
+};
+
+struct provider_reservation_request {
+	const char *project;
+	const char *zone;
+	const char *name;
+	const char *description;       /* with vx's ownership marker */
+	const char *machine_type;
+	const char *accelerator_type;  /* compute's name, or NULL */
+	int64_t accelerator_count;
+	int64_t count;                 /* 1..1000 */
+	int specific_required;
+	/* Compute's requestId (a UUID): a retried insert with the same id within
+	 * Compute's window is not a second reservation. */
+	const char *request_id;
+	const struct provider_fence *fence; /* NULL: none */
+};
+
+/* A Cloud Quotas QuotaPreference as the cloud reports it. */
+struct live_quota {
+	char *name;              /* projects/P/locations/global/quotaPreferences/ID */
+	char *id;                /* ID: also the address's NAME */
+	char *service;
+	char *quota_id;
+	struct vx_label *dimensions; /* sorted by key */
+	size_t ndimensions;
+	int64_t preferred;       /* quotaConfig.preferredValue (-1: unlimited) */
+	int has_granted;
+	int64_t granted;         /* quotaConfig.grantedValue */
+	int reconciling;
+	char *state_detail;      /* quotaConfig.stateDetail, or NULL */
+	char *etag;
+	char *contact_email;     /* as returned (Google may omit it), or NULL */
+};
+
+struct live_quotas {
+	struct live_quota *items;
+	size_t n;
+};
+
+struct provider_quota_request {
+	const char *project;
+	const char *id;                /* quotaPreferenceId */
+	const char *service;
+	const char *quota_id;
+	const struct vx_label *dimensions;
+	size_t ndimensions;
+	int64_t preferred;
+	const char *contact_email;     /* or NULL */
+	const char *justification;     /* or NULL */
+	const char *etag;              /* update: the etag last read (compare-and-swap) */
+	int ignore_safety_checks;      /* update: QUOTA_DECREASE_BELOW_USAGE etc. asked for */
+	const struct provider_fence *fence; /* NULL: none */
+};
+
 struct provider {
 	/* Lists every job of the stack in one region: one filtered, paginated
 	 * list call (labels.vx-stack=<stack>), never a get per job. */
@@ -76,9 +156,52 @@ struct provider {
 	 * fence as in provider_job_request; NULL: none. */
 	int (*cancel_job)(struct provider *p, const char *name, const struct provider_fence *fence,
 			  struct vx_err *err);
+
+	/*
+	 * Reservations (Compute Engine, one zone). list: one paginated list call
+	 * per zone, never a get per reservation. create/resize/delete send the
+	 * request and wait for its zone operation (bounded; VX_EUNCERTAIN when
+	 * the outcome is unknown: the caller lists before trying again). A
+	 * create is an insert with request_id; *out (create) is the reservation
+	 * as read after the operation.
+	 */
+	int (*list_reservations)(struct provider *p, const char *project, const char *zone,
+				 struct live_reservations *out, struct vx_err *err);
+	int (*create_reservation)(struct provider *p, const struct provider_reservation_request *req,
+				  struct live_reservation *out, struct vx_err *err);
+	int (*resize_reservation)(struct provider *p, const char *project, const char *zone,
+				  const char *name, int64_t count, const struct provider_fence *fence,
+				  struct vx_err *err);
+	int (*delete_reservation)(struct provider *p, const char *project, const char *zone,
+				  const char *name, const struct provider_fence *fence,
+				  struct vx_err *err);
+
+	/*
+	 * Quota preferences (Cloud Quotas). list: the project's preferences, one
+	 * paginated list. create: with quotaPreferenceId = req->id. update: a
+	 * patch of quotaConfig.preferredValue (and contactEmail) with req->etag;
+	 * VX_ECONFLICT when the etag no longer matches.
+	 */
+	int (*list_quotas)(struct provider *p, const char *project, struct live_quotas *out,
+			   struct vx_err *err);
+	int (*create_quota)(struct provider *p, const struct provider_quota_request *req,
+			    struct live_quota *out, struct vx_err *err);
+	int (*update_quota)(struct provider *p, const struct provider_quota_request *req,
+			    struct live_quota *out, struct vx_err *err);
+
 	/* Releases the provider. */
 	void (*free)(struct provider *p);
 };
+
+/* Deep copy and release helpers for reservations and quota preferences. */
+int live_reservation_copy(struct live_reservation *out, const struct live_reservation *in) VX_WUR;
+void live_reservation_release(struct live_reservation *r);
+void live_reservations_release(struct live_reservations *rs);
+int live_reservations_push(struct live_reservations *rs, const struct live_reservation *r) VX_WUR;
+int live_quota_copy(struct live_quota *out, const struct live_quota *in) VX_WUR;
+void live_quota_release(struct live_quota *q);
+void live_quotas_release(struct live_quotas *qs);
+int live_quotas_push(struct live_quotas *qs, const struct live_quota *q) VX_WUR;
 
 /* Deep copy and release helpers shared by implementations and tests. */
 int live_job_copy(struct live_job *out, const struct live_job *in) VX_WUR;
