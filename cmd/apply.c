@@ -348,10 +348,10 @@ static int wait_jobs(struct workspace *ws, const struct apply_result *res, int u
 			const char *state = "JOB_STATE_UNSPECIFIED";
 			const struct live_job *lj = NULL;
 
-			for (size_t k = 0; k < ws->live.n; k++)
-				if (ws->live.items[k].name && res->created[i] &&
-				    !strcmp(ws->live.items[k].name, res->created[i])) {
-					lj = &ws->live.items[k];
+			for (size_t k = 0; k < ws->store.jobs.n; k++)
+				if (ws->store.jobs.items[k].name && res->created[i] &&
+				    !strcmp(ws->store.jobs.items[k].name, res->created[i])) {
+					lj = &ws->store.jobs.items[k];
 					state = lj->state;
 				}
 			if (!last[i] || strcmp(last[i], state) != 0) {
@@ -619,7 +619,7 @@ int cmd_apply(int argc, char **argv)
 		cmd_error("apply: the plan has errors; nothing was changed");
 		goto done;
 	}
-	refreshed = po.refresh ? apply_refresh_state(&ws.state, &ws.live, &refresh_summary) : 0;
+	refreshed = po.refresh ? apply_refresh_state(&ws.state, &ws.store.jobs, &refresh_summary) : 0;
 	/*
 	 * How runs ended is recorded before anything else happens, in its own
 	 * commit: a run that failed and is now forgotten, or a job cancelled,

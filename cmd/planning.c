@@ -125,7 +125,8 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	popts.ntargets = o->ntargets;
 	popts.replaces = o->replaces;
 	popts.nreplaces = o->nreplaces;
-	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &ws->live : NULL, &popts, err);
+	pl->live = live_store_view(&ws->store);
+	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &pl->live : NULL, &popts, err);
 	if (rc < 0)
 		return rc;
 	pl->header.stack = ws->st->name;
@@ -141,8 +142,10 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.config_dirty = ws->config_changes != NULL;
 	pl->header.decl_hash = ws->st->decl_hash;
 	pl->header.refresh = o->refresh;
-	pl->header.regions = ws->regions;
-	pl->header.nregions = o->refresh ? ws->nregions : 0;
+	pl->header.regions = (const char *const *)ws->store.read;
+	pl->header.nregions = o->refresh ? ws->store.nread : 0;
+	pl->header.also = (const char *const *)ws->store.also;
+	pl->header.nalso = o->refresh ? ws->store.nalso : 0;
 	pl->header.targets = o->targets;
 	pl->header.ntargets = o->ntargets;
 	return 0;

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/planner.h"
 #include "reconcile/render.h"
 #include "util/err.h"
@@ -20,6 +21,7 @@ struct planning_opts {
 };
 
 struct planning {
+	struct live_set live;    /* what planner borrows of the workspace's live store */
 	struct planner planner;
 	struct render_header header;
 	char serial_buf[24];

@@ -7,6 +7,7 @@
 
 #include "cmd/cmd.h"
 #include "providers/gcp/provider_gcp.h"
+#include "reconcile/kind.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
@@ -215,59 +216,16 @@ int workspace_provider(struct workspace *ws, struct vx_err *err)
 	return gcp_provider_new(&ws->prov, ws->ctx, NULL, err);
 }
 
-static void workspace_places_release(struct workspace *ws)
-{
-	for (size_t i = 0; ws->region_names && i < ws->nregions; i++)
-		free(ws->region_names[i]);
-	free(ws->region_names);
-	free(ws->regions);
-	free(ws->places);
-	ws->region_names = NULL;
-	ws->regions = NULL;
-	ws->places = NULL;
-	ws->nregions = 0;
-}
-
+/* Reads the live cloud for every kind (reconcile/kind.h): one list per place in use. */
 int workspace_refresh(struct workspace *ws, struct vx_err *err)
 {
 	int rc = workspace_provider(ws, err);
 
 	if (rc < 0)
 		return rc;
-	live_jobs_release(&ws->live);
-	workspace_places_release(ws);
-	rc = planner_places(ws->st, ws->state_loaded ? &ws->state : NULL, &ws->places, &ws->nregions);
-	if (rc == 0 && !(ws->regions = calloc(ws->nregions + 1, sizeof(*ws->regions))))
-		rc = VX_ENOMEM;
-	if (rc == 0 && !(ws->region_names = calloc(ws->nregions + 1, sizeof(*ws->region_names))))
-		rc = VX_ENOMEM;
-	/* The header names a region alone in the Stack's project, else "project/region". */
-	for (size_t i = 0; rc == 0 && i < ws->nregions; i++) {
-		const struct planner_place *pl = &ws->places[i];
-
-		if (!strcmp(pl->project, ws->st->project))
-			ws->regions[i] = pl->region;
-		else if ((ws->region_names[i] = vx_asprintf("%s/%s", pl->project, pl->region)))
-			ws->regions[i] = ws->region_names[i];
-		else
-			rc = VX_ENOMEM;
-	}
+	rc = kind_refresh_all(&ws->store, ws->prov, ws->st, ws->state_loaded ? &ws->state : NULL, err);
 	if (rc < 0)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < ws->nregions; i++) {
-		struct live_jobs js = { 0 };
-
-		rc = ws->prov->list_jobs(ws->prov, ws->places[i].project, ws->places[i].region, ws->st->name,
-					 &js, err);
-		if (rc < 0)
-			return vx_err_wrap(err, "reading live jobs in %s", ws->regions[i]);
-		for (size_t k = 0; k < js.n && rc == 0; k++)
-			rc = live_jobs_push(&ws->live, &js.items[k]);
-		live_jobs_release(&js);
-		if (rc < 0)
-			return vx_err_set(err, VX_ENOMEM, "out of memory");
-	}
-	ws->refreshed = 1;
+		return rc;
 	return 0;
 }
 
@@ -280,8 +238,7 @@ void workspace_close(struct workspace *ws)
 			cmd_report(&e, "releasing the state lock");
 		vx_err_release(&e);
 	}
-	live_jobs_release(&ws->live);
-	workspace_places_release(ws);
+	live_store_release(&ws->store);
 	if (ws->prov)
 		ws->prov->free(ws->prov);
 	if (ws->state_loaded)

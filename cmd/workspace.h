@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "state/state.h"
 #include "util/ctx.h"
@@ -36,12 +37,7 @@ struct workspace {
 	int config_checked;         /* workspace_config_status ran */
 	char *config_changes;       /* the stack's files changed since config_commit, or NULL (clean) */
 	struct provider *prov;
-	struct live_jobs live;
-	int refreshed;
-	struct planner_place *places; /* listed: nregions of them */
-	const char **regions;       /* each place for the plan header: "region", or "project/region" */
-	char **region_names;        /* owned strings behind regions (NULL where borrowed) */
-	size_t nregions;
+	struct live_store store;    /* what the refresh read (reconcile/kind.h), every kind */
 };
 
 /* Loads the stack in dir (printing its diagnostics on stderr) and opens its
@@ -64,7 +60,7 @@ int workspace_salt(struct workspace *ws, const char *plan_salt, struct vx_err *e
 int workspace_config_status(struct workspace *ws, struct vx_err *err) VX_WUR;
 /* Creates the provider (credentials, endpoints) if not yet done. */
 int workspace_provider(struct workspace *ws, struct vx_err *err) VX_WUR;
-/* Lists the stack's live jobs in every region in use: one list call per region. */
+/* Reads the live cloud for every kind: one list call per region, zone or project in use. */
 int workspace_refresh(struct workspace *ws, struct vx_err *err) VX_WUR;
 void workspace_close(struct workspace *ws);
 

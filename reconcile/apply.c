@@ -1,4 +1,6 @@
 #include "reconcile/apply.h"
+#include "reconcile/applier.h"
+#include "reconcile/kind.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -124,25 +126,6 @@ static void run_tasks(struct task *tasks, size_t n)
 	free(started);
 }
 
-struct applier {
-	struct vx_ctx *ctx;
-	const struct plan *plan;
-	const struct stack *st;
-	struct state *state;
-	struct provider *prov;
-	const struct apply_options *opts;
-	const struct apply_hooks *hooks;
-	struct apply_result *res;
-	struct vx_buf msg;   /* commit message lines of the current step */
-	int oom;
-	/* hooks->fence as the provider sees it, and its first refusal. Worker
-	 * threads write fenced and fence_err under fence_lock; the main thread
-	 * reads them after joining the batch. */
-	struct provider_fence fence;
-	pthread_mutex_t fence_lock;
-	int fenced;
-	struct vx_err fence_err;
-};
 
 static int fence_check(void *ud, struct vx_err *err)
 {
@@ -165,6 +148,50 @@ static const struct provider_fence *fence_of(const struct applier *a)
 	return a->hooks->fence ? &a->fence : NULL;
 }
 
+static int fence_stop(struct applier *a, struct vx_err *err);
+
+const struct provider_fence *applier_fence(const struct applier *a)
+{
+	return fence_of(a);
+}
+
+int applier_fenced(const struct applier *a)
+{
+	int f;
+
+	pthread_mutex_lock((pthread_mutex_t *)(uintptr_t)&a->fence_lock);
+	f = a->fenced;
+	pthread_mutex_unlock((pthread_mutex_t *)(uintptr_t)&a->fence_lock);
+	return f;
+}
+
+int applier_fence_stop(struct applier *a, struct vx_err *err)
+{
+	return fence_stop(a, err);
+}
+
+void applier_mark_failed(struct applier *a, const char *address)
+{
+	char **grown = realloc(a->failed, (a->nfailed + 1) * sizeof(*grown));
+
+	if (!grown || !(grown[a->nfailed] = strdup(address))) {
+		if (grown)
+			a->failed = grown;
+		a->oom = 1;
+		return;
+	}
+	a->failed = grown;
+	a->nfailed++;
+}
+
+int applier_has_failed(const struct applier *a, const char *address)
+{
+	for (size_t i = 0; i < a->nfailed; i++)
+		if (!strcmp(a->failed[i], address))
+			return 1;
+	return 0;
+}
+
 /* The fence refused during the last batch: stop with its message. */
 static int fence_stop(struct applier *a, struct vx_err *err)
 {
@@ -172,8 +199,7 @@ static int fence_stop(struct applier *a, struct vx_err *err)
 	return vx_err_set(err, a->fence_err.code, "%s", vx_err_msg(&a->fence_err));
 }
 
-static void progress(struct applier *a, const char *fmt, ...) VX_PRINTF(2, 3);
-static void progress(struct applier *a, const char *fmt, ...)
+void applier_progress(struct applier *a, const char *fmt, ...)
 {
 	struct vx_buf b = VX_BUF_INIT;
 	va_list ap;
@@ -191,7 +217,7 @@ static void progress(struct applier *a, const char *fmt, ...)
 	vx_buf_release(&b);
 }
 
-static void fail(struct applier *a, const char *address, const char *what, const struct vx_err *e)
+void applier_fail(struct applier *a, const char *address, const char *what, const struct vx_err *e)
 {
 	a->res->failed++;
 	vx_diags_add(&a->res->failures, NULL, 0, 0, "%s: %s: %s", address, what, vx_err_msg(e));
@@ -204,7 +230,7 @@ static void fail(struct applier *a, const char *address, const char *what, const
 	}
 }
 
-static int persist(struct applier *a, const char *summary, struct vx_err *err)
+int applier_persist(struct applier *a, const char *summary, struct vx_err *err)
 {
 	struct vx_buf m = VX_BUF_INIT;
 	int rc;
@@ -223,7 +249,7 @@ static int persist(struct applier *a, const char *summary, struct vx_err *err)
 	return rc;
 }
 
-static int heartbeat(struct applier *a, struct vx_err *err)
+int applier_heartbeat(struct applier *a, struct vx_err *err)
 {
 	return a->hooks->heartbeat ? a->hooks->heartbeat(a->hooks->ud, err) : 0;
 }
@@ -276,7 +302,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 			tasks[i].fence = fence_of(a);
 		}
 		/* Renewed if due, so the batch starts with most of the lease ahead. */
-		rc = heartbeat(a, err);
+		rc = applier_heartbeat(a, err);
 		if (rc == 0)
 			run_tasks(tasks, k);
 		if (rc == 0 && a->fenced)
@@ -285,7 +311,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 			const struct plan_action *pa = acts[off + i];
 
 			if (tasks[i].rc < 0 && tasks[i].rc != VX_ENOTFOUND) {
-				fail(a, pa->address, "cancel", &tasks[i].err);
+				applier_fail(a, pa->address, "cancel", &tasks[i].err);
 			} else {
 				/*
 				 * Only the record whose current run this is learns of the
@@ -297,7 +323,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 					mark_cancelled(a->state, pa->address, pa->cancel_name);
 				if (pa->kind == PLAN_CANCEL)
 					a->res->ok++;
-				progress(a, "- %s cancel %s%s", pa->address, pa->cancel_name,
+				applier_progress(a, "- %s cancel %s%s", pa->address, pa->cancel_name,
 					 pa->record ? "" : " (untracked)");
 			}
 		}
@@ -306,10 +332,27 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 		free(tasks);
 		tasks = NULL;
 		if (rc == 0)
-			rc = heartbeat(a, err);
+			rc = applier_heartbeat(a, err);
 	}
 	free(acts);
 	return rc;
+}
+
+/* Jobs whose protect changed: recorded, no run started. */
+static void do_updates(struct applier *a)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+		struct state_record *r;
+
+		if (pa->kind_of != &kind_job || pa->kind != PLAN_UPDATE || !decl_job(pa))
+			continue;
+		if ((r = state_find(a->state, pa->address))) {
+			r->protect = decl_job(pa)->protect;
+			a->res->ok++;
+			applier_progress(a, "~ %s update %s", pa->address, pa->reason ? pa->reason : "");
+		}
+	}
 }
 
 static void do_forgets(struct applier *a)
@@ -317,22 +360,12 @@ static void do_forgets(struct applier *a)
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
 
-		if (pa->kind == PLAN_UPDATE && decl_job(pa)) {
-			struct state_record *r = state_find(a->state, pa->address);
-
-			if (r) {
-				r->protect = decl_job(pa)->protect;
-				a->res->ok++;
-				progress(a, "~ %s update %s", pa->address, pa->reason ? pa->reason : "");
-			}
-			continue;
-		}
-		if (pa->kind != PLAN_FORGET)
+		if (pa->kind_of != &kind_job || pa->kind != PLAN_FORGET)
 			continue;
 		if (state_find(a->state, pa->address))
 			(void)state_remove_record(a->state, pa->address);
 		a->res->ok++;
-		progress(a, "- %s forget", pa->address);
+		applier_progress(a, "- %s forget", pa->address);
 	}
 }
 
@@ -589,6 +622,32 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 	return t->rc;
 }
 
+int applier_journal(struct applier *a, const char *address, const char *op,
+		    const struct state_label *labels, size_t nlabels, struct vx_err *err)
+{
+	struct state_intent in;
+	int rc = 0;
+
+	memset(&in, 0, sizeof(in));
+	in.address = (char *)(uintptr_t)address;
+	in.op = (char *)(uintptr_t)op;
+	in.started_ms = vx_now_ms(a->ctx);
+	for (size_t i = 0; i < nlabels && rc == 0; i++)
+		rc = state_labels_set(&in.labels, &in.nlabels, labels[i].key, labels[i].value);
+	if (rc == 0)
+		rc = state_journal_add(a->state, &in, err);
+	else
+		rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	for (size_t i = 0; i < in.nlabels; i++) {
+		free(in.labels[i].key);
+		free(in.labels[i].value);
+	}
+	free(in.labels);
+	if (rc == 0 && vx_buf_printf(&a->msg, "intent %s %s\n", address, op) < 0)
+		a->oom = 1;
+	return rc;
+}
+
 static int journal_intent(struct applier *a, const struct create *c, struct vx_err *err)
 {
 	struct state_intent in;
@@ -640,7 +699,7 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 		a->res->ok++;
 		if (record_created(a, pa->adopt_name, pa->region) < 0)
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-		progress(a, "~ %s adopt %s", pa->address, pa->adopt_name);
+		applier_progress(a, "~ %s adopt %s", pa->address, pa->adopt_name);
 	}
 	return 0;
 }
@@ -705,7 +764,7 @@ static int settle_intent(struct applier *a, const struct create *c, struct live_
 		if (vx_interrupted(a->ctx))
 			return 2;
 		/* The wait may outlast a short lease: keep it. */
-		rc = heartbeat(a, err);
+		rc = applier_heartbeat(a, err);
 		if (rc < 0)
 			return rc;
 		if (!said++ && a->hooks->progress) {
@@ -722,6 +781,34 @@ static int settle_intent(struct applier *a, const struct create *c, struct live_
 	}
 }
 
+/*
+ * A job on a declared reservation is created only once that reservation
+ * exists: when its create or replace failed in this apply, the job's
+ * create is not sent (it would fail on a missing reservation) and says why.
+ */
+static int needs_failed_reservation(struct applier *a, const struct plan_action *pa)
+{
+	const char *name = decl_job(pa)->spec.reservation;
+	struct vx_err e = VX_ERR_INIT;
+	char *addr;
+	int failed;
+
+	if (!name)
+		return 0;
+	if (!(addr = vx_asprintf("reservation.%s", name))) {
+		a->oom = 1;
+		return 1;
+	}
+	failed = applier_has_failed(a, addr);
+	if (failed) {
+		vx_err_set(&e, VX_EINVAL, "not sent: it runs on %s, which was not created", addr);
+		applier_fail(a, pa->address, plan_kind_name(pa->kind), &e);
+		vx_err_release(&e);
+	}
+	free(addr);
+	return failed;
+}
+
 static int do_creates(struct applier *a, struct vx_err *err)
 {
 	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
@@ -735,6 +822,8 @@ static int do_creates(struct applier *a, struct vx_err *err)
 		const struct plan_action *pa = &a->plan->actions[i];
 
 		if (!is_create(pa->kind) || !decl_job(pa))
+			continue;
+		if (needs_failed_reservation(a, pa))
 			continue;
 		/* A replace whose cancel failed must not start a second run. */
 		if (pa->kind == PLAN_REPLACE) {
@@ -786,7 +875,7 @@ static int do_creates(struct applier *a, struct vx_err *err)
 					a->res->ok++;
 					if (record_created(a, found.name, c->job->region) < 0)
 						a->oom = 1;
-					progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
+					applier_progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
 						 found.name);
 				}
 				c->done = 1;
@@ -803,11 +892,11 @@ static int do_creates(struct applier *a, struct vx_err *err)
 				    vx_buf_printf(&a->msg, "intent %s %s\n", cs[off + i].pa->address,
 						  plan_kind_name(cs[off + i].pa->kind)) < 0)
 					a->oom = 1;
-			rc = persist(a, "vx: apply: intents", err);
+			rc = applier_persist(a, "vx: apply: intents", err);
 		}
 		/* Renewed if due, so the batch starts with most of the lease ahead. */
 		if (rc == 0)
-			rc = heartbeat(a, err);
+			rc = applier_heartbeat(a, err);
 		if (rc < 0)
 			break;
 		/* 2. Create, in parallel. */
@@ -862,14 +951,14 @@ static int do_creates(struct applier *a, struct vx_err *err)
 					a->res->ok++;
 					if (record_created(a, t->created.name, c->job->region) < 0)
 						a->oom = 1;
-					progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
+					applier_progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
 				}
 			} else {
 				if (t->rc != VX_EUNCERTAIN) {
 					(void)state_journal_remove(a->state, c->pa->address);
 					record_refused(a, c, verb, &t->err);
 				}
-				fail(a, c->pa->address, verb, &t->err);
+				applier_fail(a, c->pa->address, verb, &t->err);
 			}
 		}
 		for (size_t i = 0; i < k; i++) {
@@ -881,15 +970,37 @@ static int do_creates(struct applier *a, struct vx_err *err)
 		if (rc == 0) {
 			if (a->msg.len == 0 && vx_buf_adds(&a->msg, "(no job created)\n") < 0)
 				a->oom = 1;
-			rc = persist(a, "vx: apply: creates", err);
+			rc = applier_persist(a, "vx: apply: creates", err);
 		}
 		if (rc == 0)
-			rc = heartbeat(a, err);
+			rc = applier_heartbeat(a, err);
 	}
 done:
 	for (size_t i = 0; i < n; i++)
 		apply_labels_free(cs[i].labels, cs[i].nlabels);
 	free(cs);
+	return rc;
+}
+
+int apply_job_removals(struct applier *a, struct vx_err *err)
+{
+	int rc = do_cancels(a, err);
+
+	if (rc == 0)
+		do_forgets(a);
+	return rc;
+}
+
+int apply_job_changes(struct applier *a, struct vx_err *err)
+{
+	int rc;
+
+	do_updates(a);
+	rc = do_adopts(a, err);
+	if (rc == 0)
+		rc = applier_persist(a, "vx: apply: updates and adoptions", err);
+	if (rc == 0)
+		rc = do_creates(a, err);
 	return rc;
 }
 
@@ -913,15 +1024,21 @@ int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan
 	a.fence.ud = &a;
 	pthread_mutex_init(&a.fence_lock, NULL);
 	memset(result, 0, sizeof(*result));
-	rc = do_cancels(&a, err);
-	if (rc == 0) {
-		do_forgets(&a);
-		rc = do_adopts(&a, err);
-	}
+	/* Removals in reverse phase order (jobs are cancelled before the
+	 * reservation they run on is deleted), then changes in phase order
+	 * (quota preferences, reservations, jobs). */
+	rc = 0;
+	for (size_t k = kind_count; k-- > 0 && rc == 0 && !a.res->fenced;)
+		rc = kind_table[k]->apply(&a, 1, err);
 	if (rc == 0)
-		rc = persist(&a, "vx: apply: cancels, forgets and adoptions", err);
+		rc = applier_persist(&a, "vx: apply: removals", err);
+	for (size_t k = 0; k < kind_count && rc == 0 && !a.res->fenced; k++)
+		rc = kind_table[k]->apply(&a, 0, err);
 	if (rc == 0)
-		rc = do_creates(&a, err);
+		rc = applier_persist(&a, "vx: apply", err);
+	for (size_t i = 0; i < a.nfailed; i++)
+		free(a.failed[i]);
+	free(a.failed);
 	vx_buf_release(&a.msg);
 	vx_err_release(&a.fence_err);
 	pthread_mutex_destroy(&a.fence_lock);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "reconcile/failure.h"
+#include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/spec.h"
 #include "util/buf.h"
@@ -16,6 +17,7 @@ const char *plan_kind_name(enum plan_kind k)
 {
 	static const char *const names[PLAN_KIND_COUNT] = {
 		"noop", "create", "adopt", "replace", "rerun", "resubmit", "cancel", "forget", "update",
+		"delete", "pending", "abandon",
 	};
 	return (unsigned)k < PLAN_KIND_COUNT ? names[k] : "?";
 }
@@ -23,7 +25,7 @@ const char *plan_kind_name(enum plan_kind k)
 const char *plan_kind_symbol(enum plan_kind k)
 {
 	static const char *const symbols[PLAN_KIND_COUNT] = {
-		" ", "+", "~", "-/+", "\u21bb", "\u21bb", "-", "-", "~",
+		" ", "+", "~", "-/+", "\u21bb", "\u21bb", "-", "-", "~", "-", " ", "-",
 	};
 	return (unsigned)k < PLAN_KIND_COUNT ? symbols[k] : "?";
 }
@@ -70,7 +72,26 @@ int plan_resource_place(const char *name, char *project, char *region, size_t le
 
 int plan_has_changes(const struct plan *p)
 {
-	return p->n > p->counts[PLAN_NOOP];
+	return p->n > p->counts[PLAN_NOOP] + p->counts[PLAN_PENDING];
+}
+
+struct plan_action *plan_add_action(struct plan *p, enum plan_kind kind, const struct kind *k,
+				    const char *address)
+{
+	struct plan_action *a, *arr = realloc(p->actions, (p->n + 1) * sizeof(*arr));
+
+	if (!arr)
+		return NULL;
+	p->actions = arr;
+	a = &arr[p->n];
+	memset(a, 0, sizeof(*a));
+	if (!(a->address = strdup(address)))
+		return NULL;
+	a->kind = kind;
+	a->kind_of = k;
+	p->n++;
+	p->counts[kind]++;
+	return a;
 }
 
 static void action_release(struct plan_action *a)
@@ -260,21 +281,10 @@ static const struct live_job *live_for_run(const struct builder *b, const char *
 
 static struct plan_action *add_action(struct builder *b, enum plan_kind kind, const char *address)
 {
-	struct plan_action *a, *arr;
+	struct plan_action *a = plan_add_action(b->p, kind, &kind_job, address);
 
-	arr = realloc(b->p->actions, (b->p->n + 1) * sizeof(*arr));
-	if (!arr) {
+	if (!a)
 		b->oom = 1;
-		return NULL;
-	}
-	b->p->actions = arr;
-	a = &arr[b->p->n++];
-	memset(a, 0, sizeof(*a));
-	a->kind = kind;
-	a->address = strdup(address);
-	if (!a->address)
-		b->oom = 1;
-	b->p->counts[kind]++;
 	return a;
 }
 
@@ -840,7 +850,42 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
 		plan_release(out);
 		return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 	}
-	if (out->n > 1)
-		qsort(out->actions, out->n, sizeof(*out->actions), cmp_action);
+	plan_sort(out);
 	return 0;
+}
+
+int plan_merge(struct plan *into, struct plan *from)
+{
+	struct plan_action *arr;
+
+	if (!from->n)
+		goto diags;
+	arr = realloc(into->actions, (into->n + from->n) * sizeof(*arr));
+	if (!arr)
+		return VX_ENOMEM;
+	into->actions = arr;
+	memcpy(&arr[into->n], from->actions, from->n * sizeof(*arr));
+	into->n += from->n;
+	for (int k = 0; k < PLAN_KIND_COUNT; k++)
+		into->counts[k] += from->counts[k];
+	free(from->actions);
+	from->actions = NULL;
+	from->n = 0;
+	memset(from->counts, 0, sizeof(from->counts));
+diags:
+	into->drifts += from->drifts;
+	from->drifts = 0;
+	for (size_t i = 0; i < from->errors.n; i++)
+		if (vx_diags_add(&into->errors, NULL, 0, 0, "%s", from->errors.items[i].msg) < 0)
+			return VX_ENOMEM;
+	for (size_t i = 0; i < from->warnings.n; i++)
+		if (vx_diags_add(&into->warnings, NULL, 0, 0, "%s", from->warnings.items[i].msg) < 0)
+			return VX_ENOMEM;
+	return 0;
+}
+
+void plan_sort(struct plan *p)
+{
+	if (p->n > 1)
+		qsort(p->actions, p->n, sizeof(*p->actions), cmp_action);
 }

@@ -22,6 +22,8 @@
 #include "util/err.h"
 
 struct live_jobs;
+struct kind;
+struct state_record;
 
 enum plan_kind {
 	PLAN_NOOP = 0,
@@ -32,7 +34,11 @@ enum plan_kind {
 	PLAN_RESUBMIT,
 	PLAN_CANCEL,
 	PLAN_FORGET,
-	PLAN_UPDATE,     /* declaration-only settings (protect) changed: recorded, no new run */
+	PLAN_UPDATE,     /* jobs: protect changed (recorded, no new run); reservations: resized
+			  * in place; quota preferences: preferredValue patched */
+	PLAN_DELETE,     /* a reservation no longer declared */
+	PLAN_PENDING,    /* a quota preference granted less than preferred: shown, no change */
+	PLAN_ABANDON,    /* a quota preference no longer declared: vx stops managing it */
 	PLAN_KIND_COUNT
 };
 
@@ -129,6 +135,16 @@ struct plan_action {
 	int error_code;        /* the failed run's error code (google.rpc.Code), 0 if none */
 	char *error_message;   /* the failed run's error message, or NULL */
 	int64_t adopt_create_ms; /* adopt: the live job's createTime, 0 if unknown */
+
+	/* The kind of the address (reconcile/kind.h). Job actions use the fields
+	 * above; other kinds use these: */
+	const struct kind *kind_of;
+	const void *kdecl;     /* the kind's declaration (struct stack_reservation ...), or NULL */
+	const void *klive;     /* the live resource (struct live_reservation ...), or NULL */
+	const struct state_record *krecord; /* the state record, or NULL */
+	int has_values;
+	int64_t old_value;     /* reservation count / quota preferredValue before, -2: none */
+	int64_t new_value;     /* and after the action */
 };
 
 struct plan {
@@ -143,6 +159,17 @@ struct plan {
 };
 
 #define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT }
+
+/* Appends an action of kind k (plan kind) for address to p, zeroed but for
+ * kind, address and the counts; NULL when out of memory. For the kinds'
+ * plan functions (reconcile/kind_*.c). */
+struct plan_action *plan_add_action(struct plan *p, enum plan_kind kind, const struct kind *k,
+				    const char *address);
+/* Moves from's actions, counts, drifts, errors and warnings into into (from
+ * keeps its diags: release it). 0 or VX_ENOMEM. */
+int plan_merge(struct plan *into, struct plan *from) VX_WUR;
+/* Orders the actions by address (then plan kind), as the plan shows them. */
+void plan_sort(struct plan *p);
 
 /* Builds the plan. Returns 0 (check out->errors.n for plan errors) or VX_ENOMEM. */
 int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err) VX_WUR;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
@@ -33,15 +34,14 @@ static enum plan_on_change on_change(enum stack_on_change v)
 	}
 }
 
-int planner_run(struct planner *out, const struct stack *st, const struct state *state,
-		const struct live_jobs *live, const struct planner_options *opts,
-		struct vx_err *err)
+int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, struct vx_err *err)
 {
+	const struct stack *st = kin->st;
+	const struct state *state = kin->state;
+	struct plan jobs;
 	size_t nknown = 0, ri = 0, ki = 0, nrec = 0;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	out->refresh = live != NULL;
 	for (size_t i = 0; i < state->nrecords; i++) {
 		if (!strncmp(state->records[i].address, "job.", 4)) {
 			nrec++;
@@ -118,26 +118,56 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		pr->nknown = (size_t)(&out->known[ki] - pr->known);
 		n++;
 	}
-	plan_lineage_label(out->lineage, state->lineage);
 	out->in.stack = st->name;
 	out->in.lineage = out->lineage;
 	out->in.decls = out->decls;
 	out->in.ndecls = st->njobs;
 	out->in.records = out->records;
 	out->in.nrecords = nrec;
-	out->in.live = live;
-	if (opts) {
-		out->in.targets = opts->targets;
-		out->in.ntargets = opts->ntargets;
-		out->in.replaces = opts->replaces;
-		out->in.nreplaces = opts->nreplaces;
-	}
-	rc = plan_build(&out->plan, &out->in, err);
+	out->in.live = kin->live ? kin->live->jobs : NULL;
+	out->in.targets = kin->targets;
+	out->in.ntargets = kin->ntargets;
+	out->in.replaces = kin->replaces;
+	out->in.nreplaces = kin->nreplaces;
+	rc = plan_build(&jobs, &out->in, err);
 	if (rc < 0)
-		goto fail;
-	return 0;
+		return rc;
+	rc = plan_merge(&out->plan, &jobs);
+	plan_release(&jobs);
+	return rc < 0 ? vx_err_set(err, rc, "planning: out of memory") : 0;
 fail:
-	planner_release(out);
+	return rc;
+}
+
+int planner_run(struct planner *out, const struct stack *st, const struct state *state,
+		const struct live_set *live, const struct planner_options *opts,
+		struct vx_err *err)
+{
+	struct kind_plan_input kin;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(&kin, 0, sizeof(kin));
+	out->refresh = live != NULL;
+	plan_lineage_label(out->lineage, state->lineage);
+	kin.st = st;
+	kin.state = state;
+	kin.live = live;
+	kin.lineage = out->lineage;
+	if (opts) {
+		kin.targets = opts->targets;
+		kin.ntargets = opts->ntargets;
+		kin.replaces = opts->replaces;
+		kin.nreplaces = opts->nreplaces;
+	}
+	for (size_t k = 0; k < kind_count && rc == 0; k++)
+		rc = kind_table[k]->plan(out, &kin, err);
+	if (rc < 0) {
+		planner_release(out);
+		return rc;
+	}
+	plan_sort(&out->plan);
+	return 0;
 	return rc;
 }
 

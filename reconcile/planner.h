@@ -15,6 +15,7 @@
 struct stack;
 struct state;
 struct live_jobs;
+struct live_set;
 
 struct planner {
 	struct plan plan;       /* the result */
@@ -41,8 +42,14 @@ struct planner_options {
  * state alone). The stack, state and live must outlive the planner.
  */
 int planner_run(struct planner *out, const struct stack *st, const struct state *state,
-		const struct live_jobs *live, const struct planner_options *opts,
+		const struct live_set *live, const struct planner_options *opts,
 		struct vx_err *err) VX_WUR;
+
+/* The job kind's plan function (kind_job.c's table entry): the three-way
+ * diff of reconcile/plan.h over the stack's jobs, appended to pl->plan. */
+struct kind_plan_input;
+int planner_plan_jobs(struct planner *pl, const struct kind_plan_input *in,
+		      struct vx_err *err) VX_WUR;
 void planner_release(struct planner *p);
 
 /* A project and region whose jobs are listed. */

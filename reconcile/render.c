@@ -152,6 +152,9 @@ static int header_human(struct vx_buf *b, const struct render_header *h)
 			rc = vx_buf_printf(b, "%s%s", i ? ", " : " (", h->regions[i]);
 		if (rc == 0)
 			rc = vx_buf_adds(b, h->nregions ? ")\n" : "\n");
+		for (size_t i = 0; rc == 0 && i < h->nalso; i++)
+			rc = vx_buf_printf(b, "%s%s%s", i ? ", " : "Refresh: also read ", h->also[i],
+					   i + 1 == h->nalso ? "\n" : "");
 	}
 	return rc;
 }

@@ -39,6 +39,8 @@ struct render_header {
 	int refresh;                /* 0: planned from state alone */
 	const char *const *regions; /* regions whose live jobs were read */
 	size_t nregions;
+	const char *const *also;    /* what else was read: "reservations in us-central1-a", "quota preferences" */
+	size_t nalso;
 	const char *const *targets; /* -target addresses the plan was limited to */
 	size_t ntargets;
 };

@@ -55,7 +55,7 @@ static const char *const job_keys[] = { "kind", "name", "region", "displayName",
 static const char *const resubmit_keys[] = { "on", "maxAttempts" };
 static const char *const reservation_keys[] = { "kind", "name", "zone", "machineType",
 						"accelerators", "count",
-						"specificReservationRequired", "description" };
+						"specificReservationRequired", "description", "protect" };
 static const char *const accel_keys[] = { "type", "count" };
 /* Compute Engine GPU names, for "did you mean" only: machines_gpu_by_compute() decides. */
 static const char *const compute_gpus[] = {
@@ -65,7 +65,8 @@ static const char *const compute_gpus[] = {
 	"nvidia-rtx-pro-6000",
 };
 static const char *const quota_keys[] = { "kind", "name", "service", "quotaId", "dimensions",
-					  "preferredValue", "contactEmail", "justification" };
+					  "preferredValue", "contactEmail", "justification",
+					  "ignoreSafetyChecks" };
 
 const char *stack_fail_name(unsigned cls)
 {
@@ -1012,6 +1013,7 @@ static int read_reservation(struct loader *L, struct stack_reservation *r, const
 	}
 	r->specific_required = 1;
 	(void)get_bool(L, doc, "", "specificReservationRequired", &r->specific_required);
+	(void)get_bool(L, doc, "", "protect", &r->protect);
 	if (get_str(L, doc, "", "description", 0, &v, &s))
 		r->description = dup_opt(L, s);
 	return 0;
@@ -1088,6 +1090,7 @@ static int read_quota(struct loader *L, struct stack_quota *q, const struct ynod
 	}
 	if (get_str(L, doc, "", "justification", 0, &v, &s))
 		q->justification = dup_opt(L, s);
+	(void)get_bool(L, doc, "", "ignoreSafetyChecks", &q->ignore_safety_checks);
 	return 0;
 }
 
@@ -1413,6 +1416,9 @@ static int hash_reservation(struct vx_buf *b, struct stack_reservation *r)
 				   r->specific_required ? "true" : "false");
 	if (rc == 0)
 		rc = json_kv(b, "zone", r->zone);
+	/* Added later: hashed only when set, so earlier declarations keep their hash. */
+	if (rc == 0 && r->protect)
+		rc = vx_buf_adds(b, ",\"protect\":true");
 	return rc ? rc : decl_hash(b, &r->d);
 }
 
@@ -1434,6 +1440,8 @@ static int hash_quota(struct vx_buf *b, struct stack_quota *q)
 		rc = json_kv(b, "quotaId", q->quota_id);
 	if (rc == 0)
 		rc = json_kv(b, "service", q->service);
+	if (rc == 0 && q->ignore_safety_checks)
+		rc = vx_buf_adds(b, ",\"ignoreSafetyChecks\":true");
 	return rc ? rc : decl_hash(b, &q->d);
 }
 

@@ -140,6 +140,7 @@ struct stack_reservation {
 	int64_t count;                /* VMs reserved, 1..1000 */
 	int specific_required;        /* specificReservationRequired, default 1 */
 	char *description;            /* or NULL */
+	int protect;                  /* 1: the plan refuses to delete it */
 };
 
 struct stack_quota {
@@ -150,6 +151,7 @@ struct stack_quota {
 	int64_t preferred_value;      /* >= -1 (-1 = unlimited) */
 	char *contact_email;          /* or NULL */
 	char *justification;          /* or NULL */
+	int ignore_safety_checks;     /* 1: a decrease past Google's safety checks is meant */
 };
 
 struct stack {

@@ -168,6 +168,8 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->config_dirty = in->config_dirty;
 	out->created_ms = in->created_ms;
 	out->ended_ms = in->ended_ms;
+	out->has_value = in->has_value;
+	out->value = in->value;
 	if (dup_opt(&out->resource, in->resource) < 0 || dup_opt(&out->region, in->region) < 0 ||
 	    dup_opt(&out->project, in->project) < 0 ||
 	    dup_opt(&out->action, in->action) < 0 || dup_opt(&out->spec_hash, in->spec_hash) < 0 ||
@@ -861,7 +863,8 @@ static cJSON *run_json(const struct state_run *r)
 	    add_str(o, "configCommit", r->config_commit) < 0 ||
 	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
 	    add_str(o, "declHash", r->decl_hash) < 0 ||
-	    add_str(o, "launchedBy", r->launched_by) < 0) {
+	    add_str(o, "launchedBy", r->launched_by) < 0 ||
+	    (r->has_value && add_int(o, "value", r->value) < 0)) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -1232,6 +1235,20 @@ static int get_int(const cJSON *o, const char *path, const char *k, int64_t min,
 	return 0;
 }
 
+/* An optional integer: absent or null leaves *has 0. */
+static int get_opt_int(const cJSON *o, const char *path, const char *k, int64_t min, int64_t max,
+		       int *has, int64_t *out, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	*has = 0;
+	*out = 0;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	*has = 1;
+	return get_int(o, path, k, min, max, out, err);
+}
+
 static int get_bool(const cJSON *o, const char *path, const char *k, int *out,
 		    struct vx_err *err)
 {
@@ -1327,12 +1344,12 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	static const char *const keys[] = { "resource", "project", "region", "action", "specHash", "run",
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
-					    "configCommit", "configDirty", "declHash", "launchedBy" };
+					    "configCommit", "configDirty", "declHash", "launchedBy", "value" };
 	/* project, launchedBy, configDirty and declHash came after the first
 	 * states were written: optional, so those states stay readable. */
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL };
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -1357,6 +1374,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_time(o, path, "createdAt", F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
 	    (rc = get_time(o, path, "endedAt", F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
 	    (rc = get_str(o, path, "launchedBy", F_NULL, 512, &r->launched_by, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "value", -1, INT64_C(1) << 53, &r->has_value, &r->value, err)) < 0 ||
 	    (rc = get_opt_bool(o, path, "configDirty", &r->config_dirty, err)) < 0 ||
 	    (rc = get_str(o, path, "declHash", F_NULL, 128, &r->decl_hash, err)) < 0 ||
 	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <

@@ -81,6 +81,10 @@ struct state_run {
 			       * tree does not hold what was applied (decl_hash does identify it) */
 	char *decl_hash;      /* the stack's declaration hash, recorded when config_dirty; or NULL */
 	char *launched_by;    /* "user@host" of the apply that created or adopted it, or NULL */
+	/* Reservations and quota preferences: the count (VMs reserved) or the
+	 * preferredValue the action left; has_value 0 for jobs. */
+	int has_value;
+	int64_t value;
 };
 
 /* One address. */

@@ -1,0 +1,80 @@
+#ifndef VX_RECONCILE_APPLIER_H
+#define VX_RECONCILE_APPLIER_H
+
+/*
+ * The apply executor's state and its shared steps, for the kinds' apply
+ * functions (reconcile/kind_*.c): progress lines and the commit message of
+ * the current step, failures, durable writes, the lease heartbeat and fence,
+ * and the journal of intents. Written once here (apply.c); a kind calls
+ * them, it never talks to a state backend or prints.
+ */
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reconcile/provider.h"
+#include "util/buf.h"
+#include "util/err.h"
+
+struct vx_ctx;
+struct plan;
+struct stack;
+struct state;
+struct state_label;
+struct apply_options;
+struct apply_hooks;
+struct apply_result;
+
+struct applier {
+	struct vx_ctx *ctx;
+	const struct plan *plan;
+	const struct stack *st;
+	struct state *state;
+	struct provider *prov;
+	const struct apply_options *opts;
+	const struct apply_hooks *hooks;
+	struct apply_result *res;
+	struct vx_buf msg;   /* commit message lines of the current step */
+	int oom;
+	/* hooks->fence as the provider sees it, and its first refusal. Worker
+	 * threads write fenced and fence_err under fence_lock; the main thread
+	 * reads them after joining the batch. */
+	struct provider_fence fence;
+	pthread_mutex_t fence_lock;
+	int fenced;
+	struct vx_err fence_err;
+	/* Addresses whose change failed in this apply (reservation.pool): what
+	 * depends on them is not attempted. Owned strings. */
+	char **failed;
+	size_t nfailed;
+};
+
+/* A line of progress, also kept for the commit message of the current step. */
+void applier_progress(struct applier *a, const char *fmt, ...) VX_PRINTF(2, 3);
+/* Counts a failed action and reports it ("! ADDRESS WHAT failed: why"). */
+void applier_fail(struct applier *a, const char *address, const char *what, const struct vx_err *e);
+/* Writes the state with the step's lines under summary (nothing when none). */
+int applier_persist(struct applier *a, const char *summary, struct vx_err *err) VX_WUR;
+/* Renews the lease when it is due. */
+int applier_heartbeat(struct applier *a, struct vx_err *err) VX_WUR;
+/* The fence to pass to every mutating provider call, or NULL. */
+const struct provider_fence *applier_fence(const struct applier *a);
+/* Whether the fence refused since the apply started. */
+int applier_fenced(const struct applier *a);
+/* The fence refused: stop the apply with its message. */
+int applier_fence_stop(struct applier *a, struct vx_err *err) VX_WUR;
+/* Remembers that address's change failed; whether it did. */
+void applier_mark_failed(struct applier *a, const char *address);
+int applier_has_failed(const struct applier *a, const char *address);
+
+/* Journals an intent (op, labels) for address before a create is sent. */
+int applier_journal(struct applier *a, const char *address, const char *op,
+		    const struct state_label *labels, size_t nlabels, struct vx_err *err) VX_WUR;
+
+/* The job kind's two steps (apply.c): cancels and forgets; then updates,
+ * adoptions and creates in batches. */
+int apply_job_removals(struct applier *a, struct vx_err *err) VX_WUR;
+int apply_job_changes(struct applier *a, struct vx_err *err) VX_WUR;
+
+#endif

@@ -1,0 +1,94 @@
+#include "reconcile/kind.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/banned.h"
+
+/* Phase order: what a later kind may depend on comes first. */
+const struct kind *const kind_table[] = { &kind_quota, &kind_reservation, &kind_job };
+const size_t kind_count = sizeof(kind_table) / sizeof(kind_table[0]);
+
+const struct kind *kind_of_address(const char *address)
+{
+	const char *dot = address ? strchr(address, '.') : NULL;
+
+	for (size_t i = 0; dot && i < kind_count; i++)
+		if (strlen(kind_table[i]->prefix) == (size_t)(dot - address) &&
+		    !strncmp(address, kind_table[i]->prefix, (size_t)(dot - address)))
+			return kind_table[i];
+	return NULL;
+}
+
+const struct kind *kind_by_name(const char *name)
+{
+	for (size_t i = 0; name && i < kind_count; i++)
+		if (!strcmp(kind_table[i]->name, name))
+			return kind_table[i];
+	return NULL;
+}
+
+static int listed(const char *address, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(address, list[i]))
+			return 1;
+	return 0;
+}
+
+int kind_targeted(const struct kind_plan_input *in, const char *address)
+{
+	return in->ntargets == 0 || listed(address, in->targets, in->ntargets);
+}
+
+int kind_replaced(const struct kind_plan_input *in, const char *address)
+{
+	return listed(address, in->replaces, in->nreplaces);
+}
+
+void live_store_release(struct live_store *ls)
+{
+	live_jobs_release(&ls->jobs);
+	live_reservations_release(&ls->reservations);
+	live_quotas_release(&ls->quotas);
+	for (size_t i = 0; i < ls->nread; i++)
+		free(ls->read[i]);
+	free(ls->read);
+	for (size_t i = 0; i < ls->nalso; i++)
+		free(ls->also[i]);
+	free(ls->also);
+	memset(ls, 0, sizeof(*ls));
+}
+
+int live_store_note(struct live_store *ls, int jobs, const char *what)
+{
+	char ***arr = jobs ? &ls->read : &ls->also;
+	size_t *n = jobs ? &ls->nread : &ls->nalso;
+	char **grown = realloc(*arr, (*n + 1) * sizeof(*grown));
+
+	if (!grown)
+		return VX_ENOMEM;
+	*arr = grown;
+	if (!(grown[*n] = strdup(what)))
+		return VX_ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+struct live_set live_store_view(const struct live_store *ls)
+{
+	struct live_set v = { &ls->jobs, &ls->reservations, &ls->quotas };
+
+	return v;
+}
+
+int kind_refresh_all(struct live_store *out, struct provider *p, const struct stack *st,
+		     const struct state *state, struct vx_err *err)
+{
+	int rc = 0;
+
+	live_store_release(out);
+	for (size_t k = 0; k < kind_count && rc == 0; k++)
+		rc = kind_table[k]->refresh(out, p, st, state, err);
+	return rc;
+}

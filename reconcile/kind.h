@@ -1,0 +1,130 @@
+#ifndef VX_RECONCILE_KIND_H
+#define VX_RECONCILE_KIND_H
+
+/*
+ * The kinds of thing vx manages, as a table (DESIGN.md section 3; the shape
+ * of Redis's dictType and tmux's cmd_entry): one entry per kind, each one
+ * file of reconcile/ (kind_job.c, kind_reservation.c, kind_quota.c) that
+ * says how the kind is read from the live cloud, how its addresses are
+ * planned from declaration x state x live, how its actions are carried out
+ * and how they are described. The planner (planner.c), the apply executor
+ * (apply.c), targeting, journaling, rendering and the state history are
+ * written once and go through this table.
+ *
+ * Apply runs in phases: changes in phase order (quota preferences, then
+ * reservations, then jobs, so a job's reservation exists before the job is
+ * created), removals in the reverse order (jobs are cancelled before the
+ * reservation they run on is deleted).
+ *
+ * A fourth kind is a new kind_NAME.c with its struct kind, a row in
+ * kind_table (kind.c), its state directory in state_address_split
+ * (state/state.c) and its client in providers/gcp/.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reconcile/provider.h"
+#include "util/err.h"
+
+struct plan;
+struct planner;
+struct plan_action;
+struct planner_options;
+struct provider;
+struct stack;
+struct state;
+struct applier;
+struct vx_buf;
+
+/* What the refresh read, per kind; NULL members were not read (-refresh=false). */
+struct live_set {
+	const struct live_jobs *jobs;
+	const struct live_reservations *reservations;
+	const struct live_quotas *quotas;
+};
+
+/* What the refresh read, owned: each kind's refresh fills its part. */
+struct live_store {
+	struct live_jobs jobs;
+	struct live_reservations reservations;
+	struct live_quotas quotas;
+	char **read;        /* where jobs were listed, for the plan header ("us-central1", "p2/us-central1") */
+	size_t nread;
+	char **also;        /* what else was listed ("reservations in us-central1-a", "quota preferences") */
+	size_t nalso;
+};
+
+void live_store_release(struct live_store *ls);
+/* Notes one place listed (a copy of what): jobs' in read, others' in also. VX_ENOMEM. */
+int live_store_note(struct live_store *ls, int jobs, const char *what) VX_WUR;
+/* The borrowed view of ls the planner takes. */
+struct live_set live_store_view(const struct live_store *ls);
+
+/*
+ * Reads the live cloud for every kind (each kind's refresh), into *out
+ * (released first). The reads of one kind are one list per place it uses.
+ */
+int kind_refresh_all(struct live_store *out, struct provider *p, const struct stack *st,
+		     const struct state *state, struct vx_err *err) VX_WUR;
+
+/* What a kind's plan function sees. */
+struct kind_plan_input {
+	const struct stack *st;
+	const struct state *state;
+	const struct live_set *live;        /* NULL: refresh off */
+	const char *lineage;                /* this state's vx-lineage (plan_lineage_label) */
+	const char *const *targets;         /* -target, when ntargets > 0 */
+	size_t ntargets;
+	const char *const *replaces;        /* -replace */
+	size_t nreplaces;
+};
+
+struct kind {
+	const char *name;       /* the YAML kind and the state record's kind: "Reservation" */
+	const char *prefix;     /* the address prefix: "reservation" (address "reservation.NAME") */
+	int phase;              /* apply order of changes; removals run in reverse */
+	/*
+	 * Lists what this kind needs from the live cloud into out (one list per
+	 * zone, region or project it uses, never a get per resource), noting
+	 * each place listed. state may be NULL (not loaded).
+	 */
+	int (*refresh)(struct live_store *out, struct provider *p, const struct stack *st,
+		       const struct state *state, struct vx_err *err);
+	/*
+	 * Plans every address of this kind (declared, recorded, or live and
+	 * owned) into pl->plan, through plan_add_action. pl also holds what
+	 * the actions borrow for as long as the plan lives. Returns 0 or
+	 * VX_ENOMEM. Plan errors and warnings go to pl->plan.errors / .warnings.
+	 */
+	int (*plan)(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err);
+	/*
+	 * Carries out this kind's actions of one step: the removals (delete,
+	 * cancel, forget, abandon) when removals is 1, else the rest. Returns 0
+	 * when the step ran (failures are counted in the result), or a negative
+	 * code when apply cannot go on (the state could not be written).
+	 */
+	int (*apply)(struct applier *a, int removals, struct vx_err *err);
+	/* One line of what an action would leave ("a3-highgpu-8g x2, ..."), or NULL. */
+	char *(*describe)(const struct plan_action *act);
+};
+
+extern const struct kind kind_job;
+extern const struct kind kind_reservation;
+extern const struct kind kind_quota;
+
+/* Every kind, in phase order. */
+extern const struct kind *const kind_table[];
+extern const size_t kind_count;
+
+/* The kind of an address ("reservation.pool"), or NULL. */
+const struct kind *kind_of_address(const char *address);
+/* The kind of a state record's or YAML kind name ("Reservation"), or NULL. */
+const struct kind *kind_by_name(const char *name);
+
+/* Whether address is one of the -target addresses (all, when there are none). */
+int kind_targeted(const struct kind_plan_input *in, const char *address);
+/* Whether address is one of the -replace addresses. */
+int kind_replaced(const struct kind_plan_input *in, const char *address);
+
+#endif

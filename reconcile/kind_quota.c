@@ -1,0 +1,357 @@
+/*
+ * The quota preference kind: Cloud Quotas QuotaPreferences (quota.NAME,
+ * NAME being the quotaPreferenceId).
+ *
+ * The API has no delete: a preference no longer declared is abandoned (vx
+ * stops managing it and says so; the preference stays). An increase is
+ * granted by Google in its own time: while it is reconciling and granted
+ * less than preferred, the plan shows it as pending, with both values. A
+ * decrease of more than 10% is refused by Google's safety checks unless the
+ * declaration asks for ignoreSafetyChecks.
+ */
+#include "reconcile/kind.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile/apply.h"
+#include "reconcile/applier.h"
+#include "reconcile/plan.h"
+#include "reconcile/planner.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/banned.h"
+
+#define KIND_NAME "QuotaPreference"
+
+static int used(const struct stack *st, const struct state *state)
+{
+	if (st->nquotas)
+		return 1;
+	for (size_t i = 0; state && i < state->nrecords; i++)
+		if (!strcmp(state->records[i].kind, KIND_NAME))
+			return 1;
+	return 0;
+}
+
+/* One paginated list of the project's preferences; none without any declared or recorded. */
+static int quota_refresh(struct live_store *out, struct provider *p, const struct stack *st,
+			 const struct state *state, struct vx_err *err)
+{
+	int rc;
+
+	if (!used(st, state))
+		return 0;
+	if (live_store_note(out, 0, "quota preferences") < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (!p->list_quotas)
+		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
+	rc = p->list_quotas(p, st->project, &out->quotas, err);
+	return rc < 0 ? vx_err_wrap(err, "reading quota preferences of %s", st->project) : 0;
+}
+
+static const struct live_quota *live_find(const struct live_set *live, const char *id)
+{
+	const struct live_quotas *qs = live ? live->quotas : NULL;
+
+	for (size_t i = 0; qs && i < qs->n; i++)
+		if (qs->items[i].id && !strcmp(qs->items[i].id, id))
+			return &qs->items[i];
+	return NULL;
+}
+
+static char *describe(const struct plan_action *act)
+{
+	const struct stack_quota *d = act->kdecl;
+	const struct live_quota *l = act->klive;
+	const char *service = d ? d->service : l ? l->service : NULL;
+	const char *quota = d ? d->quota_id : l ? l->quota_id : NULL;
+	struct vx_buf b = VX_BUF_INIT;
+	int rc;
+
+	if (!quota)
+		return NULL;
+	rc = vx_buf_printf(&b, "%s %s", service ? service : "?", quota);
+	if (d)
+		for (size_t i = 0; rc == 0 && i < d->dimensions.n; i++)
+			rc = vx_buf_printf(&b, "%s%s=%s", i ? ", " : " (", d->dimensions.items[i].key,
+					   d->dimensions.items[i].value);
+	if (rc == 0 && d && d->dimensions.n)
+		rc = vx_buf_addc(&b, ')');
+	if (rc == 0 && d)
+		rc = vx_buf_printf(&b, ": %" PRId64, d->preferred_value);
+	if (rc == 0 && l && l->has_granted)
+		rc = vx_buf_printf(&b, " (granted %" PRId64 ")", l->granted);
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
+static struct plan_action *add(struct plan *p, enum plan_kind k, const char *address,
+			       const struct stack_quota *d, const struct live_quota *l,
+			       const struct state_record *r)
+{
+	struct plan_action *a = plan_add_action(p, k, &kind_quota, address);
+
+	if (!a)
+		return NULL;
+	a->kdecl = d;
+	a->klive = l;
+	a->krecord = r;
+	a->has_values = 1;
+	a->old_value = l ? l->preferred : -2;
+	a->new_value = d ? d->preferred_value : -2;
+	a->shape = describe(a);
+	return a;
+}
+
+static int reason(struct plan_action *a, char *text)
+{
+	if (!text)
+		return VX_ENOMEM;
+	free(a->reason);
+	a->reason = text;
+	return 0;
+}
+
+/* Whether Google grants less than preferred: pending, partial or denied. */
+static int short_of(const struct live_quota *l)
+{
+	return l->has_granted && l->preferred >= 0 && l->granted < l->preferred;
+}
+
+static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_quota *d)
+{
+	const struct state_record *r = state_find(in->state, d->d.address);
+	const struct live_quota *l = live_find(in->live, d->d.name);
+	struct plan_action *a;
+
+	if (!in->live) {
+		a = add(p, r ? PLAN_NOOP : PLAN_CREATE, d->d.address, d, NULL, r);
+		return a ? reason(a, vx_strdup(r ? "refresh off: not read" : "new quota preference")) : VX_ENOMEM;
+	}
+	if (!l) {
+		a = add(p, PLAN_CREATE, d->d.address, d, NULL, r);
+		return a ? reason(a, vx_strdup("new quota preference")) : VX_ENOMEM;
+	}
+	if (strcmp(l->service ? l->service : "", d->service) != 0 ||
+	    strcmp(l->quota_id ? l->quota_id : "", d->quota_id) != 0)
+		return vx_diags_add(&p->errors, NULL, 0, 0,
+				    "%s: the preference %s exists for %s %s, not %s %s: a preference cannot "
+				    "change its quota; give the declaration another name", d->d.address,
+				    d->d.name, l->service ? l->service : "?", l->quota_id ? l->quota_id : "?",
+				    d->service, d->quota_id) < 0 ? VX_ENOMEM : 0;
+	if (l->preferred != d->preferred_value ||
+	    (d->contact_email && !(l->contact_email && !strcmp(l->contact_email, d->contact_email)) &&
+	     l->contact_email)) {
+		/* A decrease of more than 10% trips Google's safety checks. */
+		if (d->preferred_value >= 0 && l->preferred > 0 &&
+		    d->preferred_value * 10 < l->preferred * 9 && !d->ignore_safety_checks)
+			return vx_diags_add(&p->errors, NULL, 0, 0,
+					    "%s: preferredValue %" PRId64 " -> %" PRId64 " decreases the quota by "
+					    "more than 10%%, which Cloud Quotas refuses unless asked: set "
+					    "ignoreSafetyChecks: true in the declaration if that is meant",
+					    d->d.address, l->preferred, d->preferred_value) < 0 ? VX_ENOMEM : 0;
+		a = add(p, r ? PLAN_UPDATE : PLAN_ADOPT, d->d.address, d, l, r);
+		if (!a)
+			return VX_ENOMEM;
+		if (!r)
+			return reason(a, vx_asprintf("a preference %s exists: adopted, then preferredValue "
+						     "%" PRId64 " -> %" PRId64, d->d.name, l->preferred,
+						     d->preferred_value));
+		return reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64, l->preferred,
+					     d->preferred_value));
+	}
+	if (!r) {
+		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
+		return a ? reason(a, vx_asprintf("a preference %s with this value exists: adopted", d->d.name))
+			 : VX_ENOMEM;
+	}
+	if (short_of(l)) {
+		a = add(p, l->reconciling ? PLAN_PENDING : PLAN_NOOP, d->d.address, d, l, r);
+		if (!a)
+			return VX_ENOMEM;
+		return reason(a, vx_asprintf("%" PRId64 " granted, %" PRId64 " requested, %s%s%s",
+					     l->granted, l->preferred,
+					     l->reconciling ? "pending" : "not granted in full",
+					     l->state_detail ? ": " : "", l->state_detail ? l->state_detail : ""));
+	}
+	a = add(p, PLAN_NOOP, d->d.address, d, l, r);
+	return a ? 0 : VX_ENOMEM;
+}
+
+static int quota_plan(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)
+{
+	struct plan *p = &pl->plan;
+	int rc = 0;
+
+	for (size_t i = 0; i < in->st->nquotas && rc == 0; i++)
+		if (kind_targeted(in, in->st->quotas[i].d.address))
+			rc = plan_declared(p, in, &in->st->quotas[i]);
+	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
+		const struct state_record *r = &in->state->records[i];
+		struct plan_action *a;
+
+		if (strcmp(r->kind, KIND_NAME) != 0 || !kind_targeted(in, r->address) ||
+		    stack_find_decl(in->st, r->address))
+			continue;
+		a = add(p, PLAN_ABANDON, r->address, NULL, live_find(in->live, strchr(r->address, '.') + 1), r);
+		if (!a || reason(a, vx_strdup("no longer declared: Cloud Quotas has no delete, so vx stops "
+					      "managing it; the preference stays as it is")) < 0)
+			rc = VX_ENOMEM;
+	}
+	return rc < 0 ? vx_err_set(err, rc, "planning quota preferences: out of memory") : 0;
+}
+
+/* ---- apply ------------------------------------------------------------- */
+
+static int record_run(struct applier *a, const struct plan_action *pa, const char *action,
+		      const struct live_quota *l, struct vx_err *err)
+{
+	const struct stack_quota *d = pa->kdecl;
+	struct state_record *r = state_find(a->state, pa->address);
+	struct state_run run;
+
+	if (!r && state_add_record(a->state, pa->address, KIND_NAME, &r, err) < 0)
+		return err->code;
+	memset(&run, 0, sizeof(run));
+	if (d) {
+		free(r->spec_hash);
+		r->spec_hash = vx_strdup(d->d.hash);
+	}
+	run.resource = vx_strdup(l ? l->name : NULL);
+	run.project = vx_strdup(a->opts->project);
+	run.region = vx_strdup("global");
+	run.action = vx_strdup(action);
+	run.spec_hash = vx_strdup(r->spec_hash);
+	run.attempt = 1;
+	run.state = vx_strdup(l && l->reconciling ? "RECONCILING" : "ACTIVE");
+	run.error_message = vx_strdup(l ? l->state_detail : NULL);
+	run.created_ms = vx_now_ms(a->ctx);
+	run.config_commit = vx_strdup(a->opts->config_commit);
+	run.launched_by = vx_strdup(a->opts->launched_by);
+	run.has_value = 1;
+	run.value = d ? d->preferred_value : l ? l->preferred : 0;
+	return state_record_start_run(r, &run, err);
+}
+
+static int send(struct applier *a, const struct plan_action *pa, int update, struct vx_err *err)
+{
+	const struct stack_quota *d = pa->kdecl;
+	const struct live_quota *l = pa->klive;
+	struct provider_quota_request req;
+	struct live_quota got;
+	struct vx_label *dims = calloc(d->dimensions.n + 1, sizeof(*dims));
+	struct vx_err e = VX_ERR_INIT;
+	int rc;
+
+	if (!dims)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < d->dimensions.n; i++) {
+		dims[i].key = d->dimensions.items[i].key;
+		dims[i].value = d->dimensions.items[i].value;
+	}
+	memset(&req, 0, sizeof(req));
+	memset(&got, 0, sizeof(got));
+	req.project = a->opts->project;
+	req.id = d->d.name;
+	req.service = d->service;
+	req.quota_id = d->quota_id;
+	req.dimensions = dims;
+	req.ndimensions = d->dimensions.n;
+	req.preferred = d->preferred_value;
+	req.contact_email = d->contact_email;
+	req.justification = d->justification;
+	req.etag = update && l ? l->etag : NULL;
+	req.ignore_safety_checks = d->ignore_safety_checks;
+	req.fence = applier_fence(a);
+	rc = update ? a->prov->update_quota(a->prov, &req, &got, &e)
+		    : a->prov->create_quota(a->prov, &req, &got, &e);
+	free(dims);
+	if (rc < 0) {
+		live_quota_release(&got);
+		if (applier_fenced(a)) {
+			vx_err_release(&e);
+			return applier_fence_stop(a, err);
+		}
+		applier_fail(a, pa->address, update ? "update" : "create", &e);
+		applier_mark_failed(a, pa->address);
+		vx_err_release(&e);
+		return 0;
+	}
+	vx_err_release(&e);
+	rc = record_run(a, pa, update ? "update" : "create", &got, err);
+	if (rc == 0) {
+		a->res->ok++;
+		if (update)
+			applier_progress(a, "~ %s update preferredValue %" PRId64 " -> %" PRId64, pa->address,
+					 l ? l->preferred : 0, d->preferred_value);
+		else
+			applier_progress(a, "+ %s create %s (preferredValue %" PRId64 ")", pa->address,
+					 got.name ? got.name : d->d.name, d->preferred_value);
+	}
+	live_quota_release(&got);
+	return rc;
+}
+
+static int quota_apply(struct applier *a, int removals, struct vx_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < a->plan->n && rc == 0 && !a->res->fenced; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+
+		if (pa->kind_of != &kind_quota)
+			continue;
+		if (removals) {
+			if (pa->kind == PLAN_ABANDON) {
+				if ((rc = record_run(a, pa, "abandon", pa->klive, err)) < 0)
+					break;
+				rc = applier_persist(a, "vx: apply: quota preferences abandoned", err);
+				(void)state_remove_record(a->state, pa->address);
+				a->res->ok++;
+				applier_progress(a, "- %s abandon (the preference stays; vx no longer manages it)",
+						 pa->address);
+			}
+			continue;
+		}
+		if (vx_interrupted(a->ctx)) {
+			a->res->interrupted = 1;
+			a->res->skipped++;
+			continue;
+		}
+		if (pa->kind == PLAN_CREATE)
+			rc = send(a, pa, 0, err);
+		else if (pa->kind == PLAN_UPDATE || (pa->kind == PLAN_ADOPT && pa->klive &&
+			 ((const struct live_quota *)pa->klive)->preferred !=
+				 ((const struct stack_quota *)pa->kdecl)->preferred_value))
+			rc = send(a, pa, 1, err);
+		else if (pa->kind == PLAN_ADOPT) {
+			rc = record_run(a, pa, "adopt", pa->klive, err);
+			if (rc == 0) {
+				a->res->ok++;
+				applier_progress(a, "~ %s adopt", pa->address);
+			}
+		}
+	}
+	if (rc == 0)
+		rc = applier_persist(a, removals ? "vx: apply: quota preferences abandoned"
+					 : "vx: apply: quota preferences", err);
+	return rc;
+}
+
+const struct kind kind_quota = {
+	.name = KIND_NAME,
+	.prefix = "quota",
+	.phase = 0,
+	.refresh = quota_refresh,
+	.plan = quota_plan,
+	.apply = quota_apply,
+	.describe = describe,
+};

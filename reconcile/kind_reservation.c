@@ -1,0 +1,722 @@
+/*
+ * The reservation kind: Compute Engine specific reservations of GPU VMs
+ * that Vertex AI jobs of the stack consume (reservation.NAME).
+ *
+ * Compute reservations carry no labels (v1), so vx marks its own in the
+ * description ("vx: stack=S lineage=L") and acts on a live reservation only
+ * when that marker is this state's or the state knows it. A reservation that
+ * holds capacity is never deleted to be re-created unless asked
+ * (-replace): the capacity might not come back. A count change is a resize
+ * in place; a removal waits for the stack's jobs on it to end.
+ */
+#include "reconcile/kind.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile/apply.h"
+#include "reconcile/applier.h"
+#include "reconcile/plan.h"
+#include "reconcile/planner.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/banned.h"
+
+#define KIND_NAME "Reservation"
+
+/* The marker vx appends to the description of the reservations it makes. */
+static char *marker(const char *stack, const char *lineage)
+{
+	return vx_asprintf("vx: stack=%s lineage=%s", stack, lineage);
+}
+
+static int has_marker(const struct live_reservation *l, const char *mark)
+{
+	const char *d = l->description;
+	size_t n = strlen(mark), dn;
+
+	if (!d)
+		return 0;
+	dn = strlen(d);
+	return dn >= n && !strcmp(d + dn - n, mark) && (dn == n || d[dn - n - 1] == ' ');
+}
+
+/* The project and zone a recorded reservation lives in. */
+static void record_place(const struct state_record *r, const struct stack *st, const char **project,
+			 const char **zone)
+{
+	*project = r && r->current && r->current->project ? r->current->project : st->project;
+	*zone = r && r->current ? r->current->region : NULL;
+}
+
+static const struct live_reservation *live_find(const struct live_set *live, const char *zone,
+						const char *name)
+{
+	const struct live_reservations *rs = live ? live->reservations : NULL;
+
+	for (size_t i = 0; rs && zone && i < rs->n; i++)
+		if (!strcmp(rs->items[i].name, name) && rs->items[i].zone && !strcmp(rs->items[i].zone, zone))
+			return &rs->items[i];
+	return NULL;
+}
+
+static int add_zone(const char ***zones, const char ***projects, size_t *n, const char *project,
+		    const char *zone)
+{
+	const char **z, **p;
+
+	if (!zone)
+		return 0;
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*zones)[i], zone) && !strcmp((*projects)[i], project))
+			return 0;
+	if (!(z = realloc(*zones, (*n + 1) * sizeof(*z))))
+		return VX_ENOMEM;
+	*zones = z;
+	if (!(p = realloc(*projects, (*n + 1) * sizeof(*p))))
+		return VX_ENOMEM;
+	*projects = p;
+	z[*n] = zone;
+	p[*n] = project;
+	(*n)++;
+	return 0;
+}
+
+/* One list per zone a declared or recorded reservation is in; none without any. */
+static int res_refresh(struct live_store *out, struct provider *p, const struct stack *st,
+		       const struct state *state, struct vx_err *err)
+{
+	const char **zones = NULL, **projects = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < st->nreservations && rc == 0; i++)
+		rc = add_zone(&zones, &projects, &n, st->project, st->reservations[i].zone);
+	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
+		const char *project, *zone;
+
+		if (strcmp(state->records[i].kind, KIND_NAME) != 0)
+			continue;
+		record_place(&state->records[i], st, &project, &zone);
+		rc = add_zone(&zones, &projects, &n, project, zone);
+	}
+	if (rc < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct live_reservations rs = { 0 };
+		char *what = vx_asprintf("reservations in %s", zones[i]);
+
+		if (!what || live_store_note(out, 0, what) < 0) {
+			free(what);
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			break;
+		}
+		free(what);
+		if (!p->list_reservations) {
+			rc = vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
+			break;
+		}
+		rc = p->list_reservations(p, projects[i], zones[i], &rs, err);
+		if (rc < 0)
+			rc = vx_err_wrap(err, "reading reservations in %s", zones[i]);
+		for (size_t k = 0; k < rs.n && rc == 0; k++)
+			if (live_reservations_push(&out->reservations, &rs.items[k]) < 0)
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		live_reservations_release(&rs);
+	}
+	free(zones);
+	free(projects);
+	return rc;
+}
+
+static const char *accel_type(const struct stack_reservation *d)
+{
+	return d->naccelerators ? d->accelerators[0].type : NULL;
+}
+
+static int64_t accel_count(const struct stack_reservation *d)
+{
+	return d->naccelerators ? d->accelerators[0].count : 0;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* What differs that Compute cannot change in place, in words, or NULL. */
+static char *immutable_change(const struct stack_reservation *d, const struct live_reservation *l)
+{
+	if (!same_str(d->zone, l->zone))
+		return vx_asprintf("zone %s -> %s", l->zone, d->zone);
+	if (!same_str(d->machine_type, l->machine_type))
+		return vx_asprintf("machineType %s -> %s", l->machine_type ? l->machine_type : "none",
+				   d->machine_type);
+	if (!same_str(accel_type(d), l->accelerator_type) || accel_count(d) != l->accelerator_count)
+		return vx_asprintf("accelerators %" PRId64 "x%s -> %" PRId64 "x%s", l->accelerator_count,
+				   l->accelerator_type ? l->accelerator_type : "none", accel_count(d),
+				   accel_type(d) ? accel_type(d) : "none");
+	if (!d->specific_required != !l->specific_required)
+		return vx_asprintf("specificReservationRequired %s -> %s",
+				   l->specific_required ? "true" : "false",
+				   d->specific_required ? "true" : "false");
+	return NULL;
+}
+
+static struct plan_action *add(struct plan *p, enum plan_kind k, const char *address, const void *d,
+			       const struct live_reservation *l, const struct state_record *r)
+{
+	struct plan_action *a = plan_add_action(p, k, &kind_reservation, address);
+
+	if (!a)
+		return NULL;
+	a->kdecl = d;
+	a->klive = l;
+	a->krecord = r;
+	a->has_values = 1;
+	a->old_value = l ? l->count : -2;
+	a->new_value = d ? ((const struct stack_reservation *)d)->count : -2;
+	return a;
+}
+
+static int set_reason(struct plan_action *a, char *text)
+{
+	if (!text)
+		return VX_ENOMEM;
+	free(a->reason);
+	a->reason = text;
+	return 0;
+}
+
+static int set_drift(struct plan *p, struct plan_action *a, char *text)
+{
+	if (!text)
+		return VX_ENOMEM;
+	free(a->drift);
+	a->drift = text;
+	p->drifts++;
+	return 0;
+}
+
+/* The shape line: what the reservation is, and how much of it is in use. */
+static char *describe(const struct plan_action *act)
+{
+	const struct stack_reservation *d = act->kdecl;
+	const struct live_reservation *l = act->klive;
+	const char *mt = d ? d->machine_type : l ? l->machine_type : NULL;
+	const char *at = d ? accel_type(d) : l ? l->accelerator_type : NULL;
+	int64_t ac = d ? accel_count(d) : l ? l->accelerator_count : 0;
+	int64_t count = d ? d->count : l ? l->count : 0;
+	const char *zone = d ? d->zone : l ? l->zone : NULL;
+	char use[64] = "";
+
+	if (l)
+		snprintf(use, sizeof(use), " (in use %" PRId64 "/%" PRId64 ")", l->in_use, l->count);
+	if (!mt)
+		return NULL;
+	if (at)
+		return vx_asprintf("%s \u00d7%" PRId64 ", %" PRId64 "\u00d7%s in %s%s", mt, count, ac, at,
+				   zone ? zone : "?", use);
+	return vx_asprintf("%s \u00d7%" PRId64 " in %s%s", mt, count, zone ? zone : "?", use);
+}
+
+/* Whether this plan cancels a job of the stack that runs on reservation name. */
+static int cancels_jobs_on(const struct plan *p, const char *project, const char *zone, const char *name,
+			   struct vx_buf *which)
+{
+	char *needle = vx_asprintf("\"projects/%s/zones/%s/reservations/%s\"", project, zone, name);
+	int found = 0;
+
+	for (size_t i = 0; needle && i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct state_record *r = a->record ? a->record->user : NULL;
+
+		if (a->kind_of != &kind_job || (a->kind != PLAN_CANCEL && a->kind != PLAN_REPLACE) || !r ||
+		    !r->spec_json || !strstr(r->spec_json, needle))
+			continue;
+		if (vx_buf_printf(which, "%s%s", found++ ? ", " : "", a->address) < 0)
+			break;
+	}
+	free(needle);
+	return found;
+}
+
+static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_reservation *d,
+			 const char *mark)
+{
+	const struct state_record *r = state_find(in->state, d->d.address);
+	const char *rproject, *rzone;
+	const struct live_reservation *l, *old = NULL;
+	struct plan_action *a;
+	char *why;
+	int rc = 0;
+
+	record_place(r, in->st, &rproject, &rzone);
+	l = live_find(in->live, d->zone, d->d.name);
+	if (!l && rzone && strcmp(rzone, d->zone) != 0)
+		old = live_find(in->live, rzone, d->d.name);
+	if (!in->live) {
+		/* Refresh off: from the state alone, a recorded reservation is as declared. */
+		a = add(p, r ? PLAN_NOOP : PLAN_CREATE, d->d.address, d, NULL, r);
+		return a ? set_reason(a, vx_strdup(r ? "refresh off: not read" : "new reservation")) : VX_ENOMEM;
+	}
+	if (l && !has_marker(l, mark) && !r) {
+		return vx_diags_add(&p->errors, NULL, 0, 0,
+				    "%s: a reservation %s already exists in %s and is not this stack's (its "
+				    "description has no \"%s\"); give the declaration another name",
+				    d->d.address, d->d.name, d->zone, mark) < 0 ? VX_ENOMEM : 0;
+	}
+	if (old || (l && (why = immutable_change(d, l)))) {
+		if (old)
+			why = vx_asprintf("zone %s -> %s", rzone, d->zone);
+		if (!why)
+			return VX_ENOMEM;
+		if (!kind_replaced(in, d->d.address)) {
+			rc = vx_diags_add(&p->errors, NULL, 0, 0,
+					  "%s: %s cannot change in place: Compute would have to delete the "
+					  "reservation and make a new one, and the capacity it holds might not "
+					  "come back; to do that anyway, plan with -replace %s",
+					  d->d.address, why, d->d.address) < 0 ? VX_ENOMEM : 0;
+			free(why);
+			return rc;
+		}
+		a = add(p, PLAN_REPLACE, d->d.address, d, old ? old : l, r);
+		if (!a) {
+			free(why);
+			return VX_ENOMEM;
+		}
+		rc = set_reason(a, vx_asprintf("%s (-replace): deleted, then created again", why));
+		free(why);
+		return rc;
+	}
+	if (!l) {
+		a = add(p, PLAN_CREATE, d->d.address, d, NULL, r);
+		if (!a)
+			return VX_ENOMEM;
+		if (r && r->current) {
+			rc = set_reason(a, vx_strdup("deleted outside vx: created again as declared"));
+			if (rc == 0)
+				rc = set_drift(p, a, vx_asprintf("reservation %s was deleted outside vx", d->d.name));
+			return rc;
+		}
+		return set_reason(a, vx_strdup("new reservation"));
+	}
+	if (!r) {
+		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
+		return a ? set_reason(a, vx_asprintf("a reservation %s with this stack's marker exists in %s: "
+						     "an earlier apply created it", d->d.name, d->zone))
+			 : VX_ENOMEM;
+	}
+	if (l->count != d->count) {
+		a = add(p, PLAN_UPDATE, d->d.address, d, l, r);
+		if (!a)
+			return VX_ENOMEM;
+		rc = set_reason(a, vx_asprintf("resize in place: count %" PRId64 " -> %" PRId64, l->count, d->count));
+	} else {
+		a = add(p, PLAN_NOOP, d->d.address, d, l, r);
+		if (!a)
+			return VX_ENOMEM;
+	}
+	if (rc == 0 && r->current && r->current->has_value && r->current->value != l->count)
+		rc = set_drift(p, a, vx_asprintf("count changed outside vx: %" PRId64 " recorded, %" PRId64 " live",
+						 r->current->value, l->count));
+	return rc;
+}
+
+static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r)
+{
+	const char *name = strchr(r->address, '.') + 1, *project, *zone;
+	const struct live_reservation *l;
+	struct vx_buf which = VX_BUF_INIT;
+	struct plan_action *a;
+	int rc = 0;
+
+	record_place(r, in->st, &project, &zone);
+	l = live_find(in->live, zone, name);
+	if (in->live && !l) {
+		a = add(p, PLAN_FORGET, r->address, NULL, NULL, r);
+		return a ? set_reason(a, vx_strdup("no longer declared, and already gone (history stays in git)"))
+			 : VX_ENOMEM;
+	}
+	if (r->protect)
+		return vx_diags_add(&p->errors, NULL, 0, 0, "%s is protected (protect: true): it is no longer "
+				    "declared; deleting it is refused", r->address) < 0 ? VX_ENOMEM : 0;
+	if (l && l->in_use > 0 && !cancels_jobs_on(p, project, zone, name, &which)) {
+		rc = vx_diags_add(&p->errors, NULL, 0, 0,
+				  "%s is no longer declared but %" PRId64 " of its %" PRId64 " VMs are in use, "
+				  "and no cancel in this plan frees them (a job of another stack, or one made "
+				  "outside vx); it is not deleted", r->address, l->in_use, l->count) < 0
+			? VX_ENOMEM : 0;
+		vx_buf_release(&which);
+		return rc;
+	}
+	a = add(p, PLAN_DELETE, r->address, NULL, l, r);
+	if (!a)
+		rc = VX_ENOMEM;
+	else if (which.len)
+		rc = set_reason(a, vx_asprintf("no longer declared; deleted once the jobs on it have ended (%s)",
+					       vx_buf_str(&which)));
+	else
+		rc = set_reason(a, vx_strdup("no longer declared"));
+	if (rc == 0 && a) {
+		free(a->region);
+		a->region = vx_strdup(zone);
+	}
+	vx_buf_release(&which);
+	return rc;
+}
+
+static int res_plan(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)
+{
+	struct plan *p = &pl->plan;
+	char *mark = marker(in->st->name, in->lineage);
+	int rc = mark ? 0 : VX_ENOMEM;
+
+	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++)
+		if (kind_targeted(in, in->st->reservations[i].d.address))
+			rc = plan_declared(p, in, &in->st->reservations[i], mark);
+	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
+		const struct state_record *r = &in->state->records[i];
+
+		if (!strcmp(r->kind, KIND_NAME) && kind_targeted(in, r->address) &&
+		    !stack_find_decl(in->st, r->address))
+			rc = plan_removed(p, in, r);
+	}
+	/* The shape line of every action of this kind. */
+	for (size_t i = 0; i < p->n && rc == 0; i++)
+		if (p->actions[i].kind_of == &kind_reservation && !p->actions[i].shape)
+			p->actions[i].shape = describe(&p->actions[i]);
+	free(mark);
+	return rc < 0 ? vx_err_set(err, rc, "planning reservations: out of memory") : 0;
+}
+
+/* ---- apply ------------------------------------------------------------- */
+
+/* Records an action on the reservation as a run of its record. */
+static int record_run(struct applier *a, const struct plan_action *pa, const char *action,
+		      const struct live_reservation *l, int64_t count, struct vx_err *err)
+{
+	const struct stack_reservation *d = pa->kdecl;
+	struct state_record *r = state_find(a->state, pa->address);
+	struct state_run run;
+	char *json;
+
+	if (!r && state_add_record(a->state, pa->address, KIND_NAME, &r, err) < 0)
+		return err->code;
+	memset(&run, 0, sizeof(run));
+	if (d) {
+		r->protect = d->protect;
+		free(r->spec_hash);
+		r->spec_hash = vx_strdup(d->d.hash);
+		json = vx_asprintf("{\"zone\":\"%s\",\"machineType\":\"%s\",\"acceleratorType\":%s%s%s,"
+				   "\"acceleratorCount\":%" PRId64 ",\"count\":%" PRId64
+				   ",\"specificReservationRequired\":%s}", d->zone, d->machine_type,
+				   accel_type(d) ? "\"" : "", accel_type(d) ? accel_type(d) : "null",
+				   accel_type(d) ? "\"" : "", accel_count(d), d->count,
+				   d->specific_required ? "true" : "false");
+		free(r->spec_json);
+		r->spec_json = json;
+	}
+	run.resource = l ? vx_asprintf("projects/%s/zones/%s/reservations/%s", l->project ? l->project
+					: a->opts->project, l->zone, l->name) : NULL;
+	run.project = vx_strdup(l && l->project ? l->project : a->opts->project);
+	run.region = vx_strdup(l ? l->zone : d ? d->zone : pa->region);
+	run.action = vx_strdup(action);
+	run.spec_hash = vx_strdup(r->spec_hash);
+	run.attempt = 1;
+	run.state = vx_strdup(l && l->status ? l->status : "READY");
+	run.created_ms = vx_now_ms(a->ctx);
+	run.config_commit = vx_strdup(a->opts->config_commit);
+	run.launched_by = vx_strdup(a->opts->launched_by);
+	run.has_value = 1;
+	run.value = count;
+	return state_record_start_run(r, &run, err);
+}
+
+static int list_one(struct applier *a, const char *project, const char *zone, const char *name,
+		    struct live_reservation *out, struct vx_err *err)
+{
+	struct live_reservations rs = { 0 };
+	int rc = a->prov->list_reservations(a->prov, project, zone, &rs, err);
+
+	if (rc < 0)
+		return rc;
+	rc = 0;
+	for (size_t i = 0; i < rs.n && rc == 0; i++)
+		if (!strcmp(rs.items[i].name, name))
+			rc = live_reservation_copy(out, &rs.items[i]) < 0 ? VX_ENOMEM : 1;
+	live_reservations_release(&rs);
+	return rc;
+}
+
+/*
+ * The stack's jobs on it were cancelled in this apply: wait until no VM
+ * uses it, up to VX_RESERVATION_WAIT_SECONDS (default 300). Returns 1 when
+ * free, 0 when still in use (left for the next apply), < 0 on error.
+ */
+static int wait_free(struct applier *a, const struct plan_action *pa, const char *project,
+		     const char *zone, struct vx_err *err)
+{
+	const char *env = getenv("VX_RESERVATION_WAIT_SECONDS");
+	int64_t limit = env ? (int64_t)strtoll(env, NULL, 10) * 1000 : 300000;
+	int64_t start = vx_mono_ms(a->ctx);
+	const char *name = strchr(pa->address, '.') + 1;
+
+	for (;;) {
+		struct live_reservation l;
+		int rc;
+
+		memset(&l, 0, sizeof(l));
+		rc = list_one(a, project, zone, name, &l, err);
+		if (rc <= 0)
+			return rc < 0 ? rc : 1; /* gone already counts as free */
+		rc = l.in_use == 0;
+		live_reservation_release(&l);
+		if (rc)
+			return 1;
+		if (vx_mono_ms(a->ctx) - start >= limit || vx_interrupted(a->ctx))
+			return 0;
+		vx_sleep_ms(a->ctx, 2000);
+	}
+}
+
+static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_err *err)
+{
+	const struct state_record *r = pa->krecord;
+	const char *project = r && r->current && r->current->project ? r->current->project : a->opts->project;
+	const char *zone = pa->klive ? ((const struct live_reservation *)pa->klive)->zone
+				     : r && r->current ? r->current->region : NULL;
+	const char *name = strchr(pa->address, '.') + 1;
+	const char *verb = pa->kind == PLAN_REPLACE ? "replace (delete)" : "delete";
+	struct vx_err e = VX_ERR_INIT;
+	int rc;
+
+	if (!zone)
+		return 0;
+	rc = wait_free(a, pa, project, zone, &e);
+	if (rc == 0) {
+		vx_err_set(&e, VX_ECONFLICT, "its VMs are still in use after the jobs on it were cancelled; "
+			   "left for the next apply");
+		applier_fail(a, pa->address, verb, &e);
+		applier_mark_failed(a, pa->address);
+		vx_err_release(&e);
+		return 0;
+	}
+	if (rc > 0)
+		rc = a->prov->delete_reservation(a->prov, project, zone, name, applier_fence(a), &e);
+	if (rc < 0 && rc != VX_ENOTFOUND) {
+		if (applier_fenced(a)) {
+			vx_err_release(&e);
+			return applier_fence_stop(a, err);
+		}
+		applier_fail(a, pa->address, verb, &e);
+		applier_mark_failed(a, pa->address);
+		vx_err_release(&e);
+		return 0;
+	}
+	vx_err_release(&e);
+	if ((rc = record_run(a, pa, "delete", NULL, 0, err)) < 0)
+		return rc;
+	applier_progress(a, "- %s delete %s in %s", pa->address, name, zone);
+	if ((rc = applier_persist(a, "vx: apply: reservations deleted", err)) < 0)
+		return rc;
+	if (pa->kind == PLAN_DELETE) {
+		(void)state_remove_record(a->state, pa->address);
+		applier_progress(a, "- %s forget", pa->address);
+		a->res->ok++;
+	}
+	return 0;
+}
+
+/* An earlier apply's journaled create of this reservation, and its requestId. */
+static const char *pending_request_id(const struct applier *a, const char *address)
+{
+	for (size_t i = 0; i < a->state->njournal; i++)
+		if (!strcmp(a->state->journal[i].address, address))
+			return state_labels_get(a->state->journal[i].labels, a->state->journal[i].nlabels,
+						"vx-request-id");
+	return NULL;
+}
+
+static int do_create(struct applier *a, const struct plan_action *pa, struct vx_err *err)
+{
+	const struct stack_reservation *d = pa->kdecl;
+	struct provider_reservation_request req;
+	struct live_reservation got;
+	struct state_label lab = { (char *)(uintptr_t)"vx-request-id", NULL };
+	char id[37], *mark = NULL, *desc = NULL;
+	const char *old = pending_request_id(a, pa->address);
+	struct vx_err e = VX_ERR_INIT;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	memset(&got, 0, sizeof(got));
+	/* A create journaled by an apply that died keeps its requestId: Compute
+	 * answers a retried insert with the same id without making a second one. */
+	if (old && strlen(old) < sizeof(id))
+		snprintf(id, sizeof(id), "%s", old);
+	else if ((rc = state_random_uuid(a->ctx, pa->address, id, err)) < 0)
+		return rc;
+	lab.value = id;
+	if ((rc = applier_journal(a, pa->address, "create", &lab, 1, err)) < 0)
+		return rc;
+	if ((rc = applier_persist(a, "vx: apply: intents", err)) < 0)
+		return rc;
+	{
+		char lin[13];
+
+		plan_lineage_label(lin, a->state->lineage);
+		mark = marker(a->st->name, lin);
+	}
+	desc = mark ? (d->description ? vx_asprintf("%s %s", d->description, mark) : vx_strdup(mark)) : NULL;
+	if (!desc) {
+		free(mark);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	req.project = a->opts->project;
+	req.zone = d->zone;
+	req.name = d->d.name;
+	req.description = desc;
+	req.machine_type = d->machine_type;
+	req.accelerator_type = accel_type(d);
+	req.accelerator_count = accel_count(d);
+	req.count = d->count;
+	req.specific_required = d->specific_required;
+	req.request_id = id;
+	req.fence = applier_fence(a);
+	rc = a->prov->create_reservation(a->prov, &req, &got, &e);
+	if (rc == VX_EUNCERTAIN && !applier_fenced(a)) {
+		/* The outcome is unknown: the name is unique in its zone, so a list says. */
+		struct vx_err e2 = VX_ERR_INIT;
+		int found = list_one(a, a->opts->project, d->zone, d->d.name, &got, &e2);
+
+		if (found == 1 && has_marker(&got, mark))
+			rc = 0;
+		vx_err_release(&e2);
+	}
+	free(mark);
+	free(desc);
+	if (rc < 0) {
+		if (applier_fenced(a)) {
+			vx_err_release(&e);
+			live_reservation_release(&got);
+			return applier_fence_stop(a, err);
+		}
+		if (rc != VX_EUNCERTAIN)
+			(void)state_journal_remove(a->state, pa->address);
+		applier_fail(a, pa->address, "create", &e);
+		applier_mark_failed(a, pa->address);
+		vx_err_release(&e);
+		live_reservation_release(&got);
+		return 0;
+	}
+	vx_err_release(&e);
+	if (!got.zone)
+		got.zone = vx_strdup(d->zone);
+	if (!got.name)
+		got.name = vx_strdup(d->d.name);
+	rc = record_run(a, pa, "create", &got, d->count, err);
+	if (rc == 0) {
+		(void)state_journal_remove(a->state, pa->address);
+		a->res->ok++;
+		applier_progress(a, "+ %s create %s in %s (%" PRId64 " VMs)", pa->address, d->d.name, d->zone,
+				 d->count);
+	}
+	live_reservation_release(&got);
+	return rc;
+}
+
+static int do_resize(struct applier *a, const struct plan_action *pa, struct vx_err *err)
+{
+	const struct stack_reservation *d = pa->kdecl;
+	const struct live_reservation *l = pa->klive;
+	struct vx_err e = VX_ERR_INIT;
+	int rc = a->prov->resize_reservation(a->prov, l->project ? l->project : a->opts->project, l->zone,
+					     l->name, d->count, applier_fence(a), &e);
+
+	if (rc < 0) {
+		if (applier_fenced(a)) {
+			vx_err_release(&e);
+			return applier_fence_stop(a, err);
+		}
+		applier_fail(a, pa->address, "resize", &e);
+		applier_mark_failed(a, pa->address);
+		vx_err_release(&e);
+		return 0;
+	}
+	vx_err_release(&e);
+	if ((rc = record_run(a, pa, "resize", l, d->count, err)) < 0)
+		return rc;
+	a->res->ok++;
+	applier_progress(a, "~ %s resize %" PRId64 " -> %" PRId64, pa->address, l->count, d->count);
+	return 0;
+}
+
+static int res_apply(struct applier *a, int removals, struct vx_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < a->plan->n && rc == 0 && !a->res->fenced; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+
+		if (pa->kind_of != &kind_reservation)
+			continue;
+		if (vx_interrupted(a->ctx)) {
+			a->res->interrupted = 1;
+			a->res->skipped++;
+			continue;
+		}
+		if (removals) {
+			if (pa->kind == PLAN_DELETE || pa->kind == PLAN_REPLACE)
+				rc = do_delete(a, pa, err);
+			else if (pa->kind == PLAN_FORGET) {
+				(void)state_remove_record(a->state, pa->address);
+				a->res->ok++;
+				applier_progress(a, "- %s forget", pa->address);
+			}
+			continue;
+		}
+		switch (pa->kind) {
+		case PLAN_CREATE:
+			rc = do_create(a, pa, err);
+			break;
+		case PLAN_REPLACE:
+			if (!applier_has_failed(a, pa->address))
+				rc = do_create(a, pa, err);
+			break;
+		case PLAN_ADOPT:
+			rc = record_run(a, pa, "adopt", pa->klive, ((const struct live_reservation *)pa->klive)->count,
+					err);
+			if (rc == 0) {
+				(void)state_journal_remove(a->state, pa->address);
+				a->res->ok++;
+				applier_progress(a, "~ %s adopt %s", pa->address, strchr(pa->address, '.') + 1);
+			}
+			break;
+		case PLAN_UPDATE:
+			rc = do_resize(a, pa, err);
+			break;
+		default:
+			break;
+		}
+		if (rc == 0)
+			rc = applier_heartbeat(a, err);
+	}
+	if (rc == 0)
+		rc = applier_persist(a, removals ? "vx: apply: reservations removed" : "vx: apply: reservations", err);
+	return rc;
+}
+
+const struct kind kind_reservation = {
+	.name = KIND_NAME,
+	.prefix = "reservation",
+	.phase = 1,
+	.refresh = res_refresh,
+	.plan = res_plan,
+	.apply = res_apply,
+	.describe = describe,
+};
