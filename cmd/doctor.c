@@ -143,7 +143,7 @@ int cmd_doctor(int argc, char **argv)
 		free(filter);
 	}
 	{
-		struct compute_client cc = { http, &ctx, ep.base[GCP_API_COMPUTE] };
+		struct compute_client cc = { http, &ctx, ep.base[GCP_API_COMPUTE], NULL };
 		struct compute_reservation_list res = COMPUTE_RESERVATION_LIST_INIT;
 
 		r = compute_reservation_list(&cc, project, zone, NULL, &res, &err);
@@ -153,7 +153,7 @@ int cmd_doctor(int argc, char **argv)
 		compute_reservation_list_release(&res);
 	}
 	{
-		struct quotas_client qc = { http, &ctx, ep.base[GCP_API_CLOUDQUOTAS] };
+		struct quotas_client qc = { http, &ctx, ep.base[GCP_API_CLOUDQUOTAS], NULL };
 		struct quota_info_list qi = QUOTA_INFO_LIST_INIT;
 
 		r = quotas_list_infos(&qc, project, "aiplatform.googleapis.com", &qi, &err);

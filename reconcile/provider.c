@@ -128,3 +128,150 @@ const char *job_state_short(const char *state)
 			return names[i].brief;
 	return "unknown";
 }
+
+/* strdup that copies NULL as NULL; 0, or VX_ENOMEM. */
+static int dup_opt(char **out, const char *s)
+{
+	*out = NULL;
+	if (!s)
+		return 0;
+	*out = strdup(s);
+	return *out ? 0 : VX_ENOMEM;
+}
+
+void live_reservation_release(struct live_reservation *r)
+{
+	if (!r)
+		return;
+	free(r->name);
+	free(r->project);
+	free(r->zone);
+	free(r->status);
+	free(r->description);
+	free(r->machine_type);
+	free(r->accelerator_type);
+	free(r->share_type);
+	memset(r, 0, sizeof(*r));
+}
+
+int live_reservation_copy(struct live_reservation *out, const struct live_reservation *in)
+{
+	memset(out, 0, sizeof(*out));
+	out->accelerator_count = in->accelerator_count;
+	out->count = in->count;
+	out->in_use = in->in_use;
+	out->specific_required = in->specific_required;
+	out->create_ms = in->create_ms;
+	if (dup_opt(&out->name, in->name) < 0 || dup_opt(&out->project, in->project) < 0 ||
+	    dup_opt(&out->zone, in->zone) < 0 || dup_opt(&out->status, in->status) < 0 ||
+	    dup_opt(&out->description, in->description) < 0 ||
+	    dup_opt(&out->machine_type, in->machine_type) < 0 ||
+	    dup_opt(&out->accelerator_type, in->accelerator_type) < 0 ||
+	    dup_opt(&out->share_type, in->share_type) < 0) {
+		live_reservation_release(out);
+		return VX_ENOMEM;
+	}
+	return 0;
+}
+
+void live_reservations_release(struct live_reservations *rs)
+{
+	if (!rs)
+		return;
+	for (size_t i = 0; i < rs->n; i++)
+		live_reservation_release(&rs->items[i]);
+	free(rs->items);
+	rs->items = NULL;
+	rs->n = 0;
+}
+
+int live_reservations_push(struct live_reservations *rs, const struct live_reservation *r)
+{
+	struct live_reservation *p;
+
+	if (rs->n >= (size_t)-1 / sizeof(*p) - 1)
+		return VX_ENOMEM;
+	p = realloc(rs->items, (rs->n + 1) * sizeof(*p));
+	if (!p)
+		return VX_ENOMEM;
+	rs->items = p;
+	if (live_reservation_copy(&rs->items[rs->n], r) < 0)
+		return VX_ENOMEM;
+	rs->n++;
+	return 0;
+}
+
+void live_quota_release(struct live_quota *q)
+{
+	if (!q)
+		return;
+	free(q->name);
+	free(q->id);
+	free(q->service);
+	free(q->quota_id);
+	for (size_t i = 0; q->dimensions && i < q->ndimensions; i++) {
+		free(q->dimensions[i].key);
+		free(q->dimensions[i].value);
+	}
+	free(q->dimensions);
+	free(q->state_detail);
+	free(q->etag);
+	free(q->contact_email);
+	memset(q, 0, sizeof(*q));
+}
+
+int live_quota_copy(struct live_quota *out, const struct live_quota *in)
+{
+	memset(out, 0, sizeof(*out));
+	out->preferred = in->preferred;
+	out->has_granted = in->has_granted;
+	out->granted = in->granted;
+	out->reconciling = in->reconciling;
+	if (dup_opt(&out->name, in->name) < 0 || dup_opt(&out->id, in->id) < 0 ||
+	    dup_opt(&out->service, in->service) < 0 || dup_opt(&out->quota_id, in->quota_id) < 0 ||
+	    dup_opt(&out->state_detail, in->state_detail) < 0 || dup_opt(&out->etag, in->etag) < 0 ||
+	    dup_opt(&out->contact_email, in->contact_email) < 0)
+		goto oom;
+	if (in->ndimensions) {
+		out->dimensions = calloc(in->ndimensions, sizeof(*out->dimensions));
+		if (!out->dimensions)
+			goto oom;
+		for (size_t i = 0; i < in->ndimensions; i++) {
+			out->ndimensions = i + 1;
+			if (dup_opt(&out->dimensions[i].key, in->dimensions[i].key) < 0 ||
+			    dup_opt(&out->dimensions[i].value, in->dimensions[i].value) < 0)
+				goto oom;
+		}
+	}
+	return 0;
+oom:
+	live_quota_release(out);
+	return VX_ENOMEM;
+}
+
+void live_quotas_release(struct live_quotas *qs)
+{
+	if (!qs)
+		return;
+	for (size_t i = 0; i < qs->n; i++)
+		live_quota_release(&qs->items[i]);
+	free(qs->items);
+	qs->items = NULL;
+	qs->n = 0;
+}
+
+int live_quotas_push(struct live_quotas *qs, const struct live_quota *q)
+{
+	struct live_quota *p;
+
+	if (qs->n >= (size_t)-1 / sizeof(*p) - 1)
+		return VX_ENOMEM;
+	p = realloc(qs->items, (qs->n + 1) * sizeof(*p));
+	if (!p)
+		return VX_ENOMEM;
+	qs->items = p;
+	if (live_quota_copy(&qs->items[qs->n], q) < 0)
+		return VX_ENOMEM;
+	qs->n++;
+	return 0;
+}

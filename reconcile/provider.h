@@ -128,6 +128,14 @@ struct live_quotas {
 	size_t n;
 };
 
+/*
+ * Cloud Quotas' safety checks a create or update may skip (its
+ * ignoreSafetyChecks): a decrease of more than 10% (1, so a plain "true"
+ * skips the one issue 9 names), and a decrease below current usage.
+ */
+#define PROVIDER_QUOTA_IGNORE_DECREASE_PERCENTAGE_TOO_HIGH 1
+#define PROVIDER_QUOTA_IGNORE_DECREASE_BELOW_USAGE 2
+
 struct provider_quota_request {
 	const char *project;
 	const char *id;                /* quotaPreferenceId */
@@ -139,7 +147,7 @@ struct provider_quota_request {
 	const char *contact_email;     /* or NULL */
 	const char *justification;     /* or NULL */
 	const char *etag;              /* update: the etag last read (compare-and-swap) */
-	int ignore_safety_checks;      /* update: QUOTA_DECREASE_BELOW_USAGE etc. asked for */
+	int ignore_safety_checks;      /* PROVIDER_QUOTA_IGNORE_* bits: the safety checks the YAML asked to skip */
 	const struct provider_fence *fence; /* NULL: none */
 };
 

@@ -10,8 +10,10 @@
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/vertex.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/text.h"
 
 #include "util/banned.h"
 
@@ -105,6 +107,8 @@ static int reservation_from(const cJSON *o, void *dst)
 	    (rc = gjson_dup(&r->description, o, "description")) < 0 ||
 	    (rc = gjson_dup(&r->self_link, o, "selfLink")) < 0)
 		return rc;
+	if (vertex_time_parse(gjson_str(o, "creationTimestamp"), &v) == 0)
+		r->create_ms = v;
 	r->specific_reservation_required =
 		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "specificReservationRequired"));
 	pol = cJSON_GetObjectItemCaseSensitive(o, "reservationSharingPolicy");
@@ -375,6 +379,34 @@ done:
 	return rc;
 }
 
+/* [a-z]([-a-z0-9]{0,61}[a-z0-9])? */
+int compute_reservation_name_ok(const char *s)
+{
+	size_t n, i;
+
+	if (!s || !(n = strlen(s)) || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
+		return 0;
+	for (i = 1; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* A name as above, or a numeric id [1-9][0-9]{0,19}. */
+int compute_operation_name_ok(const char *s)
+{
+	size_t n, i;
+
+	if (compute_reservation_name_ok(s))
+		return 1;
+	if (!s || !(n = strlen(s)) || n > 20 || s[0] < '1' || s[0] > '9')
+		return 0;
+	for (i = 1; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
 int compute_request_id(char out[37])
 {
 	unsigned char b[16];
@@ -391,14 +423,17 @@ int compute_request_id(char out[37])
 
 /* ---- calls ---- */
 
+/* fenced: a mutation, checked against c->fence before each attempt (reads and waits are not). */
 static int call(struct compute_client *c, const char *method, const char *url, const char *body,
-		enum gcp_retry retry, const char *rpc, long timeout_ms, const char *what,
+		enum gcp_retry retry, const char *rpc, long timeout_ms, int fenced, const char *what,
 		struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
 
 	gcall_request_init(&req, "compute", method, url, body, retry, rpc);
 	req.timeout_ms = timeout_ms;
+	if (fenced)
+		req.fence = c->fence;
 	return gcall_send(c->http, &req, "compute", what, resp, err);
 }
 
@@ -409,7 +444,7 @@ static int mutate(struct compute_client *c, const char *method, const char *url,
 	struct gcp_response resp = { 0 };
 	int rc;
 
-	rc = call(c, method, url, body, GCP_RETRY_REQUEST_ID, rpc, 0, what, &resp, err);
+	rc = call(c, method, url, body, GCP_RETRY_REQUEST_ID, rpc, 0, 1, what, &resp, err);
 	if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, op, err)) < 0)
 		gcall_wrap(err, "compute", what);
 	gcp_response_release(&resp);
@@ -585,7 +620,7 @@ int compute_reservation_get(struct compute_client *c, const char *project, const
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetReservation", 0, what, &resp, err);
+	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetReservation", 0, 0, what, &resp, err);
 	if (rc == 0 && (rc = compute_reservation_parse_json(resp.body, resp.body_len, out, err)) < 0)
 		gcall_wrap(err, "compute", what);
 done:
@@ -615,7 +650,7 @@ static int list_page(void *ud, const char *token, char **next, struct vx_err *er
 	if (!url)
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
 	rc = call(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
-		  p->aggregated ? "AggregatedListReservations" : "ListReservations", 0, p->what, &resp,
+		  p->aggregated ? "AggregatedListReservations" : "ListReservations", 0, 0, p->what, &resp,
 		  err);
 	free(url);
 	if (rc == 0 &&
@@ -677,22 +712,60 @@ int compute_reservation_aggregated_list(struct compute_client *c, const char *pr
 	return rc;
 }
 
+/* 1 when code is one of set. */
+static int code_in(const char *code, const char *const *set)
+{
+	for (; code && *set; set++)
+		if (!strcmp(code, *set))
+			return 1;
+	return 0;
+}
+
+/* The VX_E* for a finished operation's error (see compute_operation_wait). */
+static int op_code(long st, const char *code)
+{
+	static const char *const missing[] = { "RESOURCE_NOT_FOUND", "NOT_FOUND", NULL };
+	static const char *const taken[] = { "ALREADY_EXISTS", "RESOURCE_ALREADY_EXISTS", "CONDITION_NOT_MET",
+					     "PRECONDITION_FAILED", NULL };
+	static const char *const scarce[] = { "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED",
+					      "ZONE_RESOURCE_POOL_EXHAUSTED",
+					      "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", NULL };
+
+	if (st == 404 || code_in(code, missing))
+		return VX_ENOTFOUND;
+	if (st == 409 || st == 412 || code_in(code, taken))
+		return VX_ECONFLICT;
+	if (code_in(code, scarce))
+		return VX_EAPI;
+	if (st == 400 || (code && !strncmp(code, "INVALID", 7)))
+		return VX_EINVAL;
+	if (st == 401 || st == 403)
+		return VX_EAUTH;
+	return VX_EAPI;
+}
+
 static int op_failure(const struct compute_operation *op, const char *what, struct vx_err *err)
 {
 	long st = op->http_error_status_code;
-	int code = st == 404 ? VX_ENOTFOUND : (st == 409 || st == 412) ? VX_ECONFLICT :
-		   st == 403 ? VX_EAUTH : VX_EAPI;
 	const struct compute_operation_error *e = op->n_errors ? &op->errors[0] : NULL;
+	char *code = NULL, *msg = NULL;
+	int rc;
 
 	if (!e && st < 400)
 		return 0;
-	if (e && e->code && (!strcmp(e->code, "RESOURCE_NOT_FOUND") || !strcmp(e->code, "NOT_FOUND")))
-		code = VX_ENOTFOUND;
-	if (e)
-		return vx_err_set(err, code, "%s: %s: %s", what, e->code ? e->code : "ERROR",
-				  e->message ? e->message : (op->http_error_message ? op->http_error_message : ""));
-	return vx_err_set(err, code, "%s: HTTP %ld %s", what, st,
-			  op->http_error_message ? op->http_error_message : "");
+	/* Everything below came from the server and ends up on a terminal. */
+	code = vx_text_clean(e && e->code ? e->code : "ERROR");
+	msg = vx_text_clean(e && e->message ? e->message :
+			    (op->http_error_message ? op->http_error_message : ""));
+	if (!code || !msg)
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	else if (e)
+		rc = vx_err_set(err, op_code(st, e->code), "%s: %s: %s", what, code, msg);
+	else
+		rc = vx_err_set(err, op_code(st, NULL), "%s: HTTP %ld %s", what, st, msg);
+	free(code);
+	free(msg);
+	return rc;
 }
 
 int compute_operation_wait(struct compute_client *c, const char *project,
@@ -711,7 +784,9 @@ int compute_operation_wait(struct compute_client *c, const char *project,
 	}
 	deadline = vx_mono_ms(c->ctx) + (timeout_ms > 0 ? timeout_ms : WAIT_TIMEOUT_MS);
 	if (!compute_operation_done(op)) {
-		if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(op->zone, ":") || !gcall_segment_ok(op->name, ":")) {
+		/* Both come from the server: only Compute's own name shapes go into the URL. */
+		if (!gcall_segment_ok(project, ":") || !compute_reservation_name_ok(op->zone) ||
+		    !compute_operation_name_ok(op->name)) {
 			rc = vx_err_set(err, VX_EAPI, "%s: the operation has no usable name or zone", what);
 			goto done;
 		}
@@ -739,7 +814,7 @@ int compute_operation_wait(struct compute_client *c, const char *project,
 		vx_log(c->ctx, VX_LOG_DEBUG, "compute: waiting for operation %s (status %s)", op->name,
 		       op->status ? op->status : "unknown");
 		rc = call(c, "POST", url, NULL, GCP_RETRY_SAFE, "WaitZoneOperation", WAIT_CALL_TIMEOUT_MS,
-			  what, &resp, err);
+			  0, what, &resp, err);
 		if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, &next, err)) < 0)
 			gcall_wrap(err, "compute", what);
 		gcp_response_release(&resp);

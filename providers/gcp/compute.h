@@ -22,6 +22,7 @@
 #include "util/err.h"
 
 struct gcp_http;
+struct gcp_fence;
 struct vx_ctx;
 
 /* base_url: "https://compute.googleapis.com/compute/v1/". All members borrowed. */
@@ -29,6 +30,10 @@ struct compute_client {
 	struct gcp_http *http;
 	const struct vx_ctx *ctx;
 	const char *base_url;
+	/* Checked before each attempt of a mutation (insert, resize, update,
+	 * delete) is sent, never before a read or an operation wait (gcp_fence
+	 * in http.h); NULL: none. */
+	const struct gcp_fence *fence;
 };
 
 struct compute_accelerator {
@@ -50,6 +55,7 @@ struct compute_reservation {
 	size_t n_accelerators;
 	int specific_reservation_required;
 	char *service_share_type;   /* reservationSharingPolicy.serviceShareType (ALLOW_ALL lets Vertex AI use it) */
+	int64_t create_ms;          /* creationTimestamp, ms since the epoch; 0 when absent or unparsable */
 };
 
 #define COMPUTE_RESERVATION_INIT { 0 }
@@ -114,6 +120,16 @@ int compute_operation_parse_json(const char *body, size_t len, struct compute_op
  */
 int compute_reservation_to_json(const struct compute_reservation *r, char **out) VX_WUR;
 
+/*
+ * Compute's name rules, from its discovery document's path parameters:
+ * a reservation name is RFC 1035, [a-z]([-a-z0-9]{0,61}[a-z0-9])?; an
+ * operation is named that way or by its numeric id, [1-9][0-9]{0,19}. A
+ * name read from Compute goes into a URL (or into an action) only when it
+ * passes. 1 when s matches, else 0 (NULL: 0).
+ */
+int compute_reservation_name_ok(const char *s);
+int compute_operation_name_ok(const char *s);
+
 /* A random UUID v4 (OpenSSL RAND_bytes), 36 characters + NUL. VX_EIO when no randomness. */
 int compute_request_id(char out[37]) VX_WUR;
 
@@ -157,8 +173,14 @@ int compute_reservation_aggregated_list(struct compute_client *c, const char *pr
  * two minutes even when not done) until op->status is DONE, at most
  * timeout_ms (0 = 30 minutes); updates *op each time. Then a failed
  * operation becomes err: "<what>: <code>: <message>" from error.errors[], or
- * the httpErrorStatusCode/httpErrorMessage; the code is VX_ENOTFOUND (404),
- * VX_ECONFLICT (409, 412), VX_EAUTH (403), VX_EAPI otherwise. what is the
+ * the httpErrorStatusCode/httpErrorMessage, stripped of control characters
+ * (vx_text_clean); the code is VX_ENOTFOUND (404, RESOURCE_NOT_FOUND),
+ * VX_ECONFLICT (409, 412, ALREADY_EXISTS, RESOURCE_ALREADY_EXISTS),
+ * VX_EINVAL (400 and INVALID_* codes: the request was refused as it was),
+ * VX_EAPI for quota and capacity (QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED*,
+ * whose codes the message keeps), VX_EAUTH (other 401, 403), VX_EAPI
+ * otherwise. An operation name that is not compute_operation_name_ok is
+ * never put in a URL (VX_EAPI). what is the
  * context ("compute: resizing reservation \"r1\" in us-central1-a"); NULL
  * gives a default. VX_ERETRY when time runs out, VX_ECANCELED on interrupt.
  */

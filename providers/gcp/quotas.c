@@ -352,25 +352,37 @@ done:
 
 /* ---- calls ---- */
 
+/* fenced: a write, checked against c->fence before each attempt. */
 static int call(struct quotas_client *c, const char *method, const char *url, const char *body,
-		enum gcp_retry retry, const char *rpc, const char *what, struct gcp_response *resp,
-		struct vx_err *err)
+		enum gcp_retry retry, const char *rpc, int fenced, const char *what,
+		struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
 
 	gcall_request_init(&req, "cloudquotas", method, url, body, retry, rpc);
+	if (fenced)
+		req.fence = c->fence;
 	return gcall_send(c->http, &req, "quotas", what, resp, err);
+}
+
+/* The ignoreSafetyChecks values for bits, in a fixed order; absent bits give NULL (left out). */
+static const char *safety_value(unsigned bits, unsigned bit)
+{
+	if (!(bits & bit))
+		return NULL;
+	return bit == QUOTAS_IGNORE_DECREASE_BELOW_USAGE ? "QUOTA_DECREASE_BELOW_USAGE"
+							 : "QUOTA_DECREASE_PERCENTAGE_TOO_HIGH";
 }
 
 /* Sends and parses one QuotaPreference answer. */
 static int pref_call(struct quotas_client *c, const char *method, const char *url, const char *body,
-		     enum gcp_retry retry, const char *rpc, const char *what,
+		     enum gcp_retry retry, const char *rpc, int fenced, const char *what,
 		     struct quota_preference *out, struct vx_err *err)
 {
 	struct gcp_response resp = { 0 };
 	int rc;
 
-	rc = call(c, method, url, body, retry, rpc, what, &resp, err);
+	rc = call(c, method, url, body, retry, rpc, fenced, what, &resp, err);
 	if (rc == 0 && (rc = quota_preference_parse_json(resp.body, resp.body_len, out, err)) < 0)
 		gcall_wrap(err, "quotas", what);
 	gcp_response_release(&resp);
@@ -393,11 +405,15 @@ int quotas_create_preference(struct quotas_client *c, const char *project, const
 	}
 	if (quota_preference_to_json(p, &body) < 0 ||
 	    !(path = vx_asprintf("projects/%s/locations/global/quotaPreferences", project)) ||
-	    !(url = gcall_url(c->base_url, path, "quotaPreferenceId", id, (const char *)NULL))) {
+	    !(url = gcall_url(c->base_url, path, "quotaPreferenceId", id, "ignoreSafetyChecks",
+			      safety_value(p->ignore_safety_checks, QUOTAS_IGNORE_DECREASE_BELOW_USAGE),
+			      "ignoreSafetyChecks",
+			      safety_value(p->ignore_safety_checks, QUOTAS_IGNORE_DECREASE_PERCENTAGE_TOO_HIGH),
+			      (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = pref_call(c, "POST", url, body, GCP_RETRY_NEVER, "CreateQuotaPreference", what, out, err);
+	rc = pref_call(c, "POST", url, body, GCP_RETRY_NEVER, "CreateQuotaPreference", 1, what, out, err);
 done:
 	free(body);
 	free(path);
@@ -424,7 +440,7 @@ int quotas_get_preference(struct quotas_client *c, const char *project, const ch
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = pref_call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetQuotaPreference", what, out, err);
+	rc = pref_call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetQuotaPreference", 0, what, out, err);
 done:
 	free(path);
 	free(url);
@@ -451,7 +467,11 @@ int quotas_patch_preference(struct quotas_client *c, const char *project, const 
 	    !(path = vx_asprintf("projects/%s/locations/global/quotaPreferences/%s", project, id)) ||
 	    !(url = gcall_url(c->base_url, path, "updateMask", update_mask, "allowMissing",
 			      (flags & QUOTAS_ALLOW_MISSING) ? "true" : NULL, "validateOnly",
-			      (flags & QUOTAS_VALIDATE_ONLY) ? "true" : NULL, (const char *)NULL))) {
+			      (flags & QUOTAS_VALIDATE_ONLY) ? "true" : NULL, "ignoreSafetyChecks",
+			      safety_value(p->ignore_safety_checks, QUOTAS_IGNORE_DECREASE_BELOW_USAGE),
+			      "ignoreSafetyChecks",
+			      safety_value(p->ignore_safety_checks, QUOTAS_IGNORE_DECREASE_PERCENTAGE_TOO_HIGH),
+			      (const char *)NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
@@ -463,7 +483,7 @@ int quotas_patch_preference(struct quotas_client *c, const char *project, const 
 	 */
 	rc = pref_call(c, "PATCH", url, body,
 		       (p->etag && !(flags & QUOTAS_VALIDATE_ONLY)) ? GCP_RETRY_NEVER : GCP_RETRY_SAFE,
-		       "UpdateQuotaPreference", what, out, err);
+		       "UpdateQuotaPreference", !(flags & QUOTAS_VALIDATE_ONLY), what, out, err);
 done:
 	free(body);
 	free(path);
@@ -491,7 +511,7 @@ static int list_page(void *ud, const char *token, char **next, struct vx_err *er
 	if (!url)
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
 	rc = call(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
-		  p->prefs ? "ListQuotaPreferences" : "ListQuotaInfos", p->what, &resp, err);
+		  p->prefs ? "ListQuotaPreferences" : "ListQuotaInfos", 0, p->what, &resp, err);
 	free(url);
 	if (rc == 0) {
 		rc = p->prefs ? quota_preference_list_parse_json(resp.body, resp.body_len, p->prefs, next, err)
@@ -543,7 +563,7 @@ int quotas_get_info(struct quotas_client *c, const char *project, const char *se
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetQuotaInfo", what, &resp, err);
+	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetQuotaInfo", 0, what, &resp, err);
 	if (rc == 0 && (rc = quota_info_parse_json(resp.body, resp.body_len, out, err)) < 0)
 		gcall_wrap(err, "quotas", what);
 done:

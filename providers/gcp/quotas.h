@@ -22,6 +22,7 @@
 #include "util/err.h"
 
 struct gcp_http;
+struct gcp_fence;
 struct vx_ctx;
 
 /* base_url: "https://cloudquotas.googleapis.com/v1/". All members borrowed. */
@@ -29,6 +30,15 @@ struct quotas_client {
 	struct gcp_http *http;
 	const struct vx_ctx *ctx;
 	const char *base_url;
+	/* Checked before each attempt of a create or a patch is sent (not a
+	 * validateOnly patch, not a read; gcp_fence in http.h); NULL: none. */
+	const struct gcp_fence *fence;
+};
+
+/* Cloud Quotas' QuotaSafetyCheck values to skip, for quota_preference.ignore_safety_checks. */
+enum {
+	QUOTAS_IGNORE_DECREASE_BELOW_USAGE = 1 << 0,        /* QUOTA_DECREASE_BELOW_USAGE */
+	QUOTAS_IGNORE_DECREASE_PERCENTAGE_TOO_HIGH = 1 << 1, /* QUOTA_DECREASE_PERCENTAGE_TOO_HIGH (> 10%) */
 };
 
 struct quota_kv {
@@ -53,6 +63,9 @@ struct quota_preference {
 	int reconciling;
 	char *contact_email;    /* input only: never returned by the API */
 	char *justification;
+	/* Input only, sent as the repeated ignoreSafetyChecks query parameter of
+	 * create and patch (never in the body): QUOTAS_IGNORE_* bits. */
+	unsigned ignore_safety_checks;
 };
 
 #define QUOTA_PREFERENCE_INIT { 0 }
@@ -126,7 +139,8 @@ int quota_info_list_parse_json(const char *body, size_t len, struct quota_info_l
  */
 int quota_preference_to_json(const struct quota_preference *p, char **out) VX_WUR;
 
-/* POST projects/P/locations/global/quotaPreferences?quotaPreferenceId=ID (never resent). */
+/* POST projects/P/locations/global/quotaPreferences?quotaPreferenceId=ID
+ * [&ignoreSafetyChecks=...] (never resent). */
 int quotas_create_preference(struct quotas_client *c, const char *project, const char *id,
 			     const struct quota_preference *p, struct quota_preference *out,
 			     struct vx_err *err) VX_WUR;
@@ -144,7 +158,7 @@ enum {
 
 /*
  * PATCH projects/P/locations/global/quotaPreferences/ID?updateMask=M
- * [&allowMissing=true][&validateOnly=true] with quota_preference_to_json(p)
+ * [&allowMissing=true][&validateOnly=true][&ignoreSafetyChecks=...] with quota_preference_to_json(p)
  * (p->etag, when set, makes a stale write VX_ECONFLICT). update_mask NULL =
  * no mask (the server overwrites every field).
  */

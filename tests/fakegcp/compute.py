@@ -357,8 +357,9 @@ class Compute:
         if "specificSkuCount" not in body:
             raise invalid("Invalid value for field 'resource.specificSkuCount': ''. Required.")
         n = int(body["specificSkuCount"])
-        if n < 0 or n > 1000:
-            raise invalid("Invalid value for field 'resource.specificSkuCount': '%d'. Must be between 0 and 1000."
+        # Compute's documented range is 1..1000: a reservation cannot be resized to nothing.
+        if n < 1 or n > 1000:
+            raise invalid("Invalid value for field 'resource.specificSkuCount': '%d'. Must be between 1 and 1000."
                           % n)
         sr = r.get("specificReservation")
         if sr is None:

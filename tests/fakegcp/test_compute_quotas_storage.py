@@ -85,6 +85,22 @@ class ComputeReservations(FakeTestCase):
         st, e = self.fake.call("GET", Z + "/operations/operation-none")
         self.assertEqual(st, 404)
 
+    def test_resize_count_range(self):
+        """Compute's specificSkuCount is 1..1000: 0 and 1001 are refused with Google's error shape and the
+        reservation keeps its count."""
+        self.fake.call("POST", Z + "/reservations", reservation())
+        for n in (0, 1001, -1):
+            st, e = self.fake.call("POST", Z + "/reservations/r1/resize?requestId=" + RID, {"specificSkuCount": str(n)})
+            msg = ("Invalid value for field 'resource.specificSkuCount': '%d'. Must be between 1 and 1000." % n)
+            self.assertEqual((st, e["error"]), (400, {
+                "code": 400, "message": msg, "status": "INVALID_ARGUMENT",
+                "errors": [{"message": msg, "domain": "global", "reason": "invalid"}]}))
+        self.assertEqual(self.fake.call("GET", Z + "/reservations/r1")[1]["specificReservation"]["count"], "2")
+        for n in (1, 1000):
+            st, op = self.fake.call("POST", Z + "/reservations/r1/resize", {"specificSkuCount": str(n)})
+            self.assertEqual(st, 200, op)
+        self.assertEqual(self.fake.call("GET", Z + "/reservations/r1")[1]["specificReservation"]["count"], "1000")
+
     def test_rate_limit_403(self):
         self.fake.ctl("/rate-limits", {"compute_requests_per_minute": 2})
         self.fake.call("GET", Z + "/reservations")
