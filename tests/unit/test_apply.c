@@ -16,6 +16,7 @@
 
 #include "reconcile/apply.h"
 #include "reconcile/plan.h"
+#include "reconcile/kind.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
@@ -267,7 +268,7 @@ static void plan_and_apply(struct world *w)
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(mem_list(&w->cloud.base, NULL, NULL, NULL, &live, &err), 0);
-	assert_int_equal(planner_run(&pl, w->st, &w->state, &live, NULL, &err), 0);
+	assert_int_equal(planner_run(&pl, w->st, &w->state, &(struct live_set){ .jobs = &live }, NULL, &err), 0);
 	apply_result_release(&w->res);
 	assert_int_equal(apply_run(&w->res, &w->ctx, &pl.plan, w->st, &w->state, &w->cloud.base,
 				   &w->opts, &w->hooks, &err), 0);
@@ -554,7 +555,7 @@ static void plan_and_apply_fenced(struct world *w)
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(mem_list(&w->cloud.base, NULL, NULL, NULL, &live, &err), 0);
-	assert_int_equal(planner_run(&pl, w->st, &w->state, &live, NULL, &err), 0);
+	assert_int_equal(planner_run(&pl, w->st, &w->state, &(struct live_set){ .jobs = &live }, NULL, &err), 0);
 	apply_result_release(&w->res);
 	assert_int_equal(apply_run(&w->res, &w->ctx, &pl.plan, w->st, &w->state, &w->cloud.base,
 				   &w->opts, &w->hooks, &err), VX_ECONFLICT);

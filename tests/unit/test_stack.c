@@ -673,7 +673,7 @@ static void test_reservation(void **state)
 		      "t/s.yaml:11:8: Reservation \"r\": count: must be between 1 and 1000, got 0\n"
 		      "t/s.yaml:12:1: Reservation \"r\": unknown field \"shared\" (one of kind, name, "
 		      "zone, machineType, accelerators, count, specificReservationRequired, "
-		      "description)\n");
+		      "description, protect)\n");
 	/* the machine table: a3-highgpu-8g always has 8 H100s */
 	expect_errors(STACK_DOC "---\nkind: Reservation\nname: r\nzone: us-central1-a\n"
 		      "machineType: a3-highgpu-8g\naccelerators: [{type: nvidia-h100-80gb, count: 4}]\n"
