@@ -101,6 +101,20 @@ class ComputeReservations(FakeTestCase):
             self.assertEqual(st, 200, op)
         self.assertEqual(self.fake.call("GET", Z + "/reservations/r1")[1]["specificReservation"]["count"], "1000")
 
+    def test_vx_provider_insert_body(self):
+        """The insert body vx's provider sends (tests/unit/test_provider_gcp.c) is a valid Reservation, and the
+        reservation it makes can be consumed by Vertex AI (shared with managed services)."""
+        body = ('{"name":"r1","description":"vx:stack=s","specificReservation":{"count":"2",'
+                '"instanceProperties":{"machineType":"a3-highgpu-8g","guestAccelerators":['
+                '{"acceleratorType":"nvidia-h100-80gb","acceleratorCount":8}]}},'
+                '"specificReservationRequired":true,'
+                '"reservationSharingPolicy":{"serviceShareType":"ALLOW_ALL"}}')
+        st, op = self.fake.call("POST", Z + "/reservations?requestId=" + RID, json.loads(body))
+        self.assertEqual(st, 200, op)
+        st, r = self.fake.call("GET", Z + "/reservations/r1")
+        self.assertEqual((r["reservationSharingPolicy"], r["specificReservation"]["count"]),
+                         ({"serviceShareType": "ALLOW_ALL"}, "2"))
+
     def test_rate_limit_403(self):
         self.fake.ctl("/rate-limits", {"compute_requests_per_minute": 2})
         self.fake.call("GET", Z + "/reservations")
@@ -184,6 +198,24 @@ class CloudQuotas(FakeTestCase):
         st, e = self.fake.call("POST", QP, self.pref(value="64", contactEmail=None,
                                                      dimensions={"region": "europe-west4"}))
         self.assertEqual(st, 400)  # an increase needs contactEmail
+
+    def test_vx_provider_patch(self):
+        """The update vx's provider sends: a mask of what vx changes, both safety checks skipped, the etag."""
+        self.fake.ctl("/quota", {"accelerator_type": "NVIDIA_H100_80GB", "limit": 8})
+        st, p = self.fake.call("POST", QP + "?quotaPreferenceId=h100", {
+            "service": "aiplatform.googleapis.com", "quotaId": H100, "dimensions": {"region": "us-central1"},
+            "quotaConfig": {"preferredValue": "16"}, "justification": "training", "contactEmail": "ml@example.com"})
+        self.assertEqual(st, 200, p)
+        body = {"service": "aiplatform.googleapis.com", "quotaId": H100, "dimensions": {"region": "us-central1"},
+                "quotaConfig": {"preferredValue": "4"}, "etag": p["etag"], "justification": "training",
+                "contactEmail": "ml@example.com"}
+        path = QP + "/h100?updateMask=quotaConfig.preferredValue%2CcontactEmail%2Cjustification"
+        st, e = self.fake.call("PATCH", path, body)
+        self.assertEqual((st, e["error"]["status"]), (400, "FAILED_PRECONDITION"))
+        st, u = self.fake.call("PATCH", path + "&ignoreSafetyChecks=QUOTA_DECREASE_BELOW_USAGE"
+                               "&ignoreSafetyChecks=QUOTA_DECREASE_PERCENTAGE_TOO_HIGH", body)
+        self.assertEqual(st, 200, u)
+        self.assertEqual(u["quotaConfig"]["preferredValue"], "4")
 
     def test_grant_modes(self):
         self.fake.ctl("/quota", {"accelerator_type": "NVIDIA_H100_80GB", "limit": 8})
