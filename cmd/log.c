@@ -66,6 +66,22 @@ static void print_start(const struct state_run *r, int64_t fallback_ms)
 	    ((r->error_code || r->error_message) &&
 	     (vx_buf_adds(&end, ": ") < 0 || render_error(&end, (int)r->error_code, r->error_message) < 0)))
 		vx_buf_reset(&end);
+	if (r->has_value) {
+		/* A reservation's or quota preference's action: the value it left, and
+		 * the state as Compute or Cloud Quotas reported it. */
+		vx_buf_reset(&end);
+		if (vx_buf_adds(&end, r->state ? r->state : "-") < 0 ||
+		    (r->error_message && (vx_buf_adds(&end, ": ") < 0 ||
+					  render_error(&end, 0, r->error_message) < 0)))
+			vx_buf_reset(&end);
+		printf("  %-20s  %-8s  %s  %s %" PRId64 "  by %s  config %.12s%s  %s\n", when,
+		       r->action ? r->action : "-", r->resource ? r->resource : "-",
+		       r->region && !strcmp(r->region, "global") ? "preferredValue" : "count", r->value,
+		       r->launched_by ? r->launched_by : "-", r->config_commit ? r->config_commit : "none",
+		       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
+		vx_buf_release(&end);
+		return;
+	}
 	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "  by %s  config %.12s%s  %s\n",
 	       when, r->action ? r->action : "-",
 	       r->resource ? r->resource : "(create never answered)", r->attempt, r->run,

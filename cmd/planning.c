@@ -20,9 +20,12 @@ static int push(const char ***arr, size_t *n, const char *v)
 	return 0;
 }
 
+/* KIND.NAME for a kind of the table (job., reservation., quota.). */
 static int valid_address(const char *a)
 {
-	return !strncmp(a, "job.", 4) && a[4];
+	const char *dot = strchr(a, '.');
+
+	return kind_of_address(a) && dot[1];
 }
 
 int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct vx_err *err)
@@ -45,7 +48,7 @@ int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct
 	if (!v)
 		v = *i + 1 < argc ? argv[++*i] : NULL;
 	if (!v || !valid_address(v)) {
-		vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME%s%s%s",
+		vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME, reservation.NAME or quota.NAME%s%s%s",
 			   is_target ? "target" : "replace", v ? ", not '" : "", v ? v : "", v ? "'" : "");
 		return 1;
 	}
@@ -112,7 +115,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	for (size_t i = 0; i < o->nreplaces; i++)
 		if (!stack_find_decl(ws->st, o->replaces[i]))
 			return unknown_address(err, ws, "-replace", o->replaces[i], 0,
-					       "no such job is declared");
+					       "no such address is declared");
 	if ((rc = workspace_config_status(ws, err)) < 0)
 		return rc;
 	if (o->refresh) {

@@ -311,13 +311,16 @@ static int quota_apply(struct applier *a, int removals, struct vx_err *err)
 			continue;
 		if (removals) {
 			if (pa->kind == PLAN_ABANDON) {
+				/* The abandon is recorded as the record's last run, then the record goes. */
 				if ((rc = record_run(a, pa, "abandon", pa->klive, err)) < 0)
 					break;
-				rc = applier_persist(a, "vx: apply: quota preferences abandoned", err);
-				(void)state_remove_record(a->state, pa->address);
-				a->res->ok++;
 				applier_progress(a, "- %s abandon (the preference stays; vx no longer manages it)",
 						 pa->address);
+				if ((rc = applier_persist(a, "vx: apply: quota preferences abandoned", err)) < 0)
+					break;
+				(void)state_remove_record(a->state, pa->address);
+				applier_progress(a, "- %s forget", pa->address);
+				a->res->ok++;
 			}
 			continue;
 		}

@@ -160,7 +160,10 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		kin.replaces = opts->replaces;
 		kin.nreplaces = opts->nreplaces;
 	}
-	for (size_t k = 0; k < kind_count && rc == 0; k++)
+	/* In reverse phase order: a removal may depend on what a later phase's
+	 * plan does (a reservation is deleted only once this plan cancels the
+	 * stack's jobs on it). */
+	for (size_t k = kind_count; k-- > 0 && rc == 0;)
 		rc = kind_table[k]->plan(out, &kin, err);
 	if (rc < 0) {
 		planner_release(out);

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/plan.h"
 #include "util/buf.h"
 #include "util/banned.h"
@@ -347,6 +348,7 @@ static cJSON *action_json(const struct plan_action *a)
 	if (!o)
 		return NULL;
 	rc |= add(o, "address", cJSON_CreateString(a->address));
+	rc |= add(o, "kind", cJSON_CreateString(a->kind_of ? a->kind_of->name : "CustomJob"));
 	rc |= add(o, "action", cJSON_CreateString(plan_kind_name(a->kind)));
 	rc |= add(o, "reason", str_or_null(a->reason));
 	rc |= add(o, "drift", str_or_null(a->drift));
@@ -361,6 +363,9 @@ static cJSON *action_json(const struct plan_action *a)
 	if (before) {
 		rc |= add(before, "spec_hash", str_or_null(a->old_hash));
 		rc |= add(before, "state", str_or_null(a->live_state));
+		if (a->has_values)
+			rc |= add(before, "value", a->old_value >= -1 ? cJSON_CreateNumber((double)a->old_value)
+								  : cJSON_CreateNull());
 	}
 	after = cJSON_CreateObject();
 	rc |= add(o, "after", after);
@@ -370,6 +375,9 @@ static cJSON *action_json(const struct plan_action *a)
 		rc |= add(after, "attempt", a->attempt ? cJSON_CreateNumber((double)a->attempt) : cJSON_CreateNull());
 		rc |= add(after, "max_attempts", a->max_attempts ? cJSON_CreateNumber((double)a->max_attempts)
 								 : cJSON_CreateNull());
+		if (a->has_values)
+			rc |= add(after, "value", a->new_value >= -1 ? cJSON_CreateNumber((double)a->new_value)
+								: cJSON_CreateNull());
 	}
 	if (rc) {
 		cJSON_Delete(o);

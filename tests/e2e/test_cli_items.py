@@ -222,7 +222,7 @@ class CliTest(FakeTestCase):
         r = self.repo.apply("-target", "job.gemma")
         self.assertEqual((r.code, r.out, r.err), (1, "", want))
         r = self.repo.apply("-replace", "job.lama")
-        self.assertEqual((r.code, r.out, r.err), (1, "", 'vx: -replace job.lama: no such job is declared '
+        self.assertEqual((r.code, r.out, r.err), (1, "", 'vx: -replace job.lama: no such address is declared '
                                                          '(did you mean "job.llama"?)\n'))
         r = self.repo.plan("-target", "job.zzzzzzzz")
         self.assertEqual((r.code, r.err), (1, "vx: -target job.zzzzzzzz: no such address in the stack "
