@@ -265,3 +265,39 @@ class Kinds(FakeTestCase):
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+class ReservedExample(FakeTestCase):
+    """examples/reserved, as shipped, applies cleanly against the fake."""
+
+    def test_example_applies(self):
+        import glob
+        import shutil
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        for f in glob.glob(os.path.join(root, "examples", "reserved", "*.yaml")):
+            with open(f) as src, open(os.path.join(self.repo.dir, os.path.basename(f)), "w") as dst:
+                dst.write(src.read().replace("project: my-project", "project: " + PROJECT))
+        bare = os.path.join(self.tmp, "origin.git")
+        subprocess.run(["git", "init", "-q", "--bare", bare], check=True)
+        self.repo.git("remote", "add", "origin", bare)
+        self.repo.git("add", "-A")
+        self.repo.git("commit", "-q", "-m", "the reserved example")
+        # A project whose H100 training quota is 8 (16 is then an increase, as the example means).
+        self.fake.post("/_fake/quota", {"region": REGION, "accelerator_type": "NVIDIA_H100_80GB",
+                                        "preemptible": False, "limit": 8})
+        r = self.repo.vx("apply", self.repo.dir, "-auto-approve")
+        self.assertEqual(r.code, 0, r)
+        done = [l.split()[:3] for l in r.out.splitlines() if l[:2] in ("+ ", "~ ", "- ")]
+        self.assertEqual(done, [["+", "quota.h100-training", "create"],
+                                ["+", "reservation.h100-pool", "create"],
+                                ["+", "job.pretrain", "create"]], r)
+        self.assertEqual(len(self.fake.get("/_fake/reservations")["reservations"]), 1)
+        pretrain = [j for j in self.fake.jobs() if j["labels"].get("vx-job") == "pretrain"]
+        self.assertEqual(len(pretrain), 1)
+        self.fake.advance(60)
+        self.assertEqual(self.fake.jobs()[0]["state"], "JOB_STATE_RUNNING", "it runs on the reservation")
+        r = self.repo.vx("plan", self.repo.dir, "-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        # the state branch went to the remote
+        self.assertIn("vx/state/reserved", subprocess.run(["git", "-C", bare, "branch"], check=True,
+                                                         capture_output=True, text=True).stdout)
