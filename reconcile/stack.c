@@ -1729,7 +1729,7 @@ static int move_diags(struct vx_diags *to, struct vx_diags *from)
 }
 
 static int load(struct stack **out, const char *dir, const char *const *paths,
-		const struct stack_source *srcs, size_t n, const struct yaml_limits *limits,
+		const struct stack_source *srcs, size_t n, const struct ynode_limits *limits,
 		struct vx_diags *caller_diags, struct vx_err *err)
 {
 	struct vx_diags all = { NULL, 0, 0, 10000, 0 }, *diags = &all;
@@ -1757,7 +1757,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 		struct yfile *yf = NULL;
 
 		if (paths) {
-			rc = yaml_load_file(&yf, paths[i], limits, diags, err);
+			rc = ynode_load_file(&yf, paths[i], limits, diags, err);
 		} else {
 			free(path);
 			path = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
@@ -1767,7 +1767,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 				rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
 				goto done;
 			}
-			rc = yaml_load_mem(&yf, path, srcs[i].data, srcs[i].len, limits, diags, err);
+			rc = ynode_load_mem(&yf, path, srcs[i].data, srcs[i].len, limits, diags, err);
 		}
 		if (rc == VX_EINVAL) {
 			/* the file's own problem, already in diags */
@@ -1812,7 +1812,7 @@ done:
 }
 
 int stack_load_mem(struct stack **out, const char *dir, const struct stack_source *files,
-		   size_t nfiles, const struct yaml_limits *limits, struct vx_diags *diags,
+		   size_t nfiles, const struct ynode_limits *limits, struct vx_diags *diags,
 		   struct vx_err *err)
 {
 	return load(out, dir, NULL, files, nfiles, limits, diags, err);
@@ -1823,7 +1823,7 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int yaml_name(const char *s)
+static int is_yaml_name(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -1832,7 +1832,7 @@ static int yaml_name(const char *s)
 	return (n > 5 && !strcmp(s + n - 5, ".yaml")) || (n > 4 && !strcmp(s + n - 4, ".yml"));
 }
 
-int stack_load(struct stack **out, const char *dir, const struct yaml_limits *limits,
+int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
 	       struct vx_diags *diags, struct vx_err *err)
 {
 	DIR *d = NULL;
@@ -1852,7 +1852,7 @@ int stack_load(struct stack **out, const char *dir, const struct yaml_limits *li
 		struct stat sb;
 		char *p;
 
-		if (!yaml_name(de->d_name))
+		if (!is_yaml_name(de->d_name))
 			continue;
 		p = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
 			dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name) : vx_strdup(de->d_name);
