@@ -20,13 +20,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <openssl/evp.h>
-
 #include "reconcile/machines.h"
 #include "reconcile/spec.h"
 #include "reconcile/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/digest.h"
 #include "util/suggest.h"
 #include "util/banned.h"
 
@@ -1254,30 +1253,13 @@ static int read_job(struct loader *L, struct stack_job *j, const struct ynode *d
 /* ---------------------------------------------------------------------- */
 /* Canonical forms and hashes */
 
-static int json_str(struct vx_buf *b, const char *s)
-{
-	int rc = vx_buf_addc(b, '"');
-
-	for (; s && *s && rc == 0; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			rc = vx_buf_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			rc = vx_buf_printf(b, "\\u%04x", c);
-		else
-			rc = vx_buf_addc(b, (char)c);
-	}
-	return rc ? rc : vx_buf_addc(b, '"');
-}
-
 /* ,"key":"value" (null when value is NULL) */
 static int json_kv(struct vx_buf *b, const char *key, const char *value)
 {
 	int rc = vx_buf_printf(b, ",\"%s\":", key);
 
 	if (rc == 0)
-		rc = value ? json_str(b, value) : vx_buf_adds(b, "null");
+		rc = value ? vx_buf_add_json_str(b, value) : vx_buf_adds(b, "null");
 	return rc;
 }
 
@@ -1288,25 +1270,13 @@ static int json_map(struct vx_buf *b, const char *key, const struct stack_labels
 	for (size_t i = 0; i < l->n && rc == 0; i++) {
 		rc = i ? vx_buf_addc(b, ',') : 0;
 		if (rc == 0)
-			rc = json_str(b, l->items[i].key);
+			rc = vx_buf_add_json_str(b, l->items[i].key);
 		if (rc == 0)
 			rc = vx_buf_addc(b, ':');
 		if (rc == 0)
-			rc = json_str(b, l->items[i].value);
+			rc = vx_buf_add_json_str(b, l->items[i].value);
 	}
 	return rc ? rc : vx_buf_addc(b, '}');
-}
-
-static int sha256_hex(const void *data, size_t len, char out[65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-
-	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
-		return VX_EIO;
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-	return 0;
 }
 
 /* Hashes b into d->hash and resets b. Keys are written in sorted order. */
@@ -1315,7 +1285,7 @@ static int decl_hash(struct vx_buf *b, struct stack_decl *d)
 	int rc = vx_buf_addc(b, '}');
 
 	if (rc == 0)
-		rc = sha256_hex(b->data, b->len, d->hash);
+		rc = vx_digest_sha256_hex(d->hash, b->data, b->len);
 	vx_buf_reset(b);
 	return rc;
 }
@@ -1326,7 +1296,7 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 	int rc = vx_buf_adds(b, "{\"address\":");
 
 	if (rc == 0)
-		rc = json_str(b, st->d.address);
+		rc = vx_buf_add_json_str(b, st->d.address);
 	if (rc == 0)
 		rc = json_map(b, "labels", &st->labels);
 	if (rc == 0)
@@ -1336,7 +1306,7 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 	if (rc == 0)
 		rc = vx_buf_adds(b, ",\"state\":{\"backend\":");
 	if (rc == 0)
-		rc = json_str(b, stack_backend_name(sc->backend));
+		rc = vx_buf_add_json_str(b, stack_backend_name(sc->backend));
 	if (rc == 0)
 		rc = json_kv(b, "branch", sc->branch);
 	if (rc == 0)
@@ -1355,7 +1325,7 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	int rc = vx_buf_adds(b, "{\"address\":");
 
 	if (rc == 0)
-		rc = json_str(b, j->d.address);
+		rc = vx_buf_add_json_str(b, j->d.address);
 	if (rc == 0)
 		rc = json_kv(b, "displayName", j->display_name);
 	if (rc == 0)
@@ -1394,14 +1364,14 @@ static int hash_reservation(struct vx_buf *b, struct stack_reservation *r)
 		rc = vx_buf_printf(b, "%s{\"count\":\"%lld\",\"type\":", i ? "," : "",
 				   (long long)r->accelerators[i].count);
 		if (rc == 0)
-			rc = json_str(b, r->accelerators[i].type);
+			rc = vx_buf_add_json_str(b, r->accelerators[i].type);
 		if (rc == 0)
 			rc = vx_buf_addc(b, '}');
 	}
 	if (rc == 0)
 		rc = vx_buf_adds(b, "],\"address\":");
 	if (rc == 0)
-		rc = json_str(b, r->d.address);
+		rc = vx_buf_add_json_str(b, r->d.address);
 	if (rc == 0)
 		rc = vx_buf_printf(b, ",\"count\":\"%lld\"", (long long)r->count);
 	if (rc == 0)
@@ -1421,7 +1391,7 @@ static int hash_quota(struct vx_buf *b, struct stack_quota *q)
 	int rc = vx_buf_adds(b, "{\"address\":");
 
 	if (rc == 0)
-		rc = json_str(b, q->d.address);
+		rc = vx_buf_add_json_str(b, q->d.address);
 	if (rc == 0)
 		rc = json_kv(b, "contactEmail", q->contact_email);
 	if (rc == 0)
@@ -1475,7 +1445,7 @@ static int hash_all(struct stack *st)
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = vx_buf_printf(&b, "%s %s\n", all[i]->address, all[i]->hash);
 	if (rc == 0)
-		rc = sha256_hex(b.data, b.len, st->decl_hash);
+		rc = vx_digest_sha256_hex(st->decl_hash, b.data, b.len);
 done:
 	free(all);
 	vx_buf_release(&b);
