@@ -21,6 +21,7 @@
 
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/timefmt.h"
 #include "util/banned.h"
 
 #define F_REQ 1  /* the key must be present */
@@ -292,20 +293,6 @@ int state_address_split(const char *address, const char **kind_dir, const char *
 			  address ? address : "(null)", STATE_MAX_NAME);
 }
 
-/* Days since 1970-01-01 of a civil date (proleptic Gregorian), after H. Hinnant. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
-
 static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
 	int64_t era;
@@ -345,53 +332,10 @@ void state_time_format(int64_t ms, char *out)
 			 (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
 }
 
-static int digits(const char *s, int n, int *out)
-{
-	int i, v = 0;
-
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
+/* Only the form state_time_format writes: the state is ours, anything else is damage. */
 int state_time_parse(const char *s, int64_t *ms)
 {
-	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int y, mo, d, h, mi, se, frac = 0, nf = 0, dim;
-	const char *p;
-
-	if (!s || strlen(s) < 20 || digits(s, 4, &y) < 0 || s[4] != '-' ||
-	    digits(s + 5, 2, &mo) < 0 || s[7] != '-' || digits(s + 8, 2, &d) < 0 ||
-	    s[10] != 'T' || digits(s + 11, 2, &h) < 0 || s[13] != ':' ||
-	    digits(s + 14, 2, &mi) < 0 || s[16] != ':' || digits(s + 17, 2, &se) < 0)
-		return VX_EINVAL;
-	p = s + 19;
-	if (*p == '.') {
-		p++;
-		while (*p >= '0' && *p <= '9' && nf < 3) {
-			frac = frac * 10 + (*p - '0');
-			p++;
-			nf++;
-		}
-		if (nf == 0)
-			return VX_EINVAL;
-		for (; nf < 3; nf++)
-			frac *= 10;
-	}
-	if (p[0] != 'Z' || p[1] != '\0')
-		return VX_EINVAL;
-	if (y < 1970 || mo < 1 || mo > 12 || h > 23 || mi > 59 || se > 59)
-		return VX_EINVAL;
-	dim = mdays[mo - 1] + (mo == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
-	if (d < 1 || d > dim)
-		return VX_EINVAL;
-	*ms = ((days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400) + h * 3600 + mi * 60 + se) *
-		      1000 + frac;
-	return 0;
+	return vx_time_parse(ms, s, VX_TIME_STRICT);
 }
 
 static uint64_t splitmix64(uint64_t *x)

@@ -16,6 +16,7 @@
 #include "util/err.h"
 #include "util/suggest.h"
 #include "util/text.h"
+#include "util/timefmt.h"
 
 static void test_err_set_and_wrap(void **state)
 {
@@ -101,6 +102,33 @@ static void test_digest_sha256_hex(void **state)
 	assert_string_equal(hex, "009fff");
 }
 
+/* The one RFC 3339 parser, in both of its forms. */
+static void test_time_parse(void **state)
+{
+	int64_t t = 7;
+
+	(void)state;
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:60Z", 0), 0);
+	assert_int_equal(t, INT64_C(1483228800000));
+	assert_int_equal(vx_time_parse(&t, "2016-12-31 23:59:59.5-23:59", 0), 0);
+	assert_int_equal(t, INT64_C(1483228799500) + (23 * 3600 + 59 * 60) * INT64_C(1000));
+	assert_int_equal(vx_time_parse(&t, "0001-01-01T00:00:00Z", 0), 0);
+	assert_int_equal(t, INT64_C(-62135596800000));
+	t = 7;
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:60Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31t23:59:59Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59.1234Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "1969-12-31T23:59:59Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59+24:00", 0), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59+01:60", 0), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-04-31T00:00:00Z", 0), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, " 2016-04-30T00:00:00Z", 0), VX_EINVAL);
+	assert_int_equal(t, 7);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59.123Z", VX_TIME_STRICT), 0);
+	assert_int_equal(t, INT64_C(1483228799123));
+}
+
 static void test_diags_sorted_and_capped(void **state)
 {
 	struct vx_diags d = VX_DIAGS_INIT;
@@ -184,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_buf_cap),
 		cmocka_unit_test(test_buf_read_file_limit),
 		cmocka_unit_test(test_buf_json_str),
+		cmocka_unit_test(test_time_parse),
 		cmocka_unit_test(test_digest_sha256_hex),
 		cmocka_unit_test(test_diags_sorted_and_capped),
 		cmocka_unit_test(test_suggest),
