@@ -56,13 +56,6 @@ static const char *const reservation_keys[] = { "kind", "name", "zone", "machine
 						"accelerators", "count",
 						"specificReservationRequired", "description" };
 static const char *const accel_keys[] = { "type", "count" };
-/* Compute Engine GPU names, for "did you mean" only: machines_gpu_by_compute() decides. */
-static const char *const compute_gpus[] = {
-	"nvidia-h100-80gb", "nvidia-h100-mega-80gb", "nvidia-h200-141gb", "nvidia-b200",
-	"nvidia-tesla-a100", "nvidia-a100-80gb", "nvidia-l4", "nvidia-tesla-t4",
-	"nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100", "nvidia-gb200",
-	"nvidia-rtx-pro-6000",
-};
 static const char *const quota_keys[] = { "kind", "name", "service", "quotaId", "dimensions",
 					  "preferredValue", "contactEmail", "justification" };
 
@@ -925,9 +918,9 @@ static void read_accelerators(struct loader *L, struct stack_reservation *r,
 		check_keys(L, a, path, accel_keys, ARRAY_SIZE(accel_keys));
 		if (get_str(L, a, path, "type", 1, &tv, &type)) {
 			if (!machines_gpu_by_compute(type)) {
-				const char *hint = vx_suggest(type, compute_gpus, ARRAY_SIZE(compute_gpus));
+				const char *hint = machines_suggest_compute(type);
 
-				if (hint && machines_gpu_by_compute(hint))
+				if (hint)
 					lerr(L, tv, "%s.type: unknown accelerator type \"%s\" (did you "
 					     "mean \"%s\"?)", path, type, hint);
 				else
