@@ -156,6 +156,17 @@ const struct machines_gpu *machines_gpu_by_compute(const char *compute)
 	return NULL;
 }
 
+const char *machines_suggest_compute(const char *word)
+{
+	const char *names[NELEM(gpus)];
+	size_t i, n = 0;
+
+	for (i = 0; i < NELEM(gpus); i++)
+		if (!gpus[i].retired)
+			names[n++] = gpus[i].compute;
+	return vx_suggest(word, names, n);
+}
+
 const char *machines_quota_id(const struct machines_gpu *gpu, const char *strategy)
 {
 	if (!gpu)

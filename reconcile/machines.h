@@ -31,6 +31,9 @@ struct machines_gpu {
 /* The GPU by Vertex enum name or by Compute Engine name, or NULL (also for TPUs). */
 const struct machines_gpu *machines_gpu_by_vertex(const char *vertex);
 const struct machines_gpu *machines_gpu_by_compute(const char *compute);
+/* The Compute Engine GPU name (not retired) nearest a misspelt one, for
+ * "did you mean"; NULL when none is close. Borrowed from the table. */
+const char *machines_suggest_compute(const char *word);
 
 /* The Cloud Quotas ID a GPU draws from for a strategy ("STANDARD", "SPOT",
  * "FLEX_START"; NULL = STANDARD): SPOT and FLEX_START use the preemptible

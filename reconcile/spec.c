@@ -46,6 +46,7 @@
 #include "reconcile/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/digest.h"
 #include "util/suggest.h"
 #include "util/banned.h"
 
@@ -158,26 +159,6 @@ static void jv_sort(struct jv *v)
 		jv_sort(v->m[i].v);
 }
 
-static void hex32(const unsigned char md[32], char out[65])
-{
-	unsigned i;
-
-	for (i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-	out[64] = '\0';
-}
-
-static int sha256_hex(const void *data, size_t len, char out[65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-
-	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
-		return VX_EIO;
-	hex32(md, out);
-	return 0;
-}
-
 static size_t jv_count_sensitive(const struct jv *v)
 {
 	size_t i, n = v->kind == JV_STR && v->sensitive;
@@ -200,28 +181,6 @@ struct redact {
 
 #define REDACT_UNSALTED "(sensitive: not yet keyed with the state's salt)"
 
-static int write_str(struct vx_buf *b, const char *s)
-{
-	const unsigned char *p;
-	int rc = vx_buf_addc(b, '"');
-
-	for (p = (const unsigned char *)s; rc == 0 && *p; p++) {
-		switch (*p) {
-		case '"': rc = vx_buf_adds(b, "\\\""); break;
-		case '\\': rc = vx_buf_adds(b, "\\\\"); break;
-		case '\n': rc = vx_buf_adds(b, "\\n"); break;
-		case '\r': rc = vx_buf_adds(b, "\\r"); break;
-		case '\t': rc = vx_buf_adds(b, "\\t"); break;
-		default:
-			if (*p < 0x20)
-				rc = vx_buf_printf(b, "\\u%04x", *p);
-			else
-				rc = vx_buf_addc(b, (char)*p);
-		}
-	}
-	return rc ? rc : vx_buf_addc(b, '"');
-}
-
 static int write_jv(struct vx_buf *b, const struct jv *v, const struct redact *redact)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -238,7 +197,7 @@ static int write_jv(struct vx_buf *b, const struct jv *v, const struct redact *r
 			if (i)
 				rc = vx_buf_addc(b, ',');
 			if (rc == 0 && v->kind == JV_OBJ) {
-				rc = write_str(b, v->m[i].key);
+				rc = vx_buf_add_json_str(b, v->m[i].key);
 				if (rc == 0)
 					rc = vx_buf_addc(b, ':');
 			}
@@ -250,17 +209,17 @@ static int write_jv(struct vx_buf *b, const struct jv *v, const struct redact *r
 		break;
 	case JV_STR:
 		if (redact && v->sensitive && !redact->key) {
-			rc = write_str(b, REDACT_UNSALTED);
+			rc = vx_buf_add_json_str(b, REDACT_UNSALTED);
 		} else if (redact && v->sensitive) {
 			/* HMAC, not a plain hash: without the salt, a guessed value cannot be
 			 * checked against what is stored, nor two stacks' values compared. */
 			if (!HMAC(EVP_sha256(), redact->key, (int)redact->keylen,
 				  (const unsigned char *)v->str, strlen(v->str), md, &mdlen) || mdlen != 32)
 				return VX_EIO;
-			hex32(md, hex);
+			vx_digest_hex(hex, md, 32);
 			rc = vx_buf_printf(b, "\"hmac-sha256:%s\"", hex);
 		} else {
-			rc = write_str(b, v->str);
+			rc = vx_buf_add_json_str(b, v->str);
 		}
 		break;
 	case JV_NUM:
@@ -1260,7 +1219,7 @@ static int redact_and_hash(struct job_spec *out, const struct jv *tree, const st
 	vx_buf_release(&b);
 	if (rc < 0)
 		return rc == VX_EIO ? VX_EIO : VX_ENOMEM;
-	if (sha256_hex(text, strlen(text), out->hash) < 0) {
+	if (vx_digest_sha256_hex(out->hash, text, strlen(text)) < 0) {
 		free(text);
 		return VX_EIO;
 	}
@@ -1351,7 +1310,8 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	if (sha256_hex(out->canonical_json, strlen(out->canonical_json), out->legacy_hash) < 0) {
+	if (vx_digest_sha256_hex(out->legacy_hash, out->canonical_json,
+				 strlen(out->canonical_json)) < 0) {
 		rc = VX_EIO;
 		goto done;
 	}

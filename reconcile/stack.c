@@ -20,13 +20,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <openssl/evp.h>
-
 #include "reconcile/machines.h"
 #include "reconcile/spec.h"
 #include "reconcile/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/digest.h"
 #include "util/suggest.h"
 #include "util/banned.h"
 
@@ -57,13 +56,6 @@ static const char *const reservation_keys[] = { "kind", "name", "zone", "machine
 						"accelerators", "count",
 						"specificReservationRequired", "description", "protect" };
 static const char *const accel_keys[] = { "type", "count" };
-/* Compute Engine GPU names, for "did you mean" only: machines_gpu_by_compute() decides. */
-static const char *const compute_gpus[] = {
-	"nvidia-h100-80gb", "nvidia-h100-mega-80gb", "nvidia-h200-141gb", "nvidia-b200",
-	"nvidia-tesla-a100", "nvidia-a100-80gb", "nvidia-l4", "nvidia-tesla-t4",
-	"nvidia-tesla-v100", "nvidia-tesla-p4", "nvidia-tesla-p100", "nvidia-gb200",
-	"nvidia-rtx-pro-6000",
-};
 static const char *const quota_keys[] = { "kind", "name", "service", "quotaId", "dimensions",
 					  "preferredValue", "contactEmail", "justification",
 					  "ignoreSafetyChecks" };
@@ -927,9 +919,9 @@ static void read_accelerators(struct loader *L, struct stack_reservation *r,
 		check_keys(L, a, path, accel_keys, ARRAY_SIZE(accel_keys));
 		if (get_str(L, a, path, "type", 1, &tv, &type)) {
 			if (!machines_gpu_by_compute(type)) {
-				const char *hint = vx_suggest(type, compute_gpus, ARRAY_SIZE(compute_gpus));
+				const char *hint = machines_suggest_compute(type);
 
-				if (hint && machines_gpu_by_compute(hint))
+				if (hint)
 					lerr(L, tv, "%s.type: unknown accelerator type \"%s\" (did you "
 					     "mean \"%s\"?)", path, type, hint);
 				else
@@ -1257,30 +1249,13 @@ static int read_job(struct loader *L, struct stack_job *j, const struct ynode *d
 /* ---------------------------------------------------------------------- */
 /* Canonical forms and hashes */
 
-static int json_str(struct vx_buf *b, const char *s)
-{
-	int rc = vx_buf_addc(b, '"');
-
-	for (; s && *s && rc == 0; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			rc = vx_buf_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			rc = vx_buf_printf(b, "\\u%04x", c);
-		else
-			rc = vx_buf_addc(b, (char)c);
-	}
-	return rc ? rc : vx_buf_addc(b, '"');
-}
-
 /* ,"key":"value" (null when value is NULL) */
 static int json_kv(struct vx_buf *b, const char *key, const char *value)
 {
 	int rc = vx_buf_printf(b, ",\"%s\":", key);
 
 	if (rc == 0)
-		rc = value ? json_str(b, value) : vx_buf_adds(b, "null");
+		rc = value ? vx_buf_add_json_str(b, value) : vx_buf_adds(b, "null");
 	return rc;
 }
 
@@ -1291,25 +1266,13 @@ static int json_map(struct vx_buf *b, const char *key, const struct stack_labels
 	for (size_t i = 0; i < l->n && rc == 0; i++) {
 		rc = i ? vx_buf_addc(b, ',') : 0;
 		if (rc == 0)
-			rc = json_str(b, l->items[i].key);
+			rc = vx_buf_add_json_str(b, l->items[i].key);
 		if (rc == 0)
 			rc = vx_buf_addc(b, ':');
 		if (rc == 0)
-			rc = json_str(b, l->items[i].value);
+			rc = vx_buf_add_json_str(b, l->items[i].value);
 	}
 	return rc ? rc : vx_buf_addc(b, '}');
-}
-
-static int sha256_hex(const void *data, size_t len, char out[65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-
-	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
-		return VX_EIO;
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-	return 0;
 }
 
 /* Hashes b into d->hash and resets b. Keys are written in sorted order. */
@@ -1318,7 +1281,7 @@ static int decl_hash(struct vx_buf *b, struct stack_decl *d)
 	int rc = vx_buf_addc(b, '}');
 
 	if (rc == 0)
-		rc = sha256_hex(b->data, b->len, d->hash);
+		rc = vx_digest_sha256_hex(d->hash, b->data, b->len);
 	vx_buf_reset(b);
 	return rc;
 }
@@ -1329,7 +1292,7 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 	int rc = vx_buf_adds(b, "{\"address\":");
 
 	if (rc == 0)
-		rc = json_str(b, st->d.address);
+		rc = vx_buf_add_json_str(b, st->d.address);
 	if (rc == 0)
 		rc = json_map(b, "labels", &st->labels);
 	if (rc == 0)
@@ -1339,7 +1302,7 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 	if (rc == 0)
 		rc = vx_buf_adds(b, ",\"state\":{\"backend\":");
 	if (rc == 0)
-		rc = json_str(b, stack_backend_name(sc->backend));
+		rc = vx_buf_add_json_str(b, stack_backend_name(sc->backend));
 	if (rc == 0)
 		rc = json_kv(b, "branch", sc->branch);
 	if (rc == 0)
@@ -1358,7 +1321,7 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	int rc = vx_buf_adds(b, "{\"address\":");
 
 	if (rc == 0)
-		rc = json_str(b, j->d.address);
+		rc = vx_buf_add_json_str(b, j->d.address);
 	if (rc == 0)
 		rc = json_kv(b, "displayName", j->display_name);
 	if (rc == 0)
@@ -1397,14 +1360,14 @@ static int hash_reservation(struct vx_buf *b, struct stack_reservation *r)
 		rc = vx_buf_printf(b, "%s{\"count\":\"%lld\",\"type\":", i ? "," : "",
 				   (long long)r->accelerators[i].count);
 		if (rc == 0)
-			rc = json_str(b, r->accelerators[i].type);
+			rc = vx_buf_add_json_str(b, r->accelerators[i].type);
 		if (rc == 0)
 			rc = vx_buf_addc(b, '}');
 	}
 	if (rc == 0)
 		rc = vx_buf_adds(b, "],\"address\":");
 	if (rc == 0)
-		rc = json_str(b, r->d.address);
+		rc = vx_buf_add_json_str(b, r->d.address);
 	if (rc == 0)
 		rc = vx_buf_printf(b, ",\"count\":\"%lld\"", (long long)r->count);
 	if (rc == 0)
@@ -1427,7 +1390,7 @@ static int hash_quota(struct vx_buf *b, struct stack_quota *q)
 	int rc = vx_buf_adds(b, "{\"address\":");
 
 	if (rc == 0)
-		rc = json_str(b, q->d.address);
+		rc = vx_buf_add_json_str(b, q->d.address);
 	if (rc == 0)
 		rc = json_kv(b, "contactEmail", q->contact_email);
 	if (rc == 0)
@@ -1483,7 +1446,7 @@ static int hash_all(struct stack *st)
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = vx_buf_printf(&b, "%s %s\n", all[i]->address, all[i]->hash);
 	if (rc == 0)
-		rc = sha256_hex(b.data, b.len, st->decl_hash);
+		rc = vx_digest_sha256_hex(st->decl_hash, b.data, b.len);
 done:
 	free(all);
 	vx_buf_release(&b);
@@ -1737,7 +1700,7 @@ static int move_diags(struct vx_diags *to, struct vx_diags *from)
 }
 
 static int load(struct stack **out, const char *dir, const char *const *paths,
-		const struct stack_source *srcs, size_t n, const struct yaml_limits *limits,
+		const struct stack_source *srcs, size_t n, const struct ynode_limits *limits,
 		struct vx_diags *caller_diags, struct vx_err *err)
 {
 	struct vx_diags all = { NULL, 0, 0, 10000, 0 }, *diags = &all;
@@ -1765,7 +1728,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 		struct yfile *yf = NULL;
 
 		if (paths) {
-			rc = yaml_load_file(&yf, paths[i], limits, diags, err);
+			rc = ynode_load_file(&yf, paths[i], limits, diags, err);
 		} else {
 			free(path);
 			path = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
@@ -1775,7 +1738,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 				rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
 				goto done;
 			}
-			rc = yaml_load_mem(&yf, path, srcs[i].data, srcs[i].len, limits, diags, err);
+			rc = ynode_load_mem(&yf, path, srcs[i].data, srcs[i].len, limits, diags, err);
 		}
 		if (rc == VX_EINVAL) {
 			/* the file's own problem, already in diags */
@@ -1820,7 +1783,7 @@ done:
 }
 
 int stack_load_mem(struct stack **out, const char *dir, const struct stack_source *files,
-		   size_t nfiles, const struct yaml_limits *limits, struct vx_diags *diags,
+		   size_t nfiles, const struct ynode_limits *limits, struct vx_diags *diags,
 		   struct vx_err *err)
 {
 	return load(out, dir, NULL, files, nfiles, limits, diags, err);
@@ -1831,7 +1794,7 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int yaml_name(const char *s)
+static int is_yaml_name(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -1840,7 +1803,7 @@ static int yaml_name(const char *s)
 	return (n > 5 && !strcmp(s + n - 5, ".yaml")) || (n > 4 && !strcmp(s + n - 4, ".yml"));
 }
 
-int stack_load(struct stack **out, const char *dir, const struct yaml_limits *limits,
+int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
 	       struct vx_diags *diags, struct vx_err *err)
 {
 	DIR *d = NULL;
@@ -1860,7 +1823,7 @@ int stack_load(struct stack **out, const char *dir, const struct yaml_limits *li
 		struct stat sb;
 		char *p;
 
-		if (!yaml_name(de->d_name))
+		if (!is_yaml_name(de->d_name))
 			continue;
 		p = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
 			dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name) : vx_strdup(de->d_name);

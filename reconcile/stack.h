@@ -26,7 +26,7 @@
 #include "util/err.h"
 
 struct vx_diags;
-struct yaml_limits;
+struct ynode_limits;
 
 /*
  * Failure classes of a finished job run (DESIGN.md section 3). The
@@ -188,15 +188,15 @@ struct stack_source {
  * is VX_EINVAL with *out NULL. Failures that are not the stack's fault (the
  * directory cannot be read, out of memory) return VX_EIO / VX_ENOMEM with
  * err set. On success returns 0 and *out owns the stack (stack_free()).
- * limits may be NULL for YAML_LIMITS_DEFAULT. Positions name files as
+ * limits may be NULL for YNODE_LIMITS_DEFAULT. Positions name files as
  * "DIR/NAME" ("NAME" alone when dir is ".").
  */
-int stack_load(struct stack **out, const char *dir, const struct yaml_limits *limits,
+int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
 	       struct vx_diags *diags, struct vx_err *err) VX_WUR;
 
 /* The same over in-memory files, taken in the order given (sort them yourself). */
 int stack_load_mem(struct stack **out, const char *dir, const struct stack_source *files,
-		   size_t nfiles, const struct yaml_limits *limits, struct vx_diags *diags,
+		   size_t nfiles, const struct ynode_limits *limits, struct vx_diags *diags,
 		   struct vx_err *err) VX_WUR;
 
 /* NULL-safe. */

@@ -3,7 +3,7 @@
 
 /*
  * A YAML file as our own tree of nodes, each with its position, so every
- * later check can say "FILE:LINE:COLUMN: ...". Built by reconcile/yaml.c from
+ * later check can say "FILE:LINE:COLUMN: ...". Built by reconcile/ynode.c from
  * libyaml events; no libyaml type appears here.
  *
  * All nodes of a file live in the file's arena and are freed together by
@@ -54,19 +54,19 @@ struct ynode {
 };
 
 struct yfile {
-	char *path;            /* as given to yaml_load_file */
+	char *path;            /* as given to ynode_load_file */
 	size_t ndocs;
 	struct ynode **docs;   /* each document's root; an empty document is NULL */
-	void *arena;           /* private to reconcile/yaml.c */
+	void *arena;           /* private to reconcile/ynode.c */
 };
 
-struct yaml_limits {
+struct ynode_limits {
 	size_t max_file_bytes;   /* default 8 MiB: larger files are refused with a clear message */
 	size_t max_depth;        /* default 256 levels of nesting */
 	size_t max_nodes;        /* default 1,000,000 nodes after alias expansion */
 };
 
-#define YAML_LIMITS_DEFAULT { 8u << 20, 256, 1000000 }
+#define YNODE_LIMITS_DEFAULT { 8u << 20, 256, 1000000 }
 
 /*
  * Loads every document of the file at path. Problems (syntax, tabs,
@@ -76,13 +76,13 @@ struct yaml_limits {
  * VX_ENOMEM with err set for failures that are not the file's fault.
  * limits may be NULL for the defaults.
  */
-int yaml_load_file(struct yfile **out, const char *path, const struct yaml_limits *limits,
-		   struct vx_diags *diags, struct vx_err *err) VX_WUR;
+int ynode_load_file(struct yfile **out, const char *path, const struct ynode_limits *limits,
+		    struct vx_diags *diags, struct vx_err *err) VX_WUR;
 
 /* The same from memory; name is used in positions. */
-int yaml_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
-		  const struct yaml_limits *limits, struct vx_diags *diags,
-		  struct vx_err *err) VX_WUR;
+int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
+		   const struct ynode_limits *limits, struct vx_diags *diags,
+		   struct vx_err *err) VX_WUR;
 
 void yfile_free(struct yfile *f);
 

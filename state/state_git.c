@@ -24,7 +24,7 @@
 #define DEFAULT_NAME "vx"
 #define DEFAULT_EMAIL "vx@localhost"
 
-struct git_backend {
+struct state_git {
 	struct state_backend base; /* first: the backend pointer is this struct */
 	git_repository *repo;
 	char *branch;   /* vx/state/<stack> */
@@ -81,7 +81,7 @@ static int push_ref_cb(const char *refname, const char *status, void *payload)
  * git_remote_lookup) keeps to our explicit refspecs, and avoids a leak in
  * libgit2 1.5's regex-based config lookup.
  */
-static int open_remote(struct git_backend *g, git_remote **out, struct vx_err *err)
+static int open_remote(struct state_git *g, git_remote **out, struct vx_err *err)
 {
 	git_config *cfg = NULL;
 	const char *url = NULL;
@@ -113,7 +113,7 @@ done:
  * Opens the remote and makes specs the one refspec "<force>g->ref:dst" (force
  * "+" or ""), allocated in *spec (the caller frees it and *remote, also on error).
  */
-static int remote_spec(struct git_backend *g, const char *force, const char *dst,
+static int remote_spec(struct state_git *g, const char *force, const char *dst,
 		       git_remote **remote, char **spec, git_strarray *specs, struct vx_err *err)
 {
 	int rc;
@@ -132,7 +132,7 @@ done:
 }
 
 /* Pushes the branch without force. VX_ECONFLICT when the remote refused it. */
-static int push_branch(struct git_backend *g, struct vx_err *err)
+static int push_branch(struct state_git *g, struct vx_err *err)
 {
 	git_remote *remote = NULL;
 	git_push_options po;
@@ -193,7 +193,7 @@ static int64_t mtime_ms(const struct stat *sb)
  * is held, waits for it; a lock file REF_LOCK_STALE_MS old is removed, with a
  * warning, and the update tried again.
  */
-static int ref_update(struct git_backend *g, git_reference **out, const char *name,
+static int ref_update(struct state_git *g, git_reference **out, const char *name,
 		      const git_oid *id, const git_oid *expect, const char *log_message)
 {
 	const struct vx_ctx *ctx = g->base.ctx;
@@ -230,7 +230,7 @@ static int ref_update(struct git_backend *g, git_reference **out, const char *na
 	return grc;
 }
 
-static int read_ref(struct git_backend *g, const char *name, git_oid *id, int *exists,
+static int read_ref(struct state_git *g, const char *name, git_oid *id, int *exists,
 		    struct vx_err *err)
 {
 	int grc = git_reference_name_to_id(id, g->repo, name);
@@ -246,7 +246,7 @@ static int read_ref(struct git_backend *g, const char *name, git_oid *id, int *e
  * fast-forwarded from the remote's, pushed if only the local one moved
  * (an earlier push did not happen), refused if they diverged.
  */
-static int sync_remote(struct git_backend *g, struct vx_err *err)
+static int sync_remote(struct state_git *g, struct vx_err *err)
 {
 	git_remote *remote = NULL;
 	git_fetch_options fo;
@@ -311,7 +311,7 @@ done:
 /* ---- reading ------------------------------------------------------------ */
 
 /* Reads the blob at path of tree; *found = 0 when absent. */
-static int read_blob(struct git_backend *g, const git_tree *tree, const char *path,
+static int read_blob(struct state_git *g, const git_tree *tree, const char *path,
 		     size_t max, char **out, size_t *len, int *found, struct vx_err *err)
 {
 	git_tree_entry *e = NULL;
@@ -357,7 +357,7 @@ done:
 	return rc;
 }
 
-static int tip_tree(struct git_backend *g, const git_oid *tip, git_commit **commit,
+static int tip_tree(struct state_git *g, const git_oid *tip, git_commit **commit,
 		    git_tree **tree, struct vx_err *err)
 {
 	char hex[GIT_OID_HEXSZ + 1];
@@ -372,7 +372,7 @@ static int tip_tree(struct git_backend *g, const git_oid *tip, git_commit **comm
 }
 
 /* stack.json of tree into *hdr (no records). */
-static int read_header(struct git_backend *g, const git_tree *tree, struct state *hdr,
+static int read_header(struct state_git *g, const git_tree *tree, struct state *hdr,
 		       struct vx_err *err)
 {
 	char *text = NULL;
@@ -409,7 +409,7 @@ static const char *address_prefix(const char *dir)
 }
 
 /* Reads every record of tree into st. */
-static int read_records(struct git_backend *g, const git_tree *tree, struct state *st,
+static int read_records(struct state_git *g, const git_tree *tree, struct state *st,
 			struct vx_err *err)
 {
 	git_tree *sub = NULL;
@@ -491,9 +491,9 @@ done:
 	return rc;
 }
 
-static int git_load(struct state_backend *b, struct state *out, struct vx_err *err)
+static int state_git_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
 	git_oid tip;
@@ -524,7 +524,7 @@ done:
 
 /* ---- writing ------------------------------------------------------------ */
 
-static int insert_blob(struct git_backend *g, git_treebuilder *tb, const char *name,
+static int insert_blob(struct state_git *g, git_treebuilder *tb, const char *name,
 		       const char *text, struct vx_err *err)
 {
 	git_oid id;
@@ -536,7 +536,7 @@ static int insert_blob(struct git_backend *g, git_treebuilder *tb, const char *n
 }
 
 /* The whole tree: stack.json from hdr, one file per record of st. */
-static int build_tree(struct git_backend *g, const struct state *hdr, const struct state *st,
+static int build_tree(struct state_git *g, const struct state *hdr, const struct state *st,
 		      git_oid *out, struct vx_err *err)
 {
 	git_treebuilder *root = NULL, *sub[3] = { NULL, NULL, NULL };
@@ -601,7 +601,7 @@ done:
 	return rc;
 }
 
-static int signature(struct git_backend *g, git_signature **out, struct vx_err *err)
+static int signature(struct state_git *g, git_signature **out, struct vx_err *err)
 {
 	git_config *cfg = NULL;
 	const char *name = NULL, *email = NULL;
@@ -624,9 +624,9 @@ static int signature(struct git_backend *g, git_signature **out, struct vx_err *
 	return rc;
 }
 
-static int git_config_commit(struct state_backend *b, char **out, struct vx_err *err)
+static int state_git_config_commit(struct state_backend *b, char **out, struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	char hex[GIT_OID_HEXSZ + 1];
 	git_oid id;
 
@@ -654,10 +654,10 @@ static int stack_file_name(const char *s)
 
 #define CHANGES_SHOWN 3
 
-static int git_config_changes(struct state_backend *b, const char *dir, char **out,
+static int state_git_config_changes(struct state_backend *b, const char *dir, char **out,
 			      struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	git_status_options so;
 	git_status_list *list = NULL;
 	struct vx_buf names = VX_BUF_INIT;
@@ -736,7 +736,7 @@ done:
  * branch from parent to it with a compare-and-swap, then pushes. On any
  * failure after the ref moved, it is moved back.
  */
-static int commit_tree(struct git_backend *g, const git_oid *parent, const git_oid *tree_id,
+static int commit_tree(struct state_git *g, const git_oid *parent, const git_oid *tree_id,
 		       const char *message, struct vx_err *err)
 {
 	git_signature *sig = NULL;
@@ -793,7 +793,7 @@ done:
 }
 
 /* message (trailing blank lines dropped) + trailers. */
-static char *full_message(struct git_backend *g, const char *message, uint64_t serial,
+static char *full_message(struct state_git *g, const char *message, uint64_t serial,
 			  struct vx_err *err)
 {
 	struct vx_buf b = VX_BUF_INIT;
@@ -802,7 +802,7 @@ static char *full_message(struct git_backend *g, const char *message, uint64_t s
 
 	while (n && (message[n - 1] == '\n' || message[n - 1] == ' ' || message[n - 1] == '\r'))
 		n--;
-	if (git_config_commit(&g->base, &config, err) < 0)
+	if (state_git_config_commit(&g->base, &config, err) < 0)
 		goto done;
 	if ((n ? vx_buf_add(&b, message, n) : vx_buf_adds(&b, "vx: write state")) < 0 ||
 	    vx_buf_adds(&b, "\n\n") < 0 ||
@@ -823,7 +823,7 @@ done:
 }
 
 /* Commits tree_id on the branch with message and the trailers of serial (full_message). */
-static int commit_message(struct git_backend *g, const git_oid *parent, const git_oid *tree_id,
+static int commit_message(struct state_git *g, const git_oid *parent, const git_oid *tree_id,
 			  const char *message, uint64_t serial, struct vx_err *err)
 {
 	char *msg = NULL;
@@ -840,10 +840,10 @@ done:
 	return rc;
 }
 
-static int git_write(struct state_backend *b, struct state *st, const char *message,
+static int state_git_write(struct state_backend *b, struct state *st, const char *message,
 		     struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	struct state cur = STATE_INIT, hdr;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
@@ -875,9 +875,9 @@ done:
 
 /* ---- locks -------------------------------------------------------------- */
 
-static int git_lock_read(struct state_backend *b, struct state_lock **out, struct vx_err *err)
+static int state_git_lock_read(struct state_backend *b, struct state_lock **out, struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	struct state hdr = STATE_INIT;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
@@ -900,10 +900,10 @@ done:
 	return rc;
 }
 
-static int git_lock_swap(struct state_backend *b, const char *expect_id,
+static int state_git_lock_swap(struct state_backend *b, const char *expect_id,
 			 const struct state_lock *next, const char *message, struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	struct state hdr = STATE_INIT;
 	struct state_lock *saved;
 	git_treebuilder *tb = NULL;
@@ -978,7 +978,7 @@ static int entry_at(const git_commit *c, const char *path, git_oid *id, struct v
 
 /* Collects history entries, newest commit first. */
 struct history {
-	struct git_backend *g;
+	struct state_git *g;
 	struct state_history_entry *list;
 	size_t n, max;
 };
@@ -1102,10 +1102,10 @@ done:
 	return rc;
 }
 
-static int git_history(struct state_backend *b, const char *address, size_t max,
+static int state_git_history(struct state_backend *b, const char *address, size_t max,
 		       struct state_history_entry **out, size_t *n, struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	struct history h = { g, NULL, 0, max };
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
@@ -1167,9 +1167,9 @@ done:
 	return rc;
 }
 
-static int git_revision(struct state_backend *b, char **out, struct vx_err *err)
+static int state_git_revision(struct state_backend *b, char **out, struct vx_err *err)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 	char hex[GIT_OID_HEXSZ + 1];
 	git_oid tip;
 	int exists, rc;
@@ -1183,9 +1183,9 @@ static int git_revision(struct state_backend *b, char **out, struct vx_err *err)
 	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 }
 
-static void git_free(struct state_backend *b)
+static void state_git_free(struct state_backend *b)
 {
-	struct git_backend *g = (struct git_backend *)b;
+	struct state_git *g = (struct state_git *)b;
 
 	git_repository_free(g->repo);
 	free(g->branch);
@@ -1196,24 +1196,24 @@ static void git_free(struct state_backend *b)
 	git_libgit2_shutdown();
 }
 
-static const struct state_backend_ops git_ops = {
+static const struct state_backend_ops state_git_ops = {
 	.name = "git",
-	.load = git_load,
-	.write = git_write,
-	.lock_read = git_lock_read,
-	.lock_swap = git_lock_swap,
-	.history = git_history,
+	.load = state_git_load,
+	.write = state_git_write,
+	.lock_read = state_git_lock_read,
+	.lock_swap = state_git_lock_swap,
+	.history = state_git_history,
 	.list = state_backend_list_loaded,
-	.revision = git_revision,
-	.config_commit = git_config_commit,
-	.config_changes = git_config_changes,
-	.free = git_free,
+	.revision = state_git_revision,
+	.config_commit = state_git_config_commit,
+	.config_changes = state_git_config_changes,
+	.free = state_git_free,
 };
 
 int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 		   const struct state_git_opts *opts, struct vx_err *err)
 {
-	struct git_backend *g = NULL;
+	struct state_git *g = NULL;
 	const char *where = opts->repo_path ? opts->repo_path : opts->stack_dir;
 	int rc, grc, inited = 0;
 
@@ -1228,7 +1228,7 @@ int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = state_backend_init(&g->base, &git_ops, ctx, opts->stack, err)) < 0)
+	if ((rc = state_backend_init(&g->base, &state_git_ops, ctx, opts->stack, err)) < 0)
 		goto done;
 	g->branch = opts->branch ? vx_strdup(opts->branch) : vx_asprintf("vx/state/%s", opts->stack);
 	g->ref = g->branch ? vx_asprintf("refs/heads/%s", g->branch) : NULL;

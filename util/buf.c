@@ -149,6 +149,28 @@ done:
 	return rc;
 }
 
+int vx_buf_add_json_str(struct vx_buf *b, const char *s)
+{
+	const unsigned char *p;
+	int rc = vx_buf_addc(b, '"');
+
+	for (p = (const unsigned char *)(s ? s : ""); rc == 0 && *p; p++) {
+		switch (*p) {
+		case '"': rc = vx_buf_adds(b, "\\\""); break;
+		case '\\': rc = vx_buf_adds(b, "\\\\"); break;
+		case '\n': rc = vx_buf_adds(b, "\\n"); break;
+		case '\r': rc = vx_buf_adds(b, "\\r"); break;
+		case '\t': rc = vx_buf_adds(b, "\\t"); break;
+		default:
+			if (*p < 0x20)
+				rc = vx_buf_printf(b, "\\u%04x", *p);
+			else
+				rc = vx_buf_addc(b, (char)*p);
+		}
+	}
+	return rc ? rc : vx_buf_addc(b, '"');
+}
+
 char *vx_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;

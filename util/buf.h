@@ -29,6 +29,13 @@ int vx_buf_adds(struct vx_buf *b, const char *s) VX_WUR;
 int vx_buf_addc(struct vx_buf *b, char c) VX_WUR;
 int vx_buf_printf(struct vx_buf *b, const char *fmt, ...) VX_PRINTF(2, 3) VX_WUR;
 int vx_buf_vprintf(struct vx_buf *b, const char *fmt, va_list ap) VX_PRINTF(2, 0) VX_WUR;
+/*
+ * Appends s as a JSON string, quotes included: '"' and '\\' escaped, \n \r \t
+ * as such, other control characters as \u00XX, everything else (UTF-8
+ * included) as it is. NULL is written as "". This exact form feeds the
+ * spec and declaration hashes, so changing it changes every stored hash.
+ */
+int vx_buf_add_json_str(struct vx_buf *b, const char *s) VX_WUR;
 /* Empties the buffer, keeping its memory. */
 void vx_buf_reset(struct vx_buf *b);
 /* Returns the data ("" when empty), owned by the caller, and resets b. NULL only on OOM. */

@@ -13,6 +13,7 @@
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/text.h"
+#include "util/timefmt.h"
 
 #include "util/banned.h"
 
@@ -295,77 +296,10 @@ static int call(struct vertex_client *c, const char *method, const char *url, co
 
 /* ---- time ---- */
 
-static int digits(const char **p, int n, int *out)
-{
-	int v = 0, i;
-
-	for (i = 0; i < n; i++) {
-		char ch = (*p)[i];
-
-		if (ch < '0' || ch > '9')
-			return -1;
-		v = v * 10 + (ch - '0');
-	}
-	*p += n;
-	*out = v;
-	return 0;
-}
-
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
+/* Google writes any RFC 3339 form: offsets, nanoseconds, lower-case t. */
 int vertex_time_parse(const char *s, int64_t *out_ms)
 {
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int y, mo, d, h, mi, sec, ms = 0, oh = 0, om = 0, sign = 0, i;
-	const char *p = s;
-
-	if (!s)
-		return VX_EINVAL;
-	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
-	    digits(&p, 2, &d) || (*p != 'T' && *p != 't' && *p != ' '))
-		return VX_EINVAL;
-	p++;
-	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
-	    digits(&p, 2, &sec))
-		return VX_EINVAL;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return VX_EINVAL;
-		for (i = 0; *p >= '0' && *p <= '9'; i++, p++)
-			if (i < 3)
-				ms = ms * 10 + (*p - '0');
-		for (; i < 3; i++)
-			ms *= 10;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		sign = *p == '-' ? -1 : 1;
-		p++;
-		if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || oh > 23 || om > 59)
-			return VX_EINVAL;
-	} else {
-		return VX_EINVAL;
-	}
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 60)
-		return VX_EINVAL;
-	if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
-		return VX_EINVAL;
-	*out_ms = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec) -
-		   (int64_t)sign * (oh * 3600 + om * 60)) * 1000 + ms;
-	return 0;
+	return vx_time_parse(out_ms, s, 0);
 }
 
 static void js_time(const cJSON *o, const char *key, int64_t *out)

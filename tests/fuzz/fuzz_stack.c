@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{ "a.yaml", stack_doc, sizeof(stack_doc) - 1 },
 		{ "b.yaml", (const char *)data, size },
 	};
-	struct yaml_limits limits = { 1u << 20, 64, 20000 };
+	struct ynode_limits limits = { 1u << 20, 64, 20000 };
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct vx_err err = VX_ERR_INIT;
 	struct stack *st = NULL;

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the YAML loader (reconcile/yaml.c): any bytes must
+ * libFuzzer target for the YAML loader (reconcile/ynode.c): any bytes must
  * load or be refused with diagnostics, without a crash, a leak or a
  * sanitizer report. The tree that loads is walked (without recursion) and
  * every lookup helper is called on it, so a malformed node would show.
@@ -16,7 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Small limits keep each run fast; the defaults are exercised by the unit tests. */
-static const struct yaml_limits fuzz_limits = { 1u << 20, 64, 20000 };
+static const struct ynode_limits fuzz_limits = { 1u << 20, 64, 20000 };
 
 static void walk(const struct ynode *root)
 {
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct yfile *f = NULL;
 	size_t i;
 
-	if (yaml_load_mem(&f, "fuzz.yaml", (const char *)data, size, &fuzz_limits, &diags,
+	if (ynode_load_mem(&f, "fuzz.yaml", (const char *)data, size, &fuzz_limits, &diags,
 			  &err) == 0) {
 		for (i = 0; i < f->ndocs; i++)
 			walk(f->docs[i]);

@@ -31,7 +31,7 @@ static int run(const char *yaml, struct job_spec *js, char **diags)
 	size_t i;
 	int rc;
 
-	rc = yaml_load_mem(&f, "job.yaml", yaml, strlen(yaml), NULL, &d, &err);
+	rc = ynode_load_mem(&f, "job.yaml", yaml, strlen(yaml), NULL, &d, &err);
 	if (rc != 0) {
 		for (i = 0; i < d.n; i++)
 			print_error("%s\n", d.items[i].msg);

@@ -12,9 +12,11 @@
 
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/digest.h"
 #include "util/err.h"
 #include "util/suggest.h"
 #include "util/text.h"
+#include "util/timefmt.h"
 
 static void test_err_set_and_wrap(void **state)
 {
@@ -74,6 +76,57 @@ static void test_buf_read_file_limit(void **state)
 	unlink(path);
 	assert_int_equal(vx_buf_read_file(&b, path, 0, &err), VX_ENOTFOUND);
 	vx_err_release(&err);
+}
+
+/* The one JSON string writer: its bytes feed the spec and declaration hashes. */
+static void test_buf_json_str(void **state)
+{
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)state;
+	assert_int_equal(vx_buf_add_json_str(&b, "a\"b\\c\nd\re\tf\001g\xc3\xa9"), 0);
+	assert_int_equal(vx_buf_add_json_str(&b, NULL), 0);
+	assert_string_equal(vx_buf_str(&b), "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g\xc3\xa9\"\"\"");
+	vx_buf_release(&b);
+}
+
+static void test_digest_sha256_hex(void **state)
+{
+	char hex[VX_SHA256_HEX_LEN + 1];
+	const unsigned char bytes[] = { 0x00, 0x9f, 0xff };
+
+	(void)state;
+	assert_int_equal(vx_digest_sha256_hex(hex, "abc", 3), 0);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	vx_digest_hex(hex, bytes, sizeof(bytes));
+	assert_string_equal(hex, "009fff");
+}
+
+/* The one RFC 3339 parser, in both of its forms. */
+static void test_time_parse(void **state)
+{
+	int64_t t = 7;
+
+	(void)state;
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:60Z", 0), 0);
+	assert_int_equal(t, INT64_C(1483228800000));
+	assert_int_equal(vx_time_parse(&t, "2016-12-31 23:59:59.5-23:59", 0), 0);
+	assert_int_equal(t, INT64_C(1483228799500) + (23 * 3600 + 59 * 60) * INT64_C(1000));
+	assert_int_equal(vx_time_parse(&t, "0001-01-01T00:00:00Z", 0), 0);
+	assert_int_equal(t, INT64_C(-62135596800000));
+	t = 7;
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:60Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31t23:59:59Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59.1234Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "1969-12-31T23:59:59Z", VX_TIME_STRICT), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59+24:00", 0), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59+01:60", 0), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, "2016-04-31T00:00:00Z", 0), VX_EINVAL);
+	assert_int_equal(vx_time_parse(&t, " 2016-04-30T00:00:00Z", 0), VX_EINVAL);
+	assert_int_equal(t, 7);
+	assert_int_equal(vx_time_parse(&t, "2016-12-31T23:59:59.123Z", VX_TIME_STRICT), 0);
+	assert_int_equal(t, INT64_C(1483228799123));
 }
 
 static void test_diags_sorted_and_capped(void **state)
@@ -158,6 +211,9 @@ int main(void)
 		cmocka_unit_test(test_err_set_and_wrap),
 		cmocka_unit_test(test_buf_cap),
 		cmocka_unit_test(test_buf_read_file_limit),
+		cmocka_unit_test(test_buf_json_str),
+		cmocka_unit_test(test_time_parse),
+		cmocka_unit_test(test_digest_sha256_hex),
 		cmocka_unit_test(test_diags_sorted_and_capped),
 		cmocka_unit_test(test_suggest),
 	};

@@ -1,4 +1,4 @@
-/* Unit tests for reconcile/yaml.c: the node tree and every kind of hostile input. */
+/* Unit tests for reconcile/ynode.c: the node tree and every kind of hostile input. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +30,7 @@ static struct yfile *load_ok_n(const char *text, size_t len)
 	struct vx_diags d = VX_DIAGS_INIT;
 	struct vx_err err = VX_ERR_INIT;
 	struct yfile *f = NULL;
-	int rc = yaml_load_mem(&f, "a.yaml", text, len, NULL, &d, &err);
+	int rc = ynode_load_mem(&f, "a.yaml", text, len, NULL, &d, &err);
 
 	if (rc != 0 && d.n) {
 		char *s = vx_diag_format(&d.items[0]);
@@ -53,7 +53,7 @@ static struct yfile *load_ok(const char *text)
 
 /* Asserts that text is refused and the first diagnostic reads exactly want;
  * returns how many were reported. */
-static size_t expect_err_lim(const char *text, size_t len, const struct yaml_limits *lim,
+static size_t expect_err_lim(const char *text, size_t len, const struct ynode_limits *lim,
 			     const char *want)
 {
 	struct vx_diags d = VX_DIAGS_INIT;
@@ -62,7 +62,7 @@ static size_t expect_err_lim(const char *text, size_t len, const struct yaml_lim
 	char *s;
 	size_t n;
 
-	assert_int_equal(yaml_load_mem(&f, "a.yaml", text, len, lim, &d, &err), VX_EINVAL);
+	assert_int_equal(ynode_load_mem(&f, "a.yaml", text, len, lim, &d, &err), VX_EINVAL);
 	assert_null(f);
 	assert_true(d.n >= 1);
 	s = vx_diag_format(&d.items[0]);
@@ -74,7 +74,7 @@ static size_t expect_err_lim(const char *text, size_t len, const struct yaml_lim
 	return n;
 }
 
-static size_t expect_err_l(const char *text, const struct yaml_limits *lim, const char *want)
+static size_t expect_err_l(const char *text, const struct ynode_limits *lim, const char *want)
 {
 	return expect_err_lim(text, strlen(text), lim, want);
 }
@@ -445,7 +445,7 @@ static void test_alias_bomb(void **state)
 		"g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
 		"h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
 		"i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
-	struct yaml_limits lim = YAML_LIMITS_DEFAULT;
+	struct ynode_limits lim = YNODE_LIMITS_DEFAULT;
 	double t0 = now_s();
 
 	(void)state;
@@ -468,7 +468,7 @@ static void test_alias_bomb(void **state)
 
 static void test_depth(void **state)
 {
-	struct yaml_limits lim = YAML_LIMITS_DEFAULT;
+	struct ynode_limits lim = YNODE_LIMITS_DEFAULT;
 	struct vx_buf b = VX_BUF_INIT;
 	double t0;
 	size_t i;
@@ -501,7 +501,7 @@ static void test_depth(void **state)
 		struct yfile *f = NULL;
 		const char *t = "a: &a {x: 1}\nb: &b {<<: *a}\nc: &c {<<: *b}\nd: {<<: *c, y: 2}\n";
 
-		assert_int_equal(yaml_load_mem(&f, "a.yaml", t, strlen(t), &lim, &d, &err), 0);
+		assert_int_equal(ynode_load_mem(&f, "a.yaml", t, strlen(t), &lim, &d, &err), 0);
 		assert_string_equal(ynode_get(ynode_get(f->docs[0], "d"), "x")->str, "1");
 		yfile_free(f);
 	}
@@ -515,7 +515,7 @@ static void test_file_limits(void **state)
 {
 	struct vx_diags d = VX_DIAGS_INIT;
 	struct vx_err err = VX_ERR_INIT;
-	struct yaml_limits lim = YAML_LIMITS_DEFAULT;
+	struct ynode_limits lim = YNODE_LIMITS_DEFAULT;
 	struct yfile *f = NULL;
 	char path[] = "/tmp/vx-yaml-XXXXXX";
 	int fd = mkstemp(path);
@@ -526,7 +526,7 @@ static void test_file_limits(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, 30 * 1024 * 1024), 0);
 	t0 = now_s();
-	assert_int_equal(yaml_load_file(&f, path, NULL, &d, &err), VX_EINVAL);
+	assert_int_equal(ynode_load_file(&f, path, NULL, &d, &err), VX_EINVAL);
 	assert_true(now_s() - t0 < 0.2);
 	assert_null(f);
 	assert_int_equal(d.n, 1);
@@ -544,7 +544,7 @@ static void test_file_limits(void **state)
 	/* A small file loads; its path is kept as given. */
 	assert_int_equal(ftruncate(fd, 0), 0);
 	assert_int_equal(pwrite(fd, "kind: Stack\n", 12, 0), 12);
-	assert_int_equal(yaml_load_file(&f, path, NULL, &d, &err), 0);
+	assert_int_equal(ynode_load_file(&f, path, NULL, &d, &err), 0);
 	assert_string_equal(f->path, path);
 	assert_string_equal(f->docs[0]->file, path);
 	assert_string_equal(ynode_get(f->docs[0], "kind")->str, "Stack");
@@ -556,10 +556,10 @@ static void test_file_limits(void **state)
 	expect_err_l("kind: Stack\n", &lim,
 		     "a.yaml:1:1: file is 12 bytes, larger than the 10-byte limit");
 
-	assert_int_equal(yaml_load_file(&f, "/nonexistent/x.yaml", NULL, &d, &err), VX_EIO);
+	assert_int_equal(ynode_load_file(&f, "/nonexistent/x.yaml", NULL, &d, &err), VX_EIO);
 	assert_null(f);
 	assert_string_equal(err.msg, "reading /nonexistent/x.yaml: No such file or directory");
-	assert_int_equal(yaml_load_file(&f, "/tmp", NULL, &d, &err), VX_EIO);
+	assert_int_equal(ynode_load_file(&f, "/tmp", NULL, &d, &err), VX_EIO);
 	assert_string_equal(err.msg, "reading /tmp: Is a directory");
 	assert_int_equal(d.n, 0);
 	vx_err_release(&err);

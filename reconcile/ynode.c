@@ -178,7 +178,7 @@ struct loader {
 	const char *file; /* the yfile's path, in the arena */
 	const char *data;
 	size_t len;
-	const struct yaml_limits *lim;
+	const struct ynode_limits *lim;
 	struct vx_diags *diags;
 	struct vx_err *err;
 	size_t nerrors;
@@ -904,10 +904,10 @@ static void report_too_big(struct vx_diags *diags, const char *name, size_t size
 	(void)rc; /* out of memory while reporting: the caller fails with VX_EINVAL anyway */
 }
 
-int yaml_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
-		  const struct yaml_limits *limits, struct vx_diags *diags, struct vx_err *err)
+int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
+		   const struct ynode_limits *limits, struct vx_diags *diags, struct vx_err *err)
 {
-	static const struct yaml_limits defaults = YAML_LIMITS_DEFAULT;
+	static const struct ynode_limits defaults = YNODE_LIMITS_DEFAULT;
 	struct loader l;
 	struct yfile *f = NULL;
 	yaml_parser_t parser;
@@ -1055,11 +1055,11 @@ static int read_capped(int fd, size_t hint, size_t max, char **out, size_t *outl
 	return 0;
 }
 
-int yaml_load_file(struct yfile **out, const char *path, const struct yaml_limits *limits,
-		   struct vx_diags *diags, struct vx_err *err)
+int ynode_load_file(struct yfile **out, const char *path, const struct ynode_limits *limits,
+		    struct vx_diags *diags, struct vx_err *err)
 {
-	static const struct yaml_limits defaults = YAML_LIMITS_DEFAULT;
-	const struct yaml_limits *lim = limits ? limits : &defaults;
+	static const struct ynode_limits defaults = YNODE_LIMITS_DEFAULT;
+	const struct ynode_limits *lim = limits ? limits : &defaults;
 	struct stat st;
 	char *data = NULL;
 	size_t len = 0;
@@ -1101,7 +1101,7 @@ int yaml_load_file(struct yfile **out, const char *path, const struct yaml_limit
 		rc = VX_EINVAL;
 		goto done;
 	}
-	rc = yaml_load_mem(out, path, data, len, lim, diags, err);
+	rc = ynode_load_mem(out, path, data, len, lim, diags, err);
 done:
 	free(data);
 	if (fd >= 0)

@@ -1,0 +1,1032 @@
+/*
+ * The state's JSON form (the codec behind state_*_to_json and
+ * state_*_from_json in state.h); the model itself is state.c.
+ *
+ * Writing builds a cJSON tree with keys added in a fixed order (cJSON keeps
+ * insertion order), so the same state always prints the same bytes.
+ * Parsing goes through cJSON (bounded nesting) and then a strict walk that
+ * checks every key, type and range; cJSON never leaves this file.
+ */
+#include "state/state.h"
+#include "state/state_shared.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "util/buf.h"
+#include "util/banned.h"
+
+#define F_REQ 1  /* the key must be present */
+#define F_NULL 2 /* null is allowed (and means "unset") */
+#define MAX_SAFE_INT 9007199254740992.0 /* 2^53: integers above lose precision in JSON */
+#define MAX_SPEC ((size_t)1 << 20)
+
+static int uuid_ok(const char *s)
+{
+	int i;
+
+	if (strlen(s) != 36)
+		return 0;
+	for (i = 0; i < 36; i++) {
+		char c = s[i];
+
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (c != '-')
+				return 0;
+		} else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int lock_id_ok(const char *s)
+{
+	int i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return i == 32;
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+/* Each adder returns 0 or -1 (out of memory); callers map -1 to VX_ENOMEM. */
+static int add_str(cJSON *o, const char *k, const char *v)
+{
+	cJSON *item = v ? cJSON_CreateString(v) : cJSON_CreateNull();
+
+	if (!item)
+		return -1;
+	return cJSON_AddItemToObject(o, k, item) ? 0 : (cJSON_Delete(item), -1);
+}
+
+static int add_int(cJSON *o, const char *k, int64_t v)
+{
+	cJSON *item = cJSON_CreateNumber((double)v);
+
+	if (!item)
+		return -1;
+	return cJSON_AddItemToObject(o, k, item) ? 0 : (cJSON_Delete(item), -1);
+}
+
+static int add_bool(cJSON *o, const char *k, int v)
+{
+	cJSON *item = cJSON_CreateBool(v != 0);
+
+	if (!item)
+		return -1;
+	return cJSON_AddItemToObject(o, k, item) ? 0 : (cJSON_Delete(item), -1);
+}
+
+static int add_time(cJSON *o, const char *k, int64_t ms)
+{
+	char t[STATE_TIME_MAX];
+
+	if (!ms)
+		return add_str(o, k, NULL);
+	state_time_format(ms, t);
+	return add_str(o, k, t);
+}
+
+static int add_item(cJSON *o, const char *k, cJSON *item)
+{
+	if (!item)
+		return -1;
+	return cJSON_AddItemToObject(o, k, item) ? 0 : (cJSON_Delete(item), -1);
+}
+
+static cJSON *labels_json(const struct state_label *l, size_t n)
+{
+	cJSON *o = cJSON_CreateObject();
+	size_t i;
+
+	for (i = 0; o && i < n; i++) {
+		if (add_str(o, l[i].key, l[i].value) < 0) {
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static cJSON *run_json(const struct state_run *r)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	if (add_str(o, "resource", r->resource) < 0 ||
+	    (r->project && add_str(o, "project", r->project) < 0) ||
+	    add_str(o, "region", r->region) < 0 ||
+	    add_str(o, "action", r->action) < 0 || add_str(o, "specHash", r->spec_hash) < 0 ||
+	    add_int(o, "run", r->run) < 0 || add_int(o, "attempt", r->attempt) < 0 ||
+	    add_item(o, "labels", labels_json(r->labels, r->nlabels)) < 0 ||
+	    add_str(o, "state", r->state) < 0 || add_str(o, "failure", r->failure) < 0 ||
+	    add_int(o, "errorCode", r->error_code) < 0 ||
+	    add_str(o, "errorMessage", r->error_message) < 0 ||
+	    add_bool(o, "cancelledByVx", r->cancelled_by_vx) < 0 ||
+	    add_time(o, "createdAt", r->created_ms) < 0 || add_time(o, "endedAt", r->ended_ms) < 0 ||
+	    add_str(o, "configCommit", r->config_commit) < 0 ||
+	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
+	    add_str(o, "declHash", r->decl_hash) < 0 ||
+	    add_str(o, "launchedBy", r->launched_by) < 0 ||
+	    (r->has_value && add_int(o, "value", r->value) < 0)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static cJSON *lock_json(const struct state_lock *l, int with_version)
+{
+	cJSON *o;
+
+	if (!l)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	if ((with_version && add_int(o, "version", STATE_VERSION) < 0) ||
+	    add_str(o, "id", l->id) < 0 || add_str(o, "user", l->user) < 0 ||
+	    add_str(o, "host", l->host) < 0 || add_int(o, "pid", l->pid) < 0 ||
+	    add_str(o, "operation", l->operation) < 0 ||
+	    add_time(o, "startedAt", l->started_ms) < 0 ||
+	    add_time(o, "expiresAt", l->expires_ms) < 0) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* -1 out of memory, -2 the spec is not a JSON object. */
+static int record_json(const struct state_record *r, int with_version, cJSON **out)
+{
+	cJSON *o = cJSON_CreateObject(), *spec = NULL, *hist = NULL;
+	size_t i;
+	int rc = -1;
+
+	*out = NULL;
+	if (!o)
+		goto done;
+	if (r->spec_json) {
+		spec = cJSON_ParseWithLength(r->spec_json, strlen(r->spec_json));
+		if (!spec || !cJSON_IsObject(spec)) {
+			rc = -2;
+			goto done;
+		}
+	} else {
+		spec = cJSON_CreateNull();
+		if (!spec)
+			goto done;
+	}
+	if ((with_version && add_int(o, "version", STATE_VERSION) < 0) ||
+	    add_str(o, "address", r->address) < 0 || add_str(o, "kind", r->kind) < 0 ||
+	    add_str(o, "specHash", r->spec_hash) < 0)
+		goto done;
+	rc = add_item(o, "spec", spec);
+	spec = NULL;
+	if (rc < 0)
+		goto done;
+	rc = -1;
+	if (add_int(o, "run", r->run) < 0 || add_int(o, "attempts", r->attempts) < 0 ||
+	    add_bool(o, "protect", r->protect) < 0 ||
+	    add_item(o, "current", r->current ? run_json(r->current) : cJSON_CreateNull()) < 0)
+		goto done;
+	hist = cJSON_CreateArray();
+	if (!hist)
+		goto done;
+	for (i = 0; i < r->nhistory; i++) {
+		cJSON *h = run_json(&r->history[i]);
+
+		if (!h || !cJSON_AddItemToArray(hist, h)) {
+			cJSON_Delete(h);
+			goto done;
+		}
+	}
+	if (add_item(o, "history", hist) < 0) {
+		hist = NULL;
+		goto done;
+	}
+	hist = NULL;
+	*out = o;
+	o = NULL;
+	rc = 0;
+done:
+	cJSON_Delete(hist);
+	cJSON_Delete(spec);
+	cJSON_Delete(o);
+	return rc;
+}
+
+static cJSON *intent_json(const struct state_intent *in)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	if (add_str(o, "address", in->address) < 0 || add_str(o, "op", in->op) < 0 ||
+	    add_item(o, "labels", labels_json(in->labels, in->nlabels)) < 0 ||
+	    add_time(o, "startedAt", in->started_ms) < 0) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Prints o with a trailing newline into *out; frees o. */
+static int print_json(cJSON *o, char **out, struct vx_err *err)
+{
+	char *s = o ? cJSON_Print(o) : NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!s) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	*out = vx_asprintf("%s\n", s);
+	if (!*out)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	if (s)
+		cJSON_free(s);
+	cJSON_Delete(o);
+	return rc;
+}
+
+static int header_json(const struct state *st, int with_records, cJSON **out, struct vx_err *err)
+{
+	cJSON *o = cJSON_CreateObject(), *arr = NULL;
+	size_t i;
+	int rc = VX_ENOMEM;
+
+	*out = NULL;
+	if (!st->stack || !st->lineage) {
+		rc = vx_err_set(err, VX_EINVAL, "state has no stack name or lineage");
+		goto done;
+	}
+	if (st->serial > (uint64_t)MAX_SAFE_INT) {
+		rc = vx_err_set(err, VX_EINVAL, "state serial %llu is too large",
+				(unsigned long long)st->serial);
+		goto done;
+	}
+	if (!o || add_int(o, "version", STATE_VERSION) < 0 || add_str(o, "stack", st->stack) < 0 ||
+	    add_int(o, "serial", (int64_t)st->serial) < 0 ||
+	    add_str(o, "lineage", st->lineage) < 0 ||
+	    (st->salt && add_str(o, "salt", st->salt) < 0) ||
+	    add_item(o, "lock", lock_json(st->lock, 0)) < 0)
+		goto oom;
+	arr = cJSON_CreateArray();
+	for (i = 0; arr && i < st->njournal; i++) {
+		cJSON *j = intent_json(&st->journal[i]);
+
+		if (!j || !cJSON_AddItemToArray(arr, j)) {
+			cJSON_Delete(j);
+			goto oom;
+		}
+	}
+	rc = add_item(o, "journal", arr);
+	arr = NULL;
+	if (rc < 0)
+		goto oom;
+	if (with_records) {
+		arr = cJSON_CreateArray();
+		for (i = 0; arr && i < st->nrecords; i++) {
+			cJSON *r = NULL;
+
+			rc = record_json(&st->records[i], 0, &r);
+			if (rc == -2) {
+				rc = vx_err_set(err, VX_EINVAL, "%s: the spec is not a JSON object",
+						st->records[i].address);
+				goto done;
+			}
+			if (rc < 0 || !cJSON_AddItemToArray(arr, r)) {
+				cJSON_Delete(r);
+				goto oom;
+			}
+		}
+		rc = add_item(o, "records", arr);
+		arr = NULL;
+		if (rc < 0)
+			goto oom;
+	}
+	*out = o;
+	o = NULL;
+	rc = 0;
+	goto done;
+oom:
+	rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	cJSON_Delete(arr);
+	cJSON_Delete(o);
+	return rc;
+}
+
+int state_to_json(const struct state *st, char **out, struct vx_err *err)
+{
+	cJSON *o = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = header_json(st, 1, &o, err);
+	if (rc < 0)
+		return rc;
+	return print_json(o, out, err);
+}
+
+int state_header_to_json(const struct state *st, char **out, struct vx_err *err)
+{
+	cJSON *o = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = header_json(st, 0, &o, err);
+	if (rc < 0)
+		return rc;
+	return print_json(o, out, err);
+}
+
+int state_record_to_json(const struct state_record *r, char **out, struct vx_err *err)
+{
+	cJSON *o = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = record_json(r, 1, &o);
+	if (rc == -2)
+		return vx_err_set(err, VX_EINVAL, "%s: the spec is not a JSON object", r->address);
+	if (rc < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return print_json(o, out, err);
+}
+
+int state_lock_to_json(const struct state_lock *l, char **out, struct vx_err *err)
+{
+	*out = NULL;
+	return print_json(lock_json(l, 1), out, err);
+}
+
+/* ---- parsing ---------------------------------------------------------------- */
+
+static int utf8_ok(const unsigned char *s)
+{
+	while (*s) {
+		unsigned c = *s, n, cp, i;
+
+		if (c < 0x80) {
+			s++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		for (i = 1; i <= n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i] & 0x3f);
+		}
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		s += n + 1;
+	}
+	return 1;
+}
+
+/* Every key and string valid UTF-8, every number finite. */
+static int tree_ok(const cJSON *o)
+{
+	const cJSON *c;
+
+	if (o->string && !utf8_ok((const unsigned char *)o->string))
+		return 0;
+	if (cJSON_IsString(o) && !utf8_ok((const unsigned char *)o->valuestring))
+		return 0;
+	if (cJSON_IsNumber(o) && !isfinite(o->valuedouble))
+		return 0;
+	for (c = o->child; c; c = c->next)
+		if (!tree_ok(c))
+			return 0;
+	return 1;
+}
+
+static void jpath(char *buf, size_t n, const char *path, const char *k)
+{
+	if (path && *path)
+		snprintf(buf, n, "%s.%s", path, k);
+	else
+		snprintf(buf, n, "%s", k);
+}
+
+/* o must be an object whose keys are all in keys[] (no duplicates), and has every F_REQ key. */
+static int check_keys(const cJSON *o, const char *path, const char *const *keys,
+		      const int *flags, size_t nkeys, struct vx_err *err)
+{
+	const cJSON *c;
+	uint64_t seen = 0;
+	size_t i;
+
+	if (!o || !cJSON_IsObject(o))
+		return vx_err_set(err, VX_EINVAL, "%s: expected an object", *path ? path : "(top)");
+	for (c = o->child; c; c = c->next) {
+		for (i = 0; i < nkeys; i++)
+			if (strcmp(c->string, keys[i]) == 0)
+				break;
+		if (i == nkeys)
+			return vx_err_set(err, VX_EINVAL, "%s%sunknown key \"%.100s\"", path,
+					  *path ? ": " : "", c->string);
+		if (seen & ((uint64_t)1 << i))
+			return vx_err_set(err, VX_EINVAL, "%s%sduplicate key \"%s\"", path,
+					  *path ? ": " : "", keys[i]);
+		seen |= (uint64_t)1 << i;
+	}
+	for (i = 0; i < nkeys; i++)
+		if ((flags[i] & F_REQ) && !(seen & ((uint64_t)1 << i)))
+			return vx_err_set(err, VX_EINVAL, "%s%smissing key \"%s\"", path,
+					  *path ? ": " : "", keys[i]);
+	return 0;
+}
+
+static int get_str(const cJSON *o, const char *path, const char *k, int flags, size_t max,
+		   char **out, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	char p[512];
+
+	*out = NULL;
+	jpath(p, sizeof(p), path, k);
+	if (!v)
+		return (flags & F_REQ) ? vx_err_set(err, VX_EINVAL, "%s: missing", p) : 0;
+	if (cJSON_IsNull(v) && (flags & F_NULL))
+		return 0;
+	if (!cJSON_IsString(v) || !v->valuestring)
+		return vx_err_set(err, VX_EINVAL, "%s: expected a string%s", p,
+				  (flags & F_NULL) ? " or null" : "");
+	if (strlen(v->valuestring) > max)
+		return vx_err_set(err, VX_EINVAL, "%s: longer than %zu bytes", p, max);
+	if (!(flags & F_NULL) && !*v->valuestring)
+		return vx_err_set(err, VX_EINVAL, "%s: must not be empty", p);
+	*out = vx_strdup(v->valuestring);
+	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+}
+
+static int get_int(const cJSON *o, const char *path, const char *k, int64_t min, int64_t max,
+		   int64_t *out, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	char p[512];
+	double d;
+
+	jpath(p, sizeof(p), path, k);
+	*out = 0;
+	if (!v)
+		return vx_err_set(err, VX_EINVAL, "%s: missing", p);
+	d = v->valuedouble;
+	if (!cJSON_IsNumber(v) || !isfinite(d) || floor(d) != d || d > MAX_SAFE_INT ||
+	    d < -MAX_SAFE_INT)
+		return vx_err_set(err, VX_EINVAL, "%s: expected an integer", p);
+	if (d < (double)min || d > (double)max)
+		return vx_err_set(err, VX_EINVAL, "%s: %.0f is out of range [%lld, %lld]", p, d,
+				  (long long)min, (long long)max);
+	*out = (int64_t)d;
+	return 0;
+}
+
+/* An optional integer: absent or null leaves *has 0. */
+static int get_opt_int(const cJSON *o, const char *path, const char *k, int64_t min, int64_t max,
+		       int *has, int64_t *out, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	*has = 0;
+	*out = 0;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	*has = 1;
+	return get_int(o, path, k, min, max, out, err);
+}
+
+static int get_bool(const cJSON *o, const char *path, const char *k, int *out,
+		    struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	char p[512];
+
+	jpath(p, sizeof(p), path, k);
+	if (!cJSON_IsBool(v))
+		return vx_err_set(err, VX_EINVAL, "%s: expected true or false", p);
+	*out = cJSON_IsTrue(v) ? 1 : 0;
+	return 0;
+}
+
+/* A boolean that may be absent (then false): for keys added after version 1 was first written. */
+static int get_opt_bool(const cJSON *o, const char *path, const char *k, int *out,
+			struct vx_err *err)
+{
+	*out = 0;
+	if (!cJSON_GetObjectItemCaseSensitive(o, k))
+		return 0;
+	return get_bool(o, path, k, out, err);
+}
+
+static int get_time(const cJSON *o, const char *path, const char *k, int flags, int64_t *out,
+		    struct vx_err *err)
+{
+	char *s = NULL, p[512];
+	int rc;
+
+	*out = 0;
+	rc = get_str(o, path, k, flags, 64, &s, err);
+	if (rc < 0 || !s)
+		return rc;
+	jpath(p, sizeof(p), path, k);
+	if (state_time_parse(s, out) < 0)
+		rc = vx_err_set(err, VX_EINVAL, "%s: \"%s\" is not a time like 2026-11-22T10:02:00Z",
+				p, s);
+	else if (*out == 0)
+		rc = vx_err_set(err, VX_EINVAL, "%s: the epoch itself is not a valid time", p);
+	free(s);
+	return rc;
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct state_label *)a)->key, ((const struct state_label *)b)->key);
+}
+
+static int get_labels(const cJSON *o, const char *path, const char *k, struct state_label **out,
+		      size_t *nout, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k), *c;
+	size_t n = 0, i;
+	char p[512];
+
+	*out = NULL;
+	*nout = 0;
+	jpath(p, sizeof(p), path, k);
+	if (!cJSON_IsObject(v))
+		return vx_err_set(err, VX_EINVAL, "%s: expected an object", p);
+	for (c = v->child; c; c = c->next) {
+		if (++n > STATE_MAX_LABELS)
+			return vx_err_set(err, VX_EINVAL, "%s: more than %d labels", p,
+					  STATE_MAX_LABELS);
+		if (!cJSON_IsString(c) || !*c->string || strlen(c->string) > 256 ||
+		    strlen(c->valuestring) > 1024)
+			return vx_err_set(err, VX_EINVAL,
+					  "%s: label \"%.100s\" must be a non-empty key (at most 256 "
+					  "bytes) with a string value (at most 1024 bytes)",
+					  p, c->string);
+	}
+	if (!n)
+		return 0;
+	*out = calloc(n, sizeof(**out));
+	if (!*out)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (c = v->child, i = 0; c; c = c->next, i++) {
+		*nout = i + 1;
+		if (state_dup_opt(&(*out)[i].key, c->string) < 0 ||
+		    state_dup_opt(&(*out)[i].value, c->valuestring) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	qsort(*out, n, sizeof(**out), label_cmp);
+	for (i = 1; i < n; i++)
+		if (strcmp((*out)[i - 1].key, (*out)[i].key) == 0)
+			return vx_err_set(err, VX_EINVAL, "%s: duplicate label \"%.100s\"", p,
+					  (*out)[i].key);
+	return 0;
+}
+
+static int run_from(const cJSON *o, const char *path, struct state_run *r, struct vx_err *err)
+{
+	static const char *const keys[] = { "resource", "project", "region", "action", "specHash", "run",
+					    "attempt", "labels", "state", "failure", "errorCode",
+					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
+					    "configCommit", "configDirty", "declHash", "launchedBy", "value" };
+	/* project, launchedBy, configDirty, declHash and value came after the
+	 * first states were written: optional, so those states stay readable. */
+	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
+				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
+				     F_NULL, F_NULL, F_NULL };
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = check_keys(o, path, keys, flags, sizeof(keys) / sizeof(keys[0]), err);
+	if (rc < 0)
+		return rc;
+	if ((rc = get_str(o, path, "resource", F_REQ | F_NULL, 1024, &r->resource, err)) < 0 ||
+	    (rc = get_str(o, path, "project", F_NULL, 128, &r->project, err)) < 0 ||
+	    (rc = get_str(o, path, "region", F_REQ | F_NULL, 128, &r->region, err)) < 0 ||
+	    (rc = get_str(o, path, "action", F_REQ | F_NULL, 64, &r->action, err)) < 0 ||
+	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
+	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
+	    (rc = get_int(o, path, "attempt", 0, INT64_C(1) << 53, &r->attempt, err)) < 0 ||
+	    (rc = get_labels(o, path, "labels", &r->labels, &r->nlabels, err)) < 0 ||
+	    (rc = get_str(o, path, "state", F_REQ | F_NULL, 128, &r->state, err)) < 0 ||
+	    (rc = get_str(o, path, "failure", F_REQ | F_NULL, 128, &r->failure, err)) < 0 ||
+	    (rc = get_int(o, path, "errorCode", -(INT64_C(1) << 31), INT64_C(1) << 31,
+			  &r->error_code, err)) < 0 ||
+	    (rc = get_str(o, path, "errorMessage", F_REQ | F_NULL, STATE_MAX_STRING,
+			  &r->error_message, err)) < 0 ||
+	    (rc = get_bool(o, path, "cancelledByVx", &r->cancelled_by_vx, err)) < 0 ||
+	    (rc = get_time(o, path, "createdAt", F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
+	    (rc = get_time(o, path, "endedAt", F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
+	    (rc = get_str(o, path, "launchedBy", F_NULL, 512, &r->launched_by, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "value", -1, INT64_C(1) << 53, &r->has_value, &r->value, err)) < 0 ||
+	    (rc = get_opt_bool(o, path, "configDirty", &r->config_dirty, err)) < 0 ||
+	    (rc = get_str(o, path, "declHash", F_NULL, 128, &r->decl_hash, err)) < 0 ||
+	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
+		    0)
+		state_run_release(r);
+	return rc;
+}
+
+static int lock_from(const cJSON *o, const char *path, int with_version, struct state_lock *l,
+		     struct vx_err *err)
+{
+	static const char *const keys[] = { "version", "id", "user", "host", "pid", "operation",
+					    "startedAt", "expiresAt" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ };
+	int64_t version = STATE_VERSION;
+	int rc;
+	char p[512];
+
+	memset(l, 0, sizeof(*l));
+	rc = check_keys(o, path, keys + !with_version, flags, 8 - !with_version, err);
+	if (rc < 0)
+		return rc;
+	if ((with_version && (rc = get_int(o, path, "version", 0, 1000, &version, err)) < 0))
+		return rc;
+	if (version != STATE_VERSION)
+		return vx_err_set(err, VX_EINVAL,
+				  "unsupported lock version %lld (this vx reads version %d)",
+				  (long long)version, STATE_VERSION);
+	if ((rc = get_str(o, path, "id", F_REQ, 64, &l->id, err)) < 0 ||
+	    (rc = get_str(o, path, "user", F_REQ, 256, &l->user, err)) < 0 ||
+	    (rc = get_str(o, path, "host", F_REQ, 256, &l->host, err)) < 0 ||
+	    (rc = get_int(o, path, "pid", 0, INT32_MAX, &l->pid, err)) < 0 ||
+	    (rc = get_str(o, path, "operation", F_REQ, 64, &l->operation, err)) < 0 ||
+	    (rc = get_time(o, path, "startedAt", F_REQ, &l->started_ms, err)) < 0 ||
+	    (rc = get_time(o, path, "expiresAt", F_REQ, &l->expires_ms, err)) < 0)
+		goto fail;
+	if (!lock_id_ok(l->id)) {
+		jpath(p, sizeof(p), path, "id");
+		rc = vx_err_set(err, VX_EINVAL, "%s: not a lock id (32 lowercase hex digits)", p);
+		goto fail;
+	}
+	return 0;
+fail:
+	state_lock_release(l);
+	return rc;
+}
+
+static int intent_from(const cJSON *o, const char *path, struct state_intent *in,
+		       struct vx_err *err)
+{
+	static const char *const keys[] = { "address", "op", "labels", "startedAt" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ };
+	int rc;
+
+	memset(in, 0, sizeof(*in));
+	rc = check_keys(o, path, keys, flags, 4, err);
+	if (rc < 0)
+		return rc;
+	if ((rc = get_str(o, path, "address", F_REQ, 256, &in->address, err)) < 0 ||
+	    (rc = get_str(o, path, "op", F_REQ, 64, &in->op, err)) < 0 ||
+	    (rc = get_labels(o, path, "labels", &in->labels, &in->nlabels, err)) < 0 ||
+	    (rc = get_time(o, path, "startedAt", F_REQ | F_NULL, &in->started_ms, err)) < 0) {
+		state_intent_release(in);
+		return rc;
+	}
+	if (state_address_split(in->address, NULL, NULL, err) < 0) {
+		state_intent_release(in);
+		return vx_err_wrap(err, "%s.address", path);
+	}
+	return 0;
+}
+
+static int record_from(const cJSON *o, const char *path, int with_version,
+		       struct state_record *r, struct vx_err *err)
+{
+	static const char *const keys[] = { "version", "address", "kind", "specHash", "spec",
+					    "run", "attempts", "protect", "current", "history" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
+				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ };
+	const cJSON *spec, *cur, *hist, *c;
+	int64_t version = STATE_VERSION;
+	size_t n, i;
+	char p[512];
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = check_keys(o, path, keys + !with_version, flags, 10 - !with_version, err);
+	if (rc < 0)
+		return rc;
+	if (with_version && (rc = get_int(o, path, "version", 0, 1000, &version, err)) < 0)
+		return rc;
+	if (version != STATE_VERSION)
+		return vx_err_set(err, VX_EINVAL,
+				  "unsupported state version %lld (this vx reads version %d)",
+				  (long long)version, STATE_VERSION);
+	if ((rc = get_str(o, path, "address", F_REQ, 256, &r->address, err)) < 0 ||
+	    (rc = get_str(o, path, "kind", F_REQ, 64, &r->kind, err)) < 0 ||
+	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
+	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
+	    (rc = get_int(o, path, "attempts", 0, INT64_C(1) << 53, &r->attempts, err)) < 0 ||
+	    (rc = get_bool(o, path, "protect", &r->protect, err)) < 0)
+		goto fail;
+	if ((rc = state_address_split(r->address, NULL, NULL, err)) < 0) {
+		vx_err_wrap(err, "%s%saddress", path, *path ? "." : "");
+		goto fail;
+	}
+	spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+	jpath(p, sizeof(p), path, "spec");
+	if (!cJSON_IsNull(spec)) {
+		char *s;
+
+		if (!cJSON_IsObject(spec)) {
+			rc = vx_err_set(err, VX_EINVAL, "%s: expected an object or null", p);
+			goto fail;
+		}
+		s = cJSON_PrintUnformatted(spec);
+		if (!s) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto fail;
+		}
+		if (strlen(s) > MAX_SPEC) {
+			cJSON_free(s);
+			rc = vx_err_set(err, VX_EINVAL, "%s: longer than %zu bytes", p, MAX_SPEC);
+			goto fail;
+		}
+		r->spec_json = vx_strdup(s);
+		cJSON_free(s);
+		if (!r->spec_json) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	cur = cJSON_GetObjectItemCaseSensitive(o, "current");
+	if (!cJSON_IsNull(cur)) {
+		jpath(p, sizeof(p), path, "current");
+		r->current = calloc(1, sizeof(*r->current));
+		if (!r->current) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto fail;
+		}
+		if ((rc = run_from(cur, p, r->current, err)) < 0)
+			goto fail;
+	}
+	hist = cJSON_GetObjectItemCaseSensitive(o, "history");
+	jpath(p, sizeof(p), path, "history");
+	if (!cJSON_IsArray(hist)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: expected an array", p);
+		goto fail;
+	}
+	for (n = 0, c = hist->child; c; c = c->next)
+		if (++n > STATE_MAX_HISTORY) {
+			rc = vx_err_set(err, VX_EINVAL, "%s: more than %d runs", p,
+					STATE_MAX_HISTORY);
+			goto fail;
+		}
+	if (n) {
+		r->history = calloc(n, sizeof(*r->history));
+		if (!r->history) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	for (i = 0, c = hist->child; c; c = c->next, i++) {
+		char hp[560];
+
+		snprintf(hp, sizeof(hp), "%s[%zu]", p, i);
+		if ((rc = run_from(c, hp, &r->history[i], err)) < 0)
+			goto fail;
+		r->nhistory = i + 1;
+	}
+	return 0;
+fail:
+	state_record_release(r);
+	return rc;
+}
+
+static int record_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct state_record *)a)->address,
+		      ((const struct state_record *)b)->address);
+}
+
+static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
+{
+	/* "salt" is optional: states written before it existed have none (records last). */
+	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
+					    "journal", "salt", "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, F_REQ };
+	const cJSON *v, *c;
+	int64_t version, serial;
+	size_t n, i;
+	int rc;
+
+	rc = check_keys(o, "", keys, flags, with_records ? 8 : 7, err);
+	if (rc < 0)
+		return rc;
+	if ((rc = get_int(o, "", "version", 0, 1000, &version, err)) < 0)
+		return rc;
+	if (version != STATE_VERSION)
+		return vx_err_set(err, VX_EINVAL,
+				  "unsupported state version %lld (this vx reads version %d)",
+				  (long long)version, STATE_VERSION);
+	if ((rc = get_str(o, "", "stack", F_REQ, 256, &st->stack, err)) < 0 ||
+	    (rc = get_int(o, "", "serial", 0, INT64_C(1) << 53, &serial, err)) < 0 ||
+	    (rc = get_str(o, "", "lineage", F_REQ, 64, &st->lineage, err)) < 0)
+		return rc;
+	st->serial = (uint64_t)serial;
+	if (!state_name_ok(st->stack, 0))
+		return vx_err_set(err, VX_EINVAL, "stack: bad stack name \"%.100s\"", st->stack);
+	if (!uuid_ok(st->lineage))
+		return vx_err_set(err, VX_EINVAL, "lineage: not a UUID");
+	if ((rc = get_str(o, "", "salt", 0, 64, &st->salt, err)) < 0)
+		return rc;
+	if (st->salt && !state_salt_ok(st->salt))
+		return vx_err_set(err, VX_EINVAL, "salt: not 64 lowercase hex digits");
+	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
+	if (!cJSON_IsNull(v)) {
+		st->lock = calloc(1, sizeof(*st->lock));
+		if (!st->lock)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		if ((rc = lock_from(v, "lock", 0, st->lock, err)) < 0)
+			return rc;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "journal");
+	if (!cJSON_IsArray(v))
+		return vx_err_set(err, VX_EINVAL, "journal: expected an array");
+	for (n = 0, c = v->child; c; c = c->next)
+		if (++n > STATE_MAX_JOURNAL)
+			return vx_err_set(err, VX_EINVAL, "journal: more than %d entries",
+					  STATE_MAX_JOURNAL);
+	if (n && !(st->journal = calloc(n, sizeof(*st->journal))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (i = 0, c = v->child; c; c = c->next, i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "journal[%zu]", i);
+		if ((rc = intent_from(c, p, &st->journal[i], err)) < 0)
+			return rc;
+		st->njournal = i + 1;
+	}
+	if (!with_records)
+		return 0;
+	v = cJSON_GetObjectItemCaseSensitive(o, "records");
+	if (!cJSON_IsArray(v))
+		return vx_err_set(err, VX_EINVAL, "records: expected an array");
+	for (n = 0, c = v->child; c; c = c->next)
+		if (++n > STATE_MAX_RECORDS)
+			return vx_err_set(err, VX_EINVAL, "records: more than %d records",
+					  STATE_MAX_RECORDS);
+	if (n && !(st->records = calloc(n, sizeof(*st->records))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (i = 0, c = v->child; c; c = c->next, i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "records[%zu]", i);
+		if ((rc = record_from(c, p, 0, &st->records[i], err)) < 0)
+			return rc;
+		st->nrecords = i + 1;
+	}
+	if (st->nrecords > 1)
+		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);
+	for (i = 1; i < st->nrecords; i++)
+		if (strcmp(st->records[i - 1].address, st->records[i].address) == 0)
+			return vx_err_set(err, VX_EINVAL, "records: %s appears twice",
+					  st->records[i].address);
+	return 0;
+}
+
+/* Parses text into a tree, with bounds; the error names line and column. */
+static int parse_root(const char *text, size_t len, size_t max, cJSON **out, struct vx_err *err)
+{
+	const char *end = NULL, *p;
+	unsigned line = 1, col = 1;
+	cJSON *root;
+
+	*out = NULL;
+	if (!text)
+		return vx_err_set(err, VX_EINVAL, "no input");
+	if (len > max)
+		return vx_err_set(err, VX_EINVAL, "%zu bytes is over the limit of %zu", len, max);
+	if (memchr(text, '\0', len))
+		return vx_err_set(err, VX_EINVAL, "contains a NUL byte");
+	root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	if (root) {
+		for (p = end; p < text + len; p++) {
+			if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+				end = p;
+				cJSON_Delete(root);
+				root = NULL;
+				break;
+			}
+		}
+	}
+	if (!root) {
+		if (!end || end < text || end > text + len)
+			end = text + len;
+		for (p = text; p < end; p++) {
+			if (*p == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+		return vx_err_set(err, VX_EINVAL, "%u:%u: not valid JSON", line, col);
+	}
+	if (!tree_ok(root)) {
+		cJSON_Delete(root);
+		return vx_err_set(err, VX_EINVAL, "invalid UTF-8 or a non-finite number");
+	}
+	*out = root;
+	return 0;
+}
+
+int state_from_json(struct state *out, const char *text, size_t len, struct vx_err *err)
+{
+	cJSON *root = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = parse_root(text, len, STATE_MAX_JSON, &root, err);
+	if (rc == 0)
+		rc = header_from(root, 1, out, err);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		state_release(out);
+		vx_err_wrap(err, "invalid state JSON");
+	}
+	return rc;
+}
+
+int state_header_from_json(struct state *out, const char *text, size_t len, struct vx_err *err)
+{
+	cJSON *root = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = parse_root(text, len, STATE_MAX_FILE, &root, err);
+	if (rc == 0)
+		rc = header_from(root, 0, out, err);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		state_release(out);
+		vx_err_wrap(err, "invalid state JSON");
+	}
+	return rc;
+}
+
+int state_record_from_json(struct state_record *out, const char *text, size_t len,
+			   struct vx_err *err)
+{
+	cJSON *root = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = parse_root(text, len, STATE_MAX_FILE, &root, err);
+	if (rc == 0)
+		rc = record_from(root, "", 1, out, err);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		state_record_release(out);
+		vx_err_wrap(err, "invalid state record JSON");
+	}
+	return rc;
+}
+
+int state_lock_from_json(struct state_lock *out, const char *text, size_t len,
+			 struct vx_err *err)
+{
+	cJSON *root = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = parse_root(text, len, 64 << 10, &root, err);
+	if (rc == 0)
+		rc = lock_from(root, "", 1, out, err);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		state_lock_release(out);
+		vx_err_wrap(err, "invalid lock JSON");
+	}
+	return rc;
+}
