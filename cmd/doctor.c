@@ -128,10 +128,10 @@ int cmd_doctor(int argc, char **argv)
 		struct vertex_client vc = { http, &ctx, ep.base[GCP_API_AIPLATFORM], NULL };
 		struct vertex_job_list jobs = VERTEX_JOB_LIST_INIT;
 		char *filter = NULL;
-		const char *key = "vx-stack";
+		struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack_name };
 
 		if (stack_name)
-			r = vertex_filter_labels(&filter, &key, &stack_name, 1, &err);
+			r = vertex_filter_labels(&filter, &by_stack, 1, &err);
 		else
 			r = 0;
 		if (r == 0)

@@ -21,7 +21,7 @@ struct vx_ctx;
 struct plan;
 struct stack;
 struct state;
-struct state_label;
+struct vx_label;
 struct apply_options;
 struct apply_hooks;
 struct apply_result;
@@ -70,7 +70,7 @@ int applier_has_failed(const struct applier *a, const char *address);
 
 /* Journals an intent (op, labels) for address before a create is sent. */
 int applier_journal(struct applier *a, const char *address, const char *op,
-		    const struct state_label *labels, size_t nlabels, struct vx_err *err) VX_WUR;
+		    const struct vx_label *labels, size_t nlabels, struct vx_err *err) VX_WUR;
 
 /* The job kind's two steps (apply.c): cancels and forgets; then updates,
  * adoptions and creates in batches. */

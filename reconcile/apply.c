@@ -11,66 +11,12 @@
 #include "reconcile/failure.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
+#include "reconcile/runlabel.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/banned.h"
-
-void apply_labels_free(struct vx_label *l, size_t n)
-{
-	for (size_t i = 0; l && i < n; i++) {
-		free(l[i].key);
-		free(l[i].value);
-	}
-	free(l);
-}
-
-static int cmp_label(const void *a, const void *b)
-{
-	return strcmp(((const struct vx_label *)a)->key, ((const struct vx_label *)b)->key);
-}
-
-int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const char *lineage,
-		     const char *job, const char *spec_hash, int64_t run, int64_t attempt,
-		     const char *const *keys, const char *const *values, size_t nextra)
-{
-	struct vx_label *l = calloc(nextra + APPLY_NLABELS, sizeof(*l));
-	char shorth[13], runs[24], atts[24], lin[13];
-	size_t k = 0;
-
-	if (!l)
-		return VX_ENOMEM;
-	plan_short_hash(shorth, spec_hash);
-	plan_lineage_label(lin, lineage);
-	snprintf(runs, sizeof(runs), "%" PRId64, run);
-	snprintf(atts, sizeof(atts), "%" PRId64, attempt);
-	for (size_t i = 0; i < nextra; i++, k++) {
-		l[k].key = strdup(keys[i]);
-		l[k].value = strdup(values[i]);
-		if (!l[k].key || !l[k].value)
-			goto oom;
-	}
-	{
-		const char *vk[APPLY_NLABELS] = { "vx-stack", "vx-lineage", "vx-job", "vx-spec", "vx-run",
-						  "vx-attempt" };
-		const char *vv[APPLY_NLABELS] = { stack, lin, job, shorth, runs, atts };
-
-		for (size_t i = 0; i < APPLY_NLABELS; i++, k++) {
-			l[k].key = strdup(vk[i]);
-			l[k].value = strdup(vv[i]);
-			if (!l[k].key || !l[k].value)
-				goto oom;
-		}
-	}
-	qsort(l, k, sizeof(*l), cmp_label);
-	*out = l;
-	*n = k;
-	return 0;
-oom:
-	apply_labels_free(l, nextra + APPLY_NLABELS);
-	return VX_ENOMEM;
-}
 
 void apply_result_release(struct apply_result *r)
 {
@@ -386,24 +332,10 @@ struct create {
 static int make_labels(struct applier *a, struct create *c)
 {
 	const struct stack_job *j = c->job;
-	const char **keys = calloc(j->labels.n + 1, sizeof(*keys));
-	const char **vals = calloc(j->labels.n + 1, sizeof(*vals));
-	int rc;
+	struct run_id id = { a->st->name, a->state->lineage, j->d.name, j->spec.hash, c->pa->run,
+			     c->pa->attempt };
 
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return VX_ENOMEM;
-	}
-	for (size_t i = 0; i < j->labels.n; i++) {
-		keys[i] = j->labels.items[i].key;
-		vals[i] = j->labels.items[i].value;
-	}
-	rc = apply_run_labels(&c->labels, &c->nlabels, a->st->name, a->state->lineage, j->d.name,
-			      j->spec.hash, c->pa->run, c->pa->attempt, keys, vals, j->labels.n);
-	free(keys);
-	free(vals);
-	return rc;
+	return runlabel_build(&c->labels, &c->nlabels, &id, j->labels.items, j->labels.n);
 }
 
 /* Makes sure the record exists and matches the declaration; returns it. */
@@ -450,7 +382,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	run.decl_hash = a->opts->config_dirty ? vx_strdup(a->opts->decl_hash) : NULL;
 	run.launched_by = vx_strdup(a->opts->launched_by);
 	for (size_t i = 0; i < nlabels; i++)
-		if (state_labels_set(&run.labels, &run.nlabels, labels[i].key, labels[i].value) < 0) {
+		if (vx_labels_set(&run.labels, &run.nlabels, labels[i].key, labels[i].value) < 0) {
 			state_run_release(&run);
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 		}
@@ -490,7 +422,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	run.config_commit = vx_strdup(a->opts->config_commit);
 	run.launched_by = vx_strdup(a->opts->launched_by);
 	for (size_t i = 0; i < c->nlabels; i++)
-		if (state_labels_set(&run.labels, &run.nlabels, c->labels[i].key, c->labels[i].value) < 0)
+		if (vx_labels_set(&run.labels, &run.nlabels, c->labels[i].key, c->labels[i].value) < 0)
 			a->oom = 1;
 	if (state_record_add_history(r, &run, &e2) < 0)
 		a->oom = 1;
@@ -515,22 +447,6 @@ static int record_created(struct applier *a, const char *name, const char *regio
 	return 0;
 }
 
-static int labels_match(const struct live_job *j, const struct vx_label *l, size_t n)
-{
-	static const char *const ids[] = { "vx-stack", "vx-lineage", "vx-job", "vx-spec", "vx-run",
-					   "vx-attempt" };
-
-	for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
-		const char *want = NULL, *have = live_job_label(j, ids[k]);
-
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(l[i].key, ids[k]))
-				want = l[i].value;
-		if (!want || !have || strcmp(want, have) != 0)
-			return 0;
-	}
-	return 1;
-}
 
 /*
  * After an uncertain create: list the region and look for the job by its
@@ -546,7 +462,8 @@ static int find_by_labels(struct applier *a, const struct create *c, struct live
 		return rc;
 	rc = 0;
 	for (size_t i = 0; i < js.n && rc == 0; i++) {
-		if (labels_match(&js.items[i], c->labels, c->nlabels)) {
+		if (runlabel_match(js.items[i].labels, js.items[i].nlabels, c->labels, c->nlabels,
+				   RUNLABEL_ALL)) {
 			rc = live_job_copy(out, &js.items[i]) < 0 ? VX_ENOMEM : 1;
 		}
 	}
@@ -623,53 +540,21 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 }
 
 int applier_journal(struct applier *a, const char *address, const char *op,
-		    const struct state_label *labels, size_t nlabels, struct vx_err *err)
+		    const struct vx_label *labels, size_t nlabels, struct vx_err *err)
 {
 	struct state_intent in;
-	int rc = 0;
+	int rc;
 
+	/* Borrowed: state_journal_add keeps a copy. labels are sorted by key. */
 	memset(&in, 0, sizeof(in));
 	in.address = (char *)(uintptr_t)address;
 	in.op = (char *)(uintptr_t)op;
 	in.started_ms = vx_now_ms(a->ctx);
-	for (size_t i = 0; i < nlabels && rc == 0; i++)
-		rc = state_labels_set(&in.labels, &in.nlabels, labels[i].key, labels[i].value);
-	if (rc == 0)
-		rc = state_journal_add(a->state, &in, err);
-	else
-		rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-	for (size_t i = 0; i < in.nlabels; i++) {
-		free(in.labels[i].key);
-		free(in.labels[i].value);
-	}
-	free(in.labels);
+	in.labels = (struct vx_label *)(uintptr_t)labels;
+	in.nlabels = nlabels;
+	rc = state_journal_add(a->state, &in, err);
 	if (rc == 0 && vx_buf_printf(&a->msg, "intent %s %s\n", address, op) < 0)
 		a->oom = 1;
-	return rc;
-}
-
-static int journal_intent(struct applier *a, const struct create *c, struct vx_err *err)
-{
-	struct state_intent in;
-	char op[16];
-	int rc = 0;
-
-	memset(&in, 0, sizeof(in));
-	snprintf(op, sizeof(op), "%s", plan_kind_name(c->pa->kind));
-	in.address = c->pa->address;
-	in.op = op;
-	in.started_ms = vx_now_ms(a->ctx);
-	for (size_t i = 0; i < c->nlabels && rc == 0; i++)
-		rc = state_labels_set(&in.labels, &in.nlabels, c->labels[i].key, c->labels[i].value);
-	if (rc == 0)
-		rc = state_journal_add(a->state, &in, err);
-	else
-		rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-	for (size_t i = 0; i < in.nlabels; i++) {
-		free(in.labels[i].key);
-		free(in.labels[i].value);
-	}
-	free(in.labels);
 	return rc;
 }
 
@@ -692,7 +577,7 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 		if (make_labels(a, &c) < 0)
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 		rc = start_run(a, pa, j, &lj, c.labels, c.nlabels, "adopt", err);
-		apply_labels_free(c.labels, c.nlabels);
+		vx_labels_free(c.labels, c.nlabels);
 		if (rc < 0)
 			return rc;
 		(void)state_journal_remove(a->state, pa->address);
@@ -707,24 +592,12 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 /* The journaled intent of an earlier apply for exactly this run (same labels), or NULL. */
 static const struct state_intent *pending_intent(const struct applier *a, const struct create *c)
 {
-	static const char *const ids[] = { "vx-spec", "vx-run", "vx-attempt" };
-
 	for (size_t i = 0; i < a->state->njournal; i++) {
 		const struct state_intent *in = &a->state->journal[i];
-		size_t k;
 
-		if (strcmp(in->address, c->pa->address) != 0)
-			continue;
-		for (k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
-			const char *have = state_labels_get(in->labels, in->nlabels, ids[k]), *want = NULL;
-
-			for (size_t l = 0; l < c->nlabels; l++)
-				if (!strcmp(c->labels[l].key, ids[k]))
-					want = c->labels[l].value;
-			if (!have || !want || strcmp(have, want) != 0)
-				break;
-		}
-		if (k == sizeof(ids) / sizeof(ids[0]))
+		if (!strcmp(in->address, c->pa->address) &&
+		    runlabel_match(in->labels, in->nlabels, c->labels, c->nlabels,
+				   RUNLABEL_SPEC | RUNLABEL_RUN | RUNLABEL_ATTEMPT))
 			return in;
 	}
 	return NULL;
@@ -885,15 +758,10 @@ static int do_creates(struct applier *a, struct vx_err *err)
 		/* 1. Journal the intents, durably, before any create is sent. */
 		for (size_t i = 0; i < k && rc == 0; i++)
 			if (!cs[off + i].done)
-				rc = journal_intent(a, &cs[off + i], err);
-		if (rc == 0) {
-			for (size_t i = 0; i < k; i++)
-				if (!cs[off + i].done &&
-				    vx_buf_printf(&a->msg, "intent %s %s\n", cs[off + i].pa->address,
-						  plan_kind_name(cs[off + i].pa->kind)) < 0)
-					a->oom = 1;
+				rc = applier_journal(a, cs[off + i].pa->address, plan_kind_name(cs[off + i].pa->kind),
+						     cs[off + i].labels, cs[off + i].nlabels, err);
+		if (rc == 0)
 			rc = applier_persist(a, "vx: apply: intents", err);
-		}
 		/* Renewed if due, so the batch starts with most of the lease ahead. */
 		if (rc == 0)
 			rc = applier_heartbeat(a, err);
@@ -977,7 +845,7 @@ static int do_creates(struct applier *a, struct vx_err *err)
 	}
 done:
 	for (size_t i = 0; i < n; i++)
-		apply_labels_free(cs[i].labels, cs[i].nlabels);
+		vx_labels_free(cs[i].labels, cs[i].nlabels);
 	free(cs);
 	return rc;
 }

@@ -103,15 +103,5 @@ size_t apply_refresh_state(struct state *state, const struct live_jobs *live, ch
 
 void apply_result_release(struct apply_result *r);
 
-/* The labels a run carries: the job's merged labels plus vx-stack,
- * vx-lineage (the state's identity: plan_lineage_label of lineage), vx-job,
- * vx-spec, vx-run, vx-attempt. Sorted by key. Caller frees with
- * apply_labels_free. */
-#define APPLY_NLABELS 6
-struct vx_label;
-int apply_run_labels(struct vx_label **out, size_t *n, const char *stack, const char *lineage,
-		     const char *job, const char *spec_hash, int64_t run, int64_t attempt,
-		     const char *const *keys, const char *const *values, size_t nextra) VX_WUR;
-void apply_labels_free(struct vx_label *l, size_t n);
 
 #endif

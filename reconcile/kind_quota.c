@@ -247,23 +247,16 @@ static int send(struct applier *a, const struct plan_action *pa, int update, str
 	const struct live_quota *l = pa->klive;
 	struct provider_quota_request req;
 	struct live_quota got;
-	struct vx_label *dims = calloc(d->dimensions.n + 1, sizeof(*dims));
 	struct vx_err e = VX_ERR_INIT;
 	int rc;
 
-	if (!dims)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < d->dimensions.n; i++) {
-		dims[i].key = d->dimensions.items[i].key;
-		dims[i].value = d->dimensions.items[i].value;
-	}
 	memset(&req, 0, sizeof(req));
 	memset(&got, 0, sizeof(got));
 	req.project = a->opts->project;
 	req.id = d->d.name;
 	req.service = d->service;
 	req.quota_id = d->quota_id;
-	req.dimensions = dims;
+	req.dimensions = d->dimensions.items;
 	req.ndimensions = d->dimensions.n;
 	req.preferred = d->preferred_value;
 	req.contact_email = d->contact_email;
@@ -273,7 +266,6 @@ static int send(struct applier *a, const struct plan_action *pa, int update, str
 	req.fence = applier_fence(a);
 	rc = update ? a->prov->update_quota(a->prov, &req, &got, &e)
 		    : a->prov->create_quota(a->prov, &req, &got, &e);
-	free(dims);
 	if (rc < 0) {
 		live_quota_release(&got);
 		if (applier_fenced(a)) {

@@ -537,7 +537,7 @@ static const char *pending_request_id(const struct applier *a, const char *addre
 {
 	for (size_t i = 0; i < a->state->njournal; i++)
 		if (!strcmp(a->state->journal[i].address, address))
-			return state_labels_get(a->state->journal[i].labels, a->state->journal[i].nlabels,
+			return vx_labels_get(a->state->journal[i].labels, a->state->journal[i].nlabels,
 						"vx-request-id");
 	return NULL;
 }
@@ -547,7 +547,7 @@ static int do_create(struct applier *a, const struct plan_action *pa, struct vx_
 	const struct stack_reservation *d = pa->kdecl;
 	struct provider_reservation_request req;
 	struct live_reservation got;
-	struct state_label lab = { (char *)(uintptr_t)"vx-request-id", NULL };
+	struct vx_label lab = { (char *)(uintptr_t)"vx-request-id", NULL };
 	char id[37], *mark = NULL, *desc = NULL;
 	const char *old = pending_request_id(a, pa->address);
 	struct vx_err e = VX_ERR_INIT;

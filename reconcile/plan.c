@@ -9,6 +9,7 @@
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
+#include "reconcile/runlabel.h"
 #include "reconcile/spec.h"
 #include "util/buf.h"
 #include "util/banned.h"
@@ -247,25 +248,28 @@ static int owned(const struct builder *b, const struct live_job *j)
  * The newest live job carrying exactly the labels of run (spec, run,
  * attempt) of job name, that is not one of the record's known runs.
  */
-static const struct live_job *live_for_run(const struct builder *b, const char *name,
+static const struct live_job *live_for_run(struct builder *b, const char *name,
 					   const char *hash, int64_t run, int64_t attempt,
 					   const struct plan_record *rec)
 {
 	const struct plan_input *in = b->in;
 	const struct live_job *best = NULL;
-	char shorth[13], runs[24], atts[24];
+	struct run_id id = { in->stack, in->lineage, name, hash, run, attempt };
+	struct vx_label *want = NULL;
+	size_t nwant = 0;
 
 	if (!in->live)
 		return NULL;
-	plan_short_hash(shorth, hash);
-	snprintf(runs, sizeof(runs), "%" PRId64, run);
-	snprintf(atts, sizeof(atts), "%" PRId64, attempt);
+	if (runlabel_build(&want, &nwant, &id, NULL, 0) < 0) {
+		b->oom = 1;
+		return NULL;
+	}
 	for (size_t i = by_job_lower(b, name); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), name); i++) {
 		const struct live_job *j = b->by_job[i];
 
-		if (!label_is(j, "vx-stack", in->stack) || !label_is(j, "vx-job", name) ||
-		    !label_is(j, "vx-spec", shorth) || !label_is(j, "vx-run", runs) ||
-		    !label_is(j, "vx-attempt", atts) || !owned(b, j))
+		/* The lineage is proved by owned(): the state may know the job by name. */
+		if (!runlabel_match(j->labels, j->nlabels, want, nwant, RUNLABEL_ALL & ~RUNLABEL_LINEAGE) ||
+		    !owned(b, j))
 			continue;
 		if (rec && rec->current && rec->current->name && j->name &&
 		    !strcmp(rec->current->name, j->name))
@@ -275,6 +279,7 @@ static const struct live_job *live_for_run(const struct builder *b, const char *
 		if (!best || j->create_ms > best->create_ms)
 			best = j;
 	}
+	vx_labels_free(want, nwant);
 	return best;
 }
 

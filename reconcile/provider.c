@@ -14,11 +14,7 @@ void live_job_release(struct live_job *j)
 	free(j->region);
 	free(j->display_name);
 	free(j->state);
-	for (size_t i = 0; j->labels && i < j->nlabels; i++) {
-		free(j->labels[i].key);
-		free(j->labels[i].value);
-	}
-	free(j->labels);
+	vx_labels_free(j->labels, j->nlabels);
 	free(j->error_message);
 	memset(j, 0, sizeof(*j));
 }
@@ -35,18 +31,8 @@ int live_job_copy(struct live_job *out, const struct live_job *in)
 	    (in->state && !(out->state = strdup(in->state))) ||
 	    (in->error_message && !(out->error_message = strdup(in->error_message))))
 		goto oom;
-	if (in->nlabels) {
-		out->labels = calloc(in->nlabels, sizeof(*out->labels));
-		if (!out->labels)
-			goto oom;
-		for (size_t i = 0; i < in->nlabels; i++) {
-			out->nlabels = i + 1;
-			out->labels[i].key = strdup(in->labels[i].key);
-			out->labels[i].value = strdup(in->labels[i].value);
-			if (!out->labels[i].key || !out->labels[i].value)
-				goto oom;
-		}
-	}
+	if (vx_labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0)
+		goto oom;
 	return 0;
 oom:
 	live_job_release(out);

@@ -15,11 +15,7 @@
 #include <stdint.h>
 
 #include "util/err.h"
-
-struct vx_label {
-	char *key;
-	char *value;
-};
+#include "util/label.h"
 
 /* A live training job as the cloud reports it. */
 struct live_job {

@@ -31,7 +31,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Vertex allows 64 labels on a job; vx adds six of its own (apply.h APPLY_NLABELS). */
+/* Vertex allows 64 labels on a job; vx adds six of its own (runlabel.h RUNLABEL_N). */
 #define STACK_MAX_USER_LABELS 58
 #define STACK_MAX_ATTEMPTS 100
 #define STACK_MAX_DISPLAY_NAME 128
@@ -527,12 +527,12 @@ static const struct ynode *get_map(struct loader *L, const struct ynode *map, co
 
 static int label_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct stack_label *)a)->key, ((const struct stack_label *)b)->key);
+	return strcmp(((const struct vx_label *)a)->key, ((const struct vx_label *)b)->key);
 }
 
 const char *stack_labels_get(const struct stack_labels *l, const char *key)
 {
-	struct stack_label k = { (char *)(uintptr_t)key, NULL }, *hit;
+	struct vx_label k = { (char *)(uintptr_t)key, NULL }, *hit;
 
 	if (!l->n)
 		return NULL;
@@ -554,7 +554,7 @@ static void labels_release(struct stack_labels *l)
 /* Sets key to value (copies), replacing an existing entry; keeps the order sorted. */
 static int labels_set(struct stack_labels *l, const char *key, const char *value)
 {
-	struct stack_label *p;
+	struct vx_label *p;
 	char *k = NULL, *v = NULL;
 	size_t i;
 

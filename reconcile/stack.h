@@ -24,6 +24,7 @@
 
 #include "reconcile/spec.h"
 #include "util/err.h"
+#include "util/label.h"
 
 struct vx_diags;
 struct ynode_limits;
@@ -75,13 +76,8 @@ enum stack_backend {
 const char *stack_backend_name(enum stack_backend b);
 
 /* A label or any other string map entry. Maps are kept sorted by key, keys unique. */
-struct stack_label {
-	char *key;
-	char *value;
-};
-
 struct stack_labels {
-	struct stack_label *items; /* owned, sorted by key */
+	struct vx_label *items; /* owned, sorted by key */
 	size_t n;
 };
 

@@ -19,16 +19,6 @@
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-static void labels_free(struct state_label *l, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(l[i].key);
-		free(l[i].value);
-	}
-	free(l);
-}
 
 void state_run_release(struct state_run *r)
 {
@@ -39,7 +29,7 @@ void state_run_release(struct state_run *r)
 	free(r->action);
 	free(r->project);
 	free(r->spec_hash);
-	labels_free(r->labels, r->nlabels);
+	vx_labels_free(r->labels, r->nlabels);
 	free(r->state);
 	free(r->failure);
 	free(r->error_message);
@@ -75,7 +65,7 @@ void state_intent_release(struct state_intent *in)
 		return;
 	free(in->address);
 	free(in->op);
-	labels_free(in->labels, in->nlabels);
+	vx_labels_free(in->labels, in->nlabels);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -126,25 +116,6 @@ int state_dup_opt(char **out, const char *s)
 	return *out ? 0 : VX_ENOMEM;
 }
 
-static int labels_copy(struct state_label **out, size_t *nout, const struct state_label *in,
-		       size_t n)
-{
-	size_t i;
-
-	*out = NULL;
-	*nout = 0;
-	if (!n)
-		return 0;
-	*out = calloc(n, sizeof(**out));
-	if (!*out)
-		return VX_ENOMEM;
-	for (i = 0; i < n; i++) {
-		*nout = i + 1;
-		if (state_dup_opt(&(*out)[i].key, in[i].key) < 0 || state_dup_opt(&(*out)[i].value, in[i].value) < 0)
-			return VX_ENOMEM;
-	}
-	return 0;
-}
 
 int state_run_copy(struct state_run *out, const struct state_run *in)
 {
@@ -166,7 +137,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	    state_dup_opt(&out->config_commit, in->config_commit) < 0 ||
 	    state_dup_opt(&out->decl_hash, in->decl_hash) < 0 ||
 	    state_dup_opt(&out->launched_by, in->launched_by) < 0 ||
-	    labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
+	    vx_labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
 		state_run_release(out);
 		return VX_ENOMEM;
 	}
@@ -225,7 +196,7 @@ static int intent_copy(struct state_intent *out, const struct state_intent *in)
 	memset(out, 0, sizeof(*out));
 	out->started_ms = in->started_ms;
 	if (state_dup_opt(&out->address, in->address) < 0 || state_dup_opt(&out->op, in->op) < 0 ||
-	    labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
+	    vx_labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
 		state_intent_release(out);
 		return VX_ENOMEM;
 	}
@@ -589,51 +560,7 @@ done:
 	return rc;
 }
 
-int state_labels_set(struct state_label **labels, size_t *n, const char *key, const char *value)
-{
-	struct state_label *grown;
-	char *k = NULL, *v = NULL;
-	size_t i;
 
-	for (i = 0; i < *n; i++) {
-		int c = strcmp((*labels)[i].key, key);
-
-		if (c == 0) {
-			v = vx_strdup(value);
-			if (!v)
-				return VX_ENOMEM;
-			free((*labels)[i].value);
-			(*labels)[i].value = v;
-			return 0;
-		}
-		if (c > 0)
-			break;
-	}
-	k = vx_strdup(key);
-	v = vx_strdup(value);
-	grown = k && v ? realloc(*labels, (*n + 1) * sizeof(*grown)) : NULL;
-	if (!grown) {
-		free(k);
-		free(v);
-		return VX_ENOMEM;
-	}
-	*labels = grown;
-	memmove(&grown[i + 1], &grown[i], (*n - i) * sizeof(*grown));
-	grown[i].key = k;
-	grown[i].value = v;
-	(*n)++;
-	return 0;
-}
-
-const char *state_labels_get(const struct state_label *labels, size_t n, const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(labels[i].key, key) == 0)
-			return labels[i].value;
-	return NULL;
-}
 
 int state_journal_add(struct state *st, const struct state_intent *in, struct vx_err *err)
 {

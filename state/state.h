@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "util/err.h"
+#include "util/label.h"
 
 struct vx_ctx;
 
@@ -53,11 +54,6 @@ struct vx_ctx;
 #define STATE_MAX_NAME 128
 #define STATE_TIME_MAX 48                     /* room for a formatted time + NUL */
 
-struct state_label {
-	char *key;   /* owned */
-	char *value; /* owned */
-};
-
 /* One run of a job (a Vertex CustomJob vx created or adopted). */
 struct state_run {
 	char *resource;       /* projects/P/locations/R/customJobs/ID; NULL if the create never answered */
@@ -67,7 +63,7 @@ struct state_run {
 	char *spec_hash;      /* the spec hash it was created with */
 	int64_t run;          /* the declaration's `run` it was created for */
 	int64_t attempt;      /* 1 for the first attempt of this (spec, run) */
-	struct state_label *labels; /* sorted by key, unique; nlabels entries */
+	struct vx_label *labels; /* sorted by key, unique; nlabels entries */
 	size_t nlabels;
 	char *state;          /* last seen Vertex JobState name (JOB_STATE_RUNNING); NULL = never seen */
 	char *failure;        /* failure class (stockout, preempted, ...) or NULL */
@@ -110,7 +106,7 @@ struct state_record {
 struct state_intent {
 	char *address;
 	char *op;             /* create, replace, rerun, resubmit */
-	struct state_label *labels; /* the labels the create carries (sorted, unique) */
+	struct vx_label *labels; /* the labels the create carries (sorted, unique) */
 	size_t nlabels;
 	int64_t started_ms;
 };
@@ -203,11 +199,6 @@ int state_record_start_run(struct state_record *r, struct state_run *run,
 int state_record_add_history(struct state_record *r, struct state_run *run,
 			     struct vx_err *err) VX_WUR;
 
-/* Sets key=value in a sorted label array (replacing an existing key). */
-int state_labels_set(struct state_label **labels, size_t *n, const char *key,
-		     const char *value) VX_WUR;
-/* The value for key, or NULL. */
-const char *state_labels_get(const struct state_label *labels, size_t n, const char *key);
 
 /* Adds a copy of in to the journal (replacing an entry for the same address). */
 int state_journal_add(struct state *st, const struct state_intent *in, struct vx_err *err) VX_WUR;

@@ -101,7 +101,7 @@ static int add_item(cJSON *o, const char *k, cJSON *item)
 	return cJSON_AddItemToObject(o, k, item) ? 0 : (cJSON_Delete(item), -1);
 }
 
-static cJSON *labels_json(const struct state_label *l, size_t n)
+static cJSON *labels_json(const struct vx_label *l, size_t n)
 {
 	cJSON *o = cJSON_CreateObject();
 	size_t i;
@@ -566,10 +566,10 @@ static int get_time(const cJSON *o, const char *path, const char *k, int flags, 
 
 static int label_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct state_label *)a)->key, ((const struct state_label *)b)->key);
+	return strcmp(((const struct vx_label *)a)->key, ((const struct vx_label *)b)->key);
 }
 
-static int get_labels(const cJSON *o, const char *path, const char *k, struct state_label **out,
+static int get_labels(const cJSON *o, const char *path, const char *k, struct vx_label **out,
 		      size_t *nout, struct vx_err *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k), *c;

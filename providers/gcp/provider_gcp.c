@@ -145,18 +145,11 @@ static void session_put(struct gcp_provider *g, struct session *s)
 /* vertex_job -> live_job: a borrowed view of it, deep-copied once. */
 static int to_live(struct live_job *out, const struct vertex_job *v)
 {
-	struct vx_label *labels = calloc(v->n_labels + 1, sizeof(*labels));
 	struct live_job view;
 	char *region = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!labels)
-		return VX_ENOMEM;
-	for (size_t i = 0; i < v->n_labels; i++) {
-		labels[i].key = v->labels[i].key;
-		labels[i].value = v->labels[i].value;
-	}
 	if (v->name && vertex_job_name_region(v->name, &region) < 0)
 		region = NULL;
 	memset(&view, 0, sizeof(view));
@@ -165,14 +158,13 @@ static int to_live(struct live_job *out, const struct vertex_job *v)
 	view.display_name = v->display_name;
 	/* live_job's strings are not const; the view is only read by live_job_copy. */
 	view.state = (char *)(uintptr_t)vertex_job_state_name(v->state);
-	view.labels = labels;
+	view.labels = v->labels;
 	view.nlabels = v->n_labels;
 	view.create_ms = v->create_time_ms;
 	view.end_ms = v->end_time_ms;
 	view.error_code = v->error_code;
 	view.error_message = v->error_message;
 	rc = live_job_copy(out, &view);
-	free(labels);
 	free(region);
 	return rc;
 }
@@ -182,13 +174,13 @@ static int gcp_list_jobs(struct provider *p, const char *project, const char *re
 {
 	struct gcp_provider *g = gp(p);
 	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
-	const char *key = "vx-stack";
+	struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack };
 	struct session *s = NULL;
 	char *filter = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = vertex_filter_labels(&filter, &key, &stack, 1, err);
+	rc = vertex_filter_labels(&filter, &by_stack, 1, err);
 	if (rc < 0)
 		goto done;
 	rc = session_get(g, &s, err);
@@ -226,21 +218,11 @@ static int gcp_create_job(struct provider *p, const struct provider_job_request 
 {
 	struct gcp_provider *g = gp(p);
 	struct vertex_job job = VERTEX_JOB_INIT;
-	const char **keys = calloc(req->nlabels + 1, sizeof(*keys));
-	const char **vals = calloc(req->nlabels + 1, sizeof(*vals));
 	struct gcp_fence hfence;
 	struct session *s = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!keys || !vals) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (size_t i = 0; i < req->nlabels; i++) {
-		keys[i] = req->labels[i].key;
-		vals[i] = req->labels[i].value;
-	}
 	rc = session_get(g, &s, err);
 	if (rc < 0)
 		goto done;
@@ -250,7 +232,7 @@ static int gcp_create_job(struct provider *p, const struct provider_job_request 
 		hfence.ud = req->fence->ud;
 		s->vertex.fence = &hfence;
 	}
-	rc = vertex_create_job(&s->vertex, req->project, req->region, req->display_name, keys, vals,
+	rc = vertex_create_job(&s->vertex, req->project, req->region, req->display_name, req->labels,
 			       req->nlabels, req->spec_json, &job, err);
 	s->vertex.fence = NULL;
 	if (rc < 0)
@@ -266,8 +248,6 @@ done:
 	if (s)
 		session_put(g, s);
 	vertex_job_release(&job);
-	free(keys);
-	free(vals);
 	return rc;
 }
 

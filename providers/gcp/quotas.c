@@ -14,17 +14,6 @@
 
 #include "util/banned.h"
 
-static void kvs_release(struct quota_kv *kv, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(kv[i].key);
-		free(kv[i].value);
-	}
-	free(kv);
-}
-
 static void strs_release(char **s, size_t n)
 {
 	size_t i;
@@ -41,7 +30,7 @@ void quota_preference_release(struct quota_preference *p)
 	free(p->name);
 	free(p->service);
 	free(p->quota_id);
-	kvs_release(p->dimensions, p->n_dimensions);
+	vx_labels_free(p->dimensions, p->n_dimensions);
 	free(p->trace_id);
 	free(p->request_origin);
 	free(p->state_detail);
@@ -53,12 +42,7 @@ void quota_preference_release(struct quota_preference *p)
 
 const char *quota_preference_dimension(const struct quota_preference *p, const char *key)
 {
-	size_t i;
-
-	for (i = 0; p && key && i < p->n_dimensions; i++)
-		if (!strcmp(p->dimensions[i].key, key))
-			return p->dimensions[i].value;
-	return NULL;
+	return p && key ? vx_labels_get(p->dimensions, p->n_dimensions, key) : NULL;
 }
 
 void quota_preference_list_release(struct quota_preference_list *l)
@@ -85,7 +69,7 @@ void quota_info_release(struct quota_info *q)
 	free(q->service);
 	strs_release(q->dimensions, q->n_dimensions);
 	for (i = 0; i < q->n_infos; i++) {
-		kvs_release(q->infos[i].dimensions, q->infos[i].n_dimensions);
+		vx_labels_free(q->infos[i].dimensions, q->infos[i].n_dimensions);
 		strs_release(q->infos[i].applicable_locations, q->infos[i].n_applicable_locations);
 	}
 	free(q->infos);
@@ -126,7 +110,7 @@ int quota_info_limit_for(const struct quota_info *q, const char *location, int64
 /* ---- JSON helpers ---- */
 
 /* A JSON object of strings as key/value pairs (non-string values skipped). */
-static int js_kvs(const cJSON *o, struct quota_kv **out, size_t *n_out)
+static int js_kvs(const cJSON *o, struct vx_label **out, size_t *n_out)
 {
 	const cJSON *it;
 	size_t n = 0;
@@ -143,7 +127,7 @@ static int js_kvs(const cJSON *o, struct quota_kv **out, size_t *n_out)
 	if (!(*out = calloc(n, sizeof(**out))))
 		return VX_ENOMEM;
 	cJSON_ArrayForEach(it, o) {
-		struct quota_kv *kv;
+		struct vx_label *kv;
 
 		if (!cJSON_IsString(it) || !it->string)
 			continue;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "util/err.h"
+#include "util/label.h"
 
 struct gcp_http;
 struct gcp_fence;
@@ -41,17 +42,12 @@ enum {
 	QUOTAS_IGNORE_DECREASE_PERCENTAGE_TOO_HIGH = 1 << 1, /* QUOTA_DECREASE_PERCENTAGE_TOO_HIGH (> 10%) */
 };
 
-struct quota_kv {
-	char *key;
-	char *value;
-};
-
 /* A QuotaPreference. Owned strings, NULL when absent. */
 struct quota_preference {
 	char *name;             /* projects/P/locations/global/quotaPreferences/ID */
 	char *service;          /* "aiplatform.googleapis.com" */
 	char *quota_id;
-	struct quota_kv *dimensions;
+	struct vx_label *dimensions;
 	size_t n_dimensions;
 	int64_t preferred_value;      /* quotaConfig.preferredValue; -1 = unlimited */
 	int has_granted_value;        /* quotaConfig.grantedValue is present */
@@ -85,7 +81,7 @@ struct quota_preference_list {
 void quota_preference_list_release(struct quota_preference_list *l);
 
 struct quota_dimensions_info {
-	struct quota_kv *dimensions;
+	struct vx_label *dimensions;
 	size_t n_dimensions;
 	int has_value;
 	int64_t value;                 /* details.value: the limit in force */

@@ -70,18 +70,13 @@ int vertex_job_state_is_active(enum vertex_job_state s)
 
 void vertex_job_release(struct vertex_job *job)
 {
-	size_t i;
 
 	if (!job)
 		return;
 	free(job->name);
 	free(job->display_name);
 	free(job->state_name);
-	for (i = 0; i < job->n_labels; i++) {
-		free(job->labels[i].key);
-		free(job->labels[i].value);
-	}
-	free(job->labels);
+	vx_labels_free(job->labels, job->n_labels);
 	free(job->error_message);
 	free(job->job_spec_json);
 	memset(job, 0, sizeof(*job));
@@ -89,12 +84,7 @@ void vertex_job_release(struct vertex_job *job)
 
 const char *vertex_job_label(const struct vertex_job *job, const char *key)
 {
-	size_t i;
-
-	for (i = 0; job && key && i < job->n_labels; i++)
-		if (!strcmp(job->labels[i].key, key))
-			return job->labels[i].value;
-	return NULL;
+	return job && key ? vx_labels_get(job->labels, job->n_labels, key) : NULL;
 }
 
 void vertex_job_list_release(struct vertex_job_list *list)
@@ -373,7 +363,7 @@ static int job_from(const cJSON *o, void *dst)
 			if (!job->labels)
 				return VX_ENOMEM;
 			cJSON_ArrayForEach(it, labels) {
-				struct vertex_label *l;
+				struct vx_label *l;
 
 				if (!cJSON_IsString(it) || !it->string)
 					continue;
@@ -457,7 +447,7 @@ static int label_char(char ch)
 	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
 }
 
-int vertex_filter_labels(char **out, const char *const *keys, const char *const *values, size_t n,
+int vertex_filter_labels(char **out, const struct vx_label *labels, size_t n,
 			 struct vx_err *err)
 {
 	struct vx_buf b = VX_BUF_INIT;
@@ -466,7 +456,7 @@ int vertex_filter_labels(char **out, const char *const *keys, const char *const 
 
 	*out = NULL;
 	for (i = 0; i < n && rc == 0; i++) {
-		const char *k = keys[i], *v = values[i], *p;
+		const char *k = labels[i].key, *v = labels[i].value, *p;
 		int bare = 1;
 
 		if (!k || !*k || !v) {
@@ -515,9 +505,8 @@ int vertex_filter_labels(char **out, const char *const *keys, const char *const 
 /* ---- calls ---- */
 
 int vertex_create_job(struct vertex_client *c, const char *project, const char *region,
-		      const char *display_name, const char *const *label_keys,
-		      const char *const *label_values, size_t n_labels, const char *job_spec_json,
-		      struct vertex_job *out, struct vx_err *err)
+		      const char *display_name, const struct vx_label *label_list, size_t n_labels,
+		      const char *job_spec_json, struct vertex_job *out, struct vx_err *err)
 {
 	struct gcp_response resp = { 0 };
 	cJSON *spec = NULL, *root = NULL, *labels = NULL;
@@ -546,11 +535,11 @@ int vertex_create_job(struct vertex_client *c, const char *project, const char *
 		if (!(labels = cJSON_AddObjectToObject(root, "labels")))
 			goto oom;
 		for (i = 0; i < n_labels; i++) {
-			if (!label_keys[i] || !label_values[i]) {
+			if (!label_list[i].key || !label_list[i].value) {
 				rc = vx_err_set(err, VX_EINVAL, "%s: a label has no key or value", what);
 				goto done;
 			}
-			if (!cJSON_AddStringToObject(labels, label_keys[i], label_values[i]))
+			if (!cJSON_AddStringToObject(labels, label_list[i].key, label_list[i].value))
 				goto oom;
 		}
 	}

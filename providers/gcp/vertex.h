@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "util/err.h"
+#include "util/label.h"
 
 struct gcp_fence;
 struct gcp_http;
@@ -67,18 +68,13 @@ int vertex_job_state_is_terminal(enum vertex_job_state s);
 /* QUEUED, PENDING, RUNNING, CANCELLING, PAUSED, UPDATING: the job holds or waits for resources. */
 int vertex_job_state_is_active(enum vertex_job_state s);
 
-struct vertex_label {
-	char *key;
-	char *value;
-};
-
 /* One CustomJob. Every pointer is owned (release with vertex_job_release) and NULL when absent. */
 struct vertex_job {
 	char *name;                   /* projects/P/locations/R/customJobs/ID */
 	char *display_name;
 	enum vertex_job_state state;
 	char *state_name;             /* state as received (name, or the number as text) */
-	struct vertex_label *labels;  /* in the order received */
+	struct vx_label *labels;  /* in the order received */
 	size_t n_labels;
 	int64_t create_time_ms;       /* ms since the epoch; 0 when absent or unparsable */
 	int64_t start_time_ms;
@@ -151,7 +147,7 @@ int vertex_time_parse(const char *s, int64_t *out_ms) VX_WUR;
  * otherwise); a value made only of [a-z0-9_-] is written bare, any other
  * value is double-quoted with '"' and '\' escaped. *out is owned by the caller.
  */
-int vertex_filter_labels(char **out, const char *const *keys, const char *const *values, size_t n,
+int vertex_filter_labels(char **out, const struct vx_label *labels, size_t n,
 			 struct vx_err *err) VX_WUR;
 
 /*
@@ -164,9 +160,8 @@ int vertex_filter_labels(char **out, const char *const *keys, const char *const 
  * On success *out (initialised) holds the created job.
  */
 int vertex_create_job(struct vertex_client *c, const char *project, const char *region,
-		      const char *display_name, const char *const *label_keys,
-		      const char *const *label_values, size_t n_labels, const char *job_spec_json,
-		      struct vertex_job *out, struct vx_err *err) VX_WUR;
+		      const char *display_name, const struct vx_label *labels, size_t n_labels,
+		      const char *job_spec_json, struct vertex_job *out, struct vx_err *err) VX_WUR;
 
 /* GET {base}/<name>. VX_ENOTFOUND when the job does not exist. get, cancel and delete
  * refuse (VX_EINVAL, nothing sent) a name that fails vertex_job_name_check(name, NULL, NULL). */

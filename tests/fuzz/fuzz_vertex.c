@@ -95,10 +95,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)vertex_time_parse(copy, &t);
 		(void)vertex_job_state_parse(copy);
 		{
-			const char *k[1] = { copy }, *v[1] = { copy };
+			struct vx_label l = { copy, copy };
 			char *f = NULL;
 
-			if (vertex_filter_labels(&f, k, v, 1, &err) == 0)
+			if (vertex_filter_labels(&f, &l, 1, &err) == 0)
 				check(f && !strncmp(f, "labels.", 7));
 			free(f);
 		}

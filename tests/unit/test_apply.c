@@ -306,8 +306,8 @@ static void test_create_journals_first_and_records_run(void **unused)
 	r = state_find(&w.state, "job.a");
 	assert_non_null(r);
 	assert_non_null(r->current);
-	assert_string_equal(state_labels_get(r->current->labels, r->current->nlabels, "vx-stack"), "research");
-	assert_string_equal(state_labels_get(r->current->labels, r->current->nlabels, "team"), "nlp");
+	assert_string_equal(vx_labels_get(r->current->labels, r->current->nlabels, "vx-stack"), "research");
+	assert_string_equal(vx_labels_get(r->current->labels, r->current->nlabels, "team"), "nlp");
 	assert_string_equal(r->current->action, "create");
 	assert_non_null(strstr(vx_buf_str(&w.sink.messages), "+ job.a create projects/p/locations/us-central1/customJobs/"));
 	/* A second apply changes nothing. */

@@ -45,7 +45,7 @@ static const char pref_body[] =
 	"\"service\":\"aiplatform.googleapis.com\",\"quotaId\":\"CustomModelTrainingPreemptibleH100GPUsPerProjectPerRegion\","
 	"\"reconciling\":true,\"justification\":\"training\"}";
 
-static void fill(struct quota_preference *p, struct quota_kv *kv)
+static void fill(struct quota_preference *p, struct vx_label *kv)
 {
 	memset(p, 0, sizeof(*p));
 	kv->key = strdup("region");
@@ -77,7 +77,7 @@ static void test_create_exact_request(void **state)
 {
 	struct fx *f = *state;
 	struct quota_preference p, out = QUOTA_PREFERENCE_INIT;
-	struct quota_kv kv;
+	struct vx_label kv;
 	struct vx_err err = VX_ERR_INIT;
 	const struct httpd_request *r;
 
@@ -121,7 +121,7 @@ static void test_patch_exact_request(void **state)
 {
 	struct fx *f = *state;
 	struct quota_preference p, out = QUOTA_PREFERENCE_INIT;
-	struct quota_kv kv;
+	struct vx_label kv;
 	struct vx_err err = VX_ERR_INIT;
 	const struct httpd_request *r;
 

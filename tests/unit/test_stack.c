@@ -909,7 +909,7 @@ static void add_record(struct state *st, const char *address, const char *h, con
 	run.run = 1;
 	run.attempt = 1;
 	snprintf(label, sizeof(label), "%.12s", h);
-	assert_int_equal(state_labels_set(&run.labels, &run.nlabels, "vx-spec", label), 0);
+	assert_int_equal(vx_labels_set(&run.labels, &run.nlabels, "vx-spec", label), 0);
 	assert_int_equal(state_record_start_run(r, &run, NULL), 0);
 }
 
@@ -969,7 +969,7 @@ static void test_salt_and_legacy_records(void **state)
 	assert_string_equal(r->spec_hash, secret->spec.hash);
 	assert_string_equal(r->spec_json, secret->spec.redacted_json);
 	assert_string_equal(r->current->spec_hash, secret->spec.hash);
-	assert_memory_equal(state_labels_get(r->current->labels, r->current->nlabels, "vx-spec"),
+	assert_memory_equal(vx_labels_get(r->current->labels, r->current->nlabels, "vx-spec"),
 			    legacy, 12); /* the live job's copy */
 	r = state_find(&ss, "job.p");
 	assert_string_equal(r->spec_hash, plain_h);

@@ -48,8 +48,8 @@ static void sample(struct state *st, struct vx_ctx *ctx)
 	run.spec_hash = strdup("abc123");
 	run.run = 1;
 	run.attempt = 1;
-	assert_int_equal(state_labels_set(&run.labels, &run.nlabels, "vx-stack", "research"), 0);
-	assert_int_equal(state_labels_set(&run.labels, &run.nlabels, "vx-job", "a"), 0);
+	assert_int_equal(vx_labels_set(&run.labels, &run.nlabels, "vx-stack", "research"), 0);
+	assert_int_equal(vx_labels_set(&run.labels, &run.nlabels, "vx-job", "a"), 0);
 	run.state = strdup("JOB_STATE_FAILED");
 	run.failure = strdup("stockout");
 	run.error_code = 8;
@@ -97,7 +97,7 @@ static void test_round_trip(void **unused)
 	assert_int_equal(back.records[0].history[0].ended_ms, INT64_C(1795341780123));
 	assert_string_equal(back.records[0].spec_json,
 			    "{\"workerPoolSpecs\":[{\"replicaCount\":\"1\"}],\"n\":8}");
-	assert_string_equal(state_labels_get(back.records[0].history[0].labels,
+	assert_string_equal(vx_labels_get(back.records[0].history[0].labels,
 					     back.records[0].history[0].nlabels, "vx-job"), "a");
 	assert_string_equal(back.lineage, st.lineage);
 	assert_int_equal(state_journal_remove(&back, "job.b"), 0);

@@ -48,8 +48,9 @@ static const char spec[] =
 	"{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"a3-highgpu-8g\"},"
 	"\"replicaCount\":\"1\",\"containerSpec\":{\"imageUri\":\"us-docker.pkg.dev/x/y:z\"}}]}";
 
-static const char *const lkeys[] = { "vx-stack", "vx-job" };
-static const char *const lvals[] = { "research", "gemma2-lora" };
+/* Test labels: vx_label's strings are not const, nothing here writes them. */
+#define L(k, v) { (char *)(uintptr_t)(k), (char *)(uintptr_t)(v) }
+static const struct vx_label lbls[] = { L("vx-stack", "research"), L("vx-job", "gemma2-lora") };
 
 /* ---- create ---- */
 
@@ -63,7 +64,7 @@ static void test_create_exact_request(void **state)
 	/* {region} in the base URL is replaced by the call's region. */
 	snprintf(f->t.base, sizeof(f->t.base), "%s/r-{region}/v1", httpd_url(f->t.s));
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, job_body, 0);
-	assert_int_equal(vertex_create_job(&f->c, "my-proj", "us-central1", "gemma2-lora", lkeys, lvals, 2,
+	assert_int_equal(vertex_create_job(&f->c, "my-proj", "us-central1", "gemma2-lora", lbls, 2,
 					   spec, &job, &err), 0);
 	assert_int_equal(httpd_request_count(f->t.s), 1);
 	r = clienttest_req(&f->t, 0);
@@ -93,7 +94,7 @@ static void test_create_uncertain_on_lost_reply(void **state)
 
 	httpd_drop(f->t.s);
 	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, job_body, 0);
-	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lbls, 2, spec,
 					   &job, &err), VX_EUNCERTAIN);
 	/* Sent once, never again. */
 	assert_int_equal(httpd_request_count(f->t.s), 1);
@@ -111,7 +112,7 @@ static void test_create_uncertain_on_503(void **state)
 
 	httpd_respond(f->t.s, 503, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":503,\"message\":\"busy\",\"status\":\"UNAVAILABLE\"}}", 0);
 	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, job_body, 0);
-	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", NULL, NULL, 0, spec,
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", NULL, 0, spec,
 					   &job, &err), VX_EUNCERTAIN);
 	assert_int_equal(httpd_request_count(f->t.s), 1);
 	/* No labels: no "labels" member. */
@@ -129,7 +130,7 @@ static void test_create_permission_denied(void **state)
 	httpd_respond(f->t.s, 403, CLIENTTEST_JSON_HDR,
 		      "{\"error\":{\"code\":403,\"message\":\"Permission 'aiplatform.customJobs.create' denied\","
 		      "\"status\":\"PERMISSION_DENIED\"}}", 0);
-	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lbls, 2, spec,
 					   &job, &err), VX_EAUTH);
 	assert_int_equal(err.code, VX_EAUTH);
 	assert_memory_equal(err.msg, prefix, sizeof(prefix) - 1);
@@ -164,14 +165,14 @@ static void test_create_reply_without_valid_name(void **state)
 	size_t i;
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{}", 0);
-	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lbls, 2, spec,
 					   &job, &err), VX_EUNCERTAIN);
 	assert_string_equal(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1: the answer has no "
 			    "job name; the outcome is unknown");
 	assert_null(job.name);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, bad[i], 0);
-		assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2,
+		assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lbls, 2,
 						   spec, &job, &err), VX_EUNCERTAIN);
 		snprintf(want, sizeof(want), "vertex: creating job \"gemma2-lora\" in us-central1: the answer "
 			 "names no job of this project and region: \"%s\"; the outcome is unknown", shown[i]);
@@ -179,7 +180,7 @@ static void test_create_reply_without_valid_name(void **state)
 		assert_null(job.name);
 	}
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "created", 0);
-	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lkeys, lvals, 2, spec,
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lbls, 2, spec,
 					   &job, &err), VX_EUNCERTAIN);
 	assert_string_equal(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1: reading job: "
 			    "response is not a JSON object; the outcome is unknown");
@@ -194,14 +195,14 @@ static void test_create_rejects_bad_input(void **state)
 	struct vertex_job job = VERTEX_JOB_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
-	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "j", NULL, NULL, 0, "[1]", &job, &err),
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "j", NULL, 0, "[1]", &job, &err),
 			 VX_EINVAL);
 	assert_string_equal(err.msg, "vertex: creating job \"j\" in us-central1: the job spec is not a JSON object");
-	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "j", NULL, NULL, 0, "{", &job, &err),
+	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "j", NULL, 0, "{", &job, &err),
 			 VX_EINVAL);
-	assert_int_equal(vertex_create_job(&f->c, "p/../x", "us-central1", "j", NULL, NULL, 0, spec, &job, &err),
+	assert_int_equal(vertex_create_job(&f->c, "p/../x", "us-central1", "j", NULL, 0, spec, &job, &err),
 			 VX_EINVAL);
-	assert_int_equal(vertex_create_job(&f->c, "p", "us central1", "j", NULL, NULL, 0, spec, &job, &err),
+	assert_int_equal(vertex_create_job(&f->c, "p", "us central1", "j", NULL, 0, spec, &job, &err),
 			 VX_EINVAL);
 	assert_int_equal(httpd_request_count(f->t.s), 0);
 	vx_err_release(&err);
@@ -229,7 +230,7 @@ static void test_list_all_pages(void **state)
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
 		      "{\"customJobs\":[{\"name\":\"projects/p/locations/us-central1/customJobs/4\"},"
 		      "{\"name\":\"projects/p/locations/us-central1/customJobs/5\"}],\"nextPageToken\":\"\"}", 0);
-	assert_int_equal(vertex_filter_labels(&filter, lkeys, lvals, 2, &err), 0);
+	assert_int_equal(vertex_filter_labels(&filter, lbls, 2, &err), 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "us-central1", filter, 2, 0, &list, &err), 0);
 	assert_int_equal(list.n, 5);
 	assert_int_equal(httpd_request_count(f->t.s), 3);
@@ -657,23 +658,23 @@ static void test_time_parse(void **state)
 
 static void test_filter_labels(void **state)
 {
-	static const char *const k[] = { "vx-stack", "team", "note" };
-	static const char *const v[] = { "research", "Big Team", "a\"b\\c" };
-	static const char *const bad[] = { "Vx" };
+	static const struct vx_label l[] = { L("vx-stack", "research"), L("team", "Big Team"),
+					     L("note", "a\"b\\c") };
+	static const struct vx_label bad[] = { L("Vx", "research") };
 	struct vx_err err = VX_ERR_INIT;
 	char *out = NULL;
 
 	(void)state;
-	assert_int_equal(vertex_filter_labels(&out, k, v, 1, &err), 0);
+	assert_int_equal(vertex_filter_labels(&out, l, 1, &err), 0);
 	assert_string_equal(out, "labels.vx-stack=research");
 	free(out);
-	assert_int_equal(vertex_filter_labels(&out, k, v, 3, &err), 0);
+	assert_int_equal(vertex_filter_labels(&out, l, 3, &err), 0);
 	assert_string_equal(out, "labels.vx-stack=research AND labels.team=\"Big Team\" AND labels.note=\"a\\\"b\\\\c\"");
 	free(out);
-	assert_int_equal(vertex_filter_labels(&out, bad, v, 1, &err), VX_EINVAL);
+	assert_int_equal(vertex_filter_labels(&out, bad, 1, &err), VX_EINVAL);
 	assert_null(out);
 	assert_string_equal(err.msg, "vertex: label filter: label key \"Vx\" has a character other than [a-z0-9_-]");
-	assert_int_equal(vertex_filter_labels(&out, k, v, 0, &err), 0);
+	assert_int_equal(vertex_filter_labels(&out, l, 0, &err), 0);
 	assert_string_equal(out, "");
 	free(out);
 	vx_err_release(&err);
