@@ -70,7 +70,6 @@ int vertex_job_state_is_active(enum vertex_job_state s)
 
 void vertex_job_release(struct vertex_job *job)
 {
-
 	if (!job)
 		return;
 	free(job->name);
