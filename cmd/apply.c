@@ -22,6 +22,7 @@
 #include "reconcile/render.h"
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
+#include "reconcile/wait.h"
 #include "state/backend.h"
 #include "state/lock.h"
 #include "state/state.h"
@@ -167,29 +168,6 @@ static int confirm(int auto_approve)
 	return 1;
 }
 
-/* Compares a fresh plan with a saved one: same actions on the same addresses. */
-static int same_plan(const struct plan *p, const struct saved_plan *sp, struct vx_err *err)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < p->n; i++) {
-		const struct plan_action *a = &p->actions[i];
-		const struct saved_action *s;
-
-		if (k >= sp->n)
-			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
-					  "%s would now %s; run vxplan again", a->address, plan_kind_name(a->kind));
-		s = &sp->actions[k++];
-		if (strcmp(a->address, s->address) || strcmp(plan_kind_name(a->kind), s->action))
-			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
-					  "%s was planned to %s, %s would now %s; run vxplan again",
-					  s->address, s->action, a->address, plan_kind_name(a->kind));
-	}
-	if (k != sp->n)
-		return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: %s no longer "
-				  "needs to %s; run vxplan again", sp->actions[k].address, sp->actions[k].action);
-	return 0;
-}
 
 /* Whether a saved plan's dir_in_repo stays inside the repository: relative, no "..". */
 static int inside_repo(const char *p)
@@ -316,85 +294,69 @@ static int is_plan_file(const char *path)
 	return access(path, R_OK) == 0 && n > 0 && path[n - 1] != '/' && !cmd_is_dir(path);
 }
 
-/*
- * Follows created jobs until they run (or finish): a line per state change,
- * and on a terminal a status line redrawn in place between polls. Returns 0,
- * or 1 when one failed.
- */
-static int wait_jobs(struct workspace *ws, const struct apply_result *res, int until_done)
+/* -wait: the hooks of reconcile/wait.c, which decides; here it is printed. */
+struct waiter {
+	struct workspace *ws;
+	int tty;
+	int until_done;
+};
+
+static int wait_refresh(void *ud, const struct live_jobs **out, struct vx_err *err)
 {
-	char **last = calloc(res->ncreated + 1, sizeof(*last));
+	struct waiter *w = ud;
+	int rc = workspace_refresh(w->ws, err);
+
+	*out = &w->ws->store.jobs;
+	return rc;
+}
+
+static void wait_changed(void *ud, const char *name, const struct live_job *lj, const char *state,
+			 int64_t secs)
+{
+	struct waiter *w = ud;
+	struct vx_buf why = VX_BUF_INIT;
+
+	if (w->tty)
+		fputs("\r\033[K", stdout);
+	/* Why it failed, in the job's own words (first line, cleaned). */
+	if (lj && job_state_is_terminal(state) && (lj->error_code || lj->error_message) &&
+	    (vx_buf_adds(&why, ": ") < 0 || render_error(&why, lj->error_code, lj->error_message) < 0))
+		vx_buf_reset(&why);
+	printf("  %s: %s (after %llds)%s\n", name, job_state_short(state), (long long)secs,
+	       vx_buf_str(&why));
+	vx_buf_release(&why);
+	fflush(stdout);
+}
+
+static void wait_waiting(void *ud, size_t pending, size_t running, size_t done, int64_t secs)
+{
+	struct waiter *w = ud;
+
+	if (!w->tty)
+		return;
+	printf("\r\033[K  waiting: %zu not yet %s, %zu running, %zu finished (%llds)", pending,
+	       w->until_done ? "finished" : "running", running, done, (long long)secs);
+	fflush(stdout);
+}
+
+/* Follows created jobs until they run (or finish). Returns 0, or 1 when one failed. */
+static int follow_jobs(struct workspace *ws, const struct apply_result *res, int until_done)
+{
 	const char *poll_env = getenv("VX_WAIT_POLL_MS");
 	long poll = poll_env ? strtol(poll_env, NULL, 10) : 10000;
-	int failed = 0, tty = isatty(1);
-	int64_t started = vx_mono_ms(ws->ctx);
+	struct waiter w = { ws, isatty(1), until_done };
+	struct wait_hooks h = { wait_refresh, wait_changed, wait_waiting, &w };
 	struct vx_err err = VX_ERR_INIT;
+	int rc = wait_jobs(ws->ctx, res->created, res->ncreated, until_done, poll > 0 ? poll : 10000, &h,
+			   &err);
 
-	if (!last)
-		return 1;
-	if (poll <= 0)
-		poll = 10000;
-	for (;;) {
-		size_t pending = 0, running = 0, done = 0;
-
-		if (workspace_refresh(ws, &err) < 0) {
-			cmd_report(&err, "waiting for jobs");
-			failed = 1;
-			break;
-		}
-		if (tty)
-			fputs("\r\033[K", stdout);
-		for (size_t i = 0; i < res->ncreated; i++) {
-			const char *state = "JOB_STATE_UNSPECIFIED";
-			const struct live_job *lj = NULL;
-
-			for (size_t k = 0; k < ws->store.jobs.n; k++)
-				if (ws->store.jobs.items[k].name && res->created[i] &&
-				    !strcmp(ws->store.jobs.items[k].name, res->created[i])) {
-					lj = &ws->store.jobs.items[k];
-					state = lj->state;
-				}
-			if (!last[i] || strcmp(last[i], state) != 0) {
-				struct vx_buf why = VX_BUF_INIT;
-
-				free(last[i]);
-				last[i] = strdup(state);
-				/* Why it failed, in the job's own words (first line, cleaned). */
-				if (lj && job_state_is_terminal(state) && (lj->error_code || lj->error_message) &&
-				    (vx_buf_adds(&why, ": ") < 0 ||
-				     render_error(&why, lj->error_code, lj->error_message) < 0))
-					vx_buf_reset(&why);
-				printf("  %s: %s (after %llds)%s\n", res->created[i], job_state_short(state),
-				       (long long)((vx_mono_ms(ws->ctx) - started) / 1000), vx_buf_str(&why));
-				vx_buf_release(&why);
-			}
-			if (!strcmp(state, "JOB_STATE_FAILED") || !strcmp(state, "JOB_STATE_CANCELLED") ||
-			    !strcmp(state, "JOB_STATE_EXPIRED"))
-				failed = 1;
-			if (job_state_is_terminal(state))
-				done++;
-			else if (!strcmp(state, "JOB_STATE_RUNNING"))
-				running++;
-			if (until_done ? !job_state_is_terminal(state)
-				       : (strcmp(state, "JOB_STATE_RUNNING") && !job_state_is_terminal(state)))
-				pending++;
-		}
-		if (!pending || vx_interrupted(ws->ctx))
-			break;
-		if (tty)
-			printf("  waiting: %zu not yet %s, %zu running, %zu finished (%llds)", pending,
-			       until_done ? "finished" : "running", running, done,
-			       (long long)((vx_mono_ms(ws->ctx) - started) / 1000));
-		fflush(stdout);
-		vx_sleep_ms(ws->ctx, poll);
-	}
-	if (tty)
+	if (w.tty)
 		fputs("\r\033[K", stdout);
 	fflush(stdout);
-	for (size_t i = 0; i < res->ncreated; i++)
-		free(last[i]);
-	free(last);
-	return failed;
+	if (rc < 0)
+		cmd_report(&err, "waiting for jobs");
+	vx_err_release(&err);
+	return rc != 0;
 }
 
 /* Commits what the refresh saw about the runs (summary: one line per run changed). */
@@ -604,7 +566,7 @@ int cmd_apply(int argc, char **argv)
 		cmd_report(&err, NULL);
 		goto done;
 	}
-	if (from_file && same_plan(&pl.planner.plan, &sp, &err) < 0) {
+	if (from_file && saved_plan_matches(&sp, &pl.planner.plan, &err) < 0) {
 		cmd_report(&err, target);
 		goto done;
 	}
@@ -687,7 +649,7 @@ int cmd_apply(int argc, char **argv)
 	if (wait && res.ncreated) {
 		printf("\nWaiting for %zu job%s to %s:\n", res.ncreated, res.ncreated == 1 ? "" : "s",
 		       wait == 2 ? "finish" : "run");
-		if (wait_jobs(&ws, &res, wait == 2))
+		if (follow_jobs(&ws, &res, wait == 2))
 			goto done;
 	}
 	rc = VX_EXIT_OK;

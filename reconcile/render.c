@@ -466,6 +466,30 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	return rc ? VX_ENOMEM : 0;
 }
 
+/* Compares a fresh plan with a saved one: same actions on the same addresses. */
+int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct vx_err *err)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct saved_action *s;
+
+		if (k >= sp->n)
+			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
+					  "%s would now %s; run vxplan again", a->address, plan_kind_name(a->kind));
+		s = &sp->actions[k++];
+		if (strcmp(a->address, s->address) || strcmp(plan_kind_name(a->kind), s->action))
+			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
+					  "%s was planned to %s, %s would now %s; run vxplan again",
+					  s->address, s->action, a->address, plan_kind_name(a->kind));
+	}
+	if (k != sp->n)
+		return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: %s no longer "
+				  "needs to %s; run vxplan again", sp->actions[k].address, sp->actions[k].action);
+	return 0;
+}
+
 void saved_plan_release(struct saved_plan *sp)
 {
 	for (size_t i = 0; sp->actions && i < sp->n; i++) {

@@ -96,6 +96,10 @@ struct saved_plan {
 
 /* Parses a saved plan (strict: unknown format_version refused). */
 int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struct vx_err *err) VX_WUR;
+/* Whether a plan made now has the same actions on the same addresses as the
+ * saved one (vxapply PLANFILE applies exactly what was reviewed): 0, or
+ * VX_ECONFLICT with a message that says what moved and to run vxplan again. */
+int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct vx_err *err) VX_WUR;
 void saved_plan_release(struct saved_plan *sp);
 
 #endif
