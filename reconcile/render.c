@@ -166,19 +166,17 @@ static int limit_text(struct vx_buf *b, const struct capacity_row *r)
 {
 	int rc;
 
+	if (r->has_request && r->pending && (r->has_granted || r->has_limit))
+		return vx_buf_printf(b, "%lld granted, %lld requested, pending",
+				     (long long)(r->has_granted ? r->granted : r->limit), (long long)r->requested);
 	if (!r->has_limit)
 		rc = vx_buf_adds(b, "unknown");
 	else if (r->limit < 0)
 		rc = vx_buf_adds(b, "unlimited");
 	else
 		rc = vx_buf_printf(b, "%lld", (long long)r->limit);
-	if (rc == 0 && r->has_request && r->pending) {
-		rc = vx_buf_adds(b, " (");
-		if (rc == 0 && r->has_granted)
-			rc = vx_buf_printf(b, "%lld granted, ", (long long)r->granted);
-		if (rc == 0)
-			rc = vx_buf_printf(b, "%lld requested, pending)", (long long)r->requested);
-	}
+	if (rc == 0 && r->has_request && r->pending)
+		rc = vx_buf_printf(b, " (%lld requested, pending)", (long long)r->requested);
 	return rc;
 }
 
