@@ -1,12 +1,15 @@
 #include "cmd/planning.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
 #include "cmd/workspace.h"
+#include "reconcile/machines.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
+#include "util/buf.h"
 #include "util/suggest.h"
 
 static int push(const char ***arr, size_t *n, const char *v)
@@ -33,6 +36,15 @@ int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct
 	const char *v;
 	int is_target;
 
+	if (cmd_flag(argv[*i], "fail-on", &v)) {
+		if (!v)
+			v = *i + 1 < argc ? argv[++*i] : NULL;
+		if (v && !strcmp(v, "quota"))
+			o->fail_on_quota = 1;
+		else
+			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v ? v : "");
+		return 1;
+	}
 	if (cmd_flag(argv[*i], "refresh", &v)) {
 		if (!v || !strcmp(v, "true"))
 			o->refresh = 1;
@@ -95,6 +107,76 @@ static int unknown_address(struct vx_err *err, const struct workspace *ws, const
 	return rc;
 }
 
+/* Whether the stack has a job with GPUs or a reservation: only then is capacity read and shown. */
+static int stack_uses_gpus(const struct stack *st)
+{
+	if (st->nreservations)
+		return 1;
+	for (size_t i = 0; i < st->njobs; i++)
+		for (size_t k = 0; k < st->jobs[i].spec.npools; k++)
+			if (st->jobs[i].spec.pools[k].accelerator_type ||
+			    (st->jobs[i].spec.pools[k].machine_type &&
+			     machines_fixed_gpus(st->jobs[i].spec.pools[k].machine_type, NULL, NULL)))
+				return 1;
+	return 0;
+}
+
+/*
+ * Quota limits and prices, then the capacity report, once per run: one
+ * quotaInfos list for Vertex (and one for Compute when reservations are
+ * declared), whatever the number of jobs.
+ */
+static int plan_capacity(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
+			 struct vx_err *err)
+{
+	const struct stack *st = ws->st;
+	struct capacity_input in;
+	const char *file = getenv("VX_PRICES");
+	int rc;
+
+	if (!stack_uses_gpus(st))
+		return 0;
+	if (file && *file) {
+		struct vx_buf text = VX_BUF_INIT;
+
+		rc = vx_buf_read_file(&text, file, 16u << 20, err);
+		if (rc == 0)
+			rc = prices_parse(&pl->prices, vx_buf_str(&text), text.len, file, err);
+		vx_buf_release(&text);
+	} else {
+		rc = prices_parse(&pl->prices, prices_default_json, strlen(prices_default_json),
+				  "built-in price table", err);
+	}
+	if (rc < 0)
+		return rc;
+	if (o->refresh && ws->prov && ws->prov->list_quota_infos) {
+		rc = ws->prov->list_quota_infos(ws->prov, st->project, "aiplatform.googleapis.com", &pl->limits, err);
+		if (rc == 0 && st->nreservations)
+			rc = ws->prov->list_quota_infos(ws->prov, st->project, "compute.googleapis.com", &pl->limits,
+							err);
+		if (rc < 0)
+			return rc;
+		pl->limits_read = 1;
+	}
+	memset(&in, 0, sizeof(in));
+	in.st = st;
+	in.plan = &pl->planner.plan;
+	in.live = o->refresh ? &pl->live : NULL;
+	in.limits = pl->limits_read ? &pl->limits : NULL;
+	in.prices = &pl->prices;
+	rc = capacity_build(&pl->capacity, &in, err);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < pl->capacity.misfits.n && rc == 0; i++)
+		rc = vx_diags_add(o->fail_on_quota ? &pl->planner.plan.errors : &pl->planner.plan.warnings, NULL, 0, 0,
+				  "%s%s", pl->capacity.misfits.items[i].msg,
+				  o->fail_on_quota ? " (-fail-on=quota)" : "");
+	if (rc < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	pl->header.capacity = pl->capacity.any ? &pl->capacity : NULL;
+	return 0;
+}
+
 int planning_run(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
 		 struct vx_err *err)
 {
@@ -151,7 +233,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.nalso = o->refresh ? ws->store.nalso : 0;
 	pl->header.targets = o->targets;
 	pl->header.ntargets = o->ntargets;
-	return 0;
+	return plan_capacity(pl, ws, o, err);
 }
 
 int planning_has_changes(const struct planning *pl)
@@ -162,5 +244,8 @@ int planning_has_changes(const struct planning *pl)
 void planning_release(struct planning *pl)
 {
 	planner_release(&pl->planner);
+	capacity_release(&pl->capacity);
+	prices_release(&pl->prices);
+	live_quota_limits_release(&pl->limits);
 	memset(pl, 0, sizeof(*pl));
 }

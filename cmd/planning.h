@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "reconcile/capacity.h"
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
 #include "reconcile/render.h"
@@ -18,16 +19,21 @@ struct planning_opts {
 	const char **replaces;
 	size_t nreplaces;
 	int refresh;
+	int fail_on_quota;       /* -fail-on=quota: a job that does not fit is a plan error */
 };
 
 struct planning {
 	struct live_set live;    /* what planner borrows of the workspace's live store */
 	struct planner planner;
 	struct render_header header;
+	struct live_quota_limits limits;  /* Cloud Quotas limits, read once per service */
+	int limits_read;
+	struct prices prices;
+	struct capacity_report capacity;
 	char serial_buf[24];
 };
 
-/* Handles -target, -replace, -refresh[=bool] at argv[*i]. Returns 1 when it
+/* Handles -target, -replace, -refresh[=bool], -fail-on=quota at argv[*i]. Returns 1 when it
  * was one (err set when its value is bad), else 0. */
 int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct vx_err *err);
 void planning_opts_release(struct planning_opts *o);

@@ -261,3 +261,57 @@ int live_quotas_push(struct live_quotas *qs, const struct live_quota *q)
 	qs->n++;
 	return 0;
 }
+
+void live_quota_limits_release(struct live_quota_limits *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->items[i].service);
+		free(l->items[i].quota_id);
+		free(l->items[i].location);
+		free(l->items[i].dimensions);
+	}
+	free(l->items);
+	l->items = NULL;
+	l->n = 0;
+}
+
+int live_quota_limits_push(struct live_quota_limits *l, const struct live_quota_limit *q)
+{
+	struct live_quota_limit *items = realloc(l->items, (l->n + 1) * sizeof(*items)), *o;
+
+	if (!items)
+		return VX_ENOMEM;
+	l->items = items;
+	o = &items[l->n];
+	memset(o, 0, sizeof(*o));
+	o->value = q->value;
+	if (!(o->service = vx_strdup(q->service ? q->service : "")) ||
+	    !(o->quota_id = vx_strdup(q->quota_id ? q->quota_id : "")) ||
+	    !(o->location = vx_strdup(q->location ? q->location : "")) ||
+	    (q->dimensions && !(o->dimensions = vx_strdup(q->dimensions)))) {
+		free(o->service);
+		free(o->quota_id);
+		free(o->location);
+		free(o->dimensions);
+		return VX_ENOMEM;
+	}
+	l->n++;
+	return 0;
+}
+
+int live_quota_limits_find(const struct live_quota_limits *l, const char *service, const char *quota_id,
+			   const char *location, int64_t *out)
+{
+	for (size_t i = 0; l && service && quota_id && location && i < l->n; i++) {
+		const struct live_quota_limit *q = &l->items[i];
+
+		if (!q->dimensions && !strcmp(q->service, service) && !strcmp(q->quota_id, quota_id) &&
+		    (!strcmp(q->location, location) || !strcmp(q->location, "global"))) {
+			*out = q->value;
+			return 0;
+		}
+	}
+	return VX_ENOTFOUND;
+}

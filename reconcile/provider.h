@@ -147,6 +147,24 @@ struct provider_quota_request {
 	const struct provider_fence *fence; /* NULL: none */
 };
 
+/*
+ * One limit in force, from a Cloud Quotas quotaInfo: one entry of its
+ * dimensionsInfos for one of its applicableLocations. Cloud Quotas reports
+ * limits, not usage (docs/quota-and-cost.md).
+ */
+struct live_quota_limit {
+	char *service;           /* "aiplatform.googleapis.com" */
+	char *quota_id;          /* "CustomModelTrainingPreemptibleH100GPUsPerProjectPerRegion" */
+	char *location;          /* a region, a zone or "global" */
+	char *dimensions;        /* the entry's dimensions but region and zone, "k=v,k=v" sorted; NULL: none */
+	int64_t value;           /* details.value: the limit (-1: unlimited) */
+};
+
+struct live_quota_limits {
+	struct live_quota_limit *items; /* in the order listed: most specific first per quota */
+	size_t n;
+};
+
 struct provider {
 	/* Lists every job of the stack in one region: one filtered, paginated
 	 * list call (labels.vx-stack=<stack>), never a get per job. */
@@ -193,6 +211,14 @@ struct provider {
 	int (*update_quota)(struct provider *p, const struct provider_quota_request *req,
 			    struct live_quota *out, struct vx_err *err);
 
+	/*
+	 * Quota limits (Cloud Quotas quotaInfos) of one service: one paginated
+	 * list, appended to *out. NULL in providers that cannot read them (the
+	 * plan shows such limits as unknown).
+	 */
+	int (*list_quota_infos)(struct provider *p, const char *project, const char *service,
+				struct live_quota_limits *out, struct vx_err *err);
+
 	/* Releases the provider. */
 	void (*free)(struct provider *p);
 };
@@ -206,6 +232,14 @@ int live_quota_copy(struct live_quota *out, const struct live_quota *in) VX_WUR;
 void live_quota_release(struct live_quota *q);
 void live_quotas_release(struct live_quotas *qs);
 int live_quotas_push(struct live_quotas *qs, const struct live_quota *q) VX_WUR;
+
+void live_quota_limits_release(struct live_quota_limits *l);
+/* Appends a deep copy of q. VX_ENOMEM. */
+int live_quota_limits_push(struct live_quota_limits *l, const struct live_quota_limit *q) VX_WUR;
+/* The limit of service's quota_id at location for no other dimension (the
+ * first such entry). 0 and *out set, or VX_ENOTFOUND. */
+int live_quota_limits_find(const struct live_quota_limits *l, const char *service, const char *quota_id,
+			   const char *location, int64_t *out) VX_WUR;
 
 /* Deep copy and release helpers shared by implementations and tests. */
 int live_job_copy(struct live_job *out, const struct live_job *in) VX_WUR;

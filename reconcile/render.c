@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "reconcile/capacity.h"
 #include "reconcile/kind.h"
 #include "reconcile/plan.h"
 #include "util/buf.h"
@@ -160,6 +161,163 @@ static int header_human(struct vx_buf *b, const struct render_header *h)
 	return rc;
 }
 
+/* "16 granted, 32 requested, pending" / the limit / "unknown": a quota row's limit column. */
+static int limit_text(struct vx_buf *b, const struct capacity_row *r)
+{
+	int rc;
+
+	if (r->has_request && r->pending && (r->has_granted || r->has_limit))
+		return vx_buf_printf(b, "%lld granted, %lld requested, pending",
+				     (long long)(r->has_granted ? r->granted : r->limit), (long long)r->requested);
+	if (!r->has_limit)
+		rc = vx_buf_adds(b, "unknown");
+	else if (r->limit < 0)
+		rc = vx_buf_adds(b, "unlimited");
+	else
+		rc = vx_buf_printf(b, "%lld", (long long)r->limit);
+	if (rc == 0 && r->has_request && r->pending)
+		rc = vx_buf_printf(b, " (%lld requested, pending)", (long long)r->requested);
+	return rc;
+}
+
+static int free_text(struct vx_buf *b, const struct capacity_row *r)
+{
+	if (!r->has_limit)
+		return vx_buf_adds(b, "unknown");
+	if (r->limit < 0)
+		return vx_buf_adds(b, "unlimited");
+	return vx_buf_printf(b, "%lld%s", (long long)(r->limit - r->in_use - r->adds),
+			     r->fits ? "" : " (does not fit)");
+}
+
+static const char *row_class(const struct capacity_row *r)
+{
+	return r->cls == CAPACITY_RESERVATION ? r->reservation : capacity_class_name(r->cls);
+}
+
+/* "$88.49/h, at most $14,866.32" for one action, or "unknown price". */
+static int cost_text(struct vx_buf *b, const struct capacity_report *c, const struct capacity_cost *k)
+{
+	int rc;
+
+	if (!k->known)
+		return vx_buf_adds(b, "price unknown");
+	rc = capacity_money(b, c->currency, k->usd_per_hour, 2);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "/h");
+	if (rc == 0 && !strncmp(k->address, "job.", 4)) {
+		rc = vx_buf_adds(b, ", at most ");
+		if (rc == 0)
+			rc = capacity_money(b, c->currency, k->usd_max, 2);
+	}
+	if (rc == 0 && k->upper_bound)
+		rc = vx_buf_adds(b, " (upper bound: on-demand rate)");
+	if (rc == 0 && k->estimate)
+		rc = vx_buf_adds(b, " (est.)");
+	if (rc == 0 && k->note)
+		rc = vx_buf_printf(b, "; %s", k->note);
+	return rc;
+}
+
+/* "+ $98.32/h while running, at most $16,517 for this apply". */
+static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
+{
+	int rc;
+
+	if (!c->delta_known)
+		return vx_buf_adds(b, "+ unknown/h while running (a price is not in the table)");
+	rc = vx_buf_adds(b, "+ ");
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, c->delta_per_hour, 2);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "/h while running, at most ");
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, c->max_total, 0);
+	if (rc == 0)
+		rc = vx_buf_adds(b, " for this apply");
+	if (rc == 0 && c->delta_upper_bound)
+		rc = vx_buf_adds(b, " (upper bound)");
+	return rc;
+}
+
+static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
+{
+	const char *region = NULL;
+	int rc = vx_buf_adds(b, "\nQuota (GPUs; in use: this stack's active runs that stay):\n");
+
+	for (size_t i = 0; rc == 0 && i < c->nrows; i++) {
+		const struct capacity_row *r = &c->rows[i];
+		struct vx_buf lim = VX_BUF_INIT, fr = VX_BUF_INIT;
+
+		if (!region || strcmp(region, r->region) != 0) {
+			region = r->region;
+			rc = vx_buf_printf(b, "  %s\n    %-12s %-24s %6s %6s  %-8s %s\n", region, "GPU", "class",
+					   "in use", "adds", "limit", "free after");
+		}
+		if (rc == 0)
+			rc = limit_text(&lim, r);
+		if (rc == 0)
+			rc = free_text(&fr, r);
+		if (rc == 0)
+			rc = vx_buf_printf(b, "    %-12s %-24s %6lld %6lld  %-8s %s\n", r->display, row_class(r),
+					   (long long)r->in_use, (long long)r->adds, vx_buf_str(&lim), vx_buf_str(&fr));
+		vx_buf_release(&lim);
+		vx_buf_release(&fr);
+	}
+	if (rc == 0 && c->ncosts)
+		rc = vx_buf_printf(b, "\nCost (%s list prices as of %s; docs/prices.md):\n",
+				   c->currency ? c->currency : "USD", c->price_date ? c->price_date : "?");
+	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
+		const struct capacity_cost *k = &c->costs[i];
+
+		rc = vx_buf_printf(b, "  %-10s %s: ", k->starts ? "starts" : "running", k->address);
+		if (rc == 0)
+			rc = cost_text(b, c, k);
+		if (rc == 0)
+			rc = vx_buf_addc(b, '\n');
+	}
+	return rc;
+}
+
+static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
+{
+	int rc = vx_buf_adds(b, "**Quota** (GPUs; in use: this stack's active runs that stay)\n\n"
+			     "| region | GPU | class | in use | this plan adds | limit | free after |\n"
+			     "|---|---|---|---|---|---|---|\n");
+
+	for (size_t i = 0; rc == 0 && i < c->nrows; i++) {
+		const struct capacity_row *r = &c->rows[i];
+		struct vx_buf lim = VX_BUF_INIT, fr = VX_BUF_INIT;
+
+		rc = limit_text(&lim, r);
+		if (rc == 0)
+			rc = free_text(&fr, r);
+		if (rc == 0)
+			rc = vx_buf_printf(b, "| %s | %s | %s | %lld | %lld | %s | %s%s%s |\n", r->region, r->display,
+					   row_class(r), (long long)r->in_use, (long long)r->adds, vx_buf_str(&lim),
+					   r->fits ? "" : "**", vx_buf_str(&fr), r->fits ? "" : "**");
+		vx_buf_release(&lim);
+		vx_buf_release(&fr);
+	}
+	if (rc == 0)
+		rc = vx_buf_printf(b, "\n**Cost** (%s list prices as of %s): ", c->currency ? c->currency : "USD",
+				   c->price_date ? c->price_date : "?");
+	if (rc == 0)
+		rc = cost_summary(b, c);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "\n\n");
+	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
+		rc = vx_buf_printf(b, "- `%s` (%s): ", c->costs[i].address, c->costs[i].starts ? "starts" : "running");
+		if (rc == 0)
+			rc = cost_text(b, c, &c->costs[i]);
+		if (rc == 0)
+			rc = vx_buf_addc(b, '\n');
+	}
+	if (rc == 0 && c->ncosts)
+		rc = vx_buf_addc(b, '\n');
+	return rc;
+}
+
 int render_plan_human(struct vx_buf *b, const struct plan *p, const struct render_header *h, int color)
 {
 	int rc = header_human(b, h);
@@ -207,6 +365,8 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		if (rc == 0)
 			rc = vx_buf_addc(b, '\n');
 	}
+	if (rc == 0 && h->capacity)
+		rc = capacity_human(b, h->capacity);
 	if (rc == 0 && p->drifts) {
 		rc = vx_buf_printf(b, "\n%sDrift%s (changed outside vx):\n", color ? C_YELLOW : "",
 				   color ? C_RESET : "");
@@ -232,8 +392,17 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		rc = summary(b, p);
 	if (rc == 0)
 		rc = vx_buf_printf(b, ". %zu unchanged.\n", p->counts[PLAN_NOOP]);
+	if (rc == 0 && h->capacity)
+		rc = vx_buf_adds(b, "Cost: ");
+	if (rc == 0 && h->capacity)
+		rc = cost_summary(b, h->capacity);
+	if (rc == 0 && h->capacity)
+		rc = vx_buf_adds(b, ".\n");
 	return rc;
 }
+
+/* More changes than this are collapsed in <details> in the markdown plan (with quota and cost first). */
+#define RENDER_MD_COLLAPSE 20
 
 /* Markdown table cells must not contain '|' or newlines. */
 static int md_cell(struct vx_buf *b, const char *s)
@@ -264,6 +433,12 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 				   h->config_commit ? "`" : "(no commit yet)",
 				   h->config_commit ? h->config_commit : "", h->config_commit ? "`" : "",
 				   h->decl_hash ? h->decl_hash : "?");
+	if (rc == 0 && h->capacity)
+		rc = capacity_markdown(b, h->capacity);
+	/* Long change lists are collapsed (a pull-request comment stays readable). */
+	if (rc == 0 && h->capacity && p->n - p->counts[PLAN_NOOP] > RENDER_MD_COLLAPSE)
+		rc = vx_buf_printf(b, "<details><summary>%zu changes</summary>\n\n",
+				   p->n - p->counts[PLAN_NOOP]);
 	if (rc == 0)
 		rc = vx_buf_adds(b, "| | address | action | shape | reason |\n|---|---|---|---|---|\n");
 	for (size_t i = 0; rc == 0 && i < p->n; i++) {
@@ -288,6 +463,8 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 		if (rc == 0)
 			rc = vx_buf_adds(b, " |\n");
 	}
+	if (rc == 0 && h->capacity && p->n - p->counts[PLAN_NOOP] > RENDER_MD_COLLAPSE)
+		rc = vx_buf_adds(b, "\n</details>\n");
 	for (size_t i = 0; rc == 0 && i < p->n; i++)
 		if (p->actions[i].drift)
 			rc = vx_buf_printf(b, "\n- **drift** `%s`: %s", p->actions[i].address,
@@ -340,7 +517,26 @@ static cJSON *error_json(const struct plan_action *a)
 	return o;
 }
 
-static cJSON *action_json(const struct plan_action *a)
+static cJSON *cost_json(const struct capacity_cost *k)
+{
+	cJSON *o = cJSON_CreateObject();
+	int rc = 0;
+
+	if (!o)
+		return NULL;
+	rc |= add(o, "usd_per_hour", k->known ? cJSON_CreateNumber(k->usd_per_hour) : cJSON_CreateNull());
+	rc |= add(o, "usd_max", k->known && !strncmp(k->address, "job.", 4) ? cJSON_CreateNumber(k->usd_max)
+									     : cJSON_CreateNull());
+	rc |= add(o, "upper_bound", cJSON_CreateBool(k->upper_bound));
+	rc |= add(o, "estimate", cJSON_CreateBool(k->estimate));
+	if (rc) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static cJSON *action_json(const struct plan_action *a, const struct capacity_report *cap)
 {
 	cJSON *o = cJSON_CreateObject(), *before = NULL, *after = NULL;
 	int rc = 0;
@@ -358,6 +554,11 @@ static cJSON *action_json(const struct plan_action *a)
 	rc |= add(o, "error", error_json(a));
 	rc |= add(o, "cancel", str_or_null(a->cancel_name));
 	rc |= add(o, "adopt", str_or_null(a->adopt_name));
+	if (cap) {
+		const struct capacity_cost *k = capacity_cost_of(cap, a->address);
+
+		rc |= add(o, "cost", k ? cost_json(k) : cJSON_CreateNull());
+	}
 	before = cJSON_CreateObject();
 	rc |= add(o, "before", before);
 	if (before) {
@@ -384,6 +585,47 @@ static cJSON *action_json(const struct plan_action *a)
 		return NULL;
 	}
 	return o;
+}
+
+/* Top-level "cost" totals and "quota" rows (docs/plan-json.md). */
+static int capacity_json(cJSON *root, const struct capacity_report *c)
+{
+	cJSON *cost = cJSON_CreateObject(), *rows;
+	int rc = add(root, "cost", cost);
+
+	if (cost) {
+		rc |= add(cost, "currency", str_or_null(c->currency));
+		rc |= add(cost, "usd_per_hour", c->delta_known ? cJSON_CreateNumber(c->delta_per_hour) : cJSON_CreateNull());
+		rc |= add(cost, "usd_max", c->delta_known ? cJSON_CreateNumber(c->max_total) : cJSON_CreateNull());
+		rc |= add(cost, "upper_bound", cJSON_CreateBool(c->delta_upper_bound));
+		rc |= add(cost, "price_source", str_or_null(c->price_source));
+		rc |= add(cost, "price_date", str_or_null(c->price_date));
+	}
+	rows = cJSON_CreateArray();
+	rc |= add(root, "quota", rows);
+	for (size_t i = 0; rows && i < c->nrows; i++) {
+		const struct capacity_row *r = &c->rows[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(rows, o)) {
+			cJSON_Delete(o);
+			return VX_ENOMEM;
+		}
+		rc |= add(o, "region", cJSON_CreateString(r->region));
+		rc |= add(o, "accelerator", cJSON_CreateString(r->accelerator));
+		rc |= add(o, "class", cJSON_CreateString(capacity_class_name(r->cls)));
+		rc |= add(o, "reservation", str_or_null(r->reservation));
+		rc |= add(o, "quota_id", str_or_null(r->quota_id));
+		rc |= add(o, "in_use", cJSON_CreateNumber((double)r->in_use));
+		rc |= add(o, "adds", cJSON_CreateNumber((double)r->adds));
+		rc |= add(o, "limit", r->has_limit ? cJSON_CreateNumber((double)r->limit) : cJSON_CreateNull());
+		rc |= add(o, "requested", r->has_request ? cJSON_CreateNumber((double)r->requested) : cJSON_CreateNull());
+		rc |= add(o, "granted", r->has_request && r->has_granted ? cJSON_CreateNumber((double)r->granted)
+									  : cJSON_CreateNull());
+		rc |= add(o, "pending", cJSON_CreateBool(r->has_request && r->pending));
+		rc |= add(o, "fits", cJSON_CreateBool(r->fits));
+	}
+	return rc ? VX_ENOMEM : 0;
 }
 
 int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render_header *h)
@@ -432,7 +674,7 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	arr = cJSON_CreateArray();
 	rc |= add(root, "actions", arr);
 	for (size_t i = 0; arr && i < p->n; i++) {
-		cJSON *a = action_json(&p->actions[i]);
+		cJSON *a = action_json(&p->actions[i], h->capacity);
 
 		if (!a || !cJSON_AddItemToArray(arr, a)) {
 			cJSON_Delete(a);
@@ -455,6 +697,8 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 		rc |= add(sum, plan_kind_name((enum plan_kind)k), cJSON_CreateNumber((double)p->counts[k]));
 	rc |= add(root, "drift_count", cJSON_CreateNumber((double)p->drifts));
 	rc |= add(root, "changes", cJSON_CreateBool(plan_has_changes(p)));
+	if (h->capacity)
+		rc |= capacity_json(root, h->capacity);
 	if (rc == 0) {
 		text = cJSON_Print(root);
 		rc = text ? vx_buf_adds(b, text) : VX_ENOMEM;

@@ -16,6 +16,7 @@
 
 struct plan;
 struct vx_buf;
+struct capacity_report;
 
 #define PLAN_FORMAT_VERSION 1
 
@@ -43,6 +44,7 @@ struct render_header {
 	size_t nalso;
 	const char *const *targets; /* -target addresses the plan was limited to */
 	size_t ntargets;
+	const struct capacity_report *capacity; /* quota and cost (reconcile/capacity.h), or NULL */
 };
 
 /* At most this many characters of a job's error message are shown. */

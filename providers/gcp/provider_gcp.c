@@ -736,6 +736,83 @@ done:
 	return rc;
 }
 
+/*
+ * The limits of one quotaInfo as live_quota_limit rows: one per dimensionsInfo
+ * and applicable location. Server text: cleaned, and a row whose names are
+ * not clean text is skipped rather than shown.
+ */
+static int info_to_limits(struct live_quota_limits *out, const struct quota_info *qi)
+{
+	for (size_t i = 0; i < qi->n_infos; i++) {
+		const struct quota_dimensions_info *d = &qi->infos[i];
+		struct vx_buf dims = VX_BUF_INIT;
+		struct live_quota_limit row;
+		int rc = 0;
+
+		if (!d->has_value)
+			continue;
+		/* dimensions come sorted by key from the parser's object order; sort not needed
+		 * for lookups, which only ask for entries without other dimensions. */
+		for (size_t k = 0; rc == 0 && k < d->n_dimensions; k++) {
+			const struct quota_kv *kv = &d->dimensions[k];
+
+			if (!kv->key || !strcmp(kv->key, "region") || !strcmp(kv->key, "zone"))
+				continue;
+			rc = vx_buf_printf(&dims, "%s%s=%s", dims.len ? "," : "", kv->key,
+					   kv->value ? kv->value : "");
+		}
+		for (size_t j = 0; rc == 0 && j < d->n_applicable_locations; j++) {
+			const char *loc = d->applicable_locations[j];
+
+			if (!loc || !vx_text_is_clean(loc, strlen(loc)) ||
+			    (dims.len && !vx_text_is_clean(vx_buf_str(&dims), dims.len)))
+				continue;
+			row.service = qi->service;
+			row.quota_id = qi->quota_id;
+			row.location = (char *)(uintptr_t)loc;
+			row.dimensions = dims.len ? (char *)(uintptr_t)vx_buf_str(&dims) : NULL;
+			row.value = d->value;
+			rc = live_quota_limits_push(out, &row);
+		}
+		vx_buf_release(&dims);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int gcp_list_quota_infos(struct provider *p, const char *project, const char *service,
+				struct live_quota_limits *out, struct vx_err *err)
+{
+	struct gcp_provider *g = gp(p);
+	struct quota_info_list list = QUOTA_INFO_LIST_INIT;
+	struct session *s = NULL;
+	int rc;
+
+	rc = session_get(g, &s, err);
+	if (rc < 0)
+		goto done;
+	rc = quotas_list_infos(&s->quotas, project, service, &list, err);
+	if (rc < 0)
+		goto done;
+	for (size_t i = 0; i < list.n; i++) {
+		const struct quota_info *qi = &list.items[i];
+
+		if (!qi->service || !qi->quota_id || strcmp(qi->service, service) != 0 ||
+		    !vx_text_is_clean(qi->quota_id, strlen(qi->quota_id)))
+			continue;
+		if (info_to_limits(out, qi) < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+	}
+done:
+	if (s)
+		session_put(g, s);
+	quota_info_list_release(&list);
+	return rc;
+}
+
 /* The provider's request as the client's QuotaPreference; strings borrowed, dimensions allocated. */
 static int quota_from_request(struct quota_preference *out, const struct provider_quota_request *req)
 {
@@ -931,6 +1008,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->base.list_quotas = gcp_list_quotas;
 	g->base.create_quota = gcp_create_quota;
 	g->base.update_quota = gcp_update_quota;
+	g->base.list_quota_infos = gcp_list_quota_infos;
 	g->base.free = gcp_free;
 	g->ctx = ctx;
 	if (opts)

@@ -1,0 +1,680 @@
+#include "reconcile/capacity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "reconcile/kind.h"
+#include "reconcile/machines.h"
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "util/buf.h"
+#include "util/banned.h"
+
+#define AIPLATFORM "aiplatform.googleapis.com"
+
+/* ---- prices ---- */
+
+static const char *const class_keys[PRICES_NCLASSES] = { "on_demand", "spot", "flex_start" };
+
+void prices_release(struct prices *p)
+{
+	for (size_t i = 0; p->items && i < p->n; i++) {
+		free(p->items[i].region);
+		free(p->items[i].name);
+	}
+	free(p->items);
+	free(p->source);
+	free(p->date);
+	free(p->currency);
+	memset(p, 0, sizeof(*p));
+}
+
+static int dup_member(char **out, const cJSON *o, const char *key, const char *def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	const char *s = cJSON_IsString(v) ? v->valuestring : def;
+
+	*out = s ? vx_strdup(s) : NULL;
+	return s && !*out ? VX_ENOMEM : 0;
+}
+
+/* The entries of one section ("machines", ...) of one region. */
+static int parse_section(struct prices *out, const cJSON *region, const char *rname, const char *section,
+			 int accelerator, int vertex, const char *what, struct vx_err *err)
+{
+	const cJSON *sec = cJSON_GetObjectItemCaseSensitive(region, section), *e;
+
+	if (!sec)
+		return 0;
+	if (!cJSON_IsObject(sec))
+		return vx_err_set(err, VX_EINVAL, "%s: regions.%s.%s must be an object", what, rname, section);
+	cJSON_ArrayForEach(e, sec) {
+		struct prices_entry *items, *pe;
+		const cJSON *est;
+
+		if (!cJSON_IsObject(e))
+			return vx_err_set(err, VX_EINVAL, "%s: regions.%s.%s.%s must be an object", what, rname,
+					  section, e->string);
+		if (!(items = realloc(out->items, (out->n + 1) * sizeof(*items))))
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		out->items = items;
+		pe = &items[out->n];
+		memset(pe, 0, sizeof(*pe));
+		pe->accelerator = accelerator;
+		pe->vertex = vertex;
+		for (int c = 0; c < PRICES_NCLASSES; c++) {
+			const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, class_keys[c]);
+
+			pe->rate[c] = -1;
+			if (!r || cJSON_IsNull(r))
+				continue;
+			if (!cJSON_IsNumber(r) || !isfinite(r->valuedouble) || r->valuedouble < 0)
+				return vx_err_set(err, VX_EINVAL, "%s: regions.%s.%s.%s.%s must be a number >= 0",
+						  what, rname, section, e->string, class_keys[c]);
+			pe->rate[c] = r->valuedouble;
+		}
+		est = cJSON_GetObjectItemCaseSensitive(e, "estimate");
+		if (cJSON_IsArray(est)) {
+			const cJSON *k;
+
+			cJSON_ArrayForEach(k, est)
+				for (int c = 0; c < PRICES_NCLASSES; c++)
+					if (cJSON_IsString(k) && !strcmp(k->valuestring, class_keys[c]))
+						pe->estimate |= 1u << c;
+		} else if (cJSON_IsTrue(est)) {
+			pe->estimate = (1u << PRICES_NCLASSES) - 1;
+		}
+		if (!(pe->region = vx_strdup(rname)) || !(pe->name = vx_strdup(e->string))) {
+			free(pe->region);
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		}
+		out->n++;
+	}
+	return 0;
+}
+
+int prices_parse(struct prices *out, const char *json, size_t len, const char *what, struct vx_err *err)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *regions, *r;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!root || !cJSON_IsObject(root)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: not a JSON object", what);
+		goto done;
+	}
+	if (dup_member(&out->source, root, "source", NULL) < 0 || dup_member(&out->date, root, "date", NULL) < 0 ||
+	    dup_member(&out->currency, root, "currency", "USD") < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	regions = cJSON_GetObjectItemCaseSensitive(root, "regions");
+	if (!cJSON_IsObject(regions)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: \"regions\" must be an object", what);
+		goto done;
+	}
+	cJSON_ArrayForEach(r, regions) {
+		if (!cJSON_IsObject(r)) {
+			rc = vx_err_set(err, VX_EINVAL, "%s: regions.%s must be an object", what, r->string);
+			goto done;
+		}
+		if ((rc = parse_section(out, r, r->string, "machines", 0, 0, what, err)) < 0 ||
+		    (rc = parse_section(out, r, r->string, "accelerators", 1, 0, what, err)) < 0 ||
+		    (rc = parse_section(out, r, r->string, "vertex_machines", 0, 1, what, err)) < 0 ||
+		    (rc = parse_section(out, r, r->string, "vertex_accelerators", 1, 1, what, err)) < 0)
+			goto done;
+	}
+done:
+	cJSON_Delete(root);
+	if (rc < 0)
+		prices_release(out);
+	return rc;
+}
+
+static const struct prices_entry *find_entry(const struct prices *p, const char *region, const char *name,
+					     int accelerator, int vertex)
+{
+	const struct prices_entry *star = NULL;
+
+	for (size_t i = 0; p && name && i < p->n; i++) {
+		const struct prices_entry *e = &p->items[i];
+
+		if (e->accelerator != accelerator || e->vertex != vertex || strcmp(e->name, name) != 0)
+			continue;
+		if (region && !strcmp(e->region, region))
+			return e;
+		if (!strcmp(e->region, "*"))
+			star = e;
+	}
+	return star;
+}
+
+double prices_rate(const struct prices *p, const char *region, const char *name, int accelerator,
+		   int want_vertex, enum prices_class c, int *upper_bound, int *estimate)
+{
+	const struct prices_entry *e = NULL;
+	enum prices_class used = c;
+
+	if (want_vertex)
+		e = find_entry(p, region, name, accelerator, 1);
+	if (!e)
+		e = find_entry(p, region, name, accelerator, 0);
+	if (!e)
+		return -1;
+	if (c == PRICES_FLEX_START && e->rate[c] < 0) {
+		used = PRICES_ON_DEMAND;
+		if (e->rate[used] >= 0 && upper_bound)
+			*upper_bound = 1;
+	}
+	if (e->rate[used] >= 0 && estimate && (e->estimate & (1u << used)))
+		*estimate = 1;
+	return e->rate[used];
+}
+
+/* ---- capacity ---- */
+
+const char *capacity_class_name(enum capacity_class c)
+{
+	switch (c) {
+	case CAPACITY_PREEMPTIBLE: return "preemptible";
+	case CAPACITY_RESERVATION: return "reservation";
+	default: return "on-demand";
+	}
+}
+
+void capacity_release(struct capacity_report *r)
+{
+	for (size_t i = 0; r->rows && i < r->nrows; i++) {
+		free(r->rows[i].region);
+		free(r->rows[i].accelerator);
+		free(r->rows[i].display);
+		free(r->rows[i].reservation);
+		free(r->rows[i].quota_id);
+	}
+	free(r->rows);
+	for (size_t i = 0; r->costs && i < r->ncosts; i++) {
+		free(r->costs[i].address);
+		free(r->costs[i].note);
+	}
+	free(r->costs);
+	vx_diags_release(&r->misfits);
+	memset(r, 0, sizeof(*r));
+}
+
+const struct capacity_cost *capacity_cost_of(const struct capacity_report *r, const char *address)
+{
+	for (size_t i = 0; r && address && i < r->ncosts; i++)
+		if (!strcmp(r->costs[i].address, address))
+			return &r->costs[i];
+	return NULL;
+}
+
+int capacity_money(struct vx_buf *b, const char *currency, double v, int decimals)
+{
+	char digits[64];
+	size_t len, intlen, i;
+	const char *dot;
+	int rc = 0;
+
+	if (v < 0)
+		return vx_buf_adds(b, "unknown");
+	snprintf(digits, sizeof(digits), "%.*f", decimals, v);
+	dot = strchr(digits, '.');
+	len = strlen(digits);
+	intlen = dot ? (size_t)(dot - digits) : len;
+	if (!currency || !strcmp(currency, "USD"))
+		rc = vx_buf_addc(b, '$');
+	for (i = 0; rc == 0 && i < intlen; i++) {
+		if (i && (intlen - i) % 3 == 0)
+			rc = vx_buf_addc(b, ',');
+		if (rc == 0)
+			rc = vx_buf_addc(b, digits[i]);
+	}
+	if (rc == 0 && dot)
+		rc = vx_buf_adds(b, dot);
+	if (rc == 0 && currency && strcmp(currency, "USD") != 0)
+		rc = vx_buf_printf(b, " %s", currency);
+	return rc;
+}
+
+/* The GPU and GPUs per replica of a pool (fixed-GPU machine types included). */
+static const struct machines_gpu *pool_gpu(const struct spec_pool *p, int64_t *per_replica)
+{
+	const char *vertex = p->accelerator_type;
+	int64_t n = p->accelerator_count;
+
+	*per_replica = 0;
+	if (!p->machine_type)
+		return NULL;
+	if (!vertex && !machines_fixed_gpus(p->machine_type, &vertex, &n))
+		return NULL;
+	if (n <= 0 && !machines_fixed_gpus(p->machine_type, NULL, &n))
+		n = 1;
+	*per_replica = n;
+	return machines_gpu_by_vertex(vertex);
+}
+
+static enum capacity_class strategy_class(const char *strategy)
+{
+	return strategy && (!strcmp(strategy, "SPOT") || !strcmp(strategy, "FLEX_START")) ? CAPACITY_PREEMPTIBLE
+											   : CAPACITY_ON_DEMAND;
+}
+
+static enum prices_class strategy_price(const char *strategy)
+{
+	if (strategy && !strcmp(strategy, "SPOT"))
+		return PRICES_SPOT;
+	if (strategy && !strcmp(strategy, "FLEX_START"))
+		return PRICES_FLEX_START;
+	return PRICES_ON_DEMAND;
+}
+
+static struct capacity_row *row_get(struct capacity_report *r, const char *region, const struct machines_gpu *gpu,
+				    enum capacity_class cls, const char *reservation)
+{
+	struct capacity_row *rows, *row;
+
+	for (size_t i = 0; i < r->nrows; i++) {
+		row = &r->rows[i];
+		if (row->cls == cls && !strcmp(row->region, region) && !strcmp(row->accelerator, gpu->vertex) &&
+		    (!reservation || (row->reservation && !strcmp(row->reservation, reservation))))
+			return row;
+	}
+	if (!(rows = realloc(r->rows, (r->nrows + 1) * sizeof(*rows))))
+		return NULL;
+	r->rows = rows;
+	row = &rows[r->nrows];
+	memset(row, 0, sizeof(*row));
+	row->cls = cls;
+	if (!(row->region = vx_strdup(region)) || !(row->accelerator = vx_strdup(gpu->vertex)) ||
+	    !(row->display = vx_strdup(gpu->display)) ||
+	    (reservation && !(row->reservation = vx_strdup(reservation))) ||
+	    (cls != CAPACITY_RESERVATION &&
+	     !(row->quota_id = vx_strdup(machines_quota_id(gpu, cls == CAPACITY_PREEMPTIBLE ? "SPOT" : "STANDARD"))))) {
+		free(row->region);
+		free(row->accelerator);
+		free(row->display);
+		free(row->reservation);
+		return NULL;
+	}
+	r->nrows++;
+	return row;
+}
+
+static struct capacity_cost *cost_add(struct capacity_report *r, const char *address)
+{
+	struct capacity_cost *c = realloc(r->costs, (r->ncosts + 1) * sizeof(*c));
+
+	if (!c)
+		return NULL;
+	r->costs = c;
+	c = &c[r->ncosts];
+	memset(c, 0, sizeof(*c));
+	if (!(c->address = vx_strdup(address)))
+		return NULL;
+	r->ncosts++;
+	return c;
+}
+
+static int action_starts(const struct plan_action *a)
+{
+	return a->kind == PLAN_CREATE || a->kind == PLAN_REPLACE || a->kind == PLAN_RERUN ||
+	       a->kind == PLAN_RESUBMIT;
+}
+
+/* A job run that is active and stays (not cancelled nor replaced by this plan). */
+static int action_stays_running(const struct plan_action *a)
+{
+	return (a->kind == PLAN_NOOP || a->kind == PLAN_UPDATE || a->kind == PLAN_ADOPT) && a->live_state &&
+	       job_state_is_active(a->live_state);
+}
+
+static const struct live_reservation *live_reservation_find(const struct live_set *live,
+							     const struct stack_reservation *r)
+{
+	const struct live_reservations *rs = live ? live->reservations : NULL;
+
+	for (size_t i = 0; rs && i < rs->n; i++)
+		if (!strcmp(rs->items[i].name, r->d.name) && rs->items[i].zone && !strcmp(rs->items[i].zone, r->zone))
+			return &rs->items[i];
+	return NULL;
+}
+
+/* The reservation row of a declared reservation (NULL gpu: a reservation without GPUs). */
+static int reservation_row(struct capacity_report *out, const struct capacity_input *in,
+			   const struct stack_reservation *sr, struct capacity_row **row)
+{
+	const struct live_reservation *lr = live_reservation_find(in->live, sr);
+	const struct machines_gpu *gpu = NULL;
+	int64_t per_vm = 0;
+
+	*row = NULL;
+	if (sr->naccelerators) {
+		gpu = machines_gpu_by_compute(sr->accelerators[0].type);
+		per_vm = sr->accelerators[0].count;
+	} else {
+		const char *vertex = NULL;
+
+		if (machines_fixed_gpus(sr->machine_type, &vertex, &per_vm))
+			gpu = machines_gpu_by_vertex(vertex);
+	}
+	if (!gpu || per_vm <= 0)
+		return 0;
+	if (!(*row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->d.address)))
+		return VX_ENOMEM;
+	(*row)->has_limit = 1;
+	(*row)->limit = (lr ? lr->count : sr->count) * per_vm;
+	(*row)->in_use = lr ? lr->in_use * per_vm : 0;
+	return 0;
+}
+
+/* The rate per hour of one replica set of a pool: machine, and GPUs unless the machine type bundles them. */
+static double pool_rate(const struct prices *p, const char *region, const struct spec_pool *pool, int vertex,
+			enum prices_class c, int *upper, int *estimate)
+{
+	double m, g;
+	int64_t n;
+
+	if (!pool->machine_type)
+		return 0;
+	m = prices_rate(p, region, pool->machine_type, 0, vertex, c, upper, estimate);
+	if (m < 0)
+		return -1;
+	if (machines_fixed_gpus(pool->machine_type, NULL, NULL) || !pool->accelerator_type)
+		return m * (double)pool->replica_count;
+	if (!pool_gpu(pool, &n))
+		n = pool->accelerator_count;
+	g = prices_rate(p, region, pool->accelerator_type, 1, vertex, c, upper, estimate);
+	if (g < 0)
+		return -1;
+	return (m + g * (double)n) * (double)pool->replica_count;
+}
+
+static int job_cost(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
+		    const struct stack_job *j, int starts)
+{
+	struct capacity_cost *c = cost_add(out, a->address);
+	enum prices_class pc = strategy_price(j->spec.strategy);
+	double rate = 0, hours;
+	int64_t attempts, attempt;
+
+	if (!c)
+		return VX_ENOMEM;
+	c->starts = starts;
+	c->running = !starts;
+	c->known = 1;
+	if (j->spec.reservation) {
+		/* Its machines are the reservation's, priced there. */
+		c->usd_per_hour = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < j->spec.npools; i++) {
+		double r = pool_rate(in->prices, j->region, &j->spec.pools[i], 1, pc, &c->upper_bound, &c->estimate);
+
+		if (r < 0 || !in->prices) {
+			c->known = 0;
+			break;
+		}
+		rate += r;
+	}
+	if (!c->known)
+		return 0;
+	attempt = a->attempt > 0 ? a->attempt : 1;
+	attempts = j->max_attempts - attempt + 1;
+	if (attempts < 1)
+		attempts = 1;
+	hours = (double)(j->spec.timeout_s > 0 ? j->spec.timeout_s : CAPACITY_DEFAULT_TIMEOUT_S) / 3600.0;
+	c->usd_per_hour = rate;
+	c->usd_max = rate * hours * (double)attempts;
+	return 0;
+}
+
+static int cmp_row(const void *x, const void *y)
+{
+	const struct capacity_row *a = x, *b = y;
+	int c = strcmp(a->region, b->region);
+
+	if (!c)
+		c = strcmp(a->accelerator, b->accelerator);
+	if (!c)
+		c = (int)a->cls - (int)b->cls;
+	if (!c && a->reservation && b->reservation)
+		c = strcmp(a->reservation, b->reservation);
+	return c;
+}
+
+static void row_fits(struct capacity_row *row, int limits_read)
+{
+	if (row->cls != CAPACITY_RESERVATION && !limits_read)
+		row->has_limit = 0;
+	row->fits = row->has_limit && (row->limit < 0 || row->in_use + row->adds <= row->limit);
+}
+
+/* The declared QuotaPreference for row's quota and region, and what Cloud Quotas says of it. */
+static void row_request(struct capacity_row *row, const struct capacity_input *in)
+{
+	const struct live_quotas *lq = in->live ? in->live->quotas : NULL;
+
+	for (size_t i = 0; row->quota_id && i < in->st->nquotas; i++) {
+		const struct stack_quota *q = &in->st->quotas[i];
+		const char *region = stack_labels_get(&q->dimensions, "region");
+
+		if (strcmp(q->service, AIPLATFORM) != 0 || strcmp(q->quota_id, row->quota_id) != 0 ||
+		    (region && strcmp(region, row->region) != 0))
+			continue;
+		row->has_request = 1;
+		row->requested = q->preferred_value;
+		row->pending = 1;
+		for (size_t k = 0; lq && k < lq->n; k++) {
+			if (strcmp(lq->items[k].id, q->d.name) != 0)
+				continue;
+			row->has_granted = lq->items[k].has_granted;
+			row->granted = lq->items[k].granted;
+			row->pending = lq->items[k].reconciling ||
+				       (row->has_granted && row->granted != lq->items[k].preferred);
+		}
+		return;
+	}
+}
+
+int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err)
+{
+	const struct plan *p = in->plan;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->limits_read = in->limits != NULL;
+	out->delta_known = 1;
+	if (in->prices) {
+		out->currency = in->prices->currency;
+		out->price_source = in->prices->source;
+		out->price_date = in->prices->date;
+	}
+	out->any = in->st->nreservations > 0;
+	for (size_t i = 0; i < in->st->njobs && !out->any; i++)
+		for (size_t k = 0; k < in->st->jobs[i].spec.npools && !out->any; k++) {
+			int64_t n;
+
+			out->any = pool_gpu(&in->st->jobs[i].spec.pools[k], &n) != NULL;
+		}
+	if (!out->any)
+		return 0;
+	/* Reservations first: their rows exist (held, in use) whether or not a job uses them. */
+	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++) {
+		struct capacity_row *row;
+
+		rc = reservation_row(out, in, &in->st->reservations[i], &row);
+	}
+	/* Two passes over the jobs in address order: what stays running, then what
+	 * starts, so a job that does not fit is the one the count passes the limit at. */
+	for (int pass = 0; pass < 2 && rc == 0; pass++) {
+		for (size_t i = 0; i < p->n && rc == 0; i++) {
+			const struct plan_action *a = &p->actions[i];
+			const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+			int starts;
+
+			if (!j)
+				continue;
+			starts = action_starts(a);
+			if (pass == 0 ? !action_stays_running(a) : !starts)
+				continue;
+			if ((rc = job_cost(out, in, a, j, starts)) < 0)
+				break;
+			for (size_t k = 0; k < j->spec.npools && rc == 0; k++) {
+				const struct spec_pool *pool = &j->spec.pools[k];
+				const struct stack_reservation *sr = NULL;
+				const struct machines_gpu *gpu;
+				struct capacity_row *row;
+				int64_t per, need;
+
+				if (!(gpu = pool_gpu(pool, &per)))
+					continue;
+				need = per * pool->replica_count;
+				if (j->spec.reservation)
+					sr = stack_find_reservation(in->st, j->spec.reservation);
+				if (sr)
+					row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->d.address);
+				else
+					row = row_get(out, j->region, gpu, strategy_class(j->spec.strategy), NULL);
+				if (!row) {
+					rc = VX_ENOMEM;
+					break;
+				}
+				if (!sr && pass == 0) {
+					row->in_use += need;
+				} else if (pass == 1) {
+					int64_t before = row->in_use + row->adds;
+
+					row->adds += need;
+					if (!sr && !row->has_limit && in->limits &&
+					    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region,
+								   &row->limit) == 0)
+						row->has_limit = 1;
+					if (sr && row->has_limit && row->limit >= 0 && before + need > row->limit)
+						rc = vx_diags_add(&out->misfits, NULL, 0, 0,
+							"%s: does not fit: needs %lld %s on %s (%s), which holds %lld, "
+							"%lld in use or taken by declared jobs before it: %lld free",
+							a->address, (long long)need, gpu->display, row->reservation,
+							row->region, (long long)row->limit, (long long)before,
+							(long long)(row->limit > before ? row->limit - before : 0));
+					else if (!sr && row->has_limit && row->limit >= 0 && before + need > row->limit)
+						rc = vx_diags_add(&out->misfits, NULL, 0, 0,
+							"%s: does not fit: needs %lld %s %s in %s, limit %lld, %lld in use "
+							"or started before it: %lld free",
+							a->address, (long long)need, capacity_class_name(row->cls),
+							gpu->display, row->region, (long long)row->limit, (long long)before,
+							(long long)(row->limit > before ? row->limit - before : 0));
+				}
+			}
+			if (rc == 0 && pass == 1) {
+				const struct capacity_cost *c = &out->costs[out->ncosts - 1];
+
+				if (!c->known)
+					out->delta_known = 0;
+				out->delta_per_hour += c->usd_per_hour;
+				out->max_total += c->usd_max;
+				out->delta_upper_bound |= c->upper_bound;
+			}
+		}
+	}
+	for (size_t i = 0; i < out->nrows && rc == 0; i++) {
+		struct capacity_row *row = &out->rows[i];
+
+		if (row->cls != CAPACITY_RESERVATION && !row->has_limit && in->limits &&
+		    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region, &row->limit) == 0)
+			row->has_limit = 1;
+		row_fits(row, out->limits_read);
+		row_request(row, in);
+		if (row->cls != CAPACITY_RESERVATION && !row->has_limit && row->adds && in->limits)
+			rc = vx_diags_add(&out->misfits, NULL, 0, 0,
+					  "%s %s GPUs in %s: Cloud Quotas returned no limit for %s: unknown, not "
+					  "counted as fitting", capacity_class_name(row->cls), row->display, row->region,
+					  row->quota_id);
+	}
+	/* Reservations: what they cost held, and how much of them declared jobs use. */
+	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++) {
+		const struct stack_reservation *sr = &in->st->reservations[i];
+		const struct live_reservation *lr = live_reservation_find(in->live, sr);
+		struct capacity_cost *c;
+		struct capacity_row *row = NULL;
+		int64_t vms = lr ? lr->count : sr->count, held, used = 0;
+		double rate, g = 0;
+		struct vx_buf note = VX_BUF_INIT;
+
+		for (size_t k = 0; k < p->n; k++)
+			if (!strcmp(p->actions[k].address, sr->d.address) && p->actions[k].kind == PLAN_DELETE)
+				vms = 0;
+		if (!vms)
+			continue;
+		for (size_t k = 0; k < out->nrows; k++)
+			if (out->rows[k].reservation && !strcmp(out->rows[k].reservation, sr->d.address))
+				row = &out->rows[k];
+		if (!(c = cost_add(out, sr->d.address))) {
+			rc = VX_ENOMEM;
+			break;
+		}
+		c->running = 1;
+		{
+			/* Prices are per region: the zone's region. */
+			char region[64];
+			const char *zone = sr->zone ? sr->zone : "", *dash = strrchr(zone, '-');
+
+			snprintf(region, sizeof(region), "%.*s", dash ? (int)(dash - zone) : (int)strlen(zone), zone);
+			rate = prices_rate(in->prices, region, sr->machine_type, 0, 0, PRICES_ON_DEMAND, NULL,
+					   &c->estimate);
+			if (rate >= 0 && sr->naccelerators && !machines_fixed_gpus(sr->machine_type, NULL, NULL)) {
+				const struct machines_gpu *gpu = machines_gpu_by_compute(sr->accelerators[0].type);
+
+				g = gpu ? prices_rate(in->prices, region, gpu->vertex, 1, 0, PRICES_ON_DEMAND, NULL,
+						      &c->estimate) : -1;
+				rate = g < 0 ? -1 : rate + g * (double)sr->accelerators[0].count;
+			}
+		}
+		c->known = rate >= 0;
+		c->usd_per_hour = c->known ? rate * (double)vms : 0;
+		if (!row)
+			continue;
+		held = row->limit;
+		/* Declared jobs' GPUs on it: those that run and stay plus those started. */
+		used = row->adds;
+		for (size_t k = 0; k < p->n; k++) {
+			const struct plan_action *a = &p->actions[k];
+			const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+
+			if (!j || !j->spec.reservation || strcmp(j->spec.reservation, sr->d.name) != 0 ||
+			    !action_stays_running(a))
+				continue;
+			for (size_t q = 0; q < j->spec.npools; q++) {
+				int64_t per;
+
+				if (pool_gpu(&j->spec.pools[q], &per))
+					used += per * j->spec.pools[q].replica_count;
+			}
+		}
+		if (used >= held)
+			continue;
+		rc = vx_buf_printf(&note, "%lld %s held, %lld used by declared jobs: ", (long long)held, row->display,
+				   (long long)used);
+		if (rc == 0)
+			rc = capacity_money(&note, out->currency, c->known && held ? c->usd_per_hour *
+					    (double)(held - used) / (double)held : -1, 2);
+		if (rc == 0)
+			rc = vx_buf_adds(&note, "/h idle");
+		if (rc == 0 && !(c->note = vx_strdup(vx_buf_str(&note))))
+			rc = VX_ENOMEM;
+		vx_buf_release(&note);
+	}
+	if (rc == 0 && out->nrows > 1)
+		qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);
+	if (rc < 0) {
+		capacity_release(out);
+		return vx_err_set(err, VX_ENOMEM, "capacity: out of memory");
+	}
+	return 0;
+}

@@ -1,0 +1,144 @@
+#ifndef VX_RECONCILE_CAPACITY_H
+#define VX_RECONCILE_CAPACITY_H
+
+/*
+ * Will it fit, and what will it cost (issue 10): from the stack, the plan,
+ * the live reservations and quota preferences, the quota limits read from
+ * Cloud Quotas and a price table, the GPUs per region x accelerator x quota
+ * class that the plan would start and that stay running, against the limit
+ * in force; and each job's and reservation's rate per hour and the most it
+ * can cost. Pure: it sees plain structs, so every sum is unit-tested
+ * (tests/unit/test_capacity.c). docs/quota-and-cost.md says what is counted.
+ *
+ * Unknown is never zero: a quota Cloud Quotas did not return is "unknown"
+ * and never fits; a price the table lacks makes the job's figure unknown.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/diag.h"
+#include "util/err.h"
+
+struct stack;
+struct plan;
+struct live_set;
+struct live_quota_limits;
+
+/* ---- prices ---- */
+
+enum prices_class { PRICES_ON_DEMAND = 0, PRICES_SPOT, PRICES_FLEX_START, PRICES_NCLASSES };
+
+struct prices_entry {
+	char *region;            /* "us-central1" or "*" */
+	char *name;              /* machine type or Vertex accelerator enum name */
+	int accelerator;         /* 1: a GPU, priced per GPU */
+	int vertex;              /* 1: a Vertex AI training rate (preferred for jobs) */
+	double rate[PRICES_NCLASSES]; /* USD (currency) per hour; < 0: absent */
+	unsigned estimate;       /* bit per class: the figure is an estimate */
+};
+
+struct prices {
+	char *source;
+	char *date;
+	char *currency;
+	struct prices_entry *items;
+	size_t n;
+};
+
+/* The table shipped with vx (data/prices.json, compiled in by tools/gen_prices.py). */
+extern const char prices_default_json[];
+
+/* Parses a price table (docs/prices.md). what names it in errors. */
+int prices_parse(struct prices *out, const char *json, size_t len, const char *what,
+		 struct vx_err *err) VX_WUR;
+void prices_release(struct prices *p);
+
+/*
+ * The rate of a machine type (accelerator 0) or a GPU (1) in region for
+ * class c: a Vertex training rate when want_vertex and the table has one,
+ * else the Compute Engine rate; the region's own entry, else "*". A missing
+ * flex_start rate falls back to on_demand with *upper_bound set. Returns
+ * the rate, or -1 when unknown. *estimate: the figure is marked an estimate.
+ */
+double prices_rate(const struct prices *p, const char *region, const char *name, int accelerator,
+		   int want_vertex, enum prices_class c, int *upper_bound, int *estimate);
+
+/* ---- capacity ---- */
+
+enum capacity_class { CAPACITY_ON_DEMAND = 0, CAPACITY_PREEMPTIBLE, CAPACITY_RESERVATION };
+
+const char *capacity_class_name(enum capacity_class c); /* "on-demand", "preemptible", "reservation" */
+
+struct capacity_row {
+	char *region;              /* region; a reservation's zone */
+	char *accelerator;         /* Vertex enum name: NVIDIA_H100_80GB */
+	char *display;             /* "H100 80GB" */
+	enum capacity_class cls;
+	char *reservation;         /* the reservation's address, for CAPACITY_RESERVATION */
+	char *quota_id;            /* the Cloud Quotas ID, or NULL */
+	int64_t in_use;            /* GPUs of the stack's runs that are active and stay
+				    * (a reservation: its inUseCount, in GPUs) */
+	int64_t adds;              /* GPUs this plan starts */
+	int has_limit;             /* 0: unknown */
+	int64_t limit;             /* -1: unlimited */
+	int has_request;           /* a declared QuotaPreference for this quota and region */
+	int64_t requested;         /* its preferredValue */
+	int has_granted;
+	int64_t granted;           /* its grantedValue */
+	int pending;               /* granted below requested, or being reconciled */
+	int fits;                  /* 1: in_use + adds <= limit; 0: not, or unknown */
+};
+
+struct capacity_cost {
+	char *address;             /* "job.train", "reservation.pool" */
+	int starts;                /* a job this plan starts (counted in the change of spend) */
+	int running;               /* a job's run that is active and stays; a reservation that stays or is made */
+	int known;                 /* 0: some price unknown */
+	double usd_per_hour;
+	double usd_max;            /* jobs: rate x timeout x attempts left; reservations: 0 */
+	int upper_bound;           /* a FLEX_START rate taken from on_demand */
+	int estimate;              /* some figure used is marked an estimate */
+	char *note;                /* a reservation's "16 H100 held, 8 used by declared jobs: $X/h idle", or NULL */
+};
+
+struct capacity_report {
+	struct capacity_row *rows;   /* sorted by region, accelerator, class */
+	size_t nrows;
+	struct capacity_cost *costs; /* by address */
+	size_t ncosts;
+	struct vx_diags misfits;     /* "job.c: does not fit: ..." (warnings or errors, the caller's choice) */
+	int any;                     /* the stack has jobs with GPUs or reservations: show the sections */
+	int limits_read;             /* quota limits were read */
+	/* The change in hourly spend this plan makes (jobs it starts), and the most
+	 * it can cost; known 0 when any price is unknown. */
+	double delta_per_hour;
+	double max_total;
+	int delta_known;
+	int delta_upper_bound;
+	const char *currency;        /* borrowed from the prices, or NULL */
+	const char *price_source;
+	const char *price_date;
+};
+
+struct capacity_input {
+	const struct stack *st;
+	const struct plan *plan;
+	const struct live_set *live;              /* NULL: refresh off */
+	const struct live_quota_limits *limits;   /* NULL: not read */
+	const struct prices *prices;              /* NULL: none */
+};
+
+/* Default scheduling.timeout when a job sets none: 7 days. */
+#define CAPACITY_DEFAULT_TIMEOUT_S (7 * 24 * 3600)
+
+int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err) VX_WUR;
+void capacity_release(struct capacity_report *r);
+/* The cost of address, or NULL. */
+const struct capacity_cost *capacity_cost_of(const struct capacity_report *r, const char *address);
+
+/* "$1,234.56" (two decimals; "unknown" for known 0) into b. VX_ENOMEM. */
+struct vx_buf;
+int capacity_money(struct vx_buf *b, const char *currency, double v, int decimals) VX_WUR;
+
+#endif

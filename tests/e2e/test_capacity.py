@@ -1,0 +1,131 @@
+"""Issue 10: quota and cost in the plan.
+
+Quota limits are set in the fake through POST /_fake/quota; the plan's quota
+rows, misfit warnings and cost lines are compared exactly, and the calls vx
+made are counted (/_fake/requests): one quotaInfos list per service.
+"""
+import json
+
+from harness import REGION, FakeTestCase, job_yaml
+
+ZONE = REGION + "-a"
+
+
+def h100(name, strategy="FLEX_START", attempts=1):
+    return job_yaml(name, machine="a3-highgpu-8g", accel="NVIDIA_H100_80GB", count=8, strategy=strategy,
+                    attempts=attempts, on="stockout")
+
+
+def section(out, title):
+    """The lines of a plan section, from its title to the next blank line."""
+    lines = out.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith(title))
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+class Capacity(FakeTestCase):
+
+    def limit(self, accel, preemptible, value):
+        self.fake.post("/_fake/quota", {"region": REGION, "accelerator_type": accel,
+                                        "preemptible": preemptible, "limit": value})
+
+    def three_flex(self):
+        self.limit("NVIDIA_H100_80GB", True, 16)
+        self.repo.write({n: h100(n) for n in ("a", "b", "c")})
+
+    def test_third_flex_start_job_does_not_fit(self):
+        self.three_flex()
+        self.fake.post("/_fake/requests/reset", {})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Quota"), [
+            "Quota (GPUs; in use: this stack's active runs that stay):",
+            "  us-central1",
+            "    GPU          class                    in use   adds  limit    free after",
+            "    H100 80GB    preemptible                   0     24  16       -8 (does not fit)",
+        ])
+        self.assertEqual(section(r.out, "Warnings"), [
+            "Warnings:",
+            "  job.c: does not fit: needs 8 preemptible H100 80GB in us-central1, limit 16, "
+            "16 in use or started before it: 0 free",
+        ])
+        self.assertEqual(section(r.out, "Cost")[1:], [
+            "  starts     job.a: $44.25/h, at most $7,434.00 (est.)",
+            "  starts     job.b: $44.25/h, at most $7,434.00 (est.)",
+            "  starts     job.c: $44.25/h, at most $7,434.00 (est.)",
+        ])
+        self.assertEqual(r.out.splitlines()[-1],
+                         "Cost: + $132.75/h while running, at most $22,302 for this apply.")
+        # one quotaInfos list (no reservations declared: no compute list), no get per job
+        by = self.fake.requests()["by_rpc"]
+        self.assertEqual(by.get("ListQuotaInfos"), 1)
+        self.assertNotIn("GetQuotaInfo", by)
+
+    def test_fail_on_quota_exits_1(self):
+        self.three_flex()
+        r = self.repo.plan("-fail-on=quota")
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(section(r.out, "Errors"), [
+            "Errors (the plan cannot be applied):",
+            "  job.c: does not fit: needs 8 preemptible H100 80GB in us-central1, limit 16, "
+            "16 in use or started before it: 0 free (-fail-on=quota)",
+        ])
+        a = self.repo.apply("-fail-on=quota")
+        self.assertEqual(a.code, 1, a)
+        self.assertEqual(self.fake.jobs(), [])
+
+    def test_spot_and_standard_draw_different_classes(self):
+        self.limit("NVIDIA_L4", False, 4)
+        self.limit("NVIDIA_L4", True, 2)
+        self.repo.write({"od": job_yaml("od", count=1),
+                         "sp": job_yaml("sp", count=1, strategy="SPOT")})
+        r = self.repo.plan("-format", "json")
+        self.assertEqual(r.code, 0, r)
+        plan = json.loads(r.out)
+        self.assertEqual([(q["region"], q["accelerator"], q["class"], q["in_use"], q["adds"], q["limit"],
+                           q["fits"]) for q in plan["quota"]],
+                         [(REGION, "NVIDIA_L4", "on-demand", 0, 1, 4, True),
+                          (REGION, "NVIDIA_L4", "preemptible", 0, 1, 2, True)])
+        costs = {a["address"]: a["cost"] for a in plan["actions"]}
+        self.assertEqual(costs["job.od"]["usd_per_hour"], 0.70683)
+        self.assertEqual(costs["job.sp"]["usd_per_hour"], 0.2827)
+        self.assertEqual(plan["warnings"], [])
+
+    def test_job_on_reservation_draws_the_reservation(self):
+        self.limit("NVIDIA_L4", False, 0)
+        res = ("---\nkind: Reservation\nname: pool\nzone: %s\nmachineType: g2-standard-8\n"
+               "accelerators: [{type: nvidia-l4, count: 1}]\ncount: 2\n" % ZONE)
+        job = job_yaml("r", machine="g2-standard-8").replace(
+            "acceleratorCount: 1}", "acceleratorCount: 1, reservationAffinity: {reservation: pool}}")
+        self.repo.write({"pool": res, "r": job})
+        self.fake.post("/_fake/requests/reset", {})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Quota")[1:], [
+            "  us-central1-a",
+            "    GPU          class                    in use   adds  limit    free after",
+            "    L4           reservation.pool              0      1  2        1",
+        ])
+        self.assertEqual(section(r.out, "Cost")[1:], [
+            "  starts     job.r: $0.00/h, at most $0.00",
+            "  running    reservation.pool: $1.71/h; 2 L4 held, 1 used by declared jobs: $0.85/h idle",
+        ])
+        self.assertNotIn("Warnings", r.out)
+        by = self.fake.requests()["by_rpc"]
+        self.assertEqual(by.get("ListQuotaInfos"), 2)   # aiplatform and compute
+
+    def test_pending_quota_preference_is_shown(self):
+        self.limit("NVIDIA_H100_80GB", True, 16)
+        self.fake.post("/_fake/quota-grants", {"mode": "pending"})
+        quota = ("---\nkind: QuotaPreference\nname: h100\nservice: aiplatform.googleapis.com\n"
+                 "quotaId: CustomModelTrainingPreemptibleH100GPUsPerProjectPerRegion\n"
+                 "dimensions: {region: %s}\npreferredValue: 32\ncontactEmail: ml@example.com\n" % REGION)
+        self.repo.write({"q": quota})
+        a = self.repo.apply()
+        self.assertEqual(a.code, 0, a)
+        self.repo.write({"q": quota, "a": h100("a")})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Quota")[3], "    H100 80GB    preemptible                   0      8  "
+                         "16 granted, 32 requested, pending 8")

@@ -1,0 +1,245 @@
+/* Unit tests for reconcile/capacity.c: quota sums per region x GPU x class, and cost arithmetic. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/capacity.h"
+#include "reconcile/kind.h"
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "util/buf.h"
+
+static const char PRICES[] =
+	"{\"source\":\"test\",\"date\":\"2025-01-01\",\"currency\":\"USD\",\"regions\":{"
+	"\"r1\":{\"machines\":{\"a3-highgpu-8g\":{\"on_demand\":80,\"spot\":30},"
+	"\"n1-standard-4\":{\"on_demand\":0.2,\"spot\":0.1}},"
+	"\"accelerators\":{\"NVIDIA_TESLA_T4\":{\"on_demand\":0.35,\"spot\":0.15}}},"
+	"\"*\":{\"machines\":{\"a3-highgpu-8g\":{\"on_demand\":100,\"flex_start\":50,\"estimate\":[\"flex_start\"]}}}}}";
+
+struct fixture {
+	struct stack st;
+	struct stack_job jobs[3];
+	struct spec_pool pools[3][2];
+	struct plan plan;
+	struct plan_action acts[3];
+	struct plan_decl decls[3];
+	struct prices prices;
+};
+
+static void job(struct fixture *f, int i, const char *name, const char *region, const char *strategy,
+		enum plan_kind kind, const char *live_state)
+{
+	struct stack_job *j = &f->jobs[i];
+
+	j->d.name = (char *)(uintptr_t)name;
+	j->d.address = vx_asprintf("job.%s", name);
+	j->region = (char *)(uintptr_t)region;
+	j->spec.strategy = (char *)(uintptr_t)strategy;
+	j->spec.timeout_s = -1;
+	j->spec.pools = f->pools[i];
+	j->max_attempts = 1;
+	f->decls[i].user = j;
+	f->acts[i].kind = kind;
+	f->acts[i].address = j->d.address;
+	f->acts[i].decl = &f->decls[i];
+	f->acts[i].live_state = (char *)(uintptr_t)live_state;
+	f->acts[i].attempt = 1;
+}
+
+static void pool(struct fixture *f, int i, const char *machine, const char *accel, int64_t count, int64_t replicas)
+{
+	struct spec_pool *p = &f->pools[i][f->jobs[i].spec.npools++];
+
+	p->machine_type = (char *)(uintptr_t)machine;
+	p->accelerator_type = (char *)(uintptr_t)accel;
+	p->accelerator_count = count;
+	p->replica_count = replicas;
+}
+
+static void setup(struct fixture *f, size_t njobs)
+{
+	struct vx_err err = VX_ERR_INIT;
+
+	f->st.jobs = f->jobs;
+	f->st.njobs = njobs;
+	f->plan.actions = f->acts;
+	f->plan.n = njobs;
+	assert_int_equal(prices_parse(&f->prices, PRICES, strlen(PRICES), "t", &err), 0);
+}
+
+static void teardown(struct fixture *f)
+{
+	for (size_t i = 0; i < f->st.njobs; i++)
+		free(f->jobs[i].d.address);
+	prices_release(&f->prices);
+}
+
+static void limit(struct live_quota_limit *l, const char *quota_id, int64_t value)
+{
+	l->service = (char *)(uintptr_t)"aiplatform.googleapis.com";
+	l->quota_id = (char *)(uintptr_t)quota_id;
+	l->location = (char *)(uintptr_t)"r1";
+	l->dimensions = NULL;
+	l->value = value;
+}
+
+static struct live_quota_limits limits_of(struct live_quota_limit *items, size_t n)
+{
+	struct live_quota_limits l = { items, n };
+
+	return l;
+}
+
+/* Three FLEX_START 8xH100 jobs against a preemptible limit of 16: the third does not fit. */
+static void test_flex_start_sum(void **unused)
+{
+	struct fixture f;
+	struct capacity_report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_quota_limit lim[1];
+	struct live_quota_limits l = limits_of(lim, 1);
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	limit(lim, "CustomModelTrainingPreemptibleH100GPUsPerProjectPerRegion", 16);
+	job(&f, 0, "a", "r1", "FLEX_START", PLAN_CREATE, NULL);
+	job(&f, 1, "b", "r1", "FLEX_START", PLAN_CREATE, NULL);
+	job(&f, 2, "c", "r1", "FLEX_START", PLAN_CREATE, NULL);
+	for (int i = 0; i < 3; i++)
+		pool(&f, i, "a3-highgpu-8g", "NVIDIA_H100_80GB", 8, 1);
+	setup(&f, 3);
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_int_equal(r.nrows, 1);
+	assert_string_equal(r.rows[0].quota_id, "CustomModelTrainingPreemptibleH100GPUsPerProjectPerRegion");
+	assert_int_equal(r.rows[0].cls, CAPACITY_PREEMPTIBLE);
+	assert_int_equal(r.rows[0].adds, 24);
+	assert_int_equal(r.rows[0].limit, 16);
+	assert_false(r.rows[0].fits);
+	assert_int_equal(r.misfits.n, 1);
+	assert_string_equal(r.misfits.items[0].msg, "job.c: does not fit: needs 8 preemptible H100 80GB in r1, "
+			    "limit 16, 16 in use or started before it: 0 free");
+	/* r1 has no flex_start for a3: on-demand, marked an upper bound */
+	assert_true(r.costs[0].upper_bound);
+	assert_true(r.costs[0].usd_per_hour == 80.0);
+	assert_true(r.costs[0].usd_max == 80.0 * 24 * 7);
+	assert_true(r.delta_per_hour == 240.0);
+	capacity_release(&r);
+	teardown(&f);
+}
+
+/* Multi-pool job: replicas x GPUs per pool, machine + GPUs per replica; a running job counts in use. */
+static void test_multi_pool_and_running(void **unused)
+{
+	struct fixture f;
+	struct capacity_report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_quota_limit lim[1];
+	struct live_quota_limits l = limits_of(lim, 1);
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	limit(lim, "CustomModelTrainingT4GPUsPerProjectPerRegion", 100);
+	job(&f, 0, "multi", "r1", "STANDARD", PLAN_CREATE, NULL);
+	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 2, 3);  /* 6 T4 */
+	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 4);  /* 4 T4 */
+	job(&f, 1, "run", "r1", "STANDARD", PLAN_NOOP, "JOB_STATE_RUNNING");
+	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 4, 1);
+	job(&f, 2, "done", "r1", "STANDARD", PLAN_NOOP, "JOB_STATE_SUCCEEDED");
+	pool(&f, 2, "n1-standard-4", "NVIDIA_TESLA_T4", 4, 1);
+	f.jobs[0].max_attempts = 3;
+	f.jobs[0].spec.timeout_s = 3600;
+	f.acts[0].attempt = 2; /* attempts left: 2 */
+	setup(&f, 3);
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_int_equal(r.nrows, 1);
+	assert_int_equal(r.rows[0].adds, 10);
+	assert_int_equal(r.rows[0].in_use, 4);
+	assert_true(r.rows[0].fits);
+	assert_int_equal(r.ncosts, 2);
+	{
+		const struct capacity_cost *c = capacity_cost_of(&r, "job.multi");
+		double rate = 3 * (0.2 + 2 * 0.35) + 4 * (0.2 + 0.35);
+
+		assert_non_null(c);
+		assert_true(c->starts);
+		assert_true(c->usd_per_hour > rate - 1e-9 && c->usd_per_hour < rate + 1e-9);
+		assert_true(c->usd_max > 2 * rate - 1e-9 && c->usd_max < 2 * rate + 1e-9);
+	}
+	assert_null(capacity_cost_of(&r, "job.done"));
+	capacity_release(&r);
+	teardown(&f);
+}
+
+/* A price not in the table is unknown, never zero; a quota not returned is unknown, never fitting. */
+static void test_unknown(void **unused)
+{
+	struct fixture f;
+	struct capacity_report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_quota_limits l = { NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	job(&f, 0, "x", "r1", "SPOT", PLAN_CREATE, NULL);
+	pool(&f, 0, "g2-standard-4", "NVIDIA_L4", 1, 1);
+	setup(&f, 1);
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_false(r.costs[0].known);
+	assert_false(r.delta_known);
+	assert_false(r.rows[0].has_limit);
+	assert_false(r.rows[0].fits);
+	assert_int_equal(r.misfits.n, 1);
+	assert_string_equal(r.misfits.items[0].msg, "preemptible L4 GPUs in r1: Cloud Quotas returned no limit for "
+			    "CustomModelTrainingPreemptibleL4GPUsPerProjectPerRegion: unknown, not counted as fitting");
+	capacity_release(&r);
+	assert_int_equal(capacity_money(&b, "USD", 16517.4, 0), 0);
+	assert_int_equal(capacity_money(&b, "USD", -1, 2), 0);
+	assert_string_equal(vx_buf_str(&b), "$16,517unknown");
+	vx_buf_release(&b);
+	teardown(&f);
+}
+
+/* "*" applies where a region has no entry; its estimate marks follow the figure used. */
+static void test_prices_star(void **unused)
+{
+	struct prices p;
+	struct vx_err err = VX_ERR_INIT;
+	int ub = 0, est = 0;
+
+	(void)unused;
+	assert_int_equal(prices_parse(&p, PRICES, strlen(PRICES), "t", &err), 0);
+	assert_true(prices_rate(&p, "r2", "a3-highgpu-8g", 0, 1, PRICES_FLEX_START, &ub, &est) == 50.0);
+	assert_false(ub);
+	assert_true(est);
+	assert_true(prices_rate(&p, "r2", "NVIDIA_TESLA_T4", 1, 1, PRICES_ON_DEMAND, &ub, &est) < 0);
+	prices_release(&p);
+	assert_int_equal(prices_parse(&p, "{\"regions\":{\"r\":{\"machines\":{\"m\":{\"spot\":-1}}}}}", 48, "t",
+				      &err), VX_EINVAL);
+	vx_err_release(&err);
+	/* the shipped table parses */
+	assert_int_equal(prices_parse(&p, prices_default_json, strlen(prices_default_json), "t", &err), 0);
+	assert_true(prices_rate(&p, "us-central1", "a3-highgpu-8g", 0, 1, PRICES_ON_DEMAND, &ub, &est) > 0);
+	prices_release(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flex_start_sum),
+		cmocka_unit_test(test_multi_pool_and_running),
+		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_prices_star),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
