@@ -754,7 +754,7 @@ static int info_to_limits(struct live_quota_limits *out, const struct quota_info
 		/* dimensions come sorted by key from the parser's object order; sort not needed
 		 * for lookups, which only ask for entries without other dimensions. */
 		for (size_t k = 0; rc == 0 && k < d->n_dimensions; k++) {
-			const struct quota_kv *kv = &d->dimensions[k];
+			const struct vx_label *kv = &d->dimensions[k];
 
 			if (!kv->key || !strcmp(kv->key, "region") || !strcmp(kv->key, "zone"))
 				continue;
