@@ -28,6 +28,7 @@
  * Booleans are accepted only as YAML booleans; integers only in decimal.
  */
 #include "reconcile/spec.h"
+#include "reconcile/spec_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -56,24 +57,7 @@
 
 /* ---- the output tree ------------------------------------------------------ */
 
-enum jv_kind { JV_OBJ = 1, JV_ARR, JV_STR, JV_NUM, JV_BOOL };
-
-struct jv;
-struct jv_member {
-	char *key; /* NULL in arrays */
-	struct jv *v;
-};
-
-struct jv {
-	enum jv_kind kind;
-	char *str;     /* JV_STR value, JV_NUM text */
-	int b;         /* JV_BOOL */
-	int sensitive; /* JV_STR: replaced by its hash in redacted output */
-	struct jv_member *m;
-	size_t n, alloc;
-};
-
-static void jv_free(struct jv *v)
+void jv_free(struct jv *v)
 {
 	size_t i;
 
@@ -90,7 +74,7 @@ static void jv_free(struct jv *v)
 	free(v);
 }
 
-static struct jv *jv_new(enum jv_kind kind, const char *str)
+struct jv *jv_new(enum jv_kind kind, const char *str)
 {
 	struct jv *v = calloc(1, sizeof(*v));
 
@@ -105,7 +89,7 @@ static struct jv *jv_new(enum jv_kind kind, const char *str)
 }
 
 /* Adds child (taking it, also on failure) under key (NULL in arrays). */
-static int jv_add(struct jv *parent, const char *key, struct jv *child)
+int jv_add(struct jv *parent, const char *key, struct jv *child)
 {
 	char *k = NULL;
 
@@ -132,7 +116,7 @@ oom:
 	return VX_ENOMEM;
 }
 
-static struct jv *jv_get(const struct jv *obj, const char *key)
+struct jv *jv_get(const struct jv *obj, const char *key)
 {
 	size_t i;
 
@@ -149,7 +133,7 @@ static int member_cmp(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-static void jv_sort(struct jv *v)
+void jv_sort(struct jv *v)
 {
 	size_t i;
 
@@ -159,7 +143,7 @@ static void jv_sort(struct jv *v)
 		jv_sort(v->m[i].v);
 }
 
-static size_t jv_count_sensitive(const struct jv *v)
+size_t jv_count_sensitive(const struct jv *v)
 {
 	size_t i, n = v->kind == JV_STR && v->sensitive;
 
@@ -168,20 +152,9 @@ static size_t jv_count_sensitive(const struct jv *v)
 	return n;
 }
 
-/*
- * How write_jv writes a sensitive value. NULL: as it is (the canonical JSON
- * sent to Vertex). Otherwise as "hmac-sha256:<hex>" keyed with key, or, while
- * key is NULL (the state and so its salt are not loaded yet), as a fixed
- * placeholder: a hash over it is no oracle, and a bug that stores it shows.
- */
-struct redact {
-	const unsigned char *key;
-	size_t keylen;
-};
-
 #define REDACT_UNSALTED "(sensitive: not yet keyed with the state's salt)"
 
-static int write_jv(struct vx_buf *b, const struct jv *v, const struct redact *redact)
+int spec_json_write(struct vx_buf *b, const struct jv *v, const struct redact *redact)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
@@ -202,7 +175,7 @@ static int write_jv(struct vx_buf *b, const struct jv *v, const struct redact *r
 					rc = vx_buf_addc(b, ':');
 			}
 			if (rc == 0)
-				rc = write_jv(b, v->m[i].v, redact);
+				rc = spec_json_write(b, v->m[i].v, redact);
 		}
 		if (rc == 0)
 			rc = vx_buf_addc(b, v->kind == JV_OBJ ? '}' : ']');
@@ -314,40 +287,6 @@ static char *duration_text(int64_t ms)
 
 /* ---- the checker ---------------------------------------------------------- */
 
-struct pool_info {
-	const struct ynode *node;       /* the pool's map */
-	const struct ynode *mspec;      /* machineSpec map */
-	const char *machine_type;
-	const struct ynode *mt_node;
-	const char *accel;              /* canonical enum name, borrowed from the tables */
-	const struct ynode *acc_node;
-	int64_t count;
-	const struct ynode *cnt_node;
-	int64_t replicas;               /* meaningful only when rep_node is set */
-	const struct ynode *rep_node;   /* replicaCount as written, NULL when not given */
-	int has_task;
-	int mspec_bad;                  /* machineSpec had schema errors: skip its rules */
-	const struct spec_reservation *res; /* named reservation, if any */
-	const struct ynode *res_node;
-};
-
-struct chk {
-	struct vx_diags *diags;
-	const struct spec_env *env;
-	struct job_spec *out;
-	struct vx_buf path;
-	int nerr;
-	int oom;
-	struct pool_info *pool;         /* the pool being checked, or NULL */
-	struct pool_info *pools;        /* every pool, for the job-level rules */
-	size_t npools;
-	const char *strategy;           /* enum name, or NULL */
-	const struct ynode *strategy_node;
-	int64_t timeout_ms, max_wait_ms;
-	const struct ynode *timeout_node;
-	const char *output_uri;
-};
-
 static void diag_v(struct chk *c, const struct ynode *n, const char *path, const char *fmt,
 		   va_list ap)
 {
@@ -362,7 +301,7 @@ static void diag_v(struct chk *c, const struct ynode *n, const char *path, const
 }
 
 /* An error at node n about the field at the current path. */
-static void VX_PRINTF(3, 4) err(struct chk *c, const struct ynode *n, const char *fmt, ...)
+void spec_err(struct chk *c, const struct ynode *n, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -372,8 +311,7 @@ static void VX_PRINTF(3, 4) err(struct chk *c, const struct ynode *n, const char
 }
 
 /* An error at node n with an explicit path. */
-static void VX_PRINTF(4, 5) err_at(struct chk *c, const struct ynode *n, const char *path,
-				   const char *fmt, ...)
+void spec_err_at(struct chk *c, const struct ynode *n, const char *path, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -424,8 +362,6 @@ static int parse_int(const char *s, long long *out)
 	return 0;
 }
 
-static int check_message(struct chk *c, int msgid, const struct ynode *n, struct jv **out);
-
 static const char *field_name(const struct schema_field *f)
 {
 	return f->json_name;
@@ -437,7 +373,7 @@ static int scalar_text(struct chk *c, const struct ynode *n, const char **s)
 	struct ynode_why why;
 
 	if (ynode_want_string(&why, n) < 0) {
-		err(c, n, "%s", why.s);
+		spec_err(c, n, "%s", why.s);
 		return VX_EINVAL;
 	}
 	*s = n->str;
@@ -455,7 +391,7 @@ static int check_enum(struct chk *c, const struct schema_field *f, const struct 
 
 	if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && (!strcmp(what(n), "boolean") ||
 					!strcmp(what(n), "null") || !strcmp(what(n), "number")))) {
-		err(c, n, "expected one of the %s values, got %s", field_name(f), what(n));
+		spec_err(c, n, "expected one of the %s values, got %s", field_name(f), what(n));
 		return VX_EINVAL;
 	}
 	if (is_plain(n, "integer") && parse_int(n->str, &num) == 0) {
@@ -463,7 +399,7 @@ static int check_enum(struct chk *c, const struct schema_field *f, const struct 
 			if (e->numbers[i] == num)
 				idx = (int)i;
 		if (idx < 0) {
-			err(c, n, "%lld is not a %s value", num, field_name(f));
+			spec_err(c, n, "%lld is not a %s value", num, field_name(f));
 			return VX_EINVAL;
 		}
 	} else {
@@ -472,13 +408,13 @@ static int check_enum(struct chk *c, const struct schema_field *f, const struct 
 	if (idx < 0) {
 		near = vx_suggest(n->str, e->values, e->n);
 		if (near)
-			err(c, n, "unknown value \"%s\" (did you mean \"%s\"?)", n->str, near);
+			spec_err(c, n, "unknown value \"%s\" (did you mean \"%s\"?)", n->str, near);
 		else
-			err(c, n, "unknown value \"%s\"", n->str);
+			spec_err(c, n, "unknown value \"%s\"", n->str);
 		return VX_EINVAL;
 	}
 	if (!strcmp(e->values[idx], "NVIDIA_TESLA_K80")) {
-		err(c, n, "NVIDIA_TESLA_K80 is retired (end of life) and refused");
+		spec_err(c, n, "NVIDIA_TESLA_K80 is retired (end of life) and refused");
 		return VX_EINVAL;
 	}
 	*out = jv_new(JV_STR, e->values[idx]);
@@ -544,14 +480,14 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 		if (scalar_text(c, n, &s) < 0)
 			return VX_EINVAL;
 		if (f->required && !*s) {
-			err(c, n, "must not be empty");
+			spec_err(c, n, "must not be empty");
 			return VX_EINVAL;
 		}
 		*out = jv_new(JV_STR, s);
 		break;
 	case SCHEMA_BOOL:
 		if (!is_plain(n, "boolean")) {
-			err(c, n, "expected a boolean (true or false), got %s", what(n));
+			spec_err(c, n, "expected a boolean (true or false), got %s", what(n));
 			return VX_EINVAL;
 		}
 		if ((*out = jv_new(JV_BOOL, NULL)))
@@ -564,7 +500,7 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 
 		if (ynode_int(&x, &why, n, f->type == SCHEMA_INT32 ? INT32_MIN : INT64_MIN,
 			      f->type == SCHEMA_INT32 ? INT32_MAX : INT64_MAX) < 0) {
-			err(c, n, "%s", why.s);
+			spec_err(c, n, "%s", why.s);
 			return VX_EINVAL;
 		}
 		num = x;
@@ -581,13 +517,13 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 
 		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
 						!is_plain(n, "number"))) {
-			err(c, n, "expected a number, got %s", what(n));
+			spec_err(c, n, "expected a number, got %s", what(n));
 			return VX_EINVAL;
 		}
 		errno = 0;
 		d = strtod(n->str, &end);
 		if (errno || !end || *end || end == n->str) {
-			err(c, n, "expected a number, got \"%s\"", n->str);
+			spec_err(c, n, "expected a number, got \"%s\"", n->str);
 			return VX_EINVAL;
 		}
 		text = vx_asprintf("%.17g", d);
@@ -605,11 +541,11 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 	case SCHEMA_DURATION:
 		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
 						!is_plain(n, "number") && !is_plain(n, "string"))) {
-			err(c, n, "expected a duration (1800s, 30m, 1h30m, 7d), got %s", what(n));
+			spec_err(c, n, "expected a duration (1800s, 30m, 1h30m, 7d), got %s", what(n));
 			return VX_EINVAL;
 		}
 		if (spec_parse_duration(n->str, &ms) < 0) {
-			err(c, n, "invalid duration \"%s\" (use 1800s, 30m, 1h30m, 7d; at most "
+			spec_err(c, n, "invalid duration \"%s\" (use 1800s, 30m, 1h30m, 7d; at most "
 			    "millisecond precision)", n->str);
 			return VX_EINVAL;
 		}
@@ -621,7 +557,7 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 		free(text);
 		break;
 	case SCHEMA_MESSAGE:
-		rc = check_message(c, f->message, n, out);
+		rc = spec_walk_message(c, f->message, n, out);
 		if (rc < 0)
 			return rc;
 		break;
@@ -629,7 +565,7 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 		size_t i, len;
 
 		if (n->kind != YNODE_MAP) {
-			err(c, n, "expected a mapping, got %s", what(n));
+			spec_err(c, n, "expected a mapping, got %s", what(n));
 			return VX_EINVAL;
 		}
 		if (!(*out = jv_new(JV_OBJ, NULL)))
@@ -651,7 +587,7 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 	case SCHEMA_TIMESTAMP:
 	case SCHEMA_ANY:
 	default:
-		err(c, n, "cannot be declared");
+		spec_err(c, n, "cannot be declared");
 		return VX_EINVAL;
 	}
 	if (!*out)
@@ -729,7 +665,7 @@ static void check_env_duplicates(struct chk *c, const struct ynode *seq)
 			continue;
 		len = path_push(c, NULL, (long)i);
 		path_push(c, "name", 0);
-		err(c, a, "duplicate: \"%s\" is already set by env[%zu] at line %u", a->str, j,
+		spec_err(c, a, "duplicate: \"%s\" is already set by env[%zu] at line %u", a->str, j,
 		    ynode_get(seq->items[j], "name")->line);
 		path_pop(c, len);
 	}
@@ -755,7 +691,7 @@ static int check_field(struct chk *c, int msgid, const struct schema_field *f,
 		if (f->type == SCHEMA_MESSAGE && f->message == SCHEMA_MSG_WorkerPoolSpec)
 			r = check_pool(c, i, it, &item);
 		else if (ynode_is_null(it) && f->type != SCHEMA_MESSAGE) {
-			err(c, it, "expected a value, got null");
+			spec_err(c, it, "expected a value, got null");
 			r = VX_EINVAL;
 		} else
 			r = check_value(c, msgid, f, it, &item);
@@ -792,11 +728,11 @@ static int expand_reservation(struct chk *c, const struct ynode *n, struct jv **
 	*out = NULL;
 	for (i = 0; i < n->n; i++)
 		if (strcmp(n->pairs[i].key->str, "reservation"))
-			err(c, n->pairs[i].key, "\"reservation\" cannot be combined with \"%s\"",
+			spec_err(c, n->pairs[i].key, "\"reservation\" cannot be combined with \"%s\"",
 			    n->pairs[i].key->str);
 	len = path_push(c, "reservation", 0);
 	if (name->kind != YNODE_SCALAR || (name->style == YSTYLE_PLAIN && strcmp(what(name), "string"))) {
-		err(c, name, "expected the name of a Reservation in this stack, got %s", what(name));
+		spec_err(c, name, "expected the name of a Reservation in this stack, got %s", what(name));
 		goto done;
 	}
 	for (i = 0; env && i < env->nreservations; i++)
@@ -814,10 +750,10 @@ static int expand_reservation(struct chk *c, const struct ynode *n, struct jv **
 		}
 		near = names ? vx_suggest(name->str, names, env->nreservations) : NULL;
 		if (near)
-			err(c, name, "no Reservation named \"%s\" in this stack (did you mean \"%s\"?)",
+			spec_err(c, name, "no Reservation named \"%s\" in this stack (did you mean \"%s\"?)",
 			    name->str, near);
 		else
-			err(c, name, "no Reservation named \"%s\" in this stack", name->str);
+			spec_err(c, name, "no Reservation named \"%s\" in this stack", name->str);
 		goto done;
 	}
 	if (c->pool) {
@@ -884,7 +820,7 @@ static void note_real_reservation(struct chk *c, const struct ynode *n)
 	}
 }
 
-static int check_message(struct chk *c, int msgid, const struct ynode *n, struct jv **out)
+int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv **out)
 {
 	const struct schema_message *msg = &schema_messages[msgid];
 	const struct ynode **seen = NULL;
@@ -900,7 +836,7 @@ static int check_message(struct chk *c, int msgid, const struct ynode *n, struct
 	if (ynode_is_null(n))
 		return (*out = jv_new(JV_OBJ, NULL)) ? 0 : VX_ENOMEM;
 	if (n->kind != YNODE_MAP) {
-		err(c, n, "expected a mapping, got %s", what(n));
+		spec_err(c, n, "expected a mapping, got %s", what(n));
 		return VX_EINVAL;
 	}
 	seen = calloc(msg->nfields + 1, sizeof(*seen));
@@ -919,7 +855,7 @@ static int check_message(struct chk *c, int msgid, const struct ynode *n, struct
 			if (msgid == SCHEMA_MSG_EnvVar && !strcmp(key->str, "sensitive")) {
 				len = path_push(c, "sensitive", 0);
 				if (!is_plain(val, "boolean"))
-					err(c, val, "expected a boolean (true or false), got %s", what(val));
+					spec_err(c, val, "expected a boolean (true or false), got %s", what(val));
 				else if (val->str[0] == 't' || val->str[0] == 'T')
 					sensitive = val;
 				path_pop(c, len);
@@ -927,27 +863,27 @@ static int check_message(struct chk *c, int msgid, const struct ynode *n, struct
 			}
 			near = vx_suggest(key->str, names, msg->nfields);
 			if (near)
-				err(c, key, "unknown field \"%s\" (did you mean \"%s\"?)", key->str, near);
+				spec_err(c, key, "unknown field \"%s\" (did you mean \"%s\"?)", key->str, near);
 			else
-				err(c, key, "unknown field \"%s\"", key->str);
+				spec_err(c, key, "unknown field \"%s\"", key->str);
 			continue;
 		}
 		fi = (size_t)(f - msg->fields);
 		if (seen[fi]) {
-			err(c, key, "field \"%s\" given twice (also at line %u)", f->json_name,
+			spec_err(c, key, "field \"%s\" given twice (also at line %u)", f->json_name,
 			    seen[fi]->line);
 			continue;
 		}
 		seen[fi] = key;
 		if (f->output_only) {
-			err(c, key, "\"%s\" is output-only and cannot be declared", f->json_name);
+			spec_err(c, key, "\"%s\" is output-only and cannot be declared", f->json_name);
 			continue;
 		}
 		if (f->oneof) {
 			for (j = 0; j < msg->nfields; j++)
 				if (j != fi && seen[j] && msg->fields[j].oneof &&
 				    !strcmp(msg->fields[j].oneof, f->oneof))
-					err(c, key, "\"%s\" and \"%s\" cannot both be set (one of \"%s\")",
+					spec_err(c, key, "\"%s\" and \"%s\" cannot both be set (one of \"%s\")",
 					    msg->fields[j].json_name, f->json_name, f->oneof);
 		}
 		if (ynode_is_null(val))
@@ -969,7 +905,7 @@ static int check_message(struct chk *c, int msgid, const struct ynode *n, struct
 			r = check_field(c, msgid, f, val, &child);
 			if (r == 0 && child && msgid == SCHEMA_MSG_EnvVar &&
 			    !strcmp(f->json_name, "name") && !env_name_valid(child->str)) {
-				err(c, val, "\"%s\" is not a valid environment variable name: use "
+				spec_err(c, val, "\"%s\" is not a valid environment variable name: use "
 				    "letters, digits and \"_\", not starting with a digit", child->str);
 				jv_free(child);
 				child = NULL;
@@ -1001,7 +937,7 @@ static int check_message(struct chk *c, int msgid, const struct ynode *n, struct
 	for (i = 0; i < msg->nfields; i++) {
 		f = &msg->fields[i];
 		if (f->required && !seen[i])
-			err(c, n, "missing required field \"%s\"", f->json_name);
+			spec_err(c, n, "missing required field \"%s\"", f->json_name);
 	}
 	if (sensitive && (value = jv_get(*out, "value")))
 		value->sensitive = 1;
@@ -1015,7 +951,7 @@ done:
 	return rc;
 }
 
-static void check_pool_machine(struct chk *c, size_t idx, struct pool_info *p)
+void spec_machine_check_pool(struct chk *c, size_t idx, struct pool_info *p)
 {
 	const struct machines_gpu *gpu;
 	const struct spec_reservation *r = p->res;
@@ -1050,7 +986,7 @@ static void check_pool_machine(struct chk *c, size_t idx, struct pool_info *p)
 		if (!path)
 			c->oom = 1;
 		else
-			err_at(c, at, path, "%s", msg);
+			spec_err_at(c, at, path, "%s", msg);
 		free(msg);
 		free(path);
 	}
@@ -1065,12 +1001,12 @@ static void check_pool_machine(struct chk *c, size_t idx, struct pool_info *p)
 	}
 	gpu = machines_gpu_by_compute(r->accelerator);
 	if (!r->machine_type || strcmp(r->machine_type, p->machine_type))
-		err_at(c, p->res_node, path, "reservation \"%s\" holds %s VMs; machineType is %s",
+		spec_err_at(c, p->res_node, path, "reservation \"%s\" holds %s VMs; machineType is %s",
 		       r->name, r->machine_type ? r->machine_type : "(unknown)", p->machine_type);
 	else if ((r->accelerator != NULL) != (p->accel != NULL) ||
 		 (r->accelerator && (!gpu || !p->accel || strcmp(gpu->vertex, p->accel))) ||
 		 (r->accelerator && r->accelerator_count != p->count))
-		err_at(c, p->res_node, path,
+		spec_err_at(c, p->res_node, path,
 		       "reservation \"%s\" holds %lld %s per VM; this pool asks for %lld %s",
 		       r->name, (long long)(r->accelerator ? r->accelerator_count : 0),
 		       r->accelerator ? r->accelerator : "GPUs", (long long)p->count,
@@ -1078,7 +1014,7 @@ static void check_pool_machine(struct chk *c, size_t idx, struct pool_info *p)
 	rlen = c->env && c->env->region ? strlen(c->env->region) : 0;
 	if (c->env && c->env->region && (!r->zone || strncmp(r->zone, c->env->region, rlen) ||
 					r->zone[rlen] != '-'))
-		err_at(c, p->res_node, path, "reservation \"%s\" is in zone %s, outside the job's "
+		spec_err_at(c, p->res_node, path, "reservation \"%s\" is in zone %s, outside the job's "
 		       "region %s", r->name, r->zone ? r->zone : "(unknown)", c->env->region);
 	free(path);
 }
@@ -1094,39 +1030,39 @@ static int check_pool(struct chk *c, size_t idx, const struct ynode *n, struct j
 	memset(p, 0, sizeof(*p));
 	p->node = n;
 	c->pool = p;
-	rc = check_message(c, SCHEMA_MSG_WorkerPoolSpec, n, out);
+	rc = spec_walk_message(c, SCHEMA_MSG_WorkerPoolSpec, n, out);
 	c->pool = NULL;
 	if (rc < 0 || !*out)
 		return rc;
 	if ((*out)->n == 0) {
 		/* a skipped pool: allowed after the first */
 		if (idx == 0)
-			err(c, n, "the first worker pool must not be empty");
+			spec_err(c, n, "the first worker pool must not be empty");
 		return 0;
 	}
 	if (!p->has_task)
-		err(c, n, "needs containerSpec or pythonPackageSpec");
+		spec_err(c, n, "needs containerSpec or pythonPackageSpec");
 	if (!p->mspec)
-		err(c, n, "missing required field \"machineSpec\"");
+		spec_err(c, n, "missing required field \"machineSpec\"");
 	else if (!p->machine_type && !p->mspec_bad) {
 		path = vx_asprintf("%s.machineSpec", vx_buf_str(&c->path));
 		if (!path)
 			return VX_ENOMEM;
-		err_at(c, p->mspec, path, "missing required field \"machineType\"");
+		spec_err_at(c, p->mspec, path, "missing required field \"machineType\"");
 		free(path);
 	}
 	if (p->rep_node && p->replicas < 1) {
 		path = vx_asprintf("%s.replicaCount", vx_buf_str(&c->path));
 		if (!path)
 			return VX_ENOMEM;
-		err_at(c, p->rep_node, path, "must be at least 1, got %lld", (long long)p->replicas);
+		spec_err_at(c, p->rep_node, path, "must be at least 1, got %lld", (long long)p->replicas);
 		free(path);
 		path = NULL;
 	}
 	if (idx == 0 && !p->rep_node && jv_add(*out, "replicaCount", jv_new(JV_STR, "1")) < 0)
 		return VX_ENOMEM;
 	if (p->machine_type && !p->mspec_bad)
-		check_pool_machine(c, idx, p);
+		spec_machine_check_pool(c, idx, p);
 	return 0;
 }
 
@@ -1137,7 +1073,7 @@ static int same_machine(const struct pool_info *a, const struct pool_info *b)
 }
 
 /* FLEX_START: supported GPUs, timeout of at most 7 days, one machine shape. */
-static void check_strategy(struct chk *c)
+void spec_machine_check_strategy(struct chk *c)
 {
 	const struct machines_gpu *gpu;
 	const struct pool_info *first = NULL;
@@ -1156,22 +1092,22 @@ static void check_strategy(struct chk *c)
 			snprintf(path, sizeof(path), "spec.workerPoolSpecs[%zu].machineSpec%s", i,
 				 p->acc_node ? ".acceleratorType" : "");
 			if (p->accel)
-				err_at(c, p->acc_node, path, "FLEX_START runs only on %s GPUs; "
+				spec_err_at(c, p->acc_node, path, "FLEX_START runs only on %s GPUs; "
 				       "acceleratorType is %s", machines_flex_start_gpus(), p->accel);
 			else
-				err_at(c, p->mspec, path, "FLEX_START runs only on %s GPUs; this pool "
+				spec_err_at(c, p->mspec, path, "FLEX_START runs only on %s GPUs; this pool "
 				       "has none", machines_flex_start_gpus());
 		}
 		if (!first) {
 			first = p;
 		} else if (!same_machine(first, p)) {
 			snprintf(path, sizeof(path), "spec.workerPoolSpecs[%zu].machineSpec", i);
-			err_at(c, p->mspec, path, "FLEX_START needs the same machineSpec in every "
+			spec_err_at(c, p->mspec, path, "FLEX_START needs the same machineSpec in every "
 			       "worker pool; this one differs from the first");
 		}
 	}
 	if (c->timeout_node && c->timeout_ms > FLEX_MAX_TIMEOUT_MS)
-		err_at(c, c->timeout_node, "spec.scheduling.timeout", "FLEX_START allows a timeout "
+		spec_err_at(c, c->timeout_node, "spec.scheduling.timeout", "FLEX_START allows a timeout "
 		       "of at most 7 days (604800s); timeout is %llds",
 		       (long long)(c->timeout_ms / 1000));
 }
@@ -1208,11 +1144,11 @@ static int fill_out(struct chk *c, struct job_spec *out)
 }
 
 /* Renders tree into out->redacted_json with r, and hashes that into out->hash. */
-static int redact_and_hash(struct job_spec *out, const struct jv *tree, const struct redact *r)
+int spec_json_redact_and_hash(struct job_spec *out, const struct jv *tree, const struct redact *r)
 {
 	struct vx_buf b = VX_BUF_INIT;
 	char *text = NULL;
-	int rc = write_jv(&b, tree, r);
+	int rc = spec_json_write(&b, tree, r);
 
 	if (rc == 0 && !(text = vx_buf_detach(&b)))
 		rc = VX_ENOMEM;
@@ -1243,7 +1179,7 @@ int job_spec_rehash(struct job_spec *s, const char *salt, struct vx_err *err)
 		ERR_clear_error();
 		return vx_err_set(err, VX_EINVAL, "the state's salt is not 64 hex digits");
 	}
-	rc = redact_and_hash(s, s->tree, &r);
+	rc = spec_json_redact_and_hash(s, s->tree, &r);
 	OPENSSL_cleanse(key, sizeof(key));
 	if (rc == VX_EIO) {
 		ERR_clear_error();
@@ -1277,7 +1213,7 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 		goto done;
 	}
 	if (!spec || ynode_is_null(spec)) {
-		err(&c, spec, "missing: a CustomJobSpec with workerPoolSpecs");
+		spec_err(&c, spec, "missing: a CustomJobSpec with workerPoolSpecs");
 		rc = VX_EINVAL;
 		goto done;
 	}
@@ -1289,14 +1225,14 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	rc = check_message(&c, SCHEMA_MSG_CustomJobSpec, spec, &root);
+	rc = spec_walk_message(&c, SCHEMA_MSG_CustomJobSpec, spec, &root);
 	if (rc < 0 || c.oom) {
 		rc = VX_ENOMEM;
 		goto done;
 	}
 	if (wps && !ynode_is_null(wps) && c.npools == 0)
-		err_at(&c, wps, "spec.workerPoolSpecs", "needs at least one worker pool");
-	check_strategy(&c);
+		spec_err_at(&c, wps, "spec.workerPoolSpecs", "needs at least one worker pool");
+	spec_machine_check_strategy(&c);
 	if (c.oom) {
 		rc = VX_ENOMEM;
 		goto done;
@@ -1306,7 +1242,7 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 		goto done;
 	}
 	jv_sort(root);
-	if (write_jv(&b, root, NULL) < 0 || !(out->canonical_json = vx_buf_detach(&b))) {
+	if (spec_json_write(&b, root, NULL) < 0 || !(out->canonical_json = vx_buf_detach(&b))) {
 		rc = VX_ENOMEM;
 		goto done;
 	}
@@ -1327,7 +1263,7 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 	} else {
 		struct redact unsalted = { NULL, 0 };
 
-		if ((rc = redact_and_hash(out, root, &unsalted)) < 0)
+		if ((rc = spec_json_redact_and_hash(out, root, &unsalted)) < 0)
 			goto done;
 		out->tree = root; /* job_spec_rehash renders it again with the salt */
 		root = NULL;
