@@ -10,6 +10,7 @@
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "reconcile/provider.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/text.h"
@@ -54,18 +55,15 @@ enum vertex_job_state vertex_job_state_parse(const char *s)
 	return (enum vertex_job_state)v;
 }
 
+/* One copy of the sets: the provider interface's, by the state's name. */
 int vertex_job_state_is_terminal(enum vertex_job_state s)
 {
-	return s == VERTEX_JOB_STATE_SUCCEEDED || s == VERTEX_JOB_STATE_FAILED ||
-	       s == VERTEX_JOB_STATE_CANCELLED || s == VERTEX_JOB_STATE_EXPIRED ||
-	       s == VERTEX_JOB_STATE_PARTIALLY_SUCCEEDED;
+	return job_state_is_terminal(vertex_job_state_name(s));
 }
 
 int vertex_job_state_is_active(enum vertex_job_state s)
 {
-	return s == VERTEX_JOB_STATE_QUEUED || s == VERTEX_JOB_STATE_PENDING ||
-	       s == VERTEX_JOB_STATE_RUNNING || s == VERTEX_JOB_STATE_CANCELLING ||
-	       s == VERTEX_JOB_STATE_PAUSED || s == VERTEX_JOB_STATE_UPDATING;
+	return job_state_is_active(vertex_job_state_name(s));
 }
 
 void vertex_job_release(struct vertex_job *job)

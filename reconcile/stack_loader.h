@@ -1,0 +1,156 @@
+#ifndef VX_RECONCILE_STACK_LOADER_H
+#define VX_RECONCILE_STACK_LOADER_H
+
+/*
+ * What the stack loader's files share and nothing else uses: stack.c (the
+ * context, its error reporting, names and duplicates, labels, the passes,
+ * hashes and lookups), stack_names.c (name, label and branch rules),
+ * stack_get.c (typed YAML getters) and stack_kinds.c (one reader per kind).
+ * Not part of stack.h's public surface.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reconcile/spec.h"
+#include "reconcile/stack.h"
+#include "reconcile/ynode.h"
+#include "util/diag.h"
+#include "util/err.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Vertex allows 64 labels on a job; vx adds six of its own (runlabel.h RUNLABEL_N). */
+#define STACK_MAX_USER_LABELS 58
+#define STACK_MAX_ATTEMPTS 100
+#define STACK_MAX_DISPLAY_NAME 128
+
+enum { KIND_STACK, KIND_JOB, KIND_RESERVATION, KIND_QUOTA, KIND_COUNT };
+
+/* Indexed by enum stack_on_change - 1 and enum stack_backend - 1. */
+extern const char *const stack_on_change_names[3];
+extern const char *const stack_backend_names[3];
+
+struct seen {
+	const char *name;   /* borrowed from the YAML tree */
+	const char *file;
+	unsigned line, col;
+};
+
+struct loader {
+	struct vx_diags *diags;
+	struct vx_err *err;
+	int rc;             /* first hard failure (VX_ENOMEM), 0 otherwise */
+	size_t nerr;        /* diagnostics added (dropped ones included) */
+	int stack_region;   /* the Stack document writes a region (valid or not) */
+	int unparsed;       /* some file did not parse (so a missing Stack may be in it) */
+	char prefix[160];   /* "CustomJob \"a\": " for the document being read */
+};
+
+/* ---- stack.c: the context and its error reporting ---- */
+
+/* Records the first allocation failure in L->rc. */
+void stack_oom(struct loader *L);
+/* Adds "<prefix><message>" at node at's position (or the file alone when at is NULL). */
+VX_PRINTF(4, 5)
+void stack_err_at(struct loader *L, const char *file, const struct ynode *at, const char *fmt, ...);
+#define stack_err(L, at, ...) stack_err_at((L), NULL, (at), __VA_ARGS__)
+/* "unknown value "x" (did you mean "y"?)" or "unknown value "x" (one of a, b)". */
+void stack_unknown_word(struct loader *L, const struct ynode *at, const char *path,
+			const char *what, const char *const *words, size_t n);
+/* Reports every key of map not in keys. path is "" at the top of a document. */
+void stack_check_keys(struct loader *L, const struct ynode *map, const char *path,
+		      const char *const *keys, size_t n);
+/* The YAML type of n as the messages name it ("value" when unknown). */
+const char *stack_type_of(const struct ynode *n);
+/* Reports that at (named path) is not a want ("string", "mapping", ...). */
+void stack_wrong_type(struct loader *L, const struct ynode *at, const char *path,
+		      const char *want);
+/* Whether n is a scalar YAML types as a string. */
+int stack_is_string(const struct ynode *n);
+
+/* ---- stack.c: labels ---- */
+
+void stack_labels_release(struct stack_labels *l);
+/* Sets key to value (copies), replacing an existing entry; keeps the order sorted. */
+int stack_labels_set(struct stack_labels *l, const char *key, const char *value) VX_WUR;
+
+/* ---- stack.c: names and duplicates ---- */
+
+/* Reads `name` with the rule of its kind; sets the message prefix. NULL when not valid. */
+const char *stack_read_name(struct loader *L, const struct ynode *doc, int kind);
+/* 1 when name is new (recorded), 0 when a duplicate (reported). */
+int stack_check_unique(struct loader *L, struct seen *seen, size_t *nseen, const char *name,
+		       const struct ynode *doc);
+/* d's name, address "prefix.name" and position; -1 on allocation failure (recorded). */
+int stack_decl_init(struct stack_decl *d, struct loader *L, const char *prefix, const char *name,
+		    const struct ynode *doc) VX_WUR;
+void stack_decl_release(struct stack_decl *d);
+/* strdup of an optional borrowed string, recording OOM. */
+char *stack_dup_opt(struct loader *L, const char *s);
+
+/* ---- stack_names.c: character rules (1 when valid) ---- */
+
+/* Compute Engine resource names (RFC 1035): [a-z]([-a-z0-9]*[a-z0-9])?, at most 63. */
+int stack_names_rfc1035_valid(const char *s);
+int stack_names_label_key_valid(const char *s);
+int stack_names_label_value_valid(const char *s);
+/* A region name: us-central1, europe-west4, northamerica-northeast1. */
+int stack_names_region_valid(const char *s);
+/* A zone: a region and "-" and a letter: us-central1-a. */
+int stack_names_zone_valid(const char *s);
+/* A project ID, optionally domain-scoped ("example.com:my-project"). */
+int stack_names_project_valid(const char *s);
+/* A branch name by git's rules (git-check-ref-format(1), plus git branch's own). */
+int stack_names_branch_valid(const char *s);
+/* A Cloud Quotas quota ID: letters, digits, "-" and "_", not empty. */
+int stack_names_quota_id_valid(const char *s);
+int stack_names_email_valid(const char *s);
+/* Number of UTF-8 code points (the input is valid UTF-8). */
+size_t stack_names_utf8_len(const char *s);
+
+/* ---- stack_get.c: typed YAML getters ---- */
+
+/*
+ * Each reads map's key ("path.key" in messages, "key" when path is ""): 1
+ * with *out set when present and of the type; 0 when absent (reported if
+ * required) or wrong (reported). *node (when node is not NULL) is the value,
+ * NULL when absent.
+ */
+int stack_get_str(const char **out, const struct ynode **node, struct loader *L,
+		  const struct ynode *map, const char *path, const char *key, int required);
+int stack_get_int(int64_t *out, const struct ynode **node, struct loader *L,
+		  const struct ynode *map, const char *path, const char *key, int required);
+int stack_get_bool(int *out, struct loader *L, const struct ynode *map, const char *path,
+		   const char *key);
+/* An enum field: *out = 1 + index into words. */
+int stack_get_enum(int *out, struct loader *L, const struct ynode *map, const char *key,
+		   const char *const *words, size_t n);
+/* The value node for key when present and not null, else NULL. */
+const struct ynode *stack_get_value(const struct ynode *map, const char *key);
+/* Reports that map's required key is missing (or written null). */
+void stack_get_missing(struct loader *L, const struct ynode *map, const char *path,
+		       const char *key);
+/* A map that must be a mapping node (reported otherwise); NULL when absent. */
+const struct ynode *stack_get_map(struct loader *L, const struct ynode *map, const char *key,
+				  const char *path);
+/* A map of strings into out: labels (with the label rules) or dimensions. */
+void stack_get_string_map(struct stack_labels *out, struct loader *L, const struct ynode *map,
+			  const char *key, int labels);
+
+/* ---- stack_kinds.c: one reader per kind ---- */
+
+void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct ynode *doc);
+/* Each returns -1 on an allocation failure (recorded), 0 otherwise (problems reported). */
+int stack_kinds_read_reservation(struct stack_reservation *r, struct loader *L,
+				 const struct ynode *doc, struct seen *seen, size_t *nseen);
+int stack_kinds_read_quota(struct stack_quota *q, struct loader *L, const struct ynode *doc,
+			   struct seen *seen, size_t *nseen);
+int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
+			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
+			 size_t *nseen);
+void stack_reservation_release(struct stack_reservation *r);
+void stack_quota_release(struct stack_quota *q);
+void stack_job_release(struct stack_job *j);
+
+#endif
