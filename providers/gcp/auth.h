@@ -40,6 +40,10 @@
  * be a second struct gcp_http used only for auth.
  *
  * Not thread-safe: one struct gcp_auth per thread.
+ *
+ * Implemented in three files: auth.c (the ADC order, credential files, the
+ * token cache), auth_grant.c (OAuth grants), auth_metadata.c (the metadata
+ * server); auth_internal.h is what they share.
  */
 
 #include "util/err.h"

@@ -1,6 +1,41 @@
+/*
+ * One concurrency model: threads over a plain easy-handle client.
+ *
+ * A request runs start to finish on the thread that sends it:
+ * curl_easy_perform() per attempt, retries and backoff in a loop around it.
+ * Parallelism comes from the caller's threads (reconcile/apply.c runs a
+ * batch of tasks on threads, each with its own session of this layer), and
+ * gcp_http_send_many() is the same thing in small: up to max_in_flight
+ * threads, each sending one request after another.
+ *
+ * Why not the other model, curl multi driving many transfers on one thread?
+ * The work that fans out is apply's (create, poll and delete tasks), and it
+ * is threaded already; making it submit transfers to one multi loop would
+ * turn every provider call into a callback. With threads each request keeps
+ * straight-line code, and everything the multi loop did by hand still
+ * holds, with less code:
+ * - connection reuse: each easy handle keeps its connections between
+ *   requests; idle handles wait in a small pool. DNS and TLS sessions are
+ *   shared by every thread through a CURLSH with lock callbacks (not
+ *   connections: libcurl does not support a connection cache shared by
+ *   threads at once).
+ * - a create goes out on a fresh connection (CURLOPT_FRESH_CONNECT), and a
+ *   fence is checked right before each attempt (CURLOPT_PREREQFUNCTION).
+ * - interrupts: the first Ctrl-C is checked before each attempt and while
+ *   waiting, so what is in flight finishes; the second aborts transfers from
+ *   CURLOPT_XFERINFOFUNCTION (called at least once a second), a sent create
+ *   ending uncertain.
+ * - the per-call deadline and the command's time limit (VX_TIMEOUT) bound
+ *   each attempt through CURLOPT_TIMEOUT_MS and each retry's wait.
+ * - the rate limiter is shared and thread-safe; its waits are taken one at
+ *   a time under the layer's lock, so requests are served in the order they
+ *   reserved and a test clock advances by the schedule, not by the sum of
+ *   every thread's wait.
+ */
 #include "providers/gcp/http.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +50,6 @@
 #include "util/ctx.h"
 #include "util/banned.h"
 
-#define HTTP_POLL_MAX_MS 250
 /* libcurl refuses a header line longer than this; vx holds all of a response's headers to it too. */
 #define HTTP_MAX_HEADER_BYTES CURL_MAX_HTTP_HEADER
 
@@ -26,31 +60,40 @@ struct gcp_http {
 	char *quota_project;
 	char *cainfo;               /* CURL_CA_BUNDLE or SSL_CERT_FILE, NULL = system store */
 	const struct gcp_token_source *tokens;
-	CURLM *multi;               /* kept across calls: its connection cache is the reuse */
-	CURLSH *share;              /* DNS and TLS sessions, also for nested batches */
+	CURLSH *share;              /* DNS cache and TLS sessions, for every thread */
+	pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
 	struct gcp_ratelimit *rl;
+	/*
+	 * Held for the bookkeeping around each attempt (never during a transfer
+	 * or a backoff): the fields below, each log line (a log sink need not be
+	 * thread-safe) and rate-limit waits.
+	 */
+	pthread_mutex_t lock;
 	uint64_t rng;
-	int depth;                  /* > 0 while a batch runs (a token fetch may nest one) */
-	int global_init;
 	char *warned_host;          /* the last host whose refused connections were reported */
+	CURL **idle;                /* easy handles between requests, with their connections */
+	size_t nidle;
+	/* One token get or invalidate at a time. Taken before lock, never inside it. */
+	pthread_mutex_t token_lock;
+	int locks;                  /* the mutexes above were initialised */
+	int global_init;
 };
 
-enum xfer_state { X_WAIT, X_RUN, X_DONE };
-
+/* One request, from its first attempt to its result. */
 struct xfer {
 	struct gcp_http *h;
 	const struct gcp_request *req;
 	struct gcp_response *resp;
 	struct vx_err *err;
 	int rc;
-	enum xfer_state state;
-	int admitted;          /* holds a rate-limit token for its next attempt */
-	int64_t ready_at;      /* mono ms: not before (backoff, rate limit) */
+	int done;
+	int64_t ready_at;      /* mono ms: not before (backoff) */
 	int64_t deadline_at;
 	int deadline_is_cmd;   /* deadline_at is the command's time limit (ctx), not the call's */
 	int sends;             /* attempts that may have reached the server */
 	struct gcp_backoff bo;
 	int auth_retried;
+	int stale_token;       /* a 401: invalidate the token before the next attempt */
 	char *log_url;         /* redacted */
 	/* One attempt: */
 	CURL *easy;
@@ -61,6 +104,7 @@ struct xfer {
 	int header_too_big;
 	size_t header_bytes;
 	int fenced;            /* the fence stopped this attempt before it was sent */
+	int abandoned;         /* a second interrupt cut this attempt off */
 	struct vx_err fence_err;
 	struct vx_buf rbody;
 	char *ctype, *mflavor, *retry_after;
@@ -195,12 +239,21 @@ void gcp_response_release(struct gcp_response *resp)
 
 void gcp_http_free(struct gcp_http *h)
 {
+	size_t i;
+
 	if (!h)
 		return;
-	if (h->multi)
-		curl_multi_cleanup(h->multi);
+	for (i = 0; i < h->nidle; i++)
+		curl_easy_cleanup(h->idle[i]);
+	free(h->idle);
 	if (h->share)
 		curl_share_cleanup(h->share);
+	if (h->locks) {
+		for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+			pthread_mutex_destroy(&h->share_lock[i]);
+		pthread_mutex_destroy(&h->lock);
+		pthread_mutex_destroy(&h->token_lock);
+	}
 	if (!h->o.shared_limiter)
 		gcp_ratelimit_free(h->rl);
 	free(h->user_agent);
@@ -217,15 +270,23 @@ void gcp_http_set_tokens(struct gcp_http *h, const struct gcp_token_source *toke
 	h->tokens = tokens;
 }
 
-static CURLM *multi_new(void)
+static void share_lock(CURL *e, curl_lock_data data, curl_lock_access access, void *ud)
 {
-	CURLM *m = curl_multi_init();
+	struct gcp_http *h = ud;
 
-	if (m && curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX) != CURLM_OK) {
-		curl_multi_cleanup(m);
-		m = NULL;
-	}
-	return m;
+	(void)e;
+	(void)access;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_lock(&h->share_lock[data]);
+}
+
+static void share_unlock(CURL *e, curl_lock_data data, void *ud)
+{
+	struct gcp_http *h = ud;
+
+	(void)e;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_unlock(&h->share_lock[data]);
 }
 
 int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_http_options *opts,
@@ -234,6 +295,7 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 	struct gcp_http *h = NULL;
 	struct gcp_ratelimit_options ro;
 	const char *ca;
+	size_t i;
 	int rc = 0;
 
 	*out = NULL;
@@ -242,6 +304,11 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 		return vx_err_set(err, VX_ENOMEM, "http: out of memory");
 	h->ctx = ctx;
 	h->tokens = tokens;
+	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&h->share_lock[i], NULL);
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_init(&h->token_lock, NULL);
+	h->locks = 1;
 	if (opts)
 		h->o = *opts;
 	if (h->o.max_in_flight <= 0)
@@ -266,7 +333,9 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 	h->cainfo = ca && *ca ? vx_strdup(ca) : NULL;
 	h->o.user_agent = h->user_agent;
 	h->o.quota_project = h->quota_project;
-	if (!h->user_agent || (h->o.quota_project && !h->quota_project) || (ca && *ca && !h->cainfo)) {
+	h->idle = calloc((size_t)h->o.max_in_flight, sizeof(*h->idle));
+	if (!h->user_agent || (h->o.quota_project && !h->quota_project) || (ca && *ca && !h->cainfo) ||
+	    !h->idle) {
 		rc = vx_err_set(err, VX_ENOMEM, "http: out of memory");
 		goto done;
 	}
@@ -275,9 +344,11 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 		goto done;
 	}
 	h->global_init = 1;
-	h->multi = multi_new();
 	h->share = curl_share_init();
-	if (!h->multi || !h->share ||
+	if (!h->share ||
+	    curl_share_setopt(h->share, CURLSHOPT_LOCKFUNC, share_lock) != CURLSHE_OK ||
+	    curl_share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, share_unlock) != CURLSHE_OK ||
+	    curl_share_setopt(h->share, CURLSHOPT_USERDATA, (void *)h) != CURLSHE_OK ||
 	    curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
 	    curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
 		rc = vx_err_set(err, VX_EIO, "http: creating libcurl handles failed");
@@ -398,13 +469,54 @@ static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_por
 }
 #endif
 
+/* Called by libcurl during a transfer, at least once a second: a second interrupt aborts it. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct xfer *x = ud;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (!vx_abandoning(x->h->ctx))
+		return 0;
+	x->abandoned = 1;
+	return 1; /* CURLE_ABORTED_BY_CALLBACK */
+}
+
 /* ---- one attempt ---- */
 
-static void attempt_cleanup(struct xfer *x, CURLM *multi)
+/* An easy handle for one attempt: an idle one (its connections are the reuse) or a new one. */
+static CURL *easy_get(struct gcp_http *h)
+{
+	CURL *e = NULL;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->nidle > 0)
+		e = h->idle[--h->nidle];
+	pthread_mutex_unlock(&h->lock);
+	return e ? e : curl_easy_init();
+}
+
+/* Back to the pool, its options reset and its connections kept; at most max_in_flight stay. */
+static void easy_put(struct gcp_http *h, CURL *e)
+{
+	curl_easy_reset(e);
+	pthread_mutex_lock(&h->lock);
+	if (h->nidle < (size_t)h->o.max_in_flight) {
+		h->idle[h->nidle++] = e;
+		e = NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (e)
+		curl_easy_cleanup(e);
+}
+
+static void attempt_cleanup(struct xfer *x)
 {
 	if (x->easy) {
-		curl_multi_remove_handle(multi, x->easy);
-		curl_easy_cleanup(x->easy);
+		easy_put(x->h, x->easy);
 		x->easy = NULL;
 	}
 	curl_slist_free_all(x->hdrs);
@@ -416,12 +528,13 @@ static void attempt_cleanup(struct xfer *x, CURLM *multi)
 	vx_buf_release(&x->rbody);
 	vx_err_release(&x->fence_err);
 	x->fenced = 0;
+	x->abandoned = 0;
 }
 
 static void finish(struct xfer *x, int rc)
 {
 	x->rc = rc;
-	x->state = X_DONE;
+	x->done = 1;
 }
 
 /* Ends x unsent because its fence refused: a certain outcome, not a retry. */
@@ -455,9 +568,10 @@ static void deadline_text(const struct xfer *x, char *buf, size_t n)
 
 #define SETOPT(opt, val) do { if (curl_easy_setopt(e, opt, val) != CURLE_OK) goto setopt_failed; } while (0)
 
-/* Builds and adds the easy handle for the next attempt. On failure the
- * xfer is finished with the error. */
-static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
+/* Builds the easy handle for the next attempt. On failure the xfer is
+ * finished with the error. Called without h->lock: a token source may send
+ * requests through this layer itself. */
+static void attempt_start(struct xfer *x, int64_t now)
 {
 	struct gcp_http *h = x->h;
 	const struct gcp_request *r = x->req;
@@ -494,7 +608,12 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 					     "GOOGLE_APPLICATION_CREDENTIALS)", method, x->log_url));
 			return;
 		}
+		pthread_mutex_lock(&h->token_lock);
+		if (x->stale_token && h->tokens->invalidate)
+			h->tokens->invalidate(h->tokens->ud);
+		x->stale_token = 0;
 		rc = h->tokens->get(h->tokens->ud, &token, &terr);
+		pthread_mutex_unlock(&h->token_lock);
 		if (rc < 0 || !token) {
 			finish(x, vx_err_set(x->err, rc < 0 ? rc : VX_EAUTH, "%s %s: %s", method,
 					     x->log_url, vx_err_msg(&terr)));
@@ -518,7 +637,7 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 	x->header_too_big = 0;
 	x->header_bytes = 0;
 	x->errbuf[0] = '\0';
-	e = x->easy = curl_easy_init();
+	e = x->easy = easy_get(h);
 	if (!e)
 		goto oom;
 	if (token) {
@@ -545,7 +664,6 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 			goto oom;
 
 	SETOPT(CURLOPT_URL, r->url);
-	SETOPT(CURLOPT_PRIVATE, (void *)x);
 	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
 	SETOPT(CURLOPT_NOSIGNAL, 1L);
 	SETOPT(CURLOPT_SHARE, h->share);
@@ -565,6 +683,9 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 	SETOPT(CURLOPT_HEADERDATA, (void *)x);
 	SETOPT(CURLOPT_ERRORBUFFER, x->errbuf);
 	SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
+	SETOPT(CURLOPT_NOPROGRESS, 0L);
+	SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
+	SETOPT(CURLOPT_XFERINFODATA, (void *)x);
 #if LIBCURL_VERSION_NUM >= 0x075000
 	if (r->fence) {
 		SETOPT(CURLOPT_PREREQFUNCTION, on_prereq);
@@ -599,24 +720,16 @@ static void attempt_start(struct xfer *x, CURLM *multi, int64_t now)
 	} else {
 		SETOPT(CURLOPT_CUSTOMREQUEST, method);
 	}
-	if (curl_multi_add_handle(multi, e) != CURLM_OK) {
-		curl_easy_cleanup(e);
-		x->easy = NULL;
-		finish(x, vx_err_set(x->err, VX_EIO, "%s %s: libcurl refused the transfer", method,
-				     x->log_url));
-		goto done;
-	}
 	x->resp->attempts++;
-	x->state = X_RUN;
 	goto done;
 setopt_failed:
 	finish(x, vx_err_set(x->err, VX_EIO, "%s %s: setting up the transfer failed", method,
 			     x->log_url));
-	attempt_cleanup(x, multi);
+	attempt_cleanup(x);
 	goto done;
 oom:
 	finish(x, vx_err_set(x->err, VX_ENOMEM, "%s %s: out of memory", method, x->log_url));
-	attempt_cleanup(x, multi);
+	attempt_cleanup(x);
 done:
 	if (line) {
 		memset(line, 0, strlen(line));
@@ -679,7 +792,6 @@ static void retry_later(struct xfer *x, int64_t now, const char *why, int64_t se
 	}
 	vx_log(h->ctx, VX_LOG_DEBUG, "%s %s: retrying in %.1f s after %s (attempt %d/%d)", method,
 	       x->log_url, (double)delay / 1000.0, why, x->resp->attempts + 1, h->o.max_attempts);
-	x->state = X_WAIT;
 	x->ready_at = now + delay;
 }
 
@@ -781,8 +893,9 @@ static void warn_connect(struct xfer *x, CURLcode res, int64_t now)
 	h->warned_host = origin;
 }
 
-/* Handles the end of an attempt: fills resp, then finishes or schedules a retry. */
-static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
+/* Handles the end of an attempt: fills resp, then finishes or schedules a
+ * retry. Called under h->lock; the caller cleans the attempt up. */
+static void attempt_done(struct xfer *x, CURLcode res)
 {
 	struct gcp_http *h = x->h;
 	const struct gcp_request *r = x->req;
@@ -809,6 +922,19 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 		       vx_err_msg(&x->fence_err));
 		resp->attempts--; /* counted when handed to libcurl, but never sent */
 		fence_stop(x);
+		goto done;
+	}
+	if (x->abandoned && res == CURLE_ABORTED_BY_CALLBACK) {
+		/* A create that may have reached the server ends uncertain, never
+		 * cancelled: the job may exist. */
+		if (r->retry == GCP_RETRY_NEVER && !(r->body && r->body_len && !x->body_read)) {
+			resp->uncertain = 1;
+			finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: abandoned in flight; the "
+					     "outcome is unknown", method, x->log_url));
+		} else {
+			finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: abandoned in flight", method,
+					     x->log_url));
+		}
 		goto done;
 	}
 	if (res != CURLE_OK) {
@@ -885,11 +1011,9 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 
 	if (status == 401 && !r->no_auth && h->tokens && !x->auth_retried) {
 		x->auth_retried = 1;
-		if (h->tokens->invalidate)
-			h->tokens->invalidate(h->tokens->ud);
+		x->stale_token = 1; /* invalidated by attempt_start, under token_lock */
 		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s: 401, retrying once with a fresh token", method,
 		       x->log_url);
-		x->state = X_WAIT;
 		x->ready_at = now;
 		goto done;
 	}
@@ -921,219 +1045,145 @@ static void attempt_done(struct xfer *x, CURLM *multi, CURLcode res)
 	retry_later(x, now, why, server_ms);
 done:
 	gcp_error_release(&ge);
-	attempt_cleanup(x, multi);
 }
 
-/* ---- the batch loop ---- */
+/* ---- the request loop ---- */
 
-/* When the next waiting transfer becomes due: one holding a rate-limit token,
- * or one sleeping a backoff. Those merely waiting for a slot do not count:
- * they are due when a slot frees. -1 when none. */
-static int64_t next_ready(struct xfer *xs, size_t n, int64_t now)
+/* Sleeps until mono time t, or until interrupted. */
+static void wait_until(const struct vx_ctx *ctx, int64_t t)
 {
-	int64_t t = -1;
-	size_t i;
+	int64_t now;
 
-	for (i = 0; i < n; i++)
-		if (xs[i].state == X_WAIT && (xs[i].admitted || xs[i].ready_at > now) &&
-		    (t < 0 || xs[i].ready_at < t))
-			t = xs[i].ready_at;
-	return t;
+	while (!vx_interrupted(ctx) && (now = vx_mono_ms(ctx)) < t)
+		vx_sleep_ms(ctx, t - now);
 }
 
 /*
- * On an interrupt: transfers not yet on the wire end as cancelled; transfers
- * in flight keep going, so their outcome is known, unless abandon is set.
- * An abandoned request that may have reached the server and must not be
- * resent (a create) ends uncertain, never cancelled: the job may exist.
- * Returns 1 when nothing is left in flight.
+ * Takes the request's rate-limit token and waits until it is due, under
+ * h->lock so that waits are served one at a time in reservation order.
+ * Finishes x when the limiter fails.
  */
-static int interrupt_batch(struct xfer *xs, size_t n, CURLM *multi, int abandon, size_t *running,
-			   size_t *admitted)
+static void admit(struct xfer *x)
 {
-	size_t i;
+	struct gcp_http *h = x->h;
+	const struct gcp_request *r = x->req;
+	int64_t wait;
 
-	for (i = 0; i < n; i++) {
-		struct xfer *x = &xs[i];
-		const char *method = req_method(x->req);
-
-		if (x->state == X_WAIT) {
-			finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: interrupted before it was sent",
-					     method, x->log_url));
-		} else if (x->state == X_RUN && abandon) {
-			int sent = !(x->req->body && x->req->body_len && !x->body_read);
-
-			attempt_cleanup(x, multi);
-			(*running)--;
-			if (x->req->retry == GCP_RETRY_NEVER && sent) {
-				x->resp->uncertain = 1;
-				finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: abandoned in flight; "
-						     "the outcome is unknown", method, x->log_url));
-			} else {
-				finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: abandoned in flight",
-						     method, x->log_url));
-			}
-		}
+	pthread_mutex_lock(&h->lock);
+	if (gcp_ratelimit_reserve(h->rl, r->api, r->region, r->is_create, &wait) < 0) {
+		finish(x, vx_err_set(x->err, VX_ENOMEM, "rate limiter: out of memory"));
+	} else if (wait > 0) {
+		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s: rate limit (%s%s%s), waiting %.1f s", req_method(r),
+		       x->log_url, r->api, r->region ? " " : "", r->region ? r->region : "",
+		       (double)wait / 1000.0);
+		wait_until(h->ctx, vx_mono_ms(h->ctx) + wait);
 	}
-	*admitted = 0;
-	return *running == 0;
+	pthread_mutex_unlock(&h->lock);
 }
 
-static void run_batch(struct gcp_http *h, CURLM *multi, struct xfer *xs, size_t n)
+/*
+ * One request on the calling thread: attempts, retries and waits until it
+ * has a result. An interrupt stops it before an attempt is sent, never
+ * during one (see on_progress for the second interrupt).
+ */
+static int send_one(struct gcp_http *h, const struct gcp_request *req, struct gcp_response *resp,
+		    struct vx_err *err)
 {
-	struct vx_ctx *ctx = h->ctx;
-	size_t i, running = 0, admitted = 0;
-	int64_t now, t, wait;
-	int still, left, progressed;
-	CURLMsg *msg;
+	struct xfer x;
+	CURLcode res;
+
+	memset(&x, 0, sizeof(x));
+	memset(resp, 0, sizeof(*resp));
+	x.h = h;
+	x.req = req;
+	x.resp = resp;
+	x.err = err;
+	x.ready_at = vx_mono_ms(h->ctx);
+	x.deadline_at = x.ready_at + h->o.deadline_ms;
+	if (h->ctx && h->ctx->deadline_ms > 0 && h->ctx->deadline_ms < x.deadline_at) {
+		x.deadline_at = h->ctx->deadline_ms;
+		x.deadline_is_cmd = 1;
+	}
+	gcp_backoff_init(&x.bo, h->o.backoff_initial_ms, h->o.backoff_max_ms);
+	x.log_url = redact_url(req->url ? req->url : "");
+	if (!req->url || !x.log_url)
+		finish(&x, vx_err_set(err, req->url ? VX_ENOMEM : VX_EINVAL, "http: %s",
+				      req->url ? "out of memory" : "no URL"));
+	while (!x.done) {
+		wait_until(h->ctx, x.ready_at);
+		if (!vx_interrupted(h->ctx))
+			admit(&x);
+		if (!x.done && vx_interrupted(h->ctx))
+			finish(&x, vx_err_set(err, VX_ECANCELED, "%s %s: interrupted before it was sent",
+					      req_method(req), x.log_url));
+		if (x.done)
+			break;
+		attempt_start(&x, vx_mono_ms(h->ctx));
+		if (x.done)
+			break;
+		res = curl_easy_perform(x.easy);
+		pthread_mutex_lock(&h->lock);
+		attempt_done(&x, res);
+		pthread_mutex_unlock(&h->lock);
+		attempt_cleanup(&x);
+	}
+	free(x.log_url);
+	return x.rc;
+}
+
+int gcp_http_send(struct gcp_http *h, const struct gcp_request *req, struct gcp_response *resp,
+		  struct vx_err *err)
+{
+	return send_one(h, req, resp, err);
+}
+
+struct many {
+	struct gcp_http *h;
+	const struct gcp_request *reqs;
+	struct gcp_response *resps;
+	int *rcs;
+	struct vx_err *errs;
+	size_t n, next;
+	pthread_mutex_t lock; /* next */
+};
+
+/* A worker of gcp_http_send_many: takes the next request until none is left. */
+static void *many_main(void *ud)
+{
+	struct many *m = ud;
+	size_t i;
+	int rc;
 
 	for (;;) {
-		if (vx_interrupted(ctx)) {
-			/* Nothing new starts; what was sent finishes unless abandoned. */
-			if (interrupt_batch(xs, n, multi, vx_abandoning(ctx), &running, &admitted))
-				return;
-		}
-		now = vx_mono_ms(ctx);
-		/* Admit (take rate-limit tokens) and start, in order, within max_in_flight. */
-		for (i = 0; i < n && running < (size_t)h->o.max_in_flight; i++) {
-			struct xfer *x = &xs[i];
-
-			if (x->state != X_WAIT)
-				continue;
-			if (!x->admitted) {
-				if (x->ready_at > now)
-					continue;
-				if (running + admitted >= (size_t)h->o.max_in_flight)
-					break;
-				if (gcp_ratelimit_reserve(h->rl, x->req->api, x->req->region,
-							  x->req->is_create, &wait) < 0) {
-					finish(x, vx_err_set(x->err, VX_ENOMEM, "rate limiter: out of memory"));
-					continue;
-				}
-				if (wait > 0)
-					vx_log(ctx, VX_LOG_DEBUG, "%s %s: rate limit (%s%s%s), waiting %.1f s",
-					       req_method(x->req), x->log_url, x->req->api,
-					       x->req->region ? " " : "",
-					       x->req->region ? x->req->region : "", (double)wait / 1000.0);
-				x->admitted = 1;
-				admitted++;
-				x->ready_at = now + wait;
-			}
-			if (x->ready_at > now)
-				continue;
-			x->admitted = 0;
-			admitted--;
-			attempt_start(x, multi, now);
-			if (x->state == X_RUN)
-				running++;
-		}
-		t = next_ready(xs, n, now);
-		if (running == 0) {
-			if (t < 0)
-				return;
-			if (t > now)
-				vx_sleep_ms(ctx, t - now);
-			continue;
-		}
-		if (curl_multi_perform(multi, &still) != CURLM_OK) {
-			/* Cannot drive transfers any more: fail what is left. */
-			for (i = 0; i < n; i++) {
-				if (xs[i].state == X_DONE)
-					continue;
-				attempt_cleanup(&xs[i], multi);
-				finish(&xs[i], vx_err_set(xs[i].err, VX_EIO, "%s %s: libcurl failed",
-							  req_method(xs[i].req), xs[i].log_url));
-			}
-			return;
-		}
-		progressed = 0;
-		while ((msg = curl_multi_info_read(multi, &left))) {
-			struct xfer *x = NULL;
-
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-			if (!x)
-				continue;
-			running--;
-			progressed = 1;
-			attempt_done(x, multi, msg->data.result);
-		}
-		if (progressed)
-			continue;
-		wait = HTTP_POLL_MAX_MS;
-		if (t >= 0 && running < (size_t)h->o.max_in_flight && t - now < wait)
-			wait = t > now ? t - now : 0;
-		if (curl_multi_poll(multi, NULL, 0, (int)wait, NULL) != CURLM_OK)
-			vx_sleep_ms(ctx, 1);
+		pthread_mutex_lock(&m->lock);
+		i = m->next < m->n ? m->next++ : m->n;
+		pthread_mutex_unlock(&m->lock);
+		if (i == m->n)
+			return NULL;
+		rc = send_one(m->h, &m->reqs[i], &m->resps[i], m->errs ? &m->errs[i] : NULL);
+		if (m->rcs)
+			m->rcs[i] = rc;
 	}
 }
 
 int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *reqs,
 		       struct gcp_response *resps, int *rcs, struct vx_err *errs)
 {
-	struct xfer *xs = NULL;
-	CURLM *multi = NULL;
-	int64_t start;
-	size_t i;
-	int rc = 0;
+	struct many m = { h, reqs, resps, rcs, errs, n, 0, PTHREAD_MUTEX_INITIALIZER };
+	size_t nth = n < (size_t)h->o.max_in_flight ? n : (size_t)h->o.max_in_flight, i, started = 0;
+	pthread_t *th;
 
 	if (n == 0)
 		return 0;
-	xs = calloc(n, sizeof(*xs));
-	if (!xs)
-		return VX_ENOMEM;
-	if (h->depth == 0) {
-		multi = h->multi;
-	} else if (!(multi = multi_new())) {
-		rc = VX_EIO;
-		goto done;
-	}
-	h->depth++;
-	start = vx_mono_ms(h->ctx);
-	for (i = 0; i < n; i++) {
-		struct xfer *x = &xs[i];
-
-		memset(&resps[i], 0, sizeof(resps[i]));
-		x->h = h;
-		x->req = &reqs[i];
-		x->resp = &resps[i];
-		x->err = errs ? &errs[i] : NULL;
-		x->state = X_WAIT;
-		x->ready_at = start;
-		x->deadline_at = start + h->o.deadline_ms;
-		if (h->ctx && h->ctx->deadline_ms > 0 && h->ctx->deadline_ms < x->deadline_at) {
-			x->deadline_at = h->ctx->deadline_ms;
-			x->deadline_is_cmd = 1;
-		}
-		gcp_backoff_init(&x->bo, h->o.backoff_initial_ms, h->o.backoff_max_ms);
-		x->log_url = redact_url(reqs[i].url ? reqs[i].url : "");
-		if (!reqs[i].url || !x->log_url)
-			finish(x, vx_err_set(x->err, reqs[i].url ? VX_ENOMEM : VX_EINVAL,
-					     "http: %s", reqs[i].url ? "out of memory" : "no URL"));
-	}
-	run_batch(h, multi, xs, n);
-	h->depth--;
-	for (i = 0; i < n; i++) {
-		if (rcs)
-			rcs[i] = xs[i].rc;
-		free(xs[i].log_url);
-	}
-done:
-	if (multi && multi != h->multi)
-		curl_multi_cleanup(multi);
-	free(xs);
-	return rc;
-}
-
-int gcp_http_send(struct gcp_http *h, const struct gcp_request *req, struct gcp_response *resp,
-		  struct vx_err *err)
-{
-	int one = 0;
-	int rc = gcp_http_send_many(h, 1, req, resp, &one, err);
-
-	if (rc < 0)
-		return vx_err_set(err, rc, "http: %s", rc == VX_ENOMEM ? "out of memory" :
-				  "cannot start a transfer");
-	return one;
+	/* The calling thread is one of the workers. */
+	th = nth > 1 ? calloc(nth - 1, sizeof(*th)) : NULL;
+	for (i = 0; th && i + 1 < nth; i++, started++)
+		if (pthread_create(&th[i], NULL, many_main, &m) != 0)
+			break;
+	many_main(&m);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	pthread_mutex_destroy(&m.lock);
+	return 0;
 }

@@ -2,10 +2,11 @@
 #define VX_GCP_HTTP_H
 
 /*
- * One HTTP layer for every Google API call, on libcurl's multi interface.
+ * One HTTP layer for every Google API call: a plain libcurl easy-handle
+ * client, one request at a time per calling thread (http.c says why).
  *
- * - connections are reused; a batch of requests runs with at most
- *   max_in_flight at once; HTTP/2 where offered; gzip; per-request timeout
+ * - connections are reused; a batch of requests runs on at most
+ *   max_in_flight threads at once; HTTP/2 where offered; gzip; per-request timeout
  *   and an overall deadline per call, cut short by the command's time limit
  *   (ctx->deadline_ms); caps on response size and on response headers; User-Agent vx/<version>;
  *   x-goog-user-project when a quota project is set.
@@ -29,7 +30,11 @@
  *   bytes and time and every retry decision are logged; Authorization and
  *   every token are redacted.
  *
- * Not thread-safe: one struct gcp_http per thread.
+ * Thread-safe: several threads may send through one struct gcp_http at once
+ * (gcp_http_send_many does). Its token source's get and invalidate are
+ * called one at a time; a token source may send no_auth requests through
+ * the same layer (a token grant), but not authenticated ones. The log sink
+ * is called one line at a time.
  */
 
 #include <stddef.h>
@@ -137,10 +142,11 @@ int gcp_http_send(struct gcp_http *h, const struct gcp_request *req, struct gcp_
 		  struct vx_err *err) VX_WUR;
 
 /*
- * Sends n requests concurrently (at most max_in_flight at once, rate limits
- * applied) and fills resps[i] and rcs[i] as gcp_http_send would for each;
- * errs may be NULL or an array of n. Returns 0 when every request ran,
- * negative only when the batch itself could not run.
+ * Sends n requests concurrently, on up to max_in_flight threads (the
+ * calling thread is one), each gcp_http_send'ing one request after another
+ * in order, and fills resps[i] and rcs[i] as gcp_http_send would for each;
+ * errs may be NULL or an array of n. Returns 0 (every request ran; with no
+ * thread to be had, on the calling thread alone).
  */
 int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *reqs,
 		       struct gcp_response *resps, int *rcs, struct vx_err *errs) VX_WUR;
