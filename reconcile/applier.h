@@ -25,6 +25,7 @@ struct vx_label;
 struct apply_options;
 struct apply_hooks;
 struct apply_result;
+struct state_run;
 
 struct applier {
 	struct vx_ctx *ctx;
@@ -67,6 +68,17 @@ int applier_fence_stop(struct applier *a, struct vx_err *err) VX_WUR;
 /* Remembers that address's change failed; whether it did. */
 void applier_mark_failed(struct applier *a, const char *address);
 int applier_has_failed(const struct applier *a, const char *address);
+
+/*
+ * Records an action on a reservation or quota preference as a new run of
+ * its record (made, kind kind_name, when absent): run's action, resource,
+ * region, state, value and error are the caller's (owned strings, taken
+ * on success and failure alike); this fills what every action shares (the
+ * project, attempt 1, the time, config commit and who) and the record's
+ * declaration hash.
+ */
+int applier_record_action(struct applier *a, const char *address, const char *kind_name,
+			  const char *decl_hash, struct state_run *run, struct vx_err *err) VX_WUR;
 
 /* Journals an intent (op, labels) for address before a create is sent. */
 int applier_journal(struct applier *a, const char *address, const char *op,

@@ -539,6 +539,30 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 	return t->rc;
 }
 
+int applier_record_action(struct applier *a, const char *address, const char *kind_name,
+			  const char *decl_hash, struct state_run *run, struct vx_err *err)
+{
+	struct state_record *r = state_find(a->state, address);
+
+	if (!r && state_add_record(a->state, address, kind_name, &r, err) < 0) {
+		state_run_release(run);
+		return err->code;
+	}
+	if (decl_hash) {
+		free(r->spec_hash);
+		r->spec_hash = vx_strdup(decl_hash);
+	}
+	if (!run->project)
+		run->project = vx_strdup(a->opts->project);
+	run->spec_hash = vx_strdup(r->spec_hash);
+	run->attempt = 1;
+	run->created_ms = vx_now_ms(a->ctx);
+	run->config_commit = vx_strdup(a->opts->config_commit);
+	run->launched_by = vx_strdup(a->opts->launched_by);
+	run->has_value = 1;
+	return state_record_start_run(r, run, err);
+}
+
 int applier_journal(struct applier *a, const char *address, const char *op,
 		    const struct vx_label *labels, size_t nlabels, struct vx_err *err)
 {

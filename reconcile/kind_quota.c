@@ -215,30 +215,16 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 		      const struct live_quota *l, struct vx_err *err)
 {
 	const struct stack_quota *d = pa->kdecl;
-	struct state_record *r = state_find(a->state, pa->address);
 	struct state_run run;
 
-	if (!r && state_add_record(a->state, pa->address, KIND_NAME, &r, err) < 0)
-		return err->code;
 	memset(&run, 0, sizeof(run));
-	if (d) {
-		free(r->spec_hash);
-		r->spec_hash = vx_strdup(d->d.hash);
-	}
 	run.resource = vx_strdup(l ? l->name : NULL);
-	run.project = vx_strdup(a->opts->project);
 	run.region = vx_strdup("global");
 	run.action = vx_strdup(action);
-	run.spec_hash = vx_strdup(r->spec_hash);
-	run.attempt = 1;
 	run.state = vx_strdup(l && l->reconciling ? "RECONCILING" : "ACTIVE");
 	run.error_message = vx_strdup(l ? l->state_detail : NULL);
-	run.created_ms = vx_now_ms(a->ctx);
-	run.config_commit = vx_strdup(a->opts->config_commit);
-	run.launched_by = vx_strdup(a->opts->launched_by);
-	run.has_value = 1;
 	run.value = d ? d->preferred_value : l ? l->preferred : 0;
-	return state_record_start_run(r, &run, err);
+	return applier_record_action(a, pa->address, KIND_NAME, d ? d->d.hash : NULL, &run, err);
 }
 
 static int send(struct applier *a, const struct plan_action *pa, int update, struct vx_err *err)

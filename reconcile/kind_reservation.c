@@ -401,40 +401,32 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 		      const struct live_reservation *l, int64_t count, struct vx_err *err)
 {
 	const struct stack_reservation *d = pa->kdecl;
-	struct state_record *r = state_find(a->state, pa->address);
+	struct state_record *r;
 	struct state_run run;
-	char *json;
+	int rc;
 
-	if (!r && state_add_record(a->state, pa->address, KIND_NAME, &r, err) < 0)
-		return err->code;
 	memset(&run, 0, sizeof(run));
-	if (d) {
-		r->protect = d->protect;
-		free(r->spec_hash);
-		r->spec_hash = vx_strdup(d->d.hash);
-		json = vx_asprintf("{\"zone\":\"%s\",\"machineType\":\"%s\",\"acceleratorType\":%s%s%s,"
-				   "\"acceleratorCount\":%" PRId64 ",\"count\":%" PRId64
-				   ",\"specificReservationRequired\":%s}", d->zone, d->machine_type,
-				   accel_type(d) ? "\"" : "", accel_type(d) ? accel_type(d) : "null",
-				   accel_type(d) ? "\"" : "", accel_count(d), d->count,
-				   d->specific_required ? "true" : "false");
-		free(r->spec_json);
-		r->spec_json = json;
-	}
 	run.resource = l ? vx_asprintf("projects/%s/zones/%s/reservations/%s", l->project ? l->project
 					: a->opts->project, l->zone, l->name) : NULL;
 	run.project = vx_strdup(l && l->project ? l->project : a->opts->project);
 	run.region = vx_strdup(l ? l->zone : d ? d->zone : pa->region);
 	run.action = vx_strdup(action);
-	run.spec_hash = vx_strdup(r->spec_hash);
-	run.attempt = 1;
 	run.state = vx_strdup(l && l->status ? l->status : "READY");
-	run.created_ms = vx_now_ms(a->ctx);
-	run.config_commit = vx_strdup(a->opts->config_commit);
-	run.launched_by = vx_strdup(a->opts->launched_by);
-	run.has_value = 1;
 	run.value = count;
-	return state_record_start_run(r, &run, err);
+	rc = applier_record_action(a, pa->address, KIND_NAME, d ? d->d.hash : NULL, &run, err);
+	if (rc < 0 || !d || !(r = state_find(a->state, pa->address)))
+		return rc;
+	/* What was declared, for the next plan's diff and for vx state show. The
+	 * loader allows only [a-z0-9-] in these strings: nothing to escape. */
+	r->protect = d->protect;
+	free(r->spec_json);
+	r->spec_json = vx_asprintf("{\"zone\":\"%s\",\"machineType\":\"%s\",\"acceleratorType\":%s%s%s,"
+				   "\"acceleratorCount\":%" PRId64 ",\"count\":%" PRId64
+				   ",\"specificReservationRequired\":%s}", d->zone, d->machine_type,
+				   accel_type(d) ? "\"" : "", accel_type(d) ? accel_type(d) : "null",
+				   accel_type(d) ? "\"" : "", accel_count(d), d->count,
+				   d->specific_required ? "true" : "false");
+	return r->spec_json ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 }
 
 static int list_one(struct applier *a, const char *project, const char *zone, const char *name,

@@ -21,6 +21,7 @@
 #include "providers/gcp/jwt.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/timefmt.h"
 #include "util/banned.h"
 
 #define SCOPE_CLOUD_PLATFORM "https://www.googleapis.com/auth/cloud-platform"
@@ -301,50 +302,6 @@ done:
 	return rc;
 }
 
-/* TODO(util/timefmt): the project's one RFC 3339 parser is coming in
- * util/timefmt; switch this to it once merged. */
-/* Seconds since the epoch of an RFC 3339 time ("2025-01-02T03:04:05.123Z",
- * or with a +hh:mm offset); -1 when it is not one. */
-static int64_t parse_rfc3339(const char *s)
-{
-	int y, mo, d, h, mi, sec, n = 0, oh = 0, om = 0;
-	struct tm tm;
-	const char *p;
-	time_t t;
-
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || !n)
-		return -1;
-	p = s + n;
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int sign = *p == '-' ? -1 : 1, m = 0;
-
-		if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || !m)
-			return -1;
-		oh *= sign;
-		om *= sign;
-		p += 1 + m;
-	} else {
-		return -1;
-	}
-	if (*p)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return -1;
-	return (int64_t)t - oh * 3600 - om * 60;
-}
 
 static int impersonate(struct gcp_auth *a, const char *sts_token, char **token, int64_t *expiry_ms,
 		       struct vx_err *err)
@@ -356,7 +313,7 @@ static int impersonate(struct gcp_auth *a, const char *sts_token, char **token, 
 	const char *headers[2];
 	cJSON *j = NULL;
 	const char *t, *exp;
-	int64_t secs;
+	int64_t ms = 0;
 	int rc;
 
 	*token = NULL;
@@ -396,9 +353,8 @@ static int impersonate(struct gcp_auth *a, const char *sts_token, char **token, 
 		goto done;
 	}
 	exp = gcp_auth_jstr(j, "expireTime");
-	secs = parse_rfc3339(exp);
-	if (secs > 0)
-		*expiry_ms = secs * 1000;
+	if (exp && vx_time_parse(&ms, exp, 0) == 0 && ms > 0)
+		*expiry_ms = ms;
 	*token = vx_strdup(t);
 	if (!*token)
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", gcp_auth_what(a));

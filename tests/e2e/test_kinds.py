@@ -6,6 +6,7 @@ and the state branch, not only vx's output.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -73,7 +74,8 @@ class Kinds(FakeTestCase):
 
     def plan_lines(self, *args, **kw):
         r = self.repo.plan(*args, **kw)
-        return r, [l for l in r.out.splitlines() if l.startswith("  ") and not l.startswith("    ")]
+        action = re.compile(r"^  \S+ +(job|reservation|quota)\.[^ ]+ [a-z]+$")
+        return r, [l for l in r.out.splitlines() if action.match(l)]
 
     def test_quota_then_reservation_then_job_in_one_apply(self):
         self.write({"q": quota_yaml(), "r": reservation_yaml(), "j": job_on("train", "pool")})
