@@ -1096,7 +1096,7 @@ static int entry_at(const git_commit *c, const char *path, git_oid *id, struct v
 struct history {
 	struct state_git *g;
 	struct state_history_entry *list;
-	size_t n, max;
+	size_t n, max, cap;
 };
 
 /*
@@ -1112,10 +1112,16 @@ static int history_add(struct history *h, const git_commit *c, const char *addre
 	size_t len;
 	int rc = 0;
 
-	grown = realloc(h->list, (h->n + 1) * sizeof(*grown));
-	if (!grown)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	h->list = grown;
+	if (h->n == h->cap) {
+		/* Doubling: one entry at a time made a long log quadratic in copies. */
+		size_t cap = h->cap ? 2 * h->cap : 64;
+
+		grown = realloc(h->list, cap * sizeof(*grown));
+		if (!grown)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		h->list = grown;
+		h->cap = cap;
+	}
 	e = &h->list[h->n++];
 	memset(e, 0, sizeof(*e));
 	oid_hex(git_commit_id(c), hex);
@@ -1154,29 +1160,20 @@ done:
 
 /*
  * Every record file of dir that differs between commit c and its parent p
- * (NULL: c is the first commit): added, changed or removed. Both trees are
- * sorted by name, so one merge pass finds them; an unchanged folder (the
- * same tree id) costs one comparison.
+ * (NULL: c is the first commit): added, changed or removed, from c's
+ * folder tc and p's tp (NULL: none). Both trees are sorted by name, so one
+ * merge pass finds them; an unchanged folder (the same tree id) costs one
+ * comparison.
  */
-static int history_dir(struct history *h, const git_commit *c, const git_commit *p,
-		       const char *dir, struct vx_err *err)
+static int history_dir(struct history *h, const git_commit *c, const git_tree *tc,
+		       const git_tree *tp, const char *dir, struct vx_err *err)
 {
-	git_tree *tc = NULL, *tp = NULL;
-	git_oid ic, ip;
 	size_t i = 0, j = 0, nc, np;
 	char *address = NULL, *path = NULL;
-	int rc;
+	int rc = 0;
 
-	memset(&ip, 0, sizeof(ip));
-	if ((rc = entry_at(c, dir, &ic, err)) < 0 || (p && (rc = entry_at(p, dir, &ip, err)) < 0))
+	if ((!tc && !tp) || (tc && tp && git_oid_equal(git_tree_id(tc), git_tree_id(tp))))
 		goto done;
-	if (git_oid_equal(&ic, &ip))
-		goto done;
-	if ((!git_oid_is_zero(&ic) && git_tree_lookup(&tc, h->g->repo, &ic) < 0) ||
-	    (!git_oid_is_zero(&ip) && git_tree_lookup(&tp, h->g->repo, &ip) < 0)) {
-		rc = gerr(err, VX_EIO, dir);
-		goto done;
-	}
 	nc = tc ? git_tree_entrycount(tc) : 0;
 	np = tp ? git_tree_entrycount(tp) : 0;
 	while (rc == 0 && (i < nc || j < np) && (h->max == 0 || h->n < h->max)) {
@@ -1213,23 +1210,38 @@ static int history_dir(struct history *h, const git_commit *c, const git_commit 
 done:
 	free(address);
 	free(path);
-	git_tree_free(tc);
-	git_tree_free(tp);
 	return rc;
+}
+
+/* The folder dir of commit c (NULL: c is NULL or has no such folder). */
+static int dir_tree(struct state_git *g, const git_commit *c, const char *dir, git_tree **out,
+		    struct vx_err *err)
+{
+	git_oid id;
+	int rc;
+
+	*out = NULL;
+	if (!c || (rc = entry_at(c, dir, &id, err)) < 0 || git_oid_is_zero(&id))
+		return c ? rc : 0;
+	if (git_tree_lookup(out, g->repo, &id) < 0)
+		return gerr(err, VX_EIO, dir);
+	return 0;
 }
 
 static int state_git_history(struct state_backend *b, const char *address, size_t max,
 		       struct state_history_entry **out, size_t *n, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
-	struct history h = { g, NULL, 0, max };
+	struct history h = { g, NULL, 0, max, 0 };
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
 	char *path = NULL;
 	const char *dir = NULL, *name;
-	git_oid tip, id, mine, before;
-	int exists, rc;
+	git_tree *prev_tree[3] = { NULL, NULL, NULL };
+	git_oid tip, id, mine, before, prev_parent;
+	int exists, rc, have_prev = 0;
 
+	memset(&before, 0, sizeof(before));
 	if ((address && (rc = state_address_split(address, &dir, &name, err)) < 0) ||
 	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
 	    !exists)
@@ -1244,24 +1256,51 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 		rc = gerr(err, VX_EIO, "walking the state branch");
 		goto done;
 	}
+	/*
+	 * The walk is mostly linear: a commit's parent is the next commit, so
+	 * what was read of the parent (its folders, the record's blob id) is
+	 * kept for it rather than read again: a folder of 10,000 records costs
+	 * a parse per commit, not two.
+	 */
 	while ((max == 0 || h.n < max) && git_revwalk_next(&id, walk) == 0) {
+		int carried = have_prev && git_oid_equal(&id, &prev_parent);
+
 		git_commit_free(c);
-		git_commit_free(p);
-		c = p = NULL;
-		if (git_commit_lookup(&c, g->repo, &id) < 0 ||
+		c = p;
+		if (!carried) {
+			git_commit_free(c);
+			c = NULL;
+		}
+		p = NULL;
+		if ((!c && git_commit_lookup(&c, g->repo, &id) < 0) ||
 		    (git_commit_parentcount(c) > 0 && git_commit_parent(&p, c, 0) < 0)) {
 			rc = gerr(err, VX_EIO, "reading a state commit");
 			goto done;
 		}
+		have_prev = p != NULL;
+		if (p)
+			git_oid_cpy(&prev_parent, git_commit_id(p));
 		if (!address) {
-			for (size_t d = 0; rc == 0 && d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++)
-				rc = history_dir(&h, c, p, kind_dirs[d], err);
-			if (rc < 0)
-				goto done;
+			for (size_t d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
+				git_tree *tc = carried ? prev_tree[d] : NULL, *tp = NULL;
+
+				prev_tree[d] = NULL;
+				if ((!carried && (rc = dir_tree(g, c, kind_dirs[d], &tc, err)) < 0) ||
+				    (rc = dir_tree(g, p, kind_dirs[d], &tp, err)) < 0 ||
+				    (rc = history_dir(&h, c, tc, tp, kind_dirs[d], err)) < 0) {
+					git_tree_free(tc);
+					git_tree_free(tp);
+					goto done;
+				}
+				git_tree_free(tc);
+				prev_tree[d] = tp;
+			}
 			continue;
 		}
+		if (carried)
+			git_oid_cpy(&mine, &before);
 		memset(&before, 0, sizeof(before));
-		if ((rc = entry_at(c, path, &mine, err)) < 0 ||
+		if ((!carried && (rc = entry_at(c, path, &mine, err)) < 0) ||
 		    (p && (rc = entry_at(p, path, &before, err)) < 0))
 			goto done;
 		if (!git_oid_equal(&mine, &before) &&
@@ -1277,6 +1316,8 @@ done:
 	*out = h.list;
 	*n = h.n;
 	free(path);
+	for (size_t d = 0; d < 3; d++)
+		git_tree_free(prev_tree[d]);
 	git_commit_free(p);
 	git_commit_free(c);
 	git_revwalk_free(walk);
