@@ -240,20 +240,53 @@ int stack_check_unique(struct loader *L, struct seen *seen, size_t *nseen, const
 			const struct ynode *doc)
 {
 	const struct ynode *at = ynode_get(doc, "name");
+	uint64_t h = 1469598103934665603u; /* FNV-1a */
+	struct seen_slot *s;
+	size_t i;
 
-	for (size_t i = 0; i < *nseen; i++) {
-		if (!strcmp(seen[i].name, name)) {
+	if (*nseen == 0)
+		memset(seen->slots, 0, seen->cap * sizeof(*seen->slots));
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211u;
+	for (i = (size_t)h & (seen->cap - 1); seen->slots[i].name; i = (i + 1) & (seen->cap - 1)) {
+		s = &seen->slots[i];
+		if (!strcmp(s->name, name)) {
 			stack_err(L, at, "name: duplicate: \"%s\" is already declared at %s:%u:%u", name,
-			     seen[i].file, seen[i].line, seen[i].col);
+			     s->file, s->line, s->col);
 			return 0;
 		}
 	}
-	seen[*nseen].name = name;
-	seen[*nseen].file = at->file;
-	seen[*nseen].line = at->line;
-	seen[*nseen].col = at->col;
+	s = &seen->slots[i];
+	s->name = name;
+	s->file = at->file;
+	s->line = at->line;
+	s->col = at->col;
 	(*nseen)++;
 	return 1;
+}
+
+/* A table for ndocs names (see struct seen), or NULL. */
+static struct seen *seen_new(size_t ndocs)
+{
+	struct seen *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	for (t->cap = 16; t->cap / 2 <= ndocs; t->cap *= 2)
+		;
+	t->slots = calloc(t->cap, sizeof(*t->slots));
+	if (!t->slots) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void seen_free(struct seen *t)
+{
+	if (t)
+		free(t->slots);
+	free(t);
 }
 
 int stack_decl_init(struct stack_decl *d, struct loader *L, const char *prefix, const char *name,
@@ -652,7 +685,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 
 	for (size_t i = 0; i < fs->ndocs; i++)
 		count[fs->docs[i].kind]++;
-	seen = calloc(fs->ndocs + 1, sizeof(*seen));
+	seen = seen_new(fs->ndocs);
 	st->jobs = calloc(count[KIND_JOB] + 1, sizeof(*st->jobs));
 	st->reservations = calloc(count[KIND_RESERVATION] + 1, sizeof(*st->reservations));
 	st->quotas = calloc(count[KIND_QUOTA] + 1, sizeof(*st->quotas));
@@ -738,7 +771,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 			goto done;
 	}
 done:
-	free(seen);
+	seen_free(seen);
 	free(sres);
 	return L->rc;
 }

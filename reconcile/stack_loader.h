@@ -31,10 +31,20 @@ enum { KIND_STACK, KIND_JOB, KIND_RESERVATION, KIND_QUOTA, KIND_COUNT };
 extern const char *const stack_on_change_names[3];
 extern const char *const stack_backend_names[3];
 
-struct seen {
-	const char *name;   /* borrowed from the YAML tree */
+/*
+ * The names declared so far in one name space: an open-addressing hash
+ * table (so checking N names is linear, not quadratic), emptied when a
+ * pass starts again with *nseen = 0 (stack_check_unique).
+ */
+struct seen_slot {
+	const char *name;   /* borrowed from the YAML tree; NULL: free slot */
 	const char *file;
 	unsigned line, col;
+};
+
+struct seen {
+	struct seen_slot *slots;
+	size_t cap;         /* a power of two, over twice the documents */
 };
 
 struct loader {

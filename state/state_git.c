@@ -310,30 +310,17 @@ done:
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* Reads the blob at path of tree; *found = 0 when absent. */
-static int read_blob(struct state_git *g, const git_tree *tree, const char *path,
-		     size_t max, char **out, size_t *len, int *found, struct vx_err *err)
+/* Reads blob id (named path in messages) into *out, NUL-terminated, at most max bytes. */
+static int read_blob_id(struct state_git *g, const git_oid *id, const char *path, size_t max,
+			char **out, size_t *len, struct vx_err *err)
 {
-	git_tree_entry *e = NULL;
 	git_blob *blob = NULL;
-	int rc = 0, grc;
+	int rc = 0;
 	size_t n;
 
 	*out = NULL;
 	*len = 0;
-	*found = 0;
-	grc = git_tree_entry_bypath(&e, tree, path);
-	if (grc == GIT_ENOTFOUND)
-		goto done;
-	if (grc < 0) {
-		rc = gerr(err, VX_EIO, path);
-		goto done;
-	}
-	if (git_tree_entry_type(e) != GIT_OBJECT_BLOB) {
-		rc = vx_err_set(err, VX_EINVAL, "%s: not a file", path);
-		goto done;
-	}
-	if (git_blob_lookup(&blob, g->repo, git_tree_entry_id(e)) < 0) {
+	if (git_blob_lookup(&blob, g->repo, id) < 0) {
 		rc = gerr(err, VX_EIO, path);
 		goto done;
 	}
@@ -350,9 +337,35 @@ static int read_blob(struct state_git *g, const git_tree *tree, const char *path
 	memcpy(*out, git_blob_rawcontent(blob), n);
 	(*out)[n] = '\0';
 	*len = n;
-	*found = 1;
 done:
 	git_blob_free(blob);
+	return rc;
+}
+
+/* Reads the blob at path of tree; *found = 0 when absent. */
+static int read_blob(struct state_git *g, const git_tree *tree, const char *path,
+		     size_t max, char **out, size_t *len, int *found, struct vx_err *err)
+{
+	git_tree_entry *e = NULL;
+	int rc = 0, grc;
+
+	*out = NULL;
+	*len = 0;
+	*found = 0;
+	grc = git_tree_entry_bypath(&e, tree, path);
+	if (grc == GIT_ENOTFOUND)
+		goto done;
+	if (grc < 0) {
+		rc = gerr(err, VX_EIO, path);
+		goto done;
+	}
+	if (git_tree_entry_type(e) != GIT_OBJECT_BLOB) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: not a file", path);
+		goto done;
+	}
+	rc = read_blob_id(g, git_tree_entry_id(e), path, max, out, len, err);
+	*found = rc == 0;
+done:
 	git_tree_entry_free(e);
 	return rc;
 }
@@ -416,7 +429,7 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 	git_tree_entry *e = NULL;
 	char *text = NULL, *path = NULL, *want = NULL;
 	size_t d, i, len, cnt, nname;
-	int rc = 0, found;
+	int rc = 0;
 
 	for (d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
 		struct state_record *grown;
@@ -442,7 +455,8 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 		}
 		st->records = grown;
 		for (i = 0; i < cnt; i++) {
-			const char *name = git_tree_entry_name(git_tree_entry_byindex(sub, i));
+			const git_tree_entry *ent = git_tree_entry_byindex(sub, i);
+			const char *name = git_tree_entry_name(ent);
 
 			nname = strlen(name);
 			if (nname < 6 || strcmp(name + nname - 5, ".json") != 0) {
@@ -460,7 +474,18 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 				goto done;
 			}
 			free(text);
-			rc = read_blob(g, tree, path, STATE_MAX_FILE, &text, &len, &found, err);
+			text = NULL;
+			/*
+			 * From the entry in hand: a lookup by path from the root would
+			 * read the whole folder's tree again for every record (libgit2
+			 * does not cache trees this large), which made loading quadratic.
+			 */
+			if (git_tree_entry_type(ent) != GIT_OBJECT_BLOB) {
+				rc = vx_err_set(err, VX_EINVAL, "%s: not a file", path);
+				goto done;
+			}
+			rc = read_blob_id(g, git_tree_entry_id(ent), path, STATE_MAX_FILE, &text, &len,
+					  err);
 			if (rc < 0)
 				goto done;
 			rc = state_record_from_json(&st->records[st->nrecords], text, len, err);
@@ -535,22 +560,115 @@ static int insert_blob(struct state_git *g, git_treebuilder *tb, const char *nam
 	return 0;
 }
 
-/* The whole tree: stack.json from hdr, one file per record of st. */
-static int build_tree(struct state_git *g, const struct state *hdr, const struct state *st,
-		      git_oid *out, struct vx_err *err)
+/*
+ * The folder kind_dirs[d] of the new tree: old (the parent commit's folder,
+ * or NULL) with every record of st in it, and nothing else. Only a record
+ * whose bytes differ from old's blob is written, and an unchanged folder
+ * keeps old's id, so a save costs the records that changed, not the whole
+ * state. The result is the tree a build from nothing gives (git trees are
+ * canonical), which test_incremental_write_is_a_full_write checks.
+ * *empty = 1 (and *out untouched) when the folder has no record.
+ */
+static int build_dir(struct state_git *g, const git_tree *old, const struct state *st, size_t d,
+		     git_oid *out, int *empty, struct vx_err *err)
 {
-	git_treebuilder *root = NULL, *sub[3] = { NULL, NULL, NULL };
-	char *text = NULL, *file = NULL;
-	size_t i, d;
-	int rc;
+	git_treebuilder *tb = NULL;
+	const char *prefix = address_prefix(kind_dirs[d]);
+	size_t nprefix = strlen(prefix), i, n;
+	char *text = NULL, *file = NULL, *address = NULL;
+	int rc = 0, changed = 0;
 
-	if (git_treebuilder_new(&root, g->repo, NULL) < 0) {
+	*empty = 0;
+	if (git_treebuilder_new(&tb, g->repo, old) < 0) {
 		rc = gerr(err, VX_EIO, "building the state tree");
 		goto done;
 	}
-	if ((rc = state_header_to_json(hdr, &text, err)) < 0 ||
-	    (rc = insert_blob(g, root, "stack.json", text, err)) < 0)
-		goto done;
+	/* What old holds and st does not: removed records, or anything not a record. */
+	n = old ? git_tree_entrycount(old) : 0;
+	for (i = 0; i < n; i++) {
+		const char *name = git_tree_entry_name(git_tree_entry_byindex(old, i));
+		size_t len = strlen(name);
+		int keep = 0;
+
+		if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
+			free(address);
+			address = vx_asprintf("%s.%.*s", prefix, (int)(len - 5), name);
+			if (!address) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				goto done;
+			}
+			keep = state_find(st, address) != NULL;
+		}
+		if (!keep) {
+			if (git_treebuilder_remove(tb, name) < 0) {
+				rc = gerr(err, VX_EIO, name);
+				goto done;
+			}
+			changed = 1;
+		}
+	}
+	for (i = 0; i < st->nrecords; i++) {
+		const struct state_record *r = &st->records[i];
+		const git_tree_entry *e;
+		git_oid id;
+		size_t tlen;
+
+		if (strncmp(r->address, prefix, nprefix) != 0 || r->address[nprefix] != '.')
+			continue;
+		free(text);
+		free(file);
+		text = NULL;
+		file = vx_asprintf("%s.json", r->address + nprefix + 1);
+		if (!file) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		if ((rc = state_record_to_json(r, &text, err)) < 0)
+			goto done;
+		tlen = strlen(text);
+		if (git_odb_hash(&id, text, tlen, GIT_OBJECT_BLOB) < 0) {
+			rc = gerr(err, VX_EIO, file);
+			goto done;
+		}
+		e = old ? git_tree_entry_byname(old, file) : NULL;
+		if (e && git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB &&
+		    git_oid_equal(git_tree_entry_id(e), &id))
+			continue;
+		if (git_blob_create_from_buffer(&id, g->repo, text, tlen) < 0 ||
+		    git_treebuilder_insert(NULL, tb, file, &id, GIT_FILEMODE_BLOB) < 0) {
+			rc = gerr(err, VX_EIO, file);
+			goto done;
+		}
+		changed = 1;
+	}
+	if (git_treebuilder_entrycount(tb) == 0)
+		*empty = 1;
+	else if (old && !changed)
+		git_oid_cpy(out, git_tree_id(old));
+	else if (git_treebuilder_write(out, tb) < 0)
+		rc = gerr(err, VX_EIO, kind_dirs[d]);
+done:
+	git_treebuilder_free(tb);
+	free(text);
+	free(file);
+	free(address);
+	return rc;
+}
+
+/*
+ * The whole tree: stack.json from hdr, one file per record of st, built
+ * on parent (the tip's tree, or NULL for a first write) by build_dir.
+ */
+static int build_tree(struct state_git *g, const git_tree *parent, const struct state *hdr,
+		      const struct state *st, git_oid *out, struct vx_err *err)
+{
+	git_treebuilder *root = NULL;
+	git_tree *old = NULL;
+	char *text = NULL;
+	size_t i, d;
+	int rc;
+
+	/* Every record must belong to a folder: the same check the full build made. */
 	for (i = 0; i < st->nrecords; i++) {
 		const char *dir = NULL, *name = NULL;
 
@@ -563,29 +681,29 @@ static int build_tree(struct state_git *g, const struct state *hdr, const struct
 					st->records[i].address);
 			goto done;
 		}
-		if (!sub[d] && git_treebuilder_new(&sub[d], g->repo, NULL) < 0) {
-			rc = gerr(err, VX_EIO, "building the state tree");
-			goto done;
-		}
-		free(text);
-		free(file);
-		text = NULL;
-		file = vx_asprintf("%s.json", name);
-		if (!file) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto done;
-		}
-		if ((rc = state_record_to_json(&st->records[i], &text, err)) < 0 ||
-		    (rc = insert_blob(g, sub[d], file, text, err)) < 0)
-			goto done;
 	}
+	if (git_treebuilder_new(&root, g->repo, NULL) < 0) {
+		rc = gerr(err, VX_EIO, "building the state tree");
+		goto done;
+	}
+	if ((rc = state_header_to_json(hdr, &text, err)) < 0 ||
+	    (rc = insert_blob(g, root, "stack.json", text, err)) < 0)
+		goto done;
 	for (d = 0; d < 3; d++) {
+		const git_tree_entry *e = parent ? git_tree_entry_byname(parent, kind_dirs[d]) : NULL;
 		git_oid id;
+		int empty;
 
-		if (!sub[d])
-			continue;
-		if (git_treebuilder_write(&id, sub[d]) < 0 ||
-		    git_treebuilder_insert(NULL, root, kind_dirs[d], &id, GIT_FILEMODE_TREE) < 0) {
+		git_tree_free(old);
+		old = NULL;
+		if (e && git_tree_entry_type(e) == GIT_OBJECT_TREE &&
+		    git_tree_lookup(&old, g->repo, git_tree_entry_id(e)) < 0) {
+			rc = gerr(err, VX_EIO, kind_dirs[d]);
+			goto done;
+		}
+		if ((rc = build_dir(g, old, st, d, &id, &empty, err)) < 0)
+			goto done;
+		if (!empty && git_treebuilder_insert(NULL, root, kind_dirs[d], &id, GIT_FILEMODE_TREE) < 0) {
 			rc = gerr(err, VX_EIO, kind_dirs[d]);
 			goto done;
 		}
@@ -593,11 +711,9 @@ static int build_tree(struct state_git *g, const struct state *hdr, const struct
 	if (git_treebuilder_write(out, root) < 0)
 		rc = gerr(err, VX_EIO, "writing the state tree");
 done:
-	for (d = 0; d < 3; d++)
-		git_treebuilder_free(sub[d]);
+	git_tree_free(old);
 	git_treebuilder_free(root);
 	free(text);
-	free(file);
 	return rc;
 }
 
@@ -861,7 +977,7 @@ static int state_git_write(struct state_backend *b, struct state *st, const char
 	hdr = *st;
 	hdr.serial = st->serial + 1;
 	hdr.lock = exists ? cur.lock : NULL;
-	if ((rc = build_tree(g, &hdr, st, &tree_id, err)) < 0)
+	if ((rc = build_tree(g, tree, &hdr, st, &tree_id, err)) < 0)
 		goto done;
 	rc = commit_message(g, exists ? &tip : NULL, &tree_id, message, hdr.serial, err);
 	if (rc == 0)
@@ -980,7 +1096,7 @@ static int entry_at(const git_commit *c, const char *path, git_oid *id, struct v
 struct history {
 	struct state_git *g;
 	struct state_history_entry *list;
-	size_t n, max;
+	size_t n, max, cap;
 };
 
 /*
@@ -996,10 +1112,16 @@ static int history_add(struct history *h, const git_commit *c, const char *addre
 	size_t len;
 	int rc = 0;
 
-	grown = realloc(h->list, (h->n + 1) * sizeof(*grown));
-	if (!grown)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	h->list = grown;
+	if (h->n == h->cap) {
+		/* Doubling: one entry at a time made a long log quadratic in copies. */
+		size_t cap = h->cap ? 2 * h->cap : 64;
+
+		grown = realloc(h->list, cap * sizeof(*grown));
+		if (!grown)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		h->list = grown;
+		h->cap = cap;
+	}
 	e = &h->list[h->n++];
 	memset(e, 0, sizeof(*e));
 	oid_hex(git_commit_id(c), hex);
@@ -1038,29 +1160,20 @@ done:
 
 /*
  * Every record file of dir that differs between commit c and its parent p
- * (NULL: c is the first commit): added, changed or removed. Both trees are
- * sorted by name, so one merge pass finds them; an unchanged folder (the
- * same tree id) costs one comparison.
+ * (NULL: c is the first commit): added, changed or removed, from c's
+ * folder tc and p's tp (NULL: none). Both trees are sorted by name, so one
+ * merge pass finds them; an unchanged folder (the same tree id) costs one
+ * comparison.
  */
-static int history_dir(struct history *h, const git_commit *c, const git_commit *p,
-		       const char *dir, struct vx_err *err)
+static int history_dir(struct history *h, const git_commit *c, const git_tree *tc,
+		       const git_tree *tp, const char *dir, struct vx_err *err)
 {
-	git_tree *tc = NULL, *tp = NULL;
-	git_oid ic, ip;
 	size_t i = 0, j = 0, nc, np;
 	char *address = NULL, *path = NULL;
-	int rc;
+	int rc = 0;
 
-	memset(&ip, 0, sizeof(ip));
-	if ((rc = entry_at(c, dir, &ic, err)) < 0 || (p && (rc = entry_at(p, dir, &ip, err)) < 0))
+	if ((!tc && !tp) || (tc && tp && git_oid_equal(git_tree_id(tc), git_tree_id(tp))))
 		goto done;
-	if (git_oid_equal(&ic, &ip))
-		goto done;
-	if ((!git_oid_is_zero(&ic) && git_tree_lookup(&tc, h->g->repo, &ic) < 0) ||
-	    (!git_oid_is_zero(&ip) && git_tree_lookup(&tp, h->g->repo, &ip) < 0)) {
-		rc = gerr(err, VX_EIO, dir);
-		goto done;
-	}
 	nc = tc ? git_tree_entrycount(tc) : 0;
 	np = tp ? git_tree_entrycount(tp) : 0;
 	while (rc == 0 && (i < nc || j < np) && (h->max == 0 || h->n < h->max)) {
@@ -1097,23 +1210,38 @@ static int history_dir(struct history *h, const git_commit *c, const git_commit 
 done:
 	free(address);
 	free(path);
-	git_tree_free(tc);
-	git_tree_free(tp);
 	return rc;
+}
+
+/* The folder dir of commit c (NULL: c is NULL or has no such folder). */
+static int dir_tree(struct state_git *g, const git_commit *c, const char *dir, git_tree **out,
+		    struct vx_err *err)
+{
+	git_oid id;
+	int rc;
+
+	*out = NULL;
+	if (!c || (rc = entry_at(c, dir, &id, err)) < 0 || git_oid_is_zero(&id))
+		return c ? rc : 0;
+	if (git_tree_lookup(out, g->repo, &id) < 0)
+		return gerr(err, VX_EIO, dir);
+	return 0;
 }
 
 static int state_git_history(struct state_backend *b, const char *address, size_t max,
 		       struct state_history_entry **out, size_t *n, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
-	struct history h = { g, NULL, 0, max };
+	struct history h = { g, NULL, 0, max, 0 };
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
 	char *path = NULL;
 	const char *dir = NULL, *name;
-	git_oid tip, id, mine, before;
-	int exists, rc;
+	git_tree *prev_tree[3] = { NULL, NULL, NULL };
+	git_oid tip, id, mine, before, prev_parent;
+	int exists, rc, have_prev = 0;
 
+	memset(&before, 0, sizeof(before));
 	if ((address && (rc = state_address_split(address, &dir, &name, err)) < 0) ||
 	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
 	    !exists)
@@ -1128,24 +1256,51 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 		rc = gerr(err, VX_EIO, "walking the state branch");
 		goto done;
 	}
+	/*
+	 * The walk is mostly linear: a commit's parent is the next commit, so
+	 * what was read of the parent (its folders, the record's blob id) is
+	 * kept for it rather than read again: a folder of 10,000 records costs
+	 * a parse per commit, not two.
+	 */
 	while ((max == 0 || h.n < max) && git_revwalk_next(&id, walk) == 0) {
+		int carried = have_prev && git_oid_equal(&id, &prev_parent);
+
 		git_commit_free(c);
-		git_commit_free(p);
-		c = p = NULL;
-		if (git_commit_lookup(&c, g->repo, &id) < 0 ||
+		c = p;
+		if (!carried) {
+			git_commit_free(c);
+			c = NULL;
+		}
+		p = NULL;
+		if ((!c && git_commit_lookup(&c, g->repo, &id) < 0) ||
 		    (git_commit_parentcount(c) > 0 && git_commit_parent(&p, c, 0) < 0)) {
 			rc = gerr(err, VX_EIO, "reading a state commit");
 			goto done;
 		}
+		have_prev = p != NULL;
+		if (p)
+			git_oid_cpy(&prev_parent, git_commit_id(p));
 		if (!address) {
-			for (size_t d = 0; rc == 0 && d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++)
-				rc = history_dir(&h, c, p, kind_dirs[d], err);
-			if (rc < 0)
-				goto done;
+			for (size_t d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
+				git_tree *tc = carried ? prev_tree[d] : NULL, *tp = NULL;
+
+				prev_tree[d] = NULL;
+				if ((!carried && (rc = dir_tree(g, c, kind_dirs[d], &tc, err)) < 0) ||
+				    (rc = dir_tree(g, p, kind_dirs[d], &tp, err)) < 0 ||
+				    (rc = history_dir(&h, c, tc, tp, kind_dirs[d], err)) < 0) {
+					git_tree_free(tc);
+					git_tree_free(tp);
+					goto done;
+				}
+				git_tree_free(tc);
+				prev_tree[d] = tp;
+			}
 			continue;
 		}
+		if (carried)
+			git_oid_cpy(&mine, &before);
 		memset(&before, 0, sizeof(before));
-		if ((rc = entry_at(c, path, &mine, err)) < 0 ||
+		if ((!carried && (rc = entry_at(c, path, &mine, err)) < 0) ||
 		    (p && (rc = entry_at(p, path, &before, err)) < 0))
 			goto done;
 		if (!git_oid_equal(&mine, &before) &&
@@ -1161,6 +1316,8 @@ done:
 	*out = h.list;
 	*n = h.n;
 	free(path);
+	for (size_t d = 0; d < 3; d++)
+		git_tree_free(prev_tree[d]);
 	git_commit_free(p);
 	git_commit_free(c);
 	git_revwalk_free(walk);

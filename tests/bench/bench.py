@@ -1,72 +1,262 @@
-"""make bench: vxplan over 100, 1,000 and 10,000 jobs against the fake with injected latency.
+"""make bench: what users meet at scale, against the fake with injected latency.
 
-For each size, N jobs are declared and N live jobs carrying the stack's
-labels exist in the fake. With L ms of latency on every request, the floor is
-the number of round trips a plan must make (one token exchange plus one list
-call per page of 1,000 jobs) times L. The benchmark prints the wall time of
-vxplan, that floor, and their ratio; a ratio near 1 means vx's own work (YAML,
-schema checks, hashing, planning) is small next to the network.
+For each size N (VX_BENCH_SIZES, default 1000,10000) and each number of
+regions R (VX_BENCH_REGIONS, default 1,3), N jobs are declared, spread evenly
+over R regions, and N live jobs carrying the stack's labels exist in the fake.
+Then, with L ms of latency on every request (VX_BENCH_LATENCY_MS, default 50):
+
+  plan, empty state   vxplan with no state yet (every job is adopted)
+  plan, state full    vxplan after an apply: N records in the state, none
+                      changed (the plan must say so: exit 0 with
+                      -detailed-exitcode). The state is written directly
+                      (git fast-import) in the form an apply leaves it,
+                      because applying N jobs through the fake would take
+                      longer than the whole benchmark.
+  one GET per job     the Terraform way of refreshing: one GET per job at
+                      parallelism 10, by a small client here (the anchor);
+                      skipped above VX_BENCH_GET_MAX jobs (default 10000);
+                      measured once per size (with the first region count)
+
+The floor is the round trips a plan cannot avoid: one token exchange plus one
+list call per page of 1,000 jobs in the largest region (regions can be read
+side by side), times L. Ratios are to that floor; "x GET" is how many times
+faster than one GET per job the full-state plan is.
+
+Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
+CPU time (user + system) and peak RSS from /usr/bin/time -v.
 """
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from harness import Fake, Repo, job_yaml, PROJECT, REGION  # noqa: E402
+from harness import Fake, Repo, job_yaml, PROJECT, VX_BIN  # noqa: E402
+
+
+def ints(name, default):
+    return [int(s) for s in os.environ.get(name, default).split(",") if s.strip()]
+
 
 LATENCY_MS = int(os.environ.get("VX_BENCH_LATENCY_MS", "50"))
-SIZES = [int(s) for s in os.environ.get("VX_BENCH_SIZES", "100,1000,10000").split(",")]
+SIZES = ints("VX_BENCH_SIZES", "1000,10000")
+REGION_COUNTS = ints("VX_BENCH_REGIONS", "1,3")
+VALIDATE_SIZES = ints("VX_BENCH_VALIDATE_SIZES", "1000,10000,40000")
+GET_MAX = int(os.environ.get("VX_BENCH_GET_MAX", "10000"))
+REGIONS = ["us-central1", "us-east4", "europe-west4"]
 PAGE = 1000
+TOKEN = "bench-token"
 
 
-def seed(fake, n):
-    """Creates n live jobs labelled for the stack through the real API."""
-    fake.post("/_fake/rate-limits", {"enabled": False})
-    fake.post("/_fake/tokens", {"token": "bench-token"})
-    spec = {"workerPoolSpecs": [{"machineSpec": {"machineType": "g2-standard-4",
-                                                 "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1},
-                                 "replicaCount": "1",
-                                 "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:1"}}]}
-    fake.post("/_fake/capacity", {"region": REGION, "accelerator_type": "NVIDIA_L4", "gpus": None})
-    fake.post("/_fake/quota", {"region": REGION, "accelerator_type": "NVIDIA_L4", "limit": 10 * n + 100})
-    url = "%s/v1/projects/%s/locations/%s/customJobs" % (fake.url, PROJECT, REGION)
+def name(i):
+    return "j%05d" % i
+
+
+def region_of(i, nregions):
+    return REGIONS[i % nregions]
+
+
+PER_FILE = 4000  # jobs per YAML file: a file may not exceed 8 MiB
+
+
+def write_jobs(d, decls):
+    """Writes decls (name -> YAML) into d as jobs-NN.yaml files of PER_FILE jobs."""
+    names = sorted(decls)
+    for k in range(0, len(names), PER_FILE):
+        with open(os.path.join(d, "jobs-%02d.yaml" % (k // PER_FILE)), "w") as f:
+            f.write("".join(decls[x] for x in names[k:k + PER_FILE]))
+
+
+def declarations(n, nregions):
+    """The jobs' YAML, each in its region (the Stack's own region for the first)."""
+    out = {}
     for i in range(n):
-        body = {"displayName": "j%05d" % i, "jobSpec": spec,
-                "labels": {"vx-stack": "e2e", "vx-job": "j%05d" % i}}
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": "Bearer bench-token"})
-        urllib.request.urlopen(req, timeout=30).read()
+        y = job_yaml(name(i))
+        if nregions > 1:
+            y += "region: %s\n" % region_of(i, nregions)
+        out[name(i)] = y
+    return out
+
+
+def record_spec(n):
+    """The redacted spec a record holds for job_yaml(n) (as vx stores it)."""
+    return {"baseOutputDirectory": {"outputUriPrefix": "gs://e2e-bucket/%s" % n},
+            "workerPoolSpecs": [{"containerSpec": {"args": ["--epochs", "3"],
+                                                   "imageUri": "us-docker.pkg.dev/p/r/trainer:1.0"},
+                                 "machineSpec": {"acceleratorCount": 1, "acceleratorType": "NVIDIA_L4",
+                                                 "machineType": "g2-standard-4"},
+                                 "replicaCount": "1"}]}
+
+
+def labels(n, spec_hash, lineage):
+    return {"team": "e2e", "vx-attempt": "1", "vx-job": n, "vx-lineage": lineage.replace("-", "")[:12],
+            "vx-run": "1", "vx-spec": spec_hash[:12], "vx-stack": "e2e"}
+
+
+def request(url, body=None, method="GET"):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": "Bearer " + TOKEN})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read() or b"{}")
+
+
+def seed(fake, n, nregions, hashes, lineage):
+    """Creates the n live jobs through the real API, as the apply would have."""
+    fake.post("/_fake/rate-limits", {"enabled": False})
+    fake.post("/_fake/tokens", {"token": TOKEN})
+    for r in REGIONS[:nregions]:
+        fake.post("/_fake/capacity", {"region": r, "accelerator_type": "NVIDIA_L4", "gpus": None})
+        fake.post("/_fake/quota", {"region": r, "accelerator_type": "NVIDIA_L4", "limit": 10 * n + 100})
+
+    def create(i):
+        n_ = name(i)
+        spec = record_spec(n_)
+        spec["scheduling"] = {"strategy": "STANDARD"}
+        url = "%s/v1/projects/%s/locations/%s/customJobs" % (fake.url, PROJECT, region_of(i, nregions))
+        body = {"displayName": n_, "jobSpec": spec, "labels": labels(n_, hashes[n_], lineage)}
+        return request(url, body, "POST")["name"]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        return list(pool.map(create, range(n)))
+
+
+def spec_hashes(repo):
+    """Each job's spec hash, from a plan without refresh (no state, no network)."""
+    r = repo.plan("-format", "json", "-refresh=false", timeout=1800)
+    if r.code != 0:
+        raise RuntimeError("plan -format json failed: %r" % r)
+    return {a["address"][len("job."):]: a["after"]["spec_hash"] for a in json.loads(r.out)["actions"]}
+
+
+def write_state(repo, n, nregions, hashes, resources, lineage):
+    """The state an apply of every job leaves, written with git fast-import."""
+    stack = {"version": 1, "stack": "e2e", "serial": 1, "lineage": lineage, "salt": "ab" * 32,
+             "lock": None, "journal": []}
+    commit = repo.git("rev-parse", "HEAD").strip()
+    blobs = [("stack.json", json.dumps(stack, indent="\t"))]
+    for i in range(n):
+        n_ = name(i)
+        h = hashes[n_]
+        rec = {"version": 1, "address": "job." + n_, "kind": "CustomJob", "specHash": h,
+               "spec": record_spec(n_), "run": 1, "attempts": 1, "protect": False,
+               "current": {"resource": resources[i], "project": PROJECT,
+                           "region": region_of(i, nregions), "action": "create", "specHash": h,
+                           "run": 1, "attempt": 1, "labels": labels(n_, h, lineage),
+                           "state": "JOB_STATE_QUEUED", "failure": None, "errorCode": 0,
+                           "errorMessage": None, "cancelledByVx": False,
+                           "createdAt": "2026-01-01T00:00:00Z", "endedAt": None,
+                           "configCommit": commit, "configDirty": False, "declHash": None,
+                           "launchedBy": "bench@host"},
+               "history": []}
+        blobs.append(("jobs/%s.json" % n_, json.dumps(rec, indent="\t")))
+    msg = "bench: state of %d applied jobs\n\nVx-Serial: 1\n" % n
+    parts = ["commit refs/heads/vx/state/e2e\n",
+             "committer vx <vx@localhost> 1767225600 +0000\n",
+             "data %d\n%s\n" % (len(msg.encode()), msg)]
+    for path, text in blobs:
+        data = text.encode()
+        parts.append("M 100644 inline %s\ndata %d\n" % (path, len(data)))
+        parts.append(data.decode() + "\n")
+    stream = "".join(parts).encode()
+    subprocess.run(["git", "-C", repo.root, "fast-import", "--quiet"], input=stream, check=True)
+
+
+def one_get_per_job(fake, resources, parallel=10):
+    """The Terraform way: GET every job by name, parallel requests in flight."""
+    def get(res):
+        request("%s/v1/%s" % (fake.url, res))
+
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+        list(pool.map(get, resources))
+    return time.time() - t0
+
+
+def timed_plan(repo, want_code):
+    t0 = time.time()
+    r = repo.plan("-detailed-exitcode", timeout=3600)
+    wall = time.time() - t0
+    if r.code != want_code:
+        raise RuntimeError("plan exited %d, expected %d: %r" % (r.code, want_code, r))
+    return wall
+
+
+def bench_plan(n, nregions, anchor):
+    tmp = tempfile.mkdtemp(prefix="vx-bench-")
+    fake = Fake(tmp)
+    try:
+        repo = Repo(tmp, fake)
+        repo.write({})
+        write_jobs(repo.dir, declarations(n, nregions))
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", "jobs")
+        hashes = spec_hashes(repo)
+        lineage = str(uuid.UUID(int=0x5eed0000000000000000000000000000 + n * 10 + nregions, version=4))
+        resources = seed(fake, n, nregions, hashes, lineage)
+        fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
+        empty = timed_plan(repo, 2)
+        write_state(repo, n, nregions, hashes, resources, lineage)
+        fake.post("/_fake/requests/reset", {})
+        full = timed_plan(repo, 0)
+        calls = fake.requests()["total"]
+        gets = one_get_per_job(fake, resources) if anchor and n <= GET_MAX else None
+        per_region = -(-n // nregions)
+        floor = (1 + max(1, -(-per_region // PAGE))) * LATENCY_MS / 1000.0
+        return empty, full, floor, calls, gets
+    finally:
+        fake.close()
+
+
+def bench_validate(n):
+    tmp = tempfile.mkdtemp(prefix="vx-bench-validate-")
+    d = os.path.join(tmp, "stack")
+    os.makedirs(d)
+    with open(os.path.join(d, "stack.yaml"), "w") as f:
+        f.write("kind: Stack\nname: e2e\nproject: %s\nregion: us-central1\n" % PROJECT)
+    write_jobs(d, {name(i): job_yaml(name(i)) for i in range(n)})
+    cp = subprocess.run(["/usr/bin/time", "-v", VX_BIN, "validate", d], capture_output=True, text=True,
+                        env=dict(os.environ, NO_COLOR="1"))
+    if cp.returncode != 0:
+        raise RuntimeError("validate of %d jobs failed:\n%s" % (n, cp.stderr[-2000:]))
+    got = {}
+    for line in cp.stderr.splitlines():
+        k, _, v = line.strip().rpartition(": ")
+        got[k] = v
+    cpu = float(got["User time (seconds)"]) + float(got["System time (seconds)"])
+    return cpu, int(got["Maximum resident set size (kbytes)"]) / 1024.0
 
 
 def main():
-    print("vxplan wall time against the fake, %d ms latency per request" % LATENCY_MS)
-    print("%8s %10s %10s %8s %8s" % ("jobs", "plan (s)", "floor (s)", "ratio", "calls"))
+    print("vxplan against the fake, %d ms latency per request (%d CPUs)" % (LATENCY_MS, os.cpu_count()))
+    print("%7s %4s %9s %6s %9s %6s %9s %8s %7s %6s" % (
+        "jobs", "regs", "empty(s)", "ratio", "full(s)", "ratio", "GET(s)", "x GET", "floor", "calls"))
+    sys.stdout.flush()
     for n in SIZES:
-        tmp = tempfile.mkdtemp(prefix="vx-bench-")
-        fake = Fake(tmp)
-        try:
-            repo = Repo(tmp, fake)
-            repo.write({"j%05d" % i: job_yaml("j%05d" % i) for i in range(n)})
-            seed(fake, n)
-            fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
-            fake.post("/_fake/requests/reset", {})
-            t0 = time.time()
-            r = repo.plan(timeout=1800)
-            wall = time.time() - t0
-            if r.code != 0:
-                print(r)
-                sys.exit(1)
-            calls = fake.requests()["total"]
-            pages = max(1, -(-n // PAGE))
-            floor = (1 + pages) * LATENCY_MS / 1000.0
-            print("%8d %10.2f %10.2f %8.2f %8d" % (n, wall, floor, wall / floor, calls))
-        finally:
-            fake.close()
+        gets = None
+        for nr in REGION_COUNTS:
+            # One GET per job does not depend on the regions: measured once per size.
+            empty, full, floor, calls, got = bench_plan(n, nr, gets is None)
+            gets = got if got is not None else gets
+            print("%7d %4d %9.2f %6.2f %9.2f %6.2f %9s %8s %7.2f %6d" % (
+                n, nr, empty, empty / floor, full, full / floor,
+                "%.2f" % gets if gets is not None else "-",
+                "%.1f" % (gets / full) if gets is not None else "-", floor, calls))
+            sys.stdout.flush()
+    print()
+    print("vx validate")
+    print("%7s %9s %12s" % ("jobs", "CPU (s)", "peak RSS MB"))
+    for n in VALIDATE_SIZES:
+        cpu, rss = bench_validate(n)
+        print("%7d %9.2f %12.1f" % (n, cpu, rss))
+        sys.stdout.flush()
     return 0
 
 

@@ -494,11 +494,93 @@ static void test_open_errors(void **state)
 	vx_err_release(&err);
 }
 
+/* The tree id at the tip of the state branch of the repository at repo_dir. */
+static void tip_tree_id(const char *repo_dir, git_oid *out)
+{
+	git_repository *repo = NULL;
+	git_commit *c = NULL;
+	git_oid tip;
+
+	assert_int_equal(git_repository_open(&repo, repo_dir), 0);
+	assert_int_equal(git_reference_name_to_id(&tip, repo, "refs/heads/vx/state/research"), 0);
+	assert_int_equal(git_commit_lookup(&c, repo, &tip), 0);
+	git_oid_cpy(out, git_commit_tree_id(c));
+	git_commit_free(c);
+	git_repository_free(repo);
+}
+
+/*
+ * A save on top of a parent writes only what changed (build_dir); the tree
+ * it makes must be the one a write from nothing makes, byte for byte:
+ * records changed, added, unchanged and removed, and a folder emptied.
+ */
+static void test_incremental_write_is_a_full_write(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL), *b2;
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct state_record *recs, *r = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	char other[160], otherstack[200], *a = NULL, *c = NULL;
+	git_oid t1, t2;
+	size_t n;
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	put_job(&st, "a-b", "projects/p/locations/us-central1/customJobs/2");
+	put_job(&st, "c", "projects/p/locations/us-central1/customJobs/3");
+	put_job(&st, "d", "projects/p/locations/us-central1/customJobs/4");
+	assert_int_equal(state_add_record(&st, "reservation.r1", "Reservation", &r, &err), 0);
+	assert_int_equal(state_write(b, &st, "first", &err), 0);
+	/* Changed, removed, added, unchanged; the reservations folder emptied. */
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/5");
+	assert_int_equal(state_remove_record(&st, "job.c"), 0);
+	assert_int_equal(state_remove_record(&st, "reservation.r1"), 0);
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/6");
+	assert_int_equal(state_write(b, &st, "second", &err), 0);
+	assert_int_equal(st.serial, 2);
+	tip_tree_id(f->repo, &t1);
+
+	/* The same state written from nothing in another repository: an empty
+	 * state first (so the serials match), then every record at once. */
+	snprintf(other, sizeof(other), "%s/other", f->dir);
+	snprintf(otherstack, sizeof(otherstack), "%s/stack", other);
+	staterepo_make_repo(other, otherstack);
+	b2 = staterepo_open_git(f, other, NULL);
+	recs = st.records;
+	n = st.nrecords;
+	st.records = NULL;
+	st.nrecords = 0;
+	st.serial = 0;
+	assert_int_equal(state_write(b2, &st, "empty", &err), 0);
+	st.records = recs;
+	st.nrecords = n;
+	assert_int_equal(state_write(b2, &st, "all at once", &err), 0);
+	assert_int_equal(st.serial, 2);
+	tip_tree_id(other, &t2);
+	assert_true(git_oid_equal(&t1, &t2));
+
+	/* And it loads back as written. */
+	assert_int_equal(state_load(b, &back, &err), 0);
+	assert_int_equal(back.nrecords, 4);
+	assert_int_equal(state_to_json(&st, &a, &err), 0);
+	assert_int_equal(state_to_json(&back, &c, &err), 0);
+	assert_string_equal(a, c);
+	free(a);
+	free(c);
+	state_release(&st);
+	state_release(&back);
+	state_backend_free(b);
+	state_backend_free(b2);
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_load_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cas_conflict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_incremental_write_is_a_full_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_history_three_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
