@@ -5,6 +5,7 @@ rows, misfit warnings and cost lines are compared exactly, and the calls vx
 made are counted (/_fake/requests): one quotaInfos list per service.
 """
 import json
+import os
 
 from harness import REGION, FakeTestCase, job_yaml
 
@@ -129,3 +130,70 @@ class Capacity(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(section(r.out, "Quota")[3], "    H100 80GB    preemptible                   0      8  "
                          "16 granted, 32 requested, pending 8")
+
+
+PRICES = ('{"source": "our contract", "date": "2025-07-01", "currency": "EUR", "regions": {"*": '
+          '{"machines": {"a3-highgpu-8g": {"on_demand": 20, "flex_start": 10}}}}}')
+
+
+class StackSettings(FakeTestCase):
+    """The Stack's failOn: [quota] and prices: (docs/format.md, docs/prices.md)."""
+
+    def test_stack_fail_on_quota_exits_1(self):
+        self.fake.post("/_fake/quota", {"region": REGION, "accelerator_type": "NVIDIA_H100_80GB",
+                                        "preemptible": True, "limit": 16})
+        self.repo.write({n: h100(n) for n in ("a", "b", "c")}, extra_stack="failOn: [quota]\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(section(r.out, "Errors"), [
+            "Errors (the plan cannot be applied):",
+            "  job.c: does not fit: needs 8 preemptible H100 80GB in us-central1, limit 16, "
+            "16 in use or started before it: 0 free (failOn: [quota])",
+        ])
+        a = self.repo.apply()
+        self.assertEqual(a.code, 1, a)
+        self.assertEqual(self.fake.jobs(), [])
+
+    def test_stack_fail_on_unknown_word(self):
+        self.repo.write({"a": h100("a")}, extra_stack="failOn: [quotas]\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        d = self.repo.dir
+        self.assertEqual(r.err, '%s/stack.yaml:6:10: Stack "%s": failOn[0]: unknown value "quotas" '
+                         '(did you mean "quota"?)\nvx: %s: the stack has 1 error\n' % (d, self.repo.stack, d))
+
+    def test_stack_prices_file(self):
+        with open(os.path.join(self.repo.dir, "prices.json"), "w") as f:
+            f.write(PRICES)
+        self.repo.write({"a": h100("a")}, extra_stack="prices: prices.json\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Cost"), [
+            "Cost (EUR list prices as of 2025-07-01; docs/prices.md):",
+            "  starts     job.a: 10.00 EUR/h, at most 1,680.00 EUR",
+        ])
+        self.assertEqual(r.out.splitlines()[-1],
+                         "Cost: + 10.00 EUR/h while running, at most 1,680 EUR for this apply.")
+        # VX_PRICES beats the Stack's prices: (docs/prices.md)
+        other = os.path.join(self.repo.root, "other.json")
+        with open(other, "w") as f:
+            f.write(PRICES.replace('"flex_start": 10', '"flex_start": 12'))
+        r = self.repo.plan(env={"VX_PRICES": other})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.splitlines()[-1],
+                         "Cost: + 12.00 EUR/h while running, at most 2,016 EUR for this apply.")
+
+    def test_stack_prices_bad_file_names_its_path(self):
+        path = os.path.join(self.repo.dir, "prices.json")
+        with open(path, "w") as f:
+            f.write('{"regions": {"*": {"machines": {"a3-highgpu-8g": {"on_demand": -1}}}}}')
+        self.repo.write({"a": h100("a")}, extra_stack="prices: prices.json\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: stack.%s: prices: %s: regions.*.machines.a3-highgpu-8g.on_demand must be "
+                         "a number >= 0\n" % (self.repo.stack, path))
+        self.repo.write({"a": h100("a")}, extra_stack="prices: nowhere.json\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: stack.%s: prices: %s/nowhere.json: No such file or directory\n"
+                         % (self.repo.stack, self.repo.dir))
