@@ -6,8 +6,10 @@ made are counted (/_fake/requests): one quotaInfos list per service.
 """
 import json
 import os
+import subprocess
+import unittest
 
-from harness import REGION, FakeTestCase, job_yaml
+from harness import REGION, VX_BIN, FakeTestCase, job_yaml
 
 ZONE = REGION + "-a"
 
@@ -197,3 +199,18 @@ class StackSettings(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(r.err, "vx: stack.%s: prices: %s/nowhere.json: No such file or directory\n"
                          % (self.repo.stack, self.repo.dir))
+
+
+class Help(unittest.TestCase):
+
+    def test_plan_and_apply_help_name_fail_on_quota(self):
+        want = ["  -fail-on=quota       a job that would not fit its GPU quota or reservation is",
+                "                       a plan error (exit 1), not a warning; the Stack's",
+                "                       failOn: [quota] does the same"]
+        for cmd in ("plan", "apply"):
+            cp = subprocess.run([VX_BIN, cmd, "-help"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(cp.returncode, 0, cp)
+            lines = cp.stdout.splitlines()
+            i = next((k for k, l in enumerate(lines) if l.startswith("  -fail-on")), None)
+            self.assertIsNotNone(i, cp.stdout)
+            self.assertEqual(lines[i:i + 3], want)
