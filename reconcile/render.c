@@ -1,6 +1,7 @@
 #include "reconcile/render.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,11 +227,29 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 
 	if (!c->delta_known)
 		return vx_buf_adds(b, "+ unknown/h while running (a price is not in the table)");
-	rc = vx_buf_adds(b, "+ ");
+	/* capacity_money prints a negative figure as unknown: the sign goes first. */
+	rc = vx_buf_adds(b, c->delta_per_hour < 0 ? "- " : "+ ");
 	if (rc == 0)
-		rc = capacity_money(b, c->currency, c->delta_per_hour, 2);
+		rc = capacity_money(b, c->currency, fabs(c->delta_per_hour), 2);
 	if (rc == 0)
-		rc = vx_buf_adds(b, "/h while running, at most ");
+		rc = vx_buf_adds(b, "/h while running");
+	if (rc == 0 && (c->stopped_per_hour > 0 || c->reservations_per_hour != 0)) {
+		rc = vx_buf_adds(b, " (runs started + ");
+		if (rc == 0)
+			rc = capacity_money(b, c->currency, c->started_per_hour, 2);
+		if (rc == 0 && c->stopped_per_hour > 0)
+			rc = vx_buf_adds(b, ", runs stopped - ");
+		if (rc == 0 && c->stopped_per_hour > 0)
+			rc = capacity_money(b, c->currency, c->stopped_per_hour, 2);
+		if (rc == 0 && c->reservations_per_hour != 0)
+			rc = vx_buf_adds(b, c->reservations_per_hour < 0 ? ", reservations - " : ", reservations + ");
+		if (rc == 0 && c->reservations_per_hour != 0)
+			rc = capacity_money(b, c->currency, fabs(c->reservations_per_hour), 2);
+		if (rc == 0)
+			rc = vx_buf_addc(b, ')');
+	}
+	if (rc == 0)
+		rc = vx_buf_adds(b, ", at most ");
 	if (rc == 0)
 		rc = capacity_money(b, c->currency, c->max_total, 0);
 	if (rc == 0)
