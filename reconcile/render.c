@@ -220,6 +220,12 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 	return rc;
 }
 
+/* Cloud Quotas reports limits, not usage (QuotaInfo has no usage field): say
+ * what "in use" leaves out rather than let a reviewer read it as the project's. */
+#define CAPACITY_USAGE_NOTE \
+	"in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks " \
+	"in the project are not counted"
+
 /* "+ $98.32/h while running, at most $16,517 for this apply". */
 static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 {
@@ -283,6 +289,8 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 		vx_buf_release(&lim);
 		vx_buf_release(&fr);
 	}
+	if (rc == 0 && c->nrows)
+		rc = vx_buf_adds(b, "  (" CAPACITY_USAGE_NOTE ")\n");
 	if (rc == 0 && c->ncosts)
 		rc = vx_buf_printf(b, "\nCost (%s list prices as of %s; docs/prices.md):\n",
 				   c->currency ? c->currency : "USD", c->price_date ? c->price_date : "?");
@@ -318,6 +326,8 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 		vx_buf_release(&lim);
 		vx_buf_release(&fr);
 	}
+	if (rc == 0)
+		rc = vx_buf_adds(b, "\n_" CAPACITY_USAGE_NOTE "._\n");
 	if (rc == 0)
 		rc = vx_buf_printf(b, "\n**Cost** (%s list prices as of %s): ", c->currency ? c->currency : "USD",
 				   c->price_date ? c->price_date : "?");

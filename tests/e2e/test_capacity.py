@@ -47,6 +47,8 @@ class Capacity(FakeTestCase):
             "  us-central1",
             "    GPU          class                    in use   adds  limit    free after",
             "    H100 80GB    preemptible                   0     24  16       -8 (does not fit)",
+            "  (in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks "
+            "in the project are not counted)",
         ])
         self.assertEqual(section(r.out, "Warnings"), [
             "Warnings:",
@@ -109,6 +111,8 @@ class Capacity(FakeTestCase):
             "  us-central1-a",
             "    GPU          class                    in use   adds  limit    free after",
             "    L4           reservation.pool              0      1  2        1",
+            "  (in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks "
+            "in the project are not counted)",
         ])
         self.assertEqual(section(r.out, "Cost")[1:], [
             "  starts     job.r: $0.00/h, at most $0.00",
@@ -214,3 +218,29 @@ class Help(unittest.TestCase):
             i = next((k for k, l in enumerate(lines) if l.startswith("  -fail-on")), None)
             self.assertIsNotNone(i, cp.stdout)
             self.assertEqual(lines[i:i + 3], want)
+
+
+class Delta(FakeTestCase):
+    """The summary's change in hourly spend: runs started - runs stopped + reservations."""
+
+    def test_replace_and_cancel_subtract_the_stopped_runs(self):
+        self.repo.write({"a": h100("a"), "b": h100("b")})
+        a = self.repo.apply()
+        self.assertEqual(a.code, 0, a)
+        # a is replaced by a SPOT run; b is no longer declared: cancelled
+        self.repo.write({"a": h100("a", strategy="SPOT")})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        # started: one SPOT a3-highgpu-8g; stopped: the two FLEX_START runs, $44.25/h each
+        self.assertEqual(r.out.splitlines()[-1], "Cost: - $58.52/h while running (runs started + $29.98, "
+                         "runs stopped - $88.50), at most $5,037 for this apply.")
+
+    def test_reservation_made_counts(self):
+        res = ("---\nkind: Reservation\nname: pool\nzone: %s\nmachineType: g2-standard-8\n"
+               "accelerators: [{type: nvidia-l4, count: 1}]\ncount: 2\n" % ZONE)
+        self.repo.write({"pool": res})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        # 2 x (g2-standard-8 with its L4): held whether used or not
+        self.assertEqual(r.out.splitlines()[-1], "Cost: + $1.71/h while running (runs started + $0.00, "
+                         "reservations + $1.71), at most $0 for this apply.")
