@@ -256,8 +256,9 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 	}
 	if (rc == 0)
 		rc = vx_buf_adds(b, ", at most ");
+	/* Whole units read better for large sums; cents keep a small one from showing as 0. */
 	if (rc == 0)
-		rc = capacity_money(b, c->currency, c->max_total, 0);
+		rc = capacity_money(b, c->currency, c->max_total, c->max_total < 1000 ? 2 : 0);
 	if (rc == 0)
 		rc = vx_buf_adds(b, " for this apply");
 	if (rc == 0 && c->delta_upper_bound)
@@ -291,6 +292,8 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 	}
 	if (rc == 0 && c->nrows)
 		rc = vx_buf_adds(b, "  (" CAPACITY_USAGE_NOTE ")\n");
+	else if (rc == 0)
+		rc = vx_buf_adds(b, "  no GPUs of this stack run or start\n");
 	if (rc == 0 && c->ncosts)
 		rc = vx_buf_printf(b, "\nCost (%s list prices as of %s; docs/prices.md):\n",
 				   c->currency ? c->currency : "USD", c->price_date ? c->price_date : "?");

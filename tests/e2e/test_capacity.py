@@ -160,6 +160,12 @@ class StackSettings(FakeTestCase):
         self.assertEqual(a.code, 1, a)
         self.assertEqual(self.fake.jobs(), [])
 
+    def test_small_sum_keeps_its_cents(self):
+        self.repo.write({"t": job_yaml("t", machine="g2-standard-4", count=1)})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.splitlines()[-1], "Cost: + $0.71/h while running, at most $356.24 for this apply.")
+
     def test_stack_fail_on_unknown_word(self):
         self.repo.write({"a": h100("a")}, extra_stack="failOn: [quotas]\n")
         r = self.repo.plan()
@@ -243,4 +249,4 @@ class Delta(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         # 2 x (g2-standard-8 with its L4): held whether used or not
         self.assertEqual(r.out.splitlines()[-1], "Cost: + $1.71/h while running (runs started + $0.00, "
-                         "reservations + $1.71), at most $0 for this apply.")
+                         "reservations + $1.71), at most $0.00 for this apply.")
