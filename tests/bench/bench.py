@@ -2,8 +2,10 @@
 
 For each size, N jobs are declared and N live jobs carrying the stack's
 labels exist in the fake. With L ms of latency on every request, the floor is
-the number of round trips a plan must make (one token exchange plus one list
-call per page of 1,000 jobs) times L. The benchmark prints the wall time of
+the number of round trips a plan must make (one token exchange, one list
+call per page of 1,000 jobs, and one Cloud Quotas quotaInfos list: the jobs
+have GPUs, so quota and cost are on) times L. The bench fails when a plan
+makes more than one quotaInfos list, or any per-job quota call. The benchmark prints the wall time of
 vxplan, that floor, and their ratio; a ratio near 1 means vx's own work (YAML,
 schema checks, hashing, planning) is small next to the network.
 """
@@ -61,9 +63,17 @@ def main():
             if r.code != 0:
                 print(r)
                 sys.exit(1)
-            calls = fake.requests()["total"]
+            log = fake.requests()
+            calls = log["total"]
+            # Quota and cost are on (the jobs have GPUs): one quotaInfos list for
+            # aiplatform (no reservations, so none for compute), never one call per job.
+            quota_lists = log["by_rpc"].get("ListQuotaInfos", 0)
+            if quota_lists != 1 or log["by_rpc"].get("GetQuotaInfo"):
+                print("FAIL: %d jobs: %d ListQuotaInfos and %d GetQuotaInfo calls; want 1 and 0"
+                      % (n, quota_lists, log["by_rpc"].get("GetQuotaInfo", 0)))
+                sys.exit(1)
             pages = max(1, -(-n // PAGE))
-            floor = (1 + pages) * LATENCY_MS / 1000.0
+            floor = (1 + pages + quota_lists) * LATENCY_MS / 1000.0
             print("%8d %10.2f %10.2f %8.2f %8d" % (n, wall, floor, wall / floor, calls))
         finally:
             fake.close()
