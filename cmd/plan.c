@@ -28,7 +28,9 @@ static void usage(FILE *f)
 		"                       address neither declared nor in the state is an error\n"
 		"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
 		"  -refresh=false       plan from the state alone, without reading live jobs\n"
-		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
+		"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
+		"                       a plan error (exit 1), not a warning; the Stack's\n"
+		"                       failOn: [quota] does the same\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
 		"  -debug               log every request to stderr (tokens redacted)\n");
 }
 

@@ -131,11 +131,24 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 {
 	const struct stack *st = ws->st;
 	struct capacity_input in;
-	const char *file = getenv("VX_PRICES");
+	const char *file = getenv("VX_PRICES"), *why;
+	char *path = NULL;
 	int rc;
 
 	if (!stack_uses_gpus(st))
 		return 0;
+	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
+	 * file setting elsewhere (git's GIT_* over its config): a one-off look at
+	 * other prices without editing the reviewed stack. */
+	if ((!file || !*file) && st->prices) {
+		if (st->prices[0] == '/' || !st->dir || !strcmp(st->dir, "."))
+			path = vx_strdup(st->prices);
+		else
+			path = vx_asprintf("%s/%s", st->dir, st->prices);
+		if (!path)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		file = path;
+	}
 	if (file && *file) {
 		struct vx_buf text = VX_BUF_INIT;
 
@@ -143,10 +156,13 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 		if (rc == 0)
 			rc = prices_parse(&pl->prices, vx_buf_str(&text), text.len, file, err);
 		vx_buf_release(&text);
+		if (rc < 0 && path)
+			(void)vx_err_wrap(err, "%s: prices", st->d.address);
 	} else {
 		rc = prices_parse(&pl->prices, prices_default_json, strlen(prices_default_json),
 				  "built-in price table", err);
 	}
+	free(path);
 	if (rc < 0)
 		return rc;
 	if (o->refresh && ws->prov && ws->prov->list_quota_infos) {
@@ -167,10 +183,10 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	rc = capacity_build(&pl->capacity, &in, err);
 	if (rc < 0)
 		return rc;
+	why = o->fail_on_quota ? " (-fail-on=quota)" : st->fail_on_quota ? " (failOn: [quota])" : NULL;
 	for (size_t i = 0; i < pl->capacity.misfits.n && rc == 0; i++)
-		rc = vx_diags_add(o->fail_on_quota ? &pl->planner.plan.errors : &pl->planner.plan.warnings, NULL, 0, 0,
-				  "%s%s", pl->capacity.misfits.items[i].msg,
-				  o->fail_on_quota ? " (-fail-on=quota)" : "");
+		rc = vx_diags_add(why ? &pl->planner.plan.errors : &pl->planner.plan.warnings, NULL, 0, 0,
+				  "%s%s", pl->capacity.misfits.items[i].msg, why ? why : "");
 	if (rc < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	pl->header.capacity = pl->capacity.any ? &pl->capacity : NULL;

@@ -435,6 +435,151 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	return 0;
 }
 
+/* A cJSON integer: a number, or a decimal string (Vertex writes int64 fields as strings); def when absent. */
+static int64_t json_int(const cJSON *o, const char *key, int64_t def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	char *end;
+	long long x;
+
+	if (cJSON_IsNumber(v))
+		return (int64_t)v->valuedouble;
+	if (!cJSON_IsString(v))
+		return def;
+	x = strtoll(v->valuestring, &end, 10);
+	return *end || end == v->valuestring ? def : (int64_t)x;
+}
+
+/* The rate per hour of one reservation VM in zone: machine, and GPUs unless the machine type bundles them. */
+static double reservation_vm_rate(const struct prices *p, const char *zone, const char *machine_type,
+				  const char *accel_compute, int64_t accel_count, int *estimate)
+{
+	/* Prices are per region: the zone's region. */
+	char region[64];
+	const char *dash = zone ? strrchr(zone, '-') : NULL;
+	double rate, g;
+
+	if (!zone || !machine_type)
+		return -1;
+	snprintf(region, sizeof(region), "%.*s", dash ? (int)(dash - zone) : (int)strlen(zone), zone);
+	rate = prices_rate(p, region, machine_type, 0, 0, PRICES_ON_DEMAND, NULL, estimate);
+	if (rate >= 0 && accel_compute && accel_count > 0 && !machines_fixed_gpus(machine_type, NULL, NULL)) {
+		const struct machines_gpu *gpu = machines_gpu_by_compute(accel_compute);
+
+		g = gpu ? prices_rate(p, region, gpu->vertex, 1, 0, PRICES_ON_DEMAND, NULL, estimate) : -1;
+		rate = g < 0 ? -1 : rate + g * (double)accel_count;
+	}
+	return rate;
+}
+
+/* Whether a stops a run that is active now: a cancel, or the cancel half of a replace. */
+static int action_stops(const struct plan_action *a)
+{
+	return (a->kind == PLAN_CANCEL || a->kind == PLAN_REPLACE) && a->cancel_name && a->live_state &&
+	       job_state_is_active(a->live_state);
+}
+
+/*
+ * The rate per hour of the run a stops, priced from the spec recorded for it
+ * (the run may differ from what is declared now): -1 when unknown (no
+ * recorded spec, as for a job vx does not track; a price not in the table).
+ * A run on a reservation is 0: the reservation keeps costing.
+ */
+static double stopped_rate(const struct capacity_input *in, const struct plan_action *a, int *upper, int *estimate)
+{
+	char project[128], region[64];
+	const char *json = a->record ? a->record->spec_json : NULL;
+	const cJSON *pools, *pool, *sched, *strategy;
+	cJSON *spec;
+	double rate = 0;
+
+	if (!json || !in->prices)
+		return -1;
+	if (a->region)
+		snprintf(region, sizeof(region), "%s", a->region);
+	else if (plan_resource_place(a->cancel_name, project, region, sizeof(region)) < 0)
+		return -1;
+	if (!(spec = cJSON_Parse(json)))
+		return -1;
+	sched = cJSON_GetObjectItemCaseSensitive(spec, "scheduling");
+	strategy = cJSON_GetObjectItemCaseSensitive(sched, "strategy");
+	pools = cJSON_GetObjectItemCaseSensitive(spec, "workerPoolSpecs");
+	if (!cJSON_IsArray(pools))
+		rate = -1;
+	cJSON_ArrayForEach(pool, pools) {
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(pool, "machineSpec");
+		const cJSON *mt = cJSON_GetObjectItemCaseSensitive(ms, "machineType");
+		const cJSON *at = cJSON_GetObjectItemCaseSensitive(ms, "acceleratorType");
+		const cJSON *ra = cJSON_GetObjectItemCaseSensitive(ms, "reservationAffinity");
+		const cJSON *rt = cJSON_GetObjectItemCaseSensitive(ra, "reservationAffinityType");
+		struct spec_pool sp;
+		double r;
+
+		if (cJSON_IsString(rt) && !strcmp(rt->valuestring, "SPECIFIC_RESERVATION")) {
+			rate = 0;
+			break;
+		}
+		if (!cJSON_IsString(mt))
+			continue; /* an empty pool */
+		memset(&sp, 0, sizeof(sp));
+		sp.machine_type = mt->valuestring;
+		sp.accelerator_type = cJSON_IsString(at) ? at->valuestring : NULL;
+		sp.accelerator_count = json_int(ms, "acceleratorCount", 0);
+		sp.replica_count = json_int(pool, "replicaCount", 1);
+		r = pool_rate(in->prices, region, &sp, 1,
+			      strategy_price(cJSON_IsString(strategy) ? strategy->valuestring : NULL), upper, estimate);
+		if (r < 0) {
+			rate = -1;
+			break;
+		}
+		rate += r;
+	}
+	cJSON_Delete(spec);
+	return rate;
+}
+
+/*
+ * What this plan's reservation actions change in the hourly spend: each
+ * create, resize and delete adds (new count - old count) x the VM's rate.
+ * Returns the change; *known 0 when a price is unknown.
+ */
+static double reservations_delta(const struct capacity_input *in, int *known, int *estimate)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < in->plan->n; i++) {
+		const struct plan_action *a = &in->plan->actions[i];
+		const struct stack_reservation *sr;
+		const struct live_reservation *lr;
+		int64_t before, after;
+		double rate;
+
+		if (strncmp(a->address, "reservation.", 12) != 0 || !a->has_values ||
+		    (a->kind != PLAN_CREATE && a->kind != PLAN_UPDATE && a->kind != PLAN_DELETE))
+			continue;
+		before = a->old_value > 0 ? a->old_value : 0;
+		after = a->kind == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
+		if (before == after)
+			continue;
+		sr = a->kdecl;
+		lr = a->klive;
+		if (sr)
+			rate = reservation_vm_rate(in->prices, sr->zone, sr->machine_type,
+						   sr->naccelerators ? sr->accelerators[0].type : NULL,
+						   sr->naccelerators ? sr->accelerators[0].count : 0, estimate);
+		else if (lr)
+			rate = reservation_vm_rate(in->prices, lr->zone, lr->machine_type, lr->accelerator_type,
+						   lr->accelerator_count, estimate);
+		else
+			rate = -1;
+		if (rate < 0 || !in->prices)
+			*known = 0;
+		else
+			sum += rate * (double)(after - before);
+	}
+	return sum;
+}
+
 static int cmp_row(const void *x, const void *y)
 {
 	const struct capacity_row *a = x, *b = y;
@@ -577,7 +722,7 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 
 				if (!c->known)
 					out->delta_known = 0;
-				out->delta_per_hour += c->usd_per_hour;
+				out->started_per_hour += c->usd_per_hour;
 				out->max_total += c->usd_max;
 				out->delta_upper_bound |= c->upper_bound;
 			}
@@ -604,7 +749,7 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		struct capacity_cost *c;
 		struct capacity_row *row = NULL;
 		int64_t vms = lr ? lr->count : sr->count, held, used = 0;
-		double rate, g = 0;
+		double rate;
 		struct vx_buf note = VX_BUF_INIT;
 
 		for (size_t k = 0; k < p->n; k++)
@@ -620,22 +765,9 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 			break;
 		}
 		c->running = 1;
-		{
-			/* Prices are per region: the zone's region. */
-			char region[64];
-			const char *zone = sr->zone ? sr->zone : "", *dash = strrchr(zone, '-');
-
-			snprintf(region, sizeof(region), "%.*s", dash ? (int)(dash - zone) : (int)strlen(zone), zone);
-			rate = prices_rate(in->prices, region, sr->machine_type, 0, 0, PRICES_ON_DEMAND, NULL,
-					   &c->estimate);
-			if (rate >= 0 && sr->naccelerators && !machines_fixed_gpus(sr->machine_type, NULL, NULL)) {
-				const struct machines_gpu *gpu = machines_gpu_by_compute(sr->accelerators[0].type);
-
-				g = gpu ? prices_rate(in->prices, region, gpu->vertex, 1, 0, PRICES_ON_DEMAND, NULL,
-						      &c->estimate) : -1;
-				rate = g < 0 ? -1 : rate + g * (double)sr->accelerators[0].count;
-			}
-		}
+		rate = reservation_vm_rate(in->prices, sr->zone, sr->machine_type,
+					   sr->naccelerators ? sr->accelerators[0].type : NULL,
+					   sr->naccelerators ? sr->accelerators[0].count : 0, &c->estimate);
 		c->known = rate >= 0;
 		c->usd_per_hour = c->known ? rate * (double)vms : 0;
 		if (!row)
@@ -669,6 +801,28 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		if (rc == 0 && !(c->note = vx_strdup(vx_buf_str(&note))))
 			rc = VX_ENOMEM;
 		vx_buf_release(&note);
+	}
+	/* The change in hourly spend: runs started, minus runs stopped, plus reservations made, resized, deleted. */
+	for (size_t i = 0; i < p->n && rc == 0; i++) {
+		const struct plan_action *a = &p->actions[i];
+		int upper = 0, est = 0;
+		double r;
+
+		if (!action_stops(a))
+			continue;
+		r = stopped_rate(in, a, &upper, &est);
+		if (r < 0)
+			out->delta_known = 0;
+		else
+			out->stopped_per_hour += r;
+	}
+	if (rc == 0) {
+		int known = 1, est = 0;
+
+		out->reservations_per_hour = reservations_delta(in, &known, &est);
+		if (!known)
+			out->delta_known = 0;
+		out->delta_per_hour = out->started_per_hour - out->stopped_per_hour + out->reservations_per_hour;
 	}
 	if (rc == 0 && out->nrows > 1)
 		qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);

@@ -110,9 +110,15 @@ struct capacity_report {
 	struct vx_diags misfits;     /* "job.c: does not fit: ..." (warnings or errors, the caller's choice) */
 	int any;                     /* the stack has jobs with GPUs or reservations: show the sections */
 	int limits_read;             /* quota limits were read */
-	/* The change in hourly spend this plan makes (jobs it starts), and the most
-	 * it can cost; known 0 when any price is unknown. */
-	double delta_per_hour;
+	/* The change in hourly spend this plan makes: the runs it starts, minus
+	 * the active runs it cancels (cancel, replace; priced from their recorded
+	 * spec), plus the reservations it makes, resizes or deletes (count change
+	 * x the VM's rate); and the most the runs it starts can cost. delta_known
+	 * 0 when any price is unknown. */
+	double delta_per_hour;       /* started - stopped + reservations */
+	double started_per_hour;
+	double stopped_per_hour;     /* >= 0: subtracted */
+	double reservations_per_hour; /* signed */
 	double max_total;
 	int delta_known;
 	int delta_upper_bound;

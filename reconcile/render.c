@@ -1,6 +1,7 @@
 #include "reconcile/render.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,12 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 	return rc;
 }
 
+/* Cloud Quotas reports limits, not usage (QuotaInfo has no usage field): say
+ * what "in use" leaves out rather than let a reviewer read it as the project's. */
+#define CAPACITY_USAGE_NOTE \
+	"in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks " \
+	"in the project are not counted"
+
 /* "+ $98.32/h while running, at most $16,517 for this apply". */
 static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 {
@@ -226,13 +233,32 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 
 	if (!c->delta_known)
 		return vx_buf_adds(b, "+ unknown/h while running (a price is not in the table)");
-	rc = vx_buf_adds(b, "+ ");
+	/* capacity_money prints a negative figure as unknown: the sign goes first. */
+	rc = vx_buf_adds(b, c->delta_per_hour < 0 ? "- " : "+ ");
 	if (rc == 0)
-		rc = capacity_money(b, c->currency, c->delta_per_hour, 2);
+		rc = capacity_money(b, c->currency, fabs(c->delta_per_hour), 2);
 	if (rc == 0)
-		rc = vx_buf_adds(b, "/h while running, at most ");
+		rc = vx_buf_adds(b, "/h while running");
+	if (rc == 0 && (c->stopped_per_hour > 0 || c->reservations_per_hour != 0)) {
+		rc = vx_buf_adds(b, " (runs started + ");
+		if (rc == 0)
+			rc = capacity_money(b, c->currency, c->started_per_hour, 2);
+		if (rc == 0 && c->stopped_per_hour > 0)
+			rc = vx_buf_adds(b, ", runs stopped - ");
+		if (rc == 0 && c->stopped_per_hour > 0)
+			rc = capacity_money(b, c->currency, c->stopped_per_hour, 2);
+		if (rc == 0 && c->reservations_per_hour != 0)
+			rc = vx_buf_adds(b, c->reservations_per_hour < 0 ? ", reservations - " : ", reservations + ");
+		if (rc == 0 && c->reservations_per_hour != 0)
+			rc = capacity_money(b, c->currency, fabs(c->reservations_per_hour), 2);
+		if (rc == 0)
+			rc = vx_buf_addc(b, ')');
+	}
 	if (rc == 0)
-		rc = capacity_money(b, c->currency, c->max_total, 0);
+		rc = vx_buf_adds(b, ", at most ");
+	/* Whole units read better for large sums; cents keep a small one from showing as 0. */
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, c->max_total, c->max_total < 1000 ? 2 : 0);
 	if (rc == 0)
 		rc = vx_buf_adds(b, " for this apply");
 	if (rc == 0 && c->delta_upper_bound)
@@ -264,6 +290,10 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 		vx_buf_release(&lim);
 		vx_buf_release(&fr);
 	}
+	if (rc == 0 && c->nrows)
+		rc = vx_buf_adds(b, "  (" CAPACITY_USAGE_NOTE ")\n");
+	else if (rc == 0)
+		rc = vx_buf_adds(b, "  no GPUs of this stack run or start\n");
 	if (rc == 0 && c->ncosts)
 		rc = vx_buf_printf(b, "\nCost (%s list prices as of %s; docs/prices.md):\n",
 				   c->currency ? c->currency : "USD", c->price_date ? c->price_date : "?");
@@ -299,6 +329,8 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 		vx_buf_release(&lim);
 		vx_buf_release(&fr);
 	}
+	if (rc == 0)
+		rc = vx_buf_adds(b, "\n_" CAPACITY_USAGE_NOTE "._\n");
 	if (rc == 0)
 		rc = vx_buf_printf(b, "\n**Cost** (%s list prices as of %s): ", c->currency ? c->currency : "USD",
 				   c->price_date ? c->price_date : "?");

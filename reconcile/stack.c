@@ -383,8 +383,13 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 
 	if (rc == 0)
 		rc = vx_buf_add_json_str(b, st->d.address);
+	/* failOn and prices only when set, so stacks without them keep their hash. */
+	if (rc == 0 && st->fail_on_quota)
+		rc = vx_buf_adds(b, ",\"failOn\":[\"quota\"]");
 	if (rc == 0)
 		rc = json_map(b, "labels", &st->labels);
+	if (rc == 0 && st->prices)
+		rc = json_kv(b, "prices", st->prices);
 	if (rc == 0)
 		rc = json_kv(b, "project", st->project);
 	if (rc == 0)
@@ -656,6 +661,7 @@ void stack_free(struct stack *st)
 	free(st->name);
 	free(st->project);
 	free(st->region);
+	free(st->prices);
 	free(st->state.path);
 	free(st->state.remote);
 	free(st->state.branch);

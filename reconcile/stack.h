@@ -158,6 +158,8 @@ struct stack {
 	char *region;                 /* default region, or NULL when the Stack sets none */
 	struct stack_state_cfg state;
 	struct stack_labels labels;   /* the Stack's own labels */
+	char *prices;                 /* prices: a price table, relative to dir (docs/prices.md), or NULL */
+	int fail_on_quota;            /* failOn: [quota]: a job that does not fit is a plan error */
 	struct stack_job *jobs;       /* owned arrays, in declaration order (files by name, then documents) */
 	size_t njobs;
 	struct stack_reservation *reservations;

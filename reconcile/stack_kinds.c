@@ -19,7 +19,9 @@
 #include "util/diag.h"
 #include "util/banned.h"
 
-static const char *const stack_keys[] = { "kind", "name", "project", "region", "state", "labels" };
+static const char *const stack_keys[] = { "kind", "name", "project", "region", "state", "labels",
+					  "prices", "failOn" };
+static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
 					"run", "resubmit", "onChange", "protect" };
@@ -134,6 +136,29 @@ static void read_state(struct loader *L, struct stack *st, const struct ynode *d
 	}
 }
 
+/* failOn: [quota]: what turns a plan warning into a plan error, as -fail-on does. */
+static void read_fail_on(struct loader *L, struct stack *st, const struct ynode *doc)
+{
+	const struct ynode *on = stack_get_value(doc, "failOn");
+
+	if (on && on->kind != YNODE_SEQ) {
+		stack_wrong_type(L, on, "failOn", "sequence");
+		return;
+	}
+	for (size_t i = 0; on && i < on->n; i++) {
+		const struct ynode *it = on->items[i];
+		char path[48];
+
+		snprintf(path, sizeof(path), "failOn[%zu]", i);
+		if (!stack_is_string(it))
+			stack_wrong_type(L, it, path, "string");
+		else if (!strcmp(it->str, fail_on_names[0]))
+			st->fail_on_quota = 1;
+		else
+			stack_unknown_word(L, it, path, "value", fail_on_names, ARRAY_SIZE(fail_on_names));
+	}
+}
+
 void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct ynode *doc)
 {
 	const struct ynode *v;
@@ -157,6 +182,13 @@ void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct yno
 	(void)get_region(L, doc, &v, &st->region);
 	read_state(L, st, doc);
 	stack_get_string_map(&st->labels, L, doc, "labels", 1);
+	if (stack_get_str(&s, &v, L, doc, "", "prices", 0)) {
+		if (!*s)
+			stack_err(L, v, "prices: an empty path; leave it out for the table shipped with vx");
+		else
+			st->prices = stack_dup_opt(L, s);
+	}
+	read_fail_on(L, st, doc);
 }
 
 /* ---------------------------------------------------------------------- */

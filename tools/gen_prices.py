@@ -16,7 +16,8 @@ import os
 SOURCE = ("https://cloud.google.com/compute/all-pricing (GPU and accelerator-optimized machine types, "
           "us-central1) and https://cloud.google.com/vertex-ai/pricing (custom training)")
 DATE = "2025-06-01"
-NOTE = ("vx's copy of Google's published list prices as of %s; not a quote. Negotiated prices, "
+NOTE = ("On-demand rates for us-central1: Google's published list prices as the table's author knew "
+        "them on %s, typed in, not checked against the live pages; not a quote. Negotiated prices, "
         "committed-use discounts and other currencies are not in it: supply your own table "
         "(VX_PRICES=FILE or the Stack's prices:, docs/prices.md). Rates in an entry's "
         "\"estimate\" list are estimates." % DATE)

@@ -206,10 +206,18 @@ def bench_plan(n, nregions, anchor):
         write_state(repo, n, nregions, hashes, resources, lineage)
         fake.post("/_fake/requests/reset", {})
         full = timed_plan(repo, 0)
-        calls = fake.requests()["total"]
+        log = fake.requests()
+        calls = log["total"]
+        # Quota and cost are on when the jobs have GPUs: at most one quotaInfos
+        # list per service, never a quota call per job (issue 10).
+        quota_lists = log["by_rpc"].get("ListQuotaInfos", 0)
+        if quota_lists > 1 or log["by_rpc"].get("GetQuotaInfo"):
+            print("FAIL: %d jobs: %d ListQuotaInfos and %d GetQuotaInfo calls; want at most 1 and 0"
+                  % (n, quota_lists, log["by_rpc"].get("GetQuotaInfo", 0)))
+            sys.exit(1)
         gets = one_get_per_job(fake, resources) if anchor and n <= GET_MAX else None
         per_region = -(-n // nregions)
-        floor = (1 + max(1, -(-per_region // PAGE))) * LATENCY_MS / 1000.0
+        floor = (1 + max(1, -(-per_region // PAGE)) + quota_lists) * LATENCY_MS / 1000.0
         return empty, full, floor, calls, gets
     finally:
         fake.close()

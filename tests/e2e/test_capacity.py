@@ -5,8 +5,11 @@ rows, misfit warnings and cost lines are compared exactly, and the calls vx
 made are counted (/_fake/requests): one quotaInfos list per service.
 """
 import json
+import os
+import subprocess
+import unittest
 
-from harness import REGION, FakeTestCase, job_yaml
+from harness import REGION, VX_BIN, FakeTestCase, job_yaml
 
 ZONE = REGION + "-a"
 
@@ -44,6 +47,8 @@ class Capacity(FakeTestCase):
             "  us-central1",
             "    GPU          class                    in use   adds  limit    free after",
             "    H100 80GB    preemptible                   0     24  16       -8 (does not fit)",
+            "  (in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks "
+            "in the project are not counted)",
         ])
         self.assertEqual(section(r.out, "Warnings"), [
             "Warnings:",
@@ -106,6 +111,8 @@ class Capacity(FakeTestCase):
             "  us-central1-a",
             "    GPU          class                    in use   adds  limit    free after",
             "    L4           reservation.pool              0      1  2        1",
+            "  (in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks "
+            "in the project are not counted)",
         ])
         self.assertEqual(section(r.out, "Cost")[1:], [
             "  starts     job.r: $0.00/h, at most $0.00",
@@ -129,3 +136,117 @@ class Capacity(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(section(r.out, "Quota")[3], "    H100 80GB    preemptible                   0      8  "
                          "16 granted, 32 requested, pending 8")
+
+
+PRICES = ('{"source": "our contract", "date": "2025-07-01", "currency": "EUR", "regions": {"*": '
+          '{"machines": {"a3-highgpu-8g": {"on_demand": 20, "flex_start": 10}}}}}')
+
+
+class StackSettings(FakeTestCase):
+    """The Stack's failOn: [quota] and prices: (docs/format.md, docs/prices.md)."""
+
+    def test_stack_fail_on_quota_exits_1(self):
+        self.fake.post("/_fake/quota", {"region": REGION, "accelerator_type": "NVIDIA_H100_80GB",
+                                        "preemptible": True, "limit": 16})
+        self.repo.write({n: h100(n) for n in ("a", "b", "c")}, extra_stack="failOn: [quota]\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(section(r.out, "Errors"), [
+            "Errors (the plan cannot be applied):",
+            "  job.c: does not fit: needs 8 preemptible H100 80GB in us-central1, limit 16, "
+            "16 in use or started before it: 0 free (failOn: [quota])",
+        ])
+        a = self.repo.apply()
+        self.assertEqual(a.code, 1, a)
+        self.assertEqual(self.fake.jobs(), [])
+
+    def test_small_sum_keeps_its_cents(self):
+        self.repo.write({"t": job_yaml("t", machine="g2-standard-4", count=1)})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.splitlines()[-1], "Cost: + $0.71/h while running, at most $356.24 for this apply.")
+
+    def test_stack_fail_on_unknown_word(self):
+        self.repo.write({"a": h100("a")}, extra_stack="failOn: [quotas]\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        d = self.repo.dir
+        self.assertEqual(r.err, '%s/stack.yaml:6:10: Stack "%s": failOn[0]: unknown value "quotas" '
+                         '(did you mean "quota"?)\nvx: %s: the stack has 1 error\n' % (d, self.repo.stack, d))
+
+    def test_stack_prices_file(self):
+        with open(os.path.join(self.repo.dir, "prices.json"), "w") as f:
+            f.write(PRICES)
+        self.repo.write({"a": h100("a")}, extra_stack="prices: prices.json\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Cost"), [
+            "Cost (EUR list prices as of 2025-07-01; docs/prices.md):",
+            "  starts     job.a: 10.00 EUR/h, at most 1,680.00 EUR",
+        ])
+        self.assertEqual(r.out.splitlines()[-1],
+                         "Cost: + 10.00 EUR/h while running, at most 1,680 EUR for this apply.")
+        # VX_PRICES beats the Stack's prices: (docs/prices.md)
+        other = os.path.join(self.repo.root, "other.json")
+        with open(other, "w") as f:
+            f.write(PRICES.replace('"flex_start": 10', '"flex_start": 12'))
+        r = self.repo.plan(env={"VX_PRICES": other})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.splitlines()[-1],
+                         "Cost: + 12.00 EUR/h while running, at most 2,016 EUR for this apply.")
+
+    def test_stack_prices_bad_file_names_its_path(self):
+        path = os.path.join(self.repo.dir, "prices.json")
+        with open(path, "w") as f:
+            f.write('{"regions": {"*": {"machines": {"a3-highgpu-8g": {"on_demand": -1}}}}}')
+        self.repo.write({"a": h100("a")}, extra_stack="prices: prices.json\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: stack.%s: prices: %s: regions.*.machines.a3-highgpu-8g.on_demand must be "
+                         "a number >= 0\n" % (self.repo.stack, path))
+        self.repo.write({"a": h100("a")}, extra_stack="prices: nowhere.json\n")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: stack.%s: prices: %s/nowhere.json: No such file or directory\n"
+                         % (self.repo.stack, self.repo.dir))
+
+
+class Help(unittest.TestCase):
+
+    def test_plan_and_apply_help_name_fail_on_quota(self):
+        want = ["  -fail-on=quota       a job that would not fit its GPU quota or reservation is",
+                "                       a plan error (exit 1), not a warning; the Stack's",
+                "                       failOn: [quota] does the same"]
+        for cmd in ("plan", "apply"):
+            cp = subprocess.run([VX_BIN, cmd, "-help"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(cp.returncode, 0, cp)
+            lines = cp.stdout.splitlines()
+            i = next((k for k, l in enumerate(lines) if l.startswith("  -fail-on")), None)
+            self.assertIsNotNone(i, cp.stdout)
+            self.assertEqual(lines[i:i + 3], want)
+
+
+class Delta(FakeTestCase):
+    """The summary's change in hourly spend: runs started - runs stopped + reservations."""
+
+    def test_replace_and_cancel_subtract_the_stopped_runs(self):
+        self.repo.write({"a": h100("a"), "b": h100("b")})
+        a = self.repo.apply()
+        self.assertEqual(a.code, 0, a)
+        # a is replaced by a SPOT run; b is no longer declared: cancelled
+        self.repo.write({"a": h100("a", strategy="SPOT")})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        # started: one SPOT a3-highgpu-8g; stopped: the two FLEX_START runs, $44.25/h each
+        self.assertEqual(r.out.splitlines()[-1], "Cost: - $58.52/h while running (runs started + $29.98, "
+                         "runs stopped - $88.50), at most $5,037 for this apply.")
+
+    def test_reservation_made_counts(self):
+        res = ("---\nkind: Reservation\nname: pool\nzone: %s\nmachineType: g2-standard-8\n"
+               "accelerators: [{type: nvidia-l4, count: 1}]\ncount: 2\n" % ZONE)
+        self.repo.write({"pool": res})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        # 2 x (g2-standard-8 with its L4): held whether used or not
+        self.assertEqual(r.out.splitlines()[-1], "Cost: + $1.71/h while running (runs started + $0.00, "
+                         "reservations + $1.71), at most $0.00 for this apply.")

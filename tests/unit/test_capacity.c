@@ -232,6 +232,96 @@ static void test_prices_star(void **unused)
 	prices_release(&p);
 }
 
+static int near(double a, double b)
+{
+	return a > b - 1e-9 && a < b + 1e-9;
+}
+
+/*
+ * The change in hourly spend: runs started, minus the active runs a replace
+ * or cancel stops (priced from their recorded spec, not the declared one),
+ * plus reservations made or deleted (count change x the VM's rate).
+ */
+static void test_delta_stops_and_reservations(void **unused)
+{
+	struct fixture f;
+	struct capacity_report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_quota_limits l = { NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+	struct plan_record old = { 0 }, gone = { 0 };
+	struct stack_reservation sr;
+	struct stack_accelerator acc = { (char *)(uintptr_t)"nvidia-tesla-t4", 1 };
+	struct live_reservation lr;
+	struct plan_action all[5];
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	memset(&sr, 0, sizeof(sr));
+	memset(&lr, 0, sizeof(lr));
+	memset(all, 0, sizeof(all));
+	job(&f, 0, "new", "r1", "STANDARD", PLAN_CREATE, NULL);
+	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);                /* starts 0.55/h */
+	job(&f, 1, "old", "r1", "STANDARD", PLAN_REPLACE, "JOB_STATE_RUNNING");
+	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);                /* starts 0.55/h */
+	/* the run it replaces was SPOT with 2 replicas x (n1-standard-4 + 2 T4): stops 2 x (0.1 + 2 x 0.15) */
+	old.spec_json = "{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"n1-standard-4\","
+			"\"acceleratorType\":\"NVIDIA_TESLA_T4\",\"acceleratorCount\":2},\"replicaCount\":\"2\"}],"
+			"\"scheduling\":{\"strategy\":\"SPOT\"}}";
+	f.acts[1].record = &old;
+	f.acts[1].cancel_name = (char *)(uintptr_t)"projects/p/locations/r1/customJobs/1";
+	job(&f, 2, "gone", "r1", "STANDARD", PLAN_CANCEL, "JOB_STATE_PENDING");
+	/* no longer declared: an on-demand a3-highgpu-8g, stops 80/h */
+	gone.spec_json = "{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"a3-highgpu-8g\","
+			 "\"acceleratorType\":\"NVIDIA_H100_80GB\",\"acceleratorCount\":8},\"replicaCount\":\"1\"}]}";
+	f.acts[2].record = &gone;
+	f.acts[2].decl = NULL;
+	f.acts[2].region = NULL;
+	f.acts[2].cancel_name = (char *)(uintptr_t)"projects/p/locations/r1/customJobs/2";
+	setup(&f, 3);
+	memcpy(all, f.acts, sizeof(f.acts));
+	/* a reservation made: 2 x (n1-standard-4 + 1 T4) = +1.10/h */
+	sr.zone = (char *)(uintptr_t)"r1-a";
+	sr.machine_type = (char *)(uintptr_t)"n1-standard-4";
+	sr.accelerators = &acc;
+	sr.naccelerators = 1;
+	all[3].kind = PLAN_CREATE;
+	all[3].address = (char *)(uintptr_t)"reservation.made";
+	all[3].kdecl = &sr;
+	all[3].has_values = 1;
+	all[3].old_value = -2;
+	all[3].new_value = 2;
+	/* a reservation deleted: 1 x a3-highgpu-8g (GPUs bundled) = -80/h */
+	lr.zone = (char *)(uintptr_t)"r1-b";
+	lr.machine_type = (char *)(uintptr_t)"a3-highgpu-8g";
+	lr.accelerator_type = (char *)(uintptr_t)"nvidia-h100-80gb";
+	lr.accelerator_count = 8;
+	lr.count = 1;
+	all[4].kind = PLAN_DELETE;
+	all[4].address = (char *)(uintptr_t)"reservation.dropped";
+	all[4].klive = &lr;
+	all[4].has_values = 1;
+	all[4].old_value = 1;
+	all[4].new_value = -2;
+	f.plan.actions = all;
+	f.plan.n = 5;
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_true(r.delta_known);
+	assert_true(near(r.started_per_hour, 1.1));
+	assert_true(near(r.stopped_per_hour, 2 * (0.1 + 2 * 0.15) + 80));
+	assert_true(near(r.reservations_per_hour, 2 * (0.2 + 0.35) - 80));
+	assert_true(near(r.delta_per_hour, 1.1 - 80.8 + 1.1 - 80));
+	/* the most this apply can cost is what it starts: 7 days of 1.10/h */
+	assert_true(near(r.max_total, 1.1 * 24 * 7));
+	capacity_release(&r);
+	/* a stopped run whose spec vx never recorded: unknown, never zero */
+	all[2].record = NULL;
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_false(r.delta_known);
+	capacity_release(&r);
+	teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_multi_pool_and_running),
 		cmocka_unit_test(test_unknown),
 		cmocka_unit_test(test_prices_star),
+		cmocka_unit_test(test_delta_stops_and_reservations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
