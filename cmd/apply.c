@@ -29,36 +29,33 @@
 #include "state/state_git.h"
 #include "util/buf.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
-		"Plans the stack in DIR (default .) and carries the plan out, or applies a plan\n"
-		"saved by 'vxplan -out PLANFILE' exactly, refusing if the state or the declaration\n"
-		"moved since. Every step is recorded in the state (a commit on vx/state/<stack>).\n"
-		"A saved plan's stack is looked for at the same place in the git checkout of the\n"
-		"current directory, then in that of PLANFILE, then where it was planned, so a plan\n"
-		"made in one checkout applies in another of the same commit.\n\n"
-		"options:\n"
-		"  -auto-approve        do not ask; required when there is no terminal\n"
-		"  -parallelism N       at most N API calls at once (default 8)\n"
-		"  -wait[=running|done] follow the created jobs until RUNNING (default) or finished\n"
-		"  -lock-timeout DUR    wait up to DUR (e.g. 5m) for a state lock held by another apply\n"
-		"                       (saying on stderr whose lock it waits for); without it a held\n"
-		"                       lock fails at once, naming the 'vx unlock' command to clear it\n"
-		"  -target ADDR         apply only this address (repeatable); an address neither\n"
-		"                       declared nor in the state is an error\n"
-		"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
-		"  -refresh=false       plan from the state alone\n"
-		"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
-		"                       a plan error (exit 1), not a warning; the Stack's\n"
-		"                       failOn: [quota] does the same\n"		"  -no-color            no colour\n"
-		"  -debug               log every request to stderr (tokens redacted)\n\n"
-		"Ctrl-C stops starting new actions, lets the requests in flight finish, writes\n"
-		"the state and releases the lock. A second Ctrl-C abandons the requests in\n"
-		"flight: a create cut off stays journaled as unconfirmed, and the next apply\n"
-		"adopts its job if it was made. A third ends vx at once.\n");
-}
+static const char usage[] =
+	"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
+	"Plans the stack in DIR (default .) and carries the plan out, or applies a plan\n"
+	"saved by 'vxplan -out PLANFILE' exactly, refusing if the state or the declaration\n"
+	"moved since. Every step is recorded in the state (a commit on vx/state/<stack>).\n"
+	"A saved plan's stack is looked for at the same place in the git checkout of the\n"
+	"current directory, then in that of PLANFILE, then where it was planned, so a plan\n"
+	"made in one checkout applies in another of the same commit.\n\n"
+	"options:\n"
+	"  -auto-approve        do not ask; required when there is no terminal\n"
+	"  -parallelism N       at most N API calls at once (default 8)\n"
+	"  -wait[=running|done] follow the created jobs until RUNNING (default) or finished\n"
+	"  -lock-timeout DUR    wait up to DUR (e.g. 5m) for a state lock held by another apply\n"
+	"                       (saying on stderr whose lock it waits for); without it a held\n"
+	"                       lock fails at once, naming the 'vx unlock' command to clear it\n"
+	"  -target ADDR         apply only this address (repeatable); an address neither\n"
+	"                       declared nor in the state is an error\n"
+	"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
+	"  -refresh=false       plan from the state alone\n"
+	"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
+	"                       a plan error (exit 1), not a warning; the Stack's\n"
+	"                       failOn: [quota] does the same\n"		"  -no-color            no colour\n"
+	"  -debug               log every request to stderr (tokens redacted)\n\n"
+	"Ctrl-C stops starting new actions, lets the requests in flight finish, writes\n"
+	"the state and releases the lock. A second Ctrl-C abandons the requests in\n"
+	"flight: a create cut off stays journaled as unconfirmed, and the next apply\n"
+	"adopts its job if it was made. A third ends vx at once.\n";
 
 struct hooks_ud {
 	struct workspace *ws;
@@ -383,7 +380,25 @@ static int record_refresh(struct workspace *ws, size_t refreshed, size_t migrate
 	return rc;
 }
 
-int cmd_apply(int argc, char **argv)
+enum {
+	APPLY_OPT_AUTO_APPROVE = 1,
+	APPLY_OPT_NO_COLOR,
+	APPLY_OPT_WAIT,
+	APPLY_OPT_PARALLELISM,
+	APPLY_OPT_LOCK_TIMEOUT,
+};
+
+static const struct cmd_opt apply_opts[] = {
+	{ "auto-approve", CMD_ARG_NONE, APPLY_OPT_AUTO_APPROVE },
+	{ "no-color", CMD_ARG_NONE, APPLY_OPT_NO_COLOR },
+	{ "wait", CMD_ARG_OPTIONAL, APPLY_OPT_WAIT },
+	{ "parallelism", CMD_ARG_REQUIRED, APPLY_OPT_PARALLELISM },
+	{ "lock-timeout", CMD_ARG_REQUIRED, APPLY_OPT_LOCK_TIMEOUT },
+	PLANNING_OPTS,
+	{ NULL, CMD_ARG_NONE, 0 },
+};
+
+static int apply_exec(const struct cmd_args *args)
 {
 	struct planning_opts po;
 	struct state_lock_opts lo;
@@ -397,9 +412,9 @@ int cmd_apply(int argc, char **argv)
 	struct hooks_ud hud;
 	struct vx_err err = VX_ERR_INIT;
 	struct vx_buf out = VX_BUF_INIT, file = VX_BUF_INIT;
-	const char *target = ".", *lock_timeout_arg = NULL, *v;
+	const char *target = ".", *lock_timeout_arg = NULL, *pause;
 	char *refresh_summary = NULL, *launched_by = NULL, *plan_dir = NULL, *hint = NULL;
-	int auto_approve = 0, no_color = 0, debug = 0, wait = 0, parallelism = 8, color;
+	int auto_approve = 0, no_color = 0, wait = 0, parallelism = 8, color;
 	int rc = VX_EXIT_ERROR, from_file = 0;
 	int64_t lock_timeout = 0;
 	size_t refreshed;
@@ -413,20 +428,17 @@ int cmd_apply(int argc, char **argv)
 	memset(&res, 0, sizeof(res));
 	memset(&hud, 0, sizeof(hud));
 	pthread_mutex_init(&hud.pause_lock, NULL);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	for (size_t i = 0; i < args->nopts; i++) {
+		const char *v = args->opts[i].value;
 
-		if (cmd_flag(a, "help", &v) || cmd_flag(a, "h", &v)) {
-			usage(stdout);
-			rc = VX_EXIT_OK;
-			goto done;
-		} else if (cmd_flag(a, "auto-approve", &v)) {
+		switch (args->opts[i].id) {
+		case APPLY_OPT_AUTO_APPROVE:
 			auto_approve = 1;
-		} else if (cmd_flag(a, "no-color", &v)) {
+			break;
+		case APPLY_OPT_NO_COLOR:
 			no_color = 1;
-		} else if (cmd_flag(a, "debug", &v)) {
-			debug = 1;
-		} else if (cmd_flag(a, "wait", &v)) {
+			break;
+		case APPLY_OPT_WAIT:
 			if (!v || !strcmp(v, "running"))
 				wait = 1;
 			else if (!strcmp(v, "done"))
@@ -436,52 +448,47 @@ int cmd_apply(int argc, char **argv)
 				rc = VX_EXIT_USAGE;
 				goto done;
 			}
-		} else if (cmd_flag(a, "parallelism", &v)) {
+			break;
+		case APPLY_OPT_PARALLELISM: {
 			char *end = NULL;
-			long n;
+			long n = strtol(v, &end, 10);
 
-			if (!v)
-				v = i + 1 < argc ? argv[++i] : "";
-			n = strtol(v, &end, 10);
 			if (!*v || *end || n < 1 || n > 256) {
 				cmd_error("apply: -parallelism takes a number from 1 to 256, not '%s'", v);
 				rc = VX_EXIT_USAGE;
 				goto done;
 			}
 			parallelism = (int)n;
-		} else if (cmd_flag(a, "lock-timeout", &v)) {
-			if (!v)
-				v = i + 1 < argc ? argv[++i] : "";
+			break;
+		}
+		case APPLY_OPT_LOCK_TIMEOUT:
 			lock_timeout_arg = v;
 			if (spec_parse_duration(v, &lock_timeout) < 0) {
 				cmd_error("apply: -lock-timeout takes a duration such as 30s or 5m, not '%s'", v);
 				rc = VX_EXIT_USAGE;
 				goto done;
 			}
-		} else if (planning_flag(&po, argc, argv, &i, &err)) {
-			if (err.code) {
+			break;
+		default:
+			if (planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
 				cmd_report(&err, NULL);
 				rc = VX_EXIT_USAGE;
 				goto done;
 			}
-		} else if (a[0] == '-') {
-			cmd_error("apply: unknown option '%s' (see 'vxapply -help')", a);
-			rc = VX_EXIT_USAGE;
-			goto done;
-		} else {
-			target = a;
 		}
 	}
-	cmd_ctx_init(&ctx, debug);
+	for (size_t i = 0; i < args->npos; i++)
+		target = args->pos[i];
+	cmd_ctx_init(&ctx, args->debug);
 	color = cmd_use_color(1, no_color);
 	if (lease_from_env(&lo.lease_ms) < 0)
 		goto done;
-	v = getenv("VX_TEST_PAUSE");
-	if (v && strcmp(v, "before-send") != 0) {
-		cmd_error("apply: VX_TEST_PAUSE takes before-send, not '%s'", v);
+	pause = getenv("VX_TEST_PAUSE");
+	if (pause && strcmp(pause, "before-send") != 0) {
+		cmd_error("apply: VX_TEST_PAUSE takes before-send, not '%s'", pause);
 		goto done;
 	}
-	hud.test_pause = v != NULL;
+	hud.test_pause = pause != NULL;
 
 	if (is_plan_file(target)) {
 		from_file = 1;
@@ -671,3 +678,12 @@ done:
 	vx_err_release(&err);
 	return rc;
 }
+
+const struct cmd_entry cmd_apply_entry = {
+	.name = "apply",
+	.alias = "vxapply",
+	.summary = "make the cloud match the declaration, recording it in git",
+	.usage = usage,
+	.opts = apply_opts,
+	.exec = apply_exec,
+};

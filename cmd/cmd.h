@@ -2,24 +2,69 @@
 #define VX_CMD_CMD_H
 
 /*
- * The commands. Each cmd/<verb>.c defines one int cmd_<verb>(int argc, char **argv)
- * returning an exit code from cmd/exitcode.h; argv[0] is the verb itself.
- * cmd/main.c holds the table. Helpers shared by commands live in cmd/common.c.
+ * The commands, in the manner of tmux's cmd-*.c: each cmd/<verb>.c defines
+ * one struct cmd_entry (its name, usage and flag table) and a short exec
+ * function that gets the parsed arguments and returns an exit code from
+ * cmd/exitcode.h. cmd/main.c holds the table; cmd_run parses a command line
+ * by the entry's flags (Terraform's style: -name, -name=value, -name value;
+ * -- also accepted), answers -help, refuses an unknown flag, and runs exec.
+ * Helpers shared by commands live in cmd/common.c.
  */
+
+#include <stddef.h>
 
 #include "util/ctx.h"
 
 struct vx_err;
 
-int cmd_help(int argc, char **argv);
-int cmd_version(int argc, char **argv);
-int cmd_validate(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
-int cmd_apply(int argc, char **argv);
-int cmd_doctor(int argc, char **argv);
-int cmd_log(int argc, char **argv);
-int cmd_state(int argc, char **argv);
-int cmd_unlock(int argc, char **argv);
+enum cmd_arg {
+	CMD_ARG_NONE,      /* -auto-approve */
+	CMD_ARG_REQUIRED,  /* -parallelism 8, -parallelism=8 */
+	CMD_ARG_OPTIONAL,  /* -wait, -wait=done (only with '=') */
+};
+
+struct cmd_opt {
+	const char *name;  /* without the dash */
+	enum cmd_arg arg;
+	int id;            /* what exec switches on; > 0 */
+};
+
+/* One option as given, in order. */
+struct cmd_given {
+	int id;
+	const char *value; /* NULL without one */
+};
+
+struct cmd_args {
+	const struct cmd_entry *entry;
+	struct cmd_given *opts;  /* in the order given */
+	size_t nopts;
+	char **pos;              /* the positional arguments */
+	size_t npos;
+	int debug;               /* -debug, every command's */
+};
+
+struct cmd_entry {
+	const char *name;        /* "apply": vx apply */
+	const char *alias;       /* the binary that is this command ("vxapply"), or NULL */
+	const char *summary;     /* one line for vx help */
+	const char *usage;       /* the -help text */
+	const struct cmd_opt *opts; /* ends with { NULL }; -help and -debug are every command's */
+	int (*exec)(const struct cmd_args *args);
+};
+
+extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entry, cmd_doctor_entry,
+	cmd_log_entry, cmd_state_entry, cmd_unlock_entry, cmd_version_entry, cmd_help_entry;
+
+/* -C DIR and -chdir=DIR: the flags of the commands that take a stack directory
+ * beside their positional arguments (log, state, unlock). */
+enum { CMD_OPT_DIR = 1 };
+extern const struct cmd_opt cmd_dir_opts[];
+
+/* Parses argv (argv[0] is the command) by e's flags and runs it: the exit code. */
+int cmd_run(const struct cmd_entry *e, int argc, char **argv);
+/* "vx NAME" or the alias, for messages. */
+const char *cmd_called(const struct cmd_entry *e);
 
 /*
  * Sets up the context every command uses: real clock, log sink on stderr,

@@ -1,4 +1,5 @@
 #include "cmd/cmd.h"
+#include "cmd/exitcode.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -145,6 +146,91 @@ int cmd_flag(const char *arg, const char *name, const char **value)
 		return 1;
 	}
 	return 0;
+}
+
+const struct cmd_opt cmd_dir_opts[] = {
+	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
+	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
+	{ NULL, CMD_ARG_NONE, 0 },
+};
+
+const char *cmd_called(const struct cmd_entry *e)
+{
+	static char buf[64];
+
+	if (e->alias)
+		return e->alias;
+	snprintf(buf, sizeof(buf), "vx %s", e->name);
+	return buf;
+}
+
+/* The option named by arg ("-name", "--name", "-name=value"), its value in *value. */
+static const struct cmd_opt *find_opt(const struct cmd_entry *e, const char *arg, const char **value)
+{
+	for (const struct cmd_opt *o = e->opts; o && o->name; o++)
+		if (cmd_flag(arg, o->name, value))
+			return o;
+	return NULL;
+}
+
+int cmd_run(const struct cmd_entry *e, int argc, char **argv)
+{
+	struct cmd_args args;
+	int rc = VX_EXIT_USAGE, dashdash = 0;
+
+	memset(&args, 0, sizeof(args));
+	args.entry = e;
+	args.opts = calloc((size_t)argc + 1, sizeof(*args.opts));
+	args.pos = calloc((size_t)argc + 1, sizeof(*args.pos));
+	if (!args.opts || !args.pos) {
+		cmd_error("%s: out of memory", e->name);
+		rc = VX_EXIT_ERROR;
+		goto done;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		const struct cmd_opt *o;
+
+		if (dashdash || a[0] != '-' || !a[1]) {
+			args.pos[args.npos++] = argv[i];
+			continue;
+		}
+		if (!strcmp(a, "--")) {
+			dashdash = 1;
+			continue;
+		}
+		if (cmd_flag(a, "help", &v) || cmd_flag(a, "h", &v)) {
+			fputs(e->usage, stdout);
+			rc = VX_EXIT_OK;
+			goto done;
+		}
+		if (cmd_flag(a, "debug", &v) && !v) {
+			args.debug = 1;
+			continue;
+		}
+		if (!(o = find_opt(e, a, &v))) {
+			cmd_error("%s: unknown option '%s' (see '%s -help')", e->name, a, cmd_called(e));
+			goto done;
+		}
+		if (o->arg == CMD_ARG_NONE && v) {
+			cmd_error("%s: -%s takes no value (see '%s -help')", e->name, o->name, cmd_called(e));
+			goto done;
+		}
+		if (o->arg == CMD_ARG_REQUIRED && !v) {
+			if (i + 1 >= argc) {
+				cmd_error("%s: -%s needs a value (see '%s -help')", e->name, o->name, cmd_called(e));
+				goto done;
+			}
+			v = argv[++i];
+		}
+		args.opts[args.nopts].id = o->id;
+		args.opts[args.nopts++].value = v;
+	}
+	rc = e->exec(&args);
+done:
+	free(args.opts);
+	free(args.pos);
+	return rc;
 }
 
 int cmd_use_color(int fd, int no_color_flag)

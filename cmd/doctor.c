@@ -19,16 +19,13 @@
 #include "util/buf.h"
 #include "util/diag.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: vx doctor [DIR] [-debug]\n\n"
-		"Shows where credentials come from (never the token), which project and endpoints\n"
-		"are used, and calls each API once with a cheap read: list the stack's jobs in its\n"
-		"region, list reservations in a zone of it, list Vertex AI quota infos. One line per\n"
-		"check. Exit 0 when all answer. DIR (default .) is a stack; without one, the project\n"
-		"comes from the environment and the region from VX_REGION (default us-central1).\n");
-}
+static const char usage[] =
+	"usage: vx doctor [DIR] [-debug]\n\n"
+	"Shows where credentials come from (never the token), which project and endpoints\n"
+	"are used, and calls each API once with a cheap read: list the stack's jobs in its\n"
+	"region, list reservations in a zone of it, list Vertex AI quota infos. One line per\n"
+	"check. Exit 0 when all answer. DIR (default .) is a stack; without one, the project\n"
+	"comes from the environment and the region from VX_REGION (default us-central1).\n";
 
 static int report(const char *what, int rc, struct vx_err *err, const char *detail)
 {
@@ -40,7 +37,7 @@ static int report(const char *what, int rc, struct vx_err *err, const char *deta
 	return rc < 0;
 }
 
-int cmd_doctor(int argc, char **argv)
+static int doctor_exec(const struct cmd_args *args)
 {
 	struct vx_ctx ctx;
 	struct vx_err err = VX_ERR_INIT;
@@ -50,24 +47,12 @@ int cmd_doctor(int argc, char **argv)
 	struct gcp_http *auth_http = NULL, *http = NULL;
 	struct gcp_http_options ho;
 	struct stack *st = NULL;
-	const char *dir = ".", *region = NULL, *from = NULL, *stack_name = NULL, *v;
+	const char *dir = args->npos ? args->pos[args->npos - 1] : ".", *region = NULL, *from = NULL,
+		   *stack_name = NULL;
 	char *project = NULL, *token = NULL, *zone = NULL, *detail = NULL;
-	int debug = 0, failed = 0, rc = VX_EXIT_ERROR, r;
+	int failed = 0, rc = VX_EXIT_ERROR, r;
 
-	for (int i = 1; i < argc; i++) {
-		if (cmd_flag(argv[i], "help", &v) || cmd_flag(argv[i], "h", &v)) {
-			usage(stdout);
-			return VX_EXIT_OK;
-		} else if (cmd_flag(argv[i], "debug", &v)) {
-			debug = 1;
-		} else if (argv[i][0] == '-') {
-			cmd_error("doctor: unknown option '%s'", argv[i]);
-			return VX_EXIT_USAGE;
-		} else {
-			dir = argv[i];
-		}
-	}
-	cmd_ctx_init(&ctx, debug);
+	cmd_ctx_init(&ctx, args->debug);
 	printf("vx %s doctor\n", VX_VERSION);
 	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
 		stack_name = st->name;
@@ -178,3 +163,11 @@ done:
 	vx_err_release(&err);
 	return rc;
 }
+
+const struct cmd_entry cmd_doctor_entry = {
+	.name = "doctor",
+	.summary = "check credentials, project and API access",
+	.usage = usage,
+	.opts = NULL,
+	.exec = doctor_exec,
+};

@@ -28,19 +28,16 @@
 #include "state/state.h"
 #include "util/buf.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: vx log [ADDR] [DIR] [-debug]\n\n"
-		"Prints one row per action vx took for ADDR (e.g. job.train), or for every job the\n"
-		"state ever held, forgotten ones included: when, what (create, adopt, replace,\n"
-		"rerun, resubmit, cancel, forget), the Vertex resource, attempt, who launched it\n"
-		"(user@host of the apply), the config commit (+dirty: applied from uncommitted\n"
-		"changes), and the run's final state as last observed, with its error. Times are\n"
-		"UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
-		"DIR is the stack directory (default .; -C DIR also works). An argument of the\n"
-		"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n");
-}
+static const char usage[] =
+	"usage: vx log [ADDR] [DIR] [-debug]\n\n"
+	"Prints one row per action vx took for ADDR (e.g. job.train), or for every job the\n"
+	"state ever held, forgotten ones included: when, what (create, adopt, replace,\n"
+	"rerun, resubmit, cancel, forget), the Vertex resource, attempt, who launched it\n"
+	"(user@host of the apply), the config commit (+dirty: applied from uncommitted\n"
+	"changes), and the run's final state as last observed, with its error. Times are\n"
+	"UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
+	"DIR is the stack directory (default .; -C DIR also works). An argument of the\n"
+	"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n";
 
 /* "2026-11-23T10:02:05Z": every time vx log shows, in one format; "-" when unknown. */
 static void log_time(int64_t ms, char out[32])
@@ -246,42 +243,35 @@ done:
 	return rc;
 }
 
-int cmd_log(int argc, char **argv)
+static int log_exec(const struct cmd_args *args)
 {
 	struct vx_ctx ctx;
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
-	const char *dir = ".", *addr = NULL, *v;
-	int rc = VX_EXIT_ERROR, debug = 0, dir_given = 0;
+	const char *dir = ".", *addr = NULL;
+	int rc = VX_EXIT_ERROR, dir_given = 0;
 
 	memset(&ws, 0, sizeof(ws));
-	for (int i = 1; i < argc; i++) {
-		if (cmd_flag(argv[i], "help", &v) || cmd_flag(argv[i], "h", &v)) {
-			usage(stdout);
-			return VX_EXIT_OK;
-		} else if (workspace_dir_flag(argc, argv, &i, &v)) {
-			if (cmd_dir_arg("log", &dir, &dir_given, v) < 0)
-				return VX_EXIT_USAGE;
-		} else if (cmd_flag(argv[i], "debug", &v)) {
-			debug = 1;
-		} else if (argv[i][0] == '-') {
-			cmd_error("log: unknown option '%s' (see 'vx log -help')", argv[i]);
+	for (size_t i = 0; i < args->nopts; i++)
+		if (cmd_dir_arg("log", &dir, &dir_given, args->opts[i].value) < 0) /* -C, -chdir */
 			return VX_EXIT_USAGE;
-		} else if (cmd_is_address(argv[i])) {
+	for (size_t i = 0; i < args->npos; i++) {
+		const char *a = args->pos[i];
+
+		if (cmd_is_address(a)) {
 			if (addr) {
 				cmd_error("log: one address at most");
 				return VX_EXIT_USAGE;
 			}
-			addr = argv[i];
-		} else if (!cmd_is_dir(argv[i])) {
-			cmd_error("log: '%s' is neither an address (such as job.NAME) nor a directory",
-				  argv[i]);
+			addr = a;
+		} else if (!cmd_is_dir(a)) {
+			cmd_error("log: '%s' is neither an address (such as job.NAME) nor a directory", a);
 			return VX_EXIT_USAGE;
-		} else if (cmd_dir_arg("log", &dir, &dir_given, argv[i]) < 0) {
+		} else if (cmd_dir_arg("log", &dir, &dir_given, a) < 0) {
 			return VX_EXIT_USAGE;
 		}
 	}
-	cmd_ctx_init(&ctx, debug);
+	cmd_ctx_init(&ctx, args->debug);
 	if (workspace_open(&ws, &ctx, dir, &err) < 0 || print_log(&ws, addr, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
@@ -292,3 +282,11 @@ done:
 	vx_err_release(&err);
 	return rc;
 }
+
+const struct cmd_entry cmd_log_entry = {
+	.name = "log",
+	.summary = "every action vx took, from the state's history",
+	.usage = usage,
+	.opts = cmd_dir_opts,
+	.exec = log_exec,
+};

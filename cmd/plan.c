@@ -13,28 +13,41 @@
 #include "reconcile/render.h"
 #include "util/buf.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: vxplan [DIR] [options]     (also: vx plan)\n\n"
-		"Compares the stack in DIR (default .) with its state and the live jobs and\n"
-		"shows what vxapply would create, cancel, resubmit or change. Changes nothing.\n\n"
-		"options:\n"
-		"  -out FILE            save the plan; 'vxapply FILE' applies exactly it, also\n"
-		"                       in another checkout of the same commit\n"
-		"  -format FMT          human (default), json (docs/plan-json.md) or markdown\n"
-		"  -detailed-exitcode   exit 0: no changes, 1: error, 2: changes\n"
-		"  -target ADDR         plan only this address (repeatable), e.g. job.train; an\n"
-		"                       address neither declared nor in the state is an error\n"
-		"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
-		"  -refresh=false       plan from the state alone, without reading live jobs\n"
-		"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
-		"                       a plan error (exit 1), not a warning; the Stack's\n"
-		"                       failOn: [quota] does the same\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
-		"  -debug               log every request to stderr (tokens redacted)\n");
-}
+static const char usage[] =
+	"usage: vxplan [DIR] [options]     (also: vx plan)\n\n"
+	"Compares the stack in DIR (default .) with its state and the live jobs and\n"
+	"shows what vxapply would create, cancel, resubmit or change. Changes nothing.\n\n"
+	"options:\n"
+	"  -out FILE            save the plan; 'vxapply FILE' applies exactly it, also\n"
+	"                       in another checkout of the same commit\n"
+	"  -format FMT          human (default), json (docs/plan-json.md) or markdown\n"
+	"  -detailed-exitcode   exit 0: no changes, 1: error, 2: changes\n"
+	"  -target ADDR         plan only this address (repeatable), e.g. job.train; an\n"
+	"                       address neither declared nor in the state is an error\n"
+	"  -replace ADDR        start a new run of ADDR even if unchanged (repeatable)\n"
+	"  -refresh=false       plan from the state alone, without reading live jobs\n"
+	"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
+	"                       a plan error (exit 1), not a warning; the Stack's\n"
+	"                       failOn: [quota] does the same\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
+	"  -debug               log every request to stderr (tokens redacted)\n";
 
-int cmd_plan(int argc, char **argv)
+enum {
+	PLAN_OPT_OUT = 1,
+	PLAN_OPT_FORMAT,
+	PLAN_OPT_DETAILED_EXITCODE,
+	PLAN_OPT_NO_COLOR,
+};
+
+static const struct cmd_opt plan_opts[] = {
+	{ "out", CMD_ARG_REQUIRED, PLAN_OPT_OUT },
+	{ "format", CMD_ARG_REQUIRED, PLAN_OPT_FORMAT },
+	{ "detailed-exitcode", CMD_ARG_NONE, PLAN_OPT_DETAILED_EXITCODE },
+	{ "no-color", CMD_ARG_NONE, PLAN_OPT_NO_COLOR },
+	PLANNING_OPTS,
+	{ NULL, CMD_ARG_NONE, 0 },
+};
+
+static int plan_exec(const struct cmd_args *args)
 {
 	struct planning_opts po;
 	struct vx_ctx ctx;
@@ -42,50 +55,45 @@ int cmd_plan(int argc, char **argv)
 	struct vx_err err = VX_ERR_INIT;
 	struct planning pl;
 	struct vx_buf out = VX_BUF_INIT;
-	const char *dir = ".", *outfile = NULL, *format = "human", *v;
-	int detailed = 0, no_color = 0, debug = 0, rc = VX_EXIT_ERROR, r;
+	const char *dir = ".", *outfile = NULL, *format = "human";
+	int detailed = 0, no_color = 0, rc = VX_EXIT_ERROR, r;
 
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
 	memset(&ws, 0, sizeof(ws));
 	memset(&pl, 0, sizeof(pl));
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	for (size_t i = 0; i < args->nopts; i++) {
+		const char *v = args->opts[i].value;
 
-		if (cmd_flag(a, "help", &v) || cmd_flag(a, "h", &v)) {
-			usage(stdout);
-			rc = VX_EXIT_OK;
-			goto done;
-		} else if (cmd_flag(a, "out", &v)) {
-			outfile = v ? v : (i + 1 < argc ? argv[++i] : NULL);
-		} else if (cmd_flag(a, "format", &v)) {
-			format = v ? v : (i + 1 < argc ? argv[++i] : NULL);
-		} else if (cmd_flag(a, "detailed-exitcode", &v)) {
+		switch (args->opts[i].id) {
+		case PLAN_OPT_OUT:
+			outfile = v;
+			break;
+		case PLAN_OPT_FORMAT:
+			format = v;
+			break;
+		case PLAN_OPT_DETAILED_EXITCODE:
 			detailed = 1;
-		} else if (cmd_flag(a, "no-color", &v)) {
+			break;
+		case PLAN_OPT_NO_COLOR:
 			no_color = 1;
-		} else if (cmd_flag(a, "debug", &v)) {
-			debug = 1;
-		} else if (planning_flag(&po, argc, argv, &i, &err)) {
-			if (err.code) {
+			break;
+		default:
+			if (planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
 				cmd_report(&err, NULL);
 				rc = VX_EXIT_USAGE;
 				goto done;
 			}
-		} else if (a[0] == '-') {
-			cmd_error("plan: unknown option '%s' (see 'vxplan -help')", a);
-			rc = VX_EXIT_USAGE;
-			goto done;
-		} else {
-			dir = a;
 		}
 	}
+	for (size_t i = 0; i < args->npos; i++)
+		dir = args->pos[i];
 	if (!format || (strcmp(format, "human") && strcmp(format, "json") && strcmp(format, "markdown"))) {
 		cmd_error("plan: -format must be human, json or markdown");
 		rc = VX_EXIT_USAGE;
 		goto done;
 	}
-	cmd_ctx_init(&ctx, debug);
+	cmd_ctx_init(&ctx, args->debug);
 	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0 ||
 	    planning_run(&pl, &ws, &po, &err) < 0) {
 		cmd_report(&err, NULL);
@@ -133,3 +141,12 @@ done:
 	vx_err_release(&err);
 	return rc;
 }
+
+const struct cmd_entry cmd_plan_entry = {
+	.name = "plan",
+	.alias = "vxplan",
+	.summary = "show what apply would create, cancel, resubmit or change",
+	.usage = usage,
+	.opts = plan_opts,
+	.exec = plan_exec,
+};

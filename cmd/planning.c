@@ -31,21 +31,16 @@ static int valid_address(const char *a)
 	return kind_of_address(a) && dot[1];
 }
 
-int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct vx_err *err)
+int planning_opt(struct planning_opts *o, int id, const char *v, struct vx_err *err)
 {
-	const char *v;
-	int is_target;
-
-	if (cmd_flag(argv[*i], "fail-on", &v)) {
-		if (!v)
-			v = *i + 1 < argc ? argv[++*i] : NULL;
-		if (v && !strcmp(v, "quota"))
+	switch (id) {
+	case PLANNING_OPT_FAIL_ON:
+		if (!strcmp(v, "quota"))
 			o->fail_on_quota = 1;
 		else
-			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v ? v : "");
+			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v);
 		return 1;
-	}
-	if (cmd_flag(argv[*i], "refresh", &v)) {
+	case PLANNING_OPT_REFRESH:
 		if (!v || !strcmp(v, "true"))
 			o->refresh = 1;
 		else if (!strcmp(v, "false"))
@@ -53,20 +48,18 @@ int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct
 		else
 			vx_err_set(err, VX_EINVAL, "-refresh takes true or false, not '%s'", v);
 		return 1;
-	}
-	is_target = cmd_flag(argv[*i], "target", &v);
-	if (!is_target && !cmd_flag(argv[*i], "replace", &v))
-		return 0;
-	if (!v)
-		v = *i + 1 < argc ? argv[++*i] : NULL;
-	if (!v || !valid_address(v)) {
-		vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME, reservation.NAME or quota.NAME%s%s%s",
-			   is_target ? "target" : "replace", v ? ", not '" : "", v ? v : "", v ? "'" : "");
+	case PLANNING_OPT_TARGET:
+	case PLANNING_OPT_REPLACE:
+		if (!valid_address(v))
+			vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME, reservation.NAME or "
+				   "quota.NAME, not '%s'", id == PLANNING_OPT_TARGET ? "target" : "replace", v);
+		else if ((id == PLANNING_OPT_TARGET ? push(&o->targets, &o->ntargets, v)
+						    : push(&o->replaces, &o->nreplaces, v)) < 0)
+			vx_err_set(err, VX_ENOMEM, "out of memory");
 		return 1;
+	default:
+		return 0;
 	}
-	if ((is_target ? push(&o->targets, &o->ntargets, v) : push(&o->replaces, &o->nreplaces, v)) < 0)
-		vx_err_set(err, VX_ENOMEM, "out of memory");
-	return 1;
 }
 
 void planning_opts_release(struct planning_opts *o)

@@ -33,9 +33,22 @@ struct planning {
 	char serial_buf[24];
 };
 
-/* Handles -target, -replace, -refresh[=bool], -fail-on=quota at argv[*i]. Returns 1 when it
- * was one (err set when its value is bad), else 0. */
-int planning_flag(struct planning_opts *o, int argc, char **argv, int *i, struct vx_err *err);
+/* The flags plan and apply share, for their cmd_entry's flag table. */
+enum {
+	PLANNING_OPT_TARGET = 100,
+	PLANNING_OPT_REPLACE,
+	PLANNING_OPT_REFRESH,
+	PLANNING_OPT_FAIL_ON,
+};
+#define PLANNING_OPTS \
+	{ "target", CMD_ARG_REQUIRED, PLANNING_OPT_TARGET }, \
+	{ "replace", CMD_ARG_REQUIRED, PLANNING_OPT_REPLACE }, \
+	{ "refresh", CMD_ARG_OPTIONAL, PLANNING_OPT_REFRESH }, \
+	{ "fail-on", CMD_ARG_REQUIRED, PLANNING_OPT_FAIL_ON }
+
+/* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on):
+ * 1 when id is one (err set when its value is bad), else 0. */
+int planning_opt(struct planning_opts *o, int id, const char *value, struct vx_err *err);
 void planning_opts_release(struct planning_opts *o);
 
 /* Refreshes (unless off) and plans ws's stack against its loaded state. */

@@ -11,56 +11,47 @@
 #include "reconcile/provider.h"
 #include "state/state.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: vx state list [DIR] [-debug]\n"
-		"       vx state show ADDR [DIR] [-debug]\n\n"
-		"list: every address in the state with its current run and last seen state.\n"
-		"show: one record as stored (JSON; secrets are never stored).\n"
-		"DIR is the stack directory (default .; -C DIR also works).\n");
-}
+static const char usage[] =
+	"usage: vx state list [DIR] [-debug]\n"
+	"       vx state show ADDR [DIR] [-debug]\n\n"
+	"list: every address in the state with its current run and last seen state.\n"
+	"show: one record as stored (JSON; secrets are never stored).\n"
+	"DIR is the stack directory (default .; -C DIR also works).\n";
 
-int cmd_state(int argc, char **argv)
+static int state_exec(const struct cmd_args *args)
 {
 	struct vx_ctx ctx;
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
-	const char *dir = ".", *verb = NULL, *addr = NULL, *v;
+	const char *dir = ".", *verb = NULL, *addr = NULL;
 	char *json = NULL;
-	int rc = VX_EXIT_ERROR, debug = 0, dir_given = 0;
+	int rc = VX_EXIT_ERROR, dir_given = 0;
 
 	memset(&ws, 0, sizeof(ws));
-	for (int i = 1; i < argc; i++) {
-		if (cmd_flag(argv[i], "help", &v) || cmd_flag(argv[i], "h", &v)) {
-			usage(stdout);
-			return VX_EXIT_OK;
-		} else if (workspace_dir_flag(argc, argv, &i, &v)) {
-			if (cmd_dir_arg("state", &dir, &dir_given, v) < 0)
-				return VX_EXIT_USAGE;
-		} else if (cmd_flag(argv[i], "debug", &v)) {
-			debug = 1;
-		} else if (argv[i][0] == '-') {
-			cmd_error("state: unknown option '%s' (see 'vx state -help')", argv[i]);
+	for (size_t i = 0; i < args->nopts; i++)
+		if (cmd_dir_arg("state", &dir, &dir_given, args->opts[i].value) < 0) /* -C, -chdir */
 			return VX_EXIT_USAGE;
-		} else if (!verb) {
-			verb = argv[i];
+	for (size_t i = 0; i < args->npos; i++) {
+		const char *a = args->pos[i];
+
+		if (!verb) {
+			verb = a;
 		} else if (!addr && !strcmp(verb, "show")) {
 			/* show's first argument is the address, whatever it looks like. */
-			addr = argv[i];
-		} else if (cmd_is_address(argv[i])) {
-			usage(stderr);
+			addr = a;
+		} else if (cmd_is_address(a)) {
+			fputs(usage, stderr);
 			return VX_EXIT_USAGE;
-		} else if (cmd_dir_arg("state", &dir, &dir_given, argv[i]) < 0) {
+		} else if (cmd_dir_arg("state", &dir, &dir_given, a) < 0) {
 			return VX_EXIT_USAGE;
 		}
 	}
 	if (!verb || (strcmp(verb, "list") && strcmp(verb, "show")) || (!strcmp(verb, "show") && !addr) ||
 	    (!strcmp(verb, "list") && addr)) {
-		usage(stderr);
+		fputs(usage, stderr);
 		return VX_EXIT_USAGE;
 	}
-	cmd_ctx_init(&ctx, debug);
+	cmd_ctx_init(&ctx, args->debug);
 	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
@@ -71,7 +62,8 @@ int cmd_state(int argc, char **argv)
 
 			printf("%-32s %s %s\n", r->address,
 			       r->current && r->current->resource ? r->current->resource : "-",
-			       r->current ? job_state_short(r->current->state) : "");
+			       !r->current ? "" : r->current->has_value && r->current->state
+			       ? r->current->state : job_state_short(r->current->state));
 		}
 		for (size_t i = 0; i < ws.state.njournal; i++)
 			printf("%-32s (pending intent: %s not confirmed)\n", ws.state.journal[i].address,
@@ -96,3 +88,11 @@ done:
 	vx_err_release(&err);
 	return rc;
 }
+
+const struct cmd_entry cmd_state_entry = {
+	.name = "state",
+	.summary = "list or show state records (state list | state show ADDR)",
+	.usage = usage,
+	.opts = cmd_dir_opts,
+	.exec = state_exec,
+};

@@ -15,15 +15,13 @@
 #include "util/err.h"
 #include "util/banned.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: vx validate [DIR]...\n\n"
-		"Checks the stack in each DIR (default \".\"): every *.yaml and *.yml file,\n"
-		"each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\n"
-		"each job spec against the Vertex AI CustomJobSpec schema and machine rules.\n"
-		"Nothing is sent to Google Cloud. Problems are printed as FILE:LINE:COLUMN:\n"
-		"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n");
-}
+static const char usage[] =
+	"usage: vx validate [DIR]...\n\n"
+	"Checks the stack in each DIR (default \".\"): every *.yaml and *.yml file,\n"
+	"each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\n"
+	"each job spec against the Vertex AI CustomJobSpec schema and machine rules.\n"
+	"Nothing is sent to Google Cloud. Problems are printed as FILE:LINE:COLUMN:\n"
+	"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n";
 
 static const char *plural(size_t n, const char *one, const char *many)
 {
@@ -66,38 +64,22 @@ static int validate_dir(const char *dir)
 	return code;
 }
 
-int cmd_validate(int argc, char **argv)
+static int validate_exec(const struct cmd_args *args)
 {
-	int code = VX_EXIT_OK, ndirs = 0, i;
-	const char *value;
+	int code = VX_EXIT_OK;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			i++;
-			break;
-		}
-		if (cmd_flag(argv[i], "help", &value) || cmd_flag(argv[i], "h", &value)) {
-			usage(stdout);
-			return VX_EXIT_OK;
-		}
-		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			cmd_error("validate: unknown option %s", argv[i]);
-			usage(stderr);
-			return VX_EXIT_USAGE;
-		}
-	}
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			for (i++; i < argc; i++, ndirs++)
-				if (validate_dir(argv[i]) != VX_EXIT_OK)
-					code = VX_EXIT_ERROR;
-			break;
-		}
-		ndirs++;
-		if (validate_dir(argv[i]) != VX_EXIT_OK)
+	for (size_t i = 0; i < args->npos; i++)
+		if (validate_dir(args->pos[i]) != VX_EXIT_OK)
 			code = VX_EXIT_ERROR;
-	}
-	if (ndirs == 0)
+	if (args->npos == 0)
 		code = validate_dir(".");
 	return code;
 }
+
+const struct cmd_entry cmd_validate_entry = {
+	.name = "validate",
+	.summary = "check a stack's YAML without touching the cloud",
+	.usage = usage,
+	.opts = NULL,
+	.exec = validate_exec,
+};

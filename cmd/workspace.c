@@ -17,21 +17,6 @@
 #include "util/buf.h"
 #include "util/diag.h"
 
-int workspace_dir_flag(int argc, char **argv, int *i, const char **dir)
-{
-	const char *v;
-
-	if (!strcmp(argv[*i], "-C") && *i + 1 < argc) {
-		*dir = argv[++*i];
-		return 1;
-	}
-	if (cmd_flag(argv[*i], "chdir", &v) && v) {
-		*dir = v;
-		return 1;
-	}
-	return 0;
-}
-
 static void print_diags(struct vx_diags *d)
 {
 	for (size_t i = 0; i < d->n; i++) {

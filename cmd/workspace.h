@@ -64,7 +64,5 @@ int workspace_provider(struct workspace *ws, struct vx_err *err) VX_WUR;
 int workspace_refresh(struct workspace *ws, struct vx_err *err) VX_WUR;
 void workspace_close(struct workspace *ws);
 
-/* "-C DIR" / "-chdir=DIR" handling shared by log, state, unlock: returns 1 and sets *dir when argv[*i] is one. */
-int workspace_dir_flag(int argc, char **argv, int *i, const char **dir);
 
 #endif
