@@ -4,13 +4,16 @@
 /*
  * Carries out a plan (DESIGN.md sections 3 and 4).
  *
- * Order: every cancel first (the cancel half of replace included), then
- * forgets, then adopts and creates. Creates run in batches of at most
- * `parallelism` at once. Before a batch the intents (address, labels) are
- * journaled in the state and persisted; after it, the results. A create
- * whose outcome is unknown (the provider says VX_EUNCERTAIN) is resolved by
- * listing the region by labels: adopted if it exists, else tried once more.
- * An interrupt (ctx->interrupted) stops new batches; what ran is recorded.
+ * Order, by the table of kinds (reconcile/kind.h): every kind's removals in
+ * reverse phase order (jobs cancelled and forgotten, then reservations
+ * deleted, then quota preferences abandoned), then every kind's changes in
+ * phase order (quota preferences, reservations, then jobs). For jobs
+ * (reconcile/kind_job.c): creates run in batches of at most `parallelism`;
+ * before a batch the intents (address, labels) are journaled in the state
+ * and persisted, after it the results. A create whose outcome is unknown
+ * (VX_EUNCERTAIN) is resolved by listing the region by labels: adopted if it
+ * exists, else tried once more. An interrupt (ctx->interrupted) stops new
+ * work; what ran is recorded.
  *
  * The caller holds the lock and supplies the hooks; this module never
  * talks to a state backend or prints.

@@ -1,19 +1,1744 @@
 /*
- * The job kind: Vertex AI CustomJobs. Its three-way diff is reconcile/plan.c
- * (pure, over plain structs, fed by planner.c), its executor the batched,
- * journaled creates of reconcile/apply.c; this file is its row of the kind
- * table.
+ * The job kind: Vertex AI CustomJobs (job.NAME). How they are read (one
+ * filtered list per place a declared job or a current run lives in), the
+ * three-way diff of reconcile/plan.h (declaration x state x live, pure over
+ * plain structs so every rule is unit-tested; planner_plan_jobs feeds it),
+ * and how its actions are carried out: cancels, forgets and updates, then
+ * adoptions and creates in batches, each create's intent journaled and
+ * persisted before it is sent, uncertain creates resolved by listing, an
+ * earlier apply's intents settled, every request fenced by the lease.
  */
 #include "reconcile/kind.h"
 
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "reconcile/apply.h"
 #include "reconcile/applier.h"
-#include "reconcile/stack.h"
-#include "util/buf.h"
+#include "reconcile/failure.h"
+#include "reconcile/plan.h"
 #include "reconcile/planner.h"
+#include "reconcile/provider.h"
+#include "reconcile/runlabel.h"
+#include "reconcile/spec.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
 #include "util/banned.h"
+
+/* ---- plan: the three-way diff ------------------------------------------- */
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return 1;
+	return 0;
+}
+
+/* "10:02Z", or "2026-11-20 10:02Z" when not today, from epoch milliseconds. */
+static void fmt_when(char *buf, size_t len, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, len, "an unknown time");
+		return;
+	}
+	strftime(buf, len, "%Y-%m-%d %H:%MZ", &tm);
+}
+
+/*
+ * Indexes built once per plan, so every lookup is a binary search: a plan
+ * over 10,000 jobs would otherwise spend seconds in nested scans.
+ */
+struct builder {
+	struct plan *p;
+	const struct plan_input *in;
+	int oom;
+	const struct live_job **by_name;  /* live jobs sorted by resource name */
+	const struct live_job **by_job;   /* live jobs of this stack sorted by their vx-job label */
+	size_t nby_name, nby_job;
+	const struct plan_record **records; /* sorted by address */
+	const struct plan_decl **decls;     /* sorted by address */
+	const char **known;                 /* every run the state knows, sorted */
+	size_t nknown;
+};
+
+static int cmp_live_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct live_job *const *)a)->name, (*(const struct live_job *const *)b)->name);
+}
+
+static const char *vx_job_of(const struct live_job *j)
+{
+	const char *v = live_job_label(j, "vx-job");
+
+	return v ? v : "";
+}
+
+static int cmp_live_job(const void *a, const void *b)
+{
+	return strcmp(vx_job_of(*(const struct live_job *const *)a), vx_job_of(*(const struct live_job *const *)b));
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int label_is(const struct live_job *j, const char *key, const char *want)
+{
+	const char *v = live_job_label(j, key);
+
+	return v && !strcmp(v, want);
+}
+
+/* Looks up a live job by resource name. */
+static const struct live_job *live_by_name(const struct builder *b, const char *name)
+{
+	size_t lo = 0, hi = b->nby_name;
+
+	if (!name)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(b->by_name[mid]->name, name);
+
+		if (c == 0)
+			return b->by_name[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The first index in by_job whose vx-job label is >= name. */
+static size_t by_job_lower(const struct builder *b, const char *name)
+{
+	size_t lo = 0, hi = b->nby_job;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(vx_job_of(b->by_job[mid]), name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int is_known(const struct builder *b, const char *name)
+{
+	return name && bsearch(&name, b->known, b->nknown, sizeof(*b->known), cmp_cstr) != NULL;
+}
+
+/*
+ * Whether vx can prove a live job is this stack's: the state knows it by
+ * name, or it carries this state's identity (vx-lineage). A job with the
+ * stack's name alone may be another repository's that chose the same name.
+ */
+static int owned(const struct builder *b, const struct live_job *j)
+{
+	return is_known(b, j->name) ||
+	       (b->in->lineage && *b->in->lineage && label_is(j, "vx-lineage", b->in->lineage));
+}
+
+/*
+ * The newest live job carrying exactly the labels of run (spec, run,
+ * attempt) of job name, that is not one of the record's known runs.
+ */
+static const struct live_job *live_for_run(struct builder *b, const char *name,
+					   const char *hash, int64_t run, int64_t attempt,
+					   const struct plan_record *rec)
+{
+	const struct plan_input *in = b->in;
+	const struct live_job *best = NULL;
+	struct run_id id = { in->stack, in->lineage, name, hash, run, attempt };
+	struct vx_label *want = NULL;
+	size_t nwant = 0;
+
+	if (!in->live)
+		return NULL;
+	if (runlabel_build(&want, &nwant, &id, NULL, 0) < 0) {
+		b->oom = 1;
+		return NULL;
+	}
+	for (size_t i = by_job_lower(b, name); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), name); i++) {
+		const struct live_job *j = b->by_job[i];
+
+		/* The lineage is proved by owned(): the state may know the job by name. */
+		if (!runlabel_match(j->labels, j->nlabels, want, nwant, RUNLABEL_ALL & ~RUNLABEL_LINEAGE) ||
+		    !owned(b, j))
+			continue;
+		if (rec && rec->current && rec->current->name && j->name &&
+		    !strcmp(rec->current->name, j->name))
+			continue;
+		if (rec && j->name && in_list(j->name, rec->known, rec->nknown))
+			continue;
+		if (!best || j->create_ms > best->create_ms)
+			best = j;
+	}
+	vx_labels_free(want, nwant);
+	return best;
+}
+
+
+static struct plan_action *add_action(struct builder *b, enum plan_kind kind, const char *address)
+{
+	struct plan_action *a = plan_add_action(b->p, kind, &kind_job, address);
+
+	if (!a)
+		b->oom = 1;
+	return a;
+}
+
+static void set_str(struct builder *b, char **dst, const char *src)
+{
+	free(*dst);
+	*dst = NULL;
+	if (src && !(*dst = strdup(src)))
+		b->oom = 1;
+}
+
+static void set_fmt(struct builder *b, char **dst, char *formatted)
+{
+	free(*dst);
+	*dst = formatted;
+	if (!formatted)
+		b->oom = 1;
+}
+
+static void fill_decl(struct builder *b, struct plan_action *a, const struct plan_decl *d)
+{
+	a->decl = d;
+	a->max_attempts = d->max_attempts;
+	set_str(b, &a->shape, d->shape);
+	set_str(b, &a->new_hash, d->spec_hash);
+	set_str(b, &a->region, d->region);
+}
+
+/* Both plan_record and plan_decl start with `const char *address`. */
+static int cmp_addr(const void *a, const void *b)
+{
+	return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
+}
+
+static const struct plan_record *find_record(const struct builder *b, const char *address)
+{
+	const char *const *key = &address;
+	const struct plan_record *const *r = bsearch(&key, b->records, b->in->nrecords,
+						     sizeof(*b->records), cmp_addr);
+
+	return r ? *r : NULL;
+}
+
+static const struct plan_decl *find_decl(const struct builder *b, const char *address)
+{
+	const char *const *key = &address;
+	const struct plan_decl *const *d = bsearch(&key, b->decls, b->in->ndecls, sizeof(*b->decls), cmp_addr);
+
+	return d ? *d : NULL;
+}
+
+static int targeted(const struct plan_input *in, const char *address)
+{
+	return in->ntargets == 0 || in_list(address, in->targets, in->ntargets);
+}
+
+/*
+ * A new run is about to be planned (create, rerun, resubmit, replace): if a
+ * live job already has its labels, adopt it instead. Returns 1 when adopted.
+ */
+static int maybe_adopt(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		       int64_t attempt, const char *why, const char *cancel_name)
+{
+	const struct live_job *j = live_for_run(b, d->name, d->spec_hash, d->run, attempt, rec);
+	struct plan_action *a;
+
+	if (!j)
+		return 0;
+	a = add_action(b, PLAN_ADOPT, d->address);
+	if (!a)
+		return 1;
+	fill_decl(b, a, d);
+	a->record = rec;
+	a->run = d->run;
+	a->attempt = attempt;
+	set_str(b, &a->adopt_name, j->name);
+	set_str(b, &a->live_state, j->state);
+	a->adopt_create_ms = j->create_ms;
+	set_str(b, &a->cancel_name, cancel_name);
+	if (rec && rec->current)
+		set_str(b, &a->old_hash, rec->spec_hash);
+	set_fmt(b, &a->reason, vx_asprintf("%s; a live job with its labels already exists (%s, %s): "
+					   "an earlier apply created it", why, j->name,
+					   job_state_short(j->state)));
+	return 1;
+}
+
+/* Whether class is listed in the declaration's resubmit.on. */
+static int resubmits(const struct plan_decl *d, const char *cls)
+{
+	return cls && in_list(cls, d->resubmit_on, d->nresubmit_on);
+}
+
+static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
+{
+	a->error_code = code;
+	set_str(b, &a->error_message, msg);
+}
+
+/*
+ * Whether the current run lives somewhere other than where the job is now
+ * declared: the Stack's project or the job's region changed. A run of an
+ * older state has no project recorded; it is taken to be in the declared one.
+ */
+static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
+{
+	if (cur->project && d->project && strcmp(cur->project, d->project) != 0)
+		return 1;
+	return cur->region && d->region && strcmp(cur->region, d->region) != 0;
+}
+
+static void plan_declared(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
+{
+	const struct plan_run *cur = rec ? rec->current : NULL;
+	const struct live_job *lj = NULL;
+	const char *state = NULL, *msg = NULL, *cls;
+	int code = 0, vanished = 0, changed, forced, moved;
+	struct plan_action *a;
+	char when[40];
+
+	if (!cur) {
+		if (maybe_adopt(b, d, rec, 1, "new job", NULL))
+			return;
+		a = add_action(b, PLAN_CREATE, d->address);
+		if (!a)
+			return;
+		fill_decl(b, a, d);
+		a->record = rec;
+		a->run = d->run;
+		a->attempt = 1;
+		set_str(b, &a->reason, rec ? "no current run in state" : "new job");
+		return;
+	}
+
+	/* Where the current run stands: live when refreshing, else as last seen. */
+	if (b->in->live) {
+		lj = live_by_name(b, cur->name);
+		if (lj) {
+			state = lj->state;
+			code = lj->error_code;
+			msg = lj->error_message;
+		} else {
+			vanished = 1;
+		}
+	} else {
+		state = cur->state;
+		code = cur->error_code;
+		msg = cur->error_message;
+	}
+
+	forced = in_list(d->address, b->in->replaces, b->in->nreplaces);
+	moved = run_moved(cur, d);
+	changed = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run ||
+		  moved;
+
+	if (vanished) {
+		/* A run we launched is gone from the API: deleted outside vx. */
+		if (cur->state && !strcmp(cur->state, "JOB_STATE_SUCCEEDED") && !changed && !forced) {
+			a = add_action(b, PLAN_NOOP, d->address);
+			if (!a)
+				return;
+			fill_decl(b, a, d);
+			a->record = rec;
+			set_str(b, &a->old_hash, rec->spec_hash);
+			set_fmt(b, &a->drift, vx_asprintf("run %s succeeded and has since been deleted", cur->name));
+			b->p->drifts++;
+			return;
+		}
+		state = "JOB_STATE_CANCELLED";
+		code = 1;
+		msg = "deleted outside vx";
+	}
+
+	if (changed || forced) {
+		char *why = NULL;
+
+		if (forced && !changed)
+			why = vx_asprintf("replacement requested (-replace %s)", d->address);
+		else if (moved)
+			why = vx_asprintf("moved from %s/%s to %s/%s", cur->project ? cur->project : d->project,
+					  cur->region ? cur->region : "?", d->project, d->region);
+		else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
+			why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
+		else if (d->spec_json && rec->spec_json) {
+			char *paths = spec_diff_paths(rec->spec_json, d->spec_json);
+
+			why = paths && *paths ? vx_asprintf("spec changed: %s", paths)
+					      : vx_asprintf("spec changed");
+			free(paths);
+		} else
+			why = vx_asprintf("spec changed");
+		if (!why) {
+			b->oom = 1;
+			return;
+		}
+		if (state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0) {
+			if (d->on_change != PLAN_ON_CHANGE_REPLACE && !forced) {
+				a = add_action(b, PLAN_NOOP, d->address);
+				if (a) {
+					fill_decl(b, a, d);
+					a->record = rec;
+					set_str(b, &a->old_hash, rec->spec_hash);
+					set_str(b, &a->live_state, state);
+					set_fmt(b, &a->reason, vx_asprintf(
+						"%s; the current run %s is %s and onChange is %s",
+						why, cur->name, job_state_short(state),
+						d->on_change == PLAN_ON_CHANGE_IGNORE ? "ignore: the change waits"
+						: "after-finish: a new run starts when it ends"));
+				}
+				free(why);
+				return;
+			}
+			if (d->protect) {
+				vx_diags_add(&b->p->errors, NULL, 0, 0,
+					     "%s is protected (protect: true): %s would cancel its active run %s; "
+					     "set protect: false, or onChange: after-finish",
+					     d->address, why, cur->name);
+			}
+			if (!maybe_adopt(b, d, rec, 1, why, cur->name)) {
+				a = add_action(b, PLAN_REPLACE, d->address);
+				if (a) {
+					fill_decl(b, a, d);
+					a->record = rec;
+					a->run = d->run;
+					a->attempt = 1;
+					set_str(b, &a->old_hash, rec->spec_hash);
+					set_str(b, &a->cancel_name, cur->name);
+					set_str(b, &a->live_state, state);
+					set_fmt(b, &a->reason, vx_asprintf("%s while %s", why, job_state_short(state)));
+				}
+			}
+			free(why);
+			return;
+		}
+		/* Finished (or cancelling): a new run. */
+		if (!maybe_adopt(b, d, rec, 1, why, NULL)) {
+			a = add_action(b, PLAN_RERUN, d->address);
+			if (a) {
+				fill_decl(b, a, d);
+				a->record = rec;
+				a->run = d->run;
+				a->attempt = 1;
+				set_str(b, &a->old_hash, rec->spec_hash);
+				set_str(b, &a->live_state, state);
+				set_fmt(b, &a->reason, vx_asprintf("%s after the last run %s", why,
+								   vanished ? "vanished" : job_state_short(state)));
+			}
+		}
+		free(why);
+		return;
+	}
+
+	/* Same spec and run: active or succeeded is a noop; a failure may resubmit. */
+	cls = failure_classify(state, code, msg, cur->cancelled_by_vx);
+	if (!cls) {
+		a = add_action(b, PLAN_NOOP, d->address);
+		if (!a)
+			return;
+		fill_decl(b, a, d);
+		a->record = rec;
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->live_state, state);
+		return;
+	}
+	fmt_when(when, sizeof(when), lj && lj->end_ms ? lj->end_ms : cur->end_ms);
+	if (resubmits(d, cls) && cur->attempt < d->max_attempts) {
+		if (maybe_adopt(b, d, rec, cur->attempt + 1, "resubmit", NULL))
+			return;
+		a = add_action(b, PLAN_RESUBMIT, d->address);
+		if (!a)
+			return;
+		fill_decl(b, a, d);
+		a->record = rec;
+		a->run = d->run;
+		a->attempt = cur->attempt + 1;
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->failure_class, cls);
+		set_str(b, &a->live_state, state);
+		set_error(b, a, vanished ? 0 : code, vanished ? NULL : msg);
+		set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
+						   cur->attempt + 1, d->max_attempts, cls, when));
+	} else {
+		a = add_action(b, PLAN_NOOP, d->address);
+		if (!a)
+			return;
+		fill_decl(b, a, d);
+		a->record = rec;
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->failure_class, cls);
+		set_str(b, &a->live_state, state);
+		set_error(b, a, vanished ? 0 : code, vanished ? NULL : msg);
+		if (resubmits(d, cls))
+			set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
+							   "(%" PRId64 "/%" PRId64 " attempts)",
+							   cls, when, cur->attempt, d->max_attempts));
+		else
+			set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on",
+							   cls, when, cls));
+	}
+	if (!strcmp(cls, "cancelled-outside")) {
+		set_fmt(b, &a->drift, vx_asprintf(vanished ? "run %s was deleted outside vx"
+						  : "run %s was cancelled outside vx", cur->name));
+		b->p->drifts++;
+	}
+}
+
+/*
+ * Declaration-only settings take effect from the declaration at plan time;
+ * the state keeps `protect` so that a job removed from the declaration stays
+ * protected. When it differs, an otherwise unchanged job is an update: the
+ * apply records the setting and starts no run.
+ */
+static void settings_update(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			    size_t first)
+{
+	for (size_t i = first; rec && i < b->p->n && !b->oom; i++) {
+		struct plan_action *a = &b->p->actions[i];
+		char *why;
+
+		if (a->kind != PLAN_NOOP || !a->decl || !rec->protect == !d->protect)
+			continue;
+		why = a->reason ? vx_asprintf("protect: %s -> %s; %s", rec->protect ? "true" : "false",
+					      d->protect ? "true" : "false", a->reason)
+				: vx_asprintf("protect: %s -> %s", rec->protect ? "true" : "false",
+					      d->protect ? "true" : "false");
+		set_fmt(b, &a->reason, why);
+		b->p->counts[PLAN_NOOP]--;
+		b->p->counts[PLAN_UPDATE]++;
+		a->kind = PLAN_UPDATE;
+	}
+}
+
+static void plan_removed(struct builder *b, const struct plan_record *rec)
+{
+	const struct plan_run *cur = rec->current;
+	const struct live_job *lj = NULL;
+	const char *state = cur ? cur->state : NULL;
+	struct plan_action *a;
+
+	if (cur && b->in->live) {
+		lj = live_by_name(b, cur->name);
+		state = lj ? lj->state : NULL;
+	}
+	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0) {
+		if (rec->protect)
+			vx_diags_add(&b->p->errors, NULL, 0, 0,
+				     "%s is protected (protect: true): it is no longer declared but its run %s "
+				     "is %s; cancelling it is refused", rec->address, cur->name,
+				     job_state_short(state));
+		a = add_action(b, PLAN_CANCEL, rec->address);
+		if (!a)
+			return;
+		a->record = rec;
+		set_str(b, &a->cancel_name, cur->name);
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->live_state, state);
+		set_str(b, &a->region, cur->region);
+		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is %s", cur->name,
+						   job_state_short(state)));
+		return;
+	}
+	if (cur && state && !strcmp(state, "JOB_STATE_CANCELLING")) {
+		/* Forgetting it now would lose how it ends: wait until it has. */
+		a = add_action(b, PLAN_NOOP, rec->address);
+		if (!a)
+			return;
+		a->record = rec;
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->live_state, state);
+		set_str(b, &a->region, cur->region);
+		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is cancelling: forgotten "
+						   "once it has ended", cur->name));
+		return;
+	}
+	a = add_action(b, PLAN_FORGET, rec->address);
+	if (!a)
+		return;
+	a->record = rec;
+	set_str(b, &a->old_hash, rec->spec_hash);
+	set_str(b, &a->live_state, state);
+	if (cur)
+		set_fmt(b, &a->reason, vx_asprintf("no longer declared; last run %s %s (history stays in git)",
+						   cur->name, lj || !b->in->live ? job_state_short(state)
+						   : "vanished"));
+	else
+		set_str(b, &a->reason, "no longer declared (history stays in git)");
+}
+
+/* Whether a live job is one vx knows: a current or past run in the state, or adopted now. */
+static int live_known(const struct builder *b, const struct live_job *j, const char **adopted,
+		      size_t nadopted)
+{
+	return is_known(b, j->name) ||
+	       (nadopted && bsearch(&j->name, adopted, nadopted, sizeof(*adopted), cmp_cstr) != NULL);
+}
+
+/*
+ * An active job with this stack's name that vx cannot prove is its own: its
+ * vx-lineage names another state, or it has none (made by another tool, or
+ * by a vx older than the label). Never cancelled or adopted; shown, with
+ * how to resolve it.
+ */
+static void warn_foreign(struct builder *b, const struct live_job *j)
+{
+	const char *lin = live_job_label(j, "vx-lineage");
+	const char *job = live_job_label(j, "vx-job");
+
+	if (vx_diags_add(&b->p->warnings, NULL, 0, 0,
+			 "job.%s: live job %s (%s) is labelled vx-stack=%s but %s%s%s; vx leaves it "
+			 "alone. If another repository uses the stack name %s, rename one of the two "
+			 "stacks; if it is a leftover of this one, cancel it with 'gcloud ai custom-jobs "
+			 "cancel %s'", job ? job : "?", j->name, job_state_short(j->state), b->in->stack,
+			 lin ? "belongs to another state (vx-lineage=" : "carries no state identity (vx-lineage)",
+			 lin ? lin : "", lin ? ")" : "", b->in->stack, j->name) < 0)
+		b->oom = 1;
+}
+
+/* Active jobs labelled for this stack and this state that nothing accounts
+ * for: a crashed apply's leftovers or duplicates. They cost money: the plan
+ * cancels them, and touches no record (the action has none). */
+static void plan_untracked(struct builder *b)
+{
+	const char **adopted = NULL;
+	size_t nadopted = 0;
+
+	if (!b->in->live || b->in->ntargets)
+		return;
+	adopted = calloc(b->p->n + 1, sizeof(*adopted));
+	if (!adopted) {
+		b->oom = 1;
+		return;
+	}
+	for (size_t i = 0; i < b->p->n; i++)
+		if (b->p->actions[i].adopt_name)
+			adopted[nadopted++] = b->p->actions[i].adopt_name;
+	qsort(adopted, nadopted, sizeof(*adopted), cmp_cstr);
+	for (size_t i = 0; i < b->in->live->n && !b->oom; i++) {
+		const struct live_job *j = &b->in->live->items[i];
+		const char *job = live_job_label(j, "vx-job");
+		struct plan_action *a;
+		char *addr;
+
+		if (!j->name || !label_is(j, "vx-stack", b->in->stack) || live_known(b, j, adopted, nadopted))
+			continue;
+		if (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING"))
+			continue;
+		if (!owned(b, j)) {
+			warn_foreign(b, j);
+			continue;
+		}
+		addr = vx_asprintf("job.%s", job ? job : "?");
+		if (!addr) {
+			b->oom = 1;
+			break;
+		}
+		a = add_action(b, PLAN_CANCEL, addr);
+		free(addr);
+		if (!a)
+			break;
+		set_str(b, &a->cancel_name, j->name);
+		set_str(b, &a->live_state, j->state);
+		set_str(b, &a->region, j->region);
+		set_fmt(b, &a->reason, vx_asprintf("untracked live job %s (%s) carries this stack's labels "
+						   "but no state record or declaration accounts for it",
+						   j->name, job_state_short(j->state)));
+		set_fmt(b, &a->drift, vx_asprintf("untracked job %s", j->name));
+		b->p->drifts++;
+	}
+	free(adopted);
+}
+
+static int build_indexes(struct builder *b)
+{
+	const struct plan_input *in = b->in;
+	size_t nlive = in->live ? in->live->n : 0, nknown = 0;
+
+	for (size_t i = 0; i < in->nrecords; i++)
+		nknown += in->records[i].nknown + 1;
+	b->by_name = calloc(nlive + 1, sizeof(*b->by_name));
+	b->by_job = calloc(nlive + 1, sizeof(*b->by_job));
+	b->records = calloc(in->nrecords + 1, sizeof(*b->records));
+	b->decls = calloc(in->ndecls + 1, sizeof(*b->decls));
+	b->known = calloc(nknown + 1, sizeof(*b->known));
+	if (!b->by_name || !b->by_job || !b->records || !b->decls || !b->known)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < nlive; i++) {
+		const struct live_job *j = &in->live->items[i];
+
+		if (j->name)
+			b->by_name[b->nby_name++] = j;
+		if (live_job_label(j, "vx-job"))
+			b->by_job[b->nby_job++] = j;
+	}
+	qsort(b->by_name, b->nby_name, sizeof(*b->by_name), cmp_live_name);
+	qsort(b->by_job, b->nby_job, sizeof(*b->by_job), cmp_live_job);
+	for (size_t i = 0; i < in->nrecords; i++) {
+		const struct plan_record *r = &in->records[i];
+
+		b->records[i] = r;
+		if (r->current && r->current->name)
+			b->known[b->nknown++] = r->current->name;
+		for (size_t k = 0; k < r->nknown; k++)
+			b->known[b->nknown++] = r->known[k];
+	}
+	for (size_t i = 0; i < in->ndecls; i++)
+		b->decls[i] = &in->decls[i];
+	qsort(b->records, in->nrecords, sizeof(*b->records), cmp_addr);
+	qsort(b->decls, in->ndecls, sizeof(*b->decls), cmp_addr);
+	qsort(b->known, b->nknown, sizeof(*b->known), cmp_cstr);
+	return 0;
+}
+
+static void free_indexes(struct builder *b)
+{
+	free(b->by_name);
+	free(b->by_job);
+	free(b->records);
+	free(b->decls);
+	free(b->known);
+}
+
+int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err)
+{
+	struct builder b;
+
+	memset(&b, 0, sizeof(b));
+	b.p = out;
+	b.in = in;
+	memset(out, 0, sizeof(*out));
+	if (build_indexes(&b) < 0)
+		b.oom = 1;
+	for (size_t i = 0; i < in->ndecls && !b.oom; i++) {
+		const struct plan_decl *d = &in->decls[i];
+
+		if (targeted(in, d->address)) {
+			const struct plan_record *rec = find_record(&b, d->address);
+			size_t first = out->n;
+
+			plan_declared(&b, d, rec);
+			settings_update(&b, d, rec, first);
+		}
+	}
+	for (size_t i = 0; i < in->nrecords && !b.oom; i++) {
+		const struct plan_record *r = &in->records[i];
+
+		if (!find_decl(&b, r->address) && targeted(in, r->address))
+			plan_removed(&b, r);
+	}
+	if (!b.oom)
+		plan_untracked(&b);
+	free_indexes(&b);
+	if (b.oom) {
+		plan_release(out);
+		return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
+	}
+	plan_sort(out);
+	return 0;
+}
+
+
+/* ---- plan: from the stack and the state ---------------------------------- */
+
+static enum plan_on_change on_change(enum stack_on_change v)
+{
+	switch (v) {
+	case STACK_ON_CHANGE_AFTER_FINISH: return PLAN_ON_CHANGE_AFTER_FINISH;
+	case STACK_ON_CHANGE_IGNORE: return PLAN_ON_CHANGE_IGNORE;
+	default: return PLAN_ON_CHANGE_REPLACE;
+	}
+}
+
+int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, struct vx_err *err)
+{
+	const struct stack *st = kin->st;
+	const struct state *state = kin->state;
+	struct plan jobs;
+	size_t nknown = 0, ri = 0, ki = 0, nrec = 0;
+	int rc;
+
+	for (size_t i = 0; i < state->nrecords; i++) {
+		if (!strncmp(state->records[i].address, "job.", 4)) {
+			nrec++;
+			nknown += state->records[i].nhistory;
+		}
+	}
+	out->decls = calloc(st->njobs + 1, sizeof(*out->decls));
+	out->shapes = calloc(st->njobs + 1, sizeof(*out->shapes));
+	out->resubmit = calloc(st->njobs * STACK_FAIL_NCLASSES + 1, sizeof(*out->resubmit));
+	out->records = calloc(nrec + 1, sizeof(*out->records));
+	out->runs = calloc(nrec + 1, sizeof(*out->runs));
+	out->known = calloc(nknown + 1, sizeof(*out->known));
+	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known) {
+		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < st->njobs; i++) {
+		const struct stack_job *j = &st->jobs[i];
+		struct plan_decl *d = &out->decls[i];
+
+		d->address = j->d.address;
+		d->name = j->d.name;
+		d->project = st->project;
+		d->region = j->region;
+		d->spec_hash = j->spec.hash;
+		d->spec_json = j->spec.redacted_json;
+		out->shapes[i] = job_spec_shape(&j->spec);
+		d->shape = out->shapes[i];
+		d->run = j->run;
+		d->resubmit_on = &out->resubmit[ri];
+		for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
+			if (j->resubmit_on & (1u << c))
+				out->resubmit[ri++] = stack_fail_names[c];
+		d->nresubmit_on = (size_t)(&out->resubmit[ri] - d->resubmit_on);
+		d->max_attempts = j->max_attempts;
+		d->on_change = on_change(j->on_change);
+		d->protect = j->protect;
+		d->user = j;
+	}
+	for (size_t i = 0, n = 0; i < state->nrecords; i++) {
+		const struct state_record *r = &state->records[i];
+		struct plan_record *pr;
+
+		if (strncmp(r->address, "job.", 4) != 0)
+			continue;
+		pr = &out->records[n];
+		pr->address = r->address;
+		pr->spec_hash = r->spec_hash;
+		pr->spec_json = r->spec_json;
+		pr->run = r->run;
+		pr->protect = r->protect;
+		pr->user = r;
+		if (r->current) {
+			struct plan_run *run = &out->runs[n];
+
+			run->name = r->current->resource;
+			run->project = r->current->project;
+			run->region = r->current->region;
+			run->state = r->current->state;
+			run->error_code = (int)r->current->error_code;
+			run->error_message = r->current->error_message;
+			run->attempt = r->current->attempt;
+			run->end_ms = r->current->ended_ms;
+			run->cancelled_by_vx = r->current->cancelled_by_vx;
+			/* A create that never answered has no resource: the plan treats it as
+			 * no current run, and adoption by labels finds the job if it exists. */
+			if (run->name)
+				pr->current = run;
+		}
+		pr->known = &out->known[ki];
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (r->history[h].resource)
+				out->known[ki++] = r->history[h].resource;
+		pr->nknown = (size_t)(&out->known[ki] - pr->known);
+		n++;
+	}
+	out->in.stack = st->name;
+	out->in.lineage = out->lineage;
+	out->in.decls = out->decls;
+	out->in.ndecls = st->njobs;
+	out->in.records = out->records;
+	out->in.nrecords = nrec;
+	out->in.live = kin->live ? kin->live->jobs : NULL;
+	out->in.targets = kin->targets;
+	out->in.ntargets = kin->ntargets;
+	out->in.replaces = kin->replaces;
+	out->in.nreplaces = kin->nreplaces;
+	rc = plan_build(&jobs, &out->in, err);
+	if (rc < 0)
+		return rc;
+	rc = plan_merge(&out->plan, &jobs);
+	plan_release(&jobs);
+	return rc < 0 ? vx_err_set(err, rc, "planning: out of memory") : 0;
+fail:
+	return rc;
+}
+
+static int add_place(struct planner_place **arr, size_t *n, const char *project, const char *region)
+{
+	struct planner_place *p;
+
+	if (!region || !project)
+		return 0;
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*arr)[i].region, region) && !strcmp((*arr)[i].project, project))
+			return 0;
+	p = realloc(*arr, (*n + 1) * sizeof(*p));
+	if (!p)
+		return VX_ENOMEM;
+	*arr = p;
+	p[*n].project = project;
+	p[*n].region = region;
+	(*n)++;
+	return 0;
+}
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct planner_place *x = a, *y = b;
+	int c = strcmp(x->project, y->project);
+
+	return c ? c : strcmp(x->region, y->region);
+}
+
+int planner_places(const struct stack *st, const struct state *state, struct planner_place **out,
+		   size_t *n)
+{
+	struct planner_place *arr = NULL;
+	size_t cnt = 0;
+
+	for (size_t i = 0; i < st->njobs; i++)
+		if (add_place(&arr, &cnt, st->project, st->jobs[i].region) < 0)
+			goto oom;
+	for (size_t i = 0; state && i < state->nrecords; i++) {
+		const struct state_run *cur = state->records[i].current;
+
+		if (cur && add_place(&arr, &cnt, cur->project ? cur->project : st->project, cur->region) < 0)
+			goto oom;
+	}
+	if (cnt > 1)
+		qsort(arr, cnt, sizeof(*arr), cmp_place);
+	*out = arr;
+	*n = cnt;
+	return 0;
+oom:
+	free(arr);
+	return VX_ENOMEM;
+}
+
+
+/* ---- apply ---------------------------------------------------------------- */
+
+/* One unit of API work run on a worker thread. */
+struct task {
+	struct provider *prov;
+	int is_cancel;
+	const char *cancel_name;
+	const struct provider_fence *fence; /* for cancels; creates carry it in req */
+	struct provider_job_request req;
+	struct live_job created;
+	struct vx_err err;
+	int rc;
+};
+
+static void *task_main(void *arg)
+{
+	struct task *t = arg;
+
+	if (t->is_cancel)
+		t->rc = t->prov->cancel_job(t->prov, t->cancel_name, t->fence, &t->err);
+	else
+		t->rc = t->prov->create_job(t->prov, &t->req, &t->created, &t->err);
+	return NULL;
+}
+
+/* Runs tasks on up to n threads at once (n == count here: callers batch). */
+static void run_tasks(struct task *tasks, size_t n)
+{
+	pthread_t *th = calloc(n ? n : 1, sizeof(*th));
+	int *started = calloc(n ? n : 1, sizeof(*started));
+
+	for (size_t i = 0; i < n; i++) {
+		if (th && started && pthread_create(&th[i], NULL, task_main, &tasks[i]) == 0)
+			started[i] = 1;
+		else
+			task_main(&tasks[i]); /* no thread to be had: run it here */
+	}
+	for (size_t i = 0; i < n; i++)
+		if (th && started && started[i])
+			pthread_join(th[i], NULL);
+	free(th);
+	free(started);
+}
+
+
+static const struct stack_job *decl_job(const struct plan_action *pa)
+{
+	return pa->decl ? (const struct stack_job *)pa->decl->user : NULL;
+}
+
+/* Marks the record's current run as cancelled by vx (so it is never "cancelled outside"). */
+static void mark_cancelled(struct state *state, const char *address, const char *resource)
+{
+	struct state_record *r = state_find(state, address);
+
+	if (r && r->current && r->current->resource && !strcmp(r->current->resource, resource)) {
+		r->current->cancelled_by_vx = 1;
+		free(r->current->state);
+		r->current->state = strdup("JOB_STATE_CANCELLING");
+	}
+}
+
+static int do_cancels(struct applier *a, struct vx_err *err)
+{
+	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
+	const struct plan_action **acts = calloc(a->plan->n + 1, sizeof(*acts));
+	struct task *tasks = NULL;
+	int rc = 0;
+
+	if (!acts)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	for (size_t i = 0; i < a->plan->n; i++)
+		if (a->plan->actions[i].cancel_name)
+			acts[n++] = &a->plan->actions[i];
+	for (size_t off = 0; off < n && rc == 0; off += par) {
+		size_t k = n - off < par ? n - off : par;
+
+		if (vx_interrupted(a->ctx)) {
+			a->res->interrupted = 1;
+			break;
+		}
+		tasks = calloc(k, sizeof(*tasks));
+		if (!tasks) {
+			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+			break;
+		}
+		for (size_t i = 0; i < k; i++) {
+			tasks[i].prov = a->prov;
+			tasks[i].is_cancel = 1;
+			tasks[i].cancel_name = acts[off + i]->cancel_name;
+			tasks[i].fence = applier_fence(a);
+		}
+		/* Renewed if due, so the batch starts with most of the lease ahead. */
+		rc = applier_heartbeat(a, err);
+		if (rc == 0)
+			run_tasks(tasks, k);
+		if (rc == 0 && a->fenced)
+			rc = applier_fence_stop(a, err);
+		for (size_t i = 0; i < k && rc == 0; i++) {
+			const struct plan_action *pa = acts[off + i];
+
+			if (tasks[i].rc < 0 && tasks[i].rc != VX_ENOTFOUND) {
+				applier_fail(a, pa->address, "cancel", &tasks[i].err);
+			} else {
+				/*
+				 * Only the record whose current run this is learns of the
+				 * cancel (an untracked job's action has no record), and the
+				 * record stays: the next plan forgets it once the run has
+				 * ended, so its last state is recorded.
+				 */
+				if (pa->record)
+					mark_cancelled(a->state, pa->address, pa->cancel_name);
+				if (pa->kind == PLAN_CANCEL)
+					a->res->ok++;
+				applier_progress(a, "- %s cancel %s%s", pa->address, pa->cancel_name,
+					 pa->record ? "" : " (untracked)");
+			}
+		}
+		for (size_t i = 0; i < k; i++)
+			vx_err_release(&tasks[i].err);
+		free(tasks);
+		tasks = NULL;
+		if (rc == 0)
+			rc = applier_heartbeat(a, err);
+	}
+	free(acts);
+	return rc;
+}
+
+/* Jobs whose protect changed: recorded, no run started. */
+static void do_updates(struct applier *a)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+		struct state_record *r;
+
+		if (pa->kind_of != &kind_job || pa->kind != PLAN_UPDATE || !decl_job(pa))
+			continue;
+		if ((r = state_find(a->state, pa->address))) {
+			r->protect = decl_job(pa)->protect;
+			a->res->ok++;
+			applier_progress(a, "~ %s update %s", pa->address, pa->reason ? pa->reason : "");
+		}
+	}
+}
+
+static void do_forgets(struct applier *a)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+
+		if (pa->kind_of != &kind_job || pa->kind != PLAN_FORGET)
+			continue;
+		if (state_find(a->state, pa->address))
+			(void)state_remove_record(a->state, pa->address);
+		a->res->ok++;
+		applier_progress(a, "- %s forget", pa->address);
+	}
+}
+
+static int is_create(enum plan_kind k)
+{
+	return k == PLAN_CREATE || k == PLAN_REPLACE || k == PLAN_RERUN || k == PLAN_RESUBMIT;
+}
+
+/* Everything one create needs, kept for the batch. */
+struct create {
+	const struct plan_action *pa;
+	const struct stack_job *job;
+	struct vx_label *labels;
+	size_t nlabels;
+	int done;  /* settled without a create (adopted) */
+};
+
+static int make_labels(struct applier *a, struct create *c)
+{
+	const struct stack_job *j = c->job;
+	struct run_id id = { a->st->name, a->state->lineage, j->d.name, j->spec.hash, c->pa->run,
+			     c->pa->attempt };
+
+	return runlabel_build(&c->labels, &c->nlabels, &id, j->labels.items, j->labels.n);
+}
+
+/* Makes sure the record exists and matches the declaration; returns it. */
+static struct state_record *record_for(struct applier *a, const struct stack_job *j, struct vx_err *err)
+{
+	struct state_record *r = state_find(a->state, j->d.address);
+
+	if (!r && state_add_record(a->state, j->d.address, "CustomJob", &r, err) < 0)
+		return NULL;
+	return r;
+}
+
+/* Records a new current run (created or adopted) for a job. */
+static int start_run(struct applier *a, const struct plan_action *pa, const struct stack_job *j,
+		     const struct live_job *lj, const struct vx_label *labels, size_t nlabels,
+		     const char *action, struct vx_err *err)
+{
+	struct state_record *r = record_for(a, j, err);
+	struct state_run run;
+	int new_key;
+
+	if (!r)
+		return err->code ? err->code : VX_ENOMEM;
+	memset(&run, 0, sizeof(run));
+	new_key = !r->spec_hash || strcmp(r->spec_hash, j->spec.hash) != 0 || r->run != j->run;
+	free(r->spec_hash);
+	r->spec_hash = strdup(j->spec.hash);
+	free(r->spec_json);
+	r->spec_json = j->spec.redacted_json ? strdup(j->spec.redacted_json) : NULL;
+	r->run = j->run;
+	r->protect = j->protect;
+	r->attempts = new_key ? 1 : pa->attempt;
+	run.resource = vx_strdup(lj->name);
+	run.project = vx_strdup(a->opts->project);
+	run.region = vx_strdup(lj->region ? lj->region : j->region);
+	run.action = vx_strdup(action);
+	run.spec_hash = vx_strdup(j->spec.hash);
+	run.run = pa->run;
+	run.attempt = pa->attempt;
+	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
+	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
+	run.config_commit = vx_strdup(a->opts->config_commit);
+	run.config_dirty = a->opts->config_dirty;
+	run.decl_hash = a->opts->config_dirty ? vx_strdup(a->opts->decl_hash) : NULL;
+	run.launched_by = vx_strdup(a->opts->launched_by);
+	for (size_t i = 0; i < nlabels; i++)
+		if (vx_labels_set(&run.labels, &run.nlabels, labels[i].key, labels[i].value) < 0) {
+			state_run_release(&run);
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		}
+	return state_record_start_run(r, &run, err);
+}
+
+/*
+ * A create the server refused (RESOURCE_EXHAUSTED, INVALID_ARGUMENT, ...)
+ * made no job, but the audit log must say it was tried: a past run with no
+ * resource, its time, class and message. The plan still sees no current
+ * run and creates it again next time.
+ */
+static void record_refused(struct applier *a, const struct create *c, const char *verb,
+			   const struct vx_err *why)
+{
+	struct vx_err e2 = VX_ERR_INIT;
+	struct state_record *r = record_for(a, c->job, &e2);
+	const char *msg = vx_err_msg(why);
+	const char *cls = failure_classify("JOB_STATE_FAILED", 0, msg, 0);
+	struct state_run run;
+
+	memset(&run, 0, sizeof(run));
+	if (!r) {
+		vx_err_release(&e2);
+		a->oom = 1;
+		return;
+	}
+	run.project = vx_strdup(a->opts->project);
+	run.region = vx_strdup(c->job->region);
+	run.action = vx_strdup(verb);
+	run.spec_hash = vx_strdup(c->job->spec.hash);
+	run.run = c->pa->run;
+	run.attempt = c->pa->attempt;
+	run.failure = vx_strdup(cls && !strcmp(cls, "quota") ? "quota" : "refused");
+	run.error_message = vx_strdup(msg);
+	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
+	run.config_commit = vx_strdup(a->opts->config_commit);
+	run.launched_by = vx_strdup(a->opts->launched_by);
+	for (size_t i = 0; i < c->nlabels; i++)
+		if (vx_labels_set(&run.labels, &run.nlabels, c->labels[i].key, c->labels[i].value) < 0)
+			a->oom = 1;
+	if (state_record_add_history(r, &run, &e2) < 0)
+		a->oom = 1;
+	vx_err_release(&e2);
+}
+
+static int record_created(struct applier *a, const char *name, const char *region)
+{
+	char **n1 = realloc(a->res->created, (a->res->ncreated + 1) * sizeof(*n1));
+	char **n2;
+
+	if (!n1)
+		return VX_ENOMEM;
+	a->res->created = n1;
+	n2 = realloc(a->res->created_regions, (a->res->ncreated + 1) * sizeof(*n2));
+	if (!n2)
+		return VX_ENOMEM;
+	a->res->created_regions = n2;
+	n1[a->res->ncreated] = vx_strdup(name);
+	n2[a->res->ncreated] = vx_strdup(region);
+	a->res->ncreated++;
+	return 0;
+}
+
+
+/*
+ * After an uncertain create: list the region and look for the job by its
+ * labels. 1 = found (copied to *out), 0 = certainly absent, < 0 = could not list.
+ */
+static int find_by_labels(struct applier *a, const struct create *c, struct live_job *out,
+			  struct vx_err *err)
+{
+	struct live_jobs js = { 0 };
+	int rc = a->prov->list_jobs(a->prov, a->opts->project, c->job->region, a->st->name, &js, err);
+
+	if (rc < 0)
+		return rc;
+	rc = 0;
+	for (size_t i = 0; i < js.n && rc == 0; i++) {
+		if (runlabel_match(js.items[i].labels, js.items[i].nlabels, c->labels, c->nlabels,
+				   RUNLABEL_ALL)) {
+			rc = live_job_copy(out, &js.items[i]) < 0 ? VX_ENOMEM : 1;
+		}
+	}
+	live_jobs_release(&js);
+	return rc;
+}
+
+static void fill_request(struct applier *a, struct task *t, const struct create *c)
+{
+	t->prov = a->prov;
+	t->req.project = a->opts->project;
+	t->req.region = c->job->region;
+	t->req.display_name = c->job->display_name;
+	t->req.labels = c->labels;
+	t->req.nlabels = c->nlabels;
+	t->req.spec_json = c->job->spec.canonical_json;
+	t->req.fence = applier_fence(a);
+}
+
+/* Resolves an uncertain create; the job may exist. Returns 0 when settled. */
+static int resolve_uncertain(struct applier *a, struct create *c, struct task *t)
+{
+	struct vx_err e2 = VX_ERR_INIT;
+	int tries, resent = 0;
+
+	if (vx_interrupted(a->ctx)) {
+		/* Asked to stop: no listing now; the next apply settles the intent. */
+		vx_err_set(&t->err, VX_EUNCERTAIN, "%s; the intent stays journaled and the next "
+			   "apply adopts the job if it was made", vx_err_msg(&t->err));
+		return t->rc;
+	}
+	for (tries = 0; tries < 2; tries++) {
+		struct live_job found;
+		int rc;
+
+		memset(&found, 0, sizeof(found));
+		rc = find_by_labels(a, c, &found, &e2);
+		if (rc == 1) {
+			live_job_release(&t->created);
+			t->created = found;
+			t->rc = 0;
+			vx_log(a->ctx, VX_LOG_INFO, "%s: the uncertain create did create %s; adopted",
+			       c->pa->address, found.name);
+			break;
+		}
+		if (rc < 0) {
+			/* Cannot tell: leave the intent in the journal for the next run. */
+			vx_err_set(&t->err, VX_EUNCERTAIN, "the create's outcome is unknown and listing "
+				   "failed (%s); the intent stays journaled and the next plan will "
+				   "adopt the job if it exists", vx_err_msg(&e2));
+			break;
+		}
+		if (tries == 1 || vx_interrupted(a->ctx))
+			break;
+		/* Certainly not created: try once more. */
+		vx_err_release(&t->err);
+		t->rc = a->prov->create_job(a->prov, &t->req, &t->created, &t->err);
+		resent = 1;
+		if (t->rc != VX_EUNCERTAIN)
+			break;
+	}
+	if (resent && t->rc < 0) {
+		/* The HTTP layer's "not sent again" speaks of its own tries: say that
+		 * apply itself sent the create a second time. */
+		char *last = vx_strdup(vx_err_msg(&t->err));
+
+		vx_err_set(&t->err, t->rc, "sent twice: the first create's outcome was unknown and no job "
+			   "carried its labels, so it was sent once more; that one: %s",
+			   last ? last : "out of memory");
+		free(last);
+	}
+	vx_err_release(&e2);
+	return t->rc;
+}
+
+static int do_adopts(struct applier *a, struct vx_err *err)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+		const struct stack_job *j = decl_job(pa);
+		struct create c = { pa, j, NULL, 0, 0 };
+		struct live_job lj;
+		int rc;
+
+		if (pa->kind != PLAN_ADOPT || !j)
+			continue;
+		memset(&lj, 0, sizeof(lj));
+		lj.name = pa->adopt_name;
+		lj.region = pa->region;
+		lj.state = pa->live_state;
+		lj.create_ms = pa->adopt_create_ms;
+		if (make_labels(a, &c) < 0)
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		rc = start_run(a, pa, j, &lj, c.labels, c.nlabels, "adopt", err);
+		vx_labels_free(c.labels, c.nlabels);
+		if (rc < 0)
+			return rc;
+		(void)state_journal_remove(a->state, pa->address);
+		a->res->ok++;
+		if (record_created(a, pa->adopt_name, pa->region) < 0)
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		applier_progress(a, "~ %s adopt %s", pa->address, pa->adopt_name);
+	}
+	return 0;
+}
+
+/* The journaled intent of an earlier apply for exactly this run (same labels), or NULL. */
+static const struct state_intent *pending_intent(const struct applier *a, const struct create *c)
+{
+	for (size_t i = 0; i < a->state->njournal; i++) {
+		const struct state_intent *in = &a->state->journal[i];
+
+		if (!strcmp(in->address, c->pa->address) &&
+		    runlabel_match(in->labels, in->nlabels, c->labels, c->nlabels,
+				   RUNLABEL_SPEC | RUNLABEL_RUN | RUNLABEL_ATTEMPT))
+			return in;
+	}
+	return NULL;
+}
+
+/*
+ * An earlier apply journaled this very create and died before recording the
+ * result: its request may still land. Wait (listing by labels) until the
+ * intent is older than the in-flight window. Returns 1 and fills *found when
+ * the job appeared, 0 when it is safe to create, 2 when interrupted first (the
+ * intent must stay), < 0 on error.
+ */
+static int settle_intent(struct applier *a, const struct create *c, struct live_job *found,
+			 struct vx_err *err)
+{
+	const struct state_intent *in = pending_intent(a, c);
+	int64_t window = a->opts->inflight_ms > 0 ? a->opts->inflight_ms : 65000;
+	int64_t poll = a->opts->poll_ms > 0 ? a->opts->poll_ms : 2000;
+	int64_t started, now;
+	int said = 0;
+
+	if (!in)
+		return 0;
+	started = in->started_ms;
+	for (;;) {
+		int rc = find_by_labels(a, c, found, err);
+
+		if (rc == VX_ECANCELED) {
+			vx_err_release(err);
+			return 2;
+		}
+		if (rc != 0)
+			return rc;
+		now = vx_now_ms(a->ctx);
+		if (now - started >= window)
+			return 0;
+		if (vx_interrupted(a->ctx))
+			return 2;
+		/* The wait may outlast a short lease: keep it. */
+		rc = applier_heartbeat(a, err);
+		if (rc < 0)
+			return rc;
+		if (!said++ && a->hooks->progress) {
+			char *line = vx_asprintf("  %s: an earlier apply's create of this run is unconfirmed "
+						 "(%.1f s ago); waiting up to %.0f s for it to appear before "
+						 "creating it again", c->pa->address, (double)(now - started) / 1000,
+						 (double)(window - (now - started)) / 1000);
+
+			if (line)
+				a->hooks->progress(a->hooks->ud, line);
+			free(line);
+		}
+		vx_sleep_ms(a->ctx, poll < window - (now - started) ? poll : window - (now - started));
+	}
+}
+
+/*
+ * A job on a declared reservation is created only once that reservation
+ * exists: when its create or replace failed in this apply, the job's
+ * create is not sent (it would fail on a missing reservation) and says why.
+ */
+static int needs_failed_reservation(struct applier *a, const struct plan_action *pa)
+{
+	const char *name = decl_job(pa)->spec.reservation;
+	struct vx_err e = VX_ERR_INIT;
+	char *addr;
+	int failed;
+
+	if (!name)
+		return 0;
+	if (!(addr = vx_asprintf("reservation.%s", name))) {
+		a->oom = 1;
+		return 1;
+	}
+	failed = applier_has_failed(a, addr);
+	if (failed) {
+		vx_err_set(&e, VX_EINVAL, "not sent: it runs on %s, which was not created", addr);
+		applier_fail(a, pa->address, plan_kind_name(pa->kind), &e);
+		vx_err_release(&e);
+	}
+	free(addr);
+	return failed;
+}
+
+static int do_creates(struct applier *a, struct vx_err *err)
+{
+	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
+	struct create *cs = calloc(a->plan->n + 1, sizeof(*cs));
+	struct task *tasks = NULL;
+	int rc = 0;
+
+	if (!cs)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+
+		if (!is_create(pa->kind) || !decl_job(pa))
+			continue;
+		if (needs_failed_reservation(a, pa))
+			continue;
+		/* A replace whose cancel failed must not start a second run. */
+		if (pa->kind == PLAN_REPLACE) {
+			const struct state_record *r = state_find(a->state, pa->address);
+
+			if (!r || !r->current || !r->current->cancelled_by_vx) {
+				a->res->skipped++;
+				continue;
+			}
+		}
+		cs[n].pa = pa;
+		cs[n].job = decl_job(pa);
+		if (make_labels(a, &cs[n]) < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+			goto done;
+		}
+		n++;
+	}
+	for (size_t off = 0; off < n && rc == 0; off += par) {
+		size_t k = n - off < par ? n - off : par;
+
+		if (vx_interrupted(a->ctx)) {
+			a->res->interrupted = 1;
+			a->res->skipped += n - off;
+			break;
+		}
+		/* 0. Runs an apply that died may still be creating: settle them first. */
+		for (size_t i = 0; i < k && rc == 0; i++) {
+			struct create *c = &cs[off + i];
+			struct live_job found;
+			int st;
+
+			memset(&found, 0, sizeof(found));
+			st = settle_intent(a, c, &found, err);
+			if (st < 0) {
+				rc = st;
+				break;
+			}
+			if (st == 2) {
+				/* Still unconfirmed: its intent stays for the next apply. */
+				a->res->interrupted = 1;
+				a->res->skipped++;
+				c->done = 1;
+			}
+			if (st == 1) {
+				rc = start_run(a, c->pa, c->job, &found, c->labels, c->nlabels, "adopt", err);
+				if (rc == 0) {
+					(void)state_journal_remove(a->state, c->pa->address);
+					a->res->ok++;
+					if (record_created(a, found.name, c->job->region) < 0)
+						a->oom = 1;
+					applier_progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
+						 found.name);
+				}
+				c->done = 1;
+			}
+			live_job_release(&found);
+		}
+		/* 1. Journal the intents, durably, before any create is sent. */
+		for (size_t i = 0; i < k && rc == 0; i++)
+			if (!cs[off + i].done)
+				rc = applier_journal(a, cs[off + i].pa->address, plan_kind_name(cs[off + i].pa->kind),
+						     cs[off + i].labels, cs[off + i].nlabels, err);
+		if (rc == 0)
+			rc = applier_persist(a, "vx: apply: intents", err);
+		/* Renewed if due, so the batch starts with most of the lease ahead. */
+		if (rc == 0)
+			rc = applier_heartbeat(a, err);
+		if (rc < 0)
+			break;
+		/* 2. Create, in parallel. */
+		tasks = calloc(k, sizeof(*tasks));
+		if (!tasks) {
+			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+			break;
+		}
+		{
+			size_t m = 0;
+			struct task *todo = tasks;
+
+			/* Settled creates are left out of the batch. */
+			for (size_t i = 0; i < k; i++)
+				if (!cs[off + i].done)
+					fill_request(a, &tasks[m++], &cs[off + i]);
+			run_tasks(todo, m);
+			for (size_t i = k, j = m; i-- > 0;) {
+				/* Spread results back to their creates' slots. */
+				if (!cs[off + i].done) {
+					j--;
+					if (j != i) {
+						tasks[i] = tasks[j];
+						memset(&tasks[j], 0, sizeof(tasks[j]));
+					}
+				}
+			}
+		}
+		/*
+		 * 3. Results. Not after the fence refused: the lease may be another
+		 * apply's, which adopts by labels whatever this batch made.
+		 */
+		if (a->fenced)
+			rc = applier_fence_stop(a, err);
+		for (size_t i = 0; i < k && rc == 0; i++) {
+			struct create *c = &cs[off + i];
+			struct task *t = &tasks[i];
+			const char *verb = plan_kind_name(c->pa->kind);
+
+			if (c->done)
+				continue;
+			if (t->rc == VX_EUNCERTAIN)
+				resolve_uncertain(a, c, t);
+			if (a->fenced) {
+				rc = applier_fence_stop(a, err);
+				break;
+			}
+			if (t->rc == 0) {
+				rc = start_run(a, c->pa, c->job, &t->created, c->labels, c->nlabels, verb, err);
+				if (rc == 0) {
+					(void)state_journal_remove(a->state, c->pa->address);
+					a->res->ok++;
+					if (record_created(a, t->created.name, c->job->region) < 0)
+						a->oom = 1;
+					applier_progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
+				}
+			} else {
+				if (t->rc != VX_EUNCERTAIN) {
+					(void)state_journal_remove(a->state, c->pa->address);
+					record_refused(a, c, verb, &t->err);
+				}
+				applier_fail(a, c->pa->address, verb, &t->err);
+			}
+		}
+		for (size_t i = 0; i < k; i++) {
+			live_job_release(&tasks[i].created);
+			vx_err_release(&tasks[i].err);
+		}
+		free(tasks);
+		tasks = NULL;
+		if (rc == 0) {
+			if (a->msg.len == 0 && vx_buf_adds(&a->msg, "(no job created)\n") < 0)
+				a->oom = 1;
+			rc = applier_persist(a, "vx: apply: creates", err);
+		}
+		if (rc == 0)
+			rc = applier_heartbeat(a, err);
+	}
+done:
+	for (size_t i = 0; i < n; i++)
+		vx_labels_free(cs[i].labels, cs[i].nlabels);
+	free(cs);
+	return rc;
+}
+
+int apply_job_removals(struct applier *a, struct vx_err *err)
+{
+	int rc = do_cancels(a, err);
+
+	if (rc == 0)
+		do_forgets(a);
+	return rc;
+}
+
+int apply_job_changes(struct applier *a, struct vx_err *err)
+{
+	int rc;
+
+	do_updates(a);
+	rc = do_adopts(a, err);
+	if (rc == 0)
+		rc = applier_persist(a, "vx: apply: updates and adoptions", err);
+	if (rc == 0)
+		rc = do_creates(a, err);
+	return rc;
+}
+
+static int set_if_changed(char **dst, const char *src, int *changed)
+{
+	if ((!*dst && !src) || (*dst && src && !strcmp(*dst, src)))
+		return 0;
+	free(*dst);
+	*dst = src ? strdup(src) : NULL;
+	*changed = 1;
+	return (src && !*dst) ? VX_ENOMEM : 0;
+}
+
+static const struct live_job *live_lookup(const struct live_job **idx, size_t n, const char *name)
+{
+	struct live_job key;
+	const struct live_job *kp = &key, *const *hit;
+
+	if (!name)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.name = (char *)(uintptr_t)name; /* only compared, never written */
+	hit = bsearch(&kp, idx, n, sizeof(*idx), cmp_live_name);
+	return hit ? *hit : NULL;
+}
+
+/*
+ * Copies what lj says about run into it. Returns 1 when something changed,
+ * 0 when not, < 0 when out of memory (run is left half-updated but valid).
+ */
+static int refresh_run(struct state_run *run, const struct live_job *lj)
+{
+	const char *cls;
+	int changed = 0;
+
+	if (set_if_changed(&run->state, lj->state, &changed) < 0 ||
+	    set_if_changed(&run->error_message, lj->error_message, &changed) < 0)
+		return VX_ENOMEM;
+	if (run->error_code != lj->error_code) {
+		run->error_code = lj->error_code;
+		changed = 1;
+	}
+	if (lj->end_ms && run->ended_ms != lj->end_ms) {
+		run->ended_ms = lj->end_ms;
+		changed = 1;
+	}
+	cls = failure_classify(lj->state, lj->error_code, lj->error_message, run->cancelled_by_vx);
+	if (set_if_changed(&run->failure, cls, &changed) < 0)
+		return VX_ENOMEM;
+	return changed;
+}
+
+/* Refreshes run from the index; appends a summary line naming it when it changed. */
+static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
+		       const char *address, int earlier, struct vx_buf *b)
+{
+	const struct live_job *lj = live_lookup(idx, n, run->resource);
+	char *old_state;
+	int changed;
+
+	if (!lj)
+		return 0;
+	old_state = vx_strdup(run->state);
+	changed = refresh_run(run, lj);
+	if (changed > 0 &&
+	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", address, earlier ? " (earlier run " : "",
+			  earlier ? run->resource : "", earlier ? ")" : "", job_state_short(old_state),
+			  job_state_short(run->state), run->failure ? " (" : "",
+			  run->failure ? run->failure : "", run->failure ? ")" : "") < 0)
+		vx_buf_reset(b);
+	free(old_state);
+	return changed > 0;
+}
+
+size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	const struct live_job **idx = NULL;
+	size_t changed = 0, n = 0;
+
+	if (summary)
+		*summary = NULL;
+	if (!live || !live->n)
+		return 0;
+	/* An index, so refreshing every run of 10,000 records is not 10,000 scans of the listing. */
+	idx = calloc(live->n, sizeof(*idx));
+	if (!idx)
+		return 0;
+	for (size_t k = 0; k < live->n; k++)
+		if (live->items[k].name)
+			idx[n++] = &live->items[k];
+	qsort(idx, n, sizeof(*idx), cmp_live_name);
+	for (size_t i = 0; i < state->nrecords; i++) {
+		struct state_record *r = &state->records[i];
+
+		/*
+		 * Earlier runs too, until they are seen ending: a replaced run is
+		 * moved to history while it is still cancelling, and its end would
+		 * otherwise never be recorded.
+		 */
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (r->history[h].resource && !job_state_is_terminal(r->history[h].state))
+				changed += refresh_one(&r->history[h], idx, n, r->address, 1, &b);
+		if (r->current && r->current->resource)
+			changed += refresh_one(r->current, idx, n, r->address, 0, &b);
+	}
+	free(idx);
+	if (summary)
+		*summary = b.len ? vx_buf_detach(&b) : NULL;
+	vx_buf_release(&b);
+	return changed;
+}
+
+
+/* ---- the row of the table ------------------------------------------------ */
 
 /* One filtered list per place a declared job or a current run lives in. */
 static int job_refresh(struct live_store *out, struct provider *p, const struct stack *st,
