@@ -36,6 +36,7 @@ struct memcloud {
 	int fail_creates;        /* this many creates fail with VX_EAPI */
 	int creates, cancels, lists;
 	char calls[4096];        /* "list,create,cancel,..." */
+	char create_regions[64][32]; /* the region of each create, in the order they came */
 	volatile sig_atomic_t *interrupt_after_create; /* set it after the first create */
 	pthread_mutex_t lock;    /* apply calls the provider from several threads */
 };
@@ -69,6 +70,8 @@ static int mem_create_locked(struct provider *p, const struct provider_job_reque
 	char name[128];
 	int lands = 1, uncertain = 0;
 
+	if (m->creates < 64)
+		snprintf(m->create_regions[m->creates], sizeof(m->create_regions[0]), "%s", req->region);
 	m->creates++;
 	note(m, "create");
 	if (m->fail_creates > 0) {
@@ -500,6 +503,57 @@ static void test_interrupt_stops_new_batches(void **unused)
 	vx_buf_release(&jobs);
 }
 
+/*
+ * Creates over several regions go out interleaved, so every batch draws on
+ * every region's rate limit: with parallelism 2, a1..a4 in us-central1 and
+ * b1..b4 in europe-west4 (plan order a1..a4, b1..b4), each batch of two
+ * holds one create of each region.
+ */
+static void test_creates_interleave_regions(void **unused)
+{
+	struct world w;
+	struct vx_buf jobs = VX_BUF_INIT;
+	static const char *const order[] = { "job.a1", "job.b1", "job.a2", "job.b2",
+					     "job.a3", "job.b3", "job.a4", "job.b4" };
+	const char *msgs, *at;
+
+	(void)unused;
+	for (int i = 1; i <= 4; i++) {
+		char name[16], *d;
+
+		snprintf(name, sizeof(name), "a%d", i);
+		d = job_doc(name, "1");
+		assert_int_equal(vx_buf_adds(&jobs, d), 0);
+		free(d);
+		snprintf(name, sizeof(name), "b%d", i);
+		d = job_doc(name, "1");
+		assert_int_equal(vx_buf_printf(&jobs, "%sregion: europe-west4\n", d), 0);
+		free(d);
+	}
+	world_init(&w, vx_buf_str(&jobs));
+	w.opts.parallelism = 2;
+	plan_and_apply(&w);
+	assert_int_equal(w.cloud.creates, 8);
+	assert_int_equal(w.res.ok, 8);
+	/* Within a batch the two threads race: each pair holds both regions. */
+	for (int k = 0; k < 8; k += 2)
+		assert_string_not_equal(w.cloud.create_regions[k], w.cloud.create_regions[k + 1]);
+	/* The results are recorded batch by batch, in the interleaved order. */
+	msgs = vx_buf_str(&w.sink.messages);
+	at = msgs;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		char *line = vx_asprintf("+ %s create projects/p/locations/%s/customJobs/", order[i],
+					 order[i][4] == 'a' ? "us-central1" : "europe-west4");
+
+		at = strstr(at, line);
+		assert_non_null(at);
+		free(line);
+	}
+	assert_int_equal(w.state.njournal, 0);
+	world_release(&w);
+	vx_buf_release(&jobs);
+}
+
 /* A fence that passes `allow` checks, then refuses; and a heartbeat noted among the calls. */
 struct lease {
 	struct sink *sink;
@@ -692,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_failed_create_reported),
 		cmocka_unit_test(test_replace_cancels_before_creating),
 		cmocka_unit_test(test_interrupt_stops_new_batches),
+		cmocka_unit_test(test_creates_interleave_regions),
 		cmocka_unit_test(test_refresh_state_records_end),
 		cmocka_unit_test(test_heartbeat_before_each_batch_and_fence_per_create),
 		cmocka_unit_test(test_fence_refusal_stops_the_apply),
