@@ -22,6 +22,20 @@ list call per page of 1,000 jobs in the largest region (regions can be read
 side by side), times L. Ratios are to that floor; "x GET" is how many times
 faster than one GET per job the full-state plan is.
 
+Then an apply of VX_BENCH_APPLY_JOBS creates (default 1000) over
+VX_BENCH_APPLY_REGIONS regions (default 4), at the fake's create quota scaled
+by VX_BENCH_APPLY_SCALE (default 10) on both sides: the fake allows 60*S
+creates and 600*S requests a minute per region, and vx's limiter is told the
+same (VX_CREATE_RATE_PER_MINUTE, VX_RATE_PER_MINUTE). The jobs are named so
+that name order holds the regions one after another (a sweep per region),
+the order that ran one region at a time before creates were interleaved. It
+reports creates per second (the whole apply; the creates alone, first to
+last; and "steady", after the first burst vx's buckets allow: they start full
+with a tenth of a minute's creates, then refill at the other nine tenths, so
+no 60 s window exceeds the limit) against the sum of the regions' limits, the server's 429 answers (from
+the fake's request log) and duplicates (live jobs per address beyond one).
+VX_BENCH_APPLY_JOBS=0 skips it.
+
 Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
 CPU time (user + system) and peak RSS from /usr/bin/time -v.
 """
@@ -45,11 +59,16 @@ def ints(name, default):
 
 
 LATENCY_MS = int(os.environ.get("VX_BENCH_LATENCY_MS", "50"))
+APPLY_JOBS = int(os.environ.get("VX_BENCH_APPLY_JOBS", "1000"))
+APPLY_REGIONS = int(os.environ.get("VX_BENCH_APPLY_REGIONS", "4"))
+APPLY_SCALE = int(os.environ.get("VX_BENCH_APPLY_SCALE", "10"))
+APPLY_PARALLELISM = int(os.environ.get("VX_BENCH_APPLY_PARALLELISM", "8"))
 SIZES = ints("VX_BENCH_SIZES", "1000,10000")
 REGION_COUNTS = ints("VX_BENCH_REGIONS", "1,3")
 VALIDATE_SIZES = ints("VX_BENCH_VALIDATE_SIZES", "1000,10000,40000")
 GET_MAX = int(os.environ.get("VX_BENCH_GET_MAX", "10000"))
-REGIONS = ["us-central1", "us-east4", "europe-west4"]
+REGIONS = ["us-central1", "us-east4", "europe-west4", "us-west1", "asia-southeast1",
+           "europe-west1", "us-east1", "us-east5", "us-west4", "asia-northeast1"]
 PAGE = 1000
 TOKEN = "bench-token"
 
@@ -242,6 +261,58 @@ def bench_validate(n):
     return cpu, int(got["Maximum resident set size (kbytes)"]) / 1024.0
 
 
+def bench_apply(n, nregions, scale):
+    """An apply of n creates over nregions regions at the fake's quota times scale."""
+    tmp = tempfile.mkdtemp(prefix="vx-bench-apply-")
+    fake = Fake(tmp)
+    try:
+        repo = Repo(tmp, fake)
+        repo.write({})
+        regions = REGIONS[:nregions]
+        # Blocks of names per region: name order is region by region.
+        decls = {}
+        for i in range(n):
+            r = regions[i * nregions // n]
+            decls[name(i)] = job_yaml(name(i)) + ("region: %s\n" % r if r != REGIONS[0] else "")
+        write_jobs(repo.dir, decls)
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", "jobs")
+        for r in regions:
+            fake.post("/_fake/capacity", {"region": r, "accelerator_type": "NVIDIA_L4", "gpus": None})
+            fake.post("/_fake/quota", {"region": r, "accelerator_type": "NVIDIA_L4", "limit": 10 * n + 100})
+        creates_pm, requests_pm = 60 * scale, 600 * scale
+        fake.post("/_fake/rate-limits", {"enabled": True, "vertex_creates_per_minute": creates_pm,
+                                         "vertex_requests_per_minute": requests_pm})
+        fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
+        fake.post("/_fake/requests/reset", {})
+        env = {"VX_CREATE_RATE_PER_MINUTE": str(creates_pm), "VX_RATE_PER_MINUTE": str(requests_pm)}
+        t0 = time.time()
+        r = repo.apply("-parallelism", str(APPLY_PARALLELISM), timeout=3600, env=env)
+        wall = time.time() - t0
+        if r.code != 0:
+            raise RuntimeError("apply exited %d: %r" % (r.code, r))
+        log = fake.get("/_fake/requests?log=100000")["log"]
+        throttled = sum(1 for e in log if e.get("status") == 429)
+        made = sorted(e["real_time"] for e in log
+                      if e.get("rpc") == "CreateCustomJob" and e.get("status") == 200)
+        per_address = {}
+        for j in fake.jobs():
+            a = (j.get("labels") or {}).get("vx-job")
+            per_address[a] = per_address.get(a, 0) + 1
+        dups = sum(c - 1 for c in per_address.values())
+        if len(per_address) != n:
+            raise RuntimeError("apply made %d distinct jobs, expected %d" % (len(per_address), n))
+        def rate(times):
+            return (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
+        # vx's buckets start full (a tenth of a minute's creates per region), then refill at the
+        # rest of the minute's rate: "steady" is the rate after that first burst.
+        burst = max(1, creates_pm // 10) * nregions
+        limit = creates_pm * nregions / 60.0
+        return wall, n / wall, rate(made), rate(made[burst:]), limit, throttled, dups
+    finally:
+        fake.close()
+
+
 def main():
     print("vxplan against the fake, %d ms latency per request (%d CPUs)" % (LATENCY_MS, os.cpu_count()))
     print("%7s %4s %9s %6s %9s %6s %9s %8s %7s %6s" % (
@@ -258,6 +329,19 @@ def main():
                 "%.2f" % gets if gets is not None else "-",
                 "%.1f" % (gets / full) if gets is not None else "-", floor, calls))
             sys.stdout.flush()
+    if APPLY_JOBS > 0:
+        print()
+        print("vxapply of %d creates over %d regions, %d creates/min per region (Vertex's 60 x %d) on "
+              "both sides, -parallelism %d, %d ms latency" % (
+                  APPLY_JOBS, APPLY_REGIONS, 60 * APPLY_SCALE, APPLY_SCALE, APPLY_PARALLELISM, LATENCY_MS))
+        print("%9s %10s %7s %14s %10s %7s %11s %6s %5s" % (
+            "apply(s)", "creates/s", "ratio", "creates alone", "steady", "ratio", "sum limits", "429s", "dups"))
+        sys.stdout.flush()
+        wall, rate, alone, steady, limit, throttled, dups = bench_apply(APPLY_JOBS, APPLY_REGIONS,
+                                                                        APPLY_SCALE)
+        print("%9.2f %10.1f %7.2f %14.1f %10.1f %7.2f %11.1f %6d %5d" % (
+            wall, rate, rate / limit, alone, steady, steady / limit, limit, throttled, dups))
+        sys.stdout.flush()
     print()
     print("vx validate")
     print("%7s %9s %12s" % ("jobs", "CPU (s)", "peak RSS MB"))

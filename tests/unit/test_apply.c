@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -36,8 +37,17 @@ struct memcloud {
 	int fail_creates;        /* this many creates fail with VX_EAPI */
 	int creates, cancels, lists;
 	char calls[4096];        /* "list,create,cancel,..." */
+	char create_regions[64][32]; /* the region of each create, in the order they came */
 	volatile sig_atomic_t *interrupt_after_create; /* set it after the first create */
 	pthread_mutex_t lock;    /* apply calls the provider from several threads */
+	/* Lists by region (the refresh tests): only that region's jobs, and these fail. */
+	int by_region;
+	const char *fail_lists[2];
+	/* A list waits (a bounded time) until this many lists are in flight at once. */
+	int list_gate;
+	int lists_inflight, lists_max_inflight;
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cond;
 };
 
 static void note(struct memcloud *m, const char *what)
@@ -52,12 +62,16 @@ static int mem_list_locked(struct provider *p, const char *project, const char *
 {
 	struct memcloud *m = (struct memcloud *)p;
 
-	(void)project; (void)region; (void)stack; (void)err;
+	(void)project; (void)stack;
 	m->lists++;
 	note(m, "list");
 	memset(out, 0, sizeof(*out));
+	for (size_t k = 0; k < 2; k++)
+		if (m->by_region && m->fail_lists[k] && !strcmp(m->fail_lists[k], region))
+			return vx_err_set(err, VX_EAPI, "vertex: listing jobs: PERMISSION_DENIED: %s", region);
 	for (size_t i = 0; i < m->jobs.n; i++)
-		assert_int_equal(live_jobs_push(out, &m->jobs.items[i]), 0);
+		if (!m->by_region || !strcmp(m->jobs.items[i].region, region))
+			assert_int_equal(live_jobs_push(out, &m->jobs.items[i]), 0);
 	return 0;
 }
 
@@ -69,6 +83,8 @@ static int mem_create_locked(struct provider *p, const struct provider_job_reque
 	char name[128];
 	int lands = 1, uncertain = 0;
 
+	if (m->creates < 64)
+		snprintf(m->create_regions[m->creates], sizeof(m->create_regions[0]), "%s", req->region);
 	m->creates++;
 	note(m, "create");
 	if (m->fail_creates > 0) {
@@ -120,6 +136,22 @@ static int mem_list(struct provider *p, const char *project, const char *region,
 	struct memcloud *m = (struct memcloud *)p;
 	int rc;
 
+	if (m->list_gate) {
+		struct timespec until;
+
+		/* The bound only ends a failing test; a passing one never waits it out. */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 10;
+		pthread_mutex_lock(&m->gate_lock);
+		if (++m->lists_inflight > m->lists_max_inflight)
+			m->lists_max_inflight = m->lists_inflight;
+		pthread_cond_broadcast(&m->gate_cond);
+		while (m->lists_max_inflight < m->list_gate &&
+		       pthread_cond_timedwait(&m->gate_cond, &m->gate_lock, &until) == 0)
+			;
+		m->lists_inflight--;
+		pthread_mutex_unlock(&m->gate_lock);
+	}
 	pthread_mutex_lock(&m->lock);
 	rc = mem_list_locked(p, project, region, stack, out, err);
 	pthread_mutex_unlock(&m->lock);
@@ -160,6 +192,8 @@ static void mem_init(struct memcloud *m)
 {
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->gate_lock, NULL);
+	pthread_cond_init(&m->gate_cond, NULL);
 	m->base.list_jobs = mem_list;
 	m->base.create_job = mem_create;
 	m->base.cancel_job = mem_cancel;
@@ -283,6 +317,8 @@ static void world_release(struct world *w)
 	stack_free(w->st);
 	live_jobs_release(&w->cloud.jobs);
 	pthread_mutex_destroy(&w->cloud.lock);
+	pthread_mutex_destroy(&w->cloud.gate_lock);
+	pthread_cond_destroy(&w->cloud.gate_cond);
 	vx_buf_release(&w->sink.messages);
 }
 
@@ -500,6 +536,137 @@ static void test_interrupt_stops_new_batches(void **unused)
 	vx_buf_release(&jobs);
 }
 
+/*
+ * Creates over several regions go out interleaved, so every batch draws on
+ * every region's rate limit: with parallelism 2, a1..a4 in us-central1 and
+ * b1..b4 in europe-west4 (plan order a1..a4, b1..b4), each batch of two
+ * holds one create of each region.
+ */
+static void test_creates_interleave_regions(void **unused)
+{
+	struct world w;
+	struct vx_buf jobs = VX_BUF_INIT;
+	static const char *const order[] = { "job.a1", "job.b1", "job.a2", "job.b2",
+					     "job.a3", "job.b3", "job.a4", "job.b4" };
+	const char *msgs, *at;
+
+	(void)unused;
+	for (int i = 1; i <= 4; i++) {
+		char name[16], *d;
+
+		snprintf(name, sizeof(name), "a%d", i);
+		d = job_doc(name, "1");
+		assert_int_equal(vx_buf_adds(&jobs, d), 0);
+		free(d);
+		snprintf(name, sizeof(name), "b%d", i);
+		d = job_doc(name, "1");
+		assert_int_equal(vx_buf_printf(&jobs, "%sregion: europe-west4\n", d), 0);
+		free(d);
+	}
+	world_init(&w, vx_buf_str(&jobs));
+	w.opts.parallelism = 2;
+	plan_and_apply(&w);
+	assert_int_equal(w.cloud.creates, 8);
+	assert_int_equal(w.res.ok, 8);
+	/* Within a batch the two threads race: each pair holds both regions. */
+	for (int k = 0; k < 8; k += 2)
+		assert_string_not_equal(w.cloud.create_regions[k], w.cloud.create_regions[k + 1]);
+	/* The results are recorded batch by batch, in the interleaved order. */
+	msgs = vx_buf_str(&w.sink.messages);
+	at = msgs;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		char *line = vx_asprintf("+ %s create projects/p/locations/%s/customJobs/", order[i],
+					 order[i][4] == 'a' ? "us-central1" : "europe-west4");
+
+		at = strstr(at, line);
+		assert_non_null(at);
+		free(line);
+	}
+	assert_int_equal(w.state.njournal, 0);
+	world_release(&w);
+	vx_buf_release(&jobs);
+}
+
+/* Three jobs, one in each of three regions, and a live job in each region. */
+static void refresh_world(struct world *w)
+{
+	static const char *const regions[] = { "asia-southeast1", "europe-west4", "us-central1" };
+	struct vx_buf jobs = VX_BUF_INIT;
+
+	for (int i = 0; i < 3; i++) {
+		char name[16], *d;
+
+		snprintf(name, sizeof(name), "r%d", i);
+		d = job_doc(name, "1");
+		assert_int_equal(vx_buf_printf(&jobs, "%sregion: %s\n", d, regions[i]), 0);
+		free(d);
+	}
+	world_init(w, vx_buf_str(&jobs));
+	w->cloud.by_region = 1;
+	for (int i = 0; i < 3; i++) {
+		char name[32];
+		struct live_job j;
+
+		memset(&j, 0, sizeof(j));
+		snprintf(name, sizeof(name), "live-%d", i);
+		j.name = name;
+		j.region = (char *)(uintptr_t)regions[i];
+		j.state = (char *)(uintptr_t)"JOB_STATE_RUNNING";
+		assert_int_equal(live_jobs_push(&w->cloud.jobs, &j), 0);
+	}
+	vx_buf_release(&jobs);
+}
+
+/*
+ * The regions are listed side by side (each list waits until all three are
+ * in flight; listed one after another, the first would wait in vain), and
+ * merged in place order, as if listed one after another.
+ */
+static void test_refresh_lists_regions_in_parallel(void **unused)
+{
+	struct world w;
+	struct live_store ls;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	refresh_world(&w);
+	w.cloud.list_gate = 3;
+	memset(&ls, 0, sizeof(ls));
+	assert_int_equal(kind_job.refresh(&ls, &w.cloud.base, w.st, NULL, &err), 0);
+	assert_int_equal(w.cloud.lists_max_inflight, 3);
+	assert_int_equal(w.cloud.lists, 3);
+	assert_int_equal(ls.nread, 3);
+	assert_string_equal(ls.read[0], "asia-southeast1");
+	assert_string_equal(ls.read[1], "europe-west4");
+	assert_string_equal(ls.read[2], "us-central1");
+	assert_int_equal(ls.jobs.n, 3);
+	assert_string_equal(ls.jobs.items[0].name, "live-0");
+	assert_string_equal(ls.jobs.items[1].name, "live-1");
+	assert_string_equal(ls.jobs.items[2].name, "live-2");
+	live_store_release(&ls);
+	world_release(&w);
+}
+
+/* When several places fail, the first in place order is the error, named by its place. */
+static void test_refresh_first_failure_in_place_order(void **unused)
+{
+	struct world w;
+	struct live_store ls;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	refresh_world(&w);
+	w.cloud.fail_lists[0] = "us-central1";
+	w.cloud.fail_lists[1] = "europe-west4";
+	memset(&ls, 0, sizeof(ls));
+	assert_int_equal(kind_job.refresh(&ls, &w.cloud.base, w.st, NULL, &err), VX_EAPI);
+	assert_string_equal(err.msg, "reading live jobs in europe-west4: vertex: listing jobs: "
+			    "PERMISSION_DENIED: europe-west4");
+	vx_err_release(&err);
+	live_store_release(&ls);
+	world_release(&w);
+}
+
 /* A fence that passes `allow` checks, then refuses; and a heartbeat noted among the calls. */
 struct lease {
 	struct sink *sink;
@@ -692,6 +859,9 @@ int main(void)
 		cmocka_unit_test(test_failed_create_reported),
 		cmocka_unit_test(test_replace_cancels_before_creating),
 		cmocka_unit_test(test_interrupt_stops_new_batches),
+		cmocka_unit_test(test_creates_interleave_regions),
+		cmocka_unit_test(test_refresh_lists_regions_in_parallel),
+		cmocka_unit_test(test_refresh_first_failure_in_place_order),
 		cmocka_unit_test(test_refresh_state_records_end),
 		cmocka_unit_test(test_heartbeat_before_each_batch_and_fence_per_create),
 		cmocka_unit_test(test_fence_refusal_stops_the_apply),
