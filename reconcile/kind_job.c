@@ -915,6 +915,10 @@ int planner_places(const struct stack *st, const struct state *state, struct pla
 	for (size_t i = 0; state && i < state->nrecords; i++) {
 		const struct state_run *cur = state->records[i].current;
 
+		/* Only jobs' runs: a reservation's zone or a quota preference's
+		 * "global" is no Vertex region. */
+		if (kind_of_address(state->records[i].address) != &kind_job)
+			continue;
 		if (cur && add_place(&arr, &cnt, cur->project ? cur->project : st->project, cur->region) < 0)
 			goto oom;
 	}

@@ -60,7 +60,7 @@ struct planner_place {
 
 /*
  * The places whose jobs must be listed: every declared job's (the Stack's
- * project, the job's region) and every place of a current run in state
+ * project, the job's region) and every place of a job record's current run
  * (the project it was created in, or the Stack's for older states), so a
  * run left behind by a change of project or region is seen where it is:
  * "not looked at" must never read as "gone". Sorted, unique. Caller frees

@@ -67,6 +67,15 @@ class Kinds(FakeTestCase):
     def has(self, path):
         return path in self.repo.git("ls-tree", "-r", "--name-only", "vx/state/e2e").split()
 
+    def log(self, address):
+        """vx log ADDR, with the commit times (the real clock) shown as <time>."""
+        r = self.repo.vx("log", address, self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", r.out)
+
+    def head(self):
+        return self.repo.git("rev-parse", "HEAD").strip()[:12]
+
     def write(self, docs):
         """docs: the YAML after the Stack document, as one string per address."""
         self.repo.jobs = docs
@@ -97,13 +106,16 @@ class Kinds(FakeTestCase):
         r = self.repo.plan("-detailed-exitcode")
         self.assertEqual(r.code, 0, r)
         # vx log, for each kind
-        r = self.repo.vx("log", "reservation.pool", self.repo.dir)
-        self.assertEqual(r.code, 0, r)
-        self.assertRegex(r.out, r"\Areservation\.pool\n  \S+  create  +projects/%s/zones/%s/reservations/pool"
-                         % (PROJECT, ZONE))
-        r = self.repo.vx("log", "quota.l4-training", self.repo.dir)
-        self.assertEqual(r.code, 0, r)
-        self.assertRegex(r.out, r"\Aquota\.l4-training\n  \S+  create ")
+        who = self.state("reservations/pool.json")["current"]["launchedBy"]
+        self.assertEqual(self.log("reservation.pool"),
+                         "reservation.pool\n"
+                         "  <time>  create    projects/%s/zones/%s/reservations/pool  count 2  by %s  "
+                         "config %s  READY\n" % (PROJECT, ZONE, who, self.head()))
+        name = self.quotas()["l4-training"]["name"]
+        self.assertEqual(self.log("quota.l4-training"),
+                         "quota.l4-training\n"
+                         "  <time>  create    %s  preferredValue 16  by %s  config %s  "
+                         "ACTIVE: The quota preference was approved.\n" % (name, who, self.head()))
 
     def test_resize_in_place_and_drift(self):
         self.write({"r": reservation_yaml(count=2)})
@@ -115,6 +127,8 @@ class Kinds(FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)
         self.assertEqual(self.rpcs("Reservations.Insert", "Reservations.Resize", "Reservations.Delete"),
                          ["Reservations.Insert", "Reservations.Resize"])
+        # A reservation's zone is no Vertex region: a stack without jobs lists no jobs.
+        self.assertEqual(self.fake.rpc_count("ListCustomJobs"), 0)
         self.assertEqual(self.reservations()["pool"]["specificReservation"]["count"], "3")
         self.assertEqual(self.state("reservations/pool.json")["current"]["action"], "resize")
         # someone resizes it behind vx's back: drift, and back to the declared count
@@ -215,9 +229,12 @@ class Kinds(FakeTestCase):
 
     def test_quota_update_pending_and_abandon(self):
         self.write({"q": quota_yaml(value=16)})
+        c1 = self.head()
         self.assertEqual(self.repo.apply().code, 0)
+        who = self.state("quotas/l4-training.json")["current"]["launchedBy"]
         self.fake.post("/_fake/quota-grants", {"mode": "partial", "fraction": 0.5})
         self.write({"q": quota_yaml(value=32)})
+        c2 = self.head()
         r, lines = self.plan_lines()
         self.assertEqual(lines, ["  ~   quota.l4-training update"], r)
         self.assertIn("        preferredValue 16 -> 32", r.out.splitlines())
@@ -226,21 +243,36 @@ class Kinds(FakeTestCase):
                          ["CreateQuotaPreference", "UpdateQuotaPreference"])
         r = self.repo.plan("-detailed-exitcode")
         self.assertEqual(r.code, 0, r)
-        self.assertRegex(r.out, r"\n      quota\.l4-training: 16 granted, 32 requested, (pending|not granted in full)")
+        self.assertIn("      quota.l4-training: 16 granted, 32 requested, not granted in full: The request "
+                      "was partially approved: 16 of the requested 32 was granted.", r.out.splitlines())
+        # A stack without jobs lists no jobs: a quota preference's "global" is no Vertex region.
+        self.assertIn("Refresh: live jobs read in 0 regions", r.out.splitlines())
+        self.assertEqual(self.fake.rpc_count("ListCustomJobs"), 0)
         # a decrease of more than 10% needs ignoreSafetyChecks
         self.write({"q": quota_yaml(value=8)})
         r = self.repo.plan()
         self.assertEqual(r.code, 1, r)
-        self.assertIn("ignoreSafetyChecks: true", r.out)
+        self.assertEqual(self.section(r.out, "Errors (the plan cannot be applied):"), [
+            "  quota.l4-training: preferredValue 32 -> 8 decreases the quota by more than 10%, which "
+            "Cloud Quotas refuses unless asked: set ignoreSafetyChecks: true in the declaration if "
+            "that is meant"], r.out)
         self.write({})
+        c3 = self.head()
         r, lines = self.plan_lines()
         self.assertEqual(lines, ["  -   quota.l4-training abandon"], r)
         self.assertEqual(self.repo.apply().code, 0)
         self.assertIn("l4-training", self.quotas(), "Cloud Quotas has no delete: it stays")
         self.assertFalse(self.has("quotas/l4-training.json"))
-        r = self.repo.vx("log", "quota.l4-training", self.repo.dir)
-        self.assertEqual(r.code, 0, r)
-        self.assertIn("abandon", r.out)
+        name = self.quotas()["l4-training"]["name"]
+        partial = "ACTIVE: The request was partially approved: 16 of the requested 32 was granted."
+        self.assertEqual(self.log("quota.l4-training"),
+                         "quota.l4-training  (forgotten: no longer declared)\n"
+                         "  <time>  create    %s  preferredValue 16  by %s  config %s  "
+                         "ACTIVE: The quota preference was approved.\n"
+                         "  <time>  update    %s  preferredValue 32  by %s  config %s  %s\n"
+                         "  <time>  abandon   %s  preferredValue 32  by %s  config %s  %s\n"
+                         "  <time>  forget\n"
+                         % (name, who, c1, name, who, c2, partial, name, who, c3, partial))
 
     def test_kill_during_reservation_create(self):
         self.write({"r": reservation_yaml()})
