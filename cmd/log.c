@@ -53,10 +53,13 @@ static void print_start(const struct state_run *r, int64_t fallback_ms)
 {
 	struct vx_buf end = VX_BUF_INIT;
 	char when[32], ended[32];
+	int refused;
 
 	log_time(r->created_ms ? r->created_ms : fallback_ms, when);
 	log_time(r->ended_ms, ended);
-	if (vx_buf_adds(&end, job_state_short(r->state)) < 0 ||
+	/* A create the server refused made no job: it has a class but no resource. */
+	refused = !r->resource && r->failure && !r->has_value;
+	if (vx_buf_adds(&end, refused ? "refused" : job_state_short(r->state)) < 0 ||
 	    (r->failure && vx_buf_printf(&end, " (%s)", r->failure) < 0) ||
 	    (r->cancelled_by_vx && vx_buf_adds(&end, " (cancelled by vx)") < 0) ||
 	    (r->ended_ms && vx_buf_printf(&end, ", ended %s", ended) < 0) ||
@@ -81,7 +84,8 @@ static void print_start(const struct state_run *r, int64_t fallback_ms)
 	}
 	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "  by %s  config %.12s%s  %s\n",
 	       when, r->action ? r->action : "-",
-	       r->resource ? r->resource : "(create never answered)", r->attempt, r->run,
+	       r->resource ? r->resource : refused ? "(no job made)" : "(create never answered)",
+	       r->attempt, r->run,
 	       r->launched_by ? r->launched_by : "-", r->config_commit ? r->config_commit : "none",
 	       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
 	vx_buf_release(&end);

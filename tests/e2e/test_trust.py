@@ -8,6 +8,7 @@ only vx's output; each failed on the binary before the fix.
 """
 import json
 import os
+import re
 import tempfile
 import urllib.request
 
@@ -192,8 +193,15 @@ class Trust(FakeTestCase):
         self.assertEqual(run["failure"], "quota")
         self.assertIn("The following quota metrics exceed quota limits", run["errorMessage"])
         self.assertIsNotNone(run["createdAt"])
+        # vx log shows the attempt as refused, with its class and Google's message
         r = self.repo.vx("log", "job.a", "-C", self.repo.dir)
-        self.assertEqual(r.code, 0, r)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        first = run["errorMessage"].split("\n")[0]
+        shown = first if len(first) <= 200 else first[:200] + "\u2026"
+        self.assertEqual(re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", r.out),
+                         "job.a\n  <time>  create    (no job made)  attempt 1  run 1  by %s  config %s  "
+                         "refused (quota), ended <time>: %s\n"
+                         % (run["launchedBy"], run["configCommit"][:12], shown))
         # a later apply, with quota, creates it
         self.fake.post("/_fake/quota", {"accelerator_type": "NVIDIA_L4", "preemptible": False, "limit": 100})
         self.assertEqual(self.repo.apply().code, 0)
