@@ -541,7 +541,15 @@ static int apply_exec(const struct cmd_args *args)
 	lo.ud = &lock_timeout_arg;
 	hint = unlock_args(from_file ? NULL : target, ws.dir);
 	lo.unlock_args = hint;
-	if (state_lock_acquire(ws.backend, &lo, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
+	if (state_lock_acquire(ws.backend, &lo, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	/* Only now: lists made before the lease was ours could miss what the
+	 * apply that held it last created. */
+	if (po.refresh)
+		workspace_prefetch(&ws);
+	if (workspace_load_state(&ws, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

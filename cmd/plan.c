@@ -94,7 +94,13 @@ static int plan_exec(const struct cmd_args *args)
 		goto done;
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0 ||
+	if (workspace_open(&ws, &ctx, dir, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	if (po.refresh)
+		workspace_prefetch(&ws);
+	if (workspace_load_state(&ws, &err) < 0 ||
 	    planning_run(&pl, &ws, &po, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;

@@ -6,6 +6,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/workspace.h"
+#include "reconcile/capacity.h"
 #include "reconcile/machines.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
@@ -100,20 +101,6 @@ static int unknown_address(struct vx_err *err, const struct workspace *ws, const
 	return rc;
 }
 
-/* Whether the stack has a job with GPUs or a reservation: only then is capacity read and shown. */
-static int stack_uses_gpus(const struct stack *st)
-{
-	if (st->nreservations)
-		return 1;
-	for (size_t i = 0; i < st->njobs; i++)
-		for (size_t k = 0; k < st->jobs[i].spec.npools; k++)
-			if (st->jobs[i].spec.pools[k].accelerator_type ||
-			    (st->jobs[i].spec.pools[k].machine_type &&
-			     machines_fixed_gpus(st->jobs[i].spec.pools[k].machine_type, NULL, NULL)))
-				return 1;
-	return 0;
-}
-
 /*
  * Quota limits and prices, then the capacity report, once per run: one
  * quotaInfos list for Vertex (and one for Compute when reservations are
@@ -128,7 +115,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	char *path = NULL;
 	int rc;
 
-	if (!stack_uses_gpus(st))
+	if (!capacity_wanted(st))
 		return 0;
 	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
 	 * file setting elsewhere (git's GIT_* over its config): a one-off look at
@@ -159,10 +146,11 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	if (rc < 0)
 		return rc;
 	if (o->refresh && ws->prov && ws->prov->list_quota_infos) {
-		rc = ws->prov->list_quota_infos(ws->prov, st->project, "aiplatform.googleapis.com", &pl->limits, err);
+		struct provider *p = workspace_reader(ws);
+
+		rc = p->list_quota_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, err);
 		if (rc == 0 && st->nreservations)
-			rc = ws->prov->list_quota_infos(ws->prov, st->project, "compute.googleapis.com", &pl->limits,
-							err);
+			rc = p->list_quota_infos(p, st->project, "compute.googleapis.com", &pl->limits, err);
 		if (rc < 0)
 			return rc;
 		pl->limits_read = 1;

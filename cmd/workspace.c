@@ -9,6 +9,7 @@
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
+#include "reconcile/prefetch.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state_file.h"
@@ -145,14 +146,19 @@ int workspace_load_state(struct workspace *ws, struct vx_err *err)
 	if (rc < 0)
 		return rc;
 	ws->state_loaded = 1;
+	rc = state_revision(ws->backend, &ws->revision, err);
+	if (rc < 0)
+		return rc;
+	/* Lists that started before this version of the state was fixed may
+	 * miss jobs it records (reconcile/prefetch.h): not used. */
+	if (ws->prefetch && (!ws->prefetch_revision != !ws->revision ||
+			     (ws->revision && strcmp(ws->prefetch_revision, ws->revision) != 0)))
+		prefetch_discard(ws->prefetch);
 	/* Until the first write, nothing stored was hashed with the salt, so it may
 	 * still be chosen (a git lock commit may have stored one at serial 0). A
 	 * state written before salts gets one here, stored by the next write. */
 	ws->salt_fresh = ws->state.serial == 0 || !ws->state.salt;
-	rc = state_ensure_salt(&ws->state, ws->ctx, err);
-	if (rc < 0)
-		return rc;
-	return state_revision(ws->backend, &ws->revision, err);
+	return state_ensure_salt(&ws->state, ws->ctx, err);
 }
 
 int workspace_salt(struct workspace *ws, const char *plan_salt, struct vx_err *err)
@@ -208,10 +214,33 @@ int workspace_refresh(struct workspace *ws, struct vx_err *err)
 
 	if (rc < 0)
 		return rc;
-	rc = kind_refresh_all(&ws->store, ws->prov, ws->st, ws->state_loaded ? &ws->state : NULL, err);
+	rc = kind_refresh_all(&ws->store, workspace_reader(ws), ws->st, ws->state_loaded ? &ws->state : NULL,
+			      err);
+	if (ws->prefetch)
+		prefetch_refreshed(ws->prefetch);
 	if (rc < 0)
 		return rc;
 	return 0;
+}
+
+void workspace_prefetch(struct workspace *ws)
+{
+	struct vx_err e = VX_ERR_INIT;
+
+	if (ws->prefetch)
+		return;
+	/* The revision first: the lists must start after it (prefetch.h). */
+	free(ws->prefetch_revision);
+	ws->prefetch_revision = NULL;
+	if (state_revision(ws->backend, &ws->prefetch_revision, &e) < 0 || workspace_provider(ws, &e) < 0 ||
+	    prefetch_start(&ws->prefetch, ws->prov, ws->st, &e) < 0)
+		ws->prefetch = NULL;
+	vx_err_release(&e);
+}
+
+struct provider *workspace_reader(struct workspace *ws)
+{
+	return ws->prefetch ? prefetch_reader(ws->prefetch) : ws->prov;
 }
 
 void workspace_close(struct workspace *ws)
@@ -224,6 +253,8 @@ void workspace_close(struct workspace *ws)
 		vx_err_release(&e);
 	}
 	live_store_release(&ws->store);
+	prefetch_free(ws->prefetch);
+	free(ws->prefetch_revision);
 	if (ws->prov)
 		ws->prov->free(ws->prov);
 	if (ws->state_loaded)

@@ -18,6 +18,7 @@
 struct stack;
 struct state_backend;
 struct planner_place;
+struct prefetch;
 
 struct workspace {
 	struct vx_ctx *ctx;
@@ -37,6 +38,8 @@ struct workspace {
 	int config_checked;         /* workspace_config_status ran */
 	char *config_changes;       /* the stack's files changed since config_commit, or NULL (clean) */
 	struct provider *prov;
+	struct prefetch *prefetch;  /* the declared places' lists, read while the state loads */
+	char *prefetch_revision;    /* the state's revision when they started, or NULL */
 	struct live_store store;    /* what the refresh read (reconcile/kind.h), every kind */
 };
 
@@ -62,6 +65,19 @@ int workspace_config_status(struct workspace *ws, struct vx_err *err) VX_WUR;
 int workspace_provider(struct workspace *ws, struct vx_err *err) VX_WUR;
 /* Reads the live cloud for every kind: one list call per region, zone or project in use. */
 int workspace_refresh(struct workspace *ws, struct vx_err *err) VX_WUR;
+
+/*
+ * Starts listing the declared places (reconcile/prefetch.h) so the next
+ * workspace_load_state() and the lists overlap; call it right before that
+ * load, when a refresh will follow (an apply: once it holds the lease). It
+ * never fails: without a provider or a thread the refresh lists as usual,
+ * and reports any error then.
+ */
+void workspace_prefetch(struct workspace *ws);
+
+/* The provider list calls go to: the prefetch's reader while one is held,
+ * else ws->prov. */
+struct provider *workspace_reader(struct workspace *ws);
 void workspace_close(struct workspace *ws);
 
 

@@ -832,3 +832,16 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 	}
 	return 0;
 }
+
+int capacity_wanted(const struct stack *st)
+{
+	if (st->nreservations)
+		return 1;
+	for (size_t i = 0; i < st->njobs; i++)
+		for (size_t k = 0; k < st->jobs[i].spec.npools; k++)
+			if (st->jobs[i].spec.pools[k].accelerator_type ||
+			    (st->jobs[i].spec.pools[k].machine_type &&
+			     machines_fixed_gpus(st->jobs[i].spec.pools[k].machine_type, NULL, NULL)))
+				return 1;
+	return 0;
+}

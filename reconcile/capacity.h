@@ -138,6 +138,10 @@ struct capacity_input {
 /* Default scheduling.timeout when a job sets none: 7 days. */
 #define CAPACITY_DEFAULT_TIMEOUT_S (7 * 24 * 3600)
 
+/* Whether st has a job with GPUs or a reservation: only then are quota
+ * limits read and capacity shown. */
+int capacity_wanted(const struct stack *st);
+
 int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err) VX_WUR;
 void capacity_release(struct capacity_report *r);
 /* The cost of address, or NULL. */

@@ -1,0 +1,234 @@
+/* Unit tests for reconcile/prefetch.c: lists made ahead are handed over once, then forwarded. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#include <cmocka.h>
+
+#include "reconcile/prefetch.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "util/buf.h"
+
+/* A provider that counts its list calls; "bad" regions fail. */
+struct counting {
+	struct provider base;
+	pthread_mutex_t lock;
+	int jobs_calls;
+	int infos_calls;
+	int serial;       /* stamped into each answer, so a test sees which call it got */
+};
+
+static int c_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
+		       struct live_jobs *out, struct vx_err *err)
+{
+	struct counting *c = (struct counting *)p;
+	struct live_job j;
+	char name[128];
+	int n, rc;
+
+	(void)stack;
+	pthread_mutex_lock(&c->lock);
+	c->jobs_calls++;
+	n = ++c->serial;
+	pthread_mutex_unlock(&c->lock);
+	if (!strcmp(region, "bad"))
+		return vx_err_set(err, VX_EIO, "list in bad: boom");
+	memset(&j, 0, sizeof(j));
+	snprintf(name, sizeof(name), "projects/%s/locations/%s/customJobs/%d", project, region, n);
+	j.name = name;
+	rc = live_jobs_push(out, &j);
+	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "oom") : 0;
+}
+
+static int c_list_infos(struct provider *p, const char *project, const char *service,
+			struct live_quota_limits *out, struct vx_err *err)
+{
+	struct counting *c = (struct counting *)p;
+	struct live_quota_limit l;
+
+	(void)project;
+	pthread_mutex_lock(&c->lock);
+	c->infos_calls++;
+	pthread_mutex_unlock(&c->lock);
+	memset(&l, 0, sizeof(l));
+	l.service = (char *)(uintptr_t)service;
+	l.quota_id = (char *)(uintptr_t)"Q";
+	l.location = (char *)(uintptr_t)"r1";
+	l.value = 8;
+	return live_quota_limits_push(out, &l) < 0 ? vx_err_set(err, VX_ENOMEM, "oom") : 0;
+}
+
+struct fixture {
+	struct counting prov;
+	struct stack st;
+	struct stack_job jobs[3];
+	struct spec_pool pool;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	static const char *const regions[3] = { "r1", "r2", "bad" };
+
+	pthread_mutex_init(&f->prov.lock, NULL);
+	f->prov.base.list_jobs = c_list_jobs;
+	f->prov.base.list_quota_infos = c_list_infos;
+	f->st.name = (char *)(uintptr_t)"s";
+	f->st.project = (char *)(uintptr_t)"p";
+	f->st.jobs = f->jobs;
+	f->st.njobs = 3;
+	f->pool.accelerator_type = (char *)(uintptr_t)"NVIDIA_L4";
+	f->pool.accelerator_count = 1;
+	for (int i = 0; i < 3; i++) {
+		f->jobs[i].region = (char *)(uintptr_t)regions[i];
+		f->jobs[i].spec.pools = &f->pool;
+		f->jobs[i].spec.npools = 1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	pthread_mutex_destroy(&f->prov.lock);
+	free(f);
+	return 0;
+}
+
+static const char *list_one(struct provider *p, const char *region, struct live_jobs *js, int *rc,
+			    struct vx_err *err)
+{
+	memset(js, 0, sizeof(*js));
+	*rc = p->list_jobs(p, "p", region, "s", js, err);
+	return js->n ? js->items[0].name : NULL;
+}
+
+/* Each declared place is listed once, ahead; the reader hands that answer
+ * over once and sends a second call, or an undeclared place, to the cloud. */
+static void test_answers_once_then_forwards(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_jobs js;
+	struct provider *r;
+	char *first;
+	int rc;
+
+	assert_int_equal(prefetch_start(&pf, &f->prov.base, &f->st, &err), 0);
+	r = prefetch_reader(pf);
+	assert_int_equal(f->prov.jobs_calls, 3);          /* r1, r2, bad: made ahead */
+	assert_int_equal(f->prov.infos_calls, 1);         /* GPUs: Vertex's quota limits */
+	first = vx_strdup(list_one(r, "r1", &js, &rc, &err));
+	assert_int_equal(rc, 0);
+	assert_non_null(first);
+	assert_int_equal(f->prov.jobs_calls, 3);          /* answered from the prefetch */
+	live_jobs_release(&js);
+	assert_non_null(list_one(r, "r1", &js, &rc, &err));
+	assert_int_equal(rc, 0);
+	assert_string_not_equal(js.items[0].name, first); /* a fresh call, not the same answer */
+	assert_int_equal(f->prov.jobs_calls, 4);
+	live_jobs_release(&js);
+	assert_non_null(list_one(r, "r9", &js, &rc, &err));
+	assert_int_equal(f->prov.jobs_calls, 5);
+	live_jobs_release(&js);
+	free(first);
+	prefetch_free(pf);
+}
+
+/* A failed list ahead is that call's failure, message and all. */
+static void test_error_is_kept(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_jobs js;
+	int rc;
+
+	assert_int_equal(prefetch_start(&pf, &f->prov.base, &f->st, &err), 0);
+	assert_null(list_one(prefetch_reader(pf), "bad", &js, &rc, &err));
+	assert_int_equal(rc, VX_EIO);
+	assert_string_equal(vx_err_msg(&err), "list in bad: boom");
+	assert_int_equal(f->prov.jobs_calls, 3);
+	vx_err_release(&err);
+	live_jobs_release(&js);
+	prefetch_free(pf);
+}
+
+/* Discarded (the state moved since the lists started): every call goes out. */
+static void test_discarded_forwards(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_jobs js;
+	int rc;
+
+	assert_int_equal(prefetch_start(&pf, &f->prov.base, &f->st, &err), 0);
+	prefetch_discard(pf);
+	assert_non_null(list_one(prefetch_reader(pf), "r1", &js, &rc, &err));
+	assert_int_equal(f->prov.jobs_calls, 4);
+	live_jobs_release(&js);
+	prefetch_free(pf);
+}
+
+/* After the refresh, a list left over is stale (an apply may have created
+ * jobs since): not handed out. The quota limits are, once. */
+static void test_leftovers_not_used_after_refresh(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_quota_limits l = { 0 };
+	struct live_jobs js;
+	struct provider *r;
+	int rc;
+
+	assert_int_equal(prefetch_start(&pf, &f->prov.base, &f->st, &err), 0);
+	r = prefetch_reader(pf);
+	prefetch_refreshed(pf);
+	assert_non_null(list_one(r, "r2", &js, &rc, &err));
+	assert_int_equal(f->prov.jobs_calls, 4);
+	live_jobs_release(&js);
+	assert_int_equal(r->list_quota_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
+	assert_int_equal(f->prov.infos_calls, 1);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.items[0].service, "aiplatform.googleapis.com");
+	assert_int_equal(r->list_quota_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
+	assert_int_equal(f->prov.infos_calls, 2);
+	assert_int_equal(l.n, 2);                         /* appended, as the real call does */
+	live_quota_limits_release(&l);
+	prefetch_free(pf);
+}
+
+/* Freed without being read: the thread is joined, nothing leaks (ASan). */
+static void test_free_unread(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(prefetch_start(&pf, &f->prov.base, &f->st, &err), 0);
+	prefetch_free(pf);
+	assert_int_equal(f->prov.jobs_calls, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_answers_once_then_forwards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_error_is_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_discarded_forwards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_leftovers_not_used_after_refresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_unread, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
