@@ -1652,13 +1652,29 @@ static int do_creates(struct applier *a, struct vx_err *err)
 		}
 		free(tasks);
 		tasks = NULL;
-		if (rc == 0) {
-			if (a->msg.len == 0 && vx_buf_adds(&a->msg, "(no job created)\n") < 0)
-				a->oom = 1;
-			rc = applier_persist(a, "vx: apply: creates", err);
-		}
+		/*
+		 * The results are saved with the next batch's intents, one commit
+		 * for both (half the saves of a large apply, each of which costs
+		 * every record's bytes): in between they are in memory only, and
+		 * a crash there leaves their intents journaled, which the next
+		 * apply settles by labels (it adopts the jobs), as after a crash
+		 * during the create itself. The last batch is saved below.
+		 */
 		if (rc == 0)
 			rc = applier_heartbeat(a, err);
+	}
+	/* The last batch's results; after an interrupt, the batches run so far.
+	 * Not after the fence refused: the lease may be another apply's. */
+	if (!a->fenced) {
+		struct vx_err later = VX_ERR_INIT;
+		int prc;
+
+		if (n && a->msg.len == 0 && vx_buf_adds(&a->msg, "(no job created)\n") < 0)
+			a->oom = 1;
+		prc = applier_persist(a, "vx: apply: creates", rc == 0 ? err : &later);
+		if (rc == 0)
+			rc = prc;
+		vx_err_release(&later);
 	}
 done:
 	for (size_t i = 0; i < n; i++)

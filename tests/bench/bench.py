@@ -39,7 +39,11 @@ last; and "steady", after the first burst vx's buckets allow: they start full
 with a tenth of a minute's creates, then refill at the other nine tenths, so
 no 60 s window exceeds the limit) against the sum of the regions' limits, the server's 429 answers (from
 the fake's request log) and duplicates (live jobs per address beyond one).
-VX_BENCH_APPLY_JOBS=0 skips it.
+VX_BENCH_APPLY_JOBS=0 skips it. Each row also says how many state saves the
+apply made and the share of its time they took (vx logs each save's duration
+at debug level). Then an apply of VX_BENCH_BIG_APPLY_JOBS creates (default
+10000; 0 skips it) with the rate limits out of the way, for the share of a
+large apply spent saving state.
 
 Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
 CPU time (user + system) and peak RSS from /usr/bin/time -v.
@@ -47,6 +51,7 @@ CPU time (user + system) and peak RSS from /usr/bin/time -v.
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -68,6 +73,7 @@ LATENCY_MS = int(os.environ.get("VX_BENCH_LATENCY_MS", "50"))
 APPLY_JOBS = int(os.environ.get("VX_BENCH_APPLY_JOBS", "1000"))
 APPLY_REGIONS = int(os.environ.get("VX_BENCH_APPLY_REGIONS", "4"))
 APPLY_SCALE = int(os.environ.get("VX_BENCH_APPLY_SCALE", "10"))
+BIG_APPLY_JOBS = int(os.environ.get("VX_BENCH_BIG_APPLY_JOBS", "10000"))
 APPLY_PARALLELISM = int(os.environ.get("VX_BENCH_APPLY_PARALLELISM", "8"))
 SIZES = ints("VX_BENCH_SIZES", "1000,10000")
 REGION_COUNTS = ints("VX_BENCH_REGIONS", "1,3")
@@ -318,10 +324,14 @@ def bench_apply(n, nregions, scale):
                                          "vertex_requests_per_minute": requests_pm})
         fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
         fake.post("/_fake/requests/reset", {})
-        env = {"VX_CREATE_RATE_PER_MINUTE": str(creates_pm), "VX_RATE_PER_MINUTE": str(requests_pm)}
+        env = {"VX_CREATE_RATE_PER_MINUTE": str(creates_pm), "VX_RATE_PER_MINUTE": str(requests_pm),
+               "VX_LOG": "debug"}
         t0 = time.time()
         r = repo.apply("-parallelism", str(APPLY_PARALLELISM), timeout=3600, env=env)
         wall = time.time() - t0
+        # Each state save logs its duration at debug level (state/backend.c).
+        saves = [int(m.group(1)) for m in re.finditer(r"^vx: debug: state: wrote serial \d+ \(\d+ records\) in (\d+) ms$",
+                                                       r.err, re.M)]
         if r.code != 0:
             raise RuntimeError("apply exited %d: %r" % (r.code, r))
         log = fake.get("/_fake/requests?log=100000")["log"]
@@ -341,7 +351,7 @@ def bench_apply(n, nregions, scale):
         # rest of the minute's rate: "steady" is the rate after that first burst.
         burst = max(1, creates_pm // 10) * nregions
         limit = creates_pm * nregions / 60.0
-        return wall, n / wall, rate(made), rate(made[burst:]), limit, throttled, dups
+        return wall, n / wall, rate(made), rate(made[burst:]), limit, throttled, dups, len(saves), sum(saves) / 1000.0
     finally:
         fake.close()
 
@@ -368,13 +378,26 @@ def main():
         print("vxapply of %d creates over %d regions, %d creates/min per region (Vertex's 60 x %d) on "
               "both sides, -parallelism %d, %d ms latency" % (
                   APPLY_JOBS, APPLY_REGIONS, 60 * APPLY_SCALE, APPLY_SCALE, APPLY_PARALLELISM, LATENCY_MS))
-        print("%9s %10s %7s %14s %10s %7s %11s %6s %5s" % (
-            "apply(s)", "creates/s", "ratio", "creates alone", "steady", "ratio", "sum limits", "429s", "dups"))
+        print("%9s %10s %7s %14s %10s %7s %11s %6s %5s %6s %9s" % (
+            "apply(s)", "creates/s", "ratio", "creates alone", "steady", "ratio", "sum limits", "429s", "dups",
+            "saves", "in saves"))
         sys.stdout.flush()
-        wall, rate, alone, steady, limit, throttled, dups = bench_apply(APPLY_JOBS, APPLY_REGIONS,
-                                                                        APPLY_SCALE)
-        print("%9.2f %10.1f %7.2f %14.1f %10.1f %7.2f %11.1f %6d %5d" % (
-            wall, rate, rate / limit, alone, steady, steady / limit, limit, throttled, dups))
+        wall, rate, alone, steady, limit, throttled, dups, saves, saving = bench_apply(
+            APPLY_JOBS, APPLY_REGIONS, APPLY_SCALE)
+        print("%9.2f %10.1f %7.2f %14.1f %10.1f %7.2f %11.1f %6d %5d %6d %8.0f%%" % (
+            wall, rate, rate / limit, alone, steady, steady / limit, limit, throttled, dups,
+            saves, 100.0 * saving / wall))
+        sys.stdout.flush()
+    if BIG_APPLY_JOBS > 0:
+        # How much of a large apply goes to saving the state: the rate limits
+        # out of the way (x1000), so the saves weigh as much as they can.
+        print()
+        print("vxapply of %d creates over %d regions, rate limits x1000, -parallelism %d, %d ms latency" % (
+            BIG_APPLY_JOBS, APPLY_REGIONS, APPLY_PARALLELISM, LATENCY_MS))
+        print("%9s %10s %5s %6s %9s %9s" % ("apply(s)", "creates/s", "dups", "saves", "saves(s)", "in saves"))
+        sys.stdout.flush()
+        wall, rate, _, _, _, _, dups, saves, saving = bench_apply(BIG_APPLY_JOBS, APPLY_REGIONS, 1000)
+        print("%9.2f %10.1f %5d %6d %9.2f %8.0f%%" % (wall, rate, dups, saves, saving, 100.0 * saving / wall))
         sys.stdout.flush()
     print()
     print("vx validate")
