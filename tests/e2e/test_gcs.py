@@ -93,7 +93,18 @@ class GcsAudit(GcsMixin, Audit):
         return recs[0]
 
     def last_version(self, path):
-        self.skipTest("reads git history")
+        """The record as last written before the write that removed it: the newest history
+        object that holds it."""
+        kind, name = path.split("/")
+        addr = {"jobs": "job"}[kind] + "." + name[:-len(".json")]
+        self.assertIsNone(next((r for r in self.state()["records"] if r["address"] == addr), None))
+        for serial in range(self.state()["serial"], 0, -1):
+            _, h = self.read(PREFIX + "/history/%010d.json" % serial)
+            self.assertIsNotNone(h, serial)
+            recs = [r for r in json.loads(h)["state"]["records"] if r["address"] == addr]
+            if recs:
+                return recs[0]
+        self.fail("%s is in no history object" % addr)
 
     # Not about the state backend, or reading the git branch: not repeated here.
     def test_dirty_apply_refused_in_ci(self):
