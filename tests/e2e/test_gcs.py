@@ -247,3 +247,23 @@ class Gcs(GcsMixin, FakeTestCase):
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
         self.assertNotIn(PREFIX + "/lease.json", self.objects())
         self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+
+    def test_saved_plan_applies_and_is_refused_once_the_bucket_moved(self):
+        planfile = self.tmp + "/a.plan"
+        self.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.plan("-out", planfile).code, 0)
+        r = self.repo.vx("apply", planfile)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        # Planned at this serial; another apply moves the bucket's state on.
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.plan("-out", planfile).code, 0)
+        then = self.state()["serial"]
+        self.assertEqual(self.repo.apply().code, 0)
+        now = self.state()["serial"]
+        r = self.repo.vx("apply", planfile)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: apply: %s: the state moved since the plan was made (serial %d "
+                         "then, %d now); run vxplan again\n" % (planfile, then, now))
+        self.assertEqual(len(self.live_jobs("b")), 1)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
