@@ -13,6 +13,8 @@
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state_file.h"
+#include "state/state_gcs.h"
+#include "providers/gcp/storage.h"
 #include "state/state_git.h"
 #include "state/lock.h"
 #include "util/buf.h"
@@ -61,6 +63,41 @@ done:
 	free(root);
 	vx_err_release(&e);
 	return rc;
+}
+
+/*
+ * The gcs backend, on the provider's credentials and endpoints (made here,
+ * earlier than for the other backends), and on the stack's repository for
+ * the config commit when the stack is in one.
+ */
+static int open_gcs(struct workspace *ws, struct vx_err *err)
+{
+	struct state_gcs_opts o;
+	struct storage_client sc;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.stack = ws->st->name;
+	o.bucket = ws->st->state.bucket;
+	o.path = ws->st->state.path;
+	o.client = &sc;
+	ws->state_ref = o.path ? vx_asprintf("gs://%s/%s", o.bucket, o.path)
+			       : vx_asprintf("gs://%s/vx/state/%s", o.bucket, o.stack);
+	if (!ws->state_ref)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = workspace_provider(ws, err)) < 0 ||
+	    (rc = gcp_provider_storage(ws->prov, &sc, err)) < 0)
+		return vx_err_wrap(err, "state backend gcs");
+	if (ws->dir_in_repo) {
+		struct state_git_opts go;
+
+		memset(&go, 0, sizeof(go));
+		go.stack = ws->st->name;
+		go.stack_dir = ws->dir;
+		if ((rc = state_git_open(&o.config, ws->ctx, &go, err)) < 0)
+			return rc;
+	}
+	return state_gcs_open(&ws->backend, ws->ctx, &o, err);
 }
 
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
@@ -121,8 +158,10 @@ int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, st
 		if (rc == VX_ENOTFOUND)
 			vx_err_wrap(err, "state backend git: %s is not inside a git repository "
 				    "(run 'git init', or set state: {backend: file, path: vx-state.json})", dir);
+	} else if (ws->st->state.backend == STACK_BACKEND_GCS) {
+		rc = open_gcs(ws, err);
 	} else {
-		rc = vx_err_set(err, VX_EINVAL, "state backend %s is not supported yet; use git or file",
+		rc = vx_err_set(err, VX_EINVAL, "state backend %s is not supported",
 				stack_backend_name(ws->st->state.backend));
 	}
 	if (rc < 0)

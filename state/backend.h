@@ -6,8 +6,9 @@
  *
  *	git  (state/state_git.h): branch vx/state/<stack> of the stack's repository
  *	file (state/state_file.h): one JSON file plus FILE.lock
+ *	gcs  (state/state_gcs.h): objects in a Cloud Storage bucket, compare-and-swapped
  *
- * Open a backend with state_git_open() or state_file_open(), then:
+ * Open a backend with state_git_open(), state_file_open() or state_gcs_open(), then:
  *
  *	state_lock_acquire()   (state/lock.h) before any mutating call
  *	state_load()           read the state (again, after taking the lock)

@@ -7,7 +7,8 @@
  * In the git backend the lease is a commit on the state branch setting
  * "lock" in stack.json, made by a compare-and-swap of the ref (and a
  * non-force push with a remote), so two runners cannot both win. In the
- * file backend it is FILE.lock, created with O_EXCL.
+ * file backend it is FILE.lock, created with O_EXCL; in the gcs backend the
+ * object PATH/lease.json, created, renewed and deleted with ifGenerationMatch.
  *
  * A lease names its holder (user, host, pid, operation), its start and its
  * expiry (default 10 minutes). The caller MUST call state_lock_heartbeat()

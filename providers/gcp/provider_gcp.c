@@ -11,6 +11,7 @@
 #include "providers/gcp/http.h"
 #include "providers/gcp/quotas.h"
 #include "providers/gcp/ratelimit.h"
+#include "providers/gcp/storage.h"
 #include "providers/gcp/vertex.h"
 #include "reconcile/provider.h"
 #include "util/buf.h"
@@ -1056,4 +1057,22 @@ struct gcp_auth *gcp_provider_auth(struct provider *p)
 const struct gcp_endpoints *gcp_provider_endpoints(struct provider *p)
 {
 	return &gp(p)->endpoints;
+}
+
+int gcp_provider_storage(struct provider *p, struct storage_client *out, struct vx_err *err)
+{
+	struct gcp_provider *g = gp(p);
+	struct session *s = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	/* Never put back: freed with every other session when p is. */
+	rc = session_get(g, &s, err);
+	if (rc < 0)
+		return rc;
+	out->http = s->http;
+	out->ctx = g->ctx;
+	out->base_url = g->endpoints.base[GCP_API_STORAGE];
+	out->upload_url = g->endpoints.base[GCP_API_STORAGE_UPLOAD];
+	return 0;
 }

@@ -14,6 +14,7 @@ struct vx_ctx;
 struct provider;
 struct gcp_auth;
 struct gcp_endpoints;
+struct storage_client;
 
 struct gcp_provider_options {
 	int max_in_flight;  /* per session; 0 = the HTTP layer's default */
@@ -30,5 +31,13 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 /* The credentials and endpoints in use (borrowed), for `vx doctor`. */
 struct gcp_auth *gcp_provider_auth(struct provider *p);
 const struct gcp_endpoints *gcp_provider_endpoints(struct provider *p);
+
+/*
+ * A Cloud Storage client (the gcs state backend) on an HTTP session of its
+ * own, taken out of the pool: it is not shared with other threads, and
+ * lives until the provider is freed. Its base URLs are borrowed from p.
+ */
+int gcp_provider_storage(struct provider *p, struct storage_client *out,
+			 struct vx_err *err) VX_WUR;
 
 #endif

@@ -1,4 +1,8 @@
-/* Unit tests for state/lock.c on the git backend (temporary repositories, fixed clock). */
+/*
+ * Unit tests for state/lock.c, run twice: on the git backend (temporary
+ * repositories) and on the gcs backend (the fake's Cloud Storage), with a
+ * fixed clock: the lease means the same on both.
+ */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,11 +21,40 @@
 #include "state/state_git.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "tests/unit/support/fakegcs.h"
 #include "tests/unit/support/staterepo.h"
 
 static int setup(void **state)
 {
 	*state = staterepo_new("/tmp/vx-stlock-XXXXXX");
+	return 0;
+}
+
+/* The gcs group's fake, started once for the group. */
+static struct fakegcs *gcs;
+
+static int setup_gcs(void **state)
+{
+	struct staterepo *f = staterepo_new("/tmp/vx-stlock-XXXXXX");
+
+	f->gcs = gcs;
+	fakegcs_new_prefix(gcs, f->prefix, sizeof(f->prefix));
+	*state = f;
+	return 0;
+}
+
+static int group_start_gcs(void **state)
+{
+	(void)state;
+	gcs = fakegcs_start();
+	return 0;
+}
+
+static int group_stop_gcs(void **state)
+{
+	(void)state;
+	fakegcs_stop(gcs);
+	gcs = NULL;
 	return 0;
 }
 
@@ -37,8 +70,8 @@ static const struct state_lock_opts alice = { .operation = "apply", .lease_ms = 
 static void test_held_refused(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
-	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *a = staterepo_open(f);
+	struct state_backend *b = staterepo_open(f);
 	struct vx_err err = VX_ERR_INIT;
 	struct state_lock *cur = NULL;
 	struct state st = STATE_INIT;
@@ -87,8 +120,8 @@ static void test_held_refused(void **state)
 static void test_dead_pid_takeover(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
-	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *a = staterepo_open(f);
+	struct state_backend *b = staterepo_open(f);
 	struct state_lock_opts dead = { .operation = "apply", .user = "bob", .pid = 99999999 };
 	struct vx_err err = VX_ERR_INIT;
 
@@ -120,8 +153,8 @@ static void count_wait(void *ud, const struct state_lock *holder, int64_t timeou
 static void test_expiry_and_wait(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
-	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *a = staterepo_open(f);
+	struct state_backend *b = staterepo_open(f);
 	int waits = 0;
 	struct state_lock_opts wait = { .operation = "apply", .timeout_ms = 20 * 60 * 1000,
 					.retry_ms = 60 * 1000 };
@@ -158,8 +191,8 @@ static void test_expiry_and_wait(void **state)
 static void test_unlock_by_id(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
-	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *a = staterepo_open(f);
+	struct state_backend *b = staterepo_open(f);
 	struct vx_err err = VX_ERR_INIT;
 	struct state_lock *cur = NULL;
 	char id[33];
@@ -223,7 +256,7 @@ static void test_fence_margin(void **state)
 static void test_fence_valid_margin_expired(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *a = staterepo_open(f);
 	struct state_lock_opts four = { .operation = "apply", .lease_ms = 4000, .user = "alice", .host = "ci-runner-3", .pid = 4242 };
 	struct split_clock c = { f->now, 5000000 };
 	struct vx_err err = VX_ERR_INIT;
@@ -267,7 +300,7 @@ static void test_fence_valid_margin_expired(void **state)
 static void test_fence_reads_the_injected_monotonic_clock(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *a = staterepo_open(f);
 	struct state_lock_opts four = { .operation = "apply", .lease_ms = 4000, .user = "alice", .host = "ci-runner-3", .pid = 4242 };
 	struct split_clock c = { f->now, 7 };
 	struct vx_err err = VX_ERR_INIT;
@@ -292,8 +325,8 @@ static void test_fence_reads_the_injected_monotonic_clock(void **state)
 static void test_heartbeat_renews_after_a_third(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *a = staterepo_open_git(f, f->repo, NULL);
-	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *a = staterepo_open(f);
+	struct state_backend *b = staterepo_open(f);
 	struct state_lock_opts three = { .operation = "apply", .lease_ms = 3000, .user = "alice", .host = "ci-runner-3", .pid = 4242 };
 	struct state_lock *cur = NULL;
 	struct vx_err err = VX_ERR_INIT;
@@ -328,19 +361,23 @@ static void test_heartbeat_renews_after_a_third(void **state)
 	vx_err_release(&err);
 }
 
+#define LOCK_TESTS(setup)                                                                   \
+	cmocka_unit_test_setup_teardown(test_held_refused, setup, teardown),                 \
+	cmocka_unit_test_setup_teardown(test_dead_pid_takeover, setup, teardown),            \
+	cmocka_unit_test_setup_teardown(test_expiry_and_wait, setup, teardown),              \
+	cmocka_unit_test_setup_teardown(test_unlock_by_id, setup, teardown),                 \
+	cmocka_unit_test(test_fence_margin),                                                 \
+	cmocka_unit_test_setup_teardown(test_fence_valid_margin_expired, setup, teardown),   \
+	cmocka_unit_test_setup_teardown(test_fence_reads_the_injected_monotonic_clock, setup, \
+					teardown),                                           \
+	cmocka_unit_test_setup_teardown(test_heartbeat_renews_after_a_third, setup, teardown)
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_held_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dead_pid_takeover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_expiry_and_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unlock_by_id, setup, teardown),
-		cmocka_unit_test(test_fence_margin),
-		cmocka_unit_test_setup_teardown(test_fence_valid_margin_expired, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fence_reads_the_injected_monotonic_clock, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_heartbeat_renews_after_a_third, setup, teardown),
-	};
+	const struct CMUnitTest git[] = { LOCK_TESTS(setup) };
+	const struct CMUnitTest gcs_tests[] = { LOCK_TESTS(setup_gcs) };
+	int failed = cmocka_run_group_tests_name("lock on git", git, NULL, NULL);
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return failed + cmocka_run_group_tests_name("lock on gcs", gcs_tests, group_start_gcs,
+						    group_stop_gcs);
 }

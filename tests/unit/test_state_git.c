@@ -1,7 +1,9 @@
 /*
  * Unit tests for state/state_git.c on temporary repositories, with a fixed
  * signature (repository config) and a fixed clock, so commit ids are
- * deterministic.
+ * deterministic. The tests of what every backend promises (a write based on
+ * an old serial is refused, the history of an address) run on the gcs
+ * backend too, against the fake's Cloud Storage.
  */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>
@@ -23,6 +25,7 @@
 #include "state/state_git.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "tests/unit/support/fakegcs.h"
 #include "tests/unit/support/staterepo.h"
 
 #define EXPECTED_COMMIT "64804be6794e78ba13fd62df32aa3975c175b928"
@@ -42,6 +45,42 @@ static int setup(void **state)
 {
 	*state = staterepo_new("/tmp/vx-stgit-XXXXXX");
 	return 0;
+}
+
+/* The gcs group's fake, started once for the group. */
+static struct fakegcs *gcs;
+
+static int setup_gcs(void **state)
+{
+	struct staterepo *f = staterepo_new("/tmp/vx-stgit-XXXXXX");
+
+	f->gcs = gcs;
+	fakegcs_new_prefix(gcs, f->prefix, sizeof(f->prefix));
+	*state = f;
+	return 0;
+}
+
+static int group_start_gcs(void **state)
+{
+	(void)state;
+	gcs = fakegcs_start();
+	return 0;
+}
+
+static int group_stop_gcs(void **state)
+{
+	(void)state;
+	fakegcs_stop(gcs);
+	gcs = NULL;
+	return 0;
+}
+
+/* Whether message's first line is subject (what follows it is the backend's: trailers). */
+static int subject_is(const char *message, const char *subject)
+{
+	size_t n = strlen(subject);
+
+	return message && !strncmp(message, subject, n) && (!message[n] || message[n] == '\n');
 }
 
 static int teardown(void **state)
@@ -207,8 +246,8 @@ static void test_write_load_round_trip(void **state)
 static void test_cas_conflict(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
-	struct state_backend *b2 = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b = staterepo_open(f);
+	struct state_backend *b2 = staterepo_open(f);
 	struct state st = STATE_INIT, other = STATE_INIT;
 	struct vx_err err = VX_ERR_INIT;
 
@@ -235,7 +274,7 @@ static void test_cas_conflict(void **state)
 static void test_history_three_commits(void **state)
 {
 	struct staterepo *f = *state;
-	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b = staterepo_open(f);
 	struct state st = STATE_INIT;
 	struct state_history_entry *h = NULL;
 	struct vx_err err = VX_ERR_INIT;
@@ -259,15 +298,15 @@ static void test_history_three_commits(void **state)
 
 	assert_int_equal(state_history(b, "job.a", 0, &h, &n, &err), 0);
 	assert_int_equal(n, 4);
-	assert_true(strncmp(h[0].message, "forget\n", 7) == 0);
+	assert_true(subject_is(h[0].message, "forget"));
 	assert_null(h[0].record);
-	assert_true(strncmp(h[1].message, "third\n", 6) == 0);
+	assert_true(subject_is(h[1].message, "third"));
 	assert_string_equal(h[1].record->current->resource,
 			    "projects/p/locations/us-central1/customJobs/3");
 	assert_int_equal(h[1].record->nhistory, 2);
 	assert_true(h[1].time_ms == INT64_C(1795341720000) + 180000);
-	assert_true(strncmp(h[2].message, "second\n", 7) == 0);
-	assert_true(strncmp(h[3].message, "first\n", 6) == 0);
+	assert_true(subject_is(h[2].message, "second"));
+	assert_true(subject_is(h[3].message, "first"));
 	assert_int_equal(h[3].record->nhistory, 0);
 	state_history_free(h, n);
 	assert_int_equal(state_history(b, "job.a", 2, &h, &n, &err), 0);
@@ -284,9 +323,9 @@ static void test_history_three_commits(void **state)
 			    "projects/p/locations/us-central1/customJobs/3");
 	assert_string_equal(h[2].address, "job.a");
 	assert_string_equal(h[3].address, "job.other");
-	assert_true(strncmp(h[3].message, "unrelated\n", 10) == 0);
+	assert_true(subject_is(h[3].message, "unrelated"));
 	assert_string_equal(h[4].address, "job.a");
-	assert_true(strncmp(h[4].message, "first\n", 6) == 0);
+	assert_true(subject_is(h[4].message, "first"));
 	assert_int_equal(h[4].record->nhistory, 0);
 	state_history_free(h, n);
 	assert_int_equal(state_history(b, NULL, 3, &h, &n, &err), 0);
@@ -589,5 +628,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ref_lock_released_by_its_holder, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest on_gcs[] = {
+		cmocka_unit_test_setup_teardown(test_cas_conflict, setup_gcs, teardown),
+		cmocka_unit_test_setup_teardown(test_history_three_commits, setup_gcs, teardown),
+	};
+	int failed = cmocka_run_group_tests_name("state on git", tests, NULL, NULL);
+
+	return failed + cmocka_run_group_tests_name("state on gcs", on_gcs, group_start_gcs,
+						    group_stop_gcs);
 }

@@ -16,6 +16,7 @@
 
 #include "state/backend.h"
 #include "state/state_git.h"
+#include "tests/unit/support/fakegcs.h"
 #include "util/err.h"
 
 #include "util/banned.h"
@@ -123,4 +124,11 @@ struct state_backend *staterepo_open_git(struct staterepo *f, const char *repo_d
 		fail_msg("open: %s", err.msg);
 	vx_err_release(&err);
 	return b;
+}
+
+struct state_backend *staterepo_open(struct staterepo *f)
+{
+	if (f->gcs)
+		return fakegcs_open(f->gcs, &f->ctx, f->prefix);
+	return staterepo_open_git(f, f->repo, NULL);
 }

@@ -36,6 +36,10 @@ struct staterepo {
 	char stack[160];  /* repo/stack: the stack directory */
 	int64_t now;      /* the clock of ctx, in ms since the epoch; tests may move it */
 	struct vx_ctx ctx;
+	/* Set by a test group that runs on the gcs backend (support/fakegcs.h):
+	 * then staterepo_open opens that backend under prefix, not git. */
+	struct fakegcs *gcs;
+	char prefix[16];
 };
 
 /*
@@ -68,5 +72,12 @@ void staterepo_free(struct staterepo *f);
  */
 struct state_backend *staterepo_open_git(struct staterepo *f, const char *repo_dir,
 					 const char *remote);
+
+/*
+ * The backend the tests shared by git and gcs run on: with f->gcs set,
+ * the gcs backend under f->prefix (a fresh one per fixture), else the git
+ * backend of f->repo without a remote.
+ */
+struct state_backend *staterepo_open(struct staterepo *f);
 
 #endif

@@ -1,0 +1,741 @@
+/* The gcs backend: see state_gcs.h. */
+#include "state/state_gcs.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/gcp/gjson.h"
+#include "providers/gcp/storage.h"
+#include "state/backend.h"
+#include "state/lock.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/banned.h"
+
+#define LEASE_MAX ((size_t)64 << 10)
+#define PATH_MAX_LEN 900 /* leaves room for "/history/NNNNNNNNNN.json" in 1024 bytes */
+
+struct gcs_backend {
+	struct state_backend base; /* first */
+	struct storage_client sc;
+	struct state_backend *config; /* owned, or NULL */
+	char *bucket;
+	char *prefix;
+	char *state_obj;
+	char *lease_obj;
+	/* What the last load saw: state.json's generation (0: none) at serial
+	 * loaded_serial, or loaded_gen -1 before any load. A write of a state
+	 * at that serial must find that generation still there. */
+	int64_t loaded_gen;
+	uint64_t loaded_serial;
+};
+
+static struct gcs_backend *gb(struct state_backend *b)
+{
+	return (struct gcs_backend *)b;
+}
+
+/* Reads an object; *found 0 when it does not exist. Larger than max: VX_EINVAL. */
+static int read_obj(struct gcs_backend *g, const char *name, size_t max, char **data,
+		    size_t *len, int64_t *gen, int *found, struct vx_err *err)
+{
+	int rc;
+
+	*found = 0;
+	*gen = 0;
+	rc = storage_object_read(&g->sc, g->bucket, name, data, len, gen, err);
+	if (rc == VX_ENOTFOUND) {
+		vx_err_release(err);
+		*gen = 0;
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (*len > max || strlen(*data) != *len) {
+		free(*data);
+		*data = NULL;
+		return vx_err_set(err, VX_EINVAL, "gs://%s/%s: %s", g->bucket, name,
+				  *len > max ? "too large" : "holds a NUL byte");
+	}
+	*found = 1;
+	return 0;
+}
+
+/*
+ * Writes data at if_gen. A 412 may be our own earlier attempt that landed
+ * (storage.h): when the object now holds exactly data, that is success, and
+ * *new_gen its generation. Otherwise VX_ECONFLICT.
+ */
+static int cas_write(struct gcs_backend *g, const char *name, const char *data, int64_t if_gen,
+		     int64_t *new_gen, struct vx_err *err)
+{
+	char *back = NULL;
+	size_t len = 0;
+	int64_t gen = 0;
+	int found = 0, rc;
+
+	rc = storage_object_write(&g->sc, g->bucket, name, data, strlen(data), NULL, if_gen, new_gen,
+				  err);
+	if (rc != VX_ECONFLICT)
+		return rc;
+	{
+		struct vx_err e2 = VX_ERR_INIT;
+
+		if (read_obj(g, name, STATE_MAX_JSON, &back, &len, &gen, &found, &e2) == 0 && found &&
+		    len == strlen(data) && memcmp(back, data, len) == 0) {
+			vx_err_release(err);
+			*new_gen = gen;
+			rc = 0;
+		}
+		vx_err_release(&e2);
+	}
+	free(back);
+	return rc;
+}
+
+/* ---- the lease ---- */
+
+static int lease_read(struct gcs_backend *g, struct state_lock **out, int64_t *gen,
+		      struct vx_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int found, rc;
+
+	*out = NULL;
+	rc = read_obj(g, g->lease_obj, LEASE_MAX, &text, &len, gen, &found, err);
+	if (rc < 0 || !found)
+		goto done;
+	*out = calloc(1, sizeof(**out));
+	if (!*out) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = state_lock_from_json(*out, text, len, err);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		vx_err_wrap(err, "gs://%s/%s", g->bucket, g->lease_obj);
+	}
+done:
+	free(text);
+	return rc;
+}
+
+static int gcs_lock_read(struct state_backend *b, struct state_lock **out, struct vx_err *err)
+{
+	int64_t gen;
+
+	return lease_read(gb(b), out, &gen, err);
+}
+
+static int gcs_lock_swap(struct state_backend *b, const char *expect_id,
+			 const struct state_lock *next, const char *message, struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+	struct state_lock *cur = NULL;
+	char *text = NULL;
+	int64_t gen = 0, new_gen = 0;
+	int rc = 0;
+
+	(void)message; /* the lease is kept off the history */
+	if (next && (rc = state_lock_to_json(next, &text, err)) < 0)
+		goto done;
+	if (!expect_id) {
+		if (next)
+			rc = cas_write(g, g->lease_obj, text, 0, &new_gen, err);
+		goto done;
+	}
+	if ((rc = lease_read(g, &cur, &gen, err)) < 0)
+		goto done;
+	if (!cur || strcmp(cur->id, expect_id) != 0) {
+		rc = vx_err_set(err, VX_ECONFLICT, "the state lock changed meanwhile");
+		goto done;
+	}
+	if (next) {
+		rc = cas_write(g, g->lease_obj, text, gen, &new_gen, err);
+	} else {
+		rc = storage_object_delete(&g->sc, g->bucket, g->lease_obj, gen, err);
+		/* Gone: our own retried delete landed, or someone cleared it; either
+		 * way it is released. */
+		if (rc == VX_ENOTFOUND) {
+			vx_err_release(err);
+			rc = 0;
+		}
+	}
+done:
+	state_lock_free(cur);
+	free(text);
+	return rc;
+}
+
+/* ---- the state ---- */
+
+/* state.json parsed, or *found = 0; *gen its generation (0 when none). */
+static int read_state(struct gcs_backend *g, struct state *out, int64_t *gen, int *found,
+		      struct vx_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = read_obj(g, g->state_obj, STATE_MAX_JSON, &text, &len, gen, found, err);
+	if (rc < 0 || !*found)
+		goto done;
+	rc = state_from_json(out, text, len, err);
+	if (rc == 0 && strcmp(out->stack, g->base.stack) != 0)
+		rc = vx_err_set(err, VX_EINVAL, "it belongs to stack \"%s\", not \"%s\"", out->stack,
+				g->base.stack);
+	if (rc == 0) {
+		/* The lease lives in lease.json, whatever state.json says. */
+		state_lock_free(out->lock);
+		out->lock = NULL;
+	}
+	if (rc < 0) {
+		state_release(out);
+		vx_err_wrap(err, "reading state gs://%s/%s", g->bucket, g->state_obj);
+	}
+done:
+	free(text);
+	return rc;
+}
+
+static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+	int64_t gen = 0;
+	int found = 0, rc;
+
+	rc = read_state(g, out, &gen, &found, err);
+	if (rc == 0 && !found)
+		rc = state_new(out, b->stack, b->ctx, err);
+	if (rc == 0 && (rc = gcs_lock_read(b, &out->lock, err)) < 0)
+		state_release(out);
+	if (rc == 0) {
+		g->loaded_gen = gen;
+		g->loaded_serial = out->serial;
+	}
+	return rc;
+}
+
+static char *history_name(struct gcs_backend *g, uint64_t serial)
+{
+	return vx_asprintf("%s/history/%010llu.json", g->prefix, (unsigned long long)serial);
+}
+
+/* The history object of st: {"serial", "lineage", "time", "message", "state"}. */
+static int history_text(const struct state *st, int64_t time_ms, const char *message,
+			char **out, struct vx_err *err)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char when[STATE_TIME_MAX], *state_text = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = state_to_json(st, &state_text, err)) < 0)
+		return rc;
+	state_time_format(time_ms, when);
+	if (vx_buf_printf(&b, "{\"serial\":%llu,\"lineage\":", (unsigned long long)st->serial) < 0 ||
+	    vx_buf_add_json_str(&b, st->lineage) < 0 || vx_buf_adds(&b, ",\"time\":") < 0 ||
+	    vx_buf_add_json_str(&b, time_ms > 0 ? when : "") < 0 ||
+	    vx_buf_adds(&b, ",\"message\":") < 0 ||
+	    (message ? vx_buf_add_json_str(&b, message) : vx_buf_adds(&b, "null")) < 0 ||
+	    vx_buf_adds(&b, ",\"state\":") < 0 || vx_buf_adds(&b, state_text) < 0 ||
+	    vx_buf_adds(&b, "}\n") < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	*out = vx_buf_detach(&b);
+done:
+	vx_buf_release(&b);
+	free(state_text);
+	return rc;
+}
+
+/* Creates history/<st->serial> unless it exists (412: it does, which is fine). */
+static int history_put(struct gcs_backend *g, const struct state *st, int64_t time_ms,
+		       const char *message, struct vx_err *err)
+{
+	char *name = history_name(g, st->serial), *text = NULL;
+	int64_t gen = 0;
+	int rc;
+
+	if (!name)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = history_text(st, time_ms, message, &text, err)) < 0)
+		goto done;
+	rc = storage_object_write(&g->sc, g->bucket, name, text, strlen(text), NULL, 0, &gen, err);
+	if (rc == VX_ECONFLICT) {
+		vx_err_release(err);
+		rc = 0;
+	}
+done:
+	free(name);
+	free(text);
+	return rc;
+}
+
+/*
+ * Why the compare-and-swap of state.json failed: another serial, a lease
+ * that is not ours (as check_write says), or a rewrite at the same serial.
+ */
+static int moved(struct gcs_backend *g, const struct state *st, struct vx_err *err)
+{
+	struct state cur = STATE_INIT;
+	struct vx_err e2 = VX_ERR_INIT;
+	int64_t gen = 0;
+	int found = 0, rc = 0;
+
+	if (read_state(g, &cur, &gen, &found, &e2) == 0 && found &&
+	    lease_read(g, &cur.lock, &gen, &e2) == 0)
+		rc = state_backend_check_write(&g->base, &cur, st, err);
+	if (rc == 0)
+		rc = vx_err_set(err, VX_ECONFLICT,
+				"writing state: gs://%s/%s changed since it was read at serial %llu "
+				"(another writer replaced it); plan again",
+				g->bucket, g->state_obj, (unsigned long long)st->serial);
+	vx_err_release(&e2);
+	state_release(&cur);
+	return rc;
+}
+
+static int gcs_write(struct state_backend *b, struct state *st, const char *message,
+		     struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+	struct state cur = STATE_INIT, out;
+	struct state_lock *lock = NULL;
+	char *text = NULL;
+	int64_t gen = 0, lease_gen = 0, new_gen = 0, now = vx_now_ms(b->ctx);
+	int found = 0, rc;
+
+	if ((rc = read_state(g, &cur, &gen, &found, err)) < 0)
+		goto done;
+	/* The lease object must still name us (checked by check_write). */
+	if ((rc = lease_read(g, &lock, &lease_gen, err)) < 0)
+		goto done;
+	if (!found && lock) {
+		cur.stack = vx_strdup(b->stack);
+		cur.lineage = vx_strdup(st->lineage ? st->lineage : "");
+		if (!cur.stack || !cur.lineage) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+	}
+	cur.lock = lock;
+	lock = NULL;
+	if ((rc = state_backend_check_write(b, found || cur.lock ? &cur : NULL, st, err)) < 0)
+		goto done;
+	/* Same serial, but not the object we loaded: rewritten behind our back. */
+	if (g->loaded_gen >= 0 && g->loaded_serial == st->serial && gen != g->loaded_gen) {
+		rc = vx_err_set(err, VX_ECONFLICT,
+				"writing state: gs://%s/%s changed since it was read at serial %llu "
+				"(another writer replaced it); plan again",
+				g->bucket, g->state_obj, (unsigned long long)st->serial);
+		goto done;
+	}
+	/* Keep the state being replaced reachable (its writer may have died before). */
+	if (found && cur.serial > 0) {
+		struct state_lock *keep = cur.lock;
+
+		cur.lock = NULL;
+		rc = history_put(g, &cur, 0, NULL, err);
+		cur.lock = keep;
+		if (rc < 0)
+			goto done;
+	}
+	out = *st;
+	out.serial = st->serial + 1;
+	out.lock = NULL; /* the lease lives in lease.json */
+	if ((rc = state_to_json(&out, &text, err)) < 0)
+		goto done;
+	rc = cas_write(g, g->state_obj, text, gen, &new_gen, err);
+	if (rc == VX_ECONFLICT) {
+		vx_err_release(err);
+		rc = moved(g, st, err);
+		goto done;
+	}
+	if (rc < 0)
+		goto done;
+	st->serial = out.serial;
+	g->loaded_gen = new_gen;
+	g->loaded_serial = st->serial;
+	/* Only the winner of this serial gets here: its message goes with it. A
+	 * failure leaves the history without the message, not the state unwritten. */
+	{
+		struct vx_err e2 = VX_ERR_INIT;
+
+		if (history_put(g, &out, now, message, &e2) < 0)
+			vx_log(b->ctx, VX_LOG_WARN, "state serial %llu written, but not its history: %s",
+			       (unsigned long long)out.serial, e2.msg ? e2.msg : "");
+		vx_err_release(&e2);
+	}
+done:
+	state_lock_free(lock);
+	free(text);
+	state_release(&cur);
+	return rc;
+}
+
+/* ---- history ---- */
+
+/* One version: the state and its message and time (NULL / 0 when unknown). */
+struct version {
+	struct state st;
+	char *message;
+	int64_t time_ms;
+};
+
+static void version_release(struct version *v)
+{
+	state_release(&v->st);
+	free(v->message);
+	memset(v, 0, sizeof(*v));
+}
+
+/*
+ * history/<serial> into *v; *found 0 when missing or not of lineage
+ * (a state of that name made afresh reuses serials).
+ */
+static int history_get(struct gcs_backend *g, uint64_t serial, const char *lineage,
+		       struct version *v, int *found, struct vx_err *err)
+{
+	char *name = history_name(g, serial), *text = NULL, *inner = NULL;
+	cJSON *root = NULL;
+	const cJSON *it;
+	size_t len = 0;
+	int64_t gen = 0, n = 0;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	*found = 0;
+	if (!name)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = read_obj(g, name, STATE_MAX_JSON, &text, &len, &gen, found, err);
+	if (rc < 0 || !*found)
+		goto done;
+	*found = 0;
+	root = gjson_parse(text, len);
+	it = cJSON_GetObjectItemCaseSensitive(root, "serial");
+	if (!cJSON_IsObject(root) || gjson_int(it, 1, INT64_MAX, &n) < 0 || (uint64_t)n != serial ||
+	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "state"))) {
+		rc = vx_err_set(err, VX_EINVAL, "gs://%s/%s: not a history object of serial %llu",
+				g->bucket, name, (unsigned long long)serial);
+		goto done;
+	}
+	if (!gjson_str(root, "lineage") || strcmp(gjson_str(root, "lineage"), lineage) != 0)
+		goto done;
+	inner = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "state"));
+	if (!inner) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = state_from_json(&v->st, inner, strlen(inner), err);
+	if (rc == 0 && (v->st.serial != serial || strcmp(v->st.lineage, lineage) != 0 ||
+			strcmp(v->st.stack, g->base.stack) != 0))
+		rc = vx_err_set(err, VX_EINVAL, "its state is not serial %llu of this stack",
+				(unsigned long long)serial);
+	if (rc < 0) {
+		vx_err_wrap(err, "gs://%s/%s", g->bucket, name);
+		goto done;
+	}
+	state_lock_free(v->st.lock);
+	v->st.lock = NULL;
+	if (gjson_str(root, "message") && !(v->message = vx_strdup(gjson_str(root, "message")))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (gjson_str(root, "time") && *gjson_str(root, "time") &&
+	    state_time_parse(gjson_str(root, "time"), &v->time_ms) < 0)
+		v->time_ms = 0;
+	*found = 1;
+done:
+	if (rc < 0 || !*found)
+		version_release(v);
+	cJSON_Delete(root);
+	free(inner);
+	free(text);
+	free(name);
+	return rc;
+}
+
+/* Whether two records (either may be NULL) differ. -1: out of memory. */
+static int record_differs(const struct state_record *a, const struct state_record *b)
+{
+	char *ta = NULL, *tb = NULL;
+	struct vx_err e = VX_ERR_INIT;
+	int d;
+
+	if (!a || !b)
+		return a != b;
+	if (state_record_to_json(a, &ta, &e) < 0 || state_record_to_json(b, &tb, &e) < 0)
+		d = -1;
+	else
+		d = strcmp(ta, tb) != 0;
+	vx_err_release(&e);
+	free(ta);
+	free(tb);
+	return d;
+}
+
+struct hist_out {
+	struct state_history_entry *items;
+	size_t n, cap, max;
+};
+
+static int hist_add(struct hist_out *h, const char *address, const struct version *v,
+		    const struct state_record *r)
+{
+	struct state_history_entry *e;
+
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 16;
+		struct state_history_entry *p = realloc(h->items, cap * sizeof(*p));
+
+		if (!p)
+			return VX_ENOMEM;
+		h->items = p;
+		h->cap = cap;
+	}
+	e = &h->items[h->n];
+	memset(e, 0, sizeof(*e));
+	h->n++;
+	e->time_ms = v->time_ms;
+	if (!(e->address = vx_strdup(address)) ||
+	    (v->message && !(e->message = vx_strdup(v->message))))
+		return VX_ENOMEM;
+	if (r) {
+		if (!(e->record = calloc(1, sizeof(*e->record))))
+			return VX_ENOMEM;
+		if (state_record_copy(e->record, r) < 0) {
+			free(e->record);
+			e->record = NULL;
+			return VX_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The entries of version v against the older one (NULL: nothing before):
+ * every address whose record differs, in address order.
+ */
+static int hist_diff(struct hist_out *h, const char *address, const struct version *v,
+		     const struct state *older)
+{
+	size_t i = 0, j = 0, nv = v->st.nrecords, no = older ? older->nrecords : 0;
+
+	while ((i < nv || j < no) && (h->max == 0 || h->n < h->max)) {
+		const struct state_record *a = i < nv ? &v->st.records[i] : NULL;
+		const struct state_record *o = j < no ? &older->records[j] : NULL;
+		int c = !a ? 1 : !o ? -1 : strcmp(a->address, o->address), d, rc;
+
+		if (c > 0)
+			a = NULL; /* removed in v */
+		else if (c < 0)
+			o = NULL; /* new in v */
+		i += c <= 0;
+		j += c >= 0;
+		if (address && strcmp(address, a ? a->address : o->address) != 0)
+			continue;
+		d = record_differs(a, o);
+		if (d < 0)
+			return VX_ENOMEM;
+		if (d && (rc = hist_add(h, a ? a->address : o->address, v, a)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int gcs_history(struct state_backend *b, const char *address, size_t max,
+		       struct state_history_entry **out, size_t *n, struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+	struct hist_out h = { NULL, 0, 0, max };
+	struct version cur, older;
+	int64_t gen = 0;
+	int found = 0, rc;
+
+	memset(&cur, 0, sizeof(cur));
+	memset(&older, 0, sizeof(older));
+	rc = read_state(g, &cur.st, &gen, &found, err);
+	if (rc < 0 || !found)
+		goto done;
+	/* The current state's message is in its own history object. */
+	if (cur.st.serial > 0) {
+		rc = history_get(g, cur.st.serial, cur.st.lineage, &older, &found, err);
+		if (rc < 0)
+			goto done;
+		if (found) {
+			cur.message = older.message;
+			cur.time_ms = older.time_ms;
+			older.message = NULL;
+		}
+		version_release(&older);
+	}
+	while (max == 0 || h.n < max) {
+		found = 0;
+		if (cur.st.serial > 1) {
+			rc = history_get(g, cur.st.serial - 1, cur.st.lineage, &older, &found, err);
+			if (rc < 0)
+				goto done;
+		}
+		rc = hist_diff(&h, address, &cur, found ? &older.st : NULL);
+		if (rc < 0) {
+			vx_err_set(err, rc, "out of memory");
+			goto done;
+		}
+		if (!found)
+			break;
+		version_release(&cur);
+		cur = older;
+		memset(&older, 0, sizeof(older));
+	}
+done:
+	version_release(&cur);
+	version_release(&older);
+	if (rc < 0) {
+		state_history_free(h.items, h.n);
+		return rc;
+	}
+	*out = h.items;
+	*n = h.n;
+	return 0;
+}
+
+static int gcs_revision(struct state_backend *b, char **out, struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+	struct storage_object meta = STORAGE_OBJECT_INIT;
+	int rc;
+
+	rc = storage_object_stat(&g->sc, g->bucket, g->state_obj, &meta, err);
+	if (rc == VX_ENOTFOUND) {
+		vx_err_release(err);
+		return 0;
+	}
+	if (rc == 0 && !(*out = vx_asprintf("gen:%" PRId64, meta.generation)))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	storage_object_release(&meta);
+	return rc;
+}
+
+static int gcs_config_commit(struct state_backend *b, char **out, struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+
+	*out = NULL;
+	return g->config ? state_config_commit(g->config, out, err) : 0;
+}
+
+static int gcs_config_changes(struct state_backend *b, const char *dir, char **out,
+			      struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+
+	*out = NULL;
+	return g->config ? state_config_changes(g->config, dir, out, err) : 0;
+}
+
+static void gcs_free(struct state_backend *b)
+{
+	struct gcs_backend *g = gb(b);
+
+	state_backend_free(g->config);
+	free(g->bucket);
+	free(g->prefix);
+	free(g->state_obj);
+	free(g->lease_obj);
+	free(g);
+}
+
+static const struct state_backend_ops gcs_ops = {
+	.name = "gcs",
+	.load = gcs_load,
+	.write = gcs_write,
+	.lock_read = gcs_lock_read,
+	.lock_swap = gcs_lock_swap,
+	.history = gcs_history,
+	.list = state_backend_list_loaded,
+	.revision = gcs_revision,
+	.config_commit = gcs_config_commit,
+	.config_changes = gcs_config_changes,
+	.free = gcs_free,
+};
+
+/* An object prefix: segments of printable ASCII, none empty, "." or "..". */
+static int prefix_ok(const char *p)
+{
+	const char *s;
+
+	if (!*p || strlen(p) > PATH_MAX_LEN || *p == '/' || p[strlen(p) - 1] == '/')
+		return 0;
+	for (s = p; *s; s++)
+		if (*s <= ' ' || *s > '~' || *s == '#' || *s == '?' || *s == '[' || *s == ']' ||
+		    *s == '*' || (*s == '/' && s[1] == '/'))
+			return 0;
+	for (s = p; s; s = strchr(s, '/')) {
+		if (*s == '/')
+			s++;
+		if (!strncmp(s, ".", 1) && (s[1] == '/' || !s[1]))
+			return 0;
+		if (!strncmp(s, "..", 2) && (s[2] == '/' || !s[2]))
+			return 0;
+	}
+	return 1;
+}
+
+int state_gcs_open(struct state_backend **out, const struct vx_ctx *ctx,
+		   const struct state_gcs_opts *opts, struct vx_err *err)
+{
+	struct gcs_backend *g = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!opts->bucket || !*opts->bucket) {
+		rc = vx_err_set(err, VX_EINVAL, "gcs state: no bucket given");
+		goto fail;
+	}
+	if (!opts->client || !opts->client->http) {
+		rc = vx_err_set(err, VX_EINVAL, "gcs state: no storage client");
+		goto fail;
+	}
+	if (opts->path && !prefix_ok(opts->path)) {
+		rc = vx_err_set(err, VX_EINVAL, "gcs state: path \"%.100s\" is not an object prefix "
+				"(no leading or trailing '/', no empty, '.' or '..' segment, no "
+				"spaces or wildcards)", opts->path);
+		goto fail;
+	}
+	if (!(g = calloc(1, sizeof(*g)))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = state_backend_init(&g->base, &gcs_ops, ctx, opts->stack, err)) < 0) {
+		free(g);
+		g = NULL;
+		goto fail;
+	}
+	g->sc = *opts->client;
+	g->config = opts->config;
+	g->loaded_gen = -1;
+	g->bucket = vx_strdup(opts->bucket);
+	g->prefix = opts->path ? vx_strdup(opts->path) : vx_asprintf("vx/state/%s", opts->stack);
+	if (g->prefix) {
+		g->state_obj = vx_asprintf("%s/state.json", g->prefix);
+		g->lease_obj = vx_asprintf("%s/lease.json", g->prefix);
+	}
+	if (!g->bucket || !g->prefix || !g->state_obj || !g->lease_obj) {
+		state_backend_free(&g->base);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	*out = &g->base;
+	return 0;
+fail:
+	state_backend_free(opts->config);
+	return rc;
+}
