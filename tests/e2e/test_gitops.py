@@ -14,17 +14,21 @@ message that says to re-plan.
 
 Who did it: the rows `vx log` prints and the trailers of the state commits are
 written by the actor detection of issue 11 ("audit"), merged separately. Their
-expected form is in one place, AUDIT below; until that work is merged the
-assertions that use it fail, and only those.
+expected form is in one place, AUDIT below, used by one test,
+test_AUDIT_log_and_state_commits_name_the_merger_and_the_pr_author; until that
+work is merged that test fails, and only it.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import unittest
 
-from harness import PROJECT, REGION, STACK, VX_BIN, Fake, Result, job_yaml
+from harness import PROJECT, REGION, ROOT, STACK, VX_BIN, Fake, Result, job_yaml
+
+GITLAB_CI = os.path.join(ROOT, "examples", "ci", "gitlab", ".gitlab-ci.yml")
 
 STACK_NAME = "gitops"
 PR = 7
@@ -203,13 +207,15 @@ class GitOps(unittest.TestCase):
 
     # ---- the flow --------------------------------------------------------------
 
-    def test_plan_on_pr_apply_saved_plan_after_merge_in_other_runner(self):
+    def pr_flow(self):
+        """PR #7 planned in A, merged, its saved plan applied in B: the fake's jobs by name."""
         r = self.plan_on_branch(self.a, "pr-%d" % PR,
                                 {"jobs.yaml": job_yaml("a") + job_yaml("b")}, "plan.vxplan")
         self.assertEqual((r.code, r.out, r.err), (2, PLAN_MARKDOWN, ""))
         self.assertEqual(self.jobs_by_name(), {}, "a plan creates nothing")
-        # The plan only fetches: no state branch appears on the remote.
-        self.assertEqual(self.remote_git("for-each-ref", "--format=%(refname)", "refs/heads/vx/"), "")
+        # The plan only fetches: no state branch or lease appears on the remote.
+        self.assertEqual(self.remote_git("for-each-ref", "--format=%(refname)"),
+                         "refs/heads/main\nrefs/heads/pr-%d\n" % PR)
 
         self.merge("pr-%d" % PR)
         self.pull_main(self.b)
@@ -222,7 +228,10 @@ class GitOps(unittest.TestCase):
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
         self.assertEqual(r.out, "\n+ job.a create %s\n+ job.b create %s\n\n"
                          "Apply complete: 2 done, 0 failed.\n" % (jobs["a"][0], jobs["b"][0]))
+        return jobs
 
+    def test_plan_on_pr_apply_saved_plan_after_merge_in_other_runner(self):
+        jobs = self.pr_flow()
         # The state is on the remote, where B's branch is, naming the jobs made.
         tip = self.remote_git("rev-parse", "refs/heads/vx/state/" + STACK_NAME).strip()
         self.assertEqual(self.b.git("rev-parse", "refs/heads/vx/state/" + STACK_NAME).strip(), tip)
@@ -230,13 +239,15 @@ class GitOps(unittest.TestCase):
         for job in ("a", "b"):
             cur = self.remote_state("jobs/%s.json" % job)["current"]
             self.assertEqual((cur["resource"], cur["configCommit"]), (jobs[job][0], main))
-
         # Another runner sees the same state: the plan has nothing to do.
         self.pull_main(self.a)
         r = self.a.vx("plan", "stack", "-detailed-exitcode")
         self.assertEqual(r.code, 0, r)
 
-        # Who did it (AUDIT): the log in B and the trailers of the state commits.
+    def test_AUDIT_log_and_state_commits_name_the_merger_and_the_pr_author(self):
+        """Fails until the actor detection of issue 11 ("audit") is merged."""
+        jobs = self.pr_flow()
+        main = self.remote_git("rev-parse", "refs/heads/main").strip()
         r = self.b.vx("log", "stack")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out, "".join(
@@ -289,6 +300,61 @@ class GitOps(unittest.TestCase):
         r = self.b.vx("apply", "plan.vxplan", "-auto-approve")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(len(self.jobs_by_name()["c"]), 1)
+
+    # ---- the GitLab recipe's credential file -----------------------------------
+
+    def test_gitlab_recipe_writes_a_credential_file_vx_authenticates_with(self):
+        """The .vx before_script's lines from the ID token to GOOGLE_APPLICATION_CREDENTIALS,
+        run as the GitLab job would, give an external_account file that vx exchanges at the
+        (fake) STS and impersonates with: the same file with only Google's hosts replaced."""
+        import yaml  # python3-yaml, which make check installs for make lint-ci
+        with open(GITLAB_CI) as f:
+            steps = yaml.safe_load(f)[".vx"]["before_script"]
+        first = [i for i, l in enumerate(steps) if ".vx-auth" in l][0]
+        last = [i for i, l in enumerate(steps) if "GOOGLE_APPLICATION_CREDENTIALS=" in l][0]
+        script = "set -eu\n" + "\n".join(steps[first:last + 1]) + '\necho "$GOOGLE_APPLICATION_CREDENTIALS"\n'
+
+        minted = self.fake.post("/_fake/external-accounts", {"project": PROJECT})
+        provider = minted["credential"]["audience"][len("//iam.googleapis.com/"):]
+        builds = os.path.join(self.tmp, "builds")
+        os.makedirs(builds)
+        env = dict(self.a.env, CI_BUILDS_DIR=builds, GCP_ID_TOKEN=minted["subject_token"],
+                   GCP_WORKLOAD_IDENTITY_PROVIDER=provider,
+                   GCP_SERVICE_ACCOUNT=minted["service_account"])
+        cp = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=True)
+        path = cp.stdout.strip()
+        self.assertEqual(path, os.path.join(builds, ".vx-auth", "credentials.json"))
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        with open(path) as f:
+            cred = json.load(f)
+        token_file = os.path.join(builds, ".vx-auth", "id-token.jwt")
+        self.assertEqual(cred, {
+            "type": "external_account",
+            "audience": minted["credential"]["audience"],
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": "https://sts.googleapis.com/v1/token",
+            "service_account_impersonation_url":
+                "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/%s:generateAccessToken"
+                % minted["service_account"],
+            "credential_source": {"file": token_file, "format": {"type": "text"}},
+        })
+        with open(token_file) as f:
+            self.assertEqual(f.read(), minted["subject_token"])
+
+        # Pointed at the fake (hosts only), vx plans with it.
+        text = re.sub(r"https://(sts|iamcredentials)\.googleapis\.com", self.fake.url, json.dumps(cred))
+        local = os.path.join(self.tmp, "credentials-local.json")
+        with open(local, "w") as f:
+            f.write(text)
+        os.chmod(local, 0o600)
+        self.a.env["GOOGLE_APPLICATION_CREDENTIALS"] = local
+        self.a.write("a.yaml", job_yaml("a"))
+        self.a.commit("job a")
+        r = self.a.vx("plan", "stack", "-detailed-exitcode")
+        self.assertEqual(r.code, 2, r)
+        self.assertNotIn(minted["subject_token"], r.out + r.err)
+        self.assertEqual([self.fake.rpc_count("sts.token"),
+                          self.fake.rpc_count("iamcredentials.generateAccessToken")], [1, 1])
 
 
 if __name__ == "__main__":
