@@ -301,6 +301,33 @@ class GitOps(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(len(self.jobs_by_name()["c"]), 1)
 
+    def test_plan_of_a_pr_behind_main_is_refused_when_main_changed_the_stack(self):
+        """Nothing applied in between, but the stack on main is not the one planned."""
+        self.maintainer.write("a.yaml", job_yaml("a"))
+        self.maintainer.commit("job a")
+        self.maintainer.git("push", "-q", "origin", "main")
+        self.pull_main(self.b)
+        self.assertEqual(self.b.vx("apply", "stack", "-auto-approve").code, 0)
+        r = self.plan_on_branch(self.a, "pr-8", {"c.yaml": job_yaml("c")}, "plan-8.vxplan")
+        self.assertEqual(r.code, 2, r)
+        # PR 9 changes job a on main; its apply has not run (yet).
+        self.maintainer.git("fetch", "-q", "origin")
+        self.maintainer.git("checkout", "-q", "-B", "pr-9", "origin/main")
+        self.maintainer.write("a.yaml", job_yaml("a", epochs=5))
+        self.maintainer.commit("job a: 5 epochs")
+        self.maintainer.git("push", "-q", "origin", "pr-9")
+        self.merge("pr-9")
+        self.merge("pr-8")
+        self.pull_main(self.b)
+        jobs_before = self.jobs_by_name()
+        plan = os.path.join(self.artifacts, "plan-8.vxplan")
+        r = self.b.vx("apply", plan, "-auto-approve")
+        self.assertEqual((r.code, r.out, r.err), (1, "",
+            "vx: apply: %s: the declaration changed since the plan was made; run vxplan again\n"
+            % plan))
+        self.assertEqual(self.jobs_by_name(), jobs_before, "a refused plan makes no job")
+        self.assertIsNone(self.remote_state("jobs/c.json"))
+
     # ---- the GitLab recipe's credential file -----------------------------------
 
     def test_gitlab_recipe_writes_a_credential_file_vx_authenticates_with(self):
