@@ -18,7 +18,8 @@ GitLab (.gitlab-ci.yml):
   * `stages` is a list; every job (after `extends`) has a `stage` in it and a
     `script`;
   * every `id_tokens` entry sets `aud`, and a job that uses an ID token has one;
-  * every GCP_* and VX_* variable it references is named in docs/gitops.md.
+  * every GCP_* and VX_* variable it references is named in docs/gitops.md (or set
+    under `variables:`, by an id_tokens entry, or by the scripts themselves).
 
 usage: tools/check-ci.py [--docs docs/gitops.md] FILE...
 Prints one line per problem, "FILE: where: what", and exits 1 if any.
@@ -187,6 +188,8 @@ def check_gitlab(path, doc, documented, problems):
     for job in jobs.values():
         if isinstance(job, dict) and isinstance(job.get("id_tokens"), dict):
             declared |= set(job["id_tokens"])
+    for s in strings(doc):  # shell variables the scripts set themselves
+        declared |= set(re.findall(r"(?m)^\s*(?:export\s+)?([A-Z_][A-Z0-9_]*)=", s))
     for s in strings(doc):
         for name in GL_VAR.findall(s):
             if name not in documented and name not in declared:

@@ -45,7 +45,8 @@ vx-plan:
   extends: .vx
   stage: plan
   script:
-    - printf '%s' "$GCP_ID_TOKEN" > token
+    - VX_DIR=$(mktemp -d)
+    - printf '%s' "$GCP_ID_TOKEN" > "$VX_DIR/token"
     - vxplan stack
 """
 

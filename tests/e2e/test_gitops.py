@@ -337,7 +337,7 @@ class GitOps(unittest.TestCase):
         import yaml  # python3-yaml, which make check installs for make lint-ci
         with open(GITLAB_CI) as f:
             steps = yaml.safe_load(f)[".vx"]["before_script"]
-        first = [i for i, l in enumerate(steps) if ".vx-auth" in l][0]
+        first = [i for i, l in enumerate(steps) if l.startswith("VX_AUTH_DIR=")][0]
         last = [i for i, l in enumerate(steps) if "GOOGLE_APPLICATION_CREDENTIALS=" in l][0]
         script = "set -eu\n" + "\n".join(steps[first:last + 1]) + '\necho "$GOOGLE_APPLICATION_CREDENTIALS"\n'
 
@@ -345,16 +345,18 @@ class GitOps(unittest.TestCase):
         provider = minted["credential"]["audience"][len("//iam.googleapis.com/"):]
         builds = os.path.join(self.tmp, "builds")
         os.makedirs(builds)
-        env = dict(self.a.env, CI_BUILDS_DIR=builds, GCP_ID_TOKEN=minted["subject_token"],
+        env = dict(self.a.env, TMPDIR=builds, GCP_ID_TOKEN=minted["subject_token"],
                    GCP_WORKLOAD_IDENTITY_PROVIDER=provider,
                    GCP_SERVICE_ACCOUNT=minted["service_account"])
         cp = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=True)
         path = cp.stdout.strip()
-        self.assertEqual(path, os.path.join(builds, ".vx-auth", "credentials.json"))
+        auth_dir = os.path.dirname(path)
+        self.assertEqual((os.path.dirname(auth_dir), os.path.basename(path)), (builds, "credentials.json"))
+        self.assertEqual(os.stat(auth_dir).st_mode & 0o777, 0o700)
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
         with open(path) as f:
             cred = json.load(f)
-        token_file = os.path.join(builds, ".vx-auth", "id-token.jwt")
+        token_file = os.path.join(auth_dir, "id-token.jwt")
         self.assertEqual(cred, {
             "type": "external_account",
             "audience": minted["credential"]["audience"],
