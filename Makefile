@@ -4,6 +4,7 @@
 #   make check      every test: unit (plain and under ASan+UBSan), the fake's own tests, end to end
 #   make demo       the quickstart against the fake Google Cloud
 #   make lint       cppcheck and clang-tidy
+#   make lint-ci    yamllint and tools/check-ci.py on the CI recipes in examples/ci/ (in check)
 #   make fuzz       libFuzzer targets (clang)
 #   make bench      plan benchmarks against the fake
 #   make install PREFIX=/usr/local
@@ -49,7 +50,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps deps-build check unit unit-asan fake-test e2e demo lint fuzz bench install clean
+.PHONY: all deps deps-build check unit unit-asan fake-test e2e demo lint lint-ci fuzz bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -107,6 +108,7 @@ e2e: all
 
 check: deps
 	@sh tools/check-banned.sh
+	@$(MAKE) --no-print-directory lint-ci
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
@@ -120,6 +122,14 @@ e2e-asan:
 
 demo: deps all
 	@sh tools/demo.sh $(abspath $(BUILD)/vx)
+
+# The CI recipes users copy: well-formed YAML (yamllint, tools/yamllint.yml), the
+# keys GitHub and GitLab need (tools/check-ci.py), and the checker's own tests.
+CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml
+lint-ci:
+	yamllint --strict -c tools/yamllint.yml $(CI_RECIPES)
+	$(PYTHON) tools/check-ci.py $(CI_RECIPES)
+	@$(PYTHON) tests/run_unittest.py check-ci tests/ci
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \

@@ -8,7 +8,8 @@
 # without dpkg, the pkg-config modules it cannot find.
 set -e
 BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev"
-PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy"
+# yamllint and python3-yaml: make lint-ci checks the CI recipes in examples/ci/.
+PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

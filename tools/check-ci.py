@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Checks the CI recipes in examples/ci/ for the keys they rely on (make lint-ci).
+
+yamllint checks that the files are well-formed YAML; this checks what GitHub
+and GitLab would otherwise only report once the recipe runs in a user's
+repository:
+
+GitHub workflows (*.yml under a folder named github):
+  * top-level keys are known; `on`, `permissions` and `jobs` are present;
+  * every job has `runs-on` and a non-empty list of `steps`;
+  * every step has exactly one of `uses` and `run`, and only known keys;
+  * every `uses` is pinned to a version (vN, vN.N, vN.N.N or a commit SHA),
+    never a branch;
+  * a workflow with google-github-actions/auth grants `id-token: write` (the
+    OIDC token workload identity federation exchanges; without it auth fails);
+  * every `secrets.X` and `vars.X` it references is named in docs/gitops.md.
+GitLab (.gitlab-ci.yml):
+  * `stages` is a list; every job (after `extends`) has a `stage` in it and a
+    `script`;
+  * every `id_tokens` entry sets `aud`, and a job that uses an ID token has one;
+  * every GCP_* and VX_* variable it references is named in docs/gitops.md (or set
+    under `variables:`, by an id_tokens entry, or by the scripts themselves).
+
+usage: tools/check-ci.py [--docs docs/gitops.md] FILE...
+Prints one line per problem, "FILE: where: what", and exits 1 if any.
+Needs python3-yaml (PyYAML).
+"""
+import argparse
+import os
+import re
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+GH_TOP = {"name", "run-name", "on", "permissions", "env", "defaults", "concurrency", "jobs"}
+GH_JOB = {"name", "runs-on", "steps", "needs", "if", "permissions", "env", "defaults", "environment",
+          "concurrency", "outputs", "timeout-minutes", "strategy", "continue-on-error", "container",
+          "services"}
+GH_STEP = {"id", "name", "if", "uses", "run", "with", "env", "working-directory", "shell",
+           "continue-on-error", "timeout-minutes"}
+PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@]+)?@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$")
+GH_REF = re.compile(r"\$\{\{[^}]*?\b(secrets|vars)\.([A-Za-z_][A-Za-z0-9_]*)")
+
+GL_RESERVED = {"stages", "variables", "default", "include", "workflow", "image", "services",
+               "before_script", "after_script", "cache"}
+GL_VAR = re.compile(r"\$\{?((?:GCP|VX)_[A-Z0-9_]+)")
+
+
+class Loader(yaml.SafeLoader):
+    """Safe YAML, but `on:` stays the string "on" (YAML 1.1 reads it as true)."""
+
+
+Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+
+def strings(node):
+    """Every string anywhere in a YAML tree."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield from strings(k)
+            yield from strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from strings(v)
+
+
+def grants_id_token(perms):
+    return isinstance(perms, dict) and perms.get("id-token") == "write"
+
+
+def check_github(path, doc, documented, problems):
+    def bad(where, what):
+        problems.append("%s: %s: %s" % (path, where, what))
+
+    if not isinstance(doc, dict):
+        bad("top", "a workflow is a mapping")
+        return
+    for k in doc:
+        if k not in GH_TOP:
+            bad("top", "unknown key %r" % k)
+    for k in ("on", "permissions", "jobs"):
+        if k not in doc:
+            bad("top", "no %r" % k)
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, dict) or not jobs:
+        bad("jobs", "no jobs")
+        jobs = {}
+    for name, job in jobs.items():
+        where = "job %s" % name
+        if not isinstance(job, dict):
+            bad(where, "a job is a mapping")
+            continue
+        for k in job:
+            if k not in GH_JOB:
+                bad(where, "unknown key %r" % k)
+        if "runs-on" not in job:
+            bad(where, "no runs-on")
+        steps = job.get("steps")
+        if not isinstance(steps, list) or not steps:
+            bad(where, "no steps")
+            steps = []
+        uses_auth = False
+        for i, step in enumerate(steps, 1):
+            sw = "%s step %d" % (where, i)
+            if not isinstance(step, dict):
+                bad(sw, "a step is a mapping")
+                continue
+            if isinstance(step.get("name"), str):
+                sw += " (%s)" % step["name"]
+            for k in step:
+                if k not in GH_STEP:
+                    bad(sw, "unknown key %r" % k)
+            if ("uses" in step) == ("run" in step):
+                bad(sw, "needs exactly one of uses and run")
+            uses = step.get("uses")
+            if uses is not None:
+                if not isinstance(uses, str) or not PINNED.match(uses):
+                    bad(sw, "uses %r is not pinned to a version (owner/repo@vN or @SHA)" % (uses,))
+                elif uses.startswith("google-github-actions/auth@"):
+                    uses_auth = True
+        if uses_auth and not (grants_id_token(doc.get("permissions")) or
+                              grants_id_token(job.get("permissions"))):
+            bad(where, "authenticates with google-github-actions/auth but its permissions "
+                "do not grant id-token: write")
+    for s in strings(doc):
+        for kind, name in GH_REF.findall(s):
+            if name != "GITHUB_TOKEN" and name not in documented:
+                bad("top", "%s.%s is not documented in docs/gitops.md" % (kind, name))
+
+
+def resolve(jobs, name, seen=()):
+    """A GitLab job with its `extends` merged in (shallowly, as GitLab does per key)."""
+    job = jobs.get(name)
+    if not isinstance(job, dict) or name in seen:
+        return {}
+    out = {}
+    parents = job.get("extends", [])
+    for p in [parents] if isinstance(parents, str) else parents:
+        out.update(resolve(jobs, p, seen + (name,)))
+    out.update({k: v for k, v in job.items() if k != "extends"})
+    return out
+
+
+def check_gitlab(path, doc, documented, problems):
+    def bad(where, what):
+        problems.append("%s: %s: %s" % (path, where, what))
+
+    if not isinstance(doc, dict):
+        bad("top", "a pipeline is a mapping")
+        return
+    stages = doc.get("stages")
+    if not isinstance(stages, list) or not stages:
+        bad("top", "no stages list")
+        stages = []
+    jobs = {k: v for k, v in doc.items() if k not in GL_RESERVED}
+    real = [k for k in jobs if not k.startswith(".")]
+    if not real:
+        bad("top", "no jobs")
+    for name in jobs:
+        job = jobs[name]
+        if isinstance(job, dict) and "id_tokens" in job:
+            toks = job["id_tokens"]
+            if not isinstance(toks, dict) or not toks:
+                bad("job %s" % name, "id_tokens is empty")
+                continue
+            for tok, spec in toks.items():
+                if not isinstance(spec, dict) or not spec.get("aud"):
+                    bad("job %s" % name, "id_tokens %s has no aud" % tok)
+    for name in real:
+        job = resolve(jobs, name)
+        where = "job %s" % name
+        if job.get("stage") not in stages:
+            bad(where, "stage %r is not in stages %r" % (job.get("stage"), stages))
+        if not job.get("script"):
+            bad(where, "no script")
+        tokens = job.get("id_tokens") if isinstance(job.get("id_tokens"), dict) else {}
+        for s in strings({k: v for k, v in job.items() if k != "id_tokens"}):
+            for m in re.findall(r"\$\{?([A-Z][A-Z0-9_]*_ID_TOKEN)\b", s):
+                if m not in tokens:
+                    bad(where, "uses $%s but declares no such id_tokens entry" % m)
+    declared = set(doc.get("variables") or {})
+    for job in jobs.values():
+        if isinstance(job, dict) and isinstance(job.get("id_tokens"), dict):
+            declared |= set(job["id_tokens"])
+    for s in strings(doc):  # shell variables the scripts set themselves
+        declared |= set(re.findall(r"(?m)^\s*(?:export\s+)?([A-Z_][A-Z0-9_]*)=", s))
+    for s in strings(doc):
+        for name in GL_VAR.findall(s):
+            if name not in documented and name not in declared:
+                bad("top", "variable %s is not documented in docs/gitops.md" % name)
+
+
+def documented_names(docs):
+    try:
+        with open(docs) as f:
+            return set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", f.read()))
+    except OSError as e:
+        sys.exit("check-ci: %s" % e)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", default=os.path.join(ROOT, "docs", "gitops.md"))
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args(argv)
+    documented = documented_names(args.docs)
+    problems = []
+    for path in args.files:
+        try:
+            with open(path) as f:
+                doc = yaml.load(f, Loader=Loader)
+        except (OSError, yaml.YAMLError) as e:
+            problems.append("%s: %s" % (path, str(e).replace("\n", " ")))
+            continue
+        if os.path.basename(path) == ".gitlab-ci.yml":
+            check_gitlab(path, doc, documented, problems)
+        elif os.path.basename(os.path.dirname(os.path.abspath(path))) == "github":
+            check_github(path, doc, documented, problems)
+        else:
+            problems.append("%s: neither a GitHub workflow (in a folder named github) nor "
+                            ".gitlab-ci.yml" % path)
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
