@@ -114,6 +114,10 @@ class Import(FakeTestCase):
         action = re.compile(r"^  \S+ +(job|reservation|quota)\.[^ ]+ [a-z]+$")
         return r, [l for l in r.out.splitlines() if action.match(l)]
 
+    def assert_no_drift(self, r):
+        """The plan saw every run where the state says it is: no drift, nothing "deleted outside vx"."""
+        self.assertEqual([l for l in r.out.splitlines() if l.startswith("  !") or "outside" in l], [], r)
+
     def assert_no_lease(self):
         if "stack.json" in self.tree():
             self.assertIsNone(self.state("stack.json").get("lock"))
@@ -134,6 +138,8 @@ class Import(FakeTestCase):
         r, lines = self.plan_lines("-detailed-exitcode")
         self.assertEqual((r.code, lines), (0, []), r)
         self.assertIn("Plan: no changes. 1 unchanged.", r.out.splitlines(), r)
+        self.assert_no_drift(r)
+        self.assertEqual(self.fake.rpc_count("GetCustomJob"), 2)  # the import's, and the refresh's
         r = self.repo.vx("log", "job.a", self.repo.dir)
         who = cur["launchedBy"]
         head = self.repo.git("rev-parse", "HEAD").strip()[:12]
@@ -183,6 +189,9 @@ class Import(FakeTestCase):
                          (0, "job.a: imported %s (cancelled); it matches the declaration\n" % name, ""), r)
         r, lines = self.plan_lines("-detailed-exitcode")
         self.assertEqual((r.code, lines), (0, []), r)
+        # read by name (it has no vx labels): seen cancelled, as it was, not deleted
+        self.assertEqual([l for l in r.out.splitlines() if l.startswith("  !")],
+                         ["  ! job.a: run %s was cancelled outside vx -> noop" % name], r)
 
     # ---- reservations ------------------------------------------------------------
 
