@@ -302,6 +302,10 @@ class Import(FakeTestCase):
                             % (gone, PROJECT))
         self.assert_refused(["job.a", other], "vx: import: job.a: %s belongs to stack other (its vx-stack "
                             "label), not e2e\n" % other)
+        lin = self.state("stack.json")["lineage"].replace("-", "")[:12]
+        theirs = self.make_job(labels={"vx-stack": "e2e", "vx-lineage": "0123456789ab"})
+        self.assert_refused(["job.a", theirs], "vx: import: job.a: %s belongs to another state of stack e2e "
+                            "(its vx-lineage is 0123456789ab, this state's %s)\n" % (theirs, lin))
         self.assertEqual(self.imp("job.a", name).code, 0)
         self.assert_refused(["job.a", name], "vx: import: job.a is already in the state (%s); import only "
                             "adds a resource to an address that has none\n" % name)
@@ -309,7 +313,7 @@ class Import(FakeTestCase):
                             % name)
         self.assertTrue(num.isdigit())
         # nothing was cancelled or created by any of it
-        self.assertEqual((self.fake.rpc_count("CancelCustomJob"), self.fake.rpc_count("CreateCustomJob")), (0, 2))
+        self.assertEqual((self.fake.rpc_count("CancelCustomJob"), self.fake.rpc_count("CreateCustomJob")), (0, 3))
 
     def test_refusals_of_reservations_and_quotas(self):
         self.write({"r": reservation_yaml(), "q": quota_yaml()})
