@@ -25,9 +25,9 @@ def quota_yaml(name="l4-training", value=16):
             "preferredValue: %d\ncontactEmail: ml-infra@example.com\n" % (name, REGION, value))
 
 
-def job_spec(epochs=3, name="a"):
+def job_spec(epochs=3, name="a", env=None):
     """The jobSpec job_yaml(name, epochs) declares, as a person would send it."""
-    return {"workerPoolSpecs": [{
+    spec = {"workerPoolSpecs": [{
         "machineSpec": {"machineType": "g2-standard-4", "acceleratorType": "NVIDIA_L4",
                         "acceleratorCount": 1},
         "replicaCount": "1",
@@ -35,6 +35,9 @@ def job_spec(epochs=3, name="a"):
                           "args": ["--epochs", str(epochs)]}}],
         "scheduling": {"strategy": "STANDARD"},
         "baseOutputDirectory": {"outputUriPrefix": "gs://e2e-bucket/%s" % name}}
+    if env:
+        spec["workerPoolSpecs"][0]["containerSpec"]["env"] = env
+    return spec
 
 
 class Import(FakeTestCase):
@@ -56,8 +59,8 @@ class Import(FakeTestCase):
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read() or b"{}")
 
-    def make_job(self, epochs=3, labels=None, region=REGION):
-        body = {"displayName": "by-hand", "jobSpec": job_spec(epochs)}
+    def make_job(self, epochs=3, labels=None, region=REGION, env=None):
+        body = {"displayName": "by-hand", "jobSpec": job_spec(epochs, env=env)}
         if labels:
             body["labels"] = labels
         made = self.api("POST", "/v1/projects/%s/locations/%s/customJobs" % (PROJECT, region), body)
@@ -192,6 +195,30 @@ class Import(FakeTestCase):
         # read by name (it has no vx labels): seen cancelled, as it was, not deleted
         self.assertEqual([l for l in r.out.splitlines() if l.startswith("  !")],
                          ["  ! job.a: run %s was cancelled outside vx -> noop" % name], r)
+
+    def test_job_with_a_secret(self):
+        self.write({"a": job_yaml("a", env_secret=True)})
+        other = self.make_job(env=[{"name": "WANDB_API_KEY", "value": "another-secret-value"},
+                                   {"name": "EPOCHS_HINT", "value": "plain"}])
+        name = self.make_job(env=[{"name": "WANDB_API_KEY", "value": "hunter2-training-secret"},
+                                  {"name": "EPOCHS_HINT", "value": "plain"}])
+        # a different secret is a difference, shown by its HMAC only
+        r = self.imp("job.a", other, "-check")
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertTrue(re.fullmatch(
+            r"job.a: would import %s \(queued\); differs from the declaration: workerPoolSpecs\[0\]."
+            r"containerSpec.env\[0\].value hmac-sha256:[0-9a-f]{45}\.\.\. -> hmac-sha256:[0-9a-f]{45}\.\.\.; the next "
+            r"plan will replace it\n" % re.escape(other), r.out), r)
+        self.assertNotIn("another-secret-value", r.out)
+        # the same secret matches, and never reaches the state
+        r = self.imp("job.a", name)
+        self.assertEqual((r.code, r.out, r.err),
+                         (0, "job.a: imported %s (queued); it matches the declaration\n" % name, ""), r)
+        log = self.repo.git("log", "-p", "vx/state/e2e")
+        self.assertNotIn("hunter2-training-secret", log)
+        self.assertIn("hmac-sha256:", json.dumps(self.state("jobs/a.json")["spec"]))
+        r, lines = self.plan_lines("-detailed-exitcode")
+        self.assertEqual((r.code, lines), (0, []), r)
 
     # ---- reservations ------------------------------------------------------------
 
