@@ -180,6 +180,26 @@ class Import(FakeTestCase):
         cur = self.state("jobs/a.json")
         self.assertEqual((cur["current"]["action"], cur["history"][-1]["resource"]), ("replace", name))
 
+    def test_declaration_changed_after_import(self):
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply("-target", "job.b").code, 0)
+        b = [j["name"] for j in self.live_jobs("b")]
+        name = self.make_job()
+        self.assertEqual(self.imp("job.a", name).code, 0)
+        self.write({"a": job_yaml("a", epochs=4), "b": job_yaml("b")})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("  -/+ job.a replace", r.out.splitlines(), r)
+        self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 1)
+        self.assertEqual(len(self.active("a")), 1)
+        self.assertEqual([j["name"] for j in self.active("b")], b)
+        # the imported run, now history and unlabelled, is still followed until it has ended
+        self.fake.advance(600)
+        self.assertEqual({j["name"]: j for j in self.fake.jobs()}[name]["state"], "JOB_STATE_CANCELLED")
+        self.assertEqual(self.repo.apply().code, 0)
+        old = self.state("jobs/a.json")["history"][-1]
+        self.assertEqual((old["resource"], old["action"], old["state"]), (name, "import", "JOB_STATE_CANCELLED"))
+
     def test_ended_job_is_history(self):
         self.write({"a": job_yaml("a")})
         name = self.make_job()
@@ -248,6 +268,16 @@ class Import(FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)
         got = self.fake.get("/_fake/reservations")["reservations"]
         self.assertEqual([(x["name"], x["specificReservation"]["count"]) for x in got], [("pool", "3")])
+
+    def test_reservation_imported_then_undeclared_is_deleted(self):
+        self.write({"r": reservation_yaml()})
+        res = self.make_reservation()
+        self.assertEqual(self.imp("reservation.pool", res).code, 0)
+        self.write({})
+        r, lines = self.plan_lines()
+        self.assertEqual(lines, ["  -   reservation.pool delete"], r)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.fake.get("/_fake/reservations")["reservations"], [])
 
     def test_reservation_of_another_stack_is_refused(self):
         self.write({"r": reservation_yaml()})
