@@ -9,6 +9,7 @@
  * earlier apply's intents settled, every request fenced by the lease.
  */
 #include "reconcile/kind.h"
+#include "reconcile/import.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -1922,6 +1923,9 @@ static int job_refresh(struct live_store *out, struct provider *p, const struct 
 	}
 	free(pool.slots);
 	free(places);
+	/* An imported job may carry no vx labels: no list above finds it. */
+	if (rc == 0)
+		rc = import_refresh_jobs(&out->jobs, p, state, err);
 	return rc;
 }
 

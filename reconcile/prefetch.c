@@ -265,6 +265,12 @@ static int pf_update_quota(struct provider *p, const struct provider_quota_reque
 	return pf_of(p)->real->update_quota(pf_of(p)->real, req, out, err);
 }
 
+static int pf_get_job(struct provider *p, const char *name, struct live_job *out, char **spec_json,
+		      struct vx_err *err)
+{
+	return pf_of(p)->real->get_job(pf_of(p)->real, name, out, spec_json, err);
+}
+
 /* Never called: prefetch_free() frees the prefetch, not its reader. */
 static void pf_free(struct provider *p)
 {
@@ -325,6 +331,7 @@ int prefetch_start(struct prefetch **out, struct provider *real, const struct st
 	PF_OP(create_quota);
 	PF_OP(update_quota);
 	PF_OP(list_quota_infos);
+	PF_OP(get_job);
 #undef PF_OP
 	pf->reader.free = pf_free;
 	pf->real = real;

@@ -221,6 +221,18 @@ struct provider {
 
 	/* Releases the provider. */
 	void (*free)(struct provider *p);
+
+	/*
+	 * Reads one job by name (vx import, and the refresh of an imported job
+	 * that carries no vx labels, which no list by label finds). The name is
+	 * checked before anything is sent; the answer's name is checked against
+	 * the project and region asked (a project number is accepted).
+	 * VX_ENOTFOUND when it does not exist. *spec_json (may be NULL: not
+	 * wanted) gets the job's jobSpec as compact JSON, owned by the caller.
+	 * NULL in providers that cannot read one job.
+	 */
+	int (*get_job)(struct provider *p, const char *name, struct live_job *out, char **spec_json,
+		       struct vx_err *err);
 };
 
 /* Deep copy and release helpers for reservations and quota preferences. */

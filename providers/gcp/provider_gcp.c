@@ -273,6 +273,53 @@ static int gcp_cancel_job(struct provider *p, const char *name, const struct pro
 	return rc;
 }
 
+static int gcp_get_job(struct provider *p, const char *name, struct live_job *out, char **spec_json,
+		       struct vx_err *err)
+{
+	struct gcp_provider *g = gp(p);
+	struct vertex_job job = VERTEX_JOB_INIT;
+	struct session *s = NULL;
+	char *region = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (spec_json)
+		*spec_json = NULL;
+	rc = session_get(g, &s, err);
+	if (rc < 0)
+		goto done;
+	rc = vertex_get_job(&s->vertex, name, &job, err);
+	if (rc < 0)
+		goto done;
+	/* The server answers for the job asked, in its region; anything else is refused. */
+	if (vertex_job_name_region(name, &region) < 0 || !job.name ||
+	    !vertex_job_name_check(job.name, NULL, region) ||
+	    strcmp(strrchr(job.name, '/'), strrchr(name, '/')) != 0) {
+		rc = vx_err_set(err, VX_EINVAL, "vertex: reading job %s: the answer names another job", name);
+		goto done;
+	}
+	if (to_live(out, &job) < 0 || (spec_json && job.job_spec_json &&
+				      !(*spec_json = strdup(job.job_spec_json)))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (!out->region && !(out->region = strdup(region)))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	if (s)
+		session_put(g, s);
+	if (rc < 0) {
+		live_job_release(out);
+		if (spec_json) {
+			free(*spec_json);
+			*spec_json = NULL;
+		}
+	}
+	vertex_job_release(&job);
+	free(region);
+	return rc;
+}
+
 /* ---- reservations (Compute Engine) ---- */
 
 /* The fence of a provider call as the HTTP layer's; NULL when none. */
@@ -1011,6 +1058,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->base.update_quota = gcp_update_quota;
 	g->base.list_quota_infos = gcp_list_quota_infos;
 	g->base.free = gcp_free;
+	g->base.get_job = gcp_get_job;
 	g->ctx = ctx;
 	if (opts)
 		g->opts = *opts;
