@@ -455,7 +455,7 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 }
 
 static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
-		       const struct spec_env *env, const char *subpath);
+		       const struct spec_env *env, const char *subpath, const struct ynode *rung);
 
 /* ---------------------------------------------------------------------- */
 /* Fallback ladders: each rung is the job's spec with the rung's overrides,
@@ -751,8 +751,10 @@ static void read_fallback(struct loader *L, struct stack_job *j, const struct yn
 			continue;
 		}
 		stack_check_keys(L, rung, path, rung_keys, ARRAY_SIZE(rung_keys));
-		if (!stack_get_value(rung, "region") && !stack_get_value(rung, "scheduling") &&
-		    !stack_get_value(rung, "machineSpec") && !stack_get_value(rung, "reservation")) {
+		/* A rung of only misspelt keys has its error already. */
+		if (L->nerr == before && !stack_get_value(rung, "region") &&
+		    !stack_get_value(rung, "scheduling") && !stack_get_value(rung, "machineSpec") &&
+		    !stack_get_value(rung, "reservation")) {
 			stack_err(L, rung, "%s: a rung sets at least one of region, scheduling, "
 			     "machineSpec, reservation", path);
 			continue;
@@ -772,7 +774,7 @@ static void read_fallback(struct loader *L, struct stack_job *j, const struct yn
 		if (sy.oom)
 			stack_oom(L);
 		else if (tree)
-			check_spec(L, &j->rungs[i].spec, tree, &env, sub);
+			check_spec(L, &j->rungs[i].spec, tree, &env, sub, rung);
 		synth_release(&sy);
 		if (L->nerr != before || !j->rungs[i].spec.canonical_json)
 			continue;
@@ -781,12 +783,31 @@ static void read_fallback(struct loader *L, struct stack_job *j, const struct yn
 	j->nrungs = seq->n;
 }
 
-/* Runs spec_check into out, giving each of its diagnostics this job's
- * prefix and then sub (a rung's "resubmit.fallback[0]: ", or ""). */
+/* The last line any node of n's tree starts on. */
+static unsigned last_line(const struct ynode *n, size_t depth)
+{
+	unsigned max = n->line, l;
+
+	for (size_t i = 0; depth < 64 && n->kind == YNODE_SEQ && i < n->n; i++)
+		if ((l = last_line(n->items[i], depth + 1)) > max)
+			max = l;
+	for (size_t i = 0; depth < 64 && n->kind == YNODE_MAP && i < n->n; i++)
+		if ((l = last_line(n->pairs[i].value, depth + 1)) > max)
+			max = l;
+	return max;
+}
+
+/*
+ * Runs spec_check into out, giving each of its diagnostics this job's
+ * prefix and then subpath (a rung's "resubmit.fallback[0]: ", or ""). For a
+ * rung, a problem found in a value the rung took from the job's spec is
+ * reported at the rung (which made it a problem), naming the spec's line.
+ */
 static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
-		       const struct spec_env *env, const char *subpath)
+		       const struct spec_env *env, const char *subpath, const struct ynode *rung)
 {
 	struct vx_diags sub = VX_DIAGS_INIT;
+	unsigned last = rung ? last_line(rung, 0) : 0;
 	int rc;
 
 	sub.cap = L->diags->cap;
@@ -795,10 +816,15 @@ static void check_spec(struct loader *L, struct job_spec *out, const struct ynod
 		stack_oom(L);
 	} else {
 		for (size_t i = 0; i < sub.n; i++) {
+			const struct vx_diag *it = &sub.items[i];
+			int outside = rung && (it->line < rung->line || it->line > last);
+
 			L->nerr++;
-			if (vx_diags_add(L->diags, sub.items[i].file, sub.items[i].line,
-					 sub.items[i].col, "%s%s%s", L->prefix, subpath,
-					 sub.items[i].msg) < 0)
+			if (outside ? vx_diags_add(L->diags, rung->file, rung->line, rung->col,
+						   "%s%s%s (the spec's line %u)", L->prefix, subpath,
+						   it->msg, it->line) < 0
+				    : vx_diags_add(L->diags, it->file, it->line, it->col, "%s%s%s",
+						   L->prefix, subpath, it->msg) < 0)
 				stack_oom(L);
 		}
 		L->nerr += sub.dropped;
@@ -875,7 +901,7 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 		stack_wrong_type(L, spec, "spec", "mapping");
 	} else {
 		env.region = j->region ? j->region : st->region;
-		check_spec(L, &j->spec, spec, &env, "");
+		check_spec(L, &j->spec, spec, &env, "", NULL);
 		read_fallback(L, j, doc, spec, &env);
 	}
 	return 0;
