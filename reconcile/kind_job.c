@@ -490,6 +490,8 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		if (!a)
 			return;
 		fill_decl(b, a, d);
+		/* It runs (or ran) where its rung put it: cost and quota count it there. */
+		set_rung(b, a, d, cur->rung);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->live_state, state);
@@ -527,6 +529,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		if (!a)
 			return;
 		fill_decl(b, a, d);
+		set_rung(b, a, d, cur->rung);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
