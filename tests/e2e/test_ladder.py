@@ -248,6 +248,25 @@ class Ladder(FakeTestCase):
         r = self.repo.plan("-detailed-exitcode")
         self.assertEqual(r.code, 0, r)
 
+    def test_status_read_error_never_moves_a_rung(self):
+        self.climb_to_flex()
+        self.fake.advance(WAITED_OUT)
+        # The FLEX_START attempt has waited out, but its status cannot be read:
+        # nothing is planned, nothing moves down the ladder.
+        self.fake.post("/_fake/faults", {"error_rate": 1.0, "statuses": [403], "methods": ["ListCustomJobs"]})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.out, "")
+        self.assertNotIn("resubmit", r.err)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        self.assertEqual(self.record()["current"]["rung"], 1)
+        self.fake.post("/_fake/faults", {})
+        r = self.plan_ok()
+        self.assertEqual(self.block(r.out)[2][:68],
+                         "attempt 3/6 on rung 2 (region us-east5) after wait-timeout in us-cen")
+
     def test_user_error_stays_on_its_rung(self):
         self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a", "vx-rung": "0"}, "outcome": "stockout"})
         self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a", "vx-rung": "1"}, "outcome": "user-error"})

@@ -524,12 +524,13 @@ static void test_ladder_loads(void **state)
 		"    - scheduling: {strategy: STANDARD}\n"
 		"    - {region: us-east5, reservation: east-pool}\n"
 		"    - machineSpec: {machineType: a2-ultragpu-8g, acceleratorType: NVIDIA_A100_80GB, "
-		"acceleratorCount: 8}\n";
+		"acceleratorCount: 8}\n"
+		"    - {region: us-east5, reservation: projects/other-proj/zones/us-east5-b/reservations/shared}\n";
 
 	(void)state;
 	assert_int_equal(load_files(&st, &d, "s.yaml", yaml, NULL), 0);
 	j = &st->jobs[0];
-	assert_int_equal(j->nrungs, 3);
+	assert_int_equal(j->nrungs, 4);
 	/* rung 0 is the declared job, unchanged */
 	assert_ptr_equal(stack_job_rung_spec(j, 0), &j->spec);
 	assert_string_equal(stack_job_rung_region(j, 0), "us-central1");
@@ -552,8 +553,14 @@ static void test_ladder_loads(void **state)
 	assert_string_equal(j->rungs[2].spec.pools[0].machine_type, "a2-ultragpu-8g");
 	assert_string_equal(j->rungs[2].spec.pools[0].accelerator_type, "NVIDIA_A100_80GB");
 	assert_string_equal(j->rungs[2].spec.pools[1].machine_type, "n1-standard-4");
+	/* rung 4: a reservation by full name, in Vertex's form as written */
+	assert_non_null(strstr(j->rungs[3].spec.canonical_json,
+			       "\"reservationAffinity\":{\"key\":\"compute.googleapis.com/reservation-name\","
+			       "\"reservationAffinityType\":\"SPECIFIC_RESERVATION\",\"values\":"
+			       "[\"projects/other-proj/zones/us-east5-b/reservations/shared\"]}"));
 	/* past the last rung: the last */
-	assert_ptr_equal(stack_job_rung_spec(j, 7), &j->rungs[2].spec);
+	assert_ptr_equal(stack_job_rung_spec(j, 7), &j->rungs[3].spec);
+	assert_string_equal(stack_job_rung_region(j, 7), "us-east5");
 	/* every rung keeps baseOutputDirectory */
 	for (size_t k = 0; k < j->nrungs; k++)
 		assert_non_null(strstr(j->rungs[k].spec.canonical_json,
