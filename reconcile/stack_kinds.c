@@ -580,6 +580,7 @@ static struct ynode *rung_affinity(struct loader *L, struct synth *sy, struct yn
 	m->kind = YNODE_MAP;
 	m->str = NULL;
 	m->len = 0;
+	m->tag = NULL;
 	m->pairs = p;
 	if (!strchr(res->str, '/')) {
 		p[0].key = synth_scalar(sy, res, "reservation");
@@ -607,6 +608,7 @@ static struct ynode *rung_affinity(struct loader *L, struct synth *sy, struct yn
 	p[2].value->kind = YNODE_SEQ;
 	p[2].value->str = NULL;
 	p[2].value->len = 0;
+	p[2].value->tag = NULL;
 	p[2].value->n = 1;
 	p[2].value->items = items;
 	items[0] = res;
@@ -641,13 +643,12 @@ static const struct ynode *rung_tree(struct loader *L, struct synth *sy, const s
 			stack_wrong_type(L, sched, field, "mapping");
 			return NULL;
 		}
-		if (old && old->kind == YNODE_MAP)
-			m = synth_map_copy(sy, old, sched->n);
-		else
-			m = synth_map_copy(sy, sched, 0), sched = NULL;
+		/* The spec's scheduling (if any), each of the rung's keys set over it. */
+		m = synth_map_copy(sy, old && old->kind == YNODE_MAP ? old : sched,
+				   old && old->kind == YNODE_MAP ? sched->n : 0);
 		if (!m)
 			return NULL;
-		for (size_t i = 0; sched && i < sched->n; i++)
+		for (size_t i = 0; old && old->kind == YNODE_MAP && i < sched->n; i++)
 			synth_set(m, sched->pairs[i].key, sched->pairs[i].value);
 		synth_set(top, ynode_get_key(rung, "scheduling"), m);
 	}
