@@ -586,6 +586,24 @@ static void test_ladder_changes_decl_hash(void **state)
 	vx_diags_release(&d);
 }
 
+/* A rung's scheduling on a spec that sets none is the rung's alone. */
+static void test_ladder_scheduling_without_spec_scheduling(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+
+	(void)state;
+	assert_int_equal(load_files(&st, &d, "s.yaml", STACK_DOC "---\n" JOB("a")
+				    "resubmit:\n  on: [stockout]\n  fallback:\n"
+				    "    - scheduling: {strategy: SPOT, timeout: 1h}\n", NULL), 0);
+	assert_int_equal(st->jobs[0].nrungs, 1);
+	assert_string_equal(st->jobs[0].spec.strategy, "STANDARD");
+	assert_string_equal(st->jobs[0].rungs[0].spec.strategy, "SPOT");
+	assert_int_equal(st->jobs[0].rungs[0].spec.timeout_s, 3600);
+	stack_free(st);
+	vx_diags_release(&d);
+}
+
 static void test_ladder_errors(void **state)
 {
 	(void)state;
@@ -1123,6 +1141,7 @@ int main(void)
 		cmocka_unit_test(test_ladder_loads),
 		cmocka_unit_test(test_ladder_changes_decl_hash),
 		cmocka_unit_test(test_ladder_errors),
+		cmocka_unit_test(test_ladder_scheduling_without_spec_scheduling),
 		cmocka_unit_test(test_region),
 		cmocka_unit_test(test_run_and_resubmit),
 		cmocka_unit_test(test_state),
