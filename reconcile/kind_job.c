@@ -337,7 +337,11 @@ static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 
 	if (cur->project && d->project && strcmp(cur->project, d->project) != 0)
 		return 1;
-	/* A run on a rung of the ladder lives in that rung's region. */
+	/* A run on a rung of the ladder lives in that rung's region. A rung the
+	 * ladder no longer has moves no run: editing the ladder is no reason to
+	 * run a finished job again (or cancel a running one). */
+	if (cur->rung > 0 && (d->nrungs < 2 || (uint64_t)cur->rung >= d->nrungs))
+		return 0;
 	return cur->region && region && strcmp(cur->region, region) != 0;
 }
 

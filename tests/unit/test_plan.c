@@ -516,6 +516,7 @@ static void test_ladder_next_rung(void **state)
 
 static const char *const ladder_on[] = { "stockout", "preempted", "wait-timeout", "user-error" };
 static const char *const ladder_regions[] = { "us-central1", "us-central1", "us-east5" };
+static const char *const moved_regions[] = { "europe-west4", "europe-west4", "us-east5" };
 static const char *const ladder_shapes[] = { "S0 SPOT", "S1 FLEX_START", "S2 SPOT" };
 
 static struct plan_decl ladder_decl(void)
@@ -613,6 +614,27 @@ static void test_ladder_plan(void **state)
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
 	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
 	plan_release(&p);
+
+	/* the ladder loses rung 2 (or is removed): the run stays where it ran */
+	d.nrungs = 2;
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+	d.nrungs = 0;
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+	/* but rung 1's region is the job's: moving the job moves a run on rung 1 */
+	d.nrungs = 3;
+	d.region = "europe-west4";
+	d.rung_regions = moved_regions;
+	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_string_equal(p.actions[0].reason, "moved from p/us-central1 to p/europe-west4 after the "
+			    "last run succeeded");
+	plan_release(&p);
+	d.region = "us-central1";
+	d.rung_regions = ladder_regions;
 
 	/* a run bump starts again at rung 0 */
 	d.run = 2;
