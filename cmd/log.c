@@ -49,10 +49,20 @@ static void log_time(int64_t ms, char out[32])
 		snprintf(out, 32, "-");
 }
 
-static void print_start(const struct state_run *r, int64_t fallback_ms)
+/* Whether any run of r ran on a rung of a fallback ladder past the declared
+ * job: then every run of it shows its rung, rung 0 included. */
+static int has_rungs(const struct state_record *r)
+{
+	for (size_t i = 0; r && i < r->nhistory; i++)
+		if (r->history[i].rung)
+			return 1;
+	return r && r->current && r->current->rung;
+}
+
+static void print_start(const struct state_run *r, int64_t fallback_ms, int show_rung)
 {
 	struct vx_buf end = VX_BUF_INIT;
-	char when[32], ended[32];
+	char when[32], ended[32], rung[96] = "";
 	int refused;
 
 	log_time(r->created_ms ? r->created_ms : fallback_ms, when);
@@ -82,10 +92,12 @@ static void print_start(const struct state_run *r, int64_t fallback_ms)
 		vx_buf_release(&end);
 		return;
 	}
-	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "  by %s  config %.12s%s  %s\n",
+	if (show_rung)
+		snprintf(rung, sizeof(rung), "  rung %" PRId64 " (%.64s)", r->rung, r->region ? r->region : "-");
+	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "%s  by %s  config %.12s%s  %s\n",
 	       when, r->action ? r->action : "-",
 	       r->resource ? r->resource : refused ? "(no job made)" : "(create never answered)",
-	       r->attempt, r->run,
+	       r->attempt, r->run, rung,
 	       r->launched_by ? r->launched_by : "-", r->config_commit ? r->config_commit : "none",
 	       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
 	vx_buf_release(&end);
@@ -141,7 +153,7 @@ static int print_lifetime(struct state_history_entry *const *v, size_t n,
 			int had = i < nruns(prev), was_cancelled = had && run_at(prev, i)->cancelled_by_vx;
 
 			if (!had) {
-				print_start(fin, v[k]->time_ms);
+				print_start(fin, v[k]->time_ms, has_rungs(last));
 				rows++;
 			}
 			if (now->cancelled_by_vx && !was_cancelled) {

@@ -400,7 +400,10 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 		    const struct stack_job *j, int starts)
 {
 	struct capacity_cost *c = cost_add(out, a->address);
-	enum prices_class pc = strategy_price(j->spec.strategy);
+	/* The rung the run starts (or runs) on: its machines, strategy and region. */
+	const struct job_spec *spec = stack_job_rung_spec(j, a->rung);
+	const char *region = stack_job_rung_region(j, a->rung);
+	enum prices_class pc = strategy_price(spec->strategy);
 	double rate = 0, hours;
 	int64_t attempts, attempt;
 
@@ -409,13 +412,13 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	c->starts = starts;
 	c->running = !starts;
 	c->known = 1;
-	if (j->spec.reservation) {
+	if (spec->reservation) {
 		/* Its machines are the reservation's, priced there. */
 		c->usd_per_hour = 0;
 		return 0;
 	}
-	for (size_t i = 0; i < j->spec.npools; i++) {
-		double r = pool_rate(in->prices, j->region, &j->spec.pools[i], 1, pc, &c->upper_bound, &c->estimate);
+	for (size_t i = 0; i < spec->npools; i++) {
+		double r = pool_rate(in->prices, region, &spec->pools[i], 1, pc, &c->upper_bound, &c->estimate);
 
 		if (r < 0 || !in->prices) {
 			c->known = 0;
@@ -429,7 +432,7 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	attempts = j->max_attempts - attempt + 1;
 	if (attempts < 1)
 		attempts = 1;
-	hours = (double)(j->spec.timeout_s > 0 ? j->spec.timeout_s : CAPACITY_DEFAULT_TIMEOUT_S) / 3600.0;
+	hours = (double)(spec->timeout_s > 0 ? spec->timeout_s : CAPACITY_DEFAULT_TIMEOUT_S) / 3600.0;
 	c->usd_per_hour = rate;
 	c->usd_max = rate * hours * (double)attempts;
 	return 0;
@@ -662,6 +665,8 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		for (size_t i = 0; i < p->n && rc == 0; i++) {
 			const struct plan_action *a = &p->actions[i];
 			const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+			const struct job_spec *spec;
+			const char *region;
 			int starts;
 
 			if (!j)
@@ -671,8 +676,10 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 				continue;
 			if ((rc = job_cost(out, in, a, j, starts)) < 0)
 				break;
-			for (size_t k = 0; k < j->spec.npools && rc == 0; k++) {
-				const struct spec_pool *pool = &j->spec.pools[k];
+			spec = stack_job_rung_spec(j, a->rung);
+			region = stack_job_rung_region(j, a->rung);
+			for (size_t k = 0; k < spec->npools && rc == 0; k++) {
+				const struct spec_pool *pool = &spec->pools[k];
 				const struct stack_reservation *sr = NULL;
 				const struct machines_gpu *gpu;
 				struct capacity_row *row;
@@ -681,12 +688,12 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 				if (!(gpu = pool_gpu(pool, &per)))
 					continue;
 				need = per * pool->replica_count;
-				if (j->spec.reservation)
-					sr = stack_find_reservation(in->st, j->spec.reservation);
+				if (spec->reservation)
+					sr = stack_find_reservation(in->st, spec->reservation);
 				if (sr)
 					row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->d.address);
 				else
-					row = row_get(out, j->region, gpu, strategy_class(j->spec.strategy), NULL);
+					row = row_get(out, region, gpu, strategy_class(spec->strategy), NULL);
 				if (!row) {
 					rc = VX_ENOMEM;
 					break;
@@ -778,15 +785,16 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		for (size_t k = 0; k < p->n; k++) {
 			const struct plan_action *a = &p->actions[k];
 			const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+			const struct job_spec *js = j ? stack_job_rung_spec(j, a->rung) : NULL;
 
-			if (!j || !j->spec.reservation || strcmp(j->spec.reservation, sr->d.name) != 0 ||
+			if (!js || !js->reservation || strcmp(js->reservation, sr->d.name) != 0 ||
 			    !action_stays_running(a))
 				continue;
-			for (size_t q = 0; q < j->spec.npools; q++) {
+			for (size_t q = 0; q < js->npools; q++) {
 				int64_t per;
 
-				if (pool_gpu(&j->spec.pools[q], &per))
-					used += per * j->spec.pools[q].replica_count;
+				if (pool_gpu(&js->pools[q], &per))
+					used += per * js->pools[q].replica_count;
 			}
 		}
 		if (used >= held)

@@ -165,7 +165,7 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 {
 	const struct plan_input *in = b->in;
 	const struct live_job *best = NULL;
-	struct run_id id = { in->stack, in->lineage, name, hash, run, attempt };
+	struct run_id id = { in->stack, in->lineage, name, hash, run, attempt, 0 };
 	struct vx_label *want = NULL;
 	size_t nwant = 0;
 
@@ -179,7 +179,10 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 		const struct live_job *j = b->by_job[i];
 
 		/* The lineage is proved by owned(): the state may know the job by name. */
-		if (!runlabel_match(j->labels, j->nlabels, want, nwant, RUNLABEL_ALL & ~RUNLABEL_LINEAGE) ||
+		/* Nor the rung: the attempt names the run, and a job of a vx from
+		 * before ladders carries no vx-rung. */
+		if (!runlabel_match(j->labels, j->nlabels, want, nwant,
+				    RUNLABEL_ALL & ~RUNLABEL_LINEAGE & ~RUNLABEL_RUNG) ||
 		    !owned(b, j))
 			continue;
 		if (rec && rec->current && rec->current->name && j->name &&
@@ -229,6 +232,29 @@ static void fill_decl(struct builder *b, struct plan_action *a, const struct pla
 	set_str(b, &a->region, d->region);
 }
 
+/* The region and shape of rung k of d's ladder (past the last: the last). */
+static const char *rung_region(const struct plan_decl *d, int64_t k)
+{
+	if (k <= 0 || d->nrungs < 2 || !d->rung_regions)
+		return d->region;
+	return d->rung_regions[(uint64_t)k >= d->nrungs ? d->nrungs - 1 : (size_t)k];
+}
+
+static const char *rung_shape(const struct plan_decl *d, int64_t k)
+{
+	if (k <= 0 || d->nrungs < 2 || !d->rung_shapes)
+		return d->shape;
+	return d->rung_shapes[(uint64_t)k >= d->nrungs ? d->nrungs - 1 : (size_t)k];
+}
+
+/* A new run goes on rung k: its region and shape are the rung's. */
+static void set_rung(struct builder *b, struct plan_action *a, const struct plan_decl *d, int64_t k)
+{
+	a->rung = k;
+	set_str(b, &a->region, rung_region(d, k));
+	set_str(b, &a->shape, rung_shape(d, k));
+}
+
 /* Both plan_record and plan_decl start with `const char *address`. */
 static int cmp_addr(const void *a, const void *b)
 {
@@ -262,7 +288,7 @@ static int targeted(const struct plan_input *in, const char *address)
  * live job already has its labels, adopt it instead. Returns 1 when adopted.
  */
 static int maybe_adopt(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
-		       int64_t attempt, const char *why, const char *cancel_name)
+		       int64_t attempt, int64_t rung, const char *why, const char *cancel_name)
 {
 	const struct live_job *j = live_for_run(b, d->name, d->spec_hash, d->run, attempt, rec);
 	struct plan_action *a;
@@ -276,6 +302,7 @@ static int maybe_adopt(struct builder *b, const struct plan_decl *d, const struc
 	a->record = rec;
 	a->run = d->run;
 	a->attempt = attempt;
+	set_rung(b, a, d, rung);
 	set_str(b, &a->adopt_name, j->name);
 	set_str(b, &a->live_state, j->state);
 	a->adopt_create_ms = j->create_ms;
@@ -307,9 +334,16 @@ static void set_error(struct builder *b, struct plan_action *a, int code, const 
  */
 static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 {
+	const char *region = rung_region(d, cur->rung);
+
 	if (cur->project && d->project && strcmp(cur->project, d->project) != 0)
 		return 1;
-	return cur->region && d->region && strcmp(cur->region, d->region) != 0;
+	/* A run on a rung of the ladder lives in that rung's region. A rung the
+	 * ladder no longer has moves no run: editing the ladder is no reason to
+	 * run a finished job again (or cancel a running one). */
+	if (cur->rung > 0 && (d->nrungs < 2 || (uint64_t)cur->rung >= d->nrungs))
+		return 0;
+	return cur->region && region && strcmp(cur->region, region) != 0;
 }
 
 static void plan_declared(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
@@ -322,7 +356,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	char when[40];
 
 	if (!cur) {
-		if (maybe_adopt(b, d, rec, 1, "new job", NULL))
+		if (maybe_adopt(b, d, rec, 1, 0, "new job", NULL))
 			return;
 		a = add_action(b, PLAN_CREATE, d->address);
 		if (!a)
@@ -381,7 +415,8 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			why = vx_asprintf("replacement requested (-replace %s)", d->address);
 		else if (moved)
 			why = vx_asprintf("moved from %s/%s to %s/%s", cur->project ? cur->project : d->project,
-					  cur->region ? cur->region : "?", d->project, d->region);
+					  cur->region ? cur->region : "?", d->project,
+					  rung_region(d, cur->rung));
 		else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
 			why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
 		else if (d->spec_json && rec->spec_json) {
@@ -419,7 +454,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 					     "set protect: false, or onChange: after-finish",
 					     d->address, why, cur->name);
 			}
-			if (!maybe_adopt(b, d, rec, 1, why, cur->name)) {
+			if (!maybe_adopt(b, d, rec, 1, 0, why, cur->name)) {
 				a = add_action(b, PLAN_REPLACE, d->address);
 				if (a) {
 					fill_decl(b, a, d);
@@ -436,7 +471,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			return;
 		}
 		/* Finished (or cancelling): a new run. */
-		if (!maybe_adopt(b, d, rec, 1, why, NULL)) {
+		if (!maybe_adopt(b, d, rec, 1, 0, why, NULL)) {
 			a = add_action(b, PLAN_RERUN, d->address);
 			if (a) {
 				fill_decl(b, a, d);
@@ -460,6 +495,8 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		if (!a)
 			return;
 		fill_decl(b, a, d);
+		/* It runs (or ran) where its rung put it: cost and quota count it there. */
+		set_rung(b, a, d, cur->rung);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->live_state, state);
@@ -467,7 +504,9 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 	fmt_when(when, sizeof(when), lj && lj->end_ms ? lj->end_ms : cur->end_ms);
 	if (resubmits(d, cls) && cur->attempt < d->max_attempts) {
-		if (maybe_adopt(b, d, rec, cur->attempt + 1, "resubmit", NULL))
+		int64_t rung = plan_next_rung(cur->rung, cls, d->nrungs);
+
+		if (maybe_adopt(b, d, rec, cur->attempt + 1, rung, "resubmit", NULL))
 			return;
 		a = add_action(b, PLAN_RESUBMIT, d->address);
 		if (!a)
@@ -476,17 +515,26 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		a->record = rec;
 		a->run = d->run;
 		a->attempt = cur->attempt + 1;
+		set_rung(b, a, d, rung);
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
 		set_str(b, &a->live_state, state);
 		set_error(b, a, vanished ? 0 : code, vanished ? NULL : msg);
-		set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
-						   cur->attempt + 1, d->max_attempts, cls, when));
+		if (d->nrungs > 1)
+			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64
+							   " (region %s) after %s in %s",
+							   cur->attempt + 1, d->max_attempts, rung,
+							   rung_region(d, rung), cls,
+							   cur->region ? cur->region : rung_region(d, cur->rung)));
+		else
+			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
+							   cur->attempt + 1, d->max_attempts, cls, when));
 	} else {
 		a = add_action(b, PLAN_NOOP, d->address);
 		if (!a)
 			return;
 		fill_decl(b, a, d);
+		set_rung(b, a, d, cur->rung);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
@@ -777,7 +825,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	const struct stack *st = kin->st;
 	const struct state *state = kin->state;
 	struct plan jobs;
-	size_t nknown = 0, ri = 0, ki = 0, nrec = 0;
+	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0;
 	int rc;
 
 	for (size_t i = 0; i < state->nrecords; i++) {
@@ -792,7 +840,12 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	out->records = calloc(nrec + 1, sizeof(*out->records));
 	out->runs = calloc(nrec + 1, sizeof(*out->runs));
 	out->known = calloc(nknown + 1, sizeof(*out->known));
-	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known) {
+	for (size_t i = 0; i < st->njobs; i++)
+		nrungs += st->jobs[i].nrungs ? st->jobs[i].nrungs + 1 : 0;
+	out->rung_regions = calloc(nrungs + 1, sizeof(*out->rung_regions));
+	out->rung_shapes = calloc(nrungs + 1, sizeof(*out->rung_shapes));
+	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known ||
+	    !out->rung_regions || !out->rung_shapes) {
 		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 		goto fail;
 	}
@@ -815,6 +868,22 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 				out->resubmit[ri++] = stack_fail_names[c];
 		d->nresubmit_on = (size_t)(&out->resubmit[ri] - d->resubmit_on);
 		d->max_attempts = j->max_attempts;
+		if (j->nrungs) {
+			size_t base = out->nrung_shapes;
+
+			d->rung_regions = &out->rung_regions[base];
+			d->rung_shapes = (const char *const *)&out->rung_shapes[base];
+			d->nrungs = j->nrungs + 1;
+			for (size_t k = 0; k <= j->nrungs; k++) {
+				out->rung_regions[base + k] = stack_job_rung_region(j, (int64_t)k);
+				out->rung_shapes[base + k] = job_spec_shape(stack_job_rung_spec(j, (int64_t)k));
+				out->nrung_shapes++;
+				if (!out->rung_shapes[base + k]) {
+					rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
+					goto fail;
+				}
+			}
+		}
 		d->on_change = on_change(j->on_change);
 		d->protect = j->protect;
 		d->user = j;
@@ -842,6 +911,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->error_code = (int)r->current->error_code;
 			run->error_message = r->current->error_message;
 			run->attempt = r->current->attempt;
+			run->rung = r->current->rung;
 			run->end_ms = r->current->ended_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
 			/* A create that never answered has no resource: the plan treats it as
@@ -910,9 +980,12 @@ int planner_places(const struct stack *st, const struct state *state, struct pla
 	struct planner_place *arr = NULL;
 	size_t cnt = 0;
 
+	/* Every region a ladder can reach: an attempt left by a crash on any
+	 * rung is found (and adopted) by its labels wherever it runs. */
 	for (size_t i = 0; i < st->njobs; i++)
-		if (add_place(&arr, &cnt, st->project, st->jobs[i].region) < 0)
-			goto oom;
+		for (size_t k = 0; k <= st->jobs[i].nrungs; k++)
+			if (add_place(&arr, &cnt, st->project, stack_job_rung_region(&st->jobs[i], (int64_t)k)) < 0)
+				goto oom;
 	for (size_t i = 0; state && i < state->nrecords; i++) {
 		const struct state_run *cur = state->records[i].current;
 
@@ -1113,8 +1186,10 @@ struct create {
 static int make_labels(struct applier *a, struct create *c)
 {
 	const struct stack_job *j = c->job;
+	/* The identity is the declared spec's hash on every rung: moving down
+	 * the ladder is another attempt of the same run, not a new spec. */
 	struct run_id id = { a->st->name, a->state->lineage, j->d.name, j->spec.hash, c->pa->run,
-			     c->pa->attempt };
+			     c->pa->attempt, c->pa->rung };
 
 	return runlabel_build(&c->labels, &c->nlabels, &id, j->labels.items, j->labels.n);
 }
@@ -1151,11 +1226,12 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	r->attempts = new_key ? 1 : pa->attempt;
 	run.resource = vx_strdup(lj->name);
 	run.project = vx_strdup(a->opts->project);
-	run.region = vx_strdup(lj->region ? lj->region : j->region);
+	run.region = vx_strdup(lj->region ? lj->region : stack_job_rung_region(j, pa->rung));
 	run.action = vx_strdup(action);
 	run.spec_hash = vx_strdup(j->spec.hash);
 	run.run = pa->run;
 	run.attempt = pa->attempt;
+	run.rung = pa->rung;
 	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
 	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
@@ -1192,11 +1268,12 @@ static void record_refused(struct applier *a, const struct create *c, const char
 		return;
 	}
 	run.project = vx_strdup(a->opts->project);
-	run.region = vx_strdup(c->job->region);
+	run.region = vx_strdup(stack_job_rung_region(c->job, c->pa->rung));
 	run.action = vx_strdup(verb);
 	run.spec_hash = vx_strdup(c->job->spec.hash);
 	run.run = c->pa->run;
 	run.attempt = c->pa->attempt;
+	run.rung = c->pa->rung;
 	run.failure = vx_strdup(cls && !strcmp(cls, "quota") ? "quota" : "refused");
 	run.error_message = vx_strdup(msg);
 	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
@@ -1237,7 +1314,8 @@ static int find_by_labels(struct applier *a, const struct create *c, struct live
 			  struct vx_err *err)
 {
 	struct live_jobs js = { 0 };
-	int rc = a->prov->list_jobs(a->prov, a->opts->project, c->job->region, a->st->name, &js, err);
+	int rc = a->prov->list_jobs(a->prov, a->opts->project, stack_job_rung_region(c->job, c->pa->rung),
+				    a->st->name, &js, err);
 
 	if (rc < 0)
 		return rc;
@@ -1256,11 +1334,13 @@ static void fill_request(struct applier *a, struct task *t, const struct create 
 {
 	t->prov = a->prov;
 	t->req.project = a->opts->project;
-	t->req.region = c->job->region;
+	/* A rung's own region and spec; baseOutputDirectory is the job's on
+	 * every rung (a rung cannot set it), so training resumes from its checkpoints. */
+	t->req.region = stack_job_rung_region(c->job, c->pa->rung);
 	t->req.display_name = c->job->display_name;
 	t->req.labels = c->labels;
 	t->req.nlabels = c->nlabels;
-	t->req.spec_json = c->job->spec.canonical_json;
+	t->req.spec_json = stack_job_rung_spec(c->job, c->pa->rung)->canonical_json;
 	t->req.fence = applier_fence(a);
 }
 
@@ -1482,10 +1562,10 @@ static int order_round_robin(struct create *cs, size_t n)
 		size_t r = 0;
 
 		/* Regions are few (tens at most): a scan is cheaper than a table. */
-		while (r < nregions && strcmp(regions[r], cs[i].job->region))
+		while (r < nregions && strcmp(regions[r], stack_job_rung_region(cs[i].job, cs[i].pa->rung)))
 			r++;
 		if (r == nregions)
-			regions[nregions++] = cs[i].job->region;
+			regions[nregions++] = stack_job_rung_region(cs[i].job, cs[i].pa->rung);
 		cs[i].region_ix = r;
 		cs[i].rank = counts[r]++;
 	}
@@ -1564,7 +1644,7 @@ static int do_creates(struct applier *a, struct vx_err *err)
 				if (rc == 0) {
 					(void)state_journal_remove(a->state, c->pa->address);
 					a->res->ok++;
-					if (record_created(a, found.name, c->job->region) < 0)
+					if (record_created(a, found.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
 						a->oom = 1;
 					applier_progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
 						 found.name);
@@ -1635,7 +1715,7 @@ static int do_creates(struct applier *a, struct vx_err *err)
 				if (rc == 0) {
 					(void)state_journal_remove(a->state, c->pa->address);
 					a->res->ok++;
-					if (record_created(a, t->created.name, c->job->region) < 0)
+					if (record_created(a, t->created.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
 						a->oom = 1;
 					applier_progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
 				}

@@ -71,6 +71,22 @@ int plan_resource_place(const char *name, char *project, char *region, size_t le
 	return 0;
 }
 
+int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs)
+{
+	int64_t last = nrungs > 1 ? (int64_t)nrungs - 1 : 0;
+
+	if (rung < 0)
+		rung = 0;
+	if (rung > last)
+		rung = last;
+	/* Only "no capacity here" moves: the same code fails the same way on
+	 * another rung after user-error, quota or internal. */
+	if (cls && (!strcmp(cls, "stockout") || !strcmp(cls, "wait-timeout") ||
+		    !strcmp(cls, "preempted")) && rung < last)
+		rung++;
+	return rung;
+}
+
 int plan_has_changes(const struct plan *p)
 {
 	return p->n > p->counts[PLAN_NOOP] + p->counts[PLAN_PENDING];

@@ -61,6 +61,12 @@ struct plan_decl {
 	const char *const *resubmit_on; /* failure class names */
 	size_t nresubmit_on;
 	int64_t max_attempts;       /* >= 1 */
+	/* The fallback ladder (docs/format.md): rung k runs in rung_regions[k]
+	 * with shape rung_shapes[k]; rung 0 is the declared job (region, shape).
+	 * nrungs 0 or 1: no ladder. */
+	const char *const *rung_regions;
+	const char *const *rung_shapes;
+	size_t nrungs;
 	enum plan_on_change on_change;
 	int protect;
 	const void *user;           /* the caller's declaration, handed back in actions */
@@ -75,6 +81,7 @@ struct plan_run {
 	int error_code;
 	const char *error_message;
 	int64_t attempt;
+	int64_t rung;               /* the ladder rung it ran on (0 without one) */
 	int64_t end_ms;
 	int cancelled_by_vx;
 };
@@ -127,6 +134,7 @@ struct plan_action {
 	char *live_state;      /* current run's state, or NULL */
 	int64_t run;           /* of the run created/adopted */
 	int64_t attempt;       /* of the run created/adopted */
+	int64_t rung;          /* the ladder rung of the run created/adopted (0: the declared job) */
 	int64_t max_attempts;
 	const struct plan_decl *decl;     /* borrowed from the input; NULL when not declared */
 	const struct plan_record *record; /* borrowed from the input; NULL when not in state;
@@ -173,6 +181,14 @@ void plan_sort(struct plan *p);
 
 /* Builds the plan. Returns 0 (check out->errors.n for plan errors) or VX_ENOMEM. */
 int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err) VX_WUR;
+/*
+ * The rung the attempt after a failure of class cls on rung runs on, for a
+ * ladder of nrungs rungs (the declared job included): one rung down after a
+ * class that means no capacity (stockout, wait-timeout, preempted), the same
+ * rung after any other, and never past the last.
+ */
+int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs);
+
 /* Whether anything would change (any action other than noop). */
 int plan_has_changes(const struct plan *p);
 void plan_release(struct plan *p);

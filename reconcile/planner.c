@@ -22,6 +22,10 @@ void planner_release(struct planner *p)
 	free(p->records);
 	free(p->runs);
 	free(p->known);
+	for (size_t i = 0; i < p->nrung_shapes; i++)
+		free(p->rung_shapes[i]);
+	free(p->rung_shapes);
+	free(p->rung_regions);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -26,6 +26,9 @@ struct planner {
 	struct plan_record *records;
 	struct plan_run *runs;
 	const char **known;     /* storage for every record's known[] */
+	const char **rung_regions; /* storage for every decl's rung_regions[] */
+	char **rung_shapes;     /* every decl's rung_shapes[], owned; nrung_shapes entries */
+	size_t nrung_shapes;
 	char lineage[13];       /* the state's vx-lineage label value */
 	int refresh;
 };

@@ -606,6 +606,9 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 		rc |= add(after, "spec_hash", str_or_null(a->new_hash));
 		rc |= add(after, "run", a->run ? cJSON_CreateNumber((double)a->run) : cJSON_CreateNull());
 		rc |= add(after, "attempt", a->attempt ? cJSON_CreateNumber((double)a->attempt) : cJSON_CreateNull());
+		/* The ladder rung the new run goes on; only on actions that start one. */
+		if (a->attempt && !a->has_values)
+			rc |= add(after, "rung", cJSON_CreateNumber((double)a->rung));
 		rc |= add(after, "max_attempts", a->max_attempts ? cJSON_CreateNumber((double)a->max_attempts)
 								 : cJSON_CreateNull());
 		if (a->has_values)

@@ -9,12 +9,12 @@
 #include "util/banned.h"
 
 static const char *const keys[RUNLABEL_N] = { "vx-stack", "vx-lineage", "vx-job", "vx-spec", "vx-run",
-					      "vx-attempt" };
+					      "vx-attempt", "vx-rung" };
 
 int runlabel_build(struct vx_label **out, size_t *n, const struct run_id *id,
 		   const struct vx_label *extra, size_t nextra)
 {
-	char shorth[13], lin[13], runs[24], atts[24];
+	char shorth[13], lin[13], runs[24], atts[24], rungs[24];
 	const char *vals[RUNLABEL_N];
 	struct vx_label *l = NULL;
 	size_t k = 0;
@@ -25,12 +25,14 @@ int runlabel_build(struct vx_label **out, size_t *n, const struct run_id *id,
 	plan_lineage_label(lin, id->lineage);
 	snprintf(runs, sizeof(runs), "%" PRId64, id->run);
 	snprintf(atts, sizeof(atts), "%" PRId64, id->attempt);
+	snprintf(rungs, sizeof(rungs), "%" PRId64, id->rung);
 	vals[0] = id->stack;
 	vals[1] = lin;
 	vals[2] = id->job;
 	vals[3] = shorth;
 	vals[4] = runs;
 	vals[5] = atts;
+	vals[6] = rungs;
 	for (size_t i = 0; i < nextra; i++)
 		if (vx_labels_set(&l, &k, extra[i].key, extra[i].value) < 0)
 			goto oom;

@@ -5,7 +5,8 @@
  * vx's own labels on the jobs it creates, built and matched in one place.
  * Together they identify a run without the state (DESIGN.md section 3):
  * vx-stack, vx-lineage (the state's identity), vx-job, vx-spec (12 hex
- * digits of the spec hash), vx-run, vx-attempt. That is what lets a crash
+ * digits of the spec hash), vx-run, vx-attempt, vx-rung (the rung of its job's
+ * fallback ladder, 0 without one). That is what lets a crash
  * between "create" and "write state" be resolved by listing.
  */
 
@@ -15,7 +16,7 @@
 #include "util/err.h"
 #include "util/label.h"
 
-#define RUNLABEL_N 6
+#define RUNLABEL_N 7
 
 /* One run's identity. */
 struct run_id {
@@ -25,6 +26,7 @@ struct run_id {
 	const char *spec_hash; /* full hex; the label keeps 12 digits */
 	int64_t run;
 	int64_t attempt;
+	int64_t rung;          /* 0: the declared job; k: resubmit.fallback[k - 1] */
 };
 
 /* Which labels runlabel_match compares. */
@@ -35,7 +37,8 @@ enum {
 	RUNLABEL_SPEC = 1 << 3,
 	RUNLABEL_RUN = 1 << 4,
 	RUNLABEL_ATTEMPT = 1 << 5,
-	RUNLABEL_ALL = (1 << 6) - 1,
+	RUNLABEL_RUNG = 1 << 6,
+	RUNLABEL_ALL = (1 << 7) - 1,
 };
 
 /* The labels a run carries: extra (the job's merged labels, no vx- keys)

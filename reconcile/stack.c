@@ -444,6 +444,21 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	if (rc == 0)
 		rc = vx_buf_adds(b, j->spec.redacted_json ? j->spec.redacted_json
 				 : j->spec.canonical_json ? j->spec.canonical_json : "null");
+	/* Only a job with a ladder hashes one, so the hashes of every other
+	 * declaration (and the saved plans bound to them) stay as they were. */
+	for (size_t i = 0; i < j->nrungs && rc == 0; i++) {
+		const struct stack_rung *r = &j->rungs[i];
+
+		rc = vx_buf_adds(b, i ? ",{\"region\":" : ",\"fallback\":[{\"region\":");
+		if (rc == 0)
+			rc = vx_buf_add_json_str(b, r->region ? r->region : "");
+		if (rc == 0)
+			rc = vx_buf_adds(b, ",\"spec\":");
+		if (rc == 0)
+			rc = vx_buf_adds(b, r->spec.redacted_json ? r->spec.redacted_json : "null");
+		if (rc == 0)
+			rc = vx_buf_adds(b, i + 1 == j->nrungs ? "}]" : "}");
+	}
 	return rc ? rc : decl_hash(b, &j->d);
 }
 
@@ -559,6 +574,11 @@ int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err)
 		rc = job_spec_rehash(&st->jobs[i].spec, salt, err);
 		if (rc < 0)
 			return vx_err_wrap(err, "%s", st->jobs[i].d.address);
+		for (size_t k = 0; k < st->jobs[i].nrungs; k++) {
+			rc = job_spec_rehash(&st->jobs[i].rungs[k].spec, salt, err);
+			if (rc < 0)
+				return vx_err_wrap(err, "%s: rung %zu", st->jobs[i].d.address, k + 1);
+		}
 		nsalted++;
 	}
 	/* The declaration hashes take the jobs' redacted specs: they change too. */
@@ -968,6 +988,28 @@ done:
 
 /* ---------------------------------------------------------------------- */
 /* Lookups */
+
+/* Past the last rung, attempts stay on it (docs/format.md). */
+static size_t rung_index(const struct stack_job *j, int64_t rung)
+{
+	if (rung <= 0)
+		return 0;
+	return (uint64_t)rung > j->nrungs ? j->nrungs : (size_t)rung;
+}
+
+const char *stack_job_rung_region(const struct stack_job *j, int64_t rung)
+{
+	size_t k = rung_index(j, rung);
+
+	return k ? j->rungs[k - 1].region : j->region;
+}
+
+const struct job_spec *stack_job_rung_spec(const struct stack_job *j, int64_t rung)
+{
+	size_t k = rung_index(j, rung);
+
+	return k ? &j->rungs[k - 1].spec : &j->spec;
+}
 
 const struct stack_job *stack_find_job(const struct stack *st, const char *name)
 {

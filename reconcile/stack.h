@@ -109,6 +109,19 @@ struct stack_state_cfg {
 	char *bucket; /* gcs only: required */
 };
 
+/*
+ * One rung of a fallback ladder: resubmit.fallback[i] is rung i + 1, the
+ * declared job rung 0. A rung overrides the declared job, not the rung
+ * before it: its spec is the job's spec with the rung's scheduling merged
+ * over spec.scheduling, its machineSpec replacing that of every worker pool
+ * with accelerators, and its reservation set as those pools'
+ * reservationAffinity; checked by spec_check like the job's own.
+ */
+struct stack_rung {
+	char *region;                 /* the rung's region, or the job's when it sets none */
+	struct job_spec spec;         /* what is sent for an attempt on this rung */
+};
+
 struct stack_job {
 	struct stack_decl d;          /* address "job.NAME" */
 	char *region;                 /* the job's or the Stack's region (always set) */
@@ -118,6 +131,8 @@ struct stack_job {
 	int64_t run;                  /* >= 1, default 1 */
 	unsigned resubmit_on;         /* STACK_FAIL_* bits, default 0 */
 	int64_t max_attempts;         /* >= 1, default 1 (= never resubmit) */
+	struct stack_rung *rungs;     /* owned: resubmit.fallback, rung i + 1 at [i]; NULL when none */
+	size_t nrungs;
 	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
 	int protect;                  /* 1: the plan refuses to cancel this job */
 };
@@ -208,6 +223,14 @@ void stack_free(struct stack *st);
  * Returns 0 or the error of job_spec_rehash, naming the job.
  */
 int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err) VX_WUR;
+
+/* The most rungs a ladder may have besides the declared job. */
+#define STACK_MAX_RUNGS 16
+
+/* The region and spec an attempt on rung (0 = the declared job; past the
+ * last rung, the last) uses. Borrowed. */
+const char *stack_job_rung_region(const struct stack_job *j, int64_t rung);
+const struct job_spec *stack_job_rung_spec(const struct stack_job *j, int64_t rung);
 
 /* Lookups by name; NULL when not declared. Borrowed. */
 const struct stack_job *stack_find_job(const struct stack *st, const char *name);

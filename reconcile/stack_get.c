@@ -215,6 +215,6 @@ void stack_get_string_map(struct stack_labels *out, struct loader *L, const stru
 		}
 	}
 	if (labels && out->n > STACK_MAX_USER_LABELS)
-		stack_err(L, m, "%s: %zu labels, at most %d (vx adds 6 of its own to Vertex's 64)", key,
-		     out->n, STACK_MAX_USER_LABELS);
+		stack_err(L, m, "%s: %zu labels, at most %d (vx adds %d of its own to Vertex's 64)", key,
+		     out->n, STACK_MAX_USER_LABELS, 64 - STACK_MAX_USER_LABELS);
 }

@@ -25,7 +25,8 @@ static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
 					"run", "resubmit", "onChange", "protect" };
-static const char *const resubmit_keys[] = { "on", "maxAttempts" };
+static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback" };
+static const char *const rung_keys[] = { "region", "scheduling", "machineSpec", "reservation" };
 static const char *const reservation_keys[] = { "kind", "name", "zone", "machineType",
 						"accelerators", "count",
 						"specificReservationRequired", "description", "protect" };
@@ -406,6 +407,11 @@ void stack_job_release(struct stack_job *j)
 	free(j->display_name);
 	stack_labels_release(&j->labels);
 	job_spec_release(&j->spec);
+	for (size_t i = 0; i < j->nrungs; i++) {
+		free(j->rungs[i].region);
+		job_spec_release(&j->rungs[i].spec);
+	}
+	free(j->rungs);
 }
 
 static void read_resubmit(struct loader *L, struct stack_job *j, const struct ynode *doc)
@@ -448,31 +454,387 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 	}
 }
 
-/* Runs spec_check, giving each of its diagnostics this job's prefix. */
-static void check_spec(struct loader *L, struct stack_job *j, const struct ynode *spec,
-		       const struct spec_env *env)
+static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
+		       const struct spec_env *env, const char *subpath, const struct ynode *rung);
+
+/* ---------------------------------------------------------------------- */
+/* Fallback ladders: each rung is the job's spec with the rung's overrides,
+ * built as a YAML tree of its own (sharing the unchanged nodes, so every
+ * diagnostic still points at the line that wrote the value) and checked by
+ * spec_check like the job's spec. */
+
+/* The nodes made for one rung's tree, freed once it is checked. */
+struct synth {
+	void **blocks;
+	size_t n;
+	int oom;
+};
+
+static void *synth_alloc(struct synth *sy, size_t size)
+{
+	void **nb;
+	void *p;
+
+	if (sy->oom)
+		return NULL;
+	nb = realloc(sy->blocks, (sy->n + 1) * sizeof(*nb));
+	p = nb ? calloc(1, size) : NULL;
+	if (nb)
+		sy->blocks = nb;
+	if (!p) {
+		sy->oom = 1;
+		return NULL;
+	}
+	sy->blocks[sy->n++] = p;
+	return p;
+}
+
+static void synth_release(struct synth *sy)
+{
+	for (size_t i = 0; i < sy->n; i++)
+		free(sy->blocks[i]);
+	free(sy->blocks);
+}
+
+/* A scalar with text str at at's position. */
+static struct ynode *synth_scalar(struct synth *sy, const struct ynode *at, const char *str)
+{
+	struct ynode *n = synth_alloc(sy, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->kind = YNODE_SCALAR;
+	n->file = at->file;
+	n->line = at->line;
+	n->col = at->col;
+	n->str = str;
+	n->len = strlen(str);
+	n->style = YSTYLE_QUOTED;
+	return n;
+}
+
+/* A shallow copy of map (its pairs copied, the nodes shared), with room for extra more pairs. */
+static struct ynode *synth_map_copy(struct synth *sy, const struct ynode *map, size_t extra)
+{
+	struct ynode *n = synth_alloc(sy, sizeof(*n));
+	struct ynode_pair *p = n ? synth_alloc(sy, (map->n + extra + 1) * sizeof(*p)) : NULL;
+
+	if (!p)
+		return NULL;
+	*n = *map;
+	if (map->n)
+		memcpy(p, map->pairs, map->n * sizeof(*p));
+	n->pairs = p;
+	return n;
+}
+
+/* Sets key to value in a map made by synth_map_copy (with room left), keeping
+ * the map's key node when it has the key. */
+static void synth_set(struct ynode *map, struct ynode *key, struct ynode *value)
+{
+	for (size_t i = 0; i < map->n; i++)
+		if (!strcmp(map->pairs[i].key->str, key->str)) {
+			map->pairs[i].value = value;
+			return;
+		}
+	map->pairs[map->n].key = key;
+	map->pairs[map->n].value = value;
+	map->n++;
+}
+
+/* Whether a worker pool's machineSpec names accelerators. */
+static int pool_has_accelerators(const struct ynode *pool)
+{
+	const struct ynode *ms = ynode_get(pool, "machineSpec"), *t, *c;
+
+	if (!ms || ms->kind != YNODE_MAP)
+		return 0;
+	t = ynode_get(ms, "acceleratorType");
+	c = ynode_get(ms, "acceleratorCount");
+	if (t && t->kind == YNODE_SCALAR && !ynode_is_null(t) &&
+	    strcmp(t->str, "ACCELERATOR_TYPE_UNSPECIFIED") != 0)
+		return 1;
+	return c && c->kind == YNODE_SCALAR && !ynode_is_null(c) && strcmp(c->str, "0") != 0;
+}
+
+/*
+ * The reservationAffinity a rung's `reservation: X` stands for: vx's
+ * {reservation: X} for a reservation of the stack, or for a full name
+ * projects/P/zones/Z/reservations/N the form Vertex documents
+ * (SPECIFIC_RESERVATION, key compute.googleapis.com/reservation-name,
+ * values [the name]), whose zone must be in the rung's region (spec_check
+ * checks a declared one's zone itself).
+ */
+static struct ynode *rung_affinity(struct loader *L, struct synth *sy, struct ynode *res,
+				   const char *region, const char *path)
+{
+	struct ynode *m = synth_alloc(sy, sizeof(*m));
+	struct ynode_pair *p = m ? synth_alloc(sy, 3 * sizeof(*p)) : NULL;
+	struct ynode **items;
+	char zone[64];
+	int end = 0;
+
+	if (!p)
+		return NULL;
+	*m = *res;
+	m->kind = YNODE_MAP;
+	m->str = NULL;
+	m->len = 0;
+	m->tag = NULL;
+	m->pairs = p;
+	if (!strchr(res->str, '/')) {
+		p[0].key = synth_scalar(sy, res, "reservation");
+		p[0].value = res;
+		m->n = 1;
+		return p[0].key ? m : NULL;
+	}
+	if (sscanf(res->str, "projects/%*[^/]/zones/%63[^/]/reservations/%*[a-z0-9-]%n", zone, &end) != 1 ||
+	    end <= 0 || res->str[end] != '\0' || !stack_names_zone_valid(zone)) {
+		stack_err(L, res, "%s.reservation: \"%s\" is neither a reservation of this stack nor a "
+		     "full name projects/PROJECT/zones/ZONE/reservations/NAME", path, res->str);
+		return NULL;
+	}
+	if (strncmp(zone, region, strlen(region)) != 0 || zone[strlen(region)] != '-' ||
+	    strchr(zone + strlen(region) + 1, '-')) {
+		stack_err(L, res, "%s.reservation: \"%s\" is in zone %s, outside the rung's region %s",
+		     path, res->str, zone, region);
+		return NULL;
+	}
+	items = synth_alloc(sy, sizeof(*items));
+	p[2].value = items ? synth_alloc(sy, sizeof(struct ynode)) : NULL;
+	if (!p[2].value)
+		return NULL;
+	*p[2].value = *res;
+	p[2].value->kind = YNODE_SEQ;
+	p[2].value->str = NULL;
+	p[2].value->len = 0;
+	p[2].value->tag = NULL;
+	p[2].value->n = 1;
+	p[2].value->items = items;
+	items[0] = res;
+	p[0].key = synth_scalar(sy, res, "reservationAffinityType");
+	p[0].value = synth_scalar(sy, res, "SPECIFIC_RESERVATION");
+	p[1].key = synth_scalar(sy, res, "key");
+	p[1].value = synth_scalar(sy, res, "compute.googleapis.com/reservation-name");
+	p[2].key = synth_scalar(sy, res, "values");
+	m->n = 3;
+	return p[0].key && p[0].value && p[1].key && p[1].value && p[2].key ? m : NULL;
+}
+
+/* The job's spec with rung's overrides (see struct stack_rung); NULL when it
+ * cannot be built (reported, or out of memory: sy->oom). */
+static const struct ynode *rung_tree(struct loader *L, struct synth *sy, const struct ynode *spec,
+				     const struct ynode *rung, const char *region, const char *path)
+{
+	const struct ynode *sched = stack_get_value(rung, "scheduling");
+	const struct ynode *ms = stack_get_value(rung, "machineSpec");
+	struct ynode *res = stack_get_value(rung, "reservation") ? ynode_get(rung, "reservation") : NULL;
+	struct ynode *top = synth_map_copy(sy, spec, 1), *aff = NULL;
+	char field[80];
+
+	if (!top)
+		return NULL;
+	if (sched) {
+		const struct ynode *old = ynode_get(spec, "scheduling");
+		struct ynode *m;
+
+		if (sched->kind != YNODE_MAP) {
+			snprintf(field, sizeof(field), "%s.scheduling", path);
+			stack_wrong_type(L, sched, field, "mapping");
+			return NULL;
+		}
+		/* The spec's scheduling (if any), each of the rung's keys set over it. */
+		m = synth_map_copy(sy, old && old->kind == YNODE_MAP ? old : sched,
+				   old && old->kind == YNODE_MAP ? sched->n : 0);
+		if (!m)
+			return NULL;
+		for (size_t i = 0; old && old->kind == YNODE_MAP && i < sched->n; i++)
+			synth_set(m, sched->pairs[i].key, sched->pairs[i].value);
+		synth_set(top, ynode_get_key(rung, "scheduling"), m);
+	}
+	if (res) {
+		if (!stack_is_string(res)) {
+			snprintf(field, sizeof(field), "%s.reservation", path);
+			stack_wrong_type(L, res, field, "string");
+			return NULL;
+		}
+		if (!(aff = rung_affinity(L, sy, res, region, path)))
+			return NULL;
+	}
+	if (ms || res) {
+		const struct ynode *pools = ynode_get(spec, "workerPoolSpecs");
+		struct ynode *np, **items;
+		size_t hits = 0;
+
+		if (ms && ms->kind != YNODE_MAP) {
+			snprintf(field, sizeof(field), "%s.machineSpec", path);
+			stack_wrong_type(L, ms, field, "mapping");
+			return NULL;
+		}
+		if (!pools || pools->kind != YNODE_SEQ)
+			return NULL; /* spec_check reported it for the job */
+		np = synth_alloc(sy, sizeof(*np));
+		items = np ? synth_alloc(sy, (pools->n + 1) * sizeof(*items)) : NULL;
+		if (!items)
+			return NULL;
+		*np = *pools;
+		np->items = items;
+		for (size_t i = 0; i < pools->n; i++) {
+			const struct ynode *pool = pools->items[i];
+			struct ynode *npool, *nms;
+
+			items[i] = pools->items[i];
+			if (pool->kind != YNODE_MAP || !pool_has_accelerators(pool))
+				continue;
+			hits++;
+			npool = synth_map_copy(sy, pool, 1);
+			nms = synth_map_copy(sy, ms ? ms : ynode_get(pool, "machineSpec"), 1);
+			if (!npool || !nms)
+				return NULL;
+			if (aff) {
+				struct ynode *k = synth_scalar(sy, res, "reservationAffinity");
+
+				if (!k)
+					return NULL;
+				synth_set(nms, k, aff);
+			}
+			synth_set(npool, ms ? ynode_get_key(rung, "machineSpec")
+					    : ynode_get_key(pool, "machineSpec"), nms);
+			items[i] = npool;
+		}
+		if (!hits) {
+			stack_err(L, ms ? ms : res, "%s.%s: no worker pool of the spec has accelerators "
+			     "to %s", path, ms ? "machineSpec" : "reservation",
+			     ms ? "replace the machineSpec of" : "reserve");
+			return NULL;
+		}
+		synth_set(top, ynode_get_key(spec, "workerPoolSpecs"), np);
+	}
+	return top;
+}
+
+/* resubmit.fallback: the ladder, each rung checked like the job's spec. */
+static void read_fallback(struct loader *L, struct stack_job *j, const struct ynode *doc,
+			  const struct ynode *spec, const struct spec_env *env_job)
+{
+	const struct ynode *m = stack_get_value(doc, "resubmit");
+	const struct ynode *seq = m && m->kind == YNODE_MAP ? stack_get_value(m, "fallback") : NULL;
+
+	if (!seq)
+		return;
+	if (seq->kind != YNODE_SEQ) {
+		stack_wrong_type(L, seq, "resubmit.fallback", "sequence");
+		return;
+	}
+	if (seq->n > STACK_MAX_RUNGS) {
+		stack_err(L, seq, "resubmit.fallback: %zu rungs, at most %d", seq->n, STACK_MAX_RUNGS);
+		return;
+	}
+	if (seq->n == 0)
+		return;
+	j->rungs = calloc(seq->n, sizeof(*j->rungs));
+	if (!j->rungs) {
+		stack_oom(L);
+		return;
+	}
+	for (size_t i = 0; i < seq->n; i++) {
+		const struct ynode *rung = seq->items[i], *rv, *tree;
+		struct spec_env env = *env_job;
+		struct synth sy = { NULL, 0, 0 };
+		char path[48], sub[56];
+		const char *s;
+		size_t before = L->nerr;
+
+		snprintf(path, sizeof(path), "resubmit.fallback[%zu]", i);
+		snprintf(sub, sizeof(sub), "%s: ", path);
+		if (rung->kind != YNODE_MAP) {
+			stack_wrong_type(L, rung, path, "mapping");
+			continue;
+		}
+		stack_check_keys(L, rung, path, rung_keys, ARRAY_SIZE(rung_keys));
+		/* A rung of only misspelt keys has its error already. */
+		if (L->nerr == before && !stack_get_value(rung, "region") &&
+		    !stack_get_value(rung, "scheduling") && !stack_get_value(rung, "machineSpec") &&
+		    !stack_get_value(rung, "reservation")) {
+			stack_err(L, rung, "%s: a rung sets at least one of region, scheduling, "
+			     "machineSpec, reservation", path);
+			continue;
+		}
+		if (stack_get_str(&s, &rv, L, rung, path, "region", 0)) {
+			if (!stack_names_region_valid(s))
+				stack_err(L, rv, "%s.region: \"%s\" is not a region (like \"us-central1\")",
+				     path, s);
+			else
+				env.region = s;
+		}
+		/* The job's own spec must be valid first: its problems are reported
+		 * once, for the job, not again for every rung. */
+		if (L->nerr != before || !j->spec.canonical_json || !env.region)
+			continue;
+		tree = rung_tree(L, &sy, spec, rung, env.region, path);
+		if (sy.oom)
+			stack_oom(L);
+		else if (tree)
+			check_spec(L, &j->rungs[i].spec, tree, &env, sub, rung);
+		synth_release(&sy);
+		if (L->nerr != before || !j->rungs[i].spec.canonical_json)
+			continue;
+		j->rungs[i].region = stack_dup_opt(L, env.region);
+	}
+	j->nrungs = seq->n;
+}
+
+/* The last line any node of n's tree starts on. */
+static unsigned last_line(const struct ynode *n, size_t depth)
+{
+	unsigned max = n->line, l;
+
+	for (size_t i = 0; depth < 64 && n->kind == YNODE_SEQ && i < n->n; i++)
+		if ((l = last_line(n->items[i], depth + 1)) > max)
+			max = l;
+	for (size_t i = 0; depth < 64 && n->kind == YNODE_MAP && i < n->n; i++)
+		if ((l = last_line(n->pairs[i].value, depth + 1)) > max)
+			max = l;
+	return max;
+}
+
+/*
+ * Runs spec_check into out, giving each of its diagnostics this job's
+ * prefix and then subpath (a rung's "resubmit.fallback[0]: ", or ""). For a
+ * rung, a problem found in a value the rung took from the job's spec is
+ * reported at the rung (which made it a problem), naming the spec's line.
+ */
+static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
+		       const struct spec_env *env, const char *subpath, const struct ynode *rung)
 {
 	struct vx_diags sub = VX_DIAGS_INIT;
+	unsigned last = rung ? last_line(rung, 0) : 0;
 	int rc;
 
 	sub.cap = L->diags->cap;
-	rc = spec_check(&j->spec, spec, env, &sub);
+	rc = spec_check(out, spec, env, &sub);
 	if (rc == VX_ENOMEM) {
 		stack_oom(L);
 	} else {
 		for (size_t i = 0; i < sub.n; i++) {
+			const struct vx_diag *it = &sub.items[i];
+			int outside = rung && (it->line < rung->line || it->line > last);
+
 			L->nerr++;
-			if (vx_diags_add(L->diags, sub.items[i].file, sub.items[i].line,
-					 sub.items[i].col, "%s%s", L->prefix, sub.items[i].msg) < 0)
+			if (outside ? vx_diags_add(L->diags, rung->file, rung->line, rung->col,
+						   "%s%s%s (the spec's line %u)", L->prefix, subpath,
+						   it->msg, it->line) < 0
+				    : vx_diags_add(L->diags, it->file, it->line, it->col, "%s%s%s",
+						   L->prefix, subpath, it->msg) < 0)
 				stack_oom(L);
 		}
 		L->nerr += sub.dropped;
 		L->diags->dropped += sub.dropped;
 		if (rc < 0 && sub.n == 0)
-			stack_err(L, spec, "spec: not valid");
+			stack_err(L, spec, "%sspec: not valid", subpath);
 	}
 	if (rc < 0)
-		job_spec_release(&j->spec);
+		job_spec_release(out);
 	vx_diags_release(&sub);
 }
 
@@ -516,8 +878,9 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 			stack_oom(L);
 	if (own.n <= STACK_MAX_USER_LABELS && j->labels.n > STACK_MAX_USER_LABELS) {
 		v = stack_get_value(doc, "labels");
-		stack_err(L, v ? v : doc, "labels: %zu labels with the Stack's, at most %d (vx adds 6 "
-		     "of its own to Vertex's 64)", j->labels.n, STACK_MAX_USER_LABELS);
+		stack_err(L, v ? v : doc, "labels: %zu labels with the Stack's, at most %d (vx adds %d "
+		     "of its own to Vertex's 64)", j->labels.n, STACK_MAX_USER_LABELS,
+		     64 - STACK_MAX_USER_LABELS);
 	}
 	stack_labels_release(&own);
 	j->run = 1;
@@ -539,7 +902,8 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 		stack_wrong_type(L, spec, "spec", "mapping");
 	} else {
 		env.region = j->region ? j->region : st->region;
-		check_spec(L, j, spec, &env);
+		check_spec(L, &j->spec, spec, &env, "", NULL);
+		read_fallback(L, j, doc, spec, &env);
 	}
 	return 0;
 }

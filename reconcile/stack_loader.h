@@ -20,8 +20,8 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Vertex allows 64 labels on a job; vx adds six of its own (runlabel.h RUNLABEL_N). */
-#define STACK_MAX_USER_LABELS 58
+/* Vertex allows 64 labels on a job; vx adds seven of its own (runlabel.h RUNLABEL_N). */
+#define STACK_MAX_USER_LABELS 57
 #define STACK_MAX_ATTEMPTS 100
 #define STACK_MAX_DISPLAY_NAME 128
 

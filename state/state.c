@@ -122,6 +122,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	memset(out, 0, sizeof(*out));
 	out->run = in->run;
 	out->attempt = in->attempt;
+	out->rung = in->rung;
 	out->error_code = in->error_code;
 	out->cancelled_by_vx = in->cancelled_by_vx;
 	out->config_dirty = in->config_dirty;

@@ -63,6 +63,7 @@ struct state_run {
 	char *spec_hash;      /* the spec hash it was created with */
 	int64_t run;          /* the declaration's `run` it was created for */
 	int64_t attempt;      /* 1 for the first attempt of this (spec, run) */
+	int64_t rung;         /* the rung of the job's fallback ladder it ran on; 0: the declared job */
 	struct vx_label *labels; /* sorted by key, unique; nlabels entries */
 	size_t nlabels;
 	char *state;          /* last seen Vertex JobState name (JOB_STATE_RUNNING); NULL = never seen */

@@ -126,6 +126,7 @@ static cJSON *run_json(const struct state_run *r)
 	    add_str(o, "region", r->region) < 0 ||
 	    add_str(o, "action", r->action) < 0 || add_str(o, "specHash", r->spec_hash) < 0 ||
 	    add_int(o, "run", r->run) < 0 || add_int(o, "attempt", r->attempt) < 0 ||
+	    (r->rung && add_int(o, "rung", r->rung) < 0) ||
 	    add_item(o, "labels", labels_json(r->labels, r->nlabels)) < 0 ||
 	    add_str(o, "state", r->state) < 0 || add_str(o, "failure", r->failure) < 0 ||
 	    add_int(o, "errorCode", r->error_code) < 0 ||
@@ -624,13 +625,15 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	static const char *const keys[] = { "resource", "project", "region", "action", "specHash", "run",
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
-					    "configCommit", "configDirty", "declHash", "launchedBy", "value" };
-	/* project, launchedBy, configDirty, declHash and value came after the
-	 * first states were written: optional, so those states stay readable. */
+					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
+					    "rung" };
+	/* project, launchedBy, configDirty, declHash, value and rung came after
+	 * the first states were written: optional, so those states stay readable
+	 * (rung is written only when not 0, so states without ladders keep their bytes). */
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL };
-	int rc;
+				     F_NULL, F_NULL, F_NULL, F_NULL };
+	int rc, has_rung = 0;
 
 	memset(r, 0, sizeof(*r));
 	rc = check_keys(o, path, keys, flags, sizeof(keys) / sizeof(keys[0]), err);
@@ -643,6 +646,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
 	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
 	    (rc = get_int(o, path, "attempt", 0, INT64_C(1) << 53, &r->attempt, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "rung", 0, 1000, &has_rung, &r->rung, err)) < 0 ||
 	    (rc = get_labels(o, path, "labels", &r->labels, &r->nlabels, err)) < 0 ||
 	    (rc = get_str(o, path, "state", F_REQ | F_NULL, 128, &r->state, err)) < 0 ||
 	    (rc = get_str(o, path, "failure", F_REQ | F_NULL, 128, &r->failure, err)) < 0 ||

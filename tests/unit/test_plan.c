@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -493,6 +494,193 @@ static void test_targets_replace_refresh_off(void **state)
 	plan_release(&p);
 }
 
+static void test_ladder_next_rung(void **state)
+{
+	(void)state;
+	/* no capacity: one rung down, never past the last */
+	assert_int_equal(plan_next_rung(0, "stockout", 4), 1);
+	assert_int_equal(plan_next_rung(1, "wait-timeout", 4), 2);
+	assert_int_equal(plan_next_rung(2, "preempted", 4), 3);
+	assert_int_equal(plan_next_rung(3, "stockout", 4), 3);
+	assert_int_equal(plan_next_rung(9, "stockout", 4), 3);
+	/* anything else stays on its rung */
+	assert_int_equal(plan_next_rung(1, "user-error", 4), 1);
+	assert_int_equal(plan_next_rung(2, "quota", 4), 2);
+	assert_int_equal(plan_next_rung(0, "internal", 4), 0);
+	assert_int_equal(plan_next_rung(2, "cancelled-outside", 4), 2);
+	assert_int_equal(plan_next_rung(2, NULL, 4), 2);
+	/* no ladder: always rung 0 */
+	assert_int_equal(plan_next_rung(0, "stockout", 0), 0);
+	assert_int_equal(plan_next_rung(0, "stockout", 1), 0);
+}
+
+static const char *const ladder_on[] = { "stockout", "preempted", "wait-timeout", "user-error" };
+static const char *const ladder_regions[] = { "us-central1", "us-central1", "us-east5" };
+static const char *const moved_regions[] = { "europe-west4", "europe-west4", "us-east5" };
+static const char *const ladder_shapes[] = { "S0 SPOT", "S1 FLEX_START", "S2 SPOT" };
+
+static struct plan_decl ladder_decl(void)
+{
+	struct plan_decl d = decl(HASH_A);
+
+	d.resubmit_on = ladder_on;
+	d.nresubmit_on = 4;
+	d.max_attempts = 6;
+	d.shape = ladder_shapes[0];
+	d.rung_regions = ladder_regions;
+	d.rung_shapes = ladder_shapes;
+	d.nrungs = 3;
+	return d;
+}
+
+/* The plan for the current run (rung, region, attempt) that ended as live says. */
+static void ladder_case(struct plan *p, const struct plan_decl *d, int64_t rung, const char *region,
+			int64_t attempt, const char *live_state, int code, const char *msg)
+{
+	struct live_jobs live = { 0 };
+	struct plan_run run = { .name = JOB1, .region = region, .state = live_state, .attempt = attempt,
+				.rung = rung };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+	char att[8];
+
+	snprintf(att, sizeof(att), "%lld", (long long)attempt);
+	add_live(&live, JOB1, live_state, code, msg, "train", "aaaaaaaaaaaa", "1", att, 1);
+	build(p, d, 1, &r, 1, &live);
+	live_jobs_release(&live);
+}
+
+#define STOCKOUT "The resources are insufficient in region: us-central1."
+#define WAITED "The job waited past its max wait duration."
+#define USER_ERROR "The replica workerpool0-0 exited with a non-zero status of 1."
+
+static void test_ladder_plan(void **state)
+{
+	struct plan_decl d = ladder_decl();
+	struct plan p;
+
+	(void)state;
+	/* stockout on the declared job: rung 1, same region */
+	ladder_case(&p, &d, 0, "us-central1", 1, "JOB_STATE_FAILED", 8, STOCKOUT);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].attempt, 2);
+	assert_int_equal(p.actions[0].rung, 1);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	assert_string_equal(p.actions[0].shape, "S1 FLEX_START");
+	assert_string_equal(p.actions[0].reason,
+			    "attempt 2/6 on rung 1 (region us-central1) after stockout in us-central1");
+	plan_release(&p);
+
+	/* the FLEX_START rung waited out: rung 2, another region */
+	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_FAILED", 8, WAITED);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].rung, 2);
+	assert_string_equal(p.actions[0].region, "us-east5");
+	assert_string_equal(p.actions[0].shape, "S2 SPOT");
+	assert_string_equal(p.actions[0].reason,
+			    "attempt 3/6 on rung 2 (region us-east5) after wait-timeout in us-central1");
+	plan_release(&p);
+
+	/* past the last rung, attempts stay on it */
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_FAILED", 8, STOCKOUT);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].rung, 2);
+	assert_string_equal(p.actions[0].reason,
+			    "attempt 4/6 on rung 2 (region us-east5) after stockout in us-east5");
+	plan_release(&p);
+
+	/* user-error (listed) is resubmitted on its own rung */
+	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_FAILED", 3, USER_ERROR);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].rung, 1);
+	assert_string_equal(p.actions[0].reason,
+			    "attempt 3/6 on rung 1 (region us-central1) after user-error in us-central1");
+	plan_release(&p);
+
+	/* maxAttempts bounds the whole ladder */
+	ladder_case(&p, &d, 2, "us-east5", 6, "JOB_STATE_FAILED", 8, STOCKOUT);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_non_null(strstr(p.actions[0].reason, "resubmit budget exhausted (6/6 attempts)"));
+	plan_release(&p);
+
+	/* a run that succeeded on rung 2 stays there: no "moved" replace */
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_null(p.actions[0].reason);
+	plan_release(&p);
+
+	/* ... and one running there stays too */
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+
+	/* the ladder loses rung 2 (or is removed): the run stays where it ran */
+	d.nrungs = 2;
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+	d.nrungs = 0;
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+	/* but rung 1's region is the job's: moving the job moves a run on rung 1 */
+	d.nrungs = 3;
+	d.region = "europe-west4";
+	d.rung_regions = moved_regions;
+	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_string_equal(p.actions[0].reason, "moved from p/us-central1 to p/europe-west4 after the "
+			    "last run succeeded");
+	plan_release(&p);
+	d.region = "us-central1";
+	d.rung_regions = ladder_regions;
+
+	/* a run bump starts again at rung 0 */
+	d.run = 2;
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_int_equal(p.actions[0].attempt, 1);
+	assert_int_equal(p.actions[0].rung, 0);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	assert_string_equal(p.actions[0].shape, "S0 SPOT");
+	plan_release(&p);
+
+	/* a spec change while running on rung 2 replaces it with rung 0 */
+	d.run = 1;
+	d.spec_hash = HASH_B;
+	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_int_equal(p.actions[0].rung, 0);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	plan_release(&p);
+}
+
+static void test_ladder_adopts_crashed_rung(void **state)
+{
+	struct plan_decl d = ladder_decl();
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .region = "us-central1", .state = "JOB_STATE_FAILED",
+				.attempt = 2, .rung = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	(void)state;
+	add_live(&live, JOB1, "JOB_STATE_FAILED", 8, WAITED, "train", "aaaaaaaaaaaa", "1", "2", 1);
+	/* attempt 3 was created on rung 2 (us-east5) by an apply that died before writing state */
+	add_live(&live, "projects/p/locations/us-east5/customJobs/3", "JOB_STATE_PENDING", 0, NULL,
+		 "train", "aaaaaaaaaaaa", "1", "3", 2);
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_ADOPT);
+	assert_string_equal(p.actions[0].adopt_name, "projects/p/locations/us-east5/customJobs/3");
+	assert_int_equal(p.actions[0].attempt, 3);
+	assert_int_equal(p.actions[0].rung, 2);
+	assert_string_equal(p.actions[0].region, "us-east5");
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
 static void test_failure_classes(void **state)
 {
 	(void)state;
@@ -530,6 +718,9 @@ int main(void)
 		cmocka_unit_test(test_removed_cancelling_waits),
 		cmocka_unit_test(test_targets_replace_refresh_off),
 		cmocka_unit_test(test_failure_classes),
+		cmocka_unit_test(test_ladder_next_rung),
+		cmocka_unit_test(test_ladder_plan),
+		cmocka_unit_test(test_ladder_adopts_crashed_rung),
 	};
 	return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

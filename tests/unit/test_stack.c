@@ -495,12 +495,155 @@ static void test_too_many_labels(void **state)
 	for (int i = 0; i < 40; i++)
 		assert_int_equal(vx_buf_printf(&b, "  s%d: x\n", i), 0);
 	assert_int_equal(vx_buf_adds(&b, "---\n" JOB("a") "labels:\n"), 0);
-	for (int i = 0; i < 20; i++)
+	/* 58 fit before vx-rung: 64 - 7 now. */
+	for (int i = 0; i < 18; i++)
 		assert_int_equal(vx_buf_printf(&b, "  j%d: x\n", i), 0);
 	doc = vx_buf_detach(&b);
-	expect_errors(doc, "t/s.yaml:55:3: CustomJob \"a\": labels: 60 labels with the Stack's, "
-		      "at most 58 (vx adds 6 of its own to Vertex's 64)\n");
+	expect_errors(doc, "t/s.yaml:55:3: CustomJob \"a\": labels: 58 labels with the Stack's, "
+		      "at most 57 (vx adds 7 of its own to Vertex's 64)\n");
 	free(doc);
+}
+
+#define LADDER_STACK STACK_DOC "---\nkind: Reservation\nname: east-pool\nzone: us-east5-a\n" \
+	"machineType: a3-highgpu-8g\naccelerators: [{type: nvidia-h100-80gb, count: 8}]\ncount: 1\n"
+#define LADDER_JOB "---\nkind: CustomJob\nname: a\nspec:\n  workerPoolSpecs:\n" \
+	"    - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}\n" \
+	"      replicaCount: 1\n      containerSpec: {imageUri: gcr.io/p/i:1}\n" \
+	"    - machineSpec: {machineType: n1-standard-4}\n" \
+	"      replicaCount: 1\n      containerSpec: {imageUri: gcr.io/p/i:1}\n" \
+	"  scheduling: {strategy: SPOT, timeout: 2h}\n" \
+	"  baseOutputDirectory: {outputUriPrefix: gs://b/a}\n" \
+	"resubmit:\n  on: [stockout, wait-timeout]\n  maxAttempts: 6\n  fallback:\n"
+
+static void test_ladder_loads(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	const struct stack_job *j;
+	const char *yaml = LADDER_STACK LADDER_JOB
+		"    - scheduling: {strategy: STANDARD}\n"
+		"    - {region: us-east5, reservation: east-pool}\n"
+		"    - machineSpec: {machineType: a2-ultragpu-8g, acceleratorType: NVIDIA_A100_80GB, "
+		"acceleratorCount: 8}\n"
+		"    - {region: us-east5, reservation: projects/other-proj/zones/us-east5-b/reservations/shared}\n";
+
+	(void)state;
+	assert_int_equal(load_files(&st, &d, "s.yaml", yaml, NULL), 0);
+	j = &st->jobs[0];
+	assert_int_equal(j->nrungs, 4);
+	/* rung 0 is the declared job, unchanged */
+	assert_ptr_equal(stack_job_rung_spec(j, 0), &j->spec);
+	assert_string_equal(stack_job_rung_region(j, 0), "us-central1");
+	assert_string_equal(j->spec.strategy, "SPOT");
+	assert_null(strstr(j->spec.canonical_json, "reservationAffinity"));
+	/* rung 1: scheduling merged over the spec's (timeout kept) */
+	assert_string_equal(stack_job_rung_region(j, 1), "us-central1");
+	assert_string_equal(j->rungs[0].spec.strategy, "STANDARD");
+	assert_int_equal(j->rungs[0].spec.timeout_s, 2 * 3600);
+	/* rung 2: its region, the reservation in the GPU pool only, in Vertex's form */
+	assert_string_equal(stack_job_rung_region(j, 2), "us-east5");
+	assert_string_equal(j->rungs[1].spec.reservation, "east-pool");
+	assert_non_null(strstr(j->rungs[1].spec.canonical_json,
+			       "\"reservationAffinity\":{\"key\":\"compute.googleapis.com/reservation-name\","
+			       "\"reservationAffinityType\":\"SPECIFIC_RESERVATION\",\"values\":"
+			       "[\"projects/my-project/zones/us-east5-a/reservations/east-pool\"]}"));
+	assert_string_equal(j->rungs[1].spec.strategy, "SPOT");
+	/* rung 3: the GPU pool's machineSpec replaced, the CPU pool's kept */
+	assert_int_equal(j->rungs[2].spec.npools, 2);
+	assert_string_equal(j->rungs[2].spec.pools[0].machine_type, "a2-ultragpu-8g");
+	assert_string_equal(j->rungs[2].spec.pools[0].accelerator_type, "NVIDIA_A100_80GB");
+	assert_string_equal(j->rungs[2].spec.pools[1].machine_type, "n1-standard-4");
+	/* rung 4: a reservation by full name, in Vertex's form as written */
+	assert_non_null(strstr(j->rungs[3].spec.canonical_json,
+			       "\"reservationAffinity\":{\"key\":\"compute.googleapis.com/reservation-name\","
+			       "\"reservationAffinityType\":\"SPECIFIC_RESERVATION\",\"values\":"
+			       "[\"projects/other-proj/zones/us-east5-b/reservations/shared\"]}"));
+	/* past the last rung: the last */
+	assert_ptr_equal(stack_job_rung_spec(j, 7), &j->rungs[3].spec);
+	assert_string_equal(stack_job_rung_region(j, 7), "us-east5");
+	/* every rung keeps baseOutputDirectory */
+	for (size_t k = 0; k < j->nrungs; k++)
+		assert_non_null(strstr(j->rungs[k].spec.canonical_json,
+				       "\"baseOutputDirectory\":{\"outputUriPrefix\":\"gs://b/a\"}"));
+	stack_free(st);
+	vx_diags_release(&d);
+}
+
+static void test_ladder_changes_decl_hash(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *a = NULL, *b = NULL;
+
+	(void)state;
+	assert_int_equal(load_files(&a, &d, "s.yaml", LADDER_STACK LADDER_JOB
+				    "    - region: us-east5\n", NULL), 0);
+	assert_int_equal(load_files(&b, &d, "s.yaml", LADDER_STACK LADDER_JOB
+				    "    - region: us-west1\n", NULL), 0);
+	assert_string_not_equal(a->jobs[0].d.hash, b->jobs[0].d.hash);
+	assert_string_not_equal(a->decl_hash, b->decl_hash);
+	stack_free(a);
+	stack_free(b);
+	vx_diags_release(&d);
+}
+
+/* A rung's scheduling on a spec that sets none is the rung's alone. */
+static void test_ladder_scheduling_without_spec_scheduling(void **state)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+
+	(void)state;
+	assert_int_equal(load_files(&st, &d, "s.yaml", STACK_DOC "---\n" JOB("a")
+				    "resubmit:\n  on: [stockout]\n  fallback:\n"
+				    "    - scheduling: {strategy: SPOT, timeout: 1h}\n", NULL), 0);
+	assert_int_equal(st->jobs[0].nrungs, 1);
+	assert_string_equal(st->jobs[0].spec.strategy, "STANDARD");
+	assert_string_equal(st->jobs[0].rungs[0].spec.strategy, "SPOT");
+	assert_int_equal(st->jobs[0].rungs[0].spec.timeout_s, 3600);
+	stack_free(st);
+	vx_diags_release(&d);
+}
+
+static void test_ladder_errors(void **state)
+{
+	(void)state;
+	expect_errors(LADDER_STACK LADDER_JOB
+		      "    - scheduling: {strategy: FLEX}\n"
+		      "    - {regoin: us-east5}\n"
+		      "    - {}\n"
+		      "    - reservation: east-pool\n"
+		      "    - {region: us-east5, machineSpec: {machineType: a2-ultragpu-8g, "
+		      "acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}}\n"
+		      "    - reservation: projects/my-project/zones/us-west1-b/reservations/zz\n"
+		      "    - region: us_east5\n"
+		      "    - scheduling: FLEX_START\n"
+		      "    - scheduling: {strategy: FLEX_START}\n",
+		      "t/s.yaml:29:30: CustomJob \"a\": resubmit.fallback[0]: spec.scheduling.strategy: "
+		      "unknown value \"FLEX\" (did you mean \"FLEX_START\"?)\n"
+		      "t/s.yaml:30:8: CustomJob \"a\": resubmit.fallback[1]: unknown field \"regoin\" "
+		      "(did you mean \"region\"?)\n"
+		      "t/s.yaml:31:7: CustomJob \"a\": resubmit.fallback[2]: a rung sets at least one of "
+		      "region, scheduling, machineSpec, reservation\n"
+		      "t/s.yaml:32:20: CustomJob \"a\": resubmit.fallback[3]: "
+		      "spec.workerPoolSpecs[0].machineSpec.reservationAffinity.reservation: reservation "
+		      "\"east-pool\" is in zone us-east5-a, outside the job's region us-central1\n"
+		      "t/s.yaml:33:86: CustomJob \"a\": resubmit.fallback[4]: "
+		      "spec.workerPoolSpecs[0].machineSpec.acceleratorType: a2-ultragpu-8g comes with 8 "
+		      "NVIDIA_A100_80GB; acceleratorType is NVIDIA_H100_80GB\n"
+		      "t/s.yaml:34:20: CustomJob \"a\": resubmit.fallback[5].reservation: "
+		      "\"projects/my-project/zones/us-west1-b/reservations/zz\" is in zone us-west1-b, "
+		      "outside the rung's region us-central1\n"
+		      "t/s.yaml:35:15: CustomJob \"a\": resubmit.fallback[6].region: \"us_east5\" is not "
+		      "a region (like \"us-central1\")\n"
+		      "t/s.yaml:36:19: CustomJob \"a\": resubmit.fallback[7].scheduling: expected a "
+		      "mapping, got a string\n"
+		      /* the spec's CPU pool is fine for SPOT, not for this rung's FLEX_START */
+		      "t/s.yaml:37:7: CustomJob \"a\": resubmit.fallback[8]: "
+		      "spec.workerPoolSpecs[1].machineSpec: FLEX_START runs only on L4, A100, H100, H200, "
+		      "B200 GPUs; this pool has none (the spec's line 20)\n"
+		      "t/s.yaml:37:7: CustomJob \"a\": resubmit.fallback[8]: "
+		      "spec.workerPoolSpecs[1].machineSpec: FLEX_START needs the same machineSpec in every "
+		      "worker pool; this one differs from the first (the spec's line 20)\n");
 }
 
 static void test_region(void **state)
@@ -995,6 +1138,10 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_too_many_labels),
+		cmocka_unit_test(test_ladder_loads),
+		cmocka_unit_test(test_ladder_changes_decl_hash),
+		cmocka_unit_test(test_ladder_errors),
+		cmocka_unit_test(test_ladder_scheduling_without_spec_scheduling),
 		cmocka_unit_test(test_region),
 		cmocka_unit_test(test_run_and_resubmit),
 		cmocka_unit_test(test_state),

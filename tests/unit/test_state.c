@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "state/state.h"
+#include "util/buf.h"
 #include "util/ctx.h"
 
 static int64_t fixed_now(void *ud)
@@ -141,6 +142,50 @@ static void test_record_json_exact(void **unused)
 }
 
 /* A run written before launchedBy existed still loads; a new one round-trips it. */
+/* rung (issue 14): absent in older runs (0); written only when not 0, after
+ * attempt; round-trips, copies, and is checked on read. */
+static void test_run_rung(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/r/customJobs/1\",\"region\":\"r\",\"action\":\"create\","
+		"\"specHash\":\"ab\",\"run\":1,\"attempt\":1,\"labels\":{},\"state\":null,\"failure\":null,"
+		"\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,\"createdAt\":null,"
+		"\"endedAt\":null,\"configCommit\":null},\"history\":[]}";
+	struct state_record r, back;
+	struct state_run copy;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, *bad;
+
+	(void)unused;
+	memset(&r, 0, sizeof(r));
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(state_record_from_json(&r, old, sizeof(old) - 1, &err), 0);
+	assert_int_equal(r.current->rung, 0);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_null(strstr(text, "rung"));
+	free(text);
+	r.current->rung = 2;
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\"attempt\":\t1,\n\t\t\"rung\":\t2,\n"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(back.current->rung, 2);
+	assert_int_equal(state_run_copy(&copy, back.current), 0);
+	assert_int_equal(copy.rung, 2);
+	state_run_release(&copy);
+	free(text);
+	state_record_release(&back);
+	bad = vx_asprintf("%.*s\"rung\":-1,%s", (int)(strstr(old, "\"labels\"") - old), old,
+			  strstr(old, "\"labels\""));
+	assert_int_equal(state_record_from_json(&back, bad, strlen(bad), &err), VX_EINVAL);
+	assert_non_null(strstr(vx_err_msg(&err), "rung"));
+	free(bad);
+	state_record_release(&r);
+	state_record_release(&back);
+	vx_err_release(&err);
+}
+
 static void test_run_launched_by_optional(void **unused)
 {
 	static const char old[] =
@@ -438,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_record_json_exact),
 		cmocka_unit_test(test_run_launched_by_optional),
+		cmocka_unit_test(test_run_rung),
 		cmocka_unit_test(test_run_config_dirty),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
