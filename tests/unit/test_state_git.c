@@ -19,6 +19,7 @@
 #include <git2.h>
 
 #include "state/backend.h"
+#include "state/lock.h"
 #include "state/state.h"
 #include "state/state_git.h"
 #include "util/buf.h"
@@ -367,6 +368,158 @@ static void test_remote(void **state)
 	vx_err_release(&err);
 }
 
+/* The tip of ref in the repository at dir, as hex; "" when it does not exist. */
+static void ref_tip(const char *dir, const char *ref, char hex[41])
+{
+	git_repository *r = NULL;
+	git_oid id;
+
+	hex[0] = '\0';
+	assert_int_equal(git_repository_open(&r, dir), 0);
+	if (git_reference_name_to_id(&id, r, ref) == 0)
+		git_oid_tostr(hex, 41, &id);
+	git_repository_free(r);
+}
+
+/* The number of commits reachable from ref in the repository at dir. */
+static int count_commits(const char *dir, const char *ref)
+{
+	git_repository *r = NULL;
+	git_revwalk *w = NULL;
+	git_oid id;
+	int n = 0;
+
+	assert_int_equal(git_repository_open(&r, dir), 0);
+	assert_int_equal(git_revwalk_new(&w, r), 0);
+	assert_int_equal(git_revwalk_push_ref(w, ref), 0);
+	while (git_revwalk_next(&id, w) == 0)
+		n++;
+	git_revwalk_free(w);
+	git_repository_free(r);
+	return n;
+}
+
+/* A write that changes nothing makes no commit and leaves the serial, from
+ * the same backend and from another that loaded the state afresh. */
+static void test_unchanged_write_makes_no_commit(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b2 = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT, other = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char tip[41], again[41];
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "one", &err), 0);
+	assert_int_equal(st.serial, 1);
+	ref_tip(f->repo, "refs/heads/vx/state/research", tip);
+	assert_int_equal(state_write(b, &st, "nothing", &err), 0);
+	assert_int_equal(st.serial, 1);
+	assert_int_equal(state_load(b2, &other, &err), 0);
+	assert_int_equal(state_write(b2, &other, "nothing either", &err), 0);
+	assert_int_equal(other.serial, 1);
+	ref_tip(f->repo, "refs/heads/vx/state/research", again);
+	assert_string_equal(again, tip);
+	assert_int_equal(count_commits(f->repo, "refs/heads/vx/state/research"), 1);
+	/* A change is written, and after it an unchanged write is again nothing. */
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/2");
+	assert_int_equal(state_write(b, &st, "two", &err), 0);
+	assert_int_equal(st.serial, 2);
+	assert_int_equal(state_write(b, &st, "nothing", &err), 0);
+	assert_int_equal(st.serial, 2);
+	assert_int_equal(count_commits(f->repo, "refs/heads/vx/state/research"), 2);
+	state_release(&st);
+	state_release(&other);
+	state_backend_free(b);
+	state_backend_free(b2);
+	vx_err_release(&err);
+}
+
+/* Every write carries the actor, pull request and CI run trailers, in order. */
+static void test_audit_trailers(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	git_repository *repo = NULL;
+	git_commit *commit = NULL;
+	git_oid id;
+	char *cfg = NULL, *want = NULL;
+
+	assert_int_equal(state_audit(b, "alice", "https://github.com/o/r/pull/7",
+				     "https://github.com/o/r/actions/runs/9", &err), 0);
+	assert_int_equal(state_config_dirty(b, "d1", &err), 0);
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "vx apply: + job.a\n\n+ job.a create x\n", &err), 0);
+	assert_int_equal(state_config_commit(b, &cfg, &err), 0);
+	want = vx_asprintf("vx apply: + job.a\n\n+ job.a create x\n\nVx-Config-Commit: %s\n"
+			   "Vx-Config-Dirty: true\nVx-Decl-Hash: d1\nVx-Actor: alice\n"
+			   "Vx-Pull-Request: https://github.com/o/r/pull/7\n"
+			   "Vx-CI-Run: https://github.com/o/r/actions/runs/9\nVx-Serial: 1\n", cfg);
+	assert_int_equal(git_repository_open(&repo, f->repo), 0);
+	assert_int_equal(git_reference_name_to_id(&id, repo, "refs/heads/vx/state/research"), 0);
+	assert_int_equal(git_commit_lookup(&commit, repo, &id), 0);
+	assert_string_equal(git_commit_message(commit), want);
+	git_commit_free(commit);
+	git_repository_free(repo);
+	free(cfg);
+	free(want);
+	state_release(&st);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
+/* The lease lives on refs/vx/lease/STACK: taking, renewing and giving it
+ * back adds commits there (released: lease.json "null"), none on the state
+ * branch, which a first lease does not even create. */
+static void test_lease_is_its_own_ref(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b2 = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT;
+	struct state_lock *cur = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	git_repository *repo = NULL;
+	git_object *obj = NULL;
+	char tip[41];
+
+	assert_int_equal(state_lock_acquire(b, NULL, &err), 0);
+	ref_tip(f->repo, "refs/heads/vx/state/research", tip);
+	assert_string_equal(tip, "");
+	assert_int_equal(count_commits(f->repo, "refs/vx/lease/research"), 1);
+	assert_int_equal(state_lock_acquire(b2, NULL, &err), VX_ECONFLICT);
+	vx_err_release(&err);
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "one", &err), 0);
+	f->now += 60000;
+	assert_int_equal(state_lock_renew(b, &err), 0);
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	assert_int_equal(count_commits(f->repo, "refs/vx/lease/research"), 3);
+	assert_int_equal(count_commits(f->repo, "refs/heads/vx/state/research"), 1);
+	assert_int_equal(git_repository_open(&repo, f->repo), 0);
+	assert_int_equal(git_revparse_single(&obj, repo, "refs/vx/lease/research:lease.json"), 0);
+	assert_int_equal(git_blob_rawsize((git_blob *)obj), 5);
+	assert_memory_equal(git_blob_rawcontent((git_blob *)obj), "null\n", 5);
+	assert_int_equal(state_lock_current(b2, &cur, &err), 0);
+	assert_null(cur);
+	/* Released: the other takes it, by a fast-forward of the same ref. */
+	assert_int_equal(state_lock_acquire(b2, NULL, &err), 0);
+	assert_int_equal(state_lock_drop(b2, &err), 0);
+	assert_int_equal(count_commits(f->repo, "refs/vx/lease/research"), 5);
+	git_object_free(obj);
+	git_repository_free(repo);
+	state_release(&st);
+	state_backend_free(b);
+	state_backend_free(b2);
+	vx_err_release(&err);
+}
+
 /* ---- a ref lock file left by a killed writer ---- */
 
 struct lockfx {
@@ -580,6 +733,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_load_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cas_conflict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unchanged_write_makes_no_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_trailers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_is_its_own_ref, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_incremental_write_is_a_full_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_history_three_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
