@@ -20,9 +20,9 @@
  * A write is a compare-and-swap: it succeeds only if the stored state is
  * still at st->serial with the same lineage, and is either unlocked or
  * locked by the lease this backend holds; otherwise VX_ECONFLICT with a
- * message saying who moved. Lock commits (acquire, renew, release) do not
- * change the serial: bind saved plans to (lineage, serial), not to the
- * git commit id.
+ * message saying who moved. The lease is not part of the state (git keeps
+ * it on its own ref) and never changes the serial: bind saved plans to
+ * (lineage, serial), not to the git commit id.
  *
  * A backend is not thread-safe: a caller that renews the lock from another
  * thread must serialise calls with its own mutex. The one exception is

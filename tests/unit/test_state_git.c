@@ -520,6 +520,66 @@ static void test_lease_is_its_own_ref(void **state)
 	vx_err_release(&err);
 }
 
+/* Two clones of one bare remote stand for two runners: the lease is fetched
+ * before and pushed after each lease operation, so only one holds it, and
+ * the remote's lease ref moves by fast-forwards only. */
+static void test_remote_lease(void **state)
+{
+	struct staterepo *f = *state;
+	git_repository *bare = NULL, *r = NULL;
+	git_remote *rem = NULL;
+	char bare_path[200], url[220], clone2[200], sd[220], tip[41];
+	struct state_backend *b1, *b2;
+	struct state s1 = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	snprintf(bare_path, sizeof(bare_path), "%s/remote.git", f->dir);
+	snprintf(url, sizeof(url), "file://%s", bare_path);
+	snprintf(clone2, sizeof(clone2), "%s/clone2", f->dir);
+	snprintf(sd, sizeof(sd), "%s/stack", clone2);
+	assert_int_equal(git_repository_init(&bare, bare_path, 1), 0);
+	git_repository_free(bare);
+	assert_int_equal(mkdir(clone2, 0755), 0);
+	staterepo_make_repo(clone2, sd);
+	assert_int_equal(git_repository_open(&r, f->repo), 0);
+	assert_int_equal(git_remote_create(&rem, r, "origin", url), 0);
+	git_remote_free(rem);
+	git_repository_free(r);
+	assert_int_equal(git_repository_open(&r, clone2), 0);
+	assert_int_equal(git_remote_create(&rem, r, "origin", url), 0);
+	git_remote_free(rem);
+	git_repository_free(r);
+
+	b1 = staterepo_open_git(f, f->repo, "origin");
+	b2 = staterepo_open_git(f, clone2, "origin");
+	assert_int_equal(state_lock_acquire(b1, NULL, &err), 0);
+	ref_tip(bare_path, "refs/vx/lease/research", tip);
+	assert_true(tip[0] != '\0');
+	assert_int_equal(state_lock_acquire(b2, NULL, &err), VX_ECONFLICT);
+	assert_true(strncmp(err.msg, "state is locked by ", 19) == 0);
+	vx_err_release(&err);
+	/* The holder writes (the lease checked on the remote), then gives it back. */
+	assert_int_equal(state_load(b1, &s1, &err), 0);
+	put_job(&s1, "a", "projects/p/locations/us-central1/customJobs/1");
+	if (state_write(b1, &s1, "one", &err) != 0)
+		fail_msg("write: %s", err.msg);
+	assert_int_equal(state_lock_drop(b1, &err), 0);
+	/* Now the other runner takes it: the remote's ref fast-forwards. */
+	if (state_lock_acquire(b2, NULL, &err) != 0)
+		fail_msg("acquire: %s", err.msg);
+	assert_int_equal(count_commits(bare_path, "refs/vx/lease/research"), 3);
+	/* And the first, which no longer holds it, may not write. */
+	put_job(&s1, "b", "projects/p/locations/us-central1/customJobs/2");
+	assert_int_equal(state_write(b1, &s1, "two", &err), VX_ECONFLICT);
+	vx_err_release(&err);
+	assert_int_equal(state_lock_drop(b2, &err), 0);
+	assert_int_equal(count_commits(bare_path, "refs/heads/vx/state/research"), 1);
+	state_release(&s1);
+	state_backend_free(b1);
+	state_backend_free(b2);
+	vx_err_release(&err);
+}
+
 /* ---- a ref lock file left by a killed writer ---- */
 
 struct lockfx {
@@ -736,6 +796,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unchanged_write_makes_no_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_trailers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_is_its_own_ref, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_incremental_write_is_a_full_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_history_three_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
