@@ -79,6 +79,23 @@ class History(FakeTestCase):
                 if j["state"] not in ("JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING")}
         self.assertEqual(sorted(live), ["a", "c"])
 
+    def test_saved_plan_survives_a_no_op_apply(self):
+        """An apply that changes nothing moves neither the branch nor the serial, so a plan
+        saved before it still applies."""
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        p = os.path.join(self.tmp, "b.vxplan")
+        self.assertEqual(self.repo.plan("-out", p).code, 0)
+        tip = self.repo.git("rev-parse", "vx/state/e2e").strip()
+        r = self.repo.apply("-target", "job.a")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.splitlines()[-1], "No changes. The cloud matches the declaration.")
+        self.assertEqual(self.repo.git("rev-parse", "vx/state/e2e").strip(), tip)
+        r = self.repo.vx("apply", p)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(sorted(j["displayName"] for j in self.live_jobs()), ["a", "b"])
+
     def test_subject_of_many_changes_is_cut(self):
         self.repo.write({"job-number-%02d" % i: job_yaml("job-number-%02d" % i) for i in range(6)})
         self.assertEqual(self.repo.apply().code, 0)
