@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "cmd/planning.h"
@@ -362,10 +363,11 @@ static int follow_jobs(struct workspace *ws, const struct apply_result *res, int
 static int record_refresh(struct workspace *ws, size_t refreshed, size_t migrated, const char *summary)
 {
 	struct vx_err err = VX_ERR_INIT;
+	/* The subject names the runs that changed and how ("vx refresh: job.a running → succeeded"). */
+	char *subject = refreshed ? apply_subject("vx refresh: ", summary) : NULL;
 	char *msg = refreshed
-		? vx_asprintf("vx: refresh: %zu run%s changed%s\n\n%s", refreshed,
-			      refreshed == 1 ? "" : "s", migrated ? "; sensitive values re-keyed" : "",
-			      summary ? summary : "")
+		? vx_asprintf("%s%s\n\n%s", subject ? subject : "vx refresh: runs changed",
+			      migrated ? "; sensitive values re-keyed" : "", summary ? summary : "")
 		: vx_asprintf("vx: %zu record%s re-keyed: sensitive values as HMAC-SHA-256 "
 			      "with the state's salt\n", migrated, migrated == 1 ? "" : "s");
 	int rc = msg ? state_write(ws->backend, &ws->state, msg, &err) : VX_ENOMEM;
@@ -375,6 +377,7 @@ static int record_refresh(struct workspace *ws, size_t refreshed, size_t migrate
 			vx_err_set(&err, rc, "out of memory");
 		cmd_report(&err, "recording the jobs' states");
 	}
+	free(subject);
 	free(msg);
 	vx_err_release(&err);
 	return rc;
@@ -413,7 +416,10 @@ static int apply_exec(const struct cmd_args *args)
 	struct vx_err err = VX_ERR_INIT;
 	struct vx_buf out = VX_BUF_INIT, file = VX_BUF_INIT;
 	const char *target = ".", *lock_timeout_arg = NULL, *pause;
-	char *refresh_summary = NULL, *launched_by = NULL, *plan_dir = NULL, *hint = NULL;
+	char *refresh_summary = NULL, *plan_dir = NULL, *hint = NULL;
+	struct cmd_ci ci = { NULL, 0, NULL, NULL };
+	const char *pr_url = NULL;
+	int64_t pr = 0;
 	int auto_approve = 0, no_color = 0, wait = 0, parallelism = 8, color;
 	int rc = VX_EXIT_ERROR, from_file = 0;
 	int64_t lock_timeout = 0;
@@ -481,7 +487,7 @@ static int apply_exec(const struct cmd_args *args)
 		target = args->pos[i];
 	cmd_ctx_init(&ctx, args->debug);
 	color = cmd_use_color(1, no_color);
-	if (lease_from_env(&lo.lease_ms) < 0)
+	if (lease_from_env(&lo.lease_ms) < 0 || cmd_ci_read(&ci) < 0)
 		goto done;
 	pause = getenv("VX_TEST_PAUSE");
 	if (pause && strcmp(pause, "before-send") != 0) {
@@ -499,6 +505,14 @@ static int apply_exec(const struct cmd_args *args)
 			goto done;
 		}
 		po.refresh = sp.refresh;
+		/* The plan is a file someone handed us: who it names reaches commits and terminals. */
+		if (sp.planned_by && (!cmd_ci_actor_ok(sp.planned_by) ||
+				      (sp.pr_url && !cmd_ci_url_ok(sp.pr_url)))) {
+			cmd_error("apply: %s: \"planned_by\" names no valid actor or pull request URL "
+				  "(printable, no spaces, at most %d and %d characters)", target,
+				  CMD_CI_ACTOR_MAX, CMD_CI_URL_MAX);
+			goto done;
+		}
 		if (saved_plan_dir(&plan_dir, &sp, target, &err) < 0) {
 			cmd_report(&err, target);
 			goto done;
@@ -554,6 +568,13 @@ static int apply_exec(const struct cmd_args *args)
 		goto done;
 	}
 	cmd_ctx_time_limit(&ctx); /* the wait for the lock does not count */
+	/* The pull request is the saved plan's (reviewed there), else this pipeline's own. */
+	pr = from_file && sp.pr_number ? sp.pr_number : ci.pr;
+	pr_url = from_file && sp.pr_number ? sp.pr_url : ci.pr_url;
+	if (state_audit(ws.backend, ci.actor, pr_url, ci.run_url, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
 	/* From here on every state commit says the configuration applied is not HEAD's. */
 	if (ws.config_changes && state_config_dirty(ws.backend, ws.st->decl_hash, &err) < 0) {
 		cmd_report(&err, NULL);
@@ -623,12 +644,10 @@ static int apply_exec(const struct cmd_args *args)
 	ao.config_commit = ws.config_commit;
 	ao.config_dirty = ws.config_changes != NULL;
 	ao.decl_hash = ws.st->decl_hash;
-	if (state_lock_held(ws.backend)) {
-		const struct state_lock *l = state_lock_held(ws.backend);
-
-		launched_by = vx_asprintf("%s@%s", l->user, l->host);
-		ao.launched_by = launched_by;
-	}
+	ao.launched_by = ci.actor;
+	ao.planned_by = from_file ? sp.planned_by : NULL;
+	ao.pr_number = pr;
+	ao.pr_url = pr_url;
 	{
 		const char *inflight = getenv("VX_INFLIGHT_SECONDS");
 		char *end = NULL;
@@ -672,7 +691,7 @@ static int apply_exec(const struct cmd_args *args)
 	rc = VX_EXIT_OK;
 done:
 	free(refresh_summary);
-	free(launched_by);
+	cmd_ci_release(&ci);
 	free(plan_dir);
 	free(hint);
 	vx_buf_release(&out);

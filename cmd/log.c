@@ -33,7 +33,8 @@ static const char usage[] =
 	"Prints one row per action vx took for ADDR (e.g. job.train), or for every job the\n"
 	"state ever held, forgotten ones included: when, what (create, adopt, replace,\n"
 	"rerun, resubmit, cancel, forget), the Vertex resource, attempt, who launched it\n"
-	"(user@host of the apply), the config commit (+dirty: applied from uncommitted\n"
+	"(the CI's actor or user@host; 'bob (PR #7 by alice)': bob applied alice's plan\n"
+	"of pull request 7), the config commit (+dirty: applied from uncommitted\n"
 	"changes), and the run's final state as last observed, with its error. Times are\n"
 	"UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
 	"DIR is the stack directory (default .; -C DIR also works). An argument of the\n"
@@ -59,9 +60,27 @@ static int has_rungs(const struct state_record *r)
 	return r && r->current && r->current->rung;
 }
 
+/*
+ * Who: "alice"; "bob (planned by alice)" when bob applied alice's saved plan;
+ * "bob (PR #7 by alice)" when the plan was made (or the apply ran) in pull
+ * request 7, and "bob (PR #7)" when no one else planned it.
+ */
+static int who(struct vx_buf *b, const struct state_run *r)
+{
+	const char *by = r->launched_by ? r->launched_by : "-";
+	const char *planner = r->planned_by && strcmp(r->planned_by, by) ? r->planned_by : NULL;
+
+	if (vx_buf_adds(b, by) < 0)
+		return VX_ENOMEM;
+	if (r->pr_number)
+		return vx_buf_printf(b, " (PR #%" PRId64 "%s%s)", r->pr_number, r->planned_by ? " by " : "",
+				     r->planned_by ? r->planned_by : "");
+	return planner ? vx_buf_printf(b, " (planned by %s)", planner) : 0;
+}
+
 static void print_start(const struct state_run *r, int64_t fallback_ms, int show_rung)
 {
-	struct vx_buf end = VX_BUF_INIT;
+	struct vx_buf end = VX_BUF_INIT, by = VX_BUF_INIT;
 	char when[32], ended[32], rung[96] = "";
 	int refused;
 
@@ -69,6 +88,8 @@ static void print_start(const struct state_run *r, int64_t fallback_ms, int show
 	log_time(r->ended_ms, ended);
 	/* A create the server refused made no job: it has a class but no resource. */
 	refused = !r->resource && r->failure && !r->has_value;
+	if (who(&by, r) < 0)
+		vx_buf_reset(&by);
 	if (vx_buf_adds(&end, refused ? "refused" : job_state_short(r->state)) < 0 ||
 	    (r->failure && vx_buf_printf(&end, " (%s)", r->failure) < 0) ||
 	    (r->cancelled_by_vx && vx_buf_adds(&end, " (cancelled by vx)") < 0) ||
@@ -87,9 +108,10 @@ static void print_start(const struct state_run *r, int64_t fallback_ms, int show
 		printf("  %-20s  %-8s  %s  %s %" PRId64 "  by %s  config %.12s%s  %s\n", when,
 		       r->action ? r->action : "-", r->resource ? r->resource : "-",
 		       r->region && !strcmp(r->region, "global") ? "preferredValue" : "count", r->value,
-		       r->launched_by ? r->launched_by : "-", r->config_commit ? r->config_commit : "none",
+		       vx_buf_str(&by), r->config_commit ? r->config_commit : "none",
 		       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
 		vx_buf_release(&end);
+		vx_buf_release(&by);
 		return;
 	}
 	if (show_rung)
@@ -98,9 +120,10 @@ static void print_start(const struct state_run *r, int64_t fallback_ms, int show
 	       when, r->action ? r->action : "-",
 	       r->resource ? r->resource : refused ? "(no job made)" : "(create never answered)",
 	       r->attempt, r->run, rung,
-	       r->launched_by ? r->launched_by : "-", r->config_commit ? r->config_commit : "none",
+	       vx_buf_str(&by), r->config_commit ? r->config_commit : "none",
 	       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
 	vx_buf_release(&end);
+	vx_buf_release(&by);
 }
 
 static void print_event(int64_t ms, const char *what, const char *resource)

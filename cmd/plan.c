@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "cmd/planning.h"
@@ -55,6 +56,7 @@ static int plan_exec(const struct cmd_args *args)
 	struct vx_err err = VX_ERR_INIT;
 	struct planning pl;
 	struct vx_buf out = VX_BUF_INIT;
+	struct cmd_ci ci = { NULL, 0, NULL, NULL };
 	const char *dir = ".", *outfile = NULL, *format = "human";
 	int detailed = 0, no_color = 0, rc = VX_EXIT_ERROR, r;
 
@@ -124,6 +126,12 @@ static int plan_exec(const struct cmd_args *args)
 		 * vxapply loads it: the saved plan carries the one its hashes used
 		 * (only then, and never on stdout). */
 		pl.header.state_salt = ws.salt_fresh ? ws.state.salt : NULL;
+		/* Who planned, so the runs applied from it say so (cmd/ci.h). */
+		if (cmd_ci_read(&ci) < 0)
+			goto done;
+		pl.header.planned_by = ci.actor;
+		pl.header.pr_number = ci.pr;
+		pl.header.pr_url = ci.pr_url;
 		if (render_plan_json(&js, &pl.planner.plan, &pl.header) < 0 || !(f = fopen(outfile, "w")) ||
 		    fputs(vx_buf_str(&js), f) < 0 || fclose(f) != 0) {
 			cmd_error("plan: cannot write %s", outfile);
@@ -140,6 +148,7 @@ static int plan_exec(const struct cmd_args *args)
 	}
 	rc = detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
 done:
+	cmd_ci_release(&ci);
 	vx_buf_release(&out);
 	planning_release(&pl);
 	planning_opts_release(&po);

@@ -80,6 +80,10 @@ int applier_has_failed(const struct applier *a, const char *address);
 int applier_record_action(struct applier *a, const char *address, const char *kind_name,
 			  const char *decl_hash, struct state_run *run, struct vx_err *err) VX_WUR;
 
+/* Stamps a run started now with who started it and from which pull
+ * request (launchedBy, plannedBy, pullRequest). Out of memory sets a->oom. */
+void applier_stamp_run(struct applier *a, struct state_run *run);
+
 /* Journals an intent (op, labels) for address before a create is sent. */
 int applier_journal(struct applier *a, const char *address, const char *op,
 		    const struct vx_label *labels, size_t nlabels, struct vx_err *err) VX_WUR;

@@ -128,16 +128,148 @@ void applier_fail(struct applier *a, const char *address, const char *what, cons
 	}
 }
 
+/* A subject lists what changed up to about this many bytes, then "and N more". */
+#define SUBJECT_MAX 72
+
+/* The token of s up to a space, a colon or the end. */
+static size_t word_len(const char *s)
+{
+	return strcspn(s, " :\n");
+}
+
+/*
+ * "A -> B" at the end of an action line's rest (a resize, a new
+ * preferredValue) as " (A → B)" into b; nothing when there is none.
+ */
+static int add_change(struct vx_buf *b, const char *rest, size_t n)
+{
+	const char *arrow = NULL, *from, *to, *end = rest + n;
+
+	for (const char *p = rest; p + 4 <= end; p++)
+		if (!strncmp(p, " -> ", 4))
+			arrow = p;
+	if (!arrow)
+		return 0;
+	for (from = arrow; from > rest && from[-1] != ' '; from--)
+		;
+	to = arrow + 4;
+	return vx_buf_printf(b, " (%.*s \xe2\x86\x92 %.*s)", (int)(arrow - from), from,
+			     (int)word_len(to), to);
+}
+
+/* One line of a step's message as a subject item into b; *intent when it is one. */
+static int subject_item(struct vx_buf *b, const char *line, size_t n, int *intent)
+{
+	const char *addr, *rest, *colon;
+	size_t alen;
+
+	*intent = 0;
+	if (n > 7 && !strncmp(line, "intent ", 7)) {
+		addr = line + 7;
+		alen = word_len(addr);
+		*intent = 1;
+		return vx_buf_printf(b, "%s %.*s", !strncmp(addr + alen, " create", 7) ? "+" : "~",
+				     (int)alen, addr);
+	}
+	if (n > 2 && (line[0] == '+' || line[0] == '~' || line[0] == '-') && line[1] == ' ') {
+		addr = line + 2;
+		alen = word_len(addr);
+		rest = addr + alen;
+		if (vx_buf_printf(b, "%c %.*s", line[0], (int)alen, addr) < 0)
+			return VX_ENOMEM;
+		/* A count or preferredValue that moved; a job's update reason is too long. */
+		if (line[0] == '~' && strncmp(addr, "job.", 4) != 0)
+			return add_change(b, rest, (size_t)(line + n - rest));
+		return 0;
+	}
+	/* A refresh line: "job.a: running -> succeeded (stockout)". */
+	colon = memchr(line, ':', n);
+	if (colon && colon + 2 < line + n && colon[1] == ' ') {
+		const char *s = colon + 2, *arrow = strstr(s, " -> ");
+
+		if (!arrow || arrow > line + n)
+			return 1;
+		return vx_buf_printf(b, "%.*s %.*s \xe2\x86\x92 %.*s", (int)word_len(line), line,
+				     (int)(arrow - s), s, (int)word_len(arrow + 4), arrow + 4);
+	}
+	return 1; /* not an action */
+}
+
+char *apply_subject(const char *prefix, const char *lines)
+{
+	struct vx_buf out = VX_BUF_INIT, items = VX_BUF_INIT, item = VX_BUF_INIT, needle = VX_BUF_INIT;
+	size_t shown = 0, more = 0, nitems = 0, nintents = 0;
+	const char *p = lines;
+	char *ret = NULL;
+	int rc = 0;
+
+	while (rc == 0 && p && *p) {
+		size_t n = strcspn(p, "\n");
+		int intent;
+
+		vx_buf_reset(&item);
+		vx_buf_reset(&needle);
+		rc = subject_item(&item, p, n, &intent);
+		p += n + (p[n] == '\n');
+		if (rc == 1) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		/* The same item twice (a cancel and a forget of one job) is said once:
+		 * items holds "\nITEM\n" for each, so a whole-line match is a search. */
+		if (vx_buf_addc(&item, '\n') < 0 || vx_buf_printf(&needle, "\n%s", vx_buf_str(&item)) < 0) {
+			rc = VX_ENOMEM;
+			break;
+		}
+		if (strstr(vx_buf_str(&items), vx_buf_str(&needle)))
+			continue;
+		nitems++;
+		nintents += intent;
+		if ((!items.len && vx_buf_addc(&items, '\n') < 0) || vx_buf_add(&items, item.data, item.len) < 0)
+			rc = VX_ENOMEM;
+	}
+	if (rc < 0 || nitems == 0)
+		goto done;
+	if (vx_buf_printf(&out, "%s%s", prefix, nintents == nitems ? "intent " : "") < 0)
+		goto done;
+	for (p = vx_buf_str(&items) + 1; *p; p += strcspn(p, "\n") + 1) {
+		size_t n = strcspn(p, "\n");
+
+		if (more || (shown && out.len + 2 + n > SUBJECT_MAX)) {
+			more++;
+			continue;
+		}
+		if (vx_buf_printf(&out, "%s%.*s", shown ? ", " : "", (int)n, p) < 0)
+			goto done;
+		shown++;
+	}
+	if (more && vx_buf_printf(&out, " and %zu more", more) < 0)
+		goto done;
+	ret = vx_buf_detach(&out);
+done:
+	vx_buf_release(&out);
+	vx_buf_release(&items);
+	vx_buf_release(&item);
+	vx_buf_release(&needle);
+	return ret;
+}
+
 int applier_persist(struct applier *a, const char *summary, struct vx_err *err)
 {
 	struct vx_buf m = VX_BUF_INIT;
+	char *subject;
 	int rc;
 
 	if (a->oom)
 		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 	if (a->msg.len == 0)
 		return 0;
-	rc = vx_buf_printf(&m, "%s\n\n%s", summary, vx_buf_str(&a->msg));
+	/* The subject says what happened; summary only when no line names an action. */
+	subject = apply_subject("vx apply: ", vx_buf_str(&a->msg));
+	rc = vx_buf_printf(&m, "%s\n\n%s", subject ? subject : summary, vx_buf_str(&a->msg));
+	free(subject);
 	if (rc == 0)
 		rc = a->hooks->persist(a->hooks->ud, a->state, vx_buf_str(&m), err);
 	else
@@ -171,9 +303,22 @@ int applier_record_action(struct applier *a, const char *address, const char *ki
 	run->attempt = 1;
 	run->created_ms = vx_now_ms(a->ctx);
 	run->config_commit = vx_strdup(a->opts->config_commit);
-	run->launched_by = vx_strdup(a->opts->launched_by);
+	applier_stamp_run(a, run);
 	run->has_value = 1;
 	return state_record_start_run(r, run, err);
+}
+
+void applier_stamp_run(struct applier *a, struct state_run *run)
+{
+	const struct apply_options *o = a->opts;
+
+	run->launched_by = vx_strdup(o->launched_by);
+	run->planned_by = vx_strdup(o->planned_by);
+	run->pr_number = o->pr_number;
+	run->pr_url = vx_strdup(o->pr_url);
+	if ((o->launched_by && !run->launched_by) || (o->planned_by && !run->planned_by) ||
+	    (o->pr_url && !run->pr_url))
+		a->oom = 1;
 }
 
 int applier_journal(struct applier *a, const char *address, const char *op,

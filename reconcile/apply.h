@@ -59,7 +59,10 @@ struct apply_options {
 	const char *config_commit; /* HEAD of the stack's repository, or NULL */
 	int config_dirty;          /* the stack differs from config_commit: record it on each run */
 	const char *decl_hash;     /* the stack's declaration hash, recorded when config_dirty */
-	const char *launched_by;   /* "user@host" recorded on every run started, or NULL */
+	const char *launched_by;   /* who applies (cmd/ci.h), recorded on every run started, or NULL */
+	const char *planned_by;    /* who made the saved plan applied, or NULL */
+	int64_t pr_number;         /* the pull request planned or applied in, 0: none */
+	const char *pr_url;        /* its URL, or NULL */
 	/*
 	 * How long a journaled create may still be in flight: an apply that died
 	 * (SIGKILL, a lost runner) may have sent a create the server has not yet
@@ -103,6 +106,17 @@ int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan
  * (caller frees; NULL when none).
  */
 size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary);
+
+/*
+ * The subject of a state commit: prefix, then each line of lines that
+ * names an address, as "+ job.a", "~ reservation.pool (2 → 3)", "- job.old"
+ * (the progress lines of an apply), "+ job.a" after "intent " when every
+ * line is a journaled intent ("intent job.a create"), or "job.a running →
+ * succeeded" (the lines of apply_refresh_state): joined by ", " up to about
+ * 72 bytes, then "and N more". NULL when no line names an address, or out
+ * of memory. The caller frees it.
+ */
+char *apply_subject(const char *prefix, const char *lines);
 
 void apply_result_release(struct apply_result *r);
 

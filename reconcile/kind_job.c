@@ -1237,7 +1237,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	run.config_commit = vx_strdup(a->opts->config_commit);
 	run.config_dirty = a->opts->config_dirty;
 	run.decl_hash = a->opts->config_dirty ? vx_strdup(a->opts->decl_hash) : NULL;
-	run.launched_by = vx_strdup(a->opts->launched_by);
+	applier_stamp_run(a, &run);
 	for (size_t i = 0; i < nlabels; i++)
 		if (vx_labels_set(&run.labels, &run.nlabels, labels[i].key, labels[i].value) < 0) {
 			state_run_release(&run);
@@ -1278,7 +1278,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	run.error_message = vx_strdup(msg);
 	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
-	run.launched_by = vx_strdup(a->opts->launched_by);
+	applier_stamp_run(a, &run);
 	for (size_t i = 0; i < c->nlabels; i++)
 		if (vx_labels_set(&run.labels, &run.nlabels, c->labels[i].key, c->labels[i].value) < 0)
 			a->oom = 1;

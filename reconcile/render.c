@@ -681,6 +681,17 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	rc |= add(root, "config_commit", str_or_null(h->config_commit));
 	rc |= add(root, "config_dirty", cJSON_CreateBool(h->config_dirty));
 	rc |= add(root, "refresh", cJSON_CreateBool(h->refresh));
+	if (h->planned_by) {
+		cJSON *by = cJSON_CreateObject();
+
+		rc |= add(root, "planned_by", by);
+		if (by) {
+			rc |= add(by, "actor", cJSON_CreateString(h->planned_by));
+			rc |= add(by, "pull_request", h->pr_number ? cJSON_CreateNumber((double)h->pr_number)
+								   : cJSON_CreateNull());
+			rc |= add(by, "pull_request_url", str_or_null(h->pr_url));
+		}
+	}
 	regs = cJSON_CreateArray();
 	rc |= add(root, "regions", regs);
 	for (size_t i = 0; regs && i < h->nregions; i++)
@@ -792,6 +803,8 @@ void saved_plan_release(struct saved_plan *sp)
 	free(sp->state_lineage);
 	free(sp->state_salt);
 	free(sp->decl_hash);
+	free(sp->planned_by);
+	free(sp->pr_url);
 	memset(sp, 0, sizeof(*sp));
 }
 
@@ -844,6 +857,25 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 	    (rc = get_str(root, "declaration_hash", &out->decl_hash, 1, err)) < 0)
 		goto done;
 	out->refresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "refresh"));
+	{
+		const cJSON *by = cJSON_GetObjectItemCaseSensitive(root, "planned_by");
+
+		if (by && !cJSON_IsNull(by)) {
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(by, "pull_request");
+
+			if (!cJSON_IsObject(by) || (n && !cJSON_IsNull(n) && (!cJSON_IsNumber(n) ||
+			    n->valuedouble < 1 || n->valuedouble > 999999999 ||
+			    n->valuedouble != (double)(int64_t)n->valuedouble))) {
+				rc = vx_err_set(err, VX_EINVAL, "saved plan: \"planned_by\" must be an object "
+						"with an actor and a pull request number");
+				goto done;
+			}
+			if ((rc = get_str(by, "actor", &out->planned_by, 1, err)) < 0 ||
+			    (rc = get_str(by, "pull_request_url", &out->pr_url, 0, err)) < 0)
+				goto done;
+			out->pr_number = cJSON_IsNumber(n) ? (int64_t)n->valuedouble : 0;
+		}
+	}
 	{
 		const cJSON *t, *targets = cJSON_GetObjectItemCaseSensitive(root, "targets");
 

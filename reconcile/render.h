@@ -45,6 +45,11 @@ struct render_header {
 	const char *const *targets; /* -target addresses the plan was limited to */
 	size_t ntargets;
 	const struct capacity_report *capacity; /* quota and cost (reconcile/capacity.h), or NULL */
+	/* Who planned, for a saved plan only ("planned_by"): the actor and the
+	 * pull request (0 and NULL when not in one). NULL: not written. */
+	const char *planned_by;
+	int64_t pr_number;
+	const char *pr_url;
 };
 
 /* At most this many characters of a job's error message are shown. */
@@ -89,6 +94,9 @@ struct saved_plan {
 	char *state_lineage; /* or NULL */
 	char *state_salt;    /* or NULL (see render_header) */
 	char *decl_hash;
+	char *planned_by;    /* the planning actor, or NULL (not saved, or older plans) */
+	int64_t pr_number;   /* the pull request it was planned in, 0: none */
+	char *pr_url;        /* or NULL */
 	int refresh;
 	char **targets;      /* -target addresses, ntargets of them */
 	size_t ntargets;

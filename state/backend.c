@@ -8,6 +8,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/digest.h"
 #include "util/banned.h"
 
 void state_history_free(struct state_history_entry *h, size_t n)
@@ -47,24 +48,117 @@ int state_backend_init(struct state_backend *b, const struct state_backend_ops *
 	return b->stack ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 }
 
+/*
+ * What a state holds, as far as a write is concerned: the SHA-256 of its
+ * JSON with the serial and the lock left out (the serial is the write's
+ * own doing, and the lock lives elsewhere or is about to be dropped).
+ */
+static int content_hash(const struct state *st, char out[65], struct vx_err *err)
+{
+	struct state bare = *st; /* shallow: only printed */
+	char *text = NULL;
+	int rc;
+
+	bare.serial = 0;
+	bare.lock = NULL;
+	rc = state_to_json(&bare, &text, err);
+	if (rc == 0 && vx_digest_sha256_hex(out, text, strlen(text)) < 0)
+		rc = vx_err_set(err, VX_EIO, "hashing the state");
+	free(text);
+	return rc;
+}
+
 int state_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
+	int rc;
+
 	memset(out, 0, sizeof(*out));
-	return b->ops->load(b, out, err);
+	b->stored_serial = 0;
+	rc = b->ops->load(b, out, err);
+	if (rc == 0 && out->serial > 0 && content_hash(out, b->stored_hash, err) == 0)
+		b->stored_serial = out->serial;
+	else if (rc == 0 && out->serial > 0)
+		vx_err_release(err); /* no hash: the next write is simply made */
+	return rc;
+}
+
+/* message (trailing blank lines dropped) and the trailers of state_write. */
+static char *full_message(struct state_backend *b, const char *message, uint64_t serial,
+			  struct vx_err *err)
+{
+	struct vx_buf m = VX_BUF_INIT;
+	char *config = NULL, *out = NULL;
+	size_t n = message ? strlen(message) : 0;
+
+	while (n && (message[n - 1] == '\n' || message[n - 1] == ' ' || message[n - 1] == '\r'))
+		n--;
+	if (state_config_commit(b, &config, err) < 0)
+		goto done;
+	if ((n ? vx_buf_add(&m, message, n) : vx_buf_adds(&m, "vx: write state")) < 0 ||
+	    vx_buf_adds(&m, "\n\n") < 0 ||
+	    (config && vx_buf_printf(&m, "Vx-Config-Commit: %s\n", config) < 0) ||
+	    (b->dirty_decl_hash &&
+	     vx_buf_printf(&m, "Vx-Config-Dirty: true\nVx-Decl-Hash: %s\n", b->dirty_decl_hash) < 0) ||
+	    (b->audit_actor && vx_buf_printf(&m, "Vx-Actor: %s\n", b->audit_actor) < 0) ||
+	    (b->audit_pr_url && vx_buf_printf(&m, "Vx-Pull-Request: %s\n", b->audit_pr_url) < 0) ||
+	    (b->audit_run_url && vx_buf_printf(&m, "Vx-CI-Run: %s\n", b->audit_run_url) < 0) ||
+	    vx_buf_printf(&m, "Vx-Serial: %llu\n", (unsigned long long)serial) < 0 ||
+	    !(out = vx_buf_detach(&m)))
+		vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	vx_buf_release(&m);
+	free(config);
+	return out;
 }
 
 int state_write(struct state_backend *b, struct state *st, const char *message,
 		struct vx_err *err)
 {
-	int64_t t0 = vx_mono_ms(b->ctx);
-	int rc = b->ops->write(b, st, message, err);
+	char hash[65], *full = NULL;
+	int64_t t0;
+	int rc, hashed;
 
+	hashed = content_hash(st, hash, err) == 0;
+	if (!hashed)
+		vx_err_release(err);
+	/* Unchanged; but a write by someone who does not hold the lease while
+	 * another does is refused as before, by the backend's own check. */
+	if (hashed && b->stored_serial && b->stored_serial == st->serial &&
+	    !strcmp(hash, b->stored_hash) &&
+	    (b->held || !st->lock || st->lock->expires_ms <= vx_now_ms(b->ctx)))
+		return 0;
+	full = full_message(b, message, st->serial + 1, err);
+	if (!full)
+		return err->code ? err->code : VX_ENOMEM;
+	t0 = vx_mono_ms(b->ctx);
+	rc = b->ops->write(b, st, full, err);
+	free(full);
 	/* With -debug: how long each save took, so the share of an apply spent
 	 * writing state can be measured (make bench). */
 	if (rc == 0)
 		vx_log(b->ctx, VX_LOG_DEBUG, "state: wrote serial %llu (%zu records) in %lld ms",
 		       (unsigned long long)st->serial, st->nrecords, (long long)(vx_mono_ms(b->ctx) - t0));
+	b->stored_serial = 0;
+	if (rc == 0 && hashed) {
+		memcpy(b->stored_hash, hash, sizeof(hash));
+		b->stored_serial = st->serial;
+	}
 	return rc;
+}
+
+int state_audit(struct state_backend *b, const char *actor, const char *pr_url,
+		const char *run_url, struct vx_err *err)
+{
+	free(b->audit_actor);
+	free(b->audit_pr_url);
+	free(b->audit_run_url);
+	b->audit_actor = vx_strdup(actor);
+	b->audit_pr_url = vx_strdup(pr_url);
+	b->audit_run_url = vx_strdup(run_url);
+	if ((actor && !b->audit_actor) || (pr_url && !b->audit_pr_url) ||
+	    (run_url && !b->audit_run_url))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
 }
 
 int state_history(struct state_backend *b, const char *address, size_t max,
@@ -119,6 +213,9 @@ void state_backend_free(struct state_backend *b)
 		return;
 	free(b->dirty_decl_hash);
 	b->dirty_decl_hash = NULL;
+	free(b->audit_actor);
+	free(b->audit_pr_url);
+	free(b->audit_run_url);
 	state_lock_free(b->held);
 	b->held = NULL;
 	free(b->stack);

@@ -21,9 +21,9 @@
  * A write is a compare-and-swap: it succeeds only if the stored state is
  * still at st->serial with the same lineage, and is either unlocked or
  * locked by the lease this backend holds; otherwise VX_ECONFLICT with a
- * message saying who moved. Lock commits (acquire, renew, release) do not
- * change the serial: bind saved plans to (lineage, serial), not to the
- * git commit id.
+ * message saying who moved. The lease is not part of the state (git keeps
+ * it on its own ref) and never changes the serial: bind saved plans to
+ * (lineage, serial), not to the git commit id.
  *
  * A backend is not thread-safe: a caller that renews the lock from another
  * thread must serialise calls with its own mutex. The one exception is
@@ -96,6 +96,18 @@ struct state_backend {
 	_Atomic int64_t fence_confirmed_ms;
 	_Atomic int64_t fence_lease_ms;
 	char *dirty_decl_hash;     /* set by state_config_dirty (owned), or NULL */
+	/* Set by state_audit (owned), or NULL: the trailers of every write. */
+	char *audit_actor;
+	char *audit_pr_url;
+	char *audit_run_url;
+	/*
+	 * What state_write compares a new state with, so that a write that
+	 * changes nothing writes nothing: the SHA-256 of the last state loaded
+	 * or written (its JSON without serial and lock), and its serial; 0 when
+	 * none is known.
+	 */
+	uint64_t stored_serial;
+	char stored_hash[65];
 };
 
 /* Loads the state into *out (released by the caller with state_release). */
@@ -104,9 +116,18 @@ int state_load(struct state_backend *b, struct state *out, struct vx_err *err) V
 /*
  * Writes st and, on success, sets st->serial to the new serial. message
  * is a summary line and one line per action ("+ job.a create
- * projects/p/locations/us-central1/customJobs/123"); the git backend
- * appends the trailers "Vx-Config-Commit: <HEAD>" and "Vx-Serial: N"
- * (and those of state_config_dirty).
+ * projects/p/locations/us-central1/customJobs/123"). Here, for every
+ * backend, the trailers are appended, in this order and each only when
+ * known: "Vx-Config-Commit: <HEAD>", those of state_config_dirty,
+ * "Vx-Actor: ", "Vx-Pull-Request: ", "Vx-CI-Run: " (state_audit), and
+ * "Vx-Serial: N"; the backend gets the whole message.
+ *
+ * A state whose content equals the one last loaded or written through
+ * this backend at the same serial (serial and lock aside) is not written
+ * at all: no commit, st->serial unchanged, 0. So an apply that changes
+ * nothing leaves no trace in the history, and a plan saved before it
+ * still applies.
+ *
  * VX_ECONFLICT: the state moved since st was loaded, the lock is held by
  * someone else, or (git with a remote) the push was rejected.
  */
@@ -149,6 +170,15 @@ int state_config_changes(struct state_backend *b, const char *dir, char **out,
  * true" and "Vx-Decl-Hash: <decl_hash>". VX_ENOMEM.
  */
 int state_config_dirty(struct state_backend *b, const char *decl_hash, struct vx_err *err) VX_WUR;
+
+/*
+ * Who writes and from where, for the trailers of every later write: the
+ * actor ("alice", or "user@host"), the pull request's URL and the CI run's
+ * URL, each NULL when unknown. The caller validates them (cmd/ci.h): they
+ * must hold no newline. VX_ENOMEM.
+ */
+int state_audit(struct state_backend *b, const char *actor, const char *pr_url,
+		const char *run_url, struct vx_err *err) VX_WUR;
 
 /* Frees the backend. It does NOT release a held lock (call state_lock_drop first). */
 void state_backend_free(struct state_backend *b);

@@ -4,11 +4,23 @@
 /*
  * The lease that lets one apply at a time mutate a stack.
  *
- * In the git backend the lease is a commit on the state branch setting
- * "lock" in stack.json, made by a compare-and-swap of the ref (and a
- * non-force push with a remote), so two runners cannot both win. In the
- * file backend it is FILE.lock, created with O_EXCL; in the gcs backend the
- * object PATH/lease.json, created, renewed and deleted with ifGenerationMatch.
+ * In the git backend the lease is a commit on its own ref,
+ * refs/vx/lease/<stack> (lease.json: the holder, or null once released),
+ * made by a compare-and-swap of that ref and, with a remote, a fetch before
+ * and a non-force push after, so two runners cannot both win; a release is
+ * a commit too, so the ref only ever fast-forwards. The state branch's
+ * history then holds no lease commits. A branch written before the lease
+ * ref kept the lease as "lock" in stack.json: while no lease ref exists,
+ * that lock is the lease (honoured, and cleared by `vx unlock ID`), and the
+ * next write drops it. In the file backend the lease is FILE.lock, created
+ * with O_EXCL; in the gcs backend the object PATH/lease.json, created,
+ * renewed and deleted with ifGenerationMatch.
+ *
+ * Which check closes which race: the lease's compare-and-swap keeps two
+ * runners from holding it at once; state_lock_fence() keeps a holder
+ * paused past its lease from sending; the state's own compare-and-swap
+ * (on serial and lineage, and a write checks the lease is still ours)
+ * keeps a stale holder from overwriting what the next one wrote.
  *
  * A lease names its holder (user, host, pid, operation), its start and its
  * expiry (default 10 minutes). The caller MUST call state_lock_heartbeat()

@@ -36,6 +36,8 @@ void state_run_release(struct state_run *r)
 	free(r->config_commit);
 	free(r->decl_hash);
 	free(r->launched_by);
+	free(r->planned_by);
+	free(r->pr_url);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -130,7 +132,9 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->ended_ms = in->ended_ms;
 	out->has_value = in->has_value;
 	out->value = in->value;
-	if (state_dup_opt(&out->resource, in->resource) < 0 || state_dup_opt(&out->region, in->region) < 0 ||
+	out->pr_number = in->pr_number;
+	if (state_dup_opt(&out->planned_by, in->planned_by) < 0 ||
+	    state_dup_opt(&out->pr_url, in->pr_url) < 0 || state_dup_opt(&out->resource, in->resource) < 0 || state_dup_opt(&out->region, in->region) < 0 ||
 	    state_dup_opt(&out->project, in->project) < 0 ||
 	    state_dup_opt(&out->action, in->action) < 0 || state_dup_opt(&out->spec_hash, in->spec_hash) < 0 ||
 	    state_dup_opt(&out->state, in->state) < 0 || state_dup_opt(&out->failure, in->failure) < 0 ||

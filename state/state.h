@@ -77,7 +77,11 @@ struct state_run {
 	int config_dirty;     /* 1: the stack had uncommitted changes then, so config_commit's
 			       * tree does not hold what was applied (decl_hash does identify it) */
 	char *decl_hash;      /* the stack's declaration hash, recorded when config_dirty; or NULL */
-	char *launched_by;    /* "user@host" of the apply that created or adopted it, or NULL */
+	char *launched_by;    /* who applied: the CI actor (cmd/ci.h) or "user@host", or NULL */
+	char *planned_by;     /* who made the saved plan applied, when it was saved by another
+			       * actor (or with a pull request); NULL otherwise */
+	int64_t pr_number;    /* the pull (merge) request it was planned or applied in; 0: none */
+	char *pr_url;         /* its URL, or NULL */
 	/* Reservations and quota preferences: the count (VMs reserved) or the
 	 * preferredValue the action left; has_value 0 for jobs. */
 	int has_value;

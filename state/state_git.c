@@ -31,6 +31,15 @@ struct state_git {
 	char *ref;      /* refs/heads/<branch> */
 	char *remote;   /* NULL: local only */
 	char *tracking; /* refs/remotes/<remote>/<branch> */
+	char *lease_ref;      /* refs/vx/lease/<stack>: the lease, off the state's history */
+	char *lease_tracking; /* refs/vx/remotes/<remote>/lease/<stack> */
+};
+
+/* A ref vx keeps in step with the remote: its name, tracking ref and what to call it. */
+struct gref {
+	const char *ref;
+	const char *tracking;
+	const char *name;
 };
 
 static const char *const kind_dirs[] = { "jobs", "reservations", "quotas" };
@@ -110,15 +119,15 @@ done:
 }
 
 /*
- * Opens the remote and makes specs the one refspec "<force>g->ref:dst" (force
+ * Opens the remote and makes specs the one refspec "<force>src:dst" (force
  * "+" or ""), allocated in *spec (the caller frees it and *remote, also on error).
  */
-static int remote_spec(struct state_git *g, const char *force, const char *dst,
+static int remote_spec(struct state_git *g, const char *force, const char *src, const char *dst,
 		       git_remote **remote, char **spec, git_strarray *specs, struct vx_err *err)
 {
 	int rc;
 
-	*spec = vx_asprintf("%s%s:%s", force, g->ref, dst);
+	*spec = vx_asprintf("%s%s:%s", force, src, dst);
 	if (!*spec) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
@@ -131,8 +140,8 @@ done:
 	return rc;
 }
 
-/* Pushes the branch without force. VX_ECONFLICT when the remote refused it. */
-static int push_branch(struct state_git *g, struct vx_err *err)
+/* Pushes r without force. VX_ECONFLICT when the remote refused it. */
+static int push_ref(struct state_git *g, const struct gref *r, struct vx_err *err)
 {
 	git_remote *remote = NULL;
 	git_push_options po;
@@ -141,7 +150,7 @@ static int push_branch(struct state_git *g, struct vx_err *err)
 	git_strarray specs;
 	int rc = 0, grc;
 
-	if ((rc = remote_spec(g, "", g->ref, &remote, &spec, &specs, err)) < 0)
+	if ((rc = remote_spec(g, "", r->ref, r->ref, &remote, &spec, &specs, err)) < 0)
 		goto done;
 	if (git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION) < 0) {
 		rc = gerr(err, VX_EIO, "pushing the state");
@@ -154,13 +163,13 @@ static int push_branch(struct state_git *g, struct vx_err *err)
 	if (grc == GIT_ENONFASTFORWARD) {
 		rc = vx_err_set(err, VX_ECONFLICT,
 				"pushing %s to %s was refused: someone else moved it first (%s)",
-				g->branch, g->remote,
+				r->name, g->remote,
 				git_error_last() ? git_error_last()->message : "not a fast-forward");
 	} else if (grc < 0) {
 		rc = gerr(err, VX_EIO, "pushing the state");
-		vx_err_wrap(err, "%s to %s", g->branch, g->remote);
+		vx_err_wrap(err, "%s to %s", r->name, g->remote);
 	} else if (cb.rejected) {
-		rc = vx_err_set(err, VX_ECONFLICT, "pushing %s to %s was refused: %s", g->branch,
+		rc = vx_err_set(err, VX_ECONFLICT, "pushing %s to %s was refused: %s", r->name,
 				g->remote, cb.rejected);
 	}
 done:
@@ -246,7 +255,7 @@ static int read_ref(struct state_git *g, const char *name, git_oid *id, int *exi
  * fast-forwarded from the remote's, pushed if only the local one moved
  * (an earlier push did not happen), refused if they diverged.
  */
-static int sync_remote(struct state_git *g, struct vx_err *err)
+static int sync_ref(struct state_git *g, const struct gref *r, struct vx_err *err)
 {
 	git_remote *remote = NULL;
 	git_fetch_options fo;
@@ -259,7 +268,7 @@ static int sync_remote(struct state_git *g, struct vx_err *err)
 
 	if (!g->remote)
 		return 0;
-	if ((rc = remote_spec(g, "+", g->tracking, &remote, &spec, &specs, err)) < 0)
+	if ((rc = remote_spec(g, "+", r->ref, r->tracking, &remote, &spec, &specs, err)) < 0)
 		goto done;
 	if (git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION) < 0) {
 		rc = gerr(err, VX_EIO, "fetching the state");
@@ -271,41 +280,63 @@ static int sync_remote(struct state_git *g, struct vx_err *err)
 	fo.update_fetchhead = 0;
 	if (git_remote_fetch(remote, &specs, &fo, NULL) < 0) {
 		rc = gerr(err, VX_EIO, "fetching the state");
-		vx_err_wrap(err, "%s from %s", g->branch, g->remote);
+		vx_err_wrap(err, "%s from %s", r->name, g->remote);
 		goto done;
 	}
-	if ((rc = read_ref(g, g->tracking, &theirs, &has_theirs, err)) < 0 ||
-	    (rc = read_ref(g, g->ref, &local, &has_local, err)) < 0)
+	if ((rc = read_ref(g, r->tracking, &theirs, &has_theirs, err)) < 0 ||
+	    (rc = read_ref(g, r->ref, &local, &has_local, err)) < 0)
 		goto done;
 	if (!has_theirs || (has_local && git_oid_equal(&local, &theirs)))
 		goto done;
 	if (!has_local) {
-		if (ref_update(g, &ref, g->ref, &theirs, NULL, "vx: state from remote") < 0)
+		if (ref_update(g, &ref, r->ref, &theirs, NULL, "vx: state from remote") < 0)
 			rc = gerr(err, VX_ECONFLICT, "creating the local state branch");
 		goto done;
 	}
 	if (git_graph_descendant_of(g->repo, &theirs, &local) == 1) {
-		if (ref_update(g, &ref, g->ref, &theirs, &local, "vx: fast-forward state from remote") < 0)
+		if (ref_update(g, &ref, r->ref, &theirs, &local, "vx: fast-forward state from remote") < 0)
 			rc = gerr(err, VX_ECONFLICT, "fast-forwarding the state branch");
 		goto done;
 	}
 	if (git_graph_descendant_of(g->repo, &local, &theirs) == 1) {
-		vx_log(g->base.ctx, VX_LOG_WARN, "state branch %s is ahead of %s: pushing it",
-		       g->branch, g->remote);
-		rc = push_branch(g, err);
+		vx_log(g->base.ctx, VX_LOG_WARN, "%s is ahead of %s: pushing it",
+		       r->name, g->remote);
+		rc = push_ref(g, r, err);
 		goto done;
 	}
 	oid_hex(&local, a);
 	oid_hex(&theirs, b);
 	rc = vx_err_set(err, VX_ECONFLICT,
-			"state branch %s (at %.12s) and %s/%s (at %.12s) have diverged; vx will not "
+			"%s (at %.12s) and %s/%s (at %.12s) have diverged; vx will not "
 			"choose between them: inspect both and reset one by hand",
-			g->branch, a, g->remote, g->branch, b);
+			r->name, a, g->remote, r->name, b);
 done:
 	git_reference_free(ref);
 	git_remote_free(remote);
 	free(spec);
 	return rc;
+}
+
+static struct gref state_gref(const struct state_git *g)
+{
+	struct gref r = { g->ref, g->tracking, NULL };
+
+	r.name = g->branch;
+	return r;
+}
+
+static struct gref lease_gref(const struct state_git *g)
+{
+	struct gref r = { g->lease_ref, g->lease_tracking, g->lease_ref };
+
+	return r;
+}
+
+static int sync_remote(struct state_git *g, struct vx_err *err)
+{
+	struct gref r = state_gref(g);
+
+	return sync_ref(g, &r, err);
 }
 
 /* ---- reading ------------------------------------------------------------ */
@@ -516,32 +547,42 @@ done:
 	return rc;
 }
 
+static int lease_read_ref(struct state_git *g, git_oid *tip, int *exists, struct state_lock **out,
+			  struct vx_err *err);
+
 static int state_git_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
+	struct state_lock *lease = NULL;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
-	git_oid tip;
-	int exists, rc;
+	git_oid tip, lease_tip;
+	int exists, lease_exists, rc;
 	char hex[GIT_OID_HEXSZ + 1];
 
 	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
 		goto done;
 	if (!exists) {
 		rc = state_new(out, b->stack, b->ctx, err);
-		goto done;
-	}
-	if ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
-	    (rc = read_header(g, tree, out, err)) < 0)
-		goto done;
-	rc = read_records(g, tree, out, err);
-	if (rc < 0) {
+	} else if ((rc = tip_tree(g, &tip, &commit, &tree, err)) == 0 &&
+		   (rc = read_header(g, tree, out, err)) == 0 &&
+		   (rc = read_records(g, tree, out, err)) < 0) {
 		oid_hex(&tip, hex);
 		vx_err_wrap(err, "reading state branch %s at %.12s", g->branch, hex);
+	}
+	/* The lease as the local lease ref has it (informational, as documented);
+	 * without one, the old-style lock stack.json may hold. */
+	if (rc < 0 || (rc = lease_read_ref(g, &lease_tip, &lease_exists, &lease, err)) < 0)
+		goto done;
+	if (lease_exists) {
+		state_lock_free(out->lock);
+		out->lock = lease;
+		lease = NULL;
 	}
 done:
 	if (rc < 0)
 		state_release(out);
+	state_lock_free(lease);
 	git_tree_free(tree);
 	git_commit_free(commit);
 	return rc;
@@ -852,8 +893,8 @@ done:
  * branch from parent to it with a compare-and-swap, then pushes. On any
  * failure after the ref moved, it is moved back.
  */
-static int commit_tree(struct state_git *g, const git_oid *parent, const git_oid *tree_id,
-		       const char *message, struct vx_err *err)
+static int commit_tree(struct state_git *g, const struct gref *r, const git_oid *parent,
+		       const git_oid *tree_id, const char *message, struct vx_err *err)
 {
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
@@ -876,22 +917,22 @@ static int commit_tree(struct state_git *g, const git_oid *parent, const git_oid
 		rc = gerr(err, VX_EIO, "writing the state commit");
 		goto done;
 	}
-	grc = ref_update(g, &ref, g->ref, &id, parent, "vx: state");
+	grc = ref_update(g, &ref, r->ref, &id, parent, "vx: state");
 	if (grc == GIT_EMODIFIED || grc == GIT_EEXISTS) {
 		rc = vx_err_set(err, VX_ECONFLICT,
-				"state branch %s moved while this write was prepared (another vx "
+				"%s%s moved while this write was prepared (another vx "
 				"wrote it); load the state again",
-				g->branch);
+				r->ref == g->ref ? "state branch " : "", r->name);
 		goto done;
 	}
 	if (grc < 0) {
 		rc = gerr(err, VX_EIO, "updating the state branch");
 		goto done;
 	}
-	if (g->remote && (rc = push_branch(g, err)) < 0) {
+	if (g->remote && (rc = push_ref(g, r, err)) < 0) {
 		/* Undo, so the local branch does not diverge from the remote one. */
 		if (parent)
-			grc = ref_update(g, &undo, g->ref, parent, &id, "vx: undo refused state write");
+			grc = ref_update(g, &undo, r->ref, parent, &id, "vx: undo refused state write");
 		else
 			grc = git_reference_delete(ref);
 		if (grc < 0)
@@ -908,92 +949,70 @@ done:
 	return rc;
 }
 
-/* message (trailing blank lines dropped) + trailers. */
-static char *full_message(struct state_git *g, const char *message, uint64_t serial,
+/* ---- the lease ------------------------------------------------------------ */
+
+/*
+ * The lease lives on its own ref, refs/vx/lease/<stack>: a chain of commits
+ * whose tree holds lease.json, the holder (state_lock_to_json) or "null"
+ * once released. A release is a commit too, never a deletion, so every move
+ * of the ref is a fast-forward and a non-force push is the same
+ * compare-and-swap on the remote as on the state branch. The state branch's
+ * history then holds only what vx did, not who held the lease.
+ *
+ * States written before this kept the lease as "lock" in stack.json, with a
+ * commit per lock. While the lease ref does not exist, that lock is the
+ * lease (a running older vx keeps it held); the first lease operation
+ * creates the ref, which from then on is the only lease, and the next
+ * write drops the old field.
+ */
+
+#define LEASE_FILE "lease.json"
+
+/*
+ * The holder on the lease ref (*out, NULL when released), its tip and
+ * whether the ref exists (*exists = 0: *out NULL, tip untouched).
+ */
+static int lease_read_ref(struct state_git *g, git_oid *tip, int *exists, struct state_lock **out,
 			  struct vx_err *err)
 {
-	struct vx_buf b = VX_BUF_INIT;
-	char *config = NULL, *out = NULL;
-	size_t n = message ? strlen(message) : 0;
-
-	while (n && (message[n - 1] == '\n' || message[n - 1] == ' ' || message[n - 1] == '\r'))
-		n--;
-	if (state_git_config_commit(&g->base, &config, err) < 0)
-		goto done;
-	if ((n ? vx_buf_add(&b, message, n) : vx_buf_adds(&b, "vx: write state")) < 0 ||
-	    vx_buf_adds(&b, "\n\n") < 0 ||
-	    (config && vx_buf_printf(&b, "Vx-Config-Commit: %s\n", config) < 0) ||
-	    (g->base.dirty_decl_hash &&
-	     vx_buf_printf(&b, "Vx-Config-Dirty: true\nVx-Decl-Hash: %s\n", g->base.dirty_decl_hash) < 0) ||
-	    vx_buf_printf(&b, "Vx-Serial: %llu\n", (unsigned long long)serial) < 0) {
-		vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
-	}
-	out = vx_buf_detach(&b);
-	if (!out)
-		vx_err_set(err, VX_ENOMEM, "out of memory");
-done:
-	vx_buf_release(&b);
-	free(config);
-	return out;
-}
-
-/* Commits tree_id on the branch with message and the trailers of serial (full_message). */
-static int commit_message(struct state_git *g, const git_oid *parent, const git_oid *tree_id,
-			  const char *message, uint64_t serial, struct vx_err *err)
-{
-	char *msg = NULL;
-	int rc;
-
-	msg = full_message(g, message, serial, err);
-	if (!msg) {
-		rc = err && err->code ? err->code : VX_ENOMEM;
-		goto done;
-	}
-	rc = commit_tree(g, parent, tree_id, msg, err);
-done:
-	free(msg);
-	return rc;
-}
-
-static int state_git_write(struct state_backend *b, struct state *st, const char *message,
-		     struct vx_err *err)
-{
-	struct state_git *g = (struct state_git *)b;
-	struct state cur = STATE_INIT, hdr;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
-	git_oid tip, tree_id;
-	int exists, rc;
+	char *text = NULL;
+	size_t len, n;
+	int found, rc;
 
-	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
+	*out = NULL;
+	if ((rc = read_ref(g, g->lease_ref, tip, exists, err)) < 0 || !*exists)
+		return rc;
+	if ((rc = tip_tree(g, tip, &commit, &tree, err)) < 0 ||
+	    (rc = read_blob(g, tree, LEASE_FILE, 64 << 10, &text, &len, &found, err)) < 0)
 		goto done;
-	if (exists && ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
-		       (rc = read_header(g, tree, &cur, err)) < 0))
+	for (n = len; n && (text[n - 1] == '\n' || text[n - 1] == ' '); n--)
+		;
+	if (!found || (n == 4 && !memcmp(text, "null", 4)))
 		goto done;
-	if ((rc = state_backend_check_write(b, exists ? &cur : NULL, st, err)) < 0)
+	*out = calloc(1, sizeof(**out));
+	if (!*out) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
-	/* The header as stored: the new serial, the lock as it is on the branch. */
-	hdr = *st;
-	hdr.serial = st->serial + 1;
-	hdr.lock = exists ? cur.lock : NULL;
-	if ((rc = build_tree(g, tree, &hdr, st, &tree_id, err)) < 0)
-		goto done;
-	rc = commit_message(g, exists ? &tip : NULL, &tree_id, message, hdr.serial, err);
-	if (rc == 0)
-		st->serial = hdr.serial;
+	}
+	rc = state_lock_from_json(*out, text, len, err);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+	}
 done:
+	if (rc < 0)
+		vx_err_wrap(err, "reading %s of %s", LEASE_FILE, g->lease_ref);
+	free(text);
 	git_tree_free(tree);
 	git_commit_free(commit);
-	state_release(&cur);
 	return rc;
 }
 
-/* ---- locks -------------------------------------------------------------- */
-
-static int state_git_lock_read(struct state_backend *b, struct state_lock **out, struct vx_err *err)
+/* The old-style lock in stack.json of the state branch's tip, or *out = NULL. */
+static int lease_read_legacy(struct state_git *g, struct state_lock **out, struct vx_err *err)
 {
-	struct state_git *g = (struct state_git *)b;
 	struct state hdr = STATE_INIT;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
@@ -1001,8 +1020,7 @@ static int state_git_lock_read(struct state_backend *b, struct state_lock **out,
 	int exists, rc;
 
 	*out = NULL;
-	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
-	    !exists)
+	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 || !exists)
 		goto done;
 	if ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
 	    (rc = read_header(g, tree, &hdr, err)) < 0)
@@ -1016,57 +1034,142 @@ done:
 	return rc;
 }
 
-static int state_git_lock_swap(struct state_backend *b, const char *expect_id,
-			 const struct state_lock *next, const char *message, struct vx_err *err)
+/* The current lease: the lease ref's holder, or (no lease ref yet) the old-style lock. */
+static int lease_current(struct state_git *g, git_oid *tip, int *exists, struct state_lock **out,
+			 struct vx_err *err)
+{
+	int rc = lease_read_ref(g, tip, exists, out, err);
+
+	if (rc == 0 && !*exists)
+		rc = lease_read_legacy(g, out, err);
+	return rc;
+}
+
+/* Fetches the lease ref from the remote (if any) and brings the local one up to date. */
+static int lease_sync(struct state_git *g, struct vx_err *err)
+{
+	struct gref r = lease_gref(g);
+
+	return sync_ref(g, &r, err);
+}
+
+static int state_git_lock_read(struct state_backend *b, struct state_lock **out, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
-	struct state hdr = STATE_INIT;
-	struct state_lock *saved;
+	git_oid tip;
+	int exists, rc;
+
+	*out = NULL;
+	if ((rc = lease_sync(g, err)) < 0)
+		return rc;
+	if ((rc = lease_read_ref(g, &tip, &exists, out, err)) < 0 || exists)
+		return rc;
+	/* The old-style lock is on the state branch: bring that up to date too. */
+	if ((rc = sync_remote(g, err)) < 0)
+		return rc;
+	return lease_read_legacy(g, out, err);
+}
+
+static int state_git_lock_swap(struct state_backend *b, const char *expect_id,
+			       const struct state_lock *next, const char *message,
+			       struct vx_err *err)
+{
+	struct state_git *g = (struct state_git *)b;
+	struct gref r = lease_gref(g);
+	struct state_lock *cur = NULL;
 	git_treebuilder *tb = NULL;
-	git_commit *commit = NULL;
-	git_tree *tree = NULL;
 	git_oid tip, tree_id;
 	char *text = NULL;
 	int exists, rc;
 
-	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
+	if ((rc = lease_current(g, &tip, &exists, &cur, err)) < 0)
 		goto done;
-	if (exists) {
-		if ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
-		    (rc = read_header(g, tree, &hdr, err)) < 0)
-			goto done;
-	} else if ((rc = state_new(&hdr, b->stack, b->ctx, err)) < 0) {
-		goto done;
-	}
-	if ((expect_id == NULL) != (hdr.lock == NULL) ||
-	    (expect_id && strcmp(expect_id, hdr.lock->id) != 0)) {
+	if ((expect_id == NULL) != (cur == NULL) || (expect_id && strcmp(expect_id, cur->id) != 0)) {
 		rc = vx_err_set(err, VX_ECONFLICT, "the state lock changed meanwhile");
 		goto done;
 	}
-	/* Only stack.json changes: the records' subtrees are kept as they are. */
-	saved = hdr.lock;
-	hdr.lock = (struct state_lock *)(uintptr_t)next; /* borrowed for printing only */
-	rc = state_header_to_json(&hdr, &text, err);
-	hdr.lock = saved;
-	if (rc < 0)
-		goto done;
-	if (git_treebuilder_new(&tb, g->repo, tree) < 0) {
-		rc = gerr(err, VX_EIO, "building the state tree");
+	if (next ? state_lock_to_json(next, &text, err) < 0 : !(text = vx_strdup("null\n"))) {
+		rc = err->code ? err->code : vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = insert_blob(g, tb, "stack.json", text, err)) < 0)
+	if (git_treebuilder_new(&tb, g->repo, NULL) < 0) {
+		rc = gerr(err, VX_EIO, "building the lease tree");
+		goto done;
+	}
+	if ((rc = insert_blob(g, tb, LEASE_FILE, text, err)) < 0)
 		goto done;
 	if (git_treebuilder_write(&tree_id, tb) < 0) {
-		rc = gerr(err, VX_EIO, "writing the state tree");
+		rc = gerr(err, VX_EIO, "writing the lease tree");
 		goto done;
 	}
-	rc = commit_message(g, exists ? &tip : NULL, &tree_id, message, hdr.serial, err);
+	/* A compare-and-swap of the lease ref from tip (absent: create), then a non-force push. */
+	rc = commit_tree(g, &r, exists ? &tip : NULL, &tree_id, message, err);
 done:
 	free(text);
 	git_treebuilder_free(tb);
+	state_lock_free(cur);
+	return rc;
+}
+
+/* ---- writing the state ------------------------------------------------------ */
+
+static int state_git_write(struct state_backend *b, struct state *st, const char *message,
+			   struct vx_err *err)
+{
+	struct state_git *g = (struct state_git *)b;
+	struct gref r = state_gref(g);
+	struct state cur = STATE_INIT, hdr;
+	struct state_lock *lease = NULL;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_oid tip, tree_id, lease_tip;
+	int exists, lease_exists, found, rc;
+
+	if ((rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
+		goto done;
+	if (exists && ((rc = tip_tree(g, &tip, &commit, &tree, err)) < 0 ||
+		       (rc = read_header(g, tree, &cur, err)) < 0))
+		goto done;
+	/*
+	 * Is the lease still ours? Asked of the lease ref as the remote has it,
+	 * right before the commit: the state's own compare-and-swap below then
+	 * closes the rest (a write from a holder that lost the lease since).
+	 */
+	if ((rc = lease_sync(g, err)) < 0 ||
+	    (rc = lease_read_ref(g, &lease_tip, &lease_exists, &lease, err)) < 0)
+		goto done;
+	if (lease_exists) {
+		state_lock_free(cur.lock);
+		cur.lock = lease;
+		lease = NULL;
+	}
+	found = exists;
+	if (!exists && cur.lock && st->serial == 0) {
+		/* No state yet, but a lease (taken before the first write): check that alone. */
+		cur.stack = vx_strdup(b->stack);
+		cur.lineage = vx_strdup(st->lineage ? st->lineage : "");
+		if (!cur.stack || !cur.lineage) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		found = 1;
+	}
+	if ((rc = state_backend_check_write(b, found ? &cur : NULL, st, err)) < 0)
+		goto done;
+	/* The header as stored: the new serial, and no lock (an old-style one is dropped). */
+	hdr = *st;
+	hdr.serial = st->serial + 1;
+	hdr.lock = NULL;
+	if ((rc = build_tree(g, tree, &hdr, st, &tree_id, err)) < 0)
+		goto done;
+	rc = commit_tree(g, &r, exists ? &tip : NULL, &tree_id, message, err);
+	if (rc == 0)
+		st->serial = hdr.serial;
+done:
+	state_lock_free(lease);
 	git_tree_free(tree);
 	git_commit_free(commit);
-	state_release(&hdr);
+	state_release(&cur);
 	return rc;
 }
 
@@ -1349,6 +1452,8 @@ static void state_git_free(struct state_backend *b)
 	free(g->ref);
 	free(g->remote);
 	free(g->tracking);
+	free(g->lease_ref);
+	free(g->lease_tracking);
 	free(g);
 	git_libgit2_shutdown();
 }
@@ -1389,7 +1494,8 @@ int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 		goto done;
 	g->branch = opts->branch ? vx_strdup(opts->branch) : vx_asprintf("vx/state/%s", opts->stack);
 	g->ref = g->branch ? vx_asprintf("refs/heads/%s", g->branch) : NULL;
-	if (!g->ref) {
+	g->lease_ref = vx_asprintf("refs/vx/lease/%s", opts->stack);
+	if (!g->ref || !g->lease_ref) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -1402,7 +1508,9 @@ int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 		g->remote = vx_strdup(opts->remote);
 		g->tracking = g->remote ? vx_asprintf("refs/remotes/%s/%s", g->remote, g->branch)
 					: NULL;
-		if (!g->tracking) {
+		g->lease_tracking = g->remote ? vx_asprintf("refs/vx/remotes/%s/lease/%s", g->remote,
+							    opts->stack) : NULL;
+		if (!g->tracking || !g->lease_tracking) {
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			goto done;
 		}
@@ -1436,6 +1544,8 @@ done:
 		free(g->ref);
 		free(g->remote);
 		free(g->tracking);
+		free(g->lease_ref);
+		free(g->lease_tracking);
 		free(g->base.stack);
 		free(g);
 	}

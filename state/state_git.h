@@ -5,7 +5,8 @@
  * The git backend (the default): the state is the branch vx/state/<stack>
  * of the repository that contains the stack directory. Its tree holds
  *
- *	stack.json               stack, serial, lineage, lock, journal
+ *	stack.json               stack, serial, lineage, journal ("lock": null; states
+ *	                         written before the lease ref kept the lease there)
  *	jobs/NAME.json           one record per job address
  *	reservations/NAME.json   (later) reservation.NAME
  *	quotas/NAME.json         (later) quota.NAME
@@ -17,11 +18,19 @@
  * ("vx <vx@localhost>" when unset) at the time of ctx's clock (UTC), so a
  * fixed clock gives fixed commit ids.
  *
+ * The lease is not on the branch but on refs/vx/lease/<stack>, a chain of
+ * commits whose tree holds lease.json (the holder, or "null" once
+ * released), so the branch's history holds only what vx did (see
+ * state/lock.h and docs/leases.md).
+ *
  * With a remote, the branch is fetched (into refs/remotes/REMOTE/BRANCH)
  * before every load and lock operation and fast-forwarded (VX_ECONFLICT if
  * the local and remote branches diverged), and pushed with a non-force
  * refspec after every commit; a rejected push (someone else moved the
- * branch first) undoes the local commit and is VX_ECONFLICT. ssh remotes
+ * branch first) undoes the local commit and is VX_ECONFLICT. The lease ref
+ * is kept in step the same way (tracking ref
+ * refs/vx/remotes/REMOTE/lease/<stack>): fetched before every lease
+ * operation and before every state write, pushed after every lease commit. ssh remotes
  * authenticate with the ssh agent; others need no credentials (file://).
  *
  * The backend calls git_libgit2_init() when opened and

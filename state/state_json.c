@@ -137,6 +137,10 @@ static cJSON *run_json(const struct state_run *r)
 	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
 	    add_str(o, "declHash", r->decl_hash) < 0 ||
 	    add_str(o, "launchedBy", r->launched_by) < 0 ||
+	    /* Written only when set, so a record without them keeps its bytes. */
+	    (r->planned_by && add_str(o, "plannedBy", r->planned_by) < 0) ||
+	    (r->pr_number && add_int(o, "pullRequest", r->pr_number) < 0) ||
+	    (r->pr_url && add_str(o, "pullRequestUrl", r->pr_url) < 0) ||
 	    (r->has_value && add_int(o, "value", r->value) < 0)) {
 		cJSON_Delete(o);
 		return NULL;
@@ -626,14 +630,15 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
 					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
-					    "rung" };
-	/* project, launchedBy, configDirty, declHash, value and rung came after
-	 * the first states were written: optional, so those states stay readable
-	 * (rung is written only when not 0, so states without ladders keep their bytes). */
+					    "rung", "plannedBy", "pullRequest", "pullRequestUrl" };
+	/* project, launchedBy, configDirty, declHash, value, rung and the
+	 * planner's fields came after the first states were written: optional,
+	 * so those states stay readable (each is written only when set, so
+	 * states without them keep their bytes). */
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL };
-	int rc, has_rung = 0;
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
+	int rc, has_rung = 0, has_pr;
 
 	memset(r, 0, sizeof(*r));
 	rc = check_keys(o, path, keys, flags, sizeof(keys) / sizeof(keys[0]), err);
@@ -658,6 +663,9 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_time(o, path, "createdAt", F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
 	    (rc = get_time(o, path, "endedAt", F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
 	    (rc = get_str(o, path, "launchedBy", F_NULL, 512, &r->launched_by, err)) < 0 ||
+	    (rc = get_str(o, path, "plannedBy", F_NULL, 512, &r->planned_by, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "pullRequest", 1, 999999999, &has_pr, &r->pr_number, err)) < 0 ||
+	    (rc = get_str(o, path, "pullRequestUrl", F_NULL, 1024, &r->pr_url, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "value", -1, INT64_C(1) << 53, &r->has_value, &r->value, err)) < 0 ||
 	    (rc = get_opt_bool(o, path, "configDirty", &r->config_dirty, err)) < 0 ||
 	    (rc = get_str(o, path, "declHash", F_NULL, 128, &r->decl_hash, err)) < 0 ||

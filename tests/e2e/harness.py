@@ -92,8 +92,11 @@ class Fake:
         return self.post("/_fake/clock", {"advance_seconds": seconds})
 
     def env(self):
+        # Not the CI's own variables either: they would name the actor and
+        # pull request of the CI run testing vx (cmd/ci.h), not the test's.
         e = {k: v for k, v in os.environ.items()
-             if not k.startswith(("GOOGLE_", "CLOUDSDK_", "GCE_"))}
+             if not k.startswith(("GOOGLE_", "CLOUDSDK_", "GCE_", "GITHUB_", "GITLAB_", "CI_"))
+             and k != "VX_ACTOR"}
         e.update({
             "GOOGLE_APPLICATION_CREDENTIALS": self.key_file,
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM": self.url + "/v1/",
@@ -222,6 +225,10 @@ class Repo:
 
     def state_log(self):
         return self.git("log", "--format=%B%x00", "vx/state/%s" % self.stack).split("\x00")
+
+    def lease_log(self):
+        """The messages of the lease ref's commits (refs/vx/lease/STACK), newest first."""
+        return self.git("log", "--format=%B%x00", "refs/vx/lease/%s" % self.stack).split("\x00")
 
 
 class FakeTestCase(unittest.TestCase):

@@ -170,8 +170,9 @@ class Audit(FakeTestCase):
 
     def test_adopted_run_carries_the_jobs_create_time(self):
         """A job an earlier apply made but never recorded is adopted with its own createTime."""
-        # The earlier apply took the lease (so the state's lineage is stored), then died.
-        self.repo.write({})
+        # An earlier apply wrote the state (so its lineage is stored: here by
+        # making job z; taking the lease alone stores nothing), then died.
+        self.repo.write({"z": job_yaml("z")})
         self.assertEqual(self.repo.apply().code, 0)
         lineage = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))["lineage"]
         self.repo.write({"a": job_yaml("a")})
@@ -186,7 +187,7 @@ class Audit(FakeTestCase):
         r = self.repo.apply()
         self.assertEqual(r.code, 0, r)
         self.assertIn("~ job.a adopt %s" % made["name"], r.out)
-        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1, "adopted, not created again")
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2, "adopted, not created again")
         cur = self.state_file("jobs/a.json")["current"]
         self.assertEqual((cur["resource"], cur["action"], cur["createdAt"]),
                          (made["name"], "adopt", "2026-01-01T00:00:00Z"))
@@ -267,12 +268,14 @@ class Audit(FakeTestCase):
             cur = self.state_file("jobs/%s.json" % job)["current"]
             self.assertEqual((cur["configCommit"], cur["configDirty"], cur["declHash"]),
                              (head, True, decl))
-        creates = [m for m in self.repo.state_log() if m.strip().startswith("vx: apply: creates")]
+        creates = [m for m in self.repo.state_log()
+                   if m.strip().startswith("vx apply: + job.a, + job.m, + job.x\n")]
         self.assertEqual(len(creates), 1)
+        cur = self.state_file("jobs/a.json")["current"]
         trailers = creates[0].strip().split("\n\n")[-1].splitlines()
         self.assertEqual(trailers, ["Vx-Config-Commit: %s" % head, "Vx-Config-Dirty: true",
-                                    "Vx-Decl-Hash: %s" % decl, "Vx-Serial: 2"])
-        cur = self.state_file("jobs/a.json")["current"]
+                                    "Vx-Decl-Hash: %s" % decl, "Vx-Actor: %s" % self.who(cur),
+                                    "Vx-Serial: 2"])
         self.assertEqual(self.log("job.a"),
             "job.a\n"
             "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s+dirty  queued\n"

@@ -39,7 +39,7 @@ class CliTest(FakeTestCase):
         p = self.repo.start_apply()
         self.addCleanup(self.kill, p)
         self.wait_for_create_in_flight()
-        lock = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))["lock"]
+        lock = json.loads(self.repo.git("show", "refs/vx/lease/e2e:lease.json"))
         self.assertIsNotNone(lock)
         return p, lock
 
@@ -164,7 +164,7 @@ class CliTest(FakeTestCase):
         r = self.run_vx(argv[1:], cwd=self.repo.root)
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out, "Lock %s cleared.\n" % lock["id"])
-        self.assertIsNone(json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))["lock"])
+        self.assertIsNone(json.loads(self.repo.git("show", "refs/vx/lease/e2e:lease.json")))
 
     def test_lock_hint_quotes_a_directory_with_a_space(self):
         spaced = os.path.join(self.repo.root, "my stack")

@@ -95,14 +95,15 @@ class Lease(FakeTestCase):
 
     def test_short_lease_is_renewed_while_the_apply_waits(self):
         """A lease shorter than the apply: the heartbeat keeps it, and the
-        lock commits show the lease length asked for."""
+        lease commits (on the lease ref, not the state branch) show it."""
         self.fake.post("/_fake/faults", {"latency_ms": 1500, "methods": ["CreateCustomJob"]})
         self.repo.write({"j%d" % i: job_yaml("j%d" % i) for i in range(3)})
         r = self.repo.apply("-parallelism", "1", env=SHORT)
         self.assertEqual(r.code, 0, r)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 3)
-        renewals = [m for m in self.repo.state_log() if m.strip().startswith("vx lock: renewed")]
+        renewals = [m for m in self.repo.lease_log() if m.strip().startswith("vx lock: renewed")]
         self.assertGreaterEqual(len(renewals), 2)
+        self.assertEqual([m for m in self.repo.state_log() if m.strip().startswith("vx lock")], [])
 
 
 if __name__ == "__main__":

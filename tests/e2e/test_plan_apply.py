@@ -147,7 +147,7 @@ class PlanApply(FakeTestCase):
         r = self.repo.plan()
         self.assertIn("-   job.a forget", r.out)
         self.assertEqual(self.repo.apply().code, 0)
-        last = self.repo.git("log", "-1", "--format=%H", "--grep=^vx: refresh", "vx/state/e2e").strip()
+        last = self.repo.git("log", "-1", "--format=%H", "--grep=^vx refresh: ", "vx/state/e2e").strip()
         self.assertEqual(json.loads(self.repo.git("show", last + ":jobs/a.json"))["current"]["state"],
                          "JOB_STATE_CANCELLED", "its last state is recorded before it is forgotten")
         r = self.repo.vx("state", "list", "-C", self.repo.dir)
@@ -329,7 +329,7 @@ class PlanApply(FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)  # records the final state
         messages = [m for m in self.repo.state_log() if m.strip()]
         self.assertTrue(any("+ job.a resubmit projects/" in m for m in messages), messages)
-        self.assertTrue(all("Vx-Serial: " in m for m in messages if m.startswith("vx: apply")))
+        self.assertTrue(all("Vx-Serial: " in m for m in messages if m.startswith("vx apply: ")))
         head = self.repo.git("rev-parse", "HEAD").strip()
         self.assertTrue(any("Vx-Config-Commit: %s" % head in m for m in messages))
         r = self.repo.vx("log", "job.a", "-C", self.repo.dir)

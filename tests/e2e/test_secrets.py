@@ -166,7 +166,7 @@ class SecretsTest(FakeTestCase):
         with open(p) as f:
             plan_salt = json.load(f)["state"].get("salt")
         self.fake.post("/_fake/requests/reset", {})
-        r = self.repo.vx("apply", p)
+        r = self.repo.vx("apply", p, env={"VX_ACTOR": "carol"})
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out.splitlines()[-1], "No changes. The cloud matches the declaration.")
         self.assertEqual([j["name"] for j in self.live_jobs("a")], [job])
@@ -184,10 +184,10 @@ class SecretsTest(FakeTestCase):
         self.assertEqual(rec["current"]["resource"], job)
         # The label is the live job's copy: it stays as the job carries it.
         self.assertEqual(rec["current"]["labels"]["vx-spec"], legacy[:12])
-        # The newest commit is the lock's release; the one before wrote the state.
-        self.assertEqual(self.repo.state_log()[1].strip(),
+        # The newest commit wrote the state (the lease is not on this branch).
+        self.assertEqual(self.repo.state_log()[0].strip(),
                          "vx: 1 record re-keyed: sensitive values as HMAC-SHA-256 with the "
-                         "state's salt\n\nVx-Config-Commit: %s\nVx-Serial: %d"
+                         "state's salt\n\nVx-Config-Commit: %s\nVx-Actor: carol\nVx-Serial: %d"
                          % (self.repo.git("rev-parse", "HEAD").strip(), hdr["serial"]))
         tip = self.repo.git("show", BRANCH + ":stack.json") + self.repo.git("show", BRANCH + ":jobs/a.json")
         self.assert_no_trace(tip, [SECRET, sha256(SECRET), legacy], "the state's tip")

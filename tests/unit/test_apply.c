@@ -876,9 +876,46 @@ static void test_refresh_state_records_end(void **unused)
 	free(a);
 }
 
+/* The subject of a state commit: what each line did, cut at about 72 bytes. */
+static void test_commit_subject(void **state)
+{
+	static const struct {
+		const char *prefix, *lines, *want;
+	} cases[] = {
+		{ "vx apply: ", "+ job.a create projects/p/locations/r/customJobs/1\n"
+		  "~ reservation.pool resize 2 -> 3\n- job.old cancel projects/p/locations/r/customJobs/0\n"
+		  "- job.old forget\n~ quota.l4 update preferredValue 8 -> 16\n",
+		  "vx apply: + job.a, ~ reservation.pool (2 \xe2\x86\x92 3), - job.old and 1 more" },
+		{ "vx apply: ", "~ quota.l4 update preferredValue 8 -> 16\n~ quota.h100 adopt\n",
+		  "vx apply: ~ quota.l4 (8 \xe2\x86\x92 16), ~ quota.h100" },
+		{ "vx apply: ", "intent job.a create\nintent job.b replace\n", "vx apply: intent + job.a, ~ job.b" },
+		{ "vx apply: ", "~ job.a update machineType n1 -> a2\n", "vx apply: ~ job.a" },
+		{ "vx apply: ", "+ job.aaaaaaaaaaaaaaaaaaaa x\n+ job.bbbbbbbbbbbbbbbbbbbb x\n"
+		  "+ job.cccccccccccccccccccc x\n+ job.d x\n",
+		  "vx apply: + job.aaaaaaaaaaaaaaaaaaaa, + job.bbbbbbbbbbbbbbbbbbbb and 2 more" },
+		{ "vx refresh: ", "job.a: queued -> running\njob.b (earlier run projects/p/x): running -> "
+		  "failed (stockout)\n",
+		  "vx refresh: job.a queued \xe2\x86\x92 running, job.b running \xe2\x86\x92 failed" },
+		{ "vx apply: ", "nothing that names an address\n", NULL },
+		{ "vx apply: ", "", NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = apply_subject(cases[i].prefix, cases[i].lines);
+
+		if (cases[i].want)
+			assert_string_equal(got, cases[i].want);
+		else
+			assert_null(got);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_commit_subject),
 		cmocka_unit_test(test_create_journals_first_and_records_run),
 		cmocka_unit_test(test_interrupted_uncertain_create_is_not_sent_again),
 		cmocka_unit_test(test_interrupt_while_settling_keeps_the_intent),

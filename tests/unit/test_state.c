@@ -280,6 +280,59 @@ static void test_run_config_dirty(void **unused)
 	vx_err_release(&err);
 }
 
+/*
+ * plannedBy, pullRequest and pullRequestUrl (issue 11): written only when
+ * set (so a record without them keeps its bytes), after launchedBy; they
+ * round-trip and copy, and a pull request number out of range is refused.
+ */
+static void test_run_planned_by_and_pull_request(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/r/customJobs/1\",\"region\":\"r\",\"action\":\"create\","
+		"\"specHash\":\"ab\",\"run\":1,\"attempt\":1,\"labels\":{},\"state\":null,\"failure\":null,"
+		"\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,\"createdAt\":null,"
+		"\"endedAt\":null,\"configCommit\":null,\"launchedBy\":\"bob\"%s},\"history\":[]}";
+	struct state_record r, back;
+	struct state_run copy;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, json[1024];
+
+	(void)unused;
+	memset(&r, 0, sizeof(r));
+	memset(&back, 0, sizeof(back));
+	snprintf(json, sizeof(json), old, "");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_null(r.current->planned_by);
+	assert_int_equal(r.current->pr_number, 0);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_null(strstr(text, "planned"));
+	assert_null(strstr(text, "pullRequest"));
+	free(text);
+	r.current->planned_by = strdup("alice");
+	r.current->pr_number = 7;
+	r.current->pr_url = strdup("https://github.com/o/r/pull/7");
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"launchedBy\":\t\"bob\",\n"
+				     "\t\t\"plannedBy\":\t\"alice\",\n"
+				     "\t\t\"pullRequest\":\t7,\n"
+				     "\t\t\"pullRequestUrl\":\t\"https://github.com/o/r/pull/7\"\n"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(state_run_copy(&copy, back.current), 0);
+	assert_string_equal(copy.planned_by, "alice");
+	assert_int_equal(copy.pr_number, 7);
+	assert_string_equal(copy.pr_url, "https://github.com/o/r/pull/7");
+	state_run_release(&copy);
+	state_record_release(&back);
+	snprintf(json, sizeof(json), old, ",\"pullRequest\":0");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	vx_err_release(&err);
+	free(text);
+	state_record_release(&r);
+	vx_err_release(&err);
+}
+
 static void expect_bad(const char *json, const char *msg)
 {
 	struct state st = STATE_INIT;
@@ -485,6 +538,7 @@ int main(void)
 		cmocka_unit_test(test_run_launched_by_optional),
 		cmocka_unit_test(test_run_rung),
 		cmocka_unit_test(test_run_config_dirty),
+		cmocka_unit_test(test_run_planned_by_and_pull_request),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),

@@ -21,6 +21,7 @@
 #include <git2.h>
 
 #include "state/backend.h"
+#include "state/lock.h"
 #include "state/state.h"
 #include "state/state_git.h"
 #include "util/buf.h"
@@ -406,6 +407,218 @@ static void test_remote(void **state)
 	vx_err_release(&err);
 }
 
+/* The tip of ref in the repository at dir, as hex; "" when it does not exist. */
+static void ref_tip(const char *dir, const char *ref, char hex[41])
+{
+	git_repository *r = NULL;
+	git_oid id;
+
+	hex[0] = '\0';
+	assert_int_equal(git_repository_open(&r, dir), 0);
+	if (git_reference_name_to_id(&id, r, ref) == 0)
+		git_oid_tostr(hex, 41, &id);
+	git_repository_free(r);
+}
+
+/* The number of commits reachable from ref in the repository at dir. */
+static int count_commits(const char *dir, const char *ref)
+{
+	git_repository *r = NULL;
+	git_revwalk *w = NULL;
+	git_oid id;
+	int n = 0;
+
+	assert_int_equal(git_repository_open(&r, dir), 0);
+	assert_int_equal(git_revwalk_new(&w, r), 0);
+	assert_int_equal(git_revwalk_push_ref(w, ref), 0);
+	while (git_revwalk_next(&id, w) == 0)
+		n++;
+	git_revwalk_free(w);
+	git_repository_free(r);
+	return n;
+}
+
+/* A write that changes nothing makes no commit and leaves the serial, from
+ * the same backend and from another that loaded the state afresh. */
+static void test_unchanged_write_makes_no_commit(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b2 = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT, other = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char tip[41], again[41];
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "one", &err), 0);
+	assert_int_equal(st.serial, 1);
+	ref_tip(f->repo, "refs/heads/vx/state/research", tip);
+	assert_int_equal(state_write(b, &st, "nothing", &err), 0);
+	assert_int_equal(st.serial, 1);
+	assert_int_equal(state_load(b2, &other, &err), 0);
+	assert_int_equal(state_write(b2, &other, "nothing either", &err), 0);
+	assert_int_equal(other.serial, 1);
+	ref_tip(f->repo, "refs/heads/vx/state/research", again);
+	assert_string_equal(again, tip);
+	assert_int_equal(count_commits(f->repo, "refs/heads/vx/state/research"), 1);
+	/* A change is written, and after it an unchanged write is again nothing. */
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/2");
+	assert_int_equal(state_write(b, &st, "two", &err), 0);
+	assert_int_equal(st.serial, 2);
+	assert_int_equal(state_write(b, &st, "nothing", &err), 0);
+	assert_int_equal(st.serial, 2);
+	assert_int_equal(count_commits(f->repo, "refs/heads/vx/state/research"), 2);
+	state_release(&st);
+	state_release(&other);
+	state_backend_free(b);
+	state_backend_free(b2);
+	vx_err_release(&err);
+}
+
+/* Every write carries the actor, pull request and CI run trailers, in order. */
+static void test_audit_trailers(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	git_repository *repo = NULL;
+	git_commit *commit = NULL;
+	git_oid id;
+	char *cfg = NULL, *want = NULL;
+
+	assert_int_equal(state_audit(b, "alice", "https://github.com/o/r/pull/7",
+				     "https://github.com/o/r/actions/runs/9", &err), 0);
+	assert_int_equal(state_config_dirty(b, "d1", &err), 0);
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "vx apply: + job.a\n\n+ job.a create x\n", &err), 0);
+	assert_int_equal(state_config_commit(b, &cfg, &err), 0);
+	want = vx_asprintf("vx apply: + job.a\n\n+ job.a create x\n\nVx-Config-Commit: %s\n"
+			   "Vx-Config-Dirty: true\nVx-Decl-Hash: d1\nVx-Actor: alice\n"
+			   "Vx-Pull-Request: https://github.com/o/r/pull/7\n"
+			   "Vx-CI-Run: https://github.com/o/r/actions/runs/9\nVx-Serial: 1\n", cfg);
+	assert_int_equal(git_repository_open(&repo, f->repo), 0);
+	assert_int_equal(git_reference_name_to_id(&id, repo, "refs/heads/vx/state/research"), 0);
+	assert_int_equal(git_commit_lookup(&commit, repo, &id), 0);
+	assert_string_equal(git_commit_message(commit), want);
+	git_commit_free(commit);
+	git_repository_free(repo);
+	free(cfg);
+	free(want);
+	state_release(&st);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
+/* The lease lives on refs/vx/lease/STACK: taking, renewing and giving it
+ * back adds commits there (released: lease.json "null"), none on the state
+ * branch, which a first lease does not even create. */
+static void test_lease_is_its_own_ref(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state_backend *b2 = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT;
+	struct state_lock *cur = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	git_repository *repo = NULL;
+	git_object *obj = NULL;
+	char tip[41];
+
+	assert_int_equal(state_lock_acquire(b, NULL, &err), 0);
+	ref_tip(f->repo, "refs/heads/vx/state/research", tip);
+	assert_string_equal(tip, "");
+	assert_int_equal(count_commits(f->repo, "refs/vx/lease/research"), 1);
+	assert_int_equal(state_lock_acquire(b2, NULL, &err), VX_ECONFLICT);
+	vx_err_release(&err);
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "one", &err), 0);
+	f->now += 60000;
+	assert_int_equal(state_lock_renew(b, &err), 0);
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	assert_int_equal(count_commits(f->repo, "refs/vx/lease/research"), 3);
+	assert_int_equal(count_commits(f->repo, "refs/heads/vx/state/research"), 1);
+	assert_int_equal(git_repository_open(&repo, f->repo), 0);
+	assert_int_equal(git_revparse_single(&obj, repo, "refs/vx/lease/research:lease.json"), 0);
+	assert_int_equal(git_blob_rawsize((git_blob *)obj), 5);
+	assert_memory_equal(git_blob_rawcontent((git_blob *)obj), "null\n", 5);
+	assert_int_equal(state_lock_current(b2, &cur, &err), 0);
+	assert_null(cur);
+	/* Released: the other takes it, by a fast-forward of the same ref. */
+	assert_int_equal(state_lock_acquire(b2, NULL, &err), 0);
+	assert_int_equal(state_lock_drop(b2, &err), 0);
+	assert_int_equal(count_commits(f->repo, "refs/vx/lease/research"), 5);
+	git_object_free(obj);
+	git_repository_free(repo);
+	state_release(&st);
+	state_backend_free(b);
+	state_backend_free(b2);
+	vx_err_release(&err);
+}
+
+/* Two clones of one bare remote stand for two runners: the lease is fetched
+ * before and pushed after each lease operation, so only one holds it, and
+ * the remote's lease ref moves by fast-forwards only. */
+static void test_remote_lease(void **state)
+{
+	struct staterepo *f = *state;
+	git_repository *bare = NULL, *r = NULL;
+	git_remote *rem = NULL;
+	char bare_path[200], url[220], clone2[200], sd[220], tip[41];
+	struct state_backend *b1, *b2;
+	struct state s1 = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	snprintf(bare_path, sizeof(bare_path), "%s/remote.git", f->dir);
+	snprintf(url, sizeof(url), "file://%s", bare_path);
+	snprintf(clone2, sizeof(clone2), "%s/clone2", f->dir);
+	snprintf(sd, sizeof(sd), "%s/stack", clone2);
+	assert_int_equal(git_repository_init(&bare, bare_path, 1), 0);
+	git_repository_free(bare);
+	assert_int_equal(mkdir(clone2, 0755), 0);
+	staterepo_make_repo(clone2, sd);
+	assert_int_equal(git_repository_open(&r, f->repo), 0);
+	assert_int_equal(git_remote_create(&rem, r, "origin", url), 0);
+	git_remote_free(rem);
+	git_repository_free(r);
+	assert_int_equal(git_repository_open(&r, clone2), 0);
+	assert_int_equal(git_remote_create(&rem, r, "origin", url), 0);
+	git_remote_free(rem);
+	git_repository_free(r);
+
+	b1 = staterepo_open_git(f, f->repo, "origin");
+	b2 = staterepo_open_git(f, clone2, "origin");
+	assert_int_equal(state_lock_acquire(b1, NULL, &err), 0);
+	ref_tip(bare_path, "refs/vx/lease/research", tip);
+	assert_true(tip[0] != '\0');
+	assert_int_equal(state_lock_acquire(b2, NULL, &err), VX_ECONFLICT);
+	assert_true(strncmp(err.msg, "state is locked by ", 19) == 0);
+	vx_err_release(&err);
+	/* The holder writes (the lease checked on the remote), then gives it back. */
+	assert_int_equal(state_load(b1, &s1, &err), 0);
+	put_job(&s1, "a", "projects/p/locations/us-central1/customJobs/1");
+	if (state_write(b1, &s1, "one", &err) != 0)
+		fail_msg("write: %s", err.msg);
+	assert_int_equal(state_lock_drop(b1, &err), 0);
+	/* Now the other runner takes it: the remote's ref fast-forwards. */
+	if (state_lock_acquire(b2, NULL, &err) != 0)
+		fail_msg("acquire: %s", err.msg);
+	assert_int_equal(count_commits(bare_path, "refs/vx/lease/research"), 3);
+	/* And the first, which no longer holds it, may not write. */
+	put_job(&s1, "b", "projects/p/locations/us-central1/customJobs/2");
+	assert_int_equal(state_write(b1, &s1, "two", &err), VX_ECONFLICT);
+	vx_err_release(&err);
+	assert_int_equal(state_lock_drop(b2, &err), 0);
+	assert_int_equal(count_commits(bare_path, "refs/heads/vx/state/research"), 1);
+	state_release(&s1);
+	state_backend_free(b1);
+	state_backend_free(b2);
+	vx_err_release(&err);
+}
+
 /* ---- a ref lock file left by a killed writer ---- */
 
 struct lockfx {
@@ -619,6 +832,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_load_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cas_conflict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unchanged_write_makes_no_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_trailers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_is_its_own_ref, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remote_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_incremental_write_is_a_full_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_history_three_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
