@@ -168,7 +168,7 @@ static int subject_item(struct vx_buf *b, const char *line, size_t n, int *inten
 		addr = line + 7;
 		alen = word_len(addr);
 		*intent = 1;
-		return vx_buf_printf(b, "%s %.*s", !strncmp(addr + alen, " create", 7) ? "+" : "~",
+		return vx_buf_printf(b, "intent %s %.*s", !strncmp(addr + alen, " create", 7) ? "+" : "~",
 				     (int)alen, addr);
 	}
 	if (n > 2 && (line[0] == '+' || line[0] == '~' || line[0] == '-') && line[1] == ' ') {
@@ -234,8 +234,16 @@ char *apply_subject(const char *prefix, const char *lines)
 		goto done;
 	if (vx_buf_printf(&out, "%s%s", prefix, nintents == nitems ? "intent " : "") < 0)
 		goto done;
+	/* Intents alone: "intent + job.a, + job.b"; beside results (a batch's
+	 * results are saved with the next batch's intents), each is marked:
+	 * "+ job.a, intent + job.b". */
 	for (p = vx_buf_str(&items) + 1; *p; p += strcspn(p, "\n") + 1) {
 		size_t n = strcspn(p, "\n");
+
+		if (nintents == nitems && !strncmp(p, "intent ", 7)) {
+			p += 7;
+			n -= 7;
+		}
 
 		if (more || (shown && out.len + 2 + n > SUBJECT_MAX)) {
 			more++;

@@ -56,6 +56,9 @@ void state_history_free(struct state_history_entry *h, size_t n);
 /* What a backend implements. Every op returns 0 or a negative VX_E*, filling err. */
 struct state_backend_ops {
 	const char *name;
+	/* 1: write itself makes no new version when the content is unchanged
+	 * (git compares trees), so state_write need not hash the state. */
+	int detects_noop;
 	/* The whole state; an empty one (serial 0, a fresh lineage) when none exists yet. */
 	int (*load)(struct state_backend *b, struct state *out, struct vx_err *err);
 	/* Stores st as serial st->serial + 1 (see state_write). */

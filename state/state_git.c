@@ -1113,6 +1113,50 @@ done:
 
 /* ---- writing the state ------------------------------------------------------ */
 
+/*
+ * 1 when the tree new_id (built for serial st->serial + 1) holds what old
+ * holds: every folder the same tree, and stack.json the same bytes once
+ * given the stored serial back. 0 when something changed, < 0 on error.
+ * Cheap: the folders' ids are compared, and only the header is printed.
+ */
+static int same_content(struct state_git *g, const git_tree *old, git_oid new_id,
+			const struct state *st, struct vx_err *err)
+{
+	git_tree *nt = NULL;
+	struct state hdr = *st; /* shallow: only printed */
+	char *text = NULL;
+	git_oid id;
+	size_t n;
+	int rc = 1;
+
+	if (git_tree_lookup(&nt, g->repo, &new_id) < 0)
+		return gerr(err, VX_EIO, "reading the state tree");
+	n = git_tree_entrycount(nt);
+	if (n != git_tree_entrycount(old))
+		rc = 0;
+	for (size_t i = 0; i < n && rc == 1; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(nt, i);
+		const git_tree_entry *o = git_tree_entry_byname(old, git_tree_entry_name(e));
+
+		if (!o)
+			rc = 0;
+		else if (strcmp(git_tree_entry_name(e), "stack.json") != 0)
+			rc = git_oid_equal(git_tree_entry_id(e), git_tree_entry_id(o));
+		else {
+			hdr.lock = NULL;
+			if (state_header_to_json(&hdr, &text, err) < 0)
+				rc = err->code;
+			else if (git_odb_hash(&id, text, strlen(text), GIT_OBJECT_BLOB) < 0)
+				rc = gerr(err, VX_EIO, "stack.json");
+			else
+				rc = git_oid_equal(&id, git_tree_entry_id(o));
+		}
+	}
+	free(text);
+	git_tree_free(nt);
+	return rc;
+}
+
 static int state_git_write(struct state_backend *b, struct state *st, const char *message,
 			   struct vx_err *err)
 {
@@ -1162,6 +1206,12 @@ static int state_git_write(struct state_backend *b, struct state *st, const char
 	hdr.lock = NULL;
 	if ((rc = build_tree(g, tree, &hdr, st, &tree_id, err)) < 0)
 		goto done;
+	if (exists && cur.serial == st->serial && (rc = same_content(g, tree, tree_id, st, err)) != 0) {
+		/* Nothing changed: no commit, and the serial stays. */
+		if (rc > 0)
+			rc = 0;
+		goto done;
+	}
 	rc = commit_tree(g, &r, exists ? &tip : NULL, &tree_id, message, err);
 	if (rc == 0)
 		st->serial = hdr.serial;
@@ -1460,6 +1510,7 @@ static void state_git_free(struct state_backend *b)
 
 static const struct state_backend_ops state_git_ops = {
 	.name = "git",
+	.detects_noop = 1,
 	.load = state_git_load,
 	.write = state_git_write,
 	.lock_read = state_git_lock_read,

@@ -106,15 +106,12 @@ class GcsAudit(GcsMixin, Audit):
                 return recs[0]
         self.fail("%s is in no history object" % addr)
 
-    # Not about the state backend, or reading the git branch: not repeated here.
-    def test_dirty_apply_refused_in_ci(self):
-        self.skipTest("git backend only")
-
-    def test_dirty_apply_recorded_outside_ci(self):
-        self.skipTest("git backend only")
-
-    def test_adopted_run_carries_the_jobs_create_time(self):
-        self.skipTest("reads the lineage from the git branch")
+    # Not about the state backend (dirty git checkouts), or reading the git
+    # branch: not repeated here (None: unittest does not collect them, so no
+    # test is reported as skipped).
+    test_dirty_apply_refused_in_ci = None
+    test_dirty_apply_recorded_outside_ci = None
+    test_adopted_run_carries_the_jobs_create_time = None
 
 
 del Audit  # run once, in test_audit.py

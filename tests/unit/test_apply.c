@@ -772,12 +772,12 @@ static void test_results_saved_with_next_intents(void **unused)
 	assert_int_equal(w.res.ok, 3);
 	assert_int_equal(w.sink.persists, 4);
 	assert_string_equal(vx_buf_str(&w.sink.messages),
-		"vx: apply: intents\n\nintent job.a create\n\n---\n"
-		"vx: apply: intents\n\n+ job.a create projects/p/locations/us-central1/customJobs/1\n"
-		"intent job.b create\n\n---\n"
-		"vx: apply: intents\n\n+ job.b create projects/p/locations/us-central1/customJobs/2\n"
-		"intent job.c create\n\n---\n"
-		"vx: apply: creates\n\n+ job.c create projects/p/locations/us-central1/customJobs/3\n\n---\n");
+		"vx apply: intent + job.a\n\nintent job.a create\n\n---\n"
+		"vx apply: + job.a, intent + job.b\n\n"
+		"+ job.a create projects/p/locations/us-central1/customJobs/1\nintent job.b create\n\n---\n"
+		"vx apply: + job.b, intent + job.c\n\n"
+		"+ job.b create projects/p/locations/us-central1/customJobs/2\nintent job.c create\n\n---\n"
+		"vx apply: + job.c\n\n+ job.c create projects/p/locations/us-central1/customJobs/3\n\n---\n");
 	world_release(&w);
 	free(a); free(b); free(c); free(all);
 }
@@ -889,6 +889,7 @@ static void test_commit_subject(void **state)
 		{ "vx apply: ", "~ quota.l4 update preferredValue 8 -> 16\n~ quota.h100 adopt\n",
 		  "vx apply: ~ quota.l4 (8 \xe2\x86\x92 16), ~ quota.h100" },
 		{ "vx apply: ", "intent job.a create\nintent job.b replace\n", "vx apply: intent + job.a, ~ job.b" },
+		{ "vx apply: ", "+ job.a create X\nintent job.b create\n", "vx apply: + job.a, intent + job.b" },
 		{ "vx apply: ", "~ job.a update machineType n1 -> a2\n", "vx apply: ~ job.a" },
 		{ "vx apply: ", "+ job.aaaaaaaaaaaaaaaaaaaa x\n+ job.bbbbbbbbbbbbbbbbbbbb x\n"
 		  "+ job.cccccccccccccccccccc x\n+ job.d x\n",

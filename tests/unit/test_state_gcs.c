@@ -175,7 +175,8 @@ static void test_objects_and_round_trip(void **state)
 	assert_non_null(hist);
 	free(want);
 	want = vx_asprintf("{\"serial\":1,\"lineage\":\"%s\",\"time\":\"2026-11-22T10:02:00Z\","
-			   "\"message\":\"apply: 1 created\\n+ job.a create X\",\"state\":%s}\n",
+			   "\"message\":\"apply: 1 created\\n+ job.a create X\\n\\nVx-Serial: 1\\n\","
+			   "\"state\":%s}\n",
 			   st.lineage, text);
 	assert_string_equal(hist, want);
 	/* No lease object without a lease. */
@@ -253,7 +254,7 @@ static void test_two_writers_one_wins(void **state)
 	assert_string_equal(err.msg, "writing state: the state moved to serial 2 since it was read "
 				     "at serial 1 (another apply wrote it); plan again");
 	hist = get(f, "history/0000000002.json", &gen);
-	assert_non_null(strstr(hist, "\"message\":\"a wins\""));
+	assert_non_null(strstr(hist, "\"message\":\"a wins\\n\\nVx-Serial: "));
 	free(hist);
 	state_release(&sa);
 	state_release(&sb);
@@ -354,8 +355,9 @@ static void test_untrusted_objects_are_refused(void **state)
 	assert_int_equal(n, 2);
 	assert_string_equal(h[0].address, "job.a");
 	assert_string_equal(h[1].address, "job.b");
-	assert_string_equal(h[0].message, "two");
-	assert_string_equal(h[1].message, "two");
+	/* The message with the trailers state_write adds (backend.h). */
+	assert_string_equal(h[0].message, "two\n\nVx-Serial: 2\n");
+	assert_string_equal(h[1].message, "two\n\nVx-Serial: 2\n");
 	state_history_free(h, n);
 	free(text);
 	free(want);
