@@ -18,6 +18,7 @@
 #include "state/lock.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/ctx.h"
 #include "util/banned.h"
 
@@ -47,9 +48,13 @@ static const char *const kind_dirs[] = { "jobs", "reservations", "quotas" };
 static int gerr(struct vx_err *err, int code, const char *what)
 {
 	const git_error *e = git_error_last();
+	int rc = vx_err_set(err, code, "%s: %s", what,
+			    e && e->message ? e->message : "unknown libgit2 error");
 
-	return vx_err_set(err, code, "%s: %s", what,
-			  e && e->message ? e->message : "unknown libgit2 error");
+	/* A remote's URL may hold a token (docs/gitops.md); libgit2 quotes URLs. */
+	if (err && err->msg)
+		vx_text_redact_userinfo(err->msg);
+	return rc;
 }
 
 static void oid_hex(const git_oid *id, char out[GIT_OID_HEXSZ + 1])

@@ -105,3 +105,22 @@ int vx_text_is_clean(const char *s, size_t len)
 	}
 	return 1;
 }
+
+void vx_text_redact_userinfo(char *s)
+{
+	char *p = s;
+
+	while (p && (p = strstr(p, "://")) != NULL) {
+		char *u = p + 3;
+		size_t n = strcspn(u, "/@ \t\n'\"");
+
+		/* The authority ends at '/', a space or a quote; userinfo is what
+		 * comes before an '@' inside it. */
+		if (u[n] == '@' && !(n == 3 && !strncmp(u, "***", 3))) {
+			memmove(u + 3, u + n, strlen(u + n) + 1);
+			memcpy(u, "***", 3);
+			n = 3;
+		}
+		p = u + n;
+	}
+}

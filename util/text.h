@@ -31,4 +31,12 @@ char *vx_text_clean(const char *s);
 /* 1 when s is already clean (vx_text_clean would return it unchanged). */
 int vx_text_is_clean(const char *s, size_t len);
 
+/*
+ * Hides the credentials of every URL in s, in place: in "https://user:token@host/x"
+ * the userinfo (from after the scheme's slashes to the '@' before the host,
+ * whatever it holds) becomes three asterisks. For messages that may quote a git remote's URL, which
+ * CI recipes give a token in (libgit2 reads no other credential helper).
+ */
+void vx_text_redact_userinfo(char *s);
+
 #endif

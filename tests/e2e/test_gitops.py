@@ -258,6 +258,15 @@ class GitOps(unittest.TestCase):
         got = dict(l.split(": ", 1) for l in trailers.splitlines() if l)
         self.assertEqual({k: got.get(k) for k in audit_trailers()}, audit_trailers())
 
+    def test_token_in_the_remote_url_never_reaches_a_message(self):
+        # The recipes give libgit2 the job's token in origin's URL; a URL
+        # libgit2 refuses is quoted in its message, and was shown whole.
+        self.a.git("remote", "set-url", "origin", "http://x-access-token:ghs_SECRET@")
+        r = self.a.vx("plan", "stack")
+        self.assertEqual((r.code, r.out, r.err), (1, "",
+            "vx: vx/state/%s from origin: fetching the state: malformed URL 'http://***@'\n"
+            % STACK_NAME))
+
     def test_plan_made_before_another_merge_is_refused_with_replan_message(self):
         # main runs job a, applied from B.
         self.maintainer.write("a.yaml", job_yaml("a"))

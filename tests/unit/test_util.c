@@ -204,6 +204,30 @@ static void test_text_clean(void **state)
 	assert_null(vx_text_clean(NULL));
 }
 
+static void redacted(const char *in, const char *want)
+{
+	char *s = vx_strdup(in);
+
+	vx_text_redact_userinfo(s);
+	assert_string_equal(s, want);
+	free(s);
+}
+
+/* A remote URL's token never reaches a message (docs/gitops.md puts one there). */
+static void test_redact_userinfo(void **unused)
+{
+	(void)unused;
+	redacted("fetching the state: failed to connect to https://x-access-token:ghs_SECRET@github.com/o/r.git",
+		 "fetching the state: failed to connect to https://***@github.com/o/r.git");
+	redacted("'http://u:p@h:1/a' and 'http://t@h/b'", "'http://***@h:1/a' and 'http://***@h/b'");
+	redacted("https://github.com/o/r.git, git@github.com:o/r", "https://github.com/o/r.git, git@github.com:o/r");
+	redacted("https://host/path@x", "https://host/path@x");   /* an '@' past the host is no userinfo */
+	redacted("ssh://git@host/r", "ssh://***@host/r");
+	redacted("https://***@host/r", "https://***@host/r");
+	redacted("trailing https://a:b@", "trailing https://***@");
+	redacted("", "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +240,7 @@ int main(void)
 		cmocka_unit_test(test_digest_sha256_hex),
 		cmocka_unit_test(test_diags_sorted_and_capped),
 		cmocka_unit_test(test_suggest),
+		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
