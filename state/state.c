@@ -97,6 +97,7 @@ void state_release(struct state *st)
 	free(st->stack);
 	free(st->lineage);
 	free(st->salt);
+	free(st->lease_ref);
 	for (i = 0; i < st->nrecords; i++)
 		state_record_release(&st->records[i]);
 	free(st->records);

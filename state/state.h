@@ -139,9 +139,16 @@ struct state {
 	struct state_intent *journal;
 	size_t njournal;
 	struct state_lock *lock; /* NULL when unlocked (informational on load) */
+	/*
+	 * git: where the lease lives ("refs/vx/lease/NAME"), written with every
+	 * state commit. A vx from before the lease ref refuses a header key it
+	 * does not know, so it stops at such a state instead of taking it for
+	 * unlocked (docs/leases.md). NULL: none recorded (file, gcs, older states).
+	 */
+	char *lease_ref;
 };
 
-#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL }
+#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL }
 
 /* Lifecycle. *_release frees the contents and zeroes the struct; NULL-safe. */
 void state_release(struct state *st);

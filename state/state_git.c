@@ -584,6 +584,10 @@ static int state_git_load(struct state_backend *b, struct state *out, struct vx_
 		out->lock = lease;
 		lease = NULL;
 	}
+	/* Where the lease lives is this backend's business: written with each
+	 * commit, not carried in memory. */
+	free(out->lease_ref);
+	out->lease_ref = NULL;
 done:
 	if (rc < 0)
 		state_release(out);
@@ -1119,13 +1123,13 @@ done:
 /* ---- writing the state ------------------------------------------------------ */
 
 /*
- * 1 when the tree new_id (built for serial st->serial + 1) holds what old
- * holds: every folder the same tree, and stack.json the same bytes once
- * given the stored serial back. 0 when something changed, < 0 on error.
+ * 1 when the tree new_id (built from the header st) holds what old holds:
+ * every folder the same tree, and stack.json the same bytes once given
+ * the stored serial back. 0 when something changed, < 0 on error.
  * Cheap: the folders' ids are compared, and only the header is printed.
  */
 static int same_content(struct state_git *g, const git_tree *old, git_oid new_id,
-			const struct state *st, struct vx_err *err)
+			const struct state *st, uint64_t stored_serial, struct vx_err *err)
 {
 	git_tree *nt = NULL;
 	struct state hdr = *st; /* shallow: only printed */
@@ -1148,7 +1152,7 @@ static int same_content(struct state_git *g, const git_tree *old, git_oid new_id
 		else if (strcmp(git_tree_entry_name(e), "stack.json") != 0)
 			rc = git_oid_equal(git_tree_entry_id(e), git_tree_entry_id(o));
 		else {
-			hdr.lock = NULL;
+			hdr.serial = stored_serial;
 			if (state_header_to_json(&hdr, &text, err) < 0)
 				rc = err->code;
 			else if (git_odb_hash(&id, text, strlen(text), GIT_OBJECT_BLOB) < 0)
@@ -1209,9 +1213,11 @@ static int state_git_write(struct state_backend *b, struct state *st, const char
 	hdr = *st;
 	hdr.serial = st->serial + 1;
 	hdr.lock = NULL;
+	hdr.lease_ref = g->lease_ref;
 	if ((rc = build_tree(g, tree, &hdr, st, &tree_id, err)) < 0)
 		goto done;
-	if (exists && cur.serial == st->serial && (rc = same_content(g, tree, tree_id, st, err)) != 0) {
+	if (exists && cur.serial == st->serial &&
+	    (rc = same_content(g, tree, tree_id, &hdr, st->serial, err)) != 0) {
 		/* Nothing changed: no commit, and the serial stays. */
 		if (rc > 0)
 			rc = 0;

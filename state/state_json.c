@@ -293,6 +293,7 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 	    add_int(o, "serial", (int64_t)st->serial) < 0 ||
 	    add_str(o, "lineage", st->lineage) < 0 ||
 	    (st->salt && add_str(o, "salt", st->salt) < 0) ||
+	    (st->lease_ref && add_str(o, "leaseRef", st->lease_ref) < 0) ||
 	    add_item(o, "lock", lock_json(st->lock, 0)) < 0)
 		goto oom;
 	arr = cJSON_CreateArray();
@@ -851,16 +852,17 @@ static int record_cmp(const void *a, const void *b)
 
 static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
 {
-	/* "salt" is optional: states written before it existed have none (records last). */
+	/* "salt" and "leaseRef" are optional: states written before them have
+	 * none (records last). */
 	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
-					    "journal", "salt", "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, F_REQ };
+					    "journal", "salt", "leaseRef", "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, F_REQ };
 	const cJSON *v, *c;
 	int64_t version, serial;
 	size_t n, i;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 8 : 7, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 9 : 8, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = get_int(o, "", "version", 0, 1000, &version, err)) < 0)
@@ -882,6 +884,8 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 		return rc;
 	if (st->salt && !state_salt_ok(st->salt))
 		return vx_err_set(err, VX_EINVAL, "salt: not 64 lowercase hex digits");
+	if ((rc = get_str(o, "", "leaseRef", 0, 256, &st->lease_ref, err)) < 0)
+		return rc;
 	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
 	if (!cJSON_IsNull(v)) {
 		st->lock = calloc(1, sizeof(*st->lock));
