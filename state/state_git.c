@@ -203,7 +203,8 @@ static int64_t mtime_ms(const struct stat *sb)
 
 /*
  * Points ref name at id: only if it is at *expect, or only if it does not
- * exist when expect is NULL. Returns libgit2's code. When the ref's lock file
+ * exist when expect is NULL. Returns libgit2's code (GIT_EMODIFIED when the
+ * ref is elsewhere, or exists when it must not). When the ref's lock file
  * is held, waits for it; a lock file REF_LOCK_STALE_MS old is removed, with a
  * warning, and the update tried again.
  */
@@ -211,16 +212,25 @@ static int ref_update(struct state_git *g, git_reference **out, const char *name
 		      const git_oid *id, const git_oid *expect, const char *log_message)
 {
 	const struct vx_ctx *ctx = g->base.ctx;
+	git_oid zero;
 	char *lock = NULL;
 	int grc = 0, tries;
+
+	memset(&zero, 0, sizeof(zero));
 
 	for (tries = 0; tries < REF_LOCK_MAX_TRIES; tries++) {
 		struct stat sb;
 		int64_t age;
 
-		grc = expect ? git_reference_create_matching(out, g->repo, name, id, 1, expect,
-							     log_message)
-			     : git_reference_create(out, g->repo, name, id, 0, log_message);
+		/*
+		 * Always compared under the ref's lock: "must not exist" is the
+		 * zero id, which libgit2 matches only when the ref is absent.
+		 * (git_reference_create without force checks that before taking
+		 * the lock, so two processes creating the ref at once both won:
+		 * two applies held a new stack's lease at once. make torture.)
+		 */
+		grc = git_reference_create_matching(out, g->repo, name, id, 1, expect ? expect : &zero,
+						    log_message);
 		if (grc != GIT_ELOCKED)
 			break;
 		if (!lock && !(lock = vx_asprintf("%s%s.lock", git_repository_commondir(g->repo), name)))
@@ -255,6 +265,18 @@ static int read_ref(struct state_git *g, const char *name, git_oid *id, int *exi
 	return gerr(err, VX_EIO, name);
 }
 
+/* 1 when ref name exists and is at id (an error reads as no). */
+static int ref_is(struct state_git *g, const char *name, const git_oid *id)
+{
+	git_oid cur;
+	int exists = 0;
+	struct vx_err e = VX_ERR_INIT;
+	int same = read_ref(g, name, &cur, &exists, &e) == 0 && exists && git_oid_equal(&cur, id);
+
+	vx_err_release(&e);
+	return same;
+}
+
 /*
  * Fetches the branch and brings the local one up to date: created or
  * fast-forwarded from the remote's, pushed if only the local one moved
@@ -267,7 +289,7 @@ static int sync_ref(struct state_git *g, const struct gref *r, struct vx_err *er
 	struct remote_cb cb = { 0, NULL };
 	git_reference *ref = NULL;
 	git_oid local, theirs;
-	int has_local, has_theirs, rc = 0;
+	int has_local, has_theirs, rc = 0, grc;
 	char *spec = NULL, a[GIT_OID_HEXSZ + 1], b[GIT_OID_HEXSZ + 1];
 	git_strarray specs;
 
@@ -283,7 +305,12 @@ static int sync_ref(struct state_git *g, const struct gref *r, struct vx_err *er
 	fo.callbacks.payload = &cb;
 	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 	fo.update_fetchhead = 0;
-	if (git_remote_fetch(remote, &specs, &fo, NULL) < 0) {
+	/* Two vx in one clone fetch into the same tracking ref: a lock file held
+	 * by the other is waited for (a fetch holds it for milliseconds). */
+	for (int tries = 0; (grc = git_remote_fetch(remote, &specs, &fo, NULL)) == GIT_ELOCKED &&
+			    tries < REF_LOCK_MAX_TRIES; tries++)
+		vx_sleep_ms(g->base.ctx, REF_LOCK_POLL_MS);
+	if (grc < 0) {
 		rc = gerr(err, VX_EIO, "fetching the state");
 		vx_err_wrap(err, "%s from %s", r->name, g->remote);
 		goto done;
@@ -293,13 +320,17 @@ static int sync_ref(struct state_git *g, const struct gref *r, struct vx_err *er
 		goto done;
 	if (!has_theirs || (has_local && git_oid_equal(&local, &theirs)))
 		goto done;
+	/* Another vx in this repository may make the same update at the same
+	 * time: losing that race to the same result is no conflict. */
 	if (!has_local) {
-		if (ref_update(g, &ref, r->ref, &theirs, NULL, "vx: state from remote") < 0)
+		if (ref_update(g, &ref, r->ref, &theirs, NULL, "vx: state from remote") < 0 &&
+		    !ref_is(g, r->ref, &theirs))
 			rc = gerr(err, VX_ECONFLICT, "creating the local state branch");
 		goto done;
 	}
 	if (git_graph_descendant_of(g->repo, &theirs, &local) == 1) {
-		if (ref_update(g, &ref, r->ref, &theirs, &local, "vx: fast-forward state from remote") < 0)
+		if (ref_update(g, &ref, r->ref, &theirs, &local, "vx: fast-forward state from remote") < 0 &&
+		    !ref_is(g, r->ref, &theirs))
 			rc = gerr(err, VX_ECONFLICT, "fast-forwarding the state branch");
 		goto done;
 	}

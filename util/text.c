@@ -116,7 +116,11 @@ void vx_text_redact_userinfo(char *s)
 
 		/* The authority ends at '/', a space or a quote; userinfo is what
 		 * comes before an '@' inside it. */
-		if (u[n] == '@' && !(n == 3 && !strncmp(u, "***", 3))) {
+		/* In place, so never longer: a userinfo under three bytes becomes
+		 * as many asterisks. */
+		if (u[n] == '@' && n < 3) {
+			memset(u, '*', n);
+		} else if (u[n] == '@') {
 			memmove(u + 3, u + n, strlen(u + n) + 1);
 			memcpy(u, "***", 3);
 			n = 3;

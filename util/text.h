@@ -34,7 +34,8 @@ int vx_text_is_clean(const char *s, size_t len);
 /*
  * Hides the credentials of every URL in s, in place: in "https://user:token@host/x"
  * the userinfo (from after the scheme's slashes to the '@' before the host,
- * whatever it holds) becomes three asterisks. For messages that may quote a git remote's URL, which
+ * whatever it holds) becomes three asterisks (as many as it has bytes when
+ * fewer: s never grows). For messages that may quote a git remote's URL, which
  * CI recipes give a token in (libgit2 reads no other credential helper).
  */
 void vx_text_redact_userinfo(char *s);

@@ -397,7 +397,13 @@ int quotas_create_preference(struct quotas_client *c, const char *project, const
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = pref_call(c, "POST", url, body, GCP_RETRY_NEVER, "CreateQuotaPreference", 1, what, out, err);
+	/* Resent with the same body when a reply is lost or a 503 comes back:
+	 * quotaPreferenceId makes a second preference impossible (a resend
+	 * after the first landed is refused ALREADY_EXISTS, and the next plan
+	 * adopts the preference), where never resending left a declared
+	 * preference uncreated after a run of 503s (make torture). */
+	rc = pref_call(c, "POST", url, body, GCP_RETRY_REQUEST_ID, "CreateQuotaPreference", 1, what, out,
+		       err);
 done:
 	free(body);
 	free(path);

@@ -102,17 +102,24 @@ static void test_create_exact_request(void **state)
 	assert_null(out.contact_email);
 	quota_preference_release(&out);
 
-	/* A lost reply: sent once, uncertain. */
+	/* A lost reply, then a 503: resent with the same body (the id makes a
+	 * second preference impossible), and the third answer is the one. */
 	httpd_drop(f->t.s);
-	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "h100-flex", &p, &out, &err), VX_EUNCERTAIN);
-	assert_int_equal(httpd_request_count(f->t.s), 2);
+	httpd_respond(f->t.s, 503, CLIENTTEST_JSON_HDR, "{}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, pref_body, 0);
+	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "h100-flex", &p, &out, &err), 0);
+	assert_int_equal(httpd_request_count(f->t.s), 4);
+	assert_string_equal(httpd_request(f->t.s, 1)->body, httpd_request(f->t.s, 3)->body);
+	assert_string_equal(httpd_request(f->t.s, 1)->target, httpd_request(f->t.s, 3)->target);
+	quota_preference_release(&out);
 
-	/* Already there. */
+	/* Already there (a resend after the first landed, or a preference made
+	 * elsewhere): a conflict; the next plan adopts it. */
 	httpd_respond(f->t.s, 409, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":409,\"message\":\"exists\",\"status\":\"ALREADY_EXISTS\"}}", 0);
 	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "h100-flex", &p, &out, &err), VX_ECONFLICT);
 	assert_string_equal(err.msg, "quotas: creating quota preference \"h100-flex\": ALREADY_EXISTS: exists");
 	assert_int_equal(quotas_create_preference(&f->c, "my-proj", "a/b", &p, &out, &err), VX_EINVAL);
-	assert_int_equal(httpd_request_count(f->t.s), 3);
+	assert_int_equal(httpd_request_count(f->t.s), 5);
 	unfill(&p);
 	vx_err_release(&err);
 }

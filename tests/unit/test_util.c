@@ -219,7 +219,8 @@ static void test_redact_userinfo(void **unused)
 	(void)unused;
 	redacted("fetching the state: failed to connect to https://x-access-token:ghs_SECRET@github.com/o/r.git",
 		 "fetching the state: failed to connect to https://***@github.com/o/r.git");
-	redacted("'http://u:p@h:1/a' and 'http://t@h/b'", "'http://***@h:1/a' and 'http://***@h/b'");
+	redacted("'http://u:p@h:1/a' and 'http://t@h/b'", "'http://***@h:1/a' and 'http://*@h/b'");
+	redacted("http://@h/", "http://@h/");
 	redacted("https://github.com/o/r.git, git@github.com:o/r", "https://github.com/o/r.git, git@github.com:o/r");
 	redacted("https://host/path@x", "https://host/path@x");   /* an '@' past the host is no userinfo */
 	redacted("ssh://git@host/r", "ssh://***@host/r");
