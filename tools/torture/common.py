@@ -267,17 +267,23 @@ def count_violations(fake, co, docs, expect_running=True):
     # wrong unless it cancels a duplicate (counted there already); a deletion of
     # a declared reservation is wrong too.
     names = {j["name"].split("/customJobs/")[1]: j for j in jobs}
+    cancelled = {jid for jid, j in names.items() if j["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")}
+    deletes = []
     for e in fake.request_log():
-        if e["rpc"] == "CancelCustomJob" and e.get("status") not in ("dropped", "reset") and \
-                str(e.get("status", "200")).startswith("2"):
-            jid = e["path"].split("/customJobs/")[1].split(":")[0]
-            j = names.get(jid)
-            if j is not None and len(by_addr.get(j["labels"].get("vx-job"), [])) == 1:
-                c["cancel"] += 1
-                details.append("wrong cancel of job.%s (%s)" % (j["labels"].get("vx-job"), jid))
+        # a cancel whose reply was lost ("dropped") took effect all the same
+        if e["rpc"] == "CancelCustomJob" and (e.get("status") == "dropped" or
+                                              str(e.get("status")).startswith("2")):
+            cancelled.add(e["path"].split("/customJobs/")[1].split(":")[0])
         if e["rpc"] == "Reservations.Delete":
+            deletes.append(e["path"])
+    for jid in sorted(cancelled):
+        j = names.get(jid)
+        if j is not None and len(by_addr.get(j["labels"].get("vx-job"), [])) == 1:
             c["cancel"] += 1
-            details.append("wrong delete: %s" % e["path"])
+            details.append("wrong cancel of job.%s (%s)" % (j["labels"].get("vx-job"), jid))
+    for path in deletes:
+        c["cancel"] += 1
+        details.append("wrong delete: %s" % path)
     # Lost history: every run the fake holds must be listed by `vx log`.
     r = co.run("log", co.dir)
     if r.code != 0:
