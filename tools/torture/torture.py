@@ -73,6 +73,12 @@ def proc_state(pid):
     return s[s.rindex(")") + 2]
 
 
+def save(tmp, name, r):
+    """A run's output beside the trial, for whoever replays a failure."""
+    with open(os.path.join(tmp, name + ".txt"), "w") as f:
+        f.write("exit %d after %.2f s\n--- stdout\n%s\n--- stderr\n%s" % (r.code, r.seconds, r.out, r.err))
+
+
 def faults(seed):
     # 5% 503s and 5% lost replies (the call takes effect, the reply is cut
     # off) on every RPC, creates included; 5-35 ms of latency each, and a
@@ -175,6 +181,7 @@ class Torture:
                 p.send_signal(signal.SIGKILL)
                 killed = True
             first = co.finish(p)
+            save(tmp, "apply-1", first)
             log = ["apply 1: killed at %.2f s" % at if killed else "apply 1: exit %d before the kill" % first.code]
             other, details = 0, []
             if first.crashed() and not killed:
@@ -182,6 +189,7 @@ class Torture:
                 details.append("apply 1 crashed: %r" % first)
             for n in (2, 3):
                 r = co.apply()
+                save(tmp, "apply-%d" % n, r)
                 log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
                 if r.crashed():
                     other += 1
@@ -190,6 +198,7 @@ class Torture:
                     break
             # faults stay on for the plan: it must still say "no changes"
             plan = co.plan("-detailed-exitcode")
+            save(tmp, "plan", plan)
             if plan.code != 0:
                 other += 1
                 details.append("plan -detailed-exitcode after the applies: %r" % plan)
@@ -207,7 +216,11 @@ class Torture:
         row = Section("pause", backend)
         self.rows.append(row)
         docs = declaration(20)
-        short = {"VX_LEASE_SECONDS": "2"}
+        # A lease shorter than a minute is for tests, but not shorter than
+        # 10 s: the apply that takes over may wait up to 5 s for a git ref
+        # lock file the paused one left (state_git.c REF_LOCK_STALE_MS), and
+        # with a 2 s lease it lost its own lease while waiting.
+        short = {"VX_LEASE_SECONDS": "10"}
         n = max(1, self.trials // 5)
         rng = random.Random("%d/pause/%s" % (self.seed, backend))
         try:
@@ -224,7 +237,7 @@ class Torture:
             row.start_error = str(e)
             self.say("pause/%s: FAILED TO START: %s" % (backend, e))
             return
-        row.note = "lease 2 s, paused 3 s"
+        row.note = "lease 10 s, paused 11 s"
         for t in self.trial_numbers(n):
             trng = random.Random("%d/pause/%s/%d" % (self.seed, backend, t))
             at = trng.uniform(0, clean)
@@ -240,7 +253,7 @@ class Torture:
             except subprocess.TimeoutExpired:
                 a.send_signal(signal.SIGSTOP)
                 wait_for(lambda: proc_state(a.pid) in ("T", "t", None), 30, "A to stop")
-                time.sleep(3)  # the pause itself (past the 2 s lease), not a synchronisation
+                time.sleep(11)  # the pause itself (past the 10 s lease), not a synchronisation
                 b = co.apply("-lock-timeout", "60s", env=short)
                 log.append("A stopped at %.2f s; B exit %d" % (at, b.code))
                 if b.code != 0 or b.crashed():
