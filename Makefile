@@ -133,13 +133,13 @@ fuzz:
 
 # Not part of 'make check': minutes, clang for the fuzz section. See README.md, "Torture".
 # TRIALS (kill trials per backend; pause and race run a fifth and a tenth of it), SEED,
-# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), TRIAL (replay one),
+# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), TRIAL and CLEAN (replay one),
 # FUZZ_TIME (seconds per fuzz target).
 TRIALS    ?= 100
 FUZZ_TIME_TORTURE ?= 20
 torture: all
 	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
-	@TRIALS=$(TRIALS) SEED=$(SEED) BACKENDS=$(BACKENDS) SECTIONS=$(SECTIONS) TRIAL=$(TRIAL) \
+	@TRIALS=$(TRIALS) SEED=$(SEED) BACKENDS=$(BACKENDS) SECTIONS=$(SECTIONS) TRIAL=$(TRIAL) CLEAN=$(CLEAN) \
 	  FUZZ_TIME=$(FUZZ_TIME_TORTURE) VX=$(abspath $(BUILD)/vx) VX_ASAN=$(abspath $(BUILD)/asan/vx) \
 	  OUT=$(abspath $(BUILD)/torture) $(PYTHON) tools/torture/torture.py
 

@@ -102,6 +102,11 @@ class Torture:
         self.out = os.path.abspath(os.environ.get("OUT", os.path.join(common.ROOT, "build", "torture")))
         self.keep_all = bool(os.environ.get("KEEP_ALL"))
         self.rows = []
+        # The measured length of a clean apply per (section, backend): the kill
+        # and pause moments are drawn over it. CLEAN=S replays a trial with the
+        # length the failed run measured instead of measuring again.
+        self.clean = {}
+        self.clean_override = float(os.environ["CLEAN"]) if os.environ.get("CLEAN") else None
         self.fuzz_rows = []
         for b in self.backends:
             if b not in BACKENDS:
@@ -112,8 +117,9 @@ class Torture:
         print(*a, flush=True)
 
     def replay(self, section, backend, trial):
-        return "make torture SECTIONS=%s BACKENDS=%s SEED=%d TRIAL=%d" % (
-            section, backend, self.seed, trial)
+        clean = self.clean.get((section, backend))
+        return "make torture SECTIONS=%s BACKENDS=%s SEED=%d TRIAL=%d%s" % (
+            section, backend, self.seed, trial, " CLEAN=%.3f" % clean if clean else "")
 
     def trial_numbers(self, n):
         if self.only_trial is not None:
@@ -163,6 +169,9 @@ class Torture:
             row.start_error = str(e)
             self.say("kill/%s: FAILED TO START: %s" % (backend, e))
             return
+        if self.clean_override:
+            clean = self.clean_override
+        self.clean[("kill", backend)] = clean
         row.note = "clean apply %.1f s" % clean
         self.say("kill/%s: a clean apply takes %.2f s; kills drawn from U(0, %.2f s)" % (
             backend, clean, clean))
@@ -237,6 +246,9 @@ class Torture:
             row.start_error = str(e)
             self.say("pause/%s: FAILED TO START: %s" % (backend, e))
             return
+        if self.clean_override:
+            clean = self.clean_override
+        self.clean[("pause", backend)] = clean
         row.note = "lease 10 s, paused 11 s"
         for t in self.trial_numbers(n):
             trng = random.Random("%d/pause/%s/%d" % (self.seed, backend, t))
