@@ -167,7 +167,11 @@ class Proxy:
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = do
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # vx hanging up on a drip or a huge header is the point, not news
+
+        self.httpd = Server(("127.0.0.1", 0), H)
         self.httpd.daemon_threads = True
         self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
