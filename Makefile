@@ -6,6 +6,7 @@
 #   make lint       cppcheck and clang-tidy
 #   make lint-ci    yamllint and tools/check-ci.py on the CI recipes in examples/ci/ (in check)
 #   make fuzz       libFuzzer targets (clang)
+#   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
 #   make bench      plan benchmarks against the fake
 #   make install PREFIX=/usr/local
 #
@@ -50,7 +51,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps deps-build check unit unit-asan fake-test e2e demo lint lint-ci fuzz bench install clean
+.PHONY: all deps deps-build check unit unit-asan fake-test e2e demo lint lint-ci fuzz torture bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -139,6 +140,18 @@ lint:
 
 fuzz:
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk BUILD=$(BUILD)/fuzz
+
+# Not part of 'make check': minutes, clang for the fuzz section. See README.md, "Torture".
+# TRIALS (kill trials per backend; pause and race run a fifth and a tenth of it), SEED,
+# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), TRIAL and CLEAN (replay one),
+# FUZZ_TIME (seconds per fuzz target).
+TRIALS    ?= 100
+FUZZ_TIME_TORTURE ?= 20
+torture: all
+	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
+	@TRIALS=$(TRIALS) SEED=$(SEED) BACKENDS=$(BACKENDS) SECTIONS=$(SECTIONS) TRIAL=$(TRIAL) CLEAN=$(CLEAN) \
+	  FUZZ_TIME=$(FUZZ_TIME_TORTURE) VX=$(abspath $(BUILD)/vx) VX_ASAN=$(abspath $(BUILD)/asan/vx) \
+	  OUT=$(abspath $(BUILD)/torture) $(PYTHON) tools/torture/torture.py
 
 bench: all
 	@VX_BIN=$(abspath $(BUILD)/vx) $(PYTHON) tests/bench/bench.py

@@ -7,7 +7,7 @@ import time
 import common
 
 FAULT_KEYS = {"latency_ms", "jitter_ms", "error_rate", "statuses", "reset_rate", "drop_after_processing_rate",
-              "methods", "times", "seed"}
+              "methods", "times", "seed", "slow_ms"}
 TIMING_KEYS = {"queued_seconds", "pending_seconds", "running_seconds", "cancelling_seconds", "operation_polls",
                "quota_preference_seconds"}
 
@@ -141,6 +141,9 @@ def _dispatch(w, req):
             if "statuses" in b and (not isinstance(b["statuses"], list) or
                                     not all(isinstance(s, int) and 400 <= s <= 599 for s in b["statuses"])):
                 raise ControlError(400, "statuses must be a list of HTTP status codes 400-599")
+            if "slow_ms" in b and not (isinstance(b["slow_ms"], dict) and all(
+                    isinstance(v, (int, float)) and 0 <= v <= 60000 for v in b["slow_ms"].values())):
+                raise ControlError(400, "slow_ms must map RPC names to milliseconds (0-60000)")
             if "methods" in b and not isinstance(b["methods"], list):
                 raise ControlError(400, "methods must be a list of RPC names")
             if "seed" in b:

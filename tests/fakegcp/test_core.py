@@ -65,6 +65,19 @@ class Core(FakeTestCase):
         self.assertGreaterEqual(took, 0.2)
         self.assertLess(took, 1.0)
 
+    def test_fault_slow_ms_only_slows_the_rpcs_named(self):
+        # seed 0: the first draw of U(0, 600) is 507 ms, far from the create's bound below
+        self.fake.ctl("/faults", {"slow_ms": {"ListCustomJobs": 600}, "methods": ["GetCustomJob"],
+                                  "seed": 0})
+        t = time.time()
+        self.fake.call("GET", PARENT + "/customJobs")
+        self.assertGreaterEqual(time.time() - t, 0.5)
+        t = time.time()
+        self.fake.call("POST", PARENT + "/customJobs", self.job_body())
+        self.assertLess(time.time() - t, 0.3)
+        st, _ = self.fake.call("POST", "/_fake/faults", {"slow_ms": {"ListCustomJobs": -1}}, token=None)
+        self.assertEqual(st, 400)
+
     def test_fault_reset(self):
         self.fake.ctl("/faults", {"reset_rate": 1.0, "methods": ["CreateCustomJob"]})
         with self.assertRaises((ConnectionError, http.client.HTTPException)):

@@ -125,11 +125,15 @@ class World:
             f = self.faults
             if not f:
                 return None, 0.0
+            rng = self.fault_rng
+            # slow_ms: per-RPC extra latency U(0, N) ms, whatever `methods` says
+            # (slow creates against faults on every RPC, as make torture wants).
+            slow = (f.get("slow_ms") or {}).get(rpc, 0)
+            extra = rng.uniform(0, slow) / 1000.0 if slow else 0.0
             methods = f.get("methods")
             if methods and rpc not in methods:
-                return None, 0.0
-            rng = self.fault_rng
-            lat = (f.get("latency_ms", 0) + (rng.uniform(0, f.get("jitter_ms", 0)) if f.get("jitter_ms") else 0)) / 1000.0
+                return None, extra
+            lat = extra + (f.get("latency_ms", 0) + (rng.uniform(0, f.get("jitter_ms", 0)) if f.get("jitter_ms") else 0)) / 1000.0
             action = None
             if f.get("reset_rate") and rng.random() < f["reset_rate"]:
                 action = ("reset",)

@@ -4,7 +4,8 @@
 #   make -f tests/fuzz/fuzz.mk BUILD=build/fuzz
 # Knobs: FUZZ_TIME (seconds per target, default 30), FUZZ_JOBS, CLANG.
 #
-# Seeds for fuzz_NAME: every file under tests/data/NAME/ and, for YAML,
+# Seeds for fuzz_NAME: every file under tests/data/NAME/, tests/fuzz/corpus/NAME/
+# (replies captured from the fake, for the API parsers) and, for YAML,
 # examples/. They are copied into $(BUILD)/corpus/NAME, which the fuzzer
 # grows, so runs never write into the source tree.
 
@@ -48,7 +49,7 @@ $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libvx-fuzz.a
 # any) land in $(BUILD)/artifacts/ and the run fails.
 $(FUZZ_RUN): run-fuzz_%: $(BUILD)/fuzz_%
 	@mkdir -p $(BUILD)/corpus/$* $(BUILD)/artifacts
-	@for d in tests/data/$* $(SEEDS_fuzz_$*); do \
+	@for d in tests/data/$* tests/fuzz/corpus/$* $(SEEDS_fuzz_$*); do \
 		[ -d "$$d" ] || continue; \
 		find "$$d" -type f -size -1M | while read -r f; do \
 			cp -f "$$f" "$(BUILD)/corpus/$*/seed-$$(sha1sum < "$$f" | cut -c1-16)"; \

@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+"""make torture: vx's safety claims (no duplicate, no lost job, whatever
+happens to an apply) as a command anyone can run. See README.md, "Torture".
+
+  kill    apply SIGKILLed at a uniformly random moment of its run, against a
+          fake with 503s, lost replies and latency; then apply up to twice
+          more; then `vxplan -detailed-exitcode` must say no changes
+  pause   apply SIGSTOPped past a short lease; a second apply takes over;
+          SIGCONT; the first must send nothing more
+  race    8 applies at once: one winner, every loser names the holder
+  hostile vx (ASan build) against a server answering with bad replies
+  fuzz    a short libFuzzer run of every target in tests/fuzz/
+
+Environment (make passes them): TRIALS (100), SEED (time), BACKENDS
+(git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), VX (the binary),
+VX_ASAN (the ASan binary, for hostile), FUZZ_TIME (20), KEEP_ALL=1 keeps every
+trial's directory (a failed trial's always stays), OUT (build/torture).
+
+Exit 0 when every counter is 0; 1 otherwise. Every trial prints the command
+that replays it alone (same seed, same backend, same trial number).
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import common
+from common import (BACKENDS, Checkout, Fake, count_violations, declaration, make_world)
+
+COUNTERS = ("dup", "missing", "cancel", "history", "lock")
+
+
+def env_list(name, default):
+    v = os.environ.get(name, "")
+    return [x for x in v.replace(" ", ",").split(",") if x] or list(default)
+
+
+class Section:
+    """One row of the table: trials run, counters, and the trials that failed."""
+
+    def __init__(self, name, backend):
+        self.name, self.backend = name, backend
+        self.trials = 0
+        self.counts = {k: 0 for k in COUNTERS}
+        self.other = 0          # section-specific violations (a loser not naming the holder, ...)
+        self.failed = []        # (trial, dir, details)
+        self.start_error = None  # the backend could not even start: a failure, not a skip
+        self.note = ""
+
+    def violations(self):
+        return sum(self.counts.values()) + self.other + (1 if self.start_error else 0)
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise RuntimeError("timed out waiting for " + what)
+
+
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+    except FileNotFoundError:
+        return None
+    return s[s.rindex(")") + 2]
+
+
+def save(tmp, name, r):
+    """A run's output beside the trial, for whoever replays a failure."""
+    with open(os.path.join(tmp, name + ".txt"), "w") as f:
+        f.write("exit %d after %.2f s\n--- stdout\n%s\n--- stderr\n%s" % (r.code, r.seconds, r.out, r.err))
+
+
+def faults(seed):
+    # 5% 503s and 5% lost replies (the call takes effect, the reply is cut
+    # off) on every RPC, creates included; 5-35 ms of latency each, and a
+    # create takes up to 400 ms more before the server carries it out (as
+    # Vertex's do), so a kill leaves creates in flight that land after the
+    # next apply has listed: the case the intent journal is for.
+    return {"error_rate": 0.05, "statuses": [503], "drop_after_processing_rate": 0.05,
+            "latency_ms": 5, "jitter_ms": 30, "slow_ms": {"CreateCustomJob": 400}, "seed": seed}
+
+
+class Torture:
+    def __init__(self):
+        self.vx = os.path.abspath(os.environ.get("VX", os.path.join(common.ROOT, "build", "vx")))
+        self.vx_asan = os.path.abspath(os.environ.get(
+            "VX_ASAN", os.path.join(common.ROOT, "build", "asan", "vx")))
+        self.trials = int(os.environ.get("TRIALS", "100"))
+        self.seed = int(os.environ.get("SEED") or int(time.time()) % 1000000)
+        self.backends = env_list("BACKENDS", BACKENDS)
+        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "hostile", "fuzz"))
+        self.only_trial = os.environ.get("TRIAL") or None
+        self.out = os.path.abspath(os.environ.get("OUT", os.path.join(common.ROOT, "build", "torture")))
+        self.keep_all = bool(os.environ.get("KEEP_ALL"))
+        self.rows = []
+        # The measured length of a clean apply per (section, backend): the kill
+        # and pause moments are drawn over it. CLEAN=S replays a trial with the
+        # length the failed run measured instead of measuring again.
+        self.clean = {}
+        self.clean_override = float(os.environ["CLEAN"]) if os.environ.get("CLEAN") else None
+        self.fuzz_rows = []
+        for b in self.backends:
+            if b not in BACKENDS:
+                sys.exit("torture: unknown backend %r (known: %s)" % (b, ", ".join(BACKENDS)))
+        os.makedirs(self.out, exist_ok=True)
+
+    def say(self, *a):
+        print(*a, flush=True)
+
+    def replay(self, section, backend, trial):
+        clean = self.clean.get((section, backend))
+        return "make torture SECTIONS=%s BACKENDS=%s SEED=%d TRIAL=%d%s" % (
+            section, backend, self.seed, trial, " CLEAN=%.3f" % clean if clean else "")
+
+    def trial_numbers(self, n):
+        if self.only_trial is not None:
+            return [int(self.only_trial)]
+        return range(n)
+
+    def record(self, row, trial, tmp, counts, details, other=0):
+        row.trials += 1
+        for k in COUNTERS:
+            row.counts[k] += counts.get(k, 0)
+        row.other += other
+        bad = sum(counts.values()) + other
+        if bad:
+            row.failed.append((trial, tmp, details))
+            self.say("  trial %d FAILED (kept %s; replay: %s)" % (
+                trial, tmp, self.replay(row.name, row.backend, trial)))
+            for d in details[:20]:
+                self.say("    " + d)
+        elif not self.keep_all:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------ kill
+    def calibrate(self, fake, backend, docs, rng):
+        """The length of a clean run of the same apply (same faults), so the
+        kill moment can be drawn uniformly over it."""
+        tmp = os.path.join(self.out, "calibrate-%s" % backend)
+        fake.reset()
+        fake.setup(faults(rng.randrange(1 << 30)))
+        co = make_world(self.vx, fake, tmp, backend, docs)[0]
+        r = co.apply()
+        shutil.rmtree(tmp, ignore_errors=True)
+        # Under faults an apply may end with exit 1 (a create whose outcome
+        # stayed unknown is left to the next apply); it must not crash, and it
+        # must have got as far as applying.
+        if r.crashed() or "Apply complete" not in r.out:
+            raise RuntimeError("a clean apply failed: %r" % r)
+        return r.seconds
+
+    def kill_trials(self, fake, backend):
+        row = Section("kill", backend)
+        self.rows.append(row)
+        docs = declaration()
+        rng = random.Random("%d/kill/%s" % (self.seed, backend))
+        try:
+            clean = self.calibrate(fake, backend, docs, rng)
+        except Exception as e:  # noqa: BLE001  (any failure to start is the row's result)
+            row.start_error = str(e)
+            self.say("kill/%s: FAILED TO START: %s" % (backend, e))
+            return
+        if self.clean_override:
+            clean = self.clean_override
+        self.clean[("kill", backend)] = clean
+        row.note = "clean apply %.1f s" % clean
+        self.say("kill/%s: a clean apply takes %.2f s; kills drawn from U(0, %.2f s)" % (
+            backend, clean, clean))
+        for t in self.trial_numbers(self.trials):
+            trng = random.Random("%d/kill/%s/%d" % (self.seed, backend, t))
+            at = trng.uniform(0, clean)
+            tmp = os.path.join(self.out, "kill-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            p = co.start("apply")
+            try:
+                p.wait(at)
+                killed = False
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGKILL)
+                killed = True
+            first = co.finish(p)
+            save(tmp, "apply-1", first)
+            log = ["apply 1: killed at %.2f s" % at if killed else "apply 1: exit %d before the kill" % first.code]
+            other, details = 0, []
+            if first.crashed() and not killed:
+                other += 1
+                details.append("apply 1 crashed: %r" % first)
+            for n in (2, 3):
+                r = co.apply()
+                save(tmp, "apply-%d" % n, r)
+                log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
+                if r.crashed():
+                    other += 1
+                    details.append("apply %d crashed: %r" % (n, r))
+                if r.code == 0:
+                    break
+            # faults stay on for the plan: it must still say "no changes"
+            plan = co.plan("-detailed-exitcode")
+            save(tmp, "plan", plan)
+            if plan.code != 0:
+                other += 1
+                details.append("plan -detailed-exitcode after the applies: %r" % plan)
+            fake.post("/_fake/faults", {})
+            counts, d = count_violations(fake, co, docs)
+            with open(os.path.join(tmp, "trial.json"), "w") as f:
+                json.dump({"seed": self.seed, "trial": t, "kill_at": at, "log": log,
+                           "counts": counts, "details": d + details}, f, indent=1)
+            self.say("kill/%s trial %d: %s; %s" % (backend, t, "; ".join(log),
+                                                   " ".join("%s=%d" % kv for kv in counts.items())))
+            self.record(row, t, tmp, counts, d + details, other)
+
+    # ------------------------------------------------------------ pause
+    def pause_trials(self, fake, backend):
+        row = Section("pause", backend)
+        self.rows.append(row)
+        docs = declaration(20)
+        # A lease shorter than a minute is for tests, but not shorter than
+        # 10 s: the apply that takes over may wait up to 5 s for a git ref
+        # lock file the paused one left (state_git.c REF_LOCK_STALE_MS), and
+        # with a 2 s lease it lost its own lease while waiting.
+        short = {"VX_LEASE_SECONDS": "10"}
+        n = max(1, self.trials // 5)
+        rng = random.Random("%d/pause/%s" % (self.seed, backend))
+        try:
+            fake.reset()
+            fake.setup({"latency_ms": 20, "jitter_ms": 20, "seed": rng.randrange(1 << 30)})
+            tmp = os.path.join(self.out, "calibrate-pause-%s" % backend)
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            r = co.apply(env=short)
+            shutil.rmtree(tmp, ignore_errors=True)
+            if r.code != 0:
+                raise RuntimeError("a clean apply failed: %r" % r)
+            clean = r.seconds
+        except Exception as e:  # noqa: BLE001
+            row.start_error = str(e)
+            self.say("pause/%s: FAILED TO START: %s" % (backend, e))
+            return
+        if self.clean_override:
+            clean = self.clean_override
+        self.clean[("pause", backend)] = clean
+        row.note = "lease 10 s, paused 11 s"
+        for t in self.trial_numbers(n):
+            trng = random.Random("%d/pause/%s/%d" % (self.seed, backend, t))
+            at = trng.uniform(0, clean)
+            tmp = os.path.join(self.out, "pause-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup({"latency_ms": 20, "jitter_ms": 20, "seed": trng.randrange(1 << 30)})
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            a = co.start("apply", env=short)
+            other, details, log = 0, [], []
+            try:
+                a.wait(at)
+                log.append("A ended (exit %d) before the pause" % a.returncode)
+            except subprocess.TimeoutExpired:
+                a.send_signal(signal.SIGSTOP)
+                wait_for(lambda: proc_state(a.pid) in ("T", "t", None), 30, "A to stop")
+                time.sleep(11)  # the pause itself (past the 10 s lease), not a synchronisation
+                b = co.apply("-lock-timeout", "60s", env=short)
+                log.append("A stopped at %.2f s; B exit %d" % (at, b.code))
+                if b.code != 0 or b.crashed():
+                    other += 1
+                    details.append("B, which took over, failed: %r" % b)
+                a.send_signal(signal.SIGCONT)
+            ra = co.finish(a)
+            log.append("A exit %d" % ra.code)
+            if ra.crashed():
+                other += 1
+                details.append("A crashed: %r" % ra)
+            r = co.apply(env=short)
+            plan = co.plan("-detailed-exitcode")
+            if r.code != 0 or plan.code != 0:
+                other += 1
+                details.append("after the pause, apply %r / plan %r" % (r, plan))
+            counts, d = count_violations(fake, co, docs)
+            self.say("pause/%s trial %d: %s; %s" % (backend, t, "; ".join(log),
+                                                    " ".join("%s=%d" % kv for kv in counts.items())))
+            self.record(row, t, tmp, counts, d + details, other)
+
+    # ------------------------------------------------------------ race
+    def race_trials(self, fake, backend):
+        row = Section("race", backend)
+        self.rows.append(row)
+        docs = declaration(20)
+        n = max(1, self.trials // 10)
+        for t in self.trial_numbers(n):
+            trng = random.Random("%d/race/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "race-%s-%d" % (backend, t))
+            fake.reset()
+            # latency, so the winner is still running when the others ask
+            fake.setup({"latency_ms": 30, "jitter_ms": 20, "seed": trng.randrange(1 << 30)})
+            try:
+                cos = make_world(self.vx, fake, tmp, backend, docs,
+                                 clones=4 if backend == "git-remote" else 1)
+            except Exception as e:  # noqa: BLE001
+                row.start_error = str(e)
+                self.say("race/%s: FAILED TO START: %s" % (backend, e))
+                return
+            procs = [cos[i % len(cos)].start("apply") for i in range(8)]
+            results = [(p.pid, Checkout.finish(p)) for p in procs]
+            other, details = 0, []
+            winners = [(pid, r) for pid, r in results if r.code == 0 and "Apply complete" in r.out]
+            noops = [(pid, r) for pid, r in results if r.code == 0 and "No changes" in r.out]
+            losers = [(pid, r) for pid, r in results if r.code != 0]
+            if backend == "gcs" and all(r.code != 0 for _, r in results) and \
+                    not any(common.LOCKED.match(r.err) for _, r in results):
+                row.start_error = "no apply ran: %s" % results[0][1].err.strip()
+                self.say("race/%s: FAILED TO START: %s" % (backend, row.start_error))
+                return
+            if len(winners) != 1:
+                other += 1
+                details.append("%d winners (want 1): %s" % (len(winners), [pid for pid, _ in winners]))
+            # A loser may name an apply that held the lease for a while and
+            # then failed (that one is counted on its own line); it must name
+            # one of the racers.
+            holders = {pid for pid, _ in results}
+            with open(os.path.join(tmp, "race.json"), "w") as f:
+                json.dump([{"pid": pid, "exit": r.code, "stderr": r.err, "stdout_tail": r.out[-400:]}
+                           for pid, r in results], f, indent=1)
+            for pid, r in losers:
+                m = common.LOCKED.match(r.err)
+                if not m:
+                    other += 1
+                    details.append("loser pid %d did not name the holder in the exact shape: %r" % (pid, r))
+                elif int(m.group("pid")) not in holders:
+                    other += 1
+                    details.append("loser pid %d names pid %s, not one of the racers %s" % (
+                        pid, m.group("pid"), sorted(holders)))
+                if r.crashed():
+                    other += 1
+                    details.append("pid %d crashed: %r" % (pid, r))
+            co = cos[0]
+            if backend == "git-remote":
+                co.git("fetch", "-q", "origin", "+refs/heads/vx/*:refs/heads/vx/*")
+            plan = co.plan("-detailed-exitcode")
+            if plan.code != 0:
+                other += 1
+                details.append("plan after the race: %r" % plan)
+            counts, d = count_violations(fake, co, docs)
+            self.say("race/%s trial %d: %d winner, %d no-op, %d losers; %s" % (
+                backend, t, len(winners), len(noops), len(losers),
+                " ".join("%s=%d" % kv for kv in counts.items())))
+            self.record(row, t, tmp, counts, d + details, other)
+
+    # ------------------------------------------------------------ sections
+    def run_backend_sections(self):
+        for section in ("kill", "pause", "race"):
+            if section not in self.sections:
+                continue
+            for backend in self.backends:
+                tmp = os.path.join(self.out, "fake-%s-%s" % (section, backend))
+                shutil.rmtree(tmp, ignore_errors=True)
+                os.makedirs(tmp)
+                fake = Fake(tmp)
+                try:
+                    getattr(self, section + "_trials")(fake, backend)
+                finally:
+                    fake.close()
+
+    def run_hostile(self):
+        import hostile
+        row = Section("hostile", "-")
+        self.rows.append(row)
+        if not os.access(self.vx_asan, os.X_OK):
+            row.start_error = "no ASan binary at %s (make all BUILD=build/asan SANITIZE=address,undefined)" % self.vx_asan
+            return
+        results = hostile.run_all(self.vx_asan, os.path.join(self.out, "hostile"), self.say)
+        for name, ok, details in results:
+            row.trials += 1
+            if not ok:
+                row.other += 1
+                row.failed.append((name, os.path.join(self.out, "hostile", name), details))
+        row.note = "%d bad-reply classes" % len(results)
+
+    def run_fuzz(self):
+        row = Section("fuzz", "-")
+        self.rows.append(row)
+        secs = os.environ.get("FUZZ_TIME", "20")
+        build = os.path.join(common.ROOT, "build", "fuzz")
+        mk = ["make", "--no-print-directory", "-C", common.ROOT, "-f", "tests/fuzz/fuzz.mk",
+              "BUILD=build/fuzz", "FUZZ_TIME=" + secs]
+        cp = subprocess.run(mk + ["build"], capture_output=True, text=True)
+        if cp.returncode != 0:
+            row.start_error = "fuzz build failed: " + (cp.stderr or cp.stdout)[-2000:]
+            self.say("fuzz: FAILED TO START: " + row.start_error)
+            return
+        targets = sorted(f[:-2] for f in os.listdir(os.path.join(common.ROOT, "tests", "fuzz"))
+                         if f.startswith("fuzz_") and f.endswith(".c"))
+        for t in targets:
+            cp = subprocess.run(mk + ["run-" + t], capture_output=True, text=True)
+            text = cp.stdout + cp.stderr
+            execs = 0
+            for line in text.splitlines():
+                if line.startswith("stat::number_of_executed_units:"):
+                    execs = int(line.split(":")[-1])
+            row.trials += 1
+            self.fuzz_rows.append((t, execs, cp.returncode == 0))
+            self.say("fuzz %s: %d executions, %s" % (t, execs, "ok" if cp.returncode == 0 else "FAILED"))
+            if cp.returncode != 0:
+                row.other += 1
+                row.failed.append((t, os.path.join(build, "artifacts"), text.splitlines()[-20:]))
+        row.note = "%s s per target" % secs
+
+    # ------------------------------------------------------------ table
+    def table(self):
+        lines = ["", "torture: seed %d, %s trials, vx %s" % (
+            self.seed, self.only_trial and "trial %s of" % self.only_trial or self.trials, self.vx),
+                 "| section | backend | trials | dup | missing | wrong cancels | lost history | "
+                 "stuck locks | other | result |",
+                 "|---|---|--:|--:|--:|--:|--:|--:|--:|---|"]
+        for r in self.rows:
+            if r.start_error:
+                res = "FAILED TO START"
+            else:
+                res = "ok" if not r.violations() else "FAILED"
+            lines.append("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %s%s |" % (
+                r.name, r.backend, r.trials, r.counts["dup"], r.counts["missing"],
+                r.counts["cancel"], r.counts["history"], r.counts["lock"], r.other, res,
+                " (%s)" % r.note if r.note else ""))
+        if self.fuzz_rows:
+            lines += ["", "| fuzz target | executions | result |", "|---|--:|---|"]
+            for t, n, ok in self.fuzz_rows:
+                lines.append("| %s | %d | %s |" % (t, n, "ok" if ok else "FAILED"))
+        failed = [r for r in self.rows if r.violations()]
+        for r in failed:
+            if r.start_error:
+                lines.append("%s/%s could not start: %s" % (r.name, r.backend, r.start_error[:600]))
+            for trial, tmp, _ in r.failed:
+                lines.append("%s/%s trial %s failed: kept %s" % (r.name, r.backend, trial, tmp))
+        lines.append("torture: %s (seed %d)" % ("FAILED" if failed else "ok", self.seed))
+        text = "\n".join(lines)
+        self.say(text)
+        with open(os.path.join(self.out, "table.md"), "w") as f:
+            f.write(text + "\n")
+        return not failed
+
+    def main(self):
+        self.say("torture: seed %d (replay with SEED=%d), sections %s, backends %s, out %s" % (
+            self.seed, self.seed, ",".join(self.sections), ",".join(self.backends), self.out))
+        self.run_backend_sections()
+        if "hostile" in self.sections:
+            self.run_hostile()
+        if "fuzz" in self.sections:
+            self.run_fuzz()
+        return 0 if self.table() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(Torture().main())
