@@ -163,16 +163,21 @@ class Checkout:
         clears it."""
         found = []
         if self.backend != "gcs":
-            cp = subprocess.run(["git", "-C", self.root, "cat-file", "-p",
-                                 "refs/heads/vx/state/%s:stack.json" % STACK],
-                                capture_output=True, text=True)
-            if cp.returncode == 0:
+            # The lease ref (lease.json: null once released), and an old-style
+            # lock in stack.json (docs/leases.md, migration).
+            for where, key in (("refs/vx/lease/%s:lease.json" % STACK, None),
+                               ("refs/heads/vx/state/%s:stack.json" % STACK, "lock")):
+                cp = subprocess.run(["git", "-C", self.root, "cat-file", "-p", where],
+                                    capture_output=True, text=True)
+                if cp.returncode != 0:
+                    continue
                 try:
-                    lock = json.loads(cp.stdout).get("lock")
-                except ValueError:
-                    lock = "unparsable stack.json"
+                    doc = json.loads(cp.stdout)
+                    lock = doc.get(key) if key else doc
+                except (ValueError, AttributeError):
+                    lock = "unparsable " + where
                 if lock:
-                    found.append("stack.json lock %s" % json.dumps(lock))
+                    found.append("%s: %s" % (where, json.dumps(lock)))
         r = self.apply("-lock-timeout", "0s")
         for line in r.err.splitlines():
             if "taking over" in line or "state is locked by" in line:
