@@ -145,8 +145,8 @@ done:
 	return rc;
 }
 
-/* Pushes r without force. VX_ECONFLICT when the remote refused it. */
-static int push_ref(struct state_git *g, const struct gref *r, struct vx_err *err)
+/* Pushes the local ref src to r's ref without force. VX_ECONFLICT when the remote refused it. */
+static int push_ref_from(struct state_git *g, const struct gref *r, const char *src, struct vx_err *err)
 {
 	git_remote *remote = NULL;
 	git_push_options po;
@@ -155,7 +155,7 @@ static int push_ref(struct state_git *g, const struct gref *r, struct vx_err *er
 	git_strarray specs;
 	int rc = 0, grc;
 
-	if ((rc = remote_spec(g, "", r->ref, r->ref, &remote, &spec, &specs, err)) < 0)
+	if ((rc = remote_spec(g, "", src, r->ref, &remote, &spec, &specs, err)) < 0)
 		goto done;
 	if (git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION) < 0) {
 		rc = gerr(err, VX_EIO, "pushing the state");
@@ -184,7 +184,12 @@ done:
 	return rc;
 }
 
-/* Reads a ref; *exists = 0 when it does not exist. */
+/* Pushes r's local ref without force. */
+static int push_ref(struct state_git *g, const struct gref *r, struct vx_err *err)
+{
+	return push_ref_from(g, r, r->ref, err);
+}
+
 /* ---- updating a ref ------------------------------------------------------ */
 
 /*
@@ -933,13 +938,54 @@ done:
  * branch from parent to it with a compare-and-swap, then pushes. On any
  * failure after the ref moved, it is moved back.
  */
+/*
+ * With a remote: the remote's ref is the truth, and the push its
+ * compare-and-swap (non-force: it must fast-forward from parent). The new
+ * commit is pushed from a private ref, and only then does the local ref
+ * follow, so the local ref never holds a commit the remote refused: two vx
+ * in one clone (racing for the lease, say) cannot make it diverge from the
+ * remote's, which would need a person to reset one (make torture).
+ */
+static int push_new(struct state_git *g, const struct gref *r, const git_oid *id, const git_oid *parent,
+		    struct vx_err *err)
+{
+	git_reference *tmp = NULL, *ref = NULL;
+	git_oid local;
+	char name[96];
+	int exists, rc;
+
+	snprintf(name, sizeof(name), "refs/vx/tmp/%ld-%lld", (long)getpid(), (long long)vx_mono_ms(g->base.ctx));
+	if (git_reference_create(&tmp, g->repo, name, id, 1, "vx: to push") < 0)
+		return gerr(err, VX_EIO, "writing the state commit");
+	rc = push_ref_from(g, r, name, err);
+	if (git_reference_delete(tmp) < 0)
+		git_error_clear();
+	git_reference_free(tmp);
+	if (rc < 0)
+		return rc;
+	/* Pushed: the local ref follows, unless another vx here has already
+	 * moved it past id (a later sync brings it along either way). */
+	{
+		struct vx_err e = VX_ERR_INIT;
+
+		if (read_ref(g, r->ref, &local, &exists, &e) == 0 &&
+		    (!exists || (parent && git_oid_equal(&local, parent)) ||
+		     git_graph_descendant_of(g->repo, id, &local) == 1) &&
+		    ref_update(g, &ref, r->ref, id, exists ? &local : NULL, "vx: state") < 0)
+			git_error_clear();
+		vx_err_release(&e);
+	}
+	git_reference_free(ref);
+	return 0;
+}
+
 static int commit_tree(struct state_git *g, const struct gref *r, const git_oid *parent,
 		       const git_oid *tree_id, const char *message, struct vx_err *err)
 {
 	git_signature *sig = NULL;
 	git_tree *tree = NULL;
 	git_commit *pc = NULL;
-	git_reference *ref = NULL, *undo = NULL;
+	git_reference *ref = NULL;
 	const git_commit *parents[1];
 	git_oid id;
 	int rc = 0, grc;
@@ -957,6 +1003,10 @@ static int commit_tree(struct state_git *g, const struct gref *r, const git_oid 
 		rc = gerr(err, VX_EIO, "writing the state commit");
 		goto done;
 	}
+	if (g->remote) {
+		rc = push_new(g, r, &id, parent, err);
+		goto done;
+	}
 	grc = ref_update(g, &ref, r->ref, &id, parent, "vx: state");
 	if (grc == GIT_EMODIFIED || grc == GIT_EEXISTS) {
 		rc = vx_err_set(err, VX_ECONFLICT,
@@ -969,19 +1019,7 @@ static int commit_tree(struct state_git *g, const struct gref *r, const git_oid 
 		rc = gerr(err, VX_EIO, "updating the state branch");
 		goto done;
 	}
-	if (g->remote && (rc = push_ref(g, r, err)) < 0) {
-		/* Undo, so the local branch does not diverge from the remote one. */
-		if (parent)
-			grc = ref_update(g, &undo, r->ref, parent, &id, "vx: undo refused state write");
-		else
-			grc = git_reference_delete(ref);
-		if (grc < 0)
-			vx_log(g->base.ctx, VX_LOG_WARN, "could not undo the local state commit: %s",
-			       git_error_last() ? git_error_last()->message : "?");
-		goto done;
-	}
 done:
-	git_reference_free(undo);
 	git_reference_free(ref);
 	git_commit_free(pc);
 	git_tree_free(tree);
