@@ -165,9 +165,13 @@ class Checkout:
         if self.backend != "gcs":
             # The lease ref (lease.json: null once released), and an old-style
             # lock in stack.json (docs/leases.md, migration).
+            # With a remote, the remote's refs are the truth (a clone's local
+            # lease ref is as old as its last vx run).
+            remote = os.path.join(os.path.dirname(self.root), "remote.git")
+            where_git = (["--git-dir", remote] if self.backend == "git-remote" else ["-C", self.root])
             for where, key in (("refs/vx/lease/%s:lease.json" % STACK, None),
                                ("refs/heads/vx/state/%s:stack.json" % STACK, "lock")):
-                cp = subprocess.run(["git", "-C", self.root, "cat-file", "-p", where],
+                cp = subprocess.run(["git"] + where_git + ["cat-file", "-p", where],
                                     capture_output=True, text=True)
                 if cp.returncode != 0:
                     continue
