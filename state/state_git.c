@@ -64,6 +64,15 @@ static void oid_hex(const git_oid *id, char out[GIT_OID_HEXSZ + 1])
 
 /* ---- remote ------------------------------------------------------------- */
 
+/*
+ * A writer holds a ref's lock file (refs/heads/X.lock) for milliseconds. One
+ * older than this was left by a process killed mid-write (vx under SIGKILL,
+ * say), and would otherwise block every later write until removed by hand.
+ */
+#define REF_LOCK_STALE_MS 5000
+#define REF_LOCK_POLL_MS 100
+#define REF_LOCK_MAX_TRIES (2 * REF_LOCK_STALE_MS / REF_LOCK_POLL_MS)
+
 struct remote_cb {
 	int cred_tries;
 	char *rejected; /* the first ref update the remote refused, with its reason */
@@ -145,8 +154,9 @@ done:
 	return rc;
 }
 
-/* Pushes the local ref src to r's ref without force. VX_ECONFLICT when the remote refused it. */
-static int push_ref_from(struct state_git *g, const struct gref *r, const char *src, struct vx_err *err)
+/* Pushes the local ref src to the remote's dst without force. VX_ECONFLICT when the remote refused it. */
+static int push_ref_to(struct state_git *g, const struct gref *r, const char *src, const char *dst,
+		       struct vx_err *err)
 {
 	git_remote *remote = NULL;
 	git_push_options po;
@@ -155,7 +165,7 @@ static int push_ref_from(struct state_git *g, const struct gref *r, const char *
 	git_strarray specs;
 	int rc = 0, grc;
 
-	if ((rc = remote_spec(g, "", src, r->ref, &remote, &spec, &specs, err)) < 0)
+	if ((rc = remote_spec(g, "", src, dst, &remote, &spec, &specs, err)) < 0)
 		goto done;
 	if (git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION) < 0) {
 		rc = gerr(err, VX_EIO, "pushing the state");
@@ -187,19 +197,89 @@ done:
 /* Pushes r's local ref without force. */
 static int push_ref(struct state_git *g, const struct gref *r, struct vx_err *err)
 {
-	return push_ref_from(g, r, r->ref, err);
+	return push_ref_to(g, r, r->ref, r->ref, err);
+}
+
+/*
+ * Whether a libgit2 failure was a lock file another process holds (a ref's
+ * "X.lock"): held for milliseconds, so worth waiting for. Fetch and the
+ * local transport do not always pass GIT_ELOCKED up, only its message.
+ */
+static int lock_busy(int grc)
+{
+	const git_error *e = git_error_last();
+
+	return grc == GIT_ELOCKED ||
+	       (e && e->message && (strstr(e->message, "failed to lock file") ||
+				    strstr(e->message, "failed to create locked file")));
+}
+
+/*
+ * The remote's directory when it is on this machine (a path, or a file://
+ * URL), as a string the caller frees; NULL for a network remote (or on
+ * error: then the push reports it). libgit2 pushes to such a remote by
+ * overwriting its ref with force once its own fast-forward check passed
+ * (transports/local.c), so two pushes racing both "win": for those the
+ * compare-and-swap is made in the remote repository itself. A network
+ * remote's receive-pack compares the old id under the ref's lock.
+ */
+static char *local_remote_dir(struct state_git *g)
+{
+	git_config *cfg = NULL;
+	const char *url = NULL;
+	char *key = vx_asprintf("remote.%s.url", g->remote), *out = NULL;
+
+	if (key && git_repository_config_snapshot(&cfg, g->repo) == 0 &&
+	    git_config_get_string(&url, cfg, key) == 0 && url && *url) {
+		const char *slash = strchr(url, '/'), *colon = strchr(url, ':');
+
+		if (!strncmp(url, "file://", 7))
+			out = vx_strdup(url + 7);
+		else if (!strstr(url, "://") && (!colon || (slash && slash < colon)))
+			out = vx_strdup(url); /* a path; "host:path" is ssh, as git reads it */
+	}
+	git_error_clear();
+	git_config_free(cfg);
+	free(key);
+	return out;
+}
+
+/* The remote on this machine: the objects go over by a push to a private
+ * ref, then dst moves from *expect (NULL: absent) to id under its lock. */
+static int push_local(struct state_git *g, const struct gref *r, const char *dir, const char *tmp,
+		      const git_oid *id, const git_oid *expect, struct vx_err *err)
+{
+	git_repository *remote = NULL;
+	git_oid zero;
+	int rc, grc;
+
+	memset(&zero, 0, sizeof(zero));
+	if ((rc = push_ref_to(g, r, tmp, tmp, err)) < 0)
+		return rc;
+	if (git_repository_open_bare(&remote, dir) < 0) {
+		rc = gerr(err, VX_EIO, "pushing the state");
+		return vx_err_wrap(err, "%s to %s", r->name, g->remote);
+	}
+	for (int tries = 0;
+	     (grc = git_reference_create_matching(NULL, remote, r->ref, id, 1, expect ? expect : &zero,
+						  "vx: push")) < 0 && lock_busy(grc) && tries < REF_LOCK_MAX_TRIES;
+	     tries++)
+		vx_sleep_ms(g->base.ctx, REF_LOCK_POLL_MS);
+	if (grc == GIT_EMODIFIED || grc == GIT_EEXISTS)
+		rc = vx_err_set(err, VX_ECONFLICT, "pushing %s to %s was refused: someone else moved it first",
+				r->name, g->remote);
+	else if (grc < 0) {
+		rc = gerr(err, VX_EIO, "pushing the state");
+		vx_err_wrap(err, "%s to %s", r->name, g->remote);
+	}
+	if (git_reference_remove(remote, tmp) < 0)
+		git_error_clear();
+	git_repository_free(remote);
+	return rc;
 }
 
 /* ---- updating a ref ------------------------------------------------------ */
 
-/*
- * A writer holds a ref's lock file (refs/heads/X.lock) for milliseconds. One
- * older than this was left by a process killed mid-write (vx under SIGKILL,
- * say), and would otherwise block every later write until removed by hand.
- */
-#define REF_LOCK_STALE_MS 5000
-#define REF_LOCK_POLL_MS 100
-#define REF_LOCK_MAX_TRIES (2 * REF_LOCK_STALE_MS / REF_LOCK_POLL_MS)
 
 static int64_t mtime_ms(const struct stat *sb)
 {
@@ -312,7 +392,7 @@ static int sync_ref(struct state_git *g, const struct gref *r, struct vx_err *er
 	fo.update_fetchhead = 0;
 	/* Two vx in one clone fetch into the same tracking ref: a lock file held
 	 * by the other is waited for (a fetch holds it for milliseconds). */
-	for (int tries = 0; (grc = git_remote_fetch(remote, &specs, &fo, NULL)) == GIT_ELOCKED &&
+	for (int tries = 0; (grc = git_remote_fetch(remote, &specs, &fo, NULL)) < 0 && lock_busy(grc) &&
 			    tries < REF_LOCK_MAX_TRIES; tries++)
 		vx_sleep_ms(g->base.ctx, REF_LOCK_POLL_MS);
 	if (grc < 0) {
@@ -951,13 +1031,15 @@ static int push_new(struct state_git *g, const struct gref *r, const git_oid *id
 {
 	git_reference *tmp = NULL, *ref = NULL;
 	git_oid local;
-	char name[96];
+	char name[96], *dir;
 	int exists, rc;
 
 	snprintf(name, sizeof(name), "refs/vx/tmp/%ld-%lld", (long)getpid(), (long long)vx_mono_ms(g->base.ctx));
 	if (git_reference_create(&tmp, g->repo, name, id, 1, "vx: to push") < 0)
 		return gerr(err, VX_EIO, "writing the state commit");
-	rc = push_ref_from(g, r, name, err);
+	dir = local_remote_dir(g);
+	rc = dir ? push_local(g, r, dir, name, id, parent, err) : push_ref_to(g, r, name, r->ref, err);
+	free(dir);
 	if (git_reference_delete(tmp) < 0)
 		git_error_clear();
 	git_reference_free(tmp);
