@@ -165,54 +165,10 @@ static void diff_value(struct diffs *d, const char *path, const cJSON *live, con
 	free(w);
 }
 
-/* Walks two jobSpec trees as spec_diff_paths does, with the values. */
-static void diff_walk(struct diffs *d, const cJSON *a, const cJSON *b, struct vx_buf *path)
+/* spec_diff_walk's leaf: the live and declared values at path. */
+static void diff_leaf(void *ud, const char *path, const cJSON *live, const cJSON *decl)
 {
-	const cJSON *x;
-	size_t len = path->len;
-
-	if (!a || !b || cJSON_IsObject(a) != cJSON_IsObject(b) || cJSON_IsArray(a) != cJSON_IsArray(b)) {
-		if (a || b)
-			diff_value(d, vx_buf_str(path), a, b);
-		return;
-	}
-	if (cJSON_IsObject(a)) {
-		cJSON_ArrayForEach(x, a) {
-			if (vx_buf_printf(path, "%s%s", len ? "." : "", x->string) < 0) {
-				d->oom = 1;
-				return;
-			}
-			diff_walk(d, x, cJSON_GetObjectItemCaseSensitive(b, x->string), path);
-			path->len = len;
-			path->data[len] = '\0';
-		}
-		cJSON_ArrayForEach(x, b) {
-			if (cJSON_GetObjectItemCaseSensitive(a, x->string))
-				continue;
-			if (vx_buf_printf(path, "%s%s", len ? "." : "", x->string) < 0) {
-				d->oom = 1;
-				return;
-			}
-			diff_value(d, vx_buf_str(path), NULL, x);
-			path->len = len;
-			path->data[len] = '\0';
-		}
-		return;
-	}
-	if (cJSON_IsArray(a) && cJSON_GetArraySize(a) == cJSON_GetArraySize(b)) {
-		for (int i = 0; i < cJSON_GetArraySize(a); i++) {
-			if (vx_buf_printf(path, "[%d]", i) < 0) {
-				d->oom = 1;
-				return;
-			}
-			diff_walk(d, cJSON_GetArrayItem(a, i), cJSON_GetArrayItem(b, i), path);
-			path->len = len;
-			path->data[len] = '\0';
-		}
-		return;
-	}
-	if (!cJSON_Compare(a, b, 1))
-		diff_value(d, vx_buf_str(path), a, b);
+	diff_value(ud, path, live, decl);
 }
 
 /* ---- jobs ------------------------------------------------------------------ */
@@ -383,7 +339,6 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 	cJSON *live = NULL, *decl = NULL;
 	const char *v;
 	struct diffs df = { VX_BUF_INIT, 0, 0 };
-	struct vx_buf path = VX_BUF_INIT;
 	int rc = 0, same;
 
 	memset(&lj, 0, sizeof(lj));
@@ -448,12 +403,12 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 	}
 	same = cJSON_Compare(live, decl, 1);
 	if (!same) {
-		if (!(redacted = cJSON_PrintUnformatted(live)) || vx_buf_adds(&path, "") < 0 ||
-		    vx_digest_sha256_hex(hash, redacted, strlen(redacted)) < 0) {
+		if (!(redacted = cJSON_PrintUnformatted(live)) ||
+		    vx_digest_sha256_hex(hash, redacted, strlen(redacted)) < 0 ||
+		    spec_diff_walk(live, decl, 1, diff_leaf, &df) < 0) {
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			goto done;
 		}
-		diff_walk(&df, live, decl, &path);
 		if (!(out->differs = diff_text(&df)) || !(out->next = job_next(d, &lj))) {
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			goto done;
@@ -508,7 +463,6 @@ done:
 	cJSON_Delete(decl);
 	cJSON_free(redacted);
 	vx_buf_release(&df.out);
-	vx_buf_release(&path);
 	free(spec);
 	free(canon);
 	free(asked);

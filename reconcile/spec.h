@@ -122,4 +122,18 @@ int spec_parse_duration(const char *s, int64_t *out_ms) VX_WUR;
  */
 char *spec_diff_paths(const char *old_json, const char *new_json);
 
+/*
+ * Walks two JSON trees (jobSpecs) and calls leaf(ud, path, a, b) at each
+ * place they differ, a or b NULL where that side has nothing; path is
+ * "workerPoolSpecs[0].machineSpec" ("" for the root). Objects are compared
+ * key by key; arrays of the same length item by item when their items are
+ * objects, and always with items set ("args[1]"); otherwise an array that
+ * differs is one place. spec_diff_paths (the plan's reason) and vx import
+ * (which shows the values) are its two users. 0, or VX_ENOMEM.
+ */
+struct cJSON;
+typedef void (*spec_diff_leaf)(void *ud, const char *path, const struct cJSON *a, const struct cJSON *b);
+int spec_diff_walk(const struct cJSON *a, const struct cJSON *b, int items, spec_diff_leaf leaf,
+		   void *ud) VX_WUR;
+
 #endif

@@ -33,74 +33,88 @@ static void diff_add(struct diff *d, const char *path)
 		d->oom = 1;
 }
 
-static void diff_walk(struct diff *d, const cJSON *a, const cJSON *b, struct vx_buf *path)
+static void diff_leaf(void *ud, const char *path, const cJSON *a, const cJSON *b)
+{
+	(void)a;
+	(void)b;
+	diff_add(ud, path);
+}
+
+struct walk {
+	int items;
+	spec_diff_leaf leaf;
+	void *ud;
+	struct vx_buf path;
+};
+
+/* Appends a path step ("%s%s" key or "[%d]"), walks a and b there, and cuts it off again. */
+static int walk(struct walk *w, const cJSON *a, const cJSON *b);
+
+static int step(struct walk *w, const char *key, int index, const cJSON *a, const cJSON *b)
+{
+	size_t len = w->path.len;
+	int rc = key ? vx_buf_printf(&w->path, "%s%s", len ? "." : "", key)
+		     : vx_buf_printf(&w->path, "[%d]", index);
+
+	if (rc == 0)
+		rc = walk(w, a, b);
+	w->path.len = len;
+	w->path.data[len] = '\0';
+	return rc;
+}
+
+static int walk(struct walk *w, const cJSON *a, const cJSON *b)
 {
 	const cJSON *x;
-	size_t len = path->len;
-	int i, na, nb;
+	int rc = 0;
 
 	if (!a || !b || (cJSON_IsObject(a) != cJSON_IsObject(b)) ||
 	    (cJSON_IsArray(a) != cJSON_IsArray(b))) {
 		if (a || b)
-			diff_add(d, vx_buf_str(path));
-		return;
+			w->leaf(w->ud, vx_buf_str(&w->path), a, b);
+		return 0;
 	}
 	if (cJSON_IsObject(a)) {
-		cJSON_ArrayForEach(x, a) {
-			if (vx_buf_printf(path, "%s%s", len ? "." : "", x->string) < 0) {
-				d->oom = 1;
-				return;
-			}
-			diff_walk(d, x, cJSON_GetObjectItemCaseSensitive(b, x->string), path);
-			path->len = len;
-			path->data[len] = '\0';
-		}
-		cJSON_ArrayForEach(x, b) {
-			if (cJSON_GetObjectItemCaseSensitive(a, x->string))
-				continue;
-			if (vx_buf_printf(path, "%s%s", len ? "." : "", x->string) < 0) {
-				d->oom = 1;
-				return;
-			}
-			diff_add(d, vx_buf_str(path));
-			path->len = len;
-			path->data[len] = '\0';
-		}
-		return;
+		cJSON_ArrayForEach(x, a)
+			if ((rc = step(w, x->string, 0, x, cJSON_GetObjectItemCaseSensitive(b, x->string))) < 0)
+				return rc;
+		cJSON_ArrayForEach(x, b)
+			if (!cJSON_GetObjectItemCaseSensitive(a, x->string) &&
+			    (rc = step(w, x->string, 0, NULL, x)) < 0)
+				return rc;
+		return 0;
 	}
-	if (cJSON_IsArray(a)) {
-		na = cJSON_GetArraySize(a);
-		nb = cJSON_GetArraySize(b);
-		if (na != nb) {
-			diff_add(d, vx_buf_str(path));
-			return;
-		}
-		for (i = 0; i < na; i++) {
+	if (cJSON_IsArray(a) && cJSON_GetArraySize(a) == cJSON_GetArraySize(b)) {
+		for (int i = 0; i < cJSON_GetArraySize(a); i++) {
 			const cJSON *ia = cJSON_GetArrayItem(a, i), *ib = cJSON_GetArrayItem(b, i);
 
-			if (cJSON_IsObject(ia) && cJSON_IsObject(ib)) {
-				if (vx_buf_printf(path, "[%d]", i) < 0) {
-					d->oom = 1;
-					return;
-				}
-				diff_walk(d, ia, ib, path);
-				path->len = len;
-				path->data[len] = '\0';
+			if (w->items || (cJSON_IsObject(ia) && cJSON_IsObject(ib))) {
+				if ((rc = step(w, NULL, i, ia, ib)) < 0)
+					return rc;
 			} else if (!cJSON_Compare(ia, ib, 1)) {
-				diff_add(d, vx_buf_str(path));
-				return;
+				w->leaf(w->ud, vx_buf_str(&w->path), a, b);
+				return 0;
 			}
 		}
-		return;
+		return 0;
 	}
 	if (!cJSON_Compare(a, b, 1))
-		diff_add(d, vx_buf_str(path));
+		w->leaf(w->ud, vx_buf_str(&w->path), a, b);
+	return 0;
+}
+
+int spec_diff_walk(const cJSON *a, const cJSON *b, int items, spec_diff_leaf leaf, void *ud)
+{
+	struct walk w = { items, leaf, ud, VX_BUF_INIT };
+	int rc = vx_buf_adds(&w.path, "") < 0 ? VX_ENOMEM : walk(&w, a, b);
+
+	vx_buf_release(&w.path);
+	return rc < 0 ? VX_ENOMEM : 0;
 }
 
 char *spec_diff_paths(const char *old_json, const char *new_json)
 {
 	struct diff d = { VX_BUF_INIT, 0, 0 };
-	struct vx_buf path = VX_BUF_INIT;
 	cJSON *a = old_json ? cJSON_Parse(old_json) : NULL;
 	cJSON *b = new_json ? cJSON_Parse(new_json) : NULL;
 	char *res = NULL;
@@ -108,10 +122,8 @@ char *spec_diff_paths(const char *old_json, const char *new_json)
 	if (!a || !b) {
 		if (!(old_json && new_json && !strcmp(old_json, new_json)))
 			diff_add(&d, "");
-	} else if (vx_buf_adds(&path, "") < 0) {
+	} else if (spec_diff_walk(a, b, 0, diff_leaf, &d) < 0) {
 		d.oom = 1;
-	} else {
-		diff_walk(&d, a, b, &path);
 	}
 	if (!d.oom && d.n > DIFF_MAX && vx_buf_printf(&d.out, " and %zu more",
 						       d.n - DIFF_MAX) < 0)
@@ -119,7 +131,6 @@ char *spec_diff_paths(const char *old_json, const char *new_json)
 	if (!d.oom)
 		res = vx_buf_detach(&d.out);
 	vx_buf_release(&d.out);
-	vx_buf_release(&path);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
 	return res;
