@@ -240,6 +240,19 @@ int state_header_to_json(const struct state *st, char **out, struct vx_err *err)
 int state_record_to_json(const struct state_record *r, char **out, struct vx_err *err) VX_WUR;
 int state_lock_to_json(const struct state_lock *l, char **out, struct vx_err *err) VX_WUR;
 
+/*
+ * A record's fingerprint: bytes such that two records with equal
+ * fingerprints have equal state_record_to_json texts (the converse need
+ * not hold). Far cheaper than the JSON (no allocation per field, no
+ * number printing, no spec parse), so the git backend keeps the
+ * fingerprint of each record's stored blob and serialises only the
+ * records whose fingerprint moved.
+ * out is reset first.
+ */
+struct vx_buf;
+int state_record_fingerprint(const struct state_record *r, struct vx_buf *out,
+			     struct vx_err *err) VX_WUR;
+
 int state_from_json(struct state *out, const char *text, size_t len, struct vx_err *err) VX_WUR;
 int state_header_from_json(struct state *out, const char *text, size_t len,
 			   struct vx_err *err) VX_WUR;

@@ -34,6 +34,22 @@ struct state_git {
 	char *tracking; /* refs/remotes/<remote>/<branch> */
 	char *lease_ref;      /* refs/vx/lease/<stack>: the lease, off the state's history */
 	char *lease_tracking; /* refs/vx/remotes/<remote>/lease/<stack> */
+	/*
+	 * What a save need not redo: for each record read or written, its
+	 * fingerprint (state_record_fingerprint) and the blob its JSON made.
+	 * A pure cache (that fingerprint always gives that blob), sorted by
+	 * address for nmemo_sorted entries, newer entries after them.
+	 */
+	struct rec_memo *memo;
+	size_t nmemo, nmemo_sorted, amemo;
+	struct vx_buf fp;
+};
+
+struct rec_memo {
+	char *address;
+	unsigned char *fp;
+	size_t len;
+	git_oid blob;
 };
 
 /* A ref vx keeps in step with the remote: its name, tracking ref and what to call it. */
@@ -561,6 +577,110 @@ static int read_header(struct state_git *g, const git_tree *tree, struct state *
 	return rc;
 }
 
+static void memo_clear(struct state_git *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nmemo; i++) {
+		free(g->memo[i].address);
+		free(g->memo[i].fp);
+	}
+	free(g->memo);
+	g->memo = NULL;
+	g->nmemo = g->nmemo_sorted = g->amemo = 0;
+}
+
+static int memo_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct rec_memo *)a)->address, ((const struct rec_memo *)b)->address);
+}
+
+static int memo_key_cmp(const void *key, const void *m)
+{
+	return strcmp(key, ((const struct rec_memo *)m)->address);
+}
+
+/* Sorts the entries added since the last sort in with the others. */
+static void memo_sort(struct state_git *g)
+{
+	if (g->nmemo_sorted < g->nmemo)
+		qsort(g->memo, g->nmemo, sizeof(*g->memo), memo_cmp);
+	g->nmemo_sorted = g->nmemo;
+}
+
+static struct rec_memo *memo_find(struct state_git *g, const char *address)
+{
+	size_t i;
+	struct rec_memo *m = g->nmemo_sorted ? bsearch(address, g->memo, g->nmemo_sorted,
+						       sizeof(*g->memo), memo_key_cmp)
+					     : NULL;
+
+	if (m)
+		return m;
+	for (i = g->nmemo_sorted; i < g->nmemo; i++)
+		if (strcmp(g->memo[i].address, address) == 0)
+			return &g->memo[i];
+	return NULL;
+}
+
+/*
+ * Remembers that the record at address, whose fingerprint is in g->fp,
+ * is stored as blob. Failing to remember costs only speed, so an
+ * allocation failure is not an error: the entry is dropped.
+ */
+static void memo_put(struct state_git *g, const char *address, const git_oid *blob)
+{
+	struct rec_memo *m = memo_find(g, address);
+	unsigned char *fp = malloc(g->fp.len ? g->fp.len : 1);
+
+	if (fp)
+		memcpy(fp, g->fp.data, g->fp.len);
+	if (m) {
+		free(m->fp);
+		m->fp = fp;
+		m->len = g->fp.len;
+		git_oid_cpy(&m->blob, blob);
+		if (!fp)
+			m->len = SIZE_MAX; /* never equal to a fingerprint */
+		return;
+	}
+	if (!fp)
+		return;
+	if (g->nmemo == g->amemo) {
+		size_t na = g->amemo ? g->amemo * 2 : 64;
+		struct rec_memo *grown = realloc(g->memo, na * sizeof(*grown));
+
+		if (!grown) {
+			free(fp);
+			return;
+		}
+		g->memo = grown;
+		g->amemo = na;
+	}
+	m = &g->memo[g->nmemo];
+	m->address = vx_strdup(address);
+	if (!m->address) {
+		free(fp);
+		return;
+	}
+	m->fp = fp;
+	m->len = g->fp.len;
+	git_oid_cpy(&m->blob, blob);
+	g->nmemo++;
+	/* A long unsorted tail would make memo_find linear. */
+	if (g->nmemo - g->nmemo_sorted > 32)
+		memo_sort(g);
+}
+
+/* Whether r (fingerprint in g->fp) is known to be stored as blob. */
+static int memo_same(struct state_git *g, const char *address, const git_oid *blob)
+{
+	const struct rec_memo *m = memo_find(g, address);
+
+	return m && m->len == g->fp.len && git_oid_equal(&m->blob, blob) &&
+	       memcmp(m->fp, g->fp.data, g->fp.len) == 0;
+}
+
 static int record_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct state_record *)a)->address,
@@ -651,6 +771,10 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 						st->records[st->nrecords - 1].address, want);
 				goto done;
 			}
+			if ((rc = state_record_fingerprint(&st->records[st->nrecords - 1], &g->fp,
+							   err)) < 0)
+				goto done;
+			memo_put(g, want, git_tree_entry_id(ent));
 		}
 		git_tree_free(sub);
 		sub = NULL;
@@ -659,6 +783,7 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 	}
 	if (st->nrecords > 1)
 		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);
+	memo_sort(g);
 done:
 	free(text);
 	free(path);
@@ -681,6 +806,7 @@ static int state_git_load(struct state_backend *b, struct state *out, struct vx_
 	int exists, lease_exists, rc;
 	char hex[GIT_OID_HEXSZ + 1];
 
+	memo_clear(g);
 	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
 		goto done;
 	if (!exists) {
@@ -789,6 +915,13 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			goto done;
 		}
+		e = old ? git_tree_entry_byname(old, file) : NULL;
+		/* Unchanged since it was read or written: no JSON, no hash. */
+		if ((rc = state_record_fingerprint(r, &g->fp, err)) < 0)
+			goto done;
+		if (e && git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB &&
+		    memo_same(g, r->address, git_tree_entry_id(e)))
+			continue;
 		if ((rc = state_record_to_json(r, &text, err)) < 0)
 			goto done;
 		tlen = strlen(text);
@@ -796,15 +929,17 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 			rc = gerr(err, VX_EIO, file);
 			goto done;
 		}
-		e = old ? git_tree_entry_byname(old, file) : NULL;
 		if (e && git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB &&
-		    git_oid_equal(git_tree_entry_id(e), &id))
+		    git_oid_equal(git_tree_entry_id(e), &id)) {
+			memo_put(g, r->address, &id);
 			continue;
+		}
 		if (git_blob_create_from_buffer(&id, g->repo, text, tlen) < 0 ||
 		    git_treebuilder_insert(NULL, tb, file, &id, GIT_FILEMODE_BLOB) < 0) {
 			rc = gerr(err, VX_EIO, file);
 			goto done;
 		}
+		memo_put(g, r->address, &id);
 		changed = 1;
 	}
 	if (git_treebuilder_entrycount(tb) == 0)
@@ -1659,6 +1794,8 @@ static void state_git_free(struct state_backend *b)
 {
 	struct state_git *g = (struct state_git *)b;
 
+	memo_clear(g);
+	vx_buf_release(&g->fp);
 	git_repository_free(g->repo);
 	free(g->branch);
 	free(g->ref);

@@ -229,6 +229,75 @@ done:
 	return rc;
 }
 
+/*
+ * The record's fingerprint (state.h): every field record_json reads, each
+ * self-delimiting (a string as a presence byte, its length and its bytes;
+ * an integer as its 8 bytes), in record_json's order. Equal fingerprints
+ * therefore mean equal JSON, which is all the git backend relies on to
+ * skip serialising a record a save did not touch. A field added to
+ * record_json or run_json must be added here too; test_state.c's
+ * test_fingerprint_covers_every_field changes each field in turn.
+ */
+static int fp_bytes(struct vx_buf *b, const void *p, size_t n)
+{
+	return vx_buf_add(b, p, n);
+}
+
+static int fp_int(struct vx_buf *b, int64_t v)
+{
+	return fp_bytes(b, &v, sizeof(v));
+}
+
+static int fp_str(struct vx_buf *b, const char *s)
+{
+	uint64_t n;
+
+	if (!s)
+		return vx_buf_addc(b, 0);
+	n = strlen(s);
+	if (vx_buf_addc(b, 1) < 0 || fp_bytes(b, &n, sizeof(n)) < 0)
+		return -1;
+	return fp_bytes(b, s, (size_t)n);
+}
+
+static int fp_run(struct vx_buf *b, const struct state_run *r)
+{
+	size_t i;
+
+	if (fp_str(b, r->resource) < 0 || fp_str(b, r->project) < 0 || fp_str(b, r->region) < 0 ||
+	    fp_str(b, r->action) < 0 || fp_str(b, r->spec_hash) < 0 || fp_int(b, r->run) < 0 ||
+	    fp_int(b, r->attempt) < 0 || fp_int(b, r->rung) < 0 || fp_int(b, (int64_t)r->nlabels) < 0)
+		return -1;
+	for (i = 0; i < r->nlabels; i++)
+		if (fp_str(b, r->labels[i].key) < 0 || fp_str(b, r->labels[i].value) < 0)
+			return -1;
+	if (fp_str(b, r->state) < 0 || fp_str(b, r->failure) < 0 || fp_int(b, r->error_code) < 0 ||
+	    fp_str(b, r->error_message) < 0 || fp_int(b, r->cancelled_by_vx != 0) < 0 ||
+	    fp_int(b, r->created_ms) < 0 || fp_int(b, r->ended_ms) < 0 ||
+	    fp_str(b, r->config_commit) < 0 || fp_int(b, r->config_dirty != 0) < 0 ||
+	    fp_str(b, r->decl_hash) < 0 || fp_str(b, r->launched_by) < 0 ||
+	    fp_str(b, r->planned_by) < 0 || fp_int(b, r->pr_number) < 0 || fp_str(b, r->pr_url) < 0 ||
+	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0)
+		return -1;
+	return 0;
+}
+
+int state_record_fingerprint(const struct state_record *r, struct vx_buf *out, struct vx_err *err)
+{
+	size_t i;
+
+	vx_buf_reset(out);
+	if (fp_str(out, r->address) < 0 || fp_str(out, r->kind) < 0 || fp_str(out, r->spec_hash) < 0 ||
+	    fp_str(out, r->spec_json) < 0 || fp_int(out, r->run) < 0 || fp_int(out, r->attempts) < 0 ||
+	    fp_int(out, r->protect != 0) < 0 || fp_int(out, r->current != NULL) < 0 ||
+	    (r->current && fp_run(out, r->current) < 0) || fp_int(out, (int64_t)r->nhistory) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (i = 0; i < r->nhistory; i++)
+		if (fp_run(out, &r->history[i]) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
+}
+
 static cJSON *intent_json(const struct state_intent *in)
 {
 	cJSON *o = cJSON_CreateObject();

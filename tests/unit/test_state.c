@@ -333,6 +333,159 @@ static void test_run_planned_by_and_pull_request(void **unused)
 	vx_err_release(&err);
 }
 
+/* Replaces *s with a different string (NULL with one, one with another). */
+static void restr(char **s)
+{
+	char *old = *s;
+
+	*s = strdup(old && strcmp(old, "Z") == 0 ? "Y" : "Z");
+	free(old);
+}
+
+/* Changes field k of run (0..); 0 when k is past the last. */
+static int mutate_run(struct state_run *r, int k)
+{
+	switch (k) {
+	case 0: restr(&r->resource); return 1;
+	case 1: restr(&r->project); return 1;
+	case 2: restr(&r->region); return 1;
+	case 3: restr(&r->action); return 1;
+	case 4: restr(&r->spec_hash); return 1;
+	case 5: r->run++; return 1;
+	case 6: r->attempt++; return 1;
+	case 7: r->rung++; return 1;
+	case 8: restr(&r->labels[0].value); return 1;
+	case 9: restr(&r->labels[0].key); return 1;
+	case 10: assert_int_equal(vx_labels_set(&r->labels, &r->nlabels, "zz", "1"), 0); return 1;
+	case 11: restr(&r->state); return 1;
+	case 12: restr(&r->failure); return 1;
+	case 13: r->error_code++; return 1;
+	case 14: restr(&r->error_message); return 1;
+	case 15: r->cancelled_by_vx = !r->cancelled_by_vx; return 1;
+	case 16: r->created_ms += 1000; return 1;
+	case 17: r->ended_ms += 1000; return 1;
+	case 18: restr(&r->config_commit); return 1;
+	case 19: r->config_dirty = !r->config_dirty; return 1;
+	case 20: restr(&r->decl_hash); return 1;
+	case 21: restr(&r->launched_by); return 1;
+	case 22: restr(&r->planned_by); return 1;
+	case 23: r->pr_number++; return 1;
+	case 24: restr(&r->pr_url); return 1;
+	case 25: r->has_value = !r->has_value; return 1;
+	case 26: r->value++; return 1;
+	default: return 0;
+	}
+}
+
+static int mutate_record(struct state_record *r, int k)
+{
+	switch (k) {
+	case 0: restr(&r->address); return 1;
+	case 1: restr(&r->kind); return 1;
+	case 2: restr(&r->spec_hash); return 1;
+	case 3:
+		free(r->spec_json);
+		r->spec_json = strdup("{\"n\":9}");
+		return 1;
+	case 4: r->run++; return 1;
+	case 5: r->attempts++; return 1;
+	case 6: r->protect = !r->protect; return 1;
+	case 7:
+		state_run_release(r->current);
+		free(r->current);
+		r->current = NULL;
+		return 1;
+	case 8: state_run_release(&r->history[--r->nhistory]); return 1;
+	default: return 0;
+	}
+}
+
+/* Every field set, in the current run and in the history. */
+static void fill_run(struct state_run *r)
+{
+	restr(&r->project);
+	r->rung = 2;
+	r->cancelled_by_vx = 1;
+	r->config_dirty = 1;
+	restr(&r->decl_hash);
+	restr(&r->launched_by);
+	restr(&r->planned_by);
+	r->pr_number = 7;
+	restr(&r->pr_url);
+	r->has_value = 1;
+	r->value = 3;
+	if (!r->nlabels)
+		assert_int_equal(vx_labels_set(&r->labels, &r->nlabels, "vx-job", "a"), 0);
+}
+
+/*
+ * Equal fingerprints must mean equal JSON (the git backend skips a record
+ * whose fingerprint is unchanged). Each field of the record, of its
+ * current run and of a past run is changed in turn: the JSON changes, and
+ * the fingerprint must change too.
+ */
+static void test_fingerprint_covers_every_field(void **unused)
+{
+	struct state st = STATE_INIT;
+	struct vx_ctx ctx;
+	struct vx_buf base_fp = VX_BUF_INIT, fp = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct state_record base, r;
+	char *base_json = NULL, *json = NULL;
+	int64_t now = INT64_C(1795341720000);
+	int k, where, n = 0;
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	sample(&st, &ctx);
+	assert_int_equal(state_record_copy(&base, state_find(&st, "job.a")), 0);
+	base.protect = 1;
+	fill_run(base.current);
+	fill_run(&base.history[0]);
+	assert_int_equal(state_record_to_json(&base, &base_json, &err), 0);
+	assert_int_equal(state_record_fingerprint(&base, &base_fp, &err), 0);
+
+	/* A copy has the same fingerprint. */
+	assert_int_equal(state_record_copy(&r, &base), 0);
+	assert_int_equal(state_record_fingerprint(&r, &fp, &err), 0);
+	assert_int_equal(fp.len, base_fp.len);
+	assert_memory_equal(fp.data, base_fp.data, fp.len);
+	state_record_release(&r);
+
+	for (where = 0; where < 3; where++) {
+		for (k = 0;; k++) {
+			int changed;
+
+			assert_int_equal(state_record_copy(&r, &base), 0);
+			if (where == 0)
+				changed = mutate_record(&r, k);
+			else
+				changed = mutate_run(where == 1 ? r.current : &r.history[0], k);
+			if (!changed) {
+				state_record_release(&r);
+				break;
+			}
+			assert_int_equal(state_record_to_json(&r, &json, &err), 0);
+			assert_int_equal(state_record_fingerprint(&r, &fp, &err), 0);
+			if (strcmp(json, base_json) == 0)
+				fail_msg("change %d of part %d does not show in the JSON", k, where);
+			if (fp.len == base_fp.len && memcmp(fp.data, base_fp.data, fp.len) == 0)
+				fail_msg("change %d of part %d does not show in the fingerprint", k, where);
+			free(json);
+			json = NULL;
+			state_record_release(&r);
+			n++;
+		}
+	}
+	assert_int_equal(n, 9 + 27 + 27);
+	free(base_json);
+	vx_buf_release(&base_fp);
+	vx_buf_release(&fp);
+	state_record_release(&base);
+	state_release(&st);
+	vx_err_release(&err);
+}
+
 static void expect_bad(const char *json, const char *msg)
 {
 	struct state st = STATE_INIT;
@@ -539,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_run_rung),
 		cmocka_unit_test(test_run_config_dirty),
 		cmocka_unit_test(test_run_planned_by_and_pull_request),
+		cmocka_unit_test(test_fingerprint_covers_every_field),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),

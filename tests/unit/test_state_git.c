@@ -786,6 +786,86 @@ static void tip_tree_id(const char *repo_dir, git_oid *out)
  * it makes must be the one a write from nothing makes, byte for byte:
  * records changed, added, unchanged and removed, and a folder emptied.
  */
+/* What a fresh backend reads back from the branch, as one JSON text. */
+static char *reread(struct staterepo *f)
+{
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL;
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	assert_int_equal(state_to_json(&st, &text, &err), 0);
+	state_release(&st);
+	state_backend_free(b);
+	return text;
+}
+
+static void expect_stored(struct staterepo *f, const struct state *st)
+{
+	struct vx_err err = VX_ERR_INIT;
+	char *want = NULL, *got = reread(f);
+
+	assert_int_equal(state_to_json(st, &want, &err), 0);
+	assert_string_equal(got, want);
+	free(want);
+	free(got);
+}
+
+/*
+ * A save serialises only the records whose fingerprint moved since they
+ * were read or written (state_git.c's memo). Changes made in place, deep
+ * in a run, to a record loaded from the branch or written before, must
+ * all reach the branch; so must a change undone.
+ */
+static void test_save_sees_changes_in_place(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT;
+	struct state_record *r;
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/2");
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/3");
+	assert_int_equal(state_write(b, &st, "first", &err), 0);
+	expect_stored(f, &st);
+
+	/* Written by this backend, then changed in place. */
+	r = state_find(&st, "job.b");
+	free(r->history[0].state);
+	r->history[0].state = strdup("JOB_STATE_FAILED");
+	assert_int_equal(state_write(b, &st, "past run", &err), 0);
+	expect_stored(f, &st);
+	r->current->ended_ms = INT64_C(1795341780000);
+	assert_int_equal(state_write(b, &st, "ended", &err), 0);
+	expect_stored(f, &st);
+
+	/* Read from the branch by another backend, then changed in place. */
+	state_release(&st);
+	state_backend_free(b);
+	b = staterepo_open_git(f, f->repo, NULL);
+	assert_int_equal(state_load(b, &st, &err), 0);
+	r = state_find(&st, "job.a");
+	assert_int_equal(vx_labels_set(&r->current->labels, &r->current->nlabels, "team", "x"), 0);
+	assert_int_equal(state_write(b, &st, "label", &err), 0);
+	expect_stored(f, &st);
+
+	/* Undone: the first form again. */
+	vx_labels_free(r->current->labels, r->current->nlabels);
+	r->current->labels = NULL;
+	r->current->nlabels = 0;
+	assert_int_equal(state_write(b, &st, "unlabel", &err), 0);
+	expect_stored(f, &st);
+	assert_int_equal(st.serial, 5);
+
+	state_release(&st);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
 static void test_incremental_write_is_a_full_write(void **state)
 {
 	struct staterepo *f = *state;
@@ -857,6 +937,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lease_is_its_own_ref, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_incremental_write_is_a_full_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_save_sees_changes_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_history_three_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
