@@ -96,7 +96,7 @@ static int plan_exec(const struct cmd_args *args)
 		goto done;
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0) {
+	if ((po.refresh ? workspace_open_ahead(&ws, &ctx, dir, &err) : workspace_open(&ws, &ctx, dir, &err)) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

@@ -1,6 +1,8 @@
 #include "cmd/workspace.h"
 
 #include <limits.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,30 +102,11 @@ static int open_gcs(struct workspace *ws, struct vx_err *err)
 	return state_gcs_open(&ws->backend, ws->ctx, &o, err);
 }
 
-int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+/* Opens the state backend ws->st names (ws->st: the stack, or the Stack read ahead). */
+static int open_backend(struct workspace *ws, struct vx_err *err)
 {
-	struct vx_diags diags = VX_DIAGS_INIT;
-	char real[PATH_MAX];
 	int rc;
 
-	memset(ws, 0, sizeof(*ws));
-	ws->ctx = ctx;
-	if (!realpath(dir, real))
-		return vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", dir);
-	ws->dir = strdup(real);
-	if (!ws->dir)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if ((rc = dir_in_repo(&ws->dir_in_repo, ws->dir)) < 0)
-		return vx_err_set(err, rc, "out of memory");
-	rc = stack_load(&ws->st, dir, NULL, &diags, err);
-	if (rc == VX_EINVAL) {
-		print_diags(&diags);
-		vx_err_set(err, VX_EINVAL, "%s: the stack has %zu error%s", dir, vx_diags_count(&diags),
-			   vx_diags_count(&diags) == 1 ? "" : "s");
-	}
-	vx_diags_release(&diags);
-	if (rc < 0)
-		return rc;
 	if (ws->st->state.backend == STACK_BACKEND_FILE) {
 		struct vx_buf p = VX_BUF_INIT;
 
@@ -139,7 +122,7 @@ int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, st
 		{
 			struct state_file_opts fo = { ws->st->name, ws->state_ref };
 
-			rc = state_file_open(&ws->backend, ctx, &fo, err);
+			rc = state_file_open(&ws->backend, ws->ctx, &fo, err);
 			if (rc == VX_ENOTFOUND)
 				vx_err_wrap(err, "state file %s", ws->st->state.path);
 		}
@@ -154,22 +137,175 @@ int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, st
 		ws->state_ref = vx_asprintf("refs/heads/%s", ws->st->state.branch);
 		if (!ws->state_ref)
 			return vx_err_set(err, VX_ENOMEM, "out of memory");
-		rc = state_git_open(&ws->backend, ctx, &go, err);
+		rc = state_git_open(&ws->backend, ws->ctx, &go, err);
 		if (rc == VX_ENOTFOUND)
 			vx_err_wrap(err, "state backend git: %s is not inside a git repository "
-				    "(run 'git init', or set state: {backend: file, path: vx-state.json})", dir);
+				    "(run 'git init', or set state: {backend: file, path: vx-state.json})",
+				    ws->st->dir);
 	} else if (ws->st->state.backend == STACK_BACKEND_GCS) {
 		rc = open_gcs(ws, err);
 	} else {
 		rc = vx_err_set(err, VX_EINVAL, "state backend %s is not supported",
 				stack_backend_name(ws->st->state.backend));
 	}
-	if (rc < 0)
+	return rc;
+}
+
+static int load_state_now(struct workspace *ws, struct vx_err *err);
+
+static void *early_state_main(void *arg)
+{
+	struct workspace *ws = arg;
+
+	ws->early_rc = load_state_now(ws, &ws->early_err);
+	/* The gcs backend may have signed a token here (see reconcile/prefetch.c). */
+	OPENSSL_thread_stop();
+	return NULL;
+}
+
+/*
+ * A plan reads ahead (docs/design-notes.md, "a plan's first second"): from
+ * the Stack document alone (stack_peek) it opens the state backend, reads
+ * the state's revision, starts listing the Stack's default region and
+ * loads the state on a thread, all while the rest of the stack loads.
+ * Nothing fails here: without a clean Stack, a backend or a thread, the
+ * plan goes on as if it had not tried.
+ */
+static void early_start(struct workspace *ws)
+{
+	struct vx_err e = VX_ERR_INIT;
+	int jobs = 0;
+
+	if (stack_peek(&ws->peek, &jobs, ws->dir, &e) < 0)
+		goto done;
+	ws->st = ws->peek;
+	if (open_backend(ws, &e) < 0 || state_revision(ws->backend, &ws->prefetch_revision, &e) < 0 ||
+	    workspace_provider(ws, &e) < 0 ||
+	    prefetch_start_jobs(&ws->prefetch, ws->prov, ws->peek->project, jobs ? ws->peek->region : NULL,
+				ws->peek->name, &e) < 0 ||
+	    pthread_create(&ws->early_thread, NULL, early_state_main, ws) != 0) {
+		prefetch_free(ws->prefetch);
+		ws->prefetch = NULL;
+		free(ws->prefetch_revision);
+		ws->prefetch_revision = NULL;
+		state_backend_free(ws->backend);
+		ws->backend = NULL;
+		free(ws->state_ref);
+		ws->state_ref = NULL;
+		goto done;
+	}
+	ws->early = 1;
+done:
+	ws->st = NULL;
+	vx_err_release(&e);
+}
+
+/* Waits for the state read ahead, if any: its result is kept for workspace_load_state. */
+static void early_join(struct workspace *ws)
+{
+	if (ws->early == 1) {
+		pthread_join(ws->early_thread, NULL);
+		ws->early = 2;
+	}
+}
+
+/* Forgets everything read ahead (the whole stack says otherwise, or failed). */
+static void early_abandon(struct workspace *ws)
+{
+	early_join(ws);
+	if (!ws->early)
+		return;
+	ws->early = 0;
+	vx_err_release(&ws->early_err);
+	if (ws->state_loaded)
+		state_release(&ws->state);
+	ws->state_loaded = 0;
+	free(ws->revision);
+	ws->revision = NULL;
+	prefetch_free(ws->prefetch);
+	ws->prefetch = NULL;
+	free(ws->prefetch_revision);
+	ws->prefetch_revision = NULL;
+	state_backend_free(ws->backend);
+	ws->backend = NULL;
+	free(ws->state_ref);
+	ws->state_ref = NULL;
+}
+
+static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
+		   struct vx_err *err)
+{
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	char real[PATH_MAX];
+	int rc;
+
+	memset(ws, 0, sizeof(*ws));
+	ws->ctx = ctx;
+	if (!realpath(dir, real))
+		return vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", dir);
+	ws->dir = strdup(real);
+	if (!ws->dir)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = dir_in_repo(&ws->dir_in_repo, ws->dir)) < 0)
+		return vx_err_set(err, rc, "out of memory");
+	if (ahead)
+		early_start(ws);
+	rc = stack_load(&st, dir, NULL, &diags, err);
+	if (rc == VX_EINVAL) {
+		print_diags(&diags);
+		vx_err_set(err, VX_EINVAL, "%s: the stack has %zu error%s", dir, vx_diags_count(&diags),
+			   vx_diags_count(&diags) == 1 ? "" : "s");
+	}
+	vx_diags_release(&diags);
+	if (rc < 0) {
+		early_abandon(ws);
 		return rc;
+	}
+	ws->st = st;
+	if (ws->early && stack_same_home(ws->peek, st)) {
+		struct vx_err e = VX_ERR_INIT;
+
+		/* The declared places the default region's list did not cover. */
+		if (prefetch_add(ws->prefetch, st, &e) < 0)
+			vx_err_release(&e);
+		early_join(ws);
+	} else {
+		early_abandon(ws);
+		if ((rc = open_backend(ws, err)) < 0)
+			return rc;
+	}
 	return state_config_commit(ws->backend, &ws->config_commit, err);
 }
 
+int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+{
+	return open_ws(ws, ctx, dir, 0, err);
+}
+
+int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+{
+	return open_ws(ws, ctx, dir, 1, err);
+}
+
 int workspace_load_state(struct workspace *ws, struct vx_err *err)
+{
+	int rc;
+
+	/* Loaded ahead (workspace_open_ahead): its result, once. */
+	if (ws->early == 2) {
+		ws->early = 3;
+		rc = ws->early_rc;
+		if (rc < 0) {
+			vx_err_set(err, rc, "%s", vx_err_msg(&ws->early_err));
+		}
+		vx_err_release(&ws->early_err);
+		return rc;
+	}
+	return load_state_now(ws, err);
+}
+
+static int load_state_now(struct workspace *ws, struct vx_err *err)
 {
 	int rc;
 
@@ -291,6 +427,8 @@ void workspace_close(struct workspace *ws)
 			cmd_report(&e, "releasing the state lock");
 		vx_err_release(&e);
 	}
+	early_join(ws);
+	vx_err_release(&ws->early_err);
 	live_store_release(&ws->store);
 	prefetch_free(ws->prefetch);
 	free(ws->prefetch_revision);
@@ -300,6 +438,7 @@ void workspace_close(struct workspace *ws)
 		state_release(&ws->state);
 	state_backend_free(ws->backend);
 	stack_free(ws->st);
+	stack_free(ws->peek);
 	free(ws->dir);
 	free(ws->dir_in_repo);
 	free(ws->state_ref);

@@ -7,6 +7,7 @@
  * it prints the stack's diagnostics itself.
  */
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "reconcile/kind.h"
@@ -41,13 +42,28 @@ struct workspace {
 	struct prefetch *prefetch;  /* the declared places' lists, read while the state loads */
 	char *prefetch_revision;    /* the state's revision when they started, or NULL */
 	struct live_store store;    /* what the refresh read (reconcile/kind.h), every kind */
+	/* Read ahead (workspace_open_ahead): the Stack document alone, and the
+	 * state loaded on early_thread while the rest of the stack loaded. */
+	struct stack *peek;
+	int early;                  /* 0 none, 1 running, 2 joined (result kept), 3 result taken */
+	pthread_t early_thread;
+	int early_rc;
+	struct vx_err early_err;
 };
 
 /* Loads the stack in dir (printing its diagnostics on stderr) and opens its
  * state backend. VX_EINVAL after printing when the stack is invalid. */
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   struct vx_err *err) VX_WUR;
-/* (Re)loads the state. */
+/*
+ * The same, for a plan that will refresh: the state backend, the state and
+ * the Stack's default region's jobs are read while the stack loads, from
+ * its Stack document alone, and used only when the whole stack names the
+ * same stack, project, region and state (else read again as usual).
+ */
+int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+			 struct vx_err *err) VX_WUR;
+/* (Re)loads the state (the first time after workspace_open_ahead: what was read ahead). */
 int workspace_load_state(struct workspace *ws, struct vx_err *err) VX_WUR;
 /*
  * Keys the stack's sensitive values with the loaded state's salt

@@ -29,13 +29,23 @@ struct pf_answer {
 	int taken;
 };
 
+#define PF_THREADS 2
+
+/* One thread of lists: the refresh of one stack, run against a recorder. */
+struct pf_thread {
+	struct provider rec;          /* first: the provider that thread's refresh calls */
+	struct prefetch *pf;
+	const struct stack *st;       /* borrowed; NULL: the one list below */
+	char *project, *region, *stack; /* owned: the jobs to list when st is NULL */
+	pthread_t thread;
+	int running;                  /* to be joined */
+};
+
 struct prefetch {
 	struct provider reader;       /* first: the provider handed out */
 	struct provider *real;        /* borrowed */
-	const struct stack *st;       /* borrowed */
-	pthread_t thread;
-	int running;                  /* the thread is to be joined */
-	int recording;                /* the thread's calls are stored, not answered */
+	struct pf_thread threads[PF_THREADS];
+	size_t nthreads;
 	int discarded;
 	int refreshed;                /* the refresh took its lists: the rest is stale */
 	pthread_mutex_t lock;         /* answers, n */
@@ -69,11 +79,17 @@ static int same(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-/* A new answer for a call being recorded, or NULL (out of memory: noted). */
-static struct pf_answer *answer_new(struct prefetch *pf, enum pf_op op, const char *project,
-				    const char *where, const char *stack)
+/*
+ * A new answer for a call about to be recorded, kept at once so that
+ * another thread asking for the same call skips it; NULL when the call
+ * was already claimed (or memory ran out: noted, and everything is then
+ * forwarded). The claiming thread alone fills the answer; readers see it
+ * only after the threads are joined.
+ */
+static struct pf_answer *answer_claim(struct prefetch *pf, enum pf_op op, const char *project,
+				      const char *where, const char *stack)
 {
-	struct pf_answer *a = calloc(1, sizeof(*a));
+	struct pf_answer *a = calloc(1, sizeof(*a)), **arr;
 
 	if (a) {
 		a->op = op;
@@ -85,29 +101,29 @@ static struct pf_answer *answer_new(struct prefetch *pf, enum pf_op op, const ch
 			a = NULL;
 		}
 	}
-	if (!a) {
-		pthread_mutex_lock(&pf->lock);
-		pf->oom = 1;
-		pthread_mutex_unlock(&pf->lock);
-	}
-	return a;
-}
-
-static void answer_keep(struct prefetch *pf, struct pf_answer *a)
-{
-	struct pf_answer **arr;
-
 	pthread_mutex_lock(&pf->lock);
-	arr = realloc(pf->answers, (pf->n + 1) * sizeof(*arr));
+	for (size_t i = 0; a && i < pf->n; i++) {
+		const struct pf_answer *o = pf->answers[i];
+
+		if (o->op == op && same(o->project, project) && same(o->where, where) &&
+		    same(o->stack, stack)) {
+			answer_free(a);
+			a = NULL;
+			pthread_mutex_unlock(&pf->lock);
+			return NULL;
+		}
+	}
+	arr = a ? realloc(pf->answers, (pf->n + 1) * sizeof(*arr)) : NULL;
 	if (arr) {
 		pf->answers = arr;
 		pf->answers[pf->n++] = a;
-		a = NULL;
 	} else {
+		answer_free(a);
+		a = NULL;
 		pf->oom = 1;
 	}
 	pthread_mutex_unlock(&pf->lock);
-	answer_free(a);
+	return a;
 }
 
 /* The untaken answer for this call, now taken; NULL: make the call. */
@@ -140,24 +156,13 @@ static int answer_rc(struct pf_answer *a, struct vx_err *err)
 	return 0;
 }
 
-/*
- * The list calls. While recording (on the prefetch's thread) the real
- * call's result is stored and the caller, a refresh whose store is thrown
- * away, gets nothing; afterwards a stored result is handed over once.
- */
+/* The reader's list calls: a stored result is handed over once; any other call is made. */
 static int pf_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
 			struct live_jobs *out, struct vx_err *err)
 {
 	struct prefetch *pf = pf_of(p);
 	struct pf_answer *a;
 
-	if (pf->recording) {
-		if ((a = answer_new(pf, PF_JOBS, project, region, stack))) {
-			a->rc = pf->real->list_jobs(pf->real, project, region, stack, &a->jobs, &a->err);
-			answer_keep(pf, a);
-		}
-		return 0;
-	}
 	if (!(a = answer_take(pf, PF_JOBS, project, region, stack)))
 		return pf->real->list_jobs(pf->real, project, region, stack, out, err);
 	*out = a->jobs;
@@ -171,13 +176,6 @@ static int pf_list_reservations(struct provider *p, const char *project, const c
 	struct prefetch *pf = pf_of(p);
 	struct pf_answer *a;
 
-	if (pf->recording) {
-		if ((a = answer_new(pf, PF_RESERVATIONS, project, zone, NULL))) {
-			a->rc = pf->real->list_reservations(pf->real, project, zone, &a->reservations, &a->err);
-			answer_keep(pf, a);
-		}
-		return 0;
-	}
 	if (!(a = answer_take(pf, PF_RESERVATIONS, project, zone, NULL)))
 		return pf->real->list_reservations(pf->real, project, zone, out, err);
 	*out = a->reservations;
@@ -191,13 +189,6 @@ static int pf_list_quotas(struct provider *p, const char *project, struct live_q
 	struct prefetch *pf = pf_of(p);
 	struct pf_answer *a;
 
-	if (pf->recording) {
-		if ((a = answer_new(pf, PF_QUOTAS, project, NULL, NULL))) {
-			a->rc = pf->real->list_quotas(pf->real, project, &a->quotas, &a->err);
-			answer_keep(pf, a);
-		}
-		return 0;
-	}
 	if (!(a = answer_take(pf, PF_QUOTAS, project, NULL, NULL)))
 		return pf->real->list_quotas(pf->real, project, out, err);
 	*out = a->quotas;
@@ -278,35 +269,93 @@ static void pf_free(struct provider *p)
 	(void)p;
 }
 
-/* The quota limits the capacity check reads (cmd/planning.c), ahead. */
-static void record_quota_infos(struct prefetch *pf, const char *service)
+/*
+ * The recorder's list calls, on a prefetch thread: the real call's result
+ * is stored and the caller, a refresh whose store is thrown away, gets
+ * nothing. A call another thread already made is not made again.
+ */
+static struct pf_thread *rec_of(struct provider *p)
 {
-	struct pf_answer *a = answer_new(pf, PF_QUOTA_INFOS, pf->st->project, service, NULL);
+	return (struct pf_thread *)p;
+}
 
-	if (a) {
-		a->rc = pf->real->list_quota_infos(pf->real, pf->st->project, service, &a->limits, &a->err);
-		answer_keep(pf, a);
-	}
+static int rec_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
+			 struct live_jobs *out, struct vx_err *err)
+{
+	struct prefetch *pf = rec_of(p)->pf;
+	struct pf_answer *a = answer_claim(pf, PF_JOBS, project, region, stack);
+
+	(void)out;
+	(void)err;
+	if (a)
+		a->rc = pf->real->list_jobs(pf->real, project, region, stack, &a->jobs, &a->err);
+	return 0;
+}
+
+static int rec_list_reservations(struct provider *p, const char *project, const char *zone,
+				 struct live_reservations *out, struct vx_err *err)
+{
+	struct prefetch *pf = rec_of(p)->pf;
+	struct pf_answer *a = answer_claim(pf, PF_RESERVATIONS, project, zone, NULL);
+
+	(void)out;
+	(void)err;
+	if (a)
+		a->rc = pf->real->list_reservations(pf->real, project, zone, &a->reservations, &a->err);
+	return 0;
+}
+
+static int rec_list_quotas(struct provider *p, const char *project, struct live_quotas *out,
+			   struct vx_err *err)
+{
+	struct prefetch *pf = rec_of(p)->pf;
+	struct pf_answer *a = answer_claim(pf, PF_QUOTAS, project, NULL, NULL);
+
+	(void)out;
+	(void)err;
+	if (a)
+		a->rc = pf->real->list_quotas(pf->real, project, &a->quotas, &a->err);
+	return 0;
+}
+
+/* The quota limits the capacity check reads (cmd/planning.c), ahead. */
+static void record_quota_infos(struct pf_thread *t, const char *service)
+{
+	struct prefetch *pf = t->pf;
+	struct pf_answer *a = answer_claim(pf, PF_QUOTA_INFOS, t->st->project, service, NULL);
+
+	if (a)
+		a->rc = pf->real->list_quota_infos(pf->real, t->st->project, service, &a->limits, &a->err);
 }
 
 static void *prefetch_main(void *arg)
 {
-	struct prefetch *pf = arg;
+	struct pf_thread *t = arg;
+	struct prefetch *pf = t->pf;
 	struct live_store scratch;
 	struct vx_err e = VX_ERR_INIT;
 
 	memset(&scratch, 0, sizeof(scratch));
-	/* Without a state, each kind lists exactly the places declared. While
-	 * recording every list call succeeds (its own result is kept), so an
-	 * error here is only the scratch store's: nothing to act on. */
-	if (kind_refresh_all(&scratch, &pf->reader, pf->st, NULL, &e) < 0)
+	if (!t->st) {
+		struct live_jobs jobs;
+
+		memset(&jobs, 0, sizeof(jobs));
+		if (pf->real->list_jobs)
+			(void)rec_list_jobs(&t->rec, t->project, t->region, t->stack, &jobs, &e);
+		OPENSSL_thread_stop();
+		return NULL;
+	}
+	/* Without a state, each kind lists exactly the places declared. Every
+	 * recorded call succeeds (its own result is kept), so an error here is
+	 * only the scratch store's: nothing to act on. */
+	if (kind_refresh_all(&scratch, &t->rec, t->st, NULL, &e) < 0)
 		vx_err_release(&e);
 	live_store_release(&scratch);
 	vx_err_release(&e);
-	if (pf->real->list_quota_infos && capacity_wanted(pf->st)) {
-		record_quota_infos(pf, "aiplatform.googleapis.com");
-		if (pf->st->nreservations)
-			record_quota_infos(pf, "compute.googleapis.com");
+	if (pf->real->list_quota_infos && capacity_wanted(t->st)) {
+		record_quota_infos(t, "aiplatform.googleapis.com");
+		if (t->st->nreservations)
+			record_quota_infos(t, "compute.googleapis.com");
 	}
 	/* The token exchange may have signed here (RSA takes a thread-local
 	 * random generator): freed now, as OpenSSL asks of threads it did not
@@ -315,14 +364,56 @@ static void *prefetch_main(void *arg)
 	return NULL;
 }
 
-int prefetch_start(struct prefetch **out, struct provider *real, const struct stack *st,
-		   struct vx_err *err)
+static void thread_release(struct pf_thread *t)
+{
+	free(t->project);
+	free(t->region);
+	free(t->stack);
+}
+
+/* Starts thread nthreads on st, or on the one list (project, region, stack) when st is NULL. */
+static int thread_start(struct prefetch *pf, const struct stack *st, const char *project,
+			const char *region, const char *stack, struct vx_err *err)
+{
+	struct pf_thread *t;
+
+	if (pf->nthreads == PF_THREADS)
+		return vx_err_set(err, VX_EIO, "prefetch: no thread");
+	t = &pf->threads[pf->nthreads];
+	memset(t, 0, sizeof(*t));
+	t->pf = pf;
+	t->st = st;
+	if (!st && (!(t->project = vx_strdup(project)) || !(t->region = vx_strdup(region)) ||
+		    !(t->stack = vx_strdup(stack)))) {
+		thread_release(t);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	/* Only the lists: a refresh makes no other call. */
+	t->rec.list_jobs = pf->real->list_jobs ? rec_list_jobs : NULL;
+	t->rec.list_reservations = pf->real->list_reservations ? rec_list_reservations : NULL;
+	t->rec.list_quotas = pf->real->list_quotas ? rec_list_quotas : NULL;
+	t->rec.free = pf_free;
+	if (pthread_create(&t->thread, NULL, prefetch_main, t) != 0) {
+		thread_release(t);
+		return vx_err_set(err, VX_EIO, "prefetch: no thread");
+	}
+	t->running = 1;
+	pf->nthreads++;
+	return 0;
+}
+
+int prefetch_add(struct prefetch *pf, const struct stack *st, struct vx_err *err)
+{
+	return thread_start(pf, st, NULL, NULL, NULL, err);
+}
+
+/* The prefetch without its first thread; NULL when out of memory. */
+static struct prefetch *prefetch_new(struct provider *real)
 {
 	struct prefetch *pf = calloc(1, sizeof(*pf));
 
-	*out = NULL;
 	if (!pf)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
+		return NULL;
 	/* An operation the real provider lacks stays NULL here too. */
 #define PF_OP(op) pf->reader.op = real->op ? pf_##op : NULL
 	PF_OP(list_jobs);
@@ -340,26 +431,48 @@ int prefetch_start(struct prefetch **out, struct provider *real, const struct st
 #undef PF_OP
 	pf->reader.free = pf_free;
 	pf->real = real;
-	pf->st = st;
-	pf->recording = 1;
 	pthread_mutex_init(&pf->lock, NULL);
-	if (pthread_create(&pf->thread, NULL, prefetch_main, pf) != 0) {
+	return pf;
+}
+
+static int prefetch_begin(struct prefetch **out, struct provider *real, const struct stack *st,
+			  const char *project, const char *region, const char *stack, struct vx_err *err)
+{
+	struct prefetch *pf = prefetch_new(real);
+	int rc;
+
+	*out = NULL;
+	if (!pf)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((st || region) && (rc = thread_start(pf, st, project, region, stack, err)) < 0) {
 		pthread_mutex_destroy(&pf->lock);
 		free(pf);
-		return vx_err_set(err, VX_EIO, "prefetch: no thread");
+		return rc;
 	}
-	pf->running = 1;
 	*out = pf;
 	return 0;
 }
 
+int prefetch_start_jobs(struct prefetch **out, struct provider *real, const char *project,
+			const char *region, const char *stack, struct vx_err *err)
+{
+	return prefetch_begin(out, real, NULL, project, region, stack, err);
+}
+
+int prefetch_start(struct prefetch **out, struct provider *real, const struct stack *st,
+		   struct vx_err *err)
+{
+	return prefetch_begin(out, real, st, NULL, NULL, NULL, err);
+}
+
 static void prefetch_join(struct prefetch *pf)
 {
-	if (pf->running) {
-		pthread_join(pf->thread, NULL);
-		pf->running = 0;
+	for (size_t i = 0; i < pf->nthreads; i++) {
+		if (pf->threads[i].running) {
+			pthread_join(pf->threads[i].thread, NULL);
+			pf->threads[i].running = 0;
+		}
 	}
-	pf->recording = 0;
 }
 
 void prefetch_discard(struct prefetch *pf)
@@ -387,6 +500,8 @@ void prefetch_free(struct prefetch *pf)
 	if (!pf)
 		return;
 	prefetch_join(pf);
+	for (size_t i = 0; i < pf->nthreads; i++)
+		thread_release(&pf->threads[i]);
 	for (size_t i = 0; i < pf->n; i++)
 		answer_free(pf->answers[i]);
 	free(pf->answers);

@@ -44,6 +44,24 @@ struct stack;
 int prefetch_start(struct prefetch **out, struct provider *real, const struct stack *st,
 		   struct vx_err *err) VX_WUR;
 
+/*
+ * The same, for one list of jobs only (project, region, the stack's label):
+ * the Stack's default region, listed while the rest of the stack loads.
+ * region NULL: nothing yet (prefetch_add adds the stack).
+ */
+int prefetch_start_jobs(struct prefetch **out, struct provider *real, const char *project,
+			const char *region, const char *stack, struct vx_err *err) VX_WUR;
+
+/*
+ * Lists the places of another stack too, on a thread of its own: a plan
+ * starts with the Stack document alone (stack_peek) and adds the whole
+ * stack once it is loaded. A call already made for the first is not made
+ * again. The same soundness rule holds: the revision read before
+ * prefetch_start covers the lists started here, which start later. At most
+ * one addition; VX_EIO when no thread could be made.
+ */
+int prefetch_add(struct prefetch *pf, const struct stack *st, struct vx_err *err) VX_WUR;
+
 /* Drops what was prefetched (the state moved since it started). */
 void prefetch_discard(struct prefetch *pf);
 
@@ -52,7 +70,7 @@ void prefetch_discard(struct prefetch *pf);
  * quota limits stay until the capacity check takes them. */
 void prefetch_refreshed(struct prefetch *pf);
 
-/* Waits for the lists, then returns the provider that answers from them.
+/* Waits for every list, then returns the provider that answers from them.
  * Borrowed from pf: valid until prefetch_free(). */
 struct provider *prefetch_reader(struct prefetch *pf);
 

@@ -690,6 +690,7 @@ void stack_free(struct stack *st)
 	for (size_t i = 0; i < st->njobs; i++)
 		stack_job_release(&st->jobs[i]);
 	free(st->jobs);
+	free(st->jobs_by_name);
 	for (size_t i = 0; i < st->nreservations; i++)
 		stack_reservation_release(&st->reservations[i]);
 	free(st->reservations);
@@ -820,6 +821,12 @@ static int move_diags(struct vx_diags *to, struct vx_diags *from)
 	return 0;
 }
 
+static int job_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct stack_job *const *)a)->d.name,
+		      (*(const struct stack_job *const *)b)->d.name);
+}
+
 static int load(struct stack **out, const char *dir, const char *const *paths,
 		const struct stack_source *srcs, size_t n, const struct ynode_limits *limits,
 		struct vx_diags *caller_diags, struct vx_err *err)
@@ -886,6 +893,16 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 		rc = vx_err_set(err, rc, "loading %s: hashing the declarations failed", dir);
 		goto done;
 	}
+	/* Names are unique by now (stack_check_unique). */
+	st->jobs_by_name = calloc(st->njobs + 1, sizeof(*st->jobs_by_name));
+	if (!st->jobs_by_name) {
+		rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
+		goto done;
+	}
+	for (size_t i = 0; i < st->njobs; i++)
+		st->jobs_by_name[i] = &st->jobs[i];
+	if (st->njobs > 1)
+		qsort(st->jobs_by_name, st->njobs, sizeof(*st->jobs_by_name), job_ptr_cmp);
 	*out = st;
 	st = NULL;
 done:
@@ -924,8 +941,8 @@ static int is_yaml_name(const char *s)
 	return (n > 5 && !strcmp(s + n - 5, ".yaml")) || (n > 4 && !strcmp(s + n - 4, ".yml"));
 }
 
-int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
-	       struct vx_diags *diags, struct vx_err *err)
+/* The directory's YAML files (regular files, not starting with "."), sorted by name. */
+static int list_yaml(char ***out, size_t *nout, const char *dir, struct vx_err *err)
 {
 	DIR *d = NULL;
 	struct dirent *de;
@@ -934,6 +951,7 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
 	int rc = 0;
 
 	*out = NULL;
+	*nout = 0;
 	d = opendir(dir);
 	if (!d) {
 		rc = vx_err_set(err, errno == ENOENT ? VX_ENOTFOUND : VX_EIO, "reading %s: %s", dir,
@@ -976,7 +994,10 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
 	}
 	if (n > 1)
 		qsort(paths, n, sizeof(*paths), name_cmp);
-	rc = load(out, dir, (const char *const *)paths, NULL, n, limits, diags, err);
+	*out = paths;
+	*nout = n;
+	paths = NULL;
+	n = 0;
 done:
 	if (d)
 		closedir(d);
@@ -984,6 +1005,116 @@ done:
 		free(paths[i]);
 	free(paths);
 	return rc;
+}
+
+static void free_paths(char **paths, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
+	       struct vx_diags *diags, struct vx_err *err)
+{
+	char **paths = NULL;
+	size_t n = 0;
+	int rc;
+
+	*out = NULL;
+	if ((rc = list_yaml(&paths, &n, dir, err)) < 0)
+		return rc;
+	rc = load(out, dir, (const char *const *)paths, NULL, n, limits, diags, err);
+	free_paths(paths, n);
+	return rc;
+}
+
+/* Whether the n bytes at p hold word (a file without "Stack" holds no Stack). */
+static int holds(const char *p, size_t n, const char *word)
+{
+	size_t w = strlen(word);
+
+	for (const char *end = p + n; (size_t)(end - p) >= w; p++) {
+		p = memchr(p, word[0], (size_t)(end - p) - w + 1);
+		if (!p)
+			return 0;
+		if (!memcmp(p, word, w))
+			return 1;
+	}
+	return 0;
+}
+
+int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *err)
+{
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct loader L = { &diags, err, 0, 0, 0, 0, "" };
+	struct vx_buf data = VX_BUF_INIT;
+	struct yfile *yf = NULL;
+	struct stack *st = NULL;
+	char **paths = NULL;
+	size_t n = 0, found = 0;
+	int rc;
+
+	*out = NULL;
+	*jobs = 0;
+	if ((rc = list_yaml(&paths, &n, dir, err)) < 0)
+		goto done;
+	st = calloc(1, sizeof(*st));
+	if (!st || !(st->dir = strdup(dir))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n && !(found && *jobs); i++) {
+		vx_buf_reset(&data);
+		if (vx_buf_read_file(&data, paths[i], ((struct ynode_limits)YNODE_LIMITS_DEFAULT).max_file_bytes, err) < 0) {
+			rc = VX_ENOTFOUND;
+			goto done;
+		}
+		if (!*jobs && holds(vx_buf_str(&data), data.len, "CustomJob"))
+			*jobs = 1;
+		if (found || !holds(vx_buf_str(&data), data.len, "Stack"))
+			continue;
+		yfile_free(yf);
+		yf = NULL;
+		if (ynode_load_mem(&yf, paths[i], vx_buf_str(&data), data.len, NULL, &diags, err) < 0) {
+			rc = VX_ENOTFOUND;
+			goto done;
+		}
+		for (size_t k = 0; k < yf->ndocs && !found; k++) {
+			if (yf->docs[k] && doc_kind(&L, yf->docs[k]) == KIND_STACK) {
+				stack_kinds_read_stack(st, &L, yf->docs[k]);
+				found = 1;
+			}
+		}
+	}
+	if (!found || L.rc || L.nerr || vx_diags_count(&diags) || !st->name || !st->project) {
+		rc = L.rc == VX_ENOMEM ? vx_err_set(err, VX_ENOMEM, "out of memory")
+				       : vx_err_set(err, VX_ENOTFOUND, "%s: no Stack read ahead", dir);
+		goto done;
+	}
+	*out = st;
+	st = NULL;
+	rc = 0;
+done:
+	stack_free(st);
+	yfile_free(yf);
+	vx_buf_release(&data);
+	vx_diags_release(&diags);
+	free_paths(paths, n);
+	return rc;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+int stack_same_home(const struct stack *a, const struct stack *b)
+{
+	return same_str(a->name, b->name) && same_str(a->project, b->project) &&
+	       same_str(a->region, b->region) && a->state.backend == b->state.backend &&
+	       same_str(a->state.path, b->state.path) && same_str(a->state.remote, b->state.remote) &&
+	       same_str(a->state.branch, b->state.branch) && same_str(a->state.bucket, b->state.bucket);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1011,8 +1142,20 @@ const struct job_spec *stack_job_rung_spec(const struct stack_job *j, int64_t ru
 	return k ? &j->rungs[k - 1].spec : &j->spec;
 }
 
+static int job_key_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, (*(const struct stack_job *const *)elem)->d.name);
+}
+
 const struct stack_job *stack_find_job(const struct stack *st, const char *name)
 {
+	if (st->jobs_by_name) {
+		const struct stack_job *const *j = st->njobs ? bsearch(name, st->jobs_by_name, st->njobs,
+								       sizeof(*st->jobs_by_name), job_key_cmp)
+							 : NULL;
+
+		return j ? *j : NULL;
+	}
 	for (size_t i = 0; i < st->njobs; i++)
 		if (!strcmp(st->jobs[i].d.name, name))
 			return &st->jobs[i];

@@ -177,6 +177,10 @@ struct stack {
 	int fail_on_quota;            /* failOn: [quota]: a job that does not fit is a plan error */
 	struct stack_job *jobs;       /* owned arrays, in declaration order (files by name, then documents) */
 	size_t njobs;
+	/* The jobs sorted by name, for stack_find_job (a plan looks every record's
+	 * job up); set by the loader, NULL in a stack built by hand (then the
+	 * search is linear). Owned; points into jobs. */
+	const struct stack_job **jobs_by_name;
 	struct stack_reservation *reservations;
 	size_t nreservations;
 	struct stack_quota *quotas;
@@ -206,6 +210,22 @@ struct stack_source {
  */
 int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
 	       struct vx_diags *diags, struct vx_err *err) VX_WUR;
+
+/*
+ * The Stack document of dir alone, read ahead of the whole stack so a plan
+ * can open the state and start its lists while the rest loads
+ * (cmd/workspace.c). Only files whose bytes hold "Stack" are parsed, up to
+ * the first Stack document. *out has the Stack's own fields and no other
+ * declaration: whatever it says must be checked against stack_load's
+ * result (stack_same_home) before anything read with it is used. *jobs is
+ * 0 when no file's bytes hold "CustomJob" (so the stack declares no job).
+ * Never reports: VX_ENOTFOUND when no clean Stack was found (the caller
+ * loads as usual), VX_ENOMEM.
+ */
+int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *err) VX_WUR;
+
+/* Whether a and b name the same stack, project, default region and state. */
+int stack_same_home(const struct stack *a, const struct stack *b);
 
 /* The same over in-memory files, taken in the order given (sort them yourself). */
 int stack_load_mem(struct stack **out, const char *dir, const struct stack_source *files,

@@ -37,11 +37,12 @@ struct state_git {
 	/*
 	 * What a save need not redo: for each record read or written, its
 	 * fingerprint (state_record_fingerprint) and the blob its JSON made.
-	 * A pure cache (that fingerprint always gives that blob), sorted by
-	 * address for nmemo_sorted entries, newer entries after them.
+	 * A pure cache (that fingerprint always gives that blob).
 	 */
 	struct rec_memo *memo;
-	size_t nmemo, nmemo_sorted, amemo;
+	size_t nmemo, amemo;
+	size_t *memo_slots;   /* open addressing by address: entry index + 1, 0 = empty */
+	size_t nslots;        /* a power of two, at least twice nmemo */
 	struct vx_buf fp;
 };
 
@@ -586,41 +587,66 @@ static void memo_clear(struct state_git *g)
 		free(g->memo[i].fp);
 	}
 	free(g->memo);
+	free(g->memo_slots);
 	g->memo = NULL;
-	g->nmemo = g->nmemo_sorted = g->amemo = 0;
+	g->memo_slots = NULL;
+	g->nmemo = g->amemo = g->nslots = 0;
 }
 
-static int memo_cmp(const void *a, const void *b)
+static size_t memo_hash(const char *s)
 {
-	return strcmp(((const struct rec_memo *)a)->address, ((const struct rec_memo *)b)->address);
+	uint64_t h = 1469598103934665603u; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return (size_t)h;
 }
 
-static int memo_key_cmp(const void *key, const void *m)
+/* The slot for address: its entry's index + 1, or the empty slot it would take. */
+static size_t *memo_slot(struct state_git *g, const char *address)
 {
-	return strcmp(key, ((const struct rec_memo *)m)->address);
-}
+	size_t i = memo_hash(address) & (g->nslots - 1);
 
-/* Sorts the entries added since the last sort in with the others. */
-static void memo_sort(struct state_git *g)
-{
-	if (g->nmemo_sorted < g->nmemo)
-		qsort(g->memo, g->nmemo, sizeof(*g->memo), memo_cmp);
-	g->nmemo_sorted = g->nmemo;
+	while (g->memo_slots[i] && strcmp(g->memo[g->memo_slots[i] - 1].address, address) != 0)
+		i = (i + 1) & (g->nslots - 1);
+	return &g->memo_slots[i];
 }
 
 static struct rec_memo *memo_find(struct state_git *g, const char *address)
 {
-	size_t i;
-	struct rec_memo *m = g->nmemo_sorted ? bsearch(address, g->memo, g->nmemo_sorted,
-						       sizeof(*g->memo), memo_key_cmp)
-					     : NULL;
+	size_t *slot;
 
-	if (m)
-		return m;
-	for (i = g->nmemo_sorted; i < g->nmemo; i++)
-		if (strcmp(g->memo[i].address, address) == 0)
-			return &g->memo[i];
-	return NULL;
+	if (!g->nslots)
+		return NULL;
+	slot = memo_slot(g, address);
+	return *slot ? &g->memo[*slot - 1] : NULL;
+}
+
+/* Room for one more entry (the table at most half full); -1 when out of memory. */
+static int memo_grow(struct state_git *g)
+{
+	if (g->nmemo == g->amemo) {
+		size_t na = g->amemo ? g->amemo * 2 : 64;
+		struct rec_memo *grown = realloc(g->memo, na * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		g->memo = grown;
+		g->amemo = na;
+	}
+	if (2 * (g->nmemo + 1) > g->nslots) {
+		size_t ns = g->nslots ? g->nslots * 2 : 128, i;
+		size_t *slots = calloc(ns, sizeof(*slots));
+
+		if (!slots)
+			return -1;
+		free(g->memo_slots);
+		g->memo_slots = slots;
+		g->nslots = ns;
+		for (i = 0; i < g->nmemo; i++)
+			*memo_slot(g, g->memo[i].address) = i + 1;
+	}
+	return 0;
 }
 
 /*
@@ -638,24 +664,13 @@ static void memo_put(struct state_git *g, const char *address, const git_oid *bl
 	if (m) {
 		free(m->fp);
 		m->fp = fp;
-		m->len = g->fp.len;
+		m->len = fp ? g->fp.len : SIZE_MAX; /* SIZE_MAX: never equal to a fingerprint */
 		git_oid_cpy(&m->blob, blob);
-		if (!fp)
-			m->len = SIZE_MAX; /* never equal to a fingerprint */
 		return;
 	}
-	if (!fp)
+	if (!fp || memo_grow(g) < 0) {
+		free(fp);
 		return;
-	if (g->nmemo == g->amemo) {
-		size_t na = g->amemo ? g->amemo * 2 : 64;
-		struct rec_memo *grown = realloc(g->memo, na * sizeof(*grown));
-
-		if (!grown) {
-			free(fp);
-			return;
-		}
-		g->memo = grown;
-		g->amemo = na;
 	}
 	m = &g->memo[g->nmemo];
 	m->address = vx_strdup(address);
@@ -666,10 +681,7 @@ static void memo_put(struct state_git *g, const char *address, const git_oid *bl
 	m->fp = fp;
 	m->len = g->fp.len;
 	git_oid_cpy(&m->blob, blob);
-	g->nmemo++;
-	/* A long unsorted tail would make memo_find linear. */
-	if (g->nmemo - g->nmemo_sorted > 32)
-		memo_sort(g);
+	*memo_slot(g, address) = ++g->nmemo;
 }
 
 /* Whether r (fingerprint in g->fp) is known to be stored as blob. */
@@ -783,7 +795,6 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 	}
 	if (st->nrecords > 1)
 		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);
-	memo_sort(g);
 done:
 	free(text);
 	free(path);

@@ -221,6 +221,50 @@ static void test_free_unread(void **state)
 	assert_int_equal(f->prov.jobs_calls, 3);
 }
 
+/* A plan starts with the Stack's default region alone, then adds the whole
+ * stack: r1 is listed once (not again by the addition), r2 and bad by it. */
+static void test_default_region_then_the_stack(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_jobs js;
+	struct provider *r;
+	int rc;
+
+	assert_int_equal(prefetch_start_jobs(&pf, &f->prov.base, "p", "r1", "s", &err), 0);
+	assert_int_equal(prefetch_add(pf, &f->st, &err), 0);
+	r = prefetch_reader(pf);
+	assert_int_equal(f->prov.jobs_calls, 3);          /* r1 once, r2, bad */
+	assert_int_equal(f->prov.infos_calls, 1);
+	assert_non_null(list_one(r, "r1", &js, &rc, &err));
+	assert_int_equal(rc, 0);
+	live_jobs_release(&js);
+	assert_non_null(list_one(r, "r2", &js, &rc, &err));
+	live_jobs_release(&js);
+	assert_int_equal(f->prov.jobs_calls, 3);          /* both answered from the prefetch */
+	/* A second addition has no thread left. */
+	assert_int_equal(prefetch_add(pf, &f->st, &err), VX_EIO);
+	vx_err_release(&err);
+	prefetch_free(pf);
+}
+
+/* No default region to list yet: nothing is called until the stack is added. */
+static void test_nothing_until_added(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(prefetch_start_jobs(&pf, &f->prov.base, "p", NULL, "s", &err), 0);
+	(void)prefetch_reader(pf);
+	assert_int_equal(f->prov.jobs_calls, 0);
+	assert_int_equal(prefetch_add(pf, &f->st, &err), 0);
+	(void)prefetch_reader(pf);
+	assert_int_equal(f->prov.jobs_calls, 3);
+	prefetch_free(pf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +273,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_discarded_forwards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_not_used_after_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_unread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_default_region_then_the_stack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nothing_until_added, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -303,6 +303,59 @@ static void test_bad_dirs(void **state)
 }
 
 /* The example in the brief, to the character. */
+/*
+ * The Stack read ahead (stack_peek): the Stack's own fields, which the
+ * whole load agrees with (stack_same_home); whether any file holds a job;
+ * and no answer, never a report, when the Stack has a problem.
+ */
+static void test_peek(void **state)
+{
+	static const char *const none[] = { "no-yaml", "no-stack", "empty", "unknown-field", "tab",
+					     "syntax", "utf8" };
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *peek = NULL, *st = NULL, other;
+	char *dir = data_dir("good");
+	int jobs = -1;
+
+	(void)state;
+	assert_int_equal(stack_peek(&peek, &jobs, dir, &err), 0);
+	assert_int_equal(jobs, 1);
+	assert_string_equal(peek->name, "research");
+	assert_string_equal(peek->project, "my-project");
+	assert_int_equal(peek->njobs, 0);
+	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), 0);
+	assert_true(stack_same_home(peek, st));
+	other = *st;
+	other.region = (char *)(uintptr_t)"europe-west4";
+	assert_false(stack_same_home(peek, &other));
+	other = *st;
+	other.state.branch = (char *)(uintptr_t)"elsewhere";
+	assert_false(stack_same_home(peek, &other));
+	stack_free(peek);
+	stack_free(st);
+	free(dir);
+
+	/* Without jobs: two Stacks read ahead as the first (the load reports the second). */
+	dir = data_dir("two-stacks");
+	assert_int_equal(stack_peek(&peek, &jobs, dir, &err), 0);
+	assert_int_equal(jobs, 0);
+	stack_free(peek);
+	free(dir);
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		dir = data_dir(none[i]);
+		peek = NULL;
+		if (stack_peek(&peek, &jobs, dir, &err) != VX_ENOTFOUND)
+			fail_msg("%s: a Stack read ahead", none[i]);
+		assert_null(peek);
+		vx_err_release(&err);
+		free(dir);
+	}
+	vx_diags_release(&d);
+	vx_err_release(&err);
+}
+
 static void test_enum_did_you_mean(void **state)
 {
 	(void)state;
@@ -1130,6 +1183,7 @@ int main(void)
 		cmocka_unit_test(test_good_dir),
 		cmocka_unit_test(test_missing_dir),
 		cmocka_unit_test(test_bad_dirs),
+		cmocka_unit_test(test_peek),
 		cmocka_unit_test(test_enum_did_you_mean),
 		cmocka_unit_test(test_unknown_keys),
 		cmocka_unit_test(test_kinds),
