@@ -1314,8 +1314,13 @@ static int find_by_labels(struct applier *a, const struct create *c, struct live
 			  struct vx_err *err)
 {
 	struct live_jobs js = { 0 };
-	int rc = a->prov->list_jobs(a->prov, a->opts->project, stack_job_rung_region(c->job, c->pa->rung),
-				    a->st->name, &js, err);
+	const char *region = stack_job_rung_region(c->job, c->pa->rung);
+	const char *job = vx_labels_get(c->labels, c->nlabels, "vx-job");
+	/* Only this job's runs: settling waits, listing again, and a region may
+	 * hold thousands of the stack's jobs. */
+	int rc = job && a->prov->list_job_runs
+			 ? a->prov->list_job_runs(a->prov, a->opts->project, region, a->st->name, job, &js, err)
+			 : a->prov->list_jobs(a->prov, a->opts->project, region, a->st->name, &js, err);
 
 	if (rc < 0)
 		return rc;

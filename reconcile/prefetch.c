@@ -214,6 +214,12 @@ static int pf_list_quota_infos(struct provider *p, const char *project, const ch
 }
 
 /* Everything else goes to the real provider. */
+static int pf_list_job_runs(struct provider *p, const char *project, const char *region, const char *stack,
+			    const char *job, struct live_jobs *out, struct vx_err *err)
+{
+	return pf_of(p)->real->list_job_runs(pf_of(p)->real, project, region, stack, job, out, err);
+}
+
 static int pf_create_job(struct provider *p, const struct provider_job_request *req, struct live_job *out,
 			 struct vx_err *err)
 {
@@ -417,6 +423,7 @@ static struct prefetch *prefetch_new(struct provider *real)
 	/* An operation the real provider lacks stays NULL here too. */
 #define PF_OP(op) pf->reader.op = real->op ? pf_##op : NULL
 	PF_OP(list_jobs);
+	PF_OP(list_job_runs);
 	PF_OP(create_job);
 	PF_OP(cancel_job);
 	PF_OP(list_reservations);

@@ -170,6 +170,13 @@ struct provider {
 	 * list call (labels.vx-stack=<stack>), never a get per job. */
 	int (*list_jobs)(struct provider *p, const char *project, const char *region,
 			 const char *stack, struct live_jobs *out, struct vx_err *err);
+	/* The runs of one job of the stack in one region: the same list, also
+	 * filtered by the vx-job label (a few jobs, not the stack's thousands),
+	 * for an apply settling an earlier apply's unconfirmed create. NULL:
+	 * the caller uses list_jobs. */
+	int (*list_job_runs)(struct provider *p, const char *project, const char *region,
+			     const char *stack, const char *job, struct live_jobs *out,
+			     struct vx_err *err);
 	/* Creates a job. VX_EUNCERTAIN when the request may or may not have
 	 * created it: the caller must list by labels before trying again. */
 	int (*create_job)(struct provider *p, const struct provider_job_request *req,

@@ -170,18 +170,19 @@ static int to_live(struct live_job *out, const struct vertex_job *v)
 	return rc;
 }
 
-static int gcp_list_jobs(struct provider *p, const char *project, const char *region,
-			 const char *stack, struct live_jobs *out, struct vx_err *err)
+/* The jobs in region carrying every one of labels (vertex_filter_labels). */
+static int list_labeled(struct provider *p, const char *project, const char *region,
+			const struct vx_label *labels, size_t nlabels, struct live_jobs *out,
+			struct vx_err *err)
 {
 	struct gcp_provider *g = gp(p);
 	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
-	struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack };
 	struct session *s = NULL;
 	char *filter = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = vertex_filter_labels(&filter, &by_stack, 1, err);
+	rc = vertex_filter_labels(&filter, labels, nlabels, err);
 	if (rc < 0)
 		goto done;
 	rc = session_get(g, &s, err);
@@ -212,6 +213,24 @@ done:
 	vertex_job_list_release(&list);
 	free(filter);
 	return rc;
+}
+
+static int gcp_list_jobs(struct provider *p, const char *project, const char *region,
+			 const char *stack, struct live_jobs *out, struct vx_err *err)
+{
+	struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack };
+
+	return list_labeled(p, project, region, &by_stack, 1, out, err);
+}
+
+static int gcp_list_job_runs(struct provider *p, const char *project, const char *region,
+			     const char *stack, const char *job, struct live_jobs *out, struct vx_err *err)
+{
+	/* Sorted by key, as label sets are everywhere. */
+	struct vx_label by[2] = { { (char *)(uintptr_t)"vx-job", (char *)(uintptr_t)job },
+				  { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack } };
+
+	return list_labeled(p, project, region, by, 2, out, err);
 }
 
 static int gcp_create_job(struct provider *p, const struct provider_job_request *req,
@@ -1047,6 +1066,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	pthread_mutex_init(&g->lock, NULL);
 	g->base.list_jobs = gcp_list_jobs;
+	g->base.list_job_runs = gcp_list_job_runs;
 	g->base.create_job = gcp_create_job;
 	g->base.cancel_job = gcp_cancel_job;
 	g->base.list_reservations = gcp_list_reservations;

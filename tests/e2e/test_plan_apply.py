@@ -8,6 +8,7 @@ import os
 import signal
 import time
 import unittest
+import urllib.parse
 
 from harness import FakeTestCase, job_yaml
 
@@ -222,6 +223,24 @@ class PlanApply(FakeTestCase):
         for path in lists[1:]:
             self.assertIn("pageToken=", path)
         self.assertIn("pageSize=1000", lists[0])
+
+    def test_unconfirmed_create_lists_only_that_jobs_runs(self):
+        """A create whose reply was lost is resolved by listing the runs of that
+        one job (its vx-job label), not every job of the stack in the region."""
+        self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) for i in range(5)})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write(dict({"j%02d" % i: job_yaml("j%02d" % i) for i in range(5)}, a=job_yaml("a")))
+        self.fake.post("/_fake/faults", {"drop_after_processing_rate": 1.0, "methods": ["CreateCustomJob"]})
+        self.fake.post("/_fake/requests/reset", {})
+        r = self.repo.apply()
+        self.fake.post("/_fake/faults", {})
+        self.assertEqual(len(self.live_jobs("a")), 1, r)
+        filters = [urllib.parse.parse_qs(urllib.parse.urlsplit(e["path"]).query).get("filter", [""])[0]
+                   for e in self.fake.requests()["log"] if e["rpc"] == "ListCustomJobs"]
+        # The refresh lists the stack; resolving the create lists job a's runs.
+        self.assertEqual(filters[0], "labels.vx-stack=e2e", filters)
+        self.assertEqual(sorted(set(filters[1:])), ["labels.vx-job=a AND labels.vx-stack=e2e"], filters)
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
 
     def test_lost_create_replies_never_duplicate(self):
         self.fake.post("/_fake/faults", {"drop_after_processing_rate": 0.5,
