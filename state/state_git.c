@@ -35,9 +35,11 @@ struct state_git {
 	char *lease_ref;      /* refs/vx/lease/<stack>: the lease, off the state's history */
 	char *lease_tracking; /* refs/vx/remotes/<remote>/lease/<stack> */
 	/*
-	 * What a save need not redo: for each record read or written, its
-	 * fingerprint (state_record_fingerprint) and the blob its JSON made.
-	 * A pure cache (that fingerprint always gives that blob).
+	 * What a save need not redo: for each record written since the last
+	 * load, its fingerprint (state_record_fingerprint) and the blob its
+	 * JSON made. A pure cache (that fingerprint always gives that blob).
+	 * Not filled by a load: a plan never writes, and an apply's first save
+	 * serialises every record once.
 	 */
 	struct rec_memo *memo;
 	size_t nmemo, amemo;
@@ -783,10 +785,6 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 						st->records[st->nrecords - 1].address, want);
 				goto done;
 			}
-			if ((rc = state_record_fingerprint(&st->records[st->nrecords - 1], &g->fp,
-							   err)) < 0)
-				goto done;
-			memo_put(g, want, git_tree_entry_id(ent));
 		}
 		git_tree_free(sub);
 		sub = NULL;

@@ -434,9 +434,16 @@ class Vertex:
                 break
             i -= 1
         items = []
+        # A mask of top-level fields only (vx's) needs no recursive prune: the
+        # same result, built in one pass (a page of 1,000 jobs is most of a
+        # list's time here).
+        flat = tree is not None and all(v is None for v in tree.values())
+        keys = list(tree) if flat else None
         for j in page:
             o = j["json"]
-            if tree is not None:
+            if flat:
+                o = {k: o[k] for k in keys if k in o}
+            elif tree is not None:
                 o = _prune(o, tree)
             items.append(self._out(req, o))
         res = {}
