@@ -63,6 +63,108 @@ int gjson_next_page_token(char **out, const cJSON *root)
 	return *out ? 0 : VX_ENOMEM;
 }
 
+static size_t skip_ws(const char *b, size_t i, size_t len)
+{
+	while (i < len && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* Past the string opening at b[i] ('"'), escapes skipped; len when unterminated. */
+static size_t skip_string(const char *b, size_t i, size_t len)
+{
+	for (i++; i < len; i++) {
+		if (b[i] == '\\')
+			i++;
+		else if (b[i] == '"')
+			return i + 1;
+	}
+	return len;
+}
+
+/* Past the value starting at b[i]: a string, an object or array (to its
+ * closing bracket), or a number or literal (to the next delimiter). */
+static size_t skip_value(const char *b, size_t i, size_t len)
+{
+	size_t depth = 0;
+
+	if (i < len && b[i] == '"')
+		return skip_string(b, i, len);
+	if (i < len && (b[i] == '{' || b[i] == '[')) {
+		while (i < len) {
+			char c = b[i];
+
+			if (c == '"') {
+				i = skip_string(b, i, len);
+				continue;
+			}
+			if (c == '{' || c == '[')
+				depth++;
+			else if ((c == '}' || c == ']') && --depth == 0)
+				return i + 1;
+			i++;
+		}
+		return len;
+	}
+	while (i < len && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' &&
+	       b[i] != '\n' && b[i] != '\r')
+		i++;
+	return i;
+}
+
+int gjson_scan_page_token(const char *body, size_t len, char **out)
+{
+	static const char key[] = "nextPageToken";
+	size_t i, k, klen = sizeof(key) - 1;
+
+	*out = NULL;
+	if (!body || (i = skip_ws(body, 0, len)) >= len || body[i] != '{')
+		return 0;
+	for (i++;;) {
+		int ours;
+
+		i = skip_ws(body, i, len);
+		if (i < len && body[i] == '}')
+			return 1;                         /* no token: the last page */
+		if (i >= len || body[i] != '"')
+			return 0;
+		for (k = i + 1; k < len && body[k] != '"' && body[k] != '\\'; k++)
+			;
+		if (k >= len || body[k] == '\\')
+			return 0;                         /* an escaped key: let the parser judge */
+		ours = k - i - 1 == klen && !memcmp(body + i + 1, key, klen);
+		i = skip_ws(body, k + 1, len);
+		if (i >= len || body[i] != ':')
+			return 0;
+		i = skip_ws(body, i + 1, len);
+		if (i >= len)
+			return 0;
+		if (ours) {
+			if (body[i] != '"')
+				return 1;                 /* not a string: no token, as gjson_str says */
+			for (k = i + 1; k < len && body[k] != '"' && body[k] != '\\'; k++)
+				;
+			if (k >= len || body[k] == '\\')
+				return 0;
+			if (k == i + 1)
+				return 1;                 /* "": no token */
+			if (!(*out = malloc(k - i)))
+				return VX_ENOMEM;
+			memcpy(*out, body + i + 1, k - i - 1);
+			(*out)[k - i - 1] = '\0';
+			return 1;
+		}
+		i = skip_ws(body, skip_value(body, i, len), len);
+		if (i < len && body[i] == ',') {
+			i++;
+			continue;
+		}
+		if (i < len && body[i] == '}')
+			return 1;
+		return 0;
+	}
+}
+
 /* Offsets of the hex digits of every "\u0000" escape inside a JSON string, in order. */
 static int nul_escapes(const char *body, size_t len, size_t **out, size_t *n)
 {

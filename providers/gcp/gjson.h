@@ -38,6 +38,16 @@ int gjson_int(const struct cJSON *it, int64_t lo, int64_t hi, int64_t *out);
 int gjson_next_page_token(char **out, const struct cJSON *root) VX_WUR;
 
 /*
+ * The nextPageToken of a list reply without parsing it: a scan of the top
+ * level object's keys that skips their values. Returns 1 with *out the
+ * token (NULL: none, as gjson_next_page_token would say for a valid
+ * body), 0 when unsure (escapes in a key or the token, or a body that is
+ * not an object as expected: parse it instead), VX_ENOMEM. It does not
+ * validate the body: the full parse still must, and must agree.
+ */
+int gjson_scan_page_token(const char *body, size_t len, char **out) VX_WUR;
+
+/*
  * Parses body as JSON (caller frees with cJSON_Delete); NULL when it is not
  * JSON or memory ran out. Every parser of a server's answer goes through
  * here, because cJSON alone is not safe with NUL: it decodes "\u0000" into a

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,18 +624,106 @@ done:
 	return rc;
 }
 
+/*
+ * Pages are parsed on a thread of their own while the next one is fetched:
+ * the next request needs only the page token, which a scan finds
+ * (gjson_scan_page_token), so a list of N pages costs N round trips and
+ * not N round trips plus N parses. The parser takes the pages in order and
+ * must find the same token; a page the scan is unsure of is parsed in line
+ * once the parser has caught up. The first failure stops the fetching.
+ */
+#define LIST_QUEUE 4
+
+struct list_body {
+	char *body, *token;
+	size_t len;
+};
+
 /* What each page of vertex_list_jobs needs. */
 struct list_pages {
 	struct vertex_client *c;
 	const char *base, *region, *filter, *page_size, *read_mask, *what;
 	struct vertex_job_list *out;
+	int threaded;                 /* the parser thread runs */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct list_body q[LIST_QUEUE];
+	size_t head, count;
+	int busy;                     /* the parser holds a page */
+	int ending;                   /* no page will come */
+	int rc;                       /* the parser's first failure, in err */
+	struct vx_err err;
 };
+
+static int same_token(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static void *list_parser(void *arg)
+{
+	struct list_pages *p = arg;
+
+	for (;;) {
+		struct list_body lb;
+		char *token = NULL;
+		int rc;
+
+		pthread_mutex_lock(&p->lock);
+		while (!p->count && !p->ending)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (!p->count) {
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		lb = p->q[p->head];
+		p->head = (p->head + 1) % LIST_QUEUE;
+		p->count--;
+		p->busy = 1;
+		rc = p->rc;
+		pthread_mutex_unlock(&p->lock);
+		if (rc == 0) {
+			rc = vertex_list_parse_json(lb.body, lb.len, p->out, &token, &p->err);
+			if (rc < 0)
+				gcall_wrap(&p->err, "vertex", p->what);
+			else if (!same_token(token, lb.token))
+				rc = vx_err_set(&p->err, VX_EAPI, "%s: the page token read ahead differs "
+						"from the page's", p->what);
+		}
+		free(token);
+		free(lb.body);
+		free(lb.token);
+		pthread_mutex_lock(&p->lock);
+		if (rc < 0 && p->rc == 0)
+			p->rc = rc;
+		p->busy = 0;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* Waits until the parser has room (idle: has taken every page). Returns its failure, if any. */
+static int parser_wait(struct list_pages *p, int idle, struct vx_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&p->lock);
+	while (p->rc == 0 && (idle ? p->count || p->busy : p->count == LIST_QUEUE))
+		pthread_cond_wait(&p->cond, &p->lock);
+	rc = p->rc;
+	pthread_mutex_unlock(&p->lock);
+	if (rc < 0)
+		vx_err_set(err, rc, "%s", vx_err_msg(&p->err));
+	return rc;
+}
 
 static int list_page(void *ud, const char *token, char **next, struct vx_err *err)
 {
 	struct list_pages *p = ud;
 	struct gcp_response resp = { 0 };
 	struct vx_buf url = VX_BUF_INIT;
+	char *ahead = NULL;
 	int rc;
 
 	rc = vx_buf_adds(&url, p->base);
@@ -650,11 +739,41 @@ static int list_page(void *ud, const char *token, char **next, struct vx_err *er
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
 		goto done;
 	}
+	if (p->threaded && (rc = parser_wait(p, 0, err)) < 0)
+		goto done;
 	rc = call(p->c, "GET", vx_buf_str(&url), NULL, p->region, 0, GCP_RETRY_SAFE, "ListCustomJobs",
 		  p->what, &resp, err);
-	if (rc == 0 && (rc = vertex_list_parse_json(resp.body, resp.body_len, p->out, next, err)) < 0)
+	if (rc < 0)
+		goto done;
+	if (p->threaded && (rc = gjson_scan_page_token(resp.body, resp.body_len, &ahead)) == 1) {
+		char *copy = ahead ? strdup(ahead) : NULL;
+
+		if (ahead && !copy) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
+			goto done;
+		}
+		pthread_mutex_lock(&p->lock);
+		p->q[(p->head + p->count) % LIST_QUEUE] = (struct list_body){ resp.body, copy, resp.body_len };
+		p->count++;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		resp.body = NULL;
+		*next = ahead;
+		ahead = NULL;
+		rc = 0;
+		goto done;
+	}
+	if (rc < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
+		goto done;
+	}
+	/* Parsed here, after the pages before it. */
+	if (p->threaded && (rc = parser_wait(p, 1, err)) < 0)
+		goto done;
+	if ((rc = vertex_list_parse_json(resp.body, resp.body_len, p->out, next, err)) < 0)
 		gcall_wrap(err, "vertex", p->what);
 done:
+	free(ahead);
 	gcp_response_release(&resp);
 	vx_buf_release(&url);
 	return rc;
@@ -692,11 +811,16 @@ int vertex_list_jobs(struct vertex_client *c, const char *project, const char *r
 		     const char *filter, int page_size, unsigned flags, struct vertex_job_list *out,
 		     struct vx_err *err)
 {
-	struct list_pages p = { c, NULL, region, filter, NULL, NULL, NULL, out };
+	struct list_pages p;
 	char *what = NULL, *base = NULL, *path = NULL;
 	char size_text[32];
 	int rc = 0;
 
+	memset(&p, 0, sizeof(p));
+	p.c = c;
+	p.region = region;
+	p.filter = filter;
+	p.out = out;
 	if (!(what = vx_asprintf("vertex: listing jobs in %s", region ? region : "")))
 		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
 	if (!gcall_segment_ok(project, NULL) || !gcall_segment_ok(region, NULL)) {
@@ -713,7 +837,26 @@ int vertex_list_jobs(struct vertex_client *c, const char *project, const char *r
 	p.page_size = page_size > 0 ? size_text : NULL;
 	p.read_mask = (flags & VERTEX_LIST_WITH_SPEC) ? LIST_MASK ",jobSpec" : LIST_MASK;
 	p.what = what;
-	if ((rc = gcall_pages(list_page, &p, what, err)) == 0)
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.cond, NULL);
+	p.threaded = pthread_create(&p.thread, NULL, list_parser, &p) == 0;
+	rc = gcall_pages(list_page, &p, what, err);
+	if (p.threaded) {
+		pthread_mutex_lock(&p.lock);
+		p.ending = 1;
+		pthread_cond_broadcast(&p.cond);
+		pthread_mutex_unlock(&p.lock);
+		pthread_join(p.thread, NULL);
+		/* A page's parse failed first when the fetching went on past it. */
+		if (p.rc < 0) {
+			vx_err_release(err);
+			rc = vx_err_set(err, p.rc, "%s", vx_err_msg(&p.err));
+		}
+	}
+	vx_err_release(&p.err);
+	pthread_cond_destroy(&p.cond);
+	pthread_mutex_destroy(&p.lock);
+	if (rc == 0)
 		drop_bad_names(c, out, project, region, what);
 done:
 	if (rc < 0)

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
+#include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "providers/gcp/vertex.h"
 #include "tests/unit/support/clienttest.h"
@@ -300,6 +302,85 @@ static void test_list_stuck_token_and_errors(void **state)
 	httpd_respond(f->t.s, 400, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":400,\"message\":\"bad filter\",\"status\":\"INVALID_ARGUMENT\"}}", 0);
 	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", "labels.x=", 0, 0, &list, &err), VX_EAPI);
 	assert_non_null(strstr(err.msg, "vertex: listing jobs in r: INVALID_ARGUMENT: bad filter"));
+	vx_err_release(&err);
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/*
+ * The next page is asked for before this one is parsed, with the token a
+ * scan finds. Wherever the scan is sure, it says what the parse says; it
+ * gives up (0) on escapes and on bodies that are not what it expects.
+ */
+static void test_scan_page_token(void **unused)
+{
+	static const struct {
+		const char *body;
+		int rc;
+		const char *token;
+	} cases[] = {
+		{ "{\"customJobs\":[{\"a\":\"}\\\"]\"}],\"nextPageToken\":\"t1\"}", 1, "t1" },
+		{ " { \"customJobs\" : [ 1 , true , null , -2.5e3 ] , \"nextPageToken\" : \"t/2+=\" } ", 1, "t/2+=" },
+		{ "{\"nextPageToken\":\"first\",\"nextPageToken\":\"second\"}", 1, "first" },
+		{ "{\"customJobs\":[],\"x\":{\"nextPageToken\":\"inner\"}}", 1, NULL },
+		{ "{\"customJobs\":[{\"name\":\"a\"}]}", 1, NULL },
+		{ "{\"nextPageToken\":\"\"}", 1, NULL },
+		{ "{\"nextPageToken\":5}", 1, NULL },
+		{ "{}", 1, NULL },
+		{ "{\"next\\u0050ageToken\":\"t\"}", 0, NULL },
+		{ "{\"nextPageToken\":\"a\\/b\"}", 0, NULL },
+		{ "[{\"nextPageToken\":\"t\"}]", 0, NULL },
+		{ "", 0, NULL },
+		{ "{\"a\":", 0, NULL },
+		{ "{\"a\" 1}", 0, NULL },
+		{ "{\"nextPageToken\":\"unterminated", 0, NULL },
+	};
+
+	(void)unused;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *b = cases[i].body;
+		char *tok = (char *)(uintptr_t)"unset", *parsed = NULL;
+		int rc = gjson_scan_page_token(b, strlen(b), &tok);
+
+		if (rc != cases[i].rc)
+			fail_msg("case %zu: scan returned %d, want %d", i, rc, cases[i].rc);
+		if (cases[i].token ? !tok || strcmp(tok, cases[i].token) : tok != NULL)
+			fail_msg("case %zu: token %s, want %s", i, tok ? tok : "(none)",
+				 cases[i].token ? cases[i].token : "(none)");
+		if (rc == 1) {
+			/* Sure: the parse agrees. */
+			cJSON *root = gjson_parse(b, strlen(b));
+
+			assert_non_null(root);
+			assert_int_equal(gjson_next_page_token(&parsed, root), 0);
+			if (!same_str(parsed, tok))
+				fail_msg("case %zu: parse says %s", i, parsed ? parsed : "(none)");
+			cJSON_Delete(root);
+		}
+		free(parsed);
+		free(tok);
+	}
+}
+
+/* A page that does not parse stops the list, whose jobs are released, even
+ * though the next page was asked for with the token scanned ahead. */
+static void test_list_bad_page_midway(void **state)
+{
+	struct fx *f = *state;
+	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":[{\"name\":\"a\"}],\"nextPageToken\":\"x\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
+		      "{\"customJobs\":[{\"name\":\"b\"},],\"nextPageToken\":\"y\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"customJobs\":[{\"name\":\"c\"}]}", 0);
+	assert_int_equal(vertex_list_jobs(&f->c, "p", "r", NULL, 0, 0, &list, &err), VX_EINVAL);
+	assert_string_equal(err.msg, "vertex: listing jobs in r: reading job list: response is not a JSON object");
+	assert_int_equal(list.n, 0);
+	assert_null(list.items);
 	vx_err_release(&err);
 }
 
@@ -732,6 +813,8 @@ int main(void)
 		T(test_list_all_pages),
 		T(test_list_with_spec_and_no_filter),
 		T(test_list_stuck_token_and_errors),
+		T(test_list_bad_page_midway),
+		cmocka_unit_test(test_scan_page_token),
 		T(test_get_and_not_found),
 		T(test_cancel_exact_request),
 		T(test_delete_polls_operation),
