@@ -51,7 +51,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps deps-build check unit unit-asan fake-test e2e demo lint lint-ci fuzz torture bench install clean
+.PHONY: all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci fuzz torture bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -93,32 +93,50 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUP_OBJ) $(LIBVX) $(BUILD)/.flags
 unit: $(if $(T),$(BUILD)/tests/$(T),$(UNIT_BIN))
 	@sh tests/run-unit.sh $^
 
+unit-bins: $(UNIT_BIN)
+
 # LSan: see tests/lsan.supp for the one libgit2 leak suppressed.
 export LSAN_OPTIONS = suppressions=$(abspath tests/lsan.supp):print_suppressions=0
 export ASAN_OPTIONS = detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
 
+ASAN_VARS := BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
 unit-asan:
-	@$(MAKE) --no-print-directory unit BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
+	@$(MAKE) --no-print-directory unit $(ASAN_VARS)
 
+# One file at a time: test_vertex times the fake (a list of 10,000 jobs under a second),
+# which other files running beside it made fail.
 fake-test:
-	@$(PYTHON) tests/run_unittest.py fakegcp tests/fakegcp
+	@VX_TEST_JOBS=1 $(PYTHON) tests/run_unittest.py fakegcp tests/fakegcp
 
 e2e: all
 	@VX_BIN=$(abspath $(BUILD)/vx) sh tests/e2e/run.sh
 
+# make check: the same steps as one after the other, in less time. Both trees (plain and
+# ASan+UBSan) build side by side with CHECK_JOBS compilers; then the unit tests of each;
+# then the fake's own tests (alone: see fake-test); then e2e and e2e-asan share one pool of
+# VX_TEST_JOBS test files (tests/run_unittest.py), each ending with its own 'NAME: N passed,
+# N failed' line.
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	@sh tools/check-banned.sh
 	@$(MAKE) --no-print-directory lint-ci
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) check-build
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
 	@$(MAKE) --no-print-directory fake-test
-	@$(MAKE) --no-print-directory e2e
-	@$(MAKE) --no-print-directory e2e-asan
+	@$(MAKE) --no-print-directory check-tests
+
+check-build: all unit-bins check-build-asan
+check-build-asan:
+	@$(MAKE) --no-print-directory all unit-bins $(ASAN_VARS)
+
+check-tests:
+	@$(PYTHON) tests/run_unittest.py e2e tests/e2e "$${VX_E2E_PATTERN:-test_*.py}" VX_BIN=$(abspath $(BUILD)/vx) \
+	  -- e2e-asan tests/e2e "$${VX_E2E_PATTERN:-test_*.py}" VX_BIN=$(abspath $(BUILD)/asan/vx)
 
 e2e-asan:
-	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
+	@$(MAKE) --no-print-directory all $(ASAN_VARS)
 	@VX_BIN=$(abspath $(BUILD)/asan/vx) VX_E2E_NAME=e2e-asan sh tests/e2e/run.sh
 
 demo: deps all

@@ -2,12 +2,13 @@
 -lock-timeout, the file backend, and two runners sharing a state remote."""
 import json
 import os
+import select
 import signal
 import subprocess
 import time
 import unittest
 
-from harness import FakeTestCase, PROJECT, VX_BIN, job_yaml
+from harness import FakeTestCase, PROJECT, Result, VX_BIN, job_yaml
 
 
 class Credentials(FakeTestCase):
@@ -97,6 +98,21 @@ class Operations(FakeTestCase):
             time.sleep(0.02)
         self.fail("no create reached the fake")
 
+    def read_stderr_until(self, p, text, timeout=30):
+        """What p wrote to stderr, read until it contains text (a failure if it never does)."""
+        got = b""
+        deadline = time.time() + timeout
+        while text.encode() not in got:
+            left = deadline - time.time()
+            ready, _, _ = select.select([p.stderr], [], [], max(0, left))
+            if not ready:
+                self.fail("vx did not write %r to stderr in %d s; it wrote %r" % (text, timeout, got))
+            chunk = os.read(p.stderr.fileno(), 65536)
+            if not chunk:
+                self.fail("vx ended before writing %r to stderr; it wrote %r" % (text, got))
+            got += chunk
+        return got.decode()
+
     def test_wait_until_running(self):
         self.fake.post("/_fake/clock", {"speed": 200})
         self.repo.write({"a": job_yaml("a")})
@@ -142,9 +158,12 @@ class Operations(FakeTestCase):
         p = self.repo.start_apply("-parallelism", "1")
         self.wait_for_create_in_flight()
         p.send_signal(signal.SIGINT)
-        time.sleep(0.1)
+        # The second interrupt only once vx has taken the first: two sent before it runs
+        # would arrive as one (a sleep here was not enough with the files run in parallel).
+        early = self.read_stderr_until(p, "vx: interrupted: finishing the requests already sent")
         p.send_signal(signal.SIGINT)
-        r = self.repo.finish(p, 60)
+        out, err = p.communicate(timeout=60)
+        r = Result(subprocess.CompletedProcess(p.args, p.returncode, out, early + err)).checked()
         self.assertEqual(r.code, 1, r)
         self.assertIn("abandoning the requests in flight", r.err)
         self.assertIn("outcome is unknown", r.out + r.err)

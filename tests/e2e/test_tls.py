@@ -14,9 +14,11 @@ import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 
 from harness import FakeTestCase, job_yaml
 
@@ -89,28 +91,42 @@ class H2Proxy:
     """nghttpx: TLS with ALPN h2 on 127.0.0.1, HTTP/1.1 to the fake; logs each request's protocol."""
 
     def __init__(self, cert, key, upstream_port, folder):
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        self.port = probe.getsockname()[1]
-        probe.close()
         self.access_log = os.path.join(folder, "nghttpx-access.log")
         self.error_log = os.path.join(folder, "nghttpx-error.log")
-        self.proc = subprocess.Popen(
-            [NGHTTPX, "--conf=/dev/null", "--frontend=127.0.0.1,%d" % self.port,
-             "--backend=127.0.0.1,%d" % upstream_port, "--workers=1", "--no-ocsp", "--no-via",
-             "--accesslog-file=" + self.access_log,
-             "--accesslog-format=$alpn $method $path $status",
-             "--errorlog-file=" + self.error_log, key, cert],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
+        # nghttpx cannot listen on port 0 and say which port it got, so it is given a port
+        # that was free a moment ago. Tests run in parallel, so another process may take
+        # that port first: nghttpx then fails to listen and exits, and we try another.
+        # Ready is nghttpx's own "Listening on" line, not a successful connect, which
+        # could reach whoever took the port.
+        for _ in range(20):
+            probe = socket.socket()
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+            probe.close()
+            if os.path.exists(self.error_log):
+                os.remove(self.error_log)
+            self.proc = subprocess.Popen(
+                [NGHTTPX, "--conf=/dev/null", "--frontend=127.0.0.1,%d" % self.port,
+                 "--backend=127.0.0.1,%d" % upstream_port, "--workers=1", "--no-ocsp", "--no-via",
+                 "--accesslog-file=" + self.access_log,
+                 "--accesslog-format=$alpn $method $path $status",
+                 "--errorlog-file=" + self.error_log, key, cert],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            listening = "Listening on 127.0.0.1:%d," % self.port
+            deadline = time.time() + 30
+            while listening not in self.errors():
+                if self.proc.poll() is not None:
+                    break
+                if time.time() > deadline:
+                    self.proc.kill()
+                    self.proc.wait()
                     raise AssertionError("nghttpx did not start: %s" % self.errors())
                 time.sleep(0.05)
+            else:
+                return
+            if "Address already in use" not in self.errors():
+                raise AssertionError("nghttpx did not start: %s" % self.errors())
+        raise AssertionError("nghttpx found no free port: %s" % self.errors())
 
     def errors(self):
         try:
@@ -198,6 +214,57 @@ class TLS(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertIn("CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM", r.err)
         self.assertIn("loopback", r.err)
+
+
+class H2ProxyPort(unittest.TestCase):
+    """The e2e files run in parallel (tests/run_unittest.py): the port H2Proxy picks may be
+    taken by another file's fake before nghttpx listens on it. H2Proxy must then use
+    another port, and never take the other listener for nghttpx."""
+
+    def test_port_taken_before_nghttpx_listens(self):
+        tmp = tempfile.mkdtemp(prefix="vx-e2e-h2port-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True)
+        # Someone else's server, listening on the port the first probe will report.
+        other = socket.socket()
+        other.bind(("127.0.0.1", 0))
+        other.listen(8)
+        self.addCleanup(other.close)
+        taken = other.getsockname()[1]
+        real = socket.socket
+        probes = []
+
+        class FirstProbe:
+            def bind(self, addr):
+                pass
+
+            def getsockname(self):
+                return ("127.0.0.1", taken)
+
+            def close(self):
+                pass
+
+        def fake_socket(*a, **kw):
+            if not probes:
+                probes.append(1)
+                return FirstProbe()
+            return real(*a, **kw)
+
+        with unittest.mock.patch.object(socket, "socket", fake_socket):
+            h2 = H2Proxy(cert, key, 1, tmp)
+        self.addCleanup(h2.close)
+        self.assertNotEqual(h2.port, taken)
+        self.assertIsNone(h2.proc.poll(), h2.errors())
+        # nghttpx itself answers on its port: a TLS handshake offering h2 gets h2.
+        ctx = ssl.create_default_context(cafile=cert)
+        ctx.check_hostname = False
+        ctx.set_alpn_protocols(["h2"])
+        with socket.create_connection(("127.0.0.1", h2.port), timeout=10) as raw:
+            with ctx.wrap_socket(raw) as tls:
+                self.assertEqual(tls.selected_alpn_protocol(), "h2")
 
 
 if __name__ == "__main__":

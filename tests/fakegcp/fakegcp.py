@@ -2,7 +2,7 @@
 """A fake of Google Cloud (Vertex AI customJobs, Compute reservations, Cloud Quotas, Cloud Storage
 objects, OAuth/STS/IAM credentials, metadata server) on one loopback port.
 
-    python3 tests/fakegcp/fakegcp.py --port 0 --ready-file FILE [--state FILE]
+    python3 tests/fakegcp/fakegcp.py --port 0 --ready-file FILE [--state FILE] [--keys FILE]
 
 See README.md next to this file for the paths, the control API under /_fake/ and every choice made
 where Google's documents are silent.
@@ -298,13 +298,19 @@ def main(argv=None):
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--ready-file", required=True)
     ap.add_argument("--state")
+    ap.add_argument("--keys", help="PEM RSA private keys to give out before generating any")
     args = ap.parse_args(argv)
     w = build_world(args.state)
     srv = Server((args.host, args.port), w)
     w.base_url = "http://127.0.0.1:%d" % srv.server_address[1]
     if args.state:
         w.start_saver()
-    oauth.start_key_pool()
+    # Generating a key here costs about a second of CPU; the e2e tests start a fake per
+    # test, so they bring keys made by openssl instead (tests/e2e/harness.py).
+    if args.keys:
+        oauth.preload_keys(args.keys)
+    else:
+        oauth.start_key_pool()
 
     def stop(signum, frame):
         threading.Thread(target=srv.shutdown, daemon=True).start()

@@ -4,6 +4,7 @@ every API call goes through. Service-account keys are real RSA keys (rsakeys.py)
 
 import json
 import os
+import re
 import secrets
 import tempfile
 import threading
@@ -24,6 +25,7 @@ CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 # ---------------------------------------------------------------- key pool
 
 _pool = []
+_preloaded = []
 _pool_lock = threading.Lock()
 _pool_cv = threading.Condition(_pool_lock)
 
@@ -43,8 +45,19 @@ def start_key_pool():
     threading.Thread(target=_pool_loop, daemon=True).start()
 
 
+def preload_keys(path):
+    """Keys from a PEM file (fakegcp.py --keys), given out first and in order."""
+    with open(path) as f:
+        text = f.read()
+    blocks = re.findall(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", text, re.S)
+    with _pool_cv:
+        _preloaded.extend(rsakeys.parse_private_pem(b) for b in blocks)
+
+
 def new_key():
     with _pool_cv:
+        if _preloaded:
+            return _preloaded.pop(0)
         if _pool:
             k = _pool.pop(0)
             _pool_cv.notify_all()

@@ -315,11 +315,13 @@ class VertexJobs(FakeTestCase):
         self.assertEqual(st, 401)
         self.assertEqual(e["error"]["status"], "UNAUTHENTICATED")
         self.assertEqual(e["error"]["details"][0]["reason"], "ACCESS_TOKEN_TYPE_UNSUPPORTED")
-        self.fake.ctl("/tokens", {"token": "short", "expires_in": 0.2})
-        st, _ = self.fake.call("GET", PARENT + "/customJobs", token="short")
+        # No race with the wall clock (a 0.2 s token used to expire before its first call on
+        # a loaded machine): one token with an hour left, one whose time is already up.
+        self.fake.ctl("/tokens", {"token": "hour", "expires_in": 3600})
+        st, _ = self.fake.call("GET", PARENT + "/customJobs", token="hour")
         self.assertEqual(st, 200)
-        time.sleep(0.3)
-        st, e = self.fake.call("GET", PARENT + "/customJobs", token="short")
+        self.fake.ctl("/tokens", {"token": "spent", "expires_in": 0})
+        st, e = self.fake.call("GET", PARENT + "/customJobs", token="spent")
         self.assertEqual((st, e["error"]["details"][0]["reason"]), (401, "ACCESS_TOKEN_EXPIRED"))
 
     def test_ten_thousand_jobs_list_fast(self):
