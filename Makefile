@@ -104,8 +104,7 @@ ASAN_VARS := BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
 unit-asan:
 	@$(MAKE) --no-print-directory unit $(ASAN_VARS)
 
-# One file at a time: test_vertex times the fake (a list of 10,000 jobs under a second),
-# which other files running beside it made fail.
+# One file at a time: they are short, and the fake's own tests start many fakes.
 fake-test:
 	@VX_TEST_JOBS=1 $(PYTHON) tests/run_unittest.py fakegcp tests/fakegcp
 

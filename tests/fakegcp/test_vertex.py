@@ -1,4 +1,3 @@
-import time
 import unittest
 
 from fakeutil import FakeTestCase, PARENT
@@ -324,7 +323,8 @@ class VertexJobs(FakeTestCase):
         st, e = self.fake.call("GET", PARENT + "/customJobs", token="spent")
         self.assertEqual((st, e["error"]["details"][0]["reason"]), (401, "ACCESS_TOKEN_EXPIRED"))
 
-    def test_ten_thousand_jobs_list_fast(self):
+    def test_ten_thousand_jobs_list_in_pages(self):
+        # How fast is make bench's business (its "lists" column), not a timed test's.
         self.fake.ctl("/rate-limits", {"enabled": False})
         body = self.job_body(accel=None)
         conn = self.fake.connect()
@@ -337,20 +337,18 @@ class VertexJobs(FakeTestCase):
             r.read()
             self.assertEqual(r.status, 200)
         conn.close()
-        t = time.time()
-        tok, n = None, 0
+        tok, n, pages = None, 0, 0
         while True:
             q = {"pageSize": 1000}
             if tok:
                 q["pageToken"] = tok
             st, r = self.fake.call("GET", PARENT + "/customJobs", query=q)
             n += len(r["customJobs"])
+            pages += 1
             tok = r.get("nextPageToken")
             if not tok:
                 break
-        took = time.time() - t
-        self.assertEqual(n, 10000)
-        self.assertLess(took, 1.0)
+        self.assertEqual((n, pages), (10000, 10))
         st, r = self.fake.call("GET", PARENT + "/customJobs", query={"pageSize": 5000})
         self.assertEqual(len(r["customJobs"]), 1000)  # max page size
 
