@@ -297,3 +297,10 @@ char *cmd_shell_quote(const char *s)
 	}
 	return vx_buf_detach(&b);
 }
+
+void cmd_done(int rc)
+{
+	if (VX_LEAK_CHECKED)
+		return;
+	exit(rc);
+}

@@ -12,6 +12,7 @@
 #include "cmd/planning.h"
 #include "cmd/workspace.h"
 #include "reconcile/render.h"
+#include "state/lock.h"
 #include "util/buf.h"
 
 static const char usage[] =
@@ -147,6 +148,9 @@ static int plan_exec(const struct cmd_args *args)
 		goto done;
 	}
 	rc = detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
+	/* Every thread is joined (the refresh took the lists) and a plan holds no lease. */
+	if (!ws.backend || !state_lock_held(ws.backend))
+		cmd_done(rc);
 done:
 	cmd_ci_release(&ci);
 	vx_buf_release(&out);
