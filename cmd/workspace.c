@@ -296,9 +296,8 @@ int workspace_load_state(struct workspace *ws, struct vx_err *err)
 	if (ws->early == 2) {
 		ws->early = 3;
 		rc = ws->early_rc;
-		if (rc < 0) {
+		if (rc < 0)
 			vx_err_set(err, rc, "%s", vx_err_msg(&ws->early_err));
-		}
 		vx_err_release(&ws->early_err);
 		return rc;
 	}
