@@ -163,6 +163,19 @@ static void *early_state_main(void *arg)
 	return NULL;
 }
 
+/* Closes what early_start opened from the Stack document: the lists, the backend. */
+static void drop_opened(struct workspace *ws)
+{
+	prefetch_free(ws->prefetch);
+	ws->prefetch = NULL;
+	free(ws->prefetch_revision);
+	ws->prefetch_revision = NULL;
+	state_backend_free(ws->backend);
+	ws->backend = NULL;
+	free(ws->state_ref);
+	ws->state_ref = NULL;
+}
+
 /*
  * A plan reads ahead (docs/design-notes.md, "a plan's first second"): from
  * the Stack document alone (stack_peek) it opens the state backend, reads
@@ -184,14 +197,7 @@ static void early_start(struct workspace *ws)
 	    prefetch_start_jobs(&ws->prefetch, ws->prov, ws->peek->project, jobs ? ws->peek->region : NULL,
 				ws->peek->name, &e) < 0 ||
 	    pthread_create(&ws->early_thread, NULL, early_state_main, ws) != 0) {
-		prefetch_free(ws->prefetch);
-		ws->prefetch = NULL;
-		free(ws->prefetch_revision);
-		ws->prefetch_revision = NULL;
-		state_backend_free(ws->backend);
-		ws->backend = NULL;
-		free(ws->state_ref);
-		ws->state_ref = NULL;
+		drop_opened(ws);
 		goto done;
 	}
 	ws->early = 1;
@@ -222,14 +228,7 @@ static void early_abandon(struct workspace *ws)
 	ws->state_loaded = 0;
 	free(ws->revision);
 	ws->revision = NULL;
-	prefetch_free(ws->prefetch);
-	ws->prefetch = NULL;
-	free(ws->prefetch_revision);
-	ws->prefetch_revision = NULL;
-	state_backend_free(ws->backend);
-	ws->backend = NULL;
-	free(ws->state_ref);
-	ws->state_ref = NULL;
+	drop_opened(ws);
 }
 
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
