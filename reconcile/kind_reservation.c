@@ -23,6 +23,7 @@
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/ctx.h"
 #include "util/banned.h"
 
@@ -143,20 +144,15 @@ static int64_t accel_count(const struct stack_reservation *d)
 	return d->naccelerators ? d->accelerators[0].count : 0;
 }
 
-static int same_str(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 /* What differs that Compute cannot change in place, in words, or NULL. */
 static char *immutable_change(const struct stack_reservation *d, const struct live_reservation *l)
 {
-	if (!same_str(d->zone, l->zone))
+	if (!vx_text_same(d->zone, l->zone))
 		return vx_asprintf("zone %s -> %s", l->zone, d->zone);
-	if (!same_str(d->machine_type, l->machine_type))
+	if (!vx_text_same(d->machine_type, l->machine_type))
 		return vx_asprintf("machineType %s -> %s", l->machine_type ? l->machine_type : "none",
 				   d->machine_type);
-	if (!same_str(accel_type(d), l->accelerator_type) || accel_count(d) != l->accelerator_count)
+	if (!vx_text_same(accel_type(d), l->accelerator_type) || accel_count(d) != l->accelerator_count)
 		return vx_asprintf("accelerators %" PRId64 "x%s -> %" PRId64 "x%s", l->accelerator_count,
 				   l->accelerator_type ? l->accelerator_type : "none", accel_count(d),
 				   accel_type(d) ? accel_type(d) : "none");

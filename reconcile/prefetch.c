@@ -9,6 +9,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 /* Which list call an answer is for. */
@@ -74,11 +75,6 @@ static void answer_free(struct pf_answer *a)
 	free(a);
 }
 
-static int same(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 /*
  * A new answer for a call about to be recorded, kept at once so that
  * another thread asking for the same call skips it; NULL when the call
@@ -105,8 +101,8 @@ static struct pf_answer *answer_claim(struct prefetch *pf, enum pf_op op, const 
 	for (size_t i = 0; a && i < pf->n; i++) {
 		const struct pf_answer *o = pf->answers[i];
 
-		if (o->op == op && same(o->project, project) && same(o->where, where) &&
-		    same(o->stack, stack)) {
+		if (o->op == op && vx_text_same(o->project, project) && vx_text_same(o->where, where) &&
+		    vx_text_same(o->stack, stack)) {
 			answer_free(a);
 			a = NULL;
 			pthread_mutex_unlock(&pf->lock);
@@ -137,8 +133,8 @@ static struct pf_answer *answer_take(struct prefetch *pf, enum pf_op op, const c
 		struct pf_answer *a = pf->answers[i];
 
 		if (!a->taken && a->op == op && (op == PF_QUOTA_INFOS || !pf->refreshed) &&
-		    same(a->project, project) && same(a->where, where) &&
-		    same(a->stack, stack)) {
+		    vx_text_same(a->project, project) && vx_text_same(a->where, where) &&
+		    vx_text_same(a->stack, stack)) {
 			a->taken = 1;
 			found = a;
 			break;

@@ -29,6 +29,7 @@
 #include "reconcile/spec.h"
 #include "reconcile/ynode.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/diag.h"
 #include "util/digest.h"
 #include "util/suggest.h"
@@ -1046,6 +1047,7 @@ static int holds(const char *p, size_t n, const char *word)
 
 int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *err)
 {
+	const struct ynode_limits limits = YNODE_LIMITS_DEFAULT;
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct loader L = { &diags, err, 0, 0, 0, 0, "" };
 	struct vx_buf data = VX_BUF_INIT;
@@ -1065,8 +1067,9 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 		goto done;
 	}
 	for (size_t i = 0; i < n && !(found && *jobs); i++) {
+		/* A file the loader would refuse as too large ends the peek: the load says why. */
 		vx_buf_reset(&data);
-		if (vx_buf_read_file(&data, paths[i], ((struct ynode_limits)YNODE_LIMITS_DEFAULT).max_file_bytes, err) < 0) {
+		if (vx_buf_read_file(&data, paths[i], limits.max_file_bytes, err) < 0) {
 			rc = VX_ENOTFOUND;
 			goto done;
 		}
@@ -1104,17 +1107,14 @@ done:
 	return rc;
 }
 
-static int same_str(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 int stack_same_home(const struct stack *a, const struct stack *b)
 {
-	return same_str(a->name, b->name) && same_str(a->project, b->project) &&
-	       same_str(a->region, b->region) && a->state.backend == b->state.backend &&
-	       same_str(a->state.path, b->state.path) && same_str(a->state.remote, b->state.remote) &&
-	       same_str(a->state.branch, b->state.branch) && same_str(a->state.bucket, b->state.bucket);
+	return vx_text_same(a->name, b->name) && vx_text_same(a->project, b->project) &&
+	       vx_text_same(a->region, b->region) && a->state.backend == b->state.backend &&
+	       vx_text_same(a->state.path, b->state.path) &&
+	       vx_text_same(a->state.remote, b->state.remote) &&
+	       vx_text_same(a->state.branch, b->state.branch) &&
+	       vx_text_same(a->state.bucket, b->state.bucket);
 }
 
 /* ---------------------------------------------------------------------- */

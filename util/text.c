@@ -128,3 +128,8 @@ void vx_text_redact_userinfo(char *s)
 		p = u + n;
 	}
 }
+
+int vx_text_same(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}

@@ -40,4 +40,7 @@ int vx_text_is_clean(const char *s, size_t len);
  */
 void vx_text_redact_userinfo(char *s);
 
+/* Whether a and b are both NULL or equal strings. */
+int vx_text_same(const char *a, const char *b);
+
 #endif

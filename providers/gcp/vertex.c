@@ -656,11 +656,6 @@ struct list_pages {
 	struct vx_err err;
 };
 
-static int same_token(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 static void *list_parser(void *arg)
 {
 	struct list_pages *p = arg;
@@ -687,7 +682,7 @@ static void *list_parser(void *arg)
 			rc = vertex_list_parse_json(lb.body, lb.len, p->out, &token, &p->err);
 			if (rc < 0)
 				gcall_wrap(&p->err, "vertex", p->what);
-			else if (!same_token(token, lb.token))
+			else if (!vx_text_same(token, lb.token))
 				rc = vx_err_set(&p->err, VX_EAPI, "%s: the page token read ahead differs "
 						"from the page's", p->what);
 		}

@@ -19,6 +19,7 @@
 #include "tests/unit/support/httpd.h"
 #include "util/ctx.h"
 #include "util/err.h"
+#include "util/text.h"
 
 /* ---- fixture: support/clienttest.h, with the client under test ---- */
 
@@ -305,11 +306,6 @@ static void test_list_stuck_token_and_errors(void **state)
 	vx_err_release(&err);
 }
 
-static int same_str(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
 /*
  * The next page is asked for before this one is parsed, with the token a
  * scan finds. Wherever the scan is sure, it says what the parse says; it
@@ -356,7 +352,7 @@ static void test_scan_page_token(void **unused)
 
 			assert_non_null(root);
 			assert_int_equal(gjson_next_page_token(&parsed, root), 0);
-			if (!same_str(parsed, tok))
+			if (!vx_text_same(parsed, tok))
 				fail_msg("case %zu: parse says %s", i, parsed ? parsed : "(none)");
 			cJSON_Delete(root);
 		}
