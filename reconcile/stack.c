@@ -1131,7 +1131,7 @@ static int confine(const char *dir, char *const *paths, size_t n, struct vx_diag
 	int in_repo, rc;
 
 	*nbad = 0;
-	if ((rc = confine_root(&root, &in_repo, dir, err)) < 0)
+	if ((rc = confine_root(&root, &in_repo, dir, err)) < 0 || !root)
 		goto done;
 	nroot = strlen(root);
 	for (size_t i = 0; i < n; i++) {
