@@ -1064,14 +1064,16 @@ static char *logical_path(const char *dir)
 
 /*
  * Where the stack's files must resolve to: the work tree of the git repository
- * that holds dir (the nearest of dir and its parents, by name, with a .git; a
- * parent that is itself a symbolic link is passed over, since what it points to
- * is not in this repository), or dir itself when no repository holds it. Both
- * as realpath. *in_repo says which.
+ * that holds dir, as realpath, or dir itself when no repository holds it.
+ * *in_repo says which. The repository is the nearest of dir and its parents, by
+ * name, with a .git, passing over a parent that is a symbolic link: what a link
+ * in the repository points to is not in it, even when that is a repository of
+ * its own. Only when no such parent exists (the checkout itself reached through
+ * a link, /home/u/ml -> /data/ml) does a .git through a link count.
  */
 static int confine_root(char **out, int *in_repo, const char *dir, struct vx_err *err)
 {
-	char *p = logical_path(dir), *git = NULL;
+	char *p = logical_path(dir), *git = NULL, *linked = NULL;
 	int rc = 0;
 
 	*out = NULL;
@@ -1084,24 +1086,33 @@ static int confine_root(char **out, int *in_repo, const char *dir, struct vx_err
 	for (;;) {
 		struct stat sb;
 		char *slash;
+		int is_link = lstat(p, &sb) == 0 && S_ISLNK(sb.st_mode);
 
-		if (lstat(p, &sb) == 0 && !S_ISLNK(sb.st_mode)) {
-			free(git);
-			git = vx_asprintf("%s%s.git", p, strcmp(p, "/") ? "/" : "");
-			if (!git) {
-				rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
-				goto done;
-			}
-			if (lstat(git, &sb) == 0) {
+		free(git);
+		git = vx_asprintf("%s%s.git", p, strcmp(p, "/") ? "/" : "");
+		if (!git) {
+			rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
+			goto done;
+		}
+		if (lstat(git, &sb) == 0) {
+			if (!is_link) {
 				*out = realpath(p, NULL);
 				*in_repo = 1;
 				break;
+			}
+			if (!linked && !(linked = vx_strdup(p))) {
+				rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
+				goto done;
 			}
 		}
 		slash = strrchr(p, '/');
 		if (!slash || slash == p)
 			break;
 		*slash = '\0';
+	}
+	if (!*in_repo && linked) {
+		*out = realpath(linked, NULL);
+		*in_repo = 1;
 	}
 	if (!*in_repo)
 		*out = realpath(dir, NULL);
@@ -1111,6 +1122,7 @@ static int confine_root(char **out, int *in_repo, const char *dir, struct vx_err
 done:
 	free(p);
 	free(git);
+	free(linked);
 	return rc;
 }
 

@@ -462,13 +462,32 @@ static void test_links_out(void **state)
 	free(got);
 	free(want);
 
-	/* Linked inside the repository: read. */
+	/* The checkout itself reached through a link: still that repository. */
+	dir = vx_asprintf("%s/alias/stack", top);
+	got = vx_asprintf("%s/alias", top);
+	assert_int_equal(symlink(repo, got), 0);
+	free(got);
+	want = vx_asprintf("%s/x.yaml:1:1: this stack file resolves to %s, outside the repository "
+			   "%s: git versions only the link, so the declaration could change with no "
+			   "change in git while the plan names a clean commit; copy the file into "
+			   "the repository instead of linking to it\n", dir, target, repo);
+	got = refusal(dir);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+
+	/* Linked inside the repository: read, by either path. */
 	assert_int_equal(unlink(link), 0);
 	assert_int_equal(symlink("../common/x.yaml", link), 0);
 	assert_int_equal(stack_load(&st, stack, NULL, &d, &err), 0);
 	assert_int_equal(st->njobs, 1);
 	stack_free(st);
 	st = NULL;
+	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), 0);
+	assert_int_equal(st->njobs, 1);
+	stack_free(st);
+	st = NULL;
+	free(dir);
 
 	/* No repository: the stack directory is the bound. */
 	assert_int_equal(rename(git, nogit), 0);
