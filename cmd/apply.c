@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "cmd/planning.h"
@@ -29,6 +28,7 @@
 #include "state/state.h"
 #include "state/state_git.h"
 #include "util/buf.h"
+#include "workflow/ci.h"
 
 static const char usage[] =
 	"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
@@ -417,7 +417,7 @@ static int apply_exec(const struct cmd_args *args)
 	struct vx_buf out = VX_BUF_INIT, file = VX_BUF_INIT;
 	const char *target = ".", *lock_timeout_arg = NULL, *pause;
 	char *refresh_summary = NULL, *plan_dir = NULL, *hint = NULL;
-	struct cmd_ci ci = { NULL, 0, NULL, NULL };
+	struct ci ci = { NULL, 0, NULL, NULL };
 	const char *pr_url = NULL;
 	int64_t pr = 0;
 	int auto_approve = 0, no_color = 0, wait = 0, parallelism = 8, color;
@@ -487,8 +487,12 @@ static int apply_exec(const struct cmd_args *args)
 		target = args->pos[i];
 	cmd_ctx_init(&ctx, args->debug);
 	color = cmd_use_color(1, no_color);
-	if (lease_from_env(&lo.lease_ms) < 0 || cmd_ci_read(&ci) < 0)
+	if (lease_from_env(&lo.lease_ms) < 0)
 		goto done;
+	if (ci_read(&ci, cmd_warn, NULL, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
 	pause = getenv("VX_TEST_PAUSE");
 	if (pause && strcmp(pause, "before-send") != 0) {
 		cmd_error("apply: VX_TEST_PAUSE takes before-send, not '%s'", pause);
@@ -506,11 +510,11 @@ static int apply_exec(const struct cmd_args *args)
 		}
 		po.refresh = sp.refresh;
 		/* The plan is a file someone handed us: who it names reaches commits and terminals. */
-		if (sp.planned_by && (!cmd_ci_actor_ok(sp.planned_by) ||
-				      (sp.pr_url && !cmd_ci_url_ok(sp.pr_url)))) {
+		if (sp.planned_by && (!ci_actor_ok(sp.planned_by) ||
+				      (sp.pr_url && !ci_url_ok(sp.pr_url)))) {
 			cmd_error("apply: %s: \"planned_by\" names no valid actor or pull request URL "
 				  "(printable, no spaces, at most %d and %d characters)", target,
-				  CMD_CI_ACTOR_MAX, CMD_CI_URL_MAX);
+				  CI_ACTOR_MAX, CI_URL_MAX);
 			goto done;
 		}
 		if (saved_plan_dir(&plan_dir, &sp, target, &err) < 0) {
@@ -691,7 +695,7 @@ static int apply_exec(const struct cmd_args *args)
 	rc = VX_EXIT_OK;
 done:
 	free(refresh_summary);
-	cmd_ci_release(&ci);
+	ci_release(&ci);
 	free(plan_dir);
 	free(hint);
 	vx_buf_release(&out);

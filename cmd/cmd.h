@@ -81,6 +81,8 @@ void cmd_ctx_time_limit(struct vx_ctx *ctx);
 
 /* Prints "vx: <msg>" on stderr. */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "vx: warning: <msg>" on stderr: a library's warn callback (ud unused). */
+void cmd_warn(void *ud, const char *msg);
 /* Prints the error's message as "vx: <context>: <msg>" and releases it. */
 void cmd_report(struct vx_err *err, const char *context);
 

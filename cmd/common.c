@@ -117,6 +117,12 @@ void cmd_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void cmd_warn(void *ud, const char *msg)
+{
+	(void)ud;
+	fprintf(stderr, "vx: warning: %s\n", msg);
+}
+
 void cmd_report(struct vx_err *err, const char *context)
 {
 	if (context)

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "cmd/planning.h"
@@ -14,6 +13,7 @@
 #include "reconcile/render.h"
 #include "state/lock.h"
 #include "util/buf.h"
+#include "workflow/ci.h"
 
 static const char usage[] =
 	"usage: vxplan [DIR] [options]     (also: vx plan)\n\n"
@@ -57,7 +57,7 @@ static int plan_exec(const struct cmd_args *args)
 	struct vx_err err = VX_ERR_INIT;
 	struct planning pl;
 	struct vx_buf out = VX_BUF_INIT;
-	struct cmd_ci ci = { NULL, 0, NULL, NULL };
+	struct ci ci = { NULL, 0, NULL, NULL };
 	const char *dir = ".", *outfile = NULL, *format = "human";
 	int detailed = 0, no_color = 0, rc = VX_EXIT_ERROR, r;
 
@@ -127,9 +127,11 @@ static int plan_exec(const struct cmd_args *args)
 		 * vxapply loads it: the saved plan carries the one its hashes used
 		 * (only then, and never on stdout). */
 		pl.header.state_salt = ws.salt_fresh ? ws.state.salt : NULL;
-		/* Who planned, so the runs applied from it say so (cmd/ci.h). */
-		if (cmd_ci_read(&ci) < 0)
+		/* Who planned, so the runs applied from it say so (workflow/ci.h). */
+		if (ci_read(&ci, cmd_warn, NULL, &err) < 0) {
+			cmd_report(&err, NULL);
 			goto done;
+		}
 		pl.header.planned_by = ci.actor;
 		pl.header.pr_number = ci.pr;
 		pl.header.pr_url = ci.pr_url;
@@ -152,7 +154,7 @@ static int plan_exec(const struct cmd_args *args)
 	if (!ws.backend || !state_lock_held(ws.backend))
 		cmd_done(rc);
 done:
-	cmd_ci_release(&ci);
+	ci_release(&ci);
 	vx_buf_release(&out);
 	planning_release(&pl);
 	planning_opts_release(&po);
