@@ -15,8 +15,6 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/planning.h"
-#include "cmd/workspace.h"
 #include "reconcile/apply.h"
 #include "reconcile/plan.h"
 #include "reconcile/render.h"
@@ -29,6 +27,8 @@
 #include "state/state_git.h"
 #include "util/buf.h"
 #include "workflow/ci.h"
+#include "workflow/planning.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
@@ -397,7 +397,7 @@ static const struct cmd_opt apply_opts[] = {
 	{ "wait", CMD_ARG_OPTIONAL, APPLY_OPT_WAIT },
 	{ "parallelism", CMD_ARG_REQUIRED, APPLY_OPT_PARALLELISM },
 	{ "lock-timeout", CMD_ARG_REQUIRED, APPLY_OPT_LOCK_TIMEOUT },
-	PLANNING_OPTS,
+	CMD_PLANNING_OPTS,
 	{ NULL, CMD_ARG_NONE, 0 },
 };
 
@@ -476,7 +476,7 @@ static int apply_exec(const struct cmd_args *args)
 			}
 			break;
 		default:
-			if (planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
+			if (cmd_planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
 				cmd_report(&err, NULL);
 				rc = VX_EXIT_USAGE;
 				goto done;
@@ -521,20 +521,15 @@ static int apply_exec(const struct cmd_args *args)
 			cmd_report(&err, target);
 			goto done;
 		}
-		if (workspace_open(&ws, &ctx, plan_dir, &err) < 0) {
+		if (workspace_open(&ws, &ctx, plan_dir, &cmd_workspace_events, &err) < 0) {
 			cmd_report(&err, NULL);
 			goto done;
 		}
 		/* The saved plan's own -target list, so the plan is remade with the same scope. */
-		for (size_t i = 0; i < sp.ntargets; i++) {
-			const char **p = realloc(po.targets, (po.ntargets + 1) * sizeof(*p));
-
-			if (!p)
+		for (size_t i = 0; i < sp.ntargets; i++)
+			if (planning_opts_add(&po.targets, &po.ntargets, sp.targets[i]) < 0)
 				goto done;
-			po.targets = p;
-			p[po.ntargets++] = sp.targets[i];
-		}
-	} else if (workspace_open(&ws, &ctx, target, &err) < 0) {
+	} else if (workspace_open(&ws, &ctx, target, &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}
