@@ -195,6 +195,22 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	return plan_capacity(pl, ws, o, err);
 }
 
+int planning_run_dir(struct planning *pl, struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+		     const struct planning_opts *o, const struct workspace_events *ev, struct vx_err *err)
+{
+	int rc;
+
+	memset(pl, 0, sizeof(*pl));
+	if ((rc = o->refresh ? workspace_open_ahead(ws, ctx, dir, ev, err)
+			     : workspace_open(ws, ctx, dir, ev, err)) < 0)
+		return rc;
+	if (o->refresh)
+		workspace_prefetch(ws);
+	if ((rc = workspace_load_state(ws, err)) < 0)
+		return rc;
+	return planning_run(pl, ws, o, err);
+}
+
 int planning_has_changes(const struct planning *pl)
 {
 	return plan_has_changes(&pl->planner.plan);

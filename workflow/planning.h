@@ -18,7 +18,9 @@
 #include "util/err.h"
 
 struct ci;
+struct vx_ctx;
 struct workspace;
+struct workspace_events;
 
 /* What the caller asks for. The arrays are the caller's (planning_opts_release
  * frees them, not the strings): planning only borrows them, and the plan
@@ -58,6 +60,16 @@ void planning_opts_release(struct planning_opts *o);
  */
 int planning_run(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
 		 struct vx_err *err) VX_WUR;
+/*
+ * A plan's whole cycle up to the plan, as vxplan runs it: opens the stack in
+ * dir into ws (workspace_open_ahead when o->refresh, so the state and the
+ * lists are read while the stack loads), loads the state and runs
+ * planning_run. ws and pl are overwritten; workspace_close(ws) and
+ * planning_release(pl) after success or failure.
+ */
+int planning_run_dir(struct planning *pl, struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+		     const struct planning_opts *o, const struct workspace_events *ev,
+		     struct vx_err *err) VX_WUR;
 int planning_has_changes(const struct planning *pl);
 /*
  * Writes the plan to path as a saved plan (docs/plan-json.md) that
