@@ -320,7 +320,7 @@ static int rec_list_quotas(struct provider *p, const char *project, struct live_
 	return 0;
 }
 
-/* The quota limits the capacity check reads (cmd/planning.c), ahead. */
+/* The quota limits the capacity check reads (workflow/planning.c), ahead. */
 static void record_quota_infos(struct pf_thread *t, const char *service)
 {
 	struct prefetch *pf = t->pf;

@@ -214,7 +214,7 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
 /*
  * The Stack document of dir alone, read ahead of the whole stack so a plan
  * can open the state and start its lists while the rest loads
- * (cmd/workspace.c). Only files whose bytes hold "Stack" are parsed, up to
+ * (workflow/workspace.c). Only files whose bytes hold "Stack" are parsed, up to
  * the first Stack document. *out has the Stack's own fields and no other
  * declaration: whatever it says must be checked against stack_load's
  * result (stack_same_home) before anything read with it is used. *jobs is
