@@ -483,12 +483,30 @@ static void test_state_deleted_under_the_lease_is_written_back(void **state)
 	if (state_write(b, &st, "two", &err) != 0)
 		fail_msg("write: %s", err.msg);
 	assert_int_equal(st.serial, 2);
+	/*
+	 * Deleted between the save's reads and its compare-and-swap: the four
+	 * reads are state.json's metadata and content, then lease.json's; the
+	 * create at the generation read fails (412), and read back the object
+	 * is gone, not replaced.
+	 */
+	{
+		char body[256];
+
+		snprintf(body, sizeof(body), "{\"rpc\": \"storage.objects.get\", \"count\": 4, "
+			 "\"bucket\": \"vx-unit\", \"name\": \"%s\"}", obj(f, "state.json"));
+		control("/_fake/objects/delete-after", body);
+	}
+	add_job(&st, "job.c");
+	if (state_write(b, &st, "three", &err) != 0)
+		fail_msg("write after a delete at the last moment: %s", err.msg);
+	assert_int_equal(st.serial, 3);
 	assert_non_null(text = get(f, "state.json", &gen));
 	assert_int_equal(state_load(b, &back, &err), 0);
-	assert_int_equal(back.serial, 2);
+	assert_int_equal(back.serial, 3);
 	assert_string_equal(back.lineage, st.lineage);
 	assert_non_null(state_find(&back, "job.a"));
 	assert_non_null(state_find(&back, "job.b"));
+	assert_non_null(state_find(&back, "job.c"));
 	assert_int_equal(state_lock_drop(b, &err), 0);
 	free(text);
 	state_release(&st);
