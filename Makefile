@@ -160,7 +160,7 @@ fuzz:
 
 # Not part of 'make check': minutes, clang for the fuzz section. See README.md, "Torture".
 # TRIALS (kill trials per backend; pause and race run a fifth and a tenth of it), SEED,
-# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), TRIAL and CLEAN (replay one),
+# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz), TRIAL and CLEAN (replay one),
 # FUZZ_TIME (seconds per fuzz target).
 TRIALS    ?= 100
 FUZZ_TIME_TORTURE ?= 20

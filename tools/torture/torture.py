@@ -8,11 +8,17 @@ happens to an apply) as a command anyone can run. See README.md, "Torture".
   pause   apply SIGSTOPped past a short lease; a second apply takes over;
           SIGCONT; the first must send nothing more
   race    8 applies at once: one winner, every loser names the holder
+  lost    (gcs only; a fifth of TRIALS, at least 3) state.json deleted between applies, its history kept: the
+          next apply must refuse and create nothing; `vx state restore`; then
+          the applies converge
+  lostmid (gcs only; as many) state.json deleted right after the Nth create of an
+          apply (N random): the apply writes it back; nothing twice, nothing
+          missing
   hostile vx (ASan build) against a server answering with bad replies
   fuzz    a short libFuzzer run of every target in tests/fuzz/
 
 Environment (make passes them): TRIALS (100), SEED (time), BACKENDS
-(git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), VX (the binary),
+(git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz), VX (the binary),
 VX_ASAN (the ASan binary, for hostile), FUZZ_TIME (20), KEEP_ALL=1 keeps every
 trial's directory (a failed trial's always stays), OUT (build/torture).
 
@@ -27,6 +33,9 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import common
 from common import (BACKENDS, Checkout, Fake, count_violations, declaration, make_world)
@@ -89,6 +98,29 @@ def faults(seed):
             "latency_ms": 5, "jitter_ms": 30, "slow_ms": {"CreateCustomJob": 400}, "seed": seed}
 
 
+def storage_delete(fake, bucket, name):
+    """Deletes an object through the real API, as `gcloud storage rm` would: the HTTP status."""
+    fake.post("/_fake/tokens", {"token": "outsider-token"})
+    url = "%s/storage/v1/b/%s/o/%s" % (fake.url, bucket, urllib.parse.quote(name, safe=""))
+    status = None
+    # The trial's faults hit this call too: retried as gcloud would (a 404 after a
+    # lost reply means the first try landed).
+    for attempt in range(20):
+        req = urllib.request.Request(url, method="DELETE", headers={"Authorization": "Bearer outsider-token"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            status = e.code
+            if e.code == 404 and attempt > 0:
+                return 204
+            if e.code < 500:
+                return e.code
+        except (urllib.error.URLError, ConnectionError):
+            status = "reset"
+    return status
+
+
 class Torture:
     def __init__(self):
         self.vx = os.path.abspath(os.environ.get("VX", os.path.join(common.ROOT, "build", "vx")))
@@ -97,7 +129,7 @@ class Torture:
         self.trials = int(os.environ.get("TRIALS", "100"))
         self.seed = int(os.environ.get("SEED") or int(time.time()) % 1000000)
         self.backends = env_list("BACKENDS", BACKENDS)
-        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "hostile", "fuzz"))
+        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "lost", "lostmid", "hostile", "fuzz"))
         self.only_trial = os.environ.get("TRIAL") or None
         self.out = os.path.abspath(os.environ.get("OUT", os.path.join(common.ROOT, "build", "torture")))
         self.keep_all = bool(os.environ.get("KEEP_ALL"))
@@ -352,12 +384,111 @@ class Torture:
                 " ".join("%s=%d" % kv for kv in counts.items())))
             self.record(row, t, tmp, counts, d + details, other)
 
+    # ------------------------------------------------------------ lost, lostmid (gcs)
+    def converge(self, co, log, details, tries=3):
+        """Applies until one exits 0 (faults may leave an outcome to the next); 1 when none did."""
+        for n in range(tries):
+            r = co.apply()
+            log.append("apply: exit %d" % r.code)
+            if r.crashed():
+                details.append("an apply crashed: %r" % r)
+                return 1
+            if r.code == 0:
+                return 0
+        details.append("no apply succeeded: %r" % r)
+        return 1
+
+    def finish_lost(self, row, fake, co, docs, t, tmp, log, details, other):
+        plan = co.plan("-detailed-exitcode")
+        if plan.code != 0:
+            other += 1
+            details.append("plan -detailed-exitcode at the end: %r" % plan)
+        fake.post("/_fake/faults", {})
+        counts, d = count_violations(fake, co, docs)
+        self.say("%s/gcs trial %d: %s; %s" % (row.name, t, "; ".join(log),
+                                             " ".join("%s=%d" % kv for kv in counts.items())))
+        self.record(row, t, tmp, counts, d + details, other)
+
+    def lost_trials(self, fake, backend):
+        if backend != "gcs":
+            return
+        row = Section("lost", backend)
+        self.rows.append(row)
+        row.note = "deleted between applies; refused, restored"
+        docs = declaration(20)
+        obj = "vx/state/%s/state.json" % common.STACK
+        for t in self.trial_numbers(max(3, self.trials // 5)):
+            trng = random.Random("%d/lost/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "lost-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            log, details = [], []
+            other = self.converge(co, log, details)
+            # Sometimes a second stack change first, so the history is longer than one apply.
+            if trng.random() < 0.5:
+                other += self.converge(co, log, details, 1)
+            gone = storage_delete(fake, "torture", obj)
+            log.append("state.json deleted (%s)" % gone)
+            creates = fake.rpc_count("CreateCustomJob")
+            r = co.apply()
+            save(tmp, "refused", r)
+            if r.code != 1 or "does not exist, but its history does" not in r.err:
+                other += 1
+                details.append("the apply after the deletion did not refuse: %r" % r)
+            if fake.rpc_count("CreateCustomJob") != creates:
+                other += 1
+                details.append("the refused apply sent %d creates" % (fake.rpc_count("CreateCustomJob") - creates))
+            rs = co.run("state", "restore", "-C", co.dir)
+            save(tmp, "restore", rs)
+            log.append("restore: exit %d" % rs.code)
+            if rs.code != 0 or rs.crashed():
+                other += 1
+                details.append("vx state restore failed: %r" % rs)
+            other += self.converge(co, log, details)
+            self.finish_lost(row, fake, co, docs, t, tmp, log, details, other)
+
+    def lostmid_trials(self, fake, backend):
+        if backend != "gcs":
+            return
+        row = Section("lostmid", backend)
+        self.rows.append(row)
+        row.note = "deleted after the Nth create; written back"
+        docs = declaration(20)
+        obj = "vx/state/%s/state.json" % common.STACK
+        for t in self.trial_numbers(max(3, self.trials // 5)):
+            trng = random.Random("%d/lostmid/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "lostmid-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            nth = trng.randint(1, 20)
+            fake.post("/_fake/objects/delete-after", {"rpc": "CreateCustomJob", "count": nth,
+                                                      "bucket": "torture", "name": obj})
+            log, details, other = ["state.json deleted after create %d" % nth], [], 0
+            first = co.apply()
+            save(tmp, "apply-1", first)
+            log.append("apply 1: exit %d" % first.code)
+            armed = fake.get("/_fake/objects/delete-after")["armed"][0]
+            if armed["deleted"] and "vx: warn: state.json was deleted: generation %s is gone" % armed["deleted"] \
+                    not in first.err:
+                other += 1
+                details.append("the deletion (generation %s) was not reported: %r" % (armed["deleted"], first))
+            if first.crashed():
+                other += 1
+                details.append("apply 1 crashed: %r" % first)
+            if first.code != 0:
+                other += self.converge(co, log, details, 2)
+            self.finish_lost(row, fake, co, docs, t, tmp, log, details, other)
+
     # ------------------------------------------------------------ sections
     def run_backend_sections(self):
-        for section in ("kill", "pause", "race"):
+        for section in ("kill", "pause", "race", "lost", "lostmid"):
             if section not in self.sections:
                 continue
             for backend in self.backends:
+                if section.startswith("lost") and backend != "gcs":
+                    continue
                 tmp = os.path.join(self.out, "fake-%s-%s" % (section, backend))
                 shutil.rmtree(tmp, ignore_errors=True)
                 os.makedirs(tmp)
