@@ -251,6 +251,20 @@ static int state_knows(const struct state *s, const char *name)
 	return 0;
 }
 
+/* A small count from a label (vx-attempt, vx-rung): digits only, else 0 (unknown). */
+static int64_t label_count(const struct live_job *lj, const char *key)
+{
+	const char *v = live_job_label(lj, key);
+	int64_t n = 0;
+
+	for (const char *p = v; p && *p; p++) {
+		if (*p < '0' || *p > '9' || n > 100000)
+			return 0;
+		n = n * 10 + (*p - '0');
+	}
+	return n;
+}
+
 /* A live job of this stack's name that the state does not know: never hidden. */
 static int untracked_row(struct status_report *out, const struct status_input *in, const struct live_job *lj)
 {
@@ -265,6 +279,9 @@ static int untracked_row(struct status_report *out, const struct status_input *i
 		plan_lineage_label(mine, in->state->lineage);
 	row->tracking = *mine && lin && !strcmp(lin, mine) ? STATUS_UNTRACKED : STATUS_FOREIGN;
 	row->listed = 1;
+	/* Its attempt and rung as its labels say, when it carries vx's. */
+	row->attempt = label_count(lj, "vx-attempt");
+	row->rung = row->attempt ? label_count(lj, "vx-rung") : 0;
 	if ((lj->name && !(row->resource = vx_text_clean(lj->name))) ||
 	    (lj->region && !(row->region = vx_text_clean(lj->region))) ||
 	    (lj->state && !(row->state = job_state_text(lj->state))))

@@ -128,3 +128,22 @@ class Status(FakeTestCase):
         self.assertEqual((r.code, r.err), (0, ""), r)
         self.assertEqual([a["address"] for a in json.loads(r.out)["addresses"]],
                          ["job.a", "job.b", "job.c", "job.d", "job.e"])
+
+
+class StatusBeforeApply(FakeTestCase):
+
+    def test_never_applied(self):
+        """A stack never applied: every job 'not applied', nothing listed twice, no ref made."""
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        refs = self.repo.git("for-each-ref")
+        r = self.repo.vx("status", self.repo.dir, env={"VX_NOW": T0})
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(r.out, (
+            "Stack e2e, project vx-e2e, state serial 0, as of 2026-01-01T00:00:00Z\n"
+            "Jobs listed in us-central1\n"
+            "\n"
+            "ADDRESS  STATE        ATTEMPT  RUNG  REGION       QUEUED  RUNNING  COST SO FAR  NOTE\n"
+            "job.a    not applied  -        -     us-central1  -       -        -\n"
+            "job.b    not applied  -        -     us-central1  -       -        -\n"))
+        self.assertEqual(self.fake.requests()["by_rpc"], {"oauth2.token": 1, "ListCustomJobs": 1})
+        self.assertEqual(self.repo.git("for-each-ref"), refs)

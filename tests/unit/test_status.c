@@ -108,13 +108,15 @@ static void fail_with(struct live_job *j, int code, const char *msg)
 	j->error_message = strdup(msg);
 }
 
-static void label(struct live_job *j, const char *job, const char *lineage)
+/* vx's labels on a live job; attempt NULL: none (another tool's job). */
+static void label(struct live_job *j, const char *job, const char *lineage, const char *attempt)
 {
-	struct vx_label l[3] = { { (char *)(uintptr_t)"vx-job", (char *)(uintptr_t)job },
+	struct vx_label l[4] = { { (char *)(uintptr_t)"vx-job", (char *)(uintptr_t)job },
 				 { (char *)(uintptr_t)"vx-lineage", (char *)(uintptr_t)lineage },
-				 { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)"s" } };
+				 { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)"s" },
+				 { (char *)(uintptr_t)"vx-attempt", (char *)(uintptr_t)attempt } };
 
-	assert_int_equal(vx_labels_copy(&j->labels, &j->nlabels, l, 3), 0);
+	assert_int_equal(vx_labels_copy(&j->labels, &j->nlabels, l, attempt ? 4 : 3), 0);
 }
 
 static int setup(void **state)
@@ -157,8 +159,8 @@ static int setup(void **state)
 	fail_with(live(f, "spent", "JOB_STATE_FAILED", T0, 0, T0 + 2 * MIN), 8,
 		  "The resources are insufficient in region: us-central1.");
 	/* job.new: declared, never applied. An untracked run of this state, a foreign one. */
-	label(live(f, "9001", "JOB_STATE_RUNNING", T0, T0 + MIN, 0), "orphan", "0123456789ab");
-	label(live(f, "9002", "JOB_STATE_QUEUED", T0 + 60 * MIN, 0, 0), "stray", "ffffffffffff");
+	label(live(f, "9001", "JOB_STATE_RUNNING", T0, T0 + MIN, 0), "orphan", "0123456789ab", "2");
+	label(live(f, "9002", "JOB_STATE_QUEUED", T0 + 60 * MIN, 0, 0), "stray", "ffffffffffff", NULL);
 	vx_err_release(&err);
 	*state = f;
 	return 0;
@@ -208,7 +210,7 @@ static void test_rows_exact(void **state)
 		"The replica workerpool0-0 exited with a non-zero status of 1.\n"
 		"job.done    SUCCEEDED    1/1      0     us-central1  1m00s   30m00s   $0.55\n"
 		"job.new     not applied  -        -     us-central1  -       -        -\n"
-		"job.orphan  RUNNING      -        -     us-central1  1m00s   1h04m    unknown      "
+		"job.orphan  RUNNING      2/-      0     us-central1  1m00s   1h04m    unknown      "
 		"untracked (not in the state): " R "9001\n"
 		"job.queue   PENDING      1/1      0     us-central1  15m00s  0s       $0.00\n"
 		"job.retry   FAILED       1/3      0     us-central1  2m00s   0s       $0.00        "
@@ -218,6 +220,12 @@ static void test_rows_exact(void **state)
 		"gave up: stockout: The resources are insufficient in region: us-central1.\n"
 		"job.stray   QUEUED       -        -     us-central1  5m00s   0s       $0.00        "
 		"foreign (another state's job): " R "9002\n");
+	/* In colour: the state only, the columns still aligned on the text. */
+	vx_buf_reset(&b);
+	assert_int_equal(status_render_human(&b, &f->rep, 1), 0);
+	assert_non_null(strstr(vx_buf_str(&b), "\njob.run     \033[32mRUNNING\033[0m      1/3      0     "));
+	assert_non_null(strstr(vx_buf_str(&b), "\njob.bad     \033[31mFAILED\033[0m       1/3      0     "));
+	assert_non_null(strstr(vx_buf_str(&b), "\nADDRESS     STATE        ATTEMPT  "));
 	vx_buf_release(&b);
 }
 
