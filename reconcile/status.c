@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,12 +65,18 @@ void status_release(struct status_report *r)
 /* A new zeroed row at the end of r, or NULL (out of memory). */
 static struct status_row *row_add(struct status_report *r, const char *kind, const char *address)
 {
-	struct status_row *rows = realloc(r->rows, (r->n + 1) * sizeof(*rows)), *row;
+	struct status_row *row;
 
-	if (!rows)
-		return NULL;
-	r->rows = rows;
-	row = &rows[r->n];
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		struct status_row *rows = realloc(r->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return NULL;
+		r->rows = rows;
+		r->cap = cap;
+	}
+	row = &r->rows[r->n];
 	memset(row, 0, sizeof(*row));
 	row->kind = kind;
 	row->queued_ms = -1;
@@ -109,12 +116,84 @@ static char *clean_message(const char *msg)
 	return out;
 }
 
-static const struct live_job *live_by_name(const struct live_set *live, const char *name)
+/*
+ * The live jobs by name and the names of every run the state records, each
+ * sorted once: a stack of 10,000 jobs is joined in n log n, not n^2.
+ */
+struct index {
+	const struct live_job **live;
+	size_t nlive;
+	const char **known;
+	size_t nknown;
+};
+
+static int cmp_live(const void *x, const void *y)
 {
-	for (size_t i = 0; name && live && live->jobs && i < live->jobs->n; i++)
-		if (live->jobs->items[i].name && !strcmp(live->jobs->items[i].name, name))
-			return &live->jobs->items[i];
-	return NULL;
+	const struct live_job *const *a = x, *const *b = y;
+
+	return strcmp((*a)->name, (*b)->name);
+}
+
+static int cmp_name(const void *x, const void *y)
+{
+	const char *const *a = x, *const *b = y;
+
+	return strcmp(*a, *b);
+}
+
+static void index_release(struct index *ix)
+{
+	free(ix->live);
+	free(ix->known);
+}
+
+static int index_build(struct index *ix, const struct status_input *in)
+{
+	const struct live_jobs *js = in->live ? in->live->jobs : NULL;
+	const struct state *s = in->state;
+	size_t runs = 0;
+
+	memset(ix, 0, sizeof(*ix));
+	for (size_t i = 0; s && i < s->nrecords; i++)
+		runs += s->records[i].nhistory + 1;
+	if ((js && js->n && !(ix->live = calloc(js->n, sizeof(*ix->live)))) ||
+	    (runs && !(ix->known = calloc(runs, sizeof(*ix->known)))))
+		return VX_ENOMEM;
+	for (size_t i = 0; js && i < js->n; i++)
+		if (js->items[i].name)
+			ix->live[ix->nlive++] = &js->items[i];
+	for (size_t i = 0; s && i < s->nrecords; i++) {
+		const struct state_record *r = &s->records[i];
+
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (r->history[h].resource)
+				ix->known[ix->nknown++] = r->history[h].resource;
+		if (r->current && r->current->resource)
+			ix->known[ix->nknown++] = r->current->resource;
+	}
+	if (ix->nlive)
+		qsort(ix->live, ix->nlive, sizeof(*ix->live), cmp_live);
+	if (ix->nknown)
+		qsort(ix->known, ix->nknown, sizeof(*ix->known), cmp_name);
+	return 0;
+}
+
+static const struct live_job *live_by_name(const struct index *ix, const char *name)
+{
+	struct live_job key;
+	const struct live_job *kp = &key, *const *hit;
+
+	if (!name || !ix->nlive)
+		return NULL;
+	key.name = (char *)(uintptr_t)name;
+	hit = bsearch(&kp, ix->live, ix->nlive, sizeof(*ix->live), cmp_live);
+	return hit ? *hit : NULL;
+}
+
+/* Whether the state knows a run named name (current or past, any record). */
+static int state_knows(const struct index *ix, const char *name)
+{
+	return name && ix->nknown && bsearch(&name, ix->known, ix->nknown, sizeof(*ix->known), cmp_name);
 }
 
 /*
@@ -184,11 +263,11 @@ static int will_resubmit(const struct stack_job *j, const char *cls, int64_t att
 }
 
 /* Fills a tracked job row from its current run and the live job, if listed. */
-static int job_run_row(struct status_row *row, const struct status_input *in, const struct state_record *rec,
-		       const struct stack_job *j)
+static int job_run_row(struct status_row *row, const struct status_input *in, const struct index *ix,
+		       const struct state_record *rec, const struct stack_job *j)
 {
 	const struct state_run *run = rec->current;
-	const struct live_job *lj = live_by_name(in->live, run->resource);
+	const struct live_job *lj = live_by_name(ix, run->resource);
 	const char *state = lj ? lj->state : run->state, *msg = lj ? lj->error_message : run->error_message;
 	int code = lj ? lj->error_code : (int)run->error_code;
 	const char *cls = failure_classify(state, code, msg, run->cancelled_by_vx);
@@ -219,8 +298,8 @@ static int job_run_row(struct status_row *row, const struct status_input *in, co
 	return 0;
 }
 
-static int job_row(struct status_report *out, const struct status_input *in, const char *address,
-		   const struct stack_job *j, const struct state_record *rec)
+static int job_row(struct status_report *out, const struct status_input *in, const struct index *ix,
+		   const char *address, const struct stack_job *j, const struct state_record *rec)
 {
 	struct status_row *row = row_add(out, "job", address);
 
@@ -229,25 +308,10 @@ static int job_row(struct status_report *out, const struct status_input *in, con
 	row->declared = j != NULL;
 	row->max_attempts = j ? j->max_attempts : 0;
 	if (rec && rec->current)
-		return job_run_row(row, in, rec, j);
+		return job_run_row(row, in, ix, rec, j);
 	row->tracking = STATUS_NOT_APPLIED;
 	if (j && j->region && !(row->region = vx_strdup(j->region)))
 		return VX_ENOMEM;
-	return 0;
-}
-
-/* Whether the state knows a run named name (current or past, any record). */
-static int state_knows(const struct state *s, const char *name)
-{
-	for (size_t i = 0; s && name && i < s->nrecords; i++) {
-		const struct state_record *r = &s->records[i];
-
-		if (r->current && r->current->resource && !strcmp(r->current->resource, name))
-			return 1;
-		for (size_t h = 0; h < r->nhistory; h++)
-			if (r->history[h].resource && !strcmp(r->history[h].resource, name))
-				return 1;
-	}
 	return 0;
 }
 
@@ -298,21 +362,23 @@ static int untracked_row(struct status_report *out, const struct status_input *i
 static int job_rows(struct status_report *out, const struct status_input *in)
 {
 	const struct stack *st = in->st;
-	int rc = 0;
+	struct index ix;
+	int rc = index_build(&ix, in);
 
 	for (size_t i = 0; i < st->njobs && rc == 0; i++)
-		rc = job_row(out, in, st->jobs[i].d.address, &st->jobs[i],
+		rc = job_row(out, in, &ix, st->jobs[i].d.address, &st->jobs[i],
 			     in->state ? state_find(in->state, st->jobs[i].d.address) : NULL);
 	for (size_t i = 0; in->state && i < in->state->nrecords && rc == 0; i++) {
 		const struct state_record *r = &in->state->records[i];
 
 		if (!strcmp(r->kind, "CustomJob") && !strncmp(r->address, "job.", 4) &&
 		    !stack_find_job(st, r->address + 4))
-			rc = job_row(out, in, r->address, NULL, r);
+			rc = job_row(out, in, &ix, r->address, NULL, r);
 	}
-	for (size_t i = 0; in->live && in->live->jobs && i < in->live->jobs->n && rc == 0; i++)
-		if (!state_knows(in->state, in->live->jobs->items[i].name))
-			rc = untracked_row(out, in, &in->live->jobs->items[i]);
+	for (size_t i = 0; i < ix.nlive && rc == 0; i++)
+		if (!state_knows(&ix, ix.live[i]->name))
+			rc = untracked_row(out, in, ix.live[i]);
+	index_release(&ix);
 	return rc;
 }
 

@@ -91,6 +91,7 @@ struct status_report {
 	size_t nlisted;
 	struct status_row *rows;         /* jobs, reservations, quota preferences; each by address */
 	size_t n;
+	size_t cap;                      /* rows allocated */
 };
 
 /* Builds the report (*out overwritten). VX_ENOMEM. */

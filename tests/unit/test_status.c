@@ -369,6 +369,52 @@ static void test_reservations_and_quotas(void **state)
 	vx_err_release(&err);
 }
 
+/* 10,000 recorded runs, all listed, and 10 jobs the state does not know: joined by name. */
+static void test_many_runs_joined(void **state)
+{
+	struct fx *f = *state;
+	struct live_set ls = { &f->live, NULL, NULL };
+	struct status_input in;
+	struct vx_err err = VX_ERR_INIT;
+	size_t listed = 0, untracked = 0;
+
+	state_release(&f->state);
+	live_jobs_release(&f->live);
+	f->state.stack = strdup("s");
+	f->state.lineage = strdup(LINEAGE);
+	for (int i = 0; i < 10000; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "j%05d", i);
+		record(f, name, 1, "JOB_STATE_QUEUED", T0);
+		live(f, name, "JOB_STATE_RUNNING", T0, T0 + MIN, 0);
+	}
+	for (int i = 0; i < 10; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "x%d", i);
+		label(live(f, name, "JOB_STATE_QUEUED", T0, 0, 0), name, "0123456789ab", "1");
+	}
+	memset(&in, 0, sizeof(in));
+	in.st = f->st;
+	in.state = &f->state;
+	in.live = &ls;
+	in.prices = &f->prices;
+	in.now_ms = T0 + 61 * MIN;
+	assert_int_equal(status_build(&f->rep, &in, &err), 0);
+	for (size_t i = 0; i < f->rep.n; i++) {
+		const struct status_row *r = &f->rep.rows[i];
+
+		listed += r->tracking == STATUS_TRACKED && r->listed && r->running_ms == 60 * MIN;
+		untracked += r->tracking == STATUS_UNTRACKED;
+	}
+	/* The stack's 7 declared jobs are not in this state: not applied. */
+	assert_int_equal(f->rep.n, 10000 + 10 + 7);
+	assert_int_equal(listed, 10000);
+	assert_int_equal(untracked, 10);
+	vx_err_release(&err);
+}
+
 static void test_duration(void **state)
 {
 	char d[24];
@@ -395,6 +441,7 @@ int main(void)
 		T(test_no_prices_unknown),
 		T(test_not_listed_last_seen),
 		T(test_json),
+		T(test_many_runs_joined),
 		cmocka_unit_test(test_reservations_and_quotas),
 		cmocka_unit_test(test_duration),
 	};
