@@ -64,6 +64,16 @@ void prices_release(struct prices *p);
 double prices_rate(const struct prices *p, const char *region, const char *name, int accelerator,
 		   int want_vertex, enum prices_class c, int *upper_bound, int *estimate);
 
+/*
+ * The rate per hour of a run from its recorded jobSpec JSON (the state's
+ * redacted spec), in region: every pool's replicaCount x (machine + GPUs),
+ * at the spot, flex_start or on_demand rate its scheduling.strategy picks.
+ * 0 for a run on a reservation (the reservation is what costs); -1 when
+ * unknown (no spec, unparsable, a price the table lacks).
+ */
+double prices_spec_rate(const struct prices *p, const char *region, const char *spec_json, int *upper,
+			int *estimate);
+
 /* ---- capacity ---- */
 
 enum capacity_class { CAPACITY_ON_DEMAND = 0, CAPACITY_PREEMPTIBLE, CAPACITY_RESERVATION };

@@ -26,6 +26,7 @@ struct live_job {
 	struct vx_label *labels;
 	size_t nlabels;
 	int64_t create_ms;    /* 0 when unknown */
+	int64_t start_ms;     /* startTime: first entry into RUNNING; 0 when never (or unknown) */
 	int64_t end_ms;       /* 0 when not ended */
 	int error_code;       /* google.rpc.Code of the job's error, 0 = none */
 	char *error_message;  /* NULL = none */

@@ -162,6 +162,7 @@ static int to_live(struct live_job *out, const struct vertex_job *v)
 	view.labels = v->labels;
 	view.nlabels = v->n_labels;
 	view.create_ms = v->create_time_ms;
+	view.start_ms = v->start_time_ms;
 	view.end_ms = v->end_time_ms;
 	view.error_code = v->error_code;
 	view.error_message = v->error_message;
