@@ -9,13 +9,13 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/workspace.h"
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
 #include "util/buf.h"
 #include "util/timefmt.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vx status [DIR] [options]\n\n"
@@ -104,7 +104,7 @@ static int report(struct workspace *ws, struct status_report *rep, int64_t now, 
 
 	memset(&prices, 0, sizeof(prices));
 	if ((rc = workspace_load_state(ws, err)) < 0 || (rc = workspace_refresh(ws, err)) < 0 ||
-	    (rc = status_load_prices(&prices, ws->st, getenv("VX_PRICES"), err)) < 0)
+	    (rc = prices_load(&prices, ws->st, getenv("VX_PRICES"), err)) < 0)
 		goto done;
 	live = live_store_view(&ws->store);
 	memset(&in, 0, sizeof(in));
@@ -140,7 +140,7 @@ static int status_exec(const struct cmd_args *args)
 	cmd_ctx_init(&ctx, args->debug);
 	if (as_of(&now, &ctx) < 0)
 		return VX_EXIT_USAGE;
-	if (workspace_open(&ws, &ctx, f.dir, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
+	if (workspace_open(&ws, &ctx, f.dir, &cmd_workspace_events, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

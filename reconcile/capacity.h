@@ -53,6 +53,14 @@ extern const char prices_default_json[];
 int prices_parse(struct prices *out, const char *json, size_t len, const char *what,
 		 struct vx_err *err) VX_WUR;
 void prices_release(struct prices *p);
+/*
+ * The price table in force for st: the file env_file names (VX_PRICES) when
+ * set and not empty, else the Stack's prices: (relative to its directory),
+ * else the table built into vx. VX_EIO, VX_EINVAL (a bad table), VX_ENOMEM;
+ * a bad Stack table's error names the Stack.
+ */
+int prices_load(struct prices *out, const struct stack *st, const char *env_file,
+		struct vx_err *err) VX_WUR;
 
 /*
  * The rate of a machine type (accelerator 0) or a GPU (1) in region for

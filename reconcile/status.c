@@ -793,35 +793,3 @@ int status_render_json(struct vx_buf *b, const struct status_report *r)
 	}
 	return rc == 0 ? vx_buf_adds(b, "]}") : rc;
 }
-
-int status_load_prices(struct prices *out, const struct stack *st, const char *env_file, struct vx_err *err)
-{
-	struct vx_buf text = VX_BUF_INIT;
-	const char *file = env_file && *env_file ? env_file : NULL;
-	char *path = NULL;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (!file && st->prices) {
-		if (st->prices[0] == '/' || !st->dir || !strcmp(st->dir, "."))
-			path = vx_strdup(st->prices);
-		else
-			path = vx_asprintf("%s/%s", st->dir, st->prices);
-		if (!path)
-			return vx_err_set(err, VX_ENOMEM, "out of memory");
-		file = path;
-	}
-	if (!file) {
-		rc = prices_parse(out, prices_default_json, strlen(prices_default_json), "built-in price table", err);
-		goto done;
-	}
-	rc = vx_buf_read_file(&text, file, 16u << 20, err);
-	if (rc == 0)
-		rc = prices_parse(out, vx_buf_str(&text), text.len, file, err);
-	if (rc < 0 && path)
-		(void)vx_err_wrap(err, "%s: prices", st->d.address);
-done:
-	vx_buf_release(&text);
-	free(path);
-	return rc;
-}

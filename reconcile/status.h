@@ -106,13 +106,4 @@ int status_render_json(struct vx_buf *b, const struct status_report *r) VX_WUR;
 /* "35s", "14m05s", "2h05m", "3d04h": a duration as the table shows it; "-" for < 0. */
 void status_duration(char out[24], int64_t ms);
 
-/*
- * The price table in force for st: the file env_file names (VX_PRICES) when
- * set and not empty, else the Stack's prices: (relative to its directory),
- * else the table built into vx; the same choice the plan makes. VX_EIO,
- * VX_EINVAL (a bad table), VX_ENOMEM.
- */
-int status_load_prices(struct prices *out, const struct stack *st, const char *env_file,
-		       struct vx_err *err) VX_WUR;
-
 #endif

@@ -73,8 +73,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 {
 	const struct stack *st = ws->st;
 	struct capacity_input in;
-	const char *file = getenv("VX_PRICES"), *why;
-	char *path = NULL;
+	const char *why;
 	int rc;
 
 	if (!capacity_wanted(st))
@@ -82,30 +81,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
 	 * file setting elsewhere (git's GIT_* over its config): a one-off look at
 	 * other prices without editing the reviewed stack. */
-	if ((!file || !*file) && st->prices) {
-		if (st->prices[0] == '/' || !st->dir || !strcmp(st->dir, "."))
-			path = vx_strdup(st->prices);
-		else
-			path = vx_asprintf("%s/%s", st->dir, st->prices);
-		if (!path)
-			return vx_err_set(err, VX_ENOMEM, "out of memory");
-		file = path;
-	}
-	if (file && *file) {
-		struct vx_buf text = VX_BUF_INIT;
-
-		rc = vx_buf_read_file(&text, file, 16u << 20, err);
-		if (rc == 0)
-			rc = prices_parse(&pl->prices, vx_buf_str(&text), text.len, file, err);
-		vx_buf_release(&text);
-		if (rc < 0 && path)
-			(void)vx_err_wrap(err, "%s: prices", st->d.address);
-	} else {
-		rc = prices_parse(&pl->prices, prices_default_json, strlen(prices_default_json),
-				  "built-in price table", err);
-	}
-	free(path);
-	if (rc < 0)
+	if ((rc = prices_load(&pl->prices, st, getenv("VX_PRICES"), err)) < 0)
 		return rc;
 	if (o->refresh && ws->prov && ws->prov->list_quota_infos) {
 		struct provider *p = workspace_reader(ws);
