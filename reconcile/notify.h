@@ -1,0 +1,122 @@
+#ifndef VX_RECONCILE_NOTIFY_H
+#define VX_RECONCILE_NOTIFY_H
+
+/*
+ * Notifications: what vx tells people through webhooks (`notify:` in the
+ * Stack, docs/format.md) when a run gives up, is resubmitted, succeeds or
+ * is stuck, when a quota preference is granted or denied, and when the
+ * watcher keeps failing.
+ *
+ * This module only builds: an event's stable id, its body (our JSON, or
+ * Slack's incoming-webhook Block Kit text) and the Standard Webhooks 1.0
+ * headers (webhook-id, webhook-timestamp, webhook-signature: "v1,<base64
+ * HMAC-SHA256 of 'id.timestamp.body'>", the key being the base64 part of
+ * the "whsec_..." secret). Sending, retrying and remembering which ids were
+ * delivered belong to the caller, which owns the network and the state.
+ *
+ * Every text an event carries may come from a server (a job's error
+ * message, its resource name): the bodies carry them cleaned of control
+ * characters (util/text.h) and JSON-escaped, never raw.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct vx_buf;
+
+/* The events, as bits: `on:` of a notify target is a mask of them. */
+enum notify_kind {
+	NOTIFY_GAVE_UP = 1u << 0,        /* "gave-up": failed and will not be resubmitted */
+	NOTIFY_RESUBMITTED = 1u << 1,    /* "resubmitted" */
+	NOTIFY_SUCCEEDED = 1u << 2,      /* "succeeded" */
+	NOTIFY_STUCK = 1u << 3,          /* "stuck": queued or pending past stuckAfter */
+	NOTIFY_QUOTA_GRANTED = 1u << 4,  /* "quota-granted" */
+	NOTIFY_QUOTA_DENIED = 1u << 5,   /* "quota-denied" */
+	NOTIFY_WATCH_ERROR = 1u << 6,    /* "watch-error": the same error 5 cycles in a row */
+};
+
+#define NOTIFY_NKINDS 7
+#define NOTIFY_ALL ((1u << NOTIFY_NKINDS) - 1)
+
+/* "gave-up", "resubmitted", ...: index i names bit 1u << i. */
+extern const char *const notify_kind_names[NOTIFY_NKINDS];
+
+/* The name of one event (a single bit), or NULL. */
+const char *notify_kind_name(unsigned kind);
+/* The bit of an event name, or 0 when unknown. */
+unsigned notify_kind_parse(const char *name);
+
+enum notify_format {
+	NOTIFY_FORMAT_JSON = 1, /* "json": the event as one JSON object */
+	NOTIFY_FORMAT_SLACK,    /* "slack": Slack incoming-webhook text and blocks */
+};
+
+/* "json", "slack"; NULL for an unknown value. */
+const char *notify_format_name(enum notify_format f);
+
+/*
+ * One event. Strings are borrowed; NULL (or 0 for numbers) where it does
+ * not apply: a quota event has no run, a watch-error no address.
+ */
+struct notify_event {
+	unsigned kind;          /* one NOTIFY_* bit */
+	const char *stack;
+	const char *address;    /* "job.train" */
+	int64_t run;            /* the declaration's run, 0 = none */
+	int64_t attempt;        /* 0 = none */
+	int64_t rung;           /* the ladder rung, 0 = the declared job */
+	const char *state;      /* JOB_STATE_FAILED, or a quota preference's state */
+	const char *cls;        /* failure class, or NULL */
+	const char *message;    /* already redacted by the caller; cleaned here */
+	const char *job;        /* projects/P/locations/R/customJobs/ID, or NULL */
+	const char *key;        /* what else makes the event one (a stuck run's create
+				 * time, a watch error's first cycle); NULL = nothing */
+	int64_t time_ms;        /* when it happened (Unix ms) */
+};
+
+/* "evt_" and 32 lowercase hex digits. */
+#define NOTIFY_ID_LEN 36
+
+/*
+ * The event's id: the same for the same event whoever sees it (a second
+ * watcher, a restarted one), so receivers and the state can tell a resend
+ * from a new event. A hash of the event's name, stack, address, run,
+ * attempt, rung, job and key; not of its time or message.
+ */
+int notify_event_id(char out[NOTIFY_ID_LEN + 1], const struct notify_event *ev) VX_WUR;
+
+/*
+ * The Cloud Console page of a custom job, from its resource name
+ * (projects/P/locations/R/customJobs/ID, checked). NULL when name is not
+ * one; caller frees.
+ */
+char *notify_console_url(const char *job);
+
+/*
+ * Appends the request body for ev in format f. id is ev's id
+ * (notify_event_id). JSON: {"event", "id", "stack", "address", "run",
+ * "attempt", "rung", "state", "class", "message", "job", "console", "time"}
+ * with absent values as null and time as RFC 3339 UTC. Slack: {"text",
+ * "blocks"} with the same facts. Returns 0 or VX_E*.
+ */
+int notify_body(struct vx_buf *out, enum notify_format f, const struct notify_event *ev,
+		const char *id, struct vx_err *err) VX_WUR;
+
+/*
+ * Decodes a Standard Webhooks secret, "whsec_" and standard base64, into
+ * its key. *out (caller frees) is at least 1 byte. VX_EINVAL with a message
+ * that never quotes the secret when it is malformed.
+ */
+int notify_secret_key(unsigned char **out, size_t *out_len, const char *secret,
+		      struct vx_err *err) VX_WUR;
+
+/*
+ * The webhook-signature header's value: "v1," and the standard base64 of
+ * HMAC-SHA256(key, id "." timestamp "." body). *out caller frees.
+ */
+int notify_signature(char **out, const unsigned char *key, size_t key_len, const char *id,
+		     int64_t timestamp, const char *body, size_t body_len, struct vx_err *err) VX_WUR;
+
+#endif

@@ -1,0 +1,193 @@
+/* Unit tests for reconcile/notify.c: event ids, bodies, Standard Webhooks signatures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/notify.h"
+#include "util/buf.h"
+
+#define JOB "projects/p1/locations/us-central1/customJobs/4606268999515242496"
+
+static struct notify_event gave_up(void)
+{
+	struct notify_event ev = {
+		.kind = NOTIFY_GAVE_UP, .stack = "research", .address = "job.train", .run = 1, .attempt = 3,
+		.rung = 2, .state = "JOB_STATE_FAILED", .cls = "user-error",
+		.message = "The replica workerpool0-0 exited with a non-zero status of 1.\x1b[2J", .job = JOB,
+		.time_ms = 1795000000000,
+	};
+	return ev;
+}
+
+static void test_kind_names(void **unused)
+{
+	(void)unused;
+	for (int i = 0; i < NOTIFY_NKINDS; i++) {
+		assert_int_equal(notify_kind_parse(notify_kind_names[i]), 1u << i);
+		assert_string_equal(notify_kind_name(1u << i), notify_kind_names[i]);
+	}
+	assert_int_equal(notify_kind_parse("gaveup"), 0);
+	assert_int_equal(notify_kind_parse(NULL), 0);
+	assert_null(notify_kind_name(NOTIFY_GAVE_UP | NOTIFY_STUCK));
+	assert_string_equal(notify_format_name(NOTIFY_FORMAT_SLACK), "slack");
+}
+
+/* The id is the event's, not the moment's: the same event seen later (a second
+ * watcher, a restart) has the same id; another attempt or event has another. */
+static void test_event_id_stable(void **unused)
+{
+	struct notify_event a = gave_up(), b = gave_up();
+	char ia[NOTIFY_ID_LEN + 1], ib[NOTIFY_ID_LEN + 1];
+
+	(void)unused;
+	b.time_ms += 60000;
+	b.message = "another wording";
+	assert_int_equal(notify_event_id(ia, &a), 0);
+	assert_int_equal(notify_event_id(ib, &b), 0);
+	assert_string_equal(ia, ib);
+	assert_int_equal(strlen(ia), NOTIFY_ID_LEN);
+	assert_memory_equal(ia, "evt_", 4);
+	b.attempt = 4;
+	assert_int_equal(notify_event_id(ib, &b), 0);
+	assert_string_not_equal(ia, ib);
+	b = gave_up();
+	b.kind = NOTIFY_RESUBMITTED;
+	assert_int_equal(notify_event_id(ib, &b), 0);
+	assert_string_not_equal(ia, ib);
+	/* Parts are delimited: moving a character from one to the next changes the id. */
+	b = gave_up();
+	b.stack = "researchj";
+	b.address = "ob.train";
+	assert_int_equal(notify_event_id(ib, &b), 0);
+	assert_string_not_equal(ia, ib);
+}
+
+static void test_console_url(void **unused)
+{
+	char *u = notify_console_url(JOB);
+
+	(void)unused;
+	assert_string_equal(u, "https://console.cloud.google.com/ai/platform/locations/us-central1/training/"
+			       "4606268999515242496?project=p1");
+	free(u);
+	assert_null(notify_console_url(NULL));
+	assert_null(notify_console_url("projects/p1/locations/us-central1/customJobs/1?x=<script>"));
+	assert_null(notify_console_url("projects/p1/locations/us-central1/reservations/1"));
+	assert_null(notify_console_url("projects//locations/us-central1/customJobs/1"));
+	assert_null(notify_console_url("projects/p1/locations/us central1/customJobs/1"));
+}
+
+static void test_json_body(void **unused)
+{
+	struct notify_event ev = gave_up();
+	struct vx_buf b = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_JSON, &ev, "evt_0123", &err), 0);
+	assert_string_equal(b.data,
+		"{\"event\":\"gave-up\",\"id\":\"evt_0123\",\"stack\":\"research\",\"address\":\"job.train\","
+		"\"run\":1,\"attempt\":3,\"rung\":2,\"state\":\"JOB_STATE_FAILED\",\"class\":\"user-error\","
+		"\"message\":\"The replica workerpool0-0 exited with a non-zero status of 1.?[2J\","
+		"\"job\":\"" JOB "\",\"console\":\"https://console.cloud.google.com/ai/platform/locations/"
+		"us-central1/training/4606268999515242496?project=p1\",\"time\":\"2026-11-18T11:06:40Z\"}");
+	vx_buf_release(&b);
+
+	/* A quota event: no run, no job. */
+	ev = (struct notify_event){ .kind = NOTIFY_QUOTA_GRANTED, .stack = "s", .address = "quota.q",
+				    .state = "granted", .time_ms = 1795000000123 };
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_JSON, &ev, "evt_1", &err), 0);
+	assert_string_equal(b.data,
+		"{\"event\":\"quota-granted\",\"id\":\"evt_1\",\"stack\":\"s\",\"address\":\"quota.q\",\"run\":null,"
+		"\"attempt\":null,\"rung\":0,\"state\":\"granted\",\"class\":null,\"message\":null,\"job\":null,"
+		"\"console\":null,\"time\":\"2026-11-18T11:06:40.123Z\"}");
+	vx_buf_release(&b);
+}
+
+static void test_slack_body(void **unused)
+{
+	struct notify_event ev = gave_up();
+	struct vx_buf b = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	ev.message = "a < b & c > d";
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+	assert_string_equal(b.data,
+		"{\"text\":\"research: job.train gave up\",\"blocks\":[{\"type\":\"section\",\"text\":"
+		"{\"type\":\"mrkdwn\",\"text\":\"*research: job.train gave up*\\nrun 1, attempt 3, rung 2"
+		"\\nstate: JOB_STATE_FAILED\\nclass: user-error\\n```a &lt; b &amp; c &gt; d```"
+		"\\n<https://console.cloud.google.com/ai/platform/locations/us-central1/training/"
+		"4606268999515242496?project=p1|Open in the Cloud Console>"
+		"\\n2026-11-18T11:06:40Z · evt_0123\"}}]}");
+	vx_buf_release(&b);
+}
+
+/* The example of the Standard Webhooks specification (its test vector). */
+static void test_signature_vector(void **unused)
+{
+	unsigned char *key = NULL;
+	size_t klen = 0;
+	char *sig = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	const char *body = "{\"test\": 2432232314}";
+
+	(void)unused;
+	assert_int_equal(notify_secret_key(&key, &klen, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &err), 0);
+	assert_int_equal(klen, 24);
+	assert_int_equal(notify_signature(&sig, key, klen, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body,
+					  strlen(body), &err), 0);
+	assert_string_equal(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+	free(sig);
+	free(key);
+}
+
+static void test_bad_secrets(void **unused)
+{
+	static const char *const bad[] = {
+		"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",  /* no prefix */
+		"whsec_",                           /* empty */
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS", /* length */
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLa-w", /* base64url is not what the standard uses */
+		"whsec_====",
+		"whsec_ab=c",
+	};
+	static unsigned char junk[1];
+	unsigned char *key = junk;
+	size_t klen = 9;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(notify_secret_key(&key, &klen, bad[i], &err), VX_EINVAL);
+		assert_null(key);
+		assert_int_equal(klen, 0);
+		/* The message never quotes the secret. */
+		assert_null(strstr(vx_err_msg(&err), "MfKQ"));
+		vx_err_release(&err);
+	}
+	/* Padding is fine where base64 puts it. */
+	assert_int_equal(notify_secret_key(&key, &klen, "whsec_YWJjZA==", &err), 0);
+	assert_int_equal(klen, 4);
+	assert_memory_equal(key, "abcd", 4);
+	free(key);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kind_names),
+		cmocka_unit_test(test_event_id_stable),
+		cmocka_unit_test(test_console_url),
+		cmocka_unit_test(test_json_body),
+		cmocka_unit_test(test_slack_body),
+		cmocka_unit_test(test_signature_vector),
+		cmocka_unit_test(test_bad_secrets),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
