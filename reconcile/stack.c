@@ -389,6 +389,9 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 		rc = vx_buf_adds(b, ",\"failOn\":[\"quota\"]");
 	if (rc == 0)
 		rc = json_map(b, "labels", &st->labels);
+	/* notify only when set, as failOn. */
+	if (rc == 0)
+		rc = stack_notify_canonical(b, st);
 	if (rc == 0 && st->prices)
 		rc = json_kv(b, "prices", st->prices);
 	if (rc == 0)
@@ -683,6 +686,7 @@ void stack_free(struct stack *st)
 	free(st->project);
 	free(st->region);
 	free(st->prices);
+	stack_notify_release(st);
 	free(st->state.path);
 	free(st->state.remote);
 	free(st->state.branch);

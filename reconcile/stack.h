@@ -165,6 +165,24 @@ struct stack_quota {
 	int ignore_safety_checks;     /* 1: a decrease past Google's safety checks is meant */
 };
 
+/*
+ * One `notify:` target of the Stack: where vx tells people about events
+ * (reconcile/notify.h). The URL and the secret are read from the
+ * environment when an event is sent, never stored.
+ */
+struct stack_notify {
+	char *url;          /* url: as written (no credentials, no query), or NULL */
+	char *url_env;      /* urlEnv: the environment variable that holds the URL, or NULL */
+	int format;         /* enum notify_format: NOTIFY_FORMAT_JSON (default) or _SLACK */
+	char *secret_env;   /* secretEnv: the variable holding a "whsec_..." secret, or NULL */
+	unsigned on;        /* NOTIFY_* bits; default STACK_NOTIFY_DEFAULT */
+	unsigned line, col; /* where the target is written, for messages */
+};
+
+/* The events a target gets when it names none: those a person must act on
+ * (gave-up, stuck, quota-denied, watch-error). */
+#define STACK_NOTIFY_DEFAULT ((1u << 0) | (1u << 3) | (1u << 5) | (1u << 6))
+
 struct stack {
 	struct stack_decl d;          /* the Stack document; address "stack.NAME" */
 	char *dir;                    /* the directory as given */
@@ -175,6 +193,8 @@ struct stack {
 	struct stack_labels labels;   /* the Stack's own labels */
 	char *prices;                 /* prices: a price table, relative to dir (docs/prices.md), or NULL */
 	int fail_on_quota;            /* failOn: [quota]: a job that does not fit is a plan error */
+	struct stack_notify *notify;  /* owned: the Stack's notify targets, in order */
+	size_t nnotify;
 	struct stack_job *jobs;       /* owned arrays, in declaration order (files by name, then documents) */
 	size_t njobs;
 	/* The jobs sorted by name, for stack_find_job (a plan looks every record's

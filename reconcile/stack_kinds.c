@@ -20,7 +20,7 @@
 #include "util/banned.h"
 
 static const char *const stack_keys[] = { "kind", "name", "project", "region", "state", "labels",
-					  "prices", "failOn" };
+					  "prices", "failOn", "notify" };
 static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
@@ -190,6 +190,7 @@ void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct yno
 			st->prices = stack_dup_opt(L, s);
 	}
 	read_fail_on(L, st, doc);
+	stack_notify_read(st, L, doc);
 }
 
 /* ---------------------------------------------------------------------- */
