@@ -177,6 +177,15 @@ struct provider {
 	int (*list_job_runs)(struct provider *p, const char *project, const char *region,
 			     const char *stack, const char *job, struct live_jobs *out,
 			     struct vx_err *err);
+	/*
+	 * The stack's jobs in one region that can still change: the list of
+	 * list_jobs, also filtered to the states that are not final (Vertex's
+	 * list filter takes state, not update_time), for vx watch, whose cycles
+	 * must cost what the active jobs cost, not the stack's history. NULL:
+	 * the caller uses list_jobs.
+	 */
+	int (*list_active_jobs)(struct provider *p, const char *project, const char *region,
+				const char *stack, struct live_jobs *out, struct vx_err *err);
 	/* Creates a job. VX_EUNCERTAIN when the request may or may not have
 	 * created it: the caller must list by labels before trying again. */
 	int (*create_job)(struct provider *p, const struct provider_job_request *req,
