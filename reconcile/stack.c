@@ -463,6 +463,11 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		if (rc == 0)
 			rc = vx_buf_adds(b, i + 1 == j->nrungs ? "}]" : "}");
 	}
+	/* The same for the watcher's timings: only when not the default. */
+	if (rc == 0 && j->resubmit_delay_ms != STACK_RESUBMIT_DELAY_DEFAULT_MS)
+		rc = vx_buf_printf(b, ",\"resubmitDelayMs\":\"%lld\"", (long long)j->resubmit_delay_ms);
+	if (rc == 0 && j->stuck_after_ms != STACK_STUCK_AFTER_DEFAULT_MS)
+		rc = vx_buf_printf(b, ",\"stuckAfterMs\":\"%lld\"", (long long)j->stuck_after_ms);
 	return rc ? rc : decl_hash(b, &j->d);
 }
 

@@ -135,7 +135,16 @@ struct stack_job {
 	size_t nrungs;
 	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
 	int protect;                  /* 1: the plan refuses to cancel this job */
+	/* resubmit.delay: after a stockout, how long the next attempt waits (doubling per
+	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
+	int64_t resubmit_delay_ms;
+	int64_t stuck_after_ms;       /* stuckAfter: queued or pending this long is "stuck" */
 };
+
+#define STACK_RESUBMIT_DELAY_DEFAULT_MS (60 * 1000)
+#define STACK_MAX_RESUBMIT_DELAY_MS (15 * 60 * 1000)
+#define STACK_STUCK_AFTER_DEFAULT_MS (6 * 3600 * 1000)
+#define STACK_MAX_STUCK_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
 
 struct stack_accelerator {
 	char *type;    /* compute's name: "nvidia-h100-80gb" */

@@ -743,6 +743,36 @@ static void test_run_and_resubmit(void **state)
 	stack_free(st);
 }
 
+/* The watcher's timings: resubmit.delay and stuckAfter, durations within bounds. */
+static void test_watch_timings(void **state)
+{
+	struct stack *st;
+	char h[65];
+
+	(void)state;
+	st = expect_valid(STACK_DOC "---\n" JOB("a"));
+	assert_int_equal(st->jobs[0].resubmit_delay_ms, 60000);
+	assert_int_equal(st->jobs[0].stuck_after_ms, 6 * 3600 * 1000);
+	memcpy(h, st->jobs[0].d.hash, sizeof(h));
+	stack_free(st);
+	/* Written as the default: the same declaration, the same hash. */
+	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {delay: 1m}\nstuckAfter: 6h\n");
+	assert_string_equal(st->jobs[0].d.hash, h);
+	stack_free(st);
+	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {on: [stockout], maxAttempts: 3, delay: 15s}\n"
+			  "stuckAfter: 90m\n");
+	assert_int_equal(st->jobs[0].resubmit_delay_ms, 15000);
+	assert_int_equal(st->jobs[0].stuck_after_ms, 90 * 60 * 1000);
+	assert_string_not_equal(st->jobs[0].d.hash, h);
+	stack_free(st);
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {delay: soon}\nstuckAfter: 10s\n",
+		      "t/s.yaml:13:19: CustomJob \"a\": resubmit.delay: \"soon\" is not a duration (like 30s, "
+		      "15m or 6h)\n"
+		      "t/s.yaml:14:13: CustomJob \"a\": stuckAfter: must be from 1m to 30d, got \"10s\"\n");
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {delay: 16m}\n",
+		      "t/s.yaml:13:19: CustomJob \"a\": resubmit.delay: must be from 0s to 15m, got \"16m\"\n");
+}
+
 static void test_state(void **state)
 {
 	struct stack *st;
@@ -1266,6 +1296,7 @@ int main(void)
 		cmocka_unit_test(test_run_and_resubmit),
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_notify),
+		cmocka_unit_test(test_watch_timings),
 		cmocka_unit_test(test_branch_names_agree_with_libgit2),
 		cmocka_unit_test(test_reservation),
 		cmocka_unit_test(test_quota),
