@@ -7,6 +7,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/digest.h"
@@ -317,5 +320,65 @@ int notify_signature(char **out, const unsigned char *key, size_t key_len, const
 	EVP_EncodeBlock(b64, mac, (int)mac_len);
 	if (!(*out = vx_asprintf("v1,%s", (const char *)b64)))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
+}
+
+int notify_list_add(struct notify_list *l, const struct notify_event *ev)
+{
+	struct notify_event *p = realloc(l->items, (l->n + 1) * sizeof(*p));
+
+	if (!p)
+		return VX_ENOMEM;
+	l->items = p;
+	l->items[l->n++] = *ev;
+	return 0;
+}
+
+void notify_list_release(struct notify_list *l)
+{
+	free(l->items);
+	l->items = NULL;
+	l->n = 0;
+}
+
+int notify_collect(struct notify_list *out, const struct plan *p, const char *stack, int64_t now_ms,
+		   int64_t since_ms)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct plan_run *cur = a->record ? a->record->current : NULL;
+		const struct stack_job *j = a->decl ? a->decl->user : NULL;
+		struct notify_event ev;
+		int rc;
+
+		if (a->kind != PLAN_NOOP || !cur || !a->live_state)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.stack = stack;
+		ev.address = a->address;
+		ev.run = a->record->run;
+		ev.attempt = cur->attempt;
+		ev.rung = cur->rung;
+		ev.state = a->live_state;
+		ev.job = cur->name;
+		if (a->failure_class && cur->end_ms >= since_ms) {
+			ev.kind = NOTIFY_GAVE_UP;
+			ev.cls = a->failure_class;
+			ev.message = a->error_message;
+			ev.time_ms = cur->end_ms ? cur->end_ms : now_ms;
+		} else if (!strcmp(a->live_state, "JOB_STATE_SUCCEEDED") && cur->end_ms >= since_ms) {
+			ev.kind = NOTIFY_SUCCEEDED;
+			ev.time_ms = cur->end_ms ? cur->end_ms : now_ms;
+		} else if ((!strcmp(a->live_state, "JOB_STATE_QUEUED") || !strcmp(a->live_state, "JOB_STATE_PENDING")) &&
+			   j && cur->created_ms > 0 &&
+			   now_ms - cur->created_ms >= j->stuck_after_ms) {
+			ev.kind = NOTIFY_STUCK;
+			ev.time_ms = cur->created_ms + j->stuck_after_ms;
+		} else {
+			continue;
+		}
+		if ((rc = notify_list_add(out, &ev)) < 0)
+			return rc;
+	}
 	return 0;
 }

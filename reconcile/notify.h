@@ -119,4 +119,31 @@ int notify_secret_key(unsigned char **out, size_t *out_len, const char *secret,
 int notify_signature(char **out, const unsigned char *key, size_t key_len, const char *id,
 		     int64_t timestamp, const char *body, size_t body_len, struct vx_err *err) VX_WUR;
 
+/* ---- Which events a plan shows ---- */
+
+struct plan;
+
+struct notify_list {
+	struct notify_event *items; /* strings borrowed from the plan, its inputs and the stack */
+	size_t n;
+};
+
+/*
+ * The events the plan p shows about the stack's jobs, as they are now:
+ *  - gave-up: the current run failed and the plan resubmits nothing (the
+ *    class is not in resubmit.on, or the attempts or the ladder are spent);
+ *  - succeeded: the current run succeeded;
+ *  - stuck: the current run is queued or pending past its job's stuckAfter
+ *    (the declaration, struct stack_job, is each plan_decl's user).
+ * Only runs that ended (gave-up, succeeded) at since_ms or later, so a
+ * watcher started on an old stack does not announce last month. The
+ * resubmissions an apply made are reported by the caller, which knows
+ * which ones went through. Appends to out; 0 or VX_ENOMEM.
+ */
+int notify_collect(struct notify_list *out, const struct plan *p, const char *stack, int64_t now_ms,
+		   int64_t since_ms) VX_WUR;
+/* Appends one event (borrowed strings). 0 or VX_ENOMEM. */
+int notify_list_add(struct notify_list *l, const struct notify_event *ev) VX_WUR;
+void notify_list_release(struct notify_list *l);
+
 #endif

@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include "reconcile/notify.h"
+#include "reconcile/plan.h"
+#include "reconcile/stack.h"
 #include "util/buf.h"
 
 #define JOB "projects/p1/locations/us-central1/customJobs/4606268999515242496"
@@ -178,6 +180,77 @@ static void test_bad_secrets(void **unused)
 	free(key);
 }
 
+/* Which events a plan shows: a run that gave up, one that succeeded, one stuck. */
+static void test_collect(void **unused)
+{
+	struct stack_job jobs[5];
+	struct plan_decl decls[5];
+	struct plan_run runs[5];
+	struct plan_record recs[5];
+	struct plan_action acts[6];
+	struct plan p = PLAN_INIT;
+	struct notify_list l = { NULL, 0 };
+	const int64_t now = 1795000000000, h = 3600 * 1000;
+	static const char *const addr[] = { "job.a", "job.b", "job.c", "job.d", "job.e" };
+	static const char *const st[] = { "JOB_STATE_FAILED", "JOB_STATE_SUCCEEDED", "JOB_STATE_QUEUED",
+					  "JOB_STATE_RUNNING", "JOB_STATE_FAILED" };
+
+	(void)unused;
+	memset(jobs, 0, sizeof(jobs));
+	memset(decls, 0, sizeof(decls));
+	memset(runs, 0, sizeof(runs));
+	memset(recs, 0, sizeof(recs));
+	memset(acts, 0, sizeof(acts));
+	for (int i = 0; i < 5; i++) {
+		jobs[i].stuck_after_ms = 6 * h;
+		decls[i].address = addr[i];
+		decls[i].user = &jobs[i];
+		runs[i].name = JOB;
+		runs[i].attempt = 2;
+		runs[i].rung = 1;
+		runs[i].created_ms = now - 7 * h;
+		runs[i].end_ms = i == 0 || i == 1 ? now - h : i == 4 ? now - 48 * h : 0;
+		recs[i].address = addr[i];
+		recs[i].run = 3;
+		recs[i].current = &runs[i];
+		acts[i].kind = PLAN_NOOP;
+		acts[i].address = (char *)(uintptr_t)addr[i];
+		acts[i].decl = &decls[i];
+		acts[i].record = &recs[i];
+		acts[i].live_state = (char *)(uintptr_t)st[i];
+	}
+	acts[0].failure_class = (char *)(uintptr_t)"user-error";
+	acts[0].error_message = (char *)(uintptr_t)"exit 1";
+	/* Ended two days ago: before since, not announced. */
+	acts[4].failure_class = (char *)(uintptr_t)"stockout";
+	/* A resubmission is planned: nothing to say yet. */
+	acts[5] = acts[0];
+	acts[5].kind = PLAN_RESUBMIT;
+	p.actions = acts;
+	p.n = 6;
+	assert_int_equal(notify_collect(&l, &p, "research", now, now - 24 * h), 0);
+	assert_int_equal(l.n, 3);
+	assert_int_equal(l.items[0].kind, NOTIFY_GAVE_UP);
+	assert_string_equal(l.items[0].address, "job.a");
+	assert_string_equal(l.items[0].cls, "user-error");
+	assert_string_equal(l.items[0].message, "exit 1");
+	assert_int_equal(l.items[0].run, 3);
+	assert_int_equal(l.items[0].attempt, 2);
+	assert_int_equal(l.items[0].rung, 1);
+	assert_int_equal(l.items[0].time_ms, now - h);
+	assert_int_equal(l.items[1].kind, NOTIFY_SUCCEEDED);
+	assert_string_equal(l.items[1].address, "job.b");
+	assert_int_equal(l.items[2].kind, NOTIFY_STUCK);
+	assert_string_equal(l.items[2].address, "job.c");
+	assert_int_equal(l.items[2].time_ms, now - h);
+	notify_list_release(&l);
+	/* Queued for less than stuckAfter: not stuck. */
+	jobs[2].stuck_after_ms = 8 * h;
+	assert_int_equal(notify_collect(&l, &p, "research", now, now - 24 * h), 0);
+	assert_int_equal(l.n, 2);
+	notify_list_release(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +261,7 @@ int main(void)
 		cmocka_unit_test(test_slack_body),
 		cmocka_unit_test(test_signature_vector),
 		cmocka_unit_test(test_bad_secrets),
+		cmocka_unit_test(test_collect),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
