@@ -146,4 +146,63 @@ int notify_collect(struct notify_list *out, const struct plan *p, const char *st
 int notify_list_add(struct notify_list *l, const struct notify_event *ev) VX_WUR;
 void notify_list_release(struct notify_list *l);
 
+/* ---- Sending (notify_send.c) ---- */
+
+struct provider;
+struct stack;
+struct stack_notify;
+struct notify_outbox;
+
+/* "evt_...:" and 8 hex digits of the target: what the state records as delivered. */
+#define NOTIFY_KEY_LEN (NOTIFY_ID_LEN + 9)
+
+/*
+ * Where a sender learns what was delivered (the state, shared by every
+ * watcher and apply of the stack) and reads the environment.
+ */
+struct notify_sink {
+	int (*delivered)(void *ud, const char *key);                 /* 1: already sent */
+	int (*record)(void *ud, const char *key, int64_t at_ms);      /* 0 or VX_ENOMEM */
+	const char *(*getenv)(void *ud, const char *name);
+	void *ud;
+};
+
+/* One line for the log per delivery tried or given up. */
+struct notify_outcome {
+	char key[NOTIFY_KEY_LEN + 1];
+	const char *event;       /* "gave-up" */
+	const char *address;
+	size_t target;           /* index into the Stack's notify */
+	int sent;                /* 1: a 2xx answer */
+	int dropped;             /* 1: given up (attempts spent, or a target that cannot be used) */
+	char *why;               /* owned: the failure in words, or NULL */
+};
+
+struct notify_report {
+	struct notify_outcome *items;
+	size_t n;
+	size_t pending;          /* deliveries waiting for their backoff */
+};
+
+void notify_report_release(struct notify_report *r);
+
+/* The sender's memory of failed deliveries between cycles (in-process: a
+ * restart retries at once; the state's record keeps it from resending what
+ * was delivered). */
+int notify_outbox_new(struct notify_outbox **out) VX_WUR;
+void notify_outbox_free(struct notify_outbox *ob);
+
+/*
+ * Sends each event to each of the Stack's targets whose `on` names it and
+ * that the sink has not recorded, at most max_sends requests, each one try
+ * (a 2xx answer is delivered: recorded; anything else is tried again at the
+ * next call after a backoff of 30 s doubling to 30 min, and dropped after 12
+ * tries or a day). A target whose URL or secret variable is unset or bad is
+ * reported, not sent to. Signs with Standard Webhooks when the target has a
+ * secret. Never fails for a delivery: 0, or VX_ENOMEM.
+ */
+int notify_send(struct notify_report *rep, struct notify_outbox *ob, struct provider *p,
+		const struct stack *st, const struct notify_list *events, const struct notify_sink *sink,
+		int64_t now_ms, size_t max_sends, struct vx_err *err) VX_WUR;
+
 #endif

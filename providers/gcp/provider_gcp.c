@@ -242,6 +242,41 @@ static int gcp_list_jobs(struct provider *p, const char *project, const char *re
 	return list_labeled(p, project, region, &by_stack, 1, 0, out, err);
 }
 
+static int gcp_post_webhook(struct provider *p, const struct provider_webhook *req, long *status,
+			    struct vx_err *err)
+{
+	struct gcp_provider *g = gp(p);
+	struct session *s = NULL;
+	struct gcp_request r;
+	struct gcp_response resp;
+	int rc;
+
+	*status = 0;
+	memset(&r, 0, sizeof(r));
+	memset(&resp, 0, sizeof(resp));
+	r.method = "POST";
+	r.url = req->url;
+	r.body = req->body;
+	r.body_len = req->body_len;
+	r.content_type = req->content_type;
+	r.headers = req->headers;
+	r.api = "webhook";
+	r.no_auth = 1;
+	/* Once: a second send is the next cycle's, after a backoff. */
+	r.retry = GCP_RETRY_NEVER;
+	r.rpc = "webhook";
+	r.timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : 10000;
+	r.log_name = req->log_name ? req->log_name : "webhook";
+	if ((rc = session_get(g, &s, err)) < 0)
+		return rc;
+	rc = gcp_http_send(s->http, &r, &resp, err);
+	if (rc == 0)
+		*status = resp.status;
+	session_put(g, s);
+	gcp_response_release(&resp);
+	return rc;
+}
+
 static int gcp_list_active_jobs(struct provider *p, const char *project, const char *region,
 				const char *stack, struct live_jobs *out, struct vx_err *err)
 {
@@ -1094,6 +1129,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	pthread_mutex_init(&g->lock, NULL);
 	g->base.list_jobs = gcp_list_jobs;
 	g->base.list_active_jobs = gcp_list_active_jobs;
+	g->base.post_webhook = gcp_post_webhook;
 	g->base.list_job_runs = gcp_list_job_runs;
 	g->base.create_job = gcp_create_job;
 	g->base.cancel_job = gcp_cancel_job;

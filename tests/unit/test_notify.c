@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
+#include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 
@@ -251,6 +253,261 @@ static void test_collect(void **unused)
 	notify_list_release(&l);
 }
 
+/* ---- sending ---- */
+
+struct hook {
+	struct provider base;
+	int posts;
+	long status;            /* what the receiver answers */
+	char url[128], headers[4][160], body[2048];
+};
+
+static int hook_post(struct provider *p, const struct provider_webhook *req, long *status, struct vx_err *err)
+{
+	struct hook *h = (struct hook *)(void *)p;
+
+	(void)err;
+	h->posts++;
+	snprintf(h->url, sizeof(h->url), "%s", req->url);
+	memset(h->headers, 0, sizeof(h->headers));
+	for (int i = 0; req->headers && req->headers[i] && i < 4; i++)
+		snprintf(h->headers[i], sizeof(h->headers[i]), "%s", req->headers[i]);
+	snprintf(h->body, sizeof(h->body), "%.*s", (int)req->body_len, req->body);
+	*status = h->status;
+	return 0;
+}
+
+/* The state's record of deliveries, and the environment. */
+struct book {
+	char keys[16][NOTIFY_KEY_LEN + 1];
+	int n;
+	const char *url, *secret;
+};
+
+static int book_delivered(void *ud, const char *key)
+{
+	struct book *b = ud;
+
+	for (int i = 0; i < b->n; i++)
+		if (!strcmp(b->keys[i], key))
+			return 1;
+	return 0;
+}
+
+static int book_record(void *ud, const char *key, int64_t at)
+{
+	struct book *b = ud;
+
+	(void)at;
+	assert_true(b->n < 16);
+	snprintf(b->keys[b->n++], NOTIFY_KEY_LEN + 1, "%s", key);
+	return 0;
+}
+
+static const char *book_env(void *ud, const char *name)
+{
+	struct book *b = ud;
+
+	if (!strcmp(name, "HOOK"))
+		return b->url;
+	if (!strcmp(name, "SECRET"))
+		return b->secret;
+	return NULL;
+}
+
+static void test_send_once_signed(void **unused)
+{
+	struct stack_notify targets[2];
+	struct stack st;
+	struct hook h;
+	struct book b;
+	struct notify_outbox *ob;
+	struct notify_report rep;
+	struct notify_list l = { NULL, 0 };
+	struct notify_sink sink = { book_delivered, book_record, book_env, &b };
+	struct notify_event ev = gave_up(), ok = gave_up();
+	struct vx_err err = VX_ERR_INIT;
+	int64_t now = 1795000000000;
+	char id[NOTIFY_ID_LEN + 1], want[96], *sig = NULL;
+	unsigned char *key = NULL;
+	size_t klen;
+
+	(void)unused;
+	memset(targets, 0, sizeof(targets));
+	memset(&st, 0, sizeof(st));
+	memset(&h, 0, sizeof(h));
+	memset(&b, 0, sizeof(b));
+	targets[0].url_env = (char *)(uintptr_t)"HOOK";
+	targets[0].secret_env = (char *)(uintptr_t)"SECRET";
+	targets[0].format = NOTIFY_FORMAT_JSON;
+	targets[0].on = NOTIFY_GAVE_UP;
+	/* The second target wants succeeded only. */
+	targets[1].url = (char *)(uintptr_t)"https://ops.example.com/vx";
+	targets[1].format = NOTIFY_FORMAT_SLACK;
+	targets[1].on = NOTIFY_SUCCEEDED;
+	st.notify = targets;
+	st.nnotify = 2;
+	h.base.post_webhook = hook_post;
+	h.status = 204;
+	b.url = "http://127.0.0.1:9/hook";
+	b.secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+	ok.kind = NOTIFY_SUCCEEDED;
+	assert_int_equal(notify_list_add(&l, &ev), 0);
+	assert_int_equal(notify_list_add(&l, &ok), 0);
+	assert_int_equal(notify_outbox_new(&ob), 0);
+
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+	assert_int_equal(h.posts, 2);
+	assert_int_equal(rep.n, 2);
+	assert_true(rep.items[0].sent && rep.items[1].sent);
+	assert_int_equal(b.n, 2);
+	notify_report_release(&rep);
+	/* The last post was the Slack one; check the signed one by forgetting its record. */
+	memcpy(b.keys[0], b.keys[1], sizeof(b.keys[0]));
+	b.n = 1;
+	l.n = 1;
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+	notify_report_release(&rep);
+	assert_int_equal(notify_event_id(id, &ev), 0);
+	assert_string_equal(h.url, "http://127.0.0.1:9/hook");
+	snprintf(want, sizeof(want), "webhook-id: %s", id);
+	assert_string_equal(h.headers[0], want);
+	assert_string_equal(h.headers[1], "webhook-timestamp: 1795000000");
+	assert_int_equal(notify_secret_key(&key, &klen, b.secret, &err), 0);
+	assert_int_equal(notify_signature(&sig, key, klen, id, 1795000000, h.body, strlen(h.body), &err), 0);
+	snprintf(want, sizeof(want), "webhook-signature: %s", sig);
+	assert_string_equal(h.headers[2], want);
+	free(sig);
+	free(key);
+	/* Recorded: never again, however often it is seen. */
+	h.posts = 0;
+	l.n = 2;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now + i * 60000, 10, &err), 0);
+		assert_int_equal(rep.n, 0);
+		notify_report_release(&rep);
+	}
+	assert_int_equal(h.posts, 0);
+	notify_outbox_free(ob);
+	notify_list_release(&l);
+}
+
+/* A failure is tried again after a backoff, not every cycle; a bad target never gets a request. */
+static void test_send_backoff(void **unused)
+{
+	struct stack_notify t;
+	struct stack st;
+	struct hook h;
+	struct book b;
+	struct notify_outbox *ob;
+	struct notify_report rep;
+	struct notify_list l = { NULL, 0 };
+	struct notify_sink sink = { book_delivered, book_record, book_env, &b };
+	struct notify_event ev = gave_up();
+	struct vx_err err = VX_ERR_INIT;
+	int64_t now = 1795000000000;
+
+	(void)unused;
+	memset(&t, 0, sizeof(t));
+	memset(&st, 0, sizeof(st));
+	memset(&h, 0, sizeof(h));
+	memset(&b, 0, sizeof(b));
+	t.url_env = (char *)(uintptr_t)"HOOK";
+	t.format = NOTIFY_FORMAT_JSON;
+	t.on = NOTIFY_ALL;
+	st.notify = &t;
+	st.nnotify = 1;
+	h.base.post_webhook = hook_post;
+	h.status = 503;
+	assert_int_equal(notify_list_add(&l, &ev), 0);
+	assert_int_equal(notify_outbox_new(&ob), 0);
+	/* Unset: said, not sent. */
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+	assert_int_equal(h.posts, 0);
+	assert_int_equal(rep.n, 1);
+	assert_string_equal(rep.items[0].why, "HOOK is not set");
+	notify_report_release(&rep);
+	/* Not an https URL: refused, not sent. */
+	b.url = "http://example.com/x";
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now + 31000, 10, &err), 0);
+	assert_int_equal(h.posts, 0);
+	assert_string_equal(rep.items[0].why, "HOOK does not hold an https:// URL");
+	notify_report_release(&rep);
+	b.url = "https://hooks.example.com/T0/secret";
+	now += 31000 + 61000;
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+	assert_int_equal(h.posts, 1);
+	assert_string_equal(rep.items[0].why, "the receiver answered HTTP 503");
+	assert_int_equal(rep.pending, 1);
+	notify_report_release(&rep);
+	/* Within the backoff (2 minutes after three tries): nothing is sent. */
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now + 100000, 10, &err), 0);
+	assert_int_equal(h.posts, 1);
+	assert_int_equal(rep.n, 0);
+	assert_int_equal(rep.pending, 1);
+	notify_report_release(&rep);
+	h.status = 200;
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now + 121000, 10, &err), 0);
+	assert_int_equal(h.posts, 2);
+	assert_true(rep.items[0].sent);
+	assert_int_equal(b.n, 1);
+	notify_report_release(&rep);
+	/* max_sends bounds a cycle's requests. */
+	b.n = 0;
+	ev.attempt = 9;
+	assert_int_equal(notify_list_add(&l, &ev), 0);
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now + 200000, 1, &err), 0);
+	assert_int_equal(h.posts, 3);
+	assert_int_equal(rep.pending, 1);
+	notify_report_release(&rep);
+	notify_outbox_free(ob);
+	notify_list_release(&l);
+}
+
+/* Tried for a day at most: then dropped, and recorded so nobody tries again. */
+static void test_send_gives_up(void **unused)
+{
+	struct stack_notify t;
+	struct stack st;
+	struct hook h;
+	struct book b;
+	struct notify_outbox *ob;
+	struct notify_report rep;
+	struct notify_list l = { NULL, 0 };
+	struct notify_sink sink = { book_delivered, book_record, book_env, &b };
+	struct notify_event ev = gave_up();
+	struct vx_err err = VX_ERR_INIT;
+	int64_t now = 1795000000000;
+	int tries = 0, dropped = 0;
+
+	(void)unused;
+	memset(&t, 0, sizeof(t));
+	memset(&st, 0, sizeof(st));
+	memset(&h, 0, sizeof(h));
+	memset(&b, 0, sizeof(b));
+	t.url = (char *)(uintptr_t)"https://ops.example.com/vx";
+	t.on = NOTIFY_GAVE_UP;
+	st.notify = &t;
+	st.nnotify = 1;
+	h.base.post_webhook = hook_post;
+	h.status = 500;
+	assert_int_equal(notify_list_add(&l, &ev), 0);
+	assert_int_equal(notify_outbox_new(&ob), 0);
+	for (int i = 0; i < 200 && !dropped; i++, now += 60000) {
+		assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+		for (size_t k = 0; k < rep.n; k++) {
+			tries++;
+			dropped |= rep.items[k].dropped;
+		}
+		notify_report_release(&rep);
+	}
+	assert_int_equal(tries, 12);
+	assert_true(dropped);
+	assert_int_equal(b.n, 1);
+	notify_outbox_free(ob);
+	notify_list_release(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +519,9 @@ int main(void)
 		cmocka_unit_test(test_signature_vector),
 		cmocka_unit_test(test_bad_secrets),
 		cmocka_unit_test(test_collect),
+		cmocka_unit_test(test_send_once_signed),
+		cmocka_unit_test(test_send_backoff),
+		cmocka_unit_test(test_send_gives_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
