@@ -41,7 +41,7 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c))
+LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c workflow/*.c))
 CMD_SRC  := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 SUP_SRC  := $(sort $(wildcard tests/unit/support/*.c))

@@ -15,7 +15,9 @@
 
 #include "util/ctx.h"
 
+struct planning_opts;
 struct vx_err;
+struct workspace_events;
 
 enum cmd_arg {
 	CMD_ARG_NONE,      /* -auto-approve */
@@ -62,6 +64,23 @@ extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entr
 enum { CMD_OPT_DIR = 1 };
 extern const struct cmd_opt cmd_dir_opts[];
 
+/* The flags plan and apply share (workflow/planning.h), for their flag tables. */
+enum {
+	CMD_OPT_TARGET = 100,
+	CMD_OPT_REPLACE,
+	CMD_OPT_REFRESH,
+	CMD_OPT_FAIL_ON,
+};
+#define CMD_PLANNING_OPTS \
+	{ "target", CMD_ARG_REQUIRED, CMD_OPT_TARGET }, \
+	{ "replace", CMD_ARG_REQUIRED, CMD_OPT_REPLACE }, \
+	{ "refresh", CMD_ARG_OPTIONAL, CMD_OPT_REFRESH }, \
+	{ "fail-on", CMD_ARG_REQUIRED, CMD_OPT_FAIL_ON }
+
+/* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on):
+ * 1 when id is one (err set when its value is bad), else 0. */
+int cmd_planning_opt(struct planning_opts *o, int id, const char *value, struct vx_err *err);
+
 /* Parses argv (argv[0] is the command) by e's flags and runs it: the exit code. */
 int cmd_run(const struct cmd_entry *e, int argc, char **argv);
 /* "vx NAME" or the alias, for messages. */
@@ -81,6 +100,15 @@ void cmd_ctx_time_limit(struct vx_ctx *ctx);
 
 /* Prints "vx: <msg>" on stderr. */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * What every command does with a workspace's events (workflow/workspace.h):
+ * a stack's diagnostics, one a line on stderr ("... and N more" when some
+ * were dropped); a problem as "vx: <doing>: <msg>".
+ */
+extern const struct workspace_events cmd_workspace_events;
+
+/* Prints "vx: warning: <msg>" on stderr: a library's warn callback (ud unused). */
+void cmd_warn(void *ud, const char *msg);
 /* Prints the error's message as "vx: <context>: <msg>" and releases it. */
 void cmd_report(struct vx_err *err, const char *context);
 

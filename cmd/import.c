@@ -9,7 +9,6 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/workspace.h"
 #include "reconcile/import.h"
 #include "reconcile/kind.h"
 #include "reconcile/stack.h"
@@ -17,6 +16,7 @@
 #include "state/lock.h"
 #include "util/buf.h"
 #include "util/suggest.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vx import ADDR RESOURCE [DIR] [-check] [-C DIR]\n\n"
@@ -111,7 +111,7 @@ static int import_exec(const struct cmd_args *args)
 		return VX_EXIT_USAGE;
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0) {
+	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

@@ -6,14 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/planning.h"
-#include "cmd/workspace.h"
 #include "reconcile/render.h"
 #include "state/lock.h"
 #include "util/buf.h"
+#include "workflow/ci.h"
+#include "workflow/planning.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vxplan [DIR] [options]     (also: vx plan)\n\n"
@@ -45,7 +45,7 @@ static const struct cmd_opt plan_opts[] = {
 	{ "format", CMD_ARG_REQUIRED, PLAN_OPT_FORMAT },
 	{ "detailed-exitcode", CMD_ARG_NONE, PLAN_OPT_DETAILED_EXITCODE },
 	{ "no-color", CMD_ARG_NONE, PLAN_OPT_NO_COLOR },
-	PLANNING_OPTS,
+	CMD_PLANNING_OPTS,
 	{ NULL, CMD_ARG_NONE, 0 },
 };
 
@@ -57,7 +57,7 @@ static int plan_exec(const struct cmd_args *args)
 	struct vx_err err = VX_ERR_INIT;
 	struct planning pl;
 	struct vx_buf out = VX_BUF_INIT;
-	struct cmd_ci ci = { NULL, 0, NULL, NULL };
+	struct ci ci = { NULL, 0, NULL, NULL };
 	const char *dir = ".", *outfile = NULL, *format = "human";
 	int detailed = 0, no_color = 0, rc = VX_EXIT_ERROR, r;
 
@@ -82,7 +82,7 @@ static int plan_exec(const struct cmd_args *args)
 			no_color = 1;
 			break;
 		default:
-			if (planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
+			if (cmd_planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
 				cmd_report(&err, NULL);
 				rc = VX_EXIT_USAGE;
 				goto done;
@@ -97,7 +97,8 @@ static int plan_exec(const struct cmd_args *args)
 		goto done;
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if ((po.refresh ? workspace_open_ahead(&ws, &ctx, dir, &err) : workspace_open(&ws, &ctx, dir, &err)) < 0) {
+	if ((po.refresh ? workspace_open_ahead(&ws, &ctx, dir, &cmd_workspace_events, &err)
+			: workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err)) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}
@@ -120,26 +121,14 @@ static int plan_exec(const struct cmd_args *args)
 	}
 	fputs(vx_buf_str(&out), stdout);
 	if (outfile) {
-		struct vx_buf js = VX_BUF_INIT;
-		FILE *f = NULL;
-
-		/* A state that has not stored its salt yet would get another one when
-		 * vxapply loads it: the saved plan carries the one its hashes used
-		 * (only then, and never on stdout). */
-		pl.header.state_salt = ws.salt_fresh ? ws.state.salt : NULL;
-		/* Who planned, so the runs applied from it say so (cmd/ci.h). */
-		if (cmd_ci_read(&ci) < 0)
-			goto done;
-		pl.header.planned_by = ci.actor;
-		pl.header.pr_number = ci.pr;
-		pl.header.pr_url = ci.pr_url;
-		if (render_plan_json(&js, &pl.planner.plan, &pl.header) < 0 || !(f = fopen(outfile, "w")) ||
-		    fputs(vx_buf_str(&js), f) < 0 || fclose(f) != 0) {
-			cmd_error("plan: cannot write %s", outfile);
-			vx_buf_release(&js);
+		if (ci_read(&ci, cmd_warn, NULL, &err) < 0) {
+			cmd_report(&err, NULL);
 			goto done;
 		}
-		vx_buf_release(&js);
+		if (planning_save(&pl, &ws, &ci, outfile, &err) < 0) {
+			cmd_report(&err, "plan");
+			goto done;
+		}
 		if (!strcmp(format, "human"))
 			printf("\nSaved the plan to %s. Apply exactly it with: vxapply %s\n", outfile, outfile);
 	}
@@ -152,7 +141,7 @@ static int plan_exec(const struct cmd_args *args)
 	if (!ws.backend || !state_lock_held(ws.backend))
 		cmd_done(rc);
 done:
-	cmd_ci_release(&ci);
+	ci_release(&ci);
 	vx_buf_release(&out);
 	planning_release(&pl);
 	planning_opts_release(&po);

@@ -7,9 +7,9 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/workspace.h"
 #include "reconcile/provider.h"
 #include "state/state.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vx state list [DIR] [-debug]\n"
@@ -52,7 +52,8 @@ static int state_exec(const struct cmd_args *args)
 		return VX_EXIT_USAGE;
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0 || workspace_load_state(&ws, &err) < 0) {
+	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
+	    workspace_load_state(&ws, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

@@ -177,7 +177,7 @@ int state_config_dirty(struct state_backend *b, const char *decl_hash, struct vx
 /*
  * Who writes and from where, for the trailers of every later write: the
  * actor ("alice", or "user@host"), the pull request's URL and the CI run's
- * URL, each NULL when unknown. The caller validates them (cmd/ci.h): they
+ * URL, each NULL when unknown. The caller validates them (workflow/ci.h): they
  * must hold no newline. VX_ENOMEM.
  */
 int state_audit(struct state_backend *b, const char *actor, const char *pr_url,

@@ -77,7 +77,7 @@ struct state_run {
 	int config_dirty;     /* 1: the stack had uncommitted changes then, so config_commit's
 			       * tree does not hold what was applied (decl_hash does identify it) */
 	char *decl_hash;      /* the stack's declaration hash, recorded when config_dirty; or NULL */
-	char *launched_by;    /* who applied: the CI actor (cmd/ci.h) or "user@host", or NULL */
+	char *launched_by;    /* who applied: the CI actor (workflow/ci.h) or "user@host", or NULL */
 	char *planned_by;     /* who made the saved plan applied, when it was saved by another
 			       * actor (or with a pull request); NULL otherwise */
 	int64_t pr_number;    /* the pull (merge) request it was planned or applied in; 0: none */

@@ -1,66 +1,28 @@
-#include "cmd/planning.h"
+#include "workflow/planning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmd.h"
-#include "cmd/workspace.h"
 #include "reconcile/capacity.h"
 #include "reconcile/machines.h"
+#include "reconcile/render.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "util/buf.h"
 #include "util/suggest.h"
+#include "workflow/ci.h"
+#include "workflow/workspace.h"
 
-static int push(const char ***arr, size_t *n, const char *v)
+int planning_opts_add(const char ***arr, size_t *n, const char *addr)
 {
 	const char **p = realloc(*arr, (*n + 1) * sizeof(*p));
 
 	if (!p)
 		return VX_ENOMEM;
 	*arr = p;
-	p[(*n)++] = v;
+	p[(*n)++] = addr;
 	return 0;
-}
-
-/* KIND.NAME for a kind of the table (job., reservation., quota.). */
-static int valid_address(const char *a)
-{
-	const char *dot = strchr(a, '.');
-
-	return kind_of_address(a) && dot[1];
-}
-
-int planning_opt(struct planning_opts *o, int id, const char *v, struct vx_err *err)
-{
-	switch (id) {
-	case PLANNING_OPT_FAIL_ON:
-		if (!strcmp(v, "quota"))
-			o->fail_on_quota = 1;
-		else
-			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v);
-		return 1;
-	case PLANNING_OPT_REFRESH:
-		if (!v || !strcmp(v, "true"))
-			o->refresh = 1;
-		else if (!strcmp(v, "false"))
-			o->refresh = 0;
-		else
-			vx_err_set(err, VX_EINVAL, "-refresh takes true or false, not '%s'", v);
-		return 1;
-	case PLANNING_OPT_TARGET:
-	case PLANNING_OPT_REPLACE:
-		if (!valid_address(v))
-			vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME, reservation.NAME or "
-				   "quota.NAME, not '%s'", id == PLANNING_OPT_TARGET ? "target" : "replace", v);
-		else if ((id == PLANNING_OPT_TARGET ? push(&o->targets, &o->ntargets, v)
-						    : push(&o->replaces, &o->nreplaces, v)) < 0)
-			vx_err_set(err, VX_ENOMEM, "out of memory");
-		return 1;
-	default:
-		return 0;
-	}
 }
 
 void planning_opts_release(struct planning_opts *o)
@@ -236,6 +198,33 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 int planning_has_changes(const struct planning *pl)
 {
 	return plan_has_changes(&pl->planner.plan);
+}
+
+int planning_save(struct planning *pl, const struct workspace *ws, const struct ci *ci, const char *path,
+		  struct vx_err *err)
+{
+	struct vx_buf js = VX_BUF_INIT;
+	FILE *f = NULL;
+	int rc = 0;
+
+	/* A state that has not stored its salt yet would get another one when
+	 * vxapply loads it: the saved plan carries the one its hashes used
+	 * (only then, and never on stdout). */
+	pl->header.state_salt = ws->salt_fresh ? ws->state.salt : NULL;
+	/* Who planned, so the runs applied from it say so (workflow/ci.h). */
+	pl->header.planned_by = ci->actor;
+	pl->header.pr_number = ci->pr;
+	pl->header.pr_url = ci->pr_url;
+	if (render_plan_json(&js, &pl->planner.plan, &pl->header) < 0 || !(f = fopen(path, "w")) ||
+	    fputs(vx_buf_str(&js), f) < 0) {
+		rc = vx_err_set(err, VX_EIO, "cannot write %s", path);
+		goto done;
+	}
+done:
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = vx_err_set(err, VX_EIO, "cannot write %s", path);
+	vx_buf_release(&js);
+	return rc;
 }
 
 void planning_release(struct planning *pl)

@@ -1,13 +1,11 @@
-#include "cmd/workspace.h"
+#include "workflow/workspace.h"
 
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmd.h"
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
@@ -21,18 +19,6 @@
 #include "state/lock.h"
 #include "util/buf.h"
 #include "util/diag.h"
-
-static void print_diags(struct vx_diags *d)
-{
-	for (size_t i = 0; i < d->n; i++) {
-		char *line = vx_diag_format(&d->items[i]);
-
-		fprintf(stderr, "%s\n", line ? line : d->items[i].msg);
-		free(line);
-	}
-	if (d->dropped)
-		fprintf(stderr, "... and %zu more\n", d->dropped);
-}
 
 /*
  * The stack directory relative to the root of its git work tree ("." at the
@@ -232,7 +218,7 @@ static void early_abandon(struct workspace *ws)
 }
 
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
-		   struct vx_err *err)
+		   const struct workspace_events *ev, struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct stack *st = NULL;
@@ -241,6 +227,7 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 
 	memset(ws, 0, sizeof(*ws));
 	ws->ctx = ctx;
+	ws->ev = ev;
 	if (!realpath(dir, real))
 		return vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", dir);
 	ws->dir = strdup(real);
@@ -252,7 +239,8 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		early_start(ws);
 	rc = stack_load(&st, dir, NULL, &diags, err);
 	if (rc == VX_EINVAL) {
-		print_diags(&diags);
+		if (ev && ev->diags)
+			ev->diags(ev->ud, &diags);
 		vx_err_set(err, VX_EINVAL, "%s: the stack has %zu error%s", dir, vx_diags_count(&diags),
 			   vx_diags_count(&diags) == 1 ? "" : "s");
 	}
@@ -277,14 +265,16 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 	return state_config_commit(ws->backend, &ws->config_commit, err);
 }
 
-int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+		   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, err);
+	return open_ws(ws, ctx, dir, 0, ev, err);
 }
 
-int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+			 const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 1, err);
+	return open_ws(ws, ctx, dir, 1, ev, err);
 }
 
 int workspace_load_state(struct workspace *ws, struct vx_err *err)
@@ -421,8 +411,8 @@ void workspace_close(struct workspace *ws)
 	if (ws->backend && state_lock_held(ws->backend)) {
 		struct vx_err e = VX_ERR_INIT;
 
-		if (state_lock_drop(ws->backend, &e) < 0)
-			cmd_report(&e, "releasing the state lock");
+		if (state_lock_drop(ws->backend, &e) < 0 && ws->ev && ws->ev->problem)
+			ws->ev->problem(ws->ev->ud, "releasing the state lock", &e);
 		vx_err_release(&e);
 	}
 	early_join(ws);
