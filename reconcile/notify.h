@@ -156,6 +156,10 @@ struct notify_outbox;
 /* "evt_...:" and 8 hex digits of the target: what the state records as delivered. */
 #define NOTIFY_KEY_LEN (NOTIFY_ID_LEN + 9)
 
+/* The delivery key of event id to target t: the id, ":" and 8 hex digits
+ * of a hash of the target's URL or variable. 0 or VX_E*. */
+int notify_delivery_key(char out[NOTIFY_KEY_LEN + 1], const char *id, const struct stack_notify *t) VX_WUR;
+
 /*
  * Where a sender learns what was delivered (the state, shared by every
  * watcher and apply of the stack) and reads the environment.

@@ -96,8 +96,7 @@ static struct retry *retry_add(struct notify_outbox *ob, const char *key, int64_
 	return r;
 }
 
-/* The delivery key: the event's id and a short hash of where it goes. */
-static int delivery_key(char out[NOTIFY_KEY_LEN + 1], const char *id, const struct stack_notify *t)
+int notify_delivery_key(char out[NOTIFY_KEY_LEN + 1], const char *id, const struct stack_notify *t)
 {
 	char hex[VX_SHA256_HEX_LEN + 1];
 	char *who = t->url_env ? vx_asprintf("urlEnv:%s", t->url_env) : vx_asprintf("url:%s", t->url ? t->url : "");
@@ -272,7 +271,7 @@ int notify_send(struct notify_report *rep, struct notify_outbox *ob, struct prov
 
 			if (!(t->on & ev->kind))
 				continue;
-			if ((rc = delivery_key(key, id, t)) < 0 || sink->delivered(sink->ud, key))
+			if ((rc = notify_delivery_key(key, id, t)) < 0 || sink->delivered(sink->ud, key))
 				continue;
 			r = retry_find(ob, key);
 			if ((r && r->next_ms > now_ms) || sends >= max_sends || !p->post_webhook) {

@@ -348,6 +348,11 @@ void watch_live_free(struct watch_live *w)
 	free(w);
 }
 
+void watch_live_set_real(struct watch_live *w, struct provider *real)
+{
+	w->real = real;
+}
+
 struct provider *watch_live_provider(struct watch_live *w)
 {
 	return &w->reader;

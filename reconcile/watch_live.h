@@ -45,6 +45,10 @@ int watch_live_new(struct watch_live **out, struct provider *real, const struct 
 		   int64_t full_every_ms, struct vx_err *err) VX_WUR;
 void watch_live_free(struct watch_live *w);
 
+/* The real provider from now on (a watcher's provider may be made anew each
+ * cycle): borrowed, with the same operations as the first. */
+void watch_live_set_real(struct watch_live *w, struct provider *real);
+
 /* The provider to refresh through. Borrowed from w. */
 struct provider *watch_live_provider(struct watch_live *w);
 

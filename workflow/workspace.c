@@ -403,6 +403,8 @@ void workspace_prefetch(struct workspace *ws)
 
 struct provider *workspace_reader(struct workspace *ws)
 {
+	if (ws->reader)
+		return ws->reader;
 	return ws->prefetch ? prefetch_reader(ws->prefetch) : ws->prov;
 }
 

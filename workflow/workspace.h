@@ -65,6 +65,9 @@ struct workspace {
 	struct prefetch *prefetch;  /* the declared places' lists, read while the state loads */
 	char *prefetch_revision;    /* the state's revision when they started, or NULL */
 	struct live_store store;    /* what the refresh read (reconcile/kind.h), every kind */
+	/* The caller's reader to refresh through instead (vx watch's, over ws->prov):
+	 * borrowed, never freed here; NULL: the prefetch's or ws->prov. */
+	struct provider *reader;
 	/* Read ahead (workspace_open_ahead): the Stack document alone, and the
 	 * state loaded on early_thread while the rest of the stack loaded. */
 	struct stack *peek;
