@@ -36,6 +36,7 @@ static const char usage[] =
 	"                       a little jitter; after an error, longer (up to 5m)\n"
 	"  -once                one cycle, then exit: 0 nothing to do, 2 it did\n"
 	"                       something, 1 error (for a CI schedule or a CronJob)\n"
+	"  -cycles N            N cycles, then exit 0 (1 if the last one failed)\n"
 	"  -sync                apply the whole plan each cycle (merge = apply)\n"
 	"  -metrics FILE        write Prometheus text format to FILE after each cycle\n"
 	"                       (atomically: for node_exporter's textfile collector)\n"
@@ -49,6 +50,7 @@ enum {
 	WATCH_OPT_SYNC,
 	WATCH_OPT_METRICS,
 	WATCH_OPT_FORMAT,
+	WATCH_OPT_CYCLES,
 };
 
 static const struct cmd_opt watch_opts[] = {
@@ -57,6 +59,7 @@ static const struct cmd_opt watch_opts[] = {
 	{ "sync", CMD_ARG_NONE, WATCH_OPT_SYNC },
 	{ "metrics", CMD_ARG_REQUIRED, WATCH_OPT_METRICS },
 	{ "format", CMD_ARG_REQUIRED, WATCH_OPT_FORMAT },
+	{ "cycles", CMD_ARG_REQUIRED, WATCH_OPT_CYCLES },
 	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
 	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
 	{ NULL, CMD_ARG_NONE, 0 },
@@ -68,7 +71,8 @@ struct watcher {
 	int json;
 	const char *metrics;
 	int64_t interval_ms;
-	int once, sync;
+	int once, sync, test_pause;
+	uint64_t max_cycles;        /* -cycles N; 0 = until stopped */
 	const char *dir;
 	uint64_t cycles, errors, skipped, acted_cycles;
 	uint64_t done, failed, resubmitted, notified;
@@ -229,9 +233,9 @@ static int parse(struct watcher *wr, const struct cmd_args *args)
 
 		switch (args->opts[i].id) {
 		case WATCH_OPT_INTERVAL:
-			if (spec_parse_duration(v, &wr->interval_ms) < 0 || wr->interval_ms < 1000 ||
+			if (spec_parse_duration(v, &wr->interval_ms) < 0 || wr->interval_ms < 0 ||
 			    wr->interval_ms > 24 * 3600 * 1000) {
-				cmd_error("watch: -interval takes a duration from 1s to 24h, such as 30s or 2m, not '%s'", v);
+				cmd_error("watch: -interval takes a duration up to 24h, such as 30s or 2m, not '%s'", v);
 				return -1;
 			}
 			break;
@@ -247,6 +251,17 @@ static int parse(struct watcher *wr, const struct cmd_args *args)
 		case WATCH_OPT_FORMAT:
 			format = v;
 			break;
+		case WATCH_OPT_CYCLES: {
+			char *end = NULL;
+			long long n = strtoll(v, &end, 10);
+
+			if (!*v || *end || n < 1 || n > 1000000000) {
+				cmd_error("watch: -cycles takes a number from 1, not '%s'", v);
+				return -1;
+			}
+			wr->max_cycles = (uint64_t)n;
+			break;
+		}
 		case CMD_OPT_DIR:
 			if (cmd_dir_arg("watch", &wr->dir, &given, v) < 0)
 				return -1;
@@ -256,6 +271,12 @@ static int parse(struct watcher *wr, const struct cmd_args *args)
 	for (size_t i = 0; i < args->npos; i++)
 		if (cmd_dir_arg("watch", &wr->dir, &given, args->pos[i]) < 0)
 			return -1;
+	/* Below a second only for a bounded run (a test, a benchmark): a watcher that
+	 * runs for days must not ask the APIs several times a second. */
+	if (wr->interval_ms < 1000 && !wr->max_cycles && !wr->once) {
+		cmd_error("watch: -interval below 1s only with -cycles N");
+		return -1;
+	}
 	if (strcmp(format, "human") && strcmp(format, "json")) {
 		cmd_error("watch: -format must be human or json, not '%s'", format);
 		return -1;
@@ -287,12 +308,21 @@ static int watch_exec(const struct cmd_args *args)
 	memset(&res, 0, sizeof(res));
 	if (parse(&wr, args) < 0)
 		return VX_EXIT_USAGE;
+	/* The test hook vxapply has too: stop before the first mutating request. */
+	if (getenv("VX_TEST_PAUSE")) {
+		if (strcmp(getenv("VX_TEST_PAUSE"), "before-send")) {
+			cmd_error("watch: VX_TEST_PAUSE takes before-send, not '%s'", getenv("VX_TEST_PAUSE"));
+			return VX_EXIT_ERROR;
+		}
+		wr.test_pause = 1;
+	}
 	cmd_ctx_init(&wr.ctx, args->debug);
 	srand((unsigned)(getpid() ^ (pid_t)time(NULL)));
 	memset(&wo, 0, sizeof(wo));
 	wo.dir = wr.dir;
 	wo.sync = wr.sync;
 	wo.ci = &ci;
+	wo.test_pause = wr.test_pause;
 	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {
 		cmd_report(&err, "watch");
 		goto done;
@@ -304,12 +334,12 @@ static int watch_exec(const struct cmd_args *args)
 		crc = watch_cycle(w, &res, &err);
 		account(&wr, &res, crc, &err, t0);
 		vx_err_release(&err);
-		if (wr.once)
+		if (wr.once || (wr.max_cycles && wr.cycles >= wr.max_cycles))
 			break;
 		pause_between(&wr);
 	}
-	rc = wr.once ? once_code(crc, &res) : VX_EXIT_OK;
-	if (!wr.once)
+	rc = wr.once ? once_code(crc, &res) : crc < 0 && wr.max_cycles ? VX_EXIT_ERROR : VX_EXIT_OK;
+	if (!wr.once && vx_interrupted(&wr.ctx))
 		line(&wr, "stop", NULL, "stopped: the lease is released");
 done:
 	watch_free(w);

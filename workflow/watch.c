@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/gcp/provider_gcp.h"
 #include "reconcile/apply.h"
 #include "reconcile/kind.h"
 #include "reconcile/notify.h"
@@ -51,6 +52,7 @@ struct refused {
 
 struct watch {
 	struct vx_ctx *ctx;
+	struct provider *prov;      /* kept across cycles: one token, reused connections */
 	struct watch_opts o;
 	struct watch_events ev;
 	struct workspace_events wev;
@@ -451,7 +453,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, struct vx_
 	memset(&pl, 0, sizeof(pl));
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
-	if ((rc = workspace_open(&ws, w->ctx, w->o.dir, &w->wev, err)) < 0 ||
+	if ((rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, &w->wev, err)) < 0 ||
 	    (rc = workspace_load_state(&ws, err)) < 0 || (rc = use_reader(w, &ws, err)) < 0 ||
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
@@ -518,8 +520,9 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	ao.parallelism = w->o.parallelism;
 	ao.lease_ms = w->o.lease_ms;
 	ao.lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
+	ao.test_pause = w->o.test_pause;
 	applying_init(&ap);
-	if ((rc = applying_open(&ap, w->ctx, w->o.dir, &w->wev, err)) < 0)
+	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, &w->wev, err)) < 0)
 		goto done;
 	rc = applying_lock(&ap, &ao, &lock_po, err);
 	if (rc == VX_ECONFLICT) {
@@ -614,11 +617,17 @@ int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *o
 	      const struct watch_events *ev, struct vx_err *err)
 {
 	struct watch *w = calloc(1, sizeof(*w));
+	int rc;
 
 	*out = NULL;
 	if (!w || notify_outbox_new(&w->outbox) < 0) {
 		free(w);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	if ((rc = gcp_provider_new(&w->prov, ctx, NULL, err)) < 0) {
+		notify_outbox_free(w->outbox);
+		free(w);
+		return rc;
 	}
 	w->ctx = ctx;
 	w->o = *opts;
@@ -637,6 +646,8 @@ void watch_free(struct watch *w)
 	if (!w)
 		return;
 	watch_live_free(w->live);
+	if (w->prov)
+		w->prov->free(w->prov);
 	notify_outbox_free(w->outbox);
 	told_release(&w->told);
 	for (size_t i = 0; i < w->nrefused; i++)

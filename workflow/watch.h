@@ -45,6 +45,7 @@ struct watch_opts {
 	int64_t full_every_ms;      /* how often a full list replaces the kept final jobs; 0 = 10 min */
 	int64_t lease_ms;           /* the state lease; 0 = the backend's default */
 	int parallelism;            /* API calls at once when applying; 0 = 8 */
+	int test_pause;             /* applying_opts.test_pause (VX_TEST_PAUSE=before-send) */
 };
 
 /*

@@ -70,6 +70,16 @@ class Watcher:
         return code
 
 
+def process_state(pid):
+    """The state letter of /proc/PID/stat ('T' when stopped), or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return None
+    return stat[stat.rindex(")") + 2]
+
+
 def without_time(line):
     """A log line without its leading timestamp."""
     return line.split(" ", 1)[1]
@@ -238,3 +248,56 @@ class Watch(FakeTestCase):
             self.assertEqual((ev["stack"], ev["address"], ev["class"]), ("e2e", "job.a", "preempted"))
         self.assertEqual(json.loads(rcv.got[1][1])["attempt"], 2)
         self.assertEqual(self.attempts(), [1, 2])
+
+    def test_sigterm_while_holding_the_lease_exits_0_and_frees_it(self):
+        self.repo.write({"a": self.spot_job()})
+        self.preempted()
+        self.assertEqual(self.repo.apply().code, 0)
+        self.preempt_the_run()
+        # The watcher stops itself right before its resubmission goes out (VX_TEST_PAUSE),
+        # holding the lease; SIGTERM arrives while it is frozen.
+        w = Watcher(self.repo, "-interval", "2s", env={"VX_TEST_PAUSE": "before-send"})
+        deadline = time.time() + 60
+        while process_state(w.p.pid) not in ("T", "t"):
+            self.assertIsNone(w.p.poll(), "the watcher did not pause:\n" + "\n".join(w.lines))
+            self.assertLess(time.time(), deadline, "the watcher did not pause")
+            time.sleep(0.02)
+        w.p.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        code = w.stop(signal.SIGCONT)
+        self.assertLess(time.time() - t0, 10.0)
+        self.assertEqual(code, 0, "\n".join(w.lines))
+        self.assertEqual(without_time(w.lines[-1]), "stop: stopped: the lease is released")
+        # The lease is free: the last lease commit gives it back, and an apply takes it at once.
+        lease = [m.strip().split("\n")[0] for m in self.repo.lease_log() if m.strip()]
+        self.assertTrue(lease[0].startswith("vx unlock: released "), lease)
+        # The create in flight was let through and recorded: no duplicate, nothing left to do.
+        self.assertEqual(self.attempts(), [1, 2])
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+
+    def test_memory_is_flat_over_1000_cycles(self):
+        self.repo.write({"a": self.spot_job(), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(RUNNING)
+        self.repo.vx("watch", self.repo.dir, "-once")
+
+        # ru_maxrss of each run, from the kernel's accounting of the child.
+        def run(cycles):
+            pid = os.fork()
+            if pid == 0:
+                os.chdir(self.repo.root)
+                fd = os.open(os.devnull, os.O_RDWR)
+                for k in (0, 1, 2):
+                    os.dup2(fd, k)
+                os.execve(VX_BIN, [VX_BIN, "watch", self.repo.dir, "-cycles", str(cycles), "-interval", "0s"],
+                          self.fake.env())
+            _, status, ru = os.wait4(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            return ru.ru_maxrss
+
+        small, big = run(100), run(1000)
+        # 900 more cycles may not cost more than 1 MiB (a leak of 1 KiB a cycle would).
+        self.assertLess(big - small, 1024, "peak RSS %d KiB after 100 cycles, %d KiB after 1000" % (small, big))
+        # Idle cycles list only the active jobs, with a full list now and then.
+        reqs = self.fake.requests()["by_rpc"]
+        self.assertEqual(reqs.get("CreateCustomJob", 0), 2)
