@@ -913,6 +913,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->attempt = r->current->attempt;
 			run->rung = r->current->rung;
 			run->end_ms = r->current->ended_ms;
+			run->created_ms = r->current->created_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
 			/* A create that never answered has no resource: the plan treats it as
 			 * no current run, and adoption by labels finds the job if it exists. */

@@ -82,6 +82,7 @@ struct plan_run {
 	const char *error_message;
 	int64_t attempt;
 	int64_t rung;               /* the ladder rung it ran on (0 without one) */
+	int64_t created_ms;         /* when vx created it, 0 = unknown */
 	int64_t end_ms;
 	int cancelled_by_vx;
 };

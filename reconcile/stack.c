@@ -391,6 +391,9 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 		rc = vx_buf_adds(b, ",\"failOn\":[\"quota\"]");
 	if (rc == 0)
 		rc = json_map(b, "labels", &st->labels);
+	/* notify only when set, as failOn. */
+	if (rc == 0)
+		rc = stack_notify_canonical(b, st);
 	if (rc == 0 && st->prices)
 		rc = json_kv(b, "prices", st->prices);
 	if (rc == 0)
@@ -462,6 +465,11 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		if (rc == 0)
 			rc = vx_buf_adds(b, i + 1 == j->nrungs ? "}]" : "}");
 	}
+	/* The same for the watcher's timings: only when not the default. */
+	if (rc == 0 && j->resubmit_delay_ms != STACK_RESUBMIT_DELAY_DEFAULT_MS)
+		rc = vx_buf_printf(b, ",\"resubmitDelayMs\":\"%lld\"", (long long)j->resubmit_delay_ms);
+	if (rc == 0 && j->stuck_after_ms != STACK_STUCK_AFTER_DEFAULT_MS)
+		rc = vx_buf_printf(b, ",\"stuckAfterMs\":\"%lld\"", (long long)j->stuck_after_ms);
 	return rc ? rc : decl_hash(b, &j->d);
 }
 
@@ -685,6 +693,7 @@ void stack_free(struct stack *st)
 	free(st->project);
 	free(st->region);
 	free(st->prices);
+	stack_notify_release(st);
 	free(st->state.path);
 	free(st->state.remote);
 	free(st->state.branch);

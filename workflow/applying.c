@@ -178,6 +178,12 @@ int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,
 	return workspace_open(&ap->ws, ctx, dir, wev, err);
 }
 
+int applying_open_lent(struct applying *ap, struct vx_ctx *ctx, const char *dir, struct provider *prov,
+		       const struct workspace_events *wev, struct vx_err *err)
+{
+	return workspace_open_lent(&ap->ws, ctx, dir, prov, wev, err);
+}
+
 int applying_open_saved(struct applying *ap, struct vx_ctx *ctx, const char *planfile,
 			struct planning_opts *po, const struct workspace_events *wev, struct vx_err *err)
 {

@@ -97,9 +97,12 @@ struct applying {
 /* Zeroes ap before a cycle; applying_close ends it. */
 void applying_init(struct applying *ap);
 
-/* Opens the stack in dir (workspace_open). */
+/* Opens the stack in dir (workspace_open; with prov, workspace_open_lent: the
+ * caller's provider, borrowed). */
 int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,
 		  const struct workspace_events *wev, struct vx_err *err) VX_WUR;
+int applying_open_lent(struct applying *ap, struct vx_ctx *ctx, const char *dir, struct provider *prov,
+		       const struct workspace_events *wev, struct vx_err *err) VX_WUR;
 /*
  * Reads the plan saved in planfile (by `vxplan -out`), finds its stack (in
  * the current directory's checkout, then the plan file's, then where it was

@@ -218,7 +218,7 @@ static void early_abandon(struct workspace *ws)
 }
 
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
-		   const struct workspace_events *ev, struct vx_err *err)
+		   struct provider *lent, const struct workspace_events *ev, struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct stack *st = NULL;
@@ -228,6 +228,8 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 	memset(ws, 0, sizeof(*ws));
 	ws->ctx = ctx;
 	ws->ev = ev;
+	ws->prov = lent;
+	ws->prov_lent = lent != NULL;
 	if (!realpath(dir, real))
 		return vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", dir);
 	ws->dir = strdup(real);
@@ -268,13 +270,19 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, ev, err);
+	return open_ws(ws, ctx, dir, 0, NULL, ev, err);
+}
+
+int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
+			const struct workspace_events *ev, struct vx_err *err)
+{
+	return open_ws(ws, ctx, dir, 0, prov, ev, err);
 }
 
 int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 			 const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 1, ev, err);
+	return open_ws(ws, ctx, dir, 1, NULL, ev, err);
 }
 
 int workspace_load_state(struct workspace *ws, struct vx_err *err)
@@ -403,6 +411,8 @@ void workspace_prefetch(struct workspace *ws)
 
 struct provider *workspace_reader(struct workspace *ws)
 {
+	if (ws->reader)
+		return ws->reader;
 	return ws->prefetch ? prefetch_reader(ws->prefetch) : ws->prov;
 }
 
@@ -420,7 +430,7 @@ void workspace_close(struct workspace *ws)
 	live_store_release(&ws->store);
 	prefetch_free(ws->prefetch);
 	free(ws->prefetch_revision);
-	if (ws->prov)
+	if (ws->prov && !ws->prov_lent)
 		ws->prov->free(ws->prov);
 	if (ws->state_loaded)
 		state_release(&ws->state);

@@ -62,9 +62,13 @@ struct workspace {
 	int config_checked;         /* workspace_config_status ran */
 	char *config_changes;       /* the stack's files changed since config_commit, or NULL (clean) */
 	struct provider *prov;
+	int prov_lent;              /* prov is the caller's (workspace_open_lent): not freed here */
 	struct prefetch *prefetch;  /* the declared places' lists, read while the state loads */
 	char *prefetch_revision;    /* the state's revision when they started, or NULL */
 	struct live_store store;    /* what the refresh read (reconcile/kind.h), every kind */
+	/* The caller's reader to refresh through instead (vx watch's, over ws->prov):
+	 * borrowed, never freed here; NULL: the prefetch's or ws->prov. */
+	struct provider *reader;
 	/* Read ahead (workspace_open_ahead): the Stack document alone, and the
 	 * state loaded on early_thread while the rest of the stack loaded. */
 	struct stack *peek;
@@ -84,6 +88,14 @@ struct workspace {
  */
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err) VX_WUR;
+/*
+ * workspace_open with the caller's provider, kept across many workspaces
+ * (vx watch's cycles: one set of credentials and connections, a token
+ * fetched once an hour rather than once a cycle). Borrowed: never freed here.
+ */
+int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
+			const struct workspace_events *ev, struct vx_err *err) VX_WUR;
+
 /*
  * The same, for a plan that will refresh: the state backend, the state and
  * the Stack's default region's jobs are read while the stack loads, from

@@ -20,6 +20,7 @@
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
+#include "reconcile/notify.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
@@ -905,6 +906,36 @@ static void test_run_and_resubmit(void **state)
 	stack_free(st);
 }
 
+/* The watcher's timings: resubmit.delay and stuckAfter, durations within bounds. */
+static void test_watch_timings(void **state)
+{
+	struct stack *st;
+	char h[65];
+
+	(void)state;
+	st = expect_valid(STACK_DOC "---\n" JOB("a"));
+	assert_int_equal(st->jobs[0].resubmit_delay_ms, 60000);
+	assert_int_equal(st->jobs[0].stuck_after_ms, 6 * 3600 * 1000);
+	memcpy(h, st->jobs[0].d.hash, sizeof(h));
+	stack_free(st);
+	/* Written as the default: the same declaration, the same hash. */
+	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {delay: 1m}\nstuckAfter: 6h\n");
+	assert_string_equal(st->jobs[0].d.hash, h);
+	stack_free(st);
+	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {on: [stockout], maxAttempts: 3, delay: 15s}\n"
+			  "stuckAfter: 90m\n");
+	assert_int_equal(st->jobs[0].resubmit_delay_ms, 15000);
+	assert_int_equal(st->jobs[0].stuck_after_ms, 90 * 60 * 1000);
+	assert_string_not_equal(st->jobs[0].d.hash, h);
+	stack_free(st);
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {delay: soon}\nstuckAfter: 10s\n",
+		      "t/s.yaml:13:19: CustomJob \"a\": resubmit.delay: \"soon\" is not a duration (like 30s, "
+		      "15m or 6h)\n"
+		      "t/s.yaml:14:13: CustomJob \"a\": stuckAfter: must be from 1m to 30d, got \"10s\"\n");
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {delay: 16m}\n",
+		      "t/s.yaml:13:19: CustomJob \"a\": resubmit.delay: must be from 0s to 15m, got \"16m\"\n");
+}
+
 static void test_state(void **state)
 {
 	struct stack *st;
@@ -952,6 +983,71 @@ static void test_state(void **state)
 	expect_errors("kind: Stack\nname: s\nproject: My Project\n",
 		      "t/s.yaml:3:10: Stack \"s\": project: \"My Project\" is not a project ID (6 to "
 		      "30 lowercase letters, digits and \"-\", starting with a letter)\n");
+}
+
+/* notify: where vx tells people; URLs that hold a secret stay out of the stack. */
+static void test_notify(void **state)
+{
+	struct stack *st;
+	char h1[65];
+
+	(void)state;
+	expect_errors(STACK_DOC "notify:\n"
+		      "  - urlEnv: SLACK_WEBHOOK_URL\n    format: slack\n    secretEnv: VX_WEBHOOK_SECRET\n"
+		      "    on: [gave-up, resubmited]\n"
+		      "  - url: https://hooks.slack.com/services/T0/B0/xyz\n"
+		      "  - url: https://example.com/hook?token=abc\n    format: teams\n"
+		      "  - {}\n"
+		      "  - url: http://127.0.0.1:8080/hook\n    urlEnv: X\n"
+		      "  - urlEnv: \"1BAD\"\n    on: gave-up\n"
+		      "  - {url: \"https://u:p@example.com/h\", on: []}\n"
+		      "  - {url: \"http://example.com/h\", secretEnv: \"A B\"}\n"
+		      "  - url: ftp://example.com/h\n",
+		      "t/s.yaml:9:19: Stack \"research\": notify[0].on[1]: unknown event \"resubmited\" "
+		      "(did you mean \"resubmitted\"?)\n"
+		      "t/s.yaml:10:10: Stack \"research\": notify[1].url: a Slack webhook URL, whose path is its "
+		      "secret: put it in the environment and name it with urlEnv\n"
+		      "t/s.yaml:11:10: Stack \"research\": notify[2].url: a query string, where webhook URLs carry "
+		      "their tokens: put the URL in the environment and name it with urlEnv\n"
+		      "t/s.yaml:12:13: Stack \"research\": notify[2].format: unknown value \"teams\" (one of json, "
+		      "slack)\n"
+		      "t/s.yaml:13:5: Stack \"research\": notify[3]: needs urlEnv (the environment variable holding "
+		      "the webhook URL) or url\n"
+		      "t/s.yaml:15:13: Stack \"research\": notify[4]: url and urlEnv: give one of them\n"
+		      "t/s.yaml:16:13: Stack \"research\": notify[5].urlEnv: \"1BAD\" is not an environment "
+		      "variable name\n"
+		      "t/s.yaml:17:9: Stack \"research\": notify[5].on: expected a sequence, got a string\n"
+		      "t/s.yaml:18:11: Stack \"research\": notify[6].url: credentials in the URL (user:password@): "
+		      "put the URL in the environment and name it with urlEnv\n"
+		      "t/s.yaml:18:44: Stack \"research\": notify[6].on: empty: name the events to send, or leave "
+		      "it out for the default\n"
+		      "t/s.yaml:19:11: Stack \"research\": notify[7].url: plain http:// to another machine: use "
+		      "https://\n"
+		      "t/s.yaml:19:46: Stack \"research\": notify[7].secretEnv: \"A B\" is not an environment "
+		      "variable name\n"
+		      "t/s.yaml:20:10: Stack \"research\": notify[8].url: not an https:// URL\n");
+	expect_errors(STACK_DOC "notify: {urlEnv: X}\n",
+		      "t/s.yaml:5:9: Stack \"research\": notify: expected a sequence, got a mapping\n");
+
+	st = expect_valid(STACK_DOC);
+	assert_int_equal(st->nnotify, 0);
+	memcpy(h1, st->d.hash, sizeof(h1));
+	stack_free(st);
+	st = expect_valid(STACK_DOC "notify:\n  - urlEnv: HOOK\n  - url: https://example.com/vx\n"
+			  "    format: slack\n    secretEnv: SECRET\n    on: [succeeded, gave-up]\n");
+	assert_int_equal(st->nnotify, 2);
+	assert_string_equal(st->notify[0].url_env, "HOOK");
+	assert_null(st->notify[0].url);
+	assert_int_equal(st->notify[0].format, NOTIFY_FORMAT_JSON);
+	assert_int_equal(st->notify[0].on, NOTIFY_GAVE_UP | NOTIFY_STUCK | NOTIFY_QUOTA_DENIED | NOTIFY_WATCH_ERROR);
+	assert_string_equal(st->notify[1].url, "https://example.com/vx");
+	assert_int_equal(st->notify[1].format, NOTIFY_FORMAT_SLACK);
+	assert_string_equal(st->notify[1].secret_env, "SECRET");
+	assert_int_equal(st->notify[1].on, NOTIFY_SUCCEEDED | NOTIFY_GAVE_UP);
+	assert_int_equal(st->notify[1].line, 7);
+	/* A changed target is a changed declaration (a saved plan binds to it). */
+	assert_string_not_equal(st->d.hash, h1);
+	stack_free(st);
 }
 
 /*
@@ -1105,7 +1201,7 @@ static void test_sorted_and_capped(void **state)
 	got = all_diags(&d);
 	assert_string_equal(got, "t/a.yaml:8:6: CustomJob \"x\": run: must be at least 1, got 0\n"
 			    "t/b.yaml:5:1: Stack \"research\": unknown field \"bogus\" (one of kind, "
-			    "name, project, region, state, labels, prices, failOn)\n");
+			    "name, project, region, state, labels, prices, failOn, notify)\n");
 	free(got);
 	vx_diags_release(&d);
 
@@ -1362,6 +1458,8 @@ int main(void)
 		cmocka_unit_test(test_region),
 		cmocka_unit_test(test_run_and_resubmit),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_notify),
+		cmocka_unit_test(test_watch_timings),
 		cmocka_unit_test(test_branch_names_agree_with_libgit2),
 		cmocka_unit_test(test_reservation),
 		cmocka_unit_test(test_quota),
