@@ -14,10 +14,12 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/apply.h"
+#include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/render.h"
 #include "reconcile/spec.h"
+#include "reconcile/stack.h"
 #include "state/lock.h"
 #include "state/state.h"
 #include "util/buf.h"
@@ -377,6 +379,33 @@ done:
 }
 
 /* Carries the plan out and follows the jobs: the exit code. */
+/* The Stack's notify: targets hear what this apply saw and did, once each. */
+static void apply_notify(struct applying *ap, struct vx_ctx *ctx)
+{
+	struct notify_outbox *ob = NULL;
+	struct notify_list events = { NULL, 0 };
+	struct notify_report rep;
+	struct vx_err err = VX_ERR_INIT;
+
+	memset(&rep, 0, sizeof(rep));
+	if (!ap->ws.st->nnotify)
+		return;
+	if (notify_outbox_new(&ob) < 0 || applying_events(ap, vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS, &events) < 0)
+		cmd_error("apply: notifications: out of memory");
+	else if (applying_notify(ap, ob, &events, 20, &rep, &err) < 0)
+		cmd_report(&err, NULL);
+	for (size_t i = 0; i < rep.n; i++) {
+		const struct notify_outcome *o = &rep.items[i];
+
+		printf("notify: %s %s to notify[%zu]: %s%s\n", o->address ? o->address : "", o->event, o->target,
+		       o->sent ? "delivered" : o->dropped ? "dropped: " : "not delivered: ", o->why ? o->why : "");
+	}
+	notify_report_release(&rep);
+	notify_list_release(&events);
+	notify_outbox_free(ob);
+	vx_err_release(&err);
+}
+
 static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_ctx *ctx, struct vx_err *err)
 {
 	const struct apply_result *res = &ap->res;
@@ -387,6 +416,7 @@ static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_
 	}
 	if (!planning_has_changes(&ap->pl)) {
 		printf("\nNo changes. The cloud matches the declaration.\n");
+		apply_notify(ap, ctx);
 		return VX_EXIT_OK;
 	}
 	if (!ap->from_file && !confirm(a->auto_approve))
@@ -403,6 +433,7 @@ static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_
 	       res->ok, res->failed, res->skipped ? ", some not started" : "");
 	for (size_t i = 0; i < res->failures.n; i++)
 		fprintf(stderr, "vx: failed: %s\n", res->failures.items[i].msg);
+	apply_notify(ap, ctx);
 	if (res->failed || res->interrupted)
 		return VX_EXIT_ERROR;
 	if (a->wait && res->ncreated) {

@@ -76,6 +76,12 @@ struct notify_event {
 	int64_t time_ms;        /* when it happened (Unix ms) */
 };
 
+/* Runs that ended this long before a watcher started (or before an apply) are
+ * announced; older ones are not: a watcher started on an old stack does not
+ * report last month, and what the state records as delivered (kept a week)
+ * always covers what may still be announced. */
+#define NOTIFY_LOOKBACK_MS ((int64_t)24 * 3600 * 1000)
+
 /* "evt_" and 32 lowercase hex digits. */
 #define NOTIFY_ID_LEN 36
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/stack.h"
 #include "reconcile/wait.h"
@@ -370,6 +371,7 @@ int applying_run(struct applying *ap, const struct applying_opts *opts, struct v
 	ao.inflight_ms = opts->inflight_ms;
 	ap->opts = opts;
 	rc = apply_run(&ap->res, ws->ctx, &ap->pl.planner.plan, ws->st, &ws->state, ws->prov, &ao, &hooks, err);
+	ap->ran = 1;
 	if (rc < 0 && !ap->res.fenced)
 		rc = vx_err_wrap(err, "apply stopped: writing the state failed");
 	return rc;
@@ -417,6 +419,90 @@ int applying_wait(struct applying *ap, int until_done, int64_t poll_ms, const st
 	if (rc < 0)
 		return vx_err_wrap(err, "waiting for jobs");
 	return rc;
+}
+
+static int sink_delivered(void *ud, const char *key)
+{
+	return state_notified_has(ud, key);
+}
+
+static int sink_record(void *ud, const char *key, int64_t at_ms)
+{
+	return state_notified_add(ud, key, at_ms);
+}
+
+static const char *sink_getenv(void *ud, const char *name)
+{
+	(void)ud;
+	return getenv(name);
+}
+
+/* The resubmissions the apply made: the state's current run is the attempt planned. */
+static int resubmitted_events(struct notify_list *out, const struct plan *p, const struct state *state,
+			      const char *stack)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct state_record *r;
+		struct notify_event ev;
+		int rc;
+
+		if (a->kind != PLAN_RESUBMIT)
+			continue;
+		r = state_find(state, a->address);
+		if (!r || !r->current || r->current->attempt != a->attempt || !r->current->resource)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = NOTIFY_RESUBMITTED;
+		ev.stack = stack;
+		ev.address = a->address;
+		ev.run = r->run;
+		ev.attempt = a->attempt;
+		ev.rung = a->rung;
+		ev.state = r->current->state;
+		ev.cls = a->failure_class;
+		ev.message = a->error_message;
+		ev.job = r->current->resource;
+		ev.time_ms = r->current->created_ms;
+		if ((rc = notify_list_add(out, &ev)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *out)
+{
+	int rc = notify_collect(out, &ap->pl.planner.plan, ap->ws.st->name, vx_now_ms(ap->ws.ctx), since_ms);
+
+	if (rc == 0 && ap->ran)
+		rc = resubmitted_events(out, &ap->pl.planner.plan, &ap->ws.state, ap->ws.st->name);
+	return rc;
+}
+
+int applying_notify(struct applying *ap, struct notify_outbox *ob, const struct notify_list *events,
+		    size_t max_sends, struct notify_report *rep, struct vx_err *err)
+{
+	struct notify_sink sink = { sink_delivered, sink_record, sink_getenv, &ap->ws.state };
+	size_t recorded = 0;
+	char *msg;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!ap->ws.st->nnotify || !events->n)
+		return 0;
+	if ((rc = notify_send(rep, ob, ap->ws.prov, ap->ws.st, events, &sink, vx_now_ms(ap->ws.ctx), max_sends,
+			      err)) < 0)
+		return rc;
+	for (size_t i = 0; i < rep->n; i++)
+		recorded += rep->items[i].sent || rep->items[i].dropped;
+	if (!recorded)
+		return 0;
+	/* What was delivered (or dropped) is recorded before the lease is given back. */
+	if (!(msg = vx_asprintf("vx notify: %zu notification%s recorded\n", recorded, recorded == 1 ? "" : "s")))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = state_write(ap->ws.backend, &ap->ws.state, msg, err);
+	free(msg);
+	return rc < 0 ? vx_err_wrap(err, "recording the notifications sent") : 0;
 }
 
 void applying_close(struct applying *ap)

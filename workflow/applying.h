@@ -40,6 +40,9 @@
 
 struct ci;
 struct live_job;
+struct notify_list;
+struct notify_outbox;
+struct notify_report;
 struct state_lock;
 struct vx_ctx;
 
@@ -87,6 +90,7 @@ struct applying {
 	size_t refreshed;          /* runs whose state the refresh changed (applying_record) */
 	char *refresh_summary;
 	struct apply_result res;   /* what applying_run did */
+	int ran;                   /* applying_run ran */
 	/* The fence's test pause (applying_opts.test_pause): checks wait on
 	 * pause_lock meanwhile, so no request slips out while frozen. */
 	const struct applying_opts *opts;
@@ -150,6 +154,22 @@ int applying_run(struct applying *ap, const struct applying_opts *opts, struct v
  */
 int applying_wait(struct applying *ap, int until_done, int64_t poll_ms, const struct applying_opts *opts,
 		  struct vx_err *err) VX_WUR;
+/*
+ * The notifications of this apply (reconcile/notify.h): what its plan shows
+ * (runs that gave up, succeeded or are stuck, ended at since_ms or later)
+ * and, after applying_run, the resubmissions it made. Appended to out, whose
+ * strings borrow from ap. 0 or VX_ENOMEM.
+ */
+int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *out) VX_WUR;
+/*
+ * Sends events to the Stack's notify: targets, each once (at most max_sends
+ * requests; ob remembers backoffs between calls), records what was
+ * delivered or dropped in the state and writes it, under the lease. *rep
+ * (release it) says what happened. 0, or the state write's error.
+ */
+int applying_notify(struct applying *ap, struct notify_outbox *ob, const struct notify_list *events,
+		    size_t max_sends, struct notify_report *rep, struct vx_err *err) VX_WUR;
+
 /* Gives the lease back (after a fence refused: only if still ours), closes
  * the workspace and frees everything; ap is zeroed. */
 void applying_close(struct applying *ap);

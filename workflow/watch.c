@@ -30,8 +30,6 @@ const char *const watch_job_states[8] = { "queued", "pending", "running", "succe
 /* A refused create backs off in memory: 1 min, doubling to 30 min. */
 #define REFUSED_FIRST_MS (60 * 1000)
 #define REFUSED_MAX_MS (30 * 60 * 1000)
-/* Announce only what ended at most this long before the watcher started. */
-#define NOTIFY_LOOKBACK_MS ((int64_t)24 * 3600 * 1000)
 /* Notifications sent per cycle at most, so a backlog never holds the lease long. */
 #define NOTIFY_PER_CYCLE 20
 
@@ -280,22 +278,6 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 
 /* ---- notifications ---- */
 
-static int sink_delivered(void *ud, const char *key)
-{
-	return state_notified_has(ud, key);
-}
-
-static int sink_record(void *ud, const char *key, int64_t at_ms)
-{
-	return state_notified_add(ud, key, at_ms);
-}
-
-static const char *sink_getenv(void *ud, const char *name)
-{
-	(void)ud;
-	return getenv(name);
-}
-
 /* Whether some event of events still waits for a target that wants it. */
 static int undelivered(const struct stack *st, const struct state *state, const struct notify_list *events)
 {
@@ -312,52 +294,12 @@ static int undelivered(const struct stack *st, const struct state *state, const 
 	return 0;
 }
 
-/* The resubmissions the apply made: the state's current run is the attempt planned. */
-static int resubmitted_events(struct notify_list *out, const struct plan *p, const struct state *state,
-			      const char *stack)
-{
-	for (size_t i = 0; i < p->n; i++) {
-		const struct plan_action *a = &p->actions[i];
-		const struct state_record *r;
-		struct notify_event ev;
-		int rc;
-
-		if (a->kind != PLAN_RESUBMIT)
-			continue;
-		r = state_find(state, a->address);
-		if (!r || !r->current || r->current->attempt != a->attempt || !r->current->resource)
-			continue;
-		memset(&ev, 0, sizeof(ev));
-		ev.kind = NOTIFY_RESUBMITTED;
-		ev.stack = stack;
-		ev.address = a->address;
-		ev.run = r->run;
-		ev.attempt = a->attempt;
-		ev.rung = a->rung;
-		ev.state = r->current->state;
-		ev.cls = a->failure_class;
-		ev.message = a->error_message;
-		ev.job = r->current->resource;
-		ev.time_ms = r->current->created_ms;
-		if ((rc = notify_list_add(out, &ev)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
 static int send_notifications(struct watch *w, struct applying *ap, struct notify_list *events,
 			      struct watch_result *res, struct vx_err *err)
 {
-	struct notify_sink sink = { sink_delivered, sink_record, sink_getenv, &ap->ws.state };
 	struct notify_report rep;
-	int rc;
+	int rc = applying_notify(ap, w->outbox, events, NOTIFY_PER_CYCLE, &rep, err);
 
-	if (!ap->ws.st->nnotify || !events->n)
-		return 0;
-	rc = notify_send(&rep, w->outbox, ap->ws.prov, ap->ws.st, events, &sink, vx_now_ms(w->ctx),
-			 NOTIFY_PER_CYCLE, err);
-	if (rc < 0)
-		return rc;
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct notify_outcome *o = &rep.items[i];
 
@@ -367,17 +309,8 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 		    o->event, o->target, o->sent ? " delivered" : o->dropped ? " dropped: " : " not delivered: ",
 		    o->why ? o->why : "", o->sent || o->dropped ? "" : " (tried again later)");
 	}
-	/* What was delivered (or dropped) is recorded before the lease is given back. */
-	if (rep.n && (res->notified || rep.n > res->notified)) {
-		char *msg = vx_asprintf("vx watch: notified %zu\n", res->notified);
-
-		rc = msg ? state_write(ap->ws.backend, &ap->ws.state, msg, err) : VX_ENOMEM;
-		free(msg);
-		if (rc == VX_ENOMEM)
-			vx_err_set(err, rc, "out of memory");
-	}
 	notify_report_release(&rep);
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 /* ---- the cycle ---- */
@@ -541,10 +474,6 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	}
 	now = vx_now_ms(w->ctx);
 	(void)keep_authorised(w, &ap.pl.planner.plan, now, 1);
-	if ((rc = notify_collect(&events, &ap.pl.planner.plan, ap.ws.st->name, now, w->since_ms)) < 0) {
-		rc = vx_err_set(err, rc, "out of memory");
-		goto done;
-	}
 	if ((rc = applying_record(&ap, &po, err)) < 0)
 		goto done;
 	if (ap.refreshed) {
@@ -576,10 +505,10 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 			if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
 				res->resubmitted++;
 		}
-		if ((rc = resubmitted_events(&events, &ap.pl.planner.plan, &ap.ws.state, ap.ws.st->name)) < 0) {
-			rc = vx_err_set(err, rc, "out of memory");
-			goto done;
-		}
+	}
+	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0) {
+		rc = vx_err_set(err, rc, "out of memory");
+		goto done;
 	}
 	if (!vx_interrupted(w->ctx))
 		rc = send_notifications(w, &ap, &events, res, err);

@@ -301,3 +301,22 @@ class Watch(FakeTestCase):
         # Idle cycles list only the active jobs, with a full list now and then.
         reqs = self.fake.requests()["by_rpc"]
         self.assertEqual(reqs.get("CreateCustomJob", 0), 2)
+
+    def test_vxapply_sends_the_same_events_and_a_watcher_does_not_resend(self):
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        env = {"HOOK": rcv.url, "SECRET": SECRET}
+        self.repo.write({"a": self.spot_job(attempts=2)},
+                        extra_stack="notify:\n  - urlEnv: HOOK\n    secretEnv: SECRET\n    on: [resubmitted]\n")
+        self.preempted()
+        self.assertEqual(self.repo.apply(env=env).code, 0)
+        self.preempt_the_run()
+        r = self.repo.apply(env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([l for l in r.out.splitlines() if l.startswith("notify:")],
+                         ["notify: job.a resubmitted to notify[0]: delivered"])
+        self.assertEqual(rcv.events(), ["resubmitted"])
+        self.assertTrue(signature_ok(*rcv.got[0]))
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(rcv.events(), ["resubmitted"])
