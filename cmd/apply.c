@@ -5,7 +5,6 @@
  * and the live jobs, plans, shows the plan, asks (on a terminal), and
  * carries it out, writing state (a git commit) after each step.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,27 +53,6 @@ static const char usage[] =
 	"the state and releases the lock. A second Ctrl-C abandons the requests in\n"
 	"flight: a create cut off stays journaled as unconfirmed, and the next apply\n"
 	"adopts its job if it was made. A third ends vx at once.\n";
-
-/* VX_LEASE_SECONDS: the state lease (default 600 s); short ones are for tests. */
-static int lease_from_env(int64_t *out)
-{
-	const char *v = getenv("VX_LEASE_SECONDS");
-	char *end = NULL;
-	long n;
-
-	*out = 0;
-	if (!v)
-		return 0;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (!*v || *end || errno || n < 1 || n > 86400) {
-		cmd_error("apply: VX_LEASE_SECONDS must be a whole number of seconds from 1 to "
-			  "86400, not '%s'", v);
-		return -1;
-	}
-	*out = (int64_t)n * 1000;
-	return 0;
-}
 
 static int confirm(int auto_approve)
 {
@@ -203,23 +181,6 @@ static int follow_jobs(struct applying *ap, const struct applying_opts *opts, st
 	return rc != 0;
 }
 
-/* VX_INFLIGHT_SECONDS: how long a journaled create may be in flight (reconcile/apply.h). */
-static int inflight_from_env(int64_t *out)
-{
-	const char *inflight = getenv("VX_INFLIGHT_SECONDS");
-	char *end = NULL;
-	double secs = inflight ? strtod(inflight, &end) : 0;
-
-	*out = 0;
-	if (inflight && (!*inflight || *end || secs < 0 || secs > 86400)) {
-		cmd_error("apply: VX_INFLIGHT_SECONDS must be a number of seconds, not '%s'", inflight);
-		return -1;
-	}
-	if (inflight)
-		*out = secs > 0 ? (int64_t)(secs * 1000) : 1;
-	return 0;
-}
-
 enum {
 	APPLY_OPT_AUTO_APPROVE = 1,
 	APPLY_OPT_NO_COLOR,
@@ -312,7 +273,7 @@ static int apply_env(struct apply_args *a)
 	struct vx_err err = VX_ERR_INIT;
 	const char *pause;
 
-	if (lease_from_env(&a->ao.lease_ms) < 0)
+	if (cmd_lease_from_env("apply", &a->ao.lease_ms) < 0)
 		return -1;
 	if (ci_read(&a->ci, cmd_warn, NULL, &err) < 0) {
 		cmd_report(&err, NULL);
@@ -422,7 +383,7 @@ static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_
 	if (!ap->from_file && !confirm(a->auto_approve))
 		return VX_EXIT_ERROR;
 	cmd_ctx_time_limit(ctx); /* nor the time a person took to answer */
-	if (inflight_from_env(&a->ao.inflight_ms) < 0)
+	if (cmd_inflight_from_env("apply", &a->ao.inflight_ms) < 0)
 		return VX_EXIT_ERROR;
 	printf("\n");
 	if (applying_run(ap, &a->ao, err) < 0) {

@@ -12,6 +12,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/ctx.h"
 
@@ -98,6 +99,13 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug);
  * waited for something other than a server (a lock, a person) starts it again.
  */
 void cmd_ctx_time_limit(struct vx_ctx *ctx);
+
+/* VX_LEASE_SECONDS (the state lease; short ones are for tests) into *out in ms,
+ * 0 when unset; -1 after saying why when it is not 1 to 86400 seconds. */
+int cmd_lease_from_env(const char *cmd, int64_t *out);
+/* VX_INFLIGHT_SECONDS (how long a journaled create may be in flight,
+ * reconcile/apply.h) into *out in ms, 0 when unset; -1 after saying why. */
+int cmd_inflight_from_env(const char *cmd, int64_t *out);
 
 /* Prints "vx: <msg>" on stderr. */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

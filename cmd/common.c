@@ -1,6 +1,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -376,4 +377,39 @@ void cmd_done(int rc)
 	if (VX_LEAK_CHECKED)
 		return;
 	exit(rc);
+}
+
+int cmd_lease_from_env(const char *cmd, int64_t *out)
+{
+	const char *v = getenv("VX_LEASE_SECONDS");
+	char *end = NULL;
+	long n;
+
+	*out = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < 1 || n > 86400) {
+		cmd_error("%s: VX_LEASE_SECONDS must be a whole number of seconds from 1 to 86400, not '%s'", cmd, v);
+		return -1;
+	}
+	*out = (int64_t)n * 1000;
+	return 0;
+}
+
+int cmd_inflight_from_env(const char *cmd, int64_t *out)
+{
+	const char *inflight = getenv("VX_INFLIGHT_SECONDS");
+	char *end = NULL;
+	double secs = inflight ? strtod(inflight, &end) : 0;
+
+	*out = 0;
+	if (inflight && (!*inflight || *end || secs < 0 || secs > 86400)) {
+		cmd_error("%s: VX_INFLIGHT_SECONDS must be a number of seconds, not '%s'", cmd, inflight);
+		return -1;
+	}
+	if (inflight)
+		*out = secs > 0 ? (int64_t)(secs * 1000) : 1;
+	return 0;
 }

@@ -323,6 +323,8 @@ static int watch_exec(const struct cmd_args *args)
 	wo.sync = wr.sync;
 	wo.ci = &ci;
 	wo.test_pause = wr.test_pause;
+	if (cmd_lease_from_env("watch", &wo.lease_ms) < 0 || cmd_inflight_from_env("watch", &wo.inflight_ms) < 0)
+		goto done;
 	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {
 		cmd_report(&err, "watch");
 		goto done;

@@ -452,6 +452,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	ao.ci = w->o.ci;
 	ao.parallelism = w->o.parallelism;
 	ao.lease_ms = w->o.lease_ms;
+	ao.inflight_ms = w->o.inflight_ms;
 	ao.lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
 	ao.test_pause = w->o.test_pause;
 	applying_init(&ap);

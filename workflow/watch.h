@@ -44,6 +44,7 @@ struct watch_opts {
 	int64_t lock_wait_ms;       /* how long to wait for another's lease; 0 = 5 s */
 	int64_t full_every_ms;      /* how often a full list replaces the kept final jobs; 0 = 10 min */
 	int64_t lease_ms;           /* the state lease; 0 = the backend's default */
+	int64_t inflight_ms;        /* applying_opts.inflight_ms; 0 = the default */
 	int parallelism;            /* API calls at once when applying; 0 = 8 */
 	int test_pause;             /* applying_opts.test_pause (VX_TEST_PAUSE=before-send) */
 };

@@ -14,11 +14,14 @@ happens to an apply) as a command anyone can run. See README.md, "Torture".
   lostmid (gcs only; as many) state.json deleted right after the Nth create of an
           apply (N random): the apply writes it back; nothing twice, nothing
           missing
+  watch   two `vx watch` and a vxapply on one stack whose every job is
+          preempted once, one watcher SIGKILLed at a random moment and
+          started again: each job resubmitted exactly once, nothing lost
   hostile vx (ASan build) against a server answering with bad replies
   fuzz    a short libFuzzer run of every target in tests/fuzz/
 
 Environment (make passes them): TRIALS (100), SEED (time), BACKENDS
-(git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz), VX (the binary),
+(git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,watch,hostile,fuzz), VX (the binary),
 VX_ASAN (the ASan binary, for hostile), FUZZ_TIME (20), KEEP_ALL=1 keeps every
 trial's directory (a failed trial's always stays), OUT (build/torture).
 
@@ -129,7 +132,8 @@ class Torture:
         self.trials = int(os.environ.get("TRIALS", "100"))
         self.seed = int(os.environ.get("SEED") or int(time.time()) % 1000000)
         self.backends = env_list("BACKENDS", BACKENDS)
-        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "lost", "lostmid", "hostile", "fuzz"))
+        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "lost", "lostmid", "watch", "hostile",
+                                              "fuzz"))
         self.only_trial = os.environ.get("TRIAL") or None
         self.out = os.path.abspath(os.environ.get("OUT", os.path.join(common.ROOT, "build", "torture")))
         self.keep_all = bool(os.environ.get("KEEP_ALL"))
@@ -481,9 +485,105 @@ class Torture:
                 other += self.converge(co, log, details, 2)
             self.finish_lost(row, fake, co, docs, t, tmp, log, details, other)
 
+    # ------------------------------------------------------------ watch
+    def watch_counts(self, fake, n_jobs):
+        """Duplicates (two jobs of one run and attempt), more than one active per
+        address, and addresses whose second attempt is not running."""
+        c, details = {"dup": 0, "missing": 0}, []
+        seen, active = {}, {}
+        for j in fake.jobs():
+            lab = j.get("labels", {})
+            if not common.our(lab):
+                continue
+            key = (lab.get("vx-job"), lab.get("vx-run"), lab.get("vx-attempt"))
+            seen.setdefault(key, []).append(j["name"].rsplit("/", 1)[1])
+            if j["state"] in common.ACTIVE:
+                active.setdefault(lab.get("vx-job"), []).append(lab.get("vx-attempt"))
+        for key, names in sorted(seen.items()):
+            if len(names) > 1:
+                c["dup"] += len(names) - 1
+                details.append("duplicate job.%s run %s attempt %s: %s" % (key + (", ".join(names),)))
+        for i in range(n_jobs):
+            a = active.get("j%02d" % i, [])
+            if len(a) > 1:
+                c["dup"] += len(a) - 1
+                details.append("job.j%02d has %d active runs" % (i, len(a)))
+            if a != ["2"]:
+                c["missing"] += 1
+                details.append("job.j%02d: active attempts %s (want the second alone)" % (i, a))
+        return c, details
+
+    def watch_trials(self, fake, backend):
+        row = Section("watch", backend)
+        self.rows.append(row)
+        n_jobs = 10
+        docs = {"job-%02d" % i: common.harness.job_yaml("j%02d" % i, on="preempted", attempts=3,
+                                                        strategy="SPOT") for i in range(n_jobs)}
+        # A watcher killed with the lease held leaves it to expire: short, for the trial.
+        env = {"VX_LEASE_SECONDS": "10"}
+        row.note = "2 watchers + vxapply, 1 watcher killed"
+        for t in self.trial_numbers(max(2, self.trials // 10)):
+            trng = random.Random("%d/watch/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "watch-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            fake.post("/_fake/outcomes", {"labels": {}, "outcome": "preempted", "times": n_jobs})
+            log, details, other = [], [], 0
+            other += self.converge(co, log, details)
+            watchers = [co.start("watch", co.dir, "-interval", "1s", env=env) for _ in range(2)]
+            fake.advance(40)
+            fake.advance(2000)   # every first attempt has been preempted
+            a = co.start("apply", env=env)
+            time.sleep(trng.uniform(0, 4))  # the moment of the kill, drawn: not a synchronisation
+            watchers[0].send_signal(signal.SIGKILL)
+            killed = co.finish(watchers[0])
+            log.append("watcher 1 killed")
+            watchers[0] = co.start("watch", co.dir, "-interval", "1s", env=env)
+            ra = co.finish(a)
+            log.append("apply: exit %d" % ra.code)
+            if ra.crashed():
+                other += 1
+                details.append("the apply crashed: %r" % ra)
+            try:
+                wait_for(lambda: self.watch_counts(fake, n_jobs)[0]["missing"] == 0, 120,
+                         "every job's second attempt to be active")
+            except RuntimeError as e:
+                details.append(str(e))
+            for w in watchers:
+                w.send_signal(signal.SIGTERM)
+            for i, w in enumerate(watchers):
+                try:
+                    r = co.finish(w, timeout=15)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+                    r = co.finish(w)
+                    other += 1
+                    details.append("watcher %d did not stop within 15 s of SIGTERM" % (i + 1))
+                save(tmp, "watcher-%d" % (i + 1), r)
+                if r.code != 0 or r.crashed():
+                    other += 1
+                    details.append("watcher %d ended with %r" % (i + 1, r))
+            save(tmp, "killed", killed)
+            fake.post("/_fake/faults", {})
+            # Nothing lost: the state knows every run the watchers made.
+            plan = co.plan("-detailed-exitcode")
+            save(tmp, "plan", plan)
+            if plan.code != 0:
+                other += 1
+                details.append("plan -detailed-exitcode at the end: %r" % plan)
+            held = co.lock_held()
+            counts, d = self.watch_counts(fake, n_jobs)
+            counts["lock"] = 1 if held else 0
+            if held:
+                d.append("lease left held: %s" % held)
+            self.say("watch/%s trial %d: %s; %s" % (backend, t, "; ".join(log),
+                                                   " ".join("%s=%d" % kv for kv in counts.items())))
+            self.record(row, t, tmp, counts, d + details, other)
+
     # ------------------------------------------------------------ sections
     def run_backend_sections(self):
-        for section in ("kill", "pause", "race", "lost", "lostmid"):
+        for section in ("kill", "pause", "race", "lost", "lostmid", "watch"):
             if section not in self.sections:
                 continue
             for backend in self.backends:
