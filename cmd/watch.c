@@ -38,6 +38,9 @@ static const char usage[] =
 	"                       something, 1 error (for a CI schedule or a CronJob)\n"
 	"  -cycles N            N cycles, then exit 0 (1 if the last one failed)\n"
 	"  -sync                apply the whole plan each cycle (merge = apply)\n"
+	"  -follow REMOTE/BRANCH  fetch that branch each cycle and reconcile the stack as\n"
+	"                       it holds it (no work tree touched); a commit that does\n"
+	"                       not load is reported and the last good one kept\n"
 	"  -metrics FILE        write Prometheus text format to FILE after each cycle\n"
 	"                       (atomically: for node_exporter's textfile collector)\n"
 	"  -format FMT          human (default) or json: one JSON object per line\n"
@@ -51,6 +54,7 @@ enum {
 	WATCH_OPT_METRICS,
 	WATCH_OPT_FORMAT,
 	WATCH_OPT_CYCLES,
+	WATCH_OPT_FOLLOW,
 };
 
 static const struct cmd_opt watch_opts[] = {
@@ -60,6 +64,7 @@ static const struct cmd_opt watch_opts[] = {
 	{ "metrics", CMD_ARG_REQUIRED, WATCH_OPT_METRICS },
 	{ "format", CMD_ARG_REQUIRED, WATCH_OPT_FORMAT },
 	{ "cycles", CMD_ARG_REQUIRED, WATCH_OPT_CYCLES },
+	{ "follow", CMD_ARG_REQUIRED, WATCH_OPT_FOLLOW },
 	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
 	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
 	{ NULL, CMD_ARG_NONE, 0 },
@@ -74,6 +79,7 @@ struct watcher {
 	int once, sync, test_pause;
 	uint64_t max_cycles;        /* -cycles N; 0 = until stopped */
 	const char *dir;
+	const char *follow;
 	uint64_t cycles, errors, skipped, acted_cycles;
 	uint64_t done, failed, resubmitted, notified;
 	uint64_t full_lists, active_lists, gets;
@@ -179,6 +185,9 @@ static void account(struct watcher *wr, const struct watch_result *res, int rc, 
 	wr->full_lists += res->full_lists;
 	wr->active_lists += res->active_lists;
 	wr->gets += res->gets;
+	/* A cycle cut short by SIGTERM or Ctrl-C is no error: the stop line says it. */
+	if (rc < 0 && vx_interrupted(&wr->ctx))
+		rc = 0;
 	if (rc < 0) {
 		wr->errors++;
 		wr->streak++;
@@ -247,6 +256,9 @@ static int parse(struct watcher *wr, const struct cmd_args *args)
 			break;
 		case WATCH_OPT_METRICS:
 			wr->metrics = v;
+			break;
+		case WATCH_OPT_FOLLOW:
+			wr->follow = v;
 			break;
 		case WATCH_OPT_FORMAT:
 			format = v;
@@ -321,6 +333,7 @@ static int watch_exec(const struct cmd_args *args)
 	memset(&wo, 0, sizeof(wo));
 	wo.dir = wr.dir;
 	wo.sync = wr.sync;
+	wo.follow = wr.follow;
 	wo.ci = &ci;
 	wo.test_pause = wr.test_pause;
 	if (cmd_lease_from_env("watch", &wo.lease_ms) < 0 || cmd_inflight_from_env("watch", &wo.inflight_ms) < 0)

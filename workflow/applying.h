@@ -106,7 +106,8 @@ void applying_init(struct applying *ap);
 int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,
 		  const struct workspace_events *wev, struct vx_err *err) VX_WUR;
 int applying_open_lent(struct applying *ap, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-		       const struct workspace_events *wev, struct vx_err *err) VX_WUR;
+		       const struct workspace_source *src, const struct workspace_events *wev,
+		       struct vx_err *err) VX_WUR;
 /*
  * Reads the plan saved in planfile (by `vxplan -out`), finds its stack (in
  * the current directory's checkout, then the plan file's, then where it was

@@ -15,6 +15,8 @@
 #include "reconcile/stack.h"
 #include "reconcile/watch_live.h"
 #include "state/backend.h"
+#include "state/git_follow.h"
+#include "state/state_git.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -60,6 +62,12 @@ struct watch {
 	struct refused *refused;
 	size_t nrefused;
 	int64_t since_ms;
+	/* -follow REMOTE/BRANCH: the remote and branch, the stack's directory in
+	 * the repository, the commit fetched last and the last one that loaded. */
+	char *remote, *branch, *dir_in_repo;
+	struct git_follow fetched, good;
+	struct stack_source *src_files;
+	struct workspace_source src;
 };
 
 /* ---- lines ---- */
@@ -313,6 +321,105 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 	return rc;
 }
 
+/* ---- -follow ---- */
+
+/* The good commit's files as the workspace takes them. */
+static int source_of(struct watch *w)
+{
+	struct stack_source *f = realloc(w->src_files, (w->good.n + 1) * sizeof(*f));
+
+	if (!f)
+		return VX_ENOMEM;
+	w->src_files = f;
+	for (size_t i = 0; i < w->good.n; i++) {
+		f[i].name = w->good.files[i].name;
+		f[i].data = w->good.files[i].data;
+		f[i].len = w->good.files[i].len;
+	}
+	w->src.files = f;
+	w->src.n = w->good.n;
+	w->src.commit = w->good.commit;
+	return 0;
+}
+
+/* Whether the fetched files load as a stack (diagnostics told once per commit). */
+static int loads(struct watch *w, const struct git_follow *f)
+{
+	struct stack_source *files = calloc(f->n + 1, sizeof(*files));
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	struct vx_err e = VX_ERR_INIT;
+	char what[80];
+	int rc;
+
+	if (!files)
+		return 0;
+	for (size_t i = 0; i < f->n; i++) {
+		files[i].name = f->files[i].name;
+		files[i].data = f->files[i].data;
+		files[i].len = f->files[i].len;
+	}
+	rc = stack_load_mem(&st, w->o.dir, files, f->n, NULL, &d, &e);
+	snprintf(what, sizeof(what), "badcommit|%s", f->commit);
+	if (rc < 0 && !told_once(w, what)) {
+		char *why = rc == VX_EINVAL ? vx_asprintf("%zu error%s above", vx_diags_count(&d),
+							  vx_diags_count(&d) == 1 ? "" : "s")
+					    : vx_strdup(vx_err_msg(&e));
+
+		on_diags(w, &d);
+		if (w->good.n)
+			say(w, "error", NULL, "%s/%s at %.12s does not load (%s); %.12s, the last good commit, stays "
+			    "in force", w->remote, w->branch, f->commit, why ? why : "", w->good.commit);
+		else
+			say(w, "error", NULL, "%s/%s at %.12s does not load (%s)", w->remote, w->branch, f->commit,
+			    why ? why : "");
+		free(why);
+	}
+	stack_free(st);
+	vx_diags_release(&d);
+	vx_err_release(&e);
+	free(files);
+	return rc == 0;
+}
+
+/*
+ * Fetches the followed branch; the commit becomes the one in force when it
+ * loads. The cycle goes on with the last good one when the fetch fails or
+ * the new commit does not load; it fails only when there is none.
+ */
+static int follow(struct watch *w, struct vx_err *err)
+{
+	int rc = git_follow_fetch(&w->fetched, w->o.dir, w->dir_in_repo, w->remote, w->branch, err);
+
+	if (rc < 0) {
+		if (!w->good.n)
+			return rc;
+		say(w, "warn", NULL, "%s; %.12s, the last good commit, stays in force", vx_err_msg(err),
+		    w->good.commit);
+		vx_err_release(err);
+		return 0;
+	}
+	if (strcmp(w->fetched.commit, w->good.commit) && loads(w, &w->fetched)) {
+		if (w->good.n)
+			say(w, "follow", NULL, "%s/%s: now at %.12s", w->remote, w->branch, w->fetched.commit);
+		git_follow_release(&w->good);
+		w->good = w->fetched;
+		memset(&w->fetched, 0, sizeof(w->fetched));
+		if (source_of(w) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	if (!w->good.n)
+		return vx_err_set(err, VX_EINVAL, "%s/%s at %.12s does not load, and no earlier commit did",
+				  w->remote, w->branch, w->fetched.commit);
+	return 0;
+}
+
+/* The source the cycle's workspaces read: the followed commit, or the directory (NULL). */
+static const struct workspace_source *source(const struct watch *w)
+{
+	return w->remote ? &w->src : NULL;
+}
+
 /* ---- the cycle ---- */
 
 /* The runs the state holds as active: the watch reader reads them by name when they leave the list. */
@@ -383,10 +490,12 @@ static int look(struct watch *w, int *need, struct watch_result *res, struct vx_
 	int rc, planned = 0;
 
 	*need = 0;
+	memset(&ws, 0, sizeof(ws));
 	memset(&pl, 0, sizeof(pl));
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
-	if ((rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, &w->wev, err)) < 0 ||
+	if ((w->remote && (rc = follow(w, err)) < 0) ||
+	    (rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0 ||
 	    (rc = workspace_load_state(&ws, err)) < 0 || (rc = use_reader(w, &ws, err)) < 0 ||
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
@@ -456,7 +565,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	ao.lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
 	ao.test_pause = w->o.test_pause;
 	applying_init(&ap);
-	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, &w->wev, err)) < 0)
+	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
 		goto done;
 	rc = applying_lock(&ap, &ao, &lock_po, err);
 	if (rc == VX_ECONFLICT) {
@@ -543,6 +652,41 @@ int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err)
 	return rc;
 }
 
+/* REMOTE/BRANCH, and where the stack is in the repository. */
+static int follow_setup(struct watch *w, const char *spec, struct vx_err *err)
+{
+	const char *slash = strchr(spec, '/');
+	char *root = NULL, *real = NULL;
+	size_t n;
+	int rc = 0;
+
+	if (!slash || slash == spec || !slash[1])
+		return vx_err_set(err, VX_EINVAL, "-follow takes REMOTE/BRANCH (origin/main), not \"%s\"", spec);
+	if (!(w->remote = strndup(spec, (size_t)(slash - spec))) || !(w->branch = strdup(slash + 1)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = state_git_workdir(&root, w->o.dir, err)) < 0)
+		return vx_err_wrap(err, "-follow: %s", w->o.dir);
+	if (!(real = realpath(w->o.dir, NULL))) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", w->o.dir);
+		goto done;
+	}
+	n = strlen(root);
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (!strcmp(real, root) || (!strncmp(real, root, n) && real[n] == '\0'))
+		w->dir_in_repo = strdup(".");
+	else if (!strncmp(real, root, n) && real[n] == '/')
+		w->dir_in_repo = strdup(real + n + 1);
+	else
+		rc = vx_err_set(err, VX_EINVAL, "-follow: %s is not inside the repository at %s", real, root);
+	if (rc == 0 && !w->dir_in_repo)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	free(root);
+	free(real);
+	return rc;
+}
+
 int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *opts,
 	      const struct watch_events *ev, struct vx_err *err)
 {
@@ -567,6 +711,10 @@ int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *o
 	w->wev.problem = on_problem;
 	w->wev.ud = w;
 	w->since_ms = vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS;
+	if (opts->follow && (rc = follow_setup(w, opts->follow, err)) < 0) {
+		watch_free(w);
+		return rc;
+	}
 	*out = w;
 	return 0;
 }
@@ -583,5 +731,11 @@ void watch_free(struct watch *w)
 	for (size_t i = 0; i < w->nrefused; i++)
 		free(w->refused[i].address);
 	free(w->refused);
+	free(w->remote);
+	free(w->branch);
+	free(w->dir_in_repo);
+	git_follow_release(&w->fetched);
+	git_follow_release(&w->good);
+	free(w->src_files);
 	free(w);
 }

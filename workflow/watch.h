@@ -40,6 +40,8 @@ struct watch;
 struct watch_opts {
 	const char *dir;            /* the stack's directory */
 	int sync;                   /* apply the whole plan each cycle (Argo CD's automated sync) */
+	const char *follow;         /* "origin/main": the stack as that branch holds it, fetched each
+				     * cycle (no work tree touched); NULL: dir's files as they are */
 	const struct ci *ci;        /* who acts, for the state's commits; required */
 	int64_t lock_wait_ms;       /* how long to wait for another's lease; 0 = 5 s */
 	int64_t full_every_ms;      /* how often a full list replaces the kept final jobs; 0 = 10 min */
@@ -60,6 +62,7 @@ struct watch_opts {
  *	notify     a notification sent, or not
  *	error      the cycle failed (the next one tries again)
  *	warn       something to know that stopped nothing (a stack diagnostic)
+ *	follow     -follow: the followed branch moved to a commit that loads
  */
 struct watch_events {
 	void (*line)(void *ud, const char *kind, const char *address, const char *msg);

@@ -218,7 +218,8 @@ static void early_abandon(struct workspace *ws)
 }
 
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
-		   struct provider *lent, const struct workspace_events *ev, struct vx_err *err)
+		   struct provider *lent, const struct workspace_source *src, const struct workspace_events *ev,
+		   struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct stack *st = NULL;
@@ -239,7 +240,8 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return vx_err_set(err, rc, "out of memory");
 	if (ahead)
 		early_start(ws);
-	rc = stack_load(&st, dir, NULL, &diags, err);
+	rc = src ? stack_load_mem(&st, dir, src->files, src->n, NULL, &diags, err)
+		 : stack_load(&st, dir, NULL, &diags, err);
 	if (rc == VX_EINVAL) {
 		if (ev && ev->diags)
 			ev->diags(ev->ud, &diags);
@@ -264,25 +266,32 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		if ((rc = open_backend(ws, err)) < 0)
 			return rc;
 	}
+	if (src) {
+		/* The commit is the configuration: clean by construction. */
+		ws->config_checked = 1;
+		ws->config_commit = vx_strdup(src->commit);
+		return ws->config_commit ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
 	return state_config_commit(ws->backend, &ws->config_commit, err);
 }
 
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, NULL, ev, err);
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, ev, err);
 }
 
 int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-			const struct workspace_events *ev, struct vx_err *err)
+			const struct workspace_source *src, const struct workspace_events *ev,
+			struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, prov, ev, err);
+	return open_ws(ws, ctx, dir, 0, prov, src, ev, err);
 }
 
 int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 			 const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 1, NULL, ev, err);
+	return open_ws(ws, ctx, dir, 1, NULL, NULL, ev, err);
 }
 
 int workspace_load_state(struct workspace *ws, struct vx_err *err)

@@ -24,6 +24,7 @@
 #include "util/err.h"
 
 struct stack;
+struct stack_source;
 struct state_backend;
 struct vx_diags;
 struct planner_place;
@@ -89,12 +90,26 @@ struct workspace {
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err) VX_WUR;
 /*
+ * The stack as a commit holds it (vx watch -follow): its files, read from
+ * that commit, and the commit, which the runs then name as their config
+ * commit (a commit holds no uncommitted changes).
+ */
+struct workspace_source {
+	const struct stack_source *files;
+	size_t n;
+	const char *commit;         /* 40 hex */
+};
+
+/*
  * workspace_open with the caller's provider, kept across many workspaces
  * (vx watch's cycles: one set of credentials and connections, a token
- * fetched once an hour rather than once a cycle). Borrowed: never freed here.
+ * fetched once an hour rather than once a cycle), borrowed and never freed
+ * here; and, when src is not NULL, the stack read from src rather than dir's
+ * files (dir still names where it lives: its repository and state).
  */
 int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-			const struct workspace_events *ev, struct vx_err *err) VX_WUR;
+			const struct workspace_source *src, const struct workspace_events *ev,
+			struct vx_err *err) VX_WUR;
 
 /*
  * The same, for a plan that will refresh: the state backend, the state and

@@ -320,3 +320,50 @@ class Watch(FakeTestCase):
         r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
         self.assertEqual(r.code, 0, r)
         self.assertEqual(rcv.events(), ["resubmitted"])
+
+    def test_follow_reconciles_what_was_merged_and_keeps_the_last_good_commit(self):
+        # The watcher's checkout stays where it is; origin/main moves on.
+        remote = os.path.join(self.tmp, "remote.git")
+        subprocess.run(["git", "init", "-q", "--bare", remote], check=True)
+        self.repo.write({"a": self.spot_job()})
+        self.repo.git("remote", "add", "origin", remote)
+        self.repo.git("push", "-q", "origin", "main")
+        self.assertEqual(self.repo.apply().code, 0)
+        other = os.path.join(self.tmp, "other")
+        subprocess.run(["git", "clone", "-q", "-b", "main", remote, other], check=True, capture_output=True)
+
+        def push(text, name):
+            with open(os.path.join(other, "stack", name), "w") as f:
+                f.write(text)
+            env = self.fake.env()
+            for args in (["add", "-A"], ["commit", "-q", "-m", "merged"], ["push", "-q", "origin", "main"]):
+                subprocess.run(["git", "-C", other] + args, check=True, env=env, capture_output=True)
+            return subprocess.run(["git", "-C", other, "rev-parse", "HEAD"], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+
+        head = push(job_yaml("b"), "b.yaml")
+        w = Watcher(self.repo, "-interval", "1s", "-sync", "-follow", "origin/main")
+        try:
+            self.wait_for(lambda: len(self.live_jobs("b")) == 1)
+            self.assertFalse(os.path.exists(os.path.join(self.repo.dir, "b.yaml")))
+            # A commit that does not load: said once, and the last good one stays in force.
+            bad = push("kind: CustomJob\nname: c\n", "c.yaml")
+            w.wait_line(lambda l: "does not load" in l)
+        finally:
+            code = w.stop()
+        self.assertEqual(code, 0)
+        errors = [without_time(l) for l in w.lines if " error: " in l]
+        self.assertEqual(errors, [
+            'error: %s/c.yaml:1:1: CustomJob "c": missing required field "spec"' % self.repo.dir,
+            "error: origin/main at %s does not load (1 error above); %s, the last good commit, stays in force"
+            % (bad[:12], head[:12])])
+        self.assertEqual(len(self.live_jobs("b")), 1)
+        # The run names the merged commit it came from.
+        log = self.repo.vx("log", "job.b", "-C", self.repo.dir)
+        self.assertIn(head[:12], log.out)
+        # A new watcher on a bad commit has no good one to keep: the cycle fails.
+        r = self.repo.vx("watch", self.repo.dir, "-once", "-follow", "origin/main")
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual([without_time(l) for l in r.err.splitlines()][-2:], [
+            "error: origin/main at %s does not load (1 error above)" % bad[:12],
+            "error: origin/main at %s does not load, and no earlier commit did" % bad[:12]])

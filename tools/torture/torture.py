@@ -531,7 +531,16 @@ class Torture:
             fake.post("/_fake/outcomes", {"labels": {}, "outcome": "preempted", "times": n_jobs})
             log, details, other = [], [], 0
             other += self.converge(co, log, details)
-            watchers = [co.start("watch", co.dir, "-interval", "1s", env=env) for _ in range(2)]
+            # Each watcher writes its metrics after every cycle: a file there means
+            # it has run one, and has its signal handlers in place.
+            metrics = [os.path.join(tmp, "watcher-%d.prom" % (i + 1)) for i in range(2)]
+
+            def watcher(i):
+                if os.path.exists(metrics[i]):
+                    os.unlink(metrics[i])
+                return co.start("watch", co.dir, "-interval", "1s", "-metrics", metrics[i], env=env)
+
+            watchers = [watcher(i) for i in range(2)]
             fake.advance(40)
             fake.advance(2000)   # every first attempt has been preempted
             a = co.start("apply", env=env)
@@ -539,7 +548,7 @@ class Torture:
             watchers[0].send_signal(signal.SIGKILL)
             killed = co.finish(watchers[0])
             log.append("watcher 1 killed")
-            watchers[0] = co.start("watch", co.dir, "-interval", "1s", env=env)
+            watchers[0] = watcher(0)
             ra = co.finish(a)
             log.append("apply: exit %d" % ra.code)
             if ra.crashed():
@@ -549,6 +558,11 @@ class Torture:
                 wait_for(lambda: self.watch_counts(fake, n_jobs)[0]["missing"] == 0, 120,
                          "every job's second attempt to be active")
             except RuntimeError as e:
+                details.append(str(e))
+            try:
+                wait_for(lambda: all(os.path.exists(m) for m in metrics), 60, "each watcher's first cycle")
+            except RuntimeError as e:
+                other += 1
                 details.append(str(e))
             for w in watchers:
                 w.send_signal(signal.SIGTERM)
