@@ -68,7 +68,17 @@ struct watch {
 	struct git_follow fetched, good;
 	struct stack_source *src_files;
 	struct workspace_source src;
+	/* watch-error: the Stack's targets as last loaded (the stack may not load
+	 * when the error is that), and the streak of one error. */
+	struct stack targets;
+	char *err_msg;
+	int err_streak;
+	int64_t err_since_ms;
+	char err_sent[NOTIFY_KEY_LEN + 1];
 };
+
+/* The same error this many cycles in a row is a watch-error notification. */
+#define WATCH_ERROR_CYCLES 5
 
 /* ---- lines ---- */
 
@@ -110,9 +120,27 @@ static void on_problem(void *ud, const char *doing, const struct vx_err *e)
 	say(ud, "warn", NULL, "%s: %s", doing, vx_err_msg(e));
 }
 
+/* The address a line names ("+ job.a created ...", "job.a: running -> failed"), or NULL. */
+static char *address_in(const char *line)
+{
+	static const char *const prefixes[] = { "job.", "reservation.", "quota." };
+
+	for (const char *p = line; *p; p++) {
+		if (p != line && p[-1] != ' ')
+			continue;
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+			if (!strncmp(p, prefixes[i], strlen(prefixes[i])))
+				return strndup(p, strcspn(p, " :,"));
+	}
+	return NULL;
+}
+
 static void on_progress(void *ud, const char *line)
 {
-	say(ud, "act", NULL, "%s", line);
+	char *addr = address_in(line);
+
+	say(ud, "act", addr, "%s", line);
+	free(addr);
 }
 
 /* Whether what was told (once per change) is told already; remembered for the next cycle. */
@@ -420,6 +448,96 @@ static const struct workspace_source *source(const struct watch *w)
 	return w->remote ? &w->src : NULL;
 }
 
+/* ---- watch-error ---- */
+
+/* Keeps the Stack's name and notify: targets of a stack that loaded. */
+static void keep_targets(struct watch *w, const struct stack *st)
+{
+	struct stack_notify *t = st->nnotify ? calloc(st->nnotify, sizeof(*t)) : NULL;
+	char *name = vx_strdup(st->name);
+
+	if ((st->nnotify && !t) || (st->name && !name)) {
+		free(t);
+		free(name);
+		return;
+	}
+	for (size_t i = 0; i < st->nnotify; i++) {
+		t[i] = st->notify[i];
+		t[i].url = vx_strdup(st->notify[i].url);
+		t[i].url_env = vx_strdup(st->notify[i].url_env);
+		t[i].secret_env = vx_strdup(st->notify[i].secret_env);
+	}
+	for (size_t i = 0; i < w->targets.nnotify; i++) {
+		free(w->targets.notify[i].url);
+		free(w->targets.notify[i].url_env);
+		free(w->targets.notify[i].secret_env);
+	}
+	free(w->targets.notify);
+	free(w->targets.name);
+	w->targets.notify = t;
+	w->targets.nnotify = st->nnotify;
+	w->targets.name = name;
+}
+
+static const char *err_getenv(void *ud, const char *name)
+{
+	(void)ud;
+	return getenv(name);
+}
+
+static int err_delivered(void *ud, const char *key)
+{
+	return !strcmp(((struct watch *)ud)->err_sent, key);
+}
+
+static int err_record(void *ud, const char *key, int64_t at_ms)
+{
+	(void)at_ms;
+	snprintf(((struct watch *)ud)->err_sent, NOTIFY_KEY_LEN + 1, "%s", key);
+	return 0;
+}
+
+/*
+ * After a failed cycle: the same error WATCH_ERROR_CYCLES times in a row is
+ * told to the targets once per streak. Recorded in memory only: the state
+ * may be what fails.
+ */
+static void note_error(struct watch *w, const char *msg)
+{
+	struct notify_list l = { NULL, 0 };
+	struct notify_event ev;
+	struct notify_report rep;
+	struct notify_sink sink = { err_delivered, err_record, err_getenv, w };
+	struct vx_err e = VX_ERR_INIT;
+	char key[24];
+
+	if (!w->err_msg || strcmp(w->err_msg, msg)) {
+		free(w->err_msg);
+		w->err_msg = vx_strdup(msg);
+		w->err_streak = 0;
+		w->err_since_ms = vx_now_ms(w->ctx);
+	}
+	if (++w->err_streak != WATCH_ERROR_CYCLES || !w->targets.nnotify)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	snprintf(key, sizeof(key), "%lld", (long long)w->err_since_ms);
+	ev.kind = NOTIFY_WATCH_ERROR;
+	ev.stack = w->targets.name;
+	ev.message = msg;
+	ev.key = key;
+	ev.time_ms = vx_now_ms(w->ctx);
+	if (notify_list_add(&l, &ev) < 0)
+		return;
+	if (notify_send(&rep, w->outbox, w->prov, &w->targets, &l, &sink, ev.time_ms, 1, &e) == 0) {
+		for (size_t i = 0; i < rep.n; i++)
+			say(w, "notify", NULL, "watch-error to notify[%zu]%s%s", rep.items[i].target,
+			    rep.items[i].sent ? " delivered" : " not delivered: ", rep.items[i].why ? rep.items[i].why : "");
+		notify_report_release(&rep);
+	}
+	vx_err_release(&e);
+	notify_list_release(&l);
+}
+
 /* ---- the cycle ---- */
 
 /* The runs the state holds as active: the watch reader reads them by name when they leave the list. */
@@ -500,6 +618,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, struct vx_
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
 	planned = 1;
+	keep_targets(w, ws.st);
 	count_jobs(res, &ws.store.jobs);
 	if (pl.planner.plan.errors.n) {
 		on_diags(w, &pl.planner.plan.errors);
@@ -569,8 +688,13 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 		goto done;
 	rc = applying_lock(&ap, &ao, &lock_po, err);
 	if (rc == VX_ECONFLICT) {
+		const char *m = vx_err_msg(err), *advice = strstr(m, "; lock id ");
+
 		res->skipped = 1;
-		say(w, "skip", NULL, "skipped: %s", vx_err_msg(err));
+		/* Who holds it and until when; not vxapply's advice to wait or unlock: the
+		 * next cycle asks again, and a running apply's lease is never to be cleared. */
+		say(w, "skip", NULL, "skipped: %.*s; the next cycle tries again", advice ? (int)(advice - m) : (int)strlen(m),
+		    m);
 		vx_err_release(err);
 		rc = 0;
 		goto done;
@@ -594,8 +718,13 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 		while (*l) {
 			size_t n = strcspn(l, "\n");
 
-			if (n)
-				say(w, "record", NULL, "recorded: %.*s", (int)n, l);
+			if (n) {
+				char *one = strndup(l, n), *addr = one ? address_in(one) : NULL;
+
+				say(w, "record", addr, "recorded: %s", one ? one : "");
+				free(addr);
+				free(one);
+			}
 			l += n + (l[n] == '\n');
 		}
 	}
@@ -645,10 +774,15 @@ int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err)
 		res->full_lists = after.full_lists - before.full_lists;
 		res->active_lists = after.active_lists - before.active_lists;
 		res->gets = after.gets - before.gets;
-		/* After this watcher's own changes, or any failure: list everything next time. */
-		if (rc < 0 || res->acted)
+		/* After a failure, list everything next time. Its own changes need no
+		 * full list: what it created is active, what it cancelled is read by name. */
+		if (rc < 0)
 			watch_live_invalidate(w->live);
 	}
+	if (rc < 0 && !vx_interrupted(w->ctx))
+		note_error(w, vx_err_msg(err));
+	else if (rc == 0)
+		w->err_streak = 0;
 	return rc;
 }
 
@@ -737,5 +871,13 @@ void watch_free(struct watch *w)
 	git_follow_release(&w->fetched);
 	git_follow_release(&w->good);
 	free(w->src_files);
+	for (size_t i = 0; i < w->targets.nnotify; i++) {
+		free(w->targets.notify[i].url);
+		free(w->targets.notify[i].url_env);
+		free(w->targets.notify[i].secret_env);
+	}
+	free(w->targets.notify);
+	free(w->targets.name);
+	free(w->err_msg);
 	free(w);
 }

@@ -367,3 +367,30 @@ class Watch(FakeTestCase):
         self.assertEqual([without_time(l) for l in r.err.splitlines()][-2:], [
             "error: origin/main at %s does not load (1 error above)" % bad[:12],
             "error: origin/main at %s does not load, and no earlier commit did" % bad[:12]])
+
+    def test_the_same_error_five_cycles_in_a_row_is_told_once(self):
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        env = {"HOOK": rcv.url}
+        self.repo.write({"a": self.spot_job()},
+                        extra_stack="notify:\n  - urlEnv: HOOK\n    on: [watch-error]\n")
+        self.assertEqual(self.repo.apply(env=env).code, 0)
+        p = subprocess.Popen([VX_BIN, "watch", self.repo.dir, "-cycles", "12", "-interval", "0s",
+                              "-metrics", os.path.join(self.tmp, "m.prom")],
+                             cwd=self.repo.root, env=dict(self.fake.env(), **env), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        # Its first cycles run clean (targets known), then every list is refused.
+        deadline = time.time() + 30
+        while not os.path.exists(os.path.join(self.tmp, "m.prom")):
+            self.assertLess(time.time(), deadline)
+            time.sleep(0.02)
+        self.fake.post("/_fake/faults", {"error_rate": 1.0, "statuses": [403], "methods": ["ListCustomJobs"]})
+        out, err = p.communicate(timeout=300)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertEqual(rcv.events(), ["watch-error"])
+        ev = json.loads(rcv.got[0][1])
+        self.assertEqual((ev["stack"], ev["address"], ev["run"]), ("e2e", None, None))
+        self.assertTrue(ev["message"].startswith("reading live jobs in us-central1: vertex: listing jobs in "
+                                                 "us-central1: PERMISSION_DENIED: Injected fault."), ev)
+        self.assertEqual([without_time(l) for l in out.splitlines() if "notify" in l],
+                         ["notify: watch-error to notify[0] delivered"])
