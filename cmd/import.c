@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "cmd/workspace.h"
@@ -71,6 +72,17 @@ static void not_declared(const struct stack *st, const char *address)
 	free(names);
 }
 
+/* The one line that says what was (or would be) imported. */
+static void print_outcome(const char *address, const struct import_outcome *out, int check)
+{
+	if (out->differs)
+		printf("%s: %s %s (%s); differs from the declaration: %s; %s\n", address,
+		       check ? "would import" : "imported", out->resource, out->status, out->differs, out->next);
+	else
+		printf("%s: %s %s (%s); it matches the declaration\n", address, check ? "would import" : "imported",
+		       out->resource, out->status);
+}
+
 static int import_exec(const struct cmd_args *args)
 {
 	struct state_lock_opts lo;
@@ -81,7 +93,8 @@ static int import_exec(const struct cmd_args *args)
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *address = NULL, *resource = NULL;
 	const struct kind *k;
-	char *message = NULL, *launched_by = NULL;
+	struct cmd_ci ci = { NULL, 0, NULL, NULL };
+	char *message = NULL;
 	int rc = VX_EXIT_ERROR, dir_given = 0, check = 0;
 
 	memset(&ws, 0, sizeof(ws));
@@ -110,6 +123,9 @@ static int import_exec(const struct cmd_args *args)
 			  address);
 		return VX_EXIT_USAGE;
 	}
+	/* Who imports is recorded as apply records who launches: the same actor and trailers. */
+	if (cmd_ci_read(&ci) < 0)
+		return VX_EXIT_ERROR;
 	cmd_ctx_init(&ctx, args->debug);
 	if (workspace_open(&ws, &ctx, dir, &err) < 0) {
 		cmd_report(&err, NULL);
@@ -127,20 +143,16 @@ static int import_exec(const struct cmd_args *args)
 		goto done;
 	}
 	if (workspace_load_state(&ws, &err) < 0 || workspace_salt(&ws, NULL, &err) < 0 ||
-	    workspace_provider(&ws, &err) < 0) {
+	    workspace_provider(&ws, &err) < 0 ||
+	    state_audit(ws.backend, ci.actor, ci.pr_url, ci.run_url, &err) < 0) {
 		cmd_report(&err, "import");
 		goto done;
-	}
-	if (state_lock_held(ws.backend)) {
-		const struct state_lock *l = state_lock_held(ws.backend);
-
-		launched_by = vx_asprintf("%s@%s", l->user, l->host);
 	}
 	memset(&req, 0, sizeof(req));
 	req.address = address;
 	req.resource = resource;
 	req.config_commit = ws.config_commit;
-	req.launched_by = launched_by;
+	req.launched_by = ci.actor;
 	req.now_ms = vx_now_ms(&ctx);
 	if (import_resource(&out, &ws.state, ws.prov, ws.st, &req, check, &err) < 0) {
 		cmd_report(&err, "import");
@@ -155,16 +167,11 @@ static int import_exec(const struct cmd_args *args)
 			goto done;
 		}
 	}
-	if (out.differs)
-		printf("%s: %s %s (%s); differs from the declaration: %s; %s\n", address,
-		       check ? "would import" : "imported", out.resource, out.status, out.differs, out.next);
-	else
-		printf("%s: %s %s (%s); it matches the declaration\n", address, check ? "would import" : "imported",
-		       out.resource, out.status);
+	print_outcome(address, &out, check);
 	rc = VX_EXIT_OK;
 done:
 	free(message);
-	free(launched_by);
+	cmd_ci_release(&ci);
 	import_outcome_release(&out);
 	workspace_close(&ws);
 	vx_err_release(&err);

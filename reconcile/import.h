@@ -35,7 +35,7 @@ struct import_request {
 	const char *address;       /* "job.a": declared in the stack */
 	const char *resource;      /* the resource name as the user gave it */
 	const char *config_commit; /* recorded on the run, or NULL */
-	const char *launched_by;   /* "user@host", or NULL */
+	const char *launched_by;   /* the actor (cmd/ci.h), or NULL */
 	int64_t now_ms;            /* when the resource gives no creation time */
 };
 

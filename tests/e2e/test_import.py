@@ -159,6 +159,25 @@ class Import(FakeTestCase):
                          "config %s  queued\n" % (name, who, head), r)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)  # only the one made by hand
 
+    def test_import_records_the_ci_actor_as_apply_does(self):
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        env = {"GITHUB_ACTOR": "octocat", "GITHUB_RUN_ID": "77", "GITHUB_SERVER_URL": "https://github.com",
+               "GITHUB_REPOSITORY": "acme/ml"}
+        self.assertEqual(self.repo.vx("apply", self.repo.dir, "-auto-approve", "-target", "job.b",
+                                      env=env).code, 0)
+        name = self.make_job()
+        r = self.repo.vx("import", "job.a", name, self.repo.dir, env=env)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(self.state("jobs/b.json")["current"]["launchedBy"], "octocat")
+        self.assertEqual(self.state("jobs/a.json")["current"]["launchedBy"], "octocat")
+        trailers = [l for l in self.repo.state_log()[0].splitlines() if l.startswith(("Vx-Actor", "Vx-CI-Run"))]
+        self.assertEqual(trailers, ["Vx-Actor: octocat", "Vx-CI-Run: https://github.com/acme/ml/actions/runs/77"])
+        # VX_ACTOR first, as for apply
+        self.write({"a": job_yaml("a"), "b": job_yaml("b"), "c": job_yaml("c")})
+        r = self.repo.vx("import", "job.c", self.make_job(), self.repo.dir, env=dict(env, VX_ACTOR="deploy-bot"))
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(self.state("jobs/c.json")["current"]["launchedBy"], "deploy-bot")
+
     def test_job_that_differs_is_replaced_alone(self):
         self.write({"a": job_yaml("a"), "b": job_yaml("b")})
         self.assertEqual(self.repo.apply("-target", "job.b").code, 0)
