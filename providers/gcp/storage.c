@@ -363,3 +363,106 @@ done:
 	free(what);
 	return rc;
 }
+
+/* Appends the names of one page's items ending with suffix; 0 or VX_ENOMEM / VX_EINVAL. */
+static int list_page(const cJSON *root, const char *suffix, char ***names, size_t *n, size_t *alloc)
+{
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items"), *it;
+	size_t sl = suffix ? strlen(suffix) : 0;
+
+	if (items && !cJSON_IsArray(items))
+		return VX_EINVAL;
+	cJSON_ArrayForEach(it, items) {
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+		size_t len;
+
+		if (!cJSON_IsString(name) || !object_ok(name->valuestring))
+			continue;
+		len = strlen(name->valuestring);
+		if (suffix && (len < sl || strcmp(name->valuestring + len - sl, suffix)))
+			continue;
+		if (*n == *alloc) {
+			size_t na = *alloc ? *alloc * 2 : 16;
+			char **g = realloc(*names, na * sizeof(*g));
+
+			if (!g)
+				return VX_ENOMEM;
+			*names = g;
+			*alloc = na;
+		}
+		if (!((*names)[*n] = vx_strdup(name->valuestring)))
+			return VX_ENOMEM;
+		(*n)++;
+	}
+	return 0;
+}
+
+int storage_objects_list(struct storage_client *c, const char *bucket, const char *suffix, char ***names,
+			 size_t *n, struct vx_err *err)
+{
+	char *what = NULL, *token = NULL, *url = NULL, *esc = NULL;
+	size_t alloc = 0, blen = strlen(c->base_url);
+	int rc = 0, pages = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (!(what = vx_asprintf("storage: listing gs://%s", bucket ? bucket : "")))
+		return vx_err_set(err, VX_ENOMEM, "storage: out of memory");
+	if (!bucket_ok(bucket)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid bucket name", what);
+		goto done;
+	}
+	do {
+		struct gcp_response resp = { 0 };
+		cJSON *root = NULL;
+		const cJSON *next;
+
+		free(url);
+		free(esc);
+		esc = token ? gcp_url_escape(token) : NULL;
+		url = vx_asprintf("%s%sb/%s/o?fields=items(name),nextPageToken%s%s", c->base_url,
+				  blen && c->base_url[blen - 1] == '/' ? "" : "/", bucket, esc ? "&pageToken=" : "",
+				  esc ? esc : "");
+		if (!url || (token && !esc)) {
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+			break;
+		}
+		if ((rc = call(c, "GET", url, NULL, 0, NULL, GCP_RETRY_SAFE, "ListObjects", what, &resp, err)) < 0)
+			break;
+		root = gjson_parse(resp.body, resp.body_len);
+		gcp_response_release(&resp);
+		if (!cJSON_IsObject(root)) {
+			cJSON_Delete(root);
+			rc = vx_err_set(err, VX_EINVAL, "%s: the answer is not a JSON object", what);
+			break;
+		}
+		rc = list_page(root, suffix, names, n, &alloc);
+		free(token);
+		token = NULL;
+		next = cJSON_GetObjectItemCaseSensitive(root, "nextPageToken");
+		if (rc == 0 && cJSON_IsString(next) && next->valuestring[0] && !(token = vx_strdup(next->valuestring)))
+			rc = VX_ENOMEM;
+		cJSON_Delete(root);
+		if (rc < 0) {
+			rc = vx_err_set(err, rc, rc == VX_ENOMEM ? "%s: out of memory" : "%s: items is not a list", what);
+			break;
+		}
+		if (token && ++pages >= STORAGE_LIST_PAGES) {
+			rc = vx_err_set(err, VX_EINVAL, "%s: more than %d pages; stopped", what, STORAGE_LIST_PAGES);
+			break;
+		}
+	} while (token);
+done:
+	if (rc < 0) {
+		for (size_t i = 0; i < *n; i++)
+			free((*names)[i]);
+		free(*names);
+		*names = NULL;
+		*n = 0;
+	}
+	free(token);
+	free(url);
+	free(esc);
+	free(what);
+	return rc;
+}

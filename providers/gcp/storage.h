@@ -87,6 +87,17 @@ int storage_object_write(struct storage_client *c, const char *bucket, const cha
 			 int64_t if_generation_match, int64_t *new_generation,
 			 struct vx_err *err) VX_WUR;
 
+/*
+ * The names of the bucket's objects that end with suffix (all when NULL):
+ * GET b/B/o?fields=items(name),nextPageToken[&pageToken=T], page after
+ * page, at most STORAGE_LIST_PAGES pages. *names (each name and the array
+ * owned by the caller) and *n are set on success; a name that is not a
+ * valid object name is left out.
+ */
+#define STORAGE_LIST_PAGES 1000
+int storage_objects_list(struct storage_client *c, const char *bucket, const char *suffix, char ***names,
+			 size_t *n, struct vx_err *err) VX_WUR;
+
 /* DELETE b/B/o/O[?ifGenerationMatch=G]. */
 int storage_object_delete(struct storage_client *c, const char *bucket, const char *object,
 			  int64_t if_generation_match, struct vx_err *err) VX_WUR;

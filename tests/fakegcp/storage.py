@@ -63,6 +63,8 @@ class Storage:
         elif len(s) == 6 and s[:2] == ["storage", "v1"] and s[2] == "b" and s[4] == "o":
             rpc, fn = {"GET": ("storage.objects.get", self.get),
                        "DELETE": ("storage.objects.delete", self.delete)}.get(m, (None, None))
+        elif len(s) == 5 and s[:2] == ["storage", "v1"] and s[2] == "b" and s[4] == "o" and m == "GET":
+            rpc, fn = "storage.objects.list", self.list
         if fn is None:
             return None
         return Route(rpc, "storage", fn, service=self)
@@ -115,6 +117,28 @@ class Storage:
                 "X-Goog-Hash": "crc32c=%s,md5=%s" % (meta["crc32c"], meta["md5Hash"]),
                 "X-Goog-Stored-Content-Length": str(len(data)), "ETag": meta["etag"]}
         return 200, meta, {}
+
+    def list(self, req):
+        """objects.list: the bucket's objects by name, `prefix` honoured, `maxResults` per page (1000 at
+        most), an opaque pageToken. `fields` is accepted and ignored (the full metadata is returned)."""
+        bucket = req.segments[3]
+        prefix = req.q("prefix") or ""
+        try:
+            size = int(req.q("maxResults") or 1000)
+            start = int(base64.urlsafe_b64decode((req.q("pageToken") or "") + "==").decode() or 0) \
+                if req.q("pageToken") else 0
+        except ValueError:
+            raise storage_err(400, "Invalid argument.", "invalid")
+        size = max(1, min(size, 1000))
+        names = sorted(k.split("/", 1)[1] for k in self.objects
+                       if k.split("/", 1)[0] == bucket and k.split("/", 1)[1].startswith(prefix))
+        page = names[start:start + size]
+        out = {"kind": "storage#objects"}
+        if page:
+            out["items"] = [self.objects[bucket + "/" + n]["meta"] for n in page]
+        if start + size < len(names):
+            out["nextPageToken"] = base64.urlsafe_b64encode(str(start + size).encode()).decode().rstrip("=")
+        return 200, out, {}
 
     def delete(self, req):
         bucket, name, cur = self._lookup(req)

@@ -287,6 +287,21 @@ class StorageObjects(FakeTestCase):
         st, e = self.fake.call("GET", "/storage/v1/b/bkt/o/state%2Fx.json")
         self.assertEqual((st, e["error"]["message"]), (404, "No such object: bkt/state/x.json"))
 
+    def test_list(self):
+        for name in ("b/state.json", "a/state.json", "a/lease.json"):
+            self.assertEqual(self.upload(name, b"{}", ifGenerationMatch="0")[0], 200)
+        self.assertEqual(self.upload("x", b"{}")[0], 200)
+        st, page = self.fake.call("GET", "/storage/v1/b/bkt/o", query={"maxResults": "2", "prefix": "a/"})
+        self.assertEqual((st, [i["name"] for i in page["items"]], "nextPageToken" in page),
+                         (200, ["a/lease.json", "a/state.json"], False))
+        st, page = self.fake.call("GET", "/storage/v1/b/bkt/o", query={"maxResults": "3"})
+        self.assertEqual([i["name"] for i in page["items"]], ["a/lease.json", "a/state.json", "b/state.json"])
+        st, last = self.fake.call("GET", "/storage/v1/b/bkt/o", query={"maxResults": "3",
+                                                                          "pageToken": page["nextPageToken"]})
+        self.assertEqual(([i["name"] for i in last["items"]], "nextPageToken" in last), (["x"], False))
+        st, none = self.fake.call("GET", "/storage/v1/b/other/o")
+        self.assertEqual((st, none), (200, {"kind": "storage#objects"}))
+
     def test_crc32c(self):
         import storage
         self.assertEqual(storage.crc32c(b"123456789"), 0xE3069283)

@@ -158,6 +158,37 @@ static void test_delete_exact(void **state)
 	vx_err_release(&err);
 }
 
+/* A list: two pages, the names kept that end with the suffix, a bad name and a non-string left out. */
+static void test_list_pages(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+	char **names = NULL;
+	size_t n = 0;
+
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
+		      "{\"items\":[{\"name\":\"a/state.json\"},{\"name\":\"a/lease.json\"},{\"name\":7},"
+		      "{\"name\":\"..\"}],\"nextPageToken\":\"t/1=\"}", 0);
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"items\":[{\"name\":\"b/c/state.json\"}]}", 0);
+	assert_int_equal(storage_objects_list(&f->c, "bkt", "/state.json", &names, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "a/state.json");
+	assert_string_equal(names[1], "b/c/state.json");
+	assert_string_equal(httpd_request(f->t.s, 0)->target, "/storage/v1/b/bkt/o?fields=items(name),nextPageToken");
+	assert_string_equal(httpd_request(f->t.s, 1)->target,
+			    "/storage/v1/b/bkt/o?fields=items(name),nextPageToken&pageToken=t%2F1%3D");
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	/* items that is not a list: an error, nothing returned */
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"items\":{}}", 0);
+	assert_int_equal(storage_objects_list(&f->c, "bkt", NULL, &names, &n, &err), VX_EINVAL);
+	assert_string_equal(err.msg, "storage: listing gs://bkt: items is not a list");
+	assert_null(names);
+	assert_int_equal(n, 0);
+	vx_err_release(&err);
+}
+
 static void test_parse_hostile(void **state)
 {
 	static const char *const bodies[] = {
@@ -200,6 +231,7 @@ int main(void)
 		T(test_read_starts_over_when_replaced),
 		T(test_write_multipart_exact),
 		T(test_delete_exact),
+		T(test_list_pages),
 		cmocka_unit_test(test_parse_hostile),
 	};
 
