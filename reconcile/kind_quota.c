@@ -274,11 +274,10 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 					     l->reconciling ? "pending" : "not granted in full",
 					     l->state_detail ? ": " : "", l->state_detail ? l->state_detail : ""));
 	}
+	/* Changed outside vx to what is declared now: nothing to do, and no drift to report on
+	 * every plan from now on, as no apply would record anything to end it. */
 	a = add(p, PLAN_NOOP, d->d.address, d, l, r);
-	if (!a)
-		return VX_ENOMEM;
-	/* Changed outside vx to the declared value: nothing to do, but said. */
-	return drifted ? drift(p, a, r->current->value, l->preferred) : 0;
+	return a ? 0 : VX_ENOMEM;
 }
 
 static int quota_plan(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)

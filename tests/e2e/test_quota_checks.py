@@ -129,3 +129,9 @@ class QuotaChecks(FakeTestCase):
         self.assertEqual(self.pref()["quotaConfig"]["preferredValue"], "16")
         r = self.repo.plan("-detailed-exitcode")
         self.assertEqual((r.code, self.summary(r.out)), (0, ["Plan: no changes. 1 unchanged."]), r)
+        # changed outside to what the declaration then says too: nothing to do, nothing to report
+        self.outside(20)
+        self.write(20)
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual((r.code, self.summary(r.out)), (0, ["Plan: no changes. 1 unchanged."]), r)
+        self.assertNotIn("Drift (changed outside vx):", r.out.splitlines(), r)
