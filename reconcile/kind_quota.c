@@ -59,8 +59,10 @@ static const char *quota_location(const struct stack_quota *d)
  * Cloud Quotas measures a decrease from the value in force: grantedValue,
  * or while none is given (an increase still pending, say) the quota's limit.
  * That limit is read here (one quotaInfos list per service) only for a
- * declared preference asking for less than it had without a grantedValue,
- * the one case where it decides anything.
+ * declared preference without a grantedValue whose preferredValue is to
+ * change, the one case where it decides anything. (Not only for a value
+ * below the preference's: while a decrease is pending, 10 after 8 may
+ * still be more than 10% below the 16 in force.)
  */
 static int limits_in_force(struct live_quotas *qs, struct provider *p, const struct stack *st,
 			   struct vx_err *err)
@@ -77,8 +79,8 @@ static int limits_in_force(struct live_quotas *qs, struct provider *p, const str
 		struct live_quota *l = live_find_mut(qs, d->d.name);
 		size_t k;
 
-		if (!l || l->has_granted || d->preferred_value < 0 || l->preferred < 0 ||
-		    d->preferred_value >= l->preferred || !p->list_quota_infos)
+		if (!l || l->has_granted || d->preferred_value < 0 || d->preferred_value == l->preferred ||
+		    !p->list_quota_infos)
 			continue;
 		for (k = 0; k < nread && strcmp(read[k], d->service); k++)
 			;
