@@ -14,6 +14,7 @@
 #include "providers/gcp/storage.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 /* Other stacks' state branches, and what a clone or fetch tracks of a remote's. */
@@ -60,12 +61,13 @@ static int mentions(const void *text, size_t len, const char *needle)
 	return 0;
 }
 
+/* Another state's names are read from a branch or bucket anyone may write: shown cleaned. */
 static int hit_set(struct state_scan_hit *out, const char *stack, const char *where, const char *address,
 		   struct vx_err *err)
 {
-	out->stack = vx_strdup(stack);
-	out->where = vx_strdup(where);
-	out->address = vx_strdup(address);
+	out->stack = vx_text_clean(stack);
+	out->where = vx_text_clean(where);
+	out->address = vx_text_clean(address ? address : "?");
 	if (!out->stack || !out->where || !out->address) {
 		state_scan_hit_release(out);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
