@@ -14,6 +14,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
+#include "util/text.h"
 #include "reconcile/kind.h"
 #include "workflow/planning.h"
 #include "workflow/workspace.h"
@@ -113,13 +114,18 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug)
 
 void cmd_error(const char *fmt, ...)
 {
+	struct vx_buf b = VX_BUF_INIT;
 	va_list ap;
+	int rc;
 
-	fputs("vx: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rc = vx_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* An argument or a value quoted here is cut as in every error (util/text.h). */
+	if (rc == 0 && b.len)
+		vx_text_cap_echoes(b.data);
+	fprintf(stderr, "vx: %s\n", rc == 0 ? vx_buf_str(&b) : "out of memory");
+	vx_buf_release(&b);
 }
 
 /* KIND.NAME for a kind of the table (job., reservation., quota.). */
@@ -193,6 +199,10 @@ void cmd_warn(void *ud, const char *msg)
 
 void cmd_report(struct vx_err *err, const char *context)
 {
+	/* Cut here, where it is shown, not where it is made: a module may still
+	 * scrub secrets from its message then (util/text.h). */
+	if (err && err->msg)
+		vx_text_cap_echoes(err->msg);
 	if (context)
 		fprintf(stderr, "vx: %s: %s\n", context, vx_err_msg(err));
 	else

@@ -10,6 +10,7 @@
 #include "cmd/exitcode.h"
 #include "reconcile/import.h"
 #include "reconcile/kind.h"
+#include "workflow/ci.h"
 #include "workflow/importing.h"
 
 static const char usage[] =
@@ -21,10 +22,12 @@ static const char usage[] =
 	"  quota.NAME        projects/P/locations/global/quotaPreferences/NAME\n"
 	"It must be in the declared project and region or zone, carry the address's\n"
 	"name (reservations, quota preferences), be tracked by no address of this\n"
-	"state and by no other stack or state (vx labels, a reservation's description\n"
-	"marker). A job is imported whatever its state; one that has ended is its\n"
-	"record's last run. Once imported, vx owns it: a plan may cancel, replace,\n"
-	"resize or delete it as it would one it made.\n\n"
+	"state, by no other state beside it (the repository's vx/state/* branches,\n"
+	"the bucket's other states) and by no other stack or state (vx labels, a\n"
+	"reservation's description marker). A job without vx labels cannot be given\n"
+	"them (a warning says so). A job is imported whatever its state; one that\n"
+	"has ended is its record's last run. Once imported, vx owns it: a plan may\n"
+	"cancel, replace, resize or delete it as it would one it made.\n\n"
 	"What differs from the declaration does not stop the import: the resource is\n"
 	"recorded as it is, the differences are listed (live -> declared), and the\n"
 	"next plan shows what it will do about them. The state gets one commit.\n\n"
@@ -42,45 +45,62 @@ static const struct cmd_opt import_opts[] = {
 	{ NULL, CMD_ARG_NONE, 0 },
 };
 
+/* ADDR RESOURCE [DIR] and the options; VX_EXIT_OK, or VX_EXIT_USAGE after saying why. */
+static int import_args(const struct cmd_args *args, const char **address, const char **resource,
+		       const char **dir, int *check)
+{
+	const struct kind *k;
+	int dir_given = 0;
+
+	for (size_t i = 0; i < args->nopts; i++) {
+		if (args->opts[i].id == IMPORT_OPT_CHECK)
+			*check = 1;
+		else if (cmd_dir_arg("import", dir, &dir_given, args->opts[i].value) < 0)
+			return VX_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < args->npos; i++) {
+		if (!*address)
+			*address = args->pos[i];
+		else if (!*resource)
+			*resource = args->pos[i];
+		else if (cmd_dir_arg("import", dir, &dir_given, args->pos[i]) < 0)
+			return VX_EXIT_USAGE;
+	}
+	if (!*resource) {
+		cmd_error("import: usage: vx import ADDR RESOURCE [DIR]");
+		return VX_EXIT_USAGE;
+	}
+	k = kind_of_address(*address);
+	if (!k || !strchr(*address, '.')[1]) {
+		cmd_error("import: ADDR is an address such as job.NAME, reservation.NAME or quota.NAME, not '%s'",
+			  *address);
+		return VX_EXIT_USAGE;
+	}
+	return VX_EXIT_OK;
+}
+
 static int import_exec(const struct cmd_args *args)
 {
 	struct importing im;
 	struct vx_ctx ctx;
 	struct vx_err err = VX_ERR_INIT;
+	struct ci ci = { NULL, 0, NULL, NULL };
 	const char *dir = ".", *address = NULL, *resource = NULL;
-	const struct kind *k;
-	int rc = VX_EXIT_ERROR, dir_given = 0, check = 0;
+	int rc, check = 0;
 
 	memset(&im, 0, sizeof(im));
-	for (size_t i = 0; i < args->nopts; i++) {
-		if (args->opts[i].id == IMPORT_OPT_CHECK)
-			check = 1;
-		else if (cmd_dir_arg("import", &dir, &dir_given, args->opts[i].value) < 0)
-			return VX_EXIT_USAGE;
-	}
-	for (size_t i = 0; i < args->npos; i++) {
-		if (!address)
-			address = args->pos[i];
-		else if (!resource)
-			resource = args->pos[i];
-		else if (cmd_dir_arg("import", &dir, &dir_given, args->pos[i]) < 0)
-			return VX_EXIT_USAGE;
-	}
-	if (!resource) {
-		cmd_error("import: usage: vx import ADDR RESOURCE [DIR]");
-		return VX_EXIT_USAGE;
-	}
-	k = kind_of_address(address);
-	if (!k || !strchr(address, '.')[1]) {
-		cmd_error("import: ADDR is an address such as job.NAME, reservation.NAME or quota.NAME, not '%s'",
-			  address);
-		return VX_EXIT_USAGE;
-	}
+	if ((rc = import_args(args, &address, &resource, &dir, &check)) != VX_EXIT_OK)
+		return rc;
+	rc = VX_EXIT_ERROR;
 	cmd_ctx_init(&ctx, args->debug);
-	if (importing_run(&im, &ctx, dir, address, resource, check, &cmd_workspace_events, &err) < 0) {
+	/* Who imports is recorded as apply records who launches: the same actor and trailers. */
+	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 ||
+	    importing_run(&im, &ctx, dir, address, resource, check, &ci, &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}
+	if (im.out.warning)
+		cmd_error("warning: %s", im.out.warning);
 	if (im.out.differs)
 		printf("%s: %s %s (%s); differs from the declaration: %s; %s\n", address,
 		       check ? "would import" : "imported", im.out.resource, im.out.status, im.out.differs,
@@ -91,6 +111,7 @@ static int import_exec(const struct cmd_args *args)
 	rc = VX_EXIT_OK;
 done:
 	importing_close(&im);
+	ci_release(&ci);
 	vx_err_release(&err);
 	return rc;
 }

@@ -26,6 +26,7 @@
 #include "reconcile/stack.h"
 #include "reconcile/ynode.h"
 #include "state/state.h"
+#include "state/state_scan.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"
@@ -40,6 +41,7 @@ void import_outcome_release(struct import_outcome *o)
 	free(o->status);
 	free(o->differs);
 	free(o->next);
+	free(o->warning);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -97,6 +99,29 @@ static const char *tracked_as(const struct state *state, const char *resource)
 				return r->address;
 	}
 	return NULL;
+}
+
+/*
+ * VX_ECONFLICT when another state beside this one records resource: a
+ * plan of either stack would cancel, replace or delete it under the other.
+ */
+static int tracked_elsewhere(const struct import_request *req, const char *resource, struct vx_err *err)
+{
+	struct state_scan_hit hit;
+	int rc;
+
+	if (!req->others)
+		return 0;
+	rc = state_scan_find(&hit, req->others, resource, err);
+	if (rc == 0 && hit.address)
+		rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is already tracked by stack %s, as %s in %s: a resource "
+				"belongs to one stack, and a plan of either would cancel or replace it under the "
+				"other; import it into one stack only", req->address, resource, hit.stack,
+				hit.address, hit.where);
+	else if (rc < 0)
+		rc = vx_err_wrap(err, "%s", req->address);
+	state_scan_hit_release(&hit);
+	return rc;
 }
 
 /* ---- differences, live -> declared ----------------------------------------- */
@@ -372,6 +397,8 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 		rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is already tracked as %s", req->address, lj.name, other);
 		goto done;
 	}
+	if ((rc = tracked_elsewhere(req, lj.name, err)) < 0)
+		goto done;
 	plan_lineage_label(lineage, state->lineage);
 	/* Labels name whose it is: another stack's, or another state's of this stack, is theirs. */
 	if ((v = live_job_label(&lj, "vx-stack")) && strcmp(v, st->name)) {
@@ -416,6 +443,15 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 	}
 	out->resource = vx_strdup(lj.name);
 	out->status = vx_strdup(job_state_short(lj.state));
+	/* Labels prove a job is vx's; Vertex AI cannot add them to one already made. */
+	if (!live_job_label(&lj, "vx-lineage") &&
+	    !(out->warning = vx_asprintf("%s: %s has no vx labels, and Vertex AI cannot add labels to an existing "
+					 "CustomJob (it has no update method): only this state's record shows it "
+					 "is vx's, so no other stack or state can tell from the job itself",
+					 req->address, lj.name))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
 	if (!out->resource || !out->status) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
@@ -563,6 +599,8 @@ static int import_reservation(struct import_outcome *out, struct state *state, s
 		rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is already tracked as %s", req->address, resource, other);
 		goto done;
 	}
+	if ((rc = tracked_elsewhere(req, resource, err)) < 0)
+		goto done;
 	/* The description marker names the stack and state that made it; another's is theirs. */
 	plan_lineage_label(lineage, state->lineage);
 	if (!(mark = vx_asprintf("vx: stack=%s lineage=%s", st->name, lineage))) {
@@ -716,6 +754,8 @@ static int import_quota(struct import_outcome *out, struct state *state, struct 
 		rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is already tracked as %s", req->address, l->name, other);
 		goto done;
 	}
+	if ((rc = tracked_elsewhere(req, l->name, err)) < 0)
+		goto done;
 	/* A preference cannot change its quota: the next plan could only refuse. */
 	if (!l->service || !l->quota_id || strcmp(l->service, d->service) || strcmp(l->quota_id, d->quota_id)) {
 		char *s = vx_text_clean(l->service ? l->service : "?"), *q = vx_text_clean(l->quota_id ? l->quota_id : "?");

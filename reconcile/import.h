@@ -19,7 +19,13 @@
  * is said in out->differs. What cannot be the address's resource is
  * refused, with nothing changed: another project, region or zone than the
  * declared one, a name that is not the address's, a resource the state
- * already tracks, or one that another stack or state marked as its own.
+ * already tracks, one another state beside it records (another stack's
+ * branch vx/state/NAME, another state in the bucket), or one that another
+ * stack or state marked as its own.
+ *
+ * A CustomJob cannot be given labels once made (Vertex AI has no update
+ * for it): one imported without vx's labels is vx's only by this state's
+ * record, which out->warning says.
  */
 
 #include <stdint.h>
@@ -30,13 +36,17 @@ struct provider;
 struct stack;
 struct state;
 struct live_jobs;
+struct state_scan_place;
 
 struct import_request {
 	const char *address;       /* "job.a": declared in the stack */
 	const char *resource;      /* the resource name as the user gave it */
 	const char *config_commit; /* recorded on the run, or NULL */
-	const char *launched_by;   /* "user@host", or NULL */
+	const char *launched_by;   /* the actor (cmd/ci.h), or NULL */
 	int64_t now_ms;            /* when the resource gives no creation time */
+	/* The other states beside this one (state/state_scan.h), whose records
+	 * must not hold the resource; NULL: none looked at (file backend). */
+	const struct state_scan_place *others;
 };
 
 struct import_outcome {
@@ -44,6 +54,7 @@ struct import_outcome {
 	char *status;    /* "running", "READY", "granted 8": its state in a word or two */
 	char *differs;   /* "count 2 -> 3, ..." (live -> declared), or NULL when it matches */
 	char *next;      /* what the next plan does about it ("the next plan will replace it"), or NULL */
+	char *warning;   /* to be shown once (a job vx cannot label), or NULL */
 };
 
 void import_outcome_release(struct import_outcome *o);

@@ -38,6 +38,67 @@ static int used(const struct stack *st, const struct state *state)
 	return 0;
 }
 
+static struct live_quota *live_find_mut(struct live_quotas *qs, const char *id)
+{
+	for (size_t i = 0; qs && i < qs->n; i++)
+		if (qs->items[i].id && !strcmp(qs->items[i].id, id))
+			return &qs->items[i];
+	return NULL;
+}
+
+/* Where a preference's quota applies: its region or zone dimension, else "global". */
+static const char *quota_location(const struct stack_quota *d)
+{
+	for (size_t i = 0; i < d->dimensions.n; i++)
+		if (!strcmp(d->dimensions.items[i].key, "region") || !strcmp(d->dimensions.items[i].key, "zone"))
+			return d->dimensions.items[i].value;
+	return "global";
+}
+
+/*
+ * Cloud Quotas measures a decrease from the value in force: grantedValue,
+ * or while none is given (an increase still pending, say) the quota's limit.
+ * That limit is read here (one quotaInfos list per service) only for a
+ * declared preference without a grantedValue whose preferredValue is to
+ * change, the one case where it decides anything. (Not only for a value
+ * below the preference's: while a decrease is pending, 10 after 8 may
+ * still be more than 10% below the 16 in force.)
+ */
+static int limits_in_force(struct live_quotas *qs, struct provider *p, const struct stack *st,
+			   struct vx_err *err)
+{
+	struct live_quota_limits lim = { NULL, 0 };
+	const char **read = calloc(st->nquotas + 1, sizeof(*read));
+	size_t nread = 0;
+	int rc = 0;
+
+	if (!read)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < st->nquotas && rc == 0; i++) {
+		const struct stack_quota *d = &st->quotas[i];
+		struct live_quota *l = live_find_mut(qs, d->d.name);
+		size_t k;
+
+		if (!l || l->has_granted || d->preferred_value < 0 || d->preferred_value == l->preferred ||
+		    !p->list_quota_infos)
+			continue;
+		for (k = 0; k < nread && strcmp(read[k], d->service); k++)
+			;
+		if (k == nread) {
+			read[nread++] = d->service;
+			if ((rc = p->list_quota_infos(p, st->project, d->service, &lim, err)) < 0) {
+				rc = vx_err_wrap(err, "%s: reading the limits of %s", d->d.address, d->service);
+				break;
+			}
+		}
+		if (live_quota_limits_find(&lim, d->service, d->quota_id, quota_location(d), &l->limit) == 0)
+			l->has_limit = 1;
+	}
+	live_quota_limits_release(&lim);
+	free(read);
+	return rc;
+}
+
 /* One paginated list of the project's preferences; none without any declared or recorded. */
 static int quota_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 			 const struct state *state, struct vx_err *err)
@@ -51,7 +112,9 @@ static int quota_refresh(struct live_store *out, struct provider *p, const struc
 	if (!p->list_quotas)
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
 	rc = p->list_quotas(p, st->project, &out->quotas, err);
-	return rc < 0 ? vx_err_wrap(err, "reading quota preferences of %s", st->project) : 0;
+	if (rc < 0)
+		return vx_err_wrap(err, "reading quota preferences of %s", st->project);
+	return limits_in_force(&out->quotas, p, st, err);
 }
 
 static const struct live_quota *live_find(const struct live_set *live, const char *id)
@@ -120,10 +183,33 @@ static int reason(struct plan_action *a, char *text)
 	return 0;
 }
 
+/* Notes a preferredValue changed outside vx, as a reservation's count is (kind_reservation.c). */
+static int drift(struct plan *p, struct plan_action *a, int64_t recorded, int64_t live)
+{
+	char *text = vx_asprintf("preferredValue changed outside vx: %" PRId64 " recorded, %" PRId64 " live",
+				 recorded, live);
+
+	if (!text)
+		return VX_ENOMEM;
+	free(a->drift);
+	a->drift = text;
+	p->drifts++;
+	return 0;
+}
+
 /* Whether Google grants less than preferred: pending, partial or denied. */
 static int short_of(const struct live_quota *l)
 {
 	return l->has_granted && l->preferred >= 0 && l->granted < l->preferred;
+}
+
+/*
+ * What Cloud Quotas measures a decrease from: grantedValue, else the
+ * quota's limit, else (neither known) the preference's own value.
+ */
+static int64_t in_force(const struct live_quota *l)
+{
+	return l->has_granted ? l->granted : l->has_limit ? l->limit : l->preferred;
 }
 
 static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_quota *d)
@@ -131,6 +217,7 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	const struct state_record *r = state_find(in->state, d->d.address);
 	const struct live_quota *l = live_find(in->live, d->d.name);
 	struct plan_action *a;
+	int drifted, rc;
 
 	if (!in->live) {
 		a = add(p, r ? PLAN_NOOP : PLAN_CREATE, d->d.address, d, NULL, r);
@@ -147,17 +234,23 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 				    "change its quota; give the declaration another name", d->d.address,
 				    d->d.name, l->service ? l->service : "?", l->quota_id ? l->quota_id : "?",
 				    d->service, d->quota_id) < 0 ? VX_ENOMEM : 0;
+	/* What the state recorded as applied, changed since by someone else (console, gcloud). */
+	drifted = r && r->current && r->current->has_value && r->current->value != l->preferred;
 	if (l->preferred != d->preferred_value ||
 	    (d->contact_email && !(l->contact_email && !strcmp(l->contact_email, d->contact_email)) &&
 	     l->contact_email)) {
-		/* A decrease of more than 10% trips Google's safety checks. */
-		if (d->preferred_value >= 0 && l->preferred > 0 &&
-		    d->preferred_value * 10 < l->preferred * 9 && !d->ignore_safety_checks)
+		/* A decrease of more than 10% of the value in force trips Google's safety checks. */
+		if (d->preferred_value >= 0 && in_force(l) > 0 &&
+		    d->preferred_value * 10 < in_force(l) * 9 && !d->ignore_safety_checks)
 			return vx_diags_add(&p->errors, NULL, 0, 0,
-					    "%s: preferredValue %" PRId64 " -> %" PRId64 " decreases the quota by "
-					    "more than 10%%, which Cloud Quotas refuses unless asked: set "
-					    "ignoreSafetyChecks: true in the declaration if that is meant",
-					    d->d.address, l->preferred, d->preferred_value) < 0 ? VX_ENOMEM : 0;
+					    "%s: preferredValue %" PRId64 " is more than 10%% below the %" PRId64
+					    " in force (%s; %" PRId64 " requested), which Cloud Quotas refuses "
+					    "unless asked: set ignoreSafetyChecks: true in the declaration if that "
+					    "decrease is meant, and remove it once applied", d->d.address,
+					    d->preferred_value, in_force(l),
+					    l->has_granted ? "granted" : l->has_limit ? "the quota's limit"
+									 : "its preferredValue",
+					    l->preferred) < 0 ? VX_ENOMEM : 0;
 		a = add(p, r ? PLAN_UPDATE : PLAN_ADOPT, d->d.address, d, l, r);
 		if (!a)
 			return VX_ENOMEM;
@@ -165,8 +258,9 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 			return reason(a, vx_asprintf("a preference %s exists: adopted, then preferredValue "
 						     "%" PRId64 " -> %" PRId64, d->d.name, l->preferred,
 						     d->preferred_value));
-		return reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64, l->preferred,
-					     d->preferred_value));
+		rc = reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64, l->preferred,
+					   d->preferred_value));
+		return rc == 0 && drifted ? drift(p, a, r->current->value, l->preferred) : rc;
 	}
 	if (!r) {
 		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
@@ -182,6 +276,8 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 					     l->reconciling ? "pending" : "not granted in full",
 					     l->state_detail ? ": " : "", l->state_detail ? l->state_detail : ""));
 	}
+	/* Changed outside vx to what is declared now: nothing to do, and no drift to report on
+	 * every plan from now on, as no apply would record anything to end it. */
 	a = add(p, PLAN_NOOP, d->d.address, d, l, r);
 	return a ? 0 : VX_ENOMEM;
 }

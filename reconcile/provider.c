@@ -214,6 +214,8 @@ int live_quota_copy(struct live_quota *out, const struct live_quota *in)
 	out->has_granted = in->has_granted;
 	out->granted = in->granted;
 	out->reconciling = in->reconciling;
+	out->has_limit = in->has_limit;
+	out->limit = in->limit;
 	if (dup_opt(&out->name, in->name) < 0 || dup_opt(&out->id, in->id) < 0 ||
 	    dup_opt(&out->service, in->service) < 0 || dup_opt(&out->quota_id, in->quota_id) < 0 ||
 	    dup_opt(&out->state_detail, in->state_detail) < 0 || dup_opt(&out->etag, in->etag) < 0 ||

@@ -115,6 +115,11 @@ struct live_quota {
 	int has_granted;
 	int64_t granted;         /* quotaConfig.grantedValue */
 	int reconciling;
+	/* The quota's limit in force (its QuotaInfo), read by the plan's
+	 * refresh only when there is no grantedValue and a decrease is asked
+	 * for: the value Cloud Quotas' decrease check measures from. */
+	int has_limit;
+	int64_t limit;
 	char *state_detail;      /* quotaConfig.stateDetail, or NULL */
 	char *etag;
 	char *contact_email;     /* as returned (Google may omit it), or NULL */

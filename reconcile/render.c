@@ -74,6 +74,14 @@ static int summary(struct vx_buf *b, const struct plan *p)
 	return rc;
 }
 
+/* Ends the summary line: " N changed outside vx." when something drifted. */
+static int drift_count(struct vx_buf *b, const struct plan *p)
+{
+	if (p->drifts)
+		return vx_buf_printf(b, " %zu changed outside vx.\n", p->drifts);
+	return vx_buf_addc(b, '\n');
+}
+
 /*
  * The first line of message, cleaned. A hand-written filter: libc has none
  * for "drop C0/C1 controls from UTF-8", and util/ had no helper for it yet.
@@ -423,7 +431,9 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 	if (rc == 0)
 		rc = summary(b, p);
 	if (rc == 0)
-		rc = vx_buf_printf(b, ". %zu unchanged.\n", p->counts[PLAN_NOOP]);
+		rc = vx_buf_printf(b, ". %zu unchanged.", p->counts[PLAN_NOOP]);
+	if (rc == 0)
+		rc = drift_count(b, p);
 	if (rc == 0 && h->capacity)
 		rc = vx_buf_adds(b, "Cost: ");
 	if (rc == 0 && h->capacity)
@@ -510,7 +520,9 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 	if (rc == 0)
 		rc = summary(b, p);
 	if (rc == 0)
-		rc = vx_buf_printf(b, ". %zu unchanged.\n", p->counts[PLAN_NOOP]);
+		rc = vx_buf_printf(b, ". %zu unchanged.", p->counts[PLAN_NOOP]);
+	if (rc == 0)
+		rc = drift_count(b, p);
 	return rc;
 }
 

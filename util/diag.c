@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/text.h"
 
 int vx_diags_add(struct vx_diags *d, const char *file, unsigned line, unsigned col,
 		 const char *fmt, ...)
@@ -40,6 +41,7 @@ int vx_diags_add(struct vx_diags *d, const char *file, unsigned line, unsigned c
 	di->line = line;
 	di->col = col;
 	di->msg = vx_buf_detach(&b);
+	vx_text_cap_echoes(di->msg);
 	di->seq = d->n;
 	if ((file && !di->file) || !di->msg) {
 		free(di->file);

@@ -1,5 +1,6 @@
 #include "util/text.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,4 +133,84 @@ void vx_text_redact_userinfo(char *s)
 int vx_text_same(const char *a, const char *b)
 {
 	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* Where a quote may open, and what may follow one that closes. */
+static int opens_after(char c)
+{
+	return c == ' ' || c == '(' || c == '[' || c == '{' || c == '=' || c == ':' || c == ',';
+}
+
+static int closes_before(char c)
+{
+	return !c || strchr(" )]},.;:?!", c) != NULL;
+}
+
+/* n, moved down to the start of the UTF-8 character it falls in. */
+static size_t utf8_floor(const char *s, size_t n)
+{
+	while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+/*
+ * Writes at w the first VX_TEXT_ECHO_KEEP bytes of the len bytes at r, "…",
+ * close (a quote, or NUL for none) and " (len bytes)"; the new w. Never
+ * past r + len + (close != 0), as len > VX_TEXT_ECHO_LIMIT.
+ */
+static char *cut_to(char *w, const char *r, size_t len, char close)
+{
+	size_t keep = utf8_floor(r, VX_TEXT_ECHO_KEEP);
+	char mark[48];
+	int m;
+
+	memmove(w, r, keep);
+	w += keep;
+	m = snprintf(mark, sizeof(mark), "\xe2\x80\xa6%s (%zu bytes)", close == '"' ? "\"" : close ? "'" : "", len);
+	if (m > 0 && (size_t)m < sizeof(mark)) {
+		memcpy(w, mark, (size_t)m);
+		w += m;
+	}
+	return w;
+}
+
+void vx_text_cap_echoes(char *s)
+{
+	const char *r = s;
+	char *w = s;
+
+	if (!s)
+		return;
+	while (*r) {
+		int at_start = r == s || opens_after(r[-1]);
+
+		if ((*r == '"' || *r == '\'') && at_start) {
+			const char *q = r + 1;
+
+			while (*q && !(*q == *r && closes_before(q[1])))
+				q++;
+			if (*q && (size_t)(q - r - 1) > VX_TEXT_ECHO_LIMIT) {
+				char quote = *r;
+				size_t len = (size_t)(q - r - 1);
+
+				*w++ = quote;
+				w = cut_to(w, r + 1, len, quote);
+				r = q + 1;
+				continue;
+			}
+		} else if (*r != ' ' && (r == s || r[-1] == ' ')) {
+			size_t len = strcspn(r, " ");
+
+			while (len && strchr(":,;.)", r[len - 1]))
+				len--;
+			if (len > VX_TEXT_ECHO_LIMIT) {
+				w = cut_to(w, r, len, 0);
+				r += len;
+				continue;
+			}
+		}
+		*w++ = *r++;
+	}
+	*w = '\0';
 }

@@ -40,6 +40,27 @@ int vx_text_is_clean(const char *s, size_t len);
  */
 void vx_text_redact_userinfo(char *s);
 
+/*
+ * Cuts what a message echoes of its input, in place (s never grows): a
+ * quoted span ("..." or '...', opened after a space, '(', '[', '{', '=',
+ * ':' or ',' and closed before one of those, the end or '.', ';', '?',
+ * '!') whose inside is over VX_TEXT_ECHO_LIMIT bytes keeps its first
+ * VX_TEXT_ECHO_KEEP bytes, on a UTF-8 boundary, then "…", the closing
+ * quote and " (N bytes)"; a run without spaces over the limit is cut the
+ * same way, its trailing punctuation kept after the mark. So a 1 MB label
+ * value becomes "aaaa…" (1048576 bytes) and a line stays a few hundred
+ * bytes whatever was declared. A cut span is within the limit: cutting
+ * twice changes nothing. Every diagnostic (util/diag.h) goes through here
+ * when added, and every error where cmd/ shows it (cmd_report,
+ * cmd_error): not when it is made, since a module may still scrub a
+ * secret from its message then (providers/gcp/auth.c), and a cut secret
+ * would no longer be found whole. Call it on any other message that
+ * quotes input before it is shown.
+ */
+#define VX_TEXT_ECHO_LIMIT 256
+#define VX_TEXT_ECHO_KEEP 200
+void vx_text_cap_echoes(char *s);
+
 /* Whether a and b are both NULL or equal strings. */
 int vx_text_same(const char *a, const char *b);
 

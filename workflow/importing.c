@@ -4,12 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/gcp/provider_gcp.h"
+#include "providers/gcp/storage.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/lock.h"
+#include "state/state_scan.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/suggest.h"
+#include "workflow/ci.h"
 
 /* "not declared", with the nearest declared address of the same kind as a hint. */
 static int not_declared(const struct stack *st, const char *address, struct vx_err *err)
@@ -36,12 +40,43 @@ static int not_declared(const struct stack *st, const char *address, struct vx_e
 	return rc;
 }
 
+/*
+ * Where the other states beside this one are (state/state_scan.h): the
+ * repository's branches for git, the bucket for gcs (read with the
+ * provider's storage client into *sc), none for a state file.
+ */
+static int others_of(struct state_scan_place *out, struct storage_client *sc, struct importing *im,
+		     struct vx_err *err)
+{
+	struct workspace *ws = &im->ws;
+	const struct stack *st = ws->st;
+
+	memset(out, 0, sizeof(*out));
+	if (st->state.backend == STACK_BACKEND_GIT) {
+		out->stack_dir = ws->dir;
+		out->branch = st->state.branch;
+	} else if (st->state.backend == STACK_BACKEND_GCS) {
+		if (gcp_provider_storage(ws->prov, sc, err) < 0)
+			return vx_err_wrap(err, "state backend gcs");
+		im->prefix = st->state.path ? vx_strdup(st->state.path) : vx_asprintf("vx/state/%s", st->name);
+		if (!im->prefix)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		out->bucket = st->state.bucket;
+		out->prefix = im->prefix;
+		out->storage = sc;
+	}
+	return 0;
+}
+
 int importing_run(struct importing *im, struct vx_ctx *ctx, const char *dir, const char *address,
-		  const char *resource, int check, const struct workspace_events *ev, struct vx_err *err)
+		  const char *resource, int check, const struct ci *ci, const struct workspace_events *ev,
+		  struct vx_err *err)
 {
 	struct workspace *ws = &im->ws;
 	struct state_lock_opts lo;
 	struct import_request req;
+	struct state_scan_place others;
+	struct storage_client sc;
 	int rc;
 
 	memset(im, 0, sizeof(*im));
@@ -54,20 +89,19 @@ int importing_run(struct importing *im, struct vx_ctx *ctx, const char *dir, con
 	lo.operation = "import";
 	if (!check && (rc = state_lock_acquire(ws->backend, &lo, err)) < 0)
 		return vx_err_wrap(err, "import");
+	memset(&sc, 0, sizeof(sc));
 	if ((rc = workspace_load_state(ws, err)) < 0 || (rc = workspace_salt(ws, NULL, err)) < 0 ||
-	    (rc = workspace_provider(ws, err)) < 0)
+	    (rc = workspace_provider(ws, err)) < 0 || (rc = others_of(&others, &sc, im, err)) < 0 ||
+	    (rc = state_audit(ws->backend, ci->actor, ci->pr_url, ci->run_url, err)) < 0)
 		return vx_err_wrap(err, "import");
-	if (state_lock_held(ws->backend)) {
-		const struct state_lock *l = state_lock_held(ws->backend);
-
-		im->launched_by = vx_asprintf("%s@%s", l->user, l->host);
-	}
+	/* Who imports is recorded as apply records who launches. */
 	memset(&req, 0, sizeof(req));
 	req.address = address;
 	req.resource = resource;
 	req.config_commit = ws->config_commit;
-	req.launched_by = im->launched_by;
+	req.launched_by = ci->actor;
 	req.now_ms = vx_now_ms(ctx);
+	req.others = &others;
 	if ((rc = import_resource(&im->out, &ws->state, ws->prov, ws->st, &req, check, err)) < 0)
 		return vx_err_wrap(err, "import");
 	if (check)
@@ -84,7 +118,7 @@ int importing_run(struct importing *im, struct vx_ctx *ctx, const char *dir, con
 void importing_close(struct importing *im)
 {
 	free(im->message);
-	free(im->launched_by);
+	free(im->prefix);
 	import_outcome_release(&im->out);
 	workspace_close(&im->ws);
 	memset(im, 0, sizeof(*im));

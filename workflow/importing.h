@@ -12,12 +12,13 @@
 #include "util/err.h"
 #include "workflow/workspace.h"
 
+struct ci;
 struct vx_ctx;
 
 struct importing {
 	struct workspace ws;
 	struct import_outcome out;  /* what the import found (and did, unless a check) */
-	char *launched_by;          /* the lease's holder, "user@host", or NULL */
+	char *prefix;               /* gcs: the state's prefix, for the scan of the others */
 	char *message;              /* the state commit's message */
 };
 
@@ -31,7 +32,7 @@ struct importing {
  * importing_close(im) after success or failure.
  */
 int importing_run(struct importing *im, struct vx_ctx *ctx, const char *dir, const char *address,
-		  const char *resource, int check, const struct workspace_events *ev,
+		  const char *resource, int check, const struct ci *ci, const struct workspace_events *ev,
 		  struct vx_err *err) VX_WUR;
 /* Gives the lease back, closes the workspace, frees everything; im is zeroed. */
 void importing_close(struct importing *im);

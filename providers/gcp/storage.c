@@ -413,7 +413,8 @@ int storage_object_list(struct storage_client *c, const char *bucket, const char
 	if (!(what = vx_asprintf("storage: listing gs://%s/%s", bucket ? bucket : "",
 				 prefix ? prefix : "")))
 		return vx_err_set(err, VX_ENOMEM, "storage: out of memory");
-	if (!bucket_ok(bucket) || !prefix || !object_ok(prefix)) {
+	/* "" lists the whole bucket. */
+	if (!bucket_ok(bucket) || !prefix || (*prefix && !object_ok(prefix))) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid bucket or prefix", what);
 		goto done;
 	}

@@ -5,6 +5,7 @@ would), imported, and then planned and applied. Each test asserts vx's
 output exactly, the state branch and what the fake holds.
 """
 import json
+import os
 import re
 import urllib.request
 
@@ -38,6 +39,13 @@ def job_spec(epochs=3, name="a", env=None):
     if env:
         spec["workerPoolSpecs"][0]["containerSpec"]["env"] = env
     return spec
+
+
+def unlabelled(address, name):
+    """The warning every import of a job without vx's labels gives, once."""
+    return ("vx: warning: %s: %s has no vx labels, and Vertex AI cannot add labels to an existing CustomJob "
+            "(it has no update method): only this state's record shows it is vx's, so no other stack or state "
+            "can tell from the job itself\n" % (address, name))
 
 
 class Import(FakeTestCase):
@@ -141,7 +149,8 @@ class Import(FakeTestCase):
         name = self.make_job()
         r = self.imp("job.a", self.by_id(name))
         self.assertEqual((r.code, r.out, r.err),
-                         (0, "job.a: imported %s (queued); it matches the declaration\n" % name, ""), r)
+                         (0, "job.a: imported %s (queued); it matches the declaration\n" % name,
+                          unlabelled("job.a", name)), r)
         cur = self.state("jobs/a.json")["current"]
         self.assertEqual((cur["resource"], cur["action"], cur["state"]), (name, "import", "JOB_STATE_QUEUED"))
         self.assertIn("vx import: job.a <- %s" % name, self.subjects())
@@ -159,6 +168,26 @@ class Import(FakeTestCase):
                          "config %s  queued\n" % (name, who, head), r)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)  # only the one made by hand
 
+    def test_import_records_the_ci_actor_as_apply_does(self):
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        env = {"GITHUB_ACTOR": "octocat", "GITHUB_RUN_ID": "77", "GITHUB_SERVER_URL": "https://github.com",
+               "GITHUB_REPOSITORY": "acme/ml"}
+        self.assertEqual(self.repo.vx("apply", self.repo.dir, "-auto-approve", "-target", "job.b",
+                                      env=env).code, 0)
+        name = self.make_job()
+        r = self.repo.vx("import", "job.a", name, self.repo.dir, env=env)
+        self.assertEqual((r.code, r.err), (0, unlabelled("job.a", name)), r)
+        self.assertEqual(self.state("jobs/b.json")["current"]["launchedBy"], "octocat")
+        self.assertEqual(self.state("jobs/a.json")["current"]["launchedBy"], "octocat")
+        trailers = [l for l in self.repo.state_log()[0].splitlines() if l.startswith(("Vx-Actor", "Vx-CI-Run"))]
+        self.assertEqual(trailers, ["Vx-Actor: octocat", "Vx-CI-Run: https://github.com/acme/ml/actions/runs/77"])
+        # VX_ACTOR first, as for apply
+        self.write({"a": job_yaml("a"), "b": job_yaml("b"), "c": job_yaml("c")})
+        name = self.make_job()
+        r = self.repo.vx("import", "job.c", name, self.repo.dir, env=dict(env, VX_ACTOR="deploy-bot"))
+        self.assertEqual((r.code, r.err), (0, unlabelled("job.c", name)), r)
+        self.assertEqual(self.state("jobs/c.json")["current"]["launchedBy"], "deploy-bot")
+
     def test_job_that_differs_is_replaced_alone(self):
         self.write({"a": job_yaml("a"), "b": job_yaml("b")})
         self.assertEqual(self.repo.apply("-target", "job.b").code, 0)
@@ -168,13 +197,13 @@ class Import(FakeTestCase):
         self.assertEqual((r.code, r.out, r.err), (0, (
             "job.a: would import %s (queued); differs from the declaration: "
             "workerPoolSpecs[0].containerSpec.args[1] 5 -> 3; "
-            "the next plan will replace it\n" % name), ""), r)
+            "the next plan will replace it\n" % name), unlabelled("job.a", name)), r)
         self.assertNotIn("jobs/a.json", self.tree())
         r = self.imp("job.a", name)
         self.assertEqual((r.code, r.out, r.err), (0, (
             "job.a: imported %s (queued); differs from the declaration: "
             "workerPoolSpecs[0].containerSpec.args[1] 5 -> 3; "
-            "the next plan will replace it\n" % name), ""), r)
+            "the next plan will replace it\n" % name), unlabelled("job.a", name)), r)
         r, lines = self.plan_lines()
         self.assertEqual(lines, ["  -/+ job.a replace"], r)
         self.assertIn("        spec changed: workerPoolSpecs[0].containerSpec.args while queued",
@@ -218,7 +247,8 @@ class Import(FakeTestCase):
         self.assertEqual(state, "JOB_STATE_CANCELLED")
         r = self.imp("job.a", name)
         self.assertEqual((r.code, r.out, r.err),
-                         (0, "job.a: imported %s (cancelled); it matches the declaration\n" % name, ""), r)
+                         (0, "job.a: imported %s (cancelled); it matches the declaration\n" % name,
+                          unlabelled("job.a", name)), r)
         r, lines = self.plan_lines("-detailed-exitcode")
         self.assertEqual((r.code, lines), (0, []), r)
         # read by name (it has no vx labels): seen cancelled, as it was, not deleted
@@ -233,7 +263,7 @@ class Import(FakeTestCase):
                                   {"name": "EPOCHS_HINT", "value": "plain"}])
         # a different secret is a difference, shown by its HMAC only
         r = self.imp("job.a", other, "-check")
-        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual((r.code, r.err), (0, unlabelled("job.a", other)), r)
         self.assertTrue(re.fullmatch(
             r"job.a: would import %s \(queued\); differs from the declaration: workerPoolSpecs\[0\]."
             r"containerSpec.env\[0\].value hmac-sha256:[0-9a-f]{45}\.\.\. -> hmac-sha256:[0-9a-f]{45}\.\.\.; the next "
@@ -242,12 +272,94 @@ class Import(FakeTestCase):
         # the same secret matches, and never reaches the state
         r = self.imp("job.a", name)
         self.assertEqual((r.code, r.out, r.err),
-                         (0, "job.a: imported %s (queued); it matches the declaration\n" % name, ""), r)
+                         (0, "job.a: imported %s (queued); it matches the declaration\n" % name,
+                          unlabelled("job.a", name)), r)
         log = self.repo.git("log", "-p", "vx/state/e2e")
         self.assertNotIn("hunter2-training-secret", log)
         self.assertIn("hmac-sha256:", json.dumps(self.state("jobs/a.json")["spec"]))
         r, lines = self.plan_lines("-detailed-exitcode")
         self.assertEqual((r.code, lines), (0, []), r)
+
+    # ---- one resource, one stack -------------------------------------------------
+
+    def other_stack(self, docs, state=""):
+        """A second stack, 'other', in the same repository (its state: vx/state/other)."""
+        d = os.path.join(self.repo.root, "other")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "stack.yaml"), "w") as f:
+            f.write("kind: Stack\nname: other\nproject: %s\nregion: %s\n%s%s"
+                    % (PROJECT, REGION, state, "".join(docs)))
+        self.repo.git("add", "-A")
+        self.repo.git("commit", "-q", "-m", "other stack")
+        return d
+
+    def test_a_job_imported_by_another_stack_is_refused(self):
+        self.write({"a": job_yaml("a")})
+        other = self.other_stack([job_yaml("b")])
+        name = self.make_job()
+        r = self.repo.vx("import", "job.b", name, other)
+        self.assertEqual((r.code, r.err), (0, unlabelled("job.b", name)), r)
+        for args in (["job.a", name], ["job.a", name, "-check"]):
+            r = self.imp(*args)
+            self.assertEqual((r.code, r.out, r.err), (1, "", (
+                "vx: import: job.a: %s is already tracked by stack other, as job.b in refs/heads/vx/state/other: "
+                "a resource belongs to one stack, and a plan of either would cancel or replace it under the other; "
+                "import it into one stack only\n" % name)), r)
+        self.assertNotIn("jobs/a.json", self.tree())
+        self.assert_no_lease()
+        # a job that stack has only in its history is still its own
+        res = self.make_reservation()
+        self.write({"a": job_yaml("a"), "r": reservation_yaml()})
+        other = self.other_stack([job_yaml("b"), reservation_yaml()])
+        self.assertEqual(self.repo.vx("import", "reservation.pool", res, other).code, 0)
+        r = self.imp("reservation.pool", res)
+        self.assertEqual((r.code, r.out, r.err), (1, "", (
+            "vx: import: reservation.pool: %s is already tracked by stack other, as reservation.pool in "
+            "refs/heads/vx/state/other: a resource belongs to one stack, and a plan of either would cancel or "
+            "replace it under the other; import it into one stack only\n" % res)), r)
+        # another job is not refused
+        mine = self.make_job()
+        r = self.imp("job.a", mine)
+        self.assertEqual((r.code, r.err), (0, unlabelled("job.a", mine)), r)
+        # the other stack's branch as a clone has it: only a remote's, tracked
+        self.repo.git("update-ref", "refs/remotes/origin/vx/state/other", "vx/state/other")
+        self.repo.git("update-ref", "-d", "refs/heads/vx/state/other")
+        self.write({"a": job_yaml("a"), "r": reservation_yaml(), "c": job_yaml("c")})
+        r = self.imp("job.c", name)
+        self.assertEqual((r.code, r.out, r.err), (1, "", (
+            "vx: import: job.c: %s is already tracked by stack other, as job.b in refs/remotes/origin/vx/state/"
+            "other: a resource belongs to one stack, and a plan of either would cancel or replace it under the "
+            "other; import it into one stack only\n" % name)), r)
+
+    def test_a_quota_imported_by_another_stack_in_the_bucket_is_refused(self):
+        gcs = "state: {backend: gcs, bucket: vx-e2e-state}\n"
+        self.repo.jobs = {"q": quota_yaml()}
+        self.repo.write(extra_stack=gcs)
+        other = self.other_stack([quota_yaml()], state=gcs)
+        name = self.make_quota()
+        r = self.repo.vx("import", "quota.l4-training", name, other)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        r = self.imp("quota.l4-training", name)
+        self.assertEqual((r.code, r.out, r.err), (1, "", (
+            "vx: import: quota.l4-training: %s is already tracked by stack other, as quota.l4-training in "
+            "gs://vx-e2e-state/vx/state/other: a resource belongs to one stack, and a plan of either would cancel "
+            "or replace it under the other; import it into one stack only\n" % name)), r)
+        self.assertEqual(self.fake.rpc_count("storage.objects.list"), 2)  # one per import
+        # a job neither stack tracks is imported, warned about once
+        self.repo.jobs = {"q": quota_yaml(), "a": job_yaml("a")}
+        self.repo.write(extra_stack=gcs)
+        job = self.make_job()
+        r = self.imp("job.a", job)
+        self.assertEqual((r.code, r.err), (0, unlabelled("job.a", job)), r)
+
+    def test_a_job_with_this_states_labels_gives_no_warning(self):
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply("-target", "job.b").code, 0)
+        lineage = self.live_jobs("b")[0]["labels"]["vx-lineage"]
+        name = self.make_job(labels={"vx-stack": "e2e", "vx-lineage": lineage, "vx-job": "a"})
+        r = self.imp("job.a", name)
+        self.assertEqual((r.code, r.out, r.err),
+                         (0, "job.a: imported %s (queued); it matches the declaration\n" % name, ""), r)
 
     # ---- reservations ------------------------------------------------------------
 

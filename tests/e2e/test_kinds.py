@@ -253,9 +253,9 @@ class Kinds(FakeTestCase):
         r = self.repo.plan()
         self.assertEqual(r.code, 1, r)
         self.assertEqual(self.section(r.out, "Errors (the plan cannot be applied):"), [
-            "  quota.l4-training: preferredValue 32 -> 8 decreases the quota by more than 10%, which "
-            "Cloud Quotas refuses unless asked: set ignoreSafetyChecks: true in the declaration if "
-            "that is meant"], r.out)
+            "  quota.l4-training: preferredValue 8 is more than 10% below the 16 in force (granted; 32 "
+            "requested), which Cloud Quotas refuses unless asked: set ignoreSafetyChecks: true in the "
+            "declaration if that decrease is meant, and remove it once applied"], r.out)
         self.write({})
         c3 = self.head()
         r, lines = self.plan_lines()

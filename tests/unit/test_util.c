@@ -175,6 +175,47 @@ static void test_suggest(void **state)
 }
 
 /* Server text on its way to a terminal: controls out, valid UTF-8 kept. */
+/* What a message quotes of its input is cut to VX_TEXT_ECHO_KEEP bytes, marked, in place. */
+static void test_text_cap_echoes(void **state)
+{
+	char *long_quoted, *want, *m;
+	size_t big = 1u << 20;
+
+	(void)state;
+	long_quoted = malloc(big + 64);
+	assert_non_null(long_quoted);
+	memcpy(long_quoted, "value \"", 7);
+	memset(long_quoted + 7, 'a', big);
+	memcpy(long_quoted + 7 + big, "\" is not valid", 15);
+	vx_text_cap_echoes(long_quoted);
+	want = vx_asprintf("value \"%.*s\xe2\x80\xa6\" (1048576 bytes) is not valid", 200,
+			   long_quoted + 7);
+	assert_string_equal(long_quoted, want);
+	/* cutting again changes nothing */
+	m = vx_strdup(long_quoted);
+	vx_text_cap_echoes(m);
+	assert_string_equal(m, want);
+	free(m);
+	free(want);
+	/* a run without spaces keeps its trailing ':'; a short one, and a short quote, pass */
+	memset(long_quoted, 'b', 300);
+	memcpy(long_quoted + 300, ": short \"x\" 'y'", sizeof(": short \"x\" 'y'"));
+	vx_text_cap_echoes(long_quoted);
+	want = vx_asprintf("%.200s\xe2\x80\xa6 (300 bytes): short \"x\" 'y'", long_quoted);
+	assert_string_equal(long_quoted, want);
+	free(want);
+	/* the cut falls on a character's first byte, never inside it */
+	memcpy(long_quoted, "'a", 2);
+	for (size_t i = 2; i < 2 + 150 * 2; i += 2)
+		memcpy(long_quoted + i, "\xc3\xa9", 2);
+	memcpy(long_quoted + 302, "'", 2);
+	vx_text_cap_echoes(long_quoted);
+	assert_int_equal(strlen(long_quoted), 1 + 199 + 3 + 1 + strlen(" (301 bytes)"));
+	assert_true(vx_text_is_clean(long_quoted, strlen(long_quoted)));
+	vx_text_cap_echoes(NULL);
+	free(long_quoted);
+}
+
 static void test_text_clean(void **state)
 {
 	static const struct { const char *in, *out; } cases[] = {
@@ -233,6 +274,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_clean),
+		cmocka_unit_test(test_text_cap_echoes),
 		cmocka_unit_test(test_err_set_and_wrap),
 		cmocka_unit_test(test_buf_cap),
 		cmocka_unit_test(test_buf_read_file_limit),
