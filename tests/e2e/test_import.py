@@ -344,7 +344,9 @@ class Import(FakeTestCase):
             "vx: import: quota.l4-training: %s is already tracked by stack other, as quota.l4-training in "
             "gs://vx-e2e-state/vx/state/other: a resource belongs to one stack, and a plan of either would cancel "
             "or replace it under the other; import it into one stack only\n" % name)), r)
-        self.assertEqual(self.fake.rpc_count("storage.objects.list"), 2)  # one per import
+        # Per import, into a prefix whose state.json does not exist yet: one list of its
+        # history/ (a deleted state is refused, not started anew) and one of the bucket's states.
+        self.assertEqual(self.fake.rpc_count("storage.objects.list"), 4)
         # a job neither stack tracks is imported, warned about once
         self.repo.jobs = {"q": quota_yaml(), "a": job_yaml("a")}
         self.repo.write(extra_stack=gcs)
