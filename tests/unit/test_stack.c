@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <git2.h>
@@ -355,6 +358,166 @@ static void test_peek(void **state)
 	}
 	vx_diags_release(&d);
 	vx_err_release(&err);
+}
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static char *joined(const char *a, const char *b)
+{
+	char *s = vx_asprintf("%s/%s", a, b);
+
+	assert_non_null(s);
+	return s;
+}
+
+/* The one diagnostic of a load that must refuse dir; caller frees. */
+static char *refusal(const char *dir)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	char *got;
+
+	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), VX_EINVAL);
+	assert_null(st);
+	assert_null(err.msg);
+	assert_int_equal(d.n, 1);
+	got = all_diags(&d);
+	vx_diags_release(&d);
+	return got;
+}
+
+/*
+ * A stack file that resolves outside the repository holding the stack (the
+ * nearest of the directory and its parents with a .git, by name) is refused at
+ * FILE:1:1, with the directory named as given (relative, with "..", with a
+ * trailing slash); without a repository, outside the stack directory. The read
+ * ahead reads nothing from it. A link inside the repository is read.
+ */
+static void test_links_out(void **state)
+{
+	char tmpl[] = "/tmp/vx-test-links-XXXXXX", cwd[PATH_MAX], *top, *repo, *stack, *sub, *out;
+	char *common, *git, *nogit, *link, *target, *want, *got, *dir;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	int jobs = 0;
+
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_non_null(mkdtemp(tmpl));
+	top = realpath(tmpl, NULL);
+	assert_non_null(top);
+	repo = joined(top, "repo");
+	stack = joined(repo, "stack");
+	sub = joined(repo, "sub");
+	common = joined(repo, "common");
+	git = joined(repo, ".git");
+	nogit = joined(repo, "not-git");
+	out = joined(top, "out");
+	for (char *const *p = (char *const[]){ repo, stack, sub, common, git, out, NULL }; *p; p++)
+		assert_int_equal(mkdir(*p, 0700), 0);
+	link = joined(stack, "x.yaml");
+	target = joined(out, "x.yaml");
+	{
+		char *s = joined(stack, "stack.yaml"), *c = joined(common, "x.yaml");
+
+		put(s, STACK_DOC);
+		put(target, JOB("x"));
+		put(c, JOB("x"));
+		free(s);
+		free(c);
+	}
+	assert_int_equal(symlink(target, link), 0);
+
+	dir = vx_asprintf("%s/sub/../stack/", repo);
+	want = vx_asprintf("%sx.yaml:1:1: this stack file resolves to %s, outside the repository %s: "
+			   "git versions only the link, so the declaration could change with no "
+			   "change in git while the plan names a clean commit; copy the file into "
+			   "the repository instead of linking to it\n", dir, target, repo);
+	got = refusal(dir);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	assert_int_equal(stack_peek(&st, &jobs, dir, &err), VX_ENOTFOUND);
+	assert_null(st);
+	vx_err_release(&err);
+	free(dir);
+
+	/* Relative to the working directory. */
+	assert_int_equal(chdir(repo), 0);
+	want = vx_asprintf("stack/x.yaml:1:1: this stack file resolves to %s, outside the "
+			   "repository %s: git versions only the link, so the declaration could "
+			   "change with no change in git while the plan names a clean commit; copy "
+			   "the file into the repository instead of linking to it\n", target, repo);
+	got = refusal("stack");
+	assert_int_equal(chdir(cwd), 0);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+
+	/* The checkout itself reached through a link: still that repository. */
+	dir = vx_asprintf("%s/alias/stack", top);
+	got = vx_asprintf("%s/alias", top);
+	assert_int_equal(symlink(repo, got), 0);
+	free(got);
+	want = vx_asprintf("%s/x.yaml:1:1: this stack file resolves to %s, outside the repository "
+			   "%s: git versions only the link, so the declaration could change with no "
+			   "change in git while the plan names a clean commit; copy the file into "
+			   "the repository instead of linking to it\n", dir, target, repo);
+	got = refusal(dir);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+
+	/* Linked inside the repository: read, by either path. */
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(symlink("../common/x.yaml", link), 0);
+	assert_int_equal(stack_load(&st, stack, NULL, &d, &err), 0);
+	assert_int_equal(st->njobs, 1);
+	stack_free(st);
+	st = NULL;
+	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), 0);
+	assert_int_equal(st->njobs, 1);
+	stack_free(st);
+	st = NULL;
+	free(dir);
+
+	/* No repository: the stack directory is the bound. */
+	assert_int_equal(rename(git, nogit), 0);
+	want = vx_asprintf("%s:1:1: this stack file resolves to %s/x.yaml, outside the stack "
+			   "directory %s, and no git repository holds the stack; copy the file into "
+			   "the stack directory instead of linking to it\n", link, common, stack);
+	got = refusal(stack);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+
+	{
+		char *rm = vx_asprintf("rm -rf '%s'", top);
+
+		assert_int_equal(system(rm), 0);
+		free(rm);
+	}
+	vx_diags_release(&d);
+	vx_err_release(&err);
+	free(top);
+	free(repo);
+	free(stack);
+	free(sub);
+	free(common);
+	free(git);
+	free(nogit);
+	free(out);
+	free(link);
+	free(target);
 }
 
 static void test_enum_did_you_mean(void **state)
@@ -1305,6 +1468,7 @@ int main(void)
 		cmocka_unit_test(test_decl_hash),
 		cmocka_unit_test(test_salt_and_legacy_records),
 		cmocka_unit_test(test_enum_names),
+		cmocka_unit_test(test_links_out),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
