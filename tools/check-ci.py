@@ -16,9 +16,10 @@ GitHub workflows (*.yml under a folder named github):
   * every `secrets.X` and `vars.X` it references is named in docs/gitops.md;
   * two identities: google-github-actions/auth takes `service_account` from
     vars.GCP_PLAN_SERVICE_ACCOUNT with vars.GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER
-    (plan, drift), or from any other name, which counts as the identity that
-    applies, with vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER; a workflow using the
-    applying identity runs only on push to main (and workflow_dispatch), and its
+    (plan), or from any other name, which counts as the identity that applies
+    (apply, watch), with vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER; a workflow
+    using the applying identity runs only on push to main (and workflow_dispatch,
+    and schedule: GitHub runs the default branch's scheduled workflows), and its
     job only on main (`if: github.ref == 'refs/heads/main'`, or a protected
     `environment`). A pull request runs the workflow files of its own branch:
     anything it can trigger must not hold the identity that applies.
@@ -62,7 +63,9 @@ APPLY_SA = "GCP_APPLY_SERVICE_ACCOUNT"
 APPLY_PROVIDER = "GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER"
 GH_VAR_ONLY = re.compile(r"^\$\{\{\s*(?:vars|secrets)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 GH_MAIN_IF = re.compile(r"github\.ref\s*==\s*'refs/heads/main'")
-GH_APPLY_TRIGGERS = {"push", "workflow_dispatch"}
+# A scheduled workflow runs the default branch's files only (GitHub), so the
+# identity that applies may run on a schedule: vx-watch.yml resubmits.
+GH_APPLY_TRIGGERS = {"push", "workflow_dispatch", "schedule"}
 
 # GitLab variables only the apply may see (protected, or naming the identity that
 # applies). GCP_SERVICE_ACCOUNT and GCP_WORKLOAD_IDENTITY_PROVIDER are the one
@@ -170,7 +173,7 @@ def var_name(value):
 
 
 def triggers_beyond_main(on):
-    """The workflow's triggers other than a push to main and workflow_dispatch."""
+    """The workflow's triggers other than a push to main, workflow_dispatch and schedule."""
     if isinstance(on, str):
         on = {on: None}
     elif isinstance(on, list):
@@ -207,7 +210,7 @@ def check_identity(doc, job, where, args, bad):
     if beyond:
         bad(where, "the identity that applies (service_account %s) in a workflow that also runs "
             "on %s: anyone who can push a branch can edit this workflow in a pull request and "
-            "act as it unreviewed; plan and drift use vars.%s" % (who, ", ".join(beyond), PLAN_SA))
+            "act as it unreviewed; plans use vars.%s" % (who, ", ".join(beyond), PLAN_SA))
     cond = job.get("if")
     if not job.get("environment") and not (isinstance(cond, str) and GH_MAIN_IF.search(cond)):
         bad(where, "the identity that applies (service_account %s) in a job without "
@@ -310,7 +313,7 @@ def check_gitlab_identities(jobs, real, bad):
                 bad("job %s" % name, "uses %s, kept for the apply, but its rules do not run it only "
                     "on the default branch (each rule an if with $CI_COMMIT_BRANCH == "
                     "$CI_DEFAULT_BRANCH): a merge request pipeline runs the MR's own "
-                    ".gitlab-ci.yml; plan and drift jobs use %s" % (", ".join(used), PLAN_SA))
+                    ".gitlab-ci.yml; plan jobs use %s" % (", ".join(used), PLAN_SA))
         if not on_default:
             for aud in auds:
                 audiences.setdefault(aud, []).append(name)

@@ -12,7 +12,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK = os.path.join(ROOT, "tools", "check-ci.py")
 RECIPES = [os.path.join(ROOT, "examples", "ci", "github", f)
-           for f in ("vx-plan.yml", "vx-apply.yml", "vx-drift.yml")] + \
+           for f in ("vx-plan.yml", "vx-apply.yml", "vx-watch.yml")] + \
           [os.path.join(ROOT, "examples", "ci", "gitlab", ".gitlab-ci.yml")]
 
 DOCS = ("Variables: `GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER`, `GCP_PLAN_SERVICE_ACCOUNT`, "
@@ -157,7 +157,7 @@ class CheckCI(unittest.TestCase):
         self.assertEqual(self.check(text), (1,
             where + ": the identity that applies (service_account vars.GCP_APPLY_SERVICE_ACCOUNT) in "
             "a workflow that also runs on pull_request: anyone who can push a branch can edit this "
-            "workflow in a pull request and act as it unreviewed; plan and drift use "
+            "workflow in a pull request and act as it unreviewed; plans use "
             "vars.GCP_PLAN_SERVICE_ACCOUNT\n" +
             where + ": the identity that applies (service_account vars.GCP_APPLY_SERVICE_ACCOUNT) in "
             "a job without if: github.ref == 'refs/heads/main' (or a protected environment): run by "
@@ -176,8 +176,7 @@ class CheckCI(unittest.TestCase):
         for on, what in (("  push:\n    branches: [main, dev]\n", "push to other than main"),
                          ("  push: {}\n", "push to other than main"),
                          ("  push:\n    branches: [main]\n  pull_request_target: {}\n",
-                          "pull_request_target"),
-                         ("  schedule:\n    - cron: '1 1 * * *'\n", "schedule")):
+                          "pull_request_target")):
             with self.subTest(on=on):
                 text = GOOD_GITHUB_APPLY.replace(
                     "  push:\n    branches: [main]\n  workflow_dispatch: {}\n", on)
@@ -185,7 +184,22 @@ class CheckCI(unittest.TestCase):
                     "F: " + self.AUTH % "apply" + ": the identity that applies (service_account "
                     "vars.GCP_APPLY_SERVICE_ACCOUNT) in a workflow that also runs on %s: anyone who "
                     "can push a branch can edit this workflow in a pull request and act as it "
-                    "unreviewed; plan and drift use vars.GCP_PLAN_SERVICE_ACCOUNT\n" % what, ""))
+                    "unreviewed; plans use vars.GCP_PLAN_SERVICE_ACCOUNT\n" % what, ""))
+
+    def test_github_apply_on_a_schedule(self):
+        # vx-watch.yml acts (it resubmits), on a schedule: GitHub runs scheduled workflows
+        # from the default branch's files only, so a schedule is as safe as a push to main.
+        text = GOOD_GITHUB_APPLY.replace(
+            "  push:\n    branches: [main]\n  workflow_dispatch: {}\n",
+            "  schedule:\n    - cron: '*/10 * * * *'\n  workflow_dispatch: {}\n")
+        self.assertEqual(self.check(text), (0, "", ""))
+        # Still not beside a trigger a branch controls.
+        text = text.replace("  workflow_dispatch: {}\n", "  workflow_dispatch: {}\n  pull_request: {}\n")
+        self.assertEqual(self.check(text), (1,
+            "F: " + self.AUTH % "apply" + ": the identity that applies (service_account "
+            "vars.GCP_APPLY_SERVICE_ACCOUNT) in a workflow that also runs on pull_request: anyone "
+            "who can push a branch can edit this workflow in a pull request and act as it "
+            "unreviewed; plans use vars.GCP_PLAN_SERVICE_ACCOUNT\n", ""))
 
     def test_github_apply_job_not_limited_to_main(self):
         text = GOOD_GITHUB_APPLY.replace("    if: github.ref == 'refs/heads/main'\n", "")
@@ -221,7 +235,7 @@ class CheckCI(unittest.TestCase):
             "F: job vx-plan: uses GCP_SERVICE_ACCOUNT, kept for the apply, but its rules do not run "
             "it only on the default branch (each rule an if with $CI_COMMIT_BRANCH == "
             "$CI_DEFAULT_BRANCH): a merge request pipeline runs the MR's own .gitlab-ci.yml; plan "
-            "and drift jobs use GCP_PLAN_SERVICE_ACCOUNT\n", ""))
+            "jobs use GCP_PLAN_SERVICE_ACCOUNT\n", ""))
 
     def test_gitlab_apply_job_rules_not_limited_to_the_default_branch(self):
         for rules in ('    - if: $CI_PIPELINE_SOURCE == "push"\n',
@@ -236,7 +250,7 @@ class CheckCI(unittest.TestCase):
                     "GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER, VX_PUSH_TOKEN, kept for the apply, but "
                     "its rules do not run it only on the default branch (each rule an if with "
                     "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH): a merge request pipeline runs the "
-                    "MR's own .gitlab-ci.yml; plan and drift jobs use GCP_PLAN_SERVICE_ACCOUNT\n",
+                    "MR's own .gitlab-ci.yml; plan jobs use GCP_PLAN_SERVICE_ACCOUNT\n",
                     ""))
         # No rules at all: runs in every pipeline.
         text = GOOD_GITLAB_TWO.replace(
