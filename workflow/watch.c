@@ -75,6 +75,18 @@ struct watch {
 	int err_streak;
 	int64_t err_since_ms;
 	char err_sent[NOTIFY_KEY_LEN + 1];
+	/* Quota preferences seen reconciling (pending) last cycle, and the events of
+	 * those that stopped since: granted or denied (address, preferred, granted). */
+	struct told pending;
+	struct quota_news *news;
+	size_t nnews;
+};
+
+struct quota_news {
+	char *address;
+	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED */
+	char state[96];             /* "granted 16 of 16", "granted 8 of 16" */
+	char key[24];               /* the preferred value: one event per request */
 };
 
 /* The same error this many cycles in a row is a watch-error notification. */
@@ -143,10 +155,18 @@ static void on_progress(void *ud, const char *line)
 	free(addr);
 }
 
-/* Whether what was told (once per change) is told already; remembered for the next cycle. */
-static int told_once(struct watch *w, const char *what)
+/* Whether what is in t's last cycle's set. */
+static int told_in(const struct told *t, const char *what)
 {
-	struct told *t = &w->told;
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->items[i], what))
+			return 1;
+	return 0;
+}
+
+/* Whether what was told (once per change) is told already; remembered for the next cycle. */
+static int told_once_in(struct told *t, const char *what)
+{
 	char **p;
 	int seen = 0;
 
@@ -174,6 +194,11 @@ static void told_turn(struct told *t)
 	t->n = t->nnext;
 	t->next = NULL;
 	t->nnext = 0;
+}
+
+static int told_once(struct watch *w, const char *what)
+{
+	return told_once_in(&w->told, what);
 }
 
 static void told_release(struct told *t)
@@ -448,6 +473,73 @@ static const struct workspace_source *source(const struct watch *w)
 	return w->remote ? &w->src : NULL;
 }
 
+/* ---- quota preferences that stopped reconciling ---- */
+
+static void news_release(struct watch *w)
+{
+	for (size_t i = 0; i < w->nnews; i++)
+		free(w->news[i].address);
+	free(w->news);
+	w->news = NULL;
+	w->nnews = 0;
+}
+
+/*
+ * A preference that was reconciling last cycle and no longer is has been
+ * granted (all it asked for) or denied (less). Seen by this watcher only:
+ * the state records no reconciling, so a restart in between misses it.
+ */
+static void quota_changes(struct watch *w, const struct plan *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct live_quota *l = a->kind_of == &kind_quota ? a->klive : NULL;
+		struct quota_news *n;
+		char what[300];
+
+		if (!l)
+			continue;
+		snprintf(what, sizeof(what), "pending|%s|%lld", a->address, (long long)l->preferred);
+		if (l->reconciling) {
+			(void)told_once_in(&w->pending, what);
+			continue;
+		}
+		if (!told_in(&w->pending, what))
+			continue;
+		if (!(n = realloc(w->news, (w->nnews + 1) * sizeof(*n))))
+			return;
+		w->news = n;
+		n = &w->news[w->nnews];
+		memset(n, 0, sizeof(*n));
+		if (!(n->address = strdup(a->address)))
+			return;
+		w->nnews++;
+		n->kind = l->has_granted && l->granted >= l->preferred ? NOTIFY_QUOTA_GRANTED : NOTIFY_QUOTA_DENIED;
+		snprintf(n->state, sizeof(n->state), "granted %lld of %lld", l->has_granted ? (long long)l->granted : 0LL,
+			 (long long)l->preferred);
+		snprintf(n->key, sizeof(n->key), "%lld", (long long)l->preferred);
+	}
+}
+
+static int news_events(struct watch *w, struct notify_list *out, const char *stack)
+{
+	for (size_t i = 0; i < w->nnews; i++) {
+		struct notify_event ev;
+		int rc;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = w->news[i].kind;
+		ev.stack = stack;
+		ev.address = w->news[i].address;
+		ev.state = w->news[i].state;
+		ev.key = w->news[i].key;
+		ev.time_ms = vx_now_ms(w->ctx);
+		if ((rc = notify_list_add(out, &ev)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- watch-error ---- */
 
 /* Keeps the Stack's name and notify: targets of a stack that loaded. */
@@ -631,11 +723,19 @@ static int look(struct watch *w, int *need, struct watch_result *res, struct vx_
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
+	news_release(w);
+	quota_changes(w, &pl.planner.plan);
+	if (ws.st->nnotify && (rc = news_events(w, &events, ws.st->name)) < 0) {
+		rc = vx_err_set(err, rc, "out of memory");
+		goto done;
+	}
 	*need = *need || refreshed || ws.migrated || undelivered(ws.st, &ws.state, &events);
 done:
 	/* What was not told again this time no longer holds (only when it planned). */
-	if (planned)
+	if (planned) {
 		told_turn(&w->told);
+		told_turn(&w->pending);
+	}
 	free(summary);
 	notify_list_release(&events);
 	planning_release(&pl);
@@ -745,7 +845,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 				res->resubmitted++;
 		}
 	}
-	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0) {
+	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
@@ -879,5 +979,7 @@ void watch_free(struct watch *w)
 	free(w->targets.notify);
 	free(w->targets.name);
 	free(w->err_msg);
+	told_release(&w->pending);
+	news_release(w);
 	free(w);
 }

@@ -394,3 +394,29 @@ class Watch(FakeTestCase):
                                                  "us-central1: PERMISSION_DENIED: Injected fault."), ev)
         self.assertEqual([without_time(l) for l in out.splitlines() if "notify" in l],
                          ["notify: watch-error to notify[0] delivered"])
+
+    def test_a_quota_request_granted_while_watched_is_told(self):
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        env = {"HOOK": rcv.url}
+        # The fake grants increases after 10 virtual minutes.
+        self.fake.post("/_fake/quota-grants", {"mode": "full", "delay_seconds": 600})
+        quota = ("---\nkind: QuotaPreference\nname: l4-training\nservice: aiplatform.googleapis.com\n"
+                 "quotaId: CustomModelTrainingL4GPUsPerProjectPerRegion\ndimensions: {region: us-central1}\n"
+                 "preferredValue: 2000\ncontactEmail: ml-infra@example.com\n")
+        self.repo.jobs = {"q": quota}
+        self.repo.write(extra_stack="notify:\n  - urlEnv: HOOK\n    on: [quota-granted, quota-denied]\n")
+        self.assertEqual(self.repo.apply(env=env).code, 0)
+        w = Watcher(self.repo, "-interval", "1s", "-metrics", os.path.join(self.tmp, "m.prom"), env=env)
+        try:
+            deadline = time.time() + 30
+            while not os.path.exists(os.path.join(self.tmp, "m.prom")):
+                self.assertLess(time.time(), deadline)
+                time.sleep(0.02)
+            self.fake.advance(700)
+            w.wait_line(lambda l: "quota-granted" in l)
+        finally:
+            self.assertEqual(w.stop(), 0)
+        self.assertEqual(rcv.events(), ["quota-granted"])
+        ev = json.loads(rcv.got[0][1])
+        self.assertEqual((ev["address"], ev["state"]), ("quota.l4-training", "granted 2000 of 2000"))
