@@ -138,10 +138,8 @@ static char *names(const struct live_jobs *js)
 			v[k - 1] = t;
 		}
 	buf[0] = '\0';
-	for (size_t i = 0; i < n; i++) {
-		strcat(buf, i ? " " : "");
-		strcat(buf, v[i]);
-	}
+	for (size_t i = 0, len = 0; i < n; i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? " " : "", v[i]);
 	return buf;
 }
 
