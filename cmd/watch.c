@@ -120,10 +120,19 @@ static void line(void *ud, const char *kind, const char *address, const char *ms
 }
 
 /* The metrics in Prometheus text format (0.0.4). */
-static int metrics_text(struct vx_buf *b, const struct watcher *wr)
+static int metrics_text(struct vx_buf *b, const struct watcher *wr, struct watch *w)
 {
-	int rc = vx_buf_adds(b, "# HELP vx_watch_jobs The stack's live jobs by state, as last listed.\n"
-				"# TYPE vx_watch_jobs gauge\n");
+	const char *apis[8];
+	uint64_t errs[8];
+	size_t napis = watch_api_errors(w, apis, errs, 8);
+	int rc = vx_buf_adds(b, "# HELP vx_watch_api_errors_total Requests that failed, by API (no answer, or "
+				"401, 403, 429, 5xx after retries).\n# TYPE vx_watch_api_errors_total counter\n");
+
+	for (size_t i = 0; i < napis && rc == 0; i++)
+		rc = vx_buf_printf(b, "vx_watch_api_errors_total{service=\"%s\"} %" PRIu64 "\n", apis[i], errs[i]);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "# HELP vx_watch_jobs The stack's live jobs by state, as last listed.\n"
+				    "# TYPE vx_watch_jobs gauge\n");
 
 	for (int i = 0; i < 8 && rc == 0; i++)
 		rc = vx_buf_printf(b, "vx_watch_jobs{state=\"%s\"} %zu\n", watch_job_states[i],
@@ -155,14 +164,14 @@ static int metrics_text(struct vx_buf *b, const struct watcher *wr)
 }
 
 /* Written to FILE.tmp, then renamed over FILE: a reader never sees half of it. */
-static void write_metrics(struct watcher *wr)
+static void write_metrics(struct watcher *wr, struct watch *w)
 {
 	struct vx_buf b = VX_BUF_INIT;
 	char *tmp = vx_asprintf("%s.tmp", wr->metrics);
 	FILE *f = NULL;
 	int ok = 0;
 
-	if (tmp && metrics_text(&b, wr) == 0 && (f = fopen(tmp, "w"))) {
+	if (tmp && metrics_text(&b, wr, w) == 0 && (f = fopen(tmp, "w"))) {
 		ok = fwrite(b.data, 1, b.len, f) == b.len;
 		ok = (fclose(f) == 0) && ok && rename(tmp, wr->metrics) == 0;
 	}
@@ -176,8 +185,8 @@ static void write_metrics(struct watcher *wr)
 }
 
 /* After a cycle: counters, the error line, the metrics. */
-static void account(struct watcher *wr, const struct watch_result *res, int rc, struct vx_err *err,
-		    int64_t started_mono)
+static void account(struct watcher *wr, struct watch *w, const struct watch_result *res, int rc,
+		    struct vx_err *err, int64_t started_mono)
 {
 	wr->cycles++;
 	wr->cycle_seconds = (double)(vx_mono_ms(&wr->ctx) - started_mono) / 1000.0;
@@ -203,7 +212,7 @@ static void account(struct watcher *wr, const struct watch_result *res, int rc, 
 		wr->notified += res->notified;
 	}
 	if (wr->metrics)
-		write_metrics(wr);
+		write_metrics(wr, w);
 }
 
 /*
@@ -347,7 +356,7 @@ static int watch_exec(const struct cmd_args *args)
 
 		cmd_ctx_time_limit(&wr.ctx);
 		crc = watch_cycle(w, &res, &err);
-		account(&wr, &res, crc, &err, t0);
+		account(&wr, w, &res, crc, &err, t0);
 		vx_err_release(&err);
 		if (wr.once || (wr.max_cycles && wr.cycles >= wr.max_cycles))
 			break;

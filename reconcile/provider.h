@@ -261,6 +261,13 @@ struct provider {
 	int (*post_webhook)(struct provider *p, const struct provider_webhook *req, long *status,
 			    struct vx_err *err);
 
+	/*
+	 * The requests that failed so far, per API ("aiplatform", "compute",
+	 * "cloudquotas", "storage", "oauth", "webhook"), for a watcher's metrics:
+	 * fills up to max names and counts, returns how many. NULL: not counted.
+	 */
+	size_t (*api_errors)(struct provider *p, const char **names, uint64_t *counts, size_t max);
+
 	/* Releases the provider. */
 	void (*free)(struct provider *p);
 

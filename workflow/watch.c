@@ -953,6 +953,11 @@ int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *o
 	return 0;
 }
 
+size_t watch_api_errors(struct watch *w, const char **names, uint64_t *counts, size_t max)
+{
+	return w->prov && w->prov->api_errors ? w->prov->api_errors(w->prov, names, counts, max) : 0;
+}
+
 void watch_free(struct watch *w)
 {
 	if (!w)

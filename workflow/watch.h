@@ -94,6 +94,9 @@ int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *o
  * record them, and releases the lease.
  */
 int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err) VX_WUR;
+/* The requests that failed since the watcher started, per API (its provider's
+ * count): up to max names and counts; how many. */
+size_t watch_api_errors(struct watch *w, const char **names, uint64_t *counts, size_t max);
 void watch_free(struct watch *w);
 
 #endif

@@ -71,6 +71,8 @@ struct gcp_http {
 	pthread_mutex_t lock;
 	uint64_t rng;
 	char *warned_host;          /* the last host whose refused connections were reported */
+	struct { const char *api; uint64_t n; } errors[GCP_HTTP_APIS]; /* gcp_http_errors */
+	size_t nerrors;
 	CURL **idle;                /* easy handles between requests, with their connections */
 	size_t nidle;
 	/* One token get or invalidate at a time. Taken before lock, never inside it. */
@@ -1131,10 +1133,52 @@ static int send_one(struct gcp_http *h, const struct gcp_request *req, struct gc
 	return x.rc;
 }
 
+/* Counts a failed request under its api (gcp_http_errors). The api names are
+ * the callers' string literals, so keeping the pointer is safe. */
+static void count_error(struct gcp_http *h, const struct gcp_request *req, int rc, const struct gcp_response *resp)
+{
+	long st = resp ? resp->status : 0;
+	const char *api = req->api ? req->api : "other";
+	size_t i;
+
+	if (rc == 0 && st != 401 && st != 403 && st != 429 && st < 500)
+		return;
+	pthread_mutex_lock(&h->lock);
+	for (i = 0; i < h->nerrors && strcmp(h->errors[i].api, api); i++)
+		;
+	if (i == h->nerrors && h->nerrors < GCP_HTTP_APIS)
+		h->errors[h->nerrors++].api = api;
+	if (i < h->nerrors)
+		h->errors[i].n++;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void gcp_http_errors(struct gcp_http *h, const char *names[GCP_HTTP_APIS], uint64_t counts[GCP_HTTP_APIS],
+		     size_t *n)
+{
+	pthread_mutex_lock(&h->lock);
+	for (size_t i = 0; i < h->nerrors; i++) {
+		size_t k;
+
+		for (k = 0; k < *n && strcmp(names[k], h->errors[i].api); k++)
+			;
+		if (k == *n && *n < GCP_HTTP_APIS) {
+			names[*n] = h->errors[i].api;
+			counts[(*n)++] = 0;
+		}
+		if (k < *n)
+			counts[k] += h->errors[i].n;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
 int gcp_http_send(struct gcp_http *h, const struct gcp_request *req, struct gcp_response *resp,
 		  struct vx_err *err)
 {
-	return send_one(h, req, resp, err);
+	int rc = send_one(h, req, resp, err);
+
+	count_error(h, req, rc, resp);
+	return rc;
 }
 
 struct many {
@@ -1161,6 +1205,7 @@ static void *many_main(void *ud)
 		if (i == m->n)
 			return NULL;
 		rc = send_one(m->h, &m->reqs[i], &m->resps[i], m->errs ? &m->errs[i] : NULL);
+		count_error(m->h, &m->reqs[i], rc, &m->resps[i]);
 		if (m->rcs)
 			m->rcs[i] = rc;
 	}

@@ -157,6 +157,19 @@ int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *r
 void gcp_response_release(struct gcp_response *resp);
 
 /*
+ * The requests that failed, per rate-limit bucket's api ("aiplatform",
+ * "compute", ...), since the layer was made: no answer (a connection error,
+ * retries spent, an uncertain create), or an answer of 401, 403, 429 or 5xx
+ * after the retries. Another 4xx is the caller's business (a 404 of a job
+ * just deleted), not counted. Merges into the *n entries of names and counts
+ * (an api not among them is added while *n < GCP_HTTP_APIS), so several
+ * layers' counts add up.
+ */
+#define GCP_HTTP_APIS 8
+void gcp_http_errors(struct gcp_http *h, const char *names[GCP_HTTP_APIS], uint64_t counts[GCP_HTTP_APIS],
+		     size_t *n);
+
+/*
  * 1 when t may go into "Authorization: Bearer t": RFC 6750's b64token,
  * [A-Za-z0-9._~+/-]+ then '='s. A token is refused otherwise (it comes from
  * a server, and CR/LF in it would add headers); the layer checks every token

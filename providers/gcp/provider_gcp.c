@@ -278,6 +278,26 @@ static int gcp_post_webhook(struct provider *p, const struct provider_webhook *r
 	return rc;
 }
 
+static size_t gcp_api_errors(struct provider *p, const char **names, uint64_t *counts, size_t max)
+{
+	struct gcp_provider *g = gp(p);
+	const char *nm[GCP_HTTP_APIS];
+	uint64_t ct[GCP_HTTP_APIS];
+	size_t n = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (g->auth_http)
+		gcp_http_errors(g->auth_http, nm, ct, &n);
+	for (size_t i = 0; i < g->nall; i++)
+		gcp_http_errors(g->all_list[i]->http, nm, ct, &n);
+	pthread_mutex_unlock(&g->lock);
+	for (size_t i = 0; i < n && i < max; i++) {
+		names[i] = nm[i];
+		counts[i] = ct[i];
+	}
+	return n < max ? n : max;
+}
+
 static int gcp_list_active_jobs(struct provider *p, const char *project, const char *region,
 				const char *stack, struct live_jobs *out, struct vx_err *err)
 {
@@ -1131,6 +1151,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->base.list_jobs = gcp_list_jobs;
 	g->base.list_active_jobs = gcp_list_active_jobs;
 	g->base.post_webhook = gcp_post_webhook;
+	g->base.api_errors = gcp_api_errors;
 	g->base.list_job_runs = gcp_list_job_runs;
 	g->base.create_job = gcp_create_job;
 	g->base.cancel_job = gcp_cancel_job;

@@ -160,6 +160,21 @@ def job_yaml(name, epochs=3, run=1, on="stockout, preempted", attempts=3, on_cha
                       count=count, tag=tag, strategy=strategy, env=env)
 
 
+def process_state(pid):
+    """The state letter of /proc/PID/stat ('T' when stopped), or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return None
+    return stat[stat.rindex(")") + 2]
+
+
+def asan_build():
+    """Whether VX_BIN is the AddressSanitizer build (make check's e2e-asan pool)."""
+    return "/asan/" in VX_BIN
+
+
 class Result:
     def __init__(self, cp):
         self.code = cp.returncode

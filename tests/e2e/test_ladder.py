@@ -12,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from harness import FakeTestCase, REGION, VX_BIN
+from harness import FakeTestCase, REGION, VX_BIN, process_state
 
 PENDING_AFTER = 60       # virtual seconds: a queued job has left PENDING (stocked out, or runs)
 WAITED_OUT = 3700        # past the FLEX_START rung's maxWaitDuration (1h)
@@ -45,16 +45,6 @@ WAIT_TIMEOUT = ("code 8: The job could not obtain the requested resources within
 
 def ladder_yaml(on="stockout, preempted, wait-timeout", region="us-east5"):
     return LADDER_JOB.format(on=on, region=region)
-
-
-def process_state(pid):
-    """The state letter of /proc/PID/stat ('T' when stopped), or None once it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-    except FileNotFoundError:
-        return None
-    return stat[stat.rindex(")") + 2]
 
 
 class Ladder(FakeTestCase):

@@ -7,7 +7,7 @@ import subprocess
 import time
 import unittest
 
-from harness import FakeTestCase, VX_BIN, Result, job_yaml
+from harness import FakeTestCase, VX_BIN, Result, job_yaml, process_state
 
 # A short lease so the test waits seconds, not minutes; and a short in-flight
 # window, so the apply that takes over settles the paused one's intents quickly.
@@ -16,16 +16,6 @@ SHORT = {"VX_LEASE_SECONDS": "2", "VX_INFLIGHT_SECONDS": "1"}
 FENCE = re.compile(
     r"vx: the state lease expired while this apply was paused \(last renewed \d+s ago, "
     r"lease 2s\): stopping without sending; another apply may hold it now\n")
-
-
-def process_state(pid):
-    """The state letter of /proc/PID/stat ('T' when stopped), or None once it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-    except FileNotFoundError:
-        return None
-    return stat[stat.rindex(")") + 2]
 
 
 class Lease(FakeTestCase):

@@ -44,9 +44,10 @@ class ValidateTest(unittest.TestCase):
         return err
 
     def test_examples(self):
-        # examples/ci holds CI recipes (docs/gitops.md), not a stack.
+        # examples/ci holds CI recipes (docs/gitops.md) and examples/watch the ways to run
+        # vx watch (docs/watch.md), not stacks.
         examples = sorted(e for e in glob.glob(os.path.join(ROOT, "examples", "*"))
-                          if os.path.basename(e) != "ci")
+                          if os.path.basename(e) not in ("ci", "watch"))
         names = [os.path.basename(e) for e in examples]
         for want in ("quickstart", "gemma2-flex", "multi-gpu", "reserved"):
             self.assertIn(want, names)
