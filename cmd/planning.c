@@ -41,6 +41,9 @@ int planning_opt(struct planning_opts *o, int id, const char *v, struct vx_err *
 		else
 			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v);
 		return 1;
+	case PLANNING_OPT_ALLOW_OTHER_LINEAGE:
+		o->allow_other_lineage = 1;
+		return 1;
 	case PLANNING_OPT_REFRESH:
 		if (!v || !strcmp(v, "true"))
 			o->refresh = 1;
@@ -207,6 +210,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	popts.ntargets = o->ntargets;
 	popts.replaces = o->replaces;
 	popts.nreplaces = o->nreplaces;
+	popts.allow_other_lineage = o->allow_other_lineage;
 	pl->live = live_store_view(&ws->store);
 	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &pl->live : NULL, &popts, err);
 	if (rc < 0)

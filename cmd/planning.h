@@ -20,6 +20,7 @@ struct planning_opts {
 	size_t nreplaces;
 	int refresh;
 	int fail_on_quota;       /* -fail-on=quota: a job that does not fit is a plan error */
+	int allow_other_lineage; /* -allow-other-lineage */
 };
 
 struct planning {
@@ -39,14 +40,17 @@ enum {
 	PLANNING_OPT_REPLACE,
 	PLANNING_OPT_REFRESH,
 	PLANNING_OPT_FAIL_ON,
+	PLANNING_OPT_ALLOW_OTHER_LINEAGE,
 };
 #define PLANNING_OPTS \
 	{ "target", CMD_ARG_REQUIRED, PLANNING_OPT_TARGET }, \
 	{ "replace", CMD_ARG_REQUIRED, PLANNING_OPT_REPLACE }, \
 	{ "refresh", CMD_ARG_OPTIONAL, PLANNING_OPT_REFRESH }, \
-	{ "fail-on", CMD_ARG_REQUIRED, PLANNING_OPT_FAIL_ON }
+	{ "fail-on", CMD_ARG_REQUIRED, PLANNING_OPT_FAIL_ON }, \
+	{ "allow-other-lineage", CMD_ARG_NONE, PLANNING_OPT_ALLOW_OTHER_LINEAGE }
 
-/* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on):
+/* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on,
+ * -allow-other-lineage):
  * 1 when id is one (err set when its value is bad), else 0. */
 int planning_opt(struct planning_opts *o, int id, const char *value, struct vx_err *err);
 void planning_opts_release(struct planning_opts *o);

@@ -71,6 +71,9 @@ struct builder {
 	const struct plan_decl **decls;     /* sorted by address */
 	const char **known;                 /* every run the state knows, sorted */
 	size_t nknown;
+	const char **created;               /* addresses of the jobs this plan creates, sorted */
+	size_t ncreated;
+	int other_lineage;                  /* check_other_lineage refused: no warning repeats it */
 };
 
 static int cmp_live_name(const void *a, const void *b)
@@ -666,6 +669,112 @@ static void warn_foreign(struct builder *b, const struct live_job *j)
 		b->oom = 1;
 }
 
+/*
+ * Whether j, a live job of this stack that this state cannot prove its own,
+ * carries the address of a job this plan creates (index: the created
+ * addresses, sorted). Two runs of one job would then run side by side.
+ */
+static int collides(const struct builder *b, const struct live_job *j)
+{
+	const char *job = live_job_label(j, "vx-job");
+	char addr[STATE_MAX_NAME + 8];
+	const char *key = addr;
+
+	if (!b->ncreated || !j->name || !job || !label_is(j, "vx-stack", b->in->stack) || owned(b, j) ||
+	    !job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING"))
+		return 0;
+	if ((size_t)snprintf(addr, sizeof(addr), "job.%s", job) >= sizeof(addr))
+		return 0;
+	return bsearch(&key, b->created, b->ncreated, sizeof(*b->created), cmp_cstr) != NULL;
+}
+
+/* The first few of n items, then "and N more". */
+#define SHOW_FIRST 3
+
+/*
+ * Never creates a job beside a live run of it that another state of this
+ * stack name launched (its vx-lineage is not this state's). With no state
+ * loaded, that is almost always this stack's own state gone missing (CI
+ * without state.remote, a clone without the state branch, a deleted
+ * object), and creating would run every job twice: a plan error naming
+ * the cause and the fix. With a state, another repository may use the
+ * name: the same error, with that fix. -allow-other-lineage creates anyway
+ * (the jobs are then only warned about, as any foreign job).
+ */
+static void check_other_lineage(struct builder *b)
+{
+	const struct plan_input *in = b->in;
+	struct vx_buf jobs = VX_BUF_INIT, lins = VX_BUF_INIT;
+	const struct live_job **hit = NULL;
+	const char **seen = NULL;
+	size_t nhit = 0, nseen = 0;
+	int rc = 0;
+
+	if (!in->live || in->allow_other_lineage)
+		return;
+	b->created = calloc(b->p->n + 1, sizeof(*b->created));
+	hit = calloc(in->live->n + 1, sizeof(*hit));
+	seen = calloc(in->live->n + 1, sizeof(*seen));
+	if (!b->created || !hit || !seen) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	for (size_t i = 0; i < b->p->n; i++)
+		if (b->p->actions[i].kind == PLAN_CREATE && b->p->actions[i].kind_of == &kind_job)
+			b->created[b->ncreated++] = b->p->actions[i].address;
+	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_cstr);
+	for (size_t i = 0; i < in->live->n; i++)
+		if (collides(b, &in->live->items[i]))
+			hit[nhit++] = &in->live->items[i];
+	if (!nhit)
+		goto done;
+	/* In address order, as the plan lists them (the lists come in any order). */
+	qsort(hit, nhit, sizeof(*hit), cmp_live_job);
+	for (size_t i = 0; i < nhit && rc == 0; i++) {
+		const char *lin = live_job_label(hit[i], "vx-lineage");
+		size_t k = 0;
+
+		if (i < SHOW_FIRST)
+			rc = vx_buf_printf(&jobs, "%sjob.%s (%s, %s)", i ? ", " : "", vx_job_of(hit[i]),
+					   hit[i]->name, job_state_short(hit[i]->state));
+		lin = lin ? lin : "none";
+		/* Lineages are one or two: a scan is enough. */
+		while (k < nseen && strcmp(seen[k], lin) != 0)
+			k++;
+		if (k == nseen && rc == 0) {
+			rc = vx_buf_printf(&lins, "%s%s", nseen ? ", " : "", lin);
+			seen[nseen++] = lin;
+		}
+	}
+	if (rc == 0 && nhit > SHOW_FIRST)
+		rc = vx_buf_printf(&jobs, " and %zu more", nhit - SHOW_FIRST);
+	if (rc == 0 && in->state_is_new)
+		rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
+			"the state of stack %s was not found (none was loaded: serial 0), but live jobs of "
+			"this stack from another state (vx-lineage %s) run %zu of the jobs this plan would "
+			"create: %s. Creating them would run each job twice. %s To create them anyway (they "
+			"are not this stack's), re-run with -allow-other-lineage",
+			in->stack, lins.data, nhit, jobs.data,
+			in->state_lost_hint ? in->state_lost_hint
+			: "Likely cause: the state was not read from where it is kept; fix that and plan again.");
+	else if (rc == 0)
+		rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
+			"live jobs of stack %s from another state (vx-lineage %s) run %zu of the jobs this "
+			"plan would create: %s. Creating them would run each job twice. If another "
+			"repository uses the stack name %s, rename one of the two stacks; if they are "
+			"leftovers of this one, cancel them ('gcloud ai custom-jobs cancel NAME'); to create "
+			"anyway, re-run with -allow-other-lineage",
+			in->stack, lins.data, nhit, jobs.data, in->stack);
+	b->other_lineage = 1;
+done:
+	if (rc < 0)
+		b->oom = 1;
+	vx_buf_release(&jobs);
+	vx_buf_release(&lins);
+	free(seen);
+	free(hit);
+}
+
 /* Active jobs labelled for this stack and this state that nothing accounts
  * for: a crashed apply's leftovers or duplicates. They cost money: the plan
  * cancels them, and touches no record (the action has none). */
@@ -696,7 +805,8 @@ static void plan_untracked(struct builder *b)
 		if (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING"))
 			continue;
 		if (!owned(b, j)) {
-			warn_foreign(b, j);
+			if (!b->other_lineage || !collides(b, j))
+				warn_foreign(b, j);
 			continue;
 		}
 		addr = vx_asprintf("job.%s", job ? job : "?");
@@ -768,6 +878,7 @@ static void free_indexes(struct builder *b)
 	free(b->records);
 	free(b->decls);
 	free(b->known);
+	free(b->created);
 }
 
 int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err)
@@ -798,6 +909,8 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
 			plan_removed(&b, r);
 	}
 	if (!b.oom)
+		check_other_lineage(&b);
+	if (!b.oom)
 		plan_untracked(&b);
 	free_indexes(&b);
 	if (b.oom) {
@@ -817,6 +930,41 @@ static enum plan_on_change on_change(enum stack_on_change v)
 	case STACK_ON_CHANGE_AFTER_FINISH: return PLAN_ON_CHANGE_AFTER_FINISH;
 	case STACK_ON_CHANGE_IGNORE: return PLAN_ON_CHANGE_IGNORE;
 	default: return PLAN_ON_CHANGE_REPLACE;
+	}
+}
+
+/*
+ * Where the state of st is kept and how a state that was not found is got
+ * back, for the plan error of check_other_lineage. Owned by the caller.
+ */
+static char *state_lost_hint(const struct stack *st)
+{
+	const struct stack_state_cfg *c = &st->state;
+
+	switch (c->backend) {
+	case STACK_BACKEND_GCS:
+		return vx_asprintf("Likely cause: the state object gs://%s/%s/state.json was deleted, or "
+				   "state.bucket or state.path changed. Fix: restore it (its history is under "
+				   "gs://%s/%s/history/, and a versioned bucket keeps deleted objects: "
+				   "gcloud storage ls --all-versions gs://%s/%s/state.json), or set the "
+				   "bucket and path back.",
+				   c->bucket, c->path ? c->path : "vx/state", c->bucket,
+				   c->path ? c->path : "vx/state", c->bucket, c->path ? c->path : "vx/state");
+	case STACK_BACKEND_FILE:
+		return vx_asprintf("Likely cause: the state file %s is missing (not committed, or deleted). "
+				   "Fix: restore it, or point state.path at it.",
+				   c->path ? c->path : STACK_STATE_FILE_DEFAULT);
+	default:
+		if (!c->remote)
+			return vx_asprintf("Likely cause: the state is kept on the branch %s, which this "
+					   "clone does not have, and state.remote is unset, so vx does not fetch "
+					   "it (a CI checkout fetches one branch). Fix: set state.remote (e.g. "
+					   "remote: origin) in the Stack, or fetch the branch before planning: "
+					   "git fetch origin %s:%s.", c->branch, c->branch, c->branch);
+		return vx_asprintf("Likely cause: the branch %s was not found on %s (not fetched, or "
+				   "deleted). Fix: fetch it (git fetch %s %s:%s), or restore it from a clone "
+				   "that has it and push it.", c->branch, c->remote, c->remote, c->branch,
+				   c->branch);
 	}
 }
 
@@ -844,8 +992,11 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		nrungs += st->jobs[i].nrungs ? st->jobs[i].nrungs + 1 : 0;
 	out->rung_regions = calloc(nrungs + 1, sizeof(*out->rung_regions));
 	out->rung_shapes = calloc(nrungs + 1, sizeof(*out->rung_shapes));
+	if (state->serial == 0)
+		out->state_lost_hint = state_lost_hint(st);
 	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known ||
-	    !out->rung_regions || !out->rung_shapes) {
+	    !out->rung_regions || !out->rung_shapes ||
+	    (state->serial == 0 && !out->state_lost_hint)) {
 		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 		goto fail;
 	}
@@ -937,6 +1088,8 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	out->in.ntargets = kin->ntargets;
 	out->in.replaces = kin->replaces;
 	out->in.nreplaces = kin->nreplaces;
+	out->in.state_is_new = state->serial == 0;
+	out->in.state_lost_hint = out->state_lost_hint;
 	rc = plan_build(&jobs, &out->in, err);
 	if (rc < 0)
 		return rc;

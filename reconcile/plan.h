@@ -117,6 +117,15 @@ struct plan_input {
 	size_t ntargets;
 	const char *const *replaces; /* force a new run of these */
 	size_t nreplaces;
+	/* No state was loaded (serial 0): a live job of this stack that belongs
+	 * to another state and carries an address this plan would create is
+	 * then most likely this stack's own, behind a state that was not found. */
+	int state_is_new;
+	/* Why a state may not have been found and how to get it back, in words
+	 * (the backend's): part of that plan error. NULL: a generic sentence. */
+	const char *state_lost_hint;
+	/* -allow-other-lineage: create even beside such live jobs (a warning). */
+	int allow_other_lineage;
 };
 
 struct plan_action {

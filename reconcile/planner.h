@@ -27,6 +27,7 @@ struct planner {
 	struct plan_run *runs;
 	const char **known;     /* storage for every record's known[] */
 	const char **rung_regions; /* storage for every decl's rung_regions[] */
+	char *state_lost_hint;  /* owned: in.state_lost_hint */
 	char **rung_shapes;     /* every decl's rung_shapes[], owned; nrung_shapes entries */
 	size_t nrung_shapes;
 	char lineage[13];       /* the state's vx-lineage label value */
@@ -38,6 +39,7 @@ struct planner_options {
 	size_t ntargets;
 	const char *const *replaces;
 	size_t nreplaces;
+	int allow_other_lineage; /* -allow-other-lineage (plan_input) */
 };
 
 /*

@@ -315,7 +315,9 @@ static void test_untracked_job_cancelled(void **state)
 }
 
 /* Issue 8 item 3: a job with this stack's name but another state's identity,
- * or none, is foreign: never cancelled, never adopted; shown as a warning. */
+ * or none, is foreign: never cancelled, never adopted; shown as a warning.
+ * One that carries an address this plan creates is a plan error instead
+ * (test_other_lineage_never_runs_a_job_twice). */
 static void test_foreign_jobs_left_alone(void **state)
 {
 	struct plan_decl d = decl(HASH_A);
@@ -323,7 +325,7 @@ static void test_foreign_jobs_left_alone(void **state)
 	struct plan p;
 
 	(void)state;
-	add_live_of(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1,
+	add_live_of(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "other", "aaaaaaaaaaaa", "1", "1", 1,
 		    "fedcba987654");
 	add_live_of(&live, JOB2, "JOB_STATE_RUNNING", 0, NULL, "other", "aaaaaaaaaaaa", "1", "1", 1, NULL);
 	build(&p, &d, 1, NULL, 0, &live);
@@ -331,9 +333,10 @@ static void test_foreign_jobs_left_alone(void **state)
 	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
 	assert_int_equal(p.counts[PLAN_CANCEL], 0);
 	assert_int_equal(p.counts[PLAN_ADOPT], 0);
+	assert_int_equal(p.errors.n, 0);
 	assert_int_equal(p.warnings.n, 2);
 	assert_string_equal(p.warnings.items[0].msg,
-		"job.train: live job " JOB1 " (running) is labelled vx-stack=research but belongs to "
+		"job.other: live job " JOB1 " (running) is labelled vx-stack=research but belongs to "
 		"another state (vx-lineage=fedcba987654); vx leaves it alone. If another repository uses "
 		"the stack name research, rename one of the two stacks; if it is a leftover of this one, "
 		"cancel it with 'gcloud ai custom-jobs cancel " JOB1 "'");
@@ -342,6 +345,76 @@ static void test_foreign_jobs_left_alone(void **state)
 		"state identity (vx-lineage); vx leaves it alone. If another repository uses the stack "
 		"name research, rename one of the two stacks; if it is a leftover of this one, cancel it "
 		"with 'gcloud ai custom-jobs cancel " JOB2 "'");
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/*
+ * A state that was not found (serial 0) must not plan a create beside each
+ * job another lineage of this stack runs: a plan error naming a few of
+ * them, the lineage, the cause and the fix; -allow-other-lineage creates.
+ * With a state, the same create beside another state's run is refused too.
+ */
+static void test_other_lineage_never_runs_a_job_twice(void **state)
+{
+	static const char *const names[] = { "e", "d", "c", "b", "a" };
+	struct plan_decl d[5];
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct vx_err err = VX_ERR_INIT;
+	struct plan_input in = { .stack = "research", .lineage = LINEAGE, .decls = d, .ndecls = 5,
+				 .live = &live, .state_is_new = 1,
+				 .state_lost_hint = "Likely cause: X. Fix: Y." };
+	char addr[5][8], job[64];
+
+	(void)state;
+	for (size_t i = 0; i < 5; i++) {
+		d[i] = decl(HASH_A);
+		snprintf(addr[i], sizeof(addr[i]), "job.%s", names[i]);
+		d[i].address = addr[i];
+		d[i].name = names[i];
+		snprintf(job, sizeof(job), "projects/p/locations/us-central1/customJobs/%zu", 10 + i);
+		/* Listed in any order: the error lists them by address. */
+		add_live_of(&live, job, "JOB_STATE_RUNNING", 0, NULL, names[i], "aaaaaaaaaaaa", "1", "1", 1,
+			    "fedcba987654");
+	}
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.counts[PLAN_CREATE], 5);
+	assert_int_equal(p.errors.n, 1);
+	assert_string_equal(p.errors.items[0].msg,
+		"the state of stack research was not found (none was loaded: serial 0), but live jobs of "
+		"this stack from another state (vx-lineage fedcba987654) run 5 of the jobs this plan would "
+		"create: job.a (projects/p/locations/us-central1/customJobs/14, running), job.b "
+		"(projects/p/locations/us-central1/customJobs/13, running), job.c "
+		"(projects/p/locations/us-central1/customJobs/12, running) and 2 more. Creating them would "
+		"run each job twice. Likely cause: X. Fix: Y. To create them anyway (they are not this "
+		"stack's), re-run with -allow-other-lineage");
+	/* the error says it all: no warning repeats it */
+	assert_int_equal(p.warnings.n, 0);
+	plan_release(&p);
+
+	/* the flag: created, each foreign job a warning as before */
+	in.allow_other_lineage = 1;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.counts[PLAN_CREATE], 5);
+	assert_int_equal(p.errors.n, 0);
+	assert_int_equal(p.warnings.n, 5);
+	plan_release(&p);
+
+	/* a state that exists: refused as well, with the fix for two stacks of one name */
+	in.allow_other_lineage = 0;
+	in.state_is_new = 0;
+	in.ndecls = 1;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.errors.n, 1);
+	assert_string_equal(p.errors.items[0].msg,
+		"live jobs of stack research from another state (vx-lineage fedcba987654) run 1 of the jobs "
+		"this plan would create: job.e (projects/p/locations/us-central1/customJobs/10, running). "
+		"Creating them would run each job twice. If another repository uses the stack name "
+		"research, rename one of the two stacks; if they are leftovers of this one, cancel them "
+		"('gcloud ai custom-jobs cancel NAME'); to create anyway, re-run with -allow-other-lineage");
+	/* the four others are not created: warnings, as before */
+	assert_int_equal(p.warnings.n, 4);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -712,6 +785,7 @@ int main(void)
 		cmocka_unit_test(test_removed_cancel_forget_and_drift),
 		cmocka_unit_test(test_untracked_job_cancelled),
 		cmocka_unit_test(test_foreign_jobs_left_alone),
+		cmocka_unit_test(test_other_lineage_never_runs_a_job_twice),
 		cmocka_unit_test(test_untracked_copy_has_no_record),
 		cmocka_unit_test(test_move_is_a_replace),
 		cmocka_unit_test(test_protect_change_is_an_update),
