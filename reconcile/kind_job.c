@@ -31,6 +31,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 /* ---- plan: the three-way diff ------------------------------------------- */
@@ -330,10 +331,59 @@ static void set_error(struct builder *b, struct plan_action *a, int code, const 
 	set_str(b, &a->error_message, msg);
 }
 
+static int rung_id_is(const struct plan_rung_id *x, const struct plan_rung_id *y)
+{
+	return vx_text_same(x->region, y->region) && vx_text_same(x->scheduling, y->scheduling) &&
+	       vx_text_same(x->machine, y->machine) && vx_text_same(x->reservation, y->reservation);
+}
+
+/*
+ * Where the current run stands on today's ladder. A run whose rung's
+ * identity is recorded is known by what its rung is (region, scheduling,
+ * machine, reservation), not by position: removing or reordering other
+ * rungs leaves it on its rung, now at *at. Returns 1 when found (or when
+ * the run's rung is known by position alone, a state from before the
+ * identity was recorded), 0 when its rung is no longer on the ladder (*at
+ * is then the position it had, clamped to the ladder).
+ */
+static int run_rung(const struct plan_run *cur, const struct plan_decl *d, int64_t *at)
+{
+	size_t n = d->nrungs > 1 ? d->nrungs : 1;
+	struct plan_rung_id id = cur->rung_id;
+
+	*at = cur->rung < 0 ? 0 : cur->rung;
+	if (!cur->rung_id.scheduling || !d->rung_ids)
+		return 1;
+	if ((uint64_t)*at >= n)
+		*at = (int64_t)n - 1;
+	id.region = cur->region;
+	/* The same rung may be on the ladder twice: its own position first. */
+	if ((uint64_t)cur->rung < n && rung_id_is(&d->rung_ids[cur->rung], &id))
+		return 1;
+	for (size_t k = 0; k < n; k++)
+		if (rung_id_is(&d->rung_ids[k], &id)) {
+			*at = (int64_t)k;
+			return 1;
+		}
+	return 0;
+}
+
+/* "SPOT g2-standard-4 in us-east5 (reservation r)", for the plan's reason. */
+static char *rung_words(const struct plan_run *cur)
+{
+	return vx_asprintf("%s %s in %s%s%s%s", cur->rung_id.scheduling,
+			   cur->rung_id.machine ? cur->rung_id.machine : "?", cur->region ? cur->region : "?",
+			   cur->rung_id.reservation ? " (reservation " : "",
+			   cur->rung_id.reservation ? cur->rung_id.reservation : "",
+			   cur->rung_id.reservation ? ")" : "");
+}
+
 /*
  * Whether the current run lives somewhere other than where the job is now
  * declared: the Stack's project or the job's region changed. A run of an
  * older state has no project recorded; it is taken to be in the declared one.
+ * A run whose rung is known by identity is never "moved" by its region: its
+ * rung is on the ladder (it stays) or not (run_rung says so).
  */
 static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 {
@@ -341,6 +391,8 @@ static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 
 	if (cur->project && d->project && strcmp(cur->project, d->project) != 0)
 		return 1;
+	if (cur->rung_id.scheduling && d->rung_ids)
+		return 0;
 	/* A run on a rung of the ladder lives in that rung's region. A rung the
 	 * ladder no longer has moves no run: editing the ladder is no reason to
 	 * run a finished job again (or cancel a running one). */
@@ -354,7 +406,8 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	const struct plan_run *cur = rec ? rec->current : NULL;
 	const struct live_job *lj = NULL;
 	const char *state = NULL, *msg = NULL, *cls;
-	int code = 0, vanished = 0, changed, forced, moved;
+	int code = 0, vanished = 0, changed, forced, moved, respec, unrunged;
+	int64_t at, attempt;
 	struct plan_action *a;
 	char when[40];
 
@@ -390,8 +443,16 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 
 	forced = in_list(d->address, b->in->replaces, b->in->nreplaces);
 	moved = run_moved(cur, d);
-	changed = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run ||
-		  moved;
+	respec = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run;
+	/* An active run whose rung is no longer on the ladder is changed like
+	 * its spec; one that ended stays where it ran (a failed one's next
+	 * attempt goes where the ladder now says). */
+	unrunged = !run_rung(cur, d, &at) && state && job_state_is_active(state) &&
+		   strcmp(state, "JOB_STATE_CANCELLING") != 0;
+	changed = respec || moved || unrunged;
+	/* The new run of a job whose rung left the ladder is the next attempt
+	 * of the same run: maxAttempts keeps counting. */
+	attempt = respec || moved || !unrunged ? 1 : cur->attempt + 1;
 
 	if (vanished) {
 		/* A run we launched is gone from the API: deleted outside vx. */
@@ -418,8 +479,13 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			why = vx_asprintf("replacement requested (-replace %s)", d->address);
 		else if (moved)
 			why = vx_asprintf("moved from %s/%s to %s/%s", cur->project ? cur->project : d->project,
-					  cur->region ? cur->region : "?", d->project,
-					  rung_region(d, cur->rung));
+					  cur->region ? cur->region : "?", d->project, d->region);
+		else if (unrunged && !respec) {
+			char *what = rung_words(cur);
+
+			why = what ? vx_asprintf("its rung (%s) is no longer on the ladder", what) : NULL;
+			free(what);
+		}
 		else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
 			why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
 		else if (d->spec_json && rec->spec_json) {
@@ -457,13 +523,13 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 					     "set protect: false, or onChange: after-finish",
 					     d->address, why, cur->name);
 			}
-			if (!maybe_adopt(b, d, rec, 1, 0, why, cur->name)) {
+			if (!maybe_adopt(b, d, rec, attempt, 0, why, cur->name)) {
 				a = add_action(b, PLAN_REPLACE, d->address);
 				if (a) {
 					fill_decl(b, a, d);
 					a->record = rec;
 					a->run = d->run;
-					a->attempt = 1;
+					a->attempt = attempt;
 					set_str(b, &a->old_hash, rec->spec_hash);
 					set_str(b, &a->cancel_name, cur->name);
 					set_str(b, &a->live_state, state);
@@ -499,7 +565,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			return;
 		fill_decl(b, a, d);
 		/* It runs (or ran) where its rung put it: cost and quota count it there. */
-		set_rung(b, a, d, cur->rung);
+		set_rung(b, a, d, at);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->live_state, state);
@@ -507,7 +573,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 	fmt_when(when, sizeof(when), lj && lj->end_ms ? lj->end_ms : cur->end_ms);
 	if (resubmits(d, cls) && cur->attempt < d->max_attempts) {
-		int64_t rung = plan_next_rung(cur->rung, cls, d->nrungs);
+		int64_t rung = plan_next_rung(at, cls, d->nrungs);
 
 		if (maybe_adopt(b, d, rec, cur->attempt + 1, rung, "resubmit", NULL))
 			return;
@@ -528,7 +594,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 							   " (region %s) after %s in %s",
 							   cur->attempt + 1, d->max_attempts, rung,
 							   rung_region(d, rung), cls,
-							   cur->region ? cur->region : rung_region(d, cur->rung)));
+							   cur->region ? cur->region : rung_region(d, at)));
 		else
 			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
 							   cur->attempt + 1, d->max_attempts, cls, when));
@@ -537,7 +603,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		if (!a)
 			return;
 		fill_decl(b, a, d);
-		set_rung(b, a, d, cur->rung);
+		set_rung(b, a, d, at);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
@@ -933,6 +999,22 @@ static enum plan_on_change on_change(enum stack_on_change v)
 	}
 }
 
+void planner_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k)
+{
+	const struct job_spec *spec = stack_job_rung_spec(j, k);
+
+	memset(out, 0, sizeof(*out));
+	out->region = stack_job_rung_region(j, k);
+	out->scheduling = spec->strategy ? spec->strategy : "STANDARD";
+	out->reservation = spec->reservation;
+	/* The pools a rung's machineSpec replaces: those with accelerators. */
+	for (size_t i = 0; i < spec->npools && !out->machine; i++)
+		if (spec->pools[i].machine_type && spec->pools[i].accelerator_type)
+			out->machine = spec->pools[i].machine_type;
+	for (size_t i = 0; i < spec->npools && !out->machine; i++)
+		out->machine = spec->pools[i].machine_type;
+}
+
 /*
  * Where the state of st is kept and how a state that was not found is got
  * back, for the plan error of check_other_lineage. Owned by the caller.
@@ -973,7 +1055,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	const struct stack *st = kin->st;
 	const struct state *state = kin->state;
 	struct plan jobs;
-	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0;
+	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0, nids = 0;
 	int rc;
 
 	for (size_t i = 0; i < state->nrecords; i++) {
@@ -992,10 +1074,12 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		nrungs += st->jobs[i].nrungs ? st->jobs[i].nrungs + 1 : 0;
 	out->rung_regions = calloc(nrungs + 1, sizeof(*out->rung_regions));
 	out->rung_shapes = calloc(nrungs + 1, sizeof(*out->rung_shapes));
+	/* Every job's rung 0 has an identity, with a ladder or not. */
+	out->rung_ids = calloc(nrungs + st->njobs + 1, sizeof(*out->rung_ids));
 	if (state->serial == 0)
 		out->state_lost_hint = state_lost_hint(st);
 	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known ||
-	    !out->rung_regions || !out->rung_shapes ||
+	    !out->rung_regions || !out->rung_shapes || !out->rung_ids ||
 	    (state->serial == 0 && !out->state_lost_hint)) {
 		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 		goto fail;
@@ -1035,6 +1119,9 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 				}
 			}
 		}
+		d->rung_ids = &out->rung_ids[nids];
+		for (size_t k = 0; k <= j->nrungs; k++)
+			planner_rung_id(&out->rung_ids[nids++], j, (int64_t)k);
 		d->on_change = on_change(j->on_change);
 		d->protect = j->protect;
 		d->user = j;
@@ -1063,6 +1150,10 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->error_message = r->current->error_message;
 			run->attempt = r->current->attempt;
 			run->rung = r->current->rung;
+			run->rung_id.region = r->current->region;
+			run->rung_id.scheduling = r->current->rung_scheduling;
+			run->rung_id.machine = r->current->rung_machine;
+			run->rung_id.reservation = r->current->rung_reservation;
 			run->end_ms = r->current->ended_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
 			/* A create that never answered has no resource: the plan treats it as
@@ -1385,6 +1476,17 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	run.run = pa->run;
 	run.attempt = pa->attempt;
 	run.rung = pa->rung;
+	/* What the rung is, so a later edit of the ladder finds the run on it
+	 * wherever the rung moved (kind_job's run_rung). Jobs without a ladder
+	 * record none: their records keep their bytes. */
+	if (j->nrungs) {
+		struct plan_rung_id id;
+
+		planner_rung_id(&id, j, pa->rung);
+		run.rung_scheduling = vx_strdup(id.scheduling);
+		run.rung_machine = vx_strdup(id.machine);
+		run.rung_reservation = vx_strdup(id.reservation);
+	}
 	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
 	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);

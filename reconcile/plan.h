@@ -48,6 +48,18 @@ enum plan_on_change {
 	PLAN_ON_CHANGE_IGNORE,
 };
 
+/*
+ * What a rung of a fallback ladder is, so a run is known by its rung's
+ * content rather than its position: editing the ladder (removing or
+ * reordering rungs) then moves no run whose rung is still on it.
+ */
+struct plan_rung_id {
+	const char *region;
+	const char *scheduling;     /* STANDARD, SPOT, FLEX_START */
+	const char *machine;        /* the accelerator pools' machine type (else the first pool's) */
+	const char *reservation;    /* the reservation it uses, or NULL */
+};
+
 /* A declared job. */
 struct plan_decl {
 	const char *address;        /* "job.NAME" */
@@ -67,6 +79,10 @@ struct plan_decl {
 	const char *const *rung_regions;
 	const char *const *rung_shapes;
 	size_t nrungs;
+	/* What each rung is: rung_ids[k] for k < nrungs (at least [0], the
+	 * declared job, when there is no ladder); NULL: unknown, runs are then
+	 * matched to rungs by position. */
+	const struct plan_rung_id *rung_ids;
 	enum plan_on_change on_change;
 	int protect;
 	const void *user;           /* the caller's declaration, handed back in actions */
@@ -82,6 +98,10 @@ struct plan_run {
 	const char *error_message;
 	int64_t attempt;
 	int64_t rung;               /* the ladder rung it ran on (0 without one) */
+	/* What that rung was (its region is .region above); scheduling NULL
+	 * when not recorded (a state from before, or a job without a ladder):
+	 * the rung is then known by position alone. */
+	struct plan_rung_id rung_id;
 	int64_t end_ms;
 	int cancelled_by_vx;
 };

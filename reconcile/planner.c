@@ -26,6 +26,7 @@ void planner_release(struct planner *p)
 		free(p->rung_shapes[i]);
 	free(p->rung_shapes);
 	free(p->rung_regions);
+	free(p->rung_ids);
 	free(p->state_lost_hint);
 	memset(p, 0, sizeof(*p));
 }

@@ -64,6 +64,13 @@ struct state_run {
 	int64_t run;          /* the declaration's `run` it was created for */
 	int64_t attempt;      /* 1 for the first attempt of this (spec, run) */
 	int64_t rung;         /* the rung of the job's fallback ladder it ran on; 0: the declared job */
+	/* What that rung is (with region above), for a job with a ladder, so an
+	 * edit of the ladder finds the run's rung wherever it moved; NULL in
+	 * older states and for jobs without a ladder (rung_machine may be NULL
+	 * for a spec without pools; rung_scheduling is then still set). */
+	char *rung_scheduling; /* STANDARD, SPOT, FLEX_START */
+	char *rung_machine;   /* the accelerator pools' machine type, else the first pool's */
+	char *rung_reservation; /* the reservation the rung uses, or NULL */
 	struct vx_label *labels; /* sorted by key, unique; nlabels entries */
 	size_t nlabels;
 	char *state;          /* last seen Vertex JobState name (JOB_STATE_RUNNING); NULL = never seen */

@@ -127,6 +127,9 @@ static cJSON *run_json(const struct state_run *r)
 	    add_str(o, "action", r->action) < 0 || add_str(o, "specHash", r->spec_hash) < 0 ||
 	    add_int(o, "run", r->run) < 0 || add_int(o, "attempt", r->attempt) < 0 ||
 	    (r->rung && add_int(o, "rung", r->rung) < 0) ||
+	    (r->rung_scheduling && add_str(o, "rungScheduling", r->rung_scheduling) < 0) ||
+	    (r->rung_scheduling && add_str(o, "rungMachine", r->rung_machine) < 0) ||
+	    (r->rung_scheduling && add_str(o, "rungReservation", r->rung_reservation) < 0) ||
 	    add_item(o, "labels", labels_json(r->labels, r->nlabels)) < 0 ||
 	    add_str(o, "state", r->state) < 0 || add_str(o, "failure", r->failure) < 0 ||
 	    add_int(o, "errorCode", r->error_code) < 0 ||
@@ -277,7 +280,9 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_str(b, r->config_commit) < 0 || fp_int(b, r->config_dirty != 0) < 0 ||
 	    fp_str(b, r->decl_hash) < 0 || fp_str(b, r->launched_by) < 0 ||
 	    fp_str(b, r->planned_by) < 0 || fp_int(b, r->pr_number) < 0 || fp_str(b, r->pr_url) < 0 ||
-	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0)
+	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0 ||
+	    fp_str(b, r->rung_scheduling) < 0 || fp_str(b, r->rung_machine) < 0 ||
+	    fp_str(b, r->rung_reservation) < 0)
 		return -1;
 	return 0;
 }
@@ -700,14 +705,16 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
 					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
-					    "rung", "plannedBy", "pullRequest", "pullRequestUrl" };
+					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
+					    "rungScheduling", "rungMachine", "rungReservation" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
 	 * states without them keep their bytes). */
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
+				     F_NULL, F_NULL, F_NULL };
 	int rc, has_rung = 0, has_pr;
 
 	memset(r, 0, sizeof(*r));
@@ -722,6 +729,9 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
 	    (rc = get_int(o, path, "attempt", 0, INT64_C(1) << 53, &r->attempt, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "rung", 0, 1000, &has_rung, &r->rung, err)) < 0 ||
+	    (rc = get_str(o, path, "rungScheduling", F_NULL, 64, &r->rung_scheduling, err)) < 0 ||
+	    (rc = get_str(o, path, "rungMachine", F_NULL, 128, &r->rung_machine, err)) < 0 ||
+	    (rc = get_str(o, path, "rungReservation", F_NULL, 1024, &r->rung_reservation, err)) < 0 ||
 	    (rc = get_labels(o, path, "labels", &r->labels, &r->nlabels, err)) < 0 ||
 	    (rc = get_str(o, path, "state", F_REQ | F_NULL, 128, &r->state, err)) < 0 ||
 	    (rc = get_str(o, path, "failure", F_REQ | F_NULL, 128, &r->failure, err)) < 0 ||

@@ -729,6 +729,101 @@ static void test_ladder_plan(void **state)
 	plan_release(&p);
 }
 
+/* Rungs by what they are: SPOT, FLEX_START in the job's region; SPOT in us-east5. */
+static const struct plan_rung_id rung_spot = { "us-central1", "SPOT", "g2-standard-4", NULL };
+static const struct plan_rung_id rung_flex = { "us-central1", "FLEX_START", "g2-standard-4", NULL };
+static const struct plan_rung_id rung_east = { "us-east5", "SPOT", "g2-standard-4", NULL };
+
+/* The plan for a run recorded on rung (by position) with rung_east's identity. */
+static void east_case(struct plan *p, const struct plan_decl *d, int64_t rung, const char *live_state,
+		      int code, const char *msg)
+{
+	struct live_jobs live = { 0 };
+	struct plan_run run = { .name = JOB1, .region = "us-east5", .state = live_state, .attempt = 3,
+				.rung = rung, .rung_id = { NULL, "SPOT", "g2-standard-4", NULL } };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	add_live(&live, JOB1, live_state, code, msg, "train", "aaaaaaaaaaaa", "1", "3", 1);
+	build(p, d, 1, &r, 1, &live);
+	live_jobs_release(&live);
+}
+
+/*
+ * A run is known by what its rung is, not by its position: reordering or
+ * removing other rungs keeps it (its attempt count too), and one whose
+ * rung left the ladder is replaced like a spec change, as the next attempt,
+ * on rung 0 where the plan says.
+ */
+static void test_ladder_edit_keeps_the_run(void **state)
+{
+	static const struct plan_rung_id reordered[] = { rung_spot, rung_east, rung_flex };
+	static const char *const reordered_regions[] = { "us-central1", "us-east5", "us-central1" };
+	static const char *const reordered_shapes[] = { "S0 SPOT", "S2 SPOT", "S1 FLEX_START" };
+	static const struct plan_rung_id without_east[] = { rung_spot, rung_flex };
+	struct plan_decl d = ladder_decl();
+	struct plan p;
+
+	(void)state;
+	d.rung_ids = reordered;
+	d.rung_regions = reordered_regions;
+	d.rung_shapes = reordered_shapes;
+	/* running on rung 2 (us-east5), now rung 1: kept, shown where it runs */
+	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_null(p.actions[0].reason);
+	assert_int_equal(p.actions[0].rung, 1);
+	assert_string_equal(p.actions[0].region, "us-east5");
+	assert_string_equal(p.actions[0].shape, "S2 SPOT");
+	plan_release(&p);
+	/* when it stocks out, the attempt count carries and the next rung is the one after it now */
+	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(p.actions[0].rung, 2);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	assert_string_equal(p.actions[0].reason,
+			    "attempt 4/6 on rung 2 (region us-central1) after stockout in us-east5");
+	plan_release(&p);
+
+	/* its rung removed: replaced like a spec change, the next attempt, on rung 0 */
+	d.rung_ids = without_east;
+	d.rung_regions = ladder_regions;
+	d.rung_shapes = ladder_shapes;
+	d.nrungs = 2;
+	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(p.actions[0].rung, 0);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	assert_string_equal(p.actions[0].shape, "S0 SPOT");
+	assert_string_equal(p.actions[0].reason, "its rung (SPOT g2-standard-4 in us-east5) is no longer on "
+			    "the ladder while running");
+	plan_release(&p);
+	/* ... with onChange honoured */
+	d.on_change = PLAN_ON_CHANGE_AFTER_FINISH;
+	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].reason, "its rung (SPOT g2-standard-4 in us-east5) is no longer on "
+			    "the ladder; the current run " JOB1 " is running and onChange is after-finish: "
+			    "a new run starts when it ends");
+	plan_release(&p);
+	d.on_change = PLAN_ON_CHANGE_REPLACE;
+	/* one that succeeded there stays where it ran */
+	east_case(&p, &d, 2, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+	/* one that failed: the next attempt goes where the ladder now says, the count carried */
+	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(p.actions[0].rung, 1);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	plan_release(&p);
+}
+
 static void test_ladder_adopts_crashed_rung(void **state)
 {
 	struct plan_decl d = ladder_decl();
@@ -795,6 +890,7 @@ int main(void)
 		cmocka_unit_test(test_ladder_next_rung),
 		cmocka_unit_test(test_ladder_plan),
 		cmocka_unit_test(test_ladder_adopts_crashed_rung),
+		cmocka_unit_test(test_ladder_edit_keeps_the_run),
 	};
 	return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }
