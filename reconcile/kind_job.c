@@ -624,30 +624,55 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 }
 
+static const char *on_remove_word(enum plan_on_remove v)
+{
+	return v == PLAN_ON_REMOVE_CANCEL ? "cancel" : v == PLAN_ON_REMOVE_FORGET ? "forget" : "unset";
+}
+
 /*
  * Declaration-only settings take effect from the declaration at plan time;
- * the state keeps `protect` so that a job removed from the declaration stays
- * protected. When it differs, an otherwise unchanged job is an update: the
- * apply records the setting and starts no run.
+ * the state keeps `protect` and `onRemove` so that a job removed from the
+ * declaration stays protected and is removed as it said. When one differs,
+ * an otherwise unchanged job is an update: the apply records the settings
+ * and starts no run.
  */
 static void settings_update(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 			    size_t first)
 {
 	for (size_t i = first; rec && i < b->p->n && !b->oom; i++) {
 		struct plan_action *a = &b->p->actions[i];
-		char *why;
+		struct vx_buf why = VX_BUF_INIT;
+		int rc = 0;
 
-		if (a->kind != PLAN_NOOP || !a->decl || !rec->protect == !d->protect)
+		if (a->kind != PLAN_NOOP || !a->decl ||
+		    (!rec->protect == !d->protect && rec->on_remove == d->on_remove))
 			continue;
-		why = a->reason ? vx_asprintf("protect: %s -> %s; %s", rec->protect ? "true" : "false",
-					      d->protect ? "true" : "false", a->reason)
-				: vx_asprintf("protect: %s -> %s", rec->protect ? "true" : "false",
-					      d->protect ? "true" : "false");
-		set_fmt(b, &a->reason, why);
+		if (!rec->protect != !d->protect)
+			rc = vx_buf_printf(&why, "protect: %s -> %s", rec->protect ? "true" : "false",
+					   d->protect ? "true" : "false");
+		if (rc == 0 && rec->on_remove != d->on_remove)
+			rc = vx_buf_printf(&why, "%sonRemove: %s -> %s", why.len ? "; " : "",
+					   on_remove_word(rec->on_remove), on_remove_word(d->on_remove));
+		if (rc == 0 && a->reason)
+			rc = vx_buf_printf(&why, "; %s", a->reason);
+		set_fmt(b, &a->reason, rc == 0 ? vx_buf_detach(&why) : NULL);
+		vx_buf_release(&why);
 		b->p->counts[PLAN_NOOP]--;
 		b->p->counts[PLAN_UPDATE]++;
 		a->kind = PLAN_UPDATE;
 	}
+}
+
+/*
+ * Whether removing rec's declaration forgets its active run rather than
+ * cancelling it: a job made by hand and imported without vx's labels is
+ * not vx's to stop unless its declaration said onRemove: cancel. A run vx
+ * started carries this stack's labels: were it forgotten, the next plan
+ * would cancel it as untracked, so it is cancelled whatever onRemove says.
+ */
+static int removal_forgets(const struct plan_record *rec)
+{
+	return rec->unlabelled_import && rec->on_remove != PLAN_ON_REMOVE_CANCEL;
 }
 
 static void plan_removed(struct builder *b, const struct plan_record *rec)
@@ -660,6 +685,23 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 	if (cur && b->in->live) {
 		lj = live_by_name(b, cur->name);
 		state = lj ? lj->state : NULL;
+	}
+	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0 &&
+	    removal_forgets(rec)) {
+		a = add_action(b, PLAN_FORGET, rec->address);
+		if (!a)
+			return;
+		a->record = rec;
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->live_state, state);
+		set_str(b, &a->region, cur->region);
+		set_fmt(b, &a->reason, rec->on_remove == PLAN_ON_REMOVE_FORGET
+			? vx_asprintf("no longer declared; run %s is %s: onRemove is forget, so vx forgets it "
+				      "and leaves it running", cur->name, job_state_short(state))
+			: vx_asprintf("no longer declared; run %s is %s: it was imported (vx import) without "
+				      "vx's labels, so vx forgets it and leaves it running (onRemove: cancel "
+				      "cancels it)", cur->name, job_state_short(state)));
+		return;
 	}
 	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0) {
 		if (rec->protect)
@@ -675,8 +717,12 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->live_state, state);
 		set_str(b, &a->region, cur->region);
-		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is %s", cur->name,
-						   job_state_short(state)));
+		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is %s%s", cur->name,
+						   job_state_short(state),
+						   rec->on_remove == PLAN_ON_REMOVE_FORGET
+						   ? " (onRemove: forget leaves only a job imported without vx's "
+						     "labels: this run carries this stack's labels, and vx cancels "
+						     "every such job no declaration accounts for)" : ""));
 		return;
 	}
 	if (cur && state && !strcmp(state, "JOB_STATE_CANCELLING")) {
@@ -1124,6 +1170,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			planner_rung_id(&out->rung_ids[nids++], j, (int64_t)k);
 		d->on_change = on_change(j->on_change);
 		d->protect = j->protect;
+		d->on_remove = (enum plan_on_remove)j->on_remove;
 		d->user = j;
 	}
 	for (size_t i = 0, n = 0; i < state->nrecords; i++) {
@@ -1138,6 +1185,10 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		pr->spec_json = r->spec_json;
 		pr->run = r->run;
 		pr->protect = r->protect;
+		pr->on_remove = (enum plan_on_remove)r->on_remove;
+		pr->unlabelled_import = r->current && r->current->action &&
+					!strcmp(r->current->action, "import") &&
+					!vx_labels_get(r->current->labels, r->current->nlabels, "vx-stack");
 		pr->user = r;
 		if (r->current) {
 			struct plan_run *run = &out->runs[n];
@@ -1380,7 +1431,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 	return rc;
 }
 
-/* Jobs whose protect changed: recorded, no run started. */
+/* Jobs whose protect or onRemove changed: recorded, no run started. */
 static void do_updates(struct applier *a)
 {
 	for (size_t i = 0; i < a->plan->n; i++) {
@@ -1391,6 +1442,7 @@ static void do_updates(struct applier *a)
 			continue;
 		if ((r = state_find(a->state, pa->address))) {
 			r->protect = decl_job(pa)->protect;
+			r->on_remove = decl_job(pa)->on_remove;
 			a->res->ok++;
 			applier_progress(a, "~ %s update %s", pa->address, pa->reason ? pa->reason : "");
 		}
@@ -1467,6 +1519,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	r->spec_json = j->spec.redacted_json ? strdup(j->spec.redacted_json) : NULL;
 	r->run = j->run;
 	r->protect = j->protect;
+	r->on_remove = j->on_remove;
 	r->attempts = new_key ? 1 : pa->attempt;
 	run.resource = vx_strdup(lj->name);
 	run.project = vx_strdup(a->opts->project);

@@ -42,6 +42,14 @@ enum plan_kind {
 	PLAN_KIND_COUNT
 };
 
+/* What removing a job's declaration does to its active run (`onRemove`);
+ * the values are the state's (STATE_ON_REMOVE_*). */
+enum plan_on_remove {
+	PLAN_ON_REMOVE_DEFAULT = 0, /* cancel a run vx started, forget one imported without vx's labels */
+	PLAN_ON_REMOVE_CANCEL,
+	PLAN_ON_REMOVE_FORGET,
+};
+
 enum plan_on_change {
 	PLAN_ON_CHANGE_REPLACE = 0,
 	PLAN_ON_CHANGE_AFTER_FINISH,
@@ -85,6 +93,7 @@ struct plan_decl {
 	const struct plan_rung_id *rung_ids;
 	enum plan_on_change on_change;
 	int protect;
+	enum plan_on_remove on_remove;
 	const void *user;           /* the caller's declaration, handed back in actions */
 };
 
@@ -113,6 +122,10 @@ struct plan_record {
 	const char *spec_json;      /* redacted spec of the current run; may be NULL */
 	int64_t run;
 	int protect;
+	enum plan_on_remove on_remove; /* as the declaration said at the last apply */
+	/* The current run was imported (vx import) and carries no vx labels:
+	 * a job made by hand, which vx did not start. */
+	int unlabelled_import;
 	const struct plan_run *current; /* NULL: no current run */
 	const char *const *known;   /* resource names of every earlier run (history) */
 	size_t nknown;

@@ -135,6 +135,7 @@ struct stack_job {
 	size_t nrungs;
 	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
 	int protect;                  /* 1: the plan refuses to cancel this job */
+	int on_remove;                /* onRemove: STATE_ON_REMOVE_* (0: unset, the default) */
 };
 
 struct stack_accelerator {

@@ -164,6 +164,7 @@ int state_record_copy(struct state_record *out, const struct state_record *in)
 	out->run = in->run;
 	out->attempts = in->attempts;
 	out->protect = in->protect;
+	out->on_remove = in->on_remove;
 	if (state_dup_opt(&out->address, in->address) < 0 || state_dup_opt(&out->kind, in->kind) < 0 ||
 	    state_dup_opt(&out->spec_hash, in->spec_hash) < 0 ||
 	    state_dup_opt(&out->spec_json, in->spec_json) < 0)

@@ -95,6 +95,14 @@ struct state_run {
 	int64_t value;
 };
 
+/* What a job's removal from the declaration does (`onRemove`). */
+enum {
+	STATE_ON_REMOVE_DEFAULT = 0, /* unset: cancel a job vx started, forget one imported without
+				      * vx's labels */
+	STATE_ON_REMOVE_CANCEL,
+	STATE_ON_REMOVE_FORGET,
+};
+
 /* One address. */
 struct state_record {
 	char *address;        /* "job.NAME" */
@@ -104,6 +112,8 @@ struct state_record {
 	int64_t run;          /* the declaration's `run` */
 	int64_t attempts;     /* attempts made for (spec_hash, run); resets on a new spec or run */
 	int protect;          /* the declaration's `protect`, kept so a removed job stays protected */
+	int on_remove;        /* the declaration's `onRemove`, kept so a removed job's policy is
+			       * known: STATE_ON_REMOVE_* ("onRemove", written only when set) */
 	struct state_run *current; /* owned; NULL when there is no current run */
 	struct state_run *history; /* past runs, oldest first; nhistory entries */
 	size_t nhistory;

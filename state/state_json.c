@@ -204,6 +204,9 @@ static int record_json(const struct state_record *r, int with_version, cJSON **o
 	rc = -1;
 	if (add_int(o, "run", r->run) < 0 || add_int(o, "attempts", r->attempts) < 0 ||
 	    add_bool(o, "protect", r->protect) < 0 ||
+	    /* Only when set, so a record without it keeps its bytes. */
+	    (r->on_remove && add_str(o, "onRemove", r->on_remove == STATE_ON_REMOVE_CANCEL ? "cancel"
+				     : "forget") < 0) ||
 	    add_item(o, "current", r->current ? run_json(r->current) : cJSON_CreateNull()) < 0)
 		goto done;
 	hist = cJSON_CreateArray();
@@ -294,7 +297,8 @@ int state_record_fingerprint(const struct state_record *r, struct vx_buf *out, s
 	vx_buf_reset(out);
 	if (fp_str(out, r->address) < 0 || fp_str(out, r->kind) < 0 || fp_str(out, r->spec_hash) < 0 ||
 	    fp_str(out, r->spec_json) < 0 || fp_int(out, r->run) < 0 || fp_int(out, r->attempts) < 0 ||
-	    fp_int(out, r->protect != 0) < 0 || fp_int(out, r->current != NULL) < 0 ||
+	    fp_int(out, r->protect != 0) < 0 || fp_int(out, r->on_remove) < 0 ||
+	    fp_int(out, r->current != NULL) < 0 ||
 	    (r->current && fp_run(out, r->current) < 0) || fp_int(out, (int64_t)r->nhistory) < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	for (i = 0; i < r->nhistory; i++)
@@ -823,9 +827,11 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 		       struct state_record *r, struct vx_err *err)
 {
 	static const char *const keys[] = { "version", "address", "kind", "specHash", "spec",
-					    "run", "attempts", "protect", "current", "history" };
+					    "run", "attempts", "protect", "current", "history", "onRemove" };
+	/* onRemove came later: optional. */
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
-				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ };
+				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL };
+	char *on_remove = NULL;
 	const cJSON *spec, *cur, *hist, *c;
 	int64_t version = STATE_VERSION;
 	size_t n, i;
@@ -833,7 +839,7 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = check_keys(o, path, keys + !with_version, flags, 10 - !with_version, err);
+	rc = check_keys(o, path, keys + !with_version, flags + !with_version, 11 - !with_version, err);
 	if (rc < 0)
 		return rc;
 	if (with_version && (rc = get_int(o, path, "version", 0, 1000, &version, err)) < 0)
@@ -847,8 +853,18 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
 	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
 	    (rc = get_int(o, path, "attempts", 0, INT64_C(1) << 53, &r->attempts, err)) < 0 ||
-	    (rc = get_bool(o, path, "protect", &r->protect, err)) < 0)
+	    (rc = get_bool(o, path, "protect", &r->protect, err)) < 0 ||
+	    (rc = get_str(o, path, "onRemove", F_NULL, 16, &on_remove, err)) < 0)
 		goto fail;
+	if (on_remove && strcmp(on_remove, "cancel") != 0 && strcmp(on_remove, "forget") != 0) {
+		jpath(p, sizeof(p), path, "onRemove");
+		rc = vx_err_set(err, VX_EINVAL, "%s: expected \"cancel\" or \"forget\"", p);
+		free(on_remove);
+		goto fail;
+	}
+	if (on_remove)
+		r->on_remove = strcmp(on_remove, "cancel") ? STATE_ON_REMOVE_FORGET : STATE_ON_REMOVE_CANCEL;
+	free(on_remove);
 	if ((rc = state_address_split(r->address, NULL, NULL, err)) < 0) {
 		vx_err_wrap(err, "%s%saddress", path, *path ? "." : "");
 		goto fail;

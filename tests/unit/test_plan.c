@@ -298,6 +298,74 @@ static void test_removed_cancel_forget_and_drift(void **state)
 	plan_release(&p);
 }
 
+/*
+ * A job made by hand and imported without vx's labels is forgotten, left
+ * running, when its declaration is removed; onRemove: cancel cancels it. A
+ * run vx started is cancelled whatever onRemove says (forgotten, the next
+ * plan would cancel it as untracked). onRemove is recorded like protect.
+ */
+static void test_removed_import_is_forgotten(void **state)
+{
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_RUNNING", .attempt = 1,
+				.region = "us-central1" };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run,
+				 .unlabelled_import = 1 };
+	struct plan_decl d = decl(HASH_A);
+	struct live_job j = { 0 };
+
+	(void)state;
+	j.name = strdup(JOB1);
+	j.region = strdup("us-central1");
+	j.state = strdup("JOB_STATE_RUNNING");
+	assert_int_equal(live_jobs_push(&live, &j), 0);
+	live_job_release(&j);
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	assert_null(p.actions[0].cancel_name);
+	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running: it was "
+			    "imported (vx import) without vx's labels, so vx forgets it and leaves it running "
+			    "(onRemove: cancel cancels it)");
+	plan_release(&p);
+	/* protected, and forgotten: nothing to refuse */
+	r.protect = 1;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.errors.n, 0);
+	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	plan_release(&p);
+	r.protect = 0;
+	r.on_remove = PLAN_ON_REMOVE_FORGET;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running: onRemove is "
+			    "forget, so vx forgets it and leaves it running");
+	plan_release(&p);
+	r.on_remove = PLAN_ON_REMOVE_CANCEL;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	plan_release(&p);
+	/* a run vx started: cancelled, with why onRemove: forget does not apply */
+	r.unlabelled_import = 0;
+	r.on_remove = PLAN_ON_REMOVE_FORGET;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running (onRemove: "
+			    "forget leaves only a job imported without vx's labels: this run carries this "
+			    "stack's labels, and vx cancels every such job no declaration accounts for)");
+	plan_release(&p);
+	/* declared with another onRemove than recorded: an update, as for protect */
+	r.on_remove = PLAN_ON_REMOVE_DEFAULT;
+	d.on_remove = PLAN_ON_REMOVE_CANCEL;
+	d.protect = 1;
+	build(&p, &d, 1, &r, 1, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_string_equal(p.actions[0].reason, "protect: false -> true; onRemove: unset -> cancel");
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
 static void test_untracked_job_cancelled(void **state)
 {
 	struct live_jobs live = { 0 };
@@ -878,6 +946,7 @@ int main(void)
 		cmocka_unit_test(test_resubmit_budget),
 		cmocka_unit_test(test_resubmit_adopts_crashed_attempt),
 		cmocka_unit_test(test_removed_cancel_forget_and_drift),
+		cmocka_unit_test(test_removed_import_is_forgotten),
 		cmocka_unit_test(test_untracked_job_cancelled),
 		cmocka_unit_test(test_foreign_jobs_left_alone),
 		cmocka_unit_test(test_other_lineage_never_runs_a_job_twice),

@@ -434,6 +434,7 @@ static int mutate_record(struct state_record *r, int k)
 	case 4: r->run++; return 1;
 	case 5: r->attempts++; return 1;
 	case 6: r->protect = !r->protect; return 1;
+	case 9: r->on_remove = r->on_remove == 1 ? 2 : 1; return 1;
 	case 7:
 		state_run_release(r->current);
 		free(r->current);
@@ -524,7 +525,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 9 + 30 + 30);
+	assert_int_equal(n, 10 + 30 + 30);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
