@@ -81,6 +81,8 @@ struct saved_action {
 	char *spec_hash;    /* the declared spec hash, or NULL */
 	int64_t run;
 	int64_t attempt;
+	int has_rung;       /* after.rung was given: the action starts or adopts a job's run */
+	int64_t rung;       /* after.rung */
 };
 
 struct saved_plan {
