@@ -533,6 +533,7 @@ static int apply_exec(const struct cmd_args *args)
 			po.targets = p;
 			p[po.ntargets++] = sp.targets[i];
 		}
+		po.allow_other_lineage |= sp.allow_other_lineage;
 	} else if (workspace_open(&ws, &ctx, target, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;

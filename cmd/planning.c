@@ -234,6 +234,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.nalso = o->refresh ? ws->store.nalso : 0;
 	pl->header.targets = o->targets;
 	pl->header.ntargets = o->ntargets;
+	pl->header.allow_other_lineage = o->allow_other_lineage;
 	return plan_capacity(pl, ws, o, err);
 }
 

@@ -784,7 +784,10 @@ static void warn_foreign(struct builder *b, const struct live_job *j)
 /*
  * Whether j, a live job of this stack that this state cannot prove its own,
  * carries the address of a job this plan creates (index: the created
- * addresses, sorted). Two runs of one job would then run side by side.
+ * addresses, sorted). With a state, only an active one counts (two runs of
+ * one job would run side by side); with none loaded, any: a job that has
+ * ended is as sure a sign that this stack's state was lost, and creating
+ * would run it again.
  */
 static int collides(const struct builder *b, const struct live_job *j)
 {
@@ -792,8 +795,10 @@ static int collides(const struct builder *b, const struct live_job *j)
 	char addr[STATE_MAX_NAME + 8];
 	const char *key = addr;
 
-	if (!b->ncreated || !j->name || !job || !label_is(j, "vx-stack", b->in->stack) || owned(b, j) ||
-	    !job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING"))
+	if (!b->ncreated || !j->name || !job || !label_is(j, "vx-stack", b->in->stack) || owned(b, j))
+		return 0;
+	if (!b->in->state_is_new &&
+	    (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING")))
 		return 0;
 	if ((size_t)snprintf(addr, sizeof(addr), "job.%s", job) >= sizeof(addr))
 		return 0;
@@ -863,15 +868,15 @@ static void check_other_lineage(struct builder *b)
 	if (rc == 0 && in->state_is_new)
 		rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
 			"the state of stack %s was not found (none was loaded: serial 0), but live jobs of "
-			"this stack from another state (vx-lineage %s) run %zu of the jobs this plan would "
-			"create: %s. Creating them would run each job twice. %s To create them anyway (they "
-			"are not this stack's), re-run with -allow-other-lineage",
+			"this stack from another state (vx-lineage %s) carry %zu of the addresses this plan "
+			"would create: %s. Creating them would run these jobs a second time. %s To create "
+			"them anyway (they are not this stack's), re-run with -allow-other-lineage",
 			in->stack, lins.data, nhit, jobs.data,
 			in->state_lost_hint ? in->state_lost_hint
 			: "Likely cause: the state was not read from where it is kept; fix that and plan again.");
 	else if (rc == 0)
 		rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
-			"live jobs of stack %s from another state (vx-lineage %s) run %zu of the jobs this "
+			"active jobs of stack %s from another state (vx-lineage %s) run %zu of the jobs this "
 			"plan would create: %s. Creating them would run each job twice. If another "
 			"repository uses the stack name %s, rename one of the two stacks; if they are "
 			"leftovers of this one, cancel them ('gcloud ai custom-jobs cancel NAME'); to create "

@@ -703,6 +703,9 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	for (size_t i = 0; regs && i < h->ntargets; i++)
 		if (!cJSON_AddItemToArray(regs, cJSON_CreateString(h->targets[i])))
 			rc = VX_ENOMEM;
+	/* Only when given: what was reviewed is applied under the same choice. */
+	if (h->allow_other_lineage)
+		rc |= add(root, "allow_other_lineage", cJSON_CreateTrue());
 	state = cJSON_CreateObject();
 	rc |= add(root, "state", state);
 	if (state) {
@@ -868,6 +871,7 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 	    (rc = get_str(root, "declaration_hash", &out->decl_hash, 1, err)) < 0)
 		goto done;
 	out->refresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "refresh"));
+	out->allow_other_lineage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "allow_other_lineage"));
 	{
 		const cJSON *by = cJSON_GetObjectItemCaseSensitive(root, "planned_by");
 

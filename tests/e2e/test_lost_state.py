@@ -6,6 +6,7 @@ of another lineage carry the addresses it would create, so the plan is an
 error naming them, the cause and the fix, and an apply creates nothing.
 Only -allow-other-lineage creates anyway.
 """
+import json
 import os
 import subprocess
 import unittest
@@ -52,9 +53,9 @@ class LostState(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(self.errors(r.out), [
             "  the state of stack e2e was not found (none was loaded: serial 0), but live jobs of this "
-            "stack from another state (vx-lineage %s) run 4 of the jobs this plan would create: "
+            "stack from another state (vx-lineage %s) carry 4 of the addresses this plan would create: "
             "job.a (%s, queued), job.b (%s, queued), job.c (%s, queued) and 1 more. Creating them "
-            "would run each job twice. Likely cause: the state is kept on the branch vx/state/e2e, "
+            "would run these jobs a second time. Likely cause: the state is kept on the branch vx/state/e2e, "
             "which this clone does not have, and state.remote is unset, so vx does not fetch it (a CI "
             "checkout fetches one branch). Fix: set state.remote (e.g. remote: origin) in the Stack, "
             "or fetch the branch before planning: git fetch origin vx/state/e2e:vx/state/e2e. To "
@@ -72,6 +73,20 @@ class LostState(FakeTestCase):
         ci.git("fetch", "-q", "origin", "vx/state/e2e:vx/state/e2e")
         r = ci.plan("-detailed-exitcode")
         self.assertEqual(r.code, 0, r)
+
+    def test_jobs_that_ended_count_too(self):
+        """Without a state, a job of another lineage that has ended is as sure a sign: no rerun."""
+        lineage, names = self.applied_in_a()
+        self.fake.advance(4000)
+        self.assertEqual({j["state"] for j in self.live_jobs()}, {"JOB_STATE_SUCCEEDED"})
+        ci = self.clone_without_state()
+        r = ci.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertTrue(self.errors(r.out)[0].startswith(
+            "  the state of stack e2e was not found (none was loaded: serial 0), but live jobs of this "
+            "stack from another state (vx-lineage %s) carry 4 of the addresses this plan would create: "
+            "job.a (%s, succeeded), job.b (%s, succeeded), job.c (%s, succeeded) and 1 more. "
+            % (lineage, names["a"], names["b"], names["c"])), r)
 
     def test_state_remote_set_names_the_branch_on_it(self):
         lineage, names = self.applied_in_a()
@@ -96,6 +111,18 @@ class LostState(FakeTestCase):
         self.assertEqual(len(self.live_jobs()), 8)
         self.assertEqual(len({j["labels"]["vx-lineage"] for j in self.live_jobs()}), 2)
 
+    def test_saved_plan_with_the_flag_applies_with_it(self):
+        lineage, names = self.applied_in_a()
+        ci = self.clone_without_state()
+        planfile = os.path.join(self.tmp, "plan.json")
+        r = ci.plan("-allow-other-lineage", "-out", planfile)
+        self.assertEqual(r.code, 0, r)
+        with open(planfile) as f:
+            self.assertIs(json.load(f)["allow_other_lineage"], True)
+        r = ci.vx("apply", planfile)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs()), 8)
+
     def test_other_state_with_its_own_records_creating_the_same_address(self):
         """A state that exists, but another one of the stack name runs job.a: also refused."""
         lineage, names = self.applied_in_a()
@@ -106,7 +133,7 @@ class LostState(FakeTestCase):
         r = other.plan()
         self.assertEqual(r.code, 1, r)
         self.assertEqual(self.errors(r.out), [
-            "  live jobs of stack e2e from another state (vx-lineage %s) run 1 of the jobs this plan "
+            "  active jobs of stack e2e from another state (vx-lineage %s) run 1 of the jobs this plan "
             "would create: job.a (%s, queued). Creating them would run each job twice. If another "
             "repository uses the stack name e2e, rename one of the two stacks; if they are leftovers "
             "of this one, cancel them ('gcloud ai custom-jobs cancel NAME'); to create anyway, re-run "

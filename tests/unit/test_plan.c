@@ -451,11 +451,11 @@ static void test_other_lineage_never_runs_a_job_twice(void **state)
 	assert_int_equal(p.errors.n, 1);
 	assert_string_equal(p.errors.items[0].msg,
 		"the state of stack research was not found (none was loaded: serial 0), but live jobs of "
-		"this stack from another state (vx-lineage fedcba987654) run 5 of the jobs this plan would "
-		"create: job.a (projects/p/locations/us-central1/customJobs/14, running), job.b "
+		"this stack from another state (vx-lineage fedcba987654) carry 5 of the addresses this plan "
+		"would create: job.a (projects/p/locations/us-central1/customJobs/14, running), job.b "
 		"(projects/p/locations/us-central1/customJobs/13, running), job.c "
 		"(projects/p/locations/us-central1/customJobs/12, running) and 2 more. Creating them would "
-		"run each job twice. Likely cause: X. Fix: Y. To create them anyway (they are not this "
+		"run these jobs a second time. Likely cause: X. Fix: Y. To create them anyway (they are not this "
 		"stack's), re-run with -allow-other-lineage");
 	/* the error says it all: no warning repeats it */
 	assert_int_equal(p.warnings.n, 0);
@@ -476,7 +476,7 @@ static void test_other_lineage_never_runs_a_job_twice(void **state)
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.errors.n, 1);
 	assert_string_equal(p.errors.items[0].msg,
-		"live jobs of stack research from another state (vx-lineage fedcba987654) run 1 of the jobs "
+		"active jobs of stack research from another state (vx-lineage fedcba987654) run 1 of the jobs "
 		"this plan would create: job.e (projects/p/locations/us-central1/customJobs/10, running). "
 		"Creating them would run each job twice. If another repository uses the stack name "
 		"research, rename one of the two stacks; if they are leftovers of this one, cancel them "

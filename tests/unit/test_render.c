@@ -123,9 +123,11 @@ static void test_json_round_trip(void **unused)
 	(void)unused;
 	h.targets = targets;
 	h.ntargets = 1;
+	h.allow_other_lineage = 1;
 	make_plan(&p);
 	assert_int_equal(render_plan_json(&b, &p, &h), 0);
 	assert_int_equal(saved_plan_parse(&sp, b.data, b.len, &err), 0);
+	assert_int_equal(sp.allow_other_lineage, 1);
 	assert_int_equal(sp.format_version, PLAN_FORMAT_VERSION);
 	assert_string_equal(sp.stack, "research");
 	assert_string_equal(sp.dir, "/repo/stack");
