@@ -1073,16 +1073,22 @@ void planner_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_
 static char *state_lost_hint(const struct stack *st)
 {
 	const struct stack_state_cfg *c = &st->state;
+	char *prefix, *hint;
 
 	switch (c->backend) {
 	case STACK_BACKEND_GCS:
-		return vx_asprintf("Likely cause: the state object gs://%s/%s/state.json was deleted, or "
+		/* The object prefix, as the gcs backend defaults it (state/state_gcs.h). */
+		prefix = c->path ? vx_strdup(c->path) : vx_asprintf("vx/state/%s", st->name);
+		if (!prefix)
+			return NULL;
+		hint = vx_asprintf("Likely cause: the state object gs://%s/%s/state.json was deleted, or "
 				   "state.bucket or state.path changed. Fix: restore it (its history is under "
 				   "gs://%s/%s/history/, and a versioned bucket keeps deleted objects: "
 				   "gcloud storage ls --all-versions gs://%s/%s/state.json), or set the "
 				   "bucket and path back.",
-				   c->bucket, c->path ? c->path : "vx/state", c->bucket,
-				   c->path ? c->path : "vx/state", c->bucket, c->path ? c->path : "vx/state");
+				   c->bucket, prefix, c->bucket, prefix, c->bucket, prefix);
+		free(prefix);
+		return hint;
 	case STACK_BACKEND_FILE:
 		return vx_asprintf("Likely cause: the state file %s is missing (not committed, or deleted). "
 				   "Fix: restore it, or point state.path at it.",

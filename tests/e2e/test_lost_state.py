@@ -10,6 +10,8 @@ import json
 import os
 import subprocess
 import unittest
+import urllib.parse
+import urllib.request
 
 from harness import FakeTestCase, Repo, job_yaml
 
@@ -98,6 +100,29 @@ class LostState(FakeTestCase):
                       "deleted). Fix: fetch it (git fetch origin vx/state/e2e-moved:vx/state/e2e-moved), or "
                       "restore it from a clone that has it and push it. To create them anyway",
                       self.errors(r.out)[0])
+
+    def test_deleted_gcs_object_names_the_object(self):
+        gcs = "state: {backend: gcs, bucket: vx-e2e-state}\n"
+        self.repo.write({n: job_yaml(n) for n in JOBS}, extra_stack=gcs)
+        self.assertEqual(self.repo.apply().code, 0)
+        lineage = self.live_jobs()[0]["labels"]["vx-lineage"]
+        # someone deletes the state object
+        self.fake.post("/_fake/tokens", {"token": "outsider-token"})
+        req = urllib.request.Request(
+            self.fake.url + "/storage/v1/b/vx-e2e-state/o/" + urllib.parse.quote("vx/state/e2e/state.json", safe=""),
+            method="DELETE", headers={"Authorization": "Bearer outsider-token"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            self.assertEqual(r.status, 204)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        got = self.errors(r.out)[0]
+        self.assertEqual(got[got.index(" Likely cause: "):], (
+            " Likely cause: the state object gs://vx-e2e-state/vx/state/e2e/state.json was deleted, or "
+            "state.bucket or state.path changed. Fix: restore it (its history is under "
+            "gs://vx-e2e-state/vx/state/e2e/history/, and a versioned bucket keeps deleted objects: gcloud "
+            "storage ls --all-versions gs://vx-e2e-state/vx/state/e2e/state.json), or set the bucket and "
+            "path back. To create them anyway (they are not this stack's), re-run with -allow-other-lineage"))
+        self.assertIn("(vx-lineage %s) carry 4 of the addresses" % lineage, got)
 
     def test_flag_creates_anyway(self):
         lineage, names = self.applied_in_a()
