@@ -41,7 +41,7 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c))
+LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c workflow/*.c))
 CMD_SRC  := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 SUP_SRC  := $(sort $(wildcard tests/unit/support/*.c))
@@ -160,7 +160,7 @@ fuzz:
 
 # Not part of 'make check': minutes, clang for the fuzz section. See README.md, "Torture".
 # TRIALS (kill trials per backend; pause and race run a fifth and a tenth of it), SEED,
-# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), TRIAL and CLEAN (replay one),
+# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz), TRIAL and CLEAN (replay one),
 # FUZZ_TIME (seconds per fuzz target).
 TRIALS    ?= 100
 FUZZ_TIME_TORTURE ?= 20

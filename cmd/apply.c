@@ -5,30 +5,26 @@
  * and the live jobs, plans, shows the plan, asks (on a terminal), and
  * carries it out, writing state (a git commit) after each step.
  */
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/planning.h"
-#include "cmd/workspace.h"
 #include "reconcile/apply.h"
+#include "reconcile/notify.h"
 #include "reconcile/plan.h"
+#include "reconcile/provider.h"
 #include "reconcile/render.h"
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
-#include "reconcile/wait.h"
-#include "state/backend.h"
 #include "state/lock.h"
 #include "state/state.h"
-#include "state/state_git.h"
 #include "util/buf.h"
+#include "workflow/applying.h"
+#include "workflow/ci.h"
+#include "workflow/planning.h"
 
 static const char usage[] =
 	"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
@@ -61,94 +57,6 @@ static const char usage[] =
 	"flight: a create cut off stays journaled as unconfirmed, and the next apply\n"
 	"adopts its job if it was made. A third ends vx at once.\n";
 
-struct hooks_ud {
-	struct workspace *ws;
-	/* VX_TEST_PAUSE=before-send, a test hook (as git's GIT_TEST_*): the
-	 * first fence check stops the process (SIGSTOP) until a SIGCONT, as a
-	 * suspended laptop would, right before its first mutating request goes
-	 * out. Checks wait on pause_lock meanwhile, so no other request slips
-	 * out while the test thinks the apply is frozen. */
-	int test_pause;
-	int paused;
-	pthread_mutex_t pause_lock;
-};
-
-static int hook_persist(void *ud, struct state *st, const char *message, struct vx_err *err)
-{
-	struct hooks_ud *h = ud;
-
-	return state_write(h->ws->backend, st, message, err);
-}
-
-static void hook_progress(void *ud, const char *line)
-{
-	(void)ud;
-	printf("%s\n", line);
-	fflush(stdout);
-}
-
-/* Renews the lease when a third of it has passed since the last renewal. */
-static int hook_heartbeat(void *ud, struct vx_err *err)
-{
-	struct hooks_ud *h = ud;
-
-	return state_lock_heartbeat(h->ws->backend, err);
-}
-
-/* Right before each create or cancel is sent, from worker threads. */
-static int hook_fence(void *ud, struct vx_err *err)
-{
-	struct hooks_ud *h = ud;
-	int rc;
-
-	if (!h->test_pause)
-		return state_lock_fence(h->ws->backend, err);
-	pthread_mutex_lock(&h->pause_lock);
-	if (!h->paused) {
-		h->paused = 1;
-		raise(SIGSTOP);
-	}
-	rc = state_lock_fence(h->ws->backend, err);
-	pthread_mutex_unlock(&h->pause_lock);
-	return rc;
-}
-
-/* VX_LEASE_SECONDS: the state lease (default 600 s); short ones are for tests. */
-static int lease_from_env(int64_t *out)
-{
-	const char *v = getenv("VX_LEASE_SECONDS");
-	char *end = NULL;
-	long n;
-
-	*out = 0;
-	if (!v)
-		return 0;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (!*v || *end || errno || n < 1 || n > 86400) {
-		cmd_error("apply: VX_LEASE_SECONDS must be a whole number of seconds from 1 to "
-			  "86400, not '%s'", v);
-		return -1;
-	}
-	*out = (int64_t)n * 1000;
-	return 0;
-}
-
-/*
- * The fence refused: the lease may be another apply's by now. Give it back
- * if it is still ours (a compare-and-swap, so it never clears theirs); when
- * it is not, the fence's message has said all there is to say.
- */
-static void drop_after_fence(struct workspace *ws)
-{
-	struct vx_err e = VX_ERR_INIT;
-	int rc = state_lock_drop(ws->backend, &e);
-
-	if (rc < 0 && rc != VX_ECONFLICT)
-		cmd_report(&e, "releasing the state lock");
-	vx_err_release(&e);
-}
-
 static int confirm(int auto_approve)
 {
 	char line[64];
@@ -169,91 +77,6 @@ static int confirm(int auto_approve)
 		return 0;
 	}
 	return 1;
-}
-
-
-/* Whether a saved plan's dir_in_repo stays inside the repository: relative, no "..". */
-static int inside_repo(const char *p)
-{
-	if (!*p || p[0] == '/')
-		return 0;
-	for (;;) {
-		size_t n = strcspn(p, "/");
-
-		if (n == 2 && !strncmp(p, "..", 2))
-			return 0;
-		if (!p[n])
-			return 1;
-		p += n + 1;
-	}
-}
-
-/*
- * Where the saved plan's stack is in this checkout: dir_in_repo under the
- * work tree of the current directory's repository (a CI runner applying an
- * artifact from its checkout), else under that of the plan file's, else the
- * absolute dir it was planned in (plans from before dir_in_repo, stacks
- * outside git). The plan's own declaration hash then proves it is the same
- * stack. *out is owned by the caller.
- */
-static int saved_plan_dir(char **out, const struct saved_plan *sp, const char *planfile,
-			  struct vx_err *err)
-{
-	const char *slash = strrchr(planfile, '/');
-	char *from[2] = { NULL, NULL }, *root = NULL, *cand = NULL;
-	int rc = 0;
-
-	*out = NULL;
-	if (!sp->dir_in_repo)
-		goto absolute;
-	if (!inside_repo(sp->dir_in_repo))
-		return vx_err_set(err, VX_EINVAL, "saved plan: \"dir_in_repo\" must be a relative path "
-				  "inside the repository, not \"%s\"", sp->dir_in_repo);
-	from[0] = strdup(".");
-	from[1] = slash ? vx_asprintf("%.*s", slash == planfile ? 1 : (int)(slash - planfile), planfile)
-			: strdup(".");
-	if (!from[0] || !from[1]) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (int i = 0; i < 2; i++) {
-		struct vx_err e = VX_ERR_INIT;
-
-		free(root);
-		root = NULL;
-		if (state_git_workdir(&root, from[i], &e) < 0) {
-			vx_err_release(&e);
-			continue;
-		}
-		cand = !strcmp(sp->dir_in_repo, ".") ? strdup(root)
-						      : vx_asprintf("%s/%s", root, sp->dir_in_repo);
-		if (!cand) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto done;
-		}
-		if (cmd_is_dir(cand)) {
-			*out = cand;
-			goto done;
-		}
-		free(cand);
-		cand = NULL;
-	}
-	if (!cmd_is_dir(sp->dir)) {
-		rc = vx_err_set(err, VX_ENOTFOUND, "the plan's stack directory %s is in no git checkout "
-				"of the current directory or of the plan file, and %s (where it was "
-				"planned) does not exist; run vxapply inside a checkout of the planned commit",
-				sp->dir_in_repo, sp->dir);
-		goto done;
-	}
-absolute:
-	*out = strdup(sp->dir);
-	if (!*out)
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-done:
-	free(root);
-	free(from[0]);
-	free(from[1]);
-	return rc;
 }
 
 /*
@@ -278,18 +101,6 @@ static char *unlock_args(const char *typed, const char *abs_dir)
 	return cmd_shell_quote(abs_dir);
 }
 
-/* Said once, on stderr, when apply starts waiting for another's lock. */
-static void on_lock_wait(void *ud, const struct state_lock *l, int64_t timeout_ms)
-{
-	const char *const *given = ud;
-	char since[STATE_TIME_MAX];
-
-	(void)timeout_ms;
-	state_time_format(l->started_ms, since);
-	fprintf(stderr, "vx: waiting for the state lock held by %s@%s (%s, pid %lld, since %s); up to %s\n",
-		l->user, l->host, l->operation, (long long)l->pid, since, *given);
-}
-
 static int is_plan_file(const char *path)
 {
 	size_t n = strlen(path);
@@ -297,29 +108,39 @@ static int is_plan_file(const char *path)
 	return access(path, R_OK) == 0 && n > 0 && path[n - 1] != '/' && !cmd_is_dir(path);
 }
 
-/* -wait: the hooks of reconcile/wait.c, which decides; here it is printed. */
-struct waiter {
-	struct workspace *ws;
+/* What apply's events print with: how -wait and -lock-timeout were given. */
+struct printer {
+	const char *lock_timeout_arg;
 	int tty;
 	int until_done;
 };
 
-static int wait_refresh(void *ud, const struct live_jobs **out, struct vx_err *err)
+static void print_progress(void *ud, const char *line)
 {
-	struct waiter *w = ud;
-	int rc = workspace_refresh(w->ws, err);
-
-	*out = &w->ws->store.jobs;
-	return rc;
+	(void)ud;
+	printf("%s\n", line);
+	fflush(stdout);
 }
 
-static void wait_changed(void *ud, const char *name, const struct live_job *lj, const char *state,
-			 int64_t secs)
+/* Said once, on stderr, when apply starts waiting for another's lock. */
+static void print_lock_wait(void *ud, const struct state_lock *l, int64_t timeout_ms)
 {
-	struct waiter *w = ud;
+	const struct printer *pr = ud;
+	char since[STATE_TIME_MAX];
+
+	(void)timeout_ms;
+	state_time_format(l->started_ms, since);
+	fprintf(stderr, "vx: waiting for the state lock held by %s@%s (%s, pid %lld, since %s); up to %s\n",
+		l->user, l->host, l->operation, (long long)l->pid, since, pr->lock_timeout_arg);
+}
+
+static void print_job_changed(void *ud, const char *name, const struct live_job *lj, const char *state,
+			      int64_t secs)
+{
+	const struct printer *pr = ud;
 	struct vx_buf why = VX_BUF_INIT;
 
-	if (w->tty)
+	if (pr->tty)
 		fputs("\r\033[K", stdout);
 	/* Why it failed, in the job's own words (first line, cleaned). */
 	if (lj && job_state_is_terminal(state) && (lj->error_code || lj->error_message) &&
@@ -331,59 +152,36 @@ static void wait_changed(void *ud, const char *name, const struct live_job *lj, 
 	fflush(stdout);
 }
 
-static void wait_waiting(void *ud, size_t pending, size_t running, size_t done, int64_t secs)
+static void print_waiting(void *ud, size_t pending, size_t running, size_t done, int64_t secs)
 {
-	struct waiter *w = ud;
+	const struct printer *pr = ud;
 
-	if (!w->tty)
+	if (!pr->tty)
 		return;
 	printf("\r\033[K  waiting: %zu not yet %s, %zu running, %zu finished (%llds)", pending,
-	       w->until_done ? "finished" : "running", running, done, (long long)secs);
+	       pr->until_done ? "finished" : "running", running, done, (long long)secs);
 	fflush(stdout);
 }
 
 /* Follows created jobs until they run (or finish). Returns 0, or 1 when one failed. */
-static int follow_jobs(struct workspace *ws, const struct apply_result *res, int until_done)
+static int follow_jobs(struct applying *ap, const struct applying_opts *opts, struct printer *pr,
+		       int until_done)
 {
 	const char *poll_env = getenv("VX_WAIT_POLL_MS");
 	long poll = poll_env ? strtol(poll_env, NULL, 10) : 10000;
-	struct waiter w = { ws, isatty(1), until_done };
-	struct wait_hooks h = { wait_refresh, wait_changed, wait_waiting, &w };
 	struct vx_err err = VX_ERR_INIT;
-	int rc = wait_jobs(ws->ctx, res->created, res->ncreated, until_done, poll > 0 ? poll : 10000, &h,
-			   &err);
+	int rc;
 
-	if (w.tty)
+	pr->tty = isatty(1);
+	pr->until_done = until_done;
+	rc = applying_wait(ap, until_done, poll > 0 ? poll : 10000, opts, &err);
+	if (pr->tty)
 		fputs("\r\033[K", stdout);
 	fflush(stdout);
 	if (rc < 0)
-		cmd_report(&err, "waiting for jobs");
+		cmd_report(&err, NULL);
 	vx_err_release(&err);
 	return rc != 0;
-}
-
-/* Commits what the refresh saw about the runs (summary: one line per run changed). */
-static int record_refresh(struct workspace *ws, size_t refreshed, size_t migrated, const char *summary)
-{
-	struct vx_err err = VX_ERR_INIT;
-	/* The subject names the runs that changed and how ("vx refresh: job.a running → succeeded"). */
-	char *subject = refreshed ? apply_subject("vx refresh: ", summary) : NULL;
-	char *msg = refreshed
-		? vx_asprintf("%s%s\n\n%s", subject ? subject : "vx refresh: runs changed",
-			      migrated ? "; sensitive values re-keyed" : "", summary ? summary : "")
-		: vx_asprintf("vx: %zu record%s re-keyed: sensitive values as HMAC-SHA-256 "
-			      "with the state's salt\n", migrated, migrated == 1 ? "" : "s");
-	int rc = msg ? state_write(ws->backend, &ws->state, msg, &err) : VX_ENOMEM;
-
-	if (rc < 0) {
-		if (!err.code)
-			vx_err_set(&err, rc, "out of memory");
-		cmd_report(&err, "recording the jobs' states");
-	}
-	free(subject);
-	free(msg);
-	vx_err_release(&err);
-	return rc;
 }
 
 enum {
@@ -400,62 +198,46 @@ static const struct cmd_opt apply_opts[] = {
 	{ "wait", CMD_ARG_OPTIONAL, APPLY_OPT_WAIT },
 	{ "parallelism", CMD_ARG_REQUIRED, APPLY_OPT_PARALLELISM },
 	{ "lock-timeout", CMD_ARG_REQUIRED, APPLY_OPT_LOCK_TIMEOUT },
-	PLANNING_OPTS,
+	CMD_PLANNING_OPTS,
 	{ NULL, CMD_ARG_NONE, 0 },
 };
 
-static int apply_exec(const struct cmd_args *args)
-{
+/* What apply was asked, from its flags and the environment. */
+struct apply_args {
+	const char *target;
+	int auto_approve, no_color, wait, parallelism;
+	int64_t lock_timeout;
 	struct planning_opts po;
-	struct state_lock_opts lo;
-	struct vx_ctx ctx;
-	struct workspace ws;
-	struct planning pl;
-	struct saved_plan sp;
-	struct apply_result res;
-	struct apply_options ao;
-	struct apply_hooks hooks;
-	struct hooks_ud hud;
-	struct vx_err err = VX_ERR_INIT;
-	struct vx_buf out = VX_BUF_INIT, file = VX_BUF_INIT;
-	const char *target = ".", *lock_timeout_arg = NULL, *pause;
-	char *refresh_summary = NULL, *plan_dir = NULL, *hint = NULL;
-	struct cmd_ci ci = { NULL, 0, NULL, NULL };
-	const char *pr_url = NULL;
-	int64_t pr = 0;
-	int auto_approve = 0, no_color = 0, wait = 0, parallelism = 8, color;
-	int rc = VX_EXIT_ERROR, from_file = 0;
-	int64_t lock_timeout = 0;
-	size_t refreshed;
+	struct applying_opts ao;
+	struct applying_events ev;
+	struct printer pr;
+	struct ci ci;
+	char *hint;
+};
 
-	memset(&po, 0, sizeof(po));
-	po.refresh = 1;
-	memset(&lo, 0, sizeof(lo));
-	memset(&ws, 0, sizeof(ws));
-	memset(&pl, 0, sizeof(pl));
-	memset(&sp, 0, sizeof(sp));
-	memset(&res, 0, sizeof(res));
-	memset(&hud, 0, sizeof(hud));
-	pthread_mutex_init(&hud.pause_lock, NULL);
+/* Parses the flags into *a: 0, or an exit code after saying what is wrong. */
+static int apply_flags(struct apply_args *a, const struct cmd_args *args)
+{
+	struct vx_err err = VX_ERR_INIT;
+
 	for (size_t i = 0; i < args->nopts; i++) {
 		const char *v = args->opts[i].value;
 
 		switch (args->opts[i].id) {
 		case APPLY_OPT_AUTO_APPROVE:
-			auto_approve = 1;
+			a->auto_approve = 1;
 			break;
 		case APPLY_OPT_NO_COLOR:
-			no_color = 1;
+			a->no_color = 1;
 			break;
 		case APPLY_OPT_WAIT:
 			if (!v || !strcmp(v, "running"))
-				wait = 1;
+				a->wait = 1;
 			else if (!strcmp(v, "done"))
-				wait = 2;
+				a->wait = 2;
 			else {
 				cmd_error("apply: -wait takes running or done, not '%s'", v);
-				rc = VX_EXIT_USAGE;
-				goto done;
+				return VX_EXIT_USAGE;
 			}
 			break;
 		case APPLY_OPT_PARALLELISM: {
@@ -464,248 +246,205 @@ static int apply_exec(const struct cmd_args *args)
 
 			if (!*v || *end || n < 1 || n > 256) {
 				cmd_error("apply: -parallelism takes a number from 1 to 256, not '%s'", v);
-				rc = VX_EXIT_USAGE;
-				goto done;
+				return VX_EXIT_USAGE;
 			}
-			parallelism = (int)n;
+			a->parallelism = (int)n;
 			break;
 		}
 		case APPLY_OPT_LOCK_TIMEOUT:
-			lock_timeout_arg = v;
-			if (spec_parse_duration(v, &lock_timeout) < 0) {
+			a->pr.lock_timeout_arg = v;
+			if (spec_parse_duration(v, &a->lock_timeout) < 0) {
 				cmd_error("apply: -lock-timeout takes a duration such as 30s or 5m, not '%s'", v);
-				rc = VX_EXIT_USAGE;
-				goto done;
+				return VX_EXIT_USAGE;
 			}
 			break;
 		default:
-			if (planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
+			if (cmd_planning_opt(&a->po, args->opts[i].id, v, &err) && err.code) {
 				cmd_report(&err, NULL);
-				rc = VX_EXIT_USAGE;
-				goto done;
+				return VX_EXIT_USAGE;
 			}
 		}
 	}
 	for (size_t i = 0; i < args->npos; i++)
-		target = args->pos[i];
-	cmd_ctx_init(&ctx, args->debug);
-	color = cmd_use_color(1, no_color);
-	if (lease_from_env(&lo.lease_ms) < 0 || cmd_ci_read(&ci) < 0)
-		goto done;
+		a->target = args->pos[i];
+	return 0;
+}
+
+/* The environment apply reads: its lease, who runs it, the test pause. -1 after saying why not. */
+static int apply_env(struct apply_args *a)
+{
+	struct vx_err err = VX_ERR_INIT;
+	const char *pause;
+
+	if (cmd_lease_from_env("apply", &a->ao.lease_ms) < 0)
+		return -1;
+	if (ci_read(&a->ci, cmd_warn, NULL, &err) < 0) {
+		cmd_report(&err, NULL);
+		return -1;
+	}
 	pause = getenv("VX_TEST_PAUSE");
 	if (pause && strcmp(pause, "before-send") != 0) {
 		cmd_error("apply: VX_TEST_PAUSE takes before-send, not '%s'", pause);
-		goto done;
+		return -1;
 	}
-	hud.test_pause = pause != NULL;
+	a->ao.test_pause = pause != NULL;
+	a->ao.committed_only = getenv("CI") && *getenv("CI");
+	return 0;
+}
 
-	if (is_plan_file(target)) {
-		from_file = 1;
-		if (vx_buf_read_file(&file, target, 16u << 20, &err) < 0 ||
-		    saved_plan_parse(&sp, file.data, file.len, &err) < 0) {
-			cmd_report(&err, target);
-			fprintf(stderr, "vx: vxapply takes a stack directory, or a plan saved by 'vxplan -out FILE'\n");
-			goto done;
-		}
-		po.refresh = sp.refresh;
-		/* The plan is a file someone handed us: who it names reaches commits and terminals. */
-		if (sp.planned_by && (!cmd_ci_actor_ok(sp.planned_by) ||
-				      (sp.pr_url && !cmd_ci_url_ok(sp.pr_url)))) {
-			cmd_error("apply: %s: \"planned_by\" names no valid actor or pull request URL "
-				  "(printable, no spaces, at most %d and %d characters)", target,
-				  CMD_CI_ACTOR_MAX, CMD_CI_URL_MAX);
-			goto done;
-		}
-		if (saved_plan_dir(&plan_dir, &sp, target, &err) < 0) {
-			cmd_report(&err, target);
-			goto done;
-		}
-		if (workspace_open(&ws, &ctx, plan_dir, &err) < 0) {
-			cmd_report(&err, NULL);
-			goto done;
-		}
-		/* The saved plan's own -target list, so the plan is remade with the same scope. */
-		for (size_t i = 0; i < sp.ntargets; i++) {
-			const char **p = realloc(po.targets, (po.ntargets + 1) * sizeof(*p));
+/*
+ * Opens the stack or the saved plan, takes the lease, plans and shows the
+ * plan: 0 when it may go on, -1 after saying why not.
+ */
+static int apply_prepare(struct applying *ap, struct apply_args *a, struct vx_ctx *ctx, struct vx_err *err)
+{
+	struct vx_buf out = VX_BUF_INIT;
+	int rc = -1;
 
-			if (!p)
-				goto done;
-			po.targets = p;
-			p[po.ntargets++] = sp.targets[i];
-		}
-		po.allow_other_lineage |= sp.allow_other_lineage;
-	} else if (workspace_open(&ws, &ctx, target, &err) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	if (workspace_config_status(&ws, &err) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	/*
-	 * A CI job applies what was reviewed and merged: uncommitted YAML there
-	 * is a build step gone wrong, and the runs would name a commit that does
-	 * not hold what was applied.
-	 */
-	if (ws.config_changes && getenv("CI") && *getenv("CI")) {
-		cmd_error("apply: the stack has uncommitted changes (%s); CI is set, and in CI vx "
-			  "applies only committed configuration: commit them first", ws.config_changes);
-		goto done;
-	}
-
-	lo.operation = "apply";
-	lo.timeout_ms = lock_timeout;
-	lo.on_wait = on_lock_wait;
-	lo.ud = &lock_timeout_arg;
-	hint = unlock_args(from_file ? NULL : target, ws.dir);
-	lo.unlock_args = hint;
-	if (state_lock_acquire(ws.backend, &lo, &err) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	/* Only now: lists made before the lease was ours could miss what the
-	 * apply that held it last created. */
-	if (po.refresh)
-		workspace_prefetch(&ws);
-	if (workspace_load_state(&ws, &err) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	cmd_ctx_time_limit(&ctx); /* the wait for the lock does not count */
-	/* The pull request is the saved plan's (reviewed there), else this pipeline's own. */
-	pr = from_file && sp.pr_number ? sp.pr_number : ci.pr;
-	pr_url = from_file && sp.pr_number ? sp.pr_url : ci.pr_url;
-	if (state_audit(ws.backend, ci.actor, pr_url, ci.run_url, &err) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	/* From here on every state commit says the configuration applied is not HEAD's. */
-	if (ws.config_changes && state_config_dirty(ws.backend, ws.st->decl_hash, &err) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	if (from_file && (ws.state.serial != sp.state_serial ||
-			  (sp.state_serial && sp.state_lineage && strcmp(sp.state_lineage, ws.state.lineage)))) {
-		cmd_error("apply: %s: the state moved since the plan was made (serial %llu then, %llu now); "
-			  "run vxplan again", target, (unsigned long long)sp.state_serial,
-			  (unsigned long long)ws.state.serial);
-		goto done;
-	}
-	/* The declaration hash covers sensitive values by their HMAC under the
-	 * state's salt, so it is compared once the same state is loaded. */
-	if (from_file) {
-		if (workspace_salt(&ws, sp.state_salt, &err) < 0) {
-			cmd_report(&err, target);
+	if (is_plan_file(a->target)) {
+		if (applying_open_saved(ap, ctx, a->target, &a->po, &cmd_workspace_events, err) < 0) {
+			cmd_report(err, NULL);
+			if (ap->not_a_plan)
+				fprintf(stderr, "vx: vxapply takes a stack directory, or a plan saved by "
+					"'vxplan -out FILE'\n");
 			goto done;
 		}
-		if (strcmp(sp.decl_hash, ws.st->decl_hash) != 0) {
-			cmd_error("apply: %s: the declaration changed since the plan was made; "
-				  "run vxplan again", target);
-			goto done;
-		}
-	}
-	if (planning_run(&pl, &ws, &po, &err) < 0) {
-		cmd_report(&err, NULL);
+	} else if (applying_open(ap, ctx, a->target, &cmd_workspace_events, err) < 0) {
+		cmd_report(err, NULL);
 		goto done;
 	}
-	if (from_file && saved_plan_matches(&sp, &pl.planner.plan, &err) < 0) {
-		cmd_report(&err, target);
+	a->hint = unlock_args(ap->from_file ? NULL : a->target, ap->ws.dir);
+	a->ao.unlock_args = a->hint;
+	if (applying_lock(ap, &a->ao, &a->po, err) < 0) {
+		cmd_report(err, NULL);
 		goto done;
 	}
-	if (!from_file) {
-		if (render_plan_human(&out, &pl.planner.plan, &pl.header, color) < 0) {
+	cmd_ctx_time_limit(ctx); /* the wait for the lock does not count */
+	if (applying_plan(ap, &a->ao, &a->po, err) < 0) {
+		cmd_report(err, NULL);
+		goto done;
+	}
+	if (!ap->from_file) {
+		if (render_plan_human(&out, &ap->pl.planner.plan, &ap->pl.header,
+				      cmd_use_color(1, a->no_color)) < 0) {
 			cmd_error("apply: out of memory");
 			goto done;
 		}
 		fputs(vx_buf_str(&out), stdout);
 	}
-	if (pl.planner.plan.errors.n) {
+	if (ap->pl.planner.plan.errors.n) {
 		cmd_error("apply: the plan has errors; nothing was changed");
 		goto done;
 	}
-	refreshed = po.refresh ? apply_refresh_state(&ws.state, &ws.store.jobs, &refresh_summary) : 0;
-	/*
-	 * How runs ended is recorded before anything else happens, in its own
-	 * commit: a run that failed and is now forgotten, or a job cancelled,
-	 * keeps its final state in the history. Records migrated to salted
-	 * hashes are written now too, or a stack that never changes would keep
-	 * its plain hashes forever.
-	 */
-	if ((refreshed || ws.migrated) && record_refresh(&ws, refreshed, ws.migrated, refresh_summary) < 0)
-		goto done;
-	if (!planning_has_changes(&pl)) {
-		printf("\nNo changes. The cloud matches the declaration.\n");
-		rc = VX_EXIT_OK;
-		goto done;
-	}
-	if (!from_file && !confirm(auto_approve))
-		goto done;
-	cmd_ctx_time_limit(&ctx); /* nor the time a person took to answer */
-
-	memset(&ao, 0, sizeof(ao));
-	ao.parallelism = parallelism;
-	ao.project = ws.st->project;
-	ao.config_commit = ws.config_commit;
-	ao.config_dirty = ws.config_changes != NULL;
-	ao.decl_hash = ws.st->decl_hash;
-	ao.launched_by = ci.actor;
-	ao.planned_by = from_file ? sp.planned_by : NULL;
-	ao.pr_number = pr;
-	ao.pr_url = pr_url;
-	{
-		const char *inflight = getenv("VX_INFLIGHT_SECONDS");
-		char *end = NULL;
-		double secs = inflight ? strtod(inflight, &end) : 0;
-
-		if (inflight && (!*inflight || *end || secs < 0 || secs > 86400)) {
-			cmd_error("apply: VX_INFLIGHT_SECONDS must be a number of seconds, not '%s'", inflight);
-			goto done;
-		}
-		if (inflight)
-			ao.inflight_ms = secs > 0 ? (int64_t)(secs * 1000) : 1;
-	}
-	hud.ws = &ws;
-	hooks.persist = hook_persist;
-	hooks.progress = hook_progress;
-	hooks.heartbeat = hook_heartbeat;
-	hooks.fence = hook_fence;
-	hooks.ud = &hud;
-	printf("\n");
-	if (apply_run(&res, &ctx, &pl.planner.plan, ws.st, &ws.state, ws.prov, &ao, &hooks, &err) < 0) {
-		if (res.fenced) {
-			cmd_report(&err, NULL);
-			drop_after_fence(&ws);
-		} else {
-			cmd_report(&err, "apply stopped: writing the state failed");
-		}
-		goto done;
-	}
-	printf("\nApply %s: %zu done, %zu failed%s.\n", res.interrupted ? "interrupted" : "complete",
-	       res.ok, res.failed, res.skipped ? ", some not started" : "");
-	for (size_t i = 0; i < res.failures.n; i++)
-		fprintf(stderr, "vx: failed: %s\n", res.failures.items[i].msg);
-	if (res.failed || res.interrupted)
-		goto done;
-	if (wait && res.ncreated) {
-		printf("\nWaiting for %zu job%s to %s:\n", res.ncreated, res.ncreated == 1 ? "" : "s",
-		       wait == 2 ? "finish" : "run");
-		if (follow_jobs(&ws, &res, wait == 2))
-			goto done;
-	}
-	rc = VX_EXIT_OK;
+	rc = 0;
 done:
-	free(refresh_summary);
-	cmd_ci_release(&ci);
-	free(plan_dir);
-	free(hint);
 	vx_buf_release(&out);
-	vx_buf_release(&file);
-	saved_plan_release(&sp);
-	apply_result_release(&res);
-	planning_release(&pl);
-	planning_opts_release(&po);
-	workspace_close(&ws);
-	pthread_mutex_destroy(&hud.pause_lock);
+	return rc;
+}
+
+/* Carries the plan out and follows the jobs: the exit code. */
+/* The Stack's notify: targets hear what this apply saw and did, once each. */
+static void apply_notify(struct applying *ap, struct vx_ctx *ctx)
+{
+	struct notify_outbox *ob = NULL;
+	struct notify_list events = { NULL, 0 };
+	struct notify_report rep;
+	struct vx_err err = VX_ERR_INIT;
+
+	memset(&rep, 0, sizeof(rep));
+	if (!ap->ws.st->nnotify)
+		return;
+	if (notify_outbox_new(&ob) < 0 || applying_events(ap, vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS, &events) < 0)
+		cmd_error("apply: notifications: out of memory");
+	else if (applying_notify(ap, ob, &events, 20, &rep, &err) < 0)
+		cmd_report(&err, NULL);
+	for (size_t i = 0; i < rep.n; i++) {
+		const struct notify_outcome *o = &rep.items[i];
+
+		printf("notify: %s %s to notify[%zu]: %s%s\n", o->address ? o->address : "", o->event, o->target,
+		       o->sent ? "delivered" : o->dropped ? "dropped: " : "not delivered: ", o->why ? o->why : "");
+	}
+	notify_report_release(&rep);
+	notify_list_release(&events);
+	notify_outbox_free(ob);
+	vx_err_release(&err);
+}
+
+static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_ctx *ctx, struct vx_err *err)
+{
+	const struct apply_result *res = &ap->res;
+
+	if (applying_record(ap, &a->po, err) < 0) {
+		cmd_report(err, NULL);
+		return VX_EXIT_ERROR;
+	}
+	if (!planning_has_changes(&ap->pl)) {
+		printf("\nNo changes. The cloud matches the declaration.\n");
+		apply_notify(ap, ctx);
+		return VX_EXIT_OK;
+	}
+	if (!ap->from_file && !confirm(a->auto_approve))
+		return VX_EXIT_ERROR;
+	cmd_ctx_time_limit(ctx); /* nor the time a person took to answer */
+	if (cmd_inflight_from_env("apply", &a->ao.inflight_ms) < 0)
+		return VX_EXIT_ERROR;
+	printf("\n");
+	if (applying_run(ap, &a->ao, err) < 0) {
+		cmd_report(err, NULL);
+		return VX_EXIT_ERROR;
+	}
+	printf("\nApply %s: %zu done, %zu failed%s.\n", res->interrupted ? "interrupted" : "complete",
+	       res->ok, res->failed, res->skipped ? ", some not started" : "");
+	for (size_t i = 0; i < res->failures.n; i++)
+		fprintf(stderr, "vx: failed: %s\n", res->failures.items[i].msg);
+	apply_notify(ap, ctx);
+	if (res->failed || res->interrupted)
+		return VX_EXIT_ERROR;
+	if (a->wait && res->ncreated) {
+		printf("\nWaiting for %zu job%s to %s:\n", res->ncreated, res->ncreated == 1 ? "" : "s",
+		       a->wait == 2 ? "finish" : "run");
+		if (follow_jobs(ap, &a->ao, &a->pr, a->wait == 2))
+			return VX_EXIT_ERROR;
+	}
+	return VX_EXIT_OK;
+}
+
+static int apply_exec(const struct cmd_args *args)
+{
+	struct apply_args a;
+	struct applying ap;
+	struct vx_ctx ctx;
+	struct vx_err err = VX_ERR_INIT;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.target = ".";
+	a.parallelism = 8;
+	a.po.refresh = 1;
+	a.ev.progress = print_progress;
+	a.ev.lock_wait = print_lock_wait;
+	a.ev.job_changed = print_job_changed;
+	a.ev.waiting = print_waiting;
+	a.ev.ud = &a.pr;
+	applying_init(&ap);
+	if ((rc = apply_flags(&a, args)) != 0)
+		goto done;
+	rc = VX_EXIT_ERROR;
+	cmd_ctx_init(&ctx, args->debug);
+	if (apply_env(&a) < 0)
+		goto done;
+	a.ao.ev = &a.ev;
+	a.ao.ci = &a.ci;
+	a.ao.parallelism = a.parallelism;
+	a.ao.lock_timeout_ms = a.lock_timeout;
+	if (apply_prepare(&ap, &a, &ctx, &err) < 0)
+		goto done;
+	rc = apply_carry_out(&ap, &a, &ctx, &err);
+done:
+	applying_close(&ap);
+	ci_release(&a.ci);
+	free(a.hint);
+	planning_opts_release(&a.po);
 	vx_err_release(&err);
 	return rc;
 }

@@ -12,10 +12,13 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/ctx.h"
 
+struct planning_opts;
 struct vx_err;
+struct workspace_events;
 
 enum cmd_arg {
 	CMD_ARG_NONE,      /* -auto-approve */
@@ -54,13 +57,34 @@ struct cmd_entry {
 };
 
 extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entry, cmd_doctor_entry,
-	cmd_log_entry, cmd_state_entry, cmd_unlock_entry, cmd_import_entry, cmd_version_entry,
+	cmd_log_entry, cmd_status_entry, cmd_state_entry, cmd_unlock_entry, cmd_import_entry, cmd_watch_entry,
+	cmd_version_entry,
 	cmd_help_entry;
 
 /* -C DIR and -chdir=DIR: the flags of the commands that take a stack directory
  * beside their positional arguments (log, state, unlock). */
 enum { CMD_OPT_DIR = 1 };
 extern const struct cmd_opt cmd_dir_opts[];
+
+/* The flags plan and apply share (workflow/planning.h), for their flag tables. */
+enum {
+	CMD_OPT_TARGET = 100,
+	CMD_OPT_REPLACE,
+	CMD_OPT_REFRESH,
+	CMD_OPT_FAIL_ON,
+	CMD_OPT_ALLOW_OTHER_LINEAGE,
+};
+#define CMD_PLANNING_OPTS \
+	{ "target", CMD_ARG_REQUIRED, CMD_OPT_TARGET }, \
+	{ "replace", CMD_ARG_REQUIRED, CMD_OPT_REPLACE }, \
+	{ "refresh", CMD_ARG_OPTIONAL, CMD_OPT_REFRESH }, \
+	{ "fail-on", CMD_ARG_REQUIRED, CMD_OPT_FAIL_ON }, \
+	{ "allow-other-lineage", CMD_ARG_NONE, CMD_OPT_ALLOW_OTHER_LINEAGE }
+
+/* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on,
+ * -allow-other-lineage):
+ * 1 when id is one (err set when its value is bad), else 0. */
+int cmd_planning_opt(struct planning_opts *o, int id, const char *value, struct vx_err *err);
 
 /* Parses argv (argv[0] is the command) by e's flags and runs it: the exit code. */
 int cmd_run(const struct cmd_entry *e, int argc, char **argv);
@@ -79,8 +103,24 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug);
  */
 void cmd_ctx_time_limit(struct vx_ctx *ctx);
 
+/* VX_LEASE_SECONDS (the state lease; short ones are for tests) into *out in ms,
+ * 0 when unset; -1 after saying why when it is not 1 to 86400 seconds. */
+int cmd_lease_from_env(const char *cmd, int64_t *out);
+/* VX_INFLIGHT_SECONDS (how long a journaled create may be in flight,
+ * reconcile/apply.h) into *out in ms, 0 when unset; -1 after saying why. */
+int cmd_inflight_from_env(const char *cmd, int64_t *out);
+
 /* Prints "vx: <msg>" on stderr. */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * What every command does with a workspace's events (workflow/workspace.h):
+ * a stack's diagnostics, one a line on stderr ("... and N more" when some
+ * were dropped); a problem as "vx: <doing>: <msg>".
+ */
+extern const struct workspace_events cmd_workspace_events;
+
+/* Prints "vx: warning: <msg>" on stderr: a library's warn callback (ud unused). */
+void cmd_warn(void *ud, const char *msg);
 /* Prints the error's message as "vx: <context>: <msg>" and releases it. */
 void cmd_report(struct vx_err *err, const char *context);
 

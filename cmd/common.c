@@ -1,6 +1,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +12,11 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/diag.h"
 #include "util/err.h"
+#include "reconcile/kind.h"
+#include "workflow/planning.h"
+#include "workflow/workspace.h"
 
 static volatile sig_atomic_t cmd_interrupted;
 
@@ -115,6 +120,78 @@ void cmd_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+/* KIND.NAME for a kind of the table (job., reservation., quota.). */
+static int valid_address(const char *a)
+{
+	const char *dot = strchr(a, '.');
+
+	return kind_of_address(a) && dot[1];
+}
+
+int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_err *err)
+{
+	switch (id) {
+	case CMD_OPT_FAIL_ON:
+		if (!strcmp(v, "quota"))
+			o->fail_on_quota = 1;
+		else
+			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v);
+		return 1;
+	case CMD_OPT_ALLOW_OTHER_LINEAGE:
+		o->allow_other_lineage = 1;
+		return 1;
+	case CMD_OPT_REFRESH:
+		if (!v || !strcmp(v, "true"))
+			o->refresh = 1;
+		else if (!strcmp(v, "false"))
+			o->refresh = 0;
+		else
+			vx_err_set(err, VX_EINVAL, "-refresh takes true or false, not '%s'", v);
+		return 1;
+	case CMD_OPT_TARGET:
+	case CMD_OPT_REPLACE:
+		if (!valid_address(v))
+			vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME, reservation.NAME or "
+				   "quota.NAME, not '%s'", id == CMD_OPT_TARGET ? "target" : "replace", v);
+		else if ((id == CMD_OPT_TARGET ? planning_opts_add(&o->targets, &o->ntargets, v)
+					       : planning_opts_add(&o->replaces, &o->nreplaces, v)) < 0)
+			vx_err_set(err, VX_ENOMEM, "out of memory");
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void print_diags(void *ud, const struct vx_diags *d)
+{
+	(void)ud;
+	for (size_t i = 0; i < d->n; i++) {
+		char *line = vx_diag_format(&d->items[i]);
+
+		fprintf(stderr, "%s\n", line ? line : d->items[i].msg);
+		free(line);
+	}
+	if (d->dropped)
+		fprintf(stderr, "... and %zu more\n", d->dropped);
+}
+
+static void print_problem(void *ud, const char *doing, const struct vx_err *e)
+{
+	(void)ud;
+	fprintf(stderr, "vx: %s: %s\n", doing, vx_err_msg(e));
+}
+
+const struct workspace_events cmd_workspace_events = {
+	.diags = print_diags,
+	.problem = print_problem,
+};
+
+void cmd_warn(void *ud, const char *msg)
+{
+	(void)ud;
+	fprintf(stderr, "vx: warning: %s\n", msg);
 }
 
 void cmd_report(struct vx_err *err, const char *context)
@@ -303,4 +380,39 @@ void cmd_done(int rc)
 	if (VX_LEAK_CHECKED)
 		return;
 	exit(rc);
+}
+
+int cmd_lease_from_env(const char *cmd, int64_t *out)
+{
+	const char *v = getenv("VX_LEASE_SECONDS");
+	char *end = NULL;
+	long n;
+
+	*out = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < 1 || n > 86400) {
+		cmd_error("%s: VX_LEASE_SECONDS must be a whole number of seconds from 1 to 86400, not '%s'", cmd, v);
+		return -1;
+	}
+	*out = (int64_t)n * 1000;
+	return 0;
+}
+
+int cmd_inflight_from_env(const char *cmd, int64_t *out)
+{
+	const char *inflight = getenv("VX_INFLIGHT_SECONDS");
+	char *end = NULL;
+	double secs = inflight ? strtod(inflight, &end) : 0;
+
+	*out = 0;
+	if (inflight && (!*inflight || *end || secs < 0 || secs > 86400)) {
+		cmd_error("%s: VX_INFLIGHT_SECONDS must be a number of seconds, not '%s'", cmd, inflight);
+		return -1;
+	}
+	if (inflight)
+		*out = secs > 0 ? (int64_t)(secs * 1000) : 1;
+	return 0;
 }

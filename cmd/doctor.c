@@ -37,11 +37,85 @@ static int report(const char *what, int rc, struct vx_err *err, const char *deta
 	return rc < 0;
 }
 
+/* One cheap read per API: the stack's jobs, a zone's reservations, the quota infos. 1 when one failed. */
+static int check_apis(struct vx_ctx *ctx, struct gcp_http *http, const struct gcp_endpoints *ep,
+		      const char *project, const char *region, const char *zone, const char *stack_name)
+{
+	struct vx_err err = VX_ERR_INIT;
+	char *detail = NULL;
+	int failed = 0, r;
+
+	{
+		struct vertex_client vc = { http, ctx, ep->base[GCP_API_AIPLATFORM], NULL };
+		struct vertex_job_list jobs = VERTEX_JOB_LIST_INIT;
+		char *filter = NULL;
+		struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack_name };
+
+		if (stack_name)
+			r = vertex_filter_labels(&filter, &by_stack, 1, &err);
+		else
+			r = 0;
+		if (r == 0)
+			r = vertex_list_jobs(&vc, project, region, filter, 100, 0, &jobs, &err);
+		free(detail);
+		detail = vx_asprintf("%zu job%s of this stack in %s", jobs.n, jobs.n == 1 ? "" : "s", region);
+		failed |= report("vertex", r, &err, detail);
+		vertex_job_list_release(&jobs);
+		free(filter);
+	}
+	{
+		struct compute_client cc = { http, ctx, ep->base[GCP_API_COMPUTE], NULL };
+		struct compute_reservation_list res = COMPUTE_RESERVATION_LIST_INIT;
+
+		r = compute_reservation_list(&cc, project, zone, NULL, &res, &err);
+		free(detail);
+		detail = vx_asprintf("%zu reservation%s in %s", res.n, res.n == 1 ? "" : "s", zone);
+		failed |= report("compute", r, &err, detail);
+		compute_reservation_list_release(&res);
+	}
+	{
+		struct quotas_client qc = { http, ctx, ep->base[GCP_API_CLOUDQUOTAS], NULL };
+		struct quota_info_list qi = QUOTA_INFO_LIST_INIT;
+
+		r = quotas_list_infos(&qc, project, "aiplatform.googleapis.com", &qi, &err);
+		free(detail);
+		detail = vx_asprintf("%zu Vertex AI quota info%s", qi.n, qi.n == 1 ? "" : "s");
+		failed |= report("cloudquotas", r, &err, detail);
+		quota_info_list_release(&qi);
+	}
+	free(detail);
+	vx_err_release(&err);
+	return failed;
+}
+
+/* The stack in dir, or NULL (said either way); *region: the one to read jobs in. */
+static struct stack *doctor_stack(const char *dir, const char **region)
+{
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+
+	*region = NULL;
+	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
+		*region = st->region;
+		if (!*region && st->njobs)
+			*region = st->jobs[0].region;
+		printf("  %-12s ok    %s in %s\n", "stack", st->name, dir);
+	} else {
+		printf("  %-12s --    no valid stack in %s (run 'vx validate %s'); using the environment\n",
+		       "stack", dir, dir);
+		vx_err_release(&err);
+	}
+	if (!*region)
+		*region = getenv("VX_REGION") ? getenv("VX_REGION") : "us-central1";
+	vx_diags_release(&diags);
+	return st;
+}
+
 static int doctor_exec(const struct cmd_args *args)
 {
 	struct vx_ctx ctx;
 	struct vx_err err = VX_ERR_INIT;
-	struct vx_diags diags = VX_DIAGS_INIT;
 	struct gcp_endpoints ep = GCP_ENDPOINTS_INIT;
 	struct gcp_auth *auth = NULL;
 	struct gcp_http *auth_http = NULL, *http = NULL;
@@ -54,19 +128,8 @@ static int doctor_exec(const struct cmd_args *args)
 
 	cmd_ctx_init(&ctx, args->debug);
 	printf("vx %s doctor\n", VX_VERSION);
-	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
-		stack_name = st->name;
-		region = st->region;
-		if (!region && st->njobs)
-			region = st->jobs[0].region;
-		printf("  %-12s ok    %s in %s\n", "stack", st->name, dir);
-	} else {
-		printf("  %-12s --    no valid stack in %s (run 'vx validate %s'); using the environment\n",
-		       "stack", dir, dir);
-		vx_err_release(&err);
-	}
-	if (!region)
-		region = getenv("VX_REGION") ? getenv("VX_REGION") : "us-central1";
+	st = doctor_stack(dir, &region);
+	stack_name = st ? st->name : NULL;
 	zone = vx_asprintf("%s-a", region);
 
 	r = gcp_endpoints_load(&ep, &err);
@@ -109,44 +172,7 @@ static int doctor_exec(const struct cmd_args *args)
 		failed |= report("project", r, &err, NULL);
 		goto done;
 	}
-	{
-		struct vertex_client vc = { http, &ctx, ep.base[GCP_API_AIPLATFORM], NULL };
-		struct vertex_job_list jobs = VERTEX_JOB_LIST_INIT;
-		char *filter = NULL;
-		struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack_name };
-
-		if (stack_name)
-			r = vertex_filter_labels(&filter, &by_stack, 1, &err);
-		else
-			r = 0;
-		if (r == 0)
-			r = vertex_list_jobs(&vc, project, region, filter, 100, 0, &jobs, &err);
-		free(detail);
-		detail = vx_asprintf("%zu job%s of this stack in %s", jobs.n, jobs.n == 1 ? "" : "s", region);
-		failed |= report("vertex", r, &err, detail);
-		vertex_job_list_release(&jobs);
-		free(filter);
-	}
-	{
-		struct compute_client cc = { http, &ctx, ep.base[GCP_API_COMPUTE], NULL };
-		struct compute_reservation_list res = COMPUTE_RESERVATION_LIST_INIT;
-
-		r = compute_reservation_list(&cc, project, zone, NULL, &res, &err);
-		free(detail);
-		detail = vx_asprintf("%zu reservation%s in %s", res.n, res.n == 1 ? "" : "s", zone);
-		failed |= report("compute", r, &err, detail);
-		compute_reservation_list_release(&res);
-	}
-	{
-		struct quotas_client qc = { http, &ctx, ep.base[GCP_API_CLOUDQUOTAS], NULL };
-		struct quota_info_list qi = QUOTA_INFO_LIST_INIT;
-
-		r = quotas_list_infos(&qc, project, "aiplatform.googleapis.com", &qi, &err);
-		free(detail);
-		detail = vx_asprintf("%zu Vertex AI quota info%s", qi.n, qi.n == 1 ? "" : "s");
-		failed |= report("cloudquotas", r, &err, detail);
-		quota_info_list_release(&qi);
-	}
+	failed |= check_apis(&ctx, http, &ep, project, region, zone, stack_name);
 done:
 	if (!failed)
 		rc = VX_EXIT_OK;
@@ -159,7 +185,6 @@ done:
 	gcp_auth_free(auth);
 	gcp_endpoints_release(&ep);
 	stack_free(st);
-	vx_diags_release(&diags);
 	vx_err_release(&err);
 	return rc;
 }

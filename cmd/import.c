@@ -4,19 +4,13 @@
  * checked and recorded).
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/workspace.h"
 #include "reconcile/import.h"
 #include "reconcile/kind.h"
-#include "reconcile/stack.h"
-#include "state/backend.h"
-#include "state/lock.h"
-#include "util/buf.h"
-#include "util/suggest.h"
+#include "workflow/importing.h"
 
 static const char usage[] =
 	"usage: vx import ADDR RESOURCE [DIR] [-check] [-C DIR]\n\n"
@@ -48,44 +42,16 @@ static const struct cmd_opt import_opts[] = {
 	{ NULL, CMD_ARG_NONE, 0 },
 };
 
-/* "not declared", with the nearest declared address of the same kind as a hint. */
-static void not_declared(const struct stack *st, const char *address)
-{
-	size_t n = st->njobs + st->nreservations + st->nquotas, k = 0;
-	const char **names = calloc(n + 1, sizeof(*names));
-	const char *near;
-
-	for (size_t i = 0; names && i < st->njobs; i++)
-		names[k++] = st->jobs[i].d.address;
-	for (size_t i = 0; names && i < st->nreservations; i++)
-		names[k++] = st->reservations[i].d.address;
-	for (size_t i = 0; names && i < st->nquotas; i++)
-		names[k++] = st->quotas[i].d.address;
-	near = names ? vx_suggest(address, names, k) : NULL;
-	if (near)
-		cmd_error("import: %s is not declared in the stack (did you mean \"%s\"?); import adopts a "
-			  "resource into a declared address", address, near);
-	else
-		cmd_error("import: %s is not declared in the stack; import adopts a resource into a declared "
-			  "address: declare it first", address);
-	free(names);
-}
-
 static int import_exec(const struct cmd_args *args)
 {
-	struct state_lock_opts lo;
-	struct import_request req;
-	struct import_outcome out;
+	struct importing im;
 	struct vx_ctx ctx;
-	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = ".", *address = NULL, *resource = NULL;
 	const struct kind *k;
-	char *message = NULL, *launched_by = NULL;
 	int rc = VX_EXIT_ERROR, dir_given = 0, check = 0;
 
-	memset(&ws, 0, sizeof(ws));
-	memset(&out, 0, sizeof(out));
+	memset(&im, 0, sizeof(im));
 	for (size_t i = 0; i < args->nopts; i++) {
 		if (args->opts[i].id == IMPORT_OPT_CHECK)
 			check = 1;
@@ -111,62 +77,20 @@ static int import_exec(const struct cmd_args *args)
 		return VX_EXIT_USAGE;
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0) {
+	if (importing_run(&im, &ctx, dir, address, resource, check, &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}
-	if (!stack_find_decl(ws.st, address)) {
-		not_declared(ws.st, address);
-		goto done;
-	}
-	/* The lease first, as apply does: what is read and checked is then what gets written. */
-	memset(&lo, 0, sizeof(lo));
-	lo.operation = "import";
-	if (!check && state_lock_acquire(ws.backend, &lo, &err) < 0) {
-		cmd_report(&err, "import");
-		goto done;
-	}
-	if (workspace_load_state(&ws, &err) < 0 || workspace_salt(&ws, NULL, &err) < 0 ||
-	    workspace_provider(&ws, &err) < 0) {
-		cmd_report(&err, "import");
-		goto done;
-	}
-	if (state_lock_held(ws.backend)) {
-		const struct state_lock *l = state_lock_held(ws.backend);
-
-		launched_by = vx_asprintf("%s@%s", l->user, l->host);
-	}
-	memset(&req, 0, sizeof(req));
-	req.address = address;
-	req.resource = resource;
-	req.config_commit = ws.config_commit;
-	req.launched_by = launched_by;
-	req.now_ms = vx_now_ms(&ctx);
-	if (import_resource(&out, &ws.state, ws.prov, ws.st, &req, check, &err) < 0) {
-		cmd_report(&err, "import");
-		goto done;
-	}
-	if (!check) {
-		message = vx_asprintf("vx import: %s <- %s\n", address, out.resource);
-		if (!message || state_write(ws.backend, &ws.state, message, &err) < 0) {
-			if (!err.code)
-				vx_err_set(&err, VX_ENOMEM, "out of memory");
-			cmd_report(&err, "import: writing the state");
-			goto done;
-		}
-	}
-	if (out.differs)
+	if (im.out.differs)
 		printf("%s: %s %s (%s); differs from the declaration: %s; %s\n", address,
-		       check ? "would import" : "imported", out.resource, out.status, out.differs, out.next);
+		       check ? "would import" : "imported", im.out.resource, im.out.status, im.out.differs,
+		       im.out.next);
 	else
 		printf("%s: %s %s (%s); it matches the declaration\n", address, check ? "would import" : "imported",
-		       out.resource, out.status);
+		       im.out.resource, im.out.status);
 	rc = VX_EXIT_OK;
 done:
-	free(message);
-	free(launched_by);
-	import_outcome_release(&out);
-	workspace_close(&ws);
+	importing_close(&im);
 	vx_err_release(&err);
 	return rc;
 }

@@ -20,13 +20,13 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/workspace.h"
 #include "reconcile/provider.h"
 #include "reconcile/render.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vx log [ADDR] [DIR] [-debug]\n\n"
@@ -311,7 +311,8 @@ static int log_exec(const struct cmd_args *args)
 		}
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0 || print_log(&ws, addr, &err) < 0) {
+	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
+	    print_log(&ws, addr, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

@@ -6,14 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/ci.h"
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/planning.h"
-#include "cmd/workspace.h"
 #include "reconcile/render.h"
 #include "state/lock.h"
 #include "util/buf.h"
+#include "workflow/ci.h"
+#include "workflow/planning.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vxplan [DIR] [options]     (also: vx plan)\n\n"
@@ -48,117 +48,128 @@ static const struct cmd_opt plan_opts[] = {
 	{ "format", CMD_ARG_REQUIRED, PLAN_OPT_FORMAT },
 	{ "detailed-exitcode", CMD_ARG_NONE, PLAN_OPT_DETAILED_EXITCODE },
 	{ "no-color", CMD_ARG_NONE, PLAN_OPT_NO_COLOR },
-	PLANNING_OPTS,
+	CMD_PLANNING_OPTS,
 	{ NULL, CMD_ARG_NONE, 0 },
 };
 
-static int plan_exec(const struct cmd_args *args)
-{
+/* What plan was asked, from its flags. */
+struct plan_args {
 	struct planning_opts po;
-	struct vx_ctx ctx;
-	struct workspace ws;
-	struct vx_err err = VX_ERR_INIT;
-	struct planning pl;
-	struct vx_buf out = VX_BUF_INIT;
-	struct cmd_ci ci = { NULL, 0, NULL, NULL };
-	const char *dir = ".", *outfile = NULL, *format = "human";
-	int detailed = 0, no_color = 0, rc = VX_EXIT_ERROR, r;
+	const char *dir, *outfile, *format;
+	int detailed, no_color;
+};
 
-	memset(&po, 0, sizeof(po));
-	po.refresh = 1;
-	memset(&ws, 0, sizeof(ws));
-	memset(&pl, 0, sizeof(pl));
+/* Parses the flags into *a: 0, or an exit code after saying what is wrong. */
+static int plan_flags(struct plan_args *a, const struct cmd_args *args)
+{
+	struct vx_err err = VX_ERR_INIT;
+
 	for (size_t i = 0; i < args->nopts; i++) {
 		const char *v = args->opts[i].value;
 
 		switch (args->opts[i].id) {
 		case PLAN_OPT_OUT:
-			outfile = v;
+			a->outfile = v;
 			break;
 		case PLAN_OPT_FORMAT:
-			format = v;
+			a->format = v;
 			break;
 		case PLAN_OPT_DETAILED_EXITCODE:
-			detailed = 1;
+			a->detailed = 1;
 			break;
 		case PLAN_OPT_NO_COLOR:
-			no_color = 1;
+			a->no_color = 1;
 			break;
 		default:
-			if (planning_opt(&po, args->opts[i].id, v, &err) && err.code) {
+			if (cmd_planning_opt(&a->po, args->opts[i].id, v, &err) && err.code) {
 				cmd_report(&err, NULL);
-				rc = VX_EXIT_USAGE;
-				goto done;
+				return VX_EXIT_USAGE;
 			}
 		}
 	}
 	for (size_t i = 0; i < args->npos; i++)
-		dir = args->pos[i];
-	if (!format || (strcmp(format, "human") && strcmp(format, "json") && strcmp(format, "markdown"))) {
+		a->dir = args->pos[i];
+	if (!a->format || (strcmp(a->format, "human") && strcmp(a->format, "json") &&
+			   strcmp(a->format, "markdown"))) {
 		cmd_error("plan: -format must be human, json or markdown");
-		rc = VX_EXIT_USAGE;
-		goto done;
+		return VX_EXIT_USAGE;
 	}
-	cmd_ctx_init(&ctx, args->debug);
-	if ((po.refresh ? workspace_open_ahead(&ws, &ctx, dir, &err) : workspace_open(&ws, &ctx, dir, &err)) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	if (po.refresh)
-		workspace_prefetch(&ws);
-	if (workspace_load_state(&ws, &err) < 0 ||
-	    planning_run(&pl, &ws, &po, &err) < 0) {
-		cmd_report(&err, NULL);
-		goto done;
-	}
-	if (!strcmp(format, "json"))
-		r = render_plan_json(&out, &pl.planner.plan, &pl.header);
-	else if (!strcmp(format, "markdown"))
-		r = render_plan_markdown(&out, &pl.planner.plan, &pl.header);
+	return 0;
+}
+
+/* Prints the plan in a's format, and saves it with -out: 0, or -1 after saying why not. */
+static int plan_print(struct planning *pl, const struct workspace *ws, const struct plan_args *a,
+		      struct vx_err *err)
+{
+	struct vx_buf out = VX_BUF_INIT;
+	struct ci ci = { NULL, 0, NULL, NULL };
+	int rc = -1, r;
+
+	if (!strcmp(a->format, "json"))
+		r = render_plan_json(&out, &pl->planner.plan, &pl->header);
+	else if (!strcmp(a->format, "markdown"))
+		r = render_plan_markdown(&out, &pl->planner.plan, &pl->header);
 	else
-		r = render_plan_human(&out, &pl.planner.plan, &pl.header, cmd_use_color(1, no_color));
+		r = render_plan_human(&out, &pl->planner.plan, &pl->header, cmd_use_color(1, a->no_color));
 	if (r < 0) {
 		cmd_error("plan: out of memory");
 		goto done;
 	}
 	fputs(vx_buf_str(&out), stdout);
-	if (outfile) {
-		struct vx_buf js = VX_BUF_INIT;
-		FILE *f = NULL;
-
-		/* A state that has not stored its salt yet would get another one when
-		 * vxapply loads it: the saved plan carries the one its hashes used
-		 * (only then, and never on stdout). */
-		pl.header.state_salt = ws.salt_fresh ? ws.state.salt : NULL;
-		/* Who planned, so the runs applied from it say so (cmd/ci.h). */
-		if (cmd_ci_read(&ci) < 0)
-			goto done;
-		pl.header.planned_by = ci.actor;
-		pl.header.pr_number = ci.pr;
-		pl.header.pr_url = ci.pr_url;
-		if (render_plan_json(&js, &pl.planner.plan, &pl.header) < 0 || !(f = fopen(outfile, "w")) ||
-		    fputs(vx_buf_str(&js), f) < 0 || fclose(f) != 0) {
-			cmd_error("plan: cannot write %s", outfile);
-			vx_buf_release(&js);
+	if (a->outfile) {
+		if (ci_read(&ci, cmd_warn, NULL, err) < 0) {
+			cmd_report(err, NULL);
 			goto done;
 		}
-		vx_buf_release(&js);
-		if (!strcmp(format, "human"))
-			printf("\nSaved the plan to %s. Apply exactly it with: vxapply %s\n", outfile, outfile);
+		if (planning_save(pl, ws, &ci, a->outfile, err) < 0) {
+			cmd_report(err, "plan");
+			goto done;
+		}
+		if (!strcmp(a->format, "human"))
+			printf("\nSaved the plan to %s. Apply exactly it with: vxapply %s\n", a->outfile,
+			       a->outfile);
 	}
-	if (pl.planner.plan.errors.n) {
-		rc = VX_EXIT_ERROR;
+	rc = 0;
+done:
+	ci_release(&ci);
+	vx_buf_release(&out);
+	return rc;
+}
+
+static int plan_exec(const struct cmd_args *args)
+{
+	struct plan_args a;
+	struct vx_ctx ctx;
+	struct workspace ws;
+	struct vx_err err = VX_ERR_INIT;
+	struct planning pl;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.dir = ".";
+	a.format = "human";
+	a.po.refresh = 1;
+	memset(&ws, 0, sizeof(ws));
+	memset(&pl, 0, sizeof(pl));
+	if ((rc = plan_flags(&a, args)) != 0)
+		goto done;
+	rc = VX_EXIT_ERROR;
+	cmd_ctx_init(&ctx, args->debug);
+	if (planning_run_dir(&pl, &ws, &ctx, a.dir, &a.po, &cmd_workspace_events, &err) < 0) {
+		cmd_report(&err, NULL);
 		goto done;
 	}
-	rc = detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
+	if (plan_print(&pl, &ws, &a, &err) < 0)
+		goto done;
+	if (pl.planner.plan.errors.n)
+		goto done;
+	rc = a.detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
 	/* Every thread is joined (the refresh took the lists) and a plan holds no lease. */
 	if (!ws.backend || !state_lock_held(ws.backend))
 		cmd_done(rc);
 done:
-	cmd_ci_release(&ci);
-	vx_buf_release(&out);
 	planning_release(&pl);
-	planning_opts_release(&po);
+	planning_opts_release(&a.po);
 	workspace_close(&ws);
 	vx_err_release(&err);
 	return rc;

@@ -6,8 +6,8 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "cmd/workspace.h"
 #include "state/lock.h"
+#include "workflow/workspace.h"
 
 static const char usage[] =
 	"usage: vx unlock ID [DIR] [-debug]\n\n"
@@ -39,7 +39,8 @@ static int unlock_exec(const struct cmd_args *args)
 		return VX_EXIT_USAGE;
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &err) < 0 || state_unlock(ws.backend, id, &err) < 0) {
+	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
+	    state_unlock(ws.backend, id, &err) < 0) {
 		cmd_report(&err, "unlock");
 		goto done;
 	}

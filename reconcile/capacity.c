@@ -482,27 +482,16 @@ static int action_stops(const struct plan_action *a)
 	       job_state_is_active(a->live_state);
 }
 
-/*
- * The rate per hour of the run a stops, priced from the spec recorded for it
- * (the run may differ from what is declared now): -1 when unknown (no
- * recorded spec, as for a job vx does not track; a price not in the table).
- * A run on a reservation is 0: the reservation keeps costing.
- */
-static double stopped_rate(const struct capacity_input *in, const struct plan_action *a, int *upper, int *estimate)
+double prices_spec_rate(const struct prices *p, const char *region, const char *spec_json, int *upper,
+			int *estimate)
 {
-	char project[128], region[64];
-	const char *json = a->record ? a->record->spec_json : NULL;
 	const cJSON *pools, *pool, *sched, *strategy;
 	cJSON *spec;
 	double rate = 0;
 
-	if (!json || !in->prices)
+	if (!spec_json || !p || !region)
 		return -1;
-	if (a->region)
-		snprintf(region, sizeof(region), "%s", a->region);
-	else if (plan_resource_place(a->cancel_name, project, region, sizeof(region)) < 0)
-		return -1;
-	if (!(spec = cJSON_Parse(json)))
+	if (!(spec = cJSON_Parse(spec_json)))
 		return -1;
 	sched = cJSON_GetObjectItemCaseSensitive(spec, "scheduling");
 	strategy = cJSON_GetObjectItemCaseSensitive(sched, "strategy");
@@ -529,7 +518,7 @@ static double stopped_rate(const struct capacity_input *in, const struct plan_ac
 		sp.accelerator_type = cJSON_IsString(at) ? at->valuestring : NULL;
 		sp.accelerator_count = json_int(ms, "acceleratorCount", 0);
 		sp.replica_count = json_int(pool, "replicaCount", 1);
-		r = pool_rate(in->prices, region, &sp, 1,
+		r = pool_rate(p, region, &sp, 1,
 			      strategy_price(cJSON_IsString(strategy) ? strategy->valuestring : NULL), upper, estimate);
 		if (r < 0) {
 			rate = -1;
@@ -539,6 +528,26 @@ static double stopped_rate(const struct capacity_input *in, const struct plan_ac
 	}
 	cJSON_Delete(spec);
 	return rate;
+}
+
+/*
+ * The rate per hour of the run a stops, priced from the spec recorded for it
+ * (the run may differ from what is declared now): -1 when unknown (no
+ * recorded spec, as for a job vx does not track; a price not in the table).
+ * A run on a reservation is 0: the reservation keeps costing.
+ */
+static double stopped_rate(const struct capacity_input *in, const struct plan_action *a, int *upper, int *estimate)
+{
+	char project[128], region[64];
+	const char *json = a->record ? a->record->spec_json : NULL;
+
+	if (!json || !in->prices)
+		return -1;
+	if (a->region)
+		snprintf(region, sizeof(region), "%s", a->region);
+	else if (plan_resource_place(a->cancel_name, project, region, sizeof(region)) < 0)
+		return -1;
+	return prices_spec_rate(in->prices, region, json, upper, estimate);
 }
 
 /*
@@ -852,4 +861,36 @@ int capacity_wanted(const struct stack *st)
 			     machines_fixed_gpus(st->jobs[i].spec.pools[k].machine_type, NULL, NULL)))
 				return 1;
 	return 0;
+}
+
+int prices_load(struct prices *out, const struct stack *st, const char *env_file, struct vx_err *err)
+{
+	struct vx_buf text = VX_BUF_INIT;
+	const char *file = env_file && *env_file ? env_file : NULL;
+	char *path = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!file && st->prices) {
+		if (st->prices[0] == '/' || !st->dir || !strcmp(st->dir, "."))
+			path = vx_strdup(st->prices);
+		else
+			path = vx_asprintf("%s/%s", st->dir, st->prices);
+		if (!path)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		file = path;
+	}
+	if (!file) {
+		rc = prices_parse(out, prices_default_json, strlen(prices_default_json), "built-in price table", err);
+		goto done;
+	}
+	rc = vx_buf_read_file(&text, file, 16u << 20, err);
+	if (rc == 0)
+		rc = prices_parse(out, vx_buf_str(&text), text.len, file, err);
+	if (rc < 0 && path)
+		(void)vx_err_wrap(err, "%s: prices", st->d.address);
+done:
+	vx_buf_release(&text);
+	free(path);
+	return rc;
 }

@@ -53,6 +53,14 @@ extern const char prices_default_json[];
 int prices_parse(struct prices *out, const char *json, size_t len, const char *what,
 		 struct vx_err *err) VX_WUR;
 void prices_release(struct prices *p);
+/*
+ * The price table in force for st: the file env_file names (VX_PRICES) when
+ * set and not empty, else the Stack's prices: (relative to its directory),
+ * else the table built into vx. VX_EIO, VX_EINVAL (a bad table), VX_ENOMEM;
+ * a bad Stack table's error names the Stack.
+ */
+int prices_load(struct prices *out, const struct stack *st, const char *env_file,
+		struct vx_err *err) VX_WUR;
 
 /*
  * The rate of a machine type (accelerator 0) or a GPU (1) in region for
@@ -63,6 +71,16 @@ void prices_release(struct prices *p);
  */
 double prices_rate(const struct prices *p, const char *region, const char *name, int accelerator,
 		   int want_vertex, enum prices_class c, int *upper_bound, int *estimate);
+
+/*
+ * The rate per hour of a run from its recorded jobSpec JSON (the state's
+ * redacted spec), in region: every pool's replicaCount x (machine + GPUs),
+ * at the spot, flex_start or on_demand rate its scheduling.strategy picks.
+ * 0 for a run on a reservation (the reservation is what costs); -1 when
+ * unknown (no spec, unparsable, a price the table lacks).
+ */
+double prices_spec_rate(const struct prices *p, const char *region, const char *spec_json, int *upper,
+			int *estimate);
 
 /* ---- capacity ---- */
 

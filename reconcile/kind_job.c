@@ -1081,11 +1081,13 @@ static char *state_lost_hint(const struct stack *st)
 		prefix = c->path ? vx_strdup(c->path) : vx_asprintf("vx/state/%s", st->name);
 		if (!prefix)
 			return NULL;
-		hint = vx_asprintf("Likely cause: the state object gs://%s/%s/state.json was deleted, or "
-				   "state.bucket or state.path changed. Fix: restore it (its history is under "
-				   "gs://%s/%s/history/, and a versioned bucket keeps deleted objects: "
-				   "gcloud storage ls --all-versions gs://%s/%s/state.json), or set the "
-				   "bucket and path back.",
+		/* A state.json deleted with its history still there is refused by
+		 * the backend itself, with vx state restore: here there is neither. */
+		hint = vx_asprintf("Likely cause: state.bucket or state.path changed, or everything under "
+				   "gs://%s/%s/ was deleted, its history too. Fix: set the bucket and path "
+				   "back, or restore gs://%s/%s/state.json from an earlier version (a "
+				   "versioned bucket keeps them: gcloud storage ls --all-versions "
+				   "gs://%s/%s/state.json).",
 				   c->bucket, prefix, c->bucket, prefix, c->bucket, prefix);
 		free(prefix);
 		return hint;
@@ -1217,6 +1219,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->rung_id.machine = r->current->rung_machine;
 			run->rung_id.reservation = r->current->rung_reservation;
 			run->end_ms = r->current->ended_ms;
+			run->created_ms = r->current->created_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
 			/* A create that never answered has no resource: the plan treats it as
 			 * no current run, and adoption by labels finds the job if it exists. */

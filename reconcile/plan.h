@@ -111,6 +111,7 @@ struct plan_run {
 	 * when not recorded (a state from before, or a job without a ladder):
 	 * the rung is then known by position alone. */
 	struct plan_rung_id rung_id;
+	int64_t created_ms;         /* when vx created it, 0 = unknown */
 	int64_t end_ms;
 	int cancelled_by_vx;
 };

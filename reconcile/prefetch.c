@@ -259,6 +259,12 @@ static int pf_update_quota(struct provider *p, const struct provider_quota_reque
 	return pf_of(p)->real->update_quota(pf_of(p)->real, req, out, err);
 }
 
+static int pf_list_active_jobs(struct provider *p, const char *project, const char *region,
+			       const char *stack, struct live_jobs *out, struct vx_err *err)
+{
+	return pf_of(p)->real->list_active_jobs(pf_of(p)->real, project, region, stack, out, err);
+}
+
 static int pf_get_job(struct provider *p, const char *name, struct live_job *out, char **spec_json,
 		      struct vx_err *err)
 {
@@ -320,7 +326,7 @@ static int rec_list_quotas(struct provider *p, const char *project, struct live_
 	return 0;
 }
 
-/* The quota limits the capacity check reads (cmd/planning.c), ahead. */
+/* The quota limits the capacity check reads (workflow/planning.c), ahead. */
 static void record_quota_infos(struct pf_thread *t, const char *service)
 {
 	struct prefetch *pf = t->pf;
@@ -419,6 +425,7 @@ static struct prefetch *prefetch_new(struct provider *real)
 	/* An operation the real provider lacks stays NULL here too. */
 #define PF_OP(op) pf->reader.op = real->op ? pf_##op : NULL
 	PF_OP(list_jobs);
+	PF_OP(list_active_jobs);
 	PF_OP(list_job_runs);
 	PF_OP(create_job);
 	PF_OP(cancel_job);

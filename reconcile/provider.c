@@ -23,6 +23,7 @@ int live_job_copy(struct live_job *out, const struct live_job *in)
 {
 	memset(out, 0, sizeof(*out));
 	out->create_ms = in->create_ms;
+	out->start_ms = in->start_ms;
 	out->end_ms = in->end_ms;
 	out->error_code = in->error_code;
 	if ((in->name && !(out->name = strdup(in->name))) ||

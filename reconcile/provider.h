@@ -26,6 +26,7 @@ struct live_job {
 	struct vx_label *labels;
 	size_t nlabels;
 	int64_t create_ms;    /* 0 when unknown */
+	int64_t start_ms;     /* startTime: first entry into RUNNING; 0 when never (or unknown) */
 	int64_t end_ms;       /* 0 when not ended */
 	int error_code;       /* google.rpc.Code of the job's error, 0 = none */
 	char *error_message;  /* NULL = none */
@@ -165,6 +166,17 @@ struct live_quota_limits {
 	size_t n;
 };
 
+/* One webhook request (a notification, reconcile/notify.h). */
+struct provider_webhook {
+	const char *url;               /* https:// (http:// to loopback only); a secret: never logged */
+	const char *log_name;          /* what logs and errors call it instead ("notify[0]") */
+	const char *const *headers;    /* extra "Name: value" lines, NULL-terminated */
+	const char *body;
+	size_t body_len;
+	const char *content_type;      /* default application/json */
+	long timeout_ms;               /* the one attempt's limit; 0 = 10 s */
+};
+
 struct provider {
 	/* Lists every job of the stack in one region: one filtered, paginated
 	 * list call (labels.vx-stack=<stack>), never a get per job. */
@@ -177,6 +189,15 @@ struct provider {
 	int (*list_job_runs)(struct provider *p, const char *project, const char *region,
 			     const char *stack, const char *job, struct live_jobs *out,
 			     struct vx_err *err);
+	/*
+	 * The stack's jobs in one region that can still change: the list of
+	 * list_jobs, also filtered to the states that are not final (Vertex's
+	 * list filter takes state, not update_time), for vx watch, whose cycles
+	 * must cost what the active jobs cost, not the stack's history. NULL:
+	 * the caller uses list_jobs.
+	 */
+	int (*list_active_jobs)(struct provider *p, const char *project, const char *region,
+				const char *stack, struct live_jobs *out, struct vx_err *err);
 	/* Creates a job. VX_EUNCERTAIN when the request may or may not have
 	 * created it: the caller must list by labels before trying again. */
 	int (*create_job)(struct provider *p, const struct provider_job_request *req,
@@ -225,6 +246,15 @@ struct provider {
 	 */
 	int (*list_quota_infos)(struct provider *p, const char *project, const char *service,
 				struct live_quota_limits *out, struct vx_err *err);
+
+	/*
+	 * Posts a webhook once, never retried here (the caller backs off across
+	 * cycles; receivers drop a resend by its webhook-id). 0 with *status
+	 * the HTTP status when an answer came (any status), else VX_E*.
+	 * NULL in providers that cannot.
+	 */
+	int (*post_webhook)(struct provider *p, const struct provider_webhook *req, long *status,
+			    struct vx_err *err);
 
 	/* Releases the provider. */
 	void (*free)(struct provider *p);

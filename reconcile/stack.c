@@ -20,11 +20,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "reconcile/spec.h"
 #include "reconcile/ynode.h"
@@ -389,6 +391,9 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 		rc = vx_buf_adds(b, ",\"failOn\":[\"quota\"]");
 	if (rc == 0)
 		rc = json_map(b, "labels", &st->labels);
+	/* notify only when set, as failOn. */
+	if (rc == 0)
+		rc = stack_notify_canonical(b, st);
 	if (rc == 0 && st->prices)
 		rc = json_kv(b, "prices", st->prices);
 	if (rc == 0)
@@ -463,6 +468,11 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		if (rc == 0)
 			rc = vx_buf_adds(b, i + 1 == j->nrungs ? "}]" : "}");
 	}
+	/* The same for the watcher's timings: only when not the default. */
+	if (rc == 0 && j->resubmit_delay_ms != STACK_RESUBMIT_DELAY_DEFAULT_MS)
+		rc = vx_buf_printf(b, ",\"resubmitDelayMs\":\"%lld\"", (long long)j->resubmit_delay_ms);
+	if (rc == 0 && j->stuck_after_ms != STACK_STUCK_AFTER_DEFAULT_MS)
+		rc = vx_buf_printf(b, ",\"stuckAfterMs\":\"%lld\"", (long long)j->stuck_after_ms);
 	return rc ? rc : decl_hash(b, &j->d);
 }
 
@@ -686,6 +696,7 @@ void stack_free(struct stack *st)
 	free(st->project);
 	free(st->region);
 	free(st->prices);
+	stack_notify_release(st);
 	free(st->state.path);
 	free(st->state.remote);
 	free(st->state.branch);
@@ -1018,17 +1029,183 @@ static void free_paths(char **paths, size_t n)
 	free(paths);
 }
 
+/*
+ * dir as an absolute path, "." and ".." folded away by name (as the shell's cd
+ * does), not by following links: the repository that holds the stack is the one
+ * its path names, whatever its links point to. Caller frees.
+ */
+static char *logical_path(const char *dir)
+{
+	char cwd[PATH_MAX], *out;
+	const char *p, *q;
+	size_t len = 0;
+
+	if (dir[0] == '/')
+		cwd[0] = '\0';
+	else if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	/* At most cwd, "/" and dir, and the NUL. */
+	out = malloc(strlen(cwd) + strlen(dir) + 3);
+	if (!out)
+		return NULL;
+	len = strlen(cwd);
+	memcpy(out, cwd, len);
+	for (p = dir; *p; p = q) {
+		while (*p == '/')
+			p++;
+		for (q = p; *q && *q != '/'; q++)
+			;
+		if (q == p || (q - p == 1 && p[0] == '.'))
+			continue;
+		if (q - p == 2 && p[0] == '.' && p[1] == '.') {
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--;
+			continue;
+		}
+		out[len++] = '/';
+		memcpy(out + len, p, (size_t)(q - p));
+		len += (size_t)(q - p);
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = '\0';
+	return out;
+}
+
+/*
+ * Where the stack's files must resolve to: the work tree of the git repository
+ * that holds dir, as realpath, or dir itself when no repository holds it.
+ * *in_repo says which. The repository is the nearest of dir and its parents, by
+ * name, with a .git, passing over a parent that is a symbolic link: what a link
+ * in the repository points to is not in it, even when that is a repository of
+ * its own. Only when no such parent exists (the checkout itself reached through
+ * a link, /home/u/ml -> /data/ml) does a .git through a link count.
+ */
+static int confine_root(char **out, int *in_repo, const char *dir, struct vx_err *err)
+{
+	char *p = logical_path(dir), *git = NULL, *linked = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	*in_repo = 0;
+	if (!p) {
+		rc = vx_err_set(err, VX_ENOMEM, "reading %s: %s", dir,
+				errno == ENOMEM ? "out of memory" : strerror(errno));
+		goto done;
+	}
+	for (;;) {
+		struct stat sb;
+		char *slash;
+		int is_link = lstat(p, &sb) == 0 && S_ISLNK(sb.st_mode);
+
+		free(git);
+		git = vx_asprintf("%s%s.git", p, strcmp(p, "/") ? "/" : "");
+		if (!git) {
+			rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
+			goto done;
+		}
+		if (lstat(git, &sb) == 0) {
+			if (!is_link) {
+				*out = realpath(p, NULL);
+				*in_repo = 1;
+				break;
+			}
+			if (!linked && !(linked = vx_strdup(p))) {
+				rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
+				goto done;
+			}
+		}
+		slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+	if (!*in_repo && linked) {
+		*out = realpath(linked, NULL);
+		*in_repo = 1;
+	}
+	if (!*in_repo)
+		*out = realpath(dir, NULL);
+	if (!*out)
+		rc = vx_err_set(err, errno == ENOENT ? VX_ENOTFOUND : VX_EIO, "reading %s: %s", dir,
+				strerror(errno));
+done:
+	free(p);
+	free(git);
+	free(linked);
+	return rc;
+}
+
+/*
+ * git versions a symbolic link, not what it points to: a stack file that
+ * resolves outside the repository (a file linked out, or the stack directory or
+ * one of its parents linked out) could change with no change in git while the
+ * plan names a clean commit, and CI's refusal of uncommitted configuration would
+ * not see it. Each such file is an error at FILE:1:1. A link that stays inside
+ * the repository is read: git versions its target too. Without a repository the
+ * files must stay inside the stack directory.
+ */
+static int confine(const char *dir, char *const *paths, size_t n, struct vx_diags *diags,
+		   size_t *nbad, struct vx_err *err)
+{
+	char *root = NULL, *real = NULL;
+	size_t nroot;
+	int in_repo, rc;
+
+	*nbad = 0;
+	if ((rc = confine_root(&root, &in_repo, dir, err)) < 0 || !root)
+		goto done;
+	nroot = strlen(root);
+	for (size_t i = 0; i < n; i++) {
+		free(real);
+		real = realpath(paths[i], NULL);
+		if (!real) {
+			rc = vx_err_set(err, errno == ENOMEM ? VX_ENOMEM : VX_EIO, "reading %s: %s",
+					paths[i], strerror(errno));
+			goto done;
+		}
+		if (!strncmp(real, root, nroot) && (real[nroot] == '/' || !strcmp(root, "/")))
+			continue;
+		(*nbad)++;
+		if (in_repo)
+			rc = vx_diags_add(diags, paths[i], 1, 1, "this stack file resolves to %s, outside "
+					  "the repository %s: git versions only the link, so the "
+					  "declaration could change with no change in git while the plan "
+					  "names a clean commit; copy the file into the repository instead "
+					  "of linking to it", real, root);
+		else
+			rc = vx_diags_add(diags, paths[i], 1, 1, "this stack file resolves to %s, outside "
+					  "the stack directory %s, and no git repository holds the stack; "
+					  "copy the file into the stack directory instead of linking to it",
+					  real, root);
+		if (rc < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
+			goto done;
+		}
+	}
+done:
+	free(root);
+	free(real);
+	return rc;
+}
+
 int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
 	       struct vx_diags *diags, struct vx_err *err)
 {
 	char **paths = NULL;
-	size_t n = 0;
+	size_t n = 0, nbad = 0;
 	int rc;
 
 	*out = NULL;
 	if ((rc = list_yaml(&paths, &n, dir, err)) < 0)
 		return rc;
-	rc = load(out, dir, (const char *const *)paths, NULL, n, limits, diags, err);
+	rc = confine(dir, paths, n, diags, &nbad, err);
+	if (rc == 0 && nbad)
+		rc = VX_EINVAL;
+	if (rc == 0)
+		rc = load(out, dir, (const char *const *)paths, NULL, n, limits, diags, err);
 	free_paths(paths, n);
 	return rc;
 }
@@ -1057,13 +1234,20 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 	struct yfile *yf = NULL;
 	struct stack *st = NULL;
 	char **paths = NULL;
-	size_t n = 0, found = 0;
+	size_t n = 0, found = 0, nbad = 0;
 	int rc;
 
 	*out = NULL;
 	*jobs = 0;
 	if ((rc = list_yaml(&paths, &n, dir, err)) < 0)
 		goto done;
+	/* Nothing read ahead from a file the load will refuse (see confine). */
+	if ((rc = confine(dir, paths, n, &diags, &nbad, err)) < 0)
+		goto done;
+	if (nbad) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "%s: no Stack read ahead", dir);
+		goto done;
+	}
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->dir = strdup(dir))) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");

@@ -136,7 +136,16 @@ struct stack_job {
 	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
 	int protect;                  /* 1: the plan refuses to cancel this job */
 	int on_remove;                /* onRemove: STATE_ON_REMOVE_* (0: unset, the default) */
+	/* resubmit.delay: after a stockout, how long the next attempt waits (doubling per
+	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
+	int64_t resubmit_delay_ms;
+	int64_t stuck_after_ms;       /* stuckAfter: queued or pending this long is "stuck" */
 };
+
+#define STACK_RESUBMIT_DELAY_DEFAULT_MS (60 * 1000)
+#define STACK_MAX_RESUBMIT_DELAY_MS (15 * 60 * 1000)
+#define STACK_STUCK_AFTER_DEFAULT_MS (6 * 3600 * 1000)
+#define STACK_MAX_STUCK_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
 
 struct stack_accelerator {
 	char *type;    /* compute's name: "nvidia-h100-80gb" */
@@ -166,6 +175,24 @@ struct stack_quota {
 	int ignore_safety_checks;     /* 1: a decrease past Google's safety checks is meant */
 };
 
+/*
+ * One `notify:` target of the Stack: where vx tells people about events
+ * (reconcile/notify.h). The URL and the secret are read from the
+ * environment when an event is sent, never stored.
+ */
+struct stack_notify {
+	char *url;          /* url: as written (no credentials, no query), or NULL */
+	char *url_env;      /* urlEnv: the environment variable that holds the URL, or NULL */
+	int format;         /* enum notify_format: NOTIFY_FORMAT_JSON (default) or _SLACK */
+	char *secret_env;   /* secretEnv: the variable holding a "whsec_..." secret, or NULL */
+	unsigned on;        /* NOTIFY_* bits; default STACK_NOTIFY_DEFAULT */
+	unsigned line, col; /* where the target is written, for messages */
+};
+
+/* The events a target gets when it names none: those a person must act on
+ * (gave-up, stuck, quota-denied, watch-error). */
+#define STACK_NOTIFY_DEFAULT ((1u << 0) | (1u << 3) | (1u << 5) | (1u << 6))
+
 struct stack {
 	struct stack_decl d;          /* the Stack document; address "stack.NAME" */
 	char *dir;                    /* the directory as given */
@@ -176,6 +203,8 @@ struct stack {
 	struct stack_labels labels;   /* the Stack's own labels */
 	char *prices;                 /* prices: a price table, relative to dir (docs/prices.md), or NULL */
 	int fail_on_quota;            /* failOn: [quota]: a job that does not fit is a plan error */
+	struct stack_notify *notify;  /* owned: the Stack's notify targets, in order */
+	size_t nnotify;
 	struct stack_job *jobs;       /* owned arrays, in declaration order (files by name, then documents) */
 	size_t njobs;
 	/* The jobs sorted by name, for stack_find_job (a plan looks every record's
@@ -215,7 +244,7 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
 /*
  * The Stack document of dir alone, read ahead of the whole stack so a plan
  * can open the state and start its lists while the rest loads
- * (cmd/workspace.c). Only files whose bytes hold "Stack" are parsed, up to
+ * (workflow/workspace.c). Only files whose bytes hold "Stack" are parsed, up to
  * the first Stack document. *out has the Stack's own fields and no other
  * declaration: whatever it says must be checked against stack_load's
  * result (stack_same_home) before anything read with it is used. *jobs is

@@ -20,14 +20,14 @@
 #include "util/banned.h"
 
 static const char *const stack_keys[] = { "kind", "name", "project", "region", "state", "labels",
-					  "prices", "failOn" };
+					  "prices", "failOn", "notify" };
 static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
-					"run", "resubmit", "onChange", "protect", "onRemove" };
+					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
-static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback" };
+static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay" };
 static const char *const rung_keys[] = { "region", "scheduling", "machineSpec", "reservation" };
 static const char *const reservation_keys[] = { "kind", "name", "zone", "machineType",
 						"accelerators", "count",
@@ -192,6 +192,7 @@ void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct yno
 			st->prices = stack_dup_opt(L, s);
 	}
 	read_fail_on(L, st, doc);
+	stack_notify_read(st, L, doc);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -416,6 +417,55 @@ void stack_job_release(struct stack_job *j)
 	free(j->rungs);
 }
 
+/* The largest of d, h, m, s that divides ms, for messages ("30d", "15m"). */
+static int64_t dur_unit(int64_t ms)
+{
+	static const int64_t units[] = { 86400000, 3600000, 60000, 1000 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (ms && ms % units[i] == 0)
+			return units[i];
+	return 1000;
+}
+
+static const char *dur_name(int64_t ms)
+{
+	switch (dur_unit(ms)) {
+	case 86400000:
+		return "d";
+	case 3600000:
+		return "h";
+	case 60000:
+		return "m";
+	default:
+		return "s";
+	}
+}
+
+/*
+ * A duration field (30s, 2m, 6h) into *out when present and within
+ * [min_ms, max_ms]; reported otherwise. path is "" at the top of a document.
+ */
+static void read_duration(struct loader *L, const struct ynode *map, const char *path, const char *key,
+			  int64_t *out, int64_t min_ms, int64_t max_ms)
+{
+	const struct ynode *v;
+	const char *s;
+	int64_t ms;
+
+	if (!stack_get_str(&s, &v, L, map, path, key, 0))
+		return;
+	if (spec_parse_duration(s, &ms) < 0)
+		stack_err(L, v, "%s%s%s: \"%s\" is not a duration (like 30s, 15m or 6h)", path, *path ? "." : "",
+			  key, s);
+	else if (ms < min_ms || ms > max_ms)
+		stack_err(L, v, "%s%s%s: must be from %lld%s to %lld%s, got \"%s\"", path, *path ? "." : "", key,
+			  (long long)(min_ms / dur_unit(min_ms)), dur_name(min_ms),
+			  (long long)(max_ms / dur_unit(max_ms)), dur_name(max_ms), s);
+	else
+		*out = ms;
+}
+
 static void read_resubmit(struct loader *L, struct stack_job *j, const struct ynode *doc)
 {
 	const struct ynode *m = stack_get_map(L, doc, "resubmit", "resubmit"), *on, *v;
@@ -454,6 +504,7 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 		else
 			j->max_attempts = x;
 	}
+	read_duration(L, m, "resubmit", "delay", &j->resubmit_delay_ms, 0, STACK_MAX_RESUBMIT_DELAY_MS);
 }
 
 static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
@@ -892,7 +943,10 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 		else
 			j->run = x;
 	}
+	j->resubmit_delay_ms = STACK_RESUBMIT_DELAY_DEFAULT_MS;
+	j->stuck_after_ms = STACK_STUCK_AFTER_DEFAULT_MS;
 	read_resubmit(L, j, doc);
+	read_duration(L, doc, "", "stuckAfter", &j->stuck_after_ms, 60000, STACK_MAX_STUCK_AFTER_MS);
 	j->on_change = STACK_ON_CHANGE_REPLACE;
 	if (stack_get_enum(&e, L, doc, "onChange", stack_on_change_names, ARRAY_SIZE(stack_on_change_names)))
 		j->on_change = (enum stack_on_change)e;

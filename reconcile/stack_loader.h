@@ -18,6 +18,8 @@
 #include "util/diag.h"
 #include "util/err.h"
 
+struct vx_buf;
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Vertex allows 64 labels on a job; vx adds seven of its own (runlabel.h RUNLABEL_N). */
@@ -151,6 +153,11 @@ void stack_get_string_map(struct stack_labels *out, struct loader *L, const stru
 /* ---- stack_kinds.c: one reader per kind ---- */
 
 void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct ynode *doc);
+/* stack_notify.c: the Stack's notify: targets into st->notify. */
+void stack_notify_read(struct stack *st, struct loader *L, const struct ynode *doc);
+void stack_notify_release(struct stack *st);
+/* Appends ",\"notify\":[...]" to the Stack's canonical form when it has targets. */
+int stack_notify_canonical(struct vx_buf *b, const struct stack *st) VX_WUR;
 /* Each returns -1 on an allocation failure (recorded), 0 otherwise (problems reported). */
 int stack_kinds_read_reservation(struct stack_reservation *r, struct loader *L,
 				 const struct ynode *doc, struct seen *seen, size_t *nseen);

@@ -204,6 +204,18 @@ int state_config_changes(struct state_backend *b, const char *dir, char **out,
 	return b->ops->config_changes(b, dir, out, err);
 }
 
+int state_restore(struct state_backend *b, uint64_t serial, char **what, struct vx_err *err)
+{
+	*what = NULL;
+	if (!b->ops->restore)
+		return vx_err_set(err, VX_EINVAL, "state restore: the %s backend keeps no history "
+				  "to restore from", b->ops->name);
+	if (!b->held)
+		return vx_err_set(err, VX_EINVAL, "state restore: the state lease is not held");
+	b->stored_serial = 0;
+	return b->ops->restore(b, serial, what, err);
+}
+
 int state_config_dirty(struct state_backend *b, const char *decl_hash, struct vx_err *err)
 {
 	free(b->dirty_decl_hash);

@@ -80,6 +80,9 @@ struct state_backend_ops {
 	/* The stack files of dir that differ from the config commit, or *out = NULL. */
 	int (*config_changes)(struct state_backend *b, const char *dir, char **out,
 			      struct vx_err *err);
+	/* Writes a deleted state back from its history (state_restore); NULL: no history to
+	 * restore from (file). */
+	int (*restore)(struct state_backend *b, uint64_t serial, char **what, struct vx_err *err);
 	void (*free)(struct state_backend *b);
 };
 
@@ -177,11 +180,28 @@ int state_config_dirty(struct state_backend *b, const char *decl_hash, struct vx
 /*
  * Who writes and from where, for the trailers of every later write: the
  * actor ("alice", or "user@host"), the pull request's URL and the CI run's
- * URL, each NULL when unknown. The caller validates them (cmd/ci.h): they
+ * URL, each NULL when unknown. The caller validates them (workflow/ci.h): they
  * must hold no newline. VX_ENOMEM.
  */
 int state_audit(struct state_backend *b, const char *actor, const char *pr_url,
 		const char *run_url, struct vx_err *err) VX_WUR;
+
+/*
+ * `vx state restore`: when the stored state was deleted but its history
+ * is still there (state_load then refuses with VX_ENOTFOUND, naming the
+ * newest version), puts back the version of serial `serial` (0: the
+ * newest) as it was, with its lineage, serial, records and journal, so
+ * that nothing it recorded is created again. gcs: state.json is created
+ * from history/N.json (ifGenerationMatch=0); git: the branch is created at
+ * the commit its remote-tracking ref or its reflog names. Requires the
+ * lease (state_lock_acquire). *what (owned by the caller) says what was
+ * restored, for the command to print. VX_ECONFLICT: a state exists
+ * (nothing to restore, or someone restored it first); VX_ENOTFOUND: no
+ * history (or not that serial); VX_EINVAL: no lease held, or a backend
+ * without history (file).
+ */
+int state_restore(struct state_backend *b, uint64_t serial, char **what,
+		  struct vx_err *err) VX_WUR;
 
 /* Frees the backend. It does NOT release a held lock (call state_lock_drop first). */
 void state_backend_free(struct state_backend *b);

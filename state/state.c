@@ -108,7 +108,65 @@ void state_release(struct state *st)
 		state_intent_release(&st->journal[i]);
 	free(st->journal);
 	state_lock_free(st->lock);
+	for (i = 0; i < st->nnotified; i++)
+		free(st->notified[i].key);
+	free(st->notified);
 	memset(st, 0, sizeof(*st));
+}
+
+/* "evt_" and 32 hex, ":", 8 hex: the form notify's keys take (reconcile/notify.h). */
+static int notified_key_ok(const char *k)
+{
+	size_t n = k ? strlen(k) : 0;
+
+	if (n != 45 || strncmp(k, "evt_", 4) || k[36] != ':')
+		return 0;
+	for (size_t i = 4; i < n; i++)
+		if (i != 36 && !((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+int state_notified_has(const struct state *st, const char *key)
+{
+	for (size_t i = 0; i < st->nnotified; i++)
+		if (!strcmp(st->notified[i].key, key))
+			return 1;
+	return 0;
+}
+
+int state_notified_add(struct state *st, const char *key, int64_t at_ms)
+{
+	struct state_notified *p;
+	size_t keep = 0;
+	char *k;
+
+	if (!notified_key_ok(key))
+		return VX_EINVAL;
+	if (state_notified_has(st, key))
+		return 0;
+	if (!(k = strdup(key)))
+		return VX_ENOMEM;
+	/* Forget the old ones (and the oldest past the cap) first. */
+	for (size_t i = 0; i < st->nnotified; i++) {
+		if (st->notified[i].at_ms < at_ms - STATE_NOTIFIED_KEEP_MS ||
+		    st->nnotified - i >= STATE_MAX_NOTIFIED) {
+			free(st->notified[i].key);
+			continue;
+		}
+		st->notified[keep++] = st->notified[i];
+	}
+	st->nnotified = keep;
+	p = realloc(st->notified, (st->nnotified + 1) * sizeof(*p));
+	if (!p) {
+		free(k);
+		return VX_ENOMEM;
+	}
+	st->notified = p;
+	p[st->nnotified].key = k;
+	p[st->nnotified].at_ms = at_ms;
+	st->nnotified++;
+	return 0;
 }
 
 /* ---- copies ------------------------------------------------------------- */

@@ -84,7 +84,7 @@ struct state_run {
 	int config_dirty;     /* 1: the stack had uncommitted changes then, so config_commit's
 			       * tree does not hold what was applied (decl_hash does identify it) */
 	char *decl_hash;      /* the stack's declaration hash, recorded when config_dirty; or NULL */
-	char *launched_by;    /* who applied: the CI actor (cmd/ci.h) or "user@host", or NULL */
+	char *launched_by;    /* who applied: the CI actor (workflow/ci.h) or "user@host", or NULL */
 	char *planned_by;     /* who made the saved plan applied, when it was saved by another
 			       * actor (or with a pull request); NULL otherwise */
 	int64_t pr_number;    /* the pull (merge) request it was planned or applied in; 0: none */
@@ -163,9 +163,35 @@ struct state {
 	 * unlocked (docs/leases.md). NULL: none recorded (file, gcs, older states).
 	 */
 	char *lease_ref;
+	/*
+	 * The notifications delivered (reconcile/notify.h), by delivery key,
+	 * oldest first: what no watcher or apply of the stack sends again.
+	 * Kept for STATE_NOTIFIED_KEEP_MS, at most STATE_MAX_NOTIFIED. Written
+	 * only when not empty, so a stack without notifications keeps the
+	 * header older versions read.
+	 */
+	struct state_notified *notified;
+	size_t nnotified;
 };
 
-#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL }
+struct state_notified {
+	char *key;            /* "evt_<32 hex>:<8 hex>" */
+	int64_t at_ms;        /* when it was delivered (or given up) */
+};
+
+#define STATE_MAX_NOTIFIED 10000
+#define STATE_NOTIFIED_KEEP_MS ((int64_t)7 * 24 * 3600 * 1000)
+
+#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0 }
+
+/* Whether key is among st's delivered notifications. */
+int state_notified_has(const struct state *st, const char *key);
+/*
+ * Records key as delivered at at_ms, forgetting those delivered before
+ * at_ms - STATE_NOTIFIED_KEEP_MS and the oldest past STATE_MAX_NOTIFIED.
+ * 0, VX_EINVAL for a key that is not one, or VX_ENOMEM.
+ */
+int state_notified_add(struct state *st, const char *key, int64_t at_ms) VX_WUR;
 
 /* Lifecycle. *_release frees the contents and zeroes the struct; NULL-safe. */
 void state_release(struct state *st);

@@ -205,6 +205,74 @@ done:
 	return rc;
 }
 
+static char *history_name(struct gcs_backend *g, uint64_t serial);
+
+/*
+ * The newest history object under the prefix, by listing P/history/
+ * (names are zero-padded, so the last in order is the newest): *serial
+ * its serial, or 0 when there is none. Names of another form are ignored.
+ */
+static int newest_history(struct gcs_backend *g, uint64_t *serial, struct vx_err *err)
+{
+	char **names = NULL, *dir = vx_asprintf("%s/history/", g->prefix);
+	size_t n = 0, dlen;
+	int rc;
+
+	*serial = 0;
+	if (!dir)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	dlen = strlen(dir);
+	rc = storage_object_list(&g->sc, g->bucket, dir, &names, &n, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const char *t = names[i] + dlen;
+		uint64_t v = 0;
+		size_t k;
+
+		for (k = 0; k < 10 && t[k] >= '0' && t[k] <= '9'; k++)
+			v = v * 10 + (uint64_t)(t[k] - '0');
+		if (k == 10 && !strcmp(t + 10, ".json") && v > *serial)
+			*serial = v;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(dir);
+	return rc;
+}
+
+/*
+ * state.json is absent: a first run, or a deleted state. When history
+ * objects are there, it is the latter, and a new state (serial 0, a new
+ * lineage) would create every job again: VX_ENOTFOUND saying how to
+ * restore it instead.
+ */
+static int refuse_if_lost(struct gcs_backend *g, struct vx_err *err)
+{
+	uint64_t serial = 0;
+	char *h = NULL;
+	int rc;
+
+	if ((rc = newest_history(g, &serial, err)) < 0) {
+		vx_err_wrap(err, "state gs://%s/%s does not exist; looking for its history",
+			    g->bucket, g->state_obj);
+		return rc;
+	}
+	if (!serial)
+		return 0;
+	if (!(h = history_name(g, serial)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = vx_err_set(err, VX_ENOTFOUND,
+			"state gs://%s/%s does not exist, but its history does: the newest is "
+			"gs://%s/%s (serial %llu), so the state was deleted (a lifecycle rule or a "
+			"clean-up?); starting a new state would create every job again. Restore it "
+			"with: vx state restore (or by hand: gcloud storage cat gs://%s/%s | jq .state | "
+			"gcloud storage cp - gs://%s/%s)",
+			g->bucket, g->state_obj, g->bucket, h, (unsigned long long)serial, g->bucket,
+			h, g->bucket, g->state_obj);
+	free(h);
+	return rc;
+}
+
 static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
@@ -212,7 +280,7 @@ static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *e
 	int found = 0, rc;
 
 	rc = read_state(g, out, &gen, &found, err);
-	if (rc == 0 && !found)
+	if (rc == 0 && !found && (rc = refuse_if_lost(g, err)) == 0)
 		rc = state_new(out, b->stack, b->ctx, err);
 	if (rc == 0 && (rc = gcs_lock_read(b, &out->lock, err)) < 0)
 		state_release(out);
@@ -304,6 +372,44 @@ static int moved(struct gcs_backend *g, const struct state *st, struct vx_err *e
 	return rc;
 }
 
+/* Whether lock (lease.json as read) is the lease this backend holds. */
+static int is_ours(const struct state_backend *b, const struct state_lock *lock)
+{
+	return b->held && lock && !strcmp(lock->id, b->held->id);
+}
+
+/*
+ * state.json is absent and lease.json names our lease: someone deleted the
+ * state under a running apply. Writing it back (created, so nobody else's
+ * state is replaced) keeps what this apply did; giving up would lose the
+ * record of jobs it already created, and the next apply would create them
+ * again.
+ */
+static int gone_under_our_lease(struct gcs_backend *g)
+{
+	struct state_lock *lock = NULL;
+	struct vx_err e = VX_ERR_INIT;
+	char *text = NULL;
+	size_t len = 0;
+	int64_t gen = 0, lease_gen = 0;
+	int found = 1, gone;
+
+	gone = read_obj(g, g->state_obj, STATE_MAX_JSON, &text, &len, &gen, &found, &e) == 0 &&
+	       !found && lease_read(g, &lock, &lease_gen, &e) == 0 && is_ours(&g->base, lock);
+	state_lock_free(lock);
+	vx_err_release(&e);
+	free(text);
+	return gone;
+}
+
+static void write_back_warning(struct gcs_backend *g, uint64_t serial)
+{
+	vx_log(g->base.ctx, VX_LOG_WARN,
+	       "state.json was deleted: generation %lld is gone (gs://%s/%s, serial %llu); this "
+	       "apply still holds the lease, so it writes the state back to keep what it did",
+	       (long long)g->loaded_gen, g->bucket, g->state_obj, (unsigned long long)serial);
+}
+
 static int gcs_write(struct state_backend *b, struct state *st, const char *message,
 		     struct vx_err *err)
 {
@@ -329,10 +435,15 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	}
 	cur.lock = lock;
 	lock = NULL;
+	/* Gone since we loaded or wrote it, while we hold the lease: deleted, not replaced. */
+	if (!found && is_ours(b, cur.lock) && g->loaded_gen > 0 && g->loaded_serial == st->serial) {
+		cur.serial = st->serial;
+		write_back_warning(g, st->serial);
+	}
 	if ((rc = state_backend_check_write(b, found || cur.lock ? &cur : NULL, st, err)) < 0)
 		goto done;
 	/* Same serial, but not the object we loaded: rewritten behind our back. */
-	if (g->loaded_gen >= 0 && g->loaded_serial == st->serial && gen != g->loaded_gen) {
+	if (found && g->loaded_gen >= 0 && g->loaded_serial == st->serial && gen != g->loaded_gen) {
 		rc = vx_err_set(err, VX_ECONFLICT,
 				"writing state: gs://%s/%s changed since it was read at serial %llu "
 				"(another writer replaced it); plan again",
@@ -355,6 +466,12 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	if ((rc = state_to_json(&out, &text, err)) < 0)
 		goto done;
 	rc = cas_write(g, g->state_obj, text, gen, &new_gen, err);
+	/* Deleted between our read and our write: the same as above. */
+	if (rc == VX_ECONFLICT && gen > 0 && gone_under_our_lease(g)) {
+		vx_err_release(err);
+		write_back_warning(g, st->serial);
+		rc = cas_write(g, g->state_obj, text, 0, &new_gen, err);
+	}
 	if (rc == VX_ECONFLICT) {
 		vx_err_release(err);
 		rc = moved(g, st, err);
@@ -400,7 +517,7 @@ static void version_release(struct version *v)
 
 /*
  * history/<serial> into *v; *found 0 when missing or not of lineage
- * (a state of that name made afresh reuses serials).
+ * (a state of that name made afresh reuses serials; NULL: any lineage).
  */
 static int history_get(struct gcs_backend *g, uint64_t serial, const char *lineage,
 		       struct version *v, int *found, struct vx_err *err)
@@ -428,8 +545,10 @@ static int history_get(struct gcs_backend *g, uint64_t serial, const char *linea
 				g->bucket, name, (unsigned long long)serial);
 		goto done;
 	}
-	if (!gjson_str(root, "lineage") || strcmp(gjson_str(root, "lineage"), lineage) != 0)
+	if (!gjson_str(root, "lineage") || (lineage && strcmp(gjson_str(root, "lineage"), lineage) != 0))
 		goto done;
+	if (!lineage)
+		lineage = gjson_str(root, "lineage");
 	inner = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "state"));
 	if (!inner) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -608,6 +727,76 @@ done:
 	return 0;
 }
 
+static int gcs_restore(struct state_backend *b, uint64_t serial, char **what,
+		       struct vx_err *err)
+{
+	struct gcs_backend *g = gb(b);
+	struct state cur = STATE_INIT;
+	struct state_lock *lock = NULL;
+	struct version v;
+	char *name = NULL, *text = NULL;
+	int64_t gen = 0, new_gen = 0;
+	int found = 0, rc;
+
+	memset(&v, 0, sizeof(v));
+	if ((rc = read_state(g, &cur, &gen, &found, err)) < 0)
+		goto done;
+	if (found) {
+		rc = vx_err_set(err, VX_ECONFLICT, "state restore: gs://%s/%s exists (serial %llu); "
+				"there is nothing to restore", g->bucket, g->state_obj,
+				(unsigned long long)cur.serial);
+		goto done;
+	}
+	if (!serial && (rc = newest_history(g, &serial, err)) < 0)
+		goto done;
+	if (!serial) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "state restore: gs://%s/%s/history/ holds no "
+				"history object; there is nothing to restore from", g->bucket,
+				g->prefix);
+		goto done;
+	}
+	if (!(name = history_name(g, serial))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	/* A history object holds the whole state of its serial (history_text). */
+	if ((rc = history_get(g, serial, NULL, &v, &found, err)) < 0)
+		goto done;
+	if (!found) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "state restore: gs://%s/%s does not exist",
+				g->bucket, name);
+		goto done;
+	}
+	if ((rc = lease_read(g, &lock, &gen, err)) < 0)
+		goto done;
+	if (!is_ours(b, lock)) {
+		rc = vx_err_set(err, VX_ECONFLICT, "state restore: lock %s was lost", b->held->id);
+		goto done;
+	}
+	if ((rc = state_to_json(&v.st, &text, err)) < 0)
+		goto done;
+	rc = cas_write(g, g->state_obj, text, 0, &new_gen, err);
+	if (rc == VX_ECONFLICT)
+		vx_err_wrap(err, "state restore: gs://%s/%s was created meanwhile", g->bucket,
+			    g->state_obj);
+	if (rc < 0)
+		goto done;
+	g->loaded_gen = new_gen;
+	g->loaded_serial = v.st.serial;
+	if (!(*what = vx_asprintf("gs://%s/%s restored from gs://%s/%s: serial %llu, lineage %s, "
+				  "%zu record%s", g->bucket, g->state_obj, g->bucket, name,
+				  (unsigned long long)v.st.serial, v.st.lineage, v.st.nrecords,
+				  v.st.nrecords == 1 ? "" : "s")))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	version_release(&v);
+	state_lock_free(lock);
+	state_release(&cur);
+	free(name);
+	free(text);
+	return rc;
+}
+
 static int gcs_revision(struct state_backend *b, char **out, struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
@@ -665,6 +854,7 @@ static const struct state_backend_ops gcs_ops = {
 	.revision = gcs_revision,
 	.config_commit = gcs_config_commit,
 	.config_changes = gcs_config_changes,
+	.restore = gcs_restore,
 	.free = gcs_free,
 };
 

@@ -805,6 +805,82 @@ done:
 static int lease_read_ref(struct state_git *g, git_oid *tip, int *exists, struct state_lock **out,
 			  struct vx_err *err);
 
+/*
+ * The branch is absent: a first run, or a branch deleted while its history
+ * is still reachable, by the remote-tracking ref (the remote's branch was
+ * deleted; our last fetch kept it) or by the branch's own reflog (the ref
+ * went without git's help, which would have removed the reflog too): the
+ * newest commit either names that still exists. *where (owned) says which.
+ * Returns 1 when found, 0 when not, or an error.
+ */
+static int lost_tip(struct state_git *g, git_oid *tip, char **where, struct vx_err *err)
+{
+	git_reflog *log = NULL;
+	git_commit *c = NULL;
+	int exists = 0, found = 0, rc;
+
+	*where = NULL;
+	if (g->tracking && (rc = read_ref(g, g->tracking, tip, &exists, err)) < 0)
+		return rc;
+	if (exists && git_commit_lookup(&c, g->repo, tip) == 0) {
+		*where = vx_strdup(g->tracking);
+		found = 1;
+	}
+	if (!found && git_reflog_read(&log, g->repo, g->ref) == 0) {
+		for (size_t i = 0; !found && i < git_reflog_entrycount(log); i++) {
+			const git_oid *id = git_reflog_entry_id_new(git_reflog_entry_byindex(log, i));
+
+			if (!id || git_oid_is_zero(id) || git_commit_lookup(&c, g->repo, id) < 0)
+				continue;
+			git_oid_cpy(tip, id);
+			*where = vx_asprintf("the reflog of %s", g->ref);
+			found = 1;
+		}
+	}
+	git_reflog_free(log);
+	git_commit_free(c);
+	if (found && !*where)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return found;
+}
+
+/* The serial of the state at commit id, or 0 when it cannot be read. */
+static uint64_t serial_at(struct state_git *g, const git_oid *id)
+{
+	git_commit *c = NULL;
+	git_tree *t = NULL;
+	struct state hdr = STATE_INIT;
+	struct vx_err e = VX_ERR_INIT;
+	uint64_t serial = 0;
+
+	if (tip_tree(g, id, &c, &t, &e) == 0 && read_header(g, t, &hdr, &e) == 0)
+		serial = hdr.serial;
+	state_release(&hdr);
+	vx_err_release(&e);
+	git_tree_free(t);
+	git_commit_free(c);
+	return serial;
+}
+
+/* The branch is absent: VX_ENOTFOUND when its history is still there (see lost_tip). */
+static int refuse_if_lost(struct state_git *g, struct vx_err *err)
+{
+	git_oid tip;
+	char *where = NULL, hex[GIT_OID_HEXSZ + 1];
+	int rc = lost_tip(g, &tip, &where, err);
+
+	if (rc <= 0)
+		return rc;
+	oid_hex(&tip, hex);
+	rc = vx_err_set(err, VX_ENOTFOUND,
+			"state branch %s does not exist, but its history does: %s names commit %s "
+			"(serial %llu), so the branch was deleted; starting a new state would create "
+			"every job again. Restore it with: vx state restore (or by hand: git branch %s %s)",
+			g->branch, where, hex, (unsigned long long)serial_at(g, &tip), g->branch, hex);
+	free(where);
+	return rc;
+}
+
 static int state_git_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
@@ -819,7 +895,8 @@ static int state_git_load(struct state_backend *b, struct state *out, struct vx_
 	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
 		goto done;
 	if (!exists) {
-		rc = state_new(out, b->stack, b->ctx, err);
+		if ((rc = refuse_if_lost(g, err)) == 0)
+			rc = state_new(out, b->stack, b->ctx, err);
 	} else if ((rc = tip_tree(g, &tip, &commit, &tree, err)) == 0 &&
 		   (rc = read_header(g, tree, out, err)) == 0 &&
 		   (rc = read_records(g, tree, out, err)) < 0) {
@@ -1783,6 +1860,63 @@ done:
 	return rc;
 }
 
+static int state_git_restore(struct state_backend *b, uint64_t serial, char **what,
+			     struct vx_err *err)
+{
+	struct state_git *g = (struct state_git *)b;
+	struct gref r = state_gref(g);
+	git_reference *ref = NULL;
+	git_commit *c = NULL;
+	git_oid tip;
+	char *where = NULL, hex[GIT_OID_HEXSZ + 1];
+	uint64_t at;
+	int exists = 0, rc;
+
+	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
+		goto done;
+	if (exists) {
+		rc = vx_err_set(err, VX_ECONFLICT, "state restore: state branch %s exists; there is "
+				"nothing to restore", g->branch);
+		goto done;
+	}
+	if ((rc = lost_tip(g, &tip, &where, err)) < 0)
+		goto done;
+	if (!rc) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "state restore: state branch %s is gone and "
+				"neither a remote-tracking ref nor its reflog names a commit of it",
+				g->branch);
+		goto done;
+	}
+	/* An older serial: down the first parents (each commit is one serial). */
+	while ((at = serial_at(g, &tip)) != serial && serial && at > serial) {
+		git_commit_free(c);
+		c = NULL;
+		if (git_commit_lookup(&c, g->repo, &tip) < 0 || git_commit_parentcount(c) == 0)
+			break;
+		git_oid_cpy(&tip, git_commit_parent_id(c, 0));
+	}
+	if (serial && at != serial) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "state restore: no commit of serial %llu below %s",
+				(unsigned long long)serial, where);
+		goto done;
+	}
+	oid_hex(&tip, hex);
+	if (ref_update(g, &ref, g->ref, &tip, NULL, "vx: state restored") < 0) {
+		rc = gerr(err, VX_ECONFLICT, "state restore: creating the state branch");
+		goto done;
+	}
+	if (g->remote && (rc = push_ref(g, &r, err)) < 0)
+		goto done;
+	if (!(*what = vx_asprintf("state branch %s restored at commit %s (serial %llu) from %s",
+				  g->branch, hex, (unsigned long long)at, where)))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	git_reference_free(ref);
+	git_commit_free(c);
+	free(where);
+	return rc < 0 ? rc : 0;
+}
+
 static int state_git_revision(struct state_backend *b, char **out, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
@@ -1828,6 +1962,7 @@ static const struct state_backend_ops state_git_ops = {
 	.revision = state_git_revision,
 	.config_commit = state_git_config_commit,
 	.config_changes = state_git_config_changes,
+	.restore = state_git_restore,
 	.free = state_git_free,
 };
 

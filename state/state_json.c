@@ -374,6 +374,23 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 	    (st->lease_ref && add_str(o, "leaseRef", st->lease_ref) < 0) ||
 	    add_item(o, "lock", lock_json(st->lock, 0)) < 0)
 		goto oom;
+	if (st->nnotified) {
+		arr = cJSON_CreateArray();
+		for (i = 0; arr && i < st->nnotified; i++) {
+			cJSON *n = cJSON_CreateObject();
+
+			if (!n || !cJSON_AddItemToArray(arr, n)) {
+				cJSON_Delete(n);
+				goto oom;
+			}
+			if (add_str(n, "key", st->notified[i].key) < 0 || add_time(n, "at", st->notified[i].at_ms) < 0)
+				goto oom;
+		}
+		rc = add_item(o, "notified", arr);
+		arr = NULL;
+		if (rc < 0)
+			goto oom;
+	}
 	arr = cJSON_CreateArray();
 	for (i = 0; arr && i < st->njournal; i++) {
 		cJSON *j = intent_json(&st->journal[i]);
@@ -945,19 +962,54 @@ static int record_cmp(const void *a, const void *b)
 		      ((const struct state_record *)b)->address);
 }
 
+/* "notified": the deliveries recorded (optional: written only when there are some). */
+static int notified_from(const cJSON *o, struct state *st, struct vx_err *err)
+{
+	static const char *const keys[] = { "key", "at" };
+	static const int flags[] = { F_REQ, F_REQ };
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "notified"), *c;
+	size_t n = 0, i;
+	int rc;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsArray(v))
+		return vx_err_set(err, VX_EINVAL, "notified: expected an array");
+	for (c = v->child; c; c = c->next)
+		if (++n > STATE_MAX_NOTIFIED)
+			return vx_err_set(err, VX_EINVAL, "notified: more than %d entries", STATE_MAX_NOTIFIED);
+	if (n && !(st->notified = calloc(n, sizeof(*st->notified))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (i = 0, c = v->child; c; c = c->next, i++) {
+		char p[64];
+		struct state_notified *e = &st->notified[i];
+
+		snprintf(p, sizeof(p), "notified[%zu]", i);
+		if ((rc = check_keys(c, p, keys, flags, 2, err)) < 0 ||
+		    (rc = get_str(c, p, "key", F_REQ, 64, &e->key, err)) < 0)
+			return rc;
+		st->nnotified = i + 1;
+		if ((rc = get_time(c, p, "at", F_REQ, &e->at_ms, err)) < 0)
+			return rc;
+		if (strlen(e->key) != 45 || strncmp(e->key, "evt_", 4))
+			return vx_err_set(err, VX_EINVAL, "%s.key: not a notification key", p);
+	}
+	return 0;
+}
+
 static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
 {
 	/* "salt" and "leaseRef" are optional: states written before them have
 	 * none (records last). */
 	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
-					    "journal", "salt", "leaseRef", "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, F_REQ };
+					    "journal", "salt", "leaseRef", "notified", "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, F_REQ };
 	const cJSON *v, *c;
 	int64_t version, serial;
 	size_t n, i;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 9 : 8, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 10 : 9, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = get_int(o, "", "version", 0, 1000, &version, err)) < 0)
@@ -1006,6 +1058,8 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 			return rc;
 		st->njournal = i + 1;
 	}
+	if ((rc = notified_from(o, st, err)) < 0)
+		return rc;
 	if (!with_records)
 		return 0;
 	v = cJSON_GetObjectItemCaseSensitive(o, "records");

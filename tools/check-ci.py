@@ -13,13 +13,26 @@ GitHub workflows (*.yml under a folder named github):
     never a branch;
   * a workflow with google-github-actions/auth grants `id-token: write` (the
     OIDC token workload identity federation exchanges; without it auth fails);
-  * every `secrets.X` and `vars.X` it references is named in docs/gitops.md.
+  * every `secrets.X` and `vars.X` it references is named in docs/gitops.md;
+  * two identities: google-github-actions/auth takes `service_account` from
+    vars.GCP_PLAN_SERVICE_ACCOUNT with vars.GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER
+    (plan, drift), or from any other name, which counts as the identity that
+    applies, with vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER; a workflow using the
+    applying identity runs only on push to main (and workflow_dispatch), and its
+    job only on main (`if: github.ref == 'refs/heads/main'`, or a protected
+    `environment`). A pull request runs the workflow files of its own branch:
+    anything it can trigger must not hold the identity that applies.
 GitLab (.gitlab-ci.yml):
   * `stages` is a list; every job (after `extends`) has a `stage` in it and a
     `script`;
   * every `id_tokens` entry sets `aud`, and a job that uses an ID token has one;
   * every GCP_* and VX_* variable it references is named in docs/gitops.md (or set
-    under `variables:`, by an id_tokens entry, or by the scripts themselves).
+    under `variables:`, by an id_tokens entry, or by the scripts themselves);
+  * a job that references a variable kept for the apply (APPLY_ONLY below:
+    the applying identity and the protected tokens) has `rules` that run it only
+    on the default branch; and no ID token audience of such a job is also one of
+    a job that may run elsewhere (a merge request pipeline runs the MR's own
+    .gitlab-ci.yml: its token must not be one the apply's provider accepts).
 
 usage: tools/check-ci.py [--docs docs/gitops.md] FILE...
 Prints one line per problem, "FILE: where: what", and exits 1 if any.
@@ -42,6 +55,21 @@ GH_STEP = {"id", "name", "if", "uses", "run", "with", "env", "working-directory"
            "continue-on-error", "timeout-minutes"}
 PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@]+)?@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$")
 GH_REF = re.compile(r"\$\{\{[^}]*?\b(secrets|vars)\.([A-Za-z_][A-Za-z0-9_]*)")
+
+PLAN_SA = "GCP_PLAN_SERVICE_ACCOUNT"
+PLAN_PROVIDER = "GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER"
+APPLY_SA = "GCP_APPLY_SERVICE_ACCOUNT"
+APPLY_PROVIDER = "GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER"
+GH_VAR_ONLY = re.compile(r"^\$\{\{\s*(?:vars|secrets)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+GH_MAIN_IF = re.compile(r"github\.ref\s*==\s*'refs/heads/main'")
+GH_APPLY_TRIGGERS = {"push", "workflow_dispatch"}
+
+# GitLab variables only the apply may see (protected, or naming the identity that
+# applies). GCP_SERVICE_ACCOUNT and GCP_WORKLOAD_IDENTITY_PROVIDER are the one
+# identity of recipes that had a single one: it applied, so it counts as that.
+APPLY_ONLY = {APPLY_SA, APPLY_PROVIDER, "GCP_SERVICE_ACCOUNT", "GCP_WORKLOAD_IDENTITY_PROVIDER",
+              "VX_PUSH_TOKEN", "VX_API_TOKEN"}
+GL_DEFAULT_BRANCH = re.compile(r"\$CI_COMMIT_BRANCH\s*==\s*\$CI_DEFAULT_BRANCH")
 
 GL_RESERVED = {"stages", "variables", "default", "include", "workflow", "image", "services",
                "before_script", "after_script", "cache"}
@@ -124,6 +152,7 @@ def check_github(path, doc, documented, problems):
                     bad(sw, "uses %r is not pinned to a version (owner/repo@vN or @SHA)" % (uses,))
                 elif uses.startswith("google-github-actions/auth@"):
                     uses_auth = True
+                    check_identity(doc, job, sw, step.get("with"), bad)
         if uses_auth and not (grants_id_token(doc.get("permissions")) or
                               grants_id_token(job.get("permissions"))):
             bad(where, "authenticates with google-github-actions/auth but its permissions "
@@ -132,6 +161,58 @@ def check_github(path, doc, documented, problems):
         for kind, name in GH_REF.findall(s):
             if name != "GITHUB_TOKEN" and name not in documented:
                 bad("top", "%s.%s is not documented in docs/gitops.md" % (kind, name))
+
+
+def var_name(value):
+    """X of a value that is exactly ${{ vars.X }} (or secrets.X); else None."""
+    m = GH_VAR_ONLY.match(value.strip()) if isinstance(value, str) else None
+    return m.group(1) if m else None
+
+
+def triggers_beyond_main(on):
+    """The workflow's triggers other than a push to main and workflow_dispatch."""
+    if isinstance(on, str):
+        on = {on: None}
+    elif isinstance(on, list):
+        on = {k: None for k in on if isinstance(k, str)}
+    elif not isinstance(on, dict):
+        return ["%r" % (on,)]
+    out = []
+    for event, spec in on.items():
+        if event not in GH_APPLY_TRIGGERS:
+            out.append(event)
+        elif event == "push" and not (isinstance(spec, dict) and spec.get("branches") == ["main"]
+                                       and set(spec) == {"branches"}):
+            out.append("push to other than main")
+    return out
+
+
+def check_identity(doc, job, where, args, bad):
+    """Plan and apply are two identities; the one that applies stays on main."""
+    args = args if isinstance(args, dict) else {}
+    sa, provider = args.get("service_account"), args.get("workload_identity_provider")
+    sa_var, provider_var = var_name(sa), var_name(provider)
+    if sa_var == PLAN_SA:
+        if provider_var != PLAN_PROVIDER:
+            bad(where, "the plan identity vars.%s with workload_identity_provider %r: it goes with "
+                "vars.%s (the plan pool)" % (PLAN_SA, provider, PLAN_PROVIDER))
+        return
+    who = "vars.%s" % sa_var if sa_var else repr(sa)
+    if provider_var != APPLY_PROVIDER:
+        bad(where, "service_account %s is not vars.%s, so it counts as the identity that applies, "
+            "and its workload_identity_provider %r is not vars.%s (a pool of its own whose "
+            "attribute condition admits only pushes to main)" % (who, PLAN_SA, provider,
+                                                                APPLY_PROVIDER))
+    beyond = triggers_beyond_main(doc.get("on"))
+    if beyond:
+        bad(where, "the identity that applies (service_account %s) in a workflow that also runs "
+            "on %s: anyone who can push a branch can edit this workflow in a pull request and "
+            "act as it unreviewed; plan and drift use vars.%s" % (who, ", ".join(beyond), PLAN_SA))
+    cond = job.get("if")
+    if not job.get("environment") and not (isinstance(cond, str) and GH_MAIN_IF.search(cond)):
+        bad(where, "the identity that applies (service_account %s) in a job without "
+            "if: github.ref == 'refs/heads/main' (or a protected environment): run by hand on "
+            "another branch, that branch's workflow file would run as it" % who)
 
 
 def resolve(jobs, name, seen=()):
@@ -184,6 +265,7 @@ def check_gitlab(path, doc, documented, problems):
             for m in re.findall(r"\$\{?([A-Z][A-Z0-9_]*_ID_TOKEN)\b", s):
                 if m not in tokens:
                     bad(where, "uses $%s but declares no such id_tokens entry" % m)
+    check_gitlab_identities(jobs, real, bad)
     declared = set(doc.get("variables") or {})
     for job in jobs.values():
         if isinstance(job, dict) and isinstance(job.get("id_tokens"), dict):
@@ -194,6 +276,51 @@ def check_gitlab(path, doc, documented, problems):
         for name in GL_VAR.findall(s):
             if name not in documented and name not in declared:
                 bad("top", "variable %s is not documented in docs/gitops.md" % name)
+
+
+def default_branch_only(job):
+    """Whether the job's rules run it only on the default branch."""
+    rules = job.get("rules")
+    if "only" in job or "except" in job or not isinstance(rules, list) or not rules:
+        return False
+    for rule in rules:
+        if not isinstance(rule, dict):
+            return False
+        if rule.get("when") == "never":
+            continue
+        cond = rule.get("if")
+        if not isinstance(cond, str) or not GL_DEFAULT_BRANCH.search(cond) or "||" in cond:
+            return False
+    return True
+
+
+def check_gitlab_identities(jobs, real, bad):
+    audiences = {}   # aud -> the jobs that may run off the default branch with it
+    applying = []
+    for name in real:
+        job = resolve(jobs, name)
+        used = sorted({v for s in strings(job) for v in GL_VAR.findall(s)} & APPLY_ONLY)
+        toks = job.get("id_tokens") if isinstance(job.get("id_tokens"), dict) else {}
+        auds = {spec.get("aud") for spec in toks.values() if isinstance(spec, dict)} - {None}
+        on_default = default_branch_only(job)
+        if used and on_default:
+            applying.append((name, auds))
+        if used:
+            if not on_default:
+                bad("job %s" % name, "uses %s, kept for the apply, but its rules do not run it only "
+                    "on the default branch (each rule an if with $CI_COMMIT_BRANCH == "
+                    "$CI_DEFAULT_BRANCH): a merge request pipeline runs the MR's own "
+                    ".gitlab-ci.yml; plan and drift jobs use %s" % (", ".join(used), PLAN_SA))
+        if not on_default:
+            for aud in auds:
+                audiences.setdefault(aud, []).append(name)
+    for name, auds in applying:
+        for aud in sorted(a for a in auds if a in audiences):
+            others = [o for o in audiences[aud] if o != name]
+            if others:
+                bad("job %s" % name, "its ID token audience %r is also that of %s, which may run "
+                    "off the default branch: the apply's provider would accept their tokens; give "
+                    "plans their own provider (%s)" % (aud, ", ".join(others), PLAN_PROVIDER))
 
 
 def documented_names(docs):

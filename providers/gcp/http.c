@@ -1105,7 +1105,7 @@ static int send_one(struct gcp_http *h, const struct gcp_request *req, struct gc
 		x.deadline_is_cmd = 1;
 	}
 	gcp_backoff_init(&x.bo, h->o.backoff_initial_ms, h->o.backoff_max_ms);
-	x.log_url = redact_url(req->url ? req->url : "");
+	x.log_url = req->log_name ? vx_strdup(req->log_name) : redact_url(req->url ? req->url : "");
 	if (!req->url || !x.log_url)
 		finish(&x, vx_err_set(err, req->url ? VX_ENOMEM : VX_EINVAL, "http: %s",
 				      req->url ? "out of memory" : "no URL"));

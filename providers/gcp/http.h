@@ -91,6 +91,9 @@ struct gcp_request {
 	const char *rpc;           /* for logs and errors: "CreateCustomJob" */
 	long timeout_ms;           /* per attempt; 0 = the layer's default */
 	const struct gcp_fence *fence; /* checked before each attempt is sent; NULL = none */
+	/* What logs and errors call the request instead of its URL, for a URL that is
+	 * itself a secret (a webhook's); NULL: the URL, its credentials redacted. */
+	const char *log_name;
 };
 
 struct gcp_response {

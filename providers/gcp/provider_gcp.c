@@ -162,6 +162,7 @@ static int to_live(struct live_job *out, const struct vertex_job *v)
 	view.labels = v->labels;
 	view.nlabels = v->n_labels;
 	view.create_ms = v->create_time_ms;
+	view.start_ms = v->start_time_ms;
 	view.end_ms = v->end_time_ms;
 	view.error_code = v->error_code;
 	view.error_message = v->error_message;
@@ -171,9 +172,18 @@ static int to_live(struct live_job *out, const struct vertex_job *v)
 }
 
 /* The jobs in region carrying every one of labels (vertex_filter_labels). */
+/*
+ * The final states of a custom job (JobState): a job in one of them never
+ * changes again. PARTIALLY_SUCCEEDED is a batch job's, listed to be safe.
+ */
+static const char active_filter[] =
+	" AND state!=\"JOB_STATE_SUCCEEDED\" AND state!=\"JOB_STATE_FAILED\""
+	" AND state!=\"JOB_STATE_CANCELLED\" AND state!=\"JOB_STATE_EXPIRED\""
+	" AND state!=\"JOB_STATE_PARTIALLY_SUCCEEDED\"";
+
 static int list_labeled(struct provider *p, const char *project, const char *region,
-			const struct vx_label *labels, size_t nlabels, struct live_jobs *out,
-			struct vx_err *err)
+			const struct vx_label *labels, size_t nlabels, int active_only,
+			struct live_jobs *out, struct vx_err *err)
 {
 	struct gcp_provider *g = gp(p);
 	struct vertex_job_list list = VERTEX_JOB_LIST_INIT;
@@ -185,6 +195,16 @@ static int list_labeled(struct provider *p, const char *project, const char *reg
 	rc = vertex_filter_labels(&filter, labels, nlabels, err);
 	if (rc < 0)
 		goto done;
+	if (active_only) {
+		char *f = vx_asprintf("%s%s", filter, active_filter);
+
+		if (!f) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		free(filter);
+		filter = f;
+	}
 	rc = session_get(g, &s, err);
 	if (rc < 0)
 		goto done;
@@ -220,7 +240,50 @@ static int gcp_list_jobs(struct provider *p, const char *project, const char *re
 {
 	struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack };
 
-	return list_labeled(p, project, region, &by_stack, 1, out, err);
+	return list_labeled(p, project, region, &by_stack, 1, 0, out, err);
+}
+
+static int gcp_post_webhook(struct provider *p, const struct provider_webhook *req, long *status,
+			    struct vx_err *err)
+{
+	struct gcp_provider *g = gp(p);
+	struct session *s = NULL;
+	struct gcp_request r;
+	struct gcp_response resp;
+	int rc;
+
+	*status = 0;
+	memset(&r, 0, sizeof(r));
+	memset(&resp, 0, sizeof(resp));
+	r.method = "POST";
+	r.url = req->url;
+	r.body = req->body;
+	r.body_len = req->body_len;
+	r.content_type = req->content_type;
+	r.headers = req->headers;
+	r.api = "webhook";
+	r.no_auth = 1;
+	/* Once: a second send is the next cycle's, after a backoff. */
+	r.retry = GCP_RETRY_NEVER;
+	r.rpc = "webhook";
+	r.timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : 10000;
+	r.log_name = req->log_name ? req->log_name : "webhook";
+	if ((rc = session_get(g, &s, err)) < 0)
+		return rc;
+	rc = gcp_http_send(s->http, &r, &resp, err);
+	if (rc == 0)
+		*status = resp.status;
+	session_put(g, s);
+	gcp_response_release(&resp);
+	return rc;
+}
+
+static int gcp_list_active_jobs(struct provider *p, const char *project, const char *region,
+				const char *stack, struct live_jobs *out, struct vx_err *err)
+{
+	struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack };
+
+	return list_labeled(p, project, region, &by_stack, 1, 1, out, err);
 }
 
 static int gcp_list_job_runs(struct provider *p, const char *project, const char *region,
@@ -230,7 +293,7 @@ static int gcp_list_job_runs(struct provider *p, const char *project, const char
 	struct vx_label by[2] = { { (char *)(uintptr_t)"vx-job", (char *)(uintptr_t)job },
 				  { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack } };
 
-	return list_labeled(p, project, region, by, 2, out, err);
+	return list_labeled(p, project, region, by, 2, 0, out, err);
 }
 
 static int gcp_create_job(struct provider *p, const struct provider_job_request *req,
@@ -1066,6 +1129,8 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	pthread_mutex_init(&g->lock, NULL);
 	g->base.list_jobs = gcp_list_jobs;
+	g->base.list_active_jobs = gcp_list_active_jobs;
+	g->base.post_webhook = gcp_post_webhook;
 	g->base.list_job_runs = gcp_list_job_runs;
 	g->base.create_job = gcp_create_job;
 	g->base.cancel_job = gcp_cancel_job;

@@ -363,3 +363,117 @@ done:
 	free(what);
 	return rc;
 }
+
+static void names_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Adds the names of one page's items to *v (*n of them, room for *cap). */
+static int list_page(const cJSON *root, const char *prefix, char ***v, size_t *n, size_t *cap,
+		     const char *what, struct vx_err *err)
+{
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items"), *it;
+
+	if (items && !cJSON_IsArray(items))
+		return vx_err_set(err, VX_EINVAL, "%s: \"items\" is not a list", what);
+	cJSON_ArrayForEach(it, items) {
+		const char *name = gjson_str(it, "name");
+
+		if (!name || !object_ok(name) || strncmp(name, prefix, strlen(prefix)) != 0)
+			return vx_err_set(err, VX_EINVAL, "%s: an item has no name under the prefix",
+					  what);
+		if (*n == *cap) {
+			size_t nc = *cap ? *cap * 2 : 64;
+			char **p = realloc(*v, nc * sizeof(*p));
+
+			if (!p)
+				return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+			*v = p;
+			*cap = nc;
+		}
+		if (!((*v)[*n] = strdup(name)))
+			return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		(*n)++;
+	}
+	return 0;
+}
+
+int storage_object_list(struct storage_client *c, const char *bucket, const char *prefix,
+			char ***out, size_t *n, struct vx_err *err)
+{
+	char **v = NULL, *what = NULL, *url = NULL, *esc = NULL, *tok = NULL, *tesc = NULL;
+	size_t nv = 0, cap = 0, base_len;
+	int rc = 0, page;
+
+	*out = NULL;
+	*n = 0;
+	if (!(what = vx_asprintf("storage: listing gs://%s/%s", bucket ? bucket : "",
+				 prefix ? prefix : "")))
+		return vx_err_set(err, VX_ENOMEM, "storage: out of memory");
+	if (!bucket_ok(bucket) || !prefix || !object_ok(prefix)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid bucket or prefix", what);
+		goto done;
+	}
+	if (!(esc = gcp_url_escape(prefix)))
+		goto oom;
+	base_len = strlen(c->base_url);
+	for (page = 0;; page++) {
+		struct gcp_response resp = { 0 };
+		cJSON *root = NULL;
+		char *next = NULL;
+
+		if (page == STORAGE_LIST_MAX_PAGES) {
+			rc = vx_err_set(err, VX_EINVAL, "%s: more than %d pages", what,
+					STORAGE_LIST_MAX_PAGES);
+			goto done;
+		}
+		free(url);
+		url = vx_asprintf("%s%sb/%s/o?prefix=%s%s%s", c->base_url,
+				  base_len && c->base_url[base_len - 1] == '/' ? "" : "/", bucket, esc,
+				  tesc ? "&pageToken=" : "", tesc ? tesc : "");
+		if (!url)
+			goto oom;
+		rc = call(c, "GET", url, NULL, 0, NULL, GCP_RETRY_SAFE, "ListObjects", what, &resp, err);
+		if (rc == 0 && !(root = gjson_parse_object(resp.body, resp.body_len, what, err)))
+			rc = err->code ? err->code : VX_EINVAL;
+		if (rc == 0)
+			rc = list_page(root, prefix, &v, &nv, &cap, what, err);
+		if (rc == 0 && gjson_next_page_token(&next, root) < 0)
+			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		cJSON_Delete(root);
+		gcp_response_release(&resp);
+		if (rc < 0)
+			goto done;
+		if (next && tok && !strcmp(next, tok)) {
+			free(next);
+			rc = vx_err_set(err, VX_EINVAL, "%s: the page token did not move", what);
+			goto done;
+		}
+		free(tok);
+		free(tesc);
+		tesc = NULL;
+		tok = next;
+		if (!tok)
+			break;
+		if (!(tesc = gcp_url_escape(tok)))
+			goto oom;
+	}
+	*out = v;
+	*n = nv;
+	v = NULL;
+	nv = 0;
+	goto done;
+oom:
+	rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+done:
+	names_free(v, nv);
+	free(tok);
+	free(tesc);
+	free(esc);
+	free(url);
+	free(what);
+	return rc;
+}

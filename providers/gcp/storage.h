@@ -87,6 +87,20 @@ int storage_object_write(struct storage_client *c, const char *bucket, const cha
 			 int64_t if_generation_match, int64_t *new_generation,
 			 struct vx_err *err) VX_WUR;
 
+/* The most pages storage_object_list reads before it gives up (VX_EINVAL). */
+#define STORAGE_LIST_MAX_PAGES 1000
+
+/*
+ * GET b/B/o?prefix=P[&pageToken=T]: the names of every object whose name
+ * starts with prefix, page after page (at most STORAGE_LIST_MAX_PAGES), in
+ * the server's order (lexicographic). *out is an array of *n owned strings
+ * (free each, then the array; NULL when none). A name that does not start
+ * with prefix or is not a valid object name, or a page token that does not
+ * move, is VX_EINVAL: what a server lists is not believed.
+ */
+int storage_object_list(struct storage_client *c, const char *bucket, const char *prefix,
+			char ***out, size_t *n, struct vx_err *err) VX_WUR;
+
 /* DELETE b/B/o/O[?ifGenerationMatch=G]. */
 int storage_object_delete(struct storage_client *c, const char *bucket, const char *object,
 			  int64_t if_generation_match, struct vx_err *err) VX_WUR;

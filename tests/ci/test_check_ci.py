@@ -15,7 +15,10 @@ RECIPES = [os.path.join(ROOT, "examples", "ci", "github", f)
            for f in ("vx-plan.yml", "vx-apply.yml", "vx-drift.yml")] + \
           [os.path.join(ROOT, "examples", "ci", "gitlab", ".gitlab-ci.yml")]
 
-DOCS = "Variables: `GCP_WORKLOAD_IDENTITY_PROVIDER`, `GCP_SERVICE_ACCOUNT`.\n"
+DOCS = ("Variables: `GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER`, `GCP_PLAN_SERVICE_ACCOUNT`, "
+        "`GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER`, `GCP_APPLY_SERVICE_ACCOUNT`, "
+        "`GCP_WORKLOAD_IDENTITY_PROVIDER`, `GCP_SERVICE_ACCOUNT`, `VX_PUSH_TOKEN`, "
+        "`VX_WIF_PROVIDER`, `VX_WIF_SERVICE_ACCOUNT`.\n")
 
 GOOD_GITHUB = """name: plan
 on:
@@ -30,17 +33,40 @@ jobs:
       - uses: actions/checkout@v4
       - uses: google-github-actions/auth@v2
         with:
-          workload_identity_provider: ${{ vars.GCP_WORKLOAD_IDENTITY_PROVIDER }}
-          service_account: ${{ vars.GCP_SERVICE_ACCOUNT }}
+          workload_identity_provider: ${{ vars.GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER }}
+          service_account: ${{ vars.GCP_PLAN_SERVICE_ACCOUNT }}
       - name: plan
         run: vxplan stack
+"""
+
+GOOD_GITHUB_APPLY = """name: apply
+on:
+  push:
+    branches: [main]
+  workflow_dispatch: {}
+permissions:
+  contents: write
+  id-token: write
+jobs:
+  apply:
+    if: github.ref == 'refs/heads/main'
+    runs-on: ubuntu-24.04
+    steps:
+      - uses: actions/checkout@v4
+      - name: auth
+        uses: google-github-actions/auth@v2
+        with:
+          workload_identity_provider: ${{ vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER }}
+          service_account: ${{ vars.GCP_APPLY_SERVICE_ACCOUNT }}
+      - name: apply
+        run: vxapply plan.vxplan -auto-approve
 """
 
 GOOD_GITLAB = """stages: [plan]
 .vx:
   id_tokens:
     GCP_ID_TOKEN:
-      aud: https://iam.googleapis.com/${GCP_WORKLOAD_IDENTITY_PROVIDER}
+      aud: https://iam.googleapis.com/${GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER}
 vx-plan:
   extends: .vx
   stage: plan
@@ -48,6 +74,40 @@ vx-plan:
     - VX_DIR=$(mktemp -d)
     - printf '%s' "$GCP_ID_TOKEN" > "$VX_DIR/token"
     - vxplan stack
+"""
+
+# Plan in merge requests as the plan identity, apply on the default branch as the other.
+GOOD_GITLAB_TWO = """stages: [plan, apply]
+.vx:
+  before_script:
+    - echo "$VX_WIF_PROVIDER $VX_WIF_SERVICE_ACCOUNT"
+vx-plan:
+  extends: .vx
+  stage: plan
+  id_tokens:
+    GCP_ID_TOKEN:
+      aud: https://iam.googleapis.com/${GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER}
+  variables:
+    VX_WIF_PROVIDER: $GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER
+    VX_WIF_SERVICE_ACCOUNT: $GCP_PLAN_SERVICE_ACCOUNT
+  rules:
+    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
+  script:
+    - vxplan stack
+vx-apply:
+  extends: .vx
+  stage: apply
+  id_tokens:
+    GCP_ID_TOKEN:
+      aud: https://iam.googleapis.com/${GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER}
+  variables:
+    VX_WIF_PROVIDER: $GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER
+    VX_WIF_SERVICE_ACCOUNT: $GCP_APPLY_SERVICE_ACCOUNT
+  rules:
+    - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH && $CI_PIPELINE_SOURCE == "push"
+  script:
+    - git remote set-url origin "https://vx:${VX_PUSH_TOKEN}@example.com/p.git"
+    - vxapply plan.vxplan -auto-approve
 """
 
 
@@ -79,7 +139,120 @@ class CheckCI(unittest.TestCase):
 
     def test_good_samples_pass(self):
         self.assertEqual(self.check(GOOD_GITHUB), (0, "", ""))
+        self.assertEqual(self.check(GOOD_GITHUB_APPLY), (0, "", ""))
         self.assertEqual(self.check(GOOD_GITLAB, gitlab=True), (0, "", ""))
+        self.assertEqual(self.check(GOOD_GITLAB_TWO, gitlab=True), (0, "", ""))
+
+    # ---- two identities (each sample failed the checker before its rule) ----
+
+    AUTH = "job %s step 2 (auth)"
+
+    def test_github_pull_request_workflow_with_the_apply_identity(self):
+        # The one-identity recipes: vx-plan.yml authenticated as the account that applies.
+        text = GOOD_GITHUB.replace("      - uses: google-github-actions/auth@v2\n",
+                                   "      - name: auth\n        uses: google-github-actions/auth@v2\n")
+        text = text.replace("GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER", "GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER")
+        text = text.replace("GCP_PLAN_SERVICE_ACCOUNT", "GCP_APPLY_SERVICE_ACCOUNT")
+        where = "F: " + self.AUTH % "plan"
+        self.assertEqual(self.check(text), (1,
+            where + ": the identity that applies (service_account vars.GCP_APPLY_SERVICE_ACCOUNT) in "
+            "a workflow that also runs on pull_request: anyone who can push a branch can edit this "
+            "workflow in a pull request and act as it unreviewed; plan and drift use "
+            "vars.GCP_PLAN_SERVICE_ACCOUNT\n" +
+            where + ": the identity that applies (service_account vars.GCP_APPLY_SERVICE_ACCOUNT) in "
+            "a job without if: github.ref == 'refs/heads/main' (or a protected environment): run by "
+            "hand on another branch, that branch's workflow file would run as it\n", ""))
+
+    def test_github_single_identity_counts_as_the_one_that_applies(self):
+        text = GOOD_GITHUB_APPLY.replace("GCP_APPLY_", "GCP_")
+        self.assertEqual(self.check(text), (1,
+            "F: " + self.AUTH % "apply" + ": service_account vars.GCP_SERVICE_ACCOUNT is not "
+            "vars.GCP_PLAN_SERVICE_ACCOUNT, so it counts as the identity that applies, and its "
+            "workload_identity_provider '${{ vars.GCP_WORKLOAD_IDENTITY_PROVIDER }}' is not "
+            "vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER (a pool of its own whose attribute condition "
+            "admits only pushes to main)\n", ""))
+
+    def test_github_apply_on_other_triggers(self):
+        for on, what in (("  push:\n    branches: [main, dev]\n", "push to other than main"),
+                         ("  push: {}\n", "push to other than main"),
+                         ("  push:\n    branches: [main]\n  pull_request_target: {}\n",
+                          "pull_request_target"),
+                         ("  schedule:\n    - cron: '1 1 * * *'\n", "schedule")):
+            with self.subTest(on=on):
+                text = GOOD_GITHUB_APPLY.replace(
+                    "  push:\n    branches: [main]\n  workflow_dispatch: {}\n", on)
+                self.assertEqual(self.check(text), (1,
+                    "F: " + self.AUTH % "apply" + ": the identity that applies (service_account "
+                    "vars.GCP_APPLY_SERVICE_ACCOUNT) in a workflow that also runs on %s: anyone who "
+                    "can push a branch can edit this workflow in a pull request and act as it "
+                    "unreviewed; plan and drift use vars.GCP_PLAN_SERVICE_ACCOUNT\n" % what, ""))
+
+    def test_github_apply_job_not_limited_to_main(self):
+        text = GOOD_GITHUB_APPLY.replace("    if: github.ref == 'refs/heads/main'\n", "")
+        self.assertEqual(self.check(text), (1,
+            "F: " + self.AUTH % "apply" + ": the identity that applies (service_account "
+            "vars.GCP_APPLY_SERVICE_ACCOUNT) in a job without if: github.ref == 'refs/heads/main' "
+            "(or a protected environment): run by hand on another branch, that branch's workflow "
+            "file would run as it\n", ""))
+        # A protected environment instead: fine.
+        text = text.replace("    runs-on:", "    environment: vx-apply\n    runs-on:")
+        self.assertEqual(self.check(text), (0, "", ""))
+
+    def test_github_identity_and_provider_mismatched(self):
+        text = GOOD_GITHUB_APPLY.replace("vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER",
+                                         "vars.GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER")
+        self.assertEqual(self.check(text), (1,
+            "F: " + self.AUTH % "apply" + ": service_account vars.GCP_APPLY_SERVICE_ACCOUNT is not "
+            "vars.GCP_PLAN_SERVICE_ACCOUNT, so it counts as the identity that applies, and its "
+            "workload_identity_provider '${{ vars.GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER }}' is not "
+            "vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER (a pool of its own whose attribute condition "
+            "admits only pushes to main)\n", ""))
+        text = GOOD_GITHUB.replace("vars.GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER",
+                                   "vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER")
+        self.assertEqual(self.check(text), (1,
+            "F: job plan step 2: the plan identity vars.GCP_PLAN_SERVICE_ACCOUNT with "
+            "workload_identity_provider '${{ vars.GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER }}': it goes "
+            "with vars.GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER (the plan pool)\n", ""))
+
+    def test_gitlab_merge_request_job_with_the_apply_identity(self):
+        # The one-identity recipe: .vx gave every job GCP_SERVICE_ACCOUNT and one audience.
+        text = GOOD_GITLAB_TWO.replace("$GCP_PLAN_SERVICE_ACCOUNT", "$GCP_SERVICE_ACCOUNT")
+        self.assertEqual(self.check(text, gitlab=True), (1,
+            "F: job vx-plan: uses GCP_SERVICE_ACCOUNT, kept for the apply, but its rules do not run "
+            "it only on the default branch (each rule an if with $CI_COMMIT_BRANCH == "
+            "$CI_DEFAULT_BRANCH): a merge request pipeline runs the MR's own .gitlab-ci.yml; plan "
+            "and drift jobs use GCP_PLAN_SERVICE_ACCOUNT\n", ""))
+
+    def test_gitlab_apply_job_rules_not_limited_to_the_default_branch(self):
+        for rules in ('    - if: $CI_PIPELINE_SOURCE == "push"\n',
+                      '    - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH || $CI_COMMIT_TAG\n',
+                      '    - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH\n    - when: manual\n'):
+            with self.subTest(rules=rules):
+                text = GOOD_GITLAB_TWO.replace(
+                    '    - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH && $CI_PIPELINE_SOURCE == "push"\n',
+                    rules)
+                self.assertEqual(self.check(text, gitlab=True), (1,
+                    "F: job vx-apply: uses GCP_APPLY_SERVICE_ACCOUNT, "
+                    "GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER, VX_PUSH_TOKEN, kept for the apply, but "
+                    "its rules do not run it only on the default branch (each rule an if with "
+                    "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH): a merge request pipeline runs the "
+                    "MR's own .gitlab-ci.yml; plan and drift jobs use GCP_PLAN_SERVICE_ACCOUNT\n",
+                    ""))
+        # No rules at all: runs in every pipeline.
+        text = GOOD_GITLAB_TWO.replace(
+            '  rules:\n    - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH && $CI_PIPELINE_SOURCE == "push"\n',
+            "")
+        self.assertEqual(self.check(text, gitlab=True)[0], 1)
+
+    def test_gitlab_plan_and_apply_share_an_audience(self):
+        text = GOOD_GITLAB_TWO.replace(
+            "      aud: https://iam.googleapis.com/${GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER}\n",
+            "      aud: https://iam.googleapis.com/${GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER}\n")
+        self.assertEqual(self.check(text, gitlab=True), (1,
+            "F: job vx-apply: its ID token audience "
+            "'https://iam.googleapis.com/${GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER}' is also that of "
+            "vx-plan, which may run off the default branch: the apply's provider would accept their "
+            "tokens; give plans their own provider (GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER)\n", ""))
 
     def test_github_missing_top_level_keys(self):
         text = GOOD_GITHUB.replace("on:\n  pull_request: {}\n", "").replace(
@@ -149,7 +322,7 @@ class CheckCI(unittest.TestCase):
             "F: top: no stages list\nF: job vx-plan: stage 'plan' is not in stages []\n", ""))
 
     def test_gitlab_id_token_without_aud(self):
-        text = GOOD_GITLAB.replace("      aud: https://iam.googleapis.com/${GCP_WORKLOAD_IDENTITY_PROVIDER}\n",
+        text = GOOD_GITLAB.replace("      aud: https://iam.googleapis.com/${GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER}\n",
                                    "      audience: x\n")
         self.assertEqual(self.check(text, gitlab=True), (1,
             "F: job .vx: id_tokens GCP_ID_TOKEN has no aud\n", ""))

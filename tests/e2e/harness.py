@@ -102,7 +102,7 @@ class Fake:
 
     def env(self):
         # Not the CI's own variables either: they would name the actor and
-        # pull request of the CI run testing vx (cmd/ci.h), not the test's.
+        # pull request of the CI run testing vx (workflow/ci.h), not the test's.
         e = {k: v for k, v in os.environ.items()
              if not k.startswith(("GOOGLE_", "CLOUDSDK_", "GCE_", "GITHUB_", "GITLAB_", "CI_"))
              and k != "VX_ACTOR"}

@@ -264,3 +264,98 @@ class Gcs(GcsMixin, FakeTestCase):
                          "then, %d now); run vxplan again\n" % (planfile, then, now))
         self.assertEqual(len(self.live_jobs("b")), 1)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+
+
+class GcsStateLoss(GcsMixin, FakeTestCase):
+    """state.json deleted while its history is still there: between applies vx refuses to
+    start a new state (it would create every job again) until `vx state restore`; during an
+    apply, the apply writes it back so what it created is kept."""
+
+    def write(self, jobs):
+        self.repo.write(jobs, extra_stack=GCS)
+
+    def delete(self, name):
+        code, out = self.storage("DELETE", self.obj_path(name))
+        self.assertEqual(code, 204, out)
+
+    def refusal(self, serial):
+        h = "gs://%s/%s/history/%010d.json" % (BUCKET, PREFIX, serial)
+        s = "gs://%s/%s/state.json" % (BUCKET, PREFIX)
+        return ("state %s does not exist, but its history does: the newest is %s (serial %d), so the "
+                "state was deleted (a lifecycle rule or a clean-up?); starting a new state would create "
+                "every job again. Restore it with: vx state restore (or by hand: gcloud storage cat %s | "
+                "jq .state | gcloud storage cp - %s)\n" % (s, h, serial, h, s))
+
+    def test_deleted_state_is_refused_until_restored(self):
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        before = self.state()
+        serial = before["serial"]
+        self.delete(PREFIX + "/state.json")
+        # A plan would show every job as a create, an apply would make them again: both refuse.
+        p = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(p.code, 1, p)
+        self.assertEqual(p.err, "vx: " + self.refusal(serial))
+        r = self.repo.apply()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: " + self.refusal(serial))
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        self.assertNotIn(PREFIX + "/state.json", self.objects())
+        self.assertNotIn(PREFIX + "/lease.json", self.objects())
+        # A serial that was never written is not made up.
+        r = self.repo.vx("state", "restore", "-serial", "99", "-C", self.repo.dir)
+        self.assertEqual((r.code, r.out, r.err), (1, "", "vx: state restore: gs://%s/%s/history/0000000099.json "
+                                                  "does not exist\n" % (BUCKET, PREFIX)))
+        r = self.repo.vx("state", "restore", "-C", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(r.out, "gs://%s/%s/state.json restored from gs://%s/%s/history/%010d.json: serial %d, "
+                         "lineage %s, 2 records\n" % (BUCKET, PREFIX, BUCKET, PREFIX, serial, serial,
+                                                      before["lineage"]))
+        self.assertEqual(self.state(), before)
+        self.assertNotIn(PREFIX + "/lease.json", self.objects())
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+        r = self.repo.vx("state", "restore", "-C", self.repo.dir)
+        self.assertEqual((r.code, r.out, r.err), (1, "", "vx: state restore: gs://%s/%s/state.json exists "
+                                                  "(serial %d); there is nothing to restore\n"
+                                                  % (BUCKET, PREFIX, serial)))
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        for job in ("a", "b"):
+            self.assertEqual(len(self.live_jobs(job)), 1, job)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+
+    def test_restore_of_an_older_serial(self):
+        self.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        one = self.state()
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.delete(PREFIX + "/state.json")
+        r = self.repo.vx("state", "restore", "-serial", str(one["serial"]), "-C", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(self.state(), one)
+        # job.b is not in that state, but its job carries the state's lineage: adopted, not made again.
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("b")), 1)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+
+    def test_state_deleted_during_an_apply_is_written_back(self):
+        self.write({"a": job_yaml("a"), "b": job_yaml("b"), "c": job_yaml("c")})
+        self.fake.post("/_fake/objects/delete-after", {"rpc": "CreateCustomJob", "count": 1, "bucket": BUCKET,
+                                                       "name": PREFIX + "/state.json"})
+        r = self.repo.apply()
+        armed = self.fake.get("/_fake/objects/delete-after")["armed"]
+        self.assertIsNotNone(armed[0]["deleted"], armed)
+        self.assertEqual(r.code, 0, r)
+        st = self.state()
+        # Journaled at serial 1, the first create answered, then the object went.
+        self.assertEqual(r.err, "vx: warn: state.json was deleted: generation %s is gone (gs://%s/%s/state.json, "
+                         "serial 1); this apply still holds the lease, so it writes the state back to keep what "
+                         "it did\n" % (armed[0]["deleted"], BUCKET, PREFIX))
+        self.assertEqual(sorted(x["address"] for x in st["records"]), ["job.a", "job.b", "job.c"])
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+        for job in ("a", "b", "c"):
+            self.assertEqual(len(self.live_jobs(job)), 1, job)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 3)

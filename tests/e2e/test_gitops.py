@@ -355,8 +355,7 @@ class GitOps(unittest.TestCase):
         builds = os.path.join(self.tmp, "builds")
         os.makedirs(builds)
         env = dict(self.a.env, TMPDIR=builds, GCP_ID_TOKEN=minted["subject_token"],
-                   GCP_WORKLOAD_IDENTITY_PROVIDER=provider,
-                   GCP_SERVICE_ACCOUNT=minted["service_account"])
+                   VX_WIF_PROVIDER=provider, VX_WIF_SERVICE_ACCOUNT=minted["service_account"])
         cp = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=True)
         path = cp.stdout.strip()
         auth_dir = os.path.dirname(path)

@@ -106,22 +106,26 @@ class LostState(FakeTestCase):
         self.repo.write({n: job_yaml(n) for n in JOBS}, extra_stack=gcs)
         self.assertEqual(self.repo.apply().code, 0)
         lineage = self.live_jobs()[0]["labels"]["vx-lineage"]
-        # someone deletes the state object
+        # someone deletes everything under the prefix, history too (with the history left,
+        # the backend itself refuses and offers vx state restore)
         self.fake.post("/_fake/tokens", {"token": "outsider-token"})
-        req = urllib.request.Request(
-            self.fake.url + "/storage/v1/b/vx-e2e-state/o/" + urllib.parse.quote("vx/state/e2e/state.json", safe=""),
-            method="DELETE", headers={"Authorization": "Bearer outsider-token"})
-        with urllib.request.urlopen(req, timeout=30) as r:
-            self.assertEqual(r.status, 204)
+        names = [o["name"] for o in self.fake.get("/_fake/objects")["objects"] if o["bucket"] == "vx-e2e-state"]
+        self.assertIn("vx/state/e2e/state.json", names)
+        for name in names:
+            req = urllib.request.Request(
+                self.fake.url + "/storage/v1/b/vx-e2e-state/o/" + urllib.parse.quote(name, safe=""),
+                method="DELETE", headers={"Authorization": "Bearer outsider-token"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                self.assertEqual(r.status, 204)
         r = self.repo.plan()
         self.assertEqual(r.code, 1, r)
         got = self.errors(r.out)[0]
         self.assertEqual(got[got.index(" Likely cause: "):], (
-            " Likely cause: the state object gs://vx-e2e-state/vx/state/e2e/state.json was deleted, or "
-            "state.bucket or state.path changed. Fix: restore it (its history is under "
-            "gs://vx-e2e-state/vx/state/e2e/history/, and a versioned bucket keeps deleted objects: gcloud "
-            "storage ls --all-versions gs://vx-e2e-state/vx/state/e2e/state.json), or set the bucket and "
-            "path back. To create them anyway (they are not this stack's), re-run with -allow-other-lineage"))
+            " Likely cause: state.bucket or state.path changed, or everything under "
+            "gs://vx-e2e-state/vx/state/e2e/ was deleted, its history too. Fix: set the bucket and path back, "
+            "or restore gs://vx-e2e-state/vx/state/e2e/state.json from an earlier version (a versioned bucket "
+            "keeps them: gcloud storage ls --all-versions gs://vx-e2e-state/vx/state/e2e/state.json). To "
+            "create them anyway (they are not this stack's), re-run with -allow-other-lineage"))
         self.assertIn("(vx-lineage %s) carry 4 of the addresses" % lineage, got)
 
     def test_flag_creates_anyway(self):

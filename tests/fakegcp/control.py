@@ -210,6 +210,10 @@ def _dispatch(w, req):
     if p == "/quota-preferences" and m == "GET":
         qs.advance()
         return 200, {"quotaPreferences": [r["json"] for r in qs.prefs.values()]}
+    if p == "/objects/delete-after":
+        if m == "POST":
+            return 200, w.services["storage"].arm_delete_after(_body(req))
+        return 200, {"armed": w.services["storage"].delete_after}
     if p == "/objects" and m == "GET":
         return 200, {"objects": [o["meta"] for o in w.services["storage"].objects.values()]}
     if p == "/requests":

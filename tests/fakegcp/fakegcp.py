@@ -207,6 +207,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     status, out, hdrs = route.fn(req)
                     if req.method not in ("GET", "HEAD"):
                         w.mark_dirty()
+                    w.services["storage"].after_call(route.rpc, status)
             except ApiError as e:
                 status, out, hdrs = e.http, e.render(route.flavor), e.headers
             entry["status"] = status

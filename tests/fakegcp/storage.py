@@ -1,5 +1,7 @@
 """Cloud Storage JSON API: objects get (metadata / alt=media), multipart and media upload, delete,
-with generation preconditions. Every bucket exists (no bucket API)."""
+list (prefix, pageToken, maxResults), with generation preconditions. Every bucket exists (no bucket
+API). A test may ask for an object to be deleted right after the Nth answered call of an RPC
+(delete_after), to lose the state in the middle of an apply without a sleep."""
 
 import base64
 import hashlib
@@ -45,6 +47,32 @@ class Storage:
     def reset(self):
         self.objects = {}   # "bucket/name" -> {"meta": {...}, "data": base64}
         self.gen = 1700000000000000
+        self.delete_after = []  # [{"rpc", "count", "bucket", "name", "seen"}], see after_call
+
+    def arm_delete_after(self, b):
+        """POST /_fake/objects/delete-after {"rpc": R, "count": N, "bucket": B, "name": O}: once the
+        Nth call of R has been answered with a 2xx, O is deleted (if it exists). Each arming fires once."""
+        if not isinstance(b.get("rpc"), str) or not isinstance(b.get("bucket"), str) or \
+                not isinstance(b.get("name"), str):
+            raise ValueError("rpc, bucket and name (strings) are required")
+        n = b.get("count", 1)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError("count must be an integer >= 1")
+        self.delete_after.append({"rpc": b["rpc"], "count": n, "bucket": b["bucket"], "name": b["name"],
+                                  "seen": 0, "deleted": None})
+        return {"armed": self.delete_after}
+
+    def after_call(self, rpc, status):
+        """Called by the server (world lock held) after each routed call was answered."""
+        if not isinstance(status, int) or not 200 <= status < 300:
+            return
+        for t in self.delete_after:
+            if t["rpc"] != rpc or t["seen"] >= t["count"]:
+                continue
+            t["seen"] += 1
+            if t["seen"] == t["count"]:
+                gone = self.objects.pop(t["bucket"] + "/" + t["name"], None)
+                t["deleted"] = gone["meta"]["generation"] if gone else None
 
     def dump(self):
         return {"objects": self.objects, "gen": self.gen}
@@ -58,7 +86,9 @@ class Storage:
         s = req.segments
         m = req.method
         rpc = fn = None
-        if len(s) == 6 and s[:3] == ["upload", "storage", "v1"] and s[3] == "b" and s[5] == "o" and m == "POST":
+        if len(s) == 5 and s[:2] == ["storage", "v1"] and s[2] == "b" and s[4] == "o" and m == "GET":
+            rpc, fn = "storage.objects.list", self.list
+        elif len(s) == 6 and s[:3] == ["upload", "storage", "v1"] and s[3] == "b" and s[5] == "o" and m == "POST":
             rpc, fn = "storage.objects.insert", self.insert
         elif len(s) == 6 and s[:2] == ["storage", "v1"] and s[2] == "b" and s[4] == "o":
             rpc, fn = {"GET": ("storage.objects.get", self.get),
@@ -115,6 +145,37 @@ class Storage:
                 "X-Goog-Hash": "crc32c=%s,md5=%s" % (meta["crc32c"], meta["md5Hash"]),
                 "X-Goog-Stored-Content-Length": str(len(data)), "ETag": meta["etag"]}
         return 200, meta, {}
+
+    def list(self, req):
+        """objects.list: names in lexicographic order, from the one after pageToken, at most
+        maxResults (default and ceiling 1000, or the world's max_page_size)."""
+        bucket = req.segments[3]
+        prefix = req.q("prefix") or ""
+        size = 1000
+        mr = req.q("maxResults")
+        if mr is not None:
+            if not mr.isdigit() or int(mr) < 1:
+                raise storage_err(400, "Invalid value for maxResults: %s" % mr, "invalid")
+            size = min(size, int(mr))
+        if self.world.max_page_size:
+            size = min(size, self.world.max_page_size)
+        after = ""
+        tok = req.q("pageToken")
+        if tok:
+            try:
+                after = base64.urlsafe_b64decode(tok.encode()).decode()
+            except ValueError:
+                raise storage_err(400, "Invalid page token.", "invalid")
+        names = sorted(k.split("/", 1)[1] for k in self.objects
+                       if k.startswith(bucket + "/") and k.split("/", 1)[1].startswith(prefix))
+        names = [n for n in names if n > after]
+        page = names[:size]
+        out = {"kind": "storage#objects"}
+        if page:
+            out["items"] = [self.objects[bucket + "/" + n]["meta"] for n in page]
+        if len(names) > size:
+            out["nextPageToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        return 200, out, {}
 
     def delete(self, req):
         bucket, name, cur = self._lookup(req)

@@ -287,6 +287,29 @@ class StorageObjects(FakeTestCase):
         st, e = self.fake.call("GET", "/storage/v1/b/bkt/o/state%2Fx.json")
         self.assertEqual((st, e["error"]["message"]), (404, "No such object: bkt/state/x.json"))
 
+    def test_list_pages_by_prefix(self):
+        for n in ("p/history/0000000002.json", "p/history/0000000001.json", "p/state.json", "q/x"):
+            self.assertEqual(self.upload(n, b"{}")[0], 200)
+        st, out = self.fake.call("GET", "/storage/v1/b/bkt/o", query={"prefix": "p/history/", "maxResults": "1"})
+        self.assertEqual(st, 200, out)
+        self.assertEqual([o["name"] for o in out["items"]], ["p/history/0000000001.json"])
+        st, out = self.fake.call("GET", "/storage/v1/b/bkt/o", query={"prefix": "p/history/", "maxResults": "1",
+                                                                      "pageToken": out["nextPageToken"]})
+        self.assertEqual([o["name"] for o in out["items"]], ["p/history/0000000002.json"])
+        self.assertNotIn("nextPageToken", out)
+        st, out = self.fake.call("GET", "/storage/v1/b/bkt/o", query={"prefix": "none/"})
+        self.assertEqual((st, out), (200, {"kind": "storage#objects"}))
+
+    def test_delete_after_the_nth_call(self):
+        self.assertEqual(self.upload("p/state.json", b"{}")[0], 200)
+        self.fake.ctl("/objects/delete-after", {"rpc": "storage.objects.get", "count": 2, "bucket": "bkt",
+                                                "name": "p/state.json"})
+        self.assertEqual(self.fake.call("GET", "/storage/v1/b/bkt/o/p%2Fstate.json")[0], 200)
+        self.assertEqual(self.fake.call("GET", "/storage/v1/b/bkt/o/p%2Fstate.json")[0], 200)
+        self.assertEqual(self.fake.call("GET", "/storage/v1/b/bkt/o/p%2Fstate.json")[0], 404)
+        armed = self.fake.ctl("/objects/delete-after")["armed"]
+        self.assertEqual((armed[0]["seen"], armed[0]["deleted"] is not None), (2, True))
+
     def test_crc32c(self):
         import storage
         self.assertEqual(storage.crc32c(b"123456789"), 0xE3069283)

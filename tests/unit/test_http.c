@@ -898,6 +898,32 @@ static void test_no_secret_in_log(void **state)
 	assert_non_null(strstr(vx_buf_str(&f->log), expect));
 }
 
+/* A webhook's URL is its secret: logs and errors name the request by log_name instead. */
+static void test_log_name_hides_the_url(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = create_req(f, GCP_RETRY_NEVER);
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+
+	open_http(f);
+	r.url = url(f, "/services/T0/B0/SECRETPATH");
+	r.no_auth = 1;
+	r.log_name = "notify[0]";
+	httpd_respond(f->srv, 200, NULL, "ok", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	gcp_response_release(&resp);
+	assert_string_equal(httpd_request(f->srv, 0)->target, "/services/T0/B0/SECRETPATH");
+	httpd_drop(f->srv);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_EUNCERTAIN);
+	gcp_response_release(&resp);
+	assert_null(strstr(vx_err_msg(&err), "SECRETPATH"));
+	assert_non_null(strstr(vx_err_msg(&err), "notify[0]"));
+	vx_err_release(&err);
+	assert_null(strstr(vx_buf_str(&f->log), "SECRETPATH"));
+	assert_non_null(strstr(vx_buf_str(&f->log), "POST notify[0] (body"));
+}
+
 static volatile sig_atomic_t interrupted;
 
 static void test_interrupted(void **state)
@@ -1226,6 +1252,7 @@ int main(void)
 		T(test_send_many_bounded),
 		T(test_send_many_rate_limited),
 		T(test_no_secret_in_log),
+		T(test_log_name_hides_the_url),
 		T(test_interrupted),
 		T(test_interrupt_lets_the_request_in_flight_finish),
 		T(test_second_interrupt_abandons_a_create_as_uncertain),

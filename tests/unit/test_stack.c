@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <git2.h>
@@ -17,6 +20,7 @@
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
+#include "reconcile/notify.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
@@ -354,6 +358,166 @@ static void test_peek(void **state)
 	}
 	vx_diags_release(&d);
 	vx_err_release(&err);
+}
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static char *joined(const char *a, const char *b)
+{
+	char *s = vx_asprintf("%s/%s", a, b);
+
+	assert_non_null(s);
+	return s;
+}
+
+/* The one diagnostic of a load that must refuse dir; caller frees. */
+static char *refusal(const char *dir)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	char *got;
+
+	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), VX_EINVAL);
+	assert_null(st);
+	assert_null(err.msg);
+	assert_int_equal(d.n, 1);
+	got = all_diags(&d);
+	vx_diags_release(&d);
+	return got;
+}
+
+/*
+ * A stack file that resolves outside the repository holding the stack (the
+ * nearest of the directory and its parents with a .git, by name) is refused at
+ * FILE:1:1, with the directory named as given (relative, with "..", with a
+ * trailing slash); without a repository, outside the stack directory. The read
+ * ahead reads nothing from it. A link inside the repository is read.
+ */
+static void test_links_out(void **state)
+{
+	char tmpl[] = "/tmp/vx-test-links-XXXXXX", cwd[PATH_MAX], *top, *repo, *stack, *sub, *out;
+	char *common, *git, *nogit, *link, *target, *want, *got, *dir;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	int jobs = 0;
+
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_non_null(mkdtemp(tmpl));
+	top = realpath(tmpl, NULL);
+	assert_non_null(top);
+	repo = joined(top, "repo");
+	stack = joined(repo, "stack");
+	sub = joined(repo, "sub");
+	common = joined(repo, "common");
+	git = joined(repo, ".git");
+	nogit = joined(repo, "not-git");
+	out = joined(top, "out");
+	for (char *const *p = (char *const[]){ repo, stack, sub, common, git, out, NULL }; *p; p++)
+		assert_int_equal(mkdir(*p, 0700), 0);
+	link = joined(stack, "x.yaml");
+	target = joined(out, "x.yaml");
+	{
+		char *s = joined(stack, "stack.yaml"), *c = joined(common, "x.yaml");
+
+		put(s, STACK_DOC);
+		put(target, JOB("x"));
+		put(c, JOB("x"));
+		free(s);
+		free(c);
+	}
+	assert_int_equal(symlink(target, link), 0);
+
+	dir = vx_asprintf("%s/sub/../stack/", repo);
+	want = vx_asprintf("%sx.yaml:1:1: this stack file resolves to %s, outside the repository %s: "
+			   "git versions only the link, so the declaration could change with no "
+			   "change in git while the plan names a clean commit; copy the file into "
+			   "the repository instead of linking to it\n", dir, target, repo);
+	got = refusal(dir);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	assert_int_equal(stack_peek(&st, &jobs, dir, &err), VX_ENOTFOUND);
+	assert_null(st);
+	vx_err_release(&err);
+	free(dir);
+
+	/* Relative to the working directory. */
+	assert_int_equal(chdir(repo), 0);
+	want = vx_asprintf("stack/x.yaml:1:1: this stack file resolves to %s, outside the "
+			   "repository %s: git versions only the link, so the declaration could "
+			   "change with no change in git while the plan names a clean commit; copy "
+			   "the file into the repository instead of linking to it\n", target, repo);
+	got = refusal("stack");
+	assert_int_equal(chdir(cwd), 0);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+
+	/* The checkout itself reached through a link: still that repository. */
+	dir = vx_asprintf("%s/alias/stack", top);
+	got = vx_asprintf("%s/alias", top);
+	assert_int_equal(symlink(repo, got), 0);
+	free(got);
+	want = vx_asprintf("%s/x.yaml:1:1: this stack file resolves to %s, outside the repository "
+			   "%s: git versions only the link, so the declaration could change with no "
+			   "change in git while the plan names a clean commit; copy the file into "
+			   "the repository instead of linking to it\n", dir, target, repo);
+	got = refusal(dir);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+
+	/* Linked inside the repository: read, by either path. */
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(symlink("../common/x.yaml", link), 0);
+	assert_int_equal(stack_load(&st, stack, NULL, &d, &err), 0);
+	assert_int_equal(st->njobs, 1);
+	stack_free(st);
+	st = NULL;
+	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), 0);
+	assert_int_equal(st->njobs, 1);
+	stack_free(st);
+	st = NULL;
+	free(dir);
+
+	/* No repository: the stack directory is the bound. */
+	assert_int_equal(rename(git, nogit), 0);
+	want = vx_asprintf("%s:1:1: this stack file resolves to %s/x.yaml, outside the stack "
+			   "directory %s, and no git repository holds the stack; copy the file into "
+			   "the stack directory instead of linking to it\n", link, common, stack);
+	got = refusal(stack);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+
+	{
+		char *rm = vx_asprintf("rm -rf '%s'", top);
+
+		assert_int_equal(system(rm), 0);
+		free(rm);
+	}
+	vx_diags_release(&d);
+	vx_err_release(&err);
+	free(top);
+	free(repo);
+	free(stack);
+	free(sub);
+	free(common);
+	free(git);
+	free(nogit);
+	free(out);
+	free(link);
+	free(target);
 }
 
 static void test_enum_did_you_mean(void **state)
@@ -742,6 +906,36 @@ static void test_run_and_resubmit(void **state)
 	stack_free(st);
 }
 
+/* The watcher's timings: resubmit.delay and stuckAfter, durations within bounds. */
+static void test_watch_timings(void **state)
+{
+	struct stack *st;
+	char h[65];
+
+	(void)state;
+	st = expect_valid(STACK_DOC "---\n" JOB("a"));
+	assert_int_equal(st->jobs[0].resubmit_delay_ms, 60000);
+	assert_int_equal(st->jobs[0].stuck_after_ms, 6 * 3600 * 1000);
+	memcpy(h, st->jobs[0].d.hash, sizeof(h));
+	stack_free(st);
+	/* Written as the default: the same declaration, the same hash. */
+	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {delay: 1m}\nstuckAfter: 6h\n");
+	assert_string_equal(st->jobs[0].d.hash, h);
+	stack_free(st);
+	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {on: [stockout], maxAttempts: 3, delay: 15s}\n"
+			  "stuckAfter: 90m\n");
+	assert_int_equal(st->jobs[0].resubmit_delay_ms, 15000);
+	assert_int_equal(st->jobs[0].stuck_after_ms, 90 * 60 * 1000);
+	assert_string_not_equal(st->jobs[0].d.hash, h);
+	stack_free(st);
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {delay: soon}\nstuckAfter: 10s\n",
+		      "t/s.yaml:13:19: CustomJob \"a\": resubmit.delay: \"soon\" is not a duration (like 30s, "
+		      "15m or 6h)\n"
+		      "t/s.yaml:14:13: CustomJob \"a\": stuckAfter: must be from 1m to 30d, got \"10s\"\n");
+	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {delay: 16m}\n",
+		      "t/s.yaml:13:19: CustomJob \"a\": resubmit.delay: must be from 0s to 15m, got \"16m\"\n");
+}
+
 static void test_state(void **state)
 {
 	struct stack *st;
@@ -789,6 +983,71 @@ static void test_state(void **state)
 	expect_errors("kind: Stack\nname: s\nproject: My Project\n",
 		      "t/s.yaml:3:10: Stack \"s\": project: \"My Project\" is not a project ID (6 to "
 		      "30 lowercase letters, digits and \"-\", starting with a letter)\n");
+}
+
+/* notify: where vx tells people; URLs that hold a secret stay out of the stack. */
+static void test_notify(void **state)
+{
+	struct stack *st;
+	char h1[65];
+
+	(void)state;
+	expect_errors(STACK_DOC "notify:\n"
+		      "  - urlEnv: SLACK_WEBHOOK_URL\n    format: slack\n    secretEnv: VX_WEBHOOK_SECRET\n"
+		      "    on: [gave-up, resubmited]\n"
+		      "  - url: https://hooks.slack.com/services/T0/B0/xyz\n"
+		      "  - url: https://example.com/hook?token=abc\n    format: teams\n"
+		      "  - {}\n"
+		      "  - url: http://127.0.0.1:8080/hook\n    urlEnv: X\n"
+		      "  - urlEnv: \"1BAD\"\n    on: gave-up\n"
+		      "  - {url: \"https://u:p@example.com/h\", on: []}\n"
+		      "  - {url: \"http://example.com/h\", secretEnv: \"A B\"}\n"
+		      "  - url: ftp://example.com/h\n",
+		      "t/s.yaml:9:19: Stack \"research\": notify[0].on[1]: unknown event \"resubmited\" "
+		      "(did you mean \"resubmitted\"?)\n"
+		      "t/s.yaml:10:10: Stack \"research\": notify[1].url: a Slack webhook URL, whose path is its "
+		      "secret: put it in the environment and name it with urlEnv\n"
+		      "t/s.yaml:11:10: Stack \"research\": notify[2].url: a query string, where webhook URLs carry "
+		      "their tokens: put the URL in the environment and name it with urlEnv\n"
+		      "t/s.yaml:12:13: Stack \"research\": notify[2].format: unknown value \"teams\" (one of json, "
+		      "slack)\n"
+		      "t/s.yaml:13:5: Stack \"research\": notify[3]: needs urlEnv (the environment variable holding "
+		      "the webhook URL) or url\n"
+		      "t/s.yaml:15:13: Stack \"research\": notify[4]: url and urlEnv: give one of them\n"
+		      "t/s.yaml:16:13: Stack \"research\": notify[5].urlEnv: \"1BAD\" is not an environment "
+		      "variable name\n"
+		      "t/s.yaml:17:9: Stack \"research\": notify[5].on: expected a sequence, got a string\n"
+		      "t/s.yaml:18:11: Stack \"research\": notify[6].url: credentials in the URL (user:password@): "
+		      "put the URL in the environment and name it with urlEnv\n"
+		      "t/s.yaml:18:44: Stack \"research\": notify[6].on: empty: name the events to send, or leave "
+		      "it out for the default\n"
+		      "t/s.yaml:19:11: Stack \"research\": notify[7].url: plain http:// to another machine: use "
+		      "https://\n"
+		      "t/s.yaml:19:46: Stack \"research\": notify[7].secretEnv: \"A B\" is not an environment "
+		      "variable name\n"
+		      "t/s.yaml:20:10: Stack \"research\": notify[8].url: not an https:// URL\n");
+	expect_errors(STACK_DOC "notify: {urlEnv: X}\n",
+		      "t/s.yaml:5:9: Stack \"research\": notify: expected a sequence, got a mapping\n");
+
+	st = expect_valid(STACK_DOC);
+	assert_int_equal(st->nnotify, 0);
+	memcpy(h1, st->d.hash, sizeof(h1));
+	stack_free(st);
+	st = expect_valid(STACK_DOC "notify:\n  - urlEnv: HOOK\n  - url: https://example.com/vx\n"
+			  "    format: slack\n    secretEnv: SECRET\n    on: [succeeded, gave-up]\n");
+	assert_int_equal(st->nnotify, 2);
+	assert_string_equal(st->notify[0].url_env, "HOOK");
+	assert_null(st->notify[0].url);
+	assert_int_equal(st->notify[0].format, NOTIFY_FORMAT_JSON);
+	assert_int_equal(st->notify[0].on, NOTIFY_GAVE_UP | NOTIFY_STUCK | NOTIFY_QUOTA_DENIED | NOTIFY_WATCH_ERROR);
+	assert_string_equal(st->notify[1].url, "https://example.com/vx");
+	assert_int_equal(st->notify[1].format, NOTIFY_FORMAT_SLACK);
+	assert_string_equal(st->notify[1].secret_env, "SECRET");
+	assert_int_equal(st->notify[1].on, NOTIFY_SUCCEEDED | NOTIFY_GAVE_UP);
+	assert_int_equal(st->notify[1].line, 7);
+	/* A changed target is a changed declaration (a saved plan binds to it). */
+	assert_string_not_equal(st->d.hash, h1);
+	stack_free(st);
 }
 
 /*
@@ -942,7 +1201,7 @@ static void test_sorted_and_capped(void **state)
 	got = all_diags(&d);
 	assert_string_equal(got, "t/a.yaml:8:6: CustomJob \"x\": run: must be at least 1, got 0\n"
 			    "t/b.yaml:5:1: Stack \"research\": unknown field \"bogus\" (one of kind, "
-			    "name, project, region, state, labels, prices, failOn)\n");
+			    "name, project, region, state, labels, prices, failOn, notify)\n");
 	free(got);
 	vx_diags_release(&d);
 
@@ -1199,6 +1458,8 @@ int main(void)
 		cmocka_unit_test(test_region),
 		cmocka_unit_test(test_run_and_resubmit),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_notify),
+		cmocka_unit_test(test_watch_timings),
 		cmocka_unit_test(test_branch_names_agree_with_libgit2),
 		cmocka_unit_test(test_reservation),
 		cmocka_unit_test(test_quota),
@@ -1207,6 +1468,7 @@ int main(void)
 		cmocka_unit_test(test_decl_hash),
 		cmocka_unit_test(test_salt_and_legacy_records),
 		cmocka_unit_test(test_enum_names),
+		cmocka_unit_test(test_links_out),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -731,6 +731,56 @@ static void test_salt(void **unused)
 	vx_err_release(&err);
 }
 
+/* The notifications delivered: recorded once, kept a week, written only when there are some. */
+static void test_notified(void **unused)
+{
+	static const char k1[] = "evt_0123456789abcdef0123456789abcdef:0011aabb";
+	static const char k2[] = "evt_ffffffffffffffffffffffffffffffff:0011aabb";
+	struct vx_ctx ctx;
+	int64_t now = 1795000000000, day = 24 * 3600 * 1000;
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL;
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	assert_int_equal(state_new(&st, "s", &ctx, &err), 0);
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_null(strstr(text, "notified"));
+	free(text);
+	assert_false(state_notified_has(&st, k1));
+	assert_int_equal(state_notified_add(&st, k1, now), 0);
+	assert_int_equal(state_notified_add(&st, k1, now + 1000), 0);
+	assert_int_equal(st.nnotified, 1);
+	assert_true(state_notified_has(&st, k1));
+	assert_int_equal(state_notified_add(&st, "evt_x:1", now), VX_EINVAL);
+	assert_int_equal(state_notified_add(&st, "EVT_0123456789abcdef0123456789abcdef:0011aabb", now), VX_EINVAL);
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\"notified\":\t[{\n\t\t\t\"key\":\t\"evt_0123456789abcdef0123456789abcdef:0011aabb\",\n"
+				     "\t\t\t\"at\":\t\"2026-11-18T11:06:40Z\"\n\t\t}]"));
+	assert_int_equal(state_header_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(back.nnotified, 1);
+	assert_string_equal(back.notified[0].key, k1);
+	assert_int_equal(back.notified[0].at_ms, now);
+	state_release(&back);
+	free(text);
+	/* A week later, the first is forgotten when the next is recorded. */
+	assert_int_equal(state_notified_add(&st, k2, now + 8 * day), 0);
+	assert_int_equal(st.nnotified, 1);
+	assert_false(state_notified_has(&st, k1));
+	assert_true(state_notified_has(&st, k2));
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":"
+		   "\"0a3b1c2d-0000-4000-8000-000000000000\",\"lock\":null,"
+		   "\"journal\":[],\"notified\":[{\"key\":\"x\",\"at\":\"2026-11-18T11:06:40Z\"}],\"records\":[]}",
+		   "invalid state JSON: notified[0].key: not a notification key");
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":"
+		   "\"0a3b1c2d-0000-4000-8000-000000000000\",\"lock\":null,"
+		   "\"journal\":[],\"notified\":{},\"records\":[]}",
+		   "invalid state JSON: notified: expected an array");
+	state_release(&st);
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +796,7 @@ int main(void)
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),
 		cmocka_unit_test(test_salt),
+		cmocka_unit_test(test_notified),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

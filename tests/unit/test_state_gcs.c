@@ -366,6 +366,155 @@ static void test_untrusted_objects_are_refused(void **state)
 	vx_err_release(&err);
 }
 
+/* Deletes rel behind the backend's back. */
+static void del(struct fx *f, const char *rel)
+{
+	struct vx_err err = VX_ERR_INIT;
+
+	if (storage_object_delete(&gcs->sc, "vx-unit", obj(f, rel), STORAGE_ANY_GENERATION, &err) != 0)
+		fail_msg("deleting %s: %s", f->obj, err.msg);
+}
+
+/* A list reads every page, and only names under the prefix. */
+static void test_list_reads_every_page(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+	char **names = NULL, dir[32];
+	size_t n = 0;
+
+	put(f, "history/0000000002.json", "{}");
+	put(f, "history/0000000001.json", "{}");
+	put(f, "history/0000000010.json", "{}");
+	put(f, "state.json", "{}");
+	control("/_fake/paging", "{\"max_page_size\": 2}");
+	snprintf(dir, sizeof(dir), "%s/history/", f->prefix);
+	if (storage_object_list(&gcs->sc, "vx-unit", dir, &names, &n, &err) != 0)
+		fail_msg("list: %s", err.msg);
+	control("/_fake/paging", "{\"max_page_size\": 0}");
+	assert_int_equal(n, 3);
+	assert_string_equal(names[0], obj(f, "history/0000000001.json"));
+	assert_string_equal(names[1], obj(f, "history/0000000002.json"));
+	assert_string_equal(names[2], obj(f, "history/0000000010.json"));
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	vx_err_release(&err);
+}
+
+/*
+ * state.json deleted, its history kept: a load refuses rather than start a
+ * new state (which would create every job again); restore puts back the
+ * newest version, the same state it was.
+ */
+static void test_deleted_state_is_refused_and_restored(void **state)
+{
+	struct fx *f = *state;
+	struct state_backend *b = open_b(f);
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *want = NULL, *what = NULL, *before = NULL, *after = NULL;
+	int64_t gen = 0;
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	add_job(&st, "job.a");
+	assert_int_equal(state_write(b, &st, "one", &err), 0);
+	add_job(&st, "job.b");
+	assert_int_equal(state_write(b, &st, "two", &err), 0);
+	before = get(f, "state.json", &gen);
+	del(f, "state.json");
+	assert_int_equal(state_load(b, &back, &err), VX_ENOTFOUND);
+	want = vx_asprintf("state gs://vx-unit/%s/state.json does not exist, but its history does: the "
+			   "newest is gs://vx-unit/%s/history/0000000002.json (serial 2), so the state "
+			   "was deleted (a lifecycle rule or a clean-up?); starting a new state would "
+			   "create every job again. Restore it with: vx state restore (or by hand: gcloud "
+			   "storage cat gs://vx-unit/%s/history/0000000002.json | jq .state | gcloud "
+			   "storage cp - gs://vx-unit/%s/state.json)",
+			   f->prefix, f->prefix, f->prefix, f->prefix);
+	assert_string_equal(err.msg, want);
+	/* Only under the lease. */
+	assert_int_equal(state_restore(b, 0, &what, &err), VX_EINVAL);
+	assert_string_equal(err.msg, "state restore: the state lease is not held");
+	assert_int_equal(state_lock_acquire(b, NULL, &err), 0);
+	if (state_restore(b, 0, &what, &err) != 0)
+		fail_msg("restore: %s", err.msg);
+	free(want);
+	want = vx_asprintf("gs://vx-unit/%s/state.json restored from gs://vx-unit/%s/history/"
+			   "0000000002.json: serial 2, lineage %s, 2 records",
+			   f->prefix, f->prefix, st.lineage);
+	assert_string_equal(what, want);
+	after = get(f, "state.json", &gen);
+	assert_string_equal(after, before);
+	/* Once there, nothing to restore. */
+	free(what);
+	assert_int_equal(state_restore(b, 1, &what, &err), VX_ECONFLICT);
+	assert_null(what);
+	/* And the holder writes on from it. */
+	add_job(&st, "job.c");
+	if (state_write(b, &st, "three", &err) != 0)
+		fail_msg("write after restore: %s", err.msg);
+	assert_int_equal(st.serial, 3);
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	free(before);
+	free(after);
+	free(want);
+	state_release(&st);
+	state_release(&back);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
+/* Deleted under a running writer that holds the lease: written back, not blamed on another apply. */
+static void test_state_deleted_under_the_lease_is_written_back(void **state)
+{
+	struct fx *f = *state;
+	struct state_backend *b = open_b(f);
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	int64_t gen = 0;
+	char *text = NULL;
+
+	assert_int_equal(state_lock_acquire(b, NULL, &err), 0);
+	assert_int_equal(state_load(b, &st, &err), 0);
+	add_job(&st, "job.a");
+	assert_int_equal(state_write(b, &st, "one", &err), 0);
+	del(f, "state.json");
+	add_job(&st, "job.b");
+	if (state_write(b, &st, "two", &err) != 0)
+		fail_msg("write: %s", err.msg);
+	assert_int_equal(st.serial, 2);
+	/*
+	 * Deleted between the save's reads and its compare-and-swap: the four
+	 * reads are state.json's metadata and content, then lease.json's; the
+	 * create at the generation read fails (412), and read back the object
+	 * is gone, not replaced.
+	 */
+	{
+		char body[256];
+
+		snprintf(body, sizeof(body), "{\"rpc\": \"storage.objects.get\", \"count\": 4, "
+			 "\"bucket\": \"vx-unit\", \"name\": \"%s\"}", obj(f, "state.json"));
+		control("/_fake/objects/delete-after", body);
+	}
+	add_job(&st, "job.c");
+	if (state_write(b, &st, "three", &err) != 0)
+		fail_msg("write after a delete at the last moment: %s", err.msg);
+	assert_int_equal(st.serial, 3);
+	assert_non_null(text = get(f, "state.json", &gen));
+	assert_int_equal(state_load(b, &back, &err), 0);
+	assert_int_equal(back.serial, 3);
+	assert_string_equal(back.lineage, st.lineage);
+	assert_non_null(state_find(&back, "job.a"));
+	assert_non_null(state_find(&back, "job.b"));
+	assert_non_null(state_find(&back, "job.c"));
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	free(text);
+	state_release(&st);
+	state_release(&back);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
 static void test_open_errors(void **state)
 {
 	struct fx *f = *state;
@@ -404,6 +553,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_own_retried_write_is_not_a_conflict, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_untrusted_objects_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_reads_every_page, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deleted_state_is_refused_and_restored, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_state_deleted_under_the_lease_is_written_back,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 	};
 

@@ -272,6 +272,56 @@ static void test_cas_conflict(void **state)
 	vx_err_release(&err);
 }
 
+/*
+ * The branch's ref file went, its reflog stayed: a load refuses to start a
+ * new state (every job would be created again) and names the commit;
+ * restore puts the branch back, at the newest commit or a given serial.
+ */
+static void test_lost_branch_in_its_reflog(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open(f);
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *tip = NULL, *want = NULL, *what = NULL, ref[256];
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	assert_int_equal(state_write(b, &st, "one", &err), 0);
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/2");
+	assert_int_equal(state_write(b, &st, "two", &err), 0);
+	assert_int_equal(state_revision(b, &tip, &err), 0);
+	snprintf(ref, sizeof(ref), "%s/.git/refs/heads/vx/state/research", f->repo);
+	assert_int_equal(unlink(ref), 0);
+	assert_int_equal(state_load(b, &back, &err), VX_ENOTFOUND);
+	want = vx_asprintf("state branch vx/state/research does not exist, but its history does: the "
+			   "reflog of refs/heads/vx/state/research names commit %s (serial 2), so the "
+			   "branch was deleted; starting a new state would create every job again. "
+			   "Restore it with: vx state restore (or by hand: git branch vx/state/research %s)",
+			   tip, tip);
+	assert_string_equal(err.msg, want);
+	assert_int_equal(state_lock_acquire(b, NULL, &err), 0);
+	/* Serial 1: the tip's first parent. */
+	if (state_restore(b, 1, &what, &err) != 0)
+		fail_msg("restore: %s", err.msg);
+	assert_non_null(strstr(what, "(serial 1) from the reflog of refs/heads/vx/state/research"));
+	assert_int_equal(state_load(b, &back, &err), 0);
+	assert_int_equal(back.serial, 1);
+	assert_string_equal(back.lineage, st.lineage);
+	assert_int_equal(back.nrecords, 1);
+	free(what);
+	assert_int_equal(state_restore(b, 0, &what, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, "state restore: state branch vx/state/research exists; there is "
+				     "nothing to restore");
+	assert_int_equal(state_lock_drop(b, &err), 0);
+	free(tip);
+	free(want);
+	state_release(&st);
+	state_release(&back);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
 static void test_history_three_commits(void **state)
 {
 	struct staterepo *f = *state;
@@ -932,6 +982,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_load_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cas_conflict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_branch_in_its_reflog, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unchanged_write_makes_no_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_trailers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_is_its_own_ref, setup, teardown),

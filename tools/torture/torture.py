@@ -8,11 +8,20 @@ happens to an apply) as a command anyone can run. See README.md, "Torture".
   pause   apply SIGSTOPped past a short lease; a second apply takes over;
           SIGCONT; the first must send nothing more
   race    8 applies at once: one winner, every loser names the holder
+  lost    (gcs only; a fifth of TRIALS, at least 3) state.json deleted between applies, its history kept: the
+          next apply must refuse and create nothing; `vx state restore`; then
+          the applies converge
+  lostmid (gcs only; as many) state.json deleted right after the Nth create of an
+          apply (N random): the apply writes it back; nothing twice, nothing
+          missing
+  watch   two `vx watch` and a vxapply on one stack whose every job is
+          preempted once, one watcher SIGKILLed at a random moment and
+          started again: each job resubmitted exactly once, nothing lost
   hostile vx (ASan build) against a server answering with bad replies
   fuzz    a short libFuzzer run of every target in tests/fuzz/
 
 Environment (make passes them): TRIALS (100), SEED (time), BACKENDS
-(git,git-remote,gcs), SECTIONS (kill,pause,race,hostile,fuzz), VX (the binary),
+(git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,watch,hostile,fuzz), VX (the binary),
 VX_ASAN (the ASan binary, for hostile), FUZZ_TIME (20), KEEP_ALL=1 keeps every
 trial's directory (a failed trial's always stays), OUT (build/torture).
 
@@ -27,6 +36,9 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import common
 from common import (BACKENDS, Checkout, Fake, count_violations, declaration, make_world)
@@ -89,6 +101,29 @@ def faults(seed):
             "latency_ms": 5, "jitter_ms": 30, "slow_ms": {"CreateCustomJob": 400}, "seed": seed}
 
 
+def storage_delete(fake, bucket, name):
+    """Deletes an object through the real API, as `gcloud storage rm` would: the HTTP status."""
+    fake.post("/_fake/tokens", {"token": "outsider-token"})
+    url = "%s/storage/v1/b/%s/o/%s" % (fake.url, bucket, urllib.parse.quote(name, safe=""))
+    status = None
+    # The trial's faults hit this call too: retried as gcloud would (a 404 after a
+    # lost reply means the first try landed).
+    for attempt in range(20):
+        req = urllib.request.Request(url, method="DELETE", headers={"Authorization": "Bearer outsider-token"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            status = e.code
+            if e.code == 404 and attempt > 0:
+                return 204
+            if e.code < 500:
+                return e.code
+        except (urllib.error.URLError, ConnectionError):
+            status = "reset"
+    return status
+
+
 class Torture:
     def __init__(self):
         self.vx = os.path.abspath(os.environ.get("VX", os.path.join(common.ROOT, "build", "vx")))
@@ -97,7 +132,8 @@ class Torture:
         self.trials = int(os.environ.get("TRIALS", "100"))
         self.seed = int(os.environ.get("SEED") or int(time.time()) % 1000000)
         self.backends = env_list("BACKENDS", BACKENDS)
-        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "hostile", "fuzz"))
+        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "lost", "lostmid", "watch", "hostile",
+                                              "fuzz"))
         self.only_trial = os.environ.get("TRIAL") or None
         self.out = os.path.abspath(os.environ.get("OUT", os.path.join(common.ROOT, "build", "torture")))
         self.keep_all = bool(os.environ.get("KEEP_ALL"))
@@ -352,12 +388,221 @@ class Torture:
                 " ".join("%s=%d" % kv for kv in counts.items())))
             self.record(row, t, tmp, counts, d + details, other)
 
+    # ------------------------------------------------------------ lost, lostmid (gcs)
+    def converge(self, co, log, details, tries=3):
+        """Applies until one exits 0 (faults may leave an outcome to the next); 1 when none did."""
+        for n in range(tries):
+            r = co.apply()
+            log.append("apply: exit %d" % r.code)
+            if r.crashed():
+                details.append("an apply crashed: %r" % r)
+                return 1
+            if r.code == 0:
+                return 0
+        details.append("no apply succeeded: %r" % r)
+        return 1
+
+    def finish_lost(self, row, fake, co, docs, t, tmp, log, details, other):
+        plan = co.plan("-detailed-exitcode")
+        if plan.code != 0:
+            other += 1
+            details.append("plan -detailed-exitcode at the end: %r" % plan)
+        fake.post("/_fake/faults", {})
+        counts, d = count_violations(fake, co, docs)
+        self.say("%s/gcs trial %d: %s; %s" % (row.name, t, "; ".join(log),
+                                             " ".join("%s=%d" % kv for kv in counts.items())))
+        self.record(row, t, tmp, counts, d + details, other)
+
+    def lost_trials(self, fake, backend):
+        if backend != "gcs":
+            return
+        row = Section("lost", backend)
+        self.rows.append(row)
+        row.note = "deleted between applies; refused, restored"
+        docs = declaration(20)
+        obj = "vx/state/%s/state.json" % common.STACK
+        for t in self.trial_numbers(max(3, self.trials // 5)):
+            trng = random.Random("%d/lost/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "lost-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            log, details = [], []
+            other = self.converge(co, log, details)
+            # Sometimes a second stack change first, so the history is longer than one apply.
+            if trng.random() < 0.5:
+                other += self.converge(co, log, details, 1)
+            gone = storage_delete(fake, "torture", obj)
+            log.append("state.json deleted (%s)" % gone)
+            creates = fake.rpc_count("CreateCustomJob")
+            r = co.apply()
+            save(tmp, "refused", r)
+            if r.code != 1 or "does not exist, but its history does" not in r.err:
+                other += 1
+                details.append("the apply after the deletion did not refuse: %r" % r)
+            if fake.rpc_count("CreateCustomJob") != creates:
+                other += 1
+                details.append("the refused apply sent %d creates" % (fake.rpc_count("CreateCustomJob") - creates))
+            rs = co.run("state", "restore", "-C", co.dir)
+            save(tmp, "restore", rs)
+            log.append("restore: exit %d" % rs.code)
+            if rs.code != 0 or rs.crashed():
+                other += 1
+                details.append("vx state restore failed: %r" % rs)
+            other += self.converge(co, log, details)
+            self.finish_lost(row, fake, co, docs, t, tmp, log, details, other)
+
+    def lostmid_trials(self, fake, backend):
+        if backend != "gcs":
+            return
+        row = Section("lostmid", backend)
+        self.rows.append(row)
+        row.note = "deleted after the Nth create; written back"
+        docs = declaration(20)
+        obj = "vx/state/%s/state.json" % common.STACK
+        for t in self.trial_numbers(max(3, self.trials // 5)):
+            trng = random.Random("%d/lostmid/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "lostmid-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            nth = trng.randint(1, 20)
+            fake.post("/_fake/objects/delete-after", {"rpc": "CreateCustomJob", "count": nth,
+                                                      "bucket": "torture", "name": obj})
+            log, details, other = ["state.json deleted after create %d" % nth], [], 0
+            first = co.apply()
+            save(tmp, "apply-1", first)
+            log.append("apply 1: exit %d" % first.code)
+            armed = fake.get("/_fake/objects/delete-after")["armed"][0]
+            if armed["deleted"] and "vx: warn: state.json was deleted: generation %s is gone" % armed["deleted"] \
+                    not in first.err:
+                other += 1
+                details.append("the deletion (generation %s) was not reported: %r" % (armed["deleted"], first))
+            if first.crashed():
+                other += 1
+                details.append("apply 1 crashed: %r" % first)
+            if first.code != 0:
+                other += self.converge(co, log, details, 2)
+            self.finish_lost(row, fake, co, docs, t, tmp, log, details, other)
+
+    # ------------------------------------------------------------ watch
+    def watch_counts(self, fake, n_jobs):
+        """Duplicates (two jobs of one run and attempt), more than one active per
+        address, and addresses whose second attempt is not running."""
+        c, details = {"dup": 0, "missing": 0}, []
+        seen, active = {}, {}
+        for j in fake.jobs():
+            lab = j.get("labels", {})
+            if not common.our(lab):
+                continue
+            key = (lab.get("vx-job"), lab.get("vx-run"), lab.get("vx-attempt"))
+            seen.setdefault(key, []).append(j["name"].rsplit("/", 1)[1])
+            if j["state"] in common.ACTIVE:
+                active.setdefault(lab.get("vx-job"), []).append(lab.get("vx-attempt"))
+        for key, names in sorted(seen.items()):
+            if len(names) > 1:
+                c["dup"] += len(names) - 1
+                details.append("duplicate job.%s run %s attempt %s: %s" % (key + (", ".join(names),)))
+        for i in range(n_jobs):
+            a = active.get("j%02d" % i, [])
+            if len(a) > 1:
+                c["dup"] += len(a) - 1
+                details.append("job.j%02d has %d active runs" % (i, len(a)))
+            if a != ["2"]:
+                c["missing"] += 1
+                details.append("job.j%02d: active attempts %s (want the second alone)" % (i, a))
+        return c, details
+
+    def watch_trials(self, fake, backend):
+        row = Section("watch", backend)
+        self.rows.append(row)
+        n_jobs = 10
+        docs = {"job-%02d" % i: common.harness.job_yaml("j%02d" % i, on="preempted", attempts=3,
+                                                        strategy="SPOT") for i in range(n_jobs)}
+        # A watcher killed with the lease held leaves it to expire: short, for the trial.
+        env = {"VX_LEASE_SECONDS": "10"}
+        row.note = "2 watchers + vxapply, 1 watcher killed"
+        for t in self.trial_numbers(max(2, self.trials // 10)):
+            trng = random.Random("%d/watch/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "watch-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            fake.post("/_fake/outcomes", {"labels": {}, "outcome": "preempted", "times": n_jobs})
+            log, details, other = [], [], 0
+            other += self.converge(co, log, details)
+            # Each watcher writes its metrics after every cycle: a file there means
+            # it has run one, and has its signal handlers in place.
+            metrics = [os.path.join(tmp, "watcher-%d.prom" % (i + 1)) for i in range(2)]
+
+            def watcher(i):
+                if os.path.exists(metrics[i]):
+                    os.unlink(metrics[i])
+                return co.start("watch", co.dir, "-interval", "1s", "-metrics", metrics[i], env=env)
+
+            watchers = [watcher(i) for i in range(2)]
+            fake.advance(40)
+            fake.advance(2000)   # every first attempt has been preempted
+            a = co.start("apply", env=env)
+            time.sleep(trng.uniform(0, 4))  # the moment of the kill, drawn: not a synchronisation
+            watchers[0].send_signal(signal.SIGKILL)
+            killed = co.finish(watchers[0])
+            log.append("watcher 1 killed")
+            watchers[0] = watcher(0)
+            ra = co.finish(a)
+            log.append("apply: exit %d" % ra.code)
+            if ra.crashed():
+                other += 1
+                details.append("the apply crashed: %r" % ra)
+            try:
+                wait_for(lambda: self.watch_counts(fake, n_jobs)[0]["missing"] == 0, 120,
+                         "every job's second attempt to be active")
+            except RuntimeError as e:
+                details.append(str(e))
+            try:
+                wait_for(lambda: all(os.path.exists(m) for m in metrics), 60, "each watcher's first cycle")
+            except RuntimeError as e:
+                other += 1
+                details.append(str(e))
+            for w in watchers:
+                w.send_signal(signal.SIGTERM)
+            for i, w in enumerate(watchers):
+                try:
+                    r = co.finish(w, timeout=15)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+                    r = co.finish(w)
+                    other += 1
+                    details.append("watcher %d did not stop within 15 s of SIGTERM" % (i + 1))
+                save(tmp, "watcher-%d" % (i + 1), r)
+                if r.code != 0 or r.crashed():
+                    other += 1
+                    details.append("watcher %d ended with %r" % (i + 1, r))
+            save(tmp, "killed", killed)
+            fake.post("/_fake/faults", {})
+            # Nothing lost: the state knows every run the watchers made.
+            plan = co.plan("-detailed-exitcode")
+            save(tmp, "plan", plan)
+            if plan.code != 0:
+                other += 1
+                details.append("plan -detailed-exitcode at the end: %r" % plan)
+            held = co.lock_held()
+            counts, d = self.watch_counts(fake, n_jobs)
+            counts["lock"] = 1 if held else 0
+            if held:
+                d.append("lease left held: %s" % held)
+            self.say("watch/%s trial %d: %s; %s" % (backend, t, "; ".join(log),
+                                                   " ".join("%s=%d" % kv for kv in counts.items())))
+            self.record(row, t, tmp, counts, d + details, other)
+
     # ------------------------------------------------------------ sections
     def run_backend_sections(self):
-        for section in ("kill", "pause", "race"):
+        for section in ("kill", "pause", "race", "lost", "lostmid", "watch"):
             if section not in self.sections:
                 continue
             for backend in self.backends:
+                if section.startswith("lost") and backend != "gcs":
+                    continue
                 tmp = os.path.join(self.out, "fake-%s-%s" % (section, backend))
                 shutil.rmtree(tmp, ignore_errors=True)
                 os.makedirs(tmp)

@@ -1,5 +1,5 @@
-/* The CI context: see cmd/ci.h. */
-#include "cmd/ci.h"
+/* The CI context: see workflow/ci.h. */
+#include "workflow/ci.h"
 
 #include <pwd.h>
 #include <stdio.h>
@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
 #include "util/buf.h"
 #include "util/banned.h"
 
@@ -23,15 +22,15 @@ static int printable(const char *s, size_t max)
 	return n > 0;
 }
 
-int cmd_ci_actor_ok(const char *s)
+int ci_actor_ok(const char *s)
 {
-	return s && printable(s, CMD_CI_ACTOR_MAX);
+	return s && printable(s, CI_ACTOR_MAX);
 }
 
-int cmd_ci_url_ok(const char *s)
+int ci_url_ok(const char *s)
 {
 	return s && (!strncmp(s, "https://", 8) || !strncmp(s, "http://", 7)) &&
-	       printable(s, CMD_CI_URL_MAX);
+	       printable(s, CI_URL_MAX);
 }
 
 /* 1-9 digits, not 0: a pull request's number. */
@@ -57,18 +56,30 @@ static const char *env(const char *name)
 	return v && *v ? v : NULL;
 }
 
-static void invalid(const char *name, const char *what)
+/* Where read_env's warnings go (ci_read's warn and ud). */
+struct warner {
+	void (*warn)(void *ud, const char *msg);
+	void *ud;
+};
+
+static void invalid(const struct warner *w, const char *name, const char *what)
 {
-	cmd_error("warning: ignoring %s: %s", name, what);
+	char *msg;
+
+	if (!w->warn)
+		return;
+	msg = vx_asprintf("ignoring %s: %s", name, what);
+	w->warn(w->ud, msg ? msg : "ignoring an invalid CI variable");
+	free(msg);
 }
 
 /* A URL variable, or NULL (with a warning when set but invalid). */
-static const char *env_url(const char *name)
+static const char *env_url(const struct warner *w, const char *name)
 {
 	const char *v = env(name);
 
-	if (v && !cmd_ci_url_ok(v)) {
-		invalid(name, "not an http(s) URL of at most 512 printable characters without spaces");
+	if (v && !ci_url_ok(v)) {
+		invalid(w, name, "not an http(s) URL of at most 512 printable characters without spaces");
 		return NULL;
 	}
 	return v;
@@ -89,7 +100,7 @@ static int64_t github_pr(const char *ref)
 }
 
 /* owner/name: printable, one slash. */
-static const char *env_repository(void)
+static const char *env_repository(const struct warner *w)
 {
 	const char *v = env("GITHUB_REPOSITORY"), *slash;
 
@@ -97,7 +108,7 @@ static const char *env_repository(void)
 		return NULL;
 	slash = strchr(v, '/');
 	if (!printable(v, 200) || !slash || slash == v || !slash[1] || strchr(slash + 1, '/')) {
-		invalid("GITHUB_REPOSITORY", "not OWNER/NAME");
+		invalid(w, "GITHUB_REPOSITORY", "not OWNER/NAME");
 		return NULL;
 	}
 	return v;
@@ -120,8 +131,9 @@ static char *user_at_host(void)
 	return vx_asprintf("%s@%s", u ? u : "unknown", host);
 }
 
-int cmd_ci_read(struct cmd_ci *out)
+int ci_read(struct ci *out, void (*warn)(void *ud, const char *msg), void *ud, struct vx_err *err)
 {
+	const struct warner wr = { warn, ud }, *w = &wr;
 	static const char *const actors[] = { "VX_ACTOR", "GITHUB_TRIGGERING_ACTOR", "GITHUB_ACTOR",
 					      "GITLAB_USER_LOGIN" };
 	const char *event = env("GITHUB_EVENT_NAME"), *server = NULL, *repo = NULL, *v;
@@ -132,8 +144,8 @@ int cmd_ci_read(struct cmd_ci *out)
 		v = env(actors[i]);
 		if (!v)
 			continue;
-		if (!cmd_ci_actor_ok(v)) {
-			invalid(actors[i], "an actor is at most 100 printable characters without spaces");
+		if (!ci_actor_ok(v)) {
+			invalid(w, actors[i], "an actor is at most 100 printable characters without spaces");
 			continue;
 		}
 		oom |= !(out->actor = strdup(v));
@@ -142,52 +154,51 @@ int cmd_ci_read(struct cmd_ci *out)
 		oom |= !(out->actor = user_at_host());
 	if (env("GITHUB_RUN_ID") || (event && (!strcmp(event, "pull_request") ||
 					       !strcmp(event, "pull_request_target")))) {
-		server = env_url("GITHUB_SERVER_URL");
-		repo = env_repository();
+		server = env_url(w, "GITHUB_SERVER_URL");
+		repo = env_repository(w);
 	}
 	if (event && (!strcmp(event, "pull_request") || !strcmp(event, "pull_request_target"))) {
 		out->pr = github_pr(env("GITHUB_REF"));
 		if (!out->pr && env("GITHUB_REF"))
-			invalid("GITHUB_REF", "not refs/pull/N/merge or refs/pull/N/head");
+			invalid(w, "GITHUB_REF", "not refs/pull/N/merge or refs/pull/N/head");
 		if (out->pr && server && repo)
 			oom |= !(out->pr_url = vx_asprintf("%s/%s/pull/%lld", server, repo,
 							   (long long)out->pr));
 	} else if ((v = env("CI_MERGE_REQUEST_IID")) != NULL) {
-		const char *project = env_url("CI_MERGE_REQUEST_PROJECT_URL");
+		const char *project = env_url(w, "CI_MERGE_REQUEST_PROJECT_URL");
 
 		out->pr = number(v, strlen(v));
 		if (!out->pr)
-			invalid("CI_MERGE_REQUEST_IID", "not a number");
+			invalid(w, "CI_MERGE_REQUEST_IID", "not a number");
 		if (out->pr && project)
 			oom |= !(out->pr_url = vx_asprintf("%s/-/merge_requests/%lld", project,
 							   (long long)out->pr));
 	}
 	if ((v = env("GITHUB_RUN_ID")) != NULL) {
 		if (strlen(v) > 20 || strspn(v, "0123456789") != strlen(v))
-			invalid("GITHUB_RUN_ID", "not a number");
+			invalid(w, "GITHUB_RUN_ID", "not a number");
 		else if (server && repo)
 			oom |= !(out->run_url = vx_asprintf("%s/%s/actions/runs/%s", server, repo, v));
-	} else if ((v = env_url("CI_JOB_URL")) != NULL) {
+	} else if ((v = env_url(w, "CI_JOB_URL")) != NULL) {
 		oom |= !(out->run_url = strdup(v));
 	}
 	/* A URL made of valid parts can still be too long for the caps readers apply. */
-	if (out->pr_url && !cmd_ci_url_ok(out->pr_url)) {
+	if (out->pr_url && !ci_url_ok(out->pr_url)) {
 		free(out->pr_url);
 		out->pr_url = NULL;
 	}
-	if (out->run_url && !cmd_ci_url_ok(out->run_url)) {
+	if (out->run_url && !ci_url_ok(out->run_url)) {
 		free(out->run_url);
 		out->run_url = NULL;
 	}
 	if (oom) {
-		cmd_error("out of memory");
-		cmd_ci_release(out);
-		return -1;
+		ci_release(out);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
 	return 0;
 }
 
-void cmd_ci_release(struct cmd_ci *ci)
+void ci_release(struct ci *ci)
 {
 	free(ci->actor);
 	free(ci->pr_url);

@@ -1,13 +1,11 @@
-#include "cmd/workspace.h"
+#include "workflow/workspace.h"
 
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmd.h"
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
@@ -21,18 +19,6 @@
 #include "state/lock.h"
 #include "util/buf.h"
 #include "util/diag.h"
-
-static void print_diags(struct vx_diags *d)
-{
-	for (size_t i = 0; i < d->n; i++) {
-		char *line = vx_diag_format(&d->items[i]);
-
-		fprintf(stderr, "%s\n", line ? line : d->items[i].msg);
-		free(line);
-	}
-	if (d->dropped)
-		fprintf(stderr, "... and %zu more\n", d->dropped);
-}
 
 /*
  * The stack directory relative to the root of its git work tree ("." at the
@@ -232,6 +218,7 @@ static void early_abandon(struct workspace *ws)
 }
 
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
+		   struct provider *lent, const struct workspace_source *src, const struct workspace_events *ev,
 		   struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
@@ -241,6 +228,9 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 
 	memset(ws, 0, sizeof(*ws));
 	ws->ctx = ctx;
+	ws->ev = ev;
+	ws->prov = lent;
+	ws->prov_lent = lent != NULL;
 	if (!realpath(dir, real))
 		return vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", dir);
 	ws->dir = strdup(real);
@@ -250,9 +240,11 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return vx_err_set(err, rc, "out of memory");
 	if (ahead)
 		early_start(ws);
-	rc = stack_load(&st, dir, NULL, &diags, err);
+	rc = src ? stack_load_mem(&st, dir, src->files, src->n, NULL, &diags, err)
+		 : stack_load(&st, dir, NULL, &diags, err);
 	if (rc == VX_EINVAL) {
-		print_diags(&diags);
+		if (ev && ev->diags)
+			ev->diags(ev->ud, &diags);
 		vx_err_set(err, VX_EINVAL, "%s: the stack has %zu error%s", dir, vx_diags_count(&diags),
 			   vx_diags_count(&diags) == 1 ? "" : "s");
 	}
@@ -274,17 +266,32 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		if ((rc = open_backend(ws, err)) < 0)
 			return rc;
 	}
+	if (src) {
+		/* The commit is the configuration: clean by construction. */
+		ws->config_checked = 1;
+		ws->config_commit = vx_strdup(src->commit);
+		return ws->config_commit ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
 	return state_config_commit(ws->backend, &ws->config_commit, err);
 }
 
-int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+		   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, err);
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, ev, err);
 }
 
-int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct vx_err *err)
+int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
+			const struct workspace_source *src, const struct workspace_events *ev,
+			struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 1, err);
+	return open_ws(ws, ctx, dir, 0, prov, src, ev, err);
+}
+
+int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+			 const struct workspace_events *ev, struct vx_err *err)
+{
+	return open_ws(ws, ctx, dir, 1, NULL, NULL, ev, err);
 }
 
 int workspace_load_state(struct workspace *ws, struct vx_err *err)
@@ -413,6 +420,8 @@ void workspace_prefetch(struct workspace *ws)
 
 struct provider *workspace_reader(struct workspace *ws)
 {
+	if (ws->reader)
+		return ws->reader;
 	return ws->prefetch ? prefetch_reader(ws->prefetch) : ws->prov;
 }
 
@@ -421,8 +430,8 @@ void workspace_close(struct workspace *ws)
 	if (ws->backend && state_lock_held(ws->backend)) {
 		struct vx_err e = VX_ERR_INIT;
 
-		if (state_lock_drop(ws->backend, &e) < 0)
-			cmd_report(&e, "releasing the state lock");
+		if (state_lock_drop(ws->backend, &e) < 0 && ws->ev && ws->ev->problem)
+			ws->ev->problem(ws->ev->ud, "releasing the state lock", &e);
 		vx_err_release(&e);
 	}
 	early_join(ws);
@@ -430,7 +439,7 @@ void workspace_close(struct workspace *ws)
 	live_store_release(&ws->store);
 	prefetch_free(ws->prefetch);
 	free(ws->prefetch_revision);
-	if (ws->prov)
+	if (ws->prov && !ws->prov_lent)
 		ws->prov->free(ws->prov);
 	if (ws->state_loaded)
 		state_release(&ws->state);

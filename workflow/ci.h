@@ -1,9 +1,9 @@
-#ifndef VX_CMD_CI_H
-#define VX_CMD_CI_H
+#ifndef VX_WORKFLOW_CI_H
+#define VX_WORKFLOW_CI_H
 
 /*
  * Who runs vx, and from which CI run and pull request: read from the
- * environment (only cmd/ reads it), for the state's commit trailers, the
+ * environment, for the state's commit trailers, the
  * runs' launchedBy/plannedBy/pullRequest and saved plans.
  *
  * The actor is the first set and valid of VX_ACTOR, GITHUB_TRIGGERING_ACTOR,
@@ -20,31 +20,38 @@
  * up in it), and these values reach commit messages and terminals: an actor
  * is 1-100 printable ASCII characters without spaces, a number is 1-9
  * digits, a URL is http:// or https:// and printable ASCII without spaces,
- * at most 512 bytes. A value that is set but invalid is ignored with one
- * line on stderr naming the variable (never echoing the value).
+ * at most 512 bytes. A value that is set but invalid is ignored, with one
+ * warning to the caller naming the variable (never echoing the value).
  */
 
 #include <stdint.h>
 
-#define CMD_CI_ACTOR_MAX 100
-#define CMD_CI_URL_MAX 512
+#include "util/err.h"
 
-struct cmd_ci {
+#define CI_ACTOR_MAX 100
+#define CI_URL_MAX 512
+
+struct ci {
 	char *actor;     /* never NULL once read: "user@host" when no variable is set and valid */
 	int64_t pr;      /* the pull (merge) request's number, 0 when not in one */
 	char *pr_url;    /* its URL, or NULL */
 	char *run_url;   /* the CI run's (job's) URL, or NULL */
 };
 
-/* Fills *out from the environment, warning on stderr about invalid values.
- * Returns 0, or -1 when out of memory (said on stderr). */
-int cmd_ci_read(struct cmd_ci *out);
-void cmd_ci_release(struct cmd_ci *ci);
+/*
+ * Fills *out from the environment. Each invalid value is ignored and told to
+ * warn (when not NULL) as "ignoring NAME: what a valid one is", the
+ * variable's name only. Returns 0, or VX_ENOMEM (err set; *out then holds
+ * nothing to release).
+ */
+int ci_read(struct ci *out, void (*warn)(void *ud, const char *msg), void *ud,
+	    struct vx_err *err) VX_WUR;
+void ci_release(struct ci *ci);
 
 /* Whether s is a valid actor (also used for a saved plan's, which is a file
  * someone handed us). */
-int cmd_ci_actor_ok(const char *s);
+int ci_actor_ok(const char *s);
 /* Whether s is a valid URL as above. */
-int cmd_ci_url_ok(const char *s);
+int ci_url_ok(const char *s);
 
 #endif

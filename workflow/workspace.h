@@ -1,10 +1,17 @@
-#ifndef VX_CMD_WORKSPACE_H
-#define VX_CMD_WORKSPACE_H
+#ifndef VX_WORKFLOW_WORKSPACE_H
+#define VX_WORKFLOW_WORKSPACE_H
 
 /*
- * What plan, apply, log, state and unlock share: the loaded stack, its
- * state backend and state, the cloud provider and the live jobs. cmd/ code:
- * it prints the stack's diagnostics itself.
+ * What plan, apply, import, log, state and unlock share, and the first
+ * steps of every reconcile cycle: the loaded stack, its state backend and
+ * state, the cloud provider and what the refresh read of the live cloud.
+ *
+ * One cycle: workspace_open (or _open_ahead), workspace_load_state,
+ * workspace_salt, workspace_refresh, ..., workspace_close. close releases
+ * everything open ever took, whatever step failed, and leaves the struct
+ * zeroed, ready for the next open: a process may run cycles for as long as
+ * it likes. Nothing here prints or exits: what the user should see goes to
+ * the caller's struct workspace_events, errors to struct vx_err.
  */
 
 #include <pthread.h>
@@ -17,12 +24,29 @@
 #include "util/err.h"
 
 struct stack;
+struct stack_source;
 struct state_backend;
+struct vx_diags;
 struct planner_place;
 struct prefetch;
 
+/*
+ * What a workspace tells its caller, each optional (NULL: not told); ud is
+ * passed back. Called on the thread that called the workspace function.
+ */
+struct workspace_events {
+	/* The stack did not load (VX_EINVAL): its diagnostics, sorted, before
+	 * the error "DIR: the stack has N errors" is returned. */
+	void (*diags)(void *ud, const struct vx_diags *d);
+	/* Something that failed without failing the call (releasing the state
+	 * lock at close): what was being done, and why it failed. */
+	void (*problem)(void *ud, const char *doing, const struct vx_err *e);
+	void *ud;
+};
+
 struct workspace {
 	struct vx_ctx *ctx;
+	const struct workspace_events *ev; /* borrowed from the opener; may be NULL */
 	char *dir;                  /* absolute stack directory */
 	char *dir_in_repo;          /* dir relative to its git work tree's root, or NULL */
 	struct stack *st;
@@ -39,9 +63,13 @@ struct workspace {
 	int config_checked;         /* workspace_config_status ran */
 	char *config_changes;       /* the stack's files changed since config_commit, or NULL (clean) */
 	struct provider *prov;
+	int prov_lent;              /* prov is the caller's (workspace_open_lent): not freed here */
 	struct prefetch *prefetch;  /* the declared places' lists, read while the state loads */
 	char *prefetch_revision;    /* the state's revision when they started, or NULL */
 	struct live_store store;    /* what the refresh read (reconcile/kind.h), every kind */
+	/* The caller's reader to refresh through instead (vx watch's, over ws->prov):
+	 * borrowed, never freed here; NULL: the prefetch's or ws->prov. */
+	struct provider *reader;
 	/* Read ahead (workspace_open_ahead): the Stack document alone, and the
 	 * state loaded on early_thread while the rest of the stack loaded. */
 	struct stack *peek;
@@ -51,10 +79,38 @@ struct workspace {
 	struct vx_err early_err;
 };
 
-/* Loads the stack in dir (printing its diagnostics on stderr) and opens its
- * state backend. VX_EINVAL after printing when the stack is invalid. */
+/*
+ * Loads the stack in dir and opens its state backend. ws is overwritten
+ * (zeroed first); ctx and ev (NULL for no events) must outlive it.
+ * VX_EINVAL when the stack is invalid, after its diagnostics went to
+ * ev->diags; VX_ENOTFOUND for no such directory or state; any other error
+ * of the backend. On failure too, workspace_close(ws) releases what was
+ * opened.
+ */
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
-		   struct vx_err *err) VX_WUR;
+		   const struct workspace_events *ev, struct vx_err *err) VX_WUR;
+/*
+ * The stack as a commit holds it (vx watch -follow): its files, read from
+ * that commit, and the commit, which the runs then name as their config
+ * commit (a commit holds no uncommitted changes).
+ */
+struct workspace_source {
+	const struct stack_source *files;
+	size_t n;
+	const char *commit;         /* 40 hex */
+};
+
+/*
+ * workspace_open with the caller's provider, kept across many workspaces
+ * (vx watch's cycles: one set of credentials and connections, a token
+ * fetched once an hour rather than once a cycle), borrowed and never freed
+ * here; and, when src is not NULL, the stack read from src rather than dir's
+ * files (dir still names where it lives: its repository and state).
+ */
+int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
+			const struct workspace_source *src, const struct workspace_events *ev,
+			struct vx_err *err) VX_WUR;
+
 /*
  * The same, for a plan that will refresh: the state backend, the state and
  * the Stack's default region's jobs are read while the stack loads, from
@@ -62,7 +118,7 @@ int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
  * same stack, project, region and state (else read again as usual).
  */
 int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
-			 struct vx_err *err) VX_WUR;
+			 const struct workspace_events *ev, struct vx_err *err) VX_WUR;
 /* (Re)loads the state (the first time after workspace_open_ahead: what was read ahead). */
 int workspace_load_state(struct workspace *ws, struct vx_err *err) VX_WUR;
 /*
@@ -94,6 +150,11 @@ void workspace_prefetch(struct workspace *ws);
 /* The provider list calls go to: the prefetch's reader while one is held,
  * else ws->prov. */
 struct provider *workspace_reader(struct workspace *ws);
+/*
+ * Gives the state lock back if still held (a failure goes to ev->problem),
+ * joins the read-ahead thread, frees everything and zeroes ws. Safe on a
+ * zeroed ws and after any failed step.
+ */
 void workspace_close(struct workspace *ws);
 
 

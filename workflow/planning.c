@@ -1,69 +1,28 @@
-#include "cmd/planning.h"
+#include "workflow/planning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmd.h"
-#include "cmd/workspace.h"
 #include "reconcile/capacity.h"
 #include "reconcile/machines.h"
+#include "reconcile/render.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "util/buf.h"
 #include "util/suggest.h"
+#include "workflow/ci.h"
+#include "workflow/workspace.h"
 
-static int push(const char ***arr, size_t *n, const char *v)
+int planning_opts_add(const char ***arr, size_t *n, const char *addr)
 {
 	const char **p = realloc(*arr, (*n + 1) * sizeof(*p));
 
 	if (!p)
 		return VX_ENOMEM;
 	*arr = p;
-	p[(*n)++] = v;
+	p[(*n)++] = addr;
 	return 0;
-}
-
-/* KIND.NAME for a kind of the table (job., reservation., quota.). */
-static int valid_address(const char *a)
-{
-	const char *dot = strchr(a, '.');
-
-	return kind_of_address(a) && dot[1];
-}
-
-int planning_opt(struct planning_opts *o, int id, const char *v, struct vx_err *err)
-{
-	switch (id) {
-	case PLANNING_OPT_FAIL_ON:
-		if (!strcmp(v, "quota"))
-			o->fail_on_quota = 1;
-		else
-			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v);
-		return 1;
-	case PLANNING_OPT_ALLOW_OTHER_LINEAGE:
-		o->allow_other_lineage = 1;
-		return 1;
-	case PLANNING_OPT_REFRESH:
-		if (!v || !strcmp(v, "true"))
-			o->refresh = 1;
-		else if (!strcmp(v, "false"))
-			o->refresh = 0;
-		else
-			vx_err_set(err, VX_EINVAL, "-refresh takes true or false, not '%s'", v);
-		return 1;
-	case PLANNING_OPT_TARGET:
-	case PLANNING_OPT_REPLACE:
-		if (!valid_address(v))
-			vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME, reservation.NAME or "
-				   "quota.NAME, not '%s'", id == PLANNING_OPT_TARGET ? "target" : "replace", v);
-		else if ((id == PLANNING_OPT_TARGET ? push(&o->targets, &o->ntargets, v)
-						    : push(&o->replaces, &o->nreplaces, v)) < 0)
-			vx_err_set(err, VX_ENOMEM, "out of memory");
-		return 1;
-	default:
-		return 0;
-	}
 }
 
 void planning_opts_release(struct planning_opts *o)
@@ -114,8 +73,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 {
 	const struct stack *st = ws->st;
 	struct capacity_input in;
-	const char *file = getenv("VX_PRICES"), *why;
-	char *path = NULL;
+	const char *why;
 	int rc;
 
 	if (!capacity_wanted(st))
@@ -123,30 +81,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
 	 * file setting elsewhere (git's GIT_* over its config): a one-off look at
 	 * other prices without editing the reviewed stack. */
-	if ((!file || !*file) && st->prices) {
-		if (st->prices[0] == '/' || !st->dir || !strcmp(st->dir, "."))
-			path = vx_strdup(st->prices);
-		else
-			path = vx_asprintf("%s/%s", st->dir, st->prices);
-		if (!path)
-			return vx_err_set(err, VX_ENOMEM, "out of memory");
-		file = path;
-	}
-	if (file && *file) {
-		struct vx_buf text = VX_BUF_INIT;
-
-		rc = vx_buf_read_file(&text, file, 16u << 20, err);
-		if (rc == 0)
-			rc = prices_parse(&pl->prices, vx_buf_str(&text), text.len, file, err);
-		vx_buf_release(&text);
-		if (rc < 0 && path)
-			(void)vx_err_wrap(err, "%s: prices", st->d.address);
-	} else {
-		rc = prices_parse(&pl->prices, prices_default_json, strlen(prices_default_json),
-				  "built-in price table", err);
-	}
-	free(path);
-	if (rc < 0)
+	if ((rc = prices_load(&pl->prices, st, getenv("VX_PRICES"), err)) < 0)
 		return rc;
 	if (o->refresh && ws->prov && ws->prov->list_quota_infos) {
 		struct provider *p = workspace_reader(ws);
@@ -238,9 +173,52 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	return plan_capacity(pl, ws, o, err);
 }
 
+int planning_run_dir(struct planning *pl, struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+		     const struct planning_opts *o, const struct workspace_events *ev, struct vx_err *err)
+{
+	int rc;
+
+	memset(pl, 0, sizeof(*pl));
+	if ((rc = o->refresh ? workspace_open_ahead(ws, ctx, dir, ev, err)
+			     : workspace_open(ws, ctx, dir, ev, err)) < 0)
+		return rc;
+	if (o->refresh)
+		workspace_prefetch(ws);
+	if ((rc = workspace_load_state(ws, err)) < 0)
+		return rc;
+	return planning_run(pl, ws, o, err);
+}
+
 int planning_has_changes(const struct planning *pl)
 {
 	return plan_has_changes(&pl->planner.plan);
+}
+
+int planning_save(struct planning *pl, const struct workspace *ws, const struct ci *ci, const char *path,
+		  struct vx_err *err)
+{
+	struct vx_buf js = VX_BUF_INIT;
+	FILE *f = NULL;
+	int rc = 0;
+
+	/* A state that has not stored its salt yet would get another one when
+	 * vxapply loads it: the saved plan carries the one its hashes used
+	 * (only then, and never on stdout). */
+	pl->header.state_salt = ws->salt_fresh ? ws->state.salt : NULL;
+	/* Who planned, so the runs applied from it say so (workflow/ci.h). */
+	pl->header.planned_by = ci->actor;
+	pl->header.pr_number = ci->pr;
+	pl->header.pr_url = ci->pr_url;
+	if (render_plan_json(&js, &pl->planner.plan, &pl->header) < 0 || !(f = fopen(path, "w")) ||
+	    fputs(vx_buf_str(&js), f) < 0) {
+		rc = vx_err_set(err, VX_EIO, "cannot write %s", path);
+		goto done;
+	}
+done:
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = vx_err_set(err, VX_EIO, "cannot write %s", path);
+	vx_buf_release(&js);
+	return rc;
 }
 
 void planning_release(struct planning *pl)

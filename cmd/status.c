@@ -1,0 +1,171 @@
+/*
+ * vx status [DIR]: what runs now, without planning or writing anything.
+ * Loads the stack and the state (no lease, no write), lists each place in
+ * use once (the refresh a plan does) and prints reconcile/status.c's rows.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exitcode.h"
+#include "reconcile/capacity.h"
+#include "reconcile/kind.h"
+#include "reconcile/stack.h"
+#include "reconcile/status.h"
+#include "util/buf.h"
+#include "util/timefmt.h"
+#include "workflow/workspace.h"
+
+static const char usage[] =
+	"usage: vx status [DIR] [options]\n\n"
+	"Shows what runs now, without planning or writing anything: per address its\n"
+	"live state, attempt of maximum, rung and region, time queued and running,\n"
+	"cost so far, and for a run that failed its failure class and whether the next\n"
+	"apply resubmits it or vx gave up. Declared jobs never applied show as 'not\n"
+	"applied'; live jobs of this stack the state does not know as 'untracked' (or\n"
+	"'foreign': another state's). One list call per region in use, no lease, no\n"
+	"state write. See docs/status.md.\n\n"
+	"options:\n"
+	"  -format FMT     human (default) or json (docs/status.md)\n"
+	"  -no-color       no colour (also: NO_COLOR set, or not a terminal)\n"
+	"  -C DIR          the stack directory (default .; also -chdir=DIR)\n"
+	"  -debug          log every request to stderr (tokens redacted)\n\n"
+	"Environment: VX_PRICES (a price table, as for vxplan); VX_NOW (an RFC 3339\n"
+	"time: show the times as of then, for reproducible output).\n";
+
+enum { STATUS_OPT_FORMAT = 2, STATUS_OPT_NO_COLOR };
+
+static const struct cmd_opt status_opts[] = {
+	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
+	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
+	{ "format", CMD_ARG_REQUIRED, STATUS_OPT_FORMAT },
+	{ "no-color", CMD_ARG_NONE, STATUS_OPT_NO_COLOR },
+	{ NULL, CMD_ARG_NONE, 0 },
+};
+
+struct status_flags {
+	const char *dir;
+	const char *format;
+	int no_color;
+};
+
+static int parse_flags(struct status_flags *f, const struct cmd_args *args)
+{
+	int dir_given = 0;
+
+	f->dir = ".";
+	f->format = "human";
+	for (size_t i = 0; i < args->nopts; i++) {
+		const char *v = args->opts[i].value;
+
+		if (args->opts[i].id == STATUS_OPT_FORMAT)
+			f->format = v;
+		else if (args->opts[i].id == STATUS_OPT_NO_COLOR)
+			f->no_color = 1;
+		else if (cmd_dir_arg("status", &f->dir, &dir_given, v) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < args->npos; i++)
+		if (cmd_dir_arg("status", &f->dir, &dir_given, args->pos[i]) < 0)
+			return -1;
+	if (!f->format || (strcmp(f->format, "human") && strcmp(f->format, "json"))) {
+		cmd_error("status: -format must be human or json");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The "as of" time: the clock's, or VX_NOW's (tests, reproducible output).
+ * Only the times shown: the context's clock stays real, since credentials
+ * are signed and checked with it.
+ */
+static int as_of(int64_t *now, const struct vx_ctx *ctx)
+{
+	const char *v = getenv("VX_NOW");
+
+	*now = vx_now_ms(ctx);
+	if (!v || !*v)
+		return 0;
+	if (vx_time_parse(now, v, 0) < 0) {
+		cmd_error("status: VX_NOW must be an RFC 3339 time such as 2026-01-01T00:00:00Z, not '%s'", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int report(struct workspace *ws, struct status_report *rep, int64_t now, struct vx_err *err)
+{
+	struct status_input in;
+	struct live_set live;
+	struct prices prices;
+	int rc;
+
+	memset(&prices, 0, sizeof(prices));
+	if ((rc = workspace_load_state(ws, err)) < 0 || (rc = workspace_refresh(ws, err)) < 0 ||
+	    (rc = prices_load(&prices, ws->st, getenv("VX_PRICES"), err)) < 0)
+		goto done;
+	live = live_store_view(&ws->store);
+	memset(&in, 0, sizeof(in));
+	in.st = ws->st;
+	in.state = ws->state_loaded ? &ws->state : NULL;
+	in.live = &live;
+	in.listed = (const char *const *)ws->store.read;
+	in.nlisted = ws->store.nread;
+	in.prices = &prices;
+	in.now_ms = now;
+	rc = status_build(rep, &in, err);
+done:
+	prices_release(&prices);
+	return rc;
+}
+
+static int status_exec(const struct cmd_args *args)
+{
+	struct status_flags f;
+	struct vx_ctx ctx;
+	struct workspace ws;
+	struct status_report rep;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_buf out = VX_BUF_INIT;
+	int64_t now = 0;
+	int rc = VX_EXIT_ERROR, r;
+
+	memset(&f, 0, sizeof(f));
+	memset(&ws, 0, sizeof(ws));
+	memset(&rep, 0, sizeof(rep));
+	if (parse_flags(&f, args) < 0)
+		return VX_EXIT_USAGE;
+	cmd_ctx_init(&ctx, args->debug);
+	if (as_of(&now, &ctx) < 0)
+		return VX_EXIT_USAGE;
+	if (workspace_open(&ws, &ctx, f.dir, &cmd_workspace_events, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	if (!strcmp(f.format, "json"))
+		r = status_render_json(&out, &rep);
+	else
+		r = status_render_human(&out, &rep, cmd_use_color(1, f.no_color));
+	if (r < 0 || (!strcmp(f.format, "json") && vx_buf_addc(&out, '\n') < 0)) {
+		cmd_error("status: out of memory");
+		goto done;
+	}
+	fputs(vx_buf_str(&out), stdout);
+	rc = fflush(stdout) == 0 ? VX_EXIT_OK : VX_EXIT_ERROR;
+done:
+	vx_buf_release(&out);
+	status_release(&rep);
+	workspace_close(&ws);
+	vx_err_release(&err);
+	return rc;
+}
+
+const struct cmd_entry cmd_status_entry = {
+	.name = "status",
+	.summary = "what runs now: live state, times, cost so far (no plan, no write)",
+	.usage = usage,
+	.opts = status_opts,
+	.exec = status_exec,
+};

@@ -1,0 +1,373 @@
+/*
+ * vx watch: the stack kept reconciled, a cycle every -interval
+ * (workflow/watch.h decides; here the flags, the log lines, the metrics
+ * file and the time between cycles).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exitcode.h"
+#include "reconcile/spec.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "workflow/ci.h"
+#include "workflow/watch.h"
+
+static const char usage[] =
+	"usage: vx watch [DIR] [options]\n\n"
+	"Keeps the stack in DIR (default .) reconciled: every -interval it refreshes\n"
+	"as vxplan does and applies what the applied configuration already authorises:\n"
+	"resubmissions by each job's resubmit policy and ladder, a killed apply's\n"
+	"intents, and recording how runs ended. A declaration that differs from what\n"
+	"was applied is reported once and left to vxapply (unless -sync). The state\n"
+	"lease is taken only to act, with a short wait; a lease another apply or\n"
+	"watcher holds skips the cycle. Notifications go to the Stack's notify:\n"
+	"targets, each delivered once. SIGTERM or Ctrl-C ends the cycle in flight\n"
+	"safely, releases the lease and exits 0.\n\n"
+	"options:\n"
+	"  -interval DUR        time between cycles, e.g. 30s or 2m (default 30s), with\n"
+	"                       a little jitter; after an error, longer (up to 5m)\n"
+	"  -once                one cycle, then exit: 0 nothing to do, 2 it did\n"
+	"                       something, 1 error (for a CI schedule or a CronJob)\n"
+	"  -cycles N            N cycles, then exit 0 (1 if the last one failed)\n"
+	"  -sync                apply the whole plan each cycle (merge = apply)\n"
+	"  -follow REMOTE/BRANCH  fetch that branch each cycle and reconcile the stack as\n"
+	"                       it holds it (no work tree touched); a commit that does\n"
+	"                       not load is reported and the last good one kept\n"
+	"  -metrics FILE        write Prometheus text format to FILE after each cycle\n"
+	"                       (atomically: for node_exporter's textfile collector)\n"
+	"  -format FMT          human (default) or json: one JSON object per line\n"
+	"  -C DIR               the stack's directory (as DIR)\n"
+	"  -debug               log every request to stderr (tokens redacted)\n";
+
+enum {
+	WATCH_OPT_INTERVAL = 10,
+	WATCH_OPT_ONCE,
+	WATCH_OPT_SYNC,
+	WATCH_OPT_METRICS,
+	WATCH_OPT_FORMAT,
+	WATCH_OPT_CYCLES,
+	WATCH_OPT_FOLLOW,
+};
+
+static const struct cmd_opt watch_opts[] = {
+	{ "interval", CMD_ARG_REQUIRED, WATCH_OPT_INTERVAL },
+	{ "once", CMD_ARG_NONE, WATCH_OPT_ONCE },
+	{ "sync", CMD_ARG_NONE, WATCH_OPT_SYNC },
+	{ "metrics", CMD_ARG_REQUIRED, WATCH_OPT_METRICS },
+	{ "format", CMD_ARG_REQUIRED, WATCH_OPT_FORMAT },
+	{ "cycles", CMD_ARG_REQUIRED, WATCH_OPT_CYCLES },
+	{ "follow", CMD_ARG_REQUIRED, WATCH_OPT_FOLLOW },
+	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
+	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
+	{ NULL, CMD_ARG_NONE, 0 },
+};
+
+/* What the loop keeps between cycles, for the log and the metrics. */
+struct watcher {
+	struct vx_ctx ctx;
+	int json;
+	const char *metrics;
+	int64_t interval_ms;
+	int once, sync, test_pause;
+	uint64_t max_cycles;        /* -cycles N; 0 = until stopped */
+	const char *dir;
+	const char *follow;
+	uint64_t cycles, errors, skipped, acted_cycles;
+	uint64_t done, failed, resubmitted, notified;
+	uint64_t full_lists, active_lists, gets;
+	int64_t last_good_ms;
+	double cycle_seconds;
+	struct watch_result last;
+	int streak;                 /* cycles in a row that failed */
+};
+
+static void when(char out[STATE_TIME_MAX], const struct vx_ctx *ctx)
+{
+	state_time_format(vx_now_ms(ctx) / 1000 * 1000, out);
+}
+
+static void line(void *ud, const char *kind, const char *address, const char *msg)
+{
+	struct watcher *wr = ud;
+	struct vx_buf b = VX_BUF_INIT;
+	char t[STATE_TIME_MAX];
+	int bad = !strcmp(kind, "error") || !strcmp(kind, "failed");
+
+	when(t, &wr->ctx);
+	if (!wr->json) {
+		fprintf(bad ? stderr : stdout, "%s %s: %s\n", t, kind, msg);
+		fflush(bad ? stderr : stdout);
+		return;
+	}
+	if (vx_buf_printf(&b, "{\"time\":\"%s\",\"level\":\"%s\",\"event\":\"%s\",\"address\":", t,
+			  bad ? "error" : !strcmp(kind, "warn") ? "warn" : "info", kind) < 0 ||
+	    (address ? vx_buf_add_json_str(&b, address) : vx_buf_adds(&b, "null")) < 0 ||
+	    vx_buf_adds(&b, ",\"message\":") < 0 || vx_buf_add_json_str(&b, msg) < 0 || vx_buf_adds(&b, "}\n") < 0) {
+		vx_buf_release(&b);
+		return;
+	}
+	fputs(b.data, stdout);
+	fflush(stdout);
+	vx_buf_release(&b);
+}
+
+/* The metrics in Prometheus text format (0.0.4). */
+static int metrics_text(struct vx_buf *b, const struct watcher *wr)
+{
+	int rc = vx_buf_adds(b, "# HELP vx_watch_jobs The stack's live jobs by state, as last listed.\n"
+				"# TYPE vx_watch_jobs gauge\n");
+
+	for (int i = 0; i < 8 && rc == 0; i++)
+		rc = vx_buf_printf(b, "vx_watch_jobs{state=\"%s\"} %zu\n", watch_job_states[i],
+				   wr->last.jobs_by_state[i]);
+	if (rc == 0)
+		rc = vx_buf_printf(b,
+			"# HELP vx_watch_cycles_total Cycles run, by result.\n# TYPE vx_watch_cycles_total counter\n"
+			"vx_watch_cycles_total{result=\"ok\"} %" PRIu64 "\nvx_watch_cycles_total{result=\"error\"} %" PRIu64
+			"\nvx_watch_cycles_total{result=\"skipped\"} %" PRIu64 "\n"
+			"# HELP vx_watch_actions_total Actions carried out, by result.\n# TYPE vx_watch_actions_total counter\n"
+			"vx_watch_actions_total{result=\"done\"} %" PRIu64 "\nvx_watch_actions_total{result=\"failed\"} %" PRIu64 "\n"
+			"# HELP vx_watch_resubmissions_total Runs resubmitted.\n# TYPE vx_watch_resubmissions_total counter\n"
+			"vx_watch_resubmissions_total %" PRIu64 "\n"
+			"# HELP vx_watch_notifications_total Notifications delivered.\n"
+			"# TYPE vx_watch_notifications_total counter\nvx_watch_notifications_total %" PRIu64 "\n"
+			"# HELP vx_watch_list_calls_total The refresh's calls: whole lists, active lists, gets.\n"
+			"# TYPE vx_watch_list_calls_total counter\n"
+			"vx_watch_list_calls_total{call=\"full\"} %" PRIu64 "\nvx_watch_list_calls_total{call=\"active\"} %" PRIu64
+			"\nvx_watch_list_calls_total{call=\"get\"} %" PRIu64 "\n"
+			"# HELP vx_watch_cycle_seconds How long the last cycle took.\n# TYPE vx_watch_cycle_seconds gauge\n"
+			"vx_watch_cycle_seconds %.3f\n"
+			"# HELP vx_watch_last_good_cycle_timestamp_seconds When a cycle last ran without an error.\n"
+			"# TYPE vx_watch_last_good_cycle_timestamp_seconds gauge\n"
+			"vx_watch_last_good_cycle_timestamp_seconds %" PRId64 "\n",
+			wr->cycles - wr->errors - wr->skipped, wr->errors, wr->skipped, wr->done, wr->failed,
+			wr->resubmitted, wr->notified, wr->full_lists, wr->active_lists, wr->gets, wr->cycle_seconds,
+			wr->last_good_ms / 1000);
+	return rc;
+}
+
+/* Written to FILE.tmp, then renamed over FILE: a reader never sees half of it. */
+static void write_metrics(struct watcher *wr)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char *tmp = vx_asprintf("%s.tmp", wr->metrics);
+	FILE *f = NULL;
+	int ok = 0;
+
+	if (tmp && metrics_text(&b, wr) == 0 && (f = fopen(tmp, "w"))) {
+		ok = fwrite(b.data, 1, b.len, f) == b.len;
+		ok = (fclose(f) == 0) && ok && rename(tmp, wr->metrics) == 0;
+	}
+	if (!ok) {
+		line(wr, "warn", NULL, "cannot write the metrics file");
+		if (tmp)
+			unlink(tmp);
+	}
+	free(tmp);
+	vx_buf_release(&b);
+}
+
+/* After a cycle: counters, the error line, the metrics. */
+static void account(struct watcher *wr, const struct watch_result *res, int rc, struct vx_err *err,
+		    int64_t started_mono)
+{
+	wr->cycles++;
+	wr->cycle_seconds = (double)(vx_mono_ms(&wr->ctx) - started_mono) / 1000.0;
+	wr->last = *res;
+	wr->full_lists += res->full_lists;
+	wr->active_lists += res->active_lists;
+	wr->gets += res->gets;
+	/* A cycle cut short by SIGTERM or Ctrl-C is no error: the stop line says it. */
+	if (rc < 0 && vx_interrupted(&wr->ctx))
+		rc = 0;
+	if (rc < 0) {
+		wr->errors++;
+		wr->streak++;
+		line(wr, "error", NULL, vx_err_msg(err));
+	} else {
+		wr->streak = 0;
+		wr->last_good_ms = vx_now_ms(&wr->ctx);
+		wr->skipped += res->skipped != 0;
+		wr->acted_cycles += res->acted != 0;
+		wr->done += res->done;
+		wr->failed += res->failed;
+		wr->resubmitted += res->resubmitted;
+		wr->notified += res->notified;
+	}
+	if (wr->metrics)
+		write_metrics(wr);
+}
+
+/*
+ * Until the next cycle: the interval with a tenth of jitter either way, so
+ * watchers started together do not call in step; after errors, doubled per
+ * error up to 5 minutes. Wakes within half a second of SIGTERM or Ctrl-C.
+ */
+static void pause_between(struct watcher *wr)
+{
+	int64_t wait = wr->interval_ms, cap = 5 * 60 * 1000, end;
+
+	for (int i = 0; i < wr->streak && wait < cap; i++)
+		wait *= 2;
+	if (wr->streak && wait > cap)
+		wait = cap > wr->interval_ms ? cap : wr->interval_ms;
+	wait += (int64_t)((double)wait * 0.2 * ((double)rand() / RAND_MAX - 0.5));
+	end = vx_mono_ms(&wr->ctx) + wait;
+	while (!vx_interrupted(&wr->ctx)) {
+		int64_t left = end - vx_mono_ms(&wr->ctx);
+
+		if (left <= 0)
+			break;
+		vx_sleep_ms(&wr->ctx, left < 500 ? left : 500);
+	}
+}
+
+static int parse(struct watcher *wr, const struct cmd_args *args)
+{
+	const char *format = "human";
+	int given = 0;
+
+	wr->interval_ms = 30000;
+	wr->dir = ".";
+	for (size_t i = 0; i < args->nopts; i++) {
+		const char *v = args->opts[i].value;
+
+		switch (args->opts[i].id) {
+		case WATCH_OPT_INTERVAL:
+			if (spec_parse_duration(v, &wr->interval_ms) < 0 || wr->interval_ms < 0 ||
+			    wr->interval_ms > 24 * 3600 * 1000) {
+				cmd_error("watch: -interval takes a duration up to 24h, such as 30s or 2m, not '%s'", v);
+				return -1;
+			}
+			break;
+		case WATCH_OPT_ONCE:
+			wr->once = 1;
+			break;
+		case WATCH_OPT_SYNC:
+			wr->sync = 1;
+			break;
+		case WATCH_OPT_METRICS:
+			wr->metrics = v;
+			break;
+		case WATCH_OPT_FOLLOW:
+			wr->follow = v;
+			break;
+		case WATCH_OPT_FORMAT:
+			format = v;
+			break;
+		case WATCH_OPT_CYCLES: {
+			char *end = NULL;
+			long long n = strtoll(v, &end, 10);
+
+			if (!*v || *end || n < 1 || n > 1000000000) {
+				cmd_error("watch: -cycles takes a number from 1, not '%s'", v);
+				return -1;
+			}
+			wr->max_cycles = (uint64_t)n;
+			break;
+		}
+		case CMD_OPT_DIR:
+			if (cmd_dir_arg("watch", &wr->dir, &given, v) < 0)
+				return -1;
+			break;
+		}
+	}
+	for (size_t i = 0; i < args->npos; i++)
+		if (cmd_dir_arg("watch", &wr->dir, &given, args->pos[i]) < 0)
+			return -1;
+	/* Below a second only for a bounded run (a test, a benchmark): a watcher that
+	 * runs for days must not ask the APIs several times a second. */
+	if (wr->interval_ms < 1000 && !wr->max_cycles && !wr->once) {
+		cmd_error("watch: -interval below 1s only with -cycles N");
+		return -1;
+	}
+	if (strcmp(format, "human") && strcmp(format, "json")) {
+		cmd_error("watch: -format must be human or json, not '%s'", format);
+		return -1;
+	}
+	wr->json = !strcmp(format, "json");
+	return 0;
+}
+
+/* -once: 0 nothing to do, 2 it did something, 1 error. */
+static int once_code(int rc, const struct watch_result *res)
+{
+	if (rc < 0 || res->failed)
+		return VX_EXIT_ERROR;
+	return res->acted ? VX_EXIT_CHANGES : VX_EXIT_OK;
+}
+
+static int watch_exec(const struct cmd_args *args)
+{
+	struct watcher wr;
+	struct ci ci = { NULL, 0, NULL, NULL };
+	struct watch *w = NULL;
+	struct watch_opts wo;
+	struct watch_events ev = { line, &wr };
+	struct watch_result res;
+	struct vx_err err = VX_ERR_INIT;
+	int rc = VX_EXIT_ERROR, crc = 0;
+
+	memset(&wr, 0, sizeof(wr));
+	memset(&res, 0, sizeof(res));
+	if (parse(&wr, args) < 0)
+		return VX_EXIT_USAGE;
+	/* The test hook vxapply has too: stop before the first mutating request. */
+	if (getenv("VX_TEST_PAUSE")) {
+		if (strcmp(getenv("VX_TEST_PAUSE"), "before-send")) {
+			cmd_error("watch: VX_TEST_PAUSE takes before-send, not '%s'", getenv("VX_TEST_PAUSE"));
+			return VX_EXIT_ERROR;
+		}
+		wr.test_pause = 1;
+	}
+	cmd_ctx_init(&wr.ctx, args->debug);
+	srand((unsigned)(getpid() ^ (pid_t)time(NULL)));
+	memset(&wo, 0, sizeof(wo));
+	wo.dir = wr.dir;
+	wo.sync = wr.sync;
+	wo.follow = wr.follow;
+	wo.ci = &ci;
+	wo.test_pause = wr.test_pause;
+	if (cmd_lease_from_env("watch", &wo.lease_ms) < 0 || cmd_inflight_from_env("watch", &wo.inflight_ms) < 0)
+		goto done;
+	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {
+		cmd_report(&err, "watch");
+		goto done;
+	}
+	while (!vx_interrupted(&wr.ctx)) {
+		int64_t t0 = vx_mono_ms(&wr.ctx);
+
+		cmd_ctx_time_limit(&wr.ctx);
+		crc = watch_cycle(w, &res, &err);
+		account(&wr, &res, crc, &err, t0);
+		vx_err_release(&err);
+		if (wr.once || (wr.max_cycles && wr.cycles >= wr.max_cycles))
+			break;
+		pause_between(&wr);
+	}
+	rc = wr.once ? once_code(crc, &res) : crc < 0 && wr.max_cycles ? VX_EXIT_ERROR : VX_EXIT_OK;
+	if (!wr.once && vx_interrupted(&wr.ctx))
+		line(&wr, "stop", NULL, "stopped: the lease is released");
+done:
+	watch_free(w);
+	ci_release(&ci);
+	vx_err_release(&err);
+	return rc;
+}
+
+const struct cmd_entry cmd_watch_entry = {
+	.name = "watch",
+	.alias = NULL,
+	.summary = "keep the stack reconciled: resubmit, record and notify on a timer",
+	.usage = usage,
+	.opts = watch_opts,
+	.exec = watch_exec,
+};

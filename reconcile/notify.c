@@ -1,0 +1,384 @@
+#include "reconcile/notify.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/digest.h"
+#include "util/text.h"
+
+const char *const notify_kind_names[NOTIFY_NKINDS] = {
+	"gave-up", "resubmitted", "succeeded", "stuck", "quota-granted", "quota-denied", "watch-error",
+};
+
+const char *notify_kind_name(unsigned kind)
+{
+	for (int i = 0; i < NOTIFY_NKINDS; i++)
+		if (kind == 1u << i)
+			return notify_kind_names[i];
+	return NULL;
+}
+
+unsigned notify_kind_parse(const char *name)
+{
+	for (int i = 0; name && i < NOTIFY_NKINDS; i++)
+		if (!strcmp(name, notify_kind_names[i]))
+			return 1u << i;
+	return 0;
+}
+
+const char *notify_format_name(enum notify_format f)
+{
+	switch (f) {
+	case NOTIFY_FORMAT_JSON:
+		return "json";
+	case NOTIFY_FORMAT_SLACK:
+		return "slack";
+	}
+	return NULL;
+}
+
+/* Each part is NUL-terminated, so ("a", "bc") and ("ab", "c") hash apart. */
+static int id_add(struct vx_buf *b, const char *s)
+{
+	return vx_buf_add(b, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+int notify_event_id(char out[NOTIFY_ID_LEN + 1], const struct notify_event *ev)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char hex[VX_SHA256_HEX_LEN + 1];
+	int rc;
+
+	if ((rc = id_add(&b, "vx-notify-1")) || (rc = id_add(&b, notify_kind_name(ev->kind))) ||
+	    (rc = id_add(&b, ev->stack)) || (rc = id_add(&b, ev->address)) ||
+	    (rc = vx_buf_printf(&b, "%" PRId64 "/%" PRId64 "/%" PRId64, ev->run, ev->attempt, ev->rung)) ||
+	    (rc = vx_buf_addc(&b, '\0')) || (rc = id_add(&b, ev->job)) || (rc = id_add(&b, ev->key)))
+		goto done;
+	if ((rc = vx_digest_sha256_hex(hex, b.data, b.len)))
+		goto done;
+	memcpy(out, "evt_", 4);
+	memcpy(out + 4, hex, 32);
+	out[NOTIFY_ID_LEN] = '\0';
+done:
+	vx_buf_release(&b);
+	return rc;
+}
+
+/* One path segment of a resource name: what Google's ids and names hold. */
+static size_t segment_len(const char *s)
+{
+	size_t n = 0;
+
+	while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+	       (s[n] >= '0' && s[n] <= '9') || s[n] == '-' || s[n] == '_' || s[n] == '.')
+		n++;
+	return n;
+}
+
+char *notify_console_url(const char *job)
+{
+	const char *p = job, *proj, *loc, *id;
+	size_t np, nl, ni;
+
+	if (!p || strncmp(p, "projects/", 9))
+		return NULL;
+	proj = p + 9;
+	if (!(np = segment_len(proj)) || strncmp(proj + np, "/locations/", 11))
+		return NULL;
+	loc = proj + np + 11;
+	if (!(nl = segment_len(loc)) || strncmp(loc + nl, "/customJobs/", 12))
+		return NULL;
+	id = loc + nl + 12;
+	if (!(ni = segment_len(id)) || id[ni])
+		return NULL;
+	/* The page gcloud names when it creates a custom job. */
+	return vx_asprintf("https://console.cloud.google.com/ai/platform/locations/%.*s/training/%.*s?project=%.*s",
+			   (int)nl, loc, (int)ni, id, (int)np, proj);
+}
+
+/* A JSON string of s cleaned of control characters, or null. */
+static int add_str(struct vx_buf *b, const char *s)
+{
+	char *clean;
+	int rc;
+
+	if (!s)
+		return vx_buf_adds(b, "null");
+	if (!(clean = vx_text_clean(s)))
+		return VX_ENOMEM;
+	rc = vx_buf_add_json_str(b, clean);
+	free(clean);
+	return rc;
+}
+
+static int add_num(struct vx_buf *b, int64_t v)
+{
+	return v ? vx_buf_printf(b, "%" PRId64, v) : vx_buf_adds(b, "null");
+}
+
+static int body_json(struct vx_buf *b, const struct notify_event *ev, const char *id,
+		     const char *console, const char *when)
+{
+	int rc;
+
+	if ((rc = vx_buf_adds(b, "{\"event\":")) || (rc = add_str(b, notify_kind_name(ev->kind))) ||
+	    (rc = vx_buf_adds(b, ",\"id\":")) || (rc = add_str(b, id)) ||
+	    (rc = vx_buf_adds(b, ",\"stack\":")) || (rc = add_str(b, ev->stack)) ||
+	    (rc = vx_buf_adds(b, ",\"address\":")) || (rc = add_str(b, ev->address)) ||
+	    (rc = vx_buf_adds(b, ",\"run\":")) || (rc = add_num(b, ev->run)) ||
+	    (rc = vx_buf_adds(b, ",\"attempt\":")) || (rc = add_num(b, ev->attempt)) ||
+	    (rc = vx_buf_printf(b, ",\"rung\":%" PRId64, ev->rung)) ||
+	    (rc = vx_buf_adds(b, ",\"state\":")) || (rc = add_str(b, ev->state)) ||
+	    (rc = vx_buf_adds(b, ",\"class\":")) || (rc = add_str(b, ev->cls)) ||
+	    (rc = vx_buf_adds(b, ",\"message\":")) || (rc = add_str(b, ev->message)) ||
+	    (rc = vx_buf_adds(b, ",\"job\":")) || (rc = add_str(b, ev->job)) ||
+	    (rc = vx_buf_adds(b, ",\"console\":")) || (rc = add_str(b, console)) ||
+	    (rc = vx_buf_adds(b, ",\"time\":")) || (rc = add_str(b, when)) || (rc = vx_buf_adds(b, "}")))
+		return rc;
+	return 0;
+}
+
+/* What the event says in one sentence, for Slack's text and notification preview. */
+static int headline(struct vx_buf *t, const struct notify_event *ev)
+{
+	const char *what = "";
+
+	switch (ev->kind) {
+	case NOTIFY_GAVE_UP:
+		what = "gave up";
+		break;
+	case NOTIFY_RESUBMITTED:
+		what = "was resubmitted";
+		break;
+	case NOTIFY_SUCCEEDED:
+		what = "succeeded";
+		break;
+	case NOTIFY_STUCK:
+		what = "is stuck waiting to run";
+		break;
+	case NOTIFY_QUOTA_GRANTED:
+		what = "was granted";
+		break;
+	case NOTIFY_QUOTA_DENIED:
+		what = "was denied";
+		break;
+	case NOTIFY_WATCH_ERROR:
+		what = "vx watch keeps failing";
+		break;
+	}
+	if (ev->kind == NOTIFY_WATCH_ERROR)
+		return vx_buf_printf(t, "%s: %s", ev->stack ? ev->stack : "", what);
+	return vx_buf_printf(t, "%s: %s %s", ev->stack ? ev->stack : "", ev->address ? ev->address : "", what);
+}
+
+/* Slack's mrkdwn treats &, < and > as markup: escape them as Slack documents,
+ * after control characters are gone (the facts are joined by our own newlines). */
+static int add_mrkdwn(struct vx_buf *b, const char *s)
+{
+	char *clean = vx_text_clean(s);
+	int rc = 0;
+
+	if (s && !clean)
+		return VX_ENOMEM;
+	for (const char *c = clean; c && *c && !rc; c++) {
+		if (*c == '&')
+			rc = vx_buf_adds(b, "&amp;");
+		else if (*c == '<')
+			rc = vx_buf_adds(b, "&lt;");
+		else if (*c == '>')
+			rc = vx_buf_adds(b, "&gt;");
+		else
+			rc = vx_buf_addc(b, *c);
+	}
+	free(clean);
+	return rc;
+}
+
+static int body_slack(struct vx_buf *b, const struct notify_event *ev, const char *id,
+		      const char *console, const char *when)
+{
+	struct vx_buf head = VX_BUF_INIT, facts = VX_BUF_INIT;
+	int rc;
+
+	if ((rc = headline(&head, ev)))
+		goto done;
+	if ((rc = vx_buf_adds(&facts, "*")) || (rc = add_mrkdwn(&facts, head.data)) ||
+	    (rc = vx_buf_adds(&facts, "*")))
+		goto done;
+	if (ev->run && (rc = vx_buf_printf(&facts, "\nrun %" PRId64 ", attempt %" PRId64 ", rung %" PRId64,
+					   ev->run, ev->attempt, ev->rung)))
+		goto done;
+	if (ev->state && ((rc = vx_buf_adds(&facts, "\nstate: ")) || (rc = add_mrkdwn(&facts, ev->state))))
+		goto done;
+	if (ev->cls && ((rc = vx_buf_adds(&facts, "\nclass: ")) || (rc = add_mrkdwn(&facts, ev->cls))))
+		goto done;
+	if (ev->message && ((rc = vx_buf_adds(&facts, "\n```")) || (rc = add_mrkdwn(&facts, ev->message)) ||
+			    (rc = vx_buf_adds(&facts, "```"))))
+		goto done;
+	if (console && ((rc = vx_buf_adds(&facts, "\n<")) || (rc = add_mrkdwn(&facts, console)) ||
+			(rc = vx_buf_adds(&facts, "|Open in the Cloud Console>"))))
+		goto done;
+	if ((rc = vx_buf_printf(&facts, "\n%s · %s", when, id)))
+		goto done;
+	if ((rc = vx_buf_adds(b, "{\"text\":")) || (rc = add_str(b, head.data)) ||
+	    (rc = vx_buf_adds(b, ",\"blocks\":[{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":")) ||
+	    (rc = vx_buf_add_json_str(b, facts.data)) || (rc = vx_buf_adds(b, "}}]}")))
+		goto done;
+done:
+	vx_buf_release(&head);
+	vx_buf_release(&facts);
+	return rc;
+}
+
+int notify_body(struct vx_buf *out, enum notify_format f, const struct notify_event *ev,
+		const char *id, struct vx_err *err)
+{
+	char when[STATE_TIME_MAX];
+	char *console = notify_console_url(ev->job);
+	int rc;
+
+	state_time_format(ev->time_ms, when);
+	if (f == NOTIFY_FORMAT_SLACK)
+		rc = body_slack(out, ev, id, console, when);
+	else
+		rc = body_json(out, ev, id, console, when);
+	free(console);
+	if (rc)
+		return vx_err_set(err, rc, "building the %s notification: %s", notify_kind_name(ev->kind),
+				  rc == VX_ENOMEM ? "out of memory" : "too large");
+	return 0;
+}
+
+int notify_secret_key(unsigned char **out, size_t *out_len, const char *secret, struct vx_err *err)
+{
+	const char *b64;
+	size_t n, pad = 0;
+	unsigned char *key = NULL;
+	int got;
+
+	*out = NULL;
+	*out_len = 0;
+	if (!secret || strncmp(secret, "whsec_", 6))
+		return vx_err_set(err, VX_EINVAL, "a webhook secret starts with \"whsec_\" (Standard Webhooks)");
+	b64 = secret + 6;
+	n = strlen(b64);
+	/* EVP_DecodeBlock ignores nothing and checks little: check the alphabet and length here. */
+	for (size_t i = 0; i < n; i++) {
+		char c = b64[i];
+		int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			 c == '+' || c == '/';
+		if (c == '=' && i + 2 >= n && n % 4 == 0) {
+			pad++;
+			continue;
+		}
+		if (!ok || pad)
+			return vx_err_set(err, VX_EINVAL, "the webhook secret after \"whsec_\" is not base64");
+	}
+	if (n == 0 || n % 4 != 0 || n > 4096)
+		return vx_err_set(err, VX_EINVAL, "the webhook secret after \"whsec_\" is not base64 "
+				  "(its length is not a multiple of 4, or it is empty or over 4096 characters)");
+	if (!(key = malloc(n / 4 * 3 + 1)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	got = EVP_DecodeBlock(key, (const unsigned char *)b64, (int)n);
+	if (got < 0 || (size_t)got < pad || (size_t)got - pad == 0) {
+		free(key);
+		return vx_err_set(err, VX_EINVAL, "the webhook secret after \"whsec_\" is not base64");
+	}
+	*out = key;
+	*out_len = (size_t)got - pad;
+	return 0;
+}
+
+int notify_signature(char **out, const unsigned char *key, size_t key_len, const char *id,
+		     int64_t timestamp, const char *body, size_t body_len, struct vx_err *err)
+{
+	struct vx_buf msg = VX_BUF_INIT;
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int mac_len = 0;
+	unsigned char b64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+	int rc;
+
+	*out = NULL;
+	if ((rc = vx_buf_printf(&msg, "%s.%" PRId64 ".", id, timestamp)) || (rc = vx_buf_add(&msg, body, body_len))) {
+		vx_buf_release(&msg);
+		return vx_err_set(err, rc, "signing a notification: out of memory");
+	}
+	if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)msg.data, msg.len, mac, &mac_len)) {
+		vx_buf_release(&msg);
+		return vx_err_set(err, VX_EIO, "signing a notification: HMAC-SHA256 failed (OpenSSL)");
+	}
+	vx_buf_release(&msg);
+	EVP_EncodeBlock(b64, mac, (int)mac_len);
+	if (!(*out = vx_asprintf("v1,%s", (const char *)b64)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
+}
+
+int notify_list_add(struct notify_list *l, const struct notify_event *ev)
+{
+	struct notify_event *p = realloc(l->items, (l->n + 1) * sizeof(*p));
+
+	if (!p)
+		return VX_ENOMEM;
+	l->items = p;
+	l->items[l->n++] = *ev;
+	return 0;
+}
+
+void notify_list_release(struct notify_list *l)
+{
+	free(l->items);
+	l->items = NULL;
+	l->n = 0;
+}
+
+int notify_collect(struct notify_list *out, const struct plan *p, const char *stack, int64_t now_ms,
+		   int64_t since_ms)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct plan_run *cur = a->record ? a->record->current : NULL;
+		const struct stack_job *j = a->decl ? a->decl->user : NULL;
+		struct notify_event ev;
+		int rc;
+
+		if (a->kind != PLAN_NOOP || !cur || !a->live_state)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.stack = stack;
+		ev.address = a->address;
+		ev.run = a->record->run;
+		ev.attempt = cur->attempt;
+		ev.rung = cur->rung;
+		ev.state = a->live_state;
+		ev.job = cur->name;
+		if (a->failure_class && cur->end_ms >= since_ms) {
+			ev.kind = NOTIFY_GAVE_UP;
+			ev.cls = a->failure_class;
+			ev.message = a->error_message;
+			ev.time_ms = cur->end_ms ? cur->end_ms : now_ms;
+		} else if (!strcmp(a->live_state, "JOB_STATE_SUCCEEDED") && cur->end_ms >= since_ms) {
+			ev.kind = NOTIFY_SUCCEEDED;
+			ev.time_ms = cur->end_ms ? cur->end_ms : now_ms;
+		} else if ((!strcmp(a->live_state, "JOB_STATE_QUEUED") || !strcmp(a->live_state, "JOB_STATE_PENDING")) &&
+			   j && cur->created_ms > 0 &&
+			   now_ms - cur->created_ms >= j->stuck_after_ms) {
+			ev.kind = NOTIFY_STUCK;
+			ev.time_ms = cur->created_ms + j->stuck_after_ms;
+		} else {
+			continue;
+		}
+		if ((rc = notify_list_add(out, &ev)) < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,218 @@
+#ifndef VX_RECONCILE_NOTIFY_H
+#define VX_RECONCILE_NOTIFY_H
+
+/*
+ * Notifications: what vx tells people through webhooks (`notify:` in the
+ * Stack, docs/format.md) when a run gives up, is resubmitted, succeeds or
+ * is stuck, when a quota preference is granted or denied, and when the
+ * watcher keeps failing.
+ *
+ * This module only builds: an event's stable id, its body (our JSON, or
+ * Slack's incoming-webhook Block Kit text) and the Standard Webhooks 1.0
+ * headers (webhook-id, webhook-timestamp, webhook-signature: "v1,<base64
+ * HMAC-SHA256 of 'id.timestamp.body'>", the key being the base64 part of
+ * the "whsec_..." secret). Sending, retrying and remembering which ids were
+ * delivered belong to the caller, which owns the network and the state.
+ *
+ * Every text an event carries may come from a server (a job's error
+ * message, its resource name): the bodies carry them cleaned of control
+ * characters (util/text.h) and JSON-escaped, never raw.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct vx_buf;
+
+/* The events, as bits: `on:` of a notify target is a mask of them. */
+enum notify_kind {
+	NOTIFY_GAVE_UP = 1u << 0,        /* "gave-up": failed and will not be resubmitted */
+	NOTIFY_RESUBMITTED = 1u << 1,    /* "resubmitted" */
+	NOTIFY_SUCCEEDED = 1u << 2,      /* "succeeded" */
+	NOTIFY_STUCK = 1u << 3,          /* "stuck": queued or pending past stuckAfter */
+	NOTIFY_QUOTA_GRANTED = 1u << 4,  /* "quota-granted" */
+	NOTIFY_QUOTA_DENIED = 1u << 5,   /* "quota-denied" */
+	NOTIFY_WATCH_ERROR = 1u << 6,    /* "watch-error": the same error 5 cycles in a row */
+};
+
+#define NOTIFY_NKINDS 7
+#define NOTIFY_ALL ((1u << NOTIFY_NKINDS) - 1)
+
+/* "gave-up", "resubmitted", ...: index i names bit 1u << i. */
+extern const char *const notify_kind_names[NOTIFY_NKINDS];
+
+/* The name of one event (a single bit), or NULL. */
+const char *notify_kind_name(unsigned kind);
+/* The bit of an event name, or 0 when unknown. */
+unsigned notify_kind_parse(const char *name);
+
+enum notify_format {
+	NOTIFY_FORMAT_JSON = 1, /* "json": the event as one JSON object */
+	NOTIFY_FORMAT_SLACK,    /* "slack": Slack incoming-webhook text and blocks */
+};
+
+/* "json", "slack"; NULL for an unknown value. */
+const char *notify_format_name(enum notify_format f);
+
+/*
+ * One event. Strings are borrowed; NULL (or 0 for numbers) where it does
+ * not apply: a quota event has no run, a watch-error no address.
+ */
+struct notify_event {
+	unsigned kind;          /* one NOTIFY_* bit */
+	const char *stack;
+	const char *address;    /* "job.train" */
+	int64_t run;            /* the declaration's run, 0 = none */
+	int64_t attempt;        /* 0 = none */
+	int64_t rung;           /* the ladder rung, 0 = the declared job */
+	const char *state;      /* JOB_STATE_FAILED, or a quota preference's state */
+	const char *cls;        /* failure class, or NULL */
+	const char *message;    /* already redacted by the caller; cleaned here */
+	const char *job;        /* projects/P/locations/R/customJobs/ID, or NULL */
+	const char *key;        /* what else makes the event one (a stuck run's create
+				 * time, a watch error's first cycle); NULL = nothing */
+	int64_t time_ms;        /* when it happened (Unix ms) */
+};
+
+/* Runs that ended this long before a watcher started (or before an apply) are
+ * announced; older ones are not: a watcher started on an old stack does not
+ * report last month, and what the state records as delivered (kept a week)
+ * always covers what may still be announced. */
+#define NOTIFY_LOOKBACK_MS ((int64_t)24 * 3600 * 1000)
+
+/* "evt_" and 32 lowercase hex digits. */
+#define NOTIFY_ID_LEN 36
+
+/*
+ * The event's id: the same for the same event whoever sees it (a second
+ * watcher, a restarted one), so receivers and the state can tell a resend
+ * from a new event. A hash of the event's name, stack, address, run,
+ * attempt, rung, job and key; not of its time or message.
+ */
+int notify_event_id(char out[NOTIFY_ID_LEN + 1], const struct notify_event *ev) VX_WUR;
+
+/*
+ * The Cloud Console page of a custom job, from its resource name
+ * (projects/P/locations/R/customJobs/ID, checked). NULL when name is not
+ * one; caller frees.
+ */
+char *notify_console_url(const char *job);
+
+/*
+ * Appends the request body for ev in format f. id is ev's id
+ * (notify_event_id). JSON: {"event", "id", "stack", "address", "run",
+ * "attempt", "rung", "state", "class", "message", "job", "console", "time"}
+ * with absent values as null and time as RFC 3339 UTC. Slack: {"text",
+ * "blocks"} with the same facts. Returns 0 or VX_E*.
+ */
+int notify_body(struct vx_buf *out, enum notify_format f, const struct notify_event *ev,
+		const char *id, struct vx_err *err) VX_WUR;
+
+/*
+ * Decodes a Standard Webhooks secret, "whsec_" and standard base64, into
+ * its key. *out (caller frees) is at least 1 byte. VX_EINVAL with a message
+ * that never quotes the secret when it is malformed.
+ */
+int notify_secret_key(unsigned char **out, size_t *out_len, const char *secret,
+		      struct vx_err *err) VX_WUR;
+
+/*
+ * The webhook-signature header's value: "v1," and the standard base64 of
+ * HMAC-SHA256(key, id "." timestamp "." body). *out caller frees.
+ */
+int notify_signature(char **out, const unsigned char *key, size_t key_len, const char *id,
+		     int64_t timestamp, const char *body, size_t body_len, struct vx_err *err) VX_WUR;
+
+/* ---- Which events a plan shows ---- */
+
+struct plan;
+
+struct notify_list {
+	struct notify_event *items; /* strings borrowed from the plan, its inputs and the stack */
+	size_t n;
+};
+
+/*
+ * The events the plan p shows about the stack's jobs, as they are now:
+ *  - gave-up: the current run failed and the plan resubmits nothing (the
+ *    class is not in resubmit.on, or the attempts or the ladder are spent);
+ *  - succeeded: the current run succeeded;
+ *  - stuck: the current run is queued or pending past its job's stuckAfter
+ *    (the declaration, struct stack_job, is each plan_decl's user).
+ * Only runs that ended (gave-up, succeeded) at since_ms or later, so a
+ * watcher started on an old stack does not announce last month. The
+ * resubmissions an apply made are reported by the caller, which knows
+ * which ones went through. Appends to out; 0 or VX_ENOMEM.
+ */
+int notify_collect(struct notify_list *out, const struct plan *p, const char *stack, int64_t now_ms,
+		   int64_t since_ms) VX_WUR;
+/* Appends one event (borrowed strings). 0 or VX_ENOMEM. */
+int notify_list_add(struct notify_list *l, const struct notify_event *ev) VX_WUR;
+void notify_list_release(struct notify_list *l);
+
+/* ---- Sending (notify_send.c) ---- */
+
+struct provider;
+struct stack;
+struct stack_notify;
+struct notify_outbox;
+
+/* "evt_...:" and 8 hex digits of the target: what the state records as delivered. */
+#define NOTIFY_KEY_LEN (NOTIFY_ID_LEN + 9)
+
+/* The delivery key of event id to target t: the id, ":" and 8 hex digits
+ * of a hash of the target's URL or variable. 0 or VX_E*. */
+int notify_delivery_key(char out[NOTIFY_KEY_LEN + 1], const char *id, const struct stack_notify *t) VX_WUR;
+
+/*
+ * Where a sender learns what was delivered (the state, shared by every
+ * watcher and apply of the stack) and reads the environment.
+ */
+struct notify_sink {
+	int (*delivered)(void *ud, const char *key);                 /* 1: already sent */
+	int (*record)(void *ud, const char *key, int64_t at_ms);      /* 0 or VX_ENOMEM */
+	const char *(*getenv)(void *ud, const char *name);
+	void *ud;
+};
+
+/* One line for the log per delivery tried or given up. */
+struct notify_outcome {
+	char key[NOTIFY_KEY_LEN + 1];
+	const char *event;       /* "gave-up" */
+	const char *address;
+	size_t target;           /* index into the Stack's notify */
+	int sent;                /* 1: a 2xx answer */
+	int dropped;             /* 1: given up (attempts spent, or a target that cannot be used) */
+	char *why;               /* owned: the failure in words, or NULL */
+};
+
+struct notify_report {
+	struct notify_outcome *items;
+	size_t n;
+	size_t pending;          /* deliveries waiting for their backoff */
+};
+
+void notify_report_release(struct notify_report *r);
+
+/* The sender's memory of failed deliveries between cycles (in-process: a
+ * restart retries at once; the state's record keeps it from resending what
+ * was delivered). */
+int notify_outbox_new(struct notify_outbox **out) VX_WUR;
+void notify_outbox_free(struct notify_outbox *ob);
+
+/*
+ * Sends each event to each of the Stack's targets whose `on` names it and
+ * that the sink has not recorded, at most max_sends requests, each one try
+ * (a 2xx answer is delivered: recorded; anything else is tried again at the
+ * next call after a backoff of 30 s doubling to 30 min, and dropped after 12
+ * tries or a day). A target whose URL or secret variable is unset or bad is
+ * reported, not sent to. Signs with Standard Webhooks when the target has a
+ * secret. Never fails for a delivery: 0, or VX_ENOMEM.
+ */
+int notify_send(struct notify_report *rep, struct notify_outbox *ob, struct provider *p,
+		const struct stack *st, const struct notify_list *events, const struct notify_sink *sink,
+		int64_t now_ms, size_t max_sends, struct vx_err *err) VX_WUR;
+
+#endif

@@ -1,0 +1,392 @@
+#include "reconcile/watch_live.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/ctx.h"
+
+/* One (project, region) the refresh listed, with the final jobs of its last full list. */
+struct place {
+	char *project;
+	char *region;
+	char *stack;
+	struct live_jobs kept;  /* final jobs: they never change */
+	int64_t full_ms;        /* when the last full list ran (monotonic) */
+	int fresh;              /* listed in full since the last invalidate */
+};
+
+struct watch_live {
+	struct provider reader; /* first: watch_live_provider hands out &reader */
+	struct provider *real;
+	const struct vx_ctx *ctx;
+	int64_t full_every_ms;
+	struct place *places;
+	size_t nplaces;
+	char **expect;          /* names of the runs the state holds as not final */
+	unsigned char *expect_seen; /* 1: found or read in this cycle */
+	size_t nexpect;
+	struct watch_live_stats stats;
+};
+
+static struct watch_live *of(struct provider *p)
+{
+	return (struct watch_live *)(void *)p;
+}
+
+static struct place *place_get(struct watch_live *w, const char *project, const char *region,
+			       const char *stack)
+{
+	struct place *p;
+
+	for (size_t i = 0; i < w->nplaces; i++) {
+		p = &w->places[i];
+		if (!strcmp(p->project, project) && !strcmp(p->region, region) && !strcmp(p->stack, stack))
+			return p;
+	}
+	p = realloc(w->places, (w->nplaces + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	w->places = p;
+	p = &w->places[w->nplaces];
+	memset(p, 0, sizeof(*p));
+	if (!(p->project = strdup(project)) || !(p->region = strdup(region)) || !(p->stack = strdup(stack))) {
+		free(p->project);
+		free(p->region);
+		free(p->stack);
+		return NULL;
+	}
+	w->nplaces++;
+	return p;
+}
+
+static int find_job(const struct live_jobs *js, const char *name)
+{
+	for (size_t i = 0; i < js->n; i++)
+		if (js->items[i].name && !strcmp(js->items[i].name, name))
+			return 1;
+	return 0;
+}
+
+/* The full list: answered as it is; its final jobs are kept for the next cycles. */
+static int list_full(struct watch_live *w, struct place *pl, struct live_jobs *out, struct vx_err *err)
+{
+	struct live_jobs kept = { NULL, 0 };
+	int rc;
+
+	w->stats.full_lists++;
+	if ((rc = w->real->list_jobs(w->real, pl->project, pl->region, pl->stack, out, err)) < 0)
+		return rc;
+	if (out->n && !(kept.items = calloc(out->n, sizeof(*kept.items))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < out->n; i++) {
+		if (!job_state_is_terminal(out->items[i].state))
+			continue;
+		if (live_job_copy(&kept.items[kept.n], &out->items[i]) < 0) {
+			live_jobs_release(&kept);
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		}
+		kept.n++;
+	}
+	live_jobs_release(&pl->kept);
+	pl->kept = kept;
+	pl->full_ms = vx_mono_ms(w->ctx);
+	pl->fresh = 1;
+	return 0;
+}
+
+/* A job the state holds as running that the active list no longer shows: read it. */
+static int read_ended(struct watch_live *w, struct place *pl, const char *name, struct live_jobs *out,
+		      struct vx_err *err)
+{
+	struct live_job lj;
+	int rc;
+
+	memset(&lj, 0, sizeof(lj));
+	w->stats.gets++;
+	rc = w->real->get_job(w->real, name, &lj, NULL, err);
+	if (rc == VX_ENOTFOUND) {
+		/* Deleted: the plan sees it gone, as after a full list. */
+		vx_err_release(err);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (!lj.region)
+		lj.region = strdup(pl->region);
+	rc = live_jobs_push(out, &lj);
+	if (rc == 0 && job_state_is_terminal(lj.state))
+		rc = live_jobs_push(&pl->kept, &lj);
+	live_job_release(&lj);
+	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
+}
+
+/*
+ * Whether name may be a job of this place: projects/P/locations/R/... with
+ * R the place's region and P its project, or a project number (Google's
+ * answers name projects by number; which project a number is, only a get
+ * tells, and get_job accepts either).
+ */
+static int in_place(const struct place *pl, const char *name)
+{
+	size_t np = strlen(pl->project), nr = strlen(pl->region), n = 0;
+	const char *q;
+
+	if (strncmp(name, "projects/", 9))
+		return 0;
+	q = name + 9;
+	if (!strncmp(q, pl->project, np) && q[np] == '/')
+		n = np;
+	else
+		while (q[n] >= '0' && q[n] <= '9')
+			n++;
+	if (!n || strncmp(q + n, "/locations/", 11))
+		return 0;
+	q += n + 11;
+	return !strncmp(q, pl->region, nr) && q[nr] == '/';
+}
+
+static int wl_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
+			struct live_jobs *out, struct vx_err *err)
+{
+	struct watch_live *w = of(p);
+	struct place *pl = place_get(w, project, region, stack);
+	struct live_jobs active = { NULL, 0 };
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!pl)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (!pl->fresh || !w->real->list_active_jobs || !w->real->get_job || w->full_every_ms <= 0 ||
+	    vx_mono_ms(w->ctx) - pl->full_ms >= w->full_every_ms) {
+		rc = list_full(w, pl, out, err);
+		/* A full list shows every job of the place that still exists. */
+		for (size_t i = 0; rc == 0 && i < w->nexpect; i++)
+			if (in_place(pl, w->expect[i]))
+				w->expect_seen[i] = 1;
+		return rc;
+	}
+	w->stats.active_lists++;
+	if ((rc = w->real->list_active_jobs(w->real, project, region, stack, &active, err)) < 0)
+		goto fail;
+	/* The kept final jobs, then what is active now; a name is in one of them only. */
+	if (!(out->items = calloc(pl->kept.n + active.n + 1, sizeof(*out->items)))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < pl->kept.n; i++) {
+		if (find_job(&active, pl->kept.items[i].name))
+			continue;
+		if (live_job_copy(&out->items[out->n], &pl->kept.items[i]) < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto fail;
+		}
+		out->n++;
+	}
+	if (active.n)
+		memcpy(&out->items[out->n], active.items, active.n * sizeof(*active.items));
+	out->n += active.n;
+	free(active.items);
+	active.items = NULL;
+	active.n = 0;
+	for (size_t i = 0; i < w->nexpect; i++) {
+		if (w->expect_seen[i] || !in_place(pl, w->expect[i]))
+			continue;
+		if (!find_job(out, w->expect[i]) && (rc = read_ended(w, pl, w->expect[i], out, err)) < 0)
+			goto fail;
+		w->expect_seen[i] = 1;
+	}
+	return 0;
+fail:
+	live_jobs_release(&active);
+	live_jobs_release(out);
+	/* Whatever went wrong, the next cycle starts from a full list. */
+	pl->fresh = 0;
+	return rc;
+}
+
+/* Every other operation is the real provider's. */
+static int wl_list_active_jobs(struct provider *p, const char *project, const char *region,
+			       const char *stack, struct live_jobs *out, struct vx_err *err)
+{
+	return of(p)->real->list_active_jobs(of(p)->real, project, region, stack, out, err);
+}
+
+static int wl_list_job_runs(struct provider *p, const char *project, const char *region, const char *stack,
+			    const char *job, struct live_jobs *out, struct vx_err *err)
+{
+	return of(p)->real->list_job_runs(of(p)->real, project, region, stack, job, out, err);
+}
+
+static int wl_create_job(struct provider *p, const struct provider_job_request *req, struct live_job *out,
+			 struct vx_err *err)
+{
+	return of(p)->real->create_job(of(p)->real, req, out, err);
+}
+
+static int wl_cancel_job(struct provider *p, const char *name, const struct provider_fence *fence,
+			 struct vx_err *err)
+{
+	return of(p)->real->cancel_job(of(p)->real, name, fence, err);
+}
+
+static int wl_list_reservations(struct provider *p, const char *project, const char *zone,
+				struct live_reservations *out, struct vx_err *err)
+{
+	return of(p)->real->list_reservations(of(p)->real, project, zone, out, err);
+}
+
+static int wl_create_reservation(struct provider *p, const struct provider_reservation_request *req,
+				 struct live_reservation *out, struct vx_err *err)
+{
+	return of(p)->real->create_reservation(of(p)->real, req, out, err);
+}
+
+static int wl_resize_reservation(struct provider *p, const char *project, const char *zone, const char *name,
+				 int64_t count, const struct provider_fence *fence, struct vx_err *err)
+{
+	return of(p)->real->resize_reservation(of(p)->real, project, zone, name, count, fence, err);
+}
+
+static int wl_delete_reservation(struct provider *p, const char *project, const char *zone, const char *name,
+				 const struct provider_fence *fence, struct vx_err *err)
+{
+	return of(p)->real->delete_reservation(of(p)->real, project, zone, name, fence, err);
+}
+
+static int wl_list_quotas(struct provider *p, const char *project, struct live_quotas *out,
+			  struct vx_err *err)
+{
+	return of(p)->real->list_quotas(of(p)->real, project, out, err);
+}
+
+static int wl_create_quota(struct provider *p, const struct provider_quota_request *req,
+			   struct live_quota *out, struct vx_err *err)
+{
+	return of(p)->real->create_quota(of(p)->real, req, out, err);
+}
+
+static int wl_update_quota(struct provider *p, const struct provider_quota_request *req,
+			   struct live_quota *out, struct vx_err *err)
+{
+	return of(p)->real->update_quota(of(p)->real, req, out, err);
+}
+
+static int wl_list_quota_infos(struct provider *p, const char *project, const char *service,
+			       struct live_quota_limits *out, struct vx_err *err)
+{
+	return of(p)->real->list_quota_infos(of(p)->real, project, service, out, err);
+}
+
+static int wl_get_job(struct provider *p, const char *name, struct live_job *out, char **spec_json,
+		      struct vx_err *err)
+{
+	return of(p)->real->get_job(of(p)->real, name, out, spec_json, err);
+}
+
+/* Never called: watch_live_free frees the reader with the rest. */
+static void wl_free(struct provider *p)
+{
+	(void)p;
+}
+
+int watch_live_new(struct watch_live **out, struct provider *real, const struct vx_ctx *ctx,
+		   int64_t full_every_ms, struct vx_err *err)
+{
+	struct watch_live *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (!w)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	/* An operation the real provider lacks stays NULL here too. */
+#define WL_OP(op) w->reader.op = real->op ? wl_##op : NULL
+	WL_OP(list_jobs);
+	WL_OP(list_active_jobs);
+	WL_OP(list_job_runs);
+	WL_OP(create_job);
+	WL_OP(cancel_job);
+	WL_OP(list_reservations);
+	WL_OP(create_reservation);
+	WL_OP(resize_reservation);
+	WL_OP(delete_reservation);
+	WL_OP(list_quotas);
+	WL_OP(create_quota);
+	WL_OP(update_quota);
+	WL_OP(list_quota_infos);
+	WL_OP(get_job);
+#undef WL_OP
+	w->reader.free = wl_free;
+	w->real = real;
+	w->ctx = ctx;
+	w->full_every_ms = full_every_ms;
+	*out = w;
+	return 0;
+}
+
+static void expect_release(struct watch_live *w)
+{
+	for (size_t i = 0; i < w->nexpect; i++)
+		free(w->expect[i]);
+	free(w->expect);
+	free(w->expect_seen);
+	w->expect = NULL;
+	w->expect_seen = NULL;
+	w->nexpect = 0;
+}
+
+void watch_live_free(struct watch_live *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nplaces; i++) {
+		free(w->places[i].project);
+		free(w->places[i].region);
+		free(w->places[i].stack);
+		live_jobs_release(&w->places[i].kept);
+	}
+	free(w->places);
+	expect_release(w);
+	free(w);
+}
+
+void watch_live_set_real(struct watch_live *w, struct provider *real)
+{
+	w->real = real;
+}
+
+struct provider *watch_live_provider(struct watch_live *w)
+{
+	return &w->reader;
+}
+
+int watch_live_expect(struct watch_live *w, const char *const *names, size_t n)
+{
+	expect_release(w);
+	if (!n)
+		return 0;
+	if (!(w->expect = calloc(n, sizeof(*w->expect))) || !(w->expect_seen = calloc(n, 1))) {
+		expect_release(w);
+		return VX_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!(w->expect[i] = strdup(names[i]))) {
+			expect_release(w);
+			return VX_ENOMEM;
+		}
+		w->nexpect++;
+	}
+	return 0;
+}
+
+void watch_live_invalidate(struct watch_live *w)
+{
+	for (size_t i = 0; i < w->nplaces; i++)
+		w->places[i].fresh = 0;
+}
+
+void watch_live_stats(const struct watch_live *w, struct watch_live_stats *out)
+{
+	*out = w->stats;
+	out->kept = 0;
+	for (size_t i = 0; i < w->nplaces; i++)
+		out->kept += w->places[i].kept.n;
+}

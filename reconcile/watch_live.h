@@ -1,0 +1,69 @@
+#ifndef VX_RECONCILE_WATCH_LIVE_H
+#define VX_RECONCILE_WATCH_LIVE_H
+
+/*
+ * What vx watch knows of the stack's jobs between cycles, so a cycle costs
+ * what the jobs that can still change cost, not the stack's history.
+ *
+ * Vertex keeps finished jobs until someone deletes them, so a busy stack
+ * lists thousands of them, and its list filter takes a job's state but not
+ * its update time. A job in a final state (SUCCEEDED, FAILED, CANCELLED,
+ * EXPIRED) never changes again, so the watcher keeps the final jobs of its
+ * last full list and, each cycle, lists only the jobs that are not final
+ * (provider list_active_jobs), then reads one by one (get_job) the jobs the
+ * state holds as active that this list no longer shows: they just ended, and
+ * join the kept ones. A full list runs at the first cycle and then every
+ * full_every_ms, which also forgets final jobs deleted since.
+ *
+ * It is a struct provider (reconcile/provider.h) that the refresh reads
+ * through: list_jobs answers from the above; every other operation is the
+ * real provider's.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reconcile/provider.h"
+#include "util/err.h"
+
+struct vx_ctx;
+struct watch_live;
+
+/* Counts for the log line and the metrics. */
+struct watch_live_stats {
+	size_t full_lists;    /* list_jobs calls (the whole stack in a place) */
+	size_t active_lists;  /* list_active_jobs calls */
+	size_t gets;          /* get_job calls for jobs that left the active list */
+	size_t kept;          /* final jobs held between cycles, all places */
+};
+
+/*
+ * A reader over real (borrowed: outlives it). full_every_ms: how often a
+ * full list replaces the kept jobs (<= 0: every cycle, as the plan does).
+ */
+int watch_live_new(struct watch_live **out, struct provider *real, const struct vx_ctx *ctx,
+		   int64_t full_every_ms, struct vx_err *err) VX_WUR;
+void watch_live_free(struct watch_live *w);
+
+/* The real provider from now on (a watcher's provider may be made anew each
+ * cycle): borrowed, with the same operations as the first. */
+void watch_live_set_real(struct watch_live *w, struct provider *real);
+
+/* The provider to refresh through. Borrowed from w. */
+struct provider *watch_live_provider(struct watch_live *w);
+
+/*
+ * Before a cycle's refresh: the resource names of the runs the state holds
+ * as not final (the current run of each record whose last seen state is not
+ * final), copied. A run that leaves the active list is read by name only
+ * when it is among them. Replaces the previous cycle's. VX_ENOMEM.
+ */
+int watch_live_expect(struct watch_live *w, const char *const *names, size_t n) VX_WUR;
+
+/* Makes the next cycle list everything (after an apply of this watcher, a state
+ * another writer moved, or an error). */
+void watch_live_invalidate(struct watch_live *w);
+
+void watch_live_stats(const struct watch_live *w, struct watch_live_stats *out);
+
+#endif

@@ -1,0 +1,300 @@
+/* Unit tests for reconcile/watch_live.c: what vx watch lists each cycle. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/provider.h"
+#include "reconcile/watch_live.h"
+#include "util/ctx.h"
+
+#define P "projects/p1/locations/us-central1/customJobs/"
+
+/* A cloud of a few jobs, and what was asked of it. */
+struct cloud {
+	struct provider base;
+	struct live_job jobs[8];
+	size_t n;
+	int full, active, gets, fail_active;
+	char got[8][96];
+};
+
+static struct cloud *cl(struct provider *p)
+{
+	return (struct cloud *)(void *)p;
+}
+
+static int push_if(struct live_jobs *out, const struct live_job *j, int active_only)
+{
+	if (active_only && job_state_is_terminal(j->state))
+		return 0;
+	return live_jobs_push(out, j);
+}
+
+static int c_list(struct provider *p, const char *project, const char *region, const char *stack,
+		  struct live_jobs *out, struct vx_err *err)
+{
+	(void)project, (void)region, (void)stack, (void)err;
+	memset(out, 0, sizeof(*out));
+	cl(p)->full++;
+	for (size_t i = 0; i < cl(p)->n; i++)
+		assert_int_equal(push_if(out, &cl(p)->jobs[i], 0), 0);
+	return 0;
+}
+
+static int c_list_active(struct provider *p, const char *project, const char *region, const char *stack,
+			 struct live_jobs *out, struct vx_err *err)
+{
+	(void)project, (void)region, (void)stack;
+	memset(out, 0, sizeof(*out));
+	cl(p)->active++;
+	if (cl(p)->fail_active)
+		return vx_err_set(err, VX_ERETRY, "503");
+	for (size_t i = 0; i < cl(p)->n; i++)
+		assert_int_equal(push_if(out, &cl(p)->jobs[i], 1), 0);
+	return 0;
+}
+
+static int c_get(struct provider *p, const char *name, struct live_job *out, char **spec, struct vx_err *err)
+{
+	struct cloud *c = cl(p);
+
+	(void)spec;
+	snprintf(c->got[c->gets++ % 8], sizeof(c->got[0]), "%s", name);
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->jobs[i].name, name))
+			return live_job_copy(out, &c->jobs[i]);
+	return vx_err_set(err, VX_ENOTFOUND, "not found");
+}
+
+static void add(struct cloud *c, const char *id, const char *state)
+{
+	struct live_job *j = &c->jobs[c->n++];
+
+	memset(j, 0, sizeof(*j));
+	j->name = strdup(id);
+	j->region = strdup("us-central1");
+	j->state = strdup(state);
+}
+
+static void set_state(struct cloud *c, const char *id, const char *state)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->jobs[i].name, id)) {
+			free(c->jobs[i].state);
+			c->jobs[i].state = strdup(state);
+		}
+}
+
+static void drop(struct cloud *c, const char *id)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->jobs[i].name, id)) {
+			live_job_release(&c->jobs[i]);
+			c->jobs[i] = c->jobs[--c->n];
+		}
+}
+
+static int64_t mono;
+static int64_t now_fn(void *ud) { (void)ud; return mono; }
+
+static void setup(struct cloud *c, struct vx_ctx *ctx)
+{
+	memset(c, 0, sizeof(*c));
+	c->base.list_jobs = c_list;
+	c->base.list_active_jobs = c_list_active;
+	c->base.get_job = c_get;
+	vx_ctx_init(ctx);
+	ctx->clock.now_ms = now_fn;
+	ctx->clock.mono_ms = now_fn;
+	mono = 1000;
+}
+
+static void teardown_cloud(struct cloud *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		live_job_release(&c->jobs[i]);
+}
+
+/* The names in a list, sorted, as one string. */
+static char *names(const struct live_jobs *js)
+{
+	static char buf[512];
+	const char *v[16];
+	size_t n = js->n;
+
+	assert_true(n < 16);
+	for (size_t i = 0; i < n; i++)
+		v[i] = js->items[i].name + strlen(P);
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && strcmp(v[k - 1], v[k]) > 0; k--) {
+			const char *t = v[k];
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		strcat(buf, i ? " " : "");
+		strcat(buf, v[i]);
+	}
+	return buf;
+}
+
+static void cycle(struct watch_live *w, const char *const *expect, size_t nexpect, const char *want)
+{
+	struct provider *p = watch_live_provider(w);
+	struct live_jobs js;
+	struct vx_err err = VX_ERR_INIT;
+
+	assert_int_equal(watch_live_expect(w, expect, nexpect), 0);
+	assert_int_equal(p->list_jobs(p, "p1", "us-central1", "s", &js, &err), 0);
+	assert_string_equal(names(&js), want);
+	live_jobs_release(&js);
+}
+
+/*
+ * The first cycle lists everything; then only the active jobs, plus the
+ * final ones kept; a job that ended since is read once by name, and kept.
+ */
+static void test_active_then_kept(void **unused)
+{
+	struct cloud c;
+	struct vx_ctx ctx;
+	struct watch_live *w;
+	struct watch_live_stats st;
+	struct vx_err err = VX_ERR_INIT;
+	const char *exp[] = { P "2", P "3" };
+
+	(void)unused;
+	setup(&c, &ctx);
+	add(&c, P "1", "JOB_STATE_SUCCEEDED");
+	add(&c, P "2", "JOB_STATE_RUNNING");
+	add(&c, P "3", "JOB_STATE_QUEUED");
+	assert_int_equal(watch_live_new(&w, &c.base, &ctx, 600000, &err), 0);
+	cycle(w, exp, 2, "1 2 3");
+	assert_int_equal(c.full, 1);
+	assert_int_equal(c.active, 0);
+	/* Nothing changed: one active list, no get. */
+	cycle(w, exp, 2, "1 2 3");
+	assert_int_equal(c.full, 1);
+	assert_int_equal(c.active, 1);
+	assert_int_equal(c.gets, 0);
+	/* Job 2 was preempted: the active list no longer shows it; it is read by name. */
+	set_state(&c, P "2", "JOB_STATE_FAILED");
+	cycle(w, exp, 2, "1 2 3");
+	assert_int_equal(c.gets, 1);
+	assert_string_equal(c.got[0], P "2");
+	/* The state now holds 2 as failed: not expected, and kept without a get. */
+	cycle(w, exp + 1, 1, "1 2 3");
+	assert_int_equal(c.gets, 1);
+	assert_int_equal(c.full, 1);
+	watch_live_stats(w, &st);
+	assert_int_equal(st.kept, 2);
+	assert_int_equal(st.full_lists, 1);
+	assert_int_equal(st.active_lists, 3);
+	assert_int_equal(st.gets, 1);
+	/* A new run appears (a resubmission): the active list shows it. */
+	add(&c, P "4", "JOB_STATE_PENDING");
+	cycle(w, exp + 1, 1, "1 2 3 4");
+	watch_live_free(w);
+	teardown_cloud(&c);
+}
+
+/* A job the state holds as running that was deleted: gone, as a full list would show. */
+static void test_deleted_while_running(void **unused)
+{
+	struct cloud c;
+	struct vx_ctx ctx;
+	struct watch_live *w;
+	struct vx_err err = VX_ERR_INIT;
+	const char *exp[] = { P "2" };
+
+	(void)unused;
+	setup(&c, &ctx);
+	add(&c, P "1", "JOB_STATE_SUCCEEDED");
+	add(&c, P "2", "JOB_STATE_RUNNING");
+	assert_int_equal(watch_live_new(&w, &c.base, &ctx, 600000, &err), 0);
+	cycle(w, exp, 1, "1 2");
+	drop(&c, P "2");
+	cycle(w, exp, 1, "1");
+	assert_int_equal(c.gets, 1);
+	watch_live_free(w);
+	teardown_cloud(&c);
+}
+
+/* Every full_every_ms, and after invalidate or an error, a full list: deleted final jobs go. */
+static void test_full_again(void **unused)
+{
+	struct cloud c;
+	struct vx_ctx ctx;
+	struct watch_live *w;
+	struct provider *p;
+	struct live_jobs js;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	setup(&c, &ctx);
+	add(&c, P "1", "JOB_STATE_SUCCEEDED");
+	add(&c, P "2", "JOB_STATE_CANCELLED");
+	assert_int_equal(watch_live_new(&w, &c.base, &ctx, 600000, &err), 0);
+	p = watch_live_provider(w);
+	cycle(w, NULL, 0, "1 2");
+	drop(&c, P "1");
+	cycle(w, NULL, 0, "1 2");
+	mono += 600000;
+	cycle(w, NULL, 0, "2");
+	assert_int_equal(c.full, 2);
+	cycle(w, NULL, 0, "2");
+	assert_int_equal(c.full, 2);
+	watch_live_invalidate(w);
+	cycle(w, NULL, 0, "2");
+	assert_int_equal(c.full, 3);
+	c.fail_active = 1;
+	assert_int_equal(p->list_jobs(p, "p1", "us-central1", "s", &js, &err), VX_ERETRY);
+	assert_int_equal(js.n, 0);
+	vx_err_release(&err);
+	c.fail_active = 0;
+	cycle(w, NULL, 0, "2");
+	assert_int_equal(c.full, 4);
+	watch_live_free(w);
+	teardown_cloud(&c);
+}
+
+/* Google names projects by number in answers: such a name is still read when it ends. */
+static void test_project_number(void **unused)
+{
+	struct cloud c;
+	struct vx_ctx ctx;
+	struct watch_live *w;
+	struct vx_err err = VX_ERR_INIT;
+	const char *exp[] = { "projects/123456/locations/us-central1/customJobs/9",
+			      "projects/123456/locations/europe-west4/customJobs/8" };
+
+	(void)unused;
+	setup(&c, &ctx);
+	add(&c, P "1", "JOB_STATE_RUNNING");
+	assert_int_equal(watch_live_new(&w, &c.base, &ctx, 600000, &err), 0);
+	cycle(w, exp, 2, "1");
+	cycle(w, exp, 2, "1");
+	/* Read once, in its own region only. */
+	assert_int_equal(c.gets, 1);
+	assert_string_equal(c.got[0], exp[0]);
+	watch_live_free(w);
+	teardown_cloud(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_active_then_kept),
+		cmocka_unit_test(test_deleted_while_running),
+		cmocka_unit_test(test_full_again),
+		cmocka_unit_test(test_project_number),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

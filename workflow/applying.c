@@ -1,0 +1,524 @@
+/* An apply under the state lease: see workflow/applying.h. */
+#include "workflow/applying.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "reconcile/notify.h"
+#include "reconcile/plan.h"
+#include "reconcile/stack.h"
+#include "reconcile/wait.h"
+#include "state/backend.h"
+#include "state/lock.h"
+#include "state/state.h"
+#include "state/state_git.h"
+#include "util/ctx.h"
+#include "workflow/ci.h"
+
+static int hook_persist(void *ud, struct state *st, const char *message, struct vx_err *err)
+{
+	struct applying *ap = ud;
+
+	return state_write(ap->ws.backend, st, message, err);
+}
+
+static void hook_progress(void *ud, const char *line)
+{
+	struct applying *ap = ud;
+	const struct applying_events *ev = ap->opts->ev;
+
+	if (ev && ev->progress)
+		ev->progress(ev->ud, line);
+}
+
+/* Renews the lease when a third of it has passed since the last renewal. */
+static int hook_heartbeat(void *ud, struct vx_err *err)
+{
+	struct applying *ap = ud;
+
+	return state_lock_heartbeat(ap->ws.backend, err);
+}
+
+/* Right before each create or cancel is sent, from worker threads. */
+static int hook_fence(void *ud, struct vx_err *err)
+{
+	struct applying *ap = ud;
+	int rc;
+
+	if (!ap->opts->test_pause)
+		return state_lock_fence(ap->ws.backend, err);
+	pthread_mutex_lock(&ap->pause_lock);
+	if (!ap->paused) {
+		ap->paused = 1;
+		raise(SIGSTOP);
+	}
+	rc = state_lock_fence(ap->ws.backend, err);
+	pthread_mutex_unlock(&ap->pause_lock);
+	return rc;
+}
+
+/*
+ * The fence refused: the lease may be another apply's by now. Give it back
+ * if it is still ours (a compare-and-swap, so it never clears theirs); when
+ * it is not, the fence's message has said all there is to say.
+ */
+static void drop_after_fence(struct workspace *ws)
+{
+	struct vx_err e = VX_ERR_INIT;
+	int rc = state_lock_drop(ws->backend, &e);
+
+	if (rc < 0 && rc != VX_ECONFLICT && ws->ev && ws->ev->problem)
+		ws->ev->problem(ws->ev->ud, "releasing the state lock", &e);
+	vx_err_release(&e);
+}
+
+static int is_dir(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Whether a saved plan's dir_in_repo stays inside the repository: relative, no "..". */
+static int inside_repo(const char *p)
+{
+	if (!*p || p[0] == '/')
+		return 0;
+	for (;;) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && !strncmp(p, "..", 2))
+			return 0;
+		if (!p[n])
+			return 1;
+		p += n + 1;
+	}
+}
+
+/*
+ * Where the saved plan's stack is in this checkout: dir_in_repo under the
+ * work tree of the current directory's repository (a CI runner applying an
+ * artifact from its checkout), else under that of the plan file's, else the
+ * absolute dir it was planned in (plans from before dir_in_repo, stacks
+ * outside git). The plan's own declaration hash then proves it is the same
+ * stack. *out is owned by the caller.
+ */
+static int saved_plan_dir(char **out, const struct saved_plan *sp, const char *planfile,
+			  struct vx_err *err)
+{
+	const char *slash = strrchr(planfile, '/');
+	char *from[2] = { NULL, NULL }, *root = NULL, *cand = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!sp->dir_in_repo)
+		goto absolute;
+	if (!inside_repo(sp->dir_in_repo))
+		return vx_err_set(err, VX_EINVAL, "saved plan: \"dir_in_repo\" must be a relative path "
+				  "inside the repository, not \"%s\"", sp->dir_in_repo);
+	from[0] = strdup(".");
+	from[1] = slash ? vx_asprintf("%.*s", slash == planfile ? 1 : (int)(slash - planfile), planfile)
+			: strdup(".");
+	if (!from[0] || !from[1]) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct vx_err e = VX_ERR_INIT;
+
+		free(root);
+		root = NULL;
+		if (state_git_workdir(&root, from[i], &e) < 0) {
+			vx_err_release(&e);
+			continue;
+		}
+		cand = !strcmp(sp->dir_in_repo, ".") ? strdup(root)
+						      : vx_asprintf("%s/%s", root, sp->dir_in_repo);
+		if (!cand) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (is_dir(cand)) {
+			*out = cand;
+			goto done;
+		}
+		free(cand);
+		cand = NULL;
+	}
+	if (!is_dir(sp->dir)) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "the plan's stack directory %s is in no git checkout "
+				"of the current directory or of the plan file, and %s (where it was "
+				"planned) does not exist; run vxapply inside a checkout of the planned commit",
+				sp->dir_in_repo, sp->dir);
+		goto done;
+	}
+absolute:
+	*out = strdup(sp->dir);
+	if (!*out)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	free(root);
+	free(from[0]);
+	free(from[1]);
+	return rc;
+}
+
+void applying_init(struct applying *ap)
+{
+	memset(ap, 0, sizeof(*ap));
+	pthread_mutex_init(&ap->pause_lock, NULL);
+}
+
+int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,
+		  const struct workspace_events *wev, struct vx_err *err)
+{
+	return workspace_open(&ap->ws, ctx, dir, wev, err);
+}
+
+int applying_open_lent(struct applying *ap, struct vx_ctx *ctx, const char *dir, struct provider *prov,
+		       const struct workspace_source *src, const struct workspace_events *wev,
+		       struct vx_err *err)
+{
+	return workspace_open_lent(&ap->ws, ctx, dir, prov, src, wev, err);
+}
+
+int applying_open_saved(struct applying *ap, struct vx_ctx *ctx, const char *planfile,
+			struct planning_opts *po, const struct workspace_events *wev, struct vx_err *err)
+{
+	struct saved_plan *sp = &ap->sp;
+	int rc;
+
+	ap->from_file = 1;
+	ap->planfile = planfile;
+	if ((rc = vx_buf_read_file(&ap->file, planfile, 16u << 20, err)) < 0 ||
+	    (rc = saved_plan_parse(sp, ap->file.data, ap->file.len, err)) < 0) {
+		ap->not_a_plan = 1;
+		return vx_err_wrap(err, "%s", planfile);
+	}
+	po->refresh = sp->refresh;
+	/* The plan is a file someone handed us: who it names reaches commits and terminals. */
+	if (sp->planned_by && (!ci_actor_ok(sp->planned_by) || (sp->pr_url && !ci_url_ok(sp->pr_url))))
+		return vx_err_set(err, VX_EINVAL, "apply: %s: \"planned_by\" names no valid actor or pull "
+				  "request URL (printable, no spaces, at most %d and %d characters)", planfile,
+				  CI_ACTOR_MAX, CI_URL_MAX);
+	if ((rc = saved_plan_dir(&ap->plan_dir, sp, planfile, err)) < 0)
+		return vx_err_wrap(err, "%s", planfile);
+	if ((rc = workspace_open(&ap->ws, ctx, ap->plan_dir, wev, err)) < 0)
+		return rc;
+	/* The saved plan's own -target list, so the plan is remade with the same scope. */
+	for (size_t i = 0; i < sp->ntargets; i++)
+		if (planning_opts_add(&po->targets, &po->ntargets, sp->targets[i]) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	/* Planned with -allow-other-lineage: applied with it, as reviewed. */
+	po->allow_other_lineage |= sp->allow_other_lineage;
+	return 0;
+}
+
+/* Told once, when apply starts waiting for another's lock. */
+static void on_lock_wait(void *ud, const struct state_lock *l, int64_t timeout_ms)
+{
+	struct applying *ap = ud;
+	const struct applying_events *ev = ap->opts->ev;
+
+	if (ev && ev->lock_wait)
+		ev->lock_wait(ev->ud, l, timeout_ms);
+}
+
+int applying_lock(struct applying *ap, const struct applying_opts *opts, const struct planning_opts *po,
+		  struct vx_err *err)
+{
+	struct workspace *ws = &ap->ws;
+	struct state_lock_opts lo;
+	int rc;
+
+	if ((rc = workspace_config_status(ws, err)) < 0)
+		return rc;
+	/*
+	 * A CI job applies what was reviewed and merged: uncommitted YAML there
+	 * is a build step gone wrong, and the runs would name a commit that does
+	 * not hold what was applied.
+	 */
+	if (ws->config_changes && opts->committed_only)
+		return vx_err_set(err, VX_EINVAL, "apply: the stack has uncommitted changes (%s); CI is set, "
+				  "and in CI vx applies only committed configuration: commit them first",
+				  ws->config_changes);
+	memset(&lo, 0, sizeof(lo));
+	lo.operation = "apply";
+	lo.lease_ms = opts->lease_ms;
+	lo.timeout_ms = opts->lock_timeout_ms;
+	lo.on_wait = on_lock_wait;
+	lo.ud = ap;
+	ap->opts = opts;
+	lo.unlock_args = opts->unlock_args;
+	if ((rc = state_lock_acquire(ws->backend, &lo, err)) < 0)
+		return rc;
+	/* Only now: lists made before the lease was ours could miss what the
+	 * apply that held it last created. */
+	if (po->refresh)
+		workspace_prefetch(ws);
+	return workspace_load_state(ws, err);
+}
+
+/* A saved plan applies only to the state and declaration it was made from. */
+static int check_saved(struct applying *ap, struct vx_err *err)
+{
+	const struct saved_plan *sp = &ap->sp;
+	struct workspace *ws = &ap->ws;
+	int rc;
+
+	if (ws->state.serial != sp->state_serial ||
+	    (sp->state_serial && sp->state_lineage && strcmp(sp->state_lineage, ws->state.lineage)))
+		return vx_err_set(err, VX_ECONFLICT, "apply: %s: the state moved since the plan was made "
+				  "(serial %llu then, %llu now); run vxplan again", ap->planfile,
+				  (unsigned long long)sp->state_serial, (unsigned long long)ws->state.serial);
+	/* The declaration hash covers sensitive values by their HMAC under the
+	 * state's salt, so it is compared once the same state is loaded. */
+	if ((rc = workspace_salt(ws, sp->state_salt, err)) < 0)
+		return vx_err_wrap(err, "%s", ap->planfile);
+	if (strcmp(sp->decl_hash, ws->st->decl_hash) != 0)
+		return vx_err_set(err, VX_ECONFLICT, "apply: %s: the declaration changed since the plan was "
+				  "made; run vxplan again", ap->planfile);
+	return 0;
+}
+
+int applying_plan(struct applying *ap, const struct applying_opts *opts, const struct planning_opts *po,
+		  struct vx_err *err)
+{
+	struct workspace *ws = &ap->ws;
+	int rc;
+
+	/* The pull request is the saved plan's (reviewed there), else this pipeline's own. */
+	ap->pr = ap->from_file && ap->sp.pr_number ? ap->sp.pr_number : opts->ci->pr;
+	ap->pr_url = ap->from_file && ap->sp.pr_number ? ap->sp.pr_url : opts->ci->pr_url;
+	if ((rc = state_audit(ws->backend, opts->ci->actor, ap->pr_url, opts->ci->run_url, err)) < 0)
+		return rc;
+	/* From here on every state commit says the configuration applied is not HEAD's. */
+	if (ws->config_changes && (rc = state_config_dirty(ws->backend, ws->st->decl_hash, err)) < 0)
+		return rc;
+	if (ap->from_file && (rc = check_saved(ap, err)) < 0)
+		return rc;
+	if ((rc = planning_run(&ap->pl, ws, po, err)) < 0)
+		return rc;
+	if (ap->from_file && (rc = saved_plan_matches(&ap->sp, &ap->pl.planner.plan, err)) < 0)
+		return vx_err_wrap(err, "%s", ap->planfile);
+	return 0;
+}
+
+/* Commits what the refresh saw about the runs (summary: one line per run changed). */
+static int record_refresh(struct workspace *ws, size_t refreshed, size_t migrated, const char *summary,
+			  struct vx_err *err)
+{
+	/* The subject names the runs that changed and how ("vx refresh: job.a running → succeeded"). */
+	char *subject = refreshed ? apply_subject("vx refresh: ", summary) : NULL;
+	char *msg = refreshed
+		? vx_asprintf("%s%s\n\n%s", subject ? subject : "vx refresh: runs changed",
+			      migrated ? "; sensitive values re-keyed" : "", summary ? summary : "")
+		: vx_asprintf("vx: %zu record%s re-keyed: sensitive values as HMAC-SHA-256 "
+			      "with the state's salt\n", migrated, migrated == 1 ? "" : "s");
+	int rc = msg ? state_write(ws->backend, &ws->state, msg, err) : VX_ENOMEM;
+
+	if (rc < 0) {
+		if (!err->code)
+			vx_err_set(err, rc, "out of memory");
+		rc = vx_err_wrap(err, "recording the jobs' states");
+	}
+	free(subject);
+	free(msg);
+	return rc;
+}
+
+int applying_record(struct applying *ap, const struct planning_opts *po, struct vx_err *err)
+{
+	struct workspace *ws = &ap->ws;
+
+	ap->refreshed = po->refresh ? apply_refresh_state(&ws->state, &ws->store.jobs, &ap->refresh_summary) : 0;
+	/*
+	 * How runs ended is recorded before anything else happens, in its own
+	 * commit: a run that failed and is now forgotten, or a job cancelled,
+	 * keeps its final state in the history. Records migrated to salted
+	 * hashes are written now too, or a stack that never changes would keep
+	 * its plain hashes forever.
+	 */
+	if (!ap->refreshed && !ws->migrated)
+		return 0;
+	return record_refresh(ws, ap->refreshed, ws->migrated, ap->refresh_summary, err);
+}
+
+int applying_run(struct applying *ap, const struct applying_opts *opts, struct vx_err *err)
+{
+	struct workspace *ws = &ap->ws;
+	struct apply_options ao;
+	struct apply_hooks hooks = {
+		.persist = hook_persist,
+		.progress = hook_progress,
+		.heartbeat = hook_heartbeat,
+		.fence = hook_fence,
+		.ud = ap,
+	};
+	int rc;
+
+	memset(&ao, 0, sizeof(ao));
+	ao.parallelism = opts->parallelism ? opts->parallelism : 8;
+	ao.project = ws->st->project;
+	ao.config_commit = ws->config_commit;
+	ao.config_dirty = ws->config_changes != NULL;
+	ao.decl_hash = ws->st->decl_hash;
+	ao.launched_by = opts->ci->actor;
+	ao.planned_by = ap->from_file ? ap->sp.planned_by : NULL;
+	ao.pr_number = ap->pr;
+	ao.pr_url = ap->pr_url;
+	ao.inflight_ms = opts->inflight_ms;
+	ap->opts = opts;
+	rc = apply_run(&ap->res, ws->ctx, &ap->pl.planner.plan, ws->st, &ws->state, ws->prov, &ao, &hooks, err);
+	ap->ran = 1;
+	if (rc < 0 && !ap->res.fenced)
+		rc = vx_err_wrap(err, "apply stopped: writing the state failed");
+	return rc;
+}
+
+/* -wait: reconcile/wait.c's hooks, which decides; the caller's events say it. */
+struct waiter {
+	struct workspace *ws;
+	const struct applying_events *ev;
+};
+
+static int wait_refresh(void *ud, const struct live_jobs **out, struct vx_err *err)
+{
+	struct waiter *w = ud;
+	int rc = workspace_refresh(w->ws, err);
+
+	*out = &w->ws->store.jobs;
+	return rc;
+}
+
+static void wait_changed(void *ud, const char *name, const struct live_job *lj, const char *state,
+			 int64_t secs)
+{
+	struct waiter *w = ud;
+
+	if (w->ev && w->ev->job_changed)
+		w->ev->job_changed(w->ev->ud, name, lj, state, secs);
+}
+
+static void wait_waiting(void *ud, size_t pending, size_t running, size_t done, int64_t secs)
+{
+	struct waiter *w = ud;
+
+	if (w->ev && w->ev->waiting)
+		w->ev->waiting(w->ev->ud, pending, running, done, secs);
+}
+
+int applying_wait(struct applying *ap, int until_done, int64_t poll_ms, const struct applying_opts *opts,
+		  struct vx_err *err)
+{
+	struct waiter w = { &ap->ws, opts->ev };
+	struct wait_hooks h = { wait_refresh, wait_changed, wait_waiting, &w };
+	int rc = wait_jobs(ap->ws.ctx, ap->res.created, ap->res.ncreated, until_done, poll_ms, &h, err);
+
+	if (rc < 0)
+		return vx_err_wrap(err, "waiting for jobs");
+	return rc;
+}
+
+static int sink_delivered(void *ud, const char *key)
+{
+	return state_notified_has(ud, key);
+}
+
+static int sink_record(void *ud, const char *key, int64_t at_ms)
+{
+	return state_notified_add(ud, key, at_ms);
+}
+
+static const char *sink_getenv(void *ud, const char *name)
+{
+	(void)ud;
+	return getenv(name);
+}
+
+/* The resubmissions the apply made: the state's current run is the attempt planned. */
+static int resubmitted_events(struct notify_list *out, const struct plan *p, const struct state *state,
+			      const char *stack)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct state_record *r;
+		struct notify_event ev;
+		int rc;
+
+		if (a->kind != PLAN_RESUBMIT)
+			continue;
+		r = state_find(state, a->address);
+		if (!r || !r->current || r->current->attempt != a->attempt || !r->current->resource)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = NOTIFY_RESUBMITTED;
+		ev.stack = stack;
+		ev.address = a->address;
+		ev.run = r->run;
+		ev.attempt = a->attempt;
+		ev.rung = a->rung;
+		ev.state = r->current->state;
+		ev.cls = a->failure_class;
+		ev.message = a->error_message;
+		ev.job = r->current->resource;
+		ev.time_ms = r->current->created_ms;
+		if ((rc = notify_list_add(out, &ev)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *out)
+{
+	int rc = notify_collect(out, &ap->pl.planner.plan, ap->ws.st->name, vx_now_ms(ap->ws.ctx), since_ms);
+
+	if (rc == 0 && ap->ran)
+		rc = resubmitted_events(out, &ap->pl.planner.plan, &ap->ws.state, ap->ws.st->name);
+	return rc;
+}
+
+int applying_notify(struct applying *ap, struct notify_outbox *ob, const struct notify_list *events,
+		    size_t max_sends, struct notify_report *rep, struct vx_err *err)
+{
+	struct notify_sink sink = { sink_delivered, sink_record, sink_getenv, &ap->ws.state };
+	size_t recorded = 0;
+	char *msg;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!ap->ws.st->nnotify || !events->n)
+		return 0;
+	if ((rc = notify_send(rep, ob, ap->ws.prov, ap->ws.st, events, &sink, vx_now_ms(ap->ws.ctx), max_sends,
+			      err)) < 0)
+		return rc;
+	for (size_t i = 0; i < rep->n; i++)
+		recorded += rep->items[i].sent || rep->items[i].dropped;
+	if (!recorded)
+		return 0;
+	/* What was delivered (or dropped) is recorded before the lease is given back. */
+	if (!(msg = vx_asprintf("vx notify: %zu notification%s recorded\n", recorded, recorded == 1 ? "" : "s")))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = state_write(ap->ws.backend, &ap->ws.state, msg, err);
+	free(msg);
+	return rc < 0 ? vx_err_wrap(err, "recording the notifications sent") : 0;
+}
+
+void applying_close(struct applying *ap)
+{
+	if (ap->res.fenced && ap->ws.backend)
+		drop_after_fence(&ap->ws);
+	free(ap->refresh_summary);
+	free(ap->plan_dir);
+	vx_buf_release(&ap->file);
+	saved_plan_release(&ap->sp);
+	apply_result_release(&ap->res);
+	planning_release(&ap->pl);
+	workspace_close(&ap->ws);
+	pthread_mutex_destroy(&ap->pause_lock);
+	memset(ap, 0, sizeof(*ap));
+}

@@ -1,0 +1,883 @@
+/* vx watch's cycle: see workflow/watch.h. */
+#include "workflow/watch.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/gcp/provider_gcp.h"
+#include "reconcile/apply.h"
+#include "reconcile/kind.h"
+#include "reconcile/notify.h"
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "reconcile/watch_live.h"
+#include "state/backend.h"
+#include "state/git_follow.h"
+#include "state/state_git.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "util/diag.h"
+#include "workflow/applying.h"
+#include "workflow/ci.h"
+#include "workflow/planning.h"
+#include "workflow/workspace.h"
+
+const char *const watch_job_states[8] = { "queued", "pending", "running", "succeeded",
+					  "failed", "cancelled", "other", "unseen" };
+
+/* A refused create backs off in memory: 1 min, doubling to 30 min. */
+#define REFUSED_FIRST_MS (60 * 1000)
+#define REFUSED_MAX_MS (30 * 60 * 1000)
+/* Notifications sent per cycle at most, so a backlog never holds the lease long. */
+#define NOTIFY_PER_CYCLE 20
+
+/* Something told once: "address|what" until it no longer holds. */
+struct told {
+	char **items;
+	size_t n;
+	char **next;            /* this cycle's, which replace items at the end of it */
+	size_t nnext;
+};
+
+struct refused {
+	char *address;
+	int64_t attempt;        /* the attempt that was refused */
+	int tries;
+	int64_t until_ms;
+};
+
+struct watch {
+	struct vx_ctx *ctx;
+	struct provider *prov;      /* kept across cycles: one token, reused connections */
+	struct watch_opts o;
+	struct watch_events ev;
+	struct workspace_events wev;
+	struct watch_live *live;
+	struct notify_outbox *outbox;
+	struct told told;
+	struct refused *refused;
+	size_t nrefused;
+	int64_t since_ms;
+	/* -follow REMOTE/BRANCH: the remote and branch, the stack's directory in
+	 * the repository, the commit fetched last and the last one that loaded. */
+	char *remote, *branch, *dir_in_repo;
+	struct git_follow fetched, good;
+	struct stack_source *src_files;
+	struct workspace_source src;
+	/* watch-error: the Stack's targets as last loaded (the stack may not load
+	 * when the error is that), and the streak of one error. */
+	struct stack targets;
+	char *err_msg;
+	int err_streak;
+	int64_t err_since_ms;
+	char err_sent[NOTIFY_KEY_LEN + 1];
+};
+
+/* The same error this many cycles in a row is a watch-error notification. */
+#define WATCH_ERROR_CYCLES 5
+
+/* ---- lines ---- */
+
+static void say(struct watch *w, const char *kind, const char *address, const char *fmt, ...)
+	VX_PRINTF(4, 5);
+
+static void say(struct watch *w, const char *kind, const char *address, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+	struct vx_buf b = VX_BUF_INIT;
+
+	if (!w->ev.line)
+		return;
+	va_start(ap, fmt);
+	msg = vx_buf_vprintf(&b, fmt, ap) < 0 ? NULL : vx_buf_detach(&b);
+	va_end(ap);
+	vx_buf_release(&b);
+	w->ev.line(w->ev.ud, kind, address, msg ? msg : "(out of memory)");
+	free(msg);
+}
+
+static void on_diags(void *ud, const struct vx_diags *d)
+{
+	struct watch *w = ud;
+
+	for (size_t i = 0; i < d->n && i < 20; i++) {
+		char *s = vx_diag_format(&d->items[i]);
+
+		say(w, "error", NULL, "%s", s ? s : "(out of memory)");
+		free(s);
+	}
+	if (d->n > 20 || d->dropped)
+		say(w, "error", NULL, "... and %zu more", d->n - (d->n > 20 ? 20 : d->n) + d->dropped);
+}
+
+static void on_problem(void *ud, const char *doing, const struct vx_err *e)
+{
+	say(ud, "warn", NULL, "%s: %s", doing, vx_err_msg(e));
+}
+
+/* The address a line names ("+ job.a created ...", "job.a: running -> failed"), or NULL. */
+static char *address_in(const char *line)
+{
+	static const char *const prefixes[] = { "job.", "reservation.", "quota." };
+
+	for (const char *p = line; *p; p++) {
+		if (p != line && p[-1] != ' ')
+			continue;
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+			if (!strncmp(p, prefixes[i], strlen(prefixes[i])))
+				return strndup(p, strcspn(p, " :,"));
+	}
+	return NULL;
+}
+
+static void on_progress(void *ud, const char *line)
+{
+	char *addr = address_in(line);
+
+	say(ud, "act", addr, "%s", line);
+	free(addr);
+}
+
+/* Whether what was told (once per change) is told already; remembered for the next cycle. */
+static int told_once(struct watch *w, const char *what)
+{
+	struct told *t = &w->told;
+	char **p;
+	int seen = 0;
+
+	for (size_t i = 0; i < t->n && !seen; i++)
+		seen = !strcmp(t->items[i], what);
+	for (size_t i = 0; i < t->nnext; i++)
+		if (!strcmp(t->next[i], what))
+			return 1;
+	p = realloc(t->next, (t->nnext + 1) * sizeof(*p));
+	if (!p)
+		return seen;
+	t->next = p;
+	if ((p[t->nnext] = strdup(what)))
+		t->nnext++;
+	return seen;
+}
+
+/* At the end of a cycle that planned: what was not told again is forgotten. */
+static void told_turn(struct told *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->items[i]);
+	free(t->items);
+	t->items = t->next;
+	t->n = t->nnext;
+	t->next = NULL;
+	t->nnext = 0;
+}
+
+static void told_release(struct told *t)
+{
+	told_turn(t);
+	told_turn(t);
+}
+
+/* ---- refused creates ---- */
+
+static struct refused *refused_find(struct watch *w, const char *address)
+{
+	for (size_t i = 0; i < w->nrefused; i++)
+		if (!strcmp(w->refused[i].address, address))
+			return &w->refused[i];
+	return NULL;
+}
+
+static void refused_forget(struct watch *w, const char *address)
+{
+	struct refused *r = refused_find(w, address);
+
+	if (!r)
+		return;
+	free(r->address);
+	*r = w->refused[--w->nrefused];
+}
+
+static void refused_note(struct watch *w, const char *address, int64_t attempt, int64_t now_ms)
+{
+	struct refused *r = refused_find(w, address), *p;
+	int64_t wait = REFUSED_FIRST_MS;
+
+	if (!r) {
+		p = realloc(w->refused, (w->nrefused + 1) * sizeof(*p));
+		if (!p)
+			return;
+		w->refused = p;
+		r = &w->refused[w->nrefused];
+		memset(r, 0, sizeof(*r));
+		if (!(r->address = strdup(address)))
+			return;
+		w->nrefused++;
+	}
+	r->attempt = attempt;
+	r->tries++;
+	for (int i = 1; i < r->tries && wait < REFUSED_MAX_MS; i++)
+		wait *= 2;
+	r->until_ms = now_ms + (wait < REFUSED_MAX_MS ? wait : REFUSED_MAX_MS);
+}
+
+/* ---- what the applied configuration authorises ---- */
+
+/* The wait before a resubmission after a class that means no capacity: the
+ * job's resubmit.delay doubling per attempt, at most 15 minutes. */
+static int64_t resubmit_wait(const struct plan_action *a)
+{
+	const struct stack_job *j = a->decl ? a->decl->user : NULL;
+	int64_t wait;
+
+	if (!j || !a->failure_class ||
+	    (strcmp(a->failure_class, "stockout") && strcmp(a->failure_class, "wait-timeout")))
+		return 0;
+	wait = j->resubmit_delay_ms;
+	for (int64_t k = 2; k < a->attempt && wait < STACK_MAX_RESUBMIT_DELAY_MS; k++)
+		wait *= 2;
+	return wait < STACK_MAX_RESUBMIT_DELAY_MS ? wait : STACK_MAX_RESUBMIT_DELAY_MS;
+}
+
+/* A job whose declaration is what its state records as applied. */
+static int as_applied(const struct plan_action *a)
+{
+	return a->decl && a->record && a->record->spec_hash && a->decl->spec_hash &&
+	       !strcmp(a->decl->spec_hash, a->record->spec_hash) && a->decl->run == a->record->run;
+}
+
+/*
+ * Whether the watcher may carry a out now (1), and if not, says why once.
+ * quiet: the unlocked look (nothing is told yet; the locked plan tells).
+ */
+static int authorised(struct watch *w, const struct plan_action *a, int64_t now_ms, int quiet)
+{
+	const struct refused *r;
+	char what[512];
+	int64_t wait, end;
+
+	if (a->kind == PLAN_NOOP || a->kind == PLAN_PENDING)
+		return 1;
+	if (a->kind == PLAN_ADOPT)
+		return 1;
+	if (!w->o.sync && !((a->kind == PLAN_RESUBMIT || a->kind == PLAN_CREATE) && as_applied(a))) {
+		snprintf(what, sizeof(what), "unapplied|%s|%s|%s", a->address, plan_kind_name(a->kind),
+			 a->new_hash ? a->new_hash : "");
+		if (!quiet && !told_once(w, what))
+			say(w, "unapplied", a->address, "%s: declared but not applied (the plan says %s); "
+			    "waiting for vxapply", a->address, plan_kind_name(a->kind));
+		return 0;
+	}
+	if (a->kind_of != &kind_job)
+		return 1;
+	if ((r = refused_find(w, a->address)) && r->attempt == a->attempt && now_ms < r->until_ms) {
+		snprintf(what, sizeof(what), "refused|%s|%" PRId64 "|%d", a->address, a->attempt, r->tries);
+		if (!quiet && !told_once(w, what))
+			say(w, "wait", a->address, "%s: attempt %" PRId64 " was refused; trying again in %llds",
+			    a->address, a->attempt, (long long)((r->until_ms - now_ms + 999) / 1000));
+		return 0;
+	}
+	end = a->record && a->record->current ? a->record->current->end_ms : 0;
+	if (a->kind == PLAN_RESUBMIT && (wait = resubmit_wait(a)) > 0 && end > 0 && now_ms < end + wait) {
+		snprintf(what, sizeof(what), "delay|%s|%" PRId64, a->address, a->attempt);
+		if (!quiet && !told_once(w, what))
+			say(w, "wait", a->address, "%s: attempt %" PRId64 " after %s waits until %llds after "
+			    "it ended (resubmit.delay)", a->address, a->attempt, a->failure_class,
+			    (long long)(wait / 1000));
+		return 0;
+	}
+	return 1;
+}
+
+/* Turns what may not be done now into noops; returns how many actions remain. */
+static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, int quiet)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+
+		if (authorised(w, a, now_ms, quiet)) {
+			n += a->kind != PLAN_NOOP && a->kind != PLAN_PENDING;
+			continue;
+		}
+		p->counts[a->kind]--;
+		p->counts[PLAN_NOOP]++;
+		a->kind = PLAN_NOOP;
+	}
+	return n;
+}
+
+/* ---- notifications ---- */
+
+/* Whether some event of events still waits for a target that wants it. */
+static int undelivered(const struct stack *st, const struct state *state, const struct notify_list *events)
+{
+	for (size_t e = 0; e < events->n; e++)
+		for (size_t t = 0; t < st->nnotify; t++) {
+			char id[NOTIFY_ID_LEN + 1], key[NOTIFY_KEY_LEN + 1];
+
+			if (!(st->notify[t].on & events->items[e].kind))
+				continue;
+			if (notify_event_id(id, &events->items[e]) < 0 || notify_delivery_key(key, id, &st->notify[t]) < 0 ||
+			    !state_notified_has(state, key))
+				return 1;
+		}
+	return 0;
+}
+
+static int send_notifications(struct watch *w, struct applying *ap, struct notify_list *events,
+			      struct watch_result *res, struct vx_err *err)
+{
+	struct notify_report rep;
+	int rc = applying_notify(ap, w->outbox, events, NOTIFY_PER_CYCLE, &rep, err);
+
+	for (size_t i = 0; i < rep.n; i++) {
+		const struct notify_outcome *o = &rep.items[i];
+
+		if (o->sent)
+			res->notified++;
+		say(w, "notify", o->address, "%s: %s to notify[%zu]%s%s%s", o->address ? o->address : "",
+		    o->event, o->target, o->sent ? " delivered" : o->dropped ? " dropped: " : " not delivered: ",
+		    o->why ? o->why : "", o->sent || o->dropped ? "" : " (tried again later)");
+	}
+	notify_report_release(&rep);
+	return rc;
+}
+
+/* ---- -follow ---- */
+
+/* The good commit's files as the workspace takes them. */
+static int source_of(struct watch *w)
+{
+	struct stack_source *f = realloc(w->src_files, (w->good.n + 1) * sizeof(*f));
+
+	if (!f)
+		return VX_ENOMEM;
+	w->src_files = f;
+	for (size_t i = 0; i < w->good.n; i++) {
+		f[i].name = w->good.files[i].name;
+		f[i].data = w->good.files[i].data;
+		f[i].len = w->good.files[i].len;
+	}
+	w->src.files = f;
+	w->src.n = w->good.n;
+	w->src.commit = w->good.commit;
+	return 0;
+}
+
+/* Whether the fetched files load as a stack (diagnostics told once per commit). */
+static int loads(struct watch *w, const struct git_follow *f)
+{
+	struct stack_source *files = calloc(f->n + 1, sizeof(*files));
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct stack *st = NULL;
+	struct vx_err e = VX_ERR_INIT;
+	char what[80];
+	int rc;
+
+	if (!files)
+		return 0;
+	for (size_t i = 0; i < f->n; i++) {
+		files[i].name = f->files[i].name;
+		files[i].data = f->files[i].data;
+		files[i].len = f->files[i].len;
+	}
+	rc = stack_load_mem(&st, w->o.dir, files, f->n, NULL, &d, &e);
+	snprintf(what, sizeof(what), "badcommit|%s", f->commit);
+	if (rc < 0 && !told_once(w, what)) {
+		char *why = rc == VX_EINVAL ? vx_asprintf("%zu error%s above", vx_diags_count(&d),
+							  vx_diags_count(&d) == 1 ? "" : "s")
+					    : vx_strdup(vx_err_msg(&e));
+
+		on_diags(w, &d);
+		if (w->good.n)
+			say(w, "error", NULL, "%s/%s at %.12s does not load (%s); %.12s, the last good commit, stays "
+			    "in force", w->remote, w->branch, f->commit, why ? why : "", w->good.commit);
+		else
+			say(w, "error", NULL, "%s/%s at %.12s does not load (%s)", w->remote, w->branch, f->commit,
+			    why ? why : "");
+		free(why);
+	}
+	stack_free(st);
+	vx_diags_release(&d);
+	vx_err_release(&e);
+	free(files);
+	return rc == 0;
+}
+
+/*
+ * Fetches the followed branch; the commit becomes the one in force when it
+ * loads. The cycle goes on with the last good one when the fetch fails or
+ * the new commit does not load; it fails only when there is none.
+ */
+static int follow(struct watch *w, struct vx_err *err)
+{
+	int rc = git_follow_fetch(&w->fetched, w->o.dir, w->dir_in_repo, w->remote, w->branch, err);
+
+	if (rc < 0) {
+		if (!w->good.n)
+			return rc;
+		say(w, "warn", NULL, "%s; %.12s, the last good commit, stays in force", vx_err_msg(err),
+		    w->good.commit);
+		vx_err_release(err);
+		return 0;
+	}
+	if (strcmp(w->fetched.commit, w->good.commit) && loads(w, &w->fetched)) {
+		if (w->good.n)
+			say(w, "follow", NULL, "%s/%s: now at %.12s", w->remote, w->branch, w->fetched.commit);
+		git_follow_release(&w->good);
+		w->good = w->fetched;
+		memset(&w->fetched, 0, sizeof(w->fetched));
+		if (source_of(w) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	if (!w->good.n)
+		return vx_err_set(err, VX_EINVAL, "%s/%s at %.12s does not load, and no earlier commit did",
+				  w->remote, w->branch, w->fetched.commit);
+	return 0;
+}
+
+/* The source the cycle's workspaces read: the followed commit, or the directory (NULL). */
+static const struct workspace_source *source(const struct watch *w)
+{
+	return w->remote ? &w->src : NULL;
+}
+
+/* ---- watch-error ---- */
+
+/* Keeps the Stack's name and notify: targets of a stack that loaded. */
+static void keep_targets(struct watch *w, const struct stack *st)
+{
+	struct stack_notify *t = st->nnotify ? calloc(st->nnotify, sizeof(*t)) : NULL;
+	char *name = vx_strdup(st->name);
+
+	if ((st->nnotify && !t) || (st->name && !name)) {
+		free(t);
+		free(name);
+		return;
+	}
+	for (size_t i = 0; i < st->nnotify; i++) {
+		t[i] = st->notify[i];
+		t[i].url = vx_strdup(st->notify[i].url);
+		t[i].url_env = vx_strdup(st->notify[i].url_env);
+		t[i].secret_env = vx_strdup(st->notify[i].secret_env);
+	}
+	for (size_t i = 0; i < w->targets.nnotify; i++) {
+		free(w->targets.notify[i].url);
+		free(w->targets.notify[i].url_env);
+		free(w->targets.notify[i].secret_env);
+	}
+	free(w->targets.notify);
+	free(w->targets.name);
+	w->targets.notify = t;
+	w->targets.nnotify = st->nnotify;
+	w->targets.name = name;
+}
+
+static const char *err_getenv(void *ud, const char *name)
+{
+	(void)ud;
+	return getenv(name);
+}
+
+static int err_delivered(void *ud, const char *key)
+{
+	return !strcmp(((struct watch *)ud)->err_sent, key);
+}
+
+static int err_record(void *ud, const char *key, int64_t at_ms)
+{
+	(void)at_ms;
+	snprintf(((struct watch *)ud)->err_sent, NOTIFY_KEY_LEN + 1, "%s", key);
+	return 0;
+}
+
+/*
+ * After a failed cycle: the same error WATCH_ERROR_CYCLES times in a row is
+ * told to the targets once per streak. Recorded in memory only: the state
+ * may be what fails.
+ */
+static void note_error(struct watch *w, const char *msg)
+{
+	struct notify_list l = { NULL, 0 };
+	struct notify_event ev;
+	struct notify_report rep;
+	struct notify_sink sink = { err_delivered, err_record, err_getenv, w };
+	struct vx_err e = VX_ERR_INIT;
+	char key[24];
+
+	if (!w->err_msg || strcmp(w->err_msg, msg)) {
+		free(w->err_msg);
+		w->err_msg = vx_strdup(msg);
+		w->err_streak = 0;
+		w->err_since_ms = vx_now_ms(w->ctx);
+	}
+	if (++w->err_streak != WATCH_ERROR_CYCLES || !w->targets.nnotify)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	snprintf(key, sizeof(key), "%lld", (long long)w->err_since_ms);
+	ev.kind = NOTIFY_WATCH_ERROR;
+	ev.stack = w->targets.name;
+	ev.message = msg;
+	ev.key = key;
+	ev.time_ms = vx_now_ms(w->ctx);
+	if (notify_list_add(&l, &ev) < 0)
+		return;
+	if (notify_send(&rep, w->outbox, w->prov, &w->targets, &l, &sink, ev.time_ms, 1, &e) == 0) {
+		for (size_t i = 0; i < rep.n; i++)
+			say(w, "notify", NULL, "watch-error to notify[%zu]%s%s", rep.items[i].target,
+			    rep.items[i].sent ? " delivered" : " not delivered: ", rep.items[i].why ? rep.items[i].why : "");
+		notify_report_release(&rep);
+	}
+	vx_err_release(&e);
+	notify_list_release(&l);
+}
+
+/* ---- the cycle ---- */
+
+/* The runs the state holds as active: the watch reader reads them by name when they leave the list. */
+static int expect_active(struct watch *w, const struct state *st)
+{
+	const char **names = calloc(st->nrecords + 1, sizeof(*names));
+	size_t n = 0;
+	int rc;
+
+	if (!names)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < st->nrecords; i++) {
+		const struct state_run *cur = st->records[i].current;
+
+		if (cur && cur->resource && !job_state_is_terminal(cur->state))
+			names[n++] = cur->resource;
+	}
+	rc = watch_live_expect(w->live, names, n);
+	free(names);
+	return rc;
+}
+
+/* Opens the provider of ws and refreshes through the watcher's reader. */
+static int use_reader(struct watch *w, struct workspace *ws, struct vx_err *err)
+{
+	int rc;
+
+	if ((rc = workspace_provider(ws, err)) < 0)
+		return rc;
+	if (!w->live && (rc = watch_live_new(&w->live, ws->prov, w->ctx,
+					     w->o.full_every_ms ? w->o.full_every_ms : 600000, err)) < 0)
+		return rc;
+	watch_live_set_real(w->live, ws->prov);
+	ws->reader = watch_live_provider(w->live);
+	if (ws->state_loaded && (rc = expect_active(w, &ws->state)) < 0)
+		return vx_err_set(err, rc, "out of memory");
+	return 0;
+}
+
+static void count_jobs(struct watch_result *res, const struct live_jobs *js)
+{
+	static const char *const full[] = { "JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING",
+					    "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED" };
+
+	memset(res->jobs_by_state, 0, sizeof(res->jobs_by_state));
+	for (size_t i = 0; i < js->n; i++) {
+		size_t k = 0;
+
+		while (k < 6 && (!js->items[i].state || strcmp(js->items[i].state, full[k])))
+			k++;
+		res->jobs_by_state[k]++;
+	}
+}
+
+/*
+ * The look without the lease: whether anything needs doing. Fills *need
+ * (1: take the lease) and the job counts.
+ */
+static int look(struct watch *w, int *need, struct watch_result *res, struct vx_err *err)
+{
+	struct workspace ws;
+	struct planning pl;
+	struct planning_opts po;
+	struct notify_list events = { NULL, 0 };
+	char *summary = NULL;
+	int64_t now = vx_now_ms(w->ctx);
+	size_t refreshed;
+	int rc, planned = 0;
+
+	*need = 0;
+	memset(&ws, 0, sizeof(ws));
+	memset(&pl, 0, sizeof(pl));
+	memset(&po, 0, sizeof(po));
+	po.refresh = 1;
+	if ((w->remote && (rc = follow(w, err)) < 0) ||
+	    (rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0 ||
+	    (rc = workspace_load_state(&ws, err)) < 0 || (rc = use_reader(w, &ws, err)) < 0 ||
+	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
+		goto done;
+	planned = 1;
+	keep_targets(w, ws.st);
+	count_jobs(res, &ws.store.jobs);
+	if (pl.planner.plan.errors.n) {
+		on_diags(w, &pl.planner.plan.errors);
+		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
+		goto done;
+	}
+	*need = keep_authorised(w, &pl.planner.plan, now, 0) > 0;
+	refreshed = apply_refresh_state(&ws.state, &ws.store.jobs, &summary);
+	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, w->since_ms)) < 0) {
+		rc = vx_err_set(err, rc, "out of memory");
+		goto done;
+	}
+	*need = *need || refreshed || ws.migrated || undelivered(ws.st, &ws.state, &events);
+done:
+	/* What was not told again this time no longer holds (only when it planned). */
+	if (planned)
+		told_turn(&w->told);
+	free(summary);
+	notify_list_release(&events);
+	planning_release(&pl);
+	workspace_close(&ws);
+	return rc;
+}
+
+/* Remembers the resubmissions the server refused, so they are not asked again every cycle. */
+static void note_refused(struct watch *w, const struct plan *p, const struct state *state, int64_t now_ms)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct state_record *r;
+
+		if (a->kind != PLAN_RESUBMIT && a->kind != PLAN_CREATE)
+			continue;
+		r = state_find(state, a->address);
+		if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
+			refused_forget(w, a->address);
+		else
+			refused_note(w, a->address, a->attempt, now_ms);
+	}
+}
+
+/* Under the lease: plan again as things are now, and do what is authorised. */
+static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
+{
+	struct applying ap;
+	struct planning_opts po, lock_po;
+	struct applying_events aev = { .progress = on_progress, .ud = w };
+	struct applying_opts ao;
+	struct notify_list events = { NULL, 0 };
+	int64_t now;
+	int rc;
+
+	memset(&po, 0, sizeof(po));
+	po.refresh = 1;
+	lock_po = po;
+	lock_po.refresh = 0; /* no prefetch: the watcher's reader lists */
+	memset(&ao, 0, sizeof(ao));
+	ao.ev = &aev;
+	ao.ci = w->o.ci;
+	ao.parallelism = w->o.parallelism;
+	ao.lease_ms = w->o.lease_ms;
+	ao.inflight_ms = w->o.inflight_ms;
+	ao.lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
+	ao.test_pause = w->o.test_pause;
+	applying_init(&ap);
+	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
+		goto done;
+	rc = applying_lock(&ap, &ao, &lock_po, err);
+	if (rc == VX_ECONFLICT) {
+		const char *m = vx_err_msg(err), *advice = strstr(m, "; lock id ");
+
+		res->skipped = 1;
+		/* Who holds it and until when; not vxapply's advice to wait or unlock: the
+		 * next cycle asks again, and a running apply's lease is never to be cleared. */
+		say(w, "skip", NULL, "skipped: %.*s; the next cycle tries again", advice ? (int)(advice - m) : (int)strlen(m),
+		    m);
+		vx_err_release(err);
+		rc = 0;
+		goto done;
+	}
+	if (rc < 0 || (rc = use_reader(w, &ap.ws, err)) < 0 || (rc = applying_plan(&ap, &ao, &po, err)) < 0)
+		goto done;
+	if (ap.pl.planner.plan.errors.n) {
+		on_diags(w, &ap.pl.planner.plan.errors);
+		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
+		goto done;
+	}
+	now = vx_now_ms(w->ctx);
+	(void)keep_authorised(w, &ap.pl.planner.plan, now, 1);
+	if ((rc = applying_record(&ap, &po, err)) < 0)
+		goto done;
+	if (ap.refreshed) {
+		const char *l = ap.refresh_summary ? ap.refresh_summary : "";
+
+		res->acted = 1;
+		/* One line per run that changed ("job.a: running -> failed (preempted)"). */
+		while (*l) {
+			size_t n = strcspn(l, "\n");
+
+			if (n) {
+				char *one = strndup(l, n), *addr = one ? address_in(one) : NULL;
+
+				say(w, "record", addr, "recorded: %s", one ? one : "");
+				free(addr);
+				free(one);
+			}
+			l += n + (l[n] == '\n');
+		}
+	}
+	if (planning_has_changes(&ap.pl)) {
+		if ((rc = applying_run(&ap, &ao, err)) < 0)
+			goto done;
+		res->done = ap.res.ok;
+		res->failed = ap.res.failed;
+		res->acted = res->acted || ap.res.ok;
+		for (size_t i = 0; i < ap.res.failures.n; i++)
+			say(w, "failed", NULL, "%s", ap.res.failures.items[i].msg);
+		note_refused(w, &ap.pl.planner.plan, &ap.ws.state, now);
+		for (size_t i = 0; i < ap.pl.planner.plan.n; i++) {
+			const struct plan_action *a = &ap.pl.planner.plan.actions[i];
+			const struct state_record *r = a->kind == PLAN_RESUBMIT ? state_find(&ap.ws.state, a->address) : NULL;
+
+			if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
+				res->resubmitted++;
+		}
+	}
+	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0) {
+		rc = vx_err_set(err, rc, "out of memory");
+		goto done;
+	}
+	if (!vx_interrupted(w->ctx))
+		rc = send_notifications(w, &ap, &events, res, err);
+done:
+	notify_list_release(&events);
+	applying_close(&ap);
+	return rc;
+}
+
+int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err)
+{
+	struct watch_live_stats before, after;
+	int need = 0, rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&before, 0, sizeof(before));
+	if (w->live)
+		watch_live_stats(w->live, &before);
+	rc = look(w, &need, res, err);
+	if (rc == 0 && need && !vx_interrupted(w->ctx))
+		rc = act(w, res, err);
+	if (w->live) {
+		watch_live_stats(w->live, &after);
+		res->full_lists = after.full_lists - before.full_lists;
+		res->active_lists = after.active_lists - before.active_lists;
+		res->gets = after.gets - before.gets;
+		/* After a failure, list everything next time. Its own changes need no
+		 * full list: what it created is active, what it cancelled is read by name. */
+		if (rc < 0)
+			watch_live_invalidate(w->live);
+	}
+	if (rc < 0 && !vx_interrupted(w->ctx))
+		note_error(w, vx_err_msg(err));
+	else if (rc == 0)
+		w->err_streak = 0;
+	return rc;
+}
+
+/* REMOTE/BRANCH, and where the stack is in the repository. */
+static int follow_setup(struct watch *w, const char *spec, struct vx_err *err)
+{
+	const char *slash = strchr(spec, '/');
+	char *root = NULL, *real = NULL;
+	size_t n;
+	int rc = 0;
+
+	if (!slash || slash == spec || !slash[1])
+		return vx_err_set(err, VX_EINVAL, "-follow takes REMOTE/BRANCH (origin/main), not \"%s\"", spec);
+	if (!(w->remote = strndup(spec, (size_t)(slash - spec))) || !(w->branch = strdup(slash + 1)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = state_git_workdir(&root, w->o.dir, err)) < 0)
+		return vx_err_wrap(err, "-follow: %s", w->o.dir);
+	if (!(real = realpath(w->o.dir, NULL))) {
+		rc = vx_err_set(err, VX_ENOTFOUND, "%s: no such directory", w->o.dir);
+		goto done;
+	}
+	n = strlen(root);
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (!strcmp(real, root) || (!strncmp(real, root, n) && real[n] == '\0'))
+		w->dir_in_repo = strdup(".");
+	else if (!strncmp(real, root, n) && real[n] == '/')
+		w->dir_in_repo = strdup(real + n + 1);
+	else
+		rc = vx_err_set(err, VX_EINVAL, "-follow: %s is not inside the repository at %s", real, root);
+	if (rc == 0 && !w->dir_in_repo)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	free(root);
+	free(real);
+	return rc;
+}
+
+int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *opts,
+	      const struct watch_events *ev, struct vx_err *err)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+	int rc;
+
+	*out = NULL;
+	if (!w || notify_outbox_new(&w->outbox) < 0) {
+		free(w);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	if ((rc = gcp_provider_new(&w->prov, ctx, NULL, err)) < 0) {
+		notify_outbox_free(w->outbox);
+		free(w);
+		return rc;
+	}
+	w->ctx = ctx;
+	w->o = *opts;
+	if (ev)
+		w->ev = *ev;
+	w->wev.diags = on_diags;
+	w->wev.problem = on_problem;
+	w->wev.ud = w;
+	w->since_ms = vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS;
+	if (opts->follow && (rc = follow_setup(w, opts->follow, err)) < 0) {
+		watch_free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+void watch_free(struct watch *w)
+{
+	if (!w)
+		return;
+	watch_live_free(w->live);
+	if (w->prov)
+		w->prov->free(w->prov);
+	notify_outbox_free(w->outbox);
+	told_release(&w->told);
+	for (size_t i = 0; i < w->nrefused; i++)
+		free(w->refused[i].address);
+	free(w->refused);
+	free(w->remote);
+	free(w->branch);
+	free(w->dir_in_repo);
+	git_follow_release(&w->fetched);
+	git_follow_release(&w->good);
+	free(w->src_files);
+	for (size_t i = 0; i < w->targets.nnotify; i++) {
+		free(w->targets.notify[i].url);
+		free(w->targets.notify[i].url_env);
+		free(w->targets.notify[i].secret_env);
+	}
+	free(w->targets.notify);
+	free(w->targets.name);
+	free(w->err_msg);
+	free(w);
+}
