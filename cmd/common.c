@@ -145,6 +145,9 @@ int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_e
 		else
 			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v);
 		return 1;
+	case CMD_OPT_ALLOW_OTHER_LINEAGE:
+		o->allow_other_lineage = 1;
+		return 1;
 	case CMD_OPT_REFRESH:
 		if (!v || !strcmp(v, "true"))
 			o->refresh = 1;

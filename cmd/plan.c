@@ -30,7 +30,10 @@ static const char usage[] =
 	"  -refresh=false       plan from the state alone, without reading live jobs\n"
 	"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
 	"                       a plan error (exit 1), not a warning; the Stack's\n"
-	"                       failOn: [quota] does the same\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
+	"                       failOn: [quota] does the same\n"
+	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
+	"                       another state run them (by default a plan error: with\n"
+	"                       no state found, that is this stack's own state lost)\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n";
 
 enum {

@@ -31,6 +31,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 /* ---- plan: the three-way diff ------------------------------------------- */
@@ -71,6 +72,9 @@ struct builder {
 	const struct plan_decl **decls;     /* sorted by address */
 	const char **known;                 /* every run the state knows, sorted */
 	size_t nknown;
+	const char **created;               /* addresses of the jobs this plan creates, sorted */
+	size_t ncreated;
+	int other_lineage;                  /* check_other_lineage refused: no warning repeats it */
 };
 
 static int cmp_live_name(const void *a, const void *b)
@@ -327,10 +331,59 @@ static void set_error(struct builder *b, struct plan_action *a, int code, const 
 	set_str(b, &a->error_message, msg);
 }
 
+static int rung_id_is(const struct plan_rung_id *x, const struct plan_rung_id *y)
+{
+	return vx_text_same(x->region, y->region) && vx_text_same(x->scheduling, y->scheduling) &&
+	       vx_text_same(x->machine, y->machine) && vx_text_same(x->reservation, y->reservation);
+}
+
+/*
+ * Where the current run stands on today's ladder. A run whose rung's
+ * identity is recorded is known by what its rung is (region, scheduling,
+ * machine, reservation), not by position: removing or reordering other
+ * rungs leaves it on its rung, now at *at. Returns 1 when found (or when
+ * the run's rung is known by position alone, a state from before the
+ * identity was recorded), 0 when its rung is no longer on the ladder (*at
+ * is then the position it had, clamped to the ladder).
+ */
+static int run_rung(const struct plan_run *cur, const struct plan_decl *d, int64_t *at)
+{
+	size_t n = d->nrungs > 1 ? d->nrungs : 1;
+	struct plan_rung_id id = cur->rung_id;
+
+	*at = cur->rung < 0 ? 0 : cur->rung;
+	if (!cur->rung_id.scheduling || !d->rung_ids)
+		return 1;
+	if ((uint64_t)*at >= n)
+		*at = (int64_t)n - 1;
+	id.region = cur->region;
+	/* The same rung may be on the ladder twice: its own position first. */
+	if ((uint64_t)cur->rung < n && rung_id_is(&d->rung_ids[cur->rung], &id))
+		return 1;
+	for (size_t k = 0; k < n; k++)
+		if (rung_id_is(&d->rung_ids[k], &id)) {
+			*at = (int64_t)k;
+			return 1;
+		}
+	return 0;
+}
+
+/* "SPOT g2-standard-4 in us-east5 (reservation r)", for the plan's reason. */
+static char *rung_words(const struct plan_run *cur)
+{
+	return vx_asprintf("%s %s in %s%s%s%s", cur->rung_id.scheduling,
+			   cur->rung_id.machine ? cur->rung_id.machine : "?", cur->region ? cur->region : "?",
+			   cur->rung_id.reservation ? " (reservation " : "",
+			   cur->rung_id.reservation ? cur->rung_id.reservation : "",
+			   cur->rung_id.reservation ? ")" : "");
+}
+
 /*
  * Whether the current run lives somewhere other than where the job is now
  * declared: the Stack's project or the job's region changed. A run of an
  * older state has no project recorded; it is taken to be in the declared one.
+ * A run whose rung is known by identity is never "moved" by its region: its
+ * rung is on the ladder (it stays) or not (run_rung says so).
  */
 static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 {
@@ -338,6 +391,8 @@ static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 
 	if (cur->project && d->project && strcmp(cur->project, d->project) != 0)
 		return 1;
+	if (cur->rung_id.scheduling && d->rung_ids)
+		return 0;
 	/* A run on a rung of the ladder lives in that rung's region. A rung the
 	 * ladder no longer has moves no run: editing the ladder is no reason to
 	 * run a finished job again (or cancel a running one). */
@@ -351,7 +406,8 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	const struct plan_run *cur = rec ? rec->current : NULL;
 	const struct live_job *lj = NULL;
 	const char *state = NULL, *msg = NULL, *cls;
-	int code = 0, vanished = 0, changed, forced, moved;
+	int code = 0, vanished = 0, changed, forced, moved, respec, unrunged;
+	int64_t at, attempt;
 	struct plan_action *a;
 	char when[40];
 
@@ -387,8 +443,16 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 
 	forced = in_list(d->address, b->in->replaces, b->in->nreplaces);
 	moved = run_moved(cur, d);
-	changed = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run ||
-		  moved;
+	respec = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run;
+	/* An active run whose rung is no longer on the ladder is changed like
+	 * its spec; one that ended stays where it ran (a failed one's next
+	 * attempt goes where the ladder now says). */
+	unrunged = !run_rung(cur, d, &at) && state && job_state_is_active(state) &&
+		   strcmp(state, "JOB_STATE_CANCELLING") != 0;
+	changed = respec || moved || unrunged;
+	/* The new run of a job whose rung left the ladder is the next attempt
+	 * of the same run: maxAttempts keeps counting. */
+	attempt = respec || moved || !unrunged ? 1 : cur->attempt + 1;
 
 	if (vanished) {
 		/* A run we launched is gone from the API: deleted outside vx. */
@@ -415,8 +479,13 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			why = vx_asprintf("replacement requested (-replace %s)", d->address);
 		else if (moved)
 			why = vx_asprintf("moved from %s/%s to %s/%s", cur->project ? cur->project : d->project,
-					  cur->region ? cur->region : "?", d->project,
-					  rung_region(d, cur->rung));
+					  cur->region ? cur->region : "?", d->project, d->region);
+		else if (unrunged && !respec) {
+			char *what = rung_words(cur);
+
+			why = what ? vx_asprintf("its rung (%s) is no longer on the ladder", what) : NULL;
+			free(what);
+		}
 		else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
 			why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
 		else if (d->spec_json && rec->spec_json) {
@@ -454,13 +523,13 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 					     "set protect: false, or onChange: after-finish",
 					     d->address, why, cur->name);
 			}
-			if (!maybe_adopt(b, d, rec, 1, 0, why, cur->name)) {
+			if (!maybe_adopt(b, d, rec, attempt, 0, why, cur->name)) {
 				a = add_action(b, PLAN_REPLACE, d->address);
 				if (a) {
 					fill_decl(b, a, d);
 					a->record = rec;
 					a->run = d->run;
-					a->attempt = 1;
+					a->attempt = attempt;
 					set_str(b, &a->old_hash, rec->spec_hash);
 					set_str(b, &a->cancel_name, cur->name);
 					set_str(b, &a->live_state, state);
@@ -496,7 +565,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			return;
 		fill_decl(b, a, d);
 		/* It runs (or ran) where its rung put it: cost and quota count it there. */
-		set_rung(b, a, d, cur->rung);
+		set_rung(b, a, d, at);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->live_state, state);
@@ -504,7 +573,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 	fmt_when(when, sizeof(when), lj && lj->end_ms ? lj->end_ms : cur->end_ms);
 	if (resubmits(d, cls) && cur->attempt < d->max_attempts) {
-		int64_t rung = plan_next_rung(cur->rung, cls, d->nrungs);
+		int64_t rung = plan_next_rung(at, cls, d->nrungs);
 
 		if (maybe_adopt(b, d, rec, cur->attempt + 1, rung, "resubmit", NULL))
 			return;
@@ -525,7 +594,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 							   " (region %s) after %s in %s",
 							   cur->attempt + 1, d->max_attempts, rung,
 							   rung_region(d, rung), cls,
-							   cur->region ? cur->region : rung_region(d, cur->rung)));
+							   cur->region ? cur->region : rung_region(d, at)));
 		else
 			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
 							   cur->attempt + 1, d->max_attempts, cls, when));
@@ -534,7 +603,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		if (!a)
 			return;
 		fill_decl(b, a, d);
-		set_rung(b, a, d, cur->rung);
+		set_rung(b, a, d, at);
 		a->record = rec;
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
@@ -555,30 +624,55 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 }
 
+static const char *on_remove_word(enum plan_on_remove v)
+{
+	return v == PLAN_ON_REMOVE_CANCEL ? "cancel" : v == PLAN_ON_REMOVE_FORGET ? "forget" : "unset";
+}
+
 /*
  * Declaration-only settings take effect from the declaration at plan time;
- * the state keeps `protect` so that a job removed from the declaration stays
- * protected. When it differs, an otherwise unchanged job is an update: the
- * apply records the setting and starts no run.
+ * the state keeps `protect` and `onRemove` so that a job removed from the
+ * declaration stays protected and is removed as it said. When one differs,
+ * an otherwise unchanged job is an update: the apply records the settings
+ * and starts no run.
  */
 static void settings_update(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 			    size_t first)
 {
 	for (size_t i = first; rec && i < b->p->n && !b->oom; i++) {
 		struct plan_action *a = &b->p->actions[i];
-		char *why;
+		struct vx_buf why = VX_BUF_INIT;
+		int rc = 0;
 
-		if (a->kind != PLAN_NOOP || !a->decl || !rec->protect == !d->protect)
+		if (a->kind != PLAN_NOOP || !a->decl ||
+		    (!rec->protect == !d->protect && rec->on_remove == d->on_remove))
 			continue;
-		why = a->reason ? vx_asprintf("protect: %s -> %s; %s", rec->protect ? "true" : "false",
-					      d->protect ? "true" : "false", a->reason)
-				: vx_asprintf("protect: %s -> %s", rec->protect ? "true" : "false",
-					      d->protect ? "true" : "false");
-		set_fmt(b, &a->reason, why);
+		if (!rec->protect != !d->protect)
+			rc = vx_buf_printf(&why, "protect: %s -> %s", rec->protect ? "true" : "false",
+					   d->protect ? "true" : "false");
+		if (rc == 0 && rec->on_remove != d->on_remove)
+			rc = vx_buf_printf(&why, "%sonRemove: %s -> %s", why.len ? "; " : "",
+					   on_remove_word(rec->on_remove), on_remove_word(d->on_remove));
+		if (rc == 0 && a->reason)
+			rc = vx_buf_printf(&why, "; %s", a->reason);
+		set_fmt(b, &a->reason, rc == 0 ? vx_buf_detach(&why) : NULL);
+		vx_buf_release(&why);
 		b->p->counts[PLAN_NOOP]--;
 		b->p->counts[PLAN_UPDATE]++;
 		a->kind = PLAN_UPDATE;
 	}
+}
+
+/*
+ * Whether removing rec's declaration forgets its active run rather than
+ * cancelling it: a job made by hand and imported without vx's labels is
+ * not vx's to stop unless its declaration said onRemove: cancel. A run vx
+ * started carries this stack's labels: were it forgotten, the next plan
+ * would cancel it as untracked, so it is cancelled whatever onRemove says.
+ */
+static int removal_forgets(const struct plan_record *rec)
+{
+	return rec->unlabelled_import && rec->on_remove != PLAN_ON_REMOVE_CANCEL;
 }
 
 static void plan_removed(struct builder *b, const struct plan_record *rec)
@@ -591,6 +685,23 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 	if (cur && b->in->live) {
 		lj = live_by_name(b, cur->name);
 		state = lj ? lj->state : NULL;
+	}
+	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0 &&
+	    removal_forgets(rec)) {
+		a = add_action(b, PLAN_FORGET, rec->address);
+		if (!a)
+			return;
+		a->record = rec;
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->live_state, state);
+		set_str(b, &a->region, cur->region);
+		set_fmt(b, &a->reason, rec->on_remove == PLAN_ON_REMOVE_FORGET
+			? vx_asprintf("no longer declared; run %s is %s: onRemove is forget, so vx forgets it "
+				      "and leaves it running", cur->name, job_state_short(state))
+			: vx_asprintf("no longer declared; run %s is %s: it was imported (vx import) without "
+				      "vx's labels, so vx forgets it and leaves it running (onRemove: cancel "
+				      "cancels it)", cur->name, job_state_short(state)));
+		return;
 	}
 	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0) {
 		if (rec->protect)
@@ -606,8 +717,12 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->live_state, state);
 		set_str(b, &a->region, cur->region);
-		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is %s", cur->name,
-						   job_state_short(state)));
+		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is %s%s", cur->name,
+						   job_state_short(state),
+						   rec->on_remove == PLAN_ON_REMOVE_FORGET
+						   ? " (onRemove: forget leaves only a job imported without vx's "
+						     "labels: this run carries this stack's labels, and vx cancels "
+						     "every such job no declaration accounts for)" : ""));
 		return;
 	}
 	if (cur && state && !strcmp(state, "JOB_STATE_CANCELLING")) {
@@ -666,6 +781,117 @@ static void warn_foreign(struct builder *b, const struct live_job *j)
 		b->oom = 1;
 }
 
+/*
+ * Whether j, a live job of this stack that this state cannot prove its own,
+ * carries the address of a job this plan creates (index: the created
+ * addresses, sorted). With a state, only an active one counts (two runs of
+ * one job would run side by side); with none loaded, any: a job that has
+ * ended is as sure a sign that this stack's state was lost, and creating
+ * would run it again.
+ */
+static int collides(const struct builder *b, const struct live_job *j)
+{
+	const char *job = live_job_label(j, "vx-job");
+	char addr[STATE_MAX_NAME + 8];
+	const char *key = addr;
+
+	if (!b->ncreated || !j->name || !job || !label_is(j, "vx-stack", b->in->stack) || owned(b, j))
+		return 0;
+	if (!b->in->state_is_new &&
+	    (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING")))
+		return 0;
+	if ((size_t)snprintf(addr, sizeof(addr), "job.%s", job) >= sizeof(addr))
+		return 0;
+	return bsearch(&key, b->created, b->ncreated, sizeof(*b->created), cmp_cstr) != NULL;
+}
+
+/* The first few of n items, then "and N more". */
+#define SHOW_FIRST 3
+
+/*
+ * Never creates a job beside a live run of it that another state of this
+ * stack name launched (its vx-lineage is not this state's). With no state
+ * loaded, that is almost always this stack's own state gone missing (CI
+ * without state.remote, a clone without the state branch, a deleted
+ * object), and creating would run every job twice: a plan error naming
+ * the cause and the fix. With a state, another repository may use the
+ * name: the same error, with that fix. -allow-other-lineage creates anyway
+ * (the jobs are then only warned about, as any foreign job).
+ */
+static void check_other_lineage(struct builder *b)
+{
+	const struct plan_input *in = b->in;
+	struct vx_buf jobs = VX_BUF_INIT, lins = VX_BUF_INIT;
+	const struct live_job **hit = NULL;
+	const char **seen = NULL;
+	size_t nhit = 0, nseen = 0;
+	int rc = 0;
+
+	if (!in->live || in->allow_other_lineage)
+		return;
+	b->created = calloc(b->p->n + 1, sizeof(*b->created));
+	hit = calloc(in->live->n + 1, sizeof(*hit));
+	seen = calloc(in->live->n + 1, sizeof(*seen));
+	if (!b->created || !hit || !seen) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
+	for (size_t i = 0; i < b->p->n; i++)
+		if (b->p->actions[i].kind == PLAN_CREATE && b->p->actions[i].kind_of == &kind_job)
+			b->created[b->ncreated++] = b->p->actions[i].address;
+	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_cstr);
+	for (size_t i = 0; i < in->live->n; i++)
+		if (collides(b, &in->live->items[i]))
+			hit[nhit++] = &in->live->items[i];
+	if (!nhit)
+		goto done;
+	/* In address order, as the plan lists them (the lists come in any order). */
+	qsort(hit, nhit, sizeof(*hit), cmp_live_job);
+	for (size_t i = 0; i < nhit && rc == 0; i++) {
+		const char *lin = live_job_label(hit[i], "vx-lineage");
+		size_t k = 0;
+
+		if (i < SHOW_FIRST)
+			rc = vx_buf_printf(&jobs, "%sjob.%s (%s, %s)", i ? ", " : "", vx_job_of(hit[i]),
+					   hit[i]->name, job_state_short(hit[i]->state));
+		lin = lin ? lin : "none";
+		/* Lineages are one or two: a scan is enough. */
+		while (k < nseen && strcmp(seen[k], lin) != 0)
+			k++;
+		if (k == nseen && rc == 0) {
+			rc = vx_buf_printf(&lins, "%s%s", nseen ? ", " : "", lin);
+			seen[nseen++] = lin;
+		}
+	}
+	if (rc == 0 && nhit > SHOW_FIRST)
+		rc = vx_buf_printf(&jobs, " and %zu more", nhit - SHOW_FIRST);
+	if (rc == 0 && in->state_is_new)
+		rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
+			"the state of stack %s was not found (none was loaded: serial 0), but live jobs of "
+			"this stack from another state (vx-lineage %s) carry %zu of the addresses this plan "
+			"would create: %s. Creating them would run these jobs a second time. %s To create "
+			"them anyway (they are not this stack's), re-run with -allow-other-lineage",
+			in->stack, lins.data, nhit, jobs.data,
+			in->state_lost_hint ? in->state_lost_hint
+			: "Likely cause: the state was not read from where it is kept; fix that and plan again.");
+	else if (rc == 0)
+		rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
+			"active jobs of stack %s from another state (vx-lineage %s) run %zu of the jobs this "
+			"plan would create: %s. Creating them would run each job twice. If another "
+			"repository uses the stack name %s, rename one of the two stacks; if they are "
+			"leftovers of this one, cancel them ('gcloud ai custom-jobs cancel NAME'); to create "
+			"anyway, re-run with -allow-other-lineage",
+			in->stack, lins.data, nhit, jobs.data, in->stack);
+	b->other_lineage = 1;
+done:
+	if (rc < 0)
+		b->oom = 1;
+	vx_buf_release(&jobs);
+	vx_buf_release(&lins);
+	free(seen);
+	free(hit);
+}
+
 /* Active jobs labelled for this stack and this state that nothing accounts
  * for: a crashed apply's leftovers or duplicates. They cost money: the plan
  * cancels them, and touches no record (the action has none). */
@@ -696,7 +922,8 @@ static void plan_untracked(struct builder *b)
 		if (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING"))
 			continue;
 		if (!owned(b, j)) {
-			warn_foreign(b, j);
+			if (!b->other_lineage || !collides(b, j))
+				warn_foreign(b, j);
 			continue;
 		}
 		addr = vx_asprintf("job.%s", job ? job : "?");
@@ -768,6 +995,7 @@ static void free_indexes(struct builder *b)
 	free(b->records);
 	free(b->decls);
 	free(b->known);
+	free(b->created);
 }
 
 int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err)
@@ -798,6 +1026,8 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
 			plan_removed(&b, r);
 	}
 	if (!b.oom)
+		check_other_lineage(&b);
+	if (!b.oom)
 		plan_untracked(&b);
 	free_indexes(&b);
 	if (b.oom) {
@@ -820,12 +1050,71 @@ static enum plan_on_change on_change(enum stack_on_change v)
 	}
 }
 
+void planner_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k)
+{
+	const struct job_spec *spec = stack_job_rung_spec(j, k);
+
+	memset(out, 0, sizeof(*out));
+	out->region = stack_job_rung_region(j, k);
+	out->scheduling = spec->strategy ? spec->strategy : "STANDARD";
+	out->reservation = spec->reservation;
+	/* The pools a rung's machineSpec replaces: those with accelerators. */
+	for (size_t i = 0; i < spec->npools && !out->machine; i++)
+		if (spec->pools[i].machine_type && spec->pools[i].accelerator_type)
+			out->machine = spec->pools[i].machine_type;
+	for (size_t i = 0; i < spec->npools && !out->machine; i++)
+		out->machine = spec->pools[i].machine_type;
+}
+
+/*
+ * Where the state of st is kept and how a state that was not found is got
+ * back, for the plan error of check_other_lineage. Owned by the caller.
+ */
+static char *state_lost_hint(const struct stack *st)
+{
+	const struct stack_state_cfg *c = &st->state;
+	char *prefix, *hint;
+
+	switch (c->backend) {
+	case STACK_BACKEND_GCS:
+		/* The object prefix, as the gcs backend defaults it (state/state_gcs.h). */
+		prefix = c->path ? vx_strdup(c->path) : vx_asprintf("vx/state/%s", st->name);
+		if (!prefix)
+			return NULL;
+		/* A state.json deleted with its history still there is refused by
+		 * the backend itself, with vx state restore: here there is neither. */
+		hint = vx_asprintf("Likely cause: state.bucket or state.path changed, or everything under "
+				   "gs://%s/%s/ was deleted, its history too. Fix: set the bucket and path "
+				   "back, or restore gs://%s/%s/state.json from an earlier version (a "
+				   "versioned bucket keeps them: gcloud storage ls --all-versions "
+				   "gs://%s/%s/state.json).",
+				   c->bucket, prefix, c->bucket, prefix, c->bucket, prefix);
+		free(prefix);
+		return hint;
+	case STACK_BACKEND_FILE:
+		return vx_asprintf("Likely cause: the state file %s is missing (not committed, or deleted). "
+				   "Fix: restore it, or point state.path at it.",
+				   c->path ? c->path : STACK_STATE_FILE_DEFAULT);
+	default:
+		if (!c->remote)
+			return vx_asprintf("Likely cause: the state is kept on the branch %s, which this "
+					   "clone does not have, and state.remote is unset, so vx does not fetch "
+					   "it (a CI checkout fetches one branch). Fix: set state.remote (e.g. "
+					   "remote: origin) in the Stack, or fetch the branch before planning: "
+					   "git fetch origin %s:%s.", c->branch, c->branch, c->branch);
+		return vx_asprintf("Likely cause: the branch %s was not found on %s (not fetched, or "
+				   "deleted). Fix: fetch it (git fetch %s %s:%s), or restore it from a clone "
+				   "that has it and push it.", c->branch, c->remote, c->remote, c->branch,
+				   c->branch);
+	}
+}
+
 int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, struct vx_err *err)
 {
 	const struct stack *st = kin->st;
 	const struct state *state = kin->state;
 	struct plan jobs;
-	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0;
+	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0, nids = 0;
 	int rc;
 
 	for (size_t i = 0; i < state->nrecords; i++) {
@@ -844,8 +1133,13 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		nrungs += st->jobs[i].nrungs ? st->jobs[i].nrungs + 1 : 0;
 	out->rung_regions = calloc(nrungs + 1, sizeof(*out->rung_regions));
 	out->rung_shapes = calloc(nrungs + 1, sizeof(*out->rung_shapes));
+	/* Every job's rung 0 has an identity, with a ladder or not. */
+	out->rung_ids = calloc(nrungs + st->njobs + 1, sizeof(*out->rung_ids));
+	if (state->serial == 0)
+		out->state_lost_hint = state_lost_hint(st);
 	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known ||
-	    !out->rung_regions || !out->rung_shapes) {
+	    !out->rung_regions || !out->rung_shapes || !out->rung_ids ||
+	    (state->serial == 0 && !out->state_lost_hint)) {
 		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 		goto fail;
 	}
@@ -884,8 +1178,12 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 				}
 			}
 		}
+		d->rung_ids = &out->rung_ids[nids];
+		for (size_t k = 0; k <= j->nrungs; k++)
+			planner_rung_id(&out->rung_ids[nids++], j, (int64_t)k);
 		d->on_change = on_change(j->on_change);
 		d->protect = j->protect;
+		d->on_remove = (enum plan_on_remove)j->on_remove;
 		d->user = j;
 	}
 	for (size_t i = 0, n = 0; i < state->nrecords; i++) {
@@ -900,6 +1198,10 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		pr->spec_json = r->spec_json;
 		pr->run = r->run;
 		pr->protect = r->protect;
+		pr->on_remove = (enum plan_on_remove)r->on_remove;
+		pr->unlabelled_import = r->current && r->current->action &&
+					!strcmp(r->current->action, "import") &&
+					!vx_labels_get(r->current->labels, r->current->nlabels, "vx-stack");
 		pr->user = r;
 		if (r->current) {
 			struct plan_run *run = &out->runs[n];
@@ -912,6 +1214,10 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->error_message = r->current->error_message;
 			run->attempt = r->current->attempt;
 			run->rung = r->current->rung;
+			run->rung_id.region = r->current->region;
+			run->rung_id.scheduling = r->current->rung_scheduling;
+			run->rung_id.machine = r->current->rung_machine;
+			run->rung_id.reservation = r->current->rung_reservation;
 			run->end_ms = r->current->ended_ms;
 			run->created_ms = r->current->created_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
@@ -938,6 +1244,8 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	out->in.ntargets = kin->ntargets;
 	out->in.replaces = kin->replaces;
 	out->in.nreplaces = kin->nreplaces;
+	out->in.state_is_new = state->serial == 0;
+	out->in.state_lost_hint = out->state_lost_hint;
 	rc = plan_build(&jobs, &out->in, err);
 	if (rc < 0)
 		return rc;
@@ -1137,7 +1445,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 	return rc;
 }
 
-/* Jobs whose protect changed: recorded, no run started. */
+/* Jobs whose protect or onRemove changed: recorded, no run started. */
 static void do_updates(struct applier *a)
 {
 	for (size_t i = 0; i < a->plan->n; i++) {
@@ -1148,6 +1456,7 @@ static void do_updates(struct applier *a)
 			continue;
 		if ((r = state_find(a->state, pa->address))) {
 			r->protect = decl_job(pa)->protect;
+			r->on_remove = decl_job(pa)->on_remove;
 			a->res->ok++;
 			applier_progress(a, "~ %s update %s", pa->address, pa->reason ? pa->reason : "");
 		}
@@ -1224,6 +1533,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	r->spec_json = j->spec.redacted_json ? strdup(j->spec.redacted_json) : NULL;
 	r->run = j->run;
 	r->protect = j->protect;
+	r->on_remove = j->on_remove;
 	r->attempts = new_key ? 1 : pa->attempt;
 	run.resource = vx_strdup(lj->name);
 	run.project = vx_strdup(a->opts->project);
@@ -1233,6 +1543,17 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	run.run = pa->run;
 	run.attempt = pa->attempt;
 	run.rung = pa->rung;
+	/* What the rung is, so a later edit of the ladder finds the run on it
+	 * wherever the rung moved (kind_job's run_rung). Jobs without a ladder
+	 * record none: their records keep their bytes. */
+	if (j->nrungs) {
+		struct plan_rung_id id;
+
+		planner_rung_id(&id, j, pa->rung);
+		run.rung_scheduling = vx_strdup(id.scheduling);
+		run.rung_machine = vx_strdup(id.machine);
+		run.rung_reservation = vx_strdup(id.reservation);
+	}
 	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
 	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);

@@ -42,10 +42,30 @@ enum plan_kind {
 	PLAN_KIND_COUNT
 };
 
+/* What removing a job's declaration does to its active run (`onRemove`);
+ * the values are the state's (STATE_ON_REMOVE_*). */
+enum plan_on_remove {
+	PLAN_ON_REMOVE_DEFAULT = 0, /* cancel a run vx started, forget one imported without vx's labels */
+	PLAN_ON_REMOVE_CANCEL,
+	PLAN_ON_REMOVE_FORGET,
+};
+
 enum plan_on_change {
 	PLAN_ON_CHANGE_REPLACE = 0,
 	PLAN_ON_CHANGE_AFTER_FINISH,
 	PLAN_ON_CHANGE_IGNORE,
+};
+
+/*
+ * What a rung of a fallback ladder is, so a run is known by its rung's
+ * content rather than its position: editing the ladder (removing or
+ * reordering rungs) then moves no run whose rung is still on it.
+ */
+struct plan_rung_id {
+	const char *region;
+	const char *scheduling;     /* STANDARD, SPOT, FLEX_START */
+	const char *machine;        /* the accelerator pools' machine type (else the first pool's) */
+	const char *reservation;    /* the reservation it uses, or NULL */
 };
 
 /* A declared job. */
@@ -67,8 +87,13 @@ struct plan_decl {
 	const char *const *rung_regions;
 	const char *const *rung_shapes;
 	size_t nrungs;
+	/* What each rung is: rung_ids[k] for k < nrungs (at least [0], the
+	 * declared job, when there is no ladder); NULL: unknown, runs are then
+	 * matched to rungs by position. */
+	const struct plan_rung_id *rung_ids;
 	enum plan_on_change on_change;
 	int protect;
+	enum plan_on_remove on_remove;
 	const void *user;           /* the caller's declaration, handed back in actions */
 };
 
@@ -82,6 +107,10 @@ struct plan_run {
 	const char *error_message;
 	int64_t attempt;
 	int64_t rung;               /* the ladder rung it ran on (0 without one) */
+	/* What that rung was (its region is .region above); scheduling NULL
+	 * when not recorded (a state from before, or a job without a ladder):
+	 * the rung is then known by position alone. */
+	struct plan_rung_id rung_id;
 	int64_t created_ms;         /* when vx created it, 0 = unknown */
 	int64_t end_ms;
 	int cancelled_by_vx;
@@ -94,6 +123,10 @@ struct plan_record {
 	const char *spec_json;      /* redacted spec of the current run; may be NULL */
 	int64_t run;
 	int protect;
+	enum plan_on_remove on_remove; /* as the declaration said at the last apply */
+	/* The current run was imported (vx import) and carries no vx labels:
+	 * a job made by hand, which vx did not start. */
+	int unlabelled_import;
 	const struct plan_run *current; /* NULL: no current run */
 	const char *const *known;   /* resource names of every earlier run (history) */
 	size_t nknown;
@@ -118,6 +151,15 @@ struct plan_input {
 	size_t ntargets;
 	const char *const *replaces; /* force a new run of these */
 	size_t nreplaces;
+	/* No state was loaded (serial 0): a live job of this stack that belongs
+	 * to another state and carries an address this plan would create is
+	 * then most likely this stack's own, behind a state that was not found. */
+	int state_is_new;
+	/* Why a state may not have been found and how to get it back, in words
+	 * (the backend's): part of that plan error. NULL: a generic sentence. */
+	const char *state_lost_hint;
+	/* -allow-other-lineage: create even beside such live jobs (a warning). */
+	int allow_other_lineage;
 };
 
 struct plan_action {

@@ -26,6 +26,8 @@ void planner_release(struct planner *p)
 		free(p->rung_shapes[i]);
 	free(p->rung_shapes);
 	free(p->rung_regions);
+	free(p->rung_ids);
+	free(p->state_lost_hint);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -49,6 +51,7 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		kin.ntargets = opts->ntargets;
 		kin.replaces = opts->replaces;
 		kin.nreplaces = opts->nreplaces;
+		out->in.allow_other_lineage = opts->allow_other_lineage;
 	}
 	/* In reverse phase order: a removal may depend on what a later phase's
 	 * plan does (a reservation is deleted only once this plan cancels the

@@ -13,6 +13,7 @@
 #include "util/err.h"
 
 struct stack;
+struct stack_job;
 struct state;
 struct live_jobs;
 struct live_set;
@@ -27,6 +28,8 @@ struct planner {
 	struct plan_run *runs;
 	const char **known;     /* storage for every record's known[] */
 	const char **rung_regions; /* storage for every decl's rung_regions[] */
+	struct plan_rung_id *rung_ids; /* storage for every decl's rung_ids[] */
+	char *state_lost_hint;  /* owned: in.state_lost_hint */
 	char **rung_shapes;     /* every decl's rung_shapes[], owned; nrung_shapes entries */
 	size_t nrung_shapes;
 	char lineage[13];       /* the state's vx-lineage label value */
@@ -38,6 +41,7 @@ struct planner_options {
 	size_t ntargets;
 	const char *const *replaces;
 	size_t nreplaces;
+	int allow_other_lineage; /* -allow-other-lineage (plan_input) */
 };
 
 /*
@@ -54,6 +58,9 @@ struct kind_plan_input;
 int planner_plan_jobs(struct planner *pl, const struct kind_plan_input *in,
 		      struct vx_err *err) VX_WUR;
 void planner_release(struct planner *p);
+
+/* What rung k of j's ladder is (0: the declared job), borrowing from j. */
+void planner_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k);
 
 /* A project and region whose jobs are listed. */
 struct planner_place {

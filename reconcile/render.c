@@ -12,6 +12,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/plan.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 #define C_RESET "\033[0m"
@@ -714,6 +715,9 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	for (size_t i = 0; regs && i < h->ntargets; i++)
 		if (!cJSON_AddItemToArray(regs, cJSON_CreateString(h->targets[i])))
 			rc = VX_ENOMEM;
+	/* Only when given: what was reviewed is applied under the same choice. */
+	if (h->allow_other_lineage)
+		rc |= add(root, "allow_other_lineage", cJSON_CreateTrue());
 	state = cJSON_CreateObject();
 	rc |= add(root, "state", state);
 	if (state) {
@@ -785,6 +789,16 @@ int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct
 			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
 					  "%s was planned to %s, %s would now %s; run vxplan again",
 					  s->address, s->action, a->address, plan_kind_name(a->kind));
+		/* A run starts where the plan showed, or not at all: a ladder's rung
+		 * (and with it the region and machines) is part of what was reviewed. */
+		if (s->has_rung && (s->rung != a->rung || s->attempt != a->attempt ||
+				    !vx_text_same(s->region, a->region)))
+			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
+					  "%s was planned to %s attempt %" PRId64 " on rung %" PRId64 " in %s, "
+					  "it would now be attempt %" PRId64 " on rung %" PRId64 " in %s; run "
+					  "vxplan again", s->address, s->action, s->attempt, s->rung,
+					  s->region ? s->region : "?", a->attempt, a->rung,
+					  a->region ? a->region : "?");
 	}
 	if (k != sp->n)
 		return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: %s no longer "
@@ -869,6 +883,7 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 	    (rc = get_str(root, "declaration_hash", &out->decl_hash, 1, err)) < 0)
 		goto done;
 	out->refresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "refresh"));
+	out->allow_other_lineage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "allow_other_lineage"));
 	{
 		const cJSON *by = cJSON_GetObjectItemCaseSensitive(root, "planned_by");
 
@@ -953,6 +968,8 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 				goto done;
 			sa->run = get_int(after, "run");
 			sa->attempt = get_int(after, "attempt");
+			sa->has_rung = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(after, "rung"));
+			sa->rung = get_int(after, "rung");
 		}
 	}
 done:

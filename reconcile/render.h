@@ -44,6 +44,7 @@ struct render_header {
 	size_t nalso;
 	const char *const *targets; /* -target addresses the plan was limited to */
 	size_t ntargets;
+	int allow_other_lineage;    /* -allow-other-lineage: "allow_other_lineage": true */
 	const struct capacity_report *capacity; /* quota and cost (reconcile/capacity.h), or NULL */
 	/* Who planned, for a saved plan only ("planned_by"): the actor and the
 	 * pull request (0 and NULL when not in one). NULL: not written. */
@@ -81,6 +82,8 @@ struct saved_action {
 	char *spec_hash;    /* the declared spec hash, or NULL */
 	int64_t run;
 	int64_t attempt;
+	int has_rung;       /* after.rung was given: the action starts or adopts a job's run */
+	int64_t rung;       /* after.rung */
 };
 
 struct saved_plan {
@@ -100,6 +103,7 @@ struct saved_plan {
 	int refresh;
 	char **targets;      /* -target addresses, ntargets of them */
 	size_t ntargets;
+	int allow_other_lineage; /* planned with -allow-other-lineage: applied with it too */
 	struct saved_action *actions;
 	size_t n;
 };

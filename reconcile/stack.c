@@ -431,6 +431,9 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		rc = vx_buf_printf(b, ",\"maxAttempts\":\"%lld\"", (long long)j->max_attempts);
 	if (rc == 0)
 		rc = json_kv(b, "onChange", stack_on_change_name(j->on_change));
+	/* Only when set, so a stack without it keeps its declaration hash. */
+	if (rc == 0 && j->on_remove)
+		rc = json_kv(b, "onRemove", j->on_remove == 1 ? "cancel" : "forget");
 	if (rc == 0)
 		rc = vx_buf_printf(b, ",\"protect\":%s", j->protect ? "true" : "false");
 	if (rc == 0)

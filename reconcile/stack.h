@@ -135,6 +135,7 @@ struct stack_job {
 	size_t nrungs;
 	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
 	int protect;                  /* 1: the plan refuses to cancel this job */
+	int on_remove;                /* onRemove: STATE_ON_REMOVE_* (0: unset, the default) */
 	/* resubmit.delay: after a stockout, how long the next attempt waits (doubling per
 	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
 	int64_t resubmit_delay_ms;

@@ -24,7 +24,9 @@ static const char *const stack_keys[] = { "kind", "name", "project", "region", "
 static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
-					"run", "resubmit", "onChange", "protect", "stuckAfter" };
+					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove" };
+/* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
+static const char *const on_remove_names[] = { "cancel", "forget" };
 static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay" };
 static const char *const rung_keys[] = { "region", "scheduling", "machineSpec", "reservation" };
 static const char *const reservation_keys[] = { "kind", "name", "zone", "machineType",
@@ -949,6 +951,8 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 	if (stack_get_enum(&e, L, doc, "onChange", stack_on_change_names, ARRAY_SIZE(stack_on_change_names)))
 		j->on_change = (enum stack_on_change)e;
 	(void)stack_get_bool(&j->protect, L, doc, "", "protect");
+	if (stack_get_enum(&e, L, doc, "onRemove", on_remove_names, ARRAY_SIZE(on_remove_names)))
+		j->on_remove = e;
 	spec = stack_get_value(doc, "spec");
 	if (!spec) {
 		stack_get_missing(L, doc, "", "spec");

@@ -38,6 +38,9 @@ void state_run_release(struct state_run *r)
 	free(r->launched_by);
 	free(r->planned_by);
 	free(r->pr_url);
+	free(r->rung_scheduling);
+	free(r->rung_machine);
+	free(r->rung_reservation);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -201,6 +204,9 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	    state_dup_opt(&out->config_commit, in->config_commit) < 0 ||
 	    state_dup_opt(&out->decl_hash, in->decl_hash) < 0 ||
 	    state_dup_opt(&out->launched_by, in->launched_by) < 0 ||
+	    state_dup_opt(&out->rung_scheduling, in->rung_scheduling) < 0 ||
+	    state_dup_opt(&out->rung_machine, in->rung_machine) < 0 ||
+	    state_dup_opt(&out->rung_reservation, in->rung_reservation) < 0 ||
 	    vx_labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
 		state_run_release(out);
 		return VX_ENOMEM;
@@ -216,6 +222,7 @@ int state_record_copy(struct state_record *out, const struct state_record *in)
 	out->run = in->run;
 	out->attempts = in->attempts;
 	out->protect = in->protect;
+	out->on_remove = in->on_remove;
 	if (state_dup_opt(&out->address, in->address) < 0 || state_dup_opt(&out->kind, in->kind) < 0 ||
 	    state_dup_opt(&out->spec_hash, in->spec_hash) < 0 ||
 	    state_dup_opt(&out->spec_json, in->spec_json) < 0)

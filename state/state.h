@@ -64,6 +64,13 @@ struct state_run {
 	int64_t run;          /* the declaration's `run` it was created for */
 	int64_t attempt;      /* 1 for the first attempt of this (spec, run) */
 	int64_t rung;         /* the rung of the job's fallback ladder it ran on; 0: the declared job */
+	/* What that rung is (with region above), for a job with a ladder, so an
+	 * edit of the ladder finds the run's rung wherever it moved; NULL in
+	 * older states and for jobs without a ladder (rung_machine may be NULL
+	 * for a spec without pools; rung_scheduling is then still set). */
+	char *rung_scheduling; /* STANDARD, SPOT, FLEX_START */
+	char *rung_machine;   /* the accelerator pools' machine type, else the first pool's */
+	char *rung_reservation; /* the reservation the rung uses, or NULL */
 	struct vx_label *labels; /* sorted by key, unique; nlabels entries */
 	size_t nlabels;
 	char *state;          /* last seen Vertex JobState name (JOB_STATE_RUNNING); NULL = never seen */
@@ -88,6 +95,14 @@ struct state_run {
 	int64_t value;
 };
 
+/* What a job's removal from the declaration does (`onRemove`). */
+enum {
+	STATE_ON_REMOVE_DEFAULT = 0, /* unset: cancel a job vx started, forget one imported without
+				      * vx's labels */
+	STATE_ON_REMOVE_CANCEL,
+	STATE_ON_REMOVE_FORGET,
+};
+
 /* One address. */
 struct state_record {
 	char *address;        /* "job.NAME" */
@@ -97,6 +112,8 @@ struct state_record {
 	int64_t run;          /* the declaration's `run` */
 	int64_t attempts;     /* attempts made for (spec_hash, run); resets on a new spec or run */
 	int protect;          /* the declaration's `protect`, kept so a removed job stays protected */
+	int on_remove;        /* the declaration's `onRemove`, kept so a removed job's policy is
+			       * known: STATE_ON_REMOVE_* ("onRemove", written only when set) */
 	struct state_run *current; /* owned; NULL when there is no current run */
 	struct state_run *history; /* past runs, oldest first; nhistory entries */
 	size_t nhistory;

@@ -127,6 +127,9 @@ static cJSON *run_json(const struct state_run *r)
 	    add_str(o, "action", r->action) < 0 || add_str(o, "specHash", r->spec_hash) < 0 ||
 	    add_int(o, "run", r->run) < 0 || add_int(o, "attempt", r->attempt) < 0 ||
 	    (r->rung && add_int(o, "rung", r->rung) < 0) ||
+	    (r->rung_scheduling && add_str(o, "rungScheduling", r->rung_scheduling) < 0) ||
+	    (r->rung_scheduling && add_str(o, "rungMachine", r->rung_machine) < 0) ||
+	    (r->rung_scheduling && add_str(o, "rungReservation", r->rung_reservation) < 0) ||
 	    add_item(o, "labels", labels_json(r->labels, r->nlabels)) < 0 ||
 	    add_str(o, "state", r->state) < 0 || add_str(o, "failure", r->failure) < 0 ||
 	    add_int(o, "errorCode", r->error_code) < 0 ||
@@ -201,6 +204,9 @@ static int record_json(const struct state_record *r, int with_version, cJSON **o
 	rc = -1;
 	if (add_int(o, "run", r->run) < 0 || add_int(o, "attempts", r->attempts) < 0 ||
 	    add_bool(o, "protect", r->protect) < 0 ||
+	    /* Only when set, so a record without it keeps its bytes. */
+	    (r->on_remove && add_str(o, "onRemove", r->on_remove == STATE_ON_REMOVE_CANCEL ? "cancel"
+				     : "forget") < 0) ||
 	    add_item(o, "current", r->current ? run_json(r->current) : cJSON_CreateNull()) < 0)
 		goto done;
 	hist = cJSON_CreateArray();
@@ -277,7 +283,9 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_str(b, r->config_commit) < 0 || fp_int(b, r->config_dirty != 0) < 0 ||
 	    fp_str(b, r->decl_hash) < 0 || fp_str(b, r->launched_by) < 0 ||
 	    fp_str(b, r->planned_by) < 0 || fp_int(b, r->pr_number) < 0 || fp_str(b, r->pr_url) < 0 ||
-	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0)
+	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0 ||
+	    fp_str(b, r->rung_scheduling) < 0 || fp_str(b, r->rung_machine) < 0 ||
+	    fp_str(b, r->rung_reservation) < 0)
 		return -1;
 	return 0;
 }
@@ -289,7 +297,8 @@ int state_record_fingerprint(const struct state_record *r, struct vx_buf *out, s
 	vx_buf_reset(out);
 	if (fp_str(out, r->address) < 0 || fp_str(out, r->kind) < 0 || fp_str(out, r->spec_hash) < 0 ||
 	    fp_str(out, r->spec_json) < 0 || fp_int(out, r->run) < 0 || fp_int(out, r->attempts) < 0 ||
-	    fp_int(out, r->protect != 0) < 0 || fp_int(out, r->current != NULL) < 0 ||
+	    fp_int(out, r->protect != 0) < 0 || fp_int(out, r->on_remove) < 0 ||
+	    fp_int(out, r->current != NULL) < 0 ||
 	    (r->current && fp_run(out, r->current) < 0) || fp_int(out, (int64_t)r->nhistory) < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	for (i = 0; i < r->nhistory; i++)
@@ -717,14 +726,16 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "attempt", "labels", "state", "failure", "errorCode",
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
 					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
-					    "rung", "plannedBy", "pullRequest", "pullRequestUrl" };
+					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
+					    "rungScheduling", "rungMachine", "rungReservation" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
 	 * states without them keep their bytes). */
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
+				     F_NULL, F_NULL, F_NULL };
 	int rc, has_rung = 0, has_pr;
 
 	memset(r, 0, sizeof(*r));
@@ -739,6 +750,9 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
 	    (rc = get_int(o, path, "attempt", 0, INT64_C(1) << 53, &r->attempt, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "rung", 0, 1000, &has_rung, &r->rung, err)) < 0 ||
+	    (rc = get_str(o, path, "rungScheduling", F_NULL, 64, &r->rung_scheduling, err)) < 0 ||
+	    (rc = get_str(o, path, "rungMachine", F_NULL, 128, &r->rung_machine, err)) < 0 ||
+	    (rc = get_str(o, path, "rungReservation", F_NULL, 1024, &r->rung_reservation, err)) < 0 ||
 	    (rc = get_labels(o, path, "labels", &r->labels, &r->nlabels, err)) < 0 ||
 	    (rc = get_str(o, path, "state", F_REQ | F_NULL, 128, &r->state, err)) < 0 ||
 	    (rc = get_str(o, path, "failure", F_REQ | F_NULL, 128, &r->failure, err)) < 0 ||
@@ -830,9 +844,11 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 		       struct state_record *r, struct vx_err *err)
 {
 	static const char *const keys[] = { "version", "address", "kind", "specHash", "spec",
-					    "run", "attempts", "protect", "current", "history" };
+					    "run", "attempts", "protect", "current", "history", "onRemove" };
+	/* onRemove came later: optional. */
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
-				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ };
+				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL };
+	char *on_remove = NULL;
 	const cJSON *spec, *cur, *hist, *c;
 	int64_t version = STATE_VERSION;
 	size_t n, i;
@@ -840,7 +856,7 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = check_keys(o, path, keys + !with_version, flags, 10 - !with_version, err);
+	rc = check_keys(o, path, keys + !with_version, flags + !with_version, 11 - !with_version, err);
 	if (rc < 0)
 		return rc;
 	if (with_version && (rc = get_int(o, path, "version", 0, 1000, &version, err)) < 0)
@@ -854,8 +870,18 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
 	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
 	    (rc = get_int(o, path, "attempts", 0, INT64_C(1) << 53, &r->attempts, err)) < 0 ||
-	    (rc = get_bool(o, path, "protect", &r->protect, err)) < 0)
+	    (rc = get_bool(o, path, "protect", &r->protect, err)) < 0 ||
+	    (rc = get_str(o, path, "onRemove", F_NULL, 16, &on_remove, err)) < 0)
 		goto fail;
+	if (on_remove && strcmp(on_remove, "cancel") != 0 && strcmp(on_remove, "forget") != 0) {
+		jpath(p, sizeof(p), path, "onRemove");
+		rc = vx_err_set(err, VX_EINVAL, "%s: expected \"cancel\" or \"forget\"", p);
+		free(on_remove);
+		goto fail;
+	}
+	if (on_remove)
+		r->on_remove = strcmp(on_remove, "cancel") ? STATE_ON_REMOVE_FORGET : STATE_ON_REMOVE_CANCEL;
+	free(on_remove);
 	if ((rc = state_address_split(r->address, NULL, NULL, err)) < 0) {
 		vx_err_wrap(err, "%s%saddress", path, *path ? "." : "");
 		goto fail;

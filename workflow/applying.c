@@ -213,6 +213,8 @@ int applying_open_saved(struct applying *ap, struct vx_ctx *ctx, const char *pla
 	for (size_t i = 0; i < sp->ntargets; i++)
 		if (planning_opts_add(&po->targets, &po->ntargets, sp->targets[i]) < 0)
 			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	/* Planned with -allow-other-lineage: applied with it, as reviewed. */
+	po->allow_other_lineage |= sp->allow_other_lineage;
 	return 0;
 }
 

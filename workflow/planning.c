@@ -145,6 +145,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	popts.ntargets = o->ntargets;
 	popts.replaces = o->replaces;
 	popts.nreplaces = o->nreplaces;
+	popts.allow_other_lineage = o->allow_other_lineage;
 	pl->live = live_store_view(&ws->store);
 	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &pl->live : NULL, &popts, err);
 	if (rc < 0)
@@ -168,6 +169,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.nalso = o->refresh ? ws->store.nalso : 0;
 	pl->header.targets = o->targets;
 	pl->header.ntargets = o->ntargets;
+	pl->header.allow_other_lineage = o->allow_other_lineage;
 	return plan_capacity(pl, ws, o, err);
 }
 

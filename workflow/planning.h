@@ -32,6 +32,7 @@ struct planning_opts {
 	size_t nreplaces;
 	int refresh;
 	int fail_on_quota;       /* -fail-on=quota: a job that does not fit is a plan error */
+	int allow_other_lineage; /* -allow-other-lineage */
 };
 
 struct planning {

@@ -186,6 +186,72 @@ class Ladder(FakeTestCase):
         r = self.plan_ok()
         self.assertEqual(self.block(r.out)[:2], ["↻   job.a rerun", "g2-standard-4 ×1, 1×L4, SPOT in us-central1"])
 
+    def climb_to_east(self):
+        """climb_to_flex, then the FLEX_START rung waits out: attempt 3 runs on rung 2, us-east5."""
+        self.climb_to_flex()
+        self.fake.advance(WAITED_OUT)
+        self.apply_ok()
+        self.fake.advance(PENDING_AFTER)
+        jobs = self.jobs_of_a()
+        self.check_rung(jobs[2], 3, 2, "us-east5", {"strategy": "SPOT"})
+        self.assertEqual(jobs[2]["state"], "JOB_STATE_RUNNING")
+        return jobs[2]["name"]
+
+    def edit_ladder(self, fallback):
+        text = ladder_yaml()
+        head = text[:text.index("  fallback:\n")]
+        self.repo.write({"a": head + "  fallback:\n" + "".join("    - %s\n" % r for r in fallback)})
+
+    def test_reordering_the_ladder_keeps_the_run_and_its_attempt_count(self):
+        east = self.climb_to_east()
+        # us-east5 first, then FLEX_START: the run's rung is now rung 1
+        self.edit_ladder(["region: us-east5", "scheduling: {strategy: FLEX_START, maxWaitDuration: 1h}"])
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("Plan: no changes. 1 unchanged.\n", r.out)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 0)
+        self.assertEqual(self.jobs_of_a()[2]["state"], "JOB_STATE_RUNNING")
+        # removing the rung before it (FLEX_START) keeps it too
+        self.edit_ladder(["region: us-east5"])
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+
+        # preempted there: attempt 4 (the count carried), one rung down from where it is now
+        self.edit_ladder(["region: us-east5", "scheduling: {strategy: FLEX_START, maxWaitDuration: 1h}"])
+        self.fake.post("/_fake/outcomes", {"name": east, "outcome": "preempted"})
+        self.fake.advance(FINISHED_AFTER)
+        self.assertEqual(self.jobs_of_a()[2]["state"], "JOB_STATE_FAILED")
+        r = self.plan_ok()
+        got = self.block(r.out)
+        self.assertEqual(got[:2], ["↻   job.a resubmit", "g2-standard-4 ×1, 1×L4, FLEX_START in us-central1"])
+        # the fake's message, shortened by the plan, follows in brackets
+        self.assertEqual(got[2].split(" (code 14: ")[0],
+                         "attempt 4/6 on rung 2 (region us-central1) after preempted in us-east5")
+        self.apply_ok()
+        jobs = self.jobs_of_a()
+        self.assertEqual(len(jobs), 4)
+        self.check_rung(jobs[3], 4, 2, "us-central1", {"strategy": "FLEX_START", "maxWaitDuration": "3600s"})
+
+    def test_removing_the_runs_rung_replaces_it_where_the_plan_says(self):
+        east = self.climb_to_east()
+        self.edit_ladder(["scheduling: {strategy: FLEX_START, maxWaitDuration: 1h}"])
+        r = self.plan_ok()
+        self.assertEqual(self.block(r.out), [
+            "-/+ job.a replace",
+            "g2-standard-4 ×1, 1×L4, SPOT in us-central1",
+            "its rung (SPOT g2-standard-4 in us-east5) is no longer on the ladder while running",
+            "cancels %s" % east,
+        ])
+        self.apply_ok()
+        jobs = self.jobs_of_a()
+        self.assertEqual(len(jobs), 4)
+        self.assertIn(jobs[2]["state"], ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"))
+        self.assertEqual(jobs[2]["name"], east)
+        # the next attempt, on rung 0 in us-central1 as the plan said
+        self.check_rung(jobs[3], 4, 0, "us-central1", {"strategy": "SPOT"})
+
     def test_kill_after_a_rungs_create_is_adopted_not_duplicated(self):
         self.climb_to_flex()
         self.fake.advance(WAITED_OUT)

@@ -298,6 +298,74 @@ static void test_removed_cancel_forget_and_drift(void **state)
 	plan_release(&p);
 }
 
+/*
+ * A job made by hand and imported without vx's labels is forgotten, left
+ * running, when its declaration is removed; onRemove: cancel cancels it. A
+ * run vx started is cancelled whatever onRemove says (forgotten, the next
+ * plan would cancel it as untracked). onRemove is recorded like protect.
+ */
+static void test_removed_import_is_forgotten(void **state)
+{
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_RUNNING", .attempt = 1,
+				.region = "us-central1" };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run,
+				 .unlabelled_import = 1 };
+	struct plan_decl d = decl(HASH_A);
+	struct live_job j = { 0 };
+
+	(void)state;
+	j.name = strdup(JOB1);
+	j.region = strdup("us-central1");
+	j.state = strdup("JOB_STATE_RUNNING");
+	assert_int_equal(live_jobs_push(&live, &j), 0);
+	live_job_release(&j);
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	assert_null(p.actions[0].cancel_name);
+	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running: it was "
+			    "imported (vx import) without vx's labels, so vx forgets it and leaves it running "
+			    "(onRemove: cancel cancels it)");
+	plan_release(&p);
+	/* protected, and forgotten: nothing to refuse */
+	r.protect = 1;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.errors.n, 0);
+	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	plan_release(&p);
+	r.protect = 0;
+	r.on_remove = PLAN_ON_REMOVE_FORGET;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running: onRemove is "
+			    "forget, so vx forgets it and leaves it running");
+	plan_release(&p);
+	r.on_remove = PLAN_ON_REMOVE_CANCEL;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	plan_release(&p);
+	/* a run vx started: cancelled, with why onRemove: forget does not apply */
+	r.unlabelled_import = 0;
+	r.on_remove = PLAN_ON_REMOVE_FORGET;
+	build(&p, NULL, 0, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running (onRemove: "
+			    "forget leaves only a job imported without vx's labels: this run carries this "
+			    "stack's labels, and vx cancels every such job no declaration accounts for)");
+	plan_release(&p);
+	/* declared with another onRemove than recorded: an update, as for protect */
+	r.on_remove = PLAN_ON_REMOVE_DEFAULT;
+	d.on_remove = PLAN_ON_REMOVE_CANCEL;
+	d.protect = 1;
+	build(&p, &d, 1, &r, 1, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_string_equal(p.actions[0].reason, "protect: false -> true; onRemove: unset -> cancel");
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
 static void test_untracked_job_cancelled(void **state)
 {
 	struct live_jobs live = { 0 };
@@ -315,7 +383,9 @@ static void test_untracked_job_cancelled(void **state)
 }
 
 /* Issue 8 item 3: a job with this stack's name but another state's identity,
- * or none, is foreign: never cancelled, never adopted; shown as a warning. */
+ * or none, is foreign: never cancelled, never adopted; shown as a warning.
+ * One that carries an address this plan creates is a plan error instead
+ * (test_other_lineage_never_runs_a_job_twice). */
 static void test_foreign_jobs_left_alone(void **state)
 {
 	struct plan_decl d = decl(HASH_A);
@@ -323,7 +393,7 @@ static void test_foreign_jobs_left_alone(void **state)
 	struct plan p;
 
 	(void)state;
-	add_live_of(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1,
+	add_live_of(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "other", "aaaaaaaaaaaa", "1", "1", 1,
 		    "fedcba987654");
 	add_live_of(&live, JOB2, "JOB_STATE_RUNNING", 0, NULL, "other", "aaaaaaaaaaaa", "1", "1", 1, NULL);
 	build(&p, &d, 1, NULL, 0, &live);
@@ -331,9 +401,10 @@ static void test_foreign_jobs_left_alone(void **state)
 	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
 	assert_int_equal(p.counts[PLAN_CANCEL], 0);
 	assert_int_equal(p.counts[PLAN_ADOPT], 0);
+	assert_int_equal(p.errors.n, 0);
 	assert_int_equal(p.warnings.n, 2);
 	assert_string_equal(p.warnings.items[0].msg,
-		"job.train: live job " JOB1 " (running) is labelled vx-stack=research but belongs to "
+		"job.other: live job " JOB1 " (running) is labelled vx-stack=research but belongs to "
 		"another state (vx-lineage=fedcba987654); vx leaves it alone. If another repository uses "
 		"the stack name research, rename one of the two stacks; if it is a leftover of this one, "
 		"cancel it with 'gcloud ai custom-jobs cancel " JOB1 "'");
@@ -342,6 +413,76 @@ static void test_foreign_jobs_left_alone(void **state)
 		"state identity (vx-lineage); vx leaves it alone. If another repository uses the stack "
 		"name research, rename one of the two stacks; if it is a leftover of this one, cancel it "
 		"with 'gcloud ai custom-jobs cancel " JOB2 "'");
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/*
+ * A state that was not found (serial 0) must not plan a create beside each
+ * job another lineage of this stack runs: a plan error naming a few of
+ * them, the lineage, the cause and the fix; -allow-other-lineage creates.
+ * With a state, the same create beside another state's run is refused too.
+ */
+static void test_other_lineage_never_runs_a_job_twice(void **state)
+{
+	static const char *const names[] = { "e", "d", "c", "b", "a" };
+	struct plan_decl d[5];
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct vx_err err = VX_ERR_INIT;
+	struct plan_input in = { .stack = "research", .lineage = LINEAGE, .decls = d, .ndecls = 5,
+				 .live = &live, .state_is_new = 1,
+				 .state_lost_hint = "Likely cause: X. Fix: Y." };
+	char addr[5][8], job[64];
+
+	(void)state;
+	for (size_t i = 0; i < 5; i++) {
+		d[i] = decl(HASH_A);
+		snprintf(addr[i], sizeof(addr[i]), "job.%s", names[i]);
+		d[i].address = addr[i];
+		d[i].name = names[i];
+		snprintf(job, sizeof(job), "projects/p/locations/us-central1/customJobs/%zu", 10 + i);
+		/* Listed in any order: the error lists them by address. */
+		add_live_of(&live, job, "JOB_STATE_RUNNING", 0, NULL, names[i], "aaaaaaaaaaaa", "1", "1", 1,
+			    "fedcba987654");
+	}
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.counts[PLAN_CREATE], 5);
+	assert_int_equal(p.errors.n, 1);
+	assert_string_equal(p.errors.items[0].msg,
+		"the state of stack research was not found (none was loaded: serial 0), but live jobs of "
+		"this stack from another state (vx-lineage fedcba987654) carry 5 of the addresses this plan "
+		"would create: job.a (projects/p/locations/us-central1/customJobs/14, running), job.b "
+		"(projects/p/locations/us-central1/customJobs/13, running), job.c "
+		"(projects/p/locations/us-central1/customJobs/12, running) and 2 more. Creating them would "
+		"run these jobs a second time. Likely cause: X. Fix: Y. To create them anyway (they are not this "
+		"stack's), re-run with -allow-other-lineage");
+	/* the error says it all: no warning repeats it */
+	assert_int_equal(p.warnings.n, 0);
+	plan_release(&p);
+
+	/* the flag: created, each foreign job a warning as before */
+	in.allow_other_lineage = 1;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.counts[PLAN_CREATE], 5);
+	assert_int_equal(p.errors.n, 0);
+	assert_int_equal(p.warnings.n, 5);
+	plan_release(&p);
+
+	/* a state that exists: refused as well, with the fix for two stacks of one name */
+	in.allow_other_lineage = 0;
+	in.state_is_new = 0;
+	in.ndecls = 1;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.errors.n, 1);
+	assert_string_equal(p.errors.items[0].msg,
+		"active jobs of stack research from another state (vx-lineage fedcba987654) run 1 of the jobs "
+		"this plan would create: job.e (projects/p/locations/us-central1/customJobs/10, running). "
+		"Creating them would run each job twice. If another repository uses the stack name "
+		"research, rename one of the two stacks; if they are leftovers of this one, cancel them "
+		"('gcloud ai custom-jobs cancel NAME'); to create anyway, re-run with -allow-other-lineage");
+	/* the four others are not created: warnings, as before */
+	assert_int_equal(p.warnings.n, 4);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -656,6 +797,101 @@ static void test_ladder_plan(void **state)
 	plan_release(&p);
 }
 
+/* Rungs by what they are: SPOT, FLEX_START in the job's region; SPOT in us-east5. */
+static const struct plan_rung_id rung_spot = { "us-central1", "SPOT", "g2-standard-4", NULL };
+static const struct plan_rung_id rung_flex = { "us-central1", "FLEX_START", "g2-standard-4", NULL };
+static const struct plan_rung_id rung_east = { "us-east5", "SPOT", "g2-standard-4", NULL };
+
+/* The plan for a run recorded on rung (by position) with rung_east's identity. */
+static void east_case(struct plan *p, const struct plan_decl *d, int64_t rung, const char *live_state,
+		      int code, const char *msg)
+{
+	struct live_jobs live = { 0 };
+	struct plan_run run = { .name = JOB1, .region = "us-east5", .state = live_state, .attempt = 3,
+				.rung = rung, .rung_id = { NULL, "SPOT", "g2-standard-4", NULL } };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	add_live(&live, JOB1, live_state, code, msg, "train", "aaaaaaaaaaaa", "1", "3", 1);
+	build(p, d, 1, &r, 1, &live);
+	live_jobs_release(&live);
+}
+
+/*
+ * A run is known by what its rung is, not by its position: reordering or
+ * removing other rungs keeps it (its attempt count too), and one whose
+ * rung left the ladder is replaced like a spec change, as the next attempt,
+ * on rung 0 where the plan says.
+ */
+static void test_ladder_edit_keeps_the_run(void **state)
+{
+	static const struct plan_rung_id reordered[] = { rung_spot, rung_east, rung_flex };
+	static const char *const reordered_regions[] = { "us-central1", "us-east5", "us-central1" };
+	static const char *const reordered_shapes[] = { "S0 SPOT", "S2 SPOT", "S1 FLEX_START" };
+	static const struct plan_rung_id without_east[] = { rung_spot, rung_flex };
+	struct plan_decl d = ladder_decl();
+	struct plan p;
+
+	(void)state;
+	d.rung_ids = reordered;
+	d.rung_regions = reordered_regions;
+	d.rung_shapes = reordered_shapes;
+	/* running on rung 2 (us-east5), now rung 1: kept, shown where it runs */
+	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_null(p.actions[0].reason);
+	assert_int_equal(p.actions[0].rung, 1);
+	assert_string_equal(p.actions[0].region, "us-east5");
+	assert_string_equal(p.actions[0].shape, "S2 SPOT");
+	plan_release(&p);
+	/* when it stocks out, the attempt count carries and the next rung is the one after it now */
+	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(p.actions[0].rung, 2);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	assert_string_equal(p.actions[0].reason,
+			    "attempt 4/6 on rung 2 (region us-central1) after stockout in us-east5");
+	plan_release(&p);
+
+	/* its rung removed: replaced like a spec change, the next attempt, on rung 0 */
+	d.rung_ids = without_east;
+	d.rung_regions = ladder_regions;
+	d.rung_shapes = ladder_shapes;
+	d.nrungs = 2;
+	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(p.actions[0].rung, 0);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	assert_string_equal(p.actions[0].shape, "S0 SPOT");
+	assert_string_equal(p.actions[0].reason, "its rung (SPOT g2-standard-4 in us-east5) is no longer on "
+			    "the ladder while running");
+	plan_release(&p);
+	/* ... with onChange honoured */
+	d.on_change = PLAN_ON_CHANGE_AFTER_FINISH;
+	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].reason, "its rung (SPOT g2-standard-4 in us-east5) is no longer on "
+			    "the ladder; the current run " JOB1 " is running and onChange is after-finish: "
+			    "a new run starts when it ends");
+	plan_release(&p);
+	d.on_change = PLAN_ON_CHANGE_REPLACE;
+	/* one that succeeded there stays where it ran */
+	east_case(&p, &d, 2, "JOB_STATE_SUCCEEDED", 0, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+	/* one that failed: the next attempt goes where the ladder now says, the count carried */
+	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(p.actions[0].rung, 1);
+	assert_string_equal(p.actions[0].region, "us-central1");
+	plan_release(&p);
+}
+
 static void test_ladder_adopts_crashed_rung(void **state)
 {
 	struct plan_decl d = ladder_decl();
@@ -710,8 +946,10 @@ int main(void)
 		cmocka_unit_test(test_resubmit_budget),
 		cmocka_unit_test(test_resubmit_adopts_crashed_attempt),
 		cmocka_unit_test(test_removed_cancel_forget_and_drift),
+		cmocka_unit_test(test_removed_import_is_forgotten),
 		cmocka_unit_test(test_untracked_job_cancelled),
 		cmocka_unit_test(test_foreign_jobs_left_alone),
+		cmocka_unit_test(test_other_lineage_never_runs_a_job_twice),
 		cmocka_unit_test(test_untracked_copy_has_no_record),
 		cmocka_unit_test(test_move_is_a_replace),
 		cmocka_unit_test(test_protect_change_is_an_update),
@@ -721,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_ladder_next_rung),
 		cmocka_unit_test(test_ladder_plan),
 		cmocka_unit_test(test_ladder_adopts_crashed_rung),
+		cmocka_unit_test(test_ladder_edit_keeps_the_run),
 	};
 	return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -123,9 +123,11 @@ static void test_json_round_trip(void **unused)
 	(void)unused;
 	h.targets = targets;
 	h.ntargets = 1;
+	h.allow_other_lineage = 1;
 	make_plan(&p);
 	assert_int_equal(render_plan_json(&b, &p, &h), 0);
 	assert_int_equal(saved_plan_parse(&sp, b.data, b.len, &err), 0);
+	assert_int_equal(sp.allow_other_lineage, 1);
 	assert_int_equal(sp.format_version, PLAN_FORMAT_VERSION);
 	assert_string_equal(sp.stack, "research");
 	assert_string_equal(sp.dir, "/repo/stack");
@@ -137,6 +139,21 @@ static void test_json_round_trip(void **unused)
 	assert_int_equal(sp.actions[1].attempt, 1);
 	assert_int_equal(sp.ntargets, 1);
 	assert_string_equal(sp.targets[0], "job.a");
+	/* The rung, attempt and region the plan showed are what the apply must do: a plan made
+	 * now that would start the run elsewhere is stale. */
+	assert_int_equal(saved_plan_matches(&sp, &p, &err), 0);
+	p.actions[1].rung = 2;
+	free(p.actions[1].region);
+	p.actions[1].region = strdup("us-east5");
+	assert_int_equal(saved_plan_matches(&sp, &p, &err), VX_ECONFLICT);
+	assert_string_equal(err.msg, "the world changed since the plan was made: job.b|pipe was planned to "
+			    "create attempt 1 on rung 0 in us-central1, it would now be attempt 1 on rung 2 in "
+			    "us-east5; run vxplan again");
+	vx_err_release(&err);
+	p.actions[1].rung = 0;
+	p.actions[1].attempt = 2;
+	assert_int_equal(saved_plan_matches(&sp, &p, &err), VX_ECONFLICT);
+	vx_err_release(&err);
 	saved_plan_release(&sp);
 	/* A plan of a format this vx does not know is refused. */
 	assert_int_equal(saved_plan_parse(&sp, "{\"format_version\": 2}", 21, &err), VX_EINVAL);

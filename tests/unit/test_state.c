@@ -285,6 +285,47 @@ static void test_run_config_dirty(void **unused)
  * set (so a record without them keeps its bytes), after launchedBy; they
  * round-trip and copy, and a pull request number out of range is refused.
  */
+/* A run of a ladder records what its rung is; a state without it reads as before. */
+static void test_run_rung_identity(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":3,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/us-east5/customJobs/1\",\"region\":\"us-east5\","
+		"\"action\":\"resubmit\",\"specHash\":\"ab\",\"run\":1,\"attempt\":3,\"rung\":2,\"labels\":{},"
+		"\"state\":null,\"failure\":null,\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,"
+		"\"createdAt\":null,\"endedAt\":null,\"configCommit\":null%s},\"history\":[]}";
+	struct state_record r, back;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, json[1024];
+
+	(void)unused;
+	snprintf(json, sizeof(json), old, "");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_int_equal(r.current->rung, 2);
+	assert_null(r.current->rung_scheduling);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_null(strstr(text, "rungScheduling"));
+	free(text);
+	r.current->rung_scheduling = strdup("SPOT");
+	r.current->rung_machine = strdup("g2-standard-4");
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"rung\":\t2,\n"
+				     "\t\t\"rungScheduling\":\t\"SPOT\",\n"
+				     "\t\t\"rungMachine\":\t\"g2-standard-4\",\n"
+				     "\t\t\"rungReservation\":\tnull,\n"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_string_equal(back.current->rung_scheduling, "SPOT");
+	assert_string_equal(back.current->rung_machine, "g2-standard-4");
+	assert_null(back.current->rung_reservation);
+	state_record_release(&back);
+	free(text);
+	snprintf(json, sizeof(json), old, ",\"rungScheduling\":7");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	state_record_release(&r);
+	vx_err_release(&err);
+}
+
 static void test_run_planned_by_and_pull_request(void **unused)
 {
 	static const char old[] =
@@ -373,6 +414,9 @@ static int mutate_run(struct state_run *r, int k)
 	case 24: restr(&r->pr_url); return 1;
 	case 25: r->has_value = !r->has_value; return 1;
 	case 26: r->value++; return 1;
+	case 27: restr(&r->rung_scheduling); return 1;
+	case 28: restr(&r->rung_machine); return 1;
+	case 29: restr(&r->rung_reservation); return 1;
 	default: return 0;
 	}
 }
@@ -390,6 +434,7 @@ static int mutate_record(struct state_record *r, int k)
 	case 4: r->run++; return 1;
 	case 5: r->attempts++; return 1;
 	case 6: r->protect = !r->protect; return 1;
+	case 9: r->on_remove = r->on_remove == 1 ? 2 : 1; return 1;
 	case 7:
 		state_run_release(r->current);
 		free(r->current);
@@ -414,6 +459,9 @@ static void fill_run(struct state_run *r)
 	restr(&r->pr_url);
 	r->has_value = 1;
 	r->value = 3;
+	restr(&r->rung_scheduling);
+	restr(&r->rung_machine);
+	restr(&r->rung_reservation);
 	if (!r->nlabels)
 		assert_int_equal(vx_labels_set(&r->labels, &r->nlabels, "vx-job", "a"), 0);
 }
@@ -477,7 +525,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 9 + 27 + 27);
+	assert_int_equal(n, 10 + 30 + 30);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
@@ -743,6 +791,7 @@ int main(void)
 		cmocka_unit_test(test_run_config_dirty),
 		cmocka_unit_test(test_run_planned_by_and_pull_request),
 		cmocka_unit_test(test_fingerprint_covers_every_field),
+		cmocka_unit_test(test_run_rung_identity),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),
