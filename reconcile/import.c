@@ -491,6 +491,8 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 	r->run = d->run;
 	r->attempts = 1;
 	r->protect = d->protect;
+	/* As an apply records it: the policy must be known once the declaration is gone. */
+	r->on_remove = d->on_remove;
 	rc = state_record_start_run(r, &run, err);
 done:
 	state_run_release(&run);
