@@ -218,17 +218,22 @@ static void account(struct watcher *wr, struct watch *w, const struct watch_resu
 /*
  * Until the next cycle: the interval with a tenth of jitter either way, so
  * watchers started together do not call in step; after errors, doubled per
- * error up to 5 minutes. Wakes within half a second of SIGTERM or Ctrl-C.
+ * error up to 5 minutes, or as long as a server's Retry-After asked. Wakes
+ * within half a second of SIGTERM or Ctrl-C.
  */
-static void pause_between(struct watcher *wr)
+static void pause_between(struct watcher *wr, struct watch *w)
 {
-	int64_t wait = wr->interval_ms, cap = 5 * 60 * 1000, end;
+	int64_t wait = wr->interval_ms, cap = 5 * 60 * 1000, end, asked;
 
 	for (int i = 0; i < wr->streak && wait < cap; i++)
 		wait *= 2;
 	if (wr->streak && wait > cap)
 		wait = cap > wr->interval_ms ? cap : wr->interval_ms;
 	wait += (int64_t)((double)wait * 0.2 * ((double)rand() / RAND_MAX - 0.5));
+	/* A server's Retry-After on a request given up is honoured, whatever the interval. */
+	asked = watch_retry_after(w) - vx_now_ms(&wr->ctx);
+	if (wr->streak && asked > wait)
+		wait = asked;
 	end = vx_mono_ms(&wr->ctx) + wait;
 	while (!vx_interrupted(&wr->ctx)) {
 		int64_t left = end - vx_mono_ms(&wr->ctx);
@@ -360,7 +365,7 @@ static int watch_exec(const struct cmd_args *args)
 		vx_err_release(&err);
 		if (wr.once || (wr.max_cycles && wr.cycles >= wr.max_cycles))
 			break;
-		pause_between(&wr);
+		pause_between(&wr, w);
 	}
 	rc = wr.once ? once_code(crc, &res) : crc < 0 && wr.max_cycles ? VX_EXIT_ERROR : VX_EXIT_OK;
 	if (!wr.once && vx_interrupted(&wr.ctx))

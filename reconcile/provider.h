@@ -267,6 +267,9 @@ struct provider {
 	 * fills up to max names and counts, returns how many. NULL: not counted.
 	 */
 	size_t (*api_errors)(struct provider *p, const char **names, uint64_t *counts, size_t max);
+	/* The latest time (Unix ms) a server's Retry-After asked not to be called
+	 * before, on a request given up on; 0 when none. NULL: not kept. */
+	int64_t (*retry_after)(struct provider *p);
 
 	/* Releases the provider. */
 	void (*free)(struct provider *p);

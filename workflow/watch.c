@@ -958,6 +958,11 @@ size_t watch_api_errors(struct watch *w, const char **names, uint64_t *counts, s
 	return w->prov && w->prov->api_errors ? w->prov->api_errors(w->prov, names, counts, max) : 0;
 }
 
+int64_t watch_retry_after(struct watch *w)
+{
+	return w->prov && w->prov->retry_after ? w->prov->retry_after(w->prov) : 0;
+}
+
 void watch_free(struct watch *w)
 {
 	if (!w)

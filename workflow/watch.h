@@ -97,6 +97,9 @@ int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err) V
 /* The requests that failed since the watcher started, per API (its provider's
  * count): up to max names and counts; how many. */
 size_t watch_api_errors(struct watch *w, const char **names, uint64_t *counts, size_t max);
+/* Until when (Unix ms) a server asked not to be called again (Retry-After on a
+ * request given up), or 0: the next cycle waits at least that long. */
+int64_t watch_retry_after(struct watch *w);
 void watch_free(struct watch *w);
 
 #endif

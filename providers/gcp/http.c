@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,9 @@ struct gcp_http {
 	char *warned_host;          /* the last host whose refused connections were reported */
 	struct { const char *api; uint64_t n; } errors[GCP_HTTP_APIS]; /* gcp_http_errors */
 	size_t nerrors;
+	/* gcp_http_retry_after: the latest time (wall ms) a server asked not to be
+	 * asked again before, on a request given up; set without the lock. */
+	_Atomic int64_t retry_after_until;
 	CURL **idle;                /* easy handles between requests, with their connections */
 	size_t nidle;
 	/* One token get or invalidate at a time. Taken before lock, never inside it. */
@@ -768,6 +772,25 @@ static int retryable_status(long s)
 	return s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
 }
 
+/* A request given up while its server asked for server_ms more: remembered
+ * for gcp_http_retry_after, so the caller's next try waits as asked. */
+static void note_retry_after(struct gcp_http *h, int64_t server_ms)
+{
+	int64_t until, seen;
+
+	if (server_ms <= 0)
+		return;
+	until = vx_now_ms(h->ctx) + server_ms;
+	seen = atomic_load(&h->retry_after_until);
+	while (seen < until && !atomic_compare_exchange_weak(&h->retry_after_until, &seen, until))
+		;
+}
+
+int64_t gcp_http_retry_after(struct gcp_http *h)
+{
+	return atomic_load(&h->retry_after_until);
+}
+
 /* Schedules another attempt after a retryable failure, or gives up. */
 static void retry_later(struct xfer *x, int64_t now, const char *why, int64_t server_ms)
 {
@@ -776,6 +799,7 @@ static void retry_later(struct xfer *x, int64_t now, const char *why, int64_t se
 	int64_t delay;
 
 	if (x->resp->attempts >= h->o.max_attempts) {
+		note_retry_after(h, server_ms);
 		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: giving up after %d attempts: %s",
 				     method, x->log_url, x->resp->attempts, why));
 		return;
@@ -787,6 +811,7 @@ static void retry_later(struct xfer *x, int64_t now, const char *why, int64_t se
 		char bound[96];
 
 		deadline_text(x, bound, sizeof(bound));
+		note_retry_after(h, server_ms);
 		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: giving up after %d attempts: %s "
 				     "(retrying in %.1f s would pass %s)", method, x->log_url,
 				     x->resp->attempts, why, (double)delay / 1000.0, bound));

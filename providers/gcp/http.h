@@ -166,6 +166,10 @@ void gcp_response_release(struct gcp_response *resp);
  * layers' counts add up.
  */
 #define GCP_HTTP_APIS 8
+
+/* The latest time (Unix ms) a server's Retry-After asked for on a request
+ * the layer gave up on; 0 when none did. */
+int64_t gcp_http_retry_after(struct gcp_http *h);
 void gcp_http_errors(struct gcp_http *h, const char *names[GCP_HTTP_APIS], uint64_t counts[GCP_HTTP_APIS],
 		     size_t *n);
 

@@ -298,6 +298,22 @@ static size_t gcp_api_errors(struct provider *p, const char **names, uint64_t *c
 	return n < max ? n : max;
 }
 
+static int64_t gcp_retry_after(struct provider *p)
+{
+	struct gcp_provider *g = gp(p);
+	int64_t until = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (size_t i = 0; i < g->nall; i++) {
+		int64_t t = gcp_http_retry_after(g->all_list[i]->http);
+
+		if (t > until)
+			until = t;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return until;
+}
+
 static int gcp_list_active_jobs(struct provider *p, const char *project, const char *region,
 				const char *stack, struct live_jobs *out, struct vx_err *err)
 {
@@ -1152,6 +1168,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->base.list_active_jobs = gcp_list_active_jobs;
 	g->base.post_webhook = gcp_post_webhook;
 	g->base.api_errors = gcp_api_errors;
+	g->base.retry_after = gcp_retry_after;
 	g->base.list_job_runs = gcp_list_job_runs;
 	g->base.create_job = gcp_create_job;
 	g->base.cancel_job = gcp_cancel_job;

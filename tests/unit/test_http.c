@@ -409,6 +409,47 @@ static void test_deadline_stops_retries(void **state)
 	assert_non_null(strstr(err.msg, "would pass the 5 s deadline"));
 	gcp_response_release(&resp);
 	vx_err_release(&err);
+	/* Given up while the server asked for 10 s: the caller's next try waits as asked. */
+	assert_int_equal(gcp_http_retry_after(f->h), WALL_BASE + f->fc.now + 10000);
+}
+
+/* Failed requests are counted per api: no answer, 401/403/429/5xx; not another 4xx. */
+static void test_errors_per_api(void **state)
+{
+	struct fx *f = *state;
+	struct gcp_request r = get_req(f, "/v1/x");
+	struct gcp_response resp;
+	const char *names[GCP_HTTP_APIS];
+	uint64_t counts[GCP_HTTP_APIS];
+	size_t n = 0;
+
+	f->o.max_attempts = 1;
+	open_http(f);
+	r.api = "aiplatform";
+	httpd_respond(f->srv, 404, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	httpd_respond(f->srv, 403, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), 0);
+	gcp_response_release(&resp);
+	httpd_respond(f->srv, 503, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), VX_ERETRY);
+	gcp_response_release(&resp);
+	r.api = "compute";
+	httpd_respond(f->srv, 500, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, NULL), VX_ERETRY);
+	gcp_response_release(&resp);
+	gcp_http_errors(f->h, names, counts, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "aiplatform");
+	assert_int_equal(counts[0], 2);
+	assert_string_equal(names[1], "compute");
+	assert_int_equal(counts[1], 1);
+	/* A second layer's counts add up. */
+	gcp_http_errors(f->h, names, counts, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(counts[0], 4);
+	assert_int_equal(gcp_http_retry_after(f->h), 0);
 }
 
 static void test_403_rate_limit_vs_permission(void **state)
@@ -1252,6 +1293,7 @@ int main(void)
 		T(test_send_many_bounded),
 		T(test_send_many_rate_limited),
 		T(test_no_secret_in_log),
+		T(test_errors_per_api),
 		T(test_log_name_hides_the_url),
 		T(test_interrupted),
 		T(test_interrupt_lets_the_request_in_flight_finish),
