@@ -2156,6 +2156,11 @@ static int refresh_run(struct state_run *run, const struct live_job *lj)
 		run->ended_ms = lj->end_ms;
 		changed = 1;
 	}
+	/* When it started (first RUNNING): queue time and running time, for status and cost. */
+	if (lj->start_ms && run->started_ms != lj->start_ms) {
+		run->started_ms = lj->start_ms;
+		changed = 1;
+	}
 	cls = failure_classify(lj->state, lj->error_code, lj->error_message, run->cancelled_by_vx);
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;

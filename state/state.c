@@ -192,6 +192,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->config_dirty = in->config_dirty;
 	out->created_ms = in->created_ms;
 	out->ended_ms = in->ended_ms;
+	out->started_ms = in->started_ms;
 	out->has_value = in->has_value;
 	out->value = in->value;
 	out->pr_number = in->pr_number;

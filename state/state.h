@@ -80,6 +80,7 @@ struct state_run {
 	int cancelled_by_vx;  /* 1 when vx cancelled it (so it is not "cancelled outside") */
 	int64_t created_ms;   /* 0 = unknown */
 	int64_t ended_ms;     /* 0 = not ended (or not seen ending) */
+	int64_t started_ms;   /* the job's startTime (first RUNNING), 0 = not seen started */
 	char *config_commit;  /* HEAD of the stack's repository when it was created, or NULL */
 	int config_dirty;     /* 1: the stack had uncommitted changes then, so config_commit's
 			       * tree does not hold what was applied (decl_hash does identify it) */

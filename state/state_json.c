@@ -135,7 +135,9 @@ static cJSON *run_json(const struct state_run *r)
 	    add_int(o, "errorCode", r->error_code) < 0 ||
 	    add_str(o, "errorMessage", r->error_message) < 0 ||
 	    add_bool(o, "cancelledByVx", r->cancelled_by_vx) < 0 ||
-	    add_time(o, "createdAt", r->created_ms) < 0 || add_time(o, "endedAt", r->ended_ms) < 0 ||
+	    add_time(o, "createdAt", r->created_ms) < 0 ||
+	    (r->started_ms && add_time(o, "startedAt", r->started_ms) < 0) ||
+	    add_time(o, "endedAt", r->ended_ms) < 0 ||
 	    add_str(o, "configCommit", r->config_commit) < 0 ||
 	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
 	    add_str(o, "declHash", r->decl_hash) < 0 ||
@@ -285,7 +287,7 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_str(b, r->planned_by) < 0 || fp_int(b, r->pr_number) < 0 || fp_str(b, r->pr_url) < 0 ||
 	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0 ||
 	    fp_str(b, r->rung_scheduling) < 0 || fp_str(b, r->rung_machine) < 0 ||
-	    fp_str(b, r->rung_reservation) < 0)
+	    fp_str(b, r->rung_reservation) < 0 || fp_int(b, r->started_ms) < 0)
 		return -1;
 	return 0;
 }
@@ -727,7 +729,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
 					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
 					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
-					    "rungScheduling", "rungMachine", "rungReservation" };
+					    "rungScheduling", "rungMachine", "rungReservation", "startedAt" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
@@ -735,7 +737,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL };
 	int rc, has_rung = 0, has_pr;
 
 	memset(r, 0, sizeof(*r));
@@ -763,6 +765,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_bool(o, path, "cancelledByVx", &r->cancelled_by_vx, err)) < 0 ||
 	    (rc = get_time(o, path, "createdAt", F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
 	    (rc = get_time(o, path, "endedAt", F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
+	    (rc = get_time(o, path, "startedAt", F_NULL, &r->started_ms, err)) < 0 ||
 	    (rc = get_str(o, path, "launchedBy", F_NULL, 512, &r->launched_by, err)) < 0 ||
 	    (rc = get_str(o, path, "plannedBy", F_NULL, 512, &r->planned_by, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "pullRequest", 1, 999999999, &has_pr, &r->pr_number, err)) < 0 ||

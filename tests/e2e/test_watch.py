@@ -193,6 +193,10 @@ class Watch(FakeTestCase):
         r = self.repo.vx("watch", self.repo.dir, "-once")
         self.assertEqual((r.code, [without_time(l) for l in r.out.splitlines()], r.err),
                          (2, ["record: recorded: job.a: queued -> running"], ""), r)
+        # The run's start is recorded with the rest (queue and running time come from it).
+        rec = json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))
+        live = self.live_jobs("a")[0]
+        self.assertEqual(rec["current"]["startedAt"], live["startTime"].replace(".000000Z", "Z"))
         r = self.repo.vx("watch", self.repo.dir, "-once")
         self.assertEqual((r.code, r.out, r.err), (0, "", ""), r)
         self.fake.advance(PREEMPTED)

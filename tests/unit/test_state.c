@@ -417,6 +417,7 @@ static int mutate_run(struct state_run *r, int k)
 	case 27: restr(&r->rung_scheduling); return 1;
 	case 28: restr(&r->rung_machine); return 1;
 	case 29: restr(&r->rung_reservation); return 1;
+	case 30: r->started_ms += 1000; return 1;
 	default: return 0;
 	}
 }
@@ -525,7 +526,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 10 + 30 + 30);
+	assert_int_equal(n, 10 + 31 + 31);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
