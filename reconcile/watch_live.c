@@ -1,5 +1,6 @@
 #include "reconcile/watch_live.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,11 @@ struct watch_live {
 	struct provider *real;
 	const struct vx_ctx *ctx;
 	int64_t full_every_ms;
-	struct place *places;
+	/* The refresh lists its places side by side (reconcile/kind_job.c), one
+	 * thread each: the table and the counts are shared, under mu; a place is
+	 * its thread's alone, and never moves (a table of pointers). */
+	pthread_mutex_t mu;
+	struct place **places;
 	size_t nplaces;
 	char **expect;          /* names of the runs the state holds as not final */
 	unsigned char *expect_seen; /* 1: found or read in this cycle */
@@ -33,30 +38,56 @@ static struct watch_live *of(struct provider *p)
 	return (struct watch_live *)(void *)p;
 }
 
+static void place_free(struct place *p)
+{
+	if (!p)
+		return;
+	free(p->project);
+	free(p->region);
+	free(p->stack);
+	live_jobs_release(&p->kept);
+	free(p);
+}
+
+static struct place *place_find_locked(struct watch_live *w, const char *project, const char *region,
+				       const char *stack)
+{
+	struct place *p, **t;
+
+	for (size_t i = 0; i < w->nplaces; i++) {
+		p = w->places[i];
+		if (!strcmp(p->project, project) && !strcmp(p->region, region) && !strcmp(p->stack, stack))
+			return p;
+	}
+	if (!(t = realloc(w->places, (w->nplaces + 1) * sizeof(*t))))
+		return NULL;
+	w->places = t;
+	if (!(p = calloc(1, sizeof(*p))))
+		return NULL;
+	if (!(p->project = strdup(project)) || !(p->region = strdup(region)) || !(p->stack = strdup(stack))) {
+		place_free(p);
+		return NULL;
+	}
+	w->places[w->nplaces++] = p;
+	return p;
+}
+
 static struct place *place_get(struct watch_live *w, const char *project, const char *region,
 			       const char *stack)
 {
 	struct place *p;
 
-	for (size_t i = 0; i < w->nplaces; i++) {
-		p = &w->places[i];
-		if (!strcmp(p->project, project) && !strcmp(p->region, region) && !strcmp(p->stack, stack))
-			return p;
-	}
-	p = realloc(w->places, (w->nplaces + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	w->places = p;
-	p = &w->places[w->nplaces];
-	memset(p, 0, sizeof(*p));
-	if (!(p->project = strdup(project)) || !(p->region = strdup(region)) || !(p->stack = strdup(stack))) {
-		free(p->project);
-		free(p->region);
-		free(p->stack);
-		return NULL;
-	}
-	w->nplaces++;
+	pthread_mutex_lock(&w->mu);
+	p = place_find_locked(w, project, region, stack);
+	pthread_mutex_unlock(&w->mu);
 	return p;
+}
+
+static void count(struct watch_live *w, size_t *what)
+{
+	pthread_mutex_lock(&w->mu);
+	(*what)++;
+	pthread_mutex_unlock(&w->mu);
 }
 
 static int find_job(const struct live_jobs *js, const char *name)
@@ -73,7 +104,7 @@ static int list_full(struct watch_live *w, struct place *pl, struct live_jobs *o
 	struct live_jobs kept = { NULL, 0 };
 	int rc;
 
-	w->stats.full_lists++;
+	count(w, &w->stats.full_lists);
 	if ((rc = w->real->list_jobs(w->real, pl->project, pl->region, pl->stack, out, err)) < 0)
 		return rc;
 	if (out->n && !(kept.items = calloc(out->n, sizeof(*kept.items))))
@@ -102,7 +133,7 @@ static int read_ended(struct watch_live *w, struct place *pl, const char *name, 
 	int rc;
 
 	memset(&lj, 0, sizeof(lj));
-	w->stats.gets++;
+	count(w, &w->stats.gets);
 	rc = w->real->get_job(w->real, name, &lj, NULL, err);
 	if (rc == VX_ENOTFOUND) {
 		/* Deleted: the plan sees it gone, as after a full list. */
@@ -165,7 +196,7 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 				w->expect_seen[i] = 1;
 		return rc;
 	}
-	w->stats.active_lists++;
+	count(w, &w->stats.active_lists);
 	if ((rc = w->real->list_active_jobs(w->real, project, region, stack, &active, err)) < 0)
 		goto fail;
 	/* The kept final jobs, then what is active now; a name is in one of them only. */
@@ -189,7 +220,7 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 	active.items = NULL;
 	active.n = 0;
 	for (size_t i = 0; i < w->nexpect; i++) {
-		if (w->expect_seen[i] || !in_place(pl, w->expect[i]))
+		if (!in_place(pl, w->expect[i]) || w->expect_seen[i])
 			continue;
 		if (!find_job(out, w->expect[i]) && (rc = read_ended(w, pl, w->expect[i], out, err)) < 0)
 			goto fail;
@@ -315,6 +346,10 @@ int watch_live_new(struct watch_live **out, struct provider *real, const struct 
 	WL_OP(get_job);
 #undef WL_OP
 	w->reader.free = wl_free;
+	if (pthread_mutex_init(&w->mu, NULL) != 0) {
+		free(w);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
 	w->real = real;
 	w->ctx = ctx;
 	w->full_every_ms = full_every_ms;
@@ -337,13 +372,10 @@ void watch_live_free(struct watch_live *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->nplaces; i++) {
-		free(w->places[i].project);
-		free(w->places[i].region);
-		free(w->places[i].stack);
-		live_jobs_release(&w->places[i].kept);
-	}
+	for (size_t i = 0; i < w->nplaces; i++)
+		place_free(w->places[i]);
 	free(w->places);
+	pthread_mutex_destroy(&w->mu);
 	expect_release(w);
 	free(w);
 }
@@ -380,7 +412,7 @@ int watch_live_expect(struct watch_live *w, const char *const *names, size_t n)
 void watch_live_invalidate(struct watch_live *w)
 {
 	for (size_t i = 0; i < w->nplaces; i++)
-		w->places[i].fresh = 0;
+		w->places[i]->fresh = 0;
 }
 
 void watch_live_stats(const struct watch_live *w, struct watch_live_stats *out)
@@ -388,5 +420,5 @@ void watch_live_stats(const struct watch_live *w, struct watch_live_stats *out)
 	*out = w->stats;
 	out->kept = 0;
 	for (size_t i = 0; i < w->nplaces; i++)
-		out->kept += w->places[i].kept.n;
+		out->kept += w->places[i]->kept.n;
 }

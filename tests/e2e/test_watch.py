@@ -420,3 +420,21 @@ class Watch(FakeTestCase):
         self.assertEqual(rcv.events(), ["quota-granted"])
         ev = json.loads(rcv.got[0][1])
         self.assertEqual((ev["address"], ev["state"]), ("quota.l4-training", "granted 2000 of 2000"))
+
+    def test_a_stack_over_three_regions_is_watched(self):
+        # The refresh lists the regions side by side, one thread each, through the
+        # watcher's reader: its table of places is shared by them (was a use after free).
+        regions = ["us-central1", "us-east4", "europe-west4"]
+        for r in regions:
+            self.fake.post("/_fake/capacity", {"region": r, "accelerator_type": "NVIDIA_L4", "gpus": None})
+            self.fake.post("/_fake/quota", {"region": r, "accelerator_type": "NVIDIA_L4", "limit": 1000})
+        self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) + "region: %s\n" % regions[i % 3] for i in range(30)})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(RUNNING)
+        # Every list takes a while: the three regions' lists overlap.
+        self.fake.post("/_fake/faults", {"latency_ms": 300})
+        r = self.repo.vx("watch", self.repo.dir, "-cycles", "2", "-interval", "0s")
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(sorted(without_time(l) for l in r.out.splitlines()),
+                         sorted("record: recorded: job.j%02d: queued -> running" % i for i in range(30)))
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
