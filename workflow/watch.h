@@ -79,6 +79,7 @@ struct watch_result {
 				     * cancelled, other, not seen */
 	size_t notified;            /* notifications delivered */
 	size_t full_lists, active_lists, gets; /* the refresh's calls, this cycle */
+	int idle;                   /* nothing it depends on changed: only the active jobs were listed */
 };
 
 /* "queued", "pending", ...: the names of jobs_by_state's slots. */
@@ -95,5 +96,12 @@ int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *o
  */
 int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err) VX_WUR;
 void watch_free(struct watch *w);
+
+/*
+ * A digest of the stack's files as a cycle reads them: the name, size,
+ * modification time and inode of each *.yaml and *.yml of dir, in any
+ * order. An idle cycle (docs/watch.md) needs it unchanged. VX_EIO, VX_ENOMEM.
+ */
+int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err) VX_WUR;
 
 #endif

@@ -438,3 +438,69 @@ class Watch(FakeTestCase):
         self.assertEqual(sorted(without_time(l) for l in r.out.splitlines()),
                          sorted("record: recorded: job.j%02d: queued -> running" % i for i in range(30)))
         self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+
+    def test_an_idle_watcher_lists_only_the_active_jobs_and_sees_each_change(self):
+        self.repo.write({"a": self.spot_job(), "b": job_yaml("b")})
+        self.preempted()
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(RUNNING)
+        r = self.repo.vx("watch", self.repo.dir, "-once")
+        self.assertEqual(r.code, 2, r)
+        refs = ["refs/heads/vx/state/e2e", "refs/vx/lease/e2e"]
+        tips = self.repo.git("rev-parse", *refs)
+
+        def calls(cycles):
+            self.fake.post("/_fake/requests/reset", {})
+            r = self.repo.vx("watch", self.repo.dir, "-cycles", str(cycles), "-interval", "0s")
+            self.assertEqual((r.code, r.out, r.err), (0, "", ""), r)
+            return self.fake.requests()["by_rpc"]
+
+        # The first cycle lists in full, the second the active jobs and plans: each
+        # one after that is idle, one list of the active jobs per region and nothing else.
+        two, six = calls(2), calls(6)
+        self.assertEqual({k: six.get(k, 0) - two.get(k, 0) for k in set(two) | set(six)
+                          if six.get(k, 0) != two.get(k, 0)}, {"ListCustomJobs": 4})
+        self.assertEqual(self.repo.git("rev-parse", *refs), tips)
+
+        metrics = os.path.join(self.tmp, "idle.prom")
+
+        def cycles_ok():
+            try:
+                with open(metrics) as f:
+                    for line in f:
+                        if line.startswith('vx_watch_cycles_total{result="ok"} '):
+                            return int(line.split()[1])
+            except FileNotFoundError:
+                pass
+            return 0
+
+        def idle_cycles(n):
+            """Waits until n more cycles ran."""
+            want = cycles_ok() + n
+            deadline = time.time() + 30
+            while cycles_ok() < want:
+                self.assertLess(time.time(), deadline, "the watcher ran no cycles:\n" + "\n".join(w.lines))
+                time.sleep(0.02)
+
+        w = Watcher(self.repo, "-cycles", "100000", "-interval", "200ms", "-metrics", metrics)
+        try:
+            idle_cycles(3)
+            # A stack file edited: told in the next cycle.
+            self.repo.write({"a": self.spot_job(), "b": job_yaml("b"), "c": job_yaml("c")})
+            w.wait_line(lambda l: without_time(l) ==
+                        "unapplied: job.c: declared but not applied (the plan says create); waiting for vxapply")
+            idle_cycles(3)
+            # An apply by vxapply: its job is watched from the next cycle on.
+            self.assertEqual(self.repo.apply().code, 0)
+            idle_cycles(3)
+            self.fake.advance(RUNNING)
+            w.wait_line(lambda l: without_time(l) == "record: recorded: job.c: queued -> running")
+            idle_cycles(3)
+            # The fake's clock ends a run: resubmitted in the next cycle.
+            self.fake.advance(PREEMPTED)
+            line = w.wait_line(lambda l: "resubmit" in l and "job.a" in l)
+            self.assertRegex(without_time(line),
+                             r"^act: \+ job\.a resubmit projects/\d+/locations/us-central1/customJobs/\d+$")
+        finally:
+            self.assertEqual(w.stop(), 0)
+        self.assertEqual(self.attempts(), [1, 2])
