@@ -155,6 +155,24 @@ class Watch(FakeTestCase):
                 raise AssertionError("timed out; the fake holds %s" % self.live_jobs("a"))
             time.sleep(0.05)
 
+    def wait_cycles(self, w, metrics, n):
+        """Waits until the watcher w ran n more cycles (its -metrics file counts them)."""
+        def ok():
+            try:
+                with open(metrics) as f:
+                    for line in f:
+                        if line.startswith('vx_watch_cycles_total{result="ok"} '):
+                            return int(line.split()[1])
+            except FileNotFoundError:
+                pass
+            return 0
+
+        want = ok() + n
+        deadline = time.time() + 30
+        while ok() < want:
+            self.assertLess(time.time(), deadline, "the watcher ran no cycles:\n" + "\n".join(w.lines))
+            time.sleep(0.02)
+
     def test_preempted_job_is_resubmitted_within_the_interval(self):
         self.repo.write({"a": self.spot_job()})
         self.preempted()
@@ -463,26 +481,11 @@ class Watch(FakeTestCase):
         self.assertEqual(self.repo.git("rev-parse", *refs), tips)
 
         metrics = os.path.join(self.tmp, "idle.prom")
-
-        def cycles_ok():
-            try:
-                with open(metrics) as f:
-                    for line in f:
-                        if line.startswith('vx_watch_cycles_total{result="ok"} '):
-                            return int(line.split()[1])
-            except FileNotFoundError:
-                pass
-            return 0
+        w = Watcher(self.repo, "-cycles", "100000", "-interval", "200ms", "-metrics", metrics)
 
         def idle_cycles(n):
-            """Waits until n more cycles ran."""
-            want = cycles_ok() + n
-            deadline = time.time() + 30
-            while cycles_ok() < want:
-                self.assertLess(time.time(), deadline, "the watcher ran no cycles:\n" + "\n".join(w.lines))
-                time.sleep(0.02)
+            self.wait_cycles(w, metrics, n)
 
-        w = Watcher(self.repo, "-cycles", "100000", "-interval", "200ms", "-metrics", metrics)
         try:
             idle_cycles(3)
             # A stack file edited: told in the next cycle.
@@ -504,3 +507,21 @@ class Watch(FakeTestCase):
         finally:
             self.assertEqual(w.stop(), 0)
         self.assertEqual(self.attempts(), [1, 2])
+
+    def test_an_idle_watcher_sees_a_state_written_by_another(self):
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        applied = self.repo.git("rev-parse", "refs/heads/vx/state/e2e").strip()
+        self.fake.advance(RUNNING)
+        self.assertEqual(self.repo.vx("watch", self.repo.dir, "-once").code, 2)
+        metrics = os.path.join(self.tmp, "idle.prom")
+        w = Watcher(self.repo, "-cycles", "100000", "-interval", "200ms", "-metrics", metrics)
+        try:
+            self.wait_cycles(w, metrics, 3)
+            # Someone else moves the state (here: back to what the apply left, both
+            # runs queued): nothing in the stack's files or the cloud changed.
+            self.repo.git("update-ref", "refs/heads/vx/state/e2e", applied)
+            for j in ("a", "b"):
+                w.wait_line(lambda l, j=j: without_time(l) == "record: recorded: job.%s: queued -> running" % j)
+        finally:
+            self.assertEqual(w.stop(), 0)
