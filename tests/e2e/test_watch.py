@@ -393,6 +393,9 @@ class Watch(FakeTestCase):
         self.repo.write({"a": self.spot_job()},
                         extra_stack="notify:\n  - urlEnv: HOOK\n    on: [watch-error]\n")
         self.assertEqual(self.repo.apply(env=env).code, 0)
+        # Each list takes 300 ms, so that the 12 cycles are still running when the
+        # faults begin (an idle cycle alone takes a few milliseconds).
+        self.fake.post("/_fake/faults", {"latency_ms": 300})
         p = subprocess.Popen([VX_BIN, "watch", self.repo.dir, "-cycles", "12", "-interval", "0s",
                               "-metrics", os.path.join(self.tmp, "m.prom")],
                              cwd=self.repo.root, env=dict(self.fake.env(), **env), stdout=subprocess.PIPE,
@@ -402,7 +405,8 @@ class Watch(FakeTestCase):
         while not os.path.exists(os.path.join(self.tmp, "m.prom")):
             self.assertLess(time.time(), deadline)
             time.sleep(0.02)
-        self.fake.post("/_fake/faults", {"error_rate": 1.0, "statuses": [403], "methods": ["ListCustomJobs"]})
+        self.fake.post("/_fake/faults", {"latency_ms": 300, "error_rate": 1.0, "statuses": [403],
+                                         "methods": ["ListCustomJobs"]})
         out, err = p.communicate(timeout=300)
         self.assertEqual(p.returncode, 1, err)
         self.assertEqual(rcv.events(), ["watch-error"])
