@@ -1,9 +1,66 @@
 #include "reconcile/watch_live.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/ctx.h"
+
+/* FNV-1a over s and its terminating NUL (a NULL string hashes as one byte 0xff). */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	if (!s)
+		return (h ^ 0xffu) * 1099511628211ull;
+	do {
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	} while (*s++);
+	return h;
+}
+
+static uint64_t fnv_int(uint64_t h, int64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		h = (h ^ (uint64_t)((uint64_t)v >> (8 * i) & 0xffu)) * 1099511628211ull;
+	return h;
+}
+
+/* The digest of js's jobs, or of its jobs that are not final only. */
+static uint64_t digest_of(const struct live_jobs *js, int active_only)
+{
+	uint64_t sum = 0;
+	int64_t n = 0;
+
+	/* A sum of each job's hash: the same jobs in any order, the same digest. */
+	for (size_t i = 0; i < js->n; i++) {
+		const struct live_job *j = &js->items[i];
+		uint64_t h = 14695981039346656037ull;
+
+		if (active_only && job_state_is_terminal(j->state))
+			continue;
+		h = fnv(h, j->name);
+		h = fnv(h, j->region);
+		h = fnv(h, j->display_name);
+		h = fnv(h, j->state);
+		for (size_t k = 0; k < j->nlabels; k++) {
+			h = fnv(h, j->labels[k].key);
+			h = fnv(h, j->labels[k].value);
+		}
+		h = fnv_int(h, (int64_t)j->nlabels);
+		h = fnv_int(h, j->create_ms);
+		h = fnv_int(h, j->start_ms);
+		h = fnv_int(h, j->end_ms);
+		h = fnv_int(h, j->error_code);
+		h = fnv(h, j->error_message);
+		sum += h;
+		n++;
+	}
+	return fnv_int(sum, n);
+}
+
+uint64_t watch_live_digest(const struct live_jobs *js)
+{
+	return digest_of(js, 0);
+}
 
 /* One (project, region) the refresh listed, with the final jobs of its last full list. */
 struct place {
@@ -13,6 +70,10 @@ struct place {
 	struct live_jobs kept;  /* final jobs: they never change */
 	int64_t full_ms;        /* when the last full list ran (monotonic) */
 	int fresh;              /* listed in full since the last invalidate */
+	uint64_t sig;           /* watch_live_digest of the last active list */
+	int has_sig;            /* sig is of an active list made since the last full list */
+	struct live_jobs pre;   /* watch_live_idle's active list, for this cycle's refresh */
+	int has_pre;
 };
 
 struct watch_live {
@@ -20,7 +81,11 @@ struct watch_live {
 	struct provider *real;
 	const struct vx_ctx *ctx;
 	int64_t full_every_ms;
-	struct place *places;
+	/* The refresh lists its places side by side (reconcile/kind_job.c), one
+	 * thread each: the table and the counts are shared, under mu; a place is
+	 * its thread's alone, and never moves (a table of pointers). */
+	pthread_mutex_t mu;
+	struct place **places;
 	size_t nplaces;
 	char **expect;          /* names of the runs the state holds as not final */
 	unsigned char *expect_seen; /* 1: found or read in this cycle */
@@ -33,30 +98,57 @@ static struct watch_live *of(struct provider *p)
 	return (struct watch_live *)(void *)p;
 }
 
+static void place_free(struct place *p)
+{
+	if (!p)
+		return;
+	free(p->project);
+	free(p->region);
+	free(p->stack);
+	live_jobs_release(&p->kept);
+	live_jobs_release(&p->pre);
+	free(p);
+}
+
+static struct place *place_find_locked(struct watch_live *w, const char *project, const char *region,
+				       const char *stack)
+{
+	struct place *p, **t;
+
+	for (size_t i = 0; i < w->nplaces; i++) {
+		p = w->places[i];
+		if (!strcmp(p->project, project) && !strcmp(p->region, region) && !strcmp(p->stack, stack))
+			return p;
+	}
+	if (!(t = realloc(w->places, (w->nplaces + 1) * sizeof(*t))))
+		return NULL;
+	w->places = t;
+	if (!(p = calloc(1, sizeof(*p))))
+		return NULL;
+	if (!(p->project = strdup(project)) || !(p->region = strdup(region)) || !(p->stack = strdup(stack))) {
+		place_free(p);
+		return NULL;
+	}
+	w->places[w->nplaces++] = p;
+	return p;
+}
+
 static struct place *place_get(struct watch_live *w, const char *project, const char *region,
 			       const char *stack)
 {
 	struct place *p;
 
-	for (size_t i = 0; i < w->nplaces; i++) {
-		p = &w->places[i];
-		if (!strcmp(p->project, project) && !strcmp(p->region, region) && !strcmp(p->stack, stack))
-			return p;
-	}
-	p = realloc(w->places, (w->nplaces + 1) * sizeof(*p));
-	if (!p)
-		return NULL;
-	w->places = p;
-	p = &w->places[w->nplaces];
-	memset(p, 0, sizeof(*p));
-	if (!(p->project = strdup(project)) || !(p->region = strdup(region)) || !(p->stack = strdup(stack))) {
-		free(p->project);
-		free(p->region);
-		free(p->stack);
-		return NULL;
-	}
-	w->nplaces++;
+	pthread_mutex_lock(&w->mu);
+	p = place_find_locked(w, project, region, stack);
+	pthread_mutex_unlock(&w->mu);
 	return p;
+}
+
+static void count(struct watch_live *w, size_t *what)
+{
+	pthread_mutex_lock(&w->mu);
+	(*what)++;
+	pthread_mutex_unlock(&w->mu);
 }
 
 static int find_job(const struct live_jobs *js, const char *name)
@@ -73,7 +165,7 @@ static int list_full(struct watch_live *w, struct place *pl, struct live_jobs *o
 	struct live_jobs kept = { NULL, 0 };
 	int rc;
 
-	w->stats.full_lists++;
+	count(w, &w->stats.full_lists);
 	if ((rc = w->real->list_jobs(w->real, pl->project, pl->region, pl->stack, out, err)) < 0)
 		return rc;
 	if (out->n && !(kept.items = calloc(out->n, sizeof(*kept.items))))
@@ -91,6 +183,9 @@ static int list_full(struct watch_live *w, struct place *pl, struct live_jobs *o
 	pl->kept = kept;
 	pl->full_ms = vx_mono_ms(w->ctx);
 	pl->fresh = 1;
+	/* What the next active list shows when nothing changed. */
+	pl->sig = digest_of(out, 1);
+	pl->has_sig = 1;
 	return 0;
 }
 
@@ -102,7 +197,7 @@ static int read_ended(struct watch_live *w, struct place *pl, const char *name, 
 	int rc;
 
 	memset(&lj, 0, sizeof(lj));
-	w->stats.gets++;
+	count(w, &w->stats.gets);
 	rc = w->real->get_job(w->real, name, &lj, NULL, err);
 	if (rc == VX_ENOTFOUND) {
 		/* Deleted: the plan sees it gone, as after a full list. */
@@ -158,6 +253,9 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (!pl->fresh || !w->real->list_active_jobs || !w->real->get_job || w->full_every_ms <= 0 ||
 	    vx_mono_ms(w->ctx) - pl->full_ms >= w->full_every_ms) {
+		live_jobs_release(&pl->pre);
+		pl->has_pre = 0;
+		pl->has_sig = 0;
 		rc = list_full(w, pl, out, err);
 		/* A full list shows every job of the place that still exists. */
 		for (size_t i = 0; rc == 0 && i < w->nexpect; i++)
@@ -165,9 +263,18 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 				w->expect_seen[i] = 1;
 		return rc;
 	}
-	w->stats.active_lists++;
-	if ((rc = w->real->list_active_jobs(w->real, project, region, stack, &active, err)) < 0)
-		goto fail;
+	if (pl->has_pre) {
+		/* Listed moments ago by watch_live_idle, in this cycle. */
+		active = pl->pre;
+		memset(&pl->pre, 0, sizeof(pl->pre));
+		pl->has_pre = 0;
+	} else {
+		count(w, &w->stats.active_lists);
+		if ((rc = w->real->list_active_jobs(w->real, project, region, stack, &active, err)) < 0)
+			goto fail;
+	}
+	pl->sig = watch_live_digest(&active);
+	pl->has_sig = 1;
 	/* The kept final jobs, then what is active now; a name is in one of them only. */
 	if (!(out->items = calloc(pl->kept.n + active.n + 1, sizeof(*out->items)))) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -189,7 +296,7 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 	active.items = NULL;
 	active.n = 0;
 	for (size_t i = 0; i < w->nexpect; i++) {
-		if (w->expect_seen[i] || !in_place(pl, w->expect[i]))
+		if (!in_place(pl, w->expect[i]) || w->expect_seen[i])
 			continue;
 		if (!find_job(out, w->expect[i]) && (rc = read_ended(w, pl, w->expect[i], out, err)) < 0)
 			goto fail;
@@ -201,6 +308,7 @@ fail:
 	live_jobs_release(out);
 	/* Whatever went wrong, the next cycle starts from a full list. */
 	pl->fresh = 0;
+	pl->has_sig = 0;
 	return rc;
 }
 
@@ -315,6 +423,10 @@ int watch_live_new(struct watch_live **out, struct provider *real, const struct 
 	WL_OP(get_job);
 #undef WL_OP
 	w->reader.free = wl_free;
+	if (pthread_mutex_init(&w->mu, NULL) != 0) {
+		free(w);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
 	w->real = real;
 	w->ctx = ctx;
 	w->full_every_ms = full_every_ms;
@@ -337,13 +449,10 @@ void watch_live_free(struct watch_live *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->nplaces; i++) {
-		free(w->places[i].project);
-		free(w->places[i].region);
-		free(w->places[i].stack);
-		live_jobs_release(&w->places[i].kept);
-	}
+	for (size_t i = 0; i < w->nplaces; i++)
+		place_free(w->places[i]);
 	free(w->places);
+	pthread_mutex_destroy(&w->mu);
 	expect_release(w);
 	free(w);
 }
@@ -379,8 +488,61 @@ int watch_live_expect(struct watch_live *w, const char *const *names, size_t n)
 
 void watch_live_invalidate(struct watch_live *w)
 {
-	for (size_t i = 0; i < w->nplaces; i++)
-		w->places[i].fresh = 0;
+	for (size_t i = 0; i < w->nplaces; i++) {
+		w->places[i]->fresh = 0;
+		w->places[i]->has_sig = 0;
+	}
+	watch_live_cycle_end(w);
+}
+
+void watch_live_cycle_end(struct watch_live *w)
+{
+	for (size_t i = 0; i < w->nplaces; i++) {
+		live_jobs_release(&w->places[i]->pre);
+		w->places[i]->has_pre = 0;
+	}
+}
+
+int watch_live_idle(struct watch_live *w, int *same, struct vx_err *err)
+{
+	int64_t now = vx_mono_ms(w->ctx);
+	int rc;
+
+	*same = 0;
+	if (!w->nplaces || !w->real->list_active_jobs || w->full_every_ms <= 0)
+		return 0;
+	for (size_t i = 0; i < w->nplaces; i++) {
+		const struct place *pl = w->places[i];
+
+		if (!pl->fresh || !pl->has_sig || now - pl->full_ms >= w->full_every_ms)
+			return 0;
+	}
+	for (size_t i = 0; i < w->nplaces; i++) {
+		struct place *pl = w->places[i];
+
+		live_jobs_release(&pl->pre);
+		pl->has_pre = 0;
+		count(w, &w->stats.active_lists);
+		if ((rc = w->real->list_active_jobs(w->real, pl->project, pl->region, pl->stack, &pl->pre, err)) < 0) {
+			watch_live_invalidate(w);
+			return rc;
+		}
+		pl->has_pre = 1;
+		/* Something changed: the cycle's refresh takes the lists made so far. */
+		if (watch_live_digest(&pl->pre) != pl->sig)
+			return 0;
+	}
+	/* A run the state holds as active that no list shows has ended (or is gone). */
+	for (size_t e = 0; e < w->nexpect; e++) {
+		int found = 0;
+
+		for (size_t i = 0; i < w->nplaces && !found; i++)
+			found = in_place(w->places[i], w->expect[e]) && find_job(&w->places[i]->pre, w->expect[e]);
+		if (!found)
+			return 0;
+	}
+	*same = 1;
+	return 0;
 }
 
 void watch_live_stats(const struct watch_live *w, struct watch_live_stats *out)
@@ -388,5 +550,5 @@ void watch_live_stats(const struct watch_live *w, struct watch_live_stats *out)
 	*out = w->stats;
 	out->kept = 0;
 	for (size_t i = 0; i < w->nplaces; i++)
-		out->kept += w->places[i].kept.n;
+		out->kept += w->places[i]->kept.n;
 }

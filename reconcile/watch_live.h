@@ -66,4 +66,25 @@ void watch_live_invalidate(struct watch_live *w);
 
 void watch_live_stats(const struct watch_live *w, struct watch_live_stats *out);
 
+/*
+ * The idle check of a cycle, before any refresh: lists the active jobs of
+ * every place the last cycle listed and sets *same to 1 when each list is
+ * what that cycle's was (watch_live_digest) and shows every run of
+ * watch_live_expect: nothing a refresh reads has changed. 0 (with *same 0)
+ * whenever that cannot be told: a place not listed in full since the last
+ * invalidate, or whose last full list is due again, or none listed yet. The
+ * lists made are the cycle's: a refresh that follows in the same cycle uses
+ * them instead of listing again. An error of a list invalidates.
+ */
+int watch_live_idle(struct watch_live *w, int *same, struct vx_err *err) VX_WUR;
+
+/* At the end of a cycle: drops the lists watch_live_idle made that no refresh took. */
+void watch_live_cycle_end(struct watch_live *w);
+
+/*
+ * A digest of what a list says of each job (name, region, display name,
+ * state, labels, times, error), the same whatever the order of the jobs.
+ */
+uint64_t watch_live_digest(const struct live_jobs *js);
+
 #endif

@@ -1,10 +1,13 @@
 /* vx watch's cycle: see workflow/watch.h. */
 #include "workflow/watch.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/apply.h"
@@ -80,6 +83,15 @@ struct watch {
 	struct told pending;
 	struct quota_news *news;
 	size_t nnews;
+	/* The idle fast path (watch_cycle): what the last full cycle's decision
+	 * depended on, kept when it found nothing to do. */
+	int idle_armed;
+	uint64_t idle_files;        /* watch_files_digest of the stack's files (or of the followed commit) */
+	char *idle_rev;             /* the state's revision that cycle loaded (NULL: none) */
+	struct state_backend *idle_backend; /* that cycle's backend, to read the revision */
+	int64_t idle_until_ms;      /* the earliest deadline the clock crosses, INT64_MAX: none */
+	size_t idle_jobs[8];        /* that cycle's jobs_by_state */
+	int64_t deadline_ms;        /* the look's earliest deadline so far */
 };
 
 struct quota_news {
@@ -300,6 +312,8 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	if (a->kind_of != &kind_job)
 		return 1;
 	if ((r = refused_find(w, a->address)) && r->attempt == a->attempt && now_ms < r->until_ms) {
+		if (r->until_ms < w->deadline_ms)
+			w->deadline_ms = r->until_ms;
 		snprintf(what, sizeof(what), "refused|%s|%" PRId64 "|%d", a->address, a->attempt, r->tries);
 		if (!quiet && !told_once(w, what))
 			say(w, "wait", a->address, "%s: attempt %" PRId64 " was refused; trying again in %llds",
@@ -308,6 +322,8 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	}
 	end = a->record && a->record->current ? a->record->current->end_ms : 0;
 	if (a->kind == PLAN_RESUBMIT && (wait = resubmit_wait(a)) > 0 && end > 0 && now_ms < end + wait) {
+		if (end + wait < w->deadline_ms)
+			w->deadline_ms = end + wait;
 		snprintf(what, sizeof(what), "delay|%s|%" PRId64, a->address, a->attempt);
 		if (!quiet && !told_once(w, what))
 			say(w, "wait", a->address, "%s: attempt %" PRId64 " after %s waits until %llds after "
@@ -684,11 +700,171 @@ static void count_jobs(struct watch_result *res, const struct live_jobs *js)
 	}
 }
 
+/* ---- the idle fast path ---- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static int is_yaml(const char *s)
+{
+	size_t n = strlen(s);
+
+	return s[0] != '.' && ((n > 5 && !strcmp(s + n - 5, ".yaml")) || (n > 4 && !strcmp(s + n - 4, ".yml")));
+}
+
+int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct vx_buf p = VX_BUF_INIT;
+	uint64_t sum = 0, n = 0;
+	int rc = 0;
+
+	*out = 0;
+	if (!d)
+		return vx_err_set(err, VX_EIO, "reading %s: %s", dir, strerror(errno));
+	/* The files the stack loads (reconcile/stack.c): its *.yaml and *.yml, by name,
+	 * size, modification time and inode; a sum, so the order read does not matter. */
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		struct stat sb;
+		int64_t v[5];
+		uint64_t h = 14695981039346656037ull;
+
+		if (!is_yaml(de->d_name))
+			continue;
+		vx_buf_reset(&p);
+		if (vx_buf_printf(&p, "%s/%s", dir, de->d_name) < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (stat(p.data, &sb) < 0 || !S_ISREG(sb.st_mode))
+			continue;
+		v[0] = (int64_t)sb.st_size;
+		v[1] = (int64_t)sb.st_mtim.tv_sec;
+		v[2] = (int64_t)sb.st_mtim.tv_nsec;
+		v[3] = (int64_t)sb.st_ino;
+		v[4] = (int64_t)sb.st_dev;
+		h = fnv(h, de->d_name, strlen(de->d_name) + 1);
+		h = fnv(h, v, sizeof(v));
+		sum += h;
+		n++;
+	}
+	if (errno) {
+		rc = vx_err_set(err, VX_EIO, "reading %s: %s", dir, strerror(errno));
+		goto done;
+	}
+	*out = fnv(sum, &n, sizeof(n));
+done:
+	vx_buf_release(&p);
+	closedir(d);
+	return rc;
+}
+
+/* What the stack is read from this cycle: its files, or the followed commit. */
+static int stack_digest(struct watch *w, uint64_t *out, struct vx_err *err)
+{
+	if (w->remote) {
+		*out = fnv(14695981039346656037ull, w->good.commit, strlen(w->good.commit));
+		return 0;
+	}
+	return watch_files_digest(w->o.dir, out, err);
+}
+
+static void idle_disarm(struct watch *w)
+{
+	w->idle_armed = 0;
+	free(w->idle_rev);
+	w->idle_rev = NULL;
+	state_backend_free(w->idle_backend);
+	w->idle_backend = NULL;
+}
+
+/*
+ * After a look that found nothing to do: keeps what its decision depended
+ * on, when all of it can be told again cheaply. Not for a stack that
+ * declares reservations or quotas (their refresh is not a list of active
+ * jobs), nor a state the backend cannot tell the revision of without
+ * loading it or fetching (file, gcs, git with a remote).
+ */
+static void idle_arm(struct watch *w, struct workspace *ws, const struct plan *p, uint64_t files,
+		     const struct watch_result *res, int64_t now)
+{
+	int64_t until = w->deadline_ms;
+
+	if (!w->live || ws->st->state.backend != STACK_BACKEND_GIT || ws->st->state.remote || w->nnews ||
+	    w->pending.n || !ws->backend)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct stack_job *j = a->decl ? a->decl->user : NULL;
+		const struct plan_run *cur = a->record ? a->record->current : NULL;
+		int64_t t;
+
+		if (a->kind_of != &kind_job)
+			return;
+		/* A run queued or pending is "stuck" after stuckAfter (reconcile/notify.c). */
+		if (j && cur && cur->created_ms > 0 && a->live_state &&
+		    (!strcmp(a->live_state, "JOB_STATE_QUEUED") || !strcmp(a->live_state, "JOB_STATE_PENDING")) &&
+		    (t = cur->created_ms + j->stuck_after_ms) > now && t < until)
+			until = t;
+	}
+	if (ws->revision && !(w->idle_rev = strdup(ws->revision)))
+		return;
+	w->idle_backend = ws->backend;
+	ws->backend = NULL;
+	w->idle_files = files;
+	w->idle_until_ms = until;
+	memcpy(w->idle_jobs, res->jobs_by_state, sizeof(w->idle_jobs));
+	w->idle_armed = 1;
+}
+
+/*
+ * Whether this cycle may be idle: the stack's files (or followed commit),
+ * the state's revision, the clock and the active lists are as the last
+ * full cycle left them. When in doubt, no (0, *same 0). *followed: the
+ * followed branch was fetched already.
+ */
+static int idle_check(struct watch *w, int *same, int *followed, struct vx_err *err)
+{
+	uint64_t files;
+	char *rev = NULL;
+	int rc;
+
+	*same = 0;
+	if (w->remote) {
+		*followed = 1;
+		if ((rc = follow(w, err)) < 0)
+			return rc;
+	}
+	if (stack_digest(w, &files, err) < 0) {
+		vx_err_release(err);
+		return 0;
+	}
+	if (files != w->idle_files || vx_now_ms(w->ctx) >= w->idle_until_ms)
+		return 0;
+	if (state_revision(w->idle_backend, &rev, err) < 0) {
+		vx_err_release(err);
+		return 0;
+	}
+	rc = !rev != !w->idle_rev || (rev && strcmp(rev, w->idle_rev));
+	free(rev);
+	if (rc)
+		return 0;
+	return watch_live_idle(w->live, same, err);
+}
+
 /*
  * The look without the lease: whether anything needs doing. Fills *need
- * (1: take the lease) and the job counts.
+ * (1: take the lease) and the job counts. followed: the followed branch
+ * was fetched this cycle already.
  */
-static int look(struct watch *w, int *need, struct watch_result *res, struct vx_err *err)
+static int look(struct watch *w, int *need, struct watch_result *res, int followed, struct vx_err *err)
 {
 	struct workspace ws;
 	struct planning pl;
@@ -697,15 +873,24 @@ static int look(struct watch *w, int *need, struct watch_result *res, struct vx_
 	char *summary = NULL;
 	int64_t now = vx_now_ms(w->ctx);
 	size_t refreshed;
-	int rc, planned = 0;
+	uint64_t files = 0;
+	int rc, planned = 0, files_ok = 0;
 
 	*need = 0;
+	idle_disarm(w);
+	w->deadline_ms = INT64_MAX;
 	memset(&ws, 0, sizeof(ws));
 	memset(&pl, 0, sizeof(pl));
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
-	if ((w->remote && (rc = follow(w, err)) < 0) ||
-	    (rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0 ||
+	if (w->remote && !followed && (rc = follow(w, err)) < 0)
+		goto done;
+	/* Read before the files are: a change while they load shows next cycle. */
+	if (stack_digest(w, &files, err) == 0)
+		files_ok = 1;
+	else
+		vx_err_release(err);
+	if ((rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0 ||
 	    (rc = workspace_load_state(&ws, err)) < 0 || (rc = use_reader(w, &ws, err)) < 0 ||
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
@@ -730,6 +915,12 @@ static int look(struct watch *w, int *need, struct watch_result *res, struct vx_
 		goto done;
 	}
 	*need = *need || refreshed || ws.migrated || undelivered(ws.st, &ws.state, &events);
+	if (!*need && files_ok) {
+		told_turn(&w->told);
+		told_turn(&w->pending);
+		planned = 0;
+		idle_arm(w, &ws, &pl.planner.plan, files, res, now);
+	}
 done:
 	/* What was not told again this time no longer holds (only when it planned). */
 	if (planned) {
@@ -862,14 +1053,26 @@ int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err)
 	struct watch_live_stats before, after;
 	int need = 0, rc;
 
+	int idle = 0, followed = 0;
+
 	memset(res, 0, sizeof(*res));
 	memset(&before, 0, sizeof(before));
 	if (w->live)
 		watch_live_stats(w->live, &before);
-	rc = look(w, &need, res, err);
-	if (rc == 0 && need && !vx_interrupted(w->ctx))
-		rc = act(w, res, err);
+	rc = w->idle_armed ? idle_check(w, &idle, &followed, err) : 0;
+	if (rc == 0 && idle) {
+		/* Nothing it depends on changed: the last full cycle's decision holds. */
+		res->idle = 1;
+		memcpy(res->jobs_by_state, w->idle_jobs, sizeof(res->jobs_by_state));
+	} else if (rc == 0) {
+		rc = look(w, &need, res, followed, err);
+		if (rc == 0 && need && !vx_interrupted(w->ctx))
+			rc = act(w, res, err);
+	}
+	if (rc < 0)
+		idle_disarm(w);
 	if (w->live) {
+		watch_live_cycle_end(w->live);
 		watch_live_stats(w->live, &after);
 		res->full_lists = after.full_lists - before.full_lists;
 		res->active_lists = after.active_lists - before.active_lists;
@@ -989,6 +1192,7 @@ void watch_free(struct watch *w)
 	free(w->targets.notify);
 	free(w->targets.name);
 	free(w->err_msg);
+	idle_disarm(w);
 	told_release(&w->pending);
 	news_release(w);
 	free(w);

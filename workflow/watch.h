@@ -79,6 +79,7 @@ struct watch_result {
 				     * cancelled, other, not seen */
 	size_t notified;            /* notifications delivered */
 	size_t full_lists, active_lists, gets; /* the refresh's calls, this cycle */
+	int idle;                   /* nothing it depends on changed: only the active jobs were listed */
 };
 
 /* "queued", "pending", ...: the names of jobs_by_state's slots. */
@@ -101,5 +102,12 @@ size_t watch_api_errors(struct watch *w, const char **names, uint64_t *counts, s
  * request given up), or 0: the next cycle waits at least that long. */
 int64_t watch_retry_after(struct watch *w);
 void watch_free(struct watch *w);
+
+/*
+ * A digest of the stack's files as a cycle reads them: the name, size,
+ * modification time and inode of each *.yaml and *.yml of dir, in any
+ * order. An idle cycle (docs/watch.md) needs it unchanged. VX_EIO, VX_ENOMEM.
+ */
+int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err) VX_WUR;
 
 #endif

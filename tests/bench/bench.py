@@ -45,6 +45,15 @@ at debug level). Then an apply of VX_BENCH_BIG_APPLY_JOBS creates (default
 10000; 0 skips it) with the rate limits out of the way, for the share of a
 large apply spent saving state.
 
+Then "watch idle": VX_BENCH_WATCH_DONE jobs that finished (SUCCEEDED, default
+10000) and VX_BENCH_WATCH_ACTIVE running (default 100) over VX_BENCH_WATCH_REGIONS
+regions (default 3), all in the state (a first `vx watch -once` records what
+the refresh sees), then `vx watch -cycles 1` and `-cycles 21` (-interval 0s,
+no injected latency): the CPU of an idle cycle is the difference over 20, and
+the fake's request counts per idle cycle are the difference too. An idle
+cycle must list the active jobs once per region and nothing else: no GET, no
+full list, no state write. VX_BENCH_WATCH_DONE=0 skips it.
+
 Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
 CPU time (user + system) and peak RSS from /usr/bin/time -v.
 """
@@ -77,6 +86,9 @@ BIG_APPLY_JOBS = int(os.environ.get("VX_BENCH_BIG_APPLY_JOBS", "10000"))
 APPLY_PARALLELISM = int(os.environ.get("VX_BENCH_APPLY_PARALLELISM", "8"))
 SIZES = ints("VX_BENCH_SIZES", "1000,10000,40000")
 REGION_COUNTS = ints("VX_BENCH_REGIONS", "1,3")
+WATCH_DONE = int(os.environ.get("VX_BENCH_WATCH_DONE", "10000"))
+WATCH_ACTIVE = int(os.environ.get("VX_BENCH_WATCH_ACTIVE", "100"))
+WATCH_REGIONS = int(os.environ.get("VX_BENCH_WATCH_REGIONS", "3"))
 VALIDATE_SIZES = ints("VX_BENCH_VALIDATE_SIZES", "1000,10000,40000")
 GET_MAX = int(os.environ.get("VX_BENCH_GET_MAX", "10000"))
 REGIONS = ["us-central1", "us-east4", "europe-west4", "us-west1", "asia-southeast1",
@@ -139,8 +151,8 @@ def request(url, body=None, method="GET"):
         return json.loads(r.read() or b"{}")
 
 
-def seed(fake, n, nregions, hashes, lineage):
-    """Creates the n live jobs through the real API, as the apply would have."""
+def seed(fake, n, nregions, hashes, lineage, first=0):
+    """Creates the live jobs first..n-1 through the real API, as the apply would have."""
     fake.post("/_fake/rate-limits", {"enabled": False})
     fake.post("/_fake/tokens", {"token": TOKEN})
     for r in REGIONS[:nregions]:
@@ -156,7 +168,7 @@ def seed(fake, n, nregions, hashes, lineage):
         return request(url, body, "POST")["name"]
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        return list(pool.map(create, range(n)))
+        return list(pool.map(create, range(first, n)))
 
 
 def spec_hashes(repo):
@@ -356,6 +368,73 @@ def bench_apply(n, nregions, scale):
         fake.close()
 
 
+def watch_run(repo, cycles):
+    """vx watch -cycles N -interval 0s: its CPU (user + system) from the kernel's accounting."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(repo.root)
+            fd = os.open(os.devnull, os.O_RDWR)
+            for k in (0, 1, 2):
+                os.dup2(fd, k)
+            os.execve(VX_BIN, [VX_BIN, "watch", repo.dir, "-cycles", str(cycles), "-interval", "0s"],
+                      repo.fake.env())
+        finally:
+            os._exit(127)
+    _, status, ru = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("vx watch -cycles %d exited %d" % (cycles, os.waitstatus_to_exitcode(status)))
+    return ru.ru_utime + ru.ru_stime
+
+
+def bench_watch_idle(done, active, nregions):
+    """CPU and requests of an idle vx watch cycle over done finished and active running jobs."""
+    tmp = tempfile.mkdtemp(prefix="vx-bench-watch-")
+    fake = Fake(tmp)
+    try:
+        repo = Repo(tmp, fake)
+        repo.write({})
+        n = done + active
+        write_jobs(repo.dir, declarations(n, nregions))
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", "jobs")
+        hashes = spec_hashes(repo)
+        lineage = str(uuid.UUID(int=0x5eed1000000000000000000000000000 + n, version=4))
+        # The finished ones run their whole course (queued, pending, running 3600 s),
+        # then the active ones are created and started.
+        resources = seed(fake, done, nregions, hashes, lineage)
+        fake.advance(3700)
+        resources += seed(fake, n, nregions, hashes, lineage, first=done)
+        fake.advance(40)
+        states = {}
+        for j in fake.jobs():
+            states[j["state"]] = states.get(j["state"], 0) + 1
+        if states != {"JOB_STATE_SUCCEEDED": done, "JOB_STATE_RUNNING": active}:
+            raise RuntimeError("the fake holds %r" % states)
+        write_state(repo, n, nregions, hashes, resources, lineage)
+        # The first look records the ended and running runs: from then on, nothing changes.
+        r = repo.vx("watch", repo.dir, "-once", timeout=1800)
+        if r.code not in (0, 2):
+            raise RuntimeError("vx watch -once exited %d: %r" % (r.code, r))
+
+        def measure(cycles):
+            tip = repo.git("rev-parse", "refs/heads/vx/state/e2e", "refs/vx/lease/e2e").split()
+            fake.post("/_fake/requests/reset", {})
+            cpu = watch_run(repo, cycles)
+            calls = fake.requests()["by_rpc"]
+            moved = tip != repo.git("rev-parse", "refs/heads/vx/state/e2e", "refs/vx/lease/e2e").split()
+            return cpu, calls, moved
+
+        # Each run twice, the least CPU of each (the machine is shared).
+        one = min((measure(1) for _ in range(2)), key=lambda m: m[0])
+        many = min((measure(21) for _ in range(2)), key=lambda m: m[0])
+        per_cycle = {k: (many[1].get(k, 0) - one[1].get(k, 0)) / 20.0
+                     for k in set(one[1]) | set(many[1]) if many[1].get(k, 0) != one[1].get(k, 0)}
+        return one[0], many[0], (many[0] - one[0]) / 20.0, per_cycle, one[2] or many[2]
+    finally:
+        fake.close()
+
+
 def main():
     print("vxplan against the fake, %d ms latency per request (%d CPUs)" % (LATENCY_MS, os.cpu_count()))
     print("%7s %4s %9s %6s %9s %6s %8s %6s %7s %9s %8s %7s %6s" % (
@@ -409,6 +488,17 @@ def main():
         sys.stdout.flush()
         wall, rate, _, _, _, _, dups, saves, saving = bench_apply(BIG_APPLY_JOBS, APPLY_REGIONS, 1000)
         print("%9.2f %10.1f %5d %6d %9.2f %8.0f%%" % (wall, rate, dups, saves, saving, 100.0 * saving / wall))
+        sys.stdout.flush()
+    if WATCH_DONE > 0:
+        print()
+        print("vx watch, idle: %d succeeded + %d running jobs over %d regions, -interval 0s" % (
+            WATCH_DONE, WATCH_ACTIVE, WATCH_REGIONS))
+        sys.stdout.flush()
+        one, many, per, calls, moved = bench_watch_idle(WATCH_DONE, WATCH_ACTIVE, WATCH_REGIONS)
+        print("%12s %12s %16s  %s" % ("1 cycle(s)", "21 cycles(s)", "per idle cycle(s)", "requests per idle cycle"))
+        print("%12.2f %12.2f %16.3f  %s%s" % (one, many, per, ", ".join(
+            "%s %g" % (k, v) for k, v in sorted(calls.items())) or "none",
+            "; the state or the lease moved" if moved else "; no state write, no lease"))
         sys.stdout.flush()
     print()
     print("vx validate")

@@ -145,6 +145,24 @@ class Watch(FakeTestCase):
                 raise AssertionError("timed out; the fake holds %s" % self.live_jobs("a"))
             time.sleep(0.05)
 
+    def wait_cycles(self, w, metrics, n):
+        """Waits until the watcher w ran n more cycles (its -metrics file counts them)."""
+        def ok():
+            try:
+                with open(metrics) as f:
+                    for line in f:
+                        if line.startswith('vx_watch_cycles_total{result="ok"} '):
+                            return int(line.split()[1])
+            except FileNotFoundError:
+                pass
+            return 0
+
+        want = ok() + n
+        deadline = time.time() + 30
+        while ok() < want:
+            self.assertLess(time.time(), deadline, "the watcher ran no cycles:\n" + "\n".join(w.lines))
+            time.sleep(0.02)
+
     def test_preempted_job_is_resubmitted_within_the_interval(self):
         self.repo.write({"a": self.spot_job()})
         self.preempted()
@@ -376,6 +394,9 @@ class Watch(FakeTestCase):
         self.repo.write({"a": self.spot_job()},
                         extra_stack="notify:\n  - urlEnv: HOOK\n    on: [watch-error]\n")
         self.assertEqual(self.repo.apply(env=env).code, 0)
+        # Each list takes 300 ms, so that the 12 cycles are still running when the
+        # faults begin (an idle cycle alone takes a few milliseconds).
+        self.fake.post("/_fake/faults", {"latency_ms": 300})
         p = subprocess.Popen([VX_BIN, "watch", self.repo.dir, "-cycles", "12", "-interval", "0s",
                               "-metrics", os.path.join(self.tmp, "m.prom")],
                              cwd=self.repo.root, env=dict(self.fake.env(), **env), stdout=subprocess.PIPE,
@@ -385,7 +406,8 @@ class Watch(FakeTestCase):
         while not os.path.exists(os.path.join(self.tmp, "m.prom")):
             self.assertLess(time.time(), deadline)
             time.sleep(0.02)
-        self.fake.post("/_fake/faults", {"error_rate": 1.0, "statuses": [403], "methods": ["ListCustomJobs"]})
+        self.fake.post("/_fake/faults", {"latency_ms": 300, "error_rate": 1.0, "statuses": [403],
+                                         "methods": ["ListCustomJobs"]})
         out, err = p.communicate(timeout=300)
         self.assertEqual(p.returncode, 1, err)
         self.assertEqual(rcv.events(), ["watch-error"])
@@ -427,3 +449,90 @@ class Watch(FakeTestCase):
         self.assertEqual(rcv.events(), ["quota-granted"])
         ev = json.loads(rcv.got[0][1])
         self.assertEqual((ev["address"], ev["state"]), ("quota.l4-training", "granted 2000 of 2000"))
+
+    def test_a_stack_over_three_regions_is_watched(self):
+        # The refresh lists the regions side by side, one thread each, through the
+        # watcher's reader: its table of places is shared by them (was a use after free).
+        regions = ["us-central1", "us-east4", "europe-west4"]
+        for r in regions:
+            self.fake.post("/_fake/capacity", {"region": r, "accelerator_type": "NVIDIA_L4", "gpus": None})
+            self.fake.post("/_fake/quota", {"region": r, "accelerator_type": "NVIDIA_L4", "limit": 1000})
+        self.repo.write({"j%02d" % i: job_yaml("j%02d" % i) + "region: %s\n" % regions[i % 3] for i in range(30)})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(RUNNING)
+        # Every list takes a while: the three regions' lists overlap.
+        self.fake.post("/_fake/faults", {"latency_ms": 300})
+        r = self.repo.vx("watch", self.repo.dir, "-cycles", "2", "-interval", "0s")
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(sorted(without_time(l) for l in r.out.splitlines()),
+                         sorted("record: recorded: job.j%02d: queued -> running" % i for i in range(30)))
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+
+    def test_an_idle_watcher_lists_only_the_active_jobs_and_sees_each_change(self):
+        self.repo.write({"a": self.spot_job(), "b": job_yaml("b")})
+        self.preempted()
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(RUNNING)
+        r = self.repo.vx("watch", self.repo.dir, "-once")
+        self.assertEqual(r.code, 2, r)
+        refs = ["refs/heads/vx/state/e2e", "refs/vx/lease/e2e"]
+        tips = self.repo.git("rev-parse", *refs)
+
+        def calls(cycles):
+            self.fake.post("/_fake/requests/reset", {})
+            r = self.repo.vx("watch", self.repo.dir, "-cycles", str(cycles), "-interval", "0s")
+            self.assertEqual((r.code, r.out, r.err), (0, "", ""), r)
+            return self.fake.requests()["by_rpc"]
+
+        # The first cycle lists in full, the second the active jobs and plans: each
+        # one after that is idle, one list of the active jobs per region and nothing else.
+        two, six = calls(2), calls(6)
+        self.assertEqual({k: six.get(k, 0) - two.get(k, 0) for k in set(two) | set(six)
+                          if six.get(k, 0) != two.get(k, 0)}, {"ListCustomJobs": 4})
+        self.assertEqual(self.repo.git("rev-parse", *refs), tips)
+
+        metrics = os.path.join(self.tmp, "idle.prom")
+        w = Watcher(self.repo, "-cycles", "100000", "-interval", "200ms", "-metrics", metrics)
+
+        def idle_cycles(n):
+            self.wait_cycles(w, metrics, n)
+
+        try:
+            idle_cycles(3)
+            # A stack file edited: told in the next cycle.
+            self.repo.write({"a": self.spot_job(), "b": job_yaml("b"), "c": job_yaml("c")})
+            w.wait_line(lambda l: without_time(l) ==
+                        "unapplied: job.c: declared but not applied (the plan says create); waiting for vxapply")
+            idle_cycles(3)
+            # An apply by vxapply: its job is watched from the next cycle on.
+            self.assertEqual(self.repo.apply().code, 0)
+            idle_cycles(3)
+            self.fake.advance(RUNNING)
+            w.wait_line(lambda l: without_time(l) == "record: recorded: job.c: queued -> running")
+            idle_cycles(3)
+            # The fake's clock ends a run: resubmitted in the next cycle.
+            self.fake.advance(PREEMPTED)
+            line = w.wait_line(lambda l: "resubmit" in l and "job.a" in l)
+            self.assertRegex(without_time(line),
+                             r"^act: \+ job\.a resubmit projects/\d+/locations/us-central1/customJobs/\d+$")
+        finally:
+            self.assertEqual(w.stop(), 0)
+        self.assertEqual(self.attempts(), [1, 2])
+
+    def test_an_idle_watcher_sees_a_state_written_by_another(self):
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        applied = self.repo.git("rev-parse", "refs/heads/vx/state/e2e").strip()
+        self.fake.advance(RUNNING)
+        self.assertEqual(self.repo.vx("watch", self.repo.dir, "-once").code, 2)
+        metrics = os.path.join(self.tmp, "idle.prom")
+        w = Watcher(self.repo, "-cycles", "100000", "-interval", "200ms", "-metrics", metrics)
+        try:
+            self.wait_cycles(w, metrics, 3)
+            # Someone else moves the state (here: back to what the apply left, both
+            # runs queued): nothing in the stack's files or the cloud changed.
+            self.repo.git("update-ref", "refs/heads/vx/state/e2e", applied)
+            for j in ("a", "b"):
+                w.wait_line(lambda l, j=j: without_time(l) == "record: recorded: job.%s: queued -> running" % j)
+        finally:
+            self.assertEqual(w.stop(), 0)

@@ -286,6 +286,112 @@ static void test_project_number(void **unused)
 	teardown_cloud(&c);
 }
 
+/* The digest: the same jobs in any order are the same; any field that changes, not. */
+static void test_digest(void **unused)
+{
+	struct cloud a, b;
+	struct vx_ctx ctx;
+	struct live_jobs la = { a.jobs, 0 }, lb = { b.jobs, 0 };
+	uint64_t d;
+
+	(void)unused;
+	setup(&a, &ctx);
+	setup(&b, &ctx);
+	add(&a, P "1", "JOB_STATE_RUNNING");
+	add(&a, P "2", "JOB_STATE_QUEUED");
+	add(&b, P "2", "JOB_STATE_QUEUED");
+	add(&b, P "1", "JOB_STATE_RUNNING");
+	la.n = a.n;
+	lb.n = b.n;
+	d = watch_live_digest(&la);
+	assert_true(d == watch_live_digest(&lb));
+	set_state(&b, P "1", "JOB_STATE_FAILED");
+	assert_true(d != watch_live_digest(&lb));
+	set_state(&b, P "1", "JOB_STATE_RUNNING");
+	b.jobs[0].start_ms = 5;
+	assert_true(d != watch_live_digest(&lb));
+	b.jobs[0].start_ms = 0;
+	lb.n = 1;
+	assert_true(d != watch_live_digest(&lb));
+	lb.n = 0;
+	la.n = 0;
+	assert_true(watch_live_digest(&la) == watch_live_digest(&lb));
+	teardown_cloud(&a);
+	teardown_cloud(&b);
+}
+
+/*
+ * The idle check: never before a list was made; then one active
+ * list, which the cycle's refresh takes instead of listing again; a run
+ * that ends, a new one, an expected run missing or a full list due: not idle.
+ */
+static void test_idle(void **unused)
+{
+	struct cloud c;
+	struct vx_ctx ctx;
+	struct watch_live *w;
+	struct vx_err err = VX_ERR_INIT;
+	const char *exp[] = { P "2" }, *gone[] = { P "9" };
+	int same = 1;
+
+	(void)unused;
+	setup(&c, &ctx);
+	add(&c, P "1", "JOB_STATE_SUCCEEDED");
+	add(&c, P "2", "JOB_STATE_RUNNING");
+	assert_int_equal(watch_live_new(&w, &c.base, &ctx, 600000, &err), 0);
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 0); /* no place yet */
+	cycle(w, exp, 1, "1 2");
+	watch_live_cycle_end(w);
+	/* Nothing changed since the full list (its jobs that are not final): idle, one active list. */
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 1);
+	assert_int_equal(c.active, 1);
+	watch_live_cycle_end(w);
+	cycle(w, exp, 1, "1 2");
+	assert_int_equal(c.active, 2);
+	watch_live_cycle_end(w);
+	/* A run that the state holds as active and no list shows: not idle. */
+	assert_int_equal(watch_live_expect(w, gone, 1), 0);
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 0);
+	watch_live_cycle_end(w);
+	assert_int_equal(watch_live_expect(w, exp, 1), 0);
+	/* A new run: not idle, and the refresh takes the list made. */
+	add(&c, P "3", "JOB_STATE_PENDING");
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 0);
+	assert_int_equal(c.active, 4);
+	cycle(w, exp, 1, "1 2 3");
+	assert_int_equal(c.active, 4);
+	watch_live_cycle_end(w);
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 1);
+	watch_live_cycle_end(w);
+	/* A run ends: not idle. */
+	set_state(&c, P "2", "JOB_STATE_FAILED");
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 0);
+	cycle(w, exp, 1, "1 2 3");
+	watch_live_cycle_end(w);
+	/* A full list due: not idle, without listing. */
+	mono += 600000;
+	c.active = 0;
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 0);
+	assert_int_equal(c.active, 0);
+	/* A list that fails: an error, and a full list next. */
+	mono -= 600000;
+	c.fail_active = 1;
+	assert_int_not_equal(watch_live_idle(w, &same, &err), 0);
+	vx_err_release(&err);
+	c.fail_active = 0;
+	assert_int_equal(watch_live_idle(w, &same, &err), 0);
+	assert_int_equal(same, 0);
+	watch_live_free(w);
+	teardown_cloud(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +399,8 @@ int main(void)
 		cmocka_unit_test(test_deleted_while_running),
 		cmocka_unit_test(test_full_again),
 		cmocka_unit_test(test_project_number),
+		cmocka_unit_test(test_digest),
+		cmocka_unit_test(test_idle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
