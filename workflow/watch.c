@@ -951,6 +951,43 @@ static void note_refused(struct watch *w, const struct plan *p, const struct sta
 	}
 }
 
+/* One record line per run that changed ("job.a: running -> failed (preempted)"). */
+static void say_recorded(struct watch *w, const char *summary)
+{
+	const char *l = summary ? summary : "";
+
+	while (*l) {
+		size_t n = strcspn(l, "\n");
+
+		if (n) {
+			char *one = strndup(l, n), *addr = one ? address_in(one) : NULL;
+
+			say(w, "record", addr, "recorded: %s", one ? one : "");
+			free(addr);
+			free(one);
+		}
+		l += n + (l[n] == '\n');
+	}
+}
+
+/* After applying_run: the counts, the failures, the refused creates to back off. */
+static void account_run(struct watch *w, struct applying *ap, struct watch_result *res, int64_t now)
+{
+	res->done = ap->res.ok;
+	res->failed = ap->res.failed;
+	res->acted = res->acted || ap->res.ok;
+	for (size_t i = 0; i < ap->res.failures.n; i++)
+		say(w, "failed", NULL, "%s", ap->res.failures.items[i].msg);
+	note_refused(w, &ap->pl.planner.plan, &ap->ws.state, now);
+	for (size_t i = 0; i < ap->pl.planner.plan.n; i++) {
+		const struct plan_action *a = &ap->pl.planner.plan.actions[i];
+		const struct state_record *r = a->kind == PLAN_RESUBMIT ? state_find(&ap->ws.state, a->address) : NULL;
+
+		if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
+			res->resubmitted++;
+	}
+}
+
 /* Under the lease: plan again as things are now, and do what is authorised. */
 static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 {
@@ -1002,39 +1039,13 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	if ((rc = applying_record(&ap, &po, err)) < 0)
 		goto done;
 	if (ap.refreshed) {
-		const char *l = ap.refresh_summary ? ap.refresh_summary : "";
-
 		res->acted = 1;
-		/* One line per run that changed ("job.a: running -> failed (preempted)"). */
-		while (*l) {
-			size_t n = strcspn(l, "\n");
-
-			if (n) {
-				char *one = strndup(l, n), *addr = one ? address_in(one) : NULL;
-
-				say(w, "record", addr, "recorded: %s", one ? one : "");
-				free(addr);
-				free(one);
-			}
-			l += n + (l[n] == '\n');
-		}
+		say_recorded(w, ap.refresh_summary);
 	}
 	if (planning_has_changes(&ap.pl)) {
 		if ((rc = applying_run(&ap, &ao, err)) < 0)
 			goto done;
-		res->done = ap.res.ok;
-		res->failed = ap.res.failed;
-		res->acted = res->acted || ap.res.ok;
-		for (size_t i = 0; i < ap.res.failures.n; i++)
-			say(w, "failed", NULL, "%s", ap.res.failures.items[i].msg);
-		note_refused(w, &ap.pl.planner.plan, &ap.ws.state, now);
-		for (size_t i = 0; i < ap.pl.planner.plan.n; i++) {
-			const struct plan_action *a = &ap.pl.planner.plan.actions[i];
-			const struct state_record *r = a->kind == PLAN_RESUBMIT ? state_find(&ap.ws.state, a->address) : NULL;
-
-			if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
-				res->resubmitted++;
-		}
+		account_run(w, &ap, res, now);
 	}
 	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");

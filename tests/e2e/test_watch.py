@@ -32,17 +32,20 @@ class Watcher:
         self.p = subprocess.Popen([VX_BIN, "watch", repo.dir] + list(args), cwd=repo.root, env=e,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   stdin=subprocess.DEVNULL)
-        self.lines = []
+        self.lines = []         # both streams, in the order read
+        self.out_lines = []     # stdout alone, in its own order
         self.cv = threading.Condition()
-        self.threads = [threading.Thread(target=self._read, args=(s,), daemon=True)
+        self.threads = [threading.Thread(target=self._read, args=(s, s is self.p.stdout), daemon=True)
                         for s in (self.p.stdout, self.p.stderr)]
         for t in self.threads:
             t.start()
 
-    def _read(self, stream):
+    def _read(self, stream, is_out):
         for line in stream:
             with self.cv:
                 self.lines.append(line.rstrip("\n"))
+                if is_out:
+                    self.out_lines.append(line.rstrip("\n"))
                 self.cv.notify_all()
 
     def wait_line(self, pred, timeout=30):
@@ -181,7 +184,7 @@ class Watch(FakeTestCase):
         finally:
             code = w.stop()
         self.assertEqual(code, 0)
-        self.assertEqual(without_time(w.lines[-1]), "stop: stopped: the lease is released")
+        self.assertEqual(without_time(w.out_lines[-1]), "stop: stopped: the lease is released")
         # The resubmission is in the state, as vxapply records one.
         self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
 
@@ -279,7 +282,7 @@ class Watch(FakeTestCase):
         code = w.stop(signal.SIGCONT)
         self.assertLess(time.time() - t0, 10.0)
         self.assertEqual(code, 0, "\n".join(w.lines))
-        self.assertEqual(without_time(w.lines[-1]), "stop: stopped: the lease is released")
+        self.assertEqual(without_time(w.out_lines[-1]), "stop: stopped: the lease is released")
         # The lease is free: the last lease commit gives it back, and an apply takes it at once.
         lease = [m.strip().split("\n")[0] for m in self.repo.lease_log() if m.strip()]
         self.assertTrue(lease[0].startswith("vx unlock: released "), lease)
