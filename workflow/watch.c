@@ -558,6 +558,20 @@ static int news_events(struct watch *w, struct notify_list *out, const char *sta
 
 /* ---- watch-error ---- */
 
+static void targets_release(struct watch *w)
+{
+	for (size_t i = 0; i < w->targets.nnotify; i++) {
+		free(w->targets.notify[i].url);
+		free(w->targets.notify[i].url_env);
+		free(w->targets.notify[i].secret_env);
+	}
+	free(w->targets.notify);
+	free(w->targets.name);
+	w->targets.notify = NULL;
+	w->targets.nnotify = 0;
+	w->targets.name = NULL;
+}
+
 /* Keeps the Stack's name and notify: targets of a stack that loaded. */
 static void keep_targets(struct watch *w, const struct stack *st)
 {
@@ -575,13 +589,7 @@ static void keep_targets(struct watch *w, const struct stack *st)
 		t[i].url_env = vx_strdup(st->notify[i].url_env);
 		t[i].secret_env = vx_strdup(st->notify[i].secret_env);
 	}
-	for (size_t i = 0; i < w->targets.nnotify; i++) {
-		free(w->targets.notify[i].url);
-		free(w->targets.notify[i].url_env);
-		free(w->targets.notify[i].secret_env);
-	}
-	free(w->targets.notify);
-	free(w->targets.name);
+	targets_release(w);
 	w->targets.notify = t;
 	w->targets.nnotify = st->nnotify;
 	w->targets.name = name;
@@ -1195,13 +1203,7 @@ void watch_free(struct watch *w)
 	git_follow_release(&w->fetched);
 	git_follow_release(&w->good);
 	free(w->src_files);
-	for (size_t i = 0; i < w->targets.nnotify; i++) {
-		free(w->targets.notify[i].url);
-		free(w->targets.notify[i].url_env);
-		free(w->targets.notify[i].secret_env);
-	}
-	free(w->targets.notify);
-	free(w->targets.name);
+	targets_release(w);
 	free(w->err_msg);
 	idle_disarm(w);
 	told_release(&w->pending);
