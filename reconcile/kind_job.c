@@ -675,26 +675,38 @@ static int removal_forgets(const struct plan_record *rec)
 	return rec->unlabelled_import && rec->on_remove != PLAN_ON_REMOVE_CANCEL;
 }
 
+/* An action for rec, no longer declared, with what each such action shows; NULL on OOM. */
+static struct plan_action *removed_action(struct builder *b, enum plan_kind k, const struct plan_record *rec,
+					  const char *state)
+{
+	struct plan_action *a = add_action(b, k, rec->address);
+
+	if (!a)
+		return NULL;
+	a->record = rec;
+	set_str(b, &a->old_hash, rec->spec_hash);
+	set_str(b, &a->live_state, state);
+	if (rec->current)
+		set_str(b, &a->region, rec->current->region);
+	return a;
+}
+
 static void plan_removed(struct builder *b, const struct plan_record *rec)
 {
 	const struct plan_run *cur = rec->current;
 	const struct live_job *lj = NULL;
 	const char *state = cur ? cur->state : NULL;
 	struct plan_action *a;
+	int running;
 
 	if (cur && b->in->live) {
 		lj = live_by_name(b, cur->name);
 		state = lj ? lj->state : NULL;
 	}
-	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0 &&
-	    removal_forgets(rec)) {
-		a = add_action(b, PLAN_FORGET, rec->address);
-		if (!a)
+	running = cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0;
+	if (running && removal_forgets(rec)) {
+		if (!(a = removed_action(b, PLAN_FORGET, rec, state)))
 			return;
-		a->record = rec;
-		set_str(b, &a->old_hash, rec->spec_hash);
-		set_str(b, &a->live_state, state);
-		set_str(b, &a->region, cur->region);
 		set_fmt(b, &a->reason, rec->on_remove == PLAN_ON_REMOVE_FORGET
 			? vx_asprintf("no longer declared; run %s is %s: onRemove is forget, so vx forgets it "
 				      "and leaves it running", cur->name, job_state_short(state))
@@ -703,20 +715,15 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 				      "cancels it)", cur->name, job_state_short(state)));
 		return;
 	}
-	if (cur && state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0) {
+	if (running) {
 		if (rec->protect)
 			vx_diags_add(&b->p->errors, NULL, 0, 0,
 				     "%s is protected (protect: true): it is no longer declared but its run %s "
 				     "is %s; cancelling it is refused", rec->address, cur->name,
 				     job_state_short(state));
-		a = add_action(b, PLAN_CANCEL, rec->address);
-		if (!a)
+		if (!(a = removed_action(b, PLAN_CANCEL, rec, state)))
 			return;
-		a->record = rec;
 		set_str(b, &a->cancel_name, cur->name);
-		set_str(b, &a->old_hash, rec->spec_hash);
-		set_str(b, &a->live_state, state);
-		set_str(b, &a->region, cur->region);
 		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is %s%s", cur->name,
 						   job_state_short(state),
 						   rec->on_remove == PLAN_ON_REMOVE_FORGET
@@ -727,13 +734,8 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 	}
 	if (cur && state && !strcmp(state, "JOB_STATE_CANCELLING")) {
 		/* Forgetting it now would lose how it ends: wait until it has. */
-		a = add_action(b, PLAN_NOOP, rec->address);
-		if (!a)
+		if (!(a = removed_action(b, PLAN_NOOP, rec, state)))
 			return;
-		a->record = rec;
-		set_str(b, &a->old_hash, rec->spec_hash);
-		set_str(b, &a->live_state, state);
-		set_str(b, &a->region, cur->region);
 		set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is cancelling: forgotten "
 						   "once it has ended", cur->name));
 		return;

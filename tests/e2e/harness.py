@@ -5,6 +5,7 @@ Standard library only. VX_BIN names the binary under test.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -269,6 +270,19 @@ class FakeTestCase(unittest.TestCase):
             print("kept", self.tmp)
         else:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def block(self, out, address="job.a"):
+        """The plan's lines for address (its header line and the indented ones under it)."""
+        lines = out.splitlines()
+        for i, l in enumerate(lines):
+            if re.match(r"^\s+\S+\s+%s\s" % re.escape(address), l + " "):
+                got = [l.strip()]
+                for m in lines[i + 1:]:
+                    if not m.startswith("        "):
+                        break
+                    got.append(m.strip())
+                return got
+        self.fail("no plan lines for %s in:\n%s" % (address, out))
 
     def live_jobs(self, job=None):
         out = []

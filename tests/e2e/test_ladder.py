@@ -62,19 +62,6 @@ class Ladder(FakeTestCase):
         self.assertLessEqual(len(active), 1, "more than one active job for job.a: %s" % active)
         return jobs
 
-    def block(self, out, address="job.a"):
-        """The plan's lines for address (its header line and the indented ones under it)."""
-        lines = out.splitlines()
-        for i, l in enumerate(lines):
-            if re.match(r"^\s+\S+\s+%s\s" % re.escape(address), l + " "):
-                got = [l.strip()]
-                for m in lines[i + 1:]:
-                    if not m.startswith("        "):
-                        break
-                    got.append(m.strip())
-                return got
-        self.fail("no plan lines for %s in:\n%s" % (address, out))
-
     def plan_ok(self):
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)

@@ -50,18 +50,6 @@ class OnRemove(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         return name
 
-    def block(self, out, address):
-        lines = out.splitlines()
-        for i, l in enumerate(lines):
-            if re.match(r"^\s+\S+\s+%s\s" % re.escape(address), l + " "):
-                got = [l.strip()]
-                for m in lines[i + 1:]:
-                    if not m.startswith("        "):
-                        break
-                    got.append(m.strip())
-                return got
-        self.fail("no plan lines for %s in:\n%s" % (address, out))
-
     def state_of(self, name):
         return {j["name"]: j["state"] for j in self.fake.jobs()}[name]
 

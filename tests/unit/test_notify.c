@@ -392,6 +392,19 @@ static void test_send_once_signed(void **unused)
 	notify_list_release(&l);
 }
 
+/* A stack with the one target t, a receiver h that answers status, an empty book b. */
+static void one_target(struct stack_notify *t, struct stack *st, struct hook *h, struct book *b, long status)
+{
+	memset(t, 0, sizeof(*t));
+	memset(st, 0, sizeof(*st));
+	memset(h, 0, sizeof(*h));
+	memset(b, 0, sizeof(*b));
+	st->notify = t;
+	st->nnotify = 1;
+	h->base.post_webhook = hook_post;
+	h->status = status;
+}
+
 /* A failure is tried again after a backoff, not every cycle; a bad target never gets a request. */
 static void test_send_backoff(void **unused)
 {
@@ -408,17 +421,10 @@ static void test_send_backoff(void **unused)
 	int64_t now = 1795000000000;
 
 	(void)unused;
-	memset(&t, 0, sizeof(t));
-	memset(&st, 0, sizeof(st));
-	memset(&h, 0, sizeof(h));
-	memset(&b, 0, sizeof(b));
+	one_target(&t, &st, &h, &b, 503);
 	t.url_env = (char *)(uintptr_t)"HOOK";
 	t.format = NOTIFY_FORMAT_JSON;
 	t.on = NOTIFY_ALL;
-	st.notify = &t;
-	st.nnotify = 1;
-	h.base.post_webhook = hook_post;
-	h.status = 503;
 	assert_int_equal(notify_list_add(&l, &ev), 0);
 	assert_int_equal(notify_outbox_new(&ob), 0);
 	/* Unset: said, not sent. */
@@ -481,16 +487,9 @@ static void test_send_gives_up(void **unused)
 	int tries = 0, dropped = 0;
 
 	(void)unused;
-	memset(&t, 0, sizeof(t));
-	memset(&st, 0, sizeof(st));
-	memset(&h, 0, sizeof(h));
-	memset(&b, 0, sizeof(b));
+	one_target(&t, &st, &h, &b, 500);
 	t.url = (char *)(uintptr_t)"https://ops.example.com/vx";
 	t.on = NOTIFY_GAVE_UP;
-	st.notify = &t;
-	st.nnotify = 1;
-	h.base.post_webhook = hook_post;
-	h.status = 500;
 	assert_int_equal(notify_list_add(&l, &ev), 0);
 	assert_int_equal(notify_outbox_new(&ob), 0);
 	for (int i = 0; i < 200 && !dropped; i++, now += 60000) {
