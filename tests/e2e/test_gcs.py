@@ -21,7 +21,7 @@ PREFIX = "vx/state/e2e"
 
 LOCKED = re.compile(
     r"vx: state is locked by [^@\s]+@[^\s]+ \(pid \d+, apply\) since "
-    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{3})?Z, expires \d\d:\d\d:\d\d(?:\.\d{3})?Z; lock id ([0-9a-f]{32}); wait with "
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{3})?Z, expires (?:\d{4}-\d\d-\d\dT)?\d\d:\d\d:\d\d(?:\.\d{3})?Z; lock id ([0-9a-f]{32}); wait with "
     r"-lock-timeout or clear it with: vx unlock \1 \S+\n")
 
 
