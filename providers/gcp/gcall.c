@@ -104,10 +104,10 @@ int gcall_send(struct gcp_http *http, const struct gcp_request *req, const char 
 	if (rc == 0) {
 		if (resp->status >= 200 && resp->status < 300)
 			return 0;
-		return gcp_error_set(err, resp, what);
+		return gcp_error_set_call(err, resp, what, req->api, req->rpc);
 	}
 	if (rc == VX_ERETRY && resp->status != 0)
-		return gcp_error_set(err, resp, what);
+		return gcp_error_set_call(err, resp, what, req->api, req->rpc);
 	gcall_wrap(err, client, what);
 	return rc;
 }

@@ -68,7 +68,8 @@ void gcall_request_init(struct gcp_request *req, const char *api, const char *me
 /*
  * Sends req and returns 0 with resp filled when the answer is 2xx (release
  * resp in every case). A non-2xx answer, also one left after retries ran
- * out, becomes err through gcp_error_set(err, resp, what) and its code;
+ * out, becomes err through gcp_error_set_call(err, resp, what, req->api,
+ * req->rpc) and its code;
  * any other failure (VX_EUNCERTAIN, no connection, ...) keeps
  * gcp_http_send's code with its message wrapped by gcall_wrap(err, client, what).
  */

@@ -9,6 +9,7 @@
 
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/permissions.h"
 #include "util/buf.h"
 #include "util/text.h"
 #include "util/banned.h"
@@ -358,45 +359,37 @@ static void service_from_message(struct gerror_full *f)
 	}
 }
 
-/* Which role usually grants what the failed call needed. */
-static const char *role_for(const struct gerror_full *f, const char *what)
+/*
+ * The permission hint from the table (permissions.h): which permission the
+ * failed call needed, for which method, and the smallest role that grants
+ * it, where. Also for Vertex's refusal to act as a job's service account,
+ * which comes as INVALID_ARGUMENT.
+ */
+static int permission_hint(struct vx_buf *b, const struct gerror_full *f, const char *api, const char *rpc,
+			   const char *project)
 {
-	static const struct { const char *needle; const char *role; } roles[] = {
-		{ "aiplatform", "roles/aiplatform.user" },
-		{ "cloudquotas", "roles/cloudquotas.admin" },
-		{ "compute", "roles/compute.admin" },
-		{ "storage", "roles/storage.objectAdmin" },
-	};
-	static const struct { const char *prefix; const char *role; } by_what[] = {
-		{ "vertex", "roles/aiplatform.user" },
-		{ "quota", "roles/cloudquotas.admin" },
-		{ "compute", "roles/compute.admin" },
-		{ "reservation", "roles/compute.admin" },
-		{ "storage", "roles/storage.objectAdmin" },
-		{ "gcs", "roles/storage.objectAdmin" },
-	};
-	const char *hay[3];
-	size_t i, j;
+	const struct gcp_permission *p = NULL;
+	const char *msg = f->e.message;
 
-	hay[0] = f->service;
-	hay[1] = f->domain;
-	hay[2] = f->e.message;
-	for (j = 0; j < 3; j++)
-		for (i = 0; hay[j] && i < sizeof(roles) / sizeof(roles[0]); i++)
-			if (strstr(hay[j], roles[i].needle))
-				return roles[i].role;
-	for (i = 0; what && i < sizeof(by_what) / sizeof(by_what[0]); i++)
-		if (!strncasecmp(what, by_what[i].prefix, strlen(by_what[i].prefix)))
-			return by_what[i].role;
-	return NULL;
+	if (msg && strstr(msg, "permission to act as"))
+		p = gcp_permission_find("iam.serviceAccounts.actAs");
+	if (!p)
+		p = gcp_permission_for(api, rpc, msg);
+	if (!p || !p->permission)
+		return 0;
+	if (p->on != GCP_ON_PROJECT)
+		return vx_buf_printf(b, " (the caller lacks %s for %s: grant %s on %s)", p->permission,
+				     p->method, p->role, gcp_permission_on_name(p->on));
+	return vx_buf_printf(b, " (the caller lacks %s for %s: grant %s on %s%s)", p->permission, p->method,
+			     p->role, project ? "project " : "the project", project ? project : "");
 }
 
-static int add_hint(struct vx_buf *b, const struct gerror_full *f, const char *what)
+static int add_hint(struct vx_buf *b, const struct gerror_full *f, const char *api, const char *rpc)
 {
 	const char *st = f->e.status ? f->e.status : "";
 	const char *reason = f->e.reason ? f->e.reason : "";
 	const char *msg = f->e.message ? f->e.message : "";
-	const char *project = NULL, *role;
+	const char *project = NULL;
 
 	if (f->consumer)
 		project = !strncmp(f->consumer, "projects/", 9) ? f->consumer + 9 : f->consumer;
@@ -419,13 +412,8 @@ static int add_hint(struct vx_buf *b, const struct gerror_full *f, const char *w
 					     "request more with a quota preference)", f->e.quota_metric);
 		return 0;
 	}
-	if (!strcmp(st, "PERMISSION_DENIED") || f->e.http_status == 403) {
-		role = role_for(f, what);
-		if (role)
-			return vx_buf_printf(b, " (the caller lacks a permission: grant it %s%s%s)",
-					     role, project ? " on project " : "", project ? project : "");
-		return 0;
-	}
+	if (!strcmp(st, "PERMISSION_DENIED") || f->e.http_status == 403 || strstr(msg, "permission to act as"))
+		return permission_hint(b, f, api, rpc, project);
 	if (f->e.field)
 		return vx_buf_printf(b, " (field %s)", f->e.field);
 	return 0;
@@ -451,6 +439,12 @@ static int code_for(const struct gerror_full *f)
 
 int gcp_error_set(struct vx_err *err, const struct gcp_response *resp, const char *what)
 {
+	return gcp_error_set_call(err, resp, what, NULL, NULL);
+}
+
+int gcp_error_set_call(struct vx_err *err, const struct gcp_response *resp, const char *what, const char *api,
+		       const char *rpc)
+{
 	struct gerror_full f;
 	struct vx_buf b = VX_BUF_INIT;
 	int code;
@@ -471,7 +465,7 @@ int gcp_error_set(struct vx_err *err, const struct gcp_response *resp, const cha
 	if (vx_buf_printf(&b, "%s: %s", what, f.e.status) < 0 ||
 	    (f.e.message ? vx_buf_printf(&b, ": %s", f.e.message)
 			 : vx_buf_printf(&b, " (HTTP %ld)", resp->status)) < 0 ||
-	    add_hint(&b, &f, what) < 0)
+	    add_hint(&b, &f, api, rpc) < 0)
 		code = VX_ENOMEM;
 	if (code == VX_ENOMEM)
 		vx_err_set(err, code, "%s: out of memory", what);

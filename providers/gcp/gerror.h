@@ -38,11 +38,21 @@ const char *gcp_status_for_http(long http_status);
 /*
  * Sets err from a failed response: "<what>: <STATUS>: <message>[ (hint)]",
  * e.g. 'vertex: creating job "gemma2-lora" in us-central1: PERMISSION_DENIED: ...'
- * with a hint where one helps (API not enabled, quota, missing role,
- * credentials). The code is VX_ENOTFOUND for 404, VX_ECONFLICT for 409/412
+ * with a hint where one helps (API not enabled, quota, credentials). The code is VX_ENOTFOUND for 404, VX_ECONFLICT for 409/412
  * and ABORTED, VX_EAUTH for 401/403 (not rate limits), VX_ERETRY for
  * retryable statuses, VX_EAPI otherwise. Returns the code.
  */
 int gcp_error_set(struct vx_err *err, const struct gcp_response *resp, const char *what);
+
+/*
+ * The same, for a call whose api and rpc (as in struct gcp_request: "aiplatform",
+ * "ListCustomJobs") are known: a permission error then names the permission
+ * the method needs and the smallest role that grants it, from the table in
+ * permissions.h ("(the caller lacks aiplatform.customJobs.list for
+ * projects.locations.customJobs.list: grant roles/aiplatform.viewer on project
+ * p)"). Without a row for the call, no role is guessed.
+ */
+int gcp_error_set_call(struct vx_err *err, const struct gcp_response *resp, const char *what, const char *api,
+		       const char *rpc);
 
 #endif

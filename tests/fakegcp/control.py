@@ -150,6 +150,10 @@ def _dispatch(w, req):
                 w.fault_rng.seed(b["seed"])
             w.faults = b
         return 200, dict(w.faults)
+    if p == "/iam":
+        if m == "POST":
+            return 200, w.services["iam"].configure(_body(req))
+        return 200, w.services["iam"].dump()
     if p == "/outcomes" and m == "POST":
         b = _body(req)
         try:

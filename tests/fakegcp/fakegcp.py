@@ -31,6 +31,7 @@ import compute  # noqa: E402
 import quotas  # noqa: E402
 import storage  # noqa: E402
 import control  # noqa: E402
+import iam  # noqa: E402
 
 
 class Request:
@@ -197,6 +198,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     raise ApiError(st, _fault_message(st), status=common.HTTP_TO_STATUS.get(st, "UNKNOWN"))
                 if route.auth:
                     req.principal = w.services["oauth"].authenticate(req, route)
+                    w.services["iam"].enforce(route, req)
                 for key, limit_name in route.rate:
                     if not w.rate_check((limit_name,) + tuple(key), w.rate_limits.get(limit_name)):
                         raise rate_limited(route, limit_name, key)
@@ -284,7 +286,7 @@ def route_request(w, req):
 def build_world(state_file=None):
     w = world_mod.World(state_file)
     del SERVICES[:]
-    svcs = [oauth.OAuth(w), quotas.Quotas(w), vertex.Vertex(w), compute.Compute(w), storage.Storage(w)]
+    svcs = [oauth.OAuth(w), iam.Iam(w), quotas.Quotas(w), vertex.Vertex(w), compute.Compute(w), storage.Storage(w)]
     for s in svcs:
         w.services[s.NAME] = s
         SERVICES.append(s)

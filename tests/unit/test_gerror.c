@@ -3,12 +3,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "providers/gcp/gerror.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/permissions.h"
+#include "util/buf.h"
 
 static int parse(struct gcp_error *e, long status, const char *body)
 {
@@ -207,6 +210,46 @@ static int set(struct vx_err *err, long status, const char *body, const char *wh
 	return gcp_error_set(err, &r, what);
 }
 
+static int call(struct vx_err *err, long status, const char *body, const char *what, const char *api,
+		const char *rpc)
+{
+	struct gcp_response r;
+
+	memset(&r, 0, sizeof(r));
+	r.status = status;
+	r.body = (char *)(uintptr_t)body;
+	r.body_len = body ? strlen(body) : 0;
+	return gcp_error_set_call(err, &r, what, api, rpc);
+}
+
+/* Every row of the table: a bare 403 for its call names its permission and role. */
+static void test_every_row_hints(void **state)
+{
+	size_t n, i;
+	const struct gcp_permission *t = gcp_permissions(&n);
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)state;
+	assert_true(n > 20);
+	for (i = 0; i < n; i++) {
+		char *msg = vx_asprintf("{\"error\":{\"code\":403,\"message\":\"denied %s\"}}",
+					t[i].permission ? t[i].permission : "");
+		char *want = t[i].permission ? vx_asprintf("(the caller lacks %s for %s: grant %s on ",
+							   t[i].permission, t[i].method, t[i].role) : NULL;
+
+		assert_non_null(msg);
+		assert_int_equal(call(&err, 403, msg, "x", t[i].api, t[i].rpc), VX_EAUTH);
+		if (want)
+			assert_non_null(strstr(err.msg, want));
+		else
+			assert_null(strstr(err.msg, "lacks"));
+		assert_ptr_equal(gcp_permission_for(t[i].api, t[i].rpc, msg), &t[i]);
+		free(want);
+		free(msg);
+	}
+	vx_err_release(&err);
+}
+
 static void test_hints(void **state)
 {
 	struct vx_err err = VX_ERR_INIT;
@@ -232,25 +275,74 @@ static void test_hints(void **state)
 	assert_non_null(strstr(err.msg, "(enable the API: gcloud services enable cloudquotas.googleapis.com "
 			       "--project my-proj)"));
 
-	assert_int_equal(set(&err, 403,
-			     "{\"error\":{\"code\":403,\"message\":\"Permission 'aiplatform.customJobs.create' "
-			     "denied on resource '//aiplatform.googleapis.com/projects/p/locations/us-central1' "
-			     "(or it may not exist).\",\"status\":\"PERMISSION_DENIED\"}}",
-			     "vertex: creating job \"gemma2-lora\" in us-central1"), VX_EAUTH);
+	/* A call that says which method it was gets the exact permission and role. */
+	assert_int_equal(call(&err, 403,
+			      "{\"error\":{\"code\":403,\"message\":\"Permission 'aiplatform.customJobs.create' "
+			      "denied on resource '//aiplatform.googleapis.com/projects/p/locations/us-central1' "
+			      "(or it may not exist).\",\"status\":\"PERMISSION_DENIED\"}}",
+			      "vertex: creating job \"gemma2-lora\" in us-central1", "aiplatform", "CreateCustomJob"),
+			 VX_EAUTH);
 	assert_string_equal(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1: PERMISSION_DENIED: "
 			    "Permission 'aiplatform.customJobs.create' denied on resource "
 			    "'//aiplatform.googleapis.com/projects/p/locations/us-central1' (or it may not "
-			    "exist). (the caller lacks a permission: grant it roles/aiplatform.user)");
-	assert_int_equal(set(&err, 403,
-			     "{\"error\":{\"code\":403,\"message\":\"Required 'compute.reservations.create' "
-			     "permission for 'projects/p/zones/z/reservations/r'\",\"errors\":[{\"reason\":"
-			     "\"forbidden\",\"domain\":\"global\"}]}}", "compute: creating reservation r"),
+			    "exist). (the caller lacks aiplatform.customJobs.create for "
+			    "projects.locations.customJobs.create: grant roles/aiplatform.user on the project)");
+	assert_int_equal(call(&err, 403,
+			      "{\"error\":{\"code\":403,\"message\":\"Required 'compute.reservations.create' "
+			      "permission for 'projects/p/zones/z/reservations/r'\",\"errors\":[{\"reason\":"
+			      "\"forbidden\",\"domain\":\"global\"}]}}", "compute: creating reservation r", "compute",
+			      "InsertReservation"),
 			 VX_EAUTH);
-	assert_non_null(strstr(err.msg, "(the caller lacks a permission: grant it roles/compute.admin)"));
+	assert_string_equal(err.msg, "compute: creating reservation r: PERMISSION_DENIED: Required "
+			    "'compute.reservations.create' permission for 'projects/p/zones/z/reservations/r' (the "
+			    "caller lacks compute.reservations.create for reservations.insert: grant the custom role "
+			    "vxApply (docs/vx-role-apply.yaml) on the project)");
+	assert_int_equal(call(&err, 403, "{\"error\":{\"code\":403,\"message\":\"The caller does not have "
+			      "permission\",\"status\":\"PERMISSION_DENIED\"}}", "quotas: updating preference",
+			      "cloudquotas", "UpdateQuotaPreference"),
+			 VX_EAUTH);
+	assert_string_equal(err.msg, "quotas: updating preference: PERMISSION_DENIED: The caller does not have "
+			    "permission (the caller lacks cloudquotas.quotas.update for "
+			    "projects.locations.quotaPreferences.patch: grant roles/cloudquotas.admin on the project)");
+	/* Listing jobs is a read: the viewer role, not aiplatform.user as the old guess said;
+	 * reading quota infos likewise cloudquotas.viewer, not the admin role. */
+	assert_int_equal(call(&err, 403, "{\"error\":{\"code\":403,\"message\":\"denied\",\"status\":"
+			      "\"PERMISSION_DENIED\",\"details\":[{\"@type\":\"type.googleapis.com/google.rpc."
+			      "ErrorInfo\",\"reason\":\"IAM_PERMISSION_DENIED\",\"domain\":\"iam.googleapis.com\","
+			      "\"metadata\":{\"consumer\":\"projects/42\"}}]}}",
+			      "vertex: listing jobs in us-central1", "aiplatform", "ListCustomJobs"),
+			 VX_EAUTH);
+	assert_string_equal(err.msg, "vertex: listing jobs in us-central1: PERMISSION_DENIED: denied (the caller "
+			    "lacks aiplatform.customJobs.list for projects.locations.customJobs.list: grant "
+			    "roles/aiplatform.viewer on project 42)");
+	assert_int_equal(call(&err, 403, "{\"error\":{\"code\":403,\"message\":\"denied\"}}",
+			      "quotas: listing quota infos of aiplatform.googleapis.com", "cloudquotas", "ListQuotaInfos"),
+			 VX_EAUTH);
+	assert_string_equal(err.msg, "quotas: listing quota infos of aiplatform.googleapis.com: PERMISSION_DENIED: "
+			    "denied (the caller lacks cloudquotas.quotas.get for "
+			    "projects.locations.services.quotaInfos.list: grant roles/cloudquotas.viewer on the project)");
+	/* Overwriting an object needs delete too: the message decides which row. */
+	assert_int_equal(call(&err, 403, "{\"error\":{\"code\":403,\"message\":\"sa@p.iam.gserviceaccount.com "
+			      "does not have storage.objects.delete access to the Google Cloud Storage object.\"}}",
+			      "storage: writing gs://b/o", "storage", "InsertObject"),
+			 VX_EAUTH);
+	assert_non_null(strstr(err.msg, "(the caller lacks storage.objects.delete for objects.insert: grant "
+			       "roles/storage.objectUser on the state bucket)"));
+	/* Vertex refuses a service account it may not act as with INVALID_ARGUMENT. */
+	assert_int_equal(call(&err, 400, "{\"error\":{\"code\":400,\"message\":\"You do not have permission "
+			      "to act as service_account: 123-compute@developer.gserviceaccount.com. (or it may not "
+			      "exist).\",\"status\":\"INVALID_ARGUMENT\"}}", "vertex: creating job \"a\" in r",
+			      "aiplatform", "CreateCustomJob"),
+			 VX_EAPI);
+	assert_non_null(strstr(err.msg, "(or it may not exist). (the caller lacks iam.serviceAccounts.actAs for "
+			       "projects.locations.customJobs.create: grant roles/iam.serviceAccountUser on the job's "
+			       "service account)"));
+	/* A call of unknown method gets no guessed role (the old guess over-granted). */
 	assert_int_equal(set(&err, 403, "{\"error\":{\"code\":403,\"message\":\"The caller does not have "
 			     "permission\",\"status\":\"PERMISSION_DENIED\"}}", "quotas: updating preference"),
 			 VX_EAUTH);
-	assert_non_null(strstr(err.msg, "grant it roles/cloudquotas.admin"));
+	assert_string_equal(err.msg, "quotas: updating preference: PERMISSION_DENIED: The caller does not have "
+			    "permission");
 
 	assert_int_equal(set(&err, 429,
 			     "{\"error\":{\"code\":429,\"message\":\"Quota exceeded.\",\"status\":"
@@ -312,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_array_wrapped_and_code),
 		cmocka_unit_test(test_status_for_http),
 		cmocka_unit_test(test_hints),
+		cmocka_unit_test(test_every_row_hints),
 		cmocka_unit_test(test_codes),
 	};
 

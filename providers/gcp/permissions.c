@@ -1,0 +1,168 @@
+/*
+ * The permission table. See permissions.h. Facts and their sources are in
+ * docs/permissions.md ("Where the facts come from"); a change here fails
+ * `make check` until that page and the role files say the same.
+ */
+#include "providers/gcp/permissions.h"
+
+#include <string.h>
+
+#include "util/banned.h"
+
+#define PLAN GCP_CMD_PLAN
+#define APPLY GCP_CMD_APPLY
+#define WATCH GCP_CMD_WATCH
+#define IMPORT GCP_CMD_IMPORT
+#define DOCTOR GCP_CMD_DOCTOR
+
+static const struct gcp_permission table[] = {
+	/* Vertex AI custom jobs (TrainingJob). */
+	{ .api = "aiplatform", .rpc = "ListCustomJobs", .method = "projects.locations.customJobs.list",
+	  .permission = "aiplatform.customJobs.list", .role = "roles/aiplatform.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH, .needs = GCP_NEED_JOB },
+	{ .api = "aiplatform", .rpc = "GetCustomJob", .method = "projects.locations.customJobs.get",
+	  .permission = "aiplatform.customJobs.get", .role = "roles/aiplatform.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = WATCH | IMPORT, .needs = GCP_NEED_JOB },
+	{ .api = "aiplatform", .rpc = "CreateCustomJob", .method = "projects.locations.customJobs.create",
+	  .permission = "aiplatform.customJobs.create", .role = "roles/aiplatform.user",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_JOB },
+	{ .api = "aiplatform", .rpc = "CreateCustomJob", .method = "projects.locations.customJobs.create",
+	  .permission = "iam.serviceAccounts.actAs", .role = "roles/iam.serviceAccountUser",
+	  .on = GCP_ON_SERVICE_ACCOUNT, .cmds = APPLY | WATCH, .needs = GCP_NEED_JOB_SA },
+	{ .api = "aiplatform", .rpc = "CancelCustomJob", .method = "projects.locations.customJobs.cancel",
+	  .permission = "aiplatform.customJobs.cancel", .role = "roles/aiplatform.user",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_JOB },
+
+	/* Compute Engine reservations (Reservation). */
+	{ .api = "compute", .rpc = "ListReservations", .method = "reservations.list",
+	  .permission = "compute.reservations.list", .role = "roles/compute.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_RESERVATION },
+	{ .api = "compute", .rpc = "GetReservation", .method = "reservations.get",
+	  .permission = "compute.reservations.get", .role = "roles/compute.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	{ .api = "compute", .rpc = "InsertReservation", .method = "reservations.insert",
+	  .permission = "compute.reservations.create", .role = GCP_ROLE_CUSTOM_APPLY,
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	{ .api = "compute", .rpc = "ResizeReservation", .method = "reservations.resize",
+	  .permission = "compute.reservations.resize", .role = GCP_ROLE_CUSTOM_APPLY,
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	{ .api = "compute", .rpc = "DeleteReservation", .method = "reservations.delete",
+	  .permission = "compute.reservations.delete", .role = GCP_ROLE_CUSTOM_APPLY,
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	{ .api = "compute", .rpc = "WaitZoneOperation", .method = "zoneOperations.wait",
+	  .permission = "compute.zoneOperations.get", .role = "roles/compute.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+
+	/* Cloud Quotas: the limits of the capacity check, and QuotaPreference. */
+	{ .api = "cloudquotas", .rpc = "ListQuotaInfos", .method = "projects.locations.services.quotaInfos.list",
+	  .permission = "cloudquotas.quotas.get", .role = "roles/cloudquotas.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH,
+	  .needs = GCP_NEED_JOB | GCP_NEED_RESERVATION | GCP_NEED_QUOTA },
+	{ .api = "cloudquotas", .rpc = "ListQuotaPreferences", .method = "projects.locations.quotaPreferences.list",
+	  .permission = "cloudquotas.quotas.get", .role = "roles/cloudquotas.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_QUOTA },
+	{ .api = "cloudquotas", .rpc = "CreateQuotaPreference", .method = "projects.locations.quotaPreferences.create",
+	  .permission = "cloudquotas.quotas.update", .role = "roles/cloudquotas.admin",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_QUOTA },
+	{ .api = "cloudquotas", .rpc = "UpdateQuotaPreference", .method = "projects.locations.quotaPreferences.patch",
+	  .permission = "cloudquotas.quotas.update", .role = "roles/cloudquotas.admin",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_QUOTA },
+
+	/* Cloud Storage: the state bucket of the gcs backend. */
+	{ .api = "storage", .rpc = "GetObject", .method = "objects.get",
+	  .permission = "storage.objects.get", .role = "roles/storage.objectViewer",
+	  .on = GCP_ON_BUCKET, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
+	{ .api = "storage", .rpc = "GetObjectMedia", .method = "objects.get",
+	  .permission = "storage.objects.get", .role = "roles/storage.objectViewer",
+	  .on = GCP_ON_BUCKET, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
+	{ .api = "storage", .rpc = "ListObjects", .method = "objects.list",
+	  .permission = "storage.objects.list", .role = "roles/storage.objectViewer",
+	  .on = GCP_ON_BUCKET, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
+	{ .api = "storage", .rpc = "InsertObject", .method = "objects.insert",
+	  .permission = "storage.objects.create", .role = "roles/storage.objectUser",
+	  .on = GCP_ON_BUCKET, .cmds = APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
+	/* Writing over an object also deletes the old generation. */
+	{ .api = "storage", .rpc = "InsertObject", .method = "objects.insert",
+	  .permission = "storage.objects.delete", .role = "roles/storage.objectUser",
+	  .on = GCP_ON_BUCKET, .cmds = APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
+	{ .api = "storage", .rpc = "DeleteObject", .method = "objects.delete",
+	  .permission = "storage.objects.delete", .role = "roles/storage.objectUser",
+	  .on = GCP_ON_BUCKET, .cmds = APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
+
+	/* vx doctor: asking Google which of the above the caller holds needs
+	 * no permission; reading whether an API is enabled does. */
+	{ .api = "cloudresourcemanager", .rpc = "TestProjectIamPermissions",
+	  .method = "projects.testIamPermissions", .permission = NULL, .role = NULL,
+	  .on = GCP_ON_PROJECT, .cmds = DOCTOR, .needs = GCP_NEED_ANY },
+	{ .api = "storage", .rpc = "TestBucketIamPermissions", .method = "buckets.testIamPermissions",
+	  .permission = NULL, .role = NULL,
+	  .on = GCP_ON_BUCKET, .cmds = DOCTOR, .needs = GCP_NEED_GCS },
+	{ .api = "iam", .rpc = "TestServiceAccountIamPermissions",
+	  .method = "projects.serviceAccounts.testIamPermissions", .permission = NULL, .role = NULL,
+	  .on = GCP_ON_SERVICE_ACCOUNT, .cmds = DOCTOR, .needs = GCP_NEED_JOB_SA },
+	{ .api = "serviceusage", .rpc = "GetService", .method = "services.get",
+	  .permission = "serviceusage.services.get", .role = "roles/serviceusage.serviceUsageViewer",
+	  .on = GCP_ON_PROJECT, .cmds = DOCTOR, .needs = GCP_NEED_ANY },
+};
+
+const struct gcp_permission *gcp_permissions(size_t *n)
+{
+	*n = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+/* 1 when message names permission as a word of its own ("'x.y.z'", "x.y.z access"). */
+static int names(const char *message, const char *permission)
+{
+	size_t n = strlen(permission);
+	const char *p;
+
+	for (p = message ? strstr(message, permission) : NULL; p; p = strstr(p + 1, permission)) {
+		char before = p == message ? ' ' : p[-1], after = p[n];
+
+		if (before != '.' && before != '_' && !(before >= 'a' && before <= 'z') &&
+		    after != '.' && after != '_' && !(after >= 'a' && after <= 'z') &&
+		    !(after >= 'A' && after <= 'Z'))
+			return 1;
+	}
+	return 0;
+}
+
+const struct gcp_permission *gcp_permission_for(const char *api, const char *rpc, const char *message)
+{
+	const struct gcp_permission *first = NULL;
+	size_t i;
+
+	for (i = 0; api && rpc && i < sizeof(table) / sizeof(table[0]); i++) {
+		if (strcmp(table[i].api, api) || strcmp(table[i].rpc, rpc))
+			continue;
+		if (!first)
+			first = &table[i];
+		if (table[i].permission && names(message, table[i].permission))
+			return &table[i];
+	}
+	if (first)
+		return first;
+	for (i = 0; message && i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].permission && names(message, table[i].permission))
+			return &table[i];
+	return NULL;
+}
+
+const struct gcp_permission *gcp_permission_find(const char *permission)
+{
+	for (size_t i = 0; permission && i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].permission && !strcmp(table[i].permission, permission))
+			return &table[i];
+	return NULL;
+}
+
+const char *gcp_permission_on_name(enum gcp_perm_on on)
+{
+	switch (on) {
+	case GCP_ON_BUCKET: return "the state bucket";
+	case GCP_ON_SERVICE_ACCOUNT: return "the job's service account";
+	case GCP_ON_PROJECT: break;
+	}
+	return "project";
+}

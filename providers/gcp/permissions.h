@@ -1,0 +1,80 @@
+#ifndef VX_GCP_PERMISSIONS_H
+#define VX_GCP_PERMISSIONS_H
+
+/*
+ * Every Google API method vx calls, the IAM permission it needs and the
+ * smallest predefined role that grants it: one table, read by the error
+ * hints (gerror.c), by vx doctor (which asks Google which of them the
+ * caller holds) and, through tools/check-permissions.py, by
+ * docs/permissions.md and the custom role files beside it. A method that
+ * needs two permissions (a create that runs as a service account) has two
+ * rows.
+ *
+ * tools/check-permissions.py reads the table from permissions.c: keep its
+ * rows designated initialisers of string literals and enum names.
+ */
+
+#include <stddef.h>
+
+/* The commands that call a method. */
+enum gcp_perm_cmd {
+	GCP_CMD_PLAN = 1 << 0,
+	GCP_CMD_APPLY = 1 << 1,
+	GCP_CMD_WATCH = 1 << 2,
+	GCP_CMD_IMPORT = 1 << 3,
+	GCP_CMD_DOCTOR = 1 << 4,
+};
+
+/* What in a stack makes vx call a method. */
+enum gcp_perm_need {
+	GCP_NEED_JOB = 1 << 0,         /* a TrainingJob */
+	GCP_NEED_JOB_SA = 1 << 1,      /* a TrainingJob with spec.serviceAccount */
+	GCP_NEED_RESERVATION = 1 << 2, /* a Reservation */
+	GCP_NEED_QUOTA = 1 << 3,       /* a QuotaPreference */
+	GCP_NEED_GCS = 1 << 4,         /* the gcs state backend */
+	GCP_NEED_ANY = 1 << 5,         /* every stack (vx doctor's own reads) */
+};
+
+/* Where the role is granted. */
+enum gcp_perm_on {
+	GCP_ON_PROJECT = 0,     /* the stack's project */
+	GCP_ON_BUCKET,          /* the state bucket */
+	GCP_ON_SERVICE_ACCOUNT, /* the job's spec.serviceAccount */
+};
+
+struct gcp_permission {
+	const char *api;        /* as gcp_request.api: "aiplatform", "compute", ... */
+	const char *rpc;        /* as gcp_request.rpc: "ListCustomJobs" */
+	const char *method;     /* Google's REST method: "projects.locations.customJobs.list" */
+	const char *permission; /* "aiplatform.customJobs.list"; NULL when the method needs none */
+	const char *role;       /* the smallest role that grants it: "roles/aiplatform.viewer" */
+	enum gcp_perm_on on;
+	unsigned cmds;          /* enum gcp_perm_cmd bits */
+	unsigned needs;         /* enum gcp_perm_need bits: any one of them calls it */
+};
+
+/*
+ * The custom role that grants only the reservation writes (Compute Engine
+ * has no predefined role for them short of roles/compute.admin); its
+ * definition is docs/vx-role-apply.yaml.
+ */
+#define GCP_ROLE_CUSTOM_APPLY "the custom role vxApply (docs/vx-role-apply.yaml)"
+
+/* The whole table; *n gets its length. */
+const struct gcp_permission *gcp_permissions(size_t *n);
+
+/*
+ * The row for a failed call: of the rows of (api, rpc), the one whose
+ * permission the server's message names, else the first. When no row has
+ * that rpc, a row whose permission the message names. NULL when none.
+ * message may be NULL.
+ */
+const struct gcp_permission *gcp_permission_for(const char *api, const char *rpc, const char *message);
+
+/* The row granting permission, NULL when none. */
+const struct gcp_permission *gcp_permission_find(const char *permission);
+
+/* "project", "the state bucket", "the job's service account". */
+const char *gcp_permission_on_name(enum gcp_perm_on on);
+
+#endif

@@ -1,0 +1,92 @@
+"""End to end: a permission error names the method, the permission and the smallest role.
+
+The fake refuses what /_fake/iam denies with Google's own shapes of the 403 (Vertex and Cloud
+Quotas name the permission; Compute names it in "Required '...' permission"; Vertex refuses to
+act as a service account with a 400). vx's hint comes from its permission table
+(providers/gcp/permissions.c), never from a guess that grants more than needed.
+"""
+from harness import PROJECT, REGION, FakeTestCase, job_yaml
+from test_gcs import GCS
+from test_import import reservation_yaml, quota_yaml
+
+SA = "trainer@vx-e2e.iam.gserviceaccount.com"
+
+
+def err_lines(r):
+    return [l for l in r.err.splitlines() if l.startswith("vx: ") or l.startswith("  ")]
+
+
+class Hints(FakeTestCase):
+
+    def deny(self, *perms, act_as=()):
+        self.fake.post("/_fake/iam", {"denied": list(perms), "act_as_denied": list(act_as)})
+
+    def test_listing_jobs_denied_names_the_viewer_role(self):
+        self.repo.write({"a": job_yaml("a")})
+        self.deny("aiplatform.customJobs.list")
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.out, "")
+        self.assertEqual(r.err.splitlines(), [
+            "vx: reading live jobs in %s: vertex: listing jobs in %s: PERMISSION_DENIED: Permission "
+            "'aiplatform.customJobs.list' denied on resource '//aiplatform.googleapis.com/projects/%s/"
+            "locations/%s' (or it may not exist). (the caller lacks aiplatform.customJobs.list for "
+            "projects.locations.customJobs.list: grant roles/aiplatform.viewer on the project)"
+            % (REGION, REGION, PROJECT, REGION)])
+
+    def failed_line(self, r):
+        """The apply's closing error line, which quotes the server and vx's hint."""
+        self.assertEqual(r.code, 1, r)
+        return r.err.splitlines()[-1]
+
+    def test_creating_a_job_denied_names_the_user_role(self):
+        self.repo.write({"a": job_yaml("a")})
+        self.deny("aiplatform.customJobs.create")
+        self.assertEqual(self.failed_line(self.repo.apply()),
+                         "vx: failed: job.a: create: vertex: creating job \"a\" in %s: PERMISSION_DENIED: "
+                         "Permission 'aiplatform.customJobs.create' denied on resource '//aiplatform.googleapis.com/"
+                         "projects/%s/locations/%s' (or it may not exist). (the caller lacks "
+                         "aiplatform.customJobs.create for projects.locations.customJobs.create: grant "
+                         "roles/aiplatform.user on the project)" % (REGION, PROJECT, REGION))
+
+    def test_acting_as_the_job_service_account_names_service_account_user(self):
+        job = job_yaml("a").replace("  scheduling:", "  serviceAccount: %s\n  scheduling:" % SA)
+        self.repo.write({"a": job})
+        self.deny(act_as=[SA])
+        self.assertEqual(self.failed_line(self.repo.apply()),
+                         "vx: failed: job.a: create: vertex: creating job \"a\" in %s: INVALID_ARGUMENT: You do "
+                         "not have permission to act as service_account: %s. (or it may not exist). (the caller "
+                         "lacks iam.serviceAccounts.actAs for projects.locations.customJobs.create: grant "
+                         "roles/iam.serviceAccountUser on the job's service account)" % (REGION, SA))
+
+    def test_creating_a_reservation_denied_names_the_custom_role(self):
+        self.repo.write({"pool": reservation_yaml()})
+        self.deny("compute.reservations.create")
+        self.assertEqual(self.failed_line(self.repo.apply()),
+                         "vx: failed: reservation.pool: create: compute: creating reservation \"pool\" in "
+                         "%s-a: PERMISSION_DENIED: Required 'compute.reservations.create' permission for 'projects/%s' "
+                         "(the caller lacks compute.reservations.create for reservations.insert: grant the "
+                         "custom role vxApply (docs/vx-role-apply.yaml) on the project)" % (REGION, PROJECT))
+
+    def test_writing_a_quota_preference_denied_names_the_quota_admin_role(self):
+        self.repo.write({"q": quota_yaml()})
+        self.deny("cloudquotas.quotas.update")
+        self.assertEqual(self.failed_line(self.repo.apply()),
+                         "vx: failed: quota.l4-training: create: quotas: creating quota preference "
+                         "\"l4-training\": PERMISSION_DENIED: Permission 'cloudquotas.quotas.update' denied on "
+                         "resource '//cloudquotas.googleapis.com/projects/%s/locations/global' (or it may not "
+                         "exist). (the caller lacks cloudquotas.quotas.update for "
+                         "projects.locations.quotaPreferences.create: grant roles/cloudquotas.admin on the "
+                         "project)" % PROJECT)
+
+    def test_writing_the_gcs_state_denied_names_object_user_on_the_bucket(self):
+        self.repo.write({"a": job_yaml("a")}, extra_stack=GCS)
+        self.deny("storage.objects.create")
+        r = self.repo.apply()
+        self.assertEqual(r.code, 1, r)
+        self.assertRegex(r.err, r"^vx: storage: writing gs://vx-e2e-state/vx/state/e2e/lease.json: "
+                         r"PERMISSION_DENIED: sa-[0-9a-f]+@vx-e2e.iam.gserviceaccount.com does not have "
+                         r"storage.objects.create access to the Google Cloud Storage bucket. Permission "
+                         r"'storage.objects.create' denied on resource \(or it may not exist\). \(the caller "
+                         r"lacks storage.objects.create for objects.insert: grant roles/storage.objectUser on "
+                         r"the state bucket\)\n\Z")
