@@ -4,8 +4,9 @@
 #   make check      every test: unit (plain and under ASan+UBSan), the fake's own tests, end to end
 #   make demo       the quickstart against the fake Google Cloud
 #   make lint       cppcheck and clang-tidy
-#   make lint-ci    yamllint and tools/check-ci.py on the CI recipes in examples/ci/, and
-#                   tools/check-examples.py on examples/watch/ (in check)
+#   make lint-ci    yamllint and tools/check-ci.py on the CI recipes in examples/ci/,
+#                   tools/check-examples.py on examples/watch/, and tools/check-permissions.py
+#                   on docs/permissions.md and the role files (in check)
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
 #   make bench      plan benchmarks against the fake
@@ -147,13 +148,15 @@ demo: deps all
 # The ways to run vx watch (examples/watch/): the unit and the Dockerfile keep to
 # what docs/watch.md says (tools/check-examples.py); where systemd-analyze exists,
 # it verifies the unit too, with ExecStart pointed at a vx that exists (any
-# complaint fails: it exits 0 on some).
+# complaint fails: it exits 0 on some). docs/permissions.md and the custom role
+# files say what the code's permission table says (tools/check-permissions.py).
 CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml
 WATCH_EXAMPLES := examples/watch/vx-watch.service examples/watch/Dockerfile
 lint-ci:
 	yamllint --strict -c tools/yamllint.yml $(CI_RECIPES) examples/watch/k8s-deployment.yaml
 	$(PYTHON) tools/check-ci.py $(CI_RECIPES)
 	$(PYTHON) tools/check-examples.py $(WATCH_EXAMPLES)
+	$(PYTHON) tools/check-permissions.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \

@@ -16,7 +16,7 @@
 #define DOCTOR GCP_CMD_DOCTOR
 
 static const struct gcp_permission table[] = {
-	/* Vertex AI custom jobs (TrainingJob). */
+	/* Vertex AI custom jobs (CustomJob). */
 	{ .api = "aiplatform", .rpc = "ListCustomJobs", .method = "projects.locations.customJobs.list",
 	  .permission = "aiplatform.customJobs.list", .role = "roles/aiplatform.viewer",
 	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH, .needs = GCP_NEED_JOB },
@@ -72,7 +72,7 @@ static const struct gcp_permission table[] = {
 	{ .api = "storage", .rpc = "GetObject", .method = "objects.get",
 	  .permission = "storage.objects.get", .role = "roles/storage.objectViewer",
 	  .on = GCP_ON_BUCKET, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
-	{ .api = "storage", .rpc = "GetObjectMedia", .method = "objects.get",
+	{ .api = "storage", .rpc = "GetObjectMedia", .method = "objects.get (media)",
 	  .permission = "storage.objects.get", .role = "roles/storage.objectViewer",
 	  .on = GCP_ON_BUCKET, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_GCS },
 	{ .api = "storage", .rpc = "ListObjects", .method = "objects.list",

@@ -27,8 +27,8 @@ enum gcp_perm_cmd {
 
 /* What in a stack makes vx call a method. */
 enum gcp_perm_need {
-	GCP_NEED_JOB = 1 << 0,         /* a TrainingJob */
-	GCP_NEED_JOB_SA = 1 << 1,      /* a TrainingJob with spec.serviceAccount */
+	GCP_NEED_JOB = 1 << 0,         /* a CustomJob */
+	GCP_NEED_JOB_SA = 1 << 1,      /* a CustomJob with spec.serviceAccount */
 	GCP_NEED_RESERVATION = 1 << 2, /* a Reservation */
 	GCP_NEED_QUOTA = 1 << 3,       /* a QuotaPreference */
 	GCP_NEED_GCS = 1 << 4,         /* the gcs state backend */
