@@ -1,7 +1,8 @@
 /*
  * vx doctor [DIR]: where credentials come from, which project and endpoints
- * are used, and one cheap read per API. How a new user checks their setup,
- * and how CI checks its login.
+ * are used, and whether the caller holds what the stack needs and its APIs
+ * are on (workflow/doctor.c). How a new user checks their setup, and how CI
+ * checks its login.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,22 +11,33 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "providers/gcp/auth.h"
-#include "providers/gcp/compute.h"
 #include "providers/gcp/endpoints.h"
 #include "providers/gcp/http.h"
-#include "providers/gcp/quotas.h"
-#include "providers/gcp/vertex.h"
+#include "providers/gcp/iamtest.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "workflow/doctor.h"
 
 static const char usage[] =
-	"usage: vx doctor [DIR] [-debug]\n\n"
+	"usage: vx doctor [DIR] [-plan-only] [-debug]\n\n"
 	"Shows where credentials come from (never the token), which project and endpoints\n"
-	"are used, and calls each API once with a cheap read: list the stack's jobs in its\n"
-	"region, list reservations in a zone of it, list Vertex AI quota infos. One line per\n"
-	"check. Exit 0 when all answer. DIR (default .) is a stack; without one, the project\n"
-	"comes from the environment and the region from VX_REGION (default us-central1).\n";
+	"are used, and asks Google, changing nothing, whether the caller may do what the\n"
+	"stack in DIR needs: one testIamPermissions call on the project, one on the gcs state\n"
+	"bucket, one on each job's service account (iam.serviceAccounts.actAs), each missing\n"
+	"permission listed with the smallest role that grants it; and which APIs the stack\n"
+	"calls are disabled, with the 'gcloud services enable' line. Without -plan-only it\n"
+	"checks what plan, apply, watch and import need; with it, what plan needs.\n"
+	"Exit 0 when all checks pass. DIR (default .) is a stack; without one, the project\n"
+	"comes from the environment and every kind is assumed. docs/permissions.md lists\n"
+	"every method, permission and role.\n";
+
+enum { OPT_PLAN_ONLY = 1 };
+
+static const struct cmd_opt opts[] = {
+	{ "plan-only", CMD_ARG_NONE, OPT_PLAN_ONLY },
+	{ NULL, CMD_ARG_NONE, 0 },
+};
 
 static int report(const char *what, int rc, struct vx_err *err, const char *detail)
 {
@@ -37,77 +49,43 @@ static int report(const char *what, int rc, struct vx_err *err, const char *deta
 	return rc < 0;
 }
 
-/* One cheap read per API: the stack's jobs, a zone's reservations, the quota infos. 1 when one failed. */
-static int check_apis(struct vx_ctx *ctx, struct gcp_http *http, const struct gcp_endpoints *ep,
-		      const char *project, const char *region, const char *zone, const char *stack_name)
+/* What the stack needs, asked of Google (workflow/doctor.c). 1 when a check failed. */
+static int check_needs(struct vx_ctx *ctx, struct gcp_http *http, const struct gcp_endpoints *ep,
+		       const struct stack *st, const char *project, int plan_only)
 {
+	struct iamtest_client c = { .http = http, .ctx = ctx, .ep = ep };
+	struct doctor_opts o = { .plan_only = plan_only };
+	struct doctor_report r = DOCTOR_REPORT_INIT;
 	struct vx_err err = VX_ERR_INIT;
-	char *detail = NULL;
-	int failed = 0, r;
+	int failed;
 
-	{
-		struct vertex_client vc = { http, ctx, ep->base[GCP_API_AIPLATFORM], NULL };
-		struct vertex_job_list jobs = VERTEX_JOB_LIST_INIT;
-		char *filter = NULL;
-		struct vx_label by_stack = { (char *)(uintptr_t)"vx-stack", (char *)(uintptr_t)stack_name };
-
-		if (stack_name)
-			r = vertex_filter_labels(&filter, &by_stack, 1, &err);
-		else
-			r = 0;
-		if (r == 0)
-			r = vertex_list_jobs(&vc, project, region, filter, 100, 0, &jobs, &err);
-		free(detail);
-		detail = vx_asprintf("%zu job%s of this stack in %s", jobs.n, jobs.n == 1 ? "" : "s", region);
-		failed |= report("vertex", r, &err, detail);
-		vertex_job_list_release(&jobs);
-		free(filter);
+	if (doctor_check(&r, &c, st, project, &o, &err) < 0)
+		return report("checks", -1, &err, NULL);
+	for (size_t i = 0; i < r.n; i++) {
+		printf("  %-12s %-5s %s\n", r.lines[i].name, r.lines[i].status == DOCTOR_OK ? "ok" : "FAIL",
+		       r.lines[i].text);
+		for (size_t k = 0; k < r.lines[i].nmore; k++)
+			printf("  %-12s       %s\n", "", r.lines[i].more[k]);
 	}
-	{
-		struct compute_client cc = { http, ctx, ep->base[GCP_API_COMPUTE], NULL };
-		struct compute_reservation_list res = COMPUTE_RESERVATION_LIST_INIT;
-
-		r = compute_reservation_list(&cc, project, zone, NULL, &res, &err);
-		free(detail);
-		detail = vx_asprintf("%zu reservation%s in %s", res.n, res.n == 1 ? "" : "s", zone);
-		failed |= report("compute", r, &err, detail);
-		compute_reservation_list_release(&res);
-	}
-	{
-		struct quotas_client qc = { http, ctx, ep->base[GCP_API_CLOUDQUOTAS], NULL };
-		struct quota_info_list qi = QUOTA_INFO_LIST_INIT;
-
-		r = quotas_list_infos(&qc, project, "aiplatform.googleapis.com", &qi, &err);
-		free(detail);
-		detail = vx_asprintf("%zu Vertex AI quota info%s", qi.n, qi.n == 1 ? "" : "s");
-		failed |= report("cloudquotas", r, &err, detail);
-		quota_info_list_release(&qi);
-	}
-	free(detail);
-	vx_err_release(&err);
+	failed = r.failed;
+	doctor_report_release(&r);
 	return failed;
 }
 
-/* The stack in dir, or NULL (said either way); *region: the one to read jobs in. */
-static struct stack *doctor_stack(const char *dir, const char **region)
+/* The stack in dir, or NULL (said either way). */
+static struct stack *doctor_stack(const char *dir)
 {
 	struct vx_err err = VX_ERR_INIT;
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct stack *st = NULL;
 
-	*region = NULL;
 	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
-		*region = st->region;
-		if (!*region && st->njobs)
-			*region = st->jobs[0].region;
 		printf("  %-12s ok    %s in %s\n", "stack", st->name, dir);
 	} else {
 		printf("  %-12s --    no valid stack in %s (run 'vx validate %s'); using the environment\n",
 		       "stack", dir, dir);
 		vx_err_release(&err);
 	}
-	if (!*region)
-		*region = getenv("VX_REGION") ? getenv("VX_REGION") : "us-central1";
 	vx_diags_release(&diags);
 	return st;
 }
@@ -121,16 +99,15 @@ static int doctor_exec(const struct cmd_args *args)
 	struct gcp_http *auth_http = NULL, *http = NULL;
 	struct gcp_http_options ho;
 	struct stack *st = NULL;
-	const char *dir = args->npos ? args->pos[args->npos - 1] : ".", *region = NULL, *from = NULL,
-		   *stack_name = NULL;
-	char *project = NULL, *token = NULL, *zone = NULL, *detail = NULL;
-	int failed = 0, rc = VX_EXIT_ERROR, r;
+	const char *dir = args->npos ? args->pos[args->npos - 1] : ".", *from = NULL;
+	char *project = NULL, *token = NULL, *detail = NULL;
+	int failed = 0, rc = VX_EXIT_ERROR, r, plan_only = 0;
 
+	for (size_t i = 0; i < args->nopts; i++)
+		plan_only |= args->opts[i].id == OPT_PLAN_ONLY;
 	cmd_ctx_init(&ctx, args->debug);
 	printf("vx %s doctor\n", VX_VERSION);
-	st = doctor_stack(dir, &region);
-	stack_name = st ? st->name : NULL;
-	zone = vx_asprintf("%s-a", region);
+	st = doctor_stack(dir);
 
 	r = gcp_endpoints_load(&ep, &err);
 	if (report("endpoints", r, &err, NULL)) {
@@ -138,7 +115,7 @@ static int doctor_exec(const struct cmd_args *args)
 		goto done;
 	}
 	for (int api = 0; api < GCP_API_COUNT; api++)
-		printf("  %-12s       %s%s\n", gcp_api_name((enum gcp_api)api), ep.base[api],
+		printf("  %-18s %s%s\n", gcp_api_name((enum gcp_api)api), ep.base[api],
 		       ep.overridden[api] ? " (override)" : "");
 
 	r = gcp_auth_new(&auth, &ctx, NULL, &err);
@@ -172,14 +149,13 @@ static int doctor_exec(const struct cmd_args *args)
 		failed |= report("project", r, &err, NULL);
 		goto done;
 	}
-	failed |= check_apis(&ctx, http, &ep, project, region, zone, stack_name);
+	failed |= check_needs(&ctx, http, &ep, st, project, plan_only);
 done:
 	if (!failed)
 		rc = VX_EXIT_OK;
 	printf("%s\n", failed ? "Some checks failed." : "All checks passed.");
 	free(detail);
 	free(project);
-	free(zone);
 	gcp_http_free(http);
 	gcp_http_free(auth_http);
 	gcp_auth_free(auth);
@@ -191,8 +167,8 @@ done:
 
 const struct cmd_entry cmd_doctor_entry = {
 	.name = "doctor",
-	.summary = "check credentials, project and API access",
+	.summary = "check credentials, and the permissions and APIs the stack needs",
 	.usage = usage,
-	.opts = NULL,
+	.opts = opts,
 	.exec = doctor_exec,
 };

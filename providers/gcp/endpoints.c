@@ -14,6 +14,9 @@ static const char *const default_base[GCP_API_COUNT] = {
 	[GCP_API_CLOUDQUOTAS] = "https://cloudquotas.googleapis.com/v1/",
 	[GCP_API_STORAGE] = "https://storage.googleapis.com/storage/v1/",
 	[GCP_API_STORAGE_UPLOAD] = "https://storage.googleapis.com/upload/storage/v1/",
+	[GCP_API_CLOUDRESOURCEMANAGER] = "https://cloudresourcemanager.googleapis.com/v3/",
+	[GCP_API_SERVICEUSAGE] = "https://serviceusage.googleapis.com/v1/",
+	[GCP_API_IAM] = "https://iam.googleapis.com/v1/",
 };
 
 static const char *const api_names[GCP_API_COUNT] = {
@@ -22,6 +25,9 @@ static const char *const api_names[GCP_API_COUNT] = {
 	[GCP_API_CLOUDQUOTAS] = "cloudquotas",
 	[GCP_API_STORAGE] = "storage",
 	[GCP_API_STORAGE_UPLOAD] = "storage-upload",
+	[GCP_API_CLOUDRESOURCEMANAGER] = "cloudresourcemanager",
+	[GCP_API_SERVICEUSAGE] = "serviceusage",
+	[GCP_API_IAM] = "iam",
 };
 
 static const char *const override_vars[GCP_API_COUNT] = {
@@ -30,6 +36,9 @@ static const char *const override_vars[GCP_API_COUNT] = {
 	[GCP_API_CLOUDQUOTAS] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDQUOTAS",
 	[GCP_API_STORAGE] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
 	[GCP_API_STORAGE_UPLOAD] = NULL,
+	[GCP_API_CLOUDRESOURCEMANAGER] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER",
+	[GCP_API_SERVICEUSAGE] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
+	[GCP_API_IAM] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM",
 };
 
 const char *gcp_api_name(enum gcp_api api)

@@ -14,6 +14,10 @@
  *	             (uploads: https://storage.googleapis.com/upload/storage/v1/, derived
  *	             from an override by inserting "/upload" before "/storage/v1/", or
  *	             before the path when the override has no "/storage/v1/")
+ *	CLOUDRESOURCEMANAGER  https://cloudresourcemanager.googleapis.com/v3/
+ *	SERVICEUSAGE https://serviceusage.googleapis.com/v1/
+ *	IAM          https://iam.googleapis.com/v1/
+ *	             (these three only for vx doctor's permission and API checks)
  *
  * A trailing '/' is added when missing. https:// is always accepted;
  * http:// only for loopback hosts (127.0.0.0/8, localhost, [::1]), so a
@@ -28,6 +32,9 @@ enum gcp_api {
 	GCP_API_CLOUDQUOTAS,
 	GCP_API_STORAGE,
 	GCP_API_STORAGE_UPLOAD, /* the media upload base of Cloud Storage */
+	GCP_API_CLOUDRESOURCEMANAGER,
+	GCP_API_SERVICEUSAGE,
+	GCP_API_IAM,
 	GCP_API_COUNT
 };
 
@@ -61,7 +68,8 @@ int gcp_endpoints_url(char **out, const struct gcp_endpoints *e, enum gcp_api ap
 		      const char *path, struct vx_err *err) VX_WUR;
 
 /* Lower-case API name ("aiplatform", "compute", "cloudquotas", "storage",
- * "storage-upload"), as used for rate-limit buckets and doctor output. */
+ * "storage-upload", "cloudresourcemanager", "serviceusage", "iam"), as used
+ * for rate-limit buckets and doctor output. */
 const char *gcp_api_name(enum gcp_api api);
 
 /* The override variable of an API ("CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE"),

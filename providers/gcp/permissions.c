@@ -164,5 +164,5 @@ const char *gcp_permission_on_name(enum gcp_perm_on on)
 	case GCP_ON_SERVICE_ACCOUNT: return "the job's service account";
 	case GCP_ON_PROJECT: break;
 	}
-	return "project";
+	return "the project";
 }

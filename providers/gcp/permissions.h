@@ -74,7 +74,7 @@ const struct gcp_permission *gcp_permission_for(const char *api, const char *rpc
 /* The row granting permission, NULL when none. */
 const struct gcp_permission *gcp_permission_find(const char *permission);
 
-/* "project", "the state bucket", "the job's service account". */
+/* "the project", "the state bucket", "the job's service account". */
 const char *gcp_permission_on_name(enum gcp_perm_on on);
 
 #endif

@@ -47,6 +47,7 @@ PERMISSION_OF = {
     "storage.objects.get": "storage.objects.get",
     "storage.objects.insert": "storage.objects.create",
     "storage.objects.delete": "storage.objects.delete",
+    "serviceusage.services.get": "serviceusage.services.get",
 }
 
 # The API each fake service stands for, and its title in Google's SERVICE_DISABLED message.
@@ -116,6 +117,8 @@ class Iam:
             return s[3]
         if svc in ("vertex", "quotas") and len(s) > 2 and s[1] == "projects":
             return s[2]
+        if svc == "iam" and len(s) > 3 and s[0] == "serviceusage":
+            return s[3]
         return None
 
     def _disabled(self, api, project):
@@ -139,9 +142,12 @@ class Iam:
                                    "Permission '%s' denied on resource (or it may not exist)."
                                    % (req.principal or "caller", perm, perm),
                                    status="PERMISSION_DENIED", reason="forbidden", domain="global")
-        host = "aiplatform.googleapis.com" if svc == "vertex" else "cloudquotas.googleapis.com"
-        loc = req.segments[4] if len(req.segments) > 4 else "global"
-        resource = "//%s/projects/%s/locations/%s" % (host, project, loc)
+        if svc == "iam":
+            resource = "//serviceusage.googleapis.com/projects/%s/services/%s" % (project, req.segments[-1])
+        else:
+            host = "aiplatform.googleapis.com" if svc == "vertex" else "cloudquotas.googleapis.com"
+            loc = req.segments[4] if len(req.segments) > 4 else "global"
+            resource = "//%s/projects/%s/locations/%s" % (host, project, loc)
         return common.err("PERMISSION_DENIED", "Permission '%s' denied on resource '%s' (or it may not exist)."
                           % (perm, resource), details=[
                               {"@type": common.TYPE_PREFIX + "google.rpc.ErrorInfo",
