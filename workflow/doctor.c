@@ -285,7 +285,7 @@ int doctor_check(struct doctor_report *out, const struct iamtest_client *c, cons
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = job_accounts(st, &sas, &nsas)) < 0) {
+	if (job_accounts(st, &sas, &nsas) < 0) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
