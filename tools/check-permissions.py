@@ -10,6 +10,8 @@ initialisers of string literals and enum names, see permissions.h) and:
     generates from the table (per command, per kind, every method, permission and role), and
     every permission the page names anywhere (`service.resource.verb` in backquotes) must be in
     the table;
+  * every RPC name the REST clients send (CLIENTS below: the string literals of their call
+    sites) has a row, unless it is one of NOT_CALLED, client methods no command calls yet;
   * docs/vx-role-plan.yaml and docs/vx-role-apply.yaml (the format of `gcloud iam roles create
     --file`: title, description, stage, includedPermissions) must hold exactly the project-level
     permissions of the table for plan, and for apply, watch and import.
@@ -47,6 +49,13 @@ ROLES = [
      "What vx apply, vx watch and vx import need on a project for a stack of jobs, reservations "
      "and quota preferences (generated from vx's permission table; docs/permissions.md)."),
 ]
+CLIENTS = ["providers/gcp/vertex.c", "providers/gcp/compute.c", "providers/gcp/quotas.c",
+           "providers/gcp/storage.c", "providers/gcp/iamtest.c"]
+# Client methods that exist but that no command calls: a caller added for one must add its row
+# (with its permission from a source) and take it off this list.
+NOT_CALLED = {"DeleteCustomJob", "GetOperation", "UpdateReservation", "AggregatedListReservations",
+              "GetQuotaPreference", "GetQuotaInfo"}
+CALL_RE = re.compile(r"\b(?:call|mutate|mutate_named|pref_call|gcall_request_init)\((.*?)\);", re.S)
 PERMISSION_RE = re.compile(r"`((?:aiplatform|compute|cloudquotas|storage|iam|serviceusage|resourcemanager)"
                            r"\.[A-Za-z]+\.[A-Za-z]+)`")
 
@@ -156,8 +165,21 @@ def role_file_permissions(text):
     return perms
 
 
+def client_rpcs(root):
+    """(file, rpc) for every RPC name a client's call sites pass: "ListCustomJobs", not "GET"."""
+    out = []
+    for path in CLIENTS:
+        for args in CALL_RE.findall(read(root, path)):
+            out += [(path, rpc) for rpc in re.findall(r'"([A-Z][a-z][A-Za-z]*)"', args)]
+    return out
+
+
 def check(root, rows):
     problems = []
+    have = {r["rpc"] for r in rows}
+    for path, rpc in client_rpcs(root):
+        if rpc not in have and rpc not in NOT_CALLED:
+            problems.append("%s: sends %s, which has no row in %s (its permission and role)" % (path, rpc, TABLE))
     doc = read(root, DOC)
     if BEGIN not in doc or END not in doc:
         problems.append("%s: no generated part (%s ... %s)" % (DOC, BEGIN, END))
