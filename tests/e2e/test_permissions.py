@@ -90,3 +90,71 @@ class Hints(FakeTestCase):
                          r"'storage.objects.create' denied on resource \(or it may not exist\). \(the caller "
                          r"lacks storage.objects.create for objects.insert: grant roles/storage.objectUser on "
                          r"the state bucket\)\n\Z")
+
+
+def table():
+    """The rows of providers/gcp/permissions.c, read as tools/check-permissions.py reads them."""
+    import importlib.util
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location("check_permissions",
+                                                  os.path.join(root, "tools", "check-permissions.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.parse_table(root)
+
+
+class LeastPrivilege(FakeTestCase):
+    """The table's permissions for a command are enough: the fake denies every other permission it
+    knows, and the command still works on a stack of every kind with the gcs state."""
+
+    def write_everything(self):
+        job = job_yaml("a").replace("  scheduling:", "  serviceAccount: %s\n  scheduling:" % SA)
+        # An increase: a decrease of more than 10% needs a safety override, whatever the permissions.
+        self.repo.write({"a": job, "pool": reservation_yaml(), "q": quota_yaml(value=2000)}, extra_stack=GCS)
+
+    def allow_only(self, cmds):
+        allowed = {r["permission"] for r in table() if r["permission"] and r["cmds"] & cmds}
+        denied = sorted(set(self.fake.get("/_fake/iam")["known"]) - allowed)
+        self.assertTrue(denied)
+        self.fake.post("/_fake/iam", {"denied": denied})
+        return denied
+
+    def test_plan_needs_only_the_plan_rows(self):
+        self.write_everything()
+        denied = self.allow_only({"plan"})
+        self.assertIn("aiplatform.customJobs.create", denied)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("Plan: 3 to create. 0 unchanged.", r.out)
+
+    def test_apply_and_watch_need_only_their_rows(self):
+        self.write_everything()
+        denied = self.allow_only({"apply", "watch"})
+        self.assertIn("aiplatform.customJobs.delete", denied)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("Apply complete: 3 done, 0 failed.", r.out)
+        self.assertEqual(len(self.live_jobs("a")), 1)
+
+    def test_import_needs_only_its_rows(self):
+        import json
+        import urllib.request
+        self.fake.post("/_fake/tokens", {"token": "outsider-token"})
+        body = json.dumps({"displayName": "by-hand", "jobSpec": {"workerPoolSpecs": [{
+            "machineSpec": {"machineType": "g2-standard-4", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1},
+            "replicaCount": "1", "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/trainer:1.0",
+                                                   "args": ["--epochs", "3"]}}],
+            "scheduling": {"strategy": "STANDARD"},
+            "baseOutputDirectory": {"outputUriPrefix": "gs://e2e-bucket/a"}}}).encode()
+        req = urllib.request.Request(self.fake.url + "/v1/projects/%s/locations/%s/customJobs" % (PROJECT, REGION),
+                                     data=body, method="POST", headers={"Content-Type": "application/json",
+                                                                        "Authorization": "Bearer outsider-token"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            name = json.loads(r.read())["name"]
+        self.repo.write({"a": job_yaml("a")}, extra_stack=GCS)
+        denied = self.allow_only({"import"})
+        self.assertIn("aiplatform.customJobs.list", denied)
+        r = self.repo.vx("import", "job.a", name, self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(r.out.startswith("job.a: imported %s" % name), r)

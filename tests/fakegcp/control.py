@@ -153,7 +153,7 @@ def _dispatch(w, req):
     if p == "/iam":
         if m == "POST":
             return 200, w.services["iam"].configure(_body(req))
-        return 200, w.services["iam"].dump()
+        return 200, w.services["iam"].describe()
     if p == "/outcomes" and m == "POST":
         b = _body(req)
         try:

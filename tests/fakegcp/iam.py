@@ -1,7 +1,8 @@
 """IAM and Service Usage as vx meets them: who may call what, and which APIs are enabled.
 
 Scriptable through POST /_fake/iam {"denied": [PERMISSION...], "act_as_denied": [EMAIL...],
-"disabled": [SERVICE...]} (each key replaces its list; GET shows them). With nothing set every
+"disabled": [SERVICE...]} (each key replaces its list; GET shows them, and in "known" every
+permission the fake checks). With nothing set every
 permission is granted and every API enabled, as before this module.
 
 * Enforcement: a call whose method needs a denied permission is refused with 403 in the shape its
@@ -72,6 +73,10 @@ class Iam:
     def dump(self):
         return {"denied": sorted(self.denied), "act_as_denied": sorted(self.act_as_denied),
                 "disabled": sorted(self.disabled)}
+
+    def describe(self):
+        """GET /_fake/iam: the lists, and every permission the fake checks ("known")."""
+        return dict(self.dump(), known=sorted(set(PERMISSION_OF.values())))
 
     def load(self, d):
         self.denied = set(d.get("denied", []))

@@ -11,7 +11,11 @@ SA = "trainer@my-proj.iam.gserviceaccount.com"
 class Grants(FakeTestCase):
 
     def test_everything_granted_and_enabled_by_default(self):
-        self.assertEqual(self.fake.ctl("/iam"), {"denied": [], "act_as_denied": [], "disabled": []})
+        got = self.fake.ctl("/iam")
+        self.assertEqual({k: got[k] for k in ("denied", "act_as_denied", "disabled")},
+                         {"denied": [], "act_as_denied": [], "disabled": []})
+        self.assertIn("aiplatform.customJobs.create", got["known"])
+        self.assertIn("serviceusage.services.get", got["known"])
         st, body = self.fake.call("POST", "/v3/projects/my-proj:testIamPermissions",
                                   {"permissions": ["aiplatform.customJobs.list", "compute.reservations.list"]})
         self.assertEqual((st, body), (200, {"permissions": ["aiplatform.customJobs.list",
