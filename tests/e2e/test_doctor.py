@@ -121,6 +121,18 @@ class Doctor(FakeTestCase):
                          r"is enabled in vx-e2e: PERMISSION_DENIED: .* \(the caller lacks serviceusage.services.get "
                          r"for services.get: grant roles/serviceusage.serviceUsageViewer on the project\)$")
 
+    def test_without_a_stack_every_kind_is_assumed(self):
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty)
+        r = self.repo.vx("doctor", empty)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("  stack        --    no valid stack in %s" % empty, r.out)
+        self.assertEqual(checks(r.out), [
+            "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, compute.googleapis.com, "
+            "cloudquotas.googleapis.com",
+            "  iam          ok    project vx-e2e: holds the 12 permissions that plan, apply, watch and import need",
+            "All checks passed."])
+
     def test_help(self):
         r = self.repo.vx("doctor", "-help")
         self.assertEqual(r.code, 0, r)
