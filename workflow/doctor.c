@@ -248,11 +248,11 @@ static int check_services(struct doctor_report *r, const struct iamtest_client *
 			continue;
 		nasked++;
 		if (iamtest_service_enabled(c, project, services[s].service, &enabled, &e) < 0) {
+			/* Said once: the next API would be refused for the same reason. */
 			l = add_line(r, "apis", DOCTOR_FAIL, vx_asprintf("%s", vx_err_msg(&e)));
 			vx_err_release(&e);
-			if (!l)
-				rc = VX_ENOMEM;
-			continue;
+			vx_buf_release(&on);
+			return l ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 		}
 		if (!enabled)
 			disabled[ndisabled++] = services[s].service;

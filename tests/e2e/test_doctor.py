@@ -117,9 +117,14 @@ class Doctor(FakeTestCase):
         self.fake.post("/_fake/iam", {"denied": ["serviceusage.services.get"]})
         r = self.repo.vx("doctor", self.repo.dir, "-plan-only")
         self.assertEqual(r.code, 1, r)
-        self.assertRegex(checks(r.out)[0], r"^  apis         FAIL  doctor: reading whether aiplatform.googleapis.com "
-                         r"is enabled in vx-e2e: PERMISSION_DENIED: .* \(the caller lacks serviceusage.services.get "
-                         r"for services.get: grant roles/serviceusage.serviceUsageViewer on the project\)$")
+        self.assertEqual(checks(r.out), [
+            "  apis         FAIL  doctor: reading whether aiplatform.googleapis.com is enabled in vx-e2e: "
+            "PERMISSION_DENIED: Permission 'serviceusage.services.get' denied on resource "
+            "'//serviceusage.googleapis.com/projects/vx-e2e/services/aiplatform.googleapis.com' (or it may not "
+            "exist). (the caller lacks serviceusage.services.get for services.get: grant "
+            "roles/serviceusage.serviceUsageViewer on the project)",
+            "  iam          ok    project vx-e2e: holds the 2 permissions that plan needs",
+            "Some checks failed."])
 
     def test_without_a_stack_every_kind_is_assumed(self):
         empty = os.path.join(self.tmp, "empty")
