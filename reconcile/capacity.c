@@ -853,6 +853,18 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 					   sr->naccelerators ? sr->accelerators[0].count : 0, &c->estimate);
 		c->known = rate >= 0;
 		c->usd_per_hour = c->known ? rate * (double)vms : 0;
+		if (!c->known && in->prices && sr->zone && sr->machine_type) {
+			const char *dash = strrchr(sr->zone, '-');
+
+			c->why = vx_asprintf("no published price for %s%s%s in %.*s", sr->machine_type,
+					     sr->naccelerators ? " with " : "",
+					     sr->naccelerators ? sr->accelerators[0].type : "",
+					     dash ? (int)(dash - sr->zone) : (int)strlen(sr->zone), sr->zone);
+			if (!c->why) {
+				rc = VX_ENOMEM;
+				break;
+			}
+		}
 		if (!row)
 			continue;
 		held = row->limit;

@@ -273,6 +273,18 @@ class RegionPrices(FakeTestCase):
                                           "estimate": False, "unknown_reason":
                                           "no published Spot price for a3-ultragpu-8g in us-central1"})
 
+    def test_reservation_without_a_figure_has_no_price(self):
+        # n1-standard-8 with T4s: the N1 GPU rows are published for us-central1 only
+        res = ("---\nkind: Reservation\nname: pool\nzone: europe-west4-a\nmachineType: n1-standard-8\n"
+               "accelerators: [{type: nvidia-tesla-t4, count: 1}]\ncount: 2\n")
+        self.repo.write({"pool": res})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Cost")[1:], [
+            PRICES_LINE,
+            "  running    reservation.pool: no published price for n1-standard-8 with nvidia-tesla-t4 in europe-west4",
+        ])
+
 
 class Help(unittest.TestCase):
 
