@@ -43,11 +43,40 @@ static int dup_member(char **out, const cJSON *o, const char *key, const char *d
 	return s && !*out ? VX_ENOMEM : 0;
 }
 
+/*
+ * An entry's "src": the key in the table's "sources" its figures come from,
+ * one for all of them or one per figure ({"on_demand": "ce", ...}). Optional
+ * (tables written before it load unchanged); when there, it must name a source.
+ */
+static int check_src(const cJSON *e, const cJSON *sources, const char *rname, const char *section,
+		     const char *what, struct vx_err *err)
+{
+	const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "src"), *k;
+
+	if (!src)
+		return 0;
+	if (cJSON_IsString(src)) {
+		if (!cJSON_GetObjectItemCaseSensitive(sources, src->valuestring))
+			return vx_err_set(err, VX_EINVAL, "%s: regions.%s.%s.%s.src: \"%s\" is not in \"sources\"",
+					  what, rname, section, e->string, src->valuestring);
+		return 0;
+	}
+	if (!cJSON_IsObject(src))
+		return vx_err_set(err, VX_EINVAL, "%s: regions.%s.%s.%s.src must be a string or an object", what,
+				  rname, section, e->string);
+	cJSON_ArrayForEach(k, src)
+		if (!cJSON_IsString(k) || !cJSON_GetObjectItemCaseSensitive(sources, k->valuestring))
+			return vx_err_set(err, VX_EINVAL, "%s: regions.%s.%s.%s.src.%s must name an entry of "
+					  "\"sources\"", what, rname, section, e->string, k->string);
+	return 0;
+}
+
 /* The entries of one section ("machines", ...) of one region. */
-static int parse_section(struct prices *out, const cJSON *region, const char *rname, const char *section,
-			 int accelerator, int vertex, const char *what, struct vx_err *err)
+static int parse_section(struct prices *out, const cJSON *region, const cJSON *sources, const char *rname,
+			 const char *section, int accelerator, int vertex, const char *what, struct vx_err *err)
 {
 	const cJSON *sec = cJSON_GetObjectItemCaseSensitive(region, section), *e;
+	int rc;
 
 	if (!sec)
 		return 0;
@@ -78,6 +107,8 @@ static int parse_section(struct prices *out, const cJSON *region, const char *rn
 						  what, rname, section, e->string, class_keys[c]);
 			pe->rate[c] = r->valuedouble;
 		}
+		if ((rc = check_src(e, sources, rname, section, what, err)) < 0)
+			return rc;
 		est = cJSON_GetObjectItemCaseSensitive(e, "estimate");
 		if (cJSON_IsArray(est)) {
 			const cJSON *k;
@@ -101,7 +132,7 @@ static int parse_section(struct prices *out, const cJSON *region, const char *rn
 int prices_parse(struct prices *out, const char *json, size_t len, const char *what, struct vx_err *err)
 {
 	cJSON *root = cJSON_ParseWithLength(json, len);
-	const cJSON *regions, *r;
+	const cJSON *regions, *sources, *fee, *r;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -114,6 +145,13 @@ int prices_parse(struct prices *out, const char *json, size_t len, const char *w
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
+	fee = cJSON_GetObjectItemCaseSensitive(root, "management_fee");
+	out->fee_excluded = cJSON_IsString(fee) && !strcmp(fee->valuestring, "excluded");
+	sources = cJSON_GetObjectItemCaseSensitive(root, "sources");
+	if (sources && !cJSON_IsObject(sources)) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: \"sources\" must be an object", what);
+		goto done;
+	}
 	regions = cJSON_GetObjectItemCaseSensitive(root, "regions");
 	if (!cJSON_IsObject(regions)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: \"regions\" must be an object", what);
@@ -124,10 +162,10 @@ int prices_parse(struct prices *out, const char *json, size_t len, const char *w
 			rc = vx_err_set(err, VX_EINVAL, "%s: regions.%s must be an object", what, r->string);
 			goto done;
 		}
-		if ((rc = parse_section(out, r, r->string, "machines", 0, 0, what, err)) < 0 ||
-		    (rc = parse_section(out, r, r->string, "accelerators", 1, 0, what, err)) < 0 ||
-		    (rc = parse_section(out, r, r->string, "vertex_machines", 0, 1, what, err)) < 0 ||
-		    (rc = parse_section(out, r, r->string, "vertex_accelerators", 1, 1, what, err)) < 0)
+		if ((rc = parse_section(out, r, sources, r->string, "machines", 0, 0, what, err)) < 0 ||
+		    (rc = parse_section(out, r, sources, r->string, "accelerators", 1, 0, what, err)) < 0 ||
+		    (rc = parse_section(out, r, sources, r->string, "vertex_machines", 0, 1, what, err)) < 0 ||
+		    (rc = parse_section(out, r, sources, r->string, "vertex_accelerators", 1, 1, what, err)) < 0)
 			goto done;
 	}
 done:
@@ -201,6 +239,7 @@ void capacity_release(struct capacity_report *r)
 	for (size_t i = 0; r->costs && i < r->ncosts; i++) {
 		free(r->costs[i].address);
 		free(r->costs[i].note);
+		free(r->costs[i].why);
 	}
 	free(r->costs);
 	vx_diags_release(&r->misfits);
@@ -374,18 +413,24 @@ static int reservation_row(struct capacity_report *out, const struct capacity_in
 	return 0;
 }
 
-/* The rate per hour of one replica set of a pool: machine, and GPUs unless the machine type bundles them. */
+/* The rate per hour of one replica set of a pool: machine, and GPUs unless the
+ * machine type bundles them. -1 when unknown, with *missing (when not NULL)
+ * the machine type or GPU the table has no figure for. */
 static double pool_rate(const struct prices *p, const char *region, const struct spec_pool *pool, int vertex,
-			enum prices_class c, int *upper, int *estimate)
+			enum prices_class c, int *upper, int *estimate, const char **missing)
 {
 	double m, g;
 	int64_t n;
 
 	if (!pool->machine_type)
 		return 0;
+	if (missing)
+		*missing = pool->machine_type;
 	m = prices_rate(p, region, pool->machine_type, 0, vertex, c, upper, estimate);
 	if (m < 0)
 		return -1;
+	if (missing)
+		*missing = pool->accelerator_type;
 	if (machines_fixed_gpus(pool->machine_type, NULL, NULL) || !pool->accelerator_type)
 		return m * (double)pool->replica_count;
 	if (!pool_gpu(pool, &n))
@@ -394,6 +439,18 @@ static double pool_rate(const struct prices *p, const char *region, const struct
 	if (g < 0)
 		return -1;
 	return (m + g * (double)n) * (double)pool->replica_count;
+}
+
+/* Why c is unknown: the table has no figure for name in region ("no published
+ * Spot price" when only the Spot figure is missing). */
+static int price_missing(struct capacity_cost *c, const struct prices *p, const char *region, const char *name,
+			 int accelerator, enum prices_class pc)
+{
+	int only_spot = pc == PRICES_SPOT &&
+			prices_rate(p, region, name, accelerator, 1, PRICES_ON_DEMAND, NULL, NULL) >= 0;
+
+	c->why = vx_asprintf("no published %sprice for %s in %s", only_spot ? "Spot " : "", name, region);
+	return c->why ? 0 : VX_ENOMEM;
 }
 
 static int job_cost(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
@@ -412,16 +469,25 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	c->starts = starts;
 	c->running = !starts;
 	c->known = 1;
+	for (size_t i = 0; i < spec->npools; i++)
+		if (in->prices && in->prices->fee_excluded && spec->pools[i].machine_type &&
+		    machines_fixed_gpus(spec->pools[i].machine_type, NULL, NULL))
+			out->fee_excluded = 1;
 	if (spec->reservation) {
 		/* Its machines are the reservation's, priced there. */
 		c->usd_per_hour = 0;
 		return 0;
 	}
 	for (size_t i = 0; i < spec->npools; i++) {
-		double r = pool_rate(in->prices, region, &spec->pools[i], 1, pc, &c->upper_bound, &c->estimate);
+		const char *missing = NULL;
+		double r = pool_rate(in->prices, region, &spec->pools[i], 1, pc, &c->upper_bound, &c->estimate,
+				     &missing);
 
 		if (r < 0 || !in->prices) {
 			c->known = 0;
+			if (in->prices && missing && region)
+				return price_missing(c, in->prices, region, missing, missing != spec->pools[i].machine_type,
+						     pc);
 			break;
 		}
 		rate += r;
@@ -519,7 +585,8 @@ double prices_spec_rate(const struct prices *p, const char *region, const char *
 		sp.accelerator_count = json_int(ms, "acceleratorCount", 0);
 		sp.replica_count = json_int(pool, "replicaCount", 1);
 		r = pool_rate(p, region, &sp, 1,
-			      strategy_price(cJSON_IsString(strategy) ? strategy->valuestring : NULL), upper, estimate);
+			      strategy_price(cJSON_IsString(strategy) ? strategy->valuestring : NULL), upper, estimate,
+			      NULL);
 		if (r < 0) {
 			rate = -1;
 			break;
@@ -786,6 +853,18 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 					   sr->naccelerators ? sr->accelerators[0].count : 0, &c->estimate);
 		c->known = rate >= 0;
 		c->usd_per_hour = c->known ? rate * (double)vms : 0;
+		if (!c->known && in->prices && sr->zone && sr->machine_type) {
+			const char *dash = strrchr(sr->zone, '-');
+
+			c->why = vx_asprintf("no published price for %s%s%s in %.*s", sr->machine_type,
+					     sr->naccelerators ? " with " : "",
+					     sr->naccelerators ? sr->accelerators[0].type : "",
+					     dash ? (int)(dash - sr->zone) : (int)strlen(sr->zone), sr->zone);
+			if (!c->why) {
+				rc = VX_ENOMEM;
+				break;
+			}
+		}
 		if (!row)
 			continue;
 		held = row->limit;

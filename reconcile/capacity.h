@@ -42,6 +42,8 @@ struct prices {
 	char *source;
 	char *date;
 	char *currency;
+	int fee_excluded;        /* "management_fee": "excluded": machine figures are Compute
+				  * Engine's, without Vertex AI's training management fee */
 	struct prices_entry *items;
 	size_t n;
 };
@@ -65,7 +67,9 @@ int prices_load(struct prices *out, const struct stack *st, const char *env_file
 /*
  * The rate of a machine type (accelerator 0) or a GPU (1) in region for
  * class c: a Vertex training rate when want_vertex and the table has one,
- * else the Compute Engine rate; the region's own entry, else "*". A missing
+ * else the Compute Engine rate; the region's own entry, else "*" (a user's
+ * table may have one; the shipped one has none: no region borrows another's
+ * figure). A missing
  * flex_start rate falls back to on_demand with *upper_bound set. Returns
  * the rate, or -1 when unknown. *estimate: the figure is marked an estimate.
  */
@@ -118,6 +122,7 @@ struct capacity_cost {
 	int upper_bound;           /* a FLEX_START rate taken from on_demand */
 	int estimate;              /* some figure used is marked an estimate */
 	char *note;                /* a reservation's "16 H100 held, 8 used by declared jobs: $X/h idle", or NULL */
+	char *why;                 /* unknown: "no published price for MACHINE in REGION", or NULL */
 };
 
 struct capacity_report {
@@ -143,6 +148,9 @@ struct capacity_report {
 	const char *currency;        /* borrowed from the prices, or NULL */
 	const char *price_source;
 	const char *price_date;
+	/* A job on an A2/A3/A4/G2/G4 machine type is in the plan: its figure is the
+	 * Compute Engine rate, without Vertex AI's training management fee. */
+	int fee_excluded;
 };
 
 struct capacity_input {

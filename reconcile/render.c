@@ -211,7 +211,7 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 	int rc;
 
 	if (!k->known)
-		return vx_buf_adds(b, "price unknown");
+		return vx_buf_adds(b, k->why ? k->why : "price unknown");
 	rc = capacity_money(b, c->currency, k->usd_per_hour, 2);
 	if (rc == 0)
 		rc = vx_buf_adds(b, "/h");
@@ -228,6 +228,11 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 		rc = vx_buf_printf(b, "; %s", k->note);
 	return rc;
 }
+
+/* The figures of these machine types are Compute Engine's: Vertex AI adds a
+ * training management fee Google does not publish the size of. */
+#define CAPACITY_FEE_NOTE \
+	"A2/A3/A4/G2/G4 figures exclude Vertex AI's training management fee (its size is not published)"
 
 /* Cloud Quotas reports limits, not usage (QuotaInfo has no usage field): say
  * what "in use" leaves out rather than let a reviewer read it as the project's. */
@@ -306,6 +311,8 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 	if (rc == 0 && c->ncosts)
 		rc = vx_buf_printf(b, "\nCost (%s list prices as of %s; docs/prices.md):\n",
 				   c->currency ? c->currency : "USD", c->price_date ? c->price_date : "?");
+	if (rc == 0 && c->ncosts && c->price_source)
+		rc = vx_buf_printf(b, "  prices: %s\n", c->price_source);
 	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
 		const struct capacity_cost *k = &c->costs[i];
 
@@ -315,6 +322,8 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 		if (rc == 0)
 			rc = vx_buf_addc(b, '\n');
 	}
+	if (rc == 0 && c->ncosts && c->fee_excluded)
+		rc = vx_buf_adds(b, "  (" CAPACITY_FEE_NOTE ")\n");
 	return rc;
 }
 
@@ -345,6 +354,8 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 				   c->price_date ? c->price_date : "?");
 	if (rc == 0)
 		rc = cost_summary(b, c);
+	if (rc == 0 && c->price_source)
+		rc = vx_buf_printf(b, "\n\n_Prices: %s._", c->price_source);
 	if (rc == 0)
 		rc = vx_buf_adds(b, "\n\n");
 	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
@@ -354,6 +365,8 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 		if (rc == 0)
 			rc = vx_buf_addc(b, '\n');
 	}
+	if (rc == 0 && c->ncosts && c->fee_excluded)
+		rc = vx_buf_adds(b, "\n_" CAPACITY_FEE_NOTE "._\n");
 	if (rc == 0 && c->ncosts)
 		rc = vx_buf_addc(b, '\n');
 	return rc;
@@ -574,6 +587,7 @@ static cJSON *cost_json(const struct capacity_cost *k)
 									     : cJSON_CreateNull());
 	rc |= add(o, "upper_bound", cJSON_CreateBool(k->upper_bound));
 	rc |= add(o, "estimate", cJSON_CreateBool(k->estimate));
+	rc |= add(o, "unknown_reason", str_or_null(k->why));
 	if (rc) {
 		cJSON_Delete(o);
 		return NULL;
@@ -648,6 +662,7 @@ static int capacity_json(cJSON *root, const struct capacity_report *c)
 		rc |= add(cost, "upper_bound", cJSON_CreateBool(c->delta_upper_bound));
 		rc |= add(cost, "price_source", str_or_null(c->price_source));
 		rc |= add(cost, "price_date", str_or_null(c->price_date));
+		rc |= add(cost, "excludes_vertex_management_fee", cJSON_CreateBool(c->fee_excluded));
 	}
 	rows = cJSON_CreateArray();
 	rc |= add(root, "quota", rows);

@@ -1,118 +1,442 @@
 #!/usr/bin/env python3
 """Writes data/prices.json and reconcile/prices_data.c (the same table, compiled into vx).
 
-The numbers are vx's copy of Google's published list prices (USD per hour), as of DATE, typed in
-from the pages named in SOURCE: this script runs without the network. They are list prices:
-negotiated or committed-use prices, other currencies and later changes are not in it, so teams
-should supply their own table (VX_PRICES=FILE or the Stack's `prices:`, docs/prices.md).
-Figures listed in an entry's "estimate" were not read off a price page (Spot prices move
-monthly; flex-start and the "*" region are approximations): the plan marks them "est.".
+The figures are read from the published rows copied into data/prices-src/ (each file names its
+source, date and licence): no number is typed in here, only the factors of the two derivations
+the sources leave to us, each marked an estimate in the table:
 
-    python3 tools/gen_prices.py        # rewrites both files
+* flex-start (Dynamic Workload Scheduler): Google bills discounted flex-start SKUs but publishes no
+  machine-readable figure; vx estimates FLEX_FACTOR x the same region's on-demand rate.
+* A3 Ultra (H200) and A4 (B200): no complete public per-VM figure; vx adds up the SkyPilot GPU and
+  host rows (data/prices-src/gpus-and-estimates-2026-11.json), us-central1 only.
+
+Vertex AI bills N1 machines and their GPUs for training at VERTEX_N1_FACTOR x Compute Engine: the
+vertex_machines and vertex_accelerators sections apply it (to Spot too, marked an estimate there).
+A region without its own row has no price: nothing is borrowed from another region.
+
+    python3 tools/gen_prices.py                  # rewrites both files
+    python3 tools/gen_prices.py --out DIR        # writes DIR/prices.json and DIR/prices_data.c
+    python3 tools/gen_prices.py --billing-catalog page1.json [page2.json ...] [--date D] [-o FILE]
+                                                 # a table from Cloud Billing Catalog skus.list pages
+
+The --billing-catalog form computes each machine type's rate from the SKUs (vCPUs x core SKU +
+GB x RAM SKU + GPUs x GPU SKU + bundled local SSD), see docs/prices.md.
 """
 import json
 import os
+import re
+import sys
 
-SOURCE = ("https://cloud.google.com/compute/all-pricing (GPU and accelerator-optimized machine types, "
-          "us-central1) and https://cloud.google.com/vertex-ai/pricing (custom training)")
-DATE = "2025-06-01"
-NOTE = ("On-demand rates for us-central1: Google's published list prices as the table's author knew "
-        "them on %s, typed in, not checked against the live pages; not a quote. Negotiated prices, "
-        "committed-use discounts and other currencies are not in it: supply your own table "
-        "(VX_PRICES=FILE or the Stack's prices:, docs/prices.md). Rates in an entry's "
-        "\"estimate\" list are estimates." % DATE)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC_DIR = os.path.join(ROOT, "data", "prices-src")
+CE_FILE = "compute-machines-2026-07-30.json"
+EXTRA_FILE = "gpus-and-estimates-2026-11.json"
 
-# Compute Engine, us-central1, on-demand and Spot, per VM-hour (GPUs bundled for A2/A3/A4/G2).
-# flex_start: DWS flex-start on Vertex AI is billed at discounted flex-start SKUs for
-# accelerator-optimized machines (about half of on-demand): an estimate here.
-MACHINES = {
-    "a3-highgpu-8g": (88.49, 29.98, 44.25),
-    "a3-megagpu-8g": (101.76, 34.50, 50.88),
-    "a3-ultragpu-8g": (84.81, 28.76, 42.41),
-    "a4-highgpu-8g": (117.34, 39.78, 58.67),
-    "a2-highgpu-1g": (3.673385, 1.2547, 1.8367),
-    "a2-highgpu-2g": (7.34677, 2.5094, 3.6734),
-    "a2-highgpu-4g": (14.69354, 5.0188, 7.3468),
-    "a2-highgpu-8g": (29.38708, 10.0376, 14.6935),
-    "a2-ultragpu-1g": (5.0688, 1.6067, 2.5344),
-    "a2-ultragpu-2g": (10.1376, 3.2134, 5.0688),
-    "a2-ultragpu-4g": (20.2752, 6.4268, 10.1376),
-    "a2-ultragpu-8g": (40.5504, 12.8536, 20.2752),
-    "g2-standard-4": (0.70683, 0.2827, 0.3534),
-    "g2-standard-8": (0.85362, 0.3414, 0.4268),
-    "g2-standard-12": (1.00041, 0.4002, 0.5002),
-    "g2-standard-16": (1.2942, 0.5177, 0.6471),
-    "g2-standard-24": (2.00082, 0.8003, 1.0004),
-    "g2-standard-32": (1.73457, 0.6938, 0.8673),
-    "g2-standard-48": (4.00164, 1.6007, 2.0008),
-    "g2-standard-96": (8.00328, 3.2013, 4.0016),
-    "n1-standard-1": (0.04749975, 0.01, None),
-    "n1-standard-2": (0.0949995, 0.02, None),
-    "n1-standard-4": (0.189999, 0.04, None),
-    "n1-standard-8": (0.379998, 0.08, None),
-    "n1-standard-16": (0.759996, 0.16, None),
-    "n1-standard-32": (1.519992, 0.32, None),
-    "n1-standard-64": (3.039984, 0.64, None),
-    "n1-standard-96": (4.559976, 0.96, None),
+FLEX_FACTOR = 0.5
+VERTEX_N1_FACTOR = 1.15
+CLASSES = ("on_demand", "spot", "flex_start")
+
+# The GPU keys of the Compute Engine file, as Vertex AI names them, and whether the GPU takes
+# FLEX_START (reconcile/machines.c).
+GPU_KEYS = {
+    "a100": ("NVIDIA_TESLA_A100", True),
+    "a100-80gb": ("NVIDIA_A100_80GB", True),
+    "h100-80gb": ("NVIDIA_H100_80GB", True),
+    "h100-80gb-mega": ("NVIDIA_H100_MEGA_80GB", True),
+    "l4": ("NVIDIA_L4", True),
+    "rtx6000": ("NVIDIA_RTX_PRO_6000", False),
 }
-# Per GPU-hour, attached to N1 machine types.
-ACCELERATORS = {
-    "NVIDIA_TESLA_T4": (0.35, 0.14),
-    "NVIDIA_TESLA_V100": (2.48, 0.992),
-    "NVIDIA_TESLA_P4": (0.60, 0.24),
-    "NVIDIA_TESLA_P100": (1.46, 0.584),
+FLEX_GPUS = {v for v, flex in GPU_KEYS.values() if flex} | {"NVIDIA_H200_141GB", "NVIDIA_B200"}
+
+
+class InputError(Exception):
+    """A source or catalog file that cannot be used: the message names the file and field."""
+
+
+def rnd(x):
+    return round(x, 6)
+
+
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise InputError("%s: %s" % (path, e.strerror))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError("%s: not JSON: %s" % (path, e))
+    except RecursionError:
+        raise InputError("%s: not JSON this tool reads: nested too deeply" % path)
+
+
+def machine_gpu(shape):
+    """(Vertex GPU name, count) of a machine shape of the Compute Engine file, or (None, 0)."""
+    for key, (vertex, _) in GPU_KEYS.items():
+        if key in shape:
+            return vertex, shape[key]
+    if "gpu" in shape:
+        return shape["gpu"], shape.get("gpus", 0)
+    return None, 0
+
+
+def source_entry(doc, what):
+    return {"source": doc["source"], "date": doc["date"], "licence": doc.get("licence"), "what": what}
+
+
+# ---- the table from rows ----
+
+class Table:
+    """Per-region sections; each entry keeps its figures, their sources and estimate marks."""
+
+    def __init__(self):
+        self.regions = {}
+
+    def put(self, region, section, name, cls, value, src, estimate=False):
+        sec = self.regions.setdefault(region, {}).setdefault(section, {})
+        e = sec.setdefault(name, {"rates": {}, "src": {}, "est": set()})
+        e["rates"][cls] = rnd(value)
+        e["src"][cls] = src
+        if estimate:
+            e["est"].add(cls)
+
+    def to_json(self):
+        out = {}
+        for region in sorted(self.regions):
+            secs = {}
+            for section in ("machines", "accelerators", "vertex_machines", "vertex_accelerators"):
+                entries = self.regions[region].get(section)
+                if not entries:
+                    continue
+                secs[section] = {}
+                for name in sorted(entries):
+                    e = entries[name]
+                    j = {c: e["rates"][c] for c in CLASSES if c in e["rates"]}
+                    est = [c for c in CLASSES if c in e["est"]]
+                    if est:
+                        j["estimate"] = est
+                    srcs = [e["src"][c] for c in CLASSES if c in e["src"]]
+                    # One source for every figure: a string; else per figure.
+                    j["src"] = srcs[0] if len(set(srcs)) == 1 else {c: e["src"][c] for c in CLASSES
+                                                                   if c in e["src"]}
+                    secs[section][name] = j
+            out[region] = secs
+        return out
+
+
+def derive(table, machines, gpu_of):
+    """The derivations every table gets: flex-start from on-demand (est.), and Vertex AI's N1 rates."""
+    for region, secs in list(table.regions.items()):
+        for name, e in list(secs.get("machines", {}).items()):
+            od = e["rates"].get("on_demand")
+            if od is None:
+                continue
+            if gpu_of(name) in FLEX_GPUS:
+                table.put(region, "machines", name, "flex_start", od * FLEX_FACTOR, "flex", True)
+            if name.startswith("n1-"):
+                table.put(region, "vertex_machines", name, "on_demand", od * VERTEX_N1_FACTOR, "vertex-n1")
+                if "spot" in e["rates"]:
+                    table.put(region, "vertex_machines", name, "spot", e["rates"]["spot"] * VERTEX_N1_FACTOR,
+                              "vertex-n1", True)
+        for name, e in list(secs.get("accelerators", {}).items()):
+            table.put(region, "vertex_accelerators", name, "on_demand", e["rates"]["on_demand"] * VERTEX_N1_FACTOR,
+                      "vertex-n1")
+            if "spot" in e["rates"]:
+                table.put(region, "vertex_accelerators", name, "spot", e["rates"]["spot"] * VERTEX_N1_FACTOR,
+                          "vertex-n1", True)
+
+
+DERIVED_SOURCES = {
+    "flex": {
+        "source": "estimate: %g x the same region's on-demand rate. Google bills discounted flex-start "
+                  "(Dynamic Workload Scheduler) SKUs but publishes no machine-readable figure." % FLEX_FACTOR,
+        "date": None, "licence": None, "what": "flex_start rates of machine types whose GPU takes FLEX_START"},
+    "vertex-n1": {
+        "source": "%g x the Compute Engine rate of the same region: Vertex AI bills N1 machines and their GPUs "
+                  "for training at 1.15 x Compute Engine (its n1-standard-4 training SKU is $0.21849885/h = "
+                  "1.15 x $0.189999, https://cloud.google.com/vertex-ai/pricing). Spot: the same factor, an "
+                  "estimate." % VERTEX_N1_FACTOR,
+        "date": None, "licence": None, "what": "vertex_machines and vertex_accelerators (N1 and its GPUs)"},
 }
-# Vertex AI custom training, us-central1, where it differs from Compute Engine (N1 and its GPUs).
-VERTEX_MACHINES = {
-    "n1-standard-4": 0.218499, "n1-standard-8": 0.436998, "n1-standard-16": 0.873996,
-    "n1-standard-32": 1.747992, "n1-standard-64": 3.495984, "n1-standard-96": 5.243976,
-}
-VERTEX_ACCELERATORS = {
-    "NVIDIA_TESLA_T4": 0.4025, "NVIDIA_TESLA_V100": 2.852, "NVIDIA_TESLA_P4": 0.69,
-    "NVIDIA_TESLA_P100": 1.679,
-}
 
 
-def entry(od, spot=None, flex=None, estimate=()):
-    e = {"on_demand": od}
-    if spot is not None:
-        e["spot"] = spot
-    if flex is not None:
-        e["flex_start"] = flex
-    est = [k for k in ("on_demand", "spot", "flex_start") if k in estimate and k in e]
-    if est:
-        e["estimate"] = est
-    return e
-
-
-def region(star):
-    est = ("on_demand", "spot", "flex_start") if star else ("spot", "flex_start")
-    r = {
-        "machines": {m: entry(od, sp, fx, est) for m, (od, sp, fx) in sorted(MACHINES.items())},
-        "accelerators": {a: entry(od, sp, None, est) for a, (od, sp) in sorted(ACCELERATORS.items())},
-        "vertex_machines": {m: entry(v, None, None, est) for m, v in sorted(VERTEX_MACHINES.items())},
-        "vertex_accelerators": {a: entry(v, None, None, est) for a, v in sorted(VERTEX_ACCELERATORS.items())},
+def published_table(src_dir):
+    ce = load_json(os.path.join(src_dir, CE_FILE))
+    extra = load_json(os.path.join(src_dir, EXTRA_FILE))
+    t = Table()
+    for name, shape in ce["machines"].items():
+        for region, r in shape["regions"].items():
+            for cls in ("on_demand", "spot"):
+                if r.get(cls) is not None:
+                    t.put(region, "machines", name, cls, r[cls], "ce")
+    for region, gpus in extra["n1_gpus"].items():
+        for gpu, r in gpus.items():
+            for cls in ("on_demand", "spot"):
+                t.put(region, "accelerators", gpu, cls, r[cls], "sky")
+    # A3 Ultra: 8 H200 GPU rows + the host row; A4: the 8-B200 row + the A3 Ultra host row, the
+    # nearest published host (the same 224 vCPUs). Both on-demand only: no Spot figure is published.
+    rows = extra["estimate_rows"]["us-central1"]
+    host = rows["a3-ultragpu-8g host"]["on_demand"]
+    t.put("us-central1", "machines", "a3-ultragpu-8g", "on_demand",
+          8 * rows["H200 141GB GPU"]["on_demand"] + host, "a3-ultra-estimate", True)
+    t.put("us-central1", "machines", "a4-highgpu-8g", "on_demand", rows["B200 GPUs, 8"]["on_demand"] + host,
+          "a4-estimate", True)
+    shapes = dict(ce["machines"])
+    shapes.update(extra["shapes"])
+    derive(t, shapes, lambda m: machine_gpu(shapes.get(m, {}))[0])
+    sources = {
+        "ce": source_entry(ce, "Compute Engine list prices per VM-hour, on-demand and Spot, per "
+                                           "machine type and region (GPUs and bundled local SSD included)"),
+        "sky": source_entry(extra, "GPUs attached to N1 hosts, per GPU-hour, us-central1"),
+        "a3-ultra-estimate": {
+            "source": "estimate: 8 x the H200 GPU row ($%g) + the a3-ultragpu-8g host row ($%g), %s"
+                      % (rows["H200 141GB GPU"]["on_demand"], host, extra["source"]),
+            "date": extra["date"], "licence": extra.get("licence"), "what": "a3-ultragpu-8g, us-central1"},
+        "a4-estimate": {
+            "source": "estimate: the row for 8 B200 GPUs ($%g) + the a3-ultragpu-8g host row ($%g, the nearest "
+                      "published host: the same 224 vCPUs), %s" % (rows["B200 GPUs, 8"]["on_demand"], host,
+                                                                   extra["source"]),
+            "date": extra["date"], "licence": extra.get("licence"), "what": "a4-highgpu-8g, us-central1"},
     }
-    return r
+    sources.update(DERIVED_SOURCES)
+    return {
+        "source": "Cloud Billing Catalog via Cyclenerd/google-cloud-pricing-cost-calculator (%s); "
+                  "N1 GPUs, A3 Ultra, A4: SkyPilot catalog (%s)" % (ce["date"], extra["date"]),
+        "date": ce["date"],
+        "currency": ce["currency"],
+        "note": "List prices per hour, each region its own (a region without a figure has no price). Not in it: "
+                "negotiated prices, committed-use and sustained-use discounts, Vertex AI's training management "
+                "fee for A2/A3/A4/G2/G4 (its size is not published). Figures in an entry's \"estimate\" are "
+                "estimates. Supply your own table where money matters (docs/prices.md).",
+        "management_fee": "excluded",
+        "sources": sources,
+        "regions": t.to_json(),
+    }
 
 
-def main():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    table = {"source": SOURCE, "date": DATE, "currency": "USD", "note": NOTE,
-             "regions": {"us-central1": region(False), "*": region(True)}}
-    text = json.dumps(table, indent=1, sort_keys=False) + "\n"
-    with open(os.path.join(root, "data", "prices.json"), "w") as f:
-        f.write(text)
+# ---- the table from the Cloud Billing Catalog ----
+
+# The Compute Engine SKU descriptions the rates are built from, per family (the machine type's
+# prefix). "Spot Preemptible " leads the Spot SKUs' descriptions; category.usageType says
+# OnDemand or Preemptible, and is what decides.
+FAMILIES = (
+    ("a3-megagpu-", "A3 Mega"), ("a3-ultragpu-", "A3 Ultra"), ("a3-", "A3"), ("a2-", "A2"), ("a4-", "A4"),
+    ("g2-", "G2"), ("g4-", "G4"), ("n1-", "N1 Predefined"),
+)
+CORE_RAM_RE = re.compile(r"^(?:Spot Preemptible )?(.+?) Instance (Core|Ram) running in ")
+GPU_RE = re.compile(r"^(?:Spot Preemptible )?Nvidia (.+?) GPU(?: attached to Spot Preemptible VMs)? running in ")
+SSD_RE = re.compile(r"^SSD backed Local Storage(?: attached to Spot Preemptible VMs)?(?: in |$)")
+GPU_NAMES = {
+    "Tesla T4": "NVIDIA_TESLA_T4", "Tesla V100": "NVIDIA_TESLA_V100", "Tesla P100": "NVIDIA_TESLA_P100",
+    "Tesla P4": "NVIDIA_TESLA_P4", "Tesla A100": "NVIDIA_TESLA_A100", "A100 80GB": "NVIDIA_A100_80GB",
+    "H100 80GB": "NVIDIA_H100_80GB", "H100 80GB Mega": "NVIDIA_H100_MEGA_80GB", "H200 141GB": "NVIDIA_H200_141GB",
+    "B200": "NVIDIA_B200", "L4": "NVIDIA_L4", "RTX PRO 6000": "NVIDIA_RTX_PRO_6000",
+}
+USAGE = {"OnDemand": "on_demand", "Preemptible": "spot"}
+HOURS_PER_MONTH = 730.0
+
+
+def field(obj, key, kind, where):
+    if not isinstance(obj, dict):
+        raise InputError("%s: expected an object" % where)
+    if key not in obj:
+        raise InputError("%s: missing \"%s\"" % (where, key))
+    v = obj[key]
+    ok = isinstance(v, kind) and not isinstance(v, bool)
+    if not ok:
+        names = {str: "a string", list: "an array", dict: "an object", int: "an integer",
+                 (int, float): "a number"}
+        raise InputError("%s.%s: expected %s" % (where, key, names.get(kind, kind)))
+    return v
+
+
+def unit_price(sku, where):
+    """The SKU's price per usage unit, and the unit: the first tier's units + nanos."""
+    infos = field(sku, "pricingInfo", list, where)
+    if not infos:
+        raise InputError("%s.pricingInfo: empty" % where)
+    expr = field(infos[0], "pricingExpression", dict, where + ".pricingInfo[0]")
+    w = where + ".pricingInfo[0].pricingExpression"
+    unit = field(expr, "usageUnit", str, w)
+    tiers = field(expr, "tieredRates", list, w)
+    if not tiers:
+        raise InputError("%s.tieredRates: empty" % w)
+    # The last tier is the list price past any free tier (Compute Engine SKUs have one).
+    price = field(tiers[-1], "unitPrice", dict, "%s.tieredRates[%d]" % (w, len(tiers) - 1))
+    pw = "%s.tieredRates[%d].unitPrice" % (w, len(tiers) - 1)
+    units = field(price, "units", (str, int), pw) if "units" in price else "0"
+    nanos = field(price, "nanos", int, pw) if "nanos" in price else 0
+    try:
+        u = int(units)
+    except ValueError:
+        raise InputError("%s.units: not an integer: %r" % (pw, units))
+    if u < 0 or nanos < 0 or nanos >= 10**9:
+        raise InputError("%s: units %s nanos %s: not a price" % (pw, units, nanos))
+    return u + nanos / 1e9, unit
+
+
+def catalog_skus(paths):
+    """{(kind, key, cls, region): price per hour (per GB-hour for RAM and SSD)} from skus.list pages."""
+    rates = {}
+    for path in paths:
+        doc = load_json(path)
+        skus = field(doc, "skus", list, path)
+        for i, sku in enumerate(skus):
+            where = "%s: skus[%d]" % (path, i)
+            desc = field(sku, "description", str, where)
+            cat = field(sku, "category", dict, where)
+            usage = field(cat, "usageType", str, where + ".category")
+            regions = field(sku, "serviceRegions", list, where)
+            cls = USAGE.get(usage)
+            if cls is None:
+                continue  # commitments and the like
+            m = CORE_RAM_RE.match(desc)
+            g = GPU_RE.match(desc)
+            if m:
+                kind, key = ("core" if m.group(2) == "Core" else "ram"), m.group(1)
+            elif g and g.group(1) in GPU_NAMES:
+                kind, key = "gpu", GPU_NAMES[g.group(1)]
+            elif SSD_RE.match(desc):
+                kind, key = "ssd", "local"
+            else:
+                continue
+            price, unit = unit_price(sku, where)
+            per_hour = {"h": 1.0, "GiBy.h": 1.0, "GiBy.mo": 1 / HOURS_PER_MONTH}.get(unit)
+            if per_hour is None:
+                raise InputError("%s: usageUnit %r: expected h, GiBy.h or GiBy.mo" % (where, unit))
+            for j, region in enumerate(regions):
+                if not isinstance(region, str):
+                    raise InputError("%s.serviceRegions[%d]: expected a string" % (where, j))
+                rates[(kind, key, cls, region)] = price * per_hour
+    return rates
+
+
+def family(machine):
+    for prefix, fam in FAMILIES:
+        if machine.startswith(prefix):
+            return fam
+    return None
+
+
+def catalog_table(paths, date, src_dir):
+    ce = load_json(os.path.join(src_dir, CE_FILE))
+    extra = load_json(os.path.join(src_dir, EXTRA_FILE))
+    shapes = {m: s for m, s in ce["machines"].items()}
+    shapes.update(extra["shapes"])
+    rates = catalog_skus(paths)
+    regions = sorted({k[3] for k in rates})
+    t = Table()
+    for name in sorted(shapes):
+        shape, fam = shapes[name], family(name)
+        gpu, ngpu = machine_gpu(shape)
+        for region in regions:
+            for cls in ("on_demand", "spot"):
+                core = rates.get(("core", fam, cls, region))
+                ram = rates.get(("ram", fam, cls, region))
+                if core is None or ram is None:
+                    continue
+                v = shape["cpu"] * core + shape["ram"] * ram
+                if gpu:
+                    g = rates.get(("gpu", gpu, cls, region))
+                    if g is None:
+                        continue
+                    v += ngpu * g
+                if shape.get("local-ssd"):
+                    s = rates.get(("ssd", "local", cls, region))
+                    if s is None:
+                        continue
+                    v += shape["local-ssd"] * s
+                t.put(region, "machines", name, cls, v, "billing-catalog")
+    for (kind, key, cls, region), v in rates.items():
+        if kind == "gpu" and key in ("NVIDIA_TESLA_T4", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_P4"):
+            t.put(region, "accelerators", key, cls, v, "billing-catalog")
+    derive(t, shapes, lambda m: machine_gpu(shapes.get(m, {}))[0])
+    sources = {"billing-catalog": {
+        "source": "Cloud Billing Catalog API services.skus.list (Compute Engine, 6F81-5844-456A): "
+                  "vCPUs x core SKU + GB x RAM SKU + GPUs x GPU SKU + bundled local SSD; files: %s"
+                  % ", ".join(os.path.basename(p) for p in paths),
+        "date": date, "licence": None, "what": "machine types and N1 GPUs"}}
+    sources.update(DERIVED_SOURCES)
+    return {"source": "Cloud Billing Catalog API services.skus.list, read %s" % date, "date": date,
+            "currency": "USD",
+            "note": "Computed by tools/gen_prices.py --billing-catalog. Figures in an entry's \"estimate\" are "
+                    "estimates.",
+            "management_fee": "excluded", "sources": sources, "regions": t.to_json()}
+
+
+# ---- output ----
+
+def c_source(table):
     # A byte array: a string literal this long is past what C11 compilers must take.
     data = json.dumps(table, separators=(",", ":")).encode() + b"\0"
     lines = ["/* Generated by tools/gen_prices.py (the table of data/prices.json, compact): do not edit. */",
              '#include "reconcile/capacity.h"', "", "const char prices_default_json[] = {"]
-    for i in range(0, len(data), 16):
-        lines.append("\t" + ", ".join("0x%02x" % b for b in data[i:i + 16]) + ",")
+    for i in range(0, len(data), 24):
+        lines.append(",".join(str(b) for b in data[i:i + 24]) + ",")
     lines.append("};")
-    with open(os.path.join(root, "reconcile", "prices_data.c"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
+
+
+def write(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def usage(msg):
+    sys.stderr.write("gen_prices.py: %s\nusage: gen_prices.py [--out DIR] | --billing-catalog FILE... "
+                     "[--date YYYY-MM-DD] [-o FILE]\n" % msg)
+    return 2
+
+
+def main(argv):
+    out_dir = out_file = date = None
+    catalog = None
+    src_dir = SRC_DIR
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--out", "-o", "--date", "--src") and i + 1 >= len(argv):
+            return usage("%s needs a value" % a)
+        if a == "--out":
+            out_dir, i = argv[i + 1], i + 2
+        elif a == "-o":
+            out_file, i = argv[i + 1], i + 2
+        elif a == "--date":
+            date, i = argv[i + 1], i + 2
+        elif a == "--src":
+            src_dir, i = argv[i + 1], i + 2
+        elif a == "--billing-catalog":
+            catalog, i = [], i + 1
+            while i < len(argv) and not argv[i].startswith("-"):
+                catalog.append(argv[i])
+                i += 1
+            if not catalog:
+                return usage("--billing-catalog needs at least one file")
+        else:
+            return usage("unknown argument %r" % a)
+    try:
+        if catalog is not None:
+            if date is None or not re.match(r"^\d{4}-\d{2}-\d{2}$", date):
+                return usage("--billing-catalog needs --date YYYY-MM-DD (the day the pages were read)")
+            text = json.dumps(catalog_table(catalog, date, src_dir), indent=1) + "\n"
+            if out_file:
+                write(out_file, text)
+            else:
+                sys.stdout.write(text)
+            return 0
+        table = published_table(src_dir)
+    except InputError as e:
+        sys.stderr.write("gen_prices.py: %s\n" % e)
+        return 1
+    except OSError as e:
+        sys.stderr.write("gen_prices.py: %s: %s\n" % (e.filename, e.strerror))
+        return 1
+    d = out_dir or ROOT
+    write(os.path.join(d, "prices.json") if out_dir else os.path.join(ROOT, "data", "prices.json"),
+          json.dumps(table, indent=1) + "\n")
+    write(os.path.join(d, "prices_data.c") if out_dir else os.path.join(ROOT, "reconcile", "prices_data.c"),
+          c_source(table))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

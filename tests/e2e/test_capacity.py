@@ -13,6 +13,11 @@ from harness import REGION, VX_BIN, FakeTestCase, job_yaml
 
 ZONE = REGION + "-a"
 
+# The lines of the Cost section around a plan's jobs, with the built-in table (data/prices.json).
+PRICES_LINE = ("  prices: Cloud Billing Catalog via Cyclenerd/google-cloud-pricing-cost-calculator (2026-07-30); "
+               "N1 GPUs, A3 Ultra, A4: SkyPilot catalog (2026-11)")
+FEE_LINE = "  (A2/A3/A4/G2/G4 figures exclude Vertex AI's training management fee (its size is not published))"
+
 
 def h100(name, strategy="FLEX_START", attempts=1):
     return job_yaml(name, machine="a3-highgpu-8g", accel="NVIDIA_H100_80GB", count=8, strategy=strategy,
@@ -55,13 +60,17 @@ class Capacity(FakeTestCase):
             "  job.c: does not fit: needs 8 preemptible H100 80GB in us-central1, limit 16, "
             "16 in use or started before it: 0 free",
         ])
-        self.assertEqual(section(r.out, "Cost")[1:], [
-            "  starts     job.a: $44.25/h, at most $7,434.00 (est.)",
-            "  starts     job.b: $44.25/h, at most $7,434.00 (est.)",
-            "  starts     job.c: $44.25/h, at most $7,434.00 (est.)",
+        # FLEX_START a3-highgpu-8g: 0.5 x its on-demand $88.49 = $44.245/h (est.), x 168 h
+        self.assertEqual(section(r.out, "Cost"), [
+            "Cost (USD list prices as of 2026-07-30; docs/prices.md):",
+            PRICES_LINE,
+            "  starts     job.a: $44.24/h, at most $7,433.16 (est.)",
+            "  starts     job.b: $44.24/h, at most $7,433.16 (est.)",
+            "  starts     job.c: $44.24/h, at most $7,433.16 (est.)",
+            FEE_LINE,
         ])
         self.assertEqual(r.out.splitlines()[-1],
-                         "Cost: + $132.75/h while running, at most $22,302 for this apply.")
+                         "Cost: + $132.73/h while running, at most $22,299 for this apply.")
         # one quotaInfos list (no reservations declared: no compute list), no get per job
         by = self.fake.requests()["by_rpc"]
         self.assertEqual(by.get("ListQuotaInfos"), 1)
@@ -93,8 +102,13 @@ class Capacity(FakeTestCase):
                          [(REGION, "NVIDIA_L4", "on-demand", 0, 1, 4, True),
                           (REGION, "NVIDIA_L4", "preemptible", 0, 1, 2, True)])
         costs = {a["address"]: a["cost"] for a in plan["actions"]}
-        self.assertEqual(costs["job.od"]["usd_per_hour"], 0.70683)
-        self.assertEqual(costs["job.sp"]["usd_per_hour"], 0.2827)
+        # g2-standard-4, us-central1: $0.706832 on-demand, $0.397336 Spot (both published)
+        self.assertEqual(costs["job.od"], {"usd_per_hour": 0.706832, "usd_max": 0.706832 * 168 * 3,
+                                           "upper_bound": False, "estimate": False, "unknown_reason": None})
+        self.assertEqual(costs["job.sp"]["usd_per_hour"], 0.397336)
+        self.assertEqual(plan["cost"]["price_date"], "2026-07-30")
+        self.assertEqual(plan["cost"]["price_source"], PRICES_LINE[len("  prices: "):])
+        self.assertTrue(plan["cost"]["excludes_vertex_management_fee"])
         self.assertEqual(plan["warnings"], [])
 
     def test_job_on_reservation_draws_the_reservation(self):
@@ -114,9 +128,12 @@ class Capacity(FakeTestCase):
             "  (in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks "
             "in the project are not counted)",
         ])
+        # 2 x g2-standard-8 ($0.853624/h, its L4 bundled)
         self.assertEqual(section(r.out, "Cost")[1:], [
+            PRICES_LINE,
             "  starts     job.r: $0.00/h, at most $0.00",
             "  running    reservation.pool: $1.71/h; 2 L4 held, 1 used by declared jobs: $0.85/h idle",
+            FEE_LINE,
         ])
         self.assertNotIn("Warnings", r.out)
         by = self.fake.requests()["by_rpc"]
@@ -180,8 +197,10 @@ class StackSettings(FakeTestCase):
         self.repo.write({"a": h100("a")}, extra_stack="prices: prices.json\n")
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)
+        # a user's table in the old form: its "*" region, and no management-fee note (it does not say)
         self.assertEqual(section(r.out, "Cost"), [
             "Cost (EUR list prices as of 2025-07-01; docs/prices.md):",
+            "  prices: our contract",
             "  starts     job.a: 10.00 EUR/h, at most 1,680.00 EUR",
         ])
         self.assertEqual(r.out.splitlines()[-1],
@@ -211,6 +230,62 @@ class StackSettings(FakeTestCase):
                          % (self.repo.stack, self.repo.dir))
 
 
+def in_region(yaml, region):
+    return yaml.replace("\nrun: ", "\nregion: %s\nrun: " % region)
+
+
+class RegionPrices(FakeTestCase):
+    """Each region is priced from its own published figure; a region without one has no price."""
+
+    def test_region_is_priced_from_its_own_figure(self):
+        # europe-west4 a2-highgpu-1g: $3.747972/h on-demand (us-central1's is $3.673385); 168 h x 1 attempt
+        self.repo.write({"a": in_region(job_yaml("a", machine="a2-highgpu-1g", accel="NVIDIA_TESLA_A100",
+                                                 attempts=1), "europe-west4")})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Cost")[1:], [PRICES_LINE, "  starts     job.a: $3.75/h, at most $629.66",
+                                                      FEE_LINE])
+        self.assertEqual(r.out.splitlines()[-1], "Cost: + $3.75/h while running, at most $629.66 for this apply.")
+
+    def test_region_without_a_figure_has_no_price(self):
+        # a3-megagpu-8g has no published us-central1 row
+        self.repo.write({"m": job_yaml("m", machine="a3-megagpu-8g", accel="NVIDIA_H100_MEGA_80GB", count=8,
+                                       attempts=1)})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Cost")[1:], [
+            PRICES_LINE, "  starts     job.m: no published price for a3-megagpu-8g in us-central1", FEE_LINE])
+        self.assertEqual(r.out.splitlines()[-1],
+                         "Cost: + unknown/h while running (a price is not in the table).")
+
+    def test_estimates_and_missing_spot_figure(self):
+        # a3-ultragpu-8g: on-demand estimated from SkyPilot's rows (8 x $9.3117 + $12.266 = $86.7596),
+        # flex-start 0.5 x that; no Spot figure anywhere
+        ultra = dict(machine="a3-ultragpu-8g", accel="NVIDIA_H200_141GB", count=8, attempts=1)
+        self.repo.write({"f": job_yaml("f", strategy="FLEX_START", **ultra),
+                         "s": job_yaml("s", strategy="SPOT", **ultra)})
+        r = self.repo.plan("-format", "json")
+        self.assertEqual(r.code, 0, r)
+        costs = {a["address"]: a["cost"] for a in json.loads(r.out)["actions"]}
+        self.assertEqual(costs["job.f"], {"usd_per_hour": 43.3798, "usd_max": 43.3798 * 168, "upper_bound": False,
+                                          "estimate": True, "unknown_reason": None})
+        self.assertEqual(costs["job.s"], {"usd_per_hour": None, "usd_max": None, "upper_bound": False,
+                                          "estimate": False, "unknown_reason":
+                                          "no published Spot price for a3-ultragpu-8g in us-central1"})
+
+    def test_reservation_without_a_figure_has_no_price(self):
+        # n1-standard-8 with T4s: the N1 GPU rows are published for us-central1 only
+        res = ("---\nkind: Reservation\nname: pool\nzone: europe-west4-a\nmachineType: n1-standard-8\n"
+               "accelerators: [{type: nvidia-tesla-t4, count: 1}]\ncount: 2\n")
+        self.repo.write({"pool": res})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(section(r.out, "Cost")[1:], [
+            PRICES_LINE,
+            "  running    reservation.pool: no published price for n1-standard-8 with nvidia-tesla-t4 in europe-west4",
+        ])
+
+
 class Help(unittest.TestCase):
 
     def test_plan_and_apply_help_name_fail_on_quota(self):
@@ -237,9 +312,9 @@ class Delta(FakeTestCase):
         self.repo.write({"a": h100("a", strategy="SPOT")})
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)
-        # started: one SPOT a3-highgpu-8g; stopped: the two FLEX_START runs, $44.25/h each
-        self.assertEqual(r.out.splitlines()[-1], "Cost: - $58.52/h while running (runs started + $29.98, "
-                         "runs stopped - $88.50), at most $5,037 for this apply.")
+        # started: one SPOT a3-highgpu-8g, $50.609541/h; stopped: the two FLEX_START runs, $44.245/h each
+        self.assertEqual(r.out.splitlines()[-1], "Cost: - $37.88/h while running (runs started + $50.61, "
+                         "runs stopped - $88.49), at most $8,502 for this apply.")
 
     def test_reservation_made_counts(self):
         res = ("---\nkind: Reservation\nname: pool\nzone: %s\nmachineType: g2-standard-8\n"

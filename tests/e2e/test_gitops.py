@@ -68,10 +68,14 @@ PLAN_MARKDOWN = """### vx plan: stack `gitops` (project `vx-e2e`)
 
 _in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of other stacks in the project are not counted._
 
-**Cost** (USD list prices as of 2025-06-01): + $1.41/h while running, at most $712.48 for this apply
+**Cost** (USD list prices as of 2026-07-30): + $1.41/h while running, at most $712.49 for this apply
+
+_Prices: Cloud Billing Catalog via Cyclenerd/google-cloud-pricing-cost-calculator (2026-07-30); N1 GPUs, A3 Ultra, A4: SkyPilot catalog (2026-11)._
 
 - `job.a` (starts): $0.71/h, at most $356.24
 - `job.b` (starts): $0.71/h, at most $356.24
+
+_A2/A3/A4/G2/G4 figures exclude Vertex AI's training management fee (its size is not published)._
 
 | | address | action | shape | reason |
 |---|---|---|---|---|

@@ -237,6 +237,104 @@ static int near(double a, double b)
 	return a > b - 1e-9 && a < b + 1e-9;
 }
 
+/* "src" names an entry of "sources"; "management_fee": "excluded" is read; old tables load without either. */
+static void test_prices_sources(void **unused)
+{
+	static const char good[] = "{\"management_fee\":\"excluded\",\"sources\":{\"ce\":{\"date\":\"d\"}},"
+				   "\"regions\":{\"r\":{\"machines\":{\"m\":{\"on_demand\":1,\"src\":\"ce\"},"
+				   "\"n\":{\"on_demand\":1,\"src\":{\"on_demand\":\"ce\"}}}}}}";
+	static const char bad[] = "{\"sources\":{\"ce\":{}},\"regions\":{\"r\":{\"machines\":{\"m\":"
+				  "{\"on_demand\":1,\"src\":\"cd\"}}}}}";
+	static const char bad2[] = "{\"sources\":{\"ce\":{}},\"regions\":{\"r\":{\"machines\":{\"m\":"
+				   "{\"on_demand\":1,\"src\":{\"spot\":7}}}}}}";
+	struct prices p;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	assert_int_equal(prices_parse(&p, good, strlen(good), "t.json", &err), 0);
+	assert_true(p.fee_excluded);
+	prices_release(&p);
+	assert_int_equal(prices_parse(&p, PRICES, strlen(PRICES), "t.json", &err), 0);
+	assert_false(p.fee_excluded);
+	prices_release(&p);
+	assert_int_equal(prices_parse(&p, bad, strlen(bad), "t.json", &err), VX_EINVAL);
+	assert_string_equal(err.msg, "t.json: regions.r.machines.m.src: \"cd\" is not in \"sources\"");
+	vx_err_release(&err);
+	assert_int_equal(prices_parse(&p, bad2, strlen(bad2), "t.json", &err), VX_EINVAL);
+	assert_string_equal(err.msg, "t.json: regions.r.machines.m.src.spot must name an entry of \"sources\"");
+	vx_err_release(&err);
+}
+
+/* The shipped table, parsed; figures from data/prices-src/compute-machines-2026-07-30.json. */
+static double shipped(const char *region, const char *name, int accelerator, int vertex, enum prices_class c,
+		      int *est)
+{
+	struct prices p;
+	struct vx_err err = VX_ERR_INIT;
+	int ub = 0;
+	double r;
+
+	*est = 0;
+	assert_int_equal(prices_parse(&p, prices_default_json, strlen(prices_default_json), "t", &err), 0);
+	r = prices_rate(&p, region, name, accelerator, vertex, c, &ub, est);
+	assert_false(ub);
+	prices_release(&p);
+	return r;
+}
+
+/* Every region its own published figure, never us-central1's. */
+static void test_prices_region_own_figure(void **unused)
+{
+	int est;
+
+	(void)unused;
+	assert_true(near(shipped("europe-west4", "a2-highgpu-1g", 0, 1, PRICES_ON_DEMAND, &est), 3.747972));
+	assert_false(est);
+	assert_true(near(shipped("europe-west4", "a2-highgpu-1g", 0, 1, PRICES_SPOT, &est), 1.692835));
+	assert_false(est);
+	assert_true(near(shipped("us-central1", "a2-highgpu-1g", 0, 1, PRICES_ON_DEMAND, &est), 3.673385));
+}
+
+/* g2-standard-16 in us-central1: the published $1.147208, not the typed-in $1.2942. */
+static void test_prices_g2_standard_16_published(void **unused)
+{
+	int est;
+
+	(void)unused;
+	assert_true(near(shipped("us-central1", "g2-standard-16", 0, 1, PRICES_ON_DEMAND, &est), 1.147208));
+	assert_false(est);
+}
+
+/* A region with no row has no price: a3-megagpu-8g is not published for us-central1. */
+static void test_prices_no_row_no_price(void **unused)
+{
+	int est;
+
+	(void)unused;
+	assert_true(shipped("us-central1", "a3-megagpu-8g", 0, 1, PRICES_ON_DEMAND, &est) < 0);
+	assert_true(shipped("mars-north1", "a2-highgpu-1g", 0, 1, PRICES_ON_DEMAND, &est) < 0);
+	assert_true(near(shipped("europe-west4", "a3-megagpu-8g", 0, 1, PRICES_ON_DEMAND, &est), 118.236831));
+}
+
+/* Derived figures: N1 on Vertex AI is 1.15 x Compute Engine; flex-start 0.5 x on-demand, an estimate. */
+static void test_prices_derived(void **unused)
+{
+	int est;
+
+	(void)unused;
+	assert_true(near(shipped("us-central1", "n1-standard-4", 0, 1, PRICES_ON_DEMAND, &est), 0.218499));
+	assert_false(est);
+	assert_true(near(shipped("us-central1", "n1-standard-4", 0, 0, PRICES_ON_DEMAND, &est), 0.189999));
+	assert_true(near(shipped("us-central1", "NVIDIA_TESLA_T4", 1, 1, PRICES_ON_DEMAND, &est), 0.4025));
+	assert_true(near(shipped("us-central1", "NVIDIA_TESLA_T4", 1, 0, PRICES_SPOT, &est), 0.175));
+	assert_true(shipped("europe-west4", "NVIDIA_TESLA_T4", 1, 1, PRICES_ON_DEMAND, &est) < 0);
+	assert_true(near(shipped("europe-west4", "a2-highgpu-1g", 0, 1, PRICES_FLEX_START, &est), 1.873986));
+	assert_true(est);
+	assert_true(near(shipped("us-central1", "a3-ultragpu-8g", 0, 1, PRICES_ON_DEMAND, &est), 86.7596));
+	assert_true(est);
+	assert_true(shipped("us-central1", "a3-ultragpu-8g", 0, 1, PRICES_SPOT, &est) < 0);
+}
+
 /*
  * The change in hourly spend: runs started, minus the active runs a replace
  * or cancel stops (priced from their recorded spec, not the declared one),
@@ -329,6 +427,11 @@ int main(void)
 		cmocka_unit_test(test_multi_pool_and_running),
 		cmocka_unit_test(test_unknown),
 		cmocka_unit_test(test_prices_star),
+		cmocka_unit_test(test_prices_sources),
+		cmocka_unit_test(test_prices_region_own_figure),
+		cmocka_unit_test(test_prices_g2_standard_16_published),
+		cmocka_unit_test(test_prices_no_row_no_price),
+		cmocka_unit_test(test_prices_derived),
 		cmocka_unit_test(test_delta_stops_and_reservations),
 	};
 
