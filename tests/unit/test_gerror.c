@@ -219,7 +219,7 @@ static void test_hints(void **state)
 			     "\"status\":\"PERMISSION_DENIED\",\"details\":[{\"@type\":\"type.googleapis.com/"
 			     "google.rpc.ErrorInfo\",\"reason\":\"SERVICE_DISABLED\",\"domain\":\"googleapis.com\","
 			     "\"metadata\":{\"service\":\"aiplatform.googleapis.com\",\"consumer\":"
-			     "\"projects/123\"}}]}}", "vertex: listing jobs"), VX_EAUTH);
+			     "\"projects/123\"}}]}}", "vertex: listing jobs"), VX_EDENIED);
 	assert_non_null(strstr(err.msg, "vertex: listing jobs: PERMISSION_DENIED: Vertex AI API has not"));
 	assert_non_null(strstr(err.msg, " (enable the API: gcloud services enable "
 			       "aiplatform.googleapis.com --project 123)"));
@@ -228,7 +228,7 @@ static void test_hints(void **state)
 			     "{\"error\":{\"code\":403,\"message\":\"Cloud Quotas API has not been used in "
 			     "project my-proj before or it is disabled. Enable it by visiting https://console."
 			     "developers.google.com/apis/api/cloudquotas.googleapis.com/overview?project=my-proj"
-			     "\"}}", "quotas: list"), VX_EAUTH);
+			     "\"}}", "quotas: list"), VX_EDENIED);
 	assert_non_null(strstr(err.msg, "(enable the API: gcloud services enable cloudquotas.googleapis.com "
 			       "--project my-proj)"));
 
@@ -236,7 +236,7 @@ static void test_hints(void **state)
 			     "{\"error\":{\"code\":403,\"message\":\"Permission 'aiplatform.customJobs.create' "
 			     "denied on resource '//aiplatform.googleapis.com/projects/p/locations/us-central1' "
 			     "(or it may not exist).\",\"status\":\"PERMISSION_DENIED\"}}",
-			     "vertex: creating job \"gemma2-lora\" in us-central1"), VX_EAUTH);
+			     "vertex: creating job \"gemma2-lora\" in us-central1"), VX_EDENIED);
 	assert_string_equal(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1: PERMISSION_DENIED: "
 			    "Permission 'aiplatform.customJobs.create' denied on resource "
 			    "'//aiplatform.googleapis.com/projects/p/locations/us-central1' (or it may not "
@@ -245,11 +245,11 @@ static void test_hints(void **state)
 			     "{\"error\":{\"code\":403,\"message\":\"Required 'compute.reservations.create' "
 			     "permission for 'projects/p/zones/z/reservations/r'\",\"errors\":[{\"reason\":"
 			     "\"forbidden\",\"domain\":\"global\"}]}}", "compute: creating reservation r"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_non_null(strstr(err.msg, "(the caller lacks a permission: grant it roles/compute.admin)"));
 	assert_int_equal(set(&err, 403, "{\"error\":{\"code\":403,\"message\":\"The caller does not have "
 			     "permission\",\"status\":\"PERMISSION_DENIED\"}}", "quotas: updating preference"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_non_null(strstr(err.msg, "grant it roles/cloudquotas.admin"));
 
 	assert_int_equal(set(&err, 429,
@@ -287,6 +287,9 @@ static void test_codes(void **state)
 			 VX_ECONFLICT);
 	assert_int_equal(set(&err, 403, "{\"error\":{\"code\":403,\"errors\":[{\"reason\":"
 			     "\"userRateLimitExceeded\"}]}}", "x"), VX_ERETRY);
+	/* A refusal (a permission, a disabled API) is not a credentials problem. */
+	assert_int_equal(set(&err, 403, NULL, "x"), VX_EDENIED);
+	assert_int_equal(set(&err, 401, NULL, "x"), VX_EAUTH);
 	assert_int_equal(set(&err, 503, "no", "x"), VX_ERETRY);
 	assert_string_equal(err.msg, "x: UNAVAILABLE: no");
 	assert_int_equal(set(&err, 408, NULL, "x"), VX_ERETRY);
