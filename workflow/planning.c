@@ -85,8 +85,13 @@ static int read_limits(struct planning *pl, struct workspace *ws, char **why, st
 		pl->limits_read = 1;
 	if (rc == 0 && st->nreservations)
 		rc = p->list_quota_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
-	if (rc == VX_EDENIED || rc == VX_ENOTFOUND) {
+	if (rc == VX_EDENIED) {
 		rc = (*why = vx_strdup(vx_err_msg(&e))) ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+	} else if (rc == VX_ENOTFOUND) {
+		/* A 404 carries no hint of its own: the likely cause is the project. */
+		*why = vx_asprintf("%s (Cloud Quotas does not know project %s or this service: check the "
+				   "Stack's project)", vx_err_msg(&e), st->project);
+		rc = *why ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 	} else if (rc < 0) {
 		rc = vx_err_set(err, rc, "%s", vx_err_msg(&e));
 	}

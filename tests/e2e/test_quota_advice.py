@@ -207,7 +207,8 @@ class QuotaAdvice(FakeTestCase):
 
     def test_not_found_is_a_warning(self):
         self.fault("ListQuotaInfos", status=404)
-        why = "quotas: listing quota infos of aiplatform.googleapis.com: NOT_FOUND: Injected fault."
+        why = ("quotas: listing quota infos of aiplatform.googleapis.com: NOT_FOUND: Injected fault. (Cloud Quotas "
+               "does not know project vx-e2e or this service: check the Stack's project)")
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)
         self.assertEqual(section(r.out, "Warnings"), [
@@ -224,7 +225,8 @@ class QuotaAdvice(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(section(r.out, "Warnings"), [
             "Warnings:",
-            "  " + WARN + "quotas: listing quota infos of aiplatform.googleapis.com: NOT_FOUND: Injected fault.",
+            "  " + WARN + "quotas: listing quota infos of aiplatform.googleapis.com: NOT_FOUND: Injected fault. "
+            "(Cloud Quotas does not know project vx-e2e or this service: check the Stack's project)",
         ])
 
     def test_other_failures_stay_errors(self):
