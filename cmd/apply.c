@@ -431,7 +431,7 @@ static int apply_exec(const struct cmd_args *args)
 		goto done;
 	rc = VX_EXIT_ERROR;
 	cmd_ctx_init(&ctx, args->debug);
-	if (apply_env(&a) < 0)
+	if (apply_env(&a) < 0 || cmd_shown_now(&a.po.now_ms, &ctx, "apply") < 0)
 		goto done;
 	a.ao.ev = &a.ev;
 	a.ao.ci = &a.ci;

@@ -110,6 +110,15 @@ int cmd_lease_from_env(const char *cmd, int64_t *out);
  * reconcile/apply.h) into *out in ms, 0 when unset; -1 after saying why. */
 int cmd_inflight_from_env(const char *cmd, int64_t *out);
 
+/*
+ * The time a command shows ages against ("as of", how long a quota request
+ * has waited): the clock's, or VX_NOW's (an RFC 3339 time: tests,
+ * reproducible output). Only the times shown: the context's clock stays
+ * real, since credentials are signed and checked with it. 0, or -1 after
+ * saying why (cmd names the command).
+ */
+int cmd_shown_now(int64_t *now, const struct vx_ctx *ctx, const char *cmd);
+
 /* Prints "vx: <msg>" on stderr. */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*

@@ -15,6 +15,7 @@
 #include "util/diag.h"
 #include "util/err.h"
 #include "util/text.h"
+#include "util/timefmt.h"
 #include "reconcile/kind.h"
 #include "workflow/planning.h"
 #include "workflow/workspace.h"
@@ -424,5 +425,19 @@ int cmd_inflight_from_env(const char *cmd, int64_t *out)
 	}
 	if (inflight)
 		*out = secs > 0 ? (int64_t)(secs * 1000) : 1;
+	return 0;
+}
+
+int cmd_shown_now(int64_t *now, const struct vx_ctx *ctx, const char *cmd)
+{
+	const char *v = getenv("VX_NOW");
+
+	*now = vx_now_ms(ctx);
+	if (!v || !*v)
+		return 0;
+	if (vx_time_parse(now, v, 0) < 0) {
+		cmd_error("%s: VX_NOW must be an RFC 3339 time such as 2026-01-01T00:00:00Z, not '%s'", cmd, v);
+		return -1;
+	}
 	return 0;
 }

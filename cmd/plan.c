@@ -155,6 +155,8 @@ static int plan_exec(const struct cmd_args *args)
 		goto done;
 	rc = VX_EXIT_ERROR;
 	cmd_ctx_init(&ctx, args->debug);
+	if (cmd_shown_now(&a.po.now_ms, &ctx, "plan") < 0)
+		goto done;
 	if (planning_run_dir(&pl, &ws, &ctx, a.dir, &a.po, &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;

@@ -14,7 +14,6 @@
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
 #include "util/buf.h"
-#include "util/timefmt.h"
 #include "workflow/workspace.h"
 
 static const char usage[] =
@@ -76,25 +75,6 @@ static int parse_flags(struct status_flags *f, const struct cmd_args *args)
 	return 0;
 }
 
-/*
- * The "as of" time: the clock's, or VX_NOW's (tests, reproducible output).
- * Only the times shown: the context's clock stays real, since credentials
- * are signed and checked with it.
- */
-static int as_of(int64_t *now, const struct vx_ctx *ctx)
-{
-	const char *v = getenv("VX_NOW");
-
-	*now = vx_now_ms(ctx);
-	if (!v || !*v)
-		return 0;
-	if (vx_time_parse(now, v, 0) < 0) {
-		cmd_error("status: VX_NOW must be an RFC 3339 time such as 2026-01-01T00:00:00Z, not '%s'", v);
-		return -1;
-	}
-	return 0;
-}
-
 static int report(struct workspace *ws, struct status_report *rep, int64_t now, struct vx_err *err)
 {
 	struct status_input in;
@@ -138,7 +118,7 @@ static int status_exec(const struct cmd_args *args)
 	if (parse_flags(&f, args) < 0)
 		return VX_EXIT_USAGE;
 	cmd_ctx_init(&ctx, args->debug);
-	if (as_of(&now, &ctx) < 0)
+	if (cmd_shown_now(&now, &ctx, "status") < 0)
 		return VX_EXIT_USAGE;
 	if (workspace_open(&ws, &ctx, f.dir, &cmd_workspace_events, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
 		cmd_report(&err, NULL);

@@ -234,6 +234,7 @@ void capacity_release(struct capacity_report *r)
 		free(r->rows[i].display);
 		free(r->rows[i].reservation);
 		free(r->rows[i].quota_id);
+		free(r->rows[i].unknown);
 	}
 	free(r->rows);
 	for (size_t i = 0; r->costs && i < r->ncosts; i++) {
@@ -680,6 +681,68 @@ static void row_fits(struct capacity_row *row, int limits_read)
 	row->fits = row->has_limit && (row->limit < 0 || row->in_use + row->adds <= row->limit);
 }
 
+/*
+ * The declared QuotaPreference for row's quota (and region) whose request
+ * Google has not decided: reconciling, and no grantedValue (Cloud Quotas
+ * gives none until it decides). NULL when there is none; *l its live state.
+ */
+static const struct stack_quota *undecided(const struct capacity_input *in, const struct capacity_row *row,
+					   const struct live_quota **l)
+{
+	const struct live_quotas *lq = in->live ? in->live->quotas : NULL;
+
+	for (size_t i = 0; row->quota_id && i < in->st->nquotas; i++) {
+		const struct stack_quota *q = &in->st->quotas[i];
+		const char *region = stack_labels_get(&q->dimensions, "region");
+
+		if (strcmp(q->service, AIPLATFORM) != 0 || strcmp(q->quota_id, row->quota_id) != 0 ||
+		    (region && strcmp(region, row->region) != 0))
+			continue;
+		for (size_t k = 0; lq && k < lq->n; k++)
+			if (!strcmp(lq->items[k].id, q->d.name) && lq->items[k].reconciling &&
+			    !lq->items[k].has_granted) {
+				*l = &lq->items[k];
+				return q;
+			}
+		return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * A job that passes the limit in force, or the value a pending preference
+ * asks for, but not both: whether it fits waits on Google's decision.
+ * Returns 1 (and notes why on the row and in misfits) when so, 0 when the
+ * answer is known, VX_ENOMEM.
+ */
+static int fit_undecided(struct capacity_report *out, const struct capacity_input *in, struct capacity_row *row,
+			 const char *address, int64_t before, int64_t need)
+{
+	const struct live_quota *l = NULL;
+	const struct stack_quota *q = undecided(in, row, &l);
+	int now_fits, after_fits;
+	char *why;
+
+	if (!q)
+		return 0;
+	now_fits = row->limit < 0 || before + need <= row->limit;
+	after_fits = l->preferred < 0 || before + need <= l->preferred;
+	if (now_fits == after_fits)
+		return 0;
+	why = vx_asprintf("%s asks for %lld and Google has not decided (no grantedValue yet)", q->d.address,
+			  (long long)l->preferred);
+	if (!why)
+		return VX_ENOMEM;
+	free(row->unknown);
+	row->unknown = why;
+	if (vx_diags_add(&out->misfits, NULL, 0, 0,
+			 "%s: fit unknown: needs %lld %s %s in %s, limit %lld in force, %lld in use or started "
+			 "before it; %s", address, (long long)need, capacity_class_name(row->cls), row->display,
+			 row->region, (long long)row->limit, (long long)before, why) < 0)
+		return VX_ENOMEM;
+	return 1;
+}
+
 /* The declared QuotaPreference for row's quota and region, and what Cloud Quotas says of it. */
 static void row_request(struct capacity_row *row, const struct capacity_input *in)
 {
@@ -784,6 +847,11 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 					    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region,
 								   &row->limit) == 0)
 						row->has_limit = 1;
+					if (!sr && row->has_limit &&
+					    (rc = fit_undecided(out, in, row, a->address, before, need)) != 0) {
+						rc = rc < 0 ? rc : 0;
+						continue;
+					}
 					if (sr && row->has_limit && row->limit >= 0 && before + need > row->limit)
 						rc = vx_diags_add(&out->misfits, NULL, 0, 0,
 							"%s: does not fit: needs %lld %s on %s (%s), which holds %lld, "
@@ -819,6 +887,13 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 			row->has_limit = 1;
 		row_fits(row, out->limits_read);
 		row_request(row, in);
+		if (row->cls != CAPACITY_RESERVATION && !row->has_limit && in->limits_error && !row->unknown &&
+		    !(row->unknown = vx_asprintf("quota limits not read: %s", in->limits_error))) {
+			rc = VX_ENOMEM;
+			break;
+		}
+		if (row->unknown)
+			row->fits = 0;
 		if (row->cls != CAPACITY_RESERVATION && !row->has_limit && row->adds && in->limits)
 			rc = vx_diags_add(&out->misfits, NULL, 0, 0,
 					  "%s %s GPUs in %s: Cloud Quotas returned no limit for %s: unknown, not "

@@ -110,6 +110,10 @@ struct capacity_row {
 	int64_t granted;           /* its grantedValue */
 	int pending;               /* granted below requested, or being reconciled */
 	int fits;                  /* 1: in_use + adds <= limit; 0: not, or unknown */
+	/* Why it is neither known to fit nor known to be short, or NULL: the
+	 * limits could not be read, or the outcome depends on a request Google
+	 * has not decided (a reconciling preference without grantedValue). */
+	char *unknown;
 };
 
 struct capacity_cost {
@@ -159,6 +163,10 @@ struct capacity_input {
 	const struct live_set *live;              /* NULL: refresh off */
 	const struct live_quota_limits *limits;   /* NULL: not read */
 	const struct prices *prices;              /* NULL: none */
+	/* Why the quota limits could not be read (the caller may not read
+	 * Cloud Quotas, the API is off, not found), or NULL: the check is then
+	 * advice, every quota row unknown with this reason. */
+	const char *limits_error;
 };
 
 /* Default scheduling.timeout when a job sets none: 7 days. */

@@ -78,6 +78,7 @@ struct kind_plan_input {
 	size_t ntargets;
 	const char *const *replaces;        /* -replace */
 	size_t nreplaces;
+	int64_t now_ms;                     /* the plan's clock (planner_options); 0: unknown */
 };
 
 struct kind {

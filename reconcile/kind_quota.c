@@ -4,8 +4,10 @@
  *
  * The API has no delete: a preference no longer declared is abandoned (vx
  * stops managing it and says so; the preference stays). An increase is
- * granted by Google in its own time: while it is reconciling and granted
- * less than preferred, the plan shows it as pending, with both values. A
+ * granted by Google in its own time: while it is reconciling with nothing
+ * granted yet (Cloud Quotas then gives no grantedValue at all) or less
+ * than preferred, the plan shows it as pending, with what was asked and
+ * how long ago. A
  * decrease of more than 10% is refused by Google's safety checks unless the
  * declaration asks for ignoreSafetyChecks.
  */
@@ -21,6 +23,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
+#include "reconcile/status.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -197,10 +200,34 @@ static int drift(struct plan *p, struct plan_action *a, int64_t recorded, int64_
 	return 0;
 }
 
-/* Whether Google grants less than preferred: pending, partial or denied. */
+/* Whether Google grants less than preferred: partial or denied. */
 static int short_of(const struct live_quota *l)
 {
 	return l->has_granted && l->preferred >= 0 && l->granted < l->preferred;
+}
+
+/*
+ * "16 requested, pending for 2h05m: nothing granted yet" or "8 granted, 16
+ * requested, pending for 2h05m". While a request is reconciling Cloud
+ * Quotas gives no grantedValue at all (it is not 0, it is undecided), so a
+ * preference without one is pending, not done. The wait is counted from
+ * the request's updateTime (else createTime) to the plan's clock, and left
+ * out when either is unknown.
+ */
+static char *pending_text(const struct live_quota *l, int64_t now_ms)
+{
+	char d[24] = "";
+	int known = l->requested_ms > 0 && now_ms >= l->requested_ms;
+
+	if (known)
+		status_duration(d, now_ms - l->requested_ms);
+	if (l->has_granted)
+		return vx_asprintf("%" PRId64 " granted, %" PRId64 " requested, pending%s%s%s%s", l->granted,
+				   l->preferred, known ? " for " : "", d, l->state_detail ? ": " : "",
+				   l->state_detail ? l->state_detail : "");
+	return vx_asprintf("%" PRId64 " requested, pending%s%s: nothing granted yet (Google has not decided)%s%s",
+			   l->preferred, known ? " for " : "", d, l->state_detail ? ": " : "",
+			   l->state_detail ? l->state_detail : "");
 }
 
 /*
@@ -267,14 +294,17 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 		return a ? reason(a, vx_asprintf("a preference %s with this value exists: adopted", d->d.name))
 			 : VX_ENOMEM;
 	}
+	if (l->reconciling && (!l->has_granted || short_of(l))) {
+		a = add(p, PLAN_PENDING, d->d.address, d, l, r);
+		return a ? reason(a, pending_text(l, in->now_ms)) : VX_ENOMEM;
+	}
 	if (short_of(l)) {
-		a = add(p, l->reconciling ? PLAN_PENDING : PLAN_NOOP, d->d.address, d, l, r);
+		a = add(p, PLAN_NOOP, d->d.address, d, l, r);
 		if (!a)
 			return VX_ENOMEM;
-		return reason(a, vx_asprintf("%" PRId64 " granted, %" PRId64 " requested, %s%s%s",
-					     l->granted, l->preferred,
-					     l->reconciling ? "pending" : "not granted in full",
-					     l->state_detail ? ": " : "", l->state_detail ? l->state_detail : ""));
+		return reason(a, vx_asprintf("%" PRId64 " granted, %" PRId64 " requested, not granted in full%s%s",
+					     l->granted, l->preferred, l->state_detail ? ": " : "",
+					     l->state_detail ? l->state_detail : ""));
 	}
 	/* Changed outside vx to what is declared now: nothing to do, and no drift to report on
 	 * every plan from now on, as no apply would record anything to end it. */

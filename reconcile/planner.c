@@ -51,6 +51,7 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		kin.ntargets = opts->ntargets;
 		kin.replaces = opts->replaces;
 		kin.nreplaces = opts->nreplaces;
+		kin.now_ms = opts->now_ms;
 		out->in.allow_other_lineage = opts->allow_other_lineage;
 	}
 	/* In reverse phase order: a removal may depend on what a later phase's

@@ -42,6 +42,8 @@ struct planner_options {
 	const char *const *replaces;
 	size_t nreplaces;
 	int allow_other_lineage; /* -allow-other-lineage (plan_input) */
+	int64_t now_ms;          /* the time ages are shown against (a pending quota
+				  * request's wait); 0: none shown */
 };
 
 /*

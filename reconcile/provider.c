@@ -214,6 +214,7 @@ int live_quota_copy(struct live_quota *out, const struct live_quota *in)
 	out->has_granted = in->has_granted;
 	out->granted = in->granted;
 	out->reconciling = in->reconciling;
+	out->requested_ms = in->requested_ms;
 	out->has_limit = in->has_limit;
 	out->limit = in->limit;
 	if (dup_opt(&out->name, in->name) < 0 || dup_opt(&out->id, in->id) < 0 ||

@@ -121,6 +121,9 @@ struct live_quota {
 	int has_limit;
 	int64_t limit;
 	char *state_detail;      /* quotaConfig.stateDetail, or NULL */
+	/* When the value now requested was asked for: updateTime, else
+	 * createTime (Unix ms); 0: unknown. */
+	int64_t requested_ms;
 	char *etag;
 	char *contact_email;     /* as returned (Google may omit it), or NULL */
 };

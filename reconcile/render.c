@@ -171,14 +171,18 @@ static int header_human(struct vx_buf *b, const struct render_header *h)
 	return rc;
 }
 
-/* "16 granted, 32 requested, pending" / the limit / "unknown": a quota row's limit column. */
+/* "16 granted, 32 requested, pending" / "8 in force, 32 requested, pending" (nothing
+ * granted yet: the limit in force is no grant) / the limit / "unknown": a quota row's limit column. */
 static int limit_text(struct vx_buf *b, const struct capacity_row *r)
 {
 	int rc;
 
-	if (r->has_request && r->pending && (r->has_granted || r->has_limit))
-		return vx_buf_printf(b, "%lld granted, %lld requested, pending",
-				     (long long)(r->has_granted ? r->granted : r->limit), (long long)r->requested);
+	if (r->has_request && r->pending && r->has_granted)
+		return vx_buf_printf(b, "%lld granted, %lld requested, pending", (long long)r->granted,
+				     (long long)r->requested);
+	if (r->has_request && r->pending && r->has_limit)
+		return vx_buf_printf(b, "%lld in force, %lld requested, pending", (long long)r->limit,
+				     (long long)r->requested);
 	if (!r->has_limit)
 		rc = vx_buf_adds(b, "unknown");
 	else if (r->limit < 0)
@@ -197,7 +201,7 @@ static int free_text(struct vx_buf *b, const struct capacity_row *r)
 	if (r->limit < 0)
 		return vx_buf_adds(b, "unlimited");
 	return vx_buf_printf(b, "%lld%s", (long long)(r->limit - r->in_use - r->adds),
-			     r->fits ? "" : " (does not fit)");
+			     r->unknown ? " (fit unknown)" : r->fits ? "" : " (does not fit)");
 }
 
 static const char *row_class(const struct capacity_row *r)
@@ -280,6 +284,24 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 	return rc;
 }
 
+/* Each distinct reason a row's fit is unknown, once, between pre and post. */
+static int unknown_notes(struct vx_buf *b, const struct capacity_report *c, const char *pre, const char *post)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < c->nrows; i++) {
+		size_t k;
+
+		if (!c->rows[i].unknown)
+			continue;
+		for (k = 0; k < i && !(c->rows[k].unknown && !strcmp(c->rows[k].unknown, c->rows[i].unknown)); k++)
+			;
+		if (k == i)
+			rc = vx_buf_printf(b, "%s%s%s", pre, c->rows[i].unknown, post);
+	}
+	return rc;
+}
+
 static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 {
 	const char *region = NULL;
@@ -304,6 +326,8 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 		vx_buf_release(&lim);
 		vx_buf_release(&fr);
 	}
+	if (rc == 0 && c->nrows)
+		rc = unknown_notes(b, c, "  (unknown: ", ")\n");
 	if (rc == 0 && c->nrows)
 		rc = vx_buf_adds(b, "  (" CAPACITY_USAGE_NOTE ")\n");
 	else if (rc == 0)
@@ -347,6 +371,8 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 		vx_buf_release(&lim);
 		vx_buf_release(&fr);
 	}
+	if (rc == 0)
+		rc = unknown_notes(b, c, "\n_unknown: ", "_\n");
 	if (rc == 0)
 		rc = vx_buf_adds(b, "\n_" CAPACITY_USAGE_NOTE "._\n");
 	if (rc == 0)
@@ -687,6 +713,7 @@ static int capacity_json(cJSON *root, const struct capacity_report *c)
 									  : cJSON_CreateNull());
 		rc |= add(o, "pending", cJSON_CreateBool(r->has_request && r->pending));
 		rc |= add(o, "fits", cJSON_CreateBool(r->fits));
+		rc |= add(o, "unknown", str_or_null(r->unknown));
 	}
 	return rc ? VX_ENOMEM : 0;
 }

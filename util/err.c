@@ -70,6 +70,7 @@ const char *vx_err_code_name(int code)
 	case VX_ENOMEM: return "out of memory";
 	case VX_EAPI: return "API error";
 	case VX_ECANCELED: return "interrupted";
+	case VX_EDENIED: return "permission denied";
 	default: return "error";
 	}
 }

@@ -29,6 +29,8 @@ enum {
 	VX_ENOMEM = -8,
 	VX_EAPI = -9,       /* the API answered with a non-retryable error */
 	VX_ECANCELED = -10, /* interrupted by the user */
+	VX_EDENIED = -11,   /* the API refused the caller (HTTP 403): a permission is
+			     * missing or the API is not enabled in the project */
 };
 
 struct vx_err {

@@ -64,16 +64,49 @@ static int unknown_address(struct vx_err *err, const struct workspace *ws, const
 }
 
 /*
- * Quota limits and prices, then the capacity report, once per run: one
- * quotaInfos list for Vertex (and one for Compute when reservations are
- * declared), whatever the number of jobs.
+ * Reads the quota limits: one quotaInfos list for Vertex (and one for
+ * Compute when reservations are declared), whatever the number of jobs.
+ * The quota check is advice: when Cloud Quotas says the caller may not read
+ * it, the API is not enabled (403) or the project or service is not found
+ * (404), the plan goes on without limits and *why (the caller frees) says
+ * why, the server's words and their hint kept. Any other failure (401, 5xx
+ * after the retries) stays an error.
  */
+static int read_limits(struct planning *pl, struct workspace *ws, char **why, struct vx_err *err)
+{
+	const struct stack *st = ws->st;
+	struct provider *p = workspace_reader(ws);
+	struct vx_err e = VX_ERR_INIT;
+	int rc;
+
+	*why = NULL;
+	rc = p->list_quota_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, &e);
+	if (rc == 0)
+		pl->limits_read = 1;
+	if (rc == 0 && st->nreservations)
+		rc = p->list_quota_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
+	if (rc == VX_EDENIED) {
+		rc = (*why = vx_strdup(vx_err_msg(&e))) ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+	} else if (rc == VX_ENOTFOUND) {
+		/* A 404 carries no hint of its own: the likely cause is the project. */
+		*why = vx_asprintf("%s (Cloud Quotas does not know project %s or this service: check the "
+				   "Stack's project)", vx_err_msg(&e), st->project);
+		rc = *why ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+	} else if (rc < 0) {
+		rc = vx_err_set(err, rc, "%s", vx_err_msg(&e));
+	}
+	vx_err_release(&e);
+	return rc;
+}
+
+/* Quota limits and prices, then the capacity report, once per run. */
 static int plan_capacity(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
 			 struct vx_err *err)
 {
 	const struct stack *st = ws->st;
 	struct capacity_input in;
 	const char *why;
+	char *unread = NULL;
 	int rc;
 
 	if (!capacity_wanted(st))
@@ -83,26 +116,27 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	 * other prices without editing the reviewed stack. */
 	if ((rc = prices_load(&pl->prices, st, getenv("VX_PRICES"), err)) < 0)
 		return rc;
-	if (o->refresh && ws->prov && ws->prov->list_quota_infos) {
-		struct provider *p = workspace_reader(ws);
-
-		rc = p->list_quota_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, err);
-		if (rc == 0 && st->nreservations)
-			rc = p->list_quota_infos(p, st->project, "compute.googleapis.com", &pl->limits, err);
-		if (rc < 0)
-			return rc;
-		pl->limits_read = 1;
-	}
+	if (o->refresh && ws->prov && ws->prov->list_quota_infos && (rc = read_limits(pl, ws, &unread, err)) < 0)
+		return rc;
 	memset(&in, 0, sizeof(in));
 	in.st = st;
 	in.plan = &pl->planner.plan;
 	in.live = o->refresh ? &pl->live : NULL;
 	in.limits = pl->limits_read ? &pl->limits : NULL;
 	in.prices = &pl->prices;
+	in.limits_error = unread;
 	rc = capacity_build(&pl->capacity, &in, err);
-	if (rc < 0)
+	if (rc < 0) {
+		free(unread);
 		return rc;
+	}
 	why = o->fail_on_quota ? " (-fail-on=quota)" : st->fail_on_quota ? " (failOn: [quota])" : NULL;
+	/* Said once, not once per job: the limits are unknown, so is every fit. */
+	if (unread && pl->capacity.any)
+		rc = vx_diags_add(why ? &pl->planner.plan.errors : &pl->planner.plan.warnings, NULL, 0, 0,
+				  "quota limits not read, so no job's fit is known%s: %s%s",
+				  why ? "" : " (the quota check is advice: the plan goes on)", unread, why ? why : "");
+	free(unread);
 	for (size_t i = 0; i < pl->capacity.misfits.n && rc == 0; i++)
 		rc = vx_diags_add(why ? &pl->planner.plan.errors : &pl->planner.plan.warnings, NULL, 0, 0,
 				  "%s%s", pl->capacity.misfits.items[i].msg, why ? why : "");
@@ -146,6 +180,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	popts.replaces = o->replaces;
 	popts.nreplaces = o->nreplaces;
 	popts.allow_other_lineage = o->allow_other_lineage;
+	popts.now_ms = o->now_ms ? o->now_ms : vx_now_ms(ws->ctx);
 	pl->live = live_store_view(&ws->store);
 	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &pl->live : NULL, &popts, err);
 	if (rc < 0)

@@ -430,7 +430,9 @@ static int code_for(const struct gerror_full *f)
 		return VX_ECONFLICT;
 	if (s == 403 && is_rate_limit_reason(f->e.reason))
 		return VX_ERETRY;
-	if (s == 401 || s == 403)
+	if (s == 403)
+		return VX_EDENIED;
+	if (s == 401)
 		return VX_EAUTH;
 	if (s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504)
 		return VX_ERETRY;

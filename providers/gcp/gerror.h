@@ -38,8 +38,10 @@ const char *gcp_status_for_http(long http_status);
 /*
  * Sets err from a failed response: "<what>: <STATUS>: <message>[ (hint)]",
  * e.g. 'vertex: creating job "gemma2-lora" in us-central1: PERMISSION_DENIED: ...'
- * with a hint where one helps (API not enabled, quota, credentials). The code is VX_ENOTFOUND for 404, VX_ECONFLICT for 409/412
- * and ABORTED, VX_EAUTH for 401/403 (not rate limits), VX_ERETRY for
+ * with a hint where one helps (API not enabled, quota, missing role,
+ * credentials). The code is VX_ENOTFOUND for 404, VX_ECONFLICT for 409/412
+ * and ABORTED, VX_EAUTH for 401, VX_EDENIED for 403 (a permission missing, the
+ * API disabled; not a rate limit), VX_ERETRY for
  * retryable statuses, VX_EAPI otherwise. Returns the code.
  */
 int gcp_error_set(struct vx_err *err, const struct gcp_response *resp, const char *what);

@@ -827,6 +827,7 @@ static int quota_to_live(struct live_quota *out, const struct quota_preference *
 	out->has_granted = q->has_granted_value;
 	out->granted = q->granted_value;
 	out->reconciling = q->reconciling;
+	out->requested_ms = q->update_ms ? q->update_ms : q->create_ms;
 	if (!(out->name = vx_strdup(q->name)) || !(out->id = vx_strdup(id)) ||
 	    clean_opt(&out->service, q->service) < 0 || clean_opt(&out->quota_id, q->quota_id) < 0 ||
 	    clean_opt(&out->state_detail, q->state_detail) < 0 ||

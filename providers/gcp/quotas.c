@@ -11,6 +11,7 @@
 #include "providers/gcp/http.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/timefmt.h"
 
 #include "util/banned.h"
 
@@ -166,6 +167,16 @@ static int js_strs(const cJSON *a, char ***out, size_t *n_out)
 
 /* ---- parsers ---- */
 
+/* An RFC 3339 time as Unix ms; 0 when absent or not a time (the server's word is not trusted). */
+static int64_t time_ms(const cJSON *v)
+{
+	int64_t ms = 0;
+
+	if (!cJSON_IsString(v) || vx_time_parse(&ms, v->valuestring, 0) < 0 || ms < 0)
+		return 0;
+	return ms;
+}
+
 static int pref_from(const cJSON *o, void *dst)
 {
 	struct quota_preference *p = dst;
@@ -181,6 +192,8 @@ static int pref_from(const cJSON *o, void *dst)
 			 &p->n_dimensions)) < 0)
 		return rc;
 	p->reconciling = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "reconciling"));
+	p->create_ms = time_ms(cJSON_GetObjectItemCaseSensitive(o, "createTime"));
+	p->update_ms = time_ms(cJSON_GetObjectItemCaseSensitive(o, "updateTime"));
 	cfg = cJSON_GetObjectItemCaseSensitive(o, "quotaConfig");
 	if (!cJSON_IsObject(cfg))
 		return 0;

@@ -57,6 +57,9 @@ struct quota_preference {
 	char *state_detail;
 	char *etag;
 	int reconciling;
+	/* createTime and updateTime (Unix ms); 0 when absent or not a time. */
+	int64_t create_ms;
+	int64_t update_ms;
 	char *contact_email;    /* input only: never returned by the API */
 	char *justification;
 	/* Input only, sent as the repeated ignoreSafetyChecks query parameter of

@@ -151,8 +151,9 @@ class Capacity(FakeTestCase):
         self.repo.write({"q": quota, "a": h100("a")})
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)
+        # nothing is granted yet (no grantedValue): the 16 is the limit in force, not a grant
         self.assertEqual(section(r.out, "Quota")[3], "    H100 80GB    preemptible                   0      8  "
-                         "16 granted, 32 requested, pending 8")
+                         "16 in force, 32 requested, pending 8")
 
 
 PRICES = ('{"source": "our contract", "date": "2025-07-01", "currency": "EUR", "regions": {"*": '

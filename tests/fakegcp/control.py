@@ -7,7 +7,8 @@ import time
 import common
 
 FAULT_KEYS = {"latency_ms", "jitter_ms", "error_rate", "statuses", "reset_rate", "drop_after_processing_rate",
-              "methods", "times", "seed", "slow_ms"}
+              "methods", "times", "seed", "slow_ms", "reason"}
+FAULT_REASONS = ("SERVICE_DISABLED", "IAM_PERMISSION_DENIED")
 TIMING_KEYS = {"queued_seconds", "pending_seconds", "running_seconds", "cancelling_seconds", "operation_polls",
                "quota_preference_seconds"}
 
@@ -144,6 +145,8 @@ def _dispatch(w, req):
             if "slow_ms" in b and not (isinstance(b["slow_ms"], dict) and all(
                     isinstance(v, (int, float)) and 0 <= v <= 60000 for v in b["slow_ms"].values())):
                 raise ControlError(400, "slow_ms must map RPC names to milliseconds (0-60000)")
+            if "reason" in b and b["reason"] not in FAULT_REASONS:
+                raise ControlError(400, "reason must be one of %s" % ", ".join(FAULT_REASONS))
             if "methods" in b and not isinstance(b["methods"], list):
                 raise ControlError(400, "methods must be a list of RPC names")
             if "seed" in b:

@@ -194,8 +194,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._abort()
             try:
                 if action and action[0] == "error":
-                    st = action[1]
-                    raise ApiError(st, _fault_message(st), status=common.HTTP_TO_STATUS.get(st, "UNKNOWN"))
+                    raise _fault_error(w, req, route, action[1])
                 if route.auth:
                     req.principal = w.services["oauth"].authenticate(req, route)
                     w.services["iam"].enforce(route, req)
@@ -236,6 +235,55 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._handle()
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_GET
+
+
+# What each RPC needs, for an injected 403 with reason IAM_PERMISSION_DENIED:
+# the service host and the IAM permission Google names in its refusal.
+FAULT_PERMISSIONS = {
+    "ListQuotaInfos": ("cloudquotas.googleapis.com", "cloudquotas.quotas.get"),
+    "GetQuotaInfo": ("cloudquotas.googleapis.com", "cloudquotas.quotas.get"),
+    "ListQuotaPreferences": ("cloudquotas.googleapis.com", "cloudquotas.quotas.get"),
+    "ListCustomJobs": ("aiplatform.googleapis.com", "aiplatform.customJobs.list"),
+    "ListReservations": ("compute.googleapis.com", "compute.reservations.list"),
+}
+SERVICE_TITLES = {"cloudquotas.googleapis.com": "Cloud Quotas API", "aiplatform.googleapis.com": "Vertex AI API",
+                  "compute.googleapis.com": "Compute Engine API"}
+
+
+def _fault_error(w, req, route, status):
+    """An injected error. With faults.reason, a 403 has the body Google sends for it: SERVICE_DISABLED
+    (the API is not enabled in the project: google.rpc.ErrorInfo with the service and activationUrl,
+    the message naming the project number) or IAM_PERMISSION_DENIED (the permission and resource)."""
+    reason = w.faults.get("reason")
+    if status != 403 or reason is None:
+        return ApiError(status, _fault_message(status), status=common.HTTP_TO_STATUS.get(status, "UNKNOWN"))
+    segs = req.segments
+    project = segs[segs.index("projects") + 1] if "projects" in segs[:-1] else "unknown"
+    host, permission = FAULT_PERMISSIONS.get(route.rpc, (getattr(route.service, "HOST", None) or
+                                                         "unknown.googleapis.com", "unknown.permission"))
+    info = common.TYPE_PREFIX + "google.rpc.ErrorInfo"
+    if reason == "SERVICE_DISABLED":
+        num = w.project_number(project)
+        url = "https://console.developers.google.com/apis/api/%s/overview?project=%s" % (host, num)
+        title = SERVICE_TITLES.get(host, host)
+        msg = ("%s has not been used in project %s before or it is disabled. Enable it by visiting %s then retry. "
+               "If you enabled this API recently, wait a few minutes for the action to propagate to our systems "
+               "and retry." % (title, num, url))
+        details = [{"@type": info, "reason": "SERVICE_DISABLED", "domain": "googleapis.com",
+                    "metadata": {"service": host, "consumer": "projects/%s" % num, "serviceTitle": title,
+                                 "containerInfo": num, "activationUrl": url}},
+                   {"@type": common.TYPE_PREFIX + "google.rpc.Help",
+                    "links": [{"description": "Google developers console API activation", "url": url}]}]
+        return ApiError(403, msg, status="PERMISSION_DENIED", details=details, reason="accessNotConfigured",
+                        domain="usageLimits")
+    if route.flavor == "compute":
+        return ApiError(403, "Required '%s' permission for 'projects/%s'" % (permission, project),
+                        status="PERMISSION_DENIED", reason="forbidden")
+    resource = "//%s/%s" % (host, "/".join(segs[segs.index("projects"):]) if "projects" in segs else "")
+    msg = "Permission '%s' denied on resource '%s' (or it may not exist)." % (permission, resource)
+    details = [{"@type": info, "reason": "IAM_PERMISSION_DENIED", "domain": "iam.googleapis.com",
+                "metadata": {"permission": permission, "resource": resource[len("//%s/" % host):]}}]
+    return ApiError(403, msg, status="PERMISSION_DENIED", details=details)
 
 
 def _fault_message(status):

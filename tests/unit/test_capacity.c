@@ -104,7 +104,7 @@ static void test_flex_start_sum(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -142,7 +142,7 @@ static void test_multi_pool_and_running(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -185,7 +185,7 @@ static void test_unknown(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
 	struct vx_buf b = VX_BUF_INIT;
 
 	(void)unused;
@@ -206,6 +206,115 @@ static void test_unknown(void **unused)
 	assert_int_equal(capacity_money(&b, "USD", -1, 2), 0);
 	assert_string_equal(vx_buf_str(&b), "$16,517unknown");
 	vx_buf_release(&b);
+	teardown(&f);
+}
+
+/*
+ * A declared preference for the row's quota whose request is pending:
+ * reconciling and no grantedValue, as Cloud Quotas serves it until it
+ * decides. A job that fits the limit in force and the value asked for fits
+ * whatever the decision; one that fits only if Google grants is neither
+ * fitting nor short but unknown, with the reason; once decided, the row is
+ * counted as before.
+ */
+static void test_pending_grant_is_unknown(void **unused)
+{
+	struct fixture f;
+	struct capacity_report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_quota_limit lim[1];
+	struct live_quota_limits l = limits_of(lim, 1);
+	struct vx_label region = { (char *)(uintptr_t)"region", (char *)(uintptr_t)"r1" };
+	struct stack_quota q;
+	struct live_quota lq;
+	struct live_quotas lqs = { &lq, 1 };
+	struct live_set live = { NULL, NULL, &lqs };
+	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL };
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	memset(&q, 0, sizeof(q));
+	memset(&lq, 0, sizeof(lq));
+	limit(lim, "CustomModelTrainingT4GPUsPerProjectPerRegion", 1);
+	q.d.name = (char *)(uintptr_t)"t4";
+	q.d.address = (char *)(uintptr_t)"quota.t4";
+	q.service = (char *)(uintptr_t)"aiplatform.googleapis.com";
+	q.quota_id = (char *)(uintptr_t)"CustomModelTrainingT4GPUsPerProjectPerRegion";
+	q.dimensions.items = &region;
+	q.dimensions.n = 1;
+	q.preferred_value = 16;
+	lq.id = (char *)(uintptr_t)"t4";
+	lq.preferred = 16;
+	lq.reconciling = 1;
+	job(&f, 0, "a", "r1", "STANDARD", PLAN_CREATE, NULL);
+	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+	job(&f, 1, "b", "r1", "STANDARD", PLAN_CREATE, NULL);
+	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+	setup(&f, 2);
+	f.st.quotas = &q;
+	f.st.nquotas = 1;
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_int_equal(r.nrows, 1);
+	assert_int_equal(r.rows[0].adds, 2);
+	assert_false(r.rows[0].fits);
+	assert_true(r.rows[0].pending);
+	assert_false(r.rows[0].has_granted);
+	assert_string_equal(r.rows[0].unknown, "quota.t4 asks for 16 and Google has not decided (no grantedValue yet)");
+	/* job.a fits the 1 in force either way: only job.b waits on the decision */
+	assert_int_equal(r.misfits.n, 1);
+	assert_string_equal(r.misfits.items[0].msg, "job.b: fit unknown: needs 1 on-demand T4 in r1, limit 1 in force, "
+			    "1 in use or started before it; quota.t4 asks for 16 and Google has not decided (no "
+			    "grantedValue yet)");
+	capacity_release(&r);
+
+	/* Asking for less than both jobs need: short whatever Google decides. */
+	lq.preferred = 1;
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_null(r.rows[0].unknown);
+	assert_int_equal(r.misfits.n, 1);
+	assert_string_equal(r.misfits.items[0].msg, "job.b: does not fit: needs 1 on-demand T4 in r1, limit 1, "
+			    "1 in use or started before it: 0 free");
+	capacity_release(&r);
+
+	/* Decided (granted, not reconciling): counted against the limit in force as any row. */
+	lq.preferred = 16;
+	lq.reconciling = 0;
+	lq.has_granted = 1;
+	lq.granted = 1;
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_null(r.rows[0].unknown);
+	assert_int_equal(r.misfits.n, 1);
+	assert_string_equal(r.misfits.items[0].msg, "job.b: does not fit: needs 1 on-demand T4 in r1, limit 1, "
+			    "1 in use or started before it: 0 free");
+	capacity_release(&r);
+	teardown(&f);
+}
+
+/* Limits that could not be read (a 403, a 404): every quota row unknown with the reason, no misfit per row. */
+static void test_limits_not_read(void **unused)
+{
+	struct fixture f;
+	struct capacity_report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct capacity_input in = { &f.st, &f.plan, NULL, NULL, &f.prices, "quotas: PERMISSION_DENIED: no" };
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	job(&f, 0, "a", "r1", "STANDARD", PLAN_CREATE, NULL);
+	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+	job(&f, 1, "b", "r1", "SPOT", PLAN_CREATE, NULL);
+	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+	setup(&f, 2);
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_int_equal(r.nrows, 2);
+	for (size_t i = 0; i < 2; i++) {
+		assert_false(r.rows[i].has_limit);
+		assert_false(r.rows[i].fits);
+		assert_string_equal(r.rows[i].unknown, "quota limits not read: quotas: PERMISSION_DENIED: no");
+	}
+	assert_int_equal(r.misfits.n, 0);
+	assert_true(r.costs[0].known);
+	capacity_release(&r);
 	teardown(&f);
 }
 
@@ -346,7 +455,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
 	struct plan_record old = { 0 }, gone = { 0 };
 	struct stack_reservation sr;
 	struct stack_accelerator acc = { (char *)(uintptr_t)"nvidia-tesla-t4", 1 };
@@ -426,6 +535,8 @@ int main(void)
 		cmocka_unit_test(test_flex_start_sum),
 		cmocka_unit_test(test_multi_pool_and_running),
 		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_pending_grant_is_unknown),
+		cmocka_unit_test(test_limits_not_read),
 		cmocka_unit_test(test_prices_star),
 		cmocka_unit_test(test_prices_sources),
 		cmocka_unit_test(test_prices_region_own_figure),

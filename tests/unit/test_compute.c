@@ -181,7 +181,7 @@ static void test_update_delete_exact(void **state)
 
 	httpd_respond(f->t.s, 403, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":403,\"message\":\"Required 'compute.reservations.delete' "
 		      "permission\",\"errors\":[{\"message\":\"m\",\"domain\":\"global\",\"reason\":\"forbidden\"}]}}", 0);
-	assert_int_equal(compute_reservation_delete(&f->c, "my-proj", "us-central1-a", "r1", rid, &op, &err), VX_EAUTH);
+	assert_int_equal(compute_reservation_delete(&f->c, "my-proj", "us-central1-a", "r1", rid, &op, &err), VX_EDENIED);
 	assert_non_null(strstr(err.msg, "compute: deleting reservation \"r1\" in us-central1-a: PERMISSION_DENIED: "));
 	vx_err_release(&err);
 }

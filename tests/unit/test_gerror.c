@@ -238,7 +238,7 @@ static void test_every_row_hints(void **state)
 							   t[i].permission, t[i].method, t[i].role) : NULL;
 
 		assert_non_null(msg);
-		assert_int_equal(call(&err, 403, msg, "x", t[i].api, t[i].rpc), VX_EAUTH);
+		assert_int_equal(call(&err, 403, msg, "x", t[i].api, t[i].rpc), VX_EDENIED);
 		if (want)
 			assert_non_null(strstr(err.msg, want));
 		else
@@ -262,7 +262,7 @@ static void test_hints(void **state)
 			     "\"status\":\"PERMISSION_DENIED\",\"details\":[{\"@type\":\"type.googleapis.com/"
 			     "google.rpc.ErrorInfo\",\"reason\":\"SERVICE_DISABLED\",\"domain\":\"googleapis.com\","
 			     "\"metadata\":{\"service\":\"aiplatform.googleapis.com\",\"consumer\":"
-			     "\"projects/123\"}}]}}", "vertex: listing jobs"), VX_EAUTH);
+			     "\"projects/123\"}}]}}", "vertex: listing jobs"), VX_EDENIED);
 	assert_non_null(strstr(err.msg, "vertex: listing jobs: PERMISSION_DENIED: Vertex AI API has not"));
 	assert_non_null(strstr(err.msg, " (enable the API: gcloud services enable "
 			       "aiplatform.googleapis.com --project 123)"));
@@ -271,7 +271,7 @@ static void test_hints(void **state)
 			     "{\"error\":{\"code\":403,\"message\":\"Cloud Quotas API has not been used in "
 			     "project my-proj before or it is disabled. Enable it by visiting https://console."
 			     "developers.google.com/apis/api/cloudquotas.googleapis.com/overview?project=my-proj"
-			     "\"}}", "quotas: list"), VX_EAUTH);
+			     "\"}}", "quotas: list"), VX_EDENIED);
 	assert_non_null(strstr(err.msg, "(enable the API: gcloud services enable cloudquotas.googleapis.com "
 			       "--project my-proj)"));
 
@@ -281,7 +281,7 @@ static void test_hints(void **state)
 			      "denied on resource '//aiplatform.googleapis.com/projects/p/locations/us-central1' "
 			      "(or it may not exist).\",\"status\":\"PERMISSION_DENIED\"}}",
 			      "vertex: creating job \"gemma2-lora\" in us-central1", "aiplatform", "CreateCustomJob"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_string_equal(err.msg, "vertex: creating job \"gemma2-lora\" in us-central1: PERMISSION_DENIED: "
 			    "Permission 'aiplatform.customJobs.create' denied on resource "
 			    "'//aiplatform.googleapis.com/projects/p/locations/us-central1' (or it may not "
@@ -292,7 +292,7 @@ static void test_hints(void **state)
 			      "permission for 'projects/p/zones/z/reservations/r'\",\"errors\":[{\"reason\":"
 			      "\"forbidden\",\"domain\":\"global\"}]}}", "compute: creating reservation r", "compute",
 			      "InsertReservation"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_string_equal(err.msg, "compute: creating reservation r: PERMISSION_DENIED: Required "
 			    "'compute.reservations.create' permission for 'projects/p/zones/z/reservations/r' (the "
 			    "caller lacks compute.reservations.create for reservations.insert: grant the custom role "
@@ -300,7 +300,7 @@ static void test_hints(void **state)
 	assert_int_equal(call(&err, 403, "{\"error\":{\"code\":403,\"message\":\"The caller does not have "
 			      "permission\",\"status\":\"PERMISSION_DENIED\"}}", "quotas: updating preference",
 			      "cloudquotas", "UpdateQuotaPreference"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_string_equal(err.msg, "quotas: updating preference: PERMISSION_DENIED: The caller does not have "
 			    "permission (the caller lacks cloudquotas.quotas.update for "
 			    "projects.locations.quotaPreferences.patch: grant roles/cloudquotas.admin on the project)");
@@ -311,13 +311,13 @@ static void test_hints(void **state)
 			      "ErrorInfo\",\"reason\":\"IAM_PERMISSION_DENIED\",\"domain\":\"iam.googleapis.com\","
 			      "\"metadata\":{\"consumer\":\"projects/42\"}}]}}",
 			      "vertex: listing jobs in us-central1", "aiplatform", "ListCustomJobs"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_string_equal(err.msg, "vertex: listing jobs in us-central1: PERMISSION_DENIED: denied (the caller "
 			    "lacks aiplatform.customJobs.list for projects.locations.customJobs.list: grant "
 			    "roles/aiplatform.viewer on project 42)");
 	assert_int_equal(call(&err, 403, "{\"error\":{\"code\":403,\"message\":\"denied\"}}",
 			      "quotas: listing quota infos of aiplatform.googleapis.com", "cloudquotas", "ListQuotaInfos"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_string_equal(err.msg, "quotas: listing quota infos of aiplatform.googleapis.com: PERMISSION_DENIED: "
 			    "denied (the caller lacks cloudquotas.quotas.get for "
 			    "projects.locations.services.quotaInfos.list: grant roles/cloudquotas.viewer on the project)");
@@ -325,7 +325,7 @@ static void test_hints(void **state)
 	assert_int_equal(call(&err, 403, "{\"error\":{\"code\":403,\"message\":\"sa@p.iam.gserviceaccount.com "
 			      "does not have storage.objects.delete access to the Google Cloud Storage object.\"}}",
 			      "storage: writing gs://b/o", "storage", "InsertObject"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_non_null(strstr(err.msg, "(the caller lacks storage.objects.delete for objects.insert: grant "
 			       "roles/storage.objectUser on the state bucket)"));
 	/* Vertex refuses a service account it may not act as with INVALID_ARGUMENT. */
@@ -340,7 +340,7 @@ static void test_hints(void **state)
 	/* A call of unknown method gets no guessed role (the old guess over-granted). */
 	assert_int_equal(set(&err, 403, "{\"error\":{\"code\":403,\"message\":\"The caller does not have "
 			     "permission\",\"status\":\"PERMISSION_DENIED\"}}", "quotas: updating preference"),
-			 VX_EAUTH);
+			 VX_EDENIED);
 	assert_string_equal(err.msg, "quotas: updating preference: PERMISSION_DENIED: The caller does not have "
 			    "permission");
 
@@ -379,6 +379,9 @@ static void test_codes(void **state)
 			 VX_ECONFLICT);
 	assert_int_equal(set(&err, 403, "{\"error\":{\"code\":403,\"errors\":[{\"reason\":"
 			     "\"userRateLimitExceeded\"}]}}", "x"), VX_ERETRY);
+	/* A refusal (a permission, a disabled API) is not a credentials problem. */
+	assert_int_equal(set(&err, 403, NULL, "x"), VX_EDENIED);
+	assert_int_equal(set(&err, 401, NULL, "x"), VX_EAUTH);
 	assert_int_equal(set(&err, 503, "no", "x"), VX_ERETRY);
 	assert_string_equal(err.msg, "x: UNAVAILABLE: no");
 	assert_int_equal(set(&err, 408, NULL, "x"), VX_ERETRY);

@@ -441,6 +441,7 @@ static void test_create_quota_exact(void **state)
 	assert_true(out.has_granted);
 	assert_int_equal(out.granted, 8);
 	assert_true(out.reconciling);
+	assert_true(out.requested_ms == 0); /* no createTime or updateTime: the wait is not shown */
 	assert_string_equal(out.state_detail, "partially approved");
 	assert_string_equal(out.etag, "e2");
 	assert_int_equal(out.ndimensions, 2);

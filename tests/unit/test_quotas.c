@@ -98,6 +98,7 @@ static void test_create_exact_request(void **state)
 	assert_string_equal(out.state_detail, "pending review");
 	assert_string_equal(out.etag, "abc");
 	assert_true(out.reconciling);
+	assert_true(out.create_ms == INT64_C(1714564800000) && out.update_ms == INT64_C(1714564800000));
 	assert_string_equal(quota_preference_dimension(&out, "region"), "us-central1");
 	assert_null(out.contact_email);
 	quota_preference_release(&out);

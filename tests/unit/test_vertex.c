@@ -134,8 +134,8 @@ static void test_create_permission_denied(void **state)
 		      "{\"error\":{\"code\":403,\"message\":\"Permission 'aiplatform.customJobs.create' denied\","
 		      "\"status\":\"PERMISSION_DENIED\"}}", 0);
 	assert_int_equal(vertex_create_job(&f->c, "p", "us-central1", "gemma2-lora", lbls, 2, spec,
-					   &job, &err), VX_EAUTH);
-	assert_int_equal(err.code, VX_EAUTH);
+					   &job, &err), VX_EDENIED);
+	assert_int_equal(err.code, VX_EDENIED);
 	assert_memory_equal(err.msg, prefix, sizeof(prefix) - 1);
 	assert_non_null(strstr(err.msg, "Permission 'aiplatform.customJobs.create' denied"));
 	assert_int_equal(httpd_request_count(f->t.s), 1);
