@@ -120,7 +120,7 @@ static void test_service_state(void **state)
 	/* Refused: the hint names what services.get needs, from the permission table. */
 	httpd_respond(f->t.s, 403, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":403,\"message\":\"Permission denied.\","
 		      "\"status\":\"PERMISSION_DENIED\"}}", 0);
-	assert_int_equal(iamtest_service_enabled(&f->c, "p", "x.googleapis.com", &on, &err), VX_EAUTH);
+	assert_int_equal(iamtest_service_enabled(&f->c, "p", "x.googleapis.com", &on, &err), VX_EDENIED);
 	assert_string_equal(err.msg, "doctor: reading whether x.googleapis.com is enabled in p: PERMISSION_DENIED: "
 			    "Permission denied. (the caller lacks serviceusage.services.get for services.get: grant "
 			    "roles/serviceusage.serviceUsageViewer on the project)");
