@@ -307,13 +307,12 @@ static char *history_name(struct gcs_backend *g, uint64_t serial)
  */
 #define HISTORY_TAIL "}\n"
 
-static int history_head(uint64_t serial, const char *lineage, int64_t time_ms, const char *message,
-			char **out, struct vx_err *err)
+/* The head of history/<serial>, or NULL when out of memory. */
+static char *history_head(uint64_t serial, const char *lineage, int64_t time_ms, const char *message)
 {
 	struct vx_buf b = VX_BUF_INIT;
 	char when[STATE_TIME_MAX];
 
-	*out = NULL;
 	state_time_format(time_ms, when);
 	if (vx_buf_printf(&b, "{\"serial\":%llu,\"lineage\":", (unsigned long long)serial) < 0 ||
 	    vx_buf_add_json_str(&b, lineage ? lineage : "") < 0 || vx_buf_adds(&b, ",\"time\":") < 0 ||
@@ -322,10 +321,9 @@ static int history_head(uint64_t serial, const char *lineage, int64_t time_ms, c
 	    (message ? vx_buf_add_json_str(&b, message) : vx_buf_adds(&b, "null")) < 0 ||
 	    vx_buf_adds(&b, ",\"state\":") < 0) {
 		vx_buf_release(&b);
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
+		return NULL;
 	}
-	*out = vx_buf_detach(&b);
-	return 0;
+	return vx_buf_detach(&b);
 }
 
 /* Writes PREFIX/parts/tail (HISTORY_TAIL) unless it is there. */
@@ -358,12 +356,10 @@ static int history_compose(struct gcs_backend *g, uint64_t serial, const char *l
 	int64_t head_gen = 0, gen = 0;
 	int rc;
 
-	if (!name || !head || !tail) {
+	if (!name || !head || !tail || !(text = history_head(serial, lineage, time_ms, message))) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = history_head(serial, lineage, time_ms, message, &text, err)) < 0)
-		goto done;
 	/* Named after state.json's generation, which only this writer made: a
 	 * 412 is our own retried upload that landed, with this very text. */
 	rc = storage_object_write(&g->sc, g->bucket, head, text, strlen(text), NULL, 0, &head_gen, err);
