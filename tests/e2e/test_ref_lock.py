@@ -110,5 +110,33 @@ class RefLock(FakeTestCase):
             self.assertEqual(f.read(), "")
 
 
+    def test_lock_file_of_a_killed_apply_is_removed_at_once(self):
+        """An apply killed in the middle of a ref update leaves its record: its
+        pid is gone, so the lock file of that ref is removed without waiting."""
+        self.repo.write({"a": job_yaml("a")})
+        e = self.fake.env()
+        e["VX_TEST_PAUSE"] = "ref-update"
+        a = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"],
+                             cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        try:
+            self.wait_stopped(a)
+        finally:
+            a.kill()
+            a.communicate(timeout=60)
+        # What libgit2 would have left had the kill come a moment later.
+        lock = os.path.join(self.repo.root, ".git", "refs", "vx", "lease", "e2e.lock")
+        os.makedirs(os.path.dirname(lock), exist_ok=True)
+        with open(lock, "x") as f:
+            f.write("")
+        b = self.repo.apply()
+        self.assertEqual(b.code, 0, b)
+        self.assertEqual(b.err, "vx: warn: removing %s: left by vx (pid %d on %s) updating "
+                                "refs/vx/lease/e2e, which ended before it finished\n"
+                         % (lock, a.pid, os.uname().nodename))
+        self.assertFalse(os.path.exists(lock))
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+
 if __name__ == "__main__":
     unittest.main()
