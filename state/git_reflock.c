@@ -13,6 +13,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <git2.h>
+
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/banned.h"
@@ -180,7 +182,11 @@ static void note_left(struct git_reflock *l)
 	char *rec = read_record(l->fd);
 	struct who w;
 
-	if (rec && *rec && parse(rec, &w) == 0 &&
+	int valid = 0;
+
+	/* The ref becomes a path to remove: only a ref name, never "../x". */
+	if (rec && *rec && parse(rec, &w) == 0 && !strncmp(w.ref, "refs/", 5) &&
+	    git_reference_name_is_valid(&valid, w.ref) == 0 && valid &&
 	    git_reflock_process_dead(w.pid, w.host, w.boot, w.start)) {
 		l->left = describe(&w);
 		l->left_ref = vx_strdup(w.ref);
@@ -232,10 +238,11 @@ int git_reflock_take(struct git_reflock *l, const struct vx_ctx *ctx, const char
 	return 0;
 }
 
-int git_reflock_left_by_dead(const struct git_reflock *l, const char *ref, const char **who)
+int git_reflock_left_by_dead(const struct git_reflock *l, const char **ref, const char **who)
 {
-	if (!l->locked || !l->left || !l->left_ref || strcmp(l->left_ref, ref) != 0)
+	if (!l->locked || !l->left || !l->left_ref)
 		return 0;
+	*ref = l->left_ref;
 	*who = l->left;
 	return 1;
 }

@@ -58,11 +58,14 @@ int git_reflock_take(struct git_reflock *l, const struct vx_ctx *ctx, const char
 		     const char *ref, int64_t wait_ms, int64_t *waited_ms);
 
 /*
- * Whether a lock file of ref was left by a vx process that died while
- * updating it (see above): 1, with *who set to a description borrowed
- * from l ("vx (pid 123 on host, started ...)"); 0 when not proved.
+ * Whether the last vx holder died while updating a ref (see above): 1,
+ * with *ref the ref it was updating (a valid name under refs/; a record
+ * naming anything else proves nothing) and *who a description ("vx (pid
+ * 123 on host) updating refs/..."), both borrowed from l; 0 when not
+ * proved. Its lock file of that ref, if any, is its leftover, whichever
+ * ref the caller updates: taking the writer lock replaced the record.
  */
-int git_reflock_left_by_dead(const struct git_reflock *l, const char *ref, const char **who);
+int git_reflock_left_by_dead(const struct git_reflock *l, const char **ref, const char **who);
 
 /* Clears our record, drops the flock and frees what l holds; l is reusable. */
 void git_reflock_release(struct git_reflock *l);

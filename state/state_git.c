@@ -91,7 +91,7 @@ static void oid_hex(const git_oid *id, char out[GIT_OID_HEXSZ + 1])
  * abandoned (state/git_reflock.h: left by a vx process that died while
  * writing), or when older than REF_LOCK_ABANDONED_MS: a git command or a vx
  * on another host that left it is not known to be dead, and a paused writer
- * resumes and renames its lock file into place (docs/gitops.md).
+ * resumes and renames its lock file into place (docs/leases.md).
  */
 #define REF_LOCK_WAIT_MS 10000
 #define REF_LOCK_POLL_MS 100
@@ -311,22 +311,29 @@ static int64_t mtime_ms(const struct stat *sb)
 	return (int64_t)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
 }
 
-/* A lock file ref_update may remove: who left it, in a warning; 0 when none. */
-static int lock_abandoned(const struct vx_ctx *ctx, const struct git_reflock *wl, const char *name,
-			  const char *lock, int64_t age)
+/* Whether a lock file age_ms old may be removed as abandoned, saying so. */
+static int lock_abandoned(const struct vx_ctx *ctx, const char *lock, int64_t age)
 {
-	const char *who;
-
-	if (git_reflock_left_by_dead(wl, name, &who)) {
-		vx_log(ctx, VX_LOG_WARN, "removing %s: left by %s, which ended before it finished",
-		       lock, who);
-		return 1;
-	}
 	if (age < REF_LOCK_ABANDONED_MS)
 		return 0;
 	vx_log(ctx, VX_LOG_WARN, "removing %s: a lock file left %.0f min ago by a git or vx "
 	       "process that did not finish writing", lock, (double)age / 60000.0);
 	return 1;
+}
+
+/* The lock file a vx that died mid-update left (git_reflock_left_by_dead), removed. */
+static void remove_dead_lock(struct state_git *g, const struct git_reflock *wl)
+{
+	const char *ref, *who;
+	char *lock;
+
+	if (!git_reflock_left_by_dead(wl, &ref, &who) ||
+	    !(lock = vx_asprintf("%s%s.lock", git_repository_commondir(g->repo), ref)))
+		return;
+	if (unlink(lock) == 0)
+		vx_log(g->base.ctx, VX_LOG_WARN, "removing %s: left by %s, which ended before it finished",
+		       lock, who);
+	free(lock);
 }
 
 /*
@@ -335,8 +342,9 @@ static int lock_abandoned(const struct vx_ctx *ctx, const struct git_reflock *wl
  * ref is elsewhere, or exists when it must not), GIT_ELOCKED (with
  * libgit2's error message saying who holds what) when the ref stayed locked
  * for REF_LOCK_WAIT_MS. Runs under the repository's vx writer lock
- * (state/git_reflock.h); removes the ref's lock file only as lock_abandoned
- * allows, never because a live writer took its time.
+ * (state/git_reflock.h); removes a lock file only when a dead vx left it
+ * (remove_dead_lock) or lock_abandoned allows, never because a live writer
+ * took its time.
  */
 static int ref_update(struct state_git *g, git_reference **out, const char *name,
 		      const git_oid *id, const git_oid *expect, const char *log_message)
@@ -355,6 +363,7 @@ static int ref_update(struct state_git *g, git_reference **out, const char *name
 		grc = GIT_ELOCKED;
 		goto done;
 	}
+	remove_dead_lock(g, &wl);
 	if (g->base.test_pause_ref_update) {
 		/* A test hook (VX_TEST_PAUSE=ref-update): stop as a suspended
 		 * laptop would, holding this ref update, until a SIGCONT. */
@@ -379,7 +388,7 @@ static int ref_update(struct state_git *g, git_reference **out, const char *name
 			break;
 		if (stat(lock, &sb) != 0)
 			continue; /* released meanwhile */
-		if (lock_abandoned(ctx, &wl, name, lock, vx_now_ms(ctx) - mtime_ms(&sb))) {
+		if (lock_abandoned(ctx, lock, vx_now_ms(ctx) - mtime_ms(&sb))) {
 			if (unlink(lock) != 0 && errno != ENOENT)
 				break;
 			continue;

@@ -702,6 +702,7 @@ struct lockfx {
 	int unlock_on_sleep;  /* the holder finishes during our first wait */
 	int flock_fd_on_lock; /* > 0: flock this fd when the lock file is left */
 	const char *record;   /* written to .git/vx-ref-writer when the lock file is left */
+	const char *other;    /* non-NULL: leave this file (under .git/) instead of the state's lock */
 };
 
 static struct lockfx *lock_ctx;
@@ -739,7 +740,8 @@ static void leave_ref_lock(struct lockfx *x, int64_t age_ms)
 				  { (time_t)(t / 1000), (long)(t % 1000) * 1000000L } };
 	int fd;
 
-	snprintf(x->lock, sizeof(x->lock), "%s/.git/refs/heads/vx/state/research.lock", x->f->repo);
+	snprintf(x->lock, sizeof(x->lock), "%s/.git/%s", x->f->repo,
+		 x->other ? x->other : "refs/heads/vx/state/research.lock");
 	fd = open(x->lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "0123\n", 5), 5);
@@ -780,7 +782,7 @@ static int write_past_lock(struct lockfx *x, int64_t age_ms, struct vx_err *err)
 
 static void test_old_ref_lock_is_removed(void **state)
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL };
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
 
 	/* Nobody is known to hold it, and it is older than any paused writer vx waits for. */
@@ -806,7 +808,7 @@ static void state_tip(struct staterepo *f, char out[GIT_OID_HEXSZ + 1])
 
 static void test_fresh_ref_lock_of_a_live_writer_is_not_taken(void **state)
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL };
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
 	char before[GIT_OID_HEXSZ + 1], after[GIT_OID_HEXSZ + 1], *want = NULL;
 
@@ -848,7 +850,7 @@ static pid_t dead_pid(void)
 
 static void test_ref_lock_of_a_dead_vx_is_removed_at_once(void **state)
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL };
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
 	char host[256], rec[600], *want = NULL;
 	pid_t pid = dead_pid();
@@ -871,9 +873,51 @@ static void test_ref_lock_of_a_dead_vx_is_removed_at_once(void **state)
 	vx_err_release(&err);
 }
 
+static void test_dead_vx_lock_of_another_ref_is_removed(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, "refs/vx/lease/research.lock" };
+	struct vx_err err = VX_ERR_INIT;
+	char host[256], rec[600], dir[300];
+	pid_t pid = dead_pid();
+
+	/* Killed while moving the lease: the next update, of the state branch,
+	 * takes the writer lock (and its record) and removes that leftover too. */
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	snprintf(rec, sizeof(rec), "pid=%ld host=%s boot=- start=0 ref=refs/vx/lease/research\n", (long)pid, host);
+	x.record = rec;
+	snprintf(dir, sizeof(dir), "%s/.git/refs/vx", x.f->repo);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/.git/refs/vx/lease", x.f->repo);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(write_past_lock(&x, 0, &err), 0);
+	assert_int_equal(x.slept, 0);
+	assert_int_equal(access(x.lock, F_OK), -1);
+	assert_non_null(strstr(vx_buf_str(&x.log), "refs/vx/lease/research.lock: left by vx (pid "));
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
+static void test_record_naming_no_ref_removes_nothing(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, "victim.lock" };
+	struct vx_err err = VX_ERR_INIT;
+	char host[256], rec[600];
+	pid_t pid = dead_pid();
+
+	/* The record is a file anyone with write access could edit: what it names is a path. */
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	snprintf(rec, sizeof(rec), "pid=%ld host=%s boot=- start=0 ref=refs/../victim\n", (long)pid, host);
+	x.record = rec;
+	assert_int_equal(write_past_lock(&x, 0, &err), 0);
+	assert_int_equal(access(x.lock, F_OK), 0);
+	assert_null(strstr(vx_buf_str(&x.log), "removing"));
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
 static void test_live_vx_mid_update_is_waited_for_not_overtaken(void **state)
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL };
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
 	char host[256], path[300], rec[600], *want = NULL;
 	int fd;
@@ -928,7 +972,7 @@ static void test_process_dead(void **state)
 
 static void test_ref_lock_released_by_its_holder(void **state)
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 1, 0, NULL };
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 1, 0, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(write_past_lock(&x, 0, &err), 0);
@@ -1139,6 +1183,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fresh_ref_lock_of_a_live_writer_is_not_taken, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ref_lock_of_a_dead_vx_is_removed_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_vx_mid_update_is_waited_for_not_overtaken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_vx_lock_of_another_ref_is_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_record_naming_no_ref_removes_nothing, setup, teardown),
 		cmocka_unit_test(test_process_dead),
 		cmocka_unit_test_setup_teardown(test_ref_lock_released_by_its_holder, setup, teardown),
 	};
