@@ -283,11 +283,12 @@ static int apply_env(struct apply_args *a)
 		return -1;
 	}
 	pause = getenv("VX_TEST_PAUSE");
-	if (pause && strcmp(pause, "before-send") != 0) {
-		cmd_error("apply: VX_TEST_PAUSE takes before-send, not '%s'", pause);
+	if (pause && strcmp(pause, "before-send") != 0 && strcmp(pause, "ref-update") != 0) {
+		cmd_error("apply: VX_TEST_PAUSE takes before-send or ref-update, not '%s'", pause);
 		return -1;
 	}
-	a->ao.test_pause = pause != NULL;
+	a->ao.test_pause = !pause ? 0 : !strcmp(pause, "ref-update") ? APPLYING_PAUSE_REF_UPDATE
+								  : APPLYING_PAUSE_BEFORE_SEND;
 	a->ao.committed_only = getenv("CI") && *getenv("CI");
 	return 0;
 }

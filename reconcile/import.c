@@ -406,9 +406,17 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 				req->address, lj.name, v, st->name);
 		goto done;
 	}
+	/* A state not written yet has a lineage only in memory, a new one each
+	 * run: naming it would send the user looking for a state that is not there. */
 	if ((v = live_job_label(&lj, "vx-lineage")) && strcmp(v, lineage)) {
-		rc = vx_err_set(err, VX_ECONFLICT, "%s: %s belongs to another state of stack %s (its vx-lineage "
-				"is %s, this state's %s)", req->address, lj.name, st->name, v, lineage);
+		if (state->serial == 0)
+			rc = vx_err_set(err, VX_ECONFLICT, "%s: %s belongs to another state of stack %s (its "
+					"vx-lineage is %s; stack %s has no state yet)", req->address, lj.name,
+					st->name, v, st->name);
+		else
+			rc = vx_err_set(err, VX_ECONFLICT, "%s: %s belongs to another state of stack %s (its "
+					"vx-lineage is %s, this state's %s)", req->address, lj.name, st->name, v,
+					lineage);
 		goto done;
 	}
 	if ((v = live_job_label(&lj, "vx-job")) && strcmp(v, name)) {
@@ -612,9 +620,14 @@ static int import_reservation(struct import_outcome *out, struct state *state, s
 	if (l->description && (mk = strstr(l->description, "vx: stack=")) && strcmp(mk, mark)) {
 		char *said = vx_text_clean(mk);
 
-		rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is marked as another stack's or state's (its "
-				"description says \"%s\", this state's marker is \"%s\")", req->address, resource,
-				said ? said : "?", mark);
+		if (state->serial == 0) /* as for jobs: no lineage written, no marker to name */
+			rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is marked as another stack's or state's "
+					"(its description says \"%s\"; stack %s has no state yet, so no marker "
+					"of its own)", req->address, resource, said ? said : "?", st->name);
+		else
+			rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is marked as another stack's or state's "
+					"(its description says \"%s\", this state's marker is \"%s\")",
+					req->address, resource, said ? said : "?", mark);
 		free(said);
 		goto done;
 	}

@@ -32,6 +32,9 @@ struct gcs_backend {
 	 * at that serial must find that generation still there. */
 	int64_t loaded_gen;
 	uint64_t loaded_serial;
+	/* The serial whose history object this backend made last (0: none):
+	 * the next write need not look for it. */
+	uint64_t history_serial;
 };
 
 static struct gcs_backend *gb(struct state_backend *b)
@@ -296,55 +299,138 @@ static char *history_name(struct gcs_backend *g, uint64_t serial)
 	return vx_asprintf("%s/history/%010llu.json", g->prefix, (unsigned long long)serial);
 }
 
-/* The history object of st: {"serial", "lineage", "time", "message", "state"}. */
-static int history_text(const struct state *st, int64_t time_ms, const char *message,
-			char **out, struct vx_err *err)
+/*
+ * A history object is {"serial", "lineage", "time", "message", "state"}:
+ * this head, state.json's text as written, and HISTORY_TAIL. The server
+ * composes it from three objects (history_compose), so a save uploads the
+ * state once, as state.json, however large it is.
+ */
+#define HISTORY_TAIL "}\n"
+
+/* The head of history/<serial>, or NULL when out of memory. */
+static char *history_head(uint64_t serial, const char *lineage, int64_t time_ms, const char *message)
 {
 	struct vx_buf b = VX_BUF_INIT;
-	char when[STATE_TIME_MAX], *state_text = NULL;
-	int rc;
+	char when[STATE_TIME_MAX];
 
-	*out = NULL;
-	if ((rc = state_to_json(st, &state_text, err)) < 0)
-		return rc;
 	state_time_format(time_ms, when);
-	if (vx_buf_printf(&b, "{\"serial\":%llu,\"lineage\":", (unsigned long long)st->serial) < 0 ||
-	    vx_buf_add_json_str(&b, st->lineage) < 0 || vx_buf_adds(&b, ",\"time\":") < 0 ||
+	if (vx_buf_printf(&b, "{\"serial\":%llu,\"lineage\":", (unsigned long long)serial) < 0 ||
+	    vx_buf_add_json_str(&b, lineage ? lineage : "") < 0 || vx_buf_adds(&b, ",\"time\":") < 0 ||
 	    vx_buf_add_json_str(&b, time_ms > 0 ? when : "") < 0 ||
 	    vx_buf_adds(&b, ",\"message\":") < 0 ||
 	    (message ? vx_buf_add_json_str(&b, message) : vx_buf_adds(&b, "null")) < 0 ||
-	    vx_buf_adds(&b, ",\"state\":") < 0 || vx_buf_adds(&b, state_text) < 0 ||
-	    vx_buf_adds(&b, "}\n") < 0) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
+	    vx_buf_adds(&b, ",\"state\":") < 0) {
+		vx_buf_release(&b);
+		return NULL;
 	}
-	*out = vx_buf_detach(&b);
-done:
-	vx_buf_release(&b);
-	free(state_text);
-	return rc;
+	return vx_buf_detach(&b);
 }
 
-/* Creates history/<st->serial> unless it exists (412: it does, which is fine). */
-static int history_put(struct gcs_backend *g, const struct state *st, int64_t time_ms,
-		       const char *message, struct vx_err *err)
+/* Writes PREFIX/parts/tail (HISTORY_TAIL) unless it is there. */
+static int history_tail_put(struct gcs_backend *g, const char *name, struct vx_err *err)
 {
-	char *name = history_name(g, st->serial), *text = NULL;
 	int64_t gen = 0;
-	int rc;
+	int rc = storage_object_write(&g->sc, g->bucket, name, HISTORY_TAIL, strlen(HISTORY_TAIL), NULL,
+				      0, &gen, err);
 
-	if (!name)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if ((rc = history_text(st, time_ms, message, &text, err)) < 0)
-		goto done;
-	rc = storage_object_write(&g->sc, g->bucket, name, text, strlen(text), NULL, 0, &gen, err);
 	if (rc == VX_ECONFLICT) {
 		vx_err_release(err);
 		rc = 0;
 	}
+	return rc;
+}
+
+/*
+ * Makes history/<serial> unless it exists: the server composes it from a
+ * head uploaded here (parts/<serial>-<generation>.head, deleted after), the
+ * state.json generation state_gen, and parts/tail (written when missing).
+ * VX_ENOTFOUND when state.json is no longer at state_gen.
+ */
+static int history_compose(struct gcs_backend *g, uint64_t serial, const char *lineage,
+			   int64_t time_ms, const char *message, int64_t state_gen, struct vx_err *err)
+{
+	char *name = history_name(g, serial), *text = NULL;
+	char *head = vx_asprintf("%s/parts/%010llu-%lld.head", g->prefix, (unsigned long long)serial,
+				 (long long)state_gen);
+	char *tail = vx_asprintf("%s/parts/tail", g->prefix);
+	int64_t head_gen = 0, gen = 0;
+	int rc;
+
+	if (!name || !head || !tail || !(text = history_head(serial, lineage, time_ms, message))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	/* Named after state.json's generation, which only this writer made: a
+	 * 412 is our own retried upload that landed, with this very text. */
+	rc = storage_object_write(&g->sc, g->bucket, head, text, strlen(text), NULL, 0, &head_gen, err);
+	if (rc == VX_ECONFLICT) {
+		vx_err_release(err);
+		head_gen = 0;
+		rc = 0;
+	}
+	if (rc < 0)
+		goto done;
+	{
+		struct storage_compose_source src[3] = {
+			{ .name = head, .generation = head_gen },
+			{ .name = g->state_obj, .generation = state_gen },
+			{ .name = tail, .generation = 0 },
+		};
+
+		rc = storage_object_compose(&g->sc, g->bucket, name, src, 3, NULL, 0, &gen, err);
+		/* The first history of this prefix: no tail yet. (Or state.json moved on: then
+		 * the second try fails the same way.) */
+		if (rc == VX_ENOTFOUND) {
+			vx_err_release(err);
+			if ((rc = history_tail_put(g, tail, err)) == 0)
+				rc = storage_object_compose(&g->sc, g->bucket, name, src, 3, NULL, 0, &gen,
+							    err);
+		}
+		if (rc == VX_ECONFLICT) { /* it exists: its first writer made it */
+			vx_err_release(err);
+			rc = 0;
+		}
+	}
+	{
+		struct vx_err e2 = VX_ERR_INIT;
+
+		/* A head left behind (this failed) is a few hundred bytes, never read. */
+		if (storage_object_delete(&g->sc, g->bucket, head,
+					  head_gen ? head_gen : STORAGE_ANY_GENERATION, &e2) < 0)
+			vx_log(g->base.ctx, VX_LOG_DEBUG, "%s", e2.msg ? e2.msg : "");
+		vx_err_release(&e2);
+	}
 done:
-	free(name);
 	free(text);
+	free(tail);
+	free(head);
+	free(name);
+	return rc;
+}
+
+/*
+ * Keeps the state being replaced reachable, its writer may have died before
+ * making its history: history/<serial> from state.json at gen, when missing.
+ * Nothing to do when this backend made it (the previous write of an apply).
+ */
+static int history_keep(struct gcs_backend *g, const struct state *cur, int64_t gen,
+			struct vx_err *err)
+{
+	struct storage_object meta = STORAGE_OBJECT_INIT;
+	char *name;
+	int rc;
+
+	if (g->history_serial == cur->serial)
+		return 0;
+	if (!(name = history_name(g, cur->serial)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = storage_object_stat(&g->sc, g->bucket, name, &meta, err);
+	if (rc == VX_ENOTFOUND) {
+		vx_err_release(err);
+		rc = history_compose(g, cur->serial, cur->lineage, 0, NULL, gen, err);
+	}
+	storage_object_release(&meta);
+	free(name);
 	return rc;
 }
 
@@ -451,15 +537,8 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 		goto done;
 	}
 	/* Keep the state being replaced reachable (its writer may have died before). */
-	if (found && cur.serial > 0) {
-		struct state_lock *keep = cur.lock;
-
-		cur.lock = NULL;
-		rc = history_put(g, &cur, 0, NULL, err);
-		cur.lock = keep;
-		if (rc < 0)
-			goto done;
-	}
+	if (found && cur.serial > 0 && (rc = history_keep(g, &cur, gen, err)) < 0)
+		goto done;
 	out = *st;
 	out.serial = st->serial + 1;
 	out.lock = NULL; /* the lease lives in lease.json */
@@ -487,7 +566,9 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	{
 		struct vx_err e2 = VX_ERR_INIT;
 
-		if (history_put(g, &out, now, message, &e2) < 0)
+		if (history_compose(g, out.serial, out.lineage, now, message, new_gen, &e2) == 0)
+			g->history_serial = out.serial;
+		else
 			vx_log(b->ctx, VX_LOG_WARN, "state serial %llu written, but not its history: %s",
 			       (unsigned long long)out.serial, e2.msg ? e2.msg : "");
 		vx_err_release(&e2);
@@ -759,7 +840,7 @@ static int gcs_restore(struct state_backend *b, uint64_t serial, char **what,
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
-	/* A history object holds the whole state of its serial (history_text). */
+	/* A history object holds the whole state of its serial (history_head). */
 	if ((rc = history_get(g, serial, NULL, &v, &found, err)) < 0)
 		goto done;
 	if (!found) {

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <git2.h>
 
 #include "state/backend.h"
+#include "state/git_reflock.h"
 #include "state/lock.h"
 #include "state/state.h"
 #include "util/buf.h"
@@ -84,13 +86,17 @@ static void oid_hex(const git_oid *id, char out[GIT_OID_HEXSZ + 1])
 /* ---- remote ------------------------------------------------------------- */
 
 /*
- * A writer holds a ref's lock file (refs/heads/X.lock) for milliseconds. One
- * older than this was left by a process killed mid-write (vx under SIGKILL,
- * say), and would otherwise block every later write until removed by hand.
+ * A writer holds a ref's lock file (refs/heads/X.lock) for milliseconds, so
+ * vx waits up to REF_LOCK_WAIT_MS for one. It removes one only when proved
+ * abandoned (state/git_reflock.h: left by a vx process that died while
+ * writing), or when older than REF_LOCK_ABANDONED_MS: a git command or a vx
+ * on another host that left it is not known to be dead, and a paused writer
+ * resumes and renames its lock file into place (docs/leases.md).
  */
-#define REF_LOCK_STALE_MS 5000
+#define REF_LOCK_WAIT_MS 10000
 #define REF_LOCK_POLL_MS 100
-#define REF_LOCK_MAX_TRIES (2 * REF_LOCK_STALE_MS / REF_LOCK_POLL_MS)
+#define REF_LOCK_MAX_TRIES (REF_LOCK_WAIT_MS / REF_LOCK_POLL_MS)
+#define REF_LOCK_ABANDONED_MS (10 * 60 * 1000)
 
 struct remote_cb {
 	int cred_tries;
@@ -305,26 +311,67 @@ static int64_t mtime_ms(const struct stat *sb)
 	return (int64_t)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000;
 }
 
+/* Whether a lock file age_ms old may be removed as abandoned, saying so. */
+static int lock_abandoned(const struct vx_ctx *ctx, const char *lock, int64_t age)
+{
+	if (age < REF_LOCK_ABANDONED_MS)
+		return 0;
+	vx_log(ctx, VX_LOG_WARN, "removing %s: a lock file left %.0f min ago by a git or vx "
+	       "process that did not finish writing", lock, (double)age / 60000.0);
+	return 1;
+}
+
+/* The lock file a vx that died mid-update left (git_reflock_left_by_dead), removed. */
+static void remove_dead_lock(struct state_git *g, const struct git_reflock *wl)
+{
+	const char *ref, *who;
+	char *lock;
+
+	if (!git_reflock_left_by_dead(wl, &ref, &who) ||
+	    !(lock = vx_asprintf("%s%s.lock", git_repository_commondir(g->repo), ref)))
+		return;
+	if (unlink(lock) == 0)
+		vx_log(g->base.ctx, VX_LOG_WARN, "removing %s: left by %s, which ended before it finished",
+		       lock, who);
+	free(lock);
+}
+
 /*
  * Points ref name at id: only if it is at *expect, or only if it does not
  * exist when expect is NULL. Returns libgit2's code (GIT_EMODIFIED when the
- * ref is elsewhere, or exists when it must not). When the ref's lock file
- * is held, waits for it; a lock file REF_LOCK_STALE_MS old is removed, with a
- * warning, and the update tried again.
+ * ref is elsewhere, or exists when it must not), GIT_ELOCKED (with
+ * libgit2's error message saying who holds what) when the ref stayed locked
+ * for REF_LOCK_WAIT_MS. Runs under the repository's vx writer lock
+ * (state/git_reflock.h); removes a lock file only when a dead vx left it
+ * (remove_dead_lock) or lock_abandoned allows, never because a live writer
+ * took its time.
  */
 static int ref_update(struct state_git *g, git_reference **out, const char *name,
 		      const git_oid *id, const git_oid *expect, const char *log_message)
 {
 	const struct vx_ctx *ctx = g->base.ctx;
+	struct git_reflock wl = GIT_REFLOCK_INIT;
 	git_oid zero;
-	char *lock = NULL;
+	char *lock = NULL, *msg = NULL;
+	int64_t waited = 0;
 	int grc = 0, tries;
 
 	memset(&zero, 0, sizeof(zero));
-
-	for (tries = 0; tries < REF_LOCK_MAX_TRIES; tries++) {
+	if (git_reflock_take(&wl, ctx, git_repository_commondir(g->repo), name, REF_LOCK_WAIT_MS,
+			     &waited) < 0) {
+		git_error_set_str(GIT_ERROR_REFERENCE, wl.busy ? wl.busy : "out of memory");
+		grc = GIT_ELOCKED;
+		goto done;
+	}
+	remove_dead_lock(g, &wl);
+	if (g->base.test_pause_ref_update) {
+		/* A test hook (VX_TEST_PAUSE=ref-update): stop as a suspended
+		 * laptop would, holding this ref update, until a SIGCONT. */
+		g->base.test_pause_ref_update = 0;
+		raise(SIGSTOP);
+	}
+	for (tries = 0; tries < REF_LOCK_MAX_TRIES + 2; tries++) {
 		struct stat sb;
-		int64_t age;
 
 		/*
 		 * Always compared under the ref's lock: "must not exist" is the
@@ -341,19 +388,25 @@ static int ref_update(struct state_git *g, git_reference **out, const char *name
 			break;
 		if (stat(lock, &sb) != 0)
 			continue; /* released meanwhile */
-		age = vx_now_ms(ctx) - mtime_ms(&sb);
-		if (age < REF_LOCK_STALE_MS) {
-			vx_sleep_ms(ctx, REF_LOCK_POLL_MS);
+		if (lock_abandoned(ctx, lock, vx_now_ms(ctx) - mtime_ms(&sb))) {
+			if (unlink(lock) != 0 && errno != ENOENT)
+				break;
 			continue;
 		}
-		vx_log(ctx, VX_LOG_WARN, "removing %s: a lock file left %.0f s ago by a git or vx "
-		       "process that did not finish writing", lock, (double)age / 1000.0);
-		if (unlink(lock) != 0 && errno != ENOENT)
+		if (waited >= REF_LOCK_WAIT_MS)
 			break;
+		vx_sleep_ms(ctx, REF_LOCK_POLL_MS);
+		waited += REF_LOCK_POLL_MS;
 	}
-	if (grc == GIT_ELOCKED && lock)
-		vx_log(ctx, VX_LOG_ERROR, "%s is still held: if no git or vx process is writing the "
-		       "state, remove that file", lock);
+	if (grc == GIT_ELOCKED && lock &&
+	    (msg = vx_asprintf("%s is still held after %lld s: a git or vx process is writing that "
+			       "ref, perhaps paused, or one ended while writing it; if no git or vx "
+			       "process is at work on this repository, remove that file",
+			       lock, (long long)(waited / 1000))))
+		git_error_set_str(GIT_ERROR_REFERENCE, msg);
+done:
+	git_reflock_release(&wl);
+	free(msg);
 	free(lock);
 	return grc;
 }
@@ -1319,7 +1372,7 @@ static int commit_tree(struct state_git *g, const struct gref *r, const git_oid 
 		goto done;
 	}
 	if (grc < 0) {
-		rc = gerr(err, VX_EIO, "updating the state branch");
+		rc = gerr(err, VX_EIO, r->ref == g->ref ? "updating the state branch" : "updating the lease");
 		goto done;
 	}
 done:

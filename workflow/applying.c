@@ -49,7 +49,7 @@ static int hook_fence(void *ud, struct vx_err *err)
 	struct applying *ap = ud;
 	int rc;
 
-	if (!ap->opts->test_pause)
+	if (ap->opts->test_pause != APPLYING_PAUSE_BEFORE_SEND)
 		return state_lock_fence(ap->ws.backend, err);
 	pthread_mutex_lock(&ap->pause_lock);
 	if (!ap->paused) {
@@ -254,6 +254,7 @@ int applying_lock(struct applying *ap, const struct applying_opts *opts, const s
 	lo.ud = ap;
 	ap->opts = opts;
 	lo.unlock_args = opts->unlock_args;
+	ws->backend->test_pause_ref_update = opts->test_pause == APPLYING_PAUSE_REF_UPDATE;
 	if ((rc = state_lock_acquire(ws->backend, &lo, err)) < 0)
 		return rc;
 	/* Only now: lists made before the lease was ours could miss what the

@@ -60,6 +60,8 @@ struct applying_events {
 	void *ud;
 };
 
+enum { APPLYING_PAUSE_BEFORE_SEND = 1, APPLYING_PAUSE_REF_UPDATE = 2 };
+
 /* How to apply; the caller's, borrowed for the steps it is given to. */
 struct applying_opts {
 	const struct applying_events *ev; /* may be NULL */
@@ -70,9 +72,11 @@ struct applying_opts {
 	const char *unlock_args;    /* the stack's directory in the 'vx unlock' hint, or NULL */
 	int committed_only;         /* refuse a stack with uncommitted changes (in CI) */
 	int64_t inflight_ms;        /* how long a journaled create may be in flight; 0 = default */
-	/* A test hook (the caller reads VX_TEST_PAUSE=before-send): the first
-	 * fence check stops the process (SIGSTOP) until a SIGCONT, as a
-	 * suspended laptop would, right before its first mutating request. */
+	/* A test hook (the caller reads VX_TEST_PAUSE), stopping the process
+	 * (SIGSTOP) until a SIGCONT, as a suspended laptop would.
+	 * APPLYING_PAUSE_BEFORE_SEND: at the first fence check, right before
+	 * its first mutating request. APPLYING_PAUSE_REF_UPDATE: inside the
+	 * first state ref update (git), which takes the lease. 0: none. */
 	int test_pause;
 };
 

@@ -334,6 +334,84 @@ done:
 	return rc;
 }
 
+/* The compose request's body: {"sourceObjects": [...], "destination": {"contentType"}}. */
+static char *compose_body(const struct storage_compose_source *src, size_t n, const char *content_type)
+{
+	cJSON *root = cJSON_CreateObject(), *list = NULL, *dst = NULL;
+	char *out = NULL;
+
+	if (!root || !(list = cJSON_AddArrayToObject(root, "sourceObjects")))
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		char gen[24];
+
+		if (!o || !cJSON_AddItemToArray(list, o) || !cJSON_AddStringToObject(o, "name", src[i].name))
+			goto done;
+		snprintf(gen, sizeof(gen), "%" PRId64, src[i].generation);
+		if (src[i].generation > 0 && !cJSON_AddStringToObject(o, "generation", gen))
+			goto done;
+	}
+	if (!(dst = cJSON_AddObjectToObject(root, "destination")) ||
+	    !cJSON_AddStringToObject(dst, "contentType", content_type))
+		goto done;
+	out = cJSON_PrintUnformatted(root);
+done:
+	cJSON_Delete(root);
+	return out;
+}
+
+int storage_object_compose(struct storage_client *c, const char *bucket, const char *object,
+			   const struct storage_compose_source *src, size_t n,
+			   const char *content_type, int64_t if_generation_match,
+			   int64_t *new_generation, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	struct storage_object meta = STORAGE_OBJECT_INIT;
+	char *what = NULL, *base = NULL, *url = NULL, *body = NULL, query[80] = "";
+	int rc = 0;
+
+	if (new_generation)
+		*new_generation = 0;
+	if (!content_type)
+		content_type = "application/json";
+	if (!(what = vx_asprintf("storage: composing gs://%s/%s", bucket ? bucket : "",
+				 object ? object : "")))
+		return vx_err_set(err, VX_ENOMEM, "storage: out of memory");
+	if (!bucket_ok(bucket) || !object_ok(object) || n == 0 || n > 32) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid bucket, object name or number of sources", what);
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!object_ok(src[i].name)) {
+			rc = vx_err_set(err, VX_EINVAL, "%s: invalid source object name", what);
+			goto done;
+		}
+	if (if_generation_match >= 0)
+		snprintf(query, sizeof(query), "?ifGenerationMatch=%" PRId64, if_generation_match);
+	if (!(base = object_url(c->base_url, bucket, object, 1, NULL)) ||
+	    !(url = vx_asprintf("%s/compose%s", base, query)) ||
+	    !(body = compose_body(src, n, content_type))) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
+	}
+	rc = call(c, "POST", url, body, strlen(body), "application/json",
+		  if_generation_match >= 0 ? GCP_RETRY_SAFE : GCP_RETRY_NEVER, "ComposeObject", what,
+		  &resp, err);
+	if (rc == 0 && (rc = storage_object_parse_json(resp.body, resp.body_len, &meta, err)) < 0)
+		gcall_wrap(err, "storage", what);
+	if (rc == 0 && new_generation)
+		*new_generation = meta.generation;
+done:
+	gcp_response_release(&resp);
+	storage_object_release(&meta);
+	cJSON_free(body);
+	free(url);
+	free(base);
+	free(what);
+	return rc;
+}
+
 int storage_object_delete(struct storage_client *c, const char *bucket, const char *object,
 			  int64_t if_generation_match, struct vx_err *err)
 {

@@ -87,6 +87,25 @@ int storage_object_write(struct storage_client *c, const char *bucket, const cha
 			 int64_t if_generation_match, int64_t *new_generation,
 			 struct vx_err *err) VX_WUR;
 
+/* One source of storage_object_compose: an object at a generation (0: its current one). */
+struct storage_compose_source {
+	const char *name;
+	int64_t generation;
+};
+
+/*
+ * POST b/B/o/O/compose[?ifGenerationMatch=G]: makes O, in the same bucket,
+ * the concatenation of the n sources (at most 32), on the server: no byte
+ * of them is sent. A source at a generation that no longer exists is
+ * VX_ENOTFOUND, as is a missing source. content_type NULL =
+ * "application/json". *new_generation (may be NULL) gets O's generation.
+ * Needs storage.objects.get on the sources and storage.objects.create on O.
+ */
+int storage_object_compose(struct storage_client *c, const char *bucket, const char *object,
+			   const struct storage_compose_source *src, size_t n,
+			   const char *content_type, int64_t if_generation_match,
+			   int64_t *new_generation, struct vx_err *err) VX_WUR;
+
 /* The most pages storage_object_list reads before it gives up (VX_EINVAL). */
 #define STORAGE_LIST_MAX_PAGES 1000
 

@@ -122,6 +122,52 @@ class Gcs(GcsMixin, FakeTestCase):
     def write(self, jobs):
         self.repo.write(jobs, extra_stack=GCS)
 
+    def uploads(self):
+        """(object name, request body length) of each object upload the fake saw, in order."""
+        out = []
+        for e in self.fake.get("/_fake/requests?log=5000")["log"]:
+            if e["rpc"] == "storage.objects.insert":
+                q = urllib.parse.parse_qs(urllib.parse.urlsplit(e["path"]).query)
+                out.append((q["name"][0], e["bytes"]))
+        return out
+
+    def test_each_save_uploads_the_state_once(self):
+        """state.json is the one upload that holds the state. A history object
+        is composed by the server from a small head (serial, lineage, time,
+        message), state.json at the generation just written, and a tail."""
+        self.write({"j%d" % i: job_yaml("j%d" % i) for i in range(6)})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        serial = self.state()["serial"]
+        self.assertGreaterEqual(serial, 2)  # the journal, then the results
+        _, text = self.read(PREFIX + "/state.json")
+        ups = self.uploads()
+        self.assertEqual([n for n, _ in ups].count(PREFIX + "/state.json"), serial, ups)
+        # Nothing else uploaded comes near the state's size: no second copy of it.
+        others = [(n, b) for n, b in ups if n != PREFIX + "/state.json"]
+        self.assertEqual([(n, b) for n, b in others if b >= len(text) // 2], [], (len(text), others))
+        # What they are: the lease, and per save the head of its history object
+        # (parts/SERIAL-GENERATION.head, deleted once composed), the tail once.
+        kinds = [re.sub(r"^%s/(parts/)\d{10}-\d+\.head$" % PREFIX, r"\1head", n).replace(PREFIX + "/", "")
+                 for n, _ in others]
+        self.assertEqual(kinds, ["lease.json", "parts/head", "parts/tail"] + ["parts/head"] * (serial - 1))
+        # One compose a save, and a second try of the first, which found no tail yet.
+        self.assertEqual(self.fake.rpc_count("storage.objects.compose"), serial + 1)
+        # And each serial still has its whole history object, the newest with its message.
+        self.assertEqual([o for o in self.objects() if "/history/" in o],
+                         [PREFIX + "/history/%010d.json" % n for n in range(1, serial + 1)])
+        _, h = self.read(PREFIX + "/history/%010d.json" % serial)
+        self.assertRegex(h, rb'^\{"serial":%d,"lineage":"%s","time":"[-0-9T:.Z]+","message":"'
+                         % (serial, self.state()["lineage"].encode()))
+        self.assertTrue(h.endswith(text + b"}\n"))
+        h = json.loads(h)
+        self.assertEqual(h["state"], json.loads(text))
+        self.assertIn("+ job.j0 create projects/", h["message"])
+        # A second apply that changes nothing uploads nothing.
+        before = len(ups)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual([n for n, _ in self.uploads()[before:] if "/lease.json" not in n], [])
+
     def test_plan_apply_log_on_the_bucket(self):
         self.write({"a": job_yaml("a"), "b": job_yaml("b")})
         p = self.repo.plan("-detailed-exitcode")
@@ -139,7 +185,7 @@ class Gcs(GcsMixin, FakeTestCase):
         serial = st["serial"]
         # No lease left; one history object per serial written, the newest holding its message.
         self.assertEqual(self.objects(), [PREFIX + "/history/%010d.json" % n for n in range(1, serial + 1)]
-                         + [PREFIX + "/state.json"])
+                         + [PREFIX + "/parts/tail", PREFIX + "/state.json"])
         _, h = self.read(PREFIX + "/history/%010d.json" % serial)
         h = json.loads(h)
         self.assertEqual((h["serial"], h["lineage"], h["state"]), (serial, st["lineage"], st))

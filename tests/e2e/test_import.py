@@ -117,14 +117,9 @@ class Import(FakeTestCase):
         except Exception:
             return []
 
-    def lineage_in(self, text):
-        """The lineage a refusal names. Nothing is written yet (a lease is on its own ref, and a
-        refused import commits nothing), so each run's fresh state has a new one: taken from the
-        message, then the whole message is compared."""
-        found = re.findall(r"(?:lineage=|this state's )([0-9a-f]{12})\b", text)
-        self.assertTrue(found, text)
-        self.assertNotIn("stack.json", self.tree())
-        return found[-1]
+    def stored_lineage(self):
+        """The lineage of the state as written, as labels and markers carry it (12 hex digits)."""
+        return self.state("stack.json")["lineage"].replace("-", "")[:12]
 
     def subjects(self):
         return [m.strip().split("\n")[0] for m in self.repo.state_log() if m.strip()]
@@ -405,12 +400,22 @@ class Import(FakeTestCase):
     def test_reservation_of_another_stack_is_refused(self):
         self.write({"r": reservation_yaml()})
         res = self.make_reservation(description="made elsewhere vx: stack=other lineage=0123456789ab")
+        # A brand-new stack: no state is written, so there is no lineage of its own to name.
         r = self.imp("reservation.pool", res)
-        lin = self.lineage_in(r.err)
+        self.assertEqual((r.code, r.out, r.err), (1, "", (
+            "vx: import: reservation.pool: %s is marked as another stack's or state's (its description "
+            "says \"vx: stack=other lineage=0123456789ab\"; stack e2e has no state yet, so no marker "
+            "of its own)\n" % res)), r)
+        self.assertEqual(self.tree(), [])
+        self.assert_no_lease()
+        # Once the state exists, the marker named is the one its lineage makes.
+        self.write({"r": reservation_yaml(), "a": job_yaml("a")})
+        self.assertEqual(self.repo.apply("-target", "job.a").code, 0)
+        r = self.imp("reservation.pool", res)
         self.assertEqual((r.code, r.out, r.err), (1, "", (
             "vx: import: reservation.pool: %s is marked as another stack's or state's (its description "
             "says \"vx: stack=other lineage=0123456789ab\", this state's marker is \"vx: stack=e2e "
-            "lineage=%s\")\n" % (res, lin))), r)
+            "lineage=%s\")\n" % (res, self.stored_lineage()))), r)
         self.assertNotIn("reservations/pool.json", self.tree())
         self.assert_no_lease()
 
@@ -485,10 +490,14 @@ class Import(FakeTestCase):
         self.assert_refused(["job.a", other], "vx: import: job.a: %s belongs to stack other (its vx-stack "
                             "label), not e2e\n" % other)
         theirs = self.make_job(labels={"vx-stack": "e2e", "vx-lineage": "0123456789ab"})
-        self.assert_refused(["job.a", theirs], lambda got: "vx: import: job.a: %s belongs to another state "
-                            "of stack e2e (its vx-lineage is 0123456789ab, this state's %s)\n"
-                            % (theirs, self.lineage_in(got)))
+        self.assertEqual(self.tree(), [])
+        self.assert_refused(["job.a", theirs], "vx: import: job.a: %s belongs to another state of stack e2e "
+                            "(its vx-lineage is 0123456789ab; stack e2e has no state yet)\n" % theirs)
         self.assertEqual(self.imp("job.a", name).code, 0)
+        # Now there is a state: the refusal names its lineage, the one written.
+        self.assert_refused(["job.b", theirs], "vx: import: job.b: %s belongs to another state of stack e2e "
+                            "(its vx-lineage is 0123456789ab, this state's %s)\n"
+                            % (theirs, self.stored_lineage()))
         self.assert_refused(["job.a", name], "vx: import: job.a is already in the state (%s); import only "
                             "adds a resource to an address that has none\n" % name)
         self.assert_refused(["job.b", self.by_id(name)], "vx: import: job.b: %s is already tracked as job.a\n"

@@ -6,6 +6,7 @@ in its own region, then its region us-east5. Each test checks the fake's jobs
 `vx log`.
 """
 import json
+import os
 import re
 import signal
 import subprocess
@@ -238,6 +239,42 @@ class Ladder(FakeTestCase):
         self.assertEqual(jobs[2]["name"], east)
         # the next attempt, on rung 0 in us-central1 as the plan said
         self.check_rung(jobs[3], 4, 0, "us-central1", {"strategy": "SPOT"})
+
+    def test_saved_plan_starts_the_run_on_the_rung_it_showed(self):
+        """A saved plan's apply starts a run on the rung, attempt and region the plan
+        showed (after.rung, after.attempt, region), or refuses it as stale."""
+        self.no_capacity_here()
+        self.repo.write({"a": ladder_yaml()})
+        self.apply_ok()
+        self.fake.advance(PENDING_AFTER)
+        planfile = os.path.join(self.tmp, "a.plan")
+        r = self.repo.plan("-out", planfile)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.block(r.out)[:2], ["↻   job.a resubmit",
+                                                 "g2-standard-4 ×1, 1×L4, FLEX_START in us-central1"])
+        with open(planfile) as f:
+            saved = json.load(f)
+        (a,) = [x for x in saved["actions"] if x["address"] == "job.a"]
+        self.assertEqual((a["action"], a["after"]["rung"], a["after"]["attempt"], a["region"]),
+                         ("resubmit", 1, 2, "us-central1"))
+        # The same plan, but showing the run on rung 2 in us-east5 (as a plan made when the
+        # ladder read otherwise would): it is not what this apply would do, so nothing starts.
+        a["after"]["rung"], a["region"] = 2, "us-east5"
+        other = os.path.join(self.tmp, "other.plan")
+        with open(other, "w") as f:
+            json.dump(saved, f)
+        r = self.repo.vx("apply", other)
+        self.assertEqual((r.code, r.err), (1, (
+            "vx: %s: the world changed since the plan was made: job.a was planned to resubmit "
+            "attempt 2 on rung 2 in us-east5, it would now be attempt 2 on rung 1 in us-central1; run "
+            "vxplan again\n" % other)), r)
+        self.assertEqual(len(self.jobs_of_a()), 1)
+        # The plan as saved applies, on the rung it showed.
+        r = self.repo.vx("apply", planfile)
+        self.assertEqual(r.code, 0, r)
+        jobs = self.jobs_of_a()
+        self.assertEqual(len(jobs), 2)
+        self.check_rung(jobs[1], 2, 1, "us-central1", {"strategy": "FLEX_START", "maxWaitDuration": "3600s"})
 
     def test_kill_after_a_rungs_create_is_adopted_not_duplicated(self):
         self.climb_to_flex()

@@ -186,6 +186,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._send(404, {"error": {"code": 404, "message": "Method not found.", "status": "NOT_FOUND"}})
                 return
             entry = w.count(route.rpc, req.method, self.path)
+            entry["bytes"] = len(body or b"")
             action, lat = w.pick_fault(route.rpc)
             if lat > 0:
                 time.sleep(lat)

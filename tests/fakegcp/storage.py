@@ -90,6 +90,9 @@ class Storage:
             rpc, fn = "storage.objects.list", self.list
         elif len(s) == 6 and s[:3] == ["upload", "storage", "v1"] and s[3] == "b" and s[5] == "o" and m == "POST":
             rpc, fn = "storage.objects.insert", self.insert
+        elif len(s) == 7 and s[:2] == ["storage", "v1"] and s[2] == "b" and s[4] == "o" and s[6] == "compose" \
+                and m == "POST":
+            rpc, fn = "storage.objects.compose", self.compose
         elif len(s) == 6 and s[:2] == ["storage", "v1"] and s[2] == "b" and s[4] == "o":
             rpc, fn = {"GET": ("storage.objects.get", self.get),
                        "DELETE": ("storage.objects.delete", self.delete)}.get(m, (None, None))
@@ -142,7 +145,7 @@ class Storage:
             return 200, data, {
                 "Content-Type": meta.get("contentType", "application/octet-stream"),
                 "X-Goog-Generation": meta["generation"], "X-Goog-Metageneration": meta["metageneration"],
-                "X-Goog-Hash": "crc32c=%s,md5=%s" % (meta["crc32c"], meta["md5Hash"]),
+                "X-Goog-Hash": "crc32c=%s" % meta["crc32c"] + (",md5=%s" % meta["md5Hash"] if "md5Hash" in meta else ""),
                 "X-Goog-Stored-Content-Length": str(len(data)), "ETag": meta["etag"]}
         return 200, meta, {}
 
@@ -238,6 +241,41 @@ class Storage:
         key = bucket + "/" + name
         cur = self.objects.get(key)
         self._check(req, cur)
+        return self._store(bucket, name, data, ctype, meta_in)
+
+    def compose(self, req):
+        """objects.compose: the destination is the sources' data, concatenated here (at most 32
+        sources, in this bucket; a source's generation, when given, must be its current one).
+        Like Google's, a composite object has a crc32c and a componentCount but no md5Hash."""
+        bucket, name = req.segments[3], req.segments[5]
+        body = req.json() or {}
+        srcs = body.get("sourceObjects") or []
+        if not srcs or len(srcs) > 32:
+            raise storage_err(400, "The number of source components provided (%d) is not between 1 and 32."
+                              % len(srcs), "invalid")
+        data = b""
+        for src in srcs:
+            cur = self.objects.get(bucket + "/" + str(src.get("name")))
+            if cur is None or ("generation" in src and str(src["generation"]) != cur["meta"]["generation"]):
+                raise storage_err(404, "Object %s (generation: %s) not found."
+                                  % (src.get("name"), src.get("generation", "")), "notFound")
+            pre = (src.get("objectPreconditions") or {}).get("ifGenerationMatch")
+            if pre is not None and str(pre) != cur["meta"]["generation"]:
+                raise ApiError(412, "At least one of the pre-conditions you specified did not hold.", errors=[{
+                    "domain": "global", "reason": "conditionNotMet",
+                    "message": "At least one of the pre-conditions you specified did not hold."}])
+            data += base64.b64decode(cur["data"])
+        self._check(req, self.objects.get(bucket + "/" + name))
+        dst = body.get("destination") or {}
+        status, meta, hdrs = self._store(bucket, name, data, dst.get("contentType") or "application/octet-stream",
+                                         dst)
+        del meta["md5Hash"]
+        meta["componentCount"] = len(srcs)
+        return status, meta, hdrs
+
+    def _store(self, bucket, name, data, ctype, meta_in):
+        """A new generation of bucket/name holding data; its metadata."""
+        key = bucket + "/" + name
         self.gen += 1 + secrets.randbelow(1000)
         now = common.fmt_ts(self.world.now())[:-4] + "Z"
         gen = str(self.gen)

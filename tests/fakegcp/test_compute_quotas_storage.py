@@ -287,6 +287,25 @@ class StorageObjects(FakeTestCase):
         st, e = self.fake.call("GET", "/storage/v1/b/bkt/o/state%2Fx.json")
         self.assertEqual((st, e["error"]["message"]), (404, "No such object: bkt/state/x.json"))
 
+    def test_compose(self):
+        _, a = self.upload("p/a", b'{"x":')
+        _, b = self.upload("p/b", b'1}\n')
+        body = {"sourceObjects": [{"name": "p/a"}, {"name": "p/b", "generation": b["generation"]}],
+                "destination": {"contentType": "application/json"}}
+        st, m = self.fake.call("POST", "/storage/v1/b/bkt/o/p%2Fab/compose", body, query={"ifGenerationMatch": "0"})
+        self.assertEqual(st, 200, m)
+        self.assertEqual((m["name"], m["size"], m["componentCount"], "md5Hash" in m), ("p/ab", "8", 2, False))
+        st, h, data = self.fake.raw("GET", "/storage/v1/b/bkt/o/p%2Fab?alt=media", headers={"Authorization": "Bearer T"})
+        self.assertEqual((st, data), (200, b'{"x":1}\n'))
+        # The destination's precondition, then a source generation that is gone.
+        st, e = self.fake.call("POST", "/storage/v1/b/bkt/o/p%2Fab/compose", body, query={"ifGenerationMatch": "0"})
+        self.assertEqual((st, e["error"]["errors"][0]["reason"]), (412, "conditionNotMet"))
+        self.upload("p/b", b"2}")
+        st, e = self.fake.call("POST", "/storage/v1/b/bkt/o/p%2Fac/compose", body)
+        self.assertEqual((st, e["error"]["message"]), (404, "Object p/b (generation: %s) not found." % b["generation"]))
+        st, e = self.fake.call("POST", "/storage/v1/b/bkt/o/p%2Fac/compose", {"sourceObjects": []})
+        self.assertEqual(st, 400, e)
+
     def test_list_pages_by_prefix(self):
         for n in ("p/history/0000000002.json", "p/history/0000000001.json", "p/state.json", "q/x"):
             self.assertEqual(self.upload(n, b"{}")[0], 200)

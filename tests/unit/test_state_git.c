@@ -14,13 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <git2.h>
 
 #include "state/backend.h"
+#include "state/git_reflock.h"
 #include "state/lock.h"
 #include "state/state.h"
 #include "state/state_git.h"
@@ -697,6 +700,9 @@ struct lockfx {
 	char lock[256];
 	int64_t slept;
 	int unlock_on_sleep;  /* the holder finishes during our first wait */
+	int flock_fd_on_lock; /* > 0: flock this fd when the lock file is left */
+	const char *record;   /* written to .git/vx-ref-writer when the lock file is left */
+	const char *other;    /* non-NULL: leave this file (under .git/) instead of the state's lock */
 };
 
 static struct lockfx *lock_ctx;
@@ -717,6 +723,15 @@ static void lock_sleep(void *ud, int64_t ms)
 		assert_int_equal(unlink(lock_ctx->lock), 0);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	assert_int_equal(fputs(text, fp) >= 0, 1);
+	assert_int_equal(fclose(fp), 0);
+}
+
 /* Leaves refs/heads/vx/state/research.lock with an mtime age_ms before the ctx's now. */
 static void leave_ref_lock(struct lockfx *x, int64_t age_ms)
 {
@@ -725,12 +740,21 @@ static void leave_ref_lock(struct lockfx *x, int64_t age_ms)
 				  { (time_t)(t / 1000), (long)(t % 1000) * 1000000L } };
 	int fd;
 
-	snprintf(x->lock, sizeof(x->lock), "%s/.git/refs/heads/vx/state/research.lock", x->f->repo);
+	snprintf(x->lock, sizeof(x->lock), "%s/.git/%s", x->f->repo,
+		 x->other ? x->other : "refs/heads/vx/state/research.lock");
 	fd = open(x->lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "0123\n", 5), 5);
 	close(fd);
 	assert_int_equal(utimensat(AT_FDCWD, x->lock, ts, 0), 0);
+	if (x->record) {
+		char path[300];
+
+		snprintf(path, sizeof(path), "%s/.git/vx-ref-writer", x->f->repo);
+		write_file(path, x->record);
+	}
+	if (x->flock_fd_on_lock > 0)
+		assert_int_equal(flock(x->flock_fd_on_lock, LOCK_EX | LOCK_NB), 0);
 }
 
 /* Writes one state commit with the ref lock as left by leave_ref_lock; returns the rc. */
@@ -758,34 +782,197 @@ static int write_past_lock(struct lockfx *x, int64_t age_ms, struct vx_err *err)
 
 static void test_old_ref_lock_is_removed(void **state)
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0 };
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
 
-	assert_int_equal(write_past_lock(&x, 60000, &err), 0);
+	/* Nobody is known to hold it, and it is older than any paused writer vx waits for. */
+	assert_int_equal(write_past_lock(&x, 11 * 60 * 1000, &err), 0);
 	assert_int_equal(x.slept, 0);
 	assert_int_equal(access(x.lock, F_OK), -1);
-	assert_non_null(strstr(vx_buf_str(&x.log), "a lock file left 60 s ago"));
+	assert_non_null(strstr(vx_buf_str(&x.log), "a lock file left 11 min ago"));
 	vx_buf_release(&x.log);
 	vx_err_release(&err);
 }
 
-static void test_fresh_ref_lock_is_waited_for_then_removed(void **state)
+/* The state branch's tip commit id, as hex. */
+static void state_tip(struct staterepo *f, char out[GIT_OID_HEXSZ + 1])
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0 };
-	struct vx_err err = VX_ERR_INIT;
+	git_repository *repo = NULL;
+	git_oid tip;
 
-	/* Left a moment ago by a writer killed mid-write: it never goes away by itself. */
-	assert_int_equal(write_past_lock(&x, 0, &err), 0);
-	assert_int_equal(x.slept, 5000);
-	assert_int_equal(access(x.lock, F_OK), -1);
-	assert_non_null(strstr(vx_buf_str(&x.log), "a lock file left 5 s ago"));
+	assert_int_equal(git_repository_open(&repo, f->repo), 0);
+	assert_int_equal(git_reference_name_to_id(&tip, repo, "refs/heads/vx/state/research"), 0);
+	git_oid_tostr(out, GIT_OID_HEXSZ + 1, &tip);
+	git_repository_free(repo);
+}
+
+static void test_fresh_ref_lock_of_a_live_writer_is_not_taken(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
+	struct vx_err err = VX_ERR_INIT;
+	char before[GIT_OID_HEXSZ + 1], after[GIT_OID_HEXSZ + 1], *want = NULL;
+
+	/*
+	 * A writer took the lock a moment ago and is paused (or a git command
+	 * is at work): it will rename that file into place when it resumes.
+	 * Waiting past the old 5 s must not make it ours.
+	 */
+	assert_int_equal(write_past_lock(&x, 0, &err), VX_EIO);
+	assert_int_equal(x.slept, 10000);
+	assert_int_equal(access(x.lock, F_OK), 0);
+	assert_null(strstr(vx_buf_str(&x.log), "removing"));
+	want = vx_asprintf("updating the state branch: %s is still held after 10 s: a git or vx "
+			   "process is writing that ref, perhaps paused, or one ended while writing "
+			   "it; if no git or vx process is at work on this repository, remove that "
+			   "file", x.lock);
+	assert_string_equal(err.msg, want);
+	/* The state is as the first write left it: "two" was not written around the lock. */
+	state_tip(x.f, before);
+	assert_int_equal(unlink(x.lock), 0);
+	state_tip(x.f, after);
+	assert_string_equal(before, after);
+	free(want);
 	vx_buf_release(&x.log);
 	vx_err_release(&err);
+}
+
+/* A child that has exited and been reaped: its pid names no process now. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+static void test_ref_lock_of_a_dead_vx_is_removed_at_once(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
+	struct vx_err err = VX_ERR_INIT;
+	char host[256], rec[600], *want = NULL;
+	pid_t pid = dead_pid();
+
+	/* The record vx writes next to its ref updates, as a vx killed mid-update leaves it. */
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	snprintf(rec, sizeof(rec), "pid=%ld host=%s boot=- start=0 ref=refs/heads/vx/state/research\n",
+		 (long)pid, host);
+	x.record = rec;
+	assert_int_equal(write_past_lock(&x, 0, &err), 0);
+	assert_int_equal(x.slept, 0);
+	assert_int_equal(access(x.lock, F_OK), -1);
+	want = vx_asprintf("\nremoving %s: left by vx (pid %ld on %s) updating "
+			   "refs/heads/vx/state/research, which ended before it finished\n",
+			   x.lock, (long)pid, host);
+	/* That whole line, after the first write's. */
+	assert_non_null(strstr(vx_buf_str(&x.log), want));
+	free(want);
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
+static void test_dead_vx_lock_of_another_ref_is_removed(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, "refs/vx/lease/research.lock" };
+	struct vx_err err = VX_ERR_INIT;
+	char host[256], rec[600], dir[300];
+	pid_t pid = dead_pid();
+
+	/* Killed while moving the lease: the next update, of the state branch,
+	 * takes the writer lock (and its record) and removes that leftover too. */
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	snprintf(rec, sizeof(rec), "pid=%ld host=%s boot=- start=0 ref=refs/vx/lease/research\n", (long)pid, host);
+	x.record = rec;
+	snprintf(dir, sizeof(dir), "%s/.git/refs/vx", x.f->repo);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/.git/refs/vx/lease", x.f->repo);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(write_past_lock(&x, 0, &err), 0);
+	assert_int_equal(x.slept, 0);
+	assert_int_equal(access(x.lock, F_OK), -1);
+	assert_non_null(strstr(vx_buf_str(&x.log), "refs/vx/lease/research.lock: left by vx (pid "));
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
+static void test_record_naming_no_ref_removes_nothing(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, "victim.lock" };
+	struct vx_err err = VX_ERR_INIT;
+	char host[256], rec[600];
+	pid_t pid = dead_pid();
+
+	/* The record is a file anyone with write access could edit: what it names is a path. */
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	snprintf(rec, sizeof(rec), "pid=%ld host=%s boot=- start=0 ref=refs/../victim\n", (long)pid, host);
+	x.record = rec;
+	assert_int_equal(write_past_lock(&x, 0, &err), 0);
+	assert_int_equal(access(x.lock, F_OK), 0);
+	assert_null(strstr(vx_buf_str(&x.log), "removing"));
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
+static void test_live_vx_mid_update_is_waited_for_not_overtaken(void **state)
+{
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 0, 0, NULL, NULL };
+	struct vx_err err = VX_ERR_INIT;
+	char host[256], path[300], rec[600], *want = NULL;
+	int fd;
+
+	/* Another vx (here: this process, through a second open file) is in
+	 * the middle of an update, holding the writer lock: alive, paused. */
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	snprintf(path, sizeof(path), "%s/.git/vx-ref-writer", x.f->repo);
+	snprintf(rec, sizeof(rec), "pid=%ld host=%s boot=- start=0 ref=refs/heads/vx/state/research\n",
+		 (long)getpid(), host);
+	x.record = rec;
+	write_file(path, "");
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	/* The first write takes the writer lock itself: hold it only from the second. */
+	x.flock_fd_on_lock = fd;
+	assert_int_equal(write_past_lock(&x, 0, &err), VX_EIO);
+	assert_int_equal(x.slept, 10000);
+	assert_int_equal(access(x.lock, F_OK), 0);
+	want = vx_asprintf("updating the state branch: vx (pid %ld on %s) updating "
+			   "refs/heads/vx/state/research has not finished after 10 s: it is alive, "
+			   "perhaps paused (stopped, suspended), and vx never takes a ref lock over "
+			   "from a live process; let it finish, or end it, and try again",
+			   (long)getpid(), host);
+	assert_string_equal(err.msg, want);
+	assert_null(strstr(vx_buf_str(&x.log), "removing"));
+	close(fd);
+	free(want);
+	vx_buf_release(&x.log);
+	vx_err_release(&err);
+}
+
+static void test_process_dead(void **state)
+{
+	char host[256];
+	pid_t pid = dead_pid();
+
+	(void)state;
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	assert_int_equal(git_reflock_process_dead(getpid(), host, "", 0), 0);
+	assert_int_equal(git_reflock_process_dead(pid, host, "", 0), 1);
+	/* Another host's process: nothing here proves it gone. */
+	assert_int_equal(git_reflock_process_dead(pid, "elsewhere.invalid", "", 0), 0);
+	/* Our pid, but recorded with another start time: the pid was reused. */
+	assert_int_equal(git_reflock_process_dead(getpid(), host, "", 1), 1);
+	/* Recorded in another boot of this machine (where boot ids exist). */
+	if (access("/proc/sys/kernel/random/boot_id", R_OK) == 0)
+		assert_int_equal(git_reflock_process_dead(getpid(), host,
+							  "00000000-0000-0000-0000-000000000000", 0), 1);
+	assert_int_equal(git_reflock_process_dead(0, host, "", 0), 0);
 }
 
 static void test_ref_lock_released_by_its_holder(void **state)
 {
-	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 1 };
+	struct lockfx x = { *state, VX_BUF_INIT, "", 0, 1, 0, NULL, NULL };
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(write_past_lock(&x, 0, &err), 0);
@@ -993,7 +1180,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_ref_lock_is_removed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fresh_ref_lock_is_waited_for_then_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_ref_lock_of_a_live_writer_is_not_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ref_lock_of_a_dead_vx_is_removed_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_live_vx_mid_update_is_waited_for_not_overtaken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_vx_lock_of_another_ref_is_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_record_naming_no_ref_removes_nothing, setup, teardown),
+		cmocka_unit_test(test_process_dead),
 		cmocka_unit_test_setup_teardown(test_ref_lock_released_by_its_holder, setup, teardown),
 	};
 

@@ -1,6 +1,6 @@
 /* Unit tests for providers/gcp/storage: read (metadata, then the media at that
  * generation), multipart write and delete with ifGenerationMatch, 412 as a
- * conflict, escaped object names, and the metadata parser on hostile JSON. */
+ * conflict, compose, escaped object names, and the metadata parser on hostile JSON. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,6 +140,47 @@ static void test_write_multipart_exact(void **state)
 	vx_err_release(&err);
 }
 
+static void test_compose_exact(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+	const struct httpd_request *r;
+	int64_t gen = 0;
+	const struct storage_compose_source src[] = {
+		{ .name = "p/parts/h", .generation = 12 },
+		{ .name = "p/state.json", .generation = 1700000000000001LL },
+		{ .name = "p/parts/tail", .generation = 0 },
+	};
+
+	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"p/history/0000000002.json\",\"generation\":\"99\"}", 0);
+	assert_int_equal(storage_object_compose(&f->c, "bkt", "p/history/0000000002.json", src, 3, NULL, 0, &gen,
+						&err), 0);
+	assert_int_equal(gen, 99);
+	r = httpd_request(f->t.s, 0);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->target, "/storage/v1/b/bkt/o/p%2Fhistory%2F0000000002.json/compose?ifGenerationMatch=0");
+	assert_string_equal(httpd_header(r, "Content-Type"), "application/json");
+	/* Each source at its generation (0: its current one); the destination's type. */
+	assert_string_equal(r->body, "{\"sourceObjects\":[{\"name\":\"p/parts/h\",\"generation\":\"12\"},"
+			    "{\"name\":\"p/state.json\",\"generation\":\"1700000000000001\"},"
+			    "{\"name\":\"p/parts/tail\"}],\"destination\":{\"contentType\":\"application/json\"}}");
+	/* It exists already: a conflict; a source gone: not found. */
+	httpd_respond(f->t.s, 412, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":412,\"message\":\"precondition\"}}", 0);
+	assert_int_equal(storage_object_compose(&f->c, "bkt", "d", src, 3, NULL, 0, &gen, &err), VX_ECONFLICT);
+	vx_err_release(&err);
+	httpd_respond(f->t.s, 404, CLIENTTEST_JSON_HDR, "{\"error\":{\"code\":404,\"message\":\"Object p/state.json "
+		      "(generation: 1700000000000001) not found.\"}}", 0);
+	assert_int_equal(storage_object_compose(&f->c, "bkt", "d", src, 3, NULL, 0, &gen, &err), VX_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "storage: composing gs://bkt/d: "));
+	vx_err_release(&err);
+	/* Checked before anything is sent: no source, too many, a bad name. */
+	assert_int_equal(storage_object_compose(&f->c, "bkt", "d", src, 0, NULL, 0, &gen, &err), VX_EINVAL);
+	vx_err_release(&err);
+	assert_int_equal(storage_object_compose(&f->c, "bkt", "d", src, 33, NULL, 0, &gen, &err), VX_EINVAL);
+	vx_err_release(&err);
+	assert_int_equal(httpd_request_count(f->t.s), 3);
+}
+
 static void test_delete_exact(void **state)
 {
 	struct fx *f = *state;
@@ -200,6 +241,7 @@ int main(void)
 		T(test_read_starts_over_when_replaced),
 		T(test_write_multipart_exact),
 		T(test_delete_exact),
+		T(test_compose_exact),
 		cmocka_unit_test(test_parse_hostile),
 	};
 

@@ -262,9 +262,10 @@ class Torture:
         self.rows.append(row)
         docs = declaration(20)
         # A lease shorter than a minute is for tests, but not shorter than
-        # 10 s: the apply that takes over may wait up to 5 s for a git ref
-        # lock file the paused one left (state_git.c REF_LOCK_STALE_MS), and
-        # with a 2 s lease it lost its own lease while waiting.
+        # 10 s: the apply that takes over may wait up to 10 s for a git ref
+        # lock the paused one holds (state_git.c REF_LOCK_WAIT_MS; it then
+        # fails, never taking the lock over), and with a 2 s lease it lost
+        # its own lease while waiting.
         short = {"VX_LEASE_SECONDS": "10"}
         n = max(1, self.trials // 5)
         rng = random.Random("%d/pause/%s" % (self.seed, backend))
