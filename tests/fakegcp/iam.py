@@ -48,6 +48,7 @@ PERMISSION_OF = {
     "storage.objects.get": "storage.objects.get",
     "storage.objects.insert": "storage.objects.create",
     "storage.objects.delete": "storage.objects.delete",
+    "storage.objects.compose": "storage.objects.create",
     "serviceusage.services.get": "serviceusage.services.get",
 }
 
