@@ -401,6 +401,28 @@ static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 	return cur->region && region && strcmp(cur->region, region) != 0;
 }
 
+/*
+ * The failure class of the current run: its state and error, and what the
+ * job itself says (its rung's scheduling strategy, whether it ever started,
+ * whether vx cancelled it). lj is the live job, NULL when not refreshing or
+ * when it vanished.
+ */
+static const char *run_failure(const struct plan_decl *d, const struct plan_run *cur, int64_t at,
+			       const struct live_job *lj, const char *state, int code, const char *msg)
+{
+	size_t n = d->nrungs > 1 ? d->nrungs : 1;
+	size_t k = at < 0 ? 0 : (uint64_t)at >= n ? n - 1 : (size_t)at;
+	struct failure_input in = {
+		.state = state, .error_code = code, .message = msg,
+		.scheduling = cur->rung_id.scheduling ? cur->rung_id.scheduling
+			      : d->rung_ids ? d->rung_ids[k].scheduling : NULL,
+		.started = (lj ? lj->start_ms : 0) > 0 || cur->started_ms > 0,
+		.cancelled_by_vx = cur->cancelled_by_vx,
+	};
+
+	return failure_classify(&in);
+}
+
 static void plan_declared(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
 {
 	const struct plan_run *cur = rec ? rec->current : NULL;
@@ -558,7 +580,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 
 	/* Same spec and run: active or succeeded is a noop; a failure may resubmit. */
-	cls = failure_classify(state, code, msg, cur->cancelled_by_vx);
+	cls = run_failure(d, cur, at, lj, state, code, msg);
 	if (!cls) {
 		a = add_action(b, PLAN_NOOP, d->address);
 		if (!a)
@@ -1222,6 +1244,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->rung_id.reservation = r->current->rung_reservation;
 			run->end_ms = r->current->ended_ms;
 			run->created_ms = r->current->created_ms;
+			run->started_ms = r->current->started_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
 			/* A create that never answered has no resource: the plan treats it as
 			 * no current run, and adoption by labels finds the job if it exists. */
@@ -1582,7 +1605,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	struct vx_err e2 = VX_ERR_INIT;
 	struct state_record *r = record_for(a, c->job, &e2);
 	const char *msg = vx_err_msg(why);
-	const char *cls = failure_classify("JOB_STATE_FAILED", 0, msg, 0);
+	const char *cls = failure_classify_refusal(msg);
 	struct state_run run;
 
 	memset(&run, 0, sizeof(run));
@@ -1598,7 +1621,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	run.run = c->pa->run;
 	run.attempt = c->pa->attempt;
 	run.rung = c->pa->rung;
-	run.failure = vx_strdup(cls && !strcmp(cls, "quota") ? "quota" : "refused");
+	run.failure = vx_strdup(cls);
 	run.error_message = vx_strdup(msg);
 	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
@@ -2142,8 +2165,12 @@ static const struct live_job *live_lookup(const struct live_job **idx, size_t n,
  * Copies what lj says about run into it. Returns 1 when something changed,
  * 0 when not, < 0 when out of memory (run is left half-updated but valid).
  */
-static int refresh_run(struct state_run *run, const struct live_job *lj)
+static int refresh_run(struct state_run *run, const struct live_job *lj, const struct state_record *r)
 {
+	struct failure_input in = {
+		.state = lj->state, .error_code = lj->error_code, .message = lj->error_message,
+		.cancelled_by_vx = run->cancelled_by_vx,
+	};
 	const char *cls;
 	int changed = 0;
 
@@ -2163,7 +2190,12 @@ static int refresh_run(struct state_run *run, const struct live_job *lj)
 		run->started_ms = lj->start_ms;
 		changed = 1;
 	}
-	cls = failure_classify(lj->state, lj->error_code, lj->error_message, run->cancelled_by_vx);
+	/* Its rung's strategy, else the record's spec's when the run is of that spec. */
+	in.scheduling = run->rung_scheduling;
+	if (!in.scheduling && r && vx_text_same(run->spec_hash, r->spec_hash))
+		in.scheduling = failure_spec_strategy(r->spec_json);
+	in.started = run->started_ms > 0;
+	cls = failure_classify(&in);
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;
 	return changed;
@@ -2171,7 +2203,7 @@ static int refresh_run(struct state_run *run, const struct live_job *lj)
 
 /* Refreshes run from the index; appends a summary line naming it when it changed. */
 static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
-		       const char *address, int earlier, struct vx_buf *b)
+		       const struct state_record *r, int earlier, struct vx_buf *b)
 {
 	const struct live_job *lj = live_lookup(idx, n, run->resource);
 	char *old_state;
@@ -2180,9 +2212,9 @@ static size_t refresh_one(struct state_run *run, const struct live_job **idx, si
 	if (!lj)
 		return 0;
 	old_state = vx_strdup(run->state);
-	changed = refresh_run(run, lj);
+	changed = refresh_run(run, lj, r);
 	if (changed > 0 &&
-	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", address, earlier ? " (earlier run " : "",
+	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", r->address, earlier ? " (earlier run " : "",
 			  earlier ? run->resource : "", earlier ? ")" : "", job_state_short(old_state),
 			  job_state_short(run->state), run->failure ? " (" : "",
 			  run->failure ? run->failure : "", run->failure ? ")" : "") < 0)
@@ -2219,9 +2251,9 @@ size_t apply_refresh_state(struct state *state, const struct live_jobs *live, ch
 		 */
 		for (size_t h = 0; h < r->nhistory; h++)
 			if (r->history[h].resource && !job_state_is_terminal(r->history[h].state))
-				changed += refresh_one(&r->history[h], idx, n, r->address, 1, &b);
+				changed += refresh_one(&r->history[h], idx, n, r, 1, &b);
 		if (r->current && r->current->resource)
-			changed += refresh_one(r->current, idx, n, r->address, 0, &b);
+			changed += refresh_one(r->current, idx, n, r, 0, &b);
 	}
 	free(idx);
 	if (summary)

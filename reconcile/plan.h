@@ -112,6 +112,7 @@ struct plan_run {
 	 * the rung is then known by position alone. */
 	struct plan_rung_id rung_id;
 	int64_t created_ms;         /* when vx created it, 0 = unknown */
+	int64_t started_ms;         /* its startTime as last seen, 0 = never seen started */
 	int64_t end_ms;
 	int cancelled_by_vx;
 };

@@ -24,8 +24,8 @@ FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED (or a planned failure)
 
 COMMIT_TIME = re.compile(r"^  (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  (cancel|forget)\b", re.M)
 
-STOCKOUT = ("The resources are insufficient in region: us-central1. Please try a different region. "
-            "If you use K80, please consider using P100 or V100 instead.")
+STOCKOUT = ("Resources are insufficient in region: us-central1. Try a different region or use a "
+            "different accelerator.")
 # The fake's user-error message, cut by vx at 200 characters.
 USER_ERROR_200 = ("The replica workerpool0-0 exited with a non-zero status of 1. To find out more about "
                   "why your job exited please check the logs: https://console.cloud.google.com/logs/"
