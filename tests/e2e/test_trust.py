@@ -202,10 +202,17 @@ class Trust(FakeTestCase):
                          "job.a\n  <time>  create    (no job made)  attempt 1  run 1  by %s  config %s  "
                          "refused (quota), ended <time>: %s\n"
                          % (run["launchedBy"], run["configCommit"][:12], shown))
-        # a later apply, with quota, creates it
+        # The refusal was an attempt: quota is not in resubmit.on, so a later apply does not ask
+        # again by itself, even with the quota there.
         self.fake.post("/_fake/quota", {"accelerator_type": "NVIDIA_L4", "preemptible": False, "limit": 100})
+        sent = self.fake.rpc_count("CreateCustomJob")     # the 429's retries included
         self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), sent)
+        self.assertEqual(self.active("a"), [])
+        # -replace asks again, as the plan said.
+        self.assertEqual(self.repo.apply("-replace", "job.a").code, 0)
         self.assertEqual(len(self.active("a")), 1)
+        self.assertEqual(self.active("a")[0]["labels"]["vx-attempt"], "2")
         self.assertEqual(len(self.record("job.a")["history"]), 1)
 
 

@@ -229,6 +229,19 @@ static void test_resubmit_budget(void **state)
 	assert_string_equal(p.actions[0].failure_class, "user-error");
 	assert_non_null(strstr(p.actions[0].reason, "not resubmitted"));
 	plan_release(&p);
+
+	/* a message no rule knows: unknown, not resubmitted, and the plan says why */
+	free(live.items[0].error_message);
+	live.items[0].error_message = strdup("Something Google never said before.");
+	live.items[0].error_code = 0;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].failure_class, "unknown");
+	assert_string_equal(p.actions[0].error_message, "Something Google never said before.");
+	assert_non_null(strstr(p.actions[0].reason, "; not resubmitted: no rule of vx knows this message, so it may "
+						    "fail the same way again (list unknown in resubmit.on to resubmit "
+						    "such failures)"));
+	plan_release(&p);
 	live_jobs_release(&live);
 }
 
@@ -275,6 +288,79 @@ static void test_spot_started_stockout_plans_preempted(void **state)
 	assert_string_equal(p.actions[0].failure_class, "preempted");
 	plan_release(&p);
 	live_jobs_release(&live);
+}
+
+/* A refused create is an attempt: resubmit.on, maxAttempts and a backoff decide the next. */
+static void test_refused_create_is_an_attempt(void **state)
+{
+	static const char *const on_refused[] = { "refused" };
+	static const char *const replace[] = { "job.train" };
+	struct plan_decl d = decl(HASH_A);
+	struct plan_record r = { .address = "job.train",
+		.refusal = { .n = 1, .spec_hash = HASH_A, .run = 1, .attempt = 1, .at_ms = 1795341000000,
+			     .cls = "refused", .message = "vertex: creating job: PERMISSION_DENIED: no" } };
+	struct plan_input in = { .stack = "research", .lineage = LINEAGE, .decls = &d, .ndecls = 1,
+				 .records = &r, .nrecords = 1, .now_ms = 1795341000000 + 30000 };
+	struct vx_err err = VX_ERR_INIT;
+	struct plan p;
+
+	(void)state;
+	/* not listed: shown, never asked again */
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].failure_class, "refused");
+	assert_string_equal(p.actions[0].error_message, "vertex: creating job: PERMISSION_DENIED: no");
+	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, attempt 1); "
+			    "not asked again: refused is not in resubmit.on; fix the cause, then vxapply -replace job.train");
+	plan_release(&p);
+
+	/* listed: not before resubmit.delay (at least a minute) has passed */
+	d.resubmit_on = on_refused;
+	d.nresubmit_on = 1;
+	d.retry_delay_ms = 1000;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].not_before_ms, 1795341000000 + 60000);
+	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, 1 in a row); "
+			    "attempt 2/3 not before 2026-11-22 09:51:00Z (backoff)");
+	plan_release(&p);
+	/* doubling per refusal in a row */
+	r.refusal.n = 3;
+	in.now_ms = 1795341000000 + 200000;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].not_before_ms, 1795341000000 + 240000);
+	plan_release(&p);
+
+	/* past it: the next attempt */
+	in.now_ms = 1795341000000 + 240000;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].attempt, 2);
+	assert_string_equal(p.actions[0].reason, "attempt 2/3 after the create was refused (refused at 2026-11-22 09:50Z)");
+	plan_release(&p);
+
+	/* the budget counts refusals */
+	r.refusal.attempt = 3;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_non_null(strstr(p.actions[0].reason, "resubmit budget exhausted (3/3 attempts)"));
+	plan_release(&p);
+
+	/* -replace asks again at once */
+	in.replaces = replace;
+	in.nreplaces = 1;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].attempt, 4);
+	plan_release(&p);
+
+	/* a refusal of another spec is not this one's */
+	in.nreplaces = 0;
+	r.refusal.spec_hash = HASH_B;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].attempt, 1);
+	plan_release(&p);
 }
 
 static void test_resubmit_adopts_crashed_attempt(void **state)
@@ -977,6 +1063,7 @@ int main(void)
 		cmocka_unit_test(test_on_change_after_finish_and_protect),
 		cmocka_unit_test(test_resubmit_budget),
 		cmocka_unit_test(test_spot_started_stockout_plans_preempted),
+		cmocka_unit_test(test_refused_create_is_an_attempt),
 		cmocka_unit_test(test_resubmit_adopts_crashed_attempt),
 		cmocka_unit_test(test_removed_cancel_forget_and_drift),
 		cmocka_unit_test(test_removed_import_is_forgotten),
