@@ -105,7 +105,7 @@ static char *clean_message(const char *msg)
 
 	if (!msg || !*msg)
 		return NULL;
-	if (render_error_message(&b, msg) < 0) {
+	if (render_error_first_line(&b, msg) < 0) {
 		vx_buf_release(&b);
 		return NULL;
 	}
