@@ -15,8 +15,9 @@ from harness import FakeTestCase, job_yaml
 RUNNING_AFTER = 60       # virtual seconds: QUEUED -> PENDING -> RUNNING with the fake's defaults
 FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED
 TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d"
-REFUSAL = (r'\(vertex: creating job "a" in us-central1: PERMISSION_DENIED: Injected fault\. \(the caller lacks a '
-           r'permission: grant it roles/aiplatform\.user\)\)')
+REFUSAL = (r'\(vertex: creating job "a" in us-central1: PERMISSION_DENIED: Injected fault\. \(the caller lacks '
+           r'aiplatform\.customJobs\.create for projects\.locations\.customJobs\.create: grant '
+           r'roles/aiplatform\.user on the project\)\)')
 
 
 class PlanApply(FakeTestCase):
