@@ -142,7 +142,7 @@ static void print_job_changed(void *ud, const char *name, const struct live_job 
 
 	if (pr->tty)
 		fputs("\r\033[K", stdout);
-	/* Why it failed, in the job's own words (first line, cleaned). */
+	/* Why it failed, in the job's own words (whole, cleaned and redacted). */
 	if (lj && job_state_is_terminal(state) && (lj->error_code || lj->error_message) &&
 	    (vx_buf_adds(&why, ": ") < 0 || render_error(&why, lj->error_code, lj->error_message) < 0))
 		vx_buf_reset(&why);

@@ -1,25 +1,70 @@
 #ifndef VX_RECONCILE_FAILURE_H
 #define VX_RECONCILE_FAILURE_H
 
+#include <stddef.h>
+
 /*
- * Why a run ended badly, from the job's state and error as Vertex reports
- * them. The class decides whether `resubmit.on` resubmits it.
+ * Why a run ended badly, from the job as Vertex reports it: its state, its
+ * error, its scheduling strategy, whether it ever started and whether vx
+ * cancelled it. The class decides whether `resubmit.on` resubmits it.
  *
- *   stockout           FAILED, "Resources are insufficient in region: ..." (capacity)
- *   preempted          FAILED, spot VMs reclaimed
- *   wait-timeout       FAILED, FLEX_START waited past maxWaitDuration
- *   quota              FAILED, "The following quota metrics exceed quota limits: ..."
- *   user-error         FAILED, "The replica workerpool0-0 exited with a non-zero status of N"
- *   internal           FAILED for any other reason
- *   cancelled-outside  CANCELLED (or vanished) without vx having asked for it
+ *   stockout           no capacity: "Resources are insufficient in region: R",
+ *                      "... does not have enough resources available ...",
+ *                      "... is currently unavailable in the Z zone", "no more
+ *                      capacity", "Insufficient reserved capacity", or code 8
+ *                      (RESOURCE_EXHAUSTED) with no other text known. A SPOT
+ *                      job that never started.
+ *   preempted          a SPOT job that had started (startTime set) and then
+ *                      failed for capacity: Google reports a reclaimed Spot
+ *                      VM as a STOCKOUT, never with the word "preempt".
+ *   wait-timeout       a FLEX_START job that ended (FAILED, EXPIRED, or
+ *                      CANCELLED without vx asking) without ever starting:
+ *                      it waited out maxWaitDuration (no text is published).
+ *   quota              "The following quota metrics exceed quota limits: ...",
+ *                      "Quota 'X' exceeded"; a create refused with 429 for quota.
+ *   user-error         "The replica R exited with a non-zero status of N",
+ *                      "... ran out of memory and exited ..." (137: the same
+ *                      spec fails the same way).
+ *   config             the container image could not be pulled (registry
+ *                      permission, manifest unknown): the same spec fails again.
+ *   internal           "Internal error occurred ...", code 13, and Compute
+ *                      Engine's "Location L is not found or access is unauthorized".
+ *   unknown            a failure no rule knows: shown verbatim (redacted),
+ *                      resubmitted only when resubmit.on lists `unknown`.
+ *   cancelled-outside  CANCELLED (or vanished) without vx having asked for it.
+ *   refused            a create the server refused (permission, invalid
+ *                      argument, failed precondition): not a run.
  *
- * The texts matched are Google's own (seen in public reports of Vertex
- * failures); anything unrecognised is `internal`, never silently success.
+ * Only Google's leading sentence decides: after "Termination reason: Error."
+ * or "To find out more ... check the logs: URL" comes the tail of the
+ * user's own log, whose words ("quota", "preempted") say nothing about why
+ * the job ended.
  */
+
+struct failure_input {
+	const char *state;        /* JobState name (JOB_STATE_FAILED, ...) */
+	int error_code;           /* google.rpc.Code of the job's error, 0 = none */
+	const char *message;      /* the job's error message, or NULL */
+	const char *scheduling;   /* "SPOT", "FLEX_START", "STANDARD"; NULL = unknown (STANDARD) */
+	int started;              /* the job ran (startTime set, or startedAt recorded) */
+	int cancelled_by_vx;      /* vx asked for the cancel */
+};
 
 /* Returns the class name (static text), or NULL when the run did not fail
  * (succeeded, still active, or cancelled by vx). */
-const char *failure_classify(const char *state, int error_code, const char *message,
-			     int cancelled_by_vx);
+const char *failure_classify(const struct failure_input *in);
+
+/* The class of a create the server refused, from the error vx made of it
+ * ("vertex: creating job: RESOURCE_EXHAUSTED: The following quota ..."):
+ * "quota" for a quota refusal, else "refused". */
+const char *failure_classify_refusal(const char *message);
+
+/* The scheduling strategy a canonical spec JSON names ("SPOT", "FLEX_START",
+ * "STANDARD", static text), or NULL when it names none of them. */
+const char *failure_spec_strategy(const char *spec_json);
+
+/* How many leading bytes of message are Google's own sentence(s): up to
+ * "Termination reason:", "To find out more" or a "Traceback", else all. */
+size_t failure_lead_len(const char *message);
 
 #endif

@@ -478,7 +478,14 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 	run.run = d->run;
 	run.attempt = 1;
 	run.state = vx_strdup(lj.state);
-	run.failure = vx_strdup(failure_classify(lj.state, lj.error_code, lj.error_message, 0));
+	{
+		struct failure_input fin = {
+			.state = lj.state, .error_code = lj.error_code, .message = lj.error_message,
+			.scheduling = d->spec.strategy, .started = lj.start_ms > 0,
+		};
+
+		run.failure = vx_strdup(failure_classify(&fin));
+	}
 	run.error_code = lj.error_code;
 	run.error_message = vx_strdup(lj.error_message);
 	run.created_ms = lj.create_ms ? lj.create_ms : req->now_ms;

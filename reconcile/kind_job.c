@@ -36,6 +36,10 @@
 
 /* ---- plan: the three-way diff ------------------------------------------- */
 
+/* The backoff after a refused create: at least a minute, at most 15. */
+#define REFUSAL_MIN_WAIT_MS (60 * 1000)
+#define REFUSAL_MAX_WAIT_MS (15 * 60 * 1000)
+
 static int in_list(const char *s, const char *const *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -401,6 +405,121 @@ static int run_moved(const struct plan_run *cur, const struct plan_decl *d)
 	return cur->region && region && strcmp(cur->region, region) != 0;
 }
 
+/*
+ * The failure class of the current run: its state and error, and what the
+ * job itself says (its rung's scheduling strategy, whether it ever started,
+ * whether vx cancelled it). lj is the live job, NULL when not refreshing or
+ * when it vanished.
+ */
+static const char *run_failure(const struct plan_decl *d, const struct plan_run *cur, int64_t at,
+			       const struct live_job *lj, const char *state, int code, const char *msg)
+{
+	size_t n = d->nrungs > 1 ? d->nrungs : 1;
+	size_t k = at < 0 ? 0 : (uint64_t)at >= n ? n - 1 : (size_t)at;
+	struct failure_input in = {
+		.state = state, .error_code = code, .message = msg,
+		.scheduling = cur->rung_id.scheduling ? cur->rung_id.scheduling
+			      : d->rung_ids ? d->rung_ids[k].scheduling : NULL,
+		.started = (lj ? lj->start_ms : 0) > 0 || cur->started_ms > 0,
+		.cancelled_by_vx = cur->cancelled_by_vx,
+	};
+
+	return failure_classify(&in);
+}
+
+/* "2026-11-20 10:02:07Z", for a backoff's end. */
+static void fmt_second(char *buf, size_t len, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, len, "an unknown time");
+		return;
+	}
+	strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+/* The backoff after n refused creates in a row: resubmit.delay (at least a
+ * minute: a refusal is not over in seconds), doubling, at most 15 minutes. */
+static int64_t refusal_wait(const struct plan_decl *d, size_t n)
+{
+	int64_t wait = d->retry_delay_ms > REFUSAL_MIN_WAIT_MS ? d->retry_delay_ms : REFUSAL_MIN_WAIT_MS;
+
+	for (size_t k = 1; k < n && wait < REFUSAL_MAX_WAIT_MS; k++)
+		wait *= 2;
+	return wait < REFUSAL_MAX_WAIT_MS ? wait : REFUSAL_MAX_WAIT_MS;
+}
+
+/*
+ * A create the server refused for the declared spec and run is an attempt
+ * (docs/format.md): the next one is planned only when resubmit.on lists its
+ * class (refused, quota), the budget allows it and its backoff has passed
+ * (vxapply and vx watch plan alike, so neither asks again every time);
+ * else a noop that shows the refusal. -replace asks again at once. Returns
+ * 1 when it planned that noop. 0 when the new run may be planned: *attempt
+ * is then past the refused ones, and *why (owned, NULL when there was no
+ * refusal) says so for the plan.
+ */
+static int refusal_gate(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			int64_t *attempt, char **why)
+{
+	const struct plan_refusal *r = rec ? &rec->refusal : NULL;
+	char when[40], until[40];
+	int64_t next, wait, not_before = 0;
+	struct plan_action *a;
+	char *reason;
+
+	*why = NULL;
+	if (!r || !r->n || !vx_text_same(r->spec_hash, d->spec_hash) || r->run != d->run)
+		return 0;
+	next = r->attempt + 1 > *attempt ? r->attempt + 1 : *attempt;
+	fmt_when(when, sizeof(when), r->at_ms);
+	wait = refusal_wait(d, r->n);
+	if (in_list(d->address, b->in->replaces, b->in->nreplaces)) {
+		*attempt = next;
+		*why = vx_asprintf("attempt %" PRId64 "/%" PRId64 " after the create was refused (%s at %s): "
+				   "-replace asks again", next, d->max_attempts, r->cls, when);
+		if (!*why)
+			b->oom = 1;
+		return 0;
+	}
+	if (!resubmits(d, r->cls)) {
+		reason = vx_asprintf("the create was refused (%s at %s, attempt %" PRId64 "); not asked again: "
+				     "%s is not in resubmit.on; fix the cause, then vxapply -replace %s",
+				     r->cls, when, r->attempt, r->cls, d->address);
+	} else if (next > d->max_attempts) {
+		reason = vx_asprintf("the create was refused (%s at %s); resubmit budget exhausted "
+				     "(%" PRId64 "/%" PRId64 " attempts); vxapply -replace %s asks again",
+				     r->cls, when, r->attempt, d->max_attempts, d->address);
+	} else if (b->in->now_ms > 0 && b->in->now_ms < r->at_ms + wait) {
+		not_before = r->at_ms + wait;
+		fmt_second(until, sizeof(until), not_before);
+		reason = vx_asprintf("the create was refused (%s at %s, %zu in a row); attempt %" PRId64 "/%" PRId64
+				     " not before %s (backoff)", r->cls, when, r->n, next, d->max_attempts, until);
+	} else {
+		*attempt = next;
+		*why = vx_asprintf("attempt %" PRId64 "/%" PRId64 " after the create was refused (%s at %s)",
+				   next, d->max_attempts, r->cls, when);
+		if (!*why)
+			b->oom = 1;
+		return 0;
+	}
+	a = add_action(b, PLAN_NOOP, d->address);
+	if (!a) {
+		free(reason);
+		return 1;
+	}
+	fill_decl(b, a, d);
+	a->record = rec;
+	set_str(b, &a->old_hash, rec->spec_hash);
+	set_str(b, &a->failure_class, r->cls);
+	set_error(b, a, 0, r->message);
+	set_fmt(b, &a->reason, reason);
+	a->not_before_ms = not_before;
+	return 1;
+}
+
 static void plan_declared(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
 {
 	const struct plan_run *cur = rec ? rec->current : NULL;
@@ -412,16 +531,28 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	char when[40];
 
 	if (!cur) {
-		if (maybe_adopt(b, d, rec, 1, 0, "new job", NULL))
+		char *why;
+
+		attempt = 1;
+		if (refusal_gate(b, d, rec, &attempt, &why))
 			return;
+		if (maybe_adopt(b, d, rec, attempt, 0, "new job", NULL)) {
+			free(why);
+			return;
+		}
 		a = add_action(b, PLAN_CREATE, d->address);
-		if (!a)
+		if (!a) {
+			free(why);
 			return;
+		}
 		fill_decl(b, a, d);
 		a->record = rec;
 		a->run = d->run;
-		a->attempt = 1;
-		set_str(b, &a->reason, rec ? "no current run in state" : "new job");
+		a->attempt = attempt;
+		if (why)
+			set_fmt(b, &a->reason, why);
+		else
+			set_str(b, &a->reason, rec ? "no current run in state" : "new job");
 		return;
 	}
 
@@ -540,25 +671,33 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			return;
 		}
 		/* Finished (or cancelling): a new run. */
-		if (!maybe_adopt(b, d, rec, 1, 0, why, NULL)) {
-			a = add_action(b, PLAN_RERUN, d->address);
-			if (a) {
-				fill_decl(b, a, d);
-				a->record = rec;
-				a->run = d->run;
-				a->attempt = 1;
-				set_str(b, &a->old_hash, rec->spec_hash);
-				set_str(b, &a->live_state, state);
-				set_fmt(b, &a->reason, vx_asprintf("%s after the last run %s", why,
-								   vanished ? "vanished" : job_state_short(state)));
+		{
+			char *refused = NULL;
+			int64_t first = 1;
+
+			if (!refusal_gate(b, d, rec, &first, &refused) &&
+			    !maybe_adopt(b, d, rec, first, 0, why, NULL)) {
+				a = add_action(b, PLAN_RERUN, d->address);
+				if (a) {
+					fill_decl(b, a, d);
+					a->record = rec;
+					a->run = d->run;
+					a->attempt = first;
+					set_str(b, &a->old_hash, rec->spec_hash);
+					set_str(b, &a->live_state, state);
+					set_fmt(b, &a->reason, vx_asprintf("%s after the last run %s%s%s", why,
+									   vanished ? "vanished" : job_state_short(state),
+									   refused ? "; " : "", refused ? refused : ""));
+				}
 			}
+			free(refused);
 		}
 		free(why);
 		return;
 	}
 
 	/* Same spec and run: active or succeeded is a noop; a failure may resubmit. */
-	cls = failure_classify(state, code, msg, cur->cancelled_by_vx);
+	cls = run_failure(d, cur, at, lj, state, code, msg);
 	if (!cls) {
 		a = add_action(b, PLAN_NOOP, d->address);
 		if (!a)
@@ -573,17 +712,24 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	}
 	fmt_when(when, sizeof(when), lj && lj->end_ms ? lj->end_ms : cur->end_ms);
 	if (resubmits(d, cls) && cur->attempt < d->max_attempts) {
-		int64_t rung = plan_next_rung(at, cls, d->nrungs);
+		int64_t rung = plan_next_rung(at, cls, d->nrungs), next = cur->attempt + 1;
+		char *refused = NULL;
 
-		if (maybe_adopt(b, d, rec, cur->attempt + 1, rung, "resubmit", NULL))
+		if (refusal_gate(b, d, rec, &next, &refused))
 			return;
+		if (maybe_adopt(b, d, rec, next, rung, "resubmit", NULL)) {
+			free(refused);
+			return;
+		}
 		a = add_action(b, PLAN_RESUBMIT, d->address);
-		if (!a)
+		if (!a) {
+			free(refused);
 			return;
+		}
 		fill_decl(b, a, d);
 		a->record = rec;
 		a->run = d->run;
-		a->attempt = cur->attempt + 1;
+		a->attempt = next;
 		set_rung(b, a, d, rung);
 		set_str(b, &a->old_hash, rec->spec_hash);
 		set_str(b, &a->failure_class, cls);
@@ -598,6 +744,8 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		else
 			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
 							   cur->attempt + 1, d->max_attempts, cls, when));
+		if (refused)
+			set_fmt(b, &a->reason, refused);
 	} else {
 		a = add_action(b, PLAN_NOOP, d->address);
 		if (!a)
@@ -613,6 +761,12 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
 							   "(%" PRId64 "/%" PRId64 " attempts)",
 							   cls, when, cur->attempt, d->max_attempts));
+		else if (!strcmp(cls, "unknown"))
+			/* An ambiguous text errs towards not resubmitting, and says so. */
+			set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
+							   "knows this message, so it may fail the same way again "
+							   "(list unknown in resubmit.on to resubmit such failures)",
+							   when));
 		else
 			set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on",
 							   cls, when, cls));
@@ -1052,6 +1206,44 @@ static enum plan_on_change on_change(enum stack_on_change v)
 	}
 }
 
+/* Whether a history entry is a create the server refused (record_refused). */
+static int is_refusal(const struct state_run *h)
+{
+	return !h->resource && h->failure && (!strcmp(h->failure, "refused") || !strcmp(h->failure, "quota"));
+}
+
+/*
+ * The refused creates at the end of r's history (a new run moves the
+ * current one to the end of the history), those of the newest one's spec
+ * and run, unless a run of that spec and run was made since.
+ */
+static void note_refusals(struct plan_refusal *out, const struct state_record *r)
+{
+	const struct state_run *last;
+
+	memset(out, 0, sizeof(*out));
+	if (!r->nhistory || !is_refusal(&r->history[r->nhistory - 1]))
+		return;
+	last = &r->history[r->nhistory - 1];
+	/* A run made since (the first create was refused, a later one was not). */
+	if (r->current && r->current->resource && vx_text_same(r->current->spec_hash, last->spec_hash) &&
+	    r->current->run == last->run && r->current->attempt >= last->attempt)
+		return;
+	out->spec_hash = last->spec_hash;
+	out->run = last->run;
+	out->attempt = last->attempt;
+	out->at_ms = last->ended_ms ? last->ended_ms : last->created_ms;
+	out->cls = last->failure;
+	out->message = last->error_message;
+	for (size_t h = r->nhistory; h-- > 0;) {
+		const struct state_run *x = &r->history[h];
+
+		if (!is_refusal(x) || !vx_text_same(x->spec_hash, last->spec_hash) || x->run != last->run)
+			break;
+		out->n++;
+	}
+}
+
 void planner_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k)
 {
 	const struct job_spec *spec = stack_job_rung_spec(j, k);
@@ -1186,6 +1378,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		d->on_change = on_change(j->on_change);
 		d->protect = j->protect;
 		d->on_remove = (enum plan_on_remove)j->on_remove;
+		d->retry_delay_ms = j->resubmit_delay_ms;
 		d->user = j;
 	}
 	for (size_t i = 0, n = 0; i < state->nrecords; i++) {
@@ -1222,6 +1415,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->rung_id.reservation = r->current->rung_reservation;
 			run->end_ms = r->current->ended_ms;
 			run->created_ms = r->current->created_ms;
+			run->started_ms = r->current->started_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
 			/* A create that never answered has no resource: the plan treats it as
 			 * no current run, and adoption by labels finds the job if it exists. */
@@ -1233,6 +1427,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			if (r->history[h].resource)
 				out->known[ki++] = r->history[h].resource;
 		pr->nknown = (size_t)(&out->known[ki] - pr->known);
+		note_refusals(&pr->refusal, r);
 		n++;
 	}
 	out->in.stack = st->name;
@@ -1248,6 +1443,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	out->in.nreplaces = kin->nreplaces;
 	out->in.state_is_new = state->serial == 0;
 	out->in.state_lost_hint = out->state_lost_hint;
+	out->in.now_ms = kin->now_ms;
 	rc = plan_build(&jobs, &out->in, err);
 	if (rc < 0)
 		return rc;
@@ -1572,9 +1768,10 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 
 /*
  * A create the server refused (RESOURCE_EXHAUSTED, INVALID_ARGUMENT, ...)
- * made no job, but the audit log must say it was tried: a past run with no
- * resource, its time, class and message. The plan still sees no current
- * run and creates it again next time.
+ * made no job, but it was an attempt: a past run with no resource, its
+ * attempt, time, class (failure_classify_refusal) and message. The plan
+ * reads it back (note_refusals, refusal_gate): the next try waits for
+ * resubmit.on, maxAttempts and a backoff, never every apply.
  */
 static void record_refused(struct applier *a, const struct create *c, const char *verb,
 			   const struct vx_err *why)
@@ -1582,7 +1779,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	struct vx_err e2 = VX_ERR_INIT;
 	struct state_record *r = record_for(a, c->job, &e2);
 	const char *msg = vx_err_msg(why);
-	const char *cls = failure_classify("JOB_STATE_FAILED", 0, msg, 0);
+	const char *cls = failure_classify_refusal(msg);
 	struct state_run run;
 
 	memset(&run, 0, sizeof(run));
@@ -1598,7 +1795,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	run.run = c->pa->run;
 	run.attempt = c->pa->attempt;
 	run.rung = c->pa->rung;
-	run.failure = vx_strdup(cls && !strcmp(cls, "quota") ? "quota" : "refused");
+	run.failure = vx_strdup(cls);
 	run.error_message = vx_strdup(msg);
 	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
@@ -2142,8 +2339,12 @@ static const struct live_job *live_lookup(const struct live_job **idx, size_t n,
  * Copies what lj says about run into it. Returns 1 when something changed,
  * 0 when not, < 0 when out of memory (run is left half-updated but valid).
  */
-static int refresh_run(struct state_run *run, const struct live_job *lj)
+static int refresh_run(struct state_run *run, const struct live_job *lj, const struct state_record *r)
 {
+	struct failure_input in = {
+		.state = lj->state, .error_code = lj->error_code, .message = lj->error_message,
+		.cancelled_by_vx = run->cancelled_by_vx,
+	};
 	const char *cls;
 	int changed = 0;
 
@@ -2163,7 +2364,12 @@ static int refresh_run(struct state_run *run, const struct live_job *lj)
 		run->started_ms = lj->start_ms;
 		changed = 1;
 	}
-	cls = failure_classify(lj->state, lj->error_code, lj->error_message, run->cancelled_by_vx);
+	/* Its rung's strategy, else the record's spec's when the run is of that spec. */
+	in.scheduling = run->rung_scheduling;
+	if (!in.scheduling && r && vx_text_same(run->spec_hash, r->spec_hash))
+		in.scheduling = failure_spec_strategy(r->spec_json);
+	in.started = run->started_ms > 0;
+	cls = failure_classify(&in);
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;
 	return changed;
@@ -2171,7 +2377,7 @@ static int refresh_run(struct state_run *run, const struct live_job *lj)
 
 /* Refreshes run from the index; appends a summary line naming it when it changed. */
 static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
-		       const char *address, int earlier, struct vx_buf *b)
+		       const struct state_record *r, int earlier, struct vx_buf *b)
 {
 	const struct live_job *lj = live_lookup(idx, n, run->resource);
 	char *old_state;
@@ -2180,9 +2386,9 @@ static size_t refresh_one(struct state_run *run, const struct live_job **idx, si
 	if (!lj)
 		return 0;
 	old_state = vx_strdup(run->state);
-	changed = refresh_run(run, lj);
+	changed = refresh_run(run, lj, r);
 	if (changed > 0 &&
-	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", address, earlier ? " (earlier run " : "",
+	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", r->address, earlier ? " (earlier run " : "",
 			  earlier ? run->resource : "", earlier ? ")" : "", job_state_short(old_state),
 			  job_state_short(run->state), run->failure ? " (" : "",
 			  run->failure ? run->failure : "", run->failure ? ")" : "") < 0)
@@ -2219,9 +2425,9 @@ size_t apply_refresh_state(struct state *state, const struct live_jobs *live, ch
 		 */
 		for (size_t h = 0; h < r->nhistory; h++)
 			if (r->history[h].resource && !job_state_is_terminal(r->history[h].state))
-				changed += refresh_one(&r->history[h], idx, n, r->address, 1, &b);
+				changed += refresh_one(&r->history[h], idx, n, r, 1, &b);
 		if (r->current && r->current->resource)
-			changed += refresh_one(r->current, idx, n, r->address, 0, &b);
+			changed += refresh_one(r->current, idx, n, r, 0, &b);
 	}
 	free(idx);
 	if (summary)

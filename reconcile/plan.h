@@ -94,7 +94,25 @@ struct plan_decl {
 	enum plan_on_change on_change;
 	int protect;
 	enum plan_on_remove on_remove;
+	/* resubmit.delay: the first wait after a refused create (at least a
+	 * minute), doubling per refusal in a row, at most 15 minutes. */
+	int64_t retry_delay_ms;
 	const void *user;           /* the caller's declaration, handed back in actions */
+};
+
+/*
+ * The creates the server refused (permission, invalid argument, failed
+ * precondition, quota) since the record's last run was made: the state
+ * records each in the history, with no resource. Each counts as an attempt.
+ */
+struct plan_refusal {
+	size_t n;                   /* refusals in a row of (spec_hash, run); 0: none */
+	const char *spec_hash;      /* of the last one */
+	int64_t run;
+	int64_t attempt;            /* the attempt the last one was */
+	int64_t at_ms;              /* when the last one was refused */
+	const char *cls;            /* "refused" or "quota" */
+	const char *message;        /* the server's message, or NULL */
 };
 
 /* A run vx knows about, from the state. */
@@ -112,6 +130,7 @@ struct plan_run {
 	 * the rung is then known by position alone. */
 	struct plan_rung_id rung_id;
 	int64_t created_ms;         /* when vx created it, 0 = unknown */
+	int64_t started_ms;         /* its startTime as last seen, 0 = never seen started */
 	int64_t end_ms;
 	int cancelled_by_vx;
 };
@@ -130,6 +149,7 @@ struct plan_record {
 	const struct plan_run *current; /* NULL: no current run */
 	const char *const *known;   /* resource names of every earlier run (history) */
 	size_t nknown;
+	struct plan_refusal refusal;
 	const void *user;
 };
 
@@ -160,6 +180,8 @@ struct plan_input {
 	const char *state_lost_hint;
 	/* -allow-other-lineage: create even beside such live jobs (a warning). */
 	int allow_other_lineage;
+	/* Now, for the backoff after a refused create; 0: unknown (no backoff). */
+	int64_t now_ms;
 };
 
 struct plan_action {
@@ -186,6 +208,7 @@ struct plan_action {
 	int error_code;        /* the failed run's error code (google.rpc.Code), 0 if none */
 	char *error_message;   /* the failed run's error message, or NULL */
 	int64_t adopt_create_ms; /* adopt: the live job's createTime, 0 if unknown */
+	int64_t not_before_ms; /* a noop waiting for a refused create's backoff: when it ends; else 0 */
 
 	/* The kind of the address (reconcile/kind.h). Job actions use the fields
 	 * above; other kinds use these: */

@@ -84,29 +84,69 @@ static int drift_count(struct vx_buf *b, const struct plan *p)
 }
 
 /*
- * The first line of message, cleaned. A hand-written filter: libc has none
- * for "drop C0/C1 controls from UTF-8", and util/ had no helper for it yet.
+ * message, cleaned: C0/C1 controls dropped, a tab or a run of line breaks
+ * one space (first_line: stop at the first break), at most max
+ * characters, then "…". A hand-written filter: libc has none for "drop
+ * C0/C1 controls from UTF-8".
  */
-int render_error_message(struct vx_buf *b, const char *message)
+static int add_message(struct vx_buf *b, const char *message, int first_line, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)(message ? message : "");
 	size_t chars = 0;
 	int rc = 0;
 
-	for (; rc == 0 && *p && *p != '\n' && *p != '\r'; p++) {
+	for (; rc == 0 && *p; p++) {
+		if (*p == '\n' || *p == '\r') {
+			if (first_line)
+				break;
+			while (p[1] == '\n' || p[1] == '\r')
+				p++;
+			rc = vx_buf_addc(b, ' ');
+			chars++;
+			continue;
+		}
 		if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
 			p++; /* a C1 control (U+0080-U+009F), ESC's 8-bit twin among them */
 			continue;
 		}
 		if ((*p < 0x20 && *p != '\t') || *p == 0x7F)
 			continue;
-		if ((*p & 0xC0) != 0x80 && chars++ == RENDER_ERROR_MAX) {
+		if ((*p & 0xC0) != 0x80 && chars++ == max) {
 			rc = vx_buf_adds(b, "\u2026");
 			break;
 		}
 		rc = vx_buf_addc(b, *p == '\t' ? ' ' : (char)*p);
 	}
 	return rc;
+}
+
+/* Cleaned as above, then any URL's credentials hidden. */
+static int add_redacted(struct vx_buf *b, const char *message, int first_line, size_t max)
+{
+	struct vx_buf t = VX_BUF_INIT;
+	char *s;
+	int rc = add_message(&t, message, first_line, max);
+
+	if (rc == 0 && t.len == 0)
+		return 0;
+	s = rc == 0 ? vx_buf_detach(&t) : NULL;
+	vx_buf_release(&t);
+	if (!s)
+		return rc < 0 ? rc : VX_ENOMEM;
+	vx_text_redact_userinfo(s);
+	rc = vx_buf_adds(b, s);
+	free(s);
+	return rc;
+}
+
+int render_error_message(struct vx_buf *b, const char *message)
+{
+	return add_redacted(b, message, 0, RENDER_ERROR_MAX);
+}
+
+int render_error_first_line(struct vx_buf *b, const char *message)
+{
+	return add_redacted(b, message, 1, RENDER_ERROR_LINE_MAX);
 }
 
 int render_error(struct vx_buf *b, int code, const char *message)
@@ -121,7 +161,7 @@ static int has_error(const struct plan_action *a)
 	return a->error_code != 0 || (a->error_message && *a->error_message);
 }
 
-/* The reason, then " (code N: FIRST LINE)" when the action is about a failed run. */
+/* The reason, then " (code N: MESSAGE)" when the action is about a failed run. */
 static int reason_text(struct vx_buf *b, const struct plan_action *a)
 {
 	int rc = vx_buf_adds(b, a->reason ? a->reason : "unchanged");
@@ -582,7 +622,7 @@ static int add(cJSON *obj, const char *key, cJSON *v)
 	return 0;
 }
 
-/* {"code": N, "message": "FIRST LINE"} for an action about a failed run, else null. */
+/* {"code": N, "message": "MESSAGE"} for an action about a failed run, else null. */
 static cJSON *error_json(const struct plan_action *a)
 {
 	struct vx_buf m = VX_BUF_INIT;

@@ -80,6 +80,9 @@ struct pool_info {
 	int mspec_bad;                  /* machineSpec had schema errors: skip its rules */
 	const struct spec_reservation *res; /* named reservation, if any */
 	const struct ynode *res_node;
+	/* machineSpec.reservationAffinity when it asks for a reservation (vx's
+	 * {reservation: NAME}, or any type but NO_RESERVATION), else NULL. */
+	const struct ynode *affinity_node;
 };
 
 struct chk {

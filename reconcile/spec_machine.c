@@ -91,7 +91,7 @@ static int same_machine(const struct pool_info *a, const struct pool_info *b)
 	       ((!a->accel && !b->accel) || (a->accel && b->accel && !strcmp(a->accel, b->accel)));
 }
 
-/* FLEX_START: supported GPUs, timeout of at most 7 days, one machine shape. */
+/* FLEX_START: supported GPUs, timeout of at most 7 days, one machine shape, no reservation. */
 void spec_machine_check_strategy(struct chk *c)
 {
 	const struct machines_gpu *gpu;
@@ -116,6 +116,15 @@ void spec_machine_check_strategy(struct chk *c)
 			else
 				spec_err_at(c, p->mspec, path, "FLEX_START runs only on %s GPUs; this pool "
 				       "has none", machines_flex_start_gpus());
+		}
+		/* Vertex AI training runs FLEX_START (Dynamic Workload Scheduler)
+		 * only on capacity it finds, never on a reservation (use-reservations). */
+		if (p->affinity_node) {
+			snprintf(path, sizeof(path), "spec.workerPoolSpecs[%zu].machineSpec.reservationAffinity", i);
+			spec_err_at(c, p->affinity_node, path, "FLEX_START cannot use a reservation: Vertex AI "
+				    "training does not support Dynamic Workload Scheduler with reservationAffinity; "
+				    "use scheduling.strategy STANDARD or SPOT to run on the reservation, or remove "
+				    "reservationAffinity to wait for capacity with FLEX_START");
 		}
 		if (!first) {
 			first = p;

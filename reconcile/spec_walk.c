@@ -494,6 +494,18 @@ done:
 	return rc;
 }
 
+/* Whether a reservationAffinity map asks for a reservation: vx's
+ * {reservation: NAME}, or any type but NO_RESERVATION (1 in the enum). */
+static int uses_reservation(const struct ynode *n)
+{
+	const struct ynode *t = ynode_get(n, "reservationAffinityType");
+
+	if (ynode_get(n, "reservation"))
+		return 1;
+	return !t || t->kind != YNODE_SCALAR ||
+	       (strcmp(t->str, "NO_RESERVATION") != 0 && strcmp(t->str, "1") != 0);
+}
+
 /* The real SPECIFIC_RESERVATION form naming a reservation of this stack. */
 static void note_real_reservation(struct chk *c, const struct ynode *n)
 {
@@ -596,6 +608,9 @@ int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv
 		if (ynode_is_null(val))
 			continue; /* `key:` with nothing: not set */
 		len = path_push(c, f->json_name, 0);
+		if (msgid == SCHEMA_MSG_MachineSpec && !strcmp(f->json_name, "reservationAffinity") &&
+		    val->kind == YNODE_MAP && c->pool && uses_reservation(val))
+			c->pool->affinity_node = val;
 		if (msgid == SCHEMA_MSG_MachineSpec && !strcmp(f->json_name, "reservationAffinity") &&
 		    val->kind == YNODE_MAP && ynode_get(val, "reservation")) {
 			r = expand_reservation(c, val, &child);

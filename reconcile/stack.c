@@ -39,7 +39,7 @@
 
 const char *const stack_fail_names[STACK_FAIL_NCLASSES] = {
 	"stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",
-	"cancelled-outside",
+	"cancelled-outside", "config", "unknown", "refused",
 };
 
 const char *const stack_on_change_names[3] = { "replace", "after-finish", "ignore" };

@@ -42,13 +42,17 @@ enum stack_fail {
 	STACK_FAIL_USER_ERROR = 1u << 4,        /* "user-error": the training code failed */
 	STACK_FAIL_INTERNAL = 1u << 5,          /* "internal": a Vertex AI internal error */
 	STACK_FAIL_CANCELLED_OUTSIDE = 1u << 6, /* "cancelled-outside": cancelled/deleted behind vx's back */
+	STACK_FAIL_CONFIG = 1u << 7,            /* "config": the container image could not be pulled */
+	STACK_FAIL_UNKNOWN = 1u << 8,           /* "unknown": a failure no rule knows */
+	STACK_FAIL_REFUSED = 1u << 9,           /* "refused": the server refused the create */
 };
 
-#define STACK_FAIL_NCLASSES 7
+#define STACK_FAIL_NCLASSES 10
 #define STACK_FAIL_ALL ((1u << STACK_FAIL_NCLASSES) - 1)
 
 /* "stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",
- * "cancelled-outside": index i names bit 1u << i. */
+ * "cancelled-outside", "config", "unknown", "refused": index i names bit 1u << i
+ * (new classes go last: the canonical spec lists them by bit). */
 extern const char *const stack_fail_names[STACK_FAIL_NCLASSES];
 
 /* The name of one class (a single bit), or NULL when cls is not exactly one known bit. */

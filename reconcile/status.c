@@ -105,7 +105,7 @@ static char *clean_message(const char *msg)
 
 	if (!msg || !*msg)
 		return NULL;
-	if (render_error_message(&b, msg) < 0) {
+	if (render_error_first_line(&b, msg) < 0) {
 		vx_buf_release(&b);
 		return NULL;
 	}
@@ -270,7 +270,15 @@ static int job_run_row(struct status_row *row, const struct status_input *in, co
 	const struct live_job *lj = live_by_name(ix, run->resource);
 	const char *state = lj ? lj->state : run->state, *msg = lj ? lj->error_message : run->error_message;
 	int code = lj ? lj->error_code : (int)run->error_code;
-	const char *cls = failure_classify(state, code, msg, run->cancelled_by_vx);
+	struct failure_input fin = {
+		.state = state, .error_code = code, .message = msg,
+		.scheduling = run->rung_scheduling ? run->rung_scheduling
+			      : vx_text_same(run->spec_hash, rec->spec_hash) ? failure_spec_strategy(rec->spec_json)
+			      : NULL,
+		.started = (lj ? lj->start_ms : 0) > 0 || run->started_ms > 0,
+		.cancelled_by_vx = run->cancelled_by_vx,
+	};
+	const char *cls = failure_classify(&fin);
 	char project[128], region[64];
 
 	row->listed = lj != NULL;

@@ -63,7 +63,7 @@ struct status_row {
 	int resubmits;           /* failed, and the next apply resubmits it (class in resubmit.on,
 				  * attempts left) */
 	int gave_up;             /* failed, and no apply will resubmit it */
-	char *message;           /* the failure's first line: cleaned, at most RENDER_ERROR_MAX characters */
+	char *message;           /* the failure's first line: cleaned, at most RENDER_ERROR_LINE_MAX characters */
 	/* Reservations: count and in use; quota preferences: preferred and granted. */
 	int has_value;
 	int64_t value;

@@ -32,9 +32,6 @@
 const char *const watch_job_states[8] = { "queued", "pending", "running", "succeeded",
 					  "failed", "cancelled", "other", "unseen" };
 
-/* A refused create backs off in memory: 1 min, doubling to 30 min. */
-#define REFUSED_FIRST_MS (60 * 1000)
-#define REFUSED_MAX_MS (30 * 60 * 1000)
 /* Notifications sent per cycle at most, so a backlog never holds the lease long. */
 #define NOTIFY_PER_CYCLE 20
 
@@ -46,13 +43,6 @@ struct told {
 	size_t nnext;
 };
 
-struct refused {
-	char *address;
-	int64_t attempt;        /* the attempt that was refused */
-	int tries;
-	int64_t until_ms;
-};
-
 struct watch {
 	struct vx_ctx *ctx;
 	struct provider *prov;      /* kept across cycles: one token, reused connections */
@@ -62,8 +52,6 @@ struct watch {
 	struct watch_live *live;
 	struct notify_outbox *outbox;
 	struct told told;
-	struct refused *refused;
-	size_t nrefused;
 	int64_t since_ms;
 	/* -follow REMOTE/BRANCH: the remote and branch, the stack's directory in
 	 * the repository, the commit fetched last and the last one that loaded. */
@@ -219,49 +207,6 @@ static void told_release(struct told *t)
 	told_turn(t);
 }
 
-/* ---- refused creates ---- */
-
-static struct refused *refused_find(struct watch *w, const char *address)
-{
-	for (size_t i = 0; i < w->nrefused; i++)
-		if (!strcmp(w->refused[i].address, address))
-			return &w->refused[i];
-	return NULL;
-}
-
-static void refused_forget(struct watch *w, const char *address)
-{
-	struct refused *r = refused_find(w, address);
-
-	if (!r)
-		return;
-	free(r->address);
-	*r = w->refused[--w->nrefused];
-}
-
-static void refused_note(struct watch *w, const char *address, int64_t attempt, int64_t now_ms)
-{
-	struct refused *r = refused_find(w, address), *p;
-	int64_t wait = REFUSED_FIRST_MS;
-
-	if (!r) {
-		p = realloc(w->refused, (w->nrefused + 1) * sizeof(*p));
-		if (!p)
-			return;
-		w->refused = p;
-		r = &w->refused[w->nrefused];
-		memset(r, 0, sizeof(*r));
-		if (!(r->address = strdup(address)))
-			return;
-		w->nrefused++;
-	}
-	r->attempt = attempt;
-	r->tries++;
-	for (int i = 1; i < r->tries && wait < REFUSED_MAX_MS; i++)
-		wait *= 2;
-	r->until_ms = now_ms + (wait < REFUSED_MAX_MS ? wait : REFUSED_MAX_MS);
-}
-
 /* ---- what the applied configuration authorises ---- */
 
 /* The wait before a resubmission after a class that means no capacity: the
@@ -293,10 +238,17 @@ static int as_applied(const struct plan_action *a)
  */
 static int authorised(struct watch *w, const struct plan_action *a, int64_t now_ms, int quiet)
 {
-	const struct refused *r;
 	char what[512];
 	int64_t wait, end;
 
+	/* A refused create waiting for its backoff (the planner's refusal gate): told once. */
+	if (a->kind == PLAN_NOOP && a->not_before_ms > 0) {
+		if (a->not_before_ms < w->deadline_ms)
+			w->deadline_ms = a->not_before_ms;
+		snprintf(what, sizeof(what), "refused|%s|%" PRId64, a->address, a->not_before_ms);
+		if (!quiet && !told_once(w, what))
+			say(w, "wait", a->address, "%s: %s", a->address, a->reason ? a->reason : "");
+	}
 	if (a->kind == PLAN_NOOP || a->kind == PLAN_PENDING)
 		return 1;
 	if (a->kind == PLAN_ADOPT)
@@ -311,15 +263,6 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	}
 	if (a->kind_of != &kind_job)
 		return 1;
-	if ((r = refused_find(w, a->address)) && r->attempt == a->attempt && now_ms < r->until_ms) {
-		if (r->until_ms < w->deadline_ms)
-			w->deadline_ms = r->until_ms;
-		snprintf(what, sizeof(what), "refused|%s|%" PRId64 "|%d", a->address, a->attempt, r->tries);
-		if (!quiet && !told_once(w, what))
-			say(w, "wait", a->address, "%s: attempt %" PRId64 " was refused; trying again in %llds",
-			    a->address, a->attempt, (long long)((r->until_ms - now_ms + 999) / 1000));
-		return 0;
-	}
 	end = a->record && a->record->current ? a->record->current->end_ms : 0;
 	if (a->kind == PLAN_RESUBMIT && (wait = resubmit_wait(a)) > 0 && end > 0 && now_ms < end + wait) {
 		if (end + wait < w->deadline_ms)
@@ -821,6 +764,9 @@ static void idle_arm(struct watch *w, struct workspace *ws, const struct plan *p
 		    (!strcmp(a->live_state, "JOB_STATE_QUEUED") || !strcmp(a->live_state, "JOB_STATE_PENDING")) &&
 		    (t = cur->created_ms + j->stuck_after_ms) > now && t < until)
 			until = t;
+		/* A refused create's backoff ends: the next full cycle asks again. */
+		if (a->not_before_ms > now && a->not_before_ms < until)
+			until = a->not_before_ms;
 	}
 	if (ws->revision && !(w->idle_rev = strdup(ws->revision)))
 		return;
@@ -942,23 +888,6 @@ done:
 	return rc;
 }
 
-/* Remembers the resubmissions the server refused, so they are not asked again every cycle. */
-static void note_refused(struct watch *w, const struct plan *p, const struct state *state, int64_t now_ms)
-{
-	for (size_t i = 0; i < p->n; i++) {
-		const struct plan_action *a = &p->actions[i];
-		const struct state_record *r;
-
-		if (a->kind != PLAN_RESUBMIT && a->kind != PLAN_CREATE)
-			continue;
-		r = state_find(state, a->address);
-		if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
-			refused_forget(w, a->address);
-		else
-			refused_note(w, a->address, a->attempt, now_ms);
-	}
-}
-
 /* One record line per run that changed ("job.a: running -> failed (preempted)"). */
 static void say_recorded(struct watch *w, const char *summary)
 {
@@ -978,15 +907,14 @@ static void say_recorded(struct watch *w, const char *summary)
 	}
 }
 
-/* After applying_run: the counts, the failures, the refused creates to back off. */
-static void account_run(struct watch *w, struct applying *ap, struct watch_result *res, int64_t now)
+/* After applying_run: the counts and the failures. */
+static void account_run(struct watch *w, struct applying *ap, struct watch_result *res)
 {
 	res->done = ap->res.ok;
 	res->failed = ap->res.failed;
 	res->acted = res->acted || ap->res.ok;
 	for (size_t i = 0; i < ap->res.failures.n; i++)
 		say(w, "failed", NULL, "%s", ap->res.failures.items[i].msg);
-	note_refused(w, &ap->pl.planner.plan, &ap->ws.state, now);
 	for (size_t i = 0; i < ap->pl.planner.plan.n; i++) {
 		const struct plan_action *a = &ap->pl.planner.plan.actions[i];
 		const struct state_record *r = a->kind == PLAN_RESUBMIT ? state_find(&ap->ws.state, a->address) : NULL;
@@ -1053,7 +981,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	if (planning_has_changes(&ap.pl)) {
 		if ((rc = applying_run(&ap, &ao, err)) < 0)
 			goto done;
-		account_run(w, &ap, res, now);
+		account_run(w, &ap, res);
 	}
 	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
@@ -1194,9 +1122,6 @@ void watch_free(struct watch *w)
 		w->prov->free(w->prov);
 	notify_outbox_free(w->outbox);
 	told_release(&w->told);
-	for (size_t i = 0; i < w->nrefused; i++)
-		free(w->refused[i].address);
-	free(w->refused);
 	free(w->remote);
 	free(w->branch);
 	free(w->dir_in_repo);

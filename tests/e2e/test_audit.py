@@ -24,12 +24,13 @@ FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED (or a planned failure)
 
 COMMIT_TIME = re.compile(r"^  (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  (cancel|forget)\b", re.M)
 
-STOCKOUT = ("The resources are insufficient in region: us-central1. Please try a different region. "
-            "If you use K80, please consider using P100 or V100 instead.")
-# The fake's user-error message, cut by vx at 200 characters.
-USER_ERROR_200 = ("The replica workerpool0-0 exited with a non-zero status of 1. To find out more about "
-                  "why your job exited please check the logs: https://console.cloud.google.com/logs/"
-                  "viewer?project=vx-e2e&resource=ml_\u2026")
+STOCKOUT = ("Resources are insufficient in region: us-central1. Try a different region or use a "
+            "different accelerator.")
+# The fake's user-error message (Google's), whole: the Cloud Logging link is the part a user needs.
+USER_ERROR = ("The replica workerpool0-0 exited with a non-zero status of 1. To find out more about "
+              "why your job exited please check the logs: https://console.cloud.google.com/logs/"
+              "viewer?project=vx-e2e&resource=ml_job%2Fjob_id%2F{id}&advancedFilter=resource.type%3D%22"
+              "ml_job%22%0Aresource.labels.job_id%3D%22{id}%22")
 CANCELLED = "code 1: CustomJob was cancelled."
 
 
@@ -117,7 +118,8 @@ class Audit(FakeTestCase):
             "job.b  (forgotten: no longer declared)\n"
             "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
             "failed (user-error), ended 2026-01-01T01:00:35Z: code 3: %s\n"
-            "  <commit time>  forget\n" % (name, self.who(last), c1[:12], USER_ERROR_200))
+            "  <commit time>  forget\n" % (name, self.who(last), c1[:12],
+                                            USER_ERROR.format(id=name.rsplit("/", 1)[1])))
 
     def test_log_without_address_lists_forgotten_jobs(self):
         self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
@@ -323,6 +325,31 @@ class Audit(FakeTestCase):
         errors = {a["address"]: a["error"] for a in plan["actions"]}
         self.assertEqual(errors, {"job.a": {"code": 8, "message": STOCKOUT},
                                   "job.r": {"code": 8, "message": STOCKOUT}})
+
+    def test_a_failure_message_is_shown_whole_in_wait_plan_json_and_log(self):
+        self.fake.post("/_fake/timings", {"queued_seconds": 0, "pending_seconds": 0, "running_seconds": 0})
+        self.fake.post("/_fake/outcomes", {"labels": {}, "outcome": "user-error"})
+        self.repo.write({"a": job_yaml("a")})
+        c1 = self.head()
+        r = self.repo.apply("-wait=done", env={"VX_WAIT_POLL_MS": "50"})
+        self.assertEqual(r.code, 1, r)
+        name = self.names("a")[0]
+        whole = "code 3: " + USER_ERROR.format(id=name.rsplit("/", 1)[1])
+        waited = [re.sub(r"\(after \d+s\)", "(after Ns)", l) for l in r.out.splitlines()
+                  if l.startswith("  " + name)]
+        self.assertEqual(waited, ["  %s: failed (after Ns): %s" % (name, whole)])
+        r = self.repo.plan()
+        self.assertIn("\nNo change:\n      job.a: failed (user-error at 2026-01-01 00:00Z); not "
+                      "resubmitted: user-error is not in resubmit.on (%s)\n" % whole, r.out)
+        plan = self.json_plan()
+        self.assertEqual([a["error"] for a in plan["actions"]], [{"code": 3, "message": whole[len("code 3: "):]}])
+        self.assertEqual(self.repo.apply().code, 0)         # records what it saw
+        cur = self.state_file("jobs/a.json")["current"]
+        self.assertEqual(self.log("job.a"),
+            "job.a\n"
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "failed (user-error), ended 2026-01-01T00:00:00Z: %s\n" % (name, self.who(cur), c1[:12], whole))
+
 
 if __name__ == "__main__":
     import unittest

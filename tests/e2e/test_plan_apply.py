@@ -15,6 +15,10 @@ from harness import FakeTestCase, job_yaml
 
 RUNNING_AFTER = 60       # virtual seconds: QUEUED -> PENDING -> RUNNING with the fake's defaults
 FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED
+TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d"
+REFUSAL = (r'\(vertex: creating job "a" in us-central1: PERMISSION_DENIED: Injected fault\. \(the caller lacks '
+           r'aiplatform\.customJobs\.create for projects\.locations\.customJobs\.create: grant '
+           r'roles/aiplatform\.user on the project\)\)')
 
 
 class PlanApply(FakeTestCase):
@@ -124,6 +128,52 @@ class PlanApply(FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)
         self.assertEqual(len(self.live_jobs("p")), 2)
         self.assertEqual(len(self.live_jobs("u")), 1)
+
+    def unchanged(self, out):
+        """The plan's one line under "No change:"."""
+        lines = out.splitlines()
+        got = lines[lines.index("No change:") + 1:]
+        return got[0] if got and got[0].startswith("      ") and (len(got) == 1 or not got[1].startswith("      ")) \
+            else self.fail("not one line under No change:\n" + out)
+
+    def refuse_creates(self):
+        """Every customJobs.create answers 403 PERMISSION_DENIED (the fake's fault injection)."""
+        self.fake.post("/_fake/faults", {"error_rate": 1.0, "statuses": [403], "methods": ["CreateCustomJob"]})
+
+    def test_a_refused_create_is_one_attempt_not_one_per_apply(self):
+        self.refuse_creates()
+        self.repo.write({"a": job_yaml("a", on="stockout", attempts=3)})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
+        # The next apply does not ask again: refused is not in resubmit.on.
+        r = self.repo.apply()
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1, r)
+        self.assertEqual(r.code, 0, r)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertRegex(self.unchanged(r.out), r"^      job\.a: the create was refused \(refused at %sZ, attempt 1\); "
+                         r"not asked again: refused is not in resubmit\.on; fix the cause, then vxapply -replace "
+                         r"job\.a %s$" % (TIME, REFUSAL))
+        # Fixed, the user asks again with -replace.
+        self.fake.post("/_fake/faults", {})
+        r = self.repo.apply("-replace", "job.a")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([j["labels"]["vx-attempt"] for j in self.live_jobs("a")], ["2"])
+
+    def test_a_refused_create_listed_in_resubmit_on_backs_off(self):
+        self.refuse_creates()
+        self.repo.write({"a": job_yaml("a", on="refused", attempts=3)})
+        self.assertEqual(self.repo.apply().code, 1)
+        r = self.repo.apply()
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1, r)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertRegex(self.unchanged(r.out), r"^      job\.a: the create was refused \(refused at %sZ, 1 in a row\); "
+                         r"attempt 2/3 not before %s:\d\dZ \(backoff\) %s$" % (TIME, TIME, REFUSAL))
+        # The state holds the refusal as an attempt, with its class, message and time.
+        hist = json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))["history"]
+        self.assertEqual([(h["attempt"], h["failure"], h["resource"]) for h in hist], [(1, "refused", None)])
 
     def test_removed_job_cancelled_or_forgotten(self):
         self.repo.write({"b": job_yaml("b")})

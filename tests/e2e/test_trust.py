@@ -196,16 +196,23 @@ class Trust(FakeTestCase):
         # vx log shows the attempt as refused, with its class and Google's message
         r = self.repo.vx("log", "job.a", "-C", self.repo.dir)
         self.assertEqual((r.code, r.err), (0, ""), r)
-        first = run["errorMessage"].split("\n")[0]
-        shown = first if len(first) <= 200 else first[:200] + "\u2026"
+        # The message whole: Google's sentence and whatever follows it.
+        shown = run["errorMessage"]
         self.assertEqual(re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", r.out),
                          "job.a\n  <time>  create    (no job made)  attempt 1  run 1  by %s  config %s  "
                          "refused (quota), ended <time>: %s\n"
                          % (run["launchedBy"], run["configCommit"][:12], shown))
-        # a later apply, with quota, creates it
+        # The refusal was an attempt: quota is not in resubmit.on, so a later apply does not ask
+        # again by itself, even with the quota there.
         self.fake.post("/_fake/quota", {"accelerator_type": "NVIDIA_L4", "preemptible": False, "limit": 100})
+        sent = self.fake.rpc_count("CreateCustomJob")     # the 429's retries included
         self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), sent)
+        self.assertEqual(self.active("a"), [])
+        # -replace asks again, as the plan said.
+        self.assertEqual(self.repo.apply("-replace", "job.a").code, 0)
         self.assertEqual(len(self.active("a")), 1)
+        self.assertEqual(self.active("a")[0]["labels"]["vx-attempt"], "2")
         self.assertEqual(len(self.record("job.a")["history"]), 1)
 
 

@@ -288,6 +288,32 @@ class LoaderItemsTest(unittest.TestCase):
                      's/stack.yaml:10:8: Reservation "r": count: must be between 1 and 1000, '
                      'got 0\n')
 
+    FLEX_ON_RESERVATION = (
+        "---\nkind: Reservation\nname: r\nzone: us-central1-a\nmachineType: a3-highgpu-8g\n"
+        "accelerators: [{type: nvidia-h100-80gb, count: 8}]\ncount: 1\n"
+        "---\nkind: CustomJob\nname: j\nspec:\n  workerPoolSpecs:\n"
+        "    - machineSpec:\n        machineType: a3-highgpu-8g\n        acceleratorType: NVIDIA_H100_80GB\n"
+        "        acceleratorCount: 8\n        reservationAffinity: %s\n"
+        "      replicaCount: 1\n      containerSpec: {imageUri: img}\n"
+        "  scheduling: {strategy: FLEX_START}\n")
+
+    def test_flex_start_on_a_reservation(self):
+        # Vertex AI training runs FLEX_START (Dynamic Workload Scheduler) only on capacity it
+        # finds itself, never on a reservation (use-reservations).
+        want = ('s/stack.yaml:21:30: CustomJob "j": spec.workerPoolSpecs[0].machineSpec.'
+                'reservationAffinity: FLEX_START cannot use a reservation: Vertex AI training does not '
+                'support Dynamic Workload Scheduler with reservationAffinity; use scheduling.strategy '
+                'STANDARD or SPOT to run on the reservation, or remove reservationAffinity to wait for '
+                'capacity with FLEX_START\n')
+        self.refused(HEAD + self.FLEX_ON_RESERVATION % "{reservation: r}", want)
+        # Google's own form, naming the reservation in full, too.
+        self.refused(HEAD + self.FLEX_ON_RESERVATION % (
+            "{reservationAffinityType: SPECIFIC_RESERVATION, key: compute.googleapis.com/reservation-name, "
+            "values: [projects/my-project/zones/us-central1-a/reservations/r]}"), want)
+        # NO_RESERVATION is no reservation.
+        code, out, err = self.validate(HEAD + self.FLEX_ON_RESERVATION % "{reservationAffinityType: NO_RESERVATION}")
+        self.assertEqual((code, err), (0, ""), err)
+
     def test_file_backend_default_path(self):
         code, out, err = self.validate(HEAD + "state: {backend: file}\n")
         self.assertEqual((code, out, err),

@@ -205,6 +205,23 @@ class Watch(FakeTestCase):
         self.assertEqual(r.code, 2, r)
         self.assertEqual(len(self.live_jobs("a")), 2)
 
+    def test_a_refused_create_is_asked_once_over_many_cycles_and_restarts(self):
+        # Every customJobs.create answers 403; refused is listed, so it is tried again after a backoff.
+        self.fake.post("/_fake/faults", {"error_rate": 1.0, "statuses": [403], "methods": ["CreateCustomJob"]})
+        self.repo.write({"a": job_yaml("a", on="refused", attempts=3)})
+        r = self.repo.vx("watch", self.repo.dir, "-cycles", "5", "-interval", "0s", "-sync")
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1, r)
+        # A watcher started again (a restart, a cron of -once) knows the refusal from the state.
+        # It says why, and when the next try may be.
+        wait = (r"^wait: job\.a: the create was refused \(refused at [0-9: -]+Z, 1 in a row\); attempt 2/3 not "
+                r"before [0-9: -]+Z \(backoff\)$")
+        for _ in range(3):
+            r = self.repo.vx("watch", self.repo.dir, "-once", "-sync")
+            self.assertEqual((r.code, r.err), (0, ""), r)
+            self.assertEqual(len(r.out.splitlines()), 1, r)
+            self.assertRegex(without_time(r.out.rstrip("\n")), wait)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1, r)
+
     def test_once_exit_codes(self):
         self.repo.write({"a": self.spot_job()})
         self.preempted()

@@ -217,8 +217,8 @@ class VertexJobs(FakeTestCase):
 
     def test_outcomes(self):
         expect = {"succeed": ("JOB_STATE_SUCCEEDED", None), "stockout": ("JOB_STATE_FAILED", 8),
-                  "preempted": ("JOB_STATE_FAILED", 14), "user-error": ("JOB_STATE_FAILED", 3),
-                  "internal": ("JOB_STATE_FAILED", 13), "wait-timeout": ("JOB_STATE_FAILED", 8)}
+                  "preempted": ("JOB_STATE_FAILED", 8), "user-error": ("JOB_STATE_FAILED", 3),
+                  "internal": ("JOB_STATE_FAILED", 13), "wait-timeout": ("JOB_STATE_FAILED", None)}
         jobs = {}
         for o in expect:
             if o in ("stockout", "wait-timeout"):
@@ -230,13 +230,23 @@ class VertexJobs(FakeTestCase):
                 self.fake.ctl("/outcomes", {"name": jobs[o]["name"], "outcome": o})
         self.advance(35)
         self.assertEqual(self.get_job(jobs["stockout"]["name"])["state"], "JOB_STATE_FAILED")
-        self.assertIn("resources are insufficient in region", self.get_job(jobs["stockout"]["name"])["error"]["message"])
+        self.assertEqual(self.get_job(jobs["stockout"]["name"])["error"]["message"],
+                         "Resources are insufficient in region: us-central1. Try a different region or use a "
+                         "different accelerator.")
         self.assertEqual(self.get_job(jobs["wait-timeout"]["name"])["state"], "JOB_STATE_PENDING")
         self.advance(3600)
         for o, (state, code) in expect.items():
             g = self.get_job(jobs[o]["name"])
             self.assertEqual(g["state"], state, o)
             self.assertEqual(g.get("error", {}).get("code"), code, o)
+        # Google's words: a Spot preemption is a STOCKOUT after a start; a flex-start wait that
+        # ran out ends without ever starting and without an error text.
+        p = self.get_job(jobs["preempted"]["name"])
+        self.assertIn("startTime", p)
+        self.assertTrue(p["error"]["message"].startswith("Resources are insufficient in region: us-central1."))
+        w = self.get_job(jobs["wait-timeout"]["name"])
+        self.assertNotIn("startTime", w)
+        self.assertNotIn("error", w)
         # a rule with times applies to that many future jobs only
         self.fake.ctl("/outcomes", {"labels": {}, "outcome": "stockout", "times": 1})
         j1, j2 = self.create(), self.create()
@@ -257,7 +267,7 @@ class VertexJobs(FakeTestCase):
         eb = self.get_job(b["name"])
         self.assertEqual(eb["state"], "JOB_STATE_FAILED")
         self.assertEqual(eb["error"]["code"], 8)
-        self.assertIn("resources are insufficient in region: us-central1", eb["error"]["message"])
+        self.assertIn("Resources are insufficient in region: us-central1", eb["error"]["message"])
         self.assertEqual(self.get_job(c["name"])["state"], "JOB_STATE_PENDING")
         self.advance(60)
         self.assertEqual(self.get_job(d["name"])["state"], "JOB_STATE_FAILED")

@@ -229,7 +229,138 @@ static void test_resubmit_budget(void **state)
 	assert_string_equal(p.actions[0].failure_class, "user-error");
 	assert_non_null(strstr(p.actions[0].reason, "not resubmitted"));
 	plan_release(&p);
+
+	/* a message no rule knows: unknown, not resubmitted, and the plan says why */
+	free(live.items[0].error_message);
+	live.items[0].error_message = strdup("Something Google never said before.");
+	live.items[0].error_code = 0;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].failure_class, "unknown");
+	assert_string_equal(p.actions[0].error_message, "Something Google never said before.");
+	assert_non_null(strstr(p.actions[0].reason, "; not resubmitted: no rule of vx knows this message, so it may "
+						    "fail the same way again (list unknown in resubmit.on to resubmit "
+						    "such failures)"));
+	plan_release(&p);
 	live_jobs_release(&live);
+}
+
+/*
+ * Google reports a reclaimed Spot VM as a STOCKOUT: the planner derives the
+ * preemption from the job (SPOT, started), so resubmit.on [preempted] acts.
+ */
+static void test_spot_started_stockout_plans_preempted(void **state)
+{
+	static const char *const on_preempted[] = { "preempted" };
+	static const struct plan_rung_id spot[] = { { "us-central1", "SPOT", "g2-standard-4", NULL } };
+	struct plan_decl d = decl(HASH_A);
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_RUNNING", .attempt = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	(void)state;
+	d.resubmit_on = on_preempted;
+	d.nresubmit_on = 1;
+	d.rung_ids = spot;
+	add_live(&live, JOB1, "JOB_STATE_FAILED", 8, "Resources are insufficient in region: us-central1.",
+		 "train", "aaaaaaaaaaaa", "1", "1", 1);
+	live.items[0].start_ms = 1795341000000;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_string_equal(p.actions[0].failure_class, "preempted");
+	plan_release(&p);
+
+	/* Never started: a stockout, which resubmit.on does not list. */
+	live.items[0].start_ms = 0;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].failure_class, "stockout");
+	plan_release(&p);
+
+	/* Without a live listing, the start the state recorded decides. */
+	run.state = "JOB_STATE_FAILED";
+	run.error_code = 8;
+	run.error_message = "Resources are insufficient in region: us-central1.";
+	run.started_ms = 1795341000000;
+	build(&p, &d, 1, &r, 1, NULL);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_string_equal(p.actions[0].failure_class, "preempted");
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/* A refused create is an attempt: resubmit.on, maxAttempts and a backoff decide the next. */
+static void test_refused_create_is_an_attempt(void **state)
+{
+	static const char *const on_refused[] = { "refused" };
+	static const char *const replace[] = { "job.train" };
+	struct plan_decl d = decl(HASH_A);
+	struct plan_record r = { .address = "job.train",
+		.refusal = { .n = 1, .spec_hash = HASH_A, .run = 1, .attempt = 1, .at_ms = 1795341000000,
+			     .cls = "refused", .message = "vertex: creating job: PERMISSION_DENIED: no" } };
+	struct plan_input in = { .stack = "research", .lineage = LINEAGE, .decls = &d, .ndecls = 1,
+				 .records = &r, .nrecords = 1, .now_ms = 1795341000000 + 30000 };
+	struct vx_err err = VX_ERR_INIT;
+	struct plan p;
+
+	(void)state;
+	/* not listed: shown, never asked again */
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].failure_class, "refused");
+	assert_string_equal(p.actions[0].error_message, "vertex: creating job: PERMISSION_DENIED: no");
+	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, attempt 1); "
+			    "not asked again: refused is not in resubmit.on; fix the cause, then vxapply -replace job.train");
+	plan_release(&p);
+
+	/* listed: not before resubmit.delay (at least a minute) has passed */
+	d.resubmit_on = on_refused;
+	d.nresubmit_on = 1;
+	d.retry_delay_ms = 1000;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].not_before_ms, 1795341000000 + 60000);
+	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, 1 in a row); "
+			    "attempt 2/3 not before 2026-11-22 09:51:00Z (backoff)");
+	plan_release(&p);
+	/* doubling per refusal in a row */
+	r.refusal.n = 3;
+	in.now_ms = 1795341000000 + 200000;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].not_before_ms, 1795341000000 + 240000);
+	plan_release(&p);
+
+	/* past it: the next attempt */
+	in.now_ms = 1795341000000 + 240000;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].attempt, 2);
+	assert_string_equal(p.actions[0].reason, "attempt 2/3 after the create was refused (refused at 2026-11-22 09:50Z)");
+	plan_release(&p);
+
+	/* the budget counts refusals */
+	r.refusal.attempt = 3;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_non_null(strstr(p.actions[0].reason, "resubmit budget exhausted (3/3 attempts)"));
+	plan_release(&p);
+
+	/* -replace asks again at once */
+	in.replaces = replace;
+	in.nreplaces = 1;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].attempt, 4);
+	plan_release(&p);
+
+	/* a refusal of another spec is not this one's */
+	in.nreplaces = 0;
+	r.refusal.spec_hash = HASH_B;
+	assert_int_equal(plan_build(&p, &in, &err), 0);
+	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].attempt, 1);
+	plan_release(&p);
 }
 
 static void test_resubmit_adopts_crashed_attempt(void **state)
@@ -659,6 +790,10 @@ static const char *const ladder_on[] = { "stockout", "preempted", "wait-timeout"
 static const char *const ladder_regions[] = { "us-central1", "us-central1", "us-east5" };
 static const char *const moved_regions[] = { "europe-west4", "europe-west4", "us-east5" };
 static const char *const ladder_shapes[] = { "S0 SPOT", "S1 FLEX_START", "S2 SPOT" };
+static const struct plan_rung_id ladder_ids[] = {
+	{ "us-central1", "SPOT", "m0", NULL }, { "us-central1", "FLEX_START", "m1", NULL },
+	{ "us-east5", "SPOT", "m2", NULL },
+};
 
 static struct plan_decl ladder_decl(void)
 {
@@ -671,6 +806,7 @@ static struct plan_decl ladder_decl(void)
 	d.rung_regions = ladder_regions;
 	d.rung_shapes = ladder_shapes;
 	d.nrungs = 3;
+	d.rung_ids = ladder_ids;
 	return d;
 }
 
@@ -691,7 +827,8 @@ static void ladder_case(struct plan *p, const struct plan_decl *d, int64_t rung,
 }
 
 #define STOCKOUT "The resources are insufficient in region: us-central1."
-#define WAITED "The job waited past its max wait duration."
+/* A flex-start wait that ran out: FAILED, never started, no published text. */
+#define WAITED ""
 #define USER_ERROR "The replica workerpool0-0 exited with a non-zero status of 1."
 
 static void test_ladder_plan(void **state)
@@ -917,25 +1054,6 @@ static void test_ladder_adopts_crashed_rung(void **state)
 	live_jobs_release(&live);
 }
 
-static void test_failure_classes(void **state)
-{
-	(void)state;
-	assert_null(failure_classify("JOB_STATE_SUCCEEDED", 0, NULL, 0));
-	assert_null(failure_classify("JOB_STATE_RUNNING", 0, NULL, 0));
-	assert_null(failure_classify("JOB_STATE_CANCELLED", 1, "cancelled", 1));
-	assert_string_equal(failure_classify("JOB_STATE_CANCELLED", 1, "x", 0), "cancelled-outside");
-	assert_string_equal(failure_classify("JOB_STATE_FAILED", 8,
-		"Resources are insufficient in region: us-central1.", 0), "stockout");
-	assert_string_equal(failure_classify("JOB_STATE_FAILED", 8,
-		"The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus", 0), "quota");
-	assert_string_equal(failure_classify("JOB_STATE_FAILED", 3,
-		"The replica workerpool0-0 exited with a non-zero status of 1.", 0), "user-error");
-	assert_string_equal(failure_classify("JOB_STATE_FAILED", 14, "The VM was preempted.", 0), "preempted");
-	assert_string_equal(failure_classify("JOB_STATE_FAILED", 4,
-		"Job could not be scheduled within the max wait duration.", 0), "wait-timeout");
-	assert_string_equal(failure_classify("JOB_STATE_FAILED", 13, "Internal error occurred.", 0), "internal");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -944,6 +1062,8 @@ int main(void)
 		cmocka_unit_test(test_replace_and_rerun),
 		cmocka_unit_test(test_on_change_after_finish_and_protect),
 		cmocka_unit_test(test_resubmit_budget),
+		cmocka_unit_test(test_spot_started_stockout_plans_preempted),
+		cmocka_unit_test(test_refused_create_is_an_attempt),
 		cmocka_unit_test(test_resubmit_adopts_crashed_attempt),
 		cmocka_unit_test(test_removed_cancel_forget_and_drift),
 		cmocka_unit_test(test_removed_import_is_forgotten),
@@ -955,7 +1075,6 @@ int main(void)
 		cmocka_unit_test(test_protect_change_is_an_update),
 		cmocka_unit_test(test_removed_cancelling_waits),
 		cmocka_unit_test(test_targets_replace_refresh_off),
-		cmocka_unit_test(test_failure_classes),
 		cmocka_unit_test(test_ladder_next_rung),
 		cmocka_unit_test(test_ladder_plan),
 		cmocka_unit_test(test_ladder_adopts_crashed_rung),

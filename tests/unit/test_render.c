@@ -174,7 +174,7 @@ static void test_error_in_reason(void **unused)
 	struct render_header h = header();
 	struct vx_buf b = VX_BUF_INIT;
 	struct plan p;
-	char long_msg[400];
+	static char long_msg[RENDER_ERROR_MAX + 200];
 
 	(void)unused;
 	make_plan(&p);
@@ -182,22 +182,40 @@ static void test_error_in_reason(void **unused)
 	p.actions[0].error_message = strdup("No \033[31mH100\tleft\x7f in \xc2\x9bus-central1.\r\nSecond line");
 	assert_int_equal(render_plan_human(&b, &p, &h, 0), 0);
 	assert_non_null(strstr(vx_buf_str(&b),
-			       "        new job (code 8: No [31mH100 left in us-central1.)\n"
+			       "        new job (code 8: No [31mH100 left in us-central1. Second line)\n"
 			       "  +   job.b|pipe create\n"));
 	vx_buf_reset(&b);
 	assert_int_equal(render_plan_markdown(&b, &p, &h), 0);
-	assert_non_null(strstr(vx_buf_str(&b), "| new job (code 8: No [31mH100 left in us-central1.) |\n"));
+	assert_non_null(strstr(vx_buf_str(&b), "| new job (code 8: No [31mH100 left in us-central1. Second line) |\n"));
 	vx_buf_reset(&b);
 	assert_int_equal(render_plan_json(&b, &p, &h), 0);
 	assert_non_null(strstr(vx_buf_str(&b), "\t\t\t\"failure_class\":\tnull,\n"
 					       "\t\t\t\"error\":\t{\n"
 					       "\t\t\t\t\"code\":\t8,\n"
-					       "\t\t\t\t\"message\":\t\"No [31mH100 left in us-central1.\"\n"
+					       "\t\t\t\t\"message\":\t\"No [31mH100 left in us-central1. Second line\"\n"
 					       "\t\t\t},\n"));
 	assert_non_null(strstr(vx_buf_str(&b), "\t\t\t\"failure_class\":\tnull,\n"
 					       "\t\t\t\"error\":\tnull,\n"));
 	vx_buf_reset(&b);
-	/* At most RENDER_ERROR_MAX characters (not bytes: "é" is two), then "…". */
+	/* Whole: Google's sentence, the Cloud Logging link after it, the log tail; a URL's
+	 * credentials hidden, a line break one space. */
+	assert_int_equal(render_error(&b, 3, "The replica workerpool0-0 exited with a non-zero status of 1. "
+				      "To find out more about why your job exited please check the logs: "
+				      "https://console.cloud.google.com/logs/viewer?project=p&resource=ml_job%2Fjob_id"
+				      "%2F4606268999515242496&advancedFilter=resource.type%3D%22ml_job%22\n"
+				      "Traceback: fetching https://bot:s3cr3t@git.example.com/x.git failed"), 0);
+	assert_string_equal(vx_buf_str(&b), "code 3: The replica workerpool0-0 exited with a non-zero status of 1. "
+			    "To find out more about why your job exited please check the logs: "
+			    "https://console.cloud.google.com/logs/viewer?project=p&resource=ml_job%2Fjob_id"
+			    "%2F4606268999515242496&advancedFilter=resource.type%3D%22ml_job%22 "
+			    "Traceback: fetching https://***@git.example.com/x.git failed");
+	vx_buf_reset(&b);
+	/* vx status's note: the first line, at most RENDER_ERROR_LINE_MAX characters. */
+	assert_int_equal(render_error_first_line(&b, "first https://u:p@h/x\nsecond"), 0);
+	assert_string_equal(vx_buf_str(&b), "first https://***@h/x");
+	vx_buf_reset(&b);
+	/* At most RENDER_ERROR_MAX characters (not bytes: "é" is two), then "…": a bound on a
+	 * hostile server only. */
 	memset(long_msg, 'x', sizeof(long_msg) - 1);
 	long_msg[sizeof(long_msg) - 1] = '\0';
 	memcpy(long_msg, "\xc3\xa9", 2);

@@ -498,6 +498,49 @@ static void test_reservation(void **state)
 		"job.yaml:8:43: spec.workerPoolSpecs[1].machineSpec.reservationAffinity.reservation: reservation \"eu-pool\" is in zone europe-west4-b, outside the job's region us-central1");
 }
 
+/* Vertex AI training does not run FLEX_START on a reservation (use-reservations). */
+static void test_flex_start_refuses_a_reservation(void **state)
+{
+	struct job_spec js;
+
+	(void)state;
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec:\n"
+		"      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		"       reservationAffinity: {reservation: h100-pool}}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"scheduling: {strategy: FLEX_START}\n",
+		"job.yaml:4:29: spec.workerPoolSpecs[0].machineSpec.reservationAffinity: FLEX_START cannot use a "
+		"reservation: Vertex AI training does not support Dynamic Workload Scheduler with reservationAffinity; "
+		"use scheduling.strategy STANDARD or SPOT to run on the reservation, or remove reservationAffinity to "
+		"wait for capacity with FLEX_START");
+	expect_errors("workerPoolSpecs:\n"
+		"  - machineSpec:\n"
+		"      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		"       reservationAffinity: {reservationAffinityType: ANY_RESERVATION}}\n"
+		"    containerSpec: {imageUri: img}\n"
+		"scheduling: {strategy: FLEX_START}\n",
+		"job.yaml:4:29: spec.workerPoolSpecs[0].machineSpec.reservationAffinity: FLEX_START cannot use a "
+		"reservation: Vertex AI training does not support Dynamic Workload Scheduler with reservationAffinity; "
+		"use scheduling.strategy STANDARD or SPOT to run on the reservation, or remove reservationAffinity to "
+		"wait for capacity with FLEX_START");
+	/* NO_RESERVATION, or SPOT on the reservation, is fine */
+	expect_ok("workerPoolSpecs:\n"
+		  "  - machineSpec:\n"
+		  "      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		  "       reservationAffinity: {reservationAffinityType: NO_RESERVATION}}\n"
+		  "    containerSpec: {imageUri: img}\n"
+		  "scheduling: {strategy: FLEX_START}\n", &js);
+	job_spec_release(&js);
+	expect_ok("workerPoolSpecs:\n"
+		  "  - machineSpec:\n"
+		  "      {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8,\n"
+		  "       reservationAffinity: {reservation: h100-pool}}\n"
+		  "    containerSpec: {imageUri: img}\n"
+		  "scheduling: {strategy: SPOT}\n", &js);
+	job_spec_release(&js);
+}
+
 static void test_reservation_forms(void **state)
 {
 	(void)state;
@@ -590,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_sensitive_rehash),
 		cmocka_unit_test(test_hash_stable_without_sensitive),
 		cmocka_unit_test(test_reservation),
+		cmocka_unit_test(test_flex_start_refuses_a_reservation),
 		cmocka_unit_test(test_reservation_forms),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_fraction_duration_json),

@@ -1,0 +1,307 @@
+/*
+ * Unit tests for reconcile/failure.c: every text of Google's collected in
+ * the table below (with where it was seen) lands in the class a careful
+ * engineer would pick to decide whether a new attempt can help; and the
+ * job's own facts (scheduling strategy, whether it started, whether vx
+ * cancelled it) decide what no text says.
+ *
+ * where: "job" = the error of a CustomJob that ended JOB_STATE_FAILED;
+ * "create" = a refused customJobs.create as vx words it; "gce" = Compute
+ * Engine's wording, which also comes inside Vertex job errors and in
+ * reservation operations (classified by the same function). code is the
+ * google.rpc.Code (0 where the source gave none).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/failure.h"
+
+struct text_row {
+	const char *id, *where;
+	int code;
+	const char *text, *cls, *source;
+};
+
+#define UTS "https://cloud.google.com/vertex-ai/docs/training/understanding-training-service"
+#define SKY "https://github.com/skypilot-org/skypilot/blob/master/sky/backends/cloud_vm_ray_backend.py"
+
+static const struct text_row texts[] = {
+	{ "S1", "job", 8, "Resources are insufficient in region: us-central1. Try a different region or use a "
+	  "different accelerator.", "stockout", UTS " (common errors table)" },
+	{ "S2", "job", 0, "Resources are insufficient in region: us-central1", "stockout",
+	  "https://github.com/openreview/openreview-expertise/issues/401" },
+	{ "S4", "gce", 0, "The zone 'projects/graceful-castle-301212/zones/us-central1-a' does not have enough "
+	  "resources available to fulfill the request. Try a different zone, or try again later.", "stockout",
+	  "https://github.com/Zhen-Dong/HAWQ/issues/4" },
+	{ "S5b", "gce", 8, "A VM_TYPE_AND_SIZE VM instance with RESOURCE_ATTACHMENT is currently unavailable in "
+	  "the ZONE zone. Capacity changes frequently, so try your request in a different zone, with a "
+	  "different VM hardware configuration, or at a later time. For more options, see troubleshooting "
+	  "documentation.", "stockout", "https://github.com/Zhen-Dong/HAWQ/issues/4" },
+	{ "S7", "gce", 0, "Try a different location, or try again later: Google Compute Engine does not have "
+	  "enough resources available to fulfill request: us-central1-a.", "stockout",
+	  "https://github.com/kubeflow/pipelines/issues/673" },
+	{ "S10", "gce", 8, "Reservation does not have enough resources for the request: specific reservation "
+	  "\"reservation\" is insufficient for node pool \"np4\" at zone \"us-central1-c\": required 1 and "
+	  "short of 1 VM count of machine type n2-standard-2.", "stockout",
+	  "https://github.com/GoogleCloudPlatform/gsutil/issues/1000" },
+	{ "Q1", "job", 8, "The following quota metrics exceed quota limits: "
+	  "aiplatform.googleapis.com/custom_model_training_nvidia_k80_gpus", "quota",
+	  "https://github.com/GoogleCloudPlatform/vertex-ai-samples/issues/700" },
+	{ "Q3", "create", 0, "vertex: creating job: RESOURCE_EXHAUSTED: The following quota metrics exceed "
+	  "quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus", "quota",
+	  "https://github.com/GoogleCloudPlatform/stable-diffusion-on-gcp/issues/12" },
+	{ "Q4", "create", 0, "vertex: creating job: RESOURCE_EXHAUSTED: The following quota metrics exceed "
+	  "quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_p4_gpus", "quota",
+	  "https://openillumi.com/vertex-ai-429-gpu-quota-fix" },
+	{ "Q5", "gce", 0, "Quota 'GPUS_ALL_REGIONS' exceeded.  Limit: 1.0 globally.", "quota", SKY },
+	{ "Q6", "gce", 0, "Quota 'CPUS' exceeded.  Limit: 24.0 in region us-west1.", "quota", SKY },
+	{ "U1", "job", 3, "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: "
+	  "Error.", "user-error", UTS " (template, filled)" },
+	{ "U2", "job", 0, "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about "
+	  "why your job exited please check the logs: https://console.cloud.google.com/logs/viewer?project="
+	  "619829274226&resource=ml_job%2Fjob_id%2F4606268999515242496", "user-error",
+	  "https://github.com/tensorflow/models/issues/10735" },
+	{ "U3", "job", 3, "The replica workerpool1-1 exited with a non-zero status of 1. Termination reason: "
+	  "Error.  Traceback (most recent call last):   [...] huggingface_hub/file_download.py, line 510, in "
+	  "http_get", "user-error", "https://github.com/GoogleCloudPlatform/vertex-ai-samples/pull/1504" },
+	{ "U6", "job", 3, "The replica workerpool0-0 exited with a non-zero status of 139. Termination reason: "
+	  "Error.", "user-error", UTS " (SIGSEGV; Vertex already retried 3x)" },
+	{ "O1", "job", 3, "The replica workerpool0-0 ran out of memory and exited with a non-zero status of 137.",
+	  "user-error", UTS " (Out-of-memory row, filled)" },
+	{ "O3", "job", 0, "The replica master 0 exited with a non-zero status of 1. Termination reason: Error. "
+	  "Traceback (most recent call last): File \"/usr/lib/python2.7/runpy.py\"", "user-error",
+	  "https://github.com/tensorflow/models/issues/4294" },
+	{ "I1", "job", 13, "Internal error occurred for the current attempt.", "internal",
+	  UTS " (Handle internal errors); https://github.com/GoogleCloudPlatform/t5x-on-vertex-ai/issues/2" },
+	{ "P1", "create", 0, "vertex: creating job: PERMISSION_DENIED: Permission 'aiplatform.customJobs.create' "
+	  "denied on resource '//aiplatform.googleapis.com/projects/bqx-ml/locations/us-east1' (or it may not "
+	  "exist).", "refused", "https://github.com/rhel-lightspeed/linux-mcp-server/pull/450 (same shape)" },
+	{ "P2", "create", 0, "vertex: creating job: INVALID_ARGUMENT: You do not have permission to act as "
+	  "service_account: 123-compute@developer.gserviceaccount.com. (or it may not exist).", "refused",
+	  "https://github.com/googleapis/python-aiplatform/issues/1073" },
+	{ "P3", "create", 0, "vertex: creating job: FAILED_PRECONDITION: The Cloud Storage bucket of "
+	  "`gs://model_metadata_prod/aiplatform-custom-job-2021-12-05-10:15:22.264` is in location `us`. It "
+	  "must be in the same regional location as the service location `us-central1`.", "refused",
+	  "https://github.com/googleapis/python-aiplatform/issues/885" },
+	{ "P4", "create", 0, "vertex: creating job: PERMISSION_DENIED: Permission denied on resource project My "
+	  "First Project.", "refused", "https://github.com/GoogleCloudPlatform/training-data-analyst/issues/1811" },
+	{ "P5", "create", 0, "vertex: creating job: FAILED_PRECONDITION: Service account "
+	  "`service-789051324393@gcp-sa-aiplatform.iam.gserviceaccount.com` does not have "
+	  "`[storage.objects.get]` IAM permission(s) to the directory \"gs://mco-mm/churn\".", "refused",
+	  "https://github.com/GoogleCloudPlatform/vertex-ai-samples/issues/3710" },
+	{ "P6", "gce", 0, "Location us-east1-d is not found or access is unauthorized.", "internal", SKY },
+	{ "C1", "job", 1, "CustomJob was cancelled.", "cancelled-outside",
+	  "JobState enum https://cloud.google.com/vertex-ai/docs/reference/rest/v1/JobState" },
+};
+
+static const char *classify_row(const struct text_row *r, const char *state)
+{
+	struct failure_input in = {
+		.state = state, .error_code = r->code, .message = r->text, .scheduling = "STANDARD",
+		.started = 1,
+	};
+
+	if (!strcmp(r->where, "create"))
+		return failure_classify_refusal(r->text);
+	return failure_classify(&in);
+}
+
+/* Every collected text, as a FAILED job (and a create's as a refusal). */
+static void test_every_text_lands_in_its_class(void **state)
+{
+	int bad = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		const struct text_row *r = &texts[i];
+		const char *got = classify_row(r, "JOB_STATE_FAILED");
+
+		if (!got || strcmp(got, r->cls)) {
+			print_error("%s (%s): got %s, want %s\n", r->id, r->source, got ? got : "(null)", r->cls);
+			bad++;
+		}
+		/* The text alone decides: without the code (Compute Engine's texts often come without). */
+		if (strcmp(r->where, "create") && r->code != 1) {
+			struct text_row nocode = *r;
+
+			nocode.code = 0;
+			got = classify_row(&nocode, "JOB_STATE_FAILED");
+			if (!got || strcmp(got, r->cls)) {
+				print_error("%s without code %d: got %s, want %s\n", r->id, r->code,
+					    got ? got : "(null)", r->cls);
+				bad++;
+			}
+		}
+	}
+	/* C1 is the error of a job that ended CANCELLED. */
+	assert_string_equal(classify_row(&texts[sizeof(texts) / sizeof(texts[0]) - 1], "JOB_STATE_CANCELLED"),
+			    "cancelled-outside");
+	assert_int_equal(bad, 0);
+}
+
+static const char *job(const char *state, int code, const char *msg, const char *sched, int started,
+		       int by_vx)
+{
+	struct failure_input in = {
+		.state = state, .error_code = code, .message = msg, .scheduling = sched,
+		.started = started, .cancelled_by_vx = by_vx,
+	};
+
+	return failure_classify(&in);
+}
+
+#define S1 "Resources are insufficient in region: us-central1. Try a different region or use a different accelerator."
+
+static void test_no_failure(void **state)
+{
+	(void)state;
+	assert_null(job("JOB_STATE_SUCCEEDED", 0, NULL, "STANDARD", 1, 0));
+	assert_null(job("JOB_STATE_RUNNING", 0, NULL, "SPOT", 1, 0));
+	assert_null(job("JOB_STATE_PENDING", 0, NULL, "FLEX_START", 0, 0));
+	assert_null(job(NULL, 0, NULL, NULL, 0, 0));
+	assert_null(failure_classify(NULL));
+	/* vx asked for the cancel: not a failure, whatever the strategy. */
+	assert_null(job("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", "FLEX_START", 0, 1));
+	assert_null(job("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", "STANDARD", 1, 1));
+	assert_string_equal(job("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", "STANDARD", 0, 0),
+			    "cancelled-outside");
+}
+
+/* Google reports a reclaimed Spot VM as a STOCKOUT (use-spot-vms). */
+static void test_spot_started_then_stockout_is_preempted(void **state)
+{
+	(void)state;
+	assert_string_equal(job("JOB_STATE_FAILED", 8, S1, "SPOT", 1, 0), "preempted");
+	assert_string_equal(job("JOB_STATE_FAILED", 8, "", "SPOT", 1, 0), "preempted");
+	assert_string_equal(job("JOB_STATE_FAILED", 0, "Resources are insufficient in region: us-central1",
+				"SPOT", 1, 0), "preempted");
+	/* Never started: it stocked out. */
+	assert_string_equal(job("JOB_STATE_FAILED", 8, S1, "SPOT", 0, 0), "stockout");
+	/* STANDARD after a start: capacity, not a preemption. */
+	assert_string_equal(job("JOB_STATE_FAILED", 8, S1, "STANDARD", 1, 0), "stockout");
+	assert_string_equal(job("JOB_STATE_FAILED", 8, S1, NULL, 1, 0), "stockout");
+	/* A Spot job whose code failed is a user error, started or not. */
+	assert_string_equal(job("JOB_STATE_FAILED", 3, "The replica workerpool0-0 exited with a non-zero "
+				"status of 1. Termination reason: Error.", "SPOT", 1, 0), "user-error");
+}
+
+/* A flex-start wait that ran out has no text: FAILED, EXPIRED or CANCELLED outside vx, never started. */
+static void test_flex_start_never_started_is_wait_timeout(void **state)
+{
+	(void)state;
+	assert_string_equal(job("JOB_STATE_FAILED", 0, NULL, "FLEX_START", 0, 0), "wait-timeout");
+	assert_string_equal(job("JOB_STATE_EXPIRED", 0, NULL, "FLEX_START", 0, 0), "wait-timeout");
+	assert_string_equal(job("JOB_STATE_FAILED", 8, S1, "FLEX_START", 0, 0), "wait-timeout");
+	assert_string_equal(job("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", "FLEX_START", 0, 0),
+			    "wait-timeout");
+	/* Once it started, a cancel outside vx is that again. */
+	assert_string_equal(job("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", "FLEX_START", 1, 0),
+			    "cancelled-outside");
+	/* Google's own sentence still decides when it says something else. */
+	assert_string_equal(job("JOB_STATE_FAILED", 8, "The following quota metrics exceed quota limits: "
+				"aiplatform.googleapis.com/custom_model_training_nvidia_h100_gpus", "FLEX_START", 0, 0),
+			    "quota");
+	assert_string_equal(job("JOB_STATE_FAILED", 13, "Internal error occurred for the current attempt.",
+				"FLEX_START", 0, 0), "internal");
+}
+
+/* Vertex appends the replica's log after Google's sentence: it never changes the class. */
+static void test_the_log_tail_never_decides(void **state)
+{
+	(void)state;
+	assert_string_equal(job("JOB_STATE_FAILED", 3, "The replica workerpool0-0 exited with a non-zero status "
+				"of 1. Termination reason: Error. Traceback (most recent call last): google.api_core."
+				"exceptions.ResourceExhausted: 429 Quota exceeded for quota metric 'Requests'",
+				"STANDARD", 1, 0), "user-error");
+	assert_string_equal(job("JOB_STATE_FAILED", 3, "The replica workerpool0-0 exited with a non-zero status "
+				"of 1. Termination reason: Error. RuntimeError: worker preempted; resources are "
+				"insufficient", "SPOT", 1, 0), "user-error");
+	assert_string_equal(job("JOB_STATE_FAILED", 8, "The replica workerpool0-0 ran out of memory and exited "
+				"with a non-zero status of 137. Termination reason: Error. quota exceeded",
+				"SPOT", 1, 0), "user-error");
+	/* The words after the log link are not read either. */
+	assert_string_equal(job("JOB_STATE_FAILED", 0, "Internal error occurred. To find out more about why "
+				"your job exited please check the logs: https://console.cloud.google.com/logs/viewer"
+				"?project=1&q=exceed quota limits", "STANDARD", 1, 0), "internal");
+	assert_int_equal(failure_lead_len("The replica r exited with a non-zero status of 1. Termination reason: "
+					  "Error. x"), strlen("The replica r exited with a non-zero status of 1. "));
+	assert_int_equal(failure_lead_len("abc"), 3);
+	assert_int_equal(failure_lead_len(NULL), 0);
+}
+
+/* Compute Engine's newer capacity wordings are stockouts without code 8. */
+static void test_new_stockout_wordings(void **state)
+{
+	static const char *const words[] = {
+		"A a3-highgpu-8g VM instance with 8 nvidia-h100-80gb accelerator(s) is currently unavailable in "
+		"the us-central1-a zone. Capacity changes frequently, so try your request in a different zone.",
+		"There is no more capacity in the zone \"europe-west4-a\"; you can try in another zone.",
+		"Insufficient reserved capacity. Contact customer support to increase your reservation.",
+		"Reservation does not have enough resources for the request",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		assert_string_equal(job("JOB_STATE_FAILED", 0, words[i], "STANDARD", 0, 0), "stockout");
+}
+
+/* A failure no rule knows is unknown (resubmitted only if resubmit.on lists it). */
+static void test_unknown(void **state)
+{
+	(void)state;
+	assert_string_equal(job("JOB_STATE_FAILED", 0, "Something new went wrong.", "STANDARD", 1, 0), "unknown");
+	assert_string_equal(job("JOB_STATE_FAILED", 14, "The service is unavailable.", "STANDARD", 0, 0), "unknown");
+	assert_string_equal(job("JOB_STATE_FAILED", 0, NULL, "STANDARD", 0, 0), "unknown");
+	assert_string_equal(job("JOB_STATE_EXPIRED", 0, NULL, "SPOT", 0, 0), "unknown");
+	/* The old guesses at words no real text uses are gone. */
+	assert_string_equal(job("JOB_STATE_FAILED", 14, "The VM was preempted.", "STANDARD", 1, 0), "unknown");
+}
+
+/* Image pull failures are configuration errors: the same spec fails again. */
+static void test_image_pull_is_config(void **state)
+{
+	static const char *const pulls[] = {
+		"Error pulling image us-docker.pkg.dev/p/r/trainer:v1",
+		"failed to pull image \"us-docker.pkg.dev/p/r/trainer:v1\": rpc error: code = NotFound",
+		"Error response from daemon: manifest for gcr.io/p/trainer:v9 not found: manifest unknown",
+		"Back-off pulling image \"gcr.io/p/trainer:v1\": ImagePullBackOff",
+		"Permission \"artifactregistry.repositories.downloadArtifacts\" denied on resource "
+		"\"projects/p/locations/us-central1/repositories/r\" (or it may not exist)",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pulls) / sizeof(pulls[0]); i++)
+		assert_string_equal(job("JOB_STATE_FAILED", 0, pulls[i], "STANDARD", 0, 0), "config");
+	assert_string_equal(job("JOB_STATE_FAILED", 8, pulls[0], "SPOT", 1, 0), "config");
+}
+
+static void test_refused_create(void **state)
+{
+	(void)state;
+	assert_string_equal(failure_classify_refusal("vertex: creating job: RESOURCE_EXHAUSTED: Quota exceeded "
+						     "for quota metric 'Create requests'"), "quota");
+	assert_string_equal(failure_classify_refusal("vertex: creating job: UNAVAILABLE: try later"), "refused");
+	assert_string_equal(failure_classify_refusal(NULL), "refused");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_text_lands_in_its_class),
+		cmocka_unit_test(test_no_failure),
+		cmocka_unit_test(test_spot_started_then_stockout_is_preempted),
+		cmocka_unit_test(test_flex_start_never_started_is_wait_timeout),
+		cmocka_unit_test(test_the_log_tail_never_decides),
+		cmocka_unit_test(test_new_stockout_wordings),
+		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_image_pull_is_config),
+		cmocka_unit_test(test_refused_create),
+	};
+	return cmocka_run_group_tests_name("failure", tests, NULL, NULL);
+}
