@@ -681,16 +681,14 @@ static void row_fits(struct capacity_row *row, int limits_read)
 	row->fits = row->has_limit && (row->limit < 0 || row->in_use + row->adds <= row->limit);
 }
 
-/*
- * The declared QuotaPreference for row's quota (and region) whose request
- * Google has not decided: reconciling, and no grantedValue (Cloud Quotas
- * gives none until it decides). NULL when there is none; *l its live state.
- */
-static const struct stack_quota *undecided(const struct capacity_input *in, const struct capacity_row *row,
+/* The declared QuotaPreference for row's quota (and region), NULL when none;
+ * *l what Cloud Quotas says of it (NULL when it does not list it). */
+static const struct stack_quota *row_quota(const struct capacity_input *in, const struct capacity_row *row,
 					   const struct live_quota **l)
 {
 	const struct live_quotas *lq = in->live ? in->live->quotas : NULL;
 
+	*l = NULL;
 	for (size_t i = 0; row->quota_id && i < in->st->nquotas; i++) {
 		const struct stack_quota *q = &in->st->quotas[i];
 		const char *region = stack_labels_get(&q->dimensions, "region");
@@ -698,15 +696,24 @@ static const struct stack_quota *undecided(const struct capacity_input *in, cons
 		if (strcmp(q->service, AIPLATFORM) != 0 || strcmp(q->quota_id, row->quota_id) != 0 ||
 		    (region && strcmp(region, row->region) != 0))
 			continue;
-		for (size_t k = 0; lq && k < lq->n; k++)
-			if (!strcmp(lq->items[k].id, q->d.name) && lq->items[k].reconciling &&
-			    !lq->items[k].has_granted) {
+		for (size_t k = 0; lq && k < lq->n && !*l; k++)
+			if (!strcmp(lq->items[k].id, q->d.name))
 				*l = &lq->items[k];
-				return q;
-			}
-		return NULL;
+		return q;
 	}
 	return NULL;
+}
+
+/*
+ * That preference when Google has not decided its request: reconciling, and
+ * no grantedValue (Cloud Quotas gives none until it decides).
+ */
+static const struct stack_quota *undecided(const struct capacity_input *in, const struct capacity_row *row,
+					   const struct live_quota **l)
+{
+	const struct stack_quota *q = row_quota(in, row, l);
+
+	return q && *l && (*l)->reconciling && !(*l)->has_granted ? q : NULL;
 }
 
 /*
@@ -746,27 +753,18 @@ static int fit_undecided(struct capacity_report *out, const struct capacity_inpu
 /* The declared QuotaPreference for row's quota and region, and what Cloud Quotas says of it. */
 static void row_request(struct capacity_row *row, const struct capacity_input *in)
 {
-	const struct live_quotas *lq = in->live ? in->live->quotas : NULL;
+	const struct live_quota *l;
+	const struct stack_quota *q = row_quota(in, row, &l);
 
-	for (size_t i = 0; row->quota_id && i < in->st->nquotas; i++) {
-		const struct stack_quota *q = &in->st->quotas[i];
-		const char *region = stack_labels_get(&q->dimensions, "region");
-
-		if (strcmp(q->service, AIPLATFORM) != 0 || strcmp(q->quota_id, row->quota_id) != 0 ||
-		    (region && strcmp(region, row->region) != 0))
-			continue;
-		row->has_request = 1;
-		row->requested = q->preferred_value;
-		row->pending = 1;
-		for (size_t k = 0; lq && k < lq->n; k++) {
-			if (strcmp(lq->items[k].id, q->d.name) != 0)
-				continue;
-			row->has_granted = lq->items[k].has_granted;
-			row->granted = lq->items[k].granted;
-			row->pending = lq->items[k].reconciling ||
-				       (row->has_granted && row->granted != lq->items[k].preferred);
-		}
+	if (!q)
 		return;
+	row->has_request = 1;
+	row->requested = q->preferred_value;
+	row->pending = 1;
+	if (l) {
+		row->has_granted = l->has_granted;
+		row->granted = l->granted;
+		row->pending = l->reconciling || (row->has_granted && row->granted != l->preferred);
 	}
 }
 
