@@ -71,16 +71,20 @@ class RefLock(FakeTestCase):
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
         self.repo.git("merge-base", "--is-ancestor", theirs, ref)  # raises when it is not
 
+    def start_paused_apply(self):
+        """An apply of a new job "a" that stops itself (SIGSTOP) in its first ref update."""
+        self.repo.write({"a": job_yaml("a")})
+        e = self.fake.env()
+        e["VX_TEST_PAUSE"] = "ref-update"
+        return subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"],
+                                cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+
     def test_paused_apply_is_not_overtaken_in_its_ref_update(self):
         """A vx apply stopped (SIGSTOP) in the middle of a ref update, as a
         suspended laptop would be: a second apply waits past the old 5 s,
         fails without writing, and the first one's update lands on resume."""
-        self.repo.write({"a": job_yaml("a")})
-        e = self.fake.env()
-        e["VX_TEST_PAUSE"] = "ref-update"
-        a = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"],
-                             cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        a = self.start_paused_apply()
         try:
             self.wait_stopped(a)
             started = time.monotonic()
@@ -113,12 +117,7 @@ class RefLock(FakeTestCase):
     def test_lock_file_of_a_killed_apply_is_removed_at_once(self):
         """An apply killed in the middle of a ref update leaves its record: its
         pid is gone, so the lock file of that ref is removed without waiting."""
-        self.repo.write({"a": job_yaml("a")})
-        e = self.fake.env()
-        e["VX_TEST_PAUSE"] = "ref-update"
-        a = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"],
-                             cwd=self.repo.root, env=e, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        a = self.start_paused_apply()
         try:
             self.wait_stopped(a)
         finally:
