@@ -22,12 +22,14 @@
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/failure.h"
+#include "reconcile/sweep.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider.h"
 #include "reconcile/runlabel.h"
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
+#include "reconcile/sweep.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -170,6 +172,7 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 	const struct plan_input *in = b->in;
 	const struct live_job *best = NULL;
 	struct run_id id = { in->stack, in->lineage, name, hash, run, attempt, 0 };
+	char label[SWEEP_LABEL_MAX + 1];
 	struct vx_label *want = NULL;
 	size_t nwant = 0;
 
@@ -179,7 +182,9 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 		b->oom = 1;
 		return NULL;
 	}
-	for (size_t i = by_job_lower(b, name); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), name); i++) {
+	/* a sweep's run carries a label made from its name (reconcile/sweep.h) */
+	sweep_job_label(label, name);
+	for (size_t i = by_job_lower(b, label); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), label); i++) {
 		const struct live_job *j = b->by_job[i];
 
 		/* The lineage is proved by owned(): the state may know the job by name. */
@@ -284,7 +289,11 @@ static const struct plan_decl *find_decl(const struct builder *b, const char *ad
 
 static int targeted(const struct plan_input *in, const char *address)
 {
-	return in->ntargets == 0 || in_list(address, in->targets, in->ntargets);
+	/* a sweep's address or a slice of it names its runs (reconcile/sweep.h) */
+	for (size_t i = 0; i < in->ntargets; i++)
+		if (sweep_address_matches(in->targets[i], address))
+			return 1;
+	return in->ntargets == 0;
 }
 
 /*

@@ -24,7 +24,8 @@ static const char *const stack_keys[] = { "kind", "name", "project", "region", "
 static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
-					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove" };
+					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove",
+					"matrix", "maxParallel", "maxFailed" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
 static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay" };
@@ -904,9 +905,16 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 
 	name = stack_read_name(L, doc, KIND_JOB);
 	stack_check_keys(L, doc, "", job_keys, ARRAY_SIZE(job_keys));
-	if (name && stack_check_unique(L, seen, nseen, name, doc) &&
+	/* A sweep's run (seen NULL): the sweep checked its name once. */
+	if (name && (!seen || stack_check_unique(L, seen, nseen, name, doc)) &&
 	    stack_decl_init(&j->d, L, "job", name, doc) < 0)
 		return -1;
+	if (seen && (v = ynode_get_key(doc, "maxParallel")) != NULL)
+		stack_err(L, v, "maxParallel: only a job with matrix: has runs to cap; add a matrix or "
+			  "remove maxParallel");
+	if (seen && (v = ynode_get_key(doc, "maxFailed")) != NULL)
+		stack_err(L, v, "maxFailed: only a job with matrix: has runs to count; add a matrix or "
+			  "remove maxFailed");
 	if (!get_region(L, doc, &v, &j->region) && !v) {
 		if (st->region)
 			j->region = stack_dup_opt(L, st->region);

@@ -166,6 +166,11 @@ int stack_kinds_read_quota(struct stack_quota *q, struct loader *L, const struct
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
 			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
 			 size_t *nseen);
+/* sweep.c: a CustomJob document with `matrix:`, each combination read by
+ * stack_kinds_read_job into st->jobs (grown as needed, with room for spare more) and the sweep into
+ * st->sweeps. -1 on an allocation failure (recorded), 0 otherwise. */
+int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc,
+		     const struct spec_env *env, struct seen *seen, size_t *nseen, size_t spare);
 void stack_reservation_release(struct stack_reservation *r);
 void stack_quota_release(struct stack_quota *q);
 void stack_job_release(struct stack_job *j);
