@@ -2116,7 +2116,9 @@ int apply_job_changes(struct applier *a, struct vx_err *err)
 	int rc;
 
 	do_updates(a);
-	rc = do_adopts(a, err);
+	rc = sweep_apply_waits(a, err);
+	if (rc == 0)
+		rc = do_adopts(a, err);
 	if (rc == 0)
 		rc = applier_persist(a, "vx: apply: updates and adoptions", err);
 	if (rc == 0)

@@ -12,6 +12,9 @@
 
 #include <stddef.h>
 
+struct plan;
+struct stack;
+
 /* Whether address is one of the addresses target names: target itself, a
  * run of the sweep target ("job.lr-sweep" names every "job.lr-sweep[...]"),
  * or a run of a slice ("job.lr-sweep[seed=2]" names every run of lr-sweep
@@ -31,5 +34,26 @@ int sweep_address_is_run(const char *address);
  */
 #define SWEEP_LABEL_MAX 63
 void sweep_job_label(char out[SWEEP_LABEL_MAX + 1], const char *name);
+
+/*
+ * Holds a plan's sweeps to their limits, after every kind has planned:
+ * with maxParallel, only as many of a sweep's new runs are created as the
+ * runs already active (or started again) leave room for, in the sweep's
+ * order; the others become PLAN_WAIT with a reason. Once maxFailed runs gave
+ * up (failed and not resubmitted), none of its new runs is created. Runs
+ * that are active, and resubmits, replaces and reruns of runs, are left
+ * alone. Fills p->sweeps with each sweep's counts. 0 or VX_ENOMEM.
+ */
+int sweep_plan_limit(struct plan *p, const struct stack *st);
+
+/*
+ * At apply: records each run the plan holds back (PLAN_WAIT) in the state,
+ * with its spec and run but no current run, so the runs are applied
+ * declarations: a later vxapply, or vx watch (which starts only what was
+ * applied), creates them as others finish. 0, or the state's error.
+ */
+struct applier;
+struct vx_err;
+int sweep_apply_waits(struct applier *a, struct vx_err *err);
 
 #endif

@@ -222,6 +222,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.nregions = o->refresh ? ws->store.nread : 0;
 	pl->header.also = (const char *const *)ws->store.also;
 	pl->header.nalso = o->refresh ? ws->store.nalso : 0;
+	pl->header.verbose = o->verbose;
 	pl->header.targets = o->targets;
 	pl->header.ntargets = o->ntargets;
 	pl->header.allow_other_lineage = o->allow_other_lineage;

@@ -5,17 +5,19 @@ each with its own address job.NAME[k=v,...], labels and output directory.
 Runs finish by the fake's virtual clock (advanced by the test), never by
 sleeping. Plans are compared whole.
 """
+import json
 import os
 import subprocess
 import unittest
 
-from harness import FakeTestCase, VX_BIN
+from harness import FakeTestCase, ROOT, VX_BIN
+from test_plan_apply import validate
 
 SWEEP = """---
 kind: CustomJob
 name: lr-sweep
 matrix:
-  lr: [1e-4, 3e-4, 1e-3]
+  lr: [{lrs}]
   batch: [32, 64]
   seed: [{seeds}]
   exclude: [{{lr: 1e-3, batch: 64, seed: 2}}]
@@ -31,8 +33,8 @@ matrix:
 """
 
 
-def sweep(seeds="1, 2", limits="maxParallel: 4\n"):
-    return SWEEP.format(seeds=seeds, limits=limits)
+def sweep(seeds="1, 2", limits="maxParallel: 4\n", lrs="1e-4, 3e-4, 1e-3"):
+    return SWEEP.format(seeds=seeds, limits=limits, lrs=lrs)
 
 
 def runs(seeds=(1, 2), lrs=("1e-4", "3e-4", "1e-3")):
@@ -135,6 +137,139 @@ class Sweep(FakeTestCase):
         self.assertIn("Plan: 10 to create. 2 unchanged.", r.out)
         r = self.repo.plan("-target", "job.lr-sweep[seed=9]")
         self.assertEqual(r.code, 1, r)
+
+    def sweep_lines(self, out):
+        """The plan's change lines: from the first after the header to the blank before Quota."""
+        lines = out.splitlines()
+        start = lines.index("") + 1
+        return lines[start:lines.index("", start)]
+
+    def test_max_parallel_plan_block_quota_and_cost(self):
+        self.repo.write({"s": sweep()})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.sweep_lines(r.out), [
+            "  +   job.lr-sweep sweep: 4 of 12 now, 8 waiting",
+            "        4 to create, 8 waiting, 0 running, 0 finished, 0 failed",
+            "        maxParallel 4: the rest start as runs finish (vxapply or vx watch)",
+            "        cost: $2.83/h at the cap (4 runs), at most $1,425 for every run left (12)",
+        ])
+        lines = r.out.splitlines()
+        # the quota check counts the 4 runs that start, not the 12 declared
+        self.assertIn("    L4           on-demand                     0      4  1000     996", lines)
+        self.assertEqual(lines[-2:], ["Plan: 4 to create, 8 waiting. 0 unchanged.",
+                                      "Cost: + $2.83/h while running, at most $474.99 for this apply."])
+        # -verbose lists every run; the JSON plan has every run as an action
+        r = self.repo.plan("-verbose")
+        got = [l for l in self.sweep_lines(r.out) if l.startswith("  ")and not l.startswith("      ")
+               or l.startswith("      job.")]
+        want = []
+        for a in runs():
+            if "lr=1e-4" in a:
+                want.append("  +   %s create" % a)
+            else:
+                want.append("      %s wait" % a)
+        self.assertEqual(got, want)
+        lines = r.out.splitlines()
+        at = lines.index("      job.lr-sweep[lr=3e-4,batch=32,seed=1] wait")
+        self.assertEqual(lines[at + 1:at + 3], [
+            "        g2-standard-4 ×1, 1×L4, STANDARD in us-central1",
+            "        waits: maxParallel 4 runs of job.lr-sweep are active; starts as runs finish"])
+        r = self.repo.vx("plan", self.repo.dir, "-format", "json")
+        plan = json.loads(r.out)
+        self.assertEqual(sorted((a["address"], a["action"]) for a in plan["actions"]),
+                         [(a, "create" if "lr=1e-4" in a else "wait") for a in runs()])
+        self.assertEqual(plan["summary"]["create"], 4)
+        self.assertEqual(plan["summary"]["wait"], 8)
+        with open(os.path.join(ROOT, "docs", "plan-json.schema.json")) as f:
+            validate(plan, json.load(f), "$")
+        self.assertEqual(plan["sweeps"], [{
+            "address": "job.lr-sweep", "runs": 12, "create": 4, "wait": 8, "running": 0,
+            "finished": 0, "failed": 0, "max_parallel": 4, "max_failed": None, "held": None}])
+
+    def test_runs_start_as_others_finish_never_over_the_cap(self):
+        self.repo.write({"s": sweep()})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        first = sorted("job." + n for n in self.live())
+        self.assertEqual(first, [a for a in runs() if "lr=1e-4" in a])
+        self.assertEqual(len(self.active()), 4)
+        # nothing finished: a second apply starts nothing
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs()), 4)
+        # the first four finish; a watch cycle starts the next four, in order
+        self.fake.advance(3700)
+        self.assertEqual(len(self.active()), 0)
+        r = self.repo.vx("watch", self.repo.dir, "-once")
+        self.assertEqual(r.code, 2, r)  # -once: 2 = it did something
+        second = sorted("job." + n for n in self.live()
+                        if "job." + n not in first)
+        self.assertEqual(second, [a for a in runs() if "lr=3e-4" in a])
+        self.assertEqual(len(self.active()), 4)
+        # they finish too: vxapply starts the last four
+        self.fake.advance(3700)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.active()), 4)
+        self.assertEqual(len(self.live_jobs()), 12)
+        self.fake.advance(3700)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nPlan: no changes. 12 unchanged.\n", r.out)
+
+    def test_max_failed_stops_starting_runs(self):
+        self.fake.post("/_fake/outcomes", {"labels": {}, "outcome": "user-error"})
+        self.repo.write({"s": sweep(limits="maxParallel: 4\nmaxFailed: 3\n")})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.fake.advance(3700)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.sweep_lines(r.out), [
+            "      job.lr-sweep sweep: 0 of 12 now, 8 waiting",
+            "        0 to create, 8 waiting, 0 running, 0 finished, 4 failed",
+            "        4 runs gave up (maxFailed 3): the waiting runs are not started; fix the "
+            "cause, then raise maxFailed or bump run",
+        ])
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs()), 4)
+
+    def test_adding_a_seed_creates_only_the_new_runs(self):
+        self.repo.write({"s": sweep(limits="")})
+        self.assertEqual(self.repo.apply().code, 0)
+        before = {j["name"] for j in self.live_jobs()}
+        self.repo.write({"s": sweep(seeds="1, 2, 3", limits="")})
+        r = self.repo.plan("-verbose")
+        self.assertEqual(r.code, 0, r)
+        new = ["job.lr-sweep[lr=%s,batch=%d,seed=3]" % (lr, b)
+               for lr in ("1e-4", "3e-4", "1e-3") for b in (32, 64)]
+        self.assertEqual([l for l in self.sweep_lines(r.out) if l.startswith("  +")],
+                         ["  +   %s create" % a for a in sorted(new)])
+        self.assertIn("\nPlan: 6 to create. 12 unchanged.\n", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        after = self.live_jobs()
+        self.assertTrue(before <= {j["name"] for j in after})
+        self.assertEqual(sorted("job." + j["displayName"] for j in after if j["name"] not in before),
+                         sorted(new))
+
+    def test_removing_a_value_cancels_only_those_runs(self):
+        self.repo.write({"s": sweep(limits="")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({"s": sweep(lrs="1e-4, 3e-4", limits="")})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        gone = ["job.lr-sweep[lr=1e-3,batch=32,seed=1]", "job.lr-sweep[lr=1e-3,batch=32,seed=2]",
+                "job.lr-sweep[lr=1e-3,batch=64,seed=1]"]
+        self.assertEqual([l for l in self.sweep_lines(r.out) if l.startswith("  -")],
+                         ["  -   %s cancel" % a for a in gone])
+        self.assertIn("\nPlan: 3 to cancel. 9 unchanged.\n", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        states = {"job." + j["displayName"]: j["state"] for j in self.live_jobs()}
+        self.assertEqual(sorted(a for a, s in states.items() if s in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")),
+                         gone)
+        self.assertEqual(len([s for s in states.values() if s == "JOB_STATE_QUEUED"]), 9)
 
 
 if __name__ == "__main__":
