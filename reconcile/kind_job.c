@@ -74,10 +74,36 @@ struct builder {
 	const struct plan_decl **decls;     /* sorted by address */
 	const char **known;                 /* every run the state knows, sorted */
 	size_t nknown;
-	const char **created;               /* addresses of the jobs this plan creates, sorted */
+	struct created *created;            /* the jobs this plan creates, sorted by vx-job label */
 	size_t ncreated;
 	int other_lineage;                  /* check_other_lineage refused: no warning repeats it */
 };
+
+/* A job this plan creates, by the vx-job label its run will carry (a sweep's
+ * run is labelled with a hash of its name, reconcile/sweep.h). */
+struct created {
+	char label[SWEEP_LABEL_MAX + 1];
+	const char *address;
+};
+
+static int cmp_created(const void *a, const void *b)
+{
+	return strcmp(((const struct created *)a)->label, ((const struct created *)b)->label);
+}
+
+/* A live job in the way of a create, and the address it is in the way of. */
+struct hit {
+	const struct live_job *j;
+	const char *address;
+};
+
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	int c = strcmp(x->address, y->address);
+
+	return c ? c : strcmp(x->j->name, y->j->name);
+}
 
 static int cmp_live_name(const void *a, const void *b)
 {
@@ -800,20 +826,19 @@ static void warn_foreign(struct builder *b, const struct live_job *j)
  * ended is as sure a sign that this stack's state was lost, and creating
  * would run it again.
  */
-static int collides(const struct builder *b, const struct live_job *j)
+static const struct created *collides(const struct builder *b, const struct live_job *j)
 {
 	const char *job = live_job_label(j, "vx-job");
-	char addr[STATE_MAX_NAME + 8];
-	const char *key = addr;
+	struct created key;
 
 	if (!b->ncreated || !j->name || !job || !label_is(j, "vx-stack", b->in->stack) || owned(b, j))
-		return 0;
+		return NULL;
 	if (!b->in->state_is_new &&
 	    (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING")))
-		return 0;
-	if ((size_t)snprintf(addr, sizeof(addr), "job.%s", job) >= sizeof(addr))
-		return 0;
-	return bsearch(&key, b->created, b->ncreated, sizeof(*b->created), cmp_cstr) != NULL;
+		return NULL;
+	if ((size_t)snprintf(key.label, sizeof(key.label), "%s", job) >= sizeof(key.label))
+		return NULL;
+	return bsearch(&key, b->created, b->ncreated, sizeof(*b->created), cmp_created);
 }
 
 /* The first few of n items, then "and N more". */
@@ -833,7 +858,7 @@ static void check_other_lineage(struct builder *b)
 {
 	const struct plan_input *in = b->in;
 	struct vx_buf jobs = VX_BUF_INIT, lins = VX_BUF_INIT;
-	const struct live_job **hit = NULL;
+	struct hit *hit = NULL;
 	const char **seen = NULL;
 	size_t nhit = 0, nseen = 0;
 	int rc = 0;
@@ -847,24 +872,32 @@ static void check_other_lineage(struct builder *b)
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	for (size_t i = 0; i < b->p->n; i++)
-		if (b->p->actions[i].kind == PLAN_CREATE && b->p->actions[i].kind_of == &kind_job)
-			b->created[b->ncreated++] = b->p->actions[i].address;
-	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_cstr);
-	for (size_t i = 0; i < in->live->n; i++)
-		if (collides(b, &in->live->items[i]))
-			hit[nhit++] = &in->live->items[i];
+	for (size_t i = 0; i < b->p->n; i++) {
+		const struct plan_action *a = &b->p->actions[i];
+
+		if (a->kind != PLAN_CREATE || a->kind_of != &kind_job || strncmp(a->address, "job.", 4))
+			continue;
+		sweep_job_label(b->created[b->ncreated].label, a->address + 4);
+		b->created[b->ncreated++].address = a->address;
+	}
+	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_created);
+	for (size_t i = 0; i < in->live->n; i++) {
+		const struct created *c = collides(b, &in->live->items[i]);
+
+		if (c)
+			hit[nhit++] = (struct hit){ .j = &in->live->items[i], .address = c->address };
+	}
 	if (!nhit)
 		goto done;
 	/* In address order, as the plan lists them (the lists come in any order). */
-	qsort(hit, nhit, sizeof(*hit), cmp_live_job);
+	qsort(hit, nhit, sizeof(*hit), cmp_hit);
 	for (size_t i = 0; i < nhit && rc == 0; i++) {
-		const char *lin = live_job_label(hit[i], "vx-lineage");
+		const char *lin = live_job_label(hit[i].j, "vx-lineage");
 		size_t k = 0;
 
 		if (i < SHOW_FIRST)
-			rc = vx_buf_printf(&jobs, "%sjob.%s (%s, %s)", i ? ", " : "", vx_job_of(hit[i]),
-					   hit[i]->name, job_state_short(hit[i]->state));
+			rc = vx_buf_printf(&jobs, "%s%s (%s, %s)", i ? ", " : "", hit[i].address,
+					   hit[i].j->name, job_state_short(hit[i].j->state));
 		lin = lin ? lin : "none";
 		/* Lineages are one or two: a scan is enough. */
 		while (k < nseen && strcmp(seen[k], lin) != 0)

@@ -271,6 +271,35 @@ class Sweep(FakeTestCase):
                          gone)
         self.assertEqual(len([s for s in states.values() if s == "JOB_STATE_QUEUED"]), 9)
 
+    def test_state_lost_refuses_to_run_the_sweep_twice(self):
+        """A sweep's run carries a hashed vx-job label, not its address: with the state
+        branch gone, the plan must still see that its runs are live and refuse to create
+        them again, naming their addresses."""
+        self.repo.write({"s": sweep(limits="")})
+        self.assertEqual(self.repo.apply().code, 0)
+        lineage = {j["labels"]["vx-lineage"] for j in self.live_jobs()}.pop()
+        names = {"job." + j["displayName"]: j["name"] for j in self.live_jobs()}
+        self.repo.git("branch", "-D", "vx/state/e2e")
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 1, r)
+        first = runs()[:3]
+        errors = r.out[r.out.index("Errors (the plan cannot be applied):"):].splitlines()[1]
+        self.maxDiff = None
+        self.assertEqual(errors,
+            "  the state of stack e2e was not found (none was loaded: serial 0), but live jobs of this "
+            "stack from another state (vx-lineage %s) carry 12 of the addresses this plan would create: "
+            "%s (%s, queued), %s (%s, queued), %s (%s, queued) and 9 more. Creating them would run "
+            "these jobs a second time. Likely cause: the state is kept on the branch vx/state/e2e, "
+            "which this clone does not have, and state.remote is unset, so vx does not fetch it (a CI "
+            "checkout fetches one branch). Fix: set state.remote (e.g. remote: origin) in the Stack, "
+            "or fetch the branch before planning: git fetch origin vx/state/e2e:vx/state/e2e. To "
+            "create them anyway (they are not this stack's), re-run with -allow-other-lineage" % (lineage, first[0], names[first[0]], first[1], names[first[1]],
+                                      first[2], names[first[2]]))
+        self.assertNotIn("Warnings:", r.out)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(len(self.live_jobs()), 12, "an apply must create nothing")
+
 
 if __name__ == "__main__":
     unittest.main()
