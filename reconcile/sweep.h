@@ -47,6 +47,14 @@ void sweep_job_label(char out[SWEEP_LABEL_MAX + 1], const char *name);
 int sweep_plan_limit(struct plan *p, const struct stack *st);
 
 /*
+ * Keeps, in order, the entries of a state history (state/backend.h) whose
+ * address target names (sweep_address_matches), freeing the others: what
+ * `vx log job.lr-sweep` shows. Returns how many are kept, at the front.
+ */
+struct state_history_entry;
+size_t sweep_history_keep(struct state_history_entry *h, size_t n, const char *target);
+
+/*
  * At apply: records each run the plan holds back (PLAN_WAIT) in the state,
  * with its spec and run but no current run, so the runs are applied
  * declarations: a later vxapply, or vx watch (which starts only what was

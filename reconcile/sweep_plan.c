@@ -16,6 +16,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
+#include "state/backend.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/banned.h"
@@ -194,4 +195,24 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		r->on_remove = j->on_remove;
 	}
 	return 0;
+}
+
+size_t sweep_history_keep(struct state_history_entry *h, size_t n, const char *target)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].address && sweep_address_matches(target, h[i].address)) {
+			h[k++] = h[i];
+			continue;
+		}
+		free(h[i].address);
+		free(h[i].commit);
+		free(h[i].message);
+		if (h[i].record) {
+			state_record_release(h[i].record);
+			free(h[i].record);
+		}
+	}
+	return k;
 }

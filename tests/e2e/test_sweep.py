@@ -300,6 +300,29 @@ class Sweep(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(len(self.live_jobs()), 12, "an apply must create nothing")
 
+    def test_status_and_log_of_a_sweep_and_a_slice(self):
+        self.repo.write({"s": sweep()})
+        self.assertEqual(self.repo.apply().code, 0)
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+        rows = [l.split()[:2] for l in r.out.splitlines() if l.startswith("job.")]
+        self.assertEqual(rows, [[a, "QUEUED" if "lr=1e-4" in a else "WAITING"] for a in runs()])
+        waiting = [l for l in r.out.splitlines() if l.startswith("job.lr-sweep[lr=3e-3")]
+        self.assertEqual(waiting, ["job.lr-sweep[lr=3e-3,batch=32,seed=1]  WAITING  -        -     "
+                                   "us-central1  -        -        $0.00"])
+        # vx log of a slice: its runs, each with its history
+        r = self.repo.vx("log", "-C", self.repo.dir, "job.lr-sweep[batch=64,seed=2]")
+        self.assertEqual(r.code, 0, r)
+        heads = [l for l in r.out.splitlines() if not l.startswith(" ")]
+        self.assertEqual(heads, ["job.lr-sweep[lr=1e-4,batch=64,seed=2]", "job.lr-sweep[lr=3e-4,batch=64,seed=2]"])
+        self.assertRegex(r.out.splitlines()[1], r"^  \S+  create    projects/\S+/customJobs/\d+  attempt 1  run 1  ")
+        self.assertEqual(r.out.splitlines()[3], "  (no runs)")
+        r = self.repo.vx("log", "-C", self.repo.dir, "job.lr-sweep")
+        self.assertEqual([l for l in r.out.splitlines() if not l.startswith(" ")], runs())
+        r = self.repo.vx("log", "-C", self.repo.dir, "job.lr-sweep[seed=9]")
+        self.assertEqual((r.code, r.err), (1, "vx: job.lr-sweep[seed=9]: no such address in the state or "
+                                              "its history\n"))
+
 
 if __name__ == "__main__":
     unittest.main()
