@@ -711,6 +711,7 @@ void stack_free(struct stack *st)
 		free(st->sweeps[i].name);
 		free(st->sweeps[i].address);
 		free(st->sweeps[i].file);
+		free(st->sweeps[i].output_dir);
 	}
 	free(st->sweeps);
 	for (size_t i = 0; i < st->nreservations; i++)
@@ -760,7 +761,8 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	struct spec_reservation *sres = NULL;
 	struct seen *seen = NULL;
 	struct spec_env env;
-	size_t nsres = 0;
+	size_t nsres = 0, njdocs = 0, *jorder = NULL;
+	const struct ynode **jdocs = NULL;
 
 	for (size_t i = 0; i < fs->ndocs; i++)
 		count[fs->docs[i].kind]++;
@@ -843,19 +845,37 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	env.reservations = sres;
 	env.nreservations = nsres;
 	nseen = 0;
-	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
-		if (fs->docs[i].kind != KIND_JOB)
-			continue;
-		if (ynode_get(fs->docs[i].root, "matrix")) {
-			if (stack_sweep_read(st, L, fs->docs[i].root, &env, seen, &nseen, count[KIND_JOB]) < 0)
+	/* in an order where each job comes after those its after: names, so
+	 * ${{ jobs.NAME.outputDir }} has its value when the job is read */
+	jdocs = calloc(count[KIND_JOB] + 1, sizeof(*jdocs));
+	jorder = calloc(count[KIND_JOB] + 1, sizeof(*jorder));
+	if (!jdocs || !jorder) {
+		stack_oom(L);
+		goto done;
+	}
+	for (size_t i = 0; i < fs->ndocs; i++)
+		if (fs->docs[i].kind == KIND_JOB)
+			jdocs[njdocs++] = fs->docs[i].root;
+	if (stack_after_order(L, jdocs, njdocs, jorder) < 0)
+		goto done;
+	for (size_t o = 0; o < njdocs && !L->rc; o++) {
+		const struct ynode *doc = jdocs[jorder[o]];
+
+		if (ynode_get(doc, "matrix")) {
+			if (stack_sweep_read(st, L, doc, &env, seen, &nseen, count[KIND_JOB]) < 0)
 				goto done;
 			continue;
 		}
-		if (stack_kinds_read_job(&st->jobs[st->njobs++], L, fs->docs[i].root, st, &env, seen, &nseen) < 0)
+		if ((stack_doc_has_expr(doc) ? stack_expr_read(st, L, doc, &env, seen, &nseen)
+					     : stack_kinds_read_job(&st->jobs[st->njobs++], L, doc, st, &env, seen,
+								    &nseen)) < 0)
 			goto done;
 	}
 	check_sweep_labels(L, st);
+	stack_after_check(L, st, jdocs, njdocs);
 done:
+	free(jdocs);
+	free(jorder);
 	seen_free(seen);
 	free(sres);
 	return L->rc;

@@ -143,6 +143,9 @@ struct stack_job {
 	/* A run of a `matrix:` sweep: 1 + its index in stack.sweeps, 0 for a job
 	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
 	size_t sweep;
+	char **after;                 /* after: the addresses it waits for ("job.train", a sweep or a slice) */
+	size_t nafter;
+	char *output_dir;             /* spec.baseOutputDirectory.outputUriPrefix as sent, or NULL */
 };
 
 /*
@@ -157,6 +160,7 @@ struct stack_sweep {
 	unsigned line, col;
 	int64_t max_parallel;         /* maxParallel: most runs active at once; 0: no cap */
 	int64_t max_failed;           /* maxFailed: after this many gave up, start no more; 0: no limit */
+	char *output_dir;             /* the sweep's outputUriPrefix as written (its runs' parent), or NULL */
 	size_t first, n;
 };
 

@@ -25,7 +25,7 @@ static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
 					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove",
-					"matrix", "maxParallel", "maxFailed" };
+					"matrix", "maxParallel", "maxFailed", "after" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
 static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay" };
@@ -416,6 +416,10 @@ void stack_job_release(struct stack_job *j)
 		job_spec_release(&j->rungs[i].spec);
 	}
 	free(j->rungs);
+	for (size_t i = 0; i < j->nafter; i++)
+		free(j->after[i]);
+	free(j->after);
+	free(j->output_dir);
 }
 
 /* The largest of d, h, m, s that divides ms, for messages ("30d", "15m"). */
@@ -892,6 +896,28 @@ static void check_spec(struct loader *L, struct job_spec *out, const struct ynod
 	vx_diags_release(&sub);
 }
 
+/* after: the addresses as written; their shape and names are checked over
+ * the whole stack (stack_after_order). */
+static void read_after(struct loader *L, struct stack_job *j, const struct ynode *doc)
+{
+	const struct ynode *v = stack_get_value(doc, "after");
+
+	if (!v)
+		return;
+	if (v->kind != YNODE_SEQ) {
+		stack_wrong_type(L, v, "after", "list of job addresses");
+		return;
+	}
+	j->after = calloc(v->n + 1, sizeof(*j->after));
+	if (!j->after) {
+		stack_oom(L);
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++)
+		if (v->items[i]->kind == YNODE_SCALAR && !(j->after[j->nafter++] = strdup(v->items[i]->str)))
+			stack_oom(L);
+}
+
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
 			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
 			 size_t *nseen)
@@ -961,7 +987,11 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 	(void)stack_get_bool(&j->protect, L, doc, "", "protect");
 	if (stack_get_enum(&e, L, doc, "onRemove", on_remove_names, ARRAY_SIZE(on_remove_names)))
 		j->on_remove = e;
+	read_after(L, j, doc);
 	spec = stack_get_value(doc, "spec");
+	v = spec ? ynode_get(ynode_get(spec, "baseOutputDirectory"), "outputUriPrefix") : NULL;
+	if (v && v->kind == YNODE_SCALAR && !ynode_is_null(v))
+		j->output_dir = stack_dup_opt(L, v->str);
 	if (!spec) {
 		stack_get_missing(L, doc, "", "spec");
 	} else if (spec->kind != YNODE_MAP) {

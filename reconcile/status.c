@@ -309,8 +309,8 @@ static int job_row(struct status_report *out, const struct status_input *in, con
 	row->max_attempts = j ? j->max_attempts : 0;
 	if (rec && rec->current)
 		return job_run_row(row, in, ix, rec, j);
-	/* A sweep's run vxapply recorded while maxParallel or maxFailed held it back. */
-	row->tracking = rec && j && j->sweep ? STATUS_TRACKED : STATUS_NOT_APPLIED;
+	/* A run vxapply recorded while maxParallel, maxFailed or after: held it back. */
+	row->tracking = rec && j && (j->sweep || j->nafter) ? STATUS_TRACKED : STATUS_NOT_APPLIED;
 	if (row->tracking == STATUS_TRACKED) {
 		/* nothing runs, so nothing to list and nothing spent */
 		row->listed = 1;

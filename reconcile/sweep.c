@@ -432,30 +432,112 @@ static void arena_clear(struct arena *a)
 	a->n = 0;
 }
 
-/*
- * Parses the expression at s ("${{ matrix.lr }}"): its name (borrowed into
- * s) and its end. 0 when well formed, -1 when not.
- */
-static int parse_expr(const char *s, const char **name, size_t *nlen, const char **end)
-{
-	const char *p = s + 3;
+/* What an expression names: a matrix value, or a field of a job this one waits for. */
+struct expr {
+	int jobs;            /* 0: ${{ matrix.NAME }}; 1: ${{ jobs.NAME.FIELD }} */
+	const char *name;    /* borrowed into the text */
+	size_t nlen;
+	int field;           /* jobs: EXPR_OUTPUT_DIR or EXPR_RUN */
+	const char *end;     /* just past the closing braces */
+};
 
-	while (*p == ' ')
-		p++;
-	if (strncmp(p, "matrix.", 7))
-		return -1;
-	p += 7;
-	*name = p;
+enum { EXPR_OUTPUT_DIR = 1, EXPR_RUN };
+
+static const char *word_end(const char *p)
+{
 	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
 	       *p == '_' || *p == '-')
 		p++;
-	*nlen = (size_t)(p - *name);
+	return p;
+}
+
+/* Parses the expression at s ("${{ matrix.lr }}", "${{ jobs.train.outputDir }}"): 0, or -1 when not one. */
+static int parse_expr(const char *s, struct expr *e)
+{
+	const char *p = s + 3, *f;
+
+	memset(e, 0, sizeof(*e));
 	while (*p == ' ')
 		p++;
-	if (!*nlen || strncmp(p, "}}", 2))
+	if (!strncmp(p, "matrix.", 7)) {
+		p += 7;
+	} else if (!strncmp(p, "jobs.", 5)) {
+		p += 5;
+		e->jobs = 1;
+	} else {
 		return -1;
-	*end = p + 2;
+	}
+	e->name = p;
+	p = word_end(p);
+	e->nlen = (size_t)(p - e->name);
+	if (e->jobs) {
+		if (*p++ != '.')
+			return -1;
+		f = p;
+		p = word_end(p);
+		if ((size_t)(p - f) == 9 && !strncmp(f, "outputDir", 9))
+			e->field = EXPR_OUTPUT_DIR;
+		else if ((size_t)(p - f) == 3 && !strncmp(f, "run", 3))
+			e->field = EXPR_RUN;
+		else
+			return -1;
+	}
+	while (*p == ' ')
+		p++;
+	if (!e->nlen || strncmp(p, "}}", 2))
+		return -1;
+	e->end = p + 2;
 	return 0;
+}
+
+/* What expressions may name: the matrix (NULL: none) and its combination
+ * (NULL while checking), and the jobs loaded so far with the document's
+ * after: list. */
+struct ectx {
+	const struct matrix *m;
+	const char *const *cv;
+	const struct stack *st;
+	const struct ynode *after;
+};
+
+/* Whether the after: list names job NAME (job.NAME or a slice of it). */
+static int after_names(const struct ynode *after, const char *name, size_t nlen)
+{
+	for (size_t i = 0; after && after->kind == YNODE_SEQ && i < after->n; i++) {
+		const struct ynode *it = after->items[i];
+
+		if (it->kind == YNODE_SCALAR && !strncmp(it->str, "job.", 4) &&
+		    !strncmp(it->str + 4, name, nlen) && (it->str[4 + nlen] == '\0' || it->str[4 + nlen] == '['))
+			return 1;
+	}
+	return 0;
+}
+
+/* The value of ${{ jobs.NAME.FIELD }} from the jobs loaded so far: owned, or NULL with *why set. */
+static char *job_value(const struct ectx *x, const struct expr *e, const char **why)
+{
+	const struct stack_job *j = NULL;
+	const char *dir = NULL;
+
+	/* not found: unknown or in a cycle, both said at after: (stack_after_order) */
+	*why = NULL;
+	for (size_t i = 0; x->st && i < x->st->nsweeps; i++)
+		if (strlen(x->st->sweeps[i].name) == e->nlen && !strncmp(x->st->sweeps[i].name, e->name, e->nlen)) {
+			j = x->st->sweeps[i].n ? &x->st->jobs[x->st->sweeps[i].first] : NULL;
+			dir = x->st->sweeps[i].output_dir;
+		}
+	for (size_t i = 0; x->st && !j && i < x->st->njobs; i++)
+		if (!x->st->jobs[i].sweep && x->st->jobs[i].d.name && strlen(x->st->jobs[i].d.name) == e->nlen &&
+		    !strncmp(x->st->jobs[i].d.name, e->name, e->nlen)) {
+			j = &x->st->jobs[i];
+			dir = j->output_dir;
+		}
+	if (!j)
+		return NULL;
+	if (e->field == EXPR_RUN)
+		return vx_asprintf("%lld", (long long)j->run);
+	*why = "sets no spec.baseOutputDirectory.outputUriPrefix";
+	return dir ? vx_strdup(dir) : NULL;
 }
 
 /* The column of byte off of scalar n, when its text is on one line as written. */
@@ -467,9 +549,10 @@ static unsigned col_of(const struct ynode *n, size_t off)
 }
 
 /* Checks every expression of the document once, before any run: 1 when all are good. */
-static int check_exprs(struct loader *L, const struct matrix *m, const struct ynode *n,
+static int check_exprs(struct loader *L, const struct ectx *x, const struct ynode *n,
 		       struct vx_buf *path, size_t depth)
 {
+	const struct matrix *m = x->m;
 	size_t at = path->len;
 	int ok = 1;
 
@@ -477,30 +560,52 @@ static int check_exprs(struct loader *L, const struct matrix *m, const struct yn
 		return 1;
 	if (n->kind == YNODE_SCALAR) {
 		for (const char *s = strstr(n->str, "${{"); s; s = strstr(s + 3, "${{")) {
-			const char *name, *end;
-			size_t nlen;
 			struct ynode where = *n;
+			const char *why;
+			struct expr e;
+			char *v;
 
 			where.col = col_of(n, (size_t)(s - n->str));
-			if (parse_expr(s, &name, &nlen, &end) < 0) {
+			if (parse_expr(s, &e) < 0) {
 				stack_err(L, &where, "%s: \"%.40s\" is not an expression vx knows; write "
-					  "${{ matrix.NAME }}", path->data ? path->data : "", s);
+					  "${{ matrix.NAME }}, ${{ jobs.NAME.outputDir }} or ${{ jobs.NAME.run }}",
+					  path->data ? path->data : "", s);
 				ok = 0;
 				continue;
 			}
-			for (size_t k = 0; k <= m->nkeys; k++) {
-				if (k == m->nkeys) {
+			if (e.jobs) {
+				if (!after_names(x->after, e.name, e.nlen)) {
+					stack_err(L, &where, "%s: jobs.%.*s: a job is named only in after: (add "
+						  "job.%.*s to after:)", path->data ? path->data : "", (int)e.nlen,
+						  e.name, (int)e.nlen, e.name);
+					ok = 0;
+				} else if (!(v = job_value(x, &e, &why))) {
+					if (why)
+						stack_err(L, &where, "%s: jobs.%.*s %s", path->data ? path->data : "",
+							  (int)e.nlen, e.name, why);
+					ok = 0;
+				} else {
+					free(v);
+				}
+				continue;
+			}
+			for (size_t k = 0; k <= (m ? m->nkeys : 0); k++) {
+				if (k == (m ? m->nkeys : 0)) {
 					struct vx_buf names = VX_BUF_INIT;
 
-					for (size_t i = 0; i < m->nkeys; i++)
+					for (size_t i = 0; m && i < m->nkeys; i++)
 						if (vx_buf_printf(&names, "%s%s", i ? ", " : "", m->keys[i]) < 0)
 							stack_oom(L);
-					stack_err(L, &where, "%s: unknown matrix name \"%.*s\" (the matrix has %s)",
-						  path->data ? path->data : "", (int)nlen, name,
-						  names.data ? names.data : "none");
+					if (m)
+						stack_err(L, &where, "%s: unknown matrix name \"%.*s\" (the matrix has %s)",
+							  path->data ? path->data : "", (int)e.nlen, e.name,
+							  names.data ? names.data : "none");
+					else
+						stack_err(L, &where, "%s: matrix.%.*s: this job has no matrix:",
+							  path->data ? path->data : "", (int)e.nlen, e.name);
 					vx_buf_release(&names);
 					ok = 0;
-				} else if (strlen(m->keys[k]) == nlen && !strncmp(m->keys[k], name, nlen)) {
+				} else if (strlen(m->keys[k]) == e.nlen && !strncmp(m->keys[k], e.name, e.nlen)) {
 					break;
 				}
 			}
@@ -523,7 +628,7 @@ static int check_exprs(struct loader *L, const struct matrix *m, const struct yn
 			if (vx_buf_printf(path, "%s%s", at ? "." : "", n->pairs[i].key->str) < 0)
 				stack_oom(L);
 		}
-		if (!check_exprs(L, m, v, path, depth + 1))
+		if (!check_exprs(L, x, v, path, depth + 1))
 			ok = 0;
 		path->len = at;
 		if (path->data)
@@ -533,9 +638,10 @@ static int check_exprs(struct loader *L, const struct matrix *m, const struct yn
 }
 
 /* scalar n's text with combination cv's values substituted; NULL when unchanged or OOM. */
-static struct ynode *subst_scalar(struct arena *a, const struct matrix *m, const char *const *cv,
-				  const struct ynode *n)
+static struct ynode *subst_scalar(struct arena *a, const struct ectx *x, const struct ynode *n)
 {
+	const struct matrix *m = x->m;
+	const char *const *cv = x->cv;
 	struct vx_buf b = VX_BUF_INIT;
 	const char *p = n->str, *s;
 	struct ynode *out;
@@ -544,20 +650,30 @@ static struct ynode *subst_scalar(struct arena *a, const struct matrix *m, const
 	if (!strstr(p, "${{"))
 		return NULL;
 	while ((s = strstr(p, "${{")) != NULL) {
-		const char *name, *end;
-		size_t nlen;
+		const char *why;
+		struct expr e;
 		int k = -1;
 
-		if (vx_buf_add(&b, p, (size_t)(s - p)) < 0 || parse_expr(s, &name, &nlen, &end) < 0) {
+		if (vx_buf_add(&b, p, (size_t)(s - p)) < 0 || parse_expr(s, &e) < 0) {
 			bad = 1;
 			break;
 		}
-		for (size_t i = 0; i < m->nkeys && k < 0; i++)
-			if (strlen(m->keys[i]) == nlen && !strncmp(m->keys[i], name, nlen))
+		if (e.jobs) {
+			char *v = job_value(x, &e, &why);
+
+			/* unknown: kept as written, and check_exprs says why */
+			if (v ? vx_buf_adds(&b, v) < 0 : vx_buf_add(&b, s, (size_t)(e.end - s)) < 0)
+				bad = 1;
+			free(v);
+			p = e.end;
+			continue;
+		}
+		for (size_t i = 0; m && i < m->nkeys && k < 0; i++)
+			if (strlen(m->keys[i]) == e.nlen && !strncmp(m->keys[i], e.name, e.nlen))
 				k = (int)i;
-		if (k >= 0 && cv[k] && vx_buf_adds(&b, cv[k]) < 0)
+		if (k >= 0 && cv && cv[k] && vx_buf_adds(&b, cv[k]) < 0)
 			bad = 1;
-		p = end;
+		p = e.end;
 	}
 	if (bad || vx_buf_adds(&b, p) < 0) {
 		vx_buf_release(&b);
@@ -577,20 +693,19 @@ static struct ynode *subst_scalar(struct arena *a, const struct matrix *m, const
 }
 
 /* n with the combination's values substituted, sharing what does not change. */
-static const struct ynode *subst(struct arena *a, const struct matrix *m, const char *const *cv,
-				 const struct ynode *n, size_t depth)
+static const struct ynode *subst(struct arena *a, const struct ectx *x, const struct ynode *n, size_t depth)
 {
 	struct ynode *out = NULL;
 
 	if (a->oom || depth > 64)
 		return n;
 	if (n->kind == YNODE_SCALAR) {
-		out = subst_scalar(a, m, cv, n);
+		out = subst_scalar(a, x, n);
 		return out ? out : n;
 	}
 	for (size_t i = 0; i < n->n; i++) {
 		const struct ynode *v = n->kind == YNODE_SEQ ? n->items[i] : n->pairs[i].value;
-		const struct ynode *nv = subst(a, m, cv, v, depth + 1);
+		const struct ynode *nv = subst(a, x, v, depth + 1);
 
 		if (nv == v)
 			continue;
@@ -618,11 +733,14 @@ static const struct ynode *subst(struct arena *a, const struct matrix *m, const 
 
 /* The document a run reads: doc without the sweep's own keys, substituted,
  * with the run's output directory under spec.baseOutputDirectory. */
-static const struct ynode *run_doc(struct arena *a, const struct matrix *m, size_t c, const char *combo,
+static const struct ynode *run_doc(struct arena *a, const struct ectx *base, size_t c, const char *combo,
 				   const struct ynode *doc)
 {
-	const char *const *cv = &m->vals[c * m->nkeys];
-	const struct ynode *sub = subst(a, m, cv, doc, 0);
+	struct ectx x = *base;
+	const struct ynode *sub;
+
+	x.cv = &x.m->vals[c * x.m->nkeys];
+	sub = subst(a, &x, doc, 0);
 	struct ynode *out = arena_keep(a, malloc(sizeof(*out)));
 	struct ynode_pair *pairs = arena_keep(a, calloc(doc->n + 1, sizeof(*pairs)));
 	const struct ynode *spec, *bod, *prefix, *oprefix;
@@ -772,6 +890,7 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 		     const struct spec_env *env, struct seen *seen, size_t *nseen, size_t spare)
 {
 	struct matrix m = { 0 };
+	struct ectx x = { NULL, NULL, st, ynode_get(doc, "after") };
 	struct arena a = { 0 };
 	struct seen_msgs msgs = { 0 };
 	struct vx_buf path = VX_BUF_INIT, combo = VX_BUF_INIT;
@@ -799,9 +918,10 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 		goto oom;
 	if (!ok || !name)
 		goto done;
+	x.m = &m;
 	if (vx_buf_adds(&path, "") < 0)
 		goto oom;
-	if (!check_exprs(L, &m, doc, &path, 0))
+	if (!check_exprs(L, &x, doc, &path, 0))
 		goto done;
 	if (strlen(name) + 2 + 60 * m.nkeys > 4096)
 		goto done;
@@ -820,6 +940,14 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 		goto oom;
 	sw->line = mkey->line;
 	sw->col = mkey->col;
+	{
+		const struct ynode *op = ynode_get(ynode_get(ynode_get(doc, "spec"), "baseOutputDirectory"),
+						   "outputUriPrefix");
+
+		if (op && op->kind == YNODE_SCALAR && !ynode_is_null(op) && !strstr(op->str, "${{") &&
+		    !(sw->output_dir = strdup(op->str)))
+			goto oom;
+	}
 	sw->first = st->njobs;
 	st->nsweeps++;
 	for (size_t c = 0; c < m.ncombos && !L->rc; c++) {
@@ -831,7 +959,7 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 		combo.len = 0;
 		if (combo_name(&combo, &m, c) < 0 || !(rn = vx_asprintf("%s[%s]", name, combo.data)))
 			goto oom;
-		rd = run_doc(&a, &m, c, combo.data, doc);
+		rd = run_doc(&a, &x, c, combo.data, doc);
 		if (!rd) {
 			free(rn);
 			goto oom;
@@ -887,4 +1015,212 @@ done:
 	vx_buf_release(&combo);
 	matrix_release(&m);
 	return L->rc ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Documents without a matrix that use ${{ jobs.NAME.* }}; after: */
+
+static int has_expr(const struct ynode *n, size_t depth)
+{
+	if (depth > 64)
+		return 0;
+	if (n->kind == YNODE_SCALAR)
+		return strstr(n->str, "${{") != NULL;
+	for (size_t i = 0; i < n->n; i++)
+		if (has_expr(n->kind == YNODE_SEQ ? n->items[i] : n->pairs[i].value, depth + 1))
+			return 1;
+	return 0;
+}
+
+int stack_doc_has_expr(const struct ynode *doc)
+{
+	return has_expr(doc, 0);
+}
+
+int stack_expr_read(struct stack *st, struct loader *L, const struct ynode *doc,
+		    const struct spec_env *env, struct seen *seen, size_t *nseen)
+{
+	struct ectx x = { NULL, NULL, st, ynode_get(doc, "after") };
+	struct arena a = { 0 };
+	struct vx_buf path = VX_BUF_INIT;
+	const struct ynode *rd = subst(&a, &x, doc, 0);
+	int rc = -1;
+
+	if (!a.oom && vx_buf_adds(&path, "") == 0) {
+		rc = stack_kinds_read_job(&st->jobs[st->njobs++], L, rd, st, env, seen, nseen);
+		/* after the read: the message prefix names this job */
+		if (rc == 0)
+			(void)check_exprs(L, &x, doc, &path, 0);
+	} else {
+		stack_oom(L);
+	}
+	arena_clear(&a);
+	free(a.blocks);
+	vx_buf_release(&path);
+	return rc;
+}
+
+/* "train" of "job.train" or "job.train[seed=1]"; 0 when item is not a job's address. */
+static size_t after_base(const char *item, const char **name)
+{
+	const char *b;
+
+	if (strncmp(item, "job.", 4))
+		return 0;
+	*name = item + 4;
+	b = strchr(*name, '[');
+	if (b && (b == *name || item[strlen(item) - 1] != ']'))
+		return 0;
+	return b ? (size_t)(b - *name) : strlen(*name);
+}
+
+/* The document named name (nlen bytes), or n. */
+static size_t doc_named(const struct ynode *const *docs, size_t n, const char *name, size_t nlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ynode *v = ynode_get(docs[i], "name");
+
+		if (v && v->kind == YNODE_SCALAR && v->len == nlen && !strncmp(v->str, name, nlen))
+			return i;
+	}
+	return n;
+}
+
+/* The i-th after: item of doc as a scalar, or NULL. */
+static const struct ynode *after_item(const struct ynode *doc, size_t i)
+{
+	const struct ynode *a = ynode_get(doc, "after");
+
+	return a && a->kind == YNODE_SEQ && i < a->n && a->items[i]->kind == YNODE_SCALAR ? a->items[i] : NULL;
+}
+
+static const char *name_of(const struct ynode *doc)
+{
+	const struct ynode *v = ynode_get(doc, "name");
+
+	return v && v->kind == YNODE_SCALAR ? v->str : "";
+}
+
+static size_t after_count(const struct ynode *doc)
+{
+	const struct ynode *a = ynode_get(doc, "after");
+
+	return a && a->kind == YNODE_SEQ ? a->n : 0;
+}
+
+int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t n, size_t *order)
+{
+	unsigned char *done = calloc(n + 1, 1);
+	size_t k = 0;
+
+	if (!done) {
+		stack_oom(L);
+		return -1;
+	}
+	L->prefix[0] = '\0'; /* each message names its job */
+	/* the shape of every item, and the names it gives */
+	for (size_t i = 0; i < n; i++) {
+		for (size_t e = 0; e < after_count(docs[i]); e++) {
+			const struct ynode *it = after_item(docs[i], e);
+			const char *name;
+			size_t len;
+
+			if (!it) {
+				stack_err_at(L, NULL, ynode_get(docs[i], "after")->items[e],
+					     "CustomJob \"%s\": after[%zu]: expected a job's address (job.NAME)",
+					     name_of(docs[i]), e);
+				continue;
+			}
+			len = after_base(it->str, &name);
+			if (!len)
+				stack_err_at(L, NULL, it, "CustomJob \"%s\": after[%zu]: \"%.80s\" is not a job's address: "
+					     "write job.NAME, or job.NAME[k=v,...] for a slice of a sweep",
+					     name_of(docs[i]), e, it->str);
+			else if (doc_named(docs, n, name, len) == n)
+				stack_err_at(L, NULL, it, "CustomJob \"%s\": after[%zu]: no job \"%.*s\" is declared",
+					     name_of(docs[i]), e, (int)len, name);
+		}
+	}
+	/* dependencies first; what is left is in a cycle */
+	for (int progress = 1; progress;) {
+		progress = 0;
+		for (size_t i = 0; i < n; i++) {
+			int ready = !done[i];
+
+			for (size_t e = 0; ready && e < after_count(docs[i]); e++) {
+				const struct ynode *it = after_item(docs[i], e);
+				const char *name;
+				size_t len = it ? after_base(it->str, &name) : 0, d;
+
+				if (len && (d = doc_named(docs, n, name, len)) < n && !done[d])
+					ready = 0;
+			}
+			if (ready) {
+				done[i] = 1;
+				order[k++] = i;
+				progress = 1;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct vx_buf path = VX_BUF_INIT;
+		size_t cur = i, steps = 0;
+		int cycle = 0;
+
+		if (done[i])
+			continue;
+		/* follow the first unresolved dependency until it comes back to i */
+		if (vx_buf_printf(&path, "job.%s", name_of(docs[i])) < 0)
+			stack_oom(L);
+		while (steps++ <= n) {
+			size_t next = n;
+
+			for (size_t e = 0; next == n && e < after_count(docs[cur]); e++) {
+				const struct ynode *it = after_item(docs[cur], e);
+				const char *name;
+				size_t len = it ? after_base(it->str, &name) : 0, d;
+
+				if (len && (d = doc_named(docs, n, name, len)) < n && !done[d])
+					next = d;
+			}
+			if (next == n)
+				break;
+			if (vx_buf_printf(&path, " -> job.%s", name_of(docs[next])) < 0)
+				stack_oom(L);
+			if ((cycle = next == i))
+				break;
+			cur = next;
+		}
+		/* a job that only waits for a cycle is not in it: the cycle's jobs are reported */
+		if (cycle)
+			stack_err_at(L, NULL, ynode_get_key(docs[i], "after"), "CustomJob \"%s\": after: a cycle: "
+				     "%s (each waits for the next); remove one of these after: entries",
+				     name_of(docs[i]), path.data ? path.data : "");
+		vx_buf_release(&path);
+	}
+	/* the jobs of a cycle last: they are read, their after: is refused above */
+	for (size_t i = 0; i < n; i++)
+		if (!done[i])
+			order[k++] = i;
+	free(done);
+	return 0;
+}
+
+void stack_after_check(struct loader *L, const struct stack *st, const struct ynode *const *docs, size_t n)
+{
+	L->prefix[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		for (size_t e = 0; e < after_count(docs[i]); e++) {
+			const struct ynode *it = after_item(docs[i], e);
+			const char *name;
+			int hit = 0;
+
+			if (!it || !strchr(it->str, '[') || !after_base(it->str, &name))
+				continue;
+			for (size_t k = 0; !hit && k < st->njobs; k++)
+				hit = st->jobs[k].d.address && sweep_address_matches(it->str, st->jobs[k].d.address);
+			if (!hit)
+				stack_err_at(L, NULL, it, "CustomJob \"%s\": after[%zu]: \"%.80s\" names no run of "
+					     "a sweep", name_of(docs[i]), e, it->str);
+		}
 }

@@ -50,12 +50,108 @@ static void to_wait(struct plan *p, struct plan_action *a, char *reason)
 	a->reason = reason;
 }
 
+static int cmp_action_ptr(const void *a, const void *b)
+{
+	return strcmp((*(const struct plan_action *const *)a)->address,
+		      (*(const struct plan_action *const *)b)->address);
+}
+
+/* Where one dependency stands. */
+enum dep { DEP_OK, DEP_PENDING, DEP_GAVE_UP };
+
+static enum dep dep_state(const struct plan_action *a, const char **what)
+{
+	const char *s = run_state(a);
+
+	*what = "not started yet";
+	if (a->kind == PLAN_NOOP || a->kind == PLAN_UPDATE) {
+		if (s && !strcmp(s, "JOB_STATE_SUCCEEDED"))
+			return DEP_OK;
+		if (s && (!strcmp(s, "JOB_STATE_FAILED") || !strcmp(s, "JOB_STATE_CANCELLED") ||
+			  !strcmp(s, "JOB_STATE_EXPIRED"))) {
+			*what = job_state_short(s);
+			return DEP_GAVE_UP;
+		}
+		if (s)
+			*what = job_state_short(s);
+		return DEP_PENDING;
+	}
+	if (a->kind == PLAN_RESUBMIT)
+		*what = "being resubmitted";
+	else if (a->kind == PLAN_REPLACE || a->kind == PLAN_RERUN)
+		*what = "starting a new run";
+	else if (a->kind == PLAN_WAIT)
+		*what = "waiting";
+	return DEP_PENDING;
+}
+
+/*
+ * after: a job that starts a run (create or rerun) only once every job it
+ * names succeeded in its current run; until then its action is PLAN_WAIT,
+ * saying for which and why, and when one gave up, that it is not created.
+ */
+static int after_gate(struct plan *p, const struct stack *st)
+{
+	struct plan_action **by = calloc(p->n + 1, sizeof(*by));
+
+	if (!by)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < p->n; i++)
+		by[i] = &p->actions[i];
+	qsort(by, p->n, sizeof(*by), cmp_action_ptr);
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
+		char *reason;
+
+		if (!j || !j->nafter || (a->kind != PLAN_CREATE && a->kind != PLAN_RERUN))
+			continue;
+		for (size_t e = 0; e < j->nafter && !gave_up; e++)
+			for (size_t k = 0; k < st->njobs && !gave_up; k++) {
+				struct plan_action key = { .address = st->jobs[k].d.address }, *kp = &key, **hit;
+				enum dep d;
+
+				if (!key.address || !sweep_address_matches(j->after[e], key.address))
+					continue;
+				hit = bsearch(&kp, by, p->n, sizeof(*by), cmp_action_ptr);
+				d = hit ? dep_state(*hit, &w) : DEP_PENDING;
+				if (!hit)
+					w = "not in this plan (-target)";
+				if (d == DEP_GAVE_UP) {
+					gave_up = key.address;
+					why = w;
+				} else if (d == DEP_PENDING && !pending) {
+					pending = key.address;
+					why = w;
+				}
+			}
+		if (gave_up)
+			reason = vx_asprintf("not created: %s gave up (%s); after: starts this job only once it "
+					     "succeeds: fix it and bump its run", gave_up, why);
+		else if (pending)
+			reason = vx_asprintf("waits for %s (%s): after: starts this job once it succeeded",
+					     pending, why);
+		else
+			continue;
+		if (!reason) {
+			free(by);
+			return VX_ENOMEM;
+		}
+		to_wait(p, a, reason);
+	}
+	free(by);
+	return 0;
+}
+
 int sweep_plan_limit(struct plan *p, const struct stack *st)
 {
 	struct held *creates = NULL;
 	size_t *ncreates = NULL, *start = NULL, total = 0;
 	int rc = 0;
 
+	if (after_gate(p, st) < 0)
+		return VX_ENOMEM;
 	if (!st->nsweeps)
 		return 0;
 	p->sweeps = calloc(st->nsweeps, sizeof(*p->sweeps));
@@ -92,6 +188,9 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 		case PLAN_RERUN:
 		case PLAN_RESUBMIT:
 			ps->running++;
+			break;
+		case PLAN_WAIT: /* held by after: */
+			ps->waiting++;
 			break;
 		default:
 			if (s && job_state_is_active(s))
@@ -151,7 +250,7 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 			to_wait(p, h[i].a, why);
 		}
 		ps->creates = room;
-		ps->waiting = n - room;
+		ps->waiting += n - room;
 		ps->now = ps->running + room;
 	}
 	goto done;

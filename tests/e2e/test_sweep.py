@@ -10,7 +10,7 @@ import os
 import subprocess
 import unittest
 
-from harness import FakeTestCase, ROOT, VX_BIN
+from harness import FakeTestCase, ROOT, VX_BIN, job_yaml
 from test_plan_apply import validate
 
 SWEEP = """---
@@ -322,6 +322,83 @@ class Sweep(FakeTestCase):
         r = self.repo.vx("log", "-C", self.repo.dir, "job.lr-sweep[seed=9]")
         self.assertEqual((r.code, r.err), (1, "vx: job.lr-sweep[seed=9]: no such address in the state or "
                                               "its history\n"))
+
+
+EVAL = """---
+kind: CustomJob
+name: eval
+after: [job.train]
+spec:
+  workerPoolSpecs:
+    - machineSpec: {machineType: n1-standard-4}
+      replicaCount: 1
+      containerSpec:
+        imageUri: us-docker.pkg.dev/p/r/eval:1
+        args: ["--checkpoint=${{ jobs.train.outputDir }}/model", "--run=${{ jobs.train.run }}"]
+"""
+
+
+class After(FakeTestCase):
+    """after: a job created only once the jobs it names succeeded."""
+
+    def eval_lines(self, out):
+        lines = out.splitlines()
+        at = lines.index("      job.eval wait")
+        return lines[at:at + 3]
+
+    def test_eval_waits_for_train_and_gets_its_output_directory(self):
+        self.repo.write({"a": job_yaml("train", on="preempted"), "b": EVAL})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_lines(r.out), [
+            "      job.eval wait",
+            "        n1-standard-4 ×1, STANDARD in us-central1",
+            "        waits for job.train (not started yet): after: starts this job once it succeeded"])
+        self.assertIn("\nPlan: 1 to create, 1 waiting. 0 unchanged.\n", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual([j["displayName"] for j in self.live_jobs()], ["train"])
+        # running: still waiting, and the apply creates nothing
+        self.fake.advance(60)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_lines(r.out)[2],
+                         "        waits for job.train (running): after: starts this job once it succeeded")
+        self.assertEqual(len(self.live_jobs()), 1)
+        # train succeeds: a vx watch cycle starts eval, with train's output directory
+        self.fake.advance(3700)
+        r = self.repo.vx("watch", self.repo.dir, "-once")
+        self.assertEqual(r.code, 2, r)
+        ev = [j for j in self.live_jobs() if j["displayName"] == "eval"]
+        self.assertEqual(len(ev), 1)
+        self.assertEqual(ev[0]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"],
+                         ["--checkpoint=gs://e2e-bucket/train/model", "--run=1"])
+
+    def test_a_dependency_that_gave_up_is_said_and_nothing_is_created(self):
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "train"}, "outcome": "user-error"})
+        self.repo.write({"a": job_yaml("train", on="preempted"), "b": EVAL})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(3700)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_lines(r.out)[2],
+                         "        not created: job.train gave up (failed); after: starts this job only "
+                         "once it succeeds: fix it and bump its run")
+        self.assertEqual([j["displayName"] for j in self.live_jobs()], ["train"])
+
+    def test_a_cycle_is_refused_at_its_lines(self):
+        text = (EVAL + "---\n" + job_yaml("train").replace("name: train\n", "name: train\nafter: [job.eval]\n")
+                .replace("---\n", "", 1))
+        d = os.path.join(self.tmp, "v")
+        os.makedirs(d)
+        with open(os.path.join(d, "stack.yaml"), "w") as f:
+            f.write("kind: Stack\nname: v\nproject: my-project\nregion: us-central1\n" + text)
+        cp = subprocess.run([VX_BIN, "validate", d], capture_output=True, text=True)
+        self.assertEqual((cp.returncode, cp.stdout), (1, ""), cp.stderr)
+        self.assertEqual(cp.stderr.splitlines(), [
+            "%s/stack.yaml:8:1: CustomJob \"eval\": after: a cycle: job.eval -> job.train -> job.eval "
+            "(each waits for the next); remove one of these after: entries" % d,
+            "%s/stack.yaml:19:1: CustomJob \"train\": after: a cycle: job.train -> job.eval -> job.train "
+            "(each waits for the next); remove one of these after: entries" % d])
 
 
 if __name__ == "__main__":

@@ -168,10 +168,15 @@ static void test_errors(void **state)
 		SPEC("[\"--lr=${{ matrix.lrr }}\"]"),
 		"t/s.yaml:14:60: CustomJob \"s\": spec.workerPoolSpecs[0].containerSpec.args[0]: "
 		"unknown matrix name \"lrr\" (the matrix has lr)\n");
-	invalid(STACK_DOC "kind: CustomJob\nname: s\ndisplayName: \"a ${{ jobs.x.run }}\"\nmatrix:\n"
+	invalid(STACK_DOC "kind: CustomJob\nname: s\ndisplayName: \"a ${{ env.X }}\"\nmatrix:\n"
 		"  lr: [1]\n" SPEC("[a]"),
-		"t/s.yaml:8:17: CustomJob \"s\": displayName: \"${{ jobs.x.run }}\" is not an "
-		"expression vx knows; write ${{ matrix.NAME }}\n");
+		"t/s.yaml:8:17: CustomJob \"s\": displayName: \"${{ env.X }}\" is not an "
+		"expression vx knows; write ${{ matrix.NAME }}, ${{ jobs.NAME.outputDir }} or "
+		"${{ jobs.NAME.run }}\n");
+	/* a job without a matrix has no matrix values */
+	invalid(STACK_DOC "kind: CustomJob\nname: s\n" SPEC("[\"${{ matrix.lr }}\"]"),
+		"t/s.yaml:12:55: CustomJob \"s\": spec.workerPoolSpecs[0].containerSpec.args[0]: "
+		"matrix.lr: this job has no matrix:\n");
 	/* too many runs */
 	invalid(STACK_DOC "kind: CustomJob\nname: s\nmatrix:\n  a: [1,2,3,4,5,6,7,8,9,10]\n"
 		"  b: [1,2,3,4,5,6,7,8,9,10]\n  c: [1,2,3,4,5,6,7,8,9,10]\n  d: [1,2,3,4,5,6,7,8,9,10,11]\n"
@@ -196,6 +201,58 @@ static void test_errors(void **state)
 	invalid(STACK_DOC "kind: CustomJob\nname: s\nmaxParallel: 2\n" SPEC("[a]"),
 		"t/s.yaml:8:1: CustomJob \"s\": maxParallel: only a job with matrix: has runs to cap; "
 		"add a matrix or remove maxParallel\n");
+}
+
+#define TRAIN "kind: CustomJob\nname: train\nrun: 3\n" SPEC("[a]") \
+	"  baseOutputDirectory: {outputUriPrefix: gs://b/train}\n---\n"
+
+/* after: the jobs' values are read in dependency order, whatever the file order. */
+static void test_after_values(void **state)
+{
+	struct stack *st;
+	const struct stack_job *e;
+
+	(void)state;
+	st = valid(STACK_DOC "kind: CustomJob\nname: eval\nafter: [job.train, \"job.sw[seed=1]\"]\n"
+		   SPEC("[\"--ckpt=${{ jobs.train.outputDir }}/model\", \"--run=${{ jobs.train.run }}\", "
+			"\"--sweep=${{ jobs.sw.outputDir }}\"]") "---\n" TRAIN
+		   "kind: CustomJob\nname: sw\nmatrix: {seed: [1, 2]}\n" SPEC("[a]")
+		   "  baseOutputDirectory: {outputUriPrefix: gs://b/sw}\n");
+	e = stack_find_job(st, "eval");
+	assert_non_null(e);
+	assert_int_equal(e->nafter, 2);
+	assert_string_equal(e->after[0], "job.train");
+	assert_string_equal(e->after[1], "job.sw[seed=1]");
+	assert_non_null(strstr(e->spec.canonical_json,
+			       "\"args\":[\"--ckpt=gs://b/train/model\",\"--run=3\",\"--sweep=gs://b/sw\"]"));
+	assert_string_equal(stack_find_job(st, "sw[seed=2]")->output_dir, "gs://b/sw/seed=2/");
+	stack_free(st);
+}
+
+static void test_after_errors(void **state)
+{
+	(void)state;
+	/* an unknown job, a cycle (each job once), a slice naming no run, and what is not an address */
+	invalid(STACK_DOC "kind: CustomJob\nname: a\nafter: [job.b]\n" SPEC("[a]") "---\n"
+		"kind: CustomJob\nname: b\nafter: [job.a, job.nope, reservation.r]\n" SPEC("[a]") "---\n"
+		"kind: CustomJob\nname: c\nafter: [job.a, \"job.sw[seed=3]\"]\n" SPEC("[a]") "---\n"
+		"kind: CustomJob\nname: sw\nmatrix: {seed: [1]}\n" SPEC("[a]"),
+		"t/s.yaml:8:1: CustomJob \"a\": after: a cycle: job.a -> job.b -> job.a (each waits for the "
+		"next); remove one of these after: entries\n"
+		"t/s.yaml:17:1: CustomJob \"b\": after: a cycle: job.b -> job.a -> job.b (each waits for the "
+		"next); remove one of these after: entries\n"
+		"t/s.yaml:17:16: CustomJob \"b\": after[1]: no job \"nope\" is declared\n"
+		"t/s.yaml:17:26: CustomJob \"b\": after[2]: \"reservation.r\" is not a job's address: write "
+		"job.NAME, or job.NAME[k=v,...] for a slice of a sweep\n"
+		"t/s.yaml:26:16: CustomJob \"c\": after[1]: \"job.sw[seed=3]\" names no run of a sweep\n");
+	/* ${{ jobs.NAME }} names a job after: lists, with an output directory */
+	invalid(STACK_DOC TRAIN "kind: CustomJob\nname: e\n" SPEC("[\"${{ jobs.train.run }}\"]"),
+		"t/s.yaml:22:55: CustomJob \"e\": spec.workerPoolSpecs[0].containerSpec.args[0]: jobs.train: "
+		"a job is named only in after: (add job.train to after:)\n");
+	invalid(STACK_DOC "kind: CustomJob\nname: t\n" SPEC("[a]") "---\nkind: CustomJob\nname: e\n"
+		"after: [job.t]\n" SPEC("[\"${{ jobs.t.outputDir }}\"]"),
+		"t/s.yaml:21:55: CustomJob \"e\": spec.workerPoolSpecs[0].containerSpec.args[0]: jobs.t sets "
+		"no spec.baseOutputDirectory.outputUriPrefix\n");
 }
 
 static void test_addresses(void **state)
@@ -264,6 +321,8 @@ int main(void)
 		cmocka_unit_test(test_exclude_order_and_text),
 		cmocka_unit_test(test_output_dir_written_by_spec),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_after_values),
+		cmocka_unit_test(test_after_errors),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_label_collision),
