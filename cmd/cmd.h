@@ -73,16 +73,18 @@ enum {
 	CMD_OPT_REFRESH,
 	CMD_OPT_FAIL_ON,
 	CMD_OPT_ALLOW_OTHER_LINEAGE,
+	CMD_OPT_VERBOSE,
 };
 #define CMD_PLANNING_OPTS \
 	{ "target", CMD_ARG_REQUIRED, CMD_OPT_TARGET }, \
 	{ "replace", CMD_ARG_REQUIRED, CMD_OPT_REPLACE }, \
 	{ "refresh", CMD_ARG_OPTIONAL, CMD_OPT_REFRESH }, \
 	{ "fail-on", CMD_ARG_REQUIRED, CMD_OPT_FAIL_ON }, \
-	{ "allow-other-lineage", CMD_ARG_NONE, CMD_OPT_ALLOW_OTHER_LINEAGE }
+	{ "allow-other-lineage", CMD_ARG_NONE, CMD_OPT_ALLOW_OTHER_LINEAGE }, \
+	{ "verbose", CMD_ARG_NONE, CMD_OPT_VERBOSE }
 
 /* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on,
- * -allow-other-lineage):
+ * -allow-other-lineage, -verbose):
  * 1 when id is one (err set when its value is bad), else 0. */
 int cmd_planning_opt(struct planning_opts *o, int id, const char *value, struct vx_err *err);
 

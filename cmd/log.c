@@ -23,6 +23,7 @@
 #include "reconcile/provider.h"
 #include "reconcile/render.h"
 #include "reconcile/stack.h"
+#include "reconcile/sweep.h"
 #include "state/backend.h"
 #include "state/state.h"
 #include "util/buf.h"
@@ -247,6 +248,14 @@ static int print_log(struct workspace *ws, const char *addr, struct vx_err *err)
 	size_t n = 0;
 	int rc = state_history(ws->backend, addr, 0, &h, &n, err);
 
+	/* A sweep (job.lr-sweep) or a slice of it (job.lr-sweep[seed=2]): its runs' logs. */
+	if (rc == 0 && !n && addr) {
+		state_history_free(h, n);
+		h = NULL;
+		rc = state_history(ws->backend, NULL, 0, &h, &n, err);
+		if (rc == 0)
+			n = sweep_history_keep(h, n, addr);
+	}
 	if (rc < 0)
 		return rc;
 	if (!n) {

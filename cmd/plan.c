@@ -33,7 +33,8 @@ static const char usage[] =
 	"                       failOn: [quota] does the same\n"
 	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
 	"                       another state run them (by default a plan error: with\n"
-	"                       no state found, that is this stack's own state lost)\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
+	"                       no state found, that is this stack's own state lost)\n"
+	"  -verbose             list every run of a sweep, not one block per sweep\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n";
 
 enum {

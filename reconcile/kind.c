@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/sweep.h"
+
 #include "util/banned.h"
 
 /* Phase order: what a later kind may depend on comes first. */
@@ -38,7 +40,10 @@ static int listed(const char *address, const char *const *list, size_t n)
 
 int kind_targeted(const struct kind_plan_input *in, const char *address)
 {
-	return in->ntargets == 0 || listed(address, in->targets, in->ntargets);
+	for (size_t i = 0; i < in->ntargets; i++)
+		if (sweep_address_matches(in->targets[i], address))
+			return 1;
+	return in->ntargets == 0;
 }
 
 int kind_replaced(const struct kind_plan_input *in, const char *address)

@@ -22,12 +22,14 @@
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/failure.h"
+#include "reconcile/sweep.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider.h"
 #include "reconcile/runlabel.h"
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
+#include "reconcile/sweep.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -76,10 +78,36 @@ struct builder {
 	const struct plan_decl **decls;     /* sorted by address */
 	const char **known;                 /* every run the state knows, sorted */
 	size_t nknown;
-	const char **created;               /* addresses of the jobs this plan creates, sorted */
+	struct created *created;            /* the jobs this plan creates, sorted by vx-job label */
 	size_t ncreated;
 	int other_lineage;                  /* check_other_lineage refused: no warning repeats it */
 };
+
+/* A job this plan creates, by the vx-job label its run will carry (a sweep's
+ * run is labelled with a hash of its name, reconcile/sweep.h). */
+struct created {
+	char label[SWEEP_LABEL_MAX + 1];
+	const char *address;
+};
+
+static int cmp_created(const void *a, const void *b)
+{
+	return strcmp(((const struct created *)a)->label, ((const struct created *)b)->label);
+}
+
+/* A live job in the way of a create, and the address it is in the way of. */
+struct hit {
+	const struct live_job *j;
+	const char *address;
+};
+
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	int c = strcmp(x->address, y->address);
+
+	return c ? c : strcmp(x->j->name, y->j->name);
+}
 
 static int cmp_live_name(const void *a, const void *b)
 {
@@ -174,6 +202,7 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 	const struct plan_input *in = b->in;
 	const struct live_job *best = NULL;
 	struct run_id id = { in->stack, in->lineage, name, hash, run, attempt, 0 };
+	char label[SWEEP_LABEL_MAX + 1];
 	struct vx_label *want = NULL;
 	size_t nwant = 0;
 
@@ -183,7 +212,9 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 		b->oom = 1;
 		return NULL;
 	}
-	for (size_t i = by_job_lower(b, name); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), name); i++) {
+	/* a sweep's run carries a label made from its name (reconcile/sweep.h) */
+	sweep_job_label(label, name);
+	for (size_t i = by_job_lower(b, label); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), label); i++) {
 		const struct live_job *j = b->by_job[i];
 
 		/* The lineage is proved by owned(): the state may know the job by name. */
@@ -288,7 +319,11 @@ static const struct plan_decl *find_decl(const struct builder *b, const char *ad
 
 static int targeted(const struct plan_input *in, const char *address)
 {
-	return in->ntargets == 0 || in_list(address, in->targets, in->ntargets);
+	/* a sweep's address or a slice of it names its runs (reconcile/sweep.h) */
+	for (size_t i = 0; i < in->ntargets; i++)
+		if (sweep_address_matches(in->targets[i], address))
+			return 1;
+	return in->ntargets == 0;
 }
 
 /*
@@ -945,20 +980,19 @@ static void warn_foreign(struct builder *b, const struct live_job *j)
  * ended is as sure a sign that this stack's state was lost, and creating
  * would run it again.
  */
-static int collides(const struct builder *b, const struct live_job *j)
+static const struct created *collides(const struct builder *b, const struct live_job *j)
 {
 	const char *job = live_job_label(j, "vx-job");
-	char addr[STATE_MAX_NAME + 8];
-	const char *key = addr;
+	struct created key;
 
 	if (!b->ncreated || !j->name || !job || !label_is(j, "vx-stack", b->in->stack) || owned(b, j))
-		return 0;
+		return NULL;
 	if (!b->in->state_is_new &&
 	    (!job_state_is_active(j->state) || !strcmp(j->state, "JOB_STATE_CANCELLING")))
-		return 0;
-	if ((size_t)snprintf(addr, sizeof(addr), "job.%s", job) >= sizeof(addr))
-		return 0;
-	return bsearch(&key, b->created, b->ncreated, sizeof(*b->created), cmp_cstr) != NULL;
+		return NULL;
+	if ((size_t)snprintf(key.label, sizeof(key.label), "%s", job) >= sizeof(key.label))
+		return NULL;
+	return bsearch(&key, b->created, b->ncreated, sizeof(*b->created), cmp_created);
 }
 
 /* The first few of n items, then "and N more". */
@@ -978,7 +1012,7 @@ static void check_other_lineage(struct builder *b)
 {
 	const struct plan_input *in = b->in;
 	struct vx_buf jobs = VX_BUF_INIT, lins = VX_BUF_INIT;
-	const struct live_job **hit = NULL;
+	struct hit *hit = NULL;
 	const char **seen = NULL;
 	size_t nhit = 0, nseen = 0;
 	int rc = 0;
@@ -992,24 +1026,32 @@ static void check_other_lineage(struct builder *b)
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	for (size_t i = 0; i < b->p->n; i++)
-		if (b->p->actions[i].kind == PLAN_CREATE && b->p->actions[i].kind_of == &kind_job)
-			b->created[b->ncreated++] = b->p->actions[i].address;
-	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_cstr);
-	for (size_t i = 0; i < in->live->n; i++)
-		if (collides(b, &in->live->items[i]))
-			hit[nhit++] = &in->live->items[i];
+	for (size_t i = 0; i < b->p->n; i++) {
+		const struct plan_action *a = &b->p->actions[i];
+
+		if (a->kind != PLAN_CREATE || a->kind_of != &kind_job || strncmp(a->address, "job.", 4))
+			continue;
+		sweep_job_label(b->created[b->ncreated].label, a->address + 4);
+		b->created[b->ncreated++].address = a->address;
+	}
+	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_created);
+	for (size_t i = 0; i < in->live->n; i++) {
+		const struct created *c = collides(b, &in->live->items[i]);
+
+		if (c)
+			hit[nhit++] = (struct hit){ .j = &in->live->items[i], .address = c->address };
+	}
 	if (!nhit)
 		goto done;
 	/* In address order, as the plan lists them (the lists come in any order). */
-	qsort(hit, nhit, sizeof(*hit), cmp_live_job);
+	qsort(hit, nhit, sizeof(*hit), cmp_hit);
 	for (size_t i = 0; i < nhit && rc == 0; i++) {
-		const char *lin = live_job_label(hit[i], "vx-lineage");
+		const char *lin = live_job_label(hit[i].j, "vx-lineage");
 		size_t k = 0;
 
 		if (i < SHOW_FIRST)
-			rc = vx_buf_printf(&jobs, "%sjob.%s (%s, %s)", i ? ", " : "", vx_job_of(hit[i]),
-					   hit[i]->name, job_state_short(hit[i]->state));
+			rc = vx_buf_printf(&jobs, "%s%s (%s, %s)", i ? ", " : "", hit[i].address,
+					   hit[i].j->name, job_state_short(hit[i].j->state));
 		lin = lin ? lin : "none";
 		/* Lineages are one or two: a scan is enough. */
 		while (k < nseen && strcmp(seen[k], lin) != 0)
@@ -2304,7 +2346,9 @@ int apply_job_changes(struct applier *a, struct vx_err *err)
 	int rc;
 
 	do_updates(a);
-	rc = do_adopts(a, err);
+	rc = sweep_apply_waits(a, err);
+	if (rc == 0)
+		rc = do_adopts(a, err);
 	if (rc == 0)
 		rc = applier_persist(a, "vx: apply: updates and adoptions", err);
 	if (rc == 0)

@@ -18,7 +18,7 @@ const char *plan_kind_name(enum plan_kind k)
 {
 	static const char *const names[PLAN_KIND_COUNT] = {
 		"noop", "create", "adopt", "replace", "rerun", "resubmit", "cancel", "forget", "update",
-		"delete", "pending", "abandon",
+		"delete", "pending", "abandon", "wait",
 	};
 	return (unsigned)k < PLAN_KIND_COUNT ? names[k] : "?";
 }
@@ -26,7 +26,7 @@ const char *plan_kind_name(enum plan_kind k)
 const char *plan_kind_symbol(enum plan_kind k)
 {
 	static const char *const symbols[PLAN_KIND_COUNT] = {
-		" ", "+", "~", "-/+", "\u21bb", "\u21bb", "-", "-", "~", "-", " ", "-",
+		" ", "+", "~", "-/+", "\u21bb", "\u21bb", "-", "-", "~", "-", " ", "-", " ",
 	};
 	return (unsigned)k < PLAN_KIND_COUNT ? symbols[k] : "?";
 }
@@ -89,7 +89,7 @@ int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs)
 
 int plan_has_changes(const struct plan *p)
 {
-	return p->n > p->counts[PLAN_NOOP] + p->counts[PLAN_PENDING];
+	return p->n > p->counts[PLAN_NOOP] + p->counts[PLAN_PENDING] + p->counts[PLAN_WAIT];
 }
 
 struct plan_action *plan_add_action(struct plan *p, enum plan_kind kind, const struct kind *k,
@@ -138,6 +138,13 @@ void plan_release(struct plan *p)
 	p->drifts = 0;
 	vx_diags_release(&p->errors);
 	vx_diags_release(&p->warnings);
+	for (size_t i = 0; i < p->nsweeps; i++) {
+		free(p->sweeps[i].address);
+		free(p->sweeps[i].held);
+	}
+	free(p->sweeps);
+	p->sweeps = NULL;
+	p->nsweeps = 0;
 }
 
 static int cmp_action(const void *x, const void *y)

@@ -39,6 +39,7 @@ enum plan_kind {
 	PLAN_DELETE,     /* a reservation no longer declared */
 	PLAN_PENDING,    /* a quota preference granted less than preferred: shown, no change */
 	PLAN_ABANDON,    /* a quota preference no longer declared: vx stops managing it */
+	PLAN_WAIT,       /* a sweep's run held back (maxParallel, maxFailed): shown, no change */
 	PLAN_KIND_COUNT
 };
 
@@ -221,6 +222,16 @@ struct plan_action {
 	int64_t new_value;     /* and after the action */
 };
 
+/* A sweep as the plan shows it: one block with counts (reconcile/sweep.h). */
+struct plan_sweep {
+	char *address;           /* "job.lr-sweep" */
+	size_t runs;             /* declared runs (in the plan's targets) */
+	size_t creates, waiting, running, finished, failed;
+	size_t now;              /* runs active once the plan is applied */
+	int64_t max_parallel, max_failed; /* 0: none */
+	char *held;              /* why waiting runs are held back, or NULL */
+};
+
 struct plan {
 	struct plan_action *actions;
 	size_t n;
@@ -230,9 +241,11 @@ struct plan {
 	/* Things a reviewer must see that are not actions: live jobs that carry
 	 * this stack's name but not its state's identity (foreign), left alone. */
 	struct vx_diags warnings;
+	struct plan_sweep *sweeps; /* owned: the stack's sweeps, in declaration order */
+	size_t nsweeps;
 };
 
-#define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT }
+#define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT, NULL, 0 }
 
 /* Appends an action of kind k (plan kind) for address to p, zeroed but for
  * kind, address and the counts; NULL when out of memory. For the kinds'

@@ -6,6 +6,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
+#include "reconcile/sweep.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/banned.h"
@@ -59,6 +60,8 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 	 * stack's jobs on it). */
 	for (size_t k = kind_count; k-- > 0 && rc == 0;)
 		rc = kind_table[k]->plan(out, &kin, err);
+	if (rc == 0 && sweep_plan_limit(&out->plan, st) < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "plan: out of memory");
 	if (rc < 0) {
 		planner_release(out);
 		return rc;

@@ -61,6 +61,7 @@ static int summary(struct vx_buf *b, const struct plan *p)
 		{ PLAN_REPLACE, "to replace" }, { PLAN_RERUN, "to rerun" },
 		{ PLAN_RESUBMIT, "to resubmit" }, { PLAN_CANCEL, "to cancel" },
 		{ PLAN_FORGET, "to forget" }, { PLAN_UPDATE, "to update" },
+		{ PLAN_WAIT, "waiting" },
 	};
 	int rc = 0, first = 1;
 
@@ -438,18 +439,104 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 	return rc;
 }
 
+/* The sweep whose run address is, or NULL. */
+static const struct plan_sweep *sweep_of(const struct plan *p, const char *address)
+{
+	for (size_t i = 0; i < p->nsweeps; i++) {
+		size_t n = strlen(p->sweeps[i].address);
+
+		if (!strncmp(address, p->sweeps[i].address, n) && address[n] == '[')
+			return &p->sweeps[i];
+	}
+	return NULL;
+}
+
+/*
+ * "cost: $2.83/h at the cap, at most $1,425 for every run": the runs of the
+ * sweep that start or stay running are priced (capacity.c); a waiting run is
+ * taken at their mean figure, so the whole sweep's at most is shown before
+ * it starts. Nothing when no run of it is priced.
+ */
+static int sweep_cost(struct vx_buf *b, const struct plan_sweep *s, const struct capacity_report *c)
+{
+	size_t n = strlen(s->address), priced = 0;
+	double hour = 0, max = 0;
+	int rc;
+
+	for (size_t i = 0; c && i < c->ncosts; i++) {
+		const struct capacity_cost *k = &c->costs[i];
+
+		if (strncmp(k->address, s->address, n) || k->address[n] != '[')
+			continue;
+		if (!k->known)
+			return vx_buf_printf(b, "        cost: unknown (%s)\n", k->why ? k->why : "price unknown");
+		hour += k->usd_per_hour;
+		max += k->usd_max;
+		priced++;
+	}
+	if (!priced)
+		return 0;
+	max += max / (double)priced * (double)s->waiting;
+	rc = vx_buf_adds(b, "        cost: ");
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, hour, 2);
+	if (rc == 0)
+		rc = vx_buf_printf(b, "/h at the cap (%zu run%s), at most ", s->now, s->now == 1 ? "" : "s");
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, max, max < 1000 ? 2 : 0);
+	if (rc == 0)
+		rc = vx_buf_printf(b, " for every run left (%zu)\n", s->now + s->waiting);
+	return rc;
+}
+
+/* A sweep's creates and waits as one block (-verbose lists the runs instead). */
+static int sweep_block(struct vx_buf *b, const struct plan_sweep *s, const struct capacity_report *c,
+		       int color)
+{
+	int rc = vx_buf_printf(b, "  %s%s", color ? kind_color(s->creates ? PLAN_CREATE : PLAN_WAIT) : "",
+			       color ? C_BOLD : "");
+
+	if (rc == 0)
+		rc = add_symbol(b, s->creates ? PLAN_CREATE : PLAN_WAIT);
+	if (rc == 0)
+		rc = vx_buf_printf(b, " %s%s sweep: %zu of %zu now, %zu waiting\n", s->address,
+				   color ? C_RESET : "", s->now, s->runs, s->waiting);
+	if (rc == 0)
+		rc = vx_buf_printf(b, "        %zu to create, %zu waiting, %zu running, %zu finished, "
+				   "%zu failed\n", s->creates, s->waiting, s->running, s->finished, s->failed);
+	if (rc == 0 && s->held)
+		rc = vx_buf_printf(b, "        %s\n", s->held);
+	else if (rc == 0 && s->waiting)
+		rc = vx_buf_printf(b, "        maxParallel %lld: the rest start as runs finish "
+				   "(vxapply or vx watch)\n", (long long)s->max_parallel);
+	if (rc == 0)
+		rc = sweep_cost(b, s, c);
+	return rc;
+}
+
 int render_plan_human(struct vx_buf *b, const struct plan *p, const struct render_header *h, int color)
 {
 	int rc = header_human(b, h);
 	size_t notes = 0;
+	unsigned char *shown = p->nsweeps ? calloc(p->nsweeps, 1) : NULL;
 
-	if (rc == 0 && plan_has_changes(p))
+	if (p->nsweeps && !shown)
+		return VX_ENOMEM;
+	if (rc == 0 && (plan_has_changes(p) || p->counts[PLAN_WAIT]))
 		rc = vx_buf_addc(b, '\n');
 	for (size_t i = 0; rc == 0 && i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
+		const struct plan_sweep *s;
 
 		if (!is_change(a))
 			continue;
+		if (!h->verbose && (a->kind == PLAN_CREATE || a->kind == PLAN_WAIT) &&
+		    (s = sweep_of(p, a->address)) != NULL) {
+			if (!shown[s - p->sweeps])
+				rc = sweep_block(b, s, h->capacity, color);
+			shown[s - p->sweeps] = 1;
+			continue;
+		}
 		rc = vx_buf_printf(b, "  %s%s", color ? kind_color(a->kind) : "", color ? C_BOLD : "");
 		if (rc == 0)
 			rc = add_symbol(b, a->kind);
@@ -520,6 +607,7 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		rc = cost_summary(b, h->capacity);
 	if (rc == 0 && h->capacity)
 		rc = vx_buf_adds(b, ".\n");
+	free(shown);
 	return rc;
 }
 
@@ -839,6 +927,30 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	rc |= add(root, "summary", sum);
 	for (int k = 0; sum && k < PLAN_KIND_COUNT; k++)
 		rc |= add(sum, plan_kind_name((enum plan_kind)k), cJSON_CreateNumber((double)p->counts[k]));
+	errs = cJSON_CreateArray();
+	rc |= add(root, "sweeps", errs);
+	for (size_t i = 0; errs && i < p->nsweeps; i++) {
+		const struct plan_sweep *s = &p->sweeps[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(errs, o)) {
+			cJSON_Delete(o);
+			rc = VX_ENOMEM;
+			break;
+		}
+		rc |= add(o, "address", cJSON_CreateString(s->address));
+		rc |= add(o, "runs", cJSON_CreateNumber((double)s->runs));
+		rc |= add(o, "create", cJSON_CreateNumber((double)s->creates));
+		rc |= add(o, "wait", cJSON_CreateNumber((double)s->waiting));
+		rc |= add(o, "running", cJSON_CreateNumber((double)s->running));
+		rc |= add(o, "finished", cJSON_CreateNumber((double)s->finished));
+		rc |= add(o, "failed", cJSON_CreateNumber((double)s->failed));
+		rc |= add(o, "max_parallel", s->max_parallel ? cJSON_CreateNumber((double)s->max_parallel)
+							     : cJSON_CreateNull());
+		rc |= add(o, "max_failed", s->max_failed ? cJSON_CreateNumber((double)s->max_failed)
+							 : cJSON_CreateNull());
+		rc |= add(o, "held", str_or_null(s->held));
+	}
 	rc |= add(root, "drift_count", cJSON_CreateNumber((double)p->drifts));
 	rc |= add(root, "changes", cJSON_CreateBool(plan_has_changes(p)));
 	if (h->capacity)

@@ -45,6 +45,7 @@ struct render_header {
 	const char *const *targets; /* -target addresses the plan was limited to */
 	size_t ntargets;
 	int allow_other_lineage;    /* -allow-other-lineage: "allow_other_lineage": true */
+	int verbose;                /* -verbose: a sweep's runs listed, not one block */
 	const struct capacity_report *capacity; /* quota and cost (reconcile/capacity.h), or NULL */
 	/* Who planned, for a saved plan only ("planned_by"): the actor and the
 	 * pull request (0 and NULL when not in one). NULL: not written. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "reconcile/plan.h"
+#include "reconcile/sweep.h"
 #include "util/banned.h"
 
 static const char *const keys[RUNLABEL_N] = { "vx-stack", "vx-lineage", "vx-job", "vx-spec", "vx-run",
@@ -14,7 +15,7 @@ static const char *const keys[RUNLABEL_N] = { "vx-stack", "vx-lineage", "vx-job"
 int runlabel_build(struct vx_label **out, size_t *n, const struct run_id *id,
 		   const struct vx_label *extra, size_t nextra)
 {
-	char shorth[13], lin[13], runs[24], atts[24], rungs[24];
+	char shorth[13], lin[13], runs[24], atts[24], rungs[24], job[SWEEP_LABEL_MAX + 1];
 	const char *vals[RUNLABEL_N];
 	struct vx_label *l = NULL;
 	size_t k = 0;
@@ -28,7 +29,10 @@ int runlabel_build(struct vx_label **out, size_t *n, const struct run_id *id,
 	snprintf(rungs, sizeof(rungs), "%" PRId64, id->rung);
 	vals[0] = id->stack;
 	vals[1] = lin;
-	vals[2] = id->job;
+	/* a sweep's run "lr-sweep[lr=3e-4]" cannot be a label value as it is */
+	if (id->job)
+		sweep_job_label(job, id->job);
+	vals[2] = id->job ? job : NULL;
 	vals[3] = shorth;
 	vals[4] = runs;
 	vals[5] = atts;

@@ -17,6 +17,7 @@
  */
 #include "reconcile/stack.h"
 #include "reconcile/stack_loader.h"
+#include "reconcile/sweep.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -706,6 +707,13 @@ void stack_free(struct stack *st)
 		stack_job_release(&st->jobs[i]);
 	free(st->jobs);
 	free(st->jobs_by_name);
+	for (size_t i = 0; i < st->nsweeps; i++) {
+		free(st->sweeps[i].name);
+		free(st->sweeps[i].address);
+		free(st->sweeps[i].file);
+		free(st->sweeps[i].output_dir);
+	}
+	free(st->sweeps);
 	for (size_t i = 0; i < st->nreservations; i++)
 		stack_reservation_release(&st->reservations[i]);
 	free(st->reservations);
@@ -713,6 +721,36 @@ void stack_free(struct stack *st)
 		stack_quota_release(&st->quotas[i]);
 	free(st->quotas);
 	free(st);
+}
+
+/*
+ * A sweep's run is labelled "SWEEP--HASH" (reconcile/sweep.h): a job declared
+ * alone with that very name would carry the same vx-job label, and a live
+ * job could no longer be traced to one address. Only names with "--" can.
+ */
+static void check_sweep_labels(struct loader *L, const struct stack *st)
+{
+	char label[SWEEP_LABEL_MAX + 1];
+
+	for (size_t i = 0; i < st->njobs; i++) {
+		const struct stack_job *p = &st->jobs[i];
+
+		if (p->sweep || !p->d.name || !strstr(p->d.name, "--"))
+			continue;
+		for (size_t k = 0; k < st->njobs; k++) {
+			const struct stack_job *r = &st->jobs[k];
+
+			if (!r->sweep || !r->d.name)
+				continue;
+			sweep_job_label(label, r->d.name);
+			if (strcmp(label, p->d.name))
+				continue;
+			L->prefix[0] = '\0';
+			stack_err_at(L, p->d.file, NULL, "CustomJob \"%s\" at line %u: its name is the vx-job "
+				     "label of %s (a sweep's run); rename the job", p->d.name, p->d.line,
+				     r->d.address);
+		}
+	}
 }
 
 /* The passes over the classified documents. */
@@ -723,7 +761,8 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	struct spec_reservation *sres = NULL;
 	struct seen *seen = NULL;
 	struct spec_env env;
-	size_t nsres = 0;
+	size_t nsres = 0, njdocs = 0, *jorder = NULL;
+	const struct ynode **jdocs = NULL;
 
 	for (size_t i = 0; i < fs->ndocs; i++)
 		count[fs->docs[i].kind]++;
@@ -806,13 +845,37 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	env.reservations = sres;
 	env.nreservations = nsres;
 	nseen = 0;
-	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
-		if (fs->docs[i].kind != KIND_JOB)
+	/* in an order where each job comes after those its after: names, so
+	 * ${{ jobs.NAME.outputDir }} has its value when the job is read */
+	jdocs = calloc(count[KIND_JOB] + 1, sizeof(*jdocs));
+	jorder = calloc(count[KIND_JOB] + 1, sizeof(*jorder));
+	if (!jdocs || !jorder) {
+		stack_oom(L);
+		goto done;
+	}
+	for (size_t i = 0; i < fs->ndocs; i++)
+		if (fs->docs[i].kind == KIND_JOB)
+			jdocs[njdocs++] = fs->docs[i].root;
+	if (stack_after_order(L, jdocs, njdocs, jorder) < 0)
+		goto done;
+	for (size_t o = 0; o < njdocs && !L->rc; o++) {
+		const struct ynode *doc = jdocs[jorder[o]];
+
+		if (ynode_get(doc, "matrix")) {
+			if (stack_sweep_read(st, L, doc, &env, seen, &nseen, count[KIND_JOB]) < 0)
+				goto done;
 			continue;
-		if (stack_kinds_read_job(&st->jobs[st->njobs++], L, fs->docs[i].root, st, &env, seen, &nseen) < 0)
+		}
+		if ((stack_doc_has_expr(doc) ? stack_expr_read(st, L, doc, &env, seen, &nseen)
+					     : stack_kinds_read_job(&st->jobs[st->njobs++], L, doc, st, &env, seen,
+								    &nseen)) < 0)
 			goto done;
 	}
+	check_sweep_labels(L, st);
+	stack_after_check(L, st, jdocs, njdocs);
 done:
+	free(jdocs);
+	free(jorder);
 	seen_free(seen);
 	free(sres);
 	return L->rc;

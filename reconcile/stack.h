@@ -144,7 +144,32 @@ struct stack_job {
 	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
 	int64_t resubmit_delay_ms;
 	int64_t stuck_after_ms;       /* stuckAfter: queued or pending this long is "stuck" */
+	/* A run of a `matrix:` sweep: 1 + its index in stack.sweeps, 0 for a job
+	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
+	size_t sweep;
+	char **after;                 /* after: the addresses it waits for ("job.train", a sweep or a slice) */
+	size_t nafter;
+	char *output_dir;             /* spec.baseOutputDirectory.outputUriPrefix as sent, or NULL */
 };
+
+/*
+ * A CustomJob document with `matrix:`: one job per combination, in
+ * stack.jobs[first .. first + n) in the order they are started (the
+ * matrix's order, then include's new combinations).
+ */
+struct stack_sweep {
+	char *name;                   /* "lr-sweep" */
+	char *address;                /* "job.lr-sweep" */
+	char *file;                   /* where `matrix:` is written */
+	unsigned line, col;
+	int64_t max_parallel;         /* maxParallel: most runs active at once; 0: no cap */
+	int64_t max_failed;           /* maxFailed: after this many gave up, start no more; 0: no limit */
+	char *output_dir;             /* the sweep's outputUriPrefix as written (its runs' parent), or NULL */
+	size_t first, n;
+};
+
+/* The most runs one matrix may expand to. */
+#define STACK_MAX_SWEEP_RUNS 10000
 
 #define STACK_RESUBMIT_DELAY_DEFAULT_MS (60 * 1000)
 #define STACK_MAX_RESUBMIT_DELAY_MS (15 * 60 * 1000)
@@ -215,6 +240,8 @@ struct stack {
 	 * job up); set by the loader, NULL in a stack built by hand (then the
 	 * search is linear). Owned; points into jobs. */
 	const struct stack_job **jobs_by_name;
+	struct stack_sweep *sweeps;   /* owned, in declaration order; their runs are in jobs */
+	size_t nsweeps;
 	struct stack_reservation *reservations;
 	size_t nreservations;
 	struct stack_quota *quotas;

@@ -24,7 +24,8 @@ static const char *const stack_keys[] = { "kind", "name", "project", "region", "
 static const char *const fail_on_names[] = { "quota" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
-					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove" };
+					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove",
+					"matrix", "maxParallel", "maxFailed", "after" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
 static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay" };
@@ -415,6 +416,10 @@ void stack_job_release(struct stack_job *j)
 		job_spec_release(&j->rungs[i].spec);
 	}
 	free(j->rungs);
+	for (size_t i = 0; i < j->nafter; i++)
+		free(j->after[i]);
+	free(j->after);
+	free(j->output_dir);
 }
 
 /* The largest of d, h, m, s that divides ms, for messages ("30d", "15m"). */
@@ -891,6 +896,28 @@ static void check_spec(struct loader *L, struct job_spec *out, const struct ynod
 	vx_diags_release(&sub);
 }
 
+/* after: the addresses as written; their shape and names are checked over
+ * the whole stack (stack_after_order). */
+static void read_after(struct loader *L, struct stack_job *j, const struct ynode *doc)
+{
+	const struct ynode *v = stack_get_value(doc, "after");
+
+	if (!v)
+		return;
+	if (v->kind != YNODE_SEQ) {
+		stack_wrong_type(L, v, "after", "list of job addresses");
+		return;
+	}
+	j->after = calloc(v->n + 1, sizeof(*j->after));
+	if (!j->after) {
+		stack_oom(L);
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++)
+		if (v->items[i]->kind == YNODE_SCALAR && !(j->after[j->nafter++] = strdup(v->items[i]->str)))
+			stack_oom(L);
+}
+
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
 			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
 			 size_t *nseen)
@@ -904,9 +931,16 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 
 	name = stack_read_name(L, doc, KIND_JOB);
 	stack_check_keys(L, doc, "", job_keys, ARRAY_SIZE(job_keys));
-	if (name && stack_check_unique(L, seen, nseen, name, doc) &&
+	/* A sweep's run (seen NULL): the sweep checked its name once. */
+	if (name && (!seen || stack_check_unique(L, seen, nseen, name, doc)) &&
 	    stack_decl_init(&j->d, L, "job", name, doc) < 0)
 		return -1;
+	if (seen && (v = ynode_get_key(doc, "maxParallel")) != NULL)
+		stack_err(L, v, "maxParallel: only a job with matrix: has runs to cap; add a matrix or "
+			  "remove maxParallel");
+	if (seen && (v = ynode_get_key(doc, "maxFailed")) != NULL)
+		stack_err(L, v, "maxFailed: only a job with matrix: has runs to count; add a matrix or "
+			  "remove maxFailed");
 	if (!get_region(L, doc, &v, &j->region) && !v) {
 		if (st->region)
 			j->region = stack_dup_opt(L, st->region);
@@ -953,7 +987,11 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 	(void)stack_get_bool(&j->protect, L, doc, "", "protect");
 	if (stack_get_enum(&e, L, doc, "onRemove", on_remove_names, ARRAY_SIZE(on_remove_names)))
 		j->on_remove = e;
+	read_after(L, j, doc);
 	spec = stack_get_value(doc, "spec");
+	v = spec ? ynode_get(ynode_get(spec, "baseOutputDirectory"), "outputUriPrefix") : NULL;
+	if (v && v->kind == YNODE_SCALAR && !ynode_is_null(v))
+		j->output_dir = stack_dup_opt(L, v->str);
 	if (!spec) {
 		stack_get_missing(L, doc, "", "spec");
 	} else if (spec->kind != YNODE_MAP) {

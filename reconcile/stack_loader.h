@@ -166,6 +166,23 @@ int stack_kinds_read_quota(struct stack_quota *q, struct loader *L, const struct
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
 			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
 			 size_t *nseen);
+/* sweep.c: a CustomJob document with `matrix:`, each combination read by
+ * stack_kinds_read_job into st->jobs (grown as needed, with room for spare more) and the sweep into
+ * st->sweeps. -1 on an allocation failure (recorded), 0 otherwise. */
+int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc,
+		     const struct spec_env *env, struct seen *seen, size_t *nseen, size_t spare);
+/* sweep.c: whether a document holds a ${{ }} expression anywhere. */
+int stack_doc_has_expr(const struct ynode *doc);
+/* sweep.c: a job without a matrix whose strings use ${{ jobs.NAME.* }}, read
+ * into st->jobs[st->njobs++] with the values of the jobs already read. */
+int stack_expr_read(struct stack *st, struct loader *L, const struct ynode *doc,
+		    const struct spec_env *env, struct seen *seen, size_t *nseen);
+/* sweep.c: the order to read the n job documents in, so each comes after the
+ * jobs its after: names (order gets n indexes). Checks every after: item's
+ * shape and name and reports cycles, at the item or the after: key. */
+int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t n, size_t *order);
+/* sweep.c: every after: slice (job.NAME[k=v]) names at least one run. */
+void stack_after_check(struct loader *L, const struct stack *st, const struct ynode *const *docs, size_t n);
 void stack_reservation_release(struct stack_reservation *r);
 void stack_quota_release(struct stack_quota *q);
 void stack_job_release(struct stack_job *j);

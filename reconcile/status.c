@@ -317,7 +317,15 @@ static int job_row(struct status_report *out, const struct status_input *in, con
 	row->max_attempts = j ? j->max_attempts : 0;
 	if (rec && rec->current)
 		return job_run_row(row, in, ix, rec, j);
-	row->tracking = STATUS_NOT_APPLIED;
+	/* A run vxapply recorded while maxParallel, maxFailed or after: held it back. */
+	row->tracking = rec && j && (j->sweep || j->nafter) ? STATUS_TRACKED : STATUS_NOT_APPLIED;
+	if (row->tracking == STATUS_TRACKED) {
+		/* nothing runs, so nothing to list and nothing spent */
+		row->listed = 1;
+		row->cost_known = 1;
+		if (!(row->state = vx_strdup("WAITING")))
+			return VX_ENOMEM;
+	}
 	if (j && j->region && !(row->region = vx_strdup(j->region)))
 		return VX_ENOMEM;
 	return 0;

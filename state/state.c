@@ -291,6 +291,9 @@ int state_name_ok(const char *s, int allow_dot)
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		    c == '_' || c == '-' || (allow_dot && c == '.'))
 			continue;
+		/* a run of a sweep: "lr-sweep[lr=3e-4,seed=1]" */
+		if (allow_dot && (c == '[' || c == ']' || c == '=' || c == ','))
+			continue;
 		return 0;
 	}
 	/* "x.lock" and ".." would be refused as git ref or path components. */

@@ -12,7 +12,8 @@
 int state_dup_opt(char **out, const char *s) VX_WUR;
 
 /* Whether s is a stack name (allow_dot 0) or a record name (allow_dot 1): 1 to
- * STATE_MAX_NAME letters, digits, '_', '-' (and '.'), not starting with '.'. */
+ * STATE_MAX_NAME letters, digits, '_', '-' (and '.', and for a sweep's run
+ * '[', ']', '=' and ','), not starting with '.'. */
 int state_name_ok(const char *s, int allow_dot);
 
 #endif

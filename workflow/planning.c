@@ -8,11 +8,31 @@
 #include "reconcile/machines.h"
 #include "reconcile/render.h"
 #include "reconcile/stack.h"
+#include "reconcile/sweep.h"
 #include "state/backend.h"
 #include "util/buf.h"
 #include "util/suggest.h"
 #include "workflow/ci.h"
 #include "workflow/workspace.h"
+
+/* Whether target names something: a declaration, a record, or a sweep or a
+ * slice of one with at least one run declared or recorded. */
+static int target_known(const struct workspace *ws, const char *target)
+{
+	if (stack_find_decl(ws->st, target) || state_find(&ws->state, target))
+		return 1;
+	if (!strchr(target, '['))
+		for (size_t i = 0; i < ws->st->nsweeps; i++)
+			if (!strcmp(ws->st->sweeps[i].address, target))
+				return 1;
+	for (size_t i = 0; i < ws->st->njobs; i++)
+		if (sweep_address_matches(target, ws->st->jobs[i].d.address))
+			return 1;
+	for (size_t i = 0; i < ws->state.nrecords; i++)
+		if (sweep_address_matches(target, ws->state.records[i].address))
+			return 1;
+	return 0;
+}
 
 int planning_opts_add(const char ***arr, size_t *n, const char *addr)
 {
@@ -160,7 +180,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	/* Refused rather than warned about (Terraform warns): an apply limited to
 	 * a misspelt address would do nothing and say it succeeded. */
 	for (size_t i = 0; i < o->ntargets; i++)
-		if (!stack_find_decl(ws->st, o->targets[i]) && !state_find(&ws->state, o->targets[i]))
+		if (!target_known(ws, o->targets[i]))
 			return unknown_address(err, ws, "-target", o->targets[i], 1,
 					       "no such address in the stack or its state");
 	for (size_t i = 0; i < o->nreplaces; i++)
@@ -202,6 +222,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.nregions = o->refresh ? ws->store.nread : 0;
 	pl->header.also = (const char *const *)ws->store.also;
 	pl->header.nalso = o->refresh ? ws->store.nalso : 0;
+	pl->header.verbose = o->verbose;
 	pl->header.targets = o->targets;
 	pl->header.ntargets = o->ntargets;
 	pl->header.allow_other_lineage = o->allow_other_lineage;

@@ -249,7 +249,7 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 		if (!quiet && !told_once(w, what))
 			say(w, "wait", a->address, "%s: %s", a->address, a->reason ? a->reason : "");
 	}
-	if (a->kind == PLAN_NOOP || a->kind == PLAN_PENDING)
+	if (a->kind == PLAN_NOOP || a->kind == PLAN_PENDING || a->kind == PLAN_WAIT)
 		return 1;
 	if (a->kind == PLAN_ADOPT)
 		return 1;
@@ -286,7 +286,7 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 		struct plan_action *a = &p->actions[i];
 
 		if (authorised(w, a, now_ms, quiet)) {
-			n += a->kind != PLAN_NOOP && a->kind != PLAN_PENDING;
+			n += a->kind != PLAN_NOOP && a->kind != PLAN_PENDING && a->kind != PLAN_WAIT;
 			continue;
 		}
 		p->counts[a->kind]--;

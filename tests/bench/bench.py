@@ -56,6 +56,11 @@ full list, no state write. VX_BENCH_WATCH_DONE=0 skips it.
 
 Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
 CPU time (user + system) and peak RSS from /usr/bin/time -v.
+
+Then one `matrix:` sweep of VX_BENCH_SWEEP_RUNS runs (default 10000, the most a
+matrix may have; 0 skips it): `vx validate` (CPU and peak RSS, as above) and
+vxplan with an empty state against the fake (maxParallel 100: 100 creates and
+the rest waiting), wall and CPU time, with the injected latency.
 """
 import concurrent.futures
 import json
@@ -91,6 +96,7 @@ WATCH_ACTIVE = int(os.environ.get("VX_BENCH_WATCH_ACTIVE", "100"))
 WATCH_REGIONS = int(os.environ.get("VX_BENCH_WATCH_REGIONS", "3"))
 VALIDATE_SIZES = ints("VX_BENCH_VALIDATE_SIZES", "1000,10000,40000")
 GET_MAX = int(os.environ.get("VX_BENCH_GET_MAX", "10000"))
+SWEEP_RUNS = int(os.environ.get("VX_BENCH_SWEEP_RUNS", "10000"))
 REGIONS = ["us-central1", "us-east4", "europe-west4", "us-west1", "asia-southeast1",
            "europe-west1", "us-east1", "us-east5", "us-west4", "asia-northeast1"]
 PAGE = 1000
@@ -312,6 +318,55 @@ def bench_validate(n):
     return cpu, int(got["Maximum resident set size (kbytes)"]) / 1024.0
 
 
+SWEEP_DOC = """---
+kind: CustomJob
+name: sweep
+matrix:
+  lr: [%s]
+  batch: [%s]
+  seed: [%s]
+maxParallel: 100
+spec:
+  workerPoolSpecs:
+    - machineSpec: {machineType: g2-standard-4, acceleratorType: NVIDIA_L4, acceleratorCount: 1}
+      replicaCount: 1
+      containerSpec:
+        imageUri: us-docker.pkg.dev/p/r/train:1
+        args: ["--lr=${{ matrix.lr }}", "--batch=${{ matrix.batch }}", "--seed=${{ matrix.seed }}"]
+  baseOutputDirectory: {outputUriPrefix: "gs://b/sweep"}
+"""
+
+
+def sweep_doc(n):
+    """A 10 x 10 x n/100 matrix (n a multiple of 100)."""
+    return SWEEP_DOC % (", ".join("%de-4" % (i + 1) for i in range(10)),
+                        ", ".join(str(16 * (i + 1)) for i in range(10)),
+                        ", ".join(str(i + 1) for i in range(max(1, n // 100))))
+
+
+def bench_sweep(n):
+    tmp = tempfile.mkdtemp(prefix="vx-bench-sweep-")
+    fake = Fake(tmp)
+    try:
+        repo = Repo(tmp, fake)
+        repo.write({"s": sweep_doc(n)})
+        cp = subprocess.run(["/usr/bin/time", "-v", VX_BIN, "validate", repo.dir], capture_output=True,
+                            text=True, env=dict(os.environ, NO_COLOR="1"))
+        if cp.returncode != 0:
+            raise RuntimeError("validate of a %d-run sweep failed:\n%s" % (n, cp.stderr[-2000:]))
+        got = {}
+        for line in cp.stderr.splitlines():
+            k, _, v = line.strip().rpartition(": ")
+            got[k] = v
+        vcpu = float(got["User time (seconds)"]) + float(got["System time (seconds)"])
+        rss = int(got["Maximum resident set size (kbytes)"]) / 1024.0
+        fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
+        wall, cpu = timed_plan(repo, 2)
+        return vcpu, rss, wall, cpu
+    finally:
+        fake.close()
+
+
 def bench_apply(n, nregions, scale):
     """An apply of n creates over nregions regions at the fake's quota times scale."""
     tmp = tempfile.mkdtemp(prefix="vx-bench-apply-")
@@ -506,6 +561,14 @@ def main():
     for n in VALIDATE_SIZES:
         cpu, rss = bench_validate(n)
         print("%7d %9.2f %12.1f" % (n, cpu, rss))
+        sys.stdout.flush()
+    if SWEEP_RUNS > 0:
+        print()
+        print("a matrix: sweep of %d runs (maxParallel 100), %d ms latency" % (SWEEP_RUNS, LATENCY_MS))
+        print("%7s %16s %12s %13s %12s" % ("runs", "validate CPU (s)", "peak RSS MB", "plan wall (s)",
+                                           "plan CPU (s)"))
+        vcpu, rss, wall, cpu = bench_sweep(SWEEP_RUNS)
+        print("%7d %16.2f %12.1f %13.2f %12.2f" % (SWEEP_RUNS, vcpu, rss, wall, cpu))
         sys.stdout.flush()
     return 0
 

@@ -1,0 +1,67 @@
+#ifndef VX_RECONCILE_SWEEP_H
+#define VX_RECONCILE_SWEEP_H
+
+/*
+ * Sweeps: a CustomJob document with `matrix:` is one job per combination
+ * (the loader's part is in reconcile/sweep.c). A run's name is the sweep's
+ * with its combination, "lr-sweep[lr=3e-4,batch=64,seed=2]" (axes in the
+ * order declared), so its address is "job.lr-sweep[lr=3e-4,batch=64,seed=2]"
+ * everywhere an address is used: the state's key, -target, vx log, status
+ * and the plan. These helpers read such addresses; none allocates.
+ */
+
+#include <stddef.h>
+
+struct plan;
+struct stack;
+
+/* Whether address is one of the addresses target names: target itself, a
+ * run of the sweep target ("job.lr-sweep" names every "job.lr-sweep[...]"),
+ * or a run of a slice ("job.lr-sweep[seed=2]" names every run of lr-sweep
+ * whose combination has seed=2, whatever its other values). */
+int sweep_address_matches(const char *target, const char *address);
+
+/* Whether address names a run of a sweep ("job.NAME[...]"). */
+int sweep_address_is_run(const char *address);
+
+/*
+ * The vx-job label of a job named name (Google's label values: at most 63
+ * lowercase letters, digits, "_" and "-"). A job declared alone keeps its
+ * name. A sweep's run, whose name a label cannot hold, gets the sweep's name
+ * (cut to 48 characters), "--" and 13 hex digits of the SHA-256 of its whole
+ * name: two runs differ, and the loader refuses a job declared alone whose
+ * name is such a label (stack.c), so a label leads back to one address.
+ */
+#define SWEEP_LABEL_MAX 63
+void sweep_job_label(char out[SWEEP_LABEL_MAX + 1], const char *name);
+
+/*
+ * Holds a plan's sweeps to their limits, after every kind has planned:
+ * with maxParallel, only as many of a sweep's new runs are created as the
+ * runs already active (or started again) leave room for, in the sweep's
+ * order; the others become PLAN_WAIT with a reason. Once maxFailed runs gave
+ * up (failed and not resubmitted), none of its new runs is created. Runs
+ * that are active, and resubmits, replaces and reruns of runs, are left
+ * alone. Fills p->sweeps with each sweep's counts. 0 or VX_ENOMEM.
+ */
+int sweep_plan_limit(struct plan *p, const struct stack *st);
+
+/*
+ * Keeps, in order, the entries of a state history (state/backend.h) whose
+ * address target names (sweep_address_matches), freeing the others: what
+ * `vx log job.lr-sweep` shows. Returns how many are kept, at the front.
+ */
+struct state_history_entry;
+size_t sweep_history_keep(struct state_history_entry *h, size_t n, const char *target);
+
+/*
+ * At apply: records each run the plan holds back (PLAN_WAIT) in the state,
+ * with its spec and run but no current run, so the runs are applied
+ * declarations: a later vxapply, or vx watch (which starts only what was
+ * applied), creates them as others finish. 0, or the state's error.
+ */
+struct applier;
+struct vx_err;
+int sweep_apply_waits(struct applier *a, struct vx_err *err);
+
+#endif

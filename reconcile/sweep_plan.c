@@ -1,0 +1,317 @@
+/*
+ * The plan's part of sweeps (reconcile/sweep.h): maxParallel and maxFailed
+ * applied to what the job kind planned for each run, and the counts the
+ * plan shows a sweep's block with. The job kind plans every run like any
+ * other job; this pass only holds back creates, so a later vxapply or
+ * vx watch cycle, planning again, starts the next runs as others finish.
+ */
+#include "reconcile/sweep.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile/applier.h"
+#include "reconcile/kind.h"
+#include "reconcile/plan.h"
+#include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "state/backend.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/banned.h"
+
+/* The state a run's action keeps: the live job's, else the state's last seen. */
+static const char *run_state(const struct plan_action *a)
+{
+	if (a->live_state)
+		return a->live_state;
+	return a->record && a->record->current ? a->record->current->state : NULL;
+}
+
+struct held {
+	struct plan_action *a;
+	size_t order;  /* the run's index in st->jobs: the sweep's order */
+};
+
+static int cmp_held(const void *x, const void *y)
+{
+	const struct held *a = x, *b = y;
+
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static void to_wait(struct plan *p, struct plan_action *a, char *reason)
+{
+	p->counts[a->kind]--;
+	p->counts[PLAN_WAIT]++;
+	a->kind = PLAN_WAIT;
+	free(a->reason);
+	a->reason = reason;
+}
+
+static int cmp_action_ptr(const void *a, const void *b)
+{
+	return strcmp((*(const struct plan_action *const *)a)->address,
+		      (*(const struct plan_action *const *)b)->address);
+}
+
+/* Where one dependency stands. */
+enum dep { DEP_OK, DEP_PENDING, DEP_GAVE_UP };
+
+static enum dep dep_state(const struct plan_action *a, const char **what)
+{
+	const char *s = run_state(a);
+
+	*what = "not started yet";
+	if (a->kind == PLAN_NOOP || a->kind == PLAN_UPDATE) {
+		if (s && !strcmp(s, "JOB_STATE_SUCCEEDED"))
+			return DEP_OK;
+		if (s && (!strcmp(s, "JOB_STATE_FAILED") || !strcmp(s, "JOB_STATE_CANCELLED") ||
+			  !strcmp(s, "JOB_STATE_EXPIRED"))) {
+			*what = job_state_short(s);
+			return DEP_GAVE_UP;
+		}
+		if (s)
+			*what = job_state_short(s);
+		return DEP_PENDING;
+	}
+	if (a->kind == PLAN_RESUBMIT)
+		*what = "being resubmitted";
+	else if (a->kind == PLAN_REPLACE || a->kind == PLAN_RERUN)
+		*what = "starting a new run";
+	else if (a->kind == PLAN_WAIT)
+		*what = "waiting";
+	return DEP_PENDING;
+}
+
+/*
+ * after: a job that starts a run (create or rerun) only once every job it
+ * names succeeded in its current run; until then its action is PLAN_WAIT,
+ * saying for which and why, and when one gave up, that it is not created.
+ */
+static int after_gate(struct plan *p, const struct stack *st)
+{
+	struct plan_action **by = calloc(p->n + 1, sizeof(*by));
+
+	if (!by)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < p->n; i++)
+		by[i] = &p->actions[i];
+	qsort(by, p->n, sizeof(*by), cmp_action_ptr);
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
+		char *reason;
+
+		if (!j || !j->nafter || (a->kind != PLAN_CREATE && a->kind != PLAN_RERUN))
+			continue;
+		for (size_t e = 0; e < j->nafter && !gave_up; e++)
+			for (size_t k = 0; k < st->njobs && !gave_up; k++) {
+				struct plan_action key = { .address = st->jobs[k].d.address }, *kp = &key, **hit;
+				enum dep d;
+
+				if (!key.address || !sweep_address_matches(j->after[e], key.address))
+					continue;
+				hit = bsearch(&kp, by, p->n, sizeof(*by), cmp_action_ptr);
+				d = hit ? dep_state(*hit, &w) : DEP_PENDING;
+				if (!hit)
+					w = "not in this plan (-target)";
+				if (d == DEP_GAVE_UP) {
+					gave_up = key.address;
+					why = w;
+				} else if (d == DEP_PENDING && !pending) {
+					pending = key.address;
+					why = w;
+				}
+			}
+		if (gave_up)
+			reason = vx_asprintf("not created: %s gave up (%s); after: starts this job only once it "
+					     "succeeds: fix it and bump its run", gave_up, why);
+		else if (pending)
+			reason = vx_asprintf("waits for %s (%s): after: starts this job once it succeeded",
+					     pending, why);
+		else
+			continue;
+		if (!reason) {
+			free(by);
+			return VX_ENOMEM;
+		}
+		to_wait(p, a, reason);
+	}
+	free(by);
+	return 0;
+}
+
+int sweep_plan_limit(struct plan *p, const struct stack *st)
+{
+	struct held *creates = NULL;
+	size_t *ncreates = NULL, *start = NULL, total = 0;
+	int rc = 0;
+
+	if (after_gate(p, st) < 0)
+		return VX_ENOMEM;
+	if (!st->nsweeps)
+		return 0;
+	p->sweeps = calloc(st->nsweeps, sizeof(*p->sweeps));
+	ncreates = calloc(st->nsweeps + 1, sizeof(*ncreates));
+	start = calloc(st->nsweeps + 1, sizeof(*start));
+	if (!p->sweeps || !ncreates || !start)
+		goto oom;
+	p->nsweeps = st->nsweeps;
+	for (size_t i = 0; i < st->nsweeps; i++) {
+		p->sweeps[i].max_parallel = st->sweeps[i].max_parallel;
+		p->sweeps[i].max_failed = st->sweeps[i].max_failed;
+		if (!(p->sweeps[i].address = vx_strdup(st->sweeps[i].address)))
+			goto oom;
+	}
+	/* first pass: counts; creates per sweep */
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct stack_job *j;
+		struct plan_sweep *ps;
+		const char *s;
+
+		if (strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
+		    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
+			continue;
+		ps = &p->sweeps[j->sweep - 1];
+		ps->runs++;
+		s = run_state(a);
+		switch (a->kind) {
+		case PLAN_CREATE:
+			ncreates[j->sweep - 1]++;
+			total++;
+			break;
+		case PLAN_REPLACE:
+		case PLAN_RERUN:
+		case PLAN_RESUBMIT:
+			ps->running++;
+			break;
+		case PLAN_WAIT: /* held by after: */
+			ps->waiting++;
+			break;
+		default:
+			if (s && job_state_is_active(s))
+				ps->running++;
+			else if (s && !strcmp(s, "JOB_STATE_SUCCEEDED"))
+				ps->finished++;
+			else if (s && (!strcmp(s, "JOB_STATE_FAILED") || !strcmp(s, "JOB_STATE_CANCELLED") ||
+				       !strcmp(s, "JOB_STATE_EXPIRED")))
+				ps->failed++;
+			break;
+		}
+	}
+	creates = calloc(total + 1, sizeof(*creates));
+	if (!creates)
+		goto oom;
+	for (size_t i = 1; i < st->nsweeps; i++)
+		start[i] = start[i - 1] + ncreates[i - 1];
+	memset(ncreates, 0, st->nsweeps * sizeof(*ncreates));
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct stack_job *j;
+
+		if (a->kind != PLAN_CREATE || strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
+		    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
+			continue;
+		creates[start[j->sweep - 1] + ncreates[j->sweep - 1]++] =
+			(struct held){ .a = a, .order = (size_t)(j - st->jobs) };
+	}
+	/* second pass: hold back what the limits do not let start */
+	for (size_t k = 0; k < st->nsweeps; k++) {
+		struct plan_sweep *ps = &p->sweeps[k];
+		struct held *h = creates + start[k];
+		size_t n = ncreates[k], room = n;
+
+		qsort(h, n, sizeof(*h), cmp_held);
+		if (ps->max_failed && ps->failed >= (size_t)ps->max_failed && n) {
+			room = 0;
+			ps->held = vx_asprintf("%zu run%s gave up (maxFailed %" PRId64 "): the waiting runs "
+					       "are not started; fix the cause, then raise maxFailed or bump "
+					       "run", ps->failed, ps->failed == 1 ? "" : "s", ps->max_failed);
+			if (!ps->held)
+				goto oom;
+		} else if (ps->max_parallel) {
+			room = ps->running >= (size_t)ps->max_parallel ? 0
+				: (size_t)ps->max_parallel - ps->running;
+			if (room > n)
+				room = n;
+		}
+		for (size_t i = room; i < n; i++) {
+			char *why = ps->held ? vx_asprintf("waits: %s", ps->held)
+					     : vx_asprintf("waits: maxParallel %" PRId64 " runs of %s are "
+							   "active; starts as runs finish", ps->max_parallel,
+							   ps->address);
+
+			if (!why)
+				goto oom;
+			to_wait(p, h[i].a, why);
+		}
+		ps->creates = room;
+		ps->waiting += n - room;
+		ps->now = ps->running + room;
+	}
+	goto done;
+oom:
+	rc = VX_ENOMEM;
+done:
+	free(creates);
+	free(ncreates);
+	free(start);
+	return rc;
+}
+
+int sweep_apply_waits(struct applier *a, struct vx_err *err)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct plan_action *pa = &a->plan->actions[i];
+		const struct stack_job *j = pa->decl ? pa->decl->user : NULL;
+		struct state_record *r;
+		char *hash, *json;
+
+		if (pa->kind != PLAN_WAIT || pa->kind_of != &kind_job || !j)
+			continue;
+		r = state_find(a->state, pa->address);
+		if (r && r->current)
+			continue;
+		if (!r && state_add_record(a->state, pa->address, "CustomJob", &r, err) < 0)
+			return err->code ? err->code : VX_ENOMEM;
+		hash = vx_strdup(j->spec.hash);
+		json = j->spec.redacted_json ? vx_strdup(j->spec.redacted_json) : NULL;
+		if (!hash || (j->spec.redacted_json && !json)) {
+			free(hash);
+			free(json);
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		}
+		free(r->spec_hash);
+		r->spec_hash = hash;
+		free(r->spec_json);
+		r->spec_json = json;
+		r->run = j->run;
+		r->protect = j->protect;
+		r->on_remove = j->on_remove;
+	}
+	return 0;
+}
+
+size_t sweep_history_keep(struct state_history_entry *h, size_t n, const char *target)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].address && sweep_address_matches(target, h[i].address)) {
+			h[k++] = h[i];
+			continue;
+		}
+		free(h[i].address);
+		free(h[i].commit);
+		free(h[i].message);
+		if (h[i].record) {
+			state_record_release(h[i].record);
+			free(h[i].record);
+		}
+	}
+	return k;
+}
