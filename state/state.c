@@ -30,6 +30,7 @@ void state_run_release(struct state_run *r)
 	free(r->project);
 	free(r->spec_hash);
 	vx_labels_free(r->labels, r->nlabels);
+	vx_labels_free(r->follows, r->nfollows);
 	free(r->state);
 	free(r->failure);
 	free(r->error_message);
@@ -208,7 +209,8 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	    state_dup_opt(&out->rung_scheduling, in->rung_scheduling) < 0 ||
 	    state_dup_opt(&out->rung_machine, in->rung_machine) < 0 ||
 	    state_dup_opt(&out->rung_reservation, in->rung_reservation) < 0 ||
-	    vx_labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0) {
+	    vx_labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0 ||
+	    vx_labels_copy(&out->follows, &out->nfollows, in->follows, in->nfollows) < 0) {
 		state_run_release(out);
 		return VX_ENOMEM;
 	}

@@ -73,6 +73,12 @@ struct state_run {
 	char *rung_reservation; /* the reservation the rung uses, or NULL */
 	struct vx_label *labels; /* sorted by key, unique; nlabels entries */
 	size_t nlabels;
+	/* after: the run of each dependency this run followed: key the
+	 * dependency's address (job.train, job.sweep[lr=1]), value that run's
+	 * resource name; sorted, unique. Empty (NULL) for a job without after:
+	 * and in runs written before it was recorded ("follows", only when set). */
+	struct vx_label *follows;
+	size_t nfollows;
 	char *state;          /* last seen Vertex JobState name (JOB_STATE_RUNNING); NULL = never seen */
 	char *failure;        /* failure class (stockout, preempted, ...) or NULL */
 	int64_t error_code;   /* the job's error.code (google.rpc.Code), 0 if none */

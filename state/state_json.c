@@ -131,6 +131,7 @@ static cJSON *run_json(const struct state_run *r)
 	    (r->rung_scheduling && add_str(o, "rungMachine", r->rung_machine) < 0) ||
 	    (r->rung_scheduling && add_str(o, "rungReservation", r->rung_reservation) < 0) ||
 	    add_item(o, "labels", labels_json(r->labels, r->nlabels)) < 0 ||
+	    (r->nfollows && add_item(o, "follows", labels_json(r->follows, r->nfollows)) < 0) ||
 	    add_str(o, "state", r->state) < 0 || add_str(o, "failure", r->failure) < 0 ||
 	    add_int(o, "errorCode", r->error_code) < 0 ||
 	    add_str(o, "errorMessage", r->error_message) < 0 ||
@@ -287,8 +288,12 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_str(b, r->planned_by) < 0 || fp_int(b, r->pr_number) < 0 || fp_str(b, r->pr_url) < 0 ||
 	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0 ||
 	    fp_str(b, r->rung_scheduling) < 0 || fp_str(b, r->rung_machine) < 0 ||
-	    fp_str(b, r->rung_reservation) < 0 || fp_int(b, r->started_ms) < 0)
+	    fp_str(b, r->rung_reservation) < 0 || fp_int(b, r->started_ms) < 0 ||
+	    fp_int(b, (int64_t)r->nfollows) < 0)
 		return -1;
+	for (i = 0; i < r->nfollows; i++)
+		if (fp_str(b, r->follows[i].key) < 0 || fp_str(b, r->follows[i].value) < 0)
+			return -1;
 	return 0;
 }
 
@@ -729,7 +734,8 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
 					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
 					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
-					    "rungScheduling", "rungMachine", "rungReservation", "startedAt" };
+					    "rungScheduling", "rungMachine", "rungReservation", "startedAt",
+					    "follows" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
@@ -737,7 +743,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
 	int rc, has_rung = 0, has_pr;
 
 	memset(r, 0, sizeof(*r));
@@ -756,6 +762,8 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_str(o, path, "rungMachine", F_NULL, 128, &r->rung_machine, err)) < 0 ||
 	    (rc = get_str(o, path, "rungReservation", F_NULL, 1024, &r->rung_reservation, err)) < 0 ||
 	    (rc = get_labels(o, path, "labels", &r->labels, &r->nlabels, err)) < 0 ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "follows") &&
+	     (rc = get_labels(o, path, "follows", &r->follows, &r->nfollows, err)) < 0) ||
 	    (rc = get_str(o, path, "state", F_REQ | F_NULL, 128, &r->state, err)) < 0 ||
 	    (rc = get_str(o, path, "failure", F_REQ | F_NULL, 128, &r->failure, err)) < 0 ||
 	    (rc = get_int(o, path, "errorCode", -(INT64_C(1) << 31), INT64_C(1) << 31,

@@ -326,6 +326,49 @@ static void test_run_rung_identity(void **unused)
 	vx_err_release(&err);
 }
 
+/* after:'s follow record: written only when set, read back sorted, refused when not an object. */
+static void test_run_follows(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.e\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/us-east5/customJobs/9\",\"region\":\"us-east5\","
+		"\"action\":\"create\",\"specHash\":\"ab\",\"run\":1,\"attempt\":1,\"labels\":{}%s,"
+		"\"state\":null,\"failure\":null,\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,"
+		"\"createdAt\":null,\"endedAt\":null,\"configCommit\":null},\"history\":[]}";
+	struct state_record r, back;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, json[1024];
+
+	(void)unused;
+	snprintf(json, sizeof(json), old, "");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_int_equal(r.current->nfollows, 0);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_null(strstr(text, "follows"));
+	free(text);
+	state_record_release(&r);
+	snprintf(json, sizeof(json), old, ",\"follows\":{\"job.t\":\"projects/p/locations/r/customJobs/2\","
+		 "\"job.s[a=1]\":\"projects/p/locations/r/customJobs/1\"}");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_int_equal(r.current->nfollows, 2);
+	assert_string_equal(r.current->follows[0].key, "job.s[a=1]");
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"follows\":\t{\n"
+				     "\t\t\t\"job.s[a=1]\":\t\"projects/p/locations/r/customJobs/1\",\n"
+				     "\t\t\t\"job.t\":\t\"projects/p/locations/r/customJobs/2\"\n"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_string_equal(vx_labels_get(back.current->follows, back.current->nfollows, "job.t"),
+			    "projects/p/locations/r/customJobs/2");
+	state_record_release(&back);
+	free(text);
+	state_record_release(&r);
+	snprintf(json, sizeof(json), old, ",\"follows\":[]");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: current.follows: expected an object");
+	vx_err_release(&err);
+}
+
 static void test_run_planned_by_and_pull_request(void **unused)
 {
 	static const char old[] =
@@ -418,6 +461,9 @@ static int mutate_run(struct state_run *r, int k)
 	case 28: restr(&r->rung_machine); return 1;
 	case 29: restr(&r->rung_reservation); return 1;
 	case 30: r->started_ms += 1000; return 1;
+	case 31: restr(&r->follows[0].value); return 1;
+	case 32: restr(&r->follows[0].key); return 1;
+	case 33: assert_int_equal(vx_labels_set(&r->follows, &r->nfollows, "job.zz", "1"), 0); return 1;
 	default: return 0;
 	}
 }
@@ -465,6 +511,9 @@ static void fill_run(struct state_run *r)
 	restr(&r->rung_reservation);
 	if (!r->nlabels)
 		assert_int_equal(vx_labels_set(&r->labels, &r->nlabels, "vx-job", "a"), 0);
+	if (!r->nfollows)
+		assert_int_equal(vx_labels_set(&r->follows, &r->nfollows, "job.train",
+					       "projects/p/locations/r/customJobs/1"), 0);
 }
 
 /*
@@ -526,7 +575,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 10 + 31 + 31);
+	assert_int_equal(n, 10 + 34 + 34);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
@@ -793,6 +842,7 @@ int main(void)
 		cmocka_unit_test(test_run_planned_by_and_pull_request),
 		cmocka_unit_test(test_fingerprint_covers_every_field),
 		cmocka_unit_test(test_run_rung_identity),
+		cmocka_unit_test(test_run_follows),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),
