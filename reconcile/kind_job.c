@@ -1805,6 +1805,11 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 			state_run_release(&run);
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 		}
+	/* after: which run of each dependency this run follows (sweep_plan.c) */
+	if (j->nafter && sweep_follows(a->state, j, &run.follows, &run.nfollows) < 0) {
+		state_run_release(&run);
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	}
 	return state_record_start_run(r, &run, err);
 }
 

@@ -474,6 +474,16 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		rc = vx_buf_printf(b, ",\"resubmitDelayMs\":\"%lld\"", (long long)j->resubmit_delay_ms);
 	if (rc == 0 && j->stuck_after_ms != STACK_STUCK_AFTER_DEFAULT_MS)
 		rc = vx_buf_printf(b, ",\"stuckAfterMs\":\"%lld\"", (long long)j->stuck_after_ms);
+	/* after: as written, only when set: a saved plan is refused once it is
+	 * edited. The job's spec hash leaves it out: which dependency runs a
+	 * run followed is its follow record's (reconcile/sweep_plan.c). */
+	for (size_t i = 0; i < j->nafter && rc == 0; i++) {
+		rc = vx_buf_adds(b, i ? "," : ",\"after\":[");
+		if (rc == 0)
+			rc = vx_buf_add_json_str(b, j->after[i]);
+		if (rc == 0 && i + 1 == j->nafter)
+			rc = vx_buf_adds(b, "]");
+	}
 	return rc ? rc : decl_hash(b, &j->d);
 }
 

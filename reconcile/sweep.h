@@ -64,4 +64,15 @@ struct applier;
 struct vx_err;
 int sweep_apply_waits(struct applier *a, struct vx_err *err);
 
+/*
+ * The follow record of a new run of j (a job with after:): the address and
+ * resource name of the succeeded current run of each job in state that
+ * j's after: names, set into *out (sorted by address). 0 or VX_ENOMEM.
+ */
+struct state;
+struct stack_job;
+struct vx_label;
+int sweep_follows(const struct state *state, const struct stack_job *j, struct vx_label **out,
+		  size_t *nout);
+
 #endif

@@ -90,9 +90,12 @@ static enum dep dep_state(const struct plan_action *a, const char **what)
  * names succeeded in its current run; until then its action is PLAN_WAIT,
  * saying for which and why, and when one gave up, that it is not created.
  */
+static int after_follow(struct plan *p, const struct stack *st, struct plan_action **by);
+
 static int after_gate(struct plan *p, const struct stack *st)
 {
 	struct plan_action **by = calloc(p->n + 1, sizeof(*by));
+	int rc;
 
 	if (!by)
 		return VX_ENOMEM;
@@ -140,7 +143,126 @@ static int after_gate(struct plan *p, const struct stack *st)
 		}
 		to_wait(p, a, reason);
 	}
+	rc = after_follow(p, st, by);
 	free(by);
+	return rc;
+}
+
+/* The current run of a dependency's action as the state has it, or NULL. */
+static const struct state_run *dep_run(const struct plan_action *a)
+{
+	const struct state_record *r = a->record ? a->record->user : NULL;
+
+	return r ? r->current : NULL;
+}
+
+/*
+ * Whether the dependent's run cur followed dep's current run: the run its
+ * follow record names; a run written before that record (none recorded)
+ * followed the dependency runs made before it was created.
+ */
+static int followed(const struct state_run *cur, const char *address, const struct state_run *dep)
+{
+	const char *name;
+
+	if (!dep)
+		return 1;
+	if (!cur->nfollows)
+		return !dep->created_ms || !cur->created_ms || dep->created_ms <= cur->created_ms;
+	name = vx_labels_get(cur->follows, cur->nfollows, address);
+	return name && dep->resource && !strcmp(name, dep->resource);
+}
+
+static void to_rerun(struct plan *p, struct plan_action *a, const struct stack_job *j,
+		     const struct state_run *cur, char *reason)
+{
+	p->counts[a->kind]--;
+	p->counts[PLAN_RERUN]++;
+	a->kind = PLAN_RERUN;
+	a->run = j->run;
+	/* a new attempt of the same (spec, run): its labels and output
+	 * directory are not the previous run's */
+	a->attempt = cur->attempt + 1;
+	a->rung = 0;
+	free(a->reason);
+	a->reason = reason;
+}
+
+/*
+ * after: a dependent whose current run did not follow a dependency's
+ * current run. While that dependency starts or runs its new run, the
+ * dependent waits; once it succeeded, a finished dependent reruns, and an
+ * active one waits until it ended (its run is not cancelled).
+ */
+static int after_follow(struct plan *p, const struct stack *st, struct plan_action **by)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+		const struct state_record *r = a->record ? a->record->user : NULL;
+		const struct plan_action *fresh = NULL, *pending = NULL;
+		const char *why = NULL, *s = run_state(a), *w;
+		char *reason;
+
+		if (!j || !j->nafter || !r || !r->current || (a->kind != PLAN_NOOP && a->kind != PLAN_UPDATE))
+			continue;
+		for (size_t e = 0; e < j->nafter && !pending; e++)
+			for (size_t k = 0; k < st->njobs && !pending; k++) {
+				struct plan_action key = { .address = st->jobs[k].d.address }, *kp = &key, **hit;
+				enum dep d;
+
+				if (!key.address || !sweep_address_matches(j->after[e], key.address))
+					continue;
+				hit = bsearch(&kp, by, p->n, sizeof(*by), cmp_action_ptr);
+				if (!hit)
+					continue;
+				d = dep_state(*hit, &w);
+				if ((*hit)->kind != PLAN_NOOP && (*hit)->kind != PLAN_UPDATE && d == DEP_PENDING) {
+					pending = *hit;
+					why = w;
+				} else if (!followed(r->current, key.address, dep_run(*hit))) {
+					if (d == DEP_OK) {
+						if (!fresh)
+							fresh = *hit;
+					} else {
+						pending = *hit;
+						why = w;
+					}
+				}
+			}
+		if (pending)
+			reason = vx_asprintf("waits for %s (%s): after: runs this job again once it succeeded",
+					     pending->address, why);
+		else if (!fresh)
+			continue;
+		else {
+			const struct state_run *n = dep_run(fresh);
+			char *run = vx_asprintf("run %" PRId64 ", attempt %" PRId64 ": %s", n->run, n->attempt,
+						n->resource ? n->resource : "?");
+
+			if (!run)
+				return VX_ENOMEM;
+			if (s && job_state_is_active(s))
+				reason = vx_asprintf("its run is %s after %s's previous run; after: runs it again "
+						     "once it ended (%s has a new run: %s)", job_state_short(s),
+						     fresh->address, fresh->address, run);
+			else if (r->current->nfollows &&
+				 !vx_labels_get(r->current->follows, r->current->nfollows, fresh->address))
+				reason = vx_asprintf("after: now names %s, whose run (%s) the last run did not "
+						     "follow", fresh->address, run);
+			else
+				reason = vx_asprintf("%s has a new run (%s) after the last run %s", fresh->address,
+						     run, s ? job_state_short(s) : "ended");
+			free(run);
+			if (reason && !(s && job_state_is_active(s))) {
+				to_rerun(p, a, j, r->current, reason);
+				continue;
+			}
+		}
+		if (!reason)
+			return VX_ENOMEM;
+		to_wait(p, a, reason);
+	}
 	return 0;
 }
 
@@ -292,6 +414,23 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		r->run = j->run;
 		r->protect = j->protect;
 		r->on_remove = j->on_remove;
+	}
+	return 0;
+}
+
+int sweep_follows(const struct state *state, const struct stack_job *j, struct vx_label **out,
+		  size_t *nout)
+{
+	for (size_t i = 0; i < state->nrecords; i++) {
+		const struct state_record *r = &state->records[i];
+		int named = 0;
+
+		for (size_t e = 0; e < j->nafter && !named; e++)
+			named = sweep_address_matches(j->after[e], r->address);
+		if (named && r->current && r->current->resource && r->current->state &&
+		    !strcmp(r->current->state, "JOB_STATE_SUCCEEDED") &&
+		    vx_labels_set(out, nout, r->address, r->current->resource) < 0)
+			return VX_ENOMEM;
 	}
 	return 0;
 }

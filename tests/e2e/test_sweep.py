@@ -401,5 +401,148 @@ class After(FakeTestCase):
             "(each waits for the next); remove one of these after: entries" % d])
 
 
+EVAL_DIR = EVAL.replace(', "--run=${{ jobs.train.run }}"', "")
+
+
+class AfterFollows(FakeTestCase):
+    """A new run of a dependency makes the dependent run again after it: the dependent's
+    run records which run of each dependency it followed."""
+
+    def start(self):
+        """train succeeds, eval is created after it and succeeds."""
+        self.repo.write({"a": job_yaml("train", on="preempted"), "b": EVAL_DIR})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(3700)
+        self.assertEqual(self.repo.apply().code, 0)
+        ev = [j for j in self.live_jobs() if j["displayName"] == "eval"]
+        self.assertEqual(len(ev), 1)
+        self.assertEqual(ev[0]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"],
+                         ["--checkpoint=gs://e2e-bucket/train/model"])
+        self.fake.advance(3700)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nPlan: no changes. 2 unchanged.\n", r.out)
+
+    def eval_block(self, out):
+        """job.eval's plan lines (header, shape, reason), stripped."""
+        lines = out.splitlines()
+        at = [i for i, l in enumerate(lines) if l.endswith(" job.eval wait") or l.endswith(" job.eval rerun")]
+        self.assertEqual(len(at), 1, out)
+        return [l.strip() for l in lines[at[0]:at[0] + 3]]
+
+    def train_run(self, n):
+        return [j["name"] for j in self.live_jobs("train")][n - 1]
+
+    def bump_train_then_eval_reruns(self):
+        self.repo.write({"a": job_yaml("train", on="preempted", run=2), "b": EVAL_DIR})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.block(r.out, "job.train")[0], "↻   job.train rerun")
+        self.assertEqual(self.eval_block(r.out), [
+            "job.eval wait", "n1-standard-4 ×1, STANDARD in us-central1",
+            "waits for job.train (starting a new run): after: runs this job again once it succeeded"])
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(len(self.live_jobs("eval")), 1)
+        self.fake.advance(60)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_block(r.out)[2],
+                         "waits for job.train (running): after: runs this job again once it succeeded")
+        self.assertEqual(len(self.live_jobs("eval")), 1)
+        self.fake.advance(3700)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_block(r.out), [
+            "↻   job.eval rerun", "n1-standard-4 ×1, STANDARD in us-central1",
+            "job.train has a new run (run 2, attempt 1: %s) after the last run succeeded"
+            % self.train_run(2)])
+        creates = self.fake.rpc_count("CreateCustomJob")
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), creates + 1)
+        self.assertEqual(len(self.live_jobs("eval")), 2)
+        self.fake.advance(3700)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nPlan: no changes. 2 unchanged.\n", r.out)
+
+    def test_a_new_run_of_train_reruns_eval_after_it(self):
+        self.start()
+        self.bump_train_then_eval_reruns()
+        rec = json.loads(self.repo.git("show", "vx/state/e2e:jobs/eval.json"))
+        self.assertEqual(rec["history"][-1]["follows"], {"job.train": self.train_run(1)})
+        self.assertEqual(rec["current"]["follows"], {"job.train": self.train_run(2)})
+
+    def test_an_older_state_without_the_record_reruns_nothing(self):
+        """A state written before the follow record: the dependent followed the runs that
+        were there when it was created, so nothing reruns until a dependency has a new run."""
+        self.start()
+        rec = json.loads(self.repo.git("show", "vx/state/e2e:jobs/eval.json"))
+        rec["current"].pop("follows", None)
+        env = dict(self.fake.env(), GIT_INDEX_FILE=os.path.join(self.tmp, "old-index"))
+        git = lambda *a, **kw: subprocess.run(["git", "-C", self.repo.root] + list(a), check=True,
+                                              capture_output=True, text=True, env=env, **kw).stdout.strip()
+        git("read-tree", "vx/state/e2e")
+        blob = git("hash-object", "-w", "--stdin", input=json.dumps(rec, indent=2) + "\n")
+        git("update-index", "--cacheinfo", "100644,%s,jobs/eval.json" % blob)
+        commit = git("commit-tree", git("write-tree"), "-p", "vx/state/e2e", "-m", "an older state")
+        git("update-ref", "refs/heads/vx/state/e2e", commit)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nPlan: no changes. 2 unchanged.\n", r.out)
+        self.bump_train_then_eval_reruns()
+
+    def test_a_running_eval_is_left_to_finish_then_reruns(self):
+        self.repo.write({"a": job_yaml("train", on="preempted"), "b": EVAL_DIR})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(3700)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(60)
+        self.assertEqual([j["state"] for j in self.live_jobs("eval")], ["JOB_STATE_RUNNING"])
+        # train's new run is short: it succeeds while eval still runs
+        self.fake.post("/_fake/timings", {"running_seconds": 600})
+        self.repo.write({"a": job_yaml("train", on="preempted", run=2), "b": EVAL_DIR})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(700)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_block(r.out), [
+            "job.eval wait", "n1-standard-4 ×1, STANDARD in us-central1",
+            "its run is running after job.train's previous run; after: runs it again once it ended "
+            "(job.train has a new run: run 2, attempt 1: %s)" % self.train_run(2)])
+        self.assertEqual([j["state"] for j in self.live_jobs("eval")], ["JOB_STATE_RUNNING"])
+        self.fake.advance(3700)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_block(r.out)[0], "↻   job.eval rerun")
+        self.assertEqual(len(self.live_jobs("eval")), 2)
+
+
+    def test_editing_after_is_seen(self):
+        """A dependency added to after: reruns the dependent after its run; one removed does not."""
+        self.repo.write({"a": job_yaml("train", on="preempted"), "p": job_yaml("prep", on="preempted"),
+                         "b": EVAL_DIR})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(3700)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(3700)
+        both = EVAL_DIR.replace("after: [job.train]", "after: [job.train, job.prep]")
+        self.repo.write({"a": job_yaml("train", on="preempted"), "p": job_yaml("prep", on="preempted"),
+                         "b": both})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_block(r.out), [
+            "↻   job.eval rerun", "n1-standard-4 ×1, STANDARD in us-central1",
+            "after: now names job.prep, whose run (run 1, attempt 1: %s) the last run did not follow"
+            % self.live_jobs("prep")[0]["name"]])
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(len(self.live_jobs("eval")), 2)
+        self.fake.advance(3700)
+        self.repo.write({"a": job_yaml("train", on="preempted"), "p": job_yaml("prep", on="preempted"),
+                         "b": EVAL_DIR})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nPlan: no changes. 3 unchanged.\n", r.out)
+
+
 if __name__ == "__main__":
     unittest.main()
