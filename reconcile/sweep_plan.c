@@ -179,6 +179,7 @@ static void to_rerun(struct plan *p, struct plan_action *a, const struct stack_j
 	p->counts[a->kind]--;
 	p->counts[PLAN_RERUN]++;
 	a->kind = PLAN_RERUN;
+	a->after_rerun = 1;
 	a->run = j->run;
 	/* a new attempt of the same (spec, run): its labels and output
 	 * directory are not the previous run's */

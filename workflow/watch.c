@@ -253,7 +253,8 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 		return 1;
 	if (a->kind == PLAN_ADOPT)
 		return 1;
-	if (!w->o.sync && !((a->kind == PLAN_RESUBMIT || a->kind == PLAN_CREATE) && as_applied(a))) {
+	if (!w->o.sync && !((a->kind == PLAN_RESUBMIT || a->kind == PLAN_CREATE ||
+			     (a->kind == PLAN_RERUN && a->after_rerun)) && as_applied(a))) {
 		snprintf(what, sizeof(what), "unapplied|%s|%s|%s", a->address, plan_kind_name(a->kind),
 			 a->new_hash ? a->new_hash : "");
 		if (!quiet && !told_once(w, what))

@@ -544,5 +544,31 @@ class AfterFollows(FakeTestCase):
         self.assertIn("\nPlan: no changes. 3 unchanged.\n", r.out)
 
 
+    def test_a_slice_of_a_sweep_each_run_followed_and_watch_reruns(self):
+        """after: a slice: the follow record names each of its runs; a new run of the sweep
+        holds eval until they all succeeded, then a vx watch cycle reruns it."""
+        ev = EVAL_DIR.replace("after: [job.train]", 'after: ["job.lr-sweep[batch=32,seed=1]"]').replace(
+            "jobs.train.outputDir", "jobs.lr-sweep.outputDir")
+        self.repo.write({"s": sweep(seeds="1", limits=""), "b": ev})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(3700)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(len(self.live_jobs("eval")), 1)
+        slice_ = ["job.lr-sweep[lr=%s,batch=32,seed=1]" % lr for lr in ("1e-3", "1e-4", "3e-3", "3e-4")]
+        names = {"job." + j["displayName"]: j["name"] for j in self.live_jobs()}
+        rec = json.loads(self.repo.git("show", "vx/state/e2e:jobs/eval.json"))
+        self.assertEqual(rec["current"]["follows"], {a: names[a] for a in slice_})
+        self.fake.advance(3700)
+        self.repo.write({"s": sweep(seeds="1", limits="run: 2\n"), "b": ev})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_block(r.out)[2], "waits for %s (starting a new run): after: runs this "
+                                                     "job again once it succeeded" % slice_[1])   # the first in the sweep's order
+        self.assertEqual(len(self.live_jobs("eval")), 1)
+        self.fake.advance(3700)
+        r = self.repo.vx("watch", self.repo.dir, "-once")
+        self.assertEqual(len(self.live_jobs("eval")), 2, r)
+
+
 if __name__ == "__main__":
     unittest.main()
