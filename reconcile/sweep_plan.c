@@ -445,13 +445,7 @@ size_t sweep_history_keep(struct state_history_entry *h, size_t n, const char *t
 			h[k++] = h[i];
 			continue;
 		}
-		free(h[i].address);
-		free(h[i].commit);
-		free(h[i].message);
-		if (h[i].record) {
-			state_record_release(h[i].record);
-			free(h[i].record);
-		}
+		state_history_entry_release(&h[i]);
 	}
 	return k;
 }

@@ -11,21 +11,23 @@
 #include "util/digest.h"
 #include "util/banned.h"
 
+void state_history_entry_release(struct state_history_entry *e)
+{
+	free(e->address);
+	free(e->commit);
+	free(e->message);
+	if (e->record) {
+		state_record_release(e->record);
+		free(e->record);
+	}
+}
+
 void state_history_free(struct state_history_entry *h, size_t n)
 {
-	size_t i;
-
 	if (!h)
 		return;
-	for (i = 0; i < n; i++) {
-		free(h[i].address);
-		free(h[i].commit);
-		free(h[i].message);
-		if (h[i].record) {
-			state_record_release(h[i].record);
-			free(h[i].record);
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		state_history_entry_release(&h[i]);
 	free(h);
 }
 

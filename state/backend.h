@@ -51,6 +51,8 @@ struct state_history_entry {
 	struct state_record *record;  /* the record as of that commit; NULL: removed (forgotten) there */
 };
 
+/* Frees what one entry holds (not the entry itself). */
+void state_history_entry_release(struct state_history_entry *e);
 void state_history_free(struct state_history_entry *h, size_t n);
 
 /* What a backend implements. Every op returns 0 or a negative VX_E*, filling err. */
