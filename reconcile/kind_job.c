@@ -952,6 +952,38 @@ static int live_known(const struct builder *b, const struct live_job *j, const c
 }
 
 /*
+ * The address ("job.NAME[k=v,...]") a sweep's hashed vx-job label stands
+ * for, when a declaration or a record of this state has it; NULL when none
+ * does (a label cannot be turned back into its address otherwise).
+ */
+static const char *label_address(const struct builder *b, const char *label)
+{
+	char have[SWEEP_LABEL_MAX + 1];
+
+	if (!label || !strstr(label, "--"))
+		return NULL;
+	for (size_t i = 0; i < b->in->ndecls; i++) {
+		const char *a = b->in->decls[i].address;
+
+		if (a && !strncmp(a, "job.", 4) && strchr(a, '[')) {
+			sweep_job_label(have, a + 4);
+			if (!strcmp(have, label))
+				return a;
+		}
+	}
+	for (size_t i = 0; i < b->in->nrecords; i++) {
+		const char *a = b->in->records[i].address;
+
+		if (a && !strncmp(a, "job.", 4) && strchr(a, '[')) {
+			sweep_job_label(have, a + 4);
+			if (!strcmp(have, label))
+				return a;
+		}
+	}
+	return NULL;
+}
+
+/*
  * An active job with this stack's name that vx cannot prove is its own: its
  * vx-lineage names another state, or it has none (made by another tool, or
  * by a vx older than the label). Never cancelled or adopted; shown, with
@@ -961,12 +993,13 @@ static void warn_foreign(struct builder *b, const struct live_job *j)
 {
 	const char *lin = live_job_label(j, "vx-lineage");
 	const char *job = live_job_label(j, "vx-job");
+	const char *addr = label_address(b, job);
 
 	if (vx_diags_add(&b->p->warnings, NULL, 0, 0,
-			 "job.%s: live job %s (%s) is labelled vx-stack=%s but %s%s%s; vx leaves it "
+			 "%s%s: live job %s (%s) is labelled vx-stack=%s but %s%s%s; vx leaves it "
 			 "alone. If another repository uses the stack name %s, rename one of the two "
 			 "stacks; if it is a leftover of this one, cancel it with 'gcloud ai custom-jobs "
-			 "cancel %s'", job ? job : "?", j->name, job_state_short(j->state), b->in->stack,
+			 "cancel %s'", addr ? "" : "job.", addr ? addr : job ? job : "?", j->name, job_state_short(j->state), b->in->stack,
 			 lin ? "belongs to another state (vx-lineage=" : "carries no state identity (vx-lineage)",
 			 lin ? lin : "", lin ? ")" : "", b->in->stack, j->name) < 0)
 		b->oom = 1;
@@ -1136,9 +1169,11 @@ static void plan_untracked(struct builder *b)
 		set_str(b, &a->cancel_name, j->name);
 		set_str(b, &a->live_state, j->state);
 		set_str(b, &a->region, j->region);
-		set_fmt(b, &a->reason, vx_asprintf("untracked live job %s (%s) carries this stack's labels "
+		set_fmt(b, &a->reason, vx_asprintf("untracked live job %s (%s%s%s) carries this stack's labels "
 						   "but no state record or declaration accounts for it",
-						   j->name, job_state_short(j->state)));
+						   j->name, job_state_short(j->state),
+						   label_address(b, job) ? ", a run of " : "",
+						   label_address(b, job) ? label_address(b, job) : ""));
 		set_fmt(b, &a->drift, vx_asprintf("untracked job %s", j->name));
 		b->p->drifts++;
 	}

@@ -300,6 +300,26 @@ class Sweep(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(len(self.live_jobs()), 12, "an apply must create nothing")
 
+    def test_foreign_runs_are_named_by_their_address(self):
+        """With the state lost and -allow-other-lineage, the plan warns of every live run
+        of the other state: by its address, not by the hashed vx-job label it carries."""
+        self.repo.write({"s": sweep(limits="")})
+        self.assertEqual(self.repo.apply().code, 0)
+        lineage = {j["labels"]["vx-lineage"] for j in self.live_jobs()}.pop()
+        names = {"job." + j["displayName"]: j["name"] for j in self.live_jobs()}
+        self.repo.git("branch", "-D", "vx/state/e2e")
+        r = self.repo.plan("-allow-other-lineage")
+        self.assertEqual(r.code, 0, r)
+        warnings = r.out[r.out.index("Warnings:"):].splitlines()[1:13]
+        self.maxDiff = None
+        # in the order the server listed them
+        self.assertEqual(sorted(warnings), sorted([
+            "  %s: live job %s (queued) is labelled vx-stack=e2e but belongs to another state "
+            "(vx-lineage=%s); vx leaves it alone. If another repository uses the stack name e2e, "
+            "rename one of the two stacks; if it is a leftover of this one, cancel it with 'gcloud "
+            "ai custom-jobs cancel %s'" % (a, names[a], lineage, names[a])
+            for a in names]))
+
     def test_status_and_log_of_a_sweep_and_a_slice(self):
         self.repo.write({"s": sweep()})
         self.assertEqual(self.repo.apply().code, 0)
