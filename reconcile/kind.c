@@ -30,14 +30,6 @@ const struct kind *kind_by_name(const char *name)
 	return NULL;
 }
 
-static int listed(const char *address, const char *const *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(address, list[i]))
-			return 1;
-	return 0;
-}
-
 int kind_targeted(const struct kind_plan_input *in, const char *address)
 {
 	for (size_t i = 0; i < in->ntargets; i++)
@@ -48,7 +40,11 @@ int kind_targeted(const struct kind_plan_input *in, const char *address)
 
 int kind_replaced(const struct kind_plan_input *in, const char *address)
 {
-	return listed(address, in->replaces, in->nreplaces);
+	/* A sweep's address or a slice of it names each of its runs, as in -target. */
+	for (size_t i = 0; i < in->nreplaces; i++)
+		if (sweep_address_matches(in->replaces[i], address))
+			return 1;
+	return 0;
 }
 
 void live_store_release(struct live_store *ls)

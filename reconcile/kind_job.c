@@ -90,6 +90,15 @@ struct created {
 	const char *address;
 };
 
+/* Whether -replace names address: itself, its sweep or a slice of that. */
+static int replaced(const struct builder *b, const char *address)
+{
+	for (size_t i = 0; i < b->in->nreplaces; i++)
+		if (sweep_address_matches(b->in->replaces[i], address))
+			return 1;
+	return 0;
+}
+
 static int cmp_created(const void *a, const void *b)
 {
 	return strcmp(((const struct created *)a)->label, ((const struct created *)b)->label);
@@ -511,7 +520,7 @@ static int refusal_gate(struct builder *b, const struct plan_decl *d, const stru
 	next = r->attempt + 1 > *attempt ? r->attempt + 1 : *attempt;
 	fmt_when(when, sizeof(when), r->at_ms);
 	wait = refusal_wait(d, r->n);
-	if (in_list(d->address, b->in->replaces, b->in->nreplaces)) {
+	if (replaced(b, d->address)) {
 		*attempt = next;
 		*why = vx_asprintf("attempt %" PRId64 "/%" PRId64 " after the create was refused (%s at %s): "
 				   "-replace asks again", next, d->max_attempts, r->cls, when);
@@ -607,7 +616,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		msg = cur->error_message;
 	}
 
-	forced = in_list(d->address, b->in->replaces, b->in->nreplaces);
+	forced = replaced(b, d->address);
 	moved = run_moved(cur, d);
 	respec = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run;
 	/* An active run whose rung is no longer on the ladder is changed like

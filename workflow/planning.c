@@ -34,6 +34,17 @@ static int target_known(const struct workspace *ws, const char *target)
 	return 0;
 }
 
+/* Whether -replace names a declaration: a job, a sweep or a slice of one. */
+static int replace_known(const struct workspace *ws, const char *address)
+{
+	if (stack_find_decl(ws->st, address))
+		return 1;
+	for (size_t i = 0; i < ws->st->njobs; i++)
+		if (sweep_address_matches(address, ws->st->jobs[i].d.address))
+			return 1;
+	return 0;
+}
+
 int planning_opts_add(const char ***arr, size_t *n, const char *addr)
 {
 	const char **p = realloc(*arr, (*n + 1) * sizeof(*p));
@@ -184,7 +195,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 			return unknown_address(err, ws, "-target", o->targets[i], 1,
 					       "no such address in the stack or its state");
 	for (size_t i = 0; i < o->nreplaces; i++)
-		if (!stack_find_decl(ws->st, o->replaces[i]))
+		if (!replace_known(ws, o->replaces[i]))
 			return unknown_address(err, ws, "-replace", o->replaces[i], 0,
 					       "no such address is declared");
 	if ((rc = workspace_config_status(ws, err)) < 0)

@@ -300,6 +300,22 @@ class Sweep(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(len(self.live_jobs()), 12, "an apply must create nothing")
 
+    def test_replace_a_slice_of_a_sweep(self):
+        """-replace takes a sweep's address or a slice, as -target does: it replaces each
+        active run it names and nothing else."""
+        self.repo.write({"s": sweep(limits="")})
+        self.assertEqual(self.repo.apply().code, 0)
+        r = self.repo.plan("-replace", "job.lr-sweep[seed=2]")
+        self.assertEqual(r.code, 0, r)
+        replaced = [l.split()[1] for l in r.out.splitlines() if l.endswith(" replace")]
+        self.assertEqual(replaced, [a for a in runs() if a.endswith("seed=2]")])
+        self.assertIn("Plan: 5 to replace. 7 unchanged.", r.out.splitlines())
+        r = self.repo.plan("-replace", "job.lr-sweep")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([l.split()[1] for l in r.out.splitlines() if l.endswith(" replace")], runs())
+        r = self.repo.plan("-replace", "job.lr-sweep[seed=9]")
+        self.assertEqual((r.code, r.err), (1, "vx: -replace job.lr-sweep[seed=9]: no such address is declared\n"))
+
     def test_foreign_runs_are_named_by_their_address(self):
         """With the state lost and -allow-other-lineage, the plan warns of every live run
         of the other state: by its address, not by the hashed vx-job label it carries."""
