@@ -1858,6 +1858,17 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 }
 
 /*
+ * Whether a failed create was the server refusing this job (a permission, an
+ * argument, a precondition, quota), the only failure that counts as an
+ * attempt. Not the caller's credentials (401), an interrupt, a local error:
+ * they say nothing of the job, and the next apply must simply try.
+ */
+static int server_refused(int rc)
+{
+	return rc != VX_EAUTH && rc != VX_ECANCELED && rc != VX_EIO && rc != VX_ENOMEM;
+}
+
+/*
  * A create the server refused (RESOURCE_EXHAUSTED, INVALID_ARGUMENT, ...)
  * made no job, but it was an attempt: a past run with no resource, its
  * attempt, time, class (failure_classify_refusal) and message. The plan
@@ -2339,7 +2350,8 @@ static int do_creates(struct applier *a, struct vx_err *err)
 			} else {
 				if (t->rc != VX_EUNCERTAIN) {
 					(void)state_journal_remove(a->state, c->pa->address);
-					record_refused(a, c, verb, &t->err);
+					if (server_refused(t->rc))
+						record_refused(a, c, verb, &t->err);
 				}
 				applier_fail(a, c->pa->address, verb, &t->err);
 			}

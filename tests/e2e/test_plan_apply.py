@@ -161,6 +161,18 @@ class PlanApply(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual([j["labels"]["vx-attempt"] for j in self.live_jobs("a")], ["2"])
 
+    def test_a_create_not_refused_by_the_server_is_no_attempt(self):
+        """A 401 (the caller's credentials refused) says nothing of the job: it is not
+        recorded as a refused create, and the next apply creates the job."""
+        self.fake.post("/_fake/faults", {"error_rate": 1.0, "statuses": [401], "methods": ["CreateCustomJob"]})
+        self.repo.write({"a": job_yaml("a", on="stockout", attempts=3)})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 1, r)
+        self.fake.post("/_fake/faults", {})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([j["labels"]["vx-attempt"] for j in self.live_jobs("a")], ["1"])
+
     def test_a_refused_create_listed_in_resubmit_on_backs_off(self):
         self.refuse_creates()
         self.repo.write({"a": job_yaml("a", on="refused", attempts=3)})
