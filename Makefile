@@ -189,7 +189,7 @@ lint:
 fuzz:
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk BUILD=$(BUILD)/fuzz
 
-# Not part of 'make check': minutes, clang for the fuzz section. See README.md, "Torture".
+# Not part of 'make check': minutes, clang for the fuzz section. See docs/measurements.md, "Torture".
 # TRIALS (kill trials per backend; pause and race run a fifth and a tenth of it), SEED,
 # BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz), TRIAL and CLEAN (replay one),
 # FUZZ_TIME (seconds per fuzz target).
