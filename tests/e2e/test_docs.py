@@ -215,6 +215,16 @@ class FormatExamples(unittest.TestCase):
             f.write(text)
         return d
 
+    def test_the_validate_transcript_is_what_vx_prints(self):
+        """format.md's `$ vx validate ...` example, run from the repository's root."""
+        shown = [b for b in fenced(read(FORMAT), "") if b.startswith("$ vx validate ")]
+        self.assertEqual(len(shown), 1)
+        command, want = shown[0].split("\n", 1)
+        env = dict(os.environ, PATH=os.path.dirname(VX_BIN) + os.pathsep + os.environ["PATH"])
+        cp = subprocess.run(["bash", "-c", command[len("$ "):]], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+        self.assertEqual((cp.returncode, cp.stdout, cp.stderr), (0, want, ""))
+
     def test_every_yaml_example_validates(self):
         blocks = fenced(read(FORMAT), "yaml")
         self.assertGreaterEqual(len(blocks), 9)
