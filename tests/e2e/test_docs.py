@@ -179,6 +179,29 @@ class QuickStart(unittest.TestCase):
                 self.assertTrue(os.path.exists(os.path.join(ROOT, link)), "README links %s" % link)
 
 
+class FakeRecipes(unittest.TestCase):
+    """docs/fake.md's calls, in order, against a fresh fake: each is accepted (curl -f)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="vx-e2e-fakedoc-")
+        self.fake = Fake(self.tmp)
+
+    def tearDown(self):
+        self.fake.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_every_call_is_accepted(self):
+        cmds = [c for b in fenced(read(os.path.join(ROOT, "docs", "fake.md")), "sh") for c in commands(b)]
+        self.assertGreaterEqual(len(cmds), 15)
+        env = dict(os.environ, VX_SANDBOX_URL=self.fake.url)
+        for c in cmds:
+            self.assertTrue(c.startswith("curl -s -w '\\n' "), c)
+            cp = subprocess.run(["bash", "-c", "curl() { command curl -f \"$@\"; }\n" + c], env=env,
+                                capture_output=True, text=True, timeout=60)
+            self.assertEqual((cp.returncode, cp.stderr), (0, ""), c)
+            self.assertTrue(cp.stdout.startswith("{") and cp.stdout.endswith("}\n"), (c, cp.stdout))
+
+
 # Where a fragment of format.md (a block without `kind`) goes, by its first key: into the
 # Stack document, or into the job TRAIN below.
 FRAGMENT_HOME = {"notify": "stack", "resubmit": "job"}
