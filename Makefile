@@ -5,8 +5,10 @@
 #   make demo       the quickstart against the fake Google Cloud
 #   make lint       cppcheck and clang-tidy
 #   make lint-ci    yamllint and tools/check-ci.py on the CI recipes in examples/ci/,
-#                   tools/check-examples.py on examples/watch/, and tools/check-permissions.py
-#                   on docs/permissions.md and the role files (in check)
+#                   tools/check-examples.py on examples/watch/, tools/check-permissions.py
+#                   on docs/permissions.md and the role files, and the generated tables of
+#                   docs/format.md (in check)
+#   make docs       write docs/format.md's generated tables (from reconcile/machines.c)
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
 #   make bench      plan benchmarks against the fake
@@ -53,7 +55,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci fuzz torture bench install clean
+.PHONY: all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci docs fuzz torture bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -152,7 +154,8 @@ demo: deps all
 # files say what the code's permission table says (tools/check-permissions.py).
 CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml
 WATCH_EXAMPLES := examples/watch/vx-watch.service examples/watch/Dockerfile
-lint-ci:
+GEN_MACHINES := $(BUILD)/tools/gen-machine-table
+lint-ci: $(GEN_MACHINES)
 	yamllint --strict -c tools/yamllint.yml $(CI_RECIPES) examples/watch/k8s-deployment.yaml
 	$(PYTHON) tools/check-ci.py $(CI_RECIPES)
 	$(PYTHON) tools/check-examples.py $(WATCH_EXAMPLES)
@@ -164,7 +167,18 @@ lint-ci:
 		if [ $$rc != 0 ] || [ -n "$$out" ]; then echo "$$out"; echo "systemd-analyze verify: examples/watch/vx-watch.service"; exit 1; fi; \
 		echo "systemd-analyze verify examples/watch/vx-watch.service: ok"; \
 	fi
+	$(GEN_MACHINES) | $(PYTHON) tools/splice-doc.py --check docs/format.md machine-table
 	@$(PYTHON) tests/run_unittest.py check-ci tests/ci
+
+# docs/format.md's machine tables, printed from reconcile/machines.c's own tables
+# (tools/gen-machine-table.c includes that file), so they cannot drift: lint-ci
+# fails when the document differs, 'make docs' rewrites it.
+$(GEN_MACHINES): tools/gen-machine-table.c $(BUILD)/util/buf.o $(BUILD)/util/suggest.o $(BUILD)/util/err.o $(BUILD)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -MMD -MP -o $@ $< $(BUILD)/util/buf.o $(BUILD)/util/suggest.o $(BUILD)/util/err.o
+
+docs: $(GEN_MACHINES)
+	$(GEN_MACHINES) | $(PYTHON) tools/splice-doc.py --write docs/format.md machine-table
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
@@ -175,7 +189,7 @@ lint:
 fuzz:
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk BUILD=$(BUILD)/fuzz
 
-# Not part of 'make check': minutes, clang for the fuzz section. See README.md, "Torture".
+# Not part of 'make check': minutes, clang for the fuzz section. See docs/measurements.md, "Torture".
 # TRIALS (kill trials per backend; pause and race run a fifth and a tenth of it), SEED,
 # BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz), TRIAL and CLEAN (replay one),
 # FUZZ_TIME (seconds per fuzz target).

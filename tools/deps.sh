@@ -9,7 +9,8 @@
 set -e
 BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev"
 # yamllint and python3-yaml: make lint-ci checks the CI recipes in examples/ci/.
-PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml"
+# curl: tests/e2e/test_docs.py runs the README's quick start, which scripts the fake with it.
+PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml curl"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """make torture: vx's safety claims (no duplicate, no lost job, whatever
-happens to an apply) as a command anyone can run. See README.md, "Torture".
+happens to an apply) as a command anyone can run. See docs/measurements.md, "Torture".
 
   kill    apply SIGKILLed at a uniformly random moment of its run, against a
           fake with 503s, lost replies and latency; then apply up to twice
