@@ -126,6 +126,26 @@ class GitHubActionsTest(FakeTestCase):
         r = self.repo.plan("-annotations=false", env=self.gha())
         self.assertEqual((r.code, r.out, r.err), (1, plain.out, plain.err), r)
 
+    def test_plan_errors_are_annotations_and_the_summary_still_shows_the_plan(self):
+        # A protected job no longer declared: a plan error, not a load failure.
+        self.repo.write({"a": job_yaml("a", protect="true")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({})
+        plain = self.repo.plan()
+        markdown = self.repo.plan("-format", "markdown")
+        self.assertEqual(plain.code, 1, plain)
+        r = self.repo.plan(env=self.gha())
+        self.assertEqual((r.code, r.out), (1, plain.out), r)
+        extra = r.err[len(plain.err):] if r.err.startswith(plain.err) else r.err
+        self.assertEqual(r.err, plain.err + extra)
+        lines = extra.splitlines()
+        self.assertEqual(len(lines), 1, extra)
+        self.assertTrue(lines[0].startswith("::error"), lines[0])
+        self.assertIn("job.a is protected", lines[0])
+        self.assertEqual(self.read(self.summary_file), markdown.out)
+        self.assertEqual(self.outputs(self.read(self.out_file)),
+                         [("changes", "1"), ("exitcode", "1"), ("cost_per_hour", "")])
+
     def test_unwritable_files_are_a_warning_not_a_failed_plan(self):
         self.repo.write({"a": job_yaml("a")})
         plain = self.repo.plan("-detailed-exitcode")
