@@ -27,9 +27,12 @@ VERSION_RE='^[0-9]+\.[0-9]+\.[0-9]+([~+-][0-9A-Za-z.~+-]+)?$'
 REPO_RE='^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$'
 DEV_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev"
 
+# The message as a workflow command (% escaped as GitHub documents; no line breaks
+# reach here) and as plain text on stderr.
 die() {
-	echo "::error title=vx setup::$*"
-	echo "vx setup: $*" >&2
+	local msg="$*"
+	echo "::error title=vx setup::${msg//%/%25}"
+	echo "vx setup: $msg" >&2
 	exit 1
 }
 

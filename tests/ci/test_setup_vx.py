@@ -155,6 +155,40 @@ class SetupVxTest(unittest.TestCase):
         self.assertEqual(keys[0], keys[1])
         self.assertNotEqual(keys[1], keys[2])
 
+    def test_runtime_installs_only_the_missing_recorded_packages(self):
+        prefix = os.path.join(self.tmp, "prefix")
+        os.makedirs(prefix)
+        with open(os.path.join(prefix, "runtime-packages"), "w") as f:
+            f.write("bash\nvx-test-no-such-package\n")
+        code, out, err = self.run_script("runtime", prefix)
+        self.assertEqual((code, err), (0, ""), out)
+        self.assertEqual(self.apt_calls(), ["update -qq",
+                                            "install -y -qq --no-install-recommends vx-test-no-such-package"])
+        with open(os.path.join(prefix, "runtime-packages"), "w") as f:
+            f.write("bash\n")
+        os.remove(self.apt_log)
+        code, out, err = self.run_script("runtime", prefix)
+        self.assertEqual((code, err, self.apt_calls()), (0, "", []))
+
+    def test_finish_puts_the_prefix_on_path_and_says_the_version(self):
+        prefix = os.path.join(self.tmp, "prefix")
+        os.makedirs(os.path.join(prefix, "bin"))
+        vx = os.path.join(prefix, "bin", "vx")
+        with open(vx, "w") as f:
+            f.write("#!/bin/sh\necho 'vx 0.2.0 (commit 0123456789ab)'\necho 'libcurl 7.88.1'\n")
+        os.chmod(vx, 0o755)
+        path_file = os.path.join(self.tmp, "path")
+        code, out, err = self.run_script("finish", prefix, GITHUB_PATH=path_file)
+        self.assertEqual((code, out, err), (0, "vx setup: vx 0.2.0 (commit 0123456789ab)\n", ""))
+        with open(path_file) as f:
+            self.assertEqual(f.read(), prefix + "/bin\n")
+        with open(self.output) as f:
+            self.assertEqual(f.read(), "version=0.2.0\n")
+        os.chmod(vx, 0o644)
+        code, out, err = self.run_script("finish", prefix, GITHUB_PATH=path_file)
+        self.assertEqual(code, 1)
+        self.assertEqual(err.splitlines()[-1], "vx setup: vx does not run: %s version failed" % vx)
+
 
 if __name__ == "__main__":
     unittest.main()
