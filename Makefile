@@ -184,6 +184,9 @@ lint-gh-parse:
 	else echo "lint-ci: @actions/workflow-parser not run: it needs node (20 or later) and npm"; fi
 	@if command -v actionlint >/dev/null 2>&1; then actionlint $(GH_WORKFLOWS); \
 	else echo "lint-ci: actionlint not run: not installed (Debian 12 does not package it)"; fi
+	@if command -v shellcheck >/dev/null 2>&1; then shellcheck tools/setup-vx.sh && \
+		echo "shellcheck tools/setup-vx.sh (the setup action's steps): ok"; \
+	else echo "lint-ci: shellcheck not run on tools/setup-vx.sh: not installed"; fi
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
