@@ -4,10 +4,10 @@
 #   make check      every test: unit (plain and under ASan+UBSan), the fake's own tests, end to end
 #   make demo       the quickstart against the fake Google Cloud
 #   make lint       cppcheck and clang-tidy
-#   make lint-ci    yamllint and tools/check-ci.py on the CI recipes in examples/ci/,
-#                   tools/check-examples.py on examples/watch/, tools/check-permissions.py
-#                   on docs/permissions.md and the role files, and the generated tables of
-#                   docs/format.md (in check)
+#   make lint-ci    yamllint, tools/check-ci.py and GitHub's own parser on action.yml and the
+#                   CI recipes in examples/ci/, tools/check-examples.py on examples/watch/,
+#                   tools/check-permissions.py on docs/permissions.md and the role files,
+#                   and the generated tables of docs/format.md (in check)
 #   make docs       write docs/format.md's generated tables (from reconcile/machines.c)
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
@@ -55,7 +55,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci docs fuzz torture bench install clean
+.PHONY: all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci lint-gh-parse docs fuzz torture bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -152,12 +152,13 @@ demo: deps all
 # it verifies the unit too, with ExecStart pointed at a vx that exists (any
 # complaint fails: it exits 0 on some). docs/permissions.md and the custom role
 # files say what the code's permission table says (tools/check-permissions.py).
-CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml
+CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml examples/ci/gitlab/vx.gitlab-ci.yml
 WATCH_EXAMPLES := examples/watch/vx-watch.service examples/watch/Dockerfile
 GEN_MACHINES := $(BUILD)/tools/gen-machine-table
 lint-ci: $(GEN_MACHINES)
-	yamllint --strict -c tools/yamllint.yml $(CI_RECIPES) examples/watch/k8s-deployment.yaml
-	$(PYTHON) tools/check-ci.py $(CI_RECIPES)
+	yamllint --strict -c tools/yamllint.yml $(CI_RECIPES) action.yml examples/watch/k8s-deployment.yaml
+	$(PYTHON) tools/check-ci.py $(CI_RECIPES) action.yml
+	@$(MAKE) --no-print-directory lint-gh-parse
 	$(PYTHON) tools/check-examples.py $(WATCH_EXAMPLES)
 	$(PYTHON) tools/check-permissions.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
@@ -179,6 +180,26 @@ $(GEN_MACHINES): tools/gen-machine-table.c $(BUILD)/util/buf.o $(BUILD)/util/sug
 
 docs: $(GEN_MACHINES)
 	$(GEN_MACHINES) | $(PYTHON) tools/splice-doc.py --write docs/format.md machine-table
+
+# GitHub's own parser (@actions/workflow-parser, pinned in tools/ci-parser/) on action.yml and
+# the workflows, installed from the npm registry into $(BUILD)/ci-parser on first use; and
+# actionlint on the workflows where it is installed (Debian 12 does not package it).
+GH_WORKFLOWS := $(wildcard examples/ci/github/*.yml)
+CI_PARSER := $(BUILD)/ci-parser
+$(CI_PARSER)/node_modules/.package-lock.json: tools/ci-parser/package.json tools/ci-parser/package-lock.json
+	@mkdir -p $(CI_PARSER)
+	cp tools/ci-parser/package.json tools/ci-parser/package-lock.json $(CI_PARSER)/
+	cd $(CI_PARSER) && npm ci --no-audit --no-fund --silent
+lint-gh-parse:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		$(MAKE) -s --no-print-directory $(CI_PARSER)/node_modules/.package-lock.json && \
+		node tools/check-gh-parse.mjs $(CI_PARSER)/node_modules action.yml $(GH_WORKFLOWS); \
+	else echo "lint-ci: @actions/workflow-parser not run: it needs node (20 or later) and npm"; fi
+	@if command -v actionlint >/dev/null 2>&1; then actionlint $(GH_WORKFLOWS); \
+	else echo "lint-ci: actionlint not run: not installed (Debian 12 does not package it)"; fi
+	@if command -v shellcheck >/dev/null 2>&1; then shellcheck tools/setup-vx.sh && \
+		echo "shellcheck tools/setup-vx.sh (the setup action's steps): ok"; \
+	else echo "lint-ci: shellcheck not run on tools/setup-vx.sh: not installed"; fi
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \

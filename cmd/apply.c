@@ -24,6 +24,7 @@
 #include "util/buf.h"
 #include "workflow/applying.h"
 #include "workflow/ci.h"
+#include "workflow/ghactions.h"
 #include "workflow/planning.h"
 
 static const char usage[] =
@@ -53,6 +54,8 @@ static const char usage[] =
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"
 	"  -verbose             list every run of a sweep, not one block per sweep\n"		"  -no-color            no colour\n"
+	"  -annotations=false   in GitHub Actions, do not also print the stack's problems\n"
+	"                       as ::error annotations (docs/ci.md)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n\n"
 	"Ctrl-C stops starting new actions, lets the requests in flight finish, writes\n"
 	"the state and releases the lock. A second Ctrl-C abandons the requests in\n"
@@ -192,6 +195,7 @@ enum {
 	APPLY_OPT_WAIT,
 	APPLY_OPT_PARALLELISM,
 	APPLY_OPT_LOCK_TIMEOUT,
+	APPLY_OPT_ANNOTATIONS,
 };
 
 static const struct cmd_opt apply_opts[] = {
@@ -200,6 +204,7 @@ static const struct cmd_opt apply_opts[] = {
 	{ "wait", CMD_ARG_OPTIONAL, APPLY_OPT_WAIT },
 	{ "parallelism", CMD_ARG_REQUIRED, APPLY_OPT_PARALLELISM },
 	{ "lock-timeout", CMD_ARG_REQUIRED, APPLY_OPT_LOCK_TIMEOUT },
+	{ "annotations", CMD_ARG_OPTIONAL, APPLY_OPT_ANNOTATIONS },
 	CMD_PLANNING_OPTS,
 	{ NULL, CMD_ARG_NONE, 0 },
 };
@@ -208,6 +213,8 @@ static const struct cmd_opt apply_opts[] = {
 struct apply_args {
 	const char *target;
 	int auto_approve, no_color, wait, parallelism;
+	int annotate;  /* GitHub Actions annotations: in GitHub Actions, unless -annotations=false */
+	int planned;   /* apply_prepare planned: ap->pl holds the plan */
 	int64_t lock_timeout;
 	struct planning_opts po;
 	struct applying_opts ao;
@@ -231,6 +238,10 @@ static int apply_flags(struct apply_args *a, const struct cmd_args *args)
 			break;
 		case APPLY_OPT_NO_COLOR:
 			a->no_color = 1;
+			break;
+		case APPLY_OPT_ANNOTATIONS:
+			if (cmd_annotate("apply", v, &a->annotate) < 0)
+				return VX_EXIT_USAGE;
 			break;
 		case APPLY_OPT_WAIT:
 			if (!v || !strcmp(v, "running"))
@@ -269,6 +280,7 @@ static int apply_flags(struct apply_args *a, const struct cmd_args *args)
 	}
 	for (size_t i = 0; i < args->npos; i++)
 		a->target = args->pos[i];
+	a->annotate = a->annotate && gha_active();
 	return 0;
 }
 
@@ -301,18 +313,20 @@ static int apply_env(struct apply_args *a)
  */
 static int apply_prepare(struct applying *ap, struct apply_args *a, struct vx_ctx *ctx, struct vx_err *err)
 {
+	const struct workspace_events *wev = a->annotate ? &cmd_workspace_events_annotated
+							 : &cmd_workspace_events;
 	struct vx_buf out = VX_BUF_INIT;
 	int rc = -1;
 
 	if (is_plan_file(a->target)) {
-		if (applying_open_saved(ap, ctx, a->target, &a->po, &cmd_workspace_events, err) < 0) {
+		if (applying_open_saved(ap, ctx, a->target, &a->po, wev, err) < 0) {
 			cmd_report(err, NULL);
 			if (ap->not_a_plan)
 				fprintf(stderr, "vx: vxapply takes a stack directory, or a plan saved by "
 					"'vxplan -out FILE'\n");
 			goto done;
 		}
-	} else if (applying_open(ap, ctx, a->target, &cmd_workspace_events, err) < 0) {
+	} else if (applying_open(ap, ctx, a->target, wev, err) < 0) {
 		cmd_report(err, NULL);
 		goto done;
 	}
@@ -327,6 +341,7 @@ static int apply_prepare(struct applying *ap, struct apply_args *a, struct vx_ct
 		cmd_report(err, NULL);
 		goto done;
 	}
+	a->planned = 1;
 	if (!ap->from_file) {
 		if (render_plan_human(&out, &ap->pl.planner.plan, &ap->pl.header,
 				      cmd_use_color(1, a->no_color)) < 0) {
@@ -336,6 +351,8 @@ static int apply_prepare(struct applying *ap, struct apply_args *a, struct vx_ct
 		fputs(vx_buf_str(&out), stdout);
 	}
 	if (ap->pl.planner.plan.errors.n) {
+		if (a->annotate)
+			cmd_print_annotations(&ap->pl.planner.plan.errors);
 		cmd_error("apply: the plan has errors; nothing was changed");
 		goto done;
 	}
@@ -412,6 +429,18 @@ static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_
 	return VX_EXIT_OK;
 }
 
+/* In GitHub Actions: the plan and apply's result to the step summary, the exit
+ * code to the step outputs (workflow/ghactions.h). */
+static void apply_github(const struct applying *ap, const struct apply_args *a, int rc)
+{
+	const struct planning *pl = a->planned ? &ap->pl : NULL;
+
+	if (!gha_active())
+		return;
+	if (gha_apply_report(pl, pl && planning_has_changes(pl) ? &ap->res : NULL, rc, cmd_warn, NULL) < 0)
+		cmd_error("apply: GitHub Actions outputs: out of memory");
+}
+
 static int apply_exec(const struct cmd_args *args)
 {
 	struct apply_args a;
@@ -424,6 +453,7 @@ static int apply_exec(const struct cmd_args *args)
 	a.target = ".";
 	a.parallelism = 8;
 	a.po.refresh = 1;
+	a.annotate = 1;
 	a.ev.progress = print_progress;
 	a.ev.lock_wait = print_lock_wait;
 	a.ev.job_changed = print_job_changed;
@@ -444,6 +474,8 @@ static int apply_exec(const struct cmd_args *args)
 		goto done;
 	rc = apply_carry_out(&ap, &a, &ctx, &err);
 done:
+	if (rc != VX_EXIT_USAGE)
+		apply_github(&ap, &a, rc);
 	applying_close(&ap);
 	ci_release(&a.ci);
 	free(a.hint);

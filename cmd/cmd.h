@@ -17,6 +17,7 @@
 #include "util/ctx.h"
 
 struct planning_opts;
+struct vx_diags;
 struct vx_err;
 struct workspace_events;
 
@@ -129,6 +130,16 @@ void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * were dropped); a problem as "vx: <doing>: <msg>".
  */
 extern const struct workspace_events cmd_workspace_events;
+/* The same, each diagnostic also printed as a GitHub Actions annotation
+ * (workflow/ghactions.h) after the plain lines. */
+extern const struct workspace_events cmd_workspace_events_annotated;
+/* Prints d on stderr, one "FILE:LINE:COLUMN: message" line each, then (annotate)
+ * each as a GitHub Actions "::error file=...::" line. */
+void cmd_print_diags(const struct vx_diags *d, int annotate);
+/* Prints d as GitHub Actions "::error file=F,line=L,col=C::message" lines on stderr. */
+void cmd_print_annotations(const struct vx_diags *d);
+/* -annotations[=true|false] of cmd: *out set; -1 after saying what is wrong. */
+int cmd_annotate(const char *cmd, const char *value, int *out);
 
 /* Prints "vx: warning: <msg>" on stderr: a library's warn callback (ud unused). */
 void cmd_warn(void *ud, const char *msg);

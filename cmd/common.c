@@ -17,6 +17,7 @@
 #include "util/text.h"
 #include "util/timefmt.h"
 #include "reconcile/kind.h"
+#include "workflow/ghactions.h"
 #include "workflow/planning.h"
 #include "workflow/workspace.h"
 
@@ -174,9 +175,21 @@ int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_e
 	}
 }
 
-static void print_diags(void *ud, const struct vx_diags *d)
+void cmd_print_annotations(const struct vx_diags *d)
 {
-	(void)ud;
+	struct vx_buf ann = VX_BUF_INIT;
+
+	/* On stderr, where the runner reads workflow commands too: stdout stays
+	 * what it is outside GitHub Actions. */
+	if (gha_annotations(&ann, d) == 0)
+		fputs(vx_buf_str(&ann), stderr);
+	else
+		cmd_error("GitHub Actions annotations: out of memory");
+	vx_buf_release(&ann);
+}
+
+void cmd_print_diags(const struct vx_diags *d, int annotate)
+{
 	for (size_t i = 0; i < d->n; i++) {
 		char *line = vx_diag_format(&d->items[i]);
 
@@ -185,6 +198,33 @@ static void print_diags(void *ud, const struct vx_diags *d)
 	}
 	if (d->dropped)
 		fprintf(stderr, "... and %zu more\n", d->dropped);
+	if (annotate)
+		cmd_print_annotations(d);
+}
+
+int cmd_annotate(const char *cmd, const char *value, int *out)
+{
+	if (!value || !strcmp(value, "true"))
+		*out = 1;
+	else if (!strcmp(value, "false"))
+		*out = 0;
+	else {
+		cmd_error("%s: -annotations takes true or false, not '%s'", cmd, value);
+		return -1;
+	}
+	return 0;
+}
+
+static void print_diags(void *ud, const struct vx_diags *d)
+{
+	(void)ud;
+	cmd_print_diags(d, 0);
+}
+
+static void print_diags_annotated(void *ud, const struct vx_diags *d)
+{
+	(void)ud;
+	cmd_print_diags(d, 1);
 }
 
 static void print_problem(void *ud, const char *doing, const struct vx_err *e)
@@ -195,6 +235,11 @@ static void print_problem(void *ud, const char *doing, const struct vx_err *e)
 
 const struct workspace_events cmd_workspace_events = {
 	.diags = print_diags,
+	.problem = print_problem,
+};
+
+const struct workspace_events cmd_workspace_events_annotated = {
+	.diags = print_diags_annotated,
 	.problem = print_problem,
 };
 

@@ -12,6 +12,7 @@
 #include "state/lock.h"
 #include "util/buf.h"
 #include "workflow/ci.h"
+#include "workflow/ghactions.h"
 #include "workflow/planning.h"
 #include "workflow/workspace.h"
 
@@ -36,6 +37,9 @@ static const char usage[] =
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"
 	"  -verbose             list every run of a sweep, not one block per sweep\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
+	"  -annotations=false   in GitHub Actions, do not also print the stack's problems\n"
+	"                       as ::error annotations (the step summary and outputs stay;\n"
+	"                       docs/ci.md)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n";
 
 enum {
@@ -43,6 +47,7 @@ enum {
 	PLAN_OPT_FORMAT,
 	PLAN_OPT_DETAILED_EXITCODE,
 	PLAN_OPT_NO_COLOR,
+	PLAN_OPT_ANNOTATIONS,
 };
 
 static const struct cmd_opt plan_opts[] = {
@@ -50,6 +55,7 @@ static const struct cmd_opt plan_opts[] = {
 	{ "format", CMD_ARG_REQUIRED, PLAN_OPT_FORMAT },
 	{ "detailed-exitcode", CMD_ARG_NONE, PLAN_OPT_DETAILED_EXITCODE },
 	{ "no-color", CMD_ARG_NONE, PLAN_OPT_NO_COLOR },
+	{ "annotations", CMD_ARG_OPTIONAL, PLAN_OPT_ANNOTATIONS },
 	CMD_PLANNING_OPTS,
 	{ NULL, CMD_ARG_NONE, 0 },
 };
@@ -59,6 +65,7 @@ struct plan_args {
 	struct planning_opts po;
 	const char *dir, *outfile, *format;
 	int detailed, no_color;
+	int annotate; /* GitHub Actions annotations: in GitHub Actions, unless -annotations=false */
 };
 
 /* Parses the flags into *a: 0, or an exit code after saying what is wrong. */
@@ -82,6 +89,10 @@ static int plan_flags(struct plan_args *a, const struct cmd_args *args)
 		case PLAN_OPT_NO_COLOR:
 			a->no_color = 1;
 			break;
+		case PLAN_OPT_ANNOTATIONS:
+			if (cmd_annotate("plan", v, &a->annotate) < 0)
+				return VX_EXIT_USAGE;
+			break;
 		default:
 			if (cmd_planning_opt(&a->po, args->opts[i].id, v, &err) && err.code) {
 				cmd_report(&err, NULL);
@@ -91,6 +102,7 @@ static int plan_flags(struct plan_args *a, const struct cmd_args *args)
 	}
 	for (size_t i = 0; i < args->npos; i++)
 		a->dir = args->pos[i];
+	a->annotate = a->annotate && gha_active();
 	if (!a->format || (strcmp(a->format, "human") && strcmp(a->format, "json") &&
 			   strcmp(a->format, "markdown"))) {
 		cmd_error("plan: -format must be human, json or markdown");
@@ -138,6 +150,18 @@ done:
 	return rc;
 }
 
+/* In GitHub Actions: the plan's errors as annotations, its markdown to the step
+ * summary and its results to the step outputs (workflow/ghactions.h). */
+static void plan_github(const struct planning *pl, const struct plan_args *a, int rc)
+{
+	if (!gha_active())
+		return;
+	if (pl && a->annotate && pl->planner.plan.errors.n)
+		cmd_print_annotations(&pl->planner.plan.errors);
+	if (gha_plan_report(pl, rc, cmd_warn, NULL) < 0)
+		cmd_error("plan: GitHub Actions outputs: out of memory");
+}
+
 static int plan_exec(const struct cmd_args *args)
 {
 	struct plan_args a;
@@ -150,6 +174,7 @@ static int plan_exec(const struct cmd_args *args)
 	memset(&a, 0, sizeof(a));
 	a.dir = ".";
 	a.format = "human";
+	a.annotate = 1;
 	a.po.refresh = 1;
 	memset(&ws, 0, sizeof(ws));
 	memset(&pl, 0, sizeof(pl));
@@ -159,15 +184,21 @@ static int plan_exec(const struct cmd_args *args)
 	cmd_ctx_init(&ctx, args->debug);
 	if (cmd_shown_now(&a.po.now_ms, &ctx, "plan") < 0)
 		goto done;
-	if (planning_run_dir(&pl, &ws, &ctx, a.dir, &a.po, &cmd_workspace_events, &err) < 0) {
+	if (planning_run_dir(&pl, &ws, &ctx, a.dir, &a.po,
+			     a.annotate ? &cmd_workspace_events_annotated : &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
+		plan_github(NULL, &a, rc);
 		goto done;
 	}
-	if (plan_print(&pl, &ws, &a, &err) < 0)
+	if (plan_print(&pl, &ws, &a, &err) < 0) {
+		plan_github(NULL, &a, rc);
 		goto done;
+	}
+	if (!pl.planner.plan.errors.n)
+		rc = a.detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
+	plan_github(&pl, &a, rc);
 	if (pl.planner.plan.errors.n)
 		goto done;
-	rc = a.detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
 	/* Every thread is joined (the refresh took the lists) and a plan holds no lease. */
 	if (!ws.backend || !state_lock_held(ws.backend))
 		cmd_done(rc);

@@ -2,7 +2,8 @@
  * vx validate [DIR]...: loads each stack and reports every problem, without
  * touching the cloud. Diagnostics go to stderr as "FILE:LINE:COLUMN: ...",
  * one per line, then "... and N more" past the cap; a valid stack gets one
- * summary line on stdout.
+ * summary line on stdout. In GitHub Actions each diagnostic is also printed
+ * as an ::error annotation after them (workflow/ghactions.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "reconcile/stack.h"
 #include "util/diag.h"
 #include "util/err.h"
+#include "workflow/ghactions.h"
 #include "util/banned.h"
 
 static const char usage[] =
@@ -21,7 +23,17 @@ static const char usage[] =
 	"each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\n"
 	"each job spec against the Vertex AI CustomJobSpec schema and machine rules.\n"
 	"Nothing is sent to Google Cloud. Problems are printed as FILE:LINE:COLUMN:\n"
-	"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n";
+	"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n\n"
+	"options:\n"
+	"  -annotations=false   in GitHub Actions (GITHUB_ACTIONS=true), do not also print\n"
+	"                       each problem as an ::error annotation on the diff\n";
+
+enum { VALIDATE_OPT_ANNOTATIONS = 1 };
+
+static const struct cmd_opt validate_opts[] = {
+	{ "annotations", CMD_ARG_OPTIONAL, VALIDATE_OPT_ANNOTATIONS },
+	{ NULL, CMD_ARG_NONE, 0 },
+};
 
 static const char *plural(size_t n, const char *one, const char *many)
 {
@@ -29,7 +41,7 @@ static const char *plural(size_t n, const char *one, const char *many)
 }
 
 /* Validates one directory; returns an exit code. */
-static int validate_dir(const char *dir)
+static int validate_dir(const char *dir, int annotate)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct vx_err err = VX_ERR_INIT;
@@ -38,14 +50,7 @@ static int validate_dir(const char *dir)
 
 	rc = stack_load(&st, dir, NULL, &diags, &err);
 	if (rc == VX_EINVAL) {
-		for (size_t i = 0; i < diags.n; i++) {
-			char *line = vx_diag_format(&diags.items[i]);
-
-			fprintf(stderr, "%s\n", line ? line : diags.items[i].msg);
-			free(line);
-		}
-		if (diags.dropped)
-			fprintf(stderr, "... and %zu more\n", diags.dropped);
+		cmd_print_diags(&diags, annotate);
 		if (diags.n == 0)
 			fprintf(stderr, "vx: %s: the stack is not valid\n", dir);
 		code = VX_EXIT_ERROR;
@@ -66,13 +71,18 @@ static int validate_dir(const char *dir)
 
 static int validate_exec(const struct cmd_args *args)
 {
-	int code = VX_EXIT_OK;
+	int code = VX_EXIT_OK, annotate = 1;
 
+	for (size_t i = 0; i < args->nopts; i++)
+		if (args->opts[i].id == VALIDATE_OPT_ANNOTATIONS &&
+		    cmd_annotate("validate", args->opts[i].value, &annotate) < 0)
+			return VX_EXIT_USAGE;
+	annotate = annotate && gha_active();
 	for (size_t i = 0; i < args->npos; i++)
-		if (validate_dir(args->pos[i]) != VX_EXIT_OK)
+		if (validate_dir(args->pos[i], annotate) != VX_EXIT_OK)
 			code = VX_EXIT_ERROR;
 	if (args->npos == 0)
-		code = validate_dir(".");
+		code = validate_dir(".", annotate);
 	return code;
 }
 
@@ -80,6 +90,6 @@ const struct cmd_entry cmd_validate_entry = {
 	.name = "validate",
 	.summary = "check a stack's YAML without touching the cloud",
 	.usage = usage,
-	.opts = NULL,
+	.opts = validate_opts,
 	.exec = validate_exec,
 };

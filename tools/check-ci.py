@@ -23,7 +23,9 @@ GitHub workflows (*.yml under a folder named github):
     job only on main (`if: github.ref == 'refs/heads/main'`, or a protected
     `environment`). A pull request runs the workflow files of its own branch:
     anything it can trigger must not hold the identity that applies.
-GitLab (.gitlab-ci.yml):
+GitLab (.gitlab-ci.yml, with the files its `include: local:` names merged in
+first, as GitLab merges them; a local path is taken from the folder of the
+.gitlab-ci.yml, which is the repository's root where the recipe is used):
   * `stages` is a list; every job (after `extends`) has a `stage` in it and a
     `script`;
   * every `id_tokens` entry sets `aud`, and a job that uses an ID token has one;
@@ -34,6 +36,19 @@ GitLab (.gitlab-ci.yml):
     on the default branch; and no ID token audience of such a job is also one of
     a job that may run elsewhere (a merge request pipeline runs the MR's own
     .gitlab-ci.yml: its token must not be one the apply's provider accepts).
+
+A GitLab template (NAME.gitlab-ci.yml, included by a .gitlab-ci.yml): every
+job is hidden (.NAME) and has a script or before_script, or extends another.
+A GitHub action (action.yml, the setup action at the repository's root),
+against GitHub's documented metadata syntax (make lint-ci also runs GitHub's own
+parser on it, tools/check-gh-parse.mjs, where node is installed):
+  * top-level keys are known; name, description and runs are present;
+  * every input and output has a description, an output of a composite action
+    a value; the setup action has the inputs version, build-from and
+    github-token and the output version;
+  * runs.using is composite with a non-empty list of steps, each with exactly
+    one of uses and run, known keys, a shell for every run, uses pinned;
+  * every inputs.X and steps.ID.outputs an expression names is declared.
 
 usage: tools/check-ci.py [--docs docs/gitops.md] FILE...
 Prints one line per problem, "FILE: where: what", and exits 1 if any.
@@ -164,6 +179,88 @@ def check_github(path, doc, documented, problems):
         for kind, name in GH_REF.findall(s):
             if name != "GITHUB_TOKEN" and name not in documented:
                 bad("top", "%s.%s is not documented in docs/gitops.md" % (kind, name))
+
+
+ACTION_TOP = {"name", "description", "author", "inputs", "outputs", "runs", "branding"}
+ACTION_INPUT = {"description", "required", "default", "deprecationMessage"}
+ACTION_OUTPUT = {"description", "value"}
+SETUP_INPUTS = ("version", "build-from", "github-token")
+SETUP_OUTPUTS = ("version",)
+EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+
+
+def check_action(path, doc, problems):
+    """A composite action's metadata (action.yml), as GitHub documents its syntax."""
+    def bad(where, what):
+        problems.append("%s: %s: %s" % (path, where, what))
+
+    if not isinstance(doc, dict):
+        bad("top", "an action is a mapping")
+        return
+    for k in doc:
+        if k not in ACTION_TOP:
+            bad("top", "unknown key %r" % k)
+    for k in ("name", "description", "runs"):
+        if not doc.get(k):
+            bad("top", "no %r" % k)
+    sections = {}
+    for section, known, want in (("inputs", ACTION_INPUT, SETUP_INPUTS),
+                                 ("outputs", ACTION_OUTPUT, SETUP_OUTPUTS)):
+        items = doc.get(section) or {}
+        if not isinstance(items, dict):
+            bad(section, "is a mapping")
+            items = {}
+        sections[section] = items
+        for name, spec in items.items():
+            where = "%s %s" % (section[:-1], name)
+            if not isinstance(spec, dict):
+                bad(where, "is a mapping")
+                continue
+            for k in spec:
+                if k not in known:
+                    bad(where, "unknown key %r" % k)
+            if not spec.get("description"):
+                bad(where, "no description")
+            if section == "outputs" and "value" not in spec:
+                bad(where, "a composite action's output needs a value")
+        for name in want:
+            if name not in items:
+                bad(section, "no %s %r (the setup action's: docs/ci.md)" % (section[:-1], name))
+    runs = doc.get("runs") if isinstance(doc.get("runs"), dict) else {}
+    if runs.get("using") != "composite":
+        bad("runs", "using is %r, not composite" % (runs.get("using"),))
+    steps = runs.get("steps")
+    if not isinstance(steps, list) or not steps:
+        bad("runs", "no steps")
+        steps = []
+    ids = set()
+    for i, step in enumerate(steps, 1):
+        sw = "step %d" % i
+        if not isinstance(step, dict):
+            bad(sw, "a step is a mapping")
+            continue
+        if isinstance(step.get("name"), str):
+            sw += " (%s)" % step["name"]
+        for k in step:
+            if k not in GH_STEP:
+                bad(sw, "unknown key %r" % k)
+        if ("uses" in step) == ("run" in step):
+            bad(sw, "needs exactly one of uses and run")
+        if "run" in step and not step.get("shell"):
+            bad(sw, "a composite action's run step needs a shell")
+        uses = step.get("uses")
+        if uses is not None and (not isinstance(uses, str) or not PINNED.match(uses)):
+            bad(sw, "uses %r is not pinned to a version (owner/repo@vN or @SHA)" % (uses,))
+        if "id" in step:
+            ids.add(step["id"])
+    for s in strings(doc):
+        for expr in EXPR.findall(s):
+            for name in re.findall(r"\binputs\.([A-Za-z_][A-Za-z0-9_-]*)", expr):
+                if name not in sections["inputs"]:
+                    bad("top", "inputs.%s is not a declared input" % name)
+            for sid in re.findall(r"\bsteps\.([A-Za-z_][A-Za-z0-9_-]*)\.", expr):
+                if sid not in ids:
+                    bad("top", "steps.%s: no step has that id" % sid)
 
 
 def var_name(value):
@@ -326,6 +423,55 @@ def check_gitlab_identities(jobs, real, bad):
                     "plans their own provider (%s)" % (aud, ", ".join(others), PLAN_PROVIDER))
 
 
+def with_includes(path, doc, problems):
+    """doc with the files of its include: local: entries merged under it."""
+    if not isinstance(doc, dict) or "include" not in doc:
+        return doc
+    inc = doc["include"]
+    entries = inc if isinstance(inc, list) else [inc]
+    merged = {}
+    for e in entries:
+        local = e if isinstance(e, str) else e.get("local") if isinstance(e, dict) else None
+        if not isinstance(local, str):
+            problems.append("%s: include: only local includes are checked, not %r" % (path, e))
+            continue
+        ipath = os.path.join(os.path.dirname(os.path.abspath(path)), local.lstrip("/"))
+        try:
+            with open(ipath) as f:
+                idoc = yaml.load(f, Loader=Loader)
+        except (OSError, yaml.YAMLError) as err:
+            problems.append("%s: include %s: %s" % (path, local, str(err).replace("\n", " ")))
+            continue
+        if isinstance(idoc, dict):
+            for k, v in idoc.items():
+                if k == "variables" and isinstance(v, dict):
+                    merged.setdefault("variables", {}).update(v)
+                else:
+                    merged[k] = v
+    for k, v in doc.items():
+        if k == "include":
+            continue
+        if k == "variables" and isinstance(v, dict):
+            merged.setdefault("variables", {}).update(v)
+        else:
+            merged[k] = v
+    return merged
+
+
+def check_gitlab_template(path, doc, problems):
+    if not isinstance(doc, dict):
+        problems.append("%s: top: a template is a mapping" % path)
+        return
+    for name, job in doc.items():
+        if name in GL_RESERVED:
+            continue
+        if not name.startswith("."):
+            problems.append("%s: job %s: a template's jobs are hidden (.%s): the including "
+                            "file says which run, and as whom" % (path, name, name))
+        if not isinstance(job, dict) or not any(job.get(k) for k in ("script", "before_script", "extends")):
+            problems.append("%s: job %s: none of script, before_script and extends" % (path, name))
+
+
 def documented_names(docs):
     try:
         with open(docs) as f:
@@ -348,8 +494,12 @@ def main(argv=None):
         except (OSError, yaml.YAMLError) as e:
             problems.append("%s: %s" % (path, str(e).replace("\n", " ")))
             continue
-        if os.path.basename(path) == ".gitlab-ci.yml":
-            check_gitlab(path, doc, documented, problems)
+        if os.path.basename(path) in ("action.yml", "action.yaml"):
+            check_action(path, doc, problems)
+        elif os.path.basename(path) == ".gitlab-ci.yml":
+            check_gitlab(path, with_includes(path, doc, problems), documented, problems)
+        elif os.path.basename(path).endswith(".gitlab-ci.yml"):
+            check_gitlab_template(path, doc, problems)
         elif os.path.basename(os.path.dirname(os.path.abspath(path))) == "github":
             check_github(path, doc, documented, problems)
         else:

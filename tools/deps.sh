@@ -10,7 +10,8 @@ set -e
 BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev"
 # yamllint and python3-yaml: make lint-ci checks the CI recipes in examples/ci/.
 # curl: tests/e2e/test_docs.py runs the README's quick start, which scripts the fake with it.
-PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml curl"
+# shellcheck: make lint-ci checks tools/setup-vx.sh, the setup action's steps.
+PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml curl shellcheck"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

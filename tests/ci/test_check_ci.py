@@ -13,7 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHECK = os.path.join(ROOT, "tools", "check-ci.py")
 RECIPES = [os.path.join(ROOT, "examples", "ci", "github", f)
            for f in ("vx-plan.yml", "vx-apply.yml", "vx-watch.yml")] + \
-          [os.path.join(ROOT, "examples", "ci", "gitlab", ".gitlab-ci.yml")]
+          [os.path.join(ROOT, "examples", "ci", "gitlab", ".gitlab-ci.yml"),
+           os.path.join(ROOT, "examples", "ci", "gitlab", "vx.gitlab-ci.yml"),
+           os.path.join(ROOT, "action.yml")]
 
 DOCS = ("Variables: `GCP_PLAN_WORKLOAD_IDENTITY_PROVIDER`, `GCP_PLAN_SERVICE_ACCOUNT`, "
         "`GCP_APPLY_WORKLOAD_IDENTITY_PROVIDER`, `GCP_APPLY_SERVICE_ACCOUNT`, "
@@ -108,6 +110,38 @@ vx-apply:
   script:
     - git remote set-url origin "https://vx:${VX_PUSH_TOKEN}@example.com/p.git"
     - vxapply plan.vxplan -auto-approve
+"""
+
+GOOD_ACTION = """name: Set up vx
+description: install vx
+inputs:
+  version:
+    description: which
+    default: ""
+  build-from:
+    description: how
+    default: release
+  github-token:
+    description: token
+outputs:
+  version:
+    description: installed
+    value: ${{ steps.resolve.outputs.version }}
+runs:
+  using: composite
+  steps:
+    - name: resolve
+      id: resolve
+      shell: bash
+      env:
+        V: ${{ inputs.version }}
+      run: echo "version=$V" >> "$GITHUB_OUTPUT"
+    - name: cache
+      if: inputs.build-from == 'source'
+      uses: actions/cache@v4
+      with:
+        path: x
+        key: y
 """
 
 
@@ -351,6 +385,82 @@ class CheckCI(unittest.TestCase):
         self.assertEqual(self.check(text, gitlab=True), (1,
             "F: job vx-other: no script\n"
             "F: top: variable VX_SECRET is not documented in docs/gitops.md\n", ""))
+
+    # ---- the setup action (action.yml) ----
+
+    def check_action(self, text):
+        path = os.path.join(self.tmp, "action.yml")
+        with open(path, "w") as f:
+            f.write(text)
+        cp = subprocess.run([sys.executable, CHECK, "--docs", self.docs, path],
+                            capture_output=True, text=True)
+        return cp.returncode, cp.stdout.replace(path, "F"), cp.stderr
+
+    def test_action_good_sample_passes(self):
+        self.assertEqual(self.check_action(GOOD_ACTION), (0, "", ""))
+
+    def test_action_run_step_without_shell(self):
+        self.assertEqual(self.check_action(GOOD_ACTION.replace("      shell: bash\n", "", 1)), (1,
+            "F: step 1 (resolve): a composite action's run step needs a shell\n", ""))
+
+    def test_action_not_composite_unknown_key_unpinned(self):
+        text = GOOD_ACTION.replace("using: composite", "using: node20").replace(
+            "actions/cache@v4", "actions/cache@main").replace("name: Set up vx", "nmae: Set up vx")
+        self.assertEqual(self.check_action(text), (1,
+            "F: top: unknown key 'nmae'\n"
+            "F: top: no 'name'\n"
+            "F: runs: using is 'node20', not composite\n"
+            "F: step 2 (cache): uses 'actions/cache@main' is not pinned to a version "
+            "(owner/repo@vN or @SHA)\n", ""))
+
+    def test_action_inputs_outputs_and_references(self):
+        text = GOOD_ACTION.replace("  github-token:\n    description: token\n", "").replace(
+            "    value: ${{ steps.resolve.outputs.version }}\n", "").replace(
+            "${{ inputs.version }}", "${{ inputs.versoin }} ${{ steps.resolv.outputs.x }}")
+        self.assertEqual(self.check_action(text), (1,
+            "F: inputs: no input 'github-token' (the setup action's: docs/ci.md)\n"
+            "F: output version: a composite action's output needs a value\n"
+            "F: top: inputs.versoin is not a declared input\n"
+            "F: top: steps.resolv: no step has that id\n", ""))
+
+    # ---- a GitLab template and its include ----
+
+    TEMPLATE = (".vx-apply:\n  script:\n    - git remote set-url origin \"https://vx:${VX_PUSH_TOKEN}@h/p.git\"\n"
+                "    - vxapply plan.vxplan -auto-approve\n")
+    INCLUDER = ("include:\n  - local: vx.gitlab-ci.yml\nstages: [apply]\n"
+                "vx-apply:\n  extends: .vx-apply\n  stage: apply\n  rules:\n%s")
+
+    def check_included(self, rules):
+        with open(os.path.join(self.tmp, "gitlab", "vx.gitlab-ci.yml"), "w") as f:
+            f.write(self.TEMPLATE)
+        return self.check(self.INCLUDER % rules, gitlab=True)
+
+    def test_gitlab_include_is_merged_before_the_identity_checks(self):
+        # The template's script pushes with VX_PUSH_TOKEN: the including job must run on the
+        # default branch only; the checker sees it only with the include merged.
+        self.assertEqual(self.check_included(
+            "    - if: $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH\n"), (0, "", ""))
+        code, out, err = self.check_included("    - if: $CI_PIPELINE_SOURCE == \"merge_request_event\"\n")
+        self.assertEqual((code, err), (1, ""))
+        self.assertEqual(out.splitlines()[0][:60],
+                         "F: job vx-apply: uses VX_PUSH_TOKEN, kept for the apply, but"[:60])
+
+    def test_gitlab_include_missing(self):
+        code, out, err = self.check(self.INCLUDER % "    - when: always\n", gitlab=True)
+        self.assertEqual(code, 1)
+        self.assertTrue(out.startswith("F: include vx.gitlab-ci.yml: [Errno 2] No such file"), out)
+
+    def test_gitlab_template_jobs_are_hidden(self):
+        path = os.path.join(self.tmp, "gitlab", "vx.gitlab-ci.yml")
+        with open(path, "w") as f:
+            f.write(self.TEMPLATE + "vx-plan:\n  stage: plan\n.empty:\n  variables: {A: b}\n")
+        cp = subprocess.run([sys.executable, CHECK, "--docs", self.docs, path], capture_output=True,
+                            text=True)
+        self.assertEqual((cp.returncode, cp.stdout.replace(path, "F"), cp.stderr), (1,
+            "F: job vx-plan: a template's jobs are hidden (.vx-plan): the including file says "
+            "which run, and as whom\n"
+            "F: job vx-plan: none of script, before_script and extends\n"
+            "F: job .empty: none of script, before_script and extends\n", ""))
 
 
 if __name__ == "__main__":

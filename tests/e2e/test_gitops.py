@@ -28,7 +28,8 @@ import unittest
 
 from harness import PROJECT, REGION, ROOT, STACK, VX_BIN, Fake, Result, job_yaml
 
-GITLAB_CI = os.path.join(ROOT, "examples", "ci", "gitlab", ".gitlab-ci.yml")
+# The scripts of the GitLab jobs: the template .gitlab-ci.yml includes.
+GITLAB_CI = os.path.join(ROOT, "examples", "ci", "gitlab", "vx.gitlab-ci.yml")
 
 STACK_NAME = "gitops"
 PR = 7
