@@ -69,6 +69,7 @@ struct rh_fail {
 struct rh_doc {
 	const char *generated_s, *since_s, *until_s;
 	int64_t generated, since, until;
+	int64_t axis0; /* where the timeline starts: since, or the day of the first attempt */
 	const cJSON *stacks;
 	const char *price_source, *price_date, *price_note;
 	struct rh_run *runs;
@@ -604,9 +605,12 @@ static void when(struct rh_out *o, int64_t ms, enum rh_when form)
 	}
 }
 
+/* "18%", or "0.5%" under 10%, where a whole percent would hide the part. */
 static void percent(struct rh_out *o, double part, double whole)
 {
-	putf(o, "%.0f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+	double p = whole > 0 ? 100.0 * part / whole : 0.0;
+
+	putf(o, p < 9.95 && p > 0 ? "%.1f%%" : "%.0f%%", p);
 }
 
 /* The outcomes in the legend's order; anything else is drawn as "other". */
@@ -643,7 +647,8 @@ static const char css[] =
 	"table{border-collapse:collapse;width:100%;margin:4px 0 12px;font-variant-numeric:tabular-nums}"
 	"th,td{text-align:left;padding:2px 8px;border-bottom:1px solid var(--line);vertical-align:top}"
 	"th{font-weight:600}.n{text-align:right;white-space:nowrap}td.a{word-break:break-all}\n"
-	".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:0 24px}\n"
+	".grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:0 24px}"
+	"@media (max-width:640px){.grid{grid-template-columns:minmax(0,1fr)}}\n"
 	".legend{display:flex;flex-wrap:wrap;gap:2px 16px;list-style:none;padding:0;margin:6px 0}\n"
 	"svg.sw{width:12px;height:12px;vertical-align:-1px;margin-right:4px}\n"
 	"svg.tl{display:block;width:100%;height:auto}svg.tl text{fill:var(--fg);font-size:11px}"
@@ -799,11 +804,27 @@ static int cmp_runs(const void *pa, const void *pb)
 
 static double tl_x(const struct rh_doc *d, int64_t ms)
 {
-	if (ms < d->since)
-		ms = d->since;
+	if (ms < d->axis0)
+		ms = d->axis0;
 	if (ms > d->until)
 		ms = d->until;
-	return TL_X0 + (double)(ms - d->since) * (TL_X1 - TL_X0) / (double)(d->until - d->since);
+	return TL_X0 + (double)(ms - d->axis0) * (TL_X1 - TL_X0) / (double)(d->until - d->axis0);
+}
+
+/*
+ * A period of 30 days whose runs were all in its last week would draw them
+ * as slivers: the axis starts on the day (UTC) of the first attempt when that
+ * is later than since.
+ */
+static void tl_axis0(struct rh_doc *d)
+{
+	int64_t first = INT64_MAX, day = 86400000;
+
+	for (size_t i = 0; i < d->nruns; i++)
+		first = d->runs[i].created < first ? d->runs[i].created : first;
+	d->axis0 = d->since;
+	if (first != INT64_MAX && first / day * day > d->since && first / day * day < d->until)
+		d->axis0 = first / day * day;
 }
 
 /* Builds the rows from runs sorted by stack, group, address and attempt. */
@@ -845,7 +866,7 @@ static void tl_axis(struct rh_out *o, const struct rh_doc *d, double height)
 {
 	static const int64_t steps[] = { 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400,
 					 14 * 86400, 28 * 86400, 91 * 86400, 364 * 86400 };
-	int64_t range = (d->until - d->since) / 1000, step = steps[0], t, offset;
+	int64_t range = (d->until - d->axis0) / 1000, step = steps[0], t, offset;
 	size_t i;
 
 	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
@@ -855,14 +876,16 @@ static void tl_axis(struct rh_out *o, const struct rh_doc *d, double height)
 	}
 	/* Weeks start on Monday (1970-01-05 was one). */
 	offset = step >= 7 * 86400 ? 4 * 86400 : 0;
-	t = ((d->since / 1000 - offset + step - 1) / step) * step + offset;
+	t = ((d->axis0 / 1000 - offset + step - 1) / step) * step + offset;
 	put(o, "<g aria-hidden=\"true\">");
 	for (; t * 1000 <= d->until; t += step) {
 		double x = tl_x(d, t * 1000);
 
 		putf(o, "<line class=\"tick\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x, x, TL_TOP - 6,
 		     height);
-		putf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x, TL_TOP - 10);
+		/* The last label ends at the edge rather than being cut by it. */
+		putf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", x, TL_TOP - 10,
+		     x > TL_X1 - 20 ? "end" : "middle");
 		when(o, t * 1000, step < 86400 ? W_MD_MINUTE : W_MD);
 		put(o, "</text>");
 	}
@@ -993,7 +1016,7 @@ static void tl_header_span(struct rh_out *o, const struct rh_doc *d, struct rh_r
 	     tl_x(d, hi), y + TL_BAR / 2, y + TL_BAR / 2);
 }
 
-static int timeline(struct rh_out *o, const struct rh_doc *d)
+static int timeline(struct rh_out *o, struct rh_doc *d)
 {
 	struct rh_run **sorted = NULL;
 	struct rh_row *rows = NULL;
@@ -1009,6 +1032,7 @@ static int timeline(struct rh_out *o, const struct rh_doc *d)
 		qsort(sorted, d->nruns, sizeof(*sorted), cmp_runs);
 	if ((rc = tl_rows(sorted, d->nruns, &rows, &nrows)) < 0)
 		goto done;
+	tl_axis0(d);
 	height = TL_TOP + (double)nrows * TL_ROW + 4;
 	put(o, "<section id=\"timeline\">\n<h2>Timeline</h2>\n");
 	if (!d->nruns) {
@@ -1032,6 +1056,12 @@ static int timeline(struct rh_out *o, const struct rh_doc *d)
 			tl_bar(o, d, sorted[j], y);
 	}
 	put(o, "</svg>\n");
+	if (d->axis0 > d->since) {
+		put(o, "<p class=\"est\">The axis starts on the day of the first attempt, ");
+		when(o, d->axis0, W_DAY);
+		put(o, "; times are UTC.</p>\n");
+	} else
+		put(o, "<p class=\"est\">Times are UTC.</p>\n");
 done:
 	free(rows);
 	free(sorted);

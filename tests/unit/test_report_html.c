@@ -103,16 +103,22 @@ static void test_one_bar_per_attempt(void **state)
 	assert_int_equal(count(html, "data-attempt="), 9);
 	/*
 	 * The preempted attempt on the last row (train: 26 + 7 x 20 + 4), queued
-	 * part light, running part solid: the axis maps 30 days to 740 units from
-	 * x 250, so 11-16 08:00 (20 d 8 h in) is 751.56, 10 min 0.17, 3 h 3.08.
+	 * part light, running part solid. The axis starts on the first attempt's
+	 * day, 11-16, and maps the 10 days to until onto 740 units from x 250:
+	 * 08:00 is 274.67, 10 min 0.51, 3 h 9.25.
 	 */
 	assert_non_null(strstr(html,
 		"<g class=\"bar o-preempted\" data-run=\"0\" data-address=\"job.train\" data-attempt=\"1\"><title>"
 		"job.train attempt 1: preempted\nrung 0 \xc2\xb7 us-central1 \xc2\xb7 SPOT \xc2\xb7 a2-highgpu-1g "
 		"1\xc3\x97NVIDIA_TESLA_A100\ncreated 2026-11-16 08:00 UTC \xc2\xb7 queued 10m \xc2\xb7 ran 3h 00m\n"
 		"$3.30 (estimate)\nResources are insufficient in region: us-central1. Try a different region or use a "
-		"different accelerator.</title><rect class=\"q\" x=\"751.56\" y=\"170.0\" width=\"0.17\" height=\"12.0\"/>"
-		"<rect x=\"751.73\" y=\"170.0\" width=\"3.08\" height=\"12.0\"/></g>\n"));
+		"different accelerator.</title><rect class=\"q\" x=\"274.67\" y=\"170.0\" width=\"0.51\" height=\"12.0\"/>"
+		"<rect x=\"275.18\" y=\"170.0\" width=\"9.25\" height=\"12.0\"/></g>\n"));
+	assert_non_null(strstr(html, "<p class=\"est\">The axis starts on the day of the first attempt, 2026-11-16; "
+				     "times are UTC.</p>\n"));
+	/* 3.55 of 740.37: a whole percent would say 0. */
+	assert_non_null(strstr(html, "<div class=\"tile\">Wasted on attempts that did not finish<b>$3.55 "
+				     "<small class=\"mute\">0.5%</small></b></div>\n"));
 	/* A sweep's runs are grouped under its address, in one row each. */
 	assert_non_null(strstr(html, "<text x=\"4.0\" y=\"100.0\" font-weight=\"600\"><title>job.sweep</title>job.sweep</text>"));
 	assert_non_null(strstr(html, "<text x=\"18.0\" y=\"120.0\"><title>job.sweep[lr=0.001]</title>[lr=0.001]</text>"));
@@ -133,8 +139,6 @@ static void test_numbers_as_the_document_has_them(void **state)
 							   cJSON_CreateNumber(1234567.891)));
 	html = render(doc);
 	assert_non_null(strstr(html, "<div class=\"tile\">Spend (estimate)<b>$1,234,567.89</b></div>\n"));
-	assert_non_null(strstr(html, "<div class=\"tile\">Wasted on attempts that did not finish<b>$3.55 "
-				     "<small class=\"mute\">0%</small></b></div>\n"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">RESERVATION</td><td class=\"n\">1</td>"
 				     "<td class=\"n\">$705.36</td><td class=\"n\">$0.00</td></tr>\n"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">2026-11-16</td><td class=\"n\">7</td>"
