@@ -11,6 +11,8 @@ BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson
 # yamllint and python3-yaml: make lint-ci checks the CI recipes in examples/ci/.
 # curl: tests/e2e/test_docs.py runs the README's quick start, which scripts the fake with it.
 PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml curl"
+# chromium: make check loads the report page in it, headless (tests/browser/).
+PKGS="$PKGS chromium"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then
