@@ -281,8 +281,11 @@ static int read_breakdown(const cJSON *totals, const char *name, struct rh_list 
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	snprintf(lw, sizeof(lw), "totals.%s", name);
 	cJSON_ArrayForEach(it, list) {
-		struct rh_break *b = &l->v[i];
+		struct rh_break *b;
 
+		if (i >= l->n) /* the list is as long as cJSON_GetArraySize said */
+			break;
+		b = &l->v[i];
 		if ((rc = list_item(it, lw, i++, where, sizeof(where), err)) < 0 ||
 		    (rc = field(it, where, "key", T_STR, 0, &b->key, NULL, err)) < 0 ||
 		    (rc = field(it, where, "usd", T_NUM, 0, &b->usd, NULL, err)) < 0 ||
@@ -308,10 +311,13 @@ static int read_failure(const cJSON *o, const char *w, struct rh_fail *f, struct
 	if (f->nmsgs && !(f->msgs = calloc(f->nmsgs, sizeof(*f->msgs))))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	cJSON_ArrayForEach(it, msgs) {
-		struct rh_msg *m = &f->msgs[i];
+		struct rh_msg *m;
 		char lw[96];
 		size_t j = 0;
 
+		if (i >= f->nmsgs) /* the list is as long as cJSON_GetArraySize said */
+			break;
+		m = &f->msgs[i];
 		snprintf(lw, sizeof(lw), "%s.messages", w);
 		if ((rc = list_item(it, lw, i++, where, sizeof(where), err)) < 0 ||
 		    (rc = field(it, where, "message", T_STR, 1, &m->message, NULL, err)) < 0 ||
@@ -398,6 +404,8 @@ static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 		return rc;
 	i = 0;
 	cJSON_ArrayForEach(it, runs) {
+		if (i >= d->nruns) /* the list is as long as cJSON_GetArraySize said */
+			break;
 		d->runs[i].idx = i;
 		if ((rc = list_item(it, "runs", i, where, sizeof(where), err)) < 0 ||
 		    (rc = read_run(it, where, &d->runs[i], err)) < 0)
@@ -409,6 +417,8 @@ static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 		return rc;
 	i = 0;
 	cJSON_ArrayForEach(it, resv) {
+		if (i >= d->nresv) /* the list is as long as cJSON_GetArraySize said */
+			break;
 		if ((rc = list_item(it, "reservations", i, where, sizeof(where), err)) < 0 ||
 		    (rc = read_resv(it, where, &d->resv[i], err)) < 0)
 			return rc;
@@ -419,8 +429,11 @@ static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 		return rc;
 	i = 0;
 	cJSON_ArrayForEach(it, waits) {
-		struct rh_wait *w = &d->waits[i];
+		struct rh_wait *w;
 
+		if (i >= d->nwaits) /* the list is as long as cJSON_GetArraySize said */
+			break;
+		w = &d->waits[i];
 		if ((rc = list_item(it, "waiting", i++, where, sizeof(where), err)) < 0 ||
 		    (rc = field(it, where, "strategy", T_STR, 1, &w->strategy, NULL, err)) < 0 ||
 		    (rc = field(it, where, "region", T_STR, 1, &w->region, NULL, err)) < 0 ||
@@ -434,6 +447,8 @@ static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 		return rc;
 	i = 0;
 	cJSON_ArrayForEach(it, fails) {
+		if (i >= d->nfails) /* the list is as long as cJSON_GetArraySize said */
+			break;
 		if ((rc = list_item(it, "failures", i, where, sizeof(where), err)) < 0 ||
 		    (rc = read_failure(it, where, &d->fails[i], err)) < 0)
 			return rc;

@@ -59,12 +59,18 @@ static char *render(const cJSON *doc)
 	return vx_buf_detach(&out);
 }
 
+/* By hand, not strstr in a loop: ASan's strstr reads the whole rest of the
+ * haystack on every call, which over 10,000 bars of 11 MB takes minutes. */
 static size_t count(const char *hay, const char *needle)
 {
-	size_t n = 0;
+	size_t n = 0, len = strlen(needle);
 
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
+	for (const char *p = hay; *p; p++) {
+		if (*p == *needle && strncmp(p, needle, len) == 0) {
+			n++;
+			p += len - 1;
+		}
+	}
 	return n;
 }
 
@@ -308,7 +314,16 @@ static void test_no_runs(void **state)
 	cJSON_Delete(doc);
 }
 
-/* 10,000 attempts (the size the report must handle in under a second) in well under it. */
+/*
+ * 10,000 attempts (the size the whole report must handle in under a second)
+ * in a fraction of it: 0.2 s of CPU measured plain, 0.9 s under ASan+UBSan,
+ * which gets a looser bound.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEN_THOUSAND_CPU_MAX 4.0
+#else
+#define TEN_THOUSAND_CPU_MAX 0.8
+#endif
 static void test_ten_thousand_runs(void **state)
 {
 	cJSON *doc = load_sample(), *runs = cJSON_CreateArray(), *proto;
@@ -334,7 +349,7 @@ static void test_ten_thousand_runs(void **state)
 	secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
 	print_message("report_html: 10000 attempts, %zu bytes, %.3f s CPU\n", strlen(html), secs);
 	assert_int_equal(count(html, " data-attempt=\""), 10000);
-	assert_true(secs < 1.0);
+	assert_true(secs < TEN_THOUSAND_CPU_MAX);
 	free(html);
 	cJSON_Delete(doc);
 }
