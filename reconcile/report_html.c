@@ -22,7 +22,7 @@
 
 struct rh_run {
 	const char *stack, *address, *group, *region, *strategy, *machine_type, *accelerator_type;
-	const char *state, *cls, *outcome, *resource, *message, *unpriced_reason;
+	const char *state, *cls, *outcome, *resource, *message, *unpriced_reason, *note;
 	int64_t attempt, rung, accelerator_count, replicas, queued_s, running_s;
 	int64_t created, started, ended; /* ms since the epoch; -1: null */
 	double usd;
@@ -242,7 +242,8 @@ static int read_run(const cJSON *o, const char *w, struct rh_run *r, struct vx_e
 	    (rc = field(o, w, "estimate", T_BOOL, 0, &r->estimate, NULL, err)) < 0 ||
 	    (rc = field(o, w, "unpriced_reason", T_STR, 1, &r->unpriced_reason, NULL, err)) < 0 ||
 	    (rc = field(o, w, "resource", T_STR, 1, &r->resource, NULL, err)) < 0 ||
-	    (rc = field(o, w, "message", T_STR, 1, &r->message, NULL, err)) < 0)
+	    (rc = field(o, w, "message", T_STR, 1, &r->message, NULL, err)) < 0 ||
+	    (rc = field(o, w, "note", T_STR, 1, &r->note, NULL, err)) < 0)
 		return rc;
 	return 0;
 }
@@ -947,6 +948,10 @@ static void tl_title(struct rh_out *o, const struct rh_run *r)
 			put(o, ": ");
 			esc(o, r->unpriced_reason);
 		}
+	}
+	if (r->note) {
+		put(o, " \xc2\xb7 ");
+		esc(o, r->note);
 	}
 	if (r->message) {
 		put(o, "\n");

@@ -148,15 +148,19 @@ static void test_numbers_as_the_document_has_them(void **state)
 	assert_non_null(strstr(html, "<tr><td class=\"a\">RESERVATION</td><td class=\"n\">1</td>"
 				     "<td class=\"n\">$705.36</td><td class=\"n\">$0.00</td></tr>\n"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">2026-11-16</td><td class=\"n\">7</td>"
-				     "<td class=\"n\">$739.87</td><td class=\"n\">$3.55</td></tr>\n"));
+				     "<td class=\"n\">$34.51</td><td class=\"n\">$3.55</td></tr>\n"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">reservation.a100</td><td>us-central1-a</td>"
 				     "<td>1 \xc3\x97 a2-highgpu-8g (NVIDIA_TESLA_A100)</td><td>11-20 00:00 to 11-21 00:00</td>"
 				     "<td class=\"n\">24.0</td><td class=\"n\">4.0</td><td class=\"n\">17%</td>"
 				     "<td class=\"n\">$705.36</td></tr>\n"));
 	assert_non_null(strstr(html, "<tr><td>FLEX_START</td><td>us-central1</td><td class=\"n\">2</td>"
-				     "<td class=\"n\">1h 15m</td><td class=\"n\">1h 30m</td></tr>\n"));
+				     "<td class=\"n\">1h 00m</td><td class=\"n\">1h 30m</td></tr>\n"));
 	assert_non_null(strstr(html, "from the price table of Cyclenerd google-cloud-pricing-cost-calculator "
 				     "pricing.yml, dated 2026-07-30."));
+	/* A run's note is in its tooltip; a run that never ran costs an exact $0.00. */
+	assert_non_null(strstr(html, "\n$0.00 (estimate) \xc2\xb7 ran on reservation.a100: the reservation pays\n"
+				     "cancelled by vx"));
+	assert_non_null(strstr(html, "queued 6h 00m \xc2\xb7 ran 0s\n$0.00\nResources are insufficient"));
 	/* The waste table lists the attempts that ran and did not finish. */
 	assert_non_null(strstr(html, "job.train #1</td><td>"));
 	assert_non_null(strstr(html, "job.eval #1</td><td>"));
