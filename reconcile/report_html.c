@@ -86,10 +86,10 @@ struct rh_doc {
 
 /* ---- reading the document ---- */
 
-enum rh_type { T_STR, T_NUM, T_INT, T_BOOL, T_TIME, T_LIST, T_OBJ };
+enum rh_type { T_STR, T_NUM, T_INT, T_SINT, T_BOOL, T_TIME, T_LIST, T_OBJ };
 
 static const char *const type_words[] = {
-	[T_STR] = "a string", [T_NUM] = "a number", [T_INT] = "a whole number",
+	[T_STR] = "a string", [T_NUM] = "a number", [T_INT] = "a whole number", [T_SINT] = "a whole number",
 	[T_BOOL] = "true or false", [T_TIME] = "an RFC 3339 time", [T_LIST] = "a list",
 	[T_OBJ] = "an object",
 };
@@ -152,7 +152,7 @@ static int field(const cJSON *obj, const char *where, const char *name, enum rh_
 			return bad(err, where, name, want, v);
 		switch (t) {
 		case T_STR: *(const char **)out = NULL; break;
-		case T_INT: case T_TIME: *(int64_t *)out = -1; break;
+		case T_INT: case T_SINT: case T_TIME: *(int64_t *)out = -1; break;
 		case T_NUM: *(double *)out = 0; break;
 		case T_BOOL: *(int *)out = 0; break;
 		case T_LIST: case T_OBJ: *(const cJSON **)out = NULL; break;
@@ -179,6 +179,12 @@ static int field(const cJSON *obj, const char *where, const char *name, enum rh_
 		    v->valuedouble < 0 || v->valuedouble > 9007199254740992.0)
 			return bad(err, where, name, "a whole number, 0 or more", v);
 		*(int64_t *)out = (int64_t)v->valuedouble;
+		break;
+	case T_SINT: /* a rung: a negative one is shown as none */
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble) ||
+		    fabs(v->valuedouble) > 9007199254740992.0)
+			return bad(err, where, name, want, v);
+		*(int64_t *)out = v->valuedouble < 0 ? -1 : (int64_t)v->valuedouble;
 		break;
 	case T_BOOL:
 		if (!cJSON_IsBool(v))
@@ -223,7 +229,7 @@ static int read_run(const cJSON *o, const char *w, struct rh_run *r, struct vx_e
 	    (rc = field(o, w, "address", T_STR, 0, &r->address, NULL, err)) < 0 ||
 	    (rc = field(o, w, "group", T_STR, 0, &r->group, NULL, err)) < 0 ||
 	    (rc = field(o, w, "attempt", T_INT, 0, &r->attempt, NULL, err)) < 0 ||
-	    (rc = field(o, w, "rung", T_INT, 1, &r->rung, NULL, err)) < 0 ||
+	    (rc = field(o, w, "rung", T_SINT, 1, &r->rung, NULL, err)) < 0 ||
 	    (rc = field(o, w, "region", T_STR, 1, &r->region, NULL, err)) < 0 ||
 	    (rc = field(o, w, "strategy", T_STR, 1, &r->strategy, NULL, err)) < 0 ||
 	    (rc = field(o, w, "machine_type", T_STR, 1, &r->machine_type, NULL, err)) < 0 ||
@@ -258,8 +264,8 @@ static int read_resv(const cJSON *o, const char *w, struct rh_resv *r, struct vx
 	    (rc = field(o, w, "machine_type", T_STR, 1, &r->machine_type, NULL, err)) < 0 ||
 	    (rc = field(o, w, "accelerator_type", T_STR, 1, &r->accelerator_type, NULL, err)) < 0 ||
 	    (rc = field(o, w, "count", T_INT, 0, &r->count, NULL, err)) < 0 ||
-	    (rc = field(o, w, "from", T_TIME, 0, &r->from, NULL, err)) < 0 ||
-	    (rc = field(o, w, "to", T_TIME, 0, &r->to, NULL, err)) < 0 ||
+	    (rc = field(o, w, "from", T_TIME, 1, &r->from, NULL, err)) < 0 ||
+	    (rc = field(o, w, "to", T_TIME, 1, &r->to, NULL, err)) < 0 ||
 	    (rc = field(o, w, "vm_hours", T_NUM, 0, &r->vm_hours, NULL, err)) < 0 ||
 	    (rc = field(o, w, "used_vm_hours", T_NUM, 0, &r->used_vm_hours, NULL, err)) < 0 ||
 	    (rc = field(o, w, "usd", T_NUM, 1, &r->usd, &r->has_usd, err)) < 0 ||

@@ -318,6 +318,26 @@ static void test_no_runs(void **state)
 	cJSON_Delete(doc);
 }
 
+/* What the document may not know: a rung (null or negative), a reservation's times. */
+static void test_unknowns_are_drawn_as_such(void **state)
+{
+	cJSON *doc = load_sample();
+	cJSON *resv0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "reservations"), 0);
+	char *html;
+
+	(void)state;
+	put_item(doc, "runs", 0, "rung", cJSON_CreateNull());
+	put_item(doc, "runs", 1, "rung", cJSON_CreateNumber(-1));
+	assert_true(cJSON_ReplaceItemInObjectCaseSensitive(resv0, "to", cJSON_CreateNull()));
+	html = render(doc);
+	assert_int_equal(count_bars(html), 9);
+	assert_non_null(strstr(html, "<li>no rung: us-central1, SPOT (1)</li>\n<li>no rung: us-east1, STANDARD (1)</li>\n"));
+	assert_non_null(strstr(html, "job.train attempt 2: succeeded\nrung \xe2\x80\x94 \xc2\xb7 us-east1"));
+	assert_non_null(strstr(html, "<td>11-20 00:00 to \xe2\x80\x94</td>"));
+	free(html);
+	cJSON_Delete(doc);
+}
+
 /*
  * 10,000 attempts (the size the whole report must handle in under a second)
  * in a fraction of it: 0.2 s of CPU measured plain, 0.9 s under ASan+UBSan,
@@ -394,6 +414,7 @@ int main(void)
 		cmocka_unit_test(test_every_string_is_escaped),
 		cmocka_unit_test(test_malformed_document_is_refused_by_field),
 		cmocka_unit_test(test_no_runs),
+		cmocka_unit_test(test_unknowns_are_drawn_as_such),
 		cmocka_unit_test(test_ten_thousand_runs),
 	};
 	const char *out = getenv("VX_REPORT_HTML_OUT");
