@@ -773,20 +773,18 @@ static void intro(struct rh_out *o, const struct rh_doc *d)
 	putf(o, "%zu", d->nruns);
 	put(o, "</b>");
 	putf(o, "%zu running now", count_running(d));
-	put(o, "</div>\n</div>\n<p class=\"est\">Every amount is an estimate");
-	if (d->price_note) {
-		put(o, " (");
-		esc(o, d->price_note);
-		put(o, ")");
-	}
-	put(o, ", from the price table of ");
+	put(o, "</div>\n</div>\n<p class=\"est\">Every amount is estimated from the price table of ");
 	esc(o, d->price_source);
 	put(o, ", dated ");
 	esc(o, d->price_date);
-	put(o, ". Google's bill is the authority.");
+	put(o, "; Google's bill is the authority.");
+	if (d->price_note) {
+		put(o, " How: ");
+		esc(o, d->price_note);
+	}
 	if (unpriced)
-		putf(o, " %zu attempt%s had no known price and count as $0 (see the attempts table).", unpriced,
-		     unpriced == 1 ? "" : "s");
+		putf(o, " %zu attempt%s had no known price and %s left out of the sums (see the attempts table).", unpriced,
+		     unpriced == 1 ? "" : "s", unpriced == 1 ? "is" : "are");
 	put(o, "</p>\n");
 }
 
@@ -1225,8 +1223,8 @@ static void spend(struct rh_out *o, const struct rh_doc *d)
 {
 	put(o, "<section id=\"spend\">\n<h2>Spend</h2>\n<p>");
 	money(o, d->usd);
-	put(o, " in this period (estimate: list price \xc3\x97 running hours \xc3\x97 replicas; reservations by "
-	       "their VM-hours).</p>\n<div class=\"grid\">\n");
+	put(o, " in this period. The reservations' cost is in the total and in the tables by accelerator and "
+	       "by strategy, not in those by job and by week.</p>\n<div class=\"grid\">\n");
 	breakdown(o, "By job", "job", &d->by_job);
 	breakdown(o, "By week", "week of", &d->by_week);
 	breakdown(o, "By accelerator", "accelerator", &d->by_accel);

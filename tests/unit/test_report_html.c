@@ -155,8 +155,10 @@ static void test_numbers_as_the_document_has_them(void **state)
 				     "<td class=\"n\">$705.36</td></tr>\n"));
 	assert_non_null(strstr(html, "<tr><td>FLEX_START</td><td>us-central1</td><td class=\"n\">2</td>"
 				     "<td class=\"n\">1h 00m</td><td class=\"n\">1h 30m</td></tr>\n"));
-	assert_non_null(strstr(html, "from the price table of Cyclenerd google-cloud-pricing-cost-calculator "
-				     "pricing.yml, dated 2026-07-30."));
+	assert_non_null(strstr(html, "<p class=\"est\">Every amount is estimated from the price table of Cyclenerd "
+				     "google-cloud-pricing-cost-calculator pricing.yml, dated 2026-07-30; Google's bill is "
+				     "the authority. How: estimate: list price x running hours x replicas; reservations by "
+				     "their VM-hours</p>\n"));
 	/* A run's note is in its tooltip; a run that never ran costs an exact $0.00. */
 	assert_non_null(strstr(html, "\n$0.00 (estimate) \xc2\xb7 ran on reservation.a100: the reservation pays\n"
 				     "cancelled by vx"));
@@ -208,8 +210,8 @@ static void test_every_string_is_escaped(void **state)
 				     "&amp;&#39; attempt 1: preempted\nrung 0 \xc2\xb7 &lt;/title&gt;&lt;script&gt;"
 				     "alert(2)&lt;/script&gt; \xc2\xb7 SPOT"));
 	assert_non_null(strstr(html, "\nbad &lt;img src=x onerror=alert(1)&gt; &amp; &quot;quoted&quot;?[2J</title>"));
-	assert_non_null(strstr(html, "from the price table of &lt;a href=&quot;http://evil.example&quot;&gt;prices"
-				     "&lt;/a&gt;, dated"));
+	assert_non_null(strstr(html, "estimated from the price table of &lt;a href=&quot;http://evil.example&quot;&gt;"
+				     "prices&lt;/a&gt;, dated"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">&lt;/td&gt;&lt;script&gt;x&lt;/script&gt;</td>"));
 	assert_non_null(strstr(html, "<title>vx report: &lt;b&gt;team&lt;/b&gt;, 2026-10-27 to 2026-11-26</title>"));
 	assert_int_equal(count_bars(html), 9);
@@ -328,12 +330,17 @@ static void test_unknowns_are_drawn_as_such(void **state)
 	(void)state;
 	put_item(doc, "runs", 0, "rung", cJSON_CreateNull());
 	put_item(doc, "runs", 1, "rung", cJSON_CreateNumber(-1));
+	put_item(doc, "runs", 2, "usd", cJSON_CreateNull());
+	put_item(doc, "runs", 2, "estimate", cJSON_CreateFalse());
+	put_item(doc, "runs", 2, "unpriced_reason", cJSON_CreateString("no price for g2-standard-8 in us-central1"));
 	assert_true(cJSON_ReplaceItemInObjectCaseSensitive(resv0, "to", cJSON_CreateNull()));
 	html = render(doc);
 	assert_int_equal(count_bars(html), 9);
 	assert_non_null(strstr(html, "<li>no rung: us-central1, SPOT (1)</li>\n<li>no rung: us-east1, STANDARD (1)</li>\n"));
 	assert_non_null(strstr(html, "job.train attempt 2: succeeded\nrung \xe2\x80\x94 \xc2\xb7 us-east1"));
 	assert_non_null(strstr(html, "<td>11-20 00:00 to \xe2\x80\x94</td>"));
+	assert_non_null(strstr(html, " 1 attempt had no known price and is left out of the sums (see the attempts table)."));
+	assert_non_null(strstr(html, "<span title=\"no price for g2-standard-8 in us-central1\">no price</span>"));
 	free(html);
 	cJSON_Delete(doc);
 }
