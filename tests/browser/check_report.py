@@ -82,7 +82,11 @@ class Chromium:
         self.events = []  # every event received, in order: (sessionId, method, params)
         self.closed = False
         self.page = None  # one tab for every check: a new one costs a renderer's start
-        self.call("Browser.getVersion")
+        try:
+            self.call("Browser.getVersion")
+        except BaseException:
+            self.close()  # a browser that never answered is not left running
+            raise
 
     @staticmethod
     def _high(fd):
@@ -139,7 +143,7 @@ class Chromium:
     def log_tail(self):
         try:
             with open(self.log_path, errors="replace") as f:
-                return f.read()[-2000:]
+                return f.read()[-2000:] or "(it wrote nothing)"
         except OSError:
             return "(no log)"
 
@@ -149,7 +153,7 @@ class Chromium:
         self.closed = True
         try:
             self.call("Browser.close")
-        except (BrowserError, OSError):
+        except (BrowserError, OSError, ValueError):
             os.kill(self.pid, signal.SIGKILL)
         os.close(self.w)
         os.close(self.r)
@@ -292,11 +296,15 @@ def main(argv):
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
     html, expected, png = argv[1], expected_bars(argv[2]), argv[3]
-    browser = Chromium()
     try:
-        problems = check(browser, html, expected, png)
-    finally:
-        browser.close()
+        browser = Chromium()
+        try:
+            problems = check(browser, html, expected, png)
+        finally:
+            browser.close()
+    except BrowserError as e:
+        print("check_report: %s: %s" % (html, e))
+        return 1
     for p in problems:
         print("check_report: %s: %s" % (html, p))
     if problems:
