@@ -1,7 +1,8 @@
 # vx: plain GNU make. See README.md.
 #
 #   make            build/vx and the vxplan/vxapply links (first naming any missing package)
-#   make check      every test: unit (plain and under ASan+UBSan), the fake's own tests, end to end
+#   make check      every test: unit (plain and under ASan+UBSan), the report page in headless
+#                   Chromium, the fake's own tests, end to end
 #   make demo       the quickstart against the fake Google Cloud
 #   make lint       cppcheck and clang-tidy
 #   make lint-ci    yamllint, tools/check-ci.py and GitHub's own parser on action.yml and the
@@ -108,6 +109,17 @@ ASAN_VARS := BUILD=$(BUILD)/asan SANITIZE=address,undefined OPT=-O1
 unit-asan:
 	@$(MAKE) --no-print-directory unit $(ASAN_VARS)
 
+# The report page in headless Chromium (tests/browser/check_report.py): the sample document's
+# page has one bar per attempt with scripts on and off and in print, no console error and no
+# request but the file; its screenshot is $(BUILD)/report-sample.png. Then the checker's own
+# tests show it refuses each of those faults. One browser each.
+REPORT_SAMPLE := tests/data/report/sample.json
+.PHONY: browser-check
+browser-check: $(BUILD)/tests/test_report_html
+	@VX_REPORT_HTML_OUT=$(abspath $(BUILD)/report-sample.html) $(BUILD)/tests/test_report_html
+	$(PYTHON) tests/browser/check_report.py $(BUILD)/report-sample.html $(REPORT_SAMPLE) $(BUILD)/report-sample.png
+	@$(PYTHON) tests/run_unittest.py browser tests/browser
+
 # One file at a time: they are short, and the fake's own tests start many fakes.
 fake-test:
 	@VX_TEST_JOBS=1 $(PYTHON) tests/run_unittest.py fakegcp tests/fakegcp
@@ -127,6 +139,7 @@ check: deps
 	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) check-build
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory unit-asan
+	@$(MAKE) --no-print-directory browser-check
 	@$(MAKE) --no-print-directory fake-test
 	@$(MAKE) --no-print-directory check-tests
 

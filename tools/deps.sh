@@ -12,6 +12,8 @@ BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson
 # curl: tests/e2e/test_docs.py runs the README's quick start, which scripts the fake with it.
 # shellcheck: make lint-ci checks tools/setup-vx.sh, the setup action's steps.
 PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml curl shellcheck"
+# chromium: make check loads the report page in it, headless (tests/browser/).
+PKGS="$PKGS chromium"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then
