@@ -23,6 +23,16 @@ PYTHON   ?= python3
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 PKGS     := yaml-0.1 libcurl libcjson openssl libgit2
+
+# The commit vx is built from, for 'vx version': 12 hex digits, '-dirty' when tracked
+# files differ from HEAD, 'unknown' outside a git checkout (a release tarball; or
+# pass VX_COMMIT=... to make). Only workflow/version.o is compiled with it, so a new
+# commit relinks vx instead of rebuilding everything.
+ifeq ($(origin VX_COMMIT),undefined)
+VX_COMMIT := $(shell test -e .git && c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
+	{ git update-index -q --refresh >/dev/null 2>&1; git diff-index --quiet HEAD -- 2>/dev/null || c=$$c-dirty; \
+	  echo $$c; } || echo unknown)
+endif
 WARN     := -Wall -Wextra -Wpedantic -Wformat=2 -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wwrite-strings -Wcast-qual -Wvla \
             -Wimplicit-fallthrough -fno-common
@@ -76,6 +86,14 @@ FORCE:
 $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/.commit: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(VX_COMMIT)' | cmp -s - $@ || echo '$(VX_COMMIT)' > $@
+
+$(BUILD)/workflow/version.o: workflow/version.c $(BUILD)/.flags $(BUILD)/.commit
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DVX_COMMIT='"$(VX_COMMIT)"' -MMD -MP -c $< -o $@
 
 $(LIBVX): $(LIB_OBJ)
 	@rm -f $@

@@ -41,22 +41,6 @@ const struct cmd_entry cmd_help_entry = {
 	.exec = help_exec,
 };
 
-static const char version_usage[] = "usage: vx version\n\nPrints vx's version.\n";
-
-static int version_exec(const struct cmd_args *args)
-{
-	(void)args;
-	printf("vx %s\n", VX_VERSION);
-	return VX_EXIT_OK;
-}
-
-const struct cmd_entry cmd_version_entry = {
-	.name = "version",
-	.summary = "print the version",
-	.usage = version_usage,
-	.exec = version_exec,
-};
-
 /* The command called name, or (as_binary) whose binary is name: vxplan. */
 static const struct cmd_entry *find_command(const char *name, int as_binary)
 {
@@ -82,7 +66,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "-help") || !strcmp(argv[1], "--help"))
 		return help_exec(NULL);
 	if (!strcmp(argv[1], "-v") || !strcmp(argv[1], "-version") || !strcmp(argv[1], "--version"))
-		return version_exec(NULL);
+		return cmd_version_entry.exec(NULL);
 	c = find_command(argv[1], 0);
 	if (!c) {
 		const char *names[NCOMMANDS];
