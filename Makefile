@@ -168,6 +168,8 @@ demo: deps all
 # it verifies the unit too, with ExecStart pointed at a vx that exists (any
 # complaint fails: it exits 0 on some). docs/permissions.md and the custom role
 # files say what the code's permission table says (tools/check-permissions.py).
+# The man pages list each command's flags as its flag table in cmd/ does, every
+# command has one, and they are 'mandoc -T lint' clean (tools/check-man.py).
 CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml
 WATCH_EXAMPLES := examples/watch/vx-watch.service examples/watch/Dockerfile
 lint-ci:
@@ -175,6 +177,7 @@ lint-ci:
 	$(PYTHON) tools/check-ci.py $(CI_RECIPES)
 	$(PYTHON) tools/check-examples.py $(WATCH_EXAMPLES)
 	$(PYTHON) tools/check-permissions.py
+	$(PYTHON) tools/check-man.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \
