@@ -10,7 +10,9 @@
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
 #   make bench      plan benchmarks against the fake
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (DESTDIR too): binaries, links, man pages, completions, docs
+#   make deb        build/vx_VERSION-1_ARCH.deb; make check-deb checks and (as root) installs it
+#   make image      the root Dockerfile as vx:VERSION (needs a docker daemon)
 #
 # BUILD=dir puts every output in another folder (helpers building side by side use this).
 # SANITIZE=address,undefined builds everything with those sanitizers.
@@ -63,7 +65,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci fuzz torture bench install clean
+.PHONY: deb check-deb image all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci fuzz torture bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -145,6 +147,8 @@ check: deps
 	@$(MAKE) --no-print-directory unit-asan
 	@$(MAKE) --no-print-directory fake-test
 	@$(MAKE) --no-print-directory check-tests
+	@$(MAKE) --no-print-directory check-deb
+	@$(MAKE) --no-print-directory image IMAGE_SKIP_OK=1
 
 check-build: all unit-bins check-build-asan
 check-build-asan:
@@ -169,7 +173,8 @@ demo: deps all
 # complaint fails: it exits 0 on some). docs/permissions.md and the custom role
 # files say what the code's permission table says (tools/check-permissions.py).
 # The man pages list each command's flags as its flag table in cmd/ does, every
-# command has one, and they are 'mandoc -T lint' clean (tools/check-man.py).
+# command has one, and they are 'mandoc -T lint' clean (tools/check-man.py). The root
+# Dockerfile pins its base images by tag and runs as a user (tools/check-dockerfile.py).
 CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml
 WATCH_EXAMPLES := examples/watch/vx-watch.service examples/watch/Dockerfile
 lint-ci:
@@ -178,6 +183,7 @@ lint-ci:
 	$(PYTHON) tools/check-examples.py $(WATCH_EXAMPLES)
 	$(PYTHON) tools/check-permissions.py
 	$(PYTHON) tools/check-man.py
+	$(PYTHON) tools/check-dockerfile.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \
@@ -211,11 +217,32 @@ torture: all
 bench: all
 	@VX_BIN=$(abspath $(BUILD)/vx) $(PYTHON) tests/bench/bench.py
 
+# Binaries, vxplan/vxapply links, man pages, completions, docs and examples (tools/install.sh).
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BUILD)/vx $(DESTDIR)$(PREFIX)/bin/vx
-	ln -sf vx $(DESTDIR)$(PREFIX)/bin/vxplan
-	ln -sf vx $(DESTDIR)$(PREFIX)/bin/vxapply
+	@sh tools/install.sh $(BUILD) '$(DESTDIR)' '$(PREFIX)'
+
+# The Debian package (docs/packaging.md): vx built again in $(BUILD)/deb with Debian's
+# hardening flags, staged by tools/install.sh, packed by tools/mkdeb.sh. make check-deb
+# builds it and checks it (tools/check-deb.sh: contents, lintian, and as root dpkg -i,
+# vx version, man -w, the bash completion, dpkg -r).
+DEB_VERSION := $(VERSION)-1
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB         := $(BUILD)/vx_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_FLAGS    = DEB_BUILD_MAINT_OPTIONS=hardening=+all
+deb:
+	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/deb \
+	  CFLAGS="$$($(DEB_FLAGS) dpkg-buildflags --get CFLAGS) $$($(DEB_FLAGS) dpkg-buildflags --get CPPFLAGS)" \
+	  LDFLAGS="$$($(DEB_FLAGS) dpkg-buildflags --get LDFLAGS)"
+	@sh tools/mkdeb.sh $(BUILD)/deb $(DEB) $(DEB_VERSION)
+
+check-deb: deb
+	@sh tools/check-deb.sh $(DEB) $(VERSION)
+
+# The image (root Dockerfile, docs/packaging.md). Without a docker daemon it fails
+# saying why; make check's call (IMAGE_SKIP_OK=1) says why and goes on.
+IMAGE ?= vx:$(VERSION)
+image:
+	@sh tools/image.sh $(IMAGE) $(VERSION) $(VX_COMMIT) $(if $(IMAGE_SKIP_OK),--skip-ok)
 
 clean:
 	rm -rf $(BUILD)
