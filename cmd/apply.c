@@ -194,14 +194,16 @@ enum {
 	APPLY_OPT_LOCK_TIMEOUT,
 };
 
+static const char *const apply_wait_values[] = { "running", "done", NULL };
+
 static const struct cmd_opt apply_opts[] = {
-	{ "auto-approve", CMD_ARG_NONE, APPLY_OPT_AUTO_APPROVE },
-	{ "no-color", CMD_ARG_NONE, APPLY_OPT_NO_COLOR },
-	{ "wait", CMD_ARG_OPTIONAL, APPLY_OPT_WAIT },
-	{ "parallelism", CMD_ARG_REQUIRED, APPLY_OPT_PARALLELISM },
-	{ "lock-timeout", CMD_ARG_REQUIRED, APPLY_OPT_LOCK_TIMEOUT },
+	{ .name = "auto-approve", .arg = CMD_ARG_NONE, .id = APPLY_OPT_AUTO_APPROVE },
+	{ .name = "no-color", .arg = CMD_ARG_NONE, .id = APPLY_OPT_NO_COLOR },
+	{ .name = "wait", .arg = CMD_ARG_OPTIONAL, .id = APPLY_OPT_WAIT, .values = apply_wait_values },
+	{ .name = "parallelism", .arg = CMD_ARG_REQUIRED, .id = APPLY_OPT_PARALLELISM },
+	{ .name = "lock-timeout", .arg = CMD_ARG_REQUIRED, .id = APPLY_OPT_LOCK_TIMEOUT },
 	CMD_PLANNING_OPTS,
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = NULL },
 };
 
 /* What apply was asked, from its flags and the environment. */

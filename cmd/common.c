@@ -239,10 +239,15 @@ int cmd_flag(const char *arg, const char *name, const char **value)
 	return 0;
 }
 
+const char *const cmd_formats_plan[] = { "human", "json", "markdown", NULL };
+const char *const cmd_formats_status[] = { "human", "json", NULL };
+const char *const cmd_bool_values[] = { "true", "false", NULL };
+const char *const cmd_fail_on_values[] = { "quota", NULL };
+
 const struct cmd_opt cmd_dir_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "chdir", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = NULL },
 };
 
 const char *cmd_called(const struct cmd_entry *e)

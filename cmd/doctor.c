@@ -35,8 +35,8 @@ static const char usage[] =
 enum { OPT_PLAN_ONLY = 1 };
 
 static const struct cmd_opt opts[] = {
-	{ "plan-only", CMD_ARG_NONE, OPT_PLAN_ONLY },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "plan-only", .arg = CMD_ARG_NONE, .id = OPT_PLAN_ONLY },
+	{ .name = NULL },
 };
 
 static int report(const char *what, int rc, struct vx_err *err, const char *detail)

@@ -39,10 +39,10 @@ static const char usage[] =
 enum { IMPORT_OPT_CHECK = 2 };
 
 static const struct cmd_opt import_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "check", CMD_ARG_NONE, IMPORT_OPT_CHECK },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "chdir", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "check", .arg = CMD_ARG_NONE, .id = IMPORT_OPT_CHECK },
+	{ .name = NULL },
 };
 
 /* ADDR RESOURCE [DIR] and the options; VX_EXIT_OK, or VX_EXIT_USAGE after saying why. */

@@ -46,12 +46,12 @@ enum {
 };
 
 static const struct cmd_opt plan_opts[] = {
-	{ "out", CMD_ARG_REQUIRED, PLAN_OPT_OUT },
-	{ "format", CMD_ARG_REQUIRED, PLAN_OPT_FORMAT },
-	{ "detailed-exitcode", CMD_ARG_NONE, PLAN_OPT_DETAILED_EXITCODE },
-	{ "no-color", CMD_ARG_NONE, PLAN_OPT_NO_COLOR },
+	{ .name = "out", .arg = CMD_ARG_REQUIRED, .id = PLAN_OPT_OUT, .value = CMD_VALUE_FILE },
+	{ .name = "format", .arg = CMD_ARG_REQUIRED, .id = PLAN_OPT_FORMAT, .values = cmd_formats_plan },
+	{ .name = "detailed-exitcode", .arg = CMD_ARG_NONE, .id = PLAN_OPT_DETAILED_EXITCODE },
+	{ .name = "no-color", .arg = CMD_ARG_NONE, .id = PLAN_OPT_NO_COLOR },
 	CMD_PLANNING_OPTS,
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = NULL },
 };
 
 /* What plan was asked, from its flags. */

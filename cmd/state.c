@@ -34,10 +34,10 @@ static const char usage[] =
 enum { STATE_OPT_SERIAL = 2 };
 
 static const struct cmd_opt state_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "serial", CMD_ARG_REQUIRED, STATE_OPT_SERIAL },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "chdir", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "serial", .arg = CMD_ARG_REQUIRED, .id = STATE_OPT_SERIAL },
+	{ .name = NULL },
 };
 
 /* vx state restore: the lease, the backend's restore, what it did. */
@@ -185,4 +185,5 @@ const struct cmd_entry cmd_state_entry = {
 	.usage = usage,
 	.opts = state_opts,
 	.exec = state_exec,
+	.subcommands = (const char *const[]){ "list", "show", "restore", NULL },
 };

@@ -36,11 +36,11 @@ static const char usage[] =
 enum { STATUS_OPT_FORMAT = 2, STATUS_OPT_NO_COLOR };
 
 static const struct cmd_opt status_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "format", CMD_ARG_REQUIRED, STATUS_OPT_FORMAT },
-	{ "no-color", CMD_ARG_NONE, STATUS_OPT_NO_COLOR },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "chdir", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "format", .arg = CMD_ARG_REQUIRED, .id = STATUS_OPT_FORMAT, .values = cmd_formats_status },
+	{ .name = "no-color", .arg = CMD_ARG_NONE, .id = STATUS_OPT_NO_COLOR },
+	{ .name = NULL },
 };
 
 struct status_flags {

@@ -58,16 +58,16 @@ enum {
 };
 
 static const struct cmd_opt watch_opts[] = {
-	{ "interval", CMD_ARG_REQUIRED, WATCH_OPT_INTERVAL },
-	{ "once", CMD_ARG_NONE, WATCH_OPT_ONCE },
-	{ "sync", CMD_ARG_NONE, WATCH_OPT_SYNC },
-	{ "metrics", CMD_ARG_REQUIRED, WATCH_OPT_METRICS },
-	{ "format", CMD_ARG_REQUIRED, WATCH_OPT_FORMAT },
-	{ "cycles", CMD_ARG_REQUIRED, WATCH_OPT_CYCLES },
-	{ "follow", CMD_ARG_REQUIRED, WATCH_OPT_FOLLOW },
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "interval", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_INTERVAL },
+	{ .name = "once", .arg = CMD_ARG_NONE, .id = WATCH_OPT_ONCE },
+	{ .name = "sync", .arg = CMD_ARG_NONE, .id = WATCH_OPT_SYNC },
+	{ .name = "metrics", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_METRICS, .value = CMD_VALUE_FILE },
+	{ .name = "format", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_FORMAT, .values = cmd_formats_status },
+	{ .name = "cycles", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_CYCLES },
+	{ .name = "follow", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_FOLLOW },
+	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "chdir", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = NULL },
 };
 
 /* What the loop keeps between cycles, for the log and the metrics. */

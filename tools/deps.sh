@@ -9,7 +9,8 @@
 set -e
 BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev"
 # yamllint and python3-yaml: make lint-ci checks the CI recipes in examples/ci/.
-PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml"
+# zsh and fish: tests/e2e/test_completion.py runs the completion scripts in them.
+PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml zsh fish"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then
