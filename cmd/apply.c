@@ -52,7 +52,9 @@ static const char usage[] =
 	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"
-	"  -verbose             list every run of a sweep, not one block per sweep\n"		"  -no-color            no colour\n"
+	"  -verbose             list every run of a sweep, not one block per sweep\n"
+	"  -no-color            no colour\n"
+	"  -C DIR               the stack directory, as DIR (also -chdir=DIR)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n\n"
 	"Ctrl-C stops starting new actions, lets the requests in flight finish, writes\n"
 	"the state and releases the lock. A second Ctrl-C abandons the requests in\n"
@@ -269,8 +271,8 @@ static int apply_flags(struct apply_args *a, const struct cmd_args *args)
 			}
 		}
 	}
-	for (size_t i = 0; i < args->npos; i++)
-		a->target = args->pos[i];
+	if (cmd_stack_dir(args, args->npos ? args->pos[args->npos - 1] : NULL, &a->target) < 0)
+		return VX_EXIT_USAGE;
 	return 0;
 }
 
@@ -461,4 +463,5 @@ const struct cmd_entry cmd_apply_entry = {
 	.usage = usage,
 	.opts = apply_opts,
 	.exec = apply_exec,
+	.stack_dir = 1,
 };

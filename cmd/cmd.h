@@ -63,6 +63,7 @@ struct cmd_args {
 	char **pos;              /* the positional arguments */
 	size_t npos;
 	int debug;               /* -debug, every command's */
+	const char *dir;         /* -C DIR or -chdir=DIR (entry->stack_dir), NULL when not given */
 };
 
 struct cmd_entry {
@@ -74,6 +75,10 @@ struct cmd_entry {
 	int (*exec)(const struct cmd_args *args);
 	const char *const *subcommands; /* what the first argument may be ("list", ...), for completion */
 	int hidden;              /* not in vx help nor completed: vx __complete */
+	/* 1: the command works on a stack directory, and takes it as -C DIR or
+	 * -chdir=DIR (cmd_stack_opts: cmd_run parses them into args->dir) as
+	 * well as a positional DIR; exec merges the two with cmd_stack_dir. */
+	int stack_dir;
 };
 
 extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entry, cmd_doctor_entry,
@@ -86,10 +91,18 @@ const struct cmd_entry *const *cmd_table(size_t *n);
 /* The command called name in the table, or NULL. */
 const struct cmd_entry *cmd_find(const char *name);
 
-/* -C DIR and -chdir=DIR: the flags of the commands that take a stack directory
- * beside their positional arguments (log, state, unlock). */
+/* -C DIR and -chdir=DIR: the flags of every command with .stack_dir, which
+ * cmd_run parses into args->dir (ends with { NULL }). */
 enum { CMD_OPT_DIR = 1 };
-extern const struct cmd_opt cmd_dir_opts[];
+extern const struct cmd_opt cmd_stack_opts[];
+
+/*
+ * The stack directory of a command with .stack_dir: -C's (args->dir), or the
+ * one given as an argument (positional, NULL when none), else ".". Both given
+ * is fine when they name the same directory; when they differ it is a usage
+ * error naming both: -1 after saying so.
+ */
+int cmd_stack_dir(const struct cmd_args *args, const char *positional, const char **dir);
 
 /* The flags plan and apply share (workflow/planning.h), for their flag tables. */
 enum {

@@ -42,6 +42,17 @@ static enum completion_value value_of(enum cmd_value v)
 	}
 }
 
+static struct completion_flag flag_of(const struct cmd_opt *o)
+{
+	return (struct completion_flag){
+		.name = o->name,
+		.values = o->values,
+		.value = value_of(o->value),
+		.arg = o->arg == CMD_ARG_NONE ? COMPLETION_ARG_NONE
+		     : o->arg == CMD_ARG_REQUIRED ? COMPLETION_ARG_REQUIRED : COMPLETION_ARG_OPTIONAL,
+	};
+}
+
 /* The table as util/completion.h describes it, hidden commands left out: into
  * cmds (n of them), whose flags all point into *flags. Caller frees both. */
 static int describe(struct completion_cmd **cmds, struct completion_flag **flags, size_t *n)
@@ -50,9 +61,12 @@ static int describe(struct completion_cmd **cmds, struct completion_flag **flags
 	const struct cmd_entry *const *t = cmd_table(&nt);
 	struct completion_flag *f;
 
-	for (size_t i = 0; i < nt; i++)
+	for (size_t i = 0; i < nt; i++) {
 		for (const struct cmd_opt *o = t[i]->opts; o && o->name; o++)
 			nf++;
+		for (const struct cmd_opt *o = cmd_stack_opts; t[i]->stack_dir && o->name; o++)
+			nf++;
+	}
 	*n = 0;
 	*cmds = calloc(nt, sizeof(**cmds));
 	*flags = f = calloc(nf + 1, sizeof(**flags));
@@ -66,9 +80,9 @@ static int describe(struct completion_cmd **cmds, struct completion_flag **flags
 		*c = (struct completion_cmd){ .name = t[i]->name, .alias = t[i]->alias, .summary = t[i]->summary,
 					      .flags = f, .subcommands = t[i]->subcommands };
 		for (const struct cmd_opt *o = t[i]->opts; o && o->name; o++, f++, c->nflags++)
-			*f = (struct completion_flag){ .name = o->name, .values = o->values, .value = value_of(o->value),
-				.arg = o->arg == CMD_ARG_NONE ? COMPLETION_ARG_NONE : o->arg == CMD_ARG_REQUIRED
-					? COMPLETION_ARG_REQUIRED : COMPLETION_ARG_OPTIONAL };
+			*f = flag_of(o);
+		for (const struct cmd_opt *o = cmd_stack_opts; t[i]->stack_dir && o->name; o++, f++, c->nflags++)
+			*f = flag_of(o);
 		(*n)++;
 	}
 	return 0;
@@ -129,12 +143,14 @@ static int print_addresses(const char *dir)
 	return VX_EXIT_OK;
 }
 
-/* Every flag of e, as its -help must list it: the table's, then the two every command has. */
+/* Every flag of e, as its -help must list it: the table's, and -C and -chdir
+ * where it takes a stack (not -help and -debug, which every command has). */
 static void print_flags(const struct cmd_entry *e)
 {
 	for (const struct cmd_opt *o = e->opts; o && o->name; o++)
 		printf("-%s\n", o->name);
-	printf("-help\n-debug\n");
+	for (const struct cmd_opt *o = cmd_stack_opts; e->stack_dir && o->name; o++)
+		printf("-%s\n", o->name);
 }
 
 static int complete_exec(const struct cmd_args *args)

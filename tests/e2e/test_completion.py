@@ -138,11 +138,11 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(self.bash("vx", "plan", "-ta"), ["-target"])
         self.assertEqual(self.bash("vxplan", "-ta"), ["-target"])
         self.assertEqual(self.bash("vxapply", "-a"), ["-auto-approve", "-allow-other-lineage"])
-        self.assertEqual(self.bash("vx", "status", "-"), ["-C", "-chdir", "-format", "-no-color", "-help",
+        self.assertEqual(self.bash("vx", "status", "-"), ["-format", "-no-color", "-C", "-chdir", "-help",
                                                           "-debug"])
         # Every flag of the table, in its order, then the two every command has.
         flags = self.vx("__complete", "flags", "watch").out.split()
-        self.assertEqual(self.bash("vx", "watch", "-"), flags)
+        self.assertEqual(self.bash("vx", "watch", "-"), flags + ["-help", "-debug"])
 
     def test_bash_values(self):
         self.assertEqual(self.bash("vx", "plan", "-format", ""), ["human", "json", "markdown"])
@@ -168,6 +168,8 @@ class CompletionTest(unittest.TestCase):
                          ["job.lr[seed=1]", "job.lr[seed=2]", "job.lr[seed=3]"])
         self.assertEqual(self.bash("vxplan", "-target", "=", "res", cwd=self.stack), ["reservation.h100-pool"])
         # From elsewhere: the stack the command line names, by -C or as DIR.
+        self.assertEqual(self.bash("vxplan", "-C", "stack", "-target", "q"), ["quota.h100-training"])
+        self.assertEqual(self.bash("vxplan", "-C", "=", "stack", "-target", "q"), ["quota.h100-training"])
         self.assertEqual(self.bash("vx", "plan", "stack", "-target", "q"), ["quota.h100-training"])
         self.assertEqual(self.bash("vxplan", "-format", "json", "stack", "-target", "q"),
                          ["quota.h100-training"])
