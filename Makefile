@@ -81,6 +81,9 @@ $(BUILD)/.flags: FORCE | deps-build
 	@mkdir -p $(BUILD)
 	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' > $@
 FORCE:
+# Phony, so the stamps above and below are looked at every time (.SECONDARY makes a
+# missing FORCE an intermediate file otherwise, never remade).
+.PHONY: FORCE
 
 # Keep the test-support objects: they are prerequisites of every test binary.
 .SECONDARY:

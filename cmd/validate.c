@@ -21,7 +21,10 @@ static const char usage[] =
 	"each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\n"
 	"each job spec against the Vertex AI CustomJobSpec schema and machine rules.\n"
 	"Nothing is sent to Google Cloud. Problems are printed as FILE:LINE:COLUMN:\n"
-	"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n";
+	"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n\n"
+	"options:\n"
+	"  -C DIR    the stack directory, as DIR (also -chdir=DIR)\n"
+	"  -debug    more detail on stderr\n";
 
 static const char *plural(size_t n, const char *one, const char *many)
 {
@@ -66,13 +69,20 @@ static int validate_dir(const char *dir)
 
 static int validate_exec(const struct cmd_args *args)
 {
+	const char *dir;
 	int code = VX_EXIT_OK;
 
+	/* -C DIR is one of the directories: the others must be it. */
+	for (size_t i = 0; i < args->npos; i++)
+		if (cmd_stack_dir(args, args->pos[i], &dir) < 0)
+			return VX_EXIT_USAGE;
+	if (args->dir && args->npos)
+		return validate_dir(args->dir);
 	for (size_t i = 0; i < args->npos; i++)
 		if (validate_dir(args->pos[i]) != VX_EXIT_OK)
 			code = VX_EXIT_ERROR;
 	if (args->npos == 0)
-		code = validate_dir(".");
+		code = validate_dir(args->dir ? args->dir : ".");
 	return code;
 }
 
@@ -82,4 +92,5 @@ const struct cmd_entry cmd_validate_entry = {
 	.usage = usage,
 	.opts = NULL,
 	.exec = validate_exec,
+	.stack_dir = 1,
 };

@@ -23,8 +23,8 @@ static const char usage[] =
 enum { VERSION_OPT_FORMAT = 1 };
 
 static const struct cmd_opt version_opts[] = {
-	{ "format", CMD_ARG_REQUIRED, VERSION_OPT_FORMAT },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "format", .arg = CMD_ARG_REQUIRED, .id = VERSION_OPT_FORMAT, .values = cmd_formats_status },
+	{ .name = NULL },
 };
 
 static int version_exec(const struct cmd_args *args)

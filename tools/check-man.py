@@ -11,6 +11,8 @@ Fails when
     OPTIONS section (vxplan.1 and vxapply.1 too, for plan and apply);
   * a page's SYNOPSIS or OPTIONS names a flag (Fl NAME) its command lacks
     (-help, -h and -debug are every command's).
+A hidden command (.hidden = 1) needs no page; one with .stack_dir takes -C and
+-chdir (cmd_stack_opts) beside its own flags.
 A page for a command not in the table yet (one being added on another branch)
 is reported and not checked; it is once the command merges.
 With mandoc installed, every page must also be 'mandoc -T lint' clean.
@@ -78,7 +80,13 @@ def command_flags(root):
             raise SystemExit("check-man: %s has no .name" % entry)
         if opts and opts.group(1) != "NULL" and opts.group(1) not in tables:
             raise SystemExit("check-man: %s's flag table %s not found" % (entry, opts.group(1)))
-        result[name.group(1)] = tables[opts.group(1)] if opts and opts.group(1) != "NULL" else []
+        if re.search(r"\.hidden\s*=\s*1", e.group(1)):
+            continue  # not in vx help, not completed: no page either
+        flags = list(tables[opts.group(1)]) if opts and opts.group(1) != "NULL" else []
+        # .stack_dir: cmd_run parses -C DIR and -chdir=DIR (cmd_stack_opts) for it.
+        if re.search(r"\.stack_dir\s*=\s*1", e.group(1)):
+            flags += tables.get("cmd_stack_opts", [])
+        result[name.group(1)] = flags
     return result
 
 

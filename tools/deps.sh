@@ -9,9 +9,10 @@
 set -e
 BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson-dev libssl-dev libgit2-dev"
 # yamllint and python3-yaml: make lint-ci checks the CI recipes in examples/ci/.
+# zsh and fish: tests/e2e/test_completion.py runs the completion scripts in them.
 # mandoc: make lint-ci lints the man pages; man-db, dpkg-dev and lintian: make check-deb
 # builds the .deb, checks it and installs it (man -w vx).
-PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml mandoc man-db dpkg-dev lintian"
+PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml zsh fish mandoc man-db dpkg-dev lintian"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then
