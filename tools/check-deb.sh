@@ -43,13 +43,13 @@ for page in man/*.[1-8]; do
 ./usr/share/man/man${name##*.}/$name.gz"
 	fi
 done
-if grep -q '&cmd_completion_entry' cmd/main.c; then
-	want="$want
+want="$want
 ./usr/share/bash-completion/completions/vx
 ./usr/share/bash-completion/completions/vxplan -> vx
+./usr/share/bash-completion/completions/vxapply -> vx
 ./usr/share/zsh/vendor-completions/_vx
-./usr/share/fish/vendor_completions.d/vx.fish"
-fi
+./usr/share/fish/vendor_completions.d/vx.fish
+./usr/share/fish/vendor_completions.d/vxplan.fish -> vx.fish"
 echo "$want" | while IFS= read -r p; do
 	echo "$paths" | grep -qxF "$p" || fail "missing from the package: $p"
 done
@@ -110,21 +110,19 @@ for m in vx:/usr/share/man/man1/vx.1.gz vx-stack:/usr/share/man/man5/vx-stack.5.
 	[ "$got" = "${m#*:}" ] || fail "man -w ${m%%:*}: '$got', not '${m#*:}'"
 done
 
-if grep -q '&cmd_completion_entry' cmd/main.c; then
-	# Drive bash's completion function as readline would for 'vxplan -ta<TAB>'
-	# (in an empty directory: no stack, so no addresses).
-	got=$(cd "$file" && bash --norc --noprofile -c '
-		[ -r /usr/share/bash-completion/bash_completion ] && . /usr/share/bash-completion/bash_completion
-		. /usr/share/bash-completion/completions/vx
-		fn=$(complete -p vxplan 2>/dev/null | sed -n "s/.* -F \([^ ]*\) .*/\1/p")
-		[ -n "$fn" ] || { echo "no completion function for vxplan"; exit 1; }
-		COMP_WORDS=(vxplan -ta); COMP_CWORD=1; COMP_LINE="vxplan -ta"; COMP_POINT=${#COMP_LINE}
-		COMPREPLY=()
-		"$fn" vxplan -ta vxplan
-		printf "%s\n" "${COMPREPLY[@]}"') || fail "bash completion: $got"
-	[ "$got" = "-target" ] || fail "bash completion of 'vxplan -ta': '$got', not '-target'"
-	echo "check-deb: bash completion of 'vxplan -ta': -target"
-fi
+# Drive bash's completion function as readline would for 'vxplan -ta<TAB>'
+# (in an empty directory: no stack, so no addresses).
+got=$(cd "$file" && bash --norc --noprofile -c '
+	[ -r /usr/share/bash-completion/bash_completion ] && . /usr/share/bash-completion/bash_completion
+	. /usr/share/bash-completion/completions/vx
+	fn=$(complete -p vxplan 2>/dev/null | sed -n "s/.* -F \([^ ]*\) .*/\1/p")
+	[ -n "$fn" ] || { echo "no completion function for vxplan"; exit 1; }
+	COMP_WORDS=(vxplan -ta); COMP_CWORD=1; COMP_LINE="vxplan -ta"; COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	"$fn" vxplan -ta vxplan
+	printf "%s\n" "${COMPREPLY[@]}"') || fail "bash completion: $got"
+[ "$got" = "-target" ] || fail "bash completion of 'vxplan -ta': '$got', not '-target'"
+echo "check-deb: bash completion of 'vxplan -ta': -target"
 
 dpkg --purge vx >"$file/dpkg.log" 2>&1 || { cat "$file/dpkg.log" >&2; fail "dpkg --purge vx"; }
 trap 'rm -rf "$file"' EXIT

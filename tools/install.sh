@@ -43,21 +43,17 @@ done
 # Completions, generated from the command table by the binary itself, where
 # each shell looks for them; vxplan and vxapply load the same script (bash and
 # fish load a completion file by the command's name).
-if grep -q '&cmd_completion_entry' cmd/main.c; then
-	install -d "$root/share/bash-completion/completions" "$root/share/zsh/vendor-completions" \
-		"$root/share/fish/vendor_completions.d"
-	"$build/vx" completion bash >"$root/share/bash-completion/completions/vx"
-	"$build/vx" completion zsh >"$root/share/zsh/vendor-completions/_vx"
-	"$build/vx" completion fish >"$root/share/fish/vendor_completions.d/vx.fish"
-	for alias in vxplan vxapply; do
-		ln -sf vx "$root/share/bash-completion/completions/$alias"
-		ln -sf vx.fish "$root/share/fish/vendor_completions.d/$alias.fish"
-	done
-	chmod 644 "$root/share/bash-completion/completions/vx" "$root/share/zsh/vendor-completions/_vx" \
-		"$root/share/fish/vendor_completions.d/vx.fish"
-else
-	echo "install: no 'vx completion' command in cmd/main.c yet: no completion scripts installed"
-fi
+install -d "$root/share/bash-completion/completions" "$root/share/zsh/vendor-completions" \
+	"$root/share/fish/vendor_completions.d"
+"$build/vx" completion bash >"$root/share/bash-completion/completions/vx"
+"$build/vx" completion zsh >"$root/share/zsh/vendor-completions/_vx"
+"$build/vx" completion fish >"$root/share/fish/vendor_completions.d/vx.fish"
+for alias in vxplan vxapply; do
+	ln -sf vx "$root/share/bash-completion/completions/$alias"
+	ln -sf vx.fish "$root/share/fish/vendor_completions.d/$alias.fish"
+done
+chmod 644 "$root/share/bash-completion/completions/vx" "$root/share/zsh/vendor-completions/_vx" \
+	"$root/share/fish/vendor_completions.d/vx.fish"
 
 # Documentation and examples (examples/ci/gitlab/.gitlab-ci.yml included).
 install -m 644 README.md docs/*.md docs/*.json docs/*.yaml "$doc/"
