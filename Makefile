@@ -11,7 +11,7 @@
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
 #   make bench      plan benchmarks against the fake
 #   make install PREFIX=/usr/local   (DESTDIR too): binaries, links, man pages, completions, docs
-#   make deb        build/vx_VERSION-1_ARCH.deb; make check-deb checks and (as root) installs it
+#   make deb        build/vx_VERSION_ARCH.deb; make check-deb checks and (as root) installs it
 #   make image      the root Dockerfile as vx:VERSION (needs a docker daemon)
 #
 # BUILD=dir puts every output in another folder (helpers building side by side use this).
@@ -228,9 +228,12 @@ install: all
 # hardening flags, staged by tools/install.sh, packed by tools/mkdeb.sh. make check-deb
 # builds it and checks it (tools/check-deb.sh: contents, lintian, and as root dpkg -i,
 # vx version, man -w, the bash completion, dpkg -r).
+# The package's version has the Debian revision (-1: a native one, without it, would
+# want changelog.gz, not changelog.Debian.gz); the file is named by VERSION alone,
+# vx_0.1.0_amd64.deb, the name the release recipe and the setup action use.
 DEB_VERSION := $(VERSION)-1
 DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
-DEB         := $(BUILD)/vx_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB         := $(BUILD)/vx_$(VERSION)_$(DEB_ARCH).deb
 DEB_FLAGS    = DEB_BUILD_MAINT_OPTIONS=hardening=+all
 deb:
 	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/deb \
