@@ -13,7 +13,9 @@
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
 #   make bench      plan benchmarks against the fake
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (DESTDIR too): binaries, links, man pages, completions, docs
+#   make deb        build/vx_VERSION_ARCH.deb; make check-deb checks and (as root) installs it
+#   make image      the root Dockerfile as vx:VERSION (needs a docker daemon)
 #
 # BUILD=dir puts every output in another folder (helpers building side by side use this).
 # SANITIZE=address,undefined builds everything with those sanitizers.
@@ -26,6 +28,16 @@ PYTHON   ?= python3
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 PKGS     := yaml-0.1 libcurl libcjson openssl libgit2
+
+# The commit vx is built from, for 'vx version': 12 hex digits, '-dirty' when tracked
+# files differ from HEAD, 'unknown' outside a git checkout (a release tarball; or
+# pass VX_COMMIT=... to make). Only workflow/version.o is compiled with it, so a new
+# commit relinks vx instead of rebuilding everything.
+ifeq ($(origin VX_COMMIT),undefined)
+VX_COMMIT := $(shell test -e .git && c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
+	{ git update-index -q --refresh >/dev/null 2>&1; git diff-index --quiet HEAD -- 2>/dev/null || c=$$c-dirty; \
+	  echo $$c; } || echo unknown)
+endif
 WARN     := -Wall -Wextra -Wpedantic -Wformat=2 -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wwrite-strings -Wcast-qual -Wvla \
             -Wimplicit-fallthrough -fno-common
@@ -56,7 +68,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci lint-gh-parse docs fuzz torture bench install clean
+.PHONY: deb check-deb image all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci lint-gh-parse docs fuzz torture bench install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -72,6 +84,9 @@ $(BUILD)/.flags: FORCE | deps-build
 	@mkdir -p $(BUILD)
 	@echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS_ALL) $(LDFLAGS)' > $@
 FORCE:
+# Phony, so the stamps above and below are looked at every time (.SECONDARY makes a
+# missing FORCE an intermediate file otherwise, never remade).
+.PHONY: FORCE
 
 # Keep the test-support objects: they are prerequisites of every test binary.
 .SECONDARY:
@@ -79,6 +94,14 @@ FORCE:
 $(BUILD)/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/.commit: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(VX_COMMIT)' | cmp -s - $@ || echo '$(VX_COMMIT)' > $@
+
+$(BUILD)/workflow/version.o: workflow/version.c $(BUILD)/.flags $(BUILD)/.commit
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DVX_COMMIT='"$(VX_COMMIT)"' -MMD -MP -c $< -o $@
 
 $(LIBVX): $(LIB_OBJ)
 	@rm -f $@
@@ -142,6 +165,8 @@ check: deps
 	@$(MAKE) --no-print-directory browser-check
 	@$(MAKE) --no-print-directory fake-test
 	@$(MAKE) --no-print-directory check-tests
+	@$(MAKE) --no-print-directory check-deb
+	@$(MAKE) --no-print-directory image IMAGE_SKIP_OK=1
 
 check-build: all unit-bins check-build-asan
 check-build-asan:
@@ -165,6 +190,9 @@ demo: deps all
 # it verifies the unit too, with ExecStart pointed at a vx that exists (any
 # complaint fails: it exits 0 on some). docs/permissions.md and the custom role
 # files say what the code's permission table says (tools/check-permissions.py).
+# The man pages list each command's flags as its flag table in cmd/ does, every
+# command has one, and they are 'mandoc -T lint' clean (tools/check-man.py). The root
+# Dockerfile pins its base images by tag and runs as a user (tools/check-dockerfile.py).
 CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml examples/ci/gitlab/vx.gitlab-ci.yml
 WATCH_EXAMPLES := examples/watch/vx-watch.service examples/watch/Dockerfile
 GEN_MACHINES := $(BUILD)/tools/gen-machine-table
@@ -174,6 +202,8 @@ lint-ci: $(GEN_MACHINES)
 	@$(MAKE) --no-print-directory lint-gh-parse
 	$(PYTHON) tools/check-examples.py $(WATCH_EXAMPLES)
 	$(PYTHON) tools/check-permissions.py
+	$(PYTHON) tools/check-man.py
+	$(PYTHON) tools/check-dockerfile.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \
@@ -238,13 +268,37 @@ torture: all
 bench: all
 	@VX_BIN=$(abspath $(BUILD)/vx) $(PYTHON) tests/bench/bench.py
 
+# Binaries, vxplan/vxapply links, man pages, completions, docs and examples (tools/install.sh).
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BUILD)/vx $(DESTDIR)$(PREFIX)/bin/vx
-	ln -sf vx $(DESTDIR)$(PREFIX)/bin/vxplan
-	ln -sf vx $(DESTDIR)$(PREFIX)/bin/vxapply
+	@sh tools/install.sh $(BUILD) '$(DESTDIR)' '$(PREFIX)'
+
+# The Debian package (docs/packaging.md): vx built again in $(BUILD)/deb with Debian's
+# hardening flags, staged by tools/install.sh, packed by tools/mkdeb.sh. make check-deb
+# builds it and checks it (tools/check-deb.sh: contents, lintian, and as root dpkg -i,
+# vx version, man -w, the bash completion, dpkg -r).
+# The package's version has the Debian revision (-1: a native one, without it, would
+# want changelog.gz, not changelog.Debian.gz); the file is named by VERSION alone,
+# vx_0.1.0_amd64.deb, the name the release recipe and the setup action use.
+DEB_VERSION := $(VERSION)-1
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB         := $(BUILD)/vx_$(VERSION)_$(DEB_ARCH).deb
+DEB_FLAGS    = DEB_BUILD_MAINT_OPTIONS=hardening=+all
+deb:
+	@$(MAKE) --no-print-directory all BUILD=$(BUILD)/deb \
+	  CFLAGS="$$($(DEB_FLAGS) dpkg-buildflags --get CFLAGS) $$($(DEB_FLAGS) dpkg-buildflags --get CPPFLAGS)" \
+	  LDFLAGS="$$($(DEB_FLAGS) dpkg-buildflags --get LDFLAGS)"
+	@sh tools/mkdeb.sh $(BUILD)/deb $(DEB) $(DEB_VERSION)
+
+check-deb: deb
+	@sh tools/check-deb.sh $(DEB) $(VERSION)
+
+# The image (root Dockerfile, docs/packaging.md). Without a docker daemon it fails
+# saying why; make check's call (IMAGE_SKIP_OK=1) says why and goes on.
+IMAGE ?= vx:$(VERSION)
+image:
+	@sh tools/image.sh $(IMAGE) $(VERSION) $(VX_COMMIT) $(if $(IMAGE_SKIP_OK),--skip-ok)
 
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)

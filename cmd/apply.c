@@ -53,9 +53,11 @@ static const char usage[] =
 	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"
-	"  -verbose             list every run of a sweep, not one block per sweep\n"		"  -no-color            no colour\n"
+	"  -verbose             list every run of a sweep, not one block per sweep\n"
+	"  -no-color            no colour\n"
 	"  -annotations=false   in GitHub Actions, do not also print the stack's problems\n"
 	"                       as ::error annotations (docs/ci.md)\n"
+	"  -C DIR               the stack directory, as DIR (also -chdir=DIR)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n\n"
 	"Ctrl-C stops starting new actions, lets the requests in flight finish, writes\n"
 	"the state and releases the lock. A second Ctrl-C abandons the requests in\n"
@@ -198,15 +200,17 @@ enum {
 	APPLY_OPT_ANNOTATIONS,
 };
 
+static const char *const apply_wait_values[] = { "running", "done", NULL };
+
 static const struct cmd_opt apply_opts[] = {
-	{ "auto-approve", CMD_ARG_NONE, APPLY_OPT_AUTO_APPROVE },
-	{ "no-color", CMD_ARG_NONE, APPLY_OPT_NO_COLOR },
-	{ "wait", CMD_ARG_OPTIONAL, APPLY_OPT_WAIT },
-	{ "parallelism", CMD_ARG_REQUIRED, APPLY_OPT_PARALLELISM },
-	{ "lock-timeout", CMD_ARG_REQUIRED, APPLY_OPT_LOCK_TIMEOUT },
-	{ "annotations", CMD_ARG_OPTIONAL, APPLY_OPT_ANNOTATIONS },
+	{ .name = "auto-approve", .arg = CMD_ARG_NONE, .id = APPLY_OPT_AUTO_APPROVE },
+	{ .name = "no-color", .arg = CMD_ARG_NONE, .id = APPLY_OPT_NO_COLOR },
+	{ .name = "wait", .arg = CMD_ARG_OPTIONAL, .id = APPLY_OPT_WAIT, .values = apply_wait_values },
+	{ .name = "parallelism", .arg = CMD_ARG_REQUIRED, .id = APPLY_OPT_PARALLELISM },
+	{ .name = "lock-timeout", .arg = CMD_ARG_REQUIRED, .id = APPLY_OPT_LOCK_TIMEOUT },
+	{ .name = "annotations", .arg = CMD_ARG_OPTIONAL, .id = APPLY_OPT_ANNOTATIONS, .values = cmd_bool_values },
 	CMD_PLANNING_OPTS,
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = NULL },
 };
 
 /* What apply was asked, from its flags and the environment. */
@@ -278,8 +282,8 @@ static int apply_flags(struct apply_args *a, const struct cmd_args *args)
 			}
 		}
 	}
-	for (size_t i = 0; i < args->npos; i++)
-		a->target = args->pos[i];
+	if (cmd_stack_dir(args, args->npos ? args->pos[args->npos - 1] : NULL, &a->target) < 0)
+		return VX_EXIT_USAGE;
 	a->annotate = a->annotate && gha_active();
 	return 0;
 }
@@ -491,4 +495,5 @@ const struct cmd_entry cmd_apply_entry = {
 	.usage = usage,
 	.opts = apply_opts,
 	.exec = apply_exec,
+	.stack_dir = 1,
 };

@@ -27,11 +27,29 @@ enum cmd_arg {
 	CMD_ARG_OPTIONAL,  /* -wait, -wait=done (only with '=') */
 };
 
+/* What a flag's value is, beside a fixed list: for shell completion (vx completion). */
+enum cmd_value {
+	CMD_VALUE_TEXT,     /* anything: not completed */
+	CMD_VALUE_ADDRESS,  /* an address of the stack (-target, -replace) */
+	CMD_VALUE_DIR,      /* a directory (-C) */
+	CMD_VALUE_FILE,     /* a file (-out, -metrics) */
+};
+
+/*
+ * One flag of a command. Written with designated initialisers, so a field
+ * added here needs no edit elsewhere. values and value only feed completion:
+ * exec still checks what it is given.
+ */
 struct cmd_opt {
 	const char *name;  /* without the dash */
 	enum cmd_arg arg;
 	int id;            /* what exec switches on; > 0 */
+	const char *const *values; /* the values it takes (NULL-terminated), or NULL */
+	enum cmd_value value;
 };
+
+/* The values of -format in plan (and vx show), status and watch. */
+extern const char *const cmd_formats_plan[], *const cmd_formats_status[];
 
 /* One option as given, in order. */
 struct cmd_given {
@@ -46,6 +64,7 @@ struct cmd_args {
 	char **pos;              /* the positional arguments */
 	size_t npos;
 	int debug;               /* -debug, every command's */
+	const char *dir;         /* -C DIR or -chdir=DIR (entry->stack_dir), NULL when not given */
 };
 
 struct cmd_entry {
@@ -55,17 +74,36 @@ struct cmd_entry {
 	const char *usage;       /* the -help text */
 	const struct cmd_opt *opts; /* ends with { NULL }; -help and -debug are every command's */
 	int (*exec)(const struct cmd_args *args);
+	const char *const *subcommands; /* what the first argument may be ("list", ...), for completion */
+	int hidden;              /* not in vx help nor completed: vx __complete */
+	/* 1: the command works on a stack directory, and takes it as -C DIR or
+	 * -chdir=DIR (cmd_stack_opts: cmd_run parses them into args->dir) as
+	 * well as a positional DIR; exec merges the two with cmd_stack_dir. */
+	int stack_dir;
 };
 
 extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entry, cmd_doctor_entry,
 	cmd_log_entry, cmd_status_entry, cmd_state_entry, cmd_unlock_entry, cmd_import_entry, cmd_watch_entry,
-	cmd_version_entry,
+	cmd_version_entry, cmd_completion_entry, cmd_complete_entry,
 	cmd_help_entry;
 
-/* -C DIR and -chdir=DIR: the flags of the commands that take a stack directory
- * beside their positional arguments (log, state, unlock). */
+/* The table of commands (cmd/main.c), n of them. */
+const struct cmd_entry *const *cmd_table(size_t *n);
+/* The command called name in the table, or NULL. */
+const struct cmd_entry *cmd_find(const char *name);
+
+/* -C DIR and -chdir=DIR: the flags of every command with .stack_dir, which
+ * cmd_run parses into args->dir (ends with { NULL }). */
 enum { CMD_OPT_DIR = 1 };
-extern const struct cmd_opt cmd_dir_opts[];
+extern const struct cmd_opt cmd_stack_opts[];
+
+/*
+ * The stack directory of a command with .stack_dir: -C's (args->dir), or the
+ * one given as an argument (positional, NULL when none), else ".". Both given
+ * is fine when they name the same directory; when they differ it is a usage
+ * error naming both: -1 after saying so.
+ */
+int cmd_stack_dir(const struct cmd_args *args, const char *positional, const char **dir);
 
 /* The flags plan and apply share (workflow/planning.h), for their flag tables. */
 enum {
@@ -76,13 +114,14 @@ enum {
 	CMD_OPT_ALLOW_OTHER_LINEAGE,
 	CMD_OPT_VERBOSE,
 };
+extern const char *const cmd_bool_values[], *const cmd_fail_on_values[];
 #define CMD_PLANNING_OPTS \
-	{ "target", CMD_ARG_REQUIRED, CMD_OPT_TARGET }, \
-	{ "replace", CMD_ARG_REQUIRED, CMD_OPT_REPLACE }, \
-	{ "refresh", CMD_ARG_OPTIONAL, CMD_OPT_REFRESH }, \
-	{ "fail-on", CMD_ARG_REQUIRED, CMD_OPT_FAIL_ON }, \
-	{ "allow-other-lineage", CMD_ARG_NONE, CMD_OPT_ALLOW_OTHER_LINEAGE }, \
-	{ "verbose", CMD_ARG_NONE, CMD_OPT_VERBOSE }
+	{ .name = "target", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_TARGET, .value = CMD_VALUE_ADDRESS }, \
+	{ .name = "replace", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_REPLACE, .value = CMD_VALUE_ADDRESS }, \
+	{ .name = "refresh", .arg = CMD_ARG_OPTIONAL, .id = CMD_OPT_REFRESH, .values = cmd_bool_values }, \
+	{ .name = "fail-on", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_FAIL_ON, .values = cmd_fail_on_values }, \
+	{ .name = "allow-other-lineage", .arg = CMD_ARG_NONE, .id = CMD_OPT_ALLOW_OTHER_LINEAGE }, \
+	{ .name = "verbose", .arg = CMD_ARG_NONE, .id = CMD_OPT_VERBOSE }
 
 /* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on,
  * -allow-other-lineage, -verbose):

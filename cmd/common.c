@@ -14,6 +14,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
+#include "util/suggest.h"
 #include "util/text.h"
 #include "util/timefmt.h"
 #include "reconcile/kind.h"
@@ -284,11 +285,43 @@ int cmd_flag(const char *arg, const char *name, const char **value)
 	return 0;
 }
 
-const struct cmd_opt cmd_dir_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ NULL, CMD_ARG_NONE, 0 },
+const char *const cmd_formats_plan[] = { "human", "json", "markdown", NULL };
+const char *const cmd_formats_status[] = { "human", "json", NULL };
+const char *const cmd_bool_values[] = { "true", "false", NULL };
+const char *const cmd_fail_on_values[] = { "quota", NULL };
+
+const struct cmd_opt cmd_stack_opts[] = {
+	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = "chdir", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
+	{ .name = NULL },
 };
+
+/* Whether a and b name one directory: the same words, or the same path once resolved. */
+static int same_dir(const char *a, const char *b)
+{
+	char *ra, *rb;
+	int same;
+
+	if (!strcmp(a, b))
+		return 1;
+	ra = realpath(a, NULL);
+	rb = realpath(b, NULL);
+	same = ra && rb && !strcmp(ra, rb);
+	free(ra);
+	free(rb);
+	return same;
+}
+
+int cmd_stack_dir(const struct cmd_args *args, const char *positional, const char **dir)
+{
+	if (args->dir && positional && !same_dir(args->dir, positional)) {
+		cmd_error("%s: the stack directory is given twice ('%s' by -C and '%s')", args->entry->name,
+			  args->dir, positional);
+		return -1;
+	}
+	*dir = args->dir ? args->dir : positional ? positional : ".";
+	return 0;
+}
 
 const char *cmd_called(const struct cmd_entry *e)
 {
@@ -306,7 +339,52 @@ static const struct cmd_opt *find_opt(const struct cmd_entry *e, const char *arg
 	for (const struct cmd_opt *o = e->opts; o && o->name; o++)
 		if (cmd_flag(arg, o->name, value))
 			return o;
+	for (const struct cmd_opt *o = cmd_stack_opts; e->stack_dir && o->name; o++)
+		if (cmd_flag(arg, o->name, value))
+			return o;
 	return NULL;
+}
+
+/* -C given again: the same directory is fine, another a usage error. 0 or -1 after saying so. */
+static int stack_opt(struct cmd_args *args, const char *v)
+{
+	if (args->dir && !same_dir(args->dir, v)) {
+		cmd_error("%s: the stack directory is given twice ('%s' and '%s')", args->entry->name, args->dir, v);
+		return -1;
+	}
+	args->dir = v;
+	return 0;
+}
+
+/*
+ * An unknown flag: the nearest of the command's (util/suggest.h), as
+ * "did you mean -target?", else where to look. What follows '=' is not
+ * part of the name. -help and -debug are candidates too.
+ */
+static void unknown_opt(const struct cmd_entry *e, const char *arg)
+{
+	const char *names[64], *near;
+	const char *name = arg + 1 + (arg[1] == '-');
+	char *word = vx_strdup(name);
+	size_t n = 0;
+
+	names[n++] = "help";
+	names[n++] = "debug";
+	for (const struct cmd_opt *o = e->opts; o && o->name && n < 62; o++)
+		names[n++] = o->name;
+	for (const struct cmd_opt *o = cmd_stack_opts; e->stack_dir && o->name && n < 64; o++)
+		names[n++] = o->name;
+	if (word)
+		word[strcspn(word, "=")] = '\0';
+	near = word && *word ? vx_suggest(word, names, n) : NULL;
+	/* Not for a word too short to have been meant as one of them: -x is not -C. */
+	if (near && vx_edit_distance(word, near) >= strlen(word))
+		near = NULL;
+	if (near)
+		cmd_error("%s: unknown option '%s' (did you mean -%s?)", e->name, arg, near);
+	else
+		cmd_error("%s: unknown option '%s' (see '%s -help')", e->name, arg, cmd_called(e));
+	free(word);
 }
 
 int cmd_run(const struct cmd_entry *e, int argc, char **argv)
@@ -345,7 +423,7 @@ int cmd_run(const struct cmd_entry *e, int argc, char **argv)
 			continue;
 		}
 		if (!(o = find_opt(e, a, &v))) {
-			cmd_error("%s: unknown option '%s' (see '%s -help')", e->name, a, cmd_called(e));
+			unknown_opt(e, a);
 			goto done;
 		}
 		if (o->arg == CMD_ARG_NONE && v) {
@@ -358,6 +436,11 @@ int cmd_run(const struct cmd_entry *e, int argc, char **argv)
 				goto done;
 			}
 			v = argv[++i];
+		}
+		if (o == &cmd_stack_opts[0] || o == &cmd_stack_opts[1]) {
+			if (stack_opt(&args, v) < 0)
+				goto done;
+			continue;
 		}
 		args.opts[args.nopts].id = o->id;
 		args.opts[args.nopts++].value = v;

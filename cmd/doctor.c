@@ -20,7 +20,7 @@
 #include "workflow/doctor.h"
 
 static const char usage[] =
-	"usage: vx doctor [DIR] [-plan-only] [-debug]\n\n"
+	"usage: vx doctor [DIR] [-plan-only] [-C DIR] [-debug]\n\n"
 	"Shows where credentials come from (never the token), which project and endpoints\n"
 	"are used, and asks Google, changing nothing, whether the caller may do what the\n"
 	"stack in DIR needs: one testIamPermissions call on the project, one on the gcs state\n"
@@ -30,13 +30,13 @@ static const char usage[] =
 	"checks what plan, apply, watch and import need; with it, what plan needs.\n"
 	"Exit 0 when all checks pass. DIR (default .) is a stack; without one, the project\n"
 	"comes from the environment and every kind is assumed. docs/permissions.md lists\n"
-	"every method, permission and role.\n";
+	"every method, permission and role. -C DIR (or -chdir=DIR) is the same as DIR.\n";
 
 enum { OPT_PLAN_ONLY = 1 };
 
 static const struct cmd_opt opts[] = {
-	{ "plan-only", CMD_ARG_NONE, OPT_PLAN_ONLY },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "plan-only", .arg = CMD_ARG_NONE, .id = OPT_PLAN_ONLY },
+	{ .name = NULL },
 };
 
 static int report(const char *what, int rc, struct vx_err *err, const char *detail)
@@ -99,12 +99,14 @@ static int doctor_exec(const struct cmd_args *args)
 	struct gcp_http *auth_http = NULL, *http = NULL;
 	struct gcp_http_options ho;
 	struct stack *st = NULL;
-	const char *dir = args->npos ? args->pos[args->npos - 1] : ".", *from = NULL;
+	const char *dir = ".", *from = NULL;
 	char *project = NULL, *token = NULL, *detail = NULL;
 	int failed = 0, rc = VX_EXIT_ERROR, r, plan_only = 0;
 
 	for (size_t i = 0; i < args->nopts; i++)
 		plan_only |= args->opts[i].id == OPT_PLAN_ONLY;
+	if (cmd_stack_dir(args, args->npos ? args->pos[args->npos - 1] : NULL, &dir) < 0)
+		return VX_EXIT_USAGE;
 	cmd_ctx_init(&ctx, args->debug);
 	printf("vx %s doctor\n", VX_VERSION);
 	st = doctor_stack(dir);
@@ -171,4 +173,5 @@ const struct cmd_entry cmd_doctor_entry = {
 	.usage = usage,
 	.opts = opts,
 	.exec = doctor_exec,
+	.stack_dir = 1,
 };

@@ -34,15 +34,14 @@ static const char usage[] =
 	"options:\n"
 	"  -check    only read the resource and say what importing would find;\n"
 	"            changes nothing, takes no lock\n"
-	"  -C DIR    the stack directory (also -chdir=DIR)\n";
+	"  -C DIR    the stack directory (also -chdir=DIR)\n"
+	"  -debug    log every request to stderr (tokens redacted)\n";
 
 enum { IMPORT_OPT_CHECK = 2 };
 
 static const struct cmd_opt import_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "check", CMD_ARG_NONE, IMPORT_OPT_CHECK },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "check", .arg = CMD_ARG_NONE, .id = IMPORT_OPT_CHECK },
+	{ .name = NULL },
 };
 
 /* ADDR RESOURCE [DIR] and the options; VX_EXIT_OK, or VX_EXIT_USAGE after saying why. */
@@ -52,12 +51,10 @@ static int import_args(const struct cmd_args *args, const char **address, const 
 	const struct kind *k;
 	int dir_given = 0;
 
-	for (size_t i = 0; i < args->nopts; i++) {
+	*dir = NULL;
+	for (size_t i = 0; i < args->nopts; i++)
 		if (args->opts[i].id == IMPORT_OPT_CHECK)
 			*check = 1;
-		else if (cmd_dir_arg("import", dir, &dir_given, args->opts[i].value) < 0)
-			return VX_EXIT_USAGE;
-	}
 	for (size_t i = 0; i < args->npos; i++) {
 		if (!*address)
 			*address = args->pos[i];
@@ -70,6 +67,8 @@ static int import_args(const struct cmd_args *args, const char **address, const 
 		cmd_error("import: usage: vx import ADDR RESOURCE [DIR]");
 		return VX_EXIT_USAGE;
 	}
+	if (cmd_stack_dir(args, *dir, dir) < 0)
+		return VX_EXIT_USAGE;
 	k = kind_of_address(*address);
 	if (!k || !strchr(*address, '.')[1]) {
 		cmd_error("import: ADDR is an address such as job.NAME, reservation.NAME or quota.NAME, not '%s'",
@@ -122,4 +121,5 @@ const struct cmd_entry cmd_import_entry = {
 	.usage = usage,
 	.opts = import_opts,
 	.exec = import_exec,
+	.stack_dir = 1,
 };

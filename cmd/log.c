@@ -38,7 +38,7 @@ static const char usage[] =
 	"of pull request 7), the config commit (+dirty: applied from uncommitted\n"
 	"changes), and the run's final state as last observed, with its error. Times are\n"
 	"UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
-	"DIR is the stack directory (default .; -C DIR also works). An argument of the\n"
+	"DIR is the stack directory (default .; -C DIR and -chdir=DIR also work). An argument of the\n"
 	"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n";
 
 /* "2026-11-23T10:02:05Z": every time vx log shows, in one format; "-" when unknown. */
@@ -296,13 +296,10 @@ static int log_exec(const struct cmd_args *args)
 	struct vx_ctx ctx;
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
-	const char *dir = ".", *addr = NULL;
+	const char *dir = NULL, *addr = NULL;
 	int rc = VX_EXIT_ERROR, dir_given = 0;
 
 	memset(&ws, 0, sizeof(ws));
-	for (size_t i = 0; i < args->nopts; i++)
-		if (cmd_dir_arg("log", &dir, &dir_given, args->opts[i].value) < 0) /* -C, -chdir */
-			return VX_EXIT_USAGE;
 	for (size_t i = 0; i < args->npos; i++) {
 		const char *a = args->pos[i];
 
@@ -319,6 +316,8 @@ static int log_exec(const struct cmd_args *args)
 			return VX_EXIT_USAGE;
 		}
 	}
+	if (cmd_stack_dir(args, dir, &dir) < 0)
+		return VX_EXIT_USAGE;
 	cmd_ctx_init(&ctx, args->debug);
 	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
 	    print_log(&ws, addr, &err) < 0) {
@@ -336,6 +335,6 @@ const struct cmd_entry cmd_log_entry = {
 	.name = "log",
 	.summary = "every action vx took, from the state's history",
 	.usage = usage,
-	.opts = cmd_dir_opts,
 	.exec = log_exec,
+	.stack_dir = 1,
 };

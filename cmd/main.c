@@ -13,6 +13,7 @@
 static const struct cmd_entry *const commands[] = {
 	&cmd_plan_entry, &cmd_apply_entry, &cmd_validate_entry, &cmd_doctor_entry, &cmd_log_entry, &cmd_status_entry,
 	&cmd_state_entry, &cmd_unlock_entry, &cmd_import_entry, &cmd_watch_entry, &cmd_version_entry, &cmd_help_entry,
+	&cmd_completion_entry, &cmd_complete_entry,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -27,7 +28,8 @@ static int help_exec(const struct cmd_args *args)
 	       "vx reconciles Vertex AI training jobs, Compute Engine GPU reservations and\n"
 	       "Cloud Quotas preferences declared as YAML in git.\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-10s %s\n", commands[i]->name, commands[i]->summary);
+		if (!commands[i]->hidden)
+			printf("  %-10s %s\n", commands[i]->name, commands[i]->summary);
 	printf("\n'vx <command> -help' shows a command's options.\n"
 	       "Environment: VX_LOG=debug logs each request to stderr (tokens redacted);\n"
 	       "NO_COLOR turns colour off.\n");
@@ -41,21 +43,11 @@ const struct cmd_entry cmd_help_entry = {
 	.exec = help_exec,
 };
 
-static const char version_usage[] = "usage: vx version\n\nPrints vx's version.\n";
-
-static int version_exec(const struct cmd_args *args)
+const struct cmd_entry *const *cmd_table(size_t *n)
 {
-	(void)args;
-	printf("vx %s\n", VX_VERSION);
-	return VX_EXIT_OK;
+	*n = NCOMMANDS;
+	return commands;
 }
-
-const struct cmd_entry cmd_version_entry = {
-	.name = "version",
-	.summary = "print the version",
-	.usage = version_usage,
-	.exec = version_exec,
-};
 
 /* The command called name, or (as_binary) whose binary is name: vxplan. */
 static const struct cmd_entry *find_command(const char *name, int as_binary)
@@ -67,12 +59,20 @@ static const struct cmd_entry *find_command(const char *name, int as_binary)
 	return NULL;
 }
 
+const struct cmd_entry *cmd_find(const char *name)
+{
+	return find_command(name, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = strrchr(argv[0], '/');
 	const struct cmd_entry *c;
 
 	base = base ? base + 1 : argv[0];
+	/* Completion scripts ask whichever binary was typed, vxplan too. */
+	if (argc >= 2 && !strcmp(argv[1], cmd_complete_entry.name))
+		return cmd_run(&cmd_complete_entry, argc - 1, argv + 1);
 	if ((c = find_command(base, 1)))
 		return cmd_run(c, argc, argv);
 	if (argc < 2) {
@@ -82,15 +82,17 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "-help") || !strcmp(argv[1], "--help"))
 		return help_exec(NULL);
 	if (!strcmp(argv[1], "-v") || !strcmp(argv[1], "-version") || !strcmp(argv[1], "--version"))
-		return version_exec(NULL);
+		return cmd_version_entry.exec(NULL);
 	c = find_command(argv[1], 0);
 	if (!c) {
 		const char *names[NCOMMANDS];
 		const char *near;
+		size_t n = 0;
 
 		for (size_t i = 0; i < NCOMMANDS; i++)
-			names[i] = commands[i]->name;
-		near = vx_suggest(argv[1], names, NCOMMANDS);
+			if (!commands[i]->hidden)
+				names[n++] = commands[i]->name;
+		near = vx_suggest(argv[1], names, n);
 		if (near)
 			fprintf(stderr, "vx: unknown command \"%s\" (did you mean \"%s\"?)\n", argv[1], near);
 		else

@@ -36,10 +36,12 @@ static const char usage[] =
 	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"
-	"  -verbose             list every run of a sweep, not one block per sweep\n"		"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
+	"  -verbose             list every run of a sweep, not one block per sweep\n"
+	"  -no-color            no colour (also: NO_COLOR set, or not a terminal)\n"
 	"  -annotations=false   in GitHub Actions, do not also print the stack's problems\n"
 	"                       as ::error annotations (the step summary and outputs stay;\n"
 	"                       docs/ci.md)\n"
+	"  -C DIR               the stack directory, as DIR (also -chdir=DIR)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n";
 
 enum {
@@ -51,13 +53,13 @@ enum {
 };
 
 static const struct cmd_opt plan_opts[] = {
-	{ "out", CMD_ARG_REQUIRED, PLAN_OPT_OUT },
-	{ "format", CMD_ARG_REQUIRED, PLAN_OPT_FORMAT },
-	{ "detailed-exitcode", CMD_ARG_NONE, PLAN_OPT_DETAILED_EXITCODE },
-	{ "no-color", CMD_ARG_NONE, PLAN_OPT_NO_COLOR },
-	{ "annotations", CMD_ARG_OPTIONAL, PLAN_OPT_ANNOTATIONS },
+	{ .name = "out", .arg = CMD_ARG_REQUIRED, .id = PLAN_OPT_OUT, .value = CMD_VALUE_FILE },
+	{ .name = "format", .arg = CMD_ARG_REQUIRED, .id = PLAN_OPT_FORMAT, .values = cmd_formats_plan },
+	{ .name = "detailed-exitcode", .arg = CMD_ARG_NONE, .id = PLAN_OPT_DETAILED_EXITCODE },
+	{ .name = "no-color", .arg = CMD_ARG_NONE, .id = PLAN_OPT_NO_COLOR },
+	{ .name = "annotations", .arg = CMD_ARG_OPTIONAL, .id = PLAN_OPT_ANNOTATIONS, .values = cmd_bool_values },
 	CMD_PLANNING_OPTS,
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = NULL },
 };
 
 /* What plan was asked, from its flags. */
@@ -100,8 +102,8 @@ static int plan_flags(struct plan_args *a, const struct cmd_args *args)
 			}
 		}
 	}
-	for (size_t i = 0; i < args->npos; i++)
-		a->dir = args->pos[i];
+	if (cmd_stack_dir(args, args->npos ? args->pos[args->npos - 1] : NULL, &a->dir) < 0)
+		return VX_EXIT_USAGE;
 	a->annotate = a->annotate && gha_active();
 	if (!a->format || (strcmp(a->format, "human") && strcmp(a->format, "json") &&
 			   strcmp(a->format, "markdown"))) {
@@ -217,4 +219,5 @@ const struct cmd_entry cmd_plan_entry = {
 	.usage = usage,
 	.opts = plan_opts,
 	.exec = plan_exec,
+	.stack_dir = 1,
 };

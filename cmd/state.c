@@ -29,15 +29,14 @@ static const char usage[] =
 	"  lineage, serial and records, under the state lease. gcs: state.json from\n"
 	"  history/N.json; git: the branch at the commit its remote-tracking ref or\n"
 	"  its reflog names. It refuses when a state exists.\n"
-	"DIR is the stack directory (default .; -C DIR also works).\n";
+	"DIR is the stack directory (default .; -C DIR and -chdir=DIR also work).\n"
+	"-debug logs every request to stderr (tokens redacted).\n";
 
 enum { STATE_OPT_SERIAL = 2 };
 
 static const struct cmd_opt state_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "serial", CMD_ARG_REQUIRED, STATE_OPT_SERIAL },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "serial", .arg = CMD_ARG_REQUIRED, .id = STATE_OPT_SERIAL },
+	{ .name = NULL },
 };
 
 /* vx state restore: the lease, the backend's restore, what it did. */
@@ -106,20 +105,15 @@ static int state_exec(const struct cmd_args *args)
 	struct vx_ctx ctx;
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
-	const char *dir = ".", *verb = NULL, *addr = NULL;
+	const char *dir = NULL, *verb = NULL, *addr = NULL;
 	char *json = NULL;
 	int rc = VX_EXIT_ERROR, dir_given = 0;
 	uint64_t serial = 0;
 
 	memset(&ws, 0, sizeof(ws));
-	for (size_t i = 0; i < args->nopts; i++) {
-		if (args->opts[i].id == STATE_OPT_SERIAL) {
-			if (parse_serial(args->opts[i].value, &serial) < 0)
-				return VX_EXIT_USAGE;
-		} else if (cmd_dir_arg("state", &dir, &dir_given, args->opts[i].value) < 0) {
-			return VX_EXIT_USAGE; /* -C, -chdir */
-		}
-	}
+	for (size_t i = 0; i < args->nopts; i++)
+		if (args->opts[i].id == STATE_OPT_SERIAL && parse_serial(args->opts[i].value, &serial) < 0)
+			return VX_EXIT_USAGE;
 	for (size_t i = 0; i < args->npos; i++) {
 		const char *a = args->pos[i];
 
@@ -141,6 +135,8 @@ static int state_exec(const struct cmd_args *args)
 		fputs(usage, stderr);
 		return VX_EXIT_USAGE;
 	}
+	if (cmd_stack_dir(args, dir, &dir) < 0)
+		return VX_EXIT_USAGE;
 	cmd_ctx_init(&ctx, args->debug);
 	if (!strcmp(verb, "restore")) {
 		if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0)
@@ -185,4 +181,6 @@ const struct cmd_entry cmd_state_entry = {
 	.usage = usage,
 	.opts = state_opts,
 	.exec = state_exec,
+	.stack_dir = 1,
+	.subcommands = (const char *const[]){ "list", "show", "restore", NULL },
 };

@@ -36,11 +36,9 @@ static const char usage[] =
 enum { STATUS_OPT_FORMAT = 2, STATUS_OPT_NO_COLOR };
 
 static const struct cmd_opt status_opts[] = {
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "format", CMD_ARG_REQUIRED, STATUS_OPT_FORMAT },
-	{ "no-color", CMD_ARG_NONE, STATUS_OPT_NO_COLOR },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "format", .arg = CMD_ARG_REQUIRED, .id = STATUS_OPT_FORMAT, .values = cmd_formats_status },
+	{ .name = "no-color", .arg = CMD_ARG_NONE, .id = STATUS_OPT_NO_COLOR },
+	{ .name = NULL },
 };
 
 struct status_flags {
@@ -53,7 +51,7 @@ static int parse_flags(struct status_flags *f, const struct cmd_args *args)
 {
 	int dir_given = 0;
 
-	f->dir = ".";
+	f->dir = NULL;
 	f->format = "human";
 	for (size_t i = 0; i < args->nopts; i++) {
 		const char *v = args->opts[i].value;
@@ -62,12 +60,12 @@ static int parse_flags(struct status_flags *f, const struct cmd_args *args)
 			f->format = v;
 		else if (args->opts[i].id == STATUS_OPT_NO_COLOR)
 			f->no_color = 1;
-		else if (cmd_dir_arg("status", &f->dir, &dir_given, v) < 0)
-			return -1;
 	}
 	for (size_t i = 0; i < args->npos; i++)
 		if (cmd_dir_arg("status", &f->dir, &dir_given, args->pos[i]) < 0)
 			return -1;
+	if (cmd_stack_dir(args, f->dir, &f->dir) < 0)
+		return -1;
 	if (!f->format || (strcmp(f->format, "human") && strcmp(f->format, "json"))) {
 		cmd_error("status: -format must be human or json");
 		return -1;
@@ -148,4 +146,5 @@ const struct cmd_entry cmd_status_entry = {
 	.usage = usage,
 	.opts = status_opts,
 	.exec = status_exec,
+	.stack_dir = 1,
 };

@@ -26,13 +26,15 @@ static const char usage[] =
 	"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n\n"
 	"options:\n"
 	"  -annotations=false   in GitHub Actions (GITHUB_ACTIONS=true), do not also print\n"
-	"                       each problem as an ::error annotation on the diff\n";
+	"                       each problem as an ::error annotation on the diff\n"
+	"  -C DIR               the stack directory, as DIR (also -chdir=DIR)\n"
+	"  -debug               more detail on stderr\n";
 
 enum { VALIDATE_OPT_ANNOTATIONS = 1 };
 
 static const struct cmd_opt validate_opts[] = {
-	{ "annotations", CMD_ARG_OPTIONAL, VALIDATE_OPT_ANNOTATIONS },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "annotations", .arg = CMD_ARG_OPTIONAL, .id = VALIDATE_OPT_ANNOTATIONS, .values = cmd_bool_values },
+	{ .name = NULL },
 };
 
 static const char *plural(size_t n, const char *one, const char *many)
@@ -71,6 +73,7 @@ static int validate_dir(const char *dir, int annotate)
 
 static int validate_exec(const struct cmd_args *args)
 {
+	const char *dir;
 	int code = VX_EXIT_OK, annotate = 1;
 
 	for (size_t i = 0; i < args->nopts; i++)
@@ -78,11 +81,17 @@ static int validate_exec(const struct cmd_args *args)
 		    cmd_annotate("validate", args->opts[i].value, &annotate) < 0)
 			return VX_EXIT_USAGE;
 	annotate = annotate && gha_active();
+	/* -C DIR is one of the directories: the others must be it. */
+	for (size_t i = 0; i < args->npos; i++)
+		if (cmd_stack_dir(args, args->pos[i], &dir) < 0)
+			return VX_EXIT_USAGE;
+	if (args->dir && args->npos)
+		return validate_dir(args->dir, annotate);
 	for (size_t i = 0; i < args->npos; i++)
 		if (validate_dir(args->pos[i], annotate) != VX_EXIT_OK)
 			code = VX_EXIT_ERROR;
 	if (args->npos == 0)
-		code = validate_dir(".", annotate);
+		code = validate_dir(args->dir ? args->dir : ".", annotate);
 	return code;
 }
 
@@ -92,4 +101,5 @@ const struct cmd_entry cmd_validate_entry = {
 	.usage = usage,
 	.opts = validate_opts,
 	.exec = validate_exec,
+	.stack_dir = 1,
 };

@@ -44,7 +44,7 @@ static const char usage[] =
 	"  -metrics FILE        write Prometheus text format to FILE after each cycle\n"
 	"                       (atomically: for node_exporter's textfile collector)\n"
 	"  -format FMT          human (default) or json: one JSON object per line\n"
-	"  -C DIR               the stack's directory (as DIR)\n"
+	"  -C DIR               the stack's directory (as DIR; also -chdir=DIR)\n"
 	"  -debug               log every request to stderr (tokens redacted)\n";
 
 enum {
@@ -58,16 +58,14 @@ enum {
 };
 
 static const struct cmd_opt watch_opts[] = {
-	{ "interval", CMD_ARG_REQUIRED, WATCH_OPT_INTERVAL },
-	{ "once", CMD_ARG_NONE, WATCH_OPT_ONCE },
-	{ "sync", CMD_ARG_NONE, WATCH_OPT_SYNC },
-	{ "metrics", CMD_ARG_REQUIRED, WATCH_OPT_METRICS },
-	{ "format", CMD_ARG_REQUIRED, WATCH_OPT_FORMAT },
-	{ "cycles", CMD_ARG_REQUIRED, WATCH_OPT_CYCLES },
-	{ "follow", CMD_ARG_REQUIRED, WATCH_OPT_FOLLOW },
-	{ "C", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ "chdir", CMD_ARG_REQUIRED, CMD_OPT_DIR },
-	{ NULL, CMD_ARG_NONE, 0 },
+	{ .name = "interval", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_INTERVAL },
+	{ .name = "once", .arg = CMD_ARG_NONE, .id = WATCH_OPT_ONCE },
+	{ .name = "sync", .arg = CMD_ARG_NONE, .id = WATCH_OPT_SYNC },
+	{ .name = "metrics", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_METRICS, .value = CMD_VALUE_FILE },
+	{ .name = "format", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_FORMAT, .values = cmd_formats_status },
+	{ .name = "cycles", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_CYCLES },
+	{ .name = "follow", .arg = CMD_ARG_REQUIRED, .id = WATCH_OPT_FOLLOW },
+	{ .name = NULL },
 };
 
 /* What the loop keeps between cycles, for the log and the metrics. */
@@ -250,7 +248,7 @@ static int parse(struct watcher *wr, const struct cmd_args *args)
 	int given = 0;
 
 	wr->interval_ms = 30000;
-	wr->dir = ".";
+	wr->dir = NULL;
 	for (size_t i = 0; i < args->nopts; i++) {
 		const char *v = args->opts[i].value;
 
@@ -288,15 +286,13 @@ static int parse(struct watcher *wr, const struct cmd_args *args)
 			wr->max_cycles = (uint64_t)n;
 			break;
 		}
-		case CMD_OPT_DIR:
-			if (cmd_dir_arg("watch", &wr->dir, &given, v) < 0)
-				return -1;
-			break;
 		}
 	}
 	for (size_t i = 0; i < args->npos; i++)
 		if (cmd_dir_arg("watch", &wr->dir, &given, args->pos[i]) < 0)
 			return -1;
+	if (cmd_stack_dir(args, wr->dir, &wr->dir) < 0)
+		return -1;
 	/* Below a second only for a bounded run (a test, a benchmark): a watcher that
 	 * runs for days must not ask the APIs several times a second. */
 	if (wr->interval_ms < 1000 && !wr->max_cycles && !wr->once) {
@@ -384,4 +380,5 @@ const struct cmd_entry cmd_watch_entry = {
 	.usage = usage,
 	.opts = watch_opts,
 	.exec = watch_exec,
+	.stack_dir = 1,
 };

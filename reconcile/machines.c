@@ -192,6 +192,14 @@ int machines_fixed_gpus(const char *machine_type, const char **vertex, int64_t *
 	return 0;
 }
 
+const char *machines_with_gpus(const char *vertex, int64_t count)
+{
+	for (size_t i = 0; vertex && i < NELEM(fixed); i++)
+		if (!strcmp(fixed[i].gpu, vertex) && fixed[i].count == count)
+			return fixed[i].machine_type;
+	return NULL;
+}
+
 const char *machines_flex_start_gpus(void)
 {
 	return "L4, A100, H100, H200, B200";
@@ -224,6 +232,7 @@ static int add_counts(struct vx_buf *b, unsigned mask)
 static int check_fixed(struct vx_buf *b, size_t i, const char *accelerator, int64_t count,
 		       enum machines_field *field)
 {
+	const char *other;
 	int rc;
 
 	if (accelerator && !strcmp(accelerator, fixed[i].gpu) && count == fixed[i].count)
@@ -243,6 +252,10 @@ static int check_fixed(struct vx_buf *b, size_t i, const char *accelerator, int6
 		*field = MACHINES_FIELD_ACCELERATOR_COUNT;
 		rc = vx_buf_printf(b, "acceleratorCount is %lld", (long long)count);
 	}
+	/* The machine that has what was asked for, when one does. */
+	other = accelerator && count ? machines_with_gpus(accelerator, count) : NULL;
+	if (rc == 0 && other)
+		rc = vx_buf_printf(b, " (%lld %s come with machineType %s)", (long long)count, accelerator, other);
 	return rc < 0 ? rc : VX_EINVAL;
 }
 

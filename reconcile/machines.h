@@ -44,6 +44,11 @@ const char *machines_quota_id(const struct machines_gpu *gpu, const char *strate
  * if so, *vertex and *count (either may be NULL) are set. */
 int machines_fixed_gpus(const char *machine_type, const char **vertex, int64_t *count);
 
+/* The GPU machine type that comes with count GPUs vertex (the first in the
+ * table: g2-standard-4 for 1 NVIDIA_L4), or NULL: what a message about a
+ * count or GPU that does not fit the machine suggests instead. */
+const char *machines_with_gpus(const char *vertex, int64_t count);
+
 /* Which field of a machineSpec a problem is about, so it can be reported at
  * that field's position. */
 enum machines_field {

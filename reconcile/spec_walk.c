@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/machines.h"
 #include "reconcile/schema_tables.h"
 #include "reconcile/ynode.h"
 #include "util/buf.h"
@@ -87,12 +88,36 @@ static int scalar_text(struct chk *c, const struct ynode *n, const char **s)
 	return 0;
 }
 
+/*
+ * The GPU the machine of the pool being checked comes with, when n is its
+ * acceleratorType and the machine type has fixed GPUs: what to suggest for
+ * an unknown GPU there, rather than the nearest spelling (NVIDIA_A100_40GB
+ * on a2-highgpu-8g means NVIDIA_TESLA_A100, not NVIDIA_A100_80GB). NULL
+ * otherwise; *mt and *count say which machine and how many.
+ */
+static const char *machine_gpu(const struct chk *c, const struct schema_field *f, const char **mt,
+			       int64_t *count)
+{
+	const struct ynode *m;
+	const char *vertex = NULL;
+
+	if (!c->pool || !c->pool->mspec || c->pool->mspec->kind != YNODE_MAP ||
+	    strcmp(f->json_name, "acceleratorType"))
+		return NULL;
+	m = ynode_get(c->pool->mspec, "machineType");
+	if (!m || m->kind != YNODE_SCALAR || !machines_fixed_gpus(m->str, &vertex, count) ||
+	    schema_enum_index(f->enumt, vertex) < 0)
+		return NULL;
+	*mt = m->str;
+	return vertex;
+}
+
 static int check_enum(struct chk *c, const struct schema_field *f, const struct ynode *n,
 		      struct jv **out)
 {
 	const struct schema_enum *e = f->enumt;
 	long long num;
-	const char *near;
+	const char *near, *fits;
 	size_t i;
 	int idx = -1;
 
@@ -113,8 +138,14 @@ static int check_enum(struct chk *c, const struct schema_field *f, const struct 
 		idx = schema_enum_index(e, n->str);
 	}
 	if (idx < 0) {
+		const char *mt = NULL;
+		int64_t count = 0;
+
 		near = vx_suggest(n->str, e->values, e->n);
-		if (near)
+		if ((fits = machine_gpu(c, f, &mt, &count)))
+			spec_err(c, n, "unknown value \"%s\" (did you mean \"%s\"? %s comes with %lld %s)", n->str,
+				 fits, mt, (long long)count, fits);
+		else if (near)
 			spec_err(c, n, "unknown value \"%s\" (did you mean \"%s\"?)", n->str, near);
 		else
 			spec_err(c, n, "unknown value \"%s\"", n->str);

@@ -804,8 +804,8 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	}
 	if (!first_stack && !L->unparsed) {
 		L->prefix[0] = '\0';
-		stack_err_at(L, st->dir, NULL, "no Stack: one document must be \"kind: Stack\" (with name, "
-			"project and region)");
+		stack_err_at(L, st->dir, NULL, "no Stack: one document must be \"kind: Stack\" (with name "
+			"and project)");
 	}
 
 	/* reservations, then quotas (with their own name spaces) */

@@ -1224,3 +1224,83 @@ void stack_after_check(struct loader *L, const struct stack *st, const struct yn
 					     "a sweep", name_of(docs[i]), e, it->str);
 		}
 }
+
+/* Appends "ADDR\n" unless the lines of out since from hold it already. */
+static int add_once(struct vx_buf *out, size_t from, const char *addr, size_t n)
+{
+	for (size_t at = from; at < out->len;) {
+		const char *nl = memchr(out->data + at, '\n', out->len - at);
+		size_t len = nl ? (size_t)(nl - (out->data + at)) : out->len - at;
+
+		if (len == n && !memcmp(out->data + at, addr, n))
+			return 0;
+		at += len + 1;
+	}
+	if (vx_buf_add(out, addr, n) < 0 || vx_buf_addc(out, '\n') < 0)
+		return VX_ENOMEM;
+	return 0;
+}
+
+/* The axis-th "k=v" of run address a ("job.s[k=v,...]"): its start and length, or NULL. */
+static const char *pair_at(const char *a, size_t axis, size_t *n)
+{
+	const char *p = strchr(a, '['), *end = a + strlen(a) - 1;
+
+	if (!p || *end != ']')
+		return NULL;
+	for (p++; p < end; axis--) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+
+		*n = c ? (size_t)(c - p) : (size_t)(end - p);
+		if (!axis)
+			return p;
+		p += *n + 1;
+	}
+	return NULL;
+}
+
+/* The sweep's address, then a slice for each value of each axis, axes and values in order. */
+static int sweep_addresses(struct vx_buf *out, const struct stack *st, const struct stack_sweep *s)
+{
+	struct vx_buf slice = VX_BUF_INIT;
+	size_t from;
+	int rc = vx_buf_printf(out, "%s\n", s->address), more = 1;
+
+	from = out->len;
+	for (size_t axis = 0; more && rc == 0; axis++) {
+		more = 0;
+		for (size_t k = s->first; k < s->first + s->n && k < st->njobs && rc == 0; k++) {
+			size_t n = 0;
+			const char *p = pair_at(st->jobs[k].d.address, axis, &n);
+
+			if (!p)
+				continue;
+			more = 1;
+			vx_buf_reset(&slice);
+			if (vx_buf_printf(&slice, "%s[%.*s]", s->address, (int)n, p) < 0)
+				rc = VX_ENOMEM;
+			else
+				rc = add_once(out, from, slice.data, slice.len);
+		}
+	}
+	vx_buf_release(&slice);
+	return rc;
+}
+
+int sweep_stack_addresses(struct vx_buf *out, const struct stack *st)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < st->njobs && rc == 0; i++)
+		if (!st->jobs[i].sweep && vx_buf_printf(out, "%s\n", st->jobs[i].d.address) < 0)
+			rc = VX_ENOMEM;
+	for (size_t i = 0; i < st->nsweeps && rc == 0; i++)
+		rc = sweep_addresses(out, st, &st->sweeps[i]);
+	for (size_t i = 0; i < st->nreservations && rc == 0; i++)
+		if (vx_buf_printf(out, "%s\n", st->reservations[i].d.address) < 0)
+			rc = VX_ENOMEM;
+	for (size_t i = 0; i < st->nquotas && rc == 0; i++)
+		if (vx_buf_printf(out, "%s\n", st->quotas[i].d.address) < 0)
+			rc = VX_ENOMEM;
+	return rc;
+}

@@ -21,6 +21,16 @@ struct stack;
  * whose combination has seed=2, whatever its other values). */
 int sweep_address_matches(const char *target, const char *address);
 
+/*
+ * Every address the stack declares, one a line, for shell completion of
+ * -target and -replace: each job declared alone, each sweep, each slice of
+ * one axis value ("job.lr-sweep[seed=2]", in the sweep's order, once), each
+ * reservation and quota preference. A sweep's runs are left out: a sweep of
+ * thousands would bury the rest. 0 or VX_ENOMEM.
+ */
+struct vx_buf;
+int sweep_stack_addresses(struct vx_buf *out, const struct stack *st);
+
 /* Whether address names a run of a sweep ("job.NAME[...]"). */
 int sweep_address_is_run(const char *address);
 

@@ -14,6 +14,10 @@ BUILD_PKGS="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libcjson
 PKGS="$BUILD_PKGS git python3 openssl libcmocka-dev nghttp2-proxy yamllint python3-yaml curl shellcheck"
 # chromium: make check loads the report page in it, headless (tests/browser/).
 PKGS="$PKGS chromium"
+# zsh and fish: tests/e2e/test_completion.py runs the completion scripts in them.
+# mandoc: make lint-ci lints the man pages; man-db, dpkg-dev and lintian: make check-deb
+# builds the .deb, checks it and installs it (man -w vx).
+PKGS="$PKGS zsh fish mandoc man-db dpkg-dev lintian"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

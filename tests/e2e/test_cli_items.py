@@ -200,7 +200,7 @@ class CliTest(FakeTestCase):
         r = self.run_vx(["log", "train"], cwd=root)
         self.assertEqual((r.code, r.err), (64, "vx: log: 'train' is neither an address (such as "
                                                "job.NAME) nor a directory\n"))
-        r = self.run_vx(["log", "stack", "-C", "stack"], cwd=root)
+        r = self.run_vx(["log", "stack", "stack"], cwd=root)
         self.assertEqual((r.code, r.err), (64, "vx: log: the stack directory is given twice "
                                                "('stack' and 'stack')\n"))
 

@@ -279,7 +279,44 @@ class LoaderItemsTest(unittest.TestCase):
                          "acceleratorCount: 8}"),
                      's/stack.yaml:10:66: CustomJob "j": spec.workerPoolSpecs[0].machineSpec.'
                      'acceleratorType: unknown value "NVIDIA_H100" (did you mean '
-                     '"NVIDIA_H100_80GB"?)\n')
+                     '"NVIDIA_H100_80GB"? a3-highgpu-8g comes with 8 NVIDIA_H100_80GB)\n')
+
+    def test_accelerator_that_fits_the_machine(self):
+        # The nearest spelling (NVIDIA_A100_80GB) is wrong for a2-highgpu-8g: suggest its own GPU.
+        self.refused(HEAD + "---\n" + POOL.replace(
+                         "{machineType: n1-standard-4}",
+                         "{machineType: a2-highgpu-8g, acceleratorType: NVIDIA_A100_40GB, "
+                         "acceleratorCount: 8}"),
+                     's/stack.yaml:10:66: CustomJob "j": spec.workerPoolSpecs[0].machineSpec.'
+                     'acceleratorType: unknown value "NVIDIA_A100_40GB" (did you mean '
+                     '"NVIDIA_TESLA_A100"? a2-highgpu-8g comes with 8 NVIDIA_TESLA_A100)\n')
+
+    def test_accelerator_count_names_the_machine_that_has_it(self):
+        self.refused(HEAD + "---\n" + POOL.replace(
+                         "{machineType: n1-standard-4}",
+                         "{machineType: a2-highgpu-8g, acceleratorType: NVIDIA_TESLA_A100, "
+                         "acceleratorCount: 4}"),
+                     's/stack.yaml:10:103: CustomJob "j": spec.workerPoolSpecs[0].machineSpec.'
+                     'acceleratorCount: a2-highgpu-8g comes with 8 NVIDIA_TESLA_A100; acceleratorCount '
+                     'is 4 (4 NVIDIA_TESLA_A100 come with machineType a2-highgpu-4g)\n')
+        # Another GPU than the machine's: the machine that has that many of it.
+        self.refused(HEAD + "---\n" + POOL.replace(
+                         "{machineType: n1-standard-4}",
+                         "{machineType: a2-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, "
+                         "acceleratorCount: 8}"),
+                     's/stack.yaml:10:66: CustomJob "j": spec.workerPoolSpecs[0].machineSpec.'
+                     'acceleratorType: a2-highgpu-8g comes with 8 NVIDIA_TESLA_A100; acceleratorType '
+                     'is NVIDIA_H100_80GB (8 NVIDIA_H100_80GB come with machineType a3-highgpu-8g)\n')
+
+    def test_no_stack_names_what_is_required(self):
+        # region is not required (each job may name its own): name and project are.
+        code, out, err = self.validate(POOL)
+        self.assertEqual((code, out, err),
+                         (1, "", 's: no Stack: one document must be "kind: Stack" (with name and '
+                                 'project)\n'))
+        code, out, err = self.validate("kind: Stack\nname: s\nproject: my-project\n")
+        self.assertEqual((code, out, err),
+                         (0, "stack s: 0 jobs, 0 reservations, 0 quota preferences: valid\n", ""))
 
     def test_reservation_count_zero(self):
         # Compute's specificSkuCount is 1..1000

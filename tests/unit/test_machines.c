@@ -69,20 +69,25 @@ static void test_fixed_mismatch(void **state)
 {
 	(void)state;
 	expect_msg("a3-highgpu-8g", "NVIDIA_H100_80GB", 4, MACHINES_FIELD_ACCELERATOR_COUNT,
-		   "a3-highgpu-8g comes with 8 NVIDIA_H100_80GB; acceleratorCount is 4");
+		   "a3-highgpu-8g comes with 8 NVIDIA_H100_80GB; acceleratorCount is 4 "
+		   "(4 NVIDIA_H100_80GB come with machineType a3-highgpu-4g)");
 	expect_msg("a3-highgpu-8g", "NVIDIA_H100_80GB", 0, MACHINES_FIELD_ACCELERATOR_COUNT,
 		   "a3-highgpu-8g comes with 8 NVIDIA_H100_80GB; acceleratorCount is not set");
 	expect_msg("a3-megagpu-8g", "NVIDIA_H100_80GB", 8, MACHINES_FIELD_ACCELERATOR_TYPE,
-		   "a3-megagpu-8g comes with 8 NVIDIA_H100_MEGA_80GB; acceleratorType is NVIDIA_H100_80GB");
+		   "a3-megagpu-8g comes with 8 NVIDIA_H100_MEGA_80GB; acceleratorType is NVIDIA_H100_80GB "
+		   "(8 NVIDIA_H100_80GB come with machineType a3-highgpu-8g)");
 	expect_msg("a2-ultragpu-2g", "NVIDIA_TESLA_A100", 2, MACHINES_FIELD_ACCELERATOR_TYPE,
-		   "a2-ultragpu-2g comes with 2 NVIDIA_A100_80GB; acceleratorType is NVIDIA_TESLA_A100");
+		   "a2-ultragpu-2g comes with 2 NVIDIA_A100_80GB; acceleratorType is NVIDIA_TESLA_A100 "
+		   "(2 NVIDIA_TESLA_A100 come with machineType a2-highgpu-2g)");
 	/* GPU machine types need an accelerator */
 	expect_msg("g2-standard-24", NULL, 0, MACHINES_FIELD_ACCELERATOR_TYPE,
 		   "g2-standard-24 comes with 2 NVIDIA_L4; acceleratorType is not set");
 	expect_msg("g2-standard-12", "NVIDIA_L4", 2, MACHINES_FIELD_ACCELERATOR_COUNT,
-		   "g2-standard-12 comes with 1 NVIDIA_L4; acceleratorCount is 2");
+		   "g2-standard-12 comes with 1 NVIDIA_L4; acceleratorCount is 2 "
+		   "(2 NVIDIA_L4 come with machineType g2-standard-24)");
 	expect_msg("a4-highgpu-8g", "NVIDIA_H200_141GB", 8, MACHINES_FIELD_ACCELERATOR_TYPE,
-		   "a4-highgpu-8g comes with 8 NVIDIA_B200; acceleratorType is NVIDIA_H200_141GB");
+		   "a4-highgpu-8g comes with 8 NVIDIA_B200; acceleratorType is NVIDIA_H200_141GB "
+		   "(8 NVIDIA_H200_141GB come with machineType a3-ultragpu-8g)");
 	expect_msg("a3-highgpu-8", "NVIDIA_H100_80GB", 8, MACHINES_FIELD_MACHINE_TYPE,
 		   "unknown GPU machine type a3-highgpu-8 (did you mean \"a3-highgpu-8g\"?)");
 }

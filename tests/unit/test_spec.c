@@ -270,7 +270,7 @@ static void test_machine_rule_positions(void **state)
 		"    containerSpec: {imageUri: img}\n"
 		"    replicaCount: 2\n"
 		"scheduling: {strategy: FLEX_START, timeout: 8d}\n",
-		"job.yaml:5:25: spec.workerPoolSpecs[0].machineSpec.acceleratorCount: a3-highgpu-8g comes with 8 NVIDIA_H100_80GB; acceleratorCount is 4\n"
+		"job.yaml:5:25: spec.workerPoolSpecs[0].machineSpec.acceleratorCount: a3-highgpu-8g comes with 8 NVIDIA_H100_80GB; acceleratorCount is 4 (4 NVIDIA_H100_80GB come with machineType a3-highgpu-4g)\n"
 		"job.yaml:7:64: spec.workerPoolSpecs[1].machineSpec.acceleratorType: FLEX_START runs only on L4, A100, H100, H200, B200 GPUs; acceleratorType is NVIDIA_TESLA_T4\n"
 		"job.yaml:7:18: spec.workerPoolSpecs[1].machineSpec: FLEX_START needs the same machineSpec in every worker pool; this one differs from the first\n"
 		"job.yaml:10:45: spec.scheduling.timeout: FLEX_START allows a timeout of at most 7 days (604800s); timeout is 691200s");
@@ -331,7 +331,7 @@ static void test_loader_items(void **state)
 	expect_errors("workerPoolSpecs:\n"
 		"  - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100, acceleratorCount: 8}\n"
 		"    containerSpec: {imageUri: img}\n",
-		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: unknown value \"NVIDIA_H100\" (did you mean \"NVIDIA_H100_80GB\"?)");
+		"job.yaml:2:64: spec.workerPoolSpecs[0].machineSpec.acceleratorType: unknown value \"NVIDIA_H100\" (did you mean \"NVIDIA_H100_80GB\"? a3-highgpu-8g comes with 8 NVIDIA_H100_80GB)");
 }
 
 #define SALT1 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"

@@ -254,10 +254,10 @@ static void test_bad_dirs(void **state)
 	} cases[] = {
 		{ "no-yaml", "DIR: no *.yaml or *.yml files: a stack is a directory of YAML files "
 			     "with one \"kind: Stack\"\n", 0 },
-		{ "no-stack", "DIR: no Stack: one document must be \"kind: Stack\" (with name, "
-			      "project and region)\n", 0 },
-		{ "empty", "DIR: no Stack: one document must be \"kind: Stack\" (with name, project "
-			   "and region)\nDIR/stack.yaml:1:1: empty file: no YAML document in it\n", 0 },
+		{ "no-stack", "DIR: no Stack: one document must be \"kind: Stack\" (with name "
+			      "and project)\n", 0 },
+		{ "empty", "DIR: no Stack: one document must be \"kind: Stack\" (with name and "
+			   "project)\nDIR/stack.yaml:1:1: empty file: no YAML document in it\n", 0 },
 		{ "two-stacks", "DIR/stack.yaml:5:1: a second Stack: this directory's Stack is "
 				"declared at DIR/stack.yaml:1:1 (one Stack per directory)\n", 0 },
 		{ "unknown-field", "DIR/stack.yaml:5:1: Stack \"s\": unknown field \"lables\" (did "
@@ -566,8 +566,8 @@ static void test_kinds(void **state)
 	expect_errors(STACK_DOC "---\nkind: 3\n",
 		      "t/s.yaml:6:7: kind: expected a string, got the number 3; quote it: \"3\"\n");
 	expect_errors(JOB("a"),
-		      "t: no Stack: one document must be \"kind: Stack\" (with name, project and "
-		      "region)\n");
+		      "t: no Stack: one document must be \"kind: Stack\" (with name and "
+		      "project)\n");
 }
 
 static void test_types(void **state)
@@ -846,7 +846,8 @@ static void test_ladder_errors(void **state)
 		      "\"east-pool\" is in zone us-east5-a, outside the job's region us-central1\n"
 		      "t/s.yaml:33:86: CustomJob \"a\": resubmit.fallback[4]: "
 		      "spec.workerPoolSpecs[0].machineSpec.acceleratorType: a2-ultragpu-8g comes with 8 "
-		      "NVIDIA_A100_80GB; acceleratorType is NVIDIA_H100_80GB\n"
+		      "NVIDIA_A100_80GB; acceleratorType is NVIDIA_H100_80GB (8 NVIDIA_H100_80GB come with "
+		      "machineType a3-highgpu-8g)\n"
 		      "t/s.yaml:34:20: CustomJob \"a\": resubmit.fallback[5].reservation: "
 		      "\"projects/my-project/zones/us-west1-b/reservations/zz\" is in zone us-west1-b, "
 		      "outside the rung's region us-central1\n"
@@ -1134,7 +1135,8 @@ static void test_reservation(void **state)
 		      "machineType: a3-highgpu-8g\naccelerators: [{type: nvidia-h100-80gb, count: 4}]\n"
 		      "count: 1\n",
 		      "t/s.yaml:10:15: Reservation \"r\": accelerators: a3-highgpu-8g comes with 8 "
-		      "NVIDIA_H100_80GB; acceleratorCount is 4\n");
+		      "NVIDIA_H100_80GB; acceleratorCount is 4 (4 NVIDIA_H100_80GB come with machineType "
+		      "a3-highgpu-4g)\n");
 	/* a job naming a reservation that is not declared */
 	expect_errors(STACK_DOC "---\nkind: Reservation\nname: h100-pool\nzone: us-central1-a\n"
 		      "machineType: a3-highgpu-8g\naccelerators: [{type: nvidia-h100-80gb, count: 8}]\n"
@@ -1233,10 +1235,10 @@ static void test_hostile_mem(void **state)
 	char *doc;
 
 	(void)state;
-	expect_errors("", "t: no Stack: one document must be \"kind: Stack\" (with name, "
-		      "project and region)\nt/s.yaml:1:1: empty file: no YAML document in it\n");
+	expect_errors("", "t: no Stack: one document must be \"kind: Stack\" (with name "
+		      "and project)\nt/s.yaml:1:1: empty file: no YAML document in it\n");
 	expect_errors("# only a comment\n", "t: no Stack: one document must be \"kind: Stack\" "
-		      "(with name, project and region)\n"
+		      "(with name and project)\n"
 		      "t/s.yaml:1:1: empty file: no YAML document in it\n");
 	/* 20,000 nested brackets: refused by depth, no stack overflow */
 	assert_int_equal(vx_buf_adds(&b, STACK_DOC "x: "), 0);
