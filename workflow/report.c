@@ -190,8 +190,8 @@ void report_session_release(struct report_session *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int report_recent_spend(struct workspace *ws, const struct prices *p, int64_t now_ms, double *usd,
-			double *wasted_share, struct vx_err *err)
+int report_recent_spend(const struct workspace *ws, const struct prices *p, int64_t now_ms, double *usd,
+			double *preempted_share, struct vx_err *err)
 {
 	struct state_history_entry *h = NULL;
 	struct report_input in = REPORT_INPUT_INIT;
@@ -200,7 +200,7 @@ int report_recent_spend(struct workspace *ws, const struct prices *p, int64_t no
 	int rc;
 
 	memset(&r, 0, sizeof(r));
-	*usd = *wasted_share = 0;
+	*usd = *preempted_share = 0;
 	if ((rc = state_history(ws->backend, NULL, 0, &h, &n, err)) < 0)
 		goto done;
 	if ((rc = report_input_add_history(&in, ws->st->name, h, n)) < 0) {
@@ -210,10 +210,68 @@ int report_recent_spend(struct workspace *ws, const struct prices *p, int64_t no
 	if ((rc = report_build(&r, &in, p, now_ms - (int64_t)30 * 86400000, now_ms, now_ms, err)) < 0)
 		goto done;
 	*usd = r.usd;
-	*wasted_share = r.usd > 0 ? r.usd_wasted / r.usd : 0;
+	for (size_t i = 0; i < r.nruns; i++)
+		if (r.usd > 0 && r.runs[i].priced && !strcmp(r.runs[i].outcome, "preempted"))
+			*preempted_share += r.runs[i].usd / r.usd;
 done:
 	report_release(&r);
 	report_input_release(&in);
 	state_history_free(h, n);
 	return rc;
+}
+
+/* Whole dollars from $100 up ("$1,240", "$312"); cents below, so a small sum does not read as $0. */
+static int money(struct vx_buf *b, double usd)
+{
+	return capacity_money(b, "USD", usd, usd >= 100 ? 0 : 2);
+}
+
+int report_spend_line(char **out, const struct workspace *ws, const struct prices *p,
+		      const struct capacity_report *cap, int64_t now_ms)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct prices own;
+	double usd = 0, share = 0;
+	int rc, r = 0;
+
+	*out = NULL;
+	memset(&own, 0, sizeof(own));
+	/* A plan without GPUs loads no table: the history's runs still cost. */
+	if (!p || !p->n) {
+		r = prices_load(&own, ws->st, getenv("VX_PRICES"), &err);
+		p = &own;
+	}
+	rc = vx_buf_adds(&b, "last 30 days: ");
+	if (rc == 0 && (r < 0 || report_recent_spend(ws, p, now_ms, &usd, &share, &err) < 0)) {
+		if (err.code == VX_ENOMEM)
+			rc = VX_ENOMEM;
+		else
+			rc = vx_buf_printf(&b, "spend unknown (%s: %s)", r < 0 ? "reading the price table"
+									 : "reading the state's history",
+					   vx_err_msg(&err));
+	} else if (rc == 0) {
+		rc = money(&b, usd);
+		if (rc == 0 && usd > 0)
+			rc = vx_buf_printf(&b, " (%.0f%% on preempted runs)", share * 100.0);
+	}
+	if (rc == 0)
+		rc = vx_buf_adds(&b, " · this plan: ");
+	if (rc == 0 && (!cap || !cap->any))
+		rc = vx_buf_adds(&b, "no GPU job or reservation to price");
+	else if (rc == 0 && !cap->delta_known)
+		rc = vx_buf_adds(&b, "at most unknown (a price is not in the table)");
+	else if (rc == 0) {
+		rc = vx_buf_adds(&b, "at most ");
+		if (rc == 0)
+			rc = money(&b, cap->max_total);
+	}
+	vx_err_release(&err);
+	prices_release(&own);
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return VX_ENOMEM;
+	}
+	*out = vx_buf_detach(&b);
+	return *out ? 0 : VX_ENOMEM;
 }

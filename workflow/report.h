@@ -53,12 +53,22 @@ int report_session_run(struct report_session *s, struct vx_ctx *ctx, const struc
 void report_session_release(struct report_session *s);
 
 /*
- * This stack's spend over the 30 days before now_ms (the PR comment's line):
- * *usd and *wasted_share (0..1 of it on runs that ran and did not succeed).
- * Borrows the workspace's open backend and stack name.
+ * This stack's spend over the 30 days before now_ms: *usd, and
+ * *preempted_share (0..1 of it on runs that were preempted). Borrows the
+ * workspace's open backend and stack name.
  */
 struct workspace;
-int report_recent_spend(struct workspace *ws, const struct prices *p, int64_t now_ms, double *usd,
-			double *wasted_share, struct vx_err *err) VX_WUR;
+struct capacity_report;
+int report_recent_spend(const struct workspace *ws, const struct prices *p, int64_t now_ms, double *usd,
+			double *preempted_share, struct vx_err *err) VX_WUR;
+
+/*
+ * The markdown plan's line (owned, into *out): "last 30 days: $1,240 (18% on
+ * preempted runs) · this plan: at most $312". Reading the history never fails
+ * the plan: the line then says the spend is unknown and why. cap is the
+ * plan's cost (NULL: the stack has no GPU job or reservation). VX_ENOMEM only.
+ */
+int report_spend_line(char **out, const struct workspace *ws, const struct prices *p,
+		      const struct capacity_report *cap, int64_t now_ms) VX_WUR;
 
 #endif

@@ -60,6 +60,8 @@ def audit_trailers():
 # The pull request's comment: vxplan's markdown for two new jobs, exactly.
 PLAN_MARKDOWN = """### vx plan: stack `gitops` (project `vx-e2e`)
 
+last 30 days: $0.00 · this plan: at most $712
+
 **Quota** (GPUs; in use: this stack's active runs that stay)
 
 | region | GPU | class | in use | this plan adds | limit | free after |

@@ -6,6 +6,7 @@ figures are compared exactly with a table computed by hand from the price table 
 """
 import json
 import os
+import subprocess
 import unittest
 
 from harness import FakeTestCase
@@ -194,6 +195,53 @@ class Report(FakeTestCase):
         self.assertEqual((r.code, r.out), (1, ""))
         self.assertEqual(r.err, 'vx: %s: no stack here or below (a stack is a directory with a "kind: Stack" '
                          'document)\n' % empty)
+
+
+    def markdown_line(self):
+        """The spend line of the pull request's comment (vxplan -format markdown): after the title."""
+        r = self.repo.plan("-format", "markdown", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        lines = r.out.split("\n")
+        self.assertEqual((lines[0], lines[1], lines[3]), ("### vx plan: stack `e2e` (project `vx-e2e`)", "", ""))
+        return lines[2]
+
+    def test_pull_request_comment_line(self):
+        # Nothing ran yet: no spend; the plan starts a and b (the built-in table is not asked:
+        # VX_PRICES is), at most 3 attempts x 7 days (no timeout) of a, 1 x 7 days of b:
+        # a: SPOT 1.20/h x 168 h x 3 = 604.80; b: STANDARD 1.50/h x 168 h = 252.00 -> 856.80.
+        self.repo.write({"a": JOB_A, "b": JOB_B})
+        self.assertEqual(self.markdown_line(), "last 30 days: $0.00 · this plan: at most $857")
+        self.repo.write({})
+        self.history()
+        # $4.38 spent (see test_report_json_and_csv), 0.60 of it on the preempted attempt: 13.7%.
+        # a succeeded: the plan starts nothing.
+        self.assertEqual(self.markdown_line(), "last 30 days: $4.38 (14% on preempted runs) · this plan: "
+                                               "at most $0.00")
+
+    def test_pull_request_comment_line_when_history_cannot_be_read(self):
+        self.history()
+        # A state commit in the branch's past holds a record that does not parse (written by
+        # hand, then removed again): the tip is as vx wrote it, its history is not readable.
+        ref = "refs/heads/vx/state/e2e"
+        env = dict(self.fake.env(), GIT_INDEX_FILE=os.path.join(self.tmp, "index.tmp"))
+
+        def git(*args, stdin=None):
+            return subprocess.run(["git", "-C", self.repo.root] + list(args), check=True, input=stdin,
+                                  capture_output=True, text=True, env=env).stdout.strip()
+
+        tip = git("rev-parse", ref)
+        git("read-tree", tip)
+        blob = git("hash-object", "-w", "--stdin", stdin="not json")
+        git("update-index", "--add", "--cacheinfo", "100644,%s,jobs/zz.json" % blob)
+        bad = git("commit-tree", git("write-tree"), "-p", tip, "-m", "by hand")
+        good = git("commit-tree", tip + "^{tree}", "-p", bad, "-m", "by hand, undone")
+        git("update-ref", ref, good, tip)
+        self.assertEqual(self.markdown_line(),
+                         "last 30 days: spend unknown (reading the state's history: jobs/zz.json at %s: "
+                         "invalid state record JSON: 1:1: not valid JSON) · this plan: at most $0.00" % bad[:12])
+        r = self.repo.vx("report", self.repo.dir, env=self.env)
+        self.assertEqual((r.code, r.out), (1, ""))
+        self.assertEqual(r.err, "vx: jobs/zz.json at %s: invalid state record JSON: 1:1: not valid JSON\n" % bad[:12])
 
 
 if __name__ == "__main__":
