@@ -147,12 +147,68 @@ static enum prices_class price_class(const char *strategy)
 }
 
 /*
+ * The last rates looked up: a price table is searched linearly, and the runs
+ * of a history share a few shapes, so 10,000 runs cost a few searches.
+ */
+struct rate_memo {
+	const struct prices *p;
+	const char *region, *machine, *accel, *strategy;
+	int64_t replicas, gpus;
+	double rate;
+	int estimate, upper;
+	const char *missing;
+};
+
+#define RATE_MEMO 16
+
+/* The memo of one report_build: its strings are the input's, alive while it builds. */
+struct rate_memos {
+	struct rate_memo m[RATE_MEMO];
+	size_t next;
+};
+
+static int memo_same(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/*
  * The rate per hour of a run from what it recorded: replicas x the machine,
  * plus its GPUs unless the machine type bundles them; -1 with *missing the
  * name the table has no figure for.
  */
-static double recorded_rate(const struct prices *p, const struct state_run *run, const char *strategy,
-			    int *estimate, int *upper, const char **missing)
+static double recorded_rate_uncached(const struct prices *p, const struct state_run *run, const char *strategy,
+				     int *estimate, int *upper, const char **missing);
+
+static double recorded_rate(struct rate_memos *memo, const struct prices *p, const struct state_run *run,
+			    const char *strategy, int *estimate, int *upper, const char **missing)
+{
+	struct rate_memo *m;
+
+	for (size_t i = 0; i < RATE_MEMO; i++) {
+		m = &memo->m[i];
+		if (m->p == p && m->p && m->replicas == run->replicas && m->gpus == run->accelerator_count &&
+		    memo_same(m->region, run->region) && memo_same(m->machine, run->machine_type) &&
+		    memo_same(m->accel, run->accelerator_type) && memo_same(m->strategy, strategy)) {
+			*estimate |= m->estimate;
+			*upper |= m->upper;
+			*missing = m->missing;
+			return m->rate;
+		}
+	}
+	m = &memo->m[memo->next++ % RATE_MEMO];
+	*m = (struct rate_memo){ .p = p, .region = run->region, .machine = run->machine_type,
+				 .accel = run->accelerator_type, .strategy = strategy, .replicas = run->replicas,
+				 .gpus = run->accelerator_count };
+	m->rate = recorded_rate_uncached(p, run, strategy, &m->estimate, &m->upper, &m->missing);
+	*estimate |= m->estimate;
+	*upper |= m->upper;
+	*missing = m->missing;
+	return m->rate;
+}
+
+static double recorded_rate_uncached(const struct prices *p, const struct state_run *run, const char *strategy,
+				     int *estimate, int *upper, const char **missing)
 {
 	enum prices_class c = price_class(strategy);
 	double m, g;
@@ -193,8 +249,8 @@ static const char *run_strategy(const struct state_record *rec, const struct sta
 }
 
 /* The rate of a run; -1 with *why (owned) when unknown, *note (owned) how it was found. */
-static double run_rate(const struct prices *p, const struct state_record *rec, const struct state_run *run,
-		       const char *strategy, int *estimate, char **why, char **note)
+static double run_rate(struct rate_memos *memo, const struct prices *p, const struct state_record *rec,
+		       const struct state_run *run, const char *strategy, int *estimate, char **why, char **note)
 {
 	const char *missing = NULL;
 	int upper = 0;
@@ -210,7 +266,7 @@ static double run_rate(const struct prices *p, const struct state_record *rec, c
 		return *why ? -1 : -2;
 	}
 	if (run->machine_type) {
-		rate = recorded_rate(p, run, strategy, estimate, &upper, &missing);
+		rate = recorded_rate(memo, p, run, strategy, estimate, &upper, &missing);
 		if (rate < 0)
 			*why = vx_asprintf("no published %s price for %s in %s",
 					   strategy ? strategy : "STANDARD", missing ? missing : "?",
@@ -305,7 +361,7 @@ static char *group_of(const char *address)
 
 /* Fills rr from src; returns 1 when it is in the window, 0 when not, VX_ENOMEM. */
 static int run_fill(struct report_run *rr, const struct report_source *src, const struct prices *p,
-		    int64_t since, int64_t until)
+		    struct rate_memos *memo, int64_t since, int64_t until)
 {
 	const struct state_run *run = src->run;
 	int64_t end, start = run->started_ms, in_from, in_to;
@@ -355,7 +411,7 @@ static int run_fill(struct report_run *rr, const struct report_source *src, cons
 		rr->priced = 1;
 		return 1;
 	}
-	rate = run_rate(p, src->record, run, rr->strategy, &rr->estimate, &rr->unpriced_reason, &rr->note);
+	rate = run_rate(memo, p, src->record, run, rr->strategy, &rr->estimate, &rr->unpriced_reason, &rr->note);
 	if (rate == -2)
 		return VX_ENOMEM;
 	if (rate >= 0) {
@@ -578,8 +634,43 @@ static void week_of(int64_t ms, char out[16])
 		snprintf(out, 16, "unknown");
 }
 
+static int cmp_group(const void *a, const void *b)
+{
+	const struct report_run *x = *(const struct report_run *const *)a, *y = *(const struct report_run *const *)b;
+
+	return strcmp(x->group, y->group);
+}
+
+/* by_job: the runs in group order, one row per group (a row per run looked up would be quadratic). */
+static int sum_jobs(struct report *out)
+{
+	const struct report_run **v = malloc((out->nruns ? out->nruns : 1) * sizeof(*v));
+	struct report_sum *row = NULL;
+
+	if (!v)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < out->nruns; i++)
+		v[i] = &out->runs[i];
+	qsort(v, out->nruns, sizeof(*v), cmp_group);
+	for (size_t i = 0; i < out->nruns; i++) {
+		const struct report_run *rr = v[i];
+
+		if ((!row || strcmp(row->key, rr->group)) && !(row = sum_get(&out->by_job, &out->nby_job, rr->group))) {
+			free(v);
+			return VX_ENOMEM;
+		}
+		row->usd = round_cents(row->usd + (rr->priced ? rr->usd : 0));
+		row->usd_wasted = round_cents(row->usd_wasted + (rr->wasted && rr->priced ? rr->usd : 0));
+		row->runs++;
+	}
+	free(v);
+	return 0;
+}
+
 static int build_sums(struct report *out)
 {
+	if (sum_jobs(out) < 0)
+		return VX_ENOMEM;
 	for (size_t i = 0; i < out->nruns; i++) {
 		const struct report_run *rr = &out->runs[i];
 		double usd = rr->priced ? rr->usd : 0, w = rr->wasted && rr->priced ? rr->usd : 0;
@@ -589,8 +680,7 @@ static int build_sums(struct report *out)
 		week_of(max64(rr->started_ms ? rr->started_ms : rr->created_ms, out->since_ms), week);
 		out->usd = round_cents(out->usd + usd);
 		out->usd_wasted = round_cents(out->usd_wasted + w);
-		if (sum_add(&out->by_job, &out->nby_job, rr->group, usd, w, 1) < 0 ||
-		    sum_add(&out->by_week, &out->nby_week, week, usd, w, 1) < 0 ||
+		if (sum_add(&out->by_week, &out->nby_week, week, usd, w, 1) < 0 ||
 		    sum_add(&out->by_accelerator, &out->nby_accelerator, accel, usd, w, 1) < 0 ||
 		    sum_add(&out->by_strategy, &out->nby_strategy, rr->strategy ? rr->strategy : "unknown", usd, w,
 			    1) < 0)
@@ -712,15 +802,27 @@ static int message_add(struct report_failure *f, const struct report_run *rr)
 		m->message = rr->message;
 	}
 	m->runs++;
-	for (size_t i = 0; i < m->naddresses; i++)
-		if (!strcmp(m->addresses[i], rr->address))
-			return 0;
+	/* Sorted and made unique once, at the end (build_failures): sorting here
+	 * made 10,000 runs of one message quadratic. */
+	if (m->naddresses && !strcmp(m->addresses[m->naddresses - 1], rr->address))
+		return 0;
 	if (!(a = realloc(m->addresses, (m->naddresses + 1) * sizeof(*a))))
 		return VX_ENOMEM;
 	m->addresses = a;
 	m->addresses[m->naddresses++] = rr->address;
-	qsort(m->addresses, m->naddresses, sizeof(*m->addresses), cmp_str_p);
 	return 0;
+}
+
+/* Sorts m's addresses and drops the repeated ones. */
+static void addresses_unique(struct report_message *m)
+{
+	size_t k = 0;
+
+	qsort(m->addresses, m->naddresses, sizeof(*m->addresses), cmp_str_p);
+	for (size_t i = 0; i < m->naddresses; i++)
+		if (!k || strcmp(m->addresses[k - 1], m->addresses[i]))
+			m->addresses[k++] = m->addresses[i];
+	m->naddresses = k;
 }
 
 static int cmp_message(const void *a, const void *b)
@@ -766,9 +868,12 @@ static int build_failures(struct report *out)
 		if (message_add(f, rr) < 0)
 			return VX_ENOMEM;
 	}
-	for (size_t k = 0; k < out->nfailures; k++)
+	for (size_t k = 0; k < out->nfailures; k++) {
+		for (size_t i = 0; i < out->failures[k].nmessages; i++)
+			addresses_unique(&out->failures[k].messages[i]);
 		qsort(out->failures[k].messages, out->failures[k].nmessages, sizeof(struct report_message),
 		      cmp_message);
+	}
 	qsort(out->failures, out->nfailures, sizeof(*out->failures), cmp_failure);
 	return 0;
 }
@@ -778,9 +883,14 @@ static int build_failures(struct report *out)
 int report_build(struct report *out, const struct report_input *in, const struct prices *p, int64_t since_ms,
 		 int64_t until_ms, int64_t now_ms, struct vx_err *err)
 {
+	struct rate_memos *memo = calloc(1, sizeof(*memo));
 	int rc = 0;
 
 	report_release(out);
+	if (!memo) {
+		rc = VX_ENOMEM;
+		goto done;
+	}
 	out->generated_ms = now_ms;
 	out->since_ms = since_ms;
 	out->until_ms = until_ms;
@@ -794,7 +904,7 @@ int report_build(struct report *out, const struct report_input *in, const struct
 	}
 	for (size_t i = 0; i < in->n; i++) {
 		struct report_run *rr = &out->runs[out->nruns];
-		int in_window = run_fill(rr, &in->runs[i], p, since_ms, until_ms);
+		int in_window = run_fill(rr, &in->runs[i], p, memo, since_ms, until_ms);
 
 		if (in_window < 0) {
 			run_release(rr);
@@ -812,6 +922,7 @@ int report_build(struct report *out, const struct report_input *in, const struct
 		goto done;
 	qsort(out->waiting, out->nwaiting, sizeof(*out->waiting), cmp_wait);
 done:
+	free(memo);
 	if (rc < 0) {
 		report_release(out);
 		return vx_err_set(err, rc, "report: out of memory");
