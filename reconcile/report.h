@@ -162,10 +162,11 @@ int report_to_csv(const struct report *r, struct vx_buf *out, struct vx_err *err
 int report_parse_when(const char *flag, const char *s, int64_t now_ms, int64_t *out, struct vx_err *err) VX_WUR;
 
 /*
- * The cost of one run for vx log ("$12.34", "$0.00", "unknown"), priced
- * over its whole running time (to now_ms when it has not ended). VX_ENOMEM.
+ * The cost of one run for vx log: over its whole running time when it ended
+ * ("$12.34"; "$0.00" when it never ran), its rate while it runs ("$0.71/h":
+ * a figure that does not move with the clock), or "unknown". VX_ENOMEM.
  */
 int report_run_cost(struct vx_buf *out, const struct state_record *rec, const struct state_run *run,
-		    const struct prices *p, int64_t now_ms) VX_WUR;
+		    const struct prices *p) VX_WUR;
 
 #endif

@@ -360,26 +360,29 @@ int report_parse_when(const char *flag, const char *s, int64_t now_ms, int64_t *
 /* ---- one run, for vx log ---- */
 
 int report_run_cost(struct vx_buf *out, const struct state_record *rec, const struct state_run *run,
-		    const struct prices *p, int64_t now_ms)
+		    const struct prices *p)
 {
 	struct report_input in = REPORT_INPUT_INIT;
 	struct report_source src = { .stack = "", .address = rec->address, .record = rec, .run = run };
 	struct report r;
 	struct vx_err err = VX_ERR_INIT;
-	int64_t since = run->created_ms > 0 ? run->created_ms : 1;
+	/* Still running: an hour of it from its start, which is its rate. */
+	int running = !run->ended_ms && run->started_ms > 0;
+	int64_t since = running ? run->started_ms : run->created_ms > 0 ? run->created_ms : 1;
+	int64_t until = running ? since + 3600000 : (run->ended_ms > since ? run->ended_ms : since) + 1;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
 	in.runs = &src;
 	in.n = in.cap = 1;
-	rc = report_build(&r, &in, p, since, (run->ended_ms > since ? run->ended_ms : now_ms) + 1, now_ms, &err);
+	rc = report_build(&r, &in, p, since, until, until, &err);
 	vx_err_release(&err);
 	if (rc < 0)
 		return rc;
 	if (r.nruns != 1 || !r.runs[0].priced)
 		rc = vx_buf_adds(out, "unknown");
-	else
-		rc = capacity_money(out, "USD", r.runs[0].usd, 2);
+	else if ((rc = capacity_money(out, "USD", r.runs[0].usd, 2)) == 0 && running)
+		rc = vx_buf_adds(out, "/h");
 	report_release(&r);
 	return rc;
 }
