@@ -25,6 +25,13 @@
 #define MS_HOUR INT64_C(3600000)
 #define MS_DAY (24 * MS_HOUR)
 
+/* qsort, but for an empty array too (qsort's pointer must not be NULL even then). */
+static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 /* ---- input ---- */
 
 static int input_add(struct report_input *in, const char *stack, const char *address,
@@ -96,7 +103,7 @@ int report_input_add_history(struct report_input *in, const char *stack, const s
 		return VX_ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		o[i] = (struct ordered){ .e = &h[i], .pos = i };
-	qsort(o, n, sizeof(*o), cmp_ordered);
+	sort_n(o, n, sizeof(*o), cmp_ordered);
 	/* Within an address, newest first: a version with a record is the last
 	 * of its lifetime when the next newer one removed it, or there is none. */
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -541,7 +548,7 @@ static int build_reservations(struct report *out, const struct report_input *in,
 	for (size_t i = 0; i < in->n; i++)
 		if (in->runs[i].run->has_value && !strncmp(in->runs[i].address, "reservation.", 12))
 			s[n++] = in->runs[i];
-	qsort(s, n, sizeof(*s), cmp_source);
+	sort_n(s, n, sizeof(*s), cmp_source);
 	for (size_t i = 0, start = 0; rc == 0 && i < n; i++) {
 		struct report_reservation *rv;
 
@@ -651,7 +658,7 @@ static int sum_jobs(struct report *out)
 		return VX_ENOMEM;
 	for (size_t i = 0; i < out->nruns; i++)
 		v[i] = &out->runs[i];
-	qsort(v, out->nruns, sizeof(*v), cmp_group);
+	sort_n(v, out->nruns, sizeof(*v), cmp_group);
 	for (size_t i = 0; i < out->nruns; i++) {
 		const struct report_run *rr = v[i];
 
@@ -696,10 +703,10 @@ static int build_sums(struct report *out)
 			    rv->accelerator_type ? rv->accelerator_type : "none", usd, 0, 0) < 0)
 			return VX_ENOMEM;
 	}
-	qsort(out->by_job, out->nby_job, sizeof(*out->by_job), cmp_sum);
-	qsort(out->by_week, out->nby_week, sizeof(*out->by_week), cmp_sum);
-	qsort(out->by_accelerator, out->nby_accelerator, sizeof(*out->by_accelerator), cmp_sum);
-	qsort(out->by_strategy, out->nby_strategy, sizeof(*out->by_strategy), cmp_sum);
+	sort_n(out->by_job, out->nby_job, sizeof(*out->by_job), cmp_sum);
+	sort_n(out->by_week, out->nby_week, sizeof(*out->by_week), cmp_sum);
+	sort_n(out->by_accelerator, out->nby_accelerator, sizeof(*out->by_accelerator), cmp_sum);
+	sort_n(out->by_strategy, out->nby_strategy, sizeof(*out->by_strategy), cmp_sum);
 	return 0;
 }
 
@@ -751,7 +758,7 @@ static int build_waiting(struct report *out)
 				done[k] = 1;
 			}
 		}
-		qsort(v, n, sizeof(*v), cmp_i64);
+		sort_n(v, n, sizeof(*v), cmp_i64);
 		if (!(w = realloc(out->waiting, (out->nwaiting + 1) * sizeof(*w)))) {
 			rc = VX_ENOMEM;
 			goto done;
@@ -818,7 +825,7 @@ static void addresses_unique(struct report_message *m)
 {
 	size_t k = 0;
 
-	qsort(m->addresses, m->naddresses, sizeof(*m->addresses), cmp_str_p);
+	sort_n(m->addresses, m->naddresses, sizeof(*m->addresses), cmp_str_p);
 	for (size_t i = 0; i < m->naddresses; i++)
 		if (!k || strcmp(m->addresses[k - 1], m->addresses[i]))
 			m->addresses[k++] = m->addresses[i];
@@ -871,10 +878,10 @@ static int build_failures(struct report *out)
 	for (size_t k = 0; k < out->nfailures; k++) {
 		for (size_t i = 0; i < out->failures[k].nmessages; i++)
 			addresses_unique(&out->failures[k].messages[i]);
-		qsort(out->failures[k].messages, out->failures[k].nmessages, sizeof(struct report_message),
+		sort_n(out->failures[k].messages, out->failures[k].nmessages, sizeof(struct report_message),
 		      cmp_message);
 	}
-	qsort(out->failures, out->nfailures, sizeof(*out->failures), cmp_failure);
+	sort_n(out->failures, out->nfailures, sizeof(*out->failures), cmp_failure);
 	return 0;
 }
 
@@ -916,11 +923,11 @@ int report_build(struct report *out, const struct report_input *in, const struct
 		else
 			run_release(rr);
 	}
-	qsort(out->runs, out->nruns, sizeof(*out->runs), cmp_run);
+	sort_n(out->runs, out->nruns, sizeof(*out->runs), cmp_run);
 	if ((rc = build_reservations(out, in, p)) < 0 || (rc = build_sums(out)) < 0 ||
 	    (rc = build_waiting(out)) < 0 || (rc = build_failures(out)) < 0)
 		goto done;
-	qsort(out->waiting, out->nwaiting, sizeof(*out->waiting), cmp_wait);
+	sort_n(out->waiting, out->nwaiting, sizeof(*out->waiting), cmp_wait);
 done:
 	free(memo);
 	if (rc < 0) {
