@@ -258,7 +258,7 @@ class GitOps(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out, "".join(
             "job.%s\n  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
-            "queued\n" % (job, jobs[job][0], audit_by(), main[:12]) for job in ("a", "b")))
+            "cost $0.00  queued\n" % (job, jobs[job][0], audit_by(), main[:12]) for job in ("a", "b")))
         trailers = self.remote_git("log", "-1", "--format=%(trailers:only,unfold)",
                                    "refs/heads/vx/state/" + STACK_NAME)
         got = dict(l.split(": ", 1) for l in trailers.splitlines() if l)

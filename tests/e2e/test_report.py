@@ -71,11 +71,13 @@ class Report(FakeTestCase):
         self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a", "vx-rung": "0"}, "outcome": "preempted"})
         # t=0: a (attempt 1, SPOT, rung 0) and b start; both RUNNING at t=35.
         self.repo.write({"a": JOB_A, "b": JOB_B})
+        self.heads = [self.repo.git("rev-parse", "HEAD").strip()[:12]]
         self.apply_ok()
         # t=1900: a was preempted at t=1835; it is resubmitted on rung 1 (STANDARD), RUNNING at
         # t=1935 and SUCCEEDED at t=5535. b is removed from the stack: vx cancels it.
         self.fake.advance(1900)
         self.repo.write({"a": JOB_A})
+        self.heads.append(self.repo.git("rev-parse", "HEAD").strip()[:12])
         self.apply_ok()
         # t=6000: an apply sees a succeeded and b cancelled.
         self.fake.advance(4100)
@@ -242,6 +244,37 @@ class Report(FakeTestCase):
         r = self.repo.vx("report", self.repo.dir, env=self.env)
         self.assertEqual((r.code, r.out), (1, ""))
         self.assertEqual(r.err, "vx: jobs/zz.json at %s: invalid state record JSON: 1:1: not valid JSON\n" % bad[:12])
+
+
+    def test_log_shows_each_attempts_cost(self):
+        self.history()
+        a1, _, a2 = self.names()
+        rec = json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))
+        who = rec["current"]["launchedBy"]
+        r = self.repo.vx("log", "job.a", "-C", self.repo.dir, env={"VX_PRICES": self.prices})
+        self.assertEqual((r.code, r.err), (0, ""))
+        # The figures of test_report_json_and_csv: 0.60 and 3.00.
+        self.assertEqual(r.out, (
+            "job.a\n"
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  rung 0 (us-central1)  by %s  config %s  "
+            "cost $0.60  failed (preempted), ended 2026-01-01T00:30:35Z: code 8: Resources are insufficient in "
+            "region: us-central1. Try a different region or use a different accelerator.\n"
+            "  2026-01-01T00:31:40Z  resubmit  %s  attempt 2  run 1  rung 1 (us-central1)  by %s  config %s  "
+            "cost $3.00  succeeded, ended 2026-01-01T01:32:15Z\n") % (a1, who, self.heads[0], a2, who, self.heads[1]))
+
+    def test_log_shows_a_running_attempts_rate(self):
+        # While it runs, its figure is its rate: SPOT 2 x 0.4 + 2 x 0.2 = 1.20/h.
+        self.repo.write({"a": JOB_A})
+        head = self.repo.git("rev-parse", "HEAD").strip()[:12]
+        self.apply_ok()
+        self.fake.advance(100)
+        self.apply_ok()
+        a1 = self.names()[0]
+        who = json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))["current"]["launchedBy"]
+        r = self.repo.vx("log", "job.a", "-C", self.repo.dir, env={"VX_PRICES": self.prices})
+        self.assertEqual((r.code, r.err), (0, ""))
+        self.assertEqual(r.out, "job.a\n  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+                         "cost $1.20/h  running\n" % (a1, who, head))
 
 
 if __name__ == "__main__":
