@@ -92,7 +92,8 @@ static int find_stacks(const char *dir, int depth, char ***out, size_t *n)
 		subs[nsubs++] = path;
 	}
 	closedir(d);
-	qsort(subs, nsubs, sizeof(*subs), cmp_str);
+	if (nsubs > 1) /* qsort's base must not be NULL, even for none */
+		qsort(subs, nsubs, sizeof(*subs), cmp_str);
 	for (size_t i = 0; i < nsubs; i++) {
 		if (rc == 0 && *n < REPORT_MAX_STACKS)
 			rc = find_stacks(subs[i], depth - 1, out, n);
