@@ -368,6 +368,72 @@ static void test_run_cost(void **state)
 	vx_buf_release(&b);
 }
 
+/*
+ * A reservation: 2 VMs from T0, 1 from T0+2h, to until (T0+4h): 2 x 2 + 1 x 2 = 6 VM-hours
+ * x a2-highgpu-1g's 4.00/h (its GPU comes with it) = 24.00; a run on it for 1 h uses 1 VM-hour.
+ */
+static void test_reservation(void **state)
+{
+	struct fixture *f = *state;
+	struct state_record *res = record("reservation.a100", 2), *job = record("job.r", 0);
+	struct state_history_entry h[2];
+	struct report_input in = REPORT_INPUT_INIT;
+	struct report r;
+	struct vx_err err = VX_ERR_INIT;
+
+	memset(&r, 0, sizeof(r));
+	free(res->kind);
+	res->kind = strdup("Reservation");
+	res->spec_json = strdup("{\"zone\":\"r1-a\",\"machineType\":\"a2-highgpu-1g\",\"acceleratorType\":"
+				"\"nvidia-tesla-a100\",\"acceleratorCount\":1,\"count\":1}");
+	res->history[0] = run("projects/p/zones/r1-a/reservations/a100", NULL, 0, 0, T0, 0, 0, "READY", NULL);
+	res->history[0].has_value = 1;
+	res->history[0].value = 2;
+	res->history[1] = run("projects/p/zones/r1-a/reservations/a100", NULL, 0, 0, T0 + 2 * HOUR, 0, 0, "READY",
+			      NULL);
+	res->history[1].has_value = 1;
+	res->history[1].value = 1;
+	free(res->history[1].action);
+	res->history[1].action = strdup("update");
+	free(res->history[0].region);
+	res->history[0].region = strdup("r1-a");
+	free(res->history[1].region);
+	res->history[1].region = strdup("r1-a");
+	job->current = malloc(sizeof(*job->current));
+	*job->current = run("projects/p/locations/r1/customJobs/9", "STANDARD", 1, 1, T0, T0, T0 + HOUR,
+			    "JOB_STATE_SUCCEEDED", NULL);
+	job->current->reservation = strdup("a100");
+	h[0] = (struct state_history_entry){ .address = strdup("reservation.a100"), .record = res };
+	h[1] = (struct state_history_entry){ .address = strdup("job.r"), .record = job };
+	assert_int_equal(report_input_add_history(&in, "team-a", h, 2), 0);
+	assert_int_equal(report_build(&r, &in, &f->prices, T0 - 24 * HOUR, T0 + 4 * HOUR, T0 + 4 * HOUR, &err), 0);
+	assert_int_equal(r.nruns, 1);
+	assert_string_equal(r.runs[0].strategy, "RESERVATION");
+	assert_true(r.runs[0].usd == 0);
+	assert_string_equal(r.runs[0].note, "on a reservation: the reservation's VM-hours are its cost");
+	assert_int_equal(r.nreservations, 1);
+	assert_string_equal(r.reservations[0].machine_type, "a2-highgpu-1g");
+	assert_string_equal(r.reservations[0].accelerator_type, "NVIDIA_TESLA_A100");
+	assert_int_equal(r.reservations[0].count, 1);
+	assert_int_equal(r.reservations[0].from_ms, T0);
+	assert_int_equal(r.reservations[0].to_ms, T0 + 4 * HOUR);
+	assert_true(r.reservations[0].vm_hours == 6);
+	assert_true(r.reservations[0].used_vm_hours == 1);
+	assert_true(r.reservations[0].usd == 24);
+	assert_true(r.usd == 24);
+	assert_string_equal(r.by_strategy[0].key, "RESERVATION");
+	assert_true(r.by_strategy[0].usd == 24);
+	report_release(&r);
+	report_input_release(&in);
+	for (int i = 0; i < 2; i++) {
+		state_record_release(h[i].record);
+		free(h[i].record);
+		h[i].record = NULL;
+		state_history_entry_release(&h[i]);
+	}
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +442,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_json_and_csv, setup, teardown),
 		cmocka_unit_test(test_parse_when),
 		cmocka_unit_test_setup_teardown(test_run_cost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reservation, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
