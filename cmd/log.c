@@ -331,8 +331,17 @@ static int log_exec(const struct cmd_args *args)
 		}
 	}
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
-	    prices_load(&prices, ws.st, getenv("VX_PRICES"), &err) < 0 || print_log(&ws, addr, &prices, &err) < 0) {
+	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	/* A price table that cannot be read costs the figures ("unknown"), not the log. */
+	if (prices_load(&prices, ws.st, getenv("VX_PRICES"), &err) < 0) {
+		fprintf(stderr, "vx: warning: costs not shown: %s\n", vx_err_msg(&err));
+		vx_err_release(&err);
+		memset(&prices, 0, sizeof(prices));
+	}
+	if (print_log(&ws, addr, &prices, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

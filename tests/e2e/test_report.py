@@ -277,5 +277,23 @@ class Report(FakeTestCase):
                          "cost $1.20/h  running\n" % (a1, who, head))
 
 
+    def test_log_goes_on_without_a_price_table(self):
+        # vx log read no prices before it showed costs: a table it cannot read costs the figures,
+        # not the log.
+        self.repo.write({"a": JOB_A})
+        head = self.repo.git("rev-parse", "HEAD").strip()[:12]
+        self.apply_ok()
+        self.fake.advance(100)
+        self.apply_ok()                                      # a is seen RUNNING
+        a1 = self.names()[0]
+        who = json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))["current"]["launchedBy"]
+        missing = os.path.join(self.tmp, "missing.json")
+        r = self.repo.vx("log", "job.a", "-C", self.repo.dir, env={"VX_PRICES": missing})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out, "job.a\n  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+                         "cost unknown  running\n" % (a1, who, head))
+        self.assertEqual(r.err, "vx: warning: costs not shown: %s: No such file or directory\n" % missing)
+
+
 if __name__ == "__main__":
     unittest.main()
