@@ -20,8 +20,10 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
+#include "reconcile/capacity.h"
 #include "reconcile/provider.h"
 #include "reconcile/render.h"
+#include "reconcile/report.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/backend.h"
@@ -36,10 +38,13 @@ static const char usage[] =
 	"rerun, resubmit, cancel, forget), the Vertex resource, attempt, who launched it\n"
 	"(the CI's actor or user@host; 'bob (PR #7 by alice)': bob applied alice's plan\n"
 	"of pull request 7), the config commit (+dirty: applied from uncommitted\n"
-	"changes), and the run's final state as last observed, with its error. Times are\n"
-	"UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
+	"changes), the run's estimated cost (list price x running hours x replicas, as\n"
+	"vx report counts it; for a run still running, its rate per hour; see\n"
+	"docs/report.md), and its final state as last observed, with its error. Times\n"
+	"are UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
 	"DIR is the stack directory (default .; -C DIR and -chdir=DIR also work). An argument of the\n"
-	"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n";
+	"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n\n"
+	"Environment: VX_PRICES (a price table, as for vxplan).\n";
 
 /* "2026-11-23T10:02:05Z": every time vx log shows, in one format; "-" when unknown. */
 static void log_time(int64_t ms, char out[32])
@@ -79,9 +84,10 @@ static int who(struct vx_buf *b, const struct state_run *r)
 	return planner ? vx_buf_printf(b, " (planned by %s)", planner) : 0;
 }
 
-static void print_start(const struct state_run *r, int64_t fallback_ms, int show_rung)
+static void print_start(const struct state_record *rec, const struct state_run *r, int64_t fallback_ms,
+			int show_rung, const struct prices *prices)
 {
-	struct vx_buf end = VX_BUF_INIT, by = VX_BUF_INIT;
+	struct vx_buf end = VX_BUF_INIT, by = VX_BUF_INIT, cost = VX_BUF_INIT;
 	char when[32], ended[32], rung[96] = "";
 	int refused;
 
@@ -117,14 +123,17 @@ static void print_start(const struct state_run *r, int64_t fallback_ms, int show
 	}
 	if (show_rung)
 		snprintf(rung, sizeof(rung), "  rung %" PRId64 " (%.64s)", r->rung, r->region ? r->region : "-");
-	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "%s  by %s  config %.12s%s  %s\n",
+	if (report_run_cost(&cost, rec, r, prices) < 0)
+		vx_buf_reset(&cost);
+	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "%s  by %s  config %.12s%s  cost %s  %s\n",
 	       when, r->action ? r->action : "-",
 	       r->resource ? r->resource : refused ? "(no job made)" : "(create never answered)",
 	       r->attempt, r->run, rung,
 	       vx_buf_str(&by), r->config_commit ? r->config_commit : "none",
-	       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
+	       r->config_dirty ? "+dirty" : "", cost.len ? vx_buf_str(&cost) : "unknown", vx_buf_str(&end));
 	vx_buf_release(&end);
 	vx_buf_release(&by);
+	vx_buf_release(&cost);
 }
 
 static void print_event(int64_t ms, const char *what, const char *resource)
@@ -164,7 +173,7 @@ static int message_cancels(const char *message, const char *address)
  * record, then (optionally) the entry that removed it.
  */
 static int print_lifetime(struct state_history_entry *const *v, size_t n,
-			  const struct state_history_entry *removed)
+			  const struct state_history_entry *removed, const struct prices *prices)
 {
 	const struct state_record *last = n ? v[n - 1]->record : NULL, *prev = NULL;
 	int rows = 0;
@@ -177,7 +186,7 @@ static int print_lifetime(struct state_history_entry *const *v, size_t n,
 			int had = i < nruns(prev), was_cancelled = had && run_at(prev, i)->cancelled_by_vx;
 
 			if (!had) {
-				print_start(fin, v[k]->time_ms, has_rungs(last));
+				print_start(last, fin, v[k]->time_ms, has_rungs(last), prices);
 				rows++;
 			}
 			if (now->cancelled_by_vx && !was_cancelled) {
@@ -201,7 +210,7 @@ static int print_lifetime(struct state_history_entry *const *v, size_t n,
 }
 
 /* Every row of one address: its entries g[0..n), newest first. */
-static void print_address(struct state_history_entry *const *g, size_t n)
+static void print_address(struct state_history_entry *const *g, size_t n, const struct prices *prices)
 {
 	struct state_history_entry **life = calloc(n + 1, sizeof(*life));
 	size_t nlife = 0;
@@ -217,11 +226,11 @@ static void print_address(struct state_history_entry *const *g, size_t n)
 			life[nlife++] = g[k];
 			continue;
 		}
-		rows += print_lifetime(life, nlife, g[k]);
+		rows += print_lifetime(life, nlife, g[k], prices);
 		nlife = 0;
 	}
 	if (nlife)
-		rows += print_lifetime(life, nlife, NULL);
+		rows += print_lifetime(life, nlife, NULL, prices);
 	if (!rows)
 		printf("  (no runs)\n");
 	free(life);
@@ -241,7 +250,7 @@ static int cmp_ordered(const void *a, const void *b)
 	return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-static int print_log(struct workspace *ws, const char *addr, struct vx_err *err)
+static int print_log(struct workspace *ws, const char *addr, const struct prices *prices, struct vx_err *err)
 {
 	struct state_history_entry *h = NULL, **group = NULL;
 	struct ordered *o = NULL;
@@ -281,7 +290,7 @@ static int print_log(struct workspace *ws, const char *addr, struct vx_err *err)
 		group[i - start] = o[i].e;
 		if (i + 1 < n && !strcmp(o[i + 1].e->address, o[i].e->address))
 			continue;
-		print_address(group, i - start + 1);
+		print_address(group, i - start + 1, prices);
 		start = i + 1;
 	}
 done:
@@ -297,9 +306,11 @@ static int log_exec(const struct cmd_args *args)
 	struct workspace ws;
 	struct vx_err err = VX_ERR_INIT;
 	const char *dir = NULL, *addr = NULL;
+	struct prices prices;
 	int rc = VX_EXIT_ERROR, dir_given = 0;
 
 	memset(&ws, 0, sizeof(ws));
+	memset(&prices, 0, sizeof(prices));
 	for (size_t i = 0; i < args->npos; i++) {
 		const char *a = args->pos[i];
 
@@ -319,13 +330,23 @@ static int log_exec(const struct cmd_args *args)
 	if (cmd_stack_dir(args, dir, &dir) < 0)
 		return VX_EXIT_USAGE;
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
-	    print_log(&ws, addr, &err) < 0) {
+	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0) {
+		cmd_report(&err, NULL);
+		goto done;
+	}
+	/* A price table that cannot be read costs the figures ("unknown"), not the log. */
+	if (prices_load(&prices, ws.st, getenv("VX_PRICES"), &err) < 0) {
+		fprintf(stderr, "vx: warning: costs not shown: %s\n", vx_err_msg(&err));
+		vx_err_release(&err);
+		memset(&prices, 0, sizeof(prices));
+	}
+	if (print_log(&ws, addr, &prices, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}
 	rc = VX_EXIT_OK;
 done:
+	prices_release(&prices);
 	workspace_close(&ws);
 	vx_err_release(&err);
 	return rc;

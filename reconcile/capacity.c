@@ -520,9 +520,8 @@ static int64_t json_int(const cJSON *o, const char *key, int64_t def)
 	return *end || end == v->valuestring ? def : (int64_t)x;
 }
 
-/* The rate per hour of one reservation VM in zone: machine, and GPUs unless the machine type bundles them. */
-static double reservation_vm_rate(const struct prices *p, const char *zone, const char *machine_type,
-				  const char *accel_compute, int64_t accel_count, int *estimate)
+double prices_vm_rate(const struct prices *p, const char *zone, const char *machine_type,
+		      const char *accel_compute, int64_t accel_count, int *estimate)
 {
 	/* Prices are per region: the zone's region. */
 	char region[64];
@@ -644,11 +643,11 @@ static double reservations_delta(const struct capacity_input *in, int *known, in
 		sr = a->kdecl;
 		lr = a->klive;
 		if (sr)
-			rate = reservation_vm_rate(in->prices, sr->zone, sr->machine_type,
+			rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type,
 						   sr->naccelerators ? sr->accelerators[0].type : NULL,
 						   sr->naccelerators ? sr->accelerators[0].count : 0, estimate);
 		else if (lr)
-			rate = reservation_vm_rate(in->prices, lr->zone, lr->machine_type, lr->accelerator_type,
+			rate = prices_vm_rate(in->prices, lr->zone, lr->machine_type, lr->accelerator_type,
 						   lr->accelerator_count, estimate);
 		else
 			rate = -1;
@@ -921,7 +920,7 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 			break;
 		}
 		c->running = 1;
-		rate = reservation_vm_rate(in->prices, sr->zone, sr->machine_type,
+		rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type,
 					   sr->naccelerators ? sr->accelerators[0].type : NULL,
 					   sr->naccelerators ? sr->accelerators[0].count : 0, &c->estimate);
 		c->known = rate >= 0;

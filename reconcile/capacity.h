@@ -86,6 +86,15 @@ double prices_rate(const struct prices *p, const char *region, const char *name,
 double prices_spec_rate(const struct prices *p, const char *region, const char *spec_json, int *upper,
 			int *estimate);
 
+/*
+ * The on-demand rate per hour of one Compute Engine VM in zone (a
+ * reservation's): the machine, and accel_count GPUs of accel_compute (the
+ * Compute Engine name, nvidia-h100-80gb) unless the machine type bundles
+ * them. -1 when unknown.
+ */
+double prices_vm_rate(const struct prices *p, const char *zone, const char *machine_type,
+		      const char *accel_compute, int64_t accel_count, int *estimate);
+
 /* ---- capacity ---- */
 
 enum capacity_class { CAPACITY_ON_DEMAND = 0, CAPACITY_PREEMPTIBLE, CAPACITY_RESERVATION };

@@ -22,6 +22,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/failure.h"
+#include "reconcile/machines.h"
 #include "reconcile/sweep.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
@@ -1798,6 +1799,53 @@ static struct state_record *record_for(struct applier *a, const struct stack_job
 	return r;
 }
 
+/*
+ * Records on run what it is created with (machine type, GPUs, replicas,
+ * strategy, reservation), so vx report and vx log can price it after the
+ * declaration changes. The machine type is the accelerator pools' (else the
+ * first pool's); replicas and GPUs are totals over the pools. 0, or VX_ENOMEM.
+ */
+static int run_machines(struct state_run *run, const struct job_spec *spec)
+{
+	const char *first = NULL, *gpu_machine = NULL, *gpu = NULL;
+	int64_t replicas = 0, gpus = 0;
+
+	for (size_t i = 0; i < spec->npools; i++) {
+		const struct spec_pool *p = &spec->pools[i];
+		const char *vertex = p->accelerator_type;
+		int64_t each = p->accelerator_count, n = p->replica_count > 0 ? p->replica_count : 1;
+
+		if (!p->machine_type)
+			continue;
+		if (!first)
+			first = p->machine_type;
+		replicas += n;
+		if (!vertex)
+			(void)machines_fixed_gpus(p->machine_type, &vertex, &each);
+		if (!vertex)
+			continue;
+		if (each <= 0 && !machines_fixed_gpus(p->machine_type, NULL, &each))
+			each = 1;
+		gpus += n * each;
+		if (!gpu) {
+			gpu = vertex;
+			gpu_machine = p->machine_type;
+		}
+	}
+	if (!first)
+		return 0;
+	run->machine_type = vx_strdup(gpu_machine ? gpu_machine : first);
+	run->accelerator_type = gpu ? vx_strdup(gpu) : NULL;
+	run->accelerator_count = gpus;
+	run->replicas = replicas;
+	run->strategy = vx_strdup(spec->strategy ? spec->strategy : "STANDARD");
+	run->reservation = spec->reservation ? vx_strdup(spec->reservation) : NULL;
+	if (!run->machine_type || !run->strategy || (gpu && !run->accelerator_type) ||
+	    (spec->reservation && !run->reservation))
+		return VX_ENOMEM;
+	return 0;
+}
+
 /* Records a new current run (created or adopted) for a job. */
 static int start_run(struct applier *a, const struct plan_action *pa, const struct stack_job *j,
 		     const struct live_job *lj, const struct vx_label *labels, size_t nlabels,
@@ -1837,6 +1885,10 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 		run.rung_scheduling = vx_strdup(id.scheduling);
 		run.rung_machine = vx_strdup(id.machine);
 		run.rung_reservation = vx_strdup(id.reservation);
+	}
+	if (run_machines(&run, stack_job_rung_spec(j, pa->rung)) < 0) {
+		state_run_release(&run);
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 	}
 	run.state = vx_strdup(lj->state ? lj->state : "JOB_STATE_QUEUED");
 	run.created_ms = lj->create_ms ? lj->create_ms : vx_now_ms(a->ctx);
@@ -1899,6 +1951,8 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	run.rung = c->pa->rung;
 	run.failure = vx_strdup(cls);
 	run.error_message = vx_strdup(msg);
+	if (run_machines(&run, stack_job_rung_spec(c->job, c->pa->rung)) < 0)
+		a->oom = 1;
 	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
 	applier_stamp_run(a, &run);

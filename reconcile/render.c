@@ -635,6 +635,8 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 	int rc = vx_buf_printf(b, "### vx plan: stack `%s` (project `%s`)\n\n", h->stack,
 			       h->project ? h->project : "?");
 
+	if (rc == 0 && h->spend_line)
+		rc = vx_buf_printf(b, "%s\n\n", h->spend_line);
 	if (rc == 0 && !h->refresh)
 		rc = vx_buf_adds(b, "> **Refresh off**: planned from the state alone.\n\n");
 	if (rc == 0 && h->config_dirty)

@@ -52,6 +52,9 @@ struct render_header {
 	const char *planned_by;
 	int64_t pr_number;
 	const char *pr_url;
+	/* The markdown plan's spend line ("last 30 days: $1,240 (18% on preempted
+	 * runs) · this plan: at most $312"), or NULL: none (workflow/report.h). */
+	const char *spend_line;
 };
 
 /*

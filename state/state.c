@@ -42,6 +42,10 @@ void state_run_release(struct state_run *r)
 	free(r->rung_scheduling);
 	free(r->rung_machine);
 	free(r->rung_reservation);
+	free(r->machine_type);
+	free(r->accelerator_type);
+	free(r->strategy);
+	free(r->reservation);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -197,7 +201,13 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->has_value = in->has_value;
 	out->value = in->value;
 	out->pr_number = in->pr_number;
-	if (state_dup_opt(&out->planned_by, in->planned_by) < 0 ||
+	out->accelerator_count = in->accelerator_count;
+	out->replicas = in->replicas;
+	if (state_dup_opt(&out->machine_type, in->machine_type) < 0 ||
+	    state_dup_opt(&out->accelerator_type, in->accelerator_type) < 0 ||
+	    state_dup_opt(&out->strategy, in->strategy) < 0 ||
+	    state_dup_opt(&out->reservation, in->reservation) < 0 ||
+	    state_dup_opt(&out->planned_by, in->planned_by) < 0 ||
 	    state_dup_opt(&out->pr_url, in->pr_url) < 0 || state_dup_opt(&out->resource, in->resource) < 0 || state_dup_opt(&out->region, in->region) < 0 ||
 	    state_dup_opt(&out->project, in->project) < 0 ||
 	    state_dup_opt(&out->action, in->action) < 0 || state_dup_opt(&out->spec_hash, in->spec_hash) < 0 ||

@@ -100,6 +100,21 @@ struct state_run {
 	 * preferredValue the action left; has_value 0 for jobs. */
 	int has_value;
 	int64_t value;
+	/* What the run was created with, so its cost is computable from the state
+	 * alone after the declaration changes (vx report, vx log): the machine
+	 * type of the accelerator pools (else of the first pool), their Vertex
+	 * accelerator enum name, the replicas over all worker pools, the GPUs over
+	 * all of them (replicas x GPUs each, fixed-GPU machine types included),
+	 * the scheduling strategy (STANDARD, SPOT, FLEX_START) and the declared
+	 * reservation it draws on. NULL / 0 in runs written before they were
+	 * recorded ("machineType" and the rest, written only when machine_type
+	 * is set). */
+	char *machine_type;
+	char *accelerator_type;
+	int64_t accelerator_count;
+	int64_t replicas;
+	char *strategy;
+	char *reservation;
 };
 
 /* What a job's removal from the declaration does (`onRemove`). */

@@ -147,7 +147,13 @@ static cJSON *run_json(const struct state_run *r)
 	    (r->planned_by && add_str(o, "plannedBy", r->planned_by) < 0) ||
 	    (r->pr_number && add_int(o, "pullRequest", r->pr_number) < 0) ||
 	    (r->pr_url && add_str(o, "pullRequestUrl", r->pr_url) < 0) ||
-	    (r->has_value && add_int(o, "value", r->value) < 0)) {
+	    (r->has_value && add_int(o, "value", r->value) < 0) ||
+	    (r->machine_type && (add_str(o, "machineType", r->machine_type) < 0 ||
+				 add_str(o, "acceleratorType", r->accelerator_type) < 0 ||
+				 add_int(o, "acceleratorCount", r->accelerator_count) < 0 ||
+				 add_int(o, "replicas", r->replicas) < 0 ||
+				 add_str(o, "strategy", r->strategy) < 0 ||
+				 add_str(o, "reservation", r->reservation) < 0))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -289,7 +295,9 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0 ||
 	    fp_str(b, r->rung_scheduling) < 0 || fp_str(b, r->rung_machine) < 0 ||
 	    fp_str(b, r->rung_reservation) < 0 || fp_int(b, r->started_ms) < 0 ||
-	    fp_int(b, (int64_t)r->nfollows) < 0)
+	    fp_int(b, (int64_t)r->nfollows) < 0 || fp_str(b, r->machine_type) < 0 ||
+	    fp_str(b, r->accelerator_type) < 0 || fp_int(b, r->accelerator_count) < 0 ||
+	    fp_int(b, r->replicas) < 0 || fp_str(b, r->strategy) < 0 || fp_str(b, r->reservation) < 0)
 		return -1;
 	for (i = 0; i < r->nfollows; i++)
 		if (fp_str(b, r->follows[i].key) < 0 || fp_str(b, r->follows[i].value) < 0)
@@ -735,7 +743,8 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
 					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
 					    "rungScheduling", "rungMachine", "rungReservation", "startedAt",
-					    "follows" };
+					    "follows", "machineType", "acceleratorType", "acceleratorCount",
+					    "replicas", "strategy", "reservation" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
@@ -743,8 +752,9 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
-	int rc, has_rung = 0, has_pr;
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
+				     F_NULL, F_NULL, F_NULL };
+	int rc, has_rung = 0, has_pr, has_n;
 
 	memset(r, 0, sizeof(*r));
 	rc = check_keys(o, path, keys, flags, sizeof(keys) / sizeof(keys[0]), err);
@@ -781,6 +791,12 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_opt_int(o, path, "value", -1, INT64_C(1) << 53, &r->has_value, &r->value, err)) < 0 ||
 	    (rc = get_opt_bool(o, path, "configDirty", &r->config_dirty, err)) < 0 ||
 	    (rc = get_str(o, path, "declHash", F_NULL, 128, &r->decl_hash, err)) < 0 ||
+	    (rc = get_str(o, path, "machineType", F_NULL, 128, &r->machine_type, err)) < 0 ||
+	    (rc = get_str(o, path, "acceleratorType", F_NULL, 128, &r->accelerator_type, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "acceleratorCount", 0, 1000000, &has_n, &r->accelerator_count, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "replicas", 0, 1000000, &has_n, &r->replicas, err)) < 0 ||
+	    (rc = get_str(o, path, "strategy", F_NULL, 64, &r->strategy, err)) < 0 ||
+	    (rc = get_str(o, path, "reservation", F_NULL, 1024, &r->reservation, err)) < 0 ||
 	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
 		    0)
 		state_run_release(r);

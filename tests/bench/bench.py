@@ -57,6 +57,10 @@ full list, no state write. VX_BENCH_WATCH_DONE=0 skips it.
 Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
 CPU time (user + system) and peak RSS from /usr/bin/time -v.
 
+Then `vx report` over a state history of VX_BENCH_REPORT_RUNS runs (default
+10000; 0 skips it; tests/bench/report_state.py writes it): wall and CPU time
+of the JSON report (the issue asks for under 1 s), and of the CSV.
+
 Then one `matrix:` sweep of VX_BENCH_SWEEP_RUNS runs (default 10000, the most a
 matrix may have; 0 skips it): `vx validate` (CPU and peak RSS, as above) and
 vxplan with an empty state against the fake (maxParallel 100: 100 creates and
@@ -77,6 +81,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from harness import Fake, Repo, job_yaml, PROJECT, VX_BIN  # noqa: E402
+import report_state  # noqa: E402
 
 
 def ints(name, default):
@@ -97,6 +102,7 @@ WATCH_REGIONS = int(os.environ.get("VX_BENCH_WATCH_REGIONS", "3"))
 VALIDATE_SIZES = ints("VX_BENCH_VALIDATE_SIZES", "1000,10000,40000")
 GET_MAX = int(os.environ.get("VX_BENCH_GET_MAX", "10000"))
 SWEEP_RUNS = int(os.environ.get("VX_BENCH_SWEEP_RUNS", "10000"))
+REPORT_RUNS = int(os.environ.get("VX_BENCH_REPORT_RUNS", "10000"))
 REGIONS = ["us-central1", "us-east4", "europe-west4", "us-west1", "asia-southeast1",
            "europe-west1", "us-east1", "us-east5", "us-west4", "asia-northeast1"]
 PAGE = 1000
@@ -316,6 +322,26 @@ def bench_validate(n):
         got[k] = v
     cpu = float(got["User time (seconds)"]) + float(got["System time (seconds)"])
     return cpu, int(got["Maximum resident set size (kbytes)"]) / 1024.0
+
+
+def bench_report(n, fmt):
+    """vx report of a generated history of n runs: (wall, CPU) seconds from /usr/bin/time -v."""
+    tmp = tempfile.mkdtemp(prefix="vx-bench-report-")
+    d = report_state.make(tmp, n)
+    out = os.path.join(tmp, "report." + fmt)
+    cp = subprocess.run(["/usr/bin/time", "-v", VX_BIN, "report", d, "-format", fmt, "-o", out],
+                        capture_output=True, text=True,
+                        env=dict(os.environ, NO_COLOR="1", VX_NOW="2026-11-26T00:00:00Z"))
+    if cp.returncode != 0:
+        raise RuntimeError("report of %d runs failed:\n%s" % (n, cp.stderr[-2000:]))
+    got = {}
+    for line in cp.stderr.splitlines():
+        k, _, v = line.strip().rpartition(": ")
+        got[k] = v
+    wall = 0.0
+    for part in got["Elapsed (wall clock) time (h:mm:ss or m:ss)"].split(":"):
+        wall = wall * 60 + float(part)
+    return wall, float(got["User time (seconds)"]) + float(got["System time (seconds)"])
 
 
 SWEEP_DOC = """---
@@ -562,6 +588,14 @@ def main():
         cpu, rss = bench_validate(n)
         print("%7d %9.2f %12.1f" % (n, cpu, rss))
         sys.stdout.flush()
+    if REPORT_RUNS > 0:
+        print()
+        print("vx report over a state history of %d runs" % REPORT_RUNS)
+        print("%7s %9s %9s" % ("format", "wall (s)", "CPU (s)"))
+        for fmt in ("json", "csv"):
+            wall, cpu = bench_report(REPORT_RUNS, fmt)
+            print("%7s %9.2f %9.2f" % (fmt, wall, cpu))
+            sys.stdout.flush()
     if SWEEP_RUNS > 0:
         print()
         print("a matrix: sweep of %d runs (maxParallel 100), %d ms latency" % (SWEEP_RUNS, LATENCY_MS))

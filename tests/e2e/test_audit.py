@@ -94,10 +94,10 @@ class Audit(FakeTestCase):
         who = self.who(rec["current"])
         self.assertEqual(self.log("job.a"),
             "job.a\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.01  "
             "cancelled (cancelled by vx), ended 2026-01-01T00:01:05Z: %s\n"
             "  <commit time>  cancel    %s\n"
-            "  2026-01-01T00:01:00Z  replace   %s  attempt 1  run 1  by %s  config %s  running\n"
+            "  2026-01-01T00:01:00Z  replace   %s  attempt 1  run 1  by %s  config %s  cost $0.71/h  running\n"
             % (first, who, c1[:12], CANCELLED, first, second, who, c2[:12]))
 
     def test_failed_then_forgotten_shows_failed(self):
@@ -116,7 +116,7 @@ class Audit(FakeTestCase):
                          ("JOB_STATE_FAILED", "user-error", 3, "2026-01-01T01:00:35Z"))
         self.assertEqual(self.log("job.b"),
             "job.b  (forgotten: no longer declared)\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.71  "
             "failed (user-error), ended 2026-01-01T01:00:35Z: code 3: %s\n"
             "  <commit time>  forget\n" % (name, self.who(last), c1[:12],
                                             USER_ERROR.format(id=name.rsplit("/", 1)[1])))
@@ -134,10 +134,10 @@ class Audit(FakeTestCase):
         who = self.who(self.state_file("jobs/a.json")["current"])
         self.assertEqual(self.log(),
             "job.a\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.71  "
             "succeeded, ended 2026-01-01T01:00:35Z\n"
             "job.b  (forgotten: no longer declared)\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.71  "
             "succeeded, ended 2026-01-01T01:00:35Z\n"
             "  <commit time>  forget\n" % (a, who, c1[:12], b, who, c1[:12]))
 
@@ -165,7 +165,7 @@ class Audit(FakeTestCase):
                          ("JOB_STATE_CANCELLED", True, None))
         self.assertEqual(self.log("job.a"),
             "job.a  (forgotten: no longer declared)\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.01  "
             "cancelled (cancelled by vx), ended 2026-01-01T00:01:05Z: %s\n"
             "  <commit time>  cancel    %s\n"
             "  <commit time>  forget\n" % (name, self.who(last), c1[:12], CANCELLED, name))
@@ -195,7 +195,7 @@ class Audit(FakeTestCase):
                          (made["name"], "adopt", "2026-01-01T00:00:00Z"))
         self.assertEqual(self.log("job.a"),
             "job.a\n"
-            "  2026-01-01T00:00:00Z  adopt     %s  attempt 1  run 1  by %s  config %s  running\n"
+            "  2026-01-01T00:00:00Z  adopt     %s  attempt 1  run 1  by %s  config %s  cost $0.00  running\n"
             % (made["name"], self.who(cur), c1[:12]))
 
     def create_behind_vx(self, labels):
@@ -280,7 +280,7 @@ class Audit(FakeTestCase):
                                     "Vx-Serial: 2"])
         self.assertEqual(self.log("job.a"),
             "job.a\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s+dirty  queued\n"
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s+dirty  cost $0.00  queued\n"
             % (cur["resource"], self.who(cur), head[:12]))
         # A clean tree: no marker, no trailers, clean runs.
         self.repo.git("add", "-A")
@@ -308,7 +308,7 @@ class Audit(FakeTestCase):
                          ("JOB_STATE_FAILED", 8, STOCKOUT))
         self.assertEqual(self.log("job.a"),
             "job.a\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.00  "
             "failed (stockout), ended 2026-01-01T00:00:00Z: code 8: %s\n"
             % (name, self.who(cur), c1[:12], STOCKOUT))
         # The plan: a resubmit, and a failure not resubmitted, both say why.
@@ -347,7 +347,7 @@ class Audit(FakeTestCase):
         cur = self.state_file("jobs/a.json")["current"]
         self.assertEqual(self.log("job.a"),
             "job.a\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.00  "
             "failed (user-error), ended 2026-01-01T00:00:00Z: %s\n" % (name, self.who(cur), c1[:12], whole))
 
 

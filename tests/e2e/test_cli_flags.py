@@ -69,6 +69,7 @@ STACK_COMMANDS = {
     "unlock": ["unlock", "0123456789abcdef0123456789abcdef", "{dir}"],
     "import": ["import", "job.a", "projects/p/locations/us-central1/customJobs/1", "{dir}", "-check"],
     "watch": ["watch", "{dir}", "-once", "-format", "json"],
+    "report": ["report", "{dir}"],
 }
 
 

@@ -200,7 +200,7 @@ class Gcs(GcsMixin, FakeTestCase):
         self.assertEqual(lg.code, 0, lg)
         self.assertEqual(lg.err, "")
         self.assertRegex(lg.out, r"^job\.a\n  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by "
-                         r"\S+  config [0-9a-f]{12}  \S+\n$" % re.escape(self.live_jobs("a")[0]["name"]))
+                         r"\S+  config [0-9a-f]{12}  cost \$0\.00  \S+\n$" % re.escape(self.live_jobs("a")[0]["name"]))
         # The git branch was never made: the state is in the bucket only.
         self.assertEqual(self.repo.git("branch", "--list", "vx/state/*"), "")
 

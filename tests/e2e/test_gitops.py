@@ -61,6 +61,8 @@ def audit_trailers():
 # The pull request's comment: vxplan's markdown for two new jobs, exactly.
 PLAN_MARKDOWN = """### vx plan: stack `gitops` (project `vx-e2e`)
 
+last 30 days: $0.00 · this plan: at most $712
+
 **Quota** (GPUs; in use: this stack's active runs that stay)
 
 | region | GPU | class | in use | this plan adds | limit | free after |
@@ -257,7 +259,7 @@ class GitOps(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out, "".join(
             "job.%s\n  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  "
-            "queued\n" % (job, jobs[job][0], audit_by(), main[:12]) for job in ("a", "b")))
+            "cost $0.00  queued\n" % (job, jobs[job][0], audit_by(), main[:12]) for job in ("a", "b")))
         trailers = self.remote_git("log", "-1", "--format=%(trailers:only,unfold)",
                                    "refs/heads/vx/state/" + STACK_NAME)
         got = dict(l.split(": ", 1) for l in trailers.splitlines() if l)

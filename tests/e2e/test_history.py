@@ -137,7 +137,7 @@ class History(FakeTestCase):
                          ("bob", "alice", 7, "https://github.com/acme/train/pull/7"))
         self.assertEqual(COMMIT_TIME.sub("  T  ", self.vx_log("job.a")),
                          "job.a\n  T  create    %s  attempt 1  run 1  by bob (PR #7 by alice)  "
-                         "config %s  queued\n" % (run["resource"], run["configCommit"][:12]))
+                         "config %s  cost $0.00  queued\n" % (run["resource"], run["configCommit"][:12]))
 
     def test_actor_rows_in_vx_log(self):
         """VX_ACTOR beats the CI's; a saved plan by another, without a PR; the same person."""

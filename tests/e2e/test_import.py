@@ -160,7 +160,7 @@ class Import(FakeTestCase):
         who = cur["launchedBy"]
         head = self.repo.git("rev-parse", "HEAD").strip()[:12]
         self.assertEqual(r.out, "job.a\n  2026-01-01T00:00:00Z  import    %s  attempt 1  run 1  by %s  "
-                         "config %s  queued\n" % (name, who, head), r)
+                         "config %s  cost $0.00  queued\n" % (name, who, head), r)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)  # only the one made by hand
 
     def test_import_records_the_ci_actor_as_apply_does(self):

@@ -161,11 +161,11 @@ class Ladder(FakeTestCase):
         self.assertEqual(r.err, "")
         self.assertEqual(r.out, (
             "job.a\n"
-            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  rung 0 (us-central1)  by %s  config %s  "
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  rung 0 (us-central1)  by %s  config %s  cost $0.00  "
             "failed (stockout), ended 2026-01-01T00:00:35Z: %s\n"
-            "  2026-01-01T00:01:00Z  resubmit  %s  attempt 2  run 1  rung 1 (us-central1)  by %s  config %s  "
+            "  2026-01-01T00:01:00Z  resubmit  %s  attempt 2  run 1  rung 1 (us-central1)  by %s  config %s  cost $0.00  "
             "failed (wait-timeout), ended 2026-01-01T01:01:05Z\n"
-            "  2026-01-01T01:02:40Z  resubmit  %s  attempt 3  run 1  rung 2 (us-east5)  by %s  config %s  "
+            "  2026-01-01T01:02:40Z  resubmit  %s  attempt 3  run 1  rung 2 (us-east5)  by %s  config %s  cost $0.08  "
             "succeeded, ended 2026-01-01T02:03:15Z\n")
             % (names[0], who, config, STOCKOUT, names[1], who, config, names[2], who, config))
 

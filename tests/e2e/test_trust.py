@@ -200,7 +200,7 @@ class Trust(FakeTestCase):
         shown = run["errorMessage"]
         self.assertEqual(re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", r.out),
                          "job.a\n  <time>  create    (no job made)  attempt 1  run 1  by %s  config %s  "
-                         "refused (quota), ended <time>: %s\n"
+                         "cost $0.00  refused (quota), ended <time>: %s\n"
                          % (run["launchedBy"], run["configCommit"][:12], shown))
         # The refusal was an attempt: quota is not in resubmit.on, so a later apply does not ask
         # again by itself, even with the quota there.

@@ -370,7 +370,8 @@ class CommandTable(unittest.TestCase):
         return cp.returncode, cp.stdout.decode(), cp.stderr.decode()
 
     def test_every_command_answers_help(self):
-        for cmd in ("plan", "apply", "validate", "doctor", "log", "state", "unlock", "import", "version", "help"):
+        for cmd in ("plan", "apply", "validate", "doctor", "log", "state", "unlock", "import", "report", "version",
+                    "help"):
             code, out, err = self.run_vx(cmd, "-help")
             self.assertEqual((code, err), (0, ""), cmd)
             self.assertTrue(out.startswith("usage: "), (cmd, out))

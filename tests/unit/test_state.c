@@ -326,6 +326,60 @@ static void test_run_rung_identity(void **unused)
 	vx_err_release(&err);
 }
 
+/*
+ * What a run was created with (for its cost): written only when the machine
+ * type is known, so runs recorded before keep their bytes, and read back.
+ */
+static void test_run_machines(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/us-east5/customJobs/1\",\"region\":\"us-east5\","
+		"\"action\":\"create\",\"specHash\":\"ab\",\"run\":1,\"attempt\":1,\"labels\":{},"
+		"\"state\":null,\"failure\":null,\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,"
+		"\"createdAt\":null,\"endedAt\":null,\"configCommit\":null%s},\"history\":[]}";
+	struct state_record r, back;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, json[1024];
+
+	(void)unused;
+	snprintf(json, sizeof(json), old, "");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_null(r.current->machine_type);
+	assert_int_equal(r.current->replicas, 0);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_null(strstr(text, "machineType"));
+	assert_null(strstr(text, "replicas"));
+	free(text);
+	r.current->machine_type = strdup("a2-highgpu-1g");
+	r.current->accelerator_type = strdup("NVIDIA_TESLA_A100");
+	r.current->accelerator_count = 4;
+	r.current->replicas = 4;
+	r.current->strategy = strdup("SPOT");
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"machineType\":\t\"a2-highgpu-1g\",\n"
+				     "\t\t\"acceleratorType\":\t\"NVIDIA_TESLA_A100\",\n"
+				     "\t\t\"acceleratorCount\":\t4,\n"
+				     "\t\t\"replicas\":\t4,\n"
+				     "\t\t\"strategy\":\t\"SPOT\",\n"
+				     "\t\t\"reservation\":\tnull\n"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_string_equal(back.current->machine_type, "a2-highgpu-1g");
+	assert_string_equal(back.current->accelerator_type, "NVIDIA_TESLA_A100");
+	assert_int_equal(back.current->accelerator_count, 4);
+	assert_int_equal(back.current->replicas, 4);
+	assert_string_equal(back.current->strategy, "SPOT");
+	assert_null(back.current->reservation);
+	state_record_release(&back);
+	free(text);
+	snprintf(json, sizeof(json), old, ",\"replicas\":-1");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: current.replicas: -1 is out of range [0, 1000000]");
+	state_record_release(&r);
+	vx_err_release(&err);
+}
+
 /* after:'s follow record: written only when set, read back sorted, refused when not an object. */
 static void test_run_follows(void **unused)
 {
@@ -464,6 +518,12 @@ static int mutate_run(struct state_run *r, int k)
 	case 31: restr(&r->follows[0].value); return 1;
 	case 32: restr(&r->follows[0].key); return 1;
 	case 33: assert_int_equal(vx_labels_set(&r->follows, &r->nfollows, "job.zz", "1"), 0); return 1;
+	case 34: restr(&r->machine_type); return 1;
+	case 35: restr(&r->accelerator_type); return 1;
+	case 36: r->accelerator_count++; return 1;
+	case 37: r->replicas++; return 1;
+	case 38: restr(&r->strategy); return 1;
+	case 39: restr(&r->reservation); return 1;
 	default: return 0;
 	}
 }
@@ -509,6 +569,12 @@ static void fill_run(struct state_run *r)
 	restr(&r->rung_scheduling);
 	restr(&r->rung_machine);
 	restr(&r->rung_reservation);
+	restr(&r->machine_type);
+	restr(&r->accelerator_type);
+	r->accelerator_count = 8;
+	r->replicas = 2;
+	restr(&r->strategy);
+	restr(&r->reservation);
 	if (!r->nlabels)
 		assert_int_equal(vx_labels_set(&r->labels, &r->nlabels, "vx-job", "a"), 0);
 	if (!r->nfollows)
@@ -575,7 +641,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 10 + 34 + 34);
+	assert_int_equal(n, 10 + 40 + 40);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
@@ -843,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_fingerprint_covers_every_field),
 		cmocka_unit_test(test_run_rung_identity),
 		cmocka_unit_test(test_run_follows),
+		cmocka_unit_test(test_run_machines),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_address_and_ids),
