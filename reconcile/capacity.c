@@ -495,11 +495,17 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	}
 	if (!c->known)
 		return 0;
-	attempt = a->attempt > 0 ? a->attempt : 1;
+	/* The attempt that starts, or (a run that stays) the one that runs: the
+	 * state's, so a running attempt 2 counts what its resubmission counted. */
+	attempt = a->attempt > 0 ? a->attempt
+		: a->record && a->record->current && a->record->current->attempt > 0 ? a->record->current->attempt : 1;
 	attempts = j->max_attempts - attempt + 1;
 	if (attempts < 1)
 		attempts = 1;
-	hours = (double)(spec->timeout_s > 0 ? spec->timeout_s : CAPACITY_DEFAULT_TIMEOUT_S) / 3600.0;
+	c->default_timeout = spec->timeout_s <= 0;
+	c->timeout_s = c->default_timeout ? CAPACITY_DEFAULT_TIMEOUT_S : spec->timeout_s;
+	c->attempts_left = attempts;
+	hours = (double)c->timeout_s / 3600.0;
 	c->usd_per_hour = rate;
 	c->usd_max = rate * hours * (double)attempts;
 	return 0;

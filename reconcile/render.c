@@ -250,7 +250,23 @@ static const char *row_class(const struct capacity_row *r)
 	return r->cls == CAPACITY_RESERVATION ? r->reservation : capacity_class_name(r->cls);
 }
 
-/* "$88.49/h, at most $14,866.32" for one action, or "unknown price". */
+/* "7-day", "12h", "90m", "45s": a timeout in its largest whole unit. */
+static int timeout_text(struct vx_buf *b, int64_t s)
+{
+	if (s > 0 && s % 86400 == 0)
+		return vx_buf_printf(b, "%lld-day", (long long)(s / 86400));
+	if (s > 0 && s % 3600 == 0)
+		return vx_buf_printf(b, "%lldh", (long long)(s / 3600));
+	if (s > 0 && s % 60 == 0)
+		return vx_buf_printf(b, "%lldm", (long long)(s / 60));
+	return vx_buf_printf(b, "%llds", (long long)s);
+}
+
+/*
+ * "$88.49/h, at most $14,866.32 (7-day default timeout × 3 attempts left)"
+ * for one action, or "unknown price": at most is the rate for the whole
+ * timeout of every attempt left, the one that starts or runs included.
+ */
 static int cost_text(struct vx_buf *b, const struct capacity_report *c, const struct capacity_cost *k)
 {
 	int rc;
@@ -264,6 +280,13 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 		rc = vx_buf_adds(b, ", at most ");
 		if (rc == 0)
 			rc = capacity_money(b, c->currency, k->usd_max, 2);
+		if (rc == 0 && k->timeout_s > 0)
+			rc = vx_buf_adds(b, " (");
+		if (rc == 0 && k->timeout_s > 0)
+			rc = timeout_text(b, k->timeout_s);
+		if (rc == 0 && k->timeout_s > 0)
+			rc = vx_buf_printf(b, "%s timeout × %lld attempt%s left)", k->default_timeout ? " default" : "",
+					   (long long)k->attempts_left, k->attempts_left == 1 ? "" : "s");
 	}
 	if (rc == 0 && k->upper_bound)
 		rc = vx_buf_adds(b, " (upper bound: on-demand rate)");

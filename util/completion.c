@@ -247,8 +247,8 @@ static int zsh_script(struct vx_buf *b, const char *program, const struct comple
 	rc = rc ? rc : bash_function(b, program, cmds, n);
 	rc = rc ? rc : vx_buf_printf(b, "complete -o default -F _%s_complete ", program);
 	rc = rc ? rc : add_names(b, program, cmds, n);
-	return rc ? rc : vx_buf_printf(b, "\nif [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then\n"
-				       "\t_bash_complete -o default -F _%s_complete\nfi\n", program);
+	return rc ? rc : vx_buf_printf(b, "\nif [[ ${funcstack[1]} == _%s ]]; then\n"
+				       "\t_bash_complete -o default -F _%s_complete\nfi\n", program, program);
 }
 
 /* fish: text in single quotes, where only ' and \ need a backslash. */

@@ -64,9 +64,9 @@ class Capacity(FakeTestCase):
         self.assertEqual(section(r.out, "Cost"), [
             "Cost (USD list prices as of 2026-07-30; docs/prices.md):",
             PRICES_LINE,
-            "  starts     job.a: $44.24/h, at most $7,433.16 (est.)",
-            "  starts     job.b: $44.24/h, at most $7,433.16 (est.)",
-            "  starts     job.c: $44.24/h, at most $7,433.16 (est.)",
+            "  starts     job.a: $44.24/h, at most $7,433.16 (7-day default timeout × 1 attempt left) (est.)",
+            "  starts     job.b: $44.24/h, at most $7,433.16 (7-day default timeout × 1 attempt left) (est.)",
+            "  starts     job.c: $44.24/h, at most $7,433.16 (7-day default timeout × 1 attempt left) (est.)",
             FEE_LINE,
         ])
         self.assertEqual(r.out.splitlines()[-1],
@@ -202,7 +202,7 @@ class StackSettings(FakeTestCase):
         self.assertEqual(section(r.out, "Cost"), [
             "Cost (EUR list prices as of 2025-07-01; docs/prices.md):",
             "  prices: our contract",
-            "  starts     job.a: 10.00 EUR/h, at most 1,680.00 EUR",
+            "  starts     job.a: 10.00 EUR/h, at most 1,680.00 EUR (7-day default timeout × 1 attempt left)",
         ])
         self.assertEqual(r.out.splitlines()[-1],
                          "Cost: + 10.00 EUR/h while running, at most 1,680 EUR for this apply.")
@@ -244,7 +244,8 @@ class RegionPrices(FakeTestCase):
                                                  attempts=1), "europe-west4")})
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)
-        self.assertEqual(section(r.out, "Cost")[1:], [PRICES_LINE, "  starts     job.a: $3.75/h, at most $629.66",
+        self.assertEqual(section(r.out, "Cost")[1:], [PRICES_LINE, "  starts     job.a: $3.75/h, at most $629.66 "
+                                                      "(7-day default timeout × 1 attempt left)",
                                                       FEE_LINE])
         self.assertEqual(r.out.splitlines()[-1], "Cost: + $3.75/h while running, at most $629.66 for this apply.")
 
@@ -300,6 +301,40 @@ class Help(unittest.TestCase):
             i = next((k for k, l in enumerate(lines) if l.startswith("  -fail-on")), None)
             self.assertIsNotNone(i, cp.stdout)
             self.assertEqual(lines[i:i + 3], want)
+
+
+class AtMost(FakeTestCase):
+    """A job's "at most": rate x its timeout (Vertex's 7 days when it sets none) x the attempts
+    left counting the one that runs, said on the line; the same for a running attempt as for
+    the resubmission that started it."""
+
+    FINISHED_AFTER = 4000    # the fake's RUNNING -> a planned failure
+
+    def cost_line(self):
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        return section(r.out, "Cost")[2]
+
+    def test_running_attempt_and_its_resubmission_cost_the_same(self):
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
+        self.repo.write({"a": job_yaml("a", machine="g2-standard-8", strategy="SPOT", attempts=3)})
+        self.assertEqual(self.cost_line(),
+                         "  starts     job.a: $0.48/h, at most $241.86 (7-day default timeout × 3 attempts left)")
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.cost_line(),
+                         "  running    job.a: $0.48/h, at most $241.86 (7-day default timeout × 3 attempts left)")
+        self.fake.advance(self.FINISHED_AFTER)
+        # attempt 2 of 3 is the resubmission; it and the attempt after it are left
+        self.assertEqual(self.cost_line(),
+                         "  starts     job.a: $0.48/h, at most $161.24 (7-day default timeout × 2 attempts left)")
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.cost_line(),
+                         "  running    job.a: $0.48/h, at most $161.24 (7-day default timeout × 2 attempts left)")
+
+    def test_the_jobs_own_timeout(self):
+        self.repo.write({"a": job_yaml("a", machine="g2-standard-8", strategy="SPOT", attempts=1).replace(
+            "scheduling: {strategy: SPOT}", "scheduling: {strategy: SPOT, timeout: 12h}")})
+        self.assertEqual(self.cost_line(), "  starts     job.a: $0.48/h, at most $5.76 (12h timeout × 1 attempt left)")
 
 
 class Delta(FakeTestCase):

@@ -75,8 +75,8 @@ _in use: this stack's runs only; Cloud Quotas does not report usage, so jobs of 
 
 _Prices: Cloud Billing Catalog via Cyclenerd/google-cloud-pricing-cost-calculator (2026-07-30); N1 GPUs, A3 Ultra, A4: SkyPilot catalog (2026-11)._
 
-- `job.a` (starts): $0.71/h, at most $356.24
-- `job.b` (starts): $0.71/h, at most $356.24
+- `job.a` (starts): $0.71/h, at most $356.24 (7-day default timeout × 3 attempts left)
+- `job.b` (starts): $0.71/h, at most $356.24 (7-day default timeout × 3 attempts left)
 
 _A2/A3/A4/G2/G4 figures exclude Vertex AI's training management fee (its size is not published)._
 
