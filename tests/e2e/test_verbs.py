@@ -6,6 +6,7 @@ import unittest
 
 from harness import FakeTestCase, job_yaml
 
+ACTOR = "%s@%s" % (os.environ.get("USER") or "root", os.uname().nodename)
 SAVED = "\nSaved the plan to {f}. Apply exactly it with: vxapply {f}\n"
 
 
@@ -84,6 +85,104 @@ class ShowTest(FakeTestCase):
         r = self.repo.vx("show", f)
         self.assertEqual(r.code, 0, r)
         self.assertTrue(r.out.startswith("line ?]0;owned?one\nline two\n"), r)
+
+
+class StateRmTest(FakeTestCase):
+    def test_rm_leaves_the_job_running_and_the_plan_creates_it_again(self):
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        [a] = self.live_jobs("a")
+        r = self.repo.vx("state", "rm", "job.a", "-dry-run", "-C", self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out, "job.a: would remove from the state; its job %s (queued) is left as "
+                         "it is, and no plan adopts or cancels it again\n" % a["name"])
+        log_before = self.repo.state_log()
+        r = self.repo.vx("state", "rm", "job.a", "-reason", "hand it to the eval team",
+                         "-C", self.repo.dir, env={"VX_ACTOR": "alice"})
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(r.out, "job.a: removed from the state; its job %s (queued) is left as "
+                         "it is, and no plan adopts or cancels it again\n" % a["name"])
+        self.assertEqual(len(self.repo.state_log()), len(log_before) + 1)
+        msg = self.repo.state_log()[0].strip().splitlines()
+        self.assertEqual(msg[:5], ["vx state rm: job.a", "", "- job.a state rm %s" % a["name"], "",
+                                   "Reason: hand it to the eval team"])
+        self.assertIn("Vx-Actor: alice", msg)
+        r = self.repo.vx("state", "list", self.repo.dir)
+        self.assertEqual([l.split()[0] for l in r.out.splitlines()], ["job.b"])
+        # Still declared: a create, never an adopt or a cancel of the released job.
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.block(r.out)[0], "+   job.a create")
+        self.assertNotIn(a["name"], r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(sorted(j["state"] for j in self.live_jobs("a")),
+                         ["JOB_STATE_QUEUED", "JOB_STATE_QUEUED"])
+        # No longer declared: the released job is not cancelled as untracked.
+        self.repo.write({"b": job_yaml("b")})
+        r = self.repo.plan()
+        self.assertNotIn(a["name"], r.out)
+        self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 0)
+        r = self.repo.vx("log", "job.a", self.repo.dir)
+        self.assertEqual([l[22:] for l in r.out.splitlines() if "state rm" in l],
+                         ["  state rm  by alice: hand it to the eval team"], r.out)
+
+    def test_rm_refuses_an_address_not_in_the_state(self):
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        r = self.repo.vx("state", "rm", "job.nope", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: state rm: job.nope is not in the state of stack e2e "
+                         "('vx state list' lists what is)\n")
+
+
+class StateMvTest(FakeTestCase):
+    def test_mv_after_a_rename_plans_nothing(self):
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        [a] = self.live_jobs("a")
+        # Renamed, nothing else: the same spec under another name.
+        self.repo.write({"b": job_yaml("a").replace("\nname: a\n", "\nname: b\n")})
+        r = self.repo.vx("state", "mv", "job.a", "job.b", self.repo.dir, "-reason", "renamed")
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(r.out, "job.a -> job.b: moved the record with its 1 runs; the live job %s "
+                         "keeps its labels and is followed as before\n" % a["name"])
+        before = dict(self.fake.requests()["by_rpc"])
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("Plan: no changes. 1 unchanged.", r.out.splitlines())
+        self.assertNotIn("job.a", r.out)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        after = self.fake.requests()["by_rpc"]
+        self.assertEqual(after.get("CreateCustomJob", 0), before.get("CreateCustomJob", 0))
+        self.assertEqual(after.get("CancelCustomJob", 0), 0)
+        self.assertEqual(len(self.live_jobs()), 1)
+        r = self.repo.vx("state", "show", "job.b", self.repo.dir)
+        self.assertEqual(json.loads(r.out)["current"]["resource"], a["name"])
+        r = self.repo.vx("log", "job.a", self.repo.dir)
+        self.assertEqual([l[22:] for l in r.out.splitlines() if "state mv" in l],
+                         ["  state mv  to job.b by %s: renamed" % ACTOR], r.out)
+        r = self.repo.vx("log", "job.b", self.repo.dir)
+        self.assertEqual([l[22:] for l in r.out.splitlines() if "state mv" in l],
+                         ["  state mv  from job.a by %s: renamed" % ACTOR], r.out)
+
+    def test_mv_refusals(self):
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        cases = [
+            (("job.a", "job.b"), "vx: state mv: job.b is already in the state: remove it first "
+             "('vx state rm job.b') or choose another name\n"),
+            (("job.x", "job.y"), "vx: state mv: job.x is not in the state ('vx state list' lists what is)\n"),
+            (("job.a", "reservation.a"), "vx: state mv: job.a, reservation.a: state mv moves jobs; a "
+             "reservation's or quota preference's NAME is its name in Google Cloud, which cannot be "
+             "renamed\n"),
+            (("job.a", "job.s[lr=1]"), "vx: state mv: job.a is a job and job.s[lr=1] is a sweep's run: a "
+             "sweep's run is named by its matrix values and labelled so, and a job is not; move a run "
+             "to another run of a sweep, a job to a job\n"),
+        ]
+        for (old, new), want in cases:
+            r = self.repo.vx("state", "mv", old, new, self.repo.dir)
+            self.assertEqual((r.code, r.err), (1, want), r)
 
 
 if __name__ == "__main__":
