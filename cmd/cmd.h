@@ -60,7 +60,8 @@ extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entr
 	cmd_log_entry, cmd_status_entry, cmd_state_entry, cmd_unlock_entry, cmd_import_entry, cmd_watch_entry,
 	cmd_version_entry,
 	cmd_help_entry,
-	cmd_show_entry;
+	cmd_show_entry,
+	cmd_logs_entry;
 
 /* -C DIR and -chdir=DIR: the flags of the commands that take a stack directory
  * beside their positional arguments (log, state, unlock). */

@@ -2,6 +2,7 @@
 for in their first week, against the fake."""
 import json
 import os
+import threading
 import unittest
 
 from harness import FakeTestCase, job_yaml
@@ -183,6 +184,72 @@ class StateMvTest(FakeTestCase):
         for (old, new), want in cases:
             r = self.repo.vx("state", "mv", old, new, self.repo.dir)
             self.assertEqual((r.code, r.err), (1, want), r)
+
+
+class LogsTest(FakeTestCase):
+    def lines(self, out):
+        """The rows without their times: SEVERITY  TEXT."""
+        return [l[l.index("Z  ") + 3:] for l in out.splitlines()]
+
+    def test_logs_prints_a_jobs_lines_over_pages_cleaned(self):
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        [a] = self.live_jobs("a")
+        jid = a["name"].rsplit("/", 1)[1]
+        self.fake.advance(10)  # after the job's own lines
+        extra = [{"textPayload": "step %d" % i} for i in range(1200)]
+        extra.append({"severity": "ERROR", "jsonPayload": {
+            "message": "\x1b[31mTraceback\x1b[0m\r\n  boom \x1b]0;owned\x07\x07x"}})
+        self.fake.post("/_fake/logs", {"job_id": jid, "entries": extra})
+        r = self.repo.vx("logs", "job.a", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        want = ["INFO      line %d of job %s" % (i, jid) for i in (1, 2, 3)]
+        want += ["INFO      step %d" % i for i in range(1200)]
+        want += ["ERROR     Traceback", "ERROR       boom ?x"]
+        self.assertEqual(self.lines(r.out), want)
+        self.assertEqual(self.fake.rpc_count("logging.entries.list"), 2)  # 1000 a page
+        log = [e for e in self.fake.requests()["log"] if e.get("rpc") == "logging.entries.list"]
+        self.assertTrue(log)
+
+    def test_logs_of_a_job_without_a_run(self):
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply("-target", "job.a").code, 0)
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        r = self.repo.vx("logs", "job.b", "-C", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: logs: job.b has no run in the state yet: vxapply starts it, then vx "
+                         "logs job.b shows its lines ('vx state list' lists the addresses that have runs; "
+                         "a sweep's lines are its runs', job.NAME[k=v])\n")
+
+    def test_logs_follow_until_the_job_ends(self):
+        import subprocess
+        from harness import VX_BIN
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        [a] = self.live_jobs("a")
+        jid = a["name"].rsplit("/", 1)[1]
+        env = self.fake.env()
+        env["VX_WAIT_POLL_MS"] = "50"
+        p = subprocess.Popen([VX_BIN, "logs", "job.a", self.repo.dir, "-f"], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        # A follow that never ends fails the test rather than hanging it.
+        watchdog = threading.Timer(90, p.kill)
+        watchdog.start()
+        self.addCleanup(watchdog.cancel)
+        got = [p.stdout.readline() for _ in range(3)]
+        self.assertEqual(self.lines("".join(got)), ["INFO      line %d of job %s" % (i, jid) for i in (1, 2, 3)])
+        self.fake.advance(10)  # lines come later than the job's first ones
+        self.fake.post("/_fake/logs", {"job_id": jid, "entries": [{"textPayload": "epoch 1"}]})
+        self.assertEqual(self.lines(p.stdout.readline()), ["INFO      epoch 1"])
+        self.fake.advance(1)
+        self.fake.post("/_fake/logs", {"job_id": jid, "entries": [{"textPayload": "epoch 2"}]})
+        self.assertEqual(self.lines(p.stdout.readline()), ["INFO      epoch 2"])
+        self.fake.cancel_behind_vx(a["name"])
+        self.fake.advance(600)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out, "")
+        self.assertEqual(err, "vx: logs: %s cancelled\n" % a["name"])
 
 
 if __name__ == "__main__":
