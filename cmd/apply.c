@@ -435,12 +435,15 @@ static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_
 
 /* In GitHub Actions: the plan and apply's result to the step summary, the exit
  * code to the step outputs (workflow/ghactions.h). */
-static void apply_github(const struct applying *ap, const struct apply_args *a, int rc)
+static void apply_github(struct applying *ap, const struct apply_args *a, int rc)
 {
-	const struct planning *pl = a->planned ? &ap->pl : NULL;
+	struct planning *pl = a->planned ? &ap->pl : NULL;
 
 	if (!gha_active())
 		return;
+	/* The plan in the summary is the pull request's: with its spend line. */
+	if (pl && planning_spend_line(pl, &ap->ws, a->po.now_ms) < 0)
+		cmd_error("apply: GitHub Actions outputs: out of memory");
 	if (gha_apply_report(pl, pl && planning_has_changes(pl) ? &ap->res : NULL, rc, cmd_warn, NULL) < 0)
 		cmd_error("apply: GitHub Actions outputs: out of memory");
 }

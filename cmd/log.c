@@ -29,6 +29,7 @@
 #include "state/backend.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/text.h"
 #include "workflow/workspace.h"
 
 static const char usage[] =
@@ -168,6 +169,62 @@ static int message_cancels(const char *message, const char *address)
 	return 0;
 }
 
+/* The rest of the line of message that starts with key ("Vx-Actor: "), cleaned; NULL if none. */
+static char *message_line(const char *message, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = message; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, n)) {
+			char *line = vx_asprintf("%.*s", (int)strcspn(p + n, "\n"), p + n);
+			char *clean = line ? vx_text_clean(line) : NULL;
+
+			free(line);
+			return clean;
+		}
+	return NULL;
+}
+
+/*
+ * A `vx state rm` or `vx state mv` commit (workflow/stateedit.h) as a row:
+ * "state rm  by alice: why", "state mv  to job.b by alice: why". 0 when
+ * message is neither.
+ */
+static int print_edit(const struct state_history_entry *e, int arrived)
+{
+	const char *m = e->message;
+	char *actor, *reason, *other = NULL, *what;
+	int mv = m && !strncmp(m, "vx state mv: ", 13);
+
+	if (!m || (!mv && strncmp(m, "vx state rm:", 12)))
+		return 0;
+	if (mv) {
+		/* "vx state mv: OLD -> NEW": the other address. */
+		const char *arrow = strstr(m, " -> ");
+		size_t nold = arrow ? (size_t)(arrow - (m + 13)) : 0;
+
+		if (!arrow)
+			return 0;
+		other = arrived ? vx_asprintf("from %.*s ", (int)nold, m + 13)
+				: vx_asprintf("to %.*s ", (int)strcspn(arrow + 4, "\n"), arrow + 4);
+	}
+	actor = message_line(m, "Vx-Actor: ");
+	reason = message_line(m, "Reason: ");
+	what = vx_asprintf("%sby %s%s%s", other ? other : "", actor ? actor : "-", reason ? ": " : "",
+			   reason ? reason : "");
+	if (what) {
+		char *clean = vx_text_clean(what);
+
+		print_event(e->time_ms, mv ? "state mv" : "state rm", clean ? clean : "");
+		free(clean);
+	}
+	free(what);
+	free(other);
+	free(actor);
+	free(reason);
+	return 1;
+}
+
 /*
  * The rows of one lifetime: versions v[0..n) oldest first, all with a
  * record, then (optionally) the entry that removed it.
@@ -178,6 +235,9 @@ static int print_lifetime(struct state_history_entry *const *v, size_t n,
 	const struct state_record *last = n ? v[n - 1]->record : NULL, *prev = NULL;
 	int rows = 0;
 
+	/* Moved here by `vx state mv`: said before its runs. */
+	if (n)
+		rows += print_edit(v[0], 1);
 	for (size_t k = 0; k < n; k++) {
 		const struct state_record *r = v[k]->record;
 
@@ -200,11 +260,12 @@ static int print_lifetime(struct state_history_entry *const *v, size_t n,
 		const struct state_run *cur = prev && prev->current ? prev->current : NULL;
 
 		/* An older vx forgot a record in the same commit that cancelled its run. */
-		if (cur && !cur->cancelled_by_vx && message_cancels(removed->message, removed->address))
-			print_event(removed->time_ms, "cancel", cur->resource);
+		if (print_edit(removed, 0))
+			rows++;
+		else if (cur && !cur->cancelled_by_vx && message_cancels(removed->message, removed->address))
+			rows++, print_event(removed->time_ms, "cancel", cur->resource);
 		else
-			print_event(removed->time_ms, "forget", NULL);
-		rows++;
+			rows++, print_event(removed->time_ms, "forget", NULL);
 	}
 	return rows;
 }

@@ -114,26 +114,6 @@ static int plan_flags(struct plan_args *a, const struct cmd_args *args)
 	return 0;
 }
 
-/*
- * The pull request's comment: the markdown plan, with this stack's spend of
- * the last 30 days and the plan's at-most figure (workflow/report.h).
- */
-static int plan_markdown(struct vx_buf *out, struct planning *pl, const struct workspace *ws)
-{
-	char *line = NULL;
-	int64_t now = 0;
-	int r;
-
-	if (cmd_shown_now(&now, ws->ctx, "plan") < 0 || report_spend_line(&line, ws, &pl->prices,
-									    pl->header.capacity, now) < 0)
-		return -1;
-	pl->header.spend_line = line;
-	r = render_plan_markdown(out, &pl->planner.plan, &pl->header);
-	pl->header.spend_line = NULL;
-	free(line);
-	return r;
-}
-
 /* Prints the plan in a's format, and saves it with -out: 0, or -1 after saying why not. */
 static int plan_print(struct planning *pl, const struct workspace *ws, const struct plan_args *a,
 		      struct vx_err *err)
@@ -145,7 +125,7 @@ static int plan_print(struct planning *pl, const struct workspace *ws, const str
 	if (!strcmp(a->format, "json"))
 		r = render_plan_json(&out, &pl->planner.plan, &pl->header);
 	else if (!strcmp(a->format, "markdown"))
-		r = plan_markdown(&out, pl, ws);
+		r = render_plan_markdown(&out, &pl->planner.plan, &pl->header);
 	else
 		r = render_plan_human(&out, &pl->planner.plan, &pl->header, cmd_use_color(1, a->no_color));
 	if (r < 0) {
@@ -211,6 +191,11 @@ static int plan_exec(const struct cmd_args *args)
 			     a.annotate ? &cmd_workspace_events_annotated : &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		plan_github(NULL, &a, rc);
+		goto done;
+	}
+	if ((!strcmp(a.format, "markdown") || a.outfile || gha_active()) &&
+	    planning_spend_line(&pl, &ws, a.po.now_ms) < 0) {
+		cmd_error("plan: out of memory");
 		goto done;
 	}
 	if (plan_print(&pl, &ws, &a, &err) < 0) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "reconcile/sweep.h"
+#include "state/state.h"
 
 #include "util/banned.h"
 
@@ -91,5 +92,22 @@ int kind_refresh_all(struct live_store *out, struct provider *p, const struct st
 	live_store_release(out);
 	for (size_t k = 0; k < kind_count && rc == 0; k++)
 		rc = kind_table[k]->refresh(out, p, st, state, err);
+	/*
+	 * The jobs `vx state rm` let go of still carry this state's labels
+	 * (Vertex cannot relabel a job): left out here, no plan adopts,
+	 * cancels or counts them again.
+	 */
+	if (rc == 0 && state && state->nreleased) {
+		struct live_jobs *js = &out->jobs;
+		size_t keep = 0;
+
+		for (size_t i = 0; i < js->n; i++) {
+			if (state_released_has(state, js->items[i].name))
+				live_job_release(&js->items[i]);
+			else
+				js->items[keep++] = js->items[i];
+		}
+		js->n = keep;
+	}
 	return rc;
 }

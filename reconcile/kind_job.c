@@ -239,6 +239,10 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 			continue;
 		if (rec && j->name && in_list(j->name, rec->known, rec->nknown))
 			continue;
+		/* Nor a run another record holds (one moved there by `vx state mv`
+		 * still carries its old address's vx-job). */
+		if (j->name && is_known(b, j->name))
+			continue;
 		if (!best || j->create_ms > best->create_ms)
 			best = j;
 	}

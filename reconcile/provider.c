@@ -40,6 +40,19 @@ oom:
 	return VX_ENOMEM;
 }
 
+void live_log_page_release(struct live_log_page *pg)
+{
+	for (size_t i = 0; i < pg->n; i++) {
+		free(pg->items[i].insert_id);
+		free(pg->items[i].timestamp);
+		free(pg->items[i].severity);
+		free(pg->items[i].text);
+	}
+	free(pg->items);
+	free(pg->next_token);
+	memset(pg, 0, sizeof(*pg));
+}
+
 void live_jobs_release(struct live_jobs *js)
 {
 	for (size_t i = 0; i < js->n; i++)

@@ -185,6 +185,8 @@ struct provider_webhook {
 	long timeout_ms;               /* the one attempt's limit; 0 = 10 s */
 };
 
+struct live_log_page;
+
 struct provider {
 	/* Lists every job of the stack in one region: one filtered, paginated
 	 * list call (labels.vx-stack=<stack>), never a get per job. */
@@ -288,6 +290,15 @@ struct provider {
 	 */
 	int (*get_job)(struct provider *p, const char *name, struct live_job *out, char **spec_json,
 		       struct vx_err *err);
+	/*
+	 * One page of a Vertex job's log lines from Cloud Logging (vx logs):
+	 * the entries of project whose filter is filter (the caller builds it),
+	 * oldest first, from page_token (NULL: the first page). out is
+	 * overwritten; out->next_token is NULL on the last page. NULL in
+	 * providers that cannot read logs.
+	 */
+	int (*list_log_entries)(struct provider *p, const char *project, const char *filter,
+				const char *page_token, struct live_log_page *out, struct vx_err *err);
 };
 
 /* Deep copy and release helpers for reservations and quota preferences. */
@@ -316,6 +327,23 @@ void live_jobs_release(struct live_jobs *js);
 int live_jobs_push(struct live_jobs *js, const struct live_job *j) VX_WUR;
 /* The value of a label, or NULL. */
 const char *live_job_label(const struct live_job *j, const char *key);
+
+/* One log line of a job (Cloud Logging's LogEntry, the parts vx logs shows). */
+struct live_log_entry {
+	char *insert_id;         /* unique per entry: what a follow deduplicates on */
+	char *timestamp;         /* RFC 3339, as the server wrote it */
+	int64_t time_ms;         /* the same, parsed */
+	char *severity;          /* INFO, ERROR, ...; NULL: DEFAULT */
+	char *text;              /* textPayload, or jsonPayload.message; NULL: neither. Untrusted */
+};
+
+struct live_log_page {
+	struct live_log_entry *items;
+	size_t n;
+	char *next_token;        /* NULL on the last page */
+};
+
+void live_log_page_release(struct live_log_page *pg);
 
 /* Job states. */
 int job_state_is_active(const char *state);   /* QUEUED PENDING RUNNING CANCELLING PAUSED UPDATING */

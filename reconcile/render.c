@@ -980,6 +980,15 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	rc |= add(root, "changes", cJSON_CreateBool(plan_has_changes(p)));
 	if (h->capacity)
 		rc |= capacity_json(root, h->capacity);
+	if (h->rendered_human && h->rendered_markdown) {
+		cJSON *r = cJSON_CreateObject();
+
+		rc |= add(root, "rendered", r);
+		if (r) {
+			rc |= add(r, "human", cJSON_CreateString(h->rendered_human));
+			rc |= add(r, "markdown", cJSON_CreateString(h->rendered_markdown));
+		}
+	}
 	if (rc == 0) {
 		text = cJSON_Print(root);
 		rc = text ? vx_buf_adds(b, text) : VX_ENOMEM;

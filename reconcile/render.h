@@ -55,6 +55,11 @@ struct render_header {
 	/* The markdown plan's spend line ("last 30 days: $1,240 (18% on preempted
 	 * runs) · this plan: at most $312"), or NULL: none (workflow/report.h). */
 	const char *spend_line;
+	/* A saved plan only ("rendered"): the plan as vxplan printed it
+	 * without colour, and as markdown, so `vx show FILE` prints it again
+	 * without the cloud. NULL: not written. */
+	const char *rendered_human;
+	const char *rendered_markdown;
 };
 
 /*
@@ -129,5 +134,16 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
  * VX_ECONFLICT with a message that says what moved and to run vxplan again. */
 int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct vx_err *err) VX_WUR;
 void saved_plan_release(struct saved_plan *sp);
+
+/*
+ * `vx show FILE`: the saved plan json[0..len) as vxplan printed it, in
+ * format "human" or "markdown" (the texts it saved under "rendered"), or
+ * "json" (the plan as `vxplan -format json` printed it: what only a saved
+ * plan holds, "rendered", "planned_by" and "state.salt", left out; the
+ * salt is a secret). Appended to out. VX_EINVAL when json is no saved plan,
+ * or was saved by a vx that kept no text (then only json is shown).
+ */
+int saved_plan_text(struct vx_buf *out, const char *json, size_t len, const char *format,
+		    struct vx_err *err) VX_WUR;
 
 #endif

@@ -116,7 +116,46 @@ void state_release(struct state *st)
 	for (i = 0; i < st->nnotified; i++)
 		free(st->notified[i].key);
 	free(st->notified);
+	for (i = 0; i < st->nreleased; i++)
+		free(st->released[i]);
+	free(st->released);
 	memset(st, 0, sizeof(*st));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int state_released_has(const struct state *st, const char *name)
+{
+	return name && st->nreleased &&
+	       bsearch(&name, st->released, st->nreleased, sizeof(*st->released), cmp_str) != NULL;
+}
+
+int state_released_add(struct state *st, const char *name)
+{
+	char **grown, *copy;
+	size_t at = 0;
+
+	if (!name || !*name || st->nreleased >= STATE_MAX_RELEASED)
+		return VX_EINVAL;
+	if (state_released_has(st, name))
+		return 0;
+	while (at < st->nreleased && strcmp(st->released[at], name) < 0)
+		at++;
+	if (!(copy = strdup(name)))
+		return VX_ENOMEM;
+	grown = realloc(st->released, (st->nreleased + 1) * sizeof(*grown));
+	if (!grown) {
+		free(copy);
+		return VX_ENOMEM;
+	}
+	st->released = grown;
+	memmove(&grown[at + 1], &grown[at], (st->nreleased - at) * sizeof(*grown));
+	grown[at] = copy;
+	st->nreleased++;
+	return 0;
 }
 
 /* "evt_" and 32 hex, ":", 8 hex: the form notify's keys take (reconcile/notify.h). */

@@ -194,6 +194,16 @@ struct state {
 	 */
 	struct state_notified *notified;
 	size_t nnotified;
+	/*
+	 * The live jobs vx let go of (`vx state rm`): their resource names
+	 * (projects/P/locations/R/customJobs/ID), sorted, unique. A Vertex
+	 * job's labels cannot be changed once it is created, so a released
+	 * job still carries this stack's and this state's labels: the refresh
+	 * leaves the jobs named here out, so no plan adopts, cancels or counts
+	 * them again. Written ("released") only when not empty.
+	 */
+	char **released;
+	size_t nreleased;
 };
 
 struct state_notified {
@@ -204,7 +214,7 @@ struct state_notified {
 #define STATE_MAX_NOTIFIED 10000
 #define STATE_NOTIFIED_KEEP_MS ((int64_t)7 * 24 * 3600 * 1000)
 
-#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0 }
+#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0 }
 
 /* Whether key is among st's delivered notifications. */
 int state_notified_has(const struct state *st, const char *key);
@@ -214,6 +224,14 @@ int state_notified_has(const struct state *st, const char *key);
  * 0, VX_EINVAL for a key that is not one, or VX_ENOMEM.
  */
 int state_notified_add(struct state *st, const char *key, int64_t at_ms) VX_WUR;
+
+#define STATE_MAX_RELEASED 10000
+
+/* Whether name is among st's released jobs. */
+int state_released_has(const struct state *st, const char *name);
+/* Adds name to st's released jobs (nothing when it is there). VX_EINVAL past
+ * STATE_MAX_RELEASED or for an empty name, VX_ENOMEM. */
+int state_released_add(struct state *st, const char *name) VX_WUR;
 
 /* Lifecycle. *_release frees the contents and zeroes the struct; NULL-safe. */
 void state_release(struct state *st);

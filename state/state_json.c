@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "util/buf.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 #define F_REQ 1  /* the key must be present */
@@ -402,6 +403,21 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 				goto oom;
 		}
 		rc = add_item(o, "notified", arr);
+		arr = NULL;
+		if (rc < 0)
+			goto oom;
+	}
+	if (st->nreleased) {
+		arr = cJSON_CreateArray();
+		for (i = 0; arr && i < st->nreleased; i++) {
+			cJSON *n = cJSON_CreateString(st->released[i]);
+
+			if (!n || !cJSON_AddItemToArray(arr, n)) {
+				cJSON_Delete(n);
+				goto oom;
+			}
+		}
+		rc = add_item(o, "released", arr);
 		arr = NULL;
 		if (rc < 0)
 			goto oom;
@@ -1024,19 +1040,47 @@ static int notified_from(const cJSON *o, struct state *st, struct vx_err *err)
 	return 0;
 }
 
+/* "released": the jobs `vx state rm` let go of (optional: written only when there are some). */
+static int released_from(const cJSON *o, struct state *st, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "released"), *c;
+	size_t n = 0, i;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsArray(v))
+		return vx_err_set(err, VX_EINVAL, "released: expected an array");
+	for (c = v->child; c; c = c->next)
+		if (++n > STATE_MAX_RELEASED)
+			return vx_err_set(err, VX_EINVAL, "released: more than %d entries", STATE_MAX_RELEASED);
+	if (n && !(st->released = calloc(n, sizeof(*st->released))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (i = 0, c = v->child; c; c = c->next, i++) {
+		if (!cJSON_IsString(c) || !*c->valuestring || strlen(c->valuestring) > 1024 ||
+		    !vx_text_is_clean(c->valuestring, strlen(c->valuestring)))
+			return vx_err_set(err, VX_EINVAL, "released[%zu]: expected a job's resource name", i);
+		if (i && strcmp(st->released[i - 1], c->valuestring) >= 0)
+			return vx_err_set(err, VX_EINVAL, "released[%zu]: not sorted or not unique", i);
+		if (!(st->released[i] = strdup(c->valuestring)))
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		st->nreleased = i + 1;
+	}
+	return 0;
+}
+
 static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
 {
 	/* "salt" and "leaseRef" are optional: states written before them have
 	 * none (records last). */
 	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
-					    "journal", "salt", "leaseRef", "notified", "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, F_REQ };
+					    "journal", "salt", "leaseRef", "notified", "released", "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, F_REQ };
 	const cJSON *v, *c;
 	int64_t version, serial;
 	size_t n, i;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 10 : 9, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 11 : 10, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = get_int(o, "", "version", 0, 1000, &version, err)) < 0)
@@ -1085,7 +1129,7 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 			return rc;
 		st->njournal = i + 1;
 	}
-	if ((rc = notified_from(o, st, err)) < 0)
+	if ((rc = notified_from(o, st, err)) < 0 || (rc = released_from(o, st, err)) < 0)
 		return rc;
 	if (!with_records)
 		return 0;

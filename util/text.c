@@ -78,6 +78,53 @@ int vx_text_add_clean(struct vx_buf *b, const char *s, size_t len)
 	return rc;
 }
 
+/* Length of the escape sequence at p (ESC first): CSI "ESC [ params final",
+ * OSC/DCS/APC/PM/SOS "ESC ] ... BEL or ESC \\", or ESC, intermediates and a final byte. */
+static size_t escape_len(const unsigned char *p, size_t len)
+{
+	size_t i = 2;
+
+	if (len < 2)
+		return len;
+	if (p[1] == '[') {
+		while (i < len && p[i] >= 0x20 && p[i] <= 0x3F)
+			i++;
+		return i < len && p[i] >= 0x40 && p[i] <= 0x7E ? i + 1 : i;
+	}
+	if (p[1] == ']' || p[1] == 'P' || p[1] == '_' || p[1] == '^' || p[1] == 'X') {
+		for (; i < len; i++) {
+			if (p[i] == 0x07)
+				return i + 1;
+			if (p[i] == 0x1B && i + 1 < len && p[i + 1] == '\\')
+				return i + 2;
+		}
+		return len;
+	}
+	/* nF: intermediates 0x20-0x2F, then one final byte ("ESC ( B"). */
+	for (i = 1; i < len && p[i] >= 0x20 && p[i] <= 0x2F; i++)
+		;
+	return i < len ? i + 1 : len;
+}
+
+int vx_text_add_terminal_safe(struct vx_buf *b, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, n;
+	int rc = 0;
+
+	while (i < len && rc == 0) {
+		if (p[i] == 0x1B) {
+			i += escape_len(p + i, len - i);
+			continue;
+		}
+		for (n = i; n < len && p[n] != 0x1B; n++)
+			;
+		rc = vx_text_add_clean(b, s + i, n - i);
+		i = n;
+	}
+	return rc;
+}
+
 char *vx_text_clean(const char *s)
 {
 	struct vx_buf b = VX_BUF_INIT;

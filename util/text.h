@@ -25,6 +25,14 @@ struct vx_buf;
 /* Appends the cleaned form of s[0..len) to b. Returns 0, VX_ENOMEM or VX_EINVAL (b's cap). */
 int vx_text_add_clean(struct vx_buf *b, const char *s, size_t len) VX_WUR;
 
+/*
+ * The same for text that was meant for a terminal (a job's log lines):
+ * terminal escape sequences (CSI "ESC [ ... m" colours, OSC "ESC ] ... BEL"
+ * titles and links, other ESC pairs) are dropped whole rather than shown as
+ * '?' and their parameters, then the rest is cleaned as above.
+ */
+int vx_text_add_terminal_safe(struct vx_buf *b, const char *s, size_t len) VX_WUR;
+
 /* A cleaned copy of the NUL-terminated s (caller frees); NULL for NULL or on OOM. */
 char *vx_text_clean(const char *s);
 

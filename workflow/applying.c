@@ -264,7 +264,8 @@ int applying_lock(struct applying *ap, const struct applying_opts *opts, const s
 	return workspace_load_state(ws, err);
 }
 
-/* A saved plan applies only to the state and declaration it was made from. */
+/* A saved plan applies only to the state and declaration it was made from:
+ * VX_ECONFLICT with what moved ("the state moved since ..."). */
 static int check_saved(struct applying *ap, struct vx_err *err)
 {
 	const struct saved_plan *sp = &ap->sp;
@@ -273,17 +274,39 @@ static int check_saved(struct applying *ap, struct vx_err *err)
 
 	if (ws->state.serial != sp->state_serial ||
 	    (sp->state_serial && sp->state_lineage && strcmp(sp->state_lineage, ws->state.lineage)))
-		return vx_err_set(err, VX_ECONFLICT, "apply: %s: the state moved since the plan was made "
-				  "(serial %llu then, %llu now); run vxplan again", ap->planfile,
+		return vx_err_set(err, VX_ECONFLICT, "the state moved since the plan was made "
+				  "(serial %llu then, %llu now); run vxplan again",
 				  (unsigned long long)sp->state_serial, (unsigned long long)ws->state.serial);
 	/* The declaration hash covers sensitive values by their HMAC under the
 	 * state's salt, so it is compared once the same state is loaded. */
 	if ((rc = workspace_salt(ws, sp->state_salt, err)) < 0)
-		return vx_err_wrap(err, "%s", ap->planfile);
+		return rc;
 	if (strcmp(sp->decl_hash, ws->st->decl_hash) != 0)
-		return vx_err_set(err, VX_ECONFLICT, "apply: %s: the declaration changed since the plan was "
-				  "made; run vxplan again", ap->planfile);
+		return vx_err_set(err, VX_ECONFLICT, "the declaration changed since the plan was "
+				  "made; run vxplan again");
 	return 0;
+}
+
+int applying_saved_stale(struct applying *ap, struct vx_ctx *ctx, const char *planfile,
+			 const struct workspace_events *wev, char **stale, struct vx_err *err)
+{
+	struct planning_opts po;
+	int rc;
+
+	*stale = NULL;
+	memset(&po, 0, sizeof(po));
+	if ((rc = applying_open_saved(ap, ctx, planfile, &po, wev, err)) < 0 ||
+	    (rc = workspace_load_state(&ap->ws, err)) < 0)
+		goto done;
+	rc = check_saved(ap, err);
+	if (rc == VX_ECONFLICT) {
+		rc = (*stale = vx_strdup(vx_err_msg(err))) ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+		if (rc == 0)
+			vx_err_release(err);
+	}
+done:
+	planning_opts_release(&po);
+	return rc;
 }
 
 int applying_plan(struct applying *ap, const struct applying_opts *opts, const struct planning_opts *po,
@@ -301,7 +324,7 @@ int applying_plan(struct applying *ap, const struct applying_opts *opts, const s
 	if (ws->config_changes && (rc = state_config_dirty(ws->backend, ws->st->decl_hash, err)) < 0)
 		return rc;
 	if (ap->from_file && (rc = check_saved(ap, err)) < 0)
-		return rc;
+		return vx_err_wrap(err, "apply: %s", ap->planfile);
 	if ((rc = planning_run(&ap->pl, ws, po, err)) < 0)
 		return rc;
 	if (ap->from_file && (rc = saved_plan_matches(&ap->sp, &ap->pl.planner.plan, err)) < 0)

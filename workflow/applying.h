@@ -123,6 +123,17 @@ int applying_open_saved(struct applying *ap, struct vx_ctx *ctx, const char *pla
 			struct planning_opts *po, const struct workspace_events *wev,
 			struct vx_err *err) VX_WUR;
 /*
+ * vx show: opens the saved plan's stack and state as applying_open_saved
+ * and applying_lock do, without the lease and without the cloud, and makes
+ * the checks applying_plan makes first: *stale (owned) says why `vxapply
+ * planfile` would refuse it ("the state moved since the plan was made
+ * (serial 3 then, 4 now); run vxplan again"), NULL when the state and the
+ * declaration are still the plan's (apply still plans again and compares).
+ * An error when that cannot be told (not_a_plan set when the file is none).
+ */
+int applying_saved_stale(struct applying *ap, struct vx_ctx *ctx, const char *planfile,
+			 const struct workspace_events *wev, char **stale, struct vx_err *err) VX_WUR;
+/*
  * Refuses uncommitted changes when opts->committed_only, takes the lease
  * (waiting up to opts->lock_timeout_ms; VX_ECONFLICT when it stays
  * another's), starts the lists when po->refresh, and loads the state.

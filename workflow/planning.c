@@ -13,6 +13,7 @@
 #include "util/buf.h"
 #include "util/suggest.h"
 #include "workflow/ci.h"
+#include "workflow/report.h"
 #include "workflow/workspace.h"
 
 /* Whether target names something: a declaration, a record, or a sweep or a
@@ -264,10 +265,19 @@ int planning_has_changes(const struct planning *pl)
 int planning_save(struct planning *pl, const struct workspace *ws, const struct ci *ci, const char *path,
 		  struct vx_err *err)
 {
-	struct vx_buf js = VX_BUF_INIT;
+	struct vx_buf js = VX_BUF_INIT, human = VX_BUF_INIT, md = VX_BUF_INIT;
 	FILE *f = NULL;
 	int rc = 0;
 
+	/* The texts `vx show FILE` prints again: rendered as vxplan prints
+	 * them (no colour), before anything only a saved plan holds is set. */
+	if (render_plan_human(&human, &pl->planner.plan, &pl->header, 0) < 0 ||
+	    render_plan_markdown(&md, &pl->planner.plan, &pl->header) < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	pl->header.rendered_human = vx_buf_str(&human);
+	pl->header.rendered_markdown = vx_buf_str(&md);
 	/* A state that has not stored its salt yet would get another one when
 	 * vxapply loads it: the saved plan carries the one its hashes used
 	 * (only then, and never on stdout). */
@@ -284,12 +294,26 @@ int planning_save(struct planning *pl, const struct workspace *ws, const struct 
 done:
 	if (f && fclose(f) != 0 && rc == 0)
 		rc = vx_err_set(err, VX_EIO, "cannot write %s", path);
+	pl->header.rendered_human = pl->header.rendered_markdown = NULL;
 	vx_buf_release(&js);
+	vx_buf_release(&human);
+	vx_buf_release(&md);
 	return rc;
+}
+
+int planning_spend_line(struct planning *pl, const struct workspace *ws, int64_t now_ms)
+{
+	free(pl->spend_line);
+	pl->header.spend_line = pl->spend_line = NULL;
+	if (report_spend_line(&pl->spend_line, ws, &pl->prices, pl->header.capacity, now_ms) < 0)
+		return VX_ENOMEM;
+	pl->header.spend_line = pl->spend_line;
+	return 0;
 }
 
 void planning_release(struct planning *pl)
 {
+	free(pl->spend_line);
 	planner_release(&pl->planner);
 	capacity_release(&pl->capacity);
 	prices_release(&pl->prices);

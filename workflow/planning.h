@@ -46,7 +46,18 @@ struct planning {
 	struct prices prices;
 	struct capacity_report capacity;
 	char serial_buf[24];
+	char *spend_line;        /* header.spend_line's text, owned (planning_spend_line) */
 };
+
+/*
+ * The markdown plan's spend line (this stack's last 30 days from the state's
+ * history, and the plan's at-most figure: workflow/report.h), set as
+ * pl->header.spend_line for every markdown plan made from pl afterwards: the
+ * one printed, the one a saved plan keeps for vx show, GitHub's step summary.
+ * Reading the history may fail: the line then says why. now_ms is vx's clock
+ * (0: the system's). 0, or VX_ENOMEM.
+ */
+int planning_spend_line(struct planning *pl, const struct workspace *ws, int64_t now_ms) VX_WUR;
 
 /* Adds addr to o->targets (or o->replaces): VX_ENOMEM or 0. */
 int planning_opts_add(const char ***arr, size_t *n, const char *addr) VX_WUR;

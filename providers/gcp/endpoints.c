@@ -17,6 +17,7 @@ static const char *const default_base[GCP_API_COUNT] = {
 	[GCP_API_CLOUDRESOURCEMANAGER] = "https://cloudresourcemanager.googleapis.com/v3/",
 	[GCP_API_SERVICEUSAGE] = "https://serviceusage.googleapis.com/v1/",
 	[GCP_API_IAM] = "https://iam.googleapis.com/v1/",
+	[GCP_API_LOGGING] = "https://logging.googleapis.com/v2/",
 };
 
 static const char *const api_names[GCP_API_COUNT] = {
@@ -28,6 +29,7 @@ static const char *const api_names[GCP_API_COUNT] = {
 	[GCP_API_CLOUDRESOURCEMANAGER] = "cloudresourcemanager",
 	[GCP_API_SERVICEUSAGE] = "serviceusage",
 	[GCP_API_IAM] = "iam",
+	[GCP_API_LOGGING] = "logging",
 };
 
 static const char *const override_vars[GCP_API_COUNT] = {
@@ -39,6 +41,7 @@ static const char *const override_vars[GCP_API_COUNT] = {
 	[GCP_API_CLOUDRESOURCEMANAGER] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER",
 	[GCP_API_SERVICEUSAGE] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE",
 	[GCP_API_IAM] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM",
+	[GCP_API_LOGGING] = "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING",
 };
 
 const char *gcp_api_name(enum gcp_api api)

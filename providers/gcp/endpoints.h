@@ -18,6 +18,7 @@
  *	SERVICEUSAGE https://serviceusage.googleapis.com/v1/
  *	IAM          https://iam.googleapis.com/v1/
  *	             (these three only for vx doctor's permission and API checks)
+ *	LOGGING      https://logging.googleapis.com/v2/  (vx logs only)
  *
  * A trailing '/' is added when missing. https:// is always accepted;
  * http:// only for loopback hosts (127.0.0.0/8, localhost, [::1]), so a
@@ -35,6 +36,7 @@ enum gcp_api {
 	GCP_API_CLOUDRESOURCEMANAGER,
 	GCP_API_SERVICEUSAGE,
 	GCP_API_IAM,
+	GCP_API_LOGGING,
 	GCP_API_COUNT
 };
 
@@ -68,7 +70,7 @@ int gcp_endpoints_url(char **out, const struct gcp_endpoints *e, enum gcp_api ap
 		      const char *path, struct vx_err *err) VX_WUR;
 
 /* Lower-case API name ("aiplatform", "compute", "cloudquotas", "storage",
- * "storage-upload", "cloudresourcemanager", "serviceusage", "iam"), as used
+ * "storage-upload", "cloudresourcemanager", "serviceusage", "iam", "logging"), as used
  * for rate-limit buckets and doctor output. */
 const char *gcp_api_name(enum gcp_api api);
 

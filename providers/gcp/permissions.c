@@ -14,6 +14,7 @@
 #define WATCH GCP_CMD_WATCH
 #define IMPORT GCP_CMD_IMPORT
 #define DOCTOR GCP_CMD_DOCTOR
+#define LOGS GCP_CMD_LOGS
 
 static const struct gcp_permission table[] = {
 	/* Vertex AI custom jobs (CustomJob). */
@@ -23,6 +24,9 @@ static const struct gcp_permission table[] = {
 	{ .api = "aiplatform", .rpc = "GetCustomJob", .method = "projects.locations.customJobs.get",
 	  .permission = "aiplatform.customJobs.get", .role = "roles/aiplatform.viewer",
 	  .on = GCP_ON_PROJECT, .cmds = WATCH | IMPORT, .needs = GCP_NEED_JOB },
+	{ .api = "logging", .rpc = "ListLogEntries", .method = "entries.list",
+	  .permission = "logging.logEntries.list", .role = "roles/logging.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = LOGS, .needs = GCP_NEED_JOB },
 	{ .api = "aiplatform", .rpc = "CreateCustomJob", .method = "projects.locations.customJobs.create",
 	  .permission = "aiplatform.customJobs.create", .role = "roles/aiplatform.user",
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_JOB },

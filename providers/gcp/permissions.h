@@ -23,6 +23,7 @@ enum gcp_perm_cmd {
 	GCP_CMD_WATCH = 1 << 2,
 	GCP_CMD_IMPORT = 1 << 3,
 	GCP_CMD_DOCTOR = 1 << 4,
+	GCP_CMD_LOGS = 1 << 5,
 };
 
 /* What in a stack makes vx call a method. */

@@ -9,6 +9,7 @@
 #include "providers/gcp/compute.h"
 #include "providers/gcp/endpoints.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/logging.h"
 #include "providers/gcp/quotas.h"
 #include "providers/gcp/ratelimit.h"
 #include "providers/gcp/storage.h"
@@ -948,6 +949,21 @@ static int info_to_limits(struct live_quota_limits *out, const struct quota_info
 	return 0;
 }
 
+static int gcp_list_log_entries(struct provider *p, const char *project, const char *filter,
+				const char *page_token, struct live_log_page *out, struct vx_err *err)
+{
+	struct gcp_provider *g = gp(p);
+	struct session *s = NULL;
+	int rc;
+
+	rc = session_get(g, &s, err);
+	if (rc < 0)
+		return rc;
+	rc = gcp_logging_list(s->http, &g->endpoints, project, filter, page_token, out, err);
+	session_put(g, s);
+	return rc;
+}
+
 static int gcp_list_quota_infos(struct provider *p, const char *project, const char *service,
 				struct live_quota_limits *out, struct vx_err *err)
 {
@@ -1183,6 +1199,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->base.list_quota_infos = gcp_list_quota_infos;
 	g->base.free = gcp_free;
 	g->base.get_job = gcp_get_job;
+	g->base.list_log_entries = gcp_list_log_entries;
 	g->ctx = ctx;
 	if (opts)
 		g->opts = *opts;

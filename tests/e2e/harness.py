@@ -116,6 +116,7 @@ class Fake:
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER": self.url + "/v3/",
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": self.url + "/serviceusage/v1/",
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM": self.url + "/iam/v1/",
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": self.url + "/v2/",
             "CLOUDSDK_CONFIG": os.path.join(self.tmp, "gcloud-none"),
             "METADATA_SERVER_DETECTION": "none",
             "NO_COLOR": "1",

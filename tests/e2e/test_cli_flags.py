@@ -70,6 +70,7 @@ STACK_COMMANDS = {
     "import": ["import", "job.a", "projects/p/locations/us-central1/customJobs/1", "{dir}", "-check"],
     "watch": ["watch", "{dir}", "-once", "-format", "json"],
     "report": ["report", "{dir}"],
+    "logs": ["logs", "job.a", "{dir}"],
 }
 
 

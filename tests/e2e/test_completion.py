@@ -131,7 +131,7 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(self.bash("vx", "st"), ["status", "state"])
         self.assertEqual(self.bash("vx", "pl"), ["plan"])
         self.assertEqual(self.bash("vx", "completion", ""), ["bash", "zsh", "fish"])
-        self.assertEqual(self.bash("vx", "state", ""), ["list", "show", "restore"])
+        self.assertEqual(self.bash("vx", "state", ""), ["list", "show", "rm", "mv", "restore"])
         self.assertEqual(self.bash("vx", "frobnicate", "-"), [])
 
     def test_bash_flags(self):

@@ -223,6 +223,10 @@ def _dispatch(w, req):
         return 200, {"armed": w.services["storage"].delete_after}
     if p == "/objects" and m == "GET":
         return 200, {"objects": [o["meta"] for o in w.services["storage"].objects.values()]}
+    if p == "/logs" and m == "POST":
+        b = _body(req)
+        w.services["logging"].add(b.get("job_id"), b.get("entries", []))
+        return 200, {}
     if p == "/requests":
         if m == "GET":
             return 200, {"total": w.total, "by_rpc": dict(w.counts), "log": list(w.log)[-int(req.q("log", "200")):]}

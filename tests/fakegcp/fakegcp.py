@@ -32,6 +32,7 @@ import quotas  # noqa: E402
 import storage  # noqa: E402
 import control  # noqa: E402
 import iam  # noqa: E402
+import cloudlogging  # noqa: E402
 
 
 class Request:
@@ -335,7 +336,8 @@ def route_request(w, req):
 def build_world(state_file=None):
     w = world_mod.World(state_file)
     del SERVICES[:]
-    svcs = [oauth.OAuth(w), iam.Iam(w), quotas.Quotas(w), vertex.Vertex(w), compute.Compute(w), storage.Storage(w)]
+    svcs = [oauth.OAuth(w), iam.Iam(w), quotas.Quotas(w), vertex.Vertex(w), compute.Compute(w), storage.Storage(w),
+            cloudlogging.Logging(w)]
     for s in svcs:
         w.services[s.NAME] = s
         SERVICES.append(s)

@@ -50,6 +50,7 @@ PERMISSION_OF = {
     "storage.objects.delete": "storage.objects.delete",
     "storage.objects.compose": "storage.objects.create",
     "serviceusage.services.get": "serviceusage.services.get",
+    "logging.entries.list": "logging.logEntries.list",
 }
 
 # The API each fake service stands for, and its title in Google's SERVICE_DISABLED message.

@@ -897,6 +897,51 @@ static void test_notified(void **unused)
 	vx_err_release(&err);
 }
 
+/* vx state rm's released jobs: kept sorted and unique, written only when some, read back strictly. */
+static void test_released(void **unused)
+{
+	static const char j1[] = "projects/p/locations/us-central1/customJobs/1";
+	static const char j2[] = "projects/p/locations/us-central1/customJobs/0";
+	struct vx_ctx ctx;
+	int64_t now = 1795000000000;
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL;
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	assert_int_equal(state_new(&st, "s", &ctx, &err), 0);
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_null(strstr(text, "released"));
+	free(text);
+	assert_int_equal(state_released_add(&st, j1), 0);
+	assert_int_equal(state_released_add(&st, j2), 0);
+	assert_int_equal(state_released_add(&st, j1), 0);
+	assert_int_equal(state_released_add(&st, ""), VX_EINVAL);
+	assert_int_equal(st.nreleased, 2);
+	assert_string_equal(st.released[0], j2);
+	assert_true(state_released_has(&st, j1));
+	assert_false(state_released_has(&st, "projects/p/locations/us-central1/customJobs/2"));
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\"released\":\t[\"projects/p/locations/us-central1/customJobs/0\", "
+				     "\"projects/p/locations/us-central1/customJobs/1\"]"));
+	assert_int_equal(state_header_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(back.nreleased, 2);
+	assert_true(state_released_has(&back, j2));
+	state_release(&back);
+	free(text);
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":"
+		   "\"0a3b1c2d-0000-4000-8000-000000000000\",\"lock\":null,"
+		   "\"journal\":[],\"released\":[\"b\",\"a\"],\"records\":[]}",
+		   "invalid state JSON: released[1]: not sorted or not unique");
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":"
+		   "\"0a3b1c2d-0000-4000-8000-000000000000\",\"lock\":null,"
+		   "\"journal\":[],\"released\":[\"a\\u001b[2J\"],\"records\":[]}",
+		   "invalid state JSON: released[0]: expected a job's resource name");
+	state_release(&st);
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -915,6 +960,7 @@ int main(void)
 		cmocka_unit_test(test_address_and_ids),
 		cmocka_unit_test(test_salt),
 		cmocka_unit_test(test_notified),
+		cmocka_unit_test(test_released),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

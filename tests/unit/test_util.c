@@ -216,6 +216,19 @@ static void test_text_cap_echoes(void **state)
 	free(long_quoted);
 }
 
+/* Log lines meant for a terminal: escape sequences go whole, the rest is cleaned. */
+static void test_text_terminal_safe(void **state)
+{
+	static const char in[] = "\x1b[1;31mred\x1b[0m \x1b]0;title\x07\x1b]8;;http://x\x1b\\link\x1b(B"
+				 "\ttab\x01\x1b";
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)state;
+	assert_int_equal(vx_text_add_terminal_safe(&b, in, sizeof(in) - 1), 0);
+	assert_string_equal(vx_buf_str(&b), "red link tab?");
+	vx_buf_release(&b);
+}
+
 static void test_text_clean(void **state)
 {
 	static const struct { const char *in, *out; } cases[] = {
@@ -274,6 +287,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_clean),
+		cmocka_unit_test(test_text_terminal_safe),
 		cmocka_unit_test(test_text_cap_echoes),
 		cmocka_unit_test(test_err_set_and_wrap),
 		cmocka_unit_test(test_buf_cap),

@@ -1,0 +1,201 @@
+#include "workflow/logs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile/provider.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/ctx.h"
+#include "workflow/workspace.h"
+
+#include "util/banned.h"
+
+#define LOGS_MAX_PAGES 1000
+
+/* What a follow has shown: the newest time, and the lines at that time (by insertId). */
+struct seen {
+	int64_t max_ms;
+	char **ids;
+	size_t n;
+};
+
+static void seen_release(struct seen *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->ids[i]);
+	free(s->ids);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Whether e is new; records it when it is. -1 on OOM. */
+static int seen_add(struct seen *s, const struct live_log_entry *e)
+{
+	char **grown;
+
+	if (e->time_ms < s->max_ms)
+		return 0;
+	if (e->time_ms == s->max_ms)
+		for (size_t i = 0; i < s->n; i++)
+			if (!strcmp(s->ids[i], e->insert_id))
+				return 0;
+	if (e->time_ms > s->max_ms) {
+		seen_release(s);
+		s->max_ms = e->time_ms;
+	}
+	if (!(grown = realloc(s->ids, (s->n + 1) * sizeof(*grown))) || !(grown[s->n] = strdup(e->insert_id))) {
+		if (grown)
+			s->ids = grown;
+		return -1;
+	}
+	s->ids = grown;
+	s->n++;
+	return 1;
+}
+
+/* The run whose lines are read: address's current one, with a resource name. */
+static int logs_run(struct workspace *ws, const char *address, const struct state_run **out,
+		    struct vx_err *err)
+{
+	const struct state_record *r = state_find(&ws->state, address);
+
+	if (strncmp(address, "job.", 4) != 0)
+		return vx_err_set(err, VX_EINVAL, "%s: vx logs reads the lines of a job (job.NAME, or a sweep's "
+				  "run job.NAME[k=v])", address);
+	if (!r)
+		return vx_err_set(err, VX_ENOTFOUND, "%s has no run in the state yet: vxapply starts it, then "
+				  "vx logs %s shows its lines ('vx state list' lists the addresses that have "
+				  "runs; a sweep's lines are its runs', job.NAME[k=v])", address, address);
+	if (!r->current || !r->current->resource)
+		return vx_err_set(err, VX_ENOTFOUND, "%s has no job to read lines from: %s", address,
+				  r->current ? "its last create never answered (vxplan finds the job or plans it "
+				  "again)" : "no current run (vx log shows its history)");
+	*out = r->current;
+	return 0;
+}
+
+/* "projects/P/locations/R/customJobs/ID": P and ID (borrowed into bufs). -1 when not that form. */
+static int split_name(const char *name, char *project, size_t np, char *id, size_t nid)
+{
+	const char *p = name + 9, *slash, *jobs;
+
+	if (strncmp(name, "projects/", 9) || !(slash = strchr(p, '/')) || !(jobs = strstr(slash, "/customJobs/")))
+		return -1;
+	jobs += 12;
+	if ((size_t)(slash - p) >= np || strlen(jobs) >= nid || !*jobs || strspn(jobs, "0123456789") != strlen(jobs))
+		return -1;
+	snprintf(project, np, "%.*s", (int)(slash - p), p);
+	snprintf(id, nid, "%s", jobs);
+	return 0;
+}
+
+/* Every page of filter's lines: the new ones to ev. *got: how many were new. */
+static int read_all(struct workspace *ws, const char *project, const char *filter, struct seen *seen,
+		    const struct logs_events *ev, size_t *got, struct vx_err *err)
+{
+	struct live_log_page pg;
+	char *token = NULL;
+	int rc = 0;
+
+	*got = 0;
+	for (int page = 0; page < LOGS_MAX_PAGES; page++) {
+		rc = ws->prov->list_log_entries(ws->prov, project, filter, token, &pg, err);
+		free(token);
+		token = NULL;
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < pg.n && rc == 0; i++) {
+			int fresh = seen_add(seen, &pg.items[i]);
+
+			if (fresh < 0)
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			else if (fresh && ev->line) {
+				ev->line(ev->ud, &pg.items[i]);
+				(*got)++;
+			}
+		}
+		token = pg.next_token;
+		pg.next_token = NULL;
+		live_log_page_release(&pg);
+		if (rc < 0 || !token)
+			break;
+	}
+	free(token);
+	return rc;
+}
+
+/* -f: whether the job has ended (its state into *state, owned). */
+static int ended(struct workspace *ws, const char *resource, char **state, struct vx_err *err)
+{
+	struct live_job lj;
+	int rc;
+
+	*state = NULL;
+	if (!ws->prov->get_job)
+		return 0;
+	if ((rc = ws->prov->get_job(ws->prov, resource, &lj, NULL, err)) < 0)
+		return rc;
+	rc = job_state_is_terminal(lj.state);
+	if (rc && !(*state = strdup(lj.state)))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	live_job_release(&lj);
+	return rc;
+}
+
+int logs_read(struct workspace *ws, const char *address, const struct logs_opts *o,
+	      const struct logs_events *ev, struct vx_err *err)
+{
+	const struct state_run *run = NULL;
+	struct seen seen = { 0, NULL, 0 };
+	char project[128], id[32], since[STATE_TIME_MAX], *filter = NULL, *state = NULL;
+	int64_t wait = o->poll_ms > 0 ? o->poll_ms : 2000;
+	size_t got;
+	int rc, done = 0;
+
+	if ((rc = workspace_load_state(ws, err)) < 0 || (rc = logs_run(ws, address, &run, err)) < 0)
+		return rc;
+	if (split_name(run->resource, project, sizeof(project), id, sizeof(id)) < 0)
+		return vx_err_set(err, VX_EINVAL, "%s: the state names no job resource (%.200s)", address,
+				  run->resource);
+	if (run->project && strlen(run->project) < sizeof(project))
+		snprintf(project, sizeof(project), "%s", run->project);
+	if ((rc = workspace_provider(ws, err)) < 0)
+		return rc;
+	if (!ws->prov->list_log_entries)
+		return vx_err_set(err, VX_EINVAL, "this provider cannot read logs");
+	for (;;) {
+		free(filter);
+		state_time_format(seen.max_ms, since);
+		filter = seen.max_ms ? vx_asprintf("resource.type=\"ml_job\" AND resource.labels.job_id=\"%s\" AND "
+						   "timestamp>=\"%s\"", id, since)
+				     : vx_asprintf("resource.type=\"ml_job\" AND resource.labels.job_id=\"%s\"", id);
+		if (!filter) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			break;
+		}
+		if ((rc = read_all(ws, project, filter, &seen, ev, &got, err)) < 0 || !o->follow || done)
+			break;
+		/* Ended: one more read for the lines written meanwhile, then stop. */
+		if ((rc = ended(ws, run->resource, &state, err)) < 0)
+			break;
+		if (rc > 0) {
+			done = 1;
+			continue;
+		}
+		wait = got ? (o->poll_ms > 0 ? o->poll_ms : 2000) : wait * 3 / 2;
+		if (wait > LOGS_POLL_MAX_MS)
+			wait = LOGS_POLL_MAX_MS;
+		if (vx_interrupted(ws->ctx))
+			break;
+		vx_sleep_ms(ws->ctx, wait);
+		if (vx_interrupted(ws->ctx))
+			break;
+	}
+	if (rc >= 0 && done && ev->ended)
+		ev->ended(ev->ud, run->resource, state);
+	free(state);
+	free(filter);
+	seen_release(&seen);
+	return rc < 0 ? rc : 0;
+}
