@@ -46,6 +46,7 @@ struct prices {
 				  * Engine's, without Vertex AI's training management fee */
 	struct prices_entry *items;
 	size_t n;
+	size_t cap;              /* items allocated: grown by doubling, not one at a time */
 };
 
 /* The table shipped with vx (data/prices.json, compiled in by tools/gen_prices.py). */

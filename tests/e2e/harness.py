@@ -23,20 +23,31 @@ PROJECT = "vx-e2e"
 REGION = "us-central1"
 
 
+_FAKE_KEYS = []
+
+
+def fake_keys():
+    """PEM RSA keys for the service accounts a fake mints, from openssl: the fake's own
+    Python keygen took a second or more of CPU per test. Made once per test file (process)
+    and given to each of its fakes: openssl took 0.3 s of CPU a key, which was half of a
+    small test's CPU. A fake gives each account it mints a random email and key id, so
+    one fake still knows nothing of another's accounts."""
+    if not _FAKE_KEYS:
+        _FAKE_KEYS.append(b"".join(
+            subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+                           check=True, capture_output=True).stdout for _ in range(2)))
+    return _FAKE_KEYS[0]
+
+
 class Fake:
     """The fake Google Cloud on a free loopback port, with a minted key."""
 
     def __init__(self, tmp):
         self.tmp = tmp
         ready = os.path.join(tmp, "fake.ready")
-        # Keys for the service accounts it mints, from openssl (a tenth of a second each):
-        # the fake's own Python keygen took a second or more of CPU per test.
         keys = os.path.join(tmp, "fake-keys.pem")
         with open(keys, "wb") as f:
-            for _ in range(2):
-                f.write(subprocess.run(["openssl", "genpkey", "-algorithm", "RSA",
-                                        "-pkeyopt", "rsa_keygen_bits:2048"],
-                                       check=True, capture_output=True).stdout)
+            f.write(fake_keys())
         os.chmod(keys, 0o600)
         self.log = open(os.path.join(tmp, "fake.log"), "wb")
         self.proc = subprocess.Popen(
