@@ -1,6 +1,7 @@
 #include "reconcile/report_html.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,58 +221,88 @@ static int list_item(const cJSON *item, const char *list, size_t i, char *where,
 	return 0;
 }
 
+/*
+ * The fields of one object of a list, as a table (STYLE: variation by table):
+ * its name, type, whether null is allowed, where it goes in the record and,
+ * for a nullable number, where "present" goes (-1: nowhere).
+ */
+struct rh_field {
+	const char *name;
+	enum rh_type t;
+	int nullable;
+	size_t off;
+	long present_off;
+};
+
+#define RH_FIELD(s, n, t, nl, m) { n, t, nl, offsetof(struct s, m), -1 }
+#define RH_FIELD_P(s, n, t, nl, m, p) { n, t, nl, offsetof(struct s, m), (long)offsetof(struct s, p) }
+
+/* What the page draws from is required; what it only shows may be missing. */
+static const struct rh_field run_fields[] = {
+	RH_FIELD(rh_run, "stack", T_STR, 0, stack),
+	RH_FIELD(rh_run, "address", T_STR, 0, address),
+	RH_FIELD(rh_run, "group", T_STR, 0, group),
+	RH_FIELD(rh_run, "attempt", T_INT, 0, attempt),
+	RH_FIELD(rh_run, "rung", T_SINT, 1, rung),
+	RH_FIELD(rh_run, "region", T_STR, 1, region),
+	RH_FIELD(rh_run, "strategy", T_STR, 1, strategy),
+	RH_FIELD(rh_run, "machine_type", T_STR, 1, machine_type),
+	RH_FIELD(rh_run, "accelerator_type", T_STR, 1, accelerator_type),
+	RH_FIELD(rh_run, "accelerator_count", T_INT, 1, accelerator_count),
+	RH_FIELD(rh_run, "replicas", T_INT, 1, replicas),
+	RH_FIELD(rh_run, "state", T_STR, 1, state),
+	RH_FIELD(rh_run, "class", T_STR, 1, cls),
+	RH_FIELD(rh_run, "outcome", T_STR, 0, outcome),
+	RH_FIELD(rh_run, "created", T_TIME, 0, created),
+	RH_FIELD(rh_run, "started", T_TIME, 1, started),
+	RH_FIELD(rh_run, "ended", T_TIME, 1, ended),
+	RH_FIELD(rh_run, "queued_seconds", T_INT, 0, queued_s),
+	RH_FIELD(rh_run, "running_seconds", T_INT, 0, running_s),
+	RH_FIELD_P(rh_run, "usd", T_NUM, 1, usd, has_usd),
+	RH_FIELD(rh_run, "estimate", T_BOOL, 0, estimate),
+	RH_FIELD(rh_run, "unpriced_reason", T_STR, 1, unpriced_reason),
+	RH_FIELD(rh_run, "resource", T_STR, 1, resource),
+	RH_FIELD(rh_run, "message", T_STR, 1, message),
+	RH_FIELD(rh_run, "note", T_STR, 1, note),
+};
+
+static const struct rh_field resv_fields[] = {
+	RH_FIELD(rh_resv, "stack", T_STR, 0, stack),
+	RH_FIELD(rh_resv, "address", T_STR, 0, address),
+	RH_FIELD(rh_resv, "zone", T_STR, 1, zone),
+	RH_FIELD(rh_resv, "machine_type", T_STR, 1, machine_type),
+	RH_FIELD(rh_resv, "accelerator_type", T_STR, 1, accelerator_type),
+	RH_FIELD(rh_resv, "count", T_INT, 0, count),
+	RH_FIELD(rh_resv, "from", T_TIME, 1, from),
+	RH_FIELD(rh_resv, "to", T_TIME, 1, to),
+	RH_FIELD(rh_resv, "vm_hours", T_NUM, 0, vm_hours),
+	RH_FIELD(rh_resv, "used_vm_hours", T_NUM, 0, used_vm_hours),
+	RH_FIELD_P(rh_resv, "usd", T_NUM, 1, usd, has_usd),
+	RH_FIELD(rh_resv, "estimate", T_BOOL, 0, estimate),
+};
+
+/* Reads the fields of table f (n of them) from o into the record rec. */
+static int read_fields(const cJSON *o, const char *w, void *rec, const struct rh_field *f, size_t n,
+		       struct vx_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		int *present = f[i].present_off < 0 ? NULL : (int *)((char *)rec + f[i].present_off);
+		int rc = field(o, w, f[i].name, f[i].t, f[i].nullable, (char *)rec + f[i].off, present, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int read_run(const cJSON *o, const char *w, struct rh_run *r, struct vx_err *err)
 {
-	int rc;
-
-	/* What the page draws from is required; what it only shows may be missing. */
-	if ((rc = field(o, w, "stack", T_STR, 0, &r->stack, NULL, err)) < 0 ||
-	    (rc = field(o, w, "address", T_STR, 0, &r->address, NULL, err)) < 0 ||
-	    (rc = field(o, w, "group", T_STR, 0, &r->group, NULL, err)) < 0 ||
-	    (rc = field(o, w, "attempt", T_INT, 0, &r->attempt, NULL, err)) < 0 ||
-	    (rc = field(o, w, "rung", T_SINT, 1, &r->rung, NULL, err)) < 0 ||
-	    (rc = field(o, w, "region", T_STR, 1, &r->region, NULL, err)) < 0 ||
-	    (rc = field(o, w, "strategy", T_STR, 1, &r->strategy, NULL, err)) < 0 ||
-	    (rc = field(o, w, "machine_type", T_STR, 1, &r->machine_type, NULL, err)) < 0 ||
-	    (rc = field(o, w, "accelerator_type", T_STR, 1, &r->accelerator_type, NULL, err)) < 0 ||
-	    (rc = field(o, w, "accelerator_count", T_INT, 1, &r->accelerator_count, NULL, err)) < 0 ||
-	    (rc = field(o, w, "replicas", T_INT, 1, &r->replicas, NULL, err)) < 0 ||
-	    (rc = field(o, w, "state", T_STR, 1, &r->state, NULL, err)) < 0 ||
-	    (rc = field(o, w, "class", T_STR, 1, &r->cls, NULL, err)) < 0 ||
-	    (rc = field(o, w, "outcome", T_STR, 0, &r->outcome, NULL, err)) < 0 ||
-	    (rc = field(o, w, "created", T_TIME, 0, &r->created, NULL, err)) < 0 ||
-	    (rc = field(o, w, "started", T_TIME, 1, &r->started, NULL, err)) < 0 ||
-	    (rc = field(o, w, "ended", T_TIME, 1, &r->ended, NULL, err)) < 0 ||
-	    (rc = field(o, w, "queued_seconds", T_INT, 0, &r->queued_s, NULL, err)) < 0 ||
-	    (rc = field(o, w, "running_seconds", T_INT, 0, &r->running_s, NULL, err)) < 0 ||
-	    (rc = field(o, w, "usd", T_NUM, 1, &r->usd, &r->has_usd, err)) < 0 ||
-	    (rc = field(o, w, "estimate", T_BOOL, 0, &r->estimate, NULL, err)) < 0 ||
-	    (rc = field(o, w, "unpriced_reason", T_STR, 1, &r->unpriced_reason, NULL, err)) < 0 ||
-	    (rc = field(o, w, "resource", T_STR, 1, &r->resource, NULL, err)) < 0 ||
-	    (rc = field(o, w, "message", T_STR, 1, &r->message, NULL, err)) < 0 ||
-	    (rc = field(o, w, "note", T_STR, 1, &r->note, NULL, err)) < 0)
-		return rc;
-	return 0;
+	return read_fields(o, w, r, run_fields, sizeof(run_fields) / sizeof(run_fields[0]), err);
 }
 
 static int read_resv(const cJSON *o, const char *w, struct rh_resv *r, struct vx_err *err)
 {
-	int rc;
-
-	if ((rc = field(o, w, "stack", T_STR, 0, &r->stack, NULL, err)) < 0 ||
-	    (rc = field(o, w, "address", T_STR, 0, &r->address, NULL, err)) < 0 ||
-	    (rc = field(o, w, "zone", T_STR, 1, &r->zone, NULL, err)) < 0 ||
-	    (rc = field(o, w, "machine_type", T_STR, 1, &r->machine_type, NULL, err)) < 0 ||
-	    (rc = field(o, w, "accelerator_type", T_STR, 1, &r->accelerator_type, NULL, err)) < 0 ||
-	    (rc = field(o, w, "count", T_INT, 0, &r->count, NULL, err)) < 0 ||
-	    (rc = field(o, w, "from", T_TIME, 1, &r->from, NULL, err)) < 0 ||
-	    (rc = field(o, w, "to", T_TIME, 1, &r->to, NULL, err)) < 0 ||
-	    (rc = field(o, w, "vm_hours", T_NUM, 0, &r->vm_hours, NULL, err)) < 0 ||
-	    (rc = field(o, w, "used_vm_hours", T_NUM, 0, &r->used_vm_hours, NULL, err)) < 0 ||
-	    (rc = field(o, w, "usd", T_NUM, 1, &r->usd, &r->has_usd, err)) < 0 ||
-	    (rc = field(o, w, "estimate", T_BOOL, 0, &r->estimate, NULL, err)) < 0)
-		return rc;
-	return 0;
+	return read_fields(o, w, r, resv_fields, sizeof(resv_fields) / sizeof(resv_fields[0]), err);
 }
 
 static int read_breakdown(const cJSON *totals, const char *name, struct rh_list *l, struct vx_err *err)
