@@ -343,6 +343,7 @@ def check_gitlab(path, doc, documented, problems):
     real = [k for k in jobs if not k.startswith(".")]
     if not real:
         bad("top", "no jobs")
+    check_gitlab_scripts(path, jobs, problems)
     for name in jobs:
         job = jobs[name]
         if isinstance(job, dict) and "id_tokens" in job:
@@ -458,6 +459,23 @@ def with_includes(path, doc, problems):
     return merged
 
 
+def check_gitlab_scripts(path, jobs, problems):
+    """Each line of a job's scripts is a command: an unquoted line holding ": " is read by YAML
+    as a mapping, which GitLab refuses ("script contains non string value")."""
+    for name, job in jobs.items():
+        if not isinstance(job, dict):
+            continue
+        for key in ("before_script", "script", "after_script"):
+            lines = job.get(key)
+            for i, line in enumerate(lines if isinstance(lines, list) else []):
+                if isinstance(line, dict):
+                    problems.append("%s: job %s: %s[%d] is a mapping, not a command: quote the line "
+                                    "(its \": \" makes YAML read a key)" % (path, name, key, i))
+                elif not isinstance(line, (str, list)):
+                    problems.append("%s: job %s: %s[%d] is not a command (a %s)"
+                                    % (path, name, key, i, type(line).__name__))
+
+
 def check_gitlab_template(path, doc, problems):
     if not isinstance(doc, dict):
         problems.append("%s: top: a template is a mapping" % path)
@@ -470,6 +488,7 @@ def check_gitlab_template(path, doc, problems):
                             "file says which run, and as whom" % (path, name, name))
         if not isinstance(job, dict) or not any(job.get(k) for k in ("script", "before_script", "extends")):
             problems.append("%s: job %s: none of script, before_script and extends" % (path, name))
+    check_gitlab_scripts(path, {k: v for k, v in doc.items() if k not in GL_RESERVED}, problems)
 
 
 def documented_names(docs):

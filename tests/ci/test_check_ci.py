@@ -462,6 +462,20 @@ class CheckCI(unittest.TestCase):
             "F: job vx-plan: none of script, before_script and extends\n"
             "F: job .empty: none of script, before_script and extends\n", ""))
 
+    def test_gitlab_script_line_read_as_a_mapping(self):
+        # An unquoted line holding ": " is a YAML mapping, not a command: GitLab refuses the
+        # pipeline ("script contains non string value"); yamllint sees valid YAML.
+        path = os.path.join(self.tmp, "gitlab", "vx.gitlab-ci.yml")
+        with open(path, "w") as f:
+            f.write(self.TEMPLATE + ".fetch:\n  script:\n    - echo ok\n"
+                    "    - curl --header \"PRIVATE-TOKEN: $T\" -o plan $URL\n"
+                    "  after_script:\n    - 'echo \"a: b\"'\n")
+        cp = subprocess.run([sys.executable, CHECK, "--docs", self.docs, path], capture_output=True,
+                            text=True)
+        self.assertEqual((cp.returncode, cp.stdout.replace(path, "F"), cp.stderr), (1,
+            "F: job .fetch: script[1] is a mapping, not a command: quote the line (its \": \" makes "
+            "YAML read a key)\n", ""))
+
 
 if __name__ == "__main__":
     unittest.main()
