@@ -225,7 +225,8 @@ docs: $(GEN_MACHINES)
 	$(GEN_MACHINES) | $(PYTHON) tools/splice-doc.py --write docs/format.md machine-table
 
 # GitHub's own parser (@actions/workflow-parser, pinned in tools/ci-parser/) on action.yml and
-# the workflows, installed from the npm registry into $(BUILD)/ci-parser on first use; and
+# the workflows, and gitlab-ci-local (GitLab's schema, pinned there too) on the GitLab recipe,
+# installed from the npm registry into $(BUILD)/ci-parser on first use; and
 # actionlint on the workflows where it is installed (Debian 12 does not package it).
 GH_WORKFLOWS := $(wildcard examples/ci/github/*.yml)
 CI_PARSER := $(BUILD)/ci-parser
@@ -236,8 +237,9 @@ $(CI_PARSER)/node_modules/.package-lock.json: tools/ci-parser/package.json tools
 lint-gh-parse:
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
 		$(MAKE) -s --no-print-directory $(CI_PARSER)/node_modules/.package-lock.json && \
-		node tools/check-gh-parse.mjs $(CI_PARSER)/node_modules action.yml $(GH_WORKFLOWS); \
-	else echo "lint-ci: @actions/workflow-parser not run: it needs node (20 or later) and npm"; fi
+		node tools/check-gh-parse.mjs $(CI_PARSER)/node_modules action.yml $(GH_WORKFLOWS) && \
+		sh tools/check-gitlab-ci.sh $(abspath $(CI_PARSER))/node_modules examples/ci/gitlab; \
+	else echo "lint-ci: @actions/workflow-parser and gitlab-ci-local not run: they need node (20 or later) and npm"; fi
 	@if command -v actionlint >/dev/null 2>&1; then actionlint $(GH_WORKFLOWS); \
 	else echo "lint-ci: actionlint not run: not installed (Debian 12 does not package it)"; fi
 	@if command -v shellcheck >/dev/null 2>&1; then shellcheck tools/setup-vx.sh && \
