@@ -266,6 +266,14 @@ static const struct rh_field run_fields[] = {
 	RH_FIELD(rh_run, "note", T_STR, 1, note),
 };
 
+static const struct rh_field wait_fields[] = {
+	RH_FIELD(rh_wait, "strategy", T_STR, 1, strategy),
+	RH_FIELD(rh_wait, "region", T_STR, 1, region),
+	RH_FIELD(rh_wait, "runs", T_INT, 0, runs),
+	RH_FIELD(rh_wait, "median_seconds", T_INT, 0, median_s),
+	RH_FIELD(rh_wait, "p90_seconds", T_INT, 0, p90_s),
+};
+
 static const struct rh_field resv_fields[] = {
 	RH_FIELD(rh_resv, "stack", T_STR, 0, stack),
 	RH_FIELD(rh_resv, "address", T_STR, 0, address),
@@ -295,14 +303,19 @@ static int read_fields(const cJSON *o, const char *w, void *rec, const struct rh
 	return 0;
 }
 
-static int read_run(const cJSON *o, const char *w, struct rh_run *r, struct vx_err *err)
+static int read_run(const cJSON *o, const char *w, void *r, struct vx_err *err)
 {
 	return read_fields(o, w, r, run_fields, sizeof(run_fields) / sizeof(run_fields[0]), err);
 }
 
-static int read_resv(const cJSON *o, const char *w, struct rh_resv *r, struct vx_err *err)
+static int read_resv(const cJSON *o, const char *w, void *r, struct vx_err *err)
 {
 	return read_fields(o, w, r, resv_fields, sizeof(resv_fields) / sizeof(resv_fields[0]), err);
+}
+
+static int read_wait(const cJSON *o, const char *w, void *r, struct vx_err *err)
+{
+	return read_fields(o, w, r, wait_fields, sizeof(wait_fields) / sizeof(wait_fields[0]), err);
 }
 
 static int read_breakdown(const cJSON *totals, const char *name, struct rh_list *l, struct vx_err *err)
@@ -334,8 +347,9 @@ static int read_breakdown(const cJSON *totals, const char *name, struct rh_list 
 	return 0;
 }
 
-static int read_failure(const cJSON *o, const char *w, struct rh_fail *f, struct vx_err *err)
+static int read_failure(const cJSON *o, const char *w, void *rec, struct vx_err *err)
 {
+	struct rh_fail *f = rec;
 	const cJSON *msgs = NULL, *it, *a;
 	char where[128];
 	size_t i = 0;
@@ -376,21 +390,37 @@ static int read_failure(const cJSON *o, const char *w, struct rh_fail *f, struct
 	return 0;
 }
 
-/* Allocates n zeroed elements of size sz into *out (NULL for 0). */
-static int alloc_list(void *out, size_t n, size_t sz, struct vx_err *err)
+/*
+ * Reads the list (NULL: none) into *out, n elements of size sz, each object
+ * by read (named "name[i]" in errors): 0, or the first error.
+ */
+static int read_list(const cJSON *list, const char *name, void *out, size_t *n, size_t sz,
+		     int (*read)(const cJSON *, const char *, void *, struct vx_err *), struct vx_err *err)
 {
-	void *p = NULL;
+	const cJSON *it;
+	char where[64];
+	char *v = NULL;
+	size_t i = 0, len = list ? (size_t)cJSON_GetArraySize(list) : 0;
+	int rc;
 
-	if (n && !(p = calloc(n, sz)))
+	if (len && !(v = calloc(len, sz)))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	*(void **)out = p;
+	*(void **)out = v;
+	*n = len; /* only once there is room: the release walks n of them */
+	cJSON_ArrayForEach(it, list) {
+		if (i >= len) /* the list is as long as cJSON_GetArraySize said */
+			break;
+		if ((rc = list_item(it, name, i, where, sizeof(where), err)) < 0 ||
+		    (rc = read(it, where, v + i * sz, err)) < 0)
+			return rc;
+		i++;
+	}
 	return 0;
 }
 
 static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 {
 	const cJSON *prices = NULL, *runs = NULL, *resv = NULL, *totals = NULL, *waits = NULL, *fails = NULL, *it;
-	char where[64];
 	int64_t version = 0;
 	size_t i;
 	int rc;
@@ -437,61 +467,13 @@ static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 		i++;
 	}
 
-	d->nruns = (size_t)cJSON_GetArraySize(runs);
-	if ((rc = alloc_list(&d->runs, d->nruns, sizeof(*d->runs), err)) < 0)
+	if ((rc = read_list(runs, "runs", &d->runs, &d->nruns, sizeof(*d->runs), read_run, err)) < 0 ||
+	    (rc = read_list(resv, "reservations", &d->resv, &d->nresv, sizeof(*d->resv), read_resv, err)) < 0 ||
+	    (rc = read_list(waits, "waiting", &d->waits, &d->nwaits, sizeof(*d->waits), read_wait, err)) < 0 ||
+	    (rc = read_list(fails, "failures", &d->fails, &d->nfails, sizeof(*d->fails), read_failure, err)) < 0)
 		return rc;
-	i = 0;
-	cJSON_ArrayForEach(it, runs) {
-		if (i >= d->nruns) /* the list is as long as cJSON_GetArraySize said */
-			break;
+	for (i = 0; i < d->nruns; i++)
 		d->runs[i].idx = i;
-		if ((rc = list_item(it, "runs", i, where, sizeof(where), err)) < 0 ||
-		    (rc = read_run(it, where, &d->runs[i], err)) < 0)
-			return rc;
-		i++;
-	}
-	d->nresv = resv ? (size_t)cJSON_GetArraySize(resv) : 0;
-	if ((rc = alloc_list(&d->resv, d->nresv, sizeof(*d->resv), err)) < 0)
-		return rc;
-	i = 0;
-	cJSON_ArrayForEach(it, resv) {
-		if (i >= d->nresv) /* the list is as long as cJSON_GetArraySize said */
-			break;
-		if ((rc = list_item(it, "reservations", i, where, sizeof(where), err)) < 0 ||
-		    (rc = read_resv(it, where, &d->resv[i], err)) < 0)
-			return rc;
-		i++;
-	}
-	d->nwaits = (size_t)cJSON_GetArraySize(waits);
-	if ((rc = alloc_list(&d->waits, d->nwaits, sizeof(*d->waits), err)) < 0)
-		return rc;
-	i = 0;
-	cJSON_ArrayForEach(it, waits) {
-		struct rh_wait *w;
-
-		if (i >= d->nwaits) /* the list is as long as cJSON_GetArraySize said */
-			break;
-		w = &d->waits[i];
-		if ((rc = list_item(it, "waiting", i++, where, sizeof(where), err)) < 0 ||
-		    (rc = field(it, where, "strategy", T_STR, 1, &w->strategy, NULL, err)) < 0 ||
-		    (rc = field(it, where, "region", T_STR, 1, &w->region, NULL, err)) < 0 ||
-		    (rc = field(it, where, "runs", T_INT, 0, &w->runs, NULL, err)) < 0 ||
-		    (rc = field(it, where, "median_seconds", T_INT, 0, &w->median_s, NULL, err)) < 0 ||
-		    (rc = field(it, where, "p90_seconds", T_INT, 0, &w->p90_s, NULL, err)) < 0)
-			return rc;
-	}
-	d->nfails = (size_t)cJSON_GetArraySize(fails);
-	if ((rc = alloc_list(&d->fails, d->nfails, sizeof(*d->fails), err)) < 0)
-		return rc;
-	i = 0;
-	cJSON_ArrayForEach(it, fails) {
-		if (i >= d->nfails) /* the list is as long as cJSON_GetArraySize said */
-			break;
-		if ((rc = list_item(it, "failures", i, where, sizeof(where), err)) < 0 ||
-		    (rc = read_failure(it, where, &d->fails[i], err)) < 0)
-			return rc;
-		i++;
-	}
 	d->generated_s = cJSON_GetObjectItemCaseSensitive(doc, "generated")->valuestring;
 	d->since_s = cJSON_GetObjectItemCaseSensitive(doc, "since")->valuestring;
 	d->until_s = cJSON_GetObjectItemCaseSensitive(doc, "until")->valuestring;
