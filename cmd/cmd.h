@@ -96,9 +96,6 @@ const struct cmd_entry *cmd_find(const char *name);
  * cmd_run parses into args->dir (ends with { NULL }). */
 enum { CMD_OPT_DIR = 1 };
 extern const struct cmd_opt cmd_stack_opts[];
-/* The same two flags as a command's own table (the way before .stack_dir;
- * such a command parses CMD_OPT_DIR itself): prefer .stack_dir. */
-extern const struct cmd_opt cmd_dir_opts[];
 
 /*
  * The stack directory of a command with .stack_dir: -C's (args->dir), or the

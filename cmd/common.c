@@ -296,12 +296,6 @@ const struct cmd_opt cmd_stack_opts[] = {
 	{ .name = NULL },
 };
 
-const struct cmd_opt cmd_dir_opts[] = {
-	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
-	{ .name = "chdir", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
-	{ .name = NULL },
-};
-
 /* Whether a and b name one directory: the same words, or the same path once resolved. */
 static int same_dir(const char *a, const char *b)
 {

@@ -3,17 +3,16 @@
  * (workflow/report.c builds it; reconcile/report.c holds the figures).
  */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/report.h"
 #include "reconcile/report_html.h"
 #include "util/buf.h"
+#include "util/file.h"
 #include "workflow/report.h"
 #include "workflow/workspace.h"
 
@@ -120,26 +119,6 @@ static int render(struct vx_buf *out, const struct report *r, enum report_format
 	return rc;
 }
 
-/* Writes b to path through path.tmp.PID renamed over it: a reader never sees half of it. */
-static int write_file(const char *path, const struct vx_buf *b)
-{
-	char *tmp = vx_asprintf("%s.tmp.%ld", path, (long)getpid());
-	FILE *f = tmp ? fopen(tmp, "w") : NULL;
-	int ok = f != NULL;
-
-	if (f) {
-		ok = fwrite(b->data, 1, b->len, f) == b->len;
-		ok = fclose(f) == 0 && ok && rename(tmp, path) == 0;
-	}
-	if (!ok) {
-		cmd_error("report: writing %s: %s", path, strerror(errno));
-		if (tmp)
-			unlink(tmp);
-	}
-	free(tmp);
-	return ok ? 0 : -1;
-}
-
 static int report_exec(const struct cmd_args *args)
 {
 	struct report_flags f;
@@ -164,9 +143,12 @@ static int report_exec(const struct cmd_args *args)
 		cmd_report(&err, NULL);
 		goto done;
 	}
-	if (f.out)
-		rc = write_file(f.out, &out) == 0 ? VX_EXIT_OK : VX_EXIT_ERROR;
-	else
+	if (f.out) { /* whole or not at all (util/file.h) */
+		if (vx_file_put(f.out, out.data, out.len, 0, &err) < 0)
+			cmd_report(&err, "report");
+		else
+			rc = VX_EXIT_OK;
+	} else
 		rc = fwrite(out.data, 1, out.len, stdout) == out.len && fflush(stdout) == 0 ? VX_EXIT_OK
 											     : VX_EXIT_ERROR;
 done:

@@ -14,6 +14,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/file.h"
 #include "util/banned.h"
 
 struct file_backend {
@@ -21,96 +22,6 @@ struct file_backend {
 	char *path;
 	char *lock_path;
 };
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-static int fsync_dir(const char *path)
-{
-	char *dir = vx_strdup(path), *slash;
-	int fd, rc = 0;
-
-	if (!dir)
-		return -1;
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		rc = fsync(fd);
-		close(fd);
-	}
-	free(dir);
-	return rc;
-}
-
-/*
- * Puts data at path whole or not at all: temporary file, fsync, then rename
- * over path (replace) or link to it (exclusive: VX_ECONFLICT when path
- * exists, so a killed writer never leaves a half-written file that blocks
- * the next), then fsync of the directory.
- */
-static int put_file(const char *path, const char *data, int exclusive, struct vx_err *err)
-{
-	char *tmp = vx_asprintf("%s.tmp.%ld", path, (long)getpid());
-	int fd = -1, rc = 0;
-
-	if (!tmp)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	unlink(tmp); /* a leftover of a crashed earlier run of this pid */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = vx_err_set(err, VX_EIO, "writing %s: %s", path, strerror(errno));
-		goto done;
-	}
-	if (write_all(fd, data, strlen(data)) < 0 || fsync(fd) < 0) {
-		rc = vx_err_set(err, VX_EIO, "%s: %s", tmp, strerror(errno));
-		goto done;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = vx_err_set(err, VX_EIO, "%s: %s", tmp, strerror(errno));
-		goto done;
-	}
-	fd = -1;
-	if (exclusive && link(tmp, path) < 0) {
-		rc = errno == EEXIST ? vx_err_set(err, VX_ECONFLICT, "%s appeared meanwhile", path)
-				     : vx_err_set(err, VX_EIO, "linking %s to %s: %s", tmp, path,
-						  strerror(errno));
-		goto done;
-	}
-	if (exclusive) {
-		unlink(tmp);
-	} else if (rename(tmp, path) < 0) {
-		rc = vx_err_set(err, VX_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
-		goto done;
-	}
-	if (fsync_dir(path) < 0)
-		rc = vx_err_set(err, VX_EIO, "syncing the directory of %s: %s", path,
-				strerror(errno));
-done:
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0)
-		unlink(tmp);
-	free(tmp);
-	return rc;
-}
 
 /* Reads path; *found = 0 when it does not exist. */
 static int read_text(const char *path, size_t max, struct vx_buf *b, int *found,
@@ -225,7 +136,7 @@ static int file_write(struct state_backend *b, struct state *st, const char *mes
 	out.serial = st->serial + 1;
 	out.lock = NULL; /* the lock lives in FILE.lock */
 	if ((rc = state_to_json(&out, &text, err)) < 0 ||
-	    (rc = put_file(f->path, text, 0, err)) < 0)
+	    (rc = vx_file_put(f->path, text, strlen(text), 0, err)) < 0)
 		goto done;
 	st->serial = out.serial;
 done:
@@ -248,7 +159,7 @@ static int file_lock_swap(struct state_backend *b, const char *expect_id,
 	if (!expect_id) {
 		if (!next)
 			goto done;
-		rc = put_file(f->lock_path, text, 1, err);
+		rc = vx_file_put(f->lock_path, text, strlen(text), 1, err);
 		goto done;
 	}
 	if ((rc = file_lock_read(b, &cur, err)) < 0)
@@ -258,7 +169,7 @@ static int file_lock_swap(struct state_backend *b, const char *expect_id,
 		goto done;
 	}
 	if (next)
-		rc = put_file(f->lock_path, text, 0, err);
+		rc = vx_file_put(f->lock_path, text, strlen(text), 0, err);
 	else if (unlink(f->lock_path) < 0)
 		rc = vx_err_set(err, errno == ENOENT ? VX_ECONFLICT : VX_EIO, "%s: %s", f->lock_path,
 				strerror(errno));

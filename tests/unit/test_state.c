@@ -280,11 +280,6 @@ static void test_run_config_dirty(void **unused)
 	vx_err_release(&err);
 }
 
-/*
- * plannedBy, pullRequest and pullRequestUrl (issue 11): written only when
- * set (so a record without them keeps its bytes), after launchedBy; they
- * round-trip and copy, and a pull request number out of range is refused.
- */
 /* A run of a ladder records what its rung is; a state without it reads as before. */
 static void test_run_rung_identity(void **unused)
 {
@@ -423,6 +418,11 @@ static void test_run_follows(void **unused)
 	vx_err_release(&err);
 }
 
+/*
+ * plannedBy, pullRequest and pullRequestUrl (issue 11): written only when
+ * set (so a record without them keeps its bytes), after launchedBy; they
+ * round-trip and copy, and a pull request number out of range is refused.
+ */
 static void test_run_planned_by_and_pull_request(void **unused)
 {
 	static const char old[] =
