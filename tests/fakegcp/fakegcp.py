@@ -354,7 +354,7 @@ def main(argv=None):
     ap.add_argument("--ready-file", required=True)
     ap.add_argument("--state")
     ap.add_argument("--keys", help="PEM RSA private keys to give out before generating any")
-    ap.add_argument("--clock", choices=world_mod.CLOCK_MODES, default="frozen",
+    ap.add_argument("--clock", choices=world_mod.CLOCK_MODES, default="real",
                     help="real (default): the virtual clock starts at this machine's time and keeps pace "
                     "with it; frozen: it starts at 2026-01-01T00:00:00Z and moves only when told (tests)")
     args = ap.parse_args(argv)
