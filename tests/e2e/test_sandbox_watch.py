@@ -88,6 +88,15 @@ class SandboxWatch(unittest.TestCase):
         self.assertLess(abs(when - time.time()), 60, "the event's time is not now: %s" % ev["time"])
         self.assertNotIn("not announcing", out)
         self.assertNotIn("Sanitizer", out)
+        # vx status counts from the machine's clock: the run waited and ran seconds, not months.
+        r = self.sandbox.run(["vx", "status", "spot"], repo)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        asof = re.search(r", as of (\S+)\n", r.out)
+        self.assertLess(abs(rfc3339(asof.group(1)) - time.time()), 60, r.out)
+        row = re.search(r"^job\.finetune +FAILED +1/3 +0 +us-central1 +(\S+) +(\S+) +\$", r.out, re.M)
+        self.assertIsNotNone(row, r.out)
+        for took in row.groups():
+            self.assertRegex(took, r"^\d+s$", r.out)
 
 
 class TooOldToAnnounce(FakeTestCase):
