@@ -60,7 +60,7 @@ class SandboxWatch(unittest.TestCase):
         stack = fenced(section(read(README), "Quick start: a Spot job against a fake Google Cloud"), "yaml")[0]
         head, sep, rest = stack.partition("\n---\n")
         self.assertTrue(sep, "the README's stack has no job document")
-        stack = head + "\nnotify:\n  - urlEnv: HOOK\n    on: [gave-up]\n---\n" + rest
+        stack = head + "\nnotify:\n  - urlEnv: HOOK\n    on: [gave-up, stuck, succeeded]\n---\n" + rest
         repo = os.path.join(self.tmp, "vx-try")
         os.makedirs(os.path.join(repo, "spot"))
         with open(os.path.join(repo, "spot", "stack.yaml"), "w") as f:
@@ -97,6 +97,11 @@ class SandboxWatch(unittest.TestCase):
         self.assertIsNotNone(row, r.out)
         for took in row.groups():
             self.assertRegex(took, r"^\d+s$", r.out)
+        # Nothing was stuck (queued a second, not since January); the report's last 30 days hold the run.
+        self.assertEqual(self.receiver.events(), ["gave-up"])
+        r = self.sandbox.run(["vx", "report", "spot", "-format", "csv"], repo)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual(len([l for l in r.out.splitlines() if "job.finetune" in l]), 1, r.out)
 
 
 class TooOldToAnnounce(FakeTestCase):
