@@ -85,7 +85,7 @@ struct cmd_entry {
 extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entry, cmd_doctor_entry,
 	cmd_log_entry, cmd_status_entry, cmd_state_entry, cmd_unlock_entry, cmd_import_entry, cmd_watch_entry,
 	cmd_report_entry, cmd_version_entry, cmd_completion_entry, cmd_complete_entry,
-	cmd_help_entry, cmd_show_entry, cmd_logs_entry;
+	cmd_help_entry, cmd_show_entry, cmd_logs_entry, cmd_endpoints_entry;
 
 /* The table of commands (cmd/main.c), n of them. */
 const struct cmd_entry *const *cmd_table(size_t *n);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "providers/gcp/auth.h"
@@ -30,7 +32,9 @@ static const char usage[] =
 	"checks what plan, apply, watch and import need; with it, what plan needs.\n"
 	"Exit 0 when all checks pass. DIR (default .) is a stack; without one, the project\n"
 	"comes from the environment and every kind is assumed. docs/permissions.md lists\n"
-	"every method, permission and role. -C DIR (or -chdir=DIR) is the same as DIR.\n";
+	"every method, permission and role. -C DIR (or -chdir=DIR) is the same as DIR.\n"
+	"Some endpoints overridden (CLOUDSDK_API_ENDPOINT_OVERRIDES_*) and others not fails\n"
+	"the endpoints check, naming the APIs that would still go to Google.\n";
 
 enum { OPT_PLAN_ONLY = 1 };
 
@@ -47,6 +51,46 @@ static int report(const char *what, int rc, struct vx_err *err, const char *deta
 		printf("  %-12s ok    %s\n", what, detail ? detail : "");
 	vx_err_release(err);
 	return rc < 0;
+}
+
+/*
+ * The endpoints line. Some overridden and others not is a failure: a sandbox or
+ * a proxy that misses an API, whose calls then go to Google (with credentials
+ * meant for the other place) or hang resolving it. Either every API has its
+ * override or none does. 1 when mixed (said, naming the real ones).
+ */
+static int endpoints_line(const struct gcp_endpoints *ep)
+{
+	struct vx_buf names = VX_BUF_INIT, vars = VX_BUF_INIT;
+	size_t nreal = 0, nvar = 0;
+	int bad = 0;
+
+	for (int api = 0; api < GCP_API_COUNT; api++) {
+		const char *var = gcp_api_override_var((enum gcp_api)api);
+
+		if (!var)
+			continue; /* derived from another API's (the storage upload base) */
+		nvar++;
+		if (ep->overridden[api])
+			continue;
+		nreal++;
+		if (vx_buf_printf(&names, "%s%s", names.len ? ", " : "", gcp_api_name((enum gcp_api)api)) < 0 ||
+		    vx_buf_printf(&vars, "%s%s", vars.len ? ", " : "", var) < 0)
+			bad = 1;
+	}
+	if (nreal == nvar)
+		printf("  %-12s ok    Google's own\n", "endpoints");
+	else if (nreal == 0)
+		printf("  %-12s ok    every API overridden\n", "endpoints");
+	else if (bad)
+		printf("  %-12s FAIL  some APIs are overridden and others are not\n", "endpoints");
+	else
+		printf("  %-12s FAIL  %zu of the %zu APIs %s Google's own while the others are overridden: %s; "
+		       "set %s too, or no override at all\n", "endpoints", nreal, nvar, nreal == 1 ? "is" : "are",
+		       vx_buf_str(&names), vx_buf_str(&vars));
+	vx_buf_release(&names);
+	vx_buf_release(&vars);
+	return nreal != 0 && nreal != nvar;
 }
 
 /* What the stack needs, asked of Google (workflow/doctor.c). 1 when a check failed. */
@@ -111,11 +155,11 @@ static int doctor_exec(const struct cmd_args *args)
 	printf("vx %s doctor\n", VX_VERSION);
 	st = doctor_stack(dir);
 
-	r = gcp_endpoints_load(&ep, &err);
-	if (report("endpoints", r, &err, NULL)) {
-		failed = 1;
+	if (gcp_endpoints_load(&ep, &err) < 0) {
+		failed = report("endpoints", -1, &err, NULL);
 		goto done;
 	}
+	failed |= endpoints_line(&ep);
 	for (int api = 0; api < GCP_API_COUNT; api++)
 		printf("  %-18s %s%s\n", gcp_api_name((enum gcp_api)api), ep.base[api],
 		       ep.overridden[api] ? " (override)" : "");
@@ -174,4 +218,66 @@ const struct cmd_entry cmd_doctor_entry = {
 	.opts = opts,
 	.exec = doctor_exec,
 	.stack_dir = 1,
+};
+
+/*
+ * vx __endpoints (hidden): the table of every API vx can call, its override
+ * variable and the URL in force, as JSON, so a tool that points vx elsewhere (the
+ * sandbox, its test) can check it sets them all without reading vx's sources.
+ */
+static int endpoints_exec(const struct cmd_args *args)
+{
+	struct gcp_endpoints ep = GCP_ENDPOINTS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	cJSON *doc = NULL, *list;
+	char *text = NULL;
+	int rc = VX_EXIT_ERROR;
+
+	(void)args;
+	if (gcp_endpoints_load(&ep, &err) < 0) {
+		cmd_error("%s", vx_err_msg(&err));
+		goto done;
+	}
+	if (!(doc = cJSON_CreateObject()) || !(list = cJSON_AddArrayToObject(doc, "endpoints")))
+		goto nomem;
+	for (int api = 0; api < GCP_API_COUNT; api++) {
+		const char *var = gcp_api_override_var((enum gcp_api)api);
+		cJSON *one = cJSON_CreateObject();
+
+		if (!one)
+			goto nomem;
+		if (!cJSON_AddItemToArray(list, one)) {
+			cJSON_Delete(one);
+			goto nomem;
+		}
+		if (!cJSON_AddStringToObject(one, "api", gcp_api_name((enum gcp_api)api)) ||
+		    !(var ? cJSON_AddStringToObject(one, "variable", var) : cJSON_AddNullToObject(one, "variable")) ||
+		    !cJSON_AddStringToObject(one, "url", ep.base[api]) ||
+		    !cJSON_AddBoolToObject(one, "overridden", ep.overridden[api]))
+			goto nomem;
+	}
+	if (!(text = cJSON_PrintUnformatted(doc)))
+		goto nomem;
+	printf("%s\n", text);
+	rc = VX_EXIT_OK;
+	goto done;
+nomem:
+	cmd_error("__endpoints: out of memory");
+done:
+	free(text);
+	cJSON_Delete(doc);
+	gcp_endpoints_release(&ep);
+	vx_err_release(&err);
+	return rc;
+}
+
+const struct cmd_entry cmd_endpoints_entry = {
+	.name = "__endpoints",
+	.summary = "the APIs vx calls and their endpoints, as JSON",
+	.usage = "usage: vx __endpoints\n\n"
+		 "For tools and tests: each API vx can call ({\"endpoints\": [{\"api\", \"variable\",\n"
+		 "\"url\", \"overridden\"}]}), \"variable\" the CLOUDSDK_API_ENDPOINT_OVERRIDES_ one that\n"
+		 "sets it (null for one derived from another's), \"url\" the one in force. Sends nothing.\n",
+	.exec = endpoints_exec,
+	.hidden = 1,
 };

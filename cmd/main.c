@@ -14,6 +14,7 @@ static const struct cmd_entry *const commands[] = {
 	&cmd_plan_entry, &cmd_apply_entry, &cmd_validate_entry, &cmd_doctor_entry, &cmd_log_entry, &cmd_logs_entry,
 	&cmd_status_entry, &cmd_show_entry, &cmd_state_entry, &cmd_unlock_entry, &cmd_import_entry, &cmd_watch_entry,
 	&cmd_report_entry, &cmd_version_entry, &cmd_help_entry, &cmd_completion_entry, &cmd_complete_entry,
+	&cmd_endpoints_entry,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -32,7 +32,8 @@ done
 URL=$(cat "$TMP/ready")
 echo "Fake Google Cloud listening at $URL"
 
-# Jobs in this world run for 10 (virtual) minutes, within the quickstart's 30m timeout.
+# The fake keeps this machine's time; its jobs run for 10 (virtual) minutes, within the
+# quickstart's 30m timeout, and the clock jump below ends them.
 python3 -c "import urllib.request,sys; urllib.request.urlopen(urllib.request.Request(sys.argv[1]+'/_fake/timings', data=b'{\"running_seconds\": 600}', method='POST', headers={'Content-Type':'application/json'}))" "$URL"
 
 # A service-account key as Google issues it; the fake verifies its JWTs.
@@ -55,6 +56,7 @@ export CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE="$URL/storage/v1/"
 export CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER="$URL/v3/"
 export CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE="$URL/serviceusage/v1/"
 export CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM="$URL/iam/v1/"
+export CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING="$URL/v2/"
 export METADATA_SERVER_DETECTION=none
 export CLOUDSDK_CONFIG="$TMP/gcloud"
 unset GOOGLE_OAUTH_ACCESS_TOKEN GOOGLE_CLOUD_PROJECT CLOUDSDK_CORE_PROJECT 2>/dev/null || true

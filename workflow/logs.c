@@ -14,43 +14,80 @@
 
 #define LOGS_MAX_PAGES 1000
 
-/* What a follow has shown: the newest time, and the lines at that time (by insertId). */
+/*
+ * What a follow has shown, for the lines a read may see again: the newest time,
+ * and the insertIds of the lines shown within LOGS_LAG_MS of it (older ones are
+ * outside every later read's filter, so they are forgotten; at most
+ * LOGS_SEEN_MAX are kept, the oldest dropped first).
+ */
+struct seen_line {
+	char *id;
+	int64_t ms;
+};
+
 struct seen {
 	int64_t max_ms;
-	char **ids;
-	size_t n;
+	struct seen_line *items;    /* in the order shown */
+	size_t n, cap;
 };
 
 static void seen_release(struct seen *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		free(s->ids[i]);
-	free(s->ids);
+		free(s->items[i].id);
+	free(s->items);
 	memset(s, 0, sizeof(*s));
+}
+
+/* The lower bound of the next read's filter: a few seconds behind the newest line
+ * shown, so a line that reaches Cloud Logging late (from another replica) is read. */
+static int64_t seen_since(const struct seen *s)
+{
+	return s->max_ms > LOGS_LAG_MS ? s->max_ms - LOGS_LAG_MS : 0;
+}
+
+/* Forgets the lines no read can return again, and the oldest past LOGS_SEEN_MAX - 1. */
+static void seen_prune(struct seen *s)
+{
+	int64_t since = seen_since(s);
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->items[i].ms >= since && s->n - i < LOGS_SEEN_MAX) {
+			s->items[k++] = s->items[i];
+			continue;
+		}
+		free(s->items[i].id);
+	}
+	s->n = k;
 }
 
 /* Whether e is new; records it when it is. -1 on OOM. */
 static int seen_add(struct seen *s, const struct live_log_entry *e)
 {
-	char **grown;
-
-	if (e->time_ms < s->max_ms)
+	/* Older than what the filter asks for: shown already, or too late to show in order. */
+	if (s->max_ms && e->time_ms < seen_since(s))
 		return 0;
-	if (e->time_ms == s->max_ms)
-		for (size_t i = 0; i < s->n; i++)
-			if (!strcmp(s->ids[i], e->insert_id))
-				return 0;
-	if (e->time_ms > s->max_ms) {
-		seen_release(s);
-		s->max_ms = e->time_ms;
+	/* Only a line no newer than the newest shown can have been shown. */
+	for (size_t i = 0; e->time_ms <= s->max_ms && i < s->n; i++)
+		if (s->items[i].ms == e->time_ms && !strcmp(s->items[i].id, e->insert_id))
+			return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct seen_line *grown = realloc(s->items, cap * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		s->items = grown;
+		s->cap = cap;
 	}
-	if (!(grown = realloc(s->ids, (s->n + 1) * sizeof(*grown))) || !(grown[s->n] = strdup(e->insert_id))) {
-		if (grown)
-			s->ids = grown;
+	if (!(s->items[s->n].id = strdup(e->insert_id)))
 		return -1;
-	}
-	s->ids = grown;
-	s->n++;
+	s->items[s->n++].ms = e->time_ms;
+	if (e->time_ms > s->max_ms)
+		s->max_ms = e->time_ms;
+	if (s->n >= LOGS_SEEN_MAX || s->items[0].ms < seen_since(s))
+		seen_prune(s);
 	return 1;
 }
 
@@ -147,7 +184,7 @@ int logs_read(struct workspace *ws, const char *address, const struct logs_opts 
 	      const struct logs_events *ev, struct vx_err *err)
 {
 	const struct state_run *run = NULL;
-	struct seen seen = { 0, NULL, 0 };
+	struct seen seen = { 0, NULL, 0, 0 };
 	char project[128], id[32], since[STATE_TIME_MAX], *filter = NULL, *state = NULL;
 	int64_t wait = o->poll_ms > 0 ? o->poll_ms : 2000;
 	size_t got;
@@ -166,7 +203,7 @@ int logs_read(struct workspace *ws, const char *address, const struct logs_opts 
 		return vx_err_set(err, VX_EINVAL, "this provider cannot read logs");
 	for (;;) {
 		free(filter);
-		state_time_format(seen.max_ms, since);
+		state_time_format(seen_since(&seen), since);
 		filter = seen.max_ms ? vx_asprintf("resource.type=\"ml_job\" AND resource.labels.job_id=\"%s\" AND "
 						   "timestamp>=\"%s\"", id, since)
 				     : vx_asprintf("resource.type=\"ml_job\" AND resource.labels.job_id=\"%s\"", id);

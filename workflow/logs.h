@@ -7,8 +7,11 @@
  * resource.type="ml_job" AND resource.labels.job_id="ID", oldest first), for
  * the current run the state records for ADDR (a job, or one run of a sweep:
  * job.S[k=v]). Following (-f) reads again with the filter narrowed to
- * timestamp>= the newest line seen, dropping lines already shown (by
- * insertId), backing off from poll_ms to LOGS_POLL_MAX_MS while nothing
+ * timestamp>= LOGS_LAG_MS before the newest line seen, as gcloud's stream
+ * does: Cloud Logging can deliver a line seconds after a newer one (another
+ * replica's), and it is shown then, once; lines already shown are dropped by
+ * insertId (those of the last LOGS_LAG_MS, at most LOGS_SEEN_MAX, are
+ * remembered). It backs off from poll_ms to LOGS_POLL_MAX_MS while nothing
  * new comes, until the job is terminal (then the rest is read and it
  * returns) or the context is interrupted. Nothing here prints: each line
  * goes to ev->line, its text still the server's (the caller cleans it).
@@ -22,6 +25,8 @@ struct live_log_entry;
 struct workspace;
 
 #define LOGS_POLL_MAX_MS 30000
+#define LOGS_LAG_MS 5000
+#define LOGS_SEEN_MAX 100000
 
 struct logs_events {
 	void (*line)(void *ud, const struct live_log_entry *e);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ struct watch {
 	struct notify_outbox *outbox;
 	struct told told;
 	int64_t since_ms;
+	int warned_old;             /* the runs ended before since_ms, not announced, were told */
 	/* -follow REMOTE/BRANCH: the remote and branch, the stack's directory in
 	 * the repository, the commit fetched last and the last one that loaded. */
 	char *remote, *branch, *dir_in_repo;
@@ -313,6 +315,58 @@ static int undelivered(const struct stack *st, const struct state *state, const 
 				return 1;
 		}
 	return 0;
+}
+
+/* Whether a notify target of st wants events of kind. */
+static int wanted(const struct stack *st, unsigned kind)
+{
+	for (size_t t = 0; t < st->nnotify; t++)
+		if (st->notify[t].on & kind)
+			return 1;
+	return 0;
+}
+
+/*
+ * The runs that gave up or succeeded before the announce window (the day before
+ * the watcher started), which a target wants but is not sent: said once per
+ * watcher, naming up to three, rather than dropped without a word (a clock that
+ * is far off, as a fake's can be, makes every run look that old).
+ */
+static void warn_too_old(struct watch *w, const struct stack *st, const struct plan *p, int64_t now)
+{
+	struct notify_list all = { NULL, 0 };
+	struct vx_buf b = VX_BUF_INIT;
+	char since[STATE_TIME_MAX], ended[STATE_TIME_MAX];
+	const char *first = NULL;
+	size_t n = 0;
+
+	if (w->warned_old || !st->nnotify || notify_collect(&all, p, st->name, now, INT64_MIN) < 0)
+		goto done;
+	for (size_t i = 0; i < all.n; i++) {
+		const struct notify_event *ev = &all.items[i];
+
+		if (!(ev->kind & (NOTIFY_GAVE_UP | NOTIFY_SUCCEEDED)) || ev->time_ms >= w->since_ms ||
+		    !wanted(st, ev->kind))
+			continue;
+		if (++n > 3)
+			continue;
+		state_time_format(ev->time_ms, ended);
+		if (vx_buf_printf(&b, "%s%s %s (ended %s)", b.len ? ", " : "", ev->address,
+				  notify_kind_name(ev->kind), ended) < 0)
+			goto done;
+		if (!first)
+			first = ev->address;
+	}
+	if (n == 0)
+		goto done;
+	w->warned_old = 1;
+	state_time_format(w->since_ms, since);
+	say(w, "warn", n == 1 ? first : NULL, "not announcing %zu run%s that ended before %s, the announce "
+	    "window (a day before the watcher started): %s%s", n, n == 1 ? "" : "s", since, vx_buf_str(&b),
+	    n > 3 ? ", ..." : "");
+done:
+	vx_buf_release(&b);
+	notify_list_release(&all);
 }
 
 static int send_notifications(struct watch *w, struct applying *ap, struct notify_list *events,
@@ -863,6 +917,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
+	warn_too_old(w, ws.st, &pl.planner.plan, now);
 	news_release(w);
 	quota_changes(w, &pl.planner.plan);
 	if (ws.st->nnotify && (rc = news_events(w, &events, ws.st->name)) < 0) {

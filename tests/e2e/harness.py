@@ -51,7 +51,8 @@ class Fake:
         os.chmod(keys, 0o600)
         self.log = open(os.path.join(tmp, "fake.log"), "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, FAKE, "--port", "0", "--ready-file", ready, "--keys", keys],
+            # A frozen clock (2026-01-01, moving only when a test says): the same times every run.
+            [sys.executable, FAKE, "--port", "0", "--ready-file", ready, "--keys", keys, "--clock", "frozen"],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         self.url = ""

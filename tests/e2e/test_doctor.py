@@ -119,9 +119,8 @@ class Doctor(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(checks(r.out), [
             "  apis         FAIL  doctor: reading whether aiplatform.googleapis.com is enabled in vx-e2e: "
-            "PERMISSION_DENIED: Permission 'serviceusage.services.get' denied on resource "
-            "'//serviceusage.googleapis.com/projects/vx-e2e/services/aiplatform.googleapis.com' (or it may not "
-            "exist). (the caller lacks serviceusage.services.get for services.get: grant "
+            "PERMISSION_DENIED: Permission denied to get service [aiplatform.googleapis.com] "
+            "Help Token: AfZfake00000001 (the caller lacks serviceusage.services.get for services.get: grant "
             "roles/serviceusage.serviceUsageViewer on the project)",
             "  iam          ok    project vx-e2e: holds the 2 permissions that plan needs",
             "Some checks failed."])

@@ -8,13 +8,16 @@ at Google. Each job of the fake's Vertex has LINES_PER_JOB lines, a second apart
 createTime, and what a test adds with POST /_fake/logs {"job_id": ID, "entries": [{"textPayload"
 or "jsonPayload": {"message"}, "severity", "timestamp" (default: the virtual now)}]}. Entries
 carry insertId, timestamp, severity, resource {type, labels {job_id, project_id, task_name}} and
-the payload. Pages: pageSize (default 50, at most 1000) entries, then nextPageToken.
+the payload. Pages: pageSize (default 50) entries, then nextPageToken; a pageSize over 1000 or
+negative is refused with 400 INVALID_ARGUMENT, as Google's API reference says it is.
 """
+import json
 import re
 
 import common
 
 LINES_PER_JOB = 3
+MAX_PAGE_SIZE = 1000
 
 FILTER = re.compile(r'^resource\.type="ml_job" AND resource\.labels\.job_id="(\d+)"'
                     r'(?: AND timestamp(>=|>)"([0-9TZ:.\-]+)")?$')
@@ -82,7 +85,18 @@ class Logging:
             t = common.parse_ts(m.group(3))
             entries = [e for e in entries if (common.parse_ts(e["timestamp"]) >= t if m.group(2) == ">="
                                               else common.parse_ts(e["timestamp"]) > t)]
-        size = min(int(b.get("pageSize") or 50), 1000)
+        size = b.get("pageSize", 0)
+        if isinstance(size, str) and re.fullmatch(r"-?[0-9]+", size):
+            size = int(size)  # ProtoJSON takes an int32 as a string too
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise common.bad_request("Invalid value at 'page_size' (TYPE_INT32), %s" % json.dumps(size),
+                                     "page_size")
+        size = size or 50
+        if not 0 < size <= MAX_PAGE_SIZE:
+            # Google: "If the value is negative or exceeds 1000, the request is rejected." It
+            # publishes the rule, not the words: these are the fake's.
+            raise common.bad_request("Invalid page_size %s: it must be between 0 and %d."
+                                     % (json.dumps(size), MAX_PAGE_SIZE), "page_size")
         start = int(b.get("pageToken") or 0)
         page = entries[start:start + size]
         out = {"entries": page} if page else {}

@@ -3,6 +3,7 @@
 objects, OAuth/STS/IAM credentials, metadata server) on one loopback port.
 
     python3 tests/fakegcp/fakegcp.py --port 0 --ready-file FILE [--state FILE] [--keys FILE]
+                                     [--clock real|frozen]
 
 See README.md next to this file for the paths, the control API under /_fake/ and every choice made
 where Google's documents are silent.
@@ -333,8 +334,8 @@ def route_request(w, req):
     return None
 
 
-def build_world(state_file=None):
-    w = world_mod.World(state_file)
+def build_world(state_file=None, clock="real"):
+    w = world_mod.World(state_file, clock)
     del SERVICES[:]
     svcs = [oauth.OAuth(w), iam.Iam(w), quotas.Quotas(w), vertex.Vertex(w), compute.Compute(w), storage.Storage(w),
             cloudlogging.Logging(w)]
@@ -353,8 +354,11 @@ def main(argv=None):
     ap.add_argument("--ready-file", required=True)
     ap.add_argument("--state")
     ap.add_argument("--keys", help="PEM RSA private keys to give out before generating any")
+    ap.add_argument("--clock", choices=world_mod.CLOCK_MODES, default="real",
+                    help="real (default): the virtual clock starts at this machine's time and keeps pace "
+                    "with it; frozen: it starts at 2026-01-01T00:00:00Z and moves only when told (tests)")
     args = ap.parse_args(argv)
-    w = build_world(args.state)
+    w = build_world(args.state, args.clock)
     srv = Server((args.host, args.port), w)
     w.base_url = "http://127.0.0.1:%d" % srv.server_address[1]
     if args.state:

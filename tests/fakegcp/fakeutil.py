@@ -16,10 +16,13 @@ PARENT = "/v1/projects/my-proj/locations/us-central1"
 
 
 class Fake:
-    def __init__(self, state=None):
+    """clock: the fake's --clock; the tests freeze it at 2026-01-01 so their times are the same every run."""
+
+    def __init__(self, state=None, clock="frozen"):
         self.dir = tempfile.mkdtemp(prefix="fakegcp-test-")
         ready = os.path.join(self.dir, "ready")
-        args = [sys.executable, os.path.join(HERE, "fakegcp.py"), "--port", "0", "--ready-file", ready]
+        args = [sys.executable, os.path.join(HERE, "fakegcp.py"), "--port", "0", "--ready-file", ready,
+                "--clock", clock]
         if state:
             args += ["--state", state]
         self.proc = subprocess.Popen(args)

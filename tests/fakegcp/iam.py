@@ -8,7 +8,8 @@ permission is granted and every API enabled, as before this module.
 * Enforcement: a call whose method needs a denied permission is refused with 403 in the shape its
   API uses (Vertex and Cloud Quotas: "Permission 'P' denied on resource '//...' (or it may not
   exist)." with an ErrorInfo IAM_PERMISSION_DENIED; Compute: "Required 'P' permission for '...'";
-  Cloud Storage: "... does not have P access ..."); a call to a disabled API gets 403
+  Cloud Storage: "... does not have P access ..."; Service Usage: "Permission denied to get service
+  [S]" and a help token, with an ErrorInfo AUTH_PERMISSION_DENIED); a call to a disabled API gets 403
   SERVICE_DISABLED with the console link Google's message carries. A create whose serviceAccount is
   in act_as_denied gets Vertex's 400 "You do not have permission to act as service_account: ...".
 * testIamPermissions: Resource Manager POST /v3/projects/P:testIamPermissions (and /v1/), Cloud
@@ -68,6 +69,7 @@ class Iam:
         self.reset()
 
     def reset(self):
+        self.help_tokens = 0
         self.denied = set()
         self.act_as_denied = set()
         self.disabled = set()
@@ -149,6 +151,8 @@ class Iam:
                                    "Permission '%s' denied on resource (or it may not exist)."
                                    % (req.principal or "caller", perm, perm),
                                    status="PERMISSION_DENIED", reason="forbidden", domain="global")
+        if svc == "iam" and req.segments[:1] == ["serviceusage"]:
+            return self._service_usage_denied(req.segments[-1])
         if svc == "iam":
             resource = "//serviceusage.googleapis.com/projects/%s/services/%s" % (project, req.segments[-1])
         else:
@@ -160,6 +164,20 @@ class Iam:
                               {"@type": common.TYPE_PREFIX + "google.rpc.ErrorInfo",
                                "reason": "IAM_PERMISSION_DENIED", "domain": "iam.googleapis.com",
                                "metadata": {"permission": perm, "resource": resource[2:]}}])
+
+    def _service_usage_denied(self, service):
+        """Service Usage's own refusal, not the IAM-style one the other APIs send: 'Permission
+        denied to get service [S]' and a help token on a second line, a PreconditionFailure
+        (violation subject 110002) and an ErrorInfo with reason AUTH_PERMISSION_DENIED in the
+        serviceusage.googleapis.com domain; no permission is named in the message."""
+        self.help_tokens += 1
+        token = "AfZfake%08d" % self.help_tokens
+        return common.ApiError(403, "Permission denied to get service [%s]\nHelp Token: %s" % (service, token),
+                               status="PERMISSION_DENIED", details=[
+                                   {"@type": common.TYPE_PREFIX + "google.rpc.PreconditionFailure",
+                                    "violations": [{"type": "googleapis.com", "subject": "110002"}]},
+                                   {"@type": common.TYPE_PREFIX + "google.rpc.ErrorInfo",
+                                    "reason": "AUTH_PERMISSION_DENIED", "domain": "serviceusage.googleapis.com"}])
 
     # ------------------------------------------------------------ routes
     def route(self, req):

@@ -1,9 +1,11 @@
 import http.client
+import json
 import os
 import threading
 import time
 import unittest
 
+import common
 from fakeutil import Fake, FakeTestCase, PARENT
 
 
@@ -123,6 +125,72 @@ class Core(FakeTestCase):
             th.join()
         self.assertEqual(results, [200] * 8)
         self.assertLess(time.time() - t, 2.0)  # served in parallel
+
+
+class RealClock(unittest.TestCase):
+    """Without --clock frozen the clock is this machine's: it starts at the real now, keeps pace
+    with it, still moves forward when told, and goes back to the real now on reset."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fake = Fake(clock="real")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.stop()
+
+    def real_now(self):
+        before = time.time()
+        c = self.fake.ctl("/clock")
+        return before, c, time.time()
+
+    def test_starts_at_the_machines_time_and_keeps_pace(self):
+        self.fake.ctl("/reset", {})
+        before, c, after = self.real_now()
+        self.assertEqual(c["speed"], 1.0)
+        self.assertGreaterEqual(c["epoch_seconds"], before - 0.001)
+        self.assertLessEqual(c["epoch_seconds"], after + 0.001)
+        self.assertEqual(c["now"][:10], time.strftime("%Y-%m-%d", time.gmtime(c["epoch_seconds"])))
+        # a job created now is created now, to the second
+        self.fake.ctl("/tokens", {"token": "T"})
+        st, j = self.fake.call("POST", PARENT + "/customJobs", FakeTestCase.job_body(None))
+        self.assertEqual(st, 200, j)
+        self.assertLess(abs(common.parse_ts(j["createTime"]) - time.time()), 5)
+
+    def test_advance_moves_it_ahead_and_reset_brings_it_back(self):
+        self.fake.ctl("/reset", {})
+        c = self.fake.ctl("/clock", {"advance_seconds": 3600})
+        self.assertGreater(c["epoch_seconds"], time.time() + 3500)
+        before, c, after = self.real_now()
+        self.assertGreaterEqual(c["epoch_seconds"], before + 3600 - 0.001)
+        self.assertLessEqual(c["epoch_seconds"], after + 3600 + 0.001)
+        self.fake.ctl("/reset", {})
+        before, c, after = self.real_now()
+        self.assertLessEqual(c["epoch_seconds"], after + 0.001)
+        self.assertEqual(c["speed"], 1.0)
+
+    def test_a_saved_world_goes_on_from_the_real_now(self):
+        import tempfile, shutil
+        d = tempfile.mkdtemp(prefix="fakegcp-state-")
+        self.addCleanup(shutil.rmtree, d, True)
+        state = os.path.join(d, "state.json")
+        with open(state, "w") as f:  # saved by a fake stopped a day ago
+            json.dump({"clock": {"base": time.time() - 86400, "offset": 0.0, "speed": 1.0}}, f)
+        f = Fake(state=state, clock="real")
+        try:
+            before = time.time()
+            c = f.ctl("/clock")
+            self.assertGreaterEqual(c["epoch_seconds"], before - 0.001)
+            self.assertLessEqual(c["epoch_seconds"], time.time() + 0.001)
+        finally:
+            f.stop()
+
+
+class FrozenClock(FakeTestCase):
+    def test_tests_freeze_it_at_2026_01_01(self):
+        c = self.fake.ctl("/clock")
+        self.assertEqual((c["now"], c["speed"]), ("2026-01-01T00:00:00.000000Z", 0.0))
+        self.assertEqual(self.fake.ctl("/clock")["now"], "2026-01-01T00:00:00.000000Z")
 
 
 class State(unittest.TestCase):

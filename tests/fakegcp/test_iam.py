@@ -79,6 +79,23 @@ class Grants(FakeTestCase):
         self.assertEqual(body["error"]["message"], "You do not have permission to act as service_account: "
                          "%s. (or it may not exist)." % SA)
 
+    def test_service_usage_refuses_in_its_own_words(self):
+        # Google's Service Usage answers a caller without serviceusage.services.get with its own
+        # text (a help token on a second line), a PreconditionFailure and AUTH_PERMISSION_DENIED,
+        # not the "Permission 'P' denied on resource" of the IAM-checked APIs.
+        self.fake.ctl("/iam", {"denied": ["serviceusage.services.get"]})
+        st, body = self.fake.call("GET", "/serviceusage/v1/projects/my-proj/services/compute.googleapis.com")
+        self.assertEqual(st, 403)
+        self.assertEqual(body, {"error": {
+            "code": 403,
+            "message": "Permission denied to get service [compute.googleapis.com]\nHelp Token: AfZfake00000001",
+            "status": "PERMISSION_DENIED",
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.PreconditionFailure",
+                 "violations": [{"type": "googleapis.com", "subject": "110002"}]},
+                {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "AUTH_PERMISSION_DENIED",
+                 "domain": "serviceusage.googleapis.com"}]}})
+
     def test_disabled_api(self):
         self.fake.ctl("/iam", {"disabled": ["cloudquotas.googleapis.com"]})
         st, body = self.fake.call("GET", "/serviceusage/v1/projects/my-proj/services/cloudquotas.googleapis.com")

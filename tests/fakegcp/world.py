@@ -26,6 +26,13 @@ DEFAULT_RATE_LIMITS = {
     "compute_requests_per_minute": 1500,  # per project, every compute RPC
 }
 
+# Where the virtual clock starts (and goes back to on /_fake/reset), by --clock:
+# "real": this machine's time, moving at its speed (the sandbox, the demo: vx reads the
+# machine's clock too, so a run started seconds ago was started seconds ago);
+# "frozen": FROZEN_EPOCH, still until told to move (the tests: the same times every run).
+CLOCK_MODES = ("real", "frozen")
+FROZEN_EPOCH = 1767225600.0  # 2026-01-01T00:00:00Z
+
 REGIONS = ["us-central1", "us-east1", "us-east4", "us-east5", "us-west1", "us-west4",
            "europe-west1", "europe-west4", "asia-southeast1", "asia-northeast1"]
 
@@ -39,9 +46,12 @@ def project_number_for(project_id):
 
 
 class World:
-    def __init__(self, state_file=None):
+    def __init__(self, state_file=None, clock="real"):
+        if clock not in CLOCK_MODES:
+            raise ValueError("clock must be one of %s" % ", ".join(CLOCK_MODES))
         self.lock = threading.RLock()
         self.state_file = state_file
+        self.clock_mode = clock
         self.services = {}
         self.base_url = ""
         self._dirty = False
@@ -50,10 +60,15 @@ class World:
     # ------------------------------------------------------------ state
     def reset(self):
         with self.lock:
-            self.clock_base = 1767225600.0  # 2026-01-01T00:00:00Z: virtual epoch at reset
-            self.clock_offset = 0.0
-            self.clock_speed = 0.0
             self.clock_anchor = time.time()
+            if self.clock_mode == "real":
+                self.clock_base = self.clock_anchor
+                self.clock_offset = 0.0
+                self.clock_speed = 1.0
+            else:
+                self.clock_base = FROZEN_EPOCH
+                self.clock_offset = 0.0
+                self.clock_speed = 0.0
             self.timings = dict(DEFAULT_TIMINGS)
             self.rate_limits = dict(DEFAULT_RATE_LIMITS)
             self.rate_windows = collections.defaultdict(collections.deque)
@@ -184,6 +199,10 @@ class World:
             self.clock_offset = c.get("offset", 0.0)
             self.clock_speed = c.get("speed", 0.0)
             self.clock_anchor = time.time()
+            # A real clock does not stand still while the fake is stopped: a world saved
+            # an hour ago goes on from now (its jobs have moved on meanwhile), never back.
+            if self.clock_mode == "real" and self.now() < self.clock_anchor:
+                self.clock_offset = self.clock_anchor - self.clock_base
             self.timings.update(data.get("timings", {}))
             self.rate_limits.update(data.get("rate_limits", {}))
             self.projects.update(data.get("projects", {}))

@@ -43,7 +43,9 @@ async function step(name, fn) {
 // ---- the fake -------------------------------------------------------------------------------
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'vx-node-clients-'));
 const readyFile = path.join(tmp, 'ready');
-const fakeProc = spawn('python3', [path.join(HERE, '..', 'fakegcp.py'), '--port', '0', '--ready-file', readyFile],
+// A frozen clock: jobs stay QUEUED until the checks move it, however slow the clients are.
+const fakeProc = spawn('python3', [path.join(HERE, '..', 'fakegcp.py'), '--port', '0', '--ready-file', readyFile,
+  '--clock', 'frozen'],
   {stdio: ['ignore', 'inherit', 'inherit']});
 let fakeExited = false;
 fakeProc.on('exit', () => { fakeExited = true; });
