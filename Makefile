@@ -12,7 +12,7 @@
 #   make docs       write docs/format.md's generated tables (from reconcile/machines.c)
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
-#   make bench      plan benchmarks against the fake
+#   make bench      plan benchmarks against the fake (make bench-smoke: every case, small, in check)
 #   make install PREFIX=/usr/local   (DESTDIR too): binaries, links, man pages, completions, docs
 #   make deb        build/vx_VERSION_ARCH.deb; make check-deb checks and (as root) installs it
 #   make image      the root Dockerfile as vx:VERSION (needs a docker daemon)
@@ -68,7 +68,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: deb check-deb image all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci lint-gh-parse docs fuzz torture bench install clean
+.PHONY: deb check-deb image all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci lint-gh-parse docs fuzz torture bench bench-smoke install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -165,6 +165,7 @@ check: deps
 	@$(MAKE) --no-print-directory browser-check
 	@$(MAKE) --no-print-directory fake-test
 	@$(MAKE) --no-print-directory check-tests
+	@$(MAKE) --no-print-directory bench-smoke
 	@$(MAKE) --no-print-directory check-deb
 	@$(MAKE) --no-print-directory image IMAGE_SKIP_OK=1
 
@@ -269,6 +270,14 @@ torture: all
 
 bench: all
 	@VX_BIN=$(abspath $(BUILD)/vx) $(PYTHON) tests/bench/bench.py
+
+# Every case of the benchmark at a small size (tests/bench/bench.py, VX_BENCH_SMOKE): each must
+# run and succeed, so the benchmark cannot rot between the times someone runs it. No timing is
+# asserted. In make check, after the end-to-end tests.
+bench-smoke: all
+	@VX_BIN=$(abspath $(BUILD)/vx) VX_BENCH_SMOKE=1 $(PYTHON) tests/bench/bench.py >$(BUILD)/bench-smoke.log 2>&1 || \
+	  { cat $(BUILD)/bench-smoke.log; echo "bench-smoke: failed (the log above)"; exit 1; }
+	@echo "bench-smoke: every case ran ($(BUILD)/bench-smoke.log)"
 
 # Binaries, vxplan/vxapply links, man pages, completions, docs and examples (tools/install.sh).
 install: all
