@@ -1,7 +1,8 @@
 """Shared pieces of the end-to-end tests: the fake Google Cloud, a stack in a
 temporary git repository, and running the built vx binary against them.
 
-Standard library only. VX_BIN names the binary under test.
+Standard library only, but for python3-jsonschema (schemas.py checks the JSON vx
+prints against docs/*.schema.json). VX_BIN names the binary under test.
 """
 import json
 import os
@@ -14,6 +15,8 @@ import tempfile
 import time
 import unittest
 import urllib.request
+
+import schemas
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -243,7 +246,10 @@ class Repo:
             e.update(env)
         cp = subprocess.run([VX_BIN] + list(args), cwd=self.root, capture_output=True,
                             text=True, timeout=timeout, env=e, stdin=subprocess.DEVNULL)
-        return Result(cp).checked()
+        res = Result(cp).checked()
+        # Its JSON (plan, status, report) against the published schema, before any test reads it.
+        schemas.check_run(args, res, self.root)
+        return res
 
     def plan(self, *args, **kw):
         return self.vx("plan", self.dir, *args, **kw)
