@@ -195,14 +195,18 @@ def asan_build():
 
 
 class Result:
-    def __init__(self, cp):
+    def __init__(self, cp, cwd=None):
         self.code = cp.returncode
         self.out = cp.stdout
         self.err = cp.stderr
+        self.args, self.cwd = cp.args, cwd
 
     def checked(self):
         if self.code >= 128 or self.code < 0 or "Sanitizer" in self.err or "runtime error:" in self.err:
             raise AssertionError("vx crashed or a sanitizer complained:\n%r" % self)
+        # The JSON it printed or saved (plan, status, report) against its published schema,
+        # before any test reads it (schemas.py).
+        schemas.check_run(self.args, self, self.cwd)
         return self
 
     def __repr__(self):
@@ -246,10 +250,7 @@ class Repo:
             e.update(env)
         cp = subprocess.run([VX_BIN] + list(args), cwd=self.root, capture_output=True,
                             text=True, timeout=timeout, env=e, stdin=subprocess.DEVNULL)
-        res = Result(cp).checked()
-        # Its JSON (plan, status, report) against the published schema, before any test reads it.
-        schemas.check_run(args, res, self.root)
-        return res
+        return Result(cp, self.root).checked()
 
     def plan(self, *args, **kw):
         return self.vx("plan", self.dir, *args, **kw)

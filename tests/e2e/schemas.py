@@ -7,8 +7,9 @@ JSON Schema validator: Debian's python3-jsonschema, Draft 2020-12 as each schema
   report   docs/report.schema.json     vx report (-format json, the default; -o FILE too)
   webhook  docs/webhook.schema.json    the body of a notify: target of format json
 
-harness.Repo.vx calls check_run on every run, so every JSON document a test gets from vx
-through it has been validated before the test looks at it.
+harness.Result.checked calls check_run on every run of vx the tests make through the harness
+(Repo.vx, and the helpers of the test files that wrap their own runs in Result), so every JSON
+document a test gets from vx has been validated before the test looks at it.
 """
 import json
 import os
@@ -66,12 +67,21 @@ def _flag(args, name):
     return None
 
 
-def check_run(args, result, cwd):
-    """The JSON a run of vx ARGS printed or wrote, checked against its schema: the plan
-    (-format json; -out FILE), the status (-format json) and the report (JSON by default;
-    -o FILE). Runs that failed (exit 1 or more, 2 being the plan's 'changes') are left alone
-    when they printed nothing."""
-    args = [str(a) for a in args]
+def check_run(argv, result, cwd):
+    """The JSON a run of vx (argv: the binary, vx or a vxplan/vxapply link, and its arguments)
+    printed or wrote, checked against its schema: the plan (-format json; -out FILE), the status
+    (-format json) and the report (JSON by default; -o FILE). Runs that failed (exit 1 or more,
+    2 being the plan's 'changes') are left alone when they printed nothing. A relative FILE is
+    checked only when cwd is known."""
+    argv = [str(a) for a in argv] if isinstance(argv, (list, tuple)) else []
+    prog = os.path.basename(argv[0]) if argv else ""
+    if prog not in ("vx", "vxplan", "vxapply"):
+        return
+    args = argv[1:]
+    if prog != "vx":
+        args = [prog[2:]] + args
+    if any(a in ("-help", "--help", "-h") for a in args):
+        return
     verb = args[0] if args and not args[0].startswith("-") else None
     fmt = _flag(args, "format")
     ok = result.code == 0 or (verb == "plan" and result.code == 2)
@@ -79,8 +89,8 @@ def check_run(args, result, cwd):
         if fmt == "json" and (ok or result.out.strip()):
             check_text(result.out, "plan", "vx %s: stdout" % " ".join(args))
         out = _flag(args, "out")
-        if out and ok:
-            path = os.path.join(cwd, out)
+        if out and ok and (cwd or os.path.isabs(out)):
+            path = os.path.join(cwd or "", out)
             if os.path.exists(path):
                 with open(path) as f:
                     check_text(f.read(), "plan", "the plan file %s" % out)
@@ -89,7 +99,8 @@ def check_run(args, result, cwd):
     elif verb == "report" and fmt in (None, "json") and ok:
         out = _flag(args, "o")
         if out and out != "-":
-            with open(os.path.join(cwd, out)) as f:
-                check_text(f.read(), "report", "the report file %s" % out)
+            if cwd or os.path.isabs(out):
+                with open(os.path.join(cwd or "", out)) as f:
+                    check_text(f.read(), "report", "the report file %s" % out)
         else:
             check_text(result.out, "report", "vx %s: stdout" % " ".join(args))
