@@ -12,9 +12,10 @@
 #   make docs       write docs/format.md's generated tables (from reconcile/machines.c)
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
-#   make bench      plan benchmarks against the fake
+#   make bench      plan benchmarks against the fake (make bench-smoke: every case, small, in check)
 #   make install PREFIX=/usr/local   (DESTDIR too): binaries, links, man pages, completions, docs
 #   make deb        build/vx_VERSION_ARCH.deb; make check-deb checks and (as root) installs it
+#   make release    build/release/: the .deb, vx-VERSION-linux-ARCH.tar.gz and SHA256SUMS
 #   make image      the root Dockerfile as vx:VERSION (needs a docker daemon)
 #
 # BUILD=dir puts every output in another folder (helpers building side by side use this).
@@ -68,7 +69,7 @@ CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIBVX    := $(BUILD)/libvx.a
 
-.PHONY: deb check-deb image all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci lint-gh-parse docs fuzz torture bench install clean
+.PHONY: deb check-deb release release-check image all deps deps-build check check-build check-build-asan check-tests unit unit-bins unit-asan fake-test e2e e2e-asan demo lint lint-ci lint-gh-parse docs fuzz torture bench bench-smoke install clean
 all: $(BUILD)/vx $(BUILD)/vxplan $(BUILD)/vxapply
 
 deps:
@@ -165,7 +166,9 @@ check: deps
 	@$(MAKE) --no-print-directory browser-check
 	@$(MAKE) --no-print-directory fake-test
 	@$(MAKE) --no-print-directory check-tests
+	@$(MAKE) --no-print-directory bench-smoke
 	@$(MAKE) --no-print-directory check-deb
+	@$(MAKE) --no-print-directory release-check
 	@$(MAKE) --no-print-directory image IMAGE_SKIP_OK=1
 
 check-build: all unit-bins check-build-asan
@@ -242,8 +245,8 @@ lint-gh-parse:
 	else echo "lint-ci: @actions/workflow-parser and gitlab-ci-local not run: they need node (20 or later) and npm"; fi
 	@if command -v actionlint >/dev/null 2>&1; then actionlint $(GH_WORKFLOWS); \
 	else echo "lint-ci: actionlint not run: not installed (Debian 12 does not package it)"; fi
-	@if command -v shellcheck >/dev/null 2>&1; then shellcheck tools/setup-vx.sh && \
-		echo "shellcheck tools/setup-vx.sh (the setup action's steps): ok"; \
+	@if command -v shellcheck >/dev/null 2>&1; then shellcheck tools/setup-vx.sh tools/mkrelease.sh && \
+		echo "shellcheck tools/setup-vx.sh (the setup action's steps), tools/mkrelease.sh: ok"; \
 	else echo "lint-ci: shellcheck not run on tools/setup-vx.sh: not installed"; fi
 
 lint:
@@ -270,6 +273,14 @@ torture: all
 bench: all
 	@VX_BIN=$(abspath $(BUILD)/vx) $(PYTHON) tests/bench/bench.py
 
+# Every case of the benchmark at a small size (tests/bench/bench.py, VX_BENCH_SMOKE): each must
+# run and succeed, so the benchmark cannot rot between the times someone runs it. No timing is
+# asserted. In make check, after the end-to-end tests.
+bench-smoke: all
+	@VX_BIN=$(abspath $(BUILD)/vx) VX_BENCH_SMOKE=1 $(PYTHON) tests/bench/bench.py >$(BUILD)/bench-smoke.log 2>&1 || \
+	  { cat $(BUILD)/bench-smoke.log; echo "bench-smoke: failed (the log above)"; exit 1; }
+	@echo "bench-smoke: every case ran ($(BUILD)/bench-smoke.log)"
+
 # Binaries, vxplan/vxapply links, man pages, completions, docs and examples (tools/install.sh).
 install: all
 	@sh tools/install.sh $(BUILD) '$(DESTDIR)' '$(PREFIX)'
@@ -293,6 +304,17 @@ deb:
 
 check-deb: deb
 	@sh tools/check-deb.sh $(DEB) $(VERSION)
+
+# What a release publishes, in $(BUILD)/release/ (tools/mkrelease.sh): the .deb, a tarball of the
+# same binary with its links, man pages, completions and a README naming the Debian 12 runtime
+# packages (not static: docs/packaging.md says why), and SHA256SUMS. release-check serves that
+# folder on a loopback port and runs the setup action's script against it
+# (tests/release/test_release.py). Both in make check, after check-deb (which built the .deb).
+release: deb
+	@sh tools/mkrelease.sh $(BUILD) $(VERSION) $(DEB)
+
+release-check: release
+	@VX_RELEASE_DIR=$(abspath $(BUILD)/release) VX_VERSION=$(VERSION) $(PYTHON) tests/run_unittest.py release tests/release
 
 # The image (root Dockerfile, docs/packaging.md). Without a docker daemon it fails
 # saying why; make check's call (IMAGE_SKIP_OK=1) says why and goes on.

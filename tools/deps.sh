@@ -18,6 +18,12 @@ PKGS="$PKGS chromium"
 # mandoc: make lint-ci lints the man pages; man-db, dpkg-dev and lintian: make check-deb
 # builds the .deb, checks it and installs it (man -w vx).
 PKGS="$PKGS zsh fish mandoc man-db dpkg-dev lintian"
+# python3-jsonschema: the end-to-end tests check every plan, status, report and webhook body
+# vx writes against docs/*.schema.json (Draft 2020-12) with it (tests/e2e/schemas.py).
+PKGS="$PKGS python3-jsonschema"
+# jq and nodejs: tests/ci/test_watch_issues.py runs the watch recipes' issue keeping (GitLab's in
+# sh with curl and jq, GitHub's github-script in node) against fake APIs on loopback.
+PKGS="$PKGS jq nodejs"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

@@ -18,7 +18,8 @@
 #
 # Environment: GITHUB_ACTION_PATH (the action's checkout), GITHUB_OUTPUT, GITHUB_PATH,
 # GITHUB_SERVER_URL, RUNNER_TEMP, INPUT_VERSION, ACTION_REPOSITORY, GH_TOKEN; for the tests,
-# VX_SETUP_RELEASES (the base URL of the releases, default $GITHUB_SERVER_URL/REPO/releases/download),
+# VX_SETUP_RELEASES (the base URL of the releases, default $GITHUB_SERVER_URL/REPO/releases/download;
+# file:// or http:// on the loopback address too),
 # VX_SETUP_OS_RELEASE (default /etc/os-release) and VX_SETUP_APT (default apt-get, with sudo when
 # not root).
 set -euo pipefail
@@ -62,11 +63,11 @@ resolve() {
 	local version=${INPUT_VERSION:-} repo=${ACTION_REPOSITORY:-}
 	if [ -z "$version" ]; then
 		# The action's own ref is a release's commit: its VERSION file names that release
-		# (uses: OWNER/vx@v1 follows the newest 1.x tag, and so its version).
+		# (uses: OWNER/vx@v0 follows the newest 0.x release, vX.Y.Z tags moving vX, and so its version).
 		version=$(cat "${GITHUB_ACTION_PATH:?}/VERSION")
 	fi
 	version=${version#v}
-	[[ $version =~ $VERSION_RE ]] || die "version: '$version' is not a release version such as 0.2.0 (or v0.2.0)"
+	[[ $version =~ $VERSION_RE ]] || die "version: '$version' is not a release version such as 0.1.0 (or v0.1.0)"
 	if [ -z "$repo" ]; then
 		# Where the runner put the action: .../_actions/OWNER/REPO/REF.
 		repo=$(basename "$(dirname "$(dirname "${GITHUB_ACTION_PATH:?}")")")/$(basename "$(dirname "$GITHUB_ACTION_PATH")")
@@ -106,13 +107,20 @@ release() {
 }
 
 # URL to FILE: curl, with the token for this GitHub's own URLs only (a public release needs
-# none; it raises the rate limit and reaches a private fork's releases).
+# none; it raises the rate limit and reaches a private fork's releases). HTTPS only, but for
+# file:// and plain HTTP to this machine's loopback address (a release folder served by a
+# test, VX_SETUP_RELEASES), never redirected elsewhere.
 fetch() {
-	local auth=()
+	local auth=() proto='=https,file'
 	if [ -n "${GH_TOKEN:-}" ] && [[ $1 == "${GITHUB_SERVER_URL:-https://github.com}/"* ]]; then
 		auth=(-H "Authorization: Bearer $GH_TOKEN")
 	fi
-	curl -fsSL --proto '=https,file' --retry 3 "${auth[@]}" -o "$2" "$1"
+	if [[ $1 =~ ^http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]+)?/ ]]; then
+		proto='=http'
+		curl -fsS --proto "$proto" --retry 3 -o "$2" "$1"
+		return
+	fi
+	curl -fsSL --proto "$proto" --retry 3 "${auth[@]}" -o "$2" "$1"
 }
 
 source_key() {

@@ -1,7 +1,8 @@
 """Shared pieces of the end-to-end tests: the fake Google Cloud, a stack in a
 temporary git repository, and running the built vx binary against them.
 
-Standard library only. VX_BIN names the binary under test.
+Standard library only, but for python3-jsonschema (schemas.py checks the JSON vx
+prints against docs/*.schema.json). VX_BIN names the binary under test.
 """
 import json
 import os
@@ -14,6 +15,8 @@ import tempfile
 import time
 import unittest
 import urllib.request
+
+import schemas
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -193,14 +196,18 @@ def asan_build():
 
 
 class Result:
-    def __init__(self, cp):
+    def __init__(self, cp, cwd=None):
         self.code = cp.returncode
         self.out = cp.stdout
         self.err = cp.stderr
+        self.args, self.cwd = cp.args, cwd
 
     def checked(self):
         if self.code >= 128 or self.code < 0 or "Sanitizer" in self.err or "runtime error:" in self.err:
             raise AssertionError("vx crashed or a sanitizer complained:\n%r" % self)
+        # The JSON it printed or saved (plan, status, report) against its published schema,
+        # before any test reads it (schemas.py).
+        schemas.check_run(self.args, self, self.cwd)
         return self
 
     def __repr__(self):
@@ -244,7 +251,7 @@ class Repo:
             e.update(env)
         cp = subprocess.run([VX_BIN] + list(args), cwd=self.root, capture_output=True,
                             text=True, timeout=timeout, env=e, stdin=subprocess.DEVNULL)
-        return Result(cp).checked()
+        return Result(cp, self.root).checked()
 
     def plan(self, *args, **kw):
         return self.vx("plan", self.dir, *args, **kw)

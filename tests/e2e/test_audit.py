@@ -14,10 +14,7 @@ import subprocess
 import urllib.request
 
 from harness import PROJECT, REGION, FakeTestCase, job_yaml
-from test_plan_apply import validate
-
-SCHEMA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                      "docs", "plan-json.schema.json")
+import schemas
 
 RUNNING_AFTER = 60       # virtual seconds: QUEUED -> PENDING -> RUNNING with the fake's defaults
 FINISHED_AFTER = 4000    # and RUNNING -> SUCCEEDED (or a planned failure)
@@ -55,10 +52,7 @@ class Audit(FakeTestCase):
 
     def json_plan(self, *args, **kw):
         r = self.repo.plan("-format", "json", *args, **kw)
-        doc = json.loads(r.out)
-        with open(SCHEMA) as f:
-            validate(doc, json.load(f), "$")
-        return doc
+        return schemas.check_text(r.out, "plan")
 
     def head(self):
         return self.repo.git("rev-parse", "HEAD").strip()

@@ -10,8 +10,8 @@ import os
 import subprocess
 import unittest
 
-from harness import FakeTestCase, ROOT, VX_BIN, job_yaml
-from test_plan_apply import validate
+from harness import FakeTestCase, VX_BIN, job_yaml
+import schemas
 
 SWEEP = """---
 kind: CustomJob
@@ -181,8 +181,7 @@ class Sweep(FakeTestCase):
                          [(a, "create" if "lr=1e-4" in a else "wait") for a in runs()])
         self.assertEqual(plan["summary"]["create"], 4)
         self.assertEqual(plan["summary"]["wait"], 8)
-        with open(os.path.join(ROOT, "docs", "plan-json.schema.json")) as f:
-            validate(plan, json.load(f), "$")
+        schemas.check(plan, "plan")
         self.assertEqual(plan["sweeps"], [{
             "address": "job.lr-sweep", "runs": 12, "create": 4, "wait": 8, "running": 0,
             "finished": 0, "failed": 0, "max_parallel": 4, "max_failed": None, "held": None}])

@@ -16,6 +16,7 @@ import threading
 import time
 
 from harness import FakeTestCase, VX_BIN, asan_build, job_yaml, process_state
+import schemas
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 RUNNING = 40          # virtual seconds: queued 5 + pending 30, then RUNNING
@@ -83,11 +84,17 @@ class Receiver:
 
     def __init__(self):
         got = self.got = []
+        bad = self.bad = []
         cv = self.cv = threading.Condition()
 
         class H(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                try:   # a json target's body against docs/webhook.schema.json (Slack's has "text")
+                    if "text" not in json.loads(body):
+                        schemas.check_text(body, "webhook", "webhook body")
+                except (AssertionError, ValueError) as e:
+                    bad.append("webhook body %r: %s" % (body[:200], e))
                 with cv:
                     got.append((dict(self.headers), body))
                     cv.notify_all()
@@ -104,6 +111,8 @@ class Receiver:
     def close(self):
         self.srv.shutdown()
         self.srv.server_close()
+        if self.bad:
+            raise AssertionError("\n".join(self.bad))
 
     def events(self):
         with self.cv:
