@@ -2,6 +2,7 @@
 for in their first week, against the fake."""
 import json
 import os
+import re
 import threading
 import unittest
 
@@ -163,6 +164,12 @@ class StateMvTest(FakeTestCase):
         r = self.repo.vx("log", "job.a", self.repo.dir)
         self.assertEqual([l[22:] for l in r.out.splitlines() if "state mv" in l],
                          ["  state mv  to job.b by %s: renamed" % ACTOR], r.out)
+        # Headed as moved, not "forgotten": the mv row carries the commit's real time.
+        config = self.repo.git("rev-parse", "HEAD~1").strip()[:12]
+        self.assertEqual(re.sub(r"^  \S+  state mv", "  <commit time>  state mv", r.out, flags=re.M), (
+            "job.a  (moved to job.b)\n"
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.00  queued\n"
+            "  <commit time>  state mv  to job.b by %s: renamed\n") % (a["name"], ACTOR, config, ACTOR))
         r = self.repo.vx("log", "job.b", self.repo.dir)
         self.assertEqual([l[22:] for l in r.out.splitlines() if "state mv" in l],
                          ["  state mv  from job.a by %s: renamed" % ACTOR], r.out)
