@@ -288,6 +288,9 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 			rc = vx_buf_printf(b, "%s timeout × %lld attempt%s left)", k->default_timeout ? " default" : "",
 					   (long long)k->attempts_left, k->attempts_left == 1 ? "" : "s");
 	}
+	/* A reservation has no timeout: it bills by the hour, used or not, until deleted. */
+	if (rc == 0 && !strncmp(k->address, "reservation.", 12))
+		rc = vx_buf_adds(b, " while it exists (used or not, until deleted)");
 	if (rc == 0 && k->upper_bound)
 		rc = vx_buf_adds(b, " (upper bound: on-demand rate)");
 	if (rc == 0 && k->estimate)
@@ -342,9 +345,17 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 	if (rc == 0)
 		rc = capacity_money(b, c->currency, c->max_total, c->max_total < 1000 ? 2 : 0);
 	if (rc == 0)
-		rc = vx_buf_adds(b, " for this apply");
+		rc = vx_buf_adds(b, c->reservations_per_hour > 0 ? " for this apply's runs" : " for this apply");
 	if (rc == 0 && c->delta_upper_bound)
 		rc = vx_buf_adds(b, " (upper bound)");
+	/* "At most" bounds the runs by their timeouts; what reservations add has no end. */
+	if (rc == 0 && c->reservations_per_hour > 0)
+		rc = vx_buf_adds(b, ", plus ");
+	if (rc == 0 && c->reservations_per_hour > 0)
+		rc = capacity_money(b, c->currency, c->reservations_per_hour, 2);
+	if (rc == 0 && c->reservations_per_hour > 0)
+		rc = vx_buf_adds(b, "/h for the reservations while they exist (paid per hour, used or not, "
+				    "until deleted)");
 	return rc;
 }
 
@@ -838,6 +849,8 @@ static int capacity_json(cJSON *root, const struct capacity_report *c)
 		rc |= add(cost, "currency", str_or_null(c->currency));
 		rc |= add(cost, "usd_per_hour", c->delta_known ? cJSON_CreateNumber(c->delta_per_hour) : cJSON_CreateNull());
 		rc |= add(cost, "usd_max", c->delta_known ? cJSON_CreateNumber(c->max_total) : cJSON_CreateNull());
+		rc |= add(cost, "reservations_usd_per_hour",
+			  c->delta_known ? cJSON_CreateNumber(c->reservations_per_hour) : cJSON_CreateNull());
 		rc |= add(cost, "upper_bound", cJSON_CreateBool(c->delta_upper_bound));
 		rc |= add(cost, "price_source", str_or_null(c->price_source));
 		rc |= add(cost, "price_date", str_or_null(c->price_date));
