@@ -175,6 +175,8 @@ extern const struct workspace_events cmd_workspace_events_annotated;
 /* Prints d on stderr, one "FILE:LINE:COLUMN: message" line each, then (annotate)
  * each as a GitHub Actions "::error file=...::" line. */
 void cmd_print_diags(const struct vx_diags *d, int annotate);
+/* Prints each of a stack's warnings as "FILE:LINE:COLUMN: warning: message" on stderr. */
+void cmd_print_warnings(const struct vx_diags *d);
 /* Prints d as GitHub Actions "::error file=F,line=L,col=C::message" lines on stderr. */
 void cmd_print_annotations(const struct vx_diags *d);
 /* -annotations[=true|false] of cmd: *out set; -1 after saying what is wrong. */

@@ -203,6 +203,20 @@ void cmd_print_diags(const struct vx_diags *d, int annotate)
 		cmd_print_annotations(d);
 }
 
+void cmd_print_warnings(const struct vx_diags *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct vx_diag w = d->items[i];
+		char *msg = vx_asprintf("warning: %s", w.msg), *line;
+
+		w.msg = msg ? msg : d->items[i].msg;
+		line = vx_diag_format(&w);
+		fprintf(stderr, "%s\n", line ? line : w.msg);
+		free(line);
+		free(msg);
+	}
+}
+
 int cmd_annotate(const char *cmd, const char *value, int *out)
 {
 	if (!value || !strcmp(value, "true"))

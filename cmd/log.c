@@ -270,6 +270,29 @@ static int print_lifetime(struct state_history_entry *const *v, size_t n,
 	return rows;
 }
 
+/*
+ * The heading of an address from its newest entry e: its name, and when
+ * that entry removed its record, what became of it: moved by `vx state mv`
+ * ("vx state mv: OLD -> NEW"), else forgotten.
+ */
+static void print_heading(const struct state_history_entry *e)
+{
+	const char *m = e->message, *arrow = m ? strstr(m, " -> ") : NULL;
+	char *to = NULL, *clean = NULL;
+
+	if (!e->record && arrow && !strncmp(m, "vx state mv: ", 13) &&
+	    (to = vx_asprintf("%.*s", (int)strcspn(arrow + 4, "\n"), arrow + 4)))
+		clean = vx_text_clean(to);
+	if (e->record)
+		printf("%s\n", e->address);
+	else if (clean)
+		printf("%s  (moved to %s)\n", e->address, clean);
+	else
+		printf("%s  (forgotten: no longer declared)\n", e->address);
+	free(clean);
+	free(to);
+}
+
 /* Every row of one address: its entries g[0..n), newest first. */
 static void print_address(struct state_history_entry *const *g, size_t n, const struct prices *prices)
 {
@@ -277,7 +300,7 @@ static void print_address(struct state_history_entry *const *g, size_t n, const 
 	size_t nlife = 0;
 	int rows = 0;
 
-	printf("%s%s\n", g[0]->address, g[0]->record ? "" : "  (forgotten: no longer declared)");
+	print_heading(g[0]);
 	if (!life) {
 		printf("  (out of memory)\n");
 		return;

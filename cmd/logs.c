@@ -9,8 +9,10 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/provider.h"
+#include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/diag.h"
 #include "util/text.h"
 #include "workflow/logs.h"
 #include "workflow/workspace.h"
@@ -68,6 +70,37 @@ static void print_ended(void *ud, const char *resource, const char *state)
 	fprintf(stderr, "vx: logs: %s %s\n", resource, job_state_short(state));
 }
 
+/* The most job addresses the message for a missing address lists. */
+#define LOGS_LIST_MAX 12
+
+/* vx logs without an address: says so, naming the stack's jobs when it loads. */
+static int no_address(const char *dir)
+{
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_buf list = VX_BUF_INIT;
+	struct stack *st = NULL;
+	int rc = 0;
+
+	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
+		for (size_t i = 0; i < st->njobs && i < LOGS_LIST_MAX && rc == 0; i++)
+			rc = vx_buf_printf(&list, "%s%s", i ? ", " : "", st->jobs[i].d.address);
+		if (rc == 0 && st->njobs > LOGS_LIST_MAX)
+			rc = vx_buf_printf(&list, ", ... (%zu in all)", st->njobs);
+	}
+	if (rc == 0 && list.len)
+		cmd_error("logs: which job? An address is required: vx logs ADDR [DIR]; the jobs of %s: %s",
+			  dir, vx_buf_str(&list));
+	else
+		cmd_error("logs: which job? An address is required: vx logs ADDR [DIR], ADDR a job.NAME or "
+			  "a sweep's run job.NAME[k=v] ('vx logs -help' says more)");
+	stack_free(st);
+	vx_diags_release(&diags);
+	vx_err_release(&err);
+	vx_buf_release(&list);
+	return VX_EXIT_USAGE;
+}
+
 static int logs_exec(const struct cmd_args *args)
 {
 	struct logs_events ev = { print_line, print_ended, NULL };
@@ -90,12 +123,10 @@ static int logs_exec(const struct cmd_args *args)
 			return VX_EXIT_USAGE;
 		}
 	}
-	if (!addr) {
-		fputs(usage, stderr);
-		return VX_EXIT_USAGE;
-	}
 	if (cmd_stack_dir(args, dir, &dir) < 0)
 		return VX_EXIT_USAGE;
+	if (!addr)
+		return no_address(dir);
 	o.poll_ms = poll ? strtol(poll, NULL, 10) : 0;
 	cmd_ctx_init(&ctx, args->debug);
 	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||

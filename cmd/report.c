@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
@@ -35,7 +36,9 @@ static const char usage[] =
 	"                  (default 30d)\n"
 	"  -until WHEN     end of the window, in the same forms (default now)\n"
 	"  -format FMT     json (default), csv (the runs, RFC 4180) or html (a\n"
-	"                  self-contained page)\n"
+	"                  self-contained page); with -o and no -format, the format\n"
+	"                  of FILE's extension (.json, .csv, .html or .htm; json for\n"
+	"                  any other)\n"
 	"  -o FILE         write to FILE (replaced whole, never left half written)\n"
 	"                  instead of standard output\n"
 	"  -C DIR          the directory, as DIR (also -chdir=DIR)\n"
@@ -61,8 +64,27 @@ enum report_format { REPORT_JSON, REPORT_CSV, REPORT_HTML };
 struct report_flags {
 	struct report_opts o;
 	enum report_format format;
+	int format_given;   /* -format was on the command line */
 	const char *out;
 };
+
+/*
+ * The format a file name asks for by its extension (case-insensitive), when
+ * -format is not given: report.html is a page, not JSON in an .html file.
+ * Any other extension (or none) keeps the default, JSON.
+ */
+static enum report_format format_of_file(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+
+	if (!dot || (slash && dot < slash))
+		return REPORT_JSON;
+	if (!strcasecmp(dot, ".html") || !strcasecmp(dot, ".htm"))
+		return REPORT_HTML;
+	if (!strcasecmp(dot, ".csv"))
+		return REPORT_CSV;
+	return REPORT_JSON;
+}
 
 static int parse_flags(struct report_flags *f, const struct cmd_args *args)
 {
@@ -74,6 +96,7 @@ static int parse_flags(struct report_flags *f, const struct cmd_args *args)
 		case REPORT_OPT_UNTIL: f->o.until = v; break;
 		case REPORT_OPT_OUT: f->out = v; break;
 		case REPORT_OPT_FORMAT:
+			f->format_given = 1;
 			if (!strcmp(v, "json"))
 				f->format = REPORT_JSON;
 			else if (!strcmp(v, "csv"))
@@ -91,6 +114,8 @@ static int parse_flags(struct report_flags *f, const struct cmd_args *args)
 		cmd_error("report: one directory, not %zu", args->npos);
 		return -1;
 	}
+	if (f->out && !f->format_given)
+		f->format = format_of_file(f->out);
 	return cmd_stack_dir(args, args->npos ? args->pos[0] : NULL, &f->o.dir);
 }
 

@@ -60,6 +60,7 @@ static int validate_dir(const char *dir, int annotate)
 		cmd_report(&err, "validate");
 		code = VX_EXIT_ERROR;
 	} else {
+		cmd_print_warnings(&st->warnings);
 		printf("stack %s: %zu %s, %zu %s, %zu %s: valid\n", st->name, st->njobs,
 		       plural(st->njobs, "job", "jobs"), st->nreservations,
 		       plural(st->nreservations, "reservation", "reservations"), st->nquotas,

@@ -566,6 +566,7 @@ static int refusal_gate(struct builder *b, const struct plan_decl *d, const stru
 	set_error(b, a, 0, r->message);
 	set_fmt(b, &a->reason, reason);
 	a->not_before_ms = not_before;
+	a->refused = !not_before;
 	return 1;
 }
 

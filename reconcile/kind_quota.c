@@ -239,6 +239,38 @@ static int64_t in_force(const struct live_quota *l)
 	return l->has_granted ? l->granted : l->has_limit ? l->limit : l->preferred;
 }
 
+/*
+ * The preference was changed outside vx (raised in the console, say) and
+ * the declaration, applied, would be a decrease Cloud Quotas refuses: the
+ * change outside comes first (the update with its drift, counted in the
+ * summary, as a reservation's), then the error saying what applying the
+ * declaration needs.
+ */
+static int drifted_decrease(struct plan *p, const struct stack_quota *d, const struct live_quota *l,
+			    const struct state_record *r)
+{
+	struct plan_action *a = add(p, PLAN_UPDATE, d->d.address, d, l, r);
+	int rc;
+
+	if (!a)
+		return VX_ENOMEM;
+	rc = reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64 " (a decrease Cloud Quotas refuses "
+				   "without ignoreSafetyChecks: see the errors)", l->preferred, d->preferred_value));
+	if (rc == 0)
+		rc = drift(p, a, r->current->value, l->preferred);
+	if (rc == 0 && vx_diags_add(&p->errors, NULL, 0, 0,
+				    "%s: preferredValue was changed outside vx to %" PRId64 " (%" PRId64 " recorded); "
+				    "applying the declared %" PRId64 " would lower the %" PRId64 " in force (%s) by "
+				    "more than 10%%, which Cloud Quotas refuses unless asked: declare %" PRId64 " to "
+				    "keep the change, or set ignoreSafetyChecks: true in the declaration to go back "
+				    "to %" PRId64 " (and remove it once applied)", d->d.address, l->preferred,
+				    r->current->value, d->preferred_value, in_force(l),
+				    l->has_granted ? "granted" : l->has_limit ? "the quota's limit" : "its preferredValue",
+				    l->preferred, d->preferred_value) < 0)
+		rc = VX_ENOMEM;
+	return rc;
+}
+
 static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_quota *d)
 {
 	const struct state_record *r = state_find(in->state, d->d.address);
@@ -267,6 +299,9 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	    (d->contact_email && !(l->contact_email && !strcmp(l->contact_email, d->contact_email)) &&
 	     l->contact_email)) {
 		/* A decrease of more than 10% of the value in force trips Google's safety checks. */
+		if (d->preferred_value >= 0 && in_force(l) > 0 &&
+		    d->preferred_value * 10 < in_force(l) * 9 && !d->ignore_safety_checks && drifted)
+			return drifted_decrease(p, d, l, r);
 		if (d->preferred_value >= 0 && in_force(l) > 0 &&
 		    d->preferred_value * 10 < in_force(l) * 9 && !d->ignore_safety_checks)
 			return vx_diags_add(&p->errors, NULL, 0, 0,

@@ -76,12 +76,49 @@ static int summary(struct vx_buf *b, const struct plan *p)
 	return rc;
 }
 
-/* Ends the summary line: " N changed outside vx." when something drifted. */
+/* The most addresses the summary's refused count names. */
+#define RENDER_REFUSED_NAMED 3
+
+/*
+ * Ends the summary line: " N refused: fix the cause, then vxapply -replace
+ * ADDR" when creates the server refused wait for a person (they are no
+ * change, so "no changes" alone would hide them), " N changed outside vx."
+ * when something drifted.
+ */
+static size_t refused_count(const struct plan *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		n += p->actions[i].refused;
+	return n;
+}
+
+/* ". N unchanged.": the noops but the refused creates, which drift_count counts. */
+static int unchanged_count(struct vx_buf *b, const struct plan *p)
+{
+	return vx_buf_printf(b, ". %zu unchanged.", p->counts[PLAN_NOOP] - refused_count(p));
+}
+
 static int drift_count(struct vx_buf *b, const struct plan *p)
 {
-	if (p->drifts)
+	size_t refused = refused_count(p);
+	int rc = 0;
+
+	if (refused)
+		rc = vx_buf_printf(b, " %zu refused: fix the cause, then vxapply", refused);
+	for (size_t i = 0, k = 0; rc == 0 && refused && i < p->n; i++) {
+		if (!p->actions[i].refused || k++ >= RENDER_REFUSED_NAMED)
+			continue;
+		rc = vx_buf_printf(b, " -replace %s", p->actions[i].address);
+	}
+	if (rc == 0 && refused > RENDER_REFUSED_NAMED)
+		rc = vx_buf_printf(b, " ... (%zu more)", refused - RENDER_REFUSED_NAMED);
+	if (rc == 0 && refused)
+		rc = vx_buf_addc(b, '.');
+	if (rc == 0 && p->drifts)
 		return vx_buf_printf(b, " %zu changed outside vx.\n", p->drifts);
-	return vx_buf_addc(b, '\n');
+	return rc ? rc : vx_buf_addc(b, '\n');
 }
 
 /*
@@ -288,6 +325,9 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 			rc = vx_buf_printf(b, "%s timeout × %lld attempt%s left)", k->default_timeout ? " default" : "",
 					   (long long)k->attempts_left, k->attempts_left == 1 ? "" : "s");
 	}
+	/* A reservation has no timeout: it bills by the hour, used or not, until deleted. */
+	if (rc == 0 && !strncmp(k->address, "reservation.", 12))
+		rc = vx_buf_adds(b, " while it exists (used or not, until deleted)");
 	if (rc == 0 && k->upper_bound)
 		rc = vx_buf_adds(b, " (upper bound: on-demand rate)");
 	if (rc == 0 && k->estimate)
@@ -342,9 +382,17 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 	if (rc == 0)
 		rc = capacity_money(b, c->currency, c->max_total, c->max_total < 1000 ? 2 : 0);
 	if (rc == 0)
-		rc = vx_buf_adds(b, " for this apply");
+		rc = vx_buf_adds(b, c->reservations_per_hour > 0 ? " for this apply's runs" : " for this apply");
 	if (rc == 0 && c->delta_upper_bound)
 		rc = vx_buf_adds(b, " (upper bound)");
+	/* "At most" bounds the runs by their timeouts; what reservations add has no end. */
+	if (rc == 0 && c->reservations_per_hour > 0)
+		rc = vx_buf_adds(b, ", plus ");
+	if (rc == 0 && c->reservations_per_hour > 0)
+		rc = capacity_money(b, c->currency, c->reservations_per_hour, 2);
+	if (rc == 0 && c->reservations_per_hour > 0)
+		rc = vx_buf_adds(b, "/h for the reservations while they exist (paid per hour, used or not, "
+				    "until deleted)");
 	return rc;
 }
 
@@ -621,7 +669,7 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 	if (rc == 0)
 		rc = summary(b, p);
 	if (rc == 0)
-		rc = vx_buf_printf(b, ". %zu unchanged.", p->counts[PLAN_NOOP]);
+		rc = unchanged_count(b, p);
 	if (rc == 0)
 		rc = drift_count(b, p);
 	if (rc == 0 && h->capacity)
@@ -713,7 +761,7 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 	if (rc == 0)
 		rc = summary(b, p);
 	if (rc == 0)
-		rc = vx_buf_printf(b, ". %zu unchanged.", p->counts[PLAN_NOOP]);
+		rc = unchanged_count(b, p);
 	if (rc == 0)
 		rc = drift_count(b, p);
 	return rc;
@@ -838,6 +886,8 @@ static int capacity_json(cJSON *root, const struct capacity_report *c)
 		rc |= add(cost, "currency", str_or_null(c->currency));
 		rc |= add(cost, "usd_per_hour", c->delta_known ? cJSON_CreateNumber(c->delta_per_hour) : cJSON_CreateNull());
 		rc |= add(cost, "usd_max", c->delta_known ? cJSON_CreateNumber(c->max_total) : cJSON_CreateNull());
+		rc |= add(cost, "reservations_usd_per_hour",
+			  c->delta_known ? cJSON_CreateNumber(c->reservations_per_hour) : cJSON_CreateNull());
 		rc |= add(cost, "upper_bound", cJSON_CreateBool(c->delta_upper_bound));
 		rc |= add(cost, "price_source", str_or_null(c->price_source));
 		rc |= add(cost, "price_date", str_or_null(c->price_date));
@@ -977,6 +1027,7 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 		rc |= add(o, "held", str_or_null(s->held));
 	}
 	rc |= add(root, "drift_count", cJSON_CreateNumber((double)p->drifts));
+	rc |= add(root, "refused_count", cJSON_CreateNumber((double)refused_count(p)));
 	rc |= add(root, "changes", cJSON_CreateBool(plan_has_changes(p)));
 	if (h->capacity)
 		rc |= capacity_json(root, h->capacity);

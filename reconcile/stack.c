@@ -111,6 +111,23 @@ void stack_err_at(struct loader *L, const char *file, const struct ynode *at, co
 	vx_buf_release(&b);
 }
 
+void stack_warn(struct loader *L, const struct ynode *at, const char *fmt, ...)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	va_list ap;
+	int rc;
+
+	if (!L->warnings)
+		return;
+	va_start(ap, fmt);
+	rc = vx_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc < 0 || vx_diags_add(L->warnings, at ? at->file : NULL, at ? at->line : 0,
+				   at ? at->col : 0, "%s%s", L->prefix, vx_buf_str(&b)) < 0)
+		stack_oom(L);
+	vx_buf_release(&b);
+}
+
 /* Formats ", " separated candidates into b (for "one of a, b, c"). */
 static const char *join_words(struct vx_buf *b, const char *const *words, size_t n)
 {
@@ -712,6 +729,7 @@ void stack_free(struct stack *st)
 	free(st->state.remote);
 	free(st->state.branch);
 	free(st->state.bucket);
+	vx_diags_release(&st->warnings);
 	stack_labels_release(&st->labels);
 	for (size_t i = 0; i < st->njobs; i++)
 		stack_job_release(&st->jobs[i]);
@@ -920,7 +938,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 		struct vx_diags *caller_diags, struct vx_err *err)
 {
 	struct vx_diags all = { NULL, 0, 0, 10000, 0 }, *diags = &all;
-	struct loader L = { diags, err, 0, 0, 0, 0, "" };
+	struct loader L = { diags, err, 0, 0, 0, 0, "", NULL };
 	struct files fs = { NULL, 0, NULL, 0, 0 };
 	struct stack *st = NULL;
 	char *path = NULL;
@@ -933,6 +951,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 		rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
 		goto done;
 	}
+	L.warnings = &st->warnings;
 	if (n == 0) {
 		L.nerr++;
 		if (vx_diags_add(diags, dir, 0, 0, "no *.yaml or *.yml files: a stack is a "
@@ -976,6 +995,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 		rc = VX_EINVAL;
 		goto done;
 	}
+	vx_diags_sort(&st->warnings);
 	rc = hash_all(st);
 	if (rc < 0) {
 		rc = vx_err_set(err, rc, "loading %s: hashing the declarations failed", dir);
@@ -1302,7 +1322,7 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 {
 	const struct ynode_limits limits = YNODE_LIMITS_DEFAULT;
 	struct vx_diags diags = VX_DIAGS_INIT;
-	struct loader L = { &diags, err, 0, 0, 0, 0, "" };
+	struct loader L = { &diags, err, 0, 0, 0, 0, "", NULL };
 	struct vx_buf data = VX_BUF_INIT;
 	struct yfile *yf = NULL;
 	struct stack *st = NULL;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "reconcile/spec.h"
+#include "util/diag.h"
 #include "util/err.h"
 #include "util/label.h"
 
@@ -251,6 +252,10 @@ struct stack {
 	 * Jobs count by their redacted spec, so with sensitive values it depends on
 	 * the state's salt (stack_apply_salt). */
 	char decl_hash[65];
+	/* What the loader found doubtful but not wrong (a region vx does not
+	 * know): "FILE:LINE:COLUMN: message" lines for vx validate and the plan,
+	 * never a reason to refuse. Sorted by position. */
+	struct vx_diags warnings;
 };
 
 /* One in-memory file, for stack_load_mem(). */

@@ -55,7 +55,7 @@ static int get_region(struct loader *L, const struct ynode *doc, const struct yn
 		return 0;
 	if (!stack_names_region_valid(s))
 		stack_err(L, *node, "region: \"%s\" is not a region (like \"us-central1\")", s);
-	else
+	else if (stack_regions_check(L, *node, "region", s, NULL) == 0)
 		*out = stack_dup_opt(L, s);
 	return 1;
 }
@@ -278,6 +278,38 @@ static void read_accelerators(struct loader *L, struct stack_reservation *r,
 	}
 }
 
+/* A rung's well-formed region against the regions vx knows, as PATH.region. */
+static int rung_region_check(struct loader *L, const struct ynode *at, const char *path,
+			     const char *region)
+{
+	char *field = vx_asprintf("%s.region", path);
+	int rc;
+
+	if (!field) {
+		stack_oom(L);
+		return -1;
+	}
+	rc = stack_regions_check(L, at, field, region, NULL);
+	free(field);
+	return rc;
+}
+
+/* A well-formed zone's region against the regions vx knows (stack_regions_check). */
+static int zone_region_check(struct loader *L, const struct ynode *at, const char *zone)
+{
+	size_t n = strlen(zone);
+	char *region = vx_asprintf("%.*s", (int)(n - 2), zone);
+	int rc;
+
+	if (!region) {
+		stack_oom(L);
+		return -1;
+	}
+	rc = stack_regions_check(L, at, "zone", region, zone + n - 1);
+	free(region);
+	return rc;
+}
+
 int stack_kinds_read_reservation(struct stack_reservation *r, struct loader *L,
 				 const struct ynode *doc, struct seen *seen, size_t *nseen)
 {
@@ -294,7 +326,7 @@ int stack_kinds_read_reservation(struct stack_reservation *r, struct loader *L,
 	if (stack_get_str(&s, &v, L, doc, "", "zone", 1)) {
 		if (!stack_names_zone_valid(s))
 			stack_err(L, v, "zone: \"%s\" is not a zone (like \"us-central1-a\")", s);
-		else
+		else if (zone_region_check(L, v, s) == 0)
 			r->zone = stack_dup_opt(L, s);
 	}
 	if (stack_get_str(&s, &mv, L, doc, "", "machineType", 1)) {
@@ -822,7 +854,7 @@ static void read_fallback(struct loader *L, struct stack_job *j, const struct yn
 			if (!stack_names_region_valid(s))
 				stack_err(L, rv, "%s.region: \"%s\" is not a region (like \"us-central1\")",
 				     path, s);
-			else
+			else if (rung_region_check(L, rv, path, s) == 0)
 				env.region = s;
 		}
 		/* The job's own spec must be valid first: its problems are reported

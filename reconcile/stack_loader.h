@@ -57,6 +57,8 @@ struct loader {
 	int stack_region;   /* the Stack document writes a region (valid or not) */
 	int unparsed;       /* some file did not parse (so a missing Stack may be in it) */
 	char prefix[160];   /* "CustomJob \"a\": " for the document being read */
+	/* Where warnings go (the stack's own list); NULL: dropped (stack_peek). */
+	struct vx_diags *warnings;
 };
 
 /* ---- stack.c: the context and its error reporting ---- */
@@ -67,6 +69,9 @@ void stack_oom(struct loader *L);
 VX_PRINTF(4, 5)
 void stack_err_at(struct loader *L, const char *file, const struct ynode *at, const char *fmt, ...);
 #define stack_err(L, at, ...) stack_err_at((L), NULL, (at), __VA_ARGS__)
+/* A warning at node at: shown, never a reason to refuse the stack (L->warnings). */
+VX_PRINTF(3, 4)
+void stack_warn(struct loader *L, const struct ynode *at, const char *fmt, ...);
 /* "unknown value "x" (did you mean "y"?)" or "unknown value "x" (one of a, b)". */
 void stack_unknown_word(struct loader *L, const struct ynode *at, const char *path,
 			const char *what, const char *const *words, size_t n);
@@ -120,6 +125,18 @@ int stack_names_quota_id_valid(const char *s);
 int stack_names_email_valid(const char *s);
 /* Number of UTF-8 code points (the input is valid UTF-8). */
 size_t stack_names_utf8_len(const char *s);
+
+/* ---- stack_regions.c: regions vx knows ---- */
+
+/*
+ * Checks a well-formed region name against the regions vx knows (the
+ * built-in price table's): 0 when known or plausibly new (a warning), -1
+ * when surely a typo of a known one (an error with the nearest). field names
+ * the value in messages ("region", "zone"); zone_letter, when the region is
+ * a zone's, is the zone's letter ("a"), for the suggestion.
+ */
+int stack_regions_check(struct loader *L, const struct ynode *at, const char *field,
+			const char *region, const char *zone_letter);
 
 /* ---- stack_get.c: typed YAML getters ---- */
 

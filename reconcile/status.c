@@ -306,9 +306,37 @@ static int job_run_row(struct status_row *row, const struct status_input *in, co
 	return 0;
 }
 
+/*
+ * A record whose only word is a create the server refused (permission,
+ * invalid argument, quota: the history's last entry, no run made): the
+ * row says REFUSED with the server's reason, not "not applied".
+ */
+static int refused_row(struct status_row *row, const struct state_record *rec, const struct stack_job *j)
+{
+	const struct state_run *h = rec && rec->nhistory ? &rec->history[rec->nhistory - 1] : NULL;
+
+	if (!h || h->resource || !h->failure || (strcmp(h->failure, "refused") && strcmp(h->failure, "quota")))
+		return 1;
+	row->tracking = STATUS_TRACKED;
+	row->listed = 1;     /* no job to list: nothing ran, nothing spent */
+	row->cost_known = 1;
+	row->attempt = h->attempt;
+	row->create_ms = h->created_ms;
+	row->refused = 1;
+	if (!(row->state = vx_strdup("REFUSED")) || !(row->failure = vx_strdup(h->failure)) ||
+	    (h->region && !(row->region = vx_strdup(h->region))))
+		return VX_ENOMEM;
+	row->message = clean_message(h->error_message);
+	row->resubmits = will_resubmit(j, h->failure, h->attempt);
+	row->gave_up = !row->resubmits;
+	return 0;
+}
+
 static int job_row(struct status_report *out, const struct status_input *in, const struct index *ix,
 		   const char *address, const struct stack_job *j, const struct state_record *rec)
 {
+	int rc;
+
 	struct status_row *row = row_add(out, "job", address);
 
 	if (!row)
@@ -317,6 +345,8 @@ static int job_row(struct status_report *out, const struct status_input *in, con
 	row->max_attempts = j ? j->max_attempts : 0;
 	if (rec && rec->current)
 		return job_run_row(row, in, ix, rec, j);
+	if ((rc = refused_row(row, rec, j)) <= 0)
+		return rc;
 	/* A run vxapply recorded while maxParallel, maxFailed or after: held it back. */
 	row->tracking = rec && j && (j->sweep || j->nafter) ? STATUS_TRACKED : STATUS_NOT_APPLIED;
 	if (row->tracking == STATUS_TRACKED) {
@@ -547,6 +577,12 @@ static int row_note(struct vx_buf *b, const struct status_row *r)
 		rc = vx_buf_printf(b, "%s: %s", r->tracking == STATUS_UNTRACKED
 			       ? "untracked (not in the state)" : "foreign (another state's job)",
 			       r->resource ? r->resource : "?");
+	else if (r->refused)
+		rc = vx_buf_printf(b, "create refused%s%s%s%s%s; %s%s", strcmp(r->failure, "refused") ? " (" : "",
+				   strcmp(r->failure, "refused") ? r->failure : "",
+				   strcmp(r->failure, "refused") ? ")" : "", r->message ? ": " : "",
+				   r->message ? r->message : "", r->gave_up ? "fix the cause, then vxapply -replace "
+				   : "asked again on the next apply", r->gave_up ? r->address : "");
 	else if (r->failure)
 		rc = vx_buf_printf(b, "%s: %s%s%s", r->gave_up ? "gave up" : "resubmits on the next apply",
 				   r->failure, r->message ? ": " : "", r->message ? r->message : "");

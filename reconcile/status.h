@@ -63,6 +63,7 @@ struct status_row {
 	int resubmits;           /* failed, and the next apply resubmits it (class in resubmit.on,
 				  * attempts left) */
 	int gave_up;             /* failed, and no apply will resubmit it */
+	int refused;             /* the last create was refused by the server: no run was made */
 	char *message;           /* the failure's first line: cleaned, at most RENDER_ERROR_LINE_MAX characters */
 	/* Reservations: count and in use; quota preferences: preferred and granted. */
 	int has_value;

@@ -5,6 +5,7 @@
 
 #include <git2.h>
 
+#include "state/git_url.h"
 #include "util/buf.h"
 #include "util/text.h"
 
@@ -96,24 +97,16 @@ static int read_files(struct git_follow *out, git_repository *repo, git_tree *tr
 
 static int remote_url(git_repository *repo, const char *remote, git_remote **out, struct vx_err *err)
 {
-	git_config *cfg = NULL;
-	const char *url = NULL;
-	char *key = vx_asprintf("remote.%s.url", remote);
+	char *url = git_url_of_remote(repo, remote);
 	int rc = 0;
 
 	*out = NULL;
-	if (!key)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if (git_repository_config_snapshot(&cfg, repo) < 0) {
-		rc = gfail(err, VX_EIO, "reading the repository config");
-	} else if (git_config_get_string(&url, cfg, key) < 0 || !url || !*url) {
-		git_error_clear();
-		rc = vx_err_set(err, VX_ENOTFOUND, "-follow: no remote \"%s\" in the repository (no %s)", remote, key);
-	} else if (git_remote_create_anonymous(out, repo, url) < 0) {
+	if (!url)
+		return vx_err_set(err, VX_ENOTFOUND, "-follow: no remote \"%s\" in the repository (no remote.%s.url)",
+				  remote, remote);
+	if (git_remote_create_anonymous(out, repo, url) < 0)
 		rc = gfail(err, VX_EINVAL, "-follow");
-	}
-	git_config_free(cfg);
-	free(key);
+	free(url);
 	return rc;
 }
 

@@ -17,9 +17,11 @@
 
 #include "state/backend.h"
 #include "state/git_reflock.h"
+#include "state/git_url.h"
 #include "state/lock.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/digest.h"
 #include "util/text.h"
 #include "util/ctx.h"
 #include "util/banned.h"
@@ -33,7 +35,8 @@ struct state_git {
 	char *branch;   /* vx/state/<stack> */
 	char *ref;      /* refs/heads/<branch> */
 	char *remote;   /* NULL: local only */
-	char *tracking; /* refs/remotes/<remote>/<branch> */
+	char *url;      /* state.remote as a URL or path (absolute); NULL when it names a remote */
+	char *tracking; /* refs/remotes/<remote>/<branch> (a URL's: refs/vx/remotes/url-<hash>/heads/<branch>) */
 	char *lease_ref;      /* refs/vx/lease/<stack>: the lease, off the state's history */
 	char *lease_tracking; /* refs/vx/remotes/<remote>/lease/<stack> */
 	/*
@@ -124,6 +127,83 @@ static int push_ref_cb(const char *refname, const char *status, void *payload)
 	return 0;
 }
 
+int git_url_is_local(const char *url)
+{
+	const char *slash = strchr(url, '/'), *colon = strchr(url, ':');
+
+	return !strncmp(url, "file://", 7) || (!strstr(url, "://") && (!colon || (slash && slash < colon)));
+}
+
+/* url made absolute when it is a relative path: see git_url.h. */
+static char *resolve_url(git_repository *repo, const char *url)
+{
+	const char *base = git_repository_workdir(repo);
+	size_t n;
+
+	if (!base)
+		base = git_repository_path(repo);
+	n = base ? strlen(base) : 0;
+	if (url[0] != '/' && strncmp(url, "file://", 7) && git_url_is_local(url) && n)
+		return vx_asprintf("%s%s%s", base, base[n - 1] == '/' ? "" : "/", url);
+	return vx_strdup(url);
+}
+
+char *git_url_of_remote(git_repository *repo, const char *remote)
+{
+	git_config *cfg = NULL;
+	const char *url = NULL;
+	char *key = vx_asprintf("remote.%s.url", remote), *out = NULL;
+
+	if (key && git_repository_config_snapshot(&cfg, repo) == 0 &&
+	    git_config_get_string(&url, cfg, key) == 0 && url && *url)
+		out = resolve_url(repo, url);
+	git_error_clear();
+	git_config_free(cfg);
+	free(key);
+	return out;
+}
+
+/* The URL vx fetches from and pushes to: state.remote itself when it is a
+ * URL or a path, else its remote's. The caller frees it; NULL: none. */
+static char *state_remote_url(struct state_git *g)
+{
+	return g->url ? vx_strdup(g->url) : git_url_of_remote(g->repo, g->remote);
+}
+
+/*
+ * The remote's names: state.remote names a remote of the repository
+ * ("origin"), or is itself a URL or a path (relative to the repository's top
+ * directory, as git reads a remote's URL) when no remote has that name and it
+ * looks like one. A URL's tracking refs go under refs/vx/remotes/url-HASH/,
+ * HASH from the URL: it is no name git knows, and may hold a token.
+ */
+static int remote_names(struct state_git *g, const char *remote, const char *stack, struct vx_err *err)
+{
+	char *named = git_url_of_remote(g->repo, remote);
+	char hex[VX_SHA256_HEX_LEN + 1];
+
+	g->remote = vx_strdup(remote);
+	if (!g->remote)
+		goto oom;
+	if (!named && (strchr(remote, '/') || strchr(remote, ':'))) {
+		if (!(g->url = resolve_url(g->repo, remote)) ||
+		    vx_digest_sha256_hex(hex, g->url, strlen(g->url)) < 0)
+			goto oom;
+		g->tracking = vx_asprintf("refs/vx/remotes/url-%.16s/heads/%s", hex, g->branch);
+		g->lease_tracking = vx_asprintf("refs/vx/remotes/url-%.16s/lease/%s", hex, stack);
+	} else {
+		g->tracking = vx_asprintf("refs/remotes/%s/%s", remote, g->branch);
+		g->lease_tracking = vx_asprintf("refs/vx/remotes/%s/lease/%s", remote, stack);
+	}
+	free(named);
+	if (g->tracking && g->lease_tracking)
+		return 0;
+	return vx_err_set(err, VX_ENOMEM, "out of memory");
+oom:
+	free(named);
+	return vx_err_set(err, VX_ENOMEM, "out of memory");
+}
+
 /*
  * The remote by its configured URL. An anonymous remote (rather than
  * git_remote_lookup) keeps to our explicit refspecs, and avoids a leak in
@@ -131,29 +211,16 @@ static int push_ref_cb(const char *refname, const char *status, void *payload)
  */
 static int open_remote(struct state_git *g, git_remote **out, struct vx_err *err)
 {
-	git_config *cfg = NULL;
-	const char *url = NULL;
-	char *key = vx_asprintf("remote.%s.url", g->remote);
+	char *url = state_remote_url(g);
 	int rc = 0;
 
 	*out = NULL;
-	if (!key)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if (git_repository_config_snapshot(&cfg, g->repo) < 0) {
-		rc = gerr(err, VX_EIO, "reading the repository config");
-		goto done;
-	}
-	if (git_config_get_string(&url, cfg, key) < 0 || !url || !*url) {
-		git_error_clear();
-		rc = vx_err_set(err, VX_EINVAL, "remote \"%s\": no %s in the repository's config",
-				g->remote, key);
-		goto done;
-	}
+	if (!url)
+		return vx_err_set(err, VX_EINVAL, "remote \"%s\": no remote.%s.url in the repository's config",
+				  g->remote, g->remote);
 	if (git_remote_create_anonymous(out, g->repo, url) < 0)
 		rc = gerr(err, VX_EINVAL, url);
-done:
-	git_config_free(cfg);
-	free(key);
+	free(url);
 	return rc;
 }
 
@@ -250,22 +317,13 @@ static int lock_busy(int grc)
  */
 static char *local_remote_dir(struct state_git *g)
 {
-	git_config *cfg = NULL;
-	const char *url = NULL;
-	char *key = vx_asprintf("remote.%s.url", g->remote), *out = NULL;
+	char *url = state_remote_url(g), *out = NULL;
 
-	if (key && git_repository_config_snapshot(&cfg, g->repo) == 0 &&
-	    git_config_get_string(&url, cfg, key) == 0 && url && *url) {
-		const char *slash = strchr(url, '/'), *colon = strchr(url, ':');
-
-		if (!strncmp(url, "file://", 7))
-			out = vx_strdup(url + 7);
-		else if (!strstr(url, "://") && (!colon || (slash && slash < colon)))
-			out = vx_strdup(url); /* a path; "host:path" is ssh, as git reads it */
-	}
-	git_error_clear();
-	git_config_free(cfg);
-	free(key);
+	if (url && !strncmp(url, "file://", 7))
+		out = vx_strdup(url + 7);
+	else if (url && git_url_is_local(url))
+		return url;
+	free(url);
 	return out;
 }
 
@@ -1996,6 +2054,7 @@ static void state_git_free(struct state_backend *b)
 	free(g->branch);
 	free(g->ref);
 	free(g->remote);
+	free(g->url);
 	free(g->tracking);
 	free(g->lease_ref);
 	free(g->lease_tracking);
@@ -2051,17 +2110,6 @@ int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 				g->branch);
 		goto done;
 	}
-	if (opts->remote) {
-		g->remote = vx_strdup(opts->remote);
-		g->tracking = g->remote ? vx_asprintf("refs/remotes/%s/%s", g->remote, g->branch)
-					: NULL;
-		g->lease_tracking = g->remote ? vx_asprintf("refs/vx/remotes/%s/lease/%s", g->remote,
-							    opts->stack) : NULL;
-		if (!g->tracking || !g->lease_tracking) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto done;
-		}
-	}
 	grc = opts->repo_path ? git_repository_open(&g->repo, opts->repo_path)
 			      : git_repository_open_ext(&g->repo, opts->stack_dir, 0, NULL);
 	if (grc < 0) {
@@ -2071,6 +2119,8 @@ int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 			    where);
 		goto done;
 	}
+	if (opts->remote && (rc = remote_names(g, opts->remote, opts->stack, err)) < 0)
+		goto done;
 	if (g->remote) {
 		git_remote *r = NULL;
 
@@ -2090,6 +2140,7 @@ done:
 		free(g->branch);
 		free(g->ref);
 		free(g->remote);
+		free(g->url);
 		free(g->tracking);
 		free(g->lease_ref);
 		free(g->lease_tracking);

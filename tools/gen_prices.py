@@ -373,6 +373,10 @@ def c_source(table):
     for i in range(0, len(data), 24):
         lines.append(",".join(str(b) for b in data[i:i + 24]) + ",")
     lines.append("};")
+    # The regions the table prices, sorted: the stack loader's list of known regions.
+    lines += ["", "const char *const prices_default_regions[] = {"]
+    lines += ['\t"%s",' % r for r in sorted(table["regions"])]
+    lines += ["\tNULL,", "};"]
     return "\n".join(lines) + "\n"
 
 

@@ -5,9 +5,12 @@
 #include <string.h>
 
 #include "reconcile/provider.h"
+#include "reconcile/stack.h"
+#include "reconcile/sweep.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/suggest.h"
 #include "workflow/workspace.h"
 
 #include "util/banned.h"
@@ -91,15 +94,80 @@ static int seen_add(struct seen *s, const struct live_log_entry *e)
 	return 1;
 }
 
+/* "job.lr[lr=...,seed=...]": the address form of run's sweep, its axes from run's address. */
+static int run_form(struct vx_buf *b, const char *run)
+{
+	int rc = 0, in_value = 0;
+
+	for (const char *p = run; *p && rc == 0; p++) {
+		if (*p == '=' && !in_value)
+			rc = vx_buf_adds(b, "=...");
+		else if (*p == ',' || *p == ']')
+			rc = vx_buf_addc(b, *p);
+		if (*p == '=' || *p == ',' || *p == ']')
+			in_value = *p == '=';
+		else if (!in_value)
+			rc = rc ? rc : vx_buf_addc(b, *p);
+	}
+	return rc;
+}
+
+/*
+ * address has no record: 0 when it is a declared job (it has not run yet),
+ * else the error that says what it is: a sweep or a slice of one (whose
+ * runs each have their own lines), or no job of the stack at all.
+ */
+static int not_a_job(struct workspace *ws, const char *address, struct vx_err *err)
+{
+	const struct stack *st = ws->st;
+	struct vx_buf runs = VX_BUF_INIT, form = VX_BUF_INIT;
+	const char **names = NULL, *near, *first = NULL;
+	size_t n = 0, k = 0;
+	int rc = 0;
+
+	if (!st || stack_find_job(st, address + 4))
+		return 0;
+	for (size_t i = 0; i < st->nsweeps && rc == 0; i++)
+		for (size_t j = st->sweeps[i].first; j < st->sweeps[i].first + st->sweeps[i].n && rc == 0; j++)
+			if (sweep_address_matches(address, st->jobs[j].d.address)) {
+				first = first ? first : st->jobs[j].d.address;
+				if (n++ < 4)
+					rc = vx_buf_printf(&runs, "%s%s", n > 1 ? ", " : "", st->jobs[j].d.address);
+			}
+	if (rc == 0 && first && (rc = run_form(&form, first)) == 0)
+		rc = vx_err_set(err, VX_EINVAL, "%s is %s: vx logs reads the lines of one of its %zu run%s, "
+				"%s: %s%s", address, strchr(address, '[') ? "a slice of a sweep" : "a sweep", n,
+				n == 1 ? "" : "s", vx_buf_str(&form), vx_buf_str(&runs), n > 4 ? ", ..." : "");
+	if (rc == 0 && !first) {
+		if (!(names = calloc(st->njobs + st->nsweeps + ws->state.nrecords + 1, sizeof(*names))))
+			rc = VX_ENOMEM;
+		for (size_t i = 0; names && i < st->njobs; i++)
+			names[k++] = st->jobs[i].d.address;
+		for (size_t i = 0; names && i < ws->state.nrecords; i++)
+			names[k++] = ws->state.records[i].address;
+		near = names ? vx_suggest(address, names, k) : NULL;
+		if (names)
+			rc = vx_err_set(err, VX_ENOTFOUND, "%s: no such job is declared in the stack%s%s%s", address,
+					near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+	}
+	free(names);
+	vx_buf_release(&runs);
+	vx_buf_release(&form);
+	return rc == VX_ENOMEM ? vx_err_set(err, VX_ENOMEM, "out of memory") : rc;
+}
+
 /* The run whose lines are read: address's current one, with a resource name. */
 static int logs_run(struct workspace *ws, const char *address, const struct state_run **out,
 		    struct vx_err *err)
 {
 	const struct state_record *r = state_find(&ws->state, address);
+	int rc;
 
 	if (strncmp(address, "job.", 4) != 0)
 		return vx_err_set(err, VX_EINVAL, "%s: vx logs reads the lines of a job (job.NAME, or a sweep's "
 				  "run job.NAME[k=v])", address);
+	if (!r && (rc = not_a_job(ws, address, err)) < 0)
+		return rc;
 	if (!r)
 		return vx_err_set(err, VX_ENOTFOUND, "%s has no run in the state yet: vxapply starts it, then "
 				  "vx logs %s shows its lines ('vx state list' lists the addresses that have "

@@ -217,6 +217,15 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &pl->live : NULL, &popts, err);
 	if (rc < 0)
 		return rc;
+	/* The loader's doubts (a region vx does not know) are the plan's warnings too. */
+	for (size_t i = 0; i < ws->st->warnings.n; i++) {
+		char *line = vx_diag_format(&ws->st->warnings.items[i]);
+
+		rc = line ? vx_diags_add(&pl->planner.plan.warnings, NULL, 0, 0, "%s", line) : VX_ENOMEM;
+		free(line);
+		if (rc < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
 	pl->header.stack = ws->st->name;
 	pl->header.project = ws->st->project;
 	pl->header.dir = ws->dir;

@@ -65,6 +65,16 @@ static const struct gcp_permission table[] = {
 	{ .api = "cloudquotas", .rpc = "ListQuotaPreferences", .method = "projects.locations.quotaPreferences.list",
 	  .permission = "cloudquotas.quotas.get", .role = "roles/cloudquotas.viewer",
 	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_QUOTA },
+	/* Cloud Quotas' access control page lists resourcemanager.projects.get
+	 * beside cloudquotas.quotas.get for reading quota (roles/cloudquotas.viewer
+	 * holds both): a custom role without it is refused. */
+	{ .api = "cloudquotas", .rpc = "ListQuotaInfos", .method = "projects.locations.services.quotaInfos.list",
+	  .permission = "resourcemanager.projects.get", .role = "roles/cloudquotas.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH,
+	  .needs = GCP_NEED_JOB | GCP_NEED_RESERVATION | GCP_NEED_QUOTA },
+	{ .api = "cloudquotas", .rpc = "ListQuotaPreferences", .method = "projects.locations.quotaPreferences.list",
+	  .permission = "resourcemanager.projects.get", .role = "roles/cloudquotas.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_QUOTA },
 	{ .api = "cloudquotas", .rpc = "CreateQuotaPreference", .method = "projects.locations.quotaPreferences.create",
 	  .permission = "cloudquotas.quotas.update", .role = "roles/cloudquotas.admin",
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_QUOTA },

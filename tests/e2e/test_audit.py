@@ -13,7 +13,7 @@ import re
 import subprocess
 import urllib.request
 
-from harness import PROJECT, REGION, FakeTestCase, job_yaml
+from harness import PROJECT, REGION, ROOT, FakeTestCase, job_yaml
 import schemas
 
 RUNNING_AFTER = 60       # virtual seconds: QUEUED -> PENDING -> RUNNING with the fake's defaults
@@ -243,6 +243,32 @@ class Audit(FakeTestCase):
         r = self.repo.apply(env={"CI": "true"})
         self.assertEqual(r.code, 0, r)
         self.assertEqual(sorted(j["labels"]["vx-job"] for j in self.live_jobs()), ["a", "m", "x"])
+
+    def test_the_readme_says_what_happens_to_uncommitted_edits(self):
+        # The README once said vx "plans from what is committed": it plans and applies the
+        # files on disk, and only an apply in CI refuses them. What it quotes is what vx prints.
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            readme = re.sub(r"\s+", " ", f.read())
+        self.assertNotIn("plans from what is committed", readme)
+        self.assertIn("On your machine an uncommitted edit is planned and applied like a committed "
+                      "one: the plan header says `Config: commit abc123 with uncommitted changes`, "
+                      "and the runs it starts are recorded as `abc123+dirty`", readme)
+        self.assertIn("In CI (the `CI` variable set) `vxplan` still plans such an edit and says so, "
+                      "but `vxapply` refuses it before taking the lock (`the stack has uncommitted "
+                      "changes (...)`)", readme)
+        self.repo.write({"a": job_yaml("a")})
+        self.make_dirty()
+        head = self.head()
+        r = self.repo.plan(env={"CI": "true"})
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(r.out.splitlines()[2].startswith(
+            "Config: commit %s with uncommitted changes (" % head[:12]), r.out)
+        r = self.repo.apply(env={"CI": "true"})
+        self.assertEqual(r.code, 1, r)
+        self.assertTrue(r.err.startswith("vx: apply: the stack has uncommitted changes ("), r.err)
+        r = self.repo.apply(env={"CI": ""})
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("%s+dirty" % head[:12], self.repo.vx("log", self.repo.dir).out)
 
     def test_dirty_apply_recorded_outside_ci(self):
         self.repo.write({"a": job_yaml("a")})

@@ -132,7 +132,8 @@ class Capacity(FakeTestCase):
         self.assertEqual(section(r.out, "Cost")[1:], [
             PRICES_LINE,
             "  starts     job.r: $0.00/h, at most $0.00",
-            "  running    reservation.pool: $1.71/h; 2 L4 held, 1 used by declared jobs: $0.85/h idle",
+            "  running    reservation.pool: $1.71/h while it exists (used or not, until deleted); 2 L4 held, "
+            "1 used by declared jobs: $0.85/h idle",
             FEE_LINE,
         ])
         self.assertNotIn("Warnings", r.out)
@@ -358,6 +359,18 @@ class Delta(FakeTestCase):
         self.repo.write({"pool": res})
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)
-        # 2 x (g2-standard-8 with its L4): held whether used or not
+        # 2 x (g2-standard-8 with its L4): held whether used or not. It said "at most $0.00 for this
+        # apply" beside the open-ended $1.71/h: a reservation is paid per hour while it exists.
         self.assertEqual(r.out.splitlines()[-1], "Cost: + $1.71/h while running (runs started + $0.00, "
-                         "reservations + $1.71), at most $0.00 for this apply.")
+                         "reservations + $1.71), at most $0.00 for this apply's runs, plus $1.71/h for the "
+                         "reservations while they exist (paid per hour, used or not, until deleted).")
+        self.assertIn("\n  running    reservation.pool: $1.71/h while it exists (used or not, until deleted); "
+                      "2 L4 held, 0 used by declared jobs: $1.71/h idle\n", r.out)
+        r = self.repo.plan("-format", "markdown")
+        self.assertIn("**Cost** (USD list prices as of 2026-07-30): + $1.71/h while running (runs started + "
+                      "$0.00, reservations + $1.71), at most $0.00 for this apply's runs, plus $1.71/h for the "
+                      "reservations while they exist (paid per hour, used or not, until deleted)\n", r.out)
+        self.assertIn("\n- `reservation.pool` (running): $1.71/h while it exists (used or not, until deleted); "
+                      "2 L4 held, 0 used by declared jobs: $1.71/h idle\n", r.out)
+        cost = json.loads(self.repo.plan("-format", "json").out)["cost"]
+        self.assertEqual((cost["usd_max"], round(cost["reservations_usd_per_hour"], 2)), (0, 1.71))

@@ -175,6 +175,24 @@ class CompletionTest(unittest.TestCase):
                          ["quota.h100-training"])
         self.assertEqual(self.bash("vxplan", "-target", ""), [])
 
+    def test_bash_sweep_addresses_past_the_equals_sign(self):
+        # bash splits "job.lr[seed=" at '=' (COMP_WORDBREAKS) and replaces only the text after it:
+        # the replies are what follows the last '=' of the address typed so far.
+        self.assertEqual(self.bash("vxapply", "-replace", "job.lr[seed", "=", cwd=self.stack), ["1]", "2]", "3]"])
+        self.assertEqual(self.bash("vxapply", "-replace", "job.lr[seed", "=", "2", cwd=self.stack), ["2]"])
+        self.assertEqual(self.bash("vxplan", "-target", "job.lr[lr", "=", "3", cwd=self.stack), ["3e-4]"])
+        # The flag's own '=' as well: "-target=job.lr[seed=1" is five words.
+        self.assertEqual(self.bash("vxplan", "-target", "=", "job.lr[seed", "=", "1", cwd=self.stack), ["1]"])
+        self.assertEqual(self.bash("vx", "plan", "-target", "=", "job.lr[s", cwd=self.stack),
+                         ["job.lr[seed=1]", "job.lr[seed=2]", "job.lr[seed=3]"])
+        # An address with '=' before the word being typed does not count as a flag's value.
+        self.assertEqual(self.bash("vxapply", "-replace", "job.lr[seed", "=", "1]", "-target", "res",
+                                   cwd=self.stack), ["reservation.h100-pool"])
+        # Without '=' in COMP_WORDBREAKS (or in zsh) the word comes whole, and so do the replies.
+        self.assertEqual(self.bash("vxapply", "-replace", "job.lr[seed=", cwd=self.stack),
+                         ["job.lr[seed=1]", "job.lr[seed=2]", "job.lr[seed=3]"])
+        self.assertEqual(self.bash("vxplan", "-target=job.lr[seed=3", cwd=self.stack), ["-target=job.lr[seed=3]"])
+
     # --- zsh and fish -------------------------------------------------------------------------
 
     def test_zsh_syntax_and_values(self):

@@ -34,7 +34,7 @@ class Doctor(FakeTestCase):
             self.assertRegex(r.out, r"\n  %s\s+ok" % line)
         self.assertEqual(checks(r.out), [
             "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, cloudquotas.googleapis.com",
-            "  iam          ok    project vx-e2e: holds the 5 permissions that plan, apply, watch and import need",
+            "  iam          ok    project vx-e2e: holds the 6 permissions that plan, apply, watch and import need",
             "All checks passed."])
         by_rpc = self.fake.requests()["by_rpc"]
         # One question per project, one per API; no resource is read.
@@ -50,12 +50,25 @@ class Doctor(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(checks(r.out), [
             "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, cloudquotas.googleapis.com",
-            "  iam          FAIL  project vx-e2e: lacks 2 of the 5 permissions that plan, apply, watch and "
+            "  iam          FAIL  project vx-e2e: lacks 2 of the 6 permissions that plan, apply, watch and "
             "import need",
             "                     aiplatform.customJobs.list (plan, apply and watch): grant roles/aiplatform.viewer "
             "on the project",
             "                     aiplatform.customJobs.create (apply and watch): grant roles/aiplatform.user on "
             "the project",
+            "Some checks failed."])
+
+    def test_reading_quota_needs_resourcemanager_projects_get(self):
+        # Cloud Quotas' access control page asks for it beside cloudquotas.quotas.get.
+        self.repo.write({"a": job_yaml("a")})
+        self.fake.post("/_fake/iam", {"denied": ["resourcemanager.projects.get"]})
+        r = self.repo.vx("doctor", self.repo.dir, "-plan-only")
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(checks(r.out), [
+            "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, cloudquotas.googleapis.com",
+            "  iam          FAIL  project vx-e2e: lacks 1 of the 3 permissions that plan needs",
+            "                     resourcemanager.projects.get (plan): grant "
+            "roles/cloudquotas.viewer on the project",
             "Some checks failed."])
 
     def test_plan_only_asks_only_what_plan_needs(self):
@@ -65,7 +78,7 @@ class Doctor(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(checks(r.out), [
             "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, cloudquotas.googleapis.com",
-            "  iam          ok    project vx-e2e: holds the 2 permissions that plan needs",
+            "  iam          ok    project vx-e2e: holds the 3 permissions that plan needs",
             "All checks passed."])
 
     def test_a_disabled_api_is_listed_with_its_enable_command(self):
@@ -76,7 +89,7 @@ class Doctor(FakeTestCase):
         self.assertEqual(checks(r.out), [
             "  apis         FAIL  1 of the 2 APIs the stack calls is disabled in vx-e2e",
             "                     gcloud services enable cloudquotas.googleapis.com --project vx-e2e",
-            "  iam          ok    project vx-e2e: holds the 5 permissions that plan, apply, watch and import need",
+            "  iam          ok    project vx-e2e: holds the 6 permissions that plan, apply, watch and import need",
             "Some checks failed."])
 
     def test_every_kind_bucket_and_service_account(self):
@@ -87,7 +100,7 @@ class Doctor(FakeTestCase):
         self.assertEqual(checks(r.out), [
             "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, compute.googleapis.com, "
             "cloudquotas.googleapis.com, storage.googleapis.com",
-            "  iam          ok    project vx-e2e: holds the 12 permissions that plan, apply, watch and import need",
+            "  iam          ok    project vx-e2e: holds the 13 permissions that plan, apply, watch and import need",
             "  iam          ok    bucket %s: holds the 4 permissions that plan, apply, watch and import need"
             % BUCKET,
             "  iam          ok    service account %s: holds the 1 permission that plan, apply, watch and import "
@@ -98,7 +111,7 @@ class Doctor(FakeTestCase):
         r = self.repo.vx("doctor", self.repo.dir)
         self.assertEqual(r.code, 1, r)
         self.assertEqual(checks(r.out)[1:], [
-            "  iam          FAIL  project vx-e2e: lacks 1 of the 12 permissions that plan, apply, watch and "
+            "  iam          FAIL  project vx-e2e: lacks 1 of the 13 permissions that plan, apply, watch and "
             "import need",
             "                     compute.reservations.resize (apply and watch): grant the custom role vxApply "
             "(docs/vx-role-apply.yaml) on the project",
@@ -122,7 +135,7 @@ class Doctor(FakeTestCase):
             "PERMISSION_DENIED: Permission denied to get service [aiplatform.googleapis.com] "
             "Help Token: AfZfake00000001 (the caller lacks serviceusage.services.get for services.get: grant "
             "roles/serviceusage.serviceUsageViewer on the project)",
-            "  iam          ok    project vx-e2e: holds the 2 permissions that plan needs",
+            "  iam          ok    project vx-e2e: holds the 3 permissions that plan needs",
             "Some checks failed."])
 
     def test_without_a_stack_every_kind_is_assumed(self):
@@ -134,7 +147,7 @@ class Doctor(FakeTestCase):
         self.assertEqual(checks(r.out), [
             "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, compute.googleapis.com, "
             "cloudquotas.googleapis.com",
-            "  iam          ok    project vx-e2e: holds the 12 permissions that plan, apply, watch and import need",
+            "  iam          ok    project vx-e2e: holds the 13 permissions that plan, apply, watch and import need",
             "All checks passed."])
 
     def test_help(self):

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import PROJECT, REGION, ROOT, STACK, VX_BIN, Fake, Result, job_yaml
+from harness import PROJECT, REGION, ROOT, STACK, VX_BIN, Fake, FakeTestCase, Result, job_yaml
 
 # The scripts of the GitLab jobs: the template .gitlab-ci.yml includes.
 GITLAB_CI = os.path.join(ROOT, "examples", "ci", "gitlab", "vx.gitlab-ci.yml")
@@ -403,3 +403,43 @@ class GitOps(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RelativeRemote(FakeTestCase):
+    """A remote whose URL is a relative path, as `git remote add origin ../origin.git` writes it:
+    git reads it against the repository's top directory, wherever the command runs; vx once
+    handed it to libgit2 as it was, which failed with "unsupported URL protocol"."""
+
+    def applied_through(self, remote, tracking):
+        """Applies from the stack's directory (where ../origin.git is not the remote) with
+        state.remote set to remote; the state must reach the bare repository beside the clone."""
+        bare = os.path.join(self.tmp, "origin.git")
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", bare], check=True)
+        self.repo.git("remote", "add", "origin", "../origin.git")
+        self.repo.write({"a": job_yaml("a")}, extra_stack="state: {backend: git, remote: %s}\n" % remote)
+        self.repo.git("push", "-q", "origin", "main")
+        cp = subprocess.run([VX_BIN, "apply", ".", "-auto-approve"], cwd=self.repo.dir,
+                            capture_output=True, text=True, timeout=120, env=self.fake.env(),
+                            stdin=subprocess.DEVNULL)
+        r = Result(cp).checked()
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "repo", "origin.git")))
+        refs = subprocess.run(["git", "--git-dir", bare, "for-each-ref", "--format=%(refname)"],
+                              check=True, capture_output=True, text=True).stdout.split()
+        self.assertEqual(refs, ["refs/heads/main", "refs/heads/vx/state/e2e", "refs/vx/lease/e2e"])
+        state = subprocess.run(["git", "--git-dir", bare, "show", "vx/state/e2e:jobs/a.json"],
+                               check=True, capture_output=True, text=True).stdout
+        self.assertEqual(json.loads(state)["current"]["attempt"], 1)
+        local = self.repo.git("for-each-ref", "--format=%(refname)", "refs/vx/remotes").split()
+        self.assertEqual(len(local), 1, local)
+        self.assertRegex(local[0], tracking)
+        # And a plan from the repository's top reads it back: no changes.
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+
+    def test_a_remote_whose_url_is_relative(self):
+        self.applied_through("origin", r"^refs/vx/remotes/origin/lease/e2e$")
+
+    def test_state_remote_as_a_relative_path(self):
+        # The tracking refs of a URL are under a name of its hash (a URL may hold a token).
+        self.applied_through("../origin.git", r"^refs/vx/remotes/url-[0-9a-f]{16}/lease/e2e$")

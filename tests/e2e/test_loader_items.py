@@ -33,3 +33,17 @@ class FileBackendDefaultTest(FakeTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UnknownRegionTest(FakeTestCase):
+    def test_the_plan_warns_of_a_region_vx_does_not_know(self):
+        # A job in a region missing from vx's list is planned, with the loader's warning.
+        job = job_yaml("a").replace("kind: CustomJob\nname: a\n", "kind: CustomJob\nname: a\nregion: us-east7\n")
+        self.assertIn("region: us-east7", job)
+        self.repo.write({"a": job})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nWarnings:\n  %s/jobs.yaml:4:9: CustomJob \"a\": region: \"us-east7\" is a region vx "
+                      "does not know (its price table has no such region): used as written; check the name "
+                      "unless the region is new\n" % self.repo.dir, r.out)
+        self.assertIn("job.a create", r.out)

@@ -5,6 +5,8 @@ Quotas name the permission; Compute names it in "Required '...' permission"; Ver
 act as a service account with a 400). vx's hint comes from its permission table
 (providers/gcp/permissions.c), never from a guess that grants more than needed.
 """
+import json
+
 from harness import PROJECT, REGION, FakeTestCase, job_yaml
 from test_gcs import GCS
 from test_import import reservation_yaml, quota_yaml
@@ -48,6 +50,41 @@ class Hints(FakeTestCase):
                          "projects/%s/locations/%s' (or it may not exist). (the caller lacks "
                          "aiplatform.customJobs.create for projects.locations.customJobs.create: grant "
                          "roles/aiplatform.user on the project)" % (REGION, PROJECT, REGION))
+
+    def test_a_refused_create_is_counted_once_the_permission_is_fixed(self):
+        # After the permission was granted the plan said only "Plan: no changes." and vx status
+        # "not applied": the refused create waits for a person, and both must say so.
+        self.repo.write({"a": job_yaml("a")})
+        self.deny("aiplatform.customJobs.create")
+        self.assertEqual(self.repo.apply().code, 1)
+        self.deny()
+        denied = ("vertex: creating job \"a\" in %s: PERMISSION_DENIED: Permission 'aiplatform.customJobs.create' "
+                  "denied on resource '//aiplatform.googleapis.com/projects/%s/locations/%s' (or it may not "
+                  "exist). (the caller lacks aiplatform.customJobs.create for projects.locations.customJobs.create: "
+                  "grant roles/aiplatform.user on the project)" % (REGION, PROJECT, REGION))
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nPlan: no changes. 0 unchanged. 1 refused: fix the cause, then vxapply -replace job.a.\n",
+                      r.out)
+        r = self.repo.plan("-format", "markdown")
+        self.assertIn("\n**Plan:** no changes. 0 unchanged. 1 refused: fix the cause, then vxapply -replace "
+                      "job.a.\n", r.out)
+        self.assertEqual(json.loads(self.repo.plan("-format", "json").out)["refused_count"], 1)
+        r = self.repo.vx("status", self.repo.dir, "-format", "json")
+        self.assertEqual(r.code, 0, r)
+        [row] = json.loads(r.out)["addresses"]
+        self.assertEqual((row["address"], row["tracking"], row["state"], row["attempt"], row["failure"]),
+                         ("job.a", "tracked", "REFUSED", 1, {"class": "refused", "message": denied[:200] + "…",
+                                                             "resubmits": False, "gave_up": True}))
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual(r.out.splitlines()[-1].split("  ")[0], "job.a")
+        self.assertTrue(r.out.splitlines()[-1].endswith(
+            "create refused: %s; fix the cause, then vxapply -replace job.a" % (denied[:200] + "…")), r.out)
+        # Fixed and asked again: it runs.
+        r = self.repo.apply("-replace", "job.a")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        self.assertIn("\nPlan: no changes. 1 unchanged.\n", self.repo.plan().out)
 
     def test_acting_as_the_job_service_account_names_service_account_user(self):
         job = job_yaml("a").replace("  scheduling:", "  serviceAccount: %s\n  scheduling:" % SA)

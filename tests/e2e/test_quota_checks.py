@@ -135,3 +135,34 @@ class QuotaChecks(FakeTestCase):
         r = self.repo.plan("-detailed-exitcode")
         self.assertEqual((r.code, self.summary(r.out)), (0, ["Plan: no changes. 1 unchanged."]), r)
         self.assertNotIn("Drift (changed outside vx):", r.out.splitlines(), r)
+
+    def test_raised_outside_vx_then_a_refused_decrease_is_drift_first(self):
+        # Raised to 64 outside vx, 16 declared: the plan said only the error about a refused
+        # decrease and "Plan: no changes". The change outside comes first, counted, then what
+        # applying the declaration would need.
+        self.write(16)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.outside(64)
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(self.actions(r.out), ["  ~   quota.l4-training update"], r.out)
+        self.assertIn("        preferredValue 64 -> 16 (a decrease Cloud Quotas refuses without "
+                      "ignoreSafetyChecks: see the errors)", r.out.splitlines(), r.out)
+        self.assertEqual(self.section(r.out, "Drift (changed outside vx):"), [
+            "  ! quota.l4-training: preferredValue changed outside vx: 16 recorded, 64 live -> update"], r.out)
+        self.assertEqual(self.section(r.out, "Errors (the plan cannot be applied):"), [
+            "  quota.l4-training: preferredValue was changed outside vx to 64 (16 recorded); applying the "
+            "declared 16 would lower the 64 in force (granted) by more than 10%, which Cloud Quotas refuses "
+            "unless asked: declare 64 to keep the change, or set ignoreSafetyChecks: true in the declaration "
+            "to go back to 16 (and remove it once applied)"], r.out)
+        self.assertEqual(self.summary(r.out), ["Plan: 1 to update. 0 unchanged. 1 changed outside vx."], r.out)
+        lines = r.out.splitlines()
+        self.assertLess(lines.index("Drift (changed outside vx):"),
+                        lines.index("Errors (the plan cannot be applied):"))
+        # Nothing was sent: an apply of this plan is refused.
+        self.assertEqual(self.repo.apply().code, 1)
+        self.assertEqual(self.pref()["quotaConfig"]["preferredValue"], "64")
+        # Going back, as the error says.
+        self.write(16, extra="ignoreSafetyChecks: true\n")
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.pref()["quotaConfig"]["preferredValue"], "16")

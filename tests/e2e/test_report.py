@@ -197,6 +197,25 @@ class Report(FakeTestCase):
         r = self.repo.vx("report", self.repo.dir, "-format", "xml", env=self.env)
         self.assertEqual((r.code, r.err), (64, 'vx: report: -format must be json, csv or html, not "xml"\n'))
 
+    def test_the_output_file_extension_picks_the_format(self):
+        # vx report -o report.html once wrote JSON into the page's file.
+        self.history()
+        want = {fmt: self.report("-since", "2025-12-31", "-format", fmt) for fmt in ("json", "csv", "html")}
+        self.assertTrue(want["html"].startswith("<!DOCTYPE html>"), want["html"][:80])
+        for name, fmt in (("report.html", "html"), ("REPORT.HTM", "html"), ("runs.csv", "csv"),
+                          ("report.json", "json"), ("report.txt", "json"), ("report", "json"),
+                          ("dir.html/report", "json")):
+            path = os.path.join(self.tmp, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self.assertEqual(self.report("-since", "2025-12-31", "-o", path), "")
+            with open(path) as f:  # universal newlines, as the captured stdout
+                self.assertEqual(f.read(), want[fmt], name)
+        # -format wins over the extension.
+        path = os.path.join(self.tmp, "forced.html")
+        self.assertEqual(self.report("-since", "2025-12-31", "-format", "json", "-o", path), "")
+        with open(path) as f:
+            self.assertEqual(f.read(), want["json"])
+
     def test_every_stack_under_a_directory(self):
         self.history()
         # The repository's root holds no stack; its stack/ is found below it.

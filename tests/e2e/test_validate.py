@@ -200,6 +200,41 @@ class LoaderItemsTest(unittest.TestCase):
         code, out, err = self.validate(text)
         self.assertEqual((code, out, err), (1, "", want))
 
+    def test_region_typo_is_refused_with_the_nearest(self):
+        # "us-centrl1" was the one typo validate let through: regions were checked by form only.
+        self.refused(HEAD.replace("us-central1", "us-centrl1"),
+                     's/stack.yaml:4:9: Stack "s": region: unknown region "us-centrl1" '
+                     '(did you mean "us-central1"?)\n')
+        self.refused(HEAD + "---\n" + POOL + "region: europe-wset4\n",
+                     's/stack.yaml:13:9: CustomJob "j": region: unknown region "europe-wset4" '
+                     '(did you mean "europe-west4"?)\n')
+        self.refused(HEAD + "---\nkind: Reservation\nname: pool\nzone: us-centrl1-a\n"
+                     "machineType: a3-highgpu-8g\naccelerators:\n  - {type: nvidia-h100-80gb, count: 8}\n"
+                     "count: 1\n",
+                     's/stack.yaml:8:7: Reservation "pool": zone: unknown region "us-centrl1" in zone '
+                     '"us-centrl1-a" (did you mean "us-central1-a"?)\n')
+        ladder = (HEAD + "---\n" + POOL + "resubmit:\n  on: [stockout]\n  fallback:\n"
+                  "    - {region: europe-west4}\n    - {region: asia-sotheast1}\n")
+        self.refused(ladder, 's/stack.yaml:17:16: CustomJob "j": resubmit.fallback[1].region: unknown '
+                             'region "asia-sotheast1" (did you mean "asia-southeast1"?)\n')
+
+    def test_unknown_but_plausible_region_is_a_warning(self):
+        # A region vx's list may lack (one opened after this release): warned about, not refused.
+        code, out, err = self.validate(HEAD.replace("us-central1", "us-east7") + "---\nkind: Reservation\n"
+                                       "name: pool\nzone: northamerica-south2-b\nmachineType: a3-highgpu-8g\n"
+                                       "accelerators:\n  - {type: nvidia-h100-80gb, count: 8}\ncount: 1\n"
+                                       "---\n" + POOL + "region: antarctica-central1\n")
+        self.assertEqual((code, out), (0, "stack s: 1 job, 1 reservation, 0 quota preferences: valid\n"))
+        self.assertEqual(err, (
+            's/stack.yaml:4:9: warning: Stack "s": region: "us-east7" is a region vx does not know (its '
+            'price table has no such region): used as written; check the name unless the region is new\n'
+            's/stack.yaml:8:7: warning: Reservation "pool": zone: "northamerica-south2-b" is in region '
+            '"northamerica-south2", which vx does not know (its price table has no such region): used as '
+            'written; check the name unless the region is new\n'
+            's/stack.yaml:21:9: warning: CustomJob "j": region: "antarctica-central1" is a region vx does '
+            'not know (its price table has no such region): used as written; check the name unless the '
+            'region is new\n'))
+
     def test_utf8_bom_accepted(self):
         # Editors on Windows write a BOM; PyYAML skips it, and so must we.
         code, out, err = self.validate(None, raw=b"\xef\xbb\xbf" + HEAD.encode())

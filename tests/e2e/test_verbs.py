@@ -2,6 +2,7 @@
 for in their first week, against the fake."""
 import json
 import os
+import re
 import threading
 import unittest
 
@@ -163,6 +164,12 @@ class StateMvTest(FakeTestCase):
         r = self.repo.vx("log", "job.a", self.repo.dir)
         self.assertEqual([l[22:] for l in r.out.splitlines() if "state mv" in l],
                          ["  state mv  to job.b by %s: renamed" % ACTOR], r.out)
+        # Headed as moved, not "forgotten": the mv row carries the commit's real time.
+        config = self.repo.git("rev-parse", "HEAD~1").strip()[:12]
+        self.assertEqual(re.sub(r"^  \S+  state mv", "  <commit time>  state mv", r.out, flags=re.M), (
+            "job.a  (moved to job.b)\n"
+            "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.00  queued\n"
+            "  <commit time>  state mv  to job.b by %s: renamed\n") % (a["name"], ACTOR, config, ACTOR))
         r = self.repo.vx("log", "job.b", self.repo.dir)
         self.assertEqual([l[22:] for l in r.out.splitlines() if "state mv" in l],
                          ["  state mv  from job.a by %s: renamed" % ACTOR], r.out)
@@ -231,6 +238,46 @@ class LogsTest(FakeTestCase):
         self.assertEqual(r.err, "vx: logs: job.b has no run in the state yet: vxapply starts it, then vx "
                          "logs job.b shows its lines ('vx state list' lists the addresses that have runs; "
                          "a sweep's lines are its runs', job.NAME[k=v])\n")
+
+    def test_logs_without_an_address_says_so(self):
+        # It printed only the usage.
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        r = self.repo.vx("logs", self.repo.dir)
+        self.assertEqual((r.code, r.out), (64, ""), r)
+        self.assertEqual(r.err, "vx: logs: which job? An address is required: vx logs ADDR [DIR]; the jobs of "
+                         "%s: job.a, job.b\n" % self.repo.dir)
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty)
+        r = self.repo.vx("logs", "-C", empty)
+        self.assertEqual((r.code, r.out), (64, ""), r)
+        self.assertEqual(r.err, "vx: logs: which job? An address is required: vx logs ADDR [DIR], ADDR a job.NAME "
+                         "or a sweep's run job.NAME[k=v] ('vx logs -help' says more)\n")
+
+    def test_logs_of_a_sweep_a_slice_or_an_undeclared_job(self):
+        # Each said "no run in the state yet", as if it were a job that had not started.
+        from test_sweep import sweep
+        self.repo.write({"a": job_yaml("a"), "s": sweep()})
+        self.assertEqual(self.repo.apply("-target", "job.a").code, 0)
+        r = self.repo.vx("logs", "job.lr-sweep", self.repo.dir)
+        self.assertEqual((r.code, r.out), (1, ""), r)
+        self.assertEqual(r.err, "vx: logs: job.lr-sweep is a sweep: vx logs reads the lines of one of its 12 runs, "
+                         "job.lr-sweep[lr=...,batch=...,seed=...]: job.lr-sweep[lr=1e-4,batch=32,seed=1], "
+                         "job.lr-sweep[lr=1e-4,batch=32,seed=2], job.lr-sweep[lr=1e-4,batch=64,seed=1], "
+                         "job.lr-sweep[lr=1e-4,batch=64,seed=2], ...\n")
+        r = self.repo.vx("logs", "job.lr-sweep[lr=1e-3,seed=2]", self.repo.dir)
+        self.assertEqual((r.code, r.out), (1, ""), r)
+        self.assertEqual(r.err, "vx: logs: job.lr-sweep[lr=1e-3,seed=2] is a slice of a sweep: vx logs reads the "
+                         "lines of one of its 1 run, job.lr-sweep[lr=...,batch=...,seed=...]: "
+                         "job.lr-sweep[lr=1e-3,batch=32,seed=2]\n")
+        r = self.repo.vx("logs", "job.aa", self.repo.dir)
+        self.assertEqual((r.code, r.out), (1, ""), r)
+        self.assertEqual(r.err, 'vx: logs: job.aa: no such job is declared in the stack (did you mean "job.a"?)\n')
+        r = self.repo.vx("logs", "job.zzzzzzzz", self.repo.dir)
+        self.assertEqual(r.err, "vx: logs: job.zzzzzzzz: no such job is declared in the stack\n")
+        # A declared run that has not started keeps its own message.
+        r = self.repo.vx("logs", "job.lr-sweep[lr=1e-4,batch=32,seed=1]", self.repo.dir)
+        self.assertTrue(r.err.startswith("vx: logs: job.lr-sweep[lr=1e-4,batch=32,seed=1] has no run in the "
+                                         "state yet: "), r.err)
 
     def test_logs_follow_until_the_job_ends(self):
         import subprocess
