@@ -403,8 +403,13 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		if (pa->kind != PLAN_WAIT || pa->kind_of != &kind_job || !j)
 			continue;
 		r = state_find(a->state, pa->address);
-		if (r && r->current)
+		/* A run held back with a run of its own (after: waits for a new run of a
+		 * dependency) keeps its record but takes the policy applied now. */
+		if (r && r->current) {
+			if (policy_record(r, a->st, j) < 0)
+				return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 			continue;
+		}
 		if (!r && state_add_record(a->state, pa->address, "CustomJob", &r, err) < 0)
 			return err->code ? err->code : VX_ENOMEM;
 		hash = vx_strdup(j->spec.hash);

@@ -251,6 +251,23 @@ class WatchPolicy(FakeTestCase):
         self.apply_ok()
         self.assertEqual(sorted(j["displayName"] for j in self.fake.jobs()), ["eval", "train"])
 
+    def test_after_applied_while_the_dependent_waits_is_acted_on(self):
+        # eval ran after train; then prep is added and eval made to wait for it too.
+        train, prep = job_yaml("train"), job_yaml("prep")
+        self.repo.write({"a": train, "b": EVAL.format(after="after: [job.train]\n")})
+        self.apply_ok()
+        self.fake.advance(FINISHED)
+        self.apply_ok()
+        self.fake.advance(FINISHED)
+        self.repo.write({"a": train, "p": prep, "b": EVAL.format(after="after: [job.train, job.prep]\n")})
+        self.apply_ok()
+        self.assertEqual(sorted(j["displayName"] for j in self.fake.jobs()), ["eval", "prep", "train"])
+        # Applied while eval waited: once prep succeeds, the watcher runs eval again.
+        self.fake.advance(FINISHED)
+        lines = self.watch()
+        self.assertEqual([l for l in lines if l.startswith("unapplied")], [])
+        self.assertEqual(sorted(j["displayName"] for j in self.fake.jobs()), ["eval", "eval", "prep", "train"])
+
     def test_follow_acts_on_the_applied_commit_not_the_pushed_one(self):
         remote = os.path.join(self.tmp, "remote.git")
         subprocess.run(["git", "init", "-q", "--bare", remote], check=True)

@@ -717,11 +717,11 @@ class Torture:
                 if step < 2:
                     fake.advance(40)
                     fake.advance(2000)   # the running attempts are preempted; train, the sweep's run end
-                    try:
-                        self.policy_cycles(metrics, 3)
-                    except RuntimeError as e:
-                        other += 1
-                        details.append(str(e))
+                try:
+                    self.policy_cycles(metrics, 3)
+                except RuntimeError as e:
+                    other += 1
+                    details.append(str(e))
             for w in watchers:
                 w.send_signal(signal.SIGTERM)
             told = 0
