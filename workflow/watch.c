@@ -272,9 +272,10 @@ static int policy_unapplied(struct watch *w, const struct plan_action *a, int qu
 
 	if (a->kind_of != &kind_job || !a->decl || !a->decl->policy || !a->record)
 		return 0;
+	/* Out of memory (rc < 0) holds the action too: never act on what is not known to be applied. */
 	rc = applied ? policy_diff(&why, applied, a->decl->policy, 0)
 		     : vx_buf_adds(&why, "the state records no policy for it, as an older vx wrote it: one "
-				   "vxapply records it") == 0;
+				   "vxapply records it") < 0 ? VX_ENOMEM : 1;
 	if (rc == 0) {
 		vx_buf_release(&why);
 		return 0;
