@@ -424,6 +424,7 @@ static void test_run_follows(void **unused)
  * round-trips, copies, and bad values are refused naming the path.
  */
 static struct state_policy *full_policy(void);
+static void whole_state_carries_applied(void);
 
 static void test_record_applied(void **unused)
 {
@@ -473,6 +474,30 @@ static void test_record_applied(void **unused)
 	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
 	assert_string_equal(err.msg, "invalid state record JSON: applied: missing key \"resubmitOn\"");
 	vx_err_release(&err);
+	whole_state_carries_applied();
+}
+
+/* The whole state's form (the file and gcs backends) carries it as a record does (git). */
+static void whole_state_carries_applied(void)
+{
+	struct vx_ctx ctx;
+	int64_t now = INT64_C(1795341720000);
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL;
+
+	ctx_fixed(&ctx, &now);
+	sample(&st, &ctx);
+	state_find(&st, "job.a")->applied = full_policy();
+	assert_int_equal(state_to_json(&st, &text, &err), 0);
+	assert_int_equal(state_from_json(&back, text, strlen(text), &err), 0);
+	assert_non_null(state_find(&back, "job.a")->applied);
+	assert_int_equal(state_find(&back, "job.a")->applied->max_parallel, 2);
+	assert_string_equal(state_find(&back, "job.a")->applied->resubmit_on[1], "preempted");
+	assert_null(state_find(&back, "job.b")->applied);
+	free(text);
+	state_release(&st);
+	state_release(&back);
 }
 
 /*
