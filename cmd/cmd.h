@@ -161,6 +161,17 @@ int cmd_inflight_from_env(const char *cmd, int64_t *out);
  */
 int cmd_shown_now(int64_t *now, const struct vx_ctx *ctx, const char *cmd);
 
+/*
+ * A clock that starts at VX_NOW (an RFC 3339 time) and runs on from there
+ * at the real clock's pace: a long-running command's clock, so a test can
+ * put it where the fake's virtual clock is. Nothing when VX_NOW is unset;
+ * -1 (said) when it is not such a time. c must outlive ctx's use.
+ */
+struct cmd_clock {
+	int64_t offset_ms;
+};
+int cmd_clock_from_env(struct vx_ctx *ctx, struct cmd_clock *c, const char *cmd);
+
 /* Prints "vx: <msg>" on stderr. */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*

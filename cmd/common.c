@@ -573,6 +573,25 @@ int cmd_inflight_from_env(const char *cmd, int64_t *out)
 	return 0;
 }
 
+static int64_t clock_now(void *ud)
+{
+	return vx_clock_real_now_ms(NULL) + ((const struct cmd_clock *)ud)->offset_ms;
+}
+
+int cmd_clock_from_env(struct vx_ctx *ctx, struct cmd_clock *c, const char *cmd)
+{
+	int64_t at;
+
+	if (cmd_shown_now(&at, ctx, cmd) < 0)
+		return -1;
+	if (!getenv("VX_NOW") || !*getenv("VX_NOW"))
+		return 0;
+	c->offset_ms = at - vx_clock_real_now_ms(NULL);
+	ctx->clock.now_ms = clock_now;
+	ctx->clock.ud = c;
+	return 0;
+}
+
 int cmd_shown_now(int64_t *now, const struct vx_ctx *ctx, const char *cmd)
 {
 	const char *v = getenv("VX_NOW");

@@ -71,6 +71,7 @@ static const struct cmd_opt watch_opts[] = {
 /* What the loop keeps between cycles, for the log and the metrics. */
 struct watcher {
 	struct vx_ctx ctx;
+	struct cmd_clock clock;     /* VX_NOW: where the clock starts */
 	int json;
 	const char *metrics;
 	int64_t interval_ms;
@@ -339,6 +340,8 @@ static int watch_exec(const struct cmd_args *args)
 		wr.test_pause = 1;
 	}
 	cmd_ctx_init(&wr.ctx, args->debug);
+	if (cmd_clock_from_env(&wr.ctx, &wr.clock, "watch") < 0)
+		return VX_EXIT_ERROR;
 	srand((unsigned)(getpid() ^ (pid_t)time(NULL)));
 	memset(&wo, 0, sizeof(wo));
 	wo.dir = wr.dir;

@@ -73,6 +73,14 @@ struct apply_options {
 	 */
 	int64_t inflight_ms;
 	int64_t poll_ms;           /* how often to list while waiting; default 2 s */
+	/*
+	 * Leave each job record's applied policy (reconcile/policy.h) as it is,
+	 * and record no held-back run: vx watch without -sync acts on what was
+	 * applied, and what it writes applies nothing of the declaration. 0:
+	 * the apply records the policy declared on every job record it writes
+	 * (vxapply, vx watch -sync).
+	 */
+	int keep_policy;
 };
 
 struct apply_result {

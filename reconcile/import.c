@@ -21,6 +21,7 @@
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
 #include "reconcile/plan.h"
+#include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
@@ -508,6 +509,11 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 	r->protect = d->protect;
 	/* As an apply records it: the policy must be known once the declaration is gone. */
 	r->on_remove = d->on_remove;
+	/* And the declaration's policy: importing applies it (docs/watch.md). */
+	if (policy_record(r, st, d) < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
 	rc = state_record_start_run(r, &run, err);
 done:
 	state_run_release(&run);

@@ -26,6 +26,7 @@
 #include "reconcile/sweep.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
+#include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/runlabel.h"
 #include "reconcile/spec.h"
@@ -833,12 +834,28 @@ static const char *on_remove_word(enum plan_on_remove v)
 	return v == PLAN_ON_REMOVE_CANCEL ? "cancel" : v == PLAN_ON_REMOVE_FORGET ? "forget" : "unset";
 }
 
+/* Whether the policy d declares is not the one rec records as applied (reconcile/policy.h). */
+static int policy_moved(const struct plan_decl *d, const struct plan_record *rec)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	int rc;
+
+	if (!d->policy)
+		return 0;
+	if (!rec->applied)
+		return 1;
+	rc = policy_diff(&b, rec->applied, d->policy, 1);
+	vx_buf_release(&b);
+	return rc != 0;
+}
+
 /*
  * Declaration-only settings take effect from the declaration at plan time;
  * the state keeps `protect` and `onRemove` so that a job removed from the
- * declaration stays protected and is removed as it said. When one differs,
- * an otherwise unchanged job is an update: the apply records the settings
- * and starts no run.
+ * declaration stays protected and is removed as it said. The policy the
+ * watcher acts on (reconcile/policy.h) is recorded too, so that only an
+ * apply changes it. When one differs, an otherwise unchanged job is an
+ * update: the apply records the settings and starts no run.
  */
 static void settings_update(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 			    size_t first)
@@ -849,7 +866,7 @@ static void settings_update(struct builder *b, const struct plan_decl *d, const 
 		int rc = 0;
 
 		if (a->kind != PLAN_NOOP || !a->decl ||
-		    (!rec->protect == !d->protect && rec->on_remove == d->on_remove))
+		    (!rec->protect == !d->protect && rec->on_remove == d->on_remove && !policy_moved(d, rec)))
 			continue;
 		if (!rec->protect != !d->protect)
 			rc = vx_buf_printf(&why, "protect: %s -> %s", rec->protect ? "true" : "false",
@@ -857,6 +874,12 @@ static void settings_update(struct builder *b, const struct plan_decl *d, const 
 		if (rc == 0 && rec->on_remove != d->on_remove)
 			rc = vx_buf_printf(&why, "%sonRemove: %s -> %s", why.len ? "; " : "",
 					   on_remove_word(rec->on_remove), on_remove_word(d->on_remove));
+		if (rc == 0 && policy_moved(d, rec) && !rec->applied)
+			rc = vx_buf_printf(&why, "%srecords the policy applied (resubmit, after:, the sweep's "
+					   "limits): the state holds none, it was written by an older vx",
+					   why.len ? "; " : "");
+		else if (rc == 0 && policy_moved(d, rec) && (rc = vx_buf_adds(&why, why.len ? "; " : "")) == 0)
+			rc = policy_diff(&why, rec->applied, d->policy, 1) < 0 ? VX_ENOMEM : 0;
 		if (rc == 0 && a->reason)
 			rc = vx_buf_printf(&why, "; %s", a->reason);
 		set_fmt(b, &a->reason, rc == 0 ? vx_buf_detach(&why) : NULL);
@@ -1395,12 +1418,39 @@ static char *state_lost_hint(const struct stack *st)
 	}
 }
 
+static const struct live_job *live_lookup(const struct live_job **idx, size_t n, const char *name);
+
+/* Live jobs by name, for live_end. NULL when there are none (or no memory: the state's ends are used). */
+static const struct live_job **live_by_names(const struct live_set *live, size_t *n)
+{
+	const struct live_jobs *js = live ? live->jobs : NULL;
+	const struct live_job **idx;
+
+	*n = 0;
+	if (!js || !js->n || !(idx = calloc(js->n, sizeof(*idx))))
+		return NULL;
+	for (size_t i = 0; i < js->n; i++)
+		if (js->items[i].name)
+			idx[(*n)++] = &js->items[i];
+	qsort(idx, *n, sizeof(*idx), cmp_live_name);
+	return idx;
+}
+
+/* A run's end: the live job's endTime when it is listed with one, else the state's. */
+static int64_t live_end(const struct live_job **idx, size_t n, const struct state_run *cur)
+{
+	const struct live_job *lj = idx ? live_lookup(idx, n, cur->resource) : NULL;
+
+	return lj && lj->end_ms ? lj->end_ms : cur->ended_ms;
+}
+
 int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, struct vx_err *err)
 {
 	const struct stack *st = kin->st;
 	const struct state *state = kin->state;
 	struct plan jobs;
-	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0, nids = 0;
+	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0, nids = 0, nlive;
+	const struct live_job **byname;
 	int rc;
 
 	for (size_t i = 0; i < state->nrecords; i++) {
@@ -1421,10 +1471,11 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	out->rung_shapes = calloc(nrungs + 1, sizeof(*out->rung_shapes));
 	/* Every job's rung 0 has an identity, with a ladder or not. */
 	out->rung_ids = calloc(nrungs + st->njobs + 1, sizeof(*out->rung_ids));
+	out->policies = calloc(st->njobs + 1, sizeof(*out->policies));
 	if (state->serial == 0)
 		out->state_lost_hint = state_lost_hint(st);
 	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known ||
-	    !out->rung_regions || !out->rung_shapes || !out->rung_ids ||
+	    !out->rung_regions || !out->rung_shapes || !out->rung_ids || !out->policies ||
 	    (state->serial == 0 && !out->state_lost_hint)) {
 		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 		goto fail;
@@ -1471,8 +1522,15 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		d->protect = j->protect;
 		d->on_remove = (enum plan_on_remove)j->on_remove;
 		d->retry_delay_ms = j->resubmit_delay_ms;
+		if (policy_of_job(&out->policies[i], st, j) < 0) {
+			rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
+			goto fail;
+		}
+		out->npolicies = i + 1;
+		d->policy = &out->policies[i];
 		d->user = j;
 	}
+	byname = live_by_names(kin->live, &nlive);
 	for (size_t i = 0, n = 0; i < state->nrecords; i++) {
 		const struct state_record *r = &state->records[i];
 		struct plan_record *pr;
@@ -1486,6 +1544,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		pr->run = r->run;
 		pr->protect = r->protect;
 		pr->on_remove = (enum plan_on_remove)r->on_remove;
+		pr->applied = r->applied;
 		pr->unlabelled_import = r->current && r->current->action &&
 					!strcmp(r->current->action, "import") &&
 					!vx_labels_get(r->current->labels, r->current->nlabels, "vx-stack");
@@ -1505,7 +1564,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 			run->rung_id.scheduling = r->current->rung_scheduling;
 			run->rung_id.machine = r->current->rung_machine;
 			run->rung_id.reservation = r->current->rung_reservation;
-			run->end_ms = r->current->ended_ms;
+			run->end_ms = live_end(byname, nlive, r->current);
 			run->created_ms = r->current->created_ms;
 			run->started_ms = r->current->started_ms;
 			run->cancelled_by_vx = r->current->cancelled_by_vx;
@@ -1522,6 +1581,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 		note_refusals(&pr->refusal, r);
 		n++;
 	}
+	free(byname);
 	out->in.stack = st->name;
 	out->in.lineage = out->lineage;
 	out->in.decls = out->decls;
@@ -1735,7 +1795,14 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 	return rc;
 }
 
-/* Jobs whose protect or onRemove changed: recorded, no run started. */
+/* Records what j declares as r's applied policy, unless the apply keeps the policy as it is. */
+static void record_policy(struct applier *a, struct state_record *r, const struct stack_job *j)
+{
+	if (!a->opts->keep_policy && policy_record(r, a->st, j) < 0)
+		a->oom = 1;
+}
+
+/* Jobs whose protect, onRemove or policy changed: recorded, no run started. */
 static void do_updates(struct applier *a)
 {
 	for (size_t i = 0; i < a->plan->n; i++) {
@@ -1747,6 +1814,7 @@ static void do_updates(struct applier *a)
 		if ((r = state_find(a->state, pa->address))) {
 			r->protect = decl_job(pa)->protect;
 			r->on_remove = decl_job(pa)->on_remove;
+			record_policy(a, r, decl_job(pa));
 			a->res->ok++;
 			applier_progress(a, "~ %s update %s", pa->address, pa->reason ? pa->reason : "");
 		}
@@ -1801,6 +1869,7 @@ static struct state_record *record_for(struct applier *a, const struct stack_job
 
 	if (!r && state_add_record(a->state, j->d.address, "CustomJob", &r, err) < 0)
 		return NULL;
+	record_policy(a, r, j);
 	return r;
 }
 

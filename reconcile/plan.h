@@ -23,6 +23,7 @@
 
 struct live_jobs;
 struct kind;
+struct state_policy;
 struct state_record;
 
 enum plan_kind {
@@ -98,6 +99,10 @@ struct plan_decl {
 	/* resubmit.delay: the first wait after a refused create (at least a
 	 * minute), doubling per refusal in a row, at most 15 minutes. */
 	int64_t retry_delay_ms;
+	/* What decides the watcher's actions besides the spec and run (resubmit
+	 * policy, ladder, after:, the sweep's limits), as the apply records it
+	 * (reconcile/policy.h); NULL: not compared. */
+	const struct state_policy *policy;
 	const void *user;           /* the caller's declaration, handed back in actions */
 };
 
@@ -132,6 +137,9 @@ struct plan_run {
 	struct plan_rung_id rung_id;
 	int64_t created_ms;         /* when vx created it, 0 = unknown */
 	int64_t started_ms;         /* its startTime as last seen, 0 = never seen started */
+	/* When it ended as Google says (the live job's endTime) when the plan
+	 * lists it, else as last seen; 0: not ended. The cycle that first sees
+	 * the end counts resubmit.delay from it and announces it. */
 	int64_t end_ms;
 	int cancelled_by_vx;
 };
@@ -151,6 +159,9 @@ struct plan_record {
 	const char *const *known;   /* resource names of every earlier run (history) */
 	size_t nknown;
 	struct plan_refusal refusal;
+	/* The policy the apply that wrote the record applied (plan_decl.policy);
+	 * NULL: none recorded (a record from an older vx). */
+	const struct state_policy *applied;
 	const void *user;
 };
 

@@ -29,6 +29,9 @@ void planner_release(struct planner *p)
 	free(p->rung_regions);
 	free(p->rung_ids);
 	free(p->state_lost_hint);
+	for (size_t i = 0; i < p->npolicies; i++)
+		state_policy_release(&p->policies[i]);
+	free(p->policies);
 	memset(p, 0, sizeof(*p));
 }
 

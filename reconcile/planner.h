@@ -30,6 +30,8 @@ struct planner {
 	const char **rung_regions; /* storage for every decl's rung_regions[] */
 	struct plan_rung_id *rung_ids; /* storage for every decl's rung_ids[] */
 	char *state_lost_hint;  /* owned: in.state_lost_hint */
+	struct state_policy *policies; /* every decl's policy, owned; npolicies entries */
+	size_t npolicies;
 	char **rung_shapes;     /* every decl's rung_shapes[], owned; nrung_shapes entries */
 	size_t nrung_shapes;
 	char lineage[13];       /* the state's vx-lineage label value */

@@ -68,7 +68,10 @@ size_t sweep_history_keep(struct state_history_entry *h, size_t n, const char *t
  * At apply: records each run the plan holds back (PLAN_WAIT) in the state,
  * with its spec and run but no current run, so the runs are applied
  * declarations: a later vxapply, or vx watch (which starts only what was
- * applied), creates them as others finish. 0, or the state's error.
+ * applied), creates them as others finish. Each such record, and that of a
+ * job held back with a run of its own, takes the policy applied
+ * (reconcile/policy.h). Nothing with apply_options.keep_policy (vx watch
+ * without -sync). 0, or the state's error.
  */
 struct applier;
 struct vx_err;

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/kind.h"
 #include "reconcile/plan.h"
+#include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
@@ -388,6 +390,10 @@ done:
 
 int sweep_apply_waits(struct applier *a, struct vx_err *err)
 {
+	/* vx watch without -sync: a run held back is recorded by the apply that
+	 * applies its declaration, never from files nobody applied. */
+	if (a->opts->keep_policy)
+		return 0;
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
 		const struct stack_job *j = pa->decl ? pa->decl->user : NULL;
@@ -397,8 +403,13 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		if (pa->kind != PLAN_WAIT || pa->kind_of != &kind_job || !j)
 			continue;
 		r = state_find(a->state, pa->address);
-		if (r && r->current)
+		/* A run held back with a run of its own (after: waits for a new run of a
+		 * dependency) keeps its record but takes the policy applied now. */
+		if (r && r->current) {
+			if (policy_record(r, a->st, j) < 0)
+				return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 			continue;
+		}
 		if (!r && state_add_record(a->state, pa->address, "CustomJob", &r, err) < 0)
 			return err->code ? err->code : VX_ENOMEM;
 		hash = vx_strdup(j->spec.hash);
@@ -415,6 +426,9 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		r->run = j->run;
 		r->protect = j->protect;
 		r->on_remove = j->on_remove;
+		/* Held back by the limits applied now: the watcher starts it under them. */
+		if (policy_record(r, a->st, j) < 0)
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 	}
 	return 0;
 }

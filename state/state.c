@@ -66,7 +66,64 @@ void state_record_release(struct state_record *r)
 	for (i = 0; i < r->nhistory; i++)
 		state_run_release(&r->history[i]);
 	free(r->history);
+	state_policy_free(r->applied);
 	memset(r, 0, sizeof(*r));
+}
+
+static void strs_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void state_policy_release(struct state_policy *p)
+{
+	if (!p)
+		return;
+	strs_free(p->resubmit_on, p->nresubmit_on);
+	free(p->fallback_hash);
+	strs_free(p->after, p->nafter);
+	memset(p, 0, sizeof(*p));
+}
+
+void state_policy_free(struct state_policy *p)
+{
+	state_policy_release(p);
+	free(p);
+}
+
+static int strs_copy(char ***out, size_t *nout, char *const *in, size_t n)
+{
+	*out = NULL;
+	*nout = 0;
+	if (!n)
+		return 0;
+	if (!(*out = calloc(n, sizeof(**out))))
+		return VX_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (state_dup_opt(&(*out)[i], in[i]) < 0)
+			return VX_ENOMEM;
+		*nout = i + 1;
+	}
+	return 0;
+}
+
+int state_policy_copy(struct state_policy *out, const struct state_policy *in)
+{
+	memset(out, 0, sizeof(*out));
+	out->max_attempts = in->max_attempts;
+	out->delay_ms = in->delay_ms;
+	out->fallback_rungs = in->fallback_rungs;
+	out->max_parallel = in->max_parallel;
+	out->max_failed = in->max_failed;
+	if (strs_copy(&out->resubmit_on, &out->nresubmit_on, in->resubmit_on, in->nresubmit_on) < 0 ||
+	    strs_copy(&out->after, &out->nafter, in->after, in->nafter) < 0 ||
+	    state_dup_opt(&out->fallback_hash, in->fallback_hash) < 0) {
+		state_policy_release(out);
+		return VX_ENOMEM;
+	}
+	return 0;
 }
 
 void state_intent_release(struct state_intent *in)
@@ -282,6 +339,11 @@ int state_record_copy(struct state_record *out, const struct state_record *in)
 	if (in->current) {
 		out->current = calloc(1, sizeof(*out->current));
 		if (!out->current || state_run_copy(out->current, in->current) < 0)
+			goto fail;
+	}
+	if (in->applied) {
+		out->applied = calloc(1, sizeof(*out->applied));
+		if (!out->applied || state_policy_copy(out->applied, in->applied) < 0)
 			goto fail;
 	}
 	if (in->nhistory) {

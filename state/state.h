@@ -125,6 +125,28 @@ enum {
 	STATE_ON_REMOVE_FORGET,
 };
 
+/*
+ * What the apply that last wrote a job's record applied of what decides the
+ * watcher's actions for it (docs/watch.md): the resubmit policy and ladder,
+ * its after: list and, for a sweep's run, the sweep's limits. vx watch acts
+ * from this, never from the files: a declaration that differs is declared
+ * but not applied. A record written before it was recorded has none (NULL).
+ */
+struct state_policy {
+	char **resubmit_on;   /* resubmit.on: failure class names, in vx's order of them */
+	size_t nresubmit_on;
+	int64_t max_attempts; /* resubmit.maxAttempts, >= 1 */
+	int64_t delay_ms;     /* resubmit.delay */
+	int64_t fallback_rungs; /* resubmit.fallback: its rungs, 0: no ladder */
+	char *fallback_hash;  /* SHA-256 (hex) of the ladder: each rung's region and spec hash; NULL: none */
+	char **after;         /* after: as declared */
+	size_t nafter;
+	int64_t max_parallel; /* the sweep's maxParallel, 0: none (or not a sweep's run) */
+	int64_t max_failed;   /* the sweep's maxFailed, 0: none */
+};
+
+#define STATE_MAX_POLICY_LIST 1000
+
 /* One address. */
 struct state_record {
 	char *address;        /* "job.NAME" */
@@ -139,6 +161,9 @@ struct state_record {
 	struct state_run *current; /* owned; NULL when there is no current run */
 	struct state_run *history; /* past runs, oldest first; nhistory entries */
 	size_t nhistory;
+	/* Jobs: the policy applied (above); owned, NULL when not recorded
+	 * ("applied", written only when set, so older records keep their bytes). */
+	struct state_policy *applied;
 };
 
 /*
@@ -239,6 +264,9 @@ void state_record_release(struct state_record *r);
 void state_run_release(struct state_run *r);
 void state_intent_release(struct state_intent *in);
 void state_lock_release(struct state_lock *l);
+void state_policy_release(struct state_policy *p);
+/* Frees a heap policy and its contents; NULL-safe. */
+void state_policy_free(struct state_policy *p);
 /* Frees a heap lock and its contents; NULL-safe. */
 void state_lock_free(struct state_lock *l);
 
@@ -246,6 +274,7 @@ void state_lock_free(struct state_lock *l);
 int state_run_copy(struct state_run *out, const struct state_run *in) VX_WUR;
 int state_record_copy(struct state_record *out, const struct state_record *in) VX_WUR;
 int state_lock_copy(struct state_lock *out, const struct state_lock *in) VX_WUR;
+int state_policy_copy(struct state_policy *out, const struct state_policy *in) VX_WUR;
 
 /*
  * Makes a new, empty state for stack: serial 0, a fresh random lineage and

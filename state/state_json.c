@@ -182,6 +182,40 @@ static cJSON *lock_json(const struct state_lock *l, int with_version)
 	return o;
 }
 
+static cJSON *strs_json(char *const *v, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && i < n; i++) {
+		cJSON *s = cJSON_CreateString(v[i]);
+
+		if (!s || !cJSON_AddItemToArray(a, s)) {
+			cJSON_Delete(s);
+			cJSON_Delete(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static cJSON *policy_json(const struct state_policy *p)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	if (add_item(o, "resubmitOn", strs_json(p->resubmit_on, p->nresubmit_on)) < 0 ||
+	    add_int(o, "maxAttempts", p->max_attempts) < 0 || add_int(o, "delayMs", p->delay_ms) < 0 ||
+	    add_int(o, "fallbackRungs", p->fallback_rungs) < 0 ||
+	    add_str(o, "fallbackHash", p->fallback_hash) < 0 ||
+	    add_item(o, "after", strs_json(p->after, p->nafter)) < 0 ||
+	    add_int(o, "maxParallel", p->max_parallel) < 0 || add_int(o, "maxFailed", p->max_failed) < 0) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* -1 out of memory, -2 the spec is not a JSON object. */
 static int record_json(const struct state_record *r, int with_version, cJSON **out)
 {
@@ -235,6 +269,9 @@ static int record_json(const struct state_record *r, int with_version, cJSON **o
 		goto done;
 	}
 	hist = NULL;
+	/* Only when recorded, so a record without it keeps its bytes. */
+	if (r->applied && add_item(o, "applied", policy_json(r->applied)) < 0)
+		goto done;
 	*out = o;
 	o = NULL;
 	rc = 0;
@@ -306,6 +343,29 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	return 0;
 }
 
+static int fp_strs(struct vx_buf *b, char *const *v, size_t n)
+{
+	if (fp_int(b, (int64_t)n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (fp_str(b, v[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int fp_policy(struct vx_buf *b, const struct state_policy *p)
+{
+	if (fp_int(b, p != NULL) < 0)
+		return -1;
+	if (!p)
+		return 0;
+	if (fp_strs(b, p->resubmit_on, p->nresubmit_on) < 0 || fp_int(b, p->max_attempts) < 0 ||
+	    fp_int(b, p->delay_ms) < 0 || fp_int(b, p->fallback_rungs) < 0 || fp_str(b, p->fallback_hash) < 0 ||
+	    fp_strs(b, p->after, p->nafter) < 0 || fp_int(b, p->max_parallel) < 0 || fp_int(b, p->max_failed) < 0)
+		return -1;
+	return 0;
+}
+
 int state_record_fingerprint(const struct state_record *r, struct vx_buf *out, struct vx_err *err)
 {
 	size_t i;
@@ -320,6 +380,8 @@ int state_record_fingerprint(const struct state_record *r, struct vx_buf *out, s
 	for (i = 0; i < r->nhistory; i++)
 		if (fp_run(out, &r->history[i]) < 0)
 			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (fp_policy(out, r->applied) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -883,14 +945,68 @@ static int intent_from(const cJSON *o, const char *path, struct state_intent *in
 	return 0;
 }
 
+/* A list of at most STATE_MAX_POLICY_LIST non-empty strings. */
+static int get_strs(const cJSON *o, const char *path, const char *k, char ***out, size_t *nout,
+		    struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k), *c;
+	size_t n = 0;
+	char p[512];
+
+	*out = NULL;
+	*nout = 0;
+	jpath(p, sizeof(p), path, k);
+	if (!cJSON_IsArray(v))
+		return vx_err_set(err, VX_EINVAL, "%s: expected an array", p);
+	for (c = v->child; c; c = c->next) {
+		if (++n > STATE_MAX_POLICY_LIST)
+			return vx_err_set(err, VX_EINVAL, "%s: more than %d entries", p, STATE_MAX_POLICY_LIST);
+		if (!cJSON_IsString(c) || !c->valuestring || !*c->valuestring || strlen(c->valuestring) > 1024)
+			return vx_err_set(err, VX_EINVAL, "%s[%zu]: expected a non-empty string (at most 1024 bytes)",
+					  p, n - 1);
+	}
+	if (!n)
+		return 0;
+	if (!(*out = calloc(n, sizeof(**out))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (c = v->child; c; c = c->next) {
+		if (state_dup_opt(&(*out)[*nout], c->valuestring) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		(*nout)++;
+	}
+	return 0;
+}
+
+static int policy_from(const cJSON *o, const char *path, struct state_policy *pol, struct vx_err *err)
+{
+	static const char *const keys[] = { "resubmitOn", "maxAttempts", "delayMs", "fallbackRungs",
+					    "fallbackHash", "after", "maxParallel", "maxFailed" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ };
+	int rc;
+
+	memset(pol, 0, sizeof(*pol));
+	if ((rc = check_keys(o, path, keys, flags, 8, err)) < 0 ||
+	    (rc = get_strs(o, path, "resubmitOn", &pol->resubmit_on, &pol->nresubmit_on, err)) < 0 ||
+	    (rc = get_int(o, path, "maxAttempts", 1, INT64_C(1) << 31, &pol->max_attempts, err)) < 0 ||
+	    (rc = get_int(o, path, "delayMs", 0, INT64_C(1) << 53, &pol->delay_ms, err)) < 0 ||
+	    (rc = get_int(o, path, "fallbackRungs", 0, 1000, &pol->fallback_rungs, err)) < 0 ||
+	    (rc = get_str(o, path, "fallbackHash", F_REQ | F_NULL, 64, &pol->fallback_hash, err)) < 0 ||
+	    (rc = get_strs(o, path, "after", &pol->after, &pol->nafter, err)) < 0 ||
+	    (rc = get_int(o, path, "maxParallel", 0, INT64_C(1) << 31, &pol->max_parallel, err)) < 0 ||
+	    (rc = get_int(o, path, "maxFailed", 0, INT64_C(1) << 31, &pol->max_failed, err)) < 0)
+		state_policy_release(pol);
+	return rc;
+}
+
 static int record_from(const cJSON *o, const char *path, int with_version,
 		       struct state_record *r, struct vx_err *err)
 {
 	static const char *const keys[] = { "version", "address", "kind", "specHash", "spec",
-					    "run", "attempts", "protect", "current", "history", "onRemove" };
-	/* onRemove came later: optional. */
+					    "run", "attempts", "protect", "current", "history", "onRemove",
+					    "applied" };
+	/* onRemove and applied came later: optional. */
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
-				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL };
+				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL, F_NULL };
 	char *on_remove = NULL;
 	const cJSON *spec, *cur, *hist, *c;
 	int64_t version = STATE_VERSION;
@@ -899,7 +1015,7 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = check_keys(o, path, keys + !with_version, flags + !with_version, 11 - !with_version, err);
+	rc = check_keys(o, path, keys + !with_version, flags + !with_version, 12 - !with_version, err);
 	if (rc < 0)
 		return rc;
 	if (with_version && (rc = get_int(o, path, "version", 0, 1000, &version, err)) < 0)
@@ -992,6 +1108,16 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 		if ((rc = run_from(c, hp, &r->history[i], err)) < 0)
 			goto fail;
 		r->nhistory = i + 1;
+	}
+	c = cJSON_GetObjectItemCaseSensitive(o, "applied");
+	if (c && !cJSON_IsNull(c)) {
+		jpath(p, sizeof(p), path, "applied");
+		if (!(r->applied = calloc(1, sizeof(*r->applied)))) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto fail;
+		}
+		if ((rc = policy_from(c, p, r->applied, err)) < 0)
+			goto fail;
 	}
 	return 0;
 fail:

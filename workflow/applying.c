@@ -396,6 +396,7 @@ int applying_run(struct applying *ap, const struct applying_opts *opts, struct v
 	ao.pr_number = ap->pr;
 	ao.pr_url = ap->pr_url;
 	ao.inflight_ms = opts->inflight_ms;
+	ao.keep_policy = opts->keep_policy;
 	ap->opts = opts;
 	rc = apply_run(&ap->res, ws->ctx, &ap->pl.planner.plan, ws->st, &ws->state, ws->prov, &ao, &hooks, err);
 	ap->ran = 1;

@@ -78,6 +78,7 @@ struct applying_opts {
 	 * its first mutating request. APPLYING_PAUSE_REF_UPDATE: inside the
 	 * first state ref update (git), which takes the lease. 0: none. */
 	int test_pause;
+	int keep_policy;            /* apply_options.keep_policy: vx watch without -sync */
 };
 
 struct applying {

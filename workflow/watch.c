@@ -15,6 +15,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
+#include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "reconcile/watch_live.h"
@@ -82,6 +83,7 @@ struct watch {
 	int64_t idle_until_ms;      /* the earliest deadline the clock crosses, INT64_MAX: none */
 	size_t idle_jobs[8];        /* that cycle's jobs_by_state */
 	int64_t deadline_ms;        /* the look's earliest deadline so far */
+	int untold;                 /* the look saw something not told yet: the locked plan tells it */
 };
 
 struct quota_news {
@@ -203,6 +205,28 @@ static int told_once(struct watch *w, const char *what)
 	return told_once_in(&w->told, what);
 }
 
+/*
+ * Whether what is to be said now. Only the plan made under the lease tells
+ * (quiet 0): the look (quiet 1) plans from a state read before its lists,
+ * so it can see another watcher's fresh run as not yet recorded. The look
+ * keeps what was told as told, and what was not makes the cycle take the
+ * lease, whose plan tells it if it still holds.
+ */
+static int tell(struct watch *w, const char *what, int quiet)
+{
+	int seen = 0;
+
+	if (!quiet)
+		return !told_once(w, what);
+	for (size_t i = 0; i < w->told.nnext && !seen; i++)
+		seen = !strcmp(w->told.next[i], what);
+	if (seen || told_in(&w->told, what))
+		(void)told_once(w, what);
+	else
+		w->untold = 1;
+	return 0;
+}
+
 static void told_release(struct told *t)
 {
 	told_turn(t);
@@ -235,6 +259,39 @@ static int as_applied(const struct plan_action *a)
 }
 
 /*
+ * Whether the policy a's job declares (resubmit, ladder, after:, the
+ * sweep's limits) is not the one its record says was applied: then it is
+ * declared but not applied, told once per change naming what differs.
+ * The watcher acts from the record only: a record from a vx that did not
+ * record the policy is not taken to hold what the files say.
+ */
+static int policy_unapplied(struct watch *w, const struct plan_action *a, int quiet)
+{
+	const struct state_policy *applied = a->record ? a->record->applied : NULL;
+	struct vx_buf why = VX_BUF_INIT;
+	char *what;
+	int rc;
+
+	if (a->kind_of != &kind_job || !a->decl || !a->decl->policy || !a->record)
+		return 0;
+	/* Out of memory (rc < 0) holds the action too: never act on what is not known to be applied. */
+	rc = applied ? policy_diff(&why, applied, a->decl->policy, 0)
+		     : vx_buf_adds(&why, "the state records no policy for it, as an older vx wrote it: one "
+				   "vxapply records it") < 0 ? VX_ENOMEM : 1;
+	if (rc == 0) {
+		vx_buf_release(&why);
+		return 0;
+	}
+	what = vx_asprintf("unapplied|%s|policy|%s", a->address, rc < 0 ? "" : vx_buf_str(&why));
+	if (tell(w, what ? what : a->address, quiet))
+		say(w, "unapplied", a->address, "%s: declared but not applied (%s); waiting for vxapply", a->address,
+		    rc < 0 ? "out of memory" : vx_buf_str(&why));
+	free(what);
+	vx_buf_release(&why);
+	return 1;
+}
+
+/*
  * Whether the watcher may carry a out now (1), and if not, says why once.
  * quiet: the unlocked look (nothing is told yet; the locked plan tells).
  */
@@ -248,18 +305,20 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 		if (a->not_before_ms < w->deadline_ms)
 			w->deadline_ms = a->not_before_ms;
 		snprintf(what, sizeof(what), "refused|%s|%" PRId64, a->address, a->not_before_ms);
-		if (!quiet && !told_once(w, what))
+		if (tell(w, what, quiet))
 			say(w, "wait", a->address, "%s: %s", a->address, a->reason ? a->reason : "");
 	}
 	if (a->kind == PLAN_NOOP || a->kind == PLAN_PENDING || a->kind == PLAN_WAIT)
 		return 1;
 	if (a->kind == PLAN_ADOPT)
 		return 1;
+	if (!w->o.sync && as_applied(a) && policy_unapplied(w, a, quiet))
+		return 0;
 	if (!w->o.sync && !((a->kind == PLAN_RESUBMIT || a->kind == PLAN_CREATE ||
 			     (a->kind == PLAN_RERUN && a->after_rerun)) && as_applied(a))) {
 		snprintf(what, sizeof(what), "unapplied|%s|%s|%s", a->address, plan_kind_name(a->kind),
 			 a->new_hash ? a->new_hash : "");
-		if (!quiet && !told_once(w, what))
+		if (tell(w, what, quiet))
 			say(w, "unapplied", a->address, "%s: declared but not applied (the plan says %s); "
 			    "waiting for vxapply", a->address, plan_kind_name(a->kind));
 		return 0;
@@ -271,7 +330,7 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 		if (end + wait < w->deadline_ms)
 			w->deadline_ms = end + wait;
 		snprintf(what, sizeof(what), "delay|%s|%" PRId64, a->address, a->attempt);
-		if (!quiet && !told_once(w, what))
+		if (tell(w, what, quiet))
 			say(w, "wait", a->address, "%s: attempt %" PRId64 " after %s waits until %llds after "
 			    "it ended (resubmit.delay)", a->address, a->attempt, a->failure_class,
 			    (long long)(wait / 1000));
@@ -888,6 +947,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	*need = 0;
 	idle_disarm(w);
 	w->deadline_ms = INT64_MAX;
+	w->untold = 0;
 	memset(&ws, 0, sizeof(ws));
 	memset(&pl, 0, sizeof(pl));
 	memset(&po, 0, sizeof(po));
@@ -911,7 +971,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
-	*need = keep_authorised(w, &pl.planner.plan, now, 0) > 0;
+	*need = keep_authorised(w, &pl.planner.plan, now, 1) > 0 || w->untold;
 	refreshed = apply_refresh_state(&ws.state, &ws.store.jobs, &summary);
 	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, w->since_ms)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
@@ -1003,6 +1063,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	ao.inflight_ms = w->o.inflight_ms;
 	ao.lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
 	ao.test_pause = w->o.test_pause;
+	ao.keep_policy = !w->o.sync;
 	applying_init(&ap);
 	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
 		goto done;
@@ -1027,7 +1088,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 		goto done;
 	}
 	now = vx_now_ms(w->ctx);
-	(void)keep_authorised(w, &ap.pl.planner.plan, now, 1);
+	(void)keep_authorised(w, &ap.pl.planner.plan, now, 0);
 	if ((rc = applying_record(&ap, &po, err)) < 0)
 		goto done;
 	if (ap.refreshed) {

@@ -193,18 +193,24 @@ class Ladder(FakeTestCase):
     def test_reordering_the_ladder_keeps_the_run_and_its_attempt_count(self):
         east = self.climb_to_east()
         # us-east5 first, then FLEX_START: the run's rung is now rung 1
+        # No new run: an update that records the ladder the watcher acts on.
         self.edit_ladder(["region: us-east5", "scheduling: {strategy: FLEX_START, maxWaitDuration: 1h}"])
         r = self.repo.plan("-detailed-exitcode")
-        self.assertEqual(r.code, 0, r)
-        self.assertIn("Plan: no changes. 1 unchanged.\n", r.out)
+        self.assertEqual(r.code, 2, r)
+        self.assertEqual(self.block(r.out), ["~   job.a update", "g2-standard-4 ×1, 1×L4, SPOT in us-east5",
+                                             "resubmit.fallback: 2 rungs -> 2 rungs, edited"])
+        self.assertIn("Plan: 1 to update. 0 unchanged.\n", r.out)
         r = self.repo.apply()
         self.assertEqual(r.code, 0, r)
         self.assertEqual(self.fake.rpc_count("CancelCustomJob"), 0)
         self.assertEqual(self.jobs_of_a()[2]["state"], "JOB_STATE_RUNNING")
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
         # removing the rung before it (FLEX_START) keeps it too
         self.edit_ladder(["region: us-east5"])
         r = self.repo.plan("-detailed-exitcode")
-        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.code, 2, r)
+        self.assertEqual(self.block(r.out), ["~   job.a update", "g2-standard-4 ×1, 1×L4, SPOT in us-east5",
+                                             "resubmit.fallback: 2 rungs -> 1 rung"])
 
         # preempted there: attempt 4 (the count carried), one rung down from where it is now
         self.edit_ladder(["region: us-east5", "scheduling: {strategy: FLEX_START, maxWaitDuration: 1h}"])

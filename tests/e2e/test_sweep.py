@@ -574,9 +574,16 @@ class AfterFollows(FakeTestCase):
         self.fake.advance(3700)
         self.repo.write({"a": job_yaml("train", on="preempted"), "p": job_yaml("prep", on="preempted"),
                          "b": EVAL_DIR})
+        # No new run: an update that records the after: list the watcher acts on.
         r = self.repo.plan()
         self.assertEqual(r.code, 0, r)
-        self.assertIn("\nPlan: no changes. 3 unchanged.\n", r.out)
+        self.assertEqual(self.block(r.out, "job.eval"), [
+            "~   job.eval update", "n1-standard-4 ×1, STANDARD in us-central1",
+            "after: [job.prep, job.train] -> [job.train]"])
+        self.assertIn("\nPlan: 1 to update. 2 unchanged.\n", r.out)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(len(self.live_jobs("eval")), 2)
+        self.assertIn("\nPlan: no changes. 3 unchanged.\n", self.repo.plan().out)
 
 
     def test_a_slice_of_a_sweep_each_run_followed_and_watch_reruns(self):

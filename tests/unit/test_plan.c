@@ -11,7 +11,10 @@
 
 #include "reconcile/failure.h"
 #include "reconcile/plan.h"
+#include "reconcile/policy.h"
 #include "reconcile/provider.h"
+#include "state/state.h"
+#include "util/buf.h"
 
 #define HASH_A "aaaaaaaaaaaa0000000000000000000000000000000000000000000000000000"
 #define HASH_B "bbbbbbbbbbbb0000000000000000000000000000000000000000000000000000"
@@ -107,6 +110,83 @@ static void test_create_then_noop(void **state)
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
 	assert_false(plan_has_changes(&p));
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
+/*
+ * The policy the watcher acts on (issue 31): a declaration whose policy is
+ * not the record's is an update naming each field that differs; a record
+ * without one (an older vx) is an update that records it; an equal one is
+ * no change. The watcher's wording of the same difference uses arrows.
+ */
+static void test_policy_update(void **state)
+{
+	char stockout[] = "stockout", preempted[] = "preempted", prep[] = "job.prep", train[] = "job.train";
+	char abc[] = "abc", abd[] = "abd";
+	char *on_applied[] = { stockout }, *on_declared[] = { stockout, preempted };
+	char *after[] = { prep, train };
+	struct state_policy applied = { .resubmit_on = on_applied, .nresubmit_on = 1, .max_attempts = 2,
+					.delay_ms = 30000, .after = after, .nafter = 2, .max_parallel = 1 };
+	struct state_policy declared = applied;
+	struct plan_decl d = decl(HASH_A);
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_RUNNING", .attempt = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run,
+				 .applied = &applied };
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)state;
+	d.policy = &declared;
+	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	plan_release(&p);
+
+	declared.resubmit_on = on_declared;
+	declared.nresubmit_on = 2;
+	declared.max_attempts = 10;
+	declared.delay_ms = 120000;
+	declared.fallback_rungs = 1;
+	declared.fallback_hash = abc;
+	declared.nafter = 1;
+	declared.after = after + 1;
+	declared.max_parallel = 6;
+	declared.max_failed = 3;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_string_equal(p.actions[0].reason,
+			    "resubmit.on: [stockout] -> [stockout, preempted]; resubmit.maxAttempts: 2 -> 10; "
+			    "resubmit.delay: 30s -> 2m; resubmit.fallback: none -> 1 rung; "
+			    "after: [job.prep, job.train] -> [job.train]; maxParallel: 1 -> 6; maxFailed: none -> 3");
+	assert_true(plan_has_changes(&p));
+	plan_release(&p);
+
+	assert_int_equal(policy_diff(&b, &applied, &declared, 0), 1);
+	assert_string_equal(vx_buf_str(&b),
+			    "resubmit.on [stockout] \xe2\x86\x92 [stockout, preempted], resubmit.maxAttempts 2 \xe2\x86\x92 10, "
+			    "resubmit.delay 30s \xe2\x86\x92 2m, resubmit.fallback none \xe2\x86\x92 1 rung, "
+			    "after [job.prep, job.train] \xe2\x86\x92 [job.train], maxParallel 1 \xe2\x86\x92 6, "
+			    "maxFailed none \xe2\x86\x92 3");
+	vx_buf_reset(&b);
+	/* The same number of rungs, another ladder; a delay of 90 s. */
+	applied = declared;
+	applied.fallback_hash = abd;
+	applied.delay_ms = 90000;
+	assert_int_equal(policy_diff(&b, &applied, &declared, 1), 1);
+	assert_string_equal(vx_buf_str(&b), "resubmit.delay: 1m30s -> 2m; resubmit.fallback: 1 rung -> 1 rung, edited");
+	vx_buf_reset(&b);
+	assert_int_equal(policy_diff(&b, &declared, &declared, 0), 0);
+	assert_int_equal(b.len, 0);
+	vx_buf_release(&b);
+
+	/* A record from an older vx: recorded by the next apply. */
+	r.applied = NULL;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_string_equal(p.actions[0].reason, "records the policy applied (resubmit, after:, the sweep's limits): "
+			    "the state holds none, it was written by an older vx");
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -1058,6 +1138,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_then_noop),
+		cmocka_unit_test(test_policy_update),
 		cmocka_unit_test(test_adopt_after_crash),
 		cmocka_unit_test(test_replace_and_rerun),
 		cmocka_unit_test(test_on_change_after_finish_and_protect),

@@ -419,6 +419,88 @@ static void test_run_follows(void **unused)
 }
 
 /*
+ * applied (issue 31): the policy an apply recorded. Written only when set,
+ * so a record from before keeps its bytes and loads without one; it
+ * round-trips, copies, and bad values are refused naming the path.
+ */
+static struct state_policy *full_policy(void);
+static void whole_state_carries_applied(void);
+
+static void test_record_applied(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.e\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":null,\"history\":[]%s}";
+	struct state_record r, back, copy;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL, *again = NULL, json[1024];
+
+	(void)unused;
+	snprintf(json, sizeof(json), old, "");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_null(r.applied);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_null(strstr(text, "applied"));
+	free(text);
+	r.applied = full_policy();
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\"applied\":\t{\n\t\t\"resubmitOn\":\t[\"stockout\", \"preempted\"],\n"
+				     "\t\t\"maxAttempts\":\t3,\n\t\t\"delayMs\":\t300000,\n\t\t\"fallbackRungs\":\t1,\n"
+				     "\t\t\"fallbackHash\":\t\"0123abcd\",\n\t\t\"after\":\t[\"job.train\"],\n"
+				     "\t\t\"maxParallel\":\t2,\n\t\t\"maxFailed\":\t4\n\t}\n"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(state_record_copy(&copy, &back), 0);
+	assert_int_equal(state_record_to_json(&copy, &again, &err), 0);
+	assert_string_equal(again, text);
+	assert_string_equal(copy.applied->after[0], "job.train");
+	assert_int_equal(copy.applied->max_failed, 4);
+	state_record_release(&copy);
+	state_record_release(&back);
+	free(again);
+	free(text);
+	state_record_release(&r);
+	snprintf(json, sizeof(json), old, ",\"applied\":{\"resubmitOn\":[],\"maxAttempts\":0,\"delayMs\":0,"
+		 "\"fallbackRungs\":0,\"fallbackHash\":null,\"after\":[],\"maxParallel\":0,\"maxFailed\":0}");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: applied.maxAttempts: 0 is out of range [1, 2147483648]");
+	vx_err_release(&err);
+	snprintf(json, sizeof(json), old, ",\"applied\":{\"resubmitOn\":[1],\"maxAttempts\":1,\"delayMs\":0,"
+		 "\"fallbackRungs\":0,\"fallbackHash\":null,\"after\":[],\"maxParallel\":0,\"maxFailed\":0}");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: applied.resubmitOn[0]: expected a non-empty string "
+			    "(at most 1024 bytes)");
+	vx_err_release(&err);
+	snprintf(json, sizeof(json), old, ",\"applied\":{\"maxAttempts\":1}");
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_string_equal(err.msg, "invalid state record JSON: applied: missing key \"resubmitOn\"");
+	vx_err_release(&err);
+	whole_state_carries_applied();
+}
+
+/* The whole state's form (the file and gcs backends) carries it as a record does (git). */
+static void whole_state_carries_applied(void)
+{
+	struct vx_ctx ctx;
+	int64_t now = INT64_C(1795341720000);
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL;
+
+	ctx_fixed(&ctx, &now);
+	sample(&st, &ctx);
+	state_find(&st, "job.a")->applied = full_policy();
+	assert_int_equal(state_to_json(&st, &text, &err), 0);
+	assert_int_equal(state_from_json(&back, text, strlen(text), &err), 0);
+	assert_non_null(state_find(&back, "job.a")->applied);
+	assert_int_equal(state_find(&back, "job.a")->applied->max_parallel, 2);
+	assert_string_equal(state_find(&back, "job.a")->applied->resubmit_on[1], "preempted");
+	assert_null(state_find(&back, "job.b")->applied);
+	free(text);
+	state_release(&st);
+	state_release(&back);
+}
+
+/*
  * plannedBy, pullRequest and pullRequestUrl (issue 11): written only when
  * set (so a record without them keeps its bytes), after launchedBy; they
  * round-trip and copy, and a pull request number out of range is refused.
@@ -548,8 +630,41 @@ static int mutate_record(struct state_record *r, int k)
 		r->current = NULL;
 		return 1;
 	case 8: state_run_release(&r->history[--r->nhistory]); return 1;
+	case 10: state_policy_free(r->applied); r->applied = NULL; return 1;
+	case 11: r->applied->max_attempts++; return 1;
+	case 12: r->applied->delay_ms++; return 1;
+	case 13: r->applied->fallback_rungs++; return 1;
+	case 14: restr(&r->applied->fallback_hash); return 1;
+	case 15: r->applied->max_parallel++; return 1;
+	case 16: r->applied->max_failed++; return 1;
+	case 17: free(r->applied->resubmit_on[--r->applied->nresubmit_on]); return 1;
+	case 18: restr(&r->applied->after[0]); return 1;
 	default: return 0;
 	}
+}
+
+/* A policy with every field set (two resubmit classes, one after:). */
+static struct state_policy *full_policy(void)
+{
+	struct state_policy *p = calloc(1, sizeof(*p));
+
+	assert_non_null(p);
+	p->resubmit_on = calloc(2, sizeof(char *));
+	p->after = calloc(1, sizeof(char *));
+	assert_non_null(p->resubmit_on);
+	assert_non_null(p->after);
+	p->resubmit_on[0] = strdup("stockout");
+	p->resubmit_on[1] = strdup("preempted");
+	p->nresubmit_on = 2;
+	p->after[0] = strdup("job.train");
+	p->nafter = 1;
+	p->max_attempts = 3;
+	p->delay_ms = 300000;
+	p->fallback_rungs = 1;
+	p->fallback_hash = strdup("0123abcd");
+	p->max_parallel = 2;
+	p->max_failed = 4;
+	return p;
 }
 
 /* Every field set, in the current run and in the history. */
@@ -604,6 +719,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 	sample(&st, &ctx);
 	assert_int_equal(state_record_copy(&base, state_find(&st, "job.a")), 0);
 	base.protect = 1;
+	base.applied = full_policy();
 	fill_run(base.current);
 	fill_run(&base.history[0]);
 	assert_int_equal(state_record_to_json(&base, &base_json, &err), 0);
@@ -641,7 +757,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 10 + 40 + 40);
+	assert_int_equal(n, 19 + 40 + 40);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
@@ -954,6 +1070,7 @@ int main(void)
 		cmocka_unit_test(test_fingerprint_covers_every_field),
 		cmocka_unit_test(test_run_rung_identity),
 		cmocka_unit_test(test_run_follows),
+		cmocka_unit_test(test_record_applied),
 		cmocka_unit_test(test_run_machines),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_time),

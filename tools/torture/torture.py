@@ -17,11 +17,17 @@ happens to an apply) as a command anyone can run. See docs/measurements.md, "Tor
   watch   two `vx watch` and a vxapply on one stack whose every job is
           preempted once, one watcher SIGKILLed at a random moment and
           started again: each job resubmitted exactly once, nothing lost
+  policy  two `vx watch -follow origin/main` (no -sync) while jobs are preempted
+          and a commit nobody applied lands on the followed branch (a
+          ladder onto 8 H100s, maxAttempts 10, maxParallel 6, an after:
+          removed): every job at the fake is one the applied policy allows
+          (its attempt, its machine, the sweep's one run at a time, eval
+          after train), and none twice
   hostile vx (ASan build) against a server answering with bad replies
   fuzz    a short libFuzzer run of every target in tests/fuzz/
 
 Environment (make passes them): TRIALS (100), SEED (time), BACKENDS
-(git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,watch,hostile,fuzz), VX (the binary),
+(git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,watch,policy,hostile,fuzz), VX (the binary),
 VX_ASAN (the ASan binary, for hostile), FUZZ_TIME (20), KEEP_ALL=1 keeps every
 trial's directory (a failed trial's always stays), OUT (build/torture).
 
@@ -44,6 +50,37 @@ import common
 from common import (BACKENDS, Checkout, Fake, count_violations, declaration, make_world)
 
 COUNTERS = ("dup", "missing", "cancel", "history", "lock")
+
+# The policy section's stack: jobs p00.. (maxAttempts 2 applied), a sweep (maxParallel 1
+# applied), eval after train; the pushed commit changes each.
+POLICY_JOBS = 6
+POLICY_H100 = ("maxAttempts: 10, fallback: [{machineSpec: {machineType: a3-highgpu-8g, "
+               "acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}}]}")
+POLICY_SWEEP = """---
+kind: CustomJob
+name: s
+matrix:
+  seed: [1, 2, 3, 4, 5, 6]
+maxParallel: {limit}
+spec:
+  workerPoolSpecs:
+    - machineSpec: {{machineType: g2-standard-4, acceleratorType: NVIDIA_L4, acceleratorCount: 1}}
+      replicaCount: 1
+      containerSpec:
+        imageUri: us-docker.pkg.dev/p/r/train:1
+        args: ["--seed=${{{{ matrix.seed }}}}"]
+  baseOutputDirectory: {{outputUriPrefix: "gs://b/s"}}
+"""
+POLICY_EVAL = """---
+kind: CustomJob
+name: eval
+{after}spec:
+  workerPoolSpecs:
+    - machineSpec: {{machineType: n1-standard-4}}
+      replicaCount: 1
+      containerSpec:
+        imageUri: us-docker.pkg.dev/p/r/eval:1
+"""
 
 
 def env_list(name, default):
@@ -132,8 +169,8 @@ class Torture:
         self.trials = int(os.environ.get("TRIALS", "100"))
         self.seed = int(os.environ.get("SEED") or int(time.time()) % 1000000)
         self.backends = env_list("BACKENDS", BACKENDS)
-        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "lost", "lostmid", "watch", "hostile",
-                                              "fuzz"))
+        self.sections = env_list("SECTIONS", ("kill", "pause", "race", "lost", "lostmid", "watch", "policy",
+                                              "hostile", "fuzz"))
         self.only_trial = os.environ.get("TRIAL") or None
         self.out = os.path.abspath(os.environ.get("OUT", os.path.join(common.ROOT, "build", "torture")))
         self.keep_all = bool(os.environ.get("KEEP_ALL"))
@@ -596,9 +633,145 @@ class Torture:
                                                    " ".join("%s=%d" % kv for kv in counts.items())))
             self.record(row, t, tmp, counts, d + details, other)
 
+    # ------------------------------------------------------------ policy
+    def policy_docs(self, pushed):
+        """The applied declaration, or (pushed) the commit nobody applied."""
+        docs = {}
+        for i in range(POLICY_JOBS):
+            text = common.harness.job_yaml("p%02d" % i, on="preempted", attempts=2, strategy="SPOT")
+            docs["job-p%02d" % i] = text.replace("maxAttempts: 2}", POLICY_H100) if pushed else text
+        docs["sweep"] = POLICY_SWEEP.format(limit=6 if pushed else 1)
+        docs["train"] = common.harness.job_yaml("train")
+        docs["eval"] = POLICY_EVAL.format(after="" if pushed else "after: [job.train]\n")
+        return docs
+
+    def policy_counts(self, fake):
+        """Jobs the applied policy does not allow (other) and duplicates (dup)."""
+        c, other, details = {"dup": 0}, 0, []
+        seen, sweep, by = {}, [], {}
+        for j in fake.jobs():
+            lab = j.get("labels", {})
+            if not common.our(lab):
+                continue
+            key = (lab.get("vx-job"), lab.get("vx-run"), lab.get("vx-attempt"))
+            seen.setdefault(key, []).append(j["name"].rsplit("/", 1)[1])
+            name = j["displayName"]
+            by.setdefault(name, []).append(j)
+            machine = j["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"]
+            if name.startswith("p"):
+                if int(lab.get("vx-attempt", "0")) > 2 or machine != "g2-standard-4" or lab.get("vx-rung") != "0":
+                    other += 1
+                    details.append("job.%s attempt %s on %s (rung %s): outside the applied policy "
+                                   "(maxAttempts 2, no ladder)" % (name, lab.get("vx-attempt"), machine,
+                                                                   lab.get("vx-rung")))
+            elif name.startswith("s["):
+                sweep.append(j)
+        for key, names in sorted(seen.items()):
+            if len(names) > 1:
+                c["dup"] += len(names) - 1
+                details.append("duplicate job.%s run %s attempt %s: %s" % (key + (", ".join(names),)))
+        # maxParallel 1: each run of the sweep created once the one before ended.
+        sweep.sort(key=lambda j: j["createTime"])
+        for a, b in zip(sweep, sweep[1:]):
+            if not a.get("endTime") or b["createTime"] < a["endTime"]:
+                other += 1
+                details.append("%s created at %s while %s was active (maxParallel 1 applied)" % (
+                    b["displayName"], b["createTime"], a["displayName"]))
+        train = by.get("train", [])
+        for ev in by.get("eval", []):
+            if not train or not train[0].get("endTime") or ev["createTime"] < train[0]["endTime"]:
+                other += 1
+                details.append("eval created at %s before train succeeded (after: applied)" % ev["createTime"])
+        return c, other, details
+
+    def policy_trials(self, fake, backend):
+        row = Section("policy", backend)
+        self.rows.append(row)
+        env = {"VX_LEASE_SECONDS": "10"}
+        row.note = "2 watchers -follow, unapplied ladder/maxAttempts/maxParallel/after pushed"
+        for t in self.trial_numbers(max(2, self.trials // 10)):
+            trng = random.Random("%d/policy/%s/%d" % (self.seed, backend, t))
+            tmp = os.path.join(self.out, "policy-%s-%d" % (backend, t))
+            fake.reset()
+            fake.setup(faults(trng.randrange(1 << 30)))
+            co = make_world(self.vx, fake, tmp, backend, self.policy_docs(False))[0]
+            remote = os.path.join(tmp, "remote.git")
+            if backend != "git-remote":
+                subprocess.run(["git", "init", "-q", "--bare", remote], check=True)
+                co.git("remote", "add", "origin", remote)
+                co.git("push", "-q", "origin", "main")
+            for i in range(POLICY_JOBS):
+                fake.post("/_fake/outcomes", {"labels": {"vx-job": "p%02d" % i}, "outcome": "preempted",
+                                              "times": 2})
+            log, details, other = [], [], 0
+            other += self.converge(co, log, details)
+            metrics = [os.path.join(tmp, "watcher-%d.prom" % (i + 1)) for i in range(2)]
+            watchers = [co.start("watch", co.dir, "-follow", "origin/main", "-interval", "1s", "-metrics", m,
+                                 env=env) for m in metrics]
+            # The unapplied commit lands at a drawn point among the preemptions.
+            push_at = trng.randrange(3)
+            for step in range(3):
+                if step == push_at:
+                    self.policy_push(tmp, remote, fake)
+                    log.append("pushed at step %d" % step)
+                if step < 2:
+                    fake.advance(40)
+                    fake.advance(2000)   # the running attempts are preempted; train, the sweep's run end
+                try:
+                    self.policy_cycles(metrics, 3)
+                except RuntimeError as e:
+                    other += 1
+                    details.append(str(e))
+            for w in watchers:
+                w.send_signal(signal.SIGTERM)
+            told = 0
+            for i, w in enumerate(watchers):
+                try:
+                    r = co.finish(w, timeout=15)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+                    r = co.finish(w)
+                    other += 1
+                    details.append("watcher %d did not stop within 15 s of SIGTERM" % (i + 1))
+                save(tmp, "watcher-%d" % (i + 1), r)
+                told += r.out.count("declared but not applied")
+                if r.code != 0 or r.crashed():
+                    other += 1
+                    details.append("watcher %d ended with %r" % (i + 1, r))
+            log.append("%d unapplied lines" % told)
+            fake.post("/_fake/faults", {})
+            counts, o, d = self.policy_counts(fake)
+            other += o
+            self.say("policy/%s trial %d: %s; %s other=%d" % (backend, t, "; ".join(log),
+                                                            " ".join("%s=%d" % kv for kv in counts.items()), o))
+            self.record(row, t, tmp, counts, d + details, other)
+
+    def policy_push(self, tmp, remote, fake):
+        """Someone who can push, but whose change nobody applied."""
+        other = os.path.join(tmp, "pusher")
+        if not os.path.exists(other):
+            subprocess.run(["git", "clone", "-q", "-b", "main", remote, other], check=True, capture_output=True)
+        docs = self.policy_docs(True)
+        with open(os.path.join(other, "stack", "resources.yaml"), "w") as f:
+            f.write("".join(docs[k] for k in sorted(docs)))
+        for args in (["commit", "-qam", "unreviewed: a ladder onto H100s"], ["push", "-q", "origin", "main"]):
+            subprocess.run(["git", "-C", other] + args, check=True, env=fake.env(), capture_output=True)
+
+    @staticmethod
+    def policy_cycles(metrics, n):
+        """Waits until each watcher ran n more cycles (its metrics count them)."""
+        def ok(m):
+            try:
+                with open(m) as f:
+                    return sum(int(x.split()[1]) for x in f if x.startswith("vx_watch_cycles_total{"))
+            except (FileNotFoundError, ValueError, IndexError):
+                return 0
+        want = [ok(m) + n for m in metrics]
+        wait_for(lambda: all(ok(m) >= w for m, w in zip(metrics, want)), 120, "each watcher's next %d cycles" % n)
+
     # ------------------------------------------------------------ sections
     def run_backend_sections(self):
-        for section in ("kill", "pause", "race", "lost", "lostmid", "watch"):
+        for section in ("kill", "pause", "race", "lost", "lostmid", "watch", "policy"):
             if section not in self.sections:
                 continue
             for backend in self.backends:
