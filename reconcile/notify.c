@@ -4,6 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <strings.h>
+
+#include <curl/curl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -381,4 +386,111 @@ int notify_collect(struct notify_list *out, const struct plan *p, const char *st
 			return rc;
 	}
 	return 0;
+}
+
+/* ---- where a notification may go ---- */
+
+/* Whether host (as CURLU gives it: brackets around IPv6) is this machine. */
+static int host_loopback(const char *host, size_t n)
+{
+	char ip[64];
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if ((n == 9 && !strncasecmp(host, "localhost", 9)) ||
+	    (n > 10 && !strncasecmp(host + n - 10, ".localhost", 10)))
+		return 1;
+	if (n >= sizeof(ip))
+		return 0;
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		size_t m = strcspn(host + 1, "%]"); /* an IPv6 zone id is not part of the address */
+
+		memcpy(ip, host + 1, m);
+		ip[m] = '\0';
+		if (inet_pton(AF_INET6, ip, &a6) != 1)
+			return 0;
+		return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	}
+	memcpy(ip, host, n);
+	ip[n] = '\0';
+	/* libcurl writes an IPv4 address in its dotted form (127.1 and 0x7f.1 become
+	 * 127.0.0.1); a name that only starts with digits is no address. */
+	return inet_pton(AF_INET, ip, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+static int has_part(CURLU *h, CURLUPart what)
+{
+	char *v = NULL;
+	int has = curl_url_get(h, what, &v, 0) == CURLUE_OK && v && *v;
+
+	curl_free(v);
+	return has;
+}
+
+const char *notify_url_parse(struct notify_url *out, const char *u)
+{
+	CURLU *h = curl_url();
+	char *scheme = NULL, *host = NULL;
+	const char *why = NULL;
+	size_t n;
+	int https;
+
+	memset(out, 0, sizeof(*out));
+	if (!h)
+		return "out of memory";
+	if (!u || curl_url_set(h, CURLUPART_URL, u, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+		why = "not a URL";
+		goto done;
+	}
+	https = !strcasecmp(scheme, "https");
+	if (!https && strcasecmp(scheme, "http")) {
+		why = "not an https:// URL";
+		goto done;
+	}
+	if (has_part(h, CURLUPART_USER) || has_part(h, CURLUPART_PASSWORD) || has_part(h, CURLUPART_OPTIONS)) {
+		why = "credentials in the URL (user:password@): vx sends none";
+		goto done;
+	}
+	if (curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host) {
+		why = "no host in the URL";
+		goto done;
+	}
+	n = strlen(host);
+	while (n > 1 && host[n - 1] == '.')
+		n--;
+	out->loopback = host_loopback(host, n);
+	out->slack = n == 15 && !strncasecmp(host, "hooks.slack.com", 15);
+	out->query = has_part(h, CURLUPART_QUERY);
+	if (!https && !out->loopback)
+		why = "plain http:// to another machine: use https://";
+done:
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(h);
+	return why;
+}
+
+static int digest_add(struct vx_buf *b, const char *s)
+{
+	return vx_buf_add(b, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+int notify_target_digest(char out[NOTIFY_TARGET_LEN + 1], const struct stack_notify *t)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char hex[VX_SHA256_HEX_LEN + 1];
+	int rc;
+
+	if ((rc = digest_add(&b, "vx-notify-target-1")) || (rc = digest_add(&b, t->url_env ? "urlEnv" : "url")) ||
+	    (rc = digest_add(&b, t->url_env ? t->url_env : t->url)) || (rc = digest_add(&b, t->secret_env)) ||
+	    (rc = vx_buf_printf(&b, "%d/%u", t->format, t->on)) || (rc = vx_buf_addc(&b, '\0')))
+		goto done;
+	if ((rc = vx_digest_sha256_hex(hex, b.data, b.len)))
+		goto done;
+	memcpy(out, hex, NOTIFY_TARGET_LEN);
+	out[NOTIFY_TARGET_LEN] = '\0';
+done:
+	vx_buf_release(&b);
+	return rc;
 }

@@ -18,6 +18,8 @@ PKGS="$PKGS chromium"
 # mandoc: make lint-ci lints the man pages; man-db, dpkg-dev and lintian: make check-deb
 # builds the .deb, checks it and installs it (man -w vx).
 PKGS="$PKGS zsh fish mandoc man-db dpkg-dev lintian"
+# prometheus: its promtool checks the metrics file of vx watch (tests/e2e/test_watch.py).
+PKGS="$PKGS prometheus"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

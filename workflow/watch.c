@@ -32,8 +32,11 @@
 const char *const watch_job_states[8] = { "queued", "pending", "running", "succeeded",
 					  "failed", "cancelled", "other", "unseen" };
 
-/* Notifications sent per cycle at most, so a backlog never holds the lease long. */
+/* Notifications sent per cycle at most, and the time they may take: a backlog
+ * or a hung receiver delays the next cycle by this much at most (the lease is
+ * not held meanwhile). */
 #define NOTIFY_PER_CYCLE 20
+#define NOTIFY_BUDGET_MS 30000
 
 /* Something told once: "address|what" until it no longer holds. */
 struct told {
@@ -299,9 +302,13 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 
 /* ---- notifications ---- */
 
-/* Whether some event of events still waits for a target that wants it. */
-static int undelivered(const struct stack *st, const struct state *state, const struct notify_list *events)
+/* Whether some event of events still waits for a target that wants it and
+ * may be tried now (not waiting for its backoff). */
+static int undelivered(const struct watch *w, const struct state *state, const struct notify_list *events)
 {
+	const struct stack *st = &w->targets;
+	int64_t now = vx_now_ms(w->ctx);
+
 	for (size_t e = 0; e < events->n; e++)
 		for (size_t t = 0; t < st->nnotify; t++) {
 			char id[NOTIFY_ID_LEN + 1], key[NOTIFY_KEY_LEN + 1];
@@ -309,17 +316,18 @@ static int undelivered(const struct stack *st, const struct state *state, const 
 			if (!(st->notify[t].on & events->items[e].kind))
 				continue;
 			if (notify_event_id(id, &events->items[e]) < 0 || notify_delivery_key(key, id, &st->notify[t]) < 0 ||
-			    !state_notified_has(state, key))
+			    (!state_notified_has(state, key) && notify_outbox_due(w->outbox, key, now)))
 				return 1;
 		}
 	return 0;
 }
 
+/* After the lease is given back (applying_notify): each delivery recorded as it succeeds. */
 static int send_notifications(struct watch *w, struct applying *ap, struct notify_list *events,
 			      struct watch_result *res, struct vx_err *err)
 {
 	struct notify_report rep;
-	int rc = applying_notify(ap, w->outbox, events, NOTIFY_PER_CYCLE, &rep, err);
+	int rc = applying_notify(ap, &w->targets, w->outbox, events, NOTIFY_PER_CYCLE, NOTIFY_BUDGET_MS, &rep, err);
 
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct notify_outcome *o = &rep.items[i];
@@ -327,7 +335,7 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 		if (o->sent)
 			res->notified++;
 		say(w, "notify", o->address, "%s: %s to notify[%zu]%s%s%s", o->address ? o->address : "",
-		    o->event, o->target, o->sent ? " delivered" : o->dropped ? " dropped: " : " not delivered: ",
+		    o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: " : " not delivered: ",
 		    o->why ? o->why : "", o->sent || o->dropped ? "" : " (tried again later)");
 	}
 	notify_report_release(&rep);
@@ -516,8 +524,14 @@ static void targets_release(struct watch *w)
 	w->targets.name = NULL;
 }
 
-/* Keeps the Stack's name and notify: targets of a stack that loaded. */
-static void keep_targets(struct watch *w, const struct stack *st)
+/*
+ * Keeps the Stack's name and notify: targets of a stack that loaded, as far
+ * as they were applied: a target whose digest the state does not hold (new,
+ * or changed since vxapply) is kept with no event (on = 0, so its index
+ * stays) and told once. A commit not applied never points notifications
+ * elsewhere.
+ */
+static void keep_targets(struct watch *w, const struct stack *st, const struct state *state)
 {
 	struct stack_notify *t = st->nnotify ? calloc(st->nnotify, sizeof(*t)) : NULL;
 	char *name = vx_strdup(st->name);
@@ -528,10 +542,19 @@ static void keep_targets(struct watch *w, const struct stack *st)
 		return;
 	}
 	for (size_t i = 0; i < st->nnotify; i++) {
+		char d[NOTIFY_TARGET_LEN + 1], what[64];
+
 		t[i] = st->notify[i];
 		t[i].url = vx_strdup(st->notify[i].url);
 		t[i].url_env = vx_strdup(st->notify[i].url_env);
 		t[i].secret_env = vx_strdup(st->notify[i].secret_env);
+		if (notify_target_digest(d, &st->notify[i]) == 0 && state_notify_target_has(state, d))
+			continue;
+		t[i].on = 0;
+		snprintf(what, sizeof(what), "target|%.32s", d);
+		if (!told_once(w, what))
+			say(w, "unapplied", NULL, "notify[%zu]: declared but not applied (a new or changed notify "
+			    "target); waiting for vxapply", i);
 	}
 	targets_release(w);
 	w->targets.notify = t;
@@ -541,8 +564,9 @@ static void keep_targets(struct watch *w, const struct stack *st)
 
 static const char *err_getenv(void *ud, const char *name)
 {
-	(void)ud;
-	return getenv(name);
+	struct watch *w = ud;
+
+	return w->o.getenv ? w->o.getenv(name) : NULL;
 }
 
 static int err_delivered(void *ud, const char *key)
@@ -567,7 +591,7 @@ static void note_error(struct watch *w, const char *msg)
 	struct notify_list l = { NULL, 0 };
 	struct notify_event ev;
 	struct notify_report rep;
-	struct notify_sink sink = { err_delivered, err_record, err_getenv, w };
+	struct notify_sink sink = { err_delivered, err_record, err_getenv, NULL, w->o.notify_loopback, w };
 	struct vx_err e = VX_ERR_INIT;
 	char key[24];
 
@@ -850,7 +874,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
 	planned = 1;
-	keep_targets(w, ws.st);
+	keep_targets(w, ws.st, &ws.state);
 	count_jobs(res, &ws.store.jobs);
 	if (pl.planner.plan.errors.n) {
 		on_diags(w, &pl.planner.plan.errors);
@@ -869,7 +893,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
-	*need = *need || refreshed || ws.migrated || undelivered(ws.st, &ws.state, &events);
+	*need = *need || refreshed || ws.migrated || undelivered(w, &ws.state, &events);
 	if (!*need && files_ok) {
 		told_turn(&w->told);
 		told_turn(&w->pending);
@@ -948,6 +972,9 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 	ao.inflight_ms = w->o.inflight_ms;
 	ao.lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
 	ao.test_pause = w->o.test_pause;
+	ao.operation = "watch";
+	ao.getenv = w->o.getenv;
+	ao.notify_loopback = w->o.notify_loopback;
 	applying_init(&ap);
 	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
 		goto done;
@@ -984,6 +1011,10 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 			goto done;
 		account_run(w, &ap, res);
 	}
+	/* -sync applies the whole declaration, its notify targets too. */
+	if (w->o.sync && (rc = applying_targets(&ap, err)) < 0)
+		goto done;
+	keep_targets(w, ap.ws.st, &ap.ws.state);
 	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
