@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include <cJSON.h>
+
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
@@ -130,6 +132,73 @@ static void test_slack_body(void **unused)
 		"4606268999515242496?project=p1|Open in the Cloud Console>"
 		"\\n2026-11-18T11:06:40Z · evt_0123\"}}]}");
 	vx_buf_release(&b);
+}
+
+/* A long message (Vertex appends the log tail) is cut to Slack's limits: no
+ * text object over 3,000 characters, at most 50 blocks; json keeps it whole. */
+static void test_slack_body_long(void **unused)
+{
+	struct notify_event ev = gave_up();
+	struct vx_buf b = VX_BUF_INIT, want = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *m = malloc(200001), *x = malloc(2994), *y = malloc(507);
+	cJSON *o, *blocks, *bl;
+
+	(void)unused;
+	assert_non_null(m);
+	assert_non_null(x);
+	assert_non_null(y);
+	/* 3,500 characters, an '&' where the first cut falls: never cut inside "&amp;". */
+	memset(m, 'x', 2993);
+	m[2993] = '&';
+	memset(m + 2994, 'y', 506);
+	m[3500] = '\0';
+	memset(x, 'x', 2993);
+	x[2993] = '\0';
+	memset(y, 'y', 506);
+	y[506] = '\0';
+	ev.message = m;
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+	assert_int_equal(vx_buf_printf(&want,
+		"{\"text\":\"research: job.train gave up\",\"blocks\":["
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":\"*research: job.train gave up*"
+		"\\nrun 1, attempt 3, rung 2\\nstate: JOB_STATE_FAILED\\nclass: user-error\"}},"
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":\"```%s```\"}},"
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":\"```&amp;%s```\"}},"
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":"
+		"\"<https://console.cloud.google.com/ai/platform/locations/us-central1/training/"
+		"4606268999515242496?project=p1|Open in the Cloud Console>"
+		"\\n2026-11-18T11:06:40Z · evt_0123\"}}]}", x, y), 0);
+	assert_string_equal(b.data, want.data);
+	vx_buf_release(&b);
+	/* The json format carries all of it. */
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_JSON, &ev, "evt_0123", &err), 0);
+	o = cJSON_Parse(b.data);
+	assert_non_null(o);
+	assert_string_equal(cJSON_GetObjectItem(o, "message")->valuestring, m);
+	cJSON_Delete(o);
+	vx_buf_release(&b);
+	/* 200,000 characters: 50 blocks, each text within 3,000, the cut said. */
+	memset(m, 'z', 200000);
+	m[200000] = '\0';
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+	o = cJSON_Parse(b.data);
+	assert_non_null(o);
+	blocks = cJSON_GetObjectItem(o, "blocks");
+	assert_int_equal(cJSON_GetArraySize(blocks), 50);
+	cJSON_ArrayForEach(bl, blocks) {
+		const char *t = cJSON_GetObjectItem(cJSON_GetObjectItem(bl, "text"), "text")->valuestring;
+
+		assert_true(strlen(t) <= 3000);
+	}
+	assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetArrayItem(blocks, 48), "text")->child->next->valuestring,
+			       "_(cut to Slack's limits: the json format carries the whole message)_"));
+	cJSON_Delete(o);
+	vx_buf_release(&b);
+	vx_buf_release(&want);
+	free(m);
+	free(x);
+	free(y);
 }
 
 /* The example of the Standard Webhooks specification (its test vector). */
@@ -628,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_send_backoff),
 		cmocka_unit_test(test_send_gives_up),
 		cmocka_unit_test(test_url_parse),
+		cmocka_unit_test(test_slack_body_long),
 		cmocka_unit_test(test_send_loopback_one_try_and_record_later),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
