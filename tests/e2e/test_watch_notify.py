@@ -127,6 +127,25 @@ class WatchNotify(FakeTestCase):
         self.assertTrue(lines[0].startswith("notify: job.a: succeeded to notify[0] not delivered: "), lines)
         self.assertTrue(lines[0].endswith(" (tried again later)"), lines)
 
+    def test_a_refused_connection_is_one_quick_try(self):
+        # A port nothing listens on: the connection is refused at once.
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        env = {"HOOK": "http://127.0.0.1:%d/hook" % s.getsockname()[1]}
+        s.close()
+        names = ["a", "b", "c", "d", "e", "f"]
+        self.jobs_succeed(names, "notify:\n  - urlEnv: HOOK\n    on: [succeeded]\n", env)
+        t0 = time.time()
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=env, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        self.assertLess(time.time() - t0, 10.0, r)
+        lines = [without_time(l) for l in r.out.splitlines() if " notify: " in l]
+        self.assertEqual(len(lines), 1, r.out)
+        self.assertTrue(lines[0].startswith("notify: job.a: succeeded to notify[0] not delivered: POST notify[0]: "),
+                        lines)
+        self.assertTrue(lines[0].endswith(" (not retried) (tried again later)"), lines)
+
     def test_the_lease_names_the_watcher(self):
         self.repo.write({"a": job_yaml("a", on="preempted", strategy="SPOT")})
         self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
