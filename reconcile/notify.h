@@ -245,8 +245,8 @@ void notify_report_release(struct notify_report *r);
 int notify_outbox_new(struct notify_outbox **out) VX_WUR;
 void notify_outbox_free(struct notify_outbox *ob);
 
-/* Whether a delivery may be tried at now_ms: not waiting for a backoff, and
- * not already sent by this process (1), or not (0). */
+/* Whether a delivery has something to do at now_ms (1): it is not waiting
+ * for a backoff, or it was sent by this process and waits to be recorded. */
 int notify_outbox_due(const struct notify_outbox *ob, const char *key, int64_t now_ms);
 
 /*

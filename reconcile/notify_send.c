@@ -118,7 +118,7 @@ int notify_outbox_due(const struct notify_outbox *ob, const char *key, int64_t n
 {
 	for (size_t i = 0; i < ob->n; i++)
 		if (!strcmp(ob->items[i].key, key))
-			return !ob->items[i].sent && ob->items[i].next_ms <= now_ms;
+			return ob->items[i].sent || ob->items[i].next_ms <= now_ms;
 	return 1;
 }
 

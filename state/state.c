@@ -780,7 +780,8 @@ int state_notify_targets_set(struct state *st, const char *const *digests, size_
 			goto fail;
 		}
 	}
-	qsort(next, m, sizeof(*next), cmp_str);
+	if (m)
+		qsort(next, m, sizeof(*next), cmp_str);
 	/* Unique: a target written twice is one target. */
 	for (size_t i = 0; i < m; i++) {
 		if (k && !strcmp(next[i], next[k - 1])) {

@@ -542,7 +542,7 @@ static void keep_targets(struct watch *w, const struct stack *st, const struct s
 		return;
 	}
 	for (size_t i = 0; i < st->nnotify; i++) {
-		char d[NOTIFY_TARGET_LEN + 1], what[64];
+		char d[NOTIFY_TARGET_LEN + 1] = "", what[64];
 
 		t[i] = st->notify[i];
 		t[i].url = vx_strdup(st->notify[i].url);

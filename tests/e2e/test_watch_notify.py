@@ -127,6 +127,26 @@ class WatchNotify(FakeTestCase):
         self.assertTrue(lines[0].startswith("notify: job.a: succeeded to notify[0] not delivered: "), lines)
         self.assertTrue(lines[0].endswith(" (tried again later)"), lines)
 
+    def test_vxapply_gives_its_lease_back_before_notifying(self):
+        hook = Hook(["hang"] * 20)
+        self.addCleanup(hook.close)
+        env = {"HOOK": hook.url}
+        self.jobs_succeed(["a", "b"], "notify:\n  - urlEnv: HOOK\n    on: [succeeded]\n", env)
+        e = self.fake.env()
+        e.update(env)
+        first = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"], cwd=self.repo.root, env=e,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        # The first apply is inside its delivery, which will never be answered.
+        hook.wait_requests(1)
+        r = self.repo.vx("apply", self.repo.dir, "-auto-approve", "-lock-timeout", "0s", env=env)
+        self.assertNotIn("state is locked", r.err)
+        self.assertEqual(r.code, 0, r)
+        out, err = first.communicate(timeout=60)
+        self.assertEqual(first.returncode, 0, out + err)
+        self.assertEqual([l for l in out.splitlines() if l.startswith("notify:")],
+                         ["notify: job.a succeeded to notify[0]: not delivered: POST notify[0]: Timeout was reached "
+                          "(not retried)"])
+
     def test_a_refused_connection_is_one_quick_try(self):
         # A port nothing listens on: the connection is refused at once.
         import socket

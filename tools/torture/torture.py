@@ -604,9 +604,12 @@ class Torture:
             if ra.crashed():
                 other += 1
                 details.append("the apply crashed: %r" % ra)
-            if "state is locked" in ra.err:
+            if ra.code != 0 and "state is locked" in ra.err:
                 other += 1
                 details.append("the apply failed on the lease: %r" % ra)
+            elif "was lost" in ra.err:
+                other += 1
+                details.append("the apply lost its lease while it held it: %r" % ra)
             try:
                 wait_for(lambda: self.watch_counts(fake, n_jobs)[0]["missing"] == 0, 120,
                          "every job's second attempt to be active")
