@@ -1010,7 +1010,7 @@ static void attempt_done(struct xfer *x, CURLcode res)
 			finish_uncertain(x, cause);
 			goto done;
 		}
-		if (curl_connect_failed(res))
+		if (curl_connect_failed(res) && r->retry != GCP_RETRY_ONCE)
 			warn_connect(x, res, now);
 		snprintf(why, sizeof(why), "%s", curl_easy_strerror(res));
 		retry_later(x, now, why, -1);

@@ -156,10 +156,13 @@ class WatchNotify(FakeTestCase):
         s.close()
         names = ["a", "b", "c", "d", "e", "f"]
         self.jobs_succeed(names, "notify:\n  - urlEnv: HOOK\n    on: [succeeded]\n", env)
+        leases = self.repo.lease_log()
         t0 = time.time()
         r = self.repo.vx("watch", self.repo.dir, "-once", env=env, timeout=60)
         self.assertEqual(r.code, 0, r)
         self.assertLess(time.time() - t0, 10.0, r)
+        # Nothing but notifications to do: no lease was taken for them.
+        self.assertEqual(self.repo.lease_log(), leases)
         lines = [without_time(l) for l in r.out.splitlines() if " notify: " in l]
         self.assertEqual(len(lines), 1, r.out)
         self.assertTrue(lines[0].startswith("notify: job.a: succeeded to notify[0] not delivered: POST notify[0]: "),
