@@ -366,8 +366,15 @@ done:
 	return rc;
 }
 
-/* Carries the plan out and follows the jobs: the exit code. */
-/* The Stack's notify: targets hear what this apply saw and did, once each. */
+/* Notifications wait at most this long per apply: a dead receiver costs one try. */
+#define APPLY_NOTIFY_BUDGET_MS 30000
+
+/*
+ * The Stack's notify: targets, recorded as applied, hear what this apply saw
+ * and did, once each. The lease is given back before the first request (a
+ * slow receiver holds up no other apply); each delivery is recorded under
+ * the lease taken for that write alone.
+ */
 static void apply_notify(struct applying *ap, struct vx_ctx *ctx)
 {
 	struct notify_outbox *ob = NULL;
@@ -376,17 +383,22 @@ static void apply_notify(struct applying *ap, struct vx_ctx *ctx)
 	struct vx_err err = VX_ERR_INIT;
 
 	memset(&rep, 0, sizeof(rep));
+	if (applying_targets(ap, &err) < 0) {
+		cmd_report(&err, NULL);
+		vx_err_release(&err);
+	}
 	if (!ap->ws.st->nnotify)
 		return;
 	if (notify_outbox_new(&ob) < 0 || applying_events(ap, vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS, &events) < 0)
 		cmd_error("apply: notifications: out of memory");
-	else if (applying_notify(ap, ob, &events, 20, &rep, &err) < 0)
+	else if (applying_notify(ap, NULL, ob, &events, 20, APPLY_NOTIFY_BUDGET_MS, &rep, &err) < 0)
 		cmd_report(&err, NULL);
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct notify_outcome *o = &rep.items[i];
 
-		printf("notify: %s %s to notify[%zu]: %s%s\n", o->address ? o->address : "", o->event, o->target,
-		       o->sent ? "delivered" : o->dropped ? "dropped: " : "not delivered: ", o->why ? o->why : "");
+		printf("notify: %s %s to notify[%zu]: %s%s%s\n", o->address ? o->address : "", o->event, o->target,
+		       o->sent ? "delivered" : o->dropped ? "dropped: " : "not delivered: ",
+		       o->sent && o->why ? "; " : "", o->why ? o->why : "");
 	}
 	notify_report_release(&rep);
 	notify_list_release(&events);
@@ -394,6 +406,7 @@ static void apply_notify(struct applying *ap, struct vx_ctx *ctx)
 	vx_err_release(&err);
 }
 
+/* Carries the plan out and follows the jobs: the exit code. */
 static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_ctx *ctx, struct vx_err *err)
 {
 	const struct apply_result *res = &ap->res;
@@ -477,6 +490,8 @@ static int apply_exec(const struct cmd_args *args)
 	a.ao.ci = &a.ci;
 	a.ao.parallelism = a.parallelism;
 	a.ao.lock_timeout_ms = a.lock_timeout;
+	a.ao.getenv = cmd_getenv;
+	a.ao.notify_loopback = cmd_notify_loopback();
 	if (apply_prepare(&ap, &a, &ctx, &err) < 0)
 		goto done;
 	rc = apply_carry_out(&ap, &a, &ctx, &err);

@@ -145,6 +145,11 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug);
  */
 void cmd_ctx_time_limit(struct vx_ctx *ctx);
 
+/* Whether VX_NOTIFY_ALLOW_LOOPBACK=1 lets notifications go to this machine
+ * (127.0.0.0/8, ::1, localhost): 1 or 0. */
+int cmd_notify_loopback(void);
+/* getenv, as the notify targets' variables are read (applying_opts.getenv). */
+const char *cmd_getenv(const char *name);
 /* VX_LEASE_SECONDS (the state lease; short ones are for tests) into *out in ms,
  * 0 when unset; -1 after saying why when it is not 1 to 86400 seconds. */
 int cmd_lease_from_env(const char *cmd, int64_t *out);

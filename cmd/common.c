@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "reconcile/notify.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
@@ -536,6 +537,18 @@ void cmd_done(int rc)
 	if (VX_LEAK_CHECKED)
 		return;
 	exit(rc);
+}
+
+const char *cmd_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+int cmd_notify_loopback(void)
+{
+	const char *v = getenv(NOTIFY_LOOPBACK_ENV);
+
+	return v && !strcmp(v, "1");
 }
 
 int cmd_lease_from_env(const char *cmd, int64_t *out)

@@ -11,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
+#include "reconcile/notify.h"
 #include "reconcile/stack.h"
 #include "util/diag.h"
 #include "util/err.h"
@@ -42,6 +43,21 @@ static const char *plural(size_t n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
+/* Targets on this machine are sent nothing without VX_NOTIFY_ALLOW_LOOPBACK=1: said, not refused. */
+static void warn_loopback(const struct stack *st)
+{
+	for (size_t i = 0; i < st->nnotify; i++) {
+		struct notify_url nu;
+
+		if (!st->notify[i].url || notify_url_parse(&nu, st->notify[i].url) || !nu.loopback ||
+		    cmd_notify_loopback())
+			continue;
+		fprintf(stderr, "%s:%u:%u: warning: notify[%zu].url: a target on this machine (loopback): nothing is "
+			"sent to it unless " NOTIFY_LOOPBACK_ENV "=1 is in the environment of vx watch and vxapply\n",
+			st->d.file ? st->d.file : st->dir, st->notify[i].line, st->notify[i].col, i);
+	}
+}
+
 /* Validates one directory; returns an exit code. */
 static int validate_dir(const char *dir, int annotate)
 {
@@ -61,6 +77,7 @@ static int validate_dir(const char *dir, int annotate)
 		code = VX_EXIT_ERROR;
 	} else {
 		cmd_print_warnings(&st->warnings);
+		warn_loopback(st);
 		printf("stack %s: %zu %s, %zu %s, %zu %s: valid\n", st->name, st->njobs,
 		       plural(st->njobs, "job", "jobs"), st->nreservations,
 		       plural(st->nreservations, "reservation", "reservations"), st->nquotas,

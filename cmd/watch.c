@@ -17,6 +17,7 @@
 #include "reconcile/spec.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/file.h"
 #include "workflow/ci.h"
 #include "workflow/watch.h"
 
@@ -118,17 +119,35 @@ static void line(void *ud, const char *kind, const char *address, const char *ms
 	vx_buf_release(&b);
 }
 
-/* The metrics in Prometheus text format (0.0.4). */
-static int metrics_text(struct vx_buf *b, const struct watcher *wr, struct watch *w)
+/* The APIs vx_watch_api_errors_total counts: each from the start, at 0, as
+ * Prometheus asks of a labelled counter (a series that appears only at its
+ * first error breaks rate() and alerts on it). */
+static const char *const metric_apis[] = { "aiplatform", "compute", "cloudquotas", "storage", "oauth", "webhook" };
+#define METRIC_APIS (sizeof(metric_apis) / sizeof(metric_apis[0]))
+
+static int api_errors_text(struct vx_buf *b, struct watch *w)
 {
 	const char *apis[8];
-	uint64_t errs[8];
+	uint64_t errs[8], all[METRIC_APIS];
 	size_t napis = watch_api_errors(w, apis, errs, 8);
 	int rc = vx_buf_adds(b, "# HELP vx_watch_api_errors_total Requests that failed, by API (no answer, or "
 				"401, 403, 429, 5xx after retries).\n# TYPE vx_watch_api_errors_total counter\n");
 
-	for (size_t i = 0; i < napis && rc == 0; i++)
-		rc = vx_buf_printf(b, "vx_watch_api_errors_total{service=\"%s\"} %" PRIu64 "\n", apis[i], errs[i]);
+	memset(all, 0, sizeof(all));
+	for (size_t i = 0; i < napis; i++)
+		for (size_t k = 0; k < METRIC_APIS; k++)
+			if (!strcmp(apis[i], metric_apis[k]))
+				all[k] += errs[i];
+	for (size_t k = 0; k < METRIC_APIS && rc == 0; k++)
+		rc = vx_buf_printf(b, "vx_watch_api_errors_total{service=\"%s\"} %" PRIu64 "\n", metric_apis[k], all[k]);
+	return rc;
+}
+
+/* The metrics in Prometheus text format (0.0.4). */
+static int metrics_text(struct vx_buf *b, const struct watcher *wr, struct watch *w)
+{
+	int rc = api_errors_text(b, w);
+
 	if (rc == 0)
 		rc = vx_buf_adds(b, "# HELP vx_watch_jobs The stack's live jobs by state, as last listed.\n"
 				    "# TYPE vx_watch_jobs gauge\n");
@@ -162,24 +181,21 @@ static int metrics_text(struct vx_buf *b, const struct watcher *wr, struct watch
 	return rc;
 }
 
-/* Written to FILE.tmp, then renamed over FILE: a reader never sees half of it. */
+/*
+ * Written whole or not at all (util/file.h: a new temporary file created
+ * exclusively, then renamed over FILE), so a reader never sees half of it
+ * and nothing planted at a fixed temporary name (a symlink) is followed.
+ */
 static void write_metrics(struct watcher *wr, struct watch *w)
 {
 	struct vx_buf b = VX_BUF_INIT;
-	char *tmp = vx_asprintf("%s.tmp", wr->metrics);
-	FILE *f = NULL;
-	int ok = 0;
+	struct vx_err err = VX_ERR_INIT;
 
-	if (tmp && metrics_text(&b, wr, w) == 0 && (f = fopen(tmp, "w"))) {
-		ok = fwrite(b.data, 1, b.len, f) == b.len;
-		ok = (fclose(f) == 0) && ok && rename(tmp, wr->metrics) == 0;
-	}
-	if (!ok) {
-		line(wr, "warn", NULL, "cannot write the metrics file");
-		if (tmp)
-			unlink(tmp);
-	}
-	free(tmp);
+	if (metrics_text(&b, wr, w) < 0)
+		line(wr, "warn", NULL, "cannot write the metrics file: out of memory");
+	else if (vx_file_put(wr->metrics, b.data, b.len, 0, &err) < 0)
+		line(wr, "warn", NULL, vx_err_msg(&err));
+	vx_err_release(&err);
 	vx_buf_release(&b);
 }
 
@@ -349,6 +365,8 @@ static int watch_exec(const struct cmd_args *args)
 	wo.follow = wr.follow;
 	wo.ci = &ci;
 	wo.test_pause = wr.test_pause;
+	wo.getenv = cmd_getenv;
+	wo.notify_loopback = cmd_notify_loopback();
 	if (cmd_lease_from_env("watch", &wo.lease_ms) < 0 || cmd_inflight_from_env("watch", &wo.inflight_ms) < 0)
 		goto done;
 	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {

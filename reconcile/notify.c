@@ -4,6 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <strings.h>
+
+#include <curl/curl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -203,11 +208,83 @@ static int add_mrkdwn(struct vx_buf *b, const char *s)
 	return rc;
 }
 
+/* Slack's limits: a section's text object holds 3,000 characters, a message
+ * 50 blocks (api.slack.com, Block Kit reference). Over them Slack refuses the
+ * whole message, so a long message is cut to them here; the json format
+ * always carries it whole. */
+#define SLACK_TEXT_MAX 3000
+#define SLACK_BLOCKS_MAX 50
+#define SLACK_CUT_NOTE "\n_(cut to Slack's limits: the json format carries the whole message)_"
+
+static int slack_section(struct vx_buf *b, const char *text, size_t len, int *nblocks)
+{
+	char *t = strndup(text, len);
+	int rc;
+
+	if (!t)
+		return VX_ENOMEM;
+	rc = vx_buf_adds(b, *nblocks ? ",{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":"
+				     : "{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":");
+	if (rc == 0 && (rc = vx_buf_add_json_str(b, t)) == 0)
+		rc = vx_buf_adds(b, "}}");
+	free(t);
+	(*nblocks)++;
+	return rc;
+}
+
+/* Where to cut s (len bytes) at most max bytes in: not inside a UTF-8
+ * character nor inside an entity add_mrkdwn wrote (&amp; &lt; &gt;). Bytes
+ * are counted, never fewer than Slack's characters. */
+static size_t slack_cut(const char *s, size_t len, size_t max)
+{
+	size_t n = len < max ? len : max;
+
+	if (n == len)
+		return n;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	for (size_t k = 1; k <= 4 && k <= n; k++) {
+		if (s[n - k] == ';')
+			break;
+		if (s[n - k] == '&')
+			return n - k;
+	}
+	return n;
+}
+
+/* The message in code blocks, one section each, within what blocks are left. */
+static int slack_message(struct vx_buf *b, const char *m, size_t len, int *nblocks, int room)
+{
+	struct vx_buf sec = VX_BUF_INIT;
+	size_t off = 0;
+	int rc = 0;
+
+	while (off < len && rc == 0) {
+		int last = room <= 1;
+		size_t max = SLACK_TEXT_MAX - 6 - (last ? strlen(SLACK_CUT_NOTE) : 0);
+		size_t n = slack_cut(m + off, len - off, max);
+
+		vx_buf_reset(&sec);
+		if ((rc = vx_buf_adds(&sec, "```")) || (rc = vx_buf_add(&sec, m + off, n)) ||
+		    (rc = vx_buf_adds(&sec, "```")))
+			break;
+		off += n;
+		if (last && off < len && (rc = vx_buf_adds(&sec, SLACK_CUT_NOTE)))
+			break;
+		rc = slack_section(b, sec.data, sec.len, nblocks);
+		room--;
+		if (last)
+			break;
+	}
+	vx_buf_release(&sec);
+	return rc;
+}
+
 static int body_slack(struct vx_buf *b, const struct notify_event *ev, const char *id,
 		      const char *console, const char *when)
 {
-	struct vx_buf head = VX_BUF_INIT, facts = VX_BUF_INIT;
-	int rc;
+	struct vx_buf head = VX_BUF_INIT, facts = VX_BUF_INIT, msg = VX_BUF_INIT, tail = VX_BUF_INIT;
+	int rc, nblocks = 0;
 
 	if ((rc = headline(&head, ev)))
 		goto done;
@@ -221,21 +298,35 @@ static int body_slack(struct vx_buf *b, const struct notify_event *ev, const cha
 		goto done;
 	if (ev->cls && ((rc = vx_buf_adds(&facts, "\nclass: ")) || (rc = add_mrkdwn(&facts, ev->cls))))
 		goto done;
-	if (ev->message && ((rc = vx_buf_adds(&facts, "\n```")) || (rc = add_mrkdwn(&facts, ev->message)) ||
-			    (rc = vx_buf_adds(&facts, "```"))))
+	if (ev->message && (rc = add_mrkdwn(&msg, ev->message)))
 		goto done;
-	if (console && ((rc = vx_buf_adds(&facts, "\n<")) || (rc = add_mrkdwn(&facts, console)) ||
-			(rc = vx_buf_adds(&facts, "|Open in the Cloud Console>"))))
+	if (console && ((rc = vx_buf_adds(&tail, "<")) || (rc = add_mrkdwn(&tail, console)) ||
+			(rc = vx_buf_adds(&tail, "|Open in the Cloud Console>\n"))))
 		goto done;
-	if ((rc = vx_buf_printf(&facts, "\n%s · %s", when, id)))
+	if ((rc = vx_buf_printf(&tail, "%s · %s", when, id)))
 		goto done;
 	if ((rc = vx_buf_adds(b, "{\"text\":")) || (rc = add_str(b, head.data)) ||
-	    (rc = vx_buf_adds(b, ",\"blocks\":[{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":")) ||
-	    (rc = vx_buf_add_json_str(b, facts.data)) || (rc = vx_buf_adds(b, "}}]}")))
+	    (rc = vx_buf_adds(b, ",\"blocks\":[")))
 		goto done;
+	if (facts.len + (ev->message ? msg.len + 7 : 0) + 1 + tail.len <= SLACK_TEXT_MAX) {
+		/* All in one section, as most events are. */
+		if ((ev->message && ((rc = vx_buf_adds(&facts, "\n```")) ||
+				     (msg.len && (rc = vx_buf_add(&facts, msg.data, msg.len))) ||
+				     (rc = vx_buf_adds(&facts, "```")))) ||
+		    (rc = vx_buf_addc(&facts, '\n')) || (rc = vx_buf_add(&facts, tail.data, tail.len)) ||
+		    (rc = slack_section(b, facts.data, facts.len, &nblocks)))
+			goto done;
+	} else if ((rc = slack_section(b, facts.data, facts.len, &nblocks)) ||
+		   (rc = slack_message(b, msg.data ? msg.data : "", msg.len, &nblocks, SLACK_BLOCKS_MAX - 2)) ||
+		   (rc = slack_section(b, tail.data, tail.len, &nblocks))) {
+		goto done;
+	}
+	rc = vx_buf_adds(b, "]}");
 done:
 	vx_buf_release(&head);
 	vx_buf_release(&facts);
+	vx_buf_release(&msg);
+	vx_buf_release(&tail);
 	return rc;
 }
 
@@ -381,4 +472,111 @@ int notify_collect(struct notify_list *out, const struct plan *p, const char *st
 			return rc;
 	}
 	return 0;
+}
+
+/* ---- where a notification may go ---- */
+
+/* Whether host (as CURLU gives it: brackets around IPv6) is this machine. */
+static int host_loopback(const char *host, size_t n)
+{
+	char ip[64];
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if ((n == 9 && !strncasecmp(host, "localhost", 9)) ||
+	    (n > 10 && !strncasecmp(host + n - 10, ".localhost", 10)))
+		return 1;
+	if (n >= sizeof(ip))
+		return 0;
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		size_t m = strcspn(host + 1, "%]"); /* an IPv6 zone id is not part of the address */
+
+		memcpy(ip, host + 1, m);
+		ip[m] = '\0';
+		if (inet_pton(AF_INET6, ip, &a6) != 1)
+			return 0;
+		return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	}
+	memcpy(ip, host, n);
+	ip[n] = '\0';
+	/* libcurl writes an IPv4 address in its dotted form (127.1 and 0x7f.1 become
+	 * 127.0.0.1); a name that only starts with digits is no address. */
+	return inet_pton(AF_INET, ip, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+static int has_part(CURLU *h, CURLUPart what)
+{
+	char *v = NULL;
+	int has = curl_url_get(h, what, &v, 0) == CURLUE_OK && v && *v;
+
+	curl_free(v);
+	return has;
+}
+
+const char *notify_url_parse(struct notify_url *out, const char *u)
+{
+	CURLU *h = curl_url();
+	char *scheme = NULL, *host = NULL;
+	const char *why = NULL;
+	size_t n;
+	int https;
+
+	memset(out, 0, sizeof(*out));
+	if (!h)
+		return "out of memory";
+	if (!u || curl_url_set(h, CURLUPART_URL, u, 0) != CURLUE_OK ||
+	    curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+		why = "not a URL";
+		goto done;
+	}
+	https = !strcasecmp(scheme, "https");
+	if (!https && strcasecmp(scheme, "http")) {
+		why = "not an https:// URL";
+		goto done;
+	}
+	if (has_part(h, CURLUPART_USER) || has_part(h, CURLUPART_PASSWORD) || has_part(h, CURLUPART_OPTIONS)) {
+		why = "credentials in the URL (user:password@): vx sends none";
+		goto done;
+	}
+	if (curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host) {
+		why = "no host in the URL";
+		goto done;
+	}
+	n = strlen(host);
+	while (n > 1 && host[n - 1] == '.')
+		n--;
+	out->loopback = host_loopback(host, n);
+	out->slack = n == 15 && !strncasecmp(host, "hooks.slack.com", 15);
+	out->query = has_part(h, CURLUPART_QUERY);
+	if (!https && !out->loopback)
+		why = "plain http:// to another machine: use https://";
+done:
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(h);
+	return why;
+}
+
+static int digest_add(struct vx_buf *b, const char *s)
+{
+	return vx_buf_add(b, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+int notify_target_digest(char out[NOTIFY_TARGET_LEN + 1], const struct stack_notify *t)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char hex[VX_SHA256_HEX_LEN + 1];
+	int rc;
+
+	if ((rc = digest_add(&b, "vx-notify-target-1")) || (rc = digest_add(&b, t->url_env ? "urlEnv" : "url")) ||
+	    (rc = digest_add(&b, t->url_env ? t->url_env : t->url)) || (rc = digest_add(&b, t->secret_env)) ||
+	    (rc = vx_buf_printf(&b, "%d/%u", t->format, t->on)) || (rc = vx_buf_addc(&b, '\0')))
+		goto done;
+	if ((rc = vx_digest_sha256_hex(hex, b.data, b.len)))
+		goto done;
+	memcpy(out, hex, NOTIFY_TARGET_LEN);
+	out[NOTIFY_TARGET_LEN] = '\0';
+done:
+	vx_buf_release(&b);
+	return rc;
 }

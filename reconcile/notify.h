@@ -125,6 +125,36 @@ int notify_secret_key(unsigned char **out, size_t *out_len, const char *secret,
 int notify_signature(char **out, const unsigned char *key, size_t key_len, const char *id,
 		     int64_t timestamp, const char *body, size_t body_len, struct vx_err *err) VX_WUR;
 
+/* ---- Where a notification may go ---- */
+
+/* A webhook URL as libcurl's URL API (CURLU) parses it, which is how it is sent. */
+struct notify_url {
+	int loopback;      /* the host is this machine: 127.0.0.0/8, ::1 (or a v4-mapped
+			    * 127/8), localhost or a name under .localhost */
+	int query;         /* it has a query string */
+	int slack;         /* the host is hooks.slack.com (any case, trailing dots) */
+};
+
+/*
+ * Whether u may be posted to at all: a URL libcurl parses, https (or http
+ * to this machine), with a host and without userinfo (user:password@, which
+ * libcurl would send as Basic auth). NULL with *out filled, or what is
+ * wrong (a static sentence that never quotes u, which may be a secret).
+ * Hosts are compared as parsed, case-insensitively, without trailing dots;
+ * a name is never resolved.
+ */
+const char *notify_url_parse(struct notify_url *out, const char *u);
+
+/* The variable that lets vx post to this machine (notify_url.loopback). */
+#define NOTIFY_LOOPBACK_ENV "VX_NOTIFY_ALLOW_LOOPBACK"
+
+/* The digest that names a target as applied (the state's notifyTargets):
+ * 32 lowercase hex of a hash of its url or urlEnv, format, secretEnv and
+ * on, so a change to any of them is a target not applied yet. */
+#define NOTIFY_TARGET_LEN 32
+struct stack_notify;
+int notify_target_digest(char out[NOTIFY_TARGET_LEN + 1], const struct stack_notify *t) VX_WUR;
+
 /* ---- Which events a plan shows ---- */
 
 struct plan;
@@ -168,12 +198,24 @@ int notify_delivery_key(char out[NOTIFY_KEY_LEN + 1], const char *id, const stru
 
 /*
  * Where a sender learns what was delivered (the state, shared by every
- * watcher and apply of the stack) and reads the environment.
+ * watcher and apply of the stack) and reads the environment (the command's:
+ * library code never calls getenv).
+ *
+ * record is called right after each delivery (a 2xx answer) or drop, one
+ * at a time, so a process killed between two deliveries has recorded the
+ * first. 0: recorded; VX_ENOMEM stops the sending; another negative code
+ * means it could not be recorded now (the lease is another's, the write
+ * failed): the delivery stands, the outbox remembers it so this process
+ * does not send it again, and the next call records it.
  */
 struct notify_sink {
 	int (*delivered)(void *ud, const char *key);                 /* 1: already sent */
-	int (*record)(void *ud, const char *key, int64_t at_ms);      /* 0 or VX_ENOMEM */
+	int (*record)(void *ud, const char *key, int64_t at_ms);
 	const char *(*getenv)(void *ud, const char *name);
+	/* How long the sender may still spend this call (ms), or NULL: no limit.
+	 * Each request's timeout is cut to it; at 0 nothing more is sent. */
+	int64_t (*time_left)(void *ud);
+	int allow_loopback;      /* VX_NOTIFY_ALLOW_LOOPBACK=1: targets on this machine may be posted to */
 	void *ud;
 };
 
@@ -184,6 +226,7 @@ struct notify_outcome {
 	const char *address;
 	size_t target;           /* index into the Stack's notify */
 	int sent;                /* 1: a 2xx answer */
+	int unrecorded;          /* sent, but not recorded in the state yet (why says why) */
 	int dropped;             /* 1: given up (attempts spent, or a target that cannot be used) */
 	char *why;               /* owned: the failure in words, or NULL */
 };
@@ -202,14 +245,21 @@ void notify_report_release(struct notify_report *r);
 int notify_outbox_new(struct notify_outbox **out) VX_WUR;
 void notify_outbox_free(struct notify_outbox *ob);
 
+/* Whether a delivery has something to do at now_ms (1): it is not waiting
+ * for a backoff, or it was sent by this process and waits to be recorded. */
+int notify_outbox_due(const struct notify_outbox *ob, const char *key, int64_t now_ms);
+
 /*
  * Sends each event to each of the Stack's targets whose `on` names it and
  * that the sink has not recorded, at most max_sends requests, each one try
- * (a 2xx answer is delivered: recorded; anything else is tried again at the
- * next call after a backoff of 30 s doubling to 30 min, and dropped after 12
- * tries or a day). A target whose URL or secret variable is unset or bad is
- * reported, not sent to. Signs with Standard Webhooks when the target has a
- * secret. Never fails for a delivery: 0, or VX_ENOMEM.
+ * (a 2xx answer is delivered: recorded at once; anything else is tried
+ * again at the next call after a backoff of 30 s doubling to 30 min, and
+ * dropped after 12 tries or a day). A target that failed once is not tried
+ * again in the same call, so a dead or hung receiver costs one try (at most
+ * its timeout, 10 s) per call. A target whose URL or secret variable is
+ * unset or bad, or on this machine without sink->allow_loopback, is
+ * reported, not sent to. Signs with Standard Webhooks when the target has
+ * a secret. Never fails for a delivery: 0, or VX_ENOMEM.
  */
 int notify_send(struct notify_report *rep, struct notify_outbox *ob, struct provider *p,
 		const struct stack *st, const struct notify_list *events, const struct notify_sink *sink,

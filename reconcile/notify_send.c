@@ -19,6 +19,7 @@
 #include "util/digest.h"
 
 #define TRY_FIRST_MS (30 * 1000)
+#define TRY_TIMEOUT_MS (10 * 1000)
 #define TRY_MAX_MS (30 * 60 * 1000)
 #define TRY_MAX 12
 #define TRY_FOR_MS (24 * 3600 * 1000)
@@ -26,6 +27,7 @@
 
 struct retry {
 	char key[NOTIFY_KEY_LEN + 1];
+	int sent;               /* delivered, but not recorded in the state yet */
 	int tries;
 	int64_t first_ms;
 	int64_t next_ms;
@@ -112,21 +114,33 @@ int notify_delivery_key(char out[NOTIFY_KEY_LEN + 1], const char *id, const stru
 	return 0;
 }
 
-/* Whether a URL from the environment may be posted to: https, or http to this machine. */
-static int url_ok(const char *u)
+int notify_outbox_due(const struct notify_outbox *ob, const char *key, int64_t now_ms)
 {
-	if (!strncmp(u, "https://", 8))
-		return u[8] && u[8] != '/';
-	if (strncmp(u, "http://", 7))
-		return 0;
-	u += 7;
-	return !strncmp(u, "127.", 4) || !strncmp(u, "localhost:", 10) || !strncmp(u, "localhost/", 10) ||
-	       !strcmp(u, "localhost") || !strncmp(u, "[::1]", 5);
+	for (size_t i = 0; i < ob->n; i++)
+		if (!strcmp(ob->items[i].key, key))
+			return ob->items[i].sent || ob->items[i].next_ms <= now_ms;
+	return 1;
+}
+
+/* Why the target's URL may not be posted to now (owned), or NULL. */
+static char *url_refused(const struct stack_notify *t, const char *url, const struct notify_sink *sink)
+{
+	struct notify_url nu;
+	const char *bad = notify_url_parse(&nu, url);
+	const char *what = t->url_env ? t->url_env : "url";
+
+	if (bad)
+		return vx_asprintf("%s: %s", what, bad);
+	if (nu.loopback && !sink->allow_loopback)
+		return vx_asprintf("%s: a target on this machine (loopback): nothing is sent to it unless "
+				   NOTIFY_LOOPBACK_ENV "=1 is in vx's environment", what);
+	return NULL;
 }
 
 /* One request: 0 and *status, or a failure in *why (owned). */
 static int post_one(struct provider *p, const struct stack_notify *t, size_t ti, const struct notify_event *ev,
-		    const char *id, const struct notify_sink *sink, int64_t now_ms, long *status, char **why)
+		    const char *id, const struct notify_sink *sink, int64_t now_ms, int64_t timeout_ms, long *status,
+		    char **why)
 {
 	struct vx_buf body = VX_BUF_INIT;
 	struct vx_err err = VX_ERR_INIT;
@@ -144,10 +158,8 @@ static int post_one(struct provider *p, const struct stack_notify *t, size_t ti,
 		*why = vx_asprintf("%s is not set", t->url_env);
 		goto done;
 	}
-	if (t->url_env && !url_ok(url)) {
-		*why = vx_asprintf("%s does not hold an https:// URL", t->url_env);
+	if ((*why = url_refused(t, url, sink)))
 		goto done;
-	}
 	if (t->secret_env && !(secret = sink->getenv(sink->ud, t->secret_env))) {
 		*why = vx_asprintf("%s is not set (the target is signed: nothing is sent unsigned)", t->secret_env);
 		goto done;
@@ -182,6 +194,7 @@ static int post_one(struct provider *p, const struct stack_notify *t, size_t ti,
 	req.body = body.data;
 	req.body_len = body.len;
 	req.content_type = "application/json";
+	req.timeout_ms = timeout_ms;
 	if (p->post_webhook(p, &req, status, &err) < 0)
 		*why = vx_strdup(vx_err_msg(&err));
 	else if (*status < 200 || *status > 299)
@@ -239,7 +252,8 @@ static int after_failure(struct notify_outbox *ob, const struct notify_sink *sin
 	if (r->tries >= TRY_MAX || now_ms - r->first_ms >= TRY_FOR_MS) {
 		retry_drop(ob, r);
 		*dropped = 1;
-		return sink->record(sink->ud, key, now_ms);
+		/* Not recorded now: the next process may try it once more, no harm. */
+		return sink->record(sink->ud, key, now_ms) == VX_ENOMEM ? VX_ENOMEM : 0;
 	}
 	for (int i = 1; i < r->tries && wait < TRY_MAX_MS; i++)
 		wait *= 2;
@@ -247,10 +261,58 @@ static int after_failure(struct notify_outbox *ob, const struct notify_sink *sin
 	return 0;
 }
 
+/* After a 2xx: recorded at once; when that cannot be done now, kept in the
+ * outbox as sent (not sent again by this process) for the next call. */
+static int after_success(struct notify_report *rep, struct notify_outbox *ob, const struct notify_sink *sink,
+			 const char *key, const struct notify_event *ev, size_t ti, int64_t now_ms)
+{
+	struct retry *r = retry_find(ob, key);
+	int rc = sink->record(sink->ud, key, now_ms);
+	char *why = NULL;
+
+	if (rc == VX_ENOMEM)
+		return rc;
+	if (rc == 0 && r)
+		retry_drop(ob, r);
+	if (rc < 0) {
+		if (!r && !(r = retry_add(ob, key, now_ms)))
+			return VX_ENOMEM;
+		r->sent = 1;
+		if (!(why = vx_strdup("not recorded in the state yet (the lease was another's or the write "
+				      "failed): recorded at the next cycle")))
+			return VX_ENOMEM;
+	}
+	if ((rc = report_add(rep, key, ev, ti, 1, 0, why)) < 0)
+		return rc;
+	rep->items[rep->n - 1].unrecorded = why != NULL;
+	return 0;
+}
+
+/* A delivery this process made but could not record: recorded now if it can be. */
+static int record_again(struct notify_outbox *ob, const struct notify_sink *sink, struct retry *r, int64_t now_ms)
+{
+	int rc = sink->record(sink->ud, r->key, now_ms);
+
+	if (rc == VX_ENOMEM)
+		return rc;
+	if (rc == 0)
+		retry_drop(ob, r);
+	return 0;
+}
+
+/* How long the next request may take: its own 10 s, cut to what is left of the call. */
+static int64_t try_timeout(const struct notify_sink *sink)
+{
+	int64_t left = sink->time_left ? sink->time_left(sink->ud) : TRY_TIMEOUT_MS;
+
+	return left < TRY_TIMEOUT_MS ? left : TRY_TIMEOUT_MS;
+}
+
 int notify_send(struct notify_report *rep, struct notify_outbox *ob, struct provider *p,
 		const struct stack *st, const struct notify_list *events, const struct notify_sink *sink,
 		int64_t now_ms, size_t max_sends, struct vx_err *err)
 {
+	uint64_t failed = 0; /* the targets that failed this call: not tried again in it */
 	size_t sends = 0;
 	int rc = 0;
 
@@ -263,10 +325,12 @@ int notify_send(struct notify_report *rep, struct notify_outbox *ob, struct prov
 			break;
 		for (size_t ti = 0; ti < st->nnotify && rc == 0; ti++) {
 			const struct stack_notify *t = &st->notify[ti];
+			uint64_t bit = ti < 64 ? (uint64_t)1 << ti : 0;
 			char key[NOTIFY_KEY_LEN + 1];
 			struct retry *r;
 			long status = 0;
 			char *why = NULL;
+			int64_t timeout;
 			int dropped;
 
 			if (!(t->on & ev->kind))
@@ -274,21 +338,24 @@ int notify_send(struct notify_report *rep, struct notify_outbox *ob, struct prov
 			if ((rc = notify_delivery_key(key, id, t)) < 0 || sink->delivered(sink->ud, key))
 				continue;
 			r = retry_find(ob, key);
-			if ((r && r->next_ms > now_ms) || sends >= max_sends || !p->post_webhook) {
+			if (r && r->sent) {
+				rc = record_again(ob, sink, r, now_ms);
+				continue;
+			}
+			timeout = try_timeout(sink);
+			if ((r && r->next_ms > now_ms) || sends >= max_sends || !p->post_webhook || (failed & bit) ||
+			    timeout <= 0) {
 				rep->pending++;
 				continue;
 			}
 			sends++;
-			if ((rc = post_one(p, t, ti, ev, id, sink, now_ms, &status, &why)) < 0)
+			if ((rc = post_one(p, t, ti, ev, id, sink, now_ms, timeout, &status, &why)) < 0)
 				break;
 			if (!why) {
-				if (r)
-					retry_drop(ob, r);
-				if ((rc = sink->record(sink->ud, key, now_ms)) < 0 ||
-				    (rc = report_add(rep, key, ev, ti, 1, 0, NULL)) < 0)
-					break;
+				rc = after_success(rep, ob, sink, key, ev, ti, now_ms);
 				continue;
 			}
+			failed |= bit;
 			if ((rc = after_failure(ob, sink, key, now_ms, &dropped)) < 0) {
 				free(why);
 				break;

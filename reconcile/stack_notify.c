@@ -38,36 +38,31 @@ static int env_name_valid(const char *s)
 	return 1;
 }
 
-/* What is wrong with a URL written in the stack, or NULL when it may stay there. */
+/*
+ * What is wrong with a URL written in the stack, or NULL when it may stay
+ * there. Parsed as libcurl parses it to send it (reconcile/notify.h), so
+ * the host checked is the host posted to.
+ */
 static const char *url_problem(const char *u)
 {
-	const char *host, *end, *at;
+	struct notify_url nu;
+	const char *why;
 
-	if (!strncmp(u, "https://", 8))
-		host = u + 8;
-	else if (!strncmp(u, "http://", 7))
-		host = u + 7;
-	else
-		return "not an https:// URL";
-	end = host + strcspn(host, "/?#");
-	at = memchr(host, '@', (size_t)(end - host));
-	if (at)
-		return "credentials in the URL (user:password@): put the URL in the environment and name it with urlEnv";
-	if (end == host)
-		return "no host in the URL";
-	if (strchr(u, '?'))
-		return "a query string, where webhook URLs carry their tokens: put the URL in the "
-		       "environment and name it with urlEnv";
-	if ((size_t)(end - host) == 15 && !strncmp(host, "hooks.slack.com", 15))
-		return "a Slack webhook URL, whose path is its secret: put it in the environment and name "
-		       "it with urlEnv";
-	if (strspn(u, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/%@!$&'()*+,;=[]") !=
+	if (strspn(u, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/%@!$&'()*+,;=[]?#") !=
 	    strlen(u))
 		return "characters a URL may not hold";
-	/* Plain http only to this machine, as for the Google endpoints. */
-	if (host == u + 7 && strncmp(host, "127.", 4) && strncmp(host, "localhost", 9) &&
-	    strncmp(host, "[::1]", 5))
-		return "plain http:// to another machine: use https://";
+	if ((why = notify_url_parse(&nu, u))) {
+		if (!strncmp(why, "credentials", 11))
+			return "credentials in the URL (user:password@): put the URL in the environment and name "
+			       "it with urlEnv";
+		return why;
+	}
+	if (nu.query)
+		return "a query string, where webhook URLs carry their tokens: put the URL in the "
+		       "environment and name it with urlEnv";
+	if (nu.slack)
+		return "a Slack webhook URL, whose path is its secret: put it in the environment and name "
+		       "it with urlEnv";
 	return NULL;
 }
 

@@ -176,6 +176,9 @@ void state_release(struct state *st)
 	for (i = 0; i < st->nreleased; i++)
 		free(st->released[i]);
 	free(st->released);
+	for (i = 0; i < st->nnotify_targets; i++)
+		free(st->notify_targets[i]);
+	free(st->notify_targets);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -797,4 +800,72 @@ int state_journal_remove(struct state *st, const char *address)
 		return 0;
 	}
 	return VX_ENOTFOUND;
+}
+
+/* 32 lowercase hex: a notify target's digest (reconcile/notify.h). */
+static int notify_target_ok(const char *d)
+{
+	size_t n = d ? strlen(d) : 0;
+
+	if (n != 32)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((d[i] >= '0' && d[i] <= '9') || (d[i] >= 'a' && d[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+int state_notify_target_has(const struct state *st, const char *digest)
+{
+	return digest && st->nnotify_targets &&
+	       bsearch(&digest, st->notify_targets, st->nnotify_targets, sizeof(*st->notify_targets), cmp_str) != NULL;
+}
+
+int state_notify_targets_set(struct state *st, const char *const *digests, size_t n, int *changed)
+{
+	char **next = NULL;
+	size_t m = 0, k = 0;
+	int rc = 0;
+
+	*changed = 0;
+	if (n > STATE_MAX_NOTIFY_TARGETS)
+		return VX_EINVAL;
+	if (n && !(next = calloc(n, sizeof(*next))))
+		return VX_ENOMEM;
+	for (m = 0; m < n; m++) {
+		if (!notify_target_ok(digests[m])) {
+			rc = VX_EINVAL;
+			goto fail;
+		}
+		if (!(next[m] = strdup(digests[m]))) {
+			rc = VX_ENOMEM;
+			goto fail;
+		}
+	}
+	if (m)
+		qsort(next, m, sizeof(*next), cmp_str);
+	/* Unique: a target written twice is one target. */
+	for (size_t i = 0; i < m; i++) {
+		if (k && !strcmp(next[i], next[k - 1])) {
+			free(next[i]);
+			continue;
+		}
+		next[k++] = next[i];
+	}
+	*changed = k != st->nnotify_targets;
+	for (size_t i = 0; i < k && !*changed; i++)
+		*changed = strcmp(next[i], st->notify_targets[i]) != 0;
+	for (size_t i = 0; i < st->nnotify_targets; i++)
+		free(st->notify_targets[i]);
+	free(st->notify_targets);
+	st->notify_targets = k ? next : NULL;
+	st->nnotify_targets = k;
+	if (!k)
+		free(next);
+	return 0;
+fail:
+	for (size_t i = 0; i < m; i++)
+		free(next[i]);
+	free(next);
+	return rc;
 }

@@ -229,6 +229,16 @@ struct state {
 	 */
 	char **released;
 	size_t nreleased;
+	/*
+	 * The Stack's notify targets as last applied (by vxapply, or a watcher
+	 * with -sync): each target's digest (reconcile/notify.h,
+	 * notify_target_digest), sorted, unique. A watcher sends only to
+	 * declared targets whose digest is here, so a commit not applied cannot
+	 * point notifications elsewhere. Written ("notifyTargets") only when
+	 * not empty: absent and empty mean no target applied.
+	 */
+	char **notify_targets;
+	size_t nnotify_targets;
 };
 
 struct state_notified {
@@ -239,7 +249,7 @@ struct state_notified {
 #define STATE_MAX_NOTIFIED 10000
 #define STATE_NOTIFIED_KEEP_MS ((int64_t)7 * 24 * 3600 * 1000)
 
-#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0 }
+#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0 }
 
 /* Whether key is among st's delivered notifications. */
 int state_notified_has(const struct state *st, const char *key);
@@ -249,6 +259,18 @@ int state_notified_has(const struct state *st, const char *key);
  * 0, VX_EINVAL for a key that is not one, or VX_ENOMEM.
  */
 int state_notified_add(struct state *st, const char *key, int64_t at_ms) VX_WUR;
+
+#define STATE_MAX_NOTIFY_TARGETS 64
+
+/* Whether digest is among st's applied notify targets. */
+int state_notify_target_has(const struct state *st, const char *digest);
+/*
+ * Replaces st's applied notify targets with the n digests given (32
+ * lowercase hex each, any order; kept sorted and unique). *changed: 1 when
+ * the set differs from what st held. 0, VX_EINVAL (a digest that is none,
+ * or more than STATE_MAX_NOTIFY_TARGETS), VX_ENOMEM.
+ */
+int state_notify_targets_set(struct state *st, const char *const *digests, size_t n, int *changed) VX_WUR;
 
 #define STATE_MAX_RELEASED 10000
 

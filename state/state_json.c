@@ -484,6 +484,21 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 		if (rc < 0)
 			goto oom;
 	}
+	if (st->nnotify_targets) {
+		arr = cJSON_CreateArray();
+		for (i = 0; arr && i < st->nnotify_targets; i++) {
+			cJSON *n = cJSON_CreateString(st->notify_targets[i]);
+
+			if (!n || !cJSON_AddItemToArray(arr, n)) {
+				cJSON_Delete(n);
+				goto oom;
+			}
+		}
+		rc = add_item(o, "notifyTargets", arr);
+		arr = NULL;
+		if (rc < 0)
+			goto oom;
+	}
 	arr = cJSON_CreateArray();
 	for (i = 0; arr && i < st->njournal; i++) {
 		cJSON *j = intent_json(&st->journal[i]);
@@ -1194,19 +1209,44 @@ static int released_from(const cJSON *o, struct state *st, struct vx_err *err)
 	return 0;
 }
 
+/* "notifyTargets": the notify targets applied (optional: written only when there are some). */
+static int notify_targets_from(const cJSON *o, struct state *st, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "notifyTargets"), *c;
+	const char *d[STATE_MAX_NOTIFY_TARGETS];
+	size_t n = 0;
+	int changed, rc;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsArray(v))
+		return vx_err_set(err, VX_EINVAL, "notifyTargets: expected an array");
+	for (c = v->child; c; c = c->next, n++) {
+		if (n >= STATE_MAX_NOTIFY_TARGETS)
+			return vx_err_set(err, VX_EINVAL, "notifyTargets: more than %d entries", STATE_MAX_NOTIFY_TARGETS);
+		if (!cJSON_IsString(c))
+			return vx_err_set(err, VX_EINVAL, "notifyTargets[%zu]: expected a string", n);
+		d[n] = c->valuestring;
+	}
+	if ((rc = state_notify_targets_set(st, d, n, &changed)) == VX_EINVAL)
+		return vx_err_set(err, rc, "notifyTargets: each is 32 lowercase hex digits (a target's digest)");
+	return rc < 0 ? vx_err_set(err, rc, "out of memory") : 0;
+}
+
 static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
 {
 	/* "salt" and "leaseRef" are optional: states written before them have
 	 * none (records last). */
 	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
-					    "journal", "salt", "leaseRef", "notified", "released", "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, F_REQ };
+					    "journal", "salt", "leaseRef", "notified", "released", "notifyTargets",
+					    "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, 0, F_REQ };
 	const cJSON *v, *c;
 	int64_t version, serial;
 	size_t n, i;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 11 : 10, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 12 : 11, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = get_int(o, "", "version", 0, 1000, &version, err)) < 0)
@@ -1255,7 +1295,8 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 			return rc;
 		st->njournal = i + 1;
 	}
-	if ((rc = notified_from(o, st, err)) < 0 || (rc = released_from(o, st, err)) < 0)
+	if ((rc = notified_from(o, st, err)) < 0 || (rc = released_from(o, st, err)) < 0 ||
+	    (rc = notify_targets_from(o, st, err)) < 0)
 		return rc;
 	if (!with_records)
 		return 0;

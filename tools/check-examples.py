@@ -13,7 +13,8 @@ systemd units (*.service):
     and an EnvironmentFile= (credentials, webhook variables);
   * NoNewPrivileges=yes, ProtectSystem=strict, PrivateTmp=yes, and
     ReadWritePaths= that name the WorkingDirectory and the directory of the
-    -metrics file (ProtectSystem=strict makes everything else read-only).
+    -metrics file (ProtectSystem=strict makes everything else read-only), the
+    latter optional (-PATH) unless a StateDirectory= creates it.
 Dockerfiles (a file named Dockerfile):
   * multi-stage: the first FROM is `... AS build`, the last is debian:12-slim
     (or debian:bookworm-slim), the build stage runs make;
@@ -127,17 +128,29 @@ def check_unit(path, text, problems):
             bad("Service", "%s=%s, not %s" % (key, want, last(key)))
     if last("ProtectSystem") != "strict":
         bad("Service", "ProtectSystem=strict, not %s" % last("ProtectSystem"))
-    writable = [p.lstrip("-") for v in svc.get("ReadWritePaths", []) for p in v.split()]
+    raw_writable = [p for v in svc.get("ReadWritePaths", []) for p in v.split()]
+    writable = [p.lstrip("-") for p in raw_writable]
+    state_dirs = ["/var/lib/" + p for v in svc.get("StateDirectory", []) for p in v.split()]
     need = []
     if wd and wd.startswith("/"):
         need.append(("the WorkingDirectory", wd))
     if "-metrics" in argv[:-1]:
         need.append(("the -metrics file's directory",
                      os.path.dirname(argv[argv.index("-metrics") + 1]) or wd))
+    def under(p, w):
+        return p == w or p.startswith(w.rstrip("/") + "/")
+
     for what, p in need:
-        if not any(p == w or p.startswith(w.rstrip("/") + "/") for w in writable):
+        if not any(under(p, w) for w in writable):
             bad("Service", "ReadWritePaths= does not name %s %s (ProtectSystem=strict makes it "
                 "read-only)" % (what, p))
+        elif what.startswith("the -metrics") and not any(under(p, d) for d in state_dirs) and \
+                not any(under(p, w.lstrip("-")) and w.startswith("-") for w in raw_writable):
+            # Another package's directory (node_exporter's textfile collector): a path
+            # ReadWritePaths= names that does not exist stops the unit from starting.
+            bad("Service", "ReadWritePaths= names the -metrics file's directory %s without '-' "
+                "(optional), and no StateDirectory= creates it: the unit fails to start where it "
+                "does not exist" % p)
 
 
 # ---- Dockerfiles -----------------------------------------------------------

@@ -24,6 +24,8 @@ PKGS="$PKGS python3-jsonschema"
 # jq and nodejs: tests/ci/test_watch_issues.py runs the watch recipes' issue keeping (GitLab's in
 # sh with curl and jq, GitHub's github-script in node) against fake APIs on loopback.
 PKGS="$PKGS jq nodejs"
+# prometheus: its promtool checks the metrics file of vx watch (tests/e2e/test_watch.py).
+PKGS="$PKGS prometheus"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

@@ -247,7 +247,7 @@ int applying_lock(struct applying *ap, const struct applying_opts *opts, const s
 				  "and in CI vx applies only committed configuration: commit them first",
 				  ws->config_changes);
 	memset(&lo, 0, sizeof(lo));
-	lo.operation = "apply";
+	lo.operation = opts->operation ? opts->operation : "apply";
 	lo.lease_ms = opts->lease_ms;
 	lo.timeout_ms = opts->lock_timeout_ms;
 	lo.on_wait = on_lock_wait;
@@ -449,20 +449,94 @@ int applying_wait(struct applying *ap, int until_done, int64_t poll_ms, const st
 	return rc;
 }
 
-static int sink_delivered(void *ud, const char *key)
+/* How long to wait for the lease to record one delivery: short, since a
+ * delivery not recorded now is recorded by the next call. */
+#define RECORD_LOCK_WAIT_MS 3000
+
+/* applying_notify's sink: the state loaded under the lease, then each
+ * delivery recorded under the lease taken for that write alone. */
+struct recorder {
+	struct applying *ap;
+	int64_t until_mono;         /* the budget's end (vx_mono_ms), 0: none */
+	int busy;                   /* a record failed: none more is tried in this call */
+};
+
+static int rec_delivered(void *ud, const char *key)
 {
-	return state_notified_has(ud, key);
+	struct recorder *r = ud;
+
+	return state_notified_has(&r->ap->ws.state, key);
 }
 
-static int sink_record(void *ud, const char *key, int64_t at_ms)
+/* Takes the lease, adds key to the state as it is now, writes it, gives the lease back. */
+static int record_one(struct applying *ap, const char *key, int64_t at_ms, struct vx_err *err)
 {
-	return state_notified_add(ud, key, at_ms);
+	struct state fresh = STATE_INIT;
+	struct state_lock_opts lo;
+	struct vx_err e = VX_ERR_INIT;
+	char *msg = NULL;
+	int rc;
+
+	memset(&lo, 0, sizeof(lo));
+	lo.operation = ap->opts && ap->opts->operation ? ap->opts->operation : "apply";
+	lo.lease_ms = ap->opts ? ap->opts->lease_ms : 0;
+	lo.timeout_ms = RECORD_LOCK_WAIT_MS;
+	if ((rc = state_lock_acquire(ap->ws.backend, &lo, err)) < 0)
+		return rc;
+	if ((rc = state_load(ap->ws.backend, &fresh, err)) < 0)
+		goto done;
+	if ((rc = state_notified_add(&fresh, key, at_ms)) < 0) {
+		rc = vx_err_set(err, rc, "recording %s: %s", key, rc == VX_ENOMEM ? "out of memory" : "not a key");
+		goto done;
+	}
+	if (!(msg = vx_asprintf("vx notify: delivered %s\n", key))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = state_write(ap->ws.backend, &fresh, msg, err);
+done:
+	if (state_lock_drop(ap->ws.backend, &e) < 0 && ap->ws.ev && ap->ws.ev->problem)
+		ap->ws.ev->problem(ap->ws.ev->ud, "releasing the state lock", &e);
+	vx_err_release(&e);
+	free(msg);
+	state_release(&fresh);
+	return rc;
 }
 
-static const char *sink_getenv(void *ud, const char *name)
+static int rec_record(void *ud, const char *key, int64_t at_ms)
 {
-	(void)ud;
-	return getenv(name);
+	struct recorder *r = ud;
+	struct applying *ap = r->ap;
+	struct vx_err e = VX_ERR_INIT;
+	int rc;
+
+	/* In memory first: nothing recorded is sent twice by this call. */
+	if ((rc = state_notified_add(&ap->ws.state, key, at_ms)) < 0)
+		return rc == VX_ENOMEM ? rc : 0;
+	if (r->busy)
+		return VX_ECONFLICT;
+	rc = record_one(ap, key, at_ms, &e);
+	if (rc < 0) {
+		r->busy = 1;
+		if (rc != VX_ECONFLICT && rc != VX_ENOMEM && ap->ws.ev && ap->ws.ev->problem)
+			ap->ws.ev->problem(ap->ws.ev->ud, "recording a notification delivered", &e);
+	}
+	vx_err_release(&e);
+	return rc;
+}
+
+static const char *rec_getenv(void *ud, const char *name)
+{
+	struct recorder *r = ud;
+
+	return r->ap->opts && r->ap->opts->getenv ? r->ap->opts->getenv(name) : NULL;
+}
+
+static int64_t rec_time_left(void *ud)
+{
+	struct recorder *r = ud;
+
+	return r->until_mono ? r->until_mono - vx_mono_ms(r->ap->ws.ctx) : INT64_MAX;
 }
 
 /* The resubmissions the apply made: the state's current run is the attempt planned. */
@@ -507,30 +581,52 @@ int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *o
 	return rc;
 }
 
-int applying_notify(struct applying *ap, struct notify_outbox *ob, const struct notify_list *events,
-		    size_t max_sends, struct notify_report *rep, struct vx_err *err)
+int applying_targets(struct applying *ap, struct vx_err *err)
 {
-	struct notify_sink sink = { sink_delivered, sink_record, sink_getenv, &ap->ws.state };
-	size_t recorded = 0;
+	const struct stack *st = ap->ws.st;
+	char digests[16][NOTIFY_TARGET_LEN + 1];
+	const char *d[16];
+	size_t n = 0, off = 0;
+	char list[16 * 12];
 	char *msg;
-	int rc;
+	int changed = 0, rc;
 
-	memset(rep, 0, sizeof(*rep));
-	if (!ap->ws.st->nnotify || !events->n)
+	for (size_t i = 0; i < st->nnotify && i < 16; i++, n++) {
+		if ((rc = notify_target_digest(digests[i], &st->notify[i])) < 0)
+			return vx_err_set(err, rc, "out of memory");
+		d[i] = digests[i];
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%snotify[%zu]", i ? ", " : "", i);
+	}
+	if ((rc = state_notify_targets_set(&ap->ws.state, d, n, &changed)) < 0)
+		return vx_err_set(err, rc, "recording the notify targets: %s", rc == VX_ENOMEM ? "out of memory" : "bad digest");
+	if (!changed)
 		return 0;
-	if ((rc = notify_send(rep, ob, ap->ws.prov, ap->ws.st, events, &sink, vx_now_ms(ap->ws.ctx), max_sends,
-			      err)) < 0)
-		return rc;
-	for (size_t i = 0; i < rep->n; i++)
-		recorded += rep->items[i].sent || rep->items[i].dropped;
-	if (!recorded)
-		return 0;
-	/* What was delivered (or dropped) is recorded before the lease is given back. */
-	if (!(msg = vx_asprintf("vx notify: %zu notification%s recorded\n", recorded, recorded == 1 ? "" : "s")))
+	msg = n ? vx_asprintf("vx notify: targets applied: %s\n", list) : vx_strdup("vx notify: no target applied\n");
+	if (!msg)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	rc = state_write(ap->ws.backend, &ap->ws.state, msg, err);
 	free(msg);
-	return rc < 0 ? vx_err_wrap(err, "recording the notifications sent") : 0;
+	return rc < 0 ? vx_err_wrap(err, "recording the notify targets applied") : 0;
+}
+
+int applying_notify(struct applying *ap, const struct stack *targets, struct notify_outbox *ob,
+		    const struct notify_list *events, size_t max_sends, int64_t budget_ms,
+		    struct notify_report *rep, struct vx_err *err)
+{
+	struct recorder r = { ap, budget_ms > 0 ? vx_mono_ms(ap->ws.ctx) + budget_ms : 0, 0 };
+	struct notify_sink sink = { rec_delivered, rec_record, rec_getenv, rec_time_left, 0, &r };
+	const struct stack *st = targets ? targets : ap->ws.st;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!st || !st->nnotify || !events->n)
+		return 0;
+	sink.allow_loopback = ap->opts && ap->opts->notify_loopback;
+	/* The lease is given back before any receiver is asked: a slow or dead one
+	 * must not hold up an apply. */
+	if (state_lock_held(ap->ws.backend) && (rc = state_lock_drop(ap->ws.backend, err)) < 0)
+		return vx_err_wrap(err, "giving the state lease back before notifying");
+	return notify_send(rep, ob, ap->ws.prov, st, events, &sink, vx_now_ms(ap->ws.ctx), max_sends, err);
 }
 
 void applying_close(struct applying *ap)

@@ -43,6 +43,7 @@ struct live_job;
 struct notify_list;
 struct notify_outbox;
 struct notify_report;
+struct stack;
 struct state_lock;
 struct vx_ctx;
 
@@ -79,6 +80,12 @@ struct applying_opts {
 	 * first state ref update (git), which takes the lease. 0: none. */
 	int test_pause;
 	int keep_policy;            /* apply_options.keep_policy: vx watch without -sync */
+	/* What the lease names as its holder's operation: "apply" (NULL) or "watch". */
+	const char *operation;
+	/* The command's environment, for the notify targets' urlEnv and secretEnv
+	 * (the command reads it; library code never calls getenv). NULL: empty. */
+	const char *(*getenv)(const char *name);
+	int notify_loopback;        /* VX_NOTIFY_ALLOW_LOOPBACK=1: targets on this machine may be posted to */
 };
 
 struct applying {
@@ -179,13 +186,25 @@ int applying_wait(struct applying *ap, int until_done, int64_t poll_ms, const st
  */
 int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *out) VX_WUR;
 /*
- * Sends events to the Stack's notify: targets, each once (at most max_sends
- * requests; ob remembers backoffs between calls), records what was
- * delivered or dropped in the state and writes it, under the lease. *rep
- * (release it) says what happened. 0, or the state write's error.
+ * Records the Stack's notify targets as applied (the state's notifyTargets,
+ * reconcile/notify.h): what a watcher may send to. Written under the lease,
+ * in its own commit when they changed; nothing when they did not.
  */
-int applying_notify(struct applying *ap, struct notify_outbox *ob, const struct notify_list *events,
-		    size_t max_sends, struct notify_report *rep, struct vx_err *err) VX_WUR;
+int applying_targets(struct applying *ap, struct vx_err *err) VX_WUR;
+/*
+ * Sends events to targets (NULL: the Stack's notify targets), each once, at
+ * most max_sends requests in at most budget_ms (0: no limit), ob
+ * remembering backoffs between calls. The lease is given back first: a
+ * receiver, however slow, never holds it. Each delivery is recorded in the
+ * state as soon as its receiver answered 2xx, under the lease taken for
+ * that one write (a short wait; when another holds it, the delivery is
+ * recorded by the next call, and ob keeps this process from sending it
+ * again). *rep (release it) says what happened. 0, or an error giving the
+ * lease back.
+ */
+int applying_notify(struct applying *ap, const struct stack *targets, struct notify_outbox *ob,
+		    const struct notify_list *events, size_t max_sends, int64_t budget_ms,
+		    struct notify_report *rep, struct vx_err *err) VX_WUR;
 
 /* Gives the lease back (after a fence refused: only if still ours), closes
  * the workspace and frees everything; ap is zeroed. */

@@ -34,8 +34,11 @@
 const char *const watch_job_states[8] = { "queued", "pending", "running", "succeeded",
 					  "failed", "cancelled", "other", "unseen" };
 
-/* Notifications sent per cycle at most, so a backlog never holds the lease long. */
+/* Notifications sent per cycle at most, and the time they may take: a backlog
+ * or a hung receiver delays the next cycle by this much at most (the lease is
+ * not held meanwhile). */
 #define NOTIFY_PER_CYCLE 20
+#define NOTIFY_BUDGET_MS 30000
 
 /* Something told once: "address|what" until it no longer holds. */
 struct told {
@@ -84,6 +87,7 @@ struct watch {
 	size_t idle_jobs[8];        /* that cycle's jobs_by_state */
 	int64_t deadline_ms;        /* the look's earliest deadline so far */
 	int untold;                 /* the look saw something not told yet: the locked plan tells it */
+	int notify_due;             /* the look found deliveries to try, and nothing else to do */
 };
 
 struct quota_news {
@@ -360,18 +364,27 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 
 /* ---- notifications ---- */
 
-/* Whether some event of events still waits for a target that wants it. */
-static int undelivered(const struct stack *st, const struct state *state, const struct notify_list *events)
+/*
+ * Notes in w->notify_due whether some event of events still waits for a
+ * target that wants it and may be tried now (not waiting for its backoff),
+ * or was sent and waits to be recorded. Returns 0: deliveries need no lease
+ * (the cycle notifies without it when it has nothing else to do).
+ */
+static int undelivered(struct watch *w, const struct state *state, const struct notify_list *events)
 {
-	for (size_t e = 0; e < events->n; e++)
-		for (size_t t = 0; t < st->nnotify; t++) {
+	const struct stack *st = &w->targets;
+	int64_t now = vx_now_ms(w->ctx);
+
+	w->notify_due = 0;
+	for (size_t e = 0; e < events->n && !w->notify_due; e++)
+		for (size_t t = 0; t < st->nnotify && !w->notify_due; t++) {
 			char id[NOTIFY_ID_LEN + 1], key[NOTIFY_KEY_LEN + 1];
 
 			if (!(st->notify[t].on & events->items[e].kind))
 				continue;
 			if (notify_event_id(id, &events->items[e]) < 0 || notify_delivery_key(key, id, &st->notify[t]) < 0 ||
-			    !state_notified_has(state, key))
-				return 1;
+			    (!state_notified_has(state, key) && notify_outbox_due(w->outbox, key, now)))
+				w->notify_due = 1;
 		}
 	return 0;
 }
@@ -428,11 +441,12 @@ done:
 	notify_list_release(&all);
 }
 
+/* After the lease is given back (applying_notify): each delivery recorded as it succeeds. */
 static int send_notifications(struct watch *w, struct applying *ap, struct notify_list *events,
 			      struct watch_result *res, struct vx_err *err)
 {
 	struct notify_report rep;
-	int rc = applying_notify(ap, w->outbox, events, NOTIFY_PER_CYCLE, &rep, err);
+	int rc = applying_notify(ap, &w->targets, w->outbox, events, NOTIFY_PER_CYCLE, NOTIFY_BUDGET_MS, &rep, err);
 
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct notify_outcome *o = &rep.items[i];
@@ -440,7 +454,7 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 		if (o->sent)
 			res->notified++;
 		say(w, "notify", o->address, "%s: %s to notify[%zu]%s%s%s", o->address ? o->address : "",
-		    o->event, o->target, o->sent ? " delivered" : o->dropped ? " dropped: " : " not delivered: ",
+		    o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: " : " not delivered: ",
 		    o->why ? o->why : "", o->sent || o->dropped ? "" : " (tried again later)");
 	}
 	notify_report_release(&rep);
@@ -629,8 +643,14 @@ static void targets_release(struct watch *w)
 	w->targets.name = NULL;
 }
 
-/* Keeps the Stack's name and notify: targets of a stack that loaded. */
-static void keep_targets(struct watch *w, const struct stack *st)
+/*
+ * Keeps the Stack's name and notify: targets of a stack that loaded, as far
+ * as they were applied: a target whose digest the state does not hold (new,
+ * or changed since vxapply) is kept with no event (on = 0, so its index
+ * stays) and told once. A commit not applied never points notifications
+ * elsewhere.
+ */
+static void keep_targets(struct watch *w, const struct stack *st, const struct state *state)
 {
 	struct stack_notify *t = st->nnotify ? calloc(st->nnotify, sizeof(*t)) : NULL;
 	char *name = vx_strdup(st->name);
@@ -641,10 +661,19 @@ static void keep_targets(struct watch *w, const struct stack *st)
 		return;
 	}
 	for (size_t i = 0; i < st->nnotify; i++) {
+		char d[NOTIFY_TARGET_LEN + 1] = "", what[64];
+
 		t[i] = st->notify[i];
 		t[i].url = vx_strdup(st->notify[i].url);
 		t[i].url_env = vx_strdup(st->notify[i].url_env);
 		t[i].secret_env = vx_strdup(st->notify[i].secret_env);
+		if (notify_target_digest(d, &st->notify[i]) == 0 && state_notify_target_has(state, d))
+			continue;
+		t[i].on = 0;
+		snprintf(what, sizeof(what), "target|%.32s", d);
+		if (!told_once(w, what))
+			say(w, "unapplied", NULL, "notify[%zu]: declared but not applied (a new or changed notify "
+			    "target); waiting for vxapply", i);
 	}
 	targets_release(w);
 	w->targets.notify = t;
@@ -654,8 +683,9 @@ static void keep_targets(struct watch *w, const struct stack *st)
 
 static const char *err_getenv(void *ud, const char *name)
 {
-	(void)ud;
-	return getenv(name);
+	struct watch *w = ud;
+
+	return w->o.getenv ? w->o.getenv(name) : NULL;
 }
 
 static int err_delivered(void *ud, const char *key)
@@ -680,7 +710,7 @@ static void note_error(struct watch *w, const char *msg)
 	struct notify_list l = { NULL, 0 };
 	struct notify_event ev;
 	struct notify_report rep;
-	struct notify_sink sink = { err_delivered, err_record, err_getenv, w };
+	struct notify_sink sink = { err_delivered, err_record, err_getenv, NULL, w->o.notify_loopback, w };
 	struct vx_err e = VX_ERR_INIT;
 	char key[24];
 
@@ -863,7 +893,7 @@ static void idle_arm(struct watch *w, struct workspace *ws, const struct plan *p
 	int64_t until = w->deadline_ms;
 
 	if (!w->live || ws->st->state.backend != STACK_BACKEND_GIT || ws->st->state.remote || w->nnews ||
-	    w->pending.n || !ws->backend)
+	    w->pending.n || !ws->backend || w->notify_due)
 		return;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
@@ -964,7 +994,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
 	planned = 1;
-	keep_targets(w, ws.st);
+	keep_targets(w, ws.st, &ws.state);
 	count_jobs(res, &ws.store.jobs);
 	if (pl.planner.plan.errors.n) {
 		on_diags(w, &pl.planner.plan.errors);
@@ -984,7 +1014,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
-	*need = *need || refreshed || ws.migrated || undelivered(ws.st, &ws.state, &events);
+	*need = *need || refreshed || ws.migrated || undelivered(w, &ws.state, &events);
 	if (!*need && files_ok) {
 		told_turn(&w->told);
 		told_turn(&w->pending);
@@ -1040,34 +1070,40 @@ static void account_run(struct watch *w, struct applying *ap, struct watch_resul
 	}
 }
 
-/* Under the lease: plan again as things are now, and do what is authorised. */
-static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
+/* The options of a cycle's apply: vxapply's steps, as a watcher takes them. */
+static void act_opts(struct watch *w, struct applying_opts *ao, const struct applying_events *aev)
 {
-	struct applying ap;
-	struct planning_opts po, lock_po;
-	struct applying_events aev = { .progress = on_progress, .ud = w };
-	struct applying_opts ao;
-	struct notify_list events = { NULL, 0 };
-	int64_t now;
+	memset(ao, 0, sizeof(*ao));
+	ao->ev = aev;
+	ao->ci = w->o.ci;
+	ao->parallelism = w->o.parallelism;
+	ao->lease_ms = w->o.lease_ms;
+	ao->inflight_ms = w->o.inflight_ms;
+	ao->lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
+	ao->test_pause = w->o.test_pause;
+	ao->operation = "watch";
+	ao->getenv = w->o.getenv;
+	ao->notify_loopback = w->o.notify_loopback;
+	ao->keep_policy = !w->o.sync;
+}
+
+/*
+ * Takes the lease (locked) or only loads the state (a cycle whose only work
+ * is notifications needs no lease: each delivery's record takes it for its
+ * own write). 1 when the lease is another's (the cycle is skipped, said).
+ */
+static int act_lock(struct watch *w, struct applying *ap, const struct applying_opts *ao, int locked,
+		    struct watch_result *res, struct vx_err *err)
+{
+	struct planning_opts lock_po;
 	int rc;
 
-	memset(&po, 0, sizeof(po));
-	po.refresh = 1;
-	lock_po = po;
-	lock_po.refresh = 0; /* no prefetch: the watcher's reader lists */
-	memset(&ao, 0, sizeof(ao));
-	ao.ev = &aev;
-	ao.ci = w->o.ci;
-	ao.parallelism = w->o.parallelism;
-	ao.lease_ms = w->o.lease_ms;
-	ao.inflight_ms = w->o.inflight_ms;
-	ao.lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
-	ao.test_pause = w->o.test_pause;
-	ao.keep_policy = !w->o.sync;
-	applying_init(&ap);
-	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
-		goto done;
-	rc = applying_lock(&ap, &ao, &lock_po, err);
+	memset(&lock_po, 0, sizeof(lock_po)); /* no prefetch: the watcher's reader lists */
+	if (!locked) {
+		ap->opts = ao;
+		return workspace_load_state(&ap->ws, err);
+	}
+	rc = applying_lock(ap, ao, &lock_po, err);
 	if (rc == VX_ECONFLICT) {
 		const char *m = vx_err_msg(err), *advice = strstr(m, "; lock id ");
 
@@ -1077,29 +1113,68 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 		say(w, "skip", NULL, "skipped: %.*s; the next cycle tries again", advice ? (int)(advice - m) : (int)strlen(m),
 		    m);
 		vx_err_release(err);
-		rc = 0;
+		return 1;
+	}
+	return rc;
+}
+
+/* Under the lease: the refresh recorded, what is authorised carried out. */
+static int act_apply(struct watch *w, struct applying *ap, const struct applying_opts *ao,
+		     const struct planning_opts *po, struct watch_result *res, struct vx_err *err)
+{
+	int rc;
+
+	if ((rc = applying_record(ap, po, err)) < 0)
+		return rc;
+	if (ap->refreshed) {
+		res->acted = 1;
+		say_recorded(w, ap->refresh_summary);
+	}
+	if (planning_has_changes(&ap->pl)) {
+		if ((rc = applying_run(ap, ao, err)) < 0)
+			return rc;
+		account_run(w, ap, res);
+	}
+	/* -sync applies the whole declaration, its notify targets too. */
+	return w->o.sync ? applying_targets(ap, err) : 0;
+}
+
+/*
+ * Plan again as things are now and, under the lease (locked), do what is
+ * authorised; then, the lease given back, notify. Without locked, only
+ * notify: nothing else was found to do.
+ */
+static int act(struct watch *w, struct watch_result *res, int locked, struct vx_err *err)
+{
+	struct applying ap;
+	struct planning_opts po;
+	struct applying_events aev = { .progress = on_progress, .ud = w };
+	struct applying_opts ao;
+	struct notify_list events = { NULL, 0 };
+	int rc;
+
+	memset(&po, 0, sizeof(po));
+	po.refresh = 1;
+	act_opts(w, &ao, &aev);
+	applying_init(&ap);
+	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
+		goto done;
+	if ((rc = act_lock(w, &ap, &ao, locked, res, err)) != 0) {
+		rc = rc > 0 ? 0 : rc;
 		goto done;
 	}
-	if (rc < 0 || (rc = use_reader(w, &ap.ws, err)) < 0 || (rc = applying_plan(&ap, &ao, &po, err)) < 0)
+	if ((rc = use_reader(w, &ap.ws, err)) < 0 || (rc = applying_plan(&ap, &ao, &po, err)) < 0)
 		goto done;
 	if (ap.pl.planner.plan.errors.n) {
 		on_diags(w, &ap.pl.planner.plan.errors);
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
-	now = vx_now_ms(w->ctx);
-	(void)keep_authorised(w, &ap.pl.planner.plan, now, 0);
-	if ((rc = applying_record(&ap, &po, err)) < 0)
+	/* The locked plan tells; a notify-only cycle's plan (no lease) is quiet, as the look is. */
+	(void)keep_authorised(w, &ap.pl.planner.plan, vx_now_ms(w->ctx), !locked);
+	if (locked && (rc = act_apply(w, &ap, &ao, &po, res, err)) < 0)
 		goto done;
-	if (ap.refreshed) {
-		res->acted = 1;
-		say_recorded(w, ap.refresh_summary);
-	}
-	if (planning_has_changes(&ap.pl)) {
-		if ((rc = applying_run(&ap, &ao, err)) < 0)
-			goto done;
-		account_run(w, &ap, res);
-	}
+	keep_targets(w, ap.ws.st, &ap.ws.state);
 	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
@@ -1130,8 +1205,9 @@ int watch_cycle(struct watch *w, struct watch_result *res, struct vx_err *err)
 		memcpy(res->jobs_by_state, w->idle_jobs, sizeof(res->jobs_by_state));
 	} else if (rc == 0) {
 		rc = look(w, &need, res, followed, err);
-		if (rc == 0 && need && !vx_interrupted(w->ctx))
-			rc = act(w, res, err);
+		/* Only notifications to send: no lease (each delivery's record takes it). */
+		if (rc == 0 && !vx_interrupted(w->ctx) && (need || w->notify_due))
+			rc = act(w, res, need, err);
 	}
 	if (rc < 0)
 		idle_disarm(w);

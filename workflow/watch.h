@@ -11,7 +11,10 @@
  *    vxapply would decide them, a stockout's after its resubmit.delay;
  *  - adoptions and the creates of a killed apply's intents (journal);
  *  - recording what the refresh saw (terminal states, failure classes, times);
- *  - notifications (reconcile/notify.h), each delivered once.
+ *  - notifications (reconcile/notify.h), each delivered once, to the
+ *    targets vxapply applied (the state's notifyTargets), after the lease
+ *    is given back: each delivery is recorded as it succeeds, under the
+ *    lease taken for that write alone.
  * Anything whose declaration differs from what was applied (a new job, a
  * changed spec, a removal, a reservation resize, a quota change) is told
  * once per change ("declared but not applied; waiting for vxapply") and
@@ -49,6 +52,10 @@ struct watch_opts {
 	int64_t inflight_ms;        /* applying_opts.inflight_ms; 0 = the default */
 	int parallelism;            /* API calls at once when applying; 0 = 8 */
 	int test_pause;             /* applying_opts.test_pause (VX_TEST_PAUSE=before-send) */
+	/* The command's environment, for the notify targets' urlEnv and secretEnv
+	 * (library code never calls getenv). NULL: empty. */
+	const char *(*getenv)(const char *name);
+	int notify_loopback;        /* VX_NOTIFY_ALLOW_LOOPBACK=1: targets on this machine may be posted to */
 };
 
 /*

@@ -798,6 +798,11 @@ static void retry_later(struct xfer *x, int64_t now, const char *why, int64_t se
 	const char *method = req_method(x->req);
 	int64_t delay;
 
+	if (x->req->retry == GCP_RETRY_ONCE) {
+		note_retry_after(h, server_ms);
+		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: %s (not retried)", method, x->log_url, why));
+		return;
+	}
 	if (x->resp->attempts >= h->o.max_attempts) {
 		note_retry_after(h, server_ms);
 		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: giving up after %d attempts: %s",
@@ -1005,7 +1010,7 @@ static void attempt_done(struct xfer *x, CURLcode res)
 			finish_uncertain(x, cause);
 			goto done;
 		}
-		if (curl_connect_failed(res))
+		if (curl_connect_failed(res) && r->retry != GCP_RETRY_ONCE)
 			warn_connect(x, res, now);
 		snprintf(why, sizeof(why), "%s", curl_easy_strerror(res));
 		retry_later(x, now, why, -1);
@@ -1048,7 +1053,7 @@ static void attempt_done(struct xfer *x, CURLcode res)
 		       (status == 403 && ge.reason && (!strcmp(ge.reason, "rateLimitExceeded") ||
 						      !strcmp(ge.reason, "userRateLimitExceeded") ||
 						      !strcmp(ge.reason, "RATE_LIMIT_EXCEEDED")));
-	if (!retryable_status(status) && !rate_limited) {
+	if ((!retryable_status(status) && !rate_limited) || r->retry == GCP_RETRY_ONCE) {
 		finish(x, 0);
 		goto done;
 	}

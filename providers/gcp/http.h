@@ -23,6 +23,9 @@
  *   uncertain = 1 and the call returns VX_EUNCERTAIN; the caller resolves it
  *   by listing by labels. The message counts the sends: a 429 is a refusal,
  *   so a create can go out again after one.
+ * - a request marked GCP_RETRY_ONCE (a webhook) is sent once: a failure to
+ *   connect or a timeout is the call's error, any answer (5xx included) is
+ *   its response.
  * - a refused connection is retried; the first time for a host, a warning
  *   says so through ctx's log, with how long the retries may last.
  * - a 401 makes the layer invalidate the token and retry once with a fresh one.
@@ -74,6 +77,9 @@ enum gcp_retry {
 	GCP_RETRY_SAFE = 0,    /* reads and idempotent writes: retry on every retryable failure */
 	GCP_RETRY_NEVER,       /* non-idempotent create: never resend after it may have been sent */
 	GCP_RETRY_REQUEST_ID,  /* compute mutations carrying a requestId: retry with the same body */
+	GCP_RETRY_ONCE,        /* one try, whatever happens (a webhook: the caller backs off
+				* across cycles, so a dead receiver costs one timeout, not a
+				* backoff series); any answer is returned as it came */
 };
 
 struct gcp_request {

@@ -264,8 +264,9 @@ static int gcp_post_webhook(struct provider *p, const struct provider_webhook *r
 	r.headers = req->headers;
 	r.api = "webhook";
 	r.no_auth = 1;
-	/* Once: a second send is the next cycle's, after a backoff. */
-	r.retry = GCP_RETRY_NEVER;
+	/* Once, whatever happens: a second send is the next cycle's, after a
+	 * backoff, so a dead receiver costs one try (at most its timeout). */
+	r.retry = GCP_RETRY_ONCE;
 	r.rpc = "webhook";
 	r.timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : 10000;
 	r.log_name = req->log_name ? req->log_name : "webhook";

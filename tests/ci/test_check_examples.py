@@ -158,6 +158,13 @@ class CheckExamples(unittest.TestCase):
                          (1, "F: Service: ReadWritePaths= does not name the -metrics file's "
                              "directory /var/lib/prom (ProtectSystem=strict makes it read-only)\n",
                           ""))
+        # Another package's directory: optional, or created by the unit.
+        self.assertEqual(self.unit("ReadWritePaths=-/var/lib/prom\n", "ReadWritePaths=/var/lib/prom\n"),
+                         (1, "F: Service: ReadWritePaths= names the -metrics file's directory "
+                             "/var/lib/prom without '-' (optional), and no StateDirectory= creates it: "
+                             "the unit fails to start where it does not exist\n", ""))
+        self.assertEqual(self.unit("ReadWritePaths=-/var/lib/prom\n",
+                                   "ReadWritePaths=/var/lib/prom\nStateDirectory=prom\n"), (0, "", ""))
         # A parent directory covers it.
         self.assertEqual(self.unit("ReadWritePaths=/srv/config\n", "ReadWritePaths=/srv\n"),
                          (0, "", ""))

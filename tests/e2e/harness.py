@@ -134,6 +134,8 @@ class Fake:
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING": self.url + "/v2/",
             "CLOUDSDK_CONFIG": os.path.join(self.tmp, "gcloud-none"),
             "METADATA_SERVER_DETECTION": "none",
+            # The tests' webhook receivers listen on 127.0.0.1.
+            "VX_NOTIFY_ALLOW_LOOPBACK": "1",
             "NO_COLOR": "1",
             "HOME": self.tmp,
             "GIT_AUTHOR_NAME": "vx-e2e", "GIT_AUTHOR_EMAIL": "e2e@example.com",

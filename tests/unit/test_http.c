@@ -668,6 +668,37 @@ static void test_fence_checked_before_each_retry(void **state)
 	vx_err_release(&err);
 }
 
+/* A webhook: one try, whatever happens; any answer is returned as it came. */
+static void test_once_is_one_try(void **state)
+{
+	struct fx *f = *state;
+	struct httpd *gone = NULL;
+	struct gcp_request r = create_req(f, GCP_RETRY_ONCE);
+	struct gcp_response resp;
+	struct vx_err err = VX_ERR_INIT;
+	char dead[128];
+
+	open_http(f);
+	r.no_auth = 1;
+	httpd_respond(f->srv, 503, NULL, "{}", 0);
+	httpd_respond(f->srv, 200, NULL, "{}", 0);
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), 0);
+	assert_int_equal(resp.status, 503);
+	assert_int_equal(resp.uncertain, 0);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	gcp_response_release(&resp);
+	assert_int_equal(httpd_start(&gone), 0);
+	snprintf(dead, sizeof(dead), "%s/hook", httpd_url(gone));
+	httpd_stop(gone);
+	r.url = dead;
+	assert_int_equal(gcp_http_send(f->h, &r, &resp, &err), VX_ERETRY);
+	assert_int_equal(resp.attempts, 1);
+	assert_non_null(strstr(err.msg, "(not retried)"));
+	assert_null(strstr(vx_buf_str(&f->log), "retrying"));
+	gcp_response_release(&resp);
+	vx_err_release(&err);
+}
+
 static void test_connect_refused(void **state)
 {
 	struct fx *f = *state;
@@ -1285,6 +1316,7 @@ int main(void)
 		T(test_fence_stops_a_create_unsent),
 		T(test_fence_checked_before_each_retry),
 		T(test_connect_refused),
+		T(test_once_is_one_try),
 		T(test_request_id_and_safe_resend_after_drop),
 		T(test_safe_timeout_retried),
 		T(test_401_refreshes_once),

@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include <cJSON.h>
+
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
@@ -130,6 +132,73 @@ static void test_slack_body(void **unused)
 		"4606268999515242496?project=p1|Open in the Cloud Console>"
 		"\\n2026-11-18T11:06:40Z · evt_0123\"}}]}");
 	vx_buf_release(&b);
+}
+
+/* A long message (Vertex appends the log tail) is cut to Slack's limits: no
+ * text object over 3,000 characters, at most 50 blocks; json keeps it whole. */
+static void test_slack_body_long(void **unused)
+{
+	struct notify_event ev = gave_up();
+	struct vx_buf b = VX_BUF_INIT, want = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *m = malloc(200001), *x = malloc(2994), *y = malloc(507);
+	cJSON *o, *blocks, *bl;
+
+	(void)unused;
+	assert_non_null(m);
+	assert_non_null(x);
+	assert_non_null(y);
+	/* 3,500 characters, an '&' where the first cut falls: never cut inside "&amp;". */
+	memset(m, 'x', 2993);
+	m[2993] = '&';
+	memset(m + 2994, 'y', 506);
+	m[3500] = '\0';
+	memset(x, 'x', 2993);
+	x[2993] = '\0';
+	memset(y, 'y', 506);
+	y[506] = '\0';
+	ev.message = m;
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+	assert_int_equal(vx_buf_printf(&want,
+		"{\"text\":\"research: job.train gave up\",\"blocks\":["
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":\"*research: job.train gave up*"
+		"\\nrun 1, attempt 3, rung 2\\nstate: JOB_STATE_FAILED\\nclass: user-error\"}},"
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":\"```%s```\"}},"
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":\"```&amp;%s```\"}},"
+		"{\"type\":\"section\",\"text\":{\"type\":\"mrkdwn\",\"text\":"
+		"\"<https://console.cloud.google.com/ai/platform/locations/us-central1/training/"
+		"4606268999515242496?project=p1|Open in the Cloud Console>"
+		"\\n2026-11-18T11:06:40Z · evt_0123\"}}]}", x, y), 0);
+	assert_string_equal(b.data, want.data);
+	vx_buf_release(&b);
+	/* The json format carries all of it. */
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_JSON, &ev, "evt_0123", &err), 0);
+	o = cJSON_Parse(b.data);
+	assert_non_null(o);
+	assert_string_equal(cJSON_GetObjectItem(o, "message")->valuestring, m);
+	cJSON_Delete(o);
+	vx_buf_release(&b);
+	/* 200,000 characters: 50 blocks, each text within 3,000, the cut said. */
+	memset(m, 'z', 200000);
+	m[200000] = '\0';
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+	o = cJSON_Parse(b.data);
+	assert_non_null(o);
+	blocks = cJSON_GetObjectItem(o, "blocks");
+	assert_int_equal(cJSON_GetArraySize(blocks), 50);
+	cJSON_ArrayForEach(bl, blocks) {
+		const char *t = cJSON_GetObjectItem(cJSON_GetObjectItem(bl, "text"), "text")->valuestring;
+
+		assert_true(strlen(t) <= 3000);
+	}
+	assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetArrayItem(blocks, 48), "text")->child->next->valuestring,
+			       "_(cut to Slack's limits: the json format carries the whole message)_"));
+	cJSON_Delete(o);
+	vx_buf_release(&b);
+	vx_buf_release(&want);
+	free(m);
+	free(x);
+	free(y);
 }
 
 /* The example of the Standard Webhooks specification (its test vector). */
@@ -281,6 +350,7 @@ static int hook_post(struct provider *p, const struct provider_webhook *req, lon
 struct book {
 	char keys[16][NOTIFY_KEY_LEN + 1];
 	int n;
+	int refuse;             /* record fails (the lease is another's) */
 	const char *url, *secret;
 };
 
@@ -299,6 +369,8 @@ static int book_record(void *ud, const char *key, int64_t at)
 	struct book *b = ud;
 
 	(void)at;
+	if (b->refuse)
+		return VX_ECONFLICT;
 	assert_true(b->n < 16);
 	snprintf(b->keys[b->n++], NOTIFY_KEY_LEN + 1, "%s", key);
 	return 0;
@@ -324,7 +396,8 @@ static void test_send_once_signed(void **unused)
 	struct notify_outbox *ob;
 	struct notify_report rep;
 	struct notify_list l = { NULL, 0 };
-	struct notify_sink sink = { book_delivered, book_record, book_env, &b };
+	struct notify_sink sink = { .delivered = book_delivered, .record = book_record, .getenv = book_env,
+				    .allow_loopback = 1, .ud = &b };
 	struct notify_event ev = gave_up(), ok = gave_up();
 	struct vx_err err = VX_ERR_INIT;
 	int64_t now = 1795000000000;
@@ -415,7 +488,8 @@ static void test_send_backoff(void **unused)
 	struct notify_outbox *ob;
 	struct notify_report rep;
 	struct notify_list l = { NULL, 0 };
-	struct notify_sink sink = { book_delivered, book_record, book_env, &b };
+	struct notify_sink sink = { .delivered = book_delivered, .record = book_record, .getenv = book_env,
+				    .allow_loopback = 1, .ud = &b };
 	struct notify_event ev = gave_up();
 	struct vx_err err = VX_ERR_INIT;
 	int64_t now = 1795000000000;
@@ -437,7 +511,7 @@ static void test_send_backoff(void **unused)
 	b.url = "http://example.com/x";
 	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now + 31000, 10, &err), 0);
 	assert_int_equal(h.posts, 0);
-	assert_string_equal(rep.items[0].why, "HOOK does not hold an https:// URL");
+	assert_string_equal(rep.items[0].why, "HOOK: plain http:// to another machine: use https://");
 	notify_report_release(&rep);
 	b.url = "https://hooks.example.com/T0/secret";
 	now += 31000 + 61000;
@@ -480,7 +554,8 @@ static void test_send_gives_up(void **unused)
 	struct notify_outbox *ob;
 	struct notify_report rep;
 	struct notify_list l = { NULL, 0 };
-	struct notify_sink sink = { book_delivered, book_record, book_env, &b };
+	struct notify_sink sink = { .delivered = book_delivered, .record = book_record, .getenv = book_env,
+				    .allow_loopback = 1, .ud = &b };
 	struct notify_event ev = gave_up();
 	struct vx_err err = VX_ERR_INIT;
 	int64_t now = 1795000000000;
@@ -507,6 +582,106 @@ static void test_send_gives_up(void **unused)
 	notify_list_release(&l);
 }
 
+
+/* The host posted to is the host libcurl parses, compared exactly. */
+static void test_url_parse(void **unused)
+{
+	static const struct {
+		const char *url, *why;
+		int loopback, slack;
+	} cases[] = {
+		{ "https://ops.example.com/vx", NULL, 0, 0 },
+		{ "http://127.0.0.1:9/hook", NULL, 1, 0 },
+		{ "http://127.9.8.7/", NULL, 1, 0 },
+		{ "http://localhost/", NULL, 1, 0 },
+		{ "http://LOCALHOST./x", NULL, 1, 0 },
+		{ "http://[::1]:8080/x", NULL, 1, 0 },
+		{ "http://[::ffff:127.0.0.1]/x", NULL, 1, 0 },
+		{ "https://127.0.0.1/x", NULL, 1, 0 },
+		{ "http://localhost.attacker.example/", "plain http:// to another machine: use https://", 0, 0 },
+		{ "http://127.attacker.example/", "plain http:// to another machine: use https://", 0, 0 },
+		{ "http://128.0.0.1/", "plain http:// to another machine: use https://", 0, 0 },
+		{ "http://[::2]/", "plain http:// to another machine: use https://", 0, 0 },
+		{ "http://localhost:80@127.0.0.2:18184/x", "credentials in the URL (user:password@): vx sends none", 0, 0 },
+		{ "https://user@ops.example.com/", "credentials in the URL (user:password@): vx sends none", 0, 0 },
+		{ "https://HOOKS.SLACK.COM/services/T/B/x", NULL, 0, 1 },
+		{ "https://hooks.slack.com./services/T/B/x", NULL, 0, 1 },
+		{ "https://hooks.slack.com:443/services/T/B/x", NULL, 0, 1 },
+		{ "ftp://ops.example.com/", "not an https:// URL", 0, 0 },
+		{ "ops.example.com/x", "not a URL", 0, 0 },
+	};
+
+	(void)unused;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct notify_url nu;
+		const char *why = notify_url_parse(&nu, cases[i].url);
+
+		if (!cases[i].why != !why || (why && strcmp(why, cases[i].why)))
+			fail_msg("%s: %s, want %s", cases[i].url, why ? why : "ok", cases[i].why ? cases[i].why : "ok");
+		if (!why && (nu.loopback != cases[i].loopback || nu.slack != cases[i].slack))
+			fail_msg("%s: loopback %d slack %d", cases[i].url, nu.loopback, nu.slack);
+	}
+}
+
+/* This machine only with the variable; one try per target per call; a delivery
+ * that cannot be recorded is not sent again, and is recorded at the next call. */
+static void test_send_loopback_one_try_and_record_later(void **unused)
+{
+	struct stack_notify t;
+	struct stack st;
+	struct hook h;
+	struct book b;
+	struct notify_outbox *ob;
+	struct notify_report rep;
+	struct notify_list l = { NULL, 0 };
+	struct notify_sink sink = { .delivered = book_delivered, .record = book_record, .getenv = book_env, .ud = &b };
+	struct notify_event ev = gave_up(), ev2 = gave_up();
+	struct vx_err err = VX_ERR_INIT;
+	int64_t now = 1795000000000;
+
+	(void)unused;
+	one_target(&t, &st, &h, &b, 503);
+	t.url_env = (char *)(uintptr_t)"HOOK";
+	t.on = NOTIFY_ALL;
+	b.url = "http://127.0.0.1:9/hook";
+	ev2.attempt = 7;
+	assert_int_equal(notify_list_add(&l, &ev), 0);
+	assert_int_equal(notify_list_add(&l, &ev2), 0);
+	assert_int_equal(notify_outbox_new(&ob), 0);
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+	assert_int_equal(h.posts, 0);
+	assert_int_equal(rep.n, 1);
+	assert_string_equal(rep.items[0].why, "HOOK: a target on this machine (loopback): nothing is sent to it "
+			    "unless VX_NOTIFY_ALLOW_LOOPBACK=1 is in vx's environment");
+	notify_report_release(&rep);
+	notify_outbox_free(ob);
+	/* Allowed: the first try fails, the second event waits for the next call. */
+	sink.allow_loopback = 1;
+	assert_int_equal(notify_outbox_new(&ob), 0);
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+	assert_int_equal(h.posts, 1);
+	assert_int_equal(rep.n, 1);
+	assert_int_equal(rep.pending, 2);
+	notify_report_release(&rep);
+	/* The receiver is back but the record fails: sent once, not again. */
+	h.status = 204;
+	b.refuse = 1;
+	now += 31000;
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now, 10, &err), 0);
+	assert_int_equal(h.posts, 3);
+	assert_int_equal(rep.n, 2);
+	assert_true(rep.items[0].sent && rep.items[0].unrecorded && rep.items[1].sent && rep.items[1].unrecorded);
+	notify_report_release(&rep);
+	assert_int_equal(b.n, 0);
+	b.refuse = 0;
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, now + 1000, 10, &err), 0);
+	assert_int_equal(h.posts, 3);
+	assert_int_equal(b.n, 2);
+	notify_report_release(&rep);
+	notify_outbox_free(ob);
+	notify_list_release(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +696,9 @@ int main(void)
 		cmocka_unit_test(test_send_once_signed),
 		cmocka_unit_test(test_send_backoff),
 		cmocka_unit_test(test_send_gives_up),
+		cmocka_unit_test(test_url_parse),
+		cmocka_unit_test(test_slack_body_long),
+		cmocka_unit_test(test_send_loopback_one_try_and_record_later),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

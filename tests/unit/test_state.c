@@ -1058,10 +1058,59 @@ static void test_released(void **unused)
 	vx_err_release(&err);
 }
 
+/* The notify targets applied: a set of digests, written only when some, read back strictly. */
+static void test_notify_targets(void **unused)
+{
+	static const char d1[] = "a686c9a6fc81dde210b6fb67beddc3b1";
+	static const char d2[] = "0123456789abcdef0123456789abcdef";
+	const char *two[] = { d1, d2, d1 }, *bad[] = { "A686C9A6FC81DDE210B6FB67BEDDC3B1" };
+	struct vx_ctx ctx;
+	int64_t now = 1795000000000;
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	char *text = NULL;
+	int changed = -1;
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	assert_int_equal(state_new(&st, "s", &ctx, &err), 0);
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_null(strstr(text, "notifyTargets"));
+	free(text);
+	assert_int_equal(state_notify_targets_set(&st, two, 3, &changed), 0);
+	assert_int_equal(changed, 1);
+	assert_int_equal(st.nnotify_targets, 2);
+	assert_string_equal(st.notify_targets[0], d2);
+	assert_true(state_notify_target_has(&st, d1));
+	assert_false(state_notify_target_has(&st, "ffffffffffffffffffffffffffffffff"));
+	assert_int_equal(state_notify_targets_set(&st, two, 2, &changed), 0);
+	assert_int_equal(changed, 0);
+	assert_int_equal(state_notify_targets_set(&st, bad, 1, &changed), VX_EINVAL);
+	assert_int_equal(st.nnotify_targets, 2);
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\"notifyTargets\":\t[\"0123456789abcdef0123456789abcdef\", "
+				     "\"a686c9a6fc81dde210b6fb67beddc3b1\"]"));
+	assert_int_equal(state_header_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(back.nnotify_targets, 2);
+	assert_true(state_notify_target_has(&back, d2));
+	state_release(&back);
+	free(text);
+	assert_int_equal(state_notify_targets_set(&st, NULL, 0, &changed), 0);
+	assert_int_equal(changed, 1);
+	assert_int_equal(st.nnotify_targets, 0);
+	expect_bad("{\"version\":1,\"stack\":\"s\",\"serial\":1,\"lineage\":"
+		   "\"0a3b1c2d-0000-4000-8000-000000000000\",\"lock\":null,"
+		   "\"journal\":[],\"notifyTargets\":[\"x\"],\"records\":[]}",
+		   "invalid state JSON: notifyTargets: each is 32 lowercase hex digits (a target's digest)");
+	state_release(&st);
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_notify_targets),
 		cmocka_unit_test(test_record_json_exact),
 		cmocka_unit_test(test_run_launched_by_optional),
 		cmocka_unit_test(test_run_rung),

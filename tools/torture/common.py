@@ -191,16 +191,16 @@ class Checkout:
         return found or None
 
 
-def make_world(vx, fake, tmp, backend, docs, clones=1):
+def make_world(vx, fake, tmp, backend, docs, clones=1, extra_stack=""):
     """The stack in a fresh repository (or `clones` clones sharing a bare
-    remote). Returns the checkouts."""
+    remote), extra_stack appended to its Stack document. Returns the checkouts."""
     if os.path.exists(tmp):
         shutil.rmtree(tmp)
     os.makedirs(tmp)
     first = Checkout(vx, fake, os.path.join(tmp, "repo"), backend)
     os.makedirs(first.dir)
     first.git("init", "-q", "-b", "main")
-    text = harness.STACK.format(stack=STACK, project=PROJECT, region=REGION) + state_block(backend)
+    text = harness.STACK.format(stack=STACK, project=PROJECT, region=REGION) + state_block(backend) + extra_stack
     with open(os.path.join(first.dir, "stack.yaml"), "w") as f:
         f.write(text)
     with open(os.path.join(first.dir, "resources.yaml"), "w") as f:

@@ -16,7 +16,10 @@ happens to an apply) as a command anyone can run. See docs/measurements.md, "Tor
           missing
   watch   two `vx watch` and a vxapply on one stack whose every job is
           preempted once, one watcher SIGKILLed at a random moment and
-          started again: each job resubmitted exactly once, nothing lost
+          started again: each job resubmitted exactly once, nothing lost;
+          the stack notifies a dead webhook (connection refused) and a hung
+          one (never answers): the apply (-lock-timeout 30s) never fails
+          on the lease
   policy  two `vx watch -follow origin/main` (no -sync) while jobs are preempted
           and a commit nobody applied lands on the followed branch (a
           ladder onto 8 H100s, maxAttempts 10, maxParallel 6, an after:
@@ -39,8 +42,10 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -126,6 +131,33 @@ def save(tmp, name, r):
     """A run's output beside the trial, for whoever replays a failure."""
     with open(os.path.join(tmp, name + ".txt"), "w") as f:
         f.write("exit %d after %.2f s\n--- stdout\n%s\n--- stderr\n%s" % (r.code, r.seconds, r.out, r.err))
+
+
+class HungReceiver:
+    """A webhook receiver on 127.0.0.1 that accepts connections, reads, and never answers."""
+
+    def __init__(self):
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(64)
+        self.url = "http://127.0.0.1:%d/hook" % self.srv.getsockname()[1]
+        self.conns = []
+        self.closed = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.closed:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+
+    def close(self):
+        self.closed = True
+        self.srv.close()
+        for c in self.conns:
+            c.close()
 
 
 def faults(seed):
@@ -427,10 +459,10 @@ class Torture:
             self.record(row, t, tmp, counts, d + details, other)
 
     # ------------------------------------------------------------ lost, lostmid (gcs)
-    def converge(self, co, log, details, tries=3):
+    def converge(self, co, log, details, tries=3, env=None):
         """Applies until one exits 0 (faults may leave an outcome to the next); 1 when none did."""
         for n in range(tries):
-            r = co.apply()
+            r = co.apply(env=env)
             log.append("apply: exit %d" % r.code)
             if r.crashed():
                 details.append("an apply crashed: %r" % r)
@@ -557,18 +589,34 @@ class Torture:
         n_jobs = 10
         docs = {"job-%02d" % i: common.harness.job_yaml("j%02d" % i, on="preempted", attempts=3,
                                                         strategy="SPOT") for i in range(n_jobs)}
+        # Two webhooks that never take a delivery: one refuses the connection, one
+        # accepts it and never answers. Neither may hold the lease from an apply.
+        hung = HungReceiver()
+        dead = socket.socket()
+        dead.bind(("127.0.0.1", 0))
+        dead_url = "http://127.0.0.1:%d/hook" % dead.getsockname()[1]
+        dead.close()
+        notify = ("notify:\n  - urlEnv: VX_TORTURE_DEAD_HOOK\n    on: [gave-up, resubmitted, succeeded, stuck]\n"
+                  "  - urlEnv: VX_TORTURE_HUNG_HOOK\n    on: [resubmitted]\n")
         # A watcher killed with the lease held leaves it to expire: short, for the trial.
-        env = {"VX_LEASE_SECONDS": "10"}
-        row.note = "2 watchers + vxapply, 1 watcher killed"
+        env = {"VX_LEASE_SECONDS": "10", "VX_NOTIFY_ALLOW_LOOPBACK": "1",
+               "VX_TORTURE_DEAD_HOOK": dead_url, "VX_TORTURE_HUNG_HOOK": hung.url}
+        row.note = "2 watchers + vxapply, 1 watcher killed, 2 dead webhooks"
+        try:
+            self.watch_trials_with(fake, backend, row, n_jobs, docs, notify, env)
+        finally:
+            hung.close()
+
+    def watch_trials_with(self, fake, backend, row, n_jobs, docs, notify, env):
         for t in self.trial_numbers(max(2, self.trials // 10)):
             trng = random.Random("%d/watch/%s/%d" % (self.seed, backend, t))
             tmp = os.path.join(self.out, "watch-%s-%d" % (backend, t))
             fake.reset()
             fake.setup(faults(trng.randrange(1 << 30)))
-            co = make_world(self.vx, fake, tmp, backend, docs)[0]
+            co = make_world(self.vx, fake, tmp, backend, docs, extra_stack=notify)[0]
             fake.post("/_fake/outcomes", {"labels": {}, "outcome": "preempted", "times": n_jobs})
             log, details, other = [], [], 0
-            other += self.converge(co, log, details)
+            other += self.converge(co, log, details, env=env)
             # Each watcher writes its metrics after every cycle: a file there means
             # it has run one, and has its signal handlers in place.
             metrics = [os.path.join(tmp, "watcher-%d.prom" % (i + 1)) for i in range(2)]
@@ -581,7 +629,8 @@ class Torture:
             watchers = [watcher(i) for i in range(2)]
             fake.advance(40)
             fake.advance(2000)   # every first attempt has been preempted
-            a = co.start("apply", env=env)
+            # Long enough for a watcher's own act; a lease held through a delivery is not.
+            a = co.start("apply", "-lock-timeout", "30s", env=env)
             time.sleep(trng.uniform(0, 4))  # the moment of the kill, drawn: not a synchronisation
             watchers[0].send_signal(signal.SIGKILL)
             killed = co.finish(watchers[0])
@@ -592,6 +641,12 @@ class Torture:
             if ra.crashed():
                 other += 1
                 details.append("the apply crashed: %r" % ra)
+            if ra.code != 0 and "state is locked" in ra.err:
+                other += 1
+                details.append("the apply failed on the lease: %r" % ra)
+            elif "was lost" in ra.err:
+                other += 1
+                details.append("the apply lost its lease while it held it: %r" % ra)
             try:
                 wait_for(lambda: self.watch_counts(fake, n_jobs)[0]["missing"] == 0, 120,
                          "every job's second attempt to be active")
