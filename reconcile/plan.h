@@ -221,6 +221,8 @@ struct plan_action {
 	char *error_message;   /* the failed run's error message, or NULL */
 	int64_t adopt_create_ms; /* adopt: the live job's createTime, 0 if unknown */
 	int64_t not_before_ms; /* a noop waiting for a refused create's backoff: when it ends; else 0 */
+	int held;              /* a noop the watcher held back (its delay, a policy not applied): the
+			       * run has not ended for good, so nothing announces it as given up */
 	int refused;           /* a noop for a refused create that no apply asks again without
 				* -replace (not in resubmit.on, or the budget spent) */
 	int after_rerun;       /* a rerun because a dependency (after:) has a new run: the applied

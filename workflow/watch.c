@@ -358,6 +358,7 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 		p->counts[a->kind]--;
 		p->counts[PLAN_NOOP]++;
 		a->kind = PLAN_NOOP;
+		a->held = 1;
 	}
 	return n;
 }

@@ -374,6 +374,33 @@ class WatchDelay(FakeTestCase):
         self.assertRegex(lines[0], r"^act: \+ job\.a resubmit projects/\d+/locations/us-central1/customJobs/\d+$")
         self.assertEqual(sorted(j["labels"]["vx-attempt"] for j in self.live_jobs("a")), ["1", "2"])
 
+    def test_a_run_waiting_out_its_delay_or_held_has_not_given_up(self):
+        # A resubmission the watcher holds (resubmit.delay, or a policy not applied)
+        # is not the end of the run: no gave-up goes out for it.
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        env = {"HOOK": rcv.url}
+        hook = "notify:\n  - urlEnv: HOOK\n    on: [gave-up]\n"
+        self.fake.post("/_fake/capacity", {"region": REGION, "accelerator_type": "NVIDIA_L4", "gpus": 0})
+        self.repo.write({"a": job(on="stockout", delay="2m")}, extra_stack=hook)
+        self.assertEqual(self.repo.apply(env=env).code, 0)
+        self.fake.advance(PENDED)
+        env["VX_NOW"] = self.fake.post("/_fake/clock", {"advance_seconds": 0})["now"]
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
+        self.assertEqual((r.code, r.err), (2, ""), r)
+        self.assertEqual([without_time(l) for l in r.out.splitlines()], [
+            "wait: job.a: attempt 2 after stockout waits until 120s after it ended (resubmit.delay)",
+            "record: recorded: job.a: queued -> failed (stockout)"])
+        # Held for a policy nobody applied: still not given up.
+        self.repo.write({"a": job(on="stockout", delay="2m", attempts=5)}, extra_stack=hook)
+        self.fake.advance(200)
+        env["VX_NOW"] = self.fake.post("/_fake/clock", {"advance_seconds": 0})["now"]
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
+        self.assertEqual(r.err, "", r)
+        self.assertEqual([without_time(l) for l in r.out.splitlines()], [
+            "unapplied: job.a: declared but not applied (resubmit.maxAttempts 3 → 5); waiting for vxapply"])
+        self.assertEqual(rcv.events(), [])
+
     def test_an_end_is_announced_in_the_cycle_that_sees_it(self):
         rcv = Receiver()
         self.addCleanup(rcv.close)
