@@ -182,6 +182,13 @@ int cmd_annotate(const char *cmd, const char *value, int *out);
 
 /* Prints "vx: warning: <msg>" on stderr: a library's warn callback (ud unused). */
 void cmd_warn(void *ud, const char *msg);
+/*
+ * Prints "vx: warning: [stack NAME: ]N state commits skipped (...)" on
+ * stderr when a history walk left versions out (state/backend.h); nothing
+ * when skips holds none. stack NULL: not named.
+ */
+struct state_history_skips;
+void cmd_warn_skips(const char *stack, const struct state_history_skips *skips);
 /* Prints the error's message as "vx: <context>: <msg>" and releases it. */
 void cmd_report(struct vx_err *err, const char *context);
 

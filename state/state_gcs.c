@@ -752,8 +752,36 @@ static int hist_diff(struct hist_out *h, const char *address, const struct versi
 	return 0;
 }
 
+/*
+ * The older version than serial: history/<serial - 1>, or, when that one
+ * is not a valid history object, the next older one, each bad one named
+ * in skips (the history is append-only: one bad object must not end the
+ * walk). *found 0 when there is none of this lineage.
+ */
+static int history_older(struct gcs_backend *g, uint64_t serial, const char *lineage,
+			 struct version *older, int *found, struct state_history_skips *skips,
+			 struct vx_err *err)
+{
+	char version[32];
+	int rc = 0;
+
+	*found = 0;
+	while (serial-- > 1) {
+		rc = history_get(g, serial, lineage, older, found, err);
+		if (rc != VX_EINVAL)
+			return rc;
+		snprintf(version, sizeof(version), "serial %llu", (unsigned long long)serial);
+		rc = state_history_skips_add(skips, version, vx_err_msg(err));
+		vx_err_release(err);
+		if (rc < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int gcs_history(struct state_backend *b, const char *address, size_t max,
-		       struct state_history_entry **out, size_t *n, struct vx_err *err)
+		       struct state_history_entry **out, size_t *n,
+		       struct state_history_skips *skips, struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
 	struct hist_out h = { NULL, 0, 0, max };
@@ -769,6 +797,19 @@ static int gcs_history(struct state_backend *b, const char *address, size_t max,
 	/* The current state's message is in its own history object. */
 	if (cur.st.serial > 0) {
 		rc = history_get(g, cur.st.serial, cur.st.lineage, &older, &found, err);
+		if (rc == VX_EINVAL) {
+			/* Only its message is lost: the version itself is state.json. */
+			char version[32];
+
+			snprintf(version, sizeof(version), "serial %llu",
+				 (unsigned long long)cur.st.serial);
+			rc = state_history_skips_add(skips, version, vx_err_msg(err));
+			vx_err_release(err);
+			if (rc < 0) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				goto done;
+			}
+		}
 		if (rc < 0)
 			goto done;
 		if (found) {
@@ -779,12 +820,9 @@ static int gcs_history(struct state_backend *b, const char *address, size_t max,
 		version_release(&older);
 	}
 	while (max == 0 || h.n < max) {
-		found = 0;
-		if (cur.st.serial > 1) {
-			rc = history_get(g, cur.st.serial - 1, cur.st.lineage, &older, &found, err);
-			if (rc < 0)
-				goto done;
-		}
+		rc = history_older(g, cur.st.serial, cur.st.lineage, &older, &found, skips, err);
+		if (rc < 0)
+			goto done;
 		rc = hist_diff(&h, address, &cur, found ? &older.st : NULL);
 		if (rc < 0) {
 			vx_err_set(err, rc, "out of memory");

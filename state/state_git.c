@@ -1686,7 +1686,25 @@ struct history {
 	struct state_git *g;
 	struct state_history_entry *list;
 	size_t n, max, cap;
+	struct state_history_skips *skips;
 };
+
+/*
+ * The last entry's record (at commit hex, from path) does not parse: it is
+ * left out and named in h->skips, so one bad commit does not hide the
+ * rest of an append-only history. err holds why.
+ */
+static int history_skip_last(struct history *h, const char *hex, struct vx_err *err)
+{
+	char version[13];
+	int rc;
+
+	snprintf(version, sizeof(version), "%.12s", hex);
+	state_history_entry_release(&h->list[--h->n]);
+	rc = state_history_skips_add(h->skips, version, vx_err_msg(err));
+	vx_err_release(err);
+	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
+}
 
 /*
  * Adds the entry for address at commit c: the record in blob (zero: removed
@@ -1728,8 +1746,9 @@ static int history_add(struct history *h, const git_commit *c, const char *addre
 	}
 	len = (size_t)git_blob_rawsize(b);
 	if (len > STATE_MAX_FILE) {
-		rc = vx_err_set(err, VX_EINVAL, "%s at %.12s: %zu bytes is over the limit of %zu",
-				path, hex, len, STATE_MAX_FILE);
+		vx_err_set(err, VX_EINVAL, "%s: %zu bytes is over the limit of %zu", path, len,
+			   STATE_MAX_FILE);
+		rc = history_skip_last(h, hex, err);
 		goto done;
 	}
 	e->record = calloc(1, sizeof(*e->record));
@@ -1740,7 +1759,10 @@ static int history_add(struct history *h, const git_commit *c, const char *addre
 	if ((rc = state_record_from_json(e->record, git_blob_rawcontent(b), len, err)) < 0) {
 		free(e->record);
 		e->record = NULL;
-		vx_err_wrap(err, "%s at %.12s", path, hex);
+		if (rc == VX_EINVAL) {
+			vx_err_wrap(err, "%s", path);
+			rc = history_skip_last(h, hex, err);
+		}
 	}
 done:
 	git_blob_free(b);
@@ -1818,10 +1840,11 @@ static int dir_tree(struct state_git *g, const git_commit *c, const char *dir, g
 }
 
 static int state_git_history(struct state_backend *b, const char *address, size_t max,
-		       struct state_history_entry **out, size_t *n, struct vx_err *err)
+			     struct state_history_entry **out, size_t *n,
+			     struct state_history_skips *skips, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
-	struct history h = { g, NULL, 0, max, 0 };
+	struct history h = { g, NULL, 0, max, 0, skips };
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
 	char *path = NULL;
@@ -1831,6 +1854,7 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 	int exists, rc, have_prev = 0;
 
 	memset(&before, 0, sizeof(before));
+	skips->noun = "commit";
 	if ((address && (rc = state_address_split(address, &dir, &name, err)) < 0) ||
 	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
 	    !exists)
