@@ -934,6 +934,56 @@ static int refuse_if_lost(struct state_git *g, struct vx_err *err)
 	return rc;
 }
 
+/*
+ * The branch moved back: the newest entry of its reflog, the move to tip,
+ * came from a commit of the same lineage at a higher serial (`git
+ * update-ref` or `git branch -f` to an older commit). A state moved back
+ * forgets what vx started since and would start it again, so a load
+ * refuses, as it does for a deleted branch (refuse_if_lost). Nothing to
+ * compare without a reflog, or when the ref moved since without one (a
+ * fresh clone; docs/state.md says so); vx's own writes only move forward.
+ */
+static int refuse_if_rewound(struct state_git *g, const git_oid *tip, const struct state *st,
+			     struct vx_err *err)
+{
+	git_reflog *log = NULL;
+	const git_reflog_entry *e;
+	const git_oid *was;
+	git_commit *c = NULL;
+	git_tree *t = NULL;
+	struct state hdr = STATE_INIT;
+	struct vx_err ignored = VX_ERR_INIT;
+	char now_hex[GIT_OID_HEXSZ + 1], was_hex[GIT_OID_HEXSZ + 1];
+	int rc = 0;
+
+	if (git_reflog_read(&log, g->repo, g->ref) < 0 || git_reflog_entrycount(log) == 0)
+		goto done;
+	e = git_reflog_entry_byindex(log, 0);
+	was = git_reflog_entry_id_old(e);
+	if (!git_oid_equal(git_reflog_entry_id_new(e), tip) || !was || git_oid_is_zero(was) ||
+	    tip_tree(g, was, &c, &t, &ignored) < 0 || read_header(g, t, &hdr, &ignored) < 0 ||
+	    !hdr.lineage || !st->lineage || strcmp(hdr.lineage, st->lineage) != 0 ||
+	    hdr.serial <= st->serial)
+		goto done;
+	oid_hex(tip, now_hex);
+	oid_hex(was, was_hex);
+	rc = vx_err_set(err, VX_ECONFLICT,
+			"state branch %s went back: it is at commit %.12s (serial %llu), but its reflog "
+			"says it was at commit %.12s (serial %llu) before; an older state forgets the jobs "
+			"vx started since, and would start them again. Put it back with: git update-ref "
+			"%s %s %s (to keep the older state anyway, drop that reflog entry: git reflog "
+			"delete %s@{0})",
+			g->branch, now_hex, (unsigned long long)st->serial, was_hex,
+			(unsigned long long)hdr.serial, g->ref, was_hex, now_hex, g->ref);
+done:
+	vx_err_release(&ignored);
+	state_release(&hdr);
+	git_tree_free(t);
+	git_commit_free(c);
+	git_reflog_free(log);
+	return rc;
+}
+
 static int state_git_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
@@ -955,6 +1005,8 @@ static int state_git_load(struct state_backend *b, struct state *out, struct vx_
 		   (rc = read_records(g, tree, out, err)) < 0) {
 		oid_hex(&tip, hex);
 		vx_err_wrap(err, "reading state branch %s at %.12s", g->branch, hex);
+	} else if (rc == 0) {
+		rc = refuse_if_rewound(g, &tip, out, err);
 	}
 	/* The lease as the local lease ref has it (informational, as documented);
 	 * without one, the old-style lock stack.json may hold. */
