@@ -152,6 +152,9 @@ int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_e
 	case CMD_OPT_ALLOW_OTHER_LINEAGE:
 		o->allow_other_lineage = 1;
 		return 1;
+	case CMD_OPT_ALLOW_RELEASED:
+		o->allow_released = 1;
+		return 1;
 	case CMD_OPT_VERBOSE:
 		o->verbose = 1;
 		return 1;

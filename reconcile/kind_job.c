@@ -1253,6 +1253,50 @@ done:
 	free(hit);
 }
 
+/*
+ * A job `vx state rm` released while it ran is still this stack's job in
+ * Google Cloud, and still declared: the plan would create another of the
+ * same address beside it, the two then running at once. Each such create
+ * says so, naming the released job and its state: a plan error, or with
+ * -allow-released a warning.
+ */
+static void check_released(struct builder *b)
+{
+	const struct plan_input *in = b->in;
+	char label[SWEEP_LABEL_MAX + 1];
+
+	for (size_t i = 0; in->released && i < b->p->n; i++) {
+		const struct plan_action *a = &b->p->actions[i];
+
+		if ((a->kind != PLAN_CREATE && a->kind != PLAN_RERUN && a->kind != PLAN_REPLACE) ||
+		    a->kind_of != &kind_job || strncmp(a->address, "job.", 4) != 0)
+			continue;
+		sweep_job_label(label, a->address + 4);
+		for (size_t k = 0; k < in->released->n; k++) {
+			const struct live_job *j = &in->released->items[k];
+			int rc;
+
+			if (!j->name || !j->state || !job_state_is_active(j->state) ||
+			    !label_is(j, "vx-stack", in->stack) || !label_is(j, "vx-job", label))
+				continue;
+			if (in->allow_released)
+				rc = vx_diags_add(&b->p->warnings, NULL, 0, 0,
+					"%s: the job released from the state of the same address is still active "
+					"(%s, %s); this plan creates another beside it (-allow-released)",
+					a->address, j->name, job_state_short(j->state));
+			else
+				rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
+					"%s: the job released from the state of the same address (vx state rm) is "
+					"still active (%s, %s); creating %s again would run both. Cancel it "
+					"('gcloud ai custom-jobs cancel %s') or wait for it to end; to create "
+					"another beside it, re-run with -allow-released",
+					a->address, j->name, job_state_short(j->state), a->address, j->name);
+			if (rc < 0)
+				b->oom = 1;
+		}
+	}
+}
+
 /* Active jobs labelled for this stack and this state that nothing accounts
  * for: a crashed apply's leftovers or duplicates. They cost money: the plan
  * cancels them, and touches no record (the action has none). */
@@ -1390,6 +1434,8 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
 	}
 	if (!b.oom)
 		check_other_lineage(&b);
+	if (!b.oom)
+		check_released(&b);
 	if (!b.oom)
 		plan_untracked(&b);
 	free_indexes(&b);
@@ -1644,6 +1690,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	out->in.records = out->records;
 	out->in.nrecords = nrec;
 	out->in.live = kin->live ? kin->live->jobs : NULL;
+	out->in.released = kin->live ? kin->live->released : NULL;
 	out->in.targets = kin->targets;
 	out->in.ntargets = kin->ntargets;
 	out->in.replaces = kin->replaces;

@@ -215,6 +215,8 @@ int applying_open_saved(struct applying *ap, struct vx_ctx *ctx, const char *pla
 			return vx_err_set(err, VX_ENOMEM, "out of memory");
 	/* Planned with -allow-other-lineage: applied with it, as reviewed. */
 	po->allow_other_lineage |= sp->allow_other_lineage;
+	/* And with -allow-released. */
+	po->allow_released |= sp->allow_released;
 	return 0;
 }
 
