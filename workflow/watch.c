@@ -232,6 +232,13 @@ static int as_applied(const struct plan_action *a)
 	       !strcmp(a->decl->spec_hash, a->record->spec_hash) && a->decl->run == a->record->run;
 }
 
+/* The start of the events' look-back (since_ms, on this machine's clock) on
+ * Google's clock, as google_now is (provider_now_ms). */
+static int64_t google_since(const struct watch *w, int64_t google_now)
+{
+	return w->since_ms + (google_now - vx_now_ms(w->ctx));
+}
+
 /*
  * Whether the watcher may carry a out now (1), and if not, says why once.
  * quiet: the unlocked look (nothing is told yet; the locked plan tells).
@@ -801,7 +808,7 @@ static int idle_check(struct watch *w, int *same, int *followed, struct vx_err *
 		vx_err_release(err);
 		return 0;
 	}
-	if (files != w->idle_files || vx_now_ms(w->ctx) >= w->idle_until_ms)
+	if (files != w->idle_files || provider_now_ms(w->prov, w->ctx) >= w->idle_until_ms)
 		return 0;
 	if (state_revision(w->idle_backend, &rev, err) < 0) {
 		vx_err_release(err);
@@ -850,6 +857,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
 	planned = 1;
+	now = provider_now_ms(w->prov, w->ctx); /* Google's: what the plan's times are on */
 	keep_targets(w, ws.st);
 	count_jobs(res, &ws.store.jobs);
 	if (pl.planner.plan.errors.n) {
@@ -859,7 +867,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	}
 	*need = keep_authorised(w, &pl.planner.plan, now, 0) > 0;
 	refreshed = apply_refresh_state(&ws.state, &ws.store.jobs, &summary);
-	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, w->since_ms)) < 0) {
+	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, google_since(w, now))) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
@@ -971,7 +979,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
-	now = vx_now_ms(w->ctx);
+	now = provider_now_ms(w->prov, w->ctx);
 	(void)keep_authorised(w, &ap.pl.planner.plan, now, 1);
 	if ((rc = applying_record(&ap, &po, err)) < 0)
 		goto done;
@@ -984,7 +992,7 @@ static int act(struct watch *w, struct watch_result *res, struct vx_err *err)
 			goto done;
 		account_run(w, &ap, res);
 	}
-	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
+	if ((rc = applying_events(&ap, google_since(w, now), &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
