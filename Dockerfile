@@ -5,7 +5,10 @@
 # on debian:12-slim, installs that package with apt, which brings exactly the
 # runtime libraries it declares, and runs as the user vx.
 
-FROM debian:12-slim AS build
+# The base is pinned by digest (debian:12-slim's of 2026-08-25, the newest seen then), so a
+# rebuild gets the same bytes; the release recipe fails when the tag has moved on, and the
+# digest is then updated here and in examples/watch/Dockerfile (docs/packaging.md).
+FROM debian:12-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential pkg-config \
@@ -21,7 +24,7 @@ RUN make clean \
  && make deb VX_COMMIT="$VX_COMMIT" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" \
  && cp build/vx_*.deb /vx.deb
 
-FROM debian:12-slim
+FROM debian:12-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171
 COPY --from=build /vx.deb /tmp/vx.deb
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \

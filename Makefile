@@ -195,7 +195,8 @@ demo: deps all
 # files say what the code's permission table says (tools/check-permissions.py).
 # The man pages list each command's flags as its flag table in cmd/ does, every
 # command has one, and they are 'mandoc -T lint' clean (tools/check-man.py). The root
-# Dockerfile pins its base images by tag and runs as a user (tools/check-dockerfile.py).
+# Dockerfile and the watch example's pin their base images by tag and digest and run as a
+# user (tools/check-dockerfile.py).
 CI_RECIPES := $(wildcard examples/ci/github/*.yml) examples/ci/gitlab/.gitlab-ci.yml examples/ci/gitlab/vx.gitlab-ci.yml
 WATCH_EXAMPLES := examples/watch/vx-watch.service examples/watch/Dockerfile
 GEN_MACHINES := $(BUILD)/tools/gen-machine-table
@@ -206,7 +207,7 @@ lint-ci: $(GEN_MACHINES)
 	$(PYTHON) tools/check-examples.py $(WATCH_EXAMPLES)
 	$(PYTHON) tools/check-permissions.py
 	$(PYTHON) tools/check-man.py
-	$(PYTHON) tools/check-dockerfile.py
+	$(PYTHON) tools/check-dockerfile.py Dockerfile examples/watch/Dockerfile
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \

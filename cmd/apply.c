@@ -53,6 +53,8 @@ static const char usage[] =
 	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"
+	"  -allow-released      create a job even beside an active job of the same\n"
+	"                       address that vx state rm released (by default a plan error)\n"
 	"  -verbose             list every run of a sweep, not one block per sweep\n"
 	"  -no-color            no colour\n"
 	"  -annotations=false   in GitHub Actions, do not also print the stack's problems\n"

@@ -112,6 +112,7 @@ enum {
 	CMD_OPT_REFRESH,
 	CMD_OPT_FAIL_ON,
 	CMD_OPT_ALLOW_OTHER_LINEAGE,
+	CMD_OPT_ALLOW_RELEASED,
 	CMD_OPT_VERBOSE,
 };
 extern const char *const cmd_bool_values[], *const cmd_fail_on_values[];
@@ -121,10 +122,11 @@ extern const char *const cmd_bool_values[], *const cmd_fail_on_values[];
 	{ .name = "refresh", .arg = CMD_ARG_OPTIONAL, .id = CMD_OPT_REFRESH, .values = cmd_bool_values }, \
 	{ .name = "fail-on", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_FAIL_ON, .values = cmd_fail_on_values }, \
 	{ .name = "allow-other-lineage", .arg = CMD_ARG_NONE, .id = CMD_OPT_ALLOW_OTHER_LINEAGE }, \
+	{ .name = "allow-released", .arg = CMD_ARG_NONE, .id = CMD_OPT_ALLOW_RELEASED }, \
 	{ .name = "verbose", .arg = CMD_ARG_NONE, .id = CMD_OPT_VERBOSE }
 
 /* Handles a given shared flag (-target, -replace, -refresh[=bool], -fail-on,
- * -allow-other-lineage, -verbose):
+ * -allow-other-lineage, -allow-released, -verbose):
  * 1 when id is one (err set when its value is bad), else 0. */
 int cmd_planning_opt(struct planning_opts *o, int id, const char *value, struct vx_err *err);
 
@@ -200,6 +202,13 @@ int cmd_annotate(const char *cmd, const char *value, int *out);
 
 /* Prints "vx: warning: <msg>" on stderr: a library's warn callback (ud unused). */
 void cmd_warn(void *ud, const char *msg);
+/*
+ * Prints "vx: warning: [stack NAME: ]N state commits skipped (...)" on
+ * stderr when a history walk left versions out (state/backend.h); nothing
+ * when skips holds none. stack NULL: not named.
+ */
+struct state_history_skips;
+void cmd_warn_skips(const char *stack, const struct state_history_skips *skips);
 /* Prints the error's message as "vx: <context>: <msg>" and releases it. */
 void cmd_report(struct vx_err *err, const char *context);
 

@@ -19,6 +19,7 @@
 #include "util/text.h"
 #include "util/timefmt.h"
 #include "reconcile/kind.h"
+#include "state/backend.h"
 #include "workflow/ghactions.h"
 #include "workflow/planning.h"
 #include "workflow/workspace.h"
@@ -152,6 +153,9 @@ int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_e
 	case CMD_OPT_ALLOW_OTHER_LINEAGE:
 		o->allow_other_lineage = 1;
 		return 1;
+	case CMD_OPT_ALLOW_RELEASED:
+		o->allow_released = 1;
+		return 1;
 	case CMD_OPT_VERBOSE:
 		o->verbose = 1;
 		return 1;
@@ -263,6 +267,21 @@ void cmd_warn(void *ud, const char *msg)
 {
 	(void)ud;
 	fprintf(stderr, "vx: warning: %s\n", msg);
+}
+
+void cmd_warn_skips(const char *stack, const struct state_history_skips *skips)
+{
+	char *text, *clean;
+
+	if (!skips->n)
+		return;
+	text = state_history_skips_text(skips);
+	/* The reasons quote stored text, which anyone who can push may have written. */
+	clean = text ? vx_text_clean(text) : NULL;
+	fprintf(stderr, "vx: warning: %s%s%s%s\n", stack ? "stack " : "", stack ? stack : "",
+		stack ? ": " : "", clean ? clean : "state versions skipped (out of memory)");
+	free(clean);
+	free(text);
 }
 
 void cmd_report(struct vx_err *err, const char *context)

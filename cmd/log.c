@@ -337,20 +337,23 @@ static int cmp_ordered(const void *a, const void *b)
 static int print_log(struct workspace *ws, const char *addr, const struct prices *prices, struct vx_err *err)
 {
 	struct state_history_entry *h = NULL, **group = NULL;
+	struct state_history_skips skips = STATE_HISTORY_SKIPS_INIT;
 	struct ordered *o = NULL;
 	size_t n = 0;
-	int rc = state_history(ws->backend, addr, 0, &h, &n, err);
+	int rc = state_history(ws->backend, addr, 0, &h, &n, &skips, err);
 
 	/* A sweep (job.lr-sweep) or a slice of it (job.lr-sweep[seed=2]): its runs' logs. */
 	if (rc == 0 && !n && addr) {
 		state_history_free(h, n);
 		h = NULL;
-		rc = state_history(ws->backend, NULL, 0, &h, &n, err);
+		rc = state_history(ws->backend, NULL, 0, &h, &n, &skips, err);
 		if (rc == 0)
 			n = sweep_history_keep(h, n, addr);
 	}
 	if (rc < 0)
 		return rc;
+	cmd_warn_skips(NULL, &skips);
+	state_history_skips_release(&skips);
 	if (!n) {
 		if (addr)
 			rc = vx_err_set(err, VX_ENOTFOUND, "%s: no such address in the state or its history",

@@ -168,6 +168,8 @@ static int report_exec(const struct cmd_args *args)
 		cmd_report(&err, NULL);
 		goto done;
 	}
+	for (size_t i = 0; i < s.nstacks; i++)
+		cmd_warn_skips(s.stacks[i].name, &s.stacks[i].skips);
 	if (f.out) { /* whole or not at all (util/file.h) */
 		if (vx_file_put(f.out, out.data, out.len, 0, &err) < 0)
 			cmd_report(&err, "report");

@@ -51,6 +51,7 @@ int kind_replaced(const struct kind_plan_input *in, const char *address)
 void live_store_release(struct live_store *ls)
 {
 	live_jobs_release(&ls->jobs);
+	live_jobs_release(&ls->released);
 	live_reservations_release(&ls->reservations);
 	live_quotas_release(&ls->quotas);
 	for (size_t i = 0; i < ls->nread; i++)
@@ -79,7 +80,7 @@ int live_store_note(struct live_store *ls, int jobs, const char *what)
 
 struct live_set live_store_view(const struct live_store *ls)
 {
-	struct live_set v = { &ls->jobs, &ls->reservations, &ls->quotas };
+	struct live_set v = { &ls->jobs, &ls->reservations, &ls->quotas, &ls->released };
 
 	return v;
 }
@@ -94,20 +95,26 @@ int kind_refresh_all(struct live_store *out, struct provider *p, const struct st
 		rc = kind_table[k]->refresh(out, p, st, state, err);
 	/*
 	 * The jobs `vx state rm` let go of still carry this state's labels
-	 * (Vertex cannot relabel a job): left out here, no plan adopts,
-	 * cancels or counts them again.
+	 * (Vertex cannot relabel a job): moved out of the jobs here, so no plan
+	 * adopts, cancels or counts them again; the planner sees them apart,
+	 * to say when it would create a job beside one still active.
 	 */
 	if (rc == 0 && state && state->nreleased) {
 		struct live_jobs *js = &out->jobs;
 		size_t keep = 0;
 
 		for (size_t i = 0; i < js->n; i++) {
-			if (state_released_has(state, js->items[i].name))
-				live_job_release(&js->items[i]);
-			else
+			if (!state_released_has(state, js->items[i].name)) {
 				js->items[keep++] = js->items[i];
+				continue;
+			}
+			if (rc == 0)
+				rc = live_jobs_push(&out->released, &js->items[i]);
+			live_job_release(&js->items[i]);
 		}
 		js->n = keep;
+		if (rc < 0)
+			rc = vx_err_set(err, rc, "out of memory");
 	}
 	return rc;
 }

@@ -42,11 +42,15 @@ struct live_set {
 	const struct live_jobs *jobs;
 	const struct live_reservations *reservations;
 	const struct live_quotas *quotas;
+	/* The listed jobs `vx state rm` let go of (state->released), kept out of
+	 * jobs: the planner only warns of them (NULL: none known). */
+	const struct live_jobs *released;
 };
 
 /* What the refresh read, owned: each kind's refresh fills its part. */
 struct live_store {
 	struct live_jobs jobs;
+	struct live_jobs released;  /* the state's released jobs that were listed */
 	struct live_reservations reservations;
 	struct live_quotas quotas;
 	char **read;        /* where jobs were listed, for the plan header ("us-central1", "p2/us-central1") */

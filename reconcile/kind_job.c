@@ -251,6 +251,69 @@ static const struct live_job *live_for_run(struct builder *b, const char *name,
 	return best;
 }
 
+/*
+ * The highest vx-attempt among the live jobs of this stack (proved ours)
+ * carrying the labels of job name's (spec, run) that the state does not
+ * know; 0 when none. A state rewound to an older version forgets attempts
+ * it made: their jobs still carry their numbers, which the next attempt
+ * must not take again (two jobs of one label would each be taken for the
+ * other), and which maxAttempts counts. The runs the state knows are its
+ * own to number: -replace starts a finished job's count again at 1.
+ */
+static int64_t live_max_attempt(struct builder *b, const char *name, const char *hash, int64_t run,
+				const struct live_job **job)
+{
+	const struct plan_input *in = b->in;
+	struct run_id id = { in->stack, in->lineage, name, hash, run, 1, 0 };
+	char label[SWEEP_LABEL_MAX + 1];
+	struct vx_label *want = NULL;
+	size_t nwant = 0;
+	int64_t max = 0;
+
+	*job = NULL;
+	if (!in->live)
+		return 0;
+	if (runlabel_build(&want, &nwant, &id, NULL, 0) < 0) {
+		b->oom = 1;
+		return 0;
+	}
+	sweep_job_label(label, name);
+	for (size_t i = by_job_lower(b, label); i < b->nby_job && !strcmp(vx_job_of(b->by_job[i]), label); i++) {
+		const struct live_job *j = b->by_job[i];
+		const char *v = live_job_label(j, "vx-attempt");
+		char *end = NULL;
+		long long n;
+
+		if (!v || !runlabel_match(j->labels, j->nlabels, want, nwant,
+					  RUNLABEL_ALL & ~RUNLABEL_LINEAGE & ~RUNLABEL_RUNG & ~RUNLABEL_ATTEMPT) ||
+		    !owned(b, j) || is_known(b, j->name))
+			continue;
+		n = strtoll(v, &end, 10);
+		if (end != v && !*end && n > max && n <= INT32_MAX) {
+			max = (int64_t)n;
+			*job = j;
+		}
+	}
+	vx_labels_free(want, nwant);
+	return max;
+}
+
+/*
+ * The attempt a new run of d is created as, when no live job was adopted
+ * for attempt: attempt, or past the highest a live job of (spec, run)
+ * carries (*seen: that job, when it moved the number; else NULL).
+ */
+static int64_t next_attempt(struct builder *b, const struct plan_decl *d, int64_t attempt,
+			    const struct live_job **seen)
+{
+	int64_t high = live_max_attempt(b, d->name, d->spec_hash, d->run, seen);
+
+	if (high < attempt) {
+		*seen = NULL;
+		return attempt;
+	}
+	return high + 1;
+}
 
 static struct plan_action *add_action(struct builder *b, enum plan_kind kind, const char *address)
 {
@@ -275,6 +338,20 @@ static void set_fmt(struct builder *b, char **dst, char *formatted)
 	*dst = formatted;
 	if (!formatted)
 		b->oom = 1;
+}
+
+/*
+ * Says in a's reason that its attempt number moved past a live job's
+ * (next_attempt): "...; attempt 2 is projects/.../customJobs/9 (failed),
+ * which the state does not record". Nothing when seen is NULL.
+ */
+static void note_seen(struct builder *b, struct plan_action *a, const struct live_job *seen)
+{
+	if (!seen || !a->reason)
+		return;
+	set_fmt(b, &a->reason, vx_asprintf("%s; attempt %s is %s (%s), which the state does not record",
+					   a->reason, live_job_label(seen, "vx-attempt"), seen->name,
+					   job_state_short(seen->state)));
 }
 
 static void fill_decl(struct builder *b, struct plan_action *a, const struct plan_decl *d)
@@ -571,15 +648,104 @@ static int refusal_gate(struct builder *b, const struct plan_decl *d, const stru
 	return 1;
 }
 
+/* The current run of the declared spec and run, failed as class cls. */
+struct failed {
+	const struct live_job *lj;      /* as listed; NULL when not refreshing or vanished */
+	const char *state, *msg, *cls;
+	int code, vanished;
+	int64_t at;                     /* its rung on today's ladder */
+};
+
+/*
+ * Resubmits a failed run while resubmit.on lists its class and the budget
+ * allows, counting the attempts live jobs of (spec, run) carry that the
+ * state forgot (a rewound state: live_max_attempt), else a noop that says
+ * why. Returns the action, NULL when out of memory or when a refusal's
+ * backoff planned it (refusal_gate).
+ */
+static struct plan_action *plan_failed(struct builder *b, const struct plan_decl *d,
+				       const struct plan_record *rec, const struct failed *f)
+{
+	const struct plan_run *cur = rec->current;
+	const struct live_job *seen = NULL;
+	int64_t next = cur->attempt + 1, rung = plan_next_rung(f->at, f->cls, d->nrungs);
+	struct plan_action *a;
+	char when[40], *refused = NULL;
+
+	fmt_when(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms);
+	if (resubmits(d, f->cls) && cur->attempt < d->max_attempts) {
+		if (refusal_gate(b, d, rec, &next, &refused))
+			return NULL;
+		if (maybe_adopt(b, d, rec, next, rung, "resubmit", NULL)) {
+			free(refused);
+			return NULL;
+		}
+		next = next_attempt(b, d, next, &seen);
+	}
+	if (resubmits(d, f->cls) && next <= d->max_attempts) {
+		a = add_action(b, PLAN_RESUBMIT, d->address);
+		if (!a) {
+			free(refused);
+			return NULL;
+		}
+		fill_decl(b, a, d);
+		a->record = rec;
+		a->run = d->run;
+		a->attempt = next;
+		set_rung(b, a, d, rung);
+		set_str(b, &a->old_hash, rec->spec_hash);
+		set_str(b, &a->failure_class, f->cls);
+		set_str(b, &a->live_state, f->state);
+		set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
+		if (d->nrungs > 1)
+			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64
+							   " (region %s) after %s in %s",
+							   next, d->max_attempts, rung, rung_region(d, rung), f->cls,
+							   cur->region ? cur->region : rung_region(d, f->at)));
+		else
+			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
+							   next, d->max_attempts, f->cls, when));
+		if (refused)
+			set_fmt(b, &a->reason, refused);
+		note_seen(b, a, seen);
+		return a;
+	}
+	free(refused);
+	a = add_action(b, PLAN_NOOP, d->address);
+	if (!a)
+		return NULL;
+	fill_decl(b, a, d);
+	set_rung(b, a, d, f->at);
+	a->record = rec;
+	set_str(b, &a->old_hash, rec->spec_hash);
+	set_str(b, &a->failure_class, f->cls);
+	set_str(b, &a->live_state, f->state);
+	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
+	if (resubmits(d, f->cls))
+		set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
+						   "(%" PRId64 "/%" PRId64 " attempts)", f->cls, when,
+						   seen ? next - 1 : cur->attempt, d->max_attempts));
+	else if (!strcmp(f->cls, "unknown"))
+		/* An ambiguous text errs towards not resubmitting, and says so. */
+		set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
+						   "knows this message, so it may fail the same way again "
+						   "(list unknown in resubmit.on to resubmit such failures)",
+						   when));
+	else
+		set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on",
+						   f->cls, when, f->cls));
+	note_seen(b, a, seen);
+	return a;
+}
+
 static void plan_declared(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
 {
 	const struct plan_run *cur = rec ? rec->current : NULL;
-	const struct live_job *lj = NULL;
+	const struct live_job *lj = NULL, *seen = NULL;
 	const char *state = NULL, *msg = NULL, *cls;
 	int code = 0, vanished = 0, changed, forced, moved, respec, unrunged;
 	int64_t at, attempt;
 	struct plan_action *a;
-	char when[40];
 
 	if (!cur) {
 		char *why;
@@ -591,6 +757,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			free(why);
 			return;
 		}
+		attempt = next_attempt(b, d, attempt, &seen);
 		a = add_action(b, PLAN_CREATE, d->address);
 		if (!a) {
 			free(why);
@@ -604,6 +771,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			set_fmt(b, &a->reason, why);
 		else
 			set_str(b, &a->reason, rec ? "no current run in state" : "new job");
+		note_seen(b, a, seen);
 		return;
 	}
 
@@ -728,6 +896,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 
 			if (!refusal_gate(b, d, rec, &first, &refused) &&
 			    !maybe_adopt(b, d, rec, first, 0, why, NULL)) {
+				first = next_attempt(b, d, first, &seen);
 				a = add_action(b, PLAN_RERUN, d->address);
 				if (a) {
 					fill_decl(b, a, d);
@@ -739,6 +908,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 					set_fmt(b, &a->reason, vx_asprintf("%s after the last run %s%s%s", why,
 									   vanished ? "vanished" : job_state_short(state),
 									   refused ? "; " : "", refused ? refused : ""));
+					note_seen(b, a, seen);
 				}
 			}
 			free(refused);
@@ -761,67 +931,13 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		set_str(b, &a->live_state, state);
 		return;
 	}
-	fmt_when(when, sizeof(when), lj && lj->end_ms ? lj->end_ms : cur->end_ms);
-	if (resubmits(d, cls) && cur->attempt < d->max_attempts) {
-		int64_t rung = plan_next_rung(at, cls, d->nrungs), next = cur->attempt + 1;
-		char *refused = NULL;
+	{
+		struct failed f = { lj, state, msg, cls, code, vanished, at };
 
-		if (refusal_gate(b, d, rec, &next, &refused))
-			return;
-		if (maybe_adopt(b, d, rec, next, rung, "resubmit", NULL)) {
-			free(refused);
-			return;
-		}
-		a = add_action(b, PLAN_RESUBMIT, d->address);
-		if (!a) {
-			free(refused);
-			return;
-		}
-		fill_decl(b, a, d);
-		a->record = rec;
-		a->run = d->run;
-		a->attempt = next;
-		set_rung(b, a, d, rung);
-		set_str(b, &a->old_hash, rec->spec_hash);
-		set_str(b, &a->failure_class, cls);
-		set_str(b, &a->live_state, state);
-		set_error(b, a, vanished ? 0 : code, vanished ? NULL : msg);
-		if (d->nrungs > 1)
-			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64
-							   " (region %s) after %s in %s",
-							   cur->attempt + 1, d->max_attempts, rung,
-							   rung_region(d, rung), cls,
-							   cur->region ? cur->region : rung_region(d, at)));
-		else
-			set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
-							   cur->attempt + 1, d->max_attempts, cls, when));
-		if (refused)
-			set_fmt(b, &a->reason, refused);
-	} else {
-		a = add_action(b, PLAN_NOOP, d->address);
-		if (!a)
-			return;
-		fill_decl(b, a, d);
-		set_rung(b, a, d, at);
-		a->record = rec;
-		set_str(b, &a->old_hash, rec->spec_hash);
-		set_str(b, &a->failure_class, cls);
-		set_str(b, &a->live_state, state);
-		set_error(b, a, vanished ? 0 : code, vanished ? NULL : msg);
-		if (resubmits(d, cls))
-			set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
-							   "(%" PRId64 "/%" PRId64 " attempts)",
-							   cls, when, cur->attempt, d->max_attempts));
-		else if (!strcmp(cls, "unknown"))
-			/* An ambiguous text errs towards not resubmitting, and says so. */
-			set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
-							   "knows this message, so it may fail the same way again "
-							   "(list unknown in resubmit.on to resubmit such failures)",
-							   when));
-		else
-			set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on",
-							   cls, when, cls));
+		a = plan_failed(b, d, rec, &f);
 	}
+	if (!a)
+		return;
 	if (!strcmp(cls, "cancelled-outside")) {
 		set_fmt(b, &a->drift, vx_asprintf(vanished ? "run %s was deleted outside vx"
 						  : "run %s was cancelled outside vx", cur->name));
@@ -1161,6 +1277,50 @@ done:
 	free(hit);
 }
 
+/*
+ * A job `vx state rm` released while it ran is still this stack's job in
+ * Google Cloud, and still declared: the plan would create another of the
+ * same address beside it, the two then running at once. Each such create
+ * says so, naming the released job and its state: a plan error, or with
+ * -allow-released a warning.
+ */
+static void check_released(struct builder *b)
+{
+	const struct plan_input *in = b->in;
+	char label[SWEEP_LABEL_MAX + 1];
+
+	for (size_t i = 0; in->released && i < b->p->n; i++) {
+		const struct plan_action *a = &b->p->actions[i];
+
+		if ((a->kind != PLAN_CREATE && a->kind != PLAN_RERUN && a->kind != PLAN_REPLACE) ||
+		    a->kind_of != &kind_job || strncmp(a->address, "job.", 4) != 0)
+			continue;
+		sweep_job_label(label, a->address + 4);
+		for (size_t k = 0; k < in->released->n; k++) {
+			const struct live_job *j = &in->released->items[k];
+			int rc;
+
+			if (!j->name || !j->state || !job_state_is_active(j->state) ||
+			    !label_is(j, "vx-stack", in->stack) || !label_is(j, "vx-job", label))
+				continue;
+			if (in->allow_released)
+				rc = vx_diags_add(&b->p->warnings, NULL, 0, 0,
+					"%s: the job released from the state of the same address is still active "
+					"(%s, %s); this plan creates another beside it (-allow-released)",
+					a->address, j->name, job_state_short(j->state));
+			else
+				rc = vx_diags_add(&b->p->errors, NULL, 0, 0,
+					"%s: the job released from the state of the same address (vx state rm) is "
+					"still active (%s, %s); creating %s again would run both. Cancel it "
+					"('gcloud ai custom-jobs cancel %s') or wait for it to end; to create "
+					"another beside it, re-run with -allow-released",
+					a->address, j->name, job_state_short(j->state), a->address, j->name);
+			if (rc < 0)
+				b->oom = 1;
+		}
+	}
+}
+
 /* Active jobs labelled for this stack and this state that nothing accounts
  * for: a crashed apply's leftovers or duplicates. They cost money: the plan
  * cancels them, and touches no record (the action has none). */
@@ -1298,6 +1458,8 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
 	}
 	if (!b.oom)
 		check_other_lineage(&b);
+	if (!b.oom)
+		check_released(&b);
 	if (!b.oom)
 		plan_untracked(&b);
 	free_indexes(&b);
@@ -1589,6 +1751,7 @@ int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, st
 	out->in.records = out->records;
 	out->in.nrecords = nrec;
 	out->in.live = kin->live ? kin->live->jobs : NULL;
+	out->in.released = kin->live ? kin->live->released : NULL;
 	out->in.targets = kin->targets;
 	out->in.ntargets = kin->ntargets;
 	out->in.replaces = kin->replaces;

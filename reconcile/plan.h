@@ -192,6 +192,11 @@ struct plan_input {
 	const char *state_lost_hint;
 	/* -allow-other-lineage: create even beside such live jobs (a warning). */
 	int allow_other_lineage;
+	/* The listed jobs `vx state rm` released (not in live); NULL: none. A
+	 * create of a job beside an active one of the same address is a plan
+	 * error, or with allow_released (-allow-released) a warning. */
+	const struct live_jobs *released;
+	int allow_released;
 	/* Now, for the backoff after a refused create; 0: unknown (no backoff). */
 	int64_t now_ms;
 };

@@ -57,6 +57,7 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		kin.nreplaces = opts->nreplaces;
 		kin.now_ms = opts->now_ms;
 		out->in.allow_other_lineage = opts->allow_other_lineage;
+		out->in.allow_released = opts->allow_released;
 	}
 	/* In reverse phase order: a removal may depend on what a later phase's
 	 * plan does (a reservation is deleted only once this plan cancels the

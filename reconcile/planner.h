@@ -44,6 +44,7 @@ struct planner_options {
 	const char *const *replaces;
 	size_t nreplaces;
 	int allow_other_lineage; /* -allow-other-lineage (plan_input) */
+	int allow_released;      /* -allow-released (plan_input) */
 	int64_t now_ms;          /* the time ages are shown against (a pending quota
 				  * request's wait) and a refused create's backoff runs
 				  * from; 0: none shown, no backoff */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/ctx.h"
 #include "util/banned.h"
 
 void live_job_release(struct live_job *j)
@@ -60,6 +61,11 @@ void live_jobs_release(struct live_jobs *js)
 	free(js->items);
 	js->items = NULL;
 	js->n = 0;
+}
+
+int64_t provider_now_ms(struct provider *p, const struct vx_ctx *ctx)
+{
+	return vx_now_ms(ctx) + (p && p->clock_offset ? p->clock_offset(p) : 0);
 }
 
 int live_jobs_push(struct live_jobs *js, const struct live_job *j)

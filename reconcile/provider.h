@@ -275,6 +275,10 @@ struct provider {
 	/* The latest time (Unix ms) a server's Retry-After asked not to be called
 	 * before, on a request given up on; 0 when none. NULL: not kept. */
 	int64_t (*retry_after)(struct provider *p);
+	/* Google's clock minus this machine's (ms), from its latest answer's
+	 * Date header; 0 before any. NULL: not kept (the machine's clock is
+	 * taken for Google's). See provider_now_ms. */
+	int64_t (*clock_offset)(struct provider *p);
 
 	/* Releases the provider. */
 	void (*free)(struct provider *p);
@@ -321,6 +325,15 @@ int live_quota_limits_find(const struct live_quota_limits *l, const char *servic
 
 /* Deep copy and release helpers shared by implementations and tests. */
 int live_job_copy(struct live_job *out, const struct live_job *in) VX_WUR;
+/*
+ * Now on Google's clock: ctx's, corrected by p's clock_offset (p may be
+ * NULL). Every "how long since" a time Google stamped (a job's createTime,
+ * endTime) is asked of this, so a machine whose clock is off does not move
+ * it by the skew.
+ */
+struct vx_ctx;
+int64_t provider_now_ms(struct provider *p, const struct vx_ctx *ctx);
+
 void live_job_release(struct live_job *j);
 void live_jobs_release(struct live_jobs *js);
 /* Appends a deep copy of j. */

@@ -963,6 +963,8 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	/* Only when given: what was reviewed is applied under the same choice. */
 	if (h->allow_other_lineage)
 		rc |= add(root, "allow_other_lineage", cJSON_CreateTrue());
+	if (h->allow_released)
+		rc |= add(root, "allow_released", cJSON_CreateTrue());
 	state = cJSON_CreateObject();
 	rc |= add(root, "state", state);
 	if (state) {
@@ -1163,6 +1165,7 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 		goto done;
 	out->refresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "refresh"));
 	out->allow_other_lineage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "allow_other_lineage"));
+	out->allow_released = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "allow_released"));
 	{
 		const cJSON *by = cJSON_GetObjectItemCaseSensitive(root, "planned_by");
 

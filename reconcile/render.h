@@ -45,6 +45,7 @@ struct render_header {
 	const char *const *targets; /* -target addresses the plan was limited to */
 	size_t ntargets;
 	int allow_other_lineage;    /* -allow-other-lineage: "allow_other_lineage": true */
+	int allow_released;         /* -allow-released: "allow_released": true */
 	int verbose;                /* -verbose: a sweep's runs listed, not one block */
 	const struct capacity_report *capacity; /* quota and cost (reconcile/capacity.h), or NULL */
 	/* Who planned, for a saved plan only ("planned_by"): the actor and the
@@ -123,6 +124,7 @@ struct saved_plan {
 	char **targets;      /* -target addresses, ntargets of them */
 	size_t ntargets;
 	int allow_other_lineage; /* planned with -allow-other-lineage: applied with it too */
+	int allow_released;      /* planned with -allow-released: applied with it too */
 	struct saved_action *actions;
 	size_t n;
 };

@@ -266,14 +266,24 @@ static const char *const csv_fields[] = {
 	"queued_seconds", "running_seconds", "usd", "estimate", "unpriced_reason", "resource", "message", "note",
 };
 
-/* One field, quoted when it holds a comma, a quote or a line break (RFC 4180). */
+/*
+ * One field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+ * A text that a spreadsheet would take for a formula (starting with =, +, -
+ * or @, or with a tab or a carriage return, which some strip first) gets a
+ * single quote before it, as OWASP's CSV injection guidance says: a job's
+ * failure message is the server's text, and a report is opened in
+ * spreadsheets. Numbers are not texts: a negative one is written as it is.
+ */
 static int csv_field(struct vx_buf *b, const char *s)
 {
+	const char *tick = s && *s && strchr("=+-@\t\r", *s) ? "'" : "";
 	int rc = 0;
 
-	if (!s || !s[strcspn(s, ",\"\r\n")])
-		return s ? vx_buf_adds(b, s) : 0;
-	rc = vx_buf_addc(b, '"');
+	if (!s)
+		return 0;
+	if (!s[strcspn(s, ",\"\r\n")])
+		return vx_buf_adds(b, tick) < 0 || vx_buf_adds(b, s) < 0 ? VX_ENOMEM : 0;
+	rc = vx_buf_addc(b, '"') < 0 || vx_buf_adds(b, tick) < 0 ? VX_ENOMEM : 0;
 	for (const char *p = s; rc == 0 && *p; p++)
 		rc = *p == '"' ? vx_buf_adds(b, "\"\"") : vx_buf_addc(b, *p);
 	return rc == 0 ? vx_buf_addc(b, '"') : rc;

@@ -31,6 +31,65 @@ void state_history_free(struct state_history_entry *h, size_t n)
 	free(h);
 }
 
+void state_history_skips_release(struct state_history_skips *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->list[i].version);
+		free(s->list[i].why);
+	}
+	free(s->list);
+	s->list = NULL;
+	s->n = 0;
+}
+
+int state_history_skips_add(struct state_history_skips *s, const char *version, const char *why)
+{
+	struct state_history_skip *grown, *last = s->n ? &s->list[s->n - 1] : NULL;
+	char *more;
+
+	if (last && !strcmp(last->version, version)) {
+		if (!(more = vx_asprintf("%s; %s", last->why, why)))
+			return VX_ENOMEM;
+		free(last->why);
+		last->why = more;
+		return 0;
+	}
+	if (!(grown = realloc(s->list, (s->n + 1) * sizeof(*grown))))
+		return VX_ENOMEM;
+	s->list = grown;
+	grown = &s->list[s->n];
+	grown->version = vx_strdup(version);
+	grown->why = vx_strdup(why);
+	if (!grown->version || !grown->why) {
+		free(grown->version);
+		free(grown->why);
+		return VX_ENOMEM;
+	}
+	s->n++;
+	return 0;
+}
+
+/* How many skipped versions the warning names; the rest are counted. */
+#define SKIPS_NAMED 3
+
+char *state_history_skips_text(const struct state_history_skips *s)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	int rc = vx_buf_printf(&b, "%zu state %s%s skipped (", s->n, s->noun, s->n == 1 ? "" : "s");
+
+	for (size_t i = 0; rc == 0 && i < s->n && i < SKIPS_NAMED; i++)
+		rc = vx_buf_printf(&b, "%s%s: %s", i ? "; " : "", s->list[i].version, s->list[i].why);
+	if (rc == 0 && s->n > SKIPS_NAMED)
+		rc = vx_buf_printf(&b, "; and %zu more", s->n - SKIPS_NAMED);
+	if (rc == 0)
+		rc = vx_buf_adds(&b, ")");
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
 int state_backend_init(struct state_backend *b, const struct state_backend_ops *ops,
 		       const struct vx_ctx *ctx, const char *stack, struct vx_err *err)
 {
@@ -168,16 +227,23 @@ int state_audit(struct state_backend *b, const char *actor, const char *pr_url,
 }
 
 int state_history(struct state_backend *b, const char *address, size_t max,
-		  struct state_history_entry **out, size_t *n, struct vx_err *err)
+		  struct state_history_entry **out, size_t *n,
+		  struct state_history_skips *skips, struct vx_err *err)
 {
+	struct state_history_skips own = STATE_HISTORY_SKIPS_INIT;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
+	if (!skips)
+		skips = &own;
+	state_history_skips_release(skips);
+	skips->noun = "version";
 	rc = address ? state_address_split(address, NULL, NULL, err) : 0;
-	if (rc < 0)
-		return rc;
-	return b->ops->history(b, address, max, out, n, err);
+	if (rc == 0)
+		rc = b->ops->history(b, address, max, out, n, skips, err);
+	state_history_skips_release(&own);
+	return rc;
 }
 
 int state_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *err)

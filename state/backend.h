@@ -55,6 +55,41 @@ struct state_history_entry {
 void state_history_entry_release(struct state_history_entry *e);
 void state_history_free(struct state_history_entry *h, size_t n);
 
+/*
+ * The versions a history walk could not read (a record that does not
+ * parse, a history object that is not one) and so left out: the history
+ * is append-only, so one bad version must not stop `vx log` or `vx report`
+ * for good. One entry per version, oldest last.
+ */
+struct state_history_skip {
+	char *version;        /* git: the commit's first 12 hex digits; gcs: "serial 3" */
+	char *why;            /* "jobs/a.json: invalid state record JSON: 1:2: not valid JSON" */
+};
+
+struct state_history_skips {
+	const char *noun;     /* "commit" (git), "version" (gcs); static */
+	struct state_history_skip *list;
+	size_t n;
+};
+
+#define STATE_HISTORY_SKIPS_INIT { "version", NULL, 0 }
+
+void state_history_skips_release(struct state_history_skips *s);
+
+/*
+ * For backends: adds why to the skip of version (a new one unless the last
+ * skip is of the same version; then why is appended). VX_ENOMEM.
+ */
+int state_history_skips_add(struct state_history_skips *s, const char *version,
+			    const char *why) VX_WUR;
+
+/*
+ * The warning a command prints for s (s->n > 0): "1 state commit skipped
+ * (abc123def456: jobs/a.json: ...)", the first few versions named, then
+ * "and N more". *out is owned by the caller; NULL when out of memory.
+ */
+char *state_history_skips_text(const struct state_history_skips *s);
+
 /* What a backend implements. Every op returns 0 or a negative VX_E*, filling err. */
 struct state_backend_ops {
 	const char *name;
@@ -72,8 +107,10 @@ struct state_backend_ops {
 	 * (NULL: unlock). VX_ECONFLICT when the lock changed meanwhile. */
 	int (*lock_swap)(struct state_backend *b, const char *expect_id,
 			 const struct state_lock *next, const char *message, struct vx_err *err);
+	/* skips is never NULL here (state_history passes one of its own). */
 	int (*history)(struct state_backend *b, const char *address, size_t max,
-		       struct state_history_entry **out, size_t *n, struct vx_err *err);
+		       struct state_history_entry **out, size_t *n,
+		       struct state_history_skips *skips, struct vx_err *err);
 	int (*list)(struct state_backend *b, char ***out, size_t *n, struct vx_err *err);
 	/* A short id of the stored version (git: the tip commit), or *out = NULL when none. */
 	int (*revision)(struct state_backend *b, char **out, struct vx_err *err);
@@ -152,9 +189,16 @@ int state_write(struct state_backend *b, struct state *st, const char *message,
  * address NULL: the history of every address that ever had a record, the
  * forgotten ones included, in one walk (git: each commit's entries in
  * address order).
+ *
+ * A version that cannot be read (a record that is not valid, a gcs history
+ * object that is not one) is left out, and named in *skips (released and
+ * filled; NULL: not reported), for the command to warn about: the stored
+ * history cannot be repaired, and one bad version must not hide the rest.
+ * Errors reading the repository or the bucket still fail the walk.
  */
 int state_history(struct state_backend *b, const char *address, size_t max,
-		  struct state_history_entry **out, size_t *n, struct vx_err *err) VX_WUR;
+		  struct state_history_entry **out, size_t *n,
+		  struct state_history_skips *skips, struct vx_err *err) VX_WUR;
 
 /* Every address in the stored state, sorted. Free each string and the array. */
 int state_list(struct state_backend *b, char ***out, size_t *n, struct vx_err *err) VX_WUR;

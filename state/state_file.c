@@ -21,6 +21,7 @@ struct file_backend {
 	struct state_backend base; /* first */
 	char *path;
 	char *lock_path;
+	char *serial_path;   /* FILE.serial: the newest "LINEAGE SERIAL" written here */
 };
 
 /* Reads path; *found = 0 when it does not exist. */
@@ -94,6 +95,35 @@ done:
 	return rc;
 }
 
+/*
+ * The file went back: FILE.serial says a newer serial of the same lineage
+ * was written (an older copy put over FILE). An older state forgets the
+ * jobs vx started since and would start them again, so a load refuses. A
+ * marker that is missing or not of this form compares with nothing.
+ */
+static int refuse_if_rewound(struct file_backend *f, const struct state *st, struct vx_err *err)
+{
+	struct vx_buf text = VX_BUF_INIT;
+	struct vx_err ignored = VX_ERR_INIT;
+	char lineage[64];
+	unsigned long long serial;
+	int found = 0, rc = 0;
+
+	if (read_text(f->serial_path, 256, &text, &found, &ignored) < 0 || !found ||
+	    sscanf(vx_buf_str(&text), "%63s %llu", lineage, &serial) != 2 || !st->lineage ||
+	    strcmp(lineage, st->lineage) != 0 || serial <= st->serial)
+		goto done;
+	rc = vx_err_set(err, VX_ECONFLICT,
+			"state file %s went back: it holds serial %llu, but %s says serial %llu of the same "
+			"state was written; an older state forgets the jobs vx started since, and would "
+			"start them again. Put the newer file back (to keep the older state anyway, delete %s)",
+			f->path, (unsigned long long)st->serial, f->serial_path, serial, f->serial_path);
+done:
+	vx_err_release(&ignored);
+	vx_buf_release(&text);
+	return rc;
+}
+
 static int file_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct file_backend *f = (struct file_backend *)b;
@@ -102,6 +132,8 @@ static int file_load(struct state_backend *b, struct state *out, struct vx_err *
 	rc = read_state(f, out, &found, err);
 	if (rc == 0 && !found)
 		rc = state_new(out, b->stack, b->ctx, err);
+	else if (rc == 0 && (rc = refuse_if_rewound(f, out, err)) < 0)
+		state_release(out);
 	return rc;
 }
 
@@ -139,6 +171,15 @@ static int file_write(struct state_backend *b, struct state *st, const char *mes
 	    (rc = vx_file_put(f->path, text, strlen(text), 0, err)) < 0)
 		goto done;
 	st->serial = out.serial;
+	/* After the state: a crash between the two leaves the marker behind,
+	 * never ahead. Losing it loses the check, not the state. */
+	free(text);
+	if (!(text = vx_asprintf("%s %llu\n", out.lineage, (unsigned long long)out.serial)) ||
+	    vx_file_put(f->serial_path, text, strlen(text), 0, err) < 0) {
+		vx_log(b->ctx, VX_LOG_WARN, "state serial %llu written, but not %s: %s",
+		       (unsigned long long)out.serial, f->serial_path, text ? vx_err_msg(err) : "out of memory");
+		vx_err_release(err);
+	}
 done:
 	free(text);
 	state_release(&cur);
@@ -181,12 +222,14 @@ done:
 
 /* No history beyond the stored state: one entry per record (address NULL: every record). */
 static int file_history(struct state_backend *b, const char *address, size_t max,
-			struct state_history_entry **out, size_t *n, struct vx_err *err)
+			struct state_history_entry **out, size_t *n,
+			struct state_history_skips *skips, struct vx_err *err)
 {
 	struct state st = STATE_INIT;
 	size_t i, cnt = 0;
 	int rc;
 
+	(void)skips; /* one version, which load has checked whole */
 	rc = file_load(b, &st, err);
 	if (rc < 0)
 		return rc;
@@ -262,6 +305,7 @@ static void file_free(struct state_backend *b)
 
 	free(f->path);
 	free(f->lock_path);
+	free(f->serial_path);
 	free(f);
 }
 
@@ -320,7 +364,8 @@ int state_file_open(struct state_backend **out, const struct vx_ctx *ctx,
 	}
 	f->path = vx_strdup(opts->path);
 	f->lock_path = vx_asprintf("%s.lock", opts->path);
-	if (!f->path || !f->lock_path) {
+	f->serial_path = vx_asprintf("%s.serial", opts->path);
+	if (!f->path || !f->lock_path || !f->serial_path) {
 		free(f->base.stack);
 		free(f->path);
 		free(f->lock_path);

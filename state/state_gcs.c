@@ -276,16 +276,74 @@ static int refuse_if_lost(struct gcs_backend *g, struct vx_err *err)
 	return rc;
 }
 
+struct version;
+static int history_get(struct gcs_backend *g, uint64_t serial, const char *lineage,
+		       struct version *v, int *found, struct vx_err *err);
+static void version_release(struct version *v);
+static int history_exists(struct gcs_backend *g, uint64_t serial, const char *lineage, int *found,
+			  struct vx_err *err);
+
+/*
+ * state.json went back: history/<serial + 1> of the same lineage exists,
+ * so a newer state was written, and an older copy put over it (a restored
+ * object generation). An older state forgets the jobs vx started since and
+ * would start them again: VX_ECONFLICT, naming the newest version. A
+ * writer that moved on between our two reads is no rewind: the state is
+ * read again (*again set) and compared again.
+ */
+static int refuse_if_rewound(struct gcs_backend *g, struct state *st, int64_t *gen, int *again,
+			     struct vx_err *err)
+{
+	struct state now = STATE_INIT;
+	uint64_t newest = 0;
+	int64_t now_gen = 0;
+	int found = 0, rc;
+	char *h = NULL;
+
+	*again = 0;
+	if (!st->serial || (rc = history_exists(g, st->serial + 1, st->lineage, &found, err)) < 0 || !found)
+		return st->serial ? rc : 0;
+	if ((rc = read_state(g, &now, &now_gen, &found, err)) < 0)
+		return rc;
+	if (found && now_gen != *gen) {
+		state_release(st);
+		*st = now;
+		*gen = now_gen;
+		*again = 1;
+		return 0;
+	}
+	state_release(&now);
+	if ((rc = newest_history(g, &newest, err)) < 0)
+		return rc;
+	if (!(h = history_name(g, newest > st->serial ? newest : st->serial + 1)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = vx_err_set(err, VX_ECONFLICT,
+			"state gs://%s/%s went back: it holds serial %llu, but history/%010llu.json of the "
+			"same state exists; an older state forgets the jobs vx started since, and would "
+			"start them again. Put the newest back with: gcloud storage cat gs://%s/%s | jq .state "
+			"| gcloud storage cp - gs://%s/%s (to keep the older state anyway, delete the "
+			"history objects after serial %llu)",
+			g->bucket, g->state_obj, (unsigned long long)st->serial,
+			(unsigned long long)st->serial + 1, g->bucket, h, g->bucket, g->state_obj,
+			(unsigned long long)st->serial);
+	free(h);
+	return rc;
+}
+
 static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
 	int64_t gen = 0;
-	int found = 0, rc;
+	int found = 0, rc, again = 1;
 
 	rc = read_state(g, out, &gen, &found, err);
 	if (rc == 0 && !found && (rc = refuse_if_lost(g, err)) == 0)
 		rc = state_new(out, b->stack, b->ctx, err);
-	if (rc == 0 && (rc = gcs_lock_read(b, &out->lock, err)) < 0)
+	for (int tries = 0; rc == 0 && found && again && tries < 3; tries++)
+		rc = refuse_if_rewound(g, out, &gen, &again, err);
+	if (rc == 0)
+		rc = gcs_lock_read(b, &out->lock, err);
+	if (rc < 0)
 		state_release(out);
 	if (rc == 0) {
 		g->loaded_gen = gen;
@@ -664,6 +722,23 @@ done:
 	return rc;
 }
 
+/* Whether history/<serial> of lineage is there (one that is not valid counts as not). */
+static int history_exists(struct gcs_backend *g, uint64_t serial, const char *lineage, int *found,
+			  struct vx_err *err)
+{
+	struct version v;
+	int rc = history_get(g, serial, lineage, &v, found, err);
+
+	if (rc == VX_EINVAL) {
+		vx_err_release(err);
+		*found = 0;
+		rc = 0;
+	}
+	if (rc == 0 && *found)
+		version_release(&v);
+	return rc;
+}
+
 /* Whether two records (either may be NULL) differ. -1: out of memory. */
 static int record_differs(const struct state_record *a, const struct state_record *b)
 {
@@ -752,8 +827,36 @@ static int hist_diff(struct hist_out *h, const char *address, const struct versi
 	return 0;
 }
 
+/*
+ * The older version than serial: history/<serial - 1>, or, when that one
+ * is not a valid history object, the next older one, each bad one named
+ * in skips (the history is append-only: one bad object must not end the
+ * walk). *found 0 when there is none of this lineage.
+ */
+static int history_older(struct gcs_backend *g, uint64_t serial, const char *lineage,
+			 struct version *older, int *found, struct state_history_skips *skips,
+			 struct vx_err *err)
+{
+	char version[32];
+	int rc = 0;
+
+	*found = 0;
+	while (serial-- > 1) {
+		rc = history_get(g, serial, lineage, older, found, err);
+		if (rc != VX_EINVAL)
+			return rc;
+		snprintf(version, sizeof(version), "serial %llu", (unsigned long long)serial);
+		rc = state_history_skips_add(skips, version, vx_err_msg(err));
+		vx_err_release(err);
+		if (rc < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int gcs_history(struct state_backend *b, const char *address, size_t max,
-		       struct state_history_entry **out, size_t *n, struct vx_err *err)
+		       struct state_history_entry **out, size_t *n,
+		       struct state_history_skips *skips, struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
 	struct hist_out h = { NULL, 0, 0, max };
@@ -769,6 +872,19 @@ static int gcs_history(struct state_backend *b, const char *address, size_t max,
 	/* The current state's message is in its own history object. */
 	if (cur.st.serial > 0) {
 		rc = history_get(g, cur.st.serial, cur.st.lineage, &older, &found, err);
+		if (rc == VX_EINVAL) {
+			/* Only its message is lost: the version itself is state.json. */
+			char version[32];
+
+			snprintf(version, sizeof(version), "serial %llu",
+				 (unsigned long long)cur.st.serial);
+			rc = state_history_skips_add(skips, version, vx_err_msg(err));
+			vx_err_release(err);
+			if (rc < 0) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				goto done;
+			}
+		}
 		if (rc < 0)
 			goto done;
 		if (found) {
@@ -779,12 +895,9 @@ static int gcs_history(struct state_backend *b, const char *address, size_t max,
 		version_release(&older);
 	}
 	while (max == 0 || h.n < max) {
-		found = 0;
-		if (cur.st.serial > 1) {
-			rc = history_get(g, cur.st.serial - 1, cur.st.lineage, &older, &found, err);
-			if (rc < 0)
-				goto done;
-		}
+		rc = history_older(g, cur.st.serial, cur.st.lineage, &older, &found, skips, err);
+		if (rc < 0)
+			goto done;
 		rc = hist_diff(&h, address, &cur, found ? &older.st : NULL);
 		if (rc < 0) {
 			vx_err_set(err, rc, "out of memory");
@@ -808,6 +921,39 @@ done:
 	return 0;
 }
 
+/*
+ * A restore of serial `serial`, older than the newest history object
+ * `newest`: the history objects after it belong to a line the state left,
+ * and would pass for newer versions of it (a load would refuse the state as
+ * moved back, and the next writes would find their serials taken). They
+ * are moved, not deleted, to P/history/abandoned/N.json. A failure is
+ * logged: the loads then refuse, which is safe, and say why.
+ */
+static void history_set_aside(struct gcs_backend *g, uint64_t serial, uint64_t newest)
+{
+	for (uint64_t s = serial + 1; s <= newest; s++) {
+		struct vx_err e = VX_ERR_INIT;
+		char *from = history_name(g, s);
+		char *to = vx_asprintf("%s/history/abandoned/%010llu.json", g->prefix, (unsigned long long)s);
+		struct storage_compose_source src = { from, 0 };
+		int rc = !from || !to ? vx_err_set(&e, VX_ENOMEM, "out of memory") : 0;
+
+		if (rc == 0)
+			rc = storage_object_compose(&g->sc, g->bucket, to, &src, 1, NULL, 0, NULL, &e);
+		if (rc == 0 || rc == VX_ENOTFOUND) {
+			vx_err_release(&e);
+			rc = rc == 0 ? storage_object_delete(&g->sc, g->bucket, from, STORAGE_ANY_GENERATION,
+							     &e) : 0;
+		}
+		if (rc < 0 && rc != VX_ENOTFOUND)
+			vx_log(g->base.ctx, VX_LOG_WARN, "state restore: moving gs://%s/%s aside: %s",
+			       g->bucket, from ? from : "history", vx_err_msg(&e));
+		vx_err_release(&e);
+		free(from);
+		free(to);
+	}
+}
+
 static int gcs_restore(struct state_backend *b, uint64_t serial, char **what,
 		       struct vx_err *err)
 {
@@ -817,6 +963,7 @@ static int gcs_restore(struct state_backend *b, uint64_t serial, char **what,
 	struct version v;
 	char *name = NULL, *text = NULL;
 	int64_t gen = 0, new_gen = 0;
+	uint64_t newest = 0;
 	int found = 0, rc;
 
 	memset(&v, 0, sizeof(v));
@@ -828,8 +975,10 @@ static int gcs_restore(struct state_backend *b, uint64_t serial, char **what,
 				(unsigned long long)cur.serial);
 		goto done;
 	}
-	if (!serial && (rc = newest_history(g, &serial, err)) < 0)
+	if ((rc = newest_history(g, &newest, err)) < 0)
 		goto done;
+	if (!serial)
+		serial = newest;
 	if (!serial) {
 		rc = vx_err_set(err, VX_ENOTFOUND, "state restore: gs://%s/%s/history/ holds no "
 				"history object; there is nothing to restore from", g->bucket,
@@ -864,6 +1013,7 @@ static int gcs_restore(struct state_backend *b, uint64_t serial, char **what,
 		goto done;
 	g->loaded_gen = new_gen;
 	g->loaded_serial = v.st.serial;
+	history_set_aside(g, serial, newest);
 	if (!(*what = vx_asprintf("gs://%s/%s restored from gs://%s/%s: serial %llu, lineage %s, "
 				  "%zu record%s", g->bucket, g->state_obj, g->bucket, name,
 				  (unsigned long long)v.st.serial, v.st.lineage, v.st.nrecords,

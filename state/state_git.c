@@ -992,6 +992,56 @@ static int refuse_if_lost(struct state_git *g, struct vx_err *err)
 	return rc;
 }
 
+/*
+ * The branch moved back: the newest entry of its reflog, the move to tip,
+ * came from a commit of the same lineage at a higher serial (`git
+ * update-ref` or `git branch -f` to an older commit). A state moved back
+ * forgets what vx started since and would start it again, so a load
+ * refuses, as it does for a deleted branch (refuse_if_lost). Nothing to
+ * compare without a reflog, or when the ref moved since without one (a
+ * fresh clone; docs/state.md says so); vx's own writes only move forward.
+ */
+static int refuse_if_rewound(struct state_git *g, const git_oid *tip, const struct state *st,
+			     struct vx_err *err)
+{
+	git_reflog *log = NULL;
+	const git_reflog_entry *e;
+	const git_oid *was;
+	git_commit *c = NULL;
+	git_tree *t = NULL;
+	struct state hdr = STATE_INIT;
+	struct vx_err ignored = VX_ERR_INIT;
+	char now_hex[GIT_OID_HEXSZ + 1], was_hex[GIT_OID_HEXSZ + 1];
+	int rc = 0;
+
+	if (git_reflog_read(&log, g->repo, g->ref) < 0 || git_reflog_entrycount(log) == 0)
+		goto done;
+	e = git_reflog_entry_byindex(log, 0);
+	was = git_reflog_entry_id_old(e);
+	if (!git_oid_equal(git_reflog_entry_id_new(e), tip) || !was || git_oid_is_zero(was) ||
+	    tip_tree(g, was, &c, &t, &ignored) < 0 || read_header(g, t, &hdr, &ignored) < 0 ||
+	    !hdr.lineage || !st->lineage || strcmp(hdr.lineage, st->lineage) != 0 ||
+	    hdr.serial <= st->serial)
+		goto done;
+	oid_hex(tip, now_hex);
+	oid_hex(was, was_hex);
+	rc = vx_err_set(err, VX_ECONFLICT,
+			"state branch %s went back: it is at commit %.12s (serial %llu), but its reflog "
+			"says it was at commit %.12s (serial %llu) before; an older state forgets the jobs "
+			"vx started since, and would start them again. Put it back with: git update-ref "
+			"%s %s %s (to keep the older state anyway, drop that reflog entry: git reflog "
+			"delete %s@{0})",
+			g->branch, now_hex, (unsigned long long)st->serial, was_hex,
+			(unsigned long long)hdr.serial, g->ref, was_hex, now_hex, g->ref);
+done:
+	vx_err_release(&ignored);
+	state_release(&hdr);
+	git_tree_free(t);
+	git_commit_free(c);
+	git_reflog_free(log);
+	return rc;
+}
+
 static int state_git_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
@@ -1013,6 +1063,8 @@ static int state_git_load(struct state_backend *b, struct state *out, struct vx_
 		   (rc = read_records(g, tree, out, err)) < 0) {
 		oid_hex(&tip, hex);
 		vx_err_wrap(err, "reading state branch %s at %.12s", g->branch, hex);
+	} else if (rc == 0) {
+		rc = refuse_if_rewound(g, &tip, out, err);
 	}
 	/* The lease as the local lease ref has it (informational, as documented);
 	 * without one, the old-style lock stack.json may hold. */
@@ -1744,7 +1796,25 @@ struct history {
 	struct state_git *g;
 	struct state_history_entry *list;
 	size_t n, max, cap;
+	struct state_history_skips *skips;
 };
+
+/*
+ * The last entry's record (at commit hex, from path) does not parse: it is
+ * left out and named in h->skips, so one bad commit does not hide the
+ * rest of an append-only history. err holds why.
+ */
+static int history_skip_last(struct history *h, const char *hex, struct vx_err *err)
+{
+	char version[13];
+	int rc;
+
+	snprintf(version, sizeof(version), "%.12s", hex);
+	state_history_entry_release(&h->list[--h->n]);
+	rc = state_history_skips_add(h->skips, version, vx_err_msg(err));
+	vx_err_release(err);
+	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
+}
 
 /*
  * Adds the entry for address at commit c: the record in blob (zero: removed
@@ -1786,8 +1856,9 @@ static int history_add(struct history *h, const git_commit *c, const char *addre
 	}
 	len = (size_t)git_blob_rawsize(b);
 	if (len > STATE_MAX_FILE) {
-		rc = vx_err_set(err, VX_EINVAL, "%s at %.12s: %zu bytes is over the limit of %zu",
-				path, hex, len, STATE_MAX_FILE);
+		vx_err_set(err, VX_EINVAL, "%s: %zu bytes is over the limit of %zu", path, len,
+			   STATE_MAX_FILE);
+		rc = history_skip_last(h, hex, err);
 		goto done;
 	}
 	e->record = calloc(1, sizeof(*e->record));
@@ -1798,7 +1869,10 @@ static int history_add(struct history *h, const git_commit *c, const char *addre
 	if ((rc = state_record_from_json(e->record, git_blob_rawcontent(b), len, err)) < 0) {
 		free(e->record);
 		e->record = NULL;
-		vx_err_wrap(err, "%s at %.12s", path, hex);
+		if (rc == VX_EINVAL) {
+			vx_err_wrap(err, "%s", path);
+			rc = history_skip_last(h, hex, err);
+		}
 	}
 done:
 	git_blob_free(b);
@@ -1876,10 +1950,11 @@ static int dir_tree(struct state_git *g, const git_commit *c, const char *dir, g
 }
 
 static int state_git_history(struct state_backend *b, const char *address, size_t max,
-		       struct state_history_entry **out, size_t *n, struct vx_err *err)
+			     struct state_history_entry **out, size_t *n,
+			     struct state_history_skips *skips, struct vx_err *err)
 {
 	struct state_git *g = (struct state_git *)b;
-	struct history h = { g, NULL, 0, max, 0 };
+	struct history h = { g, NULL, 0, max, 0, skips };
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
 	char *path = NULL;
@@ -1889,6 +1964,7 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 	int exists, rc, have_prev = 0;
 
 	memset(&before, 0, sizeof(before));
+	skips->noun = "commit";
 	if ((address && (rc = state_address_split(address, &dir, &name, err)) < 0) ||
 	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
 	    !exists)

@@ -3,14 +3,16 @@
 
   * multi-stage: the first stage is FROM IMAGE:TAG AS build, the last is
     debian:12-slim (or debian:bookworm-slim);
-  * every base image is pinned by a tag (or a digest): not untagged, not :latest;
+  * every base image is pinned by a tag and a digest, IMAGE:TAG@sha256:<64 hex>
+    (not untagged, not :latest), so a rebuild gets the same bytes; the release
+    recipe fails when the tag's digest has moved (docs/packaging.md);
   * the last stage copies from the build stage, sets a USER that is not root,
     and has ENTRYPOINT ["vx"];
   * no ADD of a URL.
 The Dockerfile syntax (continuations, comments, exec form) is read by
 tools/check-examples.py's parser, which checks examples/watch/Dockerfile.
 
-usage: tools/check-dockerfile.py [FILE]   (default: the Dockerfile at the root)
+usage: tools/check-dockerfile.py [FILE...]   (default: the Dockerfile at the root)
 Prints one line per problem, "FILE: where: what", and exits 1 if any.
 """
 import importlib.util
@@ -27,11 +29,17 @@ RUNTIME_BASES = {"debian:12-slim", "debian:bookworm-slim"}
 ROOT_USERS = {"root", "0"}
 
 
-def pinned(image):
-    if "@sha256:" in image:
-        return True
-    last = image.rsplit("/", 1)[-1]
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def tagged(image):
+    last = DIGEST.sub("", image).rsplit("/", 1)[-1]
     return ":" in last and not last.endswith(":latest")
+
+
+def base(image):
+    """The image without its digest: debian:12-slim."""
+    return DIGEST.sub("", image)
 
 
 def check(path, text):
@@ -55,13 +63,18 @@ def check(path, text):
         return problems
     names = {s["name"] for s in stages if s["name"]}
     for s in stages:
-        if s["image"] not in names and not pinned(s["image"]):
+        if s["image"] in names:
+            continue
+        if not tagged(s["image"]):
             bad("line %d" % s["line"], "FROM %s is not pinned by a tag (IMAGE:TAG, not :latest)" % s["image"])
+        elif not DIGEST.search(s["image"]):
+            bad("line %d" % s["line"], "FROM %s is not pinned by a digest (IMAGE:TAG@sha256:..., "
+                "docs/packaging.md)" % s["image"])
     first, final = stages[0], stages[-1]
     if first["name"] != "build":
         bad("line %d" % first["line"], "the first stage is not FROM IMAGE:TAG AS build")
-    if final["image"] not in RUNTIME_BASES:
-        bad("line %d" % final["line"], "the runtime stage is FROM debian:12-slim, not %s" % final["image"])
+    if base(final["image"]) not in RUNTIME_BASES:
+        bad("line %d" % final["line"], "the runtime stage is FROM debian:12-slim, not %s" % base(final["image"]))
     if not any(i == "COPY" and "--from=build" in a for _, i, a in final["ins"]):
         bad("line %d" % final["line"], "the runtime stage copies nothing from the build stage")
     users = [(n, a.strip()) for n, i, a in final["ins"] if i == "USER"]
@@ -76,9 +89,10 @@ def check(path, text):
 
 
 def main(argv):
-    path = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(HERE), "Dockerfile")
-    with open(path) as f:
-        problems = check(os.path.relpath(path), f.read())
+    problems = []
+    for path in argv[1:] or [os.path.join(os.path.dirname(HERE), "Dockerfile")]:
+        with open(path) as f:
+            problems += check(os.path.relpath(path), f.read())
     for p in problems:
         print(p)
     return 1 if problems else 0

@@ -17,7 +17,8 @@ systemd units (*.service):
     latter optional (-PATH) unless a StateDirectory= creates it.
 Dockerfiles (a file named Dockerfile):
   * multi-stage: the first FROM is `... AS build`, the last is debian:12-slim
-    (or debian:bookworm-slim), the build stage runs make;
+    (or debian:bookworm-slim; its @sha256 digest aside: tools/check-dockerfile.py
+    requires one), the build stage runs make;
   * the build stage installs the development packages tools/deps.sh names for
     building, and the last stage exactly their Debian 12 runtime packages
     (RUNTIME below), plus git and ca-certificates;
@@ -234,9 +235,10 @@ def check_dockerfile(path, text, build_pkgs, problems):
     if first["name"] != "build":
         bad("line %d" % first["line"], "the first stage is FROM IMAGE AS build, not %s"
             % ("named %s" % first["name"] if first["name"] else "unnamed"))
-    if final["image"] not in RUNTIME_BASES:
+    runtime = re.sub(r"@sha256:[0-9a-f]{64}$", "", final["image"])  # pinned or not
+    if runtime not in RUNTIME_BASES:
         bad("line %d" % final["line"], "the runtime stage is FROM debian:12-slim, not %s"
-            % final["image"])
+            % runtime)
     runs = [a for _, i, a in first["ins"] if i == "RUN"]
     if not any(re.search(r"(^|[\s;&|])make(\s|$)", r) for r in runs):
         bad("line %d" % first["line"], "the build stage never runs make")

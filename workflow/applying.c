@@ -215,6 +215,8 @@ int applying_open_saved(struct applying *ap, struct vx_ctx *ctx, const char *pla
 			return vx_err_set(err, VX_ENOMEM, "out of memory");
 	/* Planned with -allow-other-lineage: applied with it, as reviewed. */
 	po->allow_other_lineage |= sp->allow_other_lineage;
+	/* And with -allow-released. */
+	po->allow_released |= sp->allow_released;
 	return 0;
 }
 
@@ -574,7 +576,9 @@ static int resubmitted_events(struct notify_list *out, const struct plan *p, con
 
 int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *out)
 {
-	int rc = notify_collect(out, &ap->pl.planner.plan, ap->ws.st->name, vx_now_ms(ap->ws.ctx), since_ms);
+	/* Google's now: the runs' times are on its clock (provider_now_ms). */
+	int rc = notify_collect(out, &ap->pl.planner.plan, ap->ws.st->name,
+			       provider_now_ms(ap->ws.prov, ap->ws.ctx), since_ms);
 
 	if (rc == 0 && ap->ran)
 		rc = resubmitted_events(out, &ap->pl.planner.plan, &ap->ws.state, ap->ws.st->name);

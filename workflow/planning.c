@@ -212,6 +212,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	popts.replaces = o->replaces;
 	popts.nreplaces = o->nreplaces;
 	popts.allow_other_lineage = o->allow_other_lineage;
+	popts.allow_released = o->allow_released;
 	popts.now_ms = o->now_ms ? o->now_ms : vx_now_ms(ws->ctx);
 	pl->live = live_store_view(&ws->store);
 	rc = planner_run(&pl->planner, ws->st, &ws->state, o->refresh ? &pl->live : NULL, &popts, err);
@@ -247,6 +248,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.targets = o->targets;
 	pl->header.ntargets = o->ntargets;
 	pl->header.allow_other_lineage = o->allow_other_lineage;
+	pl->header.allow_released = o->allow_released;
 	return plan_capacity(pl, ws, o, err);
 }
 

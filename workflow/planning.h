@@ -33,6 +33,7 @@ struct planning_opts {
 	int refresh;
 	int fail_on_quota;       /* -fail-on=quota: a job that does not fit is a plan error */
 	int allow_other_lineage; /* -allow-other-lineage */
+	int allow_released;      /* -allow-released */
 	int verbose;             /* -verbose: every run of a sweep shown */
 	int64_t now_ms;          /* the time the plan shows ages against; 0: the context's clock */
 };

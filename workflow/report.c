@@ -117,7 +117,7 @@ static int read_stack(struct report_stack *rs, struct vx_ctx *ctx, const char *d
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = state_history(ws.backend, NULL, 0, &rs->h, &rs->n, err)) < 0)
+	if ((rc = state_history(ws.backend, NULL, 0, &rs->h, &rs->n, &rs->skips, err)) < 0)
 		goto done;
 	/* The first stack's table (its prices:, or VX_PRICES, or the built-in one). */
 	if (want_prices)
@@ -185,6 +185,7 @@ void report_session_release(struct report_session *s)
 		free(s->stacks[i].name);
 		free(s->stacks[i].dir);
 		state_history_free(s->stacks[i].h, s->stacks[i].n);
+		state_history_skips_release(&s->stacks[i].skips);
 	}
 	free(s->stacks);
 	prices_release(&s->prices);
@@ -202,7 +203,9 @@ int report_recent_spend(const struct workspace *ws, const struct prices *p, int6
 
 	memset(&r, 0, sizeof(r));
 	*usd = *preempted_share = 0;
-	if ((rc = state_history(ws->backend, NULL, 0, &h, &n, err)) < 0)
+	/* A spend figure: versions the history cannot read are left out unsaid
+	 * (vx report and vx log name them). */
+	if ((rc = state_history(ws->backend, NULL, 0, &h, &n, NULL, err)) < 0)
 		goto done;
 	if ((rc = report_input_add_history(&in, ws->st->name, h, n)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");

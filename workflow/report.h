@@ -14,6 +14,7 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/report.h"
+#include "state/backend.h"
 #include "util/err.h"
 
 struct vx_ctx;
@@ -25,6 +26,7 @@ struct report_stack {
 	char *dir;
 	struct state_history_entry *h;
 	size_t n;
+	struct state_history_skips skips; /* the versions its history left out, to warn of */
 };
 
 struct report_session {

@@ -262,6 +262,13 @@ static int as_applied(const struct plan_action *a)
 	       !strcmp(a->decl->spec_hash, a->record->spec_hash) && a->decl->run == a->record->run;
 }
 
+/* The start of the events' look-back (since_ms, on this machine's clock) on
+ * Google's clock, as google_now is (provider_now_ms). */
+static int64_t google_since(const struct watch *w, int64_t google_now)
+{
+	return w->since_ms + (google_now - vx_now_ms(w->ctx));
+}
+
 /*
  * Whether the policy a's job declares (resubmit, ladder, after:, the
  * sweep's limits) is not the one its record says was applied: then it is
@@ -402,11 +409,12 @@ static int wanted(const struct stack *st, unsigned kind)
 /*
  * The runs that gave up or succeeded before the announce window (the day before
  * the watcher started), which a target wants but is not sent: said once per
- * watcher, naming up to three, rather than dropped without a word (a clock that
- * is far off, as a fake's can be, makes every run look that old).
+ * watcher, naming up to three, rather than dropped without a word. The window
+ * is on Google's clock (now is Google's), as the runs' end times are.
  */
 static void warn_too_old(struct watch *w, const struct stack *st, const struct plan *p, int64_t now)
 {
+	int64_t window = google_since(w, now);
 	struct notify_list all = { NULL, 0 };
 	struct vx_buf b = VX_BUF_INIT;
 	char since[STATE_TIME_MAX], ended[STATE_TIME_MAX];
@@ -418,7 +426,7 @@ static void warn_too_old(struct watch *w, const struct stack *st, const struct p
 	for (size_t i = 0; i < all.n; i++) {
 		const struct notify_event *ev = &all.items[i];
 
-		if (!(ev->kind & (NOTIFY_GAVE_UP | NOTIFY_SUCCEEDED)) || ev->time_ms >= w->since_ms ||
+		if (!(ev->kind & (NOTIFY_GAVE_UP | NOTIFY_SUCCEEDED)) || ev->time_ms >= window ||
 		    !wanted(st, ev->kind))
 			continue;
 		if (++n > 3)
@@ -433,7 +441,7 @@ static void warn_too_old(struct watch *w, const struct stack *st, const struct p
 	if (n == 0)
 		goto done;
 	w->warned_old = 1;
-	state_time_format(w->since_ms, since);
+	state_time_format(window, since);
 	say(w, "warn", n == 1 ? first : NULL, "not announcing %zu run%s that ended before %s, the announce "
 	    "window (a day before the watcher started): %s%s", n, n == 1 ? "" : "s", since, vx_buf_str(&b),
 	    n > 3 ? ", ..." : "");
@@ -945,7 +953,7 @@ static int idle_check(struct watch *w, int *same, int *followed, struct vx_err *
 		vx_err_release(err);
 		return 0;
 	}
-	if (files != w->idle_files || vx_now_ms(w->ctx) >= w->idle_until_ms)
+	if (files != w->idle_files || provider_now_ms(w->prov, w->ctx) >= w->idle_until_ms)
 		return 0;
 	if (state_revision(w->idle_backend, &rev, err) < 0) {
 		vx_err_release(err);
@@ -995,6 +1003,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
 	planned = 1;
+	now = provider_now_ms(w->prov, w->ctx); /* Google's: what the plan's times are on */
 	keep_targets(w, ws.st, &ws.state);
 	count_jobs(res, &ws.store.jobs);
 	if (pl.planner.plan.errors.n) {
@@ -1004,7 +1013,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	}
 	*need = keep_authorised(w, &pl.planner.plan, now, 1) > 0 || w->untold;
 	refreshed = apply_refresh_state(&ws.state, &ws.store.jobs, &summary);
-	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, w->since_ms)) < 0) {
+	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, google_since(w, now))) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
@@ -1152,6 +1161,7 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 	struct applying_events aev = { .progress = on_progress, .ud = w };
 	struct applying_opts ao;
 	struct notify_list events = { NULL, 0 };
+	int64_t now;
 	int rc;
 
 	memset(&po, 0, sizeof(po));
@@ -1171,12 +1181,13 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
+	now = provider_now_ms(w->prov, w->ctx);
 	/* The locked plan tells; a notify-only cycle's plan (no lease) is quiet, as the look is. */
-	(void)keep_authorised(w, &ap.pl.planner.plan, vx_now_ms(w->ctx), !locked);
+	(void)keep_authorised(w, &ap.pl.planner.plan, now, !locked);
 	if (locked && (rc = act_apply(w, &ap, &ao, &po, res, err)) < 0)
 		goto done;
 	keep_targets(w, ap.ws.st, &ap.ws.state);
-	if ((rc = applying_events(&ap, w->since_ms, &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
+	if ((rc = applying_events(&ap, google_since(w, now), &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}

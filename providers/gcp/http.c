@@ -77,6 +77,11 @@ struct gcp_http {
 	/* gcp_http_retry_after: the latest time (wall ms) a server asked not to be
 	 * asked again before, on a request given up; set without the lock. */
 	_Atomic int64_t retry_after_until;
+	/* gcp_http_clock_offset: Google's clock minus this machine's (ms), from
+	 * the Date header of the latest answer of a Google API; clock_seen the
+	 * monotonic time of that answer, 0 before any. Set without the lock. */
+	_Atomic int64_t clock_offset_ms;
+	_Atomic int64_t clock_seen_mono;
 	CURL **idle;                /* easy handles between requests, with their connections */
 	size_t nidle;
 	/* One token get or invalidate at a time. Taken before lock, never inside it. */
@@ -113,7 +118,7 @@ struct xfer {
 	int abandoned;         /* a second interrupt cut this attempt off */
 	struct vx_err fence_err;
 	struct vx_buf rbody;
-	char *ctype, *mflavor, *retry_after;
+	char *ctype, *mflavor, *retry_after, *date;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -443,12 +448,14 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
 		free(x->ctype);
 		free(x->mflavor);
 		free(x->retry_after);
-		x->ctype = x->mflavor = x->retry_after = NULL;
+		free(x->date);
+		x->ctype = x->mflavor = x->retry_after = x->date = NULL;
 		return n;
 	}
 	if (!keep_header(&x->ctype, "Content-Type", line, n) &&
-	    !keep_header(&x->mflavor, "Metadata-Flavor", line, n))
-		keep_header(&x->retry_after, "Retry-After", line, n);
+	    !keep_header(&x->mflavor, "Metadata-Flavor", line, n) &&
+	    !keep_header(&x->retry_after, "Retry-After", line, n))
+		keep_header(&x->date, "Date", line, n);
 	return n;
 }
 
@@ -530,7 +537,8 @@ static void attempt_cleanup(struct xfer *x)
 	free(x->ctype);
 	free(x->mflavor);
 	free(x->retry_after);
-	x->ctype = x->mflavor = x->retry_after = NULL;
+	free(x->date);
+	x->ctype = x->mflavor = x->retry_after = x->date = NULL;
 	vx_buf_release(&x->rbody);
 	vx_err_release(&x->fence_err);
 	x->fenced = 0;
@@ -747,8 +755,9 @@ done:
 	}
 }
 
-/* Retry-After: delta seconds or an HTTP date; -1 when absent or unreadable. */
-static int64_t retry_after_ms(const struct vx_ctx *ctx, const char *v)
+/* Retry-After: delta seconds or an HTTP date (on the server's clock, as its
+ * Date header is: note_clock); -1 when absent or unreadable. */
+static int64_t retry_after_ms(struct gcp_http *h, const char *v)
 {
 	char *end;
 	long long secs;
@@ -763,7 +772,7 @@ static int64_t retry_after_ms(const struct vx_ctx *ctx, const char *v)
 	t = curl_getdate(v, NULL);
 	if (t < 0)
 		return -1;
-	secs = (long long)t * 1000 - vx_now_ms(ctx);
+	secs = (long long)t * 1000 - vx_now_ms(h->ctx) - atomic_load(&h->clock_offset_ms);
 	return secs > 0 ? (int64_t)secs : 0;
 }
 
@@ -789,6 +798,38 @@ static void note_retry_after(struct gcp_http *h, int64_t server_ms)
 int64_t gcp_http_retry_after(struct gcp_http *h)
 {
 	return atomic_load(&h->retry_after_until);
+}
+
+/* Google's clock may be at most this far from ours: a Date further off is not believed. */
+#define CLOCK_OFFSET_MAX_MS ((int64_t)10 * 366 * 86400 * 1000)
+
+/*
+ * Keeps Google's clock from an answer's Date header: the times Google
+ * stamps (createTime, endTime) are on its clock, so "how long since" one
+ * of them is asked of Google's now, not of this machine's, which may be
+ * off by any skew. A webhook's receiver is not Google: its Date is not
+ * kept. Date counts whole seconds: the offset may be up to 1 s short,
+ * never ahead, so a deadline on it is met late by at most that.
+ */
+static void note_clock(struct gcp_http *h, const struct gcp_request *r, const char *date)
+{
+	time_t t;
+	int64_t off;
+
+	if (!date || !r->api || !strcmp(r->api, "webhook") || (t = curl_getdate(date, NULL)) < 0)
+		return;
+	off = (int64_t)t * 1000 - vx_now_ms(h->ctx);
+	if (off > CLOCK_OFFSET_MAX_MS || off < -CLOCK_OFFSET_MAX_MS)
+		return;
+	atomic_store(&h->clock_offset_ms, off);
+	atomic_store(&h->clock_seen_mono, vx_mono_ms(h->ctx) + 1);
+}
+
+int gcp_http_clock_offset(struct gcp_http *h, int64_t *offset_ms, int64_t *seen_mono)
+{
+	*seen_mono = atomic_load(&h->clock_seen_mono);
+	*offset_ms = atomic_load(&h->clock_offset_ms);
+	return *seen_mono != 0;
 }
 
 /* Schedules another attempt after a retryable failure, or gives up. */
@@ -1019,6 +1060,7 @@ static void attempt_done(struct xfer *x, CURLcode res)
 
 	resp->status = status;
 	x->sends++;
+	note_clock(h, r, x->date);
 	if (x->rbody.len) {
 		resp->body_len = x->rbody.len;
 		resp->body = vx_buf_detach(&x->rbody);
@@ -1067,7 +1109,7 @@ static void attempt_done(struct xfer *x, CURLcode res)
 		finish_uncertain(x, cause);
 		goto done;
 	}
-	server_ms = retry_after_ms(h->ctx, x->retry_after);
+	server_ms = retry_after_ms(h, x->retry_after);
 	if (ge.retry_delay_ms > server_ms)
 		server_ms = ge.retry_delay_ms;
 	if (ge.reason && status == 403)

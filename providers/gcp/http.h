@@ -176,6 +176,13 @@ void gcp_response_release(struct gcp_response *resp);
 /* The latest time (Unix ms) a server's Retry-After asked for on a request
  * the layer gave up on; 0 when none did. */
 int64_t gcp_http_retry_after(struct gcp_http *h);
+/*
+ * Google's clock minus this machine's, in ms, from the Date header of the
+ * latest answer of a Google API through h (whole seconds: up to 1 s short):
+ * 1 and *offset_ms, *seen_mono (the monotonic time of that answer) when
+ * one was seen, else 0.
+ */
+int gcp_http_clock_offset(struct gcp_http *h, int64_t *offset_ms, int64_t *seen_mono);
 void gcp_http_errors(struct gcp_http *h, const char *names[GCP_HTTP_APIS], uint64_t counts[GCP_HTTP_APIS],
 		     size_t *n);
 

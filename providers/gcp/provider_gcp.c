@@ -316,6 +316,22 @@ static int64_t gcp_retry_after(struct provider *p)
 	return until;
 }
 
+/* The offset of the session that heard from Google last. */
+static int64_t gcp_clock_offset(struct provider *p)
+{
+	struct gcp_provider *g = gp(p);
+	int64_t best = 0, latest = 0, off, seen;
+
+	pthread_mutex_lock(&g->lock);
+	for (size_t i = 0; i < g->nall; i++)
+		if (gcp_http_clock_offset(g->all_list[i]->http, &off, &seen) && seen > latest) {
+			latest = seen;
+			best = off;
+		}
+	pthread_mutex_unlock(&g->lock);
+	return best;
+}
+
 static int gcp_list_active_jobs(struct provider *p, const char *project, const char *region,
 				const char *stack, struct live_jobs *out, struct vx_err *err)
 {
@@ -1187,6 +1203,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->base.post_webhook = gcp_post_webhook;
 	g->base.api_errors = gcp_api_errors;
 	g->base.retry_after = gcp_retry_after;
+	g->base.clock_offset = gcp_clock_offset;
 	g->base.list_job_runs = gcp_list_job_runs;
 	g->base.create_job = gcp_create_job;
 	g->base.cancel_job = gcp_cancel_job;

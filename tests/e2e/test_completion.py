@@ -137,7 +137,8 @@ class CompletionTest(unittest.TestCase):
     def test_bash_flags(self):
         self.assertEqual(self.bash("vx", "plan", "-ta"), ["-target"])
         self.assertEqual(self.bash("vxplan", "-ta"), ["-target"])
-        self.assertEqual(self.bash("vxapply", "-a"), ["-auto-approve", "-annotations", "-allow-other-lineage"])
+        self.assertEqual(self.bash("vxapply", "-a"), ["-auto-approve", "-annotations", "-allow-other-lineage",
+                                                  "-allow-released"])
         self.assertEqual(self.bash("vx", "status", "-"), ["-format", "-no-color", "-C", "-chdir", "-help",
                                                           "-debug"])
         # Every flag of the table, in its order, then the two every command has.

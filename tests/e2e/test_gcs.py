@@ -387,6 +387,29 @@ class GcsStateLoss(GcsMixin, FakeTestCase):
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
         self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
 
+    def test_state_moved_back_is_refused(self):
+        self.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        one = self.state()
+        self.write({"a": job_yaml("a"), "b": job_yaml("b")})
+        self.assertEqual(self.repo.apply().code, 0)
+        newest = self.state()["serial"]
+        # An older generation put back over state.json (a restore from object versioning).
+        gen, _ = self.read(PREFIX + "/state.json")
+        self.upload(PREFIX + "/state.json", json.dumps(one).encode(), if_gen=gen)
+        refusal = ("vx: state gs://%s/%s/state.json went back: it holds serial %d, but history/%010d.json of "
+                   "the same state exists; an older state forgets the jobs vx started since, and would start "
+                   "them again. Put the newest back with: gcloud storage cat gs://%s/%s/history/%010d.json | "
+                   "jq .state | gcloud storage cp - gs://%s/%s/state.json (to keep the older state anyway, "
+                   "delete the history objects after serial %d)\n"
+                   % (BUCKET, PREFIX, one["serial"], one["serial"] + 1, BUCKET, PREFIX, newest, BUCKET, PREFIX,
+                      one["serial"]))
+        p = self.repo.plan("-detailed-exitcode")
+        self.assertEqual((p.code, p.out, p.err), (1, "", refusal))
+        r = self.repo.apply()
+        self.assertEqual((r.code, r.err), (1, refusal))
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+
     def test_state_deleted_during_an_apply_is_written_back(self):
         self.write({"a": job_yaml("a"), "b": job_yaml("b"), "c": job_yaml("c")})
         self.fake.post("/_fake/objects/delete-after", {"rpc": "CreateCustomJob", "count": 1, "bucket": BUCKET,

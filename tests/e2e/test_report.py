@@ -252,10 +252,10 @@ class Report(FakeTestCase):
         self.assertEqual(self.markdown_line(), "last 30 days: $4.38 (14% on preempted runs) · this plan: "
                                                "at most $0.00")
 
-    def test_pull_request_comment_line_when_history_cannot_be_read(self):
-        self.history()
-        # A state commit in the branch's past holds a record that does not parse (written by
-        # hand, then removed again): the tip is as vx wrote it, its history is not readable.
+    def corrupt_history(self):
+        """A commit in the state branch's past whose jobs/a.json does not parse (written by hand),
+        then a good one on top putting the tip's tree back: the tip is as vx wrote it, one commit
+        of its history is not readable. Returns that commit's id."""
         ref = "refs/heads/vx/state/e2e"
         env = dict(self.fake.env(), GIT_INDEX_FILE=os.path.join(self.tmp, "index.tmp"))
 
@@ -266,17 +266,32 @@ class Report(FakeTestCase):
         tip = git("rev-parse", ref)
         git("read-tree", tip)
         blob = git("hash-object", "-w", "--stdin", stdin="not json")
-        git("update-index", "--add", "--cacheinfo", "100644,%s,jobs/zz.json" % blob)
+        git("update-index", "--add", "--cacheinfo", "100644,%s,jobs/a.json" % blob)
         bad = git("commit-tree", git("write-tree"), "-p", tip, "-m", "by hand")
         good = git("commit-tree", tip + "^{tree}", "-p", bad, "-m", "by hand, undone")
         git("update-ref", ref, good, tip)
-        self.assertEqual(self.markdown_line(),
-                         "last 30 days: spend unknown (reading the state's history: jobs/zz.json at %s: "
-                         "invalid state record JSON: 1:1: not valid JSON) · this plan: at most $0.00" % bad[:12])
-        r = self.repo.vx("report", self.repo.dir, env=self.env)
-        self.assertEqual((r.code, r.out), (1, ""))
-        self.assertEqual(r.err, "vx: jobs/zz.json at %s: invalid state record JSON: 1:1: not valid JSON\n" % bad[:12])
+        return bad
 
+    def test_one_corrupt_commit_in_the_history_is_skipped(self):
+        # The history is append-only: one commit vx cannot read must not stop vx log and vx
+        # report for good. They leave it out, say which, and show everything else.
+        self.history()
+        log = self.repo.vx("log", "-C", self.repo.dir, env=self.env)
+        doc = self.repo.vx("report", self.repo.dir, "-since", "2025-12-31", "-format", "json", env=self.env)
+        self.assertEqual((log.code, log.err, doc.code, doc.err), (0, "", 0, ""))
+        bad = self.corrupt_history()
+        warning = ("vx: warning: 1 state commit skipped (%s: jobs/a.json: invalid state record JSON: "
+                   "1:1: not valid JSON)\n" % bad[:12])
+        r = self.repo.vx("log", "-C", self.repo.dir, env=self.env)
+        self.assertEqual((r.code, r.err, r.out), (0, warning, log.out))
+        r = self.repo.vx("report", self.repo.dir, "-since", "2025-12-31", "-format", "json", env=self.env)
+        self.assertEqual((r.code, r.err), (0, "vx: warning: stack e2e: " + warning[len("vx: warning: "):]))
+        self.assertEqual(json.loads(r.out)["runs"], json.loads(doc.out)["runs"])
+        self.assertEqual(len(json.loads(r.out)["runs"]), 3)
+        self.assertEqual(json.loads(r.out)["totals"], json.loads(doc.out)["totals"])
+        # The spend line of a pull request's comment counts the readable history alike.
+        self.assertEqual(self.markdown_line(), "last 30 days: $4.38 (14% on preempted runs) · this plan: "
+                                               "at most $0.00")
 
     def test_log_shows_each_attempts_cost(self):
         self.history()

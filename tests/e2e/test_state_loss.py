@@ -1,7 +1,10 @@
 """End to end: a deleted git state branch whose history is still reachable. A new state would
 create every declared job again: when only the branch's reflog holds it, plan and apply refuse,
 naming the commit, and `vx state restore` puts the branch back; with a remote, the remote-tracking
-ref brings it back by itself. (The gcs backend's cases are in test_gcs.py.)"""
+ref brings it back by itself. A state moved back to an older version (the branch by `git update-ref`, the
+file by an older copy) forgets the jobs started since: plan and apply refuse it, naming both versions and
+the fix. (The gcs backend's cases are in test_gcs.py.)"""
+import json
 import os
 import subprocess
 
@@ -75,3 +78,72 @@ class GitStateLoss(FakeTestCase):
         r = self.repo.vx("state", "restore", "-C", self.repo.dir)
         self.assertEqual((r.code, r.out, r.err), (1, "", "vx: state restore: state branch %s exists; there is "
                                                   "nothing to restore\n" % BRANCH))
+
+    def serial(self, rev):
+        return int(self.repo.git("show", "%s:stack.json" % rev).split('"serial":')[1].split(",")[0])
+
+    def test_branch_moved_back_is_refused(self):
+        # a: attempt 1 preempted, attempt 2 preempted: its budget of 2 is spent.
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted"})
+        self.repo.write({"a": job_yaml("a", attempts=2)})
+        self.assertEqual(self.repo.apply().code, 0)
+        old = self.repo.git("rev-parse", BRANCH).strip()
+        for _ in range(2):
+            self.fake.advance(4000)
+            self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        tip = self.repo.git("rev-parse", BRANCH).strip()
+        # Moved back by hand to the state of the first apply: it forgets attempt 2.
+        self.repo.git("update-ref", "refs/heads/" + BRANCH, old)
+        refusal = ("vx: state branch %s went back: it is at commit %s (serial %d), but its reflog says it was "
+                   "at commit %s (serial %d) before; an older state forgets the jobs vx started since, and "
+                   "would start them again. Put it back with: git update-ref refs/heads/%s %s %s (to keep the "
+                   "older state anyway, drop that reflog entry: git reflog delete refs/heads/%s@{0})\n"
+                   % (BRANCH, old[:12], self.serial(old), tip[:12], self.serial(tip), BRANCH, tip, old, BRANCH))
+        p = self.repo.plan("-detailed-exitcode")
+        self.assertEqual((p.code, p.out, p.err), (1, "", refusal))
+        r = self.repo.apply()
+        self.assertEqual((r.code, r.err), (1, refusal))
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        # The fix it names works.
+        self.repo.git("update-ref", "refs/heads/" + BRANCH, tip, old)
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+        # Kept older on purpose: the plan goes on, and takes back the attempt it forgot
+        # rather than making it again.
+        self.repo.git("update-ref", "refs/heads/" + BRANCH, old)
+        self.repo.git("reflog", "delete", "refs/heads/%s@{0}" % BRANCH)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)
+
+    def test_file_state_moved_back_is_refused(self):
+        stack = "state: {backend: file, path: vx-state.json}\n"
+        path = os.path.join(self.repo.dir, "vx-state.json")
+        self.repo.write({"a": job_yaml("a")}, extra_stack=stack)
+        self.assertEqual(self.repo.apply().code, 0)
+        with open(path) as f:
+            old = f.read()
+        self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")}, extra_stack=stack)
+        self.assertEqual(self.repo.apply().code, 0)
+        with open(path) as f:
+            new = f.read()
+        with open(path + ".serial") as f:
+            marker = f.read()
+        lineage, serial = marker.split()
+        self.assertEqual(marker, "%s %s\n" % (json.loads(new)["lineage"], json.loads(new)["serial"]))
+        # An older copy put back over it (a backup restored).
+        with open(path, "w") as f:
+            f.write(old)
+        refusal = ("vx: state file %s went back: it holds serial %d, but %s.serial says serial %s of the same "
+                   "state was written; an older state forgets the jobs vx started since, and would start them "
+                   "again. Put the newer file back (to keep the older state anyway, delete %s.serial)\n"
+                   % (path, json.loads(old)["serial"], path, serial, path))
+        p = self.repo.plan("-detailed-exitcode")
+        self.assertEqual((p.code, p.out, p.err), (1, "", refusal))
+        r = self.repo.apply()
+        self.assertEqual((r.code, r.err), (1, refusal))
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        with open(path, "w") as f:
+            f.write(new)
+        self.assertEqual(self.repo.plan("-detailed-exitcode").code, 0)

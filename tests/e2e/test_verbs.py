@@ -90,6 +90,13 @@ class ShowTest(FakeTestCase):
 
 
 class StateRmTest(FakeTestCase):
+    def section(self, out, title):
+        """The lines of a plan's section (its title line to the next empty line)."""
+        lines = out.splitlines()
+        start = lines.index(title) + 1
+        end = lines.index("", start)
+        return lines[start:end]
+
     def test_rm_leaves_the_job_running_and_the_plan_creates_it_again(self):
         self.repo.write({"a": job_yaml("a"), "b": job_yaml("b")})
         self.assertEqual(self.repo.apply().code, 0)
@@ -111,12 +118,32 @@ class StateRmTest(FakeTestCase):
         self.assertIn("Vx-Actor: alice", msg)
         r = self.repo.vx("state", "list", self.repo.dir)
         self.assertEqual([l.split()[0] for l in r.out.splitlines()], ["job.b"])
-        # Still declared: a create, never an adopt or a cancel of the released job.
+        # Still declared: a create, never an adopt or a cancel of the released job; but that
+        # job still runs, so the plan says so, and an apply refuses to run both.
+        error = ("  job.a: the job released from the state of the same address (vx state rm) is still "
+                 "active (%s, queued); creating job.a again would run both. Cancel it ('gcloud ai "
+                 "custom-jobs cancel %s') or wait for it to end; to create another beside it, re-run "
+                 "with -allow-released" % (a["name"], a["name"]))
         r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(self.block(r.out), ["+   job.a create", "g2-standard-4 ×1, 1×L4, STANDARD in us-central1",
+                                             "new job"])
+        self.assertEqual(self.section(r.out, "Errors (the plan cannot be applied):"), [error])
+        r = self.repo.apply()
+        self.assertEqual((r.code, r.err), (1, "vx: apply: the plan has errors; nothing was changed\n"))
+        self.assertEqual(self.section(r.out, "Errors (the plan cannot be applied):"), [error])
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
+        # -allow-released: a warning, and the saved plan applies with it.
+        plan = os.path.join(self.tmp, "plan.json")
+        r = self.repo.plan("-allow-released", "-out", plan)
         self.assertEqual(r.code, 0, r)
-        self.assertEqual(self.block(r.out)[0], "+   job.a create")
-        self.assertNotIn(a["name"], r.out)
-        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.section(r.out, "Warnings:"), [
+            "  job.a: the job released from the state of the same address is still active (%s, queued); "
+            "this plan creates another beside it (-allow-released)" % a["name"]])
+        with open(plan) as f:
+            self.assertIs(json.load(f)["allow_released"], True)
+        r = self.repo.vx("apply", plan)
+        self.assertEqual(r.code, 0, r)
         self.assertEqual(sorted(j["state"] for j in self.live_jobs("a")),
                          ["JOB_STATE_QUEUED", "JOB_STATE_QUEUED"])
         # No longer declared: the released job is not cancelled as untracked.

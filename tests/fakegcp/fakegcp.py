@@ -115,6 +115,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet
         pass
 
+    def date_time_string(self, timestamp=None):
+        # Google's Date header follows Google's clock, as its createTime does: the fake's is the
+        # virtual one, so a client can tell how far its own clock is from it.
+        return super().date_time_string(self.server.world.now() if timestamp is None else timestamp)
+
     def setup(self):
         super().setup()
         try:

@@ -23,6 +23,14 @@ class Core(FakeTestCase):
         time.sleep(0.05)
         self.assertGreater(self.fake.ctl("/clock")["epoch_seconds"], 1767312000 + 40)
 
+    def test_date_header_follows_the_virtual_clock(self):
+        # As Google's Date follows Google's clock: a client compares it with its own.
+        st, h, _ = self.fake.raw("GET", "/_fake/clock", None, {})
+        self.assertEqual((st, h["date"]), (200, "Thu, 01 Jan 2026 00:00:00 GMT"))
+        self.advance(86400 * 40 + 61.9)
+        st, h, _ = self.fake.raw("GET", PARENT + "/customJobs", None, {"Authorization": "Bearer T"})
+        self.assertEqual((st, h["date"]), (200, "Tue, 10 Feb 2026 00:01:01 GMT"))
+
     def test_request_counts(self):
         self.fake.ctl("/requests/reset", {})
         self.fake.call("GET", PARENT + "/customJobs")

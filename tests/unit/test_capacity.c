@@ -228,7 +228,7 @@ static void test_pending_grant_is_unknown(void **unused)
 	struct stack_quota q;
 	struct live_quota lq;
 	struct live_quotas lqs = { &lq, 1 };
-	struct live_set live = { NULL, NULL, &lqs };
+	struct live_set live = { NULL, NULL, &lqs, NULL };
 	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL };
 
 	(void)unused;

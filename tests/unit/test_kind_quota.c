@@ -93,7 +93,7 @@ static int teardown(void **state)
 /* Plans at now_ms; the one action, for quota.l4. */
 static const struct plan_action *plan(struct fx *f, int64_t now_ms)
 {
-	struct live_set live = { NULL, NULL, &f->quotas };
+	struct live_set live = { NULL, NULL, &f->quotas, NULL };
 	struct planner_options o;
 	struct vx_err err = VX_ERR_INIT;
 

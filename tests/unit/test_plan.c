@@ -465,6 +465,52 @@ static void test_resubmit_adopts_crashed_attempt(void **state)
 	live_jobs_release(&live);
 }
 
+/*
+ * A state rewound to an older version forgot attempts 2 and 3 (the state
+ * says attempt 1 failed); attempt 2's job was deleted since, attempt 3's
+ * is still listed. The next attempt never takes a number a live job of
+ * (spec, run) carries, and maxAttempts counts it: 3 of 3 are spent.
+ */
+#define JOB3 "projects/p/locations/us-central1/customJobs/3"
+static void test_resubmit_counts_attempts_the_state_forgot(void **state)
+{
+	struct plan_decl d = decl(HASH_A);
+	struct live_jobs live = { 0 };
+	struct plan p;
+	struct plan_run run = { .name = JOB1, .state = "JOB_STATE_FAILED", .attempt = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run };
+
+	(void)state;
+	add_live(&live, JOB1, "JOB_STATE_FAILED", 8, "Resources are insufficient in region: us-central1.",
+		 "train", "aaaaaaaaaaaa", "1", "1", 1);
+	add_live(&live, JOB3, "JOB_STATE_FAILED", 8, "Resources are insufficient in region: us-central1.",
+		 "train", "aaaaaaaaaaaa", "1", "3", 3);
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_string_equal(p.actions[0].reason,
+			    "failed (stockout at 2026-11-22 10:05Z); resubmit budget exhausted (3/3 attempts); "
+			    "attempt 3 is " JOB3 " (failed), which the state does not record");
+	plan_release(&p);
+	/* With a budget left, the next attempt is 4, not 2. */
+	d.max_attempts = 5;
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].attempt, 4);
+	assert_string_equal(p.actions[0].reason,
+			    "attempt 4/5 after stockout at 2026-11-22 10:05Z; attempt 3 is " JOB3
+			    " (failed), which the state does not record");
+	plan_release(&p);
+	/* A run of another spec does not count. */
+	free(live.items[1].labels[2].value);
+	live.items[1].labels[2].value = strdup("bbbbbbbbbbbb");
+	build(&p, &d, 1, &r, 1, &live);
+	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].attempt, 2);
+	plan_release(&p);
+	live_jobs_release(&live);
+}
+
 static void test_removed_cancel_forget_and_drift(void **state)
 {
 	struct live_jobs live = { 0 };
@@ -1146,6 +1192,7 @@ int main(void)
 		cmocka_unit_test(test_spot_started_stockout_plans_preempted),
 		cmocka_unit_test(test_refused_create_is_an_attempt),
 		cmocka_unit_test(test_resubmit_adopts_crashed_attempt),
+		cmocka_unit_test(test_resubmit_counts_attempts_the_state_forgot),
 		cmocka_unit_test(test_removed_cancel_forget_and_drift),
 		cmocka_unit_test(test_removed_import_is_forgotten),
 		cmocka_unit_test(test_untracked_job_cancelled),

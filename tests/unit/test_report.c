@@ -325,6 +325,60 @@ static void test_json_and_csv(void **state)
 	vx_err_release(&err);
 }
 
+/*
+ * A failure message a spreadsheet would take for a formula is neutralised
+ * (OWASP's CSV injection guidance): a single quote before a cell that starts
+ * with =, +, -, @, a tab or a carriage return, inside the quotes when the
+ * cell needs them.
+ */
+static void test_csv_cells_are_never_formulas(void **state)
+{
+	struct fixture *f = *state;
+	struct report_input in = REPORT_INPUT_INIT;
+	struct report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_buf csv = VX_BUF_INIT;
+	struct state_run *preempted = &f->h[0].record->history[0], *refused = &f->h[4].record->history[0];
+	static const char *const texts[][2] = {
+		{ "=HYPERLINK(\"http://evil\",\"x\")", "\"'=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\"" },
+		{ "+1+1", "'+1+1" },
+		{ "-2+3", "'-2+3" },
+		{ "@SUM(A1:A9)", "'@SUM(A1:A9)" },
+		/* The report cleans a message of control characters first: a space. */
+		{ "\t=1+1", " =1+1" },
+		/* ... and keeps its first line. */
+		{ "\r=1+1", "" },
+		{ "a=1", "a=1" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		char *want;
+
+		free(preempted->error_message);
+		preempted->error_message = strdup(texts[i][0]);
+		free(refused->error_message);
+		refused->error_message = strdup("-1");
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(report_input_add_history(&in, "team-a", f->h, f->n), 0);
+		assert_int_equal(report_build(&r, &in, &f->prices, T0 - 24 * HOUR, T0 + 4 * HOUR, T0 + 4 * HOUR,
+					      &err), 0);
+		assert_int_equal(report_to_csv(&r, &csv, &err), 0);
+		want = vx_asprintf("team-a,job.train,job.train,1,0,r1,SPOT,n1-standard-4,NVIDIA_TESLA_T4,2,2,"
+				   "JOB_STATE_FAILED,preempted,preempted,2026-11-23T00:00:00Z,2026-11-23T00:10:00Z,"
+				   "2026-11-23T01:10:00Z,600,3600,0.5,true,,projects/p/locations/r1/customJobs/1,%s,\r\n",
+				   texts[i][1]);
+		assert_non_null(strstr(vx_buf_str(&csv), want));
+		/* The refused create's message, and its usd of 0 (a number, not a text). */
+		assert_non_null(strstr(vx_buf_str(&csv), ",'-1,"));
+		free(want);
+		vx_buf_release(&csv);
+		report_release(&r);
+		report_input_release(&in);
+	}
+	vx_err_release(&err);
+}
+
 static void test_parse_when(void **unused)
 {
 	struct vx_err err = VX_ERR_INIT;
@@ -440,6 +494,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_figures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_json_and_csv, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_csv_cells_are_never_formulas, setup, teardown),
 		cmocka_unit_test(test_parse_when),
 		cmocka_unit_test_setup_teardown(test_run_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reservation, setup, teardown),

@@ -69,7 +69,7 @@ static void test_file_round_trip_and_lock(void **unused)
 	assert_string_equal(vx_buf_str(&text), want);
 	assert_non_null(state_find(&back, "job.a"));
 
-	assert_int_equal(state_history(a, "job.a", 0, &h, &n, &err), 0);
+	assert_int_equal(state_history(a, "job.a", 0, &h, &n, NULL, &err), 0);
 	assert_int_equal(n, 1);
 	assert_null(h[0].commit);
 	assert_string_equal(h[0].record->address, "job.a");

@@ -350,7 +350,7 @@ static void test_history_three_commits(void **state)
 	assert_int_equal(state_remove_record(&st, "job.a"), 0);
 	assert_int_equal(state_write(b, &st, "forget", &err), 0);
 
-	assert_int_equal(state_history(b, "job.a", 0, &h, &n, &err), 0);
+	assert_int_equal(state_history(b, "job.a", 0, &h, &n, NULL, &err), 0);
 	assert_int_equal(n, 4);
 	assert_true(subject_is(h[0].message, "forget"));
 	assert_null(h[0].record);
@@ -363,12 +363,12 @@ static void test_history_three_commits(void **state)
 	assert_true(subject_is(h[3].message, "first"));
 	assert_int_equal(h[3].record->nhistory, 0);
 	state_history_free(h, n);
-	assert_int_equal(state_history(b, "job.a", 2, &h, &n, &err), 0);
+	assert_int_equal(state_history(b, "job.a", 2, &h, &n, NULL, &err), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(h[0].address, "job.a");
 	state_history_free(h, n);
 	/* Every address, the forgotten job.a included, in one walk, newest first. */
-	assert_int_equal(state_history(b, NULL, 0, &h, &n, &err), 0);
+	assert_int_equal(state_history(b, NULL, 0, &h, &n, NULL, &err), 0);
 	assert_int_equal(n, 5);
 	assert_string_equal(h[0].address, "job.a");
 	assert_null(h[0].record);
@@ -382,7 +382,7 @@ static void test_history_three_commits(void **state)
 	assert_true(subject_is(h[4].message, "first"));
 	assert_int_equal(h[4].record->nhistory, 0);
 	state_history_free(h, n);
-	assert_int_equal(state_history(b, NULL, 3, &h, &n, &err), 0);
+	assert_int_equal(state_history(b, NULL, 3, &h, &n, NULL, &err), 0);
 	assert_int_equal(n, 3);
 	state_history_free(h, n);
 	state_release(&st);

@@ -181,7 +181,7 @@ static int teardown(void **state)
 
 static void build(struct fx *f, int with_prices)
 {
-	struct live_set ls = { &f->live, NULL, NULL };
+	struct live_set ls = { &f->live, NULL, NULL, NULL };
 	const char *const listed[] = { "us-central1" };
 	struct status_input in = {
 		.st = f->st, .state = &f->state, .live = &ls, .listed = listed, .nlisted = 1,
@@ -323,7 +323,7 @@ static void test_reservations_and_quotas(void **state)
 	struct live_quota lq;
 	struct live_reservations rs = { &lr, 1 };
 	struct live_quotas qs = { &lq, 1 };
-	struct live_set ls = { NULL, &rs, &qs };
+	struct live_set ls = { NULL, &rs, &qs, NULL };
 	struct status_input in;
 	struct status_report rep;
 	struct vx_buf b = VX_BUF_INIT;
@@ -373,7 +373,7 @@ static void test_reservations_and_quotas(void **state)
 static void test_many_runs_joined(void **state)
 {
 	struct fx *f = *state;
-	struct live_set ls = { &f->live, NULL, NULL };
+	struct live_set ls = { &f->live, NULL, NULL, NULL };
 	struct status_input in;
 	struct vx_err err = VX_ERR_INIT;
 	size_t listed = 0, untracked = 0;
