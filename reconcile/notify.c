@@ -557,19 +557,14 @@ done:
 	return why;
 }
 
-static int digest_add(struct vx_buf *b, const char *s)
-{
-	return vx_buf_add(b, s ? s : "", (s ? strlen(s) : 0) + 1);
-}
-
 int notify_target_digest(char out[NOTIFY_TARGET_LEN + 1], const struct stack_notify *t)
 {
 	struct vx_buf b = VX_BUF_INIT;
 	char hex[VX_SHA256_HEX_LEN + 1];
 	int rc;
 
-	if ((rc = digest_add(&b, "vx-notify-target-1")) || (rc = digest_add(&b, t->url_env ? "urlEnv" : "url")) ||
-	    (rc = digest_add(&b, t->url_env ? t->url_env : t->url)) || (rc = digest_add(&b, t->secret_env)) ||
+	if ((rc = id_add(&b, "vx-notify-target-1")) || (rc = id_add(&b, t->url_env ? "urlEnv" : "url")) ||
+	    (rc = id_add(&b, t->url_env ? t->url_env : t->url)) || (rc = id_add(&b, t->secret_env)) ||
 	    (rc = vx_buf_printf(&b, "%d/%u", t->format, t->on)) || (rc = vx_buf_addc(&b, '\0')))
 		goto done;
 	if ((rc = vx_digest_sha256_hex(hex, b.data, b.len)))
