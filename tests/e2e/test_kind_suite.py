@@ -264,7 +264,11 @@ ROWS = [
         abandon=dict(before=None, plan=QUOTA_ABANDON, live=1),
         protect=Absent("a QuotaPreference has no protect key: vx never deletes a preference, so an "
                        "undeclared one is abandoned, never removed",
-                       plan=QUOTA_ABANDON, live=1),
+                       plan=QUOTA_ABANDON, live=1, yaml=quota_yaml() + "protect: true\n",
+                       refused=lambda t: "%s/jobs.yaml:9:1: QuotaPreference \"l4-training\": unknown field "
+                                         "\"protect\" (one of kind, name, service, quotaId, dimensions, "
+                                         "preferredValue, contactEmail, justification, ignoreSafetyChecks)\n"
+                                         % t.repo.dir),
         drift=dict(at_fake=drift_quota, code=2,
                    plan=lambda t: ["  ! quota.l4-training: preferredValue changed outside vx: 16 recorded, 15 live "
                                    "-> update"]),
@@ -370,9 +374,11 @@ class KindSuite(FakeTestCase):
         self.created(row)
         r = self.no_changes()
         self.assertIn("Plan: no changes. 1 unchanged.", r.out.splitlines(), r)
+        tip = self.repo.git("rev-parse", "vx/state/e2e")
         r = self.repo.apply()
         self.assertEqual(r.code, 0, r)
         self.assertEqual(row.count(self), 1)
+        self.assertEqual(self.repo.git("rev-parse", "vx/state/e2e"), tip, "an apply with nothing to do writes nothing")
 
     def case_update(self, row):
         self.created(row)
@@ -438,7 +444,10 @@ class KindSuite(FakeTestCase):
     def case_protect(self, row):
         pr = row.protect
         if isinstance(pr, Absent):
-            # pr.why: the removal is an abandon, and the resource stays.
+            # pr.why: protect is refused where it is written; the removal is an abandon, the resource stays.
+            self.declare(pr.yaml)
+            r = self.repo.vx("validate", self.repo.dir)
+            self.assertEqual((r.code, r.err), (1, pr.refused(self)), r)
             self.created(row)
             self.removal(row, pr.__dict__)
             return
