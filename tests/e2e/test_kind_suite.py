@@ -156,7 +156,8 @@ class Row:
 
 
 QUOTA_ABANDON = ["-   quota.l4-training abandon",
-                 "aiplatform.googleapis.com CustomModelTrainingL4GPUsPerProjectPerRegion (granted 16)",
+                 "aiplatform.googleapis.com CustomModelTrainingL4GPUsPerProjectPerRegion (region=us-central1): 16 "
+                 "(granted 16)",
                  "no longer declared: Cloud Quotas has no delete, so vx stops managing it; the preference stays "
                  "as it is"]
 
