@@ -489,7 +489,7 @@ class KindSuite(FakeTestCase):
             row.setup(self)
         self.declare(row.yaml)
         rpc = row.crash["rpc"]
-        self.fake.post("/_fake/faults", {"latency_ms": 3000, "methods": [rpc]})
+        self.fake.post("/_fake/faults", {"latency_ms": 5000, "methods": [rpc]})
         p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"], cwd=self.repo.root,
                              env=self.fake.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              stdin=subprocess.DEVNULL)

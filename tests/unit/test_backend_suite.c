@@ -13,7 +13,8 @@
  * The cases: a write read back by another runner; a write that changes
  * nothing makes no version; two writers from the same serial (the second is
  * refused with VX_ECONFLICT); the lease (taken, refused to a second taker and
- * its writes, renewed, released, and an expired one taken over); history
+ * its writes, renewed, released, an expired one taken over, and cleared by
+ * `vx unlock ID` only with its id); history
  * (each write a version, newest first); and a stored state removed behind
  * vx's back (detected, never read as a new empty state).
  *
@@ -481,6 +482,35 @@ static void case_lease_expired(void **state)
 	vx_err_release(&err);
 }
 
+/* vx unlock ID: clears the lease only by its id; the holder learns it lost it. */
+static void case_unlock(void **state)
+{
+	struct fx *f = *state;
+	struct state_backend *a = f->row->open(f), *b = f->row->open_other(f);
+	struct state_lock *cur = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	char id[33];
+
+	assert_int_equal(state_unlock(b, "00000000000000000000000000000000", &err), VX_ENOTFOUND);
+	assert_string_equal(err.msg, "unlocking: the state of stack research is not locked");
+	if (state_lock_acquire(a, &alice, &err) != 0)
+		fail_msg("acquire: %s", err.msg);
+	snprintf(id, sizeof(id), "%s", state_lock_held(a)->id);
+	assert_int_equal(state_unlock(b, "00000000000000000000000000000000", &err), VX_ECONFLICT);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_non_null(cur);
+	assert_string_equal(cur->id, id);
+	state_lock_free(cur);
+	assert_int_equal(state_unlock(b, id, &err), 0);
+	assert_int_equal(state_lock_current(b, &cur, &err), 0);
+	assert_null(cur);
+	assert_int_equal(state_lock_renew(a, &err), VX_ECONFLICT);
+	assert_null(state_lock_held(a));
+	state_backend_free(a);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
 /* Each write is a version: the history of an address lists them newest first. */
 static void case_history(void **state)
 {
@@ -595,6 +625,7 @@ static const struct {
 	{ "CAS conflict", case_cas_conflict },
 	{ "lease", case_lease },
 	{ "expired lease taken over", case_lease_expired },
+	{ "unlock by id", case_unlock },
 	{ "history", case_history },
 	{ "lost state", case_lost },
 };
