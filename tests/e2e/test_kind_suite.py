@@ -20,7 +20,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import PROJECT, REGION, VX_BIN, FakeTestCase, job_yaml
+from harness import PROJECT, REGION, VX_BIN, FakeTestCase, job_yaml, process_state
 
 ZONE = REGION + "-a"
 TOKEN = "outsider-token"
@@ -305,7 +305,8 @@ class KindSuite(FakeTestCase):
         return self.block(out, row.address)
 
     def actions(self, out):
-        action = re.compile(r"^  \S+ +(job|reservation|quota)\.[^ ]+ [a-z]+$")
+        # any kind's address (PREFIX.NAME), so a new kind's lines are not missed
+        action = re.compile(r"^  \S+ +[a-z][a-z0-9-]*\.[^ ]+ [a-z]+$")
         return [l for l in out.splitlines() if action.match(l)]
 
     @staticmethod
@@ -483,23 +484,30 @@ class KindSuite(FakeTestCase):
         self.assertEqual(self.fake.rpc_count(row.imp["create_rpc"]), 1, "only the one made by hand")
 
     def case_crash(self, row):
-        """Killed while its create is on the wire: the intent is journaled, the result never written.
-        The next apply adopts what the create made: never two."""
+        """Stopped right before its create is sent (VX_TEST_PAUSE=before-send): the intent is
+        journaled already and nothing was sent. Then killed while the create is on the wire: the
+        result is never written. The next apply adopts what the create made: never two."""
         if row.setup:
             row.setup(self)
         self.declare(row.yaml)
         rpc = row.crash["rpc"]
-        self.fake.post("/_fake/faults", {"latency_ms": 5000, "methods": [rpc]})
-        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"], cwd=self.repo.root,
-                             env=self.fake.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             stdin=subprocess.DEVNULL)
+        env = dict(self.fake.env(), VX_TEST_PAUSE="before-send")
+        p = subprocess.Popen([VX_BIN, "apply", self.repo.dir, "-auto-approve"], cwd=self.repo.root, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         try:
+            self.wait_for(lambda: process_state(p.pid) in ("T", "t") or p.poll() is not None,
+                          "the apply did not pause")
+            self.assertIsNone(p.poll(), "the apply ran to the end instead of pausing")
+            self.assertEqual(self.calls(rpc), [])
+            intents = [m for m in self.state_log() if "intent %s create" % row.address in m]
+            self.assertEqual(len(intents), 1 if row.crash["journal"] else 0, self.state_log())
+            # The create goes out slowly; the apply dies while it is on the wire.
+            self.fake.post("/_fake/faults", {"latency_ms": 5000, "methods": [rpc]})
+            p.send_signal(signal.SIGCONT)
             self.wait_for(lambda: self.calls(rpc), "the create was not sent")
         finally:
             p.send_signal(signal.SIGKILL)
             p.communicate(timeout=60)
-        intents = [m for m in self.state_log() if "intent %s create" % row.address in m]
-        self.assertEqual(len(intents), 1 if row.crash["journal"] else 0, self.state_log())
         self.assertFalse(self.has_record(row) and self.recorded_resource(row))
         # The server finishes the create the killed apply sent.
         self.wait_for(lambda: all(c["status"] is not None for c in self.calls(rpc)), "the create never ended")
