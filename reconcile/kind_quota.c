@@ -136,20 +136,21 @@ static char *describe(const struct plan_action *act)
 	const struct live_quota *l = act->klive;
 	const char *service = d ? d->service : l ? l->service : NULL;
 	const char *quota = d ? d->quota_id : l ? l->quota_id : NULL;
+	/* No declaration (an abandon): the preference as it is live, in the same words. */
+	const struct vx_label *dims = d ? d->dimensions.items : l ? l->dimensions : NULL;
+	size_t ndims = d ? d->dimensions.n : l ? l->ndimensions : 0;
 	struct vx_buf b = VX_BUF_INIT;
 	int rc;
 
 	if (!quota)
 		return NULL;
 	rc = vx_buf_printf(&b, "%s %s", service ? service : "?", quota);
-	if (d)
-		for (size_t i = 0; rc == 0 && i < d->dimensions.n; i++)
-			rc = vx_buf_printf(&b, "%s%s=%s", i ? ", " : " (", d->dimensions.items[i].key,
-					   d->dimensions.items[i].value);
-	if (rc == 0 && d && d->dimensions.n)
+	for (size_t i = 0; rc == 0 && i < ndims; i++)
+		rc = vx_buf_printf(&b, "%s%s=%s", i ? ", " : " (", dims[i].key, dims[i].value);
+	if (rc == 0 && ndims)
 		rc = vx_buf_addc(&b, ')');
-	if (rc == 0 && d)
-		rc = vx_buf_printf(&b, ": %" PRId64, d->preferred_value);
+	if (rc == 0 && (d || l))
+		rc = vx_buf_printf(&b, ": %" PRId64, d ? d->preferred_value : l->preferred);
 	if (rc == 0 && l && l->has_granted)
 		rc = vx_buf_printf(&b, " (granted %" PRId64 ")", l->granted);
 	if (rc < 0) {

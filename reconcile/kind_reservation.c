@@ -198,7 +198,11 @@ static int set_drift(struct plan *p, struct plan_action *a, char *text)
 	return 0;
 }
 
-/* The shape line: what the reservation is, and how much of it is in use. */
+/*
+ * The shape line: what the reservation is, where, and how much of it is in use.
+ * A delete carries its zone as the action's region, which the plan prints after
+ * the shape ("... (in use 0/2) in us-central1-a"): then the shape leaves it out.
+ */
 static char *describe(const struct plan_action *act)
 {
 	const struct stack_reservation *d = act->kdecl;
@@ -208,16 +212,18 @@ static char *describe(const struct plan_action *act)
 	int64_t ac = d ? accel_count(d) : l ? l->accelerator_count : 0;
 	int64_t count = d ? d->count : l ? l->count : 0;
 	const char *zone = d ? d->zone : l ? l->zone : NULL;
-	char use[64] = "";
+	char use[64] = "", where[96] = "";
 
 	if (l)
 		snprintf(use, sizeof(use), " (in use %" PRId64 "/%" PRId64 ")", l->in_use, l->count);
+	if (!act->region)
+		snprintf(where, sizeof(where), " in %s", zone ? zone : "?");
 	if (!mt)
 		return NULL;
 	if (at)
-		return vx_asprintf("%s \u00d7%" PRId64 ", %" PRId64 "\u00d7%s in %s%s", mt, count, ac, at,
-				   zone ? zone : "?", use);
-	return vx_asprintf("%s \u00d7%" PRId64 " in %s%s", mt, count, zone ? zone : "?", use);
+		return vx_asprintf("%s \u00d7%" PRId64 ", %" PRId64 "\u00d7%s%s%s", mt, count, ac, at, where,
+				   use);
+	return vx_asprintf("%s \u00d7%" PRId64 "%s%s", mt, count, where, use);
 }
 
 /* Whether this plan cancels a job of the stack that runs on reservation name. */
