@@ -8,6 +8,7 @@
 #   make lint-ci    yamllint, tools/check-ci.py and GitHub's own parser on action.yml and the
 #                   CI recipes in examples/ci/, tools/check-examples.py on examples/watch/,
 #                   tools/check-permissions.py on docs/permissions.md and the role files,
+#                   tools/check-kinds.py (the kinds named only in reconcile/kind*.c),
 #                   and the generated tables of docs/format.md (in check)
 #   make docs       write docs/format.md's generated tables (from reconcile/machines.c)
 #   make fuzz       libFuzzer targets (clang)
@@ -208,6 +209,7 @@ lint-ci: $(GEN_MACHINES)
 	$(PYTHON) tools/check-permissions.py
 	$(PYTHON) tools/check-man.py
 	$(PYTHON) tools/check-dockerfile.py Dockerfile examples/watch/Dockerfile
+	$(PYTHON) tools/check-kinds.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \

@@ -504,15 +504,9 @@ int cmd_is_dir(const char *path)
 
 int cmd_is_address(const char *arg)
 {
-	static const char *const kinds[] = { "job.", "reservation.", "quota." };
+	const struct kind *k = kind_of_address(arg);
 
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		size_t n = strlen(kinds[i]);
-
-		if (!strncmp(arg, kinds[i], n) && arg[n] && !strchr(arg, '/'))
-			return 1;
-	}
-	return 0;
+	return k && arg[strlen(k->prefix) + 1] && !strchr(arg, '/');
 }
 
 int cmd_dir_arg(const char *cmd, const char **dir, int *given, const char *arg)

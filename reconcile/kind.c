@@ -11,6 +11,7 @@
 /* Phase order: what a later kind may depend on comes first. */
 const struct kind *const kind_table[] = { &kind_quota, &kind_reservation, &kind_job };
 const size_t kind_count = sizeof(kind_table) / sizeof(kind_table[0]);
+_Static_assert(sizeof(kind_table) / sizeof(kind_table[0]) <= KIND_MAX, "KIND_MAX is too small");
 
 const struct kind *kind_of_address(const char *address)
 {

@@ -16,9 +16,13 @@
  * created), removals in the reverse order (jobs are cancelled before the
  * reservation they run on is deleted).
  *
- * A fourth kind is a new kind_NAME.c with its struct kind, a row in
- * kind_table (kind.c), its state directory in state_address_split
- * (state/state.c) and its client in providers/gcp/.
+ * kind_table is the one list of the kinds: the stack loader, the address
+ * parsers of cmd/ and workflow/ and the planner go through it. The state
+ * layer (below this one) derives a kind's directory from its address
+ * prefix and keeps the prefixes it accepts in state/state.c, which a unit
+ * test (test_kind) holds equal to this table. docs/design-notes.md
+ * ("Adding a kind: what it touches today") lists what else a new kind
+ * still touches.
  */
 
 #include <stddef.h>
@@ -29,10 +33,10 @@
 
 struct plan;
 struct planner;
-struct plan_action;
 struct planner_options;
 struct provider;
 struct stack;
+struct stack_decl;
 struct state;
 struct applier;
 struct vx_buf;
@@ -86,9 +90,21 @@ struct kind_plan_input {
 };
 
 struct kind {
-	const char *name;       /* the YAML kind and the state record's kind: "Reservation" */
-	const char *prefix;     /* the address prefix: "reservation" (address "reservation.NAME") */
+	const char *name;       /* the YAML document's kind and the state record's kind: "Reservation" */
+	/*
+	 * The address prefix: "reservation" (address "reservation.NAME"). The
+	 * state directory is the prefix and an "s" ("reservations/"), a rule of
+	 * state/state.c.
+	 */
+	const char *prefix;
 	int phase;              /* apply order of changes; removals run in reverse */
+	/*
+	 * Names are RFC 1035 labels (Compute Engine and Cloud Quotas resource
+	 * names: lowercase, digits, '-'), else stack names (stack_name_valid).
+	 */
+	int rfc1035_names;
+	/* The declaration of this kind named name ("pool" of "reservation.pool") in st, or NULL. */
+	const struct stack_decl *(*find_decl)(const struct stack *st, const char *name);
 	/*
 	 * Lists what this kind needs from the live cloud into out (one list per
 	 * zone, region or project it uses, never a get per resource), noting
@@ -110,8 +126,6 @@ struct kind {
 	 * code when apply cannot go on (the state could not be written).
 	 */
 	int (*apply)(struct applier *a, int removals, struct vx_err *err);
-	/* One line of what an action would leave ("a3-highgpu-8g x2, ..."), or NULL. */
-	char *(*describe)(const struct plan_action *act);
 };
 
 extern const struct kind kind_job;
@@ -121,6 +135,8 @@ extern const struct kind kind_quota;
 /* Every kind, in phase order. */
 extern const struct kind *const kind_table[];
 extern const size_t kind_count;
+/* At most this many kinds (kind.c asserts it), for fixed arrays over the table. */
+#define KIND_MAX 16
 
 /* The kind of an address ("reservation.pool"), or NULL. */
 const struct kind *kind_of_address(const char *address);

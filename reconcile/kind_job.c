@@ -2950,12 +2950,19 @@ static int job_apply(struct applier *a, int removals, struct vx_err *err)
 	return removals ? apply_job_removals(a, err) : apply_job_changes(a, err);
 }
 
+static const struct stack_decl *job_find_decl(const struct stack *st, const char *name)
+{
+	const struct stack_job *x = stack_find_job(st, name);
+
+	return x ? &x->d : NULL;
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
 	.phase = 2,
+	.find_decl = job_find_decl,
 	.refresh = job_refresh,
 	.plan = planner_plan_jobs,
 	.apply = job_apply,
-	.describe = NULL,
 };

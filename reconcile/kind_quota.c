@@ -489,12 +489,20 @@ static int quota_apply(struct applier *a, int removals, struct vx_err *err)
 	return rc;
 }
 
+static const struct stack_decl *quota_find_decl(const struct stack *st, const char *name)
+{
+	const struct stack_quota *x = stack_find_quota(st, name);
+
+	return x ? &x->d : NULL;
+}
+
 const struct kind kind_quota = {
 	.name = KIND_NAME,
 	.prefix = "quota",
 	.phase = 0,
+	.rfc1035_names = 1,
+	.find_decl = quota_find_decl,
 	.refresh = quota_refresh,
 	.plan = quota_plan,
 	.apply = quota_apply,
-	.describe = describe,
 };

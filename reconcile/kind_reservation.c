@@ -705,12 +705,20 @@ static int res_apply(struct applier *a, int removals, struct vx_err *err)
 	return rc;
 }
 
+static const struct stack_decl *res_find_decl(const struct stack *st, const char *name)
+{
+	const struct stack_reservation *x = stack_find_reservation(st, name);
+
+	return x ? &x->d : NULL;
+}
+
 const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
 	.phase = 1,
+	.rfc1035_names = 1,
+	.find_decl = res_find_decl,
 	.refresh = res_refresh,
 	.plan = res_plan,
 	.apply = res_apply,
-	.describe = describe,
 };

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/spec.h"
 #include "reconcile/ynode.h"
 #include "util/buf.h"
@@ -45,7 +46,26 @@ const char *const stack_fail_names[STACK_FAIL_NCLASSES] = {
 
 const char *const stack_on_change_names[3] = { "replace", "after-finish", "ignore" };
 const char *const stack_backend_names[3] = { "git", "file", "gcs" };
-static const char *const kind_names[] = { "Stack", "CustomJob", "Reservation", "QuotaPreference" };
+/*
+ * The Stack document: read by the loader as a kind, but not one of
+ * kind_table's (nothing of it is refreshed, planned or applied).
+ */
+const struct kind stack_doc_kind = { .name = "Stack", .prefix = "stack" };
+
+/*
+ * The kinds a document may have, as the messages list them: the Stack, then
+ * kind_table's in reverse phase order (jobs first, as the docs list them).
+ * Returns how many were written to names (cap KIND_MAX + 1).
+ */
+static size_t doc_kind_names(const char *names[KIND_MAX + 1])
+{
+	size_t n = 0;
+
+	names[n++] = stack_doc_kind.name;
+	for (size_t k = kind_count; k-- > 0;)
+		names[n++] = kind_table[k]->name;
+	return n;
+}
 
 const char *stack_fail_name(unsigned cls)
 {
@@ -80,12 +100,12 @@ const char *stack_backend_name(enum stack_backend b)
 /* ---------------------------------------------------------------------- */
 /* The loader's context and error reporting */
 
-static void set_prefix(struct loader *L, int kind, const char *name)
+static void set_prefix(struct loader *L, const struct kind *kind, const char *name)
 {
 	if (name)
-		snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kind_names[kind], name);
+		snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kind->name, name);
 	else
-		snprintf(L->prefix, sizeof(L->prefix), "%s: ", kind_names[kind]);
+		snprintf(L->prefix, sizeof(L->prefix), "%s: ", kind->name);
 }
 
 void stack_oom(struct loader *L)
@@ -231,7 +251,7 @@ int stack_labels_set(struct stack_labels *l, const char *key, const char *value)
 /* Names and duplicates */
 
 /* Reads `name` with the rule of its kind; sets the message prefix. */
-const char *stack_read_name(struct loader *L, const struct ynode *doc, int kind)
+const char *stack_read_name(struct loader *L, const struct ynode *doc, const struct kind *kind)
 {
 	const struct ynode *v;
 	const char *name;
@@ -241,7 +261,7 @@ const char *stack_read_name(struct loader *L, const struct ynode *doc, int kind)
 	if (!stack_get_str(&name, &v, L, doc, "", "name", 1))
 		return NULL;
 	set_prefix(L, kind, name);
-	if (kind == KIND_STACK || kind == KIND_JOB) {
+	if (!kind->rfc1035_names) {
 		ok = stack_name_valid(name);
 		if (!ok)
 			stack_err(L, v, "name: \"%s\" is not a valid name: use lowercase letters, digits, "
@@ -632,11 +652,14 @@ int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err)
 /* ---------------------------------------------------------------------- */
 /* Documents and files */
 
-/* Classifies one document (reporting what is wrong with its shape or kind). */
-static int doc_kind(struct loader *L, const struct ynode *root)
+/* Classifies one document (reporting what is wrong with its shape or kind): NULL when wrong. */
+static const struct kind *doc_kind(struct loader *L, const struct ynode *root)
 {
 	const struct ynode *k;
+	const struct kind *kind;
 	struct vx_buf b = VX_BUF_INIT;
+	const char *names[KIND_MAX + 1];
+	size_t nnames = doc_kind_names(names);
 
 	L->prefix[0] = '\0';
 	if (root->kind != YNODE_MAP) {
@@ -644,29 +667,29 @@ static int doc_kind(struct loader *L, const struct ynode *root)
 
 		stack_err(L, root, "a document must be a mapping with a \"kind\", got %s %s", article(t),
 		     t);
-		return -1;
+		return NULL;
 	}
 	k = stack_get_value(root, "kind");
 	if (!k) {
-		stack_err(L, root, "document has no \"kind\" (one of %s)",
-		     join_words(&b, kind_names, ARRAY_SIZE(kind_names)));
+		stack_err(L, root, "document has no \"kind\" (one of %s)", join_words(&b, names, nnames));
 		vx_buf_release(&b);
-		return -1;
+		return NULL;
 	}
 	if (!stack_is_string(k)) {
 		stack_wrong_type(L, k, "kind", "string");
-		return -1;
+		return NULL;
 	}
-	for (int i = 0; i < KIND_COUNT; i++)
-		if (!strcmp(k->str, kind_names[i]))
-			return i;
-	stack_unknown_word(L, k, "kind", "value", kind_names, ARRAY_SIZE(kind_names));
-	return -1;
+	if (!strcmp(k->str, stack_doc_kind.name))
+		return &stack_doc_kind;
+	if ((kind = kind_by_name(k->str)))
+		return kind;
+	stack_unknown_word(L, k, "kind", "value", names, nnames);
+	return NULL;
 }
 
 struct doc {
 	struct ynode *root;
-	int kind;
+	const struct kind *kind;
 };
 
 struct files {
@@ -682,13 +705,13 @@ static int add_file_docs(struct loader *L, struct files *fs, struct yfile *yf)
 
 	fs->f[fs->n++] = yf;
 	for (size_t i = 0; i < yf->ndocs; i++) {
-		int kind;
+		const struct kind *kind;
 
 		if (!yf->docs[i])
 			continue;
 		nonempty++;
 		kind = doc_kind(L, yf->docs[i]);
-		if (kind < 0)
+		if (!kind)
 			continue;
 		if (fs->ndocs == fs->adocs) {
 			size_t na = fs->adocs ? fs->adocs * 2 : 16;
@@ -781,10 +804,21 @@ static void check_sweep_labels(struct loader *L, const struct stack *st)
 	}
 }
 
+/* How many of fs's documents are of kind. */
+static size_t count_docs(const struct files *fs, const struct kind *kind)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < fs->ndocs; i++)
+		n += fs->docs[i].kind == kind;
+	return n;
+}
+
 /* The passes over the classified documents. */
 static int build(struct loader *L, struct stack *st, const struct files *fs)
 {
-	size_t count[KIND_COUNT] = { 0 }, nseen = 0;
+	size_t njob_docs = count_docs(fs, &kind_job), nres_docs = count_docs(fs, &kind_reservation);
+	size_t nquota_docs = count_docs(fs, &kind_quota), nseen = 0;
 	const struct ynode *first_stack = NULL;
 	struct spec_reservation *sres = NULL;
 	struct seen *seen = NULL;
@@ -792,13 +826,11 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	size_t nsres = 0, njdocs = 0, *jorder = NULL;
 	const struct ynode **jdocs = NULL;
 
-	for (size_t i = 0; i < fs->ndocs; i++)
-		count[fs->docs[i].kind]++;
 	seen = seen_new(fs->ndocs);
-	st->jobs = calloc(count[KIND_JOB] + 1, sizeof(*st->jobs));
-	st->reservations = calloc(count[KIND_RESERVATION] + 1, sizeof(*st->reservations));
-	st->quotas = calloc(count[KIND_QUOTA] + 1, sizeof(*st->quotas));
-	sres = calloc(count[KIND_RESERVATION] + 1, sizeof(*sres));
+	st->jobs = calloc(njob_docs + 1, sizeof(*st->jobs));
+	st->reservations = calloc(nres_docs + 1, sizeof(*st->reservations));
+	st->quotas = calloc(nquota_docs + 1, sizeof(*st->quotas));
+	sres = calloc(nres_docs + 1, sizeof(*sres));
 	if (!seen || !st->jobs || !st->reservations || !st->quotas || !sres) {
 		stack_oom(L);
 		goto done;
@@ -808,7 +840,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
 		const struct ynode *doc = fs->docs[i].root;
 
-		if (fs->docs[i].kind != KIND_STACK)
+		if (fs->docs[i].kind != &stack_doc_kind)
 			continue;
 		if (first_stack) {
 			L->prefix[0] = '\0';
@@ -830,7 +862,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
 		struct stack_reservation *r;
 
-		if (fs->docs[i].kind != KIND_RESERVATION)
+		if (fs->docs[i].kind != &kind_reservation)
 			continue;
 		r = &st->reservations[st->nreservations++];
 		if (stack_kinds_read_reservation(r, L, fs->docs[i].root, seen, &nseen) < 0)
@@ -850,7 +882,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
 		struct stack_quota *q;
 
-		if (fs->docs[i].kind != KIND_QUOTA)
+		if (fs->docs[i].kind != &kind_quota)
 			continue;
 		q = &st->quotas[st->nquotas++];
 		if (stack_kinds_read_quota(q, L, fs->docs[i].root, seen, &nseen) < 0)
@@ -875,14 +907,14 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	nseen = 0;
 	/* in an order where each job comes after those its after: names, so
 	 * ${{ jobs.NAME.outputDir }} has its value when the job is read */
-	jdocs = calloc(count[KIND_JOB] + 1, sizeof(*jdocs));
-	jorder = calloc(count[KIND_JOB] + 1, sizeof(*jorder));
+	jdocs = calloc(njob_docs + 1, sizeof(*jdocs));
+	jorder = calloc(njob_docs + 1, sizeof(*jorder));
 	if (!jdocs || !jorder) {
 		stack_oom(L);
 		goto done;
 	}
 	for (size_t i = 0; i < fs->ndocs; i++)
-		if (fs->docs[i].kind == KIND_JOB)
+		if (fs->docs[i].kind == &kind_job)
 			jdocs[njdocs++] = fs->docs[i].root;
 	if (stack_after_order(L, jdocs, njdocs, jorder) < 0)
 		goto done;
@@ -890,7 +922,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 		const struct ynode *doc = jdocs[jorder[o]];
 
 		if (ynode_get(doc, "matrix")) {
-			if (stack_sweep_read(st, L, doc, &env, seen, &nseen, count[KIND_JOB]) < 0)
+			if (stack_sweep_read(st, L, doc, &env, seen, &nseen, njob_docs) < 0)
 				goto done;
 			continue;
 		}
@@ -1353,7 +1385,7 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 			rc = VX_ENOTFOUND;
 			goto done;
 		}
-		if (!*jobs && holds(vx_buf_str(&data), data.len, "CustomJob"))
+		if (!*jobs && holds(vx_buf_str(&data), data.len, kind_job.name))
 			*jobs = 1;
 		if (found || !holds(vx_buf_str(&data), data.len, "Stack"))
 			continue;
@@ -1364,7 +1396,7 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 			goto done;
 		}
 		for (size_t k = 0; k < yf->ndocs && !found; k++) {
-			if (yf->docs[k] && doc_kind(&L, yf->docs[k]) == KIND_STACK) {
+			if (yf->docs[k] && doc_kind(&L, yf->docs[k]) == &stack_doc_kind) {
 				stack_kinds_read_stack(st, &L, yf->docs[k]);
 				found = 1;
 			}
@@ -1460,26 +1492,15 @@ const struct stack_quota *stack_find_quota(const struct stack *st, const char *n
 
 const struct stack_decl *stack_find_decl(const struct stack *st, const char *address)
 {
+	const struct kind *k = kind_of_address(address);
 	const char *dot = strchr(address, '.');
 	const char *name = dot ? dot + 1 : "";
 	size_t plen = dot ? (size_t)(dot - address) : 0;
 
-	if (plen == 3 && !strncmp(address, "job", 3)) {
-		const struct stack_job *j = stack_find_job(st, name);
-
-		return j ? &j->d : NULL;
-	}
-	if (plen == 11 && !strncmp(address, "reservation", 11)) {
-		const struct stack_reservation *r = stack_find_reservation(st, name);
-
-		return r ? &r->d : NULL;
-	}
-	if (plen == 5 && !strncmp(address, "quota", 5)) {
-		const struct stack_quota *q = stack_find_quota(st, name);
-
-		return q ? &q->d : NULL;
-	}
-	if (plen == 5 && !strncmp(address, "stack", 5) && st->d.name && !strcmp(st->d.name, name))
+	if (k)
+		return k->find_decl(st, name);
+	if (plen == strlen(stack_doc_kind.prefix) && !strncmp(address, stack_doc_kind.prefix, plen) &&
+	    st->d.name && !strcmp(st->d.name, name))
 		return &st->d;
 	return NULL;
 }

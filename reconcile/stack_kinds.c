@@ -6,6 +6,7 @@
  */
 #include "reconcile/stack.h"
 #include "reconcile/stack_loader.h"
+#include "reconcile/kind.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -168,7 +169,7 @@ void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct yno
 	const struct ynode *v;
 	const char *name, *s;
 
-	name = stack_read_name(L, doc, KIND_STACK);
+	name = stack_read_name(L, doc, &stack_doc_kind);
 	stack_check_keys(L, doc, "", stack_keys, ARRAY_SIZE(stack_keys));
 	if (name) {
 		if (stack_decl_init(&st->d, L, "stack", name, doc) < 0)
@@ -318,7 +319,7 @@ int stack_kinds_read_reservation(struct stack_reservation *r, struct loader *L,
 	size_t before = L->nerr;
 	int64_t x;
 
-	name = stack_read_name(L, doc, KIND_RESERVATION);
+	name = stack_read_name(L, doc, &kind_reservation);
 	stack_check_keys(L, doc, "", reservation_keys, ARRAY_SIZE(reservation_keys));
 	if (name && stack_check_unique(L, seen, nseen, name, doc) &&
 	    stack_decl_init(&r->d, L, "reservation", name, doc) < 0)
@@ -392,7 +393,7 @@ int stack_kinds_read_quota(struct stack_quota *q, struct loader *L, const struct
 	const char *name, *s;
 	int64_t x;
 
-	name = stack_read_name(L, doc, KIND_QUOTA);
+	name = stack_read_name(L, doc, &kind_quota);
 	stack_check_keys(L, doc, "", quota_keys, ARRAY_SIZE(quota_keys));
 	if (name && stack_check_unique(L, seen, nseen, name, doc) &&
 	    stack_decl_init(&q->d, L, "quota", name, doc) < 0)
@@ -961,7 +962,7 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 	int e = 0;
 	int64_t x;
 
-	name = stack_read_name(L, doc, KIND_JOB);
+	name = stack_read_name(L, doc, &kind_job);
 	stack_check_keys(L, doc, "", job_keys, ARRAY_SIZE(job_keys));
 	/* A sweep's run (seen NULL): the sweep checked its name once. */
 	if (name && (!seen || stack_check_unique(L, seen, nseen, name, doc)) &&

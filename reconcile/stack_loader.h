@@ -27,7 +27,9 @@ struct vx_buf;
 #define STACK_MAX_ATTEMPTS 100
 #define STACK_MAX_DISPLAY_NAME 128
 
-enum { KIND_STACK, KIND_JOB, KIND_RESERVATION, KIND_QUOTA, KIND_COUNT };
+struct kind;
+/* The Stack document's kind for the loader (stack.c); the others are kind_table's. */
+extern const struct kind stack_doc_kind;
 
 /* Indexed by enum stack_on_change - 1 and enum stack_backend - 1. */
 extern const char *const stack_on_change_names[3];
@@ -95,7 +97,7 @@ int stack_labels_set(struct stack_labels *l, const char *key, const char *value)
 /* ---- stack.c: names and duplicates ---- */
 
 /* Reads `name` with the rule of its kind; sets the message prefix. NULL when not valid. */
-const char *stack_read_name(struct loader *L, const struct ynode *doc, int kind);
+const char *stack_read_name(struct loader *L, const struct ynode *doc, const struct kind *kind);
 /* 1 when name is new (recorded), 0 when a duplicate (reported). */
 int stack_check_unique(struct loader *L, struct seen *seen, size_t *nseen, const char *name,
 		       const struct ynode *doc);

@@ -10,6 +10,7 @@
 #include "reconcile/sweep.h"
 #include "reconcile/stack.h"
 #include "reconcile/stack_loader.h"
+#include "reconcile/kind.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -901,7 +902,7 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 	char base_prefix[sizeof(L->prefix)];
 	int rc = 0, ok;
 
-	name = stack_read_name(L, doc, KIND_JOB);
+	name = stack_read_name(L, doc, &kind_job);
 	if (name && !stack_check_unique(L, seen, nseen, name, doc))
 		name = NULL;
 	snprintf(base_prefix, sizeof(base_prefix), "%s", L->prefix);

@@ -416,32 +416,44 @@ int state_name_ok(const char *s, int allow_dot)
 	return strstr(s, "..") == NULL;
 }
 
+/*
+ * The folder of each kind's records, named by one rule: the address prefix
+ * and an "s" (job.NAME in jobs/NAME.json). The reconcile layer's kind_table
+ * (reconcile/kind.c) is the list of the kinds; this layer sits below it and
+ * may not read it, so it keeps the prefixes it accepts here, and test_kind
+ * holds this list equal to kind_table's prefixes (a new kind fails it until
+ * its folder is added). A registration from above at startup would have to
+ * be made by every program and unit test that opens a state first.
+ */
+const char *const state_kind_dirs[STATE_NKINDS] = { "jobs", "reservations", "quotas" };
+
 int state_address_split(const char *address, const char **kind_dir, const char **name,
 			struct vx_err *err)
 {
-	static const struct {
-		const char *prefix;
-		const char *dir;
-	} kinds[] = { { "job.", "jobs" }, { "reservation.", "reservations" }, { "quota.", "quotas" } };
-	size_t i;
+	char want[256];
+	size_t i, used;
 
-	for (i = 0; address && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		size_t pl = strlen(kinds[i].prefix);
+	for (i = 0; address && i < STATE_NKINDS; i++) {
+		size_t pl = strlen(state_kind_dirs[i]) - 1; /* the prefix: the folder less its "s" */
 
-		if (strncmp(address, kinds[i].prefix, pl) != 0)
+		if (strncmp(address, state_kind_dirs[i], pl) != 0 || address[pl] != '.')
 			continue;
-		if (!state_name_ok(address + pl, 1))
+		if (!state_name_ok(address + pl + 1, 1))
 			break;
 		if (kind_dir)
-			*kind_dir = kinds[i].dir;
+			*kind_dir = state_kind_dirs[i];
 		if (name)
-			*name = address + pl;
+			*name = address + pl + 1;
 		return 0;
 	}
+	/* "job.NAME, reservation.NAME or quota.NAME" */
+	for (i = 0, used = 0; i < STATE_NKINDS && used < sizeof(want); i++)
+		used += (size_t)snprintf(want + used, sizeof(want) - used, "%s%.*s.NAME",
+					 i == 0 ? "" : i + 1 == STATE_NKINDS ? " or " : ", ",
+					 (int)strlen(state_kind_dirs[i]) - 1, state_kind_dirs[i]);
 	return vx_err_set(err, VX_EINVAL,
-			  "bad address \"%.200s\": want job.NAME, reservation.NAME or quota.NAME "
-			  "with NAME of 1-%d letters, digits, '_', '-' or '.'",
-			  address ? address : "(null)", STATE_MAX_NAME);
+			  "bad address \"%.200s\": want %s with NAME of 1-%d letters, digits, '_', '-' or '.'",
+			  address ? address : "(null)", want, STATE_MAX_NAME);
 }
 
 static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)

@@ -351,8 +351,12 @@ int state_journal_add(struct state *st, const struct state_intent *in, struct vx
 /* Removes the entry for address. VX_ENOTFOUND if none. */
 int state_journal_remove(struct state *st, const char *address);
 
-/* Validates an address; fills *kind_dir with "jobs", "reservations" or "quotas"
- * (static) and *name with a pointer into address. VX_EINVAL with a message otherwise. */
+/* The folders of the kinds' records: an address PREFIX.NAME is PREFIXs/NAME.json (state.c). */
+#define STATE_NKINDS 3
+extern const char *const state_kind_dirs[STATE_NKINDS];
+
+/* Validates an address; fills *kind_dir with its folder (one of state_kind_dirs)
+ * and *name with a pointer into address. VX_EINVAL with a message otherwise. */
 int state_address_split(const char *address, const char **kind_dir, const char **name,
 			struct vx_err *err) VX_WUR;
 

@@ -67,7 +67,8 @@ struct gref {
 	const char *name;
 };
 
-static const char *const kind_dirs[] = { "jobs", "reservations", "quotas" };
+/* The records' folders, one per kind (state.h: named after the address prefix). */
+#define kind_dirs state_kind_dirs
 
 static int gerr(struct vx_err *err, int code, const char *what)
 {
@@ -812,10 +813,10 @@ static int record_cmp(const void *a, const void *b)
 		      ((const struct state_record *)b)->address);
 }
 
-static const char *address_prefix(const char *dir)
+/* The length of the address prefix of a folder's records: "job" of "jobs" (state.h's rule). */
+static int prefix_len(const char *dir)
 {
-	return strcmp(dir, "jobs") == 0 ? "job" : strcmp(dir, "reservations") == 0 ? "reservation"
-										     : "quota";
+	return (int)strlen(dir) - 1;
 }
 
 /* Reads every record of tree into st. */
@@ -864,8 +865,8 @@ static int read_records(struct state_git *g, const git_tree *tree, struct state 
 			free(path);
 			free(want);
 			path = vx_asprintf("%s/%s", kind_dirs[d], name);
-			want = vx_asprintf("%s.%.*s", address_prefix(kind_dirs[d]), (int)(nname - 5),
-					   name);
+			want = vx_asprintf("%.*s.%.*s", prefix_len(kind_dirs[d]), kind_dirs[d],
+					   (int)(nname - 5), name);
 			if (!path || !want) {
 				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 				goto done;
@@ -1114,8 +1115,8 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 		     git_oid *out, int *empty, struct vx_err *err)
 {
 	git_treebuilder *tb = NULL;
-	const char *prefix = address_prefix(kind_dirs[d]);
-	size_t nprefix = strlen(prefix), i, n;
+	const char *prefix = kind_dirs[d];
+	size_t nprefix = (size_t)prefix_len(prefix), i, n;
 	char *text = NULL, *file = NULL, *address = NULL;
 	int rc = 0, changed = 0;
 
@@ -1133,7 +1134,7 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 
 		if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
 			free(address);
-			address = vx_asprintf("%s.%.*s", prefix, (int)(len - 5), name);
+			address = vx_asprintf("%.*s.%.*s", (int)nprefix, prefix, (int)(len - 5), name);
 			if (!address) {
 				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 				goto done;
@@ -1224,9 +1225,9 @@ static int build_tree(struct state_git *g, const git_tree *parent, const struct 
 
 		if ((rc = state_address_split(st->records[i].address, &dir, &name, err)) < 0)
 			goto done;
-		for (d = 0; d < 3 && dir && strcmp(kind_dirs[d], dir) != 0; d++)
+		for (d = 0; d < STATE_NKINDS && dir && strcmp(kind_dirs[d], dir) != 0; d++)
 			;
-		if (d == 3 || !dir) {
+		if (d == STATE_NKINDS || !dir) {
 			rc = vx_err_set(err, VX_EINVAL, "%s: no state folder for this kind of address",
 					st->records[i].address);
 			goto done;
@@ -1239,7 +1240,7 @@ static int build_tree(struct state_git *g, const git_tree *parent, const struct 
 	if ((rc = state_header_to_json(hdr, &text, err)) < 0 ||
 	    (rc = insert_blob(g, root, "stack.json", text, err)) < 0)
 		goto done;
-	for (d = 0; d < 3; d++) {
+	for (d = 0; d < STATE_NKINDS; d++) {
 		const git_tree_entry *e = parent ? git_tree_entry_byname(parent, kind_dirs[d]) : NULL;
 		git_oid id;
 		int empty;
@@ -1920,7 +1921,7 @@ static int history_dir(struct history *h, const git_commit *c, const git_tree *t
 			continue;
 		free(address);
 		free(path);
-		address = vx_asprintf("%s.%.*s", address_prefix(dir), (int)(len - 5), name);
+		address = vx_asprintf("%.*s.%.*s", prefix_len(dir), dir, (int)(len - 5), name);
 		path = vx_asprintf("%s/%s", dir, name);
 		if (!address || !path) {
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -1959,7 +1960,7 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 	git_commit *c = NULL, *p = NULL;
 	char *path = NULL;
 	const char *dir = NULL, *name;
-	git_tree *prev_tree[3] = { NULL, NULL, NULL };
+	git_tree *prev_tree[STATE_NKINDS] = { NULL };
 	git_oid tip, id, mine, before, prev_parent;
 	int exists, rc, have_prev = 0;
 
@@ -2039,7 +2040,7 @@ done:
 	*out = h.list;
 	*n = h.n;
 	free(path);
-	for (size_t d = 0; d < 3; d++)
+	for (size_t d = 0; d < STATE_NKINDS; d++)
 		git_tree_free(prev_tree[d]);
 	git_commit_free(p);
 	git_commit_free(c);

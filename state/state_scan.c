@@ -23,7 +23,8 @@ static const char *const globs[] = { BRANCHES "*", "refs/remotes/*/vx/state/*" }
 /* A record larger than this is not one vx wrote: skipped. */
 #define RECORD_MAX ((size_t)16 << 20)
 
-static const char *const kind_dirs[] = { "jobs", "reservations", "quotas" };
+/* The records' folders, one per kind (state.h). */
+#define kind_dirs state_kind_dirs
 
 void state_scan_hit_release(struct state_scan_hit *h)
 {

@@ -143,14 +143,11 @@ static void on_problem(void *ud, const char *doing, const struct vx_err *e)
 /* The address a line names ("+ job.a created ...", "job.a: running -> failed"), or NULL. */
 static char *address_in(const char *line)
 {
-	static const char *const prefixes[] = { "job.", "reservation.", "quota." };
-
 	for (const char *p = line; *p; p++) {
 		if (p != line && p[-1] != ' ')
 			continue;
-		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-			if (!strncmp(p, prefixes[i], strlen(prefixes[i])))
-				return strndup(p, strcspn(p, " :,"));
+		if (kind_of_address(p))
+			return strndup(p, strcspn(p, " :,"));
 	}
 	return NULL;
 }

@@ -1,0 +1,108 @@
+/* Unit tests for reconcile/kind.c's table: the one list of the kinds, and
+ * what the rest of vx derives from it (the address parser, the stack's
+ * declarations, the state layer's folders). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "reconcile/kind.h"
+#include "reconcile/stack.h"
+#include "state/state.h"
+#include "util/diag.h"
+#include "util/err.h"
+
+/*
+ * The state layer may not read kind_table (it sits below reconcile/), so it
+ * keeps the folders of the kinds' records itself: this holds that list equal
+ * to the table, a kind's folder being its address prefix and an "s".
+ */
+static void test_state_folders_are_the_table(void **unused)
+{
+	(void)unused;
+	assert_int_equal(STATE_NKINDS, kind_count);
+	for (size_t k = 0; k < kind_count; k++) {
+		char address[64], folder[64];
+		const char *dir = NULL, *name = NULL;
+
+		snprintf(address, sizeof(address), "%s.x", kind_table[k]->prefix);
+		snprintf(folder, sizeof(folder), "%ss", kind_table[k]->prefix);
+		assert_int_equal(state_address_split(address, &dir, &name, NULL), 0);
+		assert_string_equal(dir, folder);
+		assert_string_equal(name, "x");
+	}
+}
+
+/* Each row is whole, and names and prefixes are each one kind's. */
+static void test_rows(void **unused)
+{
+	(void)unused;
+	assert_true(kind_count > 0 && kind_count <= KIND_MAX);
+	for (size_t k = 0; k < kind_count; k++) {
+		const struct kind *a = kind_table[k];
+		char address[64];
+
+		assert_non_null(a->name);
+		assert_non_null(a->prefix);
+		assert_non_null(a->find_decl);
+		assert_non_null(a->refresh);
+		assert_non_null(a->plan);
+		assert_non_null(a->apply);
+		assert_true(k == 0 || kind_table[k - 1]->phase < a->phase);
+		assert_ptr_equal(kind_by_name(a->name), a);
+		snprintf(address, sizeof(address), "%s.x", a->prefix);
+		assert_ptr_equal(kind_of_address(address), a);
+		assert_null(kind_of_address(a->prefix));
+	}
+	assert_null(kind_of_address("bucket.x"));
+	assert_null(kind_of_address("stack.x"));
+	assert_null(kind_by_name("Stack"));
+}
+
+static struct stack *load(const char *yaml)
+{
+	struct stack_source src[] = { { "stack.yaml", yaml, strlen(yaml) } };
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+
+	assert_int_equal(stack_load_mem(&st, "t", src, 1, NULL, &diags, &err), 0);
+	assert_int_equal(vx_diags_count(&diags), 0);
+	vx_diags_release(&diags);
+	vx_err_release(&err);
+	return st;
+}
+
+/* stack_find_decl goes through each row's find_decl. */
+static void test_find_decl(void **unused)
+{
+	struct stack *st;
+
+	(void)unused;
+	st = load("kind: Stack\nname: s\nproject: my-proj\nregion: us-central1\n"
+		  "---\nkind: QuotaPreference\nname: l4\nservice: aiplatform.googleapis.com\n"
+		  "quotaId: CustomModelTrainingL4GPUsPerProjectPerRegion\n"
+		  "dimensions: {region: us-central1}\npreferredValue: 16\n");
+	assert_string_equal(stack_find_decl(st, "quota.l4")->name, "l4");
+	assert_ptr_equal(stack_find_decl(st, "stack.s"), &st->d);
+	assert_null(stack_find_decl(st, "quota.l5"));
+	assert_null(stack_find_decl(st, "job.l4"));
+	assert_null(stack_find_decl(st, "bucket.l4"));
+	stack_free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state_folders_are_the_table),
+		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_find_decl),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
