@@ -528,7 +528,7 @@ static void case_history(void **state)
 		snprintf(msg, sizeof(msg), "v%lld", (long long)run);
 		write_ok(a, &st, msg);
 	}
-	if (state_history(b, "job.a", 0, &h, &n, &err) != 0)
+	if (state_history(b, "job.a", 0, &h, &n, NULL, &err) != 0)
 		fail_msg("history: %s", err.msg);
 	assert_int_equal(n, want);
 	for (size_t i = 0; i < n; i++) {
@@ -543,7 +543,7 @@ static void case_history(void **state)
 	}
 	state_history_free(h, n);
 	/* At most max, the newest. */
-	assert_int_equal(state_history(b, "job.a", 1, &h, &n, &err), 0);
+	assert_int_equal(state_history(b, "job.a", 1, &h, &n, NULL, &err), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(h[0].record->run, 3);
 	state_history_free(h, n);
