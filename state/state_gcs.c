@@ -297,7 +297,7 @@ static int refuse_if_rewound(struct gcs_backend *g, struct state *st, int64_t *g
 	struct state now = STATE_INIT;
 	uint64_t newest = 0;
 	int64_t now_gen = 0;
-	int found = 0, rc;
+	int found = 0, rc = 0;
 	char *h = NULL;
 
 	*again = 0;
