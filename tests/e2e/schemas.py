@@ -98,6 +98,8 @@ def check_run(argv, result, cwd):
         check_text(result.out, "status", "vx %s: stdout" % " ".join(args))
     elif verb == "report" and fmt in (None, "json") and ok:
         out = _flag(args, "o")
+        if fmt is None and out and os.path.splitext(out)[1].lower() in (".html", ".htm", ".csv"):
+            return  # without -format, the file's extension picks the format (docs/report.md)
         if out and out != "-":
             if cwd or os.path.isabs(out):
                 with open(os.path.join(cwd or "", out)) as f:

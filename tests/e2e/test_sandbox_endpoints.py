@@ -76,7 +76,7 @@ class DoctorMixedEndpoints(FakeTestCase):
                   "  token        ok    obtained (never shown)",
                   "  project      ok    vx-e2e (from stack)",
                   "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, cloudquotas.googleapis.com",
-                  "  iam          ok    project vx-e2e: holds the 5 permissions that plan, apply, watch and "
+                  "  iam          ok    project vx-e2e: holds the 6 permissions that plan, apply, watch and "
                   "import need"]
         return lines
 
