@@ -26,6 +26,7 @@
 #include "workflow/ci.h"
 #include "workflow/ghactions.h"
 #include "workflow/planning.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"

@@ -21,6 +21,7 @@
 #include "workflow/ghactions.h"
 #include "workflow/planning.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static volatile sig_atomic_t cmd_interrupted;
 

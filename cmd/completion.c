@@ -16,6 +16,7 @@
 #include "util/completion.h"
 #include "util/diag.h"
 #include "util/err.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx completion bash|zsh|fish\n\n"

@@ -19,6 +19,7 @@
 #include "util/buf.h"
 #include "workflow/ci.h"
 #include "workflow/watch.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx watch [DIR] [options]\n\n"

@@ -20,6 +20,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
+#include "util/banned.h"
 
 const char *status_tracking_name(enum status_tracking t)
 {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/banned.h"
 
 int vx_err_setv(struct vx_err *err, int code, const char *fmt, va_list ap)
 {
