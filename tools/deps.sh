@@ -24,6 +24,9 @@ PKGS="$PKGS python3-jsonschema"
 # jq and nodejs: tests/ci/test_watch_issues.py runs the watch recipes' issue keeping (GitLab's in
 # sh with curl and jq, GitHub's github-script in node) against fake APIs on loopback.
 PKGS="$PKGS jq nodejs"
+# cppcheck, clang-tidy and clang-format: make lint (in make check) runs the two analysers on
+# every product .c file and clang-format on the lines changed since the base (.clang-format).
+PKGS="$PKGS cppcheck clang-tidy clang-format"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then
