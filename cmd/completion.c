@@ -69,7 +69,7 @@ static int describe(struct completion_cmd **cmds, struct completion_flag **flags
 			nf++;
 	}
 	*n = 0;
-	*cmds = calloc(nt, sizeof(**cmds));
+	*cmds = calloc(nt + 1, sizeof(**cmds)); /* + 1: calloc(0) may return NULL */
 	*flags = f = calloc(nf + 1, sizeof(**flags));
 	if (!*cmds || !f)
 		return VX_ENOMEM;

@@ -325,6 +325,7 @@ static int watch_exec(const struct cmd_args *args)
 	struct watch_events ev = { line, &wr };
 	struct watch_result res;
 	struct vx_err err = VX_ERR_INIT;
+	const char *pause;
 	int rc = VX_EXIT_ERROR, crc = 0;
 
 	memset(&wr, 0, sizeof(wr));
@@ -332,9 +333,9 @@ static int watch_exec(const struct cmd_args *args)
 	if (parse(&wr, args) < 0)
 		return VX_EXIT_USAGE;
 	/* The test hook vxapply has too: stop before the first mutating request. */
-	if (getenv("VX_TEST_PAUSE")) {
-		if (strcmp(getenv("VX_TEST_PAUSE"), "before-send")) {
-			cmd_error("watch: VX_TEST_PAUSE takes before-send, not '%s'", getenv("VX_TEST_PAUSE"));
+	if ((pause = getenv("VX_TEST_PAUSE")) != NULL) {
+		if (strcmp(pause, "before-send")) {
+			cmd_error("watch: VX_TEST_PAUSE takes before-send, not '%s'", pause);
 			return VX_EXIT_ERROR;
 		}
 		wr.test_pause = 1;

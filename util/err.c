@@ -1,3 +1,4 @@
+#define VX_ERR_IMPL /* the definitions below, not the analyzer's model of them (err.h) */
 #include "util/err.h"
 
 #include <stdio.h>
