@@ -949,9 +949,12 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 			rc = ynode_load_file(&yf, paths[i], limits, diags, err);
 		} else {
 			free(path);
+			/* Callers give paths or srcs, n long: srcs here (list_yaml returns paths whenever it
+			 * found a file). NOLINTBEGIN(clang-analyzer-core.NullDereference) */
 			path = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
 				dir[strlen(dir) - 1] == '/' ? "" : "/", srcs[i].name)
 				: vx_strdup(srcs[i].name);
+			/* NOLINTEND(clang-analyzer-core.NullDereference) */
 			if (!path) {
 				rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
 				goto done;
