@@ -1,11 +1,10 @@
 # vx: plain GNU make. See README.md.
 #
 #   make            build/vx and the vxplan/vxapply links (first naming any missing package)
-#   make check      every test: unit (plain and under ASan+UBSan), the report page in headless
+#   make check      lint, and every test: unit (plain and under ASan+UBSan), the report page in headless
 #                   Chromium, the fake's own tests, end to end
 #   make demo       the quickstart against the fake Google Cloud
-#   make lint       cppcheck, clang-tidy and clang-format (on the lines changed since the base);
-#                   make check runs the cppcheck and clang-format parts
+#   make lint       cppcheck, clang-tidy and clang-format (on the lines changed since the base)
 #   make lint-ci    yamllint, tools/check-ci.py and GitHub's own parser on action.yml and the
 #                   CI recipes in examples/ci/, tools/check-examples.py on examples/watch/,
 #                   tools/check-permissions.py on docs/permissions.md and the role files,
@@ -160,7 +159,7 @@ e2e: all
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	@sh tools/check-banned.sh
-	@$(MAKE) --no-print-directory lint-cppcheck lint-format
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory lint-ci
 	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) check-build
 	@$(MAKE) --no-print-directory unit
@@ -251,7 +250,7 @@ lint-gh-parse:
 		echo "shellcheck tools/setup-vx.sh (the setup action's steps), tools/mkrelease.sh: ok"; \
 	else echo "lint-ci: shellcheck not run on tools/setup-vx.sh: not installed"; fi
 
-# make lint: cppcheck, and clang-tidy (.clang-tidy) on each product .c file once,
+# make lint (in make check, first): cppcheck, and clang-tidy (.clang-tidy) on each product .c file once,
 # LINT_JOBS at a time; then tools/check-format.py: clang-format (.clang-format) on the lines of the
 # product files changed since the base (the file says which base, and why not the whole tree).
 # cppcheck runs as one process over every file, every time (well under a minute): its
@@ -261,8 +260,6 @@ lint-gh-parse:
 # file includes: a second run looks again only at the files that changed, or whose headers did.
 # reconcile/prices_data.c (generated: one byte array) is not given to cppcheck, which takes
 # minutes over its 11,000 lines of numbers and has no code there to check.
-# make check runs lint-cppcheck and lint-format; lint-tidy joins it once clang-tidy's analyzer
-# findings are all fixed or suppressed with their reason (issue 33 lists those left).
 LINT_JOBS  ?= $(CHECK_JOBS)
 LINT_SRC   := $(LIB_SRC) $(CMD_SRC)
 LINT_OK    := $(LINT_SRC:%.c=$(BUILD)/lint/%.ok)
