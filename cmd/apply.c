@@ -26,6 +26,7 @@
 #include "workflow/ci.h"
 #include "workflow/ghactions.h"
 #include "workflow/planning.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vxapply [DIR | PLANFILE] [options]     (also: vx apply)\n\n"
@@ -294,7 +295,7 @@ static int apply_flags(struct apply_args *a, const struct cmd_args *args)
 static int apply_env(struct apply_args *a)
 {
 	struct vx_err err = VX_ERR_INIT;
-	const char *pause;
+	const char *pause, *ci;
 
 	if (cmd_lease_from_env("apply", &a->ao.lease_ms) < 0)
 		return -1;
@@ -309,7 +310,8 @@ static int apply_env(struct apply_args *a)
 	}
 	a->ao.test_pause = !pause ? 0 : !strcmp(pause, "ref-update") ? APPLYING_PAUSE_REF_UPDATE
 								  : APPLYING_PAUSE_BEFORE_SEND;
-	a->ao.committed_only = getenv("CI") && *getenv("CI");
+	ci = getenv("CI");
+	a->ao.committed_only = ci && *ci;
 	return 0;
 }
 

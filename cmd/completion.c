@@ -16,6 +16,7 @@
 #include "util/completion.h"
 #include "util/diag.h"
 #include "util/err.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx completion bash|zsh|fish\n\n"
@@ -68,7 +69,7 @@ static int describe(struct completion_cmd **cmds, struct completion_flag **flags
 			nf++;
 	}
 	*n = 0;
-	*cmds = calloc(nt, sizeof(**cmds));
+	*cmds = calloc(nt + 1, sizeof(**cmds)); /* + 1: calloc(0) may return NULL */
 	*flags = f = calloc(nf + 1, sizeof(**flags));
 	if (!*cmds || !f)
 		return VX_ENOMEM;

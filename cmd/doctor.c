@@ -20,6 +20,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "workflow/doctor.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx doctor [DIR] [-plan-only] [-C DIR] [-debug]\n\n"

@@ -12,6 +12,7 @@
 #include "reconcile/kind.h"
 #include "workflow/ci.h"
 #include "workflow/importing.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx import ADDR RESOURCE [DIR] [-check] [-C DIR]\n\n"

@@ -31,6 +31,7 @@
 #include "util/buf.h"
 #include "util/text.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx log [ADDR] [DIR] [-debug]\n\n"

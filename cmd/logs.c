@@ -16,6 +16,7 @@
 #include "util/text.h"
 #include "workflow/logs.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx logs ADDR [DIR] [-f] [-debug]\n\n"

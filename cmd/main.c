@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "util/suggest.h"
+#include "util/banned.h"
 
 static const struct cmd_entry *const commands[] = {
 	&cmd_plan_entry, &cmd_apply_entry, &cmd_validate_entry, &cmd_doctor_entry, &cmd_log_entry, &cmd_logs_entry,

@@ -16,6 +16,7 @@
 #include "workflow/planning.h"
 #include "workflow/report.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vxplan [DIR] [options]     (also: vx plan)\n\n"

@@ -16,6 +16,7 @@
 #include "util/file.h"
 #include "workflow/report.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx report [DIR] [options]\n\n"

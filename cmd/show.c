@@ -11,6 +11,7 @@
 #include "reconcile/render.h"
 #include "util/buf.h"
 #include "workflow/applying.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx show PLANFILE [-format human|json|markdown] [-debug]\n\n"

@@ -18,6 +18,7 @@
 #include "workflow/ci.h"
 #include "workflow/stateedit.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx state list [DIR] [-debug]\n"

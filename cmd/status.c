@@ -15,6 +15,7 @@
 #include "reconcile/status.h"
 #include "util/buf.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx status [DIR] [options]\n\n"

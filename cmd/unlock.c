@@ -8,6 +8,7 @@
 #include "cmd/exitcode.h"
 #include "state/lock.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx unlock ID [DIR] [-debug]\n\n"

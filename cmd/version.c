@@ -9,6 +9,7 @@
 #include "cmd/exitcode.h"
 #include "util/buf.h"
 #include "workflow/version.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx version [options]\n\n"

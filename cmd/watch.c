@@ -20,6 +20,7 @@
 #include "util/file.h"
 #include "workflow/ci.h"
 #include "workflow/watch.h"
+#include "util/banned.h"
 
 static const char usage[] =
 	"usage: vx watch [DIR] [options]\n\n"
@@ -341,6 +342,7 @@ static int watch_exec(const struct cmd_args *args)
 	struct watch_events ev = { line, &wr };
 	struct watch_result res;
 	struct vx_err err = VX_ERR_INIT;
+	const char *pause;
 	int rc = VX_EXIT_ERROR, crc = 0;
 
 	memset(&wr, 0, sizeof(wr));
@@ -348,9 +350,9 @@ static int watch_exec(const struct cmd_args *args)
 	if (parse(&wr, args) < 0)
 		return VX_EXIT_USAGE;
 	/* The test hook vxapply has too: stop before the first mutating request. */
-	if (getenv("VX_TEST_PAUSE")) {
-		if (strcmp(getenv("VX_TEST_PAUSE"), "before-send")) {
-			cmd_error("watch: VX_TEST_PAUSE takes before-send, not '%s'", getenv("VX_TEST_PAUSE"));
+	if ((pause = getenv("VX_TEST_PAUSE")) != NULL) {
+		if (strcmp(pause, "before-send")) {
+			cmd_error("watch: VX_TEST_PAUSE takes before-send, not '%s'", pause);
 			return VX_EXIT_ERROR;
 		}
 		wr.test_pause = 1;

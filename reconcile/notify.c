@@ -19,6 +19,7 @@
 #include "util/buf.h"
 #include "util/digest.h"
 #include "util/text.h"
+#include "util/banned.h"
 
 const char *const notify_kind_names[NOTIFY_NKINDS] = {
 	"gave-up", "resubmitted", "succeeded", "stuck", "quota-granted", "quota-denied", "watch-error",

@@ -17,6 +17,7 @@
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/digest.h"
+#include "util/banned.h"
 
 #define TRY_FIRST_MS (30 * 1000)
 #define TRY_TIMEOUT_MS (10 * 1000)

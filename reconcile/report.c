@@ -575,6 +575,8 @@ static int build_reservations(struct report *out, const struct report_input *in,
 		for (size_t k = 0; k < out->nruns; k++) {
 			const struct report_run *rr = &out->runs[k];
 
+			/* nreservations counts only those reservation_fill filled (their stack set).
+			 * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
 			if (rr->reservation && !strcmp(rr->stack, rv->stack) &&
 			    (!strcmp(rr->reservation, name) || !strcmp(rr->reservation, rv->address)))
 				rv->used_vm_hours += (double)rr->running_s / 3600.0 *

@@ -179,7 +179,7 @@ int spec_json_redact_and_hash(struct job_spec *out, const struct jv *tree, const
 	if (rc == 0 && !(text = vx_buf_detach(&b)))
 		rc = VX_ENOMEM;
 	vx_buf_release(&b);
-	if (rc < 0)
+	if (rc != 0) /* not rc < 0: any other result left text NULL */
 		return rc == VX_EIO ? VX_EIO : VX_ENOMEM;
 	if (vx_digest_sha256_hex(out->hash, text, strlen(text)) < 0) {
 		free(text);

@@ -20,6 +20,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
+#include "util/banned.h"
 
 const char *status_tracking_name(enum status_tracking t)
 {
@@ -54,6 +55,8 @@ void status_release(struct status_report *r)
 		row_release(&r->rows[i]);
 	free(r->rows);
 	for (size_t i = 0; i < r->nlisted; i++)
+		/* nlisted counts only names stored in listed, so listed is set when it is > 0.
+		 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
 		free(r->listed[i]);
 	free(r->listed);
 	free(r->stack);
@@ -167,6 +170,8 @@ static int index_build(struct index *ix, const struct status_input *in)
 
 		for (size_t h = 0; h < r->nhistory; h++)
 			if (r->history[h].resource)
+				/* known holds one more than each record's history: allocated when there is a record.
+				 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
 				ix->known[ix->nknown++] = r->history[h].resource;
 		if (r->current && r->current->resource)
 			ix->known[ix->nknown++] = r->current->resource;

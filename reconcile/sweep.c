@@ -123,6 +123,8 @@ static void matrix_release(struct matrix *m)
 static int key_index(const struct matrix *m, const char *k)
 {
 	for (size_t i = 0; i < m->nkeys; i++)
+		/* keys[0..nkeys) are all stored before nkeys grows past them.
+		 * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
 		if (!strcmp(m->keys[i], k))
 			return (int)i;
 	return -1;
@@ -327,6 +329,8 @@ static int matrix_read(struct matrix *m, struct loader *L, const struct ynode *m
 		if (!c)
 			goto oom;
 		for (size_t a = 0; a < m->naxes; a++)
+			/* axis_vals[0..naxes) are all stored before naxes grows past them.
+			 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
 			c[a] = m->axis_vals[a]->items[idx[a]]->str;
 		for (size_t i = 0; exc && !drop && i < exc->n; i++)
 			drop = entry_matches(m, c, exc->items[i], 0);
@@ -528,6 +532,8 @@ static char *job_value(const struct ectx *x, const struct expr *e, const char **
 			dir = x->st->sweeps[i].output_dir;
 		}
 	for (size_t i = 0; x->st && !j && i < x->st->njobs; i++)
+		/* jobs holds njobs entries (and every sweep's runs): not NULL when i < njobs.
+		 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
 		if (!x->st->jobs[i].sweep && x->st->jobs[i].d.name && strlen(x->st->jobs[i].d.name) == e->nlen &&
 		    !strncmp(x->st->jobs[i].d.name, e->name, e->nlen)) {
 			j = &x->st->jobs[i];

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/ctx.h"
+#include "util/banned.h"
 
 /* FNV-1a over s and its terminating NUL (a NULL string hashes as one byte 0xff). */
 static uint64_t fnv(uint64_t h, const char *s)

@@ -8,6 +8,7 @@
 #include "state/git_url.h"
 #include "util/buf.h"
 #include "util/text.h"
+#include "util/banned.h"
 
 #define FOLLOW_MAX_FILE ((size_t)8 << 20)
 #define FOLLOW_MAX_FILES 10000

@@ -816,6 +816,8 @@ static int hist_diff(struct hist_out *h, const char *address, const struct versi
 			o = NULL; /* new in v */
 		i += c <= 0;
 		j += c >= 0;
+		/* The loop runs while i < nv or j < no, so a or o is set (records exist when counted).
+		 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
 		if (address && strcmp(address, a ? a->address : o->address) != 0)
 			continue;
 		d = record_differs(a, o);

@@ -26,6 +26,9 @@ PKGS="$PKGS python3-jsonschema"
 PKGS="$PKGS jq nodejs"
 # prometheus: its promtool checks the metrics file of vx watch (tests/e2e/test_watch.py).
 PKGS="$PKGS prometheus"
+# cppcheck, clang-tidy and clang-format: make lint (in make check) runs the two analysers on
+# every product .c file and clang-format on the lines changed since the base (.clang-format).
+PKGS="$PKGS cppcheck clang-tidy clang-format"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

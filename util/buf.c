@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/banned.h"
 
 static size_t buf_cap(const struct vx_buf *b)
 {

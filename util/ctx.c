@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "util/buf.h"
+#include "util/banned.h"
 
 int64_t vx_clock_real_now_ms(void *ud)
 {

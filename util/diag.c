@@ -6,6 +6,7 @@
 
 #include "util/buf.h"
 #include "util/text.h"
+#include "util/banned.h"
 
 int vx_diags_add(struct vx_diags *d, const char *file, unsigned line, unsigned col,
 		 const char *fmt, ...)

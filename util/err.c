@@ -1,3 +1,4 @@
+#define VX_ERR_IMPL /* the definitions below, not the analyzer's model of them (err.h) */
 #include "util/err.h"
 
 #include <stdio.h>
@@ -5,6 +6,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/banned.h"
 
 int vx_err_setv(struct vx_err *err, int code, const char *fmt, va_list ap)
 {

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/banned.h"
 
 size_t vx_edit_distance(const char *a, const char *b)
 {

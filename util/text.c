@@ -166,6 +166,8 @@ void vx_text_redact_userinfo(char *s)
 		 * comes before an '@' inside it. */
 		/* In place, so never longer: a userinfo under three bytes becomes
 		 * as many asterisks. */
+		/* cppcheck-suppress arrayIndexThenCheck ; n is strcspn's length: u[n] is the '@' or the
+		 * NUL that ended it, always in bounds, and n < 3 is no bound but the short case. */
 		if (u[n] == '@' && n < 3) {
 			memset(u, '*', n);
 		} else if (u[n] == '@') {

@@ -18,6 +18,7 @@
 #include "state/state_git.h"
 #include "util/ctx.h"
 #include "workflow/ci.h"
+#include "util/banned.h"
 
 static int hook_persist(void *ud, struct state *st, const char *message, struct vx_err *err)
 {

@@ -14,6 +14,7 @@
 #include "util/ctx.h"
 #include "util/suggest.h"
 #include "workflow/ci.h"
+#include "util/banned.h"
 
 /* "not declared", with the nearest declared address of the same kind as a hint. */
 static int not_declared(const struct stack *st, const char *address, struct vx_err *err)

@@ -15,6 +15,7 @@
 #include "workflow/ci.h"
 #include "workflow/report.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 /* Whether target names something: a declaration, a record, or a sweep or a
  * slice of one with at least one run declared or recorded. */

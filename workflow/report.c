@@ -11,6 +11,7 @@
 #include "state/backend.h"
 #include "util/buf.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 #define REPORT_DEFAULT_SINCE "30d"
 #define REPORT_SCAN_DEPTH 3

@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include "util/buf.h"
+#include "util/banned.h"
 
 /* The Makefile passes VX_COMMIT for this file only (a stamp rebuilds it when HEAD moves). */
 #ifndef VX_COMMIT

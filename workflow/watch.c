@@ -30,6 +30,7 @@
 #include "workflow/ci.h"
 #include "workflow/planning.h"
 #include "workflow/workspace.h"
+#include "util/banned.h"
 
 const char *const watch_job_states[8] = { "queued", "pending", "running", "succeeded",
 					  "failed", "cancelled", "other", "unseen" };

@@ -19,6 +19,7 @@
 #include "state/lock.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/banned.h"
 
 /*
  * The stack directory relative to the root of its git work tree ("." at the

@@ -1174,7 +1174,7 @@ static int send_one(struct gcp_http *h, const struct gcp_request *req, struct gc
 	x.err = err;
 	x.ready_at = vx_mono_ms(h->ctx);
 	x.deadline_at = x.ready_at + h->o.deadline_ms;
-	if (h->ctx && h->ctx->deadline_ms > 0 && h->ctx->deadline_ms < x.deadline_at) {
+	if (h->ctx->deadline_ms > 0 && h->ctx->deadline_ms < x.deadline_at) {
 		x.deadline_at = h->ctx->deadline_ms;
 		x.deadline_is_cmd = 1;
 	}

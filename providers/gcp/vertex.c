@@ -140,12 +140,13 @@ static int name_ok(const char *name)
 	return nseg >= 4 && seg && !strncmp(seg, "/locations/", 11);
 }
 
-/* Reads the segment at *p up to the next '/' or the end; it must be what (when not NULL). */
+/* Reads the segment at *p up to the next '/' or the end; it must be what (when not NULL),
+ * else pass ok (a segment with neither is refused). */
 static int name_segment(const char **p, const char *what, int (*ok)(const char *, size_t))
 {
 	size_t n = strcspn(*p, "/");
 
-	if (n == 0 || (what && (strlen(what) != n || strncmp(*p, what, n))) || (!what && !ok(*p, n)))
+	if (n == 0 || (what && (strlen(what) != n || strncmp(*p, what, n))) || (!what && (!ok || !ok(*p, n))))
 		return 0;
 	*p += n;
 	return 1;

@@ -205,7 +205,9 @@ ROWS = [
                      "released and never adopted (docs/state.md); a job is adopted by its labels after a "
                      "lost create, which the crash case shows",
                      plan=["+   job.a create", "g2-standard-4 ×1, 1×L4, STANDARD in us-central1", "new job"],
-                     live=2)),
+                     live=2, refused=("job.a: the job released from the state of the same address (vx state rm) "
+                                      "is still active"),
+                     flags=["-allow-released"])),
     Row(name="reservation", address="reservation.pool", state_file="reservations/pool.json",
         setup=None,
         yaml=reservation_yaml(),
@@ -528,10 +530,17 @@ class KindSuite(FakeTestCase):
         r = self.repo.vx("state", "rm", row.address, self.repo.dir)
         self.assertEqual(r.code, 0, r)
         self.assertFalse(self.has_record(row))
-        r = self.repo.plan("-detailed-exitcode")
+        flags = want.get("flags", [])
+        if want.get("refused"):
+            # A released job still active: creating another beside it is a plan error
+            # until the flag says both may run.
+            r = self.repo.plan("-detailed-exitcode")
+            self.assertEqual(r.code, 1, r)
+            self.assertTrue(any(l.strip().startswith(want["refused"]) for l in r.out.splitlines()), r)
+        r = self.repo.plan("-detailed-exitcode", *flags)
         self.assertEqual(r.code, 2, r)
         self.assertEqual(self.lines(row, r.out), want["plan"], r)
-        r = self.repo.apply()
+        r = self.repo.apply(*flags)
         self.assertEqual(r.code, 0, r)
         self.assertEqual(row.count_all(self), want["live"])
         self.assertTrue(self.has_record(row))
