@@ -276,57 +276,55 @@ const char *stack_read_name(struct loader *L, const struct ynode *doc, const str
 	return ok ? name : NULL;
 }
 
-/* 1 when name is new (recorded), 0 when a duplicate (reported). */
+/* 1 when name is new (recorded), 0 when a duplicate (reported) or out of memory (recorded). */
 int stack_check_unique(struct loader *L, struct seen *seen, size_t *nseen, const char *name,
 			const struct ynode *doc)
 {
 	const struct ynode *at = ynode_get(doc, "name");
-	uint64_t h = 1469598103934665603u; /* FNV-1a */
-	struct seen_slot *s;
-	size_t i;
+	size_t prev;
+	int rc;
 
-	if (*nseen == 0)
-		memset(seen->slots, 0, seen->cap * sizeof(*seen->slots));
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 1099511628211u;
-	for (i = (size_t)h & (seen->cap - 1); seen->slots[i].name; i = (i + 1) & (seen->cap - 1)) {
-		s = &seen->slots[i];
-		if (!strcmp(s->name, name)) {
-			stack_err(L, at, "name: duplicate: \"%s\" is already declared at %s:%u:%u", name,
-			     s->file, s->line, s->col);
+	if (*nseen == 0) {
+		vx_hashmap_clear(&seen->names);
+		seen->n = 0;
+	}
+	if (seen->n == seen->alloc) {
+		size_t na = seen->alloc ? seen->alloc * 2 : 16;
+		const struct ynode **grown = realloc(seen->at, na * sizeof(*grown));
+
+		if (!grown) {
+			stack_oom(L);
 			return 0;
 		}
+		seen->at = grown;
+		seen->alloc = na;
 	}
-	s = &seen->slots[i];
-	s->name = name;
-	s->file = at->file;
-	s->line = at->line;
-	s->col = at->col;
+	rc = vx_hashmap_add(&seen->names, name, strlen(name), seen->n, &prev);
+	if (rc < 0) {
+		stack_oom(L);
+		return 0;
+	}
+	if (rc == 1) {
+		stack_err(L, at, "name: duplicate: \"%s\" is already declared at %s:%u:%u", name,
+		     seen->at[prev]->file, seen->at[prev]->line, seen->at[prev]->col);
+		return 0;
+	}
+	seen->at[seen->n++] = at;
 	(*nseen)++;
 	return 1;
 }
 
-/* A table for ndocs names (see struct seen), or NULL. */
-static struct seen *seen_new(size_t ndocs)
+static struct seen *seen_new(void)
 {
-	struct seen *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	for (t->cap = 16; t->cap / 2 <= ndocs; t->cap *= 2)
-		;
-	t->slots = calloc(t->cap, sizeof(*t->slots));
-	if (!t->slots) {
-		free(t);
-		return NULL;
-	}
-	return t;
+	return calloc(1, sizeof(struct seen));
 }
 
 static void seen_free(struct seen *t)
 {
-	if (t)
-		free(t->slots);
+	if (t) {
+		vx_hashmap_release(&t->names);
+		free(t->at);
+	}
 	free(t);
 }
 
@@ -826,7 +824,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	size_t nsres = 0, njdocs = 0, *jorder = NULL;
 	const struct ynode **jdocs = NULL;
 
-	seen = seen_new(fs->ndocs);
+	seen = seen_new();
 	st->jobs = calloc(njob_docs + 1, sizeof(*st->jobs));
 	st->reservations = calloc(nres_docs + 1, sizeof(*st->reservations));
 	st->quotas = calloc(nquota_docs + 1, sizeof(*st->quotas));

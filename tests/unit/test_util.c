@@ -14,6 +14,7 @@
 #include "util/diag.h"
 #include "util/digest.h"
 #include "util/err.h"
+#include "util/hashmap.h"
 #include "util/suggest.h"
 #include "util/text.h"
 #include "util/timefmt.h"
@@ -283,6 +284,61 @@ static void test_redact_userinfo(void **unused)
 	redacted("", "");
 }
 
+static void test_fnv1a64(void **state)
+{
+	(void)state;
+	/* The published test vectors of FNV-1a 64. */
+	assert_true(vx_fnv1a64("", 0) == UINT64_C(0xcbf29ce484222325));
+	assert_true(vx_fnv1a64("a", 1) == UINT64_C(0xaf63dc4c8601ec8c));
+	assert_true(vx_fnv1a64("foobar", 6) == UINT64_C(0x85944171f73967e8));
+	assert_true(vx_fnv1a64_add(vx_fnv1a64("foo", 3), "bar", 3) == vx_fnv1a64("foobar", 6));
+	/* The short basis older versions used, kept for values stored with it. */
+	assert_true(vx_fnv1a64_legacy("", 0) == UINT64_C(1469598103934665603));
+	assert_true(vx_fnv1a64_legacy("a", 1) ==
+		    ((UINT64_C(1469598103934665603) ^ 'a') * UINT64_C(1099511628211)));
+}
+
+static void test_hashmap(void **state)
+{
+	struct vx_hashmap m = VX_HASHMAP_INIT;
+	char keys[1000][8];
+	size_t v = 0, i;
+
+	(void)state;
+	assert_int_equal(vx_hashmap_get(&m, "a", 1, &v), 0);
+	for (i = 0; i < 1000; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%zu", i);
+		assert_int_equal(vx_hashmap_add(&m, keys[i], strlen(keys[i]), i, NULL), 0);
+	}
+	assert_int_equal(m.n, 1000);
+	assert_true(m.cap >= 2000 && (m.cap & (m.cap - 1)) == 0);
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(vx_hashmap_get(&m, keys[i], strlen(keys[i]), &v), 1);
+		assert_int_equal(v, i);
+	}
+	/* add keeps the first value and tells it; set replaces. */
+	assert_int_equal(vx_hashmap_add(&m, "k7", 2, 99, &v), 1);
+	assert_int_equal(v, 7);
+	assert_int_equal(vx_hashmap_set(&m, "k7", 2, 99), 0);
+	assert_int_equal(vx_hashmap_get(&m, "k7", 2, &v), 1);
+	assert_int_equal(v, 99);
+	/* Keys are bytes with a length: a prefix is another key, "" is a key. */
+	assert_int_equal(vx_hashmap_get(&m, "k71", 2, &v), 1);
+	assert_int_equal(vx_hashmap_get(&m, "k", 1, &v), 0);
+	assert_int_equal(vx_hashmap_add(&m, "", 0, 5, NULL), 0);
+	assert_int_equal(vx_hashmap_get(&m, "x", 0, &v), 1);
+	assert_int_equal(v, 5);
+	vx_hashmap_clear(&m);
+	assert_int_equal(m.n, 0);
+	assert_int_equal(vx_hashmap_get(&m, "k1", 2, &v), 0);
+	assert_int_equal(vx_hashmap_add(&m, "k1", 2, 1, NULL), 0);
+	/* Cleared while nearly empty, a big table gives its memory back. */
+	vx_hashmap_clear(&m);
+	assert_int_equal(m.cap, 0);
+	vx_hashmap_release(&m);
+	vx_hashmap_release(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +353,8 @@ int main(void)
 		cmocka_unit_test(test_digest_sha256_hex),
 		cmocka_unit_test(test_diags_sorted_and_capped),
 		cmocka_unit_test(test_suggest),
+		cmocka_unit_test(test_fnv1a64),
+		cmocka_unit_test(test_hashmap),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
