@@ -48,6 +48,17 @@ void vx_clock_real_sleep_ms(void *ud, int64_t ms)
 	nanosleep(&ts, NULL);
 }
 
+static const char *real_getenv(void *ud, const char *name)
+{
+	(void)ud;
+	return getenv(name);
+}
+
+const char *vx_getenv(const struct vx_ctx *ctx, const char *name)
+{
+	return ctx && ctx->getenv ? ctx->getenv(ctx->env_ud, name) : NULL;
+}
+
 void vx_ctx_init(struct vx_ctx *ctx)
 {
 	memset(ctx, 0, sizeof(*ctx));
@@ -55,6 +66,7 @@ void vx_ctx_init(struct vx_ctx *ctx)
 	ctx->clock.mono_ms = vx_clock_real_mono_ms;
 	ctx->clock.sleep_ms = vx_clock_real_sleep_ms;
 	ctx->log_level = VX_LOG_WARN;
+	ctx->getenv = real_getenv;
 }
 
 int64_t vx_now_ms(const struct vx_ctx *ctx)

@@ -338,9 +338,9 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 		h->o.backoff_max_ms = 32000;
 	h->user_agent = vx_strdup(h->o.user_agent ? h->o.user_agent : "vx/" VX_VERSION);
 	h->quota_project = h->o.quota_project && *h->o.quota_project ? vx_strdup(h->o.quota_project) : NULL;
-	ca = getenv("CURL_CA_BUNDLE");
+	ca = vx_getenv(ctx, "CURL_CA_BUNDLE");
 	if (!ca || !*ca)
-		ca = getenv("SSL_CERT_FILE");
+		ca = vx_getenv(ctx, "SSL_CERT_FILE");
 	h->cainfo = ca && *ca ? vx_strdup(ca) : NULL;
 	h->o.user_agent = h->user_agent;
 	h->o.quota_project = h->quota_project;

@@ -13,6 +13,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"
+#include "util/ctx.h"
 #include "util/err.h"
 #include "util/hashmap.h"
 #include "util/suggest.h"
@@ -339,6 +340,30 @@ static void test_hashmap(void **state)
 	vx_hashmap_release(&m);
 }
 
+static const char *fake_env(void *ud, const char *name)
+{
+	return !strcmp(name, "VX_X") ? ud : NULL;
+}
+
+static void test_ctx_getenv(void **state)
+{
+	struct vx_ctx ctx;
+
+	(void)state;
+	vx_ctx_init(&ctx);
+	assert_int_equal(setenv("VX_TEST_CTX_ENV", "real", 1), 0);
+	assert_string_equal(vx_getenv(&ctx, "VX_TEST_CTX_ENV"), "real");
+	/* A test's environment replaces the process's entirely. */
+	ctx.getenv = fake_env;
+	ctx.env_ud = (void *)(uintptr_t)"fake";
+	assert_string_equal(vx_getenv(&ctx, "VX_X"), "fake");
+	assert_null(vx_getenv(&ctx, "VX_TEST_CTX_ENV"));
+	unsetenv("VX_TEST_CTX_ENV");
+	/* No context (or one never initialised): no environment. */
+	assert_null(vx_getenv(NULL, "PATH"));
+	assert_int_equal(ctx.reservation_wait_ms, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_suggest),
 		cmocka_unit_test(test_fnv1a64),
 		cmocka_unit_test(test_hashmap),
+		cmocka_unit_test(test_ctx_getenv),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
