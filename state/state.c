@@ -457,43 +457,9 @@ int state_address_split(const char *address, const char **kind_dir, const char *
 			  address ? address : "(null)", want, STATE_MAX_NAME);
 }
 
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era;
-	unsigned doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = (unsigned)(z - era * 146097);
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = doy - (153 * mp + 2) / 5 + 1;
-	*m = mp < 10 ? mp + 3 : mp - 9;
-	*y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 void state_time_format(int64_t ms, char *out)
 {
-	int64_t days, secs, y;
-	unsigned mo, d;
-	int frac;
-
-	if (ms < 0)
-		ms = 0;
-	if (ms > INT64_C(253402300799999))
-		ms = INT64_C(253402300799999); /* 9999-12-31T23:59:59.999Z */
-	frac = (int)(ms % 1000);
-	secs = ms / 1000;
-	days = secs / 86400;
-	secs %= 86400;
-	civil_from_days(days, &y, &mo, &d);
-	if (frac)
-		snprintf(out, STATE_TIME_MAX, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, mo, d,
-			 (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60), frac);
-	else
-		snprintf(out, STATE_TIME_MAX, "%04d-%02u-%02uT%02d:%02d:%02dZ", (int)y, mo, d,
-			 (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
+	vx_time_format(out, STATE_TIME_MAX, ms, 0);
 }
 
 /* Only the form state_time_format writes: the state is ours, anything else is damage. */

@@ -364,6 +364,33 @@ static void test_ctx_getenv(void **state)
 	assert_int_equal(ctx.reservation_wait_ms, 0);
 }
 
+static void test_time_format(void **state)
+{
+	char t[VX_TIME_MAX];
+	int64_t ms = 0;
+
+	(void)state;
+	vx_time_format(t, sizeof(t), INT64_C(1795255320000), 0);
+	assert_string_equal(t, "2026-11-21T10:02:00Z");
+	vx_time_format(t, sizeof(t), INT64_C(1795255320123), 0);
+	assert_string_equal(t, "2026-11-21T10:02:00.123Z");
+	vx_time_format(t, sizeof(t), INT64_C(1795255320123), VX_TIME_SECONDS);
+	assert_string_equal(t, "2026-11-21T10:02:00Z");
+	vx_time_format(t, sizeof(t), INT64_C(951782400007), 0); /* a leap day */
+	assert_string_equal(t, "2000-02-29T00:00:00.007Z");
+	vx_time_format(t, sizeof(t), -5, 0);
+	assert_string_equal(t, "1970-01-01T00:00:00Z");
+	vx_time_format(t, sizeof(t), INT64_MAX, 0);
+	assert_string_equal(t, "9999-12-31T23:59:59.999Z");
+	/* What it writes, the strict parser reads back. */
+	vx_time_format(t, sizeof(t), INT64_C(1795255320123), 0);
+	assert_int_equal(vx_time_parse(&ms, t, VX_TIME_STRICT), 0);
+	assert_true(ms == INT64_C(1795255320123));
+	/* Too small a buffer: an empty string, never an overflow. */
+	vx_time_format(t, 8, INT64_C(1795255320000), 0);
+	assert_string_equal(t, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +408,7 @@ int main(void)
 		cmocka_unit_test(test_fnv1a64),
 		cmocka_unit_test(test_hashmap),
 		cmocka_unit_test(test_ctx_getenv),
+		cmocka_unit_test(test_time_format),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
