@@ -636,11 +636,7 @@ static int row_cells(struct vx_buf cells[NCOLS], const struct status_row *r, con
 /* Display width of UTF-8 text: one column per character (the table's texts are narrow). */
 static size_t text_width(const char *s)
 {
-	size_t n = 0;
-
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xC0) != 0x80;
-	return n;
+	return vx_utf8_count(s);
 }
 
 static const char *state_color(const char *state)

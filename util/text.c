@@ -7,17 +7,17 @@
 #include "util/buf.h"
 #include "util/banned.h"
 
-/*
- * The length of the well-formed UTF-8 sequence at s (RFC 3629, table 3-7 of
- * the Unicode standard) that encodes a character we show, or 0 when the
- * bytes are malformed or encode a C1 control.
- */
-static size_t utf8_len(const unsigned char *s, size_t left)
+size_t vx_utf8_len(const char *str, size_t left)
 {
-	unsigned char c = s[0];
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char c, lo = 0x80, hi = 0xBF;
 	size_t n, i;
-	unsigned char lo = 0x80, hi = 0xBF;
 
+	if (!left)
+		return 0;
+	c = s[0];
+	if (c < 0x80)
+		return 1;
 	if (c >= 0xC2 && c <= 0xDF)
 		n = 2;
 	else if (c >= 0xE0 && c <= 0xEF)
@@ -41,7 +41,40 @@ static size_t utf8_len(const unsigned char *s, size_t left)
 	for (i = 2; i < n; i++)
 		if (s[i] < 0x80 || s[i] > 0xBF)
 			return 0;
-	if (c == 0xC2 && s[1] <= 0x9F)
+	return n;
+}
+
+size_t vx_utf8_count(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0) != 0x80;
+	return n;
+}
+
+int vx_utf8_valid(const char *s, size_t len)
+{
+	size_t i = 0, n;
+
+	while (i < len) {
+		if ((n = vx_utf8_len(s + i, len - i)) == 0)
+			return 0;
+		i += n;
+	}
+	return 1;
+}
+
+/*
+ * The length of the well-formed UTF-8 sequence at s that encodes a
+ * character we show, or 0 when the bytes are malformed or encode a C1
+ * control.
+ */
+static size_t utf8_len(const unsigned char *s, size_t left)
+{
+	size_t n = vx_utf8_len((const char *)s, left);
+
+	if (n == 2 && s[0] == 0xC2 && s[1] <= 0x9F)
 		return 0; /* U+0080..U+009F: C1 controls (CSI is U+009B) */
 	return n;
 }

@@ -391,6 +391,46 @@ static void test_time_format(void **state)
 	assert_string_equal(t, "");
 }
 
+static void test_utf8(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t len;
+		int ok;
+	} cases[] = {
+		{ "", 0, 1 },
+		{ "plain", 5, 1 },
+		{ "caf\xc3\xa9", 5, 1 },
+		{ "\xe2\x82\xac \xf0\x9f\x98\x80", 8, 1 },
+		{ "\xc2\x9b", 2, 1 },         /* a C1 control is valid UTF-8 */
+		{ "\xf4\x8f\xbf\xbf", 4, 1 }, /* U+10FFFF */
+		{ "\xc0\xaf", 2, 0 },         /* overlong '/' */
+		{ "\xe0\x80\xaf", 3, 0 },     /* overlong */
+		{ "\xed\xa0\x80", 3, 0 },     /* a surrogate */
+		{ "\xf4\x90\x80\x80", 4, 0 }, /* past U+10FFFF */
+		{ "\xe2\x82", 2, 0 },         /* cut off */
+		{ "\x80", 1, 0 },             /* a lone continuation */
+		{ "\xff", 1, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(vx_utf8_valid(cases[i].s, cases[i].len), cases[i].ok);
+	assert_int_equal(vx_utf8_len("\xe2\x82\xac", 3), 3);
+	assert_int_equal(vx_utf8_len("\xe2\x82\xac", 2), 0);
+	assert_int_equal(vx_utf8_len("a", 1), 1);
+	assert_int_equal(vx_utf8_len("a", 0), 0);
+	assert_int_equal(vx_utf8_count("caf\xc3\xa9 \xe2\x82\xac"), 6);
+	assert_int_equal(vx_utf8_count(""), 0);
+	/* The cleaner shows a C1 control as '?', whatever the check says. */
+	{
+		char *c = vx_text_clean("a\xc2\x9b[2Jb");
+
+		assert_string_equal(c, "a?[2Jb");
+		free(c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -409,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_hashmap),
 		cmocka_unit_test(test_ctx_getenv),
 		cmocka_unit_test(test_time_format),
+		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
