@@ -14,7 +14,7 @@
 
 #include "util/buf.h"
 #include "util/ctx.h"
-#include "util/hashmap.h"
+#include "util/rand.h"
 #include "util/timefmt.h"
 #include "util/banned.h"
 
@@ -468,75 +468,24 @@ int state_time_parse(const char *s, int64_t *ms)
 	return vx_time_parse(ms, s, VX_TIME_STRICT);
 }
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static int random_bytes(const struct vx_ctx *ctx, const char *salt, unsigned char *out,
-			size_t n, struct vx_err *err)
-{
-	size_t got = 0, i;
-
-	if (ctx && ctx->seed) {
-		/*
-		 * The legacy basis: tests pin the identities and ids a seed gives,
-		 * and states made with a seed hold them, so the mix stays as it was.
-		 */
-		uint64_t x = ctx->seed, v = 0;
-		uint64_t h = vx_fnv1a64_legacy(salt ? salt : "", salt ? strlen(salt) : 0);
-		x ^= h ^ ((uint64_t)vx_now_ms(ctx) * UINT64_C(0x9e3779b97f4a7c15));
-		for (i = 0; i < n; i++) {
-			if (i % 8 == 0)
-				v = splitmix64(&x);
-			out[i] = (unsigned char)(v >> (8 * (i % 8)));
-		}
-		return 0;
-	}
-	while (got < n) {
-		ssize_t r = getrandom(out + got, n - got, 0);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return vx_err_set(err, VX_EIO, "getrandom: %s", strerror(errno));
-		}
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 int state_random_hex(const struct vx_ctx *ctx, const char *salt, char *out, struct vx_err *err)
 {
 	unsigned char b[16];
-	size_t i;
-	int rc = random_bytes(ctx, salt, b, sizeof(b), err);
+	int rc = vx_rand_bytes(ctx, salt, b, sizeof(b), err);
 
-	if (rc < 0)
-		return rc;
-	for (i = 0; i < sizeof(b); i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-	return 0;
+	if (rc == 0)
+		vx_rand_hex(out, b, sizeof(b));
+	return rc;
 }
 
 int state_random_uuid(const struct vx_ctx *ctx, const char *salt, char *out, struct vx_err *err)
 {
 	unsigned char b[16];
-	int rc = random_bytes(ctx, salt, b, sizeof(b), err);
+	int rc = vx_rand_bytes(ctx, salt, b, sizeof(b), err);
 
-	if (rc < 0)
-		return rc;
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	snprintf(out, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-		 b[14], b[15]);
-	return 0;
+	if (rc == 0)
+		vx_uuid_format(out, b);
+	return rc;
 }
 
 /* ---- model operations ------------------------------------------------------ */

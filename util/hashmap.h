@@ -41,6 +41,8 @@ uint64_t vx_fnv1a64(const void *p, size_t n);
  * The offset basis vx used by mistake in some places (the right one without
  * its last digit). Only for values that were stored or that tests pinned
  * with it, so that they stay what they were; new code uses vx_fnv1a64.
+ * Its one user: the seeded bytes of util/rand.c, whose results the golden
+ * commit ids of tests/unit/test_state_git.c hold.
  */
 #define VX_FNV1A64_LEGACY_BASIS UINT64_C(1469598103934665603)
 uint64_t vx_fnv1a64_legacy(const void *p, size_t n);

@@ -49,6 +49,7 @@
 #include "providers/gcp/ratelimit.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/rand.h"
 #include "util/banned.h"
 
 /* libcurl refuses a header line longer than this; vx holds all of a response's headers to it too. */
@@ -373,7 +374,7 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 		h->rl = h->o.shared_limiter;
 	else if ((rc = gcp_ratelimit_new(&h->rl, ctx, &ro, err)) < 0)
 		goto done;
-	h->rng = gcp_rand_seed(ctx);
+	h->rng = vx_rand_seed(ctx);
 	*out = h;
 	h = NULL;
 done:

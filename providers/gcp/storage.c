@@ -3,7 +3,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "util/buf.h"
 #include "util/ctx.h"
 
+#include "util/rand.h"
 #include "util/banned.h"
 
 /* How many times a read starts over when the object changes under it. */
@@ -257,14 +257,13 @@ static int contains(const void *hay, size_t n, const char *needle)
 static int make_boundary(char out[40], const void *data, size_t len)
 {
 	unsigned char r[16];
-	int i, tries;
+	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
-		if (RAND_bytes(r, sizeof(r)) != 1)
+		if (vx_rand_bytes(NULL, NULL, r, sizeof(r), NULL) < 0)
 			return VX_EIO;
 		memcpy(out, "vx-", 3);
-		for (i = 0; i < 16; i++)
-			snprintf(out + 3 + 2 * i, 3, "%02x", r[i]);
+		vx_rand_hex(out + 3, r, sizeof(r));
 		if (!len || !contains(data, len, out))
 			return 0;
 	}

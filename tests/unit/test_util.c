@@ -16,6 +16,7 @@
 #include "util/ctx.h"
 #include "util/err.h"
 #include "util/hashmap.h"
+#include "util/rand.h"
 #include "util/suggest.h"
 #include "util/text.h"
 #include "util/timefmt.h"
@@ -293,7 +294,7 @@ static void test_fnv1a64(void **state)
 	assert_true(vx_fnv1a64("a", 1) == UINT64_C(0xaf63dc4c8601ec8c));
 	assert_true(vx_fnv1a64("foobar", 6) == UINT64_C(0x85944171f73967e8));
 	assert_true(vx_fnv1a64_add(vx_fnv1a64("foo", 3), "bar", 3) == vx_fnv1a64("foobar", 6));
-	/* The short basis older versions used, kept for values stored with it. */
+	/* The short basis older versions used, kept where golden data holds its values. */
 	assert_true(vx_fnv1a64_legacy("", 0) == UINT64_C(1469598103934665603));
 	assert_true(vx_fnv1a64_legacy("a", 1) ==
 		    ((UINT64_C(1469598103934665603) ^ 'a') * UINT64_C(1099511628211)));
@@ -431,6 +432,44 @@ static void test_utf8(void **state)
 	}
 }
 
+static int64_t fixed_now(void *ud)
+{
+	(void)ud;
+	return INT64_C(1795255320000);
+}
+
+static void test_rand(void **state)
+{
+	static const unsigned char b[16] = { 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+					     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
+	struct vx_ctx ctx;
+	unsigned char x[16], y[16];
+	char hex[33], uuid[VX_UUID_LEN + 1];
+	uint64_t r = 1;
+
+	(void)state;
+	vx_rand_hex(hex, b, 4);
+	assert_string_equal(hex, "00112233");
+	vx_uuid_format(uuid, b);
+	/* Version 4 in the 13th digit, the variant's 10xx bits in the 17th. */
+	assert_string_equal(uuid, "00112233-4455-4677-8899-aabbccddeeff");
+	/* splitmix64's published sequence from state 1 (as backoff tests pin). */
+	assert_true(vx_rand_next(&r) == UINT64_C(0x910a2dec89025cc1));
+	/* A seed pins the bytes (the salt tells calls apart); no seed: the OS's. */
+	vx_ctx_init(&ctx);
+	ctx.clock.now_ms = fixed_now;
+	ctx.seed = 7;
+	assert_int_equal(vx_rand_seed(&ctx), 7);
+	assert_int_equal(vx_rand_bytes(&ctx, "a", x, sizeof(x), NULL), 0);
+	assert_int_equal(vx_rand_bytes(&ctx, "a", y, sizeof(y), NULL), 0);
+	assert_memory_equal(x, y, sizeof(x));
+	assert_int_equal(vx_rand_bytes(&ctx, "b", y, sizeof(y), NULL), 0);
+	assert_memory_not_equal(x, y, sizeof(x));
+	assert_int_equal(vx_rand_bytes(NULL, "a", x, sizeof(x), NULL), 0);
+	assert_int_equal(vx_rand_bytes(NULL, "a", y, sizeof(y), NULL), 0);
+	assert_memory_not_equal(x, y, sizeof(x));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_ctx_getenv),
 		cmocka_unit_test(test_time_format),
 		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_rand),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
