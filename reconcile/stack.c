@@ -32,6 +32,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/spec.h"
 #include "reconcile/ynode.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/text.h"
 #include "util/diag.h"
@@ -288,16 +289,9 @@ int stack_check_unique(struct loader *L, struct seen *seen, size_t *nseen, const
 		vx_hashmap_clear(&seen->names);
 		seen->n = 0;
 	}
-	if (seen->n == seen->alloc) {
-		size_t na = seen->alloc ? seen->alloc * 2 : 16;
-		const struct ynode **grown = realloc(seen->at, na * sizeof(*grown));
-
-		if (!grown) {
-			stack_oom(L);
-			return 0;
-		}
-		seen->at = grown;
-		seen->alloc = na;
+	if (VX_ALLOC_GROW(seen->at, seen->n + 1, seen->alloc) < 0) {
+		stack_oom(L);
+		return 0;
 	}
 	rc = vx_hashmap_add(&seen->names, name, strlen(name), seen->n, &prev);
 	if (rc < 0) {
@@ -711,16 +705,9 @@ static int add_file_docs(struct loader *L, struct files *fs, struct yfile *yf)
 		kind = doc_kind(L, yf->docs[i]);
 		if (!kind)
 			continue;
-		if (fs->ndocs == fs->adocs) {
-			size_t na = fs->adocs ? fs->adocs * 2 : 16;
-			struct doc *p = realloc(fs->docs, na * sizeof(*p));
-
-			if (!p) {
-				stack_oom(L);
-				return VX_ENOMEM;
-			}
-			fs->docs = p;
-			fs->adocs = na;
+		if (VX_ALLOC_GROW(fs->docs, fs->ndocs + 1, fs->adocs) < 0) {
+			stack_oom(L);
+			return VX_ENOMEM;
 		}
 		fs->docs[fs->ndocs].root = yf->docs[i];
 		fs->docs[fs->ndocs].kind = kind;
@@ -1112,17 +1099,10 @@ static int list_yaml(char ***out, size_t *nout, const char *dir, struct vx_err *
 			free(p);
 			continue;
 		}
-		if (n == alloc) {
-			size_t na = alloc ? alloc * 2 : 16;
-			char **np = realloc(paths, na * sizeof(*np));
-
-			if (!np) {
-				free(p);
-				rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
-				goto done;
-			}
-			paths = np;
-			alloc = na;
+		if (VX_ALLOC_GROW(paths, n + 1, alloc) < 0) {
+			free(p);
+			rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
+			goto done;
 		}
 		paths[n++] = p;
 	}

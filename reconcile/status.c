@@ -18,6 +18,7 @@
 #include "reconcile/render.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/text.h"
 
@@ -67,15 +68,8 @@ static struct status_row *row_add(struct status_report *r, const char *kind, con
 {
 	struct status_row *row;
 
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 16;
-		struct status_row *rows = realloc(r->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		r->rows = rows;
-		r->cap = cap;
-	}
+	if (VX_ALLOC_GROW(r->rows, r->n + 1, r->cap) < 0)
+		return NULL;
 	row = &r->rows[r->n];
 	memset(row, 0, sizeof(*row));
 	row->kind = kind;

@@ -29,6 +29,7 @@
 
 #include <yaml.h>
 
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/hashmap.h"
@@ -118,26 +119,6 @@ static void arena_free(struct arena *a)
 }
 
 /* ---- small growable arrays (scratch, on the heap) -------------------- */
-
-static int grow(void **p, size_t *alloc, size_t need, size_t elem)
-{
-	size_t n = *alloc ? *alloc : 16;
-	void *q;
-
-	if (need <= *alloc)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return VX_ENOMEM;
-		n *= 2;
-	}
-	q = realloc(*p, n * elem);
-	if (!q)
-		return VX_ENOMEM;
-	*p = q;
-	*alloc = n;
-	return 0;
-}
 
 /* ---- loader state ----------------------------------------------------- */
 
@@ -388,7 +369,7 @@ static int anchor_set(struct loader *l, const char *name, struct ynode *node, si
 	if (vx_hashmap_get(&l->anchor_index, name, len, &i)) {
 		a = &l->anchors[i];
 	} else {
-		if (grow((void **)&l->anchors, &l->aanchors, l->nanchors + 1, sizeof(*l->anchors)) < 0)
+		if (VX_ALLOC_GROW(l->anchors, l->nanchors + 1, l->aanchors) < 0)
 			return oom(l);
 		a = &l->anchors[l->nanchors];
 		a->name = arena_strndup(l->arena, name, len);
@@ -490,7 +471,7 @@ static int add_child(struct loader *l, struct ynode *n, size_t height)
 		if (height > f->height)
 			f->height = height;
 	}
-	if (grow((void **)&l->kids, &l->akids, l->nkids + 1, sizeof(*l->kids)) < 0)
+	if (VX_ALLOC_GROW(l->kids, l->nkids + 1, l->akids) < 0)
 		return oom(l);
 	l->kids[l->nkids++] = n;
 	return 0;
@@ -675,7 +656,7 @@ static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind 
 	n = node_new(l, kind, &ev->start_mark, tag);
 	if (!n)
 		return VX_ENOMEM;
-	if (grow((void **)&l->frames, &l->aframes, l->nframes + 1, sizeof(*l->frames)) < 0)
+	if (VX_ALLOC_GROW(l->frames, l->nframes + 1, l->aframes) < 0)
 		return oom(l);
 	f = &l->frames[l->nframes];
 	memset(f, 0, sizeof(*f));
@@ -764,7 +745,7 @@ static int on_document_end(struct loader *l)
 	    !root->tag)
 		root = NULL;
 	l->nkids = 0;
-	if (grow((void **)&l->docs, &l->adocs, l->ndocs + 1, sizeof(*l->docs)) < 0)
+	if (VX_ALLOC_GROW(l->docs, l->ndocs + 1, l->adocs) < 0)
 		return oom(l);
 	l->docs[l->ndocs++] = root;
 	return 0;

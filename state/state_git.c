@@ -20,6 +20,7 @@
 #include "state/git_url.h"
 #include "state/lock.h"
 #include "state/state.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/digest.h"
 #include "util/hashmap.h"
@@ -716,16 +717,7 @@ static struct rec_memo *memo_find(struct state_git *g, const char *address)
 /* Room for one more entry; -1 when out of memory. */
 static int memo_grow(struct state_git *g)
 {
-	if (g->nmemo == g->amemo) {
-		size_t na = g->amemo ? g->amemo * 2 : 64;
-		struct rec_memo *grown = realloc(g->memo, na * sizeof(*grown));
-
-		if (!grown)
-			return -1;
-		g->memo = grown;
-		g->amemo = na;
-	}
-	return 0;
+	return VX_ALLOC_GROW(g->memo, g->nmemo + 1, g->amemo) < 0 ? -1 : 0;
 }
 
 /*

@@ -10,6 +10,7 @@
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "providers/gcp/vertex.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/text.h"
@@ -164,21 +165,9 @@ int compute_reservation_parse_json(const char *body, size_t len, struct compute_
 
 static int list_reserve(struct compute_reservation_list *l, size_t more)
 {
-	struct compute_reservation *p;
-	size_t want;
-
-	if (more > (size_t)-1 / sizeof(*p) - l->n)
+	if (more > SIZE_MAX - l->n)
 		return VX_ENOMEM;
-	if (l->n + more <= l->alloc)
-		return 0;
-	want = l->alloc < 8 ? 16 : l->alloc * 2;
-	if (want < l->n + more || want > (size_t)-1 / sizeof(*p))
-		want = l->n + more;
-	if (!(p = realloc(l->items, want * sizeof(*p))))
-		return VX_ENOMEM;
-	l->items = p;
-	l->alloc = want;
-	return 0;
+	return VX_ALLOC_GROW(l->items, l->n + more, l->alloc);
 }
 
 /* Appends the objects of array arr; zone_key ("zones/Z") fills a missing zone. */

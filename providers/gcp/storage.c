@@ -10,6 +10,7 @@
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 
@@ -462,15 +463,8 @@ static int list_page(const cJSON *root, const char *prefix, char ***v, size_t *n
 		if (!name || !object_ok(name) || strncmp(name, prefix, strlen(prefix)) != 0)
 			return vx_err_set(err, VX_EINVAL, "%s: an item has no name under the prefix",
 					  what);
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			char **p = realloc(*v, nc * sizeof(*p));
-
-			if (!p)
-				return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			*v = p;
-			*cap = nc;
-		}
+		if (VX_ALLOC_GROW(*v, *n + 1, *cap) < 0)
+			return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		if (!((*v)[*n] = strdup(name)))
 			return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		(*n)++;

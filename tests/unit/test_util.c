@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"
@@ -470,6 +471,40 @@ static void test_rand(void **state)
 	assert_memory_not_equal(x, y, sizeof(x));
 }
 
+static void test_alloc_grow(void **state)
+{
+	int *a = NULL;
+	const char **s = NULL;
+	size_t n = 0, alloc = 0, salloc = 0, i;
+
+	(void)state;
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(VX_ALLOC_GROW(a, n + 1, alloc), 0);
+		a[n++] = (int)i;
+	}
+	/* Doubling from 16: 1000 elements fit in 1024, reached in six reallocations. */
+	assert_int_equal(alloc, 1024);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(a[i], (int)i);
+	/* Room already there: nothing moves. */
+	{
+		int *before = a;
+
+		assert_int_equal(VX_ALLOC_GROW(a, 1024, alloc), 0);
+		assert_ptr_equal(a, before);
+	}
+	/* A jump past double goes straight to a power of two that holds it. */
+	assert_int_equal(VX_ALLOC_GROW(s, 100, salloc), 0);
+	assert_int_equal(salloc, 128);
+	s[99] = "x";
+	/* An overflowing size fails and leaves the array alone. */
+	assert_int_equal(VX_ALLOC_GROW(a, SIZE_MAX / 2, alloc), VX_ENOMEM);
+	assert_int_equal(alloc, 1024);
+	assert_int_equal(a[999], 999);
+	free(a);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_time_format),
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_rand),
+		cmocka_unit_test(test_alloc_grow),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
