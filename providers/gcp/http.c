@@ -49,6 +49,7 @@
 #include "providers/gcp/ratelimit.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/pool.h"
 #include "util/rand.h"
 #include "util/banned.h"
 
@@ -1260,48 +1261,24 @@ struct many {
 	struct gcp_response *resps;
 	int *rcs;
 	struct vx_err *errs;
-	size_t n, next;
-	pthread_mutex_t lock; /* next */
 };
 
-/* A worker of gcp_http_send_many: takes the next request until none is left. */
-static void *many_main(void *ud)
+/* One request of gcp_http_send_many, on a worker of the pool. */
+static void many_one(void *ud, size_t i)
 {
 	struct many *m = ud;
-	size_t i;
-	int rc;
+	int rc = send_one(m->h, &m->reqs[i], &m->resps[i], m->errs ? &m->errs[i] : NULL);
 
-	for (;;) {
-		pthread_mutex_lock(&m->lock);
-		i = m->next < m->n ? m->next++ : m->n;
-		pthread_mutex_unlock(&m->lock);
-		if (i == m->n)
-			return NULL;
-		rc = send_one(m->h, &m->reqs[i], &m->resps[i], m->errs ? &m->errs[i] : NULL);
-		count_error(m->h, &m->reqs[i], rc, &m->resps[i]);
-		if (m->rcs)
-			m->rcs[i] = rc;
-	}
+	count_error(m->h, &m->reqs[i], rc, &m->resps[i]);
+	if (m->rcs)
+		m->rcs[i] = rc;
 }
 
 int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *reqs,
 		       struct gcp_response *resps, int *rcs, struct vx_err *errs)
 {
-	struct many m = { h, reqs, resps, rcs, errs, n, 0, PTHREAD_MUTEX_INITIALIZER };
-	size_t nth = n < (size_t)h->o.max_in_flight ? n : (size_t)h->o.max_in_flight, i, started = 0;
-	pthread_t *th;
+	struct many m = { h, reqs, resps, rcs, errs };
 
-	if (n == 0)
-		return 0;
-	/* The calling thread is one of the workers. */
-	th = nth > 1 ? calloc(nth - 1, sizeof(*th)) : NULL;
-	for (i = 0; th && i + 1 < nth; i++, started++)
-		if (pthread_create(&th[i], NULL, many_main, &m) != 0)
-			break;
-	many_main(&m);
-	for (i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	free(th);
-	pthread_mutex_destroy(&m.lock);
+	vx_pool_run(n, (size_t)h->o.max_in_flight, many_one, &m);
 	return 0;
 }

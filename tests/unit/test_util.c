@@ -17,6 +17,7 @@
 #include "util/ctx.h"
 #include "util/err.h"
 #include "util/hashmap.h"
+#include "util/pool.h"
 #include "util/rand.h"
 #include "util/suggest.h"
 #include "util/text.h"
@@ -505,6 +506,32 @@ static void test_alloc_grow(void **state)
 	free(s);
 }
 
+struct pool_probe {
+	int done[100];
+};
+
+static void pool_item(void *ud, size_t i)
+{
+	struct pool_probe *p = ud;
+
+	p->done[i]++; /* each item is taken by exactly one worker: no race */
+}
+
+static void test_pool(void **state)
+{
+	struct pool_probe p;
+	size_t threads[] = { 0, 1, 4, 1000 };
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+		memset(&p, 0, sizeof(p));
+		vx_pool_run(100, threads[t], pool_item, &p);
+		for (size_t i = 0; i < 100; i++)
+			assert_int_equal(p.done[i], 1);
+	}
+	vx_pool_run(0, 4, pool_item, NULL); /* nothing to do: fn never called */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -526,6 +553,7 @@ int main(void)
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_rand),
 		cmocka_unit_test(test_alloc_grow),
+		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
