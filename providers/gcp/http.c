@@ -35,6 +35,7 @@
 #include "providers/gcp/http.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -126,30 +127,24 @@ struct xfer {
 
 /* ---- small helpers ---- */
 
+/*
+ * curl_easy_escape keeps exactly RFC 3986's unreserved characters and writes
+ * upper-case hex; it needs no handle since curl 7.82. Its string is curl's
+ * to free, so the caller gets a copy it frees with free().
+ */
 char *gcp_url_escape(const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	struct vx_buf b = VX_BUF_INIT;
-	const unsigned char *p;
-	int rc = 0;
+	char *esc, *out;
+	size_t len;
 
-	if (!s)
+	if (!s || (len = strlen(s)) > INT_MAX)
 		return NULL;
-	for (p = (const unsigned char *)s; *p && rc == 0; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-			rc = vx_buf_addc(&b, (char)*p);
-		} else {
-			char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
-
-			rc = vx_buf_add(&b, e, 3);
-		}
-	}
-	if (rc < 0) {
-		vx_buf_release(&b);
+	esc = curl_easy_escape(NULL, s, (int)len);
+	if (!esc)
 		return NULL;
-	}
-	return vx_buf_detach(&b);
+	out = vx_strdup(esc);
+	curl_free(esc);
+	return out;
 }
 
 int gcp_http_token_ok(const char *t)
