@@ -1,5 +1,6 @@
 #include "util/text.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,4 +294,19 @@ void vx_text_cap_echoes(char *s)
 		*w++ = *r++;
 	}
 	*w = '\0';
+}
+
+size_t vx_text_find_nocase(const char *hay, size_t len, const char *needle, size_t nlen)
+{
+	if (nlen > len)
+		return len;
+	for (size_t at = 0; at + nlen <= len; at++) {
+		size_t i = 0;
+
+		while (i < nlen && tolower((unsigned char)hay[at + i]) == tolower((unsigned char)needle[i]))
+			i++;
+		if (i == nlen)
+			return at;
+	}
+	return len;
 }

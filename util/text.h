@@ -82,6 +82,13 @@ void vx_text_redact_userinfo(char *s);
 #define VX_TEXT_ECHO_KEEP 200
 void vx_text_cap_echoes(char *s);
 
+/*
+ * The offset of the first case-insensitive (ASCII letters) match of
+ * needle[0..nlen) in hay[0..len), or len when there is none (an empty
+ * needle matches at 0). Neither need be NUL-terminated.
+ */
+size_t vx_text_find_nocase(const char *hay, size_t len, const char *needle, size_t nlen);
+
 /* Whether a and b are both NULL or equal strings. */
 int vx_text_same(const char *a, const char *b);
 

@@ -532,6 +532,23 @@ static void test_pool(void **state)
 	vx_pool_run(0, 4, pool_item, NULL); /* nothing to do: fn never called */
 }
 
+static void test_find_nocase(void **state)
+{
+	const char *h = "Quota EXCEEDED for\0resource";
+
+	(void)state;
+	assert_int_equal(vx_text_find_nocase(h, 18, "exceeded", 8), 6);
+	assert_int_equal(vx_text_find_nocase(h, 18, "quota", 5), 0);
+	/* Only the first len bytes are searched, NUL or not. */
+	assert_int_equal(vx_text_find_nocase(h, 27, "RESOURCE", 8), 19);
+	assert_int_equal(vx_text_find_nocase(h, 18, "resource", 8), 18);
+	assert_int_equal(vx_text_find_nocase(h, 18, "for!", 4), 18);
+	/* The needle has a length too: a prefix of a longer string. */
+	assert_int_equal(vx_text_find_nocase(h, 18, "FORxyz", 3), 15);
+	assert_int_equal(vx_text_find_nocase(h, 18, "", 0), 0);
+	assert_int_equal(vx_text_find_nocase("ab", 2, "abc", 3), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -554,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_rand),
 		cmocka_unit_test(test_alloc_grow),
 		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_find_nocase),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
