@@ -48,8 +48,8 @@ struct vx_ctx {
 	int64_t deadline_ms;
 	int64_t time_limit_ms;
 	/*
-	 * The environment, as cmd/ lets library code see it: vx_ctx_init sets
-	 * the process's (getenv); a test sets its own. Read it with vx_getenv.
+	 * The environment library code sees, read with vx_getenv: NULL (as
+	 * vx_ctx_init leaves it) for the process's; a test sets its own.
 	 */
 	const char *(*getenv)(void *ud, const char *name);
 	void *env_ud;
@@ -72,7 +72,7 @@ int vx_interrupted(const struct vx_ctx *ctx);
 /* Asked twice: abandon requests in flight as well. */
 int vx_abandoning(const struct vx_ctx *ctx);
 
-/* The environment variable name as ctx shows it, or NULL when unset. */
+/* The environment variable name as ctx shows it (ctx NULL: the process's), or NULL when unset. */
 const char *vx_getenv(const struct vx_ctx *ctx, const char *name);
 
 /* Logs a line (no trailing newline needed) if level <= ctx->log_level. */
