@@ -371,7 +371,7 @@ static int watch_exec(const struct cmd_args *args)
 	wo.notify_loopback = cmd_notify_loopback();
 	if (cmd_lease_from_env("watch", &wo.lease_ms) < 0 || cmd_inflight_from_env("watch", &wo.inflight_ms) < 0)
 		goto done;
-	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {
+	if (ci_read(&ci, &wr.ctx, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {
 		cmd_report(&err, "watch");
 		goto done;
 	}
