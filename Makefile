@@ -224,9 +224,9 @@ lint-ci: $(GEN_MACHINES)
 # docs/format.md's machine tables, printed from reconcile/machines.c's own tables
 # (tools/gen-machine-table.c includes that file), so they cannot drift: lint-ci
 # fails when the document differs, 'make docs' rewrites it.
-$(GEN_MACHINES): tools/gen-machine-table.c $(BUILD)/util/buf.o $(BUILD)/util/suggest.o $(BUILD)/util/err.o $(BUILD)/.flags
+$(GEN_MACHINES): tools/gen-machine-table.c $(BUILD)/util/buf.o $(BUILD)/util/suggest.o $(BUILD)/util/text.o $(BUILD)/util/err.o $(BUILD)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -MMD -MP -o $@ $< $(BUILD)/util/buf.o $(BUILD)/util/suggest.o $(BUILD)/util/err.o
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -MMD -MP -o $@ $< $(BUILD)/util/buf.o $(BUILD)/util/suggest.o $(BUILD)/util/text.o $(BUILD)/util/err.o
 
 docs: $(GEN_MACHINES)
 	$(GEN_MACHINES) | $(PYTHON) tools/splice-doc.py --write docs/format.md machine-table

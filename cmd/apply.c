@@ -299,7 +299,7 @@ static int apply_env(struct apply_args *a)
 
 	if (cmd_lease_from_env("apply", &a->ao.lease_ms) < 0)
 		return -1;
-	if (ci_read(&a->ci, cmd_warn, NULL, &err) < 0) {
+	if (ci_read(&a->ci, NULL, cmd_warn, NULL, &err) < 0) {
 		cmd_report(&err, NULL);
 		return -1;
 	}

@@ -115,6 +115,12 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	ctx->interrupted = &cmd_interrupted;
+	/* As ever: a number of seconds, anything else (0 too) no wait. */
+	if ((lv = getenv("VX_RESERVATION_WAIT_SECONDS")) != NULL) {
+		long long s = strtoll(lv, NULL, 10);
+
+		ctx->reservation_wait_ms = s <= 0 ? -1 : s < INT64_MAX / 1000 ? (int64_t)s * 1000 : INT64_MAX;
+	}
 	cmd_ctx_time_limit(ctx);
 }
 

@@ -156,7 +156,7 @@ static int doctor_exec(const struct cmd_args *args)
 	printf("vx %s doctor\n", VX_VERSION);
 	st = doctor_stack(dir);
 
-	if (gcp_endpoints_load(&ep, &err) < 0) {
+	if (gcp_endpoints_load(&ep, &ctx, &err) < 0) {
 		failed = report("endpoints", -1, &err, NULL);
 		goto done;
 	}
@@ -230,12 +230,14 @@ static int endpoints_exec(const struct cmd_args *args)
 {
 	struct gcp_endpoints ep = GCP_ENDPOINTS_INIT;
 	struct vx_err err = VX_ERR_INIT;
+	struct vx_ctx ctx;
 	cJSON *doc = NULL, *list;
 	char *text = NULL;
 	int rc = VX_EXIT_ERROR;
 
 	(void)args;
-	if (gcp_endpoints_load(&ep, &err) < 0) {
+	vx_ctx_init(&ctx);
+	if (gcp_endpoints_load(&ep, &ctx, &err) < 0) {
 		cmd_error("%s", vx_err_msg(&err));
 		goto done;
 	}

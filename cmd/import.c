@@ -94,7 +94,7 @@ static int import_exec(const struct cmd_args *args)
 	rc = VX_EXIT_ERROR;
 	cmd_ctx_init(&ctx, args->debug);
 	/* Who imports is recorded as apply records who launches: the same actor and trailers. */
-	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 ||
+	if (ci_read(&ci, &ctx, cmd_warn, NULL, &err) < 0 ||
 	    importing_run(&im, &ctx, dir, address, resource, check, &ci, &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;

@@ -30,6 +30,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
+#include "util/timefmt.h"
 #include "workflow/workspace.h"
 #include "util/banned.h"
 
@@ -51,11 +52,10 @@ static const char usage[] =
 /* "2026-11-23T10:02:05Z": every time vx log shows, in one format; "-" when unknown. */
 static void log_time(int64_t ms, char out[32])
 {
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (ms <= 0 || !gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+	if (ms <= 0)
 		snprintf(out, 32, "-");
+	else
+		vx_time_format(out, 32, ms, VX_TIME_SECONDS);
 }
 
 /* Whether any run of r ran on a rung of a fallback ladder past the declared

@@ -137,7 +137,7 @@ static int plan_print(struct planning *pl, const struct workspace *ws, const str
 	}
 	fputs(vx_buf_str(&out), stdout);
 	if (a->outfile) {
-		if (ci_read(&ci, cmd_warn, NULL, err) < 0) {
+		if (ci_read(&ci, ws->ctx, cmd_warn, NULL, err) < 0) {
 			cmd_report(err, NULL);
 			goto done;
 		}

@@ -147,7 +147,7 @@ static int state_edit_exec(struct workspace *ws, const struct state_args *a)
 	o.dry_run = a->dry_run;
 	if (cmd_lease_from_env("state", &o.lease_ms) < 0)
 		return rc;
-	if (ci_read(&ci, cmd_warn, NULL, &err) < 0) {
+	if (ci_read(&ci, ws->ctx, cmd_warn, NULL, &err) < 0) {
 		cmd_report(&err, NULL);
 		return rc;
 	}

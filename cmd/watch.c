@@ -18,6 +18,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/file.h"
+#include "util/rand.h"
 #include "workflow/ci.h"
 #include "workflow/watch.h"
 #include "util/banned.h"
@@ -79,6 +80,7 @@ struct watcher {
 	int64_t interval_ms;
 	int once, sync, test_pause;
 	uint64_t max_cycles;        /* -cycles N; 0 = until stopped */
+	uint64_t rng;               /* the pause's jitter (util/rand.h): VX seed pins it */
 	const char *dir;
 	const char *follow;
 	uint64_t cycles, errors, skipped, acted_cycles;
@@ -245,7 +247,7 @@ static void pause_between(struct watcher *wr, struct watch *w)
 		wait *= 2;
 	if (wr->streak && wait > cap)
 		wait = cap > wr->interval_ms ? cap : wr->interval_ms;
-	wait += (int64_t)((double)wait * 0.2 * ((double)rand() / RAND_MAX - 0.5));
+	wait += (int64_t)((double)wait * 0.2 * ((double)(vx_rand_next(&wr->rng) >> 11) / 0x1p53 - 0.5));
 	/* A server's Retry-After on a request given up is honoured, whatever the interval. */
 	asked = watch_retry_after(w) - vx_now_ms(&wr->ctx);
 	if (wr->streak && asked > wait)
@@ -360,7 +362,7 @@ static int watch_exec(const struct cmd_args *args)
 	cmd_ctx_init(&wr.ctx, args->debug);
 	if (cmd_clock_from_env(&wr.ctx, &wr.clock, "watch") < 0)
 		return VX_EXIT_ERROR;
-	srand((unsigned)(getpid() ^ (pid_t)time(NULL)));
+	wr.rng = vx_rand_seed(&wr.ctx);
 	memset(&wo, 0, sizeof(wo));
 	wo.dir = wr.dir;
 	wo.sync = wr.sync;
@@ -371,7 +373,7 @@ static int watch_exec(const struct cmd_args *args)
 	wo.notify_loopback = cmd_notify_loopback();
 	if (cmd_lease_from_env("watch", &wo.lease_ms) < 0 || cmd_inflight_from_env("watch", &wo.inflight_ms) < 0)
 		goto done;
-	if (ci_read(&ci, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {
+	if (ci_read(&ci, &wr.ctx, cmd_warn, NULL, &err) < 0 || watch_new(&w, &wr.ctx, &wo, &ev, &err) < 0) {
 		cmd_report(&err, "watch");
 		goto done;
 	}

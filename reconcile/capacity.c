@@ -12,6 +12,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/banned.h"
 
@@ -83,7 +84,7 @@ static int parse_section(struct prices *out, const cJSON *region, const cJSON *s
 	if (!cJSON_IsObject(sec))
 		return vx_err_set(err, VX_EINVAL, "%s: regions.%s.%s must be an object", what, rname, section);
 	cJSON_ArrayForEach(e, sec) {
-		struct prices_entry *items, *pe;
+		struct prices_entry *pe;
 		const cJSON *est;
 
 		if (!cJSON_IsObject(e))
@@ -91,14 +92,8 @@ static int parse_section(struct prices *out, const cJSON *region, const cJSON *s
 					  section, e->string);
 		/* Doubling: the table has thousands of rows, and a realloc per row copied it
 		 * over and over (a second of CPU per plan under ASan, which never grows in place). */
-		if (out->n == out->cap) {
-			size_t cap = out->cap ? 2 * out->cap : 64;
-
-			if (!(items = realloc(out->items, cap * sizeof(*items))))
-				return vx_err_set(err, VX_ENOMEM, "out of memory");
-			out->items = items;
-			out->cap = cap;
-		}
+		if (VX_ALLOC_GROW(out->items, out->n + 1, out->cap) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
 		pe = &out->items[out->n];
 		memset(pe, 0, sizeof(*pe));
 		pe->accelerator = accelerator;

@@ -9,25 +9,14 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "util/text.h"
 #include "util/banned.h"
 
 /* Case-insensitive search for needle in the first len bytes of hay; the
  * offset of the first match, or len when there is none. */
 static size_t find_in(const char *hay, size_t len, const char *needle)
 {
-	size_t n = strlen(needle);
-
-	if (!hay || n > len)
-		return len;
-	for (size_t at = 0; at + n <= len; at++) {
-		size_t i = 0;
-
-		while (i < n && tolower((unsigned char)hay[at + i]) == tolower((unsigned char)needle[i]))
-			i++;
-		if (i == n)
-			return at;
-	}
-	return len;
+	return hay ? vx_text_find_nocase(hay, len, needle, strlen(needle)) : len;
 }
 
 static int has(const char *hay, size_t len, const char *needle)

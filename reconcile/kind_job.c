@@ -12,7 +12,6 @@
 #include "reconcile/import.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/pool.h"
 #include "util/text.h"
 #include "util/banned.h"
 
@@ -1843,34 +1843,20 @@ struct task {
 	int rc;
 };
 
-static void *task_main(void *arg)
+static void task_one(void *ud, size_t i)
 {
-	struct task *t = arg;
+	struct task *t = (struct task *)ud + i;
 
 	if (t->is_cancel)
 		t->rc = t->prov->cancel_job(t->prov, t->cancel_name, t->fence, &t->err);
 	else
 		t->rc = t->prov->create_job(t->prov, &t->req, &t->created, &t->err);
-	return NULL;
 }
 
-/* Runs tasks on up to n threads at once (n == count here: callers batch). */
+/* Runs tasks all at once, each on its own worker (n == count here: callers batch). */
 static void run_tasks(struct task *tasks, size_t n)
 {
-	pthread_t *th = calloc(n ? n : 1, sizeof(*th));
-	int *started = calloc(n ? n : 1, sizeof(*started));
-
-	for (size_t i = 0; i < n; i++) {
-		if (th && started && pthread_create(&th[i], NULL, task_main, &tasks[i]) == 0)
-			started[i] = 1;
-		else
-			task_main(&tasks[i]); /* no thread to be had: run it here */
-	}
-	for (size_t i = 0; i < n; i++)
-		if (th && started && started[i])
-			pthread_join(th[i], NULL);
-	free(th);
-	free(started);
+	vx_pool_run(n, n, task_one, tasks);
 }
 
 
@@ -2851,26 +2837,15 @@ struct job_list_pool {
 	struct provider *p;
 	const char *stack;
 	struct job_list_slot *slots;
-	size_t n;
-	size_t next;          /* the next slot to take, under lock */
-	pthread_mutex_t lock;
 };
 
-static void *job_list_worker(void *arg)
+static void job_list_one(void *ud, size_t i)
 {
-	struct job_list_pool *pool = arg;
+	struct job_list_pool *pool = ud;
+	struct job_list_slot *s = &pool->slots[i];
 
-	for (;;) {
-		struct job_list_slot *s;
-
-		pthread_mutex_lock(&pool->lock);
-		s = pool->next < pool->n ? &pool->slots[pool->next++] : NULL;
-		pthread_mutex_unlock(&pool->lock);
-		if (!s)
-			return NULL;
-		s->rc = pool->p->list_jobs(pool->p, s->place->project, s->place->region, pool->stack,
-					   &s->js, &s->err);
-	}
+	s->rc = pool->p->list_jobs(pool->p, s->place->project, s->place->region, pool->stack, &s->js,
+				   &s->err);
 }
 
 /*
@@ -2887,8 +2862,7 @@ static int job_refresh(struct live_store *out, struct provider *p, const struct 
 {
 	struct planner_place *places = NULL;
 	struct job_list_pool pool;
-	pthread_t th[JOB_LIST_THREADS];
-	size_t n = 0, nth = 0;
+	size_t n = 0;
 	int rc = planner_places(st, state, &places, &n);
 
 	if (rc < 0)
@@ -2896,23 +2870,14 @@ static int job_refresh(struct live_store *out, struct provider *p, const struct 
 	memset(&pool, 0, sizeof(pool));
 	pool.p = p;
 	pool.stack = st->name;
-	pool.n = n;
-	pool.slots = calloc(n ? n : 1, sizeof(*pool.slots));
+		pool.slots = calloc(n ? n : 1, sizeof(*pool.slots));
 	if (!pool.slots) {
 		free(places);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++)
 		pool.slots[i].place = &places[i];
-	pthread_mutex_init(&pool.lock, NULL);
-	/* Helpers for all places but the one this thread takes; none to be had: fewer. */
-	while (nth + 1 < n && nth + 1 < JOB_LIST_THREADS &&
-	       pthread_create(&th[nth], NULL, job_list_worker, &pool) == 0)
-		nth++;
-	(void)job_list_worker(&pool);
-	for (size_t i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
-	pthread_mutex_destroy(&pool.lock);
+	vx_pool_run(n, JOB_LIST_THREADS, job_list_one, &pool);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct job_list_slot *s = &pool.slots[i];
 		char *where = strcmp(places[i].project, st->project)

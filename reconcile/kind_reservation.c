@@ -449,14 +449,13 @@ static int list_one(struct applier *a, const char *project, const char *zone, co
 
 /*
  * The stack's jobs on it were cancelled in this apply: wait until no VM
- * uses it, up to VX_RESERVATION_WAIT_SECONDS (default 300). Returns 1 when
+ * uses it, up to ctx->reservation_wait_ms (default 300 s). Returns 1 when
  * free, 0 when still in use (left for the next apply), < 0 on error.
  */
 static int wait_free(struct applier *a, const struct plan_action *pa, const char *project,
 		     const char *zone, struct vx_err *err)
 {
-	const char *env = getenv("VX_RESERVATION_WAIT_SECONDS");
-	int64_t limit = env ? (int64_t)strtoll(env, NULL, 10) * 1000 : 300000;
+	int64_t limit = a->ctx->reservation_wait_ms ? a->ctx->reservation_wait_ms : 300000;
 	int64_t start = vx_mono_ms(a->ctx);
 	const char *name = strchr(pa->address, '.') + 1;
 

@@ -37,11 +37,9 @@ static const char *kind_color(enum plan_kind k)
 static int add_symbol(struct vx_buf *b, enum plan_kind k)
 {
 	const char *sym = plan_kind_symbol(k);
-	size_t cols = 0;
+	size_t cols = vx_utf8_count(sym);
 	int rc;
 
-	for (const char *p = sym; *p; p++)
-		cols += ((unsigned char)*p & 0xC0) != 0x80;
 	rc = vx_buf_adds(b, sym);
 	for (; rc == 0 && cols < 3; cols++)
 		rc = vx_buf_addc(b, ' ');

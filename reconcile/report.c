@@ -18,6 +18,7 @@
 #include "reconcile/provider.h"
 #include "state/backend.h"
 #include "state/state.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/text.h"
 #include "util/banned.h"
@@ -37,15 +38,8 @@ static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, c
 static int input_add(struct report_input *in, const char *stack, const char *address,
 		     const struct state_record *rec, const struct state_run *run, int64_t gone_ms)
 {
-	if (in->n == in->cap) {
-		size_t cap = in->cap ? in->cap * 2 : 64;
-		struct report_source *p = realloc(in->runs, cap * sizeof(*p));
-
-		if (!p)
-			return VX_ENOMEM;
-		in->runs = p;
-		in->cap = cap;
-	}
+	if (VX_ALLOC_GROW(in->runs, in->n + 1, in->cap) < 0)
+		return VX_ENOMEM;
 	in->runs[in->n++] = (struct report_source){
 		.stack = stack, .address = address, .record = rec, .run = run,
 		.gone_ms = run->ended_ms ? 0 : gone_ms,

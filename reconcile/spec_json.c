@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/digest.h"
 #include "util/banned.h"
@@ -61,15 +62,8 @@ int jv_add(struct jv *parent, const char *key, struct jv *child)
 		return VX_ENOMEM;
 	if (key && !(k = vx_strdup(key)))
 		goto oom;
-	if (parent->n == parent->alloc) {
-		size_t n = parent->alloc ? parent->alloc * 2 : 4;
-		struct jv_member *p = realloc(parent->m, n * sizeof(*p));
-
-		if (!p)
-			goto oom;
-		parent->m = p;
-		parent->alloc = n;
-	}
+	if (VX_ALLOC_GROW(parent->m, parent->n + 1, parent->alloc) < 0)
+		goto oom;
 	parent->m[parent->n].key = k;
 	parent->m[parent->n].v = child;
 	parent->n++;

@@ -32,6 +32,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/spec.h"
 #include "reconcile/ynode.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/text.h"
 #include "util/diag.h"
@@ -276,59 +277,50 @@ const char *stack_read_name(struct loader *L, const struct ynode *doc, const str
 	return ok ? name : NULL;
 }
 
-/* 1 when name is new (recorded), 0 when a duplicate (reported). */
+/* 1 when name is new (recorded), 0 when a duplicate (reported) or out of memory (recorded). */
 int stack_check_unique(struct loader *L, struct seen *seen, size_t *nseen, const char *name,
 			const struct ynode *doc)
 {
 	const struct ynode *at = ynode_get(doc, "name");
-	uint64_t h = 1469598103934665603u; /* FNV-1a */
-	struct seen_slot *s;
-	size_t i;
+	size_t prev;
+	int rc;
 
 	/* cppcheck-suppress ctunullpointer ; the one caller passing NULL (a sweep's run, via
 	 * stack_kinds_read_job) passes seen NULL too, and then does not call this. */
-	if (*nseen == 0)
-		memset(seen->slots, 0, seen->cap * sizeof(*seen->slots));
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 1099511628211u;
-	for (i = (size_t)h & (seen->cap - 1); seen->slots[i].name; i = (i + 1) & (seen->cap - 1)) {
-		s = &seen->slots[i];
-		if (!strcmp(s->name, name)) {
-			stack_err(L, at, "name: duplicate: \"%s\" is already declared at %s:%u:%u", name,
-			     s->file, s->line, s->col);
-			return 0;
-		}
+	if (*nseen == 0) {
+		vx_hashmap_clear(&seen->names);
+		seen->n = 0;
 	}
-	s = &seen->slots[i];
-	s->name = name;
-	s->file = at->file;
-	s->line = at->line;
-	s->col = at->col;
+	if (VX_ALLOC_GROW(seen->at, seen->n + 1, seen->alloc) < 0) {
+		stack_oom(L);
+		return 0;
+	}
+	rc = vx_hashmap_add(&seen->names, name, strlen(name), seen->n, &prev);
+	if (rc < 0) {
+		stack_oom(L);
+		return 0;
+	}
+	if (rc == 1) {
+		stack_err(L, at, "name: duplicate: \"%s\" is already declared at %s:%u:%u", name,
+		     seen->at[prev]->file, seen->at[prev]->line, seen->at[prev]->col);
+		return 0;
+	}
+	seen->at[seen->n++] = at;
 	(*nseen)++;
 	return 1;
 }
 
-/* A table for ndocs names (see struct seen), or NULL. */
-static struct seen *seen_new(size_t ndocs)
+static struct seen *seen_new(void)
 {
-	struct seen *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	for (t->cap = 16; t->cap / 2 <= ndocs; t->cap *= 2)
-		;
-	t->slots = calloc(t->cap, sizeof(*t->slots));
-	if (!t->slots) {
-		free(t);
-		return NULL;
-	}
-	return t;
+	return calloc(1, sizeof(struct seen));
 }
 
 static void seen_free(struct seen *t)
 {
-	if (t)
-		free(t->slots);
+	if (t) {
+		vx_hashmap_release(&t->names);
+		free(t->at);
+	}
 	free(t);
 }
 
@@ -715,16 +707,9 @@ static int add_file_docs(struct loader *L, struct files *fs, struct yfile *yf)
 		kind = doc_kind(L, yf->docs[i]);
 		if (!kind)
 			continue;
-		if (fs->ndocs == fs->adocs) {
-			size_t na = fs->adocs ? fs->adocs * 2 : 16;
-			struct doc *p = realloc(fs->docs, na * sizeof(*p));
-
-			if (!p) {
-				stack_oom(L);
-				return VX_ENOMEM;
-			}
-			fs->docs = p;
-			fs->adocs = na;
+		if (VX_ALLOC_GROW(fs->docs, fs->ndocs + 1, fs->adocs) < 0) {
+			stack_oom(L);
+			return VX_ENOMEM;
 		}
 		fs->docs[fs->ndocs].root = yf->docs[i];
 		fs->docs[fs->ndocs].kind = kind;
@@ -828,7 +813,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	size_t nsres = 0, njdocs = 0, *jorder = NULL;
 	const struct ynode **jdocs = NULL;
 
-	seen = seen_new(fs->ndocs);
+	seen = seen_new();
 	st->jobs = calloc(njob_docs + 1, sizeof(*st->jobs));
 	st->reservations = calloc(nres_docs + 1, sizeof(*st->reservations));
 	st->quotas = calloc(nquota_docs + 1, sizeof(*st->quotas));
@@ -1119,17 +1104,10 @@ static int list_yaml(char ***out, size_t *nout, const char *dir, struct vx_err *
 			free(p);
 			continue;
 		}
-		if (n == alloc) {
-			size_t na = alloc ? alloc * 2 : 16;
-			char **np = realloc(paths, na * sizeof(*np));
-
-			if (!np) {
-				free(p);
-				rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
-				goto done;
-			}
-			paths = np;
-			alloc = na;
+		if (VX_ALLOC_GROW(paths, n + 1, alloc) < 0) {
+			free(p);
+			rc = vx_err_set(err, VX_ENOMEM, "reading %s: out of memory", dir);
+			goto done;
 		}
 		paths[n++] = p;
 	}

@@ -17,6 +17,7 @@
 #include "reconcile/ynode.h"
 #include "util/diag.h"
 #include "util/err.h"
+#include "util/hashmap.h"
 
 struct vx_buf;
 
@@ -40,15 +41,10 @@ extern const char *const stack_backend_names[3];
  * table (so checking N names is linear, not quadratic), emptied when a
  * pass starts again with *nseen = 0 (stack_check_unique).
  */
-struct seen_slot {
-	const char *name;   /* borrowed from the YAML tree; NULL: free slot */
-	const char *file;
-	unsigned line, col;
-};
-
 struct seen {
-	struct seen_slot *slots;
-	size_t cap;         /* a power of two, over twice the documents */
+	struct vx_hashmap names; /* name (borrowed from the YAML tree) -> index into at */
+	const struct ynode **at; /* where each name was declared */
+	size_t n, alloc;
 };
 
 struct loader {

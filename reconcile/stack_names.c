@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "util/text.h"
 #include "util/banned.h"
 
 /* ---------------------------------------------------------------------- */
@@ -178,12 +179,7 @@ int stack_names_quota_id_valid(const char *s)
 /* Number of UTF-8 code points (the input is valid UTF-8). */
 size_t stack_names_utf8_len(const char *s)
 {
-	size_t n = 0;
-
-	for (; *s; s++)
-		if (((unsigned char)*s & 0xc0) != 0x80)
-			n++;
-	return n;
+	return vx_utf8_count(s);
 }
 
 int stack_names_email_valid(const char *s)

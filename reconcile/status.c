@@ -18,6 +18,7 @@
 #include "reconcile/render.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/text.h"
 #include "util/banned.h"
@@ -70,15 +71,8 @@ static struct status_row *row_add(struct status_report *r, const char *kind, con
 {
 	struct status_row *row;
 
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 16;
-		struct status_row *rows = realloc(r->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		r->rows = rows;
-		r->cap = cap;
-	}
+	if (VX_ALLOC_GROW(r->rows, r->n + 1, r->cap) < 0)
+		return NULL;
 	row = &r->rows[r->n];
 	memset(row, 0, sizeof(*row));
 	row->kind = kind;
@@ -641,11 +635,7 @@ static int row_cells(struct vx_buf cells[NCOLS], const struct status_row *r, con
 /* Display width of UTF-8 text: one column per character (the table's texts are narrow). */
 static size_t text_width(const char *s)
 {
-	size_t n = 0;
-
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xC0) != 0x80;
-	return n;
+	return vx_utf8_count(s);
 }
 
 static const char *state_color(const char *state)

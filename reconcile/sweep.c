@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "reconcile/ynode.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"
@@ -414,17 +415,10 @@ static void *arena_keep(struct arena *a, void *p)
 		a->oom = 1;
 		return NULL;
 	}
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? 2 * a->cap : 16;
-		void **nb = realloc(a->blocks, nc * sizeof(*nb));
-
-		if (!nb) {
-			free(p);
-			a->oom = 1;
-			return NULL;
-		}
-		a->blocks = nb;
-		a->cap = nc;
+	if (VX_ALLOC_GROW(a->blocks, a->n + 1, a->cap) < 0) {
+		free(p);
+		a->oom = 1;
+		return NULL;
 	}
 	a->blocks[a->n++] = p;
 	return p;

@@ -5,24 +5,23 @@
 #include <string.h>
 
 #include "util/ctx.h"
+#include "util/hashmap.h"
 #include "util/banned.h"
 
 /* FNV-1a over s and its terminating NUL (a NULL string hashes as one byte 0xff). */
 static uint64_t fnv(uint64_t h, const char *s)
 {
-	if (!s)
-		return (h ^ 0xffu) * 1099511628211ull;
-	do {
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	} while (*s++);
-	return h;
+	return s ? vx_fnv1a64_add(h, s, strlen(s) + 1) : vx_fnv1a64_add(h, "\xff", 1);
 }
 
 static uint64_t fnv_int(uint64_t h, int64_t v)
 {
+	unsigned char b[8];
+
+	/* Little-endian whatever the host, so the digest is the same everywhere. */
 	for (int i = 0; i < 8; i++)
-		h = (h ^ (uint64_t)((uint64_t)v >> (8 * i) & 0xffu)) * 1099511628211ull;
-	return h;
+		b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+	return vx_fnv1a64_add(h, b, sizeof(b));
 }
 
 /* The digest of js's jobs, or of its jobs that are not final only. */
@@ -34,7 +33,7 @@ static uint64_t digest_of(const struct live_jobs *js, int active_only)
 	/* A sum of each job's hash: the same jobs in any order, the same digest. */
 	for (size_t i = 0; i < js->n; i++) {
 		const struct live_job *j = &js->items[i];
-		uint64_t h = 14695981039346656037ull;
+		uint64_t h = VX_FNV1A64_BASIS;
 
 		if (active_only && job_state_is_terminal(j->state))
 			continue;

@@ -29,8 +29,10 @@
 
 #include <yaml.h>
 
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/hashmap.h"
 #include "util/banned.h"
 
 #define TAG_NULL "tag:yaml.org,2002:null"
@@ -118,49 +120,14 @@ static void arena_free(struct arena *a)
 
 /* ---- small growable arrays (scratch, on the heap) -------------------- */
 
-static int grow(void **p, size_t *alloc, size_t need, size_t elem)
-{
-	size_t n = *alloc ? *alloc : 16;
-	void *q;
-
-	if (need <= *alloc)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return VX_ENOMEM;
-		n *= 2;
-	}
-	q = realloc(*p, n * elem);
-	if (!q)
-		return VX_ENOMEM;
-	*p = q;
-	*alloc = n;
-	return 0;
-}
-
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 /* ---- loader state ----------------------------------------------------- */
 
-/* An anchor of the current document. 'gen' is the document it was defined
- * in, so a new document invalidates every anchor without clearing the table. */
+/* An anchor of the current document (a new document empties the table). */
 struct anchor {
-	const char *name;
-	uint64_t hash;
+	const char *name; /* in the arena */
 	struct ynode *node;
 	size_t size;   /* expanded node count of node */
 	size_t height; /* levels of nesting inside node (0 for a scalar) */
-	unsigned gen;
 };
 
 /* An open sequence or mapping. Its children sit on loader.kids from 'first'. */
@@ -193,11 +160,10 @@ struct loader {
 	size_t ndocs, adocs;
 
 	struct anchor *anchors;
-	size_t nanchors, aanchors; /* aanchors: table size, a power of two */
-	unsigned gen;
+	size_t nanchors, aanchors;
+	struct vx_hashmap anchor_index; /* name -> index into anchors */
 
-	size_t *keytab; /* duplicate-key table: indices + 1 into a pair array */
-	size_t akeytab;
+	struct vx_hashmap keytab; /* duplicate keys of one mapping: key -> index into its pairs */
 
 	size_t expanded; /* nodes in the file so far, with every alias expanded */
 };
@@ -394,65 +360,34 @@ static void report_parser_error(struct loader *l, const yaml_parser_t *p)
 
 /* ---- anchors ------------------------------------------------------------ */
 
-static struct anchor *anchor_slot(struct loader *l, const char *name, uint64_t h)
-{
-	size_t mask = l->aanchors - 1, i = (size_t)h & mask;
-
-	for (;; i = (i + 1) & mask) {
-		struct anchor *a = &l->anchors[i];
-
-		if (!a->name || (a->hash == h && !strcmp(a->name, name)))
-			return a;
-	}
-}
-
 static int anchor_set(struct loader *l, const char *name, struct ynode *node, size_t size,
 		      size_t height)
 {
-	uint64_t h = hash_bytes(name, strlen(name));
+	size_t len = strlen(name), i;
 	struct anchor *a;
 
-	if ((l->nanchors + 1) * 2 > l->aanchors) {
-		size_t n = l->aanchors ? l->aanchors * 2 : 64, i;
-		struct anchor *old = l->anchors, *tab = calloc(n, sizeof(*tab));
-		size_t oldn = l->aanchors;
-
-		if (!tab)
+	if (vx_hashmap_get(&l->anchor_index, name, len, &i)) {
+		a = &l->anchors[i];
+	} else {
+		if (VX_ALLOC_GROW(l->anchors, l->nanchors + 1, l->aanchors) < 0)
 			return oom(l);
-		l->anchors = tab;
-		l->aanchors = n;
-		l->nanchors = 0;
-		for (i = 0; i < oldn; i++) {
-			if (old[i].name && old[i].gen == l->gen) {
-				*anchor_slot(l, old[i].name, old[i].hash) = old[i];
-				l->nanchors++;
-			}
-		}
-		free(old);
-	}
-	a = anchor_slot(l, name, h);
-	if (!a->name) {
-		a->name = arena_strndup(l->arena, name, strlen(name));
-		if (!a->name)
+		a = &l->anchors[l->nanchors];
+		a->name = arena_strndup(l->arena, name, len);
+		if (!a->name || vx_hashmap_add(&l->anchor_index, a->name, len, l->nanchors, NULL) < 0)
 			return oom(l);
-		a->hash = h;
 		l->nanchors++;
 	}
 	a->node = node;
 	a->size = size;
 	a->height = height;
-	a->gen = l->gen;
 	return 0;
 }
 
 static const struct anchor *anchor_get(struct loader *l, const char *name)
 {
-	const struct anchor *a;
+	size_t i;
 
-	if (!l->aanchors)
-		return NULL;
-	a = anchor_slot(l, name, hash_bytes(name, strlen(name)));
-	return a->name && a->gen == l->gen ? a : NULL;
+	return vx_hashmap_get(&l->anchor_index, name, strlen(name), &i) ? &l->anchors[i] : NULL;
 }
 
 /* ---- building ----------------------------------------------------------- */
@@ -536,7 +471,7 @@ static int add_child(struct loader *l, struct ynode *n, size_t height)
 		if (height > f->height)
 			f->height = height;
 	}
-	if (grow((void **)&l->kids, &l->akids, l->nkids + 1, sizeof(*l->kids)) < 0)
+	if (VX_ALLOC_GROW(l->kids, l->nkids + 1, l->akids) < 0)
 		return oom(l);
 	l->kids[l->nkids++] = n;
 	return 0;
@@ -548,55 +483,21 @@ static int is_merge_key(const struct ynode *k)
 	       (!k->tag || !strcmp(k->tag, TAG_MERGE));
 }
 
-/* Duplicate-key table for one mapping: open addressing over 'pairs',
- * sized for the mapping at hand (never a big table cleared for a small map). */
-static int keytab_init(struct loader *l, size_t n, size_t *mask)
+/* Adds k: v to out unless k is already there (reported when explicit_key). */
+static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, struct ynode *k,
+		    struct ynode *v, int explicit_key)
 {
-	size_t size = 16;
+	size_t prev;
+	int rc = vx_hashmap_add(&l->keytab, k->str, k->len, *np, &prev);
 
-	while (size < n * 2) {
-		if (size > SIZE_MAX / 4 / sizeof(size_t))
-			return oom(l);
-		size *= 2;
-	}
-	if (grow((void **)&l->keytab, &l->akeytab, size, sizeof(size_t)) < 0)
+	if (rc < 0)
 		return oom(l);
-	memset(l->keytab, 0, size * sizeof(size_t));
-	*mask = size - 1;
-	return 0;
-}
-
-/* Looks key up among pairs[] through the table; inserts index idx if absent.
- * Returns the earlier pair's index + 1 when present, 0 when inserted. */
-static size_t keytab_put(struct loader *l, size_t mask, const struct ynode_pair *pairs,
-			 const struct ynode *key, size_t idx)
-{
-	size_t i = (size_t)hash_bytes(key->str, key->len) & mask;
-
-	for (;; i = (i + 1) & mask) {
-		size_t e = l->keytab[i];
-
-		if (!e) {
-			l->keytab[i] = idx + 1;
-			return 0;
-		}
-		if (pairs[e - 1].key->len == key->len &&
-		    !memcmp(pairs[e - 1].key->str, key->str, key->len))
-			return e;
-	}
-}
-
-static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, size_t mask,
-		    struct ynode *k, struct ynode *v, int explicit_key)
-{
-	size_t prev = keytab_put(l, mask, out, k, *np);
-
-	if (prev) {
+	if (rc == 1) {
 		struct shown sh;
 
 		if (explicit_key)
 			report(l, k->line, k->col, "duplicate key \"%s\" (first at line %u)",
-			       show(&sh, k->str, k->len), out[prev - 1].key->line);
+			       show(&sh, k->str, k->len), out[prev].key->line);
 		return 0;
 	}
 	out[*np].key = k;
@@ -613,7 +514,7 @@ static int close_map(struct loader *l, struct frame *f)
 {
 	struct ynode **kv = l->kids ? l->kids + f->first : NULL;
 	size_t nkv = (l->nkids - f->first) & ~(size_t)1; /* key, value, key, value ... */
-	size_t total = nkv / 2, i, j, mask = 0, np = 0;
+	size_t total = nkv / 2, i, j, np = 0;
 	struct ynode_pair *pairs;
 	int rc;
 
@@ -648,13 +549,12 @@ static int close_map(struct loader *l, struct frame *f)
 	pairs = arena_alloc(l->arena, (total ? total : 1) * sizeof(*pairs));
 	if (!pairs)
 		return oom(l);
-	rc = keytab_init(l, total, &mask);
-	if (rc < 0)
-		return rc;
+	vx_hashmap_clear(&l->keytab);
 	/* Explicit keys first, so that they win over anything merged. */
 	for (i = 0; i < nkv; i += 2) {
-		if (!f->has_merge || !is_merge_key(kv[i]))
-			add_pair(l, pairs, &np, mask, kv[i], kv[i + 1], 1);
+		if ((!f->has_merge || !is_merge_key(kv[i])) &&
+		    (rc = add_pair(l, pairs, &np, kv[i], kv[i + 1], 1)) < 0)
+			return rc;
 	}
 	if (f->has_merge) {
 		/* Now rebuild in document order: each merge key's pairs appear
@@ -682,8 +582,10 @@ static int close_map(struct loader *l, struct frame *f)
 				for (j = 0; j < src->n; j++) {
 					size_t before = np;
 
-					add_pair(l, pairs, &np, mask, src->pairs[j].key,
-						 src->pairs[j].value, 0);
+					rc = add_pair(l, pairs, &np, src->pairs[j].key,
+						      src->pairs[j].value, 0);
+					if (rc < 0)
+						return rc;
 					if (np > before)
 						final[nfinal++] = pairs[np - 1];
 				}
@@ -754,7 +656,7 @@ static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind 
 	n = node_new(l, kind, &ev->start_mark, tag);
 	if (!n)
 		return VX_ENOMEM;
-	if (grow((void **)&l->frames, &l->aframes, l->nframes + 1, sizeof(*l->frames)) < 0)
+	if (VX_ALLOC_GROW(l->frames, l->nframes + 1, l->aframes) < 0)
 		return oom(l);
 	f = &l->frames[l->nframes];
 	memset(f, 0, sizeof(*f));
@@ -843,7 +745,7 @@ static int on_document_end(struct loader *l)
 	    !root->tag)
 		root = NULL;
 	l->nkids = 0;
-	if (grow((void **)&l->docs, &l->adocs, l->ndocs + 1, sizeof(*l->docs)) < 0)
+	if (VX_ALLOC_GROW(l->docs, l->ndocs + 1, l->adocs) < 0)
 		return oom(l);
 	l->docs[l->ndocs++] = root;
 	return 0;
@@ -853,7 +755,9 @@ static int on_event(struct loader *l, const yaml_event_t *ev)
 {
 	switch (ev->type) {
 	case YAML_DOCUMENT_START_EVENT:
-		l->gen++; /* anchors do not cross documents */
+		/* Anchors do not cross documents. */
+		vx_hashmap_clear(&l->anchor_index);
+		l->nanchors = 0;
 		return 0;
 	case YAML_DOCUMENT_END_EVENT:
 		return on_document_end(l);
@@ -886,7 +790,8 @@ static void loader_release(struct loader *l)
 	free(l->kids);
 	free(l->docs);
 	free(l->anchors);
-	free(l->keytab);
+	vx_hashmap_release(&l->anchor_index);
+	vx_hashmap_release(&l->keytab);
 }
 
 static void report_too_big(struct vx_diags *diags, const char *name, size_t size, int exact,

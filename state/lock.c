@@ -87,13 +87,13 @@ char *state_lock_describe(const struct state_lock *l)
 
 /* Who takes the lease: $USER, $LOGNAME, else the account of our uid (CI
  * runners often set neither), so the holder is never just "unknown". */
-static const char *env_user(void)
+static const char *env_user(const struct vx_ctx *ctx)
 {
-	const char *u = getenv("USER");
+	const char *u = vx_getenv(ctx, "USER");
 	struct passwd *pw;
 
 	if (!u || !*u)
-		u = getenv("LOGNAME");
+		u = vx_getenv(ctx, "LOGNAME");
 	if ((!u || !*u) && (pw = getpwuid(getuid())) != NULL)
 		u = pw->pw_name;
 	return u && *u ? u : "unknown";
@@ -110,7 +110,7 @@ static int make_lock(struct state_backend *b, const struct state_lock_opts *o,
 	memset(out, 0, sizeof(*out));
 	this_host(host, sizeof(host));
 	out->pid = o->pid ? o->pid : (int64_t)getpid();
-	out->user = vx_strdup(o->user ? o->user : env_user());
+	out->user = vx_strdup(o->user ? o->user : env_user(b->ctx));
 	out->host = vx_strdup(o->host ? o->host : host);
 	out->operation = vx_strdup(o->operation ? o->operation : "apply");
 	salt = vx_asprintf("%s/%s/%lld/%s", prev ? prev->id : "", out->host ? out->host : "",

@@ -14,6 +14,7 @@
 
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/rand.h"
 #include "util/timefmt.h"
 #include "util/banned.h"
 
@@ -456,43 +457,9 @@ int state_address_split(const char *address, const char **kind_dir, const char *
 			  address ? address : "(null)", want, STATE_MAX_NAME);
 }
 
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era;
-	unsigned doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = (unsigned)(z - era * 146097);
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = doy - (153 * mp + 2) / 5 + 1;
-	*m = mp < 10 ? mp + 3 : mp - 9;
-	*y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 void state_time_format(int64_t ms, char *out)
 {
-	int64_t days, secs, y;
-	unsigned mo, d;
-	int frac;
-
-	if (ms < 0)
-		ms = 0;
-	if (ms > INT64_C(253402300799999))
-		ms = INT64_C(253402300799999); /* 9999-12-31T23:59:59.999Z */
-	frac = (int)(ms % 1000);
-	secs = ms / 1000;
-	days = secs / 86400;
-	secs %= 86400;
-	civil_from_days(days, &y, &mo, &d);
-	if (frac)
-		snprintf(out, STATE_TIME_MAX, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, mo, d,
-			 (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60), frac);
-	else
-		snprintf(out, STATE_TIME_MAX, "%04d-%02u-%02uT%02d:%02d:%02dZ", (int)y, mo, d,
-			 (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
+	vx_time_format(out, STATE_TIME_MAX, ms, 0);
 }
 
 /* Only the form state_time_format writes: the state is ours, anything else is damage. */
@@ -501,74 +468,24 @@ int state_time_parse(const char *s, int64_t *ms)
 	return vx_time_parse(ms, s, VX_TIME_STRICT);
 }
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static int random_bytes(const struct vx_ctx *ctx, const char *salt, unsigned char *out,
-			size_t n, struct vx_err *err)
-{
-	size_t got = 0, i;
-
-	if (ctx && ctx->seed) {
-		uint64_t x = ctx->seed, h = UINT64_C(1469598103934665603), v = 0;
-		const char *p;
-
-		for (p = salt ? salt : ""; *p; p++)
-			h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
-		x ^= h ^ ((uint64_t)vx_now_ms(ctx) * UINT64_C(0x9e3779b97f4a7c15));
-		for (i = 0; i < n; i++) {
-			if (i % 8 == 0)
-				v = splitmix64(&x);
-			out[i] = (unsigned char)(v >> (8 * (i % 8)));
-		}
-		return 0;
-	}
-	while (got < n) {
-		ssize_t r = getrandom(out + got, n - got, 0);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return vx_err_set(err, VX_EIO, "getrandom: %s", strerror(errno));
-		}
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 int state_random_hex(const struct vx_ctx *ctx, const char *salt, char *out, struct vx_err *err)
 {
 	unsigned char b[16];
-	size_t i;
-	int rc = random_bytes(ctx, salt, b, sizeof(b), err);
+	int rc = vx_rand_bytes(ctx, salt, b, sizeof(b), err);
 
-	if (rc < 0)
-		return rc;
-	for (i = 0; i < sizeof(b); i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-	return 0;
+	if (rc == 0)
+		vx_rand_hex(out, b, sizeof(b));
+	return rc;
 }
 
 int state_random_uuid(const struct vx_ctx *ctx, const char *salt, char *out, struct vx_err *err)
 {
 	unsigned char b[16];
-	int rc = random_bytes(ctx, salt, b, sizeof(b), err);
+	int rc = vx_rand_bytes(ctx, salt, b, sizeof(b), err);
 
-	if (rc < 0)
-		return rc;
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	snprintf(out, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-		 b[14], b[15]);
-	return 0;
+	if (rc == 0)
+		vx_uuid_format(out, b);
+	return rc;
 }
 
 /* ---- model operations ------------------------------------------------------ */

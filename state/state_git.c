@@ -20,8 +20,10 @@
 #include "state/git_url.h"
 #include "state/lock.h"
 #include "state/state.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/digest.h"
+#include "util/hashmap.h"
 #include "util/text.h"
 #include "util/ctx.h"
 #include "util/banned.h"
@@ -48,8 +50,7 @@ struct state_git {
 	 */
 	struct rec_memo *memo;
 	size_t nmemo, amemo;
-	size_t *memo_slots;   /* open addressing by address: entry index + 1, 0 = empty */
-	size_t nslots;        /* a power of two, at least twice nmemo */
+	struct vx_hashmap memo_index; /* address -> index into memo */
 	struct vx_buf fp;
 };
 
@@ -701,66 +702,22 @@ static void memo_clear(struct state_git *g)
 		free(g->memo[i].fp);
 	}
 	free(g->memo);
-	free(g->memo_slots);
+	vx_hashmap_release(&g->memo_index);
 	g->memo = NULL;
-	g->memo_slots = NULL;
-	g->nmemo = g->amemo = g->nslots = 0;
-}
-
-static size_t memo_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603u; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211u;
-	return (size_t)h;
-}
-
-/* The slot for address: its entry's index + 1, or the empty slot it would take. */
-static size_t *memo_slot(struct state_git *g, const char *address)
-{
-	size_t i = memo_hash(address) & (g->nslots - 1);
-
-	while (g->memo_slots[i] && strcmp(g->memo[g->memo_slots[i] - 1].address, address) != 0)
-		i = (i + 1) & (g->nslots - 1);
-	return &g->memo_slots[i];
+	g->nmemo = g->amemo = 0;
 }
 
 static struct rec_memo *memo_find(struct state_git *g, const char *address)
 {
-	size_t *slot;
+	size_t i;
 
-	if (!g->nslots)
-		return NULL;
-	slot = memo_slot(g, address);
-	return *slot ? &g->memo[*slot - 1] : NULL;
+	return vx_hashmap_get(&g->memo_index, address, strlen(address), &i) ? &g->memo[i] : NULL;
 }
 
-/* Room for one more entry (the table at most half full); -1 when out of memory. */
+/* Room for one more entry; -1 when out of memory. */
 static int memo_grow(struct state_git *g)
 {
-	if (g->nmemo == g->amemo) {
-		size_t na = g->amemo ? g->amemo * 2 : 64;
-		struct rec_memo *grown = realloc(g->memo, na * sizeof(*grown));
-
-		if (!grown)
-			return -1;
-		g->memo = grown;
-		g->amemo = na;
-	}
-	if (2 * (g->nmemo + 1) > g->nslots) {
-		size_t ns = g->nslots ? g->nslots * 2 : 128, i;
-		size_t *slots = calloc(ns, sizeof(*slots));
-
-		if (!slots)
-			return -1;
-		free(g->memo_slots);
-		g->memo_slots = slots;
-		g->nslots = ns;
-		for (i = 0; i < g->nmemo; i++)
-			*memo_slot(g, g->memo[i].address) = i + 1;
-	}
-	return 0;
+	return VX_ALLOC_GROW(g->memo, g->nmemo + 1, g->amemo) < 0 ? -1 : 0;
 }
 
 /*
@@ -792,10 +749,16 @@ static void memo_put(struct state_git *g, const char *address, const git_oid *bl
 		free(fp);
 		return;
 	}
+	/* The key is the entry's own copy of the address, which lives as long as it. */
+	if (vx_hashmap_add(&g->memo_index, m->address, strlen(m->address), g->nmemo, NULL) < 0) {
+		free(m->address);
+		free(fp);
+		return;
+	}
 	m->fp = fp;
 	m->len = g->fp.len;
 	git_oid_cpy(&m->blob, blob);
-	*memo_slot(g, address) = ++g->nmemo;
+	g->nmemo++;
 }
 
 /* Whether r (fingerprint in g->fp) is known to be stored as blob. */

@@ -591,48 +591,14 @@ int state_lock_to_json(const struct state_lock *l, char **out, struct vx_err *er
 
 /* ---- parsing ---------------------------------------------------------------- */
 
-static int utf8_ok(const unsigned char *s)
-{
-	while (*s) {
-		unsigned c = *s, n, cp, i;
-
-		if (c < 0x80) {
-			s++;
-			continue;
-		}
-		if ((c & 0xe0) == 0xc0) {
-			n = 1;
-			cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			n = 2;
-			cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		for (i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (s[i] & 0x3f);
-		}
-		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		s += n + 1;
-	}
-	return 1;
-}
-
 /* Every key and string valid UTF-8, every number finite. */
 static int tree_ok(const cJSON *o)
 {
 	const cJSON *c;
 
-	if (o->string && !utf8_ok((const unsigned char *)o->string))
+	if (o->string && !vx_utf8_valid(o->string, strlen(o->string)))
 		return 0;
-	if (cJSON_IsString(o) && !utf8_ok((const unsigned char *)o->valuestring))
+	if (cJSON_IsString(o) && !vx_utf8_valid(o->valuestring, strlen(o->valuestring)))
 		return 0;
 	if (cJSON_IsNumber(o) && !isfinite(o->valuedouble))
 		return 0;

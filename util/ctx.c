@@ -49,6 +49,12 @@ void vx_clock_real_sleep_ms(void *ud, int64_t ms)
 	nanosleep(&ts, NULL);
 }
 
+const char *vx_getenv(const struct vx_ctx *ctx, const char *name)
+{
+	/* The one getenv of library code: what cmd/ and the tests can replace. */
+	return ctx && ctx->getenv ? ctx->getenv(ctx->env_ud, name) : getenv(name);
+}
+
 void vx_ctx_init(struct vx_ctx *ctx)
 {
 	memset(ctx, 0, sizeof(*ctx));

@@ -47,6 +47,18 @@ struct vx_ctx {
 	 */
 	int64_t deadline_ms;
 	int64_t time_limit_ms;
+	/*
+	 * The environment library code sees, read with vx_getenv: NULL (as
+	 * vx_ctx_init leaves it) for the process's; a test sets its own.
+	 */
+	const char *(*getenv)(void *ud, const char *name);
+	void *env_ud;
+	/*
+	 * How long an apply waits for a reservation whose jobs it cancelled to
+	 * have no VM left before deleting it (cmd/ reads VX_RESERVATION_WAIT_SECONDS).
+	 * 0: the default, 300 s; below 0: no wait (one look).
+	 */
+	int64_t reservation_wait_ms;
 };
 
 /* Fills ctx with the real clock, no log sink (logs dropped), level WARN. */
@@ -59,6 +71,9 @@ void vx_sleep_ms(const struct vx_ctx *ctx, int64_t ms);
 int vx_interrupted(const struct vx_ctx *ctx);
 /* Asked twice: abandon requests in flight as well. */
 int vx_abandoning(const struct vx_ctx *ctx);
+
+/* The environment variable name as ctx shows it (ctx NULL: the process's), or NULL when unset. */
+const char *vx_getenv(const struct vx_ctx *ctx, const char *name);
 
 /* Logs a line (no trailing newline needed) if level <= ctx->log_level. */
 void vx_log(const struct vx_ctx *ctx, int level, const char *fmt, ...) VX_PRINTF(3, 4);

@@ -1,3 +1,4 @@
+#include "util/alloc.h"
 #include "util/diag.h"
 
 #include <stdarg.h>
@@ -21,15 +22,8 @@ int vx_diags_add(struct vx_diags *d, const char *file, unsigned line, unsigned c
 		d->dropped++;
 		return 0;
 	}
-	if (d->n == d->alloc) {
-		size_t n = d->alloc ? d->alloc * 2 : 8;
-		struct vx_diag *p = realloc(d->items, n * sizeof(*p));
-
-		if (!p)
-			return VX_ENOMEM;
-		d->items = p;
-		d->alloc = n;
-	}
+	if (VX_ALLOC_GROW(d->items, d->n + 1, d->alloc) < 0)
+		return VX_ENOMEM;
 	va_start(ap, fmt);
 	rc = vx_buf_vprintf(&b, fmt, ap);
 	va_end(ap);

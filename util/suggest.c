@@ -3,6 +3,8 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/text.h"
 #include "util/banned.h"
 
 size_t vx_edit_distance(const char *a, const char *b)
@@ -45,16 +47,9 @@ size_t vx_edit_distance(const char *a, const char *b)
 /* Whether word is a part of cand (case-insensitive): 2 at its start, 1 elsewhere, 0 not. */
 static int part_of(const char *word, size_t len, const char *cand)
 {
-	size_t clen = strlen(cand), i, j;
+	size_t clen = strlen(cand), at = vx_text_find_nocase(cand, clen, word, len);
 
-	for (i = 0; i + len <= clen; i++) {
-		for (j = 0; j < len; j++)
-			if (tolower((unsigned char)word[j]) != tolower((unsigned char)cand[i + j]))
-				break;
-		if (j == len)
-			return i == 0 ? 2 : 1;
-	}
-	return 0;
+	return len && at == clen ? 0 : at == 0 ? 2 : 1;
 }
 
 const char *vx_suggest(const char *word, const char *const *candidates, size_t n)

@@ -1,5 +1,6 @@
 #include "util/text.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,17 +8,17 @@
 #include "util/buf.h"
 #include "util/banned.h"
 
-/*
- * The length of the well-formed UTF-8 sequence at s (RFC 3629, table 3-7 of
- * the Unicode standard) that encodes a character we show, or 0 when the
- * bytes are malformed or encode a C1 control.
- */
-static size_t utf8_len(const unsigned char *s, size_t left)
+size_t vx_utf8_len(const char *str, size_t left)
 {
-	unsigned char c = s[0];
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char c, lo = 0x80, hi = 0xBF;
 	size_t n, i;
-	unsigned char lo = 0x80, hi = 0xBF;
 
+	if (!left)
+		return 0;
+	c = s[0];
+	if (c < 0x80)
+		return 1;
 	if (c >= 0xC2 && c <= 0xDF)
 		n = 2;
 	else if (c >= 0xE0 && c <= 0xEF)
@@ -41,7 +42,40 @@ static size_t utf8_len(const unsigned char *s, size_t left)
 	for (i = 2; i < n; i++)
 		if (s[i] < 0x80 || s[i] > 0xBF)
 			return 0;
-	if (c == 0xC2 && s[1] <= 0x9F)
+	return n;
+}
+
+size_t vx_utf8_count(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0) != 0x80;
+	return n;
+}
+
+int vx_utf8_valid(const char *s, size_t len)
+{
+	size_t i = 0, n;
+
+	while (i < len) {
+		if ((n = vx_utf8_len(s + i, len - i)) == 0)
+			return 0;
+		i += n;
+	}
+	return 1;
+}
+
+/*
+ * The length of the well-formed UTF-8 sequence at s that encodes a
+ * character we show, or 0 when the bytes are malformed or encode a C1
+ * control.
+ */
+static size_t utf8_len(const unsigned char *s, size_t left)
+{
+	size_t n = vx_utf8_len((const char *)s, left);
+
+	if (n == 2 && s[0] == 0xC2 && s[1] <= 0x9F)
 		return 0; /* U+0080..U+009F: C1 controls (CSI is U+009B) */
 	return n;
 }
@@ -262,4 +296,19 @@ void vx_text_cap_echoes(char *s)
 		*w++ = *r++;
 	}
 	*w = '\0';
+}
+
+size_t vx_text_find_nocase(const char *hay, size_t len, const char *needle, size_t nlen)
+{
+	if (nlen > len)
+		return len;
+	for (size_t at = 0; at + nlen <= len; at++) {
+		size_t i = 0;
+
+		while (i < nlen && tolower((unsigned char)hay[at + i]) == tolower((unsigned char)needle[i]))
+			i++;
+		if (i == nlen)
+			return at;
+	}
+	return len;
 }

@@ -22,6 +22,19 @@
 
 struct vx_buf;
 
+/*
+ * The length of the well-formed UTF-8 sequence that starts s (at most left
+ * bytes): 1 for ASCII, 2 to 4 otherwise, 0 when the bytes are not UTF-8
+ * (RFC 3629 and table 3-7 of the Unicode standard: no overlong forms, no
+ * surrogates, nothing past U+10FFFF, no cut-off sequence) or left is 0.
+ * The one UTF-8 check of the tree.
+ */
+size_t vx_utf8_len(const char *s, size_t left);
+/* The characters (code points) of the NUL-terminated UTF-8 s: its bytes that do not continue one. */
+size_t vx_utf8_count(const char *s);
+/* 1 when s[0..len) is well-formed UTF-8 throughout (NUL bytes included). */
+int vx_utf8_valid(const char *s, size_t len);
+
 /* Appends the cleaned form of s[0..len) to b. Returns 0, VX_ENOMEM or VX_EINVAL (b's cap). */
 int vx_text_add_clean(struct vx_buf *b, const char *s, size_t len) VX_WUR;
 
@@ -68,6 +81,13 @@ void vx_text_redact_userinfo(char *s);
 #define VX_TEXT_ECHO_LIMIT 256
 #define VX_TEXT_ECHO_KEEP 200
 void vx_text_cap_echoes(char *s);
+
+/*
+ * The offset of the first case-insensitive (ASCII letters) match of
+ * needle[0..nlen) in hay[0..len), or len when there is none (an empty
+ * needle matches at 0). Neither need be NUL-terminated.
+ */
+size_t vx_text_find_nocase(const char *hay, size_t len, const char *needle, size_t nlen);
 
 /* Whether a and b are both NULL or equal strings. */
 int vx_text_same(const char *a, const char *b);

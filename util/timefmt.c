@@ -3,10 +3,36 @@
 
 #include "util/timefmt.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "util/banned.h"
+
+void vx_time_format(char *out, size_t size, int64_t ms, unsigned flags)
+{
+	time_t t;
+	struct tm tm;
+	size_t n;
+	int frac;
+
+	if (ms < 0)
+		ms = 0;
+	if (ms > INT64_C(253402300799999))
+		ms = INT64_C(253402300799999); /* 9999-12-31T23:59:59.999Z */
+	t = (time_t)(ms / 1000);
+	frac = flags & VX_TIME_SECONDS ? 0 : (int)(ms % 1000);
+	/* In range, gmtime_r cannot fail and the text fits VX_TIME_MAX. */
+	if (!gmtime_r(&t, &tm) || !(n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm))) {
+		if (size)
+			out[0] = '\0';
+		return;
+	}
+	if (frac)
+		snprintf(out + n, size - n, ".%03dZ", frac);
+	else
+		snprintf(out + n, size - n, "Z");
+}
 
 /* strptime's %Y and %m take fewer digits than RFC 3339 requires ("2017-1-5"),
  * so the layout is checked first; strptime then checks each field's range. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/ctx.h"
 #include "util/banned.h"
 
 /* Printable ASCII without spaces: nothing that could fake a trailer line or
@@ -48,16 +49,17 @@ static int64_t number(const char *s, size_t n)
 	return v;
 }
 
-/* getenv that treats "" as unset. */
-static const char *env(const char *name)
+/* vx_getenv that treats "" as unset. */
+static const char *env(const struct vx_ctx *ctx, const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = vx_getenv(ctx, name);
 
 	return v && *v ? v : NULL;
 }
 
-/* Where read_env's warnings go (ci_read's warn and ud). */
+/* ci_read's environment (ctx) and where its warnings go (warn and ud). */
 struct warner {
+	const struct vx_ctx *ctx;
 	void (*warn)(void *ud, const char *msg);
 	void *ud;
 };
@@ -76,7 +78,7 @@ static void invalid(const struct warner *w, const char *name, const char *what)
 /* A URL variable, or NULL (with a warning when set but invalid). */
 static const char *env_url(const struct warner *w, const char *name)
 {
-	const char *v = env(name);
+	const char *v = env(w->ctx, name);
 
 	if (v && !ci_url_ok(v)) {
 		invalid(w, name, "not an http(s) URL of at most 512 printable characters without spaces");
@@ -102,7 +104,7 @@ static int64_t github_pr(const char *ref)
 /* owner/name: printable, one slash. */
 static const char *env_repository(const struct warner *w)
 {
-	const char *v = env("GITHUB_REPOSITORY"), *slash;
+	const char *v = env(w->ctx, "GITHUB_REPOSITORY"), *slash;
 
 	if (!v)
 		return NULL;
@@ -115,14 +117,14 @@ static const char *env_repository(const struct warner *w)
 }
 
 /* "user@host", as state/lock.c names a lease's holder. */
-static char *user_at_host(void)
+static char *user_at_host(const struct vx_ctx *ctx)
 {
-	const char *u = env("USER");
+	const char *u = env(ctx, "USER");
 	struct passwd *pw;
 	char host[256];
 
 	if (!u)
-		u = env("LOGNAME");
+		u = env(ctx, "LOGNAME");
 	if (!u && (pw = getpwuid(getuid())) != NULL && pw->pw_name && *pw->pw_name)
 		u = pw->pw_name;
 	if (gethostname(host, sizeof(host)) != 0 || !*host)
@@ -131,17 +133,18 @@ static char *user_at_host(void)
 	return vx_asprintf("%s@%s", u ? u : "unknown", host);
 }
 
-int ci_read(struct ci *out, void (*warn)(void *ud, const char *msg), void *ud, struct vx_err *err)
+int ci_read(struct ci *out, const struct vx_ctx *ctx, void (*warn)(void *ud, const char *msg),
+	    void *ud, struct vx_err *err)
 {
-	const struct warner wr = { warn, ud }, *w = &wr;
+	const struct warner wr = { ctx, warn, ud }, *w = &wr;
 	static const char *const actors[] = { "VX_ACTOR", "GITHUB_TRIGGERING_ACTOR", "GITHUB_ACTOR",
 					      "GITLAB_USER_LOGIN" };
-	const char *event = env("GITHUB_EVENT_NAME"), *server = NULL, *repo = NULL, *v;
+	const char *event = env(ctx, "GITHUB_EVENT_NAME"), *server = NULL, *repo = NULL, *v;
 	int oom = 0;
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < sizeof(actors) / sizeof(actors[0]) && !out->actor; i++) {
-		v = env(actors[i]);
+		v = env(ctx, actors[i]);
 		if (!v)
 			continue;
 		if (!ci_actor_ok(v)) {
@@ -151,20 +154,20 @@ int ci_read(struct ci *out, void (*warn)(void *ud, const char *msg), void *ud, s
 		oom |= !(out->actor = strdup(v));
 	}
 	if (!out->actor)
-		oom |= !(out->actor = user_at_host());
-	if (env("GITHUB_RUN_ID") || (event && (!strcmp(event, "pull_request") ||
+		oom |= !(out->actor = user_at_host(ctx));
+	if (env(ctx, "GITHUB_RUN_ID") || (event && (!strcmp(event, "pull_request") ||
 					       !strcmp(event, "pull_request_target")))) {
 		server = env_url(w, "GITHUB_SERVER_URL");
 		repo = env_repository(w);
 	}
 	if (event && (!strcmp(event, "pull_request") || !strcmp(event, "pull_request_target"))) {
-		out->pr = github_pr(env("GITHUB_REF"));
-		if (!out->pr && env("GITHUB_REF"))
+		out->pr = github_pr(env(ctx, "GITHUB_REF"));
+		if (!out->pr && env(ctx, "GITHUB_REF"))
 			invalid(w, "GITHUB_REF", "not refs/pull/N/merge or refs/pull/N/head");
 		if (out->pr && server && repo)
 			oom |= !(out->pr_url = vx_asprintf("%s/%s/pull/%lld", server, repo,
 							   (long long)out->pr));
-	} else if ((v = env("CI_MERGE_REQUEST_IID")) != NULL) {
+	} else if ((v = env(ctx, "CI_MERGE_REQUEST_IID")) != NULL) {
 		const char *project = env_url(w, "CI_MERGE_REQUEST_PROJECT_URL");
 
 		out->pr = number(v, strlen(v));
@@ -174,7 +177,7 @@ int ci_read(struct ci *out, void (*warn)(void *ud, const char *msg), void *ud, s
 			oom |= !(out->pr_url = vx_asprintf("%s/-/merge_requests/%lld", project,
 							   (long long)out->pr));
 	}
-	if ((v = env("GITHUB_RUN_ID")) != NULL) {
+	if ((v = env(ctx, "GITHUB_RUN_ID")) != NULL) {
 		if (strlen(v) > 20 || strspn(v, "0123456789") != strlen(v))
 			invalid(w, "GITHUB_RUN_ID", "not a number");
 		else if (server && repo)

@@ -31,6 +31,8 @@
 #define CI_ACTOR_MAX 100
 #define CI_URL_MAX 512
 
+struct vx_ctx;
+
 struct ci {
 	char *actor;     /* never NULL once read: "user@host" when no variable is set and valid */
 	int64_t pr;      /* the pull (merge) request's number, 0 when not in one */
@@ -39,13 +41,13 @@ struct ci {
 };
 
 /*
- * Fills *out from the environment. Each invalid value is ignored and told to
+ * Fills *out from the environment as ctx shows it (vx_getenv). Each invalid value is ignored and told to
  * warn (when not NULL) as "ignoring NAME: what a valid one is", the
  * variable's name only. Returns 0, or VX_ENOMEM (err set; *out then holds
  * nothing to release).
  */
-int ci_read(struct ci *out, void (*warn)(void *ud, const char *msg), void *ud,
-	    struct vx_err *err) VX_WUR;
+int ci_read(struct ci *out, const struct vx_ctx *ctx, void (*warn)(void *ud, const char *msg),
+	    void *ud, struct vx_err *err) VX_WUR;
 void ci_release(struct ci *ci);
 
 /* Whether s is a valid actor (also used for a saved plan's, which is a file

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/rand.h>
 
 #include "reconcile/apply.h"
 #include "reconcile/plan.h"
@@ -14,6 +13,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "workflow/planning.h"
+#include "util/rand.h"
 #include "util/banned.h"
 
 int gha_active(void)
@@ -146,14 +146,10 @@ int gha_outputs_write(const struct gha_output *o, size_t n, struct vx_err *err)
 	}
 	/* The value could not hold a line break anyway; the random delimiter is
 	 * GitHub's own rule, kept should a value ever be free text. */
-	if (RAND_bytes(r, sizeof(r)) != 1)
+	if (vx_rand_bytes(NULL, NULL, r, sizeof(r), NULL) < 0)
 		return vx_err_set(err, VX_EIO, "step outputs: no random bytes for the delimiter");
 	memcpy(delim, "ghadelimiter_", sizeof("ghadelimiter_") - 1);
-	for (size_t i = 0; i < sizeof(r); i++) {
-		delim[sizeof("ghadelimiter_") - 1 + 2 * i] = "0123456789abcdef"[r[i] >> 4];
-		delim[sizeof("ghadelimiter_") + 2 * i] = "0123456789abcdef"[r[i] & 15];
-	}
-	delim[sizeof(delim) - 1] = '\0';
+	vx_rand_hex(delim + sizeof("ghadelimiter_") - 1, r, sizeof(r));
 	for (size_t i = 0; i < n && rc == 0; i++)
 		if (vx_buf_printf(&out, "%s<<%s\n%s\n%s\n", o[i].name, delim, o[i].value, delim) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");

@@ -8,6 +8,7 @@
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/state.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/suggest.h"
@@ -75,15 +76,8 @@ static int seen_add(struct seen *s, const struct live_log_entry *e)
 	for (size_t i = 0; e->time_ms <= s->max_ms && i < s->n; i++)
 		if (s->items[i].ms == e->time_ms && !strcmp(s->items[i].id, e->insert_id))
 			return 0;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct seen_line *grown = realloc(s->items, cap * sizeof(*grown));
-
-		if (!grown)
-			return -1;
-		s->items = grown;
-		s->cap = cap;
-	}
+	if (VX_ALLOC_GROW(s->items, s->n + 1, s->cap) < 0)
+		return -1;
 	if (!(s->items[s->n].id = strdup(e->insert_id)))
 		return -1;
 	s->items[s->n++].ms = e->time_ms;

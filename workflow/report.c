@@ -244,7 +244,7 @@ int report_spend_line(char **out, const struct workspace *ws, const struct price
 	memset(&own, 0, sizeof(own));
 	/* A plan without GPUs loads no table: the history's runs still cost. */
 	if (!p || !p->n) {
-		r = prices_load(&own, ws->st, getenv("VX_PRICES"), &err);
+		r = prices_load(&own, ws->st, vx_getenv(ws->ctx, "VX_PRICES"), &err);
 		p = &own;
 	}
 	rc = vx_buf_adds(&b, "last 30 days: ");

@@ -26,6 +26,7 @@
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/diag.h"
+#include "util/hashmap.h"
 #include "workflow/applying.h"
 #include "workflow/ci.h"
 #include "workflow/planning.h"
@@ -804,15 +805,6 @@ static void count_jobs(struct watch_result *res, const struct live_jobs *js)
 
 /* ---- the idle fast path ---- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
 static int is_yaml(const char *s)
 {
 	size_t n = strlen(s);
@@ -836,7 +828,7 @@ int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err)
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		struct stat sb;
 		int64_t v[5];
-		uint64_t h = 14695981039346656037ull;
+		uint64_t h = VX_FNV1A64_BASIS;
 
 		if (!is_yaml(de->d_name))
 			continue;
@@ -852,8 +844,8 @@ int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err)
 		v[2] = (int64_t)sb.st_mtim.tv_nsec;
 		v[3] = (int64_t)sb.st_ino;
 		v[4] = (int64_t)sb.st_dev;
-		h = fnv(h, de->d_name, strlen(de->d_name) + 1);
-		h = fnv(h, v, sizeof(v));
+		h = vx_fnv1a64_add(h, de->d_name, strlen(de->d_name) + 1);
+		h = vx_fnv1a64_add(h, v, sizeof(v));
 		sum += h;
 		n++;
 	}
@@ -861,7 +853,7 @@ int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err)
 		rc = vx_err_set(err, VX_EIO, "reading %s: %s", dir, strerror(errno));
 		goto done;
 	}
-	*out = fnv(sum, &n, sizeof(n));
+	*out = vx_fnv1a64_add(sum, &n, sizeof(n));
 done:
 	vx_buf_release(&p);
 	closedir(d);
@@ -872,7 +864,7 @@ done:
 static int stack_digest(struct watch *w, uint64_t *out, struct vx_err *err)
 {
 	if (w->remote) {
-		*out = fnv(14695981039346656037ull, w->good.commit, strlen(w->good.commit));
+		*out = vx_fnv1a64(w->good.commit, strlen(w->good.commit));
 		return 0;
 	}
 	return watch_files_digest(w->o.dir, out, err);

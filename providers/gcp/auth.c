@@ -56,10 +56,10 @@ void gcp_auth_json_free_secret(cJSON *j)
 	}
 }
 
-/* getenv that treats "" as unset. */
-const char *gcp_auth_env(const char *name)
+/* vx_getenv that treats "" as unset. */
+const char *gcp_auth_env(const struct gcp_auth *a, const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = vx_getenv(a ? a->ctx : NULL, name); /* gcp_auth_project takes a NULL a */
 
 	return v && *v ? v : NULL;
 }
@@ -448,9 +448,9 @@ static void source_invalidate(void *ud)
 
 /* ---- finding the credentials --------------------------------------------- */
 
-static char *well_known_path(void)
+static char *well_known_path(const struct gcp_auth *a)
 {
-	const char *dir = gcp_auth_env("CLOUDSDK_CONFIG"), *home = gcp_auth_env("HOME");
+	const char *dir = gcp_auth_env(a, "CLOUDSDK_CONFIG"), *home = gcp_auth_env(a, "HOME");
 
 	if (dir)
 		return vx_asprintf("%s/application_default_credentials.json", dir);
@@ -466,7 +466,7 @@ static int find_credentials(struct gcp_auth *a, struct vx_err *err)
 	struct stat st;
 	int rc = 0;
 
-	if ((v = gcp_auth_env("GOOGLE_OAUTH_ACCESS_TOKEN"))) {
+	if ((v = gcp_auth_env(a, "GOOGLE_OAUTH_ACCESS_TOKEN"))) {
 		a->kind = GCP_AUTH_ACCESS_TOKEN;
 		a->token = vx_strdup(v);
 		a->description = vx_strdup("access token from GOOGLE_OAUTH_ACCESS_TOKEN");
@@ -477,12 +477,12 @@ static int find_credentials(struct gcp_auth *a, struct vx_err *err)
 					"bearer token may not hold (RFC 6750)");
 		goto done;
 	}
-	if ((v = gcp_auth_env("GOOGLE_APPLICATION_CREDENTIALS")) ||
-	    (v = gcp_auth_env("google_application_credentials"))) {
+	if ((v = gcp_auth_env(a, "GOOGLE_APPLICATION_CREDENTIALS")) ||
+	    (v = gcp_auth_env(a, "google_application_credentials"))) {
 		rc = load_file(a, v, "GOOGLE_APPLICATION_CREDENTIALS", err);
 		goto done;
 	}
-	wk = well_known_path();
+	wk = well_known_path(a);
 	if (wk && stat(wk, &st) == 0) {
 		rc = load_file(a, wk, "gcloud's application default credentials", err);
 		goto done;
@@ -533,7 +533,7 @@ int gcp_auth_new(struct gcp_auth **out, struct vx_ctx *ctx, const struct gcp_aut
 		goto done;
 	if (!a->metadata_base && (rc = gcp_auth_metadata_base(a, err)) < 0)
 		goto done;
-	if ((qp = gcp_auth_env("GOOGLE_CLOUD_QUOTA_PROJECT"))) {
+	if ((qp = gcp_auth_env(a, "GOOGLE_CLOUD_QUOTA_PROJECT"))) {
 		free(a->quota_project);
 		a->quota_project = vx_strdup(qp);
 		if (!a->quota_project) {
@@ -623,9 +623,9 @@ int gcp_auth_project(struct gcp_auth *a, const char *explicit_project, char **ou
 	if (explicit_project && *explicit_project) {
 		v = explicit_project;
 		src = "stack";
-	} else if ((v = gcp_auth_env("GOOGLE_CLOUD_PROJECT"))) {
+	} else if ((v = gcp_auth_env(a, "GOOGLE_CLOUD_PROJECT"))) {
 		src = "GOOGLE_CLOUD_PROJECT";
-	} else if ((v = gcp_auth_env("CLOUDSDK_CORE_PROJECT"))) {
+	} else if ((v = gcp_auth_env(a, "CLOUDSDK_CORE_PROJECT"))) {
 		src = "CLOUDSDK_CORE_PROJECT";
 	} else if (a && a->project_id) {
 		v = a->project_id;

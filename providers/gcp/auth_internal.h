@@ -66,8 +66,8 @@ struct gcp_auth {
 void gcp_auth_free_secret(char *s);
 /* Wipes every string of a parsed JSON document (tokens, keys), then frees it. NULL-safe. */
 void gcp_auth_json_free_secret(cJSON *j);
-/* getenv that treats "" as unset. */
-const char *gcp_auth_env(const char *name);
+/* The environment variable name as a's context shows it (vx_getenv); "" counts as unset. */
+const char *gcp_auth_env(const struct gcp_auth *a, const char *name);
 /* Replaces every secret a holds (and extra1, extra2) in err's message by "[redacted]". */
 void gcp_auth_scrub_all(const struct gcp_auth *a, struct vx_err *err, const char *extra1,
 			const char *extra2);

@@ -24,10 +24,10 @@
 
 int gcp_auth_metadata_base(struct gcp_auth *a, struct vx_err *err)
 {
-	const char *host = gcp_auth_env("GCE_METADATA_HOST");
+	const char *host = gcp_auth_env(a, "GCE_METADATA_HOST");
 
 	if (!host)
-		host = gcp_auth_env("GCE_METADATA_IP");
+		host = gcp_auth_env(a, "GCE_METADATA_IP");
 	if (!host)
 		host = DEFAULT_METADATA_HOST;
 	if (strstr(host, "://"))
@@ -130,8 +130,8 @@ static int bios_is_google(void)
  */
 int gcp_auth_metadata_detect(const char **why, struct gcp_auth *a)
 {
-	const char *mode = gcp_auth_env("METADATA_SERVER_DETECTION");
-	int overridden = gcp_auth_env("GCE_METADATA_HOST") || gcp_auth_env("GCE_METADATA_IP");
+	const char *mode = gcp_auth_env(a, "METADATA_SERVER_DETECTION");
+	int overridden = gcp_auth_env(a, "GCE_METADATA_HOST") || gcp_auth_env(a, "GCE_METADATA_IP");
 
 	if (a->metadata_detected >= 0) {
 		*why = a->metadata_detected ? "present" : "not detected";

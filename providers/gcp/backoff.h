@@ -7,27 +7,18 @@
  * retry k the caller sleeps a uniformly random time in [0, ceiling], where
  * the ceiling starts at initial_ms and doubles after each draw up to max_ms.
  *
- * Randomness comes from a small seeded generator (splitmix64) so that tests
- * get the same schedule for the same seed. It is not cryptographic and must
- * not be used for anything secret.
+ * Randomness comes from util/rand.h's seeded generator (vx_rand_seed,
+ * vx_rand_next) so that tests get the same schedule for the same seed. It is
+ * not cryptographic and must not be used for anything secret.
  */
 
 #include <stdint.h>
-
-struct vx_ctx;
 
 struct gcp_backoff {
 	int64_t initial_ms;
 	int64_t max_ms;
 	int64_t ceiling_ms; /* the bound of the next draw */
 };
-
-/* A seed for gcp_rand_next: ctx->seed when non-zero (tests), else one
- * taken from the OS (getrandom, falling back on the clock and pid). */
-uint64_t gcp_rand_seed(const struct vx_ctx *ctx);
-
-/* The next number of the sequence in *state (splitmix64; any state value is valid). */
-uint64_t gcp_rand_next(uint64_t *state);
 
 /* Starts a schedule. initial_ms <= 0 means 1000; max_ms < initial_ms means initial_ms. */
 void gcp_backoff_init(struct gcp_backoff *b, int64_t initial_ms, int64_t max_ms);

@@ -2,7 +2,6 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +10,12 @@
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "providers/gcp/vertex.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/text.h"
 
+#include "util/rand.h"
 #include "util/banned.h"
 
 #define WAIT_TIMEOUT_MS (30 * 60 * 1000)
@@ -164,21 +165,9 @@ int compute_reservation_parse_json(const char *body, size_t len, struct compute_
 
 static int list_reserve(struct compute_reservation_list *l, size_t more)
 {
-	struct compute_reservation *p;
-	size_t want;
-
-	if (more > (size_t)-1 / sizeof(*p) - l->n)
+	if (more > SIZE_MAX - l->n)
 		return VX_ENOMEM;
-	if (l->n + more <= l->alloc)
-		return 0;
-	want = l->alloc < 8 ? 16 : l->alloc * 2;
-	if (want < l->n + more || want > (size_t)-1 / sizeof(*p))
-		want = l->n + more;
-	if (!(p = realloc(l->items, want * sizeof(*p))))
-		return VX_ENOMEM;
-	l->items = p;
-	l->alloc = want;
-	return 0;
+	return VX_ALLOC_GROW(l->items, l->n + more, l->alloc);
 }
 
 /* Appends the objects of array arr; zone_key ("zones/Z") fills a missing zone. */
@@ -411,13 +400,10 @@ int compute_request_id(char out[37])
 {
 	unsigned char b[16];
 
-	if (RAND_bytes(b, sizeof(b)) != 1)
+	/* Never from a test's seed: two creates must not share a request id. */
+	if (vx_rand_bytes(NULL, NULL, b, sizeof(b), NULL) < 0)
 		return VX_EIO;
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
+	vx_uuid_format(out, b);
 	return 0;
 }
 

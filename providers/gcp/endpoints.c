@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "util/buf.h"
+#include "util/ctx.h"
 #include "util/banned.h"
 
 static const char *const default_base[GCP_API_COUNT] = {
@@ -182,14 +183,14 @@ static char *upload_base(const char *base)
 	return vx_asprintf("%.*s/upload%s", (int)(at - base), base, at);
 }
 
-int gcp_endpoints_load(struct gcp_endpoints *e, struct vx_err *err)
+int gcp_endpoints_load(struct gcp_endpoints *e, const struct vx_ctx *ctx, struct vx_err *err)
 {
 	int rc = 0, i;
 
 	memset(e, 0, sizeof(*e));
 	for (i = 0; i < GCP_API_COUNT; i++) {
 		const char *var = override_vars[i];
-		const char *value = var ? getenv(var) : NULL;
+		const char *value = var ? vx_getenv(ctx, var) : NULL;
 
 		if (i == GCP_API_STORAGE_UPLOAD && e->overridden[GCP_API_STORAGE]) {
 			e->base[i] = upload_base(e->base[GCP_API_STORAGE]);

@@ -27,6 +27,8 @@
 
 #include "util/err.h"
 
+struct vx_ctx;
+
 enum gcp_api {
 	GCP_API_AIPLATFORM = 0,
 	GCP_API_COMPUTE,
@@ -56,7 +58,7 @@ struct gcp_endpoints {
  * only allowed for loopback hosts ..."), or VX_ENOMEM. On failure e is
  * left released.
  */
-int gcp_endpoints_load(struct gcp_endpoints *e, struct vx_err *err) VX_WUR;
+int gcp_endpoints_load(struct gcp_endpoints *e, const struct vx_ctx *ctx, struct vx_err *err) VX_WUR;
 void gcp_endpoints_release(struct gcp_endpoints *e);
 
 /*

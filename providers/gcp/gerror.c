@@ -185,13 +185,10 @@ static char *snippet(const char *body, size_t len)
 			else if (len - i >= 7 && !strncasecmp(body + i, "<script", 7))
 				skip = "</script>";
 			if (skip) {
-				size_t j, sl = strlen(skip);
+				size_t sl = strlen(skip), j = i + vx_text_find_nocase(body + i, len - i, skip, sl);
 
-				for (j = i; j + sl <= len; j++)
-					if (!strncasecmp(body + j, skip, sl)) {
-						end = body + j + sl - 1;
-						break;
-					}
+				if (j < len)
+					end = body + j + sl - 1;
 			} else {
 				end = memchr(body + i, '>', len - i);
 			}

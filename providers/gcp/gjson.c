@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/banned.h"
 
 const char *gjson_str(const cJSON *o, const char *key)
@@ -184,15 +185,8 @@ static int nul_escapes(const char *body, size_t len, size_t **out, size_t *n)
 			in_string = 0;
 		} else if (c == '\\' && i + 1 < len) {
 			if (body[i + 1] == 'u' && len - i >= 6 && !memcmp(body + i + 2, "0000", 4)) {
-				if (*n == alloc) {
-					size_t want = alloc ? alloc * 2 : 4;
-					size_t *p = realloc(*out, want * sizeof(*p));
-
-					if (!p)
-						return VX_ENOMEM;
-					*out = p;
-					alloc = want;
-				}
+				if (VX_ALLOC_GROW(*out, *n + 1, alloc) < 0)
+					return VX_ENOMEM;
 				(*out)[(*n)++] = i + 2;
 			}
 			i++; /* the escaped character: an escaped quote does not end the string */
@@ -286,18 +280,9 @@ int gjson_parse_page(const char *body, size_t len, const char *key, void **items
 		rc = vx_err_set(err, VX_ENOMEM, "%s: too many items", what);
 		goto done;
 	}
-	if (*n + count > *alloc) {
-		size_t want = *alloc < 8 ? 16 : *alloc * 2;
-		void *p;
-
-		if (want < *n + count || want > (size_t)-1 / elem)
-			want = *n + count;
-		if (!(p = realloc(*items, want * elem))) {
-			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			goto done;
-		}
-		*items = p;
-		*alloc = want;
+	if (vx_grow(items, alloc, *n + count, elem) < 0) {
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+		goto done;
 	}
 	cJSON_ArrayForEach(it, arr) {
 		void *dst;

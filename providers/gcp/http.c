@@ -35,6 +35,7 @@
 #include "providers/gcp/http.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,6 +50,8 @@
 #include "providers/gcp/ratelimit.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/pool.h"
+#include "util/rand.h"
 #include "util/banned.h"
 
 /* libcurl refuses a header line longer than this; vx holds all of a response's headers to it too. */
@@ -124,30 +127,24 @@ struct xfer {
 
 /* ---- small helpers ---- */
 
+/*
+ * curl_easy_escape keeps exactly RFC 3986's unreserved characters and writes
+ * upper-case hex; it needs no handle since curl 7.82. Its string is curl's
+ * to free, so the caller gets a copy it frees with free().
+ */
 char *gcp_url_escape(const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	struct vx_buf b = VX_BUF_INIT;
-	const unsigned char *p;
-	int rc = 0;
+	char *esc, *out;
+	size_t len;
 
-	if (!s)
+	if (!s || (len = strlen(s)) > INT_MAX)
 		return NULL;
-	for (p = (const unsigned char *)s; *p && rc == 0; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-			rc = vx_buf_addc(&b, (char)*p);
-		} else {
-			char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
-
-			rc = vx_buf_add(&b, e, 3);
-		}
-	}
-	if (rc < 0) {
-		vx_buf_release(&b);
+	esc = curl_easy_escape(NULL, s, (int)len);
+	if (!esc)
 		return NULL;
-	}
-	return vx_buf_detach(&b);
+	out = vx_strdup(esc);
+	curl_free(esc);
+	return out;
 }
 
 int gcp_http_token_ok(const char *t)
@@ -338,9 +335,9 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 		h->o.backoff_max_ms = 32000;
 	h->user_agent = vx_strdup(h->o.user_agent ? h->o.user_agent : "vx/" VX_VERSION);
 	h->quota_project = h->o.quota_project && *h->o.quota_project ? vx_strdup(h->o.quota_project) : NULL;
-	ca = getenv("CURL_CA_BUNDLE");
+	ca = vx_getenv(ctx, "CURL_CA_BUNDLE");
 	if (!ca || !*ca)
-		ca = getenv("SSL_CERT_FILE");
+		ca = vx_getenv(ctx, "SSL_CERT_FILE");
 	h->cainfo = ca && *ca ? vx_strdup(ca) : NULL;
 	h->o.user_agent = h->user_agent;
 	h->o.quota_project = h->quota_project;
@@ -373,7 +370,7 @@ int gcp_http_new(struct gcp_http **out, struct vx_ctx *ctx, const struct gcp_htt
 		h->rl = h->o.shared_limiter;
 	else if ((rc = gcp_ratelimit_new(&h->rl, ctx, &ro, err)) < 0)
 		goto done;
-	h->rng = gcp_rand_seed(ctx);
+	h->rng = vx_rand_seed(ctx);
 	*out = h;
 	h = NULL;
 done:
@@ -1259,48 +1256,24 @@ struct many {
 	struct gcp_response *resps;
 	int *rcs;
 	struct vx_err *errs;
-	size_t n, next;
-	pthread_mutex_t lock; /* next */
 };
 
-/* A worker of gcp_http_send_many: takes the next request until none is left. */
-static void *many_main(void *ud)
+/* One request of gcp_http_send_many, on a worker of the pool. */
+static void many_one(void *ud, size_t i)
 {
 	struct many *m = ud;
-	size_t i;
-	int rc;
+	int rc = send_one(m->h, &m->reqs[i], &m->resps[i], m->errs ? &m->errs[i] : NULL);
 
-	for (;;) {
-		pthread_mutex_lock(&m->lock);
-		i = m->next < m->n ? m->next++ : m->n;
-		pthread_mutex_unlock(&m->lock);
-		if (i == m->n)
-			return NULL;
-		rc = send_one(m->h, &m->reqs[i], &m->resps[i], m->errs ? &m->errs[i] : NULL);
-		count_error(m->h, &m->reqs[i], rc, &m->resps[i]);
-		if (m->rcs)
-			m->rcs[i] = rc;
-	}
+	count_error(m->h, &m->reqs[i], rc, &m->resps[i]);
+	if (m->rcs)
+		m->rcs[i] = rc;
 }
 
 int gcp_http_send_many(struct gcp_http *h, size_t n, const struct gcp_request *reqs,
 		       struct gcp_response *resps, int *rcs, struct vx_err *errs)
 {
-	struct many m = { h, reqs, resps, rcs, errs, n, 0, PTHREAD_MUTEX_INITIALIZER };
-	size_t nth = n < (size_t)h->o.max_in_flight ? n : (size_t)h->o.max_in_flight, i, started = 0;
-	pthread_t *th;
+	struct many m = { h, reqs, resps, rcs, errs };
 
-	if (n == 0)
-		return 0;
-	/* The calling thread is one of the workers. */
-	th = nth > 1 ? calloc(nth - 1, sizeof(*th)) : NULL;
-	for (i = 0; th && i + 1 < nth; i++, started++)
-		if (pthread_create(&th[i], NULL, many_main, &m) != 0)
-			break;
-	many_main(&m);
-	for (i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	free(th);
-	pthread_mutex_destroy(&m.lock);
+	vx_pool_run(n, (size_t)h->o.max_in_flight, many_one, &m);
 	return 0;
 }

@@ -1176,9 +1176,9 @@ static void gcp_free(struct provider *p)
 }
 
 /* A rate from the environment: a positive number a minute, or "unlimited". */
-static int env_rate(const char *name, int *out, struct vx_err *err)
+static int env_rate(const struct vx_ctx *ctx, const char *name, int *out, struct vx_err *err)
 {
-	const char *v = getenv(name);
+	const char *v = vx_getenv(ctx, name);
 	char *end = NULL;
 	long n;
 
@@ -1229,12 +1229,12 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	g->ctx = ctx;
 	if (opts)
 		g->opts = *opts;
-	rc = env_rate("VX_RATE_PER_MINUTE", &g->opts.rate_per_minute, err);
+	rc = env_rate(ctx, "VX_RATE_PER_MINUTE", &g->opts.rate_per_minute, err);
 	if (rc == 0)
-		rc = env_rate("VX_CREATE_RATE_PER_MINUTE", &g->opts.create_rate_per_minute, err);
+		rc = env_rate(ctx, "VX_CREATE_RATE_PER_MINUTE", &g->opts.create_rate_per_minute, err);
 	if (rc < 0)
 		goto fail;
-	rc = gcp_endpoints_load(&g->endpoints, err);
+	rc = gcp_endpoints_load(&g->endpoints, ctx, err);
 	if (rc < 0)
 		goto fail;
 	{

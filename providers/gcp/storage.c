@@ -3,7 +3,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +10,11 @@
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 
+#include "util/rand.h"
 #include "util/banned.h"
 
 /* How many times a read starts over when the object changes under it. */
@@ -257,14 +258,13 @@ static int contains(const void *hay, size_t n, const char *needle)
 static int make_boundary(char out[40], const void *data, size_t len)
 {
 	unsigned char r[16];
-	int i, tries;
+	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
-		if (RAND_bytes(r, sizeof(r)) != 1)
+		if (vx_rand_bytes(NULL, NULL, r, sizeof(r), NULL) < 0)
 			return VX_EIO;
 		memcpy(out, "vx-", 3);
-		for (i = 0; i < 16; i++)
-			snprintf(out + 3 + 2 * i, 3, "%02x", r[i]);
+		vx_rand_hex(out + 3, r, sizeof(r));
 		if (!len || !contains(data, len, out))
 			return 0;
 	}
@@ -463,15 +463,8 @@ static int list_page(const cJSON *root, const char *prefix, char ***v, size_t *n
 		if (!name || !object_ok(name) || strncmp(name, prefix, strlen(prefix)) != 0)
 			return vx_err_set(err, VX_EINVAL, "%s: an item has no name under the prefix",
 					  what);
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			char **p = realloc(*v, nc * sizeof(*p));
-
-			if (!p)
-				return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-			*v = p;
-			*cap = nc;
-		}
+		if (VX_ALLOC_GROW(*v, *n + 1, *cap) < 0)
+			return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		if (!((*v)[*n] = strdup(name)))
 			return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		(*n)++;

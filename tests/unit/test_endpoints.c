@@ -10,7 +10,17 @@
 #include <cmocka.h>
 
 #include "providers/gcp/endpoints.h"
+#include "util/ctx.h"
 #include "util/err.h"
+
+/* Loads with the process's environment, which these tests set. */
+static int load(struct gcp_endpoints *e, struct vx_err *err)
+{
+	struct vx_ctx ctx;
+
+	vx_ctx_init(&ctx);
+	return gcp_endpoints_load(e, &ctx, err);
+}
 
 static const char *const vars[] = {
 	"CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM",
@@ -48,7 +58,7 @@ static void test_defaults(void **state)
 	char *url = NULL;
 
 	(void)state;
-	assert_int_equal(gcp_endpoints_load(&e, &err), 0);
+	assert_int_equal(load(&e, &err), 0);
 	expect_url(&e, GCP_API_AIPLATFORM, "us-central1", "projects/p/locations/us-central1/customJobs",
 		   "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/customJobs");
 	expect_url(&e, GCP_API_AIPLATFORM, "global", "projects/p/locations/global/operations/1",
@@ -85,7 +95,7 @@ static void test_overrides(void **state)
 	setenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE", "http://localhost:8089/compute/v1/", 1);
 	setenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDQUOTAS", "https://quotas.example.com/v1", 1);
 	setenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE", "http://[::1]:9000/storage/v1", 1);
-	assert_int_equal(gcp_endpoints_load(&e, &err), 0);
+	assert_int_equal(load(&e, &err), 0);
 	expect_url(&e, GCP_API_AIPLATFORM, "europe-west4", "projects/p/locations/europe-west4/customJobs",
 		   "http://127.0.0.1:8089/europe-west4/v1/projects/p/locations/europe-west4/customJobs");
 	/* An override is used as is, even for "global". */
@@ -100,7 +110,7 @@ static void test_overrides(void **state)
 
 	/* A storage override without /storage/v1/ gets /upload before its path. */
 	setenv("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE", "http://127.0.0.1:9000/gcs", 1);
-	assert_int_equal(gcp_endpoints_load(&e, &err), 0);
+	assert_int_equal(load(&e, &err), 0);
 	expect_url(&e, GCP_API_STORAGE_UPLOAD, NULL, "b/x/o", "http://127.0.0.1:9000/upload/gcs/b/x/o");
 	gcp_endpoints_release(&e);
 	clear_env(NULL);
@@ -113,7 +123,7 @@ static void expect_load_error(const char *var, const char *value, const char *wa
 	struct vx_err err = VX_ERR_INIT;
 
 	setenv(var, value, 1);
-	assert_int_equal(gcp_endpoints_load(&e, &err), VX_EINVAL);
+	assert_int_equal(load(&e, &err), VX_EINVAL);
 	assert_string_equal(err.msg, want);
 	assert_null(e.base[0]);
 	unsetenv(var);

@@ -157,18 +157,46 @@ static void test_ci_warns_through_the_caller(void **unused)
 	(void)unused;
 	assert_int_equal(setenv("VX_ACTOR", "two words", 1), 0);
 	assert_int_equal(setenv("GITHUB_ACTOR", "octocat", 1), 0);
-	assert_int_equal(ci_read(&ci, on_warn, &t, &err), 0);
+	assert_int_equal(ci_read(&ci, NULL, on_warn, &t, &err), 0);
 	assert_string_equal(ci.actor, "octocat");
 	assert_string_equal(vx_buf_str(&t.lines), "ignoring VX_ACTOR: an actor is at most 100 printable "
 			    "characters without spaces\n");
 	ci_release(&ci);
 	/* No callback: the same, silently. */
-	assert_int_equal(ci_read(&ci, NULL, NULL, &err), 0);
+	assert_int_equal(ci_read(&ci, NULL, NULL, NULL, &err), 0);
 	assert_string_equal(ci.actor, "octocat");
 	ci_release(&ci);
 	unsetenv("VX_ACTOR");
 	unsetenv("GITHUB_ACTOR");
 	vx_buf_release(&t.lines);
+	vx_err_release(&err);
+}
+
+static const char *ci_env(void *ud, const char *name)
+{
+	(void)ud;
+	if (!strcmp(name, "GITHUB_ACTOR"))
+		return "from-the-context";
+	if (!strcmp(name, "GITHUB_RUN_ID"))
+		return "17";
+	return NULL;
+}
+
+/* ci_read reads the context's environment, not the process's. */
+static void test_ci_reads_the_context(void **unused)
+{
+	struct vx_ctx ctx;
+	struct ci ci;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	vx_ctx_init(&ctx);
+	ctx.getenv = ci_env;
+	assert_int_equal(setenv("GITHUB_ACTOR", "octocat", 1), 0);
+	assert_int_equal(ci_read(&ci, &ctx, NULL, NULL, &err), 0);
+	assert_string_equal(ci.actor, "from-the-context");
+	ci_release(&ci);
+	unsetenv("GITHUB_ACTOR");
 	vx_err_release(&err);
 }
 
@@ -178,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_cycles_reuse_one_struct),
 		cmocka_unit_test(test_invalid_stack_tells_the_events),
 		cmocka_unit_test(test_ci_warns_through_the_caller),
+		cmocka_unit_test(test_ci_reads_the_context),
 	};
 
 	/* The CI variables of whoever runs the tests must not leak in. */
