@@ -20,7 +20,7 @@ import unittest
 from harness import FakeTestCase, VX_BIN, job_yaml
 from sandboxenv import Sandbox
 from test_docs import README, fenced, read, section
-from test_watch import Receiver, Watcher, without_time
+from test_watch import Receiver, Watcher, ok_cycles, without_time
 
 
 def rfc3339(text):
@@ -136,18 +136,8 @@ class TooOldToAnnounce(FakeTestCase):
 
     def wait_cycles(self, metrics, n):
         """Waits until the watcher ran n cycles (its -metrics file counts them)."""
-        def ok():
-            try:
-                with open(metrics) as f:
-                    for line in f:
-                        if line.startswith('vx_watch_cycles_total{result="ok"} '):
-                            return int(line.split()[1])
-            except FileNotFoundError:
-                pass
-            return 0
-
         deadline = time.time() + 60
-        while ok() < n:
+        while ok_cycles(metrics) < n:
             self.assertLess(time.time(), deadline, "the watcher ran no cycles")
             time.sleep(0.02)  # polling a file the watcher rewrites after each cycle
 

@@ -74,6 +74,18 @@ class Watcher:
         return code
 
 
+def ok_cycles(metrics):
+    """How many cycles a watcher's -metrics file counts as ok (0 before the first)."""
+    try:
+        with open(metrics) as f:
+            for line in f:
+                if line.startswith('vx_watch_cycles_total{result="ok"} '):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
 def without_time(line):
     """A log line without its leading timestamp."""
     return line.split(" ", 1)[1]
@@ -160,14 +172,7 @@ class Watch(FakeTestCase):
     def wait_cycles(self, w, metrics, n):
         """Waits until the watcher w ran n more cycles (its -metrics file counts them)."""
         def ok():
-            try:
-                with open(metrics) as f:
-                    for line in f:
-                        if line.startswith('vx_watch_cycles_total{result="ok"} '):
-                            return int(line.split()[1])
-            except FileNotFoundError:
-                pass
-            return 0
+            return ok_cycles(metrics)
 
         want = ok() + n
         deadline = time.time() + 30
