@@ -615,11 +615,13 @@ static int64_t clock_now(void *ud)
 
 int cmd_clock_from_env(struct vx_ctx *ctx, struct cmd_clock *c, const char *cmd)
 {
+	const char *set;
 	int64_t at;
 
 	if (cmd_shown_now(&at, ctx, cmd) < 0)
 		return -1;
-	if (!getenv("VX_NOW") || !*getenv("VX_NOW"))
+	set = getenv("VX_NOW");
+	if (!set || !*set)
 		return 0;
 	c->offset_ms = at - vx_clock_real_now_ms(NULL);
 	ctx->clock.now_ms = clock_now;
