@@ -217,6 +217,10 @@ def write_state(repo, n, nregions, hashes, resources, lineage):
         h = hashes[n_]
         rec = {"version": 1, "address": "job." + n_, "kind": "CustomJob", "specHash": h,
                "spec": record_spec(n_), "run": 1, "attempts": 1, "protect": False,
+               # The policy job_yaml's job has, as an apply records it (the watcher acts on it).
+               "applied": {"resubmitOn": ["stockout", "preempted"], "maxAttempts": 3, "delayMs": 60000,
+                           "fallbackRungs": 0, "fallbackHash": None, "after": [], "maxParallel": 0,
+                           "maxFailed": 0},
                "current": {"resource": resources[i], "project": PROJECT,
                            "region": region_of(i, nregions), "action": "create", "specHash": h,
                            "run": 1, "attempt": 1, "labels": labels(n_, h, lineage),
