@@ -303,14 +303,16 @@ torture: all
 	  FUZZ_TIME=$(FUZZ_TIME_TORTURE) VX=$(abspath $(BUILD)/vx) VX_ASAN=$(abspath $(BUILD)/asan/vx) \
 	  OUT=$(abspath $(BUILD)/torture) $(PYTHON) tools/torture/torture.py
 
+# make bench VS=OTHER/vx also runs plan, validate, an idle watch cycle and report with OTHER
+# and this build in turn, and prints the medians side by side (tests/bench/bench.py).
 bench: all
-	@VX_BIN=$(abspath $(BUILD)/vx) $(PYTHON) tests/bench/bench.py
+	@VX_BIN=$(abspath $(BUILD)/vx) VX_BENCH_VS=$(VS) $(PYTHON) tests/bench/bench.py
 
 # Every case of the benchmark at a small size (tests/bench/bench.py, VX_BENCH_SMOKE): each must
 # run and succeed, so the benchmark cannot rot between the times someone runs it. No timing is
 # asserted. In make check, after the end-to-end tests.
 bench-smoke: all
-	@VX_BIN=$(abspath $(BUILD)/vx) VX_BENCH_SMOKE=1 $(PYTHON) tests/bench/bench.py >$(BUILD)/bench-smoke.log 2>&1 || \
+	@VX_BIN=$(abspath $(BUILD)/vx) VX_BENCH_VS=$(abspath $(BUILD)/vx) VX_BENCH_SMOKE=1 $(PYTHON) tests/bench/bench.py >$(BUILD)/bench-smoke.log 2>&1 || \
 	  { cat $(BUILD)/bench-smoke.log; echo "bench-smoke: failed (the log above)"; exit 1; }
 	@echo "bench-smoke: every case ran ($(BUILD)/bench-smoke.log)"
 

@@ -56,6 +56,12 @@ the fake's request counts per idle cycle are the difference too. An idle
 cycle must list the active jobs once per region and nothing else: no GET, no
 full list, no state write. VX_BENCH_WATCH_DONE=0 skips it.
 
+With VX_BENCH_VS=OTHER (make bench VS=OTHER), last: the everyday cases (a full-state plan of
+VX_BENCH_VS_JOBS jobs over 3 regions, vx validate of as many, one idle watch cycle, vx report)
+run with this build and OTHER in turn, VX_BENCH_VS_PAIRS times each (default 5), and their
+median CPU times are printed side by side with the ratio: a change is measured against the
+binary before it in one run on one machine. bench-smoke runs it with this build on both sides.
+
 Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
 CPU time (user + system) and peak RSS from /usr/bin/time -v.
 
@@ -82,6 +88,7 @@ import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import harness  # noqa: E402
 from harness import Fake, Repo, job_yaml, PROJECT, VX_BIN  # noqa: E402
 import report_state  # noqa: E402
 
@@ -96,6 +103,7 @@ DEFAULTS = {
     "SIZES": ("1000,10000,40000", "20"), "REGIONS": ("1,3", "1,3"), "WATCH_DONE": ("10000", "12"),
     "WATCH_ACTIVE": ("100", "6"), "WATCH_REGIONS": ("3", "2"), "VALIDATE_SIZES": ("1000,10000,40000", "20"),
     "GET_MAX": ("10000", "10000"), "SWEEP_RUNS": ("10000", "200"), "REPORT_RUNS": ("10000", "50"),
+    "VS": ("", ""), "VS_PAIRS": ("5", "1"), "VS_JOBS": ("10000", "20"),
 }
 
 
@@ -118,6 +126,12 @@ VALIDATE_SIZES = [int(x) for x in setting("VALIDATE_SIZES").split(",") if x.stri
 GET_MAX = int(setting("GET_MAX"))
 SWEEP_RUNS = int(setting("SWEEP_RUNS"))
 REPORT_RUNS = int(setting("REPORT_RUNS"))
+# VX_BENCH_VS=BIN: the everyday cases (plan, validate, an idle watch cycle, report) run again
+# with this binary and this build in turn (A B A B ...), in one run on one machine, and the
+# medians are printed side by side: how a change moved them, with the machine's drift shared.
+VS = setting("VS")
+VS_PAIRS = int(setting("VS_PAIRS"))
+VS_JOBS = int(setting("VS_JOBS"))
 REGIONS = ["us-central1", "us-east4", "europe-west4", "us-west1", "asia-southeast1",
            "europe-west1", "us-east1", "us-east5", "us-west4", "asia-northeast1"]
 PAGE = 1000
@@ -488,8 +502,9 @@ def watch_run(repo, cycles):
     return ru.ru_utime + ru.ru_stime
 
 
-def bench_watch_idle(done, active, nregions):
-    """CPU and requests of an idle vx watch cycle over done finished and active running jobs."""
+def bench_watch_idle(done, active, nregions, bins=None, pairs=1):
+    """CPU and requests of an idle vx watch cycle over done finished and active running jobs.
+    With bins: {binary: [CPU of an idle cycle, pairs times, the binaries in turn]} instead."""
     tmp = tempfile.mkdtemp(prefix="vx-bench-watch-")
     fake = Fake(tmp)
     try:
@@ -526,6 +541,13 @@ def bench_watch_idle(done, active, nregions):
             moved = tip != repo.git("rev-parse", "refs/heads/vx/state/e2e", "refs/vx/lease/e2e").split()
             return cpu, calls, moved
 
+        if bins:
+            got = {b: [] for b in bins}
+            for _ in range(pairs):
+                for b in bins:
+                    use(b)
+                    got[b].append((measure(21)[0] - measure(1)[0]) / 20.0)
+            return got
         # Each run twice, the least CPU of each (the machine is shared).
         one = min((measure(1) for _ in range(2)), key=lambda m: m[0])
         many = min((measure(21) for _ in range(2)), key=lambda m: m[0])
@@ -534,6 +556,82 @@ def bench_watch_idle(done, active, nregions):
         return one[0], many[0], (many[0] - one[0]) / 20.0, per_cycle, one[2] or many[2]
     finally:
         fake.close()
+
+
+def use(binary):
+    """Runs what follows with binary (this module's and the harness's Repo)."""
+    global VX_BIN
+    VX_BIN = binary
+    harness.VX_BIN = binary
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2.0
+
+
+def vs_plan(n, nregions, bins, pairs):
+    """CPU of a full-state plan of n jobs over nregions, per binary, pairs times each in turn."""
+    tmp = tempfile.mkdtemp(prefix="vx-bench-vs-")
+    fake = Fake(tmp)
+    try:
+        repo = Repo(tmp, fake)
+        repo.write({})
+        write_jobs(repo.dir, declarations(n, nregions))
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", "jobs")
+        hashes = spec_hashes(repo)
+        lineage = str(uuid.UUID(int=0x5eed2000000000000000000000000000 + n, version=4))
+        resources = seed(fake, n, nregions, hashes, lineage)
+        write_state(repo, n, nregions, hashes, resources, lineage)
+        got = {b: [] for b in bins}
+        for _ in range(pairs):
+            for b in bins:
+                use(b)
+                got[b].append(timed_plan(repo, 0)[1])
+        return got
+    finally:
+        fake.close()
+
+
+def vs_watch(bins, pairs):
+    """CPU of one idle watch cycle per binary, pairs times each in turn."""
+    got = {b: [] for b in bins}
+    res = bench_watch_idle(WATCH_DONE, WATCH_ACTIVE, WATCH_REGIONS, bins=bins, pairs=pairs)
+    for b in bins:
+        got[b] = res[b]
+    return got
+
+
+def side_by_side(this, other):
+    """The everyday cases with both binaries in turn; prints medians and their ratio."""
+    bins = [this, other]
+    print()
+    print("side by side: this build (A) and %s (B), %d run(s) each in turn, medians of CPU (s)"
+          % (other, VS_PAIRS))
+    print("%-40s %9s %9s %7s" % ("case", "A", "B", "A/B"))
+    rows = []
+    rows.append(("plan, state full, %d jobs, 3 regions" % VS_JOBS, vs_plan(VS_JOBS, 3, bins, VS_PAIRS)))
+    val = {b: [] for b in bins}
+    for _ in range(VS_PAIRS):
+        for b in bins:
+            use(b)
+            val[b].append(bench_validate(VS_JOBS)[0])
+    rows.append(("validate, %d jobs" % VS_JOBS, val))
+    if WATCH_DONE > 0:
+        rows.append(("watch, one idle cycle, %d+%d jobs" % (WATCH_DONE, WATCH_ACTIVE), vs_watch(bins, VS_PAIRS)))
+    if REPORT_RUNS > 0:
+        rep = {b: [] for b in bins}
+        for _ in range(VS_PAIRS):
+            for b in bins:
+                use(b)
+                rep[b].append(bench_report(REPORT_RUNS, "json")[1])
+        rows.append(("report -format json, %d runs" % REPORT_RUNS, rep))
+    use(this)
+    for what, got in rows:
+        a, b = median(got[this]), median(got[other])
+        print("%-40s %9.3f %9.3f %7s" % (what, a, b, "%.2f" % (a / b) if b > 0 else "-"))
+        sys.stdout.flush()
 
 
 def fail(msg):
@@ -637,6 +735,8 @@ def main():
         vcpu, rss, wall, cpu = bench_sweep(SWEEP_RUNS)
         print("%7d %16.2f %12.1f %13.2f %12.2f" % (SWEEP_RUNS, vcpu, rss, wall, cpu))
         sys.stdout.flush()
+    if VS:
+        side_by_side(VX_BIN, os.path.abspath(VS))
     return 0
 
 
