@@ -10,7 +10,9 @@ with every branch in flight, so the check holds new code to the format and leave
 lines alone, as 'git clang-format' does:
 
   * the lines that differ between REV and the working tree (uncommitted changes too), and
-    whole new untracked files, must be what clang-format would write (--dry-run --Werror);
+    whole new untracked files, must be what clang-format would write (--dry-run --Werror),
+    but for lines moved (the same text, but for indentation, removed elsewhere in the diff: a file split in two
+    keeps the format its lines had);
   * REV is --base, else $VX_FORMAT_BASE, else the merge base of HEAD and the first of
     origin/main, main that exists, else HEAD (then only uncommitted changes are checked);
   * --all checks every line of the files and prints how many lines disagree, per file.
@@ -55,24 +57,51 @@ def default_base():
     return "HEAD"
 
 
+def spans(numbers):
+    """[(first, last), ...] of the runs of consecutive line numbers."""
+    out = []
+    for n in sorted(numbers):
+        if out and out[-1][1] == n - 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out
+
+
 def changed_lines(base, only):
-    """{path: [(first, last), ...]} of the working tree's lines that differ from base."""
-    out = git("diff", "-U0", "--no-color", "--no-ext-diff", "--diff-filter=AMR", base, "--", *DIRS).stdout
-    ranges, path = {}, None
+    """{path: [(first, last), ...]} of the working tree's lines that differ from base, but for
+    lines moved: a line added that the same diff removes elsewhere, word for word (a function
+    moved to another file, as a file split by concern does, or indented anew where a step became
+    a function of its own), keeps the format it had, as a moved line is not new code."""
+    out = git("diff", "-U0", "--no-color", "--no-ext-diff", base, "--", *DIRS).stdout
+    added, removed, path, at = {}, set(), None, 0
     for line in out.splitlines():
         if line.startswith("+++ "):
             path = line[6:] if line.startswith("+++ b/") else None
             if path is not None and not wanted(path, only):
                 path = None
+            continue
+        if line.startswith("--- "):
+            continue
         m = re.match(r"@@ -\S+ \+(\d+)(?:,(\d+))? @@", line)
-        if m and path:
-            first, n = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
-            if n:
-                ranges.setdefault(path, []).append((first, first + n - 1))
+        if m:
+            at = int(m.group(1))
+            continue
+        if line.startswith("-"):
+            removed.add(line[1:].strip())
+        elif line.startswith("+") and path:
+            added.setdefault(path, []).append((at, line[1:]))
+            at += 1
     untracked = git("ls-files", "--others", "--exclude-standard", "--", *DIRS).stdout.split()
-    for path in untracked:
-        if wanted(path, only):
-            ranges[path] = None
+    for upath in untracked:
+        if wanted(upath, only):
+            with open(os.path.join(ROOT, upath), encoding="utf-8", errors="replace") as f:
+                added[upath] = list(enumerate(f.read().splitlines(), 1))
+    ranges = {}
+    for fpath, lines in added.items():
+        new = [n for n, text in lines if not (text.strip() and text.strip() in removed)]
+        if new:
+            ranges[fpath] = spans(new)
     return ranges
 
 
