@@ -180,75 +180,232 @@ static int targeted(const struct plan_input *in, const char *address)
 	return in->ntargets == 0;
 }
 
+/* A declared job with no current run: a new job, or one whose last create never made a run. */
+static void plan_first_run(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
+{
+	const struct live_job *seen = NULL;
+	int64_t attempt = 1;
+	struct plan_action *a;
+	char *why;
+
+	if (job_refusal_gate(b, d, rec, &attempt, &why))
+		return;
+	if (job_maybe_adopt(b, d, rec, attempt, 0, "new job", NULL)) {
+		free(why);
+		return;
+	}
+	attempt = job_next_attempt(b, d, attempt, &seen);
+	a = job_add_action(b, PLAN_CREATE, d->address);
+	if (!a) {
+		free(why);
+		return;
+	}
+	job_fill_decl(b, a, d);
+	a->record = rec;
+	a->run = d->run;
+	a->attempt = attempt;
+	if (why)
+		job_set_fmt(b, &a->reason, why);
+	else
+		job_set_str(b, &a->reason, rec ? "no current run in state" : "new job");
+	job_note_seen(b, a, seen);
+}
+
+/* Where the current run stands: live when refreshing, else as last seen. */
+static void run_now(struct builder *b, const struct plan_run *cur, struct failed *f)
+{
+	if (b->in->live) {
+		f->lj = live_by_name(b, cur->name);
+		if (f->lj) {
+			f->state = f->lj->state;
+			f->code = f->lj->error_code;
+			f->msg = f->lj->error_message;
+		} else {
+			f->vanished = 1;
+		}
+	} else {
+		f->state = cur->state;
+		f->code = cur->error_code;
+		f->msg = cur->error_message;
+	}
+}
+
+/* How the declaration differs from what the current run was made of. */
+struct change {
+	int forced;       /* -replace names it */
+	int moved;        /* its project or region changed (job_run_moved) */
+	int respec;       /* its spec or run changed */
+	int unrunged;     /* active, and its rung is no longer on the ladder */
+	int changed;      /* any of the three above */
+	int64_t attempt;  /* the attempt a new run is */
+};
+
+/* Why a new run is planned, for the plan's reason; NULL when out of memory. */
+static char *change_why(const struct plan_decl *d, const struct plan_record *rec, const struct plan_run *cur,
+			const struct change *c)
+{
+	char *why;
+
+	if (c->forced && !c->changed)
+		why = vx_asprintf("replacement requested (-replace %s)", d->address);
+	else if (c->moved)
+		why = vx_asprintf("moved from %s/%s to %s/%s", cur->project ? cur->project : d->project,
+				  cur->region ? cur->region : "?", d->project, d->region);
+	else if (c->unrunged && !c->respec) {
+		char *what = job_rung_words(cur);
+
+		why = what ? vx_asprintf("its rung (%s) is no longer on the ladder", what) : NULL;
+		free(what);
+	}
+	else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
+		why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
+	else if (d->spec_json && rec->spec_json) {
+		char *paths = spec_diff_paths(rec->spec_json, d->spec_json);
+
+		why = paths && *paths ? vx_asprintf("spec changed: %s", paths)
+				      : vx_asprintf("spec changed");
+		free(paths);
+	} else
+		why = vx_asprintf("spec changed");
+	return why;
+}
+
+/*
+ * The declaration changed (or -replace) while its current run is active:
+ * the change waits (onChange), or the run is replaced (cancelled, and a
+ * new one created or adopted); a protected job's replace is a plan error.
+ */
+static void plan_change_active(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			       const struct failed *f, const struct change *c, const char *why)
+{
+	const struct plan_run *cur = rec->current;
+	const char *state = f->state;
+	struct plan_action *a;
+
+	if (d->on_change != PLAN_ON_CHANGE_REPLACE && !c->forced) {
+		a = job_add_action(b, PLAN_NOOP, d->address);
+		if (a) {
+			job_fill_decl(b, a, d);
+			a->record = rec;
+			job_set_str(b, &a->old_hash, rec->spec_hash);
+			job_set_str(b, &a->live_state, state);
+			job_set_fmt(b, &a->reason, vx_asprintf(
+				"%s; the current run %s is %s and onChange is %s",
+				why, cur->name, job_state_short(state),
+				d->on_change == PLAN_ON_CHANGE_IGNORE ? "ignore: the change waits"
+				: "after-finish: a new run starts when it ends"));
+		}
+		return;
+	}
+	if (d->protect) {
+		vx_diags_add(&b->p->errors, NULL, 0, 0,
+			     "%s is protected (protect: true): %s would cancel its active run %s; "
+			     "set protect: false, or onChange: after-finish",
+			     d->address, why, cur->name);
+	}
+	if (!job_maybe_adopt(b, d, rec, c->attempt, 0, why, cur->name)) {
+		a = job_add_action(b, PLAN_REPLACE, d->address);
+		if (a) {
+			job_fill_decl(b, a, d);
+			a->record = rec;
+			a->run = d->run;
+			a->attempt = c->attempt;
+			job_set_str(b, &a->old_hash, rec->spec_hash);
+			job_set_str(b, &a->cancel_name, cur->name);
+			job_set_str(b, &a->live_state, state);
+			job_set_fmt(b, &a->reason, vx_asprintf("%s while %s", why, job_state_short(state)));
+		}
+	}
+}
+
+/* The declaration changed (or -replace) and the current run has ended (or is cancelling): a new run. */
+static void plan_change_ended(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			      const struct failed *f, const char *why)
+{
+	const struct live_job *seen = NULL;
+	struct plan_action *a;
+	char *refused = NULL;
+	int64_t first = 1;
+
+	if (!job_refusal_gate(b, d, rec, &first, &refused) &&
+	    !job_maybe_adopt(b, d, rec, first, 0, why, NULL)) {
+		first = job_next_attempt(b, d, first, &seen);
+		a = job_add_action(b, PLAN_RERUN, d->address);
+		if (a) {
+			job_fill_decl(b, a, d);
+			a->record = rec;
+			a->run = d->run;
+			a->attempt = first;
+			job_set_str(b, &a->old_hash, rec->spec_hash);
+			job_set_str(b, &a->live_state, f->state);
+			job_set_fmt(b, &a->reason, vx_asprintf("%s after the last run %s%s%s", why,
+							       f->vanished ? "vanished" : job_state_short(f->state),
+							       refused ? "; " : "", refused ? refused : ""));
+			job_note_seen(b, a, seen);
+		}
+	}
+	free(refused);
+}
+
+/* Same spec and run: active or succeeded is a noop; a failure may resubmit. */
+static void plan_same(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		      struct failed *f)
+{
+	const struct plan_run *cur = rec->current;
+	struct plan_action *a;
+
+	f->cls = job_run_failure(d, cur, f->at, f->lj, f->state, f->code, f->msg);
+	if (!f->cls) {
+		a = job_add_action(b, PLAN_NOOP, d->address);
+		if (!a)
+			return;
+		job_fill_decl(b, a, d);
+		/* It runs (or ran) where its rung put it: cost and quota count it there. */
+		job_set_rung(b, a, d, f->at);
+		a->record = rec;
+		job_set_str(b, &a->old_hash, rec->spec_hash);
+		job_set_str(b, &a->live_state, f->state);
+		return;
+	}
+	a = job_plan_failed(b, d, rec, f);
+	if (!a)
+		return;
+	if (!strcmp(f->cls, "cancelled-outside")) {
+		job_set_fmt(b, &a->drift, vx_asprintf(f->vanished ? "run %s was deleted outside vx"
+						      : "run %s was cancelled outside vx", cur->name));
+		b->p->drifts++;
+	}
+}
+
 static void plan_declared(struct builder *b, const struct plan_decl *d, const struct plan_record *rec)
 {
 	const struct plan_run *cur = rec ? rec->current : NULL;
-	const struct live_job *lj = NULL, *seen = NULL;
-	const char *state = NULL, *msg = NULL, *cls;
-	int code = 0, vanished = 0, changed, forced, moved, respec, unrunged;
-	int64_t at, attempt;
+	struct failed f = { 0 };
+	struct change c = { 0 };
 	struct plan_action *a;
+	char *why;
 
 	if (!cur) {
-		char *why;
-
-		attempt = 1;
-		if (job_refusal_gate(b, d, rec, &attempt, &why))
-			return;
-		if (job_maybe_adopt(b, d, rec, attempt, 0, "new job", NULL)) {
-			free(why);
-			return;
-		}
-		attempt = job_next_attempt(b, d, attempt, &seen);
-		a = job_add_action(b, PLAN_CREATE, d->address);
-		if (!a) {
-			free(why);
-			return;
-		}
-		job_fill_decl(b, a, d);
-		a->record = rec;
-		a->run = d->run;
-		a->attempt = attempt;
-		if (why)
-			job_set_fmt(b, &a->reason, why);
-		else
-			job_set_str(b, &a->reason, rec ? "no current run in state" : "new job");
-		job_note_seen(b, a, seen);
+		plan_first_run(b, d, rec);
 		return;
 	}
-
-	/* Where the current run stands: live when refreshing, else as last seen. */
-	if (b->in->live) {
-		lj = live_by_name(b, cur->name);
-		if (lj) {
-			state = lj->state;
-			code = lj->error_code;
-			msg = lj->error_message;
-		} else {
-			vanished = 1;
-		}
-	} else {
-		state = cur->state;
-		code = cur->error_code;
-		msg = cur->error_message;
-	}
-
-	forced = job_replaced(b, d->address);
-	moved = job_run_moved(cur, d);
-	respec = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run;
+	run_now(b, cur, &f);
+	c.forced = job_replaced(b, d->address);
+	c.moved = job_run_moved(cur, d);
+	c.respec = strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) != 0 || rec->run != d->run;
 	/* An active run whose rung is no longer on the ladder is changed like
 	 * its spec; one that ended stays where it ran (a failed one's next
 	 * attempt goes where the ladder now says). */
-	unrunged = !job_run_rung(cur, d, &at) && state && job_state_is_active(state) &&
-		   strcmp(state, "JOB_STATE_CANCELLING") != 0;
-	changed = respec || moved || unrunged;
+	c.unrunged = !job_run_rung(cur, d, &f.at) && f.state && job_state_is_active(f.state) &&
+		     strcmp(f.state, "JOB_STATE_CANCELLING") != 0;
+	c.changed = c.respec || c.moved || c.unrunged;
 	/* The new run of a job whose rung left the ladder is the next attempt
 	 * of the same run: maxAttempts keeps counting. */
-	attempt = respec || moved || !unrunged ? 1 : cur->attempt + 1;
+	c.attempt = c.respec || c.moved || !c.unrunged ? 1 : cur->attempt + 1;
 
-	if (vanished) {
+	if (f.vanished) {
 		/* A run we launched is gone from the API: deleted outside vx. */
-		if (cur->state && !strcmp(cur->state, "JOB_STATE_SUCCEEDED") && !changed && !forced) {
+		if (cur->state && !strcmp(cur->state, "JOB_STATE_SUCCEEDED") && !c.changed && !c.forced) {
 			a = job_add_action(b, PLAN_NOOP, d->address);
 			if (!a)
 				return;
@@ -259,132 +416,24 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 			b->p->drifts++;
 			return;
 		}
-		state = "JOB_STATE_CANCELLED";
-		code = 1;
-		msg = "deleted outside vx";
+		f.state = "JOB_STATE_CANCELLED";
+		f.code = 1;
+		f.msg = "deleted outside vx";
 	}
-
-	if (changed || forced) {
-		char *why = NULL;
-
-		if (forced && !changed)
-			why = vx_asprintf("replacement requested (-replace %s)", d->address);
-		else if (moved)
-			why = vx_asprintf("moved from %s/%s to %s/%s", cur->project ? cur->project : d->project,
-					  cur->region ? cur->region : "?", d->project, d->region);
-		else if (unrunged && !respec) {
-			char *what = job_rung_words(cur);
-
-			why = what ? vx_asprintf("its rung (%s) is no longer on the ladder", what) : NULL;
-			free(what);
-		}
-		else if (rec->run != d->run && strcmp(rec->spec_hash ? rec->spec_hash : "", d->spec_hash) == 0)
-			why = vx_asprintf("run bumped %" PRId64 " -> %" PRId64, rec->run, d->run);
-		else if (d->spec_json && rec->spec_json) {
-			char *paths = spec_diff_paths(rec->spec_json, d->spec_json);
-
-			why = paths && *paths ? vx_asprintf("spec changed: %s", paths)
-					      : vx_asprintf("spec changed");
-			free(paths);
-		} else
-			why = vx_asprintf("spec changed");
-		if (!why) {
-			b->oom = 1;
-			return;
-		}
-		if (state && job_state_is_active(state) && strcmp(state, "JOB_STATE_CANCELLING") != 0) {
-			if (d->on_change != PLAN_ON_CHANGE_REPLACE && !forced) {
-				a = job_add_action(b, PLAN_NOOP, d->address);
-				if (a) {
-					job_fill_decl(b, a, d);
-					a->record = rec;
-					job_set_str(b, &a->old_hash, rec->spec_hash);
-					job_set_str(b, &a->live_state, state);
-					job_set_fmt(b, &a->reason, vx_asprintf(
-						"%s; the current run %s is %s and onChange is %s",
-						why, cur->name, job_state_short(state),
-						d->on_change == PLAN_ON_CHANGE_IGNORE ? "ignore: the change waits"
-						: "after-finish: a new run starts when it ends"));
-				}
-				free(why);
-				return;
-			}
-			if (d->protect) {
-				vx_diags_add(&b->p->errors, NULL, 0, 0,
-					     "%s is protected (protect: true): %s would cancel its active run %s; "
-					     "set protect: false, or onChange: after-finish",
-					     d->address, why, cur->name);
-			}
-			if (!job_maybe_adopt(b, d, rec, attempt, 0, why, cur->name)) {
-				a = job_add_action(b, PLAN_REPLACE, d->address);
-				if (a) {
-					job_fill_decl(b, a, d);
-					a->record = rec;
-					a->run = d->run;
-					a->attempt = attempt;
-					job_set_str(b, &a->old_hash, rec->spec_hash);
-					job_set_str(b, &a->cancel_name, cur->name);
-					job_set_str(b, &a->live_state, state);
-					job_set_fmt(b, &a->reason, vx_asprintf("%s while %s", why, job_state_short(state)));
-				}
-			}
-			free(why);
-			return;
-		}
+	if (!c.changed && !c.forced) {
+		plan_same(b, d, rec, &f);
+		return;
+	}
+	if (!(why = change_why(d, rec, cur, &c))) {
+		b->oom = 1;
+		return;
+	}
+	if (f.state && job_state_is_active(f.state) && strcmp(f.state, "JOB_STATE_CANCELLING") != 0)
+		plan_change_active(b, d, rec, &f, &c, why);
+	else
 		/* Finished (or cancelling): a new run. */
-		{
-			char *refused = NULL;
-			int64_t first = 1;
-
-			if (!job_refusal_gate(b, d, rec, &first, &refused) &&
-			    !job_maybe_adopt(b, d, rec, first, 0, why, NULL)) {
-				first = job_next_attempt(b, d, first, &seen);
-				a = job_add_action(b, PLAN_RERUN, d->address);
-				if (a) {
-					job_fill_decl(b, a, d);
-					a->record = rec;
-					a->run = d->run;
-					a->attempt = first;
-					job_set_str(b, &a->old_hash, rec->spec_hash);
-					job_set_str(b, &a->live_state, state);
-					job_set_fmt(b, &a->reason, vx_asprintf("%s after the last run %s%s%s", why,
-									   vanished ? "vanished" : job_state_short(state),
-									   refused ? "; " : "", refused ? refused : ""));
-					job_note_seen(b, a, seen);
-				}
-			}
-			free(refused);
-		}
-		free(why);
-		return;
-	}
-
-	/* Same spec and run: active or succeeded is a noop; a failure may resubmit. */
-	cls = job_run_failure(d, cur, at, lj, state, code, msg);
-	if (!cls) {
-		a = job_add_action(b, PLAN_NOOP, d->address);
-		if (!a)
-			return;
-		job_fill_decl(b, a, d);
-		/* It runs (or ran) where its rung put it: cost and quota count it there. */
-		job_set_rung(b, a, d, at);
-		a->record = rec;
-		job_set_str(b, &a->old_hash, rec->spec_hash);
-		job_set_str(b, &a->live_state, state);
-		return;
-	}
-	{
-		struct failed f = { lj, state, msg, cls, code, vanished, at };
-
-		a = job_plan_failed(b, d, rec, &f);
-	}
-	if (!a)
-		return;
-	if (!strcmp(cls, "cancelled-outside")) {
-		job_set_fmt(b, &a->drift, vx_asprintf(vanished ? "run %s was deleted outside vx"
-						  : "run %s was cancelled outside vx", cur->name));
-		b->p->drifts++;
-	}
+		plan_change_ended(b, d, rec, &f, why);
+	free(why);
 }
 
 static const char *on_remove_word(enum plan_on_remove v)

@@ -121,6 +121,20 @@ static const struct created *collides(const struct builder *b, const struct live
 	return bsearch(&key, b->created, b->ncreated, sizeof(*b->created), cmp_created);
 }
 
+/* Fills b->created (room for every action): the jobs this plan creates, sorted by label. */
+static void index_created(struct builder *b)
+{
+	for (size_t i = 0; i < b->p->n; i++) {
+		const struct plan_action *a = &b->p->actions[i];
+
+		if (a->kind != PLAN_CREATE || a->kind_of != &kind_job || strncmp(a->address, "job.", 4))
+			continue;
+		sweep_job_label(b->created[b->ncreated].label, a->address + 4);
+		b->created[b->ncreated++].address = a->address;
+	}
+	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_created);
+}
+
 /* The first few of n items, then "and N more". */
 #define SHOW_FIRST 3
 
@@ -152,15 +166,7 @@ void job_check_other_lineage(struct builder *b)
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	for (size_t i = 0; i < b->p->n; i++) {
-		const struct plan_action *a = &b->p->actions[i];
-
-		if (a->kind != PLAN_CREATE || a->kind_of != &kind_job || strncmp(a->address, "job.", 4))
-			continue;
-		sweep_job_label(b->created[b->ncreated].label, a->address + 4);
-		b->created[b->ncreated++].address = a->address;
-	}
-	qsort(b->created, b->ncreated, sizeof(*b->created), cmp_created);
+	index_created(b);
 	for (size_t i = 0; i < in->live->n; i++) {
 		const struct created *c = collides(b, &in->live->items[i]);
 
