@@ -2,7 +2,7 @@
  * The job kind: Vertex AI CustomJobs (job.NAME). This file holds its row of
  * the kind table (reconcile/kind.h), how jobs are read (one filtered list
  * per place a declared job or a current run lives in) and the plan entry
- * (planner_plan_jobs): the stack's jobs and the state's job records turned
+ * (job_plan): the stack's jobs and the state's job records turned
  * into the plain input of the three-way diff (kind_job_diff.c). What the
  * other kind_job_*.c files hold: reconcile/kind_job_internal.h.
  */
@@ -144,172 +144,276 @@ static int64_t live_end(const struct live_job **idx, size_t n, const struct stat
 	return lj && lj->end_ms ? lj->end_ms : cur->ended_ms;
 }
 
-int planner_plan_jobs(struct planner *out, const struct kind_plan_input *kin, struct vx_err *err)
+/*
+ * What the job kind's plan allocates, kept in the planner's scratch slot
+ * for this kind (kind_plan_input.scratch): the input of plan_build, which
+ * the plan's actions borrow (a->decl, a->record) for as long as the plan
+ * lives. Freed by job_plan_release.
+ */
+struct job_scratch {
+	struct plan_input in;
+	struct plan_decl *decls;
+	char **shapes;          /* every decl's shape, owned; nshapes entries */
+	size_t nshapes;
+	const char **resubmit;  /* storage for every decl's resubmit_on */
+	struct plan_record *records;
+	struct plan_run *runs;
+	const char **known;     /* storage for every record's known[] */
+	const char **rung_regions; /* storage for every decl's rung_regions[] */
+	struct plan_rung_id *rung_ids; /* storage for every decl's rung_ids[] */
+	char *state_lost_hint;  /* owned: in.state_lost_hint */
+	struct state_policy *policies; /* every decl's policy, owned; npolicies entries */
+	size_t npolicies;
+	char **rung_shapes;     /* every decl's rung_shapes[], owned; nrung_shapes entries */
+	size_t nrung_shapes;
+};
+
+static void job_plan_release(void *scratch)
+{
+	struct job_scratch *s = scratch;
+
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nshapes; i++)
+		free(s->shapes[i]);
+	free(s->shapes);
+	free(s->decls);
+	free(s->resubmit);
+	free(s->records);
+	free(s->runs);
+	free(s->known);
+	for (size_t i = 0; i < s->nrung_shapes; i++)
+		free(s->rung_shapes[i]);
+	free(s->rung_shapes);
+	free(s->rung_regions);
+	free(s->rung_ids);
+	free(s->state_lost_hint);
+	for (size_t i = 0; i < s->npolicies; i++)
+		state_policy_release(&s->policies[i]);
+	free(s->policies);
+	free(s);
+}
+
+/* The arrays of s, for st's jobs and the state's nrec job records (nknown earlier runs). VX_ENOMEM. */
+static int scratch_alloc(struct job_scratch *s, const struct stack *st, const struct state *state,
+			 size_t nrec, size_t nknown)
+{
+	size_t nrungs = 0;
+
+	s->decls = calloc(st->njobs + 1, sizeof(*s->decls));
+	s->shapes = calloc(st->njobs + 1, sizeof(*s->shapes));
+	s->resubmit = calloc(st->njobs * STACK_FAIL_NCLASSES + 1, sizeof(*s->resubmit));
+	s->records = calloc(nrec + 1, sizeof(*s->records));
+	s->runs = calloc(nrec + 1, sizeof(*s->runs));
+	s->known = calloc(nknown + 1, sizeof(*s->known));
+	for (size_t i = 0; i < st->njobs; i++)
+		nrungs += st->jobs[i].nrungs ? st->jobs[i].nrungs + 1 : 0;
+	s->rung_regions = calloc(nrungs + 1, sizeof(*s->rung_regions));
+	s->rung_shapes = calloc(nrungs + 1, sizeof(*s->rung_shapes));
+	/* Every job's rung 0 has an identity, with a ladder or not. */
+	s->rung_ids = calloc(nrungs + st->njobs + 1, sizeof(*s->rung_ids));
+	s->policies = calloc(st->njobs + 1, sizeof(*s->policies));
+	if (state->serial == 0)
+		s->state_lost_hint = state_lost_hint(st);
+	if (!s->decls || !s->shapes || !s->resubmit || !s->records || !s->runs || !s->known ||
+	    !s->rung_regions || !s->rung_shapes || !s->rung_ids || !s->policies ||
+	    (state->serial == 0 && !s->state_lost_hint))
+		return VX_ENOMEM;
+	return 0;
+}
+
+/* j's ladder into d: each rung's region and shape (nothing for a job without one). VX_ENOMEM. */
+static int decl_rungs(struct job_scratch *s, struct plan_decl *d, const struct stack_job *j)
+{
+	size_t base = s->nrung_shapes;
+
+	if (!j->nrungs)
+		return 0;
+	d->rung_regions = &s->rung_regions[base];
+	d->rung_shapes = (const char *const *)&s->rung_shapes[base];
+	d->nrungs = j->nrungs + 1;
+	for (size_t k = 0; k <= j->nrungs; k++) {
+		s->rung_regions[base + k] = stack_job_rung_region(j, (int64_t)k);
+		s->rung_shapes[base + k] = job_spec_shape(stack_job_rung_spec(j, (int64_t)k));
+		s->nrung_shapes++;
+		if (!s->rung_shapes[base + k])
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Job i of st as plan_build's declaration i. *ri and *nids count what of
+ * s->resubmit and s->rung_ids the declarations so far took. VX_ENOMEM.
+ */
+static int decl_of(struct job_scratch *s, const struct stack *st, size_t i, size_t *ri, size_t *nids)
+{
+	const struct stack_job *j = &st->jobs[i];
+	struct plan_decl *d = &s->decls[i];
+
+	d->address = j->d.address;
+	d->name = j->d.name;
+	d->project = st->project;
+	d->region = j->region;
+	d->spec_hash = j->spec.hash;
+	d->spec_json = j->spec.redacted_json;
+	s->shapes[i] = job_spec_shape(&j->spec);
+	s->nshapes = i + 1;
+	d->shape = s->shapes[i];
+	d->run = j->run;
+	d->resubmit_on = &s->resubmit[*ri];
+	for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
+		if (j->resubmit_on & (1u << c))
+			s->resubmit[(*ri)++] = stack_fail_names[c];
+	d->nresubmit_on = (size_t)(&s->resubmit[*ri] - d->resubmit_on);
+	d->max_attempts = j->max_attempts;
+	if (decl_rungs(s, d, j) < 0)
+		return VX_ENOMEM;
+	d->rung_ids = &s->rung_ids[*nids];
+	for (size_t k = 0; k <= j->nrungs; k++)
+		job_rung_id(&s->rung_ids[(*nids)++], j, (int64_t)k);
+	d->on_change = on_change(j->on_change);
+	d->protect = j->protect;
+	d->on_remove = (enum plan_on_remove)j->on_remove;
+	d->retry_delay_ms = j->resubmit_delay_ms;
+	if (policy_of_job(&s->policies[i], st, j) < 0)
+		return VX_ENOMEM;
+	s->npolicies = i + 1;
+	d->policy = &s->policies[i];
+	d->user = j;
+	return 0;
+}
+
+/* A record's current run c as plan_build's run, its end from the live listing (byname) when listed. */
+static void run_of(struct plan_run *run, const struct state_run *c, const struct live_job **byname,
+		   size_t nlive)
+{
+	run->name = c->resource;
+	run->project = c->project;
+	run->region = c->region;
+	run->state = c->state;
+	run->error_code = (int)c->error_code;
+	run->error_message = c->error_message;
+	run->attempt = c->attempt;
+	run->rung = c->rung;
+	run->rung_id.region = c->region;
+	run->rung_id.scheduling = c->rung_scheduling;
+	run->rung_id.machine = c->rung_machine;
+	run->rung_id.reservation = c->rung_reservation;
+	run->end_ms = live_end(byname, nlive, c);
+	run->created_ms = c->created_ms;
+	run->started_ms = c->started_ms;
+	run->cancelled_by_vx = c->cancelled_by_vx;
+}
+
+/* The state's job record r as plan_build's record n; *ki counts what of s->known the records took. */
+static void record_of(struct job_scratch *s, size_t n, const struct state_record *r, size_t *ki,
+		      const struct live_job **byname, size_t nlive)
+{
+	struct plan_record *pr = &s->records[n];
+
+	pr->address = r->address;
+	pr->spec_hash = r->spec_hash;
+	pr->spec_json = r->spec_json;
+	pr->run = r->run;
+	pr->protect = r->protect;
+	pr->on_remove = (enum plan_on_remove)r->on_remove;
+	pr->applied = r->applied;
+	pr->unlabelled_import = r->current && r->current->action &&
+				!strcmp(r->current->action, "import") &&
+				!vx_labels_get(r->current->labels, r->current->nlabels, "vx-stack");
+	pr->user = r;
+	if (r->current) {
+		struct plan_run *run = &s->runs[n];
+
+		run_of(run, r->current, byname, nlive);
+		/* A create that never answered has no resource: the plan treats it as
+		 * no current run, and adoption by labels finds the job if it exists. */
+		if (run->name)
+			pr->current = run;
+	}
+	pr->known = &s->known[*ki];
+	for (size_t h = 0; h < r->nhistory; h++)
+		if (r->history[h].resource)
+			s->known[(*ki)++] = r->history[h].resource;
+	pr->nknown = (size_t)(&s->known[*ki] - pr->known);
+	note_refusals(&pr->refusal, r);
+}
+
+/* plan_build's input: s's declarations and nrec records, and what the planner was asked. */
+static void input_of(struct job_scratch *s, const struct kind_plan_input *kin, size_t nrec)
+{
+	s->in.stack = kin->st->name;
+	s->in.lineage = kin->lineage;
+	s->in.decls = s->decls;
+	s->in.ndecls = kin->st->njobs;
+	s->in.records = s->records;
+	s->in.nrecords = nrec;
+	s->in.live = kin->live ? kin->live->jobs : NULL;
+	s->in.released = kin->live ? kin->live->released : NULL;
+	s->in.targets = kin->targets;
+	s->in.ntargets = kin->ntargets;
+	s->in.replaces = kin->replaces;
+	s->in.nreplaces = kin->nreplaces;
+	s->in.state_is_new = kin->state->serial == 0;
+	s->in.state_lost_hint = s->state_lost_hint;
+	s->in.now_ms = kin->now_ms;
+	s->in.allow_other_lineage = kin->allow_other_lineage;
+	s->in.allow_released = kin->allow_released;
+}
+
+/*
+ * The job kind's plan: the three-way diff of reconcile/plan.h over the
+ * stack's jobs and the state's job records, appended to pl->plan. What the
+ * actions borrow is left in the kind's scratch slot.
+ */
+static int job_plan(struct planner *pl, const struct kind_plan_input *kin, struct vx_err *err)
 {
 	const struct stack *st = kin->st;
 	const struct state *state = kin->state;
-	struct plan jobs;
-	size_t nknown = 0, ri = 0, ki = 0, nrec = 0, nrungs = 0, nids = 0, nlive;
+	struct job_scratch *s = calloc(1, sizeof(*s));
+	size_t nknown = 0, nrec = 0, ri = 0, nids = 0, ki = 0, nlive;
 	const struct live_job **byname;
+	struct plan jobs;
 	int rc;
 
+	*kin->scratch = s;
+	if (!s)
+		return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 	for (size_t i = 0; i < state->nrecords; i++) {
 		if (!strncmp(state->records[i].address, "job.", 4)) {
 			nrec++;
 			nknown += state->records[i].nhistory;
 		}
 	}
-	out->decls = calloc(st->njobs + 1, sizeof(*out->decls));
-	out->shapes = calloc(st->njobs + 1, sizeof(*out->shapes));
-	out->resubmit = calloc(st->njobs * STACK_FAIL_NCLASSES + 1, sizeof(*out->resubmit));
-	out->records = calloc(nrec + 1, sizeof(*out->records));
-	out->runs = calloc(nrec + 1, sizeof(*out->runs));
-	out->known = calloc(nknown + 1, sizeof(*out->known));
+	if (scratch_alloc(s, st, state, nrec, nknown) < 0)
+		return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 	for (size_t i = 0; i < st->njobs; i++)
-		nrungs += st->jobs[i].nrungs ? st->jobs[i].nrungs + 1 : 0;
-	out->rung_regions = calloc(nrungs + 1, sizeof(*out->rung_regions));
-	out->rung_shapes = calloc(nrungs + 1, sizeof(*out->rung_shapes));
-	/* Every job's rung 0 has an identity, with a ladder or not. */
-	out->rung_ids = calloc(nrungs + st->njobs + 1, sizeof(*out->rung_ids));
-	out->policies = calloc(st->njobs + 1, sizeof(*out->policies));
-	if (state->serial == 0)
-		out->state_lost_hint = state_lost_hint(st);
-	if (!out->decls || !out->shapes || !out->resubmit || !out->records || !out->runs || !out->known ||
-	    !out->rung_regions || !out->rung_shapes || !out->rung_ids || !out->policies ||
-	    (state->serial == 0 && !out->state_lost_hint)) {
-		rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
-		goto fail;
-	}
-	for (size_t i = 0; i < st->njobs; i++) {
-		const struct stack_job *j = &st->jobs[i];
-		struct plan_decl *d = &out->decls[i];
-
-		d->address = j->d.address;
-		d->name = j->d.name;
-		d->project = st->project;
-		d->region = j->region;
-		d->spec_hash = j->spec.hash;
-		d->spec_json = j->spec.redacted_json;
-		out->shapes[i] = job_spec_shape(&j->spec);
-		d->shape = out->shapes[i];
-		d->run = j->run;
-		d->resubmit_on = &out->resubmit[ri];
-		for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
-			if (j->resubmit_on & (1u << c))
-				out->resubmit[ri++] = stack_fail_names[c];
-		d->nresubmit_on = (size_t)(&out->resubmit[ri] - d->resubmit_on);
-		d->max_attempts = j->max_attempts;
-		if (j->nrungs) {
-			size_t base = out->nrung_shapes;
-
-			d->rung_regions = &out->rung_regions[base];
-			d->rung_shapes = (const char *const *)&out->rung_shapes[base];
-			d->nrungs = j->nrungs + 1;
-			for (size_t k = 0; k <= j->nrungs; k++) {
-				out->rung_regions[base + k] = stack_job_rung_region(j, (int64_t)k);
-				out->rung_shapes[base + k] = job_spec_shape(stack_job_rung_spec(j, (int64_t)k));
-				out->nrung_shapes++;
-				if (!out->rung_shapes[base + k]) {
-					rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
-					goto fail;
-				}
-			}
-		}
-		d->rung_ids = &out->rung_ids[nids];
-		for (size_t k = 0; k <= j->nrungs; k++)
-			planner_rung_id(&out->rung_ids[nids++], j, (int64_t)k);
-		d->on_change = on_change(j->on_change);
-		d->protect = j->protect;
-		d->on_remove = (enum plan_on_remove)j->on_remove;
-		d->retry_delay_ms = j->resubmit_delay_ms;
-		if (policy_of_job(&out->policies[i], st, j) < 0) {
-			rc = vx_err_set(err, VX_ENOMEM, "planning: out of memory");
-			goto fail;
-		}
-		out->npolicies = i + 1;
-		d->policy = &out->policies[i];
-		d->user = j;
-	}
+		if (decl_of(s, st, i, &ri, &nids) < 0)
+			return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 	byname = live_by_names(kin->live, &nlive);
-	for (size_t i = 0, n = 0; i < state->nrecords; i++) {
-		const struct state_record *r = &state->records[i];
-		struct plan_record *pr;
-
-		if (strncmp(r->address, "job.", 4) != 0)
-			continue;
-		pr = &out->records[n];
-		pr->address = r->address;
-		pr->spec_hash = r->spec_hash;
-		pr->spec_json = r->spec_json;
-		pr->run = r->run;
-		pr->protect = r->protect;
-		pr->on_remove = (enum plan_on_remove)r->on_remove;
-		pr->applied = r->applied;
-		pr->unlabelled_import = r->current && r->current->action &&
-					!strcmp(r->current->action, "import") &&
-					!vx_labels_get(r->current->labels, r->current->nlabels, "vx-stack");
-		pr->user = r;
-		if (r->current) {
-			struct plan_run *run = &out->runs[n];
-
-			run->name = r->current->resource;
-			run->project = r->current->project;
-			run->region = r->current->region;
-			run->state = r->current->state;
-			run->error_code = (int)r->current->error_code;
-			run->error_message = r->current->error_message;
-			run->attempt = r->current->attempt;
-			run->rung = r->current->rung;
-			run->rung_id.region = r->current->region;
-			run->rung_id.scheduling = r->current->rung_scheduling;
-			run->rung_id.machine = r->current->rung_machine;
-			run->rung_id.reservation = r->current->rung_reservation;
-			run->end_ms = live_end(byname, nlive, r->current);
-			run->created_ms = r->current->created_ms;
-			run->started_ms = r->current->started_ms;
-			run->cancelled_by_vx = r->current->cancelled_by_vx;
-			/* A create that never answered has no resource: the plan treats it as
-			 * no current run, and adoption by labels finds the job if it exists. */
-			if (run->name)
-				pr->current = run;
-		}
-		pr->known = &out->known[ki];
-		for (size_t h = 0; h < r->nhistory; h++)
-			if (r->history[h].resource)
-				out->known[ki++] = r->history[h].resource;
-		pr->nknown = (size_t)(&out->known[ki] - pr->known);
-		note_refusals(&pr->refusal, r);
-		n++;
-	}
+	for (size_t i = 0, n = 0; i < state->nrecords; i++)
+		if (!strncmp(state->records[i].address, "job.", 4))
+			record_of(s, n++, &state->records[i], &ki, byname, nlive);
 	free(byname);
-	out->in.stack = st->name;
-	out->in.lineage = out->lineage;
-	out->in.decls = out->decls;
-	out->in.ndecls = st->njobs;
-	out->in.records = out->records;
-	out->in.nrecords = nrec;
-	out->in.live = kin->live ? kin->live->jobs : NULL;
-	out->in.released = kin->live ? kin->live->released : NULL;
-	out->in.targets = kin->targets;
-	out->in.ntargets = kin->ntargets;
-	out->in.replaces = kin->replaces;
-	out->in.nreplaces = kin->nreplaces;
-	out->in.state_is_new = state->serial == 0;
-	out->in.state_lost_hint = out->state_lost_hint;
-	out->in.now_ms = kin->now_ms;
-	rc = plan_build(&jobs, &out->in, err);
+	input_of(s, kin, nrec);
+	rc = plan_build(&jobs, &s->in, err);
 	if (rc < 0)
 		return rc;
-	rc = plan_merge(&out->plan, &jobs);
+	rc = plan_merge(&pl->plan, &jobs);
 	plan_release(&jobs);
 	return rc < 0 ? vx_err_set(err, rc, "planning: out of memory") : 0;
-fail:
-	return rc;
 }
 
-static int add_place(struct planner_place **arr, size_t *n, const char *project, const char *region)
+/* A project and region whose jobs are listed. */
+struct job_place {
+	const char *project;  /* borrowed */
+	const char *region;   /* borrowed */
+};
+
+static int add_place(struct job_place **arr, size_t *n, const char *project, const char *region)
 {
-	struct planner_place *p;
+	struct job_place *p;
 
 	if (!region || !project)
 		return 0;
@@ -328,16 +432,24 @@ static int add_place(struct planner_place **arr, size_t *n, const char *project,
 
 static int cmp_place(const void *a, const void *b)
 {
-	const struct planner_place *x = a, *y = b;
+	const struct job_place *x = a, *y = b;
 	int c = strcmp(x->project, y->project);
 
 	return c ? c : strcmp(x->region, y->region);
 }
 
-int planner_places(const struct stack *st, const struct state *state, struct planner_place **out,
-		   size_t *n)
+/*
+ * The places whose jobs must be listed: every declared job's (the Stack's
+ * project, the job's region) and every place of a job record's current run
+ * (the project it was created in, or the Stack's for older states), so a
+ * run left behind by a change of project or region is seen where it is:
+ * "not looked at" must never read as "gone". Sorted, unique. Caller frees
+ * the array (the strings are borrowed).
+ */
+static int job_places(const struct stack *st, const struct state *state, struct job_place **out,
+		      size_t *n)
 {
-	struct planner_place *arr = NULL;
+	struct job_place *arr = NULL;
 	size_t cnt = 0;
 
 	/* Every region a ladder can reach: an attempt left by a crash on any
@@ -368,6 +480,61 @@ oom:
 
 
 
+/* ---- records of an older vx ---------------------------------------------- */
+
+/* Replaces *hash by to when it is from. */
+static int swap_hash(char **hash, const char *from, const char *to)
+{
+	char *n;
+
+	if (!*hash || strcmp(*hash, from) != 0)
+		return 0;
+	if (!(n = vx_strdup(to)))
+		return VX_ENOMEM;
+	free(*hash);
+	*hash = n;
+	return 0;
+}
+
+/*
+ * A job record whose spec_hash is its declaration's legacy hash (plain
+ * SHA-256 with the secrets in it, reconcile/spec.h) gets the declaration's
+ * salted hash and redacted spec, and so do its runs made from that same
+ * spec. The spec is the same, so the planner sees no change and replaces
+ * nothing; the next state write stores the new forms. The runs' labels
+ * (vx-spec) stay as they are: they are the live jobs' copy.
+ */
+static int job_migrate(struct state *state, const struct stack *st, size_t *migrated)
+{
+	*migrated = 0;
+	for (size_t i = 0; i < state->nrecords; i++) {
+		struct state_record *r = &state->records[i];
+		const struct stack_job *j;
+		char *json;
+
+		if (strncmp(r->address, "job.", 4) != 0 || !(j = stack_find_job(st, r->address + 4)) ||
+		    !j->spec.nsensitive || !r->spec_hash || strcmp(r->spec_hash, j->spec.legacy_hash) != 0)
+			continue;
+		/* A record whose spec changed since keeps its old form until its next
+		 * run: the old secret is not known, so it cannot be keyed. */
+		if (!(json = vx_strdup(j->spec.redacted_json)))
+			return VX_ENOMEM;
+		free(r->spec_json);
+		r->spec_json = json;
+		if (r->current && swap_hash(&r->current->spec_hash, j->spec.legacy_hash, j->spec.hash) < 0)
+			return VX_ENOMEM;
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (swap_hash(&r->history[h].spec_hash, j->spec.legacy_hash, j->spec.hash) < 0)
+				return VX_ENOMEM;
+		/* Last: the record counts as migrated only once all of it is. */
+		if (swap_hash(&r->spec_hash, j->spec.legacy_hash, j->spec.hash) < 0)
+			return VX_ENOMEM;
+		(*migrated)++;
+	}
+	return 0;
+}
+
+
 /* ---- the row of the table ------------------------------------------------ */
 
 /* How many places are listed at once: regions are few, and Google's read
@@ -376,7 +543,7 @@ oom:
 
 /* One place's list, filled by whichever thread takes it. */
 struct job_list_slot {
-	const struct planner_place *place;
+	const struct job_place *place;
 	struct live_jobs js;
 	struct vx_err err;
 	int rc;
@@ -409,10 +576,10 @@ static void job_list_one(void *ud, size_t i)
 static int job_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 		       const struct state *state, struct vx_err *err)
 {
-	struct planner_place *places = NULL;
+	struct job_place *places = NULL;
 	struct job_list_pool pool;
 	size_t n = 0;
-	int rc = planner_places(st, state, &places, &n);
+	int rc = job_places(st, state, &places, &n);
 
 	if (rc < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -477,6 +644,8 @@ const struct kind kind_job = {
 	.phase = 2,
 	.find_decl = job_find_decl,
 	.refresh = job_refresh,
-	.plan = planner_plan_jobs,
+	.plan = job_plan,
 	.apply = job_apply,
+	.plan_release = job_plan_release,
+	.migrate = job_migrate,
 };

@@ -15,9 +15,9 @@
 #include "reconcile/apply.h"
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job_internal.h"
 #include "reconcile/machines.h"
 #include "reconcile/plan.h"
-#include "reconcile/planner.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/runlabel.h"
@@ -303,7 +303,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	if (j->nrungs) {
 		struct plan_rung_id id;
 
-		planner_rung_id(&id, j, pa->rung);
+		job_rung_id(&id, j, pa->rung);
 		run.rung_scheduling = vx_strdup(id.scheduling);
 		run.rung_machine = vx_strdup(id.machine);
 		run.rung_reservation = vx_strdup(id.reservation);
@@ -680,15 +680,14 @@ static int order_round_robin(struct create *cs, size_t n)
 	return 0;
 }
 
-static int do_creates(struct applier *a, struct vx_err *err)
+/*
+ * The creates of the plan (create, replace, rerun, resubmit) with their
+ * labels, into cs (room for every action); *n is how many. A create on a
+ * reservation that failed in this apply, and a replace whose cancel
+ * failed, are left out.
+ */
+static int collect_creates(struct applier *a, struct create *cs, size_t *n, struct vx_err *err)
 {
-	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
-	struct create *cs = calloc(a->plan->n + 1, sizeof(*cs));
-	struct task *tasks = NULL;
-	int rc = 0;
-
-	if (!cs)
-		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
 
@@ -705,18 +704,175 @@ static int do_creates(struct applier *a, struct vx_err *err)
 				continue;
 			}
 		}
-		cs[n].pa = pa;
-		cs[n].job = decl_job(pa);
-		if (make_labels(a, &cs[n]) < 0) {
-			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-			goto done;
+		cs[*n].pa = pa;
+		cs[*n].job = decl_job(pa);
+		if (make_labels(a, &cs[*n]) < 0)
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		(*n)++;
+	}
+	if (order_round_robin(cs, *n) < 0)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	return 0;
+}
+
+/* Step 0 of a batch: runs an apply that died may still be creating are settled first. */
+static int settle_batch(struct applier *a, struct create *cs, size_t k, struct vx_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < k && rc == 0; i++) {
+		struct create *c = &cs[i];
+		struct live_job found;
+		int st;
+
+		memset(&found, 0, sizeof(found));
+		st = settle_intent(a, c, &found, err);
+		if (st < 0) {
+			rc = st;
+			break;
 		}
-		n++;
+		if (st == 2) {
+			/* Still unconfirmed: its intent stays for the next apply. */
+			a->res->interrupted = 1;
+			a->res->skipped++;
+			c->done = 1;
+		}
+		if (st == 1) {
+			rc = start_run(a, c->pa, c->job, &found, c->labels, c->nlabels, "adopt", err);
+			if (rc == 0) {
+				(void)state_journal_remove(a->state, c->pa->address);
+				a->res->ok++;
+				if (record_created(a, found.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
+					a->oom = 1;
+				applier_progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
+					 found.name);
+			}
+			c->done = 1;
+		}
+		live_job_release(&found);
 	}
-	if (order_round_robin(cs, n) < 0) {
-		rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	return rc;
+}
+
+/* Step 1: the intents journaled, durably, before any create is sent. */
+static int journal_batch(struct applier *a, const struct create *cs, size_t k, struct vx_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < k && rc == 0; i++)
+		if (!cs[i].done)
+			rc = applier_journal(a, cs[i].pa->address, plan_kind_name(cs[i].pa->kind),
+					     cs[i].labels, cs[i].nlabels, err);
+	if (rc == 0)
+		rc = applier_persist(a, "vx: apply: intents", err);
+	/* Renewed if due, so the batch starts with most of the lease ahead. */
+	if (rc == 0)
+		rc = applier_heartbeat(a, err);
+	return rc;
+}
+
+/* Step 2: the creates not settled, in parallel; tasks[i] is cs[i]'s (k of them). */
+static void create_batch(struct applier *a, const struct create *cs, size_t k, struct task *tasks)
+{
+	size_t m = 0;
+	struct task *todo = tasks;
+
+	/* Settled creates are left out of the batch. */
+	for (size_t i = 0; i < k; i++)
+		if (!cs[i].done)
+			fill_request(a, &tasks[m++], &cs[i]);
+	run_tasks(todo, m);
+	for (size_t i = k, j = m; i-- > 0;) {
+		/* Spread results back to their creates' slots. */
+		if (!cs[i].done) {
+			j--;
+			if (j != i) {
+				tasks[i] = tasks[j];
+				memset(&tasks[j], 0, sizeof(tasks[j]));
+			}
+		}
+	}
+}
+
+/*
+ * Step 3: the results recorded. Not after the fence refused: the lease may
+ * be another apply's, which adopts by labels whatever this batch made.
+ */
+static int record_batch(struct applier *a, struct create *cs, size_t k, struct task *tasks,
+			struct vx_err *err)
+{
+	int rc = 0;
+
+	if (a->fenced)
+		rc = applier_fence_stop(a, err);
+	for (size_t i = 0; i < k && rc == 0; i++) {
+		struct create *c = &cs[i];
+		struct task *t = &tasks[i];
+		const char *verb = plan_kind_name(c->pa->kind);
+
+		if (c->done)
+			continue;
+		if (t->rc == VX_EUNCERTAIN)
+			resolve_uncertain(a, c, t);
+		if (a->fenced) {
+			rc = applier_fence_stop(a, err);
+			break;
+		}
+		if (t->rc == 0) {
+			rc = start_run(a, c->pa, c->job, &t->created, c->labels, c->nlabels, verb, err);
+			if (rc == 0) {
+				(void)state_journal_remove(a->state, c->pa->address);
+				a->res->ok++;
+				if (record_created(a, t->created.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
+					a->oom = 1;
+				applier_progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
+			}
+		} else {
+			if (t->rc != VX_EUNCERTAIN) {
+				(void)state_journal_remove(a->state, c->pa->address);
+				if (server_refused(t->rc))
+					record_refused(a, c, verb, &t->err);
+			}
+			applier_fail(a, c->pa->address, verb, &t->err);
+		}
+	}
+	return rc;
+}
+
+/* One batch of k creates: settle, journal, create, record. */
+static int run_batch(struct applier *a, struct create *cs, size_t k, struct vx_err *err)
+{
+	struct task *tasks;
+	int rc = settle_batch(a, cs, k, err);
+
+	if (rc == 0)
+		rc = journal_batch(a, cs, k, err);
+	if (rc < 0)
+		return rc;
+	tasks = calloc(k, sizeof(*tasks));
+	if (!tasks)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	create_batch(a, cs, k, tasks);
+	rc = record_batch(a, cs, k, tasks, err);
+	for (size_t i = 0; i < k; i++) {
+		live_job_release(&tasks[i].created);
+		vx_err_release(&tasks[i].err);
+	}
+	free(tasks);
+	return rc;
+}
+
+static int do_creates(struct applier *a, struct vx_err *err)
+{
+	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
+	struct create *cs = calloc(a->plan->n + 1, sizeof(*cs));
+	int rc = 0;
+
+	if (!cs)
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	rc = collect_creates(a, cs, &n, err);
+	if (rc < 0)
 		goto done;
-	}
 	for (size_t off = 0; off < n && rc == 0; off += par) {
 		size_t k = n - off < par ? n - off : par;
 
@@ -725,119 +881,7 @@ static int do_creates(struct applier *a, struct vx_err *err)
 			a->res->skipped += n - off;
 			break;
 		}
-		/* 0. Runs an apply that died may still be creating: settle them first. */
-		for (size_t i = 0; i < k && rc == 0; i++) {
-			struct create *c = &cs[off + i];
-			struct live_job found;
-			int st;
-
-			memset(&found, 0, sizeof(found));
-			st = settle_intent(a, c, &found, err);
-			if (st < 0) {
-				rc = st;
-				break;
-			}
-			if (st == 2) {
-				/* Still unconfirmed: its intent stays for the next apply. */
-				a->res->interrupted = 1;
-				a->res->skipped++;
-				c->done = 1;
-			}
-			if (st == 1) {
-				rc = start_run(a, c->pa, c->job, &found, c->labels, c->nlabels, "adopt", err);
-				if (rc == 0) {
-					(void)state_journal_remove(a->state, c->pa->address);
-					a->res->ok++;
-					if (record_created(a, found.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
-						a->oom = 1;
-					applier_progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
-						 found.name);
-				}
-				c->done = 1;
-			}
-			live_job_release(&found);
-		}
-		/* 1. Journal the intents, durably, before any create is sent. */
-		for (size_t i = 0; i < k && rc == 0; i++)
-			if (!cs[off + i].done)
-				rc = applier_journal(a, cs[off + i].pa->address, plan_kind_name(cs[off + i].pa->kind),
-						     cs[off + i].labels, cs[off + i].nlabels, err);
-		if (rc == 0)
-			rc = applier_persist(a, "vx: apply: intents", err);
-		/* Renewed if due, so the batch starts with most of the lease ahead. */
-		if (rc == 0)
-			rc = applier_heartbeat(a, err);
-		if (rc < 0)
-			break;
-		/* 2. Create, in parallel. */
-		tasks = calloc(k, sizeof(*tasks));
-		if (!tasks) {
-			rc = vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-			break;
-		}
-		{
-			size_t m = 0;
-			struct task *todo = tasks;
-
-			/* Settled creates are left out of the batch. */
-			for (size_t i = 0; i < k; i++)
-				if (!cs[off + i].done)
-					fill_request(a, &tasks[m++], &cs[off + i]);
-			run_tasks(todo, m);
-			for (size_t i = k, j = m; i-- > 0;) {
-				/* Spread results back to their creates' slots. */
-				if (!cs[off + i].done) {
-					j--;
-					if (j != i) {
-						tasks[i] = tasks[j];
-						memset(&tasks[j], 0, sizeof(tasks[j]));
-					}
-				}
-			}
-		}
-		/*
-		 * 3. Results. Not after the fence refused: the lease may be another
-		 * apply's, which adopts by labels whatever this batch made.
-		 */
-		if (a->fenced)
-			rc = applier_fence_stop(a, err);
-		for (size_t i = 0; i < k && rc == 0; i++) {
-			struct create *c = &cs[off + i];
-			struct task *t = &tasks[i];
-			const char *verb = plan_kind_name(c->pa->kind);
-
-			if (c->done)
-				continue;
-			if (t->rc == VX_EUNCERTAIN)
-				resolve_uncertain(a, c, t);
-			if (a->fenced) {
-				rc = applier_fence_stop(a, err);
-				break;
-			}
-			if (t->rc == 0) {
-				rc = start_run(a, c->pa, c->job, &t->created, c->labels, c->nlabels, verb, err);
-				if (rc == 0) {
-					(void)state_journal_remove(a->state, c->pa->address);
-					a->res->ok++;
-					if (record_created(a, t->created.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
-						a->oom = 1;
-					applier_progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
-				}
-			} else {
-				if (t->rc != VX_EUNCERTAIN) {
-					(void)state_journal_remove(a->state, c->pa->address);
-					if (server_refused(t->rc))
-						record_refused(a, c, verb, &t->err);
-				}
-				applier_fail(a, c->pa->address, verb, &t->err);
-			}
-		}
-		for (size_t i = 0; i < k; i++) {
-			live_job_release(&tasks[i].created);
-			vx_err_release(&tasks[i].err);
-		}
-		free(tasks);
-		tasks = NULL;
+		rc = run_batch(a, &cs[off], k, err);
 		/*
 		 * The results are saved with the next batch's intents, one commit
 		 * for both (half the saves of a large apply, each of which costs

@@ -29,6 +29,7 @@
 #include "reconcile/sweep.h"
 
 struct live_job;
+struct stack_job;
 
 /*
  * Indexes built once per plan, so every lookup is a binary search: a plan
@@ -100,6 +101,8 @@ void job_set_rung(struct builder *b, struct plan_action *a, const struct plan_de
 int job_run_rung(const struct plan_run *cur, const struct plan_decl *d, int64_t *at);
 char *job_rung_words(const struct plan_run *cur);
 int job_run_moved(const struct plan_run *cur, const struct plan_decl *d);
+/* What rung k of j's ladder is (0: the declared job), borrowing from j. */
+void job_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k);
 
 /* kind_job_foreign.c: live jobs no declaration accounts for. */
 void job_check_other_lineage(struct builder *b);

@@ -2,14 +2,13 @@
  * The fallback ladder of a job (docs/format.md): the region and shape of
  * each rung, where the current run stands on today's ladder (known by what
  * its rung is, not by its position), whether it moved, and what a rung is
- * (planner_rung_id), as the state records it.
+ * (job_rung_id), as the state records it.
  */
 #include "reconcile/kind_job_internal.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "reconcile/planner.h"
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
@@ -109,7 +108,7 @@ int job_run_moved(const struct plan_run *cur, const struct plan_decl *d)
 	return cur->region && region && strcmp(cur->region, region) != 0;
 }
 
-void planner_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k)
+void job_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k)
 {
 	const struct job_spec *spec = stack_job_rung_spec(j, k);
 
