@@ -87,6 +87,15 @@ struct kind_plan_input {
 	const char *const *replaces;        /* -replace */
 	size_t nreplaces;
 	int64_t now_ms;                     /* the plan's clock (planner_options); 0: unknown */
+	int allow_other_lineage;            /* -allow-other-lineage (planner_options) */
+	int allow_released;                 /* -allow-released (planner_options) */
+	/*
+	 * This kind's slot of the planner (struct planner's scratch, one per
+	 * kind in table order): what its plan allocates for the plan's
+	 * actions to borrow goes there, and its plan_release frees it with
+	 * the planner. NULL until the plan sets it.
+	 */
+	void **scratch;
 };
 
 struct kind {
@@ -126,6 +135,19 @@ struct kind {
 	 * code when apply cannot go on (the state could not be written).
 	 */
 	int (*apply)(struct applier *a, int removals, struct vx_err *err);
+	/*
+	 * Frees what this kind's plan left in its scratch slot
+	 * (kind_plan_input.scratch; NULL when the plan never ran). NULL: the
+	 * kind's plan leaves nothing there.
+	 */
+	void (*plan_release)(void *scratch);
+	/*
+	 * Brings this kind's records written by an older vx to today's forms, in
+	 * memory, without a change the planner would act on
+	 * (planner_migrate_legacy). *migrated: how many records changed. 0 or
+	 * VX_ENOMEM (then partly done). NULL: nothing to migrate.
+	 */
+	int (*migrate)(struct state *state, const struct stack *st, size_t *migrated);
 };
 
 extern const struct kind kind_job;

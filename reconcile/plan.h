@@ -5,7 +5,7 @@
  * The three-way diff (DESIGN.md section 3): for every job address, the
  * declaration (D), the state record (S) and the live jobs (L) give one
  * action. This module is pure: it sees plain structs filled by the caller
- * (reconcile/planner.c does that from the stack, the state and the
+ * (reconcile/kind_job.c does that from the stack, the state and the
  * provider), so every rule is unit-tested without a cloud.
  *
  * Runs are identified without the state by their labels (vx-stack, vx-job,

@@ -80,8 +80,6 @@ ALLOWED = {
         "the capacity check reads jobs' machine specs from plan actions (job-only step)",
     ("reconcile/capacity.c", "reservation."):
         "the capacity check counts reservations' planned machines (reservation-only step)",
-    ("reconcile/planner.c", "job."):
-        "the planner's legacy spec-hash rewrite of jobs' records (job-only step)",
     ("reconcile/render.c", "job."):
         "the cost line's 'at most' (a job's timeout bounds its cost): a kind's cost rule",
     ("reconcile/render.c", "reservation."):

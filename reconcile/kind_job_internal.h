@@ -1,0 +1,112 @@
+#ifndef VX_RECONCILE_KIND_JOB_INTERNAL_H
+#define VX_RECONCILE_KIND_JOB_INTERNAL_H
+
+/*
+ * What the files of the job kind share, and nothing else includes:
+ *
+ *   kind_job.c          the row of the table, the refresh (one list per place)
+ *                       and the plan entry (the stack and state as plan input);
+ *   kind_job_diff.c     the three-way diff, plan_build: declared x recorded x
+ *                       live, what changed and what each address's action is;
+ *   kind_job_runs.c     a run's next attempt: adoption by labels, resubmission,
+ *                       refused creates and their backoff; and the state's runs
+ *                       refreshed from the live listing;
+ *   kind_job_ladder.c   the fallback ladder: where a run stands on it, which
+ *                       rung a new run goes on;
+ *   kind_job_foreign.c  live jobs no declaration accounts for: untracked runs,
+ *                       another state's (vx-lineage), released ones;
+ *   kind_job_create.c   apply: cancels, forgets and updates, then adoptions and
+ *                       creates in batches, each create's intent journaled first.
+ *
+ * The diff works on plain structs (reconcile/plan.h) through struct builder;
+ * its helpers here are the ones more than one file calls.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reconcile/plan.h"
+#include "reconcile/sweep.h"
+
+struct live_job;
+struct stack_job;
+
+/*
+ * Indexes built once per plan, so every lookup is a binary search: a plan
+ * over 10,000 jobs would otherwise spend seconds in nested scans.
+ */
+struct builder {
+	struct plan *p;
+	const struct plan_input *in;
+	int oom;
+	const struct live_job **by_name;  /* live jobs sorted by resource name */
+	const struct live_job **by_job;   /* live jobs of this stack sorted by their vx-job label */
+	size_t nby_name, nby_job;
+	const struct plan_record **records; /* sorted by address */
+	const struct plan_decl **decls;     /* sorted by address */
+	const char **known;                 /* every run the state knows, sorted */
+	size_t nknown;
+	struct created *created;            /* the jobs this plan creates, sorted by vx-job label */
+	size_t ncreated;
+	int other_lineage;                  /* job_check_other_lineage refused: no warning repeats it */
+};
+
+/* A job this plan creates, by the vx-job label its run will carry (a sweep's
+ * run is labelled with a hash of its name, reconcile/sweep.h). */
+struct created {
+	char label[SWEEP_LABEL_MAX + 1];
+	const char *address;
+};
+
+/* The current run of the declared spec and run, failed as class cls. */
+struct failed {
+	const struct live_job *lj;      /* as listed; NULL when not refreshing or vanished */
+	const char *state, *msg, *cls;
+	int code, vanished;
+	int64_t at;                     /* its rung on today's ladder */
+};
+
+/* kind_job_diff.c: the builder's indexes and the actions it adds. */
+int job_replaced(const struct builder *b, const char *address);
+int job_cmp_live_name(const void *a, const void *b);
+int job_cmp_cstr(const void *a, const void *b);
+const char *job_vx_job_of(const struct live_job *j);
+int job_label_is(const struct live_job *j, const char *key, const char *want);
+size_t job_by_job_lower(const struct builder *b, const char *name);
+int job_is_known(const struct builder *b, const char *name);
+int job_owned(const struct builder *b, const struct live_job *j);
+struct plan_action *job_add_action(struct builder *b, enum plan_kind kind, const char *address);
+void job_set_str(struct builder *b, char **dst, const char *src);
+void job_set_fmt(struct builder *b, char **dst, char *formatted);
+void job_fill_decl(struct builder *b, struct plan_action *a, const struct plan_decl *d);
+
+/* kind_job_runs.c: a run's next attempt. */
+int64_t job_next_attempt(struct builder *b, const struct plan_decl *d, int64_t attempt,
+			 const struct live_job **seen);
+void job_note_seen(struct builder *b, struct plan_action *a, const struct live_job *seen);
+int job_maybe_adopt(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		    int64_t attempt, int64_t rung, const char *why, const char *cancel_name);
+const char *job_run_failure(const struct plan_decl *d, const struct plan_run *cur, int64_t at,
+			    const struct live_job *lj, const char *state, int code, const char *msg);
+int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		     int64_t *attempt, char **why);
+struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d,
+				    const struct plan_record *rec, const struct failed *f);
+/* The live job named name in idx (sorted by job_cmp_live_name), or NULL. */
+const struct live_job *job_live_lookup(const struct live_job **idx, size_t n, const char *name);
+
+/* kind_job_ladder.c: the fallback ladder. */
+const char *job_rung_region(const struct plan_decl *d, int64_t k);
+void job_set_rung(struct builder *b, struct plan_action *a, const struct plan_decl *d, int64_t k);
+int job_run_rung(const struct plan_run *cur, const struct plan_decl *d, int64_t *at);
+char *job_rung_words(const struct plan_run *cur);
+int job_run_moved(const struct plan_run *cur, const struct plan_decl *d);
+/* What rung k of j's ladder is (0: the declared job), borrowing from j. */
+void job_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k);
+
+/* kind_job_foreign.c: live jobs no declaration accounts for. */
+void job_check_other_lineage(struct builder *b);
+void job_check_released(struct builder *b);
+void job_plan_untracked(struct builder *b);
+
+#endif

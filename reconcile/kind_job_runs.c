@@ -1,0 +1,543 @@
+/*
+ * A job's runs: the next attempt of a run (adopting a live job that already
+ * carries its labels, resubmitting a failure while resubmit.on and
+ * maxAttempts allow, waiting out the backoff after a refused create), the
+ * failure class of the current run, and the state's runs brought up to
+ * date from the live listing (apply_refresh_state).
+ */
+#include "reconcile/kind_job_internal.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "reconcile/apply.h"
+#include "reconcile/failure.h"
+#include "reconcile/provider.h"
+#include "reconcile/runlabel.h"
+#include "reconcile/sweep.h"
+#include "state/state.h"
+#include "util/buf.h"
+#include "util/text.h"
+#include "util/banned.h"
+
+/* The backoff after a refused create: at least a minute, at most 15. */
+#define REFUSAL_MIN_WAIT_MS (60 * 1000)
+#define REFUSAL_MAX_WAIT_MS (15 * 60 * 1000)
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return 1;
+	return 0;
+}
+
+/* "10:02Z", or "2026-11-20 10:02Z" when not today, from epoch milliseconds. */
+static void fmt_when(char *buf, size_t len, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, len, "an unknown time");
+		return;
+	}
+	strftime(buf, len, "%Y-%m-%d %H:%MZ", &tm);
+}
+
+/*
+ * The newest live job carrying exactly the labels of run (spec, run,
+ * attempt) of job name, that is not one of the record's known runs.
+ */
+static const struct live_job *live_for_run(struct builder *b, const char *name,
+					   const char *hash, int64_t run, int64_t attempt,
+					   const struct plan_record *rec)
+{
+	const struct plan_input *in = b->in;
+	const struct live_job *best = NULL;
+	struct run_id id = { in->stack, in->lineage, name, hash, run, attempt, 0 };
+	char label[SWEEP_LABEL_MAX + 1];
+	struct vx_label *want = NULL;
+	size_t nwant = 0;
+
+	if (!in->live)
+		return NULL;
+	if (runlabel_build(&want, &nwant, &id, NULL, 0) < 0) {
+		b->oom = 1;
+		return NULL;
+	}
+	/* a sweep's run carries a label made from its name (reconcile/sweep.h) */
+	sweep_job_label(label, name);
+	for (size_t i = job_by_job_lower(b, label); i < b->nby_job && !strcmp(job_vx_job_of(b->by_job[i]), label); i++) {
+		const struct live_job *j = b->by_job[i];
+
+		/* The lineage is proved by job_owned(): the state may know the job by name. */
+		/* Nor the rung: the attempt names the run, and a job of a vx from
+		 * before ladders carries no vx-rung. */
+		if (!runlabel_match(j->labels, j->nlabels, want, nwant,
+				    RUNLABEL_ALL & ~RUNLABEL_LINEAGE & ~RUNLABEL_RUNG) ||
+		    !job_owned(b, j))
+			continue;
+		if (rec && rec->current && rec->current->name && j->name &&
+		    !strcmp(rec->current->name, j->name))
+			continue;
+		if (rec && j->name && in_list(j->name, rec->known, rec->nknown))
+			continue;
+		/* Nor a run another record holds (one moved there by `vx state mv`
+		 * still carries its old address's vx-job). */
+		if (j->name && job_is_known(b, j->name))
+			continue;
+		if (!best || j->create_ms > best->create_ms)
+			best = j;
+	}
+	vx_labels_free(want, nwant);
+	return best;
+}
+
+/*
+ * The highest vx-attempt among the live jobs of this stack (proved ours)
+ * carrying the labels of job name's (spec, run) that the state does not
+ * know; 0 when none. A state rewound to an older version forgets attempts
+ * it made: their jobs still carry their numbers, which the next attempt
+ * must not take again (two jobs of one label would each be taken for the
+ * other), and which maxAttempts counts. The runs the state knows are its
+ * own to number: -replace starts a finished job's count again at 1.
+ */
+static int64_t live_max_attempt(struct builder *b, const char *name, const char *hash, int64_t run,
+				const struct live_job **job)
+{
+	const struct plan_input *in = b->in;
+	struct run_id id = { in->stack, in->lineage, name, hash, run, 1, 0 };
+	char label[SWEEP_LABEL_MAX + 1];
+	struct vx_label *want = NULL;
+	size_t nwant = 0;
+	int64_t max = 0;
+
+	*job = NULL;
+	if (!in->live)
+		return 0;
+	if (runlabel_build(&want, &nwant, &id, NULL, 0) < 0) {
+		b->oom = 1;
+		return 0;
+	}
+	sweep_job_label(label, name);
+	for (size_t i = job_by_job_lower(b, label); i < b->nby_job && !strcmp(job_vx_job_of(b->by_job[i]), label); i++) {
+		const struct live_job *j = b->by_job[i];
+		const char *v = live_job_label(j, "vx-attempt");
+		char *end = NULL;
+		long long n;
+
+		if (!v || !runlabel_match(j->labels, j->nlabels, want, nwant,
+					  RUNLABEL_ALL & ~RUNLABEL_LINEAGE & ~RUNLABEL_RUNG & ~RUNLABEL_ATTEMPT) ||
+		    !job_owned(b, j) || job_is_known(b, j->name))
+			continue;
+		n = strtoll(v, &end, 10);
+		if (end != v && !*end && n > max && n <= INT32_MAX) {
+			max = (int64_t)n;
+			*job = j;
+		}
+	}
+	vx_labels_free(want, nwant);
+	return max;
+}
+
+/*
+ * The attempt a new run of d is created as, when no live job was adopted
+ * for attempt: attempt, or past the highest a live job of (spec, run)
+ * carries (*seen: that job, when it moved the number; else NULL).
+ */
+int64_t job_next_attempt(struct builder *b, const struct plan_decl *d, int64_t attempt,
+			    const struct live_job **seen)
+{
+	int64_t high = live_max_attempt(b, d->name, d->spec_hash, d->run, seen);
+
+	if (high < attempt) {
+		*seen = NULL;
+		return attempt;
+	}
+	return high + 1;
+}
+
+/*
+ * Says in a's reason that its attempt number moved past a live job's
+ * (job_next_attempt): "...; attempt 2 is projects/.../customJobs/9 (failed),
+ * which the state does not record". Nothing when seen is NULL.
+ */
+void job_note_seen(struct builder *b, struct plan_action *a, const struct live_job *seen)
+{
+	if (!seen || !a->reason)
+		return;
+	job_set_fmt(b, &a->reason, vx_asprintf("%s; attempt %s is %s (%s), which the state does not record",
+					   a->reason, live_job_label(seen, "vx-attempt"), seen->name,
+					   job_state_short(seen->state)));
+}
+
+/*
+ * A new run is about to be planned (create, rerun, resubmit, replace): if a
+ * live job already has its labels, adopt it instead. Returns 1 when adopted.
+ */
+int job_maybe_adopt(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		       int64_t attempt, int64_t rung, const char *why, const char *cancel_name)
+{
+	const struct live_job *j = live_for_run(b, d->name, d->spec_hash, d->run, attempt, rec);
+	struct plan_action *a;
+
+	if (!j)
+		return 0;
+	a = job_add_action(b, PLAN_ADOPT, d->address);
+	if (!a)
+		return 1;
+	job_fill_decl(b, a, d);
+	a->record = rec;
+	a->run = d->run;
+	a->attempt = attempt;
+	job_set_rung(b, a, d, rung);
+	job_set_str(b, &a->adopt_name, j->name);
+	job_set_str(b, &a->live_state, j->state);
+	a->adopt_create_ms = j->create_ms;
+	job_set_str(b, &a->cancel_name, cancel_name);
+	if (rec && rec->current)
+		job_set_str(b, &a->old_hash, rec->spec_hash);
+	job_set_fmt(b, &a->reason, vx_asprintf("%s; a live job with its labels already exists (%s, %s): "
+					   "an earlier apply created it", why, j->name,
+					   job_state_short(j->state)));
+	return 1;
+}
+
+/* Whether class is listed in the declaration's resubmit.on. */
+static int resubmits(const struct plan_decl *d, const char *cls)
+{
+	return cls && in_list(cls, d->resubmit_on, d->nresubmit_on);
+}
+
+static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
+{
+	a->error_code = code;
+	job_set_str(b, &a->error_message, msg);
+}
+
+/*
+ * The failure class of the current run: its state and error, and what the
+ * job itself says (its rung's scheduling strategy, whether it ever started,
+ * whether vx cancelled it). lj is the live job, NULL when not refreshing or
+ * when it vanished.
+ */
+const char *job_run_failure(const struct plan_decl *d, const struct plan_run *cur, int64_t at,
+			       const struct live_job *lj, const char *state, int code, const char *msg)
+{
+	size_t n = d->nrungs > 1 ? d->nrungs : 1;
+	size_t k = at < 0 ? 0 : (uint64_t)at >= n ? n - 1 : (size_t)at;
+	struct failure_input in = {
+		.state = state, .error_code = code, .message = msg,
+		.scheduling = cur->rung_id.scheduling ? cur->rung_id.scheduling
+			      : d->rung_ids ? d->rung_ids[k].scheduling : NULL,
+		.started = (lj ? lj->start_ms : 0) > 0 || cur->started_ms > 0,
+		.cancelled_by_vx = cur->cancelled_by_vx,
+	};
+
+	return failure_classify(&in);
+}
+
+/* "2026-11-20 10:02:07Z", for a backoff's end. */
+static void fmt_second(char *buf, size_t len, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, len, "an unknown time");
+		return;
+	}
+	strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+/* The backoff after n refused creates in a row: resubmit.delay (at least a
+ * minute: a refusal is not over in seconds), doubling, at most 15 minutes. */
+static int64_t refusal_wait(const struct plan_decl *d, size_t n)
+{
+	int64_t wait = d->retry_delay_ms > REFUSAL_MIN_WAIT_MS ? d->retry_delay_ms : REFUSAL_MIN_WAIT_MS;
+
+	for (size_t k = 1; k < n && wait < REFUSAL_MAX_WAIT_MS; k++)
+		wait *= 2;
+	return wait < REFUSAL_MAX_WAIT_MS ? wait : REFUSAL_MAX_WAIT_MS;
+}
+
+/*
+ * A create the server refused for the declared spec and run is an attempt
+ * (docs/format.md): the next one is planned only when resubmit.on lists its
+ * class (refused, quota), the budget allows it and its backoff has passed
+ * (vxapply and vx watch plan alike, so neither asks again every time);
+ * else a noop that shows the refusal. -replace asks again at once. Returns
+ * 1 when it planned that noop. 0 when the new run may be planned: *attempt
+ * is then past the refused ones, and *why (owned, NULL when there was no
+ * refusal) says so for the plan.
+ */
+int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			int64_t *attempt, char **why)
+{
+	const struct plan_refusal *r = rec ? &rec->refusal : NULL;
+	char when[40], until[40];
+	int64_t next, wait, not_before = 0;
+	struct plan_action *a;
+	char *reason;
+
+	*why = NULL;
+	if (!r || !r->n || !vx_text_same(r->spec_hash, d->spec_hash) || r->run != d->run)
+		return 0;
+	next = r->attempt + 1 > *attempt ? r->attempt + 1 : *attempt;
+	fmt_when(when, sizeof(when), r->at_ms);
+	wait = refusal_wait(d, r->n);
+	if (job_replaced(b, d->address)) {
+		*attempt = next;
+		*why = vx_asprintf("attempt %" PRId64 "/%" PRId64 " after the create was refused (%s at %s): "
+				   "-replace asks again", next, d->max_attempts, r->cls, when);
+		if (!*why)
+			b->oom = 1;
+		return 0;
+	}
+	if (!resubmits(d, r->cls)) {
+		reason = vx_asprintf("the create was refused (%s at %s, attempt %" PRId64 "); not asked again: "
+				     "%s is not in resubmit.on; fix the cause, then vxapply -replace %s",
+				     r->cls, when, r->attempt, r->cls, d->address);
+	} else if (next > d->max_attempts) {
+		reason = vx_asprintf("the create was refused (%s at %s); resubmit budget exhausted "
+				     "(%" PRId64 "/%" PRId64 " attempts); vxapply -replace %s asks again",
+				     r->cls, when, r->attempt, d->max_attempts, d->address);
+	} else if (b->in->now_ms > 0 && b->in->now_ms < r->at_ms + wait) {
+		not_before = r->at_ms + wait;
+		fmt_second(until, sizeof(until), not_before);
+		reason = vx_asprintf("the create was refused (%s at %s, %zu in a row); attempt %" PRId64 "/%" PRId64
+				     " not before %s (backoff)", r->cls, when, r->n, next, d->max_attempts, until);
+	} else {
+		*attempt = next;
+		*why = vx_asprintf("attempt %" PRId64 "/%" PRId64 " after the create was refused (%s at %s)",
+				   next, d->max_attempts, r->cls, when);
+		if (!*why)
+			b->oom = 1;
+		return 0;
+	}
+	a = job_add_action(b, PLAN_NOOP, d->address);
+	if (!a) {
+		free(reason);
+		return 1;
+	}
+	job_fill_decl(b, a, d);
+	a->record = rec;
+	job_set_str(b, &a->old_hash, rec->spec_hash);
+	job_set_str(b, &a->failure_class, r->cls);
+	set_error(b, a, 0, r->message);
+	job_set_fmt(b, &a->reason, reason);
+	a->not_before_ms = not_before;
+	a->refused = !not_before;
+	return 1;
+}
+
+/*
+ * Resubmits a failed run while resubmit.on lists its class and the budget
+ * allows, counting the attempts live jobs of (spec, run) carry that the
+ * state forgot (a rewound state: live_max_attempt), else a noop that says
+ * why. Returns the action, NULL when out of memory or when a refusal's
+ * backoff planned it (job_refusal_gate).
+ */
+struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d,
+				       const struct plan_record *rec, const struct failed *f)
+{
+	const struct plan_run *cur = rec->current;
+	const struct live_job *seen = NULL;
+	int64_t next = cur->attempt + 1, rung = plan_next_rung(f->at, f->cls, d->nrungs);
+	struct plan_action *a;
+	char when[40], *refused = NULL;
+
+	fmt_when(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms);
+	if (resubmits(d, f->cls) && cur->attempt < d->max_attempts) {
+		if (job_refusal_gate(b, d, rec, &next, &refused))
+			return NULL;
+		if (job_maybe_adopt(b, d, rec, next, rung, "resubmit", NULL)) {
+			free(refused);
+			return NULL;
+		}
+		next = job_next_attempt(b, d, next, &seen);
+	}
+	if (resubmits(d, f->cls) && next <= d->max_attempts) {
+		a = job_add_action(b, PLAN_RESUBMIT, d->address);
+		if (!a) {
+			free(refused);
+			return NULL;
+		}
+		job_fill_decl(b, a, d);
+		a->record = rec;
+		a->run = d->run;
+		a->attempt = next;
+		job_set_rung(b, a, d, rung);
+		job_set_str(b, &a->old_hash, rec->spec_hash);
+		job_set_str(b, &a->failure_class, f->cls);
+		job_set_str(b, &a->live_state, f->state);
+		set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
+		if (d->nrungs > 1)
+			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64
+							   " (region %s) after %s in %s",
+							   next, d->max_attempts, rung, job_rung_region(d, rung), f->cls,
+							   cur->region ? cur->region : job_rung_region(d, f->at)));
+		else
+			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
+							   next, d->max_attempts, f->cls, when));
+		if (refused)
+			job_set_fmt(b, &a->reason, refused);
+		job_note_seen(b, a, seen);
+		return a;
+	}
+	free(refused);
+	a = job_add_action(b, PLAN_NOOP, d->address);
+	if (!a)
+		return NULL;
+	job_fill_decl(b, a, d);
+	job_set_rung(b, a, d, f->at);
+	a->record = rec;
+	job_set_str(b, &a->old_hash, rec->spec_hash);
+	job_set_str(b, &a->failure_class, f->cls);
+	job_set_str(b, &a->live_state, f->state);
+	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
+	if (resubmits(d, f->cls))
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
+						   "(%" PRId64 "/%" PRId64 " attempts)", f->cls, when,
+						   seen ? next - 1 : cur->attempt, d->max_attempts));
+	else if (!strcmp(f->cls, "unknown"))
+		/* An ambiguous text errs towards not resubmitting, and says so. */
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
+						   "knows this message, so it may fail the same way again "
+						   "(list unknown in resubmit.on to resubmit such failures)",
+						   when));
+	else
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on",
+						   f->cls, when, f->cls));
+	job_note_seen(b, a, seen);
+	return a;
+}
+
+static int set_if_changed(char **dst, const char *src, int *changed)
+{
+	if ((!*dst && !src) || (*dst && src && !strcmp(*dst, src)))
+		return 0;
+	free(*dst);
+	*dst = src ? strdup(src) : NULL;
+	*changed = 1;
+	return (src && !*dst) ? VX_ENOMEM : 0;
+}
+
+const struct live_job *job_live_lookup(const struct live_job **idx, size_t n, const char *name)
+{
+	struct live_job key;
+	const struct live_job *kp = &key, *const *hit;
+
+	if (!name)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.name = (char *)(uintptr_t)name; /* only compared, never written */
+	hit = bsearch(&kp, idx, n, sizeof(*idx), job_cmp_live_name);
+	return hit ? *hit : NULL;
+}
+
+/*
+ * Copies what lj says about run into it. Returns 1 when something changed,
+ * 0 when not, < 0 when out of memory (run is left half-updated but valid).
+ */
+static int refresh_run(struct state_run *run, const struct live_job *lj, const struct state_record *r)
+{
+	struct failure_input in = {
+		.state = lj->state, .error_code = lj->error_code, .message = lj->error_message,
+		.cancelled_by_vx = run->cancelled_by_vx,
+	};
+	const char *cls;
+	int changed = 0;
+
+	if (set_if_changed(&run->state, lj->state, &changed) < 0 ||
+	    set_if_changed(&run->error_message, lj->error_message, &changed) < 0)
+		return VX_ENOMEM;
+	if (run->error_code != lj->error_code) {
+		run->error_code = lj->error_code;
+		changed = 1;
+	}
+	if (lj->end_ms && run->ended_ms != lj->end_ms) {
+		run->ended_ms = lj->end_ms;
+		changed = 1;
+	}
+	/* When it started (first RUNNING): queue time and running time, for status and cost. */
+	if (lj->start_ms && run->started_ms != lj->start_ms) {
+		run->started_ms = lj->start_ms;
+		changed = 1;
+	}
+	/* Its rung's strategy, else the record's spec's when the run is of that spec. */
+	in.scheduling = run->rung_scheduling;
+	if (!in.scheduling && r && vx_text_same(run->spec_hash, r->spec_hash))
+		in.scheduling = failure_spec_strategy(r->spec_json);
+	in.started = run->started_ms > 0;
+	cls = failure_classify(&in);
+	if (set_if_changed(&run->failure, cls, &changed) < 0)
+		return VX_ENOMEM;
+	return changed;
+}
+
+/* Refreshes run from the index; appends a summary line naming it when it changed. */
+static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
+		       const struct state_record *r, int earlier, struct vx_buf *b)
+{
+	const struct live_job *lj = job_live_lookup(idx, n, run->resource);
+	char *old_state;
+	int changed;
+
+	if (!lj)
+		return 0;
+	old_state = vx_strdup(run->state);
+	changed = refresh_run(run, lj, r);
+	if (changed > 0 &&
+	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", r->address, earlier ? " (earlier run " : "",
+			  earlier ? run->resource : "", earlier ? ")" : "", job_state_short(old_state),
+			  job_state_short(run->state), run->failure ? " (" : "",
+			  run->failure ? run->failure : "", run->failure ? ")" : "") < 0)
+		vx_buf_reset(b);
+	free(old_state);
+	return changed > 0;
+}
+
+size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	const struct live_job **idx = NULL;
+	size_t changed = 0, n = 0;
+
+	if (summary)
+		*summary = NULL;
+	if (!live || !live->n)
+		return 0;
+	/* An index, so refreshing every run of 10,000 records is not 10,000 scans of the listing. */
+	idx = calloc(live->n, sizeof(*idx));
+	if (!idx)
+		return 0;
+	for (size_t k = 0; k < live->n; k++)
+		if (live->items[k].name)
+			idx[n++] = &live->items[k];
+	qsort(idx, n, sizeof(*idx), job_cmp_live_name);
+	for (size_t i = 0; i < state->nrecords; i++) {
+		struct state_record *r = &state->records[i];
+
+		/*
+		 * Earlier runs too, until they are seen ending: a replaced run is
+		 * moved to history while it is still cancelling, and its end would
+		 * otherwise never be recorded.
+		 */
+		for (size_t h = 0; h < r->nhistory; h++)
+			if (r->history[h].resource && !job_state_is_terminal(r->history[h].state))
+				changed += refresh_one(&r->history[h], idx, n, r, 1, &b);
+		if (r->current && r->current->resource)
+			changed += refresh_one(r->current, idx, n, r, 0, &b);
+	}
+	free(idx);
+	if (summary)
+		*summary = b.len ? vx_buf_detach(&b) : NULL;
+	vx_buf_release(&b);
+	return changed;
+}
