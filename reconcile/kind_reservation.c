@@ -500,7 +500,7 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 		return 0;
 	}
 	if (rc > 0)
-		rc = a->prov->reservations->delete(a->prov, project, zone, name, applier_fence(a), &e);
+		rc = a->prov->reservations->del(a->prov, project, zone, name, applier_fence(a), &e);
 	if (rc < 0 && rc != VX_ENOTFOUND) {
 		if (applier_fenced(a)) {
 			vx_err_release(&e);
@@ -629,7 +629,7 @@ static int do_resize(struct applier *a, const struct plan_action *pa, struct vx_
 	const struct live_reservation *l = pa->klive;
 	struct vx_err e = VX_ERR_INIT;
 	int rc = a->prov->reservations->resize(a->prov, l->project ? l->project : a->opts->project, l->zone,
-					     l->name, d->count, applier_fence(a), &e);
+					       l->name, d->count, applier_fence(a), &e);
 
 	if (rc < 0) {
 		if (applier_fenced(a)) {

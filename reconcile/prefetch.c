@@ -43,8 +43,8 @@ struct pf_thread {
 };
 
 struct prefetch {
-	struct provider reader;       /* first: the provider handed out, wrapping real */
-	struct provider_tables ops;   /* reader's: real's, but the lists (prefetch_new) */
+	struct provider reader;       /* first: the provider handed out */
+	struct provider_tables ops;   /* reader's: wrap real's, but the lists (prefetch_new) */
 	struct provider *real;        /* borrowed */
 	struct pf_thread threads[PF_THREADS];
 	size_t nthreads;

@@ -398,10 +398,10 @@ static int fwd_reservations_resize(struct provider *p, const char *project, cons
 	return p->inner->reservations->resize(p->inner, project, zone, name, count, fence, err);
 }
 
-static int fwd_reservations_delete(struct provider *p, const char *project, const char *zone,
-				   const char *name, const struct provider_fence *fence, struct vx_err *err)
+static int fwd_reservations_del(struct provider *p, const char *project, const char *zone,
+				const char *name, const struct provider_fence *fence, struct vx_err *err)
 {
-	return p->inner->reservations->delete(p->inner, project, zone, name, fence, err);
+	return p->inner->reservations->del(p->inner, project, zone, name, fence, err);
 }
 
 static int fwd_quotas_list(struct provider *p, const char *project, struct live_quotas *out,
@@ -446,7 +446,7 @@ void provider_wrap(struct provider *self, struct provider_tables *own, struct pr
 	FWD(r, reservations, list);
 	FWD(r, reservations, create);
 	FWD(r, reservations, resize);
-	FWD(r, reservations, delete);
+	FWD(r, reservations, del);
 	FWD(q, quotas, list);
 	FWD(q, quotas, create);
 	FWD(q, quotas, update);

@@ -252,8 +252,10 @@ struct provider_reservation_ops {
 		      struct live_reservation *out, struct vx_err *err);
 	int (*resize)(struct provider *p, const char *project, const char *zone, const char *name,
 		      int64_t count, const struct provider_fence *fence, struct vx_err *err);
-	int (*delete)(struct provider *p, const char *project, const char *zone, const char *name,
-		      const struct provider_fence *fence, struct vx_err *err);
+	/* del, not delete: clang-format takes delete for C++'s keyword
+	 * (libgit2's backends say del too). */
+	int (*del)(struct provider *p, const char *project, const char *zone, const char *name,
+		   const struct provider_fence *fence, struct vx_err *err);
 };
 
 /*

@@ -77,8 +77,9 @@ struct place {
 };
 
 struct watch_live {
-	struct provider reader; /* first: watch_live_provider hands out &reader; reader.inner is the real one */
-	struct provider_tables ops; /* reader's: the real provider's, but the list of jobs */
+	struct provider reader; /* first: watch_live_provider hands out &reader */
+	/* reader's, wrapping the real provider (reader.inner): its operations but the list of jobs */
+	struct provider_tables ops;
 	const struct vx_ctx *ctx;
 	int64_t full_every_ms;
 	/* The refresh lists its places side by side (reconcile/kind_job.c), one

@@ -33,7 +33,7 @@ struct watch_live;
 struct watch_live_stats {
 	size_t full_lists;    /* jobs->list calls (the whole stack in a place) */
 	size_t active_lists;  /* jobs->list_active calls */
-	size_t gets;          /* jobs->get calls for jobs that left the active list */
+	size_t gets;	      /* jobs->get calls for jobs that left the active list */
 	size_t kept;          /* final jobs held between cycles, all places */
 };
 

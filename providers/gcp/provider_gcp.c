@@ -629,27 +629,36 @@ static int operation_finish(struct session *s, const char *project, const char *
 	return rc;
 }
 
-/* The insert's body for req (checked by the caller), in *body. VX_ENOMEM. */
-static int reservation_body(const struct provider_reservation_request *req, char **body)
+/* The insert's body for req, in *body; what names the request in errors. VX_EINVAL, VX_ENOMEM. */
+static int reservation_body(const struct provider_reservation_request *req, const char *what, char **body,
+			    struct vx_err *err)
 {
 	struct compute_reservation want = COMPUTE_RESERVATION_INIT;
 	struct compute_accelerator acc;
+	/* Shared with Google Cloud managed services, or Vertex AI cannot use it. */
+	const char *share = "ALLOW_ALL";
 
+	if (!compute_reservation_name_ok(req->name) || !compute_reservation_name_ok(req->zone) ||
+	    !req->machine_type || req->count < 1 || req->count > 1000 ||
+	    (req->accelerator_type && (req->accelerator_count < 1 || req->accelerator_count > INT32_MAX)))
+		return vx_err_set(err, VX_EINVAL, "%s: invalid name, zone, machine type, accelerators or count (1 to 1000)",
+				  what);
 	/* The request's strings are borrowed for the body only. */
 	want.name = (char *)(uintptr_t)req->name;
 	want.description = (char *)(uintptr_t)req->description;
 	want.machine_type = (char *)(uintptr_t)req->machine_type;
 	want.count = req->count;
 	want.specific_reservation_required = req->specific_required;
-	/* Shared with Google Cloud managed services, or Vertex AI cannot use it. */
-	want.service_share_type = (char *)(uintptr_t)"ALLOW_ALL";
+	want.service_share_type = (char *)(uintptr_t)share;
 	if (req->accelerator_type) {
 		acc.type = (char *)(uintptr_t)req->accelerator_type;
 		acc.count = req->accelerator_count;
 		want.accelerators = &acc;
 		want.n_accelerators = 1;
 	}
-	return compute_reservation_to_json(&want, body);
+	if (compute_reservation_to_json(&want, body) < 0)
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	return 0;
 }
 
 /*
@@ -707,18 +716,9 @@ static int gcp_create_reservation(struct provider *p, const struct provider_rese
 	if (!(what = vx_asprintf("compute: creating reservation \"%s\" in %s", req->name ? req->name : "",
 				 req->zone ? req->zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!compute_reservation_name_ok(req->name) || !compute_reservation_name_ok(req->zone) ||
-	    !req->machine_type || req->count < 1 || req->count > 1000 ||
-	    (req->accelerator_type && (req->accelerator_count < 1 || req->accelerator_count > INT32_MAX))) {
-		rc = vx_err_set(err, VX_EINVAL, "%s: invalid name, zone, machine type, accelerators or count "
-				"(1 to 1000)", what);
-		goto done;
-	}
-	if ((rc = reservation_body(req, &body)) < 0) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = session_get(g, &s, err);
+	rc = reservation_body(req, what, &body, err);
+	if (rc == 0)
+		rc = session_get(g, &s, err);
 	if (rc < 0)
 		goto done;
 	s->compute.fence = fence_of(&hfence, req->fence);
@@ -1229,7 +1229,7 @@ static const struct provider_reservation_ops gcp_reservation_ops = {
 	.list = gcp_list_reservations,
 	.create = gcp_create_reservation,
 	.resize = gcp_resize_reservation,
-	.delete = gcp_delete_reservation,
+	.del = gcp_delete_reservation,
 };
 
 static const struct provider_quota_ops gcp_quota_ops = {

@@ -240,7 +240,7 @@ static void test_operation_errors_mapped(void **state)
 				     "The resource already exists");
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, bad, 0);
-	assert_int_equal(f->p->reservations->delete(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EINVAL);
+	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EINVAL);
 	assert_string_equal(err.msg, "compute: deleting reservation \"r1\" in us-central1-a: INVALID_FIELD_VALUE: "
 				     "Invalid value for field");
 	assert_int_equal(httpd_request_count(f->t.s), 6);
@@ -275,12 +275,12 @@ static void test_bad_operation_name_not_followed(void **state)
 		"{\"name\":\"operation-1\",\"zone\":\"projects/my-proj/zones/us-east1-b\",\"status\":\"RUNNING\"}";
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, evil, 0);
-	assert_int_equal(f->p->reservations->delete(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
+	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
 	assert_string_equal(err.msg, "compute: deleting reservation \"r1\" in us-central1-a: the reply names operation "
 				     "\"../../../reservations/other\" in zone \"us-central1-a\", which vx will not follow; "
 				     "the outcome is unknown (list the reservations before trying again)");
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, elsewhere, 0);
-	assert_int_equal(f->p->reservations->delete(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
+	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
 	/* Only the two deletes reached the server: no wait on a name or zone not Compute's. */
 	assert_int_equal(httpd_request_count(f->t.s), 2);
 	vx_err_release(&err);
@@ -302,7 +302,7 @@ static void test_resize_delete_exact(void **state)
 	assert_string_equal(clienttest_req(&f->t, 0)->body, "{\"specificSkuCount\":\"3\"}");
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
-	assert_int_equal(f->p->reservations->delete(f->p, "my-proj", "us-central1-a", "r1", &fence, &err), 0);
+	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", &fence, &err), 0);
 	t = clienttest_req(&f->t, 1)->target;
 	assert_string_equal(clienttest_req(&f->t, 1)->method, "DELETE");
 	assert_int_equal(strncmp(t, Z "/reservations/r1?requestId=", strlen(Z "/reservations/r1?requestId=")), 0);
@@ -332,7 +332,7 @@ static void test_fence_refuses_before_send(void **state)
 	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_ECONFLICT);
 	assert_int_equal(f->p->reservations->resize(f->p, "my-proj", "us-central1-a", "r1", 3, &fence, &err),
 			 VX_ECONFLICT);
-	assert_int_equal(f->p->reservations->delete(f->p, "my-proj", "us-central1-a", "r1", &fence, &err),
+	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", &fence, &err),
 			 VX_ECONFLICT);
 	memset(&q, 0, sizeof(q));
 	q.project = "my-proj";
