@@ -384,11 +384,11 @@ static int import_job(struct import_outcome *out, struct state *state, struct pr
 	if (strcmp(region, d->region))
 		return vx_err_set(err, VX_EINVAL, "%s: %s is in region %s, but %s is declared in region %s",
 				  req->address, req->resource, region, req->address, d->region);
-	if (!p->get_job)
+	if (!PROVIDER_HAS(p, jobs, get))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot read one job");
 	if (!(asked = vx_asprintf("projects/%s/locations/%s/customJobs/%s", st->project, region, id)))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	rc = p->get_job(p, asked, &lj, &spec, err);
+	rc = p->jobs->get(p, asked, &lj, &spec, err);
 	if (rc == VX_ENOTFOUND) {
 		rc = vx_err_set(err, VX_ENOTFOUND, "%s: %s does not exist in project %s", req->address,
 				req->resource, st->project);
@@ -533,7 +533,7 @@ done:
 int import_refresh_jobs(struct live_jobs *live, struct provider *p, const struct state *state,
 			struct vx_err *err)
 {
-	for (size_t i = 0; state && p->get_job && i < state->nrecords; i++) {
+	for (size_t i = 0; state && PROVIDER_HAS(p, jobs, get) && i < state->nrecords; i++) {
 		const struct state_record *r = &state->records[i];
 
 		if (strcmp(r->kind, "CustomJob"))
@@ -552,7 +552,7 @@ int import_refresh_jobs(struct live_jobs *live, struct provider *p, const struct
 				;
 			if (k < live->n)
 				continue;
-			rc = p->get_job(p, run->resource, &lj, NULL, err);
+			rc = p->jobs->get(p, run->resource, &lj, NULL, err);
 			if (rc == VX_ENOTFOUND) {
 				vx_err_release(err);
 				continue;
@@ -602,9 +602,9 @@ static int import_reservation(struct import_outcome *out, struct state *state, s
 	if (strcmp(rname, name))
 		return vx_err_set(err, VX_EINVAL, "%s: the reservation must be named %s, as the address is, "
 				  "not %s", req->address, name, rname);
-	if (!p->list_reservations)
+	if (!PROVIDER_HAS(p, reservations, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
-	if ((rc = p->list_reservations(p, st->project, zone, &rs, err)) < 0) {
+	if ((rc = p->reservations->list(p, st->project, zone, &rs, err)) < 0) {
 		rc = vx_err_wrap(err, "%s: reading reservations in %s", req->address, zone);
 		goto done;
 	}
@@ -767,9 +767,9 @@ static int import_quota(struct import_outcome *out, struct state *state, struct 
 	if (strcmp(id, name))
 		return vx_err_set(err, VX_EINVAL, "%s: the preference must have the id %s, as the address has, "
 				  "not %s", req->address, name, id);
-	if (!p->list_quotas)
+	if (!PROVIDER_HAS(p, quotas, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
-	if ((rc = p->list_quotas(p, st->project, &qs, err)) < 0) {
+	if ((rc = p->quotas->list(p, st->project, &qs, err)) < 0) {
 		rc = vx_err_wrap(err, "%s: reading quota preferences of %s", req->address, st->project);
 		goto done;
 	}

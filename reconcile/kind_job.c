@@ -560,8 +560,8 @@ static void job_list_one(void *ud, size_t i)
 	struct job_list_pool *pool = ud;
 	struct job_list_slot *s = &pool->slots[i];
 
-	s->rc = pool->p->list_jobs(pool->p, s->place->project, s->place->region, pool->stack, &s->js,
-				   &s->err);
+	s->rc = pool->p->jobs->list(pool->p, s->place->project, s->place->region, pool->stack, &s->js,
+				    &s->err);
 }
 
 /*

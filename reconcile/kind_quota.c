@@ -83,13 +83,13 @@ static int limits_in_force(struct live_quotas *qs, struct provider *p, const str
 		size_t k;
 
 		if (!l || l->has_granted || d->preferred_value < 0 || d->preferred_value == l->preferred ||
-		    !p->list_quota_infos)
+		    !PROVIDER_HAS(p, quotas, list_infos))
 			continue;
 		for (k = 0; k < nread && strcmp(read[k], d->service); k++)
 			;
 		if (k == nread) {
 			read[nread++] = d->service;
-			if ((rc = p->list_quota_infos(p, st->project, d->service, &lim, err)) < 0) {
+			if ((rc = p->quotas->list_infos(p, st->project, d->service, &lim, err)) < 0) {
 				rc = vx_err_wrap(err, "%s: reading the limits of %s", d->d.address, d->service);
 				break;
 			}
@@ -112,9 +112,9 @@ static int quota_refresh(struct live_store *out, struct provider *p, const struc
 		return 0;
 	if (live_store_note(out, 0, "quota preferences") < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if (!p->list_quotas)
+	if (!PROVIDER_HAS(p, quotas, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
-	rc = p->list_quotas(p, st->project, &out->quotas, err);
+	rc = p->quotas->list(p, st->project, &out->quotas, err);
 	if (rc < 0)
 		return vx_err_wrap(err, "reading quota preferences of %s", st->project);
 	return limits_in_force(&out->quotas, p, st, err);
@@ -412,8 +412,8 @@ static int send(struct applier *a, const struct plan_action *pa, int update, str
 	req.etag = update && l ? l->etag : NULL;
 	req.ignore_safety_checks = d->ignore_safety_checks;
 	req.fence = applier_fence(a);
-	rc = update ? a->prov->update_quota(a->prov, &req, &got, &e)
-		    : a->prov->create_quota(a->prov, &req, &got, &e);
+	rc = update ? a->prov->quotas->update(a->prov, &req, &got, &e)
+		    : a->prov->quotas->create(a->prov, &req, &got, &e);
 	if (rc < 0) {
 		live_quota_release(&got);
 		if (applier_fenced(a)) {

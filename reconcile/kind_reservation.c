@@ -117,11 +117,11 @@ static int res_refresh(struct live_store *out, struct provider *p, const struct 
 			break;
 		}
 		free(what);
-		if (!p->list_reservations) {
+		if (!PROVIDER_HAS(p, reservations, list)) {
 			rc = vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
 			break;
 		}
-		rc = p->list_reservations(p, projects[i], zones[i], &rs, err);
+		rc = p->reservations->list(p, projects[i], zones[i], &rs, err);
 		if (rc < 0)
 			rc = vx_err_wrap(err, "reading reservations in %s", zones[i]);
 		for (size_t k = 0; k < rs.n && rc == 0; k++)
@@ -435,7 +435,7 @@ static int list_one(struct applier *a, const char *project, const char *zone, co
 		    struct live_reservation *out, struct vx_err *err)
 {
 	struct live_reservations rs = { 0 };
-	int rc = a->prov->list_reservations(a->prov, project, zone, &rs, err);
+	int rc = a->prov->reservations->list(a->prov, project, zone, &rs, err);
 
 	if (rc < 0)
 		return rc;
@@ -500,7 +500,7 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 		return 0;
 	}
 	if (rc > 0)
-		rc = a->prov->delete_reservation(a->prov, project, zone, name, applier_fence(a), &e);
+		rc = a->prov->reservations->del(a->prov, project, zone, name, applier_fence(a), &e);
 	if (rc < 0 && rc != VX_ENOTFOUND) {
 		if (applier_fenced(a)) {
 			vx_err_release(&e);
@@ -581,7 +581,7 @@ static int do_create(struct applier *a, const struct plan_action *pa, struct vx_
 	req.specific_required = d->specific_required;
 	req.request_id = id;
 	req.fence = applier_fence(a);
-	rc = a->prov->create_reservation(a->prov, &req, &got, &e);
+	rc = a->prov->reservations->create(a->prov, &req, &got, &e);
 	if (rc == VX_EUNCERTAIN && !applier_fenced(a)) {
 		/* The outcome is unknown: the name is unique in its zone, so a list says. */
 		struct vx_err e2 = VX_ERR_INIT;
@@ -628,8 +628,8 @@ static int do_resize(struct applier *a, const struct plan_action *pa, struct vx_
 	const struct stack_reservation *d = pa->kdecl;
 	const struct live_reservation *l = pa->klive;
 	struct vx_err e = VX_ERR_INIT;
-	int rc = a->prov->resize_reservation(a->prov, l->project ? l->project : a->opts->project, l->zone,
-					     l->name, d->count, applier_fence(a), &e);
+	int rc = a->prov->reservations->resize(a->prov, l->project ? l->project : a->opts->project, l->zone,
+					       l->name, d->count, applier_fence(a), &e);
 
 	if (rc < 0) {
 		if (applier_fenced(a)) {

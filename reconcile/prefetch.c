@@ -44,6 +44,7 @@ struct pf_thread {
 
 struct prefetch {
 	struct provider reader;       /* first: the provider handed out */
+	struct provider_tables ops;   /* reader's: wrap real's, but the lists (prefetch_new) */
 	struct provider *real;        /* borrowed */
 	struct pf_thread threads[PF_THREADS];
 	size_t nthreads;
@@ -160,7 +161,7 @@ static int pf_list_jobs(struct provider *p, const char *project, const char *reg
 	struct pf_answer *a;
 
 	if (!(a = answer_take(pf, PF_JOBS, project, region, stack)))
-		return pf->real->list_jobs(pf->real, project, region, stack, out, err);
+		return pf->real->jobs->list(pf->real, project, region, stack, out, err);
 	*out = a->jobs;
 	memset(&a->jobs, 0, sizeof(a->jobs));
 	return answer_rc(a, err);
@@ -173,7 +174,7 @@ static int pf_list_reservations(struct provider *p, const char *project, const c
 	struct pf_answer *a;
 
 	if (!(a = answer_take(pf, PF_RESERVATIONS, project, zone, NULL)))
-		return pf->real->list_reservations(pf->real, project, zone, out, err);
+		return pf->real->reservations->list(pf->real, project, zone, out, err);
 	*out = a->reservations;
 	memset(&a->reservations, 0, sizeof(a->reservations));
 	return answer_rc(a, err);
@@ -186,7 +187,7 @@ static int pf_list_quotas(struct provider *p, const char *project, struct live_q
 	struct pf_answer *a;
 
 	if (!(a = answer_take(pf, PF_QUOTAS, project, NULL, NULL)))
-		return pf->real->list_quotas(pf->real, project, out, err);
+		return pf->real->quotas->list(pf->real, project, out, err);
 	*out = a->quotas;
 	memset(&a->quotas, 0, sizeof(a->quotas));
 	return answer_rc(a, err);
@@ -201,74 +202,12 @@ static int pf_list_quota_infos(struct provider *p, const char *project, const ch
 	int rc;
 
 	if (!a)
-		return pf->real->list_quota_infos(pf->real, project, service, out, err);
+		return pf->real->quotas->list_infos(pf->real, project, service, out, err);
 	rc = answer_rc(a, err);
 	for (size_t i = 0; i < a->limits.n && rc == 0; i++)
 		if (live_quota_limits_push(out, &a->limits.items[i]) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 	return rc;
-}
-
-/* Everything else goes to the real provider. */
-static int pf_list_job_runs(struct provider *p, const char *project, const char *region, const char *stack,
-			    const char *job, struct live_jobs *out, struct vx_err *err)
-{
-	return pf_of(p)->real->list_job_runs(pf_of(p)->real, project, region, stack, job, out, err);
-}
-
-static int pf_create_job(struct provider *p, const struct provider_job_request *req, struct live_job *out,
-			 struct vx_err *err)
-{
-	return pf_of(p)->real->create_job(pf_of(p)->real, req, out, err);
-}
-
-static int pf_cancel_job(struct provider *p, const char *name, const struct provider_fence *fence,
-			 struct vx_err *err)
-{
-	return pf_of(p)->real->cancel_job(pf_of(p)->real, name, fence, err);
-}
-
-static int pf_create_reservation(struct provider *p, const struct provider_reservation_request *req,
-				 struct live_reservation *out, struct vx_err *err)
-{
-	return pf_of(p)->real->create_reservation(pf_of(p)->real, req, out, err);
-}
-
-static int pf_resize_reservation(struct provider *p, const char *project, const char *zone,
-				 const char *name, int64_t count, const struct provider_fence *fence,
-				 struct vx_err *err)
-{
-	return pf_of(p)->real->resize_reservation(pf_of(p)->real, project, zone, name, count, fence, err);
-}
-
-static int pf_delete_reservation(struct provider *p, const char *project, const char *zone,
-				 const char *name, const struct provider_fence *fence, struct vx_err *err)
-{
-	return pf_of(p)->real->delete_reservation(pf_of(p)->real, project, zone, name, fence, err);
-}
-
-static int pf_create_quota(struct provider *p, const struct provider_quota_request *req,
-			   struct live_quota *out, struct vx_err *err)
-{
-	return pf_of(p)->real->create_quota(pf_of(p)->real, req, out, err);
-}
-
-static int pf_update_quota(struct provider *p, const struct provider_quota_request *req,
-			   struct live_quota *out, struct vx_err *err)
-{
-	return pf_of(p)->real->update_quota(pf_of(p)->real, req, out, err);
-}
-
-static int pf_list_active_jobs(struct provider *p, const char *project, const char *region,
-			       const char *stack, struct live_jobs *out, struct vx_err *err)
-{
-	return pf_of(p)->real->list_active_jobs(pf_of(p)->real, project, region, stack, out, err);
-}
-
-static int pf_get_job(struct provider *p, const char *name, struct live_job *out, char **spec_json,
-		      struct vx_err *err)
-{
-	return pf_of(p)->real->get_job(pf_of(p)->real, name, out, spec_json, err);
 }
 
 /* Never called: prefetch_free() frees the prefetch, not its reader. */
@@ -296,7 +235,7 @@ static int rec_list_jobs(struct provider *p, const char *project, const char *re
 	(void)out;
 	(void)err;
 	if (a)
-		a->rc = pf->real->list_jobs(pf->real, project, region, stack, &a->jobs, &a->err);
+		a->rc = pf->real->jobs->list(pf->real, project, region, stack, &a->jobs, &a->err);
 	return 0;
 }
 
@@ -309,7 +248,7 @@ static int rec_list_reservations(struct provider *p, const char *project, const 
 	(void)out;
 	(void)err;
 	if (a)
-		a->rc = pf->real->list_reservations(pf->real, project, zone, &a->reservations, &a->err);
+		a->rc = pf->real->reservations->list(pf->real, project, zone, &a->reservations, &a->err);
 	return 0;
 }
 
@@ -322,9 +261,13 @@ static int rec_list_quotas(struct provider *p, const char *project, struct live_
 	(void)out;
 	(void)err;
 	if (a)
-		a->rc = pf->real->list_quotas(pf->real, project, &a->quotas, &a->err);
+		a->rc = pf->real->quotas->list(pf->real, project, &a->quotas, &a->err);
 	return 0;
 }
+
+static const struct provider_job_ops rec_job_ops = { .list = rec_list_jobs };
+static const struct provider_reservation_ops rec_reservation_ops = { .list = rec_list_reservations };
+static const struct provider_quota_ops rec_quota_ops = { .list = rec_list_quotas };
 
 /* The quota limits the capacity check reads (workflow/planning.c), ahead. */
 static void record_quota_infos(struct pf_thread *t, const char *service)
@@ -333,7 +276,7 @@ static void record_quota_infos(struct pf_thread *t, const char *service)
 	struct pf_answer *a = answer_claim(pf, PF_QUOTA_INFOS, t->st->project, service, NULL);
 
 	if (a)
-		a->rc = pf->real->list_quota_infos(pf->real, t->st->project, service, &a->limits, &a->err);
+		a->rc = pf->real->quotas->list_infos(pf->real, t->st->project, service, &a->limits, &a->err);
 }
 
 static void *prefetch_main(void *arg)
@@ -348,7 +291,7 @@ static void *prefetch_main(void *arg)
 		struct live_jobs jobs;
 
 		memset(&jobs, 0, sizeof(jobs));
-		if (pf->real->list_jobs)
+		if (PROVIDER_HAS(pf->real, jobs, list))
 			(void)rec_list_jobs(&t->rec, t->project, t->region, t->stack, &jobs, &e);
 		OPENSSL_thread_stop();
 		return NULL;
@@ -360,7 +303,7 @@ static void *prefetch_main(void *arg)
 		vx_err_release(&e);
 	live_store_release(&scratch);
 	vx_err_release(&e);
-	if (pf->real->list_quota_infos && capacity_wanted(t->st)) {
+	if (PROVIDER_HAS(pf->real, quotas, list_infos) && capacity_wanted(t->st)) {
 		record_quota_infos(t, "aiplatform.googleapis.com");
 		if (t->st->nreservations)
 			record_quota_infos(t, "compute.googleapis.com");
@@ -397,9 +340,9 @@ static int thread_start(struct prefetch *pf, const struct stack *st, const char 
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
 	/* Only the lists: a refresh makes no other call. */
-	t->rec.list_jobs = pf->real->list_jobs ? rec_list_jobs : NULL;
-	t->rec.list_reservations = pf->real->list_reservations ? rec_list_reservations : NULL;
-	t->rec.list_quotas = pf->real->list_quotas ? rec_list_quotas : NULL;
+	t->rec.jobs = PROVIDER_HAS(pf->real, jobs, list) ? &rec_job_ops : NULL;
+	t->rec.reservations = PROVIDER_HAS(pf->real, reservations, list) ? &rec_reservation_ops : NULL;
+	t->rec.quotas = PROVIDER_HAS(pf->real, quotas, list) ? &rec_quota_ops : NULL;
 	t->rec.free = pf_free;
 	if (pthread_create(&t->thread, NULL, prefetch_main, t) != 0) {
 		thread_release(t);
@@ -422,23 +365,17 @@ static struct prefetch *prefetch_new(struct provider *real)
 
 	if (!pf)
 		return NULL;
-	/* An operation the real provider lacks stays NULL here too. */
-#define PF_OP(op) pf->reader.op = real->op ? pf_##op : NULL
-	PF_OP(list_jobs);
-	PF_OP(list_active_jobs);
-	PF_OP(list_job_runs);
-	PF_OP(create_job);
-	PF_OP(cancel_job);
-	PF_OP(list_reservations);
-	PF_OP(create_reservation);
-	PF_OP(resize_reservation);
-	PF_OP(delete_reservation);
-	PF_OP(list_quotas);
-	PF_OP(create_quota);
-	PF_OP(update_quota);
-	PF_OP(list_quota_infos);
-	PF_OP(get_job);
-#undef PF_OP
+	/* The lists answer from what was prefetched; every other operation is
+	 * real's, and one real lacks stays NULL here too. */
+	provider_wrap(&pf->reader, &pf->ops, real);
+	if (pf->ops.jobs.list)
+		pf->ops.jobs.list = pf_list_jobs;
+	if (pf->ops.reservations.list)
+		pf->ops.reservations.list = pf_list_reservations;
+	if (pf->ops.quotas.list)
+		pf->ops.quotas.list = pf_list_quotas;
+	if (pf->ops.quotas.list_infos)
+		pf->ops.quotas.list_infos = pf_list_quota_infos;
 	pf->reader.free = pf_free;
 	pf->real = real;
 	pthread_mutex_init(&pf->lock, NULL);

@@ -338,3 +338,122 @@ int live_quota_limits_find(const struct live_quota_limits *l, const char *servic
 	}
 	return VX_ENOTFOUND;
 }
+
+/*
+ * A decorator's passing on of the operations it does not change: each calls
+ * the same operation of the wrapped provider, with that provider as p.
+ */
+static int fwd_jobs_list(struct provider *p, const char *project, const char *region, const char *stack,
+			 struct live_jobs *out, struct vx_err *err)
+{
+	return p->inner->jobs->list(p->inner, project, region, stack, out, err);
+}
+
+static int fwd_jobs_list_runs(struct provider *p, const char *project, const char *region,
+			      const char *stack, const char *job, struct live_jobs *out, struct vx_err *err)
+{
+	return p->inner->jobs->list_runs(p->inner, project, region, stack, job, out, err);
+}
+
+static int fwd_jobs_list_active(struct provider *p, const char *project, const char *region,
+				const char *stack, struct live_jobs *out, struct vx_err *err)
+{
+	return p->inner->jobs->list_active(p->inner, project, region, stack, out, err);
+}
+
+static int fwd_jobs_create(struct provider *p, const struct provider_job_request *req, struct live_job *out,
+			   struct vx_err *err)
+{
+	return p->inner->jobs->create(p->inner, req, out, err);
+}
+
+static int fwd_jobs_cancel(struct provider *p, const char *name, const struct provider_fence *fence,
+			   struct vx_err *err)
+{
+	return p->inner->jobs->cancel(p->inner, name, fence, err);
+}
+
+static int fwd_jobs_get(struct provider *p, const char *name, struct live_job *out, char **spec_json,
+			struct vx_err *err)
+{
+	return p->inner->jobs->get(p->inner, name, out, spec_json, err);
+}
+
+static int fwd_reservations_list(struct provider *p, const char *project, const char *zone,
+				 struct live_reservations *out, struct vx_err *err)
+{
+	return p->inner->reservations->list(p->inner, project, zone, out, err);
+}
+
+static int fwd_reservations_create(struct provider *p, const struct provider_reservation_request *req,
+				   struct live_reservation *out, struct vx_err *err)
+{
+	return p->inner->reservations->create(p->inner, req, out, err);
+}
+
+static int fwd_reservations_resize(struct provider *p, const char *project, const char *zone,
+				   const char *name, int64_t count, const struct provider_fence *fence,
+				   struct vx_err *err)
+{
+	return p->inner->reservations->resize(p->inner, project, zone, name, count, fence, err);
+}
+
+static int fwd_reservations_del(struct provider *p, const char *project, const char *zone,
+				const char *name, const struct provider_fence *fence, struct vx_err *err)
+{
+	return p->inner->reservations->del(p->inner, project, zone, name, fence, err);
+}
+
+static int fwd_quotas_list(struct provider *p, const char *project, struct live_quotas *out,
+			   struct vx_err *err)
+{
+	return p->inner->quotas->list(p->inner, project, out, err);
+}
+
+static int fwd_quotas_create(struct provider *p, const struct provider_quota_request *req,
+			     struct live_quota *out, struct vx_err *err)
+{
+	return p->inner->quotas->create(p->inner, req, out, err);
+}
+
+static int fwd_quotas_update(struct provider *p, const struct provider_quota_request *req,
+			     struct live_quota *out, struct vx_err *err)
+{
+	return p->inner->quotas->update(p->inner, req, out, err);
+}
+
+static int fwd_quotas_list_infos(struct provider *p, const char *project, const char *service,
+				 struct live_quota_limits *out, struct vx_err *err)
+{
+	return p->inner->quotas->list_infos(p->inner, project, service, out, err);
+}
+
+void provider_wrap(struct provider *self, struct provider_tables *own, struct provider *inner)
+{
+	const struct provider_job_ops *j = inner->jobs;
+	const struct provider_reservation_ops *r = inner->reservations;
+	const struct provider_quota_ops *q = inner->quotas;
+
+	memset(own, 0, sizeof(*own));
+	/* What inner lacks, the decorator lacks too. */
+#define FWD(t, kind, op) own->kind.op = t && t->op ? fwd_##kind##_##op : NULL
+	FWD(j, jobs, list);
+	FWD(j, jobs, list_runs);
+	FWD(j, jobs, list_active);
+	FWD(j, jobs, create);
+	FWD(j, jobs, cancel);
+	FWD(j, jobs, get);
+	FWD(r, reservations, list);
+	FWD(r, reservations, create);
+	FWD(r, reservations, resize);
+	FWD(r, reservations, del);
+	FWD(q, quotas, list);
+	FWD(q, quotas, create);
+	FWD(q, quotas, update);
+	FWD(q, quotas, list_infos);
+#undef FWD
+	self->jobs = j ? &own->jobs : NULL;
+	self->reservations = r ? &own->reservations : NULL;
+	self->quotas = q ? &own->quotas : NULL;
+	self->inner = inner;
+}

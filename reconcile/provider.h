@@ -186,76 +186,109 @@ struct provider_webhook {
 };
 
 struct live_log_page;
+struct provider;
 
-struct provider {
+/*
+ * A kind's client operations, one table per kind (libgit2's backend
+ * vtables): struct provider points at one table for each kind it serves,
+ * and a call is p->jobs->list(p, ...). An entry is NULL where the provider
+ * cannot do that; a table is NULL where it does nothing of the kind (ask
+ * PROVIDER_HAS). A decorator changes some entries and passes the others to
+ * the provider it wraps (provider_wrap).
+ */
+struct provider_job_ops {
 	/* Lists every job of the stack in one region: one filtered, paginated
 	 * list call (labels.vx-stack=<stack>), never a get per job. */
-	int (*list_jobs)(struct provider *p, const char *project, const char *region,
-			 const char *stack, struct live_jobs *out, struct vx_err *err);
+	int (*list)(struct provider *p, const char *project, const char *region, const char *stack,
+		    struct live_jobs *out, struct vx_err *err);
 	/* The runs of one job of the stack in one region: the same list, also
 	 * filtered by the vx-job label (a few jobs, not the stack's thousands),
 	 * for an apply settling an earlier apply's unconfirmed create. NULL:
-	 * the caller uses list_jobs. */
-	int (*list_job_runs)(struct provider *p, const char *project, const char *region,
-			     const char *stack, const char *job, struct live_jobs *out,
-			     struct vx_err *err);
+	 * the caller uses list. */
+	int (*list_runs)(struct provider *p, const char *project, const char *region, const char *stack,
+			 const char *job, struct live_jobs *out, struct vx_err *err);
 	/*
 	 * The stack's jobs in one region that can still change: the list of
-	 * list_jobs, also filtered to the states that are not final (Vertex's
-	 * list filter takes state, not update_time), for vx watch, whose cycles
-	 * must cost what the active jobs cost, not the stack's history. NULL:
-	 * the caller uses list_jobs.
+	 * list, also filtered to the states that are not final (Vertex's list
+	 * filter takes state, not update_time), for vx watch, whose cycles must
+	 * cost what the active jobs cost, not the stack's history. NULL: the
+	 * caller uses list.
 	 */
-	int (*list_active_jobs)(struct provider *p, const char *project, const char *region,
-				const char *stack, struct live_jobs *out, struct vx_err *err);
+	int (*list_active)(struct provider *p, const char *project, const char *region, const char *stack,
+			   struct live_jobs *out, struct vx_err *err);
 	/* Creates a job. VX_EUNCERTAIN when the request may or may not have
 	 * created it: the caller must list by labels before trying again. */
-	int (*create_job)(struct provider *p, const struct provider_job_request *req,
-			  struct live_job *out, struct vx_err *err);
+	int (*create)(struct provider *p, const struct provider_job_request *req, struct live_job *out,
+		      struct vx_err *err);
 	/* Asks for cancellation (asynchronous: the job goes CANCELLING, CANCELLED).
 	 * fence as in provider_job_request; NULL: none. */
-	int (*cancel_job)(struct provider *p, const char *name, const struct provider_fence *fence,
-			  struct vx_err *err);
-
+	int (*cancel)(struct provider *p, const char *name, const struct provider_fence *fence,
+		      struct vx_err *err);
 	/*
-	 * Reservations (Compute Engine, one zone). list: one paginated list call
-	 * per zone, never a get per reservation. create/resize/delete send the
-	 * request and wait for its zone operation (bounded; VX_EUNCERTAIN when
-	 * the outcome is unknown: the caller lists before trying again). A
-	 * create is an insert with request_id; *out (create) is the reservation
-	 * as read after the operation.
+	 * Reads one job by name (vx import, and the refresh of an imported job
+	 * that carries no vx labels, which no list by label finds). The name is
+	 * checked before anything is sent; the answer's name is checked against
+	 * the project and region asked (a project number is accepted).
+	 * VX_ENOTFOUND when it does not exist. *spec_json (may be NULL: not
+	 * wanted) gets the job's jobSpec as compact JSON, owned by the caller.
+	 * NULL in providers that cannot read one job.
 	 */
-	int (*list_reservations)(struct provider *p, const char *project, const char *zone,
-				 struct live_reservations *out, struct vx_err *err);
-	int (*create_reservation)(struct provider *p, const struct provider_reservation_request *req,
-				  struct live_reservation *out, struct vx_err *err);
-	int (*resize_reservation)(struct provider *p, const char *project, const char *zone,
-				  const char *name, int64_t count, const struct provider_fence *fence,
-				  struct vx_err *err);
-	int (*delete_reservation)(struct provider *p, const char *project, const char *zone,
-				  const char *name, const struct provider_fence *fence,
-				  struct vx_err *err);
+	int (*get)(struct provider *p, const char *name, struct live_job *out, char **spec_json,
+		   struct vx_err *err);
+};
 
-	/*
-	 * Quota preferences (Cloud Quotas). list: the project's preferences, one
-	 * paginated list. create: with quotaPreferenceId = req->id. update: a
-	 * patch of quotaConfig.preferredValue (and contactEmail) with req->etag;
-	 * VX_ECONFLICT when the etag no longer matches.
-	 */
-	int (*list_quotas)(struct provider *p, const char *project, struct live_quotas *out,
-			   struct vx_err *err);
-	int (*create_quota)(struct provider *p, const struct provider_quota_request *req,
-			    struct live_quota *out, struct vx_err *err);
-	int (*update_quota)(struct provider *p, const struct provider_quota_request *req,
-			    struct live_quota *out, struct vx_err *err);
+/*
+ * Reservations (Compute Engine, one zone). list: one paginated list call
+ * per zone, never a get per reservation. create/resize/delete send the
+ * request and wait for its zone operation (bounded; VX_EUNCERTAIN when
+ * the outcome is unknown: the caller lists before trying again). A
+ * create is an insert with request_id; *out (create) is the reservation
+ * as read after the operation.
+ */
+struct provider_reservation_ops {
+	int (*list)(struct provider *p, const char *project, const char *zone,
+		    struct live_reservations *out, struct vx_err *err);
+	int (*create)(struct provider *p, const struct provider_reservation_request *req,
+		      struct live_reservation *out, struct vx_err *err);
+	int (*resize)(struct provider *p, const char *project, const char *zone, const char *name,
+		      int64_t count, const struct provider_fence *fence, struct vx_err *err);
+	/* del, not delete: clang-format takes delete for C++'s keyword
+	 * (libgit2's backends say del too). */
+	int (*del)(struct provider *p, const char *project, const char *zone, const char *name,
+		   const struct provider_fence *fence, struct vx_err *err);
+};
 
+/*
+ * Quota preferences (Cloud Quotas). list: the project's preferences, one
+ * paginated list. create: with quotaPreferenceId = req->id. update: a
+ * patch of quotaConfig.preferredValue (and contactEmail) with req->etag;
+ * VX_ECONFLICT when the etag no longer matches.
+ */
+struct provider_quota_ops {
+	int (*list)(struct provider *p, const char *project, struct live_quotas *out, struct vx_err *err);
+	int (*create)(struct provider *p, const struct provider_quota_request *req, struct live_quota *out,
+		      struct vx_err *err);
+	int (*update)(struct provider *p, const struct provider_quota_request *req, struct live_quota *out,
+		      struct vx_err *err);
 	/*
 	 * Quota limits (Cloud Quotas quotaInfos) of one service: one paginated
 	 * list, appended to *out. NULL in providers that cannot read them (the
 	 * plan shows such limits as unknown).
 	 */
-	int (*list_quota_infos)(struct provider *p, const char *project, const char *service,
-				struct live_quota_limits *out, struct vx_err *err);
+	int (*list_infos)(struct provider *p, const char *project, const char *service,
+			  struct live_quota_limits *out, struct vx_err *err);
+};
+
+/* Whether p can do op of kind: PROVIDER_HAS(p, quotas, list_infos). */
+#define PROVIDER_HAS(p, kind, op) ((p)->kind && (p)->kind->op)
+
+struct provider {
+	/* The kinds' operations (above); NULL: none of that kind. */
+	const struct provider_job_ops *jobs;
+	const struct provider_reservation_ops *reservations;
+	const struct provider_quota_ops *quotas;
+	/* A decorator's: the provider it wraps (provider_wrap); NULL otherwise. */
+	struct provider *inner;
 
 	/*
 	 * Posts a webhook once, never retried here (the caller backs off across
@@ -284,17 +317,6 @@ struct provider {
 	void (*free)(struct provider *p);
 
 	/*
-	 * Reads one job by name (vx import, and the refresh of an imported job
-	 * that carries no vx labels, which no list by label finds). The name is
-	 * checked before anything is sent; the answer's name is checked against
-	 * the project and region asked (a project number is accepted).
-	 * VX_ENOTFOUND when it does not exist. *spec_json (may be NULL: not
-	 * wanted) gets the job's jobSpec as compact JSON, owned by the caller.
-	 * NULL in providers that cannot read one job.
-	 */
-	int (*get_job)(struct provider *p, const char *name, struct live_job *out, char **spec_json,
-		       struct vx_err *err);
-	/*
 	 * One page of a Vertex job's log lines from Cloud Logging (vx logs):
 	 * the entries of project whose filter is filter (the caller builds it),
 	 * oldest first, from page_token (NULL: the first page). out is
@@ -304,6 +326,26 @@ struct provider {
 	int (*list_log_entries)(struct provider *p, const char *project, const char *filter,
 				const char *page_token, struct live_log_page *out, struct vx_err *err);
 };
+
+/*
+ * A decorator is a provider that wraps another, inner, and changes some of
+ * its kinds' operations (reconcile/prefetch.c, reconcile/watch_live.c). It
+ * embeds struct provider first and keeps the three tables it points at:
+ * provider_wrap fills them with the passing on of every operation inner has
+ * (to inner, called with inner as p: its functions never see the
+ * decorator), NULL where inner has none, and sets self->inner. The
+ * decorator then points the entries it changes at its own functions. Its
+ * common methods (post_webhook, ..., free) are its own: provider_wrap
+ * leaves them as they are. self->inner may change later (a provider made
+ * anew) to one with the same operations.
+ */
+struct provider_tables {
+	struct provider_job_ops jobs;
+	struct provider_reservation_ops reservations;
+	struct provider_quota_ops quotas;
+};
+
+void provider_wrap(struct provider *self, struct provider_tables *own, struct provider *inner);
 
 /* Deep copy and release helpers for reservations and quota preferences. */
 int live_reservation_copy(struct live_reservation *out, const struct live_reservation *in) VX_WUR;

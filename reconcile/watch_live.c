@@ -78,7 +78,8 @@ struct place {
 
 struct watch_live {
 	struct provider reader; /* first: watch_live_provider hands out &reader */
-	struct provider *real;
+	/* reader's, wrapping the real provider (reader.inner): its operations but the list of jobs */
+	struct provider_tables ops;
 	const struct vx_ctx *ctx;
 	int64_t full_every_ms;
 	/* The refresh lists its places side by side (reconcile/kind_job.c), one
@@ -96,6 +97,12 @@ struct watch_live {
 static struct watch_live *of(struct provider *p)
 {
 	return (struct watch_live *)(void *)p;
+}
+
+/* The real provider (watch_live_set_real changes it). */
+static struct provider *real_of(const struct watch_live *w)
+{
+	return w->reader.inner;
 }
 
 static void place_free(struct place *p)
@@ -163,10 +170,11 @@ static int find_job(const struct live_jobs *js, const char *name)
 static int list_full(struct watch_live *w, struct place *pl, struct live_jobs *out, struct vx_err *err)
 {
 	struct live_jobs kept = { NULL, 0 };
+	struct provider *real = real_of(w);
 	int rc;
 
 	count(w, &w->stats.full_lists);
-	if ((rc = w->real->list_jobs(w->real, pl->project, pl->region, pl->stack, out, err)) < 0)
+	if ((rc = real->jobs->list(real, pl->project, pl->region, pl->stack, out, err)) < 0)
 		return rc;
 	if (out->n && !(kept.items = calloc(out->n, sizeof(*kept.items))))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -194,11 +202,12 @@ static int read_ended(struct watch_live *w, struct place *pl, const char *name, 
 		      struct vx_err *err)
 {
 	struct live_job lj;
+	struct provider *real = real_of(w);
 	int rc;
 
 	memset(&lj, 0, sizeof(lj));
 	count(w, &w->stats.gets);
-	rc = w->real->get_job(w->real, name, &lj, NULL, err);
+	rc = real->jobs->get(real, name, &lj, NULL, err);
 	if (rc == VX_ENOTFOUND) {
 		/* Deleted: the plan sees it gone, as after a full list. */
 		vx_err_release(err);
@@ -219,7 +228,7 @@ static int read_ended(struct watch_live *w, struct place *pl, const char *name, 
  * Whether name may be a job of this place: projects/P/locations/R/... with
  * R the place's region and P its project, or a project number (Google's
  * answers name projects by number; which project a number is, only a get
- * tells, and get_job accepts either).
+ * tells, and jobs->get accepts either).
  */
 static int in_place(const struct place *pl, const char *name)
 {
@@ -245,14 +254,15 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 {
 	struct watch_live *w = of(p);
 	struct place *pl = place_get(w, project, region, stack);
+	struct provider *real = real_of(w);
 	struct live_jobs active = { NULL, 0 };
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!pl)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if (!pl->fresh || !w->real->list_active_jobs || !w->real->get_job || w->full_every_ms <= 0 ||
-	    vx_mono_ms(w->ctx) - pl->full_ms >= w->full_every_ms) {
+	if (!pl->fresh || !PROVIDER_HAS(real, jobs, list_active) || !PROVIDER_HAS(real, jobs, get) ||
+	    w->full_every_ms <= 0 || vx_mono_ms(w->ctx) - pl->full_ms >= w->full_every_ms) {
 		live_jobs_release(&pl->pre);
 		pl->has_pre = 0;
 		pl->has_sig = 0;
@@ -270,7 +280,7 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 		pl->has_pre = 0;
 	} else {
 		count(w, &w->stats.active_lists);
-		if ((rc = w->real->list_active_jobs(w->real, project, region, stack, &active, err)) < 0)
+		if ((rc = real->jobs->list_active(real, project, region, stack, &active, err)) < 0)
 			goto fail;
 	}
 	pl->sig = watch_live_digest(&active);
@@ -312,85 +322,6 @@ fail:
 	return rc;
 }
 
-/* Every other operation is the real provider's. */
-static int wl_list_active_jobs(struct provider *p, const char *project, const char *region,
-			       const char *stack, struct live_jobs *out, struct vx_err *err)
-{
-	return of(p)->real->list_active_jobs(of(p)->real, project, region, stack, out, err);
-}
-
-static int wl_list_job_runs(struct provider *p, const char *project, const char *region, const char *stack,
-			    const char *job, struct live_jobs *out, struct vx_err *err)
-{
-	return of(p)->real->list_job_runs(of(p)->real, project, region, stack, job, out, err);
-}
-
-static int wl_create_job(struct provider *p, const struct provider_job_request *req, struct live_job *out,
-			 struct vx_err *err)
-{
-	return of(p)->real->create_job(of(p)->real, req, out, err);
-}
-
-static int wl_cancel_job(struct provider *p, const char *name, const struct provider_fence *fence,
-			 struct vx_err *err)
-{
-	return of(p)->real->cancel_job(of(p)->real, name, fence, err);
-}
-
-static int wl_list_reservations(struct provider *p, const char *project, const char *zone,
-				struct live_reservations *out, struct vx_err *err)
-{
-	return of(p)->real->list_reservations(of(p)->real, project, zone, out, err);
-}
-
-static int wl_create_reservation(struct provider *p, const struct provider_reservation_request *req,
-				 struct live_reservation *out, struct vx_err *err)
-{
-	return of(p)->real->create_reservation(of(p)->real, req, out, err);
-}
-
-static int wl_resize_reservation(struct provider *p, const char *project, const char *zone, const char *name,
-				 int64_t count, const struct provider_fence *fence, struct vx_err *err)
-{
-	return of(p)->real->resize_reservation(of(p)->real, project, zone, name, count, fence, err);
-}
-
-static int wl_delete_reservation(struct provider *p, const char *project, const char *zone, const char *name,
-				 const struct provider_fence *fence, struct vx_err *err)
-{
-	return of(p)->real->delete_reservation(of(p)->real, project, zone, name, fence, err);
-}
-
-static int wl_list_quotas(struct provider *p, const char *project, struct live_quotas *out,
-			  struct vx_err *err)
-{
-	return of(p)->real->list_quotas(of(p)->real, project, out, err);
-}
-
-static int wl_create_quota(struct provider *p, const struct provider_quota_request *req,
-			   struct live_quota *out, struct vx_err *err)
-{
-	return of(p)->real->create_quota(of(p)->real, req, out, err);
-}
-
-static int wl_update_quota(struct provider *p, const struct provider_quota_request *req,
-			   struct live_quota *out, struct vx_err *err)
-{
-	return of(p)->real->update_quota(of(p)->real, req, out, err);
-}
-
-static int wl_list_quota_infos(struct provider *p, const char *project, const char *service,
-			       struct live_quota_limits *out, struct vx_err *err)
-{
-	return of(p)->real->list_quota_infos(of(p)->real, project, service, out, err);
-}
-
-static int wl_get_job(struct provider *p, const char *name, struct live_job *out, char **spec_json,
-		      struct vx_err *err)
-{
-	return of(p)->real->get_job(of(p)->real, name, out, spec_json, err);
-}
-
 /* Never called: watch_live_free frees the reader with the rest. */
 static void wl_free(struct provider *p)
 {
@@ -405,29 +336,16 @@ int watch_live_new(struct watch_live **out, struct provider *real, const struct 
 	*out = NULL;
 	if (!w)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	/* An operation the real provider lacks stays NULL here too. */
-#define WL_OP(op) w->reader.op = real->op ? wl_##op : NULL
-	WL_OP(list_jobs);
-	WL_OP(list_active_jobs);
-	WL_OP(list_job_runs);
-	WL_OP(create_job);
-	WL_OP(cancel_job);
-	WL_OP(list_reservations);
-	WL_OP(create_reservation);
-	WL_OP(resize_reservation);
-	WL_OP(delete_reservation);
-	WL_OP(list_quotas);
-	WL_OP(create_quota);
-	WL_OP(update_quota);
-	WL_OP(list_quota_infos);
-	WL_OP(get_job);
-#undef WL_OP
+	/* The list of jobs answers from what is kept; every other operation is
+	 * real's, and one real lacks stays NULL here too. */
+	provider_wrap(&w->reader, &w->ops, real);
+	if (w->ops.jobs.list)
+		w->ops.jobs.list = wl_list_jobs;
 	w->reader.free = wl_free;
 	if (pthread_mutex_init(&w->mu, NULL) != 0) {
 		free(w);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
-	w->real = real;
 	w->ctx = ctx;
 	w->full_every_ms = full_every_ms;
 	*out = w;
@@ -459,7 +377,7 @@ void watch_live_free(struct watch_live *w)
 
 void watch_live_set_real(struct watch_live *w, struct provider *real)
 {
-	w->real = real;
+	w->reader.inner = real;
 }
 
 struct provider *watch_live_provider(struct watch_live *w)
@@ -506,10 +424,11 @@ void watch_live_cycle_end(struct watch_live *w)
 int watch_live_idle(struct watch_live *w, int *same, struct vx_err *err)
 {
 	int64_t now = vx_mono_ms(w->ctx);
+	struct provider *real = real_of(w);
 	int rc;
 
 	*same = 0;
-	if (!w->nplaces || !w->real->list_active_jobs || w->full_every_ms <= 0)
+	if (!w->nplaces || !PROVIDER_HAS(real, jobs, list_active) || w->full_every_ms <= 0)
 		return 0;
 	for (size_t i = 0; i < w->nplaces; i++) {
 		const struct place *pl = w->places[i];
@@ -523,7 +442,7 @@ int watch_live_idle(struct watch_live *w, int *same, struct vx_err *err)
 		live_jobs_release(&pl->pre);
 		pl->has_pre = 0;
 		count(w, &w->stats.active_lists);
-		if ((rc = w->real->list_active_jobs(w->real, pl->project, pl->region, pl->stack, &pl->pre, err)) < 0) {
+		if ((rc = real->jobs->list_active(real, pl->project, pl->region, pl->stack, &pl->pre, err)) < 0) {
 			watch_live_invalidate(w);
 			return rc;
 		}

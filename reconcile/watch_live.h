@@ -10,14 +10,14 @@
  * its update time. A job in a final state (SUCCEEDED, FAILED, CANCELLED,
  * EXPIRED) never changes again, so the watcher keeps the final jobs of its
  * last full list and, each cycle, lists only the jobs that are not final
- * (provider list_active_jobs), then reads one by one (get_job) the jobs the
- * state holds as active that this list no longer shows: they just ended, and
- * join the kept ones. A full list runs at the first cycle and then every
+ * (the provider's jobs->list_active), then reads one by one (jobs->get) the
+ * jobs the state holds as active that this list no longer shows: they just
+ * ended, and join the kept ones. A full list runs at the first cycle and then every
  * full_every_ms, which also forgets final jobs deleted since.
  *
  * It is a struct provider (reconcile/provider.h) that the refresh reads
- * through: list_jobs answers from the above; every other operation is the
- * real provider's.
+ * through, a decorator of the real provider (provider_wrap): jobs->list
+ * answers from the above; every other operation is the real provider's.
  */
 
 #include <stddef.h>
@@ -31,9 +31,9 @@ struct watch_live;
 
 /* Counts for the log line and the metrics. */
 struct watch_live_stats {
-	size_t full_lists;    /* list_jobs calls (the whole stack in a place) */
-	size_t active_lists;  /* list_active_jobs calls */
-	size_t gets;          /* get_job calls for jobs that left the active list */
+	size_t full_lists;    /* jobs->list calls (the whole stack in a place) */
+	size_t active_lists;  /* jobs->list_active calls */
+	size_t gets;	      /* jobs->get calls for jobs that left the active list */
 	size_t kept;          /* final jobs held between cycles, all places */
 };
 

@@ -231,9 +231,9 @@ static int ended(struct workspace *ws, const char *resource, char **state, struc
 	int rc;
 
 	*state = NULL;
-	if (!ws->prov->get_job)
+	if (!PROVIDER_HAS(ws->prov, jobs, get))
 		return 0;
-	if ((rc = ws->prov->get_job(ws->prov, resource, &lj, NULL, err)) < 0)
+	if ((rc = ws->prov->jobs->get(ws->prov, resource, &lj, NULL, err)) < 0)
 		return rc;
 	rc = job_state_is_terminal(lj.state);
 	if (rc && !(*state = strdup(lj.state)))

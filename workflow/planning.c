@@ -113,11 +113,11 @@ static int read_limits(struct planning *pl, struct workspace *ws, char **why, st
 	int rc;
 
 	*why = NULL;
-	rc = p->list_quota_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, &e);
+	rc = p->quotas->list_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, &e);
 	if (rc == 0)
 		pl->limits_read = 1;
 	if (rc == 0 && st->nreservations)
-		rc = p->list_quota_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
+		rc = p->quotas->list_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
 	if (rc == VX_EDENIED) {
 		rc = (*why = vx_strdup(vx_err_msg(&e))) ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 	} else if (rc == VX_ENOTFOUND) {
@@ -149,7 +149,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	 * other prices without editing the reviewed stack. */
 	if ((rc = prices_load(&pl->prices, st, vx_getenv(ws->ctx, "VX_PRICES"), err)) < 0)
 		return rc;
-	if (o->refresh && ws->prov && ws->prov->list_quota_infos && (rc = read_limits(pl, ws, &unread, err)) < 0)
+	if (o->refresh && ws->prov && PROVIDER_HAS(ws->prov, quotas, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
 		return rc;
 	memset(&in, 0, sizeof(in));
 	in.st = st;

@@ -629,62 +629,50 @@ static int operation_finish(struct session *s, const char *project, const char *
 	return rc;
 }
 
-static int gcp_create_reservation(struct provider *p, const struct provider_reservation_request *req,
-				  struct live_reservation *out, struct vx_err *err)
+/* The insert's body for req, in *body; what names the request in errors. VX_EINVAL, VX_ENOMEM. */
+static int reservation_body(const struct provider_reservation_request *req, const char *what, char **body,
+			    struct vx_err *err)
 {
-	struct gcp_provider *g = gp(p);
-	struct compute_reservation want = COMPUTE_RESERVATION_INIT, got = COMPUTE_RESERVATION_INIT;
-	struct compute_operation op = COMPUTE_OPERATION_INIT;
+	struct compute_reservation want = COMPUTE_RESERVATION_INIT;
 	struct compute_accelerator acc;
-	struct gcp_fence hfence;
-	struct session *s = NULL;
-	char *what = NULL, *body = NULL, *share = NULL;
-	const char *why;
-	int rc;
+	/* Shared with Google Cloud managed services, or Vertex AI cannot use it. */
+	const char *share = "ALLOW_ALL";
 
-	memset(out, 0, sizeof(*out));
-	if (!(what = vx_asprintf("compute: creating reservation \"%s\" in %s", req->name ? req->name : "",
-				 req->zone ? req->zone : "")))
-		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
 	if (!compute_reservation_name_ok(req->name) || !compute_reservation_name_ok(req->zone) ||
 	    !req->machine_type || req->count < 1 || req->count > 1000 ||
-	    (req->accelerator_type && (req->accelerator_count < 1 || req->accelerator_count > INT32_MAX))) {
-		rc = vx_err_set(err, VX_EINVAL, "%s: invalid name, zone, machine type, accelerators or count "
-				"(1 to 1000)", what);
-		goto done;
-	}
+	    (req->accelerator_type && (req->accelerator_count < 1 || req->accelerator_count > INT32_MAX)))
+		return vx_err_set(err, VX_EINVAL, "%s: invalid name, zone, machine type, accelerators or count (1 to 1000)",
+				  what);
 	/* The request's strings are borrowed for the body only. */
 	want.name = (char *)(uintptr_t)req->name;
 	want.description = (char *)(uintptr_t)req->description;
 	want.machine_type = (char *)(uintptr_t)req->machine_type;
 	want.count = req->count;
 	want.specific_reservation_required = req->specific_required;
-	/* Shared with Google Cloud managed services, or Vertex AI cannot use it. */
-	share = (char *)(uintptr_t)"ALLOW_ALL";
-	want.service_share_type = share;
+	want.service_share_type = (char *)(uintptr_t)share;
 	if (req->accelerator_type) {
 		acc.type = (char *)(uintptr_t)req->accelerator_type;
 		acc.count = req->accelerator_count;
 		want.accelerators = &acc;
 		want.n_accelerators = 1;
 	}
-	rc = compute_reservation_to_json(&want, &body);
-	if (rc < 0) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = session_get(g, &s, err);
-	if (rc < 0)
-		goto done;
-	s->compute.fence = fence_of(&hfence, req->fence);
-	rc = compute_reservation_insert(&s->compute, req->project, req->zone, body, req->request_id, &op, err);
-	s->compute.fence = NULL;
-	if (rc < 0)
-		goto done;
-	rc = operation_finish(s, req->project, req->zone, &op, what, err);
-	if (rc < 0)
-		goto done;
-	rc = compute_reservation_get(&s->compute, req->project, req->zone, req->name, &got, err);
+	if (compute_reservation_to_json(&want, body) < 0)
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	return 0;
+}
+
+/*
+ * After the insert's operation finished: the reservation read back, into
+ * *out, if it is the one asked for. The operation is done, so a read that
+ * fails leaves the outcome unknown (VX_EUNCERTAIN).
+ */
+static int reservation_read_back(struct session *s, const struct provider_reservation_request *req,
+				 const char *what, struct live_reservation *out, struct vx_err *err)
+{
+	struct compute_reservation got = COMPUTE_RESERVATION_INIT;
+	const char *why;
+	int rc = compute_reservation_get(&s->compute, req->project, req->zone, req->name, &got, err);
+
 	if (rc < 0) {
 		char *cause = vx_strdup(vx_err_msg(err));
 
@@ -710,10 +698,41 @@ static int gcp_create_reservation(struct provider *p, const struct provider_rese
 	if (reservation_to_live(out, &got, req->project) < 0)
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 done:
+	compute_reservation_release(&got);
+	return rc;
+}
+
+static int gcp_create_reservation(struct provider *p, const struct provider_reservation_request *req,
+				  struct live_reservation *out, struct vx_err *err)
+{
+	struct gcp_provider *g = gp(p);
+	struct compute_operation op = COMPUTE_OPERATION_INIT;
+	struct gcp_fence hfence;
+	struct session *s = NULL;
+	char *what = NULL, *body = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!(what = vx_asprintf("compute: creating reservation \"%s\" in %s", req->name ? req->name : "",
+				 req->zone ? req->zone : "")))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	rc = reservation_body(req, what, &body, err);
+	if (rc == 0)
+		rc = session_get(g, &s, err);
+	if (rc < 0)
+		goto done;
+	s->compute.fence = fence_of(&hfence, req->fence);
+	rc = compute_reservation_insert(&s->compute, req->project, req->zone, body, req->request_id, &op, err);
+	s->compute.fence = NULL;
+	if (rc < 0)
+		goto done;
+	rc = operation_finish(s, req->project, req->zone, &op, what, err);
+	if (rc == 0)
+		rc = reservation_read_back(s, req, what, out, err);
+done:
 	if (s)
 		session_put(g, s);
 	compute_operation_release(&op);
-	compute_reservation_release(&got);
 	free(body);
 	free(what);
 	return rc;
@@ -1196,6 +1215,30 @@ static int env_rate(const struct vx_ctx *ctx, const char *name, int *out, struct
 	return 0;
 }
 
+/* Vertex AI's jobs, Compute Engine's reservations, Cloud Quotas' preferences. */
+static const struct provider_job_ops gcp_job_ops = {
+	.list = gcp_list_jobs,
+	.list_runs = gcp_list_job_runs,
+	.list_active = gcp_list_active_jobs,
+	.create = gcp_create_job,
+	.cancel = gcp_cancel_job,
+	.get = gcp_get_job,
+};
+
+static const struct provider_reservation_ops gcp_reservation_ops = {
+	.list = gcp_list_reservations,
+	.create = gcp_create_reservation,
+	.resize = gcp_resize_reservation,
+	.del = gcp_delete_reservation,
+};
+
+static const struct provider_quota_ops gcp_quota_ops = {
+	.list = gcp_list_quotas,
+	.create = gcp_create_quota,
+	.update = gcp_update_quota,
+	.list_infos = gcp_list_quota_infos,
+};
+
 int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp_provider_options *opts,
 		     struct vx_err *err)
 {
@@ -1206,25 +1249,14 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	if (!g)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	pthread_mutex_init(&g->lock, NULL);
-	g->base.list_jobs = gcp_list_jobs;
-	g->base.list_active_jobs = gcp_list_active_jobs;
+	g->base.jobs = &gcp_job_ops;
+	g->base.reservations = &gcp_reservation_ops;
+	g->base.quotas = &gcp_quota_ops;
 	g->base.post_webhook = gcp_post_webhook;
 	g->base.api_errors = gcp_api_errors;
 	g->base.retry_after = gcp_retry_after;
 	g->base.clock_offset = gcp_clock_offset;
-	g->base.list_job_runs = gcp_list_job_runs;
-	g->base.create_job = gcp_create_job;
-	g->base.cancel_job = gcp_cancel_job;
-	g->base.list_reservations = gcp_list_reservations;
-	g->base.create_reservation = gcp_create_reservation;
-	g->base.resize_reservation = gcp_resize_reservation;
-	g->base.delete_reservation = gcp_delete_reservation;
-	g->base.list_quotas = gcp_list_quotas;
-	g->base.create_quota = gcp_create_quota;
-	g->base.update_quota = gcp_update_quota;
-	g->base.list_quota_infos = gcp_list_quota_infos;
 	g->base.free = gcp_free;
-	g->base.get_job = gcp_get_job;
 	g->base.list_log_entries = gcp_list_log_entries;
 	g->ctx = ctx;
 	if (opts)

@@ -188,15 +188,15 @@ static int mem_cancel(struct provider *p, const char *name, const struct provide
 	return rc;
 }
 
+static const struct provider_job_ops mem_jobs = { .list = mem_list, .create = mem_create, .cancel = mem_cancel };
+
 static void mem_init(struct memcloud *m)
 {
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->gate_lock, NULL);
 	pthread_cond_init(&m->gate_cond, NULL);
-	m->base.list_jobs = mem_list;
-	m->base.create_job = mem_create;
-	m->base.cancel_job = mem_cancel;
+	m->base.jobs = &mem_jobs;
 }
 
 /* ---- hooks ---- */

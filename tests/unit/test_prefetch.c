@@ -22,6 +22,11 @@ struct counting {
 	int jobs_calls;
 	int infos_calls;
 	int serial;       /* stamped into each answer, so a test sees which call it got */
+	/* The last cancel and quota create: the provider each was called on, and what it was asked. */
+	struct provider *cancelled_on, *created_on;
+	char cancelled[96];
+	const struct provider_fence *cancelled_fence;
+	const struct provider_quota_request *created;
 };
 
 static int c_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
@@ -64,6 +69,33 @@ static int c_list_infos(struct provider *p, const char *project, const char *ser
 	return live_quota_limits_push(out, &l) < 0 ? vx_err_set(err, VX_ENOMEM, "oom") : 0;
 }
 
+static int c_cancel(struct provider *p, const char *name, const struct provider_fence *fence,
+		    struct vx_err *err)
+{
+	struct counting *c = (struct counting *)p;
+
+	c->cancelled_on = p;
+	snprintf(c->cancelled, sizeof(c->cancelled), "%s", name);
+	c->cancelled_fence = fence;
+	return strstr(name, "/gone") ? vx_err_set(err, VX_ENOTFOUND, "vertex: %s: not found", name) : 0;
+}
+
+/* A quota create answers with the id asked for. */
+static int c_create_quota(struct provider *p, const struct provider_quota_request *req, struct live_quota *out,
+			  struct vx_err *err)
+{
+	struct counting *c = (struct counting *)p;
+
+	c->created_on = p;
+	c->created = req;
+	memset(out, 0, sizeof(*out));
+	return (out->id = vx_strdup(req->id)) ? 0 : vx_err_set(err, VX_ENOMEM, "oom");
+}
+
+/* Jobs and quota limits as the prefetch reads them, and two operations it never changes. */
+static const struct provider_job_ops counting_jobs = { .list = c_list_jobs, .cancel = c_cancel };
+static const struct provider_quota_ops counting_quotas = { .create = c_create_quota, .list_infos = c_list_infos };
+
 struct fixture {
 	struct counting prov;
 	struct stack st;
@@ -77,8 +109,8 @@ static int setup(void **state)
 	static const char *const regions[3] = { "r1", "r2", "bad" };
 
 	pthread_mutex_init(&f->prov.lock, NULL);
-	f->prov.base.list_jobs = c_list_jobs;
-	f->prov.base.list_quota_infos = c_list_infos;
+	f->prov.base.jobs = &counting_jobs;
+	f->prov.base.quotas = &counting_quotas;
 	f->st.name = (char *)(uintptr_t)"s";
 	f->st.project = (char *)(uintptr_t)"p";
 	f->st.jobs = f->jobs;
@@ -107,7 +139,7 @@ static const char *list_one(struct provider *p, const char *region, struct live_
 			    struct vx_err *err)
 {
 	memset(js, 0, sizeof(*js));
-	*rc = p->list_jobs(p, "p", region, "s", js, err);
+	*rc = p->jobs->list(p, "p", region, "s", js, err);
 	return js->n ? js->items[0].name : NULL;
 }
 
@@ -198,11 +230,11 @@ static void test_leftovers_not_used_after_refresh(void **state)
 	assert_non_null(list_one(r, "r2", &js, &rc, &err));
 	assert_int_equal(f->prov.jobs_calls, 4);
 	live_jobs_release(&js);
-	assert_int_equal(r->list_quota_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
+	assert_int_equal(r->quotas->list_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
 	assert_int_equal(f->prov.infos_calls, 1);
 	assert_int_equal(l.n, 1);
 	assert_string_equal(l.items[0].service, "aiplatform.googleapis.com");
-	assert_int_equal(r->list_quota_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
+	assert_int_equal(r->quotas->list_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
 	assert_int_equal(f->prov.infos_calls, 2);
 	assert_int_equal(l.n, 2);                         /* appended, as the real call does */
 	live_quota_limits_release(&l);
@@ -265,6 +297,52 @@ static void test_nothing_until_added(void **state)
 	prefetch_free(pf);
 }
 
+/*
+ * What the reader does not change is the real provider's: a job cancel and
+ * a quota create (tables whose lists the reader answers) reach the real
+ * one's functions called on the real provider, never on the reader, with
+ * the caller's arguments, and their answers come back as they were. What the
+ * real provider lacks, the reader lacks.
+ */
+static void test_other_operations_are_the_real_ones(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	struct provider_fence fence = { NULL, NULL };
+	struct provider_quota_request q;
+	struct live_quota got;
+	struct provider *r;
+
+	assert_int_equal(prefetch_start(&pf, &f->prov.base, &f->st, &err), 0);
+	r = prefetch_reader(pf);
+	assert_ptr_not_equal(r, &f->prov.base);
+	assert_int_equal(r->jobs->cancel(r, "projects/p/locations/r1/customJobs/7", &fence, &err), 0);
+	assert_ptr_equal(f->prov.cancelled_on, &f->prov.base);
+	assert_string_equal(f->prov.cancelled, "projects/p/locations/r1/customJobs/7");
+	assert_ptr_equal(f->prov.cancelled_fence, &fence);
+	assert_int_equal(r->jobs->cancel(r, "projects/p/locations/r1/gone", NULL, &err), VX_ENOTFOUND);
+	assert_string_equal(vx_err_msg(&err), "vertex: projects/p/locations/r1/gone: not found");
+	vx_err_release(&err);
+	memset(&q, 0, sizeof(q));
+	q.project = "p";
+	q.id = "gpus";
+	assert_int_equal(r->quotas->create(r, &q, &got, &err), 0);
+	assert_ptr_equal(f->prov.created_on, &f->prov.base);
+	assert_ptr_equal(f->prov.created, &q);
+	assert_string_equal(got.id, "gpus");
+	live_quota_release(&got);
+	/* Lacking in the real provider: lacking here. */
+	assert_null(r->jobs->create);
+	assert_null(r->jobs->get);
+	assert_null(r->quotas->list);
+	assert_null(r->quotas->update);
+	assert_null(r->reservations);
+	assert_false(PROVIDER_HAS(r, reservations, list));
+	assert_int_equal(f->prov.jobs_calls, 3);          /* only the lists made ahead */
+	prefetch_free(pf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +353,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_free_unread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_region_then_the_stack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_until_added, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_operations_are_the_real_ones, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,11 @@ struct cloud {
 	size_t n;
 	int full, active, gets, fail_active;
 	char got[8][96];
+	/* The last reservation resize: the provider it was called on, and its arguments. */
+	struct provider *resized_on;
+	char resized[96];
+	int64_t resized_count;
+	const struct provider_fence *resized_fence;
 };
 
 static struct cloud *cl(struct provider *p)
@@ -72,6 +77,23 @@ static int c_get(struct provider *p, const char *name, struct live_job *out, cha
 	return vx_err_set(err, VX_ENOTFOUND, "not found");
 }
 
+/* A resize, recorded; a count of 7 fails, so a test sees the answer come back. */
+static int c_resize(struct provider *p, const char *project, const char *zone, const char *name, int64_t count,
+		    const struct provider_fence *fence, struct vx_err *err)
+{
+	struct cloud *c = cl(p);
+
+	c->resized_on = p;
+	snprintf(c->resized, sizeof(c->resized), "%s/%s/%s", project, zone, name);
+	c->resized_count = count;
+	c->resized_fence = fence;
+	return count == 7 ? vx_err_set(err, VX_ECONFLICT, "compute: resizing \"%s\": conflict", name) : 0;
+}
+
+/* The jobs a watcher reads, and one reservation operation it never changes. */
+static const struct provider_job_ops cloud_jobs = { .list = c_list, .list_active = c_list_active, .get = c_get };
+static const struct provider_reservation_ops cloud_reservations = { .resize = c_resize };
+
 static void add(struct cloud *c, const char *id, const char *state)
 {
 	struct live_job *j = &c->jobs[c->n++];
@@ -106,9 +128,8 @@ static int64_t now_fn(void *ud) { (void)ud; return mono; }
 static void setup(struct cloud *c, struct vx_ctx *ctx)
 {
 	memset(c, 0, sizeof(*c));
-	c->base.list_jobs = c_list;
-	c->base.list_active_jobs = c_list_active;
-	c->base.get_job = c_get;
+	c->base.jobs = &cloud_jobs;
+	c->base.reservations = &cloud_reservations;
 	vx_ctx_init(ctx);
 	ctx->clock.now_ms = now_fn;
 	ctx->clock.mono_ms = now_fn;
@@ -150,7 +171,7 @@ static void cycle(struct watch_live *w, const char *const *expect, size_t nexpec
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(watch_live_expect(w, expect, nexpect), 0);
-	assert_int_equal(p->list_jobs(p, "p1", "us-central1", "s", &js, &err), 0);
+	assert_int_equal(p->jobs->list(p, "p1", "us-central1", "s", &js, &err), 0);
 	assert_string_equal(names(&js), want);
 	live_jobs_release(&js);
 }
@@ -253,7 +274,7 @@ static void test_full_again(void **unused)
 	cycle(w, NULL, 0, "2");
 	assert_int_equal(c.full, 3);
 	c.fail_active = 1;
-	assert_int_equal(p->list_jobs(p, "p1", "us-central1", "s", &js, &err), VX_ERETRY);
+	assert_int_equal(p->jobs->list(p, "p1", "us-central1", "s", &js, &err), VX_ERETRY);
 	assert_int_equal(js.n, 0);
 	vx_err_release(&err);
 	c.fail_active = 0;
@@ -392,6 +413,62 @@ static void test_idle(void **unused)
 	teardown_cloud(&c);
 }
 
+/*
+ * What the watcher does not change is the real provider's: a reservation
+ * resize reaches the real one's function called on the real provider (never
+ * the watcher), with the caller's arguments, and its answer comes back as
+ * it was; a job read goes the same way. What the real provider lacks, the
+ * watcher lacks. After watch_live_set_real, the new real provider answers.
+ */
+static void test_other_operations_are_the_real_ones(void **unused)
+{
+	struct cloud c, c2;
+	struct vx_ctx ctx, ctx2;
+	struct watch_live *w;
+	struct provider *p;
+	struct provider_fence fence = { NULL, NULL };
+	struct live_job lj;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	setup(&c, &ctx);
+	add(&c, P "1", "JOB_STATE_RUNNING");
+	assert_int_equal(watch_live_new(&w, &c.base, &ctx, 600000, &err), 0);
+	p = watch_live_provider(w);
+	assert_ptr_not_equal(p, &c.base);
+	assert_int_equal(p->reservations->resize(p, "p1", "us-central1-a", "r1", 3, &fence, &err), 0);
+	assert_ptr_equal(c.resized_on, &c.base);
+	assert_string_equal(c.resized, "p1/us-central1-a/r1");
+	assert_int_equal(c.resized_count, 3);
+	assert_ptr_equal(c.resized_fence, &fence);
+	assert_int_equal(p->reservations->resize(p, "p1", "us-central1-a", "r2", 7, NULL, &err), VX_ECONFLICT);
+	assert_string_equal(vx_err_msg(&err), "compute: resizing \"r2\": conflict");
+	assert_null(c.resized_fence);
+	vx_err_release(&err);
+	memset(&lj, 0, sizeof(lj));
+	assert_int_equal(p->jobs->get(p, P "1", &lj, NULL, &err), 0);
+	assert_string_equal(lj.state, "JOB_STATE_RUNNING");
+	assert_int_equal(c.gets, 1);
+	live_job_release(&lj);
+	/* Lacking in the real provider: lacking here. */
+	assert_null(p->jobs->create);
+	assert_null(p->jobs->cancel);
+	assert_null(p->reservations->list);
+	assert_null(p->quotas);
+	assert_false(PROVIDER_HAS(p, quotas, list));
+	assert_true(PROVIDER_HAS(p, reservations, resize));
+	/* A provider made anew. */
+	setup(&c2, &ctx2);
+	watch_live_set_real(w, &c2.base);
+	assert_int_equal(p->reservations->resize(p, "p2", "us-east4-b", "r3", 2, NULL, &err), 0);
+	assert_ptr_equal(c2.resized_on, &c2.base);
+	assert_string_equal(c2.resized, "p2/us-east4-b/r3");
+	assert_string_equal(c.resized, "p1/us-central1-a/r2");
+	watch_live_free(w);
+	teardown_cloud(&c);
+	teardown_cloud(&c2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_project_number),
 		cmocka_unit_test(test_digest),
 		cmocka_unit_test(test_idle),
+		cmocka_unit_test(test_other_operations_are_the_real_ones),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
