@@ -268,7 +268,8 @@ static int check_duration(struct chk *c, const struct ynode *n, struct jv **out,
 	}
 	if (spec_parse_duration(n->str, &ms) < 0) {
 		spec_err(c, n, "invalid duration \"%s\" (use 1800s, 30m, 1h30m, 7d; at most "
-		    "millisecond precision)", n->str);
+			       "millisecond precision)",
+			 n->str);
 		return VX_EINVAL;
 	}
 	*num = ms;
@@ -642,7 +643,7 @@ static int claim_field(struct chk *c, const struct schema_message *msg, const st
 
 	if (seen[fi]) {
 		spec_err(c, key, "field \"%s\" given twice (also at line %u)", f->json_name,
-		    seen[fi]->line);
+			 seen[fi]->line);
 		return 0;
 	}
 	seen[fi] = key;
@@ -655,7 +656,7 @@ static int claim_field(struct chk *c, const struct schema_message *msg, const st
 			if (j != fi && seen[j] && msg->fields[j].oneof &&
 			    !strcmp(msg->fields[j].oneof, f->oneof))
 				spec_err(c, key, "\"%s\" and \"%s\" cannot both be set (one of \"%s\")",
-				    msg->fields[j].json_name, f->json_name, f->oneof);
+					 msg->fields[j].json_name, f->json_name, f->oneof);
 	}
 	return 1;
 }
@@ -691,7 +692,8 @@ static int walk_field(struct chk *c, int msgid, const struct schema_field *f,
 	if (r == 0 && *child && msgid == SCHEMA_MSG_EnvVar && !strcmp(f->json_name, "name") &&
 	    !env_name_valid((*child)->str)) {
 		spec_err(c, val, "\"%s\" is not a valid environment variable name: use "
-		    "letters, digits and \"_\", not starting with a digit", (*child)->str);
+				 "letters, digits and \"_\", not starting with a digit",
+			 (*child)->str);
 		jv_free(*child);
 		*child = NULL;
 		r = VX_EINVAL;

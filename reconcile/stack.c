@@ -810,18 +810,23 @@ static size_t count_docs(const struct files *fs, const struct kind *kind)
  * space, and what a later pass needs of an earlier one (the reservations a
  * job may name).
  */
-struct build {
+struct passes {
 	struct loader *L;
 	struct stack *st;
+	/* The names seen in this pass's name space (nseen is 0 at each pass). */
 	struct seen *seen;
-	size_t nseen;                  /* names in seen (0 at each pass: its own name space) */
-	const struct ynode **docs;     /* this pass's documents, in file order */
-	size_t *order;                 /* the order to read them in: indexes into docs */
+	size_t nseen;
+	/* This pass's documents in file order, and the order to read them in
+	 * (indexes into docs). */
+	const struct ynode **docs;
+	size_t *order;
 	size_t ndocs;
 	const struct ynode *first_stack;
-	struct spec_reservation *sres; /* the reservations jobs' reservationAffinity may name */
+	/* The reservations jobs' reservationAffinity may name. */
+	struct spec_reservation *sres;
 	size_t nsres;
-	size_t njob_docs;              /* room a sweep may grow st->jobs by */
+	/* How many job documents: room a sweep may grow st->jobs by. */
+	size_t njob_docs;
 	struct spec_env env;
 };
 
@@ -836,23 +841,24 @@ struct build {
  */
 struct doc_pass {
 	const struct kind *kind;
-	int (*alloc)(struct build *B, size_t n);
+	int (*alloc)(struct passes *B, size_t n);
 	/* Before the pass reads: sets B->order when not file order. */
-	int (*prepare)(struct build *B);
-	int (*read)(struct build *B, const struct ynode *doc);
-	void (*finish)(struct build *B);
+	int (*prepare)(struct passes *B);
+	int (*read)(struct passes *B, const struct ynode *doc);
+	void (*finish)(struct passes *B);
 };
 
 /* The Stack: exactly one. */
-static int read_stack_doc(struct build *B, const struct ynode *doc)
+static int read_stack_doc(struct passes *B, const struct ynode *doc)
 {
 	struct loader *L = B->L;
 
 	if (B->first_stack) {
 		L->prefix[0] = '\0';
 		stack_err(L, doc, "a second Stack: this directory's Stack is declared at "
-		     "%s:%u:%u (one Stack per directory)", B->first_stack->file,
-		     B->first_stack->line, B->first_stack->col);
+				  "%s:%u:%u (one Stack per directory)",
+			  B->first_stack->file,
+			  B->first_stack->line, B->first_stack->col);
 		return 0;
 	}
 	B->first_stack = doc;
@@ -861,19 +867,19 @@ static int read_stack_doc(struct build *B, const struct ynode *doc)
 }
 
 /* No Stack at all, unless it may be in a file that did not parse. */
-static void finish_stack_doc(struct build *B)
+static void finish_stack_doc(struct passes *B)
 {
 	struct loader *L = B->L;
 
 	if (!B->first_stack && !L->unparsed) {
 		L->prefix[0] = '\0';
 		stack_err_at(L, B->st->dir, NULL, "no Stack: one document must be \"kind: Stack\" (with name "
-			"and project)");
+						  "and project)");
 	}
 }
 
 /* Room for the reservations and for what jobs may name of them. */
-static int alloc_reservations(struct build *B, size_t n)
+static int alloc_reservations(struct passes *B, size_t n)
 {
 	B->st->reservations = calloc(n + 1, sizeof(*B->st->reservations));
 	B->sres = calloc(n + 1, sizeof(*B->sres));
@@ -881,7 +887,7 @@ static int alloc_reservations(struct build *B, size_t n)
 }
 
 /* A reservation, kept for the jobs when it is whole enough to be named. */
-static int read_reservation_doc(struct build *B, const struct ynode *doc)
+static int read_reservation_doc(struct passes *B, const struct ynode *doc)
 {
 	struct stack_reservation *r = &B->st->reservations[B->st->nreservations++];
 	struct spec_reservation *s = &B->sres[B->nsres];
@@ -901,14 +907,14 @@ static int read_reservation_doc(struct build *B, const struct ynode *doc)
 	return 0;
 }
 
-static int alloc_quotas(struct build *B, size_t n)
+static int alloc_quotas(struct passes *B, size_t n)
 {
 	B->st->quotas = calloc(n + 1, sizeof(*B->st->quotas));
 	return B->st->quotas ? 0 : -1;
 }
 
 /* A quota preference, which must not set the same quota and dimensions as an earlier one. */
-static int read_quota_doc(struct build *B, const struct ynode *doc)
+static int read_quota_doc(struct passes *B, const struct ynode *doc)
 {
 	struct stack *st = B->st;
 	struct stack_quota *q = &st->quotas[st->nquotas++];
@@ -921,14 +927,15 @@ static int read_quota_doc(struct build *B, const struct ynode *doc)
 		if (o->service && o->quota_id && !strcmp(o->service, q->service) &&
 		    !strcmp(o->quota_id, q->quota_id) && dims_equal(&o->dimensions, &q->dimensions))
 			stack_err(B->L, doc, "the same quota and dimensions as "
-			     "QuotaPreference \"%s\" at %s:%u:%u (Cloud Quotas keeps one "
-			     "preference per quota and dimensions)", o->d.name ? o->d.name : "",
-			     o->d.file ? o->d.file : "", o->d.line, o->d.col);
+					     "QuotaPreference \"%s\" at %s:%u:%u (Cloud Quotas keeps one "
+					     "preference per quota and dimensions)",
+				  o->d.name ? o->d.name : "",
+				  o->d.file ? o->d.file : "", o->d.line, o->d.col);
 	}
 	return 0;
 }
 
-static int alloc_jobs(struct build *B, size_t n)
+static int alloc_jobs(struct passes *B, size_t n)
 {
 	B->njob_docs = n;
 	B->st->jobs = calloc(n + 1, sizeof(*B->st->jobs));
@@ -940,7 +947,7 @@ static int alloc_jobs(struct build *B, size_t n)
  * in an order where each comes after those its after: names, so
  * ${{ jobs.NAME.outputDir }} has its value when the job is read.
  */
-static int prepare_jobs(struct build *B)
+static int prepare_jobs(struct passes *B)
 {
 	B->env.project = B->st->project;
 	B->env.region = B->st->region;
@@ -950,7 +957,7 @@ static int prepare_jobs(struct build *B)
 }
 
 /* A job: a sweep when it has a matrix, read with the earlier jobs' values when it has ${{ }}. */
-static int read_job_doc(struct build *B, const struct ynode *doc)
+static int read_job_doc(struct passes *B, const struct ynode *doc)
 {
 	struct stack *st = B->st;
 
@@ -963,7 +970,7 @@ static int read_job_doc(struct build *B, const struct ynode *doc)
 }
 
 /* What holds between the jobs once all are read: labels, and after: slices. */
-static void finish_jobs(struct build *B)
+static void finish_jobs(struct passes *B)
 {
 	check_sweep_labels(B->L, B->st);
 	stack_after_check(B->L, B->st, B->docs, B->ndocs);
@@ -973,15 +980,14 @@ static const struct doc_pass doc_passes[] = {
 	{ .kind = &stack_doc_kind, .read = read_stack_doc, .finish = finish_stack_doc },
 	{ .kind = &kind_reservation, .alloc = alloc_reservations, .read = read_reservation_doc },
 	{ .kind = &kind_quota, .alloc = alloc_quotas, .read = read_quota_doc },
-	{ .kind = &kind_job, .alloc = alloc_jobs, .prepare = prepare_jobs, .read = read_job_doc,
-	  .finish = finish_jobs },
+	{ .kind = &kind_job, .alloc = alloc_jobs, .prepare = prepare_jobs, .read = read_job_doc, .finish = finish_jobs },
 };
 
 /*
  * Collects fs's documents of pass p's kind into B->docs in file order (the
  * order to read them in until p's prepare says otherwise). -1 when out of memory.
  */
-static int collect_docs(struct build *B, const struct files *fs, const struct doc_pass *p)
+static int collect_docs(struct passes *B, const struct files *fs, const struct doc_pass *p)
 {
 	size_t n = count_docs(fs, p->kind);
 
@@ -1001,7 +1007,7 @@ static int collect_docs(struct build *B, const struct files *fs, const struct do
 }
 
 /* One pass: the documents of p's kind, read in order; problems never stop it. */
-static int run_pass(struct build *B, const struct files *fs, const struct doc_pass *p)
+static int run_pass(struct passes *B, const struct files *fs, const struct doc_pass *p)
 {
 	B->nseen = 0;
 	if (collect_docs(B, fs, p) < 0) {
@@ -1021,7 +1027,7 @@ static int run_pass(struct build *B, const struct files *fs, const struct doc_pa
 /* The passes over the classified documents, one per row of doc_passes. */
 static int build(struct loader *L, struct stack *st, const struct files *fs)
 {
-	struct build B = { .L = L, .st = st };
+	struct passes B = { .L = L, .st = st };
 	size_t i;
 
 	/* room in struct stack for every kind's declarations, before any is read */
@@ -1090,8 +1096,8 @@ static int read_files(struct loader *L, struct files *fs, char **path, const cha
 			/* Callers give paths or srcs, n long: srcs here (list_yaml returns paths whenever it
 			 * found a file). NOLINTBEGIN(clang-analyzer-core.NullDereference) */
 			*path = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
-				dir[strlen(dir) - 1] == '/' ? "" : "/", srcs[i].name)
-				: vx_strdup(srcs[i].name);
+							       dir[strlen(dir) - 1] == '/' ? "" : "/", srcs[i].name)
+						 : vx_strdup(srcs[i].name);
 			/* NOLINTEND(clang-analyzer-core.NullDereference) */
 			if (!*path)
 				return vx_err_set(L->err, VX_ENOMEM, "loading %s: out of memory", dir);

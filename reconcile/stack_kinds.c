@@ -786,14 +786,14 @@ static struct ynode *rung_pools(struct loader *L, struct synth *sy, const struct
 				return NULL;
 			synth_set(nms, k, aff);
 		}
-		synth_set(npool, ms ? ynode_get_key(rung, "machineSpec")
-				    : ynode_get_key(pool, "machineSpec"), nms);
+		synth_set(npool, ms ? ynode_get_key(rung, "machineSpec") : ynode_get_key(pool, "machineSpec"), nms);
 		items[i] = npool;
 	}
 	if (!hits) {
 		stack_err(L, ms ? ms : res, "%s.%s: no worker pool of the spec has accelerators "
-		     "to %s", path, ms ? "machineSpec" : "reservation",
-		     ms ? "replace the machineSpec of" : "reserve");
+					    "to %s",
+			  path, ms ? "machineSpec" : "reservation",
+			  ms ? "replace the machineSpec of" : "reserve");
 		return NULL;
 	}
 	return np;
@@ -1012,8 +1012,9 @@ static void read_job_labels(struct loader *L, struct stack_job *j, const struct 
 	if (own.n <= STACK_MAX_USER_LABELS && j->labels.n > STACK_MAX_USER_LABELS) {
 		v = stack_get_value(doc, "labels");
 		stack_err(L, v ? v : doc, "labels: %zu labels with the Stack's, at most %d (vx adds %d "
-		     "of its own to Vertex's 64)", j->labels.n, STACK_MAX_USER_LABELS,
-		     64 - STACK_MAX_USER_LABELS);
+					  "of its own to Vertex's 64)",
+			  j->labels.n, STACK_MAX_USER_LABELS,
+			  64 - STACK_MAX_USER_LABELS);
 	}
 	stack_labels_release(&own);
 }

@@ -215,7 +215,8 @@ static void read_axis(struct matrix *m, struct loader *L, const struct ynode *k,
 {
 	if (!name_ok(k->str)) {
 		stack_err(L, k, "matrix.%.60s: an axis name is a letter, then letters, digits, \"_\" "
-			  "and \"-\", at most 40", k->str);
+				"and \"-\", at most 40",
+			  k->str);
 		*ok = 0;
 		return;
 	}
@@ -280,11 +281,13 @@ static void read_entries(struct matrix *m, struct loader *L, const struct ynode 
 				continue;
 			if (!include) {
 				stack_err(L, e->pairs[p].key, "matrix.exclude[%zu]: \"%.60s\" is not an axis of "
-					  "the matrix; exclude names values of the axes", i, k);
+							      "the matrix; exclude names values of the axes",
+					  i, k);
 				*ok = 0;
 			} else if (!name_ok(k)) {
 				stack_err(L, e->pairs[p].key, "%s: a matrix name is a letter, then letters, "
-					  "digits, \"_\" and \"-\", at most 40", path);
+							      "digits, \"_\" and \"-\", at most 40",
+					  path);
 				*ok = 0;
 			} else {
 				m->key_at[m->nkeys] = e->pairs[p].key;
@@ -597,7 +600,8 @@ static int check_jobs_expr(struct loader *L, const struct ectx *x, const struct 
 
 	if (!after_names(x->after, e->name, e->nlen)) {
 		stack_err(L, where, "%s: jobs.%.*s: a job is named only in after: (add "
-			  "job.%.*s to after:)", path->data ? path->data : "", (int)e->nlen,
+				    "job.%.*s to after:)",
+			  path->data ? path->data : "", (int)e->nlen,
 			  e->name, (int)e->nlen, e->name);
 		return 0;
 	}
@@ -647,7 +651,7 @@ static int check_scalar_exprs(struct loader *L, const struct ectx *x, const stru
 		where.col = col_of(n, (size_t)(s - n->str));
 		if (parse_expr(s, &e) < 0) {
 			stack_err(L, &where, "%s: \"%.40s\" is not an expression vx knows; write "
-				  "${{ matrix.NAME }}, ${{ jobs.NAME.outputDir }} or ${{ jobs.NAME.run }}",
+					     "${{ matrix.NAME }}, ${{ jobs.NAME.outputDir }} or ${{ jobs.NAME.run }}",
 				  path->data ? path->data : "", s);
 			ok = 0;
 			continue;
@@ -950,12 +954,12 @@ struct sweep_runs {
 	struct loader *L;
 	const struct ynode *doc, *mkey;
 	const struct spec_env *env;
-	const char *name;                  /* the sweep's */
-	const char *base_prefix;           /* the messages' prefix for the document */
+	const char *name;	 /* the sweep's */
+	const char *base_prefix; /* the messages' prefix for the document */
 	const struct matrix *m;
 	const struct ectx *x;
-	struct arena a;                    /* one run's document, cleared after it is read */
-	struct seen_msgs msgs;             /* the document's messages already moved */
+	struct arena a;	       /* one run's document, cleared after it is read */
+	struct seen_msgs msgs; /* the document's messages already moved */
 	struct vx_buf combo;
 };
 
@@ -1076,8 +1080,7 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 	struct stack_sweep *sw, *nsw;
 	const char *name;
 	char base_prefix[sizeof(L->prefix)];
-	struct sweep_runs R = { .st = st, .L = L, .doc = doc, .mkey = mkey, .env = env, .m = &m,
-				.x = &x, .base_prefix = base_prefix, .combo = VX_BUF_INIT };
+	struct sweep_runs R = { .st = st, .L = L, .doc = doc, .mkey = mkey, .env = env, .m = &m, .x = &x, .base_prefix = base_prefix, .combo = VX_BUF_INIT };
 	int ok;
 
 	name = stack_read_name(L, doc, &kind_job);
@@ -1285,7 +1288,7 @@ static void report_cycle(struct loader *L, const struct ynode *const *docs, size
 	}
 	if (cycle)
 		stack_err_at(L, NULL, ynode_get_key(docs[i], "after"), "CustomJob \"%s\": after: a cycle: "
-			     "%s (each waits for the next); remove one of these after: entries",
+								       "%s (each waits for the next); remove one of these after: entries",
 			     name_of(docs[i]), path.data ? path.data : "");
 	vx_buf_release(&path);
 }

@@ -328,19 +328,21 @@ static int hold_back(struct plan *p, struct plan_sweep *ps, struct held *h, size
 		room = 0;
 		ps->held = vx_asprintf("%zu run%s gave up (maxFailed %" PRId64 "): the waiting runs "
 				       "are not started; fix the cause, then raise maxFailed or bump "
-				       "run", ps->failed, ps->failed == 1 ? "" : "s", ps->max_failed);
+				       "run",
+				       ps->failed, ps->failed == 1 ? "" : "s", ps->max_failed);
 		if (!ps->held)
 			return VX_ENOMEM;
 	} else if (ps->max_parallel) {
 		room = ps->running >= (size_t)ps->max_parallel ? 0
-			: (size_t)ps->max_parallel - ps->running;
+							       : (size_t)ps->max_parallel - ps->running;
 		if (room > n)
 			room = n;
 	}
 	for (size_t i = room; i < n; i++) {
 		char *why = ps->held ? vx_asprintf("waits: %s", ps->held)
 				     : vx_asprintf("waits: maxParallel %" PRId64 " runs of %s are "
-						   "active; starts as runs finish", ps->max_parallel,
+						   "active; starts as runs finish",
+						   ps->max_parallel,
 						   ps->address);
 
 		if (!why)
