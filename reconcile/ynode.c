@@ -595,7 +595,8 @@ static int merge_in_order(struct loader *l, struct ynode **kv, size_t nkv,
 static int close_map(struct loader *l, struct frame *f)
 {
 	struct ynode **kv = l->kids ? l->kids + f->first : NULL;
-	size_t nkv = (l->nkids - f->first) & ~(size_t)1; /* key, value, key, value ... */
+	/* key, value, key, value ...; none while no node was ever kept (kids NULL) */
+	size_t nkv = kv ? (l->nkids - f->first) & ~(size_t)1 : 0;
 	size_t total = nkv / 2, i, np = 0;
 	struct ynode_pair *pairs;
 	int rc;
