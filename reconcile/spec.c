@@ -190,11 +190,44 @@ static int fill_out(struct chk *c, struct job_spec *out)
 	return 0;
 }
 
+/*
+ * The checked spec's forms: canonical JSON (sorted) and its hash, and with
+ * sensitive values the redacted form and its hash; then *root is kept in
+ * out->tree (job_spec_rehash renders it again with the salt) and set NULL.
+ * 0, or VX_ENOMEM / VX_EIO.
+ */
+static int spec_render(struct job_spec *out, struct jv **root)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	struct redact unsalted = { NULL, 0 };
+	int rc;
+
+	jv_sort(*root);
+	if (spec_json_write(&b, *root, NULL) < 0 || !(out->canonical_json = vx_buf_detach(&b))) {
+		vx_buf_release(&b);
+		return VX_ENOMEM;
+	}
+	if (vx_digest_sha256_hex(out->legacy_hash, out->canonical_json,
+				 strlen(out->canonical_json)) < 0)
+		return VX_EIO;
+	out->nsensitive = jv_count_sensitive(*root);
+	if (out->nsensitive == 0) {
+		/* Nothing to hide: the hash is what it always was, so upgrading vx
+		 * replaces no job. */
+		memcpy(out->hash, out->legacy_hash, sizeof(out->hash));
+		return (out->redacted_json = vx_strdup(out->canonical_json)) ? 0 : VX_ENOMEM;
+	}
+	if ((rc = spec_json_redact_and_hash(out, *root, &unsalted)) < 0)
+		return rc;
+	out->tree = *root;
+	*root = NULL;
+	return 0;
+}
+
 int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec_env *env,
 	       struct vx_diags *diags)
 {
 	struct chk c;
-	struct vx_buf b = VX_BUF_INIT;
 	const struct ynode *wps;
 	struct jv *root = NULL;
 	int rc = 0;
@@ -241,37 +274,11 @@ int spec_check(struct job_spec *out, const struct ynode *spec, const struct spec
 		rc = VX_EINVAL;
 		goto done;
 	}
-	jv_sort(root);
-	if (spec_json_write(&b, root, NULL) < 0 || !(out->canonical_json = vx_buf_detach(&b))) {
-		rc = VX_ENOMEM;
+	if ((rc = spec_render(out, &root)) < 0)
 		goto done;
-	}
-	if (vx_digest_sha256_hex(out->legacy_hash, out->canonical_json,
-				 strlen(out->canonical_json)) < 0) {
-		rc = VX_EIO;
-		goto done;
-	}
-	out->nsensitive = jv_count_sensitive(root);
-	if (out->nsensitive == 0) {
-		/* Nothing to hide: the hash is what it always was, so upgrading vx
-		 * replaces no job. */
-		memcpy(out->hash, out->legacy_hash, sizeof(out->hash));
-		if (!(out->redacted_json = vx_strdup(out->canonical_json))) {
-			rc = VX_ENOMEM;
-			goto done;
-		}
-	} else {
-		struct redact unsalted = { NULL, 0 };
-
-		if ((rc = spec_json_redact_and_hash(out, root, &unsalted)) < 0)
-			goto done;
-		out->tree = root; /* job_spec_rehash renders it again with the salt */
-		root = NULL;
-	}
 	rc = fill_out(&c, out);
 done:
 	jv_free(root);
-	vx_buf_release(&b);
 	vx_buf_release(&c.path);
 	free(c.pools);
 	return rc;

@@ -202,14 +202,118 @@ static void note(struct chk *c, int msgid, const struct schema_field *f, const s
 	}
 }
 
+/*
+ * The check_value of each type that needs more than a few lines: 0 with *out
+ * set (NULL when out of memory), VX_EINVAL when reported, VX_ENOMEM. *num is
+ * the value note() records, where it has one.
+ */
+
+/* An int32 or int64 (int64 in JSON as a string, as proto3 writes it). */
+static int check_int(struct chk *c, const struct schema_field *f, const struct ynode *n,
+		     struct jv **out, long long *num)
+{
+	struct ynode_why why;
+	char *text;
+	int64_t x;
+
+	if (ynode_int(&x, &why, n, f->type == SCHEMA_INT32 ? INT32_MIN : INT64_MIN,
+		      f->type == SCHEMA_INT32 ? INT32_MAX : INT64_MAX) < 0) {
+		spec_err(c, n, "%s", why.s);
+		return VX_EINVAL;
+	}
+	*num = x;
+	text = vx_asprintf("%lld", *num);
+	if (!text)
+		return VX_ENOMEM;
+	*out = jv_new(f->type == SCHEMA_INT64 ? JV_STR : JV_NUM, text);
+	free(text);
+	return 0;
+}
+
+/* A double: a plain number, or a quoted text strtod reads whole. */
+static int check_double(struct chk *c, const struct ynode *n, struct jv **out)
+{
+	char *end = NULL, *text;
+	double d;
+
+	if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
+					!is_plain(n, "number"))) {
+		spec_err(c, n, "expected a number, got %s", what(n));
+		return VX_EINVAL;
+	}
+	errno = 0;
+	d = strtod(n->str, &end);
+	if (errno || !end || *end || end == n->str) {
+		spec_err(c, n, "expected a number, got \"%s\"", n->str);
+		return VX_EINVAL;
+	}
+	text = vx_asprintf("%.17g", d);
+	if (!text)
+		return VX_ENOMEM;
+	*out = jv_new(JV_NUM, text);
+	free(text);
+	return 0;
+}
+
+/* A duration (1800s, 30m, 1h30m, 7d), written in JSON as seconds; *num in ms. */
+static int check_duration(struct chk *c, const struct ynode *n, struct jv **out, long long *num)
+{
+	int64_t ms = 0;
+	char *text;
+
+	if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
+					!is_plain(n, "number") && !is_plain(n, "string"))) {
+		spec_err(c, n, "expected a duration (1800s, 30m, 1h30m, 7d), got %s", what(n));
+		return VX_EINVAL;
+	}
+	if (spec_parse_duration(n->str, &ms) < 0) {
+		spec_err(c, n, "invalid duration \"%s\" (use 1800s, 30m, 1h30m, 7d; at most "
+			       "millisecond precision)",
+			 n->str);
+		return VX_EINVAL;
+	}
+	*num = ms;
+	text = duration_text(ms);
+	if (!text)
+		return VX_ENOMEM;
+	*out = jv_new(JV_STR, text);
+	free(text);
+	return 0;
+}
+
+/* A map of strings; each value that is not a string is reported at its key's path. */
+static int check_map(struct chk *c, const struct ynode *n, struct jv **out)
+{
+	const char *s = NULL;
+	size_t i, len;
+	int rc = 0;
+
+	if (n->kind != YNODE_MAP) {
+		spec_err(c, n, "expected a mapping, got %s", what(n));
+		return VX_EINVAL;
+	}
+	if (!(*out = jv_new(JV_OBJ, NULL)))
+		return VX_ENOMEM;
+	for (i = 0; i < n->n; i++) {
+		len = path_push(c, n->pairs[i].key->str, 0);
+		if (scalar_text(c, n->pairs[i].value, &s) == 0 &&
+		    jv_add(*out, n->pairs[i].key->str, jv_new(JV_STR, s)) < 0)
+			rc = VX_ENOMEM;
+		path_pop(c, len);
+	}
+	if (rc < 0) {
+		jv_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 /* One value of field f (one element for repeated fields). */
 static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 		       const struct ynode *n, struct jv **out)
 {
 	const char *s = NULL;
 	long long num = 0;
-	int64_t ms = 0;
-	char *text = NULL;
 	int rc = 0;
 
 	*out = NULL;
@@ -232,102 +336,32 @@ static int check_value(struct chk *c, int msgid, const struct schema_field *f,
 			(*out)->b = n->str[0] == 't' || n->str[0] == 'T';
 		break;
 	case SCHEMA_INT32:
-	case SCHEMA_INT64: {
-		struct ynode_why why;
-		int64_t x;
-
-		if (ynode_int(&x, &why, n, f->type == SCHEMA_INT32 ? INT32_MIN : INT64_MIN,
-			      f->type == SCHEMA_INT32 ? INT32_MAX : INT64_MAX) < 0) {
-			spec_err(c, n, "%s", why.s);
-			return VX_EINVAL;
-		}
-		num = x;
-		text = vx_asprintf("%lld", num);
-		if (!text)
-			return VX_ENOMEM;
-		*out = jv_new(f->type == SCHEMA_INT64 ? JV_STR : JV_NUM, text);
-		free(text);
+	case SCHEMA_INT64:
+		rc = check_int(c, f, n, out, &num);
 		break;
-	}
-	case SCHEMA_DOUBLE: {
-		char *end = NULL;
-		double d;
-
-		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
-						!is_plain(n, "number"))) {
-			spec_err(c, n, "expected a number, got %s", what(n));
-			return VX_EINVAL;
-		}
-		errno = 0;
-		d = strtod(n->str, &end);
-		if (errno || !end || *end || end == n->str) {
-			spec_err(c, n, "expected a number, got \"%s\"", n->str);
-			return VX_EINVAL;
-		}
-		text = vx_asprintf("%.17g", d);
-		if (!text)
-			return VX_ENOMEM;
-		*out = jv_new(JV_NUM, text);
-		free(text);
+	case SCHEMA_DOUBLE:
+		rc = check_double(c, n, out);
 		break;
-	}
 	case SCHEMA_ENUM:
 		rc = check_enum(c, f, n, out);
-		if (rc < 0)
-			return rc;
 		break;
 	case SCHEMA_DURATION:
-		if (n->kind != YNODE_SCALAR || (n->style == YSTYLE_PLAIN && !is_plain(n, "integer") &&
-						!is_plain(n, "number") && !is_plain(n, "string"))) {
-			spec_err(c, n, "expected a duration (1800s, 30m, 1h30m, 7d), got %s", what(n));
-			return VX_EINVAL;
-		}
-		if (spec_parse_duration(n->str, &ms) < 0) {
-			spec_err(c, n, "invalid duration \"%s\" (use 1800s, 30m, 1h30m, 7d; at most "
-			    "millisecond precision)", n->str);
-			return VX_EINVAL;
-		}
-		num = ms;
-		text = duration_text(ms);
-		if (!text)
-			return VX_ENOMEM;
-		*out = jv_new(JV_STR, text);
-		free(text);
+		rc = check_duration(c, n, out, &num);
 		break;
 	case SCHEMA_MESSAGE:
 		rc = spec_walk_message(c, f->message, n, out);
-		if (rc < 0)
-			return rc;
 		break;
-	case SCHEMA_MAP: {
-		size_t i, len;
-
-		if (n->kind != YNODE_MAP) {
-			spec_err(c, n, "expected a mapping, got %s", what(n));
-			return VX_EINVAL;
-		}
-		if (!(*out = jv_new(JV_OBJ, NULL)))
-			return VX_ENOMEM;
-		for (i = 0; i < n->n; i++) {
-			len = path_push(c, n->pairs[i].key->str, 0);
-			if (scalar_text(c, n->pairs[i].value, &s) == 0 &&
-			    jv_add(*out, n->pairs[i].key->str, jv_new(JV_STR, s)) < 0)
-				rc = VX_ENOMEM;
-			path_pop(c, len);
-		}
-		if (rc < 0) {
-			jv_free(*out);
-			*out = NULL;
-			return rc;
-		}
+	case SCHEMA_MAP:
+		rc = check_map(c, n, out);
 		break;
-	}
 	case SCHEMA_TIMESTAMP:
 	case SCHEMA_ANY:
 	default:
 		spec_err(c, n, "cannot be declared");
 		return VX_EINVAL;
 	}
+	if (rc < 0)
+		return rc;
 	if (!*out)
 		return VX_ENOMEM;
 	note(c, msgid, f, n, *out, (int64_t)num);
@@ -570,6 +604,107 @@ static void note_real_reservation(struct chk *c, const struct ynode *n)
 	}
 }
 
+/*
+ * A key of msg that is no field of it: an EnvVar's vx-only `sensitive: true`
+ * (noted in *sensitive), or an unknown field reported with the nearest name.
+ */
+static void unknown_key(struct chk *c, int msgid, const struct schema_message *msg,
+			const char **names, const struct ynode *key, const struct ynode *val,
+			const struct ynode **sensitive)
+{
+	const char *near;
+	size_t len;
+
+	if (msgid == SCHEMA_MSG_EnvVar && !strcmp(key->str, "sensitive")) {
+		len = path_push(c, "sensitive", 0);
+		if (!is_plain(val, "boolean"))
+			spec_err(c, val, "expected a boolean (true or false), got %s", what(val));
+		else if (val->str[0] == 't' || val->str[0] == 'T')
+			*sensitive = val;
+		path_pop(c, len);
+		return;
+	}
+	near = vx_suggest(key->str, names, msg->nfields);
+	if (near)
+		spec_err(c, key, "unknown field \"%s\" (did you mean \"%s\"?)", key->str, near);
+	else
+		spec_err(c, key, "unknown field \"%s\"", key->str);
+}
+
+/*
+ * Field f of msg written at key: recorded in seen, and checked that it is
+ * not given twice, not output-only, and not set with another of its oneof.
+ * 0 when its value is not to be read.
+ */
+static int claim_field(struct chk *c, const struct schema_message *msg, const struct ynode **seen,
+		       const struct schema_field *f, const struct ynode *key)
+{
+	size_t fi = (size_t)(f - msg->fields);
+
+	if (seen[fi]) {
+		spec_err(c, key, "field \"%s\" given twice (also at line %u)", f->json_name,
+			 seen[fi]->line);
+		return 0;
+	}
+	seen[fi] = key;
+	if (f->output_only) {
+		spec_err(c, key, "\"%s\" is output-only and cannot be declared", f->json_name);
+		return 0;
+	}
+	if (f->oneof) {
+		for (size_t j = 0; j < msg->nfields; j++)
+			if (j != fi && seen[j] && msg->fields[j].oneof &&
+			    !strcmp(msg->fields[j].oneof, f->oneof))
+				spec_err(c, key, "\"%s\" and \"%s\" cannot both be set (one of \"%s\")",
+					 msg->fields[j].json_name, f->json_name, f->oneof);
+	}
+	return 1;
+}
+
+/*
+ * The value of field f of message msgid, at its path: vx's
+ * {reservation: NAME} expanded, the rest checked by the schema, and what the
+ * pool checks need noted in c->pool. Returns check_field's result.
+ */
+static int walk_field(struct chk *c, int msgid, const struct schema_field *f,
+		      const struct ynode *val, struct jv **child)
+{
+	size_t len = path_push(c, f->json_name, 0), nerr;
+	int affinity = msgid == SCHEMA_MSG_MachineSpec && !strcmp(f->json_name, "reservationAffinity") &&
+		       val->kind == YNODE_MAP;
+	int r;
+
+	if (affinity && c->pool && uses_reservation(val))
+		c->pool->affinity_node = val;
+	if (affinity && ynode_get(val, "reservation")) {
+		r = expand_reservation(c, val, child);
+		path_pop(c, len);
+		return r;
+	}
+	if (affinity)
+		note_real_reservation(c, val);
+	if (msgid == SCHEMA_MSG_WorkerPoolSpec && f->oneof && c->pool)
+		c->pool->has_task = 1;
+	if (msgid == SCHEMA_MSG_WorkerPoolSpec && !strcmp(f->json_name, "machineSpec") && c->pool)
+		c->pool->mspec = val;
+	nerr = (size_t)c->nerr;
+	r = check_field(c, msgid, f, val, child);
+	if (r == 0 && *child && msgid == SCHEMA_MSG_EnvVar && !strcmp(f->json_name, "name") &&
+	    !env_name_valid((*child)->str)) {
+		spec_err(c, val, "\"%s\" is not a valid environment variable name: use "
+				 "letters, digits and \"_\", not starting with a digit",
+			 (*child)->str);
+		jv_free(*child);
+		*child = NULL;
+		r = VX_EINVAL;
+	}
+	if (msgid == SCHEMA_MSG_WorkerPoolSpec && c->pool && (size_t)c->nerr != nerr &&
+	    !strcmp(f->json_name, "machineSpec"))
+		c->pool->mspec_bad = 1;
+	path_pop(c, len);
+	return r;
+}
+
 int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv **out)
 {
 	const struct schema_message *msg = &schema_messages[msgid];
@@ -578,8 +713,7 @@ int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv
 	const struct ynode *key, *val, *sensitive = NULL;
 	const struct schema_field *f;
 	struct jv *child = NULL, *value;
-	const char *near;
-	size_t i, j, fi, len;
+	size_t i;
 	int rc = 0, r;
 
 	*out = NULL;
@@ -602,73 +736,14 @@ int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv
 		val = n->pairs[i].value;
 		f = schema_field_find(msg, key->str);
 		if (!f) {
-			if (msgid == SCHEMA_MSG_EnvVar && !strcmp(key->str, "sensitive")) {
-				len = path_push(c, "sensitive", 0);
-				if (!is_plain(val, "boolean"))
-					spec_err(c, val, "expected a boolean (true or false), got %s", what(val));
-				else if (val->str[0] == 't' || val->str[0] == 'T')
-					sensitive = val;
-				path_pop(c, len);
-				continue;
-			}
-			near = vx_suggest(key->str, names, msg->nfields);
-			if (near)
-				spec_err(c, key, "unknown field \"%s\" (did you mean \"%s\"?)", key->str, near);
-			else
-				spec_err(c, key, "unknown field \"%s\"", key->str);
+			unknown_key(c, msgid, msg, names, key, val, &sensitive);
 			continue;
 		}
-		fi = (size_t)(f - msg->fields);
-		if (seen[fi]) {
-			spec_err(c, key, "field \"%s\" given twice (also at line %u)", f->json_name,
-			    seen[fi]->line);
+		if (!claim_field(c, msg, seen, f, key))
 			continue;
-		}
-		seen[fi] = key;
-		if (f->output_only) {
-			spec_err(c, key, "\"%s\" is output-only and cannot be declared", f->json_name);
-			continue;
-		}
-		if (f->oneof) {
-			for (j = 0; j < msg->nfields; j++)
-				if (j != fi && seen[j] && msg->fields[j].oneof &&
-				    !strcmp(msg->fields[j].oneof, f->oneof))
-					spec_err(c, key, "\"%s\" and \"%s\" cannot both be set (one of \"%s\")",
-					    msg->fields[j].json_name, f->json_name, f->oneof);
-		}
 		if (ynode_is_null(val))
 			continue; /* `key:` with nothing: not set */
-		len = path_push(c, f->json_name, 0);
-		if (msgid == SCHEMA_MSG_MachineSpec && !strcmp(f->json_name, "reservationAffinity") &&
-		    val->kind == YNODE_MAP && c->pool && uses_reservation(val))
-			c->pool->affinity_node = val;
-		if (msgid == SCHEMA_MSG_MachineSpec && !strcmp(f->json_name, "reservationAffinity") &&
-		    val->kind == YNODE_MAP && ynode_get(val, "reservation")) {
-			r = expand_reservation(c, val, &child);
-		} else {
-			if (msgid == SCHEMA_MSG_MachineSpec &&
-			    !strcmp(f->json_name, "reservationAffinity") && val->kind == YNODE_MAP)
-				note_real_reservation(c, val);
-			if (msgid == SCHEMA_MSG_WorkerPoolSpec && f->oneof && c->pool)
-				c->pool->has_task = 1;
-			if (msgid == SCHEMA_MSG_WorkerPoolSpec && !strcmp(f->json_name, "machineSpec") &&
-			    c->pool)
-				c->pool->mspec = val;
-			j = (size_t)c->nerr;
-			r = check_field(c, msgid, f, val, &child);
-			if (r == 0 && child && msgid == SCHEMA_MSG_EnvVar &&
-			    !strcmp(f->json_name, "name") && !env_name_valid(child->str)) {
-				spec_err(c, val, "\"%s\" is not a valid environment variable name: use "
-				    "letters, digits and \"_\", not starting with a digit", child->str);
-				jv_free(child);
-				child = NULL;
-				r = VX_EINVAL;
-			}
-			if (msgid == SCHEMA_MSG_WorkerPoolSpec && c->pool && (size_t)c->nerr != j &&
-			    !strcmp(f->json_name, "machineSpec"))
-				c->pool->mspec_bad = 1;
-		}
-		path_pop(c, len);
+		r = walk_field(c, msgid, f, val, &child);
 		if (r == VX_ENOMEM) {
 			rc = r;
 			goto done;

@@ -801,130 +801,252 @@ static size_t count_docs(const struct files *fs, const struct kind *kind)
 	return n;
 }
 
-/* The passes over the classified documents. */
+/* ---------------------------------------------------------------------- */
+/* The passes over the classified documents */
+
+/*
+ * What the passes share while they read one stack: the documents of the
+ * pass being run (in the order to read them), the names seen in its name
+ * space, and what a later pass needs of an earlier one (the reservations a
+ * job may name).
+ */
+struct passes {
+	struct loader *L;
+	struct stack *st;
+	/* The names seen in this pass's name space (nseen is 0 at each pass). */
+	struct seen *seen;
+	size_t nseen;
+	/* This pass's documents in file order, and the order to read them in
+	 * (indexes into docs). */
+	const struct ynode **docs;
+	size_t *order;
+	size_t ndocs;
+	const struct ynode *first_stack;
+	/* The reservations jobs' reservationAffinity may name. */
+	struct spec_reservation *sres;
+	size_t nsres;
+	/* How many job documents: room a sweep may grow st->jobs by. */
+	size_t njob_docs;
+	struct spec_env env;
+};
+
+/*
+ * One kind of document: the kind it is (doc_kind), where its declarations go
+ * (alloc makes room for n in struct stack), how one document is read, and
+ * what is checked once all are read. The passes run in this table's order:
+ * the Stack (its region and labels are the others' defaults), the
+ * reservations (jobs may name them), the quota preferences, then the jobs.
+ * Each hook but read may be NULL; read and prepare return -1 on an
+ * allocation failure (recorded), which ends the passes.
+ */
+struct doc_pass {
+	const struct kind *kind;
+	int (*alloc)(struct passes *B, size_t n);
+	/* Before the pass reads: sets B->order when not file order. */
+	int (*prepare)(struct passes *B);
+	int (*read)(struct passes *B, const struct ynode *doc);
+	void (*finish)(struct passes *B);
+};
+
+/* The Stack: exactly one. */
+static int read_stack_doc(struct passes *B, const struct ynode *doc)
+{
+	struct loader *L = B->L;
+
+	if (B->first_stack) {
+		L->prefix[0] = '\0';
+		stack_err(L, doc, "a second Stack: this directory's Stack is declared at "
+				  "%s:%u:%u (one Stack per directory)",
+			  B->first_stack->file,
+			  B->first_stack->line, B->first_stack->col);
+		return 0;
+	}
+	B->first_stack = doc;
+	stack_kinds_read_stack(B->st, L, doc);
+	return 0;
+}
+
+/* No Stack at all, unless it may be in a file that did not parse. */
+static void finish_stack_doc(struct passes *B)
+{
+	struct loader *L = B->L;
+
+	if (!B->first_stack && !L->unparsed) {
+		L->prefix[0] = '\0';
+		stack_err_at(L, B->st->dir, NULL, "no Stack: one document must be \"kind: Stack\" (with name "
+						  "and project)");
+	}
+}
+
+/* Room for the reservations and for what jobs may name of them. */
+static int alloc_reservations(struct passes *B, size_t n)
+{
+	B->st->reservations = calloc(n + 1, sizeof(*B->st->reservations));
+	B->sres = calloc(n + 1, sizeof(*B->sres));
+	return B->st->reservations && B->sres ? 0 : -1;
+}
+
+/* A reservation, kept for the jobs when it is whole enough to be named. */
+static int read_reservation_doc(struct passes *B, const struct ynode *doc)
+{
+	struct stack_reservation *r = &B->st->reservations[B->st->nreservations++];
+	struct spec_reservation *s = &B->sres[B->nsres];
+
+	if (stack_kinds_read_reservation(r, B->L, doc, B->seen, &B->nseen) < 0)
+		return -1;
+	if (r->d.name && r->zone && r->machine_type) {
+		s->name = r->d.name;
+		s->zone = r->zone;
+		s->machine_type = r->machine_type;
+		if (r->naccelerators) {
+			s->accelerator = r->accelerators[0].type;
+			s->accelerator_count = r->accelerators[0].count;
+		}
+		B->nsres++;
+	}
+	return 0;
+}
+
+static int alloc_quotas(struct passes *B, size_t n)
+{
+	B->st->quotas = calloc(n + 1, sizeof(*B->st->quotas));
+	return B->st->quotas ? 0 : -1;
+}
+
+/* A quota preference, which must not set the same quota and dimensions as an earlier one. */
+static int read_quota_doc(struct passes *B, const struct ynode *doc)
+{
+	struct stack *st = B->st;
+	struct stack_quota *q = &st->quotas[st->nquotas++];
+
+	if (stack_kinds_read_quota(q, B->L, doc, B->seen, &B->nseen) < 0)
+		return -1;
+	for (size_t k = 0; q->service && q->quota_id && k + 1 < st->nquotas; k++) {
+		const struct stack_quota *o = &st->quotas[k];
+
+		if (o->service && o->quota_id && !strcmp(o->service, q->service) &&
+		    !strcmp(o->quota_id, q->quota_id) && dims_equal(&o->dimensions, &q->dimensions))
+			stack_err(B->L, doc, "the same quota and dimensions as "
+					     "QuotaPreference \"%s\" at %s:%u:%u (Cloud Quotas keeps one "
+					     "preference per quota and dimensions)",
+				  o->d.name ? o->d.name : "",
+				  o->d.file ? o->d.file : "", o->d.line, o->d.col);
+	}
+	return 0;
+}
+
+static int alloc_jobs(struct passes *B, size_t n)
+{
+	B->njob_docs = n;
+	B->st->jobs = calloc(n + 1, sizeof(*B->st->jobs));
+	return B->st->jobs ? 0 : -1;
+}
+
+/*
+ * The jobs see the reservations for reservationAffinity by name, and are read
+ * in an order where each comes after those its after: names, so
+ * ${{ jobs.NAME.outputDir }} has its value when the job is read.
+ */
+static int prepare_jobs(struct passes *B)
+{
+	B->env.project = B->st->project;
+	B->env.region = B->st->region;
+	B->env.reservations = B->sres;
+	B->env.nreservations = B->nsres;
+	return stack_after_order(B->L, B->docs, B->ndocs, B->order);
+}
+
+/* A job: a sweep when it has a matrix, read with the earlier jobs' values when it has ${{ }}. */
+static int read_job_doc(struct passes *B, const struct ynode *doc)
+{
+	struct stack *st = B->st;
+
+	if (ynode_get(doc, "matrix"))
+		return stack_sweep_read(st, B->L, doc, &B->env, B->seen, &B->nseen, B->njob_docs);
+	if (stack_doc_has_expr(doc))
+		return stack_expr_read(st, B->L, doc, &B->env, B->seen, &B->nseen);
+	return stack_kinds_read_job(&st->jobs[st->njobs++], B->L, doc, st, &B->env, B->seen,
+				    &B->nseen);
+}
+
+/* What holds between the jobs once all are read: labels, and after: slices. */
+static void finish_jobs(struct passes *B)
+{
+	check_sweep_labels(B->L, B->st);
+	stack_after_check(B->L, B->st, B->docs, B->ndocs);
+}
+
+static const struct doc_pass doc_passes[] = {
+	{ .kind = &stack_doc_kind, .read = read_stack_doc, .finish = finish_stack_doc },
+	{ .kind = &kind_reservation, .alloc = alloc_reservations, .read = read_reservation_doc },
+	{ .kind = &kind_quota, .alloc = alloc_quotas, .read = read_quota_doc },
+	{ .kind = &kind_job, .alloc = alloc_jobs, .prepare = prepare_jobs, .read = read_job_doc, .finish = finish_jobs },
+};
+
+/*
+ * Collects fs's documents of pass p's kind into B->docs in file order (the
+ * order to read them in until p's prepare says otherwise). -1 when out of memory.
+ */
+static int collect_docs(struct passes *B, const struct files *fs, const struct doc_pass *p)
+{
+	size_t n = count_docs(fs, p->kind);
+
+	free(B->docs);
+	free(B->order);
+	B->ndocs = 0;
+	B->docs = calloc(n + 1, sizeof(*B->docs));
+	B->order = calloc(n + 1, sizeof(*B->order));
+	if (!B->docs || !B->order)
+		return -1;
+	for (size_t i = 0; i < fs->ndocs; i++)
+		if (fs->docs[i].kind == p->kind) {
+			B->order[B->ndocs] = B->ndocs;
+			B->docs[B->ndocs++] = fs->docs[i].root;
+		}
+	return 0;
+}
+
+/* One pass: the documents of p's kind, read in order; problems never stop it. */
+static int run_pass(struct passes *B, const struct files *fs, const struct doc_pass *p)
+{
+	B->nseen = 0;
+	if (collect_docs(B, fs, p) < 0) {
+		stack_oom(B->L);
+		return -1;
+	}
+	if (p->prepare && p->prepare(B) < 0)
+		return -1;
+	for (size_t o = 0; o < B->ndocs && !B->L->rc; o++)
+		if (p->read(B, B->docs[B->order[o]]) < 0)
+			return -1;
+	if (p->finish)
+		p->finish(B);
+	return 0;
+}
+
+/* The passes over the classified documents, one per row of doc_passes. */
 static int build(struct loader *L, struct stack *st, const struct files *fs)
 {
-	size_t njob_docs = count_docs(fs, &kind_job), nres_docs = count_docs(fs, &kind_reservation);
-	size_t nquota_docs = count_docs(fs, &kind_quota), nseen = 0;
-	const struct ynode *first_stack = NULL;
-	struct spec_reservation *sres = NULL;
-	struct seen *seen = NULL;
-	struct spec_env env;
-	size_t nsres = 0, njdocs = 0, *jorder = NULL;
-	const struct ynode **jdocs = NULL;
+	struct passes B = { .L = L, .st = st };
+	size_t i;
 
-	seen = seen_new();
-	st->jobs = calloc(njob_docs + 1, sizeof(*st->jobs));
-	st->reservations = calloc(nres_docs + 1, sizeof(*st->reservations));
-	st->quotas = calloc(nquota_docs + 1, sizeof(*st->quotas));
-	sres = calloc(nres_docs + 1, sizeof(*sres));
-	if (!seen || !st->jobs || !st->reservations || !st->quotas || !sres) {
+	/* room in struct stack for every kind's declarations, before any is read */
+	B.seen = seen_new();
+	for (i = 0; i < ARRAY_SIZE(doc_passes) && B.seen; i++)
+		if (doc_passes[i].alloc && doc_passes[i].alloc(&B, count_docs(fs, doc_passes[i].kind)) < 0)
+			break;
+	if (!B.seen || i < ARRAY_SIZE(doc_passes)) {
 		stack_oom(L);
 		goto done;
 	}
-
-	/* the Stack: exactly one */
-	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
-		const struct ynode *doc = fs->docs[i].root;
-
-		if (fs->docs[i].kind != &stack_doc_kind)
-			continue;
-		if (first_stack) {
-			L->prefix[0] = '\0';
-			stack_err(L, doc, "a second Stack: this directory's Stack is declared at "
-			     "%s:%u:%u (one Stack per directory)", first_stack->file,
-			     first_stack->line, first_stack->col);
-			continue;
-		}
-		first_stack = doc;
-		stack_kinds_read_stack(st, L, doc);
-	}
-	if (!first_stack && !L->unparsed) {
-		L->prefix[0] = '\0';
-		stack_err_at(L, st->dir, NULL, "no Stack: one document must be \"kind: Stack\" (with name "
-			"and project)");
-	}
-
-	/* reservations, then quotas (with their own name spaces) */
-	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
-		struct stack_reservation *r;
-
-		if (fs->docs[i].kind != &kind_reservation)
-			continue;
-		r = &st->reservations[st->nreservations++];
-		if (stack_kinds_read_reservation(r, L, fs->docs[i].root, seen, &nseen) < 0)
+	for (i = 0; i < ARRAY_SIZE(doc_passes); i++)
+		if (run_pass(&B, fs, &doc_passes[i]) < 0)
 			goto done;
-		if (r->d.name && r->zone && r->machine_type) {
-			sres[nsres].name = r->d.name;
-			sres[nsres].zone = r->zone;
-			sres[nsres].machine_type = r->machine_type;
-			if (r->naccelerators) {
-				sres[nsres].accelerator = r->accelerators[0].type;
-				sres[nsres].accelerator_count = r->accelerators[0].count;
-			}
-			nsres++;
-		}
-	}
-	nseen = 0;
-	for (size_t i = 0; i < fs->ndocs && !L->rc; i++) {
-		struct stack_quota *q;
-
-		if (fs->docs[i].kind != &kind_quota)
-			continue;
-		q = &st->quotas[st->nquotas++];
-		if (stack_kinds_read_quota(q, L, fs->docs[i].root, seen, &nseen) < 0)
-			goto done;
-		for (size_t k = 0; q->service && q->quota_id && k + 1 < st->nquotas; k++) {
-			const struct stack_quota *o = &st->quotas[k];
-
-			if (o->service && o->quota_id && !strcmp(o->service, q->service) &&
-			    !strcmp(o->quota_id, q->quota_id) && dims_equal(&o->dimensions, &q->dimensions))
-				stack_err(L, fs->docs[i].root, "the same quota and dimensions as "
-				     "QuotaPreference \"%s\" at %s:%u:%u (Cloud Quotas keeps one "
-				     "preference per quota and dimensions)", o->d.name ? o->d.name : "",
-				     o->d.file ? o->d.file : "", o->d.line, o->d.col);
-		}
-	}
-
-	/* jobs, with the reservations for reservationAffinity by name */
-	env.project = st->project;
-	env.region = st->region;
-	env.reservations = sres;
-	env.nreservations = nsres;
-	nseen = 0;
-	/* in an order where each job comes after those its after: names, so
-	 * ${{ jobs.NAME.outputDir }} has its value when the job is read */
-	jdocs = calloc(njob_docs + 1, sizeof(*jdocs));
-	jorder = calloc(njob_docs + 1, sizeof(*jorder));
-	if (!jdocs || !jorder) {
-		stack_oom(L);
-		goto done;
-	}
-	for (size_t i = 0; i < fs->ndocs; i++)
-		if (fs->docs[i].kind == &kind_job)
-			jdocs[njdocs++] = fs->docs[i].root;
-	if (stack_after_order(L, jdocs, njdocs, jorder) < 0)
-		goto done;
-	for (size_t o = 0; o < njdocs && !L->rc; o++) {
-		const struct ynode *doc = jdocs[jorder[o]];
-
-		if (ynode_get(doc, "matrix")) {
-			if (stack_sweep_read(st, L, doc, &env, seen, &nseen, njob_docs) < 0)
-				goto done;
-			continue;
-		}
-		if ((stack_doc_has_expr(doc) ? stack_expr_read(st, L, doc, &env, seen, &nseen)
-					     : stack_kinds_read_job(&st->jobs[st->njobs++], L, doc, st, &env, seen,
-								    &nseen)) < 0)
-			goto done;
-	}
-	check_sweep_labels(L, st);
-	stack_after_check(L, st, jdocs, njdocs);
 done:
-	free(jdocs);
-	free(jorder);
-	seen_free(seen);
-	free(sres);
+	free(B.docs);
+	free(B.order);
+	seen_free(B.seen);
+	free(B.sres);
 	return L->rc;
 }
 
@@ -950,6 +1072,73 @@ static int job_ptr_cmp(const void *a, const void *b)
 {
 	return strcmp((*(const struct stack_job *const *)a)->d.name,
 		      (*(const struct stack_job *const *)b)->d.name);
+}
+
+/*
+ * Parses the n files (paths, or srcs in dir) and sorts their documents by
+ * kind into fs. A file that does not parse is its own problem, already in
+ * diags: counted, and the others are still read. *path is the last in-memory
+ * file's name (the caller frees it). 0, or a failure not the stack's fault.
+ */
+static int read_files(struct loader *L, struct files *fs, char **path, const char *dir,
+		      const char *const *paths, const struct stack_source *srcs, size_t n,
+		      const struct ynode_limits *limits)
+{
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		struct yfile *yf = NULL;
+
+		if (paths) {
+			rc = ynode_load_file(&yf, paths[i], limits, L->diags, L->err);
+		} else {
+			free(*path);
+			/* Callers give paths or srcs, n long: srcs here (list_yaml returns paths whenever it
+			 * found a file). NOLINTBEGIN(clang-analyzer-core.NullDereference) */
+			*path = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
+							       dir[strlen(dir) - 1] == '/' ? "" : "/", srcs[i].name)
+						 : vx_strdup(srcs[i].name);
+			/* NOLINTEND(clang-analyzer-core.NullDereference) */
+			if (!*path)
+				return vx_err_set(L->err, VX_ENOMEM, "loading %s: out of memory", dir);
+			rc = ynode_load_mem(&yf, *path, srcs[i].data, srcs[i].len, limits, L->diags,
+					    L->err);
+		}
+		if (rc == VX_EINVAL) {
+			/* the file's own problem, already in diags */
+			L->nerr++;
+			L->unparsed = 1;
+			continue;
+		}
+		if (rc < 0)
+			return rc;
+		if (add_file_docs(L, fs, yf) < 0 || L->rc)
+			return L->rc;
+	}
+	return 0;
+}
+
+/*
+ * What a valid stack gets once read: its warnings in order, the declaration
+ * hashes, and the jobs sorted by name for stack_find_job.
+ */
+static int finish_stack(struct stack *st, const char *dir, struct vx_err *err)
+{
+	int rc;
+
+	vx_diags_sort(&st->warnings);
+	rc = hash_all(st);
+	if (rc < 0)
+		return vx_err_set(err, rc, "loading %s: hashing the declarations failed", dir);
+	/* Names are unique by now (stack_check_unique). */
+	st->jobs_by_name = calloc(st->njobs + 1, sizeof(*st->jobs_by_name));
+	if (!st->jobs_by_name)
+		return vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
+	for (size_t i = 0; i < st->njobs; i++)
+		st->jobs_by_name[i] = &st->jobs[i];
+	if (st->njobs > 1)
+		qsort(st->jobs_by_name, st->njobs, sizeof(*st->jobs_by_name), job_ptr_cmp);
+	return 0;
 }
 
 static int load(struct stack **out, const char *dir, const char *const *paths,
@@ -978,38 +1167,9 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 			rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
 		goto done;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct yfile *yf = NULL;
-
-		if (paths) {
-			rc = ynode_load_file(&yf, paths[i], limits, diags, err);
-		} else {
-			free(path);
-			/* Callers give paths or srcs, n long: srcs here (list_yaml returns paths whenever it
-			 * found a file). NOLINTBEGIN(clang-analyzer-core.NullDereference) */
-			path = strcmp(dir, ".") ? vx_asprintf("%s%s%s", dir,
-				dir[strlen(dir) - 1] == '/' ? "" : "/", srcs[i].name)
-				: vx_strdup(srcs[i].name);
-			/* NOLINTEND(clang-analyzer-core.NullDereference) */
-			if (!path) {
-				rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
-				goto done;
-			}
-			rc = ynode_load_mem(&yf, path, srcs[i].data, srcs[i].len, limits, diags, err);
-		}
-		if (rc == VX_EINVAL) {
-			/* the file's own problem, already in diags */
-			L.nerr++;
-			L.unparsed = 1;
-			continue;
-		}
-		if (rc < 0)
-			goto done;
-		if (add_file_docs(&L, &fs, yf) < 0 || L.rc) {
-			rc = L.rc;
-			goto done;
-		}
-	}
+	rc = read_files(&L, &fs, &path, dir, paths, srcs, n, limits);
+	if (rc < 0)
+		goto done;
 	rc = build(&L, st, &fs);
 	if (rc < 0)
 		goto done;
@@ -1017,22 +1177,9 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 		rc = VX_EINVAL;
 		goto done;
 	}
-	vx_diags_sort(&st->warnings);
-	rc = hash_all(st);
-	if (rc < 0) {
-		rc = vx_err_set(err, rc, "loading %s: hashing the declarations failed", dir);
+	rc = finish_stack(st, dir, err);
+	if (rc < 0)
 		goto done;
-	}
-	/* Names are unique by now (stack_check_unique). */
-	st->jobs_by_name = calloc(st->njobs + 1, sizeof(*st->jobs_by_name));
-	if (!st->jobs_by_name) {
-		rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
-		goto done;
-	}
-	for (size_t i = 0; i < st->njobs; i++)
-		st->jobs_by_name[i] = &st->jobs[i];
-	if (st->njobs > 1)
-		qsort(st->jobs_by_name, st->njobs, sizeof(*st->jobs_by_name), job_ptr_cmp);
 	*out = st;
 	st = NULL;
 done:

@@ -712,6 +712,93 @@ static struct ynode *rung_affinity(struct loader *L, struct synth *sy, struct yn
 	return p[0].key && p[0].value && p[1].key && p[1].value && p[2].key ? m : NULL;
 }
 
+/*
+ * The rung's scheduling set over the spec's into top: the spec's scheduling
+ * (if any), each of the rung's keys set over it. -1 when it cannot be built
+ * (reported, or out of memory: sy->oom).
+ */
+static int rung_scheduling(struct loader *L, struct synth *sy, struct ynode *top,
+			   const struct ynode *spec, const struct ynode *rung,
+			   const struct ynode *sched, const char *path)
+{
+	const struct ynode *old = ynode_get(spec, "scheduling");
+	struct ynode *m;
+	char field[80];
+
+	if (sched->kind != YNODE_MAP) {
+		snprintf(field, sizeof(field), "%s.scheduling", path);
+		stack_wrong_type(L, sched, field, "mapping");
+		return -1;
+	}
+	m = synth_map_copy(sy, old && old->kind == YNODE_MAP ? old : sched,
+			   old && old->kind == YNODE_MAP ? sched->n : 0);
+	if (!m)
+		return -1;
+	for (size_t i = 0; old && old->kind == YNODE_MAP && i < sched->n; i++)
+		synth_set(m, sched->pairs[i].key, sched->pairs[i].value);
+	synth_set(top, ynode_get_key(rung, "scheduling"), m);
+	return 0;
+}
+
+/*
+ * The spec's workerPoolSpecs with the rung's machineSpec (ms) and
+ * reservation (res, as the affinity aff) in each pool that has accelerators;
+ * NULL when it cannot be built (reported, or out of memory: sy->oom).
+ */
+static struct ynode *rung_pools(struct loader *L, struct synth *sy, const struct ynode *spec,
+				const struct ynode *rung, const struct ynode *ms,
+				const struct ynode *res, struct ynode *aff, const char *path)
+{
+	const struct ynode *pools = ynode_get(spec, "workerPoolSpecs");
+	struct ynode *np, **items;
+	size_t hits = 0;
+	char field[80];
+
+	if (ms && ms->kind != YNODE_MAP) {
+		snprintf(field, sizeof(field), "%s.machineSpec", path);
+		stack_wrong_type(L, ms, field, "mapping");
+		return NULL;
+	}
+	if (!pools || pools->kind != YNODE_SEQ)
+		return NULL; /* spec_check reported it for the job */
+	np = synth_alloc(sy, sizeof(*np));
+	items = np ? synth_alloc(sy, (pools->n + 1) * sizeof(*items)) : NULL;
+	if (!items)
+		return NULL;
+	*np = *pools;
+	np->items = items;
+	for (size_t i = 0; i < pools->n; i++) {
+		const struct ynode *pool = pools->items[i];
+		struct ynode *npool, *nms;
+
+		items[i] = pools->items[i];
+		if (pool->kind != YNODE_MAP || !pool_has_accelerators(pool))
+			continue;
+		hits++;
+		npool = synth_map_copy(sy, pool, 1);
+		nms = synth_map_copy(sy, ms ? ms : ynode_get(pool, "machineSpec"), 1);
+		if (!npool || !nms)
+			return NULL;
+		if (aff) {
+			struct ynode *k = synth_scalar(sy, res, "reservationAffinity");
+
+			if (!k)
+				return NULL;
+			synth_set(nms, k, aff);
+		}
+		synth_set(npool, ms ? ynode_get_key(rung, "machineSpec") : ynode_get_key(pool, "machineSpec"), nms);
+		items[i] = npool;
+	}
+	if (!hits) {
+		stack_err(L, ms ? ms : res, "%s.%s: no worker pool of the spec has accelerators "
+					    "to %s",
+			  path, ms ? "machineSpec" : "reservation",
+			  ms ? "replace the machineSpec of" : "reserve");
+		return NULL;
+	}
+	return np;
+}
+
 /* The job's spec with rung's overrides (see struct stack_rung); NULL when it
  * cannot be built (reported, or out of memory: sy->oom). */
 static const struct ynode *rung_tree(struct loader *L, struct synth *sy, const struct ynode *spec,
@@ -720,29 +807,13 @@ static const struct ynode *rung_tree(struct loader *L, struct synth *sy, const s
 	const struct ynode *sched = stack_get_value(rung, "scheduling");
 	const struct ynode *ms = stack_get_value(rung, "machineSpec");
 	struct ynode *res = stack_get_value(rung, "reservation") ? ynode_get(rung, "reservation") : NULL;
-	struct ynode *top = synth_map_copy(sy, spec, 1), *aff = NULL;
+	struct ynode *top = synth_map_copy(sy, spec, 1), *aff = NULL, *np;
 	char field[80];
 
 	if (!top)
 		return NULL;
-	if (sched) {
-		const struct ynode *old = ynode_get(spec, "scheduling");
-		struct ynode *m;
-
-		if (sched->kind != YNODE_MAP) {
-			snprintf(field, sizeof(field), "%s.scheduling", path);
-			stack_wrong_type(L, sched, field, "mapping");
-			return NULL;
-		}
-		/* The spec's scheduling (if any), each of the rung's keys set over it. */
-		m = synth_map_copy(sy, old && old->kind == YNODE_MAP ? old : sched,
-				   old && old->kind == YNODE_MAP ? sched->n : 0);
-		if (!m)
-			return NULL;
-		for (size_t i = 0; old && old->kind == YNODE_MAP && i < sched->n; i++)
-			synth_set(m, sched->pairs[i].key, sched->pairs[i].value);
-		synth_set(top, ynode_get_key(rung, "scheduling"), m);
-	}
+	if (sched && rung_scheduling(L, sy, top, spec, rung, sched, path) < 0)
+		return NULL;
 	if (res) {
 		if (!stack_is_string(res)) {
 			snprintf(field, sizeof(field), "%s.reservation", path);
@@ -753,52 +824,8 @@ static const struct ynode *rung_tree(struct loader *L, struct synth *sy, const s
 			return NULL;
 	}
 	if (ms || res) {
-		const struct ynode *pools = ynode_get(spec, "workerPoolSpecs");
-		struct ynode *np, **items;
-		size_t hits = 0;
-
-		if (ms && ms->kind != YNODE_MAP) {
-			snprintf(field, sizeof(field), "%s.machineSpec", path);
-			stack_wrong_type(L, ms, field, "mapping");
+		if (!(np = rung_pools(L, sy, spec, rung, ms, res, aff, path)))
 			return NULL;
-		}
-		if (!pools || pools->kind != YNODE_SEQ)
-			return NULL; /* spec_check reported it for the job */
-		np = synth_alloc(sy, sizeof(*np));
-		items = np ? synth_alloc(sy, (pools->n + 1) * sizeof(*items)) : NULL;
-		if (!items)
-			return NULL;
-		*np = *pools;
-		np->items = items;
-		for (size_t i = 0; i < pools->n; i++) {
-			const struct ynode *pool = pools->items[i];
-			struct ynode *npool, *nms;
-
-			items[i] = pools->items[i];
-			if (pool->kind != YNODE_MAP || !pool_has_accelerators(pool))
-				continue;
-			hits++;
-			npool = synth_map_copy(sy, pool, 1);
-			nms = synth_map_copy(sy, ms ? ms : ynode_get(pool, "machineSpec"), 1);
-			if (!npool || !nms)
-				return NULL;
-			if (aff) {
-				struct ynode *k = synth_scalar(sy, res, "reservationAffinity");
-
-				if (!k)
-					return NULL;
-				synth_set(nms, k, aff);
-			}
-			synth_set(npool, ms ? ynode_get_key(rung, "machineSpec")
-					    : ynode_get_key(pool, "machineSpec"), nms);
-			items[i] = npool;
-		}
-		if (!hits) {
-			stack_err(L, ms ? ms : res, "%s.%s: no worker pool of the spec has accelerators "
-			     "to %s", path, ms ? "machineSpec" : "reservation",
-			     ms ? "replace the machineSpec of" : "reserve");
-			return NULL;
-		}
 		synth_set(top, ynode_get_key(spec, "workerPoolSpecs"), np);
 	}
 	return top;
@@ -951,14 +978,54 @@ static void read_after(struct loader *L, struct stack_job *j, const struct ynode
 			stack_oom(L);
 }
 
+/* displayName: the job's name when absent (not when written wrong). */
+static void read_display_name(struct loader *L, struct stack_job *j, const struct ynode *doc,
+			      const char *name)
+{
+	const struct ynode *v;
+	const char *s;
+
+	if (stack_get_str(&s, &v, L, doc, "", "displayName", 0)) {
+		if (!*s || stack_names_utf8_len(s) > STACK_MAX_DISPLAY_NAME)
+			stack_err(L, v, "displayName: must be 1 to %d characters", STACK_MAX_DISPLAY_NAME);
+		else
+			j->display_name = stack_dup_opt(L, s);
+	} else if (!v && name) {
+		j->display_name = stack_dup_opt(L, name);
+	}
+}
+
+/* The merged labels: the Stack's, overlaid by the job's own, within Vertex's cap. */
+static void read_job_labels(struct loader *L, struct stack_job *j, const struct ynode *doc,
+			    const struct stack *st)
+{
+	struct stack_labels own = { NULL, 0 };
+	const struct ynode *v;
+
+	for (size_t i = 0; i < st->labels.n; i++)
+		if (stack_labels_set(&j->labels, st->labels.items[i].key, st->labels.items[i].value) < 0)
+			stack_oom(L);
+	stack_get_string_map(&own, L, doc, "labels", 1);
+	for (size_t i = 0; i < own.n; i++)
+		if (stack_labels_set(&j->labels, own.items[i].key, own.items[i].value) < 0)
+			stack_oom(L);
+	if (own.n <= STACK_MAX_USER_LABELS && j->labels.n > STACK_MAX_USER_LABELS) {
+		v = stack_get_value(doc, "labels");
+		stack_err(L, v ? v : doc, "labels: %zu labels with the Stack's, at most %d (vx adds %d "
+					  "of its own to Vertex's 64)",
+			  j->labels.n, STACK_MAX_USER_LABELS,
+			  64 - STACK_MAX_USER_LABELS);
+	}
+	stack_labels_release(&own);
+}
+
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
 			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
 			 size_t *nseen)
 {
-	struct stack_labels own = { NULL, 0 };
 	struct spec_env env = *env_base;
 	const struct ynode *v, *spec;
-	const char *name, *s;
+	const char *name;
 	int e = 0;
 	int64_t x;
 
@@ -980,29 +1047,8 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 		else if (st->d.name && !L->stack_region)
 			stack_err(L, doc, "region: not set, and the Stack sets no default region");
 	}
-	if (stack_get_str(&s, &v, L, doc, "", "displayName", 0)) {
-		if (!*s || stack_names_utf8_len(s) > STACK_MAX_DISPLAY_NAME)
-			stack_err(L, v, "displayName: must be 1 to %d characters", STACK_MAX_DISPLAY_NAME);
-		else
-			j->display_name = stack_dup_opt(L, s);
-	} else if (!v && name) {
-		j->display_name = stack_dup_opt(L, name);
-	}
-	/* merged labels: the Stack's, overlaid by the job's own */
-	for (size_t i = 0; i < st->labels.n; i++)
-		if (stack_labels_set(&j->labels, st->labels.items[i].key, st->labels.items[i].value) < 0)
-			stack_oom(L);
-	stack_get_string_map(&own, L, doc, "labels", 1);
-	for (size_t i = 0; i < own.n; i++)
-		if (stack_labels_set(&j->labels, own.items[i].key, own.items[i].value) < 0)
-			stack_oom(L);
-	if (own.n <= STACK_MAX_USER_LABELS && j->labels.n > STACK_MAX_USER_LABELS) {
-		v = stack_get_value(doc, "labels");
-		stack_err(L, v ? v : doc, "labels: %zu labels with the Stack's, at most %d (vx adds %d "
-		     "of its own to Vertex's 64)", j->labels.n, STACK_MAX_USER_LABELS,
-		     64 - STACK_MAX_USER_LABELS);
-	}
-	stack_labels_release(&own);
+	read_display_name(L, j, doc, name);
+	read_job_labels(L, j, doc, st);
 	j->run = 1;
 	if (stack_get_int(&x, &v, L, doc, "", "run", 0)) {
 		if (x < 1)

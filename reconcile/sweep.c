@@ -206,129 +206,115 @@ static int entry_matches(const struct matrix *m, const char *const *c, const str
 }
 
 /*
- * Reads the matrix node and expands it. Problems are reported; returns 1
- * with m set when the matrix is good, 0 when not, -1 on OOM.
+ * One axis k: v of the matrix, its values checked (duplicates only while
+ * *ok, as the whole matrix has been good so far), recorded in m, and *total
+ * multiplied by its length. *ok is cleared on a problem (reported).
  */
-static int matrix_read(struct matrix *m, struct loader *L, const struct ynode *mn)
+static void read_axis(struct matrix *m, struct loader *L, const struct ynode *k,
+		      const struct ynode *v, uint64_t *total, int *ok)
 {
-	const struct ynode *inc = NULL, *exc = NULL;
-	size_t nextra = 0, *idx = NULL;
-	uint64_t total = 1;
-	int ok = 1, rc = 1;
-
-	if (mn->kind != YNODE_MAP || !mn->n) {
-		stack_err(L, mn, "matrix: expected a mapping of axes (lr: [1e-4, 3e-4]), got %s",
-			  mn->kind == YNODE_MAP ? "an empty mapping" : stack_type_of(mn));
-		return 0;
+	if (!name_ok(k->str)) {
+		stack_err(L, k, "matrix.%.60s: an axis name is a letter, then letters, digits, \"_\" "
+				"and \"-\", at most 40",
+			  k->str);
+		*ok = 0;
+		return;
 	}
-	inc = ynode_get(mn, "include");
-	exc = ynode_get(mn, "exclude");
-	if (inc && inc->kind == YNODE_SEQ)
-		for (size_t i = 0; i < inc->n; i++)
-			nextra += inc->items[i]->kind == YNODE_MAP ? inc->items[i]->n : 0;
-	m->keys = calloc(mn->n + nextra + 1, sizeof(*m->keys));
-	m->key_at = calloc(mn->n + nextra + 1, sizeof(*m->key_at));
-	m->axis_vals = calloc(mn->n + 1, sizeof(*m->axis_vals));
-	if (!m->keys || !m->key_at || !m->axis_vals)
-		goto oom;
-	for (size_t i = 0; i < mn->n; i++) {
-		const struct ynode *k = mn->pairs[i].key, *v = mn->pairs[i].value;
-
-		if (!strcmp(k->str, "include") || !strcmp(k->str, "exclude"))
-			continue;
-		if (!name_ok(k->str)) {
-			stack_err(L, k, "matrix.%.60s: an axis name is a letter, then letters, digits, \"_\" "
-				  "and \"-\", at most 40", k->str);
-			ok = 0;
-			continue;
-		}
-		if (v->kind != YNODE_SEQ || !v->n) {
-			stack_err(L, v, "matrix.%s: expected a non-empty list of values, got %s", k->str,
-				  v->kind == YNODE_SEQ ? "an empty list" : stack_type_of(v));
-			ok = 0;
-			continue;
-		}
-		for (size_t a = 0; a < v->n; a++) {
-			char path[128];
-
-			snprintf(path, sizeof(path), "matrix.%s[%zu]", k->str, a);
-			if (!read_value(L, v->items[a], path))
-				ok = 0;
-			for (size_t b = 0; b < a && ok; b++)
-				if (v->items[b]->kind == YNODE_SCALAR && !strcmp(v->items[b]->str, v->items[a]->str)) {
-					stack_err(L, v->items[a], "%s: \"%s\" is already in the list (item %zu)",
-						  path, v->items[a]->str, b);
-					ok = 0;
-				}
-		}
-		if (total <= STACK_MAX_SWEEP_RUNS)
-			total *= v->n;
-		m->axis_vals[m->naxes] = v;
-		m->key_at[m->naxes] = k;
-		m->keys[m->naxes++] = k->str;
+	if (v->kind != YNODE_SEQ || !v->n) {
+		stack_err(L, v, "matrix.%s: expected a non-empty list of values, got %s", k->str,
+			  v->kind == YNODE_SEQ ? "an empty list" : stack_type_of(v));
+		*ok = 0;
+		return;
 	}
-	m->nkeys = m->naxes;
-	for (int pass = 0; pass < 2; pass++) {
-		const struct ynode *list = pass ? inc : exc;
-		const char *what = pass ? "include" : "exclude";
+	for (size_t a = 0; a < v->n; a++) {
+		char path[128];
 
-		if (!list)
-			continue;
-		if (list->kind != YNODE_SEQ) {
-			stack_err(L, list, "matrix.%s: expected a list of mappings, got %s", what, stack_type_of(list));
-			ok = 0;
+		snprintf(path, sizeof(path), "matrix.%s[%zu]", k->str, a);
+		if (!read_value(L, v->items[a], path))
+			*ok = 0;
+		for (size_t b = 0; b < a && *ok; b++)
+			if (v->items[b]->kind == YNODE_SCALAR && !strcmp(v->items[b]->str, v->items[a]->str)) {
+				stack_err(L, v->items[a], "%s: \"%s\" is already in the list (item %zu)",
+					  path, v->items[a]->str, b);
+				*ok = 0;
+			}
+	}
+	if (*total <= STACK_MAX_SWEEP_RUNS)
+		*total *= v->n;
+	m->axis_vals[m->naxes] = v;
+	m->key_at[m->naxes] = k;
+	m->keys[m->naxes++] = k->str;
+}
+
+/*
+ * The entries of matrix.include (include 1) or matrix.exclude: mappings of
+ * values. exclude may name only axes; include may add keys of its own, which
+ * become m's keys after the axes. *ok is cleared on a problem (reported).
+ */
+static void read_entries(struct matrix *m, struct loader *L, const struct ynode *list,
+			 int include, int *ok)
+{
+	const char *what = include ? "include" : "exclude";
+
+	if (list->kind != YNODE_SEQ) {
+		stack_err(L, list, "matrix.%s: expected a list of mappings, got %s", what, stack_type_of(list));
+		*ok = 0;
+		return;
+	}
+	for (size_t i = 0; i < list->n; i++) {
+		const struct ynode *e = list->items[i];
+
+		if (e->kind != YNODE_MAP || !e->n) {
+			stack_err(L, e, "matrix.%s[%zu]: expected a mapping of values ({lr: 1e-3}), got %s",
+				  what, i, e->kind == YNODE_MAP ? "an empty mapping" : stack_type_of(e));
+			*ok = 0;
 			continue;
 		}
-		for (size_t i = 0; i < list->n; i++) {
-			const struct ynode *e = list->items[i];
+		for (size_t p = 0; p < e->n; p++) {
+			char path[160];
+			const char *k = e->pairs[p].key->str;
 
-			if (e->kind != YNODE_MAP || !e->n) {
-				stack_err(L, e, "matrix.%s[%zu]: expected a mapping of values ({lr: 1e-3}), got %s",
-					  what, i, e->kind == YNODE_MAP ? "an empty mapping" : stack_type_of(e));
-				ok = 0;
+			snprintf(path, sizeof(path), "matrix.%s[%zu].%.60s", what, i, k);
+			if (!read_value(L, e->pairs[p].value, path))
+				*ok = 0;
+			if (key_index(m, k) >= 0)
 				continue;
-			}
-			for (size_t p = 0; p < e->n; p++) {
-				char path[160];
-				const char *k = e->pairs[p].key->str;
-
-				snprintf(path, sizeof(path), "matrix.%s[%zu].%.60s", what, i, k);
-				if (!read_value(L, e->pairs[p].value, path))
-					ok = 0;
-				if (key_index(m, k) >= 0)
-					continue;
-				if (!pass) {
-					stack_err(L, e->pairs[p].key, "matrix.exclude[%zu]: \"%.60s\" is not an axis of "
-						  "the matrix; exclude names values of the axes", i, k);
-					ok = 0;
-				} else if (!name_ok(k)) {
-					stack_err(L, e->pairs[p].key, "%s: a matrix name is a letter, then letters, "
-						  "digits, \"_\" and \"-\", at most 40", path);
-					ok = 0;
-				} else {
-					m->key_at[m->nkeys] = e->pairs[p].key;
-					m->keys[m->nkeys++] = k;
-				}
+			if (!include) {
+				stack_err(L, e->pairs[p].key, "matrix.exclude[%zu]: \"%.60s\" is not an axis of "
+							      "the matrix; exclude names values of the axes",
+					  i, k);
+				*ok = 0;
+			} else if (!name_ok(k)) {
+				stack_err(L, e->pairs[p].key, "%s: a matrix name is a letter, then letters, "
+							      "digits, \"_\" and \"-\", at most 40",
+					  path);
+				*ok = 0;
+			} else {
+				m->key_at[m->nkeys] = e->pairs[p].key;
+				m->keys[m->nkeys++] = k;
 			}
 		}
 	}
-	if (!ok)
-		return 0;
-	if (total + (inc ? inc->n : 0) > STACK_MAX_SWEEP_RUNS) {
-		stack_err(L, mn, "matrix: expands to more than %d runs; split the sweep or drop values",
-			  STACK_MAX_SWEEP_RUNS);
-		return 0;
-	}
-	/* the product of the axes, the first axis varying slowest, less exclude */
-	idx = calloc(m->naxes + 1, sizeof(*idx));
+}
+
+/*
+ * The product of the axes (total combinations), the first axis varying
+ * slowest, less those an entry of exc matches. -1 on OOM.
+ */
+static int expand_product(struct matrix *m, const struct ynode *exc, uint64_t total)
+{
+	size_t *idx = calloc(m->naxes + 1, sizeof(*idx));
+
 	if (!idx)
-		goto oom;
+		return -1;
 	for (uint64_t n = 0; m->naxes && n < total; n++) {
 		const char **c = combo_new(m, 0);
 		int drop = 0;
 
-		if (!c)
-			goto oom;
+		if (!c) {
+			free(idx);
+			return -1;
+		}
 		for (size_t a = 0; a < m->naxes; a++)
 			/* axis_vals[0..naxes) are all stored before naxes grows past them.
 			 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
@@ -343,9 +329,17 @@ static int matrix_read(struct matrix *m, struct loader *L, const struct ynode *m
 			idx[a] = 0;
 		}
 	}
-	/* include: added to every combination of the axes whose axis values it
-	 * does not change (later entries overwrite values added by earlier ones),
-	 * else a combination of its own */
+	free(idx);
+	return 0;
+}
+
+/*
+ * include: each entry is added to every combination of the axes whose axis
+ * values it does not change (later entries overwrite values added by earlier
+ * ones), else it is a combination of its own. -1 on OOM.
+ */
+static int apply_includes(struct matrix *m, const struct ynode *inc)
+{
 	for (size_t i = 0; inc && i < inc->n; i++) {
 		const struct ynode *e = inc->items[i];
 		size_t nbase = m->ncombos;
@@ -364,19 +358,67 @@ static int matrix_read(struct matrix *m, struct loader *L, const struct ynode *m
 			const char **cv = combo_new(m, 1);
 
 			if (!cv)
-				goto oom;
+				return -1;
 			for (size_t p = 0; p < e->n; p++)
 				cv[key_index(m, e->pairs[p].key->str)] = e->pairs[p].value->str;
 		}
 	}
+	return 0;
+}
+
+/*
+ * Reads the matrix node and expands it. Problems are reported; returns 1
+ * with m set when the matrix is good, 0 when not, -1 on OOM.
+ */
+static int matrix_read(struct matrix *m, struct loader *L, const struct ynode *mn)
+{
+	const struct ynode *inc = NULL, *exc = NULL;
+	size_t nextra = 0;
+	uint64_t total = 1;
+	int ok = 1;
+
+	if (mn->kind != YNODE_MAP || !mn->n) {
+		stack_err(L, mn, "matrix: expected a mapping of axes (lr: [1e-4, 3e-4]), got %s",
+			  mn->kind == YNODE_MAP ? "an empty mapping" : stack_type_of(mn));
+		return 0;
+	}
+	inc = ynode_get(mn, "include");
+	exc = ynode_get(mn, "exclude");
+	if (inc && inc->kind == YNODE_SEQ)
+		for (size_t i = 0; i < inc->n; i++)
+			nextra += inc->items[i]->kind == YNODE_MAP ? inc->items[i]->n : 0;
+	m->keys = calloc(mn->n + nextra + 1, sizeof(*m->keys));
+	m->key_at = calloc(mn->n + nextra + 1, sizeof(*m->key_at));
+	m->axis_vals = calloc(mn->n + 1, sizeof(*m->axis_vals));
+	if (!m->keys || !m->key_at || !m->axis_vals)
+		goto oom;
+	for (size_t i = 0; i < mn->n; i++) {
+		const struct ynode *k = mn->pairs[i].key;
+
+		if (strcmp(k->str, "include") && strcmp(k->str, "exclude"))
+			read_axis(m, L, k, mn->pairs[i].value, &total, &ok);
+	}
+	m->nkeys = m->naxes;
+	/* exclude first: include's own keys come after the axes, and exclude may not name them */
+	if (exc)
+		read_entries(m, L, exc, 0, &ok);
+	if (inc)
+		read_entries(m, L, inc, 1, &ok);
+	if (!ok)
+		return 0;
+	if (total + (inc ? inc->n : 0) > STACK_MAX_SWEEP_RUNS) {
+		stack_err(L, mn, "matrix: expands to more than %d runs; split the sweep or drop values",
+			  STACK_MAX_SWEEP_RUNS);
+		return 0;
+	}
+	if (expand_product(m, exc, total) < 0 || apply_includes(m, inc) < 0)
+		goto oom;
 	if (!m->ncombos) {
 		stack_err(L, mn, "matrix: exclude leaves no run; remove an exclude entry");
-		rc = 0;
+		return 0;
 	}
-	free(idx);
-	return rc;
+	return 1;
 oom:
-	free(idx);
 	stack_oom(L);
 	return -1;
 }
@@ -549,70 +591,89 @@ static unsigned col_of(const struct ynode *n, size_t off)
 	return n->col + (unsigned)off + (n->style == YSTYLE_QUOTED ? 1 : 0);
 }
 
+/* ${{ jobs.NAME.* }} at where: 1 when NAME is in after: and has the value asked for. */
+static int check_jobs_expr(struct loader *L, const struct ectx *x, const struct expr *e,
+			   const struct ynode *where, const struct vx_buf *path)
+{
+	const char *why;
+	char *v;
+
+	if (!after_names(x->after, e->name, e->nlen)) {
+		stack_err(L, where, "%s: jobs.%.*s: a job is named only in after: (add "
+				    "job.%.*s to after:)",
+			  path->data ? path->data : "", (int)e->nlen,
+			  e->name, (int)e->nlen, e->name);
+		return 0;
+	}
+	if (!(v = job_value(x, e, &why))) {
+		if (why)
+			stack_err(L, where, "%s: jobs.%.*s %s", path->data ? path->data : "",
+				  (int)e->nlen, e->name, why);
+		return 0;
+	}
+	free(v);
+	return 1;
+}
+
+/* ${{ matrix.NAME }} at where: 1 when NAME is one of the matrix's keys. */
+static int check_matrix_expr(struct loader *L, const struct matrix *m, const struct expr *e,
+			     const struct ynode *where, const struct vx_buf *path)
+{
+	struct vx_buf names = VX_BUF_INIT;
+
+	for (size_t k = 0; m && k < m->nkeys; k++)
+		if (strlen(m->keys[k]) == e->nlen && !strncmp(m->keys[k], e->name, e->nlen))
+			return 1;
+	for (size_t i = 0; m && i < m->nkeys; i++)
+		if (vx_buf_printf(&names, "%s%s", i ? ", " : "", m->keys[i]) < 0)
+			stack_oom(L);
+	if (m)
+		stack_err(L, where, "%s: unknown matrix name \"%.*s\" (the matrix has %s)",
+			  path->data ? path->data : "", (int)e->nlen, e->name,
+			  names.data ? names.data : "none");
+	else
+		stack_err(L, where, "%s: matrix.%.*s: this job has no matrix:",
+			  path->data ? path->data : "", (int)e->nlen, e->name);
+	vx_buf_release(&names);
+	return 0;
+}
+
+/* Every ${{ }} of scalar n, each reported at its own column: 1 when all are good. */
+static int check_scalar_exprs(struct loader *L, const struct ectx *x, const struct ynode *n,
+			      const struct vx_buf *path)
+{
+	int ok = 1;
+
+	for (const char *s = strstr(n->str, "${{"); s; s = strstr(s + 3, "${{")) {
+		struct ynode where = *n;
+		struct expr e;
+
+		where.col = col_of(n, (size_t)(s - n->str));
+		if (parse_expr(s, &e) < 0) {
+			stack_err(L, &where, "%s: \"%.40s\" is not an expression vx knows; write "
+					     "${{ matrix.NAME }}, ${{ jobs.NAME.outputDir }} or ${{ jobs.NAME.run }}",
+				  path->data ? path->data : "", s);
+			ok = 0;
+			continue;
+		}
+		if (!(e.jobs ? check_jobs_expr(L, x, &e, &where, path)
+			     : check_matrix_expr(L, x->m, &e, &where, path)))
+			ok = 0;
+	}
+	return ok;
+}
+
 /* Checks every expression of the document once, before any run: 1 when all are good. */
 static int check_exprs(struct loader *L, const struct ectx *x, const struct ynode *n,
 		       struct vx_buf *path, size_t depth)
 {
-	const struct matrix *m = x->m;
 	size_t at = path->len;
 	int ok = 1;
 
 	if (depth > 64)
 		return 1;
-	if (n->kind == YNODE_SCALAR) {
-		for (const char *s = strstr(n->str, "${{"); s; s = strstr(s + 3, "${{")) {
-			struct ynode where = *n;
-			const char *why;
-			struct expr e;
-			char *v;
-
-			where.col = col_of(n, (size_t)(s - n->str));
-			if (parse_expr(s, &e) < 0) {
-				stack_err(L, &where, "%s: \"%.40s\" is not an expression vx knows; write "
-					  "${{ matrix.NAME }}, ${{ jobs.NAME.outputDir }} or ${{ jobs.NAME.run }}",
-					  path->data ? path->data : "", s);
-				ok = 0;
-				continue;
-			}
-			if (e.jobs) {
-				if (!after_names(x->after, e.name, e.nlen)) {
-					stack_err(L, &where, "%s: jobs.%.*s: a job is named only in after: (add "
-						  "job.%.*s to after:)", path->data ? path->data : "", (int)e.nlen,
-						  e.name, (int)e.nlen, e.name);
-					ok = 0;
-				} else if (!(v = job_value(x, &e, &why))) {
-					if (why)
-						stack_err(L, &where, "%s: jobs.%.*s %s", path->data ? path->data : "",
-							  (int)e.nlen, e.name, why);
-					ok = 0;
-				} else {
-					free(v);
-				}
-				continue;
-			}
-			for (size_t k = 0; k <= (m ? m->nkeys : 0); k++) {
-				if (k == (m ? m->nkeys : 0)) {
-					struct vx_buf names = VX_BUF_INIT;
-
-					for (size_t i = 0; m && i < m->nkeys; i++)
-						if (vx_buf_printf(&names, "%s%s", i ? ", " : "", m->keys[i]) < 0)
-							stack_oom(L);
-					if (m)
-						stack_err(L, &where, "%s: unknown matrix name \"%.*s\" (the matrix has %s)",
-							  path->data ? path->data : "", (int)e.nlen, e.name,
-							  names.data ? names.data : "none");
-					else
-						stack_err(L, &where, "%s: matrix.%.*s: this job has no matrix:",
-							  path->data ? path->data : "", (int)e.nlen, e.name);
-					vx_buf_release(&names);
-					ok = 0;
-				} else if (strlen(m->keys[k]) == e.nlen && !strncmp(m->keys[k], e.name, e.nlen)) {
-					break;
-				}
-			}
-		}
-		return ok;
-	}
+	if (n->kind == YNODE_SCALAR)
+		return check_scalar_exprs(L, x, n, path);
 	for (size_t i = 0; i < n->n; i++) {
 		const struct ynode *v;
 
@@ -887,24 +948,145 @@ static void read_limit(struct loader *L, const struct ynode *doc, const char *ke
 	}
 }
 
+/* What reading one sweep's runs needs, from one run to the next. */
+struct sweep_runs {
+	struct stack *st;
+	struct loader *L;
+	const struct ynode *doc, *mkey;
+	const struct spec_env *env;
+	const char *name;	 /* the sweep's */
+	const char *base_prefix; /* the messages' prefix for the document */
+	const struct matrix *m;
+	const struct ectx *x;
+	struct arena a;	       /* one run's document, cleared after it is read */
+	struct seen_msgs msgs; /* the document's messages already moved */
+	struct vx_buf combo;
+};
+
+/*
+ * Records the sweep of R's document in st->sweeps[st->nsweeps] (already
+ * allocated, with its limits read) and makes room in st->jobs for its runs
+ * and spare more. -1 on OOM (not recorded).
+ */
+static int sweep_record(struct sweep_runs *R, struct stack_sweep *sw, size_t spare)
+{
+	struct stack *st = R->st;
+	struct stack_job *nj = realloc(st->jobs, (st->njobs + R->m->ncombos + spare + 1) * sizeof(*nj));
+	const struct ynode *op;
+
+	if (!nj)
+		return -1;
+	st->jobs = nj;
+	memset(&st->jobs[st->njobs], 0, (R->m->ncombos + spare + 1) * sizeof(*nj));
+	sw->name = strdup(R->name);
+	sw->address = vx_asprintf("job.%s", R->name);
+	sw->file = strdup(R->mkey->file);
+	if (!sw->name || !sw->address || !sw->file)
+		return -1;
+	sw->line = R->mkey->line;
+	sw->col = R->mkey->col;
+	op = ynode_get(ynode_get(ynode_get(R->doc, "spec"), "baseOutputDirectory"), "outputUriPrefix");
+	if (op && op->kind == YNODE_SCALAR && !ynode_is_null(op) && !strstr(op->str, "${{") &&
+	    !(sw->output_dir = strdup(op->str)))
+		return -1;
+	sw->first = st->njobs;
+	st->nsweeps++;
+	return 0;
+}
+
+/*
+ * Names run j "SWEEP[k=v,...]" (rn, owned from here) with its address, and
+ * shows that name when the document sets no displayName. -1 on OOM (not recorded).
+ */
+static int run_name(struct stack_job *j, const struct ynode *doc, char *rn)
+{
+	char *ra = vx_asprintf("job.%s", rn);
+
+	if (!ra) {
+		free(rn);
+		return -1;
+	}
+	free(j->d.name);
+	free(j->d.address);
+	j->d.name = rn;
+	j->d.address = ra;
+	if (!ynode_get(doc, "displayName") && strlen(rn) <= STACK_MAX_DISPLAY_NAME) {
+		char *dn = strdup(rn);
+
+		if (!dn)
+			return -1;
+		free(j->display_name);
+		j->display_name = dn;
+	}
+	return 0;
+}
+
+/*
+ * Run c of the sweep: its document with the combination's values, read as a
+ * job into st->jobs[st->njobs++] with its problems moved to the loader's
+ * (move_run_diags), then named. -1 ends the sweep (OOM, recorded).
+ */
+static int read_run(struct sweep_runs *R, size_t c)
+{
+	struct stack *st = R->st;
+	struct loader *L = R->L;
+	struct stack_job *j = &st->jobs[st->njobs];
+	struct vx_diags sub = VX_DIAGS_INIT, *diags = L->diags;
+	const struct ynode *rd;
+	char *rn;
+	int rc;
+
+	R->combo.len = 0;
+	if (combo_name(&R->combo, R->m, c) < 0 || !(rn = vx_asprintf("%s[%s]", R->name, R->combo.data)))
+		goto oom;
+	rd = run_doc(&R->a, R->x, c, R->combo.data, R->doc);
+	if (!rd) {
+		free(rn);
+		goto oom;
+	}
+	sub.cap = diags->cap;
+	L->diags = &sub;
+	rc = stack_kinds_read_job(j, L, rd, st, R->env, NULL, NULL);
+	L->diags = diags;
+	move_run_diags(L, &sub, R->doc, R->mkey, R->base_prefix, rn, &R->msgs);
+	vx_diags_release(&sub);
+	arena_clear(&R->a);
+	st->njobs++;
+	st->sweeps[st->nsweeps - 1].n++;
+	if (rc < 0) {
+		free(rn);
+		return -1;
+	}
+	j->sweep = st->nsweeps;
+	if (!j->d.name) {
+		free(rn);
+		return 0;
+	}
+	if (run_name(j, R->doc, rn) < 0)
+		goto oom;
+	return 0;
+oom:
+	stack_oom(L);
+	return -1;
+}
+
 int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc,
 		     const struct spec_env *env, struct seen *seen, size_t *nseen, size_t spare)
 {
 	struct matrix m = { 0 };
 	struct ectx x = { NULL, NULL, st, ynode_get(doc, "after") };
-	struct arena a = { 0 };
-	struct seen_msgs msgs = { 0 };
-	struct vx_buf path = VX_BUF_INIT, combo = VX_BUF_INIT;
+	struct vx_buf path = VX_BUF_INIT;
 	const struct ynode *mkey = ynode_get_key(doc, "matrix"), *mn = ynode_get(doc, "matrix");
 	struct stack_sweep *sw, *nsw;
-	struct vx_diags *diags = L->diags;
 	const char *name;
 	char base_prefix[sizeof(L->prefix)];
-	int rc = 0, ok;
+	struct sweep_runs R = { .st = st, .L = L, .doc = doc, .mkey = mkey, .env = env, .m = &m, .x = &x, .base_prefix = base_prefix, .combo = VX_BUF_INIT };
+	int ok;
 
 	name = stack_read_name(L, doc, &kind_job);
 	if (name && !stack_check_unique(L, seen, nseen, name, doc))
 		name = NULL;
+	R.name = name;
 	snprintf(base_prefix, sizeof(base_prefix), "%s", L->prefix);
 	nsw = realloc(st->sweeps, (st->nsweeps + 1) * sizeof(*nsw));
 	if (!nsw)
@@ -926,94 +1108,22 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 		goto done;
 	if (strlen(name) + 2 + 60 * m.nkeys > 4096)
 		goto done;
-	{
-		struct stack_job *nj = realloc(st->jobs, (st->njobs + m.ncombos + spare + 1) * sizeof(*nj));
-
-		if (!nj)
-			goto oom;
-		st->jobs = nj;
-		memset(&st->jobs[st->njobs], 0, (m.ncombos + spare + 1) * sizeof(*nj));
-	}
-	sw->name = strdup(name);
-	sw->address = vx_asprintf("job.%s", name);
-	sw->file = strdup(mkey->file);
-	if (!sw->name || !sw->address || !sw->file)
+	if (sweep_record(&R, sw, spare) < 0)
 		goto oom;
-	sw->line = mkey->line;
-	sw->col = mkey->col;
-	{
-		const struct ynode *op = ynode_get(ynode_get(ynode_get(doc, "spec"), "baseOutputDirectory"),
-						   "outputUriPrefix");
-
-		if (op && op->kind == YNODE_SCALAR && !ynode_is_null(op) && !strstr(op->str, "${{") &&
-		    !(sw->output_dir = strdup(op->str)))
-			goto oom;
-	}
-	sw->first = st->njobs;
-	st->nsweeps++;
-	for (size_t c = 0; c < m.ncombos && !L->rc; c++) {
-		struct stack_job *j = &st->jobs[st->njobs];
-		struct vx_diags sub = VX_DIAGS_INIT;
-		const struct ynode *rd;
-		char *rn, *ra;
-
-		combo.len = 0;
-		if (combo_name(&combo, &m, c) < 0 || !(rn = vx_asprintf("%s[%s]", name, combo.data)))
-			goto oom;
-		rd = run_doc(&a, &x, c, combo.data, doc);
-		if (!rd) {
-			free(rn);
-			goto oom;
-		}
-		sub.cap = diags->cap;
-		L->diags = &sub;
-		rc = stack_kinds_read_job(j, L, rd, st, env, NULL, NULL);
-		L->diags = diags;
-		move_run_diags(L, &sub, doc, mkey, base_prefix, rn, &msgs);
-		vx_diags_release(&sub);
-		arena_clear(&a);
-		st->njobs++;
-		sw->n++;
-		if (rc < 0) {
-			free(rn);
+	for (size_t c = 0; c < m.ncombos && !L->rc; c++)
+		if (read_run(&R, c) < 0)
 			goto done;
-		}
-		j->sweep = st->nsweeps;
-		if (!j->d.name) {
-			free(rn);
-			continue;
-		}
-		ra = vx_asprintf("job.%s", rn);
-		if (!ra) {
-			free(rn);
-			goto oom;
-		}
-		free(j->d.name);
-		free(j->d.address);
-		j->d.name = rn;
-		j->d.address = ra;
-		if (!ynode_get(doc, "displayName") && strlen(rn) <= STACK_MAX_DISPLAY_NAME) {
-			char *dn = strdup(rn);
-
-			if (!dn)
-				goto oom;
-			free(j->display_name);
-			j->display_name = dn;
-		}
-	}
 	goto done;
 oom:
 	stack_oom(L);
-	rc = -1;
 done:
-	L->diags = diags;
-	for (size_t i = 0; i < msgs.n; i++)
-		free(msgs.items[i]);
-	free(msgs.items);
-	arena_clear(&a);
-	free(a.blocks);
+	for (size_t i = 0; i < R.msgs.n; i++)
+		free(R.msgs.items[i]);
+	free(R.msgs.items);
+	arena_clear(&R.a);
+	free(R.a.blocks);
 	vx_buf_release(&path);
-	vx_buf_release(&combo);
+	vx_buf_release(&R.combo);
 	matrix_release(&m);
 	return L->rc ? -1 : 0;
 }
@@ -1109,17 +1219,9 @@ static size_t after_count(const struct ynode *doc)
 	return a && a->kind == YNODE_SEQ ? a->n : 0;
 }
 
-int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t n, size_t *order)
+/* Checks the shape of every after: item of docs, and that the job it names is declared. */
+static void check_after_items(struct loader *L, const struct ynode *const *docs, size_t n)
 {
-	unsigned char *done = calloc(n + 1, 1);
-	size_t k = 0;
-
-	if (!done) {
-		stack_oom(L);
-		return -1;
-	}
-	L->prefix[0] = '\0'; /* each message names its job */
-	/* the shape of every item, and the names it gives */
 	for (size_t i = 0; i < n; i++) {
 		for (size_t e = 0; e < after_count(docs[i]); e++) {
 			const struct ynode *it = after_item(docs[i], e);
@@ -1142,63 +1244,80 @@ int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t 
 					     name_of(docs[i]), e, (int)len, name);
 		}
 	}
+}
+
+/* The first document docs[i]'s after: names that is not done yet, or n. */
+static size_t first_waited(const struct ynode *const *docs, size_t n, const unsigned char *done,
+			   size_t i)
+{
+	for (size_t e = 0; e < after_count(docs[i]); e++) {
+		const struct ynode *it = after_item(docs[i], e);
+		const char *name;
+		size_t len = it ? after_base(it->str, &name) : 0, d;
+
+		if (len && (d = doc_named(docs, n, name, len)) < n && !done[d])
+			return d;
+	}
+	return n;
+}
+
+/*
+ * docs[i], left undone by the ordering: follows its first unresolved
+ * dependency until it comes back to i, and reports the cycle at i's after:.
+ * A job that only waits for a cycle is not in it: the cycle's jobs are reported.
+ */
+static void report_cycle(struct loader *L, const struct ynode *const *docs, size_t n,
+			 const unsigned char *done, size_t i)
+{
+	struct vx_buf path = VX_BUF_INIT;
+	size_t cur = i, steps = 0;
+	int cycle = 0;
+
+	if (vx_buf_printf(&path, "job.%s", name_of(docs[i])) < 0)
+		stack_oom(L);
+	while (steps++ <= n) {
+		size_t next = first_waited(docs, n, done, cur);
+
+		if (next == n)
+			break;
+		if (vx_buf_printf(&path, " -> job.%s", name_of(docs[next])) < 0)
+			stack_oom(L);
+		if ((cycle = next == i))
+			break;
+		cur = next;
+	}
+	if (cycle)
+		stack_err_at(L, NULL, ynode_get_key(docs[i], "after"), "CustomJob \"%s\": after: a cycle: "
+								       "%s (each waits for the next); remove one of these after: entries",
+			     name_of(docs[i]), path.data ? path.data : "");
+	vx_buf_release(&path);
+}
+
+int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t n, size_t *order)
+{
+	unsigned char *done = calloc(n + 1, 1);
+	size_t k = 0;
+
+	if (!done) {
+		stack_oom(L);
+		return -1;
+	}
+	L->prefix[0] = '\0'; /* each message names its job */
+	check_after_items(L, docs, n);
 	/* dependencies first; what is left is in a cycle */
 	for (int progress = 1; progress;) {
 		progress = 0;
 		for (size_t i = 0; i < n; i++) {
-			int ready = !done[i];
-
-			for (size_t e = 0; ready && e < after_count(docs[i]); e++) {
-				const struct ynode *it = after_item(docs[i], e);
-				const char *name;
-				size_t len = it ? after_base(it->str, &name) : 0, d;
-
-				if (len && (d = doc_named(docs, n, name, len)) < n && !done[d])
-					ready = 0;
-			}
-			if (ready) {
-				done[i] = 1;
-				order[k++] = i;
-				progress = 1;
-			}
+			if (done[i] || first_waited(docs, n, done, i) < n)
+				continue;
+			done[i] = 1;
+			order[k++] = i;
+			progress = 1;
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct vx_buf path = VX_BUF_INIT;
-		size_t cur = i, steps = 0;
-		int cycle = 0;
-
-		if (done[i])
-			continue;
-		/* follow the first unresolved dependency until it comes back to i */
-		if (vx_buf_printf(&path, "job.%s", name_of(docs[i])) < 0)
-			stack_oom(L);
-		while (steps++ <= n) {
-			size_t next = n;
-
-			for (size_t e = 0; next == n && e < after_count(docs[cur]); e++) {
-				const struct ynode *it = after_item(docs[cur], e);
-				const char *name;
-				size_t len = it ? after_base(it->str, &name) : 0, d;
-
-				if (len && (d = doc_named(docs, n, name, len)) < n && !done[d])
-					next = d;
-			}
-			if (next == n)
-				break;
-			if (vx_buf_printf(&path, " -> job.%s", name_of(docs[next])) < 0)
-				stack_oom(L);
-			if ((cycle = next == i))
-				break;
-			cur = next;
-		}
-		/* a job that only waits for a cycle is not in it: the cycle's jobs are reported */
-		if (cycle)
-			stack_err_at(L, NULL, ynode_get_key(docs[i], "after"), "CustomJob \"%s\": after: a cycle: "
-				     "%s (each waits for the next); remove one of these after: entries",
-				     name_of(docs[i]), path.data ? path.data : "");
-		vx_buf_release(&path);
-	}
+	for (size_t i = 0; i < n; i++)
+		if (!done[i])
+			report_cycle(L, docs, n, done, i);
 	/* the jobs of a cycle last: they are read, their after: is refused above */
 	for (size_t i = 0; i < n; i++)
 		if (!done[i])

@@ -269,10 +269,97 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 	return 0;
 }
 
+/* The declared run of a sweep action a is for, or NULL when a is not a sweep's run. */
+static const struct stack_job *sweep_run_of(const struct stack *st, const struct plan_action *a)
+{
+	const struct stack_job *j;
+
+	if (strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
+	    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
+		return NULL;
+	return j;
+}
+
+/*
+ * Counts run action a in its sweep's ps: running, waiting for after:,
+ * finished or failed by its last state. 1 when a creates a run (counted by
+ * the caller), 0 otherwise.
+ */
+static int count_run(struct plan_sweep *ps, const struct plan_action *a)
+{
+	const char *s = run_state(a);
+
+	ps->runs++;
+	switch (a->kind) {
+	case PLAN_CREATE:
+		return 1;
+	case PLAN_REPLACE:
+	case PLAN_RERUN:
+	case PLAN_RESUBMIT:
+		ps->running++;
+		break;
+	case PLAN_WAIT: /* held by after: */
+		ps->waiting++;
+		break;
+	default:
+		if (s && job_state_is_active(s))
+			ps->running++;
+		else if (s && !strcmp(s, "JOB_STATE_SUCCEEDED"))
+			ps->finished++;
+		else if (s && (!strcmp(s, "JOB_STATE_FAILED") || !strcmp(s, "JOB_STATE_CANCELLED") ||
+			       !strcmp(s, "JOB_STATE_EXPIRED")))
+			ps->failed++;
+		break;
+	}
+	return 0;
+}
+
+/*
+ * Holds back the creates h[0..n) of sweep ps (in declaration order) that its
+ * limits do not let start: all of them once maxFailed runs gave up, else
+ * those over maxParallel. VX_ENOMEM or 0.
+ */
+static int hold_back(struct plan *p, struct plan_sweep *ps, struct held *h, size_t n)
+{
+	size_t room = n;
+
+	qsort(h, n, sizeof(*h), cmp_held);
+	if (ps->max_failed && ps->failed >= (size_t)ps->max_failed && n) {
+		room = 0;
+		ps->held = vx_asprintf("%zu run%s gave up (maxFailed %" PRId64 "): the waiting runs "
+				       "are not started; fix the cause, then raise maxFailed or bump "
+				       "run",
+				       ps->failed, ps->failed == 1 ? "" : "s", ps->max_failed);
+		if (!ps->held)
+			return VX_ENOMEM;
+	} else if (ps->max_parallel) {
+		room = ps->running >= (size_t)ps->max_parallel ? 0
+							       : (size_t)ps->max_parallel - ps->running;
+		if (room > n)
+			room = n;
+	}
+	for (size_t i = room; i < n; i++) {
+		char *why = ps->held ? vx_asprintf("waits: %s", ps->held)
+				     : vx_asprintf("waits: maxParallel %" PRId64 " runs of %s are "
+						   "active; starts as runs finish",
+						   ps->max_parallel,
+						   ps->address);
+
+		if (!why)
+			return VX_ENOMEM;
+		to_wait(p, h[i].a, why);
+	}
+	ps->creates = room;
+	ps->waiting += n - room;
+	ps->now = ps->running + room;
+	return 0;
+}
+
 int sweep_plan_limit(struct plan *p, const struct stack *st)
 {
 	struct held *creates = NULL;
 	size_t *ncreates = NULL, *start = NULL, total = 0;
+	const struct stack_job *j;
 	int rc = 0;
 
 	if (after_gate(p, st) < 0)
@@ -292,42 +379,13 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 			goto oom;
 	}
 	/* first pass: counts; creates per sweep */
-	for (size_t i = 0; i < p->n; i++) {
-		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j;
-		struct plan_sweep *ps;
-		const char *s;
-
-		if (strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
-		    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
-			continue;
-		ps = &p->sweeps[j->sweep - 1];
-		ps->runs++;
-		s = run_state(a);
-		switch (a->kind) {
-		case PLAN_CREATE:
+	for (size_t i = 0; i < p->n; i++)
+		if ((j = sweep_run_of(st, &p->actions[i])) &&
+		    count_run(&p->sweeps[j->sweep - 1], &p->actions[i])) {
 			ncreates[j->sweep - 1]++;
 			total++;
-			break;
-		case PLAN_REPLACE:
-		case PLAN_RERUN:
-		case PLAN_RESUBMIT:
-			ps->running++;
-			break;
-		case PLAN_WAIT: /* held by after: */
-			ps->waiting++;
-			break;
-		default:
-			if (s && job_state_is_active(s))
-				ps->running++;
-			else if (s && !strcmp(s, "JOB_STATE_SUCCEEDED"))
-				ps->finished++;
-			else if (s && (!strcmp(s, "JOB_STATE_FAILED") || !strcmp(s, "JOB_STATE_CANCELLED") ||
-				       !strcmp(s, "JOB_STATE_EXPIRED")))
-				ps->failed++;
-			break;
 		}
-	}
+	/* the creates of each sweep together, from start[k] on */
 	creates = calloc(total + 1, sizeof(*creates));
 	if (!creates)
 		goto oom;
@@ -336,48 +394,16 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 	memset(ncreates, 0, st->nsweeps * sizeof(*ncreates));
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j;
 
-		if (a->kind != PLAN_CREATE || strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
-		    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
+		if (a->kind != PLAN_CREATE || !(j = sweep_run_of(st, a)))
 			continue;
 		creates[start[j->sweep - 1] + ncreates[j->sweep - 1]++] =
 			(struct held){ .a = a, .order = (size_t)(j - st->jobs) };
 	}
 	/* second pass: hold back what the limits do not let start */
-	for (size_t k = 0; k < st->nsweeps; k++) {
-		struct plan_sweep *ps = &p->sweeps[k];
-		struct held *h = creates + start[k];
-		size_t n = ncreates[k], room = n;
-
-		qsort(h, n, sizeof(*h), cmp_held);
-		if (ps->max_failed && ps->failed >= (size_t)ps->max_failed && n) {
-			room = 0;
-			ps->held = vx_asprintf("%zu run%s gave up (maxFailed %" PRId64 "): the waiting runs "
-					       "are not started; fix the cause, then raise maxFailed or bump "
-					       "run", ps->failed, ps->failed == 1 ? "" : "s", ps->max_failed);
-			if (!ps->held)
-				goto oom;
-		} else if (ps->max_parallel) {
-			room = ps->running >= (size_t)ps->max_parallel ? 0
-				: (size_t)ps->max_parallel - ps->running;
-			if (room > n)
-				room = n;
-		}
-		for (size_t i = room; i < n; i++) {
-			char *why = ps->held ? vx_asprintf("waits: %s", ps->held)
-					     : vx_asprintf("waits: maxParallel %" PRId64 " runs of %s are "
-							   "active; starts as runs finish", ps->max_parallel,
-							   ps->address);
-
-			if (!why)
-				goto oom;
-			to_wait(p, h[i].a, why);
-		}
-		ps->creates = room;
-		ps->waiting += n - room;
-		ps->now = ps->running + room;
-	}
+	for (size_t k = 0; k < st->nsweeps; k++)
+		if ((rc = hold_back(p, &p->sweeps[k], creates + start[k], ncreates[k])) < 0)
+			goto done;
 	goto done;
 oom:
 	rc = VX_ENOMEM;

@@ -509,6 +509,85 @@ static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, struct
 	return 0;
 }
 
+/*
+ * How many pairs the mapping kv (nkv nodes: key, value, ...) can have once
+ * its merge keys are expanded, into *total. 0 when a merge key's value is
+ * neither a mapping nor a sequence of mappings (reported).
+ */
+static int merged_total(struct loader *l, struct ynode **kv, size_t nkv, size_t *total)
+{
+	size_t i, j;
+
+	for (i = 0; i < nkv; i += 2) {
+		struct ynode *v = kv[i + 1];
+
+		if (!is_merge_key(kv[i]))
+			continue;
+		if (v->kind == YNODE_MAP) {
+			*total += v->n;
+			continue;
+		}
+		if (v->kind == YNODE_SEQ) {
+			for (j = 0; j < v->n; j++) {
+				if (v->items[j]->kind != YNODE_MAP)
+					break;
+				*total += v->items[j]->n;
+			}
+			if (j == v->n)
+				continue;
+		}
+		report(l, kv[i]->line, kv[i]->col,
+		       "the value of a merge key \"<<\" must be a mapping or a sequence of mappings");
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Adds the merged pairs to pairs (which holds the *np explicit ones, so they
+ * win) and rebuilds the mapping in document order into *out: each merge
+ * key's pairs appear where the merge key was. *np is then *out's length.
+ */
+static int merge_in_order(struct loader *l, struct ynode **kv, size_t nkv,
+			  struct ynode_pair *pairs, size_t *np, size_t total,
+			  struct ynode_pair **out)
+{
+	size_t nexp = *np, e = 0, nfinal = 0, j;
+	struct ynode_pair *final = arena_alloc(l->arena, (total ? total : 1) * sizeof(*final));
+	int rc;
+
+	if (!final)
+		return oom(l);
+	for (size_t i = 0; i < nkv; i += 2) {
+		struct ynode *v = kv[i + 1];
+		size_t nsrc, s;
+
+		if (!is_merge_key(kv[i])) {
+			/* Skip a duplicate (it was not added to 'pairs'). */
+			if (e < nexp && pairs[e].key == kv[i])
+				final[nfinal++] = pairs[e++];
+			continue;
+		}
+		nsrc = v->kind == YNODE_MAP ? 1 : v->n;
+		for (s = 0; s < nsrc; s++) {
+			const struct ynode *src = v->kind == YNODE_MAP ? v : v->items[s];
+
+			for (j = 0; j < src->n; j++) {
+				size_t before = *np;
+
+				rc = add_pair(l, pairs, np, src->pairs[j].key, src->pairs[j].value, 0);
+				if (rc < 0)
+					return rc;
+				if (*np > before)
+					final[nfinal++] = pairs[*np - 1];
+			}
+		}
+	}
+	*out = final;
+	*np = nfinal;
+	return 0;
+}
+
 /* Builds the pairs of a closed mapping from kids[first..]: duplicate keys
  * are reported; YAML 1.1 merge keys ("<<: *base", "<<: [*a, *b]") are
  * expanded in place, explicit keys winning over merged ones and earlier
@@ -516,8 +595,9 @@ static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, struct
 static int close_map(struct loader *l, struct frame *f)
 {
 	struct ynode **kv = l->kids ? l->kids + f->first : NULL;
-	size_t nkv = (l->nkids - f->first) & ~(size_t)1; /* key, value, key, value ... */
-	size_t total = nkv / 2, i, j, np = 0;
+	/* key, value, key, value ...; none while no node was ever kept (kids NULL) */
+	size_t nkv = kv ? (l->nkids - f->first) & ~(size_t)1 : 0;
+	size_t total = nkv / 2, i, np = 0;
 	struct ynode_pair *pairs;
 	int rc;
 
@@ -525,30 +605,8 @@ static int close_map(struct loader *l, struct frame *f)
 		if (kv[i]->kind != YNODE_SCALAR)
 			return 0; /* reported when the key was added; the file is refused */
 	}
-	if (f->has_merge) {
-		for (i = 0; i < nkv; i += 2) {
-			struct ynode *v = kv[i + 1];
-
-			if (!is_merge_key(kv[i]))
-				continue;
-			if (v->kind == YNODE_MAP) {
-				total += v->n;
-				continue;
-			}
-			if (v->kind == YNODE_SEQ) {
-				for (j = 0; j < v->n; j++) {
-					if (v->items[j]->kind != YNODE_MAP)
-						break;
-					total += v->items[j]->n;
-				}
-				if (j == v->n)
-					continue;
-			}
-			report(l, kv[i]->line, kv[i]->col,
-			       "the value of a merge key \"<<\" must be a mapping or a sequence of mappings");
-			return 0;
-		}
-	}
+	if (f->has_merge && !merged_total(l, kv, nkv, &total))
+		return 0;
 	pairs = arena_alloc(l->arena, (total ? total : 1) * sizeof(*pairs));
 	if (!pairs)
 		return oom(l);
@@ -559,44 +617,8 @@ static int close_map(struct loader *l, struct frame *f)
 		    (rc = add_pair(l, pairs, &np, kv[i], kv[i + 1], 1)) < 0)
 			return rc;
 	}
-	if (f->has_merge) {
-		/* Now rebuild in document order: each merge key's pairs appear
-		 * where the merge key was. 'pairs' holds the explicit ones. */
-		size_t nexp = np, e = 0;
-		struct ynode_pair *final = arena_alloc(l->arena, (total ? total : 1) * sizeof(*final));
-		size_t nfinal = 0;
-
-		if (!final)
-			return oom(l);
-		for (i = 0; i < nkv; i += 2) {
-			struct ynode *v = kv[i + 1];
-			size_t nsrc, s;
-
-			if (!is_merge_key(kv[i])) {
-				/* Skip a duplicate (it was not added to 'pairs'). */
-				if (e < nexp && pairs[e].key == kv[i])
-					final[nfinal++] = pairs[e++];
-				continue;
-			}
-			nsrc = v->kind == YNODE_MAP ? 1 : v->n;
-			for (s = 0; s < nsrc; s++) {
-				const struct ynode *src = v->kind == YNODE_MAP ? v : v->items[s];
-
-				for (j = 0; j < src->n; j++) {
-					size_t before = np;
-
-					rc = add_pair(l, pairs, &np, src->pairs[j].key,
-						      src->pairs[j].value, 0);
-					if (rc < 0)
-						return rc;
-					if (np > before)
-						final[nfinal++] = pairs[np - 1];
-				}
-			}
-		}
-		pairs = final;
-		np = nfinal;
-	}
+	if (f->has_merge && (rc = merge_in_order(l, kv, nkv, pairs, &np, total, &pairs)) < 0)
+		return rc;
 	f->node->pairs = pairs;
 	f->node->n = np;
 	return 0;
@@ -812,14 +834,47 @@ static void report_too_big(struct vx_diags *diags, const char *name, size_t size
 	(void)rc; /* out of memory while reporting: the caller fails with VX_EINVAL anyway */
 }
 
+/*
+ * Runs libyaml over l's bytes, building the documents event by event until
+ * the stream ends, a parse error (reported) or a limit or out of memory
+ * (l->fatal). 0, or VX_ENOMEM when the parser cannot start.
+ */
+static int parse_stream(struct loader *l, const char *name, struct vx_err *err)
+{
+	yaml_parser_t parser;
+
+	if (!yaml_parser_initialize(&parser))
+		return vx_err_set(err, VX_ENOMEM, "%s: cannot start the YAML parser", name);
+	/* Force UTF-8: a UTF-16 byte-order mark is then an encoding error
+	 * rather than a silent switch of encoding. */
+	yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)l->data, l->len);
+	for (;;) {
+		yaml_event_t ev;
+		int done;
+
+		if (!yaml_parser_parse(&parser, &ev)) {
+			report_parser_error(l, &parser);
+			break;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT;
+		if (on_event(l, &ev) < 0)
+			l->fatal = 1; /* a limit or out of memory, already reported */
+		yaml_event_delete(&ev);
+		if (done || l->fatal)
+			break;
+	}
+	yaml_parser_delete(&parser);
+	return 0;
+}
+
 int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
 		   const struct ynode_limits *limits, struct vx_diags *diags, struct vx_err *err)
 {
 	static const struct ynode_limits defaults = YNODE_LIMITS_DEFAULT;
 	struct loader l;
 	struct yfile *f = NULL;
-	yaml_parser_t parser;
-	int parser_ok = 0, rc = 0;
+	int rc = 0;
 
 	*out = NULL;
 	memset(&l, 0, sizeof(l));
@@ -861,30 +916,8 @@ int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_
 	f->arena = l.arena;
 	l.file = f->path;
 
-	if (!yaml_parser_initialize(&parser)) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: cannot start the YAML parser", name);
+	if ((rc = parse_stream(&l, name, err)) < 0)
 		goto done;
-	}
-	parser_ok = 1;
-	/* Force UTF-8: a UTF-16 byte-order mark is then an encoding error
-	 * rather than a silent switch of encoding. */
-	yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)l.data, l.len);
-	for (;;) {
-		yaml_event_t ev;
-		int done;
-
-		if (!yaml_parser_parse(&parser, &ev)) {
-			report_parser_error(&l, &parser);
-			break;
-		}
-		done = ev.type == YAML_STREAM_END_EVENT;
-		if (on_event(&l, &ev) < 0)
-			l.fatal = 1; /* a limit or out of memory, already reported */
-		yaml_event_delete(&ev);
-		if (done || l.fatal)
-			break;
-	}
 	if (l.oom) {
 		rc = VX_ENOMEM;
 		goto done;
@@ -906,8 +939,6 @@ int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_
 	*out = f;
 	l.arena = NULL; /* now owned by *out */
 done:
-	if (parser_ok)
-		yaml_parser_delete(&parser);
 	loader_release(&l);
 	arena_free(l.arena);
 	return rc;
