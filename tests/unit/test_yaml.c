@@ -16,14 +16,6 @@
 #include "util/diag.h"
 #include "util/err.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Loads text (with an explicit length, so NUL bytes can be tested). */
 static struct yfile *load_ok_n(const char *text, size_t len)
 {
@@ -446,13 +438,12 @@ static void test_alias_bomb(void **state)
 		"h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
 		"i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
 	struct ynode_limits lim = YNODE_LIMITS_DEFAULT;
-	double t0 = now_s();
 
 	(void)state;
-	/* *f stands for 597,871 nodes: the cap trips at the first alias of line 7. */
+	/* *f stands for 597,871 nodes: the cap trips at the first alias of line 7 (the
+	 * position proves the loader stopped there rather than expanding the rest). */
 	expect_err(bomb, "a.yaml:7:8: too many nodes: more than 1000000 with aliases "
 			 "expanded (an alias bomb?)");
-	assert_true(now_s() - t0 < 0.5);
 	lim.max_nodes = 20;
 	expect_err_l("a: &a [1, 2, 3, 4, 5]\nb: [*a, *a, *a]\n", &lim,
 		       "a.yaml:2:9: too many nodes: more than 20 with aliases expanded "
@@ -470,15 +461,12 @@ static void test_depth(void **state)
 {
 	struct ynode_limits lim = YNODE_LIMITS_DEFAULT;
 	struct vx_buf b = VX_BUF_INIT;
-	double t0;
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < 20000; i++)
 		assert_int_equal(vx_buf_addc(&b, '['), 0);
-	t0 = now_s();
 	expect_err_lim(b.data, b.len, NULL, "a.yaml:1:257: nesting deeper than 256 levels");
-	assert_true(now_s() - t0 < 0.5);
 	/* 256 levels are fine ... */
 	vx_buf_reset(&b);
 	for (i = 0; i < 256; i++)
@@ -519,15 +507,12 @@ static void test_file_limits(void **state)
 	struct yfile *f = NULL;
 	char path[] = "/tmp/vx-yaml-XXXXXX";
 	int fd = mkstemp(path);
-	double t0;
 	char *s;
 
 	(void)state;
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, 30 * 1024 * 1024), 0);
-	t0 = now_s();
 	assert_int_equal(ynode_load_file(&f, path, NULL, &d, &err), VX_EINVAL);
-	assert_true(now_s() - t0 < 0.2);
 	assert_null(f);
 	assert_int_equal(d.n, 1);
 	s = vx_diag_format(&d.items[0]);
@@ -569,16 +554,14 @@ static void test_big_valid_map(void **state)
 {
 	struct vx_buf b = VX_BUF_INIT;
 	struct yfile *f;
-	double t0;
 	size_t i;
 
 	(void)state;
 	/* Many keys in one map: duplicate checks must not be quadratic. */
 	for (i = 0; i < 100000; i++)
 		assert_int_equal(vx_buf_printf(&b, "k%zu: %zu\n", i, i), 0);
-	t0 = now_s();
+	/* (How long it takes is make bench's: vx validate of 40,000 jobs.) */
 	f = load_ok(b.data);
-	assert_true(now_s() - t0 < 2.0);
 	assert_int_equal(f->docs[0]->n, 100000);
 	assert_string_equal(ynode_get(f->docs[0], "k99999")->str, "99999");
 	yfile_free(f);
