@@ -726,6 +726,8 @@ static int attempt_options(struct xfer *x, CURL *e, long timeout)
 	SETOPT(CURLOPT_NOPROGRESS, 0L);
 	SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
 	SETOPT(CURLOPT_XFERINFODATA, (void *)x);
+	if (x->req->no_proxy)
+		SETOPT(CURLOPT_NOPROXY, "*");
 #if LIBCURL_VERSION_NUM >= 0x075000
 	if (x->req->fence) {
 		SETOPT(CURLOPT_PREREQFUNCTION, on_prereq);
