@@ -612,8 +612,9 @@ static int attempt_token(struct xfer *x, char **token)
 
 	if (!h->tokens) {
 		finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: no credentials (run 'gcloud auth "
-				     "application-default login' or set "
-				     "GOOGLE_APPLICATION_CREDENTIALS)", method, x->log_url));
+						       "application-default login' or set "
+						       "GOOGLE_APPLICATION_CREDENTIALS)",
+				     method, x->log_url));
 		return -1;
 	}
 	pthread_mutex_lock(&h->token_lock);
@@ -632,7 +633,8 @@ static int attempt_token(struct xfer *x, char **token)
 	 * choosing; never print it, it may be a real token. */
 	if (!gcp_http_token_ok(*token)) {
 		finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: the access token has characters a bearer "
-				     "token may not hold (RFC 6750); not sent", method, x->log_url));
+						       "token may not hold (RFC 6750); not sent",
+				     method, x->log_url));
 		return -1;
 	}
 	return 0;
@@ -1040,7 +1042,8 @@ static void attempt_abandoned(struct xfer *x)
 	if (r->retry == GCP_RETRY_NEVER && !(r->body && r->body_len && !x->body_read)) {
 		x->resp->uncertain = 1;
 		finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: abandoned in flight; the outcome "
-				     "is unknown", method, x->log_url));
+							    "is unknown",
+				     method, x->log_url));
 	} else {
 		finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: abandoned in flight", method,
 				     x->log_url));
@@ -1151,6 +1154,21 @@ static int answer_keep(struct xfer *x, struct gcp_error *ge, const char *body_no
 	return 0;
 }
 
+/* 429, or a 403 whose reason is a rate limit (compute's rateLimitExceeded and kin):
+ * a refusal, safe to send again. */
+static int rate_limit_refusal(long status, const struct gcp_error *ge)
+{
+	static const char *const reasons[] = { "rateLimitExceeded", "userRateLimitExceeded",
+					       "RATE_LIMIT_EXCEEDED" };
+
+	if (status == 429)
+		return 1;
+	for (size_t i = 0; status == 403 && ge->reason && i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (!strcmp(ge->reason, reasons[i]))
+			return 1;
+	return 0;
+}
+
 /*
  * What an answer (ge: its parsed error) means for the request: one retry
  * with a fresh token after a 401; another attempt after a retryable status
@@ -1175,10 +1193,7 @@ static void answer_decide(struct xfer *x, const struct gcp_error *ge, int64_t no
 		x->ready_at = now;
 		return;
 	}
-	rate_limited = status == 429 ||
-		       (status == 403 && ge->reason && (!strcmp(ge->reason, "rateLimitExceeded") ||
-						       !strcmp(ge->reason, "userRateLimitExceeded") ||
-						       !strcmp(ge->reason, "RATE_LIMIT_EXCEEDED")));
+	rate_limited = rate_limit_refusal(status, ge);
 	if ((!retryable_status(status) && !rate_limited) || r->retry == GCP_RETRY_ONCE) {
 		finish(x, 0);
 		return;
