@@ -136,16 +136,106 @@ done:
 	return rc;
 }
 
+/*
+ * Whether the lease cur (NULL: none) may be taken: 1, with *msg the commit
+ * message that takes it (NULL when out of memory) and a takeover of an
+ * expired lease or of a dead holder's said on the log; 0 while its holder
+ * lives.
+ */
+static int lock_takeable(struct state_backend *b, const struct state_lock *cur,
+			 const struct state_lock *next, char **msg)
+{
+	const char *why;
+
+	*msg = NULL;
+	if (!cur) {
+		*msg = vx_asprintf("vx lock: %s by %s@%s (pid %lld)", next->operation, next->user,
+				   next->host, (long long)next->pid);
+		return 1;
+	}
+	if (!(cur->expires_ms <= vx_now_ms(b->ctx) || state_lock_holder_dead(cur)))
+		return 0;
+	why = cur->expires_ms <= vx_now_ms(b->ctx) ? "expired" : "dead";
+	vx_log(b->ctx, VX_LOG_WARN, "taking over the %s lock %s of %s@%s (pid %lld, %s)", why, cur->id,
+	       cur->user, cur->host, (long long)cur->pid, cur->operation);
+	*msg = vx_asprintf("vx lock: %s by %s@%s (pid %lld), taking over the %s lock %s of %s@%s (pid %lld)",
+			   next->operation, next->user, next->host, (long long)next->pid, why, cur->id,
+			   cur->user, cur->host, (long long)cur->pid);
+	return 1;
+}
+
+/*
+ * Swaps next in where cur (NULL: no lease) is; on success next becomes b's
+ * held lease (next is left empty), valid from the monotonic time confirmed.
+ * VX_ECONFLICT when someone else moved first.
+ */
+static int lock_take(struct state_backend *b, const struct state_lock_opts *o,
+		     const struct state_lock *cur, struct state_lock *next, const char *msg,
+		     int64_t confirmed, struct vx_err *err)
+{
+	int rc = b->ops->lock_swap(b, cur ? cur->id : NULL, next, msg, err);
+
+	if (rc != 0)
+		return rc;
+	b->held = malloc(sizeof(*b->held));
+	if (!b->held)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	*b->held = *next;
+	memset(next, 0, sizeof(*next));
+	b->lease_ms = o->lease_ms > 0 ? o->lease_ms : STATE_LOCK_LEASE_MS;
+	fence_set(b, confirmed, b->lease_ms);
+	return 0;
+}
+
+/*
+ * The lease cur is held by a live holder: gives up naming it (VX_ECONFLICT)
+ * when no wait is allowed or the wait is over, stops on an interrupt, else
+ * says once that it waits (o->on_wait) and sleeps until the next look.
+ * 0 to look again.
+ */
+static int lock_wait(struct state_backend *b, const struct state_lock_opts *o,
+		     const struct state_lock *cur, int64_t start, int *told, struct vx_err *err)
+{
+	int64_t retry = o->retry_ms > 0 ? o->retry_ms : STATE_LOCK_RETRY_MS, left;
+	char *who = describe(cur, o->unlock_args);
+	int rc = 0;
+
+	if (o->timeout_ms <= 0 || vx_mono_ms(b->ctx) - start >= o->timeout_ms) {
+		if (o->timeout_ms > 0)
+			rc = vx_err_set(err, VX_ECONFLICT, "gave up after waiting %llds: %s",
+					(long long)((vx_mono_ms(b->ctx) - start) / 1000),
+					who ? who : "state is locked");
+		else
+			rc = vx_err_set(err, VX_ECONFLICT, "%s", who ? who : "state is locked");
+		goto done;
+	}
+	if (vx_interrupted(b->ctx)) {
+		rc = vx_err_set(err, VX_ECANCELED, "interrupted while waiting for the lock");
+		goto done;
+	}
+	if (o->on_wait && !*told)
+		o->on_wait(o->ud, cur, o->timeout_ms);
+	*told = 1;
+	vx_log(b->ctx, VX_LOG_DEBUG, "waiting for the lock: %s", who ? who : "");
+	left = o->timeout_ms - (vx_mono_ms(b->ctx) - start);
+	vx_sleep_ms(b->ctx, left < retry ? left : retry);
+done:
+	free(who);
+	return rc;
+}
+
+/* Reads the lease, takes it when free, expired or its holder dead, else
+ * waits for it; a lost race (someone swapped first) looks again, at most
+ * MAX_RACES times in a row. */
 int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *opts,
 		       struct vx_err *err)
 {
 	static const struct state_lock_opts defaults = { 0 };
 	const struct state_lock_opts *o = opts ? opts : &defaults;
 	struct state_lock *cur = NULL, next = { 0 };
-	int64_t start = vx_mono_ms(b->ctx), retry = o->retry_ms > 0 ? o->retry_ms : STATE_LOCK_RETRY_MS;
-	char *msg = NULL, *who = NULL;
-	int64_t confirmed;
-	int races = 0, rc, held, told = 0;
+	int64_t start = vx_mono_ms(b->ctx), confirmed;
+	char *msg = NULL;
+	int races = 0, rc, told = 0;
 
 	if (b->held)
 		return vx_err_set(err, VX_EINVAL, "locking state: lock %s is already held",
@@ -156,9 +246,6 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 		state_lock_release(&next);
 		free(msg);
 		msg = NULL;
-		free(who);
-		who = NULL;
-		held = 0;
 		rc = b->ops->lock_read(b, &cur, err);
 		if (rc < 0)
 			goto done;
@@ -168,74 +255,24 @@ int state_lock_acquire(struct state_backend *b, const struct state_lock_opts *op
 		rc = make_lock(b, o, cur, &next, err);
 		if (rc < 0)
 			goto done;
-		if (!cur) {
-			msg = vx_asprintf("vx lock: %s by %s@%s (pid %lld)", next.operation, next.user,
-					  next.host, (long long)next.pid);
-		} else if (cur->expires_ms <= vx_now_ms(b->ctx) || state_lock_holder_dead(cur)) {
-			const char *why = cur->expires_ms <= vx_now_ms(b->ctx) ? "expired" : "dead";
-
-			vx_log(b->ctx, VX_LOG_WARN,
-			       "taking over the %s lock %s of %s@%s (pid %lld, %s)", why, cur->id,
-			       cur->user, cur->host, (long long)cur->pid, cur->operation);
-			msg = vx_asprintf("vx lock: %s by %s@%s (pid %lld), taking over the %s lock "
-					  "%s of %s@%s (pid %lld)",
-					  next.operation, next.user, next.host, (long long)next.pid, why,
-					  cur->id, cur->user, cur->host, (long long)cur->pid);
-		} else {
-			held = 1;
-		}
-		if (!held) {
+		if (lock_takeable(b, cur, &next, &msg)) {
 			if (!msg) {
 				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 				goto done;
 			}
-			rc = b->ops->lock_swap(b, cur ? cur->id : NULL, &next, msg, err);
-			if (rc == 0) {
-				b->held = malloc(sizeof(*b->held));
-				if (!b->held) {
-					rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-					goto done;
-				}
-				*b->held = next;
-				memset(&next, 0, sizeof(next));
-				b->lease_ms = o->lease_ms > 0 ? o->lease_ms : STATE_LOCK_LEASE_MS;
-				fence_set(b, confirmed, b->lease_ms);
-				goto done;
-			}
+			rc = lock_take(b, o, cur, &next, msg, confirmed, err);
 			if (rc != VX_ECONFLICT || ++races >= MAX_RACES)
 				goto done;
 			continue; /* someone moved first: look at what they did */
 		}
-		who = describe(cur, o->unlock_args);
-		if (o->timeout_ms <= 0 || vx_mono_ms(b->ctx) - start >= o->timeout_ms) {
-			if (o->timeout_ms > 0)
-				rc = vx_err_set(err, VX_ECONFLICT, "gave up after waiting %llds: %s",
-						(long long)((vx_mono_ms(b->ctx) - start) / 1000),
-						who ? who : "state is locked");
-			else
-				rc = vx_err_set(err, VX_ECONFLICT, "%s", who ? who : "state is locked");
+		if ((rc = lock_wait(b, o, cur, start, &told, err)) < 0)
 			goto done;
-		}
-		if (vx_interrupted(b->ctx)) {
-			rc = vx_err_set(err, VX_ECANCELED, "interrupted while waiting for the lock");
-			goto done;
-		}
-		if (o->on_wait && !told)
-			o->on_wait(o->ud, cur, o->timeout_ms);
-		told = 1;
-		vx_log(b->ctx, VX_LOG_DEBUG, "waiting for the lock: %s", who ? who : "");
-		{
-			int64_t left = o->timeout_ms - (vx_mono_ms(b->ctx) - start);
-
-			vx_sleep_ms(b->ctx, left < retry ? left : retry);
-		}
 		races = 0;
 	}
 done:
 	state_lock_free(cur);
 	state_lock_release(&next);
 	free(msg);
-	free(who);
 	return rc;
 }
 

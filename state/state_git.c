@@ -782,99 +782,104 @@ static int prefix_len(const char *dir)
 	return (int)strlen(dir) - 1;
 }
 
-/* Reads every record of tree into st. */
-static int read_records(struct state_git *g, const git_tree *tree, struct state *st,
-			struct vx_err *err)
+/*
+ * One record file of folder dir, the entry ent, into st->records[st->nrecords]
+ * (which has room): NAME.json must be a file holding the record whose
+ * address is "<dir's prefix>.NAME".
+ */
+static int read_record(struct state_git *g, const git_tree_entry *ent, const char *dir,
+		       struct state *st, struct vx_err *err)
 {
-	git_tree *sub = NULL;
-	git_tree_entry *e = NULL;
+	const char *name = git_tree_entry_name(ent);
+	size_t nname = strlen(name), len;
 	char *text = NULL, *path = NULL, *want = NULL;
-	size_t d, i, len, cnt, nname;
-	int rc = 0;
+	int rc;
 
-	for (d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
-		struct state_record *grown;
-		int grc = git_tree_entry_bypath(&e, tree, kind_dirs[d]);
-
-		if (grc == GIT_ENOTFOUND)
-			continue;
-		if (grc < 0 || git_tree_entry_type(e) != GIT_OBJECT_TREE ||
-		    git_tree_lookup(&sub, g->repo, git_tree_entry_id(e)) < 0) {
-			rc = grc < 0 ? gerr(err, VX_EIO, kind_dirs[d])
-				     : vx_err_set(err, VX_EINVAL, "%s: not a directory", kind_dirs[d]);
-			goto done;
-		}
-		cnt = git_tree_entrycount(sub);
-		if (st->nrecords + cnt > STATE_MAX_RECORDS) {
-			rc = vx_err_set(err, VX_EINVAL, "more than %d records", STATE_MAX_RECORDS);
-			goto done;
-		}
-		grown = realloc(st->records, (st->nrecords + cnt + 1) * sizeof(*grown));
-		if (!grown) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto done;
-		}
-		st->records = grown;
-		for (i = 0; i < cnt; i++) {
-			const git_tree_entry *ent = git_tree_entry_byindex(sub, i);
-			const char *name = git_tree_entry_name(ent);
-
-			nname = strlen(name);
-			if (nname < 6 || strcmp(name + nname - 5, ".json") != 0) {
-				rc = vx_err_set(err, VX_EINVAL, "%s/%s: not a NAME.json file",
-						kind_dirs[d], name);
-				goto done;
-			}
-			free(path);
-			free(want);
-			path = vx_asprintf("%s/%s", kind_dirs[d], name);
-			want = vx_asprintf("%.*s.%.*s", prefix_len(kind_dirs[d]), kind_dirs[d],
-					   (int)(nname - 5), name);
-			if (!path || !want) {
-				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-				goto done;
-			}
-			free(text);
-			text = NULL;
-			/*
-			 * From the entry in hand: a lookup by path from the root would
-			 * read the whole folder's tree again for every record (libgit2
-			 * does not cache trees this large), which made loading quadratic.
-			 */
-			if (git_tree_entry_type(ent) != GIT_OBJECT_BLOB) {
-				rc = vx_err_set(err, VX_EINVAL, "%s: not a file", path);
-				goto done;
-			}
-			rc = read_blob_id(g, git_tree_entry_id(ent), path, STATE_MAX_FILE, &text, &len,
-					  err);
-			if (rc < 0)
-				goto done;
-			rc = state_record_from_json(&st->records[st->nrecords], text, len, err);
-			if (rc < 0) {
-				vx_err_wrap(err, "%s", path);
-				goto done;
-			}
-			st->nrecords++;
-			if (strcmp(st->records[st->nrecords - 1].address, want) != 0) {
-				rc = vx_err_set(err, VX_EINVAL, "%s: holds %s, expected %s", path,
-						st->records[st->nrecords - 1].address, want);
-				goto done;
-			}
-		}
-		git_tree_free(sub);
-		sub = NULL;
-		git_tree_entry_free(e);
-		e = NULL;
+	if (nname < 6 || strcmp(name + nname - 5, ".json") != 0)
+		return vx_err_set(err, VX_EINVAL, "%s/%s: not a NAME.json file", dir, name);
+	path = vx_asprintf("%s/%s", dir, name);
+	want = vx_asprintf("%.*s.%.*s", prefix_len(dir), dir, (int)(nname - 5), name);
+	if (!path || !want) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
 	}
-	if (st->nrecords > 1)
-		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);
+	/*
+	 * From the entry in hand: a lookup by path from the root would
+	 * read the whole folder's tree again for every record (libgit2
+	 * does not cache trees this large), which made loading quadratic.
+	 */
+	if (git_tree_entry_type(ent) != GIT_OBJECT_BLOB) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: not a file", path);
+		goto done;
+	}
+	rc = read_blob_id(g, git_tree_entry_id(ent), path, STATE_MAX_FILE, &text, &len, err);
+	if (rc < 0)
+		goto done;
+	rc = state_record_from_json(&st->records[st->nrecords], text, len, err);
+	if (rc < 0) {
+		vx_err_wrap(err, "%s", path);
+		goto done;
+	}
+	st->nrecords++;
+	if (strcmp(st->records[st->nrecords - 1].address, want) != 0)
+		rc = vx_err_set(err, VX_EINVAL, "%s: holds %s, expected %s", path,
+				st->records[st->nrecords - 1].address, want);
 done:
 	free(text);
 	free(path);
 	free(want);
+	return rc;
+}
+
+/* Appends every record of tree's folder dir to st (none when there is no such folder). */
+static int read_dir(struct state_git *g, const git_tree *tree, const char *dir, struct state *st,
+		    struct vx_err *err)
+{
+	git_tree *sub = NULL;
+	git_tree_entry *e = NULL;
+	struct state_record *grown;
+	size_t i, cnt;
+	int rc = 0, grc = git_tree_entry_bypath(&e, tree, dir);
+
+	if (grc == GIT_ENOTFOUND)
+		return 0;
+	if (grc < 0 || git_tree_entry_type(e) != GIT_OBJECT_TREE ||
+	    git_tree_lookup(&sub, g->repo, git_tree_entry_id(e)) < 0) {
+		rc = grc < 0 ? gerr(err, VX_EIO, dir) : vx_err_set(err, VX_EINVAL, "%s: not a directory", dir);
+		goto done;
+	}
+	cnt = git_tree_entrycount(sub);
+	if (st->nrecords + cnt > STATE_MAX_RECORDS) {
+		rc = vx_err_set(err, VX_EINVAL, "more than %d records", STATE_MAX_RECORDS);
+		goto done;
+	}
+	grown = realloc(st->records, (st->nrecords + cnt + 1) * sizeof(*grown));
+	if (!grown) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	st->records = grown;
+	for (i = 0; rc == 0 && i < cnt; i++)
+		rc = read_record(g, git_tree_entry_byindex(sub, i), dir, st, err);
+done:
 	git_tree_free(sub);
 	git_tree_entry_free(e);
 	return rc;
+}
+
+/* Reads every record of tree into st, sorted by address. */
+static int read_records(struct state_git *g, const git_tree *tree, struct state *st,
+			struct vx_err *err)
+{
+	size_t d;
+	int rc;
+
+	for (d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++)
+		if ((rc = read_dir(g, tree, kind_dirs[d], st, err)) < 0)
+			return rc;
+	if (st->nrecords > 1)
+		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);
+	return 0;
 }
 
 static int lease_read_ref(struct state_git *g, git_oid *tip, int *exists, struct state_lock **out,
@@ -1065,6 +1070,79 @@ static int insert_blob(struct state_git *g, git_treebuilder *tb, const char *nam
 	return 0;
 }
 
+/* Removes from tb what old holds and st does not: removed records, or
+ * anything not a record. *changed = 1 when something went. */
+static int prune_dir(git_treebuilder *tb, const git_tree *old, const struct state *st,
+		     const char *prefix, int *changed, struct vx_err *err)
+{
+	size_t nprefix = (size_t)prefix_len(prefix), i, n = old ? git_tree_entrycount(old) : 0;
+	char *address = NULL;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		const char *name = git_tree_entry_name(git_tree_entry_byindex(old, i));
+		size_t len = strlen(name);
+		int keep = 0;
+
+		if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
+			free(address);
+			address = vx_asprintf("%.*s.%.*s", (int)nprefix, prefix, (int)(len - 5), name);
+			if (!address) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				break;
+			}
+			keep = state_find(st, address) != NULL;
+		}
+		if (!keep) {
+			if (git_treebuilder_remove(tb, name) < 0) {
+				rc = gerr(err, VX_EIO, name);
+				break;
+			}
+			*changed = 1;
+		}
+	}
+	free(address);
+	return rc;
+}
+
+/*
+ * Puts record r into tb as NAME.json (file, its name in the folder) unless
+ * old's blob already holds its bytes: known from the memo without even
+ * printing it, or else by the printed bytes' hash. *changed = 1 when written.
+ */
+static int put_record(struct state_git *g, git_treebuilder *tb, const git_tree *old,
+		      const struct state_record *r, const char *file, int *changed, struct vx_err *err)
+{
+	const git_tree_entry *e = old ? git_tree_entry_byname(old, file) : NULL;
+	int same_mode = e && git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB;
+	char *text = NULL;
+	git_oid id;
+	size_t tlen;
+	int rc;
+
+	/* Unchanged since it was read or written: no JSON, no hash. */
+	if ((rc = state_record_fingerprint(r, &g->fp, err)) < 0)
+		return rc;
+	if (same_mode && memo_same(g, r->address, git_tree_entry_id(e)))
+		return 0;
+	if ((rc = state_record_to_json(r, &text, err)) < 0)
+		return rc;
+	tlen = strlen(text);
+	if (git_odb_hash(&id, text, tlen, GIT_OBJECT_BLOB) < 0) {
+		rc = gerr(err, VX_EIO, file);
+	} else if (same_mode && git_oid_equal(git_tree_entry_id(e), &id)) {
+		memo_put(g, r->address, &id);
+	} else if (git_blob_create_from_buffer(&id, g->repo, text, tlen) < 0 ||
+		   git_treebuilder_insert(NULL, tb, file, &id, GIT_FILEMODE_BLOB) < 0) {
+		rc = gerr(err, VX_EIO, file);
+	} else {
+		memo_put(g, r->address, &id);
+		*changed = 1;
+	}
+	free(text);
+	return rc;
+}
+
 /*
  * The folder kind_dirs[d] of the new tree: old (the parent commit's folder,
  * or NULL) with every record of st in it, and nothing else. Only a record
@@ -1079,8 +1157,8 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 {
 	git_treebuilder *tb = NULL;
 	const char *prefix = kind_dirs[d];
-	size_t nprefix = (size_t)prefix_len(prefix), i, n;
-	char *text = NULL, *file = NULL, *address = NULL;
+	size_t nprefix = (size_t)prefix_len(prefix), i;
+	char *file = NULL;
 	int rc = 0, changed = 0;
 
 	*empty = 0;
@@ -1088,72 +1166,21 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 		rc = gerr(err, VX_EIO, "building the state tree");
 		goto done;
 	}
-	/* What old holds and st does not: removed records, or anything not a record. */
-	n = old ? git_tree_entrycount(old) : 0;
-	for (i = 0; i < n; i++) {
-		const char *name = git_tree_entry_name(git_tree_entry_byindex(old, i));
-		size_t len = strlen(name);
-		int keep = 0;
-
-		if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
-			free(address);
-			address = vx_asprintf("%.*s.%.*s", (int)nprefix, prefix, (int)(len - 5), name);
-			if (!address) {
-				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-				goto done;
-			}
-			keep = state_find(st, address) != NULL;
-		}
-		if (!keep) {
-			if (git_treebuilder_remove(tb, name) < 0) {
-				rc = gerr(err, VX_EIO, name);
-				goto done;
-			}
-			changed = 1;
-		}
-	}
+	if ((rc = prune_dir(tb, old, st, prefix, &changed, err)) < 0)
+		goto done;
 	for (i = 0; i < st->nrecords; i++) {
 		const struct state_record *r = &st->records[i];
-		const git_tree_entry *e;
-		git_oid id;
-		size_t tlen;
 
 		if (strncmp(r->address, prefix, nprefix) != 0 || r->address[nprefix] != '.')
 			continue;
-		free(text);
 		free(file);
-		text = NULL;
 		file = vx_asprintf("%s.json", r->address + nprefix + 1);
 		if (!file) {
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			goto done;
 		}
-		e = old ? git_tree_entry_byname(old, file) : NULL;
-		/* Unchanged since it was read or written: no JSON, no hash. */
-		if ((rc = state_record_fingerprint(r, &g->fp, err)) < 0)
+		if ((rc = put_record(g, tb, old, r, file, &changed, err)) < 0)
 			goto done;
-		if (e && git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB &&
-		    memo_same(g, r->address, git_tree_entry_id(e)))
-			continue;
-		if ((rc = state_record_to_json(r, &text, err)) < 0)
-			goto done;
-		tlen = strlen(text);
-		if (git_odb_hash(&id, text, tlen, GIT_OBJECT_BLOB) < 0) {
-			rc = gerr(err, VX_EIO, file);
-			goto done;
-		}
-		if (e && git_tree_entry_filemode(e) == GIT_FILEMODE_BLOB &&
-		    git_oid_equal(git_tree_entry_id(e), &id)) {
-			memo_put(g, r->address, &id);
-			continue;
-		}
-		if (git_blob_create_from_buffer(&id, g->repo, text, tlen) < 0 ||
-		    git_treebuilder_insert(NULL, tb, file, &id, GIT_FILEMODE_BLOB) < 0) {
-			rc = gerr(err, VX_EIO, file);
-			goto done;
-		}
-		memo_put(g, r->address, &id);
-		changed = 1;
 	}
 	if (git_treebuilder_entrycount(tb) == 0)
 		*empty = 1;
@@ -1163,9 +1190,7 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 		rc = gerr(err, VX_EIO, kind_dirs[d]);
 done:
 	git_treebuilder_free(tb);
-	free(text);
 	free(file);
-	free(address);
 	return rc;
 }
 
@@ -1913,6 +1938,66 @@ static int dir_tree(struct state_git *g, const git_commit *c, const char *dir, g
 	return 0;
 }
 
+/*
+ * The next commit of the walk, id, into *c and its first parent into *p.
+ * carried: id is the previous step's parent, which *p still holds, so it
+ * is not read again.
+ */
+static int history_step(struct state_git *g, const git_oid *id, int carried, git_commit **c,
+			git_commit **p, struct vx_err *err)
+{
+	git_commit_free(*c);
+	*c = *p;
+	if (!carried) {
+		git_commit_free(*c);
+		*c = NULL;
+	}
+	*p = NULL;
+	if ((!*c && git_commit_lookup(c, g->repo, id) < 0) ||
+	    (git_commit_parentcount(*c) > 0 && git_commit_parent(p, *c, 0) < 0))
+		return gerr(err, VX_EIO, "reading a state commit");
+	return 0;
+}
+
+/*
+ * What commit c changed in every kind's folder, against its parent p (NULL:
+ * none). prev_tree[d] holds the parent's folders read last step, used for
+ * c when carried, and receives p's for the next step.
+ */
+static int history_dirs(struct history *h, const git_commit *c, const git_commit *p, int carried,
+			git_tree *prev_tree[STATE_NKINDS], struct vx_err *err)
+{
+	int rc;
+
+	for (size_t d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
+		git_tree *tc = carried ? prev_tree[d] : NULL, *tp = NULL;
+
+		prev_tree[d] = NULL;
+		if ((!carried && (rc = dir_tree(h->g, c, kind_dirs[d], &tc, err)) < 0) ||
+		    (rc = dir_tree(h->g, p, kind_dirs[d], &tp, err)) < 0 ||
+		    (rc = history_dir(h, c, tc, tp, kind_dirs[d], err)) < 0) {
+			git_tree_free(tc);
+			git_tree_free(tp);
+			return rc;
+		}
+		git_tree_free(tc);
+		prev_tree[d] = tp;
+	}
+	return 0;
+}
+
+/* The revision walk of the state branch from tip, newest first. */
+static int history_walk(struct state_git *g, const git_oid *tip, git_revwalk **walk,
+			struct vx_err *err)
+{
+	if (git_revwalk_new(walk, g->repo) < 0 ||
+	    git_revwalk_sorting(*walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME) < 0 ||
+	    git_revwalk_push(*walk, tip) < 0)
+		return gerr(err, VX_EIO, "walking the state branch");
+	return 0;
+}
+
+/* The commits that changed address's record (NULL: any record), newest first, at most max (0: all). */
 static int state_git_history(struct state_backend *b, const char *address, size_t max,
 			     struct state_history_entry **out, size_t *n,
 			     struct state_history_skips *skips, struct vx_err *err)
@@ -1937,12 +2022,8 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
-	if (git_revwalk_new(&walk, g->repo) < 0 ||
-	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME) < 0 ||
-	    git_revwalk_push(walk, &tip) < 0) {
-		rc = gerr(err, VX_EIO, "walking the state branch");
+	if ((rc = history_walk(g, &tip, &walk, err)) < 0)
 		goto done;
-	}
 	/*
 	 * The walk is mostly linear: a commit's parent is the next commit, so
 	 * what was read of the parent (its folders, the record's blob id) is
@@ -1952,38 +2033,17 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 	while ((max == 0 || h.n < max) && git_revwalk_next(&id, walk) == 0) {
 		int carried = have_prev && git_oid_equal(&id, &prev_parent);
 
-		git_commit_free(c);
-		c = p;
-		if (!carried) {
-			git_commit_free(c);
-			c = NULL;
-		}
-		p = NULL;
-		if ((!c && git_commit_lookup(&c, g->repo, &id) < 0) ||
-		    (git_commit_parentcount(c) > 0 && git_commit_parent(&p, c, 0) < 0)) {
-			rc = gerr(err, VX_EIO, "reading a state commit");
+		if ((rc = history_step(g, &id, carried, &c, &p, err)) < 0)
 			goto done;
-		}
 		have_prev = p != NULL;
 		if (p)
 			git_oid_cpy(&prev_parent, git_commit_id(p));
 		if (!address) {
-			for (size_t d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
-				git_tree *tc = carried ? prev_tree[d] : NULL, *tp = NULL;
-
-				prev_tree[d] = NULL;
-				if ((!carried && (rc = dir_tree(g, c, kind_dirs[d], &tc, err)) < 0) ||
-				    (rc = dir_tree(g, p, kind_dirs[d], &tp, err)) < 0 ||
-				    (rc = history_dir(&h, c, tc, tp, kind_dirs[d], err)) < 0) {
-					git_tree_free(tc);
-					git_tree_free(tp);
-					goto done;
-				}
-				git_tree_free(tc);
-				prev_tree[d] = tp;
-			}
+			if ((rc = history_dirs(&h, c, p, carried, prev_tree, err)) < 0)
+				goto done;
 			continue;
 		}
+		/* One record: its blob id in c against the parent's. */
 		if (carried)
 			git_oid_cpy(&mine, &before);
 		memset(&before, 0, sizeof(before));

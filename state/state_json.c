@@ -429,11 +429,100 @@ done:
 	return rc;
 }
 
+/* "notified": the deliveries recorded, as {"key", "at"} objects. NULL on OOM. */
+static cJSON *notified_json(const struct state *st)
+{
+	cJSON *arr = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; arr && i < st->nnotified; i++) {
+		cJSON *n = cJSON_CreateObject();
+
+		if (!n || !cJSON_AddItemToArray(arr, n)) {
+			cJSON_Delete(n);
+			goto oom;
+		}
+		if (add_str(n, "key", st->notified[i].key) < 0 || add_time(n, "at", st->notified[i].at_ms) < 0)
+			goto oom;
+	}
+	return arr;
+oom:
+	cJSON_Delete(arr);
+	return NULL;
+}
+
+/* An array of the n strings of v ("released", "notifyTargets"). NULL on OOM. */
+static cJSON *strings_json(char *const *v, size_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; arr && i < n; i++) {
+		cJSON *s = cJSON_CreateString(v[i]);
+
+		if (!s || !cJSON_AddItemToArray(arr, s)) {
+			cJSON_Delete(s);
+			cJSON_Delete(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+/* "journal": the intents not yet settled. NULL on OOM. */
+static cJSON *journal_json(const struct state *st)
+{
+	cJSON *arr = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; arr && i < st->njournal; i++) {
+		cJSON *j = intent_json(&st->journal[i]);
+
+		if (!j || !cJSON_AddItemToArray(arr, j)) {
+			cJSON_Delete(j);
+			cJSON_Delete(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+/* "records": every record with its spec, in *out (the caller owns it). A
+ * spec that is not a JSON object is an error naming its address. */
+static int records_json(cJSON **out, const struct state *st, struct vx_err *err)
+{
+	cJSON *arr = cJSON_CreateArray();
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	for (i = 0; arr && i < st->nrecords; i++) {
+		cJSON *r = NULL;
+
+		rc = record_json(&st->records[i], 0, &r);
+		if (rc == -2) {
+			cJSON_Delete(arr);
+			return vx_err_set(err, VX_EINVAL, "%s: the spec is not a JSON object",
+					  st->records[i].address);
+		}
+		if (rc < 0 || !cJSON_AddItemToArray(arr, r)) {
+			cJSON_Delete(r);
+			cJSON_Delete(arr);
+			arr = NULL;
+		}
+	}
+	if (!arr)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	*out = arr;
+	return 0;
+}
+
+/* The state document: its header (identity, lock, notifications, journal)
+ * and, with_records, its records. */
 static int header_json(const struct state *st, int with_records, cJSON **out, struct vx_err *err)
 {
 	cJSON *o = cJSON_CreateObject(), *arr = NULL;
-	size_t i;
-	int rc = VX_ENOMEM;
+	int rc;
 
 	*out = NULL;
 	if (!st->stack || !st->lineage) {
@@ -452,85 +541,17 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 	    (st->lease_ref && add_str(o, "leaseRef", st->lease_ref) < 0) ||
 	    add_item(o, "lock", lock_json(st->lock, 0)) < 0)
 		goto oom;
-	if (st->nnotified) {
-		arr = cJSON_CreateArray();
-		for (i = 0; arr && i < st->nnotified; i++) {
-			cJSON *n = cJSON_CreateObject();
-
-			if (!n || !cJSON_AddItemToArray(arr, n)) {
-				cJSON_Delete(n);
-				goto oom;
-			}
-			if (add_str(n, "key", st->notified[i].key) < 0 || add_time(n, "at", st->notified[i].at_ms) < 0)
-				goto oom;
-		}
-		rc = add_item(o, "notified", arr);
-		arr = NULL;
-		if (rc < 0)
-			goto oom;
-	}
-	if (st->nreleased) {
-		arr = cJSON_CreateArray();
-		for (i = 0; arr && i < st->nreleased; i++) {
-			cJSON *n = cJSON_CreateString(st->released[i]);
-
-			if (!n || !cJSON_AddItemToArray(arr, n)) {
-				cJSON_Delete(n);
-				goto oom;
-			}
-		}
-		rc = add_item(o, "released", arr);
-		arr = NULL;
-		if (rc < 0)
-			goto oom;
-	}
-	if (st->nnotify_targets) {
-		arr = cJSON_CreateArray();
-		for (i = 0; arr && i < st->nnotify_targets; i++) {
-			cJSON *n = cJSON_CreateString(st->notify_targets[i]);
-
-			if (!n || !cJSON_AddItemToArray(arr, n)) {
-				cJSON_Delete(n);
-				goto oom;
-			}
-		}
-		rc = add_item(o, "notifyTargets", arr);
-		arr = NULL;
-		if (rc < 0)
-			goto oom;
-	}
-	arr = cJSON_CreateArray();
-	for (i = 0; arr && i < st->njournal; i++) {
-		cJSON *j = intent_json(&st->journal[i]);
-
-		if (!j || !cJSON_AddItemToArray(arr, j)) {
-			cJSON_Delete(j);
-			goto oom;
-		}
-	}
-	rc = add_item(o, "journal", arr);
-	arr = NULL;
-	if (rc < 0)
+	/* The optional lists are written only when they hold something. */
+	if ((st->nnotified && add_item(o, "notified", notified_json(st)) < 0) ||
+	    (st->nreleased && add_item(o, "released", strings_json(st->released, st->nreleased)) < 0) ||
+	    (st->nnotify_targets &&
+	     add_item(o, "notifyTargets", strings_json(st->notify_targets, st->nnotify_targets)) < 0) ||
+	    add_item(o, "journal", journal_json(st)) < 0)
 		goto oom;
 	if (with_records) {
-		arr = cJSON_CreateArray();
-		for (i = 0; arr && i < st->nrecords; i++) {
-			cJSON *r = NULL;
-
-			rc = record_json(&st->records[i], 0, &r);
-			if (rc == -2) {
-				rc = vx_err_set(err, VX_EINVAL, "%s: the spec is not a JSON object",
-						st->records[i].address);
-				goto done;
-			}
-			if (rc < 0 || !cJSON_AddItemToArray(arr, r)) {
-				cJSON_Delete(r);
-				goto oom;
-			}
-		}
-		rc = add_item(o, "records", arr);
-		arr = NULL;
-		if (rc < 0)
+		if ((rc = records_json(&arr, st, err)) < 0)
+			goto done;
+		if (add_item(o, "records", arr) < 0)
 			goto oom;
 	}
 	*out = o;
@@ -540,7 +561,6 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 oom:
 	rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 done:
-	cJSON_Delete(arr);
 	cJSON_Delete(o);
 	return rc;
 }
@@ -979,6 +999,79 @@ static int policy_from(const cJSON *o, const char *path, struct state_policy *po
 	return rc;
 }
 
+/* "onRemove" (optional): "cancel" or "forget", into r->on_remove. */
+static int on_remove_from(const cJSON *o, const char *path, struct state_record *r, struct vx_err *err)
+{
+	char *on_remove = NULL;
+	char p[512];
+	int rc;
+
+	if ((rc = get_str(o, path, "onRemove", F_NULL, 16, &on_remove, err)) < 0)
+		return rc;
+	if (on_remove && strcmp(on_remove, "cancel") != 0 && strcmp(on_remove, "forget") != 0) {
+		jpath(p, sizeof(p), path, "onRemove");
+		rc = vx_err_set(err, VX_EINVAL, "%s: expected \"cancel\" or \"forget\"", p);
+	} else if (on_remove) {
+		r->on_remove = strcmp(on_remove, "cancel") ? STATE_ON_REMOVE_FORGET : STATE_ON_REMOVE_CANCEL;
+	}
+	free(on_remove);
+	return rc;
+}
+
+/* "spec": null or an object, kept as compact JSON text in r->spec_json (at most MAX_SPEC bytes). */
+static int spec_from(const cJSON *o, const char *path, struct state_record *r, struct vx_err *err)
+{
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+	char p[512], *s;
+
+	jpath(p, sizeof(p), path, "spec");
+	if (cJSON_IsNull(spec))
+		return 0;
+	if (!cJSON_IsObject(spec))
+		return vx_err_set(err, VX_EINVAL, "%s: expected an object or null", p);
+	s = cJSON_PrintUnformatted(spec);
+	if (!s)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (strlen(s) > MAX_SPEC) {
+		cJSON_free(s);
+		return vx_err_set(err, VX_EINVAL, "%s: longer than %zu bytes", p, MAX_SPEC);
+	}
+	r->spec_json = vx_strdup(s);
+	cJSON_free(s);
+	if (!r->spec_json)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* "history": the record's earlier runs, at most STATE_MAX_HISTORY. */
+static int history_from(const cJSON *o, const char *path, struct state_record *r, struct vx_err *err)
+{
+	const cJSON *hist = cJSON_GetObjectItemCaseSensitive(o, "history"), *c;
+	size_t n, i;
+	char p[512];
+	int rc;
+
+	jpath(p, sizeof(p), path, "history");
+	if (!cJSON_IsArray(hist))
+		return vx_err_set(err, VX_EINVAL, "%s: expected an array", p);
+	for (n = 0, c = hist->child; c; c = c->next)
+		if (++n > STATE_MAX_HISTORY)
+			return vx_err_set(err, VX_EINVAL, "%s: more than %d runs", p, STATE_MAX_HISTORY);
+	if (n && !(r->history = calloc(n, sizeof(*r->history))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (i = 0, c = hist->child; c; c = c->next, i++) {
+		char hp[560];
+
+		snprintf(hp, sizeof(hp), "%s[%zu]", p, i);
+		if ((rc = run_from(c, hp, &r->history[i], err)) < 0)
+			return rc;
+		r->nhistory = i + 1;
+	}
+	return 0;
+}
+
+/* One record at path; "version" is checked only with_version (a record
+ * stored on its own, not inside a state document). On error r is released. */
 static int record_from(const cJSON *o, const char *path, int with_version,
 		       struct state_record *r, struct vx_err *err)
 {
@@ -988,10 +1081,8 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 	/* onRemove and applied came later: optional. */
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL, F_NULL };
-	char *on_remove = NULL;
-	const cJSON *spec, *cur, *hist, *c;
+	const cJSON *cur, *c;
 	int64_t version = STATE_VERSION;
-	size_t n, i;
 	char p[512];
 	int rc;
 
@@ -1011,47 +1102,15 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
 	    (rc = get_int(o, path, "attempts", 0, INT64_C(1) << 53, &r->attempts, err)) < 0 ||
 	    (rc = get_bool(o, path, "protect", &r->protect, err)) < 0 ||
-	    (rc = get_str(o, path, "onRemove", F_NULL, 16, &on_remove, err)) < 0)
+	    (rc = on_remove_from(o, path, r, err)) < 0)
 		goto fail;
-	if (on_remove && strcmp(on_remove, "cancel") != 0 && strcmp(on_remove, "forget") != 0) {
-		jpath(p, sizeof(p), path, "onRemove");
-		rc = vx_err_set(err, VX_EINVAL, "%s: expected \"cancel\" or \"forget\"", p);
-		free(on_remove);
-		goto fail;
-	}
-	if (on_remove)
-		r->on_remove = strcmp(on_remove, "cancel") ? STATE_ON_REMOVE_FORGET : STATE_ON_REMOVE_CANCEL;
-	free(on_remove);
 	if ((rc = state_address_split(r->address, NULL, NULL, err)) < 0) {
 		vx_err_wrap(err, "%s%saddress", path, *path ? "." : "");
 		goto fail;
 	}
-	spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
-	jpath(p, sizeof(p), path, "spec");
-	if (!cJSON_IsNull(spec)) {
-		char *s;
-
-		if (!cJSON_IsObject(spec)) {
-			rc = vx_err_set(err, VX_EINVAL, "%s: expected an object or null", p);
-			goto fail;
-		}
-		s = cJSON_PrintUnformatted(spec);
-		if (!s) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto fail;
-		}
-		if (strlen(s) > MAX_SPEC) {
-			cJSON_free(s);
-			rc = vx_err_set(err, VX_EINVAL, "%s: longer than %zu bytes", p, MAX_SPEC);
-			goto fail;
-		}
-		r->spec_json = vx_strdup(s);
-		cJSON_free(s);
-		if (!r->spec_json) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto fail;
-		}
-	}
+	if ((rc = spec_from(o, path, r, err)) < 0)
+		goto fail;
+	/* "current": the run in flight, or null. */
 	cur = cJSON_GetObjectItemCaseSensitive(o, "current");
 	if (!cJSON_IsNull(cur)) {
 		jpath(p, sizeof(p), path, "current");
@@ -1063,33 +1122,9 @@ static int record_from(const cJSON *o, const char *path, int with_version,
 		if ((rc = run_from(cur, p, r->current, err)) < 0)
 			goto fail;
 	}
-	hist = cJSON_GetObjectItemCaseSensitive(o, "history");
-	jpath(p, sizeof(p), path, "history");
-	if (!cJSON_IsArray(hist)) {
-		rc = vx_err_set(err, VX_EINVAL, "%s: expected an array", p);
+	if ((rc = history_from(o, path, r, err)) < 0)
 		goto fail;
-	}
-	for (n = 0, c = hist->child; c; c = c->next)
-		if (++n > STATE_MAX_HISTORY) {
-			rc = vx_err_set(err, VX_EINVAL, "%s: more than %d runs", p,
-					STATE_MAX_HISTORY);
-			goto fail;
-		}
-	if (n) {
-		r->history = calloc(n, sizeof(*r->history));
-		if (!r->history) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto fail;
-		}
-	}
-	for (i = 0, c = hist->child; c; c = c->next, i++) {
-		char hp[560];
-
-		snprintf(hp, sizeof(hp), "%s[%zu]", p, i);
-		if ((rc = run_from(c, hp, &r->history[i], err)) < 0)
-			goto fail;
-		r->nhistory = i + 1;
-	}
+	/* "applied" (optional): the policy the last apply used. */
 	c = cJSON_GetObjectItemCaseSensitive(o, "applied");
 	if (c && !cJSON_IsNull(c)) {
 		jpath(p, sizeof(p), path, "applied");
@@ -1199,22 +1234,13 @@ static int notify_targets_from(const cJSON *o, struct state *st, struct vx_err *
 	return rc < 0 ? vx_err_set(err, rc, "out of memory") : 0;
 }
 
-static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
+/* The state's identity: version (this vx's only), stack, serial, lineage,
+ * and the optional salt and leaseRef. */
+static int identity_from(const cJSON *o, struct state *st, struct vx_err *err)
 {
-	/* "salt" and "leaseRef" are optional: states written before them have
-	 * none (records last). */
-	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
-					    "journal", "salt", "leaseRef", "notified", "released", "notifyTargets",
-					    "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, 0, F_REQ };
-	const cJSON *v, *c;
 	int64_t version, serial;
-	size_t n, i;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 12 : 11, err);
-	if (rc < 0)
-		return rc;
 	if ((rc = get_int(o, "", "version", 0, 1000, &version, err)) < 0)
 		return rc;
 	if (version != STATE_VERSION)
@@ -1234,17 +1260,16 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 		return rc;
 	if (st->salt && !state_salt_ok(st->salt))
 		return vx_err_set(err, VX_EINVAL, "salt: not 64 lowercase hex digits");
-	if ((rc = get_str(o, "", "leaseRef", 0, 256, &st->lease_ref, err)) < 0)
-		return rc;
-	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
-	if (!cJSON_IsNull(v)) {
-		st->lock = calloc(1, sizeof(*st->lock));
-		if (!st->lock)
-			return vx_err_set(err, VX_ENOMEM, "out of memory");
-		if ((rc = lock_from(v, "lock", 0, st->lock, err)) < 0)
-			return rc;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(o, "journal");
+	return get_str(o, "", "leaseRef", 0, 256, &st->lease_ref, err);
+}
+
+/* "journal": the intents not yet settled, at most STATE_MAX_JOURNAL. */
+static int journal_from(const cJSON *o, struct state *st, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "journal"), *c;
+	size_t n, i;
+	int rc;
+
 	if (!cJSON_IsArray(v))
 		return vx_err_set(err, VX_EINVAL, "journal: expected an array");
 	for (n = 0, c = v->child; c; c = c->next)
@@ -1261,12 +1286,16 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 			return rc;
 		st->njournal = i + 1;
 	}
-	if ((rc = notified_from(o, st, err)) < 0 || (rc = released_from(o, st, err)) < 0 ||
-	    (rc = notify_targets_from(o, st, err)) < 0)
-		return rc;
-	if (!with_records)
-		return 0;
-	v = cJSON_GetObjectItemCaseSensitive(o, "records");
+	return 0;
+}
+
+/* "records": at most STATE_MAX_RECORDS, sorted by address, each address once. */
+static int records_from(const cJSON *o, struct state *st, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "records"), *c;
+	size_t n, i;
+	int rc;
+
 	if (!cJSON_IsArray(v))
 		return vx_err_set(err, VX_EINVAL, "records: expected an array");
 	for (n = 0, c = v->child; c; c = c->next)
@@ -1290,6 +1319,35 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 			return vx_err_set(err, VX_EINVAL, "records: %s appears twice",
 					  st->records[i].address);
 	return 0;
+}
+
+/* The state document into st: its header and, with_records, its records. */
+static int header_from(const cJSON *o, int with_records, struct state *st, struct vx_err *err)
+{
+	/* "salt" and "leaseRef" are optional: states written before them have
+	 * none (records last). */
+	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
+					    "journal", "salt", "leaseRef", "notified", "released", "notifyTargets",
+					    "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, 0, F_REQ };
+	const cJSON *v;
+	int rc;
+
+	rc = check_keys(o, "", keys, flags, with_records ? 12 : 11, err);
+	if (rc < 0 || (rc = identity_from(o, st, err)) < 0)
+		return rc;
+	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
+	if (!cJSON_IsNull(v)) {
+		st->lock = calloc(1, sizeof(*st->lock));
+		if (!st->lock)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		if ((rc = lock_from(v, "lock", 0, st->lock, err)) < 0)
+			return rc;
+	}
+	if ((rc = journal_from(o, st, err)) < 0 || (rc = notified_from(o, st, err)) < 0 ||
+	    (rc = released_from(o, st, err)) < 0 || (rc = notify_targets_from(o, st, err)) < 0)
+		return rc;
+	return with_records ? records_from(o, st, err) : 0;
 }
 
 /* Parses text into a tree, with bounds; the error names line and column. */

@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include <curl/curl.h>
 #include <openssl/crypto.h>
 
 #include "providers/gcp/http.h"
@@ -42,73 +40,43 @@ int gcp_auth_metadata_base(struct gcp_auth *a, struct vx_err *err)
 	return 0;
 }
 
-struct probe {
-	int flavor_ok;
-};
-
-static size_t probe_header(char *buf, size_t size, size_t n, void *ud)
-{
-	struct probe *p = ud;
-	size_t len = size * n, i;
-	const char *name = "metadata-flavor:";
-	size_t nl = strlen(name);
-
-	if (len >= nl && !strncasecmp(buf, name, nl)) {
-		for (i = nl; i < len && (buf[i] == ' ' || buf[i] == '\t'); i++)
-			;
-		if (len - i >= 6 && !strncmp(buf + i, "Google", 6))
-			p->flavor_ok = 1;
-	}
-	return len;
-}
-
-static size_t probe_body(char *buf, size_t size, size_t n, void *ud)
-{
-	(void)buf;
-	(void)ud;
-	return size * n;
-}
-
-/* One quick GET of /computeMetadata/v1/instance: present when it answers
- * 200 with Metadata-Flavor: Google. No retries: this must stay fast. */
+/*
+ * One quick GET of /computeMetadata/v1/instance: present when it answers
+ * 200 with Metadata-Flavor: Google. One try, no proxy, a short timeout:
+ * this must stay fast. It goes through a layer of its own: detection runs
+ * before the credentials have one (gcp_auth_set_http), and no answer here
+ * (any machine off Google Cloud) is no API failure to count.
+ */
 static int metadata_probe(const struct gcp_auth *a)
 {
-	struct curl_slist *hdrs = NULL, *tmp;
-	struct probe p = { 0 };
+	static const char *const headers[] = { "Metadata-Flavor: Google", NULL };
+	struct gcp_http *http = NULL;
+	struct gcp_request req;
+	struct gcp_response resp = { 0 };
+	struct vx_err err = VX_ERR_INIT;
 	char *url = vx_asprintf("%s%s", a->metadata_base, METADATA_PROBE_PATH);
-	CURL *c = NULL;
-	long status = 0;
 	int ok = 0;
 
-	if (!url)
+	if (!url || gcp_http_new(&http, a->ctx, NULL, NULL, &err) < 0)
 		goto done;
-	c = curl_easy_init();
-	if (!c)
-		goto done;
-	tmp = curl_slist_append(hdrs, "Metadata-Flavor: Google");
-	if (!tmp)
-		goto done;
-	hdrs = tmp;
-	if (curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, a->probe_timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_NOPROXY, "*") != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, probe_header) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_HEADERDATA, &p) != CURLE_OK ||
-	    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, probe_body) != CURLE_OK)
-		goto done;
-	if (curl_easy_perform(c) != CURLE_OK)
-		goto done;
-	if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
-		goto done;
-	ok = status == 200 && p.flavor_ok;
+	memset(&req, 0, sizeof(req));
+	req.method = "GET";
+	req.url = url;
+	req.headers = headers;
+	req.api = "oauth";
+	req.retry = GCP_RETRY_ONCE;
+	req.no_auth = 1;
+	req.no_proxy = 1;
+	req.rpc = "metadata";
+	req.timeout_ms = a->probe_timeout_ms;
+	if (gcp_http_send(http, &req, &resp, &err) == 0)
+		ok = resp.status == 200 && resp.metadata_flavor && !strncmp(resp.metadata_flavor, "Google", 6);
 done:
 	vx_log(a->ctx, VX_LOG_DEBUG, "auth: metadata server probe at %s: %s", a->metadata_base,
 	       ok ? "present" : "no answer");
-	curl_slist_free_all(hdrs);
-	if (c)
-		curl_easy_cleanup(c);
+	gcp_response_release(&resp);
+	gcp_http_free(http);
+	vx_err_release(&err);
 	free(url);
 	return ok;
 }

@@ -121,7 +121,6 @@ struct xfer {
 	int abandoned;         /* a second interrupt cut this attempt off */
 	struct vx_err fence_err;
 	struct vx_buf rbody;
-	char *ctype, *mflavor, *retry_after, *date;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -414,46 +413,42 @@ static int on_seek(void *ud, curl_off_t off, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
-static int keep_header(char **dst, const char *name, const char *line, size_t len)
-{
-	size_t nl = strlen(name), s, e;
-
-	if (len <= nl || strncasecmp(line, name, nl) || line[nl] != ':')
-		return 0;
-	for (s = nl + 1; s < len && (line[s] == ' ' || line[s] == '\t'); s++)
-		;
-	for (e = len; e > s && (line[e - 1] == '\r' || line[e - 1] == '\n' || line[e - 1] == ' '); e--)
-		;
-	free(*dst);
-	*dst = vx_asprintf("%.*s", (int)(e - s), line + s);
-	return 1;
-}
-
+/*
+ * Only counts the response's header bytes, to hold them to a cap: the
+ * values the layer reads are asked of libcurl once the answer is in
+ * (response_header).
+ */
 static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
 {
 	struct xfer *x = ud;
 	size_t n = size * nmemb;
 
+	(void)line;
 	/* Counted over every response of the attempt (a 100 Continue's too). */
 	x->header_bytes += n;
 	if (x->header_bytes > HTTP_MAX_HEADER_BYTES) {
 		x->header_too_big = 1;
 		return 0; /* aborts the transfer */
 	}
-	if (n >= 5 && !strncmp(line, "HTTP/", 5)) {
-		/* A new response (after a 100 Continue, say): forget the last one's headers. */
-		free(x->ctype);
-		free(x->mflavor);
-		free(x->retry_after);
-		free(x->date);
-		x->ctype = x->mflavor = x->retry_after = x->date = NULL;
-		return n;
-	}
-	if (!keep_header(&x->ctype, "Content-Type", line, n) &&
-	    !keep_header(&x->mflavor, "Metadata-Flavor", line, n) &&
-	    !keep_header(&x->retry_after, "Retry-After", line, n))
-		keep_header(&x->date, "Date", line, n);
 	return n;
+}
+
+/*
+ * A copy of the value of header name in the final response of the
+ * attempt (not a 100 Continue's), the last one when it is repeated, white
+ * space around it trimmed by libcurl; NULL when absent (or out of memory).
+ */
+static char *response_header(CURL *e, const char *name)
+{
+	struct curl_header *hd;
+	size_t n;
+
+	if (curl_easy_header(e, name, 0, CURLH_HEADER, -1, &hd) != CURLHE_OK)
+		return NULL;
+	n = hd->amount;
+	if (n > 1 && curl_easy_header(e, name, n - 1, CURLH_HEADER, -1, &hd) != CURLHE_OK)
+		return NULL;
+	return vx_strdup(hd->value);
 }
 
 /*
@@ -531,11 +526,6 @@ static void attempt_cleanup(struct xfer *x)
 	}
 	curl_slist_free_all(x->hdrs);
 	x->hdrs = NULL;
-	free(x->ctype);
-	free(x->mflavor);
-	free(x->retry_after);
-	free(x->date);
-	x->ctype = x->mflavor = x->retry_after = x->date = NULL;
 	vx_buf_release(&x->rbody);
 	vx_err_release(&x->fence_err);
 	x->fenced = 0;
@@ -579,102 +569,143 @@ static void deadline_text(const struct xfer *x, char *buf, size_t n)
 
 #define SETOPT(opt, val) do { if (curl_easy_setopt(e, opt, val) != CURLE_OK) goto setopt_failed; } while (0)
 
-/* Builds the easy handle for the next attempt. On failure the xfer is
- * finished with the error. Called without h->lock: a token source may send
- * requests through this layer itself. */
-static void attempt_start(struct xfer *x, int64_t now)
+/* Wipes a string that may hold a token, then frees it. NULL-safe. */
+static void free_secret(char *s)
 {
-	struct gcp_http *h = x->h;
-	const struct gcp_request *r = x->req;
-	const char *method = req_method(r);
-	const char *const *hp;
-	struct vx_err terr = VX_ERR_INIT;
-	char *token = NULL, *line = NULL;
-	long timeout = r->timeout_ms > 0 ? r->timeout_ms : h->o.timeout_ms;
-	int has_body = r->body && r->body_len > 0;
-	int rc = 0;
-	CURL *e = NULL;
+	if (s) {
+		memset(s, 0, strlen(s));
+		free(s);
+	}
+}
+
+/*
+ * The next attempt's timeout: the request's (or the layer's), cut to what
+ * is left before the deadline. -1, x finished, when the deadline has passed.
+ */
+static long attempt_timeout(struct xfer *x, int64_t now)
+{
+	long timeout = x->req->timeout_ms > 0 ? x->req->timeout_ms : x->h->o.timeout_ms;
 	char bound[96];
 
 	if (now >= x->deadline_at) {
 		deadline_text(x, bound, sizeof(bound));
-		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: %s passed before an answer", method,
-				     x->log_url, bound));
-		return;
+		finish(x, vx_err_set(x->err, VX_ERETRY, "%s %s: %s passed before an answer",
+				     req_method(x->req), x->log_url, bound));
+		return -1;
 	}
 	if (x->deadline_at - now < timeout)
 		timeout = (long)(x->deadline_at - now);
-#if LIBCURL_VERSION_NUM < 0x075000
-	/* No pre-request hook to check it later: check the fence now. */
-	if (r->fence && r->fence->check(r->fence->ud, &x->fence_err) != 0) {
-		fence_stop(x);
-		vx_err_release(&x->fence_err);
-		return;
+	return timeout;
+}
+
+/*
+ * The bearer token for an authenticated attempt, in *token (the caller
+ * wipes and frees it); after a 401 the stale one is invalidated first.
+ * -1, x finished, when there is none or it may not go into a header.
+ */
+static int attempt_token(struct xfer *x, char **token)
+{
+	struct gcp_http *h = x->h;
+	const char *method = req_method(x->req);
+	struct vx_err terr = VX_ERR_INIT;
+	int rc;
+
+	if (!h->tokens) {
+		finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: no credentials (run 'gcloud auth "
+						       "application-default login' or set "
+						       "GOOGLE_APPLICATION_CREDENTIALS)",
+				     method, x->log_url));
+		return -1;
 	}
-#endif
-	if (!r->no_auth) {
-		if (!h->tokens) {
-			finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: no credentials (run 'gcloud auth "
-					     "application-default login' or set "
-					     "GOOGLE_APPLICATION_CREDENTIALS)", method, x->log_url));
-			return;
-		}
-		pthread_mutex_lock(&h->token_lock);
-		if (x->stale_token && h->tokens->invalidate)
-			h->tokens->invalidate(h->tokens->ud);
-		x->stale_token = 0;
-		rc = h->tokens->get(h->tokens->ud, &token, &terr);
-		pthread_mutex_unlock(&h->token_lock);
-		if (rc < 0 || !token) {
-			finish(x, vx_err_set(x->err, rc < 0 ? rc : VX_EAUTH, "%s %s: %s", method,
-					     x->log_url, vx_err_msg(&terr)));
-			vx_err_release(&terr);
-			goto done;
-		}
-		/* A token with CR or LF in it would add headers of the server's
-		 * choosing; never print it, it may be a real token. */
-		if (!gcp_http_token_ok(token)) {
-			finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: the access token has characters a "
-					     "bearer token may not hold (RFC 6750); not sent", method,
-					     x->log_url));
-			goto done;
-		}
+	pthread_mutex_lock(&h->token_lock);
+	if (x->stale_token && h->tokens->invalidate)
+		h->tokens->invalidate(h->tokens->ud);
+	x->stale_token = 0;
+	rc = h->tokens->get(h->tokens->ud, token, &terr);
+	pthread_mutex_unlock(&h->token_lock);
+	if (rc < 0 || !*token) {
+		finish(x, vx_err_set(x->err, rc < 0 ? rc : VX_EAUTH, "%s %s: %s", method, x->log_url,
+				     vx_err_msg(&terr)));
+		vx_err_release(&terr);
+		return -1;
 	}
+	/* A token with CR or LF in it would add headers of the server's
+	 * choosing; never print it, it may be a real token. */
+	if (!gcp_http_token_ok(*token)) {
+		finish(x, vx_err_set(x->err, VX_EAUTH, "%s %s: the access token has characters a bearer "
+						       "token may not hold (RFC 6750); not sent",
+				     method, x->log_url));
+		return -1;
+	}
+	return 0;
+}
+
+/* Forgets what the previous attempt received and counted. */
+static void attempt_reset(struct xfer *x)
+{
 	vx_buf_release(&x->rbody);
-	x->rbody.cap = h->o.max_response_bytes;
+	x->rbody.cap = x->h->o.max_response_bytes;
 	x->body_off = 0;
 	x->body_read = 0;
 	x->too_big = 0;
 	x->header_too_big = 0;
 	x->header_bytes = 0;
 	x->errbuf[0] = '\0';
-	e = x->easy = easy_get(h);
-	if (!e)
-		goto oom;
+}
+
+/*
+ * The attempt's header lines: Authorization (when token is set), the quota
+ * project, Content-Type (emptied on a body-less request, or libcurl would
+ * name a form type on a POST), no Expect, then the request's own.
+ * 0 or VX_ENOMEM.
+ */
+static int attempt_headers(struct xfer *x, const char *token)
+{
+	const struct gcp_request *r = x->req;
+	const char *const *hp;
+	char *line = NULL;
+	int rc = 0;
+
 	if (token) {
 		line = vx_asprintf("Authorization: Bearer %s", token);
 		if (!line || add_header(&x->hdrs, line) < 0)
 			goto oom;
+		free_secret(line);
+		line = NULL;
 	}
-	if (h->quota_project) {
-		free(line);
-		line = vx_asprintf("x-goog-user-project: %s", h->quota_project);
+	if (x->h->quota_project) {
+		line = vx_asprintf("x-goog-user-project: %s", x->h->quota_project);
 		if (!line || add_header(&x->hdrs, line) < 0)
 			goto oom;
+		free(line);
 	}
-	free(line);
-	line = NULL;
-	if (has_body)
+	if (r->body && r->body_len > 0)
 		line = vx_asprintf("Content-Type: %s", r->content_type ? r->content_type : "application/json");
 	else
-		line = vx_strdup("Content-Type:"); /* no default form type on a body-less POST */
+		line = vx_strdup("Content-Type:");
 	if (!line || add_header(&x->hdrs, line) < 0 || add_header(&x->hdrs, "Expect:") < 0)
 		goto oom;
 	for (hp = r->headers; hp && *hp; hp++)
 		if (add_header(&x->hdrs, *hp) < 0)
 			goto oom;
+	goto done;
+oom:
+	rc = VX_ENOMEM;
+done:
+	free_secret(line);
+	return rc;
+}
 
-	SETOPT(CURLOPT_URL, r->url);
+/*
+ * The options every attempt has: where it goes and how (HTTP(S) only,
+ * verified TLS, no redirects), how long it may take and how much it may
+ * receive, and the callbacks. 0 or VX_EIO.
+ */
+static int attempt_options(struct xfer *x, CURL *e, long timeout)
+{
+	struct gcp_http *h = x->h;
+
+	SETOPT(CURLOPT_URL, x->req->url);
 	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
 	SETOPT(CURLOPT_NOSIGNAL, 1L);
 	SETOPT(CURLOPT_SHARE, h->share);
@@ -697,20 +728,34 @@ static void attempt_start(struct xfer *x, int64_t now)
 	SETOPT(CURLOPT_NOPROGRESS, 0L);
 	SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
 	SETOPT(CURLOPT_XFERINFODATA, (void *)x);
+	if (x->req->no_proxy)
+		SETOPT(CURLOPT_NOPROXY, "*");
 #if LIBCURL_VERSION_NUM >= 0x075000
-	if (r->fence) {
+	if (x->req->fence) {
 		SETOPT(CURLOPT_PREREQFUNCTION, on_prereq);
 		SETOPT(CURLOPT_PREREQDATA, (void *)x);
 	}
 #endif
 	/* HTTP/2 is a preference: a libcurl without nghttp2 refuses it, and HTTP/1.1 is fine. */
 	(void)curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	if (r->retry == GCP_RETRY_NEVER) {
+	if (x->req->retry == GCP_RETRY_NEVER) {
 		/* libcurl silently resends a request whose reused connection turns out
 		 * dead; on a fresh connection it cannot, so a create goes out once. */
 		SETOPT(CURLOPT_FRESH_CONNECT, 1L);
 	}
-	if (has_body) {
+	return 0;
+setopt_failed:
+	return VX_EIO;
+}
+
+/* The method, and the body when there is one (on_read sends it, on_seek
+ * rewinds it for a resend). 0 or VX_EIO. */
+static int attempt_method(struct xfer *x, CURL *e)
+{
+	const struct gcp_request *r = x->req;
+	const char *method = req_method(r);
+
+	if (r->body && r->body_len > 0) {
 		SETOPT(CURLOPT_POST, 1L);
 		SETOPT(CURLOPT_READFUNCTION, on_read);
 		SETOPT(CURLOPT_READDATA, (void *)x);
@@ -731,25 +776,49 @@ static void attempt_start(struct xfer *x, int64_t now)
 	} else {
 		SETOPT(CURLOPT_CUSTOMREQUEST, method);
 	}
-	x->resp->attempts++;
-	goto done;
+	return 0;
 setopt_failed:
-	finish(x, vx_err_set(x->err, VX_EIO, "%s %s: setting up the transfer failed", method,
-			     x->log_url));
-	attempt_cleanup(x);
-	goto done;
-oom:
-	finish(x, vx_err_set(x->err, VX_ENOMEM, "%s %s: out of memory", method, x->log_url));
-	attempt_cleanup(x);
+	return VX_EIO;
+}
+
+/* Builds the easy handle for the next attempt. On failure the xfer is
+ * finished with the error. Called without h->lock: a token source may send
+ * requests through this layer itself. */
+static void attempt_start(struct xfer *x, int64_t now)
+{
+	const char *method = req_method(x->req);
+	char *token = NULL;
+	long timeout = attempt_timeout(x, now);
+	int rc;
+
+	if (timeout < 0)
+		return;
+#if LIBCURL_VERSION_NUM < 0x075000
+	/* No pre-request hook to check it later: check the fence now. */
+	if (x->req->fence && x->req->fence->check(x->req->fence->ud, &x->fence_err) != 0) {
+		fence_stop(x);
+		vx_err_release(&x->fence_err);
+		return;
+	}
+#endif
+	if (!x->req->no_auth && attempt_token(x, &token) < 0)
+		goto done;
+	attempt_reset(x);
+	x->easy = easy_get(x->h);
+	rc = x->easy ? attempt_headers(x, token) : VX_ENOMEM;
+	if (rc == 0)
+		rc = attempt_options(x, x->easy, timeout);
+	if (rc == 0)
+		rc = attempt_method(x, x->easy);
+	if (rc == 0) {
+		x->resp->attempts++;
+	} else {
+		finish(x, vx_err_set(x->err, rc, "%s %s: %s", method, x->log_url,
+				     rc == VX_ENOMEM ? "out of memory" : "setting up the transfer failed"));
+		attempt_cleanup(x);
+	}
 done:
-	if (line) {
-		memset(line, 0, strlen(line));
-		free(line);
-	}
-	if (token) {
-		memset(token, 0, strlen(token));
-		free(token);
-	}
+	free_secret(token);
 }
 
 /* Retry-After: delta seconds or an HTTP date (on the server's clock, as its
@@ -963,158 +1032,219 @@ static void warn_connect(struct xfer *x, CURLcode res, int64_t now)
 	h->warned_host = origin;
 }
 
-/* Handles the end of an attempt: fills resp, then finishes or schedules a
- * retry. Called under h->lock; the caller cleans the attempt up. */
-static void attempt_done(struct xfer *x, CURLcode res)
+/* An attempt cut off by a second interrupt. A create that may have reached
+ * the server ends uncertain, never cancelled: the job may exist. */
+static void attempt_abandoned(struct xfer *x)
+{
+	const struct gcp_request *r = x->req;
+	const char *method = req_method(r);
+
+	if (r->retry == GCP_RETRY_NEVER && !(r->body && r->body_len && !x->body_read)) {
+		x->resp->uncertain = 1;
+		finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: abandoned in flight; the outcome "
+							    "is unknown",
+				     method, x->log_url));
+	} else {
+		finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: abandoned in flight", method,
+				     x->log_url));
+	}
+}
+
+/*
+ * An attempt that brought no whole answer (res, libcurl's failure). An
+ * answer over a cap is the call's error (uncertain for a create: the
+ * server had it); a transient failure is retried, unless a create may have
+ * been sent (uncertain then); any other failure is the call's error.
+ */
+static void attempt_failed(struct xfer *x, CURLcode res, int64_t now, const char *body_note)
 {
 	struct gcp_http *h = x->h;
 	const struct gcp_request *r = x->req;
-	struct gcp_response *resp = x->resp;
 	const char *method = req_method(r);
-	struct gcp_error ge = GCP_ERROR_INIT;
-	long status = 0, version = 0;
+	const char *cerr = x->errbuf[0] ? x->errbuf : curl_easy_strerror(res);
 	curl_off_t total_us = 0, pre_us = 0;
-	int64_t now = vx_mono_ms(h->ctx), server_ms;
-	int rate_limited = 0, sent;
+	int sent;
 	char why[96];
-	char body_note[48] = "";
+
+	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &total_us);
+	curl_easy_getinfo(x->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
+	vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> failed: %s (%lld ms)", method, x->log_url, body_note,
+	       cerr, (long long)(total_us / 1000));
+	/* libcurl says "out of memory" for a header line past its own limit. */
+	if (x->header_too_big || res == CURLE_OUT_OF_MEMORY || x->too_big ||
+	    res == CURLE_FILESIZE_EXCEEDED) {
+		if (x->header_too_big || res == CURLE_OUT_OF_MEMORY)
+			snprintf(why, sizeof(why), "the response header is larger than %d bytes",
+				 HTTP_MAX_HEADER_BYTES);
+		else
+			snprintf(why, sizeof(why), "the response is larger than %zu bytes",
+				 h->o.max_response_bytes);
+		x->sends++;
+		/* The server answered, so a create reached it: no knowing what it did. */
+		if (r->retry == GCP_RETRY_NEVER)
+			finish_uncertain(x, why);
+		else
+			finish(x, vx_err_set(x->err, VX_EINVAL, "%s %s: %s", method, x->log_url, why));
+		return;
+	}
+	if (!curl_transient(res)) {
+		finish(x, vx_err_set(x->err, VX_EIO, "%s %s: %s", method, x->log_url, cerr));
+		return;
+	}
+	/* Could the server have acted on it? Not if the connection never
+	 * came up, nor if libcurl never asked for the body it had to send. */
+	sent = !(curl_connect_failed(res) || res == CURLE_SSL_CONNECT_ERROR ||
+		 (res == CURLE_OPERATION_TIMEDOUT && pre_us == 0) ||
+		 (r->body && r->body_len && !x->body_read));
+	x->sends += sent;
+	if (r->retry == GCP_RETRY_NEVER && sent) {
+		char cause[CURL_ERROR_SIZE + 48];
+
+		snprintf(cause, sizeof(cause), "%s after the request was sent", cerr);
+		finish_uncertain(x, cause);
+		return;
+	}
+	if (curl_connect_failed(res) && r->retry != GCP_RETRY_ONCE)
+		warn_connect(x, res, now);
+	snprintf(why, sizeof(why), "%s", curl_easy_strerror(res));
+	retry_later(x, now, why, -1);
+}
+
+/*
+ * An answer came: its status, body and the headers callers read go into
+ * resp, Google's clock is read from its Date, a 4xx/5xx's error is parsed
+ * into *ge, and a debug line says what came. 0, or -1 with x finished.
+ */
+static int answer_keep(struct xfer *x, struct gcp_error *ge, const char *body_note)
+{
+	struct gcp_http *h = x->h;
+	struct gcp_response *resp = x->resp;
+	const char *method = req_method(x->req);
+	long status = 0, version = 0;
+	curl_off_t total_us = 0;
+	char *date;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &total_us);
-	curl_easy_getinfo(x->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
-	if (r->body && r->body_len)
-		snprintf(body_note, sizeof(body_note), " (body %zu bytes)", r->body_len);
-	resp_clear_body(resp);
-	resp->status = 0;
-
-	if (x->fenced) {
-		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> not sent: %s", method, x->log_url, body_note,
-		       vx_err_msg(&x->fence_err));
-		resp->attempts--; /* counted when handed to libcurl, but never sent */
-		fence_stop(x);
-		goto done;
-	}
-	if (x->abandoned && res == CURLE_ABORTED_BY_CALLBACK) {
-		/* A create that may have reached the server ends uncertain, never
-		 * cancelled: the job may exist. */
-		if (r->retry == GCP_RETRY_NEVER && !(r->body && r->body_len && !x->body_read)) {
-			resp->uncertain = 1;
-			finish(x, vx_err_set(x->err, VX_EUNCERTAIN, "%s %s: abandoned in flight; the "
-					     "outcome is unknown", method, x->log_url));
-		} else {
-			finish(x, vx_err_set(x->err, VX_ECANCELED, "%s %s: abandoned in flight", method,
-					     x->log_url));
-		}
-		goto done;
-	}
-	if (res != CURLE_OK) {
-		const char *cerr = x->errbuf[0] ? x->errbuf : curl_easy_strerror(res);
-
-		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> failed: %s (%lld ms)", method, x->log_url,
-		       body_note, cerr, (long long)(total_us / 1000));
-		/* libcurl says "out of memory" for a header line past its own limit. */
-		if (x->header_too_big || res == CURLE_OUT_OF_MEMORY) {
-			snprintf(why, sizeof(why), "the response header is larger than %d bytes",
-				 HTTP_MAX_HEADER_BYTES);
-			x->sends++;
-		} else if (x->too_big || res == CURLE_FILESIZE_EXCEEDED) {
-			snprintf(why, sizeof(why), "the response is larger than %zu bytes",
-				 h->o.max_response_bytes);
-			x->sends++;
-		}
-		if (x->header_too_big || res == CURLE_OUT_OF_MEMORY || x->too_big ||
-		    res == CURLE_FILESIZE_EXCEEDED) {
-			/* The server answered, so a create reached it: no knowing what it did. */
-			if (r->retry == GCP_RETRY_NEVER)
-				finish_uncertain(x, why);
-			else
-				finish(x, vx_err_set(x->err, VX_EINVAL, "%s %s: %s", method, x->log_url, why));
-			goto done;
-		}
-		if (!curl_transient(res)) {
-			finish(x, vx_err_set(x->err, VX_EIO, "%s %s: %s", method, x->log_url, cerr));
-			goto done;
-		}
-		/* Could the server have acted on it? Not if the connection never
-		 * came up, nor if libcurl never asked for the body it had to send. */
-		sent = !(curl_connect_failed(res) || res == CURLE_SSL_CONNECT_ERROR ||
-			 (res == CURLE_OPERATION_TIMEDOUT && pre_us == 0) ||
-			 (r->body && r->body_len && !x->body_read));
-		x->sends += sent;
-		if (r->retry == GCP_RETRY_NEVER && sent) {
-			char cause[CURL_ERROR_SIZE + 48];
-
-			snprintf(cause, sizeof(cause), "%s after the request was sent", cerr);
-			finish_uncertain(x, cause);
-			goto done;
-		}
-		if (curl_connect_failed(res) && r->retry != GCP_RETRY_ONCE)
-			warn_connect(x, res, now);
-		snprintf(why, sizeof(why), "%s", curl_easy_strerror(res));
-		retry_later(x, now, why, -1);
-		goto done;
-	}
-
 	resp->status = status;
 	x->sends++;
-	note_clock(h, r, x->date);
+	date = response_header(x->easy, "Date");
+	note_clock(h, x->req, date);
+	free(date);
 	if (x->rbody.len) {
 		resp->body_len = x->rbody.len;
 		resp->body = vx_buf_detach(&x->rbody);
 	}
-	resp->content_type = x->ctype;
-	resp->metadata_flavor = x->mflavor;
-	x->ctype = x->mflavor = NULL;
-	if (status >= 400 && gcp_error_parse(&ge, status, resp->body, resp->body_len) < 0) {
+	resp->content_type = response_header(x->easy, "Content-Type");
+	resp->metadata_flavor = response_header(x->easy, "Metadata-Flavor");
+	if (status >= 400 && gcp_error_parse(ge, status, resp->body, resp->body_len) < 0) {
 		finish(x, vx_err_set(x->err, VX_ENOMEM, "%s %s: out of memory", method, x->log_url));
-		goto done;
+		return -1;
 	}
 	curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &version);
 	if (status >= 400)
 		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> %ld %s%s%s (%zu bytes, %lld ms, %s)", method,
-		       x->log_url, body_note, status, ge.status ? ge.status : "",
-		       ge.reason ? " " : "", ge.reason ? ge.reason : "", resp->body_len,
+		       x->log_url, body_note, status, ge->status ? ge->status : "",
+		       ge->reason ? " " : "", ge->reason ? ge->reason : "", resp->body_len,
 		       (long long)(total_us / 1000), version_name(version));
 	else
 		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s%s -> %ld (%zu bytes, %lld ms, %s)", method,
 		       x->log_url, body_note, status, resp->body_len, (long long)(total_us / 1000),
 		       version_name(version));
+	return 0;
+}
+
+/* 429, or a 403 whose reason is a rate limit (compute's rateLimitExceeded and kin):
+ * a refusal, safe to send again. */
+static int rate_limit_refusal(long status, const struct gcp_error *ge)
+{
+	static const char *const reasons[] = { "rateLimitExceeded", "userRateLimitExceeded",
+					       "RATE_LIMIT_EXCEEDED" };
+
+	if (status == 429)
+		return 1;
+	for (size_t i = 0; status == 403 && ge->reason && i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (!strcmp(ge->reason, reasons[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * What an answer (ge: its parsed error) means for the request: one retry
+ * with a fresh token after a 401; another attempt after a retryable status
+ * or a rate-limit refusal, as late as the server asks (Retry-After,
+ * RetryInfo), except for a create past a 5xx or 408 (uncertain); else the
+ * answer is the call's result.
+ */
+static void answer_decide(struct xfer *x, const struct gcp_error *ge, int64_t now)
+{
+	struct gcp_http *h = x->h;
+	const struct gcp_request *r = x->req;
+	long status = x->resp->status;
+	int64_t server_ms;
+	int rate_limited;
+	char why[96], *retry_after;
 
 	if (status == 401 && !r->no_auth && h->tokens && !x->auth_retried) {
 		x->auth_retried = 1;
 		x->stale_token = 1; /* invalidated by attempt_start, under token_lock */
-		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s: 401, retrying once with a fresh token", method,
+		vx_log(h->ctx, VX_LOG_DEBUG, "%s %s: 401, retrying once with a fresh token", req_method(r),
 		       x->log_url);
 		x->ready_at = now;
-		goto done;
+		return;
 	}
-	rate_limited = status == 429 ||
-		       (status == 403 && ge.reason && (!strcmp(ge.reason, "rateLimitExceeded") ||
-						      !strcmp(ge.reason, "userRateLimitExceeded") ||
-						      !strcmp(ge.reason, "RATE_LIMIT_EXCEEDED")));
+	rate_limited = rate_limit_refusal(status, ge);
 	if ((!retryable_status(status) && !rate_limited) || r->retry == GCP_RETRY_ONCE) {
 		finish(x, 0);
-		goto done;
+		return;
 	}
 	if (r->retry == GCP_RETRY_NEVER && !rate_limited) {
 		/* A 5xx or 408 after sending: the job may exist. 429 and rate-limit
 		 * 403s are refusals, safe to send again. */
 		char cause[96];
 
-		snprintf(cause, sizeof(cause), "HTTP %ld%s%s", status, ge.status ? " " : "",
-			 ge.status ? ge.status : "");
+		snprintf(cause, sizeof(cause), "HTTP %ld%s%s", status, ge->status ? " " : "",
+			 ge->status ? ge->status : "");
 		finish_uncertain(x, cause);
-		goto done;
+		return;
 	}
-	server_ms = retry_after_ms(h, x->retry_after);
-	if (ge.retry_delay_ms > server_ms)
-		server_ms = ge.retry_delay_ms;
-	if (ge.reason && status == 403)
-		snprintf(why, sizeof(why), "403 %s", ge.reason);
+	retry_after = response_header(x->easy, "Retry-After");
+	server_ms = retry_after_ms(h, retry_after);
+	free(retry_after);
+	if (ge->retry_delay_ms > server_ms)
+		server_ms = ge->retry_delay_ms;
+	if (ge->reason && status == 403)
+		snprintf(why, sizeof(why), "403 %s", ge->reason);
 	else
 		snprintf(why, sizeof(why), "%ld", status);
 	retry_later(x, now, why, server_ms);
-done:
+}
+
+/* Handles the end of an attempt: fills resp, then finishes or schedules a
+ * retry. Called under h->lock; the caller cleans the attempt up. */
+static void attempt_done(struct xfer *x, CURLcode res)
+{
+	const struct gcp_request *r = x->req;
+	struct gcp_error ge = GCP_ERROR_INIT;
+	int64_t now = vx_mono_ms(x->h->ctx);
+	char body_note[48] = "";
+
+	if (r->body && r->body_len)
+		snprintf(body_note, sizeof(body_note), " (body %zu bytes)", r->body_len);
+	resp_clear_body(x->resp);
+	x->resp->status = 0;
+	if (x->fenced) {
+		vx_log(x->h->ctx, VX_LOG_DEBUG, "%s %s%s -> not sent: %s", req_method(r), x->log_url,
+		       body_note, vx_err_msg(&x->fence_err));
+		x->resp->attempts--; /* counted when handed to libcurl, but never sent */
+		fence_stop(x);
+	} else if (x->abandoned && res == CURLE_ABORTED_BY_CALLBACK) {
+		attempt_abandoned(x);
+	} else if (res != CURLE_OK) {
+		attempt_failed(x, res, now, body_note);
+	} else if (answer_keep(x, &ge, body_note) == 0) {
+		answer_decide(x, &ge, now);
+	}
 	gcp_error_release(&ge);
 }
 

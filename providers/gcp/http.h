@@ -100,6 +100,7 @@ struct gcp_request {
 	/* What logs and errors call the request instead of its URL, for a URL that is
 	 * itself a secret (a webhook's); NULL: the URL, its credentials redacted. */
 	const char *log_name;
+	int no_proxy; /* straight to the host, whatever the proxy variables say (the metadata server) */
 };
 
 struct gcp_response {

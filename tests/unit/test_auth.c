@@ -34,7 +34,7 @@
 static const char *const env_vars[] = {
 	"GOOGLE_OAUTH_ACCESS_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS", "google_application_credentials",
 	"CLOUDSDK_CONFIG", "GCE_METADATA_HOST", "GCE_METADATA_IP", "METADATA_SERVER_DETECTION",
-	"GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GOOGLE_CLOUD_QUOTA_PROJECT",
+	"GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GOOGLE_CLOUD_QUOTA_PROJECT", "http_proxy",
 };
 
 struct fx {
@@ -791,6 +791,27 @@ static void test_metadata_probe(void **state)
 	vx_err_release(&err);
 }
 
+/* The probe goes straight to the metadata server: a proxy named in the
+ * environment (here one where nothing listens) is not asked. */
+static void test_metadata_probe_no_proxy(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+	char host[64];
+
+	snprintf(host, sizeof(host), "127.0.0.1:%d", httpd_port(f->srv));
+	setenv("GCE_METADATA_HOST", host, 1);
+	setenv("METADATA_SERVER_DETECTION", "ping-only", 1);
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	httpd_respond(f->srv, 200, "Metadata-Flavor: Google\r\n", "{}", 0);
+	assert_int_equal(new_auth(f, &err), 0);
+	assert_int_equal(gcp_auth_kind(f->auth), GCP_AUTH_METADATA);
+	assert_int_equal(httpd_request_count(f->srv), 1);
+	assert_string_equal(httpd_request(f->srv, 0)->target, "/computeMetadata/v1/instance");
+	unsetenv("http_proxy");
+	vx_err_release(&err);
+}
+
 /* ---- ADC order and the no-credentials error ------------------------------ */
 
 static void test_no_credentials(void **state)
@@ -954,6 +975,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_external_unsupported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_probe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metadata_probe_no_proxy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_credentials, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_adc_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http_layer_401, setup, teardown),
