@@ -247,6 +247,77 @@ static int cancels_jobs_on(const struct plan *p, const char *project, const char
 	return found;
 }
 
+/*
+ * A declared reservation whose zone or shape changed (why says which; owned,
+ * freed here): a plan error unless -replace names it, else a replace.
+ */
+static int plan_immutable(struct plan *p, const struct kind_plan_input *in, const struct stack_reservation *d,
+			  const struct live_reservation *l, const struct state_record *r, char *why)
+{
+	struct plan_action *a;
+	int rc;
+
+	if (!why)
+		return VX_ENOMEM;
+	if (!kind_replaced(in, d->d.address)) {
+		rc = vx_diags_add(&p->errors, NULL, 0, 0,
+				  "%s: %s cannot change in place: Compute would have to delete the "
+				  "reservation and make a new one, and the capacity it holds might not "
+				  "come back; to do that anyway, plan with -replace %s",
+				  d->d.address, why, d->d.address) < 0 ? VX_ENOMEM : 0;
+		free(why);
+		return rc;
+	}
+	a = add(p, PLAN_REPLACE, d->d.address, d, l, r);
+	if (!a) {
+		free(why);
+		return VX_ENOMEM;
+	}
+	rc = set_reason(a, vx_asprintf("%s (-replace): deleted, then created again", why));
+	free(why);
+	return rc;
+}
+
+/* A declared reservation not found live: created (again, if vx made it before). */
+static int plan_missing(struct plan *p, const struct stack_reservation *d, const struct state_record *r)
+{
+	struct plan_action *a = add(p, PLAN_CREATE, d->d.address, d, NULL, r);
+	int rc;
+
+	if (!a)
+		return VX_ENOMEM;
+	if (r && r->current) {
+		rc = set_reason(a, vx_strdup("deleted outside vx: created again as declared"));
+		if (rc == 0)
+			rc = set_drift(p, a, vx_asprintf("reservation %s was deleted outside vx", d->d.name));
+		return rc;
+	}
+	return set_reason(a, vx_strdup("new reservation"));
+}
+
+/* A declared reservation found live and recorded: resized, or left, and drift told. */
+static int plan_known(struct plan *p, const struct stack_reservation *d, const struct live_reservation *l,
+		      const struct state_record *r)
+{
+	struct plan_action *a;
+	int rc = 0;
+
+	if (l->count != d->count) {
+		a = add(p, PLAN_UPDATE, d->d.address, d, l, r);
+		if (!a)
+			return VX_ENOMEM;
+		rc = set_reason(a, vx_asprintf("resize in place: count %" PRId64 " -> %" PRId64, l->count, d->count));
+	} else {
+		a = add(p, PLAN_NOOP, d->d.address, d, l, r);
+		if (!a)
+			return VX_ENOMEM;
+	}
+	if (rc == 0 && r->current && r->current->has_value && r->current->value != l->count)
+		rc = set_drift(p, a, vx_asprintf("count changed outside vx: %" PRId64 " recorded, %" PRId64 " live",
+						 r->current->value, l->count));
+	return rc;
+}
+
 static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_reservation *d,
 			 const char *mark)
 {
@@ -255,7 +326,6 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	const struct live_reservation *l, *old = NULL;
 	struct plan_action *a;
 	char *why;
-	int rc = 0;
 
 	record_place(r, in->st, &rproject, &rzone);
 	l = live_find(in->live, d->zone, d->d.name);
@@ -272,61 +342,19 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 				    "description has no \"%s\"); give the declaration another name",
 				    d->d.address, d->d.name, d->zone, mark) < 0 ? VX_ENOMEM : 0;
 	}
-	if (old || (l && (why = immutable_change(d, l)))) {
-		if (old)
-			why = vx_asprintf("zone %s -> %s", rzone, d->zone);
-		if (!why)
-			return VX_ENOMEM;
-		if (!kind_replaced(in, d->d.address)) {
-			rc = vx_diags_add(&p->errors, NULL, 0, 0,
-					  "%s: %s cannot change in place: Compute would have to delete the "
-					  "reservation and make a new one, and the capacity it holds might not "
-					  "come back; to do that anyway, plan with -replace %s",
-					  d->d.address, why, d->d.address) < 0 ? VX_ENOMEM : 0;
-			free(why);
-			return rc;
-		}
-		a = add(p, PLAN_REPLACE, d->d.address, d, old ? old : l, r);
-		if (!a) {
-			free(why);
-			return VX_ENOMEM;
-		}
-		rc = set_reason(a, vx_asprintf("%s (-replace): deleted, then created again", why));
-		free(why);
-		return rc;
-	}
-	if (!l) {
-		a = add(p, PLAN_CREATE, d->d.address, d, NULL, r);
-		if (!a)
-			return VX_ENOMEM;
-		if (r && r->current) {
-			rc = set_reason(a, vx_strdup("deleted outside vx: created again as declared"));
-			if (rc == 0)
-				rc = set_drift(p, a, vx_asprintf("reservation %s was deleted outside vx", d->d.name));
-			return rc;
-		}
-		return set_reason(a, vx_strdup("new reservation"));
-	}
+	if (old)
+		return plan_immutable(p, in, d, old, r, vx_asprintf("zone %s -> %s", rzone, d->zone));
+	if (l && (why = immutable_change(d, l)))
+		return plan_immutable(p, in, d, l, r, why);
+	if (!l)
+		return plan_missing(p, d, r);
 	if (!r) {
 		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
 		return a ? set_reason(a, vx_asprintf("a reservation %s with this stack's marker exists in %s: "
 						     "an earlier apply created it", d->d.name, d->zone))
 			 : VX_ENOMEM;
 	}
-	if (l->count != d->count) {
-		a = add(p, PLAN_UPDATE, d->d.address, d, l, r);
-		if (!a)
-			return VX_ENOMEM;
-		rc = set_reason(a, vx_asprintf("resize in place: count %" PRId64 " -> %" PRId64, l->count, d->count));
-	} else {
-		a = add(p, PLAN_NOOP, d->d.address, d, l, r);
-		if (!a)
-			return VX_ENOMEM;
-	}
-	if (rc == 0 && r->current && r->current->has_value && r->current->value != l->count)
-		rc = set_drift(p, a, vx_asprintf("count changed outside vx: %" PRId64 " recorded, %" PRId64 " live",
-						 r->current->value, l->count));
-	return rc;
+	return plan_known(p, d, l, r);
 }
 
 static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r)
@@ -535,41 +563,40 @@ static const char *pending_request_id(const struct applier *a, const char *addre
 	return NULL;
 }
 
-static int do_create(struct applier *a, const struct plan_action *pa, struct vx_err *err)
+/*
+ * Journals the create of pa with its requestId and saves the state before
+ * anything is sent. A create journaled by an apply that died keeps its
+ * requestId: Compute answers a retried insert with the same id without
+ * making a second one.
+ */
+static int journal_create(struct applier *a, const struct plan_action *pa, char id[37], struct vx_err *err)
 {
-	const struct stack_reservation *d = pa->kdecl;
-	struct provider_reservation_request req;
-	struct live_reservation got;
-	struct vx_label lab = { (char *)(uintptr_t)"vx-request-id", NULL };
-	char id[37], *mark = NULL, *desc = NULL;
 	const char *old = pending_request_id(a, pa->address);
-	struct vx_err e = VX_ERR_INIT;
+	struct vx_label lab = { (char *)(uintptr_t)"vx-request-id", NULL };
 	int rc;
 
-	memset(&req, 0, sizeof(req));
-	memset(&got, 0, sizeof(got));
-	/* A create journaled by an apply that died keeps its requestId: Compute
-	 * answers a retried insert with the same id without making a second one. */
-	if (old && strlen(old) < sizeof(id))
-		snprintf(id, sizeof(id), "%s", old);
+	if (old && strlen(old) < 37)
+		snprintf(id, 37, "%s", old);
 	else if ((rc = state_random_uuid(a->ctx, pa->address, id, err)) < 0)
 		return rc;
 	lab.value = id;
 	if ((rc = applier_journal(a, pa->address, "create", &lab, 1, err)) < 0)
 		return rc;
-	if ((rc = applier_persist(a, "vx: apply: intents", err)) < 0)
-		return rc;
-	{
-		char lin[13];
+	return applier_persist(a, "vx: apply: intents", err);
+}
 
-		plan_lineage_label(lin, a->state->lineage);
-		mark = marker(a->st->name, lin);
-	}
-	desc = mark ? (d->description ? vx_asprintf("%s %s", d->description, mark) : vx_strdup(mark)) : NULL;
-	if (!desc) {
-		free(mark);
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	}
+/*
+ * Sends the insert of d with requestId id and description desc (which
+ * carries mark); when its outcome is unknown, a list by name says whether it
+ * was made (the name is unique in its zone). The provider's answer.
+ */
+static int send_create(struct applier *a, const struct stack_reservation *d, const char *id, const char *desc,
+		       const char *mark, struct live_reservation *got, struct vx_err *e)
+{
+	struct provider_reservation_request req;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
 	req.project = a->opts->project;
 	req.zone = d->zone;
 	req.name = d->d.name;
@@ -581,31 +608,59 @@ static int do_create(struct applier *a, const struct plan_action *pa, struct vx_
 	req.specific_required = d->specific_required;
 	req.request_id = id;
 	req.fence = applier_fence(a);
-	rc = a->prov->reservations->create(a->prov, &req, &got, &e);
+	rc = a->prov->reservations->create(a->prov, &req, got, e);
 	if (rc == VX_EUNCERTAIN && !applier_fenced(a)) {
-		/* The outcome is unknown: the name is unique in its zone, so a list says. */
 		struct vx_err e2 = VX_ERR_INIT;
-		int found = list_one(a, a->opts->project, d->zone, d->d.name, &got, &e2);
+		int found = list_one(a, a->opts->project, d->zone, d->d.name, got, &e2);
 
-		if (found == 1 && has_marker(&got, mark))
+		if (found == 1 && has_marker(got, mark))
 			rc = 0;
 		vx_err_release(&e2);
 	}
+	return rc;
+}
+
+/* A create that failed (rc, e): counted, its journal entry dropped when nothing
+ * can have been made; or, fenced, the apply stops. */
+static int create_failed(struct applier *a, const struct plan_action *pa, int rc, struct vx_err *e,
+			 struct vx_err *err)
+{
+	if (applier_fenced(a)) {
+		vx_err_release(e);
+		return applier_fence_stop(a, err);
+	}
+	if (rc != VX_EUNCERTAIN)
+		(void)state_journal_remove(a->state, pa->address);
+	applier_fail(a, pa->address, "create", e);
+	applier_mark_failed(a, pa->address);
+	vx_err_release(e);
+	return 0;
+}
+
+static int do_create(struct applier *a, const struct plan_action *pa, struct vx_err *err)
+{
+	const struct stack_reservation *d = pa->kdecl;
+	struct live_reservation got;
+	char id[37], lin[13], *mark, *desc;
+	struct vx_err e = VX_ERR_INIT;
+	int rc;
+
+	memset(&got, 0, sizeof(got));
+	if ((rc = journal_create(a, pa, id, err)) < 0)
+		return rc;
+	plan_lineage_label(lin, a->state->lineage);
+	mark = marker(a->st->name, lin);
+	desc = mark ? (d->description ? vx_asprintf("%s %s", d->description, mark) : vx_strdup(mark)) : NULL;
+	if (!desc) {
+		free(mark);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	rc = send_create(a, d, id, desc, mark, &got, &e);
 	free(mark);
 	free(desc);
 	if (rc < 0) {
-		if (applier_fenced(a)) {
-			vx_err_release(&e);
-			live_reservation_release(&got);
-			return applier_fence_stop(a, err);
-		}
-		if (rc != VX_EUNCERTAIN)
-			(void)state_journal_remove(a->state, pa->address);
-		applier_fail(a, pa->address, "create", &e);
-		applier_mark_failed(a, pa->address);
-		vx_err_release(&e);
 		live_reservation_release(&got);
-		return 0;
+		return create_failed(a, pa, rc, &e, err);
 	}
 	vx_err_release(&e);
 	if (!got.zone)
