@@ -1812,22 +1812,14 @@ static int history_skip_last(struct history *h, const char *hex, struct vx_err *
 static int history_add(struct history *h, const git_commit *c, const char *address,
 		       const char *path, const git_oid *blob, struct vx_err *err)
 {
-	struct state_history_entry *e, *grown;
+	struct state_history_entry *e;
 	git_blob *b = NULL;
 	char hex[GIT_OID_HEXSZ + 1];
 	size_t len;
 	int rc = 0;
 
-	if (h->n == h->cap) {
-		/* Doubling: one entry at a time made a long log quadratic in copies. */
-		size_t cap = h->cap ? 2 * h->cap : 64;
-
-		grown = realloc(h->list, cap * sizeof(*grown));
-		if (!grown)
-			return vx_err_set(err, VX_ENOMEM, "out of memory");
-		h->list = grown;
-		h->cap = cap;
-	}
+	if (VX_ALLOC_GROW(h->list, h->n + 1, h->cap) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	e = &h->list[h->n++];
 	memset(e, 0, sizeof(*e));
 	oid_hex(git_commit_id(c), hex);
