@@ -76,10 +76,6 @@ ALLOWED = {
     # belongs in that kind's row (a slot of struct kind) or its kind file.
     ("reconcile/apply.c", "job."):
         "the apply summary's one-line change: a job's update reason is too long (a kind slot)",
-    ("reconcile/capacity.c", "job."):
-        "the capacity check reads jobs' machine specs from plan actions (job-only step)",
-    ("reconcile/capacity.c", "reservation."):
-        "the capacity check counts reservations' planned machines (reservation-only step)",
     ("reconcile/planner.c", "job."):
         "the planner's legacy spec-hash rewrite of jobs' records (job-only step)",
     ("reconcile/render.c", "job."):
