@@ -78,14 +78,6 @@ ALLOWED = {
         "the apply summary's one-line change: a job's update reason is too long (a kind slot)",
     ("reconcile/planner.c", "job."):
         "the planner's legacy spec-hash rewrite of jobs' records (job-only step)",
-    ("reconcile/render.c", "job."):
-        "the cost line's 'at most' (a job's timeout bounds its cost): a kind's cost rule",
-    ("reconcile/render.c", "reservation."):
-        "the cost line's 'while it exists' (a reservation bills until deleted): a kind's cost rule",
-    ("reconcile/render.c", "CustomJob"):
-        "the JSON plan's kind of an action with no kind_of (sweep runs): defaults to jobs",
-    ("reconcile/report.c", "reservation."):
-        "the report's reservation section picks reservations' runs by prefix",
     ("reconcile/status.c", "job.%s"):
         "vx status builds a live job's address from its vx-job label (jobs only are listed live)",
     ("reconcile/status.c", "job."):
