@@ -456,13 +456,21 @@ static int price_missing(struct capacity_cost *c, const struct prices *p, const 
 	return c->why ? 0 : VX_ENOMEM;
 }
 
+/* What a asks of capacity, through its kind (struct kind's capacity slot). */
+static void action_capacity(const struct plan_action *a, struct kind_capacity *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (a->kind_of && a->kind_of->capacity)
+		a->kind_of->capacity(a, out);
+}
+
 static int job_cost(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
-		    const struct stack_job *j, int starts)
+		    const struct kind_capacity *kc, int starts)
 {
 	struct capacity_cost *c = cost_add(out, a->address);
 	/* The rung the run starts (or runs) on: its machines, strategy and region. */
-	const struct job_spec *spec = stack_job_rung_spec(j, a->rung);
-	const char *region = stack_job_rung_region(j, a->rung);
+	const struct job_spec *spec = kc->run;
+	const char *region = kc->region;
 	enum prices_class pc = strategy_price(spec->strategy);
 	double rate = 0, hours;
 	int64_t attempts, attempt;
@@ -501,7 +509,7 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	 * state's, so a running attempt 2 counts what its resubmission counted. */
 	attempt = a->attempt > 0 ? a->attempt
 		: a->record && a->record->current && a->record->current->attempt > 0 ? a->record->current->attempt : 1;
-	attempts = j->max_attempts - attempt + 1;
+	attempts = kc->max_attempts - attempt + 1;
 	if (attempts < 1)
 		attempts = 1;
 	c->default_timeout = spec->timeout_s <= 0;
@@ -626,8 +634,9 @@ static double stopped_rate(const struct capacity_input *in, const struct plan_ac
 }
 
 /*
- * What this plan's reservation actions change in the hourly spend: each
- * create, resize and delete adds (new count - old count) x the VM's rate.
+ * What this plan's actions that hold VMs (a reservation's) change in the
+ * hourly spend: each create, resize and delete adds (new count - old count)
+ * x the VM's rate.
  * Returns the change; *known 0 when a price is unknown.
  */
 static double reservations_delta(const struct capacity_input *in, int *known, int *estimate)
@@ -636,29 +645,21 @@ static double reservations_delta(const struct capacity_input *in, int *known, in
 
 	for (size_t i = 0; i < in->plan->n; i++) {
 		const struct plan_action *a = &in->plan->actions[i];
-		const struct stack_reservation *sr;
-		const struct live_reservation *lr;
+		struct kind_capacity kc;
 		int64_t before, after;
 		double rate;
 
-		if (strncmp(a->address, "reservation.", 12) != 0 || !a->has_values ||
-		    (a->kind != PLAN_CREATE && a->kind != PLAN_UPDATE && a->kind != PLAN_DELETE))
+		if (!a->has_values || (a->kind != PLAN_CREATE && a->kind != PLAN_UPDATE && a->kind != PLAN_DELETE))
+			continue;
+		action_capacity(a, &kc);
+		if (!kc.holds)
 			continue;
 		before = a->old_value > 0 ? a->old_value : 0;
 		after = a->kind == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
 		if (before == after)
 			continue;
-		sr = a->kdecl;
-		lr = a->klive;
-		if (sr)
-			rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type,
-						   sr->naccelerators ? sr->accelerators[0].type : NULL,
-						   sr->naccelerators ? sr->accelerators[0].count : 0, estimate);
-		else if (lr)
-			rate = prices_vm_rate(in->prices, lr->zone, lr->machine_type, lr->accelerator_type,
-						   lr->accelerator_count, estimate);
-		else
-			rate = -1;
+		rate = prices_vm_rate(in->prices, kc.zone, kc.machine_type, kc.accelerator, kc.accelerator_count,
+				      estimate);
 		if (rate < 0 || !in->prices)
 			*known = 0;
 		else
@@ -775,9 +776,245 @@ static void row_request(struct capacity_row *row, const struct capacity_input *i
 	}
 }
 
-int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err)
+/* Whether st has a job with GPUs or a reservation: the sections are shown only then. */
+static int any_gpus(const struct stack *st)
+{
+	int any = st->nreservations > 0;
+
+	for (size_t i = 0; i < st->njobs && !any; i++)
+		for (size_t k = 0; k < st->jobs[i].spec.npools && !any; k++) {
+			int64_t n;
+
+			any = pool_gpu(&st->jobs[i].spec.pools[k], &n) != NULL;
+		}
+	return any;
+}
+
+/* A run that starts passes its row's limit in force, or the size of the reservation it runs on. */
+static int pool_misfit(struct capacity_report *out, const char *address, const struct capacity_row *row,
+		       const struct machines_gpu *gpu, int on_reservation, int64_t before, int64_t need)
+{
+	long long left = row->limit > before ? row->limit - before : 0;
+
+	if (!row->has_limit || row->limit < 0 || before + need <= row->limit)
+		return 0;
+	if (on_reservation)
+		return vx_diags_add(&out->misfits, NULL, 0, 0,
+				    "%s: does not fit: needs %lld %s on %s (%s), which holds %lld, "
+				    "%lld in use or taken by declared jobs before it: %lld free",
+				    address, (long long)need, gpu->display, row->reservation, row->region,
+				    (long long)row->limit, (long long)before, left);
+	return vx_diags_add(&out->misfits, NULL, 0, 0,
+			    "%s: does not fit: needs %lld %s %s in %s, limit %lld, %lld in use "
+			    "or started before it: %lld free",
+			    address, (long long)need, capacity_class_name(row->cls), gpu->display, row->region,
+			    (long long)row->limit, (long long)before, left);
+}
+
+/*
+ * One pool of a run in its row (its reservation's, else its region's and
+ * class's): a run that stays counts as in use (pass 0); one that starts
+ * adds to the row (pass 1) and is checked against what the row allows.
+ */
+static int pool_count(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
+		      const struct kind_capacity *kc, const struct spec_pool *pool, int pass)
+{
+	const struct job_spec *spec = kc->run;
+	const struct stack_reservation *sr = NULL;
+	const struct machines_gpu *gpu;
+	struct capacity_row *row;
+	int64_t per, need, before;
+	int rc;
+
+	if (!(gpu = pool_gpu(pool, &per)))
+		return 0;
+	need = per * pool->replica_count;
+	if (spec->reservation)
+		sr = stack_find_reservation(in->st, spec->reservation);
+	if (sr)
+		row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->d.address);
+	else
+		row = row_get(out, kc->region, gpu, strategy_class(spec->strategy), NULL);
+	if (!row)
+		return VX_ENOMEM;
+	if (!sr && pass == 0)
+		row->in_use += need;
+	if (pass == 0)
+		return 0;
+	before = row->in_use + row->adds;
+	row->adds += need;
+	if (!sr && !row->has_limit && in->limits &&
+	    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region, &row->limit) == 0)
+		row->has_limit = 1;
+	if (!sr && row->has_limit && (rc = fit_undecided(out, in, row, a->address, before, need)) != 0)
+		return rc < 0 ? rc : 0;
+	return pool_misfit(out, a->address, row, gpu, sr != NULL, before, need);
+}
+
+/*
+ * The run a starts (pass 1) or keeps (pass 0), if it has one: its cost, and
+ * its pools in their rows. A started run's cost adds to the change of spend.
+ */
+static int count_run(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
+		     int pass)
+{
+	struct kind_capacity kc;
+	int starts, rc;
+
+	action_capacity(a, &kc);
+	if (!kc.run)
+		return 0;
+	starts = action_starts(a);
+	if (pass == 0 ? !action_stays_running(a) : !starts)
+		return 0;
+	if ((rc = job_cost(out, in, a, &kc, starts)) < 0)
+		return rc;
+	for (size_t k = 0; k < kc.run->npools && rc == 0; k++)
+		rc = pool_count(out, in, a, &kc, &kc.run->pools[k], pass);
+	if (rc == 0 && pass == 1) {
+		const struct capacity_cost *c = &out->costs[out->ncosts - 1];
+
+		if (!c->known)
+			out->delta_known = 0;
+		out->started_per_hour += c->usd_per_hour;
+		out->max_total += c->usd_max;
+		out->delta_upper_bound |= c->upper_bound;
+	}
+	return rc;
+}
+
+/* A row's limit (read now if no run of it started), its request, and whether it fits. */
+static int row_finish(struct capacity_report *out, const struct capacity_input *in, struct capacity_row *row)
+{
+	if (row->cls != CAPACITY_RESERVATION && !row->has_limit && in->limits &&
+	    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region, &row->limit) == 0)
+		row->has_limit = 1;
+	row_fits(row, out->limits_read);
+	row_request(row, in);
+	if (row->cls != CAPACITY_RESERVATION && !row->has_limit && in->limits_error && !row->unknown &&
+	    !(row->unknown = vx_asprintf("quota limits not read: %s", in->limits_error)))
+		return VX_ENOMEM;
+	if (row->unknown)
+		row->fits = 0;
+	if (row->cls != CAPACITY_RESERVATION && !row->has_limit && row->adds && in->limits)
+		return vx_diags_add(&out->misfits, NULL, 0, 0,
+				    "%s %s GPUs in %s: Cloud Quotas returned no limit for %s: unknown, not "
+				    "counted as fitting",
+				    capacity_class_name(row->cls), row->display, row->region,
+				    row->quota_id);
+	return 0;
+}
+
+/*
+ * "16 H100 held, 8 used by declared jobs: $X/h idle" on c, the cost of sr
+ * whose row is row: the GPUs of the declared runs on it that stay running
+ * or start, when they leave some of it idle.
+ */
+static int idle_note(struct capacity_report *out, const struct capacity_input *in,
+		     const struct stack_reservation *sr, const struct capacity_row *row, struct capacity_cost *c)
 {
 	const struct plan *p = in->plan;
+	int64_t held = row->limit, used = row->adds;
+	struct vx_buf note = VX_BUF_INIT;
+	double idle;
+	int rc;
+
+	for (size_t k = 0; k < p->n; k++) {
+		const struct plan_action *a = &p->actions[k];
+		struct kind_capacity kc;
+		const struct job_spec *js;
+
+		action_capacity(a, &kc);
+		js = kc.run;
+		if (!js || !js->reservation || strcmp(js->reservation, sr->d.name) != 0 || !action_stays_running(a))
+			continue;
+		for (size_t q = 0; q < js->npools; q++) {
+			int64_t per;
+
+			if (pool_gpu(&js->pools[q], &per))
+				used += per * js->pools[q].replica_count;
+		}
+	}
+	if (used >= held)
+		return 0;
+	idle = c->known && held ? c->usd_per_hour * (double)(held - used) / (double)held : -1;
+	rc = vx_buf_printf(&note, "%lld %s held, %lld used by declared jobs: ", (long long)held, row->display,
+			   (long long)used);
+	if (rc == 0)
+		rc = capacity_money(&note, out->currency, idle, 2);
+	if (rc == 0)
+		rc = vx_buf_adds(&note, "/h idle");
+	if (rc == 0 && !(c->note = vx_strdup(vx_buf_str(&note))))
+		rc = VX_ENOMEM;
+	vx_buf_release(&note);
+	return rc;
+}
+
+/* What a declared reservation costs held (none when it is or will be gone), and how much of it is idle. */
+static int reservation_cost(struct capacity_report *out, const struct capacity_input *in,
+			    const struct stack_reservation *sr)
+{
+	const struct plan *p = in->plan;
+	const struct live_reservation *lr = live_reservation_find(in->live, sr);
+	struct capacity_cost *c;
+	const struct capacity_row *row = NULL;
+	int64_t vms = lr ? lr->count : sr->count;
+	double rate;
+
+	for (size_t k = 0; k < p->n; k++)
+		if (!strcmp(p->actions[k].address, sr->d.address) && p->actions[k].kind == PLAN_DELETE)
+			vms = 0;
+	if (!vms)
+		return 0;
+	for (size_t k = 0; k < out->nrows; k++)
+		if (out->rows[k].reservation && !strcmp(out->rows[k].reservation, sr->d.address))
+			row = &out->rows[k];
+	if (!(c = cost_add(out, sr->d.address)))
+		return VX_ENOMEM;
+	c->running = 1;
+	rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type,
+			      sr->naccelerators ? sr->accelerators[0].type : NULL,
+			      sr->naccelerators ? sr->accelerators[0].count : 0, &c->estimate);
+	c->known = rate >= 0;
+	c->usd_per_hour = c->known ? rate * (double)vms : 0;
+	if (!c->known && in->prices && sr->zone && sr->machine_type) {
+		const char *dash = strrchr(sr->zone, '-');
+
+		c->why = vx_asprintf("no published price for %s%s%s in %.*s", sr->machine_type,
+				     sr->naccelerators ? " with " : "", sr->naccelerators ? sr->accelerators[0].type : "",
+				     dash ? (int)(dash - sr->zone) : (int)strlen(sr->zone), sr->zone);
+		if (!c->why)
+			return VX_ENOMEM;
+	}
+	return row ? idle_note(out, in, sr, row, c) : 0;
+}
+
+/* The change in hourly spend: runs started, minus runs stopped, plus reservations made, resized, deleted. */
+static void spend_change(struct capacity_report *out, const struct capacity_input *in)
+{
+	int known = 1, est = 0;
+
+	for (size_t i = 0; i < in->plan->n; i++) {
+		const struct plan_action *a = &in->plan->actions[i];
+		int upper = 0, stop_est = 0;
+		double r;
+
+		if (!action_stops(a))
+			continue;
+		r = stopped_rate(in, a, &upper, &stop_est);
+		if (r < 0)
+			out->delta_known = 0;
+		else
+			out->stopped_per_hour += r;
+	}
+	out->reservations_per_hour = reservations_delta(in, &known, &est);
+	if (!known)
+		out->delta_known = 0;
+	out->delta_per_hour = out->started_per_hour - out->stopped_per_hour + out->reservations_per_hour;
+}
+
+int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err)
+{
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -788,14 +1025,7 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		out->price_source = in->prices->source;
 		out->price_date = in->prices->date;
 	}
-	out->any = in->st->nreservations > 0;
-	for (size_t i = 0; i < in->st->njobs && !out->any; i++)
-		for (size_t k = 0; k < in->st->jobs[i].spec.npools && !out->any; k++) {
-			int64_t n;
-
-			out->any = pool_gpu(&in->st->jobs[i].spec.pools[k], &n) != NULL;
-		}
-	if (!out->any)
+	if (!(out->any = any_gpus(in->st)))
 		return 0;
 	/* Reservations first: their rows exist (held, in use) whether or not a job uses them. */
 	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++) {
@@ -803,203 +1033,18 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 
 		rc = reservation_row(out, in, &in->st->reservations[i], &row);
 	}
-	/* Two passes over the jobs in address order: what stays running, then what
+	/* Two passes over the runs in address order: what stays running, then what
 	 * starts, so a job that does not fit is the one the count passes the limit at. */
-	for (int pass = 0; pass < 2 && rc == 0; pass++) {
-		for (size_t i = 0; i < p->n && rc == 0; i++) {
-			const struct plan_action *a = &p->actions[i];
-			const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
-			const struct job_spec *spec;
-			const char *region;
-			int starts;
-
-			if (!j)
-				continue;
-			starts = action_starts(a);
-			if (pass == 0 ? !action_stays_running(a) : !starts)
-				continue;
-			if ((rc = job_cost(out, in, a, j, starts)) < 0)
-				break;
-			spec = stack_job_rung_spec(j, a->rung);
-			region = stack_job_rung_region(j, a->rung);
-			for (size_t k = 0; k < spec->npools && rc == 0; k++) {
-				const struct spec_pool *pool = &spec->pools[k];
-				const struct stack_reservation *sr = NULL;
-				const struct machines_gpu *gpu;
-				struct capacity_row *row;
-				int64_t per, need;
-
-				if (!(gpu = pool_gpu(pool, &per)))
-					continue;
-				need = per * pool->replica_count;
-				if (spec->reservation)
-					sr = stack_find_reservation(in->st, spec->reservation);
-				if (sr)
-					row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->d.address);
-				else
-					row = row_get(out, region, gpu, strategy_class(spec->strategy), NULL);
-				if (!row) {
-					rc = VX_ENOMEM;
-					break;
-				}
-				if (!sr && pass == 0) {
-					row->in_use += need;
-				} else if (pass == 1) {
-					int64_t before = row->in_use + row->adds;
-
-					row->adds += need;
-					if (!sr && !row->has_limit && in->limits &&
-					    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region,
-								   &row->limit) == 0)
-						row->has_limit = 1;
-					if (!sr && row->has_limit &&
-					    (rc = fit_undecided(out, in, row, a->address, before, need)) != 0) {
-						rc = rc < 0 ? rc : 0;
-						continue;
-					}
-					if (sr && row->has_limit && row->limit >= 0 && before + need > row->limit)
-						rc = vx_diags_add(&out->misfits, NULL, 0, 0,
-							"%s: does not fit: needs %lld %s on %s (%s), which holds %lld, "
-							"%lld in use or taken by declared jobs before it: %lld free",
-							a->address, (long long)need, gpu->display, row->reservation,
-							row->region, (long long)row->limit, (long long)before,
-							(long long)(row->limit > before ? row->limit - before : 0));
-					else if (!sr && row->has_limit && row->limit >= 0 && before + need > row->limit)
-						rc = vx_diags_add(&out->misfits, NULL, 0, 0,
-							"%s: does not fit: needs %lld %s %s in %s, limit %lld, %lld in use "
-							"or started before it: %lld free",
-							a->address, (long long)need, capacity_class_name(row->cls),
-							gpu->display, row->region, (long long)row->limit, (long long)before,
-							(long long)(row->limit > before ? row->limit - before : 0));
-				}
-			}
-			if (rc == 0 && pass == 1) {
-				const struct capacity_cost *c = &out->costs[out->ncosts - 1];
-
-				if (!c->known)
-					out->delta_known = 0;
-				out->started_per_hour += c->usd_per_hour;
-				out->max_total += c->usd_max;
-				out->delta_upper_bound |= c->upper_bound;
-			}
-		}
-	}
-	for (size_t i = 0; i < out->nrows && rc == 0; i++) {
-		struct capacity_row *row = &out->rows[i];
-
-		if (row->cls != CAPACITY_RESERVATION && !row->has_limit && in->limits &&
-		    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region, &row->limit) == 0)
-			row->has_limit = 1;
-		row_fits(row, out->limits_read);
-		row_request(row, in);
-		if (row->cls != CAPACITY_RESERVATION && !row->has_limit && in->limits_error && !row->unknown &&
-		    !(row->unknown = vx_asprintf("quota limits not read: %s", in->limits_error))) {
-			rc = VX_ENOMEM;
-			break;
-		}
-		if (row->unknown)
-			row->fits = 0;
-		if (row->cls != CAPACITY_RESERVATION && !row->has_limit && row->adds && in->limits)
-			rc = vx_diags_add(&out->misfits, NULL, 0, 0,
-					  "%s %s GPUs in %s: Cloud Quotas returned no limit for %s: unknown, not "
-					  "counted as fitting", capacity_class_name(row->cls), row->display, row->region,
-					  row->quota_id);
-	}
+	for (int pass = 0; pass < 2 && rc == 0; pass++)
+		for (size_t i = 0; i < in->plan->n && rc == 0; i++)
+			rc = count_run(out, in, &in->plan->actions[i], pass);
+	for (size_t i = 0; i < out->nrows && rc == 0; i++)
+		rc = row_finish(out, in, &out->rows[i]);
 	/* Reservations: what they cost held, and how much of them declared jobs use. */
-	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++) {
-		const struct stack_reservation *sr = &in->st->reservations[i];
-		const struct live_reservation *lr = live_reservation_find(in->live, sr);
-		struct capacity_cost *c;
-		struct capacity_row *row = NULL;
-		int64_t vms = lr ? lr->count : sr->count, held, used = 0;
-		double rate;
-		struct vx_buf note = VX_BUF_INIT;
-
-		for (size_t k = 0; k < p->n; k++)
-			if (!strcmp(p->actions[k].address, sr->d.address) && p->actions[k].kind == PLAN_DELETE)
-				vms = 0;
-		if (!vms)
-			continue;
-		for (size_t k = 0; k < out->nrows; k++)
-			if (out->rows[k].reservation && !strcmp(out->rows[k].reservation, sr->d.address))
-				row = &out->rows[k];
-		if (!(c = cost_add(out, sr->d.address))) {
-			rc = VX_ENOMEM;
-			break;
-		}
-		c->running = 1;
-		rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type,
-					   sr->naccelerators ? sr->accelerators[0].type : NULL,
-					   sr->naccelerators ? sr->accelerators[0].count : 0, &c->estimate);
-		c->known = rate >= 0;
-		c->usd_per_hour = c->known ? rate * (double)vms : 0;
-		if (!c->known && in->prices && sr->zone && sr->machine_type) {
-			const char *dash = strrchr(sr->zone, '-');
-
-			c->why = vx_asprintf("no published price for %s%s%s in %.*s", sr->machine_type,
-					     sr->naccelerators ? " with " : "",
-					     sr->naccelerators ? sr->accelerators[0].type : "",
-					     dash ? (int)(dash - sr->zone) : (int)strlen(sr->zone), sr->zone);
-			if (!c->why) {
-				rc = VX_ENOMEM;
-				break;
-			}
-		}
-		if (!row)
-			continue;
-		held = row->limit;
-		/* Declared jobs' GPUs on it: those that run and stay plus those started. */
-		used = row->adds;
-		for (size_t k = 0; k < p->n; k++) {
-			const struct plan_action *a = &p->actions[k];
-			const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
-			const struct job_spec *js = j ? stack_job_rung_spec(j, a->rung) : NULL;
-
-			if (!js || !js->reservation || strcmp(js->reservation, sr->d.name) != 0 ||
-			    !action_stays_running(a))
-				continue;
-			for (size_t q = 0; q < js->npools; q++) {
-				int64_t per;
-
-				if (pool_gpu(&js->pools[q], &per))
-					used += per * js->pools[q].replica_count;
-			}
-		}
-		if (used >= held)
-			continue;
-		rc = vx_buf_printf(&note, "%lld %s held, %lld used by declared jobs: ", (long long)held, row->display,
-				   (long long)used);
-		if (rc == 0)
-			rc = capacity_money(&note, out->currency, c->known && held ? c->usd_per_hour *
-					    (double)(held - used) / (double)held : -1, 2);
-		if (rc == 0)
-			rc = vx_buf_adds(&note, "/h idle");
-		if (rc == 0 && !(c->note = vx_strdup(vx_buf_str(&note))))
-			rc = VX_ENOMEM;
-		vx_buf_release(&note);
-	}
-	/* The change in hourly spend: runs started, minus runs stopped, plus reservations made, resized, deleted. */
-	for (size_t i = 0; i < p->n && rc == 0; i++) {
-		const struct plan_action *a = &p->actions[i];
-		int upper = 0, est = 0;
-		double r;
-
-		if (!action_stops(a))
-			continue;
-		r = stopped_rate(in, a, &upper, &est);
-		if (r < 0)
-			out->delta_known = 0;
-		else
-			out->stopped_per_hour += r;
-	}
-	if (rc == 0) {
-		int known = 1, est = 0;
-
-		out->reservations_per_hour = reservations_delta(in, &known, &est);
-		if (!known)
-			out->delta_known = 0;
-		out->delta_per_hour = out->started_per_hour - out->stopped_per_hour + out->reservations_per_hour;
-	}
+	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++)
+		rc = reservation_cost(out, in, &in->st->reservations[i]);
+	if (rc == 0)
+		spend_change(out, in);
 	if (rc == 0 && out->nrows > 1)
 		qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row);
 	if (rc < 0) {

@@ -32,6 +32,7 @@
 #include "util/err.h"
 
 struct plan;
+struct plan_action;
 struct planner;
 struct planner_options;
 struct provider;
@@ -98,6 +99,38 @@ struct kind_plan_input {
 	void **scratch;
 };
 
+/*
+ * How a kind's resources cost, for the plan's cost line (reconcile/render.c)
+ * and vx report (reconcile/report.c).
+ */
+enum kind_cost {
+	KIND_COST_NONE = 0, /* nothing billed by vx's figures (a quota preference) */
+	/* A run bills while it runs, and its timeout bounds it: the plan shows
+	 * "at most" (rate x timeout x attempts left). */
+	KIND_COST_RUN,
+	/* Bills by the hour while it exists, used or not, until deleted: its
+	 * state runs' values are the VMs held, which vx report prices. */
+	KIND_COST_HELD,
+};
+
+struct job_spec;
+
+/* What machines one plan action holds or asks for (reconcile/capacity.c). */
+struct kind_capacity {
+	/* A run the action starts or keeps: the machines of the rung it runs
+	 * on, their region, and the attempts its job may make; NULL: none. */
+	const struct job_spec *run;
+	const char *region;
+	int64_t max_attempts;
+	/* VMs it holds (made, resized or deleted by the action, old_value to
+	 * new_value): 1 with what is known of them (NULL: unknown), else 0. */
+	int holds;
+	const char *zone;
+	const char *machine_type;
+	const char *accelerator;   /* the Compute Engine GPU name, or NULL */
+	int64_t accelerator_count; /* GPUs per VM */
+};
+
 struct kind {
 	const char *name;       /* the YAML document's kind and the state record's kind: "Reservation" */
 	/*
@@ -148,6 +181,14 @@ struct kind {
 	 * VX_ENOMEM (then partly done). NULL: nothing to migrate.
 	 */
 	int (*migrate)(struct state *state, const struct stack *st, size_t *migrated);
+	/* How its resources cost (the plan's cost line, vx report's sections). */
+	enum kind_cost cost;
+	/*
+	 * What machines action a of this kind holds or asks for, into *out
+	 * (zeroed by the caller): the capacity check and the change of spend
+	 * read actions only through it. NULL: the kind holds no machines.
+	 */
+	void (*capacity)(const struct plan_action *a, struct kind_capacity *out);
 };
 
 extern const struct kind kind_job;

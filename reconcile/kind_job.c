@@ -638,6 +638,23 @@ static const struct stack_decl *job_find_decl(const struct stack *st, const char
 	return x ? &x->d : NULL;
 }
 
+/*
+ * A job's action asks for the machines of the rung its run starts or runs
+ * on, in that rung's region (capacity.c decides whether it starts, stays or
+ * stops). An action with no declaration (a job no longer declared) asks
+ * for nothing.
+ */
+static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
+{
+	const struct stack_job *j = a->decl ? a->decl->user : NULL;
+
+	if (!j)
+		return;
+	out->run = stack_job_rung_spec(j, a->rung);
+	out->region = stack_job_rung_region(j, a->rung);
+	out->max_attempts = j->max_attempts;
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
@@ -648,4 +665,6 @@ const struct kind kind_job = {
 	.apply = job_apply,
 	.plan_release = job_plan_release,
 	.migrate = job_migrate,
+	.cost = KIND_COST_RUN,
+	.capacity = job_capacity,
 };

@@ -505,4 +505,5 @@ const struct kind kind_quota = {
 	.refresh = quota_refresh,
 	.plan = quota_plan,
 	.apply = quota_apply,
+	.cost = KIND_COST_NONE,
 };

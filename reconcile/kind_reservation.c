@@ -766,6 +766,29 @@ static const struct stack_decl *res_find_decl(const struct stack *st, const char
 	return x ? &x->d : NULL;
 }
 
+/*
+ * A reservation's action holds VMs: the declared machine when declared,
+ * else the live one's (a reservation no longer declared, being deleted).
+ */
+static void res_capacity(const struct plan_action *a, struct kind_capacity *out)
+{
+	const struct stack_reservation *sr = a->kdecl;
+	const struct live_reservation *lr = a->klive;
+
+	out->holds = 1;
+	if (sr) {
+		out->zone = sr->zone;
+		out->machine_type = sr->machine_type;
+		out->accelerator = sr->naccelerators ? sr->accelerators[0].type : NULL;
+		out->accelerator_count = sr->naccelerators ? sr->accelerators[0].count : 0;
+	} else if (lr) {
+		out->zone = lr->zone;
+		out->machine_type = lr->machine_type;
+		out->accelerator = lr->accelerator_type;
+		out->accelerator_count = lr->accelerator_count;
+	}
+}
+
 const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
@@ -775,4 +798,6 @@ const struct kind kind_reservation = {
 	.refresh = res_refresh,
 	.plan = res_plan,
 	.apply = res_apply,
+	.cost = KIND_COST_HELD,
+	.capacity = res_capacity,
 };

@@ -297,6 +297,14 @@ static int timeout_text(struct vx_buf *b, int64_t s)
 	return vx_buf_printf(b, "%llds", (long long)s);
 }
 
+/* How the resource at k's address costs: its kind's rule (struct kind's cost slot). */
+static enum kind_cost cost_rule(const struct capacity_cost *k)
+{
+	const struct kind *kd = kind_of_address(k->address);
+
+	return kd ? kd->cost : KIND_COST_NONE;
+}
+
 /*
  * "$88.49/h, at most $14,866.32 (7-day default timeout × 3 attempts left)"
  * for one action, or "unknown price": at most is the rate for the whole
@@ -304,6 +312,7 @@ static int timeout_text(struct vx_buf *b, int64_t s)
  */
 static int cost_text(struct vx_buf *b, const struct capacity_report *c, const struct capacity_cost *k)
 {
+	enum kind_cost rule = cost_rule(k);
 	int rc;
 
 	if (!k->known)
@@ -311,7 +320,7 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 	rc = capacity_money(b, c->currency, k->usd_per_hour, 2);
 	if (rc == 0)
 		rc = vx_buf_adds(b, "/h");
-	if (rc == 0 && !strncmp(k->address, "job.", 4)) {
+	if (rc == 0 && rule == KIND_COST_RUN) {
 		rc = vx_buf_adds(b, ", at most ");
 		if (rc == 0)
 			rc = capacity_money(b, c->currency, k->usd_max, 2);
@@ -323,8 +332,8 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 			rc = vx_buf_printf(b, "%s timeout × %lld attempt%s left)", k->default_timeout ? " default" : "",
 					   (long long)k->attempts_left, k->attempts_left == 1 ? "" : "s");
 	}
-	/* A reservation has no timeout: it bills by the hour, used or not, until deleted. */
-	if (rc == 0 && !strncmp(k->address, "reservation.", 12))
+	/* What is held (a reservation) has no timeout: it bills by the hour, used or not, until deleted. */
+	if (rc == 0 && rule == KIND_COST_HELD)
 		rc = vx_buf_adds(b, " while it exists (used or not, until deleted)");
 	if (rc == 0 && k->upper_bound)
 		rc = vx_buf_adds(b, " (upper bound: on-demand rate)");
@@ -583,16 +592,39 @@ static int sweep_block(struct vx_buf *b, const struct plan_sweep *s, const struc
 	return rc;
 }
 
-int render_plan_human(struct vx_buf *b, const struct plan *p, const struct render_header *h, int color)
+/* One change: its symbol and address, then its shape, reason, and the job it cancels or adopts. */
+static int action_human(struct vx_buf *b, const struct plan_action *a, int color)
 {
-	int rc = header_human(b, h);
-	size_t notes = 0;
+	int rc = vx_buf_printf(b, "  %s%s", color ? kind_color(a->kind) : "", color ? C_BOLD : "");
+
+	if (rc == 0)
+		rc = add_symbol(b, a->kind);
+	if (rc == 0)
+		rc = vx_buf_printf(b, " %s%s %s\n", a->address, color ? C_RESET : "", plan_kind_name(a->kind));
+	if (rc == 0 && a->shape)
+		rc = vx_buf_printf(b, "        %s%s%s\n", a->shape, a->region ? " in " : "", a->region ? a->region : "");
+	if (rc == 0 && a->reason) {
+		rc = vx_buf_adds(b, "        ");
+		if (rc == 0)
+			rc = reason_text(b, a);
+		if (rc == 0)
+			rc = vx_buf_addc(b, '\n');
+	}
+	if (rc == 0 && a->cancel_name)
+		rc = vx_buf_printf(b, "        cancels %s\n", a->cancel_name);
+	if (rc == 0 && a->adopt_name)
+		rc = vx_buf_printf(b, "        adopts %s\n", a->adopt_name);
+	return rc;
+}
+
+/* The changes, in address order; a sweep's creates and waits as one block where its first run is. */
+static int changes_human(struct vx_buf *b, const struct plan *p, const struct render_header *h, int color)
+{
 	unsigned char *shown = p->nsweeps ? calloc(p->nsweeps, 1) : NULL;
+	int rc = 0;
 
 	if (p->nsweeps && !shown)
 		return VX_ENOMEM;
-	if (rc == 0 && (plan_has_changes(p) || p->counts[PLAN_WAIT]))
-		rc = vx_buf_addc(b, '\n');
 	for (size_t i = 0; rc == 0 && i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
 		const struct plan_sweep *s;
@@ -608,27 +640,18 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 			shown[s - p->sweeps] = 1;
 			continue;
 		}
-		rc = vx_buf_printf(b, "  %s%s", color ? kind_color(a->kind) : "", color ? C_BOLD : "");
-		if (rc == 0)
-			rc = add_symbol(b, a->kind);
-		if (rc == 0)
-			rc = vx_buf_printf(b, " %s%s %s\n", a->address, color ? C_RESET : "",
-					   plan_kind_name(a->kind));
-		if (rc == 0 && a->shape)
-			rc = vx_buf_printf(b, "        %s%s%s\n", a->shape, a->region ? " in " : "",
-					   a->region ? a->region : "");
-		if (rc == 0 && a->reason) {
-			rc = vx_buf_adds(b, "        ");
-			if (rc == 0)
-				rc = reason_text(b, a);
-			if (rc == 0)
-				rc = vx_buf_addc(b, '\n');
-		}
-		if (rc == 0 && a->cancel_name)
-			rc = vx_buf_printf(b, "        cancels %s\n", a->cancel_name);
-		if (rc == 0 && a->adopt_name)
-			rc = vx_buf_printf(b, "        adopts %s\n", a->adopt_name);
+		rc = action_human(b, a, color);
 	}
+	free(shown);
+	return rc;
+}
+
+/* "No change:" and why, for the unchanged addresses that have a reason or drifted. */
+static int unchanged_human(struct vx_buf *b, const struct plan *p)
+{
+	size_t notes = 0;
+	int rc = 0;
+
 	for (size_t i = 0; rc == 0 && i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
 
@@ -643,9 +666,15 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		if (rc == 0)
 			rc = vx_buf_addc(b, '\n');
 	}
-	if (rc == 0 && h->capacity)
-		rc = capacity_human(b, h->capacity);
-	if (rc == 0 && p->drifts) {
+	return rc;
+}
+
+/* What a reviewer must read besides the changes: drift, warnings, and the errors that stop an apply. */
+static int notices_human(struct vx_buf *b, const struct plan *p, int color)
+{
+	int rc = 0;
+
+	if (p->drifts) {
 		rc = vx_buf_printf(b, "\n%sDrift%s (changed outside vx):\n", color ? C_YELLOW : "",
 				   color ? C_RESET : "");
 		for (size_t i = 0; rc == 0 && i < p->n; i++)
@@ -664,8 +693,14 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		for (size_t i = 0; rc == 0 && i < p->errors.n; i++)
 			rc = vx_buf_printf(b, "  %s\n", p->errors.items[i].msg);
 	}
-	if (rc == 0)
-		rc = vx_buf_printf(b, "\n%sPlan:%s ", color ? C_BOLD : "", color ? C_RESET : "");
+	return rc;
+}
+
+/* "Plan: 1 to create, ... Cost: + $1.10/h while running, ...": the last line. */
+static int totals_human(struct vx_buf *b, const struct plan *p, const struct render_header *h, int color)
+{
+	int rc = vx_buf_printf(b, "\n%sPlan:%s ", color ? C_BOLD : "", color ? C_RESET : "");
+
 	if (rc == 0)
 		rc = summary(b, p);
 	if (rc == 0)
@@ -678,7 +713,25 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 		rc = cost_summary(b, h->capacity);
 	if (rc == 0 && h->capacity)
 		rc = vx_buf_adds(b, ".\n");
-	free(shown);
+	return rc;
+}
+
+int render_plan_human(struct vx_buf *b, const struct plan *p, const struct render_header *h, int color)
+{
+	int rc = header_human(b, h);
+
+	if (rc == 0 && (plan_has_changes(p) || p->counts[PLAN_WAIT]))
+		rc = vx_buf_addc(b, '\n');
+	if (rc == 0)
+		rc = changes_human(b, p, h, color);
+	if (rc == 0)
+		rc = unchanged_human(b, p);
+	if (rc == 0 && h->capacity)
+		rc = capacity_human(b, h->capacity);
+	if (rc == 0)
+		rc = notices_human(b, p, color);
+	if (rc == 0)
+		rc = totals_human(b, p, h, color);
 	return rc;
 }
 
@@ -805,13 +858,14 @@ static cJSON *error_json(const struct plan_action *a)
 static cJSON *cost_json(const struct capacity_cost *k)
 {
 	cJSON *o = cJSON_CreateObject();
-	int rc = 0;
+	int rc = 0, bounded;
 
 	if (!o)
 		return NULL;
 	rc |= add(o, "usd_per_hour", k->known ? cJSON_CreateNumber(k->usd_per_hour) : cJSON_CreateNull());
-	rc |= add(o, "usd_max", k->known && !strncmp(k->address, "job.", 4) ? cJSON_CreateNumber(k->usd_max)
-									     : cJSON_CreateNull());
+	/* At most: what a run's timeout bounds; null for what bills until deleted. */
+	bounded = k->known && cost_rule(k) == KIND_COST_RUN;
+	rc |= add(o, "usd_max", bounded ? cJSON_CreateNumber(k->usd_max) : cJSON_CreateNull());
 	rc |= add(o, "upper_bound", cJSON_CreateBool(k->upper_bound));
 	rc |= add(o, "estimate", cJSON_CreateBool(k->estimate));
 	rc |= add(o, "unknown_reason", str_or_null(k->why));
@@ -830,7 +884,8 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 	if (!o)
 		return NULL;
 	rc |= add(o, "address", cJSON_CreateString(a->address));
-	rc |= add(o, "kind", cJSON_CreateString(a->kind_of ? a->kind_of->name : "CustomJob"));
+	/* Every action carries its kind (plan_add_action). */
+	rc |= add(o, "kind", str_or_null(a->kind_of ? a->kind_of->name : NULL));
 	rc |= add(o, "action", cJSON_CreateString(plan_kind_name(a->kind)));
 	rc |= add(o, "reason", str_or_null(a->reason));
 	rc |= add(o, "drift", str_or_null(a->drift));
@@ -921,14 +976,35 @@ static int capacity_json(cJSON *root, const struct capacity_report *c)
 	return rc ? VX_ENOMEM : 0;
 }
 
-int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render_header *h)
+/* key: an array of the n strings of list. */
+static int strings_json(cJSON *root, const char *key, const char *const *list, size_t n)
 {
-	cJSON *root = cJSON_CreateObject(), *state = NULL, *arr = NULL, *sum = NULL, *errs = NULL, *regs = NULL;
-	char *text = NULL;
+	cJSON *arr = cJSON_CreateArray();
+	int rc = add(root, key, arr);
+
+	for (size_t i = 0; arr && i < n; i++)
+		if (!cJSON_AddItemToArray(arr, cJSON_CreateString(list[i])))
+			rc = VX_ENOMEM;
+	return rc;
+}
+
+/* key: an array of the messages of d (the plan's errors, warnings). */
+static int diags_json(cJSON *root, const char *key, const struct vx_diags *d)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int rc = add(root, key, arr);
+
+	for (size_t i = 0; arr && i < d->n; i++)
+		if (!cJSON_AddItemToArray(arr, cJSON_CreateString(d->items[i].msg)))
+			rc = VX_ENOMEM;
+	return rc;
+}
+
+/* What was planned, where, by whom and against what: the members before "state". */
+static int header_json(cJSON *root, const struct render_header *h)
+{
 	int rc = 0;
 
-	if (!root)
-		return VX_ENOMEM;
 	rc |= add(root, "format_version", cJSON_CreateNumber(PLAN_FORMAT_VERSION));
 	rc |= add(root, "vx_version", cJSON_CreateString(VX_VERSION));
 	rc |= add(root, "stack", cJSON_CreateString(h->stack));
@@ -950,70 +1026,66 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 			rc |= add(by, "pull_request_url", str_or_null(h->pr_url));
 		}
 	}
-	regs = cJSON_CreateArray();
-	rc |= add(root, "regions", regs);
-	for (size_t i = 0; regs && i < h->nregions; i++)
-		if (!cJSON_AddItemToArray(regs, cJSON_CreateString(h->regions[i])))
-			rc = VX_ENOMEM;
-	regs = cJSON_CreateArray();
-	rc |= add(root, "targets", regs);
-	for (size_t i = 0; regs && i < h->ntargets; i++)
-		if (!cJSON_AddItemToArray(regs, cJSON_CreateString(h->targets[i])))
-			rc = VX_ENOMEM;
+	rc |= strings_json(root, "regions", h->regions, h->nregions);
+	rc |= strings_json(root, "targets", h->targets, h->ntargets);
 	/* Only when given: what was reviewed is applied under the same choice. */
 	if (h->allow_other_lineage)
 		rc |= add(root, "allow_other_lineage", cJSON_CreateTrue());
 	if (h->allow_released)
 		rc |= add(root, "allow_released", cJSON_CreateTrue());
-	state = cJSON_CreateObject();
-	rc |= add(root, "state", state);
-	if (state) {
-		char serial[24];
+	return rc;
+}
 
-		snprintf(serial, sizeof(serial), "%" PRIu64, h->state_serial);
-		rc |= add(state, "backend", str_or_null(h->backend));
-		rc |= add(state, "ref", str_or_null(h->state_ref));
-		rc |= add(state, "commit", str_or_null(h->state_commit));
-		/* A string: JSON numbers lose precision past 2^53. */
-		rc |= add(state, "serial", cJSON_CreateString(serial));
-		rc |= add(state, "lineage", str_or_null(h->state_lineage));
-		if (h->state_salt)
-			rc |= add(state, "salt", cJSON_CreateString(h->state_salt));
-	}
-	arr = cJSON_CreateArray();
-	rc |= add(root, "actions", arr);
+/* "state": the state the plan was made against. */
+static int state_json(cJSON *root, const struct render_header *h)
+{
+	cJSON *state = cJSON_CreateObject();
+	int rc = add(root, "state", state);
+	char serial[24];
+
+	if (!state)
+		return rc;
+	snprintf(serial, sizeof(serial), "%" PRIu64, h->state_serial);
+	rc |= add(state, "backend", str_or_null(h->backend));
+	rc |= add(state, "ref", str_or_null(h->state_ref));
+	rc |= add(state, "commit", str_or_null(h->state_commit));
+	/* A string: JSON numbers lose precision past 2^53. */
+	rc |= add(state, "serial", cJSON_CreateString(serial));
+	rc |= add(state, "lineage", str_or_null(h->state_lineage));
+	if (h->state_salt)
+		rc |= add(state, "salt", cJSON_CreateString(h->state_salt));
+	return rc;
+}
+
+static int actions_json(cJSON *root, const struct plan *p, const struct capacity_report *cap)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int rc = add(root, "actions", arr);
+
 	for (size_t i = 0; arr && i < p->n; i++) {
-		cJSON *a = action_json(&p->actions[i], h->capacity);
+		cJSON *a = action_json(&p->actions[i], cap);
 
 		if (!a || !cJSON_AddItemToArray(arr, a)) {
 			cJSON_Delete(a);
 			rc = VX_ENOMEM;
 		}
 	}
-	errs = cJSON_CreateArray();
-	rc |= add(root, "errors", errs);
-	for (size_t i = 0; errs && i < p->errors.n; i++)
-		if (!cJSON_AddItemToArray(errs, cJSON_CreateString(p->errors.items[i].msg)))
-			rc = VX_ENOMEM;
-	errs = cJSON_CreateArray();
-	rc |= add(root, "warnings", errs);
-	for (size_t i = 0; errs && i < p->warnings.n; i++)
-		if (!cJSON_AddItemToArray(errs, cJSON_CreateString(p->warnings.items[i].msg)))
-			rc = VX_ENOMEM;
-	sum = cJSON_CreateObject();
-	rc |= add(root, "summary", sum);
-	for (int k = 0; sum && k < PLAN_KIND_COUNT; k++)
-		rc |= add(sum, plan_kind_name((enum plan_kind)k), cJSON_CreateNumber((double)p->counts[k]));
-	errs = cJSON_CreateArray();
-	rc |= add(root, "sweeps", errs);
-	for (size_t i = 0; errs && i < p->nsweeps; i++) {
+	return rc;
+}
+
+/* "sweeps": each sweep's counts, as the human plan's block shows them. */
+static int sweeps_json(cJSON *root, const struct plan *p)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int rc = add(root, "sweeps", arr);
+
+	for (size_t i = 0; arr && i < p->nsweeps; i++) {
 		const struct plan_sweep *s = &p->sweeps[i];
 		cJSON *o = cJSON_CreateObject();
 
-		if (!o || !cJSON_AddItemToArray(errs, o)) {
+		if (!o || !cJSON_AddItemToArray(arr, o)) {
 			cJSON_Delete(o);
-			rc = VX_ENOMEM;
-			break;
+			return VX_ENOMEM;
 		}
 		rc |= add(o, "address", cJSON_CreateString(s->address));
 		rc |= add(o, "runs", cJSON_CreateNumber((double)s->runs));
@@ -1028,11 +1100,40 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 							 : cJSON_CreateNull());
 		rc |= add(o, "held", str_or_null(s->held));
 	}
+	return rc;
+}
+
+/* The plan's body: actions, errors and warnings, counts, sweeps, then quota and cost. */
+static int body_json(cJSON *root, const struct plan *p, const struct render_header *h)
+{
+	cJSON *sum = cJSON_CreateObject();
+	int rc = actions_json(root, p, h->capacity);
+
+	rc |= diags_json(root, "errors", &p->errors);
+	rc |= diags_json(root, "warnings", &p->warnings);
+	rc |= add(root, "summary", sum);
+	for (int k = 0; sum && k < PLAN_KIND_COUNT; k++)
+		rc |= add(sum, plan_kind_name((enum plan_kind)k), cJSON_CreateNumber((double)p->counts[k]));
+	rc |= sweeps_json(root, p);
 	rc |= add(root, "drift_count", cJSON_CreateNumber((double)p->drifts));
 	rc |= add(root, "refused_count", cJSON_CreateNumber((double)refused_count(p)));
 	rc |= add(root, "changes", cJSON_CreateBool(plan_has_changes(p)));
 	if (h->capacity)
 		rc |= capacity_json(root, h->capacity);
+	return rc;
+}
+
+int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render_header *h)
+{
+	cJSON *root = cJSON_CreateObject();
+	char *text = NULL;
+	int rc = 0;
+
+	if (!root)
+		return VX_ENOMEM;
+	rc |= header_json(root, h);
+	rc |= state_json(root, h);
+	rc |= body_json(root, p, h);
 	if (h->rendered_human && h->rendered_markdown) {
 		cJSON *r = cJSON_CreateObject();
 
@@ -1139,13 +1240,128 @@ static int64_t get_int(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
 }
 
+/* A pull request number: null or absent, or a whole number from 1 to 999999999. */
+static int pr_number_ok(const cJSON *n)
+{
+	if (!n || cJSON_IsNull(n))
+		return 1;
+	return cJSON_IsNumber(n) && n->valuedouble >= 1 && n->valuedouble <= 999999999 &&
+	       n->valuedouble == (double)(int64_t)n->valuedouble;
+}
+
+/* "planned_by", when there: the actor and the pull request number (1 to 999999999) or null. */
+static int parse_planned_by(struct saved_plan *out, const cJSON *root, struct vx_err *err)
+{
+	const cJSON *by = cJSON_GetObjectItemCaseSensitive(root, "planned_by");
+	const cJSON *n;
+	int rc;
+
+	if (!by || cJSON_IsNull(by))
+		return 0;
+	n = cJSON_GetObjectItemCaseSensitive(by, "pull_request");
+	if (!cJSON_IsObject(by) || !pr_number_ok(n))
+		return vx_err_set(err, VX_EINVAL, "saved plan: \"planned_by\" must be an object "
+						  "with an actor and a pull request number");
+	if ((rc = get_str(by, "actor", &out->planned_by, 1, err)) < 0 ||
+	    (rc = get_str(by, "pull_request_url", &out->pr_url, 0, err)) < 0)
+		return rc;
+	/* cJSON_IsNumber(NULL) is false, which the analyzer cannot see in the library.
+	 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
+	out->pr_number = cJSON_IsNumber(n) ? (int64_t)n->valuedouble : 0;
+	return 0;
+}
+
+/* "targets": the -target addresses, strings (absent: none). */
+static int parse_targets(struct saved_plan *out, const cJSON *root, struct vx_err *err)
+{
+	const cJSON *t, *targets = cJSON_GetObjectItemCaseSensitive(root, "targets");
+
+	if (targets && !cJSON_IsArray(targets))
+		return vx_err_set(err, VX_EINVAL, "saved plan: \"targets\" must be an array");
+	out->targets = calloc((size_t)cJSON_GetArraySize(targets) + 1, sizeof(*out->targets));
+	if (!out->targets)
+		return vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
+	cJSON_ArrayForEach(t, targets)
+	{
+		if (!cJSON_IsString(t))
+			return vx_err_set(err, VX_EINVAL, "saved plan: \"targets\" must hold strings");
+		out->targets[out->ntargets] = strdup(t->valuestring);
+		if (!out->targets[out->ntargets++])
+			return vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
+	}
+	return 0;
+}
+
+/* "state": the commit, lineage and salt of the state planned against, and its serial (a string). */
+static int parse_state(struct saved_plan *out, const cJSON *root, struct vx_err *err)
+{
+	const cJSON *state = cJSON_GetObjectItemCaseSensitive(root, "state");
+	char *serial = NULL;
+	int rc;
+
+	if (!cJSON_IsObject(state))
+		return vx_err_set(err, VX_EINVAL, "saved plan: \"state\" is missing");
+	if ((rc = get_str(state, "commit", &out->state_commit, 0, err)) < 0 ||
+	    (rc = get_str(state, "lineage", &out->state_lineage, 0, err)) < 0 ||
+	    (rc = get_str(state, "salt", &out->state_salt, 0, err)) < 0 ||
+	    (rc = get_str(state, "serial", &serial, 1, err)) < 0) {
+		free(serial);
+		return rc;
+	}
+	out->state_serial = serial ? strtoull(serial, NULL, 10) : 0;
+	free(serial);
+	return 0;
+}
+
+/* actions[i], a: what to do where, and the run it starts (its rung, attempt, spec hash). */
+static int parse_action(struct saved_action *sa, const cJSON *a, size_t i, struct vx_err *err)
+{
+	const cJSON *after = cJSON_GetObjectItemCaseSensitive(a, "after");
+	int rc;
+
+	if (!cJSON_IsObject(a))
+		return vx_err_set(err, VX_EINVAL, "saved plan: actions[%zu] is not an object", i);
+	if ((rc = get_str(a, "address", &sa->address, 1, err)) < 0 ||
+	    (rc = get_str(a, "action", &sa->action, 1, err)) < 0 ||
+	    (rc = get_str(a, "cancel", &sa->cancel_name, 0, err)) < 0 ||
+	    (rc = get_str(a, "adopt", &sa->adopt_name, 0, err)) < 0 ||
+	    (rc = get_str(a, "region", &sa->region, 0, err)) < 0)
+		return rc;
+	if (cJSON_IsObject(after)) {
+		if ((rc = get_str(after, "spec_hash", &sa->spec_hash, 0, err)) < 0)
+			return rc;
+		sa->run = get_int(after, "run");
+		sa->attempt = get_int(after, "attempt");
+		sa->has_rung = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(after, "rung"));
+		sa->rung = get_int(after, "rung");
+	}
+	return 0;
+}
+
+static int parse_actions(struct saved_plan *out, const cJSON *root, struct vx_err *err)
+{
+	const cJSON *a, *actions = cJSON_GetObjectItemCaseSensitive(root, "actions");
+	int rc;
+
+	if (!cJSON_IsArray(actions))
+		return vx_err_set(err, VX_EINVAL, "saved plan: \"actions\" must be an array");
+	out->actions = calloc((size_t)cJSON_GetArraySize(actions) + 1, sizeof(*out->actions));
+	if (!out->actions)
+		return vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
+	cJSON_ArrayForEach(a, actions)
+	{
+		/* Counted before it is read: saved_plan_release frees what a failed action holds. */
+		out->n++;
+		if ((rc = parse_action(&out->actions[out->n - 1], a, out->n - 1, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struct vx_err *err)
 {
 	cJSON *root = cJSON_ParseWithLength(json, len);
-	const cJSON *state, *actions, *a;
-	char *serial = NULL;
 	int rc = 0;
-	size_t i = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!root || !cJSON_IsObject(root)) {
@@ -1166,98 +1382,11 @@ int saved_plan_parse(struct saved_plan *out, const char *json, size_t len, struc
 	out->refresh = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "refresh"));
 	out->allow_other_lineage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "allow_other_lineage"));
 	out->allow_released = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "allow_released"));
-	{
-		const cJSON *by = cJSON_GetObjectItemCaseSensitive(root, "planned_by");
-
-		if (by && !cJSON_IsNull(by)) {
-			const cJSON *n = cJSON_GetObjectItemCaseSensitive(by, "pull_request");
-
-			if (!cJSON_IsObject(by) || (n && !cJSON_IsNull(n) && (!cJSON_IsNumber(n) ||
-			    n->valuedouble < 1 || n->valuedouble > 999999999 ||
-			    n->valuedouble != (double)(int64_t)n->valuedouble))) {
-				rc = vx_err_set(err, VX_EINVAL, "saved plan: \"planned_by\" must be an object "
-						"with an actor and a pull request number");
-				goto done;
-			}
-			if ((rc = get_str(by, "actor", &out->planned_by, 1, err)) < 0 ||
-			    (rc = get_str(by, "pull_request_url", &out->pr_url, 0, err)) < 0)
-				goto done;
-			/* cJSON_IsNumber(NULL) is false, which the analyzer cannot see in the library.
-			 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
-			out->pr_number = cJSON_IsNumber(n) ? (int64_t)n->valuedouble : 0;
-		}
-	}
-	{
-		const cJSON *t, *targets = cJSON_GetObjectItemCaseSensitive(root, "targets");
-
-		if (targets && !cJSON_IsArray(targets)) {
-			rc = vx_err_set(err, VX_EINVAL, "saved plan: \"targets\" must be an array");
-			goto done;
-		}
-		out->targets = calloc((size_t)cJSON_GetArraySize(targets) + 1, sizeof(*out->targets));
-		if (!out->targets) {
-			rc = vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
-			goto done;
-		}
-		cJSON_ArrayForEach(t, targets) {
-			if (!cJSON_IsString(t)) {
-				rc = vx_err_set(err, VX_EINVAL, "saved plan: \"targets\" must hold strings");
-				goto done;
-			}
-			out->targets[out->ntargets] = strdup(t->valuestring);
-			if (!out->targets[out->ntargets++]) {
-				rc = vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
-				goto done;
-			}
-		}
-	}
-	state = cJSON_GetObjectItemCaseSensitive(root, "state");
-	if (!cJSON_IsObject(state)) {
-		rc = vx_err_set(err, VX_EINVAL, "saved plan: \"state\" is missing");
+	if ((rc = parse_planned_by(out, root, err)) < 0 || (rc = parse_targets(out, root, err)) < 0 ||
+	    (rc = parse_state(out, root, err)) < 0)
 		goto done;
-	}
-	if ((rc = get_str(state, "commit", &out->state_commit, 0, err)) < 0 ||
-	    (rc = get_str(state, "lineage", &out->state_lineage, 0, err)) < 0 ||
-	    (rc = get_str(state, "salt", &out->state_salt, 0, err)) < 0 ||
-	    (rc = get_str(state, "serial", &serial, 1, err)) < 0)
-		goto done;
-	out->state_serial = serial ? strtoull(serial, NULL, 10) : 0;
-	actions = cJSON_GetObjectItemCaseSensitive(root, "actions");
-	if (!cJSON_IsArray(actions)) {
-		rc = vx_err_set(err, VX_EINVAL, "saved plan: \"actions\" must be an array");
-		goto done;
-	}
-	out->actions = calloc((size_t)cJSON_GetArraySize(actions) + 1, sizeof(*out->actions));
-	if (!out->actions) {
-		rc = vx_err_set(err, VX_ENOMEM, "saved plan: out of memory");
-		goto done;
-	}
-	cJSON_ArrayForEach(a, actions) {
-		struct saved_action *sa = &out->actions[i];
-		const cJSON *after = cJSON_GetObjectItemCaseSensitive(a, "after");
-
-		out->n = ++i;
-		if (!cJSON_IsObject(a)) {
-			rc = vx_err_set(err, VX_EINVAL, "saved plan: actions[%zu] is not an object", i - 1);
-			goto done;
-		}
-		if ((rc = get_str(a, "address", &sa->address, 1, err)) < 0 ||
-		    (rc = get_str(a, "action", &sa->action, 1, err)) < 0 ||
-		    (rc = get_str(a, "cancel", &sa->cancel_name, 0, err)) < 0 ||
-		    (rc = get_str(a, "adopt", &sa->adopt_name, 0, err)) < 0 ||
-		    (rc = get_str(a, "region", &sa->region, 0, err)) < 0)
-			goto done;
-		if (cJSON_IsObject(after)) {
-			if ((rc = get_str(after, "spec_hash", &sa->spec_hash, 0, err)) < 0)
-				goto done;
-			sa->run = get_int(after, "run");
-			sa->attempt = get_int(after, "attempt");
-			sa->has_rung = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(after, "rung"));
-			sa->rung = get_int(after, "rung");
-		}
-	}
+	rc = parse_actions(out, root, err);
 done:
-	free(serial);
 	cJSON_Delete(root);
 	if (rc < 0)
 		saved_plan_release(out);

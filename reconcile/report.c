@@ -14,6 +14,7 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/failure.h"
+#include "reconcile/kind.h"
 #include "reconcile/machines.h"
 #include "reconcile/provider.h"
 #include "state/backend.h"
@@ -524,6 +525,17 @@ static int reservation_fill(struct report_reservation *rv, const struct report_s
 	return 0;
 }
 
+/*
+ * Whether a run of the state is a reservation's, in the report's sense: its
+ * value is the VMs its kind holds, billed while held (the kind's cost rule).
+ */
+static int holds_vms(const struct report_source *s)
+{
+	const struct kind *k = kind_of_address(s->address);
+
+	return s->run->has_value && k && k->cost == KIND_COST_HELD;
+}
+
 static int build_reservations(struct report *out, const struct report_input *in, const struct prices *p)
 {
 	struct report_source *s = NULL;
@@ -531,7 +543,7 @@ static int build_reservations(struct report *out, const struct report_input *in,
 	int rc = 0;
 
 	for (size_t i = 0; i < in->n; i++)
-		n += in->runs[i].run->has_value && !strncmp(in->runs[i].address, "reservation.", 12);
+		n += holds_vms(&in->runs[i]);
 	if (!n)
 		return 0;
 	if (!(s = malloc(n * sizeof(*s))) || !(out->reservations = calloc(n, sizeof(*out->reservations)))) {
@@ -540,7 +552,7 @@ static int build_reservations(struct report *out, const struct report_input *in,
 	}
 	n = 0;
 	for (size_t i = 0; i < in->n; i++)
-		if (in->runs[i].run->has_value && !strncmp(in->runs[i].address, "reservation.", 12))
+		if (holds_vms(&in->runs[i]))
 			s[n++] = in->runs[i];
 	sort_n(s, n, sizeof(*s), cmp_source);
 	for (size_t i = 0, start = 0; rc == 0 && i < n; i++) {
@@ -564,7 +576,10 @@ static int build_reservations(struct report *out, const struct report_input *in,
 	/* Each reservation's use: the running VM-hours of the runs drawing on it. */
 	for (size_t i = 0; i < out->nreservations; i++) {
 		struct report_reservation *rv = &out->reservations[i];
-		const char *name = rv->address + 12;
+		/* The name alone: a run names its reservation by name or address. rv->address
+		 * is set: nreservations counts only those reservation_fill filled.
+		 * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
+		const char *dot = strchr(rv->address, '.'), *name = dot ? dot + 1 : rv->address;
 
 		for (size_t k = 0; k < out->nruns; k++) {
 			const struct report_run *rr = &out->runs[k];

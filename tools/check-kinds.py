@@ -76,18 +76,6 @@ ALLOWED = {
     # belongs in that kind's row (a slot of struct kind) or its kind file.
     ("reconcile/apply.c", "job."):
         "the apply summary's one-line change: a job's update reason is too long (a kind slot)",
-    ("reconcile/capacity.c", "job."):
-        "the capacity check reads jobs' machine specs from plan actions (job-only step)",
-    ("reconcile/capacity.c", "reservation."):
-        "the capacity check counts reservations' planned machines (reservation-only step)",
-    ("reconcile/render.c", "job."):
-        "the cost line's 'at most' (a job's timeout bounds its cost): a kind's cost rule",
-    ("reconcile/render.c", "reservation."):
-        "the cost line's 'while it exists' (a reservation bills until deleted): a kind's cost rule",
-    ("reconcile/render.c", "CustomJob"):
-        "the JSON plan's kind of an action with no kind_of (sweep runs): defaults to jobs",
-    ("reconcile/report.c", "reservation."):
-        "the report's reservation section picks reservations' runs by prefix",
     ("reconcile/status.c", "job.%s"):
         "vx status builds a live job's address from its vx-job label (jobs only are listed live)",
     ("reconcile/status.c", "job."):

@@ -46,6 +46,7 @@ static void job(struct fixture *f, int i, const char *name, const char *region, 
 	j->max_attempts = 1;
 	f->decls[i].user = j;
 	f->acts[i].kind = kind;
+	f->acts[i].kind_of = &kind_job;
 	f->acts[i].address = j->d.address;
 	f->acts[i].decl = &f->decls[i];
 	f->acts[i].live_state = (char *)(uintptr_t)live_state;
@@ -494,6 +495,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	sr.naccelerators = 1;
 	all[3].kind = PLAN_CREATE;
 	all[3].address = (char *)(uintptr_t)"reservation.made";
+	all[3].kind_of = &kind_reservation;
 	all[3].kdecl = &sr;
 	all[3].has_values = 1;
 	all[3].old_value = -2;
@@ -506,6 +508,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	lr.count = 1;
 	all[4].kind = PLAN_DELETE;
 	all[4].address = (char *)(uintptr_t)"reservation.dropped";
+	all[4].kind_of = &kind_reservation;
 	all[4].klive = &lr;
 	all[4].has_values = 1;
 	all[4].old_value = 1;
