@@ -31,6 +31,7 @@
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
+#include "providers/gcp/permissions.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -2922,6 +2923,17 @@ static const struct stack_decl *job_find_decl(const struct stack *st, const char
 	return x ? &x->d : NULL;
 }
 
+/* A sweep's runs are jobs of st too: counted and listed with the others. */
+static size_t job_count_decls(const struct stack *st)
+{
+	return st->njobs;
+}
+
+static const struct stack_decl *job_decl_at(const struct stack *st, size_t i)
+{
+	return &st->jobs[i].d;
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
@@ -2930,4 +2942,12 @@ const struct kind kind_job = {
 	.refresh = job_refresh,
 	.plan = planner_plan_jobs,
 	.apply = job_apply,
+	.update_says_why = 1,
+	.name_in_label = 1,
+	.has_logs = 1,
+	.needs = GCP_NEED_JOB,
+	.noun = "job",
+	.noun_plural = "jobs",
+	.count_decls = job_count_decls,
+	.decl_at = job_decl_at,
 };

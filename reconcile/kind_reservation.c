@@ -21,6 +21,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
+#include "providers/gcp/permissions.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -711,6 +712,16 @@ static const struct stack_decl *res_find_decl(const struct stack *st, const char
 	return x ? &x->d : NULL;
 }
 
+static size_t res_count_decls(const struct stack *st)
+{
+	return st->nreservations;
+}
+
+static const struct stack_decl *res_decl_at(const struct stack *st, size_t i)
+{
+	return &st->reservations[i].d;
+}
+
 const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
@@ -720,4 +731,9 @@ const struct kind kind_reservation = {
 	.refresh = res_refresh,
 	.plan = res_plan,
 	.apply = res_apply,
+	.needs = GCP_NEED_RESERVATION,
+	.noun = "reservation",
+	.noun_plural = "reservations",
+	.count_decls = res_count_decls,
+	.decl_at = res_decl_at,
 };

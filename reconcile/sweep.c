@@ -504,9 +504,9 @@ static int after_names(const struct ynode *after, const char *name, size_t nlen)
 {
 	for (size_t i = 0; after && after->kind == YNODE_SEQ && i < after->n; i++) {
 		const struct ynode *it = after->items[i];
+		const char *n = it->kind == YNODE_SCALAR ? kind_address_name(&kind_job, it->str) : NULL;
 
-		if (it->kind == YNODE_SCALAR && !strncmp(it->str, "job.", 4) &&
-		    !strncmp(it->str + 4, name, nlen) && (it->str[4 + nlen] == '\0' || it->str[4 + nlen] == '['))
+		if (n && !strncmp(n, name, nlen) && (n[nlen] == '\0' || n[nlen] == '['))
 			return 1;
 	}
 	return 0;
@@ -935,7 +935,7 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 		memset(&st->jobs[st->njobs], 0, (m.ncombos + spare + 1) * sizeof(*nj));
 	}
 	sw->name = strdup(name);
-	sw->address = vx_asprintf("job.%s", name);
+	sw->address = vx_asprintf("%s.%s", kind_job.prefix, name);
 	sw->file = strdup(mkey->file);
 	if (!sw->name || !sw->address || !sw->file)
 		goto oom;
@@ -983,7 +983,7 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 			free(rn);
 			continue;
 		}
-		ra = vx_asprintf("job.%s", rn);
+		ra = vx_asprintf("%s.%s", kind_job.prefix, rn);
 		if (!ra) {
 			free(rn);
 			goto oom;
@@ -1066,9 +1066,8 @@ static size_t after_base(const char *item, const char **name)
 {
 	const char *b;
 
-	if (strncmp(item, "job.", 4))
+	if (!(*name = kind_address_name(&kind_job, item)))
 		return 0;
-	*name = item + 4;
 	b = strchr(*name, '[');
 	if (b && (b == *name || item[strlen(item) - 1] != ']'))
 		return 0;
@@ -1171,7 +1170,7 @@ int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t 
 		if (done[i])
 			continue;
 		/* follow the first unresolved dependency until it comes back to i */
-		if (vx_buf_printf(&path, "job.%s", name_of(docs[i])) < 0)
+		if (vx_buf_printf(&path, "%s.%s", kind_job.prefix, name_of(docs[i])) < 0)
 			stack_oom(L);
 		while (steps++ <= n) {
 			size_t next = n;
@@ -1186,7 +1185,7 @@ int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t 
 			}
 			if (next == n)
 				break;
-			if (vx_buf_printf(&path, " -> job.%s", name_of(docs[next])) < 0)
+			if (vx_buf_printf(&path, " -> %s.%s", kind_job.prefix, name_of(docs[next])) < 0)
 				stack_oom(L);
 			if ((cycle = next == i))
 				break;

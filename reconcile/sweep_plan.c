@@ -106,7 +106,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 	qsort(by, p->n, sizeof(*by), cmp_action_ptr);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+		const struct stack_job *j = a->decl && kind_of_address(a->address) == &kind_job ? a->decl->user : NULL;
 		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
 		char *reason;
 
@@ -201,7 +201,7 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 {
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+		const struct stack_job *j = a->decl && kind_of_address(a->address) == &kind_job ? a->decl->user : NULL;
 		const struct state_record *r = a->record ? a->record->user : NULL;
 		const struct plan_action *fresh = NULL, *pending = NULL;
 		const char *why = NULL, *s = run_state(a), *w;
@@ -296,10 +296,10 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 		struct plan_action *a = &p->actions[i];
 		const struct stack_job *j;
 		struct plan_sweep *ps;
-		const char *s;
+		const char *s, *name;
 
-		if (strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
-		    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
+		if (!(name = kind_address_name(&kind_job, a->address)) || !strchr(a->address, '[') ||
+		    !(j = stack_find_job(st, name)) || !j->sweep)
 			continue;
 		ps = &p->sweeps[j->sweep - 1];
 		ps->runs++;
@@ -337,9 +337,10 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
 		const struct stack_job *j;
+		const char *name;
 
-		if (a->kind != PLAN_CREATE || strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
-		    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
+		if (a->kind != PLAN_CREATE || !(name = kind_address_name(&kind_job, a->address)) ||
+		    !strchr(a->address, '[') || !(j = stack_find_job(st, name)) || !j->sweep)
 			continue;
 		creates[start[j->sweep - 1] + ncreates[j->sweep - 1]++] =
 			(struct held){ .a = a, .order = (size_t)(j - st->jobs) };
@@ -410,7 +411,7 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 				return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 			continue;
 		}
-		if (!r && state_add_record(a->state, pa->address, "CustomJob", &r, err) < 0)
+		if (!r && state_add_record(a->state, pa->address, kind_job.name, &r, err) < 0)
 			return err->code ? err->code : VX_ENOMEM;
 		hash = vx_strdup(j->spec.hash);
 		json = j->spec.redacted_json ? vx_strdup(j->spec.redacted_json) : NULL;
