@@ -17,6 +17,7 @@
 #include "util/ctx.h"
 
 struct planning_opts;
+struct vx_buf;
 struct vx_diags;
 struct vx_err;
 struct workspace_events;
@@ -80,6 +81,10 @@ struct cmd_entry {
 	 * -chdir=DIR (cmd_stack_opts: cmd_run parses them into args->dir) as
 	 * well as a positional DIR; exec merges the two with cmd_stack_dir. */
 	int stack_dir;
+	/* The -help text when part of it is written at run time (the kinds,
+	 * from kind_table), instead of usage (then NULL): appended to out, 0
+	 * or VX_ENOMEM. */
+	int (*usage_build)(struct vx_buf *out);
 };
 
 extern const struct cmd_entry cmd_plan_entry, cmd_apply_entry, cmd_validate_entry, cmd_doctor_entry,

@@ -148,6 +148,18 @@ static int valid_address(const char *a)
 	return kind_of_address(a) && dot[1];
 }
 
+/* The error of -flag given v, which is no address: "-target takes an address such as job.NAME, ...". */
+static void bad_address(struct vx_err *err, const char *flag, const char *v)
+{
+	struct vx_buf kinds = VX_BUF_INIT;
+
+	if (kind_list_addresses(&kinds, ".NAME") < 0)
+		vx_err_set(err, VX_ENOMEM, "out of memory");
+	else
+		vx_err_set(err, VX_EINVAL, "-%s takes an address such as %s, not '%s'", flag, vx_buf_str(&kinds), v);
+	vx_buf_release(&kinds);
+}
+
 int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_err *err)
 {
 	switch (id) {
@@ -177,8 +189,7 @@ int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_e
 	case CMD_OPT_TARGET:
 	case CMD_OPT_REPLACE:
 		if (!valid_address(v))
-			vx_err_set(err, VX_EINVAL, "-%s takes an address such as job.NAME, reservation.NAME or "
-				   "quota.NAME, not '%s'", id == CMD_OPT_TARGET ? "target" : "replace", v);
+			bad_address(err, id == CMD_OPT_TARGET ? "target" : "replace", v);
 		else if ((id == CMD_OPT_TARGET ? planning_opts_add(&o->targets, &o->ntargets, v)
 					       : planning_opts_add(&o->replaces, &o->nreplaces, v)) < 0)
 			vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -430,6 +441,24 @@ static void unknown_opt(const struct cmd_entry *e, const char *arg)
 	free(word);
 }
 
+/* -help: e's usage, or the text its usage_build writes. An exit code. */
+static int print_usage(const struct cmd_entry *e)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	int rc;
+
+	if (!e->usage_build) {
+		fputs(e->usage, stdout);
+		return VX_EXIT_OK;
+	}
+	if ((rc = e->usage_build(&b)) < 0)
+		cmd_error("%s: out of memory", e->name);
+	else
+		fputs(vx_buf_str(&b), stdout);
+	vx_buf_release(&b);
+	return rc < 0 ? VX_EXIT_ERROR : VX_EXIT_OK;
+}
+
 int cmd_run(const struct cmd_entry *e, int argc, char **argv)
 {
 	struct cmd_args args;
@@ -457,8 +486,7 @@ int cmd_run(const struct cmd_entry *e, int argc, char **argv)
 			continue;
 		}
 		if (cmd_flag(a, "help", &v) || cmd_flag(a, "h", &v)) {
-			fputs(e->usage, stdout);
-			rc = VX_EXIT_OK;
+			rc = print_usage(e);
 			goto done;
 		}
 		if (cmd_flag(a, "debug", &v) && !v) {

@@ -21,6 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/capacity.h"
+#include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/render.h"
 #include "reconcile/report.h"
@@ -34,7 +35,7 @@
 #include "workflow/workspace.h"
 #include "util/banned.h"
 
-static const char usage[] =
+static const char usage_head[] =
 	"usage: vx log [ADDR] [DIR] [-debug]\n\n"
 	"Prints one row per action vx took for ADDR (e.g. job.train), or for every job the\n"
 	"state ever held, forgotten ones included: when, what (create, adopt, replace,\n"
@@ -46,8 +47,19 @@ static const char usage[] =
 	"docs/report.md), and its final state as last observed, with its error. Times\n"
 	"are UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
 	"DIR is the stack directory (default .; -C DIR and -chdir=DIR also work). An argument of the\n"
-	"form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\n\n"
+	"form ";
+/* ... the kinds' addresses (kind_table), then: */
+static const char usage_tail[] =
+	" is the address, any other DIR.\n\n"
 	"Environment: VX_PRICES (a price table, as for vxplan).\n";
+
+/* -help: the usage with the addresses of every kind. */
+static int usage_build(struct vx_buf *out)
+{
+	if (vx_buf_adds(out, usage_head) < 0 || kind_list_addresses(out, ".NAME") < 0 || vx_buf_adds(out, usage_tail) < 0)
+		return VX_ENOMEM;
+	return 0;
+}
 
 /* "2026-11-23T10:02:05Z": every time vx log shows, in one format; "-" when unknown. */
 static void log_time(int64_t ms, char out[32])
@@ -443,7 +455,7 @@ done:
 const struct cmd_entry cmd_log_entry = {
 	.name = "log",
 	.summary = "every action vx took, from the state's history",
-	.usage = usage,
+	.usage_build = usage_build,
 	.exec = log_exec,
 	.stack_dir = 1,
 };

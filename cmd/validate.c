@@ -11,17 +11,22 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
+#include "reconcile/kind.h"
 #include "reconcile/notify.h"
 #include "reconcile/stack.h"
+#include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
 #include "workflow/ghactions.h"
 #include "util/banned.h"
 
-static const char usage[] =
+static const char usage_head[] =
 	"usage: vx validate [DIR]...\n\n"
 	"Checks the stack in each DIR (default \".\"): every *.yaml and *.yml file,\n"
-	"each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\n"
+	"each kind (Stack, ";
+/* ... the kinds' names (kind_table), then: */
+static const char usage_tail[] =
+	"), every field, and\n"
 	"each job spec against the Vertex AI CustomJobSpec schema and machine rules.\n"
 	"Nothing is sent to Google Cloud. Problems are printed as FILE:LINE:COLUMN:\n"
 	"message on stderr (exit 1); a valid stack prints one summary line (exit 0).\n\n"
@@ -31,6 +36,14 @@ static const char usage[] =
 	"  -C DIR               the stack directory, as DIR (also -chdir=DIR)\n"
 	"  -debug               more detail on stderr\n";
 
+/* -help: the usage with the name of every kind. */
+static int usage_build(struct vx_buf *out)
+{
+	if (vx_buf_adds(out, usage_head) < 0 || kind_list_names(out) < 0 || vx_buf_adds(out, usage_tail) < 0)
+		return VX_ENOMEM;
+	return 0;
+}
+
 enum { VALIDATE_OPT_ANNOTATIONS = 1 };
 
 static const struct cmd_opt validate_opts[] = {
@@ -38,9 +51,18 @@ static const struct cmd_opt validate_opts[] = {
 	{ .name = NULL },
 };
 
-static const char *plural(size_t n, const char *one, const char *many)
+/* "stack NAME: 2 jobs, 1 reservation, 0 quota preferences: valid": the
+ * declarations of each kind, jobs first (kind_table in reverse phase order). */
+static void print_summary(const struct stack *st)
 {
-	return n == 1 ? one : many;
+	printf("stack %s:", st->name);
+	for (size_t k = kind_count; k-- > 0;) {
+		const struct kind *kd = kind_table[k];
+		size_t n = kd->count_decls(st);
+
+		printf("%s %zu %s", k + 1 == kind_count ? "" : ",", n, n == 1 ? kd->noun : kd->noun_plural);
+	}
+	printf(": valid\n");
 }
 
 /* Targets on this machine are sent nothing without VX_NOTIFY_ALLOW_LOOPBACK=1: said, not refused. */
@@ -78,10 +100,7 @@ static int validate_dir(const char *dir, int annotate)
 	} else {
 		cmd_print_warnings(&st->warnings);
 		warn_loopback(st);
-		printf("stack %s: %zu %s, %zu %s, %zu %s: valid\n", st->name, st->njobs,
-		       plural(st->njobs, "job", "jobs"), st->nreservations,
-		       plural(st->nreservations, "reservation", "reservations"), st->nquotas,
-		       plural(st->nquotas, "quota preference", "quota preferences"));
+		print_summary(st);
 	}
 	stack_free(st);
 	vx_diags_release(&diags);
@@ -116,7 +135,7 @@ static int validate_exec(const struct cmd_args *args)
 const struct cmd_entry cmd_validate_entry = {
 	.name = "validate",
 	.summary = "check a stack's YAML without touching the cloud",
-	.usage = usage,
+	.usage_build = usage_build,
 	.opts = validate_opts,
 	.exec = validate_exec,
 	.stack_dir = 1,

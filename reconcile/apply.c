@@ -160,6 +160,7 @@ static int add_change(struct vx_buf *b, const char *rest, size_t n)
 /* One line of a step's message as a subject item into b; *intent when it is one. */
 static int subject_item(struct vx_buf *b, const char *line, size_t n, int *intent)
 {
+	const struct kind *k;
 	const char *addr, *rest, *colon;
 	size_t alen;
 
@@ -177,8 +178,9 @@ static int subject_item(struct vx_buf *b, const char *line, size_t n, int *inten
 		rest = addr + alen;
 		if (vx_buf_printf(b, "%c %.*s", line[0], (int)alen, addr) < 0)
 			return VX_ENOMEM;
-		/* A count or preferredValue that moved; a job's update reason is too long. */
-		if (line[0] == '~' && strncmp(addr, "job.", 4) != 0)
+		/* A count or preferredValue that moved; a job's update reason is too long
+		 * (the kind's update_says_why). addr starts "PREFIX." when it is a kind's. */
+		if (line[0] == '~' && !((k = kind_of_address(addr)) && k->update_says_why))
 			return add_change(b, rest, (size_t)(line + n - rest));
 		return 0;
 	}

@@ -5,6 +5,7 @@
 
 #include "reconcile/sweep.h"
 #include "state/state.h"
+#include "util/buf.h"
 
 #include "util/banned.h"
 
@@ -30,6 +31,34 @@ const struct kind *kind_by_name(const char *name)
 		if (!strcmp(kind_table[i]->name, name))
 			return kind_table[i];
 	return NULL;
+}
+
+const char *kind_address_name(const struct kind *k, const char *address)
+{
+	size_t n = strlen(k->prefix);
+
+	return address && !strncmp(address, k->prefix, n) && address[n] == '.' ? address + n + 1 : NULL;
+}
+
+int kind_list_addresses(struct vx_buf *out, const char *suffix)
+{
+	int rc = 0;
+
+	for (size_t k = kind_count; k-- > 0 && rc == 0;) {
+		const char *sep = k == 0 ? " or " : ", ";
+
+		rc = vx_buf_printf(out, "%s%s%s", k + 1 == kind_count ? "" : sep, kind_table[k]->prefix, suffix);
+	}
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+int kind_list_names(struct vx_buf *out)
+{
+	int rc = 0;
+
+	for (size_t k = kind_count; k-- > 0 && rc == 0;)
+		rc = vx_buf_printf(out, "%s%s", k + 1 == kind_count ? "" : ", ", kind_table[k]->name);
+	return rc < 0 ? VX_ENOMEM : 0;
 }
 
 int kind_targeted(const struct kind_plan_input *in, const char *address)

@@ -189,6 +189,38 @@ struct kind {
 	 * read actions only through it. NULL: the kind holds no machines.
 	 */
 	void (*capacity)(const struct plan_action *a, struct kind_capacity *out);
+	/*
+	 * 1: the rest of this kind's update line ("~ ADDR ...") says why it is
+	 * updated (a job's changed fields), too long for the apply summary's
+	 * subject, which names the address alone; 0: it ends with what moved
+	 * ("A -> B": a count, a preferredValue), which the subject shows.
+	 */
+	int update_says_why;
+	/*
+	 * 1: NAME of the address is not the live resource's name in Google
+	 * Cloud but a label on it (Vertex AI names a job's runs itself; the
+	 * vx-job label carries NAME). `vx state rm` then lets the record's runs
+	 * go (state->released: no plan adopts or cancels them again) and `vx
+	 * state mv` may give the record another address of the kind. 0: NAME
+	 * is the resource's own name, which cannot be renamed: rm leaves it for
+	 * a plan that declares it to adopt again, and mv refuses.
+	 */
+	int name_in_label;
+	/* 1: its runs write lines to Cloud Logging, which `vx logs ADDR` reads. */
+	int has_logs;
+	/*
+	 * The enum gcp_perm_need bits (providers/gcp/permissions.h) a stack
+	 * declaring one of this kind needs: the permissions and APIs vx doctor
+	 * checks for it.
+	 */
+	unsigned needs;
+	/* The kind in prose, one and many ("quota preference", "quota preferences"). */
+	const char *noun;
+	const char *noun_plural;
+	/* How many declarations of this kind st holds (st loaded). */
+	size_t (*count_decls)(const struct stack *st);
+	/* The i-th of them (i < count_decls(st)), in declaration order. */
+	const struct stack_decl *(*decl_at)(const struct stack *st, size_t i);
 };
 
 extern const struct kind kind_job;
@@ -205,6 +237,19 @@ extern const size_t kind_count;
 const struct kind *kind_of_address(const char *address);
 /* The kind of a state record's or YAML kind name ("Reservation"), or NULL. */
 const struct kind *kind_by_name(const char *name);
+/* NAME of address ("pool" of "reservation.pool") when it is an address of kind k, else NULL. */
+const char *kind_address_name(const struct kind *k, const char *address);
+
+/*
+ * The kinds as help and error texts list them, jobs first (kind_table in
+ * reverse phase order, as the docs list them), appended to out. Addresses:
+ * each kind's prefix then suffix, ", " between them and " or " before the
+ * last (suffix ".NAME": "job.NAME, reservation.NAME or quota.NAME").
+ * Names: the kinds' names, ", " between them ("CustomJob, Reservation,
+ * QuotaPreference"). 0 or VX_ENOMEM.
+ */
+int kind_list_addresses(struct vx_buf *out, const char *suffix) VX_WUR;
+int kind_list_names(struct vx_buf *out) VX_WUR;
 
 /* Whether address is one of the -target addresses (all, when there are none). */
 int kind_targeted(const struct kind_plan_input *in, const char *address);

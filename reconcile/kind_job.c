@@ -22,6 +22,8 @@
 #include "reconcile/provider.h"
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
+#include "reconcile/sweep.h"
+#include "providers/gcp/permissions.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/pool.h"
@@ -655,6 +657,17 @@ static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
 	out->max_attempts = j->max_attempts;
 }
 
+/* A sweep's runs are jobs of st too: counted and listed with the others. */
+static size_t job_count_decls(const struct stack *st)
+{
+	return st->njobs;
+}
+
+static const struct stack_decl *job_decl_at(const struct stack *st, size_t i)
+{
+	return &st->jobs[i].d;
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
@@ -667,4 +680,12 @@ const struct kind kind_job = {
 	.migrate = job_migrate,
 	.cost = KIND_COST_RUN,
 	.capacity = job_capacity,
+	.update_says_why = 1,
+	.name_in_label = 1,
+	.has_logs = 1,
+	.needs = GCP_NEED_JOB,
+	.noun = "job",
+	.noun_plural = "jobs",
+	.count_decls = job_count_decls,
+	.decl_at = job_decl_at,
 };

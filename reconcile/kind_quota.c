@@ -24,6 +24,7 @@
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
+#include "providers/gcp/permissions.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -496,6 +497,16 @@ static const struct stack_decl *quota_find_decl(const struct stack *st, const ch
 	return x ? &x->d : NULL;
 }
 
+static size_t quota_count_decls(const struct stack *st)
+{
+	return st->nquotas;
+}
+
+static const struct stack_decl *quota_decl_at(const struct stack *st, size_t i)
+{
+	return &st->quotas[i].d;
+}
+
 const struct kind kind_quota = {
 	.name = KIND_NAME,
 	.prefix = "quota",
@@ -506,4 +517,9 @@ const struct kind kind_quota = {
 	.plan = quota_plan,
 	.apply = quota_apply,
 	.cost = KIND_COST_NONE,
+	.needs = GCP_NEED_QUOTA,
+	.noun = "quota preference",
+	.noun_plural = "quota preferences",
+	.count_decls = quota_count_decls,
+	.decl_at = quota_decl_at,
 };

@@ -21,6 +21,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
+#include "providers/gcp/permissions.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -789,6 +790,16 @@ static void res_capacity(const struct plan_action *a, struct kind_capacity *out)
 	}
 }
 
+static size_t res_count_decls(const struct stack *st)
+{
+	return st->nreservations;
+}
+
+static const struct stack_decl *res_decl_at(const struct stack *st, size_t i)
+{
+	return &st->reservations[i].d;
+}
+
 const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
@@ -800,4 +811,9 @@ const struct kind kind_reservation = {
 	.apply = res_apply,
 	.cost = KIND_COST_HELD,
 	.capacity = res_capacity,
+	.needs = GCP_NEED_RESERVATION,
+	.noun = "reservation",
+	.noun_plural = "reservations",
+	.count_decls = res_count_decls,
+	.decl_at = res_decl_at,
 };

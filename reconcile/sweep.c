@@ -547,8 +547,9 @@ static int after_names(const struct ynode *after, const char *name, size_t nlen)
 	for (size_t i = 0; after && after->kind == YNODE_SEQ && i < after->n; i++) {
 		const struct ynode *it = after->items[i];
 
-		if (it->kind == YNODE_SCALAR && !strncmp(it->str, "job.", 4) &&
-		    !strncmp(it->str + 4, name, nlen) && (it->str[4 + nlen] == '\0' || it->str[4 + nlen] == '['))
+		const char *n = it->kind == YNODE_SCALAR ? kind_address_name(&kind_job, it->str) : NULL;
+
+		if (n && !strncmp(n, name, nlen) && (n[nlen] == '\0' || n[nlen] == '['))
 			return 1;
 	}
 	return 0;
@@ -979,7 +980,7 @@ static int sweep_record(struct sweep_runs *R, struct stack_sweep *sw, size_t spa
 	st->jobs = nj;
 	memset(&st->jobs[st->njobs], 0, (R->m->ncombos + spare + 1) * sizeof(*nj));
 	sw->name = strdup(R->name);
-	sw->address = vx_asprintf("job.%s", R->name);
+	sw->address = vx_asprintf("%s.%s", kind_job.prefix, R->name);
 	sw->file = strdup(R->mkey->file);
 	if (!sw->name || !sw->address || !sw->file)
 		return -1;
@@ -1000,7 +1001,7 @@ static int sweep_record(struct sweep_runs *R, struct stack_sweep *sw, size_t spa
  */
 static int run_name(struct stack_job *j, const struct ynode *doc, char *rn)
 {
-	char *ra = vx_asprintf("job.%s", rn);
+	char *ra = vx_asprintf("%s.%s", kind_job.prefix, rn);
 
 	if (!ra) {
 		free(rn);
@@ -1176,9 +1177,8 @@ static size_t after_base(const char *item, const char **name)
 {
 	const char *b;
 
-	if (strncmp(item, "job.", 4))
+	if (!(*name = kind_address_name(&kind_job, item)))
 		return 0;
-	*name = item + 4;
 	b = strchr(*name, '[');
 	if (b && (b == *name || item[strlen(item) - 1] != ']'))
 		return 0;
@@ -1273,14 +1273,14 @@ static void report_cycle(struct loader *L, const struct ynode *const *docs, size
 	size_t cur = i, steps = 0;
 	int cycle = 0;
 
-	if (vx_buf_printf(&path, "job.%s", name_of(docs[i])) < 0)
+	if (vx_buf_printf(&path, "%s.%s", kind_job.prefix, name_of(docs[i])) < 0)
 		stack_oom(L);
 	while (steps++ <= n) {
 		size_t next = first_waited(docs, n, done, cur);
 
 		if (next == n)
 			break;
-		if (vx_buf_printf(&path, " -> job.%s", name_of(docs[next])) < 0)
+		if (vx_buf_printf(&path, " -> %s.%s", kind_job.prefix, name_of(docs[next])) < 0)
 			stack_oom(L);
 		if ((cycle = next == i))
 			break;

@@ -106,7 +106,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 	qsort(by, p->n, sizeof(*by), cmp_action_ptr);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+		const struct stack_job *j = a->decl && kind_of_address(a->address) == &kind_job ? a->decl->user : NULL;
 		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
 		char *reason;
 
@@ -201,7 +201,7 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 {
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = a->decl && !strncmp(a->address, "job.", 4) ? a->decl->user : NULL;
+		const struct stack_job *j = a->decl && kind_of_address(a->address) == &kind_job ? a->decl->user : NULL;
 		const struct state_record *r = a->record ? a->record->user : NULL;
 		const struct plan_action *fresh = NULL, *pending = NULL;
 		const char *why = NULL, *s = run_state(a), *w;
@@ -273,9 +273,10 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 static const struct stack_job *sweep_run_of(const struct stack *st, const struct plan_action *a)
 {
 	const struct stack_job *j;
+	const char *name;
 
-	if (strncmp(a->address, "job.", 4) || !strchr(a->address, '[') ||
-	    !(j = stack_find_job(st, a->address + 4)) || !j->sweep)
+	if (!(name = kind_address_name(&kind_job, a->address)) || !strchr(a->address, '[') ||
+	    !(j = stack_find_job(st, name)) || !j->sweep)
 		return NULL;
 	return j;
 }
@@ -436,7 +437,7 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 				return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 			continue;
 		}
-		if (!r && state_add_record(a->state, pa->address, "CustomJob", &r, err) < 0)
+		if (!r && state_add_record(a->state, pa->address, kind_job.name, &r, err) < 0)
 			return err->code ? err->code : VX_ENOMEM;
 		hash = vx_strdup(j->spec.hash);
 		json = j->spec.redacted_json ? vx_strdup(j->spec.redacted_json) : NULL;

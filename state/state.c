@@ -586,13 +586,15 @@ int state_add_record(struct state *st, const char *address, const char *kind,
 	rc = state_address_split(address, NULL, NULL, err);
 	if (rc < 0)
 		return rc;
+	if (!kind || !*kind)
+		return vx_err_set(err, VX_EINVAL, "state: %s: a record needs its kind", address);
 	i = record_pos(st, address, &found);
 	if (found)
 		return vx_err_set(err, VX_ECONFLICT, "state already has %s", address);
 	if (st->nrecords >= STATE_MAX_RECORDS)
 		return vx_err_set(err, VX_EINVAL, "state: more than %d records", STATE_MAX_RECORDS);
 	memset(&r, 0, sizeof(r));
-	if (state_dup_opt(&r.address, address) < 0 || state_dup_opt(&r.kind, kind ? kind : "CustomJob") < 0) {
+	if (state_dup_opt(&r.address, address) < 0 || state_dup_opt(&r.kind, kind) < 0) {
 		state_record_release(&r);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}

@@ -319,9 +319,10 @@ int state_salt_ok(const char *s);
 struct state_record *state_find(const struct state *st, const char *address);
 
 /*
- * Adds an empty record (kind copied) for a new address, keeping records
- * sorted; *out (optional) borrows it. The returned pointer is valid until
- * the next add/remove. VX_EINVAL for a bad address, VX_ECONFLICT if it exists.
+ * Adds an empty record of kind (its name, "CustomJob": required, copied)
+ * for a new address, keeping records sorted; *out (optional) borrows it.
+ * The returned pointer is valid until the next add/remove. VX_EINVAL for a
+ * bad address or no kind, VX_ECONFLICT if it exists.
  */
 int state_add_record(struct state *st, const char *address, const char *kind,
 		     struct state_record **out, struct vx_err *err) VX_WUR;

@@ -64,48 +64,26 @@ def names_kinds(rel, lit):
 # (file, literal as written in the source, without its quotes): why it is still there.
 ALLOWED = {
     # Help and error texts that list the kinds by hand: to be written from kind_table.
-    ("cmd/common.c", "-%s takes an address such as job.NAME, reservation.NAME or "):
-        "the -target/-replace error lists the kinds' addresses by hand",
     ("cmd/import.c", "import: ADDR is an address such as job.NAME, reservation.NAME or quota.NAME, not '%s'"):
         "the import usage error lists the kinds' addresses by hand",
-    ("cmd/log.c", "form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\\n\\n"):
-        "vx log's help lists the kinds' addresses by hand",
-    ("cmd/validate.c", "each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\\n"):
-        "vx validate's help lists the kinds by hand",
     # Generic code that goes by one kind's prefix: a job-only or reservation-only step that
     # belongs in that kind's row (a slot of struct kind) or its kind file.
-    ("reconcile/apply.c", "job."):
-        "the apply summary's one-line change: a job's update reason is too long (a kind slot)",
     ("reconcile/status.c", "job.%s"):
         "vx status builds a live job's address from its vx-job label (jobs only are listed live)",
     ("reconcile/status.c", "job."):
         "vx status finds jobs' records no longer declared",
     ("reconcile/status.c", "CustomJob"):
         "vx status finds jobs' records no longer declared",
-    ("reconcile/sweep.c", "job."):
-        "a sweep is a job's matrix: after: names jobs' addresses",
-    ("reconcile/sweep.c", "job.%s"):
-        "a sweep is a job's matrix: its runs' addresses are jobs'",
-    ("reconcile/sweep_plan.c", "job."):
-        "a sweep is a job's matrix: its plan goes over jobs' actions",
-    ("reconcile/sweep_plan.c", "CustomJob"):
-        "a sweep's run is recorded as a job",
     ("reconcile/import.c", "CustomJob"):
         "import's per-kind readers (a job's) live in reconcile/import.c, not the kind files",
     ("reconcile/import.c", "Reservation"):
         "import's per-kind readers (a reservation's) live in reconcile/import.c, not the kind files",
     ("reconcile/import.c", "QuotaPreference"):
         "import's per-kind readers (a quota preference's) live in reconcile/import.c, not the kind files",
-    ("workflow/logs.c", "job."):
-        "vx logs reads a job's lines only (Cloud Logging has none for the other kinds)",
-    ("workflow/stateedit.c", "job."):
-        "vx state rm/mv: a job's runs are released or moved, other kinds are not (a kind slot)",
     # The state layer sits below reconcile/ and may not read kind_table (state/state.c says why).
     ("state/state.c", "jobs"): "the state layer's folders, held equal to kind_table by test_kind",
     ("state/state.c", "reservations"): "the state layer's folders, held equal to kind_table by test_kind",
     ("state/state.c", "quotas"): "the state layer's folders, held equal to kind_table by test_kind",
-    ("state/state.c", "CustomJob"):
-        "state_add_record's default kind of a record added without one (older callers)",
 }
 
 

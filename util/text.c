@@ -80,34 +80,109 @@ static size_t utf8_len(const unsigned char *s, size_t left)
 	return n;
 }
 
+const struct vx_text_rules vx_text_clean_rules = {
+	.tab = VX_TEXT_SPACE,
+	.breaks = VX_TEXT_SPACE,
+	.c0 = VX_TEXT_MARK,
+	.c1 = VX_TEXT_MARK,
+	.utf8 = 1,
+};
+
 int vx_text_add_clean(struct vx_buf *b, const char *s, size_t len)
 {
+	return vx_text_filter(b, s, len, &vx_text_clean_rules);
+}
+
+/* Where vx_text_filter is: what it wrote, how many characters, and whether max was reached. */
+struct filter {
+	struct vx_buf *b;
+	const struct vx_text_rules *r;
+	size_t chars;
+	int full;
+};
+
+/* Whether one more character fits under max; when not, "…" ends the text. */
+static int room(struct filter *f, int *rc)
+{
+	if (f->r->max && f->chars == f->r->max) {
+		*rc = vx_buf_adds(f->b, "\xe2\x80\xa6");
+		f->full = 1;
+		return 0;
+	}
+	f->chars++;
+	return 1;
+}
+
+/* Appends what action makes of the n bytes at p, one character. */
+static int act(struct filter *f, enum vx_text_action action, const unsigned char *p, size_t n)
+{
+	int rc = 0;
+
+	if (action == VX_TEXT_DROP || !room(f, &rc))
+		return rc;
+	if (action == VX_TEXT_KEEP)
+		return vx_buf_add(f->b, p, n);
+	return vx_buf_addc(f->b, action == VX_TEXT_SPACE ? ' ' : '?');
+}
+
+/* A run of printable ASCII at p (n bytes), as much of it as max lets through. */
+static int add_printable(struct filter *f, const unsigned char *p, size_t n)
+{
+	size_t fit = n;
+	int rc;
+
+	if (f->r->max && fit > f->r->max - f->chars)
+		fit = f->r->max - f->chars;
+	f->chars += fit;
+	if ((rc = vx_buf_add(f->b, p, fit)) < 0 || fit == n)
+		return rc;
+	room(f, &rc);
+	return rc;
+}
+
+/* How many bytes at p (left of them) are a line break, a run of them when joined. */
+static size_t breaks_len(const struct vx_text_rules *r, const unsigned char *p, size_t left)
+{
+	size_t n = 1;
+
+	while (r->join_breaks && n < left && (p[n] == '\n' || p[n] == '\r'))
+		n++;
+	return n;
+}
+
+int vx_text_filter(struct vx_buf *b, const char *s, size_t len, const struct vx_text_rules *r)
+{
 	const unsigned char *p = (const unsigned char *)s;
+	struct filter f = { b, r, 0, 0 };
 	size_t i = 0, n;
 	int rc = 0;
 
-	while (i < len && rc == 0) {
+	while (i < len && rc == 0 && !f.full) {
 		unsigned char c = p[i];
 
 		if (c >= 0x20 && c < 0x7F) {
 			/* A run of printable ASCII in one go. */
 			for (n = i + 1; n < len && p[n] >= 0x20 && p[n] < 0x7F; n++)
 				;
-			rc = vx_buf_add(b, p + i, n - i);
-			i = n;
-		} else if (c == '\t' || c == '\n' || c == '\r') {
-			rc = vx_buf_addc(b, ' ');
-			i++;
-		} else if (c >= 0x80 && (n = utf8_len(p + i, len - i)) > 0) {
-			rc = vx_buf_add(b, p + i, n);
-			i += n;
+			rc = add_printable(&f, p + i, n - i);
+		} else if (c == '\n' || c == '\r') {
+			n = i + breaks_len(r, p + i, len - i);
+			rc = act(&f, r->breaks, p + i, n - i);
+		} else if (c < 0x80) {
+			n = i + 1;
+			rc = act(&f, c == '\t' ? r->tab : r->c0, p + i, 1);
 		} else if (c == 0xC2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F) {
-			rc = vx_buf_addc(b, '?'); /* one C1 control, one '?' */
-			i += 2;
+			n = i + 2;
+			rc = act(&f, r->c1, p + i, 2);
+		} else if (!r->utf8 || (n = vx_utf8_len(s + i, len - i)) > 0) {
+			/* A character, or a byte let through: one more only when it starts one. */
+			n = r->utf8 ? i + n : i + 1;
+			rc = (c & 0xC0) == 0x80 ? vx_buf_addc(b, (char)c) : act(&f, VX_TEXT_KEEP, p + i, n - i);
 		} else {
-			rc = vx_buf_addc(b, '?');
-			i++;
+			n = i + 1;
+			rc = act(&f, VX_TEXT_MARK, p + i, 1);
 		}
+		i = n;
 	}
 	return rc;
 }

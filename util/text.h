@@ -39,6 +39,54 @@ int vx_utf8_valid(const char *s, size_t len);
 int vx_text_add_clean(struct vx_buf *b, const char *s, size_t len) VX_WUR;
 
 /*
+ * The one control-character filter of the tree, of which vx_text_add_clean
+ * is the usual setting. Its users differ in what a control becomes, which
+ * the rules say:
+ *
+ *  - vx_text_add_clean (errors, log lines, the state): a tab or a line
+ *    break a space, every other control '?', malformed UTF-8 '?';
+ *  - a plan's error lines (reconcile/render.c): a tab a space, a run of
+ *    line breaks one space, every other control dropped, at most max
+ *    characters then "…"; other bytes unchanged;
+ *  - GitHub workflow commands (workflow/ghactions.c): line breaks kept for
+ *    its own %0A, every other C0 control and DEL '?', bytes from 0x80 on
+ *    unchanged.
+ */
+enum vx_text_action {
+	/* '?': something was there */
+	VX_TEXT_MARK = 0,
+	/* ' ' */
+	VX_TEXT_SPACE,
+	/* nothing */
+	VX_TEXT_DROP,
+	/* itself, for a caller that escapes it in its own syntax */
+	VX_TEXT_KEEP,
+};
+
+struct vx_text_rules {
+	/* '\t' */
+	enum vx_text_action tab;
+	/* '\n' and '\r' */
+	enum vx_text_action breaks;
+	/* 1: a run of line breaks is one ("\r\n\n": one space) */
+	int join_breaks;
+	/* every other C0 control (0x00..0x1F) and DEL (0x7F) */
+	enum vx_text_action c0;
+	/* a C1 control, U+0080..U+009F (0xC2 0x80..0x9F; CSI is U+009B) */
+	enum vx_text_action c1;
+	/* 1: a byte that is not part of well-formed UTF-8 becomes '?' */
+	int utf8;
+	/* 0, or at most this many characters, then "…" (U+2026) */
+	size_t max;
+};
+
+/* vx_text_add_clean's rules. */
+extern const struct vx_text_rules vx_text_clean_rules;
+
+/* Appends s[0..len) to b, filtered by r. Returns 0, VX_ENOMEM or VX_EINVAL (b's cap). */
+int vx_text_filter(struct vx_buf *b, const char *s, size_t len, const struct vx_text_rules *r) VX_WUR;
+
+/*
  * The same for text that was meant for a terminal (a job's log lines):
  * terminal escape sequences (CSI "ESC [ ... m" colours, OSC "ESC ] ... BEL"
  * titles and links, other ESC pairs) are dropped whole rather than shown as

@@ -8,6 +8,7 @@
 
 #include "providers/gcp/iamtest.h"
 #include "providers/gcp/permissions.h"
+#include "reconcile/kind.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/banned.h"
@@ -32,14 +33,12 @@ static unsigned stack_needs(const struct stack *st)
 {
 	unsigned needs = 0;
 
+	/* What a kind declared needs (the kind's needs bits). */
+	for (size_t k = 0; k < kind_count; k++)
+		if (!st || kind_table[k]->count_decls(st))
+			needs |= kind_table[k]->needs;
 	if (!st)
-		return GCP_NEED_JOB | GCP_NEED_RESERVATION | GCP_NEED_QUOTA;
-	if (st->njobs)
-		needs |= GCP_NEED_JOB;
-	if (st->nreservations)
-		needs |= GCP_NEED_RESERVATION;
-	if (st->nquotas)
-		needs |= GCP_NEED_QUOTA;
+		return needs;
 	if (st->state.backend == STACK_BACKEND_GCS)
 		needs |= GCP_NEED_GCS;
 	return needs;

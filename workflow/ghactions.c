@@ -12,6 +12,7 @@
 #include "reconcile/render.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/text.h"
 #include "workflow/planning.h"
 #include "util/rand.h"
 #include "util/banned.h"
@@ -23,28 +24,34 @@ int gha_active(void)
 	return v && !strcmp(v, "true");
 }
 
+/* Line breaks kept for the escape below; every other control '?'. */
+static const struct vx_text_rules gha_rules = {
+	.tab = VX_TEXT_MARK,
+	.breaks = VX_TEXT_KEEP,
+	.c0 = VX_TEXT_MARK,
+	.c1 = VX_TEXT_KEEP,
+};
+
 int gha_escape(struct vx_buf *out, const char *s, int prop)
 {
-	int rc = 0;
+	struct vx_buf t = VX_BUF_INIT;
+	int rc = vx_text_filter(&t, s, strlen(s), &gha_rules);
 
-	for (; *s && rc == 0; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '%')
+	for (const char *p = vx_buf_str(&t); *p && rc == 0; p++) {
+		if (*p == '%')
 			rc = vx_buf_adds(out, "%25");
-		else if (c == '\r')
+		else if (*p == '\r')
 			rc = vx_buf_adds(out, "%0D");
-		else if (c == '\n')
+		else if (*p == '\n')
 			rc = vx_buf_adds(out, "%0A");
-		else if (prop && c == ':')
+		else if (prop && *p == ':')
 			rc = vx_buf_adds(out, "%3A");
-		else if (prop && c == ',')
+		else if (prop && *p == ',')
 			rc = vx_buf_adds(out, "%2C");
-		else if (c < 0x20 || c == 0x7f)
-			rc = vx_buf_addc(out, '?');
 		else
-			rc = vx_buf_addc(out, (char)c);
+			rc = vx_buf_addc(out, *p);
 	}
+	vx_buf_release(&t);
 	return rc < 0 ? VX_ENOMEM : 0;
 }
 

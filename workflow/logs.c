@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
@@ -107,11 +108,12 @@ static int run_form(struct vx_buf *b, const char *run)
 }
 
 /*
- * address has no record: 0 when it is a declared job (it has not run yet),
- * else the error that says what it is: a sweep or a slice of one (whose
- * runs each have their own lines), or no job of the stack at all.
+ * address (its NAME: name) has no record: 0 when it is a declared job (it
+ * has not run yet), else the error that says what it is: a sweep or a slice
+ * of one (whose runs each have their own lines), or no job of the stack at
+ * all.
  */
-static int not_a_job(struct workspace *ws, const char *address, struct vx_err *err)
+static int not_a_job(struct workspace *ws, const char *address, const char *name, struct vx_err *err)
 {
 	const struct stack *st = ws->st;
 	struct vx_buf runs = VX_BUF_INIT, form = VX_BUF_INIT;
@@ -119,7 +121,7 @@ static int not_a_job(struct workspace *ws, const char *address, struct vx_err *e
 	size_t n = 0, k = 0;
 	int rc = 0;
 
-	if (!st || stack_find_job(st, address + 4))
+	if (!st || stack_find_job(st, name))
 		return 0;
 	for (size_t i = 0; i < st->nsweeps && rc == 0; i++)
 		for (size_t j = st->sweeps[i].first; j < st->sweeps[i].first + st->sweeps[i].n && rc == 0; j++)
@@ -155,12 +157,14 @@ static int logs_run(struct workspace *ws, const char *address, const struct stat
 		    struct vx_err *err)
 {
 	const struct state_record *r = state_find(&ws->state, address);
+	const struct kind *k = kind_of_address(address);
 	int rc;
 
-	if (strncmp(address, "job.", 4) != 0)
+	/* Only a kind whose runs write to Cloud Logging (has_logs: a job) has lines. */
+	if (!k || !k->has_logs)
 		return vx_err_set(err, VX_EINVAL, "%s: vx logs reads the lines of a job (job.NAME, or a sweep's "
 				  "run job.NAME[k=v])", address);
-	if (!r && (rc = not_a_job(ws, address, err)) < 0)
+	if (!r && (rc = not_a_job(ws, address, kind_address_name(k, address), err)) < 0)
 		return rc;
 	if (!r)
 		return vx_err_set(err, VX_ENOTFOUND, "%s has no run in the state yet: vxapply starts it, then "

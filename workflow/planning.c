@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reconcile/capacity.h"
+#include "reconcile/kind.h"
 #include "reconcile/machines.h"
 #include "reconcile/render.h"
 #include "reconcile/stack.h"
@@ -72,19 +73,19 @@ static int unknown_address(struct vx_err *err, const struct workspace *ws, const
 			   const char *addr, int recorded, const char *why)
 {
 	const struct stack *st = ws->st;
-	size_t n = st->njobs + st->nreservations + st->nquotas + (recorded ? ws->state.nrecords : 0), k = 0;
-	const char **names = calloc(n + 1, sizeof(*names));
+	size_t n = recorded ? ws->state.nrecords : 0, k = 0;
+	const char **names;
 	const char *near;
 	int rc;
 
-	if (!names)
+	for (size_t d = 0; d < kind_count; d++)
+		n += kind_table[d]->count_decls(st);
+	if (!(names = calloc(n + 1, sizeof(*names))))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < st->njobs; i++)
-		names[k++] = st->jobs[i].d.address;
-	for (size_t i = 0; i < st->nreservations; i++)
-		names[k++] = st->reservations[i].d.address;
-	for (size_t i = 0; i < st->nquotas; i++)
-		names[k++] = st->quotas[i].d.address;
+	/* The declared addresses of every kind, jobs first (kind_table in reverse phase order). */
+	for (size_t d = kind_count; d-- > 0;)
+		for (size_t i = 0; i < kind_table[d]->count_decls(st); i++)
+			names[k++] = kind_table[d]->decl_at(st, i)->address;
 	for (size_t i = 0; recorded && i < ws->state.nrecords; i++)
 		names[k++] = ws->state.records[i].address;
 	near = vx_suggest(addr, names, k);

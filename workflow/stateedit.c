@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
@@ -81,6 +82,14 @@ static int pending(const struct state *st, const char *address, struct vx_err *e
 	return 0;
 }
 
+/* Whether rm lets r's runs go: NAME is only their label (the kind's name_in_label). */
+static int releases_runs(const struct state_record *r)
+{
+	const struct kind *k = kind_of_address(r->address);
+
+	return k && k->name_in_label;
+}
+
 /* Keeps r's job runs from being adopted or cancelled again: their names go to released. */
 static int release_runs(struct state *st, const struct state_record *r, struct vx_err *err)
 {
@@ -103,7 +112,8 @@ static int report_rm(struct vx_buf *rep, const struct state_record *r, int dry_r
 	const struct state_run *cur = r->current;
 	const char *verb = dry_run ? "would remove" : "removed";
 
-	if (strncmp(r->address, "job.", 4) != 0)
+	/* A resource named NAME in Google Cloud: a plan that declares it adopts it. */
+	if (!releases_runs(r))
 		return vx_buf_printf(rep, "%s: %s from the state; %s is left as it is (a plan that still "
 				     "declares it finds it by its name and adopts it again)\n", r->address, verb,
 				     cur && cur->resource ? cur->resource : "the live resource");
@@ -158,7 +168,7 @@ int stateedit_rm(struct workspace *ws, const char *const *addrs, size_t n, const
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			break;
 		}
-		if (!strncmp(r->address, "job.", 4) && (rc = release_runs(st, r, err)) < 0)
+		if (releases_runs(r) && (rc = release_runs(st, r, err)) < 0)
 			break;
 		{
 			char *address = vx_strdup(r->address);
@@ -182,9 +192,11 @@ done:
 /* What mv refuses, before anything changes. */
 static int mv_check(const struct state *st, const char *from, const char *to, struct vx_err *err)
 {
+	const struct kind *k = kind_of_address(from);
 	int rc;
 
-	if (strncmp(from, "job.", 4) || strncmp(to, "job.", 4))
+	/* Only a record whose NAME is a label may take another (the kind's name_in_label). */
+	if (!k || !k->name_in_label || kind_of_address(to) != k)
 		return vx_err_set(err, VX_EINVAL, "%s, %s: state mv moves jobs; a reservation's or quota "
 				  "preference's NAME is its name in Google Cloud, which cannot be renamed",
 				  from, to);

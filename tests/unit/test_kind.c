@@ -14,6 +14,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
+#include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"
 
@@ -53,6 +54,11 @@ static void test_rows(void **unused)
 		assert_non_null(a->refresh);
 		assert_non_null(a->plan);
 		assert_non_null(a->apply);
+		assert_non_null(a->noun);
+		assert_non_null(a->noun_plural);
+		assert_non_null(a->count_decls);
+		assert_non_null(a->decl_at);
+		assert_true(a->needs != 0);
 		assert_true(k == 0 || kind_table[k - 1]->phase < a->phase);
 		assert_ptr_equal(kind_by_name(a->name), a);
 		snprintf(address, sizeof(address), "%s.x", a->prefix);
@@ -96,12 +102,66 @@ static void test_find_decl(void **unused)
 	stack_free(st);
 }
 
+/* Each row's count_decls and decl_at list its declarations, as find_decl finds them. */
+static void test_decls(void **unused)
+{
+	struct stack *st;
+	size_t seen = 0;
+
+	(void)unused;
+	st = load("kind: Stack\nname: s\nproject: my-proj\nregion: us-central1\n"
+		  "---\nkind: QuotaPreference\nname: l4\nservice: aiplatform.googleapis.com\n"
+		  "quotaId: CustomModelTrainingL4GPUsPerProjectPerRegion\n"
+		  "dimensions: {region: us-central1}\npreferredValue: 16\n"
+		  "---\nkind: QuotaPreference\nname: h100\nservice: aiplatform.googleapis.com\n"
+		  "quotaId: CustomModelTrainingH100GPUsPerProjectPerRegion\n"
+		  "dimensions: {region: us-central1}\npreferredValue: 8\n");
+	for (size_t k = 0; k < kind_count; k++) {
+		const struct kind *a = kind_table[k];
+
+		for (size_t i = 0; i < a->count_decls(st); i++) {
+			const struct stack_decl *d = a->decl_at(st, i);
+
+			assert_ptr_equal(kind_of_address(d->address), a);
+			assert_ptr_equal(a->find_decl(st, d->name), d);
+			seen++;
+		}
+	}
+	assert_int_equal(kind_quota.count_decls(st), 2);
+	assert_int_equal(kind_job.count_decls(st), 0);
+	assert_int_equal(seen, 2);
+	stack_free(st);
+}
+
+/* The lists the help texts print, jobs first; an address's NAME by its kind. */
+static void test_lists(void **unused)
+{
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)unused;
+	assert_int_equal(kind_count, 3); /* a new kind: its place in these lists */
+	assert_int_equal(kind_list_addresses(&b, ".NAME"), 0);
+	assert_string_equal(vx_buf_str(&b), "job.NAME, reservation.NAME or quota.NAME");
+	vx_buf_reset(&b);
+	assert_int_equal(kind_list_names(&b), 0);
+	assert_string_equal(vx_buf_str(&b), "CustomJob, Reservation, QuotaPreference");
+	vx_buf_release(&b);
+	assert_string_equal(kind_address_name(&kind_job, "job.a[k=1]"), "a[k=1]");
+	assert_string_equal(kind_address_name(&kind_reservation, "reservation."), "");
+	assert_null(kind_address_name(&kind_job, "jobs.a"));
+	assert_null(kind_address_name(&kind_job, "job"));
+	assert_null(kind_address_name(&kind_job, "quota.a"));
+	assert_null(kind_address_name(&kind_job, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_state_folders_are_the_table),
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_find_decl),
+		cmocka_unit_test(test_decls),
+		cmocka_unit_test(test_lists),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

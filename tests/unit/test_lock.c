@@ -94,7 +94,7 @@ static void test_held_refused(void **state)
 	assert_string_equal(cur->user, "alice");
 	assert_int_equal(state_load(b, &st, &err), 0);
 	assert_non_null(st.lock);
-	assert_int_equal(state_add_record(&st, "job.x", NULL, NULL, &err), 0);
+	assert_int_equal(state_add_record(&st, "job.x", "CustomJob", NULL, &err), 0);
 	assert_int_equal(state_write(b, &st, "sneaky", &err), VX_ECONFLICT);
 	/* The holder writes; its lock survives the write; renew; drop. */
 	assert_int_equal(state_write(a, &st, "mine", &err), 0);

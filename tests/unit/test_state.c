@@ -887,6 +887,15 @@ static void test_address_and_ids(void **unused)
 	assert_int_equal(state_address_split("job..x", NULL, NULL, NULL), VX_EINVAL);
 	assert_int_equal(state_address_split("job.", NULL, NULL, NULL), VX_EINVAL);
 	assert_int_equal(state_address_split("bucket.x", NULL, NULL, NULL), VX_EINVAL);
+	{
+		/* A record is added with its kind: there is no default one. */
+		struct state st;
+
+		assert_int_equal(state_new(&st, "s", &ctx, NULL), 0);
+		assert_int_equal(state_add_record(&st, "job.x", NULL, NULL, NULL), VX_EINVAL);
+		assert_int_equal(st.nrecords, 0);
+		state_release(&st);
+	}
 	assert_int_equal(state_random_uuid(&ctx, "s", a, NULL), 0);
 	assert_int_equal(state_random_uuid(&ctx, "s", b, NULL), 0);
 	assert_string_equal(a, b); /* seeded: deterministic */

@@ -263,6 +263,40 @@ static void test_text_clean(void **state)
 	assert_null(vx_text_clean(NULL));
 }
 
+/* The filter's other settings: what a control becomes, joined breaks, a cut at max characters. */
+static void test_text_filter(void **state)
+{
+	static const struct vx_text_rules drop = { .tab = VX_TEXT_SPACE, .breaks = VX_TEXT_SPACE,
+						   .join_breaks = 1, .c0 = VX_TEXT_DROP, .c1 = VX_TEXT_DROP };
+	static const struct vx_text_rules keep = { .tab = VX_TEXT_MARK, .breaks = VX_TEXT_KEEP,
+						   .c0 = VX_TEXT_MARK, .c1 = VX_TEXT_KEEP };
+	static const struct {
+		const struct vx_text_rules *r;
+		size_t max;
+		const char *in, *out;
+	} cases[] = {
+		{ &drop, 0, "a\r\n\nb\tc\x1b[2J\x7f\xc2\x9b" "d\xff", "a b c[2Jd\xff" },
+		{ &drop, 3, "abcd", "abc\xe2\x80\xa6" },
+		{ &drop, 3, "abc", "abc" },
+		{ &drop, 3, "abc\x01\x01", "abc" },                /* dropped: no character past max */
+		{ &drop, 3, "ab\xe2\x82\xac\xe2\x82\xac", "ab\xe2\x82\xac\xe2\x80\xa6" }, /* characters, not bytes */
+		{ &drop, 3, "abc\n\nd", "abc\xe2\x80\xa6" },      /* a break's space is a character too */
+		{ &keep, 0, "a\r\nb\tc\x7f\xc2\x9b\xff", "a\r\nb?c?\xc2\x9b\xff" },
+	};
+	struct vx_buf b = VX_BUF_INIT;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vx_text_rules r = *cases[i].r;
+
+		r.max = cases[i].max;
+		vx_buf_reset(&b);
+		assert_int_equal(vx_text_filter(&b, cases[i].in, strlen(cases[i].in), &r), 0);
+		assert_string_equal(vx_buf_str(&b), cases[i].out);
+	}
+	vx_buf_release(&b);
+}
+
 static void redacted(const char *in, const char *want)
 {
 	char *s = vx_strdup(in);
@@ -555,6 +589,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_clean),
+		cmocka_unit_test(test_text_filter),
 		cmocka_unit_test(test_text_terminal_safe),
 		cmocka_unit_test(test_text_cap_echoes),
 		cmocka_unit_test(test_err_set_and_wrap),
