@@ -21,7 +21,7 @@
 
 struct gcs_backend {
 	struct state_backend base; /* first */
-	struct blob_store *store; /* owned */
+	struct blob_store *store;  /* owned */
 	struct state_backend *config; /* owned, or NULL */
 	char *bucket;
 	char *prefix;
@@ -948,8 +948,7 @@ static void history_set_aside(struct gcs_backend *g, uint64_t serial, uint64_t n
 			rc = blob_compose(g->store, g->bucket, to, &src, 1, 0, NULL, &e);
 		if (rc == 0 || rc == VX_ENOTFOUND) {
 			vx_err_release(&e);
-			rc = rc == 0 ? blob_remove(g->store, g->bucket, from, BLOB_ANY_GENERATION,
-							     &e) : 0;
+			rc = rc == 0 ? blob_remove(g->store, g->bucket, from, BLOB_ANY_GENERATION, &e) : 0;
 		}
 		if (rc < 0 && rc != VX_ENOTFOUND)
 			vx_log(g->base.ctx, VX_LOG_WARN, "state restore: moving gs://%s/%s aside: %s",

@@ -41,7 +41,7 @@ struct state_git {
 	char *tracking; /* refs/remotes/<remote>/<branch> (a URL's: refs/vx/remotes/url-<hash>/heads/<branch>) */
 	char *lease_ref;      /* refs/vx/lease/<stack>: the lease, off the state's history */
 	char *lease_tracking; /* refs/vx/remotes/<remote>/lease/<stack> */
-	int ref_paused;       /* the ref-update test pause has stopped this backend (util/testhook.h) */
+	int ref_paused;	      /* the ref-update test pause has stopped this backend (util/testhook.h) */
 	/*
 	 * What a save need not redo: for each record written since the last
 	 * load, its fingerprint (state_record_fingerprint) and the blob its

@@ -31,7 +31,7 @@ struct state_scan_place {
 	const char *branch;             /* git: this state's branch ("vx/state/NAME") */
 	const char *bucket;             /* gcs: the bucket, else NULL */
 	const char *prefix;             /* gcs: this state's prefix ("vx/state/NAME") */
-	struct blob_store *store;       /* gcs: borrowed (state/blobstore.h) */
+	struct blob_store *store;	/* gcs: borrowed (state/blobstore.h) */
 };
 
 /* Where another state records a resource. Owned strings. */
