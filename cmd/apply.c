@@ -287,7 +287,7 @@ static int apply_flags(struct apply_args *a, const struct cmd_args *args)
 	}
 	if (cmd_stack_dir(args, args->npos ? args->pos[args->npos - 1] : NULL, &a->target) < 0)
 		return VX_EXIT_USAGE;
-	a->annotate = a->annotate && gha_active();
+	a->annotate = a->annotate && gha_active(NULL);
 	return 0;
 }
 
@@ -303,13 +303,12 @@ static int apply_env(struct apply_args *a)
 		cmd_report(&err, NULL);
 		return -1;
 	}
+	/* The test hooks' points (util/testhook.h): the library stops at them. */
 	pause = getenv("VX_TEST_PAUSE");
 	if (pause && strcmp(pause, "before-send") != 0 && strcmp(pause, "ref-update") != 0) {
 		cmd_error("apply: VX_TEST_PAUSE takes before-send or ref-update, not '%s'", pause);
 		return -1;
 	}
-	a->ao.test_pause = !pause ? 0 : !strcmp(pause, "ref-update") ? APPLYING_PAUSE_REF_UPDATE
-								  : APPLYING_PAUSE_BEFORE_SEND;
 	ci = getenv("CI");
 	a->ao.committed_only = ci && *ci;
 	return 0;
@@ -456,12 +455,12 @@ static void apply_github(struct applying *ap, const struct apply_args *a, int rc
 {
 	struct planning *pl = a->planned ? &ap->pl : NULL;
 
-	if (!gha_active())
+	if (!gha_active(ap->ws.ctx))
 		return;
 	/* The plan in the summary is the pull request's: with its spend line. */
 	if (pl && planning_spend_line(pl, &ap->ws, a->po.now_ms) < 0)
 		cmd_error("apply: GitHub Actions outputs: out of memory");
-	if (gha_apply_report(pl, pl && planning_has_changes(pl) ? &ap->res : NULL, rc, cmd_warn, NULL) < 0)
+	if (gha_apply_report(ap->ws.ctx, pl, pl && planning_has_changes(pl) ? &ap->res : NULL, rc, cmd_warn, NULL) < 0)
 		cmd_error("apply: GitHub Actions outputs: out of memory");
 }
 

@@ -108,7 +108,7 @@ static int plan_flags(struct plan_args *a, const struct cmd_args *args)
 	}
 	if (cmd_stack_dir(args, args->npos ? args->pos[args->npos - 1] : NULL, &a->dir) < 0)
 		return VX_EXIT_USAGE;
-	a->annotate = a->annotate && gha_active();
+	a->annotate = a->annotate && gha_active(NULL);
 	if (!a->format || (strcmp(a->format, "human") && strcmp(a->format, "json") &&
 			   strcmp(a->format, "markdown"))) {
 		cmd_error("plan: -format must be human, json or markdown");
@@ -158,13 +158,13 @@ done:
 
 /* In GitHub Actions: the plan's errors as annotations, its markdown to the step
  * summary and its results to the step outputs (workflow/ghactions.h). */
-static void plan_github(const struct planning *pl, const struct plan_args *a, int rc)
+static void plan_github(const struct vx_ctx *ctx, const struct planning *pl, const struct plan_args *a, int rc)
 {
-	if (!gha_active())
+	if (!gha_active(ctx))
 		return;
 	if (pl && a->annotate && pl->planner.plan.errors.n)
 		cmd_print_annotations(&pl->planner.plan.errors);
-	if (gha_plan_report(pl, rc, cmd_warn, NULL) < 0)
+	if (gha_plan_report(ctx, pl, rc, cmd_warn, NULL) < 0)
 		cmd_error("plan: GitHub Actions outputs: out of memory");
 }
 
@@ -193,21 +193,21 @@ static int plan_exec(const struct cmd_args *args)
 	if (planning_run_dir(&pl, &ws, &ctx, a.dir, &a.po,
 			     a.annotate ? &cmd_workspace_events_annotated : &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
-		plan_github(NULL, &a, rc);
+		plan_github(&ctx, NULL, &a, rc);
 		goto done;
 	}
-	if ((!strcmp(a.format, "markdown") || a.outfile || gha_active()) &&
+	if ((!strcmp(a.format, "markdown") || a.outfile || gha_active(&ctx)) &&
 	    planning_spend_line(&pl, &ws, a.po.now_ms) < 0) {
 		cmd_error("plan: out of memory");
 		goto done;
 	}
 	if (plan_print(&pl, &ws, &a, &err) < 0) {
-		plan_github(NULL, &a, rc);
+		plan_github(&ctx, NULL, &a, rc);
 		goto done;
 	}
 	if (!pl.planner.plan.errors.n)
 		rc = a.detailed && planning_has_changes(&pl) ? VX_EXIT_CHANGES : VX_EXIT_OK;
-	plan_github(&pl, &a, rc);
+	plan_github(&ctx, &pl, &a, rc);
 	if (pl.planner.plan.errors.n)
 		goto done;
 	/* Every thread is joined (the refresh took the lists) and a plan holds no lease. */

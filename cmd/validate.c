@@ -117,7 +117,7 @@ static int validate_exec(const struct cmd_args *args)
 		if (args->opts[i].id == VALIDATE_OPT_ANNOTATIONS &&
 		    cmd_annotate("validate", args->opts[i].value, &annotate) < 0)
 			return VX_EXIT_USAGE;
-	annotate = annotate && gha_active();
+	annotate = annotate && gha_active(NULL);
 	/* -C DIR is one of the directories: the others must be it. */
 	for (size_t i = 0; i < args->npos; i++)
 		if (cmd_stack_dir(args, args->pos[i], &dir) < 0)

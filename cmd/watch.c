@@ -78,7 +78,7 @@ struct watcher {
 	int json;
 	const char *metrics;
 	int64_t interval_ms;
-	int once, sync, test_pause;
+	int once, sync;
 	uint64_t max_cycles;        /* -cycles N; 0 = until stopped */
 	uint64_t rng;               /* the pause's jitter (util/rand.h): VX seed pins it */
 	const char *dir;
@@ -351,13 +351,13 @@ static int watch_exec(const struct cmd_args *args)
 	memset(&res, 0, sizeof(res));
 	if (parse(&wr, args) < 0)
 		return VX_EXIT_USAGE;
-	/* The test hook vxapply has too: stop before the first mutating request. */
+	/* The test hook vxapply has too (util/testhook.h): stop before the first
+	 * mutating request. Only that point is watch's. */
 	if ((pause = getenv("VX_TEST_PAUSE")) != NULL) {
 		if (strcmp(pause, "before-send")) {
 			cmd_error("watch: VX_TEST_PAUSE takes before-send, not '%s'", pause);
 			return VX_EXIT_ERROR;
 		}
-		wr.test_pause = 1;
 	}
 	cmd_ctx_init(&wr.ctx, args->debug);
 	if (cmd_clock_from_env(&wr.ctx, &wr.clock, "watch") < 0)
@@ -368,7 +368,6 @@ static int watch_exec(const struct cmd_args *args)
 	wo.sync = wr.sync;
 	wo.follow = wr.follow;
 	wo.ci = &ci;
-	wo.test_pause = wr.test_pause;
 	wo.getenv = cmd_getenv;
 	wo.notify_loopback = cmd_notify_loopback();
 	if (cmd_lease_from_env("watch", &wo.lease_ms) < 0 || cmd_inflight_from_env("watch", &wo.inflight_ms) < 0)

@@ -51,7 +51,7 @@ struct prices {
 
 /* The table shipped with vx (data/prices.json, compiled in by tools/gen_prices.py). */
 extern const char prices_default_json[];
-/* The regions that table prices, sorted, NULL-terminated (reconcile/prices_data.c,
+/* The regions that table prices, sorted, NULL-terminated (data/prices_data.c,
  * generated with it): the regions vx knows, for the stack loader's check. */
 extern const char *const prices_default_regions[];
 

@@ -1,7 +1,7 @@
 /*
  * The stack loader's check of region and zone names against the regions vx
  * knows: those of the built-in price table (data/prices.json, compiled into
- * reconcile/prices_data.c with the list). Google opens regions more often
+ * data/prices_data.c with the list). Google opens regions more often
  * than vx ships, so a well-formed name vx does not know is refused only when
  * it is surely a typo of one it does:
  *

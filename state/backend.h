@@ -140,9 +140,6 @@ struct state_backend {
 	 */
 	_Atomic int64_t fence_confirmed_ms;
 	_Atomic int64_t fence_lease_ms;
-	/* A test hook: the next ref update (git) stops the process with SIGSTOP,
-	 * holding the repository's writer lock (state/git_reflock.h). */
-	int test_pause_ref_update;
 	char *dirty_decl_hash;     /* set by state_config_dirty (owned), or NULL */
 	/* Set by state_audit (owned), or NULL: the trailers of every write. */
 	char *audit_actor;

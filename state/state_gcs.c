@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "providers/gcp/gjson.h"
-#include "providers/gcp/storage.h"
 #include "state/backend.h"
+#include "state/blobstore.h"
 #include "state/lock.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/json.h"
 #include "util/banned.h"
 
 #define LEASE_MAX ((size_t)64 << 10)
@@ -21,7 +21,7 @@
 
 struct gcs_backend {
 	struct state_backend base; /* first */
-	struct storage_client sc;
+	struct blob_store *store;  /* owned */
 	struct state_backend *config; /* owned, or NULL */
 	char *bucket;
 	char *prefix;
@@ -50,7 +50,7 @@ static int read_obj(struct gcs_backend *g, const char *name, size_t max, char **
 
 	*found = 0;
 	*gen = 0;
-	rc = storage_object_read(&g->sc, g->bucket, name, data, len, gen, err);
+	rc = blob_read(g->store, g->bucket, name, data, len, gen, err);
 	if (rc == VX_ENOTFOUND) {
 		vx_err_release(err);
 		*gen = 0;
@@ -70,7 +70,7 @@ static int read_obj(struct gcs_backend *g, const char *name, size_t max, char **
 
 /*
  * Writes data at if_gen. A 412 may be our own earlier attempt that landed
- * (storage.h): when the object now holds exactly data, that is success, and
+ * (blobstore.h): when the object now holds exactly data, that is success, and
  * *new_gen its generation. Otherwise VX_ECONFLICT.
  */
 static int cas_write(struct gcs_backend *g, const char *name, const char *data, int64_t if_gen,
@@ -81,8 +81,7 @@ static int cas_write(struct gcs_backend *g, const char *name, const char *data, 
 	int64_t gen = 0;
 	int found = 0, rc;
 
-	rc = storage_object_write(&g->sc, g->bucket, name, data, strlen(data), NULL, if_gen, new_gen,
-				  err);
+	rc = blob_write(g->store, g->bucket, name, data, strlen(data), if_gen, new_gen, err);
 	if (rc != VX_ECONFLICT)
 		return rc;
 	{
@@ -162,7 +161,7 @@ static int gcs_lock_swap(struct state_backend *b, const char *expect_id,
 	if (next) {
 		rc = cas_write(g, g->lease_obj, text, gen, &new_gen, err);
 	} else {
-		rc = storage_object_delete(&g->sc, g->bucket, g->lease_obj, gen, err);
+		rc = blob_remove(g->store, g->bucket, g->lease_obj, gen, err);
 		/* Gone: our own retried delete landed, or someone cleared it; either
 		 * way it is released. */
 		if (rc == VX_ENOTFOUND) {
@@ -225,7 +224,7 @@ static int newest_history(struct gcs_backend *g, uint64_t *serial, struct vx_err
 	if (!dir)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	dlen = strlen(dir);
-	rc = storage_object_list(&g->sc, g->bucket, dir, &names, &n, err);
+	rc = blob_list(g->store, g->bucket, dir, &names, &n, err);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const char *t = names[i] + dlen;
 		uint64_t v = 0;
@@ -388,8 +387,7 @@ static char *history_head(uint64_t serial, const char *lineage, int64_t time_ms,
 static int history_tail_put(struct gcs_backend *g, const char *name, struct vx_err *err)
 {
 	int64_t gen = 0;
-	int rc = storage_object_write(&g->sc, g->bucket, name, HISTORY_TAIL, strlen(HISTORY_TAIL), NULL,
-				      0, &gen, err);
+	int rc = blob_write(g->store, g->bucket, name, HISTORY_TAIL, strlen(HISTORY_TAIL), 0, &gen, err);
 
 	if (rc == VX_ECONFLICT) {
 		vx_err_release(err);
@@ -420,7 +418,7 @@ static int history_compose(struct gcs_backend *g, uint64_t serial, const char *l
 	}
 	/* Named after state.json's generation, which only this writer made: a
 	 * 412 is our own retried upload that landed, with this very text. */
-	rc = storage_object_write(&g->sc, g->bucket, head, text, strlen(text), NULL, 0, &head_gen, err);
+	rc = blob_write(g->store, g->bucket, head, text, strlen(text), 0, &head_gen, err);
 	if (rc == VX_ECONFLICT) {
 		vx_err_release(err);
 		head_gen = 0;
@@ -429,20 +427,19 @@ static int history_compose(struct gcs_backend *g, uint64_t serial, const char *l
 	if (rc < 0)
 		goto done;
 	{
-		struct storage_compose_source src[3] = {
+		struct blob_source src[3] = {
 			{ .name = head, .generation = head_gen },
 			{ .name = g->state_obj, .generation = state_gen },
 			{ .name = tail, .generation = 0 },
 		};
 
-		rc = storage_object_compose(&g->sc, g->bucket, name, src, 3, NULL, 0, &gen, err);
+		rc = blob_compose(g->store, g->bucket, name, src, 3, 0, &gen, err);
 		/* The first history of this prefix: no tail yet. (Or state.json moved on: then
 		 * the second try fails the same way.) */
 		if (rc == VX_ENOTFOUND) {
 			vx_err_release(err);
 			if ((rc = history_tail_put(g, tail, err)) == 0)
-				rc = storage_object_compose(&g->sc, g->bucket, name, src, 3, NULL, 0, &gen,
-							    err);
+				rc = blob_compose(g->store, g->bucket, name, src, 3, 0, &gen, err);
 		}
 		if (rc == VX_ECONFLICT) { /* it exists: its first writer made it */
 			vx_err_release(err);
@@ -453,8 +450,8 @@ static int history_compose(struct gcs_backend *g, uint64_t serial, const char *l
 		struct vx_err e2 = VX_ERR_INIT;
 
 		/* A head left behind (this failed) is a few hundred bytes, never read. */
-		if (storage_object_delete(&g->sc, g->bucket, head,
-					  head_gen ? head_gen : STORAGE_ANY_GENERATION, &e2) < 0)
+		if (blob_remove(g->store, g->bucket, head, head_gen ? head_gen : BLOB_ANY_GENERATION,
+				&e2) < 0)
 			vx_log(g->base.ctx, VX_LOG_DEBUG, "%s", e2.msg ? e2.msg : "");
 		vx_err_release(&e2);
 	}
@@ -474,7 +471,7 @@ done:
 static int history_keep(struct gcs_backend *g, const struct state *cur, int64_t gen,
 			struct vx_err *err)
 {
-	struct storage_object meta = STORAGE_OBJECT_INIT;
+	int64_t gen_now = 0;
 	char *name;
 	int rc;
 
@@ -482,12 +479,11 @@ static int history_keep(struct gcs_backend *g, const struct state *cur, int64_t 
 		return 0;
 	if (!(name = history_name(g, cur->serial)))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	rc = storage_object_stat(&g->sc, g->bucket, name, &meta, err);
+	rc = blob_stat(g->store, g->bucket, name, &gen_now, err);
 	if (rc == VX_ENOTFOUND) {
 		vx_err_release(err);
 		rc = history_compose(g, cur->serial, cur->lineage, 0, NULL, gen, err);
 	}
-	storage_object_release(&meta);
 	free(name);
 	return rc;
 }
@@ -552,6 +548,25 @@ static void write_back_warning(struct gcs_backend *g, uint64_t serial)
 	       "state.json was deleted: generation %lld is gone (gs://%s/%s, serial %llu); this "
 	       "apply still holds the lease, so it writes the state back to keep what it did",
 	       (long long)g->loaded_gen, g->bucket, g->state_obj, (unsigned long long)serial);
+}
+
+/*
+ * The history of the serial just written (out, at state.json's generation
+ * gen): only the winner of a serial gets here, so its message goes with it.
+ * A failure leaves the history without the message, not the state
+ * unwritten: it is a warning.
+ */
+static void history_written(struct gcs_backend *g, const struct state *out, int64_t now,
+			    const char *message, int64_t gen)
+{
+	struct vx_err e2 = VX_ERR_INIT;
+
+	if (history_compose(g, out->serial, out->lineage, now, message, gen, &e2) == 0)
+		g->history_serial = out->serial;
+	else
+		vx_log(g->base.ctx, VX_LOG_WARN, "state serial %llu written, but not its history: %s",
+		       (unsigned long long)out->serial, e2.msg ? e2.msg : "");
+	vx_err_release(&e2);
 }
 
 static int gcs_write(struct state_backend *b, struct state *st, const char *message,
@@ -619,18 +634,7 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	st->serial = out.serial;
 	g->loaded_gen = new_gen;
 	g->loaded_serial = st->serial;
-	/* Only the winner of this serial gets here: its message goes with it. A
-	 * failure leaves the history without the message, not the state unwritten. */
-	{
-		struct vx_err e2 = VX_ERR_INIT;
-
-		if (history_compose(g, out.serial, out.lineage, now, message, new_gen, &e2) == 0)
-			g->history_serial = out.serial;
-		else
-			vx_log(b->ctx, VX_LOG_WARN, "state serial %llu written, but not its history: %s",
-			       (unsigned long long)out.serial, e2.msg ? e2.msg : "");
-		vx_err_release(&e2);
-	}
+	history_written(g, &out, now, message, new_gen);
 done:
 	state_lock_free(lock);
 	free(text);
@@ -676,18 +680,18 @@ static int history_get(struct gcs_backend *g, uint64_t serial, const char *linea
 	if (rc < 0 || !*found)
 		goto done;
 	*found = 0;
-	root = gjson_parse(text, len);
+	root = vx_json_parse(text, len);
 	it = cJSON_GetObjectItemCaseSensitive(root, "serial");
-	if (!cJSON_IsObject(root) || gjson_int(it, 1, INT64_MAX, &n) < 0 || (uint64_t)n != serial ||
+	if (!cJSON_IsObject(root) || vx_json_int(it, 1, INT64_MAX, &n) < 0 || (uint64_t)n != serial ||
 	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "state"))) {
 		rc = vx_err_set(err, VX_EINVAL, "gs://%s/%s: not a history object of serial %llu",
 				g->bucket, name, (unsigned long long)serial);
 		goto done;
 	}
-	if (!gjson_str(root, "lineage") || (lineage && strcmp(gjson_str(root, "lineage"), lineage) != 0))
+	if (!vx_json_str(root, "lineage") || (lineage && strcmp(vx_json_str(root, "lineage"), lineage) != 0))
 		goto done;
 	if (!lineage)
-		lineage = gjson_str(root, "lineage");
+		lineage = vx_json_str(root, "lineage");
 	inner = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "state"));
 	if (!inner) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -704,12 +708,12 @@ static int history_get(struct gcs_backend *g, uint64_t serial, const char *linea
 	}
 	state_lock_free(v->st.lock);
 	v->st.lock = NULL;
-	if (gjson_str(root, "message") && !(v->message = vx_strdup(gjson_str(root, "message")))) {
+	if (vx_json_str(root, "message") && !(v->message = vx_strdup(vx_json_str(root, "message")))) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
-	if (gjson_str(root, "time") && *gjson_str(root, "time") &&
-	    state_time_parse(gjson_str(root, "time"), &v->time_ms) < 0)
+	if (vx_json_str(root, "time") && *vx_json_str(root, "time") &&
+	    state_time_parse(vx_json_str(root, "time"), &v->time_ms) < 0)
 		v->time_ms = 0;
 	*found = 1;
 done:
@@ -937,15 +941,14 @@ static void history_set_aside(struct gcs_backend *g, uint64_t serial, uint64_t n
 		struct vx_err e = VX_ERR_INIT;
 		char *from = history_name(g, s);
 		char *to = vx_asprintf("%s/history/abandoned/%010llu.json", g->prefix, (unsigned long long)s);
-		struct storage_compose_source src = { from, 0 };
+		struct blob_source src = { from, 0 };
 		int rc = !from || !to ? vx_err_set(&e, VX_ENOMEM, "out of memory") : 0;
 
 		if (rc == 0)
-			rc = storage_object_compose(&g->sc, g->bucket, to, &src, 1, NULL, 0, NULL, &e);
+			rc = blob_compose(g->store, g->bucket, to, &src, 1, 0, NULL, &e);
 		if (rc == 0 || rc == VX_ENOTFOUND) {
 			vx_err_release(&e);
-			rc = rc == 0 ? storage_object_delete(&g->sc, g->bucket, from, STORAGE_ANY_GENERATION,
-							     &e) : 0;
+			rc = rc == 0 ? blob_remove(g->store, g->bucket, from, BLOB_ANY_GENERATION, &e) : 0;
 		}
 		if (rc < 0 && rc != VX_ENOTFOUND)
 			vx_log(g->base.ctx, VX_LOG_WARN, "state restore: moving gs://%s/%s aside: %s",
@@ -1033,17 +1036,16 @@ done:
 static int gcs_revision(struct state_backend *b, char **out, struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
-	struct storage_object meta = STORAGE_OBJECT_INIT;
+	int64_t gen = 0;
 	int rc;
 
-	rc = storage_object_stat(&g->sc, g->bucket, g->state_obj, &meta, err);
+	rc = blob_stat(g->store, g->bucket, g->state_obj, &gen, err);
 	if (rc == VX_ENOTFOUND) {
 		vx_err_release(err);
 		return 0;
 	}
-	if (rc == 0 && !(*out = vx_asprintf("gen:%" PRId64, meta.generation)))
+	if (rc == 0 && !(*out = vx_asprintf("gen:%" PRId64, gen)))
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-	storage_object_release(&meta);
 	return rc;
 }
 
@@ -1069,6 +1071,7 @@ static void gcs_free(struct state_backend *b)
 	struct gcs_backend *g = gb(b);
 
 	state_backend_free(g->config);
+	blob_store_free(g->store);
 	free(g->bucket);
 	free(g->prefix);
 	free(g->state_obj);
@@ -1124,7 +1127,7 @@ int state_gcs_open(struct state_backend **out, const struct vx_ctx *ctx,
 		rc = vx_err_set(err, VX_EINVAL, "gcs state: no bucket given");
 		goto fail;
 	}
-	if (!opts->client || !opts->client->http) {
+	if (!opts->store) {
 		rc = vx_err_set(err, VX_EINVAL, "gcs state: no storage client");
 		goto fail;
 	}
@@ -1143,7 +1146,7 @@ int state_gcs_open(struct state_backend **out, const struct vx_ctx *ctx,
 		g = NULL;
 		goto fail;
 	}
-	g->sc = *opts->client;
+	g->store = opts->store;
 	g->config = opts->config;
 	g->loaded_gen = -1;
 	g->bucket = vx_strdup(opts->bucket);
@@ -1160,5 +1163,6 @@ int state_gcs_open(struct state_backend **out, const struct vx_ctx *ctx,
 	return 0;
 fail:
 	state_backend_free(opts->config);
+	blob_store_free(opts->store);
 	return rc;
 }

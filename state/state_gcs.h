@@ -17,7 +17,7 @@
  * taken over by a rewrite at the generation read, and released by a delete
  * at that generation. A state write first checks that lease.json still
  * names this backend's lease. A failed precondition may be our own retried
- * request that landed (providers/gcp/storage.h): the object is read back
+ * request that landed (state/blobstore.h): the object is read back
  * and compared before it counts as a conflict.
  *
  * History: the writer that wins serial N writes history/N right after, with
@@ -34,16 +34,17 @@
 
 #include "util/err.h"
 
+struct blob_store;
 struct state_backend;
-struct storage_client;
 struct vx_ctx;
 
 struct state_gcs_opts {
 	const char *stack;                    /* the stack's name (required) */
 	const char *bucket;                   /* required */
 	const char *path;                     /* the object prefix; NULL: "vx/state/<stack>" */
-	const struct storage_client *client;  /* copied; its http layer is borrowed and must
-					       * outlive the backend's last call */
+	/* The objects' store (providers/gcp/storage.h: storage_blob_store),
+	 * owned by the gcs backend from the call on, even when the open fails. */
+	struct blob_store *store;
 	/* Answers config_commit/config_changes (a git backend on the stack's
 	 * repository), owned by the gcs backend from the call on, even when
 	 * the open fails; NULL: none, as with the file backend. */

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include "util/hashmap.h"
 #include "util/text.h"
 #include "util/ctx.h"
+#include "util/testhook.h"
 #include "util/banned.h"
 
 #define DEFAULT_NAME "vx"
@@ -41,6 +41,7 @@ struct state_git {
 	char *tracking; /* refs/remotes/<remote>/<branch> (a URL's: refs/vx/remotes/url-<hash>/heads/<branch>) */
 	char *lease_ref;      /* refs/vx/lease/<stack>: the lease, off the state's history */
 	char *lease_tracking; /* refs/vx/remotes/<remote>/lease/<stack> */
+	int ref_paused;	      /* the ref-update test pause has stopped this backend (util/testhook.h) */
 	/*
 	 * What a save need not redo: for each record written since the last
 	 * load, its fingerprint (state_record_fingerprint) and the blob its
@@ -424,12 +425,10 @@ static int ref_update(struct state_git *g, git_reference **out, const char *name
 		goto done;
 	}
 	remove_dead_lock(g, &wl);
-	if (g->base.test_pause_ref_update) {
-		/* A test hook (VX_TEST_PAUSE=ref-update): stop as a suspended
-		 * laptop would, holding this ref update, until a SIGCONT. */
-		g->base.test_pause_ref_update = 0;
-		raise(SIGSTOP);
-	}
+	/* A test hook (util/testhook.h): stop as a suspended laptop would,
+	 * holding this ref update, until a SIGCONT; once. */
+	if (!g->ref_paused)
+		g->ref_paused = vx_test_hook(ctx, "ref-update");
 	for (tries = 0; tries < REF_LOCK_MAX_TRIES + 2; tries++) {
 		struct stat sb;
 

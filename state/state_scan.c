@@ -11,7 +11,7 @@
 
 #include <git2.h>
 
-#include "providers/gcp/storage.h"
+#include "state/blobstore.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -198,7 +198,7 @@ static int scan_gcs(struct state_scan_hit *out, const struct state_scan_place *p
 
 	if (!(own = vx_asprintf("%s/state.json", place->prefix)))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	rc = storage_object_list(place->storage, place->bucket, "", &names, &n, err);
+	rc = blob_list(place->store, place->bucket, "", &names, &n, err);
 	for (size_t i = 0; rc == 0 && i < n && !out->address; i++) {
 		size_t len_i = strlen(names[i]);
 		struct state st;
@@ -212,7 +212,7 @@ static int scan_gcs(struct state_scan_hit *out, const struct state_scan_place *p
 			continue;
 		memset(&st, 0, sizeof(st));
 		/* Gone or unreadable since listed: not a state that holds it now. */
-		if (storage_object_read(place->storage, place->bucket, names[i], &data, &len, &gen, &pe) == 0 &&
+		if (blob_read(place->store, place->bucket, names[i], &data, &len, &gen, &pe) == 0 &&
 		    len <= STATE_MAX_JSON && mentions(data, len, needle) && state_from_json(&st, data, len, &pe) == 0) {
 			for (size_t k = 0; k < st.nrecords && !out->address && rc == 0; k++) {
 				if (!record_has(&st.records[k], resource))
@@ -246,7 +246,7 @@ int state_scan_find(struct state_scan_hit *out, const struct state_scan_place *p
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (place->stack_dir)
 		rc = scan_git(out, place, needle, resource, err);
-	else if (place->bucket && place->storage && place->prefix)
+	else if (place->bucket && place->store && place->prefix)
 		rc = scan_gcs(out, place, needle, resource, err);
 	free(needle);
 	if (rc < 0)

@@ -24,14 +24,14 @@
 
 #include "util/err.h"
 
-struct storage_client;
+struct blob_store;
 
 struct state_scan_place {
 	const char *stack_dir;          /* git: a directory inside the repository, else NULL */
 	const char *branch;             /* git: this state's branch ("vx/state/NAME") */
 	const char *bucket;             /* gcs: the bucket, else NULL */
 	const char *prefix;             /* gcs: this state's prefix ("vx/state/NAME") */
-	struct storage_client *storage; /* gcs: borrowed */
+	struct blob_store *store;	/* gcs: borrowed (state/blobstore.h) */
 };
 
 /* Where another state records a resource. Owned strings. */

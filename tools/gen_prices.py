@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes data/prices.json and reconcile/prices_data.c (the same table, compiled into vx).
+"""Writes data/prices.json and data/prices_data.c (the same table, compiled into vx).
 
 The figures are read from the published rows copied into data/prices-src/ (each file names its
 source, date and licence): no number is typed in here, only the factors of the two derivations
@@ -438,7 +438,7 @@ def main(argv):
     d = out_dir or ROOT
     write(os.path.join(d, "prices.json") if out_dir else os.path.join(ROOT, "data", "prices.json"),
           json.dumps(table, indent=1) + "\n")
-    write(os.path.join(d, "prices_data.c") if out_dir else os.path.join(ROOT, "reconcile", "prices_data.c"),
+    write(os.path.join(d, "prices_data.c") if out_dir else os.path.join(ROOT, "data", "prices_data.c"),
           c_source(table))
     return 0
 

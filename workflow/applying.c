@@ -2,7 +2,6 @@
 #include "workflow/applying.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "state/state_git.h"
 #include "util/ctx.h"
 #include "workflow/ci.h"
+#include "util/testhook.h"
 #include "util/banned.h"
 
 static int hook_persist(void *ud, struct state *st, const char *message, struct vx_err *err)
@@ -50,13 +50,11 @@ static int hook_fence(void *ud, struct vx_err *err)
 	struct applying *ap = ud;
 	int rc;
 
-	if (ap->opts->test_pause != APPLYING_PAUSE_BEFORE_SEND)
+	if (!ap->pause_armed)
 		return state_lock_fence(ap->ws.backend, err);
 	pthread_mutex_lock(&ap->pause_lock);
-	if (!ap->paused) {
-		ap->paused = 1;
-		raise(SIGSTOP);
-	}
+	if (!ap->paused)
+		ap->paused = vx_test_hook(ap->ws.ctx, "before-send");
 	rc = state_lock_fence(ap->ws.backend, err);
 	pthread_mutex_unlock(&ap->pause_lock);
 	return rc;
@@ -257,7 +255,7 @@ int applying_lock(struct applying *ap, const struct applying_opts *opts, const s
 	lo.ud = ap;
 	ap->opts = opts;
 	lo.unlock_args = opts->unlock_args;
-	ws->backend->test_pause_ref_update = opts->test_pause == APPLYING_PAUSE_REF_UPDATE;
+	ap->pause_armed = vx_test_hook_armed(ws->ctx, "before-send");
 	if ((rc = state_lock_acquire(ws->backend, &lo, err)) < 0)
 		return rc;
 	/* Only now: lists made before the lease was ours could miss what the

@@ -61,8 +61,6 @@ struct applying_events {
 	void *ud;
 };
 
-enum { APPLYING_PAUSE_BEFORE_SEND = 1, APPLYING_PAUSE_REF_UPDATE = 2 };
-
 /* How to apply; the caller's, borrowed for the steps it is given to. */
 struct applying_opts {
 	const struct applying_events *ev; /* may be NULL */
@@ -73,12 +71,6 @@ struct applying_opts {
 	const char *unlock_args;    /* the stack's directory in the 'vx unlock' hint, or NULL */
 	int committed_only;         /* refuse a stack with uncommitted changes (in CI) */
 	int64_t inflight_ms;        /* how long a journaled create may be in flight; 0 = default */
-	/* A test hook (the caller reads VX_TEST_PAUSE), stopping the process
-	 * (SIGSTOP) until a SIGCONT, as a suspended laptop would.
-	 * APPLYING_PAUSE_BEFORE_SEND: at the first fence check, right before
-	 * its first mutating request. APPLYING_PAUSE_REF_UPDATE: inside the
-	 * first state ref update (git), which takes the lease. 0: none. */
-	int test_pause;
 	int keep_policy;            /* apply_options.keep_policy: vx watch without -sync */
 	/* What the lease names as its holder's operation: "apply" (NULL) or "watch". */
 	const char *operation;
@@ -103,9 +95,11 @@ struct applying {
 	char *refresh_summary;
 	struct apply_result res;   /* what applying_run did */
 	int ran;                   /* applying_run ran */
-	/* The fence's test pause (applying_opts.test_pause): checks wait on
-	 * pause_lock meanwhile, so no request slips out while frozen. */
+	/* The fence's test pause (util/testhook.h, "before-send"), armed when
+	 * the lease is taken: checks wait on pause_lock meanwhile, so no
+	 * request slips out while frozen. */
 	const struct applying_opts *opts;
+	int pause_armed;
 	int paused;
 	pthread_mutex_t pause_lock;
 };

@@ -11,15 +11,16 @@
 #include "reconcile/plan.h"
 #include "reconcile/render.h"
 #include "util/buf.h"
+#include "util/ctx.h"
 #include "util/diag.h"
 #include "util/text.h"
 #include "workflow/planning.h"
 #include "util/rand.h"
 #include "util/banned.h"
 
-int gha_active(void)
+int gha_active(const struct vx_ctx *ctx)
 {
-	const char *v = getenv("GITHUB_ACTIONS");
+	const char *v = vx_getenv(ctx, "GITHUB_ACTIONS");
 
 	return v && !strcmp(v, "true");
 }
@@ -88,10 +89,10 @@ int gha_annotations(struct vx_buf *out, const struct vx_diags *d)
 }
 
 /* Appends len bytes of data to the file named by $var: 0 (also when it is unset), or VX_EIO. */
-static int append_env_file(const char *var, const char *what, const char *data, size_t len,
-			   struct vx_err *err)
+static int append_env_file(const struct vx_ctx *ctx, const char *var, const char *what,
+			   const char *data, size_t len, struct vx_err *err)
 {
-	const char *path = getenv(var);
+	const char *path = vx_getenv(ctx, var);
 	FILE *f;
 	int ok;
 
@@ -110,9 +111,9 @@ static int append_env_file(const char *var, const char *what, const char *data, 
 	return 0;
 }
 
-int gha_summary_append(const char *text, struct vx_err *err)
+int gha_summary_append(const struct vx_ctx *ctx, const char *text, struct vx_err *err)
 {
-	return append_env_file("GITHUB_STEP_SUMMARY", "step summary", text, strlen(text), err);
+	return append_env_file(ctx, "GITHUB_STEP_SUMMARY", "step summary", text, strlen(text), err);
 }
 
 static int name_ok(const char *s)
@@ -136,7 +137,7 @@ static int value_ok(const char *s)
 	return 1;
 }
 
-int gha_outputs_write(const struct gha_output *o, size_t n, struct vx_err *err)
+int gha_outputs_write(const struct vx_ctx *ctx, const struct gha_output *o, size_t n, struct vx_err *err)
 {
 	struct vx_buf out = VX_BUF_INIT;
 	unsigned char r[16];
@@ -161,7 +162,7 @@ int gha_outputs_write(const struct gha_output *o, size_t n, struct vx_err *err)
 		if (vx_buf_printf(&out, "%s<<%s\n%s\n%s\n", o[i].name, delim, o[i].value, delim) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = append_env_file("GITHUB_OUTPUT", "step outputs file", vx_buf_str(&out), strlen(vx_buf_str(&out)),
+		rc = append_env_file(ctx, "GITHUB_OUTPUT", "step outputs file", vx_buf_str(&out), strlen(vx_buf_str(&out)),
 				     err);
 	vx_buf_release(&out);
 	return rc;
@@ -177,7 +178,7 @@ static int warned(int rc, struct vx_err *err, void (*warn)(void *ud, const char 
 }
 
 /* The plan's markdown to the step summary (with an apply's result line when res). */
-static int summary(const struct planning *pl, const struct apply_result *res, int applied,
+static int summary(const struct vx_ctx *ctx, const struct planning *pl, const struct apply_result *res, int applied,
 		   void (*warn)(void *ud, const char *msg), void *ud)
 {
 	struct vx_buf md = VX_BUF_INIT;
@@ -195,13 +196,13 @@ static int summary(const struct planning *pl, const struct apply_result *res, in
 		vx_buf_release(&md);
 		return VX_ENOMEM;
 	}
-	rc = gha_summary_append(vx_buf_str(&md), &err);
+	rc = gha_summary_append(ctx, vx_buf_str(&md), &err);
 	vx_buf_release(&md);
 	return warned(rc, &err, warn, ud);
 }
 
 /* exitcode, and changes and cost_per_hour when pl, to the step outputs. */
-static int outputs(const struct planning *pl, int exitcode, void (*warn)(void *ud, const char *msg), void *ud)
+static int outputs(const struct vx_ctx *ctx, const struct planning *pl, int exitcode, void (*warn)(void *ud, const char *msg), void *ud)
 {
 	struct vx_err err = VX_ERR_INIT;
 	char code[16], changes[24] = "", cost[40] = "";
@@ -227,26 +228,26 @@ static int outputs(const struct planning *pl, int exitcode, void (*warn)(void *u
 		if (c->delta_known && v > -1e9 && v < 1e9)
 			snprintf(cost, sizeof(cost), "%.2f", v);
 	}
-	return warned(gha_outputs_write(o, 3, &err), &err, warn, ud);
+	return warned(gha_outputs_write(ctx, o, 3, &err), &err, warn, ud);
 }
 
-int gha_plan_report(const struct planning *pl, int exitcode,
+int gha_plan_report(const struct vx_ctx *ctx, const struct planning *pl, int exitcode,
 		    void (*warn)(void *ud, const char *msg), void *ud)
 {
-	if (pl && summary(pl, NULL, 0, warn, ud) < 0)
+	if (pl && summary(ctx, pl, NULL, 0, warn, ud) < 0)
 		return VX_ENOMEM;
-	return outputs(pl, exitcode, warn, ud);
+	return outputs(ctx, pl, exitcode, warn, ud);
 }
 
-int gha_apply_report(const struct planning *pl, const struct apply_result *res, int exitcode,
-		     void (*warn)(void *ud, const char *msg), void *ud)
+int gha_apply_report(const struct vx_ctx *ctx, const struct planning *pl, const struct apply_result *res,
+		     int exitcode, void (*warn)(void *ud, const char *msg), void *ud)
 {
 	struct vx_err err = VX_ERR_INIT;
 	char code[16];
 	struct gha_output o = { .name = "exitcode", .value = code };
 
-	if (pl && summary(pl, res, 1, warn, ud) < 0)
+	if (pl && summary(ctx, pl, res, 1, warn, ud) < 0)
 		return VX_ENOMEM;
 	snprintf(code, sizeof(code), "%d", exitcode);
-	return warned(gha_outputs_write(&o, 1, &err), &err, warn, ud);
+	return warned(gha_outputs_write(ctx, &o, 1, &err), &err, warn, ud);
 }

@@ -31,14 +31,20 @@
 struct apply_result;
 struct planning;
 struct vx_buf;
+struct vx_ctx;
 struct vx_diags;
 
 /* The longest output name and value gha_outputs_write accepts. */
 #define GHA_NAME_MAX 64
 #define GHA_VALUE_MAX 128
 
+/*
+ * Every variable below is read from ctx's environment (vx_getenv; ctx NULL:
+ * the process's), which cmd/ passes in.
+ */
+
 /* Whether vx runs as a GitHub Actions step ($GITHUB_ACTIONS is "true"). */
-int gha_active(void);
+int gha_active(const struct vx_ctx *ctx);
 
 /*
  * Appends s to out escaped as a workflow command's message (prop 0: %, CR and
@@ -59,7 +65,7 @@ int gha_annotations(struct vx_buf *out, const struct vx_diags *d) VX_WUR;
  * Appends text to the file named by $GITHUB_STEP_SUMMARY; nothing when it
  * is unset or empty. VX_EIO "cannot append to the step summary FILE: why".
  */
-int gha_summary_append(const char *text, struct vx_err *err) VX_WUR;
+int gha_summary_append(const struct vx_ctx *ctx, const char *text, struct vx_err *err) VX_WUR;
 
 struct gha_output {
 	const char *name;  /* [A-Za-z0-9_-], 1 to GHA_NAME_MAX characters */
@@ -72,7 +78,8 @@ struct gha_output {
  * VX_EINVAL naming the output when a name or value is not as above (then
  * nothing is written); VX_EIO when the random delimiter or the file fails.
  */
-int gha_outputs_write(const struct gha_output *o, size_t n, struct vx_err *err) VX_WUR;
+int gha_outputs_write(const struct vx_ctx *ctx, const struct gha_output *o, size_t n,
+		      struct vx_err *err) VX_WUR;
 
 /*
  * What vx plan does in GitHub Actions once it has planned (pl, NULL when it
@@ -82,7 +89,7 @@ int gha_outputs_write(const struct gha_output *o, size_t n, struct vx_err *err) 
  * to the step outputs. Each file that cannot be written is told to warn
  * (one sentence, no secrets). Returns 0, or VX_ENOMEM.
  */
-int gha_plan_report(const struct planning *pl, int exitcode,
+int gha_plan_report(const struct vx_ctx *ctx, const struct planning *pl, int exitcode,
 		    void (*warn)(void *ud, const char *msg), void *ud) VX_WUR;
 
 /*
@@ -90,7 +97,7 @@ int gha_plan_report(const struct planning *pl, int exitcode,
  * one line with its result (res, NULL when there was nothing to do), and
  * exitcode to the step outputs. Warnings and result as gha_plan_report.
  */
-int gha_apply_report(const struct planning *pl, const struct apply_result *res, int exitcode,
-		     void (*warn)(void *ud, const char *msg), void *ud) VX_WUR;
+int gha_apply_report(const struct vx_ctx *ctx, const struct planning *pl, const struct apply_result *res,
+		     int exitcode, void (*warn)(void *ud, const char *msg), void *ud) VX_WUR;
 
 #endif

@@ -8,6 +8,7 @@
 #include "providers/gcp/storage.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
+#include "state/blobstore.h"
 #include "state/lock.h"
 #include "state/state_scan.h"
 #include "util/buf.h"
@@ -43,28 +44,28 @@ static int not_declared(const struct stack *st, const char *address, struct vx_e
 
 /*
  * Where the other states beside this one are (state/state_scan.h): the
- * repository's branches for git, the bucket for gcs (read with the
- * provider's storage client into *sc), none for a state file.
+ * repository's branches for git, the bucket for gcs (read through
+ * im->store, on the provider's storage client), none for a state file.
  */
-static int others_of(struct state_scan_place *out, struct storage_client *sc, struct importing *im,
-		     struct vx_err *err)
+static int others_of(struct state_scan_place *out, struct importing *im, struct vx_err *err)
 {
 	struct workspace *ws = &im->ws;
 	const struct stack *st = ws->st;
+	struct storage_client sc;
 
 	memset(out, 0, sizeof(*out));
 	if (st->state.backend == STACK_BACKEND_GIT) {
 		out->stack_dir = ws->dir;
 		out->branch = st->state.branch;
 	} else if (st->state.backend == STACK_BACKEND_GCS) {
-		if (gcp_provider_storage(ws->prov, sc, err) < 0)
+		if (gcp_provider_storage(ws->prov, &sc, err) < 0 || storage_blob_store(&im->store, &sc, err) < 0)
 			return vx_err_wrap(err, "state backend gcs");
 		im->prefix = st->state.path ? vx_strdup(st->state.path) : vx_asprintf("vx/state/%s", st->name);
 		if (!im->prefix)
 			return vx_err_set(err, VX_ENOMEM, "out of memory");
 		out->bucket = st->state.bucket;
 		out->prefix = im->prefix;
-		out->storage = sc;
+		out->store = im->store;
 	}
 	return 0;
 }
@@ -77,7 +78,6 @@ int importing_run(struct importing *im, struct vx_ctx *ctx, const char *dir, con
 	struct state_lock_opts lo;
 	struct import_request req;
 	struct state_scan_place others;
-	struct storage_client sc;
 	int rc;
 
 	memset(im, 0, sizeof(*im));
@@ -90,9 +90,8 @@ int importing_run(struct importing *im, struct vx_ctx *ctx, const char *dir, con
 	lo.operation = "import";
 	if (!check && (rc = state_lock_acquire(ws->backend, &lo, err)) < 0)
 		return vx_err_wrap(err, "import");
-	memset(&sc, 0, sizeof(sc));
 	if ((rc = workspace_load_state(ws, err)) < 0 || (rc = workspace_salt(ws, NULL, err)) < 0 ||
-	    (rc = workspace_provider(ws, err)) < 0 || (rc = others_of(&others, &sc, im, err)) < 0 ||
+	    (rc = workspace_provider(ws, err)) < 0 || (rc = others_of(&others, im, err)) < 0 ||
 	    (rc = state_audit(ws->backend, ci->actor, ci->pr_url, ci->run_url, err)) < 0)
 		return vx_err_wrap(err, "import");
 	/* Who imports is recorded as apply records who launches. */
@@ -120,6 +119,7 @@ void importing_close(struct importing *im)
 {
 	free(im->message);
 	free(im->prefix);
+	blob_store_free(im->store);
 	import_outcome_release(&im->out);
 	workspace_close(&im->ws);
 	memset(im, 0, sizeof(*im));

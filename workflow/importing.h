@@ -12,6 +12,7 @@
 #include "util/err.h"
 #include "workflow/workspace.h"
 
+struct blob_store;
 struct ci;
 struct vx_ctx;
 
@@ -19,6 +20,7 @@ struct importing {
 	struct workspace ws;
 	struct import_outcome out;  /* what the import found (and did, unless a check) */
 	char *prefix;               /* gcs: the state's prefix, for the scan of the others */
+	struct blob_store *store;   /* gcs: the bucket's objects, for that scan */
 	char *message;              /* the state commit's message */
 };
 

@@ -1080,7 +1080,6 @@ static void act_opts(struct watch *w, struct applying_opts *ao, const struct app
 	ao->lease_ms = w->o.lease_ms;
 	ao->inflight_ms = w->o.inflight_ms;
 	ao->lock_timeout_ms = w->o.lock_wait_ms ? w->o.lock_wait_ms : 5000;
-	ao->test_pause = w->o.test_pause;
 	ao->operation = "watch";
 	ao->getenv = w->o.getenv;
 	ao->notify_loopback = w->o.notify_loopback;

@@ -51,7 +51,6 @@ struct watch_opts {
 	int64_t lease_ms;           /* the state lease; 0 = the backend's default */
 	int64_t inflight_ms;        /* applying_opts.inflight_ms; 0 = the default */
 	int parallelism;            /* API calls at once when applying; 0 = 8 */
-	int test_pause;             /* applying_opts.test_pause (VX_TEST_PAUSE=before-send) */
 	/* The command's environment, for the notify targets' urlEnv and secretEnv
 	 * (library code never calls getenv). NULL: empty. */
 	const char *(*getenv)(const char *name);

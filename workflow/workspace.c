@@ -13,6 +13,7 @@
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state_file.h"
+#include "state/blobstore.h"
 #include "state/state_gcs.h"
 #include "providers/gcp/storage.h"
 #include "state/state_git.h"
@@ -65,17 +66,20 @@ static int open_gcs(struct workspace *ws, struct vx_err *err)
 	struct storage_client sc;
 	int rc;
 
+	/* The state's objects through the provider's storage client: the
+	 * backend sees only the blob store (state/blobstore.h). */
+
 	memset(&o, 0, sizeof(o));
 	o.stack = ws->st->name;
 	o.bucket = ws->st->state.bucket;
 	o.path = ws->st->state.path;
-	o.client = &sc;
 	ws->state_ref = o.path ? vx_asprintf("gs://%s/%s", o.bucket, o.path)
 			       : vx_asprintf("gs://%s/vx/state/%s", o.bucket, o.stack);
 	if (!ws->state_ref)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if ((rc = workspace_provider(ws, err)) < 0 ||
-	    (rc = gcp_provider_storage(ws->prov, &sc, err)) < 0)
+	    (rc = gcp_provider_storage(ws->prov, &sc, err)) < 0 ||
+	    (rc = storage_blob_store(&o.store, &sc, err)) < 0)
 		return vx_err_wrap(err, "state backend gcs");
 	if (ws->dir_in_repo) {
 		struct state_git_opts go;
@@ -83,8 +87,10 @@ static int open_gcs(struct workspace *ws, struct vx_err *err)
 		memset(&go, 0, sizeof(go));
 		go.stack = ws->st->name;
 		go.stack_dir = ws->dir;
-		if ((rc = state_git_open(&o.config, ws->ctx, &go, err)) < 0)
+		if ((rc = state_git_open(&o.config, ws->ctx, &go, err)) < 0) {
+			blob_store_free(o.store);
 			return rc;
+		}
 	}
 	return state_gcs_open(&ws->backend, ws->ctx, &o, err);
 }

@@ -10,6 +10,7 @@
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "state/blobstore.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -548,4 +549,99 @@ done:
 	free(url);
 	free(what);
 	return rc;
+}
+
+/* The blob store of state/blobstore.h on a storage client: each operation is the call above. */
+struct storage_blob {
+	struct blob_store base; /* first */
+	struct storage_client c;
+};
+
+static struct storage_client *blob_client(struct blob_store *s)
+{
+	return &((struct storage_blob *)s)->c;
+}
+
+static int blob_read_op(struct blob_store *s, const char *bucket, const char *name, char **data,
+			size_t *len, int64_t *generation, struct vx_err *err)
+{
+	return storage_object_read(blob_client(s), bucket, name, data, len, generation, err);
+}
+
+static int blob_stat_op(struct blob_store *s, const char *bucket, const char *name, int64_t *generation,
+			struct vx_err *err)
+{
+	struct storage_object meta = STORAGE_OBJECT_INIT;
+	int rc = storage_object_stat(blob_client(s), bucket, name, &meta, err);
+
+	*generation = rc == 0 ? meta.generation : 0;
+	storage_object_release(&meta);
+	return rc;
+}
+
+static int blob_write_op(struct blob_store *s, const char *bucket, const char *name, const void *data,
+			 size_t len, int64_t if_generation_match, int64_t *new_generation,
+			 struct vx_err *err)
+{
+	return storage_object_write(blob_client(s), bucket, name, data, len, NULL, if_generation_match,
+				    new_generation, err);
+}
+
+static int blob_compose_op(struct blob_store *s, const char *bucket, const char *name,
+			   const struct blob_source *src, size_t n, int64_t if_generation_match,
+			   int64_t *new_generation, struct vx_err *err)
+{
+	struct storage_compose_source *cs = n ? calloc(n, sizeof(*cs)) : NULL;
+	int rc;
+
+	if (n && !cs)
+		return vx_err_set(err, VX_ENOMEM, "storage: out of memory");
+	for (size_t i = 0; i < n; i++) {
+		cs[i].name = src[i].name;
+		cs[i].generation = src[i].generation;
+	}
+	rc = storage_object_compose(blob_client(s), bucket, name, cs, n, NULL, if_generation_match,
+				    new_generation, err);
+	free(cs);
+	return rc;
+}
+
+static int blob_list_op(struct blob_store *s, const char *bucket, const char *prefix, char ***out,
+			size_t *n, struct vx_err *err)
+{
+	return storage_object_list(blob_client(s), bucket, prefix, out, n, err);
+}
+
+static int blob_remove_op(struct blob_store *s, const char *bucket, const char *name,
+			  int64_t if_generation_match, struct vx_err *err)
+{
+	return storage_object_delete(blob_client(s), bucket, name, if_generation_match, err);
+}
+
+static void blob_free_op(struct blob_store *s)
+{
+	free(s);
+}
+
+static const struct blob_store_ops storage_blob_ops = {
+	.read = blob_read_op,
+	.stat = blob_stat_op,
+	.write = blob_write_op,
+	.compose = blob_compose_op,
+	.list = blob_list_op,
+	.remove = blob_remove_op,
+	.free = blob_free_op,
+};
+
+int storage_blob_store(struct blob_store **out, const struct storage_client *c, struct vx_err *err)
+{
+	struct storage_blob *b = calloc(1, sizeof(*b));
+
+	*out = NULL;
+	if (!b)
+		return vx_err_set(err, VX_ENOMEM, "storage: out of memory");
+	b->base.ops = &storage_blob_ops;
+	b->c = *c;
+	*out = &b->base;
+	return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "util/err.h"
 
+struct blob_store;
 struct gcp_http;
 struct vx_ctx;
 
@@ -123,5 +124,15 @@ int storage_object_list(struct storage_client *c, const char *bucket, const char
 /* DELETE b/B/o/O[?ifGenerationMatch=G]. */
 int storage_object_delete(struct storage_client *c, const char *bucket, const char *object,
 			  int64_t if_generation_match, struct vx_err *err) VX_WUR;
+
+/*
+ * The blob store of state/blobstore.h (what the gcs state backend and the
+ * scan of other states use) on a copy of c: each operation is the
+ * storage_object_* call of the same name, with content type
+ * application/json. c's http layer is borrowed and must outlive the store.
+ * Free with blob_store_free. VX_ENOMEM.
+ */
+int storage_blob_store(struct blob_store **out, const struct storage_client *c,
+		       struct vx_err *err) VX_WUR;
 
 #endif

@@ -25,7 +25,7 @@ class Shipped(unittest.TestCase):
             cp = run("--out", d)
             self.assertEqual((cp.returncode, cp.stderr), (0, ""))
             for made, shipped in (("prices.json", "data/prices.json"),
-                                  ("prices_data.c", "reconcile/prices_data.c")):
+                                  ("prices_data.c", "data/prices_data.c")):
                 with open(os.path.join(d, made), "rb") as f:
                     want = f.read()
                 with open(os.path.join(ROOT, shipped), "rb") as f:

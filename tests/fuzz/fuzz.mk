@@ -21,7 +21,7 @@ CFLAGS_F  := -std=c11 -g -O1 $(SAN) -fsanitize=fuzzer-no-link -D_POSIX_C_SOURCE=
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS_F    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
-LIB_SRC   := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c))
+LIB_SRC   := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c) data/prices_data.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)

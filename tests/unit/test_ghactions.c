@@ -85,16 +85,16 @@ static void test_outputs_refuse_what_could_inject(void **st)
 	assert_true(fd >= 0);
 	close(fd);
 	assert_int_equal(setenv("GITHUB_OUTPUT", path, 1), 0);
-	assert_int_equal(gha_outputs_write(bad_value, 2, &err), VX_EINVAL);
+	assert_int_equal(gha_outputs_write(NULL, bad_value, 2, &err), VX_EINVAL);
 	assert_string_equal(vx_err_msg(&err), "step output exitcode: a value is at most 128 printable "
 			    "ASCII characters");
-	assert_int_equal(gha_outputs_write(bad_name, 1, &err), VX_EINVAL);
-	assert_int_equal(gha_outputs_write(heredoc_name, 1, &err), VX_EINVAL);
+	assert_int_equal(gha_outputs_write(NULL, bad_name, 1, &err), VX_EINVAL);
+	assert_int_equal(gha_outputs_write(NULL, heredoc_name, 1, &err), VX_EINVAL);
 	got = slurp(path);
 	assert_string_equal(got, ""); /* nothing written, not even the good one */
 	free(got);
 
-	assert_int_equal(gha_outputs_write(good, 2, &err), 0);
+	assert_int_equal(gha_outputs_write(NULL, good, 2, &err), 0);
 	got = slurp(path);
 	assert_int_equal(sscanf(got, "changes<<%63[^\n]", delim), 1);
 	assert_int_equal(strlen(delim), strlen("ghadelimiter_") + 32);
@@ -108,8 +108,8 @@ static void test_outputs_refuse_what_could_inject(void **st)
 	free(got);
 	unsetenv("GITHUB_OUTPUT");
 	/* Unset: nothing to do, not an error. */
-	assert_int_equal(gha_outputs_write(good, 2, &err), 0);
-	assert_int_equal(gha_summary_append("x", &err), 0);
+	assert_int_equal(gha_outputs_write(NULL, good, 2, &err), 0);
+	assert_int_equal(gha_summary_append(NULL, "x", &err), 0);
 	unlink(path);
 	vx_err_release(&err);
 }
@@ -118,11 +118,11 @@ static void test_active_only_for_true(void **st)
 {
 	(void)st;
 	unsetenv("GITHUB_ACTIONS");
-	assert_false(gha_active());
+	assert_false(gha_active(NULL));
 	assert_int_equal(setenv("GITHUB_ACTIONS", "1", 1), 0);
-	assert_false(gha_active());
+	assert_false(gha_active(NULL));
 	assert_int_equal(setenv("GITHUB_ACTIONS", "true", 1), 0);
-	assert_true(gha_active());
+	assert_true(gha_active(NULL));
 	unsetenv("GITHUB_ACTIONS");
 }
 

@@ -534,25 +534,30 @@ static void test_open_errors(void **state)
 	struct fx *f = *state;
 	struct state_backend *b = NULL;
 	struct vx_err err = VX_ERR_INIT;
-	struct state_gcs_opts o = { "research", "vx-unit", "a/../b", &gcs->sc, NULL };
+	struct state_gcs_opts o = { "research", "vx-unit", "a/../b", fakegcs_store(gcs), NULL };
 
 	assert_int_equal(state_gcs_open(&b, &f->ctx, &o, &err), VX_EINVAL);
 	assert_string_equal(err.msg, "gcs state: path \"a/../b\" is not an object prefix (no leading "
 				     "or trailing '/', no empty, '.' or '..' segment, no spaces or "
 				     "wildcards)");
 	o.path = "/abs";
+	o.store = fakegcs_store(gcs); /* the last open owned (and freed) it */
 	assert_int_equal(state_gcs_open(&b, &f->ctx, &o, &err), VX_EINVAL);
 	o.path = "x//y";
+	o.store = fakegcs_store(gcs); /* the last open owned (and freed) it */
 	assert_int_equal(state_gcs_open(&b, &f->ctx, &o, &err), VX_EINVAL);
 	o.path = NULL;
 	o.bucket = "";
+	o.store = fakegcs_store(gcs); /* the last open owned (and freed) it */
 	assert_int_equal(state_gcs_open(&b, &f->ctx, &o, &err), VX_EINVAL);
 	assert_string_equal(err.msg, "gcs state: no bucket given");
 	o.bucket = "vx-unit";
 	o.stack = "bad name";
+	o.store = fakegcs_store(gcs); /* the last open owned (and freed) it */
 	assert_int_equal(state_gcs_open(&b, &f->ctx, &o, &err), VX_EINVAL);
 	assert_null(b);
 	o.stack = "research";
+	o.store = fakegcs_store(gcs); /* the last open owned (and freed) it */
 	assert_int_equal(state_gcs_open(&b, &f->ctx, &o, &err), 0);
 	state_backend_free(b);
 	vx_err_release(&err);

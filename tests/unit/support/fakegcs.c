@@ -143,9 +143,20 @@ void fakegcs_new_prefix(struct fakegcs *g, char *out, size_t n)
 	snprintf(out, n, "t%u", ++g->prefixes);
 }
 
+struct blob_store *fakegcs_store(struct fakegcs *g)
+{
+	struct blob_store *s = NULL;
+	struct vx_err err = VX_ERR_INIT;
+
+	if (storage_blob_store(&s, &g->sc, &err) != 0)
+		fail_msg("a blob store on the fake: %s", err.msg);
+	vx_err_release(&err);
+	return s;
+}
+
 struct state_backend *fakegcs_open(struct fakegcs *g, const struct vx_ctx *ctx, const char *prefix)
 {
-	struct state_gcs_opts o = { "research", "vx-unit", prefix, &g->sc, NULL };
+	struct state_gcs_opts o = { "research", "vx-unit", prefix, fakegcs_store(g), NULL };
 	struct state_backend *b = NULL;
 	struct vx_err err = VX_ERR_INIT;
 

@@ -19,6 +19,7 @@
 #include "providers/gcp/storage.h"
 #include "util/ctx.h"
 
+struct blob_store;
 struct gcp_http;
 struct state_backend;
 
@@ -42,6 +43,10 @@ void fakegcs_stop(struct fakegcs *g);
 
 /* A fresh object prefix "tN" (N counts up), in out (at least 16 bytes). */
 void fakegcs_new_prefix(struct fakegcs *g, char *out, size_t n);
+
+/* A new blob store (state/blobstore.h) on the fake's storage client. Free with blob_store_free,
+ * or give it to state_gcs_open, which owns it from then on. */
+struct blob_store *fakegcs_store(struct fakegcs *g);
 
 /*
  * Opens the gcs backend of stack "research" in bucket "vx-unit" under

@@ -1,0 +1,99 @@
+/* Reading untrusted JSON: see util/json.h. */
+#include "util/json.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
+#include "util/banned.h"
+
+const char *vx_json_str(const cJSON *o, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+int vx_json_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out)
+{
+	if (cJSON_IsNumber(it)) {
+		double d = it->valuedouble;
+
+		/* 2^63 itself rounds in from INT64_MAX as a double: keep it out. */
+		if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi ||
+		    d >= 9223372036854775807.0)
+			return -1;
+		*out = (int64_t)d;
+		return 0;
+	}
+	if (cJSON_IsString(it) && it->valuestring[0]) {
+		char *end = NULL;
+		long long v;
+
+		errno = 0;
+		v = strtoll(it->valuestring, &end, 10);
+		if (errno || *end || v < lo || v > hi)
+			return -1;
+		*out = v;
+		return 0;
+	}
+	return -1;
+}
+
+/* Offsets of the hex digits of every "\u0000" escape inside a JSON string, in order. */
+static int nul_escapes(const char *body, size_t len, size_t **out, size_t *n)
+{
+	size_t i, alloc = 0;
+	int in_string = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < len; i++) {
+		char c = body[i];
+
+		if (!in_string) {
+			in_string = c == '"';
+			continue;
+		}
+		if (c == '"') {
+			in_string = 0;
+		} else if (c == '\\' && i + 1 < len) {
+			if (body[i + 1] == 'u' && len - i >= 6 && !memcmp(body + i + 2, "0000", 4)) {
+				if (VX_ALLOC_GROW(*out, *n + 1, alloc) < 0)
+					return VX_ENOMEM;
+				(*out)[(*n)++] = i + 2;
+			}
+			i++; /* the escaped character: an escaped quote does not end the string */
+		}
+	}
+	return 0;
+}
+
+cJSON *vx_json_parse(const char *body, size_t len)
+{
+	cJSON *root = NULL;
+	size_t *at = NULL, n = 0, i;
+	char *copy = NULL;
+
+	if (!body || memchr(body, '\0', len))
+		return NULL;
+	if (nul_escapes(body, len, &at, &n) < 0)
+		goto done;
+	if (n == 0) {
+		root = cJSON_ParseWithLength(body, len);
+		goto done;
+	}
+	if (!(copy = malloc(len)))
+		goto done;
+	memcpy(copy, body, len);
+	for (i = 0; i < n; i++)
+		memcpy(copy + at[i], "FFFD", 4);
+	root = cJSON_ParseWithLength(copy, len);
+done:
+	free(copy);
+	free(at);
+	return root;
+}

@@ -1,0 +1,39 @@
+#ifndef VX_UTIL_JSON_H
+#define VX_UTIL_JSON_H
+
+/*
+ * Reading untrusted JSON with cJSON, for every layer that reads what a
+ * server or a store sent: the REST clients of providers/gcp/ (through
+ * gjson.h) and the gcs state backend's history objects. Names cJSON's
+ * struct; callers include <cjson/cJSON.h> themselves.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+
+/*
+ * Parses body as JSON (caller frees with cJSON_Delete); NULL when it is not
+ * JSON or memory ran out. cJSON alone is not safe with NUL: it decodes
+ * "\u0000" into a C string that then ends early ("customJobs/1\u0000evil"
+ * would read as "customJobs/1", another job). So a raw NUL byte (never
+ * valid JSON) makes the body unreadable, and each "\u0000" escape inside a
+ * string is read as U+FFFD, the replacement character: no name, token or
+ * label check accepts it, and text shows it visibly, so the value is
+ * refused where it matters instead of being cut short.
+ */
+struct cJSON *vx_json_parse(const char *body, size_t len);
+
+/* o[key] when it is a string (borrowed), else NULL. o may be NULL or not an object. */
+const char *vx_json_str(const struct cJSON *o, const char *key);
+
+/*
+ * An integer in [lo, hi] from a JSON number that is whole and finite or a
+ * non-empty decimal string (Google sends int64 fields as strings). Returns 0
+ * with *out set, or -1 (out untouched) when it is absent, of another type,
+ * not a whole number or out of range.
+ */
+int vx_json_int(const struct cJSON *it, int64_t lo, int64_t hi, int64_t *out);
+
+#endif
