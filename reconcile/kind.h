@@ -39,6 +39,8 @@ struct stack;
 struct stack_decl;
 struct state;
 struct applier;
+struct import_outcome;
+struct import_request;
 struct vx_buf;
 
 /* What the refresh read, per kind; NULL members were not read (-refresh=false). */
@@ -126,6 +128,30 @@ struct kind {
 	 * code when apply cannot go on (the state could not be written).
 	 */
 	int (*apply)(struct applier *a, int removals, struct vx_err *err);
+	/*
+	 * vx import (reconcile/import.h): reads req->resource, checks that it
+	 * can be the declared address req->address (its name's form, project,
+	 * place and name; tracked by no address of state and no state beside
+	 * it; not another stack's or state's by its labels or marker), says
+	 * what it found in *out (resource, status, differences live ->
+	 * declared and what the next plan does about them, a warning) and,
+	 * unless check_only, records it in state: the address's record, whose
+	 * new current run is the resource with action "import". Called by
+	 * import_resource once the address is known declared and without a
+	 * current run. Refusals are VX_EINVAL, VX_ENOTFOUND and VX_ECONFLICT
+	 * with a message to show as is; provider errors pass through; state is
+	 * unchanged on error (out is released by the caller).
+	 */
+	int (*import)(struct import_outcome *out, struct state *state, struct provider *p,
+		      const struct stack *st, const struct import_request *req, int check_only,
+		      struct vx_err *err);
+	/*
+	 * The i-th declaration of this kind in st, in declaration order, or
+	 * NULL past the last: how generic code goes over a kind's
+	 * declarations (vx import's hint of the nearest declared address)
+	 * without naming the stack's array of them.
+	 */
+	const struct stack_decl *(*decl_at)(const struct stack *st, size_t i);
 };
 
 extern const struct kind kind_job;

@@ -10,6 +10,7 @@
  */
 #include "reconcile/kind.h"
 #include "reconcile/import.h"
+#include "reconcile/kind_job_parts.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -2930,4 +2931,6 @@ const struct kind kind_job = {
 	.refresh = job_refresh,
 	.plan = planner_plan_jobs,
 	.apply = job_apply,
+	.import = kind_job_import,
+	.decl_at = kind_job_decl_at,
 };

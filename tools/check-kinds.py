@@ -66,8 +66,6 @@ ALLOWED = {
     # Help and error texts that list the kinds by hand: to be written from kind_table.
     ("cmd/common.c", "-%s takes an address such as job.NAME, reservation.NAME or "):
         "the -target/-replace error lists the kinds' addresses by hand",
-    ("cmd/import.c", "import: ADDR is an address such as job.NAME, reservation.NAME or quota.NAME, not '%s'"):
-        "the import usage error lists the kinds' addresses by hand",
     ("cmd/log.c", "form job.NAME, reservation.NAME or quota.NAME is the address, any other DIR.\\n\\n"):
         "vx log's help lists the kinds' addresses by hand",
     ("cmd/validate.c", "each kind (Stack, CustomJob, Reservation, QuotaPreference), every field, and\\n"):
@@ -104,12 +102,6 @@ ALLOWED = {
         "a sweep is a job's matrix: its plan goes over jobs' actions",
     ("reconcile/sweep_plan.c", "CustomJob"):
         "a sweep's run is recorded as a job",
-    ("reconcile/import.c", "CustomJob"):
-        "import's per-kind readers (a job's) live in reconcile/import.c, not the kind files",
-    ("reconcile/import.c", "Reservation"):
-        "import's per-kind readers (a reservation's) live in reconcile/import.c, not the kind files",
-    ("reconcile/import.c", "QuotaPreference"):
-        "import's per-kind readers (a quota preference's) live in reconcile/import.c, not the kind files",
     ("workflow/logs.c", "job."):
         "vx logs reads a job's lines only (Cloud Logging has none for the other kinds)",
     ("workflow/stateedit.c", "job."):
