@@ -38,6 +38,8 @@ struct provider;
 struct stack;
 struct stack_decl;
 struct state;
+struct status_input;
+struct status_report;
 struct applier;
 struct import_outcome;
 struct import_request;
@@ -152,6 +154,16 @@ struct kind {
 	 * without naming the stack's array of them.
 	 */
 	const struct stack_decl *(*decl_at)(const struct stack *st, size_t i);
+	/*
+	 * vx status (reconcile/status.h): adds this kind's rows to out, each
+	 * made by status_row_add with the kind's prefix: one per declared
+	 * address, and those the kind also shows (a record no longer
+	 * declared, a live resource of this stack the state does not know).
+	 * Reads only in (the stack, the state, what the refresh listed),
+	 * never the network. status_build sorts the rows. Returns 0 or
+	 * VX_ENOMEM. NULL: the kind has no rows.
+	 */
+	int (*status_rows)(struct status_report *out, const struct status_input *in);
 };
 
 extern const struct kind kind_job;

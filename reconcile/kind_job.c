@@ -2933,4 +2933,5 @@ const struct kind kind_job = {
 	.apply = job_apply,
 	.import = kind_job_import,
 	.decl_at = kind_job_decl_at,
+	.status_rows = kind_job_status_rows,
 };

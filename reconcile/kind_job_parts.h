@@ -17,6 +17,8 @@ struct provider;
 struct stack;
 struct stack_decl;
 struct state;
+struct status_input;
+struct status_report;
 
 /* The import slot: a Vertex AI CustomJob (reconcile/kind_job_import.c). */
 int kind_job_import(struct import_outcome *out, struct state *state, struct provider *p,
@@ -24,5 +26,8 @@ int kind_job_import(struct import_outcome *out, struct state *state, struct prov
 		    struct vx_err *err) VX_WUR;
 /* The decl_at slot: the stack's jobs in declaration order (reconcile/kind_job_import.c). */
 const struct stack_decl *kind_job_decl_at(const struct stack *st, size_t i);
+
+/* The status_rows slot: declared, recorded and untracked jobs (reconcile/kind_job_status.c). */
+int kind_job_status_rows(struct status_report *out, const struct status_input *in);
 
 #endif

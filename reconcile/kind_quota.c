@@ -658,6 +658,44 @@ static int quota_import(struct import_outcome *out, struct state *state, struct 
 	return rc;
 }
 
+/* ---- vx status (the kind's status_rows slot, reconcile/status.h) ----------- */
+
+/* A preference's state as vx status shows it: RECONCILING, else GRANTED when all is granted, else PENDING. */
+static const char *status_word(const struct live_quota *lq)
+{
+	if (lq->reconciling)
+		return "RECONCILING";
+	return lq->has_granted && (lq->granted >= lq->preferred || lq->granted < 0) ? "GRANTED" : "PENDING";
+}
+
+/* One row per declared preference: what the project's listing says of it. */
+static int quota_status_rows(struct status_report *out, const struct status_input *in)
+{
+	const struct stack *st = in->st;
+
+	for (size_t i = 0; i < st->nquotas; i++) {
+		const struct stack_quota *d = &st->quotas[i];
+		const struct live_quota *lq = live_find(in->live, d->d.name);
+		struct status_row *row = status_row_add(out, kind_quota.prefix, d->d.address);
+
+		if (!row || !(row->region = vx_strdup("global")))
+			return VX_ENOMEM;
+		if (!lq) {
+			row->tracking = status_declared_tracking(in, d->d.address);
+			continue;
+		}
+		row->listed = 1;
+		row->has_value = 1;
+		row->value = lq->preferred;
+		row->has_value2 = lq->has_granted;
+		row->value2 = lq->granted;
+		row->state = vx_strdup(status_word(lq));
+		if (!row->state || (lq->name && !(row->resource = vx_text_clean(lq->name))))
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
 static const struct stack_decl *quota_decl_at(const struct stack *st, size_t i)
 {
 	return i < st->nquotas ? &st->quotas[i].d : NULL;
@@ -681,4 +719,5 @@ const struct kind kind_quota = {
 	.apply = quota_apply,
 	.import = quota_import,
 	.decl_at = quota_decl_at,
+	.status_rows = quota_status_rows,
 };

@@ -22,6 +22,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
+#include "reconcile/status.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -930,6 +931,43 @@ static int res_import(struct import_outcome *out, struct state *state, struct pr
 	return rc;
 }
 
+/* ---- vx status (the kind's status_rows slot, reconcile/status.h) ----------- */
+
+static const struct live_reservation *live_reservation_of(const struct live_set *live, const char *name)
+{
+	for (size_t i = 0; live && live->reservations && i < live->reservations->n; i++)
+		if (live->reservations->items[i].name && !strcmp(live->reservations->items[i].name, name))
+			return &live->reservations->items[i];
+	return NULL;
+}
+
+/* One row per declared reservation: what the zone's listing says of it. */
+static int res_status_rows(struct status_report *out, const struct status_input *in)
+{
+	const struct stack *st = in->st;
+
+	for (size_t i = 0; i < st->nreservations; i++) {
+		const struct stack_reservation *d = &st->reservations[i];
+		const struct live_reservation *lr = live_reservation_of(in->live, d->d.name);
+		struct status_row *row = status_row_add(out, kind_reservation.prefix, d->d.address);
+
+		if (!row || !(row->region = vx_text_clean(lr && lr->zone ? lr->zone : d->zone)))
+			return VX_ENOMEM;
+		if (!lr) {
+			row->tracking = status_declared_tracking(in, d->d.address);
+			continue;
+		}
+		row->listed = 1;
+		row->has_value = row->has_value2 = 1;
+		row->value = lr->count;
+		row->value2 = lr->in_use;
+		if ((lr->status && !(row->state = vx_text_clean(lr->status))) ||
+		    !(row->resource = vx_text_clean(lr->name)))
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
 static const struct stack_decl *res_decl_at(const struct stack *st, size_t i)
 {
 	return i < st->nreservations ? &st->reservations[i].d : NULL;
@@ -953,4 +991,5 @@ const struct kind kind_reservation = {
 	.apply = res_apply,
 	.import = res_import,
 	.decl_at = res_decl_at,
+	.status_rows = res_status_rows,
 };

@@ -104,6 +104,19 @@ int status_render_human(struct vx_buf *b, const struct status_report *r, int col
 /* The JSON object (docs/status.md), one line, no trailing newline. VX_ENOMEM. */
 int status_render_json(struct vx_buf *b, const struct status_report *r) VX_WUR;
 
+/* ---- for the kinds' status_rows slots (reconcile/kind.h) ------------------ */
+
+/*
+ * A new zeroed row at the end of r for address (copied, cleaned of control
+ * characters), of the kind whose prefix is kind (static: "job"), its
+ * times unknown (-1); NULL when out of memory.
+ */
+struct status_row *status_row_add(struct status_report *r, const char *kind, const char *address);
+/* The cleaned first line of a server's message: never a control character, never a URL's password. NULL: none. */
+char *status_clean_message(const char *msg);
+/* A declared address the listing did not return: tracked when the state has its record, else not applied. */
+enum status_tracking status_declared_tracking(const struct status_input *in, const char *address);
+
 /* "35s", "14m05s", "2h05m", "3d04h": a duration as the table shows it; "-" for < 0. */
 void status_duration(char out[24], int64_t ms);
 

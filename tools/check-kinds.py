@@ -88,12 +88,6 @@ ALLOWED = {
         "the JSON plan's kind of an action with no kind_of (sweep runs): defaults to jobs",
     ("reconcile/report.c", "reservation."):
         "the report's reservation section picks reservations' runs by prefix",
-    ("reconcile/status.c", "job.%s"):
-        "vx status builds a live job's address from its vx-job label (jobs only are listed live)",
-    ("reconcile/status.c", "job."):
-        "vx status finds jobs' records no longer declared",
-    ("reconcile/status.c", "CustomJob"):
-        "vx status finds jobs' records no longer declared",
     ("reconcile/sweep.c", "job."):
         "a sweep is a job's matrix: after: names jobs' addresses",
     ("reconcile/sweep.c", "job.%s"):
