@@ -79,13 +79,12 @@ static int index_build(struct index *ix, const struct status_input *in)
 	for (size_t i = 0; js && i < js->n; i++)
 		if (js->items[i].name)
 			ix->live[ix->nlive++] = &js->items[i];
-	for (size_t i = 0; s && i < s->nrecords; i++) {
+	/* known holds one more than each record's history: allocated when there is a record. */
+	for (size_t i = 0; s && ix->known && i < s->nrecords; i++) {
 		const struct state_record *r = &s->records[i];
 
 		for (size_t h = 0; h < r->nhistory; h++)
 			if (r->history[h].resource)
-				/* known holds one more than each record's history: allocated when there is a record.
-				 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
 				ix->known[ix->nknown++] = r->history[h].resource;
 		if (r->current && r->current->resource)
 			ix->known[ix->nknown++] = r->current->resource;

@@ -521,8 +521,11 @@ static int quota_import_read(const struct live_quota **out, struct live_quotas *
 				  req->address, name, id);
 	if (!p->list_quotas)
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
-	if ((rc = p->list_quotas(p, st->project, qs, err)) < 0)
-		return vx_err_wrap(err, "%s: reading quota preferences of %s", req->address, st->project);
+	if ((rc = p->list_quotas(p, st->project, qs, err)) < 0) {
+		/* vx_err_wrap returns err's code, negative (the analyzer cannot see it). */
+		rc = vx_err_wrap(err, "%s: reading quota preferences of %s", req->address, st->project);
+		return rc < 0 ? rc : VX_EIO;
+	}
 	for (size_t i = 0; i < qs->n && !*out; i++)
 		if (qs->items[i].id && !strcmp(qs->items[i].id, name))
 			*out = &qs->items[i];

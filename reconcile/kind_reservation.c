@@ -746,8 +746,11 @@ static int res_import_read(struct res_import *ri, struct provider *p, const stru
 				  req->address, ri->name, rname);
 	if (!p->list_reservations)
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
-	if ((rc = p->list_reservations(p, st->project, ri->zone, &ri->rs, err)) < 0)
-		return vx_err_wrap(err, "%s: reading reservations in %s", req->address, ri->zone);
+	if ((rc = p->list_reservations(p, st->project, ri->zone, &ri->rs, err)) < 0) {
+		/* vx_err_wrap returns err's code, negative (the analyzer cannot see it). */
+		rc = vx_err_wrap(err, "%s: reading reservations in %s", req->address, ri->zone);
+		return rc < 0 ? rc : VX_EIO;
+	}
 	for (size_t i = 0; i < ri->rs.n && !ri->l; i++)
 		if (ri->rs.items[i].name && !strcmp(ri->rs.items[i].name, ri->name) && ri->rs.items[i].zone &&
 		    !strcmp(ri->rs.items[i].zone, ri->zone))
