@@ -271,6 +271,7 @@ static int job_row(struct status_report *out, const struct status_input *in, con
 
 	if (!row)
 		return VX_ENOMEM;
+	row->runs = 1;
 	row->declared = j != NULL;
 	row->max_attempts = j ? j->max_attempts : 0;
 	if (rec && rec->current)
@@ -316,6 +317,7 @@ static int untracked_row(struct status_report *out, const struct status_input *i
 	free(address);
 	if (!row)
 		return VX_ENOMEM;
+	row->runs = 1;
 	if (in->state && in->state->lineage)
 		plan_lineage_label(mine, in->state->lineage);
 	row->tracking = *mine && lin && !strcmp(lin, mine) ? STATUS_UNTRACKED : STATUS_FOREIGN;

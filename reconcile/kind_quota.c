@@ -671,6 +671,8 @@ static const char *status_word(const struct live_quota *lq)
 	return lq->has_granted && (lq->granted >= lq->preferred || lq->granted < 0) ? "GRANTED" : "PENDING";
 }
 
+static const struct status_values quota_status_values = { "preferred", "granted", "preferred", "granted" };
+
 /* One row per declared preference: what the project's listing says of it. */
 static int quota_status_rows(struct status_report *out, const struct status_input *in)
 {
@@ -683,6 +685,7 @@ static int quota_status_rows(struct status_report *out, const struct status_inpu
 
 		if (!row || !(row->region = vx_strdup("global")))
 			return VX_ENOMEM;
+		row->values = &quota_status_values;
 		if (!lq) {
 			row->tracking = status_declared_tracking(in, d->d.address);
 			continue;

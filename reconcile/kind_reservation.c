@@ -944,6 +944,8 @@ static const struct live_reservation *live_reservation_of(const struct live_set 
 	return NULL;
 }
 
+static const struct status_values res_status_values = { "count", "in use", "count", "in_use" };
+
 /* One row per declared reservation: what the zone's listing says of it. */
 static int res_status_rows(struct status_report *out, const struct status_input *in)
 {
@@ -956,6 +958,7 @@ static int res_status_rows(struct status_report *out, const struct status_input 
 
 		if (!row || !(row->region = vx_text_clean(lr && lr->zone ? lr->zone : d->zone)))
 			return VX_ENOMEM;
+		row->values = &res_status_values;
 		if (!lr) {
 			row->tracking = status_declared_tracking(in, d->d.address);
 			continue;

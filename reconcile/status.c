@@ -197,14 +197,13 @@ static int row_note(struct vx_buf *b, const struct status_row *r)
 	else if (r->failure)
 		rc = vx_buf_printf(b, "%s: %s%s%s", r->gave_up ? "gave up" : "resubmits on the next apply",
 				   r->failure, r->message ? ": " : "", r->message ? r->message : "");
-	else if (!strcmp(r->kind, "reservation") && r->has_value)
-		rc = vx_buf_printf(b, "count %" PRId64 ", in use %" PRId64, r->value, r->value2);
-	else if (!strcmp(r->kind, "quota") && r->has_value)
-		rc = r->has_value2 ? vx_buf_printf(b, "preferred %" PRId64 ", granted %" PRId64, r->value, r->value2)
-				   : vx_buf_printf(b, "preferred %" PRId64, r->value);
+	else if (r->values && r->has_value)
+		rc = r->has_value2 ? vx_buf_printf(b, "%s %" PRId64 ", %s %" PRId64, r->values->name, r->value,
+						   r->values->name2, r->value2)
+				   : vx_buf_printf(b, "%s %" PRId64, r->values->name, r->value);
 	if (rc == 0 && r->tracking == STATUS_TRACKED && !r->listed)
 		rc = vx_buf_printf(b, "%snot listed: as last seen", b->len ? "; " : "");
-	if (rc == 0 && r->tracking == STATUS_TRACKED && !r->declared && !strcmp(r->kind, "job"))
+	if (rc == 0 && r->tracking == STATUS_TRACKED && !r->declared && r->runs)
 		rc = vx_buf_printf(b, "%sno longer declared", b->len ? "; " : "");
 	return rc;
 }
@@ -213,7 +212,7 @@ static int row_note(struct vx_buf *b, const struct status_row *r)
 static int row_cells(struct vx_buf cells[NCOLS], const struct status_row *r, const char *currency)
 {
 	char d[24];
-	int job = !strcmp(r->kind, "job"), rc;
+	int job = r->runs, rc;
 
 	rc = vx_buf_adds(&cells[COL_ADDRESS], r->address);
 	if (rc == 0)
@@ -378,12 +377,11 @@ static int json_row(struct vx_buf *b, const struct status_row *r)
 		rc = json_str(b, "resource", r->resource);
 	if (rc == 0)
 		rc = json_str(b, "region", r->region);
-	if (rc == 0 && strcmp(r->kind, "job") != 0) {
-		int res = !strcmp(r->kind, "reservation");
-
-		rc = json_int(b, res ? "count" : "preferred", r->has_value, r->value);
-		if (rc == 0)
-			rc = json_int(b, res ? "in_use" : "granted", r->has_value2, r->value2);
+	if (rc == 0 && !r->runs) {
+		if (r->values)
+			rc = json_int(b, r->values->key, r->has_value, r->value);
+		if (rc == 0 && r->values)
+			rc = json_int(b, r->values->key2, r->has_value2, r->value2);
 		return rc == 0 ? vx_buf_addc(b, '}') : rc;
 	}
 	if (rc == 0)

@@ -40,6 +40,16 @@ enum status_tracking {
 /* "tracked", "not applied", "untracked", "foreign". */
 const char *status_tracking_name(enum status_tracking t);
 
+/*
+ * How a kind names its rows' two values, in the note and in the JSON
+ * (reservations: count and in use; quota preferences: preferred and
+ * granted). Static, set by the kind on each of its rows.
+ */
+struct status_values {
+	const char *name, *name2; /* the note's: "count", "in use" */
+	const char *key, *key2;	  /* the JSON's: "count", "in_use" */
+};
+
 struct status_row {
 	char *address;           /* "job.train"; an untracked job: job.<its vx-job label, or display name> */
 	const char *kind;        /* "job", "reservation", "quota" (static) */
@@ -70,6 +80,11 @@ struct status_row {
 	int64_t value;
 	int has_value2;
 	int64_t value2;
+	/* Set by the kind: its addresses have runs (jobs), whose attempt, rung,
+	 * times and cost the row shows; else values names value and value2
+	 * (NULL: no values). */
+	int runs;
+	const struct status_values *values;
 };
 
 struct status_input {
