@@ -45,11 +45,33 @@ static const struct cmd_opt import_opts[] = {
 	{ .name = NULL },
 };
 
+/*
+ * "job.NAME, reservation.NAME or quota.NAME": an address of each kind, in
+ * the reverse of kind_table's phase order (jobs first, as vx has always
+ * listed them), cut short at len.
+ */
+static void address_forms(char *out, size_t len)
+{
+	size_t at = 0;
+
+	out[0] = '\0';
+	for (size_t i = kind_count; i-- > 0 && at < len;) {
+		/* Before the first none, before the last " or ", else ", ". */
+		const char *sep = i + 1 == kind_count ? "" : (i ? ", " : " or ");
+		int n = snprintf(out + at, len - at, "%s%s.NAME", sep, kind_table[i]->prefix);
+
+		if (n < 0)
+			break;
+		at += (size_t)n;
+	}
+}
+
 /* ADDR RESOURCE [DIR] and the options; VX_EXIT_OK, or VX_EXIT_USAGE after saying why. */
 static int import_args(const struct cmd_args *args, const char **address, const char **resource,
 		       const char **dir, int *check)
 {
 	const struct kind *k;
+	char forms[256];
 	int dir_given = 0;
 
 	*dir = NULL;
@@ -72,8 +94,8 @@ static int import_args(const struct cmd_args *args, const char **address, const 
 		return VX_EXIT_USAGE;
 	k = kind_of_address(*address);
 	if (!k || !strchr(*address, '.')[1]) {
-		cmd_error("import: ADDR is an address such as job.NAME, reservation.NAME or quota.NAME, not '%s'",
-			  *address);
+		address_forms(forms, sizeof(forms));
+		cmd_error("import: ADDR is an address such as %s, not '%s'", forms, *address);
 		return VX_EXIT_USAGE;
 	}
 	return VX_EXIT_OK;

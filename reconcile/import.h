@@ -4,7 +4,9 @@
 /*
  * vx import ADDR RESOURCE (Terraform's import): adopts a resource that
  * exists in the cloud into the state, under an address the stack declares.
- * One function per kind, chosen by the address's prefix (kind.h):
+ * import_resource is the same for every kind; what a kind's resource is
+ * and how it is read, checked and recorded is its import slot (struct
+ * kind, reconcile/kind.h), chosen by the address's prefix:
  *
  *	job.NAME          projects/P/locations/R/customJobs/ID
  *	reservation.NAME  projects/P/zones/Z/reservations/NAME
@@ -28,14 +30,18 @@
  * record, which out->warning says.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "util/buf.h"
 #include "util/err.h"
 
 struct provider;
 struct stack;
 struct state;
 struct live_jobs;
+struct state_record;
+struct state_run;
 struct state_scan_place;
 
 struct import_request {
@@ -70,9 +76,65 @@ int import_resource(struct import_outcome *out, struct state *state, struct prov
 		    const struct stack *st, const struct import_request *req, int check_only,
 		    struct vx_err *err) VX_WUR;
 
+/* ---- for the kinds' import slots ------------------------------------------ */
+
 /*
- * The job refresh's hook: a job imported without vx's labels is not in a
- * list by label, and would be taken for deleted outside vx. For each run
+ * Splits "projects/P/<coll1>/A/<coll2>/B" into P, A and B (copied into the
+ * buffers, len bytes each). 0, or -1 when name has another shape or a
+ * segment that is empty, too long or not made of [A-Za-z0-9_.-].
+ */
+int import_split_name(const char *name, const char *coll1, const char *coll2, char *p, char *a, char *b,
+		      size_t len);
+/* Whether s is one or more decimal digits (a project number, a job id). */
+int import_all_digits(const char *s);
+
+/*
+ * VX_ECONFLICT when resource is already tracked: by an address of state
+ * (its current or a past run), or by another state beside it
+ * (req->others), where a plan of either stack would cancel, replace or
+ * delete it under the other. 0 when neither records it.
+ */
+int import_check_untracked(const struct state *state, const struct import_request *req, const char *resource,
+			   struct vx_err *err) VX_WUR;
+
+/*
+ * What differs, live -> declared, as out->differs says it: "what live ->
+ * declared" items joined by ", ", past the sixth "and N more". oom is set
+ * when a step ran out of memory (the text is then not made). It starts
+ * zeroed ({ 0 }); the owner releases out (vx_buf_release) whatever happened.
+ */
+struct import_diffs {
+	struct vx_buf out;
+	size_t n;
+	int oom;
+};
+
+/* Adds "what live -> declared"; both are shown cleaned of control characters, NULL as "(none)". */
+void import_diff_add(struct import_diffs *d, const char *what, const char *live, const char *decl);
+/* d's text, owned by the caller; NULL with no difference (or out of memory). */
+char *import_diff_text(struct import_diffs *d);
+
+/*
+ * Fills *run as an import records the resource: its name, project and
+ * region (a zone, "global"), action "import", spec_hash, attempt 1,
+ * created at created_ms (0: unknown, the request's time), the request's
+ * config commit and actor. The kind adds what else it knows. VX_ENOMEM;
+ * the caller releases run (state_run_release) either way.
+ */
+int import_run_init(struct state_run *run, const struct import_request *req, const char *resource,
+		    const char *project, const char *region, const char *spec_hash, int64_t created_ms,
+		    struct vx_err *err) VX_WUR;
+/*
+ * The record of req->address in state (*out borrows it), added with the
+ * address's kind when there is none (state_add_record's errors).
+ */
+int import_record_of(struct state_record **out, struct state *state, const struct import_request *req,
+		     struct vx_err *err) VX_WUR;
+
+/*
+ * The job refresh's hook (reconcile/kind_job_import.c): a job imported
+ * without vx's labels is not in a list by label, and would be taken for
+ * deleted outside vx. For each run
  * recorded with action "import" (current, or earlier and not seen ending)
  * that live lacks, reads it by name and adds it to live. A job gone
  * (VX_ENOTFOUND) is left out, as a list would have left it.

@@ -39,7 +39,11 @@ struct provider;
 struct stack;
 struct stack_decl;
 struct state;
+struct status_input;
+struct status_report;
 struct applier;
+struct import_outcome;
+struct import_request;
 struct vx_buf;
 
 /* What the refresh read, per kind; NULL members were not read (-refresh=false). */
@@ -219,8 +223,35 @@ struct kind {
 	const char *noun_plural;
 	/* How many declarations of this kind st holds (st loaded). */
 	size_t (*count_decls)(const struct stack *st);
-	/* The i-th of them (i < count_decls(st)), in declaration order. */
+	/* The i-th of them, in declaration order; NULL when i >= count_decls(st). */
 	const struct stack_decl *(*decl_at)(const struct stack *st, size_t i);
+	/*
+	 * vx import (reconcile/import.h): reads req->resource, checks that it
+	 * can be the declared address req->address (its name's form, project,
+	 * place and name; tracked by no address of state and no state beside
+	 * it; not another stack's or state's by its labels or marker), says
+	 * what it found in *out (resource, status, differences live ->
+	 * declared and what the next plan does about them, a warning) and,
+	 * unless check_only, records it in state: the address's record, whose
+	 * new current run is the resource with action "import". Called by
+	 * import_resource once the address is known declared and without a
+	 * current run. Refusals are VX_EINVAL, VX_ENOTFOUND and VX_ECONFLICT
+	 * with a message to show as is; provider errors pass through; state is
+	 * unchanged on error (out is released by the caller).
+	 */
+	int (*import)(struct import_outcome *out, struct state *state, struct provider *p,
+		      const struct stack *st, const struct import_request *req, int check_only,
+		      struct vx_err *err);
+	/*
+	 * vx status (reconcile/status.h): adds this kind's rows to out, each
+	 * made by status_row_add with the kind's prefix: one per declared
+	 * address, and those the kind also shows (a record no longer
+	 * declared, a live resource of this stack the state does not know).
+	 * Reads only in (the stack, the state, what the refresh listed),
+	 * never the network. status_build sorts the rows. Returns 0 or
+	 * VX_ENOMEM. NULL: the kind has no rows.
+	 */
+	int (*status_rows)(struct status_report *out, const struct status_input *in);
 };
 
 extern const struct kind kind_job;

@@ -663,11 +663,6 @@ static size_t job_count_decls(const struct stack *st)
 	return st->njobs;
 }
 
-static const struct stack_decl *job_decl_at(const struct stack *st, size_t i)
-{
-	return &st->jobs[i].d;
-}
-
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
@@ -687,5 +682,7 @@ const struct kind kind_job = {
 	.noun = "job",
 	.noun_plural = "jobs",
 	.count_decls = job_count_decls,
-	.decl_at = job_decl_at,
+	.decl_at = kind_job_decl_at,
+	.import = kind_job_import,
+	.status_rows = kind_job_status_rows,
 };

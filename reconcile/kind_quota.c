@@ -20,6 +20,7 @@
 
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
+#include "reconcile/import.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
@@ -28,6 +29,7 @@
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 #define KIND_NAME "QuotaPreference"
@@ -490,6 +492,222 @@ static int quota_apply(struct applier *a, int removals, struct vx_err *err)
 	return rc;
 }
 
+/* ---- vx import (the kind's import slot, reconcile/import.h) ---------------- */
+
+/*
+ * Checks the resource name against the address and reads the preference
+ * (the project's list) into qs, *out pointing at it in qs.
+ */
+static int quota_import_read(const struct live_quota **out, struct live_quotas *qs, struct provider *p,
+			     const struct stack *st, const struct import_request *req, const char *name,
+			     struct vx_err *err)
+{
+	/* Each part as long as the whole name may be. */
+	char proj[128], loc[128], id[128];
+	int rc;
+
+	*out = NULL;
+	if (import_split_name(req->resource, "locations", "quotaPreferences", proj, loc, id, sizeof(proj)) < 0 ||
+	    strcmp(loc, "global"))
+		return vx_err_set(err, VX_EINVAL,
+				  "%s takes a Cloud Quotas preference, "
+				  "projects/PROJECT/locations/global/quotaPreferences/ID, not '%s'",
+				  req->address, req->resource);
+	/* Cloud Quotas names by project number; the preference is read in the declared project. */
+	if (strcmp(proj, st->project) && !import_all_digits(proj))
+		return vx_err_set(err, VX_EINVAL, "%s: %s is in project %s, but %s is declared in project %s",
+				  req->address, req->resource, proj, req->address, st->project);
+	if (strcmp(id, name))
+		return vx_err_set(err, VX_EINVAL, "%s: the preference must have the id %s, as the address has, not %s",
+				  req->address, name, id);
+	if (!PROVIDER_HAS(p, quotas, list))
+		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
+	if ((rc = p->quotas->list(p, st->project, qs, err)) < 0) {
+		/* vx_err_wrap returns err's code, negative (the analyzer cannot see it). */
+		rc = vx_err_wrap(err, "%s: reading quota preferences of %s", req->address, st->project);
+		return rc < 0 ? rc : VX_EIO;
+	}
+	for (size_t i = 0; i < qs->n && !*out; i++)
+		if (qs->items[i].id && !strcmp(qs->items[i].id, name))
+			*out = &qs->items[i];
+	if (!*out)
+		return vx_err_set(err, VX_ENOTFOUND, "%s: %s does not exist", req->address, req->resource);
+	return 0;
+}
+
+/* Whether the preference may be this address's: tracked nowhere yet, and for the declared quota. */
+static int quota_import_owner(const struct live_quota *l, const struct state *state, const struct stack_quota *d,
+			      const struct import_request *req, struct vx_err *err)
+{
+	char *s, *q;
+	int rc;
+
+	if ((rc = import_check_untracked(state, req, l->name, err)) < 0)
+		return rc;
+	/* A preference cannot change its quota: the next plan could only refuse. */
+	if (l->service && l->quota_id && !strcmp(l->service, d->service) && !strcmp(l->quota_id, d->quota_id))
+		return 0;
+	s = vx_text_clean(l->service ? l->service : "?");
+	q = vx_text_clean(l->quota_id ? l->quota_id : "?");
+	rc = vx_err_set(err, VX_EINVAL,
+			"%s: %s is a preference for %s %s, but %s declares %s %s; a preference cannot change its quota",
+			req->address, l->name, s ? s : "?", q ? q : "?", req->address, d->service, d->quota_id);
+	free(s);
+	free(q);
+	return rc;
+}
+
+/* The differences, live -> declared, into *df; *dims_differ set when the dimensions do. */
+static void quota_import_diffs(struct import_diffs *df, int *dims_differ, const struct live_quota *l,
+			       const struct stack_quota *d)
+{
+	struct vx_buf ld = VX_BUF_INIT, dd = VX_BUF_INIT;
+	char a[32], b[32];
+
+	for (size_t i = 0; i < l->ndimensions; i++)
+		if (vx_buf_printf(&ld, "%s%s=%s", i ? "," : "", l->dimensions[i].key, l->dimensions[i].value) < 0)
+			df->oom = 1;
+	for (size_t i = 0; i < d->dimensions.n; i++)
+		if (vx_buf_printf(&dd, "%s%s=%s", i ? "," : "", d->dimensions.items[i].key,
+				  d->dimensions.items[i].value) < 0)
+			df->oom = 1;
+	if (strcmp(vx_buf_str(&ld), vx_buf_str(&dd))) {
+		import_diff_add(df, "dimensions", ld.len ? vx_buf_str(&ld) : "(none)",
+				dd.len ? vx_buf_str(&dd) : "(none)");
+		*dims_differ = 1;
+	}
+	if (l->preferred != d->preferred_value) {
+		snprintf(a, sizeof(a), "%" PRId64, l->preferred);
+		snprintf(b, sizeof(b), "%" PRId64, d->preferred_value);
+		import_diff_add(df, "preferredValue", a, b);
+	}
+	if (d->contact_email && l->contact_email && strcmp(l->contact_email, d->contact_email))
+		import_diff_add(df, "contactEmail", l->contact_email, d->contact_email);
+	vx_buf_release(&ld);
+	vx_buf_release(&dd);
+}
+
+/* What import says of the preference: its name, what is granted, and how it differs. */
+static int quota_import_outcome(struct import_outcome *out, const struct live_quota *l, const struct stack_quota *d,
+				struct vx_err *err)
+{
+	struct import_diffs df = { 0 };
+	int dims_differ = 0, rc = 0;
+
+	quota_import_diffs(&df, &dims_differ, l, d);
+	if (df.oom) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	out->differs = import_diff_text(&df);
+	if (out->differs && dims_differ)
+		out->next = vx_strdup("Cloud Quotas cannot change a preference's dimensions: the next plan does not either");
+	else if (out->differs)
+		out->next = vx_strdup("the next plan will update it");
+	out->resource = vx_strdup(l->name);
+	if (l->has_granted)
+		out->status = vx_asprintf("granted %" PRId64 "%s", l->granted, l->reconciling ? ", reconciling" : "");
+	else
+		out->status = vx_strdup(l->reconciling ? "reconciling" : "active");
+	if (!out->resource || !out->status || (out->differs && !out->next))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	vx_buf_release(&df.out);
+	return rc;
+}
+
+/* The record of the preference, with one run: the import. */
+static int quota_import_record(const struct live_quota *l, const struct stack_quota *d, struct state *state,
+			       const struct stack *st, const struct import_request *req, struct vx_err *err)
+{
+	struct state_record *r = NULL;
+	struct state_run run;
+	int rc;
+
+	if ((rc = import_run_init(&run, req, l->name, st->project, "global", d->d.hash, 0, err)) < 0)
+		goto done;
+	run.state = vx_strdup(l->reconciling ? "RECONCILING" : "ACTIVE");
+	run.error_message = vx_text_clean(l->state_detail ? l->state_detail : "");
+	if (run.error_message && !*run.error_message) {
+		free(run.error_message);
+		run.error_message = NULL;
+	}
+	run.has_value = 1;
+	run.value = l->preferred;
+	if ((rc = import_record_of(&r, state, req, err)) < 0)
+		goto done;
+	free(r->spec_hash);
+	r->spec_hash = vx_strdup(d->d.hash);
+	rc = state_record_start_run(r, &run, err);
+done:
+	state_run_release(&run);
+	return rc;
+}
+
+static int quota_import(struct import_outcome *out, struct state *state, struct provider *p,
+			const struct stack *st, const struct import_request *req, int check_only,
+			struct vx_err *err)
+{
+	const char *name = strchr(req->address, '.') + 1;
+	const struct stack_quota *d = stack_find_quota(st, name);
+	struct live_quotas qs = { 0 };
+	const struct live_quota *l = NULL;
+	int rc;
+
+	if ((rc = quota_import_read(&l, &qs, p, st, req, name, err)) == 0 &&
+	    (rc = quota_import_owner(l, state, d, req, err)) == 0 && (rc = quota_import_outcome(out, l, d, err)) == 0 &&
+	    !check_only)
+		rc = quota_import_record(l, d, state, st, req, err);
+	live_quotas_release(&qs);
+	return rc;
+}
+
+/* ---- vx status (the kind's status_rows slot, reconcile/status.h) ----------- */
+
+/* A preference's state as vx status shows it: RECONCILING, else GRANTED when all is granted, else PENDING. */
+static const char *status_word(const struct live_quota *lq)
+{
+	if (lq->reconciling)
+		return "RECONCILING";
+	return lq->has_granted && (lq->granted >= lq->preferred || lq->granted < 0) ? "GRANTED" : "PENDING";
+}
+
+static const struct status_values quota_status_values = { "preferred", "granted", "preferred", "granted" };
+
+/* One row per declared preference: what the project's listing says of it. */
+static int quota_status_rows(struct status_report *out, const struct status_input *in)
+{
+	const struct stack *st = in->st;
+
+	for (size_t i = 0; i < st->nquotas; i++) {
+		const struct stack_quota *d = &st->quotas[i];
+		const struct live_quota *lq = live_find(in->live, d->d.name);
+		struct status_row *row = status_row_add(out, kind_quota.prefix, d->d.address);
+
+		if (!row || !(row->region = vx_strdup("global")))
+			return VX_ENOMEM;
+		row->values = &quota_status_values;
+		if (!lq) {
+			row->tracking = status_declared_tracking(in, d->d.address);
+			continue;
+		}
+		row->listed = 1;
+		row->has_value = 1;
+		row->value = lq->preferred;
+		row->has_value2 = lq->has_granted;
+		row->value2 = lq->granted;
+		row->state = vx_strdup(status_word(lq));
+		if (!row->state || (lq->name && !(row->resource = vx_text_clean(lq->name))))
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
+static const struct stack_decl *quota_decl_at(const struct stack *st, size_t i)
+{
+	return i < st->nquotas ? &st->quotas[i].d : NULL;
+}
+
 static const struct stack_decl *quota_find_decl(const struct stack *st, const char *name)
 {
 	const struct stack_quota *x = stack_find_quota(st, name);
@@ -500,11 +718,6 @@ static const struct stack_decl *quota_find_decl(const struct stack *st, const ch
 static size_t quota_count_decls(const struct stack *st)
 {
 	return st->nquotas;
-}
-
-static const struct stack_decl *quota_decl_at(const struct stack *st, size_t i)
-{
-	return &st->quotas[i].d;
 }
 
 const struct kind kind_quota = {
@@ -522,4 +735,6 @@ const struct kind kind_quota = {
 	.noun_plural = "quota preferences",
 	.count_decls = quota_count_decls,
 	.decl_at = quota_decl_at,
+	.import = quota_import,
+	.status_rows = quota_status_rows,
 };

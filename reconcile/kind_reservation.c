@@ -18,10 +18,12 @@
 
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
+#include "reconcile/import.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
 #include "providers/gcp/permissions.h"
+#include "reconcile/status.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -760,6 +762,279 @@ static int res_apply(struct applier *a, int removals, struct vx_err *err)
 	return rc;
 }
 
+/* ---- vx import (the kind's import slot, reconcile/import.h) ---------------- */
+
+/* What one reservation import has read, step by step. */
+struct res_import {
+	const struct import_request *req;
+	const char *name; /* the address's NAME, also Compute's name */
+	const struct stack_reservation *d;
+	char zone[128]; /* the resource's zone, as long as the whole name may be */
+	struct live_reservations rs;
+	const struct live_reservation *l; /* the one of rs imported */
+	char *resource;			  /* projects/P/zones/Z/reservations/NAME */
+};
+
+/*
+ * Checks the resource name against the declaration and reads the
+ * reservation (the zone's list: Compute has no get vx uses).
+ */
+static int res_import_read(struct res_import *ri, struct provider *p, const struct stack *st,
+			   struct vx_err *err)
+{
+	const struct import_request *req = ri->req;
+	char proj[128], rname[128];
+	int rc;
+
+	if (import_split_name(req->resource, "zones", "reservations", proj, ri->zone, rname, sizeof(proj)) < 0)
+		return vx_err_set(err, VX_EINVAL,
+				  "%s takes a Compute Engine reservation, projects/PROJECT/zones/ZONE/reservations/NAME, not '%s'",
+				  req->address, req->resource);
+	if (strcmp(proj, st->project))
+		return vx_err_set(err, VX_EINVAL, "%s: %s is in project %s, but %s is declared in project %s",
+				  req->address, req->resource, proj, req->address, st->project);
+	if (strcmp(ri->zone, ri->d->zone))
+		return vx_err_set(err, VX_EINVAL, "%s: %s is in zone %s, but %s is declared in zone %s",
+				  req->address, req->resource, ri->zone, req->address, ri->d->zone);
+	/* vx finds a reservation by the address's name: another name could not be found again. */
+	if (strcmp(rname, ri->name))
+		return vx_err_set(err, VX_EINVAL, "%s: the reservation must be named %s, as the address is, not %s",
+				  req->address, ri->name, rname);
+	if (!PROVIDER_HAS(p, reservations, list))
+		return vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
+	if ((rc = p->reservations->list(p, st->project, ri->zone, &ri->rs, err)) < 0) {
+		/* vx_err_wrap returns err's code, negative (the analyzer cannot see it). */
+		rc = vx_err_wrap(err, "%s: reading reservations in %s", req->address, ri->zone);
+		return rc < 0 ? rc : VX_EIO;
+	}
+	for (size_t i = 0; i < ri->rs.n && !ri->l; i++)
+		if (ri->rs.items[i].name && !strcmp(ri->rs.items[i].name, ri->name) && ri->rs.items[i].zone &&
+		    !strcmp(ri->rs.items[i].zone, ri->zone))
+			ri->l = &ri->rs.items[i];
+	if (!ri->l)
+		return vx_err_set(err, VX_ENOTFOUND, "%s: %s does not exist", req->address, req->resource);
+	if (!(ri->resource = vx_asprintf("projects/%s/zones/%s/reservations/%s", st->project, ri->zone, ri->name)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * Whether the reservation may be this address's: tracked nowhere yet, and
+ * its description's marker, when it has one, this stack's and state's.
+ */
+static int res_import_owner(const struct res_import *ri, const struct state *state, const struct stack *st,
+			    struct vx_err *err)
+{
+	const struct import_request *req = ri->req;
+	const char *desc = ri->l->description, *mk;
+	char lineage[13], *mark, *said;
+	int rc;
+
+	if ((rc = import_check_untracked(state, req, ri->resource, err)) < 0)
+		return rc;
+	/* The description marker names the stack and state that made it; another's is theirs. */
+	plan_lineage_label(lineage, state->lineage);
+	if (!(mark = marker(st->name, lineage)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (!desc || !(mk = strstr(desc, "vx: stack=")) || !strcmp(mk, mark)) {
+		free(mark);
+		return 0;
+	}
+	said = vx_text_clean(mk);
+	if (state->serial == 0) /* as for jobs: no lineage written, no marker to name */
+		rc = vx_err_set(err, VX_ECONFLICT,
+				"%s: %s is marked as another stack's or state's (its description says \"%s\"; "
+				"stack %s has no state yet, so no marker of its own)",
+				req->address, ri->resource, said ? said : "?", st->name);
+	else
+		rc = vx_err_set(err, VX_ECONFLICT,
+				"%s: %s is marked as another stack's or state's (its description says \"%s\", "
+				"this state's marker is \"%s\")",
+				req->address, ri->resource, said ? said : "?", mark);
+	free(said);
+	free(mark);
+	return rc;
+}
+
+/*
+ * The differences, live -> declared, into *df; *immutable set when one of
+ * them is what Compute cannot change in place (all but the count).
+ */
+static void res_import_diffs(struct import_diffs *df, int *immutable, const struct live_reservation *l,
+			     const struct stack_reservation *d)
+{
+	const char *daccel = d->naccelerators ? d->accelerators[0].type : NULL;
+	int64_t dcount = d->naccelerators ? d->accelerators[0].count : 0;
+	char a[64], b[64];
+
+	if (!l->machine_type || !d->machine_type || strcmp(l->machine_type, d->machine_type)) {
+		import_diff_add(df, "machineType", l->machine_type, d->machine_type);
+		*immutable = 1;
+	}
+	if ((!l->accelerator_type) != (!daccel) || (daccel && strcmp(l->accelerator_type, daccel)) ||
+	    l->accelerator_count != dcount) {
+		snprintf(a, sizeof(a), "%" PRId64 "x%s", l->accelerator_count,
+			 l->accelerator_type ? l->accelerator_type : "none");
+		snprintf(b, sizeof(b), "%" PRId64 "x%s", dcount, daccel ? daccel : "none");
+		import_diff_add(df, "accelerators", a, b);
+		*immutable = 1;
+	}
+	if (!l->specific_required != !d->specific_required) {
+		import_diff_add(df, "specificReservationRequired", l->specific_required ? "true" : "false",
+				d->specific_required ? "true" : "false");
+		*immutable = 1;
+	}
+	if (l->count != d->count) {
+		snprintf(a, sizeof(a), "%" PRId64, l->count);
+		snprintf(b, sizeof(b), "%" PRId64, d->count);
+		import_diff_add(df, "count", a, b);
+	}
+}
+
+/* What import says of the reservation: its name and status, and how it differs. */
+static int res_import_outcome(const struct res_import *ri, struct import_outcome *out, struct vx_err *err)
+{
+	struct import_diffs df = { 0 };
+	int immutable = 0, rc = 0;
+
+	res_import_diffs(&df, &immutable, ri->l, ri->d);
+	if (df.oom) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	out->differs = import_diff_text(&df);
+	if (out->differs && immutable)
+		out->next = vx_asprintf("the next plan refuses it, as Compute cannot change that in place, "
+					"unless planned with -replace %s",
+					ri->req->address);
+	else if (out->differs)
+		out->next = vx_strdup("the next plan will resize it in place");
+	out->resource = vx_strdup(ri->resource);
+	out->status = vx_text_clean(ri->l->status ? ri->l->status : "unknown");
+	if (!out->resource || !out->status || (out->differs && !out->next))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+done:
+	vx_buf_release(&df.out);
+	return rc;
+}
+
+/*
+ * What is live, in the form an apply records the declaration in. Compute
+ * names are [a-z0-9-]: nothing to escape, but they came from a server.
+ */
+static char *res_import_spec_json(const struct live_reservation *l, const char *zone)
+{
+	struct vx_buf js = VX_BUF_INIT;
+
+	if (vx_buf_adds(&js, "{\"zone\":") < 0 || vx_buf_add_json_str(&js, zone) < 0 ||
+	    vx_buf_adds(&js, ",\"machineType\":") < 0 ||
+	    vx_buf_add_json_str(&js, l->machine_type ? l->machine_type : "") < 0 ||
+	    vx_buf_adds(&js, ",\"acceleratorType\":") < 0 ||
+	    (l->accelerator_type ? vx_buf_add_json_str(&js, l->accelerator_type) : vx_buf_adds(&js, "null")) < 0 ||
+	    vx_buf_printf(&js, ",\"acceleratorCount\":%" PRId64 ",\"count\":%" PRId64, l->accelerator_count,
+			  l->count) < 0 ||
+	    vx_buf_printf(&js, ",\"specificReservationRequired\":%s}", l->specific_required ? "true" : "false") < 0) {
+		vx_buf_release(&js);
+		return NULL;
+	}
+	return vx_buf_detach(&js);
+}
+
+/* The record of the reservation, as live, with one run: the import. */
+static int res_import_record(const struct res_import *ri, const char *status, struct state *state,
+			     const struct stack *st, struct vx_err *err)
+{
+	const struct live_reservation *l = ri->l;
+	struct state_record *r = NULL;
+	struct state_run run;
+	int rc;
+
+	if ((rc = import_run_init(&run, ri->req, ri->resource, st->project, ri->zone, ri->d->d.hash,
+				  l->create_ms, err)) < 0)
+		goto done;
+	run.state = vx_strdup(status);
+	run.has_value = 1;
+	run.value = l->count;
+	if ((rc = import_record_of(&r, state, ri->req, err)) < 0)
+		goto done;
+	free(r->spec_hash);
+	free(r->spec_json);
+	r->spec_hash = vx_strdup(ri->d->d.hash);
+	r->protect = ri->d->protect;
+	if (!(r->spec_json = res_import_spec_json(l, ri->zone))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		goto done;
+	}
+	rc = state_record_start_run(r, &run, err);
+done:
+	state_run_release(&run);
+	return rc;
+}
+
+static int res_import(struct import_outcome *out, struct state *state, struct provider *p,
+		      const struct stack *st, const struct import_request *req, int check_only,
+		      struct vx_err *err)
+{
+	struct res_import ri;
+	int rc;
+
+	memset(&ri, 0, sizeof(ri));
+	ri.req = req;
+	ri.name = strchr(req->address, '.') + 1;
+	ri.d = stack_find_reservation(st, ri.name);
+	if ((rc = res_import_read(&ri, p, st, err)) == 0 && (rc = res_import_owner(&ri, state, st, err)) == 0 &&
+	    (rc = res_import_outcome(&ri, out, err)) == 0 && !check_only)
+		rc = res_import_record(&ri, out->status, state, st, err);
+	live_reservations_release(&ri.rs);
+	free(ri.resource);
+	return rc;
+}
+
+/* ---- vx status (the kind's status_rows slot, reconcile/status.h) ----------- */
+
+static const struct live_reservation *live_reservation_of(const struct live_set *live, const char *name)
+{
+	for (size_t i = 0; live && live->reservations && i < live->reservations->n; i++)
+		if (live->reservations->items[i].name && !strcmp(live->reservations->items[i].name, name))
+			return &live->reservations->items[i];
+	return NULL;
+}
+
+static const struct status_values res_status_values = { "count", "in use", "count", "in_use" };
+
+/* One row per declared reservation: what the zone's listing says of it. */
+static int res_status_rows(struct status_report *out, const struct status_input *in)
+{
+	const struct stack *st = in->st;
+
+	for (size_t i = 0; i < st->nreservations; i++) {
+		const struct stack_reservation *d = &st->reservations[i];
+		const struct live_reservation *lr = live_reservation_of(in->live, d->d.name);
+		struct status_row *row = status_row_add(out, kind_reservation.prefix, d->d.address);
+
+		if (!row || !(row->region = vx_text_clean(lr && lr->zone ? lr->zone : d->zone)))
+			return VX_ENOMEM;
+		row->values = &res_status_values;
+		if (!lr) {
+			row->tracking = status_declared_tracking(in, d->d.address);
+			continue;
+		}
+		row->listed = 1;
+		row->has_value = row->has_value2 = 1;
+		row->value = lr->count;
+		row->value2 = lr->in_use;
+		if ((lr->status && !(row->state = vx_text_clean(lr->status))) ||
+		    !(row->resource = vx_text_clean(lr->name)))
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
+static const struct stack_decl *res_decl_at(const struct stack *st, size_t i)
+{
+	return i < st->nreservations ? &st->reservations[i].d : NULL;
+}
+
 static const struct stack_decl *res_find_decl(const struct stack *st, const char *name)
 {
 	const struct stack_reservation *x = stack_find_reservation(st, name);
@@ -795,11 +1070,6 @@ static size_t res_count_decls(const struct stack *st)
 	return st->nreservations;
 }
 
-static const struct stack_decl *res_decl_at(const struct stack *st, size_t i)
-{
-	return &st->reservations[i].d;
-}
-
 const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
@@ -816,4 +1086,6 @@ const struct kind kind_reservation = {
 	.noun_plural = "reservations",
 	.count_decls = res_count_decls,
 	.decl_at = res_decl_at,
+	.import = res_import,
+	.status_rows = res_status_rows,
 };

@@ -40,6 +40,16 @@ enum status_tracking {
 /* "tracked", "not applied", "untracked", "foreign". */
 const char *status_tracking_name(enum status_tracking t);
 
+/*
+ * How a kind names its rows' two values, in the note and in the JSON
+ * (reservations: count and in use; quota preferences: preferred and
+ * granted). Static, set by the kind on each of its rows.
+ */
+struct status_values {
+	const char *name, *name2; /* the note's: "count", "in use" */
+	const char *key, *key2;	  /* the JSON's: "count", "in_use" */
+};
+
 struct status_row {
 	char *address;           /* "job.train"; an untracked job: job.<its vx-job label, or display name> */
 	const char *kind;        /* "job", "reservation", "quota" (static) */
@@ -70,6 +80,11 @@ struct status_row {
 	int64_t value;
 	int has_value2;
 	int64_t value2;
+	/* Set by the kind: its addresses have runs (jobs), whose attempt, rung,
+	 * times and cost the row shows; else values names value and value2
+	 * (NULL: no values). */
+	int runs;
+	const struct status_values *values;
 };
 
 struct status_input {
@@ -103,6 +118,19 @@ void status_release(struct status_report *r);
 int status_render_human(struct vx_buf *b, const struct status_report *r, int color) VX_WUR;
 /* The JSON object (docs/status.md), one line, no trailing newline. VX_ENOMEM. */
 int status_render_json(struct vx_buf *b, const struct status_report *r) VX_WUR;
+
+/* ---- for the kinds' status_rows slots (reconcile/kind.h) ------------------ */
+
+/*
+ * A new zeroed row at the end of r for address (copied, cleaned of control
+ * characters), of the kind whose prefix is kind (static: "job"), its
+ * times unknown (-1); NULL when out of memory.
+ */
+struct status_row *status_row_add(struct status_report *r, const char *kind, const char *address);
+/* The cleaned first line of a server's message: never a control character, never a URL's password. NULL: none. */
+char *status_clean_message(const char *msg);
+/* A declared address the listing did not return: tracked when the state has its record, else not applied. */
+enum status_tracking status_declared_tracking(const struct status_input *in, const char *address);
 
 /* "35s", "14m05s", "2h05m", "3d04h": a duration as the table shows it; "-" for < 0. */
 void status_duration(char out[24], int64_t ms);

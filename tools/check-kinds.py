@@ -64,22 +64,6 @@ def names_kinds(rel, lit):
 # (file, literal as written in the source, without its quotes): why it is still there.
 ALLOWED = {
     # Help and error texts that list the kinds by hand: to be written from kind_table.
-    ("cmd/import.c", "import: ADDR is an address such as job.NAME, reservation.NAME or quota.NAME, not '%s'"):
-        "the import usage error lists the kinds' addresses by hand",
-    # Generic code that goes by one kind's prefix: a job-only or reservation-only step that
-    # belongs in that kind's row (a slot of struct kind) or its kind file.
-    ("reconcile/status.c", "job.%s"):
-        "vx status builds a live job's address from its vx-job label (jobs only are listed live)",
-    ("reconcile/status.c", "job."):
-        "vx status finds jobs' records no longer declared",
-    ("reconcile/status.c", "CustomJob"):
-        "vx status finds jobs' records no longer declared",
-    ("reconcile/import.c", "CustomJob"):
-        "import's per-kind readers (a job's) live in reconcile/import.c, not the kind files",
-    ("reconcile/import.c", "Reservation"):
-        "import's per-kind readers (a reservation's) live in reconcile/import.c, not the kind files",
-    ("reconcile/import.c", "QuotaPreference"):
-        "import's per-kind readers (a quota preference's) live in reconcile/import.c, not the kind files",
     # The state layer sits below reconcile/ and may not read kind_table (state/state.c says why).
     ("state/state.c", "jobs"): "the state layer's folders, held equal to kind_table by test_kind",
     ("state/state.c", "reservations"): "the state layer's folders, held equal to kind_table by test_kind",

@@ -6,6 +6,7 @@
 
 #include "providers/gcp/provider_gcp.h"
 #include "providers/gcp/storage.h"
+#include "reconcile/kind.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/blobstore.h"
@@ -17,20 +18,25 @@
 #include "workflow/ci.h"
 #include "util/banned.h"
 
-/* "not declared", with the nearest declared address of the same kind as a hint. */
+/*
+ * "not declared", with the nearest declared address as a hint. The
+ * addresses are offered kind by kind in the reverse of kind_table's phase
+ * order (jobs first, as they have always been): on a tie the first wins.
+ */
 static int not_declared(const struct stack *st, const char *address, struct vx_err *err)
 {
-	size_t n = st->njobs + st->nreservations + st->nquotas, k = 0;
-	const char **names = calloc(n + 1, sizeof(*names));
+	size_t n = 0, k = 0;
+	const char **names;
 	const char *near;
 	int rc;
 
-	for (size_t i = 0; names && i < st->njobs; i++)
-		names[k++] = st->jobs[i].d.address;
-	for (size_t i = 0; names && i < st->nreservations; i++)
-		names[k++] = st->reservations[i].d.address;
-	for (size_t i = 0; names && i < st->nquotas; i++)
-		names[k++] = st->quotas[i].d.address;
+	for (size_t t = 0; t < kind_count; t++)
+		for (size_t i = 0; kind_table[t]->decl_at(st, i); i++)
+			n++;
+	names = calloc(n + 1, sizeof(*names));
+	for (size_t t = kind_count; names && t-- > 0;)
+		for (size_t i = 0; kind_table[t]->decl_at(st, i); i++)
+			names[k++] = kind_table[t]->decl_at(st, i)->address;
 	near = names ? vx_suggest(address, names, k) : NULL;
 	if (near)
 		rc = vx_err_set(err, VX_EINVAL, "import: %s is not declared in the stack (did you mean "

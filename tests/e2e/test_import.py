@@ -506,6 +506,26 @@ class Import(FakeTestCase):
         # nothing was cancelled or created by any of it
         self.assertEqual((self.fake.rpc_count("CancelCustomJob"), self.fake.rpc_count("CreateCustomJob")), (0, 3))
 
+    def test_long_parts_of_a_resource_name_are_refused_whole(self):
+        """Each part of a resource name may be as long as 127 characters (import reads them into
+        buffers of that size): a long region, zone or location is refused by what it is, not
+        written past a shorter buffer."""
+        self.write({"a": job_yaml("a"), "r": reservation_yaml(), "q": quota_yaml()})
+        long = "x" * 120
+        job = "projects/%s/locations/%s/customJobs/1" % (PROJECT, long)
+        self.assert_refused(["job.a", job], "vx: import: job.a: %s is in region %s, but job.a is declared in "
+                            "region %s\n" % (job, long, REGION))
+        job = "projects/%s/locations/%s/customJobs/%s" % (PROJECT, REGION, "7" * 120)
+        self.assert_refused(["job.a", job], "vx: import: vertex: reading job %s: not a job resource name\n"
+                            % job)
+        res = "projects/%s/zones/%s/reservations/pool" % (PROJECT, long)
+        self.assert_refused(["reservation.pool", res], "vx: import: reservation.pool: %s is in zone %s, but "
+                            "reservation.pool is declared in zone %s\n" % (res, long, ZONE))
+        q = "projects/%s/locations/%s/quotaPreferences/l4-training" % (PROJECT, long)
+        self.assert_refused(["quota.l4-training", q], "vx: import: quota.l4-training takes a Cloud Quotas "
+                            "preference, projects/PROJECT/locations/global/quotaPreferences/ID, not '%s'\n" % q)
+        self.assertEqual(self.tree(), [])
+
     def test_refusals_of_reservations_and_quotas(self):
         self.write({"r": reservation_yaml(), "q": quota_yaml()})
         res = self.make_reservation(name="other-name")
