@@ -213,7 +213,7 @@ struct kind {
 	/* 1: its runs write lines to Cloud Logging, which `vx logs ADDR` reads. */
 	int has_logs;
 	/*
-	 * The enum gcp_perm_need bits (providers/gcp/permissions.h) a stack
+	 * The enum provider_need bits (reconcile/provider.h) a stack
 	 * declaring one of this kind needs: the permissions and APIs vx doctor
 	 * checks for it.
 	 */

@@ -23,7 +23,6 @@
 #include "reconcile/spec.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
-#include "providers/gcp/permissions.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/pool.h"
@@ -678,7 +677,7 @@ const struct kind kind_job = {
 	.update_says_why = 1,
 	.name_in_label = 1,
 	.has_logs = 1,
-	.needs = GCP_NEED_JOB,
+	.needs = PROVIDER_NEED_JOB,
 	.noun = "job",
 	.noun_plural = "jobs",
 	.count_decls = job_count_decls,

@@ -25,7 +25,6 @@
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
-#include "providers/gcp/permissions.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/ctx.h"
@@ -730,7 +729,7 @@ const struct kind kind_quota = {
 	.plan = quota_plan,
 	.apply = quota_apply,
 	.cost = KIND_COST_NONE,
-	.needs = GCP_NEED_QUOTA,
+	.needs = PROVIDER_NEED_QUOTA,
 	.noun = "quota preference",
 	.noun_plural = "quota preferences",
 	.count_decls = quota_count_decls,

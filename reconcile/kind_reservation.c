@@ -22,7 +22,6 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
-#include "providers/gcp/permissions.h"
 #include "reconcile/status.h"
 #include "state/state.h"
 #include "util/buf.h"
@@ -1081,7 +1080,7 @@ const struct kind kind_reservation = {
 	.apply = res_apply,
 	.cost = KIND_COST_HELD,
 	.capacity = res_capacity,
-	.needs = GCP_NEED_RESERVATION,
+	.needs = PROVIDER_NEED_RESERVATION,
 	.noun = "reservation",
 	.noun_plural = "reservations",
 	.count_decls = res_count_decls,

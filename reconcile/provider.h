@@ -185,6 +185,21 @@ struct provider_webhook {
 	long timeout_ms;               /* the one attempt's limit; 0 = 10 s */
 };
 
+/*
+ * What in a stack makes vx call a cloud's methods (a kind's row says which
+ * of these its declarations need: struct kind's needs), for the checks of
+ * vx doctor: providers/gcp/permissions.h maps each to the permissions and
+ * APIs it takes.
+ */
+enum provider_need {
+	PROVIDER_NEED_JOB = 1 << 0,         /* a CustomJob */
+	PROVIDER_NEED_JOB_SA = 1 << 1,      /* a CustomJob with spec.serviceAccount */
+	PROVIDER_NEED_RESERVATION = 1 << 2, /* a Reservation */
+	PROVIDER_NEED_QUOTA = 1 << 3,       /* a QuotaPreference */
+	PROVIDER_NEED_GCS = 1 << 4,         /* the gcs state backend */
+	PROVIDER_NEED_ANY = 1 << 5,         /* every stack (vx doctor's own reads) */
+};
+
 struct live_log_page;
 struct provider;
 

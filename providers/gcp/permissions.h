@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 
+#include "reconcile/provider.h"
+
 /* The commands that call a method. */
 enum gcp_perm_cmd {
 	GCP_CMD_PLAN = 1 << 0,
@@ -26,14 +28,15 @@ enum gcp_perm_cmd {
 	GCP_CMD_LOGS = 1 << 5,
 };
 
-/* What in a stack makes vx call a method. */
+/* What in a stack makes vx call a method: reconcile/provider.h's needs, which the kinds'
+ * rows name (reconcile/ sits beside providers/ and includes none of its headers). */
 enum gcp_perm_need {
-	GCP_NEED_JOB = 1 << 0,         /* a CustomJob */
-	GCP_NEED_JOB_SA = 1 << 1,      /* a CustomJob with spec.serviceAccount */
-	GCP_NEED_RESERVATION = 1 << 2, /* a Reservation */
-	GCP_NEED_QUOTA = 1 << 3,       /* a QuotaPreference */
-	GCP_NEED_GCS = 1 << 4,         /* the gcs state backend */
-	GCP_NEED_ANY = 1 << 5,         /* every stack (vx doctor's own reads) */
+	GCP_NEED_JOB = PROVIDER_NEED_JOB,
+	GCP_NEED_JOB_SA = PROVIDER_NEED_JOB_SA,
+	GCP_NEED_RESERVATION = PROVIDER_NEED_RESERVATION,
+	GCP_NEED_QUOTA = PROVIDER_NEED_QUOTA,
+	GCP_NEED_GCS = PROVIDER_NEED_GCS,
+	GCP_NEED_ANY = PROVIDER_NEED_ANY,
 };
 
 /* Where the role is granted. */
