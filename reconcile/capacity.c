@@ -366,14 +366,14 @@ static struct capacity_cost *cost_add(struct capacity_report *r, const char *add
 
 static int action_starts(const struct plan_action *a)
 {
-	return a->kind == PLAN_CREATE || a->kind == PLAN_REPLACE || a->kind == PLAN_RERUN ||
-	       a->kind == PLAN_RESUBMIT;
+	return a->op == PLAN_CREATE || a->op == PLAN_REPLACE || a->op == PLAN_RERUN ||
+	       a->op == PLAN_RESUBMIT;
 }
 
 /* A job run that is active and stays (not cancelled nor replaced by this plan). */
 static int action_stays_running(const struct plan_action *a)
 {
-	return (a->kind == PLAN_NOOP || a->kind == PLAN_UPDATE || a->kind == PLAN_ADOPT) && a->live_state &&
+	return (a->op == PLAN_NOOP || a->op == PLAN_UPDATE || a->op == PLAN_ADOPT) && a->live_state &&
 	       job_state_is_active(a->live_state);
 }
 
@@ -560,7 +560,7 @@ double prices_vm_rate(const struct prices *p, const char *zone, const char *mach
 /* Whether a stops a run that is active now: a cancel, or the cancel half of a replace. */
 static int action_stops(const struct plan_action *a)
 {
-	return (a->kind == PLAN_CANCEL || a->kind == PLAN_REPLACE) && a->cancel_name && a->live_state &&
+	return (a->op == PLAN_CANCEL || a->op == PLAN_REPLACE) && a->cancel_name && a->live_state &&
 	       job_state_is_active(a->live_state);
 }
 
@@ -649,13 +649,13 @@ static double reservations_delta(const struct capacity_input *in, int *known, in
 		int64_t before, after;
 		double rate;
 
-		if (!a->has_values || (a->kind != PLAN_CREATE && a->kind != PLAN_UPDATE && a->kind != PLAN_DELETE))
+		if (!a->has_values || (a->op != PLAN_CREATE && a->op != PLAN_UPDATE && a->op != PLAN_DELETE))
 			continue;
 		action_capacity(a, &kc);
 		if (!kc.holds)
 			continue;
 		before = a->old_value > 0 ? a->old_value : 0;
-		after = a->kind == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
+		after = a->op == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
 		if (before == after)
 			continue;
 		rate = prices_vm_rate(in->prices, kc.zone, kc.machine_type, kc.accelerator, kc.accelerator_count,
@@ -962,7 +962,7 @@ static int reservation_cost(struct capacity_report *out, const struct capacity_i
 	double rate;
 
 	for (size_t k = 0; k < p->n; k++)
-		if (!strcmp(p->actions[k].address, sr->d.address) && p->actions[k].kind == PLAN_DELETE)
+		if (!strcmp(p->actions[k].address, sr->d.address) && p->actions[k].op == PLAN_DELETE)
 			vms = 0;
 	if (!vms)
 		return 0;

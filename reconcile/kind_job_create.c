@@ -126,7 +126,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 				 */
 				if (pa->record)
 					mark_cancelled(a->state, pa->address, pa->cancel_name);
-				if (pa->kind == PLAN_CANCEL)
+				if (pa->op == PLAN_CANCEL)
 					a->res->ok++;
 				applier_progress(a, "- %s cancel %s%s", pa->address, pa->cancel_name,
 					 pa->record ? "" : " (untracked)");
@@ -157,7 +157,7 @@ static void do_updates(struct applier *a)
 		const struct plan_action *pa = &a->plan->actions[i];
 		struct state_record *r;
 
-		if (pa->kind_of != &kind_job || pa->kind != PLAN_UPDATE || !decl_job(pa))
+		if (pa->kind_of != &kind_job || pa->op != PLAN_UPDATE || !decl_job(pa))
 			continue;
 		if ((r = state_find(a->state, pa->address))) {
 			r->protect = decl_job(pa)->protect;
@@ -174,7 +174,7 @@ static void do_forgets(struct applier *a)
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
 
-		if (pa->kind_of != &kind_job || pa->kind != PLAN_FORGET)
+		if (pa->kind_of != &kind_job || pa->op != PLAN_FORGET)
 			continue;
 		if (state_find(a->state, pa->address))
 			(void)state_remove_record(a->state, pa->address);
@@ -183,7 +183,7 @@ static void do_forgets(struct applier *a)
 	}
 }
 
-static int is_create(enum plan_kind k)
+static int is_create(enum plan_op k)
 {
 	return k == PLAN_CREATE || k == PLAN_REPLACE || k == PLAN_RERUN || k == PLAN_RESUBMIT;
 }
@@ -513,7 +513,7 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 		struct live_job lj;
 		int rc;
 
-		if (pa->kind != PLAN_ADOPT || !j)
+		if (pa->op != PLAN_ADOPT || !j)
 			continue;
 		memset(&lj, 0, sizeof(lj));
 		lj.name = pa->adopt_name;
@@ -621,7 +621,7 @@ static int needs_failed_reservation(struct applier *a, const struct plan_action 
 	failed = applier_has_failed(a, addr);
 	if (failed) {
 		vx_err_set(&e, VX_EINVAL, "not sent: it runs on %s, which was not created", addr);
-		applier_fail(a, pa->address, plan_kind_name(pa->kind), &e);
+		applier_fail(a, pa->address, plan_op_name(pa->op), &e);
 		vx_err_release(&e);
 	}
 	free(addr);
@@ -691,12 +691,12 @@ static int collect_creates(struct applier *a, struct create *cs, size_t *n, stru
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
 
-		if (!is_create(pa->kind) || !decl_job(pa))
+		if (!is_create(pa->op) || !decl_job(pa))
 			continue;
 		if (needs_failed_reservation(a, pa))
 			continue;
 		/* A replace whose cancel failed must not start a second run. */
-		if (pa->kind == PLAN_REPLACE) {
+		if (pa->op == PLAN_REPLACE) {
 			const struct state_record *r = state_find(a->state, pa->address);
 
 			if (!r || !r->current || !r->current->cancelled_by_vx) {
@@ -761,7 +761,7 @@ static int journal_batch(struct applier *a, const struct create *cs, size_t k, s
 
 	for (size_t i = 0; i < k && rc == 0; i++)
 		if (!cs[i].done)
-			rc = applier_journal(a, cs[i].pa->address, plan_kind_name(cs[i].pa->kind),
+			rc = applier_journal(a, cs[i].pa->address, plan_op_name(cs[i].pa->op),
 					     cs[i].labels, cs[i].nlabels, err);
 	if (rc == 0)
 		rc = applier_persist(a, "vx: apply: intents", err);
@@ -808,7 +808,7 @@ static int record_batch(struct applier *a, struct create *cs, size_t k, struct t
 	for (size_t i = 0; i < k && rc == 0; i++) {
 		struct create *c = &cs[i];
 		struct task *t = &tasks[i];
-		const char *verb = plan_kind_name(c->pa->kind);
+		const char *verb = plan_op_name(c->pa->op);
 
 		if (c->done)
 			continue;

@@ -114,7 +114,7 @@ int job_owned(const struct builder *b, const struct live_job *j)
 	       (b->in->lineage && *b->in->lineage && job_label_is(j, "vx-lineage", b->in->lineage));
 }
 
-struct plan_action *job_add_action(struct builder *b, enum plan_kind kind, const char *address)
+struct plan_action *job_add_action(struct builder *b, enum plan_op kind, const char *address)
 {
 	struct plan_action *a = plan_add_action(b->p, kind, &kind_job, address);
 
@@ -472,7 +472,7 @@ static void settings_update(struct builder *b, const struct plan_decl *d, const 
 		struct vx_buf why = VX_BUF_INIT;
 		int rc = 0;
 
-		if (a->kind != PLAN_NOOP || !a->decl ||
+		if (a->op != PLAN_NOOP || !a->decl ||
 		    (!rec->protect == !d->protect && rec->on_remove == d->on_remove && !policy_moved(d, rec)))
 			continue;
 		if (!rec->protect != !d->protect)
@@ -493,7 +493,7 @@ static void settings_update(struct builder *b, const struct plan_decl *d, const 
 		vx_buf_release(&why);
 		b->p->counts[PLAN_NOOP]--;
 		b->p->counts[PLAN_UPDATE]++;
-		a->kind = PLAN_UPDATE;
+		a->op = PLAN_UPDATE;
 	}
 }
 
@@ -510,7 +510,7 @@ static int removal_forgets(const struct plan_record *rec)
 }
 
 /* An action for rec, no longer declared, with what each such action shows; NULL on OOM. */
-static struct plan_action *removed_action(struct builder *b, enum plan_kind k, const struct plan_record *rec,
+static struct plan_action *removed_action(struct builder *b, enum plan_op k, const struct plan_record *rec,
 					  const char *state)
 {
 	struct plan_action *a = job_add_action(b, k, rec->address);

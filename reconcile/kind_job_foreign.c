@@ -127,7 +127,7 @@ static void index_created(struct builder *b)
 	for (size_t i = 0; i < b->p->n; i++) {
 		const struct plan_action *a = &b->p->actions[i];
 
-		if (a->kind != PLAN_CREATE || a->kind_of != &kind_job || strncmp(a->address, "job.", 4))
+		if (a->op != PLAN_CREATE || a->kind_of != &kind_job || strncmp(a->address, "job.", 4))
 			continue;
 		sweep_job_label(b->created[b->ncreated].label, a->address + 4);
 		b->created[b->ncreated++].address = a->address;
@@ -237,7 +237,7 @@ void job_check_released(struct builder *b)
 	for (size_t i = 0; in->released && i < b->p->n; i++) {
 		const struct plan_action *a = &b->p->actions[i];
 
-		if ((a->kind != PLAN_CREATE && a->kind != PLAN_RERUN && a->kind != PLAN_REPLACE) ||
+		if ((a->op != PLAN_CREATE && a->op != PLAN_RERUN && a->op != PLAN_REPLACE) ||
 		    a->kind_of != &kind_job || strncmp(a->address, "job.", 4) != 0)
 			continue;
 		sweep_job_label(label, a->address + 4);

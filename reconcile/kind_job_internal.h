@@ -75,7 +75,7 @@ int job_label_is(const struct live_job *j, const char *key, const char *want);
 size_t job_by_job_lower(const struct builder *b, const char *name);
 int job_is_known(const struct builder *b, const char *name);
 int job_owned(const struct builder *b, const struct live_job *j);
-struct plan_action *job_add_action(struct builder *b, enum plan_kind kind, const char *address);
+struct plan_action *job_add_action(struct builder *b, enum plan_op kind, const char *address);
 void job_set_str(struct builder *b, char **dst, const char *src);
 void job_set_fmt(struct builder *b, char **dst, char *formatted);
 void job_fill_decl(struct builder *b, struct plan_action *a, const struct plan_decl *d);

@@ -162,7 +162,7 @@ static char *describe(const struct plan_action *act)
 	return vx_buf_detach(&b);
 }
 
-static struct plan_action *add(struct plan *p, enum plan_kind k, const char *address,
+static struct plan_action *add(struct plan *p, enum plan_op k, const char *address,
 			       const struct stack_quota *d, const struct live_quota *l,
 			       const struct state_record *r)
 {
@@ -452,7 +452,7 @@ static int quota_apply(struct applier *a, int removals, struct vx_err *err)
 		if (pa->kind_of != &kind_quota)
 			continue;
 		if (removals) {
-			if (pa->kind == PLAN_ABANDON) {
+			if (pa->op == PLAN_ABANDON) {
 				/* The abandon is recorded as the record's last run, then the record goes. */
 				if ((rc = record_run(a, pa, "abandon", pa->klive, err)) < 0)
 					break;
@@ -471,13 +471,13 @@ static int quota_apply(struct applier *a, int removals, struct vx_err *err)
 			a->res->skipped++;
 			continue;
 		}
-		if (pa->kind == PLAN_CREATE)
+		if (pa->op == PLAN_CREATE)
 			rc = send(a, pa, 0, err);
-		else if (pa->kind == PLAN_UPDATE || (pa->kind == PLAN_ADOPT && pa->klive &&
+		else if (pa->op == PLAN_UPDATE || (pa->op == PLAN_ADOPT && pa->klive &&
 			 ((const struct live_quota *)pa->klive)->preferred !=
 				 ((const struct stack_quota *)pa->kdecl)->preferred_value))
 			rc = send(a, pa, 1, err);
-		else if (pa->kind == PLAN_ADOPT) {
+		else if (pa->op == PLAN_ADOPT) {
 			rc = record_run(a, pa, "adopt", pa->klive, err);
 			if (rc == 0) {
 				a->res->ok++;

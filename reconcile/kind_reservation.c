@@ -165,7 +165,7 @@ static char *immutable_change(const struct stack_reservation *d, const struct li
 	return NULL;
 }
 
-static struct plan_action *add(struct plan *p, enum plan_kind k, const char *address, const void *d,
+static struct plan_action *add(struct plan *p, enum plan_op k, const char *address, const void *d,
 			       const struct live_reservation *l, const struct state_record *r)
 {
 	struct plan_action *a = plan_add_action(p, k, &kind_reservation, address);
@@ -239,7 +239,7 @@ static int cancels_jobs_on(const struct plan *p, const char *project, const char
 		const struct plan_action *a = &p->actions[i];
 		const struct state_record *r = a->record ? a->record->user : NULL;
 
-		if (a->kind_of != &kind_job || (a->kind != PLAN_CANCEL && a->kind != PLAN_REPLACE) || !r ||
+		if (a->kind_of != &kind_job || (a->op != PLAN_CANCEL && a->op != PLAN_REPLACE) || !r ||
 		    !r->spec_json || !strstr(r->spec_json, needle))
 			continue;
 		if (vx_buf_printf(which, "%s%s", found++ ? ", " : "", a->address) < 0)
@@ -514,7 +514,7 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 	const char *zone = pa->klive ? ((const struct live_reservation *)pa->klive)->zone
 				     : r && r->current ? r->current->region : NULL;
 	const char *name = strchr(pa->address, '.') + 1;
-	const char *verb = pa->kind == PLAN_REPLACE ? "replace (delete)" : "delete";
+	const char *verb = pa->op == PLAN_REPLACE ? "replace (delete)" : "delete";
 	struct vx_err e = VX_ERR_INIT;
 	int rc;
 
@@ -547,7 +547,7 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 	applier_progress(a, "- %s delete %s in %s", pa->address, name, zone);
 	if ((rc = applier_persist(a, "vx: apply: reservations deleted", err)) < 0)
 		return rc;
-	if (pa->kind == PLAN_DELETE) {
+	if (pa->op == PLAN_DELETE) {
 		(void)state_remove_record(a->state, pa->address);
 		applier_progress(a, "- %s forget", pa->address);
 		a->res->ok++;
@@ -721,16 +721,16 @@ static int res_apply(struct applier *a, int removals, struct vx_err *err)
 			continue;
 		}
 		if (removals) {
-			if (pa->kind == PLAN_DELETE || pa->kind == PLAN_REPLACE)
+			if (pa->op == PLAN_DELETE || pa->op == PLAN_REPLACE)
 				rc = do_delete(a, pa, err);
-			else if (pa->kind == PLAN_FORGET) {
+			else if (pa->op == PLAN_FORGET) {
 				(void)state_remove_record(a->state, pa->address);
 				a->res->ok++;
 				applier_progress(a, "- %s forget", pa->address);
 			}
 			continue;
 		}
-		switch (pa->kind) {
+		switch (pa->op) {
 		case PLAN_CREATE:
 			rc = do_create(a, pa, err);
 			break;

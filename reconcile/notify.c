@@ -443,7 +443,7 @@ int notify_collect(struct notify_list *out, const struct plan *p, const char *st
 		struct notify_event ev;
 		int rc;
 
-		if (a->kind != PLAN_NOOP || a->held || !cur || !a->live_state)
+		if (a->op != PLAN_NOOP || a->held || !cur || !a->live_state)
 			continue;
 		memset(&ev, 0, sizeof(ev));
 		ev.stack = stack;

@@ -14,21 +14,21 @@
 #include "util/buf.h"
 #include "util/banned.h"
 
-const char *plan_kind_name(enum plan_kind k)
+const char *plan_op_name(enum plan_op k)
 {
-	static const char *const names[PLAN_KIND_COUNT] = {
+	static const char *const names[PLAN_OP_COUNT] = {
 		"noop", "create", "adopt", "replace", "rerun", "resubmit", "cancel", "forget", "update",
 		"delete", "pending", "abandon", "wait",
 	};
-	return (unsigned)k < PLAN_KIND_COUNT ? names[k] : "?";
+	return (unsigned)k < PLAN_OP_COUNT ? names[k] : "?";
 }
 
-const char *plan_kind_symbol(enum plan_kind k)
+const char *plan_op_symbol(enum plan_op k)
 {
-	static const char *const symbols[PLAN_KIND_COUNT] = {
+	static const char *const symbols[PLAN_OP_COUNT] = {
 		" ", "+", "~", "-/+", "\u21bb", "\u21bb", "-", "-", "~", "-", " ", "-", " ",
 	};
-	return (unsigned)k < PLAN_KIND_COUNT ? symbols[k] : "?";
+	return (unsigned)k < PLAN_OP_COUNT ? symbols[k] : "?";
 }
 
 void plan_short_hash(char out[13], const char *hash)
@@ -92,7 +92,7 @@ int plan_has_changes(const struct plan *p)
 	return p->n > p->counts[PLAN_NOOP] + p->counts[PLAN_PENDING] + p->counts[PLAN_WAIT];
 }
 
-struct plan_action *plan_add_action(struct plan *p, enum plan_kind kind, const struct kind *k,
+struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struct kind *k,
 				    const char *address)
 {
 	struct plan_action *a, *arr = realloc(p->actions, (p->n + 1) * sizeof(*arr));
@@ -104,10 +104,10 @@ struct plan_action *plan_add_action(struct plan *p, enum plan_kind kind, const s
 	memset(a, 0, sizeof(*a));
 	if (!(a->address = strdup(address)))
 		return NULL;
-	a->kind = kind;
+	a->op = op;
 	a->kind_of = k;
 	p->n++;
-	p->counts[kind]++;
+	p->counts[op]++;
 	return a;
 }
 
@@ -154,7 +154,7 @@ static int cmp_action(const void *x, const void *y)
 
 	if (c)
 		return c;
-	return (int)a->kind - (int)b->kind;
+	return (int)a->op - (int)b->op;
 }
 
 int plan_merge(struct plan *into, struct plan *from)
@@ -169,7 +169,7 @@ int plan_merge(struct plan *into, struct plan *from)
 	into->actions = arr;
 	memcpy(&arr[into->n], from->actions, from->n * sizeof(*arr));
 	into->n += from->n;
-	for (int k = 0; k < PLAN_KIND_COUNT; k++)
+	for (int k = 0; k < PLAN_OP_COUNT; k++)
 		into->counts[k] += from->counts[k];
 	free(from->actions);
 	from->actions = NULL;

@@ -26,7 +26,7 @@ struct kind;
 struct state_policy;
 struct state_record;
 
-enum plan_kind {
+enum plan_op {
 	PLAN_NOOP = 0,
 	PLAN_CREATE,
 	PLAN_ADOPT,
@@ -41,7 +41,7 @@ enum plan_kind {
 	PLAN_PENDING,    /* a quota preference granted less than preferred: shown, no change */
 	PLAN_ABANDON,    /* a quota preference no longer declared: vx stops managing it */
 	PLAN_WAIT,       /* a sweep's run held back (maxParallel, maxFailed): shown, no change */
-	PLAN_KIND_COUNT
+	PLAN_OP_COUNT
 };
 
 /* What removing a job's declaration does to its active run (`onRemove`);
@@ -202,7 +202,7 @@ struct plan_input {
 };
 
 struct plan_action {
-	enum plan_kind kind;
+	enum plan_op op;
 	char *address;
 	char *reason;          /* in words; NULL for a plain noop */
 	char *drift;           /* what changed outside vx, or NULL */
@@ -257,7 +257,7 @@ struct plan_sweep {
 struct plan {
 	struct plan_action *actions;
 	size_t n;
-	size_t counts[PLAN_KIND_COUNT];
+	size_t counts[PLAN_OP_COUNT];
 	size_t drifts;
 	struct vx_diags errors; /* plan errors (a protected job would be cancelled) */
 	/* Things a reviewer must see that are not actions: live jobs that carry
@@ -269,10 +269,10 @@ struct plan {
 
 #define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT, NULL, 0 }
 
-/* Appends an action of kind k (plan kind) for address to p, zeroed but for
- * kind, address and the counts; NULL when out of memory. For the kinds'
+/* Appends an action op of kind k for address to p, zeroed but for
+ * op, kind, address and the counts; NULL when out of memory. For the kinds'
  * plan functions (reconcile/kind_*.c). */
-struct plan_action *plan_add_action(struct plan *p, enum plan_kind kind, const struct kind *k,
+struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struct kind *k,
 				    const char *address);
 /* Moves from's actions, counts, drifts, errors and warnings into into (from
  * keeps its diags: release it). 0 or VX_ENOMEM. */
@@ -294,8 +294,8 @@ int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs);
 int plan_has_changes(const struct plan *p);
 void plan_release(struct plan *p);
 
-const char *plan_kind_name(enum plan_kind k);   /* "create", "replace", ... */
-const char *plan_kind_symbol(enum plan_kind k); /* "+", "-/+", "↻", "~", "-", "" */
+const char *plan_op_name(enum plan_op k);   /* "create", "replace", ... */
+const char *plan_op_symbol(enum plan_op k); /* "+", "-/+", "↻", "~", "-", "" */
 
 /* The first 12 hex digits of a spec hash, the vx-spec label value. */
 void plan_short_hash(char out[13], const char *hash);

@@ -22,7 +22,7 @@
 #define C_YELLOW "\033[33m"
 #define C_CYAN "\033[36m"
 
-static const char *kind_color(enum plan_kind k)
+static const char *kind_color(enum plan_op k)
 {
 	switch (k) {
 	case PLAN_CREATE: return C_GREEN;
@@ -34,9 +34,9 @@ static const char *kind_color(enum plan_kind k)
 
 /* The action's symbol padded to three columns: printf pads bytes, and "↻"
  * is three bytes but one column, so count UTF-8 lead bytes instead. */
-static int add_symbol(struct vx_buf *b, enum plan_kind k)
+static int add_symbol(struct vx_buf *b, enum plan_op k)
 {
-	const char *sym = plan_kind_symbol(k);
+	const char *sym = plan_op_symbol(k);
 	size_t cols = vx_utf8_count(sym);
 	int rc;
 
@@ -48,13 +48,13 @@ static int add_symbol(struct vx_buf *b, enum plan_kind k)
 
 static int is_change(const struct plan_action *a)
 {
-	return a->kind != PLAN_NOOP;
+	return a->op != PLAN_NOOP;
 }
 
 /* "3 to create, 1 to replace" etc., in a fixed order. */
 static int summary(struct vx_buf *b, const struct plan *p)
 {
-	static const struct { enum plan_kind k; const char *word; } order[] = {
+	static const struct { enum plan_op k; const char *word; } order[] = {
 		{ PLAN_CREATE, "to create" }, { PLAN_ADOPT, "to adopt" },
 		{ PLAN_REPLACE, "to replace" }, { PLAN_RERUN, "to rerun" },
 		{ PLAN_RESUBMIT, "to resubmit" }, { PLAN_CANCEL, "to cancel" },
@@ -595,12 +595,12 @@ static int sweep_block(struct vx_buf *b, const struct plan_sweep *s, const struc
 /* One change: its symbol and address, then its shape, reason, and the job it cancels or adopts. */
 static int action_human(struct vx_buf *b, const struct plan_action *a, int color)
 {
-	int rc = vx_buf_printf(b, "  %s%s", color ? kind_color(a->kind) : "", color ? C_BOLD : "");
+	int rc = vx_buf_printf(b, "  %s%s", color ? kind_color(a->op) : "", color ? C_BOLD : "");
 
 	if (rc == 0)
-		rc = add_symbol(b, a->kind);
+		rc = add_symbol(b, a->op);
 	if (rc == 0)
-		rc = vx_buf_printf(b, " %s%s %s\n", a->address, color ? C_RESET : "", plan_kind_name(a->kind));
+		rc = vx_buf_printf(b, " %s%s %s\n", a->address, color ? C_RESET : "", plan_op_name(a->op));
 	if (rc == 0 && a->shape)
 		rc = vx_buf_printf(b, "        %s%s%s\n", a->shape, a->region ? " in " : "", a->region ? a->region : "");
 	if (rc == 0 && a->reason) {
@@ -631,7 +631,7 @@ static int changes_human(struct vx_buf *b, const struct plan *p, const struct re
 
 		if (!is_change(a))
 			continue;
-		if (!h->verbose && (a->kind == PLAN_CREATE || a->kind == PLAN_WAIT) &&
+		if (!h->verbose && (a->op == PLAN_CREATE || a->op == PLAN_WAIT) &&
 		    (s = sweep_of(p, a->address)) != NULL) {
 			/* s is one of p->sweeps, so nsweeps > 0 and shown was allocated.
 			 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
@@ -680,7 +680,7 @@ static int notices_human(struct vx_buf *b, const struct plan *p, int color)
 		for (size_t i = 0; rc == 0 && i < p->n; i++)
 			if (p->actions[i].drift)
 				rc = vx_buf_printf(b, "  ! %s: %s -> %s\n", p->actions[i].address,
-						   p->actions[i].drift, plan_kind_name(p->actions[i].kind));
+						   p->actions[i].drift, plan_op_name(p->actions[i].op));
 	}
 	if (rc == 0 && p->warnings.n) {
 		rc = vx_buf_printf(b, "\n%sWarnings%s:\n", color ? C_YELLOW : "", color ? C_RESET : "");
@@ -782,8 +782,8 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 
 		if (!is_change(a))
 			continue;
-		rc = vx_buf_printf(b, "| `%s` | `%s` | %s | ", plan_kind_symbol(a->kind), a->address,
-				   plan_kind_name(a->kind));
+		rc = vx_buf_printf(b, "| `%s` | `%s` | %s | ", plan_op_symbol(a->op), a->address,
+				   plan_op_name(a->op));
 		if (rc == 0)
 			rc = md_cell(b, a->shape);
 		if (rc == 0)
@@ -886,7 +886,7 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 	rc |= add(o, "address", cJSON_CreateString(a->address));
 	/* Every action carries its kind (plan_add_action). */
 	rc |= add(o, "kind", str_or_null(a->kind_of ? a->kind_of->name : NULL));
-	rc |= add(o, "action", cJSON_CreateString(plan_kind_name(a->kind)));
+	rc |= add(o, "action", cJSON_CreateString(plan_op_name(a->op)));
 	rc |= add(o, "reason", str_or_null(a->reason));
 	rc |= add(o, "drift", str_or_null(a->drift));
 	rc |= add(o, "shape", str_or_null(a->shape));
@@ -1112,8 +1112,8 @@ static int body_json(cJSON *root, const struct plan *p, const struct render_head
 	rc |= diags_json(root, "errors", &p->errors);
 	rc |= diags_json(root, "warnings", &p->warnings);
 	rc |= add(root, "summary", sum);
-	for (int k = 0; sum && k < PLAN_KIND_COUNT; k++)
-		rc |= add(sum, plan_kind_name((enum plan_kind)k), cJSON_CreateNumber((double)p->counts[k]));
+	for (int k = 0; sum && k < PLAN_OP_COUNT; k++)
+		rc |= add(sum, plan_op_name((enum plan_op)k), cJSON_CreateNumber((double)p->counts[k]));
 	rc |= sweeps_json(root, p);
 	rc |= add(root, "drift_count", cJSON_CreateNumber((double)p->drifts));
 	rc |= add(root, "refused_count", cJSON_CreateNumber((double)refused_count(p)));
@@ -1165,12 +1165,12 @@ int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct
 
 		if (k >= sp->n)
 			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
-					  "%s would now %s; run vxplan again", a->address, plan_kind_name(a->kind));
+					  "%s would now %s; run vxplan again", a->address, plan_op_name(a->op));
 		s = &sp->actions[k++];
-		if (strcmp(a->address, s->address) || strcmp(plan_kind_name(a->kind), s->action))
+		if (strcmp(a->address, s->address) || strcmp(plan_op_name(a->op), s->action))
 			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
 					  "%s was planned to %s, %s would now %s; run vxplan again",
-					  s->address, s->action, a->address, plan_kind_name(a->kind));
+					  s->address, s->action, a->address, plan_op_name(a->op));
 		/* A run starts where the plan showed, or not at all: a ladder's rung
 		 * (and with it the region and machines) is part of what was reviewed. */
 		if (s->has_rung && (s->rung != a->rung || s->attempt != a->attempt ||

@@ -95,7 +95,7 @@ int render_plan_json(struct vx_buf *out, const struct plan *p, const struct rend
 /* One action of a saved plan, as needed to carry it out. */
 struct saved_action {
 	char *address;
-	char *action;       /* plan_kind_name */
+	char *action;       /* plan_op_name */
 	char *cancel_name;  /* or NULL */
 	char *adopt_name;   /* or NULL */
 	char *region;       /* or NULL */

@@ -45,9 +45,9 @@ static int cmp_held(const void *x, const void *y)
 
 static void to_wait(struct plan *p, struct plan_action *a, char *reason)
 {
-	p->counts[a->kind]--;
+	p->counts[a->op]--;
 	p->counts[PLAN_WAIT]++;
-	a->kind = PLAN_WAIT;
+	a->op = PLAN_WAIT;
 	free(a->reason);
 	a->reason = reason;
 }
@@ -66,7 +66,7 @@ static enum dep dep_state(const struct plan_action *a, const char **what)
 	const char *s = run_state(a);
 
 	*what = "not started yet";
-	if (a->kind == PLAN_NOOP || a->kind == PLAN_UPDATE) {
+	if (a->op == PLAN_NOOP || a->op == PLAN_UPDATE) {
 		if (s && !strcmp(s, "JOB_STATE_SUCCEEDED"))
 			return DEP_OK;
 		if (s && (!strcmp(s, "JOB_STATE_FAILED") || !strcmp(s, "JOB_STATE_CANCELLED") ||
@@ -78,11 +78,11 @@ static enum dep dep_state(const struct plan_action *a, const char **what)
 			*what = job_state_short(s);
 		return DEP_PENDING;
 	}
-	if (a->kind == PLAN_RESUBMIT)
+	if (a->op == PLAN_RESUBMIT)
 		*what = "being resubmitted";
-	else if (a->kind == PLAN_REPLACE || a->kind == PLAN_RERUN)
+	else if (a->op == PLAN_REPLACE || a->op == PLAN_RERUN)
 		*what = "starting a new run";
-	else if (a->kind == PLAN_WAIT)
+	else if (a->op == PLAN_WAIT)
 		*what = "waiting";
 	return DEP_PENDING;
 }
@@ -110,7 +110,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
 		char *reason;
 
-		if (!j || !j->nafter || (a->kind != PLAN_CREATE && a->kind != PLAN_RERUN))
+		if (!j || !j->nafter || (a->op != PLAN_CREATE && a->op != PLAN_RERUN))
 			continue;
 		for (size_t e = 0; e < j->nafter && !gave_up; e++)
 			for (size_t k = 0; k < st->njobs && !gave_up; k++) {
@@ -178,9 +178,9 @@ static int followed(const struct state_run *cur, const char *address, const stru
 static void to_rerun(struct plan *p, struct plan_action *a, const struct stack_job *j,
 		     const struct state_run *cur, char *reason)
 {
-	p->counts[a->kind]--;
+	p->counts[a->op]--;
 	p->counts[PLAN_RERUN]++;
-	a->kind = PLAN_RERUN;
+	a->op = PLAN_RERUN;
 	a->after_rerun = 1;
 	a->run = j->run;
 	/* a new attempt of the same (spec, run): its labels and output
@@ -207,7 +207,7 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 		const char *why = NULL, *s = run_state(a), *w;
 		char *reason;
 
-		if (!j || !j->nafter || !r || !r->current || (a->kind != PLAN_NOOP && a->kind != PLAN_UPDATE))
+		if (!j || !j->nafter || !r || !r->current || (a->op != PLAN_NOOP && a->op != PLAN_UPDATE))
 			continue;
 		for (size_t e = 0; e < j->nafter && !pending; e++)
 			for (size_t k = 0; k < st->njobs && !pending; k++) {
@@ -220,7 +220,7 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 				if (!hit)
 					continue;
 				d = dep_state(*hit, &w);
-				if ((*hit)->kind != PLAN_NOOP && (*hit)->kind != PLAN_UPDATE && d == DEP_PENDING) {
+				if ((*hit)->op != PLAN_NOOP && (*hit)->op != PLAN_UPDATE && d == DEP_PENDING) {
 					pending = *hit;
 					why = w;
 				} else if (!followed(r->current, key.address, dep_run(*hit))) {
@@ -291,7 +291,7 @@ static int count_run(struct plan_sweep *ps, const struct plan_action *a)
 	const char *s = run_state(a);
 
 	ps->runs++;
-	switch (a->kind) {
+	switch (a->op) {
 	case PLAN_CREATE:
 		return 1;
 	case PLAN_REPLACE:
@@ -396,7 +396,7 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
 
-		if (a->kind != PLAN_CREATE || !(j = sweep_run_of(st, a)))
+		if (a->op != PLAN_CREATE || !(j = sweep_run_of(st, a)))
 			continue;
 		creates[start[j->sweep - 1] + ncreates[j->sweep - 1]++] =
 			(struct held){ .a = a, .order = (size_t)(j - st->jobs) };
@@ -427,7 +427,7 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		struct state_record *r;
 		char *hash, *json;
 
-		if (pa->kind != PLAN_WAIT || pa->kind_of != &kind_job || !j)
+		if (pa->op != PLAN_WAIT || pa->kind_of != &kind_job || !j)
 			continue;
 		r = state_find(a->state, pa->address);
 		/* A run held back with a run of its own (after: waits for a new run of a

@@ -550,7 +550,7 @@ static int resubmitted_events(struct notify_list *out, const struct plan *p, con
 		struct notify_event ev;
 		int rc;
 
-		if (a->kind != PLAN_RESUBMIT)
+		if (a->op != PLAN_RESUBMIT)
 			continue;
 		r = state_find(state, a->address);
 		if (!r || !r->current || r->current->attempt != a->attempt || !r->current->resource)

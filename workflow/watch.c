@@ -311,32 +311,32 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	int64_t wait, end;
 
 	/* A refused create waiting for its backoff (the planner's refusal gate): told once. */
-	if (a->kind == PLAN_NOOP && a->not_before_ms > 0) {
+	if (a->op == PLAN_NOOP && a->not_before_ms > 0) {
 		if (a->not_before_ms < w->deadline_ms)
 			w->deadline_ms = a->not_before_ms;
 		snprintf(what, sizeof(what), "refused|%s|%" PRId64, a->address, a->not_before_ms);
 		if (tell(w, what, quiet))
 			say(w, "wait", a->address, "%s: %s", a->address, a->reason ? a->reason : "");
 	}
-	if (a->kind == PLAN_NOOP || a->kind == PLAN_PENDING || a->kind == PLAN_WAIT)
+	if (a->op == PLAN_NOOP || a->op == PLAN_PENDING || a->op == PLAN_WAIT)
 		return 1;
-	if (a->kind == PLAN_ADOPT)
+	if (a->op == PLAN_ADOPT)
 		return 1;
 	if (!w->o.sync && as_applied(a) && policy_unapplied(w, a, quiet))
 		return 0;
-	if (!w->o.sync && !((a->kind == PLAN_RESUBMIT || a->kind == PLAN_CREATE ||
-			     (a->kind == PLAN_RERUN && a->after_rerun)) && as_applied(a))) {
-		snprintf(what, sizeof(what), "unapplied|%s|%s|%s", a->address, plan_kind_name(a->kind),
+	if (!w->o.sync && !((a->op == PLAN_RESUBMIT || a->op == PLAN_CREATE ||
+			     (a->op == PLAN_RERUN && a->after_rerun)) && as_applied(a))) {
+		snprintf(what, sizeof(what), "unapplied|%s|%s|%s", a->address, plan_op_name(a->op),
 			 a->new_hash ? a->new_hash : "");
 		if (tell(w, what, quiet))
 			say(w, "unapplied", a->address, "%s: declared but not applied (the plan says %s); "
-			    "waiting for vxapply", a->address, plan_kind_name(a->kind));
+			    "waiting for vxapply", a->address, plan_op_name(a->op));
 		return 0;
 	}
 	if (a->kind_of != &kind_job)
 		return 1;
 	end = a->record && a->record->current ? a->record->current->end_ms : 0;
-	if (a->kind == PLAN_RESUBMIT && (wait = resubmit_wait(a)) > 0 && end > 0 && now_ms < end + wait) {
+	if (a->op == PLAN_RESUBMIT && (wait = resubmit_wait(a)) > 0 && end > 0 && now_ms < end + wait) {
 		if (end + wait < w->deadline_ms)
 			w->deadline_ms = end + wait;
 		snprintf(what, sizeof(what), "delay|%s|%" PRId64, a->address, a->attempt);
@@ -358,12 +358,12 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 		struct plan_action *a = &p->actions[i];
 
 		if (authorised(w, a, now_ms, quiet)) {
-			n += a->kind != PLAN_NOOP && a->kind != PLAN_PENDING && a->kind != PLAN_WAIT;
+			n += a->op != PLAN_NOOP && a->op != PLAN_PENDING && a->op != PLAN_WAIT;
 			continue;
 		}
-		p->counts[a->kind]--;
+		p->counts[a->op]--;
 		p->counts[PLAN_NOOP]++;
-		a->kind = PLAN_NOOP;
+		a->op = PLAN_NOOP;
 		a->held = 1;
 	}
 	return n;
@@ -1063,7 +1063,7 @@ static void account_run(struct watch *w, struct applying *ap, struct watch_resul
 		say(w, "failed", NULL, "%s", ap->res.failures.items[i].msg);
 	for (size_t i = 0; i < ap->pl.planner.plan.n; i++) {
 		const struct plan_action *a = &ap->pl.planner.plan.actions[i];
-		const struct state_record *r = a->kind == PLAN_RESUBMIT ? state_find(&ap->ws.state, a->address) : NULL;
+		const struct state_record *r = a->op == PLAN_RESUBMIT ? state_find(&ap->ws.state, a->address) : NULL;
 
 		if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
 			res->resubmitted++;

@@ -33,7 +33,7 @@ struct fixture {
 };
 
 static void job(struct fixture *f, int i, const char *name, const char *region, const char *strategy,
-		enum plan_kind kind, const char *live_state)
+		enum plan_op kind, const char *live_state)
 {
 	struct stack_job *j = &f->jobs[i];
 
@@ -45,7 +45,7 @@ static void job(struct fixture *f, int i, const char *name, const char *region, 
 	j->spec.pools = f->pools[i];
 	j->max_attempts = 1;
 	f->decls[i].user = j;
-	f->acts[i].kind = kind;
+	f->acts[i].op = kind;
 	f->acts[i].kind_of = &kind_job;
 	f->acts[i].address = j->d.address;
 	f->acts[i].decl = &f->decls[i];
@@ -493,7 +493,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	sr.machine_type = (char *)(uintptr_t)"n1-standard-4";
 	sr.accelerators = &acc;
 	sr.naccelerators = 1;
-	all[3].kind = PLAN_CREATE;
+	all[3].op = PLAN_CREATE;
 	all[3].address = (char *)(uintptr_t)"reservation.made";
 	all[3].kind_of = &kind_reservation;
 	all[3].kdecl = &sr;
@@ -506,7 +506,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	lr.accelerator_type = (char *)(uintptr_t)"nvidia-h100-80gb";
 	lr.accelerator_count = 8;
 	lr.count = 1;
-	all[4].kind = PLAN_DELETE;
+	all[4].op = PLAN_DELETE;
 	all[4].address = (char *)(uintptr_t)"reservation.dropped";
 	all[4].kind_of = &kind_reservation;
 	all[4].klive = &lr;

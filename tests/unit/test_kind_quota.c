@@ -117,7 +117,7 @@ static void test_reconciling_without_grant_is_pending(void **state)
 	f->l->reconciling = 1;
 	f->l->requested_ms = T0;
 	a = plan(f, T0 + 125 * MIN);
-	assert_int_equal(a->kind, PLAN_PENDING);
+	assert_int_equal(a->op, PLAN_PENDING);
 	assert_string_equal(a->reason, "16 requested, pending for 2h05m: nothing granted yet (Google has not decided)");
 	assert_int_equal(a->old_value, 16);
 	assert_int_equal(a->new_value, 16);
@@ -141,17 +141,17 @@ static void test_granted_and_decided(void **state)
 	f->l->granted = 8;
 	f->l->requested_ms = T0;
 	a = plan(f, T0 + 3 * MIN);
-	assert_int_equal(a->kind, PLAN_PENDING);
+	assert_int_equal(a->op, PLAN_PENDING);
 	assert_string_equal(a->reason, "8 granted, 16 requested, pending for 3m00s");
 	f->l->reconciling = 0;
 	f->l->state_detail = (char *)(uintptr_t)"partially approved";
 	a = plan(f, T0);
-	assert_int_equal(a->kind, PLAN_NOOP);
+	assert_int_equal(a->op, PLAN_NOOP);
 	assert_string_equal(a->reason, "8 granted, 16 requested, not granted in full: partially approved");
 	f->l->state_detail = NULL;
 	f->l->granted = 16;
 	a = plan(f, T0);
-	assert_int_equal(a->kind, PLAN_NOOP);
+	assert_int_equal(a->op, PLAN_NOOP);
 	assert_null(a->reason);
 }
 

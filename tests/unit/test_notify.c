@@ -284,7 +284,7 @@ static void test_collect(void **unused)
 		recs[i].address = addr[i];
 		recs[i].run = 3;
 		recs[i].current = &runs[i];
-		acts[i].kind = PLAN_NOOP;
+		acts[i].op = PLAN_NOOP;
 		acts[i].address = (char *)(uintptr_t)addr[i];
 		acts[i].decl = &decls[i];
 		acts[i].record = &recs[i];
@@ -296,7 +296,7 @@ static void test_collect(void **unused)
 	acts[4].failure_class = (char *)(uintptr_t)"stockout";
 	/* A resubmission is planned: nothing to say yet. */
 	acts[5] = acts[0];
-	acts[5].kind = PLAN_RESUBMIT;
+	acts[5].op = PLAN_RESUBMIT;
 	p.actions = acts;
 	p.n = 6;
 	assert_int_equal(notify_collect(&l, &p, "research", now, now - 24 * h), 0);

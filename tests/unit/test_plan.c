@@ -99,7 +99,7 @@ static void test_create_then_noop(void **state)
 	(void)state;
 	build(&p, &d, 1, NULL, 0, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].op, PLAN_CREATE);
 	assert_string_equal(p.actions[0].reason, "new job");
 	assert_int_equal(p.actions[0].attempt, 1);
 	assert_true(plan_has_changes(&p));
@@ -108,7 +108,7 @@ static void test_create_then_noop(void **state)
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_false(plan_has_changes(&p));
 	plan_release(&p);
 	live_jobs_release(&live);
@@ -141,7 +141,7 @@ static void test_policy_update(void **state)
 	d.policy = &declared;
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	plan_release(&p);
 
 	declared.resubmit_on = on_declared;
@@ -155,7 +155,7 @@ static void test_policy_update(void **state)
 	declared.max_parallel = 6;
 	declared.max_failed = 3;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_int_equal(p.actions[0].op, PLAN_UPDATE);
 	assert_string_equal(p.actions[0].reason,
 			    "resubmit.on: [stockout] -> [stockout, preempted]; resubmit.maxAttempts: 2 -> 10; "
 			    "resubmit.delay: 30s -> 2m; resubmit.fallback: none -> 1 rung; "
@@ -184,7 +184,7 @@ static void test_policy_update(void **state)
 	/* A record from an older vx: recorded by the next apply. */
 	r.applied = NULL;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_int_equal(p.actions[0].op, PLAN_UPDATE);
 	assert_string_equal(p.actions[0].reason, "records the policy applied (resubmit, after:, the sweep's limits): "
 			    "the state holds none, it was written by an older vx");
 	plan_release(&p);
@@ -202,7 +202,7 @@ static void test_adopt_after_crash(void **state)
 	add_live(&live, JOB1, "JOB_STATE_QUEUED", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, NULL, 0, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_ADOPT);
+	assert_int_equal(p.actions[0].op, PLAN_ADOPT);
 	assert_string_equal(p.actions[0].adopt_name, JOB1);
 	assert_int_equal(p.counts[PLAN_CANCEL], 0);
 	plan_release(&p);
@@ -220,7 +220,7 @@ static void test_replace_and_rerun(void **state)
 	(void)state;
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
 	assert_string_equal(p.actions[0].cancel_name, JOB1);
 	assert_string_equal(p.actions[0].reason, "spec changed while running");
 	plan_release(&p);
@@ -228,7 +228,7 @@ static void test_replace_and_rerun(void **state)
 	free(live.items[0].state);
 	live.items[0].state = strdup("JOB_STATE_SUCCEEDED");
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_int_equal(p.actions[0].op, PLAN_RERUN);
 	assert_null(p.actions[0].cancel_name);
 	assert_string_equal(p.actions[0].reason, "spec changed after the last run succeeded");
 	plan_release(&p);
@@ -237,7 +237,7 @@ static void test_replace_and_rerun(void **state)
 	d = decl(HASH_A);
 	d.run = 2;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_int_equal(p.actions[0].op, PLAN_RERUN);
 	assert_string_equal(p.actions[0].reason, "run bumped 1 -> 2 after the last run succeeded");
 	assert_int_equal(p.actions[0].run, 2);
 	plan_release(&p);
@@ -257,7 +257,7 @@ static void test_on_change_after_finish_and_protect(void **state)
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	d.on_change = PLAN_ON_CHANGE_AFTER_FINISH;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_non_null(strstr(p.actions[0].reason, "after-finish"));
 	plan_release(&p);
 
@@ -285,7 +285,7 @@ static void test_resubmit_budget(void **state)
 	add_live(&live, JOB1, "JOB_STATE_FAILED", 8, "Resources are insufficient in region: us-central1.",
 		 "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].attempt, 2);
 	assert_string_equal(p.actions[0].failure_class, "stockout");
 	assert_non_null(strstr(p.actions[0].reason, "attempt 2/3 after stockout at "));
@@ -295,7 +295,7 @@ static void test_resubmit_budget(void **state)
 
 	run.attempt = 3;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_non_null(strstr(p.actions[0].reason, "resubmit budget exhausted (3/3 attempts)"));
 	plan_release(&p);
 
@@ -305,7 +305,7 @@ static void test_resubmit_budget(void **state)
 	live.items[0].error_message = strdup("The replica workerpool0-0 exited with a non-zero status of 1.");
 	live.items[0].error_code = 3;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_string_equal(p.actions[0].failure_class, "user-error");
 	assert_non_null(strstr(p.actions[0].reason, "not resubmitted"));
 	plan_release(&p);
@@ -315,7 +315,7 @@ static void test_resubmit_budget(void **state)
 	live.items[0].error_message = strdup("Something Google never said before.");
 	live.items[0].error_code = 0;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_string_equal(p.actions[0].failure_class, "unknown");
 	assert_string_equal(p.actions[0].error_message, "Something Google never said before.");
 	assert_non_null(strstr(p.actions[0].reason, "; not resubmitted: no rule of vx knows this message, so it may "
@@ -347,14 +347,14 @@ static void test_spot_started_stockout_plans_preempted(void **state)
 		 "train", "aaaaaaaaaaaa", "1", "1", 1);
 	live.items[0].start_ms = 1795341000000;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_string_equal(p.actions[0].failure_class, "preempted");
 	plan_release(&p);
 
 	/* Never started: a stockout, which resubmit.on does not list. */
 	live.items[0].start_ms = 0;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_string_equal(p.actions[0].failure_class, "stockout");
 	plan_release(&p);
 
@@ -364,7 +364,7 @@ static void test_spot_started_stockout_plans_preempted(void **state)
 	run.error_message = "Resources are insufficient in region: us-central1.";
 	run.started_ms = 1795341000000;
 	build(&p, &d, 1, &r, 1, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_string_equal(p.actions[0].failure_class, "preempted");
 	plan_release(&p);
 	live_jobs_release(&live);
@@ -387,7 +387,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	(void)state;
 	/* not listed: shown, never asked again */
 	assert_int_equal(plan_build(&p, &in, &err), 0);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_string_equal(p.actions[0].failure_class, "refused");
 	assert_string_equal(p.actions[0].error_message, "vertex: creating job: PERMISSION_DENIED: no");
 	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, attempt 1); "
@@ -399,7 +399,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	d.nresubmit_on = 1;
 	d.retry_delay_ms = 1000;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_int_equal(p.actions[0].not_before_ms, 1795341000000 + 60000);
 	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, 1 in a row); "
 			    "attempt 2/3 not before 2026-11-22 09:51:00Z (backoff)");
@@ -414,7 +414,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	/* past it: the next attempt */
 	in.now_ms = 1795341000000 + 240000;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
-	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].op, PLAN_CREATE);
 	assert_int_equal(p.actions[0].attempt, 2);
 	assert_string_equal(p.actions[0].reason, "attempt 2/3 after the create was refused (refused at 2026-11-22 09:50Z)");
 	plan_release(&p);
@@ -422,7 +422,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	/* the budget counts refusals */
 	r.refusal.attempt = 3;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_non_null(strstr(p.actions[0].reason, "resubmit budget exhausted (3/3 attempts)"));
 	plan_release(&p);
 
@@ -430,7 +430,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	in.replaces = replace;
 	in.nreplaces = 1;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
-	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].op, PLAN_CREATE);
 	assert_int_equal(p.actions[0].attempt, 4);
 	plan_release(&p);
 
@@ -438,7 +438,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	in.nreplaces = 0;
 	r.refusal.spec_hash = HASH_B;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
-	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].op, PLAN_CREATE);
 	assert_int_equal(p.actions[0].attempt, 1);
 	plan_release(&p);
 }
@@ -458,7 +458,7 @@ static void test_resubmit_adopts_crashed_attempt(void **state)
 	add_live(&live, JOB2, "JOB_STATE_PENDING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "2", 2);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_ADOPT);
+	assert_int_equal(p.actions[0].op, PLAN_ADOPT);
 	assert_string_equal(p.actions[0].adopt_name, JOB2);
 	assert_int_equal(p.actions[0].attempt, 2);
 	plan_release(&p);
@@ -487,7 +487,7 @@ static void test_resubmit_counts_attempts_the_state_forgot(void **state)
 		 "train", "aaaaaaaaaaaa", "1", "3", 3);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_string_equal(p.actions[0].reason,
 			    "failed (stockout at 2026-11-22 10:05Z); resubmit budget exhausted (3/3 attempts); "
 			    "attempt 3 is " JOB3 " (failed), which the state does not record");
@@ -495,7 +495,7 @@ static void test_resubmit_counts_attempts_the_state_forgot(void **state)
 	/* With a budget left, the next attempt is 4, not 2. */
 	d.max_attempts = 5;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].attempt, 4);
 	assert_string_equal(p.actions[0].reason,
 			    "attempt 4/5 after stockout at 2026-11-22 10:05Z; attempt 3 is " JOB3
@@ -505,7 +505,7 @@ static void test_resubmit_counts_attempts_the_state_forgot(void **state)
 	free(live.items[1].labels[2].value);
 	live.items[1].labels[2].value = strdup("bbbbbbbbbbbb");
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].attempt, 2);
 	plan_release(&p);
 	live_jobs_release(&live);
@@ -522,7 +522,7 @@ static void test_removed_cancel_forget_and_drift(void **state)
 	(void)state;
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, NULL, 0, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_int_equal(p.actions[0].op, PLAN_CANCEL);
 	assert_string_equal(p.actions[0].cancel_name, JOB1);
 	plan_release(&p);
 
@@ -535,7 +535,7 @@ static void test_removed_cancel_forget_and_drift(void **state)
 	free(live.items[0].state);
 	live.items[0].state = strdup("JOB_STATE_SUCCEEDED");
 	build(&p, NULL, 0, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	assert_int_equal(p.actions[0].op, PLAN_FORGET);
 	plan_release(&p);
 
 	/* cancelled behind vx's back: drift, and not resubmitted unless listed */
@@ -543,7 +543,7 @@ static void test_removed_cancel_forget_and_drift(void **state)
 	live.items[0].state = strdup("JOB_STATE_CANCELLED");
 	live.items[0].error_code = 1;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_string_equal(p.actions[0].drift, "run " JOB1 " was cancelled outside vx");
 	assert_int_equal(p.drifts, 1);
 	plan_release(&p);
@@ -580,7 +580,7 @@ static void test_removed_import_is_forgotten(void **state)
 	live_job_release(&j);
 	build(&p, NULL, 0, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	assert_int_equal(p.actions[0].op, PLAN_FORGET);
 	assert_null(p.actions[0].cancel_name);
 	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running: it was "
 			    "imported (vx import) without vx's labels, so vx forgets it and leaves it running "
@@ -590,7 +590,7 @@ static void test_removed_import_is_forgotten(void **state)
 	r.protect = 1;
 	build(&p, NULL, 0, &r, 1, &live);
 	assert_int_equal(p.errors.n, 0);
-	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	assert_int_equal(p.actions[0].op, PLAN_FORGET);
 	plan_release(&p);
 	r.protect = 0;
 	r.on_remove = PLAN_ON_REMOVE_FORGET;
@@ -600,14 +600,14 @@ static void test_removed_import_is_forgotten(void **state)
 	plan_release(&p);
 	r.on_remove = PLAN_ON_REMOVE_CANCEL;
 	build(&p, NULL, 0, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_int_equal(p.actions[0].op, PLAN_CANCEL);
 	assert_string_equal(p.actions[0].cancel_name, JOB1);
 	plan_release(&p);
 	/* a run vx started: cancelled, with why onRemove: forget does not apply */
 	r.unlabelled_import = 0;
 	r.on_remove = PLAN_ON_REMOVE_FORGET;
 	build(&p, NULL, 0, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_int_equal(p.actions[0].op, PLAN_CANCEL);
 	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running (onRemove: "
 			    "forget leaves only a job imported without vx's labels: this run carries this "
 			    "stack's labels, and vx cancels every such job no declaration accounts for)");
@@ -617,7 +617,7 @@ static void test_removed_import_is_forgotten(void **state)
 	d.on_remove = PLAN_ON_REMOVE_CANCEL;
 	d.protect = 1;
 	build(&p, &d, 1, &r, 1, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_int_equal(p.actions[0].op, PLAN_UPDATE);
 	assert_string_equal(p.actions[0].reason, "protect: false -> true; onRemove: unset -> cancel");
 	plan_release(&p);
 	live_jobs_release(&live);
@@ -632,7 +632,7 @@ static void test_untracked_job_cancelled(void **state)
 	add_live(&live, JOB2, "JOB_STATE_RUNNING", 0, NULL, "gone", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, NULL, 0, NULL, 0, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_CANCEL);
+	assert_int_equal(p.actions[0].op, PLAN_CANCEL);
 	assert_string_equal(p.actions[0].address, "job.gone");
 	assert_non_null(p.actions[0].drift);
 	plan_release(&p);
@@ -655,7 +655,7 @@ static void test_foreign_jobs_left_alone(void **state)
 	add_live_of(&live, JOB2, "JOB_STATE_RUNNING", 0, NULL, "other", "aaaaaaaaaaaa", "1", "1", 1, NULL);
 	build(&p, &d, 1, NULL, 0, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].op, PLAN_CREATE);
 	assert_int_equal(p.counts[PLAN_CANCEL], 0);
 	assert_int_equal(p.counts[PLAN_ADOPT], 0);
 	assert_int_equal(p.errors.n, 0);
@@ -759,8 +759,8 @@ static void test_untracked_copy_has_no_record(void **state)
 	add_live(&live, JOB2, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "2", "1", 2);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 2);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
-	assert_int_equal(p.actions[1].kind, PLAN_CANCEL);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
+	assert_int_equal(p.actions[1].op, PLAN_CANCEL);
 	assert_string_equal(p.actions[1].cancel_name, JOB2);
 	assert_null(p.actions[1].record);
 	plan_release(&p);
@@ -782,7 +782,7 @@ static void test_move_is_a_replace(void **state)
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
 	assert_string_equal(p.actions[0].cancel_name, JOB1);
 	assert_string_equal(p.actions[0].reason, "moved from old-project/us-central1 to p/us-central1 while running");
 	assert_null(p.actions[0].drift);
@@ -791,7 +791,7 @@ static void test_move_is_a_replace(void **state)
 	run.project = "p";
 	d.region = "europe-west4";
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
 	assert_string_equal(p.actions[0].reason, "moved from p/us-central1 to p/europe-west4 while running");
 	plan_release(&p);
 
@@ -799,7 +799,7 @@ static void test_move_is_a_replace(void **state)
 	free(live.items[0].state);
 	live.items[0].state = strdup("JOB_STATE_SUCCEEDED");
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_int_equal(p.actions[0].op, PLAN_RERUN);
 	assert_null(p.actions[0].cancel_name);
 	plan_release(&p);
 	live_jobs_release(&live);
@@ -819,7 +819,7 @@ static void test_protect_change_is_an_update(void **state)
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_UPDATE);
+	assert_int_equal(p.actions[0].op, PLAN_UPDATE);
 	assert_string_equal(p.actions[0].reason, "protect: true -> false");
 	assert_int_equal(p.counts[PLAN_UPDATE], 1);
 	assert_int_equal(p.counts[PLAN_NOOP], 0);
@@ -828,7 +828,7 @@ static void test_protect_change_is_an_update(void **state)
 
 	d.protect = 1;
 	build(&p, &d, 1, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_false(plan_has_changes(&p));
 	plan_release(&p);
 	live_jobs_release(&live);
@@ -847,13 +847,13 @@ static void test_removed_cancelling_waits(void **state)
 	add_live(&live, JOB1, "JOB_STATE_CANCELLING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, NULL, 0, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_false(plan_has_changes(&p));
 	plan_release(&p);
 	free(live.items[0].state);
 	live.items[0].state = strdup("JOB_STATE_CANCELLED");
 	build(&p, NULL, 0, &r, 1, &live);
-	assert_int_equal(p.actions[0].kind, PLAN_FORGET);
+	assert_int_equal(p.actions[0].op, PLAN_FORGET);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -877,7 +877,7 @@ static void test_targets_replace_refresh_off(void **state)
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.n, 1);
 	assert_string_equal(p.actions[0].address, "job.other");
-	assert_int_equal(p.actions[0].kind, PLAN_CREATE);
+	assert_int_equal(p.actions[0].op, PLAN_CREATE);
 	plan_release(&p);
 
 	in.ntargets = 0;
@@ -887,7 +887,7 @@ static void test_targets_replace_refresh_off(void **state)
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.n, 2);
 	assert_string_equal(p.actions[1].address, "job.train");
-	assert_int_equal(p.actions[1].kind, PLAN_RERUN);
+	assert_int_equal(p.actions[1].op, PLAN_RERUN);
 	assert_non_null(strstr(p.actions[1].reason, "replacement requested"));
 	plan_release(&p);
 }
@@ -966,7 +966,7 @@ static void test_ladder_plan(void **state)
 	/* stockout on the declared job: rung 1, same region */
 	ladder_case(&p, &d, 0, "us-central1", 1, "JOB_STATE_FAILED", 8, STOCKOUT);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].attempt, 2);
 	assert_int_equal(p.actions[0].rung, 1);
 	assert_string_equal(p.actions[0].region, "us-central1");
@@ -977,7 +977,7 @@ static void test_ladder_plan(void **state)
 
 	/* the FLEX_START rung waited out: rung 2, another region */
 	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_FAILED", 8, WAITED);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].rung, 2);
 	assert_string_equal(p.actions[0].region, "us-east5");
 	assert_string_equal(p.actions[0].shape, "S2 SPOT");
@@ -987,7 +987,7 @@ static void test_ladder_plan(void **state)
 
 	/* past the last rung, attempts stay on it */
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_FAILED", 8, STOCKOUT);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].rung, 2);
 	assert_string_equal(p.actions[0].reason,
 			    "attempt 4/6 on rung 2 (region us-east5) after stockout in us-east5");
@@ -995,7 +995,7 @@ static void test_ladder_plan(void **state)
 
 	/* user-error (listed) is resubmitted on its own rung */
 	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_FAILED", 3, USER_ERROR);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].rung, 1);
 	assert_string_equal(p.actions[0].reason,
 			    "attempt 3/6 on rung 1 (region us-central1) after user-error in us-central1");
@@ -1003,37 +1003,37 @@ static void test_ladder_plan(void **state)
 
 	/* maxAttempts bounds the whole ladder */
 	ladder_case(&p, &d, 2, "us-east5", 6, "JOB_STATE_FAILED", 8, STOCKOUT);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_non_null(strstr(p.actions[0].reason, "resubmit budget exhausted (6/6 attempts)"));
 	plan_release(&p);
 
 	/* a run that succeeded on rung 2 stays there: no "moved" replace */
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_null(p.actions[0].reason);
 	plan_release(&p);
 
 	/* ... and one running there stays too */
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	plan_release(&p);
 
 	/* the ladder loses rung 2 (or is removed): the run stays where it ran */
 	d.nrungs = 2;
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	plan_release(&p);
 	d.nrungs = 0;
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	plan_release(&p);
 	/* but rung 1's region is the job's: moving the job moves a run on rung 1 */
 	d.nrungs = 3;
 	d.region = "europe-west4";
 	d.rung_regions = moved_regions;
 	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_SUCCEEDED", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_int_equal(p.actions[0].op, PLAN_RERUN);
 	assert_string_equal(p.actions[0].reason, "moved from p/us-central1 to p/europe-west4 after the "
 			    "last run succeeded");
 	plan_release(&p);
@@ -1043,7 +1043,7 @@ static void test_ladder_plan(void **state)
 	/* a run bump starts again at rung 0 */
 	d.run = 2;
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_RERUN);
+	assert_int_equal(p.actions[0].op, PLAN_RERUN);
 	assert_int_equal(p.actions[0].attempt, 1);
 	assert_int_equal(p.actions[0].rung, 0);
 	assert_string_equal(p.actions[0].region, "us-central1");
@@ -1054,7 +1054,7 @@ static void test_ladder_plan(void **state)
 	d.run = 1;
 	d.spec_hash = HASH_B;
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
 	assert_int_equal(p.actions[0].rung, 0);
 	assert_string_equal(p.actions[0].region, "us-central1");
 	plan_release(&p);
@@ -1101,7 +1101,7 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	/* running on rung 2 (us-east5), now rung 1: kept, shown where it runs */
 	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_null(p.actions[0].reason);
 	assert_int_equal(p.actions[0].rung, 1);
 	assert_string_equal(p.actions[0].region, "us-east5");
@@ -1109,7 +1109,7 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	plan_release(&p);
 	/* when it stocks out, the attempt count carries and the next rung is the one after it now */
 	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].attempt, 4);
 	assert_int_equal(p.actions[0].rung, 2);
 	assert_string_equal(p.actions[0].region, "us-central1");
@@ -1124,7 +1124,7 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	d.nrungs = 2;
 	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_REPLACE);
+	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
 	assert_string_equal(p.actions[0].cancel_name, JOB1);
 	assert_int_equal(p.actions[0].attempt, 4);
 	assert_int_equal(p.actions[0].rung, 0);
@@ -1136,7 +1136,7 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	/* ... with onChange honoured */
 	d.on_change = PLAN_ON_CHANGE_AFTER_FINISH;
 	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_string_equal(p.actions[0].reason, "its rung (SPOT g2-standard-4 in us-east5) is no longer on "
 			    "the ladder; the current run " JOB1 " is running and onChange is after-finish: "
 			    "a new run starts when it ends");
@@ -1144,11 +1144,11 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	d.on_change = PLAN_ON_CHANGE_REPLACE;
 	/* one that succeeded there stays where it ran */
 	east_case(&p, &d, 2, "JOB_STATE_SUCCEEDED", 0, NULL);
-	assert_int_equal(p.actions[0].kind, PLAN_NOOP);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	plan_release(&p);
 	/* one that failed: the next attempt goes where the ladder now says, the count carried */
 	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
-	assert_int_equal(p.actions[0].kind, PLAN_RESUBMIT);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
 	assert_int_equal(p.actions[0].attempt, 4);
 	assert_int_equal(p.actions[0].rung, 1);
 	assert_string_equal(p.actions[0].region, "us-central1");
@@ -1171,7 +1171,7 @@ static void test_ladder_adopts_crashed_rung(void **state)
 		 "train", "aaaaaaaaaaaa", "1", "3", 2);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
-	assert_int_equal(p.actions[0].kind, PLAN_ADOPT);
+	assert_int_equal(p.actions[0].op, PLAN_ADOPT);
 	assert_string_equal(p.actions[0].adopt_name, "projects/p/locations/us-east5/customJobs/3");
 	assert_int_equal(p.actions[0].attempt, 3);
 	assert_int_equal(p.actions[0].rung, 2);
