@@ -10,7 +10,7 @@
 #                   tools/check-permissions.py on docs/permissions.md and the role files,
 #                   tools/check-kinds.py (the kinds named only in reconcile/kind*.c),
 #                   and the generated tables of docs/format.md (in check)
-#   make docs       write docs/format.md's generated tables (from reconcile/machines.c)
+#   make docs       write docs/format.md's generated tables (from reconcile/load/machines.c)
 #   make fuzz       libFuzzer targets (clang)
 #   make torture    kill, pause, race, hostile-server and fuzz trials (TRIALS=N SEED=S BACKENDS=git,...)
 #   make bench      plan benchmarks against the fake (make bench-smoke: every case, small, in check)
@@ -63,7 +63,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # data/prices_data.c: the price table tools/gen_prices.py writes from data/prices-src/, kept
 # apart from the hand-written sources (docs/design-notes.md says why it is committed).
 PRICES_SRC := data/prices_data.c
-LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c workflow/*.c) $(PRICES_SRC))
+LIB_SRC  := $(sort $(wildcard util/*.c reconcile/*.c reconcile/load/*.c reconcile/out/*.c providers/gcp/*.c state/*.c workflow/*.c) $(PRICES_SRC))
 CMD_SRC  := $(sort $(wildcard cmd/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 SUP_SRC  := $(sort $(wildcard tests/unit/support/*.c))
@@ -214,6 +214,8 @@ lint-ci: $(GEN_MACHINES)
 	$(PYTHON) tools/check-man.py
 	$(PYTHON) tools/check-dockerfile.py Dockerfile examples/watch/Dockerfile
 	$(PYTHON) tools/check-kinds.py
+	$(PYTHON) tools/check-layers.py
+	$(PYTHON) tools/check-funcs.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \
@@ -224,7 +226,7 @@ lint-ci: $(GEN_MACHINES)
 	$(GEN_MACHINES) | $(PYTHON) tools/splice-doc.py --check docs/format.md machine-table
 	@$(PYTHON) tests/run_unittest.py check-ci tests/ci
 
-# docs/format.md's machine tables, printed from reconcile/machines.c's own tables
+# docs/format.md's machine tables, printed from reconcile/load/machines.c's own tables
 # (tools/gen-machine-table.c includes that file), so they cannot drift: lint-ci
 # fails when the document differs, 'make docs' rewrites it.
 $(GEN_MACHINES): tools/gen-machine-table.c $(BUILD)/util/buf.o $(BUILD)/util/suggest.o $(BUILD)/util/text.o $(BUILD)/util/err.o $(BUILD)/.flags

@@ -1,6 +1,6 @@
 /*
  * vx report [DIR]: what ran and what it cost, from the state's history
- * (workflow/report.c builds it; reconcile/report.c holds the figures).
+ * (workflow/report.c builds it; reconcile/out/report.c holds the figures).
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "reconcile/report.h"
-#include "reconcile/report_html.h"
+#include "reconcile/out/report.h"
+#include "reconcile/out/report_html.h"
 #include "util/buf.h"
 #include "util/file.h"
 #include "workflow/report.h"
@@ -59,7 +59,7 @@ static const struct cmd_opt report_opts[] = {
 	{ .name = NULL },
 };
 
-/* The formats; html is the page reconcile/report_html.c renders from the JSON document. */
+/* The formats; html is the page reconcile/out/report_html.c renders from the JSON document. */
 enum report_format { REPORT_JSON, REPORT_CSV, REPORT_HTML };
 
 struct report_flags {

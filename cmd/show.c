@@ -8,7 +8,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 #include "util/buf.h"
 #include "workflow/applying.h"
 #include "util/banned.h"

@@ -13,6 +13,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
+#include "reconcile/out/status_render.h"
 #include "util/buf.h"
 #include "workflow/workspace.h"
 #include "util/banned.h"

@@ -14,7 +14,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/file.h"

@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "reconcile/kind.h"
-#include "reconcile/machines.h"
+#include "reconcile/load/machines.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"

@@ -104,8 +104,8 @@ struct kind_plan_input {
 };
 
 /*
- * How a kind's resources cost, for the plan's cost line (reconcile/render.c)
- * and vx report (reconcile/report.c).
+ * How a kind's resources cost, for the plan's cost line (reconcile/out/render.c)
+ * and vx report (reconcile/out/report.c).
  */
 enum kind_cost {
 	KIND_COST_NONE = 0, /* nothing billed by vx's figures (a quota preference) */

@@ -20,7 +20,7 @@
 #include "reconcile/planner.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/state.h"
@@ -499,7 +499,7 @@ static int swap_hash(char **hash, const char *from, const char *to)
 
 /*
  * A job record whose spec_hash is its declaration's legacy hash (plain
- * SHA-256 with the secrets in it, reconcile/spec.h) gets the declaration's
+ * SHA-256 with the secrets in it, reconcile/load/spec.h) gets the declaration's
  * salted hash and redacted spec, and so do its runs made from that same
  * spec. The spec is the same, so the planner sees no change and replaces
  * nothing; the next state write stores the new forms. The runs' labels

@@ -18,7 +18,7 @@
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 #include "reconcile/sweep.h"
 #include "util/buf.h"
 #include "util/banned.h"

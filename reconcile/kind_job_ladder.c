@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/text.h"

@@ -10,7 +10,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/runlabel.h"
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 #include "util/buf.h"
 #include "util/banned.h"
 

@@ -52,7 +52,7 @@ void planner_release(struct planner *p);
  * Brings records written by an older vx to today's forms, in memory: each
  * kind's migrate (the job kind: a record whose spec_hash is its
  * declaration's legacy hash, plain SHA-256 with the secrets in it,
- * reconcile/spec.h, gets the salted hash and redacted spec). Nothing the
+ * reconcile/load/spec.h, gets the salted hash and redacted spec). Nothing the
  * planner would act on changes; the next state write stores the new forms.
  * Call it after stack_apply_salt(). *migrated is the number of records
  * changed. Returns 0 or VX_ENOMEM (state then partly migrated: do not write

@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "reconcile/kind.h"
-#include "reconcile/spec.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/ynode.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/text.h"

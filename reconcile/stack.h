@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 #include "util/diag.h"
 #include "util/err.h"
 #include "util/label.h"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reconcile/ynode.h"
+#include "reconcile/load/ynode.h"
 #include "util/banned.h"
 
 /* The value node for key when present and not null, else NULL. */

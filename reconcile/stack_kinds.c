@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/machines.h"
-#include "reconcile/spec.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/machines.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/banned.h"

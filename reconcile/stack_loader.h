@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 #include "reconcile/stack.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/ynode.h"
 #include "util/diag.h"
 #include "util/err.h"
 #include "util/hashmap.h"

@@ -114,10 +114,6 @@ struct status_report {
 int status_build(struct status_report *out, const struct status_input *in, struct vx_err *err) VX_WUR;
 void status_release(struct status_report *r);
 
-/* The human table (docs/status.md), colour when color. VX_ENOMEM. */
-int status_render_human(struct vx_buf *b, const struct status_report *r, int color) VX_WUR;
-/* The JSON object (docs/status.md), one line, no trailing newline. VX_ENOMEM. */
-int status_render_json(struct vx_buf *b, const struct status_report *r) VX_WUR;
 
 /* ---- for the kinds' status_rows slots (reconcile/kind.h) ------------------ */
 
@@ -131,6 +127,7 @@ struct status_row *status_row_add(struct status_report *r, const char *kind, con
 char *status_clean_message(const char *msg);
 /* A declared address the listing did not return: tracked when the state has its record, else not applied. */
 enum status_tracking status_declared_tracking(const struct status_input *in, const char *address);
+
 
 /* "35s", "14m05s", "2h05m", "3d04h": a duration as the table shows it; "-" for < 0. */
 void status_duration(char out[24], int64_t ms);

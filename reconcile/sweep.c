@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/ynode.h"
+#include "reconcile/load/ynode.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/diag.h"

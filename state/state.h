@@ -17,7 +17,7 @@
  * it can name a file (jobs/NAME.json in the git backend).
  *
  * Nothing secret is ever stored: spec_json is the REDACTED spec the caller
- * got from job_spec.redacted_json (reconcile/spec.h), where sensitive values
+ * got from job_spec.redacted_json (reconcile/load/spec.h), where sensitive values
  * are HMACs keyed with the state's salt. The salt is in the state too: it
  * defeats precomputed tables and comparisons across stacks, not a guess by
  * someone who can read the state.
@@ -196,7 +196,7 @@ struct state {
 	uint64_t serial;      /* 0 for a state never written */
 	char *lineage;        /* UUID */
 	char *salt;           /* 64 lowercase hex (32 random bytes): the HMAC key of sensitive
-			       * values (reconcile/spec.h); NULL in a state written before salts
+			       * values (reconcile/load/spec.h); NULL in a state written before salts
 			       * existed until state_ensure_salt() gives it one */
 	struct state_record *records; /* sorted by address, unique; nrecords entries */
 	size_t nrecords;

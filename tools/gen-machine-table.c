@@ -5,12 +5,12 @@
  * markers in docs/format.md; `make lint-ci` fails when they differ
  * (tools/splice-doc.py).
  *
- * The tables are static in reconcile/machines.c, and that file stays the
+ * The tables are static in reconcile/load/machines.c, and that file stays the
  * only place they are written: this program includes it rather than have
  * machines.h grow an iteration API that only documentation needs. It is a
  * build tool, not part of vx, so it prints.
  */
-#include "reconcile/machines.c"
+#include "reconcile/load/machines.c"
 
 #include <stdio.h>
 

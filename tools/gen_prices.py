@@ -37,7 +37,7 @@ VERTEX_N1_FACTOR = 1.15
 CLASSES = ("on_demand", "spot", "flex_start")
 
 # The GPU keys of the Compute Engine file, as Vertex AI names them, and whether the GPU takes
-# FLEX_START (reconcile/machines.c).
+# FLEX_START (reconcile/load/machines.c).
 GPU_KEYS = {
     "a100": ("NVIDIA_TESLA_A100", True),
     "a100-80gb": ("NVIDIA_A100_80GB", True),

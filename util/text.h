@@ -45,7 +45,7 @@ int vx_text_add_clean(struct vx_buf *b, const char *s, size_t len) VX_WUR;
  *
  *  - vx_text_add_clean (errors, log lines, the state): a tab or a line
  *    break a space, every other control '?', malformed UTF-8 '?';
- *  - a plan's error lines (reconcile/render.c): a tab a space, a run of
+ *  - a plan's error lines (reconcile/out/render.c): a tab a space, a run of
  *    line breaks one space, every other control dropped, at most max
  *    characters then "…"; other bytes unchanged;
  *  - GitHub workflow commands (workflow/ghactions.c): line breaks kept for

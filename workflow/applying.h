@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "reconcile/apply.h"
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "workflow/planning.h"

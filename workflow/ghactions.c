@@ -9,7 +9,7 @@
 
 #include "reconcile/apply.h"
 #include "reconcile/plan.h"
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/diag.h"

@@ -6,8 +6,8 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
-#include "reconcile/machines.h"
-#include "reconcile/render.h"
+#include "reconcile/load/machines.h"
+#include "reconcile/out/render.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/backend.h"

@@ -14,7 +14,7 @@
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 #include "util/err.h"
 
 struct ci;

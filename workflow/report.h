@@ -5,7 +5,7 @@
  * vx report's workflow: finds the stack in DIR, or every stack under it,
  * reads each one's state history (no lease, no write, no Google API but
  * the state's storage), loads the price table in force and builds the
- * report (reconcile/report.h). The report borrows from the histories kept
+ * report (reconcile/out/report.h). The report borrows from the histories kept
  * here: release it with report_session_release().
  */
 
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "reconcile/capacity.h"
-#include "reconcile/report.h"
+#include "reconcile/out/report.h"
 #include "state/backend.h"
 #include "util/err.h"
 

@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

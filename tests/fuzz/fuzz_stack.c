@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "reconcile/stack.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/ynode.h"
 #include "util/diag.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

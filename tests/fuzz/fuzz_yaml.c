@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the YAML loader (reconcile/ynode.c): any bytes must
+ * libFuzzer target for the YAML loader (reconcile/load/ynode.c): any bytes must
  * load or be refused with diagnostics, without a crash, a leak or a
  * sanitizer report. The tree that loads is walked (without recursion) and
  * every lookup helper is called on it, so a malformed node would show.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/ynode.h"
+#include "reconcile/load/ynode.h"
 #include "util/diag.h"
 #include "util/err.h"
 

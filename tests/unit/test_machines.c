@@ -1,4 +1,4 @@
-/* Unit tests for reconcile/machines.c: each rule of the machine table. */
+/* Unit tests for reconcile/load/machines.c: each rule of the machine table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "reconcile/machines.h"
+#include "reconcile/load/machines.h"
 
 /* Checks and returns the message (NULL when allowed); *field gets the field at fault. */
 static char *chk(const char *mt, const char *acc, int64_t count, enum machines_field *field)

@@ -1,4 +1,4 @@
-/* Unit tests for reconcile/render.c: the human text, markdown and the JSON round trip. */
+/* Unit tests for reconcile/out/render.c: the human text, markdown and the JSON round trip. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 #include "util/buf.h"
 
 #define HASH_A "aaaaaaaaaaaa0000000000000000000000000000000000000000000000000000"

@@ -1,4 +1,4 @@
-/* Unit tests for reconcile/report.c: runs from a hand-built history, priced, summed and grouped. */
+/* Unit tests for reconcile/out/report.c: runs from a hand-built history, priced, summed and grouped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "reconcile/capacity.h"
-#include "reconcile/report.h"
+#include "reconcile/out/report.h"
 #include "state/backend.h"
 #include "state/state.h"
 #include "util/buf.h"

@@ -1,5 +1,5 @@
 /*
- * Unit tests for reconcile/report_html.c over the hand-written report
+ * Unit tests for reconcile/out/report_html.c over the hand-written report
  * document tests/data/report/sample.json (a preempted job resubmitted on
  * another rung, a sweep of three runs with a stockout resubmitted, a user
  * error, a job cancelled on a reservation, a running and a queued job):
@@ -21,7 +21,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "reconcile/report_html.h"
+#include "reconcile/out/report_html.h"
 #include "util/buf.h"
 
 static char *sample_path(void)

@@ -1,4 +1,4 @@
-/* Unit tests for reconcile/spec.c: schema checks with exact messages and
+/* Unit tests for reconcile/load/spec.c: schema checks with exact messages and
  * positions, normalisation and hashing, sensitive values, reservations. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "reconcile/spec.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
 

@@ -17,6 +17,7 @@
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
+#include "reconcile/out/status_render.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/diag.h"

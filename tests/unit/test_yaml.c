@@ -1,4 +1,4 @@
-/* Unit tests for reconcile/ynode.c: the node tree and every kind of hostile input. */
+/* Unit tests for reconcile/load/ynode.c: the node tree and every kind of hostile input. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "reconcile/ynode.h"
+#include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"

@@ -1,9 +1,9 @@
 /*
- * vx report's outputs (reconcile/report.h): the JSON document of
+ * vx report's outputs (reconcile/out/report.h): the JSON document of
  * docs/report.md, the runs as CSV, the -since/-until forms, and the cost
  * of one run for vx log.
  */
-#include "reconcile/report.h"
+#include "reconcile/out/report.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -1,6 +1,6 @@
 /*
  * The YAML loader: libyaml's event stream turned into our own node tree
- * (reconcile/ynode.h), with every limit that keeps hostile input harmless.
+ * (reconcile/load/ynode.h), with every limit that keeps hostile input harmless.
  *
  * Why events and not libyaml's document API: the document API expands
  * nothing but also checks nothing, and walking its tree needs recursion. With
@@ -15,7 +15,7 @@
  * anchor table, the duplicate-key table) is on the heap and freed before
  * returning, on every path.
  */
-#include "reconcile/ynode.h"
+#include "reconcile/load/ynode.h"
 
 #include <errno.h>
 #include <fcntl.h>

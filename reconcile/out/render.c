@@ -1,4 +1,4 @@
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -117,79 +117,6 @@ static int drift_count(struct vx_buf *b, const struct plan *p)
 	if (rc == 0 && p->drifts)
 		return vx_buf_printf(b, " %zu changed outside vx.\n", p->drifts);
 	return rc ? rc : vx_buf_addc(b, '\n');
-}
-
-/*
- * message, cleaned: C0/C1 controls dropped, a tab or a run of line breaks
- * one space (first_line: stop at the first break), at most max
- * characters, then "…". A hand-written filter: libc has none for "drop
- * C0/C1 controls from UTF-8".
- */
-static int add_message(struct vx_buf *b, const char *message, int first_line, size_t max)
-{
-	const unsigned char *p = (const unsigned char *)(message ? message : "");
-	size_t chars = 0;
-	int rc = 0;
-
-	for (; rc == 0 && *p; p++) {
-		if (*p == '\n' || *p == '\r') {
-			if (first_line)
-				break;
-			while (p[1] == '\n' || p[1] == '\r')
-				p++;
-			rc = vx_buf_addc(b, ' ');
-			chars++;
-			continue;
-		}
-		if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
-			p++; /* a C1 control (U+0080-U+009F), ESC's 8-bit twin among them */
-			continue;
-		}
-		if ((*p < 0x20 && *p != '\t') || *p == 0x7F)
-			continue;
-		if ((*p & 0xC0) != 0x80 && chars++ == max) {
-			rc = vx_buf_adds(b, "\u2026");
-			break;
-		}
-		rc = vx_buf_addc(b, *p == '\t' ? ' ' : (char)*p);
-	}
-	return rc;
-}
-
-/* Cleaned as above, then any URL's credentials hidden. */
-static int add_redacted(struct vx_buf *b, const char *message, int first_line, size_t max)
-{
-	struct vx_buf t = VX_BUF_INIT;
-	char *s;
-	int rc = add_message(&t, message, first_line, max);
-
-	if (rc == 0 && t.len == 0)
-		return 0;
-	s = rc == 0 ? vx_buf_detach(&t) : NULL;
-	vx_buf_release(&t);
-	if (!s)
-		return rc < 0 ? rc : VX_ENOMEM;
-	vx_text_redact_userinfo(s);
-	rc = vx_buf_adds(b, s);
-	free(s);
-	return rc;
-}
-
-int render_error_message(struct vx_buf *b, const char *message)
-{
-	return add_redacted(b, message, 0, RENDER_ERROR_MAX);
-}
-
-int render_error_first_line(struct vx_buf *b, const char *message)
-{
-	return add_redacted(b, message, 1, RENDER_ERROR_LINE_MAX);
-}
-
-int render_error(struct vx_buf *b, int code, const char *message)
-{
-	int rc = code ? vx_buf_printf(b, "code %d%s", code, message && *message ? ": " : "") : 0;
-
-	return rc == 0 ? render_error_message(b, message) : rc;
 }
 
 static int has_error(const struct plan_action *a)

@@ -8,7 +8,7 @@
  * A100, H100, H200 or B200 GPUs and a timeout of at most 7 days), and the
  * quota IDs observed in Google's vertex-ai-samples (common_util.py).
  */
-#include "reconcile/machines.h"
+#include "reconcile/load/machines.h"
 
 #include <stddef.h>
 #include <string.h>

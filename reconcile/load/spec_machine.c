@@ -3,15 +3,15 @@
  * machine type, accelerators and reservation against the machine table
  * (machines.h), and what FLEX_START needs of the whole job.
  */
-#include "reconcile/spec.h"
-#include "reconcile/spec_internal.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/spec_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/machines.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/machines.h"
+#include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/banned.h"
 

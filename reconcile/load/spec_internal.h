@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reconcile/spec.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/err.h"

@@ -1,4 +1,4 @@
-#include "reconcile/report_html.h"
+#include "reconcile/out/report_html.h"
 
 #include <inttypes.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
 
 /*
  * A YAML file as our own tree of nodes, each with its position, so every
- * later check can say "FILE:LINE:COLUMN: ...". Built by reconcile/ynode.c from
+ * later check can say "FILE:LINE:COLUMN: ...". Built by reconcile/load/ynode.c from
  * libyaml events; no libyaml type appears here.
  *
  * All nodes of a file live in the file's arena and are freed together by
@@ -57,7 +57,7 @@ struct yfile {
 	char *path;            /* as given to ynode_load_file */
 	size_t ndocs;
 	struct ynode **docs;   /* each document's root; an empty document is NULL */
-	void *arena;           /* private to reconcile/ynode.c */
+	void *arena;           /* private to reconcile/load/ynode.c */
 };
 
 struct ynode_limits {

@@ -1,8 +1,8 @@
 /*
- * vx report's model (reconcile/report.h): runs from the state history,
+ * vx report's model (reconcile/out/report.h): runs from the state history,
  * priced, summed and grouped. No I/O.
  */
-#include "reconcile/report.h"
+#include "reconcile/out/report.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 #include "reconcile/capacity.h"
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
-#include "reconcile/machines.h"
+#include "reconcile/load/machines.h"
 #include "reconcile/provider.h"
 #include "state/backend.h"
 #include "state/state.h"

@@ -6,8 +6,8 @@
  * `gcloud ai custom-jobs create --config` takes it.
  *
  * spec_check() validates the YAML node against the real CustomJobSpec
- * schema (tables generated into reconcile/schema_tables.c) and the machine
- * and accelerator rules (reconcile/machines.c), accepts what people write in
+ * schema (tables generated into reconcile/load/schema_tables.c) and the machine
+ * and accelerator rules (reconcile/load/machines.c), accepts what people write in
  * YAML (integers for int64 fields, 30m/1h/1800s durations, numbers as
  * strings), and produces the canonical JSON sent to Vertex as `jobSpec`:
  * keys sorted, int64 as strings, durations as "<seconds>s", enums as names,

@@ -32,8 +32,8 @@
  * spec_machine.c, the output tree and its JSON in spec_json.c, and
  * spec_diff_paths in spec_diff.c (what they share: spec_internal.h).
  */
-#include "reconcile/spec.h"
-#include "reconcile/spec_internal.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/spec_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,9 +42,9 @@
 
 #include <openssl/crypto.h>
 
-#include "reconcile/machines.h"
-#include "reconcile/schema_tables.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/machines.h"
+#include "reconcile/load/schema_tables.h"
+#include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"

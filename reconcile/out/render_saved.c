@@ -1,7 +1,7 @@
 /*
  * `vx show FILE`: a saved plan printed again, from the file alone. The
  * human and markdown forms are the texts vxplan saved beside the plan
- * (reconcile/render.h, "rendered"): the renderer needs the whole plan,
+ * (reconcile/out/render.h, "rendered"): the renderer needs the whole plan,
  * which the JSON does not hold, and a text saved once cannot drift from
  * what the reviewer saw.
  */
@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "reconcile/render.h"
+#include "reconcile/out/render.h"
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/text.h"

@@ -3,8 +3,8 @@
  * canonical form): the tree, its rendering with sensitive values as they are
  * or as HMACs keyed with the state's salt, and the hash over that rendering.
  */
-#include "reconcile/spec.h"
-#include "reconcile/spec_internal.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/spec_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

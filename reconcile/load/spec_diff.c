@@ -2,7 +2,7 @@
  * spec_diff_paths: the field paths where two canonical jobSpec JSON texts
  * differ, for the plan's "spec changed: ..." reason.
  */
-#include "reconcile/spec.h"
+#include "reconcile/load/spec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

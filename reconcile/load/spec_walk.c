@@ -4,17 +4,17 @@
  * tree (spec_json.c) in the canonical form spec.c describes and noting in
  * struct chk what the machine rules (spec_machine.c) need.
  */
-#include "reconcile/spec.h"
-#include "reconcile/spec_internal.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/load/spec_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/machines.h"
-#include "reconcile/schema_tables.h"
-#include "reconcile/ynode.h"
+#include "reconcile/load/machines.h"
+#include "reconcile/load/schema_tables.h"
+#include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/suggest.h"
 #include "util/banned.h"
