@@ -380,7 +380,7 @@ static int action_stays_running(const struct plan_action *a)
 static const struct live_reservation *live_reservation_find(const struct live_set *live,
 							     const struct stack_reservation *r)
 {
-	const struct live_reservations *rs = live ? live->reservations : NULL;
+	const struct live_reservations *rs = kind_live(live, &kind_reservation);
 
 	for (size_t i = 0; rs && i < rs->n; i++)
 		if (!strcmp(rs->items[i].name, r->d.name) && rs->items[i].zone && !strcmp(rs->items[i].zone, r->zone))
@@ -694,7 +694,7 @@ static void row_fits(struct capacity_row *row, int limits_read)
 static const struct stack_quota *row_quota(const struct capacity_input *in, const struct capacity_row *row,
 					   const struct live_quota **l)
 {
-	const struct live_quotas *lq = in->live ? in->live->quotas : NULL;
+	const struct live_quotas *lq = kind_live(in->live, &kind_quota);
 
 	*l = NULL;
 	for (size_t i = 0; row->quota_id && i < in->st->nquotas; i++) {

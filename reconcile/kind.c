@@ -78,12 +78,39 @@ int kind_replaced(const struct kind_plan_input *in, const char *address)
 	return 0;
 }
 
+size_t kind_index(const struct kind *k)
+{
+	for (size_t i = 0; i < kind_count; i++)
+		if (kind_table[i] == k)
+			return i;
+	return KIND_MAX;
+}
+
+const void *kind_live(const struct live_set *ls, const struct kind *k)
+{
+	size_t i = kind_index(k);
+
+	return ls && i < KIND_MAX ? ls->of[i] : NULL;
+}
+
+void *kind_live_slot(struct live_store *ls, const struct kind *k)
+{
+	size_t i = kind_index(k);
+
+	if (i >= KIND_MAX)
+		return NULL;
+	if (!ls->of[i])
+		ls->of[i] = calloc(1, k->live_size ? k->live_size : 1);
+	return ls->of[i];
+}
+
 void live_store_release(struct live_store *ls)
 {
-	live_jobs_release(&ls->jobs);
-	live_jobs_release(&ls->released);
-	live_reservations_release(&ls->reservations);
-	live_quotas_release(&ls->quotas);
+	for (size_t k = 0; k < kind_count; k++) {
+		if (ls->of[k] && kind_table[k]->live_release)
+			kind_table[k]->live_release(ls->of[k]);
+		free(ls->of[k]);
+	}
 	for (size_t i = 0; i < ls->nread; i++)
 		free(ls->read[i]);
 	free(ls->read);
@@ -110,8 +137,10 @@ int live_store_note(struct live_store *ls, int jobs, const char *what)
 
 struct live_set live_store_view(const struct live_store *ls)
 {
-	struct live_set v = { &ls->jobs, &ls->reservations, &ls->quotas, &ls->released };
+	struct live_set v;
 
+	for (size_t k = 0; k < KIND_MAX; k++)
+		v.of[k] = ls->of[k];
 	return v;
 }
 
@@ -123,28 +152,5 @@ int kind_refresh_all(struct live_store *out, struct provider *p, const struct st
 	live_store_release(out);
 	for (size_t k = 0; k < kind_count && rc == 0; k++)
 		rc = kind_table[k]->refresh(out, p, st, state, err);
-	/*
-	 * The jobs `vx state rm` let go of still carry this state's labels
-	 * (Vertex cannot relabel a job): moved out of the jobs here, so no plan
-	 * adopts, cancels or counts them again; the planner sees them apart,
-	 * to say when it would create a job beside one still active.
-	 */
-	if (rc == 0 && state && state->nreleased) {
-		struct live_jobs *js = &out->jobs;
-		size_t keep = 0;
-
-		for (size_t i = 0; i < js->n; i++) {
-			if (!state_released_has(state, js->items[i].name)) {
-				js->items[keep++] = js->items[i];
-				continue;
-			}
-			if (rc == 0)
-				rc = live_jobs_push(&out->released, &js->items[i]);
-			live_job_release(&js->items[i]);
-		}
-		js->n = keep;
-		if (rc < 0)
-			rc = vx_err_set(err, rc, "out of memory");
-	}
 	return rc;
 }

@@ -46,22 +46,21 @@ struct import_outcome;
 struct import_request;
 struct vx_buf;
 
-/* What the refresh read, per kind; NULL members were not read (-refresh=false). */
+/* At most this many kinds (kind.c asserts it), for fixed arrays over the table. */
+#define KIND_MAX 16
+
+/*
+ * What the refresh read: one slot per kind, in kind_table's order, each of
+ * the kind's own type (struct live_reservations, ...), which only the kind
+ * reads (kind_live); NULL: not read (-refresh=false).
+ */
 struct live_set {
-	const struct live_jobs *jobs;
-	const struct live_reservations *reservations;
-	const struct live_quotas *quotas;
-	/* The listed jobs `vx state rm` let go of (state->released), kept out of
-	 * jobs: the planner only warns of them (NULL: none known). */
-	const struct live_jobs *released;
+	const void *of[KIND_MAX];
 };
 
-/* What the refresh read, owned: each kind's refresh fills its part. */
+/* What the refresh read, owned: each kind's refresh fills its slot (kind_live_slot). */
 struct live_store {
-	struct live_jobs jobs;
-	struct live_jobs released;  /* the state's released jobs that were listed */
-	struct live_reservations reservations;
-	struct live_quotas quotas;
+	void *of[KIND_MAX]; /* a kind's live_size bytes, released by its live_release */
 	char **read;        /* where jobs were listed, for the plan header ("us-central1", "p2/us-central1") */
 	size_t nread;
 	char **also;        /* what else was listed ("reservations in us-central1-a", "quota preferences") */
@@ -73,6 +72,11 @@ void live_store_release(struct live_store *ls);
 int live_store_note(struct live_store *ls, int jobs, const char *what) VX_WUR;
 /* The borrowed view of ls the planner takes. */
 struct live_set live_store_view(const struct live_store *ls);
+struct kind;
+/* k's slot of ls (what its refresh read), or NULL when ls is NULL or k's was not read. */
+const void *kind_live(const struct live_set *ls, const struct kind *k);
+/* k's slot of ls, made (k->live_size bytes, zeroed) the first time; NULL when out of memory. */
+void *kind_live_slot(struct live_store *ls, const struct kind *k);
 
 /*
  * Reads the live cloud for every kind (each kind's refresh), into *out
@@ -252,18 +256,27 @@ struct kind {
 	 * VX_ENOMEM. NULL: the kind has no rows.
 	 */
 	int (*status_rows)(struct status_report *out, const struct status_input *in);
+	/*
+	 * What its refresh keeps in a live store: live_size bytes (zeroed when
+	 * made, kind_live_slot), whose insides live_release frees (the store
+	 * frees the slot itself). 0 and NULL: it keeps nothing.
+	 */
+	size_t live_size;
+	void (*live_release)(void *live);
 };
 
 extern const struct kind kind_job;
+/* The jobs the job kind's refresh listed into ls, but those `vx state rm` let go of (vx watch's
+ * counts, apply -wait); empty when none were listed. */
+const struct live_jobs *kind_job_listed(const struct live_store *ls);
 extern const struct kind kind_reservation;
 extern const struct kind kind_quota;
 
 /* Every kind, in phase order. */
 extern const struct kind *const kind_table[];
 extern const size_t kind_count;
-/* At most this many kinds (kind.c asserts it), for fixed arrays over the table. */
-#define KIND_MAX 16
-
+/* k's place in kind_table (KIND_MAX when k is not there). */
+size_t kind_index(const struct kind *k);
 /* The kind of an address ("reservation.pool"), or NULL. */
 const struct kind *kind_of_address(const char *address);
 /* The kind of a state record's or YAML kind name ("Reservation"), or NULL. */

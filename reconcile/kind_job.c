@@ -124,7 +124,8 @@ static char *state_lost_hint(const struct stack *st)
 /* Live jobs by name, for live_end. NULL when there are none (or no memory: the state's ends are used). */
 static const struct live_job **live_by_names(const struct live_set *live, size_t *n)
 {
-	const struct live_jobs *js = live ? live->jobs : NULL;
+	const struct job_live *jl = kind_live(live, &kind_job);
+	const struct live_jobs *js = jl ? &jl->listed : NULL;
 	const struct live_job **idx;
 
 	*n = 0;
@@ -350,8 +351,10 @@ static void input_of(struct job_scratch *s, const struct kind_plan_input *kin, s
 	s->in.ndecls = kin->st->njobs;
 	s->in.records = s->records;
 	s->in.nrecords = nrec;
-	s->in.live = kin->live ? kin->live->jobs : NULL;
-	s->in.released = kin->live ? kin->live->released : NULL;
+	const struct job_live *jl = kind_live(kin->live, &kind_job);
+
+	s->in.live = jl ? &jl->listed : NULL;
+	s->in.released = jl ? &jl->released : NULL;
 	s->in.targets = kin->targets;
 	s->in.ntargets = kin->ntargets;
 	s->in.replaces = kin->replaces;
@@ -566,6 +569,33 @@ static void job_list_one(void *ud, size_t i)
 }
 
 /*
+ * The jobs `vx state rm` let go of still carry this state's labels (Vertex
+ * cannot relabel a job): moved out of the listed jobs, so no plan adopts,
+ * cancels or counts them again; the planner sees them apart, to say when it
+ * would create a job beside one still active.
+ */
+static int set_released_apart(struct job_live *jl, const struct state *state, struct vx_err *err)
+{
+	struct live_jobs *js = &jl->listed;
+	size_t keep = 0;
+	int rc = 0;
+
+	if (!state || !state->nreleased)
+		return 0;
+	for (size_t i = 0; i < js->n; i++) {
+		if (!state_released_has(state, js->items[i].name)) {
+			js->items[keep++] = js->items[i];
+			continue;
+		}
+		if (rc == 0)
+			rc = live_jobs_push(&jl->released, &js->items[i]);
+		live_job_release(&js->items[i]);
+	}
+	js->n = keep;
+	return rc < 0 ? vx_err_set(err, rc, "out of memory") : 0;
+}
+
+/*
  * One filtered list per place a declared job or a current run lives in.
  * The places are listed side by side, on up to JOB_LIST_THREADS threads
  * (the calling thread is one; providers are thread-safe, provider.h), so
@@ -577,10 +607,11 @@ static void job_list_one(void *ud, size_t i)
 static int job_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 		       const struct state *state, struct vx_err *err)
 {
+	struct job_live *jl = kind_live_slot(out, &kind_job);
 	struct job_place *places = NULL;
 	struct job_list_pool pool;
 	size_t n = 0;
-	int rc = job_places(st, state, &places, &n);
+	int rc = jl ? job_places(st, state, &places, &n) : VX_ENOMEM;
 
 	if (rc < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -611,7 +642,7 @@ static int job_refresh(struct live_store *out, struct provider *p, const struct 
 			rc = vx_err_set(err, rc, "%s", vx_err_msg(&s->err));
 		}
 		for (size_t k = 0; k < s->js.n && rc == 0; k++)
-			if (live_jobs_push(&out->jobs, &s->js.items[k]) < 0)
+			if (live_jobs_push(&jl->listed, &s->js.items[k]) < 0)
 				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		free(where);
 	}
@@ -623,8 +654,8 @@ static int job_refresh(struct live_store *out, struct provider *p, const struct 
 	free(places);
 	/* An imported job may carry no vx labels: no list above finds it. */
 	if (rc == 0)
-		rc = import_refresh_jobs(&out->jobs, p, state, err);
-	return rc;
+		rc = import_refresh_jobs(&jl->listed, p, state, err);
+	return rc == 0 ? set_released_apart(jl, state, err) : rc;
 }
 
 static int job_apply(struct applier *a, int removals, struct vx_err *err)
@@ -662,6 +693,22 @@ static size_t job_count_decls(const struct stack *st)
 	return st->njobs;
 }
 
+static void job_live_release(void *live)
+{
+	struct job_live *jl = live;
+
+	live_jobs_release(&jl->listed);
+	live_jobs_release(&jl->released);
+}
+
+const struct live_jobs *kind_job_listed(const struct live_store *ls)
+{
+	static const struct live_jobs none;
+	const struct job_live *jl = ls->of[kind_index(&kind_job)];
+
+	return jl ? &jl->listed : &none;
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
@@ -684,4 +731,6 @@ const struct kind kind_job = {
 	.decl_at = kind_job_decl_at,
 	.import = kind_job_import,
 	.status_rows = kind_job_status_rows,
+	.live_size = sizeof(struct job_live),
+	.live_release = job_live_release,
 };

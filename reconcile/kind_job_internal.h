@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "reconcile/plan.h"
+#include "reconcile/provider.h"
 #include "reconcile/sweep.h"
 
 struct live_job;
@@ -108,6 +109,16 @@ void job_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k)
 void job_check_other_lineage(struct builder *b);
 void job_check_released(struct builder *b);
 void job_plan_untracked(struct builder *b);
+
+/*
+ * The job kind's slot of a live store (struct live_store, kind_live_slot):
+ * the jobs listed, and apart from them those `vx state rm` let go of
+ * (state->released), which the planner only warns of.
+ */
+struct job_live {
+	struct live_jobs listed;
+	struct live_jobs released;
+};
 
 /* The job kind's slots written in files of their own, for kind_job's row; each has the
  * contract its slot's comment in reconcile/kind.h states. */

@@ -66,7 +66,8 @@ static void index_release(struct index *ix)
 
 static int index_build(struct index *ix, const struct status_input *in)
 {
-	const struct live_jobs *js = in->live ? in->live->jobs : NULL;
+	const struct job_live *jl = kind_live(in->live, &kind_job);
+	const struct live_jobs *js = jl ? &jl->listed : NULL;
 	const struct state *s = in->state;
 	size_t runs = 0;
 

@@ -108,23 +108,24 @@ static int limits_in_force(struct live_quotas *qs, struct provider *p, const str
 static int quota_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 			 const struct state *state, struct vx_err *err)
 {
+	struct live_quotas *qs;
 	int rc;
 
 	if (!used(st, state))
 		return 0;
-	if (live_store_note(out, 0, "quota preferences") < 0)
+	if (!(qs = kind_live_slot(out, &kind_quota)) || live_store_note(out, 0, "quota preferences") < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (!PROVIDER_HAS(p, quotas, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
-	rc = p->quotas->list(p, st->project, &out->quotas, err);
+	rc = p->quotas->list(p, st->project, qs, err);
 	if (rc < 0)
 		return vx_err_wrap(err, "reading quota preferences of %s", st->project);
-	return limits_in_force(&out->quotas, p, st, err);
+	return limits_in_force(qs, p, st, err);
 }
 
 static const struct live_quota *live_find(const struct live_set *live, const char *id)
 {
-	const struct live_quotas *qs = live ? live->quotas : NULL;
+	const struct live_quotas *qs = kind_live(live, &kind_quota);
 
 	for (size_t i = 0; qs && i < qs->n; i++)
 		if (qs->items[i].id && !strcmp(qs->items[i].id, id))
@@ -719,6 +720,11 @@ static size_t quota_count_decls(const struct stack *st)
 	return st->nquotas;
 }
 
+static void quota_live_release(void *live)
+{
+	live_quotas_release(live);
+}
+
 const struct kind kind_quota = {
 	.name = KIND_NAME,
 	.prefix = "quota",
@@ -736,4 +742,6 @@ const struct kind kind_quota = {
 	.decl_at = quota_decl_at,
 	.import = quota_import,
 	.status_rows = quota_status_rows,
+	.live_size = sizeof(struct live_quotas),
+	.live_release = quota_live_release,
 };

@@ -59,7 +59,7 @@ static void record_place(const struct state_record *r, const struct stack *st, c
 static const struct live_reservation *live_find(const struct live_set *live, const char *zone,
 						const char *name)
 {
-	const struct live_reservations *rs = live ? live->reservations : NULL;
+	const struct live_reservations *rs = kind_live(live, &kind_reservation);
 
 	for (size_t i = 0; rs && zone && i < rs->n; i++)
 		if (!strcmp(rs->items[i].name, name) && rs->items[i].zone && !strcmp(rs->items[i].zone, zone))
@@ -93,9 +93,10 @@ static int add_zone(const char ***zones, const char ***projects, size_t *n, cons
 static int res_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 		       const struct state *state, struct vx_err *err)
 {
+	struct live_reservations *all = kind_live_slot(out, &kind_reservation);
 	const char **zones = NULL, **projects = NULL;
 	size_t n = 0;
-	int rc = 0;
+	int rc = all ? 0 : VX_ENOMEM;
 
 	for (size_t i = 0; i < st->nreservations && rc == 0; i++)
 		rc = add_zone(&zones, &projects, &n, st->project, st->reservations[i].zone);
@@ -127,7 +128,7 @@ static int res_refresh(struct live_store *out, struct provider *p, const struct 
 		if (rc < 0)
 			rc = vx_err_wrap(err, "reading reservations in %s", zones[i]);
 		for (size_t k = 0; k < rs.n && rc == 0; k++)
-			if (live_reservations_push(&out->reservations, &rs.items[k]) < 0)
+			if (live_reservations_push(all, &rs.items[k]) < 0)
 				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		live_reservations_release(&rs);
 	}
@@ -993,9 +994,11 @@ static int res_import(struct import_outcome *out, struct state *state, struct pr
 
 static const struct live_reservation *live_reservation_of(const struct live_set *live, const char *name)
 {
-	for (size_t i = 0; live && live->reservations && i < live->reservations->n; i++)
-		if (live->reservations->items[i].name && !strcmp(live->reservations->items[i].name, name))
-			return &live->reservations->items[i];
+	const struct live_reservations *rs = kind_live(live, &kind_reservation);
+
+	for (size_t i = 0; rs && i < rs->n; i++)
+		if (rs->items[i].name && !strcmp(rs->items[i].name, name))
+			return &rs->items[i];
 	return NULL;
 }
 
@@ -1069,6 +1072,11 @@ static size_t res_count_decls(const struct stack *st)
 	return st->nreservations;
 }
 
+static void res_live_release(void *live)
+{
+	live_reservations_release(live);
+}
+
 const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
@@ -1087,4 +1095,6 @@ const struct kind kind_reservation = {
 	.decl_at = res_decl_at,
 	.import = res_import,
 	.status_rows = res_status_rows,
+	.live_size = sizeof(struct live_reservations),
+	.live_release = res_live_release,
 };

@@ -360,7 +360,7 @@ int applying_record(struct applying *ap, const struct planning_opts *po, struct 
 {
 	struct workspace *ws = &ap->ws;
 
-	ap->refreshed = po->refresh ? apply_refresh_state(&ws->state, &ws->store.jobs, &ap->refresh_summary) : 0;
+	ap->refreshed = po->refresh ? apply_refresh_state(&ws->state, kind_job_listed(&ws->store), &ap->refresh_summary) : 0;
 	/*
 	 * How runs ended is recorded before anything else happens, in its own
 	 * commit: a run that failed and is now forgotten, or a job cancelled,
@@ -417,7 +417,7 @@ static int wait_refresh(void *ud, const struct live_jobs **out, struct vx_err *e
 	struct waiter *w = ud;
 	int rc = workspace_refresh(w->ws, err);
 
-	*out = &w->ws->store.jobs;
+	*out = kind_job_listed(&w->ws->store);
 	return rc;
 }
 

@@ -995,14 +995,14 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	planned = 1;
 	now = provider_now_ms(w->prov, w->ctx); /* Google's: what the plan's times are on */
 	keep_targets(w, ws.st, &ws.state);
-	count_jobs(res, &ws.store.jobs);
+	count_jobs(res, kind_job_listed(&ws.store));
 	if (pl.planner.plan.errors.n) {
 		on_diags(w, &pl.planner.plan.errors);
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
 	*need = keep_authorised(w, &pl.planner.plan, now, 1) > 0 || w->untold;
-	refreshed = apply_refresh_state(&ws.state, &ws.store.jobs, &summary);
+	refreshed = apply_refresh_state(&ws.state, kind_job_listed(&ws.store), &summary);
 	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, google_since(w, now))) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;

@@ -18,6 +18,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/plan.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job_internal.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
@@ -295,14 +296,26 @@ static void world_init(struct world *w, const char *jobs_text)
 }
 
 /* Plans against the cloud as it is now and applies. */
+/* ls with the jobs listed (live) as the job kind's slot, through jl. */
+static const struct live_set *live_of_jobs(struct live_set *ls, struct job_live *jl, const struct live_jobs *live)
+{
+	memset(ls, 0, sizeof(*ls));
+	memset(jl, 0, sizeof(*jl));
+	jl->listed = *live;
+	ls->of[kind_index(&kind_job)] = jl;
+	return ls;
+}
+
 static void plan_and_apply(struct world *w)
 {
 	struct planner pl;
 	struct live_jobs live = { 0 };
+	struct job_live jl;
+	struct live_set ls;
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(mem_list(&w->cloud.base, NULL, NULL, NULL, &live, &err), 0);
-	assert_int_equal(planner_run(&pl, w->st, &w->state, &(struct live_set){ .jobs = &live }, NULL, &err), 0);
+	assert_int_equal(planner_run(&pl, w->st, &w->state, live_of_jobs(&ls, &jl, &live), NULL, &err), 0);
 	apply_result_release(&w->res);
 	assert_int_equal(apply_run(&w->res, &w->ctx, &pl.plan, w->st, &w->state, &w->cloud.base,
 				   &w->opts, &w->hooks, &err), 0);
@@ -639,10 +652,10 @@ static void test_refresh_lists_regions_in_parallel(void **unused)
 	assert_string_equal(ls.read[0], "asia-southeast1");
 	assert_string_equal(ls.read[1], "europe-west4");
 	assert_string_equal(ls.read[2], "us-central1");
-	assert_int_equal(ls.jobs.n, 3);
-	assert_string_equal(ls.jobs.items[0].name, "live-0");
-	assert_string_equal(ls.jobs.items[1].name, "live-1");
-	assert_string_equal(ls.jobs.items[2].name, "live-2");
+	assert_int_equal(kind_job_listed(&ls)->n, 3);
+	assert_string_equal(kind_job_listed(&ls)->items[0].name, "live-0");
+	assert_string_equal(kind_job_listed(&ls)->items[1].name, "live-1");
+	assert_string_equal(kind_job_listed(&ls)->items[2].name, "live-2");
 	live_store_release(&ls);
 	world_release(&w);
 }
@@ -719,10 +732,12 @@ static void plan_and_apply_fenced(struct world *w)
 {
 	struct planner pl;
 	struct live_jobs live = { 0 };
+	struct job_live jl;
+	struct live_set ls;
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(mem_list(&w->cloud.base, NULL, NULL, NULL, &live, &err), 0);
-	assert_int_equal(planner_run(&pl, w->st, &w->state, &(struct live_set){ .jobs = &live }, NULL, &err), 0);
+	assert_int_equal(planner_run(&pl, w->st, &w->state, live_of_jobs(&ls, &jl, &live), NULL, &err), 0);
 	apply_result_release(&w->res);
 	assert_int_equal(apply_run(&w->res, &w->ctx, &pl.plan, w->st, &w->state, &w->cloud.base,
 				   &w->opts, &w->hooks, &err), VX_ECONFLICT);

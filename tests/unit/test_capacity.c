@@ -229,10 +229,11 @@ static void test_pending_grant_is_unknown(void **unused)
 	struct stack_quota q;
 	struct live_quota lq;
 	struct live_quotas lqs = { &lq, 1 };
-	struct live_set live = { NULL, NULL, &lqs, NULL };
+	struct live_set live = { { NULL } };
 	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL };
 
 	(void)unused;
+	live.of[kind_index(&kind_quota)] = &lqs;
 	memset(&f, 0, sizeof(f));
 	memset(&q, 0, sizeof(q));
 	memset(&lq, 0, sizeof(lq));

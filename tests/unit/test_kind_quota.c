@@ -93,10 +93,12 @@ static int teardown(void **state)
 /* Plans at now_ms; the one action, for quota.l4. */
 static const struct plan_action *plan(struct fx *f, int64_t now_ms)
 {
-	struct live_set live = { NULL, NULL, &f->quotas, NULL };
+	struct live_set live;
 	struct planner_options o;
 	struct vx_err err = VX_ERR_INIT;
 
+	memset(&live, 0, sizeof(live));
+	live.of[kind_index(&kind_quota)] = &f->quotas;
 	memset(&o, 0, sizeof(o));
 	o.now_ms = now_ms;
 	planner_release(&f->pl);

@@ -14,6 +14,7 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job_internal.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
@@ -30,6 +31,13 @@
 #define LINEAGE "0123456789abcdef-0000-4000-8000-000000000000"
 
 /* n1-standard-4 at $0.20/h plus a T4 at $0.35/h: $0.55/h per replica. */
+/* ls with jl as the job kind's slot (what its refresh would have listed). */
+static const struct live_set *live_of_jobs(struct live_set *ls, struct job_live *jl)
+{
+	ls->of[kind_index(&kind_job)] = jl;
+	return ls;
+}
+
 static const char PRICES[] =
 	"{\"source\":\"test\",\"date\":\"2026-01-01\",\"currency\":\"USD\",\"regions\":{"
 	"\"us-central1\":{\"machines\":{\"n1-standard-4\":{\"on_demand\":0.2,\"spot\":0.1}},"
@@ -182,10 +190,11 @@ static int teardown(void **state)
 
 static void build(struct fx *f, int with_prices)
 {
-	struct live_set ls = { &f->live, NULL, NULL, NULL };
+	struct job_live jl = { f->live, { NULL, 0 } };
+	struct live_set ls = { { NULL } };
 	const char *const listed[] = { "us-central1" };
 	struct status_input in = {
-		.st = f->st, .state = &f->state, .live = &ls, .listed = listed, .nlisted = 1,
+		.st = f->st, .state = &f->state, .live = live_of_jobs(&ls, &jl), .listed = listed, .nlisted = 1,
 		.prices = with_prices ? &f->prices : NULL, .now_ms = T0 + 65 * MIN,
 	};
 	struct vx_err err = VX_ERR_INIT;
@@ -324,7 +333,7 @@ static void test_reservations_and_quotas(void **state)
 	struct live_quota lq;
 	struct live_reservations rs = { &lr, 1 };
 	struct live_quotas qs = { &lq, 1 };
-	struct live_set ls = { NULL, &rs, &qs, NULL };
+	struct live_set ls = { { NULL } };
 	struct status_input in;
 	struct status_report rep;
 	struct vx_buf b = VX_BUF_INIT;
@@ -345,6 +354,8 @@ static void test_reservations_and_quotas(void **state)
 	lq.granted = 8;
 	memset(&in, 0, sizeof(in));
 	in.st = st;
+	ls.of[kind_index(&kind_reservation)] = &rs;
+	ls.of[kind_index(&kind_quota)] = &qs;
 	in.live = &ls;
 	in.now_ms = T0;
 	assert_int_equal(status_build(&rep, &in, &err), 0);
@@ -374,7 +385,8 @@ static void test_reservations_and_quotas(void **state)
 static void test_many_runs_joined(void **state)
 {
 	struct fx *f = *state;
-	struct live_set ls = { &f->live, NULL, NULL, NULL };
+	struct job_live jl = { f->live, { NULL, 0 } };
+	struct live_set ls = { { NULL } };
 	struct status_input in;
 	struct vx_err err = VX_ERR_INIT;
 	size_t listed = 0, untracked = 0;
@@ -399,7 +411,8 @@ static void test_many_runs_joined(void **state)
 	memset(&in, 0, sizeof(in));
 	in.st = f->st;
 	in.state = &f->state;
-	in.live = &ls;
+	jl.listed = f->live;
+	in.live = live_of_jobs(&ls, &jl);
 	in.prices = &f->prices;
 	in.now_ms = T0 + 61 * MIN;
 	assert_int_equal(status_build(&f->rep, &in, &err), 0);
