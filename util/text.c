@@ -154,7 +154,7 @@ int vx_text_filter(struct vx_buf *b, const char *s, size_t len, const struct vx_
 {
 	const unsigned char *p = (const unsigned char *)s;
 	struct filter f = { b, r, 0, 0 };
-	size_t i = 0, n;
+	size_t i = 0, n = 0; /* n: set on every path; gcc -O1 cannot see it through r->utf8 */
 	int rc = 0;
 
 	while (i < len && rc == 0 && !f.full) {
