@@ -1411,16 +1411,20 @@ int sweep_stack_addresses(struct vx_buf *out, const struct stack *st)
 {
 	int rc = 0;
 
-	for (size_t i = 0; i < st->njobs && rc == 0; i++)
-		if (!st->jobs[i].sweep && vx_buf_printf(out, "%s\n", st->jobs[i].d.address) < 0)
-			rc = VX_ENOMEM;
-	for (size_t i = 0; i < st->nsweeps && rc == 0; i++)
-		rc = sweep_addresses(out, st, &st->sweeps[i]);
-	for (size_t i = 0; i < st->nreservations && rc == 0; i++)
-		if (vx_buf_printf(out, "%s\n", st->reservations[i].d.address) < 0)
-			rc = VX_ENOMEM;
-	for (size_t i = 0; i < st->nquotas && rc == 0; i++)
-		if (vx_buf_printf(out, "%s\n", st->quotas[i].d.address) < 0)
-			rc = VX_ENOMEM;
+	/* Each kind's declarations, jobs first (the table in reverse); a job's sweeps after the
+	 * jobs declared alone, and a sweep's runs ("job.s[k=v]") left out. */
+	for (size_t k = kind_count; k-- > 0 && rc == 0;) {
+		const struct kind *kind = kind_table[k];
+		size_t n = kind->count_decls ? kind->count_decls(st) : 0;
+
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			const struct stack_decl *d = kind->decl_at(st, i);
+
+			if (d && !strchr(d->address, '[') && vx_buf_printf(out, "%s\n", d->address) < 0)
+				rc = VX_ENOMEM;
+		}
+		for (size_t i = 0; kind == &kind_job && i < st->nsweeps && rc == 0; i++)
+			rc = sweep_addresses(out, st, &st->sweeps[i]);
+	}
 	return rc;
 }
