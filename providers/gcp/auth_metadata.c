@@ -139,6 +139,7 @@ static int metadata_get(struct gcp_auth *a, const char *path, struct gcp_respons
 	req.headers = headers;
 	req.api = "oauth";
 	req.no_auth = 1;
+	req.no_proxy = 1; /* the metadata server is link-local: never through a proxy, which would see the token */
 	req.rpc = "metadata";
 	req.timeout_ms = 3000;
 	rc = gcp_auth_grant_send(resp, a, &req, NULL, err);

@@ -812,6 +812,32 @@ static void test_metadata_probe_no_proxy(void **state)
 	vx_err_release(&err);
 }
 
+/* The token and the project come from the metadata server itself, never through a proxy the
+ * environment names (a proxy would see the token; Google's clients go direct too). */
+static void test_metadata_token_no_proxy(void **state)
+{
+	struct fx *f = *state;
+	struct vx_err err = VX_ERR_INIT;
+	char host[64], *proj = NULL;
+	const char *from = NULL;
+
+	snprintf(host, sizeof(host), "127.0.0.1:%d", httpd_port(f->srv));
+	setenv("GCE_METADATA_HOST", host, 1);
+	unsetenv("METADATA_SERVER_DETECTION");
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	assert_int_equal(new_auth(f, &err), 0);
+	httpd_respond(f->srv, 200, "Metadata-Flavor: Google\r\nContent-Type: application/json\r\n",
+		      "{\"access_token\":\"ya29.gce\",\"expires_in\":1000,\"token_type\":\"Bearer\"}", 0);
+	expect_token(f, "ya29.gce");
+	httpd_respond(f->srv, 200, "Metadata-Flavor: Google\r\n", "my-gce-project\n", 0);
+	assert_int_equal(gcp_auth_project(f->auth, NULL, &proj, &from, &err), 0);
+	assert_string_equal(proj, "my-gce-project");
+	assert_int_equal(httpd_request_count(f->srv), 2);
+	free(proj);
+	unsetenv("http_proxy");
+	vx_err_release(&err);
+}
+
 /* ---- ADC order and the no-credentials error ------------------------------ */
 
 static void test_no_credentials(void **state)
@@ -976,6 +1002,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_probe_no_proxy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metadata_token_no_proxy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_credentials, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_adc_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http_layer_401, setup, teardown),
