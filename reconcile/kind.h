@@ -139,6 +139,15 @@ struct kind_capacity {
 	int64_t accelerator_count; /* GPUs per VM */
 };
 
+/* How a request the cloud decides over time stands (struct kind's decision). */
+struct kind_decision {
+	int pending;     /* still being decided */
+	int granted;     /* decided: all it asked for (else less: denied) */
+	int has_got;
+	int64_t asked;   /* what it asked for */
+	int64_t got;     /* what it got so far (has_got) */
+};
+
 struct kind {
 	const char *name;       /* the YAML document's kind and the state record's kind: "Reservation" */
 	/*
@@ -263,6 +272,19 @@ struct kind {
 	 */
 	size_t live_size;
 	void (*live_release)(void *live);
+	/*
+	 * 1: vx watch follows this kind's runs unreviewed, as the applied policy
+	 * says (a resubmission, a sweep's next runs, a run stuck in the queue);
+	 * 0: the watcher only plans it and tells what changed.
+	 */
+	int watch_runs;
+	/*
+	 * Whether action a asks the cloud for something it decides over time
+	 * (a quota preference while Cloud Quotas reconciles it), and how that
+	 * stands: 1 with *out set, else 0. vx watch tells a decision once, when
+	 * it is made. NULL: the kind asks for nothing such.
+	 */
+	int (*decision)(const struct plan_action *a, struct kind_decision *out);
 };
 
 extern const struct kind kind_job;

@@ -733,4 +733,5 @@ const struct kind kind_job = {
 	.status_rows = kind_job_status_rows,
 	.live_size = sizeof(struct job_live),
 	.live_release = job_live_release,
+	.watch_runs = 1,
 };

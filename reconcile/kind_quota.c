@@ -725,6 +725,21 @@ static void quota_live_release(void *live)
 	live_quotas_release(live);
 }
 
+/* A preference's request, while Cloud Quotas reconciles it, and once decided. */
+static int quota_decision(const struct plan_action *a, struct kind_decision *out)
+{
+	const struct live_quota *l = a->klive;
+
+	if (!l)
+		return 0;
+	out->pending = l->reconciling;
+	out->asked = l->preferred;
+	out->has_got = l->has_granted;
+	out->got = l->granted;
+	out->granted = l->has_granted && l->granted >= l->preferred;
+	return 1;
+}
+
 const struct kind kind_quota = {
 	.name = KIND_NAME,
 	.prefix = "quota",
@@ -744,4 +759,5 @@ const struct kind kind_quota = {
 	.status_rows = quota_status_rows,
 	.live_size = sizeof(struct live_quotas),
 	.live_release = quota_live_release,
+	.decision = quota_decision,
 };

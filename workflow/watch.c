@@ -282,7 +282,7 @@ static int policy_unapplied(struct watch *w, const struct plan_action *a, int qu
 	char *what;
 	int rc;
 
-	if (a->kind_of != &kind_job || !a->decl || !a->decl->policy || !a->record)
+	if (!a->kind_of || !a->kind_of->watch_runs || !a->decl || !a->decl->policy || !a->record)
 		return 0;
 	/* Out of memory (rc < 0) holds the action too: never act on what is not known to be applied. */
 	rc = applied ? policy_diff(&why, applied, a->decl->policy, 0)
@@ -333,7 +333,7 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 			    "waiting for vxapply", a->address, plan_op_name(a->op));
 		return 0;
 	}
-	if (a->kind_of != &kind_job)
+	if (!a->kind_of || !a->kind_of->watch_runs)
 		return 1;
 	end = a->record && a->record->current ? a->record->current->end_ms : 0;
 	if (a->op == PLAN_RESUBMIT && (wait = resubmit_wait(a)) > 0 && end > 0 && now_ms < end + wait) {
@@ -588,14 +588,15 @@ static void quota_changes(struct watch *w, const struct plan *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
-		const struct live_quota *l = a->kind_of == &kind_quota ? a->klive : NULL;
+		struct kind_decision d;
 		struct quota_news *n;
 		char what[300];
 
-		if (!l)
+		memset(&d, 0, sizeof(d));
+		if (!a->kind_of || !a->kind_of->decision || !a->kind_of->decision(a, &d))
 			continue;
-		snprintf(what, sizeof(what), "pending|%s|%lld", a->address, (long long)l->preferred);
-		if (l->reconciling) {
+		snprintf(what, sizeof(what), "pending|%s|%lld", a->address, (long long)d.asked);
+		if (d.pending) {
 			(void)told_once_in(&w->pending, what);
 			continue;
 		}
@@ -609,10 +610,10 @@ static void quota_changes(struct watch *w, const struct plan *p)
 		if (!(n->address = strdup(a->address)))
 			return;
 		w->nnews++;
-		n->kind = l->has_granted && l->granted >= l->preferred ? NOTIFY_QUOTA_GRANTED : NOTIFY_QUOTA_DENIED;
-		snprintf(n->state, sizeof(n->state), "granted %lld of %lld", l->has_granted ? (long long)l->granted : 0LL,
-			 (long long)l->preferred);
-		snprintf(n->key, sizeof(n->key), "%lld", (long long)l->preferred);
+		n->kind = d.granted ? NOTIFY_QUOTA_GRANTED : NOTIFY_QUOTA_DENIED;
+		snprintf(n->state, sizeof(n->state), "granted %lld of %lld", d.has_got ? (long long)d.got : 0LL,
+			 (long long)d.asked);
+		snprintf(n->key, sizeof(n->key), "%lld", (long long)d.asked);
 	}
 }
 
@@ -900,7 +901,7 @@ static void idle_arm(struct watch *w, struct workspace *ws, const struct plan *p
 		const struct plan_run *cur = a->record ? a->record->current : NULL;
 		int64_t t;
 
-		if (a->kind_of != &kind_job)
+		if (!a->kind_of || !a->kind_of->watch_runs)
 			return;
 		/* A run queued or pending is "stuck" after stuckAfter (reconcile/notify.c). */
 		if (j && cur && cur->created_ms > 0 && a->live_state &&
