@@ -36,8 +36,9 @@ static int in_list(const char *s, const char *const *list, size_t n)
 	return 0;
 }
 
-/* "10:02Z", or "2026-11-20 10:02Z" when not today, from epoch milliseconds. */
-static void fmt_when(char *buf, size_t len, int64_t ms)
+/* "2026-11-20 10:02Z" from epoch milliseconds ("2026-11-20 10:02:07Z" with seconds, for a
+ * backoff's end); "an unknown time" for none. */
+static void fmt_utc(char *buf, size_t len, int64_t ms, int seconds)
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
@@ -46,7 +47,7 @@ static void fmt_when(char *buf, size_t len, int64_t ms)
 		snprintf(buf, len, "an unknown time");
 		return;
 	}
-	strftime(buf, len, "%Y-%m-%d %H:%MZ", &tm);
+	strftime(buf, len, seconds ? "%Y-%m-%d %H:%M:%SZ" : "%Y-%m-%d %H:%MZ", &tm);
 }
 
 /*
@@ -242,19 +243,6 @@ const char *job_run_failure(const struct plan_decl *d, const struct plan_run *cu
 	return failure_classify(&in);
 }
 
-/* "2026-11-20 10:02:07Z", for a backoff's end. */
-static void fmt_second(char *buf, size_t len, int64_t ms)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (ms <= 0 || !gmtime_r(&t, &tm)) {
-		snprintf(buf, len, "an unknown time");
-		return;
-	}
-	strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
-}
-
 /* The backoff after n refused creates in a row: resubmit.delay (at least a
  * minute: a refusal is not over in seconds), doubling, at most 15 minutes. */
 static int64_t refusal_wait(const struct plan_decl *d, size_t n)
@@ -289,7 +277,7 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	if (!r || !r->n || !vx_text_same(r->spec_hash, d->spec_hash) || r->run != d->run)
 		return 0;
 	next = r->attempt + 1 > *attempt ? r->attempt + 1 : *attempt;
-	fmt_when(when, sizeof(when), r->at_ms);
+	fmt_utc(when, sizeof(when), r->at_ms, 0);
 	wait = refusal_wait(d, r->n);
 	if (job_replaced(b, d->address)) {
 		*attempt = next;
@@ -309,7 +297,7 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 				     r->cls, when, r->attempt, d->max_attempts, d->address);
 	} else if (b->in->now_ms > 0 && b->in->now_ms < r->at_ms + wait) {
 		not_before = r->at_ms + wait;
-		fmt_second(until, sizeof(until), not_before);
+		fmt_utc(until, sizeof(until), not_before, 1);
 		reason = vx_asprintf("the create was refused (%s at %s, %zu in a row); attempt %" PRId64 "/%" PRId64
 				     " not before %s (backoff)", r->cls, when, r->n, next, d->max_attempts, until);
 	} else {
@@ -352,7 +340,7 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	struct plan_action *a;
 	char when[40], *refused = NULL;
 
-	fmt_when(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms);
+	fmt_utc(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms, 0);
 	if (resubmits(d, f->cls) && cur->attempt < d->max_attempts) {
 		if (job_refusal_gate(b, d, rec, &next, &refused))
 			return NULL;
