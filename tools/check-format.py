@@ -14,11 +14,13 @@ lines alone, as 'git clang-format' does:
     but for lines moved (the same text, but for indentation, removed elsewhere in the diff: a file split in two
     keeps the format its lines had);
   * REV is --base, else $VX_FORMAT_BASE, else the merge base of HEAD and the first of
-    origin/main, main that exists, else HEAD (then only uncommitted changes are checked);
+    origin/main, main that exists, else HEAD; when that is HEAD itself (on main, as CI's fresh
+    clone is) and nothing is uncommitted, REV is HEAD's first parent, so the commit that landed
+    last (a merge: all it brought) is checked, never nothing;
   * --all checks every line of the files and prints how many lines disagree, per file.
 
 FILE... narrows the check (default: every .c and .h under util reconcile providers state
-workflow cmd). reconcile/prices_data.c is generated (tools/gen_prices.py) and not checked.
+workflow cmd). data/prices_data.c is generated (tools/gen_prices.py) and not checked.
 Exit 0 when clean, 1 with clang-format's file:line:col messages otherwise, 2 on a usage error.
 """
 import os
@@ -28,7 +30,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIRS = ["util", "reconcile", "providers", "state", "workflow", "cmd"]
-GENERATED = {"reconcile/prices_data.c"}
+GENERATED = {"data/prices_data.c"}
 CLANG_FORMAT = os.environ.get("CLANG_FORMAT", "clang-format")
 
 
@@ -53,8 +55,17 @@ def default_base():
         return base
     for ref in ("origin/main", "main"):
         if git("rev-parse", "--verify", "-q", ref + "^{commit}", check=False).returncode == 0:
-            return git("merge-base", "HEAD", ref).stdout.strip()
-    return "HEAD"
+            base = git("merge-base", "HEAD", ref).stdout.strip()
+            break
+    else:
+        base = "HEAD"
+    head = git("rev-parse", "HEAD").stdout.strip()
+    clean = git("status", "--porcelain", "--untracked-files=no", "--", *DIRS).stdout == ""
+    if base in ("HEAD", head) and clean:
+        parent = git("rev-parse", "--verify", "-q", "HEAD^1", check=False)
+        if parent.returncode == 0:
+            return parent.stdout.strip()
+    return base
 
 
 def spans(numbers):

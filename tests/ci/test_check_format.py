@@ -81,6 +81,22 @@ class CheckFormat(unittest.TestCase):
         # Against the new commit, nothing has changed.
         self.assertEqual(self.check("--base", "HEAD")[0], 0)
 
+    def test_on_main_with_nothing_uncommitted_the_last_commit_is_checked(self):
+        # CI's fresh clone is on main: the merge base with main is HEAD, and checking only what is
+        # uncommitted there checks nothing. The commit that landed last is checked instead.
+        self.git("checkout", "-q", "main")
+        self.write("util/a.c", OLD.replace("\treturn x + 1;\n", "\treturn x+1;\n"))
+        self.git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qam", "landed")
+        rc, out = self.check()
+        self.assertEqual((rc, out.splitlines()[0], out.splitlines()[-2]),
+                         (1, "util/a.c:8:10: error: code should be clang-formatted [-Wclang-format-violations]",
+                          "  git clang-format %s" % self.base))
+        # With an uncommitted change, the base stays HEAD: the change is what is checked.
+        self.write("util/a.c", OLD.replace("\treturn x + 1;\n", "\treturn x+1;\n\t/* more */\n"))
+        head = subprocess.run(["git", "-C", self.d, "rev-parse", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        self.assertEqual(self.check(), (0, "check-format: 1 changed lines in 1 files since %s: ok\n" % head[:12]))
+
     def test_new_untracked_file_is_checked_whole(self):
         self.write("cmd/b.c", "int g(void) { return 1; }\n")
         rc, out = self.check()
@@ -88,7 +104,7 @@ class CheckFormat(unittest.TestCase):
                          (1, "cmd/b.c:1:12: error: code should be clang-formatted [-Wclang-format-violations]"))
 
     def test_generated_and_test_files_are_not_checked(self):
-        self.write("reconcile/prices_data.c", "int  p;\n")
+        self.write("data/prices_data.c", "int  p;\n")
         self.write("tests/unit/test_a.c", "int  t;\n")
         self.assertEqual(self.check(), (0, "check-format: 0 changed lines in 0 files since %s: ok\n" % self.base[:12]))
 
