@@ -44,6 +44,7 @@
 #include <strings.h>
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 
 #include "providers/gcp/backoff.h"
 #include "providers/gcp/gerror.h"
@@ -518,13 +519,22 @@ static void easy_put(struct gcp_http *h, CURL *e)
 		curl_easy_cleanup(e);
 }
 
+/* Frees an attempt's header lines, wiping each first: one holds the bearer token. */
+static void free_headers(struct curl_slist *l)
+{
+	for (struct curl_slist *n = l; n; n = n->next)
+		if (n->data)
+			OPENSSL_cleanse(n->data, strlen(n->data));
+	curl_slist_free_all(l);
+}
+
 static void attempt_cleanup(struct xfer *x)
 {
 	if (x->easy) {
 		easy_put(x->h, x->easy);
 		x->easy = NULL;
 	}
-	curl_slist_free_all(x->hdrs);
+	free_headers(x->hdrs);
 	x->hdrs = NULL;
 	vx_buf_release(&x->rbody);
 	vx_err_release(&x->fence_err);
@@ -573,7 +583,7 @@ static void deadline_text(const struct xfer *x, char *buf, size_t n)
 static void free_secret(char *s)
 {
 	if (s) {
-		memset(s, 0, strlen(s));
+		OPENSSL_cleanse(s, strlen(s)); /* not optimised away as a memset before free may be */
 		free(s);
 	}
 }
