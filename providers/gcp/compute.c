@@ -845,9 +845,8 @@ int compute_operation_follow(struct compute_client *c, const char *project, cons
 		char *shown = vx_text_clean(op->name ? op->name : "");
 		char *shown_zone = vx_text_clean(op->zone ? op->zone : (zone ? zone : ""));
 
-		rc = vx_err_set(err, VX_EUNCERTAIN, "%s: the reply names operation \"%s\" in zone \"%s\", "
-				"which vx will not follow; the outcome is unknown (%s)", what,
-				shown ? shown : "", shown_zone ? shown_zone : "", hint);
+		rc = vx_err_set(err, VX_EUNCERTAIN, "%s: the reply names operation \"%s\" in zone \"%s\", which vx will not follow; the outcome is unknown (%s)",
+				what, shown ? shown : "", shown_zone ? shown_zone : "", hint);
 		free(shown);
 		free(shown_zone);
 		return rc;

@@ -126,7 +126,7 @@ const char *future_reservation_auto_created_name(const struct future_reservation
 		p = q > url ? q - 1 : q;
 	}
 	if (n < 6 || strncmp(seg[0], "projects/", 9) != 0 || strncmp(seg[2], "zones/", 6) != 0 ||
-	    strncmp(seg[4], "reservations/", 13) != 0 || !compute_reservation_name_ok(seg[5]))
+	    strncmp(seg[4], "reservations", 12) != 0 || seg[4][12] != '/' || !compute_reservation_name_ok(seg[5]))
 		return NULL;
 	if (fr->zone && (strncmp(seg[3], fr->zone, strlen(fr->zone)) != 0 || seg[3][strlen(fr->zone)] != '/'))
 		return NULL;
@@ -493,8 +493,8 @@ int future_reservation_to_json(const struct future_reservation *fr, char **out, 
 	if (fr->end_ms && fr->end_ms <= fr->start_ms)
 		return vx_err_set(err, VX_EINVAL, "%s: timeWindow ends before it starts", what);
 	if (fr->auto_created_reservations_delete_ms && fr->auto_created_reservations_duration_s)
-		return vx_err_set(err, VX_EINVAL, "%s: autoCreatedReservationsDeleteTime and "
-				  "autoCreatedReservationsDuration are exclusive", what);
+		return vx_err_set(err, VX_EINVAL, "%s: autoCreatedReservationsDeleteTime and autoCreatedReservationsDuration are exclusive",
+				  what);
 	if (fr->total_count < 0 || fr->duration_s < 0 || fr->auto_created_reservations_duration_s < 0)
 		return vx_err_set(err, VX_EINVAL, "%s: a negative count or duration", what);
 	if (!(root = cJSON_CreateObject()) || (rc = add_request(root, fr)) < 0 ||
@@ -516,16 +516,31 @@ int future_reservation_to_json(const struct future_reservation *fr, char **out, 
  * (never changeable) are not among them.
  */
 static const char *const mask_paths[] = {
-	"planningStatus", "description", "namePrefix", "reservationName", "timeWindow",
-	"timeWindow.startTime", "timeWindow.endTime", "timeWindow.duration", "shareSettings",
-	"specificSkuProperties", "specificSkuProperties.totalCount",
+	"planningStatus",
+	"description",
+	"namePrefix",
+	"reservationName",
+	"timeWindow",
+	"timeWindow.startTime",
+	"timeWindow.endTime",
+	"timeWindow.duration",
+	"shareSettings",
+	"specificSkuProperties",
+	"specificSkuProperties.totalCount",
 	"specificSkuProperties.instanceProperties.minCpuPlatform",
 	"specificSkuProperties.instanceProperties.machineType",
 	"specificSkuProperties.instanceProperties.guestAccelerator",
-	"specificSkuProperties.instanceProperties.localSsd", "autoDeleteAutoCreatedReservations",
-	"autoCreatedReservationsDeleteTime", "autoCreatedReservationsDuration",
-	"specificReservationRequired", "deploymentType", "reservationMode", "commitmentInfo",
-	"schedulingType", "enableEmergentMaintenance", NULL,
+	"specificSkuProperties.instanceProperties.localSsd",
+	"autoDeleteAutoCreatedReservations",
+	"autoCreatedReservationsDeleteTime",
+	"autoCreatedReservationsDuration",
+	"specificReservationRequired",
+	"deploymentType",
+	"reservationMode",
+	"commitmentInfo",
+	"schedulingType",
+	"enableEmergentMaintenance",
+	NULL,
 };
 
 int future_update_mask_ok(const char *mask)
@@ -571,8 +586,8 @@ static int prepare(const char *project, const char *zone, const char *name, cons
 }
 
 static int fr_send(struct compute_client *c, const char *method, const char *url, const char *body,
-		enum gcp_retry retry, const char *rpc, int fenced, const char *what,
-		struct gcp_response *resp, struct vx_err *err)
+		   enum gcp_retry retry, const char *rpc, int fenced, const char *what,
+		   struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
 
@@ -676,8 +691,7 @@ int future_reservation_insert(struct compute_client *c, const char *project, con
 		goto done;
 	}
 	if (!cJSON_IsObject(parsed) || !compute_reservation_name_ok(name))
-		rc = vx_err_set(err, VX_EINVAL, "%s: the future reservation is not a JSON object with a "
-				"Compute name", what);
+		rc = vx_err_set(err, VX_EINVAL, "%s: the future reservation is not a JSON object with a Compute name", what);
 	else
 		rc = mutate(c, project, zone, NULL, &m, request_id, wait_ms, what, op, err);
 done:
@@ -695,8 +709,7 @@ int future_reservation_update(struct compute_client *c, const char *project, con
 
 	if (!future_update_mask_ok(update_mask) || !json_object(fr_json)) {
 		memset(op, 0, sizeof(*op));
-		return vx_err_set(err, VX_EINVAL, "compute: updating future reservation \"%s\" in %s: the update "
-				  "mask names a field Google's tools do not update, or the body is not a JSON object",
+		return vx_err_set(err, VX_EINVAL, "compute: updating future reservation \"%s\" in %s: the update mask names a field Google's tools do not update, or the body is not a JSON object",
 				  compute_reservation_name_ok(name) ? name : "", compute_reservation_name_ok(zone) ? zone : "");
 	}
 	return mutate_verb(c, "updating", project, zone, name, &m, request_id, wait_ms, op, err);
@@ -772,8 +785,8 @@ static int list_page(void *ud, const char *token, char **next, struct vx_err *er
 	if (!url)
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
 	rc = fr_send(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
-		  p->aggregated ? "AggregatedListFutureReservations" : "ListFutureReservations", 0, p->what,
-		  &resp, err);
+		     p->aggregated ? "AggregatedListFutureReservations" : "ListFutureReservations", 0, p->what,
+		     &resp, err);
 	free(url);
 	if (rc == 0) {
 		rc = p->aggregated ? future_reservation_aggregated_parse_json(resp.body, resp.body_len, p->out, next, err)

@@ -43,51 +43,53 @@ struct compute_accelerator;
  */
 struct future_reservation {
 	char *name;
-	char *zone;                 /* the zone's name (last segment of the zone URL) */
+	char *zone; /* the zone's name (last segment of the zone URL) */
 	char *self_link;
 	char *description;
-	int64_t create_ms;          /* creationTimestamp */
+	int64_t create_ms; /* creationTimestamp */
 
 	/* The request. Enum values are kept as Google's strings. */
-	char *reservation_mode;     /* CALENDAR | DEFAULT | RESERVATION_MODE_UNSPECIFIED */
-	char *planning_status;      /* DRAFT | SUBMITTED | PLANNING_STATUS_UNSPECIFIED */
-	char *deployment_type;      /* DENSE | DEPLOYMENT_TYPE_UNSPECIFIED */
-	char *scheduling_type;      /* GROUPED | INDEPENDENT | GROUP_MAINTENANCE_TYPE_UNSPECIFIED */
-	char *name_prefix;          /* prefix of the auto-created reservations (at most 20 characters) */
-	char *reservation_name;     /* or: the reservation that receives the capacity */
-	int specific_reservation_required;        /* 0, 1 or FUTURE_UNSET */
-	int auto_delete_auto_created_reservations; /* 0, 1 or FUTURE_UNSET */
-	int64_t auto_created_reservations_delete_ms; /* autoCreatedReservationsDeleteTime */
+	char *reservation_mode;			      /* CALENDAR | DEFAULT | RESERVATION_MODE_UNSPECIFIED */
+	char *planning_status;			      /* DRAFT | SUBMITTED | PLANNING_STATUS_UNSPECIFIED */
+	char *deployment_type;			      /* DENSE | DEPLOYMENT_TYPE_UNSPECIFIED */
+	char *scheduling_type;			      /* GROUPED | INDEPENDENT | GROUP_MAINTENANCE_TYPE_UNSPECIFIED */
+	char *name_prefix;			      /* prefix of the auto-created reservations (at most 20 characters) */
+	char *reservation_name;			      /* or: the reservation that receives the capacity */
+	int specific_reservation_required;	      /* 0, 1 or FUTURE_UNSET */
+	int auto_delete_auto_created_reservations;    /* 0, 1 or FUTURE_UNSET */
+	int64_t auto_created_reservations_delete_ms;  /* autoCreatedReservationsDeleteTime */
 	int64_t auto_created_reservations_duration_s; /* autoCreatedReservationsDuration.seconds */
 
 	/* timeWindow: startTime and one of endTime, duration. */
 	int64_t start_ms;
 	int64_t end_ms;
-	int64_t duration_s;         /* duration.seconds (nanos are dropped) */
+	int64_t duration_s; /* duration.seconds (nanos are dropped) */
 
 	/* specificSkuProperties */
 	int64_t total_count;
-	char *machine_type;         /* instanceProperties.machineType */
+	char *machine_type;			  /* instanceProperties.machineType */
 	struct compute_accelerator *accelerators; /* instanceProperties.guestAccelerators */
 	size_t n_accelerators;
-	size_t n_local_ssds;        /* instanceProperties.localSsds: counted (Vertex AI cannot use them) */
+	size_t n_local_ssds; /* instanceProperties.localSsds: counted (Vertex AI cannot use them) */
 	char *source_instance_template;
 
 	/* status (output only) */
-	char *procurement_status;   /* see future_status_* below */
-	int64_t lock_ms;            /* status.lockTime: no changes from then on */
+	char *procurement_status; /* see future_status_* below */
+	int64_t lock_ms;	  /* status.lockTime: no changes from then on */
 	int64_t fulfilled_count;
-	char **auto_created;        /* status.autoCreatedReservations: full URLs as Google sent them */
+	char **auto_created; /* status.autoCreatedReservations: full URLs as Google sent them */
 	size_t n_auto_created;
-	char *amendment_status;     /* AMENDMENT_APPROVED | AMENDMENT_DECLINED | AMENDMENT_IN_REVIEW */
+	char *amendment_status; /* AMENDMENT_APPROVED | AMENDMENT_DECLINED | AMENDMENT_IN_REVIEW */
 	/* status.lastKnownGoodState.procurementStatus: where a declined amendment returns to. */
 	char *last_good_status;
 	int64_t existing_matching_count; /* status.existingMatchingUsageInfo.count */
 };
 
-#define FUTURE_RESERVATION_INIT                                                               \
-	{ .specific_reservation_required = FUTURE_UNSET,                                      \
-	  .auto_delete_auto_created_reservations = FUTURE_UNSET }
+#define FUTURE_RESERVATION_INIT \
+	{ \
+		.specific_reservation_required = FUTURE_UNSET, \
+		.auto_delete_auto_created_reservations = FUTURE_UNSET \
+	}
 
 void future_reservation_release(struct future_reservation *fr);
 
@@ -97,7 +99,10 @@ struct future_reservation_list {
 	size_t alloc;
 };
 
-#define FUTURE_RESERVATION_LIST_INIT { NULL, 0, 0 }
+#define FUTURE_RESERVATION_LIST_INIT \
+	{ \
+		NULL, 0, 0 \
+	}
 
 void future_reservation_list_release(struct future_reservation_list *l);
 
