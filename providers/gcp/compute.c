@@ -830,3 +830,38 @@ done:
 	free(ctx_what);
 	return rc;
 }
+
+int compute_operation_follow(struct compute_client *c, const char *project, const char *zone,
+			     struct compute_operation *op, int64_t timeout_ms, const char *what,
+			     const char *hint, struct vx_err *err)
+{
+	char *name = NULL, *cause = NULL;
+	int rc;
+
+	if (compute_operation_done(op))
+		return compute_operation_wait(c, project, op, timeout_ms, what, err);
+	if (!compute_operation_name_ok(op->name) || !compute_reservation_name_ok(zone) ||
+	    (op->zone && strcmp(op->zone, zone) != 0)) {
+		char *shown = vx_text_clean(op->name ? op->name : "");
+		char *shown_zone = vx_text_clean(op->zone ? op->zone : (zone ? zone : ""));
+
+		rc = vx_err_set(err, VX_EUNCERTAIN, "%s: the reply names operation \"%s\" in zone \"%s\", which vx will not follow; the outcome is unknown (%s)",
+				what, shown ? shown : "", shown_zone ? shown_zone : "", hint);
+		free(shown);
+		free(shown_zone);
+		return rc;
+	}
+	if (!op->zone && !(op->zone = strdup(zone)))
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	if (!(name = strdup(op->name)))
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	rc = compute_operation_wait(c, project, op, timeout_ms, what, err);
+	if (rc < 0 && !compute_operation_done(op)) {
+		cause = vx_strdup(vx_err_msg(err));
+		rc = vx_err_set(err, VX_EUNCERTAIN, "%s; the outcome of operation %s is unknown (%s)",
+				cause ? cause : what, name, hint);
+	}
+	free(cause);
+	free(name);
+	return rc;
+}

@@ -188,4 +188,21 @@ int compute_operation_wait(struct compute_client *c, const char *project,
 			   struct compute_operation *op, int64_t timeout_ms, const char *what,
 			   struct vx_err *err) VX_WUR;
 
+/*
+ * A mutation's operation, as its first answer gave it, followed to its end
+ * in zone (the zone the mutation named): compute_operation_wait for up to
+ * timeout_ms (0 = 30 minutes). The operation's name and zone come from the
+ * server and go into the wait URL, so they must be Compute's shapes and the
+ * zone the one asked for; a missing zone is taken to be zone. Only a
+ * finished operation gives a certain answer (0 or its error, as
+ * compute_operation_wait maps it); anything else (not done in time,
+ * interrupted, the wait call failing, a name or zone vx will not follow)
+ * leaves the mutation's outcome unknown: VX_EUNCERTAIN, "<what>: ...; the
+ * outcome of operation OP is unknown (<hint>)", hint saying what to do
+ * ("list the future reservations before trying again").
+ */
+int compute_operation_follow(struct compute_client *c, const char *project, const char *zone,
+			     struct compute_operation *op, int64_t timeout_ms, const char *what,
+			     const char *hint, struct vx_err *err) VX_WUR;
+
 #endif

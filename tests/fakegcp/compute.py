@@ -120,7 +120,7 @@ class Compute:
             return rid, self.ops[key]["op"]
         return rid, None
 
-    def _new_op(self, req, op_type, target_name, target_id, rid, error=None):
+    def _new_op(self, req, op_type, target_name, target_id, rid, error=None, collection="reservations"):
         project, zone = req.segments[3], req.segments[5]
         now = self.world.now()
         name = "operation-%d-%s-%s-%s" % (int(now * 1000), secrets.token_hex(6)[:13], secrets.token_hex(4),
@@ -129,7 +129,8 @@ class Compute:
         ts = common.fmt_ts_compute(now)
         op = {"kind": "compute#operation", "id": oid, "name": name, "zone": LINK + "projects/%s/zones/%s" % (
             project, zone), "operationType": op_type,
-            "targetLink": LINK + self._target(project, zone, target_name), "targetId": target_id,
+            "targetLink": LINK + "projects/%s/zones/%s/%s/%s" % (project, zone, collection, target_name),
+            "targetId": target_id,
             "status": "RUNNING", "user": req.principal or "anonymous", "progress": 0, "insertTime": ts,
             "startTime": ts, "selfLink": LINK + "projects/%s/zones/%s/operations/%s" % (project, zone, name)}
         if rid:
@@ -155,7 +156,7 @@ class Compute:
                 op["httpErrorMessage"] = common.HTTP_REASON.get(http, "").upper()
             tl = op["targetLink"][len(LINK):].split("/")
             key = "%s/%s/%s" % (tl[1], tl[3], tl[5])
-            r = self.res.get(key)
+            r = self.res.get(key) if tl[4] == "reservations" else None
             if r is not None and r.get("status") in ("CREATING", "UPDATING"):
                 r["status"] = "READY"
 
@@ -378,7 +379,10 @@ class Compute:
             return 200, prev
         body = self.validator.parse(req.json(), RES, "reservation_resource", check_required=False)
         key, r = self._reservation(req)
-        mask = req.q("updateMask") or ""
+        # Terraform sends the fields in updateMask, gcloud in `paths` (repeatable: compute reservations update
+        # --reservation-sharing-policy sends paths=reservationSharingPolicy.serviceShareType). The Node client
+        # sends both (a placeholder paths beside updateMask, as captured): updateMask wins when present.
+        mask = req.q("updateMask") or ",".join(req.qall("paths"))
         paths = [p.strip() for p in mask.split(",") if p.strip()]
         if not paths:
             raise invalid("Invalid value for field 'updateMask': ''. The update mask must name at least one field.")

@@ -214,6 +214,12 @@ def _dispatch(w, req):
         return 200, {"customJobs": vx.all_jobs(internal)}
     if p == "/reservations" and m == "GET":
         return 200, {"reservations": list(w.services["compute"].res.values())}
+    if p == "/future-reservations":
+        fs = w.services["futures"]
+        if m == "POST":
+            return 200, fs.configure(_body(req))
+        fs.advance()
+        return 200, fs.describe()
     if p == "/quota-preferences" and m == "GET":
         qs.advance()
         return 200, {"quotaPreferences": [r["json"] for r in qs.prefs.values()]}

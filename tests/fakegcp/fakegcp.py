@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A fake of Google Cloud (Vertex AI customJobs, Compute reservations, Cloud Quotas, Cloud Storage
+"""A fake of Google Cloud (Vertex AI customJobs, Compute reservations and future reservations, Cloud Quotas, Cloud Storage
 objects, OAuth/STS/IAM credentials, metadata server) on one loopback port.
 
     python3 tests/fakegcp/fakegcp.py --port 0 --ready-file FILE [--state FILE] [--keys FILE]
@@ -29,6 +29,7 @@ import world as world_mod  # noqa: E402
 import oauth  # noqa: E402
 import vertex  # noqa: E402
 import compute  # noqa: E402
+import futures  # noqa: E402
 import quotas  # noqa: E402
 import storage  # noqa: E402
 import control  # noqa: E402
@@ -213,6 +214,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     # the world moves lazily: settle every service up to the virtual now first
                     w.services["vertex"].advance()
                     w.services["quotas"].advance()
+                    w.services["futures"].advance()
                     status, out, hdrs = route.fn(req)
                     if req.method not in ("GET", "HEAD"):
                         w.mark_dirty()
@@ -342,7 +344,8 @@ def route_request(w, req):
 def build_world(state_file=None, clock="real"):
     w = world_mod.World(state_file, clock)
     del SERVICES[:]
-    svcs = [oauth.OAuth(w), iam.Iam(w), quotas.Quotas(w), vertex.Vertex(w), compute.Compute(w), storage.Storage(w),
+    svcs = [oauth.OAuth(w), iam.Iam(w), quotas.Quotas(w), vertex.Vertex(w), compute.Compute(w),
+            futures.FutureReservations(w), storage.Storage(w),
             cloudlogging.Logging(w)]
     for s in svcs:
         w.services[s.NAME] = s
