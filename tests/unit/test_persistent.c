@@ -708,10 +708,14 @@ static void test_parse_hostile(void **state)
 	/* A huge escaped name is read whole and refused by the check, never cut to a valid one. */
 	big = malloc(300000);
 	assert_non_null(big);
-	strcpy(big, "{\"name\":\"projects/p/locations/r/persistentResources/a");
-	for (i = strlen(big); i < 299000; i += 6)
-		memcpy(big + i, "\\u0061", 6);
-	strcpy(big + i, "\"}");
+	{
+		static const char head[] = "{\"name\":\"projects/p/locations/r/persistentResources/a";
+
+		memcpy(big, head, sizeof(head) - 1);
+		for (i = sizeof(head) - 1; i < 299000; i += 6)
+			memcpy(big + i, "\\u0061", 6);
+		memcpy(big + i, "\"}", 3);
+	}
 	assert_int_equal(persistent_resource_parse_json(big, strlen(big), &r, &err), 0);
 	assert_non_null(r.name);
 	assert_null(r.id);
