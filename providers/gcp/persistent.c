@@ -26,7 +26,14 @@
 /* ---- states ---- */
 
 static const char *const state_names[] = {
-	"STATE_UNSPECIFIED", "PROVISIONING", NULL, "RUNNING", "STOPPING", "ERROR", "REBOOTING", "UPDATING",
+	"STATE_UNSPECIFIED",
+	"PROVISIONING",
+	NULL,
+	"RUNNING",
+	"STOPPING",
+	"ERROR",
+	"REBOOTING",
+	"UPDATING",
 };
 #define N_STATES (sizeof(state_names) / sizeof(state_names[0]))
 
@@ -309,14 +316,13 @@ static int pools_from(const cJSON *arr, struct persistent_resource *r)
 
 	if (!cJSON_IsArray(arr))
 		return 0;
-	cJSON_ArrayForEach(it, arr)
-		if (cJSON_IsObject(it))
-			n++;
+	for (it = arr->child; it; it = it->next)
+		n += cJSON_IsObject(it);
 	if (!n)
 		return 0;
 	if (!(r->pools = calloc(n, sizeof(*r->pools))))
 		return VX_ENOMEM;
-	cJSON_ArrayForEach(it, arr) {
+	for (it = arr->child; it; it = it->next) {
 		if (!cJSON_IsObject(it))
 			continue;
 		if ((rc = pool_from(it, &r->pools[r->n_pools++])) < 0)
@@ -332,14 +338,13 @@ static int labels_from(const cJSON *labels, struct persistent_resource *r)
 
 	if (!cJSON_IsObject(labels))
 		return 0;
-	cJSON_ArrayForEach(it, labels)
-		if (cJSON_IsString(it) && it->string)
-			n++;
+	for (it = labels->child; it; it = it->next)
+		n += cJSON_IsString(it) && it->string;
 	if (!n)
 		return 0;
 	if (!(r->labels = calloc(n, sizeof(*r->labels))))
 		return VX_ENOMEM;
-	cJSON_ArrayForEach(it, labels) {
+	for (it = labels->child; it; it = it->next) {
 		struct vx_label *l;
 
 		if (!cJSON_IsString(it) || !it->string)
@@ -567,13 +572,15 @@ int persistent_create(struct persistent_client *c, const char *project, const ch
 
 	memset(op, 0, sizeof(*op));
 	what = shown ? vx_asprintf("vertex: creating persistent resource \"%s\" in %s", shown,
-				   region ? region : "") : NULL;
+				   region ? region : "")
+		     : NULL;
 	free(shown);
 	if (!what)
 		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
 	if (!gcall_segment_ok(project, ":") || !region || !region_ok(region) || !persistent_id_ok(id)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, region or id (an id is 1-63 of [a-z0-9-], "
-				"starting with a letter, not ending with '-')", what);
+						"starting with a letter, not ending with '-')",
+				what);
 		goto done;
 	}
 	if ((rc = persistent_body(&body, spec_json, labels, n_labels, err)) < 0) {
@@ -588,7 +595,8 @@ int persistent_create(struct persistent_client *c, const char *project, const ch
 	rc = call(c, "POST", url, body, region, GCP_RETRY_NEVER, "CreatePersistentResource", what, &resp, err);
 	if (rc == VX_ECONFLICT)
 		rc = vx_err_set(err, VX_ECONFLICT, "%s; it may be ours, made by an earlier create whose answer "
-				"was lost: read it and check its labels", vx_err_msg(err));
+						   "was lost: read it and check its labels",
+				vx_err_msg(err));
 	if (rc == 0)
 		rc = first_operation(&resp, project, region, 1, what, op, err);
 done:
@@ -617,7 +625,8 @@ static int named_setup(struct persistent_client *c, const char *verb, const char
 		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
 	if (!persistent_name_check(name, NULL, NULL))
 		return vx_err_set(err, VX_EINVAL, "%s: not a persistent resource name "
-				  "(projects/P/locations/R/" COLLECTION "/ID)", *what);
+						  "(projects/P/locations/R/" COLLECTION "/ID)",
+				  *what);
 	if (!(*region = name_region(name)) || !(*url = region_url(c, *region, name, key, value)))
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", *what);
 	return 0;
@@ -703,7 +712,8 @@ static void drop_bad_names(struct persistent_client *c, struct persistent_list *
 		}
 		shown = vx_text_clean(r->name ? r->name : "");
 		vx_log(c->ctx, VX_LOG_WARN, "%s: ignored a resource listed with an invalid name \"%s\" (not "
-		       "projects/%s/locations/%s/" COLLECTION "/ID); it is neither adopted nor changed", what,
+					    "projects/%s/locations/%s/" COLLECTION "/ID); it is neither adopted nor changed",
+		       what,
 		       shown ? shown : "", project, region);
 		free(shown);
 		persistent_resource_release(r);
@@ -823,9 +833,23 @@ done:
 /* ---- operations ---- */
 
 static const char *const code_names[] = {
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
-	"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+	"OK",
+	"CANCELLED",
+	"UNKNOWN",
+	"INVALID_ARGUMENT",
+	"DEADLINE_EXCEEDED",
+	"NOT_FOUND",
+	"ALREADY_EXISTS",
+	"PERMISSION_DENIED",
+	"RESOURCE_EXHAUSTED",
+	"FAILED_PRECONDITION",
+	"ABORTED",
+	"OUT_OF_RANGE",
+	"UNIMPLEMENTED",
+	"INTERNAL",
+	"UNAVAILABLE",
+	"DATA_LOSS",
+	"UNAUTHENTICATED",
 };
 
 /* The VX_E* for a failed operation's google.rpc.Code (see persistent_operation_wait). */
@@ -833,10 +857,13 @@ static int op_code(int code)
 {
 	switch (code) {
 	case 5: return VX_ENOTFOUND;
-	case 6: case 10: return VX_ECONFLICT;
+	case 6:
+	case 10: return VX_ECONFLICT;
 	case 7: return VX_EDENIED;
 	case 16: return VX_EAUTH;
-	case 3: case 9: case 11: return VX_EINVAL;
+	case 3:
+	case 9:
+	case 11: return VX_EINVAL;
 	default: return VX_EAPI;
 	}
 }

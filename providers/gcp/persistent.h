@@ -38,7 +38,7 @@ struct vx_ctx;
  */
 struct persistent_client {
 	struct gcp_http *http;
-	const struct vx_ctx *ctx;   /* clock (operation polling), interrupt flag, log */
+	const struct vx_ctx *ctx; /* clock (operation polling), interrupt flag, log */
 	const char *base_url;
 	/* Checked right before each mutation (create, update, delete) is sent,
 	 * never before a read or an operation poll (gcp_fence in http.h); NULL: none. */
@@ -65,41 +65,44 @@ enum persistent_state persistent_state_parse(const char *s);
 /* One ResourcePool. Strings owned, NULL when absent; numbers 0 when absent. */
 struct persistent_pool {
 	char *id;
-	char *machine_type;          /* machineSpec.machineType */
-	char *accelerator_type;      /* machineSpec.acceleratorType: the enum's name ("NVIDIA_L4") */
-	int64_t accelerator_count;   /* machineSpec.acceleratorCount */
-	int has_replica_count;       /* replicaCount was present (proto3 optional) */
+	char *machine_type;	   /* machineSpec.machineType */
+	char *accelerator_type;	   /* machineSpec.acceleratorType: the enum's name ("NVIDIA_L4") */
+	int64_t accelerator_count; /* machineSpec.acceleratorCount */
+	int has_replica_count;	   /* replicaCount was present (proto3 optional) */
 	int64_t replica_count;
-	int64_t used_replica_count;  /* machines jobs use now (output only) */
-	int has_autoscaling;         /* autoscalingSpec was present */
-	int64_t min_replica_count;   /* autoscalingSpec.minReplicaCount */
-	int64_t max_replica_count;   /* autoscalingSpec.maxReplicaCount */
-	char *boot_disk_type;        /* diskSpec.bootDiskType */
-	int64_t boot_disk_size_gb;   /* diskSpec.bootDiskSizeGb */
+	int64_t used_replica_count; /* machines jobs use now (output only) */
+	int has_autoscaling;	    /* autoscalingSpec was present */
+	int64_t min_replica_count;  /* autoscalingSpec.minReplicaCount */
+	int64_t max_replica_count;  /* autoscalingSpec.maxReplicaCount */
+	char *boot_disk_type;	    /* diskSpec.bootDiskType */
+	int64_t boot_disk_size_gb;  /* diskSpec.bootDiskSizeGb */
 };
 
 /* One PersistentResource. Owned; release with persistent_resource_release. */
 struct persistent_resource {
-	char *name;                  /* projects/P/locations/R/persistentResources/ID */
-	char *id;                    /* ID, the last segment of a name that passes persistent_name_check */
-	char *display_name;          /* cleaned for a terminal */
+	char *name;	    /* projects/P/locations/R/persistentResources/ID */
+	char *id;	    /* ID, the last segment of a name that passes persistent_name_check */
+	char *display_name; /* cleaned for a terminal */
 	enum persistent_state state;
-	char *state_name;            /* as received (a name, or the number as its name), cleaned */
-	int error_code;              /* error (google.rpc.Status), set in STOPPING or ERROR; 0: none */
-	char *error_message;         /* cleaned */
-	struct vx_label *labels;     /* in the order received */
+	char *state_name;	 /* as received (a name, or the number as its name), cleaned */
+	int error_code;		 /* error (google.rpc.Status), set in STOPPING or ERROR; 0: none */
+	char *error_message;	 /* cleaned */
+	struct vx_label *labels; /* in the order received */
 	size_t n_labels;
-	int64_t create_time_ms;      /* ms since the epoch; 0 when absent or unparsable */
-	int64_t start_time_ms;       /* first time it was RUNNING */
+	int64_t create_time_ms; /* ms since the epoch; 0 when absent or unparsable */
+	int64_t start_time_ms;	/* first time it was RUNNING */
 	int64_t update_time_ms;
 	struct persistent_pool *pools;
 	size_t n_pools;
-	char *network;               /* network, when set */
-	char *kms_key_name;          /* encryptionSpec.kmsKeyName, when set */
-	char *json;                  /* the whole resource re-serialised as compact JSON */
+	char *network;	    /* network, when set */
+	char *kms_key_name; /* encryptionSpec.kmsKeyName, when set */
+	char *json;	    /* the whole resource re-serialised as compact JSON */
 };
 
-#define PERSISTENT_RESOURCE_INIT { 0 }
+#define PERSISTENT_RESOURCE_INIT \
+	{ \
+		0 \
+	}
 
 void persistent_resource_release(struct persistent_resource *r);
 /* The value of label key, or NULL. Borrowed. */
@@ -113,22 +116,28 @@ struct persistent_list {
 	size_t alloc;
 };
 
-#define PERSISTENT_LIST_INIT { NULL, 0, 0 }
+#define PERSISTENT_LIST_INIT \
+	{ \
+		NULL, 0, 0 \
+	}
 
 void persistent_list_release(struct persistent_list *l);
 
 /* A google.longrunning.Operation of this service. */
 struct persistent_operation {
 	char *name;
-	int done;                    /* done, or an error (which says it is finished) */
-	int error_code;              /* google.rpc.Code when done with an error, else 0 */
-	char *error_message;         /* cleaned */
-	char *progress_message;      /* metadata.progressMessage, cleaned; NULL when absent */
-	int has_resource;            /* response was a PersistentResource (create, update) */
+	int done;		/* done, or an error (which says it is finished) */
+	int error_code;		/* google.rpc.Code when done with an error, else 0 */
+	char *error_message;	/* cleaned */
+	char *progress_message; /* metadata.progressMessage, cleaned; NULL when absent */
+	int has_resource;	/* response was a PersistentResource (create, update) */
 	struct persistent_resource resource;
 };
 
-#define PERSISTENT_OPERATION_INIT { 0 }
+#define PERSISTENT_OPERATION_INIT \
+	{ \
+		0 \
+	}
 
 void persistent_operation_release(struct persistent_operation *op);
 
