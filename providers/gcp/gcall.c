@@ -60,6 +60,31 @@ char *gcall_url(const char *base, const char *path, ...)
 	return vx_buf_detach(&b);
 }
 
+char *gcall_region_url(const char *base, const char *region, const char *path)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	const char *p = base;
+	int rc = 0;
+
+	while (rc == 0 && *p) {
+		if (!strncmp(p, "{region}", 8)) {
+			rc = vx_buf_adds(&b, region ? region : "");
+			p += 8;
+		} else {
+			rc = vx_buf_addc(&b, *p++);
+		}
+	}
+	if (rc == 0 && (b.len == 0 || b.data[b.len - 1] != '/'))
+		rc = vx_buf_addc(&b, '/');
+	if (rc == 0)
+		rc = vx_buf_adds(&b, path[0] == '/' ? path + 1 : path);
+	if (rc < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	return vx_buf_detach(&b);
+}
+
 int gcall_add_query(struct vx_buf *b, const char *key, const char *value)
 {
 	char *esc = gcp_url_escape(value);

@@ -45,6 +45,14 @@ int gcall_segment_ok(const char *s, const char *also);
 char *gcall_url(const char *base, const char *path, ...) __attribute__((sentinel));
 
 /*
+ * The URL of path on a regional host: base with every "{region}" replaced
+ * by region (NULL: ""), then path, with exactly one '/' between them
+ * (Vertex's base is "https://{region}-aiplatform.googleapis.com/v1/").
+ * Returns the URL (caller frees), NULL on OOM.
+ */
+char *gcall_region_url(const char *base, const char *region, const char *path);
+
+/*
  * Appends "?key=value" to b, or "&key=value" when b already holds a '?',
  * with value escaped. Returns 0, or VX_ENOMEM / VX_EINVAL (b's cap).
  */

@@ -239,32 +239,6 @@ int vertex_job_name_region(const char *name, char **out)
 	return *out ? 0 : VX_ENOMEM;
 }
 
-/* base with every "{region}" replaced, then path, with exactly one '/' between. */
-static char *build_url(const char *base, const char *region, const char *path)
-{
-	struct vx_buf b = VX_BUF_INIT;
-	const char *p = base;
-	int rc = 0;
-
-	while (rc == 0 && *p) {
-		if (!strncmp(p, "{region}", 8)) {
-			rc = vx_buf_adds(&b, region ? region : "");
-			p += 8;
-		} else {
-			rc = vx_buf_addc(&b, *p++);
-		}
-	}
-	if (rc == 0 && (b.len == 0 || b.data[b.len - 1] != '/'))
-		rc = vx_buf_addc(&b, '/');
-	if (rc == 0)
-		rc = vx_buf_adds(&b, path[0] == '/' ? path + 1 : path);
-	if (rc < 0) {
-		vx_buf_release(&b);
-		return NULL;
-	}
-	return vx_buf_detach(&b);
-}
-
 /*
  * Sends one request and turns everything but a 2xx into err, prefixed with
  * what. Returns 0 with resp filled on 2xx.
@@ -544,7 +518,7 @@ int vertex_create_job(struct vertex_client *c, const char *project, const char *
 	}
 	if (!(body = cJSON_PrintUnformatted(root)) ||
 	    !(path = vx_asprintf("projects/%s/locations/%s/customJobs", project, region)) ||
-	    !(url = build_url(c->base_url, region, path)))
+	    !(url = gcall_region_url(c->base_url, region, path)))
 		goto oom;
 	rc = call(c, "POST", url, body, region, 1, GCP_RETRY_NEVER, "CreateCustomJob", what, &resp, err);
 	if (rc < 0)
@@ -598,7 +572,7 @@ static int job_call_setup(struct vertex_client *c, const char *verb, const char 
 		return vx_err_set(err, VX_ENOMEM, "vertex: out of memory");
 	if (!vertex_job_name_check(name, NULL, NULL) || (rc = vertex_job_name_region(name, region)) < 0)
 		return vx_err_set(err, rc < 0 ? rc : VX_EINVAL, "%s: not a job resource name", *what);
-	if (!(path = vx_asprintf("%s%s", name, suffix)) || !(*url = build_url(c->base_url, *region, path)))
+	if (!(path = vx_asprintf("%s%s", name, suffix)) || !(*url = gcall_region_url(c->base_url, *region, path)))
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", *what);
 	free(path);
 	return rc;
@@ -824,7 +798,7 @@ int vertex_list_jobs(struct vertex_client *c, const char *project, const char *r
 		goto done;
 	}
 	if (!(path = vx_asprintf("projects/%s/locations/%s/customJobs", project, region)) ||
-	    !(base = build_url(c->base_url, region, path))) {
+	    !(base = gcall_region_url(c->base_url, region, path))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
@@ -916,7 +890,7 @@ int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout
 			rc = vx_err_set(err, VX_EAPI, "%s: the operation has no usable name", what);
 			goto done;
 		}
-		if (!(op_name = strdup(op.name)) || !(op_url = build_url(c->base_url, region, op.name))) {
+		if (!(op_name = strdup(op.name)) || !(op_url = gcall_region_url(c->base_url, region, op.name))) {
 			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 			goto done;
 		}

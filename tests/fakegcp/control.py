@@ -10,7 +10,8 @@ FAULT_KEYS = {"latency_ms", "jitter_ms", "error_rate", "statuses", "reset_rate",
               "methods", "times", "seed", "slow_ms", "reason"}
 FAULT_REASONS = ("SERVICE_DISABLED", "IAM_PERMISSION_DENIED")
 TIMING_KEYS = {"queued_seconds", "pending_seconds", "running_seconds", "cancelling_seconds", "operation_polls",
-               "quota_preference_seconds"}
+               "quota_preference_seconds", "provisioning_seconds", "updating_seconds", "rebooting_seconds",
+               "stopping_seconds"}
 
 
 class ControlError(Exception):
@@ -163,6 +164,13 @@ def _dispatch(w, req):
             return 200, vx.set_outcome(b)
         except KeyError as e:
             raise ControlError(404, str(e.args[0]))
+    if p == "/persistent-resources":
+        if m == "POST":
+            try:
+                return 200, vx.pr.control(_body(req))
+            except KeyError as e:
+                raise ControlError(404, str(e.args[0]))
+        return 200, vx.pr.describe()
     if p == "/capacity":
         if m == "POST":
             return 200, vx.set_capacity(_body(req))

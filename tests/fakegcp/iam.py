@@ -29,6 +29,13 @@ PERMISSION_OF = {
     "CreateCustomJob": "aiplatform.customJobs.create",
     "CancelCustomJob": "aiplatform.customJobs.cancel",
     "DeleteCustomJob": "aiplatform.customJobs.delete",
+    # Named by Vertex's aiplatform.<collection>.<verb> pattern (the API package names no permission).
+    "ListPersistentResources": "aiplatform.persistentResources.list",
+    "GetPersistentResource": "aiplatform.persistentResources.get",
+    "CreatePersistentResource": "aiplatform.persistentResources.create",
+    "UpdatePersistentResource": "aiplatform.persistentResources.update",
+    "DeletePersistentResource": "aiplatform.persistentResources.delete",
+    "RebootPersistentResource": "aiplatform.persistentResources.reboot",
     "Reservations.List": "compute.reservations.list",
     "Reservations.AggregatedList": "compute.reservations.list",
     "Reservations.Get": "compute.reservations.get",

@@ -14,6 +14,7 @@ import re
 
 import common
 import filters
+import persistent
 from common import ApiError
 
 CJ = "google.cloud.aiplatform.v1.CustomJob"
@@ -118,6 +119,7 @@ class Vertex:
     def __init__(self, world):
         self.world = world
         self.validator = common.Validator("grpc")
+        self.pr = persistent.PersistentResources(self)
         self.reset()
 
     def reset(self):
@@ -132,12 +134,14 @@ class Vertex:
         self.capacity = {}      # "region|ACCEL" -> gpus (absent = unlimited)
         self.used = {}          # "region|ACCEL" -> gpus held by running jobs
         self.quota_used = {}    # "region|quotaId" -> gpus held by live jobs
-        self.waiting = []       # ids of FLEX_START jobs waiting for capacity, FIFO
+        self.waiting = []       # ids of jobs waiting for capacity (FLEX_START) or a resource's machines, FIFO
+        self.pr.reset()
 
     def dump(self):
         return {"jobs": list(self.jobs.values()), "ops": self.ops, "next_id": self.next_id,
                 "next_op": self.next_op, "rules": self.rules, "capacity": self.capacity,
-                "used": self.used, "quota_used": self.quota_used, "waiting": self.waiting}
+                "used": self.used, "quota_used": self.quota_used, "waiting": self.waiting,
+                "persistent": self.pr.dump()}
 
     def load(self, d):
         for j in d.get("jobs", []):
@@ -155,6 +159,9 @@ class Vertex:
         self.used.update(d.get("used", {}))
         self.quota_used.update(d.get("quota_used", {}))
         self.waiting = d.get("waiting", [])
+        self.pr.load(d.get("persistent", {}))
+
+    labels_problem = staticmethod(_labels_ok)
 
     # ------------------------------------------------------------ routing
     def route(self, req):
@@ -163,7 +170,7 @@ class Vertex:
         if len(s) < 6 or s[0] not in ("v1", "ui") or s[1] != "projects" or s[3] != "locations":
             return None
         coll = s[5].split(":")[0]
-        if coll not in ("customJobs", "operations"):
+        if coll not in ("customJobs", "operations", persistent.COLLECTION):
             return None
         # google.longrunning.Operations has a `/ui/...` twin of every `/v1/...` binding, and the
         # first-listed (the one Google's Node client polls with) is the `/ui/` one. JobService
@@ -175,7 +182,12 @@ class Vertex:
         key = (proj, s[4])
         rate = [(key, "vertex_requests_per_minute")]
         fn = rpc = None
-        if coll == "customJobs":
+        if coll == persistent.COLLECTION:
+            if len(s) >= 8 and s[7].startswith("operations"):
+                rpc, fn = self._op_route(s[8:] if len(s) > 8 else [], s[7], m)
+            else:
+                rpc, fn = self.pr.route(s, m)
+        elif coll == "customJobs":
             if len(s) == 6 and s[5] == "customJobs":
                 if m == "POST":
                     rpc, fn = "CreateCustomJob", self.create
@@ -296,6 +308,11 @@ class Vertex:
                         "custom_job.job_spec.worker_pool_specs[%d].machine_spec.reservation_affinity" % i)
                 reservation = {"name": vals[0], "machineType": ms.get("machineType"), "accel": acc,
                                "count": ms.get("acceleratorCount", 0), "replicas": rc}
+        # A job on a persistent resource runs on the machines the resource holds: no quota, no capacity.
+        pr_claim = None
+        if job["jobSpec"].get("persistentResourceId"):
+            pr_claim = self.pr.place(num, loc, job, pools)
+            need = {}
         # quota, per accelerator type
         quotas = self.world.services["quotas"]
         claims = []
@@ -352,10 +369,11 @@ class Vertex:
                "json": out, "outcome": self._rule_outcome(job.get("labels", {})), "need": need,
                "flex": flex, "spot": strategy == "SPOT", "max_wait": max_wait, "timeout": timeout,
                "claims": claims, "reservation": reservation, "running_claim": False, "res_claim": False,
-               "pending_since": None, "next": None, "gen": 0}
+               "pending_since": None, "next": None, "gen": 0, "pr": pr_claim, "pr_claim": False}
         self.jobs[jid] = rec
         self.by_parent.setdefault((num, loc), []).append(jid)
-        self._push(rec, now + self.world.timings["queued_seconds"])
+        # On a persistent resource it starts without queueing for capacity (in seconds, says Google).
+        self._push(rec, now if pr_claim else now + self.world.timings["queued_seconds"])
         return 200, self._out(req, out)
 
     def _rule_outcome(self, labels):
@@ -544,6 +562,9 @@ class Vertex:
         num, loc = self._parent(req)
         opid = s[-1].split(":")[0]
         name = "projects/%s/locations/%s/operations/%s" % (num, loc, opid)
+        if s[5] == persistent.COLLECTION:
+            # A persistent resource's operations are named under it (the long form Google's client polls).
+            name = "projects/%s/locations/%s/%s/%s/operations/%s" % (num, loc, s[5], s[6], opid)
         rec = self.ops.get(name)
         if rec is None:
             raise common.err("NOT_FOUND", "Operation %s is not found." % name)
@@ -558,7 +579,10 @@ class Vertex:
 
     def get_op(self, req):
         rec = self._op(req)
-        if req.segments[-1].endswith(":wait") or rec["polls"] <= 0:
+        if rec.get("pr_wait"):
+            # Done over the clock, when the resource reaches the state it waits for (:wait does not hurry it).
+            self.pr.settle_op(rec)
+        elif req.segments[-1].endswith(":wait") or rec["polls"] <= 0:
             self._finish_op(rec)
         else:
             rec["polls"] -= 1
@@ -580,6 +604,7 @@ class Vertex:
 
     # ------------------------------------------------------------ lifecycle
     def advance(self):
+        self.pr.advance()
         now = self.world.now()
         h = self.heap
         while h and h[0][0] <= now:
@@ -626,13 +651,20 @@ class Vertex:
         if j.get("res_claim"):
             self.world.services["compute"].release_reservation(j["reservation"])
             j["res_claim"] = False
+        if j.get("pr_claim"):
+            self.pr.release(j["pr"])
+            j["pr_claim"] = False
+            freed = True
         if freed:
             self.retry_waiting(t)
 
     def _event(self, j, t):
         st = j["json"]["state"]
         tm = self.world.timings
-        if st == "JOB_STATE_QUEUED":
+        if st == "JOB_STATE_QUEUED" and j.get("pr"):
+            j["pending_since"] = t
+            self._try_start(j, t)
+        elif st == "JOB_STATE_QUEUED":
             self._set_state(j, "JOB_STATE_PENDING", t)
             j["pending_since"] = t
             self._push(j, t + tm["pending_seconds"])
@@ -679,7 +711,15 @@ class Vertex:
             return self._fail(j, t, "stockout")
         if o == "wait-timeout":
             return self._wait(j, t)
-        if j.get("reservation"):
+        if j.get("pr"):
+            # Not stated what a full resource does to a job: it waits for machines here (FIFO), as the
+            # issue reads it, until the default wait of 24 h runs out.
+            if not self.pr.claim(j["pr"]):
+                if j["json"]["state"] == "JOB_STATE_QUEUED":
+                    self._set_state(j, "JOB_STATE_PENDING", t)
+                return self._wait(j, t)
+            j["pr_claim"] = True
+        elif j.get("reservation"):
             msg = self.world.services["compute"].claim_reservation(j["reservation"], region)
             if msg:
                 j["json"]["error"] = {"code": 9, "message": msg}

@@ -16,6 +16,10 @@ DEFAULT_TIMINGS = {
     "cancelling_seconds": 5,    # CANCELLING -> CANCELLED
     "operation_polls": 0,       # GETs of a Vertex/compute operation that still see it running
     "quota_preference_seconds": 0,  # delay before a quota preference is decided
+    "provisioning_seconds": 300,  # persistent resource PROVISIONING -> RUNNING (or ERROR)
+    "updating_seconds": 60,       # persistent resource UPDATING -> RUNNING
+    "rebooting_seconds": 120,     # persistent resource REBOOTING -> RUNNING
+    "stopping_seconds": 60,       # persistent resource STOPPING -> gone
 }
 
 DEFAULT_RATE_LIMITS = {

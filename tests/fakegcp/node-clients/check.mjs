@@ -248,6 +248,46 @@ async function main() {
   console.log(`     aiplatform auth: ${authFlow(t0, await tokenCalls())}`);
   t0 = await tokenCalls();
 
+  // ---------------- Vertex AI PersistentResourceService ----------------
+  const prs = new aiplatform.v1.PersistentResourceServiceClient({...common, auth: mkAuth()});
+  await step('aiplatform PersistentResourceService: create, get, list, update, delete (LROs polled)', async () => {
+    // The fake finishes an operation when the resource reaches its state; 0 s: by the next poll.
+    await fake('POST', '/_fake/timings', {provisioning_seconds: 0, updating_seconds: 0, stopping_seconds: 0});
+    const polls0 = await rpcCount('GetOperation');
+    const prId = 'vx-node-' + randomUUID().slice(0, 8);
+    const machineSpec = {machineType: 'g2-standard-8', acceleratorType: 'NVIDIA_L4', acceleratorCount: 1};
+    const [op] = await prs.createPersistentResource({parent, persistentResourceId: prId, persistentResource: {
+      displayName: 'node pool', labels: {'vx-run': runLabel},
+      resourcePools: [{id: 'l4s', machineSpec, replicaCount: 2}]}});
+    const [res] = await op.promise();
+    // google-gax decodes an LRO's response (a google.protobuf.Any) with enums as numbers.
+    assert.equal(aiplatform.protos.google.cloud.aiplatform.v1.PersistentResource.State[res.state], 'RUNNING');
+    assert.match(res.name, new RegExp(`^projects/\\d+/locations/us-central1/persistentResources/${prId}$`));
+    const [g] = await prs.getPersistentResource({name: res.name});
+    assert.equal(g.resourcePools[0].replicaCount, '2');
+    assert.equal(g.resourcePools[0].machineSpec.acceleratorType, 'NVIDIA_L4');
+    assert.deepEqual(g.labels, {'vx-run': runLabel});
+    const [list] = await prs.listPersistentResources({parent, pageSize: 1});
+    assert.deepEqual(list.map(r => r.name), [res.name]);
+    const [uop] = await prs.updatePersistentResource({updateMask: {paths: ['resource_pools']},
+      persistentResource: {name: res.name, resourcePools: [{id: 'l4s', machineSpec, replicaCount: 3}]}});
+    const [u] = await uop.promise();
+    assert.equal(String(u.resourcePools[0].replicaCount), '3');       // int64 decoded as a Long here
+    const [dop] = await prs.deletePersistentResource({name: res.name});
+    await dop.promise();
+    try {
+      await prs.getPersistentResource({name: res.name});
+      throw new Error('getPersistentResource after delete succeeded');
+    } catch (e) {
+      expectError(e, 404, 'NOT_FOUND');
+    }
+    const polls = (await rpcCount('GetOperation')) - polls0;
+    assert.ok(polls >= 3, `expected >= 3 GetOperation polls, fake saw ${polls}`);
+    await fake('POST', '/_fake/timings', {provisioning_seconds: 300, updating_seconds: 60, stopping_seconds: 60});
+    return `${res.name}: RUNNING, replicas 2 -> 3, deleted; ${polls} operation polls`;
+  });
+  await prs.close();
+
   // ---------------- Compute Engine reservations ----------------
   const reservations = new compute.v1.ReservationsClient({...common, auth: mkAuth()});
   const zoneOps = new compute.v1.ZoneOperationsClient({...common, auth: mkAuth()});
