@@ -4,7 +4,7 @@
 #   make -f tests/fuzz/fuzz.mk BUILD=build/fuzz
 # Knobs: FUZZ_TIME (seconds per target, default 30), FUZZ_JOBS, CLANG.
 #
-# Seeds for fuzz_NAME: every file under tests/data/NAME/, tests/fuzz/corpus/NAME/
+# Seeds for fuzz_NAME: every file under tests/data/NAME/, tests/fuzz/corpus/fuzz_NAME/
 # (replies captured from the fake, for the API parsers) and, for YAML,
 # examples/. They are copied into $(BUILD)/corpus/NAME, which the fuzzer
 # grows, so runs never write into the source tree.
@@ -21,7 +21,7 @@ CFLAGS_F  := -std=c11 -g -O1 $(SAN) -fsanitize=fuzzer-no-link -D_POSIX_C_SOURCE=
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS_F    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
-LIB_SRC   := $(sort $(wildcard util/*.c reconcile/*.c providers/gcp/*.c state/*.c) data/prices_data.c)
+LIB_SRC   := $(sort $(wildcard util/*.c reconcile/*.c reconcile/load/*.c reconcile/out/*.c providers/gcp/*.c state/*.c) data/prices_data.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 FUZZ_SRC  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
@@ -49,7 +49,7 @@ $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libvx-fuzz.a
 # any) land in $(BUILD)/artifacts/ and the run fails.
 $(FUZZ_RUN): run-fuzz_%: $(BUILD)/fuzz_%
 	@mkdir -p $(BUILD)/corpus/$* $(BUILD)/artifacts
-	@for d in tests/data/$* tests/fuzz/corpus/$* $(SEEDS_fuzz_$*); do \
+	@for d in tests/data/$* tests/fuzz/corpus/fuzz_$* $(SEEDS_fuzz_$*); do \
 		[ -d "$$d" ] || continue; \
 		find "$$d" -type f -size -1M | while read -r f; do \
 			cp -f "$$f" "$(BUILD)/corpus/$*/seed-$$(sha1sum < "$$f" | cut -c1-16)"; \
