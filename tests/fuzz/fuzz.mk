@@ -51,7 +51,7 @@ $(FUZZ_RUN): run-fuzz_%: $(BUILD)/fuzz_%
 	@mkdir -p $(BUILD)/corpus/$* $(BUILD)/artifacts
 	@for d in tests/data/$* tests/fuzz/corpus/fuzz_$* $(SEEDS_fuzz_$*); do \
 		[ -d "$$d" ] || continue; \
-		find "$$d" -type f -size -1M | while read -r f; do \
+		find "$$d" -type f -size -1024k | while read -r f; do \
 			cp -f "$$f" "$(BUILD)/corpus/$*/seed-$$(sha1sum < "$$f" | cut -c1-16)"; \
 		done; \
 	done
