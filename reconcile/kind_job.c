@@ -566,7 +566,7 @@ static void job_list_one(void *ud, size_t i)
 	struct job_list_slot *s = &pool->slots[i];
 
 	s->rc = provider_job_list(pool->p, s->place->project, s->place->region, pool->stack, &s->js,
-				    &s->err);
+				  &s->err);
 }
 
 /*

@@ -688,7 +688,7 @@ static int do_resize(struct applier *a, const struct plan_action *pa, struct vx_
 	const struct live_reservation *l = pa->klive;
 	struct vx_err e = VX_ERR_INIT;
 	int rc = provider_reservation_resize(a->prov, l->project ? l->project : a->opts->project, l->zone,
-					       l->name, d->count, applier_fence(a), &e);
+					     l->name, d->count, applier_fence(a), &e);
 
 	if (rc < 0) {
 		if (applier_fenced(a)) {

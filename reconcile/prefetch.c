@@ -47,7 +47,8 @@ struct pf_thread {
 };
 
 struct prefetch {
-	struct provider reader;       /* first: the provider handed out, wrapping real's (prefetch_new) */
+	/* first: the provider handed out, wrapping real's (prefetch_new) */
+	struct provider reader;
 	struct provider *real;        /* borrowed */
 	struct pf_thread threads[PF_THREADS];
 	size_t nthreads;

@@ -14,8 +14,8 @@
  * reports of it, what a request carries, its operations) is a header and a
  * .c of its own, reconcile/provider_<kind>.h: provider_job.h,
  * provider_reservation.h, provider_quota.h. A provider holds one table of
- * operations per kind it serves (struct provider's tables), found by the kind's
- * struct provider_kind (libgit2's backends: a common part, struct
+ * operations per kind it serves (struct provider's tables), found by the
+ * kind's struct provider_kind (libgit2's backends: a common part, struct
  * provider, embedded first; per-kind vtables beside it).
  */
 
@@ -74,23 +74,23 @@ struct provider;
  * operations is found by its address.
  */
 struct provider_kind {
-	const char *name;       /* what errors call the kind: "jobs" */
+	const char *name; /* what errors call the kind: "jobs" */
 };
 
 /* One kind's table of operations in a provider. */
 struct provider_table {
 	const struct provider_kind *kind;
-	const void *ops;        /* that kind's struct provider_<kind>_ops */
+	const void *ops; /* that kind's struct provider_<kind>_ops */
 };
 
 /*
  * A provider: the kinds' operations, and the common methods below.
  *
  * The kinds' operations (libgit2's backend vtables): one table per kind
- * it serves, in p->tables, each the kind's struct provider_<kind>_ops. A call goes through the kind's call functions
- * (provider_job_list(p, ...), declared in the kind's header), which find
- * the provider that implements the operation (provider_find) and call it
- * with that provider as p. An entry is NULL where the provider cannot do
+ * it serves, in tables, each the kind's struct provider_<kind>_ops. A
+ * call goes through the kind's call functions (provider_job_list(p, ...),
+ * declared in the kind's header), which find the provider that implements
+ * the operation (provider_find) and call it with that provider as p. An entry is NULL where the provider cannot do
  * that, a kind without a table is one it does nothing of: ask PROVIDER_HAS.
  *
  * A decorator (reconcile/prefetch.c, reconcile/watch_live.c) is a provider
@@ -165,7 +165,7 @@ const void *provider_find(struct provider *p, const struct provider_kind *k, siz
  * Whether p can do op of a kind: PROVIDER_HAS(p, quota, list_infos), with
  * the kind's provider header (provider_quota.h) included.
  */
-#define PROVIDER_HAS(p, kind, op)                                                                          \
+#define PROVIDER_HAS(p, kind, op) \
 	(provider_find((p), &provider_kind_##kind, offsetof(struct provider_##kind##_ops, op), NULL) != NULL)
 
 /* The error of a call to an operation no provider in p's chain has (VX_EINVAL). */

@@ -16,6 +16,8 @@
 #define DOCTOR GCP_CMD_DOCTOR
 #define LOGS GCP_CMD_LOGS
 
+/* One row a method, its fields on three lines: clang-format would join them. */
+/* clang-format off */
 static const struct gcp_permission table[] = {
 	/* Vertex AI custom jobs (CustomJob). */
 	{ .api = "aiplatform", .rpc = "ListCustomJobs", .method = "projects.locations.customJobs.list",
@@ -126,6 +128,7 @@ static const struct gcp_permission table[] = {
 	  .permission = "serviceusage.services.get", .role = "roles/serviceusage.serviceUsageViewer",
 	  .on = GCP_ON_PROJECT, .cmds = DOCTOR, .needs = GCP_NEED_ANY },
 };
+/* clang-format on */
 
 const struct gcp_permission *gcp_permissions(size_t *n)
 {

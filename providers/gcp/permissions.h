@@ -63,7 +63,8 @@ struct gcp_permission {
 	 * its name to the rows it calls, and takes no enum value.
 	 */
 	const char *kinds;
-	unsigned needs;         /* enum gcp_perm_need bits: any one of them calls it too */
+	/* enum gcp_perm_need bits: any one of them calls it too. */
+	unsigned needs;
 };
 
 /*
