@@ -32,22 +32,20 @@ static int entry_set(const void *ops, size_t op)
 const void *provider_find(struct provider *p, const struct provider_kind *k, size_t op,
 			  struct provider **impl)
 {
-	const void *below = NULL, *own;
+	const void *found = NULL, *own;
 	struct provider *under = NULL;
 
-	if (!p)
-		return NULL;
-	/* What inner lacks, a decorator lacks too. */
-	if (p->inner && !(below = provider_find(p->inner, k, op, &under)))
-		return NULL;
-	own = own_table(p, k);
-	if (own && entry_set(own, op)) {
-		under = p;
-		below = own;
+	/* What inner lacks, a decorator lacks too: p's own entry counts only then. */
+	if (p && (!p->inner || (found = provider_find(p->inner, k, op, &under)))) {
+		own = own_table(p, k);
+		if (own && entry_set(own, op)) {
+			under = p;
+			found = own;
+		}
 	}
 	if (impl)
-		*impl = below ? under : NULL;
-	return below;
+		*impl = found ? under : NULL;
+	return found;
 }
 
 int provider_lacks(const struct provider_kind *k, const char *op, struct vx_err *err)
