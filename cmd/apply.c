@@ -18,6 +18,7 @@
 #include "reconcile/provider.h"
 #include "reconcile/out/render.h"
 #include "reconcile/load/spec.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "state/lock.h"
 #include "state/state.h"

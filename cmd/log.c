@@ -25,6 +25,7 @@
 #include "reconcile/provider.h"
 #include "reconcile/out/render.h"
 #include "reconcile/out/report.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/backend.h"

@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"

@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "state/backend.h"
 #include "state/lock.h"
 #include "state/state.h"

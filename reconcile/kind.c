@@ -13,6 +13,8 @@
 const struct kind *const kind_table[] = { &kind_quota, &kind_reservation, &kind_job };
 const size_t kind_count = sizeof(kind_table) / sizeof(kind_table[0]);
 _Static_assert(sizeof(kind_table) / sizeof(kind_table[0]) <= KIND_MAX, "KIND_MAX is too small");
+/* Each kind has a need bit of its own (reconcile/provider.h). */
+_Static_assert(KIND_MAX <= PROVIDER_NEED_KINDS, "KIND_MAX is too large");
 
 const struct kind *kind_of_address(const char *address)
 {

@@ -44,6 +44,7 @@ struct status_report;
 struct applier;
 struct import_outcome;
 struct import_request;
+struct live_jobs;
 struct vx_buf;
 
 /* At most this many kinds (kind.c asserts it), for fixed arrays over the table. */
@@ -225,12 +226,6 @@ struct kind {
 	int name_in_label;
 	/* 1: its runs write lines to Cloud Logging, which `vx logs ADDR` reads. */
 	int has_logs;
-	/*
-	 * The enum provider_need bits (reconcile/provider.h) a stack
-	 * declaring one of this kind needs: the permissions and APIs vx doctor
-	 * checks for it.
-	 */
-	unsigned needs;
 	/* The kind in prose, one and many ("quota preference", "quota preferences"). */
 	const char *noun;
 	const char *noun_plural;

@@ -21,6 +21,7 @@
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/load/spec.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/state.h"
@@ -564,8 +565,8 @@ static void job_list_one(void *ud, size_t i)
 	struct job_list_pool *pool = ud;
 	struct job_list_slot *s = &pool->slots[i];
 
-	s->rc = pool->p->jobs->list(pool->p, s->place->project, s->place->region, pool->stack, &s->js,
-				    &s->err);
+	s->rc = provider_job_list(pool->p, s->place->project, s->place->region, pool->stack, &s->js,
+				  &s->err);
 }
 
 /*
@@ -724,7 +725,6 @@ const struct kind kind_job = {
 	.update_says_why = 1,
 	.name_in_label = 1,
 	.has_logs = 1,
-	.needs = PROVIDER_NEED_JOB,
 	.noun = "job",
 	.noun_plural = "jobs",
 	.count_decls = job_count_decls,

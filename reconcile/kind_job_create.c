@@ -20,6 +20,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/runlabel.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/stack.h"
@@ -47,9 +48,9 @@ static void task_one(void *ud, size_t i)
 	struct task *t = (struct task *)ud + i;
 
 	if (t->is_cancel)
-		t->rc = t->prov->jobs->cancel(t->prov, t->cancel_name, t->fence, &t->err);
+		t->rc = provider_job_cancel(t->prov, t->cancel_name, t->fence, &t->err);
 	else
-		t->rc = t->prov->jobs->create(t->prov, &t->req, &t->created, &t->err);
+		t->rc = provider_job_create(t->prov, &t->req, &t->created, &t->err);
 }
 
 /* Runs tasks all at once, each on its own worker (n == count here: callers batch). */
@@ -417,9 +418,9 @@ static int find_by_labels(struct applier *a, const struct create *c, struct live
 	const char *job = vx_labels_get(c->labels, c->nlabels, "vx-job");
 	/* Only this job's runs: settling waits, listing again, and a region may
 	 * hold thousands of the stack's jobs. */
-	int rc = job && PROVIDER_HAS(a->prov, jobs, list_runs)
-			 ? a->prov->jobs->list_runs(a->prov, a->opts->project, region, a->st->name, job, &js, err)
-			 : a->prov->jobs->list(a->prov, a->opts->project, region, a->st->name, &js, err);
+	int rc = job && PROVIDER_HAS(a->prov, job, list_runs)
+			 ? provider_job_list_runs(a->prov, a->opts->project, region, a->st->name, job, &js, err)
+			 : provider_job_list(a->prov, a->opts->project, region, a->st->name, &js, err);
 
 	if (rc < 0)
 		return rc;
@@ -485,7 +486,7 @@ static int resolve_uncertain(struct applier *a, struct create *c, struct task *t
 			break;
 		/* Certainly not created: try once more. */
 		vx_err_release(&t->err);
-		t->rc = a->prov->jobs->create(a->prov, &t->req, &t->created, &t->err);
+		t->rc = provider_job_create(a->prov, &t->req, &t->created, &t->err);
 		resent = 1;
 		if (t->rc != VX_EUNCERTAIN)
 			break;

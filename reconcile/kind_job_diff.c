@@ -19,6 +19,7 @@
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/load/spec.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/sweep.h"
 #include "util/buf.h"
 #include "util/banned.h"

@@ -13,6 +13,7 @@
 
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/sweep.h"
 #include "util/buf.h"
 #include "util/banned.h"

@@ -24,6 +24,7 @@
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
 #include "reconcile/load/spec.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/load/ynode.h"
 #include "state/state.h"
@@ -263,11 +264,11 @@ static int job_read(struct job_import *ji, struct provider *p, const struct stac
 	if (strcmp(ji->region, ji->d->region))
 		return vx_err_set(err, VX_EINVAL, "%s: %s is in region %s, but %s is declared in region %s",
 				  req->address, req->resource, ji->region, req->address, ji->d->region);
-	if (!PROVIDER_HAS(p, jobs, get))
+	if (!PROVIDER_HAS(p, job, get))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot read one job");
 	if (!(asked = vx_asprintf("projects/%s/locations/%s/customJobs/%s", st->project, ji->region, ji->id)))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	rc = p->jobs->get(p, asked, &ji->lj, &ji->spec, err);
+	rc = provider_job_get(p, asked, &ji->lj, &ji->spec, err);
 	if (rc == VX_ENOTFOUND)
 		rc = vx_err_set(err, VX_ENOTFOUND, "%s: %s does not exist in project %s", req->address,
 				req->resource, st->project);
@@ -467,7 +468,7 @@ static int live_has(const struct live_jobs *live, const char *name)
 int import_refresh_jobs(struct live_jobs *live, struct provider *p, const struct state *state,
 			struct vx_err *err)
 {
-	for (size_t i = 0; state && PROVIDER_HAS(p, jobs, get) && i < state->nrecords; i++) {
+	for (size_t i = 0; state && PROVIDER_HAS(p, job, get) && i < state->nrecords; i++) {
 		const struct state_record *r = &state->records[i];
 
 		if (strcmp(r->kind, "CustomJob"))
@@ -482,7 +483,7 @@ int import_refresh_jobs(struct live_jobs *live, struct provider *p, const struct
 				continue;
 			if (live_has(live, run->resource))
 				continue;
-			rc = p->jobs->get(p, run->resource, &lj, NULL, err);
+			rc = provider_job_get(p, run->resource, &lj, NULL, err);
 			if (rc == VX_ENOTFOUND) {
 				vx_err_release(err);
 				continue;

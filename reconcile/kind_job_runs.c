@@ -17,6 +17,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/failure.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/runlabel.h"
 #include "reconcile/sweep.h"
 #include "state/state.h"

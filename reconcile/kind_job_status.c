@@ -5,6 +5,7 @@
  * state does not know. A row's state and times come from the listing when
  * it returned the job, else from the state's last word.
  */
+#include "reconcile/provider_job.h"
 #include "reconcile/status.h"
 
 #include <stdint.h>

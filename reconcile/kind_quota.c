@@ -23,6 +23,7 @@
 #include "reconcile/import.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
+#include "reconcile/provider_quota.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
 #include "state/state.h"
@@ -85,13 +86,13 @@ static int limits_in_force(struct live_quotas *qs, struct provider *p, const str
 		size_t k;
 
 		if (!l || l->has_granted || d->preferred_value < 0 || d->preferred_value == l->preferred ||
-		    !PROVIDER_HAS(p, quotas, list_infos))
+		    !PROVIDER_HAS(p, quota, list_infos))
 			continue;
 		for (k = 0; k < nread && strcmp(read[k], d->service); k++)
 			;
 		if (k == nread) {
 			read[nread++] = d->service;
-			if ((rc = p->quotas->list_infos(p, st->project, d->service, &lim, err)) < 0) {
+			if ((rc = provider_quota_list_infos(p, st->project, d->service, &lim, err)) < 0) {
 				rc = vx_err_wrap(err, "%s: reading the limits of %s", d->d.address, d->service);
 				break;
 			}
@@ -115,9 +116,9 @@ static int quota_refresh(struct live_store *out, struct provider *p, const struc
 		return 0;
 	if (!(qs = kind_live_slot(out, &kind_quota)) || live_store_note(out, 0, "quota preferences") < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if (!PROVIDER_HAS(p, quotas, list))
+	if (!PROVIDER_HAS(p, quota, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
-	rc = p->quotas->list(p, st->project, qs, err);
+	rc = provider_quota_list(p, st->project, qs, err);
 	if (rc < 0)
 		return vx_err_wrap(err, "reading quota preferences of %s", st->project);
 	return limits_in_force(qs, p, st, err);
@@ -415,8 +416,8 @@ static int send(struct applier *a, const struct plan_action *pa, int update, str
 	req.etag = update && l ? l->etag : NULL;
 	req.ignore_safety_checks = d->ignore_safety_checks;
 	req.fence = applier_fence(a);
-	rc = update ? a->prov->quotas->update(a->prov, &req, &got, &e)
-		    : a->prov->quotas->create(a->prov, &req, &got, &e);
+	rc = update ? provider_quota_update(a->prov, &req, &got, &e)
+		    : provider_quota_create(a->prov, &req, &got, &e);
 	if (rc < 0) {
 		live_quota_release(&got);
 		if (applier_fenced(a)) {
@@ -520,9 +521,9 @@ static int quota_import_read(const struct live_quota **out, struct live_quotas *
 	if (strcmp(id, name))
 		return vx_err_set(err, VX_EINVAL, "%s: the preference must have the id %s, as the address has, not %s",
 				  req->address, name, id);
-	if (!PROVIDER_HAS(p, quotas, list))
+	if (!PROVIDER_HAS(p, quota, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list quota preferences");
-	if ((rc = p->quotas->list(p, st->project, qs, err)) < 0) {
+	if ((rc = provider_quota_list(p, st->project, qs, err)) < 0) {
 		/* vx_err_wrap returns err's code, negative (the analyzer cannot see it). */
 		rc = vx_err_wrap(err, "%s: reading quota preferences of %s", req->address, st->project);
 		return rc < 0 ? rc : VX_EIO;
@@ -750,7 +751,6 @@ const struct kind kind_quota = {
 	.plan = quota_plan,
 	.apply = quota_apply,
 	.cost = KIND_COST_NONE,
-	.needs = PROVIDER_NEED_QUOTA,
 	.noun = "quota preference",
 	.noun_plural = "quota preferences",
 	.count_decls = quota_count_decls,

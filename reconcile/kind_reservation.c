@@ -21,6 +21,7 @@
 #include "reconcile/import.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
+#include "reconcile/provider_reservation.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
 #include "state/state.h"
@@ -120,11 +121,11 @@ static int res_refresh(struct live_store *out, struct provider *p, const struct 
 			break;
 		}
 		free(what);
-		if (!PROVIDER_HAS(p, reservations, list)) {
+		if (!PROVIDER_HAS(p, reservation, list)) {
 			rc = vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
 			break;
 		}
-		rc = p->reservations->list(p, projects[i], zones[i], &rs, err);
+		rc = provider_reservation_list(p, projects[i], zones[i], &rs, err);
 		if (rc < 0)
 			rc = vx_err_wrap(err, "reading reservations in %s", zones[i]);
 		for (size_t k = 0; k < rs.n && rc == 0; k++)
@@ -466,7 +467,7 @@ static int list_one(struct applier *a, const char *project, const char *zone, co
 		    struct live_reservation *out, struct vx_err *err)
 {
 	struct live_reservations rs = { 0 };
-	int rc = a->prov->reservations->list(a->prov, project, zone, &rs, err);
+	int rc = provider_reservation_list(a->prov, project, zone, &rs, err);
 
 	if (rc < 0)
 		return rc;
@@ -531,7 +532,7 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 		return 0;
 	}
 	if (rc > 0)
-		rc = a->prov->reservations->del(a->prov, project, zone, name, applier_fence(a), &e);
+		rc = provider_reservation_del(a->prov, project, zone, name, applier_fence(a), &e);
 	if (rc < 0 && rc != VX_ENOTFOUND) {
 		if (applier_fenced(a)) {
 			vx_err_release(&e);
@@ -611,7 +612,7 @@ static int send_create(struct applier *a, const struct stack_reservation *d, con
 	req.specific_required = d->specific_required;
 	req.request_id = id;
 	req.fence = applier_fence(a);
-	rc = a->prov->reservations->create(a->prov, &req, got, e);
+	rc = provider_reservation_create(a->prov, &req, got, e);
 	if (rc == VX_EUNCERTAIN && !applier_fenced(a)) {
 		struct vx_err e2 = VX_ERR_INIT;
 		int found = list_one(a, a->opts->project, d->zone, d->d.name, got, &e2);
@@ -686,8 +687,8 @@ static int do_resize(struct applier *a, const struct plan_action *pa, struct vx_
 	const struct stack_reservation *d = pa->kdecl;
 	const struct live_reservation *l = pa->klive;
 	struct vx_err e = VX_ERR_INIT;
-	int rc = a->prov->reservations->resize(a->prov, l->project ? l->project : a->opts->project, l->zone,
-					       l->name, d->count, applier_fence(a), &e);
+	int rc = provider_reservation_resize(a->prov, l->project ? l->project : a->opts->project, l->zone,
+					     l->name, d->count, applier_fence(a), &e);
 
 	if (rc < 0) {
 		if (applier_fenced(a)) {
@@ -800,9 +801,9 @@ static int res_import_read(struct res_import *ri, struct provider *p, const stru
 	if (strcmp(rname, ri->name))
 		return vx_err_set(err, VX_EINVAL, "%s: the reservation must be named %s, as the address is, not %s",
 				  req->address, ri->name, rname);
-	if (!PROVIDER_HAS(p, reservations, list))
+	if (!PROVIDER_HAS(p, reservation, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
-	if ((rc = p->reservations->list(p, st->project, ri->zone, &ri->rs, err)) < 0) {
+	if ((rc = provider_reservation_list(p, st->project, ri->zone, &ri->rs, err)) < 0) {
 		/* vx_err_wrap returns err's code, negative (the analyzer cannot see it). */
 		rc = vx_err_wrap(err, "%s: reading reservations in %s", req->address, ri->zone);
 		return rc < 0 ? rc : VX_EIO;
@@ -1088,7 +1089,6 @@ const struct kind kind_reservation = {
 	.apply = res_apply,
 	.cost = KIND_COST_HELD,
 	.capacity = res_capacity,
-	.needs = PROVIDER_NEED_RESERVATION,
 	.noun = "reservation",
 	.noun_plural = "reservations",
 	.count_decls = res_count_decls,

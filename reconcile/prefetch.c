@@ -7,6 +7,9 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
+#include "reconcile/provider_job.h"
+#include "reconcile/provider_quota.h"
+#include "reconcile/provider_reservation.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -35,6 +38,7 @@ struct pf_answer {
 /* One thread of lists: the refresh of one stack, run against a recorder. */
 struct pf_thread {
 	struct provider rec;          /* first: the provider that thread's refresh calls */
+	struct provider_table rec_tables[3]; /* rec's: the lists real has */
 	struct prefetch *pf;
 	const struct stack *st;       /* borrowed; NULL: the one list below */
 	char *project, *region, *stack; /* owned: the jobs to list when st is NULL */
@@ -43,8 +47,8 @@ struct pf_thread {
 };
 
 struct prefetch {
-	struct provider reader;       /* first: the provider handed out */
-	struct provider_tables ops;   /* reader's: wrap real's, but the lists (prefetch_new) */
+	/* first: the provider handed out, wrapping real's (prefetch_new) */
+	struct provider reader;
 	struct provider *real;        /* borrowed */
 	struct pf_thread threads[PF_THREADS];
 	size_t nthreads;
@@ -161,7 +165,7 @@ static int pf_list_jobs(struct provider *p, const char *project, const char *reg
 	struct pf_answer *a;
 
 	if (!(a = answer_take(pf, PF_JOBS, project, region, stack)))
-		return pf->real->jobs->list(pf->real, project, region, stack, out, err);
+		return provider_job_list(pf->real, project, region, stack, out, err);
 	*out = a->jobs;
 	memset(&a->jobs, 0, sizeof(a->jobs));
 	return answer_rc(a, err);
@@ -174,7 +178,7 @@ static int pf_list_reservations(struct provider *p, const char *project, const c
 	struct pf_answer *a;
 
 	if (!(a = answer_take(pf, PF_RESERVATIONS, project, zone, NULL)))
-		return pf->real->reservations->list(pf->real, project, zone, out, err);
+		return provider_reservation_list(pf->real, project, zone, out, err);
 	*out = a->reservations;
 	memset(&a->reservations, 0, sizeof(a->reservations));
 	return answer_rc(a, err);
@@ -187,7 +191,7 @@ static int pf_list_quotas(struct provider *p, const char *project, struct live_q
 	struct pf_answer *a;
 
 	if (!(a = answer_take(pf, PF_QUOTAS, project, NULL, NULL)))
-		return pf->real->quotas->list(pf->real, project, out, err);
+		return provider_quota_list(pf->real, project, out, err);
 	*out = a->quotas;
 	memset(&a->quotas, 0, sizeof(a->quotas));
 	return answer_rc(a, err);
@@ -202,13 +206,23 @@ static int pf_list_quota_infos(struct provider *p, const char *project, const ch
 	int rc;
 
 	if (!a)
-		return pf->real->quotas->list_infos(pf->real, project, service, out, err);
+		return provider_quota_list_infos(pf->real, project, service, out, err);
 	rc = answer_rc(a, err);
 	for (size_t i = 0; i < a->limits.n && rc == 0; i++)
 		if (live_quota_limits_push(out, &a->limits.items[i]) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 	return rc;
 }
+
+/* The reader's tables: only the lists it answers (the rest is real's). */
+static const struct provider_job_ops pf_job_ops = { .list = pf_list_jobs };
+static const struct provider_reservation_ops pf_reservation_ops = { .list = pf_list_reservations };
+static const struct provider_quota_ops pf_quota_ops = { .list = pf_list_quotas, .list_infos = pf_list_quota_infos };
+static const struct provider_table pf_tables[] = {
+	{ &provider_kind_job, &pf_job_ops },
+	{ &provider_kind_reservation, &pf_reservation_ops },
+	{ &provider_kind_quota, &pf_quota_ops },
+};
 
 /* Never called: prefetch_free() frees the prefetch, not its reader. */
 static void pf_free(struct provider *p)
@@ -235,7 +249,7 @@ static int rec_list_jobs(struct provider *p, const char *project, const char *re
 	(void)out;
 	(void)err;
 	if (a)
-		a->rc = pf->real->jobs->list(pf->real, project, region, stack, &a->jobs, &a->err);
+		a->rc = provider_job_list(pf->real, project, region, stack, &a->jobs, &a->err);
 	return 0;
 }
 
@@ -248,7 +262,7 @@ static int rec_list_reservations(struct provider *p, const char *project, const 
 	(void)out;
 	(void)err;
 	if (a)
-		a->rc = pf->real->reservations->list(pf->real, project, zone, &a->reservations, &a->err);
+		a->rc = provider_reservation_list(pf->real, project, zone, &a->reservations, &a->err);
 	return 0;
 }
 
@@ -261,7 +275,7 @@ static int rec_list_quotas(struct provider *p, const char *project, struct live_
 	(void)out;
 	(void)err;
 	if (a)
-		a->rc = pf->real->quotas->list(pf->real, project, &a->quotas, &a->err);
+		a->rc = provider_quota_list(pf->real, project, &a->quotas, &a->err);
 	return 0;
 }
 
@@ -276,7 +290,7 @@ static void record_quota_infos(struct pf_thread *t, const char *service)
 	struct pf_answer *a = answer_claim(pf, PF_QUOTA_INFOS, t->st->project, service, NULL);
 
 	if (a)
-		a->rc = pf->real->quotas->list_infos(pf->real, t->st->project, service, &a->limits, &a->err);
+		a->rc = provider_quota_list_infos(pf->real, t->st->project, service, &a->limits, &a->err);
 }
 
 static void *prefetch_main(void *arg)
@@ -291,7 +305,7 @@ static void *prefetch_main(void *arg)
 		struct live_jobs jobs;
 
 		memset(&jobs, 0, sizeof(jobs));
-		if (PROVIDER_HAS(pf->real, jobs, list))
+		if (PROVIDER_HAS(pf->real, job, list))
 			(void)rec_list_jobs(&t->rec, t->project, t->region, t->stack, &jobs, &e);
 		OPENSSL_thread_stop();
 		return NULL;
@@ -303,7 +317,7 @@ static void *prefetch_main(void *arg)
 		vx_err_release(&e);
 	live_store_release(&scratch);
 	vx_err_release(&e);
-	if (PROVIDER_HAS(pf->real, quotas, list_infos) && capacity_wanted(t->st)) {
+	if (PROVIDER_HAS(pf->real, quota, list_infos) && capacity_wanted(t->st)) {
 		record_quota_infos(t, "aiplatform.googleapis.com");
 		if (t->st->nreservations)
 			record_quota_infos(t, "compute.googleapis.com");
@@ -339,10 +353,15 @@ static int thread_start(struct prefetch *pf, const struct stack *st, const char 
 		thread_release(t);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
-	/* Only the lists: a refresh makes no other call. */
-	t->rec.jobs = PROVIDER_HAS(pf->real, jobs, list) ? &rec_job_ops : NULL;
-	t->rec.reservations = PROVIDER_HAS(pf->real, reservations, list) ? &rec_reservation_ops : NULL;
-	t->rec.quotas = PROVIDER_HAS(pf->real, quotas, list) ? &rec_quota_ops : NULL;
+	/* Only the lists, and those real has: a refresh makes no other call.
+	 * The recorder wraps nothing (no inner): it lacks every other operation. */
+	if (PROVIDER_HAS(pf->real, job, list))
+		t->rec_tables[t->rec.ntables++] = (struct provider_table){ &provider_kind_job, &rec_job_ops };
+	if (PROVIDER_HAS(pf->real, reservation, list))
+		t->rec_tables[t->rec.ntables++] = (struct provider_table){ &provider_kind_reservation, &rec_reservation_ops };
+	if (PROVIDER_HAS(pf->real, quota, list))
+		t->rec_tables[t->rec.ntables++] = (struct provider_table){ &provider_kind_quota, &rec_quota_ops };
+	t->rec.tables = t->rec_tables;
 	t->rec.free = pf_free;
 	if (pthread_create(&t->thread, NULL, prefetch_main, t) != 0) {
 		thread_release(t);
@@ -366,16 +385,9 @@ static struct prefetch *prefetch_new(struct provider *real)
 	if (!pf)
 		return NULL;
 	/* The lists answer from what was prefetched; every other operation is
-	 * real's, and one real lacks stays NULL here too. */
-	provider_wrap(&pf->reader, &pf->ops, real);
-	if (pf->ops.jobs.list)
-		pf->ops.jobs.list = pf_list_jobs;
-	if (pf->ops.reservations.list)
-		pf->ops.reservations.list = pf_list_reservations;
-	if (pf->ops.quotas.list)
-		pf->ops.quotas.list = pf_list_quotas;
-	if (pf->ops.quotas.list_infos)
-		pf->ops.quotas.list_infos = pf_list_quota_infos;
+	 * real's (the reader wraps it), and one real lacks the reader lacks. */
+	pf->reader.inner = real;
+	PROVIDER_SET_TABLES(&pf->reader, pf_tables);
 	pf->reader.free = pf_free;
 	pf->real = real;
 	pthread_mutex_init(&pf->lock, NULL);

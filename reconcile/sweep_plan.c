@@ -5,6 +5,7 @@
  * other job; this pass only holds back creates, so a later vxapply or
  * vx watch cycle, planning again, starts the next runs as others finish.
  */
+#include "reconcile/provider_job.h"
 #include "reconcile/sweep.h"
 
 #include <inttypes.h>

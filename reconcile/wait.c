@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/banned.h"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/provider_job.h"
 #include "util/ctx.h"
 #include "util/hashmap.h"
 #include "util/banned.h"
@@ -77,9 +78,9 @@ struct place {
 };
 
 struct watch_live {
-	struct provider reader; /* first: watch_live_provider hands out &reader */
-	/* reader's, wrapping the real provider (reader.inner): its operations but the list of jobs */
-	struct provider_tables ops;
+	/* first: watch_live_provider hands out &reader, wrapping the real provider
+	 * (reader.inner): its operations but the list of jobs */
+	struct provider reader;
 	const struct vx_ctx *ctx;
 	int64_t full_every_ms;
 	/* The refresh lists its places side by side (reconcile/kind_job.c), one
@@ -174,7 +175,7 @@ static int list_full(struct watch_live *w, struct place *pl, struct live_jobs *o
 	int rc;
 
 	count(w, &w->stats.full_lists);
-	if ((rc = real->jobs->list(real, pl->project, pl->region, pl->stack, out, err)) < 0)
+	if ((rc = provider_job_list(real, pl->project, pl->region, pl->stack, out, err)) < 0)
 		return rc;
 	if (out->n && !(kept.items = calloc(out->n, sizeof(*kept.items))))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -207,7 +208,7 @@ static int read_ended(struct watch_live *w, struct place *pl, const char *name, 
 
 	memset(&lj, 0, sizeof(lj));
 	count(w, &w->stats.gets);
-	rc = real->jobs->get(real, name, &lj, NULL, err);
+	rc = provider_job_get(real, name, &lj, NULL, err);
 	if (rc == VX_ENOTFOUND) {
 		/* Deleted: the plan sees it gone, as after a full list. */
 		vx_err_release(err);
@@ -261,7 +262,7 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 	memset(out, 0, sizeof(*out));
 	if (!pl)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if (!pl->fresh || !PROVIDER_HAS(real, jobs, list_active) || !PROVIDER_HAS(real, jobs, get) ||
+	if (!pl->fresh || !PROVIDER_HAS(real, job, list_active) || !PROVIDER_HAS(real, job, get) ||
 	    w->full_every_ms <= 0 || vx_mono_ms(w->ctx) - pl->full_ms >= w->full_every_ms) {
 		live_jobs_release(&pl->pre);
 		pl->has_pre = 0;
@@ -280,7 +281,7 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 		pl->has_pre = 0;
 	} else {
 		count(w, &w->stats.active_lists);
-		if ((rc = real->jobs->list_active(real, project, region, stack, &active, err)) < 0)
+		if ((rc = provider_job_list_active(real, project, region, stack, &active, err)) < 0)
 			goto fail;
 	}
 	pl->sig = watch_live_digest(&active);
@@ -322,6 +323,10 @@ fail:
 	return rc;
 }
 
+/* The reader's table of jobs: only the list it answers (the rest is real's). */
+static const struct provider_job_ops wl_job_ops = { .list = wl_list_jobs };
+static const struct provider_table wl_tables[] = { { &provider_kind_job, &wl_job_ops } };
+
 /* Never called: watch_live_free frees the reader with the rest. */
 static void wl_free(struct provider *p)
 {
@@ -337,10 +342,9 @@ int watch_live_new(struct watch_live **out, struct provider *real, const struct 
 	if (!w)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	/* The list of jobs answers from what is kept; every other operation is
-	 * real's, and one real lacks stays NULL here too. */
-	provider_wrap(&w->reader, &w->ops, real);
-	if (w->ops.jobs.list)
-		w->ops.jobs.list = wl_list_jobs;
+	 * real's, and one real lacks the reader lacks too (reconcile/provider.h). */
+	w->reader.inner = real;
+	PROVIDER_SET_TABLES(&w->reader, wl_tables);
 	w->reader.free = wl_free;
 	if (pthread_mutex_init(&w->mu, NULL) != 0) {
 		free(w);
@@ -428,7 +432,7 @@ int watch_live_idle(struct watch_live *w, int *same, struct vx_err *err)
 	int rc;
 
 	*same = 0;
-	if (!w->nplaces || !PROVIDER_HAS(real, jobs, list_active) || w->full_every_ms <= 0)
+	if (!w->nplaces || !PROVIDER_HAS(real, job, list_active) || w->full_every_ms <= 0)
 		return 0;
 	for (size_t i = 0; i < w->nplaces; i++) {
 		const struct place *pl = w->places[i];
@@ -442,7 +446,7 @@ int watch_live_idle(struct watch_live *w, int *same, struct vx_err *err)
 		live_jobs_release(&pl->pre);
 		pl->has_pre = 0;
 		count(w, &w->stats.active_lists);
-		if ((rc = real->jobs->list_active(real, pl->project, pl->region, pl->stack, &pl->pre, err)) < 0) {
+		if ((rc = provider_job_list_active(real, pl->project, pl->region, pl->stack, &pl->pre, err)) < 0) {
 			watch_live_invalidate(w);
 			return rc;
 		}

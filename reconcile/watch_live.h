@@ -10,13 +10,13 @@
  * its update time. A job in a final state (SUCCEEDED, FAILED, CANCELLED,
  * EXPIRED) never changes again, so the watcher keeps the final jobs of its
  * last full list and, each cycle, lists only the jobs that are not final
- * (the provider's jobs->list_active), then reads one by one (jobs->get) the
+ * (the provider's job list_active), then reads one by one (job get) the
  * jobs the state holds as active that this list no longer shows: they just
  * ended, and join the kept ones. A full list runs at the first cycle and then every
  * full_every_ms, which also forgets final jobs deleted since.
  *
  * It is a struct provider (reconcile/provider.h) that the refresh reads
- * through, a decorator of the real provider (provider_wrap): jobs->list
+ * through, a decorator of the real provider (struct provider's inner): the job list
  * answers from the above; every other operation is the real provider's.
  */
 
@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "util/err.h"
 
 struct vx_ctx;

@@ -9,6 +9,7 @@
 
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/wait.h"
 #include "state/backend.h"

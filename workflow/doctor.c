@@ -28,15 +28,15 @@ static const struct {
 
 static const char *const cmd_names[] = { "plan", "apply", "watch", "import", "doctor" };
 
-/* The GCP_NEED_* bits of st (NULL: every kind). */
+/* The enum provider_need bits of st (NULL: every kind): a kind's own bit for each kind it
+ * declares, and GCP_NEED_* above them. */
 static unsigned stack_needs(const struct stack *st)
 {
 	unsigned needs = 0;
 
-	/* What a kind declared needs (the kind's needs bits). */
 	for (size_t k = 0; k < kind_count; k++)
 		if (!st || kind_table[k]->count_decls(st))
-			needs |= kind_table[k]->needs;
+			needs |= PROVIDER_NEED_KIND(k);
 	if (!st)
 		return needs;
 	if (st->state.backend == STACK_BACKEND_GCS)
@@ -158,6 +158,16 @@ static size_t popcount(unsigned v)
 	return n;
 }
 
+/* Whether row r is called for a stack of needs (stack_needs): a kind it serves is declared, or
+ * a fixed need of its. */
+static int row_needed(const struct gcp_permission *r, unsigned needs)
+{
+	for (size_t k = 0; k < kind_count; k++)
+		if ((needs & PROVIDER_NEED_KIND(k)) && gcp_permission_serves(r, kind_table[k]->name))
+			return 1;
+	return (r->needs & needs) != 0;
+}
+
 /*
  * One testIamPermissions call on name for the rows granted there (on) that
  * the stack needs, and its line: all held, or each missing one with its role.
@@ -178,7 +188,7 @@ static int check_scope(struct doctor_report *r, const struct iamtest_client *c, 
 	int rc = 0;
 
 	for (i = 0; i < n; i++) {
-		if (t[i].on != on || !t[i].permission || !(t[i].cmds & cmds) || !(t[i].needs & needs))
+		if (t[i].on != on || !t[i].permission || !(t[i].cmds & cmds) || !row_needed(&t[i], needs))
 			continue;
 		for (k = 0; k < nasked && strcmp(asked[k], t[i].permission); k++)
 			;
@@ -242,7 +252,7 @@ static int check_services(struct doctor_report *r, const struct iamtest_client *
 		int used = 0, enabled = 0;
 
 		for (i = 0; i < n && !used; i++)
-			used = !strcmp(t[i].api, services[s].api) && (t[i].cmds & cmds) && (t[i].needs & needs);
+			used = !strcmp(t[i].api, services[s].api) && (t[i].cmds & cmds) && row_needed(&t[i], needs);
 		if (!used)
 			continue;
 		nasked++;

@@ -6,6 +6,7 @@
 
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/state.h"
@@ -235,9 +236,9 @@ static int ended(struct workspace *ws, const char *resource, char **state, struc
 	int rc;
 
 	*state = NULL;
-	if (!PROVIDER_HAS(ws->prov, jobs, get))
+	if (!PROVIDER_HAS(ws->prov, job, get))
 		return 0;
-	if ((rc = ws->prov->jobs->get(ws->prov, resource, &lj, NULL, err)) < 0)
+	if ((rc = provider_job_get(ws->prov, resource, &lj, NULL, err)) < 0)
 		return rc;
 	rc = job_state_is_terminal(lj.state);
 	if (rc && !(*state = strdup(lj.state)))

@@ -8,6 +8,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/out/render.h"
+#include "reconcile/provider_quota.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/backend.h"
@@ -114,11 +115,11 @@ static int read_limits(struct planning *pl, struct workspace *ws, char **why, st
 	int rc;
 
 	*why = NULL;
-	rc = p->quotas->list_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, &e);
+	rc = provider_quota_list_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, &e);
 	if (rc == 0)
 		pl->limits_read = 1;
 	if (rc == 0 && st->nreservations)
-		rc = p->quotas->list_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
+		rc = provider_quota_list_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
 	if (rc == VX_EDENIED) {
 		rc = (*why = vx_strdup(vx_err_msg(&e))) ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 	} else if (rc == VX_ENOTFOUND) {
@@ -150,7 +151,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	 * other prices without editing the reviewed stack. */
 	if ((rc = prices_load(&pl->prices, st, vx_getenv(ws->ctx, "VX_PRICES"), err)) < 0)
 		return rc;
-	if (o->refresh && ws->prov && PROVIDER_HAS(ws->prov, quotas, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
+	if (o->refresh && ws->prov && PROVIDER_HAS(ws->prov, quota, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
 		return rc;
 	memset(&in, 0, sizeof(in));
 	in.st = st;

@@ -15,6 +15,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
 #include "reconcile/out/render.h"
+#include "reconcile/provider_quota.h"
 #include "util/err.h"
 
 struct ci;

@@ -6,6 +6,7 @@
 
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "state/backend.h"

@@ -17,6 +17,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/watch_live.h"
 #include "state/backend.h"

@@ -16,71 +16,73 @@
 #define DOCTOR GCP_CMD_DOCTOR
 #define LOGS GCP_CMD_LOGS
 
+/* One row a method, its fields on three lines: clang-format would join them. */
+/* clang-format off */
 static const struct gcp_permission table[] = {
 	/* Vertex AI custom jobs (CustomJob). */
 	{ .api = "aiplatform", .rpc = "ListCustomJobs", .method = "projects.locations.customJobs.list",
 	  .permission = "aiplatform.customJobs.list", .role = "roles/aiplatform.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH, .needs = GCP_NEED_JOB },
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH, .kinds = "CustomJob" },
 	{ .api = "aiplatform", .rpc = "GetCustomJob", .method = "projects.locations.customJobs.get",
 	  .permission = "aiplatform.customJobs.get", .role = "roles/aiplatform.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = WATCH | IMPORT, .needs = GCP_NEED_JOB },
+	  .on = GCP_ON_PROJECT, .cmds = WATCH | IMPORT, .kinds = "CustomJob" },
 	{ .api = "logging", .rpc = "ListLogEntries", .method = "entries.list",
 	  .permission = "logging.logEntries.list", .role = "roles/logging.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = LOGS, .needs = GCP_NEED_JOB },
+	  .on = GCP_ON_PROJECT, .cmds = LOGS, .kinds = "CustomJob" },
 	{ .api = "aiplatform", .rpc = "CreateCustomJob", .method = "projects.locations.customJobs.create",
 	  .permission = "aiplatform.customJobs.create", .role = "roles/aiplatform.user",
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_JOB },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "CustomJob" },
 	{ .api = "aiplatform", .rpc = "CreateCustomJob", .method = "projects.locations.customJobs.create",
 	  .permission = "iam.serviceAccounts.actAs", .role = "roles/iam.serviceAccountUser",
 	  .on = GCP_ON_SERVICE_ACCOUNT, .cmds = APPLY | WATCH, .needs = GCP_NEED_JOB_SA },
 	{ .api = "aiplatform", .rpc = "CancelCustomJob", .method = "projects.locations.customJobs.cancel",
 	  .permission = "aiplatform.customJobs.cancel", .role = "roles/aiplatform.user",
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_JOB },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "CustomJob" },
 
 	/* Compute Engine reservations (Reservation). */
 	{ .api = "compute", .rpc = "ListReservations", .method = "reservations.list",
 	  .permission = "compute.reservations.list", .role = "roles/compute.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_RESERVATION },
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "Reservation" },
 	{ .api = "compute", .rpc = "GetReservation", .method = "reservations.get",
 	  .permission = "compute.reservations.get", .role = "roles/compute.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
 	{ .api = "compute", .rpc = "InsertReservation", .method = "reservations.insert",
 	  .permission = "compute.reservations.create", .role = GCP_ROLE_CUSTOM_APPLY,
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
 	{ .api = "compute", .rpc = "ResizeReservation", .method = "reservations.resize",
 	  .permission = "compute.reservations.resize", .role = GCP_ROLE_CUSTOM_APPLY,
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
 	{ .api = "compute", .rpc = "DeleteReservation", .method = "reservations.delete",
 	  .permission = "compute.reservations.delete", .role = GCP_ROLE_CUSTOM_APPLY,
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
 	{ .api = "compute", .rpc = "WaitZoneOperation", .method = "zoneOperations.wait",
 	  .permission = "compute.zoneOperations.get", .role = "roles/compute.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_RESERVATION },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
 
 	/* Cloud Quotas: the limits of the capacity check, and QuotaPreference. */
 	{ .api = "cloudquotas", .rpc = "ListQuotaInfos", .method = "projects.locations.services.quotaInfos.list",
 	  .permission = "cloudquotas.quotas.get", .role = "roles/cloudquotas.viewer",
 	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH,
-	  .needs = GCP_NEED_JOB | GCP_NEED_RESERVATION | GCP_NEED_QUOTA },
+	  .kinds = "CustomJob Reservation QuotaPreference" },
 	{ .api = "cloudquotas", .rpc = "ListQuotaPreferences", .method = "projects.locations.quotaPreferences.list",
 	  .permission = "cloudquotas.quotas.get", .role = "roles/cloudquotas.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_QUOTA },
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "QuotaPreference" },
 	/* Cloud Quotas' access control page lists resourcemanager.projects.get
 	 * beside cloudquotas.quotas.get for reading quota (roles/cloudquotas.viewer
 	 * holds both): a custom role without it is refused. */
 	{ .api = "cloudquotas", .rpc = "ListQuotaInfos", .method = "projects.locations.services.quotaInfos.list",
 	  .permission = "resourcemanager.projects.get", .role = "roles/cloudquotas.viewer",
 	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH,
-	  .needs = GCP_NEED_JOB | GCP_NEED_RESERVATION | GCP_NEED_QUOTA },
+	  .kinds = "CustomJob Reservation QuotaPreference" },
 	{ .api = "cloudquotas", .rpc = "ListQuotaPreferences", .method = "projects.locations.quotaPreferences.list",
 	  .permission = "resourcemanager.projects.get", .role = "roles/cloudquotas.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .needs = GCP_NEED_QUOTA },
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "QuotaPreference" },
 	{ .api = "cloudquotas", .rpc = "CreateQuotaPreference", .method = "projects.locations.quotaPreferences.create",
 	  .permission = "cloudquotas.quotas.update", .role = "roles/cloudquotas.admin",
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_QUOTA },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "QuotaPreference" },
 	{ .api = "cloudquotas", .rpc = "UpdateQuotaPreference", .method = "projects.locations.quotaPreferences.patch",
 	  .permission = "cloudquotas.quotas.update", .role = "roles/cloudquotas.admin",
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .needs = GCP_NEED_QUOTA },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "QuotaPreference" },
 
 	/* Cloud Storage: the state bucket of the gcs backend. */
 	{ .api = "storage", .rpc = "GetObject", .method = "objects.get",
@@ -126,6 +128,7 @@ static const struct gcp_permission table[] = {
 	  .permission = "serviceusage.services.get", .role = "roles/serviceusage.serviceUsageViewer",
 	  .on = GCP_ON_PROJECT, .cmds = DOCTOR, .needs = GCP_NEED_ANY },
 };
+/* clang-format on */
 
 const struct gcp_permission *gcp_permissions(size_t *n)
 {
@@ -169,6 +172,16 @@ const struct gcp_permission *gcp_permission_for(const char *api, const char *rpc
 		if (table[i].permission && names(message, table[i].permission))
 			return &table[i];
 	return NULL;
+}
+
+int gcp_permission_serves(const struct gcp_permission *r, const char *kind)
+{
+	size_t n = kind ? strlen(kind) : 0;
+
+	for (const char *p = r->kinds; p && n && (p = strstr(p, kind)); p += n)
+		if ((p == r->kinds || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
 }
 
 const struct gcp_permission *gcp_permission_find(const char *permission)

@@ -12,6 +12,8 @@
  *
  * tools/check-permissions.py reads the table from permissions.c: keep its
  * rows designated initialisers of string literals and enum names.
+ * A row says which stacks call its method: the kinds whose declarations
+ * call it (kinds, by name), or a need no one kind stands for (needs).
  */
 
 #include <stddef.h>
@@ -28,13 +30,14 @@ enum gcp_perm_cmd {
 	GCP_CMD_LOGS = 1 << 5,
 };
 
-/* What in a stack makes vx call a method: reconcile/provider.h's needs, which the kinds'
- * rows name (reconcile/ sits beside providers/ and includes none of its headers). */
+/*
+ * What in a stack makes vx call a method, beyond declaring a kind (a row
+ * names the kinds it serves in its kinds string): reconcile/provider.h's
+ * fixed needs (reconcile/ sits beside providers/ and includes none of its
+ * headers).
+ */
 enum gcp_perm_need {
-	GCP_NEED_JOB = PROVIDER_NEED_JOB,
 	GCP_NEED_JOB_SA = PROVIDER_NEED_JOB_SA,
-	GCP_NEED_RESERVATION = PROVIDER_NEED_RESERVATION,
-	GCP_NEED_QUOTA = PROVIDER_NEED_QUOTA,
 	GCP_NEED_GCS = PROVIDER_NEED_GCS,
 	GCP_NEED_ANY = PROVIDER_NEED_ANY,
 };
@@ -54,7 +57,14 @@ struct gcp_permission {
 	const char *role;       /* the smallest role that grants it: "roles/aiplatform.viewer" */
 	enum gcp_perm_on on;
 	unsigned cmds;          /* enum gcp_perm_cmd bits */
-	unsigned needs;         /* enum gcp_perm_need bits: any one of them calls it */
+	/*
+	 * The kinds whose declaration calls it: their names (struct kind's
+	 * name, "CustomJob"), separated by a space; NULL: none. A new kind adds
+	 * its name to the rows it calls, and takes no enum value.
+	 */
+	const char *kinds;
+	/* enum gcp_perm_need bits: any one of them calls it too. */
+	unsigned needs;
 };
 
 /*
@@ -74,6 +84,9 @@ const struct gcp_permission *gcp_permissions(size_t *n);
  * message may be NULL.
  */
 const struct gcp_permission *gcp_permission_for(const char *api, const char *rpc, const char *message);
+
+/* 1 when row r is called for a declaration of the kind named kind ("CustomJob"), else 0. */
+int gcp_permission_serves(const struct gcp_permission *r, const char *kind);
 
 /* The row granting permission, NULL when none. */
 const struct gcp_permission *gcp_permission_find(const char *permission);

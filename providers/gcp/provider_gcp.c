@@ -15,6 +15,9 @@
 #include "providers/gcp/storage.h"
 #include "providers/gcp/vertex.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
+#include "reconcile/provider_quota.h"
+#include "reconcile/provider_reservation.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/text.h"
@@ -1239,6 +1242,13 @@ static const struct provider_quota_ops gcp_quota_ops = {
 	.list_infos = gcp_list_quota_infos,
 };
 
+/* The kinds this provider serves: one line each. */
+static const struct provider_table gcp_tables[] = {
+	{ &provider_kind_job, &gcp_job_ops },
+	{ &provider_kind_reservation, &gcp_reservation_ops },
+	{ &provider_kind_quota, &gcp_quota_ops },
+};
+
 int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp_provider_options *opts,
 		     struct vx_err *err)
 {
@@ -1249,9 +1259,7 @@ int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp
 	if (!g)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	pthread_mutex_init(&g->lock, NULL);
-	g->base.jobs = &gcp_job_ops;
-	g->base.reservations = &gcp_reservation_ops;
-	g->base.quotas = &gcp_quota_ops;
+	PROVIDER_SET_TABLES(&g->base, gcp_tables);
 	g->base.post_webhook = gcp_post_webhook;
 	g->base.api_errors = gcp_api_errors;
 	g->base.retry_after = gcp_retry_after;

@@ -12,6 +12,7 @@
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/text.h"

@@ -57,7 +57,7 @@ class CheckPermissions(unittest.TestCase):
                   "\t{ .api = \"aiplatform\", .rpc = \"DeleteCustomJob\", .method = "
                   "\"projects.locations.customJobs.delete\",\n"
                   "\t  .permission = \"aiplatform.customJobs.delete\", .role = \"roles/aiplatform.user\",\n"
-                  "\t  .on = GCP_ON_PROJECT, .cmds = APPLY, .needs = GCP_NEED_JOB },\n")
+                  "\t  .on = GCP_ON_PROJECT, .cmds = APPLY, .kinds = \"CustomJob\" },\n")
         code, out = self.run_check()
         self.assertEqual(code, 1)
         self.assertEqual(out, [

@@ -21,6 +21,7 @@
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"
@@ -190,6 +191,7 @@ static int mem_cancel(struct provider *p, const char *name, const struct provide
 }
 
 static const struct provider_job_ops mem_jobs = { .list = mem_list, .create = mem_create, .cancel = mem_cancel };
+static const struct provider_table mem_tables[] = { { &provider_kind_job, &mem_jobs } };
 
 static void mem_init(struct memcloud *m)
 {
@@ -197,7 +199,7 @@ static void mem_init(struct memcloud *m)
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->gate_lock, NULL);
 	pthread_cond_init(&m->gate_cond, NULL);
-	m->base.jobs = &mem_jobs;
+	PROVIDER_SET_TABLES(&m->base, mem_tables);
 }
 
 /* ---- hooks ---- */

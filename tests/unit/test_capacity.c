@@ -12,6 +12,8 @@
 #include "reconcile/kind.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_quota.h"
+#include "reconcile/provider_reservation.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "providers/gcp/permissions.h"
 #include "reconcile/kind.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
@@ -39,6 +40,18 @@ static void test_state_folders_are_the_table(void **unused)
 	}
 }
 
+/* Whether a row of the permission table serves kind: what vx doctor checks for it. */
+static int has_permission_rows(const char *kind)
+{
+	size_t n;
+	const struct gcp_permission *t = gcp_permissions(&n);
+
+	for (size_t i = 0; i < n; i++)
+		if (gcp_permission_serves(&t[i], kind))
+			return 1;
+	return 0;
+}
+
 /* Each row is whole, and names and prefixes are each one kind's. */
 static void test_rows(void **unused)
 {
@@ -58,7 +71,7 @@ static void test_rows(void **unused)
 		assert_non_null(a->noun_plural);
 		assert_non_null(a->count_decls);
 		assert_non_null(a->decl_at);
-		assert_true(a->needs != 0);
+		assert_true(has_permission_rows(a->name));
 		assert_true(k == 0 || kind_table[k - 1]->phase < a->phase);
 		assert_ptr_equal(kind_by_name(a->name), a);
 		snprintf(address, sizeof(address), "%s.x", a->prefix);

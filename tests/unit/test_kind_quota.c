@@ -16,6 +16,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_quota.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/diag.h"

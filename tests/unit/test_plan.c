@@ -13,6 +13,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
 #include "state/state.h"
 #include "util/buf.h"
 

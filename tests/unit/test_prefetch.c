@@ -12,6 +12,9 @@
 
 #include "reconcile/prefetch.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
+#include "reconcile/provider_quota.h"
+#include "reconcile/provider_reservation.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 
@@ -95,6 +98,10 @@ static int c_create_quota(struct provider *p, const struct provider_quota_reques
 /* Jobs and quota limits as the prefetch reads them, and two operations it never changes. */
 static const struct provider_job_ops counting_jobs = { .list = c_list_jobs, .cancel = c_cancel };
 static const struct provider_quota_ops counting_quotas = { .create = c_create_quota, .list_infos = c_list_infos };
+static const struct provider_table counting_tables[] = {
+	{ &provider_kind_job, &counting_jobs },
+	{ &provider_kind_quota, &counting_quotas },
+};
 
 struct fixture {
 	struct counting prov;
@@ -109,8 +116,7 @@ static int setup(void **state)
 	static const char *const regions[3] = { "r1", "r2", "bad" };
 
 	pthread_mutex_init(&f->prov.lock, NULL);
-	f->prov.base.jobs = &counting_jobs;
-	f->prov.base.quotas = &counting_quotas;
+	PROVIDER_SET_TABLES(&f->prov.base, counting_tables);
 	f->st.name = (char *)(uintptr_t)"s";
 	f->st.project = (char *)(uintptr_t)"p";
 	f->st.jobs = f->jobs;
@@ -139,7 +145,7 @@ static const char *list_one(struct provider *p, const char *region, struct live_
 			    struct vx_err *err)
 {
 	memset(js, 0, sizeof(*js));
-	*rc = p->jobs->list(p, "p", region, "s", js, err);
+	*rc = provider_job_list(p, "p", region, "s", js, err);
 	return js->n ? js->items[0].name : NULL;
 }
 
@@ -230,11 +236,11 @@ static void test_leftovers_not_used_after_refresh(void **state)
 	assert_non_null(list_one(r, "r2", &js, &rc, &err));
 	assert_int_equal(f->prov.jobs_calls, 4);
 	live_jobs_release(&js);
-	assert_int_equal(r->quotas->list_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
+	assert_int_equal(provider_quota_list_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
 	assert_int_equal(f->prov.infos_calls, 1);
 	assert_int_equal(l.n, 1);
 	assert_string_equal(l.items[0].service, "aiplatform.googleapis.com");
-	assert_int_equal(r->quotas->list_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
+	assert_int_equal(provider_quota_list_infos(r, "p", "aiplatform.googleapis.com", &l, &err), 0);
 	assert_int_equal(f->prov.infos_calls, 2);
 	assert_int_equal(l.n, 2);                         /* appended, as the real call does */
 	live_quota_limits_release(&l);
@@ -317,28 +323,30 @@ static void test_other_operations_are_the_real_ones(void **state)
 	assert_int_equal(prefetch_start(&pf, &f->prov.base, &f->st, &err), 0);
 	r = prefetch_reader(pf);
 	assert_ptr_not_equal(r, &f->prov.base);
-	assert_int_equal(r->jobs->cancel(r, "projects/p/locations/r1/customJobs/7", &fence, &err), 0);
+	assert_int_equal(provider_job_cancel(r, "projects/p/locations/r1/customJobs/7", &fence, &err), 0);
 	assert_ptr_equal(f->prov.cancelled_on, &f->prov.base);
 	assert_string_equal(f->prov.cancelled, "projects/p/locations/r1/customJobs/7");
 	assert_ptr_equal(f->prov.cancelled_fence, &fence);
-	assert_int_equal(r->jobs->cancel(r, "projects/p/locations/r1/gone", NULL, &err), VX_ENOTFOUND);
+	assert_int_equal(provider_job_cancel(r, "projects/p/locations/r1/gone", NULL, &err), VX_ENOTFOUND);
 	assert_string_equal(vx_err_msg(&err), "vertex: projects/p/locations/r1/gone: not found");
 	vx_err_release(&err);
 	memset(&q, 0, sizeof(q));
 	q.project = "p";
 	q.id = "gpus";
-	assert_int_equal(r->quotas->create(r, &q, &got, &err), 0);
+	assert_int_equal(provider_quota_create(r, &q, &got, &err), 0);
 	assert_ptr_equal(f->prov.created_on, &f->prov.base);
 	assert_ptr_equal(f->prov.created, &q);
 	assert_string_equal(got.id, "gpus");
 	live_quota_release(&got);
 	/* Lacking in the real provider: lacking here. */
-	assert_null(r->jobs->create);
-	assert_null(r->jobs->get);
-	assert_null(r->quotas->list);
-	assert_null(r->quotas->update);
-	assert_null(r->reservations);
-	assert_false(PROVIDER_HAS(r, reservations, list));
+	assert_false(PROVIDER_HAS(r, job, create));
+	assert_false(PROVIDER_HAS(r, job, get));
+	assert_false(PROVIDER_HAS(r, quota, list));
+	assert_false(PROVIDER_HAS(r, quota, update));
+	assert_false(PROVIDER_HAS(r, reservation, create));
+	assert_false(PROVIDER_HAS(r, reservation, resize));
+	assert_false(PROVIDER_HAS(r, reservation, del));
+	assert_false(PROVIDER_HAS(r, reservation, list));
 	assert_int_equal(f->prov.jobs_calls, 3);          /* only the lists made ahead */
 	prefetch_free(pf);
 }

@@ -16,6 +16,8 @@
 
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/provider.h"
+#include "reconcile/provider_quota.h"
+#include "reconcile/provider_reservation.h"
 #include "tests/unit/support/clienttest.h"
 #include "tests/unit/support/httpd.h"
 #include "util/ctx.h"
@@ -129,7 +131,7 @@ static void test_create_reservation_exact(void **state)
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, res_r1, 0);
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), 0);
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), 0);
 	assert_int_equal(httpd_request_count(f->t.s), 3);
 	assert_string_equal(clienttest_req(&f->t, 0)->method, "POST");
 	assert_string_equal(clienttest_req(&f->t, 0)->target, Z "/reservations?requestId=" "6f1c2b1e-1111-4222-8333-444455556666");
@@ -171,12 +173,12 @@ static void test_create_reservation_refused_input(void **state)
 	struct vx_err err = VX_ERR_INIT;
 
 	req.count = 0;
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_EINVAL);
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), VX_EINVAL);
 	assert_string_equal(err.msg, "compute: creating reservation \"r1\" in us-central1-a: invalid name, zone, "
 				     "machine type, accelerators or count (1 to 1000)");
 	req.count = 2;
 	req.name = "R1";
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_EINVAL);
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), VX_EINVAL);
 	assert_int_equal(httpd_request_count(f->t.s), 0);
 	assert_int_equal(f->fence_calls, 0);
 	vx_err_release(&err);
@@ -195,13 +197,13 @@ static void test_create_reservation_answered_with_other_name(void **state)
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, "{\"name\":\"r2\",\"zone\":\"us-central1-a\"}", 0);
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_EAPI);
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), VX_EAPI);
 	assert_string_equal(err.msg, "compute: creating reservation \"r1\" in us-central1-a: Compute answered with "
 				     "reservation \"r2\": it is not the name asked for");
 	assert_null(out.name);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, other_zone, 0);
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_EAPI);
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), VX_EAPI);
 	assert_string_equal(err.msg, "compute: creating reservation \"r1\" in us-central1-a: Compute answered with "
 				     "reservation \"r1\": it is not in the zone listed");
 	/* Already DONE in the insert's answer: no wait request. */
@@ -230,17 +232,17 @@ static void test_operation_errors_mapped(void **state)
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, quota, 0);
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_EAPI);
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), VX_EAPI);
 	assert_string_equal(err.msg, "compute: creating reservation \"r1\" in us-central1-a: QUOTA_EXCEEDED: "
 				     "Quota 'NVIDIA_H100_GPUS' exceeded.?]0;pwned? Limit: 0.0");
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, exists, 0);
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_ECONFLICT);
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), VX_ECONFLICT);
 	assert_string_equal(err.msg, "compute: creating reservation \"r1\" in us-central1-a: RESOURCE_ALREADY_EXISTS: "
 				     "The resource already exists");
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, bad, 0);
-	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EINVAL);
+	assert_int_equal(provider_reservation_del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EINVAL);
 	assert_string_equal(err.msg, "compute: deleting reservation \"r1\" in us-central1-a: INVALID_FIELD_VALUE: "
 				     "Invalid value for field");
 	assert_int_equal(httpd_request_count(f->t.s), 6);
@@ -254,7 +256,7 @@ static void test_operation_not_done_is_uncertain(void **state)
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_set_default(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
-	assert_int_equal(f->p->reservations->resize(f->p, "my-proj", "us-central1-a", "r1", 3, NULL, &err),
+	assert_int_equal(provider_reservation_resize(f->p, "my-proj", "us-central1-a", "r1", 3, NULL, &err),
 			 VX_EUNCERTAIN);
 	assert_string_equal(err.msg, "compute: resizing reservation \"r1\" in us-central1-a to 3: operation "
 				     "operation-1700000000000-abc not done in time; the outcome of operation "
@@ -275,12 +277,12 @@ static void test_bad_operation_name_not_followed(void **state)
 		"{\"name\":\"operation-1\",\"zone\":\"projects/my-proj/zones/us-east1-b\",\"status\":\"RUNNING\"}";
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, evil, 0);
-	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
+	assert_int_equal(provider_reservation_del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
 	assert_string_equal(err.msg, "compute: deleting reservation \"r1\" in us-central1-a: the reply names operation "
 				     "\"../../../reservations/other\" in zone \"us-central1-a\", which vx will not follow; "
 				     "the outcome is unknown (list the reservations before trying again)");
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, elsewhere, 0);
-	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
+	assert_int_equal(provider_reservation_del(f->p, "my-proj", "us-central1-a", "r1", NULL, &err), VX_EUNCERTAIN);
 	/* Only the two deletes reached the server: no wait on a name or zone not Compute's. */
 	assert_int_equal(httpd_request_count(f->t.s), 2);
 	vx_err_release(&err);
@@ -294,7 +296,7 @@ static void test_resize_delete_exact(void **state)
 	const char *t;
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
-	assert_int_equal(f->p->reservations->resize(f->p, "my-proj", "us-central1-a", "r1", 3, &fence, &err), 0);
+	assert_int_equal(provider_reservation_resize(f->p, "my-proj", "us-central1-a", "r1", 3, &fence, &err), 0);
 	t = clienttest_req(&f->t, 0)->target;
 	assert_string_equal(clienttest_req(&f->t, 0)->method, "POST");
 	assert_int_equal(strncmp(t, Z "/reservations/r1/resize?requestId=", strlen(Z "/reservations/r1/resize?requestId=")), 0);
@@ -302,7 +304,7 @@ static void test_resize_delete_exact(void **state)
 	assert_string_equal(clienttest_req(&f->t, 0)->body, "{\"specificSkuCount\":\"3\"}");
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_running, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, op_done, 0);
-	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", &fence, &err), 0);
+	assert_int_equal(provider_reservation_del(f->p, "my-proj", "us-central1-a", "r1", &fence, &err), 0);
 	t = clienttest_req(&f->t, 1)->target;
 	assert_string_equal(clienttest_req(&f->t, 1)->method, "DELETE");
 	assert_int_equal(strncmp(t, Z "/reservations/r1?requestId=", strlen(Z "/reservations/r1?requestId=")), 0);
@@ -310,10 +312,10 @@ static void test_resize_delete_exact(void **state)
 	assert_string_equal(clienttest_req(&f->t, 2)->target, Z "/operations/operation-1700000000000-abc/wait");
 	assert_int_equal(f->fence_calls, 2);
 	/* Compute's range is 1..1000: 0 and 1001 are never sent. */
-	assert_int_equal(f->p->reservations->resize(f->p, "my-proj", "us-central1-a", "r1", 0, NULL, &err), VX_EINVAL);
+	assert_int_equal(provider_reservation_resize(f->p, "my-proj", "us-central1-a", "r1", 0, NULL, &err), VX_EINVAL);
 	assert_string_equal(err.msg, "compute: resizing reservation \"r1\" in us-central1-a to 0: invalid name, zone "
 				     "or count (1 to 1000)");
-	assert_int_equal(f->p->reservations->resize(f->p, "my-proj", "us-central1-a", "r1", 1001, NULL, &err), VX_EINVAL);
+	assert_int_equal(provider_reservation_resize(f->p, "my-proj", "us-central1-a", "r1", 1001, NULL, &err), VX_EINVAL);
 	assert_int_equal(httpd_request_count(f->t.s), 3);
 	vx_err_release(&err);
 }
@@ -329,10 +331,10 @@ static void test_fence_refuses_before_send(void **state)
 	struct vx_err err = VX_ERR_INIT;
 
 	f->fence_refuse = 1;
-	assert_int_equal(f->p->reservations->create(f->p, &req, &out, &err), VX_ECONFLICT);
-	assert_int_equal(f->p->reservations->resize(f->p, "my-proj", "us-central1-a", "r1", 3, &fence, &err),
+	assert_int_equal(provider_reservation_create(f->p, &req, &out, &err), VX_ECONFLICT);
+	assert_int_equal(provider_reservation_resize(f->p, "my-proj", "us-central1-a", "r1", 3, &fence, &err),
 			 VX_ECONFLICT);
-	assert_int_equal(f->p->reservations->del(f->p, "my-proj", "us-central1-a", "r1", &fence, &err),
+	assert_int_equal(provider_reservation_del(f->p, "my-proj", "us-central1-a", "r1", &fence, &err),
 			 VX_ECONFLICT);
 	memset(&q, 0, sizeof(q));
 	q.project = "my-proj";
@@ -342,8 +344,8 @@ static void test_fence_refuses_before_send(void **state)
 	q.preferred = 16;
 	q.etag = "e1";
 	q.fence = &fence;
-	assert_int_equal(f->p->quotas->create(f->p, &q, &qout, &err), VX_ECONFLICT);
-	assert_int_equal(f->p->quotas->update(f->p, &q, &qout, &err), VX_ECONFLICT);
+	assert_int_equal(provider_quota_create(f->p, &q, &qout, &err), VX_ECONFLICT);
+	assert_int_equal(provider_quota_update(f->p, &q, &qout, &err), VX_ECONFLICT);
 	assert_non_null(strstr(err.msg, "the state lease was lost"));
 	assert_int_equal(f->fence_calls, 5);
 	assert_int_equal(httpd_request_count(f->t.s), 0);
@@ -368,7 +370,7 @@ static void test_list_reservations_drops_bad_names(void **state)
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, page1, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, page2, 0);
-	assert_int_equal(f->p->reservations->list(f->p, "my-proj", "us-central1-a", &rs, &err), 0);
+	assert_int_equal(provider_reservation_list(f->p, "my-proj", "us-central1-a", &rs, &err), 0);
 	assert_int_equal(rs.n, 2);
 	assert_string_equal(rs.items[0].name, "r1");
 	assert_int_equal(rs.items[0].count, 2);
@@ -426,7 +428,7 @@ static void test_create_quota_exact(void **state)
 	struct vx_err err = VX_ERR_INIT;
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, pref_h100, 0);
-	assert_int_equal(f->p->quotas->create(f->p, &q, &out, &err), 0);
+	assert_int_equal(provider_quota_create(f->p, &q, &out, &err), 0);
 	assert_string_equal(clienttest_req(&f->t, 0)->method, "POST");
 	assert_string_equal(clienttest_req(&f->t, 0)->target, QP "?quotaPreferenceId=h100");
 	assert_string_equal(clienttest_req(&f->t, 0)->body,
@@ -452,7 +454,7 @@ static void test_create_quota_exact(void **state)
 	/* A reply naming another preference is an error, never an action. */
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR,
 		      "{\"name\":\"projects/other/locations/global/quotaPreferences/h100\"}", 0);
-	assert_int_equal(f->p->quotas->create(f->p, &q, &out, &err), VX_EAPI);
+	assert_int_equal(provider_quota_create(f->p, &q, &out, &err), VX_EAPI);
 	assert_string_equal(err.msg, "quotas: creating quota preference \"h100\": Cloud Quotas answered with preference "
 				     "\"projects/other/locations/global/quotaPreferences/h100\", not projects/my-proj/"
 				     "locations/global/quotaPreferences/h100");
@@ -473,7 +475,7 @@ static void test_update_quota_exact(void **state)
 	q.ignore_safety_checks = PROVIDER_QUOTA_IGNORE_DECREASE_PERCENTAGE_TOO_HIGH |
 				 PROVIDER_QUOTA_IGNORE_DECREASE_BELOW_USAGE;
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, pref_h100, 0);
-	assert_int_equal(f->p->quotas->update(f->p, &q, &out, &err), 0);
+	assert_int_equal(provider_quota_update(f->p, &q, &out, &err), 0);
 	assert_string_equal(clienttest_req(&f->t, 0)->method, "PATCH");
 	assert_string_equal(clienttest_req(&f->t, 0)->target,
 			    QP "/h100?updateMask=quotaConfig.preferredValue%2CcontactEmail%2Cjustification"
@@ -492,7 +494,7 @@ static void test_update_quota_exact(void **state)
 	q.ignore_safety_checks = 0;
 	httpd_respond(f->t.s, 409, CLIENTTEST_JSON_HDR,
 		      "{\"error\":{\"code\":409,\"message\":\"etag mismatch\",\"status\":\"ABORTED\"}}", 0);
-	assert_int_equal(f->p->quotas->update(f->p, &q, &out, &err), VX_ECONFLICT);
+	assert_int_equal(provider_quota_update(f->p, &q, &out, &err), VX_ECONFLICT);
 	assert_string_equal(clienttest_req(&f->t, 1)->target, QP "/h100?updateMask=quotaConfig.preferredValue");
 	assert_int_equal(httpd_request_count(f->t.s), 2);
 	assert_int_equal(f->fence_calls, 2);
@@ -516,7 +518,7 @@ static void test_list_quotas_drops_bad_names(void **state)
 
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, page1, 0);
 	httpd_respond(f->t.s, 200, CLIENTTEST_JSON_HDR, page2, 0);
-	assert_int_equal(f->p->quotas->list(f->p, "my-proj", &qs, &err), 0);
+	assert_int_equal(provider_quota_list(f->p, "my-proj", &qs, &err), 0);
 	assert_int_equal(qs.n, 2);
 	assert_string_equal(qs.items[0].id, "a_1");
 	assert_int_equal(qs.items[0].preferred, -1);

@@ -11,6 +11,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/out/render.h"
+#include "reconcile/provider_job.h"
 #include "util/buf.h"
 
 #define HASH_A "aaaaaaaaaaaa0000000000000000000000000000000000000000000000000000"

@@ -10,6 +10,9 @@
 #include <cmocka.h>
 
 #include "reconcile/provider.h"
+#include "reconcile/provider_job.h"
+#include "reconcile/provider_quota.h"
+#include "reconcile/provider_reservation.h"
 #include "reconcile/watch_live.h"
 #include "util/ctx.h"
 
@@ -125,11 +128,15 @@ static void drop(struct cloud *c, const char *id)
 static int64_t mono;
 static int64_t now_fn(void *ud) { (void)ud; return mono; }
 
+static const struct provider_table cloud_tables[] = {
+	{ &provider_kind_job, &cloud_jobs },
+	{ &provider_kind_reservation, &cloud_reservations },
+};
+
 static void setup(struct cloud *c, struct vx_ctx *ctx)
 {
 	memset(c, 0, sizeof(*c));
-	c->base.jobs = &cloud_jobs;
-	c->base.reservations = &cloud_reservations;
+	PROVIDER_SET_TABLES(&c->base, cloud_tables);
 	vx_ctx_init(ctx);
 	ctx->clock.now_ms = now_fn;
 	ctx->clock.mono_ms = now_fn;
@@ -171,7 +178,7 @@ static void cycle(struct watch_live *w, const char *const *expect, size_t nexpec
 	struct vx_err err = VX_ERR_INIT;
 
 	assert_int_equal(watch_live_expect(w, expect, nexpect), 0);
-	assert_int_equal(p->jobs->list(p, "p1", "us-central1", "s", &js, &err), 0);
+	assert_int_equal(provider_job_list(p, "p1", "us-central1", "s", &js, &err), 0);
 	assert_string_equal(names(&js), want);
 	live_jobs_release(&js);
 }
@@ -274,7 +281,7 @@ static void test_full_again(void **unused)
 	cycle(w, NULL, 0, "2");
 	assert_int_equal(c.full, 3);
 	c.fail_active = 1;
-	assert_int_equal(p->jobs->list(p, "p1", "us-central1", "s", &js, &err), VX_ERETRY);
+	assert_int_equal(provider_job_list(p, "p1", "us-central1", "s", &js, &err), VX_ERETRY);
 	assert_int_equal(js.n, 0);
 	vx_err_release(&err);
 	c.fail_active = 0;
@@ -436,31 +443,33 @@ static void test_other_operations_are_the_real_ones(void **unused)
 	assert_int_equal(watch_live_new(&w, &c.base, &ctx, 600000, &err), 0);
 	p = watch_live_provider(w);
 	assert_ptr_not_equal(p, &c.base);
-	assert_int_equal(p->reservations->resize(p, "p1", "us-central1-a", "r1", 3, &fence, &err), 0);
+	assert_int_equal(provider_reservation_resize(p, "p1", "us-central1-a", "r1", 3, &fence, &err), 0);
 	assert_ptr_equal(c.resized_on, &c.base);
 	assert_string_equal(c.resized, "p1/us-central1-a/r1");
 	assert_int_equal(c.resized_count, 3);
 	assert_ptr_equal(c.resized_fence, &fence);
-	assert_int_equal(p->reservations->resize(p, "p1", "us-central1-a", "r2", 7, NULL, &err), VX_ECONFLICT);
+	assert_int_equal(provider_reservation_resize(p, "p1", "us-central1-a", "r2", 7, NULL, &err), VX_ECONFLICT);
 	assert_string_equal(vx_err_msg(&err), "compute: resizing \"r2\": conflict");
 	assert_null(c.resized_fence);
 	vx_err_release(&err);
 	memset(&lj, 0, sizeof(lj));
-	assert_int_equal(p->jobs->get(p, P "1", &lj, NULL, &err), 0);
+	assert_int_equal(provider_job_get(p, P "1", &lj, NULL, &err), 0);
 	assert_string_equal(lj.state, "JOB_STATE_RUNNING");
 	assert_int_equal(c.gets, 1);
 	live_job_release(&lj);
 	/* Lacking in the real provider: lacking here. */
-	assert_null(p->jobs->create);
-	assert_null(p->jobs->cancel);
-	assert_null(p->reservations->list);
-	assert_null(p->quotas);
-	assert_false(PROVIDER_HAS(p, quotas, list));
-	assert_true(PROVIDER_HAS(p, reservations, resize));
+	assert_false(PROVIDER_HAS(p, job, create));
+	assert_false(PROVIDER_HAS(p, job, cancel));
+	assert_false(PROVIDER_HAS(p, reservation, list));
+	assert_false(PROVIDER_HAS(p, quota, create));
+	assert_false(PROVIDER_HAS(p, quota, update));
+	assert_false(PROVIDER_HAS(p, quota, list_infos));
+	assert_false(PROVIDER_HAS(p, quota, list));
+	assert_true(PROVIDER_HAS(p, reservation, resize));
 	/* A provider made anew. */
 	setup(&c2, &ctx2);
 	watch_live_set_real(w, &c2.base);
-	assert_int_equal(p->reservations->resize(p, "p2", "us-east4-b", "r3", 2, NULL, &err), 0);
+	assert_int_equal(provider_reservation_resize(p, "p2", "us-east4-b", "r3", 2, NULL, &err), 0);
 	assert_ptr_equal(c2.resized_on, &c2.base);
 	assert_string_equal(c2.resized, "p2/us-east4-b/r3");
 	assert_string_equal(c.resized, "p1/us-central1-a/r2");
