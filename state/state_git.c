@@ -860,7 +860,7 @@ static int dir_cmp(const void *a, const void *b)
 /* The folder named name in s, or NULL. */
 static git_tree *dirset_find(const struct dirset *s, const char *name)
 {
-	struct dir key, *hit;
+	struct dir key = { "", NULL }, *hit;
 
 	if (!s->n || strlen(name) >= sizeof(key.name))
 		return NULL;
@@ -2084,8 +2084,11 @@ static int history_dirs(struct history *h, const git_commit *c, const git_commit
 	    (rc = commit_dirs(h->g, p, &dp, err)) < 0)
 		goto done;
 	while (rc == 0 && (i < dc.n || j < dp.n)) {
-		int cmp = i == dc.n ? 1 : j == dp.n ? -1 : strcmp(dc.d[i].name, dp.d[j].name);
+		/* Merged by name: a folder of one commit only is compared with none. */
+		int cmp = i == dc.n ? 1 : -1;
 
+		if (i < dc.n && j < dp.n)
+			cmp = strcmp(dc.d[i].name, dp.d[j].name);
 		rc = history_dir(h, c, cmp <= 0 ? dc.d[i].tree : NULL, cmp >= 0 ? dp.d[j].tree : NULL,
 				 cmp <= 0 ? dc.d[i].name : dp.d[j].name, err);
 		i += cmp <= 0;
