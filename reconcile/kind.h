@@ -18,9 +18,12 @@
  *
  * kind_table is the one list of the kinds: the stack loader, the address
  * parsers of cmd/ and workflow/ and the planner go through it. The state
- * layer (below this one) derives a kind's directory from its address
- * prefix and keeps the prefixes it accepts in state/state.c, which a unit
- * test (test_kind) holds equal to this table. docs/design-notes.md
+ * layer (below this one) names no kind: it files a record by its address
+ * alone (PREFIX.NAME, in the folder PREFIXs/, state/state.h) and keeps a
+ * record of any well-formed prefix, so a kind needs no change there. Which
+ * prefixes are kinds is this layer's business (kind_of_address): a record
+ * of a prefix no kind has (a newer vx's kind) is planned as nothing and
+ * carried through the state's saves as it is. docs/design-notes.md
  * ("Adding a kind: what it touches today") lists what else a new kind
  * still touches.
  */
@@ -152,9 +155,10 @@ struct kind_decision {
 struct kind {
 	const char *name;       /* the YAML document's kind and the state record's kind: "Reservation" */
 	/*
-	 * The address prefix: "reservation" (address "reservation.NAME"). The
-	 * state directory is the prefix and an "s" ("reservations/"), a rule of
-	 * state/state.c.
+	 * The address prefix: "reservation" (address "reservation.NAME"), of
+	 * lowercase letters, digits and '_' (a letter first, at most
+	 * STATE_MAX_PREFIX). The state directory is the prefix and an "s"
+	 * ("reservations/"), a rule of state/state.h; test_kind checks both.
 	 */
 	const char *prefix;
 	int phase;              /* apply order of changes; removals run in reverse */

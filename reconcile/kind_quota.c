@@ -364,8 +364,8 @@ static int quota_plan(struct planner *pl, const struct kind_plan_input *in, stru
 		const struct state_record *r = &in->state->records[i];
 		struct plan_action *a;
 
-		if (strcmp(r->kind, KIND_NAME) != 0 || !kind_targeted(in, r->address) ||
-		    stack_find_decl(in->st, r->address))
+		if (strcmp(r->kind, KIND_NAME) != 0 || !kind_address_name(&kind_quota, r->address) ||
+		    !kind_targeted(in, r->address) || stack_find_decl(in->st, r->address))
 			continue;
 		a = add(p, PLAN_ABANDON, r->address, NULL, live_find(in->live, strchr(r->address, '.') + 1), r);
 		if (!a || reason(a, vx_strdup("no longer declared: Cloud Quotas has no delete, so vx stops "

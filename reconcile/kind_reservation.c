@@ -104,7 +104,9 @@ static int res_refresh(struct live_store *out, struct provider *p, const struct 
 	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
 		const char *project, *zone;
 
-		if (strcmp(state->records[i].kind, KIND_NAME) != 0)
+		/* A record of a prefix no kind has is left alone, whatever its kind name. */
+		if (strcmp(state->records[i].kind, KIND_NAME) != 0 ||
+		    !kind_address_name(&kind_reservation, state->records[i].address))
 			continue;
 		record_place(&state->records[i], st, &project, &zone);
 		rc = add_zone(&zones, &projects, &n, project, zone);
@@ -416,8 +418,8 @@ static int res_plan(struct planner *pl, const struct kind_plan_input *in, struct
 	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
 		const struct state_record *r = &in->state->records[i];
 
-		if (!strcmp(r->kind, KIND_NAME) && kind_targeted(in, r->address) &&
-		    !stack_find_decl(in->st, r->address))
+		if (!strcmp(r->kind, KIND_NAME) && kind_address_name(&kind_reservation, r->address) &&
+		    kind_targeted(in, r->address) && !stack_find_decl(in->st, r->address))
 			rc = plan_removed(p, in, r);
 	}
 	/* The shape line of every action of this kind. */

@@ -418,43 +418,46 @@ int state_name_ok(const char *s, int allow_dot)
 }
 
 /*
- * The folder of each kind's records, named by one rule: the address prefix
- * and an "s" (job.NAME in jobs/NAME.json). The reconcile layer's kind_table
- * (reconcile/kind.c) is the list of the kinds; this layer sits below it and
- * may not read it, so it keeps the prefixes it accepts here, and test_kind
- * holds this list equal to kind_table's prefixes (a new kind fails it until
- * its folder is added). A registration from above at startup would have to
- * be made by every program and unit test that opens a state first.
+ * Addresses and folders, one rule for every kind (state.h): PREFIX.NAME,
+ * its records in PREFIXs/. Which prefixes are kinds is the reconcile
+ * layer's business (reconcile/kind.c's kind_table): this layer keeps a
+ * record of any well-formed prefix, so a record a newer vx wrote, of a
+ * kind this one does not know, is carried through a save as it was.
  */
-const char *const state_kind_dirs[STATE_NKINDS] = { "jobs", "reservations", "quotas" };
+int state_prefix_ok(const char *s, size_t n)
+{
+	if (!s || n == 0 || n > STATE_MAX_PREFIX || s[0] < 'a' || s[0] > 'z')
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	return 1;
+}
 
-int state_address_split(const char *address, const char **kind_dir, const char **name,
+size_t state_dir_prefix(const char *dir)
+{
+	size_t n = dir ? strlen(dir) : 0;
+
+	return n >= 2 && dir[n - 1] == 's' && state_prefix_ok(dir, n - 1) ? n - 1 : 0;
+}
+
+int state_address_split(const char *address, char *kind_dir, const char **name,
 			struct vx_err *err)
 {
-	char want[256];
-	size_t i, used;
+	const char *dot = address ? strchr(address, '.') : NULL;
+	size_t pl = dot ? (size_t)(dot - address) : 0;
 
-	for (i = 0; address && i < STATE_NKINDS; i++) {
-		size_t pl = strlen(state_kind_dirs[i]) - 1; /* the prefix: the folder less its "s" */
-
-		if (strncmp(address, state_kind_dirs[i], pl) != 0 || address[pl] != '.')
-			continue;
-		if (!state_name_ok(address + pl + 1, 1))
-			break;
+	if (dot && state_prefix_ok(address, pl) && state_name_ok(dot + 1, 1)) {
 		if (kind_dir)
-			*kind_dir = state_kind_dirs[i];
+			snprintf(kind_dir, STATE_DIR_SIZE, "%.*ss", (int)pl, address);
 		if (name)
-			*name = address + pl + 1;
+			*name = dot + 1;
 		return 0;
 	}
-	/* "job.NAME, reservation.NAME or quota.NAME" */
-	for (i = 0, used = 0; i < STATE_NKINDS && used < sizeof(want); i++)
-		used += (size_t)snprintf(want + used, sizeof(want) - used, "%s%.*s.NAME",
-					 i == 0 ? "" : i + 1 == STATE_NKINDS ? " or " : ", ",
-					 (int)strlen(state_kind_dirs[i]) - 1, state_kind_dirs[i]);
 	return vx_err_set(err, VX_EINVAL,
-			  "bad address \"%.200s\": want %s with NAME of 1-%d letters, digits, '_', '-' or '.'",
-			  address ? address : "(null)", want, STATE_MAX_NAME);
+			  "bad address \"%.200s\": want KIND.NAME with KIND of 1-%d lowercase letters, "
+			  "digits or '_' (a letter first) and NAME of 1-%d letters, digits, '_', '-' or '.'",
+			  address ? address : "(null)", STATE_MAX_PREFIX, STATE_MAX_NAME);
 }
 
 void state_time_format(int64_t ms, char *out)

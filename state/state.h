@@ -11,10 +11,11 @@
  * different histories and never overwrite each other), one record per
  * address, the journal of pending intents, and the lock (lease) if any.
  *
- * Addresses are "job.NAME" today; "reservation.NAME" and "quota.NAME" fit
- * the same record (kind tells them apart, spec_json holds their redacted
+ * An address is PREFIX.NAME ("job.train", "reservation.pool"), one record
+ * per address (kind tells the kinds apart, spec_json holds the redacted
  * declaration). NAME is 1-128 of [A-Za-z0-9_.-] not starting with '.', so
- * it can name a file (jobs/NAME.json in the git backend).
+ * it can name a file (jobs/NAME.json in the git backend); PREFIX's rule is
+ * state_address_split's below.
  *
  * Nothing secret is ever stored: spec_json is the REDACTED spec the caller
  * got from job_spec.redacted_json (reconcile/load/spec.h), where sensitive values
@@ -352,13 +353,29 @@ int state_journal_add(struct state *st, const struct state_intent *in, struct vx
 /* Removes the entry for address. VX_ENOTFOUND if none. */
 int state_journal_remove(struct state *st, const char *address);
 
-/* The folders of the kinds' records: an address PREFIX.NAME is PREFIXs/NAME.json (state.c). */
-#define STATE_NKINDS 3
-extern const char *const state_kind_dirs[STATE_NKINDS];
+/*
+ * Addresses, one rule for every kind: PREFIX.NAME, PREFIX 1 to
+ * STATE_MAX_PREFIX lowercase letters, digits or '_', a letter first (a
+ * kind's prefix, reconcile/kind.h: "job", "reservation"), NAME as above.
+ * A record's folder (the git backend's) is its PREFIX and an "s": job.NAME
+ * is jobs/NAME.json. The state layer names no kind: which prefixes are
+ * kinds is the reconcile layer's business (kind_of_address). A record of
+ * any well-formed prefix is read, kept and written as it is, so one a
+ * newer vx wrote, of a kind this vx does not know, survives its saves.
+ */
+#define STATE_MAX_PREFIX 32
+#define STATE_DIR_SIZE (STATE_MAX_PREFIX + 2) /* a folder's name and its NUL */
 
-/* Validates an address; fills *kind_dir with its folder (one of state_kind_dirs)
- * and *name with a pointer into address. VX_EINVAL with a message otherwise. */
-int state_address_split(const char *address, const char **kind_dir, const char **name,
+/* Whether the n bytes at s are a well-formed address prefix. */
+int state_prefix_ok(const char *s, size_t n);
+/* The length of the prefix whose records' folder is named dir ("jobs": 3),
+ * or 0 when dir is no such folder (no "s" at its end, or a bad prefix). */
+size_t state_dir_prefix(const char *dir);
+
+/* Validates an address; fills kind_dir (STATE_DIR_SIZE bytes) with its
+ * folder and *name with a pointer into address (each optional). VX_EINVAL
+ * with a message otherwise. */
+int state_address_split(const char *address, char *kind_dir, const char **name,
 			struct vx_err *err) VX_WUR;
 
 /*

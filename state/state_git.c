@@ -69,9 +69,6 @@ struct gref {
 	const char *name;
 };
 
-/* The records' folders, one per kind (state.h: named after the address prefix). */
-#define kind_dirs state_kind_dirs
-
 static int gerr(struct vx_err *err, int code, const char *what)
 {
 	const git_error *e = git_error_last();
@@ -830,55 +827,113 @@ done:
 	return rc;
 }
 
-/* Appends every record of tree's folder dir to st (none when there is no such folder). */
-static int read_dir(struct state_git *g, const git_tree *tree, const char *dir, struct state *st,
-		    struct vx_err *err)
-{
-	git_tree *sub = NULL;
-	git_tree_entry *e = NULL;
-	struct state_record *grown;
-	size_t i, cnt;
-	int rc = 0, grc = git_tree_entry_bypath(&e, tree, dir);
+/*
+ * The record folders of a state tree: each top-level tree whose name is a
+ * prefix and an "s" (state.h), whatever kind it holds, so a kind this vx
+ * does not know is read and written back like the others. stack.json and
+ * anything else not so named is no folder. Sorted by name.
+ */
+struct dir {
+	char name[STATE_DIR_SIZE];
+	git_tree *tree;
+};
 
-	if (grc == GIT_ENOTFOUND)
-		return 0;
-	if (grc < 0 || git_tree_entry_type(e) != GIT_OBJECT_TREE ||
-	    git_tree_lookup(&sub, g->repo, git_tree_entry_id(e)) < 0) {
-		rc = grc < 0 ? gerr(err, VX_EIO, dir) : vx_err_set(err, VX_EINVAL, "%s: not a directory", dir);
-		goto done;
+struct dirset {
+	struct dir *d;
+	size_t n;
+};
+
+static void dirset_release(struct dirset *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		git_tree_free(s->d[i].tree);
+	free(s->d);
+	s->d = NULL;
+	s->n = 0;
+}
+
+static int dir_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct dir *)a)->name, ((const struct dir *)b)->name);
+}
+
+/* The folder named name in s, or NULL. */
+static git_tree *dirset_find(const struct dirset *s, const char *name)
+{
+	struct dir key = { "", NULL }, *hit;
+
+	if (!s->n || strlen(name) >= sizeof(key.name))
+		return NULL;
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	hit = bsearch(&key, s->d, s->n, sizeof(*s->d), dir_cmp);
+	return hit ? hit->tree : NULL;
+}
+
+/* The record folders of root (NULL: none) into *out; a folder's name on a file is refused. */
+static int dirset_read(struct state_git *g, const git_tree *root, struct dirset *out,
+		       struct vx_err *err)
+{
+	size_t n = root ? git_tree_entrycount(root) : 0;
+	int rc = 0;
+
+	out->d = NULL;
+	out->n = 0;
+	if (n && !(out->d = calloc(n, sizeof(*out->d))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(root, i);
+		const char *name = git_tree_entry_name(e);
+		struct dir *d = &out->d[out->n];
+
+		if (!state_dir_prefix(name))
+			continue;
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+			rc = vx_err_set(err, VX_EINVAL, "%s: not a directory", name);
+		else if (git_tree_lookup(&d->tree, g->repo, git_tree_entry_id(e)) < 0)
+			rc = gerr(err, VX_EIO, name);
+		else {
+			snprintf(d->name, sizeof(d->name), "%s", name);
+			out->n++;
+		}
 	}
-	cnt = git_tree_entrycount(sub);
-	if (st->nrecords + cnt > STATE_MAX_RECORDS) {
-		rc = vx_err_set(err, VX_EINVAL, "more than %d records", STATE_MAX_RECORDS);
-		goto done;
-	}
-	grown = realloc(st->records, (st->nrecords + cnt + 1) * sizeof(*grown));
-	if (!grown) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
-	}
-	st->records = grown;
-	for (i = 0; rc == 0 && i < cnt; i++)
-		rc = read_record(g, git_tree_entry_byindex(sub, i), dir, st, err);
-done:
-	git_tree_free(sub);
-	git_tree_entry_free(e);
+	if (rc < 0)
+		dirset_release(out);
+	else if (out->n > 1)
+		qsort(out->d, out->n, sizeof(*out->d), dir_cmp);
 	return rc;
 }
 
-/* Reads every record of tree into st, sorted by address. */
+/* Appends every record of the folder d to st. */
+static int read_dir(struct state_git *g, const struct dir *d, struct state *st, struct vx_err *err)
+{
+	struct state_record *grown;
+	size_t i, cnt = git_tree_entrycount(d->tree);
+	int rc = 0;
+
+	if (st->nrecords + cnt > STATE_MAX_RECORDS)
+		return vx_err_set(err, VX_EINVAL, "more than %d records", STATE_MAX_RECORDS);
+	grown = realloc(st->records, (st->nrecords + cnt + 1) * sizeof(*grown));
+	if (!grown)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	st->records = grown;
+	for (i = 0; rc == 0 && i < cnt; i++)
+		rc = read_record(g, git_tree_entry_byindex(d->tree, i), d->name, st, err);
+	return rc;
+}
+
+/* Reads every record of tree, of every folder, into st, sorted by address. */
 static int read_records(struct state_git *g, const git_tree *tree, struct state *st,
 			struct vx_err *err)
 {
-	size_t d;
-	int rc;
+	struct dirset dirs;
+	int rc = dirset_read(g, tree, &dirs, err);
 
-	for (d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++)
-		if ((rc = read_dir(g, tree, kind_dirs[d], st, err)) < 0)
-			return rc;
-	if (st->nrecords > 1)
+	for (size_t d = 0; rc == 0 && d < dirs.n; d++)
+		rc = read_dir(g, &dirs.d[d], st, err);
+	dirset_release(&dirs);
+	if (rc == 0 && st->nrecords > 1)
 		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);
-	return 0;
+	return rc;
 }
 
 static int lease_read_ref(struct state_git *g, git_oid *tip, int *exists, struct state_lock **out,
@@ -1142,36 +1197,54 @@ static int put_record(struct state_git *g, git_treebuilder *tb, const git_tree *
 	return rc;
 }
 
+/* The index of the first record of st whose address is at or after key (st is sorted). */
+static size_t records_from(const struct state *st, const char *key)
+{
+	size_t lo = 0, hi = st->nrecords;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(st->records[mid].address, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
- * The folder kind_dirs[d] of the new tree: old (the parent commit's folder,
- * or NULL) with every record of st in it, and nothing else. Only a record
- * whose bytes differ from old's blob is written, and an unchanged folder
- * keeps old's id, so a save costs the records that changed, not the whole
- * state. The result is the tree a build from nothing gives (git trees are
- * canonical), which test_incremental_write_is_a_full_write checks.
+ * The folder dir of the new tree: old (the parent commit's folder, or
+ * NULL) with every record of st whose address is dir's prefix and a dot
+ * in it, and nothing else. Only a record whose bytes differ from old's
+ * blob is written, and an unchanged folder keeps old's id, so a save
+ * costs the records that changed, not the whole state. The result is the
+ * tree a build from nothing gives (git trees are canonical), which
+ * test_incremental_write_is_a_full_write checks. The records are sorted
+ * by address, so a folder's are one run of them, found by a binary search.
  * *empty = 1 (and *out untouched) when the folder has no record.
  */
-static int build_dir(struct state_git *g, const git_tree *old, const struct state *st, size_t d,
-		     git_oid *out, int *empty, struct vx_err *err)
+static int build_dir(struct state_git *g, const git_tree *old, const struct state *st,
+		     const char *dir, git_oid *out, int *empty, struct vx_err *err)
 {
 	git_treebuilder *tb = NULL;
-	const char *prefix = kind_dirs[d];
-	size_t nprefix = (size_t)prefix_len(prefix), i;
-	char *file = NULL;
+	size_t nprefix = (size_t)prefix_len(dir), i;
+	char key[STATE_DIR_SIZE], *file = NULL;
 	int rc = 0, changed = 0;
 
 	*empty = 0;
+	snprintf(key, sizeof(key), "%.*s.", (int)nprefix, dir);
 	if (git_treebuilder_new(&tb, g->repo, old) < 0) {
 		rc = gerr(err, VX_EIO, "building the state tree");
 		goto done;
 	}
-	if ((rc = prune_dir(tb, old, st, prefix, &changed, err)) < 0)
+	if ((rc = prune_dir(tb, old, st, dir, &changed, err)) < 0)
 		goto done;
-	for (i = 0; i < st->nrecords; i++) {
+	for (i = records_from(st, key); i < st->nrecords; i++) {
 		const struct state_record *r = &st->records[i];
 
-		if (strncmp(r->address, prefix, nprefix) != 0 || r->address[nprefix] != '.')
-			continue;
+		if (strncmp(r->address, key, nprefix + 1) != 0)
+			break;
 		free(file);
 		file = vx_asprintf("%s.json", r->address + nprefix + 1);
 		if (!file) {
@@ -1186,40 +1259,82 @@ static int build_dir(struct state_git *g, const git_tree *old, const struct stat
 	else if (old && !changed)
 		git_oid_cpy(out, git_tree_id(old));
 	else if (git_treebuilder_write(out, tb) < 0)
-		rc = gerr(err, VX_EIO, kind_dirs[d]);
+		rc = gerr(err, VX_EIO, dir);
 done:
 	git_treebuilder_free(tb);
 	free(file);
 	return rc;
 }
 
+typedef char dir_name[STATE_DIR_SIZE];
+
+static int dir_name_cmp(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b); /* a dir_name is its chars */
+}
+
 /*
- * The whole tree: stack.json from hdr, one file per record of st, built
- * on parent (the tip's tree, or NULL for a first write) by build_dir.
+ * The folders the new tree may hold, each once, sorted: the parent's
+ * (read by dirset_read) and those of st's records. A folder of the parent
+ * no record of st is in any more goes (build_dir finds it empty); one of a
+ * kind this vx does not know keeps its records, which the load read into
+ * st. Every record's address is checked on the way.
+ */
+static int folders_of(const struct dirset *parent, const struct state *st, dir_name **out,
+		      size_t *n, struct vx_err *err)
+{
+	dir_name *f = NULL, one;
+	size_t k = 0, alloc = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < parent->n + st->nrecords && rc == 0; i++) {
+		const struct state_record *r = i >= parent->n ? &st->records[i - parent->n] : NULL;
+
+		if (r && (rc = state_address_split(r->address, one, NULL, err)) < 0)
+			break;
+		/* build_dir finds a folder's records by a binary search: a record out
+		 * of order would be left out of the commit, so it is an error. */
+		if (r && r > st->records && strcmp(r[-1].address, r->address) >= 0) {
+			rc = vx_err_set(err, VX_EINVAL, "state: records not sorted at %s", r->address);
+			break;
+		}
+		/* One entry per run of one folder's records: they are sorted by address. */
+		if (r && k > parent->n && !strcmp(f[k - 1], one))
+			continue;
+		if (VX_ALLOC_GROW(f, k + 1, alloc) < 0)
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		else
+			memcpy(f[k++], r ? one : parent->d[i].name, sizeof(one));
+	}
+	if (rc == 0 && k > 1)
+		qsort(f, k, sizeof(*f), dir_name_cmp);
+	for (size_t i = 0; rc == 0 && i < k; i++)
+		if (*n == 0 || strcmp(f[i], f[*n - 1]) != 0)
+			memmove(f[(*n)++], f[i], sizeof(*f));
+	*out = f;
+	return rc;
+}
+
+/*
+ * The whole tree: stack.json from hdr, one file per record of st in its
+ * folder, built on parent (the tip's tree, or NULL for a first write) by
+ * build_dir, folder by folder.
  */
 static int build_tree(struct state_git *g, const git_tree *parent, const struct state *hdr,
 		      const struct state *st, git_oid *out, struct vx_err *err)
 {
 	git_treebuilder *root = NULL;
-	git_tree *old = NULL;
+	struct dirset old = { NULL, 0 };
+	dir_name *dirs = NULL;
 	char *text = NULL;
-	size_t i, d;
+	size_t ndirs = 0;
 	int rc;
 
-	/* Every record must belong to a folder: the same check the full build made. */
-	for (i = 0; i < st->nrecords; i++) {
-		const char *dir = NULL, *name = NULL;
-
-		if ((rc = state_address_split(st->records[i].address, &dir, &name, err)) < 0)
-			goto done;
-		for (d = 0; d < STATE_NKINDS && dir && strcmp(kind_dirs[d], dir) != 0; d++)
-			;
-		if (d == STATE_NKINDS || !dir) {
-			rc = vx_err_set(err, VX_EINVAL, "%s: no state folder for this kind of address",
-					st->records[i].address);
-			goto done;
-		}
-	}
+	if ((rc = dirset_read(g, parent, &old, err)) < 0 ||
+	    (rc = folders_of(&old, st, &dirs, &ndirs, err)) < 0)
+		goto done;
 	if (git_treebuilder_new(&root, g->repo, NULL) < 0) {
 		rc = gerr(err, VX_EIO, "building the state tree");
 		goto done;
@@ -1227,30 +1342,23 @@ static int build_tree(struct state_git *g, const git_tree *parent, const struct 
 	if ((rc = state_header_to_json(hdr, &text, err)) < 0 ||
 	    (rc = insert_blob(g, root, "stack.json", text, err)) < 0)
 		goto done;
-	for (d = 0; d < STATE_NKINDS; d++) {
-		const git_tree_entry *e = parent ? git_tree_entry_byname(parent, kind_dirs[d]) : NULL;
+	for (size_t d = 0; d < ndirs; d++) {
 		git_oid id;
 		int empty;
 
-		git_tree_free(old);
-		old = NULL;
-		if (e && git_tree_entry_type(e) == GIT_OBJECT_TREE &&
-		    git_tree_lookup(&old, g->repo, git_tree_entry_id(e)) < 0) {
-			rc = gerr(err, VX_EIO, kind_dirs[d]);
+		if ((rc = build_dir(g, dirset_find(&old, dirs[d]), st, dirs[d], &id, &empty, err)) < 0)
 			goto done;
-		}
-		if ((rc = build_dir(g, old, st, d, &id, &empty, err)) < 0)
-			goto done;
-		if (!empty && git_treebuilder_insert(NULL, root, kind_dirs[d], &id, GIT_FILEMODE_TREE) < 0) {
-			rc = gerr(err, VX_EIO, kind_dirs[d]);
+		if (!empty && git_treebuilder_insert(NULL, root, dirs[d], &id, GIT_FILEMODE_TREE) < 0) {
+			rc = gerr(err, VX_EIO, dirs[d]);
 			goto done;
 		}
 	}
 	if (git_treebuilder_write(out, root) < 0)
 		rc = gerr(err, VX_EIO, "writing the state tree");
 done:
-	git_tree_free(old);
+	dirset_release(&old);
 	git_treebuilder_free(root);
+	free(dirs);
 	free(text);
 	return rc;
 }
@@ -1914,21 +2022,6 @@ done:
 	return rc;
 }
 
-/* The folder dir of commit c (NULL: c is NULL or has no such folder). */
-static int dir_tree(struct state_git *g, const git_commit *c, const char *dir, git_tree **out,
-		    struct vx_err *err)
-{
-	git_oid id;
-	int rc;
-
-	*out = NULL;
-	if (!c || (rc = entry_at(c, dir, &id, err)) < 0 || git_oid_is_zero(&id))
-		return c ? rc : 0;
-	if (git_tree_lookup(out, g->repo, &id) < 0)
-		return gerr(err, VX_EIO, dir);
-	return 0;
-}
-
 /*
  * The next commit of the walk, id, into *c and its first parent into *p.
  * carried: id is the previous step's parent, which *p still holds, so it
@@ -1950,31 +2043,66 @@ static int history_step(struct state_git *g, const git_oid *id, int carried, git
 	return 0;
 }
 
-/*
- * What commit c changed in every kind's folder, against its parent p (NULL:
- * none). prev_tree[d] holds the parent's folders read last step, used for
- * c when carried, and receives p's for the next step.
- */
-static int history_dirs(struct history *h, const git_commit *c, const git_commit *p, int carried,
-			git_tree *prev_tree[STATE_NKINDS], struct vx_err *err)
+/* The record folders of commit c (none when c is NULL) into *out (dirset_read). */
+static int commit_dirs(struct state_git *g, const git_commit *c, struct dirset *out,
+		       struct vx_err *err)
 {
+	git_tree *root = NULL;
 	int rc;
 
-	for (size_t d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]); d++) {
-		git_tree *tc = carried ? prev_tree[d] : NULL, *tp = NULL;
+	out->d = NULL;
+	out->n = 0;
+	if (!c)
+		return 0;
+	if (git_commit_tree(&root, c) < 0)
+		return gerr(err, VX_EIO, "reading a state commit");
+	rc = dirset_read(g, root, out, err);
+	git_tree_free(root);
+	return rc;
+}
 
-		prev_tree[d] = NULL;
-		if ((!carried && (rc = dir_tree(h->g, c, kind_dirs[d], &tc, err)) < 0) ||
-		    (rc = dir_tree(h->g, p, kind_dirs[d], &tp, err)) < 0 ||
-		    (rc = history_dir(h, c, tc, tp, kind_dirs[d], err)) < 0) {
-			git_tree_free(tc);
-			git_tree_free(tp);
-			return rc;
-		}
-		git_tree_free(tc);
-		prev_tree[d] = tp;
+/*
+ * What commit c changed in every folder, of every kind, against its parent
+ * p (NULL: none): the folders of either, merged by name. prev holds the
+ * parent's folders read last step, used for c when carried, and receives
+ * p's for the next step.
+ */
+static int history_dirs(struct history *h, const git_commit *c, const git_commit *p, int carried,
+			struct dirset *prev, struct vx_err *err)
+{
+	struct dirset dc = { NULL, 0 }, dp = { NULL, 0 };
+	size_t i = 0, j = 0;
+	int rc;
+
+	if (carried) {
+		dc = *prev;
+		prev->d = NULL;
+		prev->n = 0;
 	}
-	return 0;
+	dirset_release(prev);
+	if ((!carried && (rc = commit_dirs(h->g, c, &dc, err)) < 0) ||
+	    (rc = commit_dirs(h->g, p, &dp, err)) < 0)
+		goto done;
+	while (rc == 0 && (i < dc.n || j < dp.n)) {
+		/* Merged by name: a folder of one commit only is compared with none. */
+		int cmp = i == dc.n ? 1 : -1;
+
+		if (i < dc.n && j < dp.n)
+			cmp = strcmp(dc.d[i].name, dp.d[j].name);
+		rc = history_dir(h, c, cmp <= 0 ? dc.d[i].tree : NULL, cmp >= 0 ? dp.d[j].tree : NULL,
+				 cmp <= 0 ? dc.d[i].name : dp.d[j].name, err);
+		i += cmp <= 0;
+		j += cmp >= 0;
+	}
+	if (rc == 0) {
+		*prev = dp;
+		dp.d = NULL;
+		dp.n = 0;
+	}
+done:
+	dirset_release(&dc);
+	dirset_release(&dp);
+	return rc;
 }
 
 /* The revision walk of the state branch from tip, newest first. */
@@ -1998,14 +2126,15 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
 	char *path = NULL;
-	const char *dir = NULL, *name;
-	git_tree *prev_tree[STATE_NKINDS] = { NULL };
+	const char *name;
+	char dir[STATE_DIR_SIZE];
+	struct dirset prev = { NULL, 0 };
 	git_oid tip, id, mine, before, prev_parent;
 	int exists, rc, have_prev = 0;
 
 	memset(&before, 0, sizeof(before));
 	skips->noun = "commit";
-	if ((address && (rc = state_address_split(address, &dir, &name, err)) < 0) ||
+	if ((address && (rc = state_address_split(address, dir, &name, err)) < 0) ||
 	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
 	    !exists)
 		goto done;
@@ -2030,7 +2159,7 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 		if (p)
 			git_oid_cpy(&prev_parent, git_commit_id(p));
 		if (!address) {
-			if ((rc = history_dirs(&h, c, p, carried, prev_tree, err)) < 0)
+			if ((rc = history_dirs(&h, c, p, carried, &prev, err)) < 0)
 				goto done;
 			continue;
 		}
@@ -2054,8 +2183,7 @@ done:
 	*out = h.list;
 	*n = h.n;
 	free(path);
-	for (size_t d = 0; d < STATE_NKINDS; d++)
-		git_tree_free(prev_tree[d]);
+	dirset_release(&prev);
 	git_commit_free(p);
 	git_commit_free(c);
 	git_revwalk_free(walk);

@@ -23,9 +23,6 @@ static const char *const globs[] = { BRANCHES "*", "refs/remotes/*/vx/state/*" }
 /* A record larger than this is not one vx wrote: skipped. */
 #define RECORD_MAX ((size_t)16 << 20)
 
-/* The records' folders, one per kind (state.h). */
-#define kind_dirs state_kind_dirs
-
 void state_scan_hit_release(struct state_scan_hit *h)
 {
 	free(h->stack);
@@ -86,43 +83,52 @@ static int gfail(struct vx_err *err, const char *what)
 			  e && e->message ? e->message : "unknown libgit2 error");
 }
 
-/* The address in the records of dir of tree (one branch) that has resource, into out. */
+/* The address in the records of one folder sub of a branch's tree that has resource, into out. */
+static int scan_dir(struct state_scan_hit *out, git_repository *repo, const git_tree *sub, const char *ref,
+		    const char *needle, const char *resource, struct vx_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < git_tree_entrycount(sub) && rc == 0 && !out->address; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(sub, i);
+		struct state_record r;
+		struct vx_err pe = VX_ERR_INIT;
+		git_blob *blob = NULL;
+		size_t n;
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0)
+			continue;
+		n = (size_t)git_blob_rawsize(blob);
+		memset(&r, 0, sizeof(r));
+		if (n <= RECORD_MAX && mentions(git_blob_rawcontent(blob), n, needle) &&
+		    state_record_from_json(&r, git_blob_rawcontent(blob), n, &pe) == 0 && record_has(&r, resource))
+			rc = hit_set(out, strstr(ref, "vx/state/") + strlen("vx/state/"), ref, r.address, err);
+		state_record_release(&r);
+		vx_err_release(&pe);
+		git_blob_free(blob);
+	}
+	return rc;
+}
+
+/*
+ * The address in the records of tree (one branch) that has resource, into
+ * out: every record folder's (a prefix and an "s", state.h), of whatever
+ * kind, as the git backend reads them.
+ */
 static int scan_tree(struct state_scan_hit *out, git_repository *repo, const git_tree *tree, const char *ref,
 		     const char *needle, const char *resource, struct vx_err *err)
 {
 	int rc = 0;
 
-	for (size_t d = 0; d < sizeof(kind_dirs) / sizeof(kind_dirs[0]) && rc == 0 && !out->address; d++) {
-		git_tree_entry *de = NULL;
+	for (size_t d = 0; d < git_tree_entrycount(tree) && rc == 0 && !out->address; d++) {
+		const git_tree_entry *de = git_tree_entry_byindex(tree, d);
 		git_tree *sub = NULL;
 
-		if (git_tree_entry_bypath(&de, tree, kind_dirs[d]) < 0 || git_tree_entry_type(de) != GIT_OBJECT_TREE ||
-		    git_tree_lookup(&sub, repo, git_tree_entry_id(de)) < 0) {
-			git_tree_entry_free(de);
-			continue; /* no record of that kind */
-		}
-		for (size_t i = 0; i < git_tree_entrycount(sub) && rc == 0 && !out->address; i++) {
-			const git_tree_entry *e = git_tree_entry_byindex(sub, i);
-			struct state_record r;
-			struct vx_err pe = VX_ERR_INIT;
-			git_blob *blob = NULL;
-			size_t n;
-
-			if (git_tree_entry_type(e) != GIT_OBJECT_BLOB ||
-			    git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0)
-				continue;
-			n = (size_t)git_blob_rawsize(blob);
-			memset(&r, 0, sizeof(r));
-			if (n <= RECORD_MAX && mentions(git_blob_rawcontent(blob), n, needle) &&
-			    state_record_from_json(&r, git_blob_rawcontent(blob), n, &pe) == 0 &&
-			    record_has(&r, resource))
-				rc = hit_set(out, strstr(ref, "vx/state/") + strlen("vx/state/"), ref, r.address, err);
-			state_record_release(&r);
-			vx_err_release(&pe);
-			git_blob_free(blob);
-		}
+		if (!state_dir_prefix(git_tree_entry_name(de)) || git_tree_entry_type(de) != GIT_OBJECT_TREE ||
+		    git_tree_lookup(&sub, repo, git_tree_entry_id(de)) < 0)
+			continue; /* not a record folder */
+		rc = scan_dir(out, repo, sub, ref, needle, resource, err);
 		git_tree_free(sub);
-		git_tree_entry_free(de);
 	}
 	return rc;
 }

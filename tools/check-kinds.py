@@ -15,9 +15,10 @@ prefix ("job." or an address "job.NAME"), or its state folder ("jobs/", "jobs"),
     its name to its rows; no code reads the names but by kind_table's).
 
 Every other literal found must be in ALLOWED below, with the reason it is still there: that
-list is what the next steps of moving the kinds into the table remove (docs/design-notes.md,
-"Adding a kind: what it touches today"). An entry of ALLOWED that matches nothing is reported
-too, so the list only shrinks.
+list was what the steps of moving the kinds into the table removed (docs/design-notes.md,
+"Adding a kind: what it touches today"), and it is empty now. An entry of ALLOWED that matches
+nothing is reported too, so the list only shrinks. The state layer (state/) names no kind at
+all: it files a record by its address alone (PREFIX.NAME in the folder PREFIXs/, state/state.h).
 
 usage: tools/check-kinds.py [--root DIR]
 Prints one line per problem, "FILE:LINE: what", and exits 1 if any. Standard library only.
@@ -64,15 +65,10 @@ def names_kinds(rel, lit):
     return "a list of kinds" if len(kinds) > 1 else None
 
 
-# (file, literal as written in the source, without its quotes): why it is still there.
+# (file, literal as written in the source, without its quotes): why it is still there. Empty:
+# no generic file names a kind.
 ALLOWED = {
-    # Help and error texts that list the kinds by hand: to be written from kind_table.
-    # The state layer sits below reconcile/ and may not read kind_table (state/state.c says why).
-    ("state/state.c", "jobs"): "the state layer's folders, held equal to kind_table by test_kind",
-    ("state/state.c", "reservations"): "the state layer's folders, held equal to kind_table by test_kind",
-    ("state/state.c", "quotas"): "the state layer's folders, held equal to kind_table by test_kind",
 }
-
 
 TOKEN = re.compile(r"""//[^\n]*|/\*.*?(?:\*/|\Z)|'(?:\\.|[^'\\\n])*'|"((?:\\.|[^"\\\n])*)"|^[ \t]*#[ \t]*include[^\n]*""",
                    re.S | re.M)

@@ -813,8 +813,14 @@ static void test_hostile(void **unused)
 		       "null,\"spec\":null,\"run\":1,\"attempts\":0,\"protect\":false,\"current\":null,"
 		       "\"history\":[]}]}",
 		   "invalid state JSON: records[0].address: bad address \"job.a/../b\": want "
-		   "job.NAME, reservation.NAME or quota.NAME with NAME of 1-128 letters, digits, "
-		   "'_', '-' or '.'");
+		   "KIND.NAME with KIND of 1-32 lowercase letters, digits or '_' (a letter first) "
+		   "and NAME of 1-128 letters, digits, '_', '-' or '.'");
+	expect_bad(HDR "\"records\":[{\"address\":\"Job.a\",\"kind\":\"CustomJob\",\"specHash\":"
+		       "null,\"spec\":null,\"run\":1,\"attempts\":0,\"protect\":false,\"current\":null,"
+		       "\"history\":[]}]}",
+		   "invalid state JSON: records[0].address: bad address \"Job.a\": want "
+		   "KIND.NAME with KIND of 1-32 lowercase letters, digits or '_' (a letter first) "
+		   "and NAME of 1-128 letters, digits, '_', '-' or '.'");
 	expect_bad(HDR "\"records\":[{\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":"
 		       "null,\"spec\":null,\"run\":1,\"attempts\":0,\"protect\":false,\"current\":"
 		       "{\"resource\":1},\"history\":[]}]}",
@@ -874,19 +880,54 @@ static void test_address_and_ids(void **unused)
 {
 	struct vx_ctx ctx;
 	int64_t now = 1000;
-	const char *dir, *name;
-	char a[37], b[37];
+	const char *name;
+	char a[37], b[37], dir[STATE_DIR_SIZE];
 
 	(void)unused;
 	ctx_fixed(&ctx, &now);
-	assert_int_equal(state_address_split("job.gemma2-lora", &dir, &name, NULL), 0);
+	assert_int_equal(state_address_split("job.gemma2-lora", dir, &name, NULL), 0);
 	assert_string_equal(dir, "jobs");
 	assert_string_equal(name, "gemma2-lora");
-	assert_int_equal(state_address_split("quota.h100", &dir, &name, NULL), 0);
+	assert_int_equal(state_address_split("quota.h100", dir, &name, NULL), 0);
 	assert_string_equal(dir, "quotas");
+	assert_int_equal(state_address_split("job.a.b", dir, &name, NULL), 0);
+	assert_string_equal(dir, "jobs");
+	assert_string_equal(name, "a.b");
 	assert_int_equal(state_address_split("job..x", NULL, NULL, NULL), VX_EINVAL);
 	assert_int_equal(state_address_split("job.", NULL, NULL, NULL), VX_EINVAL);
-	assert_int_equal(state_address_split("bucket.x", NULL, NULL, NULL), VX_EINVAL);
+	/*
+	 * Any well-formed prefix: which are kinds is the reconcile layer's
+	 * business, and a record of a kind this vx does not know (a newer vx
+	 * wrote it) is kept, not refused.
+	 */
+	assert_int_equal(state_address_split("bucket.x", dir, &name, NULL), 0);
+	assert_string_equal(dir, "buckets");
+	assert_int_equal(state_address_split("persistent_resource.p-1", dir, &name, NULL), 0);
+	assert_string_equal(dir, "persistent_resources");
+	assert_string_equal(name, "p-1");
+	assert_int_equal(state_address_split("a23456789012345678901234567890_2.x", dir, NULL, NULL), 0);
+	assert_string_equal(dir, "a23456789012345678901234567890_2s");
+	/* A prefix is 1-32 of [a-z0-9_], a letter first. */
+	assert_int_equal(state_address_split("a234567890123456789012345678901_3.x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split(".x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("Job.x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("1job.x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("_job.x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("jo-b.x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("jo/b.x", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("job", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split("", NULL, NULL, NULL), VX_EINVAL);
+	assert_int_equal(state_address_split(NULL, NULL, NULL, NULL), VX_EINVAL);
+	/* A folder is a prefix and an "s"; nothing else of a state tree is one. */
+	assert_int_equal(state_dir_prefix("jobs"), 3);
+	assert_int_equal(state_dir_prefix("widgets"), 6);
+	assert_int_equal(state_dir_prefix("ss"), 1);
+	assert_int_equal(state_dir_prefix("s"), 0);
+	assert_int_equal(state_dir_prefix("job"), 0);
+	assert_int_equal(state_dir_prefix("stack.json"), 0);
+	assert_int_equal(state_dir_prefix("Jobs"), 0);
+	assert_int_equal(state_dir_prefix(".jobs"), 0);
+	assert_int_equal(state_dir_prefix(""), 0);
 	{
 		/* A record is added with its kind: there is no default one. */
 		struct state st;

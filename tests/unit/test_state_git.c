@@ -1120,12 +1120,15 @@ static void test_incremental_write_is_a_full_write(void **state)
 	put_job(&st, "c", "projects/p/locations/us-central1/customJobs/3");
 	put_job(&st, "d", "projects/p/locations/us-central1/customJobs/4");
 	assert_int_equal(state_add_record(&st, "reservation.r1", "Reservation", &r, &err), 0);
+	/* Of kinds vx does not know: folders like the others' (widgets/, gadgets/). */
+	assert_int_equal(state_add_record(&st, "widget.w1", "Widget", &r, &err), 0);
 	assert_int_equal(state_write(b, &st, "first", &err), 0);
-	/* Changed, removed, added, unchanged; the reservations folder emptied. */
+	/* Changed, removed, added, unchanged; the reservations folder emptied, a new one. */
 	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/5");
 	assert_int_equal(state_remove_record(&st, "job.c"), 0);
 	assert_int_equal(state_remove_record(&st, "reservation.r1"), 0);
 	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/6");
+	assert_int_equal(state_add_record(&st, "gadget.g1", "Gadget", &r, &err), 0);
 	assert_int_equal(state_write(b, &st, "second", &err), 0);
 	assert_int_equal(st.serial, 2);
 	tip_tree_id(f->repo, &t1);
@@ -1151,7 +1154,9 @@ static void test_incremental_write_is_a_full_write(void **state)
 
 	/* And it loads back as written. */
 	assert_int_equal(state_load(b, &back, &err), 0);
-	assert_int_equal(back.nrecords, 4);
+	assert_int_equal(back.nrecords, 6);
+	assert_string_equal(back.records[0].address, "gadget.g1");
+	assert_string_equal(back.records[5].address, "widget.w1");
 	assert_int_equal(state_to_json(&st, &a, &err), 0);
 	assert_int_equal(state_to_json(&back, &c, &err), 0);
 	assert_string_equal(a, c);
