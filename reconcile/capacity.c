@@ -1,3 +1,6 @@
+#include "reconcile/kind_job.h"
+#include "reconcile/kind_reservation.h"
+#include "reconcile/kind_quota.h"
 #include "reconcile/capacity.h"
 
 #include <math.h>
@@ -697,8 +700,8 @@ static const struct stack_quota *row_quota(const struct capacity_input *in, cons
 	const struct live_quotas *lq = kind_live(in->live, &kind_quota);
 
 	*l = NULL;
-	for (size_t i = 0; row->quota_id && i < in->st->nquotas; i++) {
-		const struct stack_quota *q = &in->st->quotas[i];
+	for (size_t i = 0; row->quota_id && i < stack_count(in->st, &kind_quota); i++) {
+		const struct stack_quota *q = &stack_quotas(in->st, NULL)[i];
 		const char *region = stack_labels_get(&q->dimensions, "region");
 
 		if (strcmp(q->service, AIPLATFORM) != 0 || strcmp(q->quota_id, row->quota_id) != 0 ||
@@ -779,13 +782,13 @@ static void row_request(struct capacity_row *row, const struct capacity_input *i
 /* Whether st has a job with GPUs or a reservation: the sections are shown only then. */
 static int any_gpus(const struct stack *st)
 {
-	int any = st->nreservations > 0;
+	int any = stack_count(st, &kind_reservation) > 0;
 
-	for (size_t i = 0; i < st->njobs && !any; i++)
-		for (size_t k = 0; k < st->jobs[i].spec.npools && !any; k++) {
+	for (size_t i = 0; i < stack_count(st, &kind_job) && !any; i++)
+		for (size_t k = 0; k < stack_jobs(st, NULL)[i].spec.npools && !any; k++) {
 			int64_t n;
 
-			any = pool_gpu(&st->jobs[i].spec.pools[k], &n) != NULL;
+			any = pool_gpu(&stack_jobs(st, NULL)[i].spec.pools[k], &n) != NULL;
 		}
 	return any;
 }
@@ -1028,10 +1031,10 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 	if (!(out->any = any_gpus(in->st)))
 		return 0;
 	/* Reservations first: their rows exist (held, in use) whether or not a job uses them. */
-	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++) {
+	for (size_t i = 0; i < stack_count(in->st, &kind_reservation) && rc == 0; i++) {
 		struct capacity_row *row;
 
-		rc = reservation_row(out, in, &in->st->reservations[i], &row);
+		rc = reservation_row(out, in, &stack_reservations(in->st, NULL)[i], &row);
 	}
 	/* Two passes over the runs in address order: what stays running, then what
 	 * starts, so a job that does not fit is the one the count passes the limit at. */
@@ -1041,8 +1044,8 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 	for (size_t i = 0; i < out->nrows && rc == 0; i++)
 		rc = row_finish(out, in, &out->rows[i]);
 	/* Reservations: what they cost held, and how much of them declared jobs use. */
-	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++)
-		rc = reservation_cost(out, in, &in->st->reservations[i]);
+	for (size_t i = 0; i < stack_count(in->st, &kind_reservation) && rc == 0; i++)
+		rc = reservation_cost(out, in, &stack_reservations(in->st, NULL)[i]);
 	if (rc == 0)
 		spend_change(out, in);
 	if (rc == 0 && out->nrows > 1)
@@ -1056,13 +1059,13 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 
 int capacity_wanted(const struct stack *st)
 {
-	if (st->nreservations)
+	if (stack_count(st, &kind_reservation))
 		return 1;
-	for (size_t i = 0; i < st->njobs; i++)
-		for (size_t k = 0; k < st->jobs[i].spec.npools; k++)
-			if (st->jobs[i].spec.pools[k].accelerator_type ||
-			    (st->jobs[i].spec.pools[k].machine_type &&
-			     machines_fixed_gpus(st->jobs[i].spec.pools[k].machine_type, NULL, NULL)))
+	for (size_t i = 0; i < stack_count(st, &kind_job); i++)
+		for (size_t k = 0; k < stack_jobs(st, NULL)[i].spec.npools; k++)
+			if (stack_jobs(st, NULL)[i].spec.pools[k].accelerator_type ||
+			    (stack_jobs(st, NULL)[i].spec.pools[k].machine_type &&
+			     machines_fixed_gpus(stack_jobs(st, NULL)[i].spec.pools[k].machine_type, NULL, NULL)))
 				return 1;
 	return 0;
 }

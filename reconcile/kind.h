@@ -45,6 +45,9 @@ struct applier;
 struct import_outcome;
 struct import_request;
 struct vx_buf;
+struct load_pass;
+struct stack_kind_decls;
+struct ynode;
 
 /* At most this many kinds (kind.c asserts it), for fixed arrays over the table. */
 #define KIND_MAX 16
@@ -285,6 +288,40 @@ struct kind {
 	 * it is made. NULL: the kind asks for nothing such.
 	 */
 	int (*decision)(const struct plan_action *a, struct kind_decision *out);
+	/*
+	 * The stack loader (reconcile/stack.c; what a kind's reader may use:
+	 * reconcile/stack_loader.h): how this kind's documents become its slot
+	 * of struct stack (st->of[kind_index]). The loader reads the Stack
+	 * document, then each kind in increasing load_pass (what a later pass
+	 * names of an earlier one is read first: a job's reservationAffinity
+	 * names a declared reservation). load_alloc makes room for n documents'
+	 * declarations before any pass reads; load_prepare runs before the
+	 * kind's pass reads (it sets B->order when not file order); load_read
+	 * reads one document; load_finish checks what holds once all are read.
+	 * All but load_read may be NULL; those returning int return -1 on an
+	 * allocation failure (recorded), which ends the passes.
+	 */
+	int load_pass;
+	int (*load_alloc)(struct load_pass *B, size_t n);
+	int (*load_prepare)(struct load_pass *B);
+	int (*load_read)(struct load_pass *B, const struct ynode *doc);
+	void (*load_finish)(struct load_pass *B);
+	/*
+	 * Once the stack is valid (and again after stack_apply_salt): each of
+	 * the kind's declarations' d.hash, the SHA-256 of its canonical form
+	 * (stack_decl_hash), which the stack's decl_hash is made of. 0 or VX_ENOMEM.
+	 */
+	int (*decl_hash)(struct stack *st);
+	/* Once the stack is valid: what the kind indexes (the jobs by name). 0 or VX_ENOMEM. NULL: nothing. */
+	int (*load_index)(struct stack *st);
+	/*
+	 * stack_apply_salt: keys the redaction of the kind's sensitive values
+	 * with the state's salt, *nsalted += how many declarations changed.
+	 * 0 or an error naming the declaration. NULL: the kind has none.
+	 */
+	int (*decl_salt)(struct stack *st, const char *salt, size_t *nsalted, struct vx_err *err);
+	/* Frees what the kind's slot of a stack holds (stack_free). */
+	void (*decl_release)(struct stack_kind_decls *slot);
 };
 
 extern const struct kind kind_job;

@@ -6,6 +6,7 @@
  * creates are resolved by listing, refused ones recorded as attempts, and
  * every request is fenced by the lease.
  */
+#include "reconcile/kind_job.h"
 #include "reconcile/applier.h"
 
 #include <stdint.h>

@@ -5,6 +5,7 @@
  * state does not know. A row's state and times come from the listing when
  * it returned the job, else from the state's last word.
  */
+#include "reconcile/kind_job.h"
 #include "reconcile/status.h"
 
 #include <stdint.h>
@@ -345,9 +346,9 @@ int kind_job_status_rows(struct status_report *out, const struct status_input *i
 	struct index ix;
 	int rc = index_build(&ix, in);
 
-	for (size_t i = 0; i < st->njobs && rc == 0; i++)
-		rc = job_row(out, in, &ix, st->jobs[i].d.address, &st->jobs[i],
-			     in->state ? state_find(in->state, st->jobs[i].d.address) : NULL);
+	for (size_t i = 0; i < stack_count(st, &kind_job) && rc == 0; i++)
+		rc = job_row(out, in, &ix, stack_jobs(st, NULL)[i].d.address, &stack_jobs(st, NULL)[i],
+			     in->state ? state_find(in->state, stack_jobs(st, NULL)[i].d.address) : NULL);
 	for (size_t i = 0; in->state && i < in->state->nrecords && rc == 0; i++) {
 		const struct state_record *r = &in->state->records[i];
 

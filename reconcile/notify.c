@@ -1,3 +1,4 @@
+#include "reconcile/kind_job.h"
 #include "reconcile/notify.h"
 
 #include <inttypes.h>

@@ -1,4 +1,5 @@
 /* A job's applied policy: see reconcile/policy.h. */
+#include "reconcile/kind_job.h"
 #include "reconcile/policy.h"
 
 #include <inttypes.h>
@@ -43,9 +44,9 @@ int policy_of_job(struct state_policy *out, const struct stack *st, const struct
 	out->max_attempts = j->max_attempts;
 	out->delay_ms = j->resubmit_delay_ms;
 	out->fallback_rungs = (int64_t)j->nrungs;
-	if (j->sweep && j->sweep <= st->nsweeps) {
-		out->max_parallel = st->sweeps[j->sweep - 1].max_parallel;
-		out->max_failed = st->sweeps[j->sweep - 1].max_failed;
+	if (j->sweep && j->sweep <= stack_nsweeps(st)) {
+		out->max_parallel = stack_sweeps(st, NULL)[j->sweep - 1].max_parallel;
+		out->max_failed = stack_sweeps(st, NULL)[j->sweep - 1].max_failed;
 	}
 	for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
 		n += (j->resubmit_on >> c) & 1u;

@@ -305,7 +305,7 @@ static void *prefetch_main(void *arg)
 	vx_err_release(&e);
 	if (PROVIDER_HAS(pf->real, quotas, list_infos) && capacity_wanted(t->st)) {
 		record_quota_infos(t, "aiplatform.googleapis.com");
-		if (t->st->nreservations)
+		if (stack_count(t->st, &kind_reservation))
 			record_quota_infos(t, "compute.googleapis.com");
 	}
 	/* The token exchange may have signed here (RSA takes a thread-local

@@ -1,3 +1,4 @@
+#include "reconcile/kind_job.h"
 #include "workflow/logs.h"
 
 #include <stdio.h>
@@ -123,22 +124,22 @@ static int not_a_job(struct workspace *ws, const char *address, const char *name
 
 	if (!st || stack_find_job(st, name))
 		return 0;
-	for (size_t i = 0; i < st->nsweeps && rc == 0; i++)
-		for (size_t j = st->sweeps[i].first; j < st->sweeps[i].first + st->sweeps[i].n && rc == 0; j++)
-			if (sweep_address_matches(address, st->jobs[j].d.address)) {
-				first = first ? first : st->jobs[j].d.address;
+	for (size_t i = 0; i < stack_nsweeps(st) && rc == 0; i++)
+		for (size_t j = stack_sweeps(st, NULL)[i].first; j < stack_sweeps(st, NULL)[i].first + stack_sweeps(st, NULL)[i].n && rc == 0; j++)
+			if (sweep_address_matches(address, stack_jobs(st, NULL)[j].d.address)) {
+				first = first ? first : stack_jobs(st, NULL)[j].d.address;
 				if (n++ < 4)
-					rc = vx_buf_printf(&runs, "%s%s", n > 1 ? ", " : "", st->jobs[j].d.address);
+					rc = vx_buf_printf(&runs, "%s%s", n > 1 ? ", " : "", stack_jobs(st, NULL)[j].d.address);
 			}
 	if (rc == 0 && first && (rc = run_form(&form, first)) == 0)
 		rc = vx_err_set(err, VX_EINVAL, "%s is %s: vx logs reads the lines of one of its %zu run%s, "
 				"%s: %s%s", address, strchr(address, '[') ? "a slice of a sweep" : "a sweep", n,
 				n == 1 ? "" : "s", vx_buf_str(&form), vx_buf_str(&runs), n > 4 ? ", ..." : "");
 	if (rc == 0 && !first) {
-		if (!(names = calloc(st->njobs + st->nsweeps + ws->state.nrecords + 1, sizeof(*names))))
+		if (!(names = calloc(stack_count(st, &kind_job) + stack_nsweeps(st) + ws->state.nrecords + 1, sizeof(*names))))
 			rc = VX_ENOMEM;
-		for (size_t i = 0; names && i < st->njobs; i++)
-			names[k++] = st->jobs[i].d.address;
+		for (size_t i = 0; names && i < stack_count(st, &kind_job); i++)
+			names[k++] = stack_jobs(st, NULL)[i].d.address;
 		for (size_t i = 0; names && i < ws->state.nrecords; i++)
 			names[k++] = ws->state.records[i].address;
 		near = names ? vx_suggest(address, names, k) : NULL;

@@ -1,3 +1,4 @@
+#include "reconcile/kind_job.h"
 #include "workflow/planning.h"
 
 #include <stdio.h>
@@ -25,11 +26,11 @@ static int target_known(const struct workspace *ws, const char *target)
 	if (stack_find_decl(ws->st, target) || state_find(&ws->state, target))
 		return 1;
 	if (!strchr(target, '['))
-		for (size_t i = 0; i < ws->st->nsweeps; i++)
-			if (!strcmp(ws->st->sweeps[i].address, target))
+		for (size_t i = 0; i < stack_nsweeps(ws->st); i++)
+			if (!strcmp(stack_sweeps(ws->st, NULL)[i].address, target))
 				return 1;
-	for (size_t i = 0; i < ws->st->njobs; i++)
-		if (sweep_address_matches(target, ws->st->jobs[i].d.address))
+	for (size_t i = 0; i < stack_count(ws->st, &kind_job); i++)
+		if (sweep_address_matches(target, stack_jobs(ws->st, NULL)[i].d.address))
 			return 1;
 	for (size_t i = 0; i < ws->state.nrecords; i++)
 		if (sweep_address_matches(target, ws->state.records[i].address))
@@ -42,8 +43,8 @@ static int replace_known(const struct workspace *ws, const char *address)
 {
 	if (stack_find_decl(ws->st, address))
 		return 1;
-	for (size_t i = 0; i < ws->st->njobs; i++)
-		if (sweep_address_matches(address, ws->st->jobs[i].d.address))
+	for (size_t i = 0; i < stack_count(ws->st, &kind_job); i++)
+		if (sweep_address_matches(address, stack_jobs(ws->st, NULL)[i].d.address))
 			return 1;
 	return 0;
 }
@@ -117,7 +118,7 @@ static int read_limits(struct planning *pl, struct workspace *ws, char **why, st
 	rc = p->quotas->list_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, &e);
 	if (rc == 0)
 		pl->limits_read = 1;
-	if (rc == 0 && st->nreservations)
+	if (rc == 0 && stack_count(st, &kind_reservation))
 		rc = p->quotas->list_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
 	if (rc == VX_EDENIED) {
 		rc = (*why = vx_strdup(vx_err_msg(&e))) ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");

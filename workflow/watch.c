@@ -1,4 +1,5 @@
 /* vx watch's cycle: see workflow/watch.h. */
+#include "reconcile/kind_job.h"
 #include "workflow/watch.h"
 
 #include <dirent.h>
