@@ -1,6 +1,3 @@
-#include "reconcile/kind_job.h"
-#include "reconcile/kind_reservation.h"
-#include "reconcile/kind_quota.h"
 #include "reconcile/capacity.h"
 
 #include <math.h>
@@ -11,6 +8,9 @@
 #include <cjson/cJSON.h>
 
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
+#include "reconcile/kind_quota.h"
+#include "reconcile/kind_reservation.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
@@ -783,12 +783,14 @@ static void row_request(struct capacity_row *row, const struct capacity_input *i
 static int any_gpus(const struct stack *st)
 {
 	int any = stack_count(st, &kind_reservation) > 0;
+	size_t njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
 
-	for (size_t i = 0; i < stack_count(st, &kind_job) && !any; i++)
-		for (size_t k = 0; k < stack_jobs(st, NULL)[i].spec.npools && !any; k++) {
+	for (size_t i = 0; i < njobs && !any; i++)
+		for (size_t k = 0; k < jobs[i].spec.npools && !any; k++) {
 			int64_t n;
 
-			any = pool_gpu(&stack_jobs(st, NULL)[i].spec.pools[k], &n) != NULL;
+			any = pool_gpu(&jobs[i].spec.pools[k], &n) != NULL;
 		}
 	return any;
 }
@@ -1059,15 +1061,33 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 
 int capacity_wanted(const struct stack *st)
 {
+	size_t njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
+
 	if (stack_count(st, &kind_reservation))
 		return 1;
-	for (size_t i = 0; i < stack_count(st, &kind_job); i++)
-		for (size_t k = 0; k < stack_jobs(st, NULL)[i].spec.npools; k++)
-			if (stack_jobs(st, NULL)[i].spec.pools[k].accelerator_type ||
-			    (stack_jobs(st, NULL)[i].spec.pools[k].machine_type &&
-			     machines_fixed_gpus(stack_jobs(st, NULL)[i].spec.pools[k].machine_type, NULL, NULL)))
+	for (size_t i = 0; i < njobs; i++)
+		for (size_t k = 0; k < jobs[i].spec.npools; k++) {
+			const struct spec_pool *p = &jobs[i].spec.pools[k];
+
+			if (p->accelerator_type ||
+			    (p->machine_type && machines_fixed_gpus(p->machine_type, NULL, NULL)))
 				return 1;
+		}
 	return 0;
+}
+
+size_t capacity_limit_services(const struct stack *st, const char **out)
+{
+	size_t n = 0;
+
+	for (size_t i = kind_count; i-- > 0;) {
+		const struct kind *k = kind_table[i];
+
+		if (k->limits_service && (k->limits_always || k->count_decls(st)))
+			out[n++] = k->limits_service;
+	}
+	return n;
 }
 
 int prices_load(struct prices *out, const struct stack *st, const char *env_file, struct vx_err *err)

@@ -322,6 +322,14 @@ struct kind {
 	int (*decl_salt)(struct stack *st, const char *salt, size_t *nsalted, struct vx_err *err);
 	/* Frees what the kind's slot of a stack holds (stack_free). */
 	void (*decl_release)(struct stack_kind_decls *slot);
+	/*
+	 * The service whose quota limits (Cloud Quotas quotaInfos) the capacity
+	 * check reads for this kind ("compute.googleapis.com"): always when
+	 * limits_always, else when the stack declares one of the kind
+	 * (capacity_limit_services). NULL: none.
+	 */
+	const char *limits_service;
+	int limits_always;
 };
 
 extern const struct kind kind_job;

@@ -6,7 +6,6 @@
  * into the plain input of the three-way diff (kind_job_diff.c). What the
  * other kind_job_*.c files hold: reconcile/kind_job_internal.h.
  */
-#include "reconcile/kind_job.h"
 #include "reconcile/kind.h"
 #include "reconcile/import.h"
 
@@ -16,6 +15,7 @@
 #include <string.h>
 
 #include "reconcile/applier.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/kind_job_load.h"
 #include "reconcile/plan.h"
@@ -745,4 +745,6 @@ const struct kind kind_job = {
 	.load_index = kind_job_load_index,
 	.decl_salt = kind_job_decl_salt,
 	.decl_release = kind_job_decl_release,
+	.limits_service = "aiplatform.googleapis.com",
+	.limits_always = 1,
 };

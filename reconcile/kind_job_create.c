@@ -6,7 +6,6 @@
  * creates are resolved by listing, refused ones recorded as attempts, and
  * every request is fenced by the lease.
  */
-#include "reconcile/kind_job.h"
 #include "reconcile/applier.h"
 
 #include <stdint.h>
@@ -16,6 +15,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/plan.h"

@@ -6,8 +6,6 @@
  * created it would have left. And the job refresh's hook that keeps an
  * imported job without vx's labels in sight.
  */
-#include "reconcile/kind_job.h"
-#include "reconcile/kind_reservation.h"
 #include "reconcile/import.h"
 
 #include <stdlib.h>
@@ -21,7 +19,9 @@
 
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
+#include "reconcile/kind_reservation.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"

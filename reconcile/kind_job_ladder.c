@@ -4,12 +4,12 @@
  * its rung is, not by its position), whether it moved, and what a rung is
  * (job_rung_id), as the state records it.
  */
-#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
 
 #include <stdint.h>
 #include <string.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"

@@ -5,7 +5,6 @@
  * state does not know. A row's state and times come from the listing when
  * it returned the job, else from the state's last word.
  */
-#include "reconcile/kind_job.h"
 #include "reconcile/status.h"
 
 #include <stdint.h>
@@ -15,6 +14,7 @@
 #include "reconcile/capacity.h"
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"

@@ -1106,4 +1106,5 @@ const struct kind kind_reservation = {
 	.load_read = kind_reservation_load_read,
 	.decl_hash = kind_reservation_decl_hash,
 	.decl_release = kind_reservation_decl_release,
+	.limits_service = "compute.googleapis.com",
 };

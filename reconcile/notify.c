@@ -1,4 +1,3 @@
-#include "reconcile/kind_job.h"
 #include "reconcile/notify.h"
 
 #include <inttypes.h>
@@ -13,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"

@@ -7,7 +7,6 @@
  * value), then read by stack_kinds_read_job like any other job. Values are
  * the text written in the YAML: `3e-4` stays `3e-4`.
  */
-#include "reconcile/kind_job.h"
 #include "reconcile/sweep.h"
 #include "reconcile/stack.h"
 #include "reconcile/kind_job_load.h"
@@ -18,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/load/ynode.h"
 #include "util/alloc.h"
 #include "util/buf.h"

@@ -5,7 +5,6 @@
  * other job; this pass only holds back creates, so a later vxapply or
  * vx watch cycle, planning again, starts the next runs as others finish.
  */
-#include "reconcile/kind_job.h"
 #include "reconcile/sweep.h"
 
 #include <inttypes.h>
@@ -15,6 +14,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
@@ -34,7 +34,7 @@ static const char *run_state(const struct plan_action *a)
 
 struct held {
 	struct plan_action *a;
-	size_t order;  /* the run's index in stack_jobs(st, NULL): the sweep's order */
+	size_t order;  /* the run's index in the stack's jobs: the sweep's order */
 };
 
 static int cmp_held(const void *x, const void *y)

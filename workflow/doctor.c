@@ -1,5 +1,4 @@
 /* vx doctor's permission and API checks. See doctor.h. */
-#include "reconcile/kind_job.h"
 #include "workflow/doctor.h"
 
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "providers/gcp/iamtest.h"
 #include "providers/gcp/permissions.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/banned.h"
