@@ -202,21 +202,22 @@ static void job_plan_release(void *scratch)
 static int scratch_alloc(struct job_scratch *s, const struct stack *st, const struct state *state,
 			 size_t nrec, size_t nknown)
 {
-	size_t nrungs = 0;
+	size_t nrungs = 0, njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
 
-	s->decls = calloc(stack_count(st, &kind_job) + 1, sizeof(*s->decls));
-	s->shapes = calloc(stack_count(st, &kind_job) + 1, sizeof(*s->shapes));
-	s->resubmit = calloc(stack_count(st, &kind_job) * STACK_FAIL_NCLASSES + 1, sizeof(*s->resubmit));
+	s->decls = calloc(njobs + 1, sizeof(*s->decls));
+	s->shapes = calloc(njobs + 1, sizeof(*s->shapes));
+	s->resubmit = calloc(njobs * STACK_FAIL_NCLASSES + 1, sizeof(*s->resubmit));
 	s->records = calloc(nrec + 1, sizeof(*s->records));
 	s->runs = calloc(nrec + 1, sizeof(*s->runs));
 	s->known = calloc(nknown + 1, sizeof(*s->known));
-	for (size_t i = 0; i < stack_count(st, &kind_job); i++)
-		nrungs += stack_jobs(st, NULL)[i].nrungs ? stack_jobs(st, NULL)[i].nrungs + 1 : 0;
+	for (size_t i = 0; i < njobs; i++)
+		nrungs += jobs[i].nrungs ? jobs[i].nrungs + 1 : 0;
 	s->rung_regions = calloc(nrungs + 1, sizeof(*s->rung_regions));
 	s->rung_shapes = calloc(nrungs + 1, sizeof(*s->rung_shapes));
 	/* Every job's rung 0 has an identity, with a ladder or not. */
-	s->rung_ids = calloc(nrungs + stack_count(st, &kind_job) + 1, sizeof(*s->rung_ids));
-	s->policies = calloc(stack_count(st, &kind_job) + 1, sizeof(*s->policies));
+	s->rung_ids = calloc(nrungs + njobs + 1, sizeof(*s->rung_ids));
+	s->policies = calloc(njobs + 1, sizeof(*s->policies));
 	if (state->serial == 0)
 		s->state_lost_hint = state_lost_hint(st);
 	if (!s->decls || !s->shapes || !s->resubmit || !s->records || !s->runs || !s->known ||
@@ -456,13 +457,14 @@ static int job_places(const struct stack *st, const struct state *state, struct 
 		      size_t *n)
 {
 	struct job_place *arr = NULL;
-	size_t cnt = 0;
+	size_t cnt = 0, njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
 
 	/* Every region a ladder can reach: an attempt left by a crash on any
 	 * rung is found (and adopted) by its labels wherever it runs. */
-	for (size_t i = 0; i < stack_count(st, &kind_job); i++)
-		for (size_t k = 0; k <= stack_jobs(st, NULL)[i].nrungs; k++)
-			if (add_place(&arr, &cnt, st->project, stack_job_rung_region(&stack_jobs(st, NULL)[i], (int64_t)k)) < 0)
+	for (size_t i = 0; i < njobs; i++)
+		for (size_t k = 0; k <= jobs[i].nrungs; k++)
+			if (add_place(&arr, &cnt, st->project, stack_job_rung_region(&jobs[i], (int64_t)k)) < 0)
 				goto oom;
 	for (size_t i = 0; state && i < state->nrecords; i++) {
 		const struct state_run *cur = state->records[i].current;

@@ -219,11 +219,12 @@ int stack_load_mem(struct stack **out, const char *dir, const struct stack_sourc
 void stack_free(struct stack *st);
 
 /*
- * Keys the redaction of every job's sensitive values with the state's salt
- * (job_spec_rehash) and recomputes the declaration hashes over the result.
- * Call it once the state is loaded, before planning: until then such jobs
- * carry a placeholder hash. A stack without sensitive values is unchanged.
- * Returns 0 or the error of job_spec_rehash, naming the job.
+ * Keys the redaction of every declaration's sensitive values with the
+ * state's salt (each kind's decl_salt: the jobs' job_spec_rehash) and
+ * recomputes the declaration hashes over the result. Call it once the state
+ * is loaded, before planning: until then such jobs carry a placeholder
+ * hash. A stack without sensitive values is unchanged. Returns 0 or the
+ * error of the kind's decl_salt, naming the declaration.
  */
 int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err) VX_WUR;
 
