@@ -142,6 +142,18 @@ struct kind_capacity {
 	int64_t accelerator_count; /* GPUs per VM */
 };
 
+/* One declaration that holds machines, as the capacity check sees it (struct kind's held). */
+struct kind_held {
+	const char *address;       /* "reservation.pool" */
+	const char *name;          /* what a job spec names it by (its reservationAffinity) */
+	const char *zone;
+	const char *machine_type;
+	const char *accelerator;   /* the Compute Engine GPU name, or NULL */
+	int64_t accelerator_count; /* GPUs per VM */
+	int64_t count;             /* VMs held: the live count when listed, else the declared one */
+	int64_t in_use;            /* VMs in use (0 when not listed) */
+};
+
 /* How a request the cloud decides over time stands (struct kind's decision). */
 struct kind_decision {
 	int pending;     /* still being decided */
@@ -330,6 +342,14 @@ struct kind {
 	 */
 	const char *limits_service;
 	int limits_always;
+	/*
+	 * The i-th declaration of this kind (i < count_decls) as the machines it
+	 * holds, into *out (zeroed by the caller), with what the refresh listed
+	 * of it in live (NULL: not read): the capacity check's rows of what is
+	 * held and their cost. NULL: the kind's declarations hold no machines.
+	 */
+	void (*held)(const struct stack *st, const struct live_set *live, size_t i,
+		     struct kind_held *out);
 };
 
 extern const struct kind kind_job;

@@ -12,6 +12,9 @@
 #include "reconcile/kind_job.h"
 #include "reconcile/stack_loader.h"
 
+#define STACK_MAX_ATTEMPTS 100
+#define STACK_MAX_DISPLAY_NAME 128
+
 /* Reads one job document into j; -1 on an allocation failure (recorded), 0 otherwise (problems
  * reported). seen NULL: a sweep's run, whose name the sweep checked. */
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,

@@ -1071,6 +1071,28 @@ static void res_capacity(const struct plan_action *a, struct kind_capacity *out)
 	}
 }
 
+/* A declared reservation's machines, with the live one's count and use when listed. */
+static void res_held(const struct stack *st, const struct live_set *live, size_t i,
+		     struct kind_held *out)
+{
+	const struct stack_reservation *sr = &stack_reservations(st, NULL)[i];
+	const struct live_reservations *rs = kind_live(live, &kind_reservation);
+	const struct live_reservation *lr = NULL;
+
+	for (size_t k = 0; rs && k < rs->n && !lr; k++)
+		if (!strcmp(rs->items[k].name, sr->d.name) && rs->items[k].zone &&
+		    !strcmp(rs->items[k].zone, sr->zone))
+			lr = &rs->items[k];
+	out->address = sr->d.address;
+	out->name = sr->d.name;
+	out->zone = sr->zone;
+	out->machine_type = sr->machine_type;
+	out->accelerator = sr->naccelerators ? sr->accelerators[0].type : NULL;
+	out->accelerator_count = sr->naccelerators ? sr->accelerators[0].count : 0;
+	out->count = lr ? lr->count : sr->count;
+	out->in_use = lr ? lr->in_use : 0;
+}
+
 static size_t res_count_decls(const struct stack *st)
 {
 	return stack_count(st, &kind_reservation);
@@ -1107,4 +1129,5 @@ const struct kind kind_reservation = {
 	.decl_hash = kind_reservation_decl_hash,
 	.decl_release = kind_reservation_decl_release,
 	.limits_service = "compute.googleapis.com",
+	.held = res_held,
 };

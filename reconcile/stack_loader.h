@@ -26,8 +26,6 @@ struct vx_buf;
 
 /* Vertex allows 64 labels on a job; vx adds seven of its own (runlabel.h RUNLABEL_N). */
 #define STACK_MAX_USER_LABELS 57
-#define STACK_MAX_ATTEMPTS 100
-#define STACK_MAX_DISPLAY_NAME 128
 
 struct kind;
 /* The Stack document's kind for the loader (stack.c); the others are kind_table's. */
