@@ -9,7 +9,6 @@
 
 #include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
-#include "reconcile/kind_quota.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
@@ -706,39 +705,29 @@ static void row_fits(struct capacity_row *row, int limits_read)
 	row->fits = row->has_limit && (row->limit < 0 || row->in_use + row->adds <= row->limit);
 }
 
-/* The declared QuotaPreference for row's quota (and region), NULL when none;
- * *l what Cloud Quotas says of it (NULL when it does not list it). */
-static const struct stack_quota *row_quota(const struct capacity_input *in, const struct capacity_row *row,
-					   const struct live_quota **l)
+/* The declared request for row's quota (and region), from the kinds' rows
+ * (limit_request: a quota preference): 1 with *req (what the cloud says of
+ * it when listed), 0 when none. */
+static int row_quota(const struct capacity_input *in, const struct capacity_row *row,
+		     struct kind_limit_request *req)
 {
-	const struct live_quotas *lq = kind_live(in->live, &kind_quota);
-
-	*l = NULL;
-	for (size_t i = 0; row->quota_id && i < stack_count(in->st, &kind_quota); i++) {
-		const struct stack_quota *q = &stack_quotas(in->st, NULL)[i];
-		const char *region = stack_labels_get(&q->dimensions, "region");
-
-		if (strcmp(q->service, AIPLATFORM) != 0 || strcmp(q->quota_id, row->quota_id) != 0 ||
-		    (region && strcmp(region, row->region) != 0))
-			continue;
-		for (size_t k = 0; lq && k < lq->n && !*l; k++)
-			if (!strcmp(lq->items[k].id, q->d.name))
-				*l = &lq->items[k];
-		return q;
+	for (size_t k = 0; row->quota_id && k < kind_count; k++) {
+		memset(req, 0, sizeof(*req));
+		if (kind_table[k]->limit_request &&
+		    kind_table[k]->limit_request(in->st, in->live, AIPLATFORM, row->quota_id, row->region, req))
+			return 1;
 	}
-	return NULL;
+	return 0;
 }
 
 /*
- * That preference when Google has not decided its request: reconciling, and
- * no grantedValue (Cloud Quotas gives none until it decides).
+ * That request when Google has not decided it: reconciling, and no
+ * grantedValue (Cloud Quotas gives none until it decides).
  */
-static const struct stack_quota *undecided(const struct capacity_input *in, const struct capacity_row *row,
-					   const struct live_quota **l)
+static int undecided(const struct capacity_input *in, const struct capacity_row *row,
+		     struct kind_limit_request *req)
 {
-	const struct stack_quota *q = row_quota(in, row, l);
-
-	return q && *l && (*l)->reconciling && !(*l)->has_granted ? q : NULL;
+	return row_quota(in, row, req) && req->listed && req->reconciling && !req->has_granted;
 }
 
 /*
@@ -750,19 +739,18 @@ static const struct stack_quota *undecided(const struct capacity_input *in, cons
 static int fit_undecided(struct capacity_report *out, const struct capacity_input *in, struct capacity_row *row,
 			 const char *address, int64_t before, int64_t need)
 {
-	const struct live_quota *l = NULL;
-	const struct stack_quota *q = undecided(in, row, &l);
+	struct kind_limit_request req;
 	int now_fits, after_fits;
 	char *why;
 
-	if (!q)
+	if (!undecided(in, row, &req))
 		return 0;
 	now_fits = row->limit < 0 || before + need <= row->limit;
-	after_fits = l->preferred < 0 || before + need <= l->preferred;
+	after_fits = req.preferred < 0 || before + need <= req.preferred;
 	if (now_fits == after_fits)
 		return 0;
-	why = vx_asprintf("%s asks for %lld and Google has not decided (no grantedValue yet)", q->d.address,
-			  (long long)l->preferred);
+	why = vx_asprintf("%s asks for %lld and Google has not decided (no grantedValue yet)", req.address,
+			  (long long)req.preferred);
 	if (!why)
 		return VX_ENOMEM;
 	free(row->unknown);
@@ -778,18 +766,17 @@ static int fit_undecided(struct capacity_report *out, const struct capacity_inpu
 /* The declared QuotaPreference for row's quota and region, and what Cloud Quotas says of it. */
 static void row_request(struct capacity_row *row, const struct capacity_input *in)
 {
-	const struct live_quota *l;
-	const struct stack_quota *q = row_quota(in, row, &l);
+	struct kind_limit_request req;
 
-	if (!q)
+	if (!row_quota(in, row, &req))
 		return;
 	row->has_request = 1;
-	row->requested = q->preferred_value;
+	row->requested = req.requested;
 	row->pending = 1;
-	if (l) {
-		row->has_granted = l->has_granted;
-		row->granted = l->granted;
-		row->pending = l->reconciling || (row->has_granted && row->granted != l->preferred);
+	if (req.listed) {
+		row->has_granted = req.has_granted;
+		row->granted = req.granted;
+		row->pending = req.reconciling || (row->has_granted && row->granted != req.preferred);
 	}
 }
 

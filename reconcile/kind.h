@@ -154,6 +154,17 @@ struct kind_held {
 	int64_t in_use;            /* VMs in use (0 when not listed) */
 };
 
+/* A declared request for a quota limit, and how the cloud stands on it (struct kind's limit_request). */
+struct kind_limit_request {
+	const char *address;       /* "quota.h100" */
+	int64_t requested;         /* the value declared */
+	int listed;                /* the refresh listed it: the fields below are set */
+	int reconciling;           /* the cloud is still deciding */
+	int64_t preferred;         /* the value it was asked */
+	int has_granted;
+	int64_t granted;
+};
+
 /* How a request the cloud decides over time stands (struct kind's decision). */
 struct kind_decision {
 	int pending;     /* still being decided */
@@ -350,6 +361,15 @@ struct kind {
 	 */
 	void (*held)(const struct stack *st, const struct live_set *live, size_t i,
 		     struct kind_held *out);
+	/*
+	 * The declaration of this kind that asks for the limit of service's
+	 * quota_id in region (a quota preference), with what the refresh
+	 * listed of it (live may be NULL): 1 with *out set (zeroed by the
+	 * caller), else 0. The capacity check shows the request and waits on
+	 * an undecided one. NULL: the kind asks for no limits.
+	 */
+	int (*limit_request)(const struct stack *st, const struct live_set *live, const char *service,
+			     const char *quota_id, const char *region, struct kind_limit_request *out);
 };
 
 extern const struct kind kind_job;

@@ -729,6 +729,36 @@ static void quota_live_release(void *live)
 	live_quotas_release(live);
 }
 
+/* The declared preference for service's quota_id in region (the first), with its live one. */
+static int quota_limit_request(const struct stack *st, const struct live_set *live, const char *service,
+			       const char *quota_id, const char *region, struct kind_limit_request *out)
+{
+	const struct live_quotas *lq = kind_live(live, &kind_quota);
+	size_t n;
+	const struct stack_quota *qs = stack_quotas(st, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct stack_quota *q = &qs[i];
+		const char *r = stack_labels_get(&q->dimensions, "region");
+
+		if (strcmp(q->service, service) != 0 || strcmp(q->quota_id, quota_id) != 0 ||
+		    (r && strcmp(r, region) != 0))
+			continue;
+		out->address = q->d.address;
+		out->requested = q->preferred_value;
+		for (size_t k = 0; lq && k < lq->n && !out->listed; k++)
+			if (!strcmp(lq->items[k].id, q->d.name)) {
+				out->listed = 1;
+				out->reconciling = lq->items[k].reconciling;
+				out->preferred = lq->items[k].preferred;
+				out->has_granted = lq->items[k].has_granted;
+				out->granted = lq->items[k].granted;
+			}
+		return 1;
+	}
+	return 0;
+}
+
 /* A preference's request, while Cloud Quotas reconciles it, and once decided. */
 static int quota_decision(const struct plan_action *a, struct kind_decision *out)
 {
@@ -764,6 +794,7 @@ const struct kind kind_quota = {
 	.live_size = sizeof(struct live_quotas),
 	.live_release = quota_live_release,
 	.decision = quota_decision,
+	.limit_request = quota_limit_request,
 	.load_pass = 2,
 	.load_alloc = kind_quota_load_alloc,
 	.load_read = kind_quota_load_read,
