@@ -144,23 +144,23 @@ struct kind_capacity {
 
 /* One declaration that holds machines, as the capacity check sees it (struct kind's held). */
 struct kind_held {
-	const char *address;       /* "reservation.pool" */
-	const char *name;          /* what a job spec names it by (its reservationAffinity) */
+	const char *address; /* "reservation.pool" */
+	const char *name;    /* what a job spec names it by (its reservationAffinity) */
 	const char *zone;
 	const char *machine_type;
 	const char *accelerator;   /* the Compute Engine GPU name, or NULL */
 	int64_t accelerator_count; /* GPUs per VM */
-	int64_t count;             /* VMs held: the live count when listed, else the declared one */
-	int64_t in_use;            /* VMs in use (0 when not listed) */
+	int64_t count;		   /* VMs held: the live count when listed, else the declared one */
+	int64_t in_use;		   /* VMs in use (0 when not listed) */
 };
 
 /* A declared request for a quota limit, and how the cloud stands on it (struct kind's limit_request). */
 struct kind_limit_request {
-	const char *address;       /* "quota.h100" */
-	int64_t requested;         /* the value declared */
-	int listed;                /* the refresh listed it: the fields below are set */
-	int reconciling;           /* the cloud is still deciding */
-	int64_t preferred;         /* the value it was asked */
+	const char *address; /* "quota.h100" */
+	int64_t requested;   /* the value declared */
+	int listed;	     /* the refresh listed it: the fields below are set */
+	int reconciling;     /* the cloud is still deciding */
+	int64_t preferred;   /* the value it was asked */
 	int has_granted;
 	int64_t granted;
 };

@@ -23,34 +23,34 @@
  * reservationAffinity; checked by spec_check like the job's own.
  */
 struct stack_rung {
-	char *region;                 /* the rung's region, or the job's when it sets none */
-	struct job_spec spec;         /* what is sent for an attempt on this rung */
+	char *region;	      /* the rung's region, or the job's when it sets none */
+	struct job_spec spec; /* what is sent for an attempt on this rung */
 };
 
 struct stack_job {
-	struct stack_decl d;          /* address "job.NAME" */
-	char *region;                 /* the job's or the Stack's region (always set) */
-	char *display_name;           /* displayName, default the name */
-	struct stack_labels labels;   /* the Stack's labels overlaid by the job's own (no vx- keys) */
-	struct job_spec spec;         /* from spec_check: canonical JSON, hash, pools, strategy... */
-	int64_t run;                  /* >= 1, default 1 */
-	unsigned resubmit_on;         /* STACK_FAIL_* bits, default 0 */
-	int64_t max_attempts;         /* >= 1, default 1 (= never resubmit) */
-	struct stack_rung *rungs;     /* owned: resubmit.fallback, rung i + 1 at [i]; NULL when none */
+	struct stack_decl d;	    /* address "job.NAME" */
+	char *region;		    /* the job's or the Stack's region (always set) */
+	char *display_name;	    /* displayName, default the name */
+	struct stack_labels labels; /* the Stack's labels overlaid by the job's own (no vx- keys) */
+	struct job_spec spec;	    /* from spec_check: canonical JSON, hash, pools, strategy... */
+	int64_t run;		    /* >= 1, default 1 */
+	unsigned resubmit_on;	    /* STACK_FAIL_* bits, default 0 */
+	int64_t max_attempts;	    /* >= 1, default 1 (= never resubmit) */
+	struct stack_rung *rungs;   /* owned: resubmit.fallback, rung i + 1 at [i]; NULL when none */
 	size_t nrungs;
 	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
-	int protect;                  /* 1: the plan refuses to cancel this job */
-	int on_remove;                /* onRemove: STATE_ON_REMOVE_* (0: unset, the default) */
+	int protect;			/* 1: the plan refuses to cancel this job */
+	int on_remove;			/* onRemove: STATE_ON_REMOVE_* (0: unset, the default) */
 	/* resubmit.delay: after a stockout, how long the next attempt waits (doubling per
 	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
 	int64_t resubmit_delay_ms;
-	int64_t stuck_after_ms;       /* stuckAfter: queued or pending this long is "stuck" */
+	int64_t stuck_after_ms; /* stuckAfter: queued or pending this long is "stuck" */
 	/* A run of a `matrix:` sweep: 1 + its index in stack_sweeps(), 0 for a job
 	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
 	size_t sweep;
-	char **after;                 /* after: the addresses it waits for ("job.train", a sweep or a slice) */
+	char **after; /* after: the addresses it waits for ("job.train", a sweep or a slice) */
 	size_t nafter;
-	char *output_dir;             /* spec.baseOutputDirectory.outputUriPrefix as sent, or NULL */
+	char *output_dir; /* spec.baseOutputDirectory.outputUriPrefix as sent, or NULL */
 };
 
 /*
@@ -59,13 +59,13 @@ struct stack_job {
  * matrix's order, then include's new combinations).
  */
 struct stack_sweep {
-	char *name;                   /* "lr-sweep" */
-	char *address;                /* "job.lr-sweep" */
-	char *file;                   /* where `matrix:` is written */
+	char *name;    /* "lr-sweep" */
+	char *address; /* "job.lr-sweep" */
+	char *file;    /* where `matrix:` is written */
 	unsigned line, col;
-	int64_t max_parallel;         /* maxParallel: most runs active at once; 0: no cap */
-	int64_t max_failed;           /* maxFailed: after this many gave up, start no more; 0: no limit */
-	char *output_dir;             /* the sweep's outputUriPrefix as written (its runs' parent), or NULL */
+	int64_t max_parallel; /* maxParallel: most runs active at once; 0: no cap */
+	int64_t max_failed;   /* maxFailed: after this many gave up, start no more; 0: no limit */
+	char *output_dir;     /* the sweep's outputUriPrefix as written (its runs' parent), or NULL */
 	size_t first, n;
 };
 
@@ -82,7 +82,7 @@ struct stack_sweep {
 
 /* What the job kind keeps of a stack besides its jobs (its slot's more). */
 struct stack_job_more {
-	struct stack_sweep *sweeps;   /* owned, in declaration order; their runs are in the jobs */
+	struct stack_sweep *sweeps; /* owned, in declaration order; their runs are in the jobs */
 	size_t nsweeps;
 	/* The jobs sorted by name, for stack_find_job (a plan looks every record's
 	 * job up); set by the loader once the stack is valid. Points into the jobs. */

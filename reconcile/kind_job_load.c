@@ -45,7 +45,6 @@ static int rung_region_check(struct loader *L, const struct ynode *at, const cha
 	return rc;
 }
 
-
 void stack_job_release(struct stack_job *j)
 {
 	stack_decl_release(&j->d);
@@ -140,14 +139,14 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 			bit = stack_fail_parse(it->str);
 			if (!bit)
 				stack_unknown_word(L, it, path, "failure class", stack_fail_names,
-					     STACK_FAIL_NCLASSES);
+						   STACK_FAIL_NCLASSES);
 			j->resubmit_on |= bit;
 		}
 	}
 	if (stack_get_int(&x, &v, L, m, "resubmit", "maxAttempts", 0)) {
 		if (x < 1 || x > STACK_MAX_ATTEMPTS)
 			stack_err(L, v, "resubmit.maxAttempts: must be between 1 and %d, got %lld",
-			     STACK_MAX_ATTEMPTS, (long long)x);
+				  STACK_MAX_ATTEMPTS, (long long)x);
 		else
 			j->max_attempts = x;
 	}
@@ -291,13 +290,14 @@ static struct ynode *rung_affinity(struct loader *L, struct synth *sy, struct yn
 	if (sscanf(res->str, "projects/%*[^/]/zones/%63[^/]/reservations/%*[a-z0-9-]%n", zone, &end) != 1 ||
 	    end <= 0 || res->str[end] != '\0' || !stack_names_zone_valid(zone)) {
 		stack_err(L, res, "%s.reservation: \"%s\" is neither a reservation of this stack nor a "
-		     "full name projects/PROJECT/zones/ZONE/reservations/NAME", path, res->str);
+				  "full name projects/PROJECT/zones/ZONE/reservations/NAME",
+			  path, res->str);
 		return NULL;
 	}
 	if (strncmp(zone, region, strlen(region)) != 0 || zone[strlen(region)] != '-' ||
 	    strchr(zone + strlen(region) + 1, '-')) {
 		stack_err(L, res, "%s.reservation: \"%s\" is in zone %s, outside the rung's region %s",
-		     path, res->str, zone, region);
+			  path, res->str, zone, region);
 		return NULL;
 	}
 	items = synth_alloc(sy, sizeof(*items));
@@ -484,13 +484,14 @@ static void read_fallback(struct loader *L, struct stack_job *j, const struct yn
 		    !stack_get_value(rung, "scheduling") && !stack_get_value(rung, "machineSpec") &&
 		    !stack_get_value(rung, "reservation")) {
 			stack_err(L, rung, "%s: a rung sets at least one of region, scheduling, "
-			     "machineSpec, reservation", path);
+					   "machineSpec, reservation",
+				  path);
 			continue;
 		}
 		if (stack_get_str(&s, &rv, L, rung, path, "region", 0)) {
 			if (!stack_names_region_valid(s))
 				stack_err(L, rv, "%s.region: \"%s\" is not a region (like \"us-central1\")",
-				     path, s);
+					  path, s);
 			else if (rung_region_check(L, rv, path, s) == 0)
 				env.region = s;
 		}
@@ -646,10 +647,10 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 		return -1;
 	if (seen && (v = ynode_get_key(doc, "maxParallel")) != NULL)
 		stack_err(L, v, "maxParallel: only a job with matrix: has runs to cap; add a matrix or "
-			  "remove maxParallel");
+				"remove maxParallel");
 	if (seen && (v = ynode_get_key(doc, "maxFailed")) != NULL)
 		stack_err(L, v, "maxFailed: only a job with matrix: has runs to count; add a matrix or "
-			  "remove maxFailed");
+				"remove maxFailed");
 	if (!stack_get_region(L, doc, &v, &j->region) && !v) {
 		if (st->region)
 			j->region = stack_dup_opt(L, st->region);
@@ -851,7 +852,8 @@ static void check_sweep_labels(struct loader *L, const struct stack *st)
 				continue;
 			L->prefix[0] = '\0';
 			stack_err_at(L, p->d.file, NULL, "CustomJob \"%s\" at line %u: its name is the vx-job "
-				     "label of %s (a sweep's run); rename the job", p->d.name, p->d.line,
+							 "label of %s (a sweep's run); rename the job",
+				     p->d.name, p->d.line,
 				     r->d.address);
 		}
 	}
@@ -929,7 +931,6 @@ void kind_job_decl_release(struct stack_kind_decls *slot)
 	free(m);
 }
 
-
 static int hash_job(struct vx_buf *b, struct stack_job *j)
 {
 	int rc = vx_buf_adds(b, "{\"address\":");
@@ -964,8 +965,9 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	/* The redacted form: a changed secret changes its HMAC there too, and
 	 * without the salt the hash is no oracle for a guessed secret. */
 	if (rc == 0)
-		rc = vx_buf_adds(b, j->spec.redacted_json ? j->spec.redacted_json
-				 : j->spec.canonical_json ? j->spec.canonical_json : "null");
+		rc = vx_buf_adds(b, j->spec.redacted_json    ? j->spec.redacted_json
+				    : j->spec.canonical_json ? j->spec.canonical_json
+							     : "null");
 	/* Only a job with a ladder hashes one, so the hashes of every other
 	 * declaration (and the saved plans bound to them) stay as they were. */
 	for (size_t i = 0; i < j->nrungs && rc == 0; i++) {

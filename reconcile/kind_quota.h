@@ -14,14 +14,14 @@
 #include "reconcile/stack.h"
 
 struct stack_quota {
-	struct stack_decl d;          /* address "quota.NAME"; NAME is the quotaPreferenceId */
-	char *service;                /* "aiplatform.googleapis.com" */
-	char *quota_id;               /* "CustomModelTrainingH100GPUsPerProjectPerRegion" */
+	struct stack_decl d;		/* address "quota.NAME"; NAME is the quotaPreferenceId */
+	char *service;			/* "aiplatform.googleapis.com" */
+	char *quota_id;			/* "CustomModelTrainingH100GPUsPerProjectPerRegion" */
 	struct stack_labels dimensions; /* {"region": "us-central1"}; may be empty */
-	int64_t preferred_value;      /* >= -1 (-1 = unlimited) */
-	char *contact_email;          /* or NULL */
-	char *justification;          /* or NULL */
-	int ignore_safety_checks;     /* 1: a decrease past Google's safety checks is meant */
+	int64_t preferred_value;	/* >= -1 (-1 = unlimited) */
+	char *contact_email;		/* or NULL */
+	char *justification;		/* or NULL */
+	int ignore_safety_checks;	/* 1: a decrease past Google's safety checks is meant */
 };
 
 /* st's quota preferences in declaration order, *n of them (n may be NULL). Borrowed. */

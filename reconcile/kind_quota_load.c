@@ -21,7 +21,6 @@ static const char *const quota_keys[] = { "kind", "name", "service", "quotaId", 
 					  "preferredValue", "contactEmail", "justification",
 					  "ignoreSafetyChecks" };
 
-
 static void quota_release(struct stack_quota *q)
 {
 	stack_decl_release(&q->d);
@@ -33,7 +32,7 @@ static void quota_release(struct stack_quota *q)
 }
 
 static int read_quota(struct stack_quota *q, struct loader *L, const struct ynode *doc,
-			   struct seen *seen, size_t *nseen)
+		      struct seen *seen, size_t *nseen)
 {
 	const struct ynode *v;
 	const char *name, *s;
@@ -49,14 +48,16 @@ static int read_quota(struct stack_quota *q, struct loader *L, const struct ynod
 
 		if (n <= suf || strcmp(s + n - suf, ".googleapis.com"))
 			stack_err(L, v, "service: \"%s\" is not a service name (like "
-			     "\"aiplatform.googleapis.com\")", s);
+					"\"aiplatform.googleapis.com\")",
+				  s);
 		else
 			q->service = stack_dup_opt(L, s);
 	}
 	if (stack_get_str(&s, &v, L, doc, "", "quotaId", 1)) {
 		if (!stack_names_quota_id_valid(s))
 			stack_err(L, v, "quotaId: \"%s\" is not a quota ID (like "
-			     "\"CustomModelTrainingH100GPUsPerProjectPerRegion\")", s);
+					"\"CustomModelTrainingH100GPUsPerProjectPerRegion\")",
+				  s);
 		else
 			q->quota_id = stack_dup_opt(L, s);
 	}
@@ -64,7 +65,7 @@ static int read_quota(struct stack_quota *q, struct loader *L, const struct ynod
 	if (stack_get_int(&x, &v, L, doc, "", "preferredValue", 1)) {
 		if (x < -1)
 			stack_err(L, v, "preferredValue: must be -1 (unlimited) or more, got %lld",
-			     (long long)x);
+				  (long long)x);
 		else
 			q->preferred_value = x;
 	}
@@ -152,7 +153,6 @@ void kind_quota_decl_release(struct stack_kind_decls *slot)
 		quota_release(&q[i]);
 	free(slot->items);
 }
-
 
 static int hash_quota(struct vx_buf *b, struct stack_quota *q)
 {

@@ -19,15 +19,15 @@ struct stack_accelerator {
 };
 
 struct stack_reservation {
-	struct stack_decl d;          /* address "reservation.NAME"; NAME is also compute's name */
-	char *zone;                   /* "us-central1-a" */
-	char *machine_type;           /* "a3-highgpu-8g" */
+	struct stack_decl d;			/* address "reservation.NAME"; NAME is also compute's name */
+	char *zone;				/* "us-central1-a" */
+	char *machine_type;			/* "a3-highgpu-8g" */
 	struct stack_accelerator *accelerators; /* owned; 0 or 1 entries */
 	size_t naccelerators;
-	int64_t count;                /* VMs reserved, 1..1000 */
-	int specific_required;        /* specificReservationRequired, default 1 */
-	char *description;            /* or NULL */
-	int protect;                  /* 1: the plan refuses to delete it */
+	int64_t count;	       /* VMs reserved, 1..1000 */
+	int specific_required; /* specificReservationRequired, default 1 */
+	char *description;     /* or NULL */
+	int protect;	       /* 1: the plan refuses to delete it */
 };
 
 /* st's reservations in declaration order, *n of them (n may be NULL). Borrowed. */

@@ -24,7 +24,6 @@ static const char *const reservation_keys[] = { "kind", "name", "zone", "machine
 						"specificReservationRequired", "description", "protect" };
 static const char *const accel_keys[] = { "type", "count" };
 
-
 static void reservation_release(struct stack_reservation *r)
 {
 	stack_decl_release(&r->d);
@@ -49,7 +48,7 @@ static void read_accelerators(struct loader *L, struct stack_reservation *r,
 	}
 	if (seq->n > 1) {
 		stack_err(L, seq->items[1], "accelerators: one accelerator type per reservation "
-		     "(GPU machine types take one)");
+					    "(GPU machine types take one)");
 		return;
 	}
 	if (seq->n == 0)
@@ -78,10 +77,12 @@ static void read_accelerators(struct loader *L, struct stack_reservation *r,
 
 				if (hint)
 					stack_err(L, tv, "%s.type: unknown accelerator type \"%s\" (did you "
-					     "mean \"%s\"?)", path, type, hint);
+							 "mean \"%s\"?)",
+						  path, type, hint);
 				else
 					stack_err(L, tv, "%s.type: unknown accelerator type \"%s\" (Compute "
-					     "Engine names, like \"nvidia-h100-80gb\")", path, type);
+							 "Engine names, like \"nvidia-h100-80gb\")",
+						  path, type);
 				ok = 0;
 			}
 		} else {
@@ -90,7 +91,7 @@ static void read_accelerators(struct loader *L, struct stack_reservation *r,
 		if (stack_get_int(&count, &cv, L, a, path, "count", 1)) {
 			if (count < 1) {
 				stack_err(L, cv, "%s.count: must be at least 1, got %lld", path,
-				     (long long)count);
+					  (long long)count);
 				ok = 0;
 			}
 		} else {
@@ -121,7 +122,7 @@ static int zone_region_check(struct loader *L, const struct ynode *at, const cha
 }
 
 static int read_reservation(struct stack_reservation *r, struct loader *L,
-				 const struct ynode *doc, struct seen *seen, size_t *nseen)
+			    const struct ynode *doc, struct seen *seen, size_t *nseen)
 {
 	const struct ynode *v, *mv = NULL;
 	const char *name, *s;
@@ -142,7 +143,7 @@ static int read_reservation(struct stack_reservation *r, struct loader *L,
 	if (stack_get_str(&s, &mv, L, doc, "", "machineType", 1)) {
 		if (!stack_names_rfc1035_valid(s))
 			stack_err(L, mv, "machineType: \"%s\" is not a machine type (like \"a3-highgpu-8g\")",
-			     s);
+				  s);
 		else
 			r->machine_type = stack_dup_opt(L, s);
 	}
@@ -162,8 +163,8 @@ static int read_reservation(struct stack_reservation *r, struct loader *L,
 			const struct ynode *acc = stack_get_value(doc, "accelerators");
 
 			stack_err(L, f == MACHINES_FIELD_MACHINE_TYPE || !acc ? mv : acc, "%s: %s",
-			     f == MACHINES_FIELD_MACHINE_TYPE || !acc ? "machineType" : "accelerators",
-			     msg ? msg : "machine type and accelerators do not match");
+				  f == MACHINES_FIELD_MACHINE_TYPE || !acc ? "machineType" : "accelerators",
+				  msg ? msg : "machine type and accelerators do not match");
 		}
 		free(msg);
 	}
@@ -244,7 +245,6 @@ void kind_reservation_decl_release(struct stack_kind_decls *slot)
 		reservation_release(&r[i]);
 	free(slot->items);
 }
-
 
 static int hash_reservation(struct vx_buf *b, struct stack_reservation *r)
 {

@@ -680,14 +680,11 @@ static size_t doc_passes(struct doc_pass *out)
 {
 	size_t n = 0;
 
-	out[n++] = (struct doc_pass){ .kind = &stack_doc_kind, .read = read_stack_doc,
-				      .finish = finish_stack_doc };
+	out[n++] = (struct doc_pass){ .kind = &stack_doc_kind, .read = read_stack_doc, .finish = finish_stack_doc };
 	for (size_t i = 0; i < kind_count; i++) {
 		const struct kind *k = kind_table[i];
 
-		out[n++] = (struct doc_pass){ .kind = k, .alloc = k->load_alloc,
-					      .prepare = k->load_prepare, .read = k->load_read,
-					      .finish = k->load_finish };
+		out[n++] = (struct doc_pass){ .kind = k, .alloc = k->load_alloc, .prepare = k->load_prepare, .read = k->load_read, .finish = k->load_finish };
 	}
 	qsort(out + 1, n - 1, sizeof(*out), pass_cmp);
 	return n;

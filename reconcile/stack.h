@@ -138,9 +138,9 @@ struct stack_notify {
  * hand (a test) may set items and n alone.
  */
 struct stack_kind_decls {
-	void *items;  /* an array of n of the kind's declaration type */
+	void *items; /* an array of n of the kind's declaration type */
 	size_t n;
-	void *more;   /* what else the kind keeps of the stack (the job kind: its sweeps), or NULL */
+	void *more; /* what else the kind keeps of the stack (the job kind: its sweeps), or NULL */
 };
 
 struct stack {

@@ -34,7 +34,7 @@ static const char *run_state(const struct plan_action *a)
 
 struct held {
 	struct plan_action *a;
-	size_t order;  /* the run's index in the stack's jobs: the sweep's order */
+	size_t order; /* the run's index in the stack's jobs: the sweep's order */
 };
 
 static int cmp_held(const void *x, const void *y)

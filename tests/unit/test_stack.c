@@ -905,7 +905,7 @@ static void test_run_and_resubmit(void **state)
 	assert_int_equal(stack_jobs(st, NULL)[0].run, 7);
 	assert_int_equal(stack_jobs(st, NULL)[0].max_attempts, 1);
 	assert_int_equal(stack_jobs(st, NULL)[0].resubmit_on, STACK_FAIL_QUOTA | STACK_FAIL_INTERNAL |
-			 STACK_FAIL_CANCELLED_OUTSIDE | STACK_FAIL_USER_ERROR);
+								      STACK_FAIL_CANCELLED_OUTSIDE | STACK_FAIL_USER_ERROR);
 	assert_int_equal(stack_jobs(st, NULL)[0].on_change, STACK_ON_CHANGE_REPLACE);
 	stack_free(st);
 }
