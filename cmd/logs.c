@@ -8,6 +8,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/provider.h"
 #include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
@@ -85,10 +86,13 @@ static int no_address(const char *dir)
 	int rc = 0;
 
 	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
-		for (size_t i = 0; i < st->njobs && i < LOGS_LIST_MAX && rc == 0; i++)
-			rc = vx_buf_printf(&list, "%s%s", i ? ", " : "", st->jobs[i].d.address);
-		if (rc == 0 && st->njobs > LOGS_LIST_MAX)
-			rc = vx_buf_printf(&list, ", ... (%zu in all)", st->njobs);
+		size_t njobs;
+		const struct stack_job *jobs = stack_jobs(st, &njobs);
+
+		for (size_t i = 0; i < njobs && i < LOGS_LIST_MAX && rc == 0; i++)
+			rc = vx_buf_printf(&list, "%s%s", i ? ", " : "", jobs[i].d.address);
+		if (rc == 0 && njobs > LOGS_LIST_MAX)
+			rc = vx_buf_printf(&list, ", ... (%zu in all)", njobs);
 	}
 	if (rc == 0 && list.len)
 		cmd_error("logs: which job? An address is required: vx logs ADDR [DIR]; the jobs of %s: %s",

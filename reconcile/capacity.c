@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
@@ -380,42 +381,57 @@ static int action_stays_running(const struct plan_action *a)
 	       job_state_is_active(a->live_state);
 }
 
-static const struct live_reservation *live_reservation_find(const struct live_set *live,
-							     const struct stack_reservation *r)
+/* The i-th declaration of held kind k in the stack, as held (with what was listed of it). */
+static void held_at(const struct capacity_input *in, const struct kind *k, size_t i, struct kind_held *h)
 {
-	const struct live_reservations *rs = kind_live(live, &kind_reservation);
-
-	for (size_t i = 0; rs && i < rs->n; i++)
-		if (!strcmp(rs->items[i].name, r->d.name) && rs->items[i].zone && !strcmp(rs->items[i].zone, r->zone))
-			return &rs->items[i];
-	return NULL;
+	memset(h, 0, sizeof(*h));
+	k->held(in->st, in->live, i, h);
 }
 
-/* The reservation row of a declared reservation (NULL gpu: a reservation without GPUs). */
-static int reservation_row(struct capacity_report *out, const struct capacity_input *in,
-			   const struct stack_reservation *sr, struct capacity_row **row)
+/* The declaration named name of a kind that holds machines (a job's reservation): 1 with *h, else 0. */
+static int held_named(const struct capacity_input *in, const char *name, struct kind_held *h)
 {
-	const struct live_reservation *lr = live_reservation_find(in->live, sr);
+	for (size_t k = 0; k < kind_count; k++)
+		for (size_t i = 0; kind_table[k]->held && i < kind_table[k]->count_decls(in->st); i++) {
+			held_at(in, kind_table[k], i, h);
+			if (h->name && !strcmp(h->name, name))
+				return 1;
+		}
+	return 0;
+}
+
+/* Whether st declares anything that holds machines (a reservation). */
+static int any_held(const struct stack *st)
+{
+	for (size_t k = 0; k < kind_count; k++)
+		if (kind_table[k]->held && kind_table[k]->count_decls(st))
+			return 1;
+	return 0;
+}
+
+/* The row of a declaration that holds machines (none for one without GPUs). */
+static int held_row(struct capacity_report *out, const struct kind_held *h)
+{
 	const struct machines_gpu *gpu = NULL;
+	struct capacity_row *row;
 	int64_t per_vm = 0;
 
-	*row = NULL;
-	if (sr->naccelerators) {
-		gpu = machines_gpu_by_compute(sr->accelerators[0].type);
-		per_vm = sr->accelerators[0].count;
+	if (h->accelerator) {
+		gpu = machines_gpu_by_compute(h->accelerator);
+		per_vm = h->accelerator_count;
 	} else {
 		const char *vertex = NULL;
 
-		if (machines_fixed_gpus(sr->machine_type, &vertex, &per_vm))
+		if (machines_fixed_gpus(h->machine_type, &vertex, &per_vm))
 			gpu = machines_gpu_by_vertex(vertex);
 	}
 	if (!gpu || per_vm <= 0)
 		return 0;
-	if (!(*row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->d.address)))
+	if (!(row = row_get(out, h->zone, gpu, CAPACITY_RESERVATION, h->address)))
 		return VX_ENOMEM;
-	(*row)->has_limit = 1;
-	(*row)->limit = (lr ? lr->count : sr->count) * per_vm;
-	(*row)->in_use = lr ? lr->in_use * per_vm : 0;
+	row->has_limit = 1;
+	row->limit = h->count * per_vm;
+	row->in_use = h->in_use * per_vm;
 	return 0;
 }
 
@@ -692,39 +708,29 @@ static void row_fits(struct capacity_row *row, int limits_read)
 	row->fits = row->has_limit && (row->limit < 0 || row->in_use + row->adds <= row->limit);
 }
 
-/* The declared QuotaPreference for row's quota (and region), NULL when none;
- * *l what Cloud Quotas says of it (NULL when it does not list it). */
-static const struct stack_quota *row_quota(const struct capacity_input *in, const struct capacity_row *row,
-					   const struct live_quota **l)
+/* The declared request for row's quota (and region), from the kinds' rows
+ * (limit_request: a quota preference): 1 with *req (what the cloud says of
+ * it when listed), 0 when none. */
+static int row_quota(const struct capacity_input *in, const struct capacity_row *row,
+		     struct kind_limit_request *req)
 {
-	const struct live_quotas *lq = kind_live(in->live, &kind_quota);
-
-	*l = NULL;
-	for (size_t i = 0; row->quota_id && i < in->st->nquotas; i++) {
-		const struct stack_quota *q = &in->st->quotas[i];
-		const char *region = stack_labels_get(&q->dimensions, "region");
-
-		if (strcmp(q->service, AIPLATFORM) != 0 || strcmp(q->quota_id, row->quota_id) != 0 ||
-		    (region && strcmp(region, row->region) != 0))
-			continue;
-		for (size_t k = 0; lq && k < lq->n && !*l; k++)
-			if (!strcmp(lq->items[k].id, q->d.name))
-				*l = &lq->items[k];
-		return q;
+	for (size_t k = 0; row->quota_id && k < kind_count; k++) {
+		memset(req, 0, sizeof(*req));
+		if (kind_table[k]->limit_request &&
+		    kind_table[k]->limit_request(in->st, in->live, AIPLATFORM, row->quota_id, row->region, req))
+			return 1;
 	}
-	return NULL;
+	return 0;
 }
 
 /*
- * That preference when Google has not decided its request: reconciling, and
- * no grantedValue (Cloud Quotas gives none until it decides).
+ * That request when Google has not decided it: reconciling, and no
+ * grantedValue (Cloud Quotas gives none until it decides).
  */
-static const struct stack_quota *undecided(const struct capacity_input *in, const struct capacity_row *row,
-					   const struct live_quota **l)
+static int undecided(const struct capacity_input *in, const struct capacity_row *row,
+		     struct kind_limit_request *req)
 {
-	const struct stack_quota *q = row_quota(in, row, l);
-
-	return q && *l && (*l)->reconciling && !(*l)->has_granted ? q : NULL;
+	return row_quota(in, row, req) && req->listed && req->reconciling && !req->has_granted;
 }
 
 /*
@@ -736,19 +742,18 @@ static const struct stack_quota *undecided(const struct capacity_input *in, cons
 static int fit_undecided(struct capacity_report *out, const struct capacity_input *in, struct capacity_row *row,
 			 const char *address, int64_t before, int64_t need)
 {
-	const struct live_quota *l = NULL;
-	const struct stack_quota *q = undecided(in, row, &l);
+	struct kind_limit_request req;
 	int now_fits, after_fits;
 	char *why;
 
-	if (!q)
+	if (!undecided(in, row, &req))
 		return 0;
 	now_fits = row->limit < 0 || before + need <= row->limit;
-	after_fits = l->preferred < 0 || before + need <= l->preferred;
+	after_fits = req.preferred < 0 || before + need <= req.preferred;
 	if (now_fits == after_fits)
 		return 0;
-	why = vx_asprintf("%s asks for %lld and Google has not decided (no grantedValue yet)", q->d.address,
-			  (long long)l->preferred);
+	why = vx_asprintf("%s asks for %lld and Google has not decided (no grantedValue yet)", req.address,
+			  (long long)req.preferred);
 	if (!why)
 		return VX_ENOMEM;
 	free(row->unknown);
@@ -764,31 +769,32 @@ static int fit_undecided(struct capacity_report *out, const struct capacity_inpu
 /* The declared QuotaPreference for row's quota and region, and what Cloud Quotas says of it. */
 static void row_request(struct capacity_row *row, const struct capacity_input *in)
 {
-	const struct live_quota *l;
-	const struct stack_quota *q = row_quota(in, row, &l);
+	struct kind_limit_request req;
 
-	if (!q)
+	if (!row_quota(in, row, &req))
 		return;
 	row->has_request = 1;
-	row->requested = q->preferred_value;
+	row->requested = req.requested;
 	row->pending = 1;
-	if (l) {
-		row->has_granted = l->has_granted;
-		row->granted = l->granted;
-		row->pending = l->reconciling || (row->has_granted && row->granted != l->preferred);
+	if (req.listed) {
+		row->has_granted = req.has_granted;
+		row->granted = req.granted;
+		row->pending = req.reconciling || (row->has_granted && row->granted != req.preferred);
 	}
 }
 
 /* Whether st has a job with GPUs or a reservation: the sections are shown only then. */
 static int any_gpus(const struct stack *st)
 {
-	int any = st->nreservations > 0;
+	int any = any_held(st);
+	size_t njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
 
-	for (size_t i = 0; i < st->njobs && !any; i++)
-		for (size_t k = 0; k < st->jobs[i].spec.npools && !any; k++) {
+	for (size_t i = 0; i < njobs && !any; i++)
+		for (size_t k = 0; k < jobs[i].spec.npools && !any; k++) {
 			int64_t n;
 
-			any = pool_gpu(&st->jobs[i].spec.pools[k], &n) != NULL;
+			any = pool_gpu(&jobs[i].spec.pools[k], &n) != NULL;
 		}
 	return any;
 }
@@ -823,7 +829,8 @@ static int pool_count(struct capacity_report *out, const struct capacity_input *
 		      const struct kind_capacity *kc, const struct spec_pool *pool, int pass)
 {
 	const struct job_spec *spec = kc->run;
-	const struct stack_reservation *sr = NULL;
+	struct kind_held held;
+	const struct kind_held *sr = NULL;
 	const struct machines_gpu *gpu;
 	struct capacity_row *row;
 	int64_t per, need, before;
@@ -832,10 +839,10 @@ static int pool_count(struct capacity_report *out, const struct capacity_input *
 	if (!(gpu = pool_gpu(pool, &per)))
 		return 0;
 	need = per * pool->replica_count;
-	if (spec->reservation)
-		sr = stack_find_reservation(in->st, spec->reservation);
+	if (spec->reservation && held_named(in, spec->reservation, &held))
+		sr = &held;
 	if (sr)
-		row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->d.address);
+		row = row_get(out, sr->zone, gpu, CAPACITY_RESERVATION, sr->address);
 	else
 		row = row_get(out, kc->region, gpu, strategy_class(spec->strategy), NULL);
 	if (!row)
@@ -914,7 +921,7 @@ static int row_finish(struct capacity_report *out, const struct capacity_input *
  * or start, when they leave some of it idle.
  */
 static int idle_note(struct capacity_report *out, const struct capacity_input *in,
-		     const struct stack_reservation *sr, const struct capacity_row *row, struct capacity_cost *c)
+		     const struct kind_held *sr, const struct capacity_row *row, struct capacity_cost *c)
 {
 	const struct plan *p = in->plan;
 	int64_t held = row->limit, used = row->adds;
@@ -929,7 +936,7 @@ static int idle_note(struct capacity_report *out, const struct capacity_input *i
 
 		action_capacity(a, &kc);
 		js = kc.run;
-		if (!js || !js->reservation || strcmp(js->reservation, sr->d.name) != 0 || !action_stays_running(a))
+		if (!js || !js->reservation || strcmp(js->reservation, sr->name) != 0 || !action_stays_running(a))
 			continue;
 		for (size_t q = 0; q < js->npools; q++) {
 			int64_t per;
@@ -953,38 +960,36 @@ static int idle_note(struct capacity_report *out, const struct capacity_input *i
 	return rc;
 }
 
-/* What a declared reservation costs held (none when it is or will be gone), and how much of it is idle. */
+/* What a declaration holding machines costs held (none when it is or will be gone), and how much of it is idle. */
 static int reservation_cost(struct capacity_report *out, const struct capacity_input *in,
-			    const struct stack_reservation *sr)
+			    const struct kind_held *sr)
 {
 	const struct plan *p = in->plan;
-	const struct live_reservation *lr = live_reservation_find(in->live, sr);
 	struct capacity_cost *c;
 	const struct capacity_row *row = NULL;
-	int64_t vms = lr ? lr->count : sr->count;
+	int64_t vms = sr->count;
 	double rate;
 
 	for (size_t k = 0; k < p->n; k++)
-		if (!strcmp(p->actions[k].address, sr->d.address) && p->actions[k].op == PLAN_DELETE)
+		if (!strcmp(p->actions[k].address, sr->address) && p->actions[k].op == PLAN_DELETE)
 			vms = 0;
 	if (!vms)
 		return 0;
 	for (size_t k = 0; k < out->nrows; k++)
-		if (out->rows[k].reservation && !strcmp(out->rows[k].reservation, sr->d.address))
+		if (out->rows[k].reservation && !strcmp(out->rows[k].reservation, sr->address))
 			row = &out->rows[k];
-	if (!(c = cost_add(out, sr->d.address)))
+	if (!(c = cost_add(out, sr->address)))
 		return VX_ENOMEM;
 	c->running = 1;
-	rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type,
-			      sr->naccelerators ? sr->accelerators[0].type : NULL,
-			      sr->naccelerators ? sr->accelerators[0].count : 0, &c->estimate);
+	rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type, sr->accelerator,
+			      sr->accelerator ? sr->accelerator_count : 0, &c->estimate);
 	c->known = rate >= 0;
 	c->usd_per_hour = c->known ? rate * (double)vms : 0;
 	if (!c->known && in->prices && sr->zone && sr->machine_type) {
 		const char *dash = strrchr(sr->zone, '-');
 
 		c->why = vx_asprintf("no published price for %s%s%s in %.*s", sr->machine_type,
-				     sr->naccelerators ? " with " : "", sr->naccelerators ? sr->accelerators[0].type : "",
+				     sr->accelerator ? " with " : "", sr->accelerator ? sr->accelerator : "",
 				     dash ? (int)(dash - sr->zone) : (int)strlen(sr->zone), sr->zone);
 		if (!c->why)
 			return VX_ENOMEM;
@@ -1016,6 +1021,21 @@ static void spend_change(struct capacity_report *out, const struct capacity_inpu
 	out->delta_per_hour = out->started_per_hour - out->stopped_per_hour + out->reservations_per_hour;
 }
 
+/* Every declaration of the kinds that hold machines, in table order: its row (cost 0) or its cost (1). */
+static int each_held(struct capacity_report *out, const struct capacity_input *in, int cost)
+{
+	int rc = 0;
+
+	for (size_t k = 0; k < kind_count && rc == 0; k++)
+		for (size_t i = 0; kind_table[k]->held && i < kind_table[k]->count_decls(in->st) && rc == 0; i++) {
+			struct kind_held h;
+
+			held_at(in, kind_table[k], i, &h);
+			rc = cost ? reservation_cost(out, in, &h) : held_row(out, &h);
+		}
+	return rc;
+}
+
 int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err)
 {
 	int rc = 0;
@@ -1030,12 +1050,8 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 	}
 	if (!(out->any = any_gpus(in->st)))
 		return 0;
-	/* Reservations first: their rows exist (held, in use) whether or not a job uses them. */
-	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++) {
-		struct capacity_row *row;
-
-		rc = reservation_row(out, in, &in->st->reservations[i], &row);
-	}
+	/* What is held first (reservations): their rows exist (held, in use) whether or not a job uses them. */
+	rc = each_held(out, in, 0);
 	/* Two passes over the runs in address order: what stays running, then what
 	 * starts, so a job that does not fit is the one the count passes the limit at. */
 	for (int pass = 0; pass < 2 && rc == 0; pass++)
@@ -1043,9 +1059,9 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 			rc = count_run(out, in, &in->plan->actions[i], pass);
 	for (size_t i = 0; i < out->nrows && rc == 0; i++)
 		rc = row_finish(out, in, &out->rows[i]);
-	/* Reservations: what they cost held, and how much of them declared jobs use. */
-	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++)
-		rc = reservation_cost(out, in, &in->st->reservations[i]);
+	/* What is held: what it costs, and how much of it declared jobs use. */
+	if (rc == 0)
+		rc = each_held(out, in, 1);
 	if (rc == 0)
 		spend_change(out, in);
 	if (rc == 0 && out->nrows > 1)
@@ -1059,15 +1075,33 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 
 int capacity_wanted(const struct stack *st)
 {
-	if (st->nreservations)
+	size_t njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
+
+	if (any_held(st))
 		return 1;
-	for (size_t i = 0; i < st->njobs; i++)
-		for (size_t k = 0; k < st->jobs[i].spec.npools; k++)
-			if (st->jobs[i].spec.pools[k].accelerator_type ||
-			    (st->jobs[i].spec.pools[k].machine_type &&
-			     machines_fixed_gpus(st->jobs[i].spec.pools[k].machine_type, NULL, NULL)))
+	for (size_t i = 0; i < njobs; i++)
+		for (size_t k = 0; k < jobs[i].spec.npools; k++) {
+			const struct spec_pool *p = &jobs[i].spec.pools[k];
+
+			if (p->accelerator_type ||
+			    (p->machine_type && machines_fixed_gpus(p->machine_type, NULL, NULL)))
 				return 1;
+		}
 	return 0;
+}
+
+size_t capacity_limit_services(const struct stack *st, const char **out)
+{
+	size_t n = 0;
+
+	for (size_t i = kind_count; i-- > 0;) {
+		const struct kind *k = kind_table[i];
+
+		if (k->limits_service && (k->limits_always || k->count_decls(st)))
+			out[n++] = k->limits_service;
+	}
+	return n;
 }
 
 int prices_load(struct prices *out, const struct stack *st, const char *env_file, struct vx_err *err)

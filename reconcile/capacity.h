@@ -192,6 +192,11 @@ struct capacity_input {
  * limits read and capacity shown. */
 int capacity_wanted(const struct stack *st);
 
+/* The services whose quota limits a plan of st reads (each kind's
+ * limits_service), jobs' first (kind_table in reverse), into out; how many
+ * (at most KIND_MAX). */
+size_t capacity_limit_services(const struct stack *st, const char **out);
+
 int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err) VX_WUR;
 void capacity_release(struct capacity_report *r);
 /* The cost of address, or NULL. */

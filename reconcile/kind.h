@@ -49,6 +49,9 @@ struct import_outcome;
 struct import_request;
 struct live_jobs;
 struct vx_buf;
+struct load_pass;
+struct stack_kind_decls;
+struct ynode;
 
 /* At most this many kinds (kind.c asserts it), for fixed arrays over the table. */
 #define KIND_MAX 16
@@ -141,6 +144,29 @@ struct kind_capacity {
 	const char *machine_type;
 	const char *accelerator;   /* the Compute Engine GPU name, or NULL */
 	int64_t accelerator_count; /* GPUs per VM */
+};
+
+/* One declaration that holds machines, as the capacity check sees it (struct kind's held). */
+struct kind_held {
+	const char *address; /* "reservation.pool" */
+	const char *name;    /* what a job spec names it by (its reservationAffinity) */
+	const char *zone;
+	const char *machine_type;
+	const char *accelerator;   /* the Compute Engine GPU name, or NULL */
+	int64_t accelerator_count; /* GPUs per VM */
+	int64_t count;		   /* VMs held: the live count when listed, else the declared one */
+	int64_t in_use;		   /* VMs in use (0 when not listed) */
+};
+
+/* A declared request for a quota limit, and how the cloud stands on it (struct kind's limit_request). */
+struct kind_limit_request {
+	const char *address; /* "quota.h100" */
+	int64_t requested;   /* the value declared */
+	int listed;	     /* the refresh listed it: the fields below are set */
+	int reconciling;     /* the cloud is still deciding */
+	int64_t preferred;   /* the value it was asked */
+	int has_granted;
+	int64_t granted;
 };
 
 /* How a request the cloud decides over time stands (struct kind's decision). */
@@ -284,6 +310,65 @@ struct kind {
 	 * it is made. NULL: the kind asks for nothing such.
 	 */
 	int (*decision)(const struct plan_action *a, struct kind_decision *out);
+	/*
+	 * The stack loader (reconcile/stack.c; what a kind's reader may use:
+	 * reconcile/stack_loader.h): how this kind's documents become its slot
+	 * of struct stack (st->of[kind_index]). The loader reads the Stack
+	 * document, then each kind in increasing load_pass (what a later pass
+	 * names of an earlier one is read first: a job's reservationAffinity
+	 * names a declared reservation). load_alloc makes room for n documents'
+	 * declarations before any pass reads; load_prepare runs before the
+	 * kind's pass reads (it sets B->order when not file order); load_read
+	 * reads one document; load_finish checks what holds once all are read.
+	 * All but load_read may be NULL; those returning int return -1 on an
+	 * allocation failure (recorded), which ends the passes.
+	 */
+	int load_pass;
+	int (*load_alloc)(struct load_pass *B, size_t n);
+	int (*load_prepare)(struct load_pass *B);
+	int (*load_read)(struct load_pass *B, const struct ynode *doc);
+	void (*load_finish)(struct load_pass *B);
+	/*
+	 * Once the stack is valid (and again after stack_apply_salt): each of
+	 * the kind's declarations' d.hash, the SHA-256 of its canonical form
+	 * (stack_decl_hash), which the stack's decl_hash is made of. 0 or VX_ENOMEM.
+	 */
+	int (*decl_hash)(struct stack *st);
+	/* Once the stack is valid: what the kind indexes (the jobs by name). 0 or VX_ENOMEM. NULL: nothing. */
+	int (*load_index)(struct stack *st);
+	/*
+	 * stack_apply_salt: keys the redaction of the kind's sensitive values
+	 * with the state's salt, *nsalted += how many declarations changed.
+	 * 0 or an error naming the declaration. NULL: the kind has none.
+	 */
+	int (*decl_salt)(struct stack *st, const char *salt, size_t *nsalted, struct vx_err *err);
+	/* Frees what the kind's slot of a stack holds (stack_free). */
+	void (*decl_release)(struct stack_kind_decls *slot);
+	/*
+	 * The service whose quota limits (Cloud Quotas quotaInfos) the capacity
+	 * check reads for this kind ("compute.googleapis.com"): always when
+	 * limits_always, else when the stack declares one of the kind
+	 * (capacity_limit_services). NULL: none.
+	 */
+	const char *limits_service;
+	int limits_always;
+	/*
+	 * The i-th declaration of this kind (i < count_decls) as the machines it
+	 * holds, into *out (zeroed by the caller), with what the refresh listed
+	 * of it in live (NULL: not read): the capacity check's rows of what is
+	 * held and their cost. NULL: the kind's declarations hold no machines.
+	 */
+	void (*held)(const struct stack *st, const struct live_set *live, size_t i,
+		     struct kind_held *out);
+	/*
+	 * The declaration of this kind that asks for the limit of service's
+	 * quota_id in region (a quota preference), with what the refresh
+	 * listed of it (live may be NULL): 1 with *out set (zeroed by the
+	 * caller), else 0. The capacity check shows the request and waits on
+	 * an undecided one. NULL: the kind asks for no limits.
+	 */
+	int (*limit_request)(const struct stack *st, const struct live_set *live, const char *service,
+			     const char *quota_id, const char *region, struct kind_limit_request *out);
 };
 
 extern const struct kind kind_job;

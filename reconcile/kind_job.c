@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "reconcile/applier.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
+#include "reconcile/kind_job_load.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/policy.h"
@@ -201,21 +203,22 @@ static void job_plan_release(void *scratch)
 static int scratch_alloc(struct job_scratch *s, const struct stack *st, const struct state *state,
 			 size_t nrec, size_t nknown)
 {
-	size_t nrungs = 0;
+	size_t nrungs = 0, njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
 
-	s->decls = calloc(st->njobs + 1, sizeof(*s->decls));
-	s->shapes = calloc(st->njobs + 1, sizeof(*s->shapes));
-	s->resubmit = calloc(st->njobs * STACK_FAIL_NCLASSES + 1, sizeof(*s->resubmit));
+	s->decls = calloc(njobs + 1, sizeof(*s->decls));
+	s->shapes = calloc(njobs + 1, sizeof(*s->shapes));
+	s->resubmit = calloc(njobs * STACK_FAIL_NCLASSES + 1, sizeof(*s->resubmit));
 	s->records = calloc(nrec + 1, sizeof(*s->records));
 	s->runs = calloc(nrec + 1, sizeof(*s->runs));
 	s->known = calloc(nknown + 1, sizeof(*s->known));
-	for (size_t i = 0; i < st->njobs; i++)
-		nrungs += st->jobs[i].nrungs ? st->jobs[i].nrungs + 1 : 0;
+	for (size_t i = 0; i < njobs; i++)
+		nrungs += jobs[i].nrungs ? jobs[i].nrungs + 1 : 0;
 	s->rung_regions = calloc(nrungs + 1, sizeof(*s->rung_regions));
 	s->rung_shapes = calloc(nrungs + 1, sizeof(*s->rung_shapes));
 	/* Every job's rung 0 has an identity, with a ladder or not. */
-	s->rung_ids = calloc(nrungs + st->njobs + 1, sizeof(*s->rung_ids));
-	s->policies = calloc(st->njobs + 1, sizeof(*s->policies));
+	s->rung_ids = calloc(nrungs + njobs + 1, sizeof(*s->rung_ids));
+	s->policies = calloc(njobs + 1, sizeof(*s->policies));
 	if (state->serial == 0)
 		s->state_lost_hint = state_lost_hint(st);
 	if (!s->decls || !s->shapes || !s->resubmit || !s->records || !s->runs || !s->known ||
@@ -251,7 +254,7 @@ static int decl_rungs(struct job_scratch *s, struct plan_decl *d, const struct s
  */
 static int decl_of(struct job_scratch *s, const struct stack *st, size_t i, size_t *ri, size_t *nids)
 {
-	const struct stack_job *j = &st->jobs[i];
+	const struct stack_job *j = &stack_jobs(st, NULL)[i];
 	struct plan_decl *d = &s->decls[i];
 
 	d->address = j->d.address;
@@ -349,7 +352,7 @@ static void input_of(struct job_scratch *s, const struct kind_plan_input *kin, s
 	s->in.stack = kin->st->name;
 	s->in.lineage = kin->lineage;
 	s->in.decls = s->decls;
-	s->in.ndecls = kin->st->njobs;
+	s->in.ndecls = stack_count(kin->st, &kind_job);
 	s->in.records = s->records;
 	s->in.nrecords = nrec;
 	const struct job_live *jl = kind_live(kin->live, &kind_job);
@@ -393,7 +396,7 @@ static int job_plan(struct planner *pl, const struct kind_plan_input *kin, struc
 	}
 	if (scratch_alloc(s, st, state, nrec, nknown) < 0)
 		return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
-	for (size_t i = 0; i < st->njobs; i++)
+	for (size_t i = 0; i < stack_count(st, &kind_job); i++)
 		if (decl_of(s, st, i, &ri, &nids) < 0)
 			return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 	byname = live_by_names(kin->live, &nlive);
@@ -455,13 +458,14 @@ static int job_places(const struct stack *st, const struct state *state, struct 
 		      size_t *n)
 {
 	struct job_place *arr = NULL;
-	size_t cnt = 0;
+	size_t cnt = 0, njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
 
 	/* Every region a ladder can reach: an attempt left by a crash on any
 	 * rung is found (and adopted) by its labels wherever it runs. */
-	for (size_t i = 0; i < st->njobs; i++)
-		for (size_t k = 0; k <= st->jobs[i].nrungs; k++)
-			if (add_place(&arr, &cnt, st->project, stack_job_rung_region(&st->jobs[i], (int64_t)k)) < 0)
+	for (size_t i = 0; i < njobs; i++)
+		for (size_t k = 0; k <= jobs[i].nrungs; k++)
+			if (add_place(&arr, &cnt, st->project, stack_job_rung_region(&jobs[i], (int64_t)k)) < 0)
 				goto oom;
 	for (size_t i = 0; state && i < state->nrecords; i++) {
 		const struct state_run *cur = state->records[i].current;
@@ -691,7 +695,7 @@ static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
 /* A sweep's runs are jobs of st too: counted and listed with the others. */
 static size_t job_count_decls(const struct stack *st)
 {
-	return st->njobs;
+	return stack_count(st, &kind_job);
 }
 
 static void job_live_release(void *live)
@@ -734,4 +738,15 @@ const struct kind kind_job = {
 	.live_size = sizeof(struct job_live),
 	.live_release = job_live_release,
 	.watch_runs = 1,
+	.load_pass = 3,
+	.load_alloc = kind_job_load_alloc,
+	.load_prepare = kind_job_load_prepare,
+	.load_read = kind_job_load_read,
+	.load_finish = kind_job_load_finish,
+	.decl_hash = kind_job_decl_hash,
+	.load_index = kind_job_load_index,
+	.decl_salt = kind_job_decl_salt,
+	.decl_release = kind_job_decl_release,
+	.limits_service = "aiplatform.googleapis.com",
+	.limits_always = 1,
 };

@@ -15,6 +15,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/plan.h"

@@ -19,7 +19,9 @@
 
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
+#include "reconcile/kind_reservation.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
@@ -179,7 +181,7 @@ static int live_redact(cJSON *live, const cJSON *decl, const char *salt)
  */
 static char *live_canonical(const char *spec_json, const struct stack *st, const struct stack_job *d)
 {
-	struct spec_reservation *sres = calloc(st->nreservations + 1, sizeof(*sres));
+	struct spec_reservation *sres = calloc(stack_count(st, &kind_reservation) + 1, sizeof(*sres));
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct vx_err e = VX_ERR_INIT;
 	struct yfile *yf = NULL;
@@ -190,8 +192,8 @@ static char *live_canonical(const char *spec_json, const struct stack *st, const
 	memset(&js, 0, sizeof(js));
 	if (!sres)
 		return NULL;
-	for (size_t i = 0; i < st->nreservations; i++) {
-		const struct stack_reservation *r = &st->reservations[i];
+	for (size_t i = 0; i < stack_count(st, &kind_reservation); i++) {
+		const struct stack_reservation *r = &stack_reservations(st, NULL)[i];
 
 		sres[i].name = r->d.name;
 		sres[i].zone = r->zone;
@@ -202,7 +204,7 @@ static char *live_canonical(const char *spec_json, const struct stack *st, const
 	env.project = st->project;
 	env.region = d->region;
 	env.reservations = sres;
-	env.nreservations = st->nreservations;
+	env.nreservations = stack_count(st, &kind_reservation);
 	if (ynode_load_mem(&yf, "jobSpec", spec_json, strlen(spec_json), NULL, &diags, &e) == 0 &&
 	    yf->ndocs == 1 && yf->docs[0] && spec_check(&js, yf->docs[0], &env, &diags) == 0)
 		res = vx_strdup(js.canonical_json);
@@ -432,7 +434,10 @@ done:
 
 const struct stack_decl *kind_job_decl_at(const struct stack *st, size_t i)
 {
-	return i < st->njobs ? &st->jobs[i].d : NULL;
+	size_t n;
+	const struct stack_job *jobs = stack_jobs(st, &n);
+
+	return i < n ? &jobs[i].d : NULL;
 }
 
 int kind_job_import(struct import_outcome *out, struct state *state, struct provider *p,

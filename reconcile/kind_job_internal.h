@@ -28,6 +28,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/provider_job.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/sweep.h"
 
 struct live_job;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"

@@ -15,6 +15,7 @@
 #include "reconcile/capacity.h"
 #include "reconcile/failure.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
@@ -344,11 +345,13 @@ int kind_job_status_rows(struct status_report *out, const struct status_input *i
 {
 	const struct stack *st = in->st;
 	struct index ix;
+	size_t njobs;
+	const struct stack_job *jobs = stack_jobs(st, &njobs);
 	int rc = index_build(&ix, in);
 
-	for (size_t i = 0; i < st->njobs && rc == 0; i++)
-		rc = job_row(out, in, &ix, st->jobs[i].d.address, &st->jobs[i],
-			     in->state ? state_find(in->state, st->jobs[i].d.address) : NULL);
+	for (size_t i = 0; i < njobs && rc == 0; i++)
+		rc = job_row(out, in, &ix, jobs[i].d.address, &jobs[i],
+			     in->state ? state_find(in->state, jobs[i].d.address) : NULL);
 	for (size_t i = 0; in->state && i < in->state->nrecords && rc == 0; i++) {
 		const struct state_record *r = &in->state->records[i];
 

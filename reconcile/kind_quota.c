@@ -24,6 +24,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider_quota.h"
+#include "reconcile/kind_quota.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
 #include "state/state.h"
@@ -36,7 +37,7 @@
 
 static int used(const struct stack *st, const struct state *state)
 {
-	if (st->nquotas)
+	if (stack_count(st, &kind_quota))
 		return 1;
 	for (size_t i = 0; state && i < state->nrecords; i++)
 		if (!strcmp(state->records[i].kind, KIND_NAME))
@@ -74,14 +75,14 @@ static int limits_in_force(struct live_quotas *qs, struct provider *p, const str
 			   struct vx_err *err)
 {
 	struct live_quota_limits lim = { NULL, 0 };
-	const char **read = calloc(st->nquotas + 1, sizeof(*read));
+	const char **read = calloc(stack_count(st, &kind_quota) + 1, sizeof(*read));
 	size_t nread = 0;
 	int rc = 0;
 
 	if (!read)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < st->nquotas && rc == 0; i++) {
-		const struct stack_quota *d = &st->quotas[i];
+	for (size_t i = 0; i < stack_count(st, &kind_quota) && rc == 0; i++) {
+		const struct stack_quota *d = &stack_quotas(st, NULL)[i];
 		struct live_quota *l = live_find_mut(qs, d->d.name);
 		size_t k;
 
@@ -357,9 +358,9 @@ static int quota_plan(struct planner *pl, const struct kind_plan_input *in, stru
 	struct plan *p = &pl->plan;
 	int rc = 0;
 
-	for (size_t i = 0; i < in->st->nquotas && rc == 0; i++)
-		if (kind_targeted(in, in->st->quotas[i].d.address))
-			rc = plan_declared(p, in, &in->st->quotas[i]);
+	for (size_t i = 0; i < stack_count(in->st, &kind_quota) && rc == 0; i++)
+		if (kind_targeted(in, stack_quotas(in->st, NULL)[i].d.address))
+			rc = plan_declared(p, in, &stack_quotas(in->st, NULL)[i]);
 	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
 		const struct state_record *r = &in->state->records[i];
 		struct plan_action *a;
@@ -680,8 +681,8 @@ static int quota_status_rows(struct status_report *out, const struct status_inpu
 {
 	const struct stack *st = in->st;
 
-	for (size_t i = 0; i < st->nquotas; i++) {
-		const struct stack_quota *d = &st->quotas[i];
+	for (size_t i = 0; i < stack_count(st, &kind_quota); i++) {
+		const struct stack_quota *d = &stack_quotas(st, NULL)[i];
 		const struct live_quota *lq = live_find(in->live, d->d.name);
 		struct status_row *row = status_row_add(out, kind_quota.prefix, d->d.address);
 
@@ -706,7 +707,10 @@ static int quota_status_rows(struct status_report *out, const struct status_inpu
 
 static const struct stack_decl *quota_decl_at(const struct stack *st, size_t i)
 {
-	return i < st->nquotas ? &st->quotas[i].d : NULL;
+	size_t n;
+	const struct stack_quota *q = stack_quotas(st, &n);
+
+	return i < n ? &q[i].d : NULL;
 }
 
 static const struct stack_decl *quota_find_decl(const struct stack *st, const char *name)
@@ -718,12 +722,42 @@ static const struct stack_decl *quota_find_decl(const struct stack *st, const ch
 
 static size_t quota_count_decls(const struct stack *st)
 {
-	return st->nquotas;
+	return stack_count(st, &kind_quota);
 }
 
 static void quota_live_release(void *live)
 {
 	live_quotas_release(live);
+}
+
+/* The declared preference for service's quota_id in region (the first), with its live one. */
+static int quota_limit_request(const struct stack *st, const struct live_set *live, const char *service,
+			       const char *quota_id, const char *region, struct kind_limit_request *out)
+{
+	const struct live_quotas *lq = kind_live(live, &kind_quota);
+	size_t n;
+	const struct stack_quota *qs = stack_quotas(st, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct stack_quota *q = &qs[i];
+		const char *r = stack_labels_get(&q->dimensions, "region");
+
+		if (strcmp(q->service, service) != 0 || strcmp(q->quota_id, quota_id) != 0 ||
+		    (r && strcmp(r, region) != 0))
+			continue;
+		out->address = q->d.address;
+		out->requested = q->preferred_value;
+		for (size_t k = 0; lq && k < lq->n && !out->listed; k++)
+			if (!strcmp(lq->items[k].id, q->d.name)) {
+				out->listed = 1;
+				out->reconciling = lq->items[k].reconciling;
+				out->preferred = lq->items[k].preferred;
+				out->has_granted = lq->items[k].has_granted;
+				out->granted = lq->items[k].granted;
+			}
+		return 1;
+	}
+	return 0;
 }
 
 /* A preference's request, while Cloud Quotas reconciles it, and once decided. */
@@ -760,4 +794,10 @@ const struct kind kind_quota = {
 	.live_size = sizeof(struct live_quotas),
 	.live_release = quota_live_release,
 	.decision = quota_decision,
+	.limit_request = quota_limit_request,
+	.load_pass = 2,
+	.load_alloc = kind_quota_load_alloc,
+	.load_read = kind_quota_load_read,
+	.decl_hash = kind_quota_decl_hash,
+	.decl_release = kind_quota_decl_release,
 };

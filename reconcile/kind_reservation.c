@@ -22,6 +22,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider_reservation.h"
+#include "reconcile/kind_reservation.h"
 #include "reconcile/stack.h"
 #include "reconcile/status.h"
 #include "state/state.h"
@@ -99,8 +100,8 @@ static int res_refresh(struct live_store *out, struct provider *p, const struct 
 	size_t n = 0;
 	int rc = all ? 0 : VX_ENOMEM;
 
-	for (size_t i = 0; i < st->nreservations && rc == 0; i++)
-		rc = add_zone(&zones, &projects, &n, st->project, st->reservations[i].zone);
+	for (size_t i = 0; i < stack_count(st, &kind_reservation) && rc == 0; i++)
+		rc = add_zone(&zones, &projects, &n, st->project, stack_reservations(st, NULL)[i].zone);
 	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
 		const char *project, *zone;
 
@@ -412,9 +413,9 @@ static int res_plan(struct planner *pl, const struct kind_plan_input *in, struct
 	char *mark = marker(in->st->name, in->lineage);
 	int rc = mark ? 0 : VX_ENOMEM;
 
-	for (size_t i = 0; i < in->st->nreservations && rc == 0; i++)
-		if (kind_targeted(in, in->st->reservations[i].d.address))
-			rc = plan_declared(p, in, &in->st->reservations[i], mark);
+	for (size_t i = 0; i < stack_count(in->st, &kind_reservation) && rc == 0; i++)
+		if (kind_targeted(in, stack_reservations(in->st, NULL)[i].d.address))
+			rc = plan_declared(p, in, &stack_reservations(in->st, NULL)[i], mark);
 	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
 		const struct state_record *r = &in->state->records[i];
 
@@ -1012,8 +1013,8 @@ static int res_status_rows(struct status_report *out, const struct status_input 
 {
 	const struct stack *st = in->st;
 
-	for (size_t i = 0; i < st->nreservations; i++) {
-		const struct stack_reservation *d = &st->reservations[i];
+	for (size_t i = 0; i < stack_count(st, &kind_reservation); i++) {
+		const struct stack_reservation *d = &stack_reservations(st, NULL)[i];
 		const struct live_reservation *lr = live_reservation_of(in->live, d->d.name);
 		struct status_row *row = status_row_add(out, kind_reservation.prefix, d->d.address);
 
@@ -1037,7 +1038,10 @@ static int res_status_rows(struct status_report *out, const struct status_input 
 
 static const struct stack_decl *res_decl_at(const struct stack *st, size_t i)
 {
-	return i < st->nreservations ? &st->reservations[i].d : NULL;
+	size_t n;
+	const struct stack_reservation *r = stack_reservations(st, &n);
+
+	return i < n ? &r[i].d : NULL;
 }
 
 static const struct stack_decl *res_find_decl(const struct stack *st, const char *name)
@@ -1070,9 +1074,31 @@ static void res_capacity(const struct plan_action *a, struct kind_capacity *out)
 	}
 }
 
+/* A declared reservation's machines, with the live one's count and use when listed. */
+static void res_held(const struct stack *st, const struct live_set *live, size_t i,
+		     struct kind_held *out)
+{
+	const struct stack_reservation *sr = &stack_reservations(st, NULL)[i];
+	const struct live_reservations *rs = kind_live(live, &kind_reservation);
+	const struct live_reservation *lr = NULL;
+
+	for (size_t k = 0; rs && k < rs->n && !lr; k++)
+		if (!strcmp(rs->items[k].name, sr->d.name) && rs->items[k].zone &&
+		    !strcmp(rs->items[k].zone, sr->zone))
+			lr = &rs->items[k];
+	out->address = sr->d.address;
+	out->name = sr->d.name;
+	out->zone = sr->zone;
+	out->machine_type = sr->machine_type;
+	out->accelerator = sr->naccelerators ? sr->accelerators[0].type : NULL;
+	out->accelerator_count = sr->naccelerators ? sr->accelerators[0].count : 0;
+	out->count = lr ? lr->count : sr->count;
+	out->in_use = lr ? lr->in_use : 0;
+}
+
 static size_t res_count_decls(const struct stack *st)
 {
-	return st->nreservations;
+	return stack_count(st, &kind_reservation);
 }
 
 static void res_live_release(void *live)
@@ -1099,4 +1125,11 @@ const struct kind kind_reservation = {
 	.status_rows = res_status_rows,
 	.live_size = sizeof(struct live_reservations),
 	.live_release = res_live_release,
+	.load_pass = 1,
+	.load_alloc = kind_reservation_load_alloc,
+	.load_read = kind_reservation_load_read,
+	.decl_hash = kind_reservation_decl_hash,
+	.decl_release = kind_reservation_decl_release,
+	.limits_service = "compute.googleapis.com",
+	.held = res_held,
 };

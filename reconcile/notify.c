@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"

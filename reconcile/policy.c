@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"
@@ -37,15 +38,16 @@ static int ladder_hash(char **out, const struct stack_job *j)
 
 int policy_of_job(struct state_policy *out, const struct stack *st, const struct stack_job *j)
 {
-	size_t n = 0;
+	size_t n = 0, nsw;
+	const struct stack_sweep *sw = stack_sweeps(st, &nsw);
 
 	memset(out, 0, sizeof(*out));
 	out->max_attempts = j->max_attempts;
 	out->delay_ms = j->resubmit_delay_ms;
 	out->fallback_rungs = (int64_t)j->nrungs;
-	if (j->sweep && j->sweep <= st->nsweeps) {
-		out->max_parallel = st->sweeps[j->sweep - 1].max_parallel;
-		out->max_failed = st->sweeps[j->sweep - 1].max_failed;
+	if (j->sweep && j->sweep <= nsw) {
+		out->max_parallel = sw[j->sweep - 1].max_parallel;
+		out->max_failed = sw[j->sweep - 1].max_failed;
 	}
 	for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
 		n += (j->resubmit_on >> c) & 1u;

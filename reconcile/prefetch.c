@@ -318,9 +318,11 @@ static void *prefetch_main(void *arg)
 	live_store_release(&scratch);
 	vx_err_release(&e);
 	if (PROVIDER_HAS(pf->real, quota, list_infos) && capacity_wanted(t->st)) {
-		record_quota_infos(t, "aiplatform.googleapis.com");
-		if (t->st->nreservations)
-			record_quota_infos(t, "compute.googleapis.com");
+		const char *services[KIND_MAX];
+		size_t n = capacity_limit_services(t->st, services);
+
+		for (size_t i = 0; i < n; i++)
+			record_quota_infos(t, services[i]);
 	}
 	/* The token exchange may have signed here (RSA takes a thread-local
 	 * random generator): freed now, as OpenSSL asks of threads it did not

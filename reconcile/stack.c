@@ -3,21 +3,21 @@
  * problem reported as "FILE:LINE:COLUMN: KIND \"NAME\": field: message".
  *
  * It works in passes over the parsed documents: sort them by kind, read the
- * Stack (its region and labels are defaults for the rest), the reservations
- * (jobs may name them), the quota preferences, then the jobs, whose spec is
- * checked by spec_check() against the reservations declared. Problems never
- * stop the passes, so one run reports all of them; only allocation failures
- * and unreadable files end it early. The hashes are computed only for a
- * stack that is valid.
+ * Stack (its region and labels are defaults for the rest), then each kind of
+ * kind_table by its row's load_pass (a kind whose declarations a later one
+ * names comes first: the jobs' specs are checked by spec_check() against the
+ * reservations declared). Problems never stop the passes, so one run reports
+ * all of them; only allocation failures and unreadable files end it early.
+ * The hashes are computed only for a stack that is valid.
  *
  * This file holds the context, its error reporting, names and duplicates,
  * labels, the passes, the hashes and the lookups; the name rules are in
- * stack_names.c, the typed getters in stack_get.c and the per-kind readers in
- * stack_kinds.c (what they share: stack_loader.h).
+ * stack_names.c, the typed getters in stack_get.c, the Stack document's
+ * reader in stack_kinds.c and each kind's reader in its kind files (what
+ * they share: stack_loader.h). It names no kind but to peek for jobs.
  */
 #include "reconcile/stack.h"
 #include "reconcile/stack_loader.h"
-#include "reconcile/sweep.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -359,23 +359,11 @@ char *stack_dup_opt(struct loader *L, const char *s)
 	return r;
 }
 
-/* Google keeps one preference per service, quota and dimensions. */
-static int dims_equal(const struct stack_labels *a, const struct stack_labels *b)
-{
-	if (a->n != b->n)
-		return 0;
-	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->items[i].key, b->items[i].key) ||
-		    strcmp(a->items[i].value, b->items[i].value))
-			return 0;
-	return 1;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Canonical forms and hashes */
 
-/* ,"key":"value" (null when value is NULL) */
-static int json_kv(struct vx_buf *b, const char *key, const char *value)
+/* stack_loader.h */
+int stack_json_kv(struct vx_buf *b, const char *key, const char *value)
 {
 	int rc = vx_buf_printf(b, ",\"%s\":", key);
 
@@ -384,7 +372,7 @@ static int json_kv(struct vx_buf *b, const char *key, const char *value)
 	return rc;
 }
 
-static int json_map(struct vx_buf *b, const char *key, const struct stack_labels *l)
+int stack_json_map(struct vx_buf *b, const char *key, const struct stack_labels *l)
 {
 	int rc = vx_buf_printf(b, ",\"%s\":{", key);
 
@@ -400,8 +388,8 @@ static int json_map(struct vx_buf *b, const char *key, const struct stack_labels
 	return rc ? rc : vx_buf_addc(b, '}');
 }
 
-/* Hashes b into d->hash and resets b. Keys are written in sorted order. */
-static int decl_hash(struct vx_buf *b, struct stack_decl *d)
+/* stack_loader.h */
+int stack_decl_hash(struct vx_buf *b, struct stack_decl *d)
 {
 	int rc = vx_buf_addc(b, '}');
 
@@ -422,156 +410,31 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 	if (rc == 0 && st->fail_on_quota)
 		rc = vx_buf_adds(b, ",\"failOn\":[\"quota\"]");
 	if (rc == 0)
-		rc = json_map(b, "labels", &st->labels);
+		rc = stack_json_map(b, "labels", &st->labels);
 	/* notify only when set, as failOn. */
 	if (rc == 0)
 		rc = stack_notify_canonical(b, st);
 	if (rc == 0 && st->prices)
-		rc = json_kv(b, "prices", st->prices);
+		rc = stack_json_kv(b, "prices", st->prices);
 	if (rc == 0)
-		rc = json_kv(b, "project", st->project);
+		rc = stack_json_kv(b, "project", st->project);
 	if (rc == 0)
-		rc = json_kv(b, "region", st->region);
+		rc = stack_json_kv(b, "region", st->region);
 	if (rc == 0)
 		rc = vx_buf_adds(b, ",\"state\":{\"backend\":");
 	if (rc == 0)
 		rc = vx_buf_add_json_str(b, stack_backend_name(sc->backend));
 	if (rc == 0)
-		rc = json_kv(b, "branch", sc->branch);
+		rc = stack_json_kv(b, "branch", sc->branch);
 	if (rc == 0)
-		rc = json_kv(b, "bucket", sc->bucket);
+		rc = stack_json_kv(b, "bucket", sc->bucket);
 	if (rc == 0)
-		rc = json_kv(b, "path", sc->path);
+		rc = stack_json_kv(b, "path", sc->path);
 	if (rc == 0)
-		rc = json_kv(b, "remote", sc->remote);
+		rc = stack_json_kv(b, "remote", sc->remote);
 	if (rc == 0)
 		rc = vx_buf_addc(b, '}');
-	return rc ? rc : decl_hash(b, &st->d);
-}
-
-static int hash_job(struct vx_buf *b, struct stack_job *j)
-{
-	int rc = vx_buf_adds(b, "{\"address\":");
-
-	if (rc == 0)
-		rc = vx_buf_add_json_str(b, j->d.address);
-	if (rc == 0)
-		rc = json_kv(b, "displayName", j->display_name);
-	if (rc == 0)
-		rc = json_map(b, "labels", &j->labels);
-	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"maxAttempts\":\"%lld\"", (long long)j->max_attempts);
-	if (rc == 0)
-		rc = json_kv(b, "onChange", stack_on_change_name(j->on_change));
-	/* Only when set, so a stack without it keeps its declaration hash. */
-	if (rc == 0 && j->on_remove)
-		rc = json_kv(b, "onRemove", j->on_remove == 1 ? "cancel" : "forget");
-	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"protect\":%s", j->protect ? "true" : "false");
-	if (rc == 0)
-		rc = json_kv(b, "region", j->region);
-	if (rc == 0)
-		rc = vx_buf_adds(b, ",\"resubmitOn\":[");
-	for (unsigned i = 0, first = 1; i < STACK_FAIL_NCLASSES && rc == 0; i++) {
-		if (!(j->resubmit_on & (1u << i)))
-			continue;
-		rc = vx_buf_printf(b, "%s\"%s\"", first ? "" : ",", stack_fail_names[i]);
-		first = 0;
-	}
-	if (rc == 0)
-		rc = vx_buf_printf(b, "],\"run\":\"%lld\",\"spec\":", (long long)j->run);
-	/* The redacted form: a changed secret changes its HMAC there too, and
-	 * without the salt the hash is no oracle for a guessed secret. */
-	if (rc == 0)
-		rc = vx_buf_adds(b, j->spec.redacted_json ? j->spec.redacted_json
-				 : j->spec.canonical_json ? j->spec.canonical_json : "null");
-	/* Only a job with a ladder hashes one, so the hashes of every other
-	 * declaration (and the saved plans bound to them) stay as they were. */
-	for (size_t i = 0; i < j->nrungs && rc == 0; i++) {
-		const struct stack_rung *r = &j->rungs[i];
-
-		rc = vx_buf_adds(b, i ? ",{\"region\":" : ",\"fallback\":[{\"region\":");
-		if (rc == 0)
-			rc = vx_buf_add_json_str(b, r->region ? r->region : "");
-		if (rc == 0)
-			rc = vx_buf_adds(b, ",\"spec\":");
-		if (rc == 0)
-			rc = vx_buf_adds(b, r->spec.redacted_json ? r->spec.redacted_json : "null");
-		if (rc == 0)
-			rc = vx_buf_adds(b, i + 1 == j->nrungs ? "}]" : "}");
-	}
-	/* The same for the watcher's timings: only when not the default. */
-	if (rc == 0 && j->resubmit_delay_ms != STACK_RESUBMIT_DELAY_DEFAULT_MS)
-		rc = vx_buf_printf(b, ",\"resubmitDelayMs\":\"%lld\"", (long long)j->resubmit_delay_ms);
-	if (rc == 0 && j->stuck_after_ms != STACK_STUCK_AFTER_DEFAULT_MS)
-		rc = vx_buf_printf(b, ",\"stuckAfterMs\":\"%lld\"", (long long)j->stuck_after_ms);
-	/* after: as written, only when set: a saved plan is refused once it is
-	 * edited. The job's spec hash leaves it out: which dependency runs a
-	 * run followed is its follow record's (reconcile/sweep_plan.c). */
-	for (size_t i = 0; i < j->nafter && rc == 0; i++) {
-		rc = vx_buf_adds(b, i ? "," : ",\"after\":[");
-		if (rc == 0)
-			rc = vx_buf_add_json_str(b, j->after[i]);
-		if (rc == 0 && i + 1 == j->nafter)
-			rc = vx_buf_adds(b, "]");
-	}
-	return rc ? rc : decl_hash(b, &j->d);
-}
-
-static int hash_reservation(struct vx_buf *b, struct stack_reservation *r)
-{
-	int rc = vx_buf_adds(b, "{\"accelerators\":[");
-
-	for (size_t i = 0; i < r->naccelerators && rc == 0; i++) {
-		rc = vx_buf_printf(b, "%s{\"count\":\"%lld\",\"type\":", i ? "," : "",
-				   (long long)r->accelerators[i].count);
-		if (rc == 0)
-			rc = vx_buf_add_json_str(b, r->accelerators[i].type);
-		if (rc == 0)
-			rc = vx_buf_addc(b, '}');
-	}
-	if (rc == 0)
-		rc = vx_buf_adds(b, "],\"address\":");
-	if (rc == 0)
-		rc = vx_buf_add_json_str(b, r->d.address);
-	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"count\":\"%lld\"", (long long)r->count);
-	if (rc == 0)
-		rc = json_kv(b, "description", r->description);
-	if (rc == 0)
-		rc = json_kv(b, "machineType", r->machine_type);
-	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"specificReservationRequired\":%s",
-				   r->specific_required ? "true" : "false");
-	if (rc == 0)
-		rc = json_kv(b, "zone", r->zone);
-	/* Added later: hashed only when set, so earlier declarations keep their hash. */
-	if (rc == 0 && r->protect)
-		rc = vx_buf_adds(b, ",\"protect\":true");
-	return rc ? rc : decl_hash(b, &r->d);
-}
-
-static int hash_quota(struct vx_buf *b, struct stack_quota *q)
-{
-	int rc = vx_buf_adds(b, "{\"address\":");
-
-	if (rc == 0)
-		rc = vx_buf_add_json_str(b, q->d.address);
-	if (rc == 0)
-		rc = json_kv(b, "contactEmail", q->contact_email);
-	if (rc == 0)
-		rc = json_map(b, "dimensions", &q->dimensions);
-	if (rc == 0)
-		rc = json_kv(b, "justification", q->justification);
-	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"preferredValue\":\"%lld\"", (long long)q->preferred_value);
-	if (rc == 0)
-		rc = json_kv(b, "quotaId", q->quota_id);
-	if (rc == 0)
-		rc = json_kv(b, "service", q->service);
-	if (rc == 0 && q->ignore_safety_checks)
-		rc = vx_buf_adds(b, ",\"ignoreSafetyChecks\":true");
-	return rc ? rc : decl_hash(b, &q->d);
+	return rc ? rc : stack_decl_hash(b, &st->d);
 }
 
 static int decl_ptr_cmp(const void *a, const void *b)
@@ -582,34 +445,38 @@ static int decl_ptr_cmp(const void *a, const void *b)
 	return strcmp(x->address, y->address);
 }
 
+/* The declarations of every kind, the Stack's first, into all (room for every one). */
+static size_t all_decls(const struct stack_decl **all, const struct stack *st)
+{
+	size_t k = 0;
+
+	all[k++] = &st->d;
+	for (size_t i = 0; i < kind_count; i++)
+		for (size_t d = 0; d < kind_table[i]->count_decls(st); d++)
+			all[k++] = kind_table[i]->decl_at(st, d);
+	return k;
+}
+
 /* Every declaration's hash, then the stack's over "address hash\n" lines sorted by address. */
 static int hash_all(struct stack *st)
 {
-	size_t n = 1 + st->njobs + st->nreservations + st->nquotas, k = 0;
-	const struct stack_decl **all = calloc(n, sizeof(*all));
+	size_t n = 1, k;
+	const struct stack_decl **all;
 	struct vx_buf b = VX_BUF_INIT;
-	int rc = all ? 0 : VX_ENOMEM;
+	int rc;
 
-	if (rc == 0)
-		rc = hash_stack_decl(&b, st);
-	for (size_t i = 0; i < st->nreservations && rc == 0; i++)
-		rc = hash_reservation(&b, &st->reservations[i]);
-	for (size_t i = 0; i < st->nquotas && rc == 0; i++)
-		rc = hash_quota(&b, &st->quotas[i]);
-	for (size_t i = 0; i < st->njobs && rc == 0; i++)
-		rc = hash_job(&b, &st->jobs[i]);
+	for (size_t i = 0; i < kind_count; i++)
+		n += kind_table[i]->count_decls(st);
+	all = calloc(n, sizeof(*all));
+	rc = all ? hash_stack_decl(&b, st) : VX_ENOMEM;
+	for (size_t i = 0; i < kind_count && rc == 0; i++)
+		rc = kind_table[i]->decl_hash(st);
 	if (rc)
 		goto done;
-	all[k++] = &st->d;
-	for (size_t i = 0; i < st->nreservations; i++)
-		all[k++] = &st->reservations[i].d;
-	for (size_t i = 0; i < st->nquotas; i++)
-		all[k++] = &st->quotas[i].d;
-	for (size_t i = 0; i < st->njobs; i++)
-		all[k++] = &st->jobs[i].d;
-	qsort(all, n, sizeof(*all), decl_ptr_cmp);
+	k = all_decls(all, st);
+	qsort(all, k, sizeof(*all), decl_ptr_cmp);
 	rc = vx_buf_adds(&b, "vx-stack-decl-v1\n");
-	for (size_t i = 0; i < n && rc == 0; i++)
+	for (size_t i = 0; i < k && rc == 0; i++)
 		rc = vx_buf_printf(&b, "%s %s\n", all[i]->address, all[i]->hash);
 	if (rc == 0)
 		rc = vx_digest_sha256_hex(st->decl_hash, b.data, b.len);
@@ -624,20 +491,10 @@ int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err)
 	size_t nsalted = 0;
 	int rc;
 
-	for (size_t i = 0; i < st->njobs; i++) {
-		if (!st->jobs[i].spec.nsensitive)
-			continue;
-		rc = job_spec_rehash(&st->jobs[i].spec, salt, err);
-		if (rc < 0)
-			return vx_err_wrap(err, "%s", st->jobs[i].d.address);
-		for (size_t k = 0; k < st->jobs[i].nrungs; k++) {
-			rc = job_spec_rehash(&st->jobs[i].rungs[k].spec, salt, err);
-			if (rc < 0)
-				return vx_err_wrap(err, "%s: rung %zu", st->jobs[i].d.address, k + 1);
-		}
-		nsalted++;
-	}
-	/* The declaration hashes take the jobs' redacted specs: they change too. */
+	for (size_t i = 0; i < kind_count; i++)
+		if (kind_table[i]->decl_salt && (rc = kind_table[i]->decl_salt(st, salt, &nsalted, err)) < 0)
+			return rc;
+	/* The declaration hashes take the redacted specs: they change too. */
 	if (nsalted && (rc = hash_all(st)) < 0)
 		return vx_err_set(err, rc, "hashing the declarations failed");
 	return 0;
@@ -741,54 +598,10 @@ void stack_free(struct stack *st)
 	free(st->state.bucket);
 	vx_diags_release(&st->warnings);
 	stack_labels_release(&st->labels);
-	for (size_t i = 0; i < st->njobs; i++)
-		stack_job_release(&st->jobs[i]);
-	free(st->jobs);
-	free(st->jobs_by_name);
-	for (size_t i = 0; i < st->nsweeps; i++) {
-		free(st->sweeps[i].name);
-		free(st->sweeps[i].address);
-		free(st->sweeps[i].file);
-		free(st->sweeps[i].output_dir);
-	}
-	free(st->sweeps);
-	for (size_t i = 0; i < st->nreservations; i++)
-		stack_reservation_release(&st->reservations[i]);
-	free(st->reservations);
-	for (size_t i = 0; i < st->nquotas; i++)
-		stack_quota_release(&st->quotas[i]);
-	free(st->quotas);
+	for (size_t i = 0; i < kind_count; i++)
+		if (kind_table[i]->decl_release)
+			kind_table[i]->decl_release(&st->of[i]);
 	free(st);
-}
-
-/*
- * A sweep's run is labelled "SWEEP--HASH" (reconcile/sweep.h): a job declared
- * alone with that very name would carry the same vx-job label, and a live
- * job could no longer be traced to one address. Only names with "--" can.
- */
-static void check_sweep_labels(struct loader *L, const struct stack *st)
-{
-	char label[SWEEP_LABEL_MAX + 1];
-
-	for (size_t i = 0; i < st->njobs; i++) {
-		const struct stack_job *p = &st->jobs[i];
-
-		if (p->sweep || !p->d.name || !strstr(p->d.name, "--"))
-			continue;
-		for (size_t k = 0; k < st->njobs; k++) {
-			const struct stack_job *r = &st->jobs[k];
-
-			if (!r->sweep || !r->d.name)
-				continue;
-			sweep_job_label(label, r->d.name);
-			if (strcmp(label, p->d.name))
-				continue;
-			L->prefix[0] = '\0';
-			stack_err_at(L, p->d.file, NULL, "CustomJob \"%s\" at line %u: its name is the vx-job "
-				     "label of %s (a sweep's run); rename the job", p->d.name, p->d.line,
-				     r->d.address);
-		}
-	}
 }
 
 /* How many of fs's documents are of kind. */
@@ -805,51 +618,21 @@ static size_t count_docs(const struct files *fs, const struct kind *kind)
 /* The passes over the classified documents */
 
 /*
- * What the passes share while they read one stack: the documents of the
- * pass being run (in the order to read them), the names seen in its name
- * space, and what a later pass needs of an earlier one (the reservations a
- * job may name).
- */
-struct passes {
-	struct loader *L;
-	struct stack *st;
-	/* The names seen in this pass's name space (nseen is 0 at each pass). */
-	struct seen *seen;
-	size_t nseen;
-	/* This pass's documents in file order, and the order to read them in
-	 * (indexes into docs). */
-	const struct ynode **docs;
-	size_t *order;
-	size_t ndocs;
-	const struct ynode *first_stack;
-	/* The reservations jobs' reservationAffinity may name. */
-	struct spec_reservation *sres;
-	size_t nsres;
-	/* How many job documents: room a sweep may grow st->jobs by. */
-	size_t njob_docs;
-	struct spec_env env;
-};
-
-/*
  * One kind of document: the kind it is (doc_kind), where its declarations go
  * (alloc makes room for n in struct stack), how one document is read, and
- * what is checked once all are read. The passes run in this table's order:
- * the Stack (its region and labels are the others' defaults), the
- * reservations (jobs may name them), the quota preferences, then the jobs.
- * Each hook but read may be NULL; read and prepare return -1 on an
- * allocation failure (recorded), which ends the passes.
+ * what is checked once all are read: the Stack's below, each kind's its
+ * row's load_* slots (struct kind says what they do).
  */
 struct doc_pass {
 	const struct kind *kind;
-	int (*alloc)(struct passes *B, size_t n);
-	/* Before the pass reads: sets B->order when not file order. */
-	int (*prepare)(struct passes *B);
-	int (*read)(struct passes *B, const struct ynode *doc);
-	void (*finish)(struct passes *B);
+	int (*alloc)(struct load_pass *B, size_t n);
+	int (*prepare)(struct load_pass *B);
+	int (*read)(struct load_pass *B, const struct ynode *doc);
+	void (*finish)(struct load_pass *B);
 };
 
 /* The Stack: exactly one. */
-static int read_stack_doc(struct passes *B, const struct ynode *doc)
+static int read_stack_doc(struct load_pass *B, const struct ynode *doc)
 {
 	struct loader *L = B->L;
 
@@ -867,7 +650,7 @@ static int read_stack_doc(struct passes *B, const struct ynode *doc)
 }
 
 /* No Stack at all, unless it may be in a file that did not parse. */
-static void finish_stack_doc(struct passes *B)
+static void finish_stack_doc(struct load_pass *B)
 {
 	struct loader *L = B->L;
 
@@ -878,116 +661,40 @@ static void finish_stack_doc(struct passes *B)
 	}
 }
 
-/* Room for the reservations and for what jobs may name of them. */
-static int alloc_reservations(struct passes *B, size_t n)
+static int pass_cmp(const void *a, const void *b)
 {
-	B->st->reservations = calloc(n + 1, sizeof(*B->st->reservations));
-	B->sres = calloc(n + 1, sizeof(*B->sres));
-	return B->st->reservations && B->sres ? 0 : -1;
-}
+	const struct doc_pass *x = a, *y = b;
+	size_t i = kind_index(x->kind), k = kind_index(y->kind);
 
-/* A reservation, kept for the jobs when it is whole enough to be named. */
-static int read_reservation_doc(struct passes *B, const struct ynode *doc)
-{
-	struct stack_reservation *r = &B->st->reservations[B->st->nreservations++];
-	struct spec_reservation *s = &B->sres[B->nsres];
-
-	if (stack_kinds_read_reservation(r, B->L, doc, B->seen, &B->nseen) < 0)
-		return -1;
-	if (r->d.name && r->zone && r->machine_type) {
-		s->name = r->d.name;
-		s->zone = r->zone;
-		s->machine_type = r->machine_type;
-		if (r->naccelerators) {
-			s->accelerator = r->accelerators[0].type;
-			s->accelerator_count = r->accelerators[0].count;
-		}
-		B->nsres++;
-	}
-	return 0;
-}
-
-static int alloc_quotas(struct passes *B, size_t n)
-{
-	B->st->quotas = calloc(n + 1, sizeof(*B->st->quotas));
-	return B->st->quotas ? 0 : -1;
-}
-
-/* A quota preference, which must not set the same quota and dimensions as an earlier one. */
-static int read_quota_doc(struct passes *B, const struct ynode *doc)
-{
-	struct stack *st = B->st;
-	struct stack_quota *q = &st->quotas[st->nquotas++];
-
-	if (stack_kinds_read_quota(q, B->L, doc, B->seen, &B->nseen) < 0)
-		return -1;
-	for (size_t k = 0; q->service && q->quota_id && k + 1 < st->nquotas; k++) {
-		const struct stack_quota *o = &st->quotas[k];
-
-		if (o->service && o->quota_id && !strcmp(o->service, q->service) &&
-		    !strcmp(o->quota_id, q->quota_id) && dims_equal(&o->dimensions, &q->dimensions))
-			stack_err(B->L, doc, "the same quota and dimensions as "
-					     "QuotaPreference \"%s\" at %s:%u:%u (Cloud Quotas keeps one "
-					     "preference per quota and dimensions)",
-				  o->d.name ? o->d.name : "",
-				  o->d.file ? o->d.file : "", o->d.line, o->d.col);
-	}
-	return 0;
-}
-
-static int alloc_jobs(struct passes *B, size_t n)
-{
-	B->njob_docs = n;
-	B->st->jobs = calloc(n + 1, sizeof(*B->st->jobs));
-	return B->st->jobs ? 0 : -1;
+	if (x->kind->load_pass != y->kind->load_pass)
+		return x->kind->load_pass < y->kind->load_pass ? -1 : 1;
+	return i < k ? -1 : i > k;
 }
 
 /*
- * The jobs see the reservations for reservationAffinity by name, and are read
- * in an order where each comes after those its after: names, so
- * ${{ jobs.NAME.outputDir }} has its value when the job is read.
+ * The passes in the order they run: the Stack (its region and labels are the
+ * others' defaults), then kind_table's kinds by load_pass (ties in table
+ * order). Returns how many (at most KIND_MAX + 1).
  */
-static int prepare_jobs(struct passes *B)
+static size_t doc_passes(struct doc_pass *out)
 {
-	B->env.project = B->st->project;
-	B->env.region = B->st->region;
-	B->env.reservations = B->sres;
-	B->env.nreservations = B->nsres;
-	return stack_after_order(B->L, B->docs, B->ndocs, B->order);
+	size_t n = 0;
+
+	out[n++] = (struct doc_pass){ .kind = &stack_doc_kind, .read = read_stack_doc, .finish = finish_stack_doc };
+	for (size_t i = 0; i < kind_count; i++) {
+		const struct kind *k = kind_table[i];
+
+		out[n++] = (struct doc_pass){ .kind = k, .alloc = k->load_alloc, .prepare = k->load_prepare, .read = k->load_read, .finish = k->load_finish };
+	}
+	qsort(out + 1, n - 1, sizeof(*out), pass_cmp);
+	return n;
 }
-
-/* A job: a sweep when it has a matrix, read with the earlier jobs' values when it has ${{ }}. */
-static int read_job_doc(struct passes *B, const struct ynode *doc)
-{
-	struct stack *st = B->st;
-
-	if (ynode_get(doc, "matrix"))
-		return stack_sweep_read(st, B->L, doc, &B->env, B->seen, &B->nseen, B->njob_docs);
-	if (stack_doc_has_expr(doc))
-		return stack_expr_read(st, B->L, doc, &B->env, B->seen, &B->nseen);
-	return stack_kinds_read_job(&st->jobs[st->njobs++], B->L, doc, st, &B->env, B->seen,
-				    &B->nseen);
-}
-
-/* What holds between the jobs once all are read: labels, and after: slices. */
-static void finish_jobs(struct passes *B)
-{
-	check_sweep_labels(B->L, B->st);
-	stack_after_check(B->L, B->st, B->docs, B->ndocs);
-}
-
-static const struct doc_pass doc_passes[] = {
-	{ .kind = &stack_doc_kind, .read = read_stack_doc, .finish = finish_stack_doc },
-	{ .kind = &kind_reservation, .alloc = alloc_reservations, .read = read_reservation_doc },
-	{ .kind = &kind_quota, .alloc = alloc_quotas, .read = read_quota_doc },
-	{ .kind = &kind_job, .alloc = alloc_jobs, .prepare = prepare_jobs, .read = read_job_doc, .finish = finish_jobs },
-};
 
 /*
  * Collects fs's documents of pass p's kind into B->docs in file order (the
  * order to read them in until p's prepare says otherwise). -1 when out of memory.
  */
-static int collect_docs(struct passes *B, const struct files *fs, const struct doc_pass *p)
+static int collect_docs(struct load_pass *B, const struct files *fs, const struct doc_pass *p)
 {
 	size_t n = count_docs(fs, p->kind);
 
@@ -1007,7 +714,7 @@ static int collect_docs(struct passes *B, const struct files *fs, const struct d
 }
 
 /* One pass: the documents of p's kind, read in order; problems never stop it. */
-static int run_pass(struct passes *B, const struct files *fs, const struct doc_pass *p)
+static int run_pass(struct load_pass *B, const struct files *fs, const struct doc_pass *p)
 {
 	B->nseen = 0;
 	if (collect_docs(B, fs, p) < 0) {
@@ -1027,20 +734,21 @@ static int run_pass(struct passes *B, const struct files *fs, const struct doc_p
 /* The passes over the classified documents, one per row of doc_passes. */
 static int build(struct loader *L, struct stack *st, const struct files *fs)
 {
-	struct passes B = { .L = L, .st = st };
-	size_t i;
+	struct load_pass B = { .L = L, .st = st };
+	struct doc_pass passes[KIND_MAX + 1];
+	size_t n = doc_passes(passes), i;
 
 	/* room in struct stack for every kind's declarations, before any is read */
 	B.seen = seen_new();
-	for (i = 0; i < ARRAY_SIZE(doc_passes) && B.seen; i++)
-		if (doc_passes[i].alloc && doc_passes[i].alloc(&B, count_docs(fs, doc_passes[i].kind)) < 0)
+	for (i = 0; i < n && B.seen; i++)
+		if (passes[i].alloc && passes[i].alloc(&B, count_docs(fs, passes[i].kind)) < 0)
 			break;
-	if (!B.seen || i < ARRAY_SIZE(doc_passes)) {
+	if (!B.seen || i < n) {
 		stack_oom(L);
 		goto done;
 	}
-	for (i = 0; i < ARRAY_SIZE(doc_passes); i++)
-		if (run_pass(&B, fs, &doc_passes[i]) < 0)
+	for (i = 0; i < n; i++)
+		if (run_pass(&B, fs, &passes[i]) < 0)
 			goto done;
 done:
 	free(B.docs);
@@ -1066,12 +774,6 @@ static int move_diags(struct vx_diags *to, struct vx_diags *from)
 	vx_diags_release(from);
 	vx_diags_sort(to);
 	return 0;
-}
-
-static int job_ptr_cmp(const void *a, const void *b)
-{
-	return strcmp((*(const struct stack_job *const *)a)->d.name,
-		      (*(const struct stack_job *const *)b)->d.name);
 }
 
 /*
@@ -1120,7 +822,7 @@ static int read_files(struct loader *L, struct files *fs, char **path, const cha
 
 /*
  * What a valid stack gets once read: its warnings in order, the declaration
- * hashes, and the jobs sorted by name for stack_find_job.
+ * hashes, and what each kind indexes (its load_index: the jobs by name).
  */
 static int finish_stack(struct stack *st, const char *dir, struct vx_err *err)
 {
@@ -1130,14 +832,9 @@ static int finish_stack(struct stack *st, const char *dir, struct vx_err *err)
 	rc = hash_all(st);
 	if (rc < 0)
 		return vx_err_set(err, rc, "loading %s: hashing the declarations failed", dir);
-	/* Names are unique by now (stack_check_unique). */
-	st->jobs_by_name = calloc(st->njobs + 1, sizeof(*st->jobs_by_name));
-	if (!st->jobs_by_name)
-		return vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
-	for (size_t i = 0; i < st->njobs; i++)
-		st->jobs_by_name[i] = &st->jobs[i];
-	if (st->njobs > 1)
-		qsort(st->jobs_by_name, st->njobs, sizeof(*st->jobs_by_name), job_ptr_cmp);
+	for (size_t i = 0; i < kind_count; i++)
+		if (kind_table[i]->load_index && kind_table[i]->load_index(st) < 0)
+			return vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
 	return 0;
 }
 
@@ -1562,61 +1259,42 @@ int stack_same_home(const struct stack *a, const struct stack *b)
 /* ---------------------------------------------------------------------- */
 /* Lookups */
 
-/* Past the last rung, attempts stay on it (docs/format.md). */
-static size_t rung_index(const struct stack_job *j, int64_t rung)
+static size_t slot_of(const struct kind *k)
 {
-	if (rung <= 0)
-		return 0;
-	return (uint64_t)rung > j->nrungs ? j->nrungs : (size_t)rung;
+	return kind_index(k);
 }
 
-const char *stack_job_rung_region(const struct stack_job *j, int64_t rung)
+size_t stack_count(const struct stack *st, const struct kind *k)
 {
-	size_t k = rung_index(j, rung);
+	size_t i = slot_of(k);
 
-	return k ? j->rungs[k - 1].region : j->region;
+	return i < KIND_MAX ? st->of[i].n : 0;
 }
 
-const struct job_spec *stack_job_rung_spec(const struct stack_job *j, int64_t rung)
+struct stack_kind_decls *stack_slot(struct stack *st, const struct kind *k)
 {
-	size_t k = rung_index(j, rung);
+	size_t i = slot_of(k);
 
-	return k ? &j->rungs[k - 1].spec : &j->spec;
+	return i < KIND_MAX ? &st->of[i] : NULL;
 }
 
-static int job_key_cmp(const void *key, const void *elem)
+const struct stack_kind_decls *stack_slot_c(const struct stack *st, const struct kind *k)
 {
-	return strcmp(key, (*(const struct stack_job *const *)elem)->d.name);
+	size_t i = slot_of(k);
+
+	return i < KIND_MAX ? &st->of[i] : NULL;
 }
 
-const struct stack_job *stack_find_job(const struct stack *st, const char *name)
+const struct stack_decl *stack_find_in(const struct stack *st, const struct kind *k, const char *name)
 {
-	if (st->jobs_by_name) {
-		const struct stack_job *const *j = st->njobs ? bsearch(name, st->jobs_by_name, st->njobs,
-								       sizeof(*st->jobs_by_name), job_key_cmp)
-							 : NULL;
+	size_t n = k->count_decls(st);
 
-		return j ? *j : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct stack_decl *d = k->decl_at(st, i);
+
+		if (d->name && !strcmp(d->name, name))
+			return d;
 	}
-	for (size_t i = 0; i < st->njobs; i++)
-		if (!strcmp(st->jobs[i].d.name, name))
-			return &st->jobs[i];
-	return NULL;
-}
-
-const struct stack_reservation *stack_find_reservation(const struct stack *st, const char *name)
-{
-	for (size_t i = 0; i < st->nreservations; i++)
-		if (!strcmp(st->reservations[i].d.name, name))
-			return &st->reservations[i];
-	return NULL;
-}
-
-const struct stack_quota *stack_find_quota(const struct stack *st, const char *name)
-{
-	for (size_t i = 0; i < st->nquotas; i++)
-		if (!strcmp(st->quotas[i].d.name, name))
-			return &st->quotas[i];
 	return NULL;
 }
 

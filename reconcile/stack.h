@@ -8,10 +8,10 @@
  * skipped), each file one or more YAML documents, each document a `kind`:
  *
  *	Stack            exactly one: name, project, region, state, labels
- *	CustomJob        job.NAME: a Vertex AI custom job (spec checked by spec_check)
- *	Reservation      reservation.NAME: a Compute Engine specific reservation
- *	QuotaPreference  quota.NAME: a Cloud Quotas preference
+ *	(each kind of kind_table)  its declarations, read by the kind's load_* slots
  *
+ * A kind's declaration type and its accessors are in the kind's header
+ * (reconcile/kind_job.h, kind_reservation.h, kind_quota.h).
  * The format, every field, default and rule is documented in docs/format.md.
  * Every problem found is reported, not only the first: each one is a
  * diagnostic "FILE:LINE:COLUMN: KIND \"NAME\": field.path: message", with
@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reconcile/load/spec.h"
+#include "reconcile/kind.h"
 #include "util/diag.h"
 #include "util/err.h"
 #include "util/label.h"
@@ -115,97 +115,6 @@ struct stack_state_cfg {
 };
 
 /*
- * One rung of a fallback ladder: resubmit.fallback[i] is rung i + 1, the
- * declared job rung 0. A rung overrides the declared job, not the rung
- * before it: its spec is the job's spec with the rung's scheduling merged
- * over spec.scheduling, its machineSpec replacing that of every worker pool
- * with accelerators, and its reservation set as those pools'
- * reservationAffinity; checked by spec_check like the job's own.
- */
-struct stack_rung {
-	char *region;                 /* the rung's region, or the job's when it sets none */
-	struct job_spec spec;         /* what is sent for an attempt on this rung */
-};
-
-struct stack_job {
-	struct stack_decl d;          /* address "job.NAME" */
-	char *region;                 /* the job's or the Stack's region (always set) */
-	char *display_name;           /* displayName, default the name */
-	struct stack_labels labels;   /* the Stack's labels overlaid by the job's own (no vx- keys) */
-	struct job_spec spec;         /* from spec_check: canonical JSON, hash, pools, strategy... */
-	int64_t run;                  /* >= 1, default 1 */
-	unsigned resubmit_on;         /* STACK_FAIL_* bits, default 0 */
-	int64_t max_attempts;         /* >= 1, default 1 (= never resubmit) */
-	struct stack_rung *rungs;     /* owned: resubmit.fallback, rung i + 1 at [i]; NULL when none */
-	size_t nrungs;
-	enum stack_on_change on_change; /* default STACK_ON_CHANGE_REPLACE */
-	int protect;                  /* 1: the plan refuses to cancel this job */
-	int on_remove;                /* onRemove: STATE_ON_REMOVE_* (0: unset, the default) */
-	/* resubmit.delay: after a stockout, how long the next attempt waits (doubling per
-	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
-	int64_t resubmit_delay_ms;
-	int64_t stuck_after_ms;       /* stuckAfter: queued or pending this long is "stuck" */
-	/* A run of a `matrix:` sweep: 1 + its index in stack.sweeps, 0 for a job
-	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
-	size_t sweep;
-	char **after;                 /* after: the addresses it waits for ("job.train", a sweep or a slice) */
-	size_t nafter;
-	char *output_dir;             /* spec.baseOutputDirectory.outputUriPrefix as sent, or NULL */
-};
-
-/*
- * A CustomJob document with `matrix:`: one job per combination, in
- * stack.jobs[first .. first + n) in the order they are started (the
- * matrix's order, then include's new combinations).
- */
-struct stack_sweep {
-	char *name;                   /* "lr-sweep" */
-	char *address;                /* "job.lr-sweep" */
-	char *file;                   /* where `matrix:` is written */
-	unsigned line, col;
-	int64_t max_parallel;         /* maxParallel: most runs active at once; 0: no cap */
-	int64_t max_failed;           /* maxFailed: after this many gave up, start no more; 0: no limit */
-	char *output_dir;             /* the sweep's outputUriPrefix as written (its runs' parent), or NULL */
-	size_t first, n;
-};
-
-/* The most runs one matrix may expand to. */
-#define STACK_MAX_SWEEP_RUNS 10000
-
-#define STACK_RESUBMIT_DELAY_DEFAULT_MS (60 * 1000)
-#define STACK_MAX_RESUBMIT_DELAY_MS (15 * 60 * 1000)
-#define STACK_STUCK_AFTER_DEFAULT_MS (6 * 3600 * 1000)
-#define STACK_MAX_STUCK_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
-
-struct stack_accelerator {
-	char *type;    /* compute's name: "nvidia-h100-80gb" */
-	int64_t count; /* per VM, >= 1 */
-};
-
-struct stack_reservation {
-	struct stack_decl d;          /* address "reservation.NAME"; NAME is also compute's name */
-	char *zone;                   /* "us-central1-a" */
-	char *machine_type;           /* "a3-highgpu-8g" */
-	struct stack_accelerator *accelerators; /* owned; 0 or 1 entries */
-	size_t naccelerators;
-	int64_t count;                /* VMs reserved, 1..1000 */
-	int specific_required;        /* specificReservationRequired, default 1 */
-	char *description;            /* or NULL */
-	int protect;                  /* 1: the plan refuses to delete it */
-};
-
-struct stack_quota {
-	struct stack_decl d;          /* address "quota.NAME"; NAME is the quotaPreferenceId */
-	char *service;                /* "aiplatform.googleapis.com" */
-	char *quota_id;               /* "CustomModelTrainingH100GPUsPerProjectPerRegion" */
-	struct stack_labels dimensions; /* {"region": "us-central1"}; may be empty */
-	int64_t preferred_value;      /* >= -1 (-1 = unlimited) */
-	char *contact_email;          /* or NULL */
-	char *justification;          /* or NULL */
-	int ignore_safety_checks;     /* 1: a decrease past Google's safety checks is meant */
-};
-
-/*
  * One `notify:` target of the Stack: where vx tells people about events
  * (reconcile/notify.h). The URL and the secret are read from the
  * environment when an event is sent, never stored.
@@ -223,6 +132,17 @@ struct stack_notify {
  * (gave-up, stuck, quota-denied, watch-error). */
 #define STACK_NOTIFY_DEFAULT ((1u << 0) | (1u << 3) | (1u << 5) | (1u << 6))
 
+/*
+ * One kind's declarations in a stack: owned by the kind, which makes them
+ * (its load_* slots) and frees them (its decl_release). A stack built by
+ * hand (a test) may set items and n alone.
+ */
+struct stack_kind_decls {
+	void *items; /* an array of n of the kind's declaration type */
+	size_t n;
+	void *more; /* what else the kind keeps of the stack (the job kind: its sweeps), or NULL */
+};
+
 struct stack {
 	struct stack_decl d;          /* the Stack document; address "stack.NAME" */
 	char *dir;                    /* the directory as given */
@@ -235,18 +155,15 @@ struct stack {
 	int fail_on_quota;            /* failOn: [quota]: a job that does not fit is a plan error */
 	struct stack_notify *notify;  /* owned: the Stack's notify targets, in order */
 	size_t nnotify;
-	struct stack_job *jobs;       /* owned arrays, in declaration order (files by name, then documents) */
-	size_t njobs;
-	/* The jobs sorted by name, for stack_find_job (a plan looks every record's
-	 * job up); set by the loader, NULL in a stack built by hand (then the
-	 * search is linear). Owned; points into jobs. */
-	const struct stack_job **jobs_by_name;
-	struct stack_sweep *sweeps;   /* owned, in declaration order; their runs are in jobs */
-	size_t nsweeps;
-	struct stack_reservation *reservations;
-	size_t nreservations;
-	struct stack_quota *quotas;
-	size_t nquotas;
+	/*
+	 * Each kind's declarations, by its place in kind_table (kind_index): an
+	 * array of the kind's own declaration type, each beginning with its
+	 * struct stack_decl, in declaration order (files by name, then
+	 * documents). Only the kind's file and header read them (its accessors:
+	 * reconcile/kind_job.h, kind_reservation.h, kind_quota.h); generic code
+	 * walks them through the kind's row (count_decls, decl_at).
+	 */
+	struct stack_kind_decls of[KIND_MAX];
 	/* SHA-256 (hex) over the canonical form of every declaration, the Stack
 	 * included, independent of file names and order: what a saved plan binds to.
 	 * Jobs count by their redacted spec, so with sensitive values it depends on
@@ -302,26 +219,23 @@ int stack_load_mem(struct stack **out, const char *dir, const struct stack_sourc
 void stack_free(struct stack *st);
 
 /*
- * Keys the redaction of every job's sensitive values with the state's salt
- * (job_spec_rehash) and recomputes the declaration hashes over the result.
- * Call it once the state is loaded, before planning: until then such jobs
- * carry a placeholder hash. A stack without sensitive values is unchanged.
- * Returns 0 or the error of job_spec_rehash, naming the job.
+ * Keys the redaction of every declaration's sensitive values with the
+ * state's salt (each kind's decl_salt: the jobs' job_spec_rehash) and
+ * recomputes the declaration hashes over the result. Call it once the state
+ * is loaded, before planning: until then such jobs carry a placeholder
+ * hash. A stack without sensitive values is unchanged. Returns 0 or the
+ * error of the kind's decl_salt, naming the declaration.
  */
 int stack_apply_salt(struct stack *st, const char *salt, struct vx_err *err) VX_WUR;
 
-/* The most rungs a ladder may have besides the declared job. */
-#define STACK_MAX_RUNGS 16
+/* How many declarations of kind k st holds (0 when k is not in kind_table). */
+size_t stack_count(const struct stack *st, const struct kind *k);
+/* k's slot of st (NULL when k is not in kind_table): for the kind's own code. */
+struct stack_kind_decls *stack_slot(struct stack *st, const struct kind *k);
+const struct stack_kind_decls *stack_slot_c(const struct stack *st, const struct kind *k);
+/* The declaration of kind k named name, by a linear search of its slot; NULL when none. */
+const struct stack_decl *stack_find_in(const struct stack *st, const struct kind *k, const char *name);
 
-/* The region and spec an attempt on rung (0 = the declared job; past the
- * last rung, the last) uses. Borrowed. */
-const char *stack_job_rung_region(const struct stack_job *j, int64_t rung);
-const struct job_spec *stack_job_rung_spec(const struct stack_job *j, int64_t rung);
-
-/* Lookups by name; NULL when not declared. Borrowed. */
-const struct stack_job *stack_find_job(const struct stack *st, const char *name);
-const struct stack_reservation *stack_find_reservation(const struct stack *st, const char *name);
-const struct stack_quota *stack_find_quota(const struct stack *st, const char *name);
 /* The declaration at an address ("job.a", "reservation.r", "quota.q", "stack.s"), or NULL. */
 const struct stack_decl *stack_find_decl(const struct stack *st, const char *address);
 

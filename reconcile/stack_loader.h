@@ -5,8 +5,9 @@
  * What the stack loader's files share and nothing else uses: stack.c (the
  * context, its error reporting, names and duplicates, labels, the passes,
  * hashes and lookups), stack_names.c (name, label and branch rules),
- * stack_get.c (typed YAML getters) and stack_kinds.c (one reader per kind).
- * Not part of stack.h's public surface.
+ * stack_get.c (typed YAML getters), stack_kinds.c (the Stack document) and
+ * each kind's reader (its load_* slots of struct kind, in its kind files).
+ * It names no kind. Not part of stack.h's public surface.
  */
 
 #include <stddef.h>
@@ -25,8 +26,6 @@ struct vx_buf;
 
 /* Vertex allows 64 labels on a job; vx adds seven of its own (runlabel.h RUNLABEL_N). */
 #define STACK_MAX_USER_LABELS 57
-#define STACK_MAX_ATTEMPTS 100
-#define STACK_MAX_DISPLAY_NAME 128
 
 struct kind;
 /* The Stack document's kind for the loader (stack.c); the others are kind_table's. */
@@ -165,41 +164,55 @@ const struct ynode *stack_get_map(struct loader *L, const struct ynode *map, con
 void stack_get_string_map(struct stack_labels *out, struct loader *L, const struct ynode *map,
 			  const char *key, int labels);
 
-/* ---- stack_kinds.c: one reader per kind ---- */
+/* ---- stack_kinds.c: the Stack document ---- */
 
 void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct ynode *doc);
+/*
+ * The optional region of a Stack or a declaration: 1 when present as a
+ * string, with *out its copy (left alone when not a region: reported); 0
+ * otherwise. *node is the value (NULL when absent).
+ */
+int stack_get_region(struct loader *L, const struct ynode *doc, const struct ynode **node,
+		     char **out);
 /* stack_notify.c: the Stack's notify: targets into st->notify. */
 void stack_notify_read(struct stack *st, struct loader *L, const struct ynode *doc);
 void stack_notify_release(struct stack *st);
 /* Appends ",\"notify\":[...]" to the Stack's canonical form when it has targets. */
 int stack_notify_canonical(struct vx_buf *b, const struct stack *st) VX_WUR;
-/* Each returns -1 on an allocation failure (recorded), 0 otherwise (problems reported). */
-int stack_kinds_read_reservation(struct stack_reservation *r, struct loader *L,
-				 const struct ynode *doc, struct seen *seen, size_t *nseen);
-int stack_kinds_read_quota(struct stack_quota *q, struct loader *L, const struct ynode *doc,
-			   struct seen *seen, size_t *nseen);
-int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
-			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
-			 size_t *nseen);
-/* sweep.c: a CustomJob document with `matrix:`, each combination read by
- * stack_kinds_read_job into st->jobs (grown as needed, with room for spare more) and the sweep into
- * st->sweeps. -1 on an allocation failure (recorded), 0 otherwise. */
-int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc,
-		     const struct spec_env *env, struct seen *seen, size_t *nseen, size_t spare);
-/* sweep.c: whether a document holds a ${{ }} expression anywhere. */
-int stack_doc_has_expr(const struct ynode *doc);
-/* sweep.c: a job without a matrix whose strings use ${{ jobs.NAME.* }}, read
- * into st->jobs[st->njobs++] with the values of the jobs already read. */
-int stack_expr_read(struct stack *st, struct loader *L, const struct ynode *doc,
-		    const struct spec_env *env, struct seen *seen, size_t *nseen);
-/* sweep.c: the order to read the n job documents in, so each comes after the
- * jobs its after: names (order gets n indexes). Checks every after: item's
- * shape and name and reports cycles, at the item or the after: key. */
-int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t n, size_t *order);
-/* sweep.c: every after: slice (job.NAME[k=v]) names at least one run. */
-void stack_after_check(struct loader *L, const struct stack *st, const struct ynode *const *docs, size_t n);
-void stack_reservation_release(struct stack_reservation *r);
-void stack_quota_release(struct stack_quota *q);
-void stack_job_release(struct stack_job *j);
+
+/* ---- stack.c: the passes a kind's load_* slots run in (struct kind) ---- */
+
+/*
+ * What the passes share while they read one stack: the documents of the
+ * pass being run (in the order to read them), the names seen in its name
+ * space, and what a later pass needs of an earlier one.
+ */
+struct load_pass {
+	struct loader *L;
+	struct stack *st;
+	/* The names seen in this pass's name space (nseen is 0 at each pass). */
+	struct seen *seen;
+	size_t nseen;
+	/* This pass's documents in file order, and the order to read them in
+	 * (indexes into docs). */
+	const struct ynode **docs;
+	size_t *order;
+	size_t ndocs;
+	const struct ynode *first_stack;
+	/* What job specs may name (spec_env.reservations): filled by the pass
+	 * that declares them, owned here (freed with the passes). */
+	struct spec_reservation *sres;
+	size_t nsres;
+	struct spec_env env;
+};
+
+/* ---- stack.c: canonical forms (a kind's decl_hash) ---- */
+
+/* ,"key":"value" (null when value is NULL) */
+int stack_json_kv(struct vx_buf *b, const char *key, const char *value) VX_WUR;
+/* ,"key":{"k":"v",...} */
+int stack_json_map(struct vx_buf *b, const char *key, const struct stack_labels *l) VX_WUR;
+/* Closes b's canonical form, hashes it into d->hash and resets b. Keys are written in sorted order. */
+int stack_decl_hash(struct vx_buf *b, struct stack_decl *d) VX_WUR;
 
 #endif

@@ -9,7 +9,7 @@
  */
 #include "reconcile/sweep.h"
 #include "reconcile/stack.h"
-#include "reconcile/stack_loader.h"
+#include "reconcile/kind_job_load.h"
 #include "reconcile/kind.h"
 
 #include <stdint.h>
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/load/ynode.h"
 #include "util/alloc.h"
 #include "util/buf.h"
@@ -563,17 +564,17 @@ static char *job_value(const struct ectx *x, const struct expr *e, const char **
 
 	/* not found: unknown or in a cycle, both said at after: (stack_after_order) */
 	*why = NULL;
-	for (size_t i = 0; x->st && i < x->st->nsweeps; i++)
-		if (strlen(x->st->sweeps[i].name) == e->nlen && !strncmp(x->st->sweeps[i].name, e->name, e->nlen)) {
-			j = x->st->sweeps[i].n ? &x->st->jobs[x->st->sweeps[i].first] : NULL;
-			dir = x->st->sweeps[i].output_dir;
+	for (size_t i = 0; x->st && i < stack_nsweeps(x->st); i++)
+		if (strlen(stack_sweeps(x->st, NULL)[i].name) == e->nlen && !strncmp(stack_sweeps(x->st, NULL)[i].name, e->name, e->nlen)) {
+			j = stack_sweeps(x->st, NULL)[i].n ? &stack_jobs(x->st, NULL)[stack_sweeps(x->st, NULL)[i].first] : NULL;
+			dir = stack_sweeps(x->st, NULL)[i].output_dir;
 		}
-	for (size_t i = 0; x->st && !j && i < x->st->njobs; i++)
+	for (size_t i = 0; x->st && !j && i < stack_count(x->st, &kind_job); i++)
 		/* jobs holds njobs entries (and every sweep's runs): not NULL when i < njobs.
 		 * NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
-		if (!x->st->jobs[i].sweep && x->st->jobs[i].d.name && strlen(x->st->jobs[i].d.name) == e->nlen &&
-		    !strncmp(x->st->jobs[i].d.name, e->name, e->nlen)) {
-			j = &x->st->jobs[i];
+		if (!stack_jobs(x->st, NULL)[i].sweep && stack_jobs(x->st, NULL)[i].d.name && strlen(stack_jobs(x->st, NULL)[i].d.name) == e->nlen &&
+		    !strncmp(stack_jobs(x->st, NULL)[i].d.name, e->name, e->nlen)) {
+			j = &stack_jobs(x->st, NULL)[i];
 			dir = j->output_dir;
 		}
 	if (!j)
@@ -965,20 +966,21 @@ struct sweep_runs {
 };
 
 /*
- * Records the sweep of R's document in st->sweeps[st->nsweeps] (already
- * allocated, with its limits read) and makes room in st->jobs for its runs
+ * Records the sweep of R's document as the next of the job kind's sweeps (already
+ * allocated, with its limits read) and makes room in its jobs for its runs
  * and spare more. -1 on OOM (not recorded).
  */
 static int sweep_record(struct sweep_runs *R, struct stack_sweep *sw, size_t spare)
 {
-	struct stack *st = R->st;
-	struct stack_job *nj = realloc(st->jobs, (st->njobs + R->m->ncombos + spare + 1) * sizeof(*nj));
+	struct stack_kind_decls *js = stack_job_slot(R->st);
+	struct stack_job_more *jm = js->more;
+	struct stack_job *nj = realloc(js->items, (js->n + R->m->ncombos + spare + 1) * sizeof(*nj));
 	const struct ynode *op;
 
 	if (!nj)
 		return -1;
-	st->jobs = nj;
-	memset(&st->jobs[st->njobs], 0, (R->m->ncombos + spare + 1) * sizeof(*nj));
+	js->items = nj;
+	memset(&nj[js->n], 0, (R->m->ncombos + spare + 1) * sizeof(*nj));
 	sw->name = strdup(R->name);
 	sw->address = vx_asprintf("%s.%s", kind_job.prefix, R->name);
 	sw->file = strdup(R->mkey->file);
@@ -990,8 +992,8 @@ static int sweep_record(struct sweep_runs *R, struct stack_sweep *sw, size_t spa
 	if (op && op->kind == YNODE_SCALAR && !ynode_is_null(op) && !strstr(op->str, "${{") &&
 	    !(sw->output_dir = strdup(op->str)))
 		return -1;
-	sw->first = st->njobs;
-	st->nsweeps++;
+	sw->first = js->n;
+	jm->nsweeps++;
 	return 0;
 }
 
@@ -1024,14 +1026,16 @@ static int run_name(struct stack_job *j, const struct ynode *doc, char *rn)
 
 /*
  * Run c of the sweep: its document with the combination's values, read as a
- * job into st->jobs[st->njobs++] with its problems moved to the loader's
+ * job into the next of the jobs with its problems moved to the loader's
  * (move_run_diags), then named. -1 ends the sweep (OOM, recorded).
  */
 static int read_run(struct sweep_runs *R, size_t c)
 {
 	struct stack *st = R->st;
 	struct loader *L = R->L;
-	struct stack_job *j = &st->jobs[st->njobs];
+	struct stack_kind_decls *js = stack_job_slot(st);
+	struct stack_job_more *jm = js->more;
+	struct stack_job *j = (struct stack_job *)js->items + js->n;
 	struct vx_diags sub = VX_DIAGS_INIT, *diags = L->diags;
 	const struct ynode *rd;
 	char *rn;
@@ -1052,13 +1056,13 @@ static int read_run(struct sweep_runs *R, size_t c)
 	move_run_diags(L, &sub, R->doc, R->mkey, R->base_prefix, rn, &R->msgs);
 	vx_diags_release(&sub);
 	arena_clear(&R->a);
-	st->njobs++;
-	st->sweeps[st->nsweeps - 1].n++;
+	js->n++;
+	jm->sweeps[jm->nsweeps - 1].n++;
 	if (rc < 0) {
 		free(rn);
 		return -1;
 	}
-	j->sweep = st->nsweeps;
+	j->sweep = jm->nsweeps;
 	if (!j->d.name) {
 		free(rn);
 		return 0;
@@ -1079,6 +1083,7 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 	struct vx_buf path = VX_BUF_INIT;
 	const struct ynode *mkey = ynode_get_key(doc, "matrix"), *mn = ynode_get(doc, "matrix");
 	struct stack_sweep *sw, *nsw;
+	struct stack_job_more *jm;
 	const char *name;
 	char base_prefix[sizeof(L->prefix)];
 	struct sweep_runs R = { .st = st, .L = L, .doc = doc, .mkey = mkey, .env = env, .m = &m, .x = &x, .base_prefix = base_prefix, .combo = VX_BUF_INIT };
@@ -1089,11 +1094,12 @@ int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc
 		name = NULL;
 	R.name = name;
 	snprintf(base_prefix, sizeof(base_prefix), "%s", L->prefix);
-	nsw = realloc(st->sweeps, (st->nsweeps + 1) * sizeof(*nsw));
+	jm = stack_job_more(st);
+	nsw = jm ? realloc(jm->sweeps, (jm->nsweeps + 1) * sizeof(*nsw)) : NULL;
 	if (!nsw)
 		goto oom;
-	st->sweeps = nsw;
-	sw = &st->sweeps[st->nsweeps];
+	jm->sweeps = nsw;
+	sw = &jm->sweeps[jm->nsweeps];
 	memset(sw, 0, sizeof(*sw));
 	read_limit(L, doc, "maxParallel", &sw->max_parallel);
 	read_limit(L, doc, "maxFailed", &sw->max_failed);
@@ -1159,7 +1165,9 @@ int stack_expr_read(struct stack *st, struct loader *L, const struct ynode *doc,
 	int rc = -1;
 
 	if (!a.oom && vx_buf_adds(&path, "") == 0) {
-		rc = stack_kinds_read_job(&st->jobs[st->njobs++], L, rd, st, env, seen, nseen);
+		struct stack_kind_decls *js = stack_job_slot(st);
+
+		rc = stack_kinds_read_job((struct stack_job *)js->items + js->n++, L, rd, st, env, seen, nseen);
 		/* after the read: the message prefix names this job */
 		if (rc == 0)
 			(void)check_exprs(L, &x, doc, &path, 0);
@@ -1337,8 +1345,8 @@ void stack_after_check(struct loader *L, const struct stack *st, const struct yn
 
 			if (!it || !strchr(it->str, '[') || !after_base(it->str, &name))
 				continue;
-			for (size_t k = 0; !hit && k < st->njobs; k++)
-				hit = st->jobs[k].d.address && sweep_address_matches(it->str, st->jobs[k].d.address);
+			for (size_t k = 0; !hit && k < stack_count(st, &kind_job); k++)
+				hit = stack_jobs(st, NULL)[k].d.address && sweep_address_matches(it->str, stack_jobs(st, NULL)[k].d.address);
 			if (!hit)
 				stack_err_at(L, NULL, it, "CustomJob \"%s\": after[%zu]: \"%.80s\" names no run of "
 					     "a sweep", name_of(docs[i]), e, it->str);
@@ -1389,9 +1397,9 @@ static int sweep_addresses(struct vx_buf *out, const struct stack *st, const str
 	from = out->len;
 	for (size_t axis = 0; more && rc == 0; axis++) {
 		more = 0;
-		for (size_t k = s->first; k < s->first + s->n && k < st->njobs && rc == 0; k++) {
+		for (size_t k = s->first; k < s->first + s->n && k < stack_count(st, &kind_job) && rc == 0; k++) {
 			size_t n = 0;
-			const char *p = pair_at(st->jobs[k].d.address, axis, &n);
+			const char *p = pair_at(stack_jobs(st, NULL)[k].d.address, axis, &n);
 
 			if (!p)
 				continue;
@@ -1423,8 +1431,8 @@ int sweep_stack_addresses(struct vx_buf *out, const struct stack *st)
 			if (d && !strchr(d->address, '[') && vx_buf_printf(out, "%s\n", d->address) < 0)
 				rc = VX_ENOMEM;
 		}
-		for (size_t i = 0; kind == &kind_job && i < st->nsweeps && rc == 0; i++)
-			rc = sweep_addresses(out, st, &st->sweeps[i]);
+		for (size_t i = 0; kind == &kind_job && i < stack_nsweeps(st) && rc == 0; i++)
+			rc = sweep_addresses(out, st, &stack_sweeps(st, NULL)[i]);
 	}
 	return rc;
 }

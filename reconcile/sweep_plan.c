@@ -15,6 +15,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
@@ -34,7 +35,7 @@ static const char *run_state(const struct plan_action *a)
 
 struct held {
 	struct plan_action *a;
-	size_t order;  /* the run's index in st->jobs: the sweep's order */
+	size_t order; /* the run's index in the stack's jobs: the sweep's order */
 };
 
 static int cmp_held(const void *x, const void *y)
@@ -114,8 +115,8 @@ static int after_gate(struct plan *p, const struct stack *st)
 		if (!j || !j->nafter || (a->op != PLAN_CREATE && a->op != PLAN_RERUN))
 			continue;
 		for (size_t e = 0; e < j->nafter && !gave_up; e++)
-			for (size_t k = 0; k < st->njobs && !gave_up; k++) {
-				struct plan_action key = { .address = st->jobs[k].d.address }, *kp = &key, **hit;
+			for (size_t k = 0; k < stack_count(st, &kind_job) && !gave_up; k++) {
+				struct plan_action key = { .address = stack_jobs(st, NULL)[k].d.address }, *kp = &key, **hit;
 				enum dep d;
 
 				if (!key.address || !sweep_address_matches(j->after[e], key.address))
@@ -211,8 +212,8 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 		if (!j || !j->nafter || !r || !r->current || (a->op != PLAN_NOOP && a->op != PLAN_UPDATE))
 			continue;
 		for (size_t e = 0; e < j->nafter && !pending; e++)
-			for (size_t k = 0; k < st->njobs && !pending; k++) {
-				struct plan_action key = { .address = st->jobs[k].d.address }, *kp = &key, **hit;
+			for (size_t k = 0; k < stack_count(st, &kind_job) && !pending; k++) {
+				struct plan_action key = { .address = stack_jobs(st, NULL)[k].d.address }, *kp = &key, **hit;
 				enum dep d;
 
 				if (!key.address || !sweep_address_matches(j->after[e], key.address))
@@ -366,18 +367,18 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 
 	if (after_gate(p, st) < 0)
 		return VX_ENOMEM;
-	if (!st->nsweeps)
+	if (!stack_nsweeps(st))
 		return 0;
-	p->sweeps = calloc(st->nsweeps, sizeof(*p->sweeps));
-	ncreates = calloc(st->nsweeps + 1, sizeof(*ncreates));
-	start = calloc(st->nsweeps + 1, sizeof(*start));
+	p->sweeps = calloc(stack_nsweeps(st), sizeof(*p->sweeps));
+	ncreates = calloc(stack_nsweeps(st) + 1, sizeof(*ncreates));
+	start = calloc(stack_nsweeps(st) + 1, sizeof(*start));
 	if (!p->sweeps || !ncreates || !start)
 		goto oom;
-	p->nsweeps = st->nsweeps;
-	for (size_t i = 0; i < st->nsweeps; i++) {
-		p->sweeps[i].max_parallel = st->sweeps[i].max_parallel;
-		p->sweeps[i].max_failed = st->sweeps[i].max_failed;
-		if (!(p->sweeps[i].address = vx_strdup(st->sweeps[i].address)))
+	p->nsweeps = stack_nsweeps(st);
+	for (size_t i = 0; i < stack_nsweeps(st); i++) {
+		p->sweeps[i].max_parallel = stack_sweeps(st, NULL)[i].max_parallel;
+		p->sweeps[i].max_failed = stack_sweeps(st, NULL)[i].max_failed;
+		if (!(p->sweeps[i].address = vx_strdup(stack_sweeps(st, NULL)[i].address)))
 			goto oom;
 	}
 	/* first pass: counts; creates per sweep */
@@ -391,19 +392,19 @@ int sweep_plan_limit(struct plan *p, const struct stack *st)
 	creates = calloc(total + 1, sizeof(*creates));
 	if (!creates)
 		goto oom;
-	for (size_t i = 1; i < st->nsweeps; i++)
+	for (size_t i = 1; i < stack_nsweeps(st); i++)
 		start[i] = start[i - 1] + ncreates[i - 1];
-	memset(ncreates, 0, st->nsweeps * sizeof(*ncreates));
+	memset(ncreates, 0, stack_nsweeps(st) * sizeof(*ncreates));
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
 
 		if (a->op != PLAN_CREATE || !(j = sweep_run_of(st, a)))
 			continue;
 		creates[start[j->sweep - 1] + ncreates[j->sweep - 1]++] =
-			(struct held){ .a = a, .order = (size_t)(j - st->jobs) };
+			(struct held){ .a = a, .order = (size_t)(j - stack_jobs(st, NULL)) };
 	}
 	/* second pass: hold back what the limits do not let start */
-	for (size_t k = 0; k < st->nsweeps; k++)
+	for (size_t k = 0; k < stack_nsweeps(st); k++)
 		if ((rc = hold_back(p, &p->sweeps[k], creates + start[k], ncreates[k])) < 0)
 			goto done;
 	goto done;

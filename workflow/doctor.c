@@ -9,6 +9,7 @@
 #include "providers/gcp/iamtest.h"
 #include "providers/gcp/permissions.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/banned.h"
@@ -49,8 +50,8 @@ static int job_accounts(const struct stack *st, char ***out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; st && i < st->njobs; i++) {
-		const char *json = st->jobs[i].spec.canonical_json;
+	for (size_t i = 0; st && i < stack_count(st, &kind_job); i++) {
+		const char *json = stack_jobs(st, NULL)[i].spec.canonical_json;
 		cJSON *root = json ? cJSON_Parse(json) : NULL;
 		const cJSON *sa = cJSON_GetObjectItemCaseSensitive(root, "serviceAccount");
 		size_t k;

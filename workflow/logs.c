@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/provider.h"
 #include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
@@ -119,27 +120,31 @@ static int not_a_job(struct workspace *ws, const char *address, const char *name
 	const struct stack *st = ws->st;
 	struct vx_buf runs = VX_BUF_INIT, form = VX_BUF_INIT;
 	const char **names = NULL, *near, *first = NULL;
-	size_t n = 0, k = 0;
+	const struct stack_job *jobs;
+	const struct stack_sweep *sw;
+	size_t n = 0, k = 0, njobs, nsw;
 	int rc = 0;
 
 	if (!st || stack_find_job(st, name))
 		return 0;
-	for (size_t i = 0; i < st->nsweeps && rc == 0; i++)
-		for (size_t j = st->sweeps[i].first; j < st->sweeps[i].first + st->sweeps[i].n && rc == 0; j++)
-			if (sweep_address_matches(address, st->jobs[j].d.address)) {
-				first = first ? first : st->jobs[j].d.address;
+	jobs = stack_jobs(st, &njobs);
+	sw = stack_sweeps(st, &nsw);
+	for (size_t i = 0; i < nsw && rc == 0; i++)
+		for (size_t j = sw[i].first; j < sw[i].first + sw[i].n && rc == 0; j++)
+			if (sweep_address_matches(address, jobs[j].d.address)) {
+				first = first ? first : jobs[j].d.address;
 				if (n++ < 4)
-					rc = vx_buf_printf(&runs, "%s%s", n > 1 ? ", " : "", st->jobs[j].d.address);
+					rc = vx_buf_printf(&runs, "%s%s", n > 1 ? ", " : "", jobs[j].d.address);
 			}
 	if (rc == 0 && first && (rc = run_form(&form, first)) == 0)
 		rc = vx_err_set(err, VX_EINVAL, "%s is %s: vx logs reads the lines of one of its %zu run%s, "
 				"%s: %s%s", address, strchr(address, '[') ? "a slice of a sweep" : "a sweep", n,
 				n == 1 ? "" : "s", vx_buf_str(&form), vx_buf_str(&runs), n > 4 ? ", ..." : "");
 	if (rc == 0 && !first) {
-		if (!(names = calloc(st->njobs + st->nsweeps + ws->state.nrecords + 1, sizeof(*names))))
+		if (!(names = calloc(njobs + nsw + ws->state.nrecords + 1, sizeof(*names))))
 			rc = VX_ENOMEM;
-		for (size_t i = 0; names && i < st->njobs; i++)
-			names[k++] = st->jobs[i].d.address;
+		for (size_t i = 0; names && i < njobs; i++)
+			names[k++] = jobs[i].d.address;
 		for (size_t i = 0; names && i < ws->state.nrecords; i++)
 			names[k++] = ws->state.records[i].address;
 		near = names ? vx_suggest(address, names, k) : NULL;

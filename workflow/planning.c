@@ -6,6 +6,7 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/out/render.h"
 #include "reconcile/provider_quota.h"
@@ -26,11 +27,11 @@ static int target_known(const struct workspace *ws, const char *target)
 	if (stack_find_decl(ws->st, target) || state_find(&ws->state, target))
 		return 1;
 	if (!strchr(target, '['))
-		for (size_t i = 0; i < ws->st->nsweeps; i++)
-			if (!strcmp(ws->st->sweeps[i].address, target))
+		for (size_t i = 0; i < stack_nsweeps(ws->st); i++)
+			if (!strcmp(stack_sweeps(ws->st, NULL)[i].address, target))
 				return 1;
-	for (size_t i = 0; i < ws->st->njobs; i++)
-		if (sweep_address_matches(target, ws->st->jobs[i].d.address))
+	for (size_t i = 0; i < stack_count(ws->st, &kind_job); i++)
+		if (sweep_address_matches(target, stack_jobs(ws->st, NULL)[i].d.address))
 			return 1;
 	for (size_t i = 0; i < ws->state.nrecords; i++)
 		if (sweep_address_matches(target, ws->state.records[i].address))
@@ -43,8 +44,8 @@ static int replace_known(const struct workspace *ws, const char *address)
 {
 	if (stack_find_decl(ws->st, address))
 		return 1;
-	for (size_t i = 0; i < ws->st->njobs; i++)
-		if (sweep_address_matches(address, ws->st->jobs[i].d.address))
+	for (size_t i = 0; i < stack_count(ws->st, &kind_job); i++)
+		if (sweep_address_matches(address, stack_jobs(ws->st, NULL)[i].d.address))
 			return 1;
 	return 0;
 }
@@ -99,8 +100,9 @@ static int unknown_address(struct vx_err *err, const struct workspace *ws, const
 }
 
 /*
- * Reads the quota limits: one quotaInfos list for Vertex (and one for
- * Compute when reservations are declared), whatever the number of jobs.
+ * Reads the quota limits: one quotaInfos list per service the kinds name
+ * (capacity_limit_services: Vertex's, and Compute's when reservations are
+ * declared), whatever the number of jobs.
  * The quota check is advice: when Cloud Quotas says the caller may not read
  * it, the API is not enabled (403) or the project or service is not found
  * (404), the plan goes on without limits and *why (the caller frees) says
@@ -112,14 +114,16 @@ static int read_limits(struct planning *pl, struct workspace *ws, char **why, st
 	const struct stack *st = ws->st;
 	struct provider *p = workspace_reader(ws);
 	struct vx_err e = VX_ERR_INIT;
-	int rc;
+	const char *services[KIND_MAX];
+	size_t n = capacity_limit_services(st, services);
+	int rc = 0;
 
 	*why = NULL;
-	rc = provider_quota_list_infos(p, st->project, "aiplatform.googleapis.com", &pl->limits, &e);
-	if (rc == 0)
-		pl->limits_read = 1;
-	if (rc == 0 && st->nreservations)
-		rc = provider_quota_list_infos(p, st->project, "compute.googleapis.com", &pl->limits, &e);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		rc = provider_quota_list_infos(p, st->project, services[i], &pl->limits, &e);
+		if (rc == 0)
+			pl->limits_read = 1;
+	}
 	if (rc == VX_EDENIED) {
 		rc = (*why = vx_strdup(vx_err_msg(&e))) ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 	} else if (rc == VX_ENOTFOUND) {

@@ -13,6 +13,7 @@
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/apply.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"

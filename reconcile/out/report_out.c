@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "reconcile/capacity.h"
+#include "reconcile/kind.h"
 #include "state/state.h"
 #include "util/buf.h"
 #include "util/banned.h"
@@ -120,6 +121,19 @@ static cJSON *sums_json(const struct report_sum *s, size_t n)
 	return a;
 }
 
+/*
+ * The key of the list of what is held (struct report's reservations): the
+ * noun of the kinds whose cost is KIND_COST_HELD (docs/report.schema.json
+ * names today's, "reservations").
+ */
+static const char *held_key(void)
+{
+	for (size_t i = 0; i < kind_count; i++)
+		if (kind_table[i]->cost == KIND_COST_HELD)
+			return kind_table[i]->noun_plural;
+	return "held";
+}
+
 static int add_item(cJSON *o, const char *k, cJSON *item)
 {
 	if (!item)
@@ -215,7 +229,7 @@ static int report_json_fill(cJSON *doc, const struct report *r)
 	for (size_t i = 0; i < r->nruns; i++)
 		if (push(runs, run_json(&r->runs[i])) < 0)
 			goto fail_resv;
-	if (add_item(doc, "reservations", resv) < 0) {
+	if (add_item(doc, held_key(), resv) < 0) {
 		resv = NULL;
 		goto fail_resv;
 	}

@@ -8,6 +8,9 @@
 
 #include <cmocka.h>
 
+#include "reconcile/kind_job.h"
+#include "reconcile/kind_reservation.h"
+#include "reconcile/kind_quota.h"
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
 #include "reconcile/plan.h"
@@ -69,8 +72,7 @@ static void setup(struct fixture *f, size_t njobs)
 {
 	struct vx_err err = VX_ERR_INIT;
 
-	f->st.jobs = f->jobs;
-	f->st.njobs = njobs;
+	*stack_slot(&f->st, &kind_job) = (struct stack_kind_decls){ .items = f->jobs, .n = njobs };
 	f->plan.actions = f->acts;
 	f->plan.n = njobs;
 	assert_int_equal(prices_parse(&f->prices, PRICES, strlen(PRICES), "t", &err), 0);
@@ -78,7 +80,7 @@ static void setup(struct fixture *f, size_t njobs)
 
 static void teardown(struct fixture *f)
 {
-	for (size_t i = 0; i < f->st.njobs; i++)
+	for (size_t i = 0; i < stack_count(&f->st, &kind_job); i++)
 		free(f->jobs[i].d.address);
 	prices_release(&f->prices);
 }
@@ -255,8 +257,7 @@ static void test_pending_grant_is_unknown(void **unused)
 	job(&f, 1, "b", "r1", "STANDARD", PLAN_CREATE, NULL);
 	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
 	setup(&f, 2);
-	f.st.quotas = &q;
-	f.st.nquotas = 1;
+	*stack_slot(&f.st, &kind_quota) = (struct stack_kind_decls){ .items = &q, .n = 1 };
 	assert_int_equal(capacity_build(&r, &in, &err), 0);
 	assert_int_equal(r.nrows, 1);
 	assert_int_equal(r.rows[0].adds, 2);

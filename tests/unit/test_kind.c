@@ -147,6 +147,39 @@ static void test_decls(void **unused)
 	stack_free(st);
 }
 
+/*
+ * Every row reads its own documents (the loader goes through the table, and
+ * struct stack has no member per kind): a reader, a hash, a release, a pass
+ * of its own, and the stack's slot of the kind counts what the row lists.
+ */
+static void test_loader_rows(void **unused)
+{
+	struct stack *st;
+
+	(void)unused;
+	st = load("kind: Stack\nname: s\nproject: my-proj\nregion: us-central1\n"
+		  "---\nkind: QuotaPreference\nname: l4\nservice: aiplatform.googleapis.com\n"
+		  "quotaId: CustomModelTrainingL4GPUsPerProjectPerRegion\n"
+		  "dimensions: {region: us-central1}\npreferredValue: 16\n");
+	for (size_t k = 0; k < kind_count; k++) {
+		const struct kind *a = kind_table[k];
+
+		assert_non_null(a->load_read);
+		assert_non_null(a->decl_hash);
+		assert_non_null(a->decl_release);
+		assert_true(a->load_pass > 0);
+		for (size_t i = 0; i < k; i++)
+			assert_int_not_equal(kind_table[i]->load_pass, a->load_pass);
+		assert_int_equal(stack_count(st, a), a->count_decls(st));
+		assert_ptr_equal(stack_slot(st, a), &st->of[kind_index(a)]);
+	}
+	/* What jobs name is read first: reservations (reservationAffinity). */
+	assert_true(kind_reservation.load_pass < kind_job.load_pass);
+	assert_int_equal(stack_count(st, &kind_quota), 1);
+	assert_null(stack_slot(st, NULL));
+	stack_free(st);
+}
+
 /* The lists the help texts print, jobs first; an address's NAME by its kind. */
 static void test_lists(void **unused)
 {
@@ -175,6 +208,7 @@ int main(void)
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_find_decl),
 		cmocka_unit_test(test_decls),
+		cmocka_unit_test(test_loader_rows),
 		cmocka_unit_test(test_lists),
 	};
 

@@ -11,6 +11,7 @@
 
 #include <cJSON.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"

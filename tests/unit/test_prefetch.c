@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/prefetch.h"
 #include "reconcile/provider.h"
 #include "reconcile/provider_job.h"
@@ -119,8 +120,7 @@ static int setup(void **state)
 	PROVIDER_SET_TABLES(&f->prov.base, counting_tables);
 	f->st.name = (char *)(uintptr_t)"s";
 	f->st.project = (char *)(uintptr_t)"p";
-	f->st.jobs = f->jobs;
-	f->st.njobs = 3;
+	*stack_slot(&f->st, &kind_job) = (struct stack_kind_decls){ .items = f->jobs, .n = 3 };
 	f->pool.accelerator_type = (char *)(uintptr_t)"NVIDIA_L4";
 	f->pool.accelerator_count = 1;
 	for (int i = 0; i < 3; i++) {

@@ -17,6 +17,9 @@
 #include <cmocka.h>
 #include <git2.h>
 
+#include "reconcile/kind_job.h"
+#include "reconcile/kind_reservation.h"
+#include "reconcile/kind_quota.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
@@ -152,11 +155,11 @@ static void test_good_dir(void **state)
 	assert_string_equal(stack_labels_get(&st->labels, "team"), "nlp");
 	assert_true(is_hex64(st->decl_hash));
 
-	assert_int_equal(st->njobs, 2);
-	assert_int_equal(st->nreservations, 1);
-	assert_int_equal(st->nquotas, 1);
-	a = &st->jobs[0];
-	b = &st->jobs[1];
+	assert_int_equal(stack_count(st, &kind_job), 2);
+	assert_int_equal(stack_count(st, &kind_reservation), 1);
+	assert_int_equal(stack_count(st, &kind_quota), 1);
+	a = &stack_jobs(st, NULL)[0];
+	b = &stack_jobs(st, NULL)[1];
 	assert_string_equal(a->d.address, "job.train-a");
 	file = vx_asprintf("%s/jobs.yml", dir);
 	assert_string_equal(a->d.file, file);
@@ -198,7 +201,7 @@ static void test_good_dir(void **state)
 	assert_int_equal(b->protect, 0);
 
 	r = stack_find_reservation(st, "h100-pool");
-	assert_ptr_equal(r, &st->reservations[0]);
+	assert_ptr_equal(r, &stack_reservations(st, NULL)[0]);
 	assert_string_equal(r->d.address, "reservation.h100-pool");
 	assert_string_equal(r->zone, "us-central1-a");
 	assert_string_equal(r->machine_type, "a3-highgpu-8g");
@@ -327,7 +330,7 @@ static void test_peek(void **state)
 	assert_int_equal(jobs, 1);
 	assert_string_equal(peek->name, "research");
 	assert_string_equal(peek->project, "my-project");
-	assert_int_equal(peek->njobs, 0);
+	assert_int_equal(stack_count(peek, &kind_job), 0);
 	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), 0);
 	assert_true(stack_same_home(peek, st));
 	other = *st;
@@ -481,11 +484,11 @@ static void test_links_out(void **state)
 	assert_int_equal(unlink(link), 0);
 	assert_int_equal(symlink("../common/x.yaml", link), 0);
 	assert_int_equal(stack_load(&st, stack, NULL, &d, &err), 0);
-	assert_int_equal(st->njobs, 1);
+	assert_int_equal(stack_count(st, &kind_job), 1);
 	stack_free(st);
 	st = NULL;
 	assert_int_equal(stack_load(&st, dir, NULL, &d, &err), 0);
-	assert_int_equal(st->njobs, 1);
+	assert_int_equal(stack_count(st, &kind_job), 1);
 	stack_free(st);
 	st = NULL;
 	free(dir);
@@ -695,10 +698,10 @@ static void test_labels(void **state)
 			  "---\n" JOB("a") "labels: {version: \"3\", own: x}\n");
 	assert_string_equal(stack_labels_get(&st->labels, "version"), "2");
 	assert_string_equal(stack_labels_get(&st->labels, "empty"), "");
-	assert_int_equal(st->jobs[0].labels.n, 4);
-	assert_string_equal(stack_labels_get(&st->jobs[0].labels, "version"), "3");
-	assert_string_equal(stack_labels_get(&st->jobs[0].labels, "own"), "x");
-	assert_null(stack_labels_get(&st->jobs[0].labels, "nope"));
+	assert_int_equal(stack_jobs(st, NULL)[0].labels.n, 4);
+	assert_string_equal(stack_labels_get(&stack_jobs(st, NULL)[0].labels, "version"), "3");
+	assert_string_equal(stack_labels_get(&stack_jobs(st, NULL)[0].labels, "own"), "x");
+	assert_null(stack_labels_get(&stack_jobs(st, NULL)[0].labels, "nope"));
 	stack_free(st);
 }
 
@@ -746,7 +749,7 @@ static void test_ladder_loads(void **state)
 
 	(void)state;
 	assert_int_equal(load_files(&st, &d, "s.yaml", yaml, NULL), 0);
-	j = &st->jobs[0];
+	j = &stack_jobs(st, NULL)[0];
 	assert_int_equal(j->nrungs, 4);
 	/* rung 0 is the declared job, unchanged */
 	assert_ptr_equal(stack_job_rung_spec(j, 0), &j->spec);
@@ -796,7 +799,7 @@ static void test_ladder_changes_decl_hash(void **state)
 				    "    - region: us-east5\n", NULL), 0);
 	assert_int_equal(load_files(&b, &d, "s.yaml", LADDER_STACK LADDER_JOB
 				    "    - region: us-west1\n", NULL), 0);
-	assert_string_not_equal(a->jobs[0].d.hash, b->jobs[0].d.hash);
+	assert_string_not_equal(stack_jobs(a, NULL)[0].d.hash, stack_jobs(b, NULL)[0].d.hash);
 	assert_string_not_equal(a->decl_hash, b->decl_hash);
 	stack_free(a);
 	stack_free(b);
@@ -813,10 +816,10 @@ static void test_ladder_scheduling_without_spec_scheduling(void **state)
 	assert_int_equal(load_files(&st, &d, "s.yaml", STACK_DOC "---\n" JOB("a")
 				    "resubmit:\n  on: [stockout]\n  fallback:\n"
 				    "    - scheduling: {strategy: SPOT, timeout: 1h}\n", NULL), 0);
-	assert_int_equal(st->jobs[0].nrungs, 1);
-	assert_string_equal(st->jobs[0].spec.strategy, "STANDARD");
-	assert_string_equal(st->jobs[0].rungs[0].spec.strategy, "SPOT");
-	assert_int_equal(st->jobs[0].rungs[0].spec.timeout_s, 3600);
+	assert_int_equal(stack_jobs(st, NULL)[0].nrungs, 1);
+	assert_string_equal(stack_jobs(st, NULL)[0].spec.strategy, "STANDARD");
+	assert_string_equal(stack_jobs(st, NULL)[0].rungs[0].spec.strategy, "SPOT");
+	assert_int_equal(stack_jobs(st, NULL)[0].rungs[0].spec.timeout_s, 3600);
 	stack_free(st);
 	vx_diags_release(&d);
 }
@@ -878,7 +881,7 @@ static void test_region(void **state)
 	st = expect_valid("kind: Stack\nname: s\nproject: my-project\n---\n" JOB("a")
 			  "region: asia-southeast1\n");
 	assert_null(st->region);
-	assert_string_equal(st->jobs[0].region, "asia-southeast1");
+	assert_string_equal(stack_jobs(st, NULL)[0].region, "asia-southeast1");
 	stack_free(st);
 }
 
@@ -899,11 +902,11 @@ static void test_run_and_resubmit(void **state)
 		      "string\n");
 	st = expect_valid(STACK_DOC "---\n" JOB("a") "run: \"7\"\nresubmit:\n  on: [quota, internal, "
 			  "cancelled-outside, user-error]\n");
-	assert_int_equal(st->jobs[0].run, 7);
-	assert_int_equal(st->jobs[0].max_attempts, 1);
-	assert_int_equal(st->jobs[0].resubmit_on, STACK_FAIL_QUOTA | STACK_FAIL_INTERNAL |
-			 STACK_FAIL_CANCELLED_OUTSIDE | STACK_FAIL_USER_ERROR);
-	assert_int_equal(st->jobs[0].on_change, STACK_ON_CHANGE_REPLACE);
+	assert_int_equal(stack_jobs(st, NULL)[0].run, 7);
+	assert_int_equal(stack_jobs(st, NULL)[0].max_attempts, 1);
+	assert_int_equal(stack_jobs(st, NULL)[0].resubmit_on, STACK_FAIL_QUOTA | STACK_FAIL_INTERNAL |
+								      STACK_FAIL_CANCELLED_OUTSIDE | STACK_FAIL_USER_ERROR);
+	assert_int_equal(stack_jobs(st, NULL)[0].on_change, STACK_ON_CHANGE_REPLACE);
 	stack_free(st);
 }
 
@@ -915,19 +918,19 @@ static void test_watch_timings(void **state)
 
 	(void)state;
 	st = expect_valid(STACK_DOC "---\n" JOB("a"));
-	assert_int_equal(st->jobs[0].resubmit_delay_ms, 60000);
-	assert_int_equal(st->jobs[0].stuck_after_ms, 6 * 3600 * 1000);
-	memcpy(h, st->jobs[0].d.hash, sizeof(h));
+	assert_int_equal(stack_jobs(st, NULL)[0].resubmit_delay_ms, 60000);
+	assert_int_equal(stack_jobs(st, NULL)[0].stuck_after_ms, 6 * 3600 * 1000);
+	memcpy(h, stack_jobs(st, NULL)[0].d.hash, sizeof(h));
 	stack_free(st);
 	/* Written as the default: the same declaration, the same hash. */
 	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {delay: 1m}\nstuckAfter: 6h\n");
-	assert_string_equal(st->jobs[0].d.hash, h);
+	assert_string_equal(stack_jobs(st, NULL)[0].d.hash, h);
 	stack_free(st);
 	st = expect_valid(STACK_DOC "---\n" JOB("a") "resubmit: {on: [stockout], maxAttempts: 3, delay: 15s}\n"
 			  "stuckAfter: 90m\n");
-	assert_int_equal(st->jobs[0].resubmit_delay_ms, 15000);
-	assert_int_equal(st->jobs[0].stuck_after_ms, 90 * 60 * 1000);
-	assert_string_not_equal(st->jobs[0].d.hash, h);
+	assert_int_equal(stack_jobs(st, NULL)[0].resubmit_delay_ms, 15000);
+	assert_int_equal(stack_jobs(st, NULL)[0].stuck_after_ms, 90 * 60 * 1000);
+	assert_string_not_equal(stack_jobs(st, NULL)[0].d.hash, h);
 	stack_free(st);
 	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {delay: soon}\nstuckAfter: 10s\n",
 		      "t/s.yaml:13:19: CustomJob \"a\": resubmit.delay: \"soon\" is not a duration (like 30s, "
@@ -1150,10 +1153,10 @@ static void test_reservation(void **state)
 	st = expect_valid(STACK_DOC "---\nkind: Reservation\nname: cpu\nzone: us-central1-b\n"
 			  "machineType: n1-standard-4\ncount: \"3\"\n"
 			  "specificReservationRequired: false\ndescription: spare\n");
-	assert_int_equal(st->reservations[0].naccelerators, 0);
-	assert_int_equal(st->reservations[0].count, 3);
-	assert_int_equal(st->reservations[0].specific_required, 0);
-	assert_string_equal(st->reservations[0].description, "spare");
+	assert_int_equal(stack_reservations(st, NULL)[0].naccelerators, 0);
+	assert_int_equal(stack_reservations(st, NULL)[0].count, 3);
+	assert_int_equal(stack_reservations(st, NULL)[0].specific_required, 0);
+	assert_string_equal(stack_reservations(st, NULL)[0].description, "spare");
 	stack_free(st);
 }
 
@@ -1182,9 +1185,9 @@ static void test_quota(void **state)
 	st = expect_valid(STACK_DOC "---\nkind: QuotaPreference\nname: q\n"
 			  "service: compute.googleapis.com\nquotaId: CPUS-per-project\n"
 			  "preferredValue: -1\n");
-	assert_int_equal(st->quotas[0].preferred_value, -1);
-	assert_int_equal(st->quotas[0].dimensions.n, 0);
-	assert_null(st->quotas[0].contact_email);
+	assert_int_equal(stack_quotas(st, NULL)[0].preferred_value, -1);
+	assert_int_equal(stack_quotas(st, NULL)[0].dimensions.n, 0);
+	assert_null(stack_quotas(st, NULL)[0].contact_email);
 	stack_free(st);
 }
 

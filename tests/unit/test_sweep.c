@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/sweep.h"
 #include "util/buf.h"
@@ -77,13 +78,13 @@ static void invalid(const char *yaml, const char *want)
 	vx_diags_release(&d);
 }
 
-/* Every job's name and display name, one per line, in st->jobs order. */
+/* Every job's name and display name, one per line, in stack_jobs(st, NULL) order. */
 static char *names(const struct stack *st)
 {
 	struct vx_buf b = VX_BUF_INIT;
 
-	for (size_t i = 0; i < st->njobs; i++)
-		assert_int_equal(vx_buf_printf(&b, "%s %s\n", st->jobs[i].d.address, st->jobs[i].display_name), 0);
+	for (size_t i = 0; i < stack_count(st, &kind_job); i++)
+		assert_int_equal(vx_buf_printf(&b, "%s %s\n", stack_jobs(st, NULL)[i].d.address, stack_jobs(st, NULL)[i].display_name), 0);
 	return vx_buf_detach(&b);
 }
 
@@ -112,12 +113,12 @@ static void test_include_github_semantics(void **state)
 			    "job.fruit[fruit=banana] banana---\n"
 			    "job.fruit[fruit=banana,animal=cat] banana-cat--\n");
 	free(got);
-	assert_int_equal(st->nsweeps, 1);
-	assert_string_equal(st->sweeps[0].address, "job.fruit");
-	assert_int_equal(st->sweeps[0].first, 0);
-	assert_int_equal(st->sweeps[0].n, 6);
-	assert_int_equal(st->sweeps[0].line, 9);
-	assert_int_equal(st->jobs[0].sweep, 1);
+	assert_int_equal(stack_nsweeps(st), 1);
+	assert_string_equal(stack_sweeps(st, NULL)[0].address, "job.fruit");
+	assert_int_equal(stack_sweeps(st, NULL)[0].first, 0);
+	assert_int_equal(stack_sweeps(st, NULL)[0].n, 6);
+	assert_int_equal(stack_sweeps(st, NULL)[0].line, 9);
+	assert_int_equal(stack_jobs(st, NULL)[0].sweep, 1);
 	stack_free(st);
 }
 
@@ -141,10 +142,10 @@ static void test_exclude_order_and_text(void **state)
 			    "job.lr-sweep[lr=1.50,seed=2] lr-sweep[lr=1.50,seed=2]\n"
 			    "job.lr-sweep[lr=3e-3,seed=1] lr-sweep[lr=3e-3,seed=1]\n");
 	free(got);
-	assert_non_null(strstr(st->jobs[2].spec.canonical_json, "\"args\":[\"--lr=1.50\",\"--seed=2\"]"));
-	assert_non_null(strstr(st->jobs[2].spec.canonical_json, "\"outputUriPrefix\":\"gs://b/out/lr=1.50,seed=2/\""));
-	assert_int_equal(st->sweeps[0].max_parallel, 2);
-	assert_int_equal(st->sweeps[0].max_failed, 1);
+	assert_non_null(strstr(stack_jobs(st, NULL)[2].spec.canonical_json, "\"args\":[\"--lr=1.50\",\"--seed=2\"]"));
+	assert_non_null(strstr(stack_jobs(st, NULL)[2].spec.canonical_json, "\"outputUriPrefix\":\"gs://b/out/lr=1.50,seed=2/\""));
+	assert_int_equal(stack_sweeps(st, NULL)[0].max_parallel, 2);
+	assert_int_equal(stack_sweeps(st, NULL)[0].max_failed, 1);
 	stack_free(st);
 }
 
@@ -156,7 +157,7 @@ static void test_output_dir_written_by_spec(void **state)
 	(void)state;
 	st = valid(STACK_DOC "kind: CustomJob\nname: s\nmatrix:\n  lr: [1, 2]\n" SPEC("[a]")
 		   "  baseOutputDirectory: {outputUriPrefix: \"gs://b/lr-${{ matrix.lr }}\"}\n");
-	assert_non_null(strstr(st->jobs[1].spec.canonical_json, "\"outputUriPrefix\":\"gs://b/lr-2\""));
+	assert_non_null(strstr(stack_jobs(st, NULL)[1].spec.canonical_json, "\"outputUriPrefix\":\"gs://b/lr-2\""));
 	stack_free(st);
 }
 

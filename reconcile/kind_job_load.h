@@ -1,0 +1,55 @@
+#ifndef VX_RECONCILE_KIND_JOB_LOAD_H
+#define VX_RECONCILE_KIND_JOB_LOAD_H
+
+/*
+ * What the job kind's loader files share (kind_job_load.c: the CustomJob
+ * reader and the kind's load_* slots; sweep.c: matrix:, ${{ }} and after:),
+ * and nothing else includes.
+ */
+
+#include <stddef.h>
+
+#include "reconcile/kind_job.h"
+#include "reconcile/stack_loader.h"
+
+#define STACK_MAX_ATTEMPTS 100
+#define STACK_MAX_DISPLAY_NAME 128
+
+/* Reads one job document into j; -1 on an allocation failure (recorded), 0 otherwise (problems
+ * reported). seen NULL: a sweep's run, whose name the sweep checked. */
+int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
+			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
+			 size_t *nseen);
+void stack_job_release(struct stack_job *j);
+/* The job kind's slot of st, and its more (made the first time; NULL when out of memory). */
+struct stack_kind_decls *stack_job_slot(struct stack *st);
+struct stack_job_more *stack_job_more(struct stack *st);
+/* sweep.c: a CustomJob document with `matrix:`, each combination read by
+ * stack_kinds_read_job into the jobs (grown as needed, with room for spare more) and the sweep into
+ * the sweeps. -1 on an allocation failure (recorded), 0 otherwise. */
+int stack_sweep_read(struct stack *st, struct loader *L, const struct ynode *doc,
+		     const struct spec_env *env, struct seen *seen, size_t *nseen, size_t spare);
+/* sweep.c: whether a document holds a ${{ }} expression anywhere. */
+int stack_doc_has_expr(const struct ynode *doc);
+/* sweep.c: a job without a matrix whose strings use ${{ jobs.NAME.* }}, read
+ * into the next of the jobs with the values of the jobs already read. */
+int stack_expr_read(struct stack *st, struct loader *L, const struct ynode *doc,
+		    const struct spec_env *env, struct seen *seen, size_t *nseen);
+/* sweep.c: the order to read the n job documents in, so each comes after the
+ * jobs its after: names (order gets n indexes). Checks every after: item's
+ * shape and name and reports cycles, at the item or the after: key. */
+int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t n, size_t *order);
+/* sweep.c: every after: slice (job.NAME[k=v]) names at least one run. */
+void stack_after_check(struct loader *L, const struct stack *st, const struct ynode *const *docs, size_t n);
+
+/* kind_job_load.c: the row's loader slots (struct kind), for kind_job.c's row. */
+int kind_job_load_alloc(struct load_pass *B, size_t n);
+int kind_job_load_prepare(struct load_pass *B);
+int kind_job_load_read(struct load_pass *B, const struct ynode *doc);
+void kind_job_load_finish(struct load_pass *B);
+int kind_job_decl_hash(struct stack *st);
+int kind_job_load_index(struct stack *st);
+int kind_job_decl_salt(struct stack *st, const char *salt, size_t *nsalted, struct vx_err *err);
+void kind_job_decl_release(struct stack_kind_decls *slot);
+
+#endif
