@@ -285,6 +285,14 @@ struct kind {
 	 * it is made. NULL: the kind asks for nothing such.
 	 */
 	int (*decision)(const struct plan_action *a, struct kind_decision *out);
+	/*
+	 * The kind's own fields of each of its plan actions (plan_action.payload):
+	 * action_size bytes made zeroed by plan_add_action, whose insides
+	 * action_release frees (the plan frees the payload itself). 0 and NULL:
+	 * the kind's actions have only the generic fields.
+	 */
+	size_t action_size;
+	void (*action_release)(void *payload);
 };
 
 extern const struct kind kind_job;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "reconcile/applier.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
@@ -678,12 +679,13 @@ static const struct stack_decl *job_find_decl(const struct stack *st, const char
  */
 static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
 {
-	const struct stack_job *j = a->decl ? a->decl->user : NULL;
+	const struct job_action *ja = job_action_of(a);
+	const struct stack_job *j = ja->decl ? ja->decl->user : NULL;
 
 	if (!j)
 		return;
-	out->run = stack_job_rung_spec(j, a->rung);
-	out->region = stack_job_rung_region(j, a->rung);
+	out->run = stack_job_rung_spec(j, ja->rung);
+	out->region = stack_job_rung_region(j, ja->rung);
 	out->max_attempts = j->max_attempts;
 }
 
@@ -707,6 +709,32 @@ const struct live_jobs *kind_job_listed(const struct live_store *ls)
 	const struct job_live *jl = ls->of[kind_index(&kind_job)];
 
 	return jl ? &jl->listed : &none;
+}
+
+/* The payload of a job's plan action (reconcile/kind_job.h): its strings. */
+static void job_action_release(void *payload)
+{
+	struct job_action *j = payload;
+
+	free(j->old_hash);
+	free(j->new_hash);
+	free(j->failure_class);
+	free(j->cancel_name);
+	free(j->adopt_name);
+	free(j->live_state);
+	free(j->error_message);
+}
+
+const struct job_action *job_action_of(const struct plan_action *a)
+{
+	static const struct job_action none;
+
+	return a->payload ? a->payload : &none;
+}
+
+struct job_action *job_action_mut(struct plan_action *a)
+{
+	return a ? a->payload : NULL;
 }
 
 const struct kind kind_job = {
@@ -734,4 +762,6 @@ const struct kind kind_job = {
 	.live_size = sizeof(struct job_live),
 	.live_release = job_live_release,
 	.watch_runs = 1,
+	.action_size = sizeof(struct job_action),
+	.action_release = job_action_release,
 };

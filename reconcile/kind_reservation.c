@@ -19,6 +19,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/import.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
@@ -238,7 +239,8 @@ static int cancels_jobs_on(const struct plan *p, const char *project, const char
 
 	for (size_t i = 0; needle && i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
-		const struct state_record *r = a->record ? a->record->user : NULL;
+		const struct job_action *ja = job_action_of(a);
+		const struct state_record *r = ja->record ? ja->record->user : NULL;
 
 		if (a->kind_of != &kind_job || (a->op != PLAN_CANCEL && a->op != PLAN_REPLACE) || !r ||
 		    !r->spec_json || !strstr(r->spec_json, needle))
