@@ -283,7 +283,6 @@ static int decl_of(struct job_scratch *s, const struct stack *st, size_t i, size
 		return VX_ENOMEM;
 	s->npolicies = i + 1;
 	d->policy = &s->policies[i];
-	d->user = j;
 	return 0;
 }
 
@@ -372,6 +371,24 @@ static void input_of(struct job_scratch *s, const struct kind_plan_input *kin, s
  * stack's jobs and the state's job records, appended to pl->plan. What the
  * actions borrow is left in the kind's scratch slot.
  */
+/*
+ * Gives each of the job plan p's actions what every kind's action says it
+ * is of: its declaration (the stack's job that s->decls[i] was made from)
+ * and its state record, as kdecl and krecord.
+ */
+static void link_actions(struct plan *p, const struct job_scratch *s, const struct stack *st)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct job_action *ja = job_action_of(a);
+
+		if (ja->decl)
+			a->kdecl = &st->jobs[ja->decl - s->decls];
+		if (ja->record)
+			a->krecord = ja->record->user;
+	}
+}
+
 static int job_plan(struct planner *pl, const struct kind_plan_input *kin, struct vx_err *err)
 {
 	const struct stack *st = kin->st;
@@ -405,6 +422,7 @@ static int job_plan(struct planner *pl, const struct kind_plan_input *kin, struc
 	rc = plan_build(&jobs, &s->in, err);
 	if (rc < 0)
 		return rc;
+	link_actions(&jobs, s, st);
 	rc = plan_merge(&pl->plan, &jobs);
 	plan_release(&jobs);
 	return rc < 0 ? vx_err_set(err, rc, "planning: out of memory") : 0;
@@ -680,7 +698,7 @@ static const struct stack_decl *job_find_decl(const struct stack *st, const char
 static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
 {
 	const struct job_action *ja = job_action_of(a);
-	const struct stack_job *j = ja->decl ? ja->decl->user : NULL;
+	const struct stack_job *j = a->kdecl;
 
 	if (!j)
 		return;

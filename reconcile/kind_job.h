@@ -92,7 +92,6 @@ struct plan_decl {
 	 * policy, ladder, after:, the sweep's limits), as the apply records it
 	 * (reconcile/policy.h); NULL: not compared. */
 	const struct state_policy *policy;
-	const void *user;           /* the caller's declaration, handed back in actions */
 };
 
 /*

@@ -61,9 +61,7 @@ static void run_tasks(struct task *tasks, size_t n)
 
 static const struct stack_job *decl_job(const struct plan_action *pa)
 {
-	const struct job_action *ja = job_action_of(pa);
-
-	return ja->decl ? (const struct stack_job *)ja->decl->user : NULL;
+	return pa->kdecl;
 }
 
 /* Marks the record's current run as cancelled by vx (so it is never "cancelled outside"). */

@@ -19,7 +19,6 @@
 #include "reconcile/apply.h"
 #include "reconcile/applier.h"
 #include "reconcile/import.h"
-#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/stack.h"
@@ -239,8 +238,7 @@ static int cancels_jobs_on(const struct plan *p, const char *project, const char
 
 	for (size_t i = 0; needle && i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
-		const struct job_action *ja = job_action_of(a);
-		const struct state_record *r = ja->record ? ja->record->user : NULL;
+		const struct state_record *r = a->krecord;
 
 		if (a->kind_of != &kind_job || (a->op != PLAN_CANCEL && a->op != PLAN_REPLACE) || !r ||
 		    !r->spec_json || !strstr(r->spec_json, needle))

@@ -109,8 +109,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 	qsort(by, p->n, sizeof(*by), cmp_action_ptr);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct job_action *ja = job_action_of(a);
-		const struct stack_job *j = ja->decl && kind_of_address(a->address) == &kind_job ? ja->decl->user : NULL;
+		const struct stack_job *j = kind_of_address(a->address) == &kind_job ? a->kdecl : NULL;
 		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
 		char *reason;
 
@@ -157,8 +156,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 /* The current run of a dependency's action as the state has it, or NULL. */
 static const struct state_run *dep_run(const struct plan_action *a)
 {
-	const struct job_action *ja = job_action_of(a);
-	const struct state_record *r = ja->record ? ja->record->user : NULL;
+	const struct state_record *r = a->krecord;
 
 	return r ? r->current : NULL;
 }
@@ -208,9 +206,8 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 {
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct job_action *ja = job_action_of(a);
-		const struct stack_job *j = ja->decl && kind_of_address(a->address) == &kind_job ? ja->decl->user : NULL;
-		const struct state_record *r = ja->record ? ja->record->user : NULL;
+		const struct stack_job *j = kind_of_address(a->address) == &kind_job ? a->kdecl : NULL;
+		const struct state_record *r = a->krecord;
 		const struct plan_action *fresh = NULL, *pending = NULL;
 		const char *why = NULL, *s = run_state(a), *w;
 		char *reason;
@@ -431,8 +428,7 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		return 0;
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
-		const struct job_action *ja = job_action_of(pa);
-		const struct stack_job *j = ja->decl ? ja->decl->user : NULL;
+		const struct stack_job *j = pa->kdecl;
 		struct state_record *r;
 		char *hash, *json;
 

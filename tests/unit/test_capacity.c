@@ -46,7 +46,7 @@ static void job(struct fixture *f, int i, const char *name, const char *region, 
 	j->spec.timeout_s = -1;
 	j->spec.pools = f->pools[i];
 	j->max_attempts = 1;
-	f->decls[i].user = j;
+	f->acts[i].kdecl = j;
 	f->acts[i].op = kind;
 	f->acts[i].kind_of = &kind_job;
 	f->acts[i].address = j->d.address;
@@ -488,6 +488,7 @@ static void test_delta_stops_and_reservations(void **unused)
 			 "\"acceleratorType\":\"NVIDIA_H100_80GB\",\"acceleratorCount\":8},\"replicaCount\":\"1\"}]}";
 	job_action_mut(&f.acts[2])->record = &gone;
 	job_action_mut(&f.acts[2])->decl = NULL;
+	f.acts[2].kdecl = NULL;
 	f.acts[2].region = NULL;
 	job_action_mut(&f.acts[2])->cancel_name = (char *)(uintptr_t)"projects/p/locations/r1/customJobs/2";
 	setup(&f, 3);

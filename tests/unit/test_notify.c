@@ -278,7 +278,7 @@ static void test_collect(void **unused)
 	for (int i = 0; i < 5; i++) {
 		jobs[i].stuck_after_ms = 6 * h;
 		decls[i].address = addr[i];
-		decls[i].user = &jobs[i];
+		acts[i].kdecl = &jobs[i];
 		runs[i].name = JOB;
 		runs[i].attempt = 2;
 		runs[i].rung = 1;
