@@ -200,13 +200,20 @@ struct create {
 	size_t rank;      /* how many creates of its region come before it in the plan */
 };
 
+/* The region of the rung c's run goes on. */
+static const char *create_region(const struct create *c)
+{
+	return stack_job_rung_region(c->job, job_action_of(c->pa)->rung);
+}
+
 static int make_labels(struct applier *a, struct create *c)
 {
 	const struct stack_job *j = c->job;
 	/* The identity is the declared spec's hash on every rung: moving down
 	 * the ladder is another attempt of the same run, not a new spec. */
-	struct run_id id = { a->st->name, a->state->lineage, j->d.name, j->spec.hash, job_action_of(c->pa)->run,
-			     job_action_of(c->pa)->attempt, job_action_of(c->pa)->rung };
+	const struct job_action *ja = job_action_of(c->pa);
+	struct run_id id = { a->st->name, a->state->lineage, j->d.name, j->spec.hash, ja->run, ja->attempt,
+			     ja->rung };
 
 	return runlabel_build(&c->labels, &c->nlabels, &id, j->labels.items, j->labels.n);
 }
@@ -358,6 +365,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	struct state_record *r = record_for(a, c->job, &e2);
 	const char *msg = vx_err_msg(why);
 	const char *cls = failure_classify_refusal(msg);
+	const struct job_action *ja = job_action_of(c->pa);
 	struct state_run run;
 
 	memset(&run, 0, sizeof(run));
@@ -367,15 +375,15 @@ static void record_refused(struct applier *a, const struct create *c, const char
 		return;
 	}
 	run.project = vx_strdup(a->opts->project);
-	run.region = vx_strdup(stack_job_rung_region(c->job, job_action_of(c->pa)->rung));
+	run.region = vx_strdup(create_region(c));
 	run.action = vx_strdup(verb);
 	run.spec_hash = vx_strdup(c->job->spec.hash);
-	run.run = job_action_of(c->pa)->run;
-	run.attempt = job_action_of(c->pa)->attempt;
-	run.rung = job_action_of(c->pa)->rung;
+	run.run = ja->run;
+	run.attempt = ja->attempt;
+	run.rung = ja->rung;
 	run.failure = vx_strdup(cls);
 	run.error_message = vx_strdup(msg);
-	if (run_machines(&run, stack_job_rung_spec(c->job, job_action_of(c->pa)->rung)) < 0)
+	if (run_machines(&run, stack_job_rung_spec(c->job, ja->rung)) < 0)
 		a->oom = 1;
 	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
@@ -415,7 +423,7 @@ static int find_by_labels(struct applier *a, const struct create *c, struct live
 			  struct vx_err *err)
 {
 	struct live_jobs js = { 0 };
-	const char *region = stack_job_rung_region(c->job, job_action_of(c->pa)->rung);
+	const char *region = create_region(c);
 	const char *job = vx_labels_get(c->labels, c->nlabels, "vx-job");
 	/* Only this job's runs: settling waits, listing again, and a region may
 	 * hold thousands of the stack's jobs. */
@@ -442,7 +450,7 @@ static void fill_request(struct applier *a, struct task *t, const struct create 
 	t->req.project = a->opts->project;
 	/* A rung's own region and spec; baseOutputDirectory is the job's on
 	 * every rung (a rung cannot set it), so training resumes from its checkpoints. */
-	t->req.region = stack_job_rung_region(c->job, job_action_of(c->pa)->rung);
+	t->req.region = create_region(c);
 	t->req.display_name = c->job->display_name;
 	t->req.labels = c->labels;
 	t->req.nlabels = c->nlabels;
@@ -669,10 +677,10 @@ static int order_round_robin(struct create *cs, size_t n)
 		size_t r = 0;
 
 		/* Regions are few (tens at most): a scan is cheaper than a table. */
-		while (r < nregions && strcmp(regions[r], stack_job_rung_region(cs[i].job, job_action_of(cs[i].pa)->rung)))
+		while (r < nregions && strcmp(regions[r], create_region(&cs[i])))
 			r++;
 		if (r == nregions)
-			regions[nregions++] = stack_job_rung_region(cs[i].job, job_action_of(cs[i].pa)->rung);
+			regions[nregions++] = create_region(&cs[i]);
 		cs[i].region_ix = r;
 		cs[i].rank = counts[r]++;
 	}
@@ -745,7 +753,7 @@ static int settle_batch(struct applier *a, struct create *cs, size_t k, struct v
 			if (rc == 0) {
 				(void)state_journal_remove(a->state, c->pa->address);
 				a->res->ok++;
-				if (record_created(a, found.name, stack_job_rung_region(c->job, job_action_of(c->pa)->rung)) < 0)
+				if (record_created(a, found.name, create_region(c)) < 0)
 					a->oom = 1;
 				applier_progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
 					 found.name);
@@ -826,7 +834,7 @@ static int record_batch(struct applier *a, struct create *cs, size_t k, struct t
 			if (rc == 0) {
 				(void)state_journal_remove(a->state, c->pa->address);
 				a->res->ok++;
-				if (record_created(a, t->created.name, stack_job_rung_region(c->job, job_action_of(c->pa)->rung)) < 0)
+				if (record_created(a, t->created.name, create_region(c)) < 0)
 					a->oom = 1;
 				applier_progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
 			}
