@@ -511,8 +511,9 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 		return 0;
 	/* The attempt that starts, or (a run that stays) the one that runs: the
 	 * state's, so a running attempt 2 counts what its resubmission counted. */
-	attempt = ja->attempt > 0 ? ja->attempt
-		: ja->record && ja->record->current && ja->record->current->attempt > 0 ? ja->record->current->attempt : 1;
+	attempt = ja->attempt > 0							  ? ja->attempt
+		  : ja->record && ja->record->current && ja->record->current->attempt > 0 ? ja->record->current->attempt
+											  : 1;
 	attempts = kc->max_attempts - attempt + 1;
 	if (attempts < 1)
 		attempts = 1;

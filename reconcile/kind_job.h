@@ -54,24 +54,24 @@ enum plan_on_change {
  */
 struct plan_rung_id {
 	const char *region;
-	const char *scheduling;     /* STANDARD, SPOT, FLEX_START */
-	const char *machine;        /* the accelerator pools' machine type (else the first pool's) */
-	const char *reservation;    /* the reservation it uses, or NULL */
+	const char *scheduling;	 /* STANDARD, SPOT, FLEX_START */
+	const char *machine;	 /* the accelerator pools' machine type (else the first pool's) */
+	const char *reservation; /* the reservation it uses, or NULL */
 };
 
 /* A declared job. */
 struct plan_decl {
-	const char *address;        /* "job.NAME" */
+	const char *address; /* "job.NAME" */
 	const char *name;
-	const char *project;        /* the project id runs are created in */
+	const char *project; /* the project id runs are created in */
 	const char *region;
-	const char *spec_hash;      /* full lowercase hex */
-	const char *spec_json;      /* redacted canonical spec, for "spec changed: <paths>"; may be NULL */
-	const char *shape;          /* "a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START" */
-	int64_t run;                /* >= 1 */
+	const char *spec_hash;		/* full lowercase hex */
+	const char *spec_json;		/* redacted canonical spec, for "spec changed: <paths>"; may be NULL */
+	const char *shape;		/* "a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START" */
+	int64_t run;			/* >= 1 */
 	const char *const *resubmit_on; /* failure class names */
 	size_t nresubmit_on;
-	int64_t max_attempts;       /* >= 1 */
+	int64_t max_attempts; /* >= 1 */
 	/* The fallback ladder (docs/format.md): rung k runs in rung_regions[k]
 	 * with shape rung_shapes[k]; rung 0 is the declared job (region, shape).
 	 * nrungs 0 or 1: no ladder. */
@@ -100,31 +100,31 @@ struct plan_decl {
  * records each in the history, with no resource. Each counts as an attempt.
  */
 struct plan_refusal {
-	size_t n;                   /* refusals in a row of (spec_hash, run); 0: none */
-	const char *spec_hash;      /* of the last one */
+	size_t n;	       /* refusals in a row of (spec_hash, run); 0: none */
+	const char *spec_hash; /* of the last one */
 	int64_t run;
-	int64_t attempt;            /* the attempt the last one was */
-	int64_t at_ms;              /* when the last one was refused */
-	const char *cls;            /* "refused" or "quota" */
-	const char *message;        /* the server's message, or NULL */
+	int64_t attempt;     /* the attempt the last one was */
+	int64_t at_ms;	     /* when the last one was refused */
+	const char *cls;     /* "refused" or "quota" */
+	const char *message; /* the server's message, or NULL */
 };
 
 /* A run vx knows about, from the state. */
 struct plan_run {
-	const char *name;           /* resource name */
-	const char *project;        /* the project id it was created in; NULL: unknown (older states) */
+	const char *name;    /* resource name */
+	const char *project; /* the project id it was created in; NULL: unknown (older states) */
 	const char *region;
-	const char *state;          /* last seen JobState name */
+	const char *state; /* last seen JobState name */
 	int error_code;
 	const char *error_message;
 	int64_t attempt;
-	int64_t rung;               /* the ladder rung it ran on (0 without one) */
+	int64_t rung; /* the ladder rung it ran on (0 without one) */
 	/* What that rung was (its region is .region above); scheduling NULL
 	 * when not recorded (a state from before, or a job without a ladder):
 	 * the rung is then known by position alone. */
 	struct plan_rung_id rung_id;
-	int64_t created_ms;         /* when vx created it, 0 = unknown */
-	int64_t started_ms;         /* its startTime as last seen, 0 = never seen started */
+	int64_t created_ms; /* when vx created it, 0 = unknown */
+	int64_t started_ms; /* its startTime as last seen, 0 = never seen started */
 	/* When it ended as Google says (the live job's endTime) when the plan
 	 * lists it, else as last seen; 0: not ended. The cycle that first sees
 	 * the end counts resubmit.delay from it and announces it. */
@@ -136,7 +136,7 @@ struct plan_run {
 struct plan_record {
 	const char *address;
 	const char *spec_hash;
-	const char *spec_json;      /* redacted spec of the current run; may be NULL */
+	const char *spec_json; /* redacted spec of the current run; may be NULL */
 	int64_t run;
 	int protect;
 	enum plan_on_remove on_remove; /* as the declaration said at the last apply */
@@ -144,7 +144,7 @@ struct plan_record {
 	 * a job made by hand, which vx did not start. */
 	int unlabelled_import;
 	const struct plan_run *current; /* NULL: no current run */
-	const char *const *known;   /* resource names of every earlier run (history) */
+	const char *const *known;	/* resource names of every earlier run (history) */
 	size_t nknown;
 	struct plan_refusal refusal;
 	/* The policy the apply that wrote the record applied (plan_decl.policy);
@@ -167,7 +167,7 @@ struct plan_input {
 	 * declared job's project and region, and each current run's); NULL
 	 * when refresh is off (then the state's last seen states are used). */
 	const struct live_jobs *live;
-	const char *const *targets;  /* only these addresses, when ntargets > 0 */
+	const char *const *targets; /* only these addresses, when ntargets > 0 */
 	size_t ntargets;
 	const char *const *replaces; /* force a new run of these */
 	size_t nreplaces;
@@ -190,27 +190,27 @@ struct plan_input {
 };
 
 struct job_action {
-	char *old_hash;        /* spec hash of the current run, or NULL */
-	char *new_hash;        /* spec hash declared, or NULL */
-	char *failure_class;   /* of the previous run, or NULL */
-	char *cancel_name;     /* the live job to cancel (cancel, replace) */
-	char *adopt_name;      /* the live job to adopt (adopt) */
-	char *live_state;      /* current run's state, or NULL */
-	int64_t run;           /* of the run created/adopted */
-	int64_t attempt;       /* of the run created/adopted */
-	int64_t rung;          /* the ladder rung of the run created/adopted (0: the declared job) */
+	char *old_hash;	     /* spec hash of the current run, or NULL */
+	char *new_hash;	     /* spec hash declared, or NULL */
+	char *failure_class; /* of the previous run, or NULL */
+	char *cancel_name;   /* the live job to cancel (cancel, replace) */
+	char *adopt_name;    /* the live job to adopt (adopt) */
+	char *live_state;    /* current run's state, or NULL */
+	int64_t run;	     /* of the run created/adopted */
+	int64_t attempt;     /* of the run created/adopted */
+	int64_t rung;	     /* the ladder rung of the run created/adopted (0: the declared job) */
 	int64_t max_attempts;
-	const struct plan_decl *decl;     /* borrowed from the input; NULL when not declared */
+	const struct plan_decl *decl;	  /* borrowed from the input; NULL when not declared */
 	const struct plan_record *record; /* borrowed from the input; NULL when not in state;
 					   * NULL too for a cancel of an untracked job, which
 					   * must never touch any record */
-	int error_code;        /* the failed run's error code (google.rpc.Code), 0 if none */
-	char *error_message;   /* the failed run's error message, or NULL */
-	int64_t adopt_create_ms; /* adopt: the live job's createTime, 0 if unknown */
-	int64_t not_before_ms; /* a noop waiting for a refused create's backoff: when it ends; else 0 */
-	int refused;           /* a noop for a refused create that no apply asks again without
+	int error_code;			  /* the failed run's error code (google.rpc.Code), 0 if none */
+	char *error_message;		  /* the failed run's error message, or NULL */
+	int64_t adopt_create_ms;	  /* adopt: the live job's createTime, 0 if unknown */
+	int64_t not_before_ms;		  /* a noop waiting for a refused create's backoff: when it ends; else 0 */
+	int refused;			  /* a noop for a refused create that no apply asks again without
 				* -replace (not in resubmit.on, or the budget spent) */
-	int after_rerun;       /* a rerun because a dependency (after:) has a new run: the applied
+	int after_rerun;		  /* a rerun because a dependency (after:) has a new run: the applied
 				* declaration asks for it (reconcile/sweep_plan.c) */
 };
 

@@ -130,7 +130,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 				if (pa->op == PLAN_CANCEL)
 					a->res->ok++;
 				applier_progress(a, "- %s cancel %s%s", pa->address, ja->cancel_name,
-					 ja->record ? "" : " (untracked)");
+						 ja->record ? "" : " (untracked)");
 			}
 		}
 		for (size_t i = 0; i < k; i++)

@@ -25,8 +25,7 @@ int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs)
 		rung = last;
 	/* Only "no capacity here" moves: the same code fails the same way on
 	 * another rung after user-error, quota or internal. */
-	if (cls && (!strcmp(cls, "stockout") || !strcmp(cls, "wait-timeout") ||
-		    !strcmp(cls, "preempted")) && rung < last)
+	if (cls && (!strcmp(cls, "stockout") || !strcmp(cls, "wait-timeout") || !strcmp(cls, "preempted")) && rung < last)
 		rung++;
 	return rung;
 }

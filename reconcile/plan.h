@@ -46,8 +46,8 @@ struct plan_action {
 	/* What the resource is, in a few words ("a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START"),
 	 * shown after the address; NULL: nothing to say. */
 	char *shape;
-	char *region;          /* where it is (a region, a reservation's zone), or NULL */
-	int held;              /* a noop the watcher held back (its delay, a policy not applied): a
+	char *region; /* where it is (a region, a reservation's zone), or NULL */
+	int held;     /* a noop the watcher held back (its delay, a policy not applied): a
 			       * run has not ended for good, so nothing announces it as given up */
 
 	/* The kind of the address (reconcile/kind.h) and what the action is of: */

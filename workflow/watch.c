@@ -291,8 +291,10 @@ static int policy_unapplied(struct watch *w, const struct plan_action *a, int qu
 		return 0;
 	/* Out of memory (rc < 0) holds the action too: never act on what is not known to be applied. */
 	rc = applied ? policy_diff(&why, applied, ja->decl->policy, 0)
-		     : vx_buf_adds(&why, "the state records no policy for it, as an older vx wrote it: one "
-				   "vxapply records it") < 0 ? VX_ENOMEM : 1;
+	     : vx_buf_adds(&why, "the state records no policy for it, as an older vx wrote it: one "
+				 "vxapply records it") < 0
+		     ? VX_ENOMEM
+		     : 1;
 	if (rc == 0) {
 		vx_buf_release(&why);
 		return 0;
@@ -331,7 +333,8 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	if (!w->o.sync && as_applied(a) && policy_unapplied(w, a, quiet))
 		return 0;
 	if (!w->o.sync && !((a->op == PLAN_RESUBMIT || a->op == PLAN_CREATE ||
-			     (a->op == PLAN_RERUN && ja->after_rerun)) && as_applied(a))) {
+			     (a->op == PLAN_RERUN && ja->after_rerun)) &&
+			    as_applied(a))) {
 		snprintf(what, sizeof(what), "unapplied|%s|%s|%s", a->address, plan_op_name(a->op),
 			 ja->new_hash ? ja->new_hash : "");
 		if (tell(w, what, quiet))
@@ -348,7 +351,8 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 		snprintf(what, sizeof(what), "delay|%s|%" PRId64, a->address, ja->attempt);
 		if (tell(w, what, quiet))
 			say(w, "wait", a->address, "%s: attempt %" PRId64 " after %s waits until %llds after "
-			    "it ended (resubmit.delay)", a->address, ja->attempt, ja->failure_class,
+						   "it ended (resubmit.delay)",
+			    a->address, ja->attempt, ja->failure_class,
 			    (long long)(wait / 1000));
 		return 0;
 	}

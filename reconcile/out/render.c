@@ -852,8 +852,7 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 		/* The ladder rung the new run goes on; only on actions that start one. */
 		if (ja->attempt && !a->has_values)
 			rc |= add(after, "rung", cJSON_CreateNumber((double)ja->rung));
-		rc |= add(after, "max_attempts", ja->max_attempts ? cJSON_CreateNumber((double)ja->max_attempts)
-								 : cJSON_CreateNull());
+		rc |= add(after, "max_attempts", ja->max_attempts ? cJSON_CreateNumber((double)ja->max_attempts) : cJSON_CreateNull());
 		if (a->has_values)
 			rc |= add(after, "value", a->new_value >= -1 ? cJSON_CreateNumber((double)a->new_value)
 								: cJSON_CreateNull());
@@ -1111,9 +1110,10 @@ int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct
 		if (s->has_rung && (s->rung != ja->rung || s->attempt != ja->attempt ||
 				    !vx_text_same(s->region, a->region)))
 			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
-					  "%s was planned to %s attempt %" PRId64 " on rung %" PRId64 " in %s, "
-					  "it would now be attempt %" PRId64 " on rung %" PRId64 " in %s; run "
-					  "vxplan again", s->address, s->action, s->attempt, s->rung,
+							     "%s was planned to %s attempt %" PRId64 " on rung %" PRId64 " in %s, "
+							     "it would now be attempt %" PRId64 " on rung %" PRId64 " in %s; run "
+							     "vxplan again",
+					  s->address, s->action, s->attempt, s->rung,
 					  s->region ? s->region : "?", ja->attempt, ja->rung,
 					  a->region ? a->region : "?");
 	}

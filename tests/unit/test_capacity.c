@@ -481,7 +481,7 @@ static void test_delta_stops_and_reservations(void **unused)
 			"\"acceleratorType\":\"NVIDIA_TESLA_T4\",\"acceleratorCount\":2},\"replicaCount\":\"2\"}],"
 			"\"scheduling\":{\"strategy\":\"SPOT\"}}";
 	job_action_mut(&f.acts[1])->record = &old;
-	job_action_mut(&f.acts[1])->cancel_name = (char *)(uintptr_t)"projects/p/locations/r1/customJobs/1";
+	job_action_mut(&f.acts[1])->cancel_name = (char *)(uintptr_t) "projects/p/locations/r1/customJobs/1";
 	job(&f, 2, "gone", "r1", "STANDARD", PLAN_CANCEL, "JOB_STATE_PENDING");
 	/* no longer declared: an on-demand a3-highgpu-8g, stops 80/h */
 	gone.spec_json = "{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"a3-highgpu-8g\","
@@ -490,7 +490,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	job_action_mut(&f.acts[2])->decl = NULL;
 	f.acts[2].kdecl = NULL;
 	f.acts[2].region = NULL;
-	job_action_mut(&f.acts[2])->cancel_name = (char *)(uintptr_t)"projects/p/locations/r1/customJobs/2";
+	job_action_mut(&f.acts[2])->cancel_name = (char *)(uintptr_t) "projects/p/locations/r1/customJobs/2";
 	setup(&f, 3);
 	memcpy(all, f.acts, sizeof(f.acts));
 	/* a reservation made: 2 x (n1-standard-4 + 1 T4) = +1.10/h */

@@ -294,10 +294,10 @@ static void test_collect(void **unused)
 		job_action_mut(&acts[i])->record = &recs[i];
 		job_action_mut(&acts[i])->live_state = (char *)(uintptr_t)st[i];
 	}
-	job_action_mut(&acts[0])->failure_class = (char *)(uintptr_t)"user-error";
-	job_action_mut(&acts[0])->error_message = (char *)(uintptr_t)"exit 1";
+	job_action_mut(&acts[0])->failure_class = (char *)(uintptr_t) "user-error";
+	job_action_mut(&acts[0])->error_message = (char *)(uintptr_t) "exit 1";
 	/* Ended two days ago: before since, not announced. */
-	job_action_mut(&acts[4])->failure_class = (char *)(uintptr_t)"stockout";
+	job_action_mut(&acts[4])->failure_class = (char *)(uintptr_t) "stockout";
 	/* A resubmission is planned: nothing to say yet. */
 	acts[5] = acts[0];
 	acts[5].op = PLAN_RESUBMIT;
