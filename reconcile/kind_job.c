@@ -750,6 +750,11 @@ const struct job_action *job_action_of(const struct plan_action *a)
 	return a->payload ? a->payload : &none;
 }
 
+const struct stack_job *job_action_job(const struct plan_action *a)
+{
+	return a->payload ? a->kdecl : NULL;
+}
+
 struct job_action *job_action_mut(struct plan_action *a)
 {
 	return a ? a->payload : NULL;

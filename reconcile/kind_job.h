@@ -31,6 +31,7 @@
 #include "util/err.h"
 
 struct live_jobs;
+struct stack_job;
 struct state_policy;
 
 /* What removing a job's declaration does to its active run (`onRemove`);
@@ -219,6 +220,9 @@ struct job_action {
  * else all zero (an action of another kind has none of a job's fields).
  */
 const struct job_action *job_action_of(const struct plan_action *a);
+/* The stack's job (struct stack_job) a is of when a is a job's action with a declaration, else
+ * NULL (an action of another kind, whose kdecl is its own kind's). */
+const struct stack_job *job_action_job(const struct plan_action *a);
 /* The job fields of a, to write: a must be an action of kind_job (its payload made); NULL
  * when a is NULL (an action that could not be added). */
 struct job_action *job_action_mut(struct plan_action *a);

@@ -61,7 +61,7 @@ static void run_tasks(struct task *tasks, size_t n)
 
 static const struct stack_job *decl_job(const struct plan_action *pa)
 {
-	return pa->kdecl;
+	return job_action_job(pa);
 }
 
 /* Marks the record's current run as cancelled by vx (so it is never "cancelled outside"). */

@@ -441,7 +441,7 @@ int notify_collect(struct notify_list *out, const struct plan *p, const char *st
 		const struct plan_action *a = &p->actions[i];
 		const struct job_action *ja = job_action_of(a);
 		const struct plan_run *cur = ja->record ? ja->record->current : NULL;
-		const struct stack_job *j = a->kdecl;
+		const struct stack_job *j = job_action_job(a);
 		struct notify_event ev;
 		int rc;
 

@@ -109,7 +109,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 	qsort(by, p->n, sizeof(*by), cmp_action_ptr);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = kind_of_address(a->address) == &kind_job ? a->kdecl : NULL;
+		const struct stack_job *j = job_action_job(a);
 		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
 		char *reason;
 
@@ -206,7 +206,7 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 {
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = kind_of_address(a->address) == &kind_job ? a->kdecl : NULL;
+		const struct stack_job *j = job_action_job(a);
 		const struct state_record *r = a->krecord;
 		const struct plan_action *fresh = NULL, *pending = NULL;
 		const char *why = NULL, *s = run_state(a), *w;
@@ -428,7 +428,7 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		return 0;
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
-		const struct stack_job *j = pa->kdecl;
+		const struct stack_job *j = job_action_job(pa);
 		struct state_record *r;
 		char *hash, *json;
 

@@ -244,7 +244,7 @@ static void told_release(struct told *t)
 static int64_t resubmit_wait(const struct plan_action *a)
 {
 	const struct job_action *ja = job_action_of(a);
-	const struct stack_job *j = a->kdecl;
+	const struct stack_job *j = job_action_job(a);
 	int64_t wait;
 
 	if (!j || !ja->failure_class ||
@@ -908,7 +908,7 @@ static void idle_arm(struct watch *w, struct workspace *ws, const struct plan *p
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
 		const struct job_action *ja = job_action_of(a);
-		const struct stack_job *j = a->kdecl;
+		const struct stack_job *j = job_action_job(a);
 		const struct plan_run *cur = ja->record ? ja->record->current : NULL;
 		int64_t t;
 
