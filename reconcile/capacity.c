@@ -377,8 +377,10 @@ static int action_starts(const struct plan_action *a)
 /* A job run that is active and stays (not cancelled nor replaced by this plan). */
 static int action_stays_running(const struct plan_action *a)
 {
-	return (a->op == PLAN_NOOP || a->op == PLAN_UPDATE || a->op == PLAN_ADOPT) && a->live_state &&
-	       job_state_is_active(a->live_state);
+	const struct job_action *ja = job_action_of(a);
+
+	return (a->op == PLAN_NOOP || a->op == PLAN_UPDATE || a->op == PLAN_ADOPT) && ja->live_state &&
+	       job_state_is_active(ja->live_state);
 }
 
 /* The i-th declaration of held kind k in the stack, as held (with what was listed of it). */
@@ -486,6 +488,7 @@ static void action_capacity(const struct plan_action *a, struct kind_capacity *o
 static int job_cost(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
 		    const struct kind_capacity *kc, int starts)
 {
+	const struct job_action *ja = job_action_of(a);
 	struct capacity_cost *c = cost_add(out, a->address);
 	/* The rung the run starts (or runs) on: its machines, strategy and region. */
 	const struct job_spec *spec = kc->run;
@@ -526,8 +529,9 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 		return 0;
 	/* The attempt that starts, or (a run that stays) the one that runs: the
 	 * state's, so a running attempt 2 counts what its resubmission counted. */
-	attempt = a->attempt > 0 ? a->attempt
-		: a->record && a->record->current && a->record->current->attempt > 0 ? a->record->current->attempt : 1;
+	attempt = ja->attempt > 0							  ? ja->attempt
+		  : ja->record && ja->record->current && ja->record->current->attempt > 0 ? ja->record->current->attempt
+											  : 1;
 	attempts = kc->max_attempts - attempt + 1;
 	if (attempts < 1)
 		attempts = 1;
@@ -579,8 +583,10 @@ double prices_vm_rate(const struct prices *p, const char *zone, const char *mach
 /* Whether a stops a run that is active now: a cancel, or the cancel half of a replace. */
 static int action_stops(const struct plan_action *a)
 {
-	return (a->op == PLAN_CANCEL || a->op == PLAN_REPLACE) && a->cancel_name && a->live_state &&
-	       job_state_is_active(a->live_state);
+	const struct job_action *ja = job_action_of(a);
+
+	return (a->op == PLAN_CANCEL || a->op == PLAN_REPLACE) && ja->cancel_name && ja->live_state &&
+	       job_state_is_active(ja->live_state);
 }
 
 double prices_spec_rate(const struct prices *p, const char *region, const char *spec_json, int *upper,
@@ -640,14 +646,15 @@ double prices_spec_rate(const struct prices *p, const char *region, const char *
  */
 static double stopped_rate(const struct capacity_input *in, const struct plan_action *a, int *upper, int *estimate)
 {
+	const struct job_action *ja = job_action_of(a);
 	char project[128], region[64];
-	const char *json = a->record ? a->record->spec_json : NULL;
+	const char *json = ja->record ? ja->record->spec_json : NULL;
 
 	if (!json || !in->prices)
 		return -1;
 	if (a->region)
 		snprintf(region, sizeof(region), "%s", a->region);
-	else if (plan_resource_place(a->cancel_name, project, region, sizeof(region)) < 0)
+	else if (plan_resource_place(ja->cancel_name, project, region, sizeof(region)) < 0)
 		return -1;
 	return prices_spec_rate(in->prices, region, json, upper, estimate);
 }

@@ -369,6 +369,14 @@ struct kind {
 	 */
 	int (*limit_request)(const struct stack *st, const struct live_set *live, const char *service,
 			     const char *quota_id, const char *region, struct kind_limit_request *out);
+	/*
+	 * The kind's own fields of each of its plan actions (plan_action.payload):
+	 * action_size bytes made zeroed by plan_add_action, whose insides
+	 * action_release frees (the plan frees the payload itself). 0 and NULL:
+	 * the kind's actions have only the generic fields.
+	 */
+	size_t action_size;
+	void (*action_release)(void *payload);
 };
 
 extern const struct kind kind_job;

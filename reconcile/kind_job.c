@@ -286,7 +286,6 @@ static int decl_of(struct job_scratch *s, const struct stack *st, size_t i, size
 		return VX_ENOMEM;
 	s->npolicies = i + 1;
 	d->policy = &s->policies[i];
-	d->user = j;
 	return 0;
 }
 
@@ -371,7 +370,27 @@ static void input_of(struct job_scratch *s, const struct kind_plan_input *kin, s
 }
 
 /*
- * The job kind's plan: the three-way diff of reconcile/plan.h over the
+ * Gives each of the job plan p's actions what every kind's action says it
+ * is of: its declaration (the stack's job that s->decls[i] was made from)
+ * and its state record, as kdecl and krecord.
+ */
+static void link_actions(struct plan *p, const struct job_scratch *s, const struct stack *st)
+{
+	const struct stack_job *jobs = stack_jobs(st, NULL);
+
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct job_action *ja = job_action_of(a);
+
+		if (ja->decl)
+			a->kdecl = &jobs[ja->decl - s->decls];
+		if (ja->record)
+			a->krecord = ja->record->user;
+	}
+}
+
+/*
+ * The job kind's plan: the three-way diff of reconcile/kind_job.h over the
  * stack's jobs and the state's job records, appended to pl->plan. What the
  * actions borrow is left in the kind's scratch slot.
  */
@@ -408,6 +427,7 @@ static int job_plan(struct planner *pl, const struct kind_plan_input *kin, struc
 	rc = plan_build(&jobs, &s->in, err);
 	if (rc < 0)
 		return rc;
+	link_actions(&jobs, s, st);
 	rc = plan_merge(&pl->plan, &jobs);
 	plan_release(&jobs);
 	return rc < 0 ? vx_err_set(err, rc, "planning: out of memory") : 0;
@@ -683,12 +703,13 @@ static const struct stack_decl *job_find_decl(const struct stack *st, const char
  */
 static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
 {
-	const struct stack_job *j = a->decl ? a->decl->user : NULL;
+	const struct job_action *ja = job_action_of(a);
+	const struct stack_job *j = a->kdecl;
 
 	if (!j)
 		return;
-	out->run = stack_job_rung_spec(j, a->rung);
-	out->region = stack_job_rung_region(j, a->rung);
+	out->run = stack_job_rung_spec(j, ja->rung);
+	out->region = stack_job_rung_region(j, ja->rung);
 	out->max_attempts = j->max_attempts;
 }
 
@@ -712,6 +733,37 @@ const struct live_jobs *kind_job_listed(const struct live_store *ls)
 	const struct job_live *jl = ls->of[kind_index(&kind_job)];
 
 	return jl ? &jl->listed : &none;
+}
+
+/* The payload of a job's plan action (reconcile/kind_job.h): its strings. */
+static void job_action_release(void *payload)
+{
+	struct job_action *j = payload;
+
+	free(j->old_hash);
+	free(j->new_hash);
+	free(j->failure_class);
+	free(j->cancel_name);
+	free(j->adopt_name);
+	free(j->live_state);
+	free(j->error_message);
+}
+
+const struct job_action *job_action_of(const struct plan_action *a)
+{
+	static const struct job_action none;
+
+	return a->payload ? a->payload : &none;
+}
+
+const struct stack_job *job_action_job(const struct plan_action *a)
+{
+	return a->payload ? a->kdecl : NULL;
+}
+
+struct job_action *job_action_mut(struct plan_action *a)
+{
+	return a ? a->payload : NULL;
 }
 
 const struct kind kind_job = {
@@ -749,4 +801,6 @@ const struct kind kind_job = {
 	.decl_release = kind_job_decl_release,
 	.limits_service = "aiplatform.googleapis.com",
 	.limits_always = 1,
+	.action_size = sizeof(struct job_action),
+	.action_release = job_action_release,
 };

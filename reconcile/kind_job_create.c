@@ -63,7 +63,7 @@ static void run_tasks(struct task *tasks, size_t n)
 
 static const struct stack_job *decl_job(const struct plan_action *pa)
 {
-	return pa->decl ? (const struct stack_job *)pa->decl->user : NULL;
+	return job_action_job(pa);
 }
 
 /* Marks the record's current run as cancelled by vx (so it is never "cancelled outside"). */
@@ -88,7 +88,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 	if (!acts)
 		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 	for (size_t i = 0; i < a->plan->n; i++)
-		if (a->plan->actions[i].cancel_name)
+		if (job_action_of(&a->plan->actions[i])->cancel_name)
 			acts[n++] = &a->plan->actions[i];
 	for (size_t off = 0; off < n && rc == 0; off += par) {
 		size_t k = n - off < par ? n - off : par;
@@ -105,7 +105,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 		for (size_t i = 0; i < k; i++) {
 			tasks[i].prov = a->prov;
 			tasks[i].is_cancel = 1;
-			tasks[i].cancel_name = acts[off + i]->cancel_name;
+			tasks[i].cancel_name = job_action_of(acts[off + i])->cancel_name;
 			tasks[i].fence = applier_fence(a);
 		}
 		/* Renewed if due, so the batch starts with most of the lease ahead. */
@@ -116,6 +116,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 			rc = applier_fence_stop(a, err);
 		for (size_t i = 0; i < k && rc == 0; i++) {
 			const struct plan_action *pa = acts[off + i];
+			const struct job_action *ja = job_action_of(pa);
 
 			if (tasks[i].rc < 0 && tasks[i].rc != VX_ENOTFOUND) {
 				applier_fail(a, pa->address, "cancel", &tasks[i].err);
@@ -126,12 +127,12 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 				 * record stays: the next plan forgets it once the run has
 				 * ended, so its last state is recorded.
 				 */
-				if (pa->record)
-					mark_cancelled(a->state, pa->address, pa->cancel_name);
+				if (ja->record)
+					mark_cancelled(a->state, pa->address, ja->cancel_name);
 				if (pa->op == PLAN_CANCEL)
 					a->res->ok++;
-				applier_progress(a, "- %s cancel %s%s", pa->address, pa->cancel_name,
-					 pa->record ? "" : " (untracked)");
+				applier_progress(a, "- %s cancel %s%s", pa->address, ja->cancel_name,
+						 ja->record ? "" : " (untracked)");
 			}
 		}
 		for (size_t i = 0; i < k; i++)
@@ -201,13 +202,20 @@ struct create {
 	size_t rank;      /* how many creates of its region come before it in the plan */
 };
 
+/* The region of the rung c's run goes on. */
+static const char *create_region(const struct create *c)
+{
+	return stack_job_rung_region(c->job, job_action_of(c->pa)->rung);
+}
+
 static int make_labels(struct applier *a, struct create *c)
 {
 	const struct stack_job *j = c->job;
 	/* The identity is the declared spec's hash on every rung: moving down
 	 * the ladder is another attempt of the same run, not a new spec. */
-	struct run_id id = { a->st->name, a->state->lineage, j->d.name, j->spec.hash, c->pa->run,
-			     c->pa->attempt, c->pa->rung };
+	const struct job_action *ja = job_action_of(c->pa);
+	struct run_id id = { a->st->name, a->state->lineage, j->d.name, j->spec.hash, ja->run, ja->attempt,
+			     ja->rung };
 
 	return runlabel_build(&c->labels, &c->nlabels, &id, j->labels.items, j->labels.n);
 }
@@ -275,6 +283,7 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 		     const struct live_job *lj, const struct vx_label *labels, size_t nlabels,
 		     const char *action, struct vx_err *err)
 {
+	const struct job_action *ja = job_action_of(pa);
 	struct state_record *r = record_for(a, j, err);
 	struct state_run run;
 	int new_key;
@@ -290,27 +299,27 @@ static int start_run(struct applier *a, const struct plan_action *pa, const stru
 	r->run = j->run;
 	r->protect = j->protect;
 	r->on_remove = j->on_remove;
-	r->attempts = new_key ? 1 : pa->attempt;
+	r->attempts = new_key ? 1 : ja->attempt;
 	run.resource = vx_strdup(lj->name);
 	run.project = vx_strdup(a->opts->project);
-	run.region = vx_strdup(lj->region ? lj->region : stack_job_rung_region(j, pa->rung));
+	run.region = vx_strdup(lj->region ? lj->region : stack_job_rung_region(j, ja->rung));
 	run.action = vx_strdup(action);
 	run.spec_hash = vx_strdup(j->spec.hash);
-	run.run = pa->run;
-	run.attempt = pa->attempt;
-	run.rung = pa->rung;
+	run.run = ja->run;
+	run.attempt = ja->attempt;
+	run.rung = ja->rung;
 	/* What the rung is, so a later edit of the ladder finds the run on it
 	 * wherever the rung moved (kind_job's job_run_rung). Jobs without a ladder
 	 * record none: their records keep their bytes. */
 	if (j->nrungs) {
 		struct plan_rung_id id;
 
-		job_rung_id(&id, j, pa->rung);
+		job_rung_id(&id, j, ja->rung);
 		run.rung_scheduling = vx_strdup(id.scheduling);
 		run.rung_machine = vx_strdup(id.machine);
 		run.rung_reservation = vx_strdup(id.reservation);
 	}
-	if (run_machines(&run, stack_job_rung_spec(j, pa->rung)) < 0) {
+	if (run_machines(&run, stack_job_rung_spec(j, ja->rung)) < 0) {
 		state_run_release(&run);
 		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 	}
@@ -358,6 +367,7 @@ static void record_refused(struct applier *a, const struct create *c, const char
 	struct state_record *r = record_for(a, c->job, &e2);
 	const char *msg = vx_err_msg(why);
 	const char *cls = failure_classify_refusal(msg);
+	const struct job_action *ja = job_action_of(c->pa);
 	struct state_run run;
 
 	memset(&run, 0, sizeof(run));
@@ -367,15 +377,15 @@ static void record_refused(struct applier *a, const struct create *c, const char
 		return;
 	}
 	run.project = vx_strdup(a->opts->project);
-	run.region = vx_strdup(stack_job_rung_region(c->job, c->pa->rung));
+	run.region = vx_strdup(create_region(c));
 	run.action = vx_strdup(verb);
 	run.spec_hash = vx_strdup(c->job->spec.hash);
-	run.run = c->pa->run;
-	run.attempt = c->pa->attempt;
-	run.rung = c->pa->rung;
+	run.run = ja->run;
+	run.attempt = ja->attempt;
+	run.rung = ja->rung;
 	run.failure = vx_strdup(cls);
 	run.error_message = vx_strdup(msg);
-	if (run_machines(&run, stack_job_rung_spec(c->job, c->pa->rung)) < 0)
+	if (run_machines(&run, stack_job_rung_spec(c->job, ja->rung)) < 0)
 		a->oom = 1;
 	run.created_ms = run.ended_ms = vx_now_ms(a->ctx);
 	run.config_commit = vx_strdup(a->opts->config_commit);
@@ -415,7 +425,7 @@ static int find_by_labels(struct applier *a, const struct create *c, struct live
 			  struct vx_err *err)
 {
 	struct live_jobs js = { 0 };
-	const char *region = stack_job_rung_region(c->job, c->pa->rung);
+	const char *region = create_region(c);
 	const char *job = vx_labels_get(c->labels, c->nlabels, "vx-job");
 	/* Only this job's runs: settling waits, listing again, and a region may
 	 * hold thousands of the stack's jobs. */
@@ -442,11 +452,11 @@ static void fill_request(struct applier *a, struct task *t, const struct create 
 	t->req.project = a->opts->project;
 	/* A rung's own region and spec; baseOutputDirectory is the job's on
 	 * every rung (a rung cannot set it), so training resumes from its checkpoints. */
-	t->req.region = stack_job_rung_region(c->job, c->pa->rung);
+	t->req.region = create_region(c);
 	t->req.display_name = c->job->display_name;
 	t->req.labels = c->labels;
 	t->req.nlabels = c->nlabels;
-	t->req.spec_json = stack_job_rung_spec(c->job, c->pa->rung)->canonical_json;
+	t->req.spec_json = stack_job_rung_spec(c->job, job_action_of(c->pa)->rung)->canonical_json;
 	t->req.fence = applier_fence(a);
 }
 
@@ -510,6 +520,7 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 {
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
+		const struct job_action *ja = job_action_of(pa);
 		const struct stack_job *j = decl_job(pa);
 		struct create c = { pa, j, NULL, 0, 0, 0, 0 };
 		struct live_job lj;
@@ -518,10 +529,10 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 		if (pa->op != PLAN_ADOPT || !j)
 			continue;
 		memset(&lj, 0, sizeof(lj));
-		lj.name = pa->adopt_name;
+		lj.name = ja->adopt_name;
 		lj.region = pa->region;
-		lj.state = pa->live_state;
-		lj.create_ms = pa->adopt_create_ms;
+		lj.state = ja->live_state;
+		lj.create_ms = ja->adopt_create_ms;
 		if (make_labels(a, &c) < 0)
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 		rc = start_run(a, pa, j, &lj, c.labels, c.nlabels, "adopt", err);
@@ -530,9 +541,9 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 			return rc;
 		(void)state_journal_remove(a->state, pa->address);
 		a->res->ok++;
-		if (record_created(a, pa->adopt_name, pa->region) < 0)
+		if (record_created(a, ja->adopt_name, pa->region) < 0)
 			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-		applier_progress(a, "~ %s adopt %s", pa->address, pa->adopt_name);
+		applier_progress(a, "~ %s adopt %s", pa->address, ja->adopt_name);
 	}
 	return 0;
 }
@@ -668,10 +679,10 @@ static int order_round_robin(struct create *cs, size_t n)
 		size_t r = 0;
 
 		/* Regions are few (tens at most): a scan is cheaper than a table. */
-		while (r < nregions && strcmp(regions[r], stack_job_rung_region(cs[i].job, cs[i].pa->rung)))
+		while (r < nregions && strcmp(regions[r], create_region(&cs[i])))
 			r++;
 		if (r == nregions)
-			regions[nregions++] = stack_job_rung_region(cs[i].job, cs[i].pa->rung);
+			regions[nregions++] = create_region(&cs[i]);
 		cs[i].region_ix = r;
 		cs[i].rank = counts[r]++;
 	}
@@ -744,7 +755,7 @@ static int settle_batch(struct applier *a, struct create *cs, size_t k, struct v
 			if (rc == 0) {
 				(void)state_journal_remove(a->state, c->pa->address);
 				a->res->ok++;
-				if (record_created(a, found.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
+				if (record_created(a, found.name, create_region(c)) < 0)
 					a->oom = 1;
 				applier_progress(a, "~ %s adopt %s (created by an earlier apply)", c->pa->address,
 					 found.name);
@@ -825,7 +836,7 @@ static int record_batch(struct applier *a, struct create *cs, size_t k, struct t
 			if (rc == 0) {
 				(void)state_journal_remove(a->state, c->pa->address);
 				a->res->ok++;
-				if (record_created(a, t->created.name, stack_job_rung_region(c->job, c->pa->rung)) < 0)
+				if (record_created(a, t->created.name, create_region(c)) < 0)
 					a->oom = 1;
 				applier_progress(a, "+ %s %s %s", c->pa->address, verb, t->created.name);
 			}

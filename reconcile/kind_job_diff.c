@@ -142,10 +142,12 @@ void job_set_fmt(struct builder *b, char **dst, char *formatted)
 
 void job_fill_decl(struct builder *b, struct plan_action *a, const struct plan_decl *d)
 {
-	a->decl = d;
-	a->max_attempts = d->max_attempts;
+	struct job_action *ja = job_action_mut(a);
+
+	ja->decl = d;
+	ja->max_attempts = d->max_attempts;
 	job_set_str(b, &a->shape, d->shape);
-	job_set_str(b, &a->new_hash, d->spec_hash);
+	job_set_str(b, &ja->new_hash, d->spec_hash);
 	job_set_str(b, &a->region, d->region);
 }
 
@@ -187,6 +189,7 @@ static void plan_first_run(struct builder *b, const struct plan_decl *d, const s
 	const struct live_job *seen = NULL;
 	int64_t attempt = 1;
 	struct plan_action *a;
+	struct job_action *ja;
 	char *why;
 
 	if (job_refusal_gate(b, d, rec, &attempt, &why))
@@ -197,14 +200,15 @@ static void plan_first_run(struct builder *b, const struct plan_decl *d, const s
 	}
 	attempt = job_next_attempt(b, d, attempt, &seen);
 	a = job_add_action(b, PLAN_CREATE, d->address);
+	ja = job_action_mut(a);
 	if (!a) {
 		free(why);
 		return;
 	}
 	job_fill_decl(b, a, d);
-	a->record = rec;
-	a->run = d->run;
-	a->attempt = attempt;
+	ja->record = rec;
+	ja->run = d->run;
+	ja->attempt = attempt;
 	if (why)
 		job_set_fmt(b, &a->reason, why);
 	else
@@ -282,14 +286,16 @@ static void plan_change_active(struct builder *b, const struct plan_decl *d, con
 	const struct plan_run *cur = rec->current;
 	const char *state = f->state;
 	struct plan_action *a;
+	struct job_action *ja;
 
 	if (d->on_change != PLAN_ON_CHANGE_REPLACE && !c->forced) {
 		a = job_add_action(b, PLAN_NOOP, d->address);
+		ja = job_action_mut(a);
 		if (a) {
 			job_fill_decl(b, a, d);
-			a->record = rec;
-			job_set_str(b, &a->old_hash, rec->spec_hash);
-			job_set_str(b, &a->live_state, state);
+			ja->record = rec;
+			job_set_str(b, &ja->old_hash, rec->spec_hash);
+			job_set_str(b, &ja->live_state, state);
 			job_set_fmt(b, &a->reason, vx_asprintf(
 				"%s; the current run %s is %s and onChange is %s",
 				why, cur->name, job_state_short(state),
@@ -306,14 +312,15 @@ static void plan_change_active(struct builder *b, const struct plan_decl *d, con
 	}
 	if (!job_maybe_adopt(b, d, rec, c->attempt, 0, why, cur->name)) {
 		a = job_add_action(b, PLAN_REPLACE, d->address);
+		ja = job_action_mut(a);
 		if (a) {
 			job_fill_decl(b, a, d);
-			a->record = rec;
-			a->run = d->run;
-			a->attempt = c->attempt;
-			job_set_str(b, &a->old_hash, rec->spec_hash);
-			job_set_str(b, &a->cancel_name, cur->name);
-			job_set_str(b, &a->live_state, state);
+			ja->record = rec;
+			ja->run = d->run;
+			ja->attempt = c->attempt;
+			job_set_str(b, &ja->old_hash, rec->spec_hash);
+			job_set_str(b, &ja->cancel_name, cur->name);
+			job_set_str(b, &ja->live_state, state);
 			job_set_fmt(b, &a->reason, vx_asprintf("%s while %s", why, job_state_short(state)));
 		}
 	}
@@ -325,6 +332,7 @@ static void plan_change_ended(struct builder *b, const struct plan_decl *d, cons
 {
 	const struct live_job *seen = NULL;
 	struct plan_action *a;
+	struct job_action *ja;
 	char *refused = NULL;
 	int64_t first = 1;
 
@@ -332,13 +340,14 @@ static void plan_change_ended(struct builder *b, const struct plan_decl *d, cons
 	    !job_maybe_adopt(b, d, rec, first, 0, why, NULL)) {
 		first = job_next_attempt(b, d, first, &seen);
 		a = job_add_action(b, PLAN_RERUN, d->address);
+		ja = job_action_mut(a);
 		if (a) {
 			job_fill_decl(b, a, d);
-			a->record = rec;
-			a->run = d->run;
-			a->attempt = first;
-			job_set_str(b, &a->old_hash, rec->spec_hash);
-			job_set_str(b, &a->live_state, f->state);
+			ja->record = rec;
+			ja->run = d->run;
+			ja->attempt = first;
+			job_set_str(b, &ja->old_hash, rec->spec_hash);
+			job_set_str(b, &ja->live_state, f->state);
 			job_set_fmt(b, &a->reason, vx_asprintf("%s after the last run %s%s%s", why,
 							       f->vanished ? "vanished" : job_state_short(f->state),
 							       refused ? "; " : "", refused ? refused : ""));
@@ -363,9 +372,9 @@ static void plan_same(struct builder *b, const struct plan_decl *d, const struct
 		job_fill_decl(b, a, d);
 		/* It runs (or ran) where its rung put it: cost and quota count it there. */
 		job_set_rung(b, a, d, f->at);
-		a->record = rec;
-		job_set_str(b, &a->old_hash, rec->spec_hash);
-		job_set_str(b, &a->live_state, f->state);
+		job_action_mut(a)->record = rec;
+		job_set_str(b, &job_action_mut(a)->old_hash, rec->spec_hash);
+		job_set_str(b, &job_action_mut(a)->live_state, f->state);
 		return;
 	}
 	a = job_plan_failed(b, d, rec, f);
@@ -384,6 +393,7 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 	struct failed f = { 0 };
 	struct change c = { 0 };
 	struct plan_action *a;
+	struct job_action *ja;
 	char *why;
 
 	if (!cur) {
@@ -408,11 +418,12 @@ static void plan_declared(struct builder *b, const struct plan_decl *d, const st
 		/* A run we launched is gone from the API: deleted outside vx. */
 		if (cur->state && !strcmp(cur->state, "JOB_STATE_SUCCEEDED") && !c.changed && !c.forced) {
 			a = job_add_action(b, PLAN_NOOP, d->address);
+			ja = job_action_mut(a);
 			if (!a)
 				return;
 			job_fill_decl(b, a, d);
-			a->record = rec;
-			job_set_str(b, &a->old_hash, rec->spec_hash);
+			ja->record = rec;
+			job_set_str(b, &ja->old_hash, rec->spec_hash);
 			job_set_fmt(b, &a->drift, vx_asprintf("run %s succeeded and has since been deleted", cur->name));
 			b->p->drifts++;
 			return;
@@ -473,7 +484,7 @@ static void settings_update(struct builder *b, const struct plan_decl *d, const 
 		struct vx_buf why = VX_BUF_INIT;
 		int rc = 0;
 
-		if (a->op != PLAN_NOOP || !a->decl ||
+		if (a->op != PLAN_NOOP || !job_action_of(a)->decl ||
 		    (!rec->protect == !d->protect && rec->on_remove == d->on_remove && !policy_moved(d, rec)))
 			continue;
 		if (!rec->protect != !d->protect)
@@ -515,12 +526,13 @@ static struct plan_action *removed_action(struct builder *b, enum plan_op k, con
 					  const char *state)
 {
 	struct plan_action *a = job_add_action(b, k, rec->address);
+	struct job_action *ja = job_action_mut(a);
 
 	if (!a)
 		return NULL;
-	a->record = rec;
-	job_set_str(b, &a->old_hash, rec->spec_hash);
-	job_set_str(b, &a->live_state, state);
+	ja->record = rec;
+	job_set_str(b, &ja->old_hash, rec->spec_hash);
+	job_set_str(b, &ja->live_state, state);
 	if (rec->current)
 		job_set_str(b, &a->region, rec->current->region);
 	return a;
@@ -558,7 +570,7 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 				     job_state_short(state));
 		if (!(a = removed_action(b, PLAN_CANCEL, rec, state)))
 			return;
-		job_set_str(b, &a->cancel_name, cur->name);
+		job_set_str(b, &job_action_mut(a)->cancel_name, cur->name);
 		job_set_fmt(b, &a->reason, vx_asprintf("no longer declared; run %s is %s%s", cur->name,
 						   job_state_short(state),
 						   rec->on_remove == PLAN_ON_REMOVE_FORGET
@@ -578,9 +590,9 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 	a = job_add_action(b, PLAN_FORGET, rec->address);
 	if (!a)
 		return;
-	a->record = rec;
-	job_set_str(b, &a->old_hash, rec->spec_hash);
-	job_set_str(b, &a->live_state, state);
+	job_action_mut(a)->record = rec;
+	job_set_str(b, &job_action_mut(a)->old_hash, rec->spec_hash);
+	job_set_str(b, &job_action_mut(a)->live_state, state);
 	if (cur)
 		job_set_fmt(b, &a->reason, vx_asprintf("no longer declared; last run %s %s (history stays in git)",
 						   cur->name, lj || !b->in->live ? job_state_short(state)

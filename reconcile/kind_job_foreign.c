@@ -283,13 +283,14 @@ void job_plan_untracked(struct builder *b)
 		return;
 	}
 	for (size_t i = 0; i < b->p->n; i++)
-		if (b->p->actions[i].adopt_name)
-			adopted[nadopted++] = b->p->actions[i].adopt_name;
+		if (job_action_of(&b->p->actions[i])->adopt_name)
+			adopted[nadopted++] = job_action_of(&b->p->actions[i])->adopt_name;
 	qsort(adopted, nadopted, sizeof(*adopted), job_cmp_cstr);
 	for (size_t i = 0; i < b->in->live->n && !b->oom; i++) {
 		const struct live_job *j = &b->in->live->items[i];
 		const char *job = live_job_label(j, "vx-job");
 		struct plan_action *a;
+		struct job_action *ja;
 		char *addr;
 
 		if (!j->name || !job_label_is(j, "vx-stack", b->in->stack) || live_known(b, j, adopted, nadopted))
@@ -307,11 +308,12 @@ void job_plan_untracked(struct builder *b)
 			break;
 		}
 		a = job_add_action(b, PLAN_CANCEL, addr);
+		ja = job_action_mut(a);
 		free(addr);
 		if (!a)
 			break;
-		job_set_str(b, &a->cancel_name, j->name);
-		job_set_str(b, &a->live_state, j->state);
+		job_set_str(b, &ja->cancel_name, j->name);
+		job_set_str(b, &ja->live_state, j->state);
 		job_set_str(b, &a->region, j->region);
 		job_set_fmt(b, &a->reason, vx_asprintf("untracked live job %s (%s%s%s) carries this stack's labels "
 						   "but no state record or declaration accounts for it",

@@ -16,6 +16,21 @@
 #include "util/text.h"
 #include "util/banned.h"
 
+int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs)
+{
+	int64_t last = nrungs > 1 ? (int64_t)nrungs - 1 : 0;
+
+	if (rung < 0)
+		rung = 0;
+	if (rung > last)
+		rung = last;
+	/* Only "no capacity here" moves: the same code fails the same way on
+	 * another rung after user-error, quota or internal. */
+	if (cls && (!strcmp(cls, "stockout") || !strcmp(cls, "wait-timeout") || !strcmp(cls, "preempted")) && rung < last)
+		rung++;
+	return rung;
+}
+
 /* The region and shape of rung k of d's ladder (past the last: the last). */
 const char *job_rung_region(const struct plan_decl *d, int64_t k)
 {
@@ -34,7 +49,7 @@ static const char *rung_shape(const struct plan_decl *d, int64_t k)
 /* A new run goes on rung k: its region and shape are the rung's. */
 void job_set_rung(struct builder *b, struct plan_action *a, const struct plan_decl *d, int64_t k)
 {
-	a->rung = k;
+	job_action_mut(a)->rung = k;
 	job_set_str(b, &a->region, job_rung_region(d, k));
 	job_set_str(b, &a->shape, rung_shape(d, k));
 }

@@ -187,23 +187,25 @@ int job_maybe_adopt(struct builder *b, const struct plan_decl *d, const struct p
 {
 	const struct live_job *j = live_for_run(b, d->name, d->spec_hash, d->run, attempt, rec);
 	struct plan_action *a;
+	struct job_action *ja;
 
 	if (!j)
 		return 0;
 	a = job_add_action(b, PLAN_ADOPT, d->address);
+	ja = job_action_mut(a);
 	if (!a)
 		return 1;
 	job_fill_decl(b, a, d);
-	a->record = rec;
-	a->run = d->run;
-	a->attempt = attempt;
+	ja->record = rec;
+	ja->run = d->run;
+	ja->attempt = attempt;
 	job_set_rung(b, a, d, rung);
-	job_set_str(b, &a->adopt_name, j->name);
-	job_set_str(b, &a->live_state, j->state);
-	a->adopt_create_ms = j->create_ms;
-	job_set_str(b, &a->cancel_name, cancel_name);
+	job_set_str(b, &ja->adopt_name, j->name);
+	job_set_str(b, &ja->live_state, j->state);
+	ja->adopt_create_ms = j->create_ms;
+	job_set_str(b, &ja->cancel_name, cancel_name);
 	if (rec && rec->current)
-		job_set_str(b, &a->old_hash, rec->spec_hash);
+		job_set_str(b, &ja->old_hash, rec->spec_hash);
 	job_set_fmt(b, &a->reason, vx_asprintf("%s; a live job with its labels already exists (%s, %s): "
 					   "an earlier apply created it", why, j->name,
 					   job_state_short(j->state)));
@@ -218,8 +220,10 @@ static int resubmits(const struct plan_decl *d, const char *cls)
 
 static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
 {
-	a->error_code = code;
-	job_set_str(b, &a->error_message, msg);
+	struct job_action *ja = job_action_mut(a);
+
+	ja->error_code = code;
+	job_set_str(b, &ja->error_message, msg);
 }
 
 /*
@@ -272,6 +276,7 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	char when[40], until[40];
 	int64_t next, wait, not_before = 0;
 	struct plan_action *a;
+	struct job_action *ja;
 	char *reason;
 
 	*why = NULL;
@@ -310,18 +315,19 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 		return 0;
 	}
 	a = job_add_action(b, PLAN_NOOP, d->address);
+	ja = job_action_mut(a);
 	if (!a) {
 		free(reason);
 		return 1;
 	}
 	job_fill_decl(b, a, d);
-	a->record = rec;
-	job_set_str(b, &a->old_hash, rec->spec_hash);
-	job_set_str(b, &a->failure_class, r->cls);
+	ja->record = rec;
+	job_set_str(b, &ja->old_hash, rec->spec_hash);
+	job_set_str(b, &ja->failure_class, r->cls);
 	set_error(b, a, 0, r->message);
 	job_set_fmt(b, &a->reason, reason);
-	a->not_before_ms = not_before;
-	a->refused = !not_before;
+	ja->not_before_ms = not_before;
+	ja->refused = !not_before;
 	return 1;
 }
 
@@ -339,6 +345,7 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	const struct live_job *seen = NULL;
 	int64_t next = cur->attempt + 1, rung = plan_next_rung(f->at, f->cls, d->nrungs);
 	struct plan_action *a;
+	struct job_action *ja;
 	char when[40], *refused = NULL;
 
 	fmt_utc(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms, 0);
@@ -353,18 +360,19 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	}
 	if (resubmits(d, f->cls) && next <= d->max_attempts) {
 		a = job_add_action(b, PLAN_RESUBMIT, d->address);
+		ja = job_action_mut(a);
 		if (!a) {
 			free(refused);
 			return NULL;
 		}
 		job_fill_decl(b, a, d);
-		a->record = rec;
-		a->run = d->run;
-		a->attempt = next;
+		ja->record = rec;
+		ja->run = d->run;
+		ja->attempt = next;
 		job_set_rung(b, a, d, rung);
-		job_set_str(b, &a->old_hash, rec->spec_hash);
-		job_set_str(b, &a->failure_class, f->cls);
-		job_set_str(b, &a->live_state, f->state);
+		job_set_str(b, &ja->old_hash, rec->spec_hash);
+		job_set_str(b, &ja->failure_class, f->cls);
+		job_set_str(b, &ja->live_state, f->state);
 		set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
 		if (d->nrungs > 1)
 			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64
@@ -381,14 +389,15 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	}
 	free(refused);
 	a = job_add_action(b, PLAN_NOOP, d->address);
+	ja = job_action_mut(a);
 	if (!a)
 		return NULL;
 	job_fill_decl(b, a, d);
 	job_set_rung(b, a, d, f->at);
-	a->record = rec;
-	job_set_str(b, &a->old_hash, rec->spec_hash);
-	job_set_str(b, &a->failure_class, f->cls);
-	job_set_str(b, &a->live_state, f->state);
+	ja->record = rec;
+	job_set_str(b, &ja->old_hash, rec->spec_hash);
+	job_set_str(b, &ja->failure_class, f->cls);
+	job_set_str(b, &ja->live_state, f->state);
 	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
 	if (resubmits(d, f->cls))
 		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "

@@ -242,7 +242,7 @@ static int cancels_jobs_on(const struct plan *p, const char *project, const char
 
 	for (size_t i = 0; needle && i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
-		const struct state_record *r = a->record ? a->record->user : NULL;
+		const struct state_record *r = a->krecord;
 
 		if (a->kind_of != &kind_job || (a->op != PLAN_CANCEL && a->op != PLAN_REPLACE) || !r ||
 		    !r->spec_json || !strstr(r->spec_json, needle))

@@ -439,30 +439,31 @@ int notify_collect(struct notify_list *out, const struct plan *p, const char *st
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
-		const struct plan_run *cur = a->record ? a->record->current : NULL;
-		const struct stack_job *j = a->decl ? a->decl->user : NULL;
+		const struct job_action *ja = job_action_of(a);
+		const struct plan_run *cur = ja->record ? ja->record->current : NULL;
+		const struct stack_job *j = job_action_job(a);
 		struct notify_event ev;
 		int rc;
 
-		if (a->op != PLAN_NOOP || a->held || !cur || !a->live_state)
+		if (a->op != PLAN_NOOP || a->held || !cur || !ja->live_state)
 			continue;
 		memset(&ev, 0, sizeof(ev));
 		ev.stack = stack;
 		ev.address = a->address;
-		ev.run = a->record->run;
+		ev.run = ja->record->run;
 		ev.attempt = cur->attempt;
 		ev.rung = cur->rung;
-		ev.state = a->live_state;
+		ev.state = ja->live_state;
 		ev.job = cur->name;
-		if (a->failure_class && cur->end_ms >= since_ms) {
+		if (ja->failure_class && cur->end_ms >= since_ms) {
 			ev.kind = NOTIFY_GAVE_UP;
-			ev.cls = a->failure_class;
-			ev.message = a->error_message;
+			ev.cls = ja->failure_class;
+			ev.message = ja->error_message;
 			ev.time_ms = cur->end_ms ? cur->end_ms : now_ms;
-		} else if (!strcmp(a->live_state, "JOB_STATE_SUCCEEDED") && cur->end_ms >= since_ms) {
+		} else if (!strcmp(ja->live_state, "JOB_STATE_SUCCEEDED") && cur->end_ms >= since_ms) {
 			ev.kind = NOTIFY_SUCCEEDED;
 			ev.time_ms = cur->end_ms ? cur->end_ms : now_ms;
-		} else if ((!strcmp(a->live_state, "JOB_STATE_QUEUED") || !strcmp(a->live_state, "JOB_STATE_PENDING")) &&
+		} else if ((!strcmp(ja->live_state, "JOB_STATE_QUEUED") || !strcmp(ja->live_state, "JOB_STATE_PENDING")) &&
 			   j && cur->created_ms > 0 &&
 			   now_ms - cur->created_ms >= j->stuck_after_ms) {
 			ev.kind = NOTIFY_STUCK;

@@ -170,7 +170,7 @@ struct notify_list {
  *    class is not in resubmit.on, or the attempts or the ladder are spent);
  *  - succeeded: the current run succeeded;
  *  - stuck: the current run is queued or pending past its job's stuckAfter
- *    (the declaration, struct stack_job, is each plan_decl's user).
+ *    (the declaration, struct stack_job, is each job action's kdecl).
  * Only runs that ended (gave-up, succeeded) at since_ms or later, so a
  * watcher started on an old stack does not announce last month. The
  * resubmissions an apply made are reported by the caller, which knows

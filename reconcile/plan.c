@@ -71,22 +71,6 @@ int plan_resource_place(const char *name, char *project, char *region, size_t le
 	return 0;
 }
 
-int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs)
-{
-	int64_t last = nrungs > 1 ? (int64_t)nrungs - 1 : 0;
-
-	if (rung < 0)
-		rung = 0;
-	if (rung > last)
-		rung = last;
-	/* Only "no capacity here" moves: the same code fails the same way on
-	 * another rung after user-error, quota or internal. */
-	if (cls && (!strcmp(cls, "stockout") || !strcmp(cls, "wait-timeout") ||
-		    !strcmp(cls, "preempted")) && rung < last)
-		rung++;
-	return rung;
-}
-
 int plan_has_changes(const struct plan *p)
 {
 	return p->n > p->counts[PLAN_NOOP] + p->counts[PLAN_PENDING] + p->counts[PLAN_WAIT];
@@ -104,6 +88,11 @@ struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struc
 	memset(a, 0, sizeof(*a));
 	if (!(a->address = strdup(address)))
 		return NULL;
+	if (k && k->action_size && !(a->payload = calloc(1, k->action_size))) {
+		free(a->address);
+		a->address = NULL;
+		return NULL;
+	}
 	a->op = op;
 	a->kind_of = k;
 	p->n++;
@@ -117,14 +106,10 @@ static void action_release(struct plan_action *a)
 	free(a->reason);
 	free(a->drift);
 	free(a->shape);
-	free(a->old_hash);
-	free(a->new_hash);
-	free(a->failure_class);
-	free(a->cancel_name);
-	free(a->adopt_name);
 	free(a->region);
-	free(a->live_state);
-	free(a->error_message);
+	if (a->payload && a->kind_of && a->kind_of->action_release)
+		a->kind_of->action_release(a->payload);
+	free(a->payload);
 }
 
 void plan_release(struct plan *p)

@@ -2,17 +2,13 @@
 #define VX_RECONCILE_PLAN_H
 
 /*
- * The three-way diff (DESIGN.md section 3): for every job address, the
- * declaration (D), the state record (S) and the live jobs (L) give one
- * action. This module is pure: it sees plain structs filled by the caller
- * (reconcile/kind_job.c does that from the stack, the state and the
- * provider), so every rule is unit-tested without a cloud.
- *
- * Runs are identified without the state by their labels (vx-stack, vx-job,
- * vx-spec, vx-run, vx-attempt). Before any create the plan looks for a live
- * job that already carries the labels of the run it would create: if one
- * exists (an apply crashed between "create" and "write state", or a reply
- * was lost), the action is `adopt`, never a second create.
+ * A plan: one action per address of every kind (reconcile/kind.h), each
+ * made by its kind's plan function through plan_add_action, with the fields
+ * every kind has (op, address, reason, drift, what and where it is, the
+ * kind's declaration, live resource and record, the values it moves) and
+ * the kind's own fields in its payload (a job's: reconcile/kind_job.h).
+ * The renderer, the applier, the watcher and the notices read actions
+ * through this and the kind's row.
  */
 
 #include <stddef.h>
@@ -21,9 +17,7 @@
 #include "util/diag.h"
 #include "util/err.h"
 
-struct live_jobs;
 struct kind;
-struct state_policy;
 struct state_record;
 
 enum plan_op {
@@ -44,197 +38,19 @@ enum plan_op {
 	PLAN_OP_COUNT
 };
 
-/* What removing a job's declaration does to its active run (`onRemove`);
- * the values are the state's (STATE_ON_REMOVE_*). */
-enum plan_on_remove {
-	PLAN_ON_REMOVE_DEFAULT = 0, /* cancel a run vx started, forget one imported without vx's labels */
-	PLAN_ON_REMOVE_CANCEL,
-	PLAN_ON_REMOVE_FORGET,
-};
-
-enum plan_on_change {
-	PLAN_ON_CHANGE_REPLACE = 0,
-	PLAN_ON_CHANGE_AFTER_FINISH,
-	PLAN_ON_CHANGE_IGNORE,
-};
-
-/*
- * What a rung of a fallback ladder is, so a run is known by its rung's
- * content rather than its position: editing the ladder (removing or
- * reordering rungs) then moves no run whose rung is still on it.
- */
-struct plan_rung_id {
-	const char *region;
-	const char *scheduling;     /* STANDARD, SPOT, FLEX_START */
-	const char *machine;        /* the accelerator pools' machine type (else the first pool's) */
-	const char *reservation;    /* the reservation it uses, or NULL */
-};
-
-/* A declared job. */
-struct plan_decl {
-	const char *address;        /* "job.NAME" */
-	const char *name;
-	const char *project;        /* the project id runs are created in */
-	const char *region;
-	const char *spec_hash;      /* full lowercase hex */
-	const char *spec_json;      /* redacted canonical spec, for "spec changed: <paths>"; may be NULL */
-	const char *shape;          /* "a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START" */
-	int64_t run;                /* >= 1 */
-	const char *const *resubmit_on; /* failure class names */
-	size_t nresubmit_on;
-	int64_t max_attempts;       /* >= 1 */
-	/* The fallback ladder (docs/format.md): rung k runs in rung_regions[k]
-	 * with shape rung_shapes[k]; rung 0 is the declared job (region, shape).
-	 * nrungs 0 or 1: no ladder. */
-	const char *const *rung_regions;
-	const char *const *rung_shapes;
-	size_t nrungs;
-	/* What each rung is: rung_ids[k] for k < nrungs (at least [0], the
-	 * declared job, when there is no ladder); NULL: unknown, runs are then
-	 * matched to rungs by position. */
-	const struct plan_rung_id *rung_ids;
-	enum plan_on_change on_change;
-	int protect;
-	enum plan_on_remove on_remove;
-	/* resubmit.delay: the first wait after a refused create (at least a
-	 * minute), doubling per refusal in a row, at most 15 minutes. */
-	int64_t retry_delay_ms;
-	/* What decides the watcher's actions besides the spec and run (resubmit
-	 * policy, ladder, after:, the sweep's limits), as the apply records it
-	 * (reconcile/policy.h); NULL: not compared. */
-	const struct state_policy *policy;
-	const void *user;           /* the caller's declaration, handed back in actions */
-};
-
-/*
- * The creates the server refused (permission, invalid argument, failed
- * precondition, quota) since the record's last run was made: the state
- * records each in the history, with no resource. Each counts as an attempt.
- */
-struct plan_refusal {
-	size_t n;                   /* refusals in a row of (spec_hash, run); 0: none */
-	const char *spec_hash;      /* of the last one */
-	int64_t run;
-	int64_t attempt;            /* the attempt the last one was */
-	int64_t at_ms;              /* when the last one was refused */
-	const char *cls;            /* "refused" or "quota" */
-	const char *message;        /* the server's message, or NULL */
-};
-
-/* A run vx knows about, from the state. */
-struct plan_run {
-	const char *name;           /* resource name */
-	const char *project;        /* the project id it was created in; NULL: unknown (older states) */
-	const char *region;
-	const char *state;          /* last seen JobState name */
-	int error_code;
-	const char *error_message;
-	int64_t attempt;
-	int64_t rung;               /* the ladder rung it ran on (0 without one) */
-	/* What that rung was (its region is .region above); scheduling NULL
-	 * when not recorded (a state from before, or a job without a ladder):
-	 * the rung is then known by position alone. */
-	struct plan_rung_id rung_id;
-	int64_t created_ms;         /* when vx created it, 0 = unknown */
-	int64_t started_ms;         /* its startTime as last seen, 0 = never seen started */
-	/* When it ended as Google says (the live job's endTime) when the plan
-	 * lists it, else as last seen; 0: not ended. The cycle that first sees
-	 * the end counts resubmit.delay from it and announces it. */
-	int64_t end_ms;
-	int cancelled_by_vx;
-};
-
-/* A state record. */
-struct plan_record {
-	const char *address;
-	const char *spec_hash;
-	const char *spec_json;      /* redacted spec of the current run; may be NULL */
-	int64_t run;
-	int protect;
-	enum plan_on_remove on_remove; /* as the declaration said at the last apply */
-	/* The current run was imported (vx import) and carries no vx labels:
-	 * a job made by hand, which vx did not start. */
-	int unlabelled_import;
-	const struct plan_run *current; /* NULL: no current run */
-	const char *const *known;   /* resource names of every earlier run (history) */
-	size_t nknown;
-	struct plan_refusal refusal;
-	/* The policy the apply that wrote the record applied (plan_decl.policy);
-	 * NULL: none recorded (a record from an older vx). */
-	const struct state_policy *applied;
-	const void *user;
-};
-
-struct plan_input {
-	const char *stack;
-	/* The short identity of this stack's state (plan_lineage_label): a live
-	 * job is this stack's only when its vx-lineage label says so, or when
-	 * the state knows it by name. */
-	const char *lineage;
-	const struct plan_decl *decls;
-	size_t ndecls;
-	const struct plan_record *records;
-	size_t nrecords;
-	/* Every live job labelled vx-stack=<stack> in the places in use (each
-	 * declared job's project and region, and each current run's); NULL
-	 * when refresh is off (then the state's last seen states are used). */
-	const struct live_jobs *live;
-	const char *const *targets;  /* only these addresses, when ntargets > 0 */
-	size_t ntargets;
-	const char *const *replaces; /* force a new run of these */
-	size_t nreplaces;
-	/* No state was loaded (serial 0): a live job of this stack that belongs
-	 * to another state and carries an address this plan would create is
-	 * then most likely this stack's own, behind a state that was not found. */
-	int state_is_new;
-	/* Why a state may not have been found and how to get it back, in words
-	 * (the backend's): part of that plan error. NULL: a generic sentence. */
-	const char *state_lost_hint;
-	/* -allow-other-lineage: create even beside such live jobs (a warning). */
-	int allow_other_lineage;
-	/* The listed jobs `vx state rm` released (not in live); NULL: none. A
-	 * create of a job beside an active one of the same address is a plan
-	 * error, or with allow_released (-allow-released) a warning. */
-	const struct live_jobs *released;
-	int allow_released;
-	/* Now, for the backoff after a refused create; 0: unknown (no backoff). */
-	int64_t now_ms;
-};
-
 struct plan_action {
 	enum plan_op op;
 	char *address;
 	char *reason;          /* in words; NULL for a plain noop */
 	char *drift;           /* what changed outside vx, or NULL */
+	/* What the resource is, in a few words ("a3-highgpu-8g ×1, 8×H100 80GB, FLEX_START"),
+	 * shown after the address; NULL: nothing to say. */
 	char *shape;
-	char *old_hash;        /* spec hash of the current run, or NULL */
-	char *new_hash;        /* spec hash declared, or NULL */
-	char *failure_class;   /* of the previous run, or NULL */
-	char *cancel_name;     /* the live job to cancel (cancel, replace) */
-	char *adopt_name;      /* the live job to adopt (adopt) */
-	char *region;
-	char *live_state;      /* current run's state, or NULL */
-	int64_t run;           /* of the run created/adopted */
-	int64_t attempt;       /* of the run created/adopted */
-	int64_t rung;          /* the ladder rung of the run created/adopted (0: the declared job) */
-	int64_t max_attempts;
-	const struct plan_decl *decl;     /* borrowed from the input; NULL when not declared */
-	const struct plan_record *record; /* borrowed from the input; NULL when not in state;
-					   * NULL too for a cancel of an untracked job, which
-					   * must never touch any record */
-	int error_code;        /* the failed run's error code (google.rpc.Code), 0 if none */
-	char *error_message;   /* the failed run's error message, or NULL */
-	int64_t adopt_create_ms; /* adopt: the live job's createTime, 0 if unknown */
-	int64_t not_before_ms; /* a noop waiting for a refused create's backoff: when it ends; else 0 */
-	int held;              /* a noop the watcher held back (its delay, a policy not applied): the
+	char *region; /* where it is (a region, a reservation's zone), or NULL */
+	int held;     /* a noop the watcher held back (its delay, a policy not applied): a
 			       * run has not ended for good, so nothing announces it as given up */
-	int refused;           /* a noop for a refused create that no apply asks again without
-				* -replace (not in resubmit.on, or the budget spent) */
-	int after_rerun;       /* a rerun because a dependency (after:) has a new run: the applied
-				* declaration asks for it (reconcile/sweep_plan.c) */
 
-	/* The kind of the address (reconcile/kind.h). Job actions use the fields
-	 * above; other kinds use these: */
+	/* The kind of the address (reconcile/kind.h) and what the action is of: */
 	const struct kind *kind_of;
 	const void *kdecl;     /* the kind's declaration (struct stack_reservation ...), or NULL */
 	const void *klive;     /* the live resource (struct live_reservation ...), or NULL */
@@ -242,6 +58,12 @@ struct plan_action {
 	int has_values;
 	int64_t old_value;     /* reservation count / quota preferredValue before, -2: none */
 	int64_t new_value;     /* and after the action */
+	/*
+	 * The kind's own fields of the action (a job's: struct job_action,
+	 * reconcile/kind_job.h), or NULL: kind_of->action_size bytes made zeroed by
+	 * plan_add_action, whose insides kind_of->action_release frees with the plan.
+	 */
+	void *payload;
 };
 
 /* A sweep as the plan shows it: one block with counts (reconcile/sweep.h). */
@@ -279,16 +101,6 @@ struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struc
 int plan_merge(struct plan *into, struct plan *from) VX_WUR;
 /* Orders the actions by address (then plan kind), as the plan shows them. */
 void plan_sort(struct plan *p);
-
-/* Builds the plan. Returns 0 (check out->errors.n for plan errors) or VX_ENOMEM. */
-int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err) VX_WUR;
-/*
- * The rung the attempt after a failure of class cls on rung runs on, for a
- * ladder of nrungs rungs (the declared job included): one rung down after a
- * class that means no capacity (stockout, wait-timeout, preempted), the same
- * rung after any other, and never past the last.
- */
-int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs);
 
 /* Whether anything would change (any action other than noop). */
 int plan_has_changes(const struct plan *p);

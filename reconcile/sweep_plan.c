@@ -28,9 +28,11 @@
 /* The state a run's action keeps: the live job's, else the state's last seen. */
 static const char *run_state(const struct plan_action *a)
 {
-	if (a->live_state)
-		return a->live_state;
-	return a->record && a->record->current ? a->record->current->state : NULL;
+	const struct job_action *ja = job_action_of(a);
+
+	if (ja->live_state)
+		return ja->live_state;
+	return ja->record && ja->record->current ? ja->record->current->state : NULL;
 }
 
 struct held {
@@ -108,7 +110,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 	qsort(by, p->n, sizeof(*by), cmp_action_ptr);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = a->decl && kind_of_address(a->address) == &kind_job ? a->decl->user : NULL;
+		const struct stack_job *j = job_action_job(a);
 		const char *pending = NULL, *gave_up = NULL, *why = NULL, *w;
 		char *reason;
 
@@ -155,7 +157,7 @@ static int after_gate(struct plan *p, const struct stack *st)
 /* The current run of a dependency's action as the state has it, or NULL. */
 static const struct state_run *dep_run(const struct plan_action *a)
 {
-	const struct state_record *r = a->record ? a->record->user : NULL;
+	const struct state_record *r = a->krecord;
 
 	return r ? r->current : NULL;
 }
@@ -180,15 +182,17 @@ static int followed(const struct state_run *cur, const char *address, const stru
 static void to_rerun(struct plan *p, struct plan_action *a, const struct stack_job *j,
 		     const struct state_run *cur, char *reason)
 {
+	struct job_action *ja = job_action_mut(a);
+
 	p->counts[a->op]--;
 	p->counts[PLAN_RERUN]++;
 	a->op = PLAN_RERUN;
-	a->after_rerun = 1;
-	a->run = j->run;
+	ja->after_rerun = 1;
+	ja->run = j->run;
 	/* a new attempt of the same (spec, run): its labels and output
 	 * directory are not the previous run's */
-	a->attempt = cur->attempt + 1;
-	a->rung = 0;
+	ja->attempt = cur->attempt + 1;
+	ja->rung = 0;
 	free(a->reason);
 	a->reason = reason;
 }
@@ -203,8 +207,8 @@ static int after_follow(struct plan *p, const struct stack *st, struct plan_acti
 {
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = a->decl && kind_of_address(a->address) == &kind_job ? a->decl->user : NULL;
-		const struct state_record *r = a->record ? a->record->user : NULL;
+		const struct stack_job *j = job_action_job(a);
+		const struct state_record *r = a->krecord;
 		const struct plan_action *fresh = NULL, *pending = NULL;
 		const char *why = NULL, *s = run_state(a), *w;
 		char *reason;
@@ -425,7 +429,7 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 		return 0;
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
-		const struct stack_job *j = pa->decl ? pa->decl->user : NULL;
+		const struct stack_job *j = job_action_job(pa);
 		struct state_record *r;
 		char *hash, *json;
 

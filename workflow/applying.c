@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "reconcile/notify.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
@@ -547,6 +548,7 @@ static int resubmitted_events(struct notify_list *out, const struct plan *p, con
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
+		const struct job_action *ja = job_action_of(a);
 		const struct state_record *r;
 		struct notify_event ev;
 		int rc;
@@ -554,18 +556,18 @@ static int resubmitted_events(struct notify_list *out, const struct plan *p, con
 		if (a->op != PLAN_RESUBMIT)
 			continue;
 		r = state_find(state, a->address);
-		if (!r || !r->current || r->current->attempt != a->attempt || !r->current->resource)
+		if (!r || !r->current || r->current->attempt != ja->attempt || !r->current->resource)
 			continue;
 		memset(&ev, 0, sizeof(ev));
 		ev.kind = NOTIFY_RESUBMITTED;
 		ev.stack = stack;
 		ev.address = a->address;
 		ev.run = r->run;
-		ev.attempt = a->attempt;
-		ev.rung = a->rung;
+		ev.attempt = ja->attempt;
+		ev.rung = ja->rung;
 		ev.state = r->current->state;
-		ev.cls = a->failure_class;
-		ev.message = a->error_message;
+		ev.cls = ja->failure_class;
+		ev.message = ja->error_message;
 		ev.job = r->current->resource;
 		ev.time_ms = r->current->created_ms;
 		if ((rc = notify_list_add(out, &ev)) < 0)

@@ -244,14 +244,15 @@ static void told_release(struct told *t)
  * job's resubmit.delay doubling per attempt, at most 15 minutes. */
 static int64_t resubmit_wait(const struct plan_action *a)
 {
-	const struct stack_job *j = a->decl ? a->decl->user : NULL;
+	const struct job_action *ja = job_action_of(a);
+	const struct stack_job *j = job_action_job(a);
 	int64_t wait;
 
-	if (!j || !a->failure_class ||
-	    (strcmp(a->failure_class, "stockout") && strcmp(a->failure_class, "wait-timeout")))
+	if (!j || !ja->failure_class ||
+	    (strcmp(ja->failure_class, "stockout") && strcmp(ja->failure_class, "wait-timeout")))
 		return 0;
 	wait = j->resubmit_delay_ms;
-	for (int64_t k = 2; k < a->attempt && wait < STACK_MAX_RESUBMIT_DELAY_MS; k++)
+	for (int64_t k = 2; k < ja->attempt && wait < STACK_MAX_RESUBMIT_DELAY_MS; k++)
 		wait *= 2;
 	return wait < STACK_MAX_RESUBMIT_DELAY_MS ? wait : STACK_MAX_RESUBMIT_DELAY_MS;
 }
@@ -259,8 +260,10 @@ static int64_t resubmit_wait(const struct plan_action *a)
 /* A job whose declaration is what its state records as applied. */
 static int as_applied(const struct plan_action *a)
 {
-	return a->decl && a->record && a->record->spec_hash && a->decl->spec_hash &&
-	       !strcmp(a->decl->spec_hash, a->record->spec_hash) && a->decl->run == a->record->run;
+	const struct job_action *ja = job_action_of(a);
+
+	return ja->decl && ja->record && ja->record->spec_hash && ja->decl->spec_hash &&
+	       !strcmp(ja->decl->spec_hash, ja->record->spec_hash) && ja->decl->run == ja->record->run;
 }
 
 /* The start of the events' look-back (since_ms, on this machine's clock) on
@@ -279,17 +282,20 @@ static int64_t google_since(const struct watch *w, int64_t google_now)
  */
 static int policy_unapplied(struct watch *w, const struct plan_action *a, int quiet)
 {
-	const struct state_policy *applied = a->record ? a->record->applied : NULL;
+	const struct job_action *ja = job_action_of(a);
+	const struct state_policy *applied = ja->record ? ja->record->applied : NULL;
 	struct vx_buf why = VX_BUF_INIT;
 	char *what;
 	int rc;
 
-	if (!a->kind_of || !a->kind_of->watch_runs || !a->decl || !a->decl->policy || !a->record)
+	if (!a->kind_of || !a->kind_of->watch_runs || !ja->decl || !ja->decl->policy || !ja->record)
 		return 0;
 	/* Out of memory (rc < 0) holds the action too: never act on what is not known to be applied. */
-	rc = applied ? policy_diff(&why, applied, a->decl->policy, 0)
-		     : vx_buf_adds(&why, "the state records no policy for it, as an older vx wrote it: one "
-				   "vxapply records it") < 0 ? VX_ENOMEM : 1;
+	rc = applied ? policy_diff(&why, applied, ja->decl->policy, 0)
+	     : vx_buf_adds(&why, "the state records no policy for it, as an older vx wrote it: one "
+				 "vxapply records it") < 0
+		     ? VX_ENOMEM
+		     : 1;
 	if (rc == 0) {
 		vx_buf_release(&why);
 		return 0;
@@ -309,14 +315,15 @@ static int policy_unapplied(struct watch *w, const struct plan_action *a, int qu
  */
 static int authorised(struct watch *w, const struct plan_action *a, int64_t now_ms, int quiet)
 {
+	const struct job_action *ja = job_action_of(a);
 	char what[512];
 	int64_t wait, end;
 
 	/* A refused create waiting for its backoff (the planner's refusal gate): told once. */
-	if (a->op == PLAN_NOOP && a->not_before_ms > 0) {
-		if (a->not_before_ms < w->deadline_ms)
-			w->deadline_ms = a->not_before_ms;
-		snprintf(what, sizeof(what), "refused|%s|%" PRId64, a->address, a->not_before_ms);
+	if (a->op == PLAN_NOOP && ja->not_before_ms > 0) {
+		if (ja->not_before_ms < w->deadline_ms)
+			w->deadline_ms = ja->not_before_ms;
+		snprintf(what, sizeof(what), "refused|%s|%" PRId64, a->address, ja->not_before_ms);
 		if (tell(w, what, quiet))
 			say(w, "wait", a->address, "%s: %s", a->address, a->reason ? a->reason : "");
 	}
@@ -327,9 +334,10 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	if (!w->o.sync && as_applied(a) && policy_unapplied(w, a, quiet))
 		return 0;
 	if (!w->o.sync && !((a->op == PLAN_RESUBMIT || a->op == PLAN_CREATE ||
-			     (a->op == PLAN_RERUN && a->after_rerun)) && as_applied(a))) {
+			     (a->op == PLAN_RERUN && ja->after_rerun)) &&
+			    as_applied(a))) {
 		snprintf(what, sizeof(what), "unapplied|%s|%s|%s", a->address, plan_op_name(a->op),
-			 a->new_hash ? a->new_hash : "");
+			 ja->new_hash ? ja->new_hash : "");
 		if (tell(w, what, quiet))
 			say(w, "unapplied", a->address, "%s: declared but not applied (the plan says %s); "
 			    "waiting for vxapply", a->address, plan_op_name(a->op));
@@ -337,14 +345,15 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	}
 	if (!a->kind_of || !a->kind_of->watch_runs)
 		return 1;
-	end = a->record && a->record->current ? a->record->current->end_ms : 0;
+	end = ja->record && ja->record->current ? ja->record->current->end_ms : 0;
 	if (a->op == PLAN_RESUBMIT && (wait = resubmit_wait(a)) > 0 && end > 0 && now_ms < end + wait) {
 		if (end + wait < w->deadline_ms)
 			w->deadline_ms = end + wait;
-		snprintf(what, sizeof(what), "delay|%s|%" PRId64, a->address, a->attempt);
+		snprintf(what, sizeof(what), "delay|%s|%" PRId64, a->address, ja->attempt);
 		if (tell(w, what, quiet))
 			say(w, "wait", a->address, "%s: attempt %" PRId64 " after %s waits until %llds after "
-			    "it ended (resubmit.delay)", a->address, a->attempt, a->failure_class,
+						   "it ended (resubmit.delay)",
+			    a->address, ja->attempt, ja->failure_class,
 			    (long long)(wait / 1000));
 		return 0;
 	}
@@ -899,20 +908,21 @@ static void idle_arm(struct watch *w, struct workspace *ws, const struct plan *p
 		return;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
-		const struct stack_job *j = a->decl ? a->decl->user : NULL;
-		const struct plan_run *cur = a->record ? a->record->current : NULL;
+		const struct job_action *ja = job_action_of(a);
+		const struct stack_job *j = job_action_job(a);
+		const struct plan_run *cur = ja->record ? ja->record->current : NULL;
 		int64_t t;
 
 		if (!a->kind_of || !a->kind_of->watch_runs)
 			return;
 		/* A run queued or pending is "stuck" after stuckAfter (reconcile/notify.c). */
-		if (j && cur && cur->created_ms > 0 && a->live_state &&
-		    (!strcmp(a->live_state, "JOB_STATE_QUEUED") || !strcmp(a->live_state, "JOB_STATE_PENDING")) &&
+		if (j && cur && cur->created_ms > 0 && ja->live_state &&
+		    (!strcmp(ja->live_state, "JOB_STATE_QUEUED") || !strcmp(ja->live_state, "JOB_STATE_PENDING")) &&
 		    (t = cur->created_ms + j->stuck_after_ms) > now && t < until)
 			until = t;
 		/* A refused create's backoff ends: the next full cycle asks again. */
-		if (a->not_before_ms > now && a->not_before_ms < until)
-			until = a->not_before_ms;
+		if (ja->not_before_ms > now && ja->not_before_ms < until)
+			until = ja->not_before_ms;
 	}
 	if (ws->revision && !(w->idle_rev = strdup(ws->revision)))
 		return;
@@ -1068,7 +1078,7 @@ static void account_run(struct watch *w, struct applying *ap, struct watch_resul
 		const struct plan_action *a = &ap->pl.planner.plan.actions[i];
 		const struct state_record *r = a->op == PLAN_RESUBMIT ? state_find(&ap->ws.state, a->address) : NULL;
 
-		if (r && r->current && r->current->attempt == a->attempt && r->current->resource)
+		if (r && r->current && r->current->attempt == job_action_of(a)->attempt && r->current->resource)
 			res->resubmitted++;
 	}
 }

@@ -10,6 +10,7 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -88,7 +89,7 @@ static size_t refused_count(const struct plan *p)
 	size_t n = 0;
 
 	for (size_t i = 0; i < p->n; i++)
-		n += p->actions[i].refused;
+		n += job_action_of(&p->actions[i])->refused;
 	return n;
 }
 
@@ -106,7 +107,7 @@ static int drift_count(struct vx_buf *b, const struct plan *p)
 	if (refused)
 		rc = vx_buf_printf(b, " %zu refused: fix the cause, then vxapply", refused);
 	for (size_t i = 0, k = 0; rc == 0 && refused && i < p->n; i++) {
-		if (!p->actions[i].refused || k++ >= RENDER_REFUSED_NAMED)
+		if (!job_action_of(&p->actions[i])->refused || k++ >= RENDER_REFUSED_NAMED)
 			continue;
 		rc = vx_buf_printf(b, " -replace %s", p->actions[i].address);
 	}
@@ -121,18 +122,21 @@ static int drift_count(struct vx_buf *b, const struct plan *p)
 
 static int has_error(const struct plan_action *a)
 {
-	return a->error_code != 0 || (a->error_message && *a->error_message);
+	const struct job_action *ja = job_action_of(a);
+
+	return ja->error_code != 0 || (ja->error_message && *ja->error_message);
 }
 
 /* The reason, then " (code N: MESSAGE)" when the action is about a failed run. */
 static int reason_text(struct vx_buf *b, const struct plan_action *a)
 {
+	const struct job_action *ja = job_action_of(a);
 	int rc = vx_buf_adds(b, a->reason ? a->reason : "unchanged");
 
 	if (rc == 0 && has_error(a))
 		rc = vx_buf_adds(b, " (");
 	if (rc == 0 && has_error(a))
-		rc = render_error(b, a->error_code, a->error_message);
+		rc = render_error(b, ja->error_code, ja->error_message);
 	if (rc == 0 && has_error(a))
 		rc = vx_buf_addc(b, ')');
 	return rc;
@@ -522,6 +526,7 @@ static int sweep_block(struct vx_buf *b, const struct plan_sweep *s, const struc
 /* One change: its symbol and address, then its shape, reason, and the job it cancels or adopts. */
 static int action_human(struct vx_buf *b, const struct plan_action *a, int color)
 {
+	const struct job_action *ja = job_action_of(a);
 	int rc = vx_buf_printf(b, "  %s%s", color ? kind_color(a->op) : "", color ? C_BOLD : "");
 
 	if (rc == 0)
@@ -537,10 +542,10 @@ static int action_human(struct vx_buf *b, const struct plan_action *a, int color
 		if (rc == 0)
 			rc = vx_buf_addc(b, '\n');
 	}
-	if (rc == 0 && a->cancel_name)
-		rc = vx_buf_printf(b, "        cancels %s\n", a->cancel_name);
-	if (rc == 0 && a->adopt_name)
-		rc = vx_buf_printf(b, "        adopts %s\n", a->adopt_name);
+	if (rc == 0 && ja->cancel_name)
+		rc = vx_buf_printf(b, "        cancels %s\n", ja->cancel_name);
+	if (rc == 0 && ja->adopt_name)
+		rc = vx_buf_printf(b, "        adopts %s\n", ja->adopt_name);
 	return rc;
 }
 
@@ -766,14 +771,15 @@ static int add(cJSON *obj, const char *key, cJSON *v)
 /* {"code": N, "message": "MESSAGE"} for an action about a failed run, else null. */
 static cJSON *error_json(const struct plan_action *a)
 {
+	const struct job_action *ja = job_action_of(a);
 	struct vx_buf m = VX_BUF_INIT;
 	cJSON *o;
 
 	if (!has_error(a))
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
-	if (o && (add(o, "code", cJSON_CreateNumber(a->error_code)) < 0 ||
-		  render_error_message(&m, a->error_message) < 0 ||
+	if (o && (add(o, "code", cJSON_CreateNumber(ja->error_code)) < 0 ||
+		  render_error_message(&m, ja->error_message) < 0 ||
 		  add(o, "message", cJSON_CreateString(vx_buf_str(&m))) < 0)) {
 		cJSON_Delete(o);
 		o = NULL;
@@ -805,6 +811,7 @@ static cJSON *cost_json(const struct capacity_cost *k)
 
 static cJSON *action_json(const struct plan_action *a, const struct capacity_report *cap)
 {
+	const struct job_action *ja = job_action_of(a);
 	cJSON *o = cJSON_CreateObject(), *before = NULL, *after = NULL;
 	int rc = 0;
 
@@ -818,10 +825,10 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 	rc |= add(o, "drift", str_or_null(a->drift));
 	rc |= add(o, "shape", str_or_null(a->shape));
 	rc |= add(o, "region", str_or_null(a->region));
-	rc |= add(o, "failure_class", str_or_null(a->failure_class));
+	rc |= add(o, "failure_class", str_or_null(ja->failure_class));
 	rc |= add(o, "error", error_json(a));
-	rc |= add(o, "cancel", str_or_null(a->cancel_name));
-	rc |= add(o, "adopt", str_or_null(a->adopt_name));
+	rc |= add(o, "cancel", str_or_null(ja->cancel_name));
+	rc |= add(o, "adopt", str_or_null(ja->adopt_name));
 	if (cap) {
 		const struct capacity_cost *k = capacity_cost_of(cap, a->address);
 
@@ -830,8 +837,8 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 	before = cJSON_CreateObject();
 	rc |= add(o, "before", before);
 	if (before) {
-		rc |= add(before, "spec_hash", str_or_null(a->old_hash));
-		rc |= add(before, "state", str_or_null(a->live_state));
+		rc |= add(before, "spec_hash", str_or_null(ja->old_hash));
+		rc |= add(before, "state", str_or_null(ja->live_state));
 		if (a->has_values)
 			rc |= add(before, "value", a->old_value >= -1 ? cJSON_CreateNumber((double)a->old_value)
 								  : cJSON_CreateNull());
@@ -839,14 +846,13 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 	after = cJSON_CreateObject();
 	rc |= add(o, "after", after);
 	if (after) {
-		rc |= add(after, "spec_hash", str_or_null(a->new_hash));
-		rc |= add(after, "run", a->run ? cJSON_CreateNumber((double)a->run) : cJSON_CreateNull());
-		rc |= add(after, "attempt", a->attempt ? cJSON_CreateNumber((double)a->attempt) : cJSON_CreateNull());
+		rc |= add(after, "spec_hash", str_or_null(ja->new_hash));
+		rc |= add(after, "run", ja->run ? cJSON_CreateNumber((double)ja->run) : cJSON_CreateNull());
+		rc |= add(after, "attempt", ja->attempt ? cJSON_CreateNumber((double)ja->attempt) : cJSON_CreateNull());
 		/* The ladder rung the new run goes on; only on actions that start one. */
-		if (a->attempt && !a->has_values)
-			rc |= add(after, "rung", cJSON_CreateNumber((double)a->rung));
-		rc |= add(after, "max_attempts", a->max_attempts ? cJSON_CreateNumber((double)a->max_attempts)
-								 : cJSON_CreateNull());
+		if (ja->attempt && !a->has_values)
+			rc |= add(after, "rung", cJSON_CreateNumber((double)ja->rung));
+		rc |= add(after, "max_attempts", ja->max_attempts ? cJSON_CreateNumber((double)ja->max_attempts) : cJSON_CreateNull());
 		if (a->has_values)
 			rc |= add(after, "value", a->new_value >= -1 ? cJSON_CreateNumber((double)a->new_value)
 								: cJSON_CreateNull());
@@ -1088,6 +1094,7 @@ int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct
 
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *a = &p->actions[i];
+		const struct job_action *ja = job_action_of(a);
 		const struct saved_action *s;
 
 		if (k >= sp->n)
@@ -1100,13 +1107,14 @@ int saved_plan_matches(const struct saved_plan *sp, const struct plan *p, struct
 					  s->address, s->action, a->address, plan_op_name(a->op));
 		/* A run starts where the plan showed, or not at all: a ladder's rung
 		 * (and with it the region and machines) is part of what was reviewed. */
-		if (s->has_rung && (s->rung != a->rung || s->attempt != a->attempt ||
+		if (s->has_rung && (s->rung != ja->rung || s->attempt != ja->attempt ||
 				    !vx_text_same(s->region, a->region)))
 			return vx_err_set(err, VX_ECONFLICT, "the world changed since the plan was made: "
-					  "%s was planned to %s attempt %" PRId64 " on rung %" PRId64 " in %s, "
-					  "it would now be attempt %" PRId64 " on rung %" PRId64 " in %s; run "
-					  "vxplan again", s->address, s->action, s->attempt, s->rung,
-					  s->region ? s->region : "?", a->attempt, a->rung,
+							     "%s was planned to %s attempt %" PRId64 " on rung %" PRId64 " in %s, "
+							     "it would now be attempt %" PRId64 " on rung %" PRId64 " in %s; run "
+							     "vxplan again",
+					  s->address, s->action, s->attempt, s->rung,
+					  s->region ? s->region : "?", ja->attempt, ja->rung,
 					  a->region ? a->region : "?");
 	}
 	if (k != sp->n)

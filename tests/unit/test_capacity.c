@@ -13,6 +13,7 @@
 #include "reconcile/kind_quota.h"
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/provider_quota.h"
@@ -33,6 +34,7 @@ struct fixture {
 	struct spec_pool pools[3][2];
 	struct plan plan;
 	struct plan_action acts[3];
+	struct job_action jacts[3]; /* acts[i]'s job fields (payload) */
 	struct plan_decl decls[3];
 	struct prices prices;
 };
@@ -49,13 +51,14 @@ static void job(struct fixture *f, int i, const char *name, const char *region, 
 	j->spec.timeout_s = -1;
 	j->spec.pools = f->pools[i];
 	j->max_attempts = 1;
-	f->decls[i].user = j;
+	f->acts[i].kdecl = j;
 	f->acts[i].op = kind;
 	f->acts[i].kind_of = &kind_job;
 	f->acts[i].address = j->d.address;
-	f->acts[i].decl = &f->decls[i];
-	f->acts[i].live_state = (char *)(uintptr_t)live_state;
-	f->acts[i].attempt = 1;
+	f->acts[i].payload = &f->jacts[i];
+	job_action_mut(&f->acts[i])->decl = &f->decls[i];
+	job_action_mut(&f->acts[i])->live_state = (char *)(uintptr_t)live_state;
+	job_action_mut(&f->acts[i])->attempt = 1;
 }
 
 static void pool(struct fixture *f, int i, const char *machine, const char *accel, int64_t count, int64_t replicas)
@@ -161,7 +164,7 @@ static void test_multi_pool_and_running(void **unused)
 	pool(&f, 2, "n1-standard-4", "NVIDIA_TESLA_T4", 4, 1);
 	f.jobs[0].max_attempts = 3;
 	f.jobs[0].spec.timeout_s = 3600;
-	f.acts[0].attempt = 2; /* attempts left: 2 */
+	job_action_mut(&f.acts[0])->attempt = 2; /* attempts left: 2 */
 	setup(&f, 3);
 	assert_int_equal(capacity_build(&r, &in, &err), 0);
 	assert_int_equal(r.nrows, 1);
@@ -480,16 +483,17 @@ static void test_delta_stops_and_reservations(void **unused)
 	old.spec_json = "{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"n1-standard-4\","
 			"\"acceleratorType\":\"NVIDIA_TESLA_T4\",\"acceleratorCount\":2},\"replicaCount\":\"2\"}],"
 			"\"scheduling\":{\"strategy\":\"SPOT\"}}";
-	f.acts[1].record = &old;
-	f.acts[1].cancel_name = (char *)(uintptr_t)"projects/p/locations/r1/customJobs/1";
+	job_action_mut(&f.acts[1])->record = &old;
+	job_action_mut(&f.acts[1])->cancel_name = (char *)(uintptr_t) "projects/p/locations/r1/customJobs/1";
 	job(&f, 2, "gone", "r1", "STANDARD", PLAN_CANCEL, "JOB_STATE_PENDING");
 	/* no longer declared: an on-demand a3-highgpu-8g, stops 80/h */
 	gone.spec_json = "{\"workerPoolSpecs\":[{\"machineSpec\":{\"machineType\":\"a3-highgpu-8g\","
 			 "\"acceleratorType\":\"NVIDIA_H100_80GB\",\"acceleratorCount\":8},\"replicaCount\":\"1\"}]}";
-	f.acts[2].record = &gone;
-	f.acts[2].decl = NULL;
+	job_action_mut(&f.acts[2])->record = &gone;
+	job_action_mut(&f.acts[2])->decl = NULL;
+	f.acts[2].kdecl = NULL;
 	f.acts[2].region = NULL;
-	f.acts[2].cancel_name = (char *)(uintptr_t)"projects/p/locations/r1/customJobs/2";
+	job_action_mut(&f.acts[2])->cancel_name = (char *)(uintptr_t) "projects/p/locations/r1/customJobs/2";
 	setup(&f, 3);
 	memcpy(all, f.acts, sizeof(f.acts));
 	/* a reservation made: 2 x (n1-standard-4 + 1 T4) = +1.10/h */
@@ -529,7 +533,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	assert_true(near(r.max_total, 1.1 * 24 * 7));
 	capacity_release(&r);
 	/* a stopped run whose spec vx never recorded: unknown, never zero */
-	all[2].record = NULL;
+	job_action_mut(&all[2])->record = NULL;
 	assert_int_equal(capacity_build(&r, &in, &err), 0);
 	assert_false(r.delta_known);
 	capacity_release(&r);

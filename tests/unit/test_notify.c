@@ -13,6 +13,7 @@
 
 #include "reconcile/kind_job.h"
 #include "reconcile/notify.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
@@ -260,6 +261,7 @@ static void test_collect(void **unused)
 	struct plan_run runs[5];
 	struct plan_record recs[5];
 	struct plan_action acts[6];
+	struct job_action jacts[6]; /* acts[i]'s job fields (payload) */
 	struct plan p = PLAN_INIT;
 	struct notify_list l = { NULL, 0 };
 	const int64_t now = 1795000000000, h = 3600 * 1000;
@@ -273,10 +275,11 @@ static void test_collect(void **unused)
 	memset(runs, 0, sizeof(runs));
 	memset(recs, 0, sizeof(recs));
 	memset(acts, 0, sizeof(acts));
+	memset(jacts, 0, sizeof(jacts));
 	for (int i = 0; i < 5; i++) {
 		jobs[i].stuck_after_ms = 6 * h;
 		decls[i].address = addr[i];
-		decls[i].user = &jobs[i];
+		acts[i].kdecl = &jobs[i];
 		runs[i].name = JOB;
 		runs[i].attempt = 2;
 		runs[i].rung = 1;
@@ -287,14 +290,15 @@ static void test_collect(void **unused)
 		recs[i].current = &runs[i];
 		acts[i].op = PLAN_NOOP;
 		acts[i].address = (char *)(uintptr_t)addr[i];
-		acts[i].decl = &decls[i];
-		acts[i].record = &recs[i];
-		acts[i].live_state = (char *)(uintptr_t)st[i];
+		acts[i].payload = &jacts[i];
+		job_action_mut(&acts[i])->decl = &decls[i];
+		job_action_mut(&acts[i])->record = &recs[i];
+		job_action_mut(&acts[i])->live_state = (char *)(uintptr_t)st[i];
 	}
-	acts[0].failure_class = (char *)(uintptr_t)"user-error";
-	acts[0].error_message = (char *)(uintptr_t)"exit 1";
+	job_action_mut(&acts[0])->failure_class = (char *)(uintptr_t) "user-error";
+	job_action_mut(&acts[0])->error_message = (char *)(uintptr_t) "exit 1";
 	/* Ended two days ago: before since, not announced. */
-	acts[4].failure_class = (char *)(uintptr_t)"stockout";
+	job_action_mut(&acts[4])->failure_class = (char *)(uintptr_t) "stockout";
 	/* A resubmission is planned: nothing to say yet. */
 	acts[5] = acts[0];
 	acts[5].op = PLAN_RESUBMIT;

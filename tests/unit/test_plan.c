@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "reconcile/failure.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
 #include "reconcile/provider.h"
@@ -102,7 +103,7 @@ static void test_create_then_noop(void **state)
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_CREATE);
 	assert_string_equal(p.actions[0].reason, "new job");
-	assert_int_equal(p.actions[0].attempt, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 1);
 	assert_true(plan_has_changes(&p));
 	plan_release(&p);
 
@@ -204,7 +205,7 @@ static void test_adopt_after_crash(void **state)
 	build(&p, &d, 1, NULL, 0, &live);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_ADOPT);
-	assert_string_equal(p.actions[0].adopt_name, JOB1);
+	assert_string_equal(job_action_of(&p.actions[0])->adopt_name, JOB1);
 	assert_int_equal(p.counts[PLAN_CANCEL], 0);
 	plan_release(&p);
 	live_jobs_release(&live);
@@ -222,7 +223,7 @@ static void test_replace_and_rerun(void **state)
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
-	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	assert_string_equal(job_action_of(&p.actions[0])->cancel_name, JOB1);
 	assert_string_equal(p.actions[0].reason, "spec changed while running");
 	plan_release(&p);
 
@@ -230,7 +231,7 @@ static void test_replace_and_rerun(void **state)
 	live.items[0].state = strdup("JOB_STATE_SUCCEEDED");
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_RERUN);
-	assert_null(p.actions[0].cancel_name);
+	assert_null(job_action_of(&p.actions[0])->cancel_name);
 	assert_string_equal(p.actions[0].reason, "spec changed after the last run succeeded");
 	plan_release(&p);
 
@@ -240,7 +241,7 @@ static void test_replace_and_rerun(void **state)
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_RERUN);
 	assert_string_equal(p.actions[0].reason, "run bumped 1 -> 2 after the last run succeeded");
-	assert_int_equal(p.actions[0].run, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->run, 2);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -287,11 +288,11 @@ static void test_resubmit_budget(void **state)
 		 "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].attempt, 2);
-	assert_string_equal(p.actions[0].failure_class, "stockout");
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 2);
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "stockout");
 	assert_non_null(strstr(p.actions[0].reason, "attempt 2/3 after stockout at "));
-	assert_int_equal(p.actions[0].error_code, 8);
-	assert_string_equal(p.actions[0].error_message, "Resources are insufficient in region: us-central1.");
+	assert_int_equal(job_action_of(&p.actions[0])->error_code, 8);
+	assert_string_equal(job_action_of(&p.actions[0])->error_message, "Resources are insufficient in region: us-central1.");
 	plan_release(&p);
 
 	run.attempt = 3;
@@ -307,7 +308,7 @@ static void test_resubmit_budget(void **state)
 	live.items[0].error_code = 3;
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_NOOP);
-	assert_string_equal(p.actions[0].failure_class, "user-error");
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "user-error");
 	assert_non_null(strstr(p.actions[0].reason, "not resubmitted"));
 	plan_release(&p);
 
@@ -317,8 +318,8 @@ static void test_resubmit_budget(void **state)
 	live.items[0].error_code = 0;
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_NOOP);
-	assert_string_equal(p.actions[0].failure_class, "unknown");
-	assert_string_equal(p.actions[0].error_message, "Something Google never said before.");
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "unknown");
+	assert_string_equal(job_action_of(&p.actions[0])->error_message, "Something Google never said before.");
 	assert_non_null(strstr(p.actions[0].reason, "; not resubmitted: no rule of vx knows this message, so it may "
 						    "fail the same way again (list unknown in resubmit.on to resubmit "
 						    "such failures)"));
@@ -349,14 +350,14 @@ static void test_spot_started_stockout_plans_preempted(void **state)
 	live.items[0].start_ms = 1795341000000;
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_string_equal(p.actions[0].failure_class, "preempted");
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "preempted");
 	plan_release(&p);
 
 	/* Never started: a stockout, which resubmit.on does not list. */
 	live.items[0].start_ms = 0;
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_NOOP);
-	assert_string_equal(p.actions[0].failure_class, "stockout");
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "stockout");
 	plan_release(&p);
 
 	/* Without a live listing, the start the state recorded decides. */
@@ -366,7 +367,7 @@ static void test_spot_started_stockout_plans_preempted(void **state)
 	run.started_ms = 1795341000000;
 	build(&p, &d, 1, &r, 1, NULL);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_string_equal(p.actions[0].failure_class, "preempted");
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "preempted");
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -389,8 +390,8 @@ static void test_refused_create_is_an_attempt(void **state)
 	/* not listed: shown, never asked again */
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.actions[0].op, PLAN_NOOP);
-	assert_string_equal(p.actions[0].failure_class, "refused");
-	assert_string_equal(p.actions[0].error_message, "vertex: creating job: PERMISSION_DENIED: no");
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "refused");
+	assert_string_equal(job_action_of(&p.actions[0])->error_message, "vertex: creating job: PERMISSION_DENIED: no");
 	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, attempt 1); "
 			    "not asked again: refused is not in resubmit.on; fix the cause, then vxapply -replace job.train");
 	plan_release(&p);
@@ -401,7 +402,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	d.retry_delay_ms = 1000;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.actions[0].op, PLAN_NOOP);
-	assert_int_equal(p.actions[0].not_before_ms, 1795341000000 + 60000);
+	assert_int_equal(job_action_of(&p.actions[0])->not_before_ms, 1795341000000 + 60000);
 	assert_string_equal(p.actions[0].reason, "the create was refused (refused at 2026-11-22 09:50Z, 1 in a row); "
 			    "attempt 2/3 not before 2026-11-22 09:51:00Z (backoff)");
 	plan_release(&p);
@@ -409,14 +410,14 @@ static void test_refused_create_is_an_attempt(void **state)
 	r.refusal.n = 3;
 	in.now_ms = 1795341000000 + 200000;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
-	assert_int_equal(p.actions[0].not_before_ms, 1795341000000 + 240000);
+	assert_int_equal(job_action_of(&p.actions[0])->not_before_ms, 1795341000000 + 240000);
 	plan_release(&p);
 
 	/* past it: the next attempt */
 	in.now_ms = 1795341000000 + 240000;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.actions[0].op, PLAN_CREATE);
-	assert_int_equal(p.actions[0].attempt, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 2);
 	assert_string_equal(p.actions[0].reason, "attempt 2/3 after the create was refused (refused at 2026-11-22 09:50Z)");
 	plan_release(&p);
 
@@ -432,7 +433,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	in.nreplaces = 1;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.actions[0].op, PLAN_CREATE);
-	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 4);
 	plan_release(&p);
 
 	/* a refusal of another spec is not this one's */
@@ -440,7 +441,7 @@ static void test_refused_create_is_an_attempt(void **state)
 	r.refusal.spec_hash = HASH_B;
 	assert_int_equal(plan_build(&p, &in, &err), 0);
 	assert_int_equal(p.actions[0].op, PLAN_CREATE);
-	assert_int_equal(p.actions[0].attempt, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 1);
 	plan_release(&p);
 }
 
@@ -460,8 +461,8 @@ static void test_resubmit_adopts_crashed_attempt(void **state)
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_ADOPT);
-	assert_string_equal(p.actions[0].adopt_name, JOB2);
-	assert_int_equal(p.actions[0].attempt, 2);
+	assert_string_equal(job_action_of(&p.actions[0])->adopt_name, JOB2);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 2);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -497,7 +498,7 @@ static void test_resubmit_counts_attempts_the_state_forgot(void **state)
 	d.max_attempts = 5;
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].attempt, 4);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 4);
 	assert_string_equal(p.actions[0].reason,
 			    "attempt 4/5 after stockout at 2026-11-22 10:05Z; attempt 3 is " JOB3
 			    " (failed), which the state does not record");
@@ -507,7 +508,7 @@ static void test_resubmit_counts_attempts_the_state_forgot(void **state)
 	live.items[1].labels[2].value = strdup("bbbbbbbbbbbb");
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].attempt, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 2);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -524,7 +525,7 @@ static void test_removed_cancel_forget_and_drift(void **state)
 	add_live(&live, JOB1, "JOB_STATE_RUNNING", 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1);
 	build(&p, NULL, 0, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_CANCEL);
-	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	assert_string_equal(job_action_of(&p.actions[0])->cancel_name, JOB1);
 	plan_release(&p);
 
 	r.protect = 1;
@@ -582,7 +583,7 @@ static void test_removed_import_is_forgotten(void **state)
 	build(&p, NULL, 0, &r, 1, &live);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_FORGET);
-	assert_null(p.actions[0].cancel_name);
+	assert_null(job_action_of(&p.actions[0])->cancel_name);
 	assert_string_equal(p.actions[0].reason, "no longer declared; run " JOB1 " is running: it was "
 			    "imported (vx import) without vx's labels, so vx forgets it and leaves it running "
 			    "(onRemove: cancel cancels it)");
@@ -602,7 +603,7 @@ static void test_removed_import_is_forgotten(void **state)
 	r.on_remove = PLAN_ON_REMOVE_CANCEL;
 	build(&p, NULL, 0, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_CANCEL);
-	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	assert_string_equal(job_action_of(&p.actions[0])->cancel_name, JOB1);
 	plan_release(&p);
 	/* a run vx started: cancelled, with why onRemove: forget does not apply */
 	r.unlabelled_import = 0;
@@ -762,8 +763,8 @@ static void test_untracked_copy_has_no_record(void **state)
 	assert_int_equal(p.n, 2);
 	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_int_equal(p.actions[1].op, PLAN_CANCEL);
-	assert_string_equal(p.actions[1].cancel_name, JOB2);
-	assert_null(p.actions[1].record);
+	assert_string_equal(job_action_of(&p.actions[1])->cancel_name, JOB2);
+	assert_null(job_action_of(&p.actions[1])->record);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -784,7 +785,7 @@ static void test_move_is_a_replace(void **state)
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
-	assert_string_equal(p.actions[0].cancel_name, JOB1);
+	assert_string_equal(job_action_of(&p.actions[0])->cancel_name, JOB1);
 	assert_string_equal(p.actions[0].reason, "moved from old-project/us-central1 to p/us-central1 while running");
 	assert_null(p.actions[0].drift);
 	plan_release(&p);
@@ -801,7 +802,7 @@ static void test_move_is_a_replace(void **state)
 	live.items[0].state = strdup("JOB_STATE_SUCCEEDED");
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.actions[0].op, PLAN_RERUN);
-	assert_null(p.actions[0].cancel_name);
+	assert_null(job_action_of(&p.actions[0])->cancel_name);
 	plan_release(&p);
 	live_jobs_release(&live);
 }
@@ -968,8 +969,8 @@ static void test_ladder_plan(void **state)
 	ladder_case(&p, &d, 0, "us-central1", 1, "JOB_STATE_FAILED", 8, STOCKOUT);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].attempt, 2);
-	assert_int_equal(p.actions[0].rung, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 1);
 	assert_string_equal(p.actions[0].region, "us-central1");
 	assert_string_equal(p.actions[0].shape, "S1 FLEX_START");
 	assert_string_equal(p.actions[0].reason,
@@ -979,7 +980,7 @@ static void test_ladder_plan(void **state)
 	/* the FLEX_START rung waited out: rung 2, another region */
 	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_FAILED", 8, WAITED);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].rung, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 2);
 	assert_string_equal(p.actions[0].region, "us-east5");
 	assert_string_equal(p.actions[0].shape, "S2 SPOT");
 	assert_string_equal(p.actions[0].reason,
@@ -989,7 +990,7 @@ static void test_ladder_plan(void **state)
 	/* past the last rung, attempts stay on it */
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_FAILED", 8, STOCKOUT);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].rung, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 2);
 	assert_string_equal(p.actions[0].reason,
 			    "attempt 4/6 on rung 2 (region us-east5) after stockout in us-east5");
 	plan_release(&p);
@@ -997,7 +998,7 @@ static void test_ladder_plan(void **state)
 	/* user-error (listed) is resubmitted on its own rung */
 	ladder_case(&p, &d, 1, "us-central1", 2, "JOB_STATE_FAILED", 3, USER_ERROR);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].rung, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 1);
 	assert_string_equal(p.actions[0].reason,
 			    "attempt 3/6 on rung 1 (region us-central1) after user-error in us-central1");
 	plan_release(&p);
@@ -1045,8 +1046,8 @@ static void test_ladder_plan(void **state)
 	d.run = 2;
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_SUCCEEDED", 0, NULL);
 	assert_int_equal(p.actions[0].op, PLAN_RERUN);
-	assert_int_equal(p.actions[0].attempt, 1);
-	assert_int_equal(p.actions[0].rung, 0);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 0);
 	assert_string_equal(p.actions[0].region, "us-central1");
 	assert_string_equal(p.actions[0].shape, "S0 SPOT");
 	plan_release(&p);
@@ -1056,7 +1057,7 @@ static void test_ladder_plan(void **state)
 	d.spec_hash = HASH_B;
 	ladder_case(&p, &d, 2, "us-east5", 3, "JOB_STATE_RUNNING", 0, NULL);
 	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
-	assert_int_equal(p.actions[0].rung, 0);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 0);
 	assert_string_equal(p.actions[0].region, "us-central1");
 	plan_release(&p);
 }
@@ -1104,15 +1105,15 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_NOOP);
 	assert_null(p.actions[0].reason);
-	assert_int_equal(p.actions[0].rung, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 1);
 	assert_string_equal(p.actions[0].region, "us-east5");
 	assert_string_equal(p.actions[0].shape, "S2 SPOT");
 	plan_release(&p);
 	/* when it stocks out, the attempt count carries and the next rung is the one after it now */
 	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].attempt, 4);
-	assert_int_equal(p.actions[0].rung, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 4);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 2);
 	assert_string_equal(p.actions[0].region, "us-central1");
 	assert_string_equal(p.actions[0].reason,
 			    "attempt 4/6 on rung 2 (region us-central1) after stockout in us-east5");
@@ -1126,9 +1127,9 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	east_case(&p, &d, 2, "JOB_STATE_RUNNING", 0, NULL);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_REPLACE);
-	assert_string_equal(p.actions[0].cancel_name, JOB1);
-	assert_int_equal(p.actions[0].attempt, 4);
-	assert_int_equal(p.actions[0].rung, 0);
+	assert_string_equal(job_action_of(&p.actions[0])->cancel_name, JOB1);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 4);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 0);
 	assert_string_equal(p.actions[0].region, "us-central1");
 	assert_string_equal(p.actions[0].shape, "S0 SPOT");
 	assert_string_equal(p.actions[0].reason, "its rung (SPOT g2-standard-4 in us-east5) is no longer on "
@@ -1150,8 +1151,8 @@ static void test_ladder_edit_keeps_the_run(void **state)
 	/* one that failed: the next attempt goes where the ladder now says, the count carried */
 	east_case(&p, &d, 2, "JOB_STATE_FAILED", 8, STOCKOUT);
 	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
-	assert_int_equal(p.actions[0].attempt, 4);
-	assert_int_equal(p.actions[0].rung, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 4);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 1);
 	assert_string_equal(p.actions[0].region, "us-central1");
 	plan_release(&p);
 }
@@ -1173,9 +1174,9 @@ static void test_ladder_adopts_crashed_rung(void **state)
 	build(&p, &d, 1, &r, 1, &live);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.actions[0].op, PLAN_ADOPT);
-	assert_string_equal(p.actions[0].adopt_name, "projects/p/locations/us-east5/customJobs/3");
-	assert_int_equal(p.actions[0].attempt, 3);
-	assert_int_equal(p.actions[0].rung, 2);
+	assert_string_equal(job_action_of(&p.actions[0])->adopt_name, "projects/p/locations/us-east5/customJobs/3");
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 3);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 2);
 	assert_string_equal(p.actions[0].region, "us-east5");
 	plan_release(&p);
 	live_jobs_release(&live);

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
 #include "reconcile/out/render.h"
@@ -143,7 +144,7 @@ static void test_json_round_trip(void **unused)
 	/* The rung, attempt and region the plan showed are what the apply must do: a plan made
 	 * now that would start the run elsewhere is stale. */
 	assert_int_equal(saved_plan_matches(&sp, &p, &err), 0);
-	p.actions[1].rung = 2;
+	job_action_mut(&p.actions[1])->rung = 2;
 	free(p.actions[1].region);
 	p.actions[1].region = strdup("us-east5");
 	assert_int_equal(saved_plan_matches(&sp, &p, &err), VX_ECONFLICT);
@@ -151,8 +152,8 @@ static void test_json_round_trip(void **unused)
 			    "create attempt 1 on rung 0 in us-central1, it would now be attempt 1 on rung 2 in "
 			    "us-east5; run vxplan again");
 	vx_err_release(&err);
-	p.actions[1].rung = 0;
-	p.actions[1].attempt = 2;
+	job_action_mut(&p.actions[1])->rung = 0;
+	job_action_mut(&p.actions[1])->attempt = 2;
 	assert_int_equal(saved_plan_matches(&sp, &p, &err), VX_ECONFLICT);
 	vx_err_release(&err);
 	saved_plan_release(&sp);
@@ -179,8 +180,8 @@ static void test_error_in_reason(void **unused)
 
 	(void)unused;
 	make_plan(&p);
-	p.actions[0].error_code = 8;
-	p.actions[0].error_message = strdup("No \033[31mH100\tleft\x7f in \xc2\x9bus-central1.\r\nSecond line");
+	job_action_mut(&p.actions[0])->error_code = 8;
+	job_action_mut(&p.actions[0])->error_message = strdup("No \033[31mH100\tleft\x7f in \xc2\x9bus-central1.\r\nSecond line");
 	assert_int_equal(render_plan_human(&b, &p, &h, 0), 0);
 	assert_non_null(strstr(vx_buf_str(&b),
 			       "        new job (code 8: No [31mH100 left in us-central1. Second line)\n"
