@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "providers/gcp/compute.h"
+#include "providers/gcp/compute_internal.h"
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
@@ -135,19 +136,6 @@ const char *future_reservation_auto_created_name(const struct future_reservation
 
 /* ---- parsers ---- */
 
-/* The last path segment of a string field (zone URLs), or the whole string. */
-static int dup_last(char **out, const cJSON *o, const char *key)
-{
-	const char *s = gjson_str(o, key), *slash;
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	slash = strrchr(s, '/');
-	*out = strdup(slash ? slash + 1 : s);
-	return *out ? 0 : VX_ENOMEM;
-}
-
 static cJSON *obj(const cJSON *o, const char *key)
 {
 	cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -185,7 +173,7 @@ static int request_from(const cJSON *o, struct future_reservation *fr)
 {
 	int rc;
 
-	if ((rc = gjson_dup(&fr->name, o, "name")) < 0 || (rc = dup_last(&fr->zone, o, "zone")) < 0 ||
+	if ((rc = gjson_dup(&fr->name, o, "name")) < 0 || (rc = compute_dup_last(&fr->zone, o, "zone")) < 0 ||
 	    (rc = gjson_dup(&fr->self_link, o, "selfLink")) < 0 ||
 	    (rc = gjson_dup(&fr->description, o, "description")) < 0 ||
 	    (rc = gjson_dup(&fr->reservation_mode, o, "reservationMode")) < 0 ||
@@ -305,6 +293,11 @@ int future_reservation_parse_json(const char *body, size_t len, struct future_re
 {
 	return gjson_parse_one(body, len, out, sizeof(*out), fr_from, fr_rel,
 			       "compute: reading future reservation", err);
+}
+
+static int fr_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return future_reservation_parse_json(body, len, out, err);
 }
 
 int future_reservation_list_parse_json(const char *body, size_t len, struct future_reservation_list *l,
@@ -585,18 +578,6 @@ static int prepare(const char *project, const char *zone, const char *name, cons
 	return 0;
 }
 
-static int fr_send(struct compute_client *c, const char *method, const char *url, const char *body,
-		   enum gcp_retry retry, const char *rpc, int fenced, const char *what,
-		   struct gcp_response *resp, struct vx_err *err)
-{
-	struct gcp_request req;
-
-	gcall_request_init(&req, "compute", method, url, body, retry, rpc);
-	if (fenced)
-		req.fence = c->fence;
-	return gcall_send(c->http, &req, "compute", what, resp, err);
-}
-
 /* What one mutation is. */
 struct mutation {
 	const char *method, *suffix, *update_mask, *body, *rpc;
@@ -611,38 +592,27 @@ static int mutate(struct compute_client *c, const char *project, const char *zon
 		  const struct mutation *m, const char *request_id, int64_t wait_ms, const char *what,
 		  struct compute_operation *op, struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
-	char *path = NULL, *url = NULL, rid[37];
-	int rc;
+	char *url = NULL, rid[37];
+	int rc, answered;
 
 	if ((rc = prepare(project, zone, name, request_id, rid, what, err)) < 0)
 		return rc;
-	path = name ? vx_asprintf("projects/%s/zones/%s/futureReservations/%s%s", project, zone, name, m->suffix)
-		    : vx_asprintf("projects/%s/zones/%s/futureReservations", project, zone);
-	if (!path || !(url = gcall_url(c->base_url, path, "requestId", rid, "updateMask", m->update_mask,
-				       (const char *)NULL))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = fr_send(c, m->method, url, m->body, GCP_RETRY_REQUEST_ID, m->rpc, 1, what, &resp, err);
-	if (rc == VX_ERETRY) {
+	if (!(url = compute_zonal_url(c, project, zone, "futureReservations", name, m->suffix, rid,
+				      m->update_mask)))
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	rc = compute_mutate(c, m->method, url, m->body, m->rpc, what, op, &answered, err);
+	if (rc == VX_ERETRY && !answered) {
 		char *cause = vx_strdup(vx_err_msg(err));
 
 		rc = vx_err_set(err, VX_EUNCERTAIN, "%s; the outcome is unknown (request id %s: %s)",
 				cause ? cause : what, rid, UNKNOWN_HINT);
 		free(cause);
 	}
-	if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, op, err)) < 0) {
-		/* An answer vx cannot read: the request was taken, what it did is unknown. */
-		gcall_wrap(err, "compute", what);
+	if (rc < 0 && answered) /* An answer vx cannot read: the request was taken, what it did is unknown. */
 		rc = vx_err_set(err, VX_EUNCERTAIN, "%s; the outcome is unknown (request id %s)", vx_err_msg(err), rid);
-	}
 	if (rc == 0)
 		rc = compute_operation_follow(c, project, zone, op, wait_ms > 0 ? wait_ms : FOLLOW_MS, what,
 					      UNKNOWN_HINT, err);
-done:
-	gcp_response_release(&resp);
-	free(path);
 	free(url);
 	return rc;
 }
@@ -736,8 +706,7 @@ int future_reservation_delete(struct compute_client *c, const char *project, con
 int future_reservation_get(struct compute_client *c, const char *project, const char *zone,
 			   const char *name, struct future_reservation *out, struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
-	char *what = NULL, *path = NULL, *url = NULL;
+	char *what = NULL, *path = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -746,67 +715,30 @@ int future_reservation_get(struct compute_client *c, const char *project, const 
 				 zone ? zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
 	if (!gcall_segment_ok(project, ":") || !compute_reservation_name_ok(zone) ||
-	    !compute_reservation_name_ok(name)) {
+	    !compute_reservation_name_ok(name))
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or future reservation name", what);
-		goto done;
-	}
-	if (!(path = vx_asprintf("projects/%s/zones/%s/futureReservations/%s", project, zone, name)) ||
-	    !(url = gcall_url(c->base_url, path, (const char *)NULL))) {
+	else if (!(path = vx_asprintf("projects/%s/zones/%s/futureReservations/%s", project, zone, name)))
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = fr_send(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetFutureReservation", 0, what, &resp, err);
-	if (rc == 0 && (rc = future_reservation_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		gcall_wrap(err, "compute", what);
-done:
-	gcp_response_release(&resp);
+	else
+		rc = compute_get(c, path, "GetFutureReservation", what, fr_parse, out, err);
 	free(path);
-	free(url);
 	free(what);
 	return rc;
 }
 
-/* What each page of list_all needs. */
-struct list_pages {
-	struct compute_client *c;
-	const char *path, *filter, *what;
-	int aggregated;
-	struct future_reservation_list *out;
-};
-
-static int list_page(void *ud, const char *token, char **next, struct vx_err *err)
+static int zonal_page(const char *body, size_t len, void *out, char **next, struct vx_err *err)
 {
-	struct list_pages *p = ud;
-	struct gcp_response resp = { 0 };
-	char *url = gcall_url(p->c->base_url, p->path, "filter", p->filter, "pageToken", token,
-			      (const char *)NULL);
-	int rc;
-
-	if (!url)
-		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
-	rc = fr_send(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
-		     p->aggregated ? "AggregatedListFutureReservations" : "ListFutureReservations", 0, p->what,
-		     &resp, err);
-	free(url);
-	if (rc == 0) {
-		rc = p->aggregated ? future_reservation_aggregated_parse_json(resp.body, resp.body_len, p->out, next, err)
-				   : future_reservation_list_parse_json(resp.body, resp.body_len, p->out, next, err);
-		if (rc < 0)
-			gcall_wrap(err, "compute", p->what);
-	}
-	gcp_response_release(&resp);
-	return rc;
+	return future_reservation_list_parse_json(body, len, out, next, err);
 }
 
-static int list_all(struct compute_client *c, const char *path, const char *filter, int aggregated,
-		    const char *what, struct future_reservation_list *out, struct vx_err *err)
+static int aggregated_page(const char *body, size_t len, void *out, char **next, struct vx_err *err)
 {
-	struct list_pages p = { c, path, filter, what, aggregated, out };
-	int rc = gcall_pages(list_page, &p, what, err);
+	return future_reservation_aggregated_parse_json(body, len, out, next, err);
+}
 
-	if (rc < 0)
-		future_reservation_list_release(out);
-	return rc;
+static void list_rel(void *l)
+{
+	future_reservation_list_release(l);
 }
 
 int future_reservation_list(struct compute_client *c, const char *project, const char *zone,
@@ -826,7 +758,7 @@ int future_reservation_list(struct compute_client *c, const char *project, const
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = list_all(c, path, filter, 0, what, out, err);
+	rc = compute_list_all(c, path, filter, "ListFutureReservations", what, zonal_page, out, list_rel, err);
 done:
 	free(path);
 	free(what);
@@ -845,7 +777,8 @@ int future_reservation_aggregated_list(struct compute_client *c, const char *pro
 		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
 	if (!(path = vx_asprintf("projects/%s/aggregated/futureReservations", project)))
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-	rc = list_all(c, path, filter, 1, what, out, err);
+	rc = compute_list_all(c, path, filter, "AggregatedListFutureReservations", what, aggregated_page, out,
+			      list_rel, err);
 	free(path);
 	return rc;
 }
