@@ -696,46 +696,71 @@ static void list_rel(void *l)
 	compute_reservation_list_release(l);
 }
 
-int compute_reservation_list(struct compute_client *c, const char *project, const char *zone,
-			     const char *filter, struct compute_reservation_list *out,
-			     struct vx_err *err)
+int compute_list_zone(struct compute_client *c, const struct compute_collection *k, const char *project,
+		      const char *zone, const char *filter, void *out, struct vx_err *err)
 {
 	char *what = NULL, *path = NULL;
 	int rc;
 
-	if (!(what = vx_asprintf("compute: listing reservations in %s", zone ? zone : "")))
+	if (!(what = vx_asprintf("compute: listing %s in %s", k->plural, zone ? zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":")) {
+	if (!gcall_segment_ok(project, ":") || !k->zone_ok(zone)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or zone", what);
 		goto done;
 	}
-	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations", project, zone))) {
+	if (!(path = vx_asprintf("projects/%s/zones/%s/%s", project, zone, k->collection))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = compute_list_all(c, path, filter, "ListReservations", what, zonal_page, out, list_rel, err);
+	rc = compute_list_all(c, path, filter, k->list_rpc, what, k->page, out, k->release, err);
 done:
 	free(path);
 	free(what);
 	return rc;
 }
 
+int compute_list_aggregated(struct compute_client *c, const struct compute_collection *k, const char *project,
+			    const char *filter, void *out, struct vx_err *err)
+{
+	char *path = NULL, *what;
+	int rc;
+
+	if (!(what = vx_asprintf("compute: listing %s in all zones", k->plural)))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	if (!gcall_segment_ok(project, ":"))
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
+	else if (!(path = vx_asprintf("projects/%s/aggregated/%s", project, k->collection)))
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	else
+		rc = compute_list_all(c, path, filter, k->aggregated_rpc, what, k->aggregated_page, out, k->release,
+				      err);
+	free(path);
+	free(what);
+	return rc;
+}
+
+static int zone_segment_ok(const char *zone)
+{
+	return gcall_segment_ok(zone, ":");
+}
+
+static const struct compute_collection reservations = {
+	"reservations", "reservations", zone_segment_ok, "ListReservations", zonal_page,
+	"AggregatedListReservations", aggregated_page, list_rel,
+};
+
+int compute_reservation_list(struct compute_client *c, const char *project, const char *zone,
+			     const char *filter, struct compute_reservation_list *out,
+			     struct vx_err *err)
+{
+	return compute_list_zone(c, &reservations, project, zone, filter, out, err);
+}
+
 int compute_reservation_aggregated_list(struct compute_client *c, const char *project,
 					const char *filter, struct compute_reservation_list *out,
 					struct vx_err *err)
 {
-	char *path = NULL;
-	const char *what = "compute: listing reservations in all zones";
-	int rc;
-
-	if (!gcall_segment_ok(project, ":"))
-		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
-	if (!(path = vx_asprintf("projects/%s/aggregated/reservations", project)))
-		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-	rc = compute_list_all(c, path, filter, "AggregatedListReservations", what, aggregated_page, out,
-			      list_rel, err);
-	free(path);
-	return rc;
+	return compute_list_aggregated(c, &reservations, project, filter, out, err);
 }
 
 /* 1 when code is one of set. */

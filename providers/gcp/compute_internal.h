@@ -64,4 +64,24 @@ int compute_mutate(struct compute_client *c, const char *method, const char *url
 		   const char *rpc, const char *what, struct compute_operation *op, int *answered,
 		   struct vx_err *err) VX_WUR;
 
+/* One Compute collection as its lists need it. */
+struct compute_collection {
+	const char *collection;            /* "reservations": its path segment */
+	const char *plural;                /* "reservations": for errors */
+	int (*zone_ok)(const char *zone);  /* what a zone must be to go into a path */
+	const char *list_rpc;
+	compute_page_fn page;              /* one page of a zone's list */
+	const char *aggregated_rpc;
+	compute_page_fn aggregated_page;   /* one page of the aggregated list */
+	void (*release)(void *list);
+};
+
+/* Every page of k's list in zone ("compute: listing <plural> in <zone>"). */
+int compute_list_zone(struct compute_client *c, const struct compute_collection *k, const char *project,
+		      const char *zone, const char *filter, void *out, struct vx_err *err) VX_WUR;
+
+/* Every page of k's aggregated list ("compute: listing <plural> in all zones"). */
+int compute_list_aggregated(struct compute_client *c, const struct compute_collection *k, const char *project,
+			    const char *filter, void *out, struct vx_err *err) VX_WUR;
+
 #endif

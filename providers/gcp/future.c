@@ -741,44 +741,21 @@ static void list_rel(void *l)
 	future_reservation_list_release(l);
 }
 
+static const struct compute_collection future_reservations = {
+	"futureReservations", "future reservations", compute_reservation_name_ok, "ListFutureReservations",
+	zonal_page, "AggregatedListFutureReservations", aggregated_page, list_rel,
+};
+
 int future_reservation_list(struct compute_client *c, const char *project, const char *zone,
 			    const char *filter, struct future_reservation_list *out,
 			    struct vx_err *err)
 {
-	char *what = NULL, *path = NULL;
-	int rc;
-
-	if (!(what = vx_asprintf("compute: listing future reservations in %s", zone ? zone : "")))
-		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!gcall_segment_ok(project, ":") || !compute_reservation_name_ok(zone)) {
-		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or zone", what);
-		goto done;
-	}
-	if (!(path = vx_asprintf("projects/%s/zones/%s/futureReservations", project, zone))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = compute_list_all(c, path, filter, "ListFutureReservations", what, zonal_page, out, list_rel, err);
-done:
-	free(path);
-	free(what);
-	return rc;
+	return compute_list_zone(c, &future_reservations, project, zone, filter, out, err);
 }
 
 int future_reservation_aggregated_list(struct compute_client *c, const char *project,
 				       const char *filter, struct future_reservation_list *out,
 				       struct vx_err *err)
 {
-	static const char what[] = "compute: listing future reservations in all zones";
-	char *path = NULL;
-	int rc;
-
-	if (!gcall_segment_ok(project, ":"))
-		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
-	if (!(path = vx_asprintf("projects/%s/aggregated/futureReservations", project)))
-		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-	rc = compute_list_all(c, path, filter, "AggregatedListFutureReservations", what, aggregated_page, out,
-			      list_rel, err);
-	free(path);
-	return rc;
+	return compute_list_aggregated(c, &future_reservations, project, filter, out, err);
 }
