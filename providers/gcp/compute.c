@@ -98,9 +98,8 @@ int compute_dup_last(char **out, const cJSON *o, const char *key)
 static int reservation_from(const cJSON *o, void *dst)
 {
 	struct compute_reservation *r = dst;
-	const cJSON *spec, *props, *accs, *it, *pol;
+	const cJSON *spec, *props, *pol;
 	int64_t v;
-	size_t n = 0;
 	int rc;
 
 	if ((rc = gjson_dup(&r->name, o, "name")) < 0 || (rc = compute_dup_last(&r->zone, o, "zone")) < 0 ||
@@ -127,7 +126,17 @@ static int reservation_from(const cJSON *o, void *dst)
 		return 0;
 	if ((rc = gjson_dup(&r->machine_type, props, "machineType")) < 0)
 		return rc;
-	accs = cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators");
+	return compute_accelerators_from(cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators"),
+					 &r->accelerators, &r->n_accelerators);
+}
+
+int compute_accelerators_from(const cJSON *accs, struct compute_accelerator **out, size_t *n_out)
+{
+	const cJSON *it;
+	int64_t v;
+	size_t n = 0;
+	int rc;
+
 	if (!cJSON_IsArray(accs))
 		return 0;
 	cJSON_ArrayForEach(it, accs)
@@ -135,14 +144,14 @@ static int reservation_from(const cJSON *o, void *dst)
 			n++;
 	if (!n)
 		return 0;
-	if (!(r->accelerators = calloc(n, sizeof(*r->accelerators))))
+	if (!(*out = calloc(n, sizeof(**out))))
 		return VX_ENOMEM;
 	cJSON_ArrayForEach(it, accs) {
 		struct compute_accelerator *a;
 
 		if (!cJSON_IsObject(it))
 			continue;
-		a = &r->accelerators[r->n_accelerators++];
+		a = &(*out)[(*n_out)++];
 		if ((rc = gjson_dup(&a->type, it, "acceleratorType")) < 0)
 			return rc;
 		if (gjson_int(cJSON_GetObjectItemCaseSensitive(it, "acceleratorCount"), 0, INT32_MAX, &v) == 0)
@@ -325,9 +334,8 @@ int compute_operation_parse_json(const char *body, size_t len, struct compute_op
 
 int compute_reservation_to_json(const struct compute_reservation *r, char **out)
 {
-	cJSON *root = NULL, *spec, *props, *accs, *a, *pol;
+	cJSON *root = NULL, *spec, *props, *pol;
 	char num[32];
-	size_t i;
 	int rc = VX_ENOMEM;
 
 	*out = NULL;
@@ -345,20 +353,8 @@ int compute_reservation_to_json(const struct compute_reservation *r, char **out)
 		goto done;
 	if (r->machine_type && !cJSON_AddStringToObject(props, "machineType", r->machine_type))
 		goto done;
-	if (r->n_accelerators) {
-		if (!(accs = cJSON_AddArrayToObject(props, "guestAccelerators")))
-			goto done;
-		for (i = 0; i < r->n_accelerators; i++) {
-			if (!(a = cJSON_CreateObject()) || !cJSON_AddItemToArray(accs, a)) {
-				cJSON_Delete(a);
-				goto done;
-			}
-			if (!cJSON_AddStringToObject(a, "acceleratorType",
-						     r->accelerators[i].type ? r->accelerators[i].type : "") ||
-			    !cJSON_AddNumberToObject(a, "acceleratorCount", (double)r->accelerators[i].count))
-				goto done;
-		}
-	}
+	if (compute_accelerators_to_json(props, r->accelerators, r->n_accelerators) < 0)
+		goto done;
 	if (!cJSON_AddBoolToObject(root, "specificReservationRequired", r->specific_reservation_required))
 		goto done;
 	if (r->service_share_type) {
@@ -373,17 +369,31 @@ done:
 	return rc;
 }
 
-/* [a-z]([-a-z0-9]{0,61}[a-z0-9])? */
+int compute_accelerators_to_json(cJSON *props, const struct compute_accelerator *accs, size_t n)
+{
+	cJSON *arr, *a;
+	size_t i;
+
+	if (!n)
+		return 0;
+	if (!(arr = cJSON_AddArrayToObject(props, "guestAccelerators")))
+		return VX_ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!(a = cJSON_CreateObject()) || !cJSON_AddItemToArray(arr, a)) {
+			cJSON_Delete(a);
+			return VX_ENOMEM;
+		}
+		if (!cJSON_AddStringToObject(a, "acceleratorType", accs[i].type ? accs[i].type : "") ||
+		    !cJSON_AddNumberToObject(a, "acceleratorCount", (double)accs[i].count))
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
+/* [a-z]([-a-z0-9]{0,61}[a-z0-9])?: gcall_label_ok. */
 int compute_reservation_name_ok(const char *s)
 {
-	size_t n, i;
-
-	if (!s || !(n = strlen(s)) || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
-		return 0;
-	for (i = 1; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return 0;
-	return 1;
+	return gcall_label_ok(s);
 }
 
 /* A name as above, or a numeric id [1-9][0-9]{0,19}. */

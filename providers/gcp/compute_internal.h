@@ -29,6 +29,12 @@ int compute_send(struct compute_client *c, const char *method, const char *url, 
 /* *out = the last path segment of the string o[key] (zone URLs), or the whole string; NULL when absent. */
 int compute_dup_last(char **out, const cJSON *o, const char *key) VX_WUR;
 
+/* *out (*n of them) = the objects of the guestAccelerators array accs; others skipped. */
+int compute_accelerators_from(const cJSON *accs, struct compute_accelerator **out, size_t *n) VX_WUR;
+
+/* props.guestAccelerators = the n of accs (left out when n is 0). 0 or VX_ENOMEM. */
+int compute_accelerators_to_json(cJSON *props, const struct compute_accelerator *accs, size_t n) VX_WUR;
+
 /* Parses one answer into out (a resource); err set on failure. */
 typedef int (*compute_parse_fn)(const char *body, size_t len, void *out, struct vx_err *err);
 

@@ -21,8 +21,6 @@
 #define FOLLOW_MS (10 * 60 * 1000)
 /* What to do when a mutation's outcome is unknown. */
 #define UNKNOWN_HINT "read the future reservation, or send it again with the same request id, before trying anything else"
-/* acceleratorCount is an int32 in the proto. */
-#define ACCEL_MAX INT32_MAX
 
 void future_reservation_release(struct future_reservation *fr)
 {
@@ -212,8 +210,6 @@ static size_t count_objects(const cJSON *arr)
 static int sku_from(const cJSON *o, struct future_reservation *fr)
 {
 	const cJSON *sku = obj(o, "specificSkuProperties"), *props = obj(sku, "instanceProperties");
-	const cJSON *accs = cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators"), *it;
-	size_t n;
 	int rc;
 
 	count_at(&fr->total_count, sku, "totalCount", INT64_MAX);
@@ -221,21 +217,8 @@ static int sku_from(const cJSON *o, struct future_reservation *fr)
 	    (rc = gjson_dup(&fr->machine_type, props, "machineType")) < 0)
 		return rc;
 	fr->n_local_ssds = count_objects(cJSON_GetObjectItemCaseSensitive(props, "localSsds"));
-	if (!(n = count_objects(accs)))
-		return 0;
-	if (!(fr->accelerators = calloc(n, sizeof(*fr->accelerators))))
-		return VX_ENOMEM;
-	cJSON_ArrayForEach(it, accs) {
-		struct compute_accelerator *a;
-
-		if (!cJSON_IsObject(it))
-			continue;
-		a = &fr->accelerators[fr->n_accelerators++];
-		if ((rc = gjson_dup(&a->type, it, "acceleratorType")) < 0)
-			return rc;
-		count_at(&a->count, it, "acceleratorCount", ACCEL_MAX);
-	}
-	return 0;
+	return compute_accelerators_from(cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators"),
+					 &fr->accelerators, &fr->n_accelerators);
 }
 
 static int status_from(const cJSON *o, struct future_reservation *fr)
@@ -406,28 +389,6 @@ static int add_flag(cJSON *o, const char *key, int v)
 	return v == FUTURE_UNSET || cJSON_AddBoolToObject(o, key, v != 0) ? 0 : VX_ENOMEM;
 }
 
-static int add_accelerators(cJSON *props, const struct future_reservation *fr)
-{
-	cJSON *accs, *a;
-	size_t i;
-
-	if (!fr->n_accelerators)
-		return 0;
-	if (!(accs = cJSON_AddArrayToObject(props, "guestAccelerators")))
-		return VX_ENOMEM;
-	for (i = 0; i < fr->n_accelerators; i++) {
-		if (!(a = cJSON_CreateObject()) || !cJSON_AddItemToArray(accs, a)) {
-			cJSON_Delete(a);
-			return VX_ENOMEM;
-		}
-		if (!cJSON_AddStringToObject(a, "acceleratorType",
-					     fr->accelerators[i].type ? fr->accelerators[i].type : "") ||
-		    !cJSON_AddNumberToObject(a, "acceleratorCount", (double)fr->accelerators[i].count))
-			return VX_ENOMEM;
-	}
-	return 0;
-}
-
 static int add_window_and_sku(cJSON *root, const struct future_reservation *fr)
 {
 	cJSON *win, *sku, *props;
@@ -447,7 +408,7 @@ static int add_window_and_sku(cJSON *root, const struct future_reservation *fr)
 	if (!(props = cJSON_AddObjectToObject(sku, "instanceProperties")) ||
 	    (rc = add_str(props, "machineType", fr->machine_type)) < 0)
 		return VX_ENOMEM;
-	return add_accelerators(props, fr);
+	return compute_accelerators_to_json(props, fr->accelerators, fr->n_accelerators);
 }
 
 static int add_request(cJSON *root, const struct future_reservation *fr)

@@ -137,14 +137,7 @@ void persistent_operation_release(struct persistent_operation *op)
 
 int persistent_id_ok(const char *s)
 {
-	size_t n, i;
-
-	if (!s || !(n = strlen(s)) || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
-		return 0;
-	for (i = 1; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return 0;
-	return 1;
+	return gcall_label_ok(s);
 }
 
 /* The segment at *p (up to '/' or the end), copied into seg (cap bytes); 0 when empty or too long. */
