@@ -592,21 +592,20 @@ static char *name_project(const char *name)
 	return strndup(name + 9, strcspn(name + 9, "/"));
 }
 
+static int resource_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return persistent_resource_parse_json(body, len, out, err);
+}
+
 int persistent_get(struct persistent_client *c, const char *name, struct persistent_resource *out,
 		   struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
 	char *what = NULL, *url = NULL, *region = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = named_setup(c, "reading", name, NULL, NULL, &what, &region, &url, err)) < 0)
-		goto done;
-	rc = call(c, "GET", url, NULL, region, GCP_RETRY_SAFE, "GetPersistentResource", what, &resp, err);
-	if (rc == 0 && (rc = persistent_resource_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		gcall_wrap(err, "vertex", what);
-done:
-	gcp_response_release(&resp);
+	if ((rc = named_setup(c, "reading", name, NULL, NULL, &what, &region, &url, err)) == 0)
+		rc = vertex_read(c->http, url, region, "GetPersistentResource", what, resource_parse, out, err);
 	free(region);
 	free(url);
 	free(what);
@@ -823,19 +822,19 @@ static int op_failure(const struct persistent_operation *op, const char *what, s
 			  name, op->error_message ? op->error_message : "(no message)");
 }
 
+static int op_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return persistent_operation_parse_json(body, len, out, err);
+}
+
 /* One poll: GET url into *op, keeping its name when the answer has none. */
 static int poll_once(struct persistent_client *c, const char *url, const char *region, const char *what,
 		     struct persistent_operation *op, struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
 	struct persistent_operation next = PERSISTENT_OPERATION_INIT;
 	int rc;
 
-	rc = call(c, "GET", url, NULL, region, GCP_RETRY_SAFE, "GetOperation", what, &resp, err);
-	if (rc == 0 && (rc = persistent_operation_parse_json(resp.body, resp.body_len, &next, err)) < 0)
-		gcall_wrap(err, "vertex", what);
-	gcp_response_release(&resp);
-	if (rc < 0)
+	if ((rc = vertex_read(c->http, url, region, "GetOperation", what, op_parse, &next, err)) < 0)
 		return rc;
 	/* The URL was built from the name vx checked: that one stays. */
 	free(next.name);

@@ -255,6 +255,19 @@ int vertex_send(struct gcp_http *http, const struct gcp_fence *fence, const char
 	return gcall_send(http, &req, "vertex", what, resp, err);
 }
 
+int vertex_read(struct gcp_http *http, const char *url, const char *region, const char *rpc, const char *what,
+		vertex_parse_fn parse, void *out, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	int rc;
+
+	rc = vertex_send(http, NULL, "GET", url, NULL, region, 0, GCP_RETRY_SAFE, rpc, what, &resp, err);
+	if (rc == 0 && (rc = parse(resp.body, resp.body_len, out, err)) < 0)
+		gcall_wrap(err, "vertex", what);
+	gcp_response_release(&resp);
+	return rc;
+}
+
 /* One request of this client (vertex_send). */
 static int call(struct vertex_client *c, const char *method, const char *url, const char *body,
 		const char *region, int is_create, enum gcp_retry retry, const char *rpc,
@@ -584,21 +597,25 @@ static int job_call_setup(struct vertex_client *c, const char *verb, const char 
 	return rc;
 }
 
+static int job_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return vertex_job_parse_json(body, len, out, err);
+}
+
+static int op_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return vertex_operation_parse_json(body, len, out, err);
+}
+
 int vertex_get_job(struct vertex_client *c, const char *name, struct vertex_job *out,
 		   struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
 	char *what = NULL, *url = NULL, *region = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = job_call_setup(c, "reading", name, "", &what, &region, &url, err)) < 0)
-		goto done;
-	rc = call(c, "GET", url, NULL, region, 0, GCP_RETRY_SAFE, "GetCustomJob", what, &resp, err);
-	if (rc == 0 && (rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		gcall_wrap(err, "vertex", what);
-done:
-	gcp_response_release(&resp);
+	if ((rc = job_call_setup(c, "reading", name, "", &what, &region, &url, err)) == 0)
+		rc = vertex_read(c->http, url, region, "GetCustomJob", what, job_parse, out, err);
 	free(region);
 	free(url);
 	free(what);
@@ -934,11 +951,7 @@ int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout
 		if (delay > POLL_MAX_MS)
 			delay = POLL_MAX_MS;
 		vertex_operation_release(&op);
-		rc = call(c, "GET", op_url, NULL, region, 0, GCP_RETRY_SAFE, "GetOperation", what, &resp, err);
-		if (rc == 0 && (rc = vertex_operation_parse_json(resp.body, resp.body_len, &op, err)) < 0)
-			gcall_wrap(err, "vertex", what);
-		gcp_response_release(&resp);
-		if (rc < 0)
+		if ((rc = vertex_read(c->http, op_url, region, "GetOperation", what, op_parse, &op, err)) < 0)
 			goto done;
 	}
 	rc = op_result(&op, what, err);

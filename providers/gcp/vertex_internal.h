@@ -26,6 +26,13 @@ int vertex_send(struct gcp_http *http, const struct gcp_fence *fence, const char
 		const char *body, const char *region, int is_create, enum gcp_retry retry, const char *rpc,
 		const char *what, struct gcp_response *resp, struct vx_err *err) VX_WUR;
 
+/* Parses one answer into out; err set on failure. */
+typedef int (*vertex_parse_fn)(const char *body, size_t len, void *out, struct vx_err *err);
+
+/* GET url on region's host for rpc (safe to retry), parsed by parse into out; errors wrapped with what. */
+int vertex_read(struct gcp_http *http, const char *url, const char *region, const char *rpc, const char *what,
+		vertex_parse_fn parse, void *out, struct vx_err *err) VX_WUR;
+
 /* *out = o[key], cleaned for a terminal (util/text.h): display text only, never names. */
 int vertex_dup_text(char **out, const cJSON *o, const char *key) VX_WUR;
 
