@@ -479,14 +479,11 @@ char *compute_zonal_url(const struct compute_client *c, const char *project, con
 	return url;
 }
 
-/* Common argument checks and the request id. */
-static int prepare(const char *project, const char *zone, const char *name, const char *request_id,
-		   char rid[37], const char *what, struct vx_err *err)
+int compute_take_request_id(const char *request_id, int (*ok)(const char *request_id), char rid[37],
+			    const char *what, struct vx_err *err)
 {
-	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":") || (name && !gcall_segment_ok(name, ":")))
-		return vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
 	if (request_id) {
-		if (strlen(request_id) != 36 || !gcall_segment_ok(request_id, ":"))
+		if (!ok(request_id))
 			return vx_err_set(err, VX_EINVAL, "%s: request id is not a UUID", what);
 		memcpy(rid, request_id, 37);
 		return 0;
@@ -494,6 +491,21 @@ static int prepare(const char *project, const char *zone, const char *name, cons
 	if (compute_request_id(rid) < 0)
 		return vx_err_set(err, VX_EIO, "%s: no random bytes for a request id", what);
 	return 0;
+}
+
+/* A caller's request id as reservations take it: 36 characters that can go into a URL. */
+static int request_id_ok(const char *request_id)
+{
+	return strlen(request_id) == 36 && gcall_segment_ok(request_id, ":");
+}
+
+/* Common argument checks and the request id. */
+static int prepare(const char *project, const char *zone, const char *name, const char *request_id,
+		   char rid[37], const char *what, struct vx_err *err)
+{
+	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":") || (name && !gcall_segment_ok(name, ":")))
+		return vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
+	return compute_take_request_id(request_id, request_id_ok, rid, what, err);
 }
 
 int compute_reservation_insert(struct compute_client *c, const char *project, const char *zone,

@@ -35,6 +35,13 @@ int compute_accelerators_from(const cJSON *accs, struct compute_accelerator **ou
 /* props.guestAccelerators = the n of accs (left out when n is 0). 0 or VX_ENOMEM. */
 int compute_accelerators_to_json(cJSON *props, const struct compute_accelerator *accs, size_t n) VX_WUR;
 
+/*
+ * rid = request_id when it passes ok (else VX_EINVAL "<what>: request id is
+ * not a UUID"), or a fresh one when request_id is NULL.
+ */
+int compute_take_request_id(const char *request_id, int (*ok)(const char *request_id), char rid[37],
+			    const char *what, struct vx_err *err) VX_WUR;
+
 /* Parses one answer into out (a resource); err set on failure. */
 typedef int (*compute_parse_fn)(const char *body, size_t len, void *out, struct vx_err *err);
 

@@ -519,6 +519,13 @@ int future_update_mask_ok(const char *mask)
 
 /* ---- calls ---- */
 
+/* A UUID: 36 of [0-9a-fA-F-]; Compute refuses the all-zero one. */
+static int uuid_ok(const char *request_id)
+{
+	return strlen(request_id) == 36 && strspn(request_id, "0123456789abcdefABCDEF-") == 36 &&
+	       strspn(request_id, "0-") != 36;
+}
+
 /* Checks what goes into the path, and the request id (the caller's or a fresh one) into rid. */
 static int prepare(const char *project, const char *zone, const char *name, const char *request_id,
 		   char rid[37], const char *what, struct vx_err *err)
@@ -526,17 +533,7 @@ static int prepare(const char *project, const char *zone, const char *name, cons
 	if (!gcall_segment_ok(project, ":") || !compute_reservation_name_ok(zone) ||
 	    (name && !compute_reservation_name_ok(name)))
 		return vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or future reservation name", what);
-	if (request_id) {
-		/* A UUID: 36 of [0-9a-fA-F-]; Compute refuses the all-zero one. */
-		if (strlen(request_id) != 36 || strspn(request_id, "0123456789abcdefABCDEF-") != 36 ||
-		    strspn(request_id, "0-") == 36)
-			return vx_err_set(err, VX_EINVAL, "%s: request id is not a UUID", what);
-		memcpy(rid, request_id, 37);
-		return 0;
-	}
-	if (compute_request_id(rid) < 0)
-		return vx_err_set(err, VX_EIO, "%s: no random bytes for a request id", what);
-	return 0;
+	return compute_take_request_id(request_id, uuid_ok, rid, what, err);
 }
 
 /* What one mutation is. */
