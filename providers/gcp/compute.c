@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/gcp/compute_internal.h"
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
@@ -80,8 +81,7 @@ int compute_operation_done(const struct compute_operation *op)
 	return op && op->status && !strcmp(op->status, "DONE");
 }
 
-/* The last path segment of a string field (zone URLs), or the whole string. */
-static int js_dup_last(char **out, const cJSON *o, const char *key)
+int compute_dup_last(char **out, const cJSON *o, const char *key)
 {
 	const char *s = gjson_str(o, key), *slash;
 
@@ -98,12 +98,11 @@ static int js_dup_last(char **out, const cJSON *o, const char *key)
 static int reservation_from(const cJSON *o, void *dst)
 {
 	struct compute_reservation *r = dst;
-	const cJSON *spec, *props, *accs, *it, *pol;
+	const cJSON *spec, *props, *pol;
 	int64_t v;
-	size_t n = 0;
 	int rc;
 
-	if ((rc = gjson_dup(&r->name, o, "name")) < 0 || (rc = js_dup_last(&r->zone, o, "zone")) < 0 ||
+	if ((rc = gjson_dup(&r->name, o, "name")) < 0 || (rc = compute_dup_last(&r->zone, o, "zone")) < 0 ||
 	    (rc = gjson_dup(&r->status, o, "status")) < 0 ||
 	    (rc = gjson_dup(&r->description, o, "description")) < 0 ||
 	    (rc = gjson_dup(&r->self_link, o, "selfLink")) < 0)
@@ -127,7 +126,17 @@ static int reservation_from(const cJSON *o, void *dst)
 		return 0;
 	if ((rc = gjson_dup(&r->machine_type, props, "machineType")) < 0)
 		return rc;
-	accs = cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators");
+	return compute_accelerators_from(cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators"),
+					 &r->accelerators, &r->n_accelerators);
+}
+
+int compute_accelerators_from(const cJSON *accs, struct compute_accelerator **out, size_t *n_out)
+{
+	const cJSON *it;
+	int64_t v;
+	size_t n = 0;
+	int rc;
+
 	if (!cJSON_IsArray(accs))
 		return 0;
 	cJSON_ArrayForEach(it, accs)
@@ -135,14 +144,14 @@ static int reservation_from(const cJSON *o, void *dst)
 			n++;
 	if (!n)
 		return 0;
-	if (!(r->accelerators = calloc(n, sizeof(*r->accelerators))))
+	if (!(*out = calloc(n, sizeof(**out))))
 		return VX_ENOMEM;
 	cJSON_ArrayForEach(it, accs) {
 		struct compute_accelerator *a;
 
 		if (!cJSON_IsObject(it))
 			continue;
-		a = &r->accelerators[r->n_accelerators++];
+		a = &(*out)[(*n_out)++];
 		if ((rc = gjson_dup(&a->type, it, "acceleratorType")) < 0)
 			return rc;
 		if (gjson_int(cJSON_GetObjectItemCaseSensitive(it, "acceleratorCount"), 0, INT32_MAX, &v) == 0)
@@ -161,6 +170,11 @@ int compute_reservation_parse_json(const char *body, size_t len, struct compute_
 {
 	return gjson_parse_one(body, len, out, sizeof(*out), reservation_from, reservation_rel,
 			       "compute: reading reservation", err);
+}
+
+static int reservation_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return compute_reservation_parse_json(body, len, out, err);
 }
 
 static int list_reserve(struct compute_reservation_list *l, size_t more)
@@ -265,7 +279,7 @@ static int op_from(const cJSON *o, void *dst)
 	size_t n = 0;
 	int rc;
 
-	if ((rc = gjson_dup(&op->name, o, "name")) < 0 || (rc = js_dup_last(&op->zone, o, "zone")) < 0 ||
+	if ((rc = gjson_dup(&op->name, o, "name")) < 0 || (rc = compute_dup_last(&op->zone, o, "zone")) < 0 ||
 	    (rc = gjson_dup(&op->status, o, "status")) < 0 ||
 	    (rc = gjson_dup(&op->operation_type, o, "operationType")) < 0 ||
 	    (rc = gjson_dup(&op->target_link, o, "targetLink")) < 0 ||
@@ -320,9 +334,8 @@ int compute_operation_parse_json(const char *body, size_t len, struct compute_op
 
 int compute_reservation_to_json(const struct compute_reservation *r, char **out)
 {
-	cJSON *root = NULL, *spec, *props, *accs, *a, *pol;
+	cJSON *root = NULL, *spec, *props, *pol;
 	char num[32];
-	size_t i;
 	int rc = VX_ENOMEM;
 
 	*out = NULL;
@@ -340,20 +353,8 @@ int compute_reservation_to_json(const struct compute_reservation *r, char **out)
 		goto done;
 	if (r->machine_type && !cJSON_AddStringToObject(props, "machineType", r->machine_type))
 		goto done;
-	if (r->n_accelerators) {
-		if (!(accs = cJSON_AddArrayToObject(props, "guestAccelerators")))
-			goto done;
-		for (i = 0; i < r->n_accelerators; i++) {
-			if (!(a = cJSON_CreateObject()) || !cJSON_AddItemToArray(accs, a)) {
-				cJSON_Delete(a);
-				goto done;
-			}
-			if (!cJSON_AddStringToObject(a, "acceleratorType",
-						     r->accelerators[i].type ? r->accelerators[i].type : "") ||
-			    !cJSON_AddNumberToObject(a, "acceleratorCount", (double)r->accelerators[i].count))
-				goto done;
-		}
-	}
+	if (compute_accelerators_to_json(props, r->accelerators, r->n_accelerators) < 0)
+		goto done;
 	if (!cJSON_AddBoolToObject(root, "specificReservationRequired", r->specific_reservation_required))
 		goto done;
 	if (r->service_share_type) {
@@ -368,17 +369,31 @@ done:
 	return rc;
 }
 
-/* [a-z]([-a-z0-9]{0,61}[a-z0-9])? */
+int compute_accelerators_to_json(cJSON *props, const struct compute_accelerator *accs, size_t n)
+{
+	cJSON *arr, *a;
+	size_t i;
+
+	if (!n)
+		return 0;
+	if (!(arr = cJSON_AddArrayToObject(props, "guestAccelerators")))
+		return VX_ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!(a = cJSON_CreateObject()) || !cJSON_AddItemToArray(arr, a)) {
+			cJSON_Delete(a);
+			return VX_ENOMEM;
+		}
+		if (!cJSON_AddStringToObject(a, "acceleratorType", accs[i].type ? accs[i].type : "") ||
+		    !cJSON_AddNumberToObject(a, "acceleratorCount", (double)accs[i].count))
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
+/* [a-z]([-a-z0-9]{0,61}[a-z0-9])?: gcall_label_ok. */
 int compute_reservation_name_ok(const char *s)
 {
-	size_t n, i;
-
-	if (!s || !(n = strlen(s)) || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
-		return 0;
-	for (i = 1; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return 0;
-	return 1;
+	return gcall_label_ok(s);
 }
 
 /* A name as above, or a numeric id [1-9][0-9]{0,19}. */
@@ -409,10 +424,9 @@ int compute_request_id(char out[37])
 
 /* ---- calls ---- */
 
-/* fenced: a mutation, checked against c->fence before each attempt (reads and waits are not). */
-static int call(struct compute_client *c, const char *method, const char *url, const char *body,
-		enum gcp_retry retry, const char *rpc, long timeout_ms, int fenced, const char *what,
-		struct gcp_response *resp, struct vx_err *err)
+int compute_send(struct compute_client *c, const char *method, const char *url, const char *body,
+		 enum gcp_retry retry, const char *rpc, long timeout_ms, int fenced, const char *what,
+		 struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
 
@@ -423,18 +437,66 @@ static int call(struct compute_client *c, const char *method, const char *url, c
 	return gcall_send(c->http, &req, "compute", what, resp, err);
 }
 
-/* A mutation: sends and parses the Operation. */
-static int mutate(struct compute_client *c, const char *method, const char *url, const char *body,
-		  const char *rpc, const char *what, struct compute_operation *op, struct vx_err *err)
+int compute_mutate(struct compute_client *c, const char *method, const char *url, const char *body,
+		   const char *rpc, const char *what, struct compute_operation *op, int *answered,
+		   struct vx_err *err)
 {
 	struct gcp_response resp = { 0 };
 	int rc;
 
-	rc = call(c, method, url, body, GCP_RETRY_REQUEST_ID, rpc, 0, 1, what, &resp, err);
-	if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, op, err)) < 0)
-		gcall_wrap(err, "compute", what);
+	*answered = 0;
+	rc = compute_send(c, method, url, body, GCP_RETRY_REQUEST_ID, rpc, 0, 1, what, &resp, err);
+	if (rc == 0) {
+		*answered = 1;
+		if ((rc = compute_operation_parse_json(resp.body, resp.body_len, op, err)) < 0)
+			gcall_wrap(err, "compute", what);
+	}
 	gcp_response_release(&resp);
 	return rc;
+}
+
+/* A mutation of a reservation: sends it and parses the Operation. */
+static int mutate(struct compute_client *c, const char *method, const char *url, const char *body,
+		  const char *rpc, const char *what, struct compute_operation *op, struct vx_err *err)
+{
+	int answered;
+
+	return compute_mutate(c, method, url, body, rpc, what, op, &answered, err);
+}
+
+char *compute_zonal_url(const struct compute_client *c, const char *project, const char *zone,
+			const char *collection, const char *name, const char *suffix, const char *rid,
+			const char *update_mask)
+{
+	char *path, *url;
+
+	path = name ? vx_asprintf("projects/%s/zones/%s/%s/%s%s", project, zone, collection, name, suffix)
+		    : vx_asprintf("projects/%s/zones/%s/%s", project, zone, collection);
+	url = path ? gcall_url(c->base_url, path, "requestId", rid, "updateMask", update_mask,
+			       (const char *)NULL)
+		   : NULL;
+	free(path);
+	return url;
+}
+
+int compute_take_request_id(const char *request_id, int (*ok)(const char *request_id), char rid[37],
+			    const char *what, struct vx_err *err)
+{
+	if (request_id) {
+		if (!ok(request_id))
+			return vx_err_set(err, VX_EINVAL, "%s: request id is not a UUID", what);
+		memcpy(rid, request_id, 37);
+		return 0;
+	}
+	if (compute_request_id(rid) < 0)
+		return vx_err_set(err, VX_EIO, "%s: no random bytes for a request id", what);
+	return 0;
+}
+
+/* A caller's request id as reservations take it: 36 characters that can go into a URL. */
+static int request_id_ok(const char *request_id)
+{
+	return strlen(request_id) == 36 && gcall_segment_ok(request_id, ":");
 }
 
 /* Common argument checks and the request id. */
@@ -443,15 +505,7 @@ static int prepare(const char *project, const char *zone, const char *name, cons
 {
 	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":") || (name && !gcall_segment_ok(name, ":")))
 		return vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
-	if (request_id) {
-		if (strlen(request_id) != 36 || !gcall_segment_ok(request_id, ":"))
-			return vx_err_set(err, VX_EINVAL, "%s: request id is not a UUID", what);
-		memcpy(rid, request_id, 37);
-		return 0;
-	}
-	if (compute_request_id(rid) < 0)
-		return vx_err_set(err, VX_EIO, "%s: no random bytes for a request id", what);
-	return 0;
+	return compute_take_request_id(request_id, request_id_ok, rid, what, err);
 }
 
 int compute_reservation_insert(struct compute_client *c, const char *project, const char *zone,
@@ -476,13 +530,7 @@ int compute_reservation_insert(struct compute_client *c, const char *project, co
 	}
 	if ((rc = prepare(project, zone, NULL, request_id, rid, what, err)) < 0)
 		goto done;
-	{
-		char *path = vx_asprintf("projects/%s/zones/%s/reservations", project, zone);
-
-		url = path ? gcall_url(c->base_url, path, "requestId", rid, (const char *)NULL) : NULL;
-		free(path);
-	}
-	if (!url) {
+	if (!(url = compute_zonal_url(c, project, zone, "reservations", NULL, NULL, rid, NULL))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
@@ -500,22 +548,15 @@ static int mutate_named(struct compute_client *c, const char *method, const char
 			const char *body, const char *request_id, const char *rpc, const char *what,
 			struct compute_operation *op, struct vx_err *err)
 {
-	char *url = NULL, *path = NULL, rid[37];
+	char *url = NULL, rid[37];
 	int rc;
 
 	memset(op, 0, sizeof(*op));
 	if ((rc = prepare(project, zone, name, request_id, rid, what, err)) < 0)
 		return rc;
-	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations/%s%s", project, zone, name,
-				  suffix)) ||
-	    !(url = gcall_url(c->base_url, path, "requestId", rid, "updateMask", update_mask,
-			      (const char *)NULL))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
+	if (!(url = compute_zonal_url(c, project, zone, "reservations", name, suffix, rid, update_mask)))
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 	rc = mutate(c, method, url, body, rpc, what, op, err);
-done:
-	free(path);
 	free(url);
 	return rc;
 }
@@ -589,40 +630,47 @@ int compute_reservation_delete(struct compute_client *c, const char *project, co
 int compute_reservation_get(struct compute_client *c, const char *project, const char *zone,
 			    const char *name, struct compute_reservation *out, struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
-	char *what = NULL, *path = NULL, *url = NULL;
+	char *what = NULL, *path = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!(what = vx_asprintf("compute: reading reservation \"%s\" in %s", name ? name : "",
 				 zone ? zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":") || !gcall_segment_ok(name, ":")) {
+	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":") || !gcall_segment_ok(name, ":"))
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or reservation name", what);
-		goto done;
-	}
-	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations/%s", project, zone, name)) ||
-	    !(url = gcall_url(c->base_url, path, (const char *)NULL))) {
+	else if (!(path = vx_asprintf("projects/%s/zones/%s/reservations/%s", project, zone, name)))
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = call(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetReservation", 0, 0, what, &resp, err);
-	if (rc == 0 && (rc = compute_reservation_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		gcall_wrap(err, "compute", what);
-done:
-	gcp_response_release(&resp);
+	else
+		rc = compute_get(c, path, "GetReservation", what, reservation_parse, out, err);
 	free(path);
-	free(url);
 	free(what);
 	return rc;
 }
 
-/* What each page of list_all needs. */
+int compute_get(struct compute_client *c, const char *path, const char *rpc, const char *what,
+		compute_parse_fn parse, void *out, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	char *url = gcall_url(c->base_url, path, (const char *)NULL);
+	int rc;
+
+	if (!url)
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	rc = compute_send(c, "GET", url, NULL, GCP_RETRY_SAFE, rpc, 0, 0, what, &resp, err);
+	if (rc == 0 && (rc = parse(resp.body, resp.body_len, out, err)) < 0)
+		gcall_wrap(err, "compute", what);
+	gcp_response_release(&resp);
+	free(url);
+	return rc;
+}
+
+/* What each page of compute_list_all needs. */
 struct list_pages {
 	struct compute_client *c;
-	const char *path, *filter, *what;
-	int aggregated;
-	struct compute_reservation_list *out;
+	const char *path, *filter, *rpc, *what;
+	compute_page_fn parse;
+	void *out;
 };
 
 static int list_page(void *ud, const char *token, char **next, struct vx_err *err)
@@ -635,67 +683,106 @@ static int list_page(void *ud, const char *token, char **next, struct vx_err *er
 
 	if (!url)
 		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
-	rc = call(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
-		  p->aggregated ? "AggregatedListReservations" : "ListReservations", 0, 0, p->what, &resp,
-		  err);
+	rc = compute_send(p->c, "GET", url, NULL, GCP_RETRY_SAFE, p->rpc, 0, 0, p->what, &resp, err);
 	free(url);
-	if (rc == 0 &&
-	    (rc = list_parse(resp.body, resp.body_len, p->out, next, p->aggregated, err)) < 0)
+	if (rc == 0 && (rc = p->parse(resp.body, resp.body_len, p->out, next, err)) < 0)
 		gcall_wrap(err, "compute", p->what);
 	gcp_response_release(&resp);
 	return rc;
 }
 
-static int list_all(struct compute_client *c, const char *path, const char *filter, int aggregated,
-		    const char *what, struct compute_reservation_list *out, struct vx_err *err)
+int compute_list_all(struct compute_client *c, const char *path, const char *filter, const char *rpc,
+		     const char *what, compute_page_fn parse, void *out, void (*release)(void *),
+		     struct vx_err *err)
 {
-	struct list_pages p = { c, path, filter, what, aggregated, out };
+	struct list_pages p = { c, path, filter, rpc, what, parse, out };
 	int rc = gcall_pages(list_page, &p, what, err);
 
 	if (rc < 0)
-		compute_reservation_list_release(out);
+		release(out);
 	return rc;
 }
 
-int compute_reservation_list(struct compute_client *c, const char *project, const char *zone,
-			     const char *filter, struct compute_reservation_list *out,
-			     struct vx_err *err)
+static int zonal_page(const char *body, size_t len, void *out, char **next, struct vx_err *err)
+{
+	return list_parse(body, len, out, next, 0, err);
+}
+
+static int aggregated_page(const char *body, size_t len, void *out, char **next, struct vx_err *err)
+{
+	return list_parse(body, len, out, next, 1, err);
+}
+
+static void list_rel(void *l)
+{
+	compute_reservation_list_release(l);
+}
+
+int compute_list_zone(struct compute_client *c, const struct compute_collection *k, const char *project,
+		      const char *zone, const char *filter, void *out, struct vx_err *err)
 {
 	char *what = NULL, *path = NULL;
 	int rc;
 
-	if (!(what = vx_asprintf("compute: listing reservations in %s", zone ? zone : "")))
+	if (!(what = vx_asprintf("compute: listing %s in %s", k->plural, zone ? zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!gcall_segment_ok(project, ":") || !gcall_segment_ok(zone, ":")) {
+	if (!gcall_segment_ok(project, ":") || !k->zone_ok(zone)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or zone", what);
 		goto done;
 	}
-	if (!(path = vx_asprintf("projects/%s/zones/%s/reservations", project, zone))) {
+	if (!(path = vx_asprintf("projects/%s/zones/%s/%s", project, zone, k->collection))) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 		goto done;
 	}
-	rc = list_all(c, path, filter, 0, what, out, err);
+	rc = compute_list_all(c, path, filter, k->list_rpc, what, k->page, out, k->release, err);
 done:
 	free(path);
 	free(what);
 	return rc;
 }
 
+int compute_list_aggregated(struct compute_client *c, const struct compute_collection *k, const char *project,
+			    const char *filter, void *out, struct vx_err *err)
+{
+	char *path = NULL, *what;
+	int rc;
+
+	if (!(what = vx_asprintf("compute: listing %s in all zones", k->plural)))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	if (!gcall_segment_ok(project, ":"))
+		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
+	else if (!(path = vx_asprintf("projects/%s/aggregated/%s", project, k->collection)))
+		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	else
+		rc = compute_list_all(c, path, filter, k->aggregated_rpc, what, k->aggregated_page, out, k->release,
+				      err);
+	free(path);
+	free(what);
+	return rc;
+}
+
+static int zone_segment_ok(const char *zone)
+{
+	return gcall_segment_ok(zone, ":");
+}
+
+static const struct compute_collection reservations = {
+	"reservations", "reservations", zone_segment_ok, "ListReservations", zonal_page,
+	"AggregatedListReservations", aggregated_page, list_rel,
+};
+
+int compute_reservation_list(struct compute_client *c, const char *project, const char *zone,
+			     const char *filter, struct compute_reservation_list *out,
+			     struct vx_err *err)
+{
+	return compute_list_zone(c, &reservations, project, zone, filter, out, err);
+}
+
 int compute_reservation_aggregated_list(struct compute_client *c, const char *project,
 					const char *filter, struct compute_reservation_list *out,
 					struct vx_err *err)
 {
-	char *path = NULL;
-	const char *what = "compute: listing reservations in all zones";
-	int rc;
-
-	if (!gcall_segment_ok(project, ":"))
-		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
-	if (!(path = vx_asprintf("projects/%s/aggregated/reservations", project)))
-		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-	rc = list_all(c, path, filter, 1, what, out, err);
-	free(path);
-	return rc;
+	return compute_list_aggregated(c, &reservations, project, filter, out, err);
 }
 
 /* 1 when code is one of set. */
@@ -799,8 +886,8 @@ int compute_operation_wait(struct compute_client *c, const char *project,
 		}
 		vx_log(c->ctx, VX_LOG_DEBUG, "compute: waiting for operation %s (status %s)", op->name,
 		       op->status ? op->status : "unknown");
-		rc = call(c, "POST", url, NULL, GCP_RETRY_SAFE, "WaitZoneOperation", WAIT_CALL_TIMEOUT_MS,
-			  0, what, &resp, err);
+		rc = compute_send(c, "POST", url, NULL, GCP_RETRY_SAFE, "WaitZoneOperation", WAIT_CALL_TIMEOUT_MS,
+				  0, what, &resp, err);
 		if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, &next, err)) < 0)
 			gcall_wrap(err, "compute", what);
 		gcp_response_release(&resp);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "providers/gcp/compute.h"
+#include "providers/gcp/compute_internal.h"
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
@@ -20,8 +21,6 @@
 #define FOLLOW_MS (10 * 60 * 1000)
 /* What to do when a mutation's outcome is unknown. */
 #define UNKNOWN_HINT "read the future reservation, or send it again with the same request id, before trying anything else"
-/* acceleratorCount is an int32 in the proto. */
-#define ACCEL_MAX INT32_MAX
 
 void future_reservation_release(struct future_reservation *fr)
 {
@@ -135,19 +134,6 @@ const char *future_reservation_auto_created_name(const struct future_reservation
 
 /* ---- parsers ---- */
 
-/* The last path segment of a string field (zone URLs), or the whole string. */
-static int dup_last(char **out, const cJSON *o, const char *key)
-{
-	const char *s = gjson_str(o, key), *slash;
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	slash = strrchr(s, '/');
-	*out = strdup(slash ? slash + 1 : s);
-	return *out ? 0 : VX_ENOMEM;
-}
-
 static cJSON *obj(const cJSON *o, const char *key)
 {
 	cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -185,7 +171,7 @@ static int request_from(const cJSON *o, struct future_reservation *fr)
 {
 	int rc;
 
-	if ((rc = gjson_dup(&fr->name, o, "name")) < 0 || (rc = dup_last(&fr->zone, o, "zone")) < 0 ||
+	if ((rc = gjson_dup(&fr->name, o, "name")) < 0 || (rc = compute_dup_last(&fr->zone, o, "zone")) < 0 ||
 	    (rc = gjson_dup(&fr->self_link, o, "selfLink")) < 0 ||
 	    (rc = gjson_dup(&fr->description, o, "description")) < 0 ||
 	    (rc = gjson_dup(&fr->reservation_mode, o, "reservationMode")) < 0 ||
@@ -224,8 +210,6 @@ static size_t count_objects(const cJSON *arr)
 static int sku_from(const cJSON *o, struct future_reservation *fr)
 {
 	const cJSON *sku = obj(o, "specificSkuProperties"), *props = obj(sku, "instanceProperties");
-	const cJSON *accs = cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators"), *it;
-	size_t n;
 	int rc;
 
 	count_at(&fr->total_count, sku, "totalCount", INT64_MAX);
@@ -233,21 +217,8 @@ static int sku_from(const cJSON *o, struct future_reservation *fr)
 	    (rc = gjson_dup(&fr->machine_type, props, "machineType")) < 0)
 		return rc;
 	fr->n_local_ssds = count_objects(cJSON_GetObjectItemCaseSensitive(props, "localSsds"));
-	if (!(n = count_objects(accs)))
-		return 0;
-	if (!(fr->accelerators = calloc(n, sizeof(*fr->accelerators))))
-		return VX_ENOMEM;
-	cJSON_ArrayForEach(it, accs) {
-		struct compute_accelerator *a;
-
-		if (!cJSON_IsObject(it))
-			continue;
-		a = &fr->accelerators[fr->n_accelerators++];
-		if ((rc = gjson_dup(&a->type, it, "acceleratorType")) < 0)
-			return rc;
-		count_at(&a->count, it, "acceleratorCount", ACCEL_MAX);
-	}
-	return 0;
+	return compute_accelerators_from(cJSON_GetObjectItemCaseSensitive(props, "guestAccelerators"),
+					 &fr->accelerators, &fr->n_accelerators);
 }
 
 static int status_from(const cJSON *o, struct future_reservation *fr)
@@ -305,6 +276,11 @@ int future_reservation_parse_json(const char *body, size_t len, struct future_re
 {
 	return gjson_parse_one(body, len, out, sizeof(*out), fr_from, fr_rel,
 			       "compute: reading future reservation", err);
+}
+
+static int fr_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return future_reservation_parse_json(body, len, out, err);
 }
 
 int future_reservation_list_parse_json(const char *body, size_t len, struct future_reservation_list *l,
@@ -413,28 +389,6 @@ static int add_flag(cJSON *o, const char *key, int v)
 	return v == FUTURE_UNSET || cJSON_AddBoolToObject(o, key, v != 0) ? 0 : VX_ENOMEM;
 }
 
-static int add_accelerators(cJSON *props, const struct future_reservation *fr)
-{
-	cJSON *accs, *a;
-	size_t i;
-
-	if (!fr->n_accelerators)
-		return 0;
-	if (!(accs = cJSON_AddArrayToObject(props, "guestAccelerators")))
-		return VX_ENOMEM;
-	for (i = 0; i < fr->n_accelerators; i++) {
-		if (!(a = cJSON_CreateObject()) || !cJSON_AddItemToArray(accs, a)) {
-			cJSON_Delete(a);
-			return VX_ENOMEM;
-		}
-		if (!cJSON_AddStringToObject(a, "acceleratorType",
-					     fr->accelerators[i].type ? fr->accelerators[i].type : "") ||
-		    !cJSON_AddNumberToObject(a, "acceleratorCount", (double)fr->accelerators[i].count))
-			return VX_ENOMEM;
-	}
-	return 0;
-}
-
 static int add_window_and_sku(cJSON *root, const struct future_reservation *fr)
 {
 	cJSON *win, *sku, *props;
@@ -454,7 +408,7 @@ static int add_window_and_sku(cJSON *root, const struct future_reservation *fr)
 	if (!(props = cJSON_AddObjectToObject(sku, "instanceProperties")) ||
 	    (rc = add_str(props, "machineType", fr->machine_type)) < 0)
 		return VX_ENOMEM;
-	return add_accelerators(props, fr);
+	return compute_accelerators_to_json(props, fr->accelerators, fr->n_accelerators);
 }
 
 static int add_request(cJSON *root, const struct future_reservation *fr)
@@ -565,6 +519,13 @@ int future_update_mask_ok(const char *mask)
 
 /* ---- calls ---- */
 
+/* A UUID: 36 of [0-9a-fA-F-]; Compute refuses the all-zero one. */
+static int uuid_ok(const char *request_id)
+{
+	return strlen(request_id) == 36 && strspn(request_id, "0123456789abcdefABCDEF-") == 36 &&
+	       strspn(request_id, "0-") != 36;
+}
+
 /* Checks what goes into the path, and the request id (the caller's or a fresh one) into rid. */
 static int prepare(const char *project, const char *zone, const char *name, const char *request_id,
 		   char rid[37], const char *what, struct vx_err *err)
@@ -572,29 +533,7 @@ static int prepare(const char *project, const char *zone, const char *name, cons
 	if (!gcall_segment_ok(project, ":") || !compute_reservation_name_ok(zone) ||
 	    (name && !compute_reservation_name_ok(name)))
 		return vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or future reservation name", what);
-	if (request_id) {
-		/* A UUID: 36 of [0-9a-fA-F-]; Compute refuses the all-zero one. */
-		if (strlen(request_id) != 36 || strspn(request_id, "0123456789abcdefABCDEF-") != 36 ||
-		    strspn(request_id, "0-") == 36)
-			return vx_err_set(err, VX_EINVAL, "%s: request id is not a UUID", what);
-		memcpy(rid, request_id, 37);
-		return 0;
-	}
-	if (compute_request_id(rid) < 0)
-		return vx_err_set(err, VX_EIO, "%s: no random bytes for a request id", what);
-	return 0;
-}
-
-static int fr_send(struct compute_client *c, const char *method, const char *url, const char *body,
-		   enum gcp_retry retry, const char *rpc, int fenced, const char *what,
-		   struct gcp_response *resp, struct vx_err *err)
-{
-	struct gcp_request req;
-
-	gcall_request_init(&req, "compute", method, url, body, retry, rpc);
-	if (fenced)
-		req.fence = c->fence;
-	return gcall_send(c->http, &req, "compute", what, resp, err);
+	return compute_take_request_id(request_id, uuid_ok, rid, what, err);
 }
 
 /* What one mutation is. */
@@ -611,38 +550,27 @@ static int mutate(struct compute_client *c, const char *project, const char *zon
 		  const struct mutation *m, const char *request_id, int64_t wait_ms, const char *what,
 		  struct compute_operation *op, struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
-	char *path = NULL, *url = NULL, rid[37];
-	int rc;
+	char *url = NULL, rid[37];
+	int rc, answered;
 
 	if ((rc = prepare(project, zone, name, request_id, rid, what, err)) < 0)
 		return rc;
-	path = name ? vx_asprintf("projects/%s/zones/%s/futureReservations/%s%s", project, zone, name, m->suffix)
-		    : vx_asprintf("projects/%s/zones/%s/futureReservations", project, zone);
-	if (!path || !(url = gcall_url(c->base_url, path, "requestId", rid, "updateMask", m->update_mask,
-				       (const char *)NULL))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = fr_send(c, m->method, url, m->body, GCP_RETRY_REQUEST_ID, m->rpc, 1, what, &resp, err);
-	if (rc == VX_ERETRY) {
+	if (!(url = compute_zonal_url(c, project, zone, "futureReservations", name, m->suffix, rid,
+				      m->update_mask)))
+		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
+	rc = compute_mutate(c, m->method, url, m->body, m->rpc, what, op, &answered, err);
+	if (rc == VX_ERETRY && !answered) {
 		char *cause = vx_strdup(vx_err_msg(err));
 
 		rc = vx_err_set(err, VX_EUNCERTAIN, "%s; the outcome is unknown (request id %s: %s)",
 				cause ? cause : what, rid, UNKNOWN_HINT);
 		free(cause);
 	}
-	if (rc == 0 && (rc = compute_operation_parse_json(resp.body, resp.body_len, op, err)) < 0) {
-		/* An answer vx cannot read: the request was taken, what it did is unknown. */
-		gcall_wrap(err, "compute", what);
+	if (rc < 0 && answered) /* An answer vx cannot read: the request was taken, what it did is unknown. */
 		rc = vx_err_set(err, VX_EUNCERTAIN, "%s; the outcome is unknown (request id %s)", vx_err_msg(err), rid);
-	}
 	if (rc == 0)
 		rc = compute_operation_follow(c, project, zone, op, wait_ms > 0 ? wait_ms : FOLLOW_MS, what,
 					      UNKNOWN_HINT, err);
-done:
-	gcp_response_release(&resp);
-	free(path);
 	free(url);
 	return rc;
 }
@@ -736,8 +664,7 @@ int future_reservation_delete(struct compute_client *c, const char *project, con
 int future_reservation_get(struct compute_client *c, const char *project, const char *zone,
 			   const char *name, struct future_reservation *out, struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
-	char *what = NULL, *path = NULL, *url = NULL;
+	char *what = NULL, *path = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -746,106 +673,47 @@ int future_reservation_get(struct compute_client *c, const char *project, const 
 				 zone ? zone : "")))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
 	if (!gcall_segment_ok(project, ":") || !compute_reservation_name_ok(zone) ||
-	    !compute_reservation_name_ok(name)) {
+	    !compute_reservation_name_ok(name))
 		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project, zone or future reservation name", what);
-		goto done;
-	}
-	if (!(path = vx_asprintf("projects/%s/zones/%s/futureReservations/%s", project, zone, name)) ||
-	    !(url = gcall_url(c->base_url, path, (const char *)NULL))) {
+	else if (!(path = vx_asprintf("projects/%s/zones/%s/futureReservations/%s", project, zone, name)))
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = fr_send(c, "GET", url, NULL, GCP_RETRY_SAFE, "GetFutureReservation", 0, what, &resp, err);
-	if (rc == 0 && (rc = future_reservation_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		gcall_wrap(err, "compute", what);
-done:
-	gcp_response_release(&resp);
+	else
+		rc = compute_get(c, path, "GetFutureReservation", what, fr_parse, out, err);
 	free(path);
-	free(url);
 	free(what);
 	return rc;
 }
 
-/* What each page of list_all needs. */
-struct list_pages {
-	struct compute_client *c;
-	const char *path, *filter, *what;
-	int aggregated;
-	struct future_reservation_list *out;
+static int zonal_page(const char *body, size_t len, void *out, char **next, struct vx_err *err)
+{
+	return future_reservation_list_parse_json(body, len, out, next, err);
+}
+
+static int aggregated_page(const char *body, size_t len, void *out, char **next, struct vx_err *err)
+{
+	return future_reservation_aggregated_parse_json(body, len, out, next, err);
+}
+
+static void list_rel(void *l)
+{
+	future_reservation_list_release(l);
+}
+
+static const struct compute_collection future_reservations = {
+	"futureReservations", "future reservations", compute_reservation_name_ok, "ListFutureReservations",
+	zonal_page, "AggregatedListFutureReservations", aggregated_page, list_rel,
 };
-
-static int list_page(void *ud, const char *token, char **next, struct vx_err *err)
-{
-	struct list_pages *p = ud;
-	struct gcp_response resp = { 0 };
-	char *url = gcall_url(p->c->base_url, p->path, "filter", p->filter, "pageToken", token,
-			      (const char *)NULL);
-	int rc;
-
-	if (!url)
-		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", p->what);
-	rc = fr_send(p->c, "GET", url, NULL, GCP_RETRY_SAFE,
-		     p->aggregated ? "AggregatedListFutureReservations" : "ListFutureReservations", 0, p->what,
-		     &resp, err);
-	free(url);
-	if (rc == 0) {
-		rc = p->aggregated ? future_reservation_aggregated_parse_json(resp.body, resp.body_len, p->out, next, err)
-				   : future_reservation_list_parse_json(resp.body, resp.body_len, p->out, next, err);
-		if (rc < 0)
-			gcall_wrap(err, "compute", p->what);
-	}
-	gcp_response_release(&resp);
-	return rc;
-}
-
-static int list_all(struct compute_client *c, const char *path, const char *filter, int aggregated,
-		    const char *what, struct future_reservation_list *out, struct vx_err *err)
-{
-	struct list_pages p = { c, path, filter, what, aggregated, out };
-	int rc = gcall_pages(list_page, &p, what, err);
-
-	if (rc < 0)
-		future_reservation_list_release(out);
-	return rc;
-}
 
 int future_reservation_list(struct compute_client *c, const char *project, const char *zone,
 			    const char *filter, struct future_reservation_list *out,
 			    struct vx_err *err)
 {
-	char *what = NULL, *path = NULL;
-	int rc;
-
-	if (!(what = vx_asprintf("compute: listing future reservations in %s", zone ? zone : "")))
-		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if (!gcall_segment_ok(project, ":") || !compute_reservation_name_ok(zone)) {
-		rc = vx_err_set(err, VX_EINVAL, "%s: invalid project or zone", what);
-		goto done;
-	}
-	if (!(path = vx_asprintf("projects/%s/zones/%s/futureReservations", project, zone))) {
-		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-		goto done;
-	}
-	rc = list_all(c, path, filter, 0, what, out, err);
-done:
-	free(path);
-	free(what);
-	return rc;
+	return compute_list_zone(c, &future_reservations, project, zone, filter, out, err);
 }
 
 int future_reservation_aggregated_list(struct compute_client *c, const char *project,
 				       const char *filter, struct future_reservation_list *out,
 				       struct vx_err *err)
 {
-	static const char what[] = "compute: listing future reservations in all zones";
-	char *path = NULL;
-	int rc;
-
-	if (!gcall_segment_ok(project, ":"))
-		return vx_err_set(err, VX_EINVAL, "%s: invalid project", what);
-	if (!(path = vx_asprintf("projects/%s/aggregated/futureReservations", project)))
-		return vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
-	rc = list_all(c, path, filter, 1, what, out, err);
-	free(path);
-	return rc;
+	return compute_list_aggregated(c, &future_reservations, project, filter, out, err);
 }

@@ -25,6 +25,19 @@ int gcall_segment_ok(const char *s, const char *also)
 	return 1;
 }
 
+/* [a-z]([-a-z0-9]{0,61}[a-z0-9])? */
+int gcall_label_ok(const char *s)
+{
+	size_t n, i;
+
+	if (!s || !(n = strlen(s)) || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
+		return 0;
+	for (i = 1; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
 char *gcall_url(const char *base, const char *path, ...)
 {
 	struct vx_buf b = VX_BUF_INIT;

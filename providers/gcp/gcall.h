@@ -37,6 +37,13 @@ int gcall_unreserved(char ch);
 int gcall_segment_ok(const char *s, const char *also);
 
 /*
+ * 1 when s is a name of the shape Compute and Vertex AI give their own
+ * resources (an RFC 1035 label): 1-63 of [a-z0-9-], starting with a
+ * letter, not ending with '-'.
+ */
+int gcall_label_ok(const char *s);
+
+/*
  * base + '/' (unless base ends in one) + path, then the query pairs: a
  * NULL-terminated list of key, value strings; a pair whose value is NULL is
  * left out, the others are added escaped (gcp_url_escape), the first after

@@ -10,6 +10,7 @@
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/vertex_internal.h"
 #include "util/buf.h"
 #include "util/ctx.h"
 #include "util/text.h"
@@ -136,14 +137,7 @@ void persistent_operation_release(struct persistent_operation *op)
 
 int persistent_id_ok(const char *s)
 {
-	size_t n, i;
-
-	if (!s || !(n = strlen(s)) || n > 63 || s[0] < 'a' || s[0] > 'z' || s[n - 1] == '-')
-		return 0;
-	for (i = 1; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return 0;
-	return 1;
+	return gcall_label_ok(s);
 }
 
 /* The segment at *p (up to '/' or the end), copied into seg (cap bytes); 0 when empty or too long. */
@@ -240,27 +234,6 @@ static char *name_region(const char *name)
 
 /* ---- parsers ---- */
 
-/* *out = o[key], cleaned for a terminal (util/text.h): display text only, never names. */
-static int dup_text(char **out, const cJSON *o, const char *key)
-{
-	const char *s = gjson_str(o, key);
-
-	*out = NULL;
-	if (!s)
-		return 0;
-	*out = vx_text_clean(s);
-	return *out ? 0 : VX_ENOMEM;
-}
-
-static void js_time(const cJSON *o, const char *key, int64_t *out)
-{
-	int64_t v;
-
-	*out = 0;
-	if (vx_time_parse(&v, gjson_str(o, key), 0) == 0)
-		*out = v;
-}
-
 /* o[key] as a whole number in [0, INT64_MAX]; 1 when present and valid. */
 static int js_count(const cJSON *o, const char *key, int64_t *out)
 {
@@ -270,19 +243,6 @@ static int js_count(const cJSON *o, const char *key, int64_t *out)
 		return 0;
 	*out = v;
 	return 1;
-}
-
-static int parse_status(const cJSON *st, int *code, char **message)
-{
-	int64_t v;
-
-	*code = 0;
-	*message = NULL;
-	if (!cJSON_IsObject(st))
-		return 0;
-	if (gjson_int(cJSON_GetObjectItemCaseSensitive(st, "code"), INT_MIN, INT_MAX, &v) == 0)
-		*code = (int)v;
-	return dup_text(message, st, "message");
 }
 
 static int pool_from(const cJSON *o, struct persistent_pool *p)
@@ -379,21 +339,21 @@ static int resource_from(const cJSON *o, void *dst)
 	struct persistent_resource *r = dst;
 	int rc;
 
-	if ((rc = gjson_dup(&r->name, o, "name")) < 0 || (rc = dup_text(&r->display_name, o, "displayName")) < 0 ||
+	if ((rc = gjson_dup(&r->name, o, "name")) < 0 || (rc = vertex_dup_text(&r->display_name, o, "displayName")) < 0 ||
 	    (rc = state_from(cJSON_GetObjectItemCaseSensitive(o, "state"), r)) < 0 ||
 	    (rc = labels_from(cJSON_GetObjectItemCaseSensitive(o, "labels"), r)) < 0 ||
 	    (rc = pools_from(cJSON_GetObjectItemCaseSensitive(o, "resourcePools"), r)) < 0 ||
 	    (rc = gjson_dup(&r->network, o, "network")) < 0 ||
 	    (rc = gjson_dup(&r->kms_key_name, cJSON_GetObjectItemCaseSensitive(o, "encryptionSpec"),
 			    "kmsKeyName")) < 0 ||
-	    (rc = parse_status(cJSON_GetObjectItemCaseSensitive(o, "error"), &r->error_code,
+	    (rc = vertex_parse_status(cJSON_GetObjectItemCaseSensitive(o, "error"), &r->error_code,
 			       &r->error_message)) < 0)
 		return rc;
 	if (persistent_name_check(r->name, NULL, NULL) && !(r->id = strdup(strrchr(r->name, '/') + 1)))
 		return VX_ENOMEM;
-	js_time(o, "createTime", &r->create_time_ms);
-	js_time(o, "startTime", &r->start_time_ms);
-	js_time(o, "updateTime", &r->update_time_ms);
+	vertex_js_time(o, "createTime", &r->create_time_ms);
+	vertex_js_time(o, "startTime", &r->start_time_ms);
+	vertex_js_time(o, "updateTime", &r->update_time_ms);
 	if (!(r->json = cJSON_PrintUnformatted(o)))
 		return VX_ENOMEM;
 	return 0;
@@ -432,9 +392,9 @@ static int operation_from(const cJSON *o, void *dst)
 
 	op->done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "done"));
 	if ((rc = gjson_dup(&op->name, o, "name")) < 0 ||
-	    (rc = dup_text(&op->progress_message, cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+	    (rc = vertex_dup_text(&op->progress_message, cJSON_GetObjectItemCaseSensitive(o, "metadata"),
 			   "progressMessage")) < 0 ||
-	    (rc = parse_status(cJSON_GetObjectItemCaseSensitive(o, "error"), &op->error_code,
+	    (rc = vertex_parse_status(cJSON_GetObjectItemCaseSensitive(o, "error"), &op->error_code,
 			       &op->error_message)) < 0)
 		return rc;
 	/* An error says it is finished even if "done" is missing. */
@@ -520,18 +480,12 @@ static char *region_url(struct persistent_client *c, const char *region, const c
 	return vx_buf_detach(&b);
 }
 
-/* Sends one request of this service; a mutation (not GET) is fenced. 0 with resp on 2xx. */
+/* Sends one request of this service (vertex_send); a mutation (not GET) is fenced. */
 static int call(struct persistent_client *c, const char *method, const char *url, const char *body,
 		const char *region, enum gcp_retry retry, const char *rpc, const char *what,
 		struct gcp_response *resp, struct vx_err *err)
 {
-	struct gcp_request req;
-
-	gcall_request_init(&req, "aiplatform", method, url, body, retry, rpc);
-	req.region = region;
-	if (strcmp(method, "GET") != 0)
-		req.fence = c->fence;
-	return gcall_send(c->http, &req, "vertex", what, resp, err);
+	return vertex_send(c->http, c->fence, method, url, body, region, 0, retry, rpc, what, resp, err);
 }
 
 /*
@@ -638,21 +592,20 @@ static char *name_project(const char *name)
 	return strndup(name + 9, strcspn(name + 9, "/"));
 }
 
+static int resource_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return persistent_resource_parse_json(body, len, out, err);
+}
+
 int persistent_get(struct persistent_client *c, const char *name, struct persistent_resource *out,
 		   struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
 	char *what = NULL, *url = NULL, *region = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = named_setup(c, "reading", name, NULL, NULL, &what, &region, &url, err)) < 0)
-		goto done;
-	rc = call(c, "GET", url, NULL, region, GCP_RETRY_SAFE, "GetPersistentResource", what, &resp, err);
-	if (rc == 0 && (rc = persistent_resource_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		gcall_wrap(err, "vertex", what);
-done:
-	gcp_response_release(&resp);
+	if ((rc = named_setup(c, "reading", name, NULL, NULL, &what, &region, &url, err)) == 0)
+		rc = vertex_read(c->http, url, region, "GetPersistentResource", what, resource_parse, out, err);
 	free(region);
 	free(url);
 	free(what);
@@ -692,34 +645,20 @@ done:
 	return rc;
 }
 
+static void listed_rel(void *r)
+{
+	persistent_resource_release(r);
+}
+
 /*
  * A listed resource whose name is not a persistentResources name of this
  * project and region is nobody's to act on: vx would adopt, patch or delete
  * whatever the name points at. It is left out, with a warning.
  */
-static void drop_bad_names(struct persistent_client *c, struct persistent_list *l, const char *project,
-			   const char *region, const char *what)
-{
-	size_t i, kept = 0;
-
-	for (i = 0; i < l->n; i++) {
-		struct persistent_resource *r = &l->items[i];
-		char *shown;
-
-		if (persistent_name_check(r->name, project, region)) {
-			l->items[kept++] = *r;
-			continue;
-		}
-		shown = vx_text_clean(r->name ? r->name : "");
-		vx_log(c->ctx, VX_LOG_WARN, "%s: ignored a resource listed with an invalid name \"%s\" (not "
-					    "projects/%s/locations/%s/" COLLECTION "/ID); it is neither adopted nor changed",
-		       what,
-		       shown ? shown : "", project, region);
-		free(shown);
-		persistent_resource_release(r);
-	}
-	l->n = kept;
-}
+static const struct vertex_listed listed_resources = {
+	sizeof(struct persistent_resource), offsetof(struct persistent_resource, name), persistent_name_check,
+	listed_rel, "resource", COLLECTION, "changed",
+};
 
 int persistent_list(struct persistent_client *c, const char *project, const char *region, int page_size,
 		    struct persistent_list *out, struct vx_err *err)
@@ -744,7 +683,7 @@ int persistent_list(struct persistent_client *c, const char *project, const char
 	p.page_size = page_size > 0 ? size_text : NULL;
 	p.what = what;
 	if ((rc = gcall_pages(list_page, &p, what, err)) == 0)
-		drop_bad_names(c, out, project, region, what);
+		vertex_drop_bad_names(c->ctx, &listed_resources, out->items, &out->n, project, region, what);
 done:
 	if (rc < 0)
 		persistent_list_release(out);
@@ -883,19 +822,19 @@ static int op_failure(const struct persistent_operation *op, const char *what, s
 			  name, op->error_message ? op->error_message : "(no message)");
 }
 
+static int op_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return persistent_operation_parse_json(body, len, out, err);
+}
+
 /* One poll: GET url into *op, keeping its name when the answer has none. */
 static int poll_once(struct persistent_client *c, const char *url, const char *region, const char *what,
 		     struct persistent_operation *op, struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
 	struct persistent_operation next = PERSISTENT_OPERATION_INIT;
 	int rc;
 
-	rc = call(c, "GET", url, NULL, region, GCP_RETRY_SAFE, "GetOperation", what, &resp, err);
-	if (rc == 0 && (rc = persistent_operation_parse_json(resp.body, resp.body_len, &next, err)) < 0)
-		gcall_wrap(err, "vertex", what);
-	gcp_response_release(&resp);
-	if (rc < 0)
+	if ((rc = vertex_read(c->http, url, region, "GetOperation", what, op_parse, &next, err)) < 0)
 		return rc;
 	/* The URL was built from the name vx checked: that one stays. */
 	free(next.name);

@@ -11,6 +11,7 @@
 #include "providers/gcp/gcall.h"
 #include "providers/gcp/gjson.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/vertex_internal.h"
 #include "reconcile/provider.h"
 #include "reconcile/provider_job.h"
 #include "util/buf.h"
@@ -240,12 +241,8 @@ int vertex_job_name_region(const char *name, char **out)
 	return *out ? 0 : VX_ENOMEM;
 }
 
-/*
- * Sends one request and turns everything but a 2xx into err, prefixed with
- * what. Returns 0 with resp filled on 2xx.
- */
-static int call(struct vertex_client *c, const char *method, const char *url, const char *body,
-		const char *region, int is_create, enum gcp_retry retry, const char *rpc,
+int vertex_send(struct gcp_http *http, const struct gcp_fence *fence, const char *method, const char *url,
+		const char *body, const char *region, int is_create, enum gcp_retry retry, const char *rpc,
 		const char *what, struct gcp_response *resp, struct vx_err *err)
 {
 	struct gcp_request req;
@@ -254,8 +251,30 @@ static int call(struct vertex_client *c, const char *method, const char *url, co
 	req.region = region;
 	req.is_create = is_create;
 	if (strcmp(method, "GET") != 0)
-		req.fence = c->fence;
-	return gcall_send(c->http, &req, "vertex", what, resp, err);
+		req.fence = fence;
+	return gcall_send(http, &req, "vertex", what, resp, err);
+}
+
+int vertex_read(struct gcp_http *http, const char *url, const char *region, const char *rpc, const char *what,
+		vertex_parse_fn parse, void *out, struct vx_err *err)
+{
+	struct gcp_response resp = { 0 };
+	int rc;
+
+	rc = vertex_send(http, NULL, "GET", url, NULL, region, 0, GCP_RETRY_SAFE, rpc, what, &resp, err);
+	if (rc == 0 && (rc = parse(resp.body, resp.body_len, out, err)) < 0)
+		gcall_wrap(err, "vertex", what);
+	gcp_response_release(&resp);
+	return rc;
+}
+
+/* One request of this client (vertex_send). */
+static int call(struct vertex_client *c, const char *method, const char *url, const char *body,
+		const char *region, int is_create, enum gcp_retry retry, const char *rpc,
+		const char *what, struct gcp_response *resp, struct vx_err *err)
+{
+	return vertex_send(c->http, c->fence, method, url, body, region, is_create, retry, rpc, what, resp,
+			   err);
 }
 
 /* ---- time ---- */
@@ -266,7 +285,7 @@ int vertex_time_parse(const char *s, int64_t *out_ms)
 	return vx_time_parse(out_ms, s, 0);
 }
 
-static void js_time(const cJSON *o, const char *key, int64_t *out)
+void vertex_js_time(const cJSON *o, const char *key, int64_t *out)
 {
 	int64_t v;
 
@@ -277,8 +296,7 @@ static void js_time(const cJSON *o, const char *key, int64_t *out)
 
 /* ---- parsers ---- */
 
-/* *out = o[key], cleaned for a terminal (util/text.h): display text only, never names. */
-static int dup_text(char **out, const cJSON *o, const char *key)
+int vertex_dup_text(char **out, const cJSON *o, const char *key)
 {
 	const char *s = gjson_str(o, key);
 
@@ -289,7 +307,7 @@ static int dup_text(char **out, const cJSON *o, const char *key)
 	return *out ? 0 : VX_ENOMEM;
 }
 
-static int parse_status(const cJSON *st, int *code, char **message)
+int vertex_parse_status(const cJSON *st, int *code, char **message)
 {
 	int64_t v;
 
@@ -299,7 +317,7 @@ static int parse_status(const cJSON *st, int *code, char **message)
 		return 0;
 	if (gjson_int(cJSON_GetObjectItemCaseSensitive(st, "code"), INT_MIN, INT_MAX, &v) == 0)
 		*code = (int)v;
-	return dup_text(message, st, "message");
+	return vertex_dup_text(message, st, "message");
 }
 
 static int job_from(const cJSON *o, void *dst)
@@ -310,7 +328,7 @@ static int job_from(const cJSON *o, void *dst)
 	int rc;
 
 	if ((rc = gjson_dup(&job->name, o, "name")) < 0 ||
-	    (rc = dup_text(&job->display_name, o, "displayName")) < 0)
+	    (rc = vertex_dup_text(&job->display_name, o, "displayName")) < 0)
 		return rc;
 	state = cJSON_GetObjectItemCaseSensitive(o, "state");
 	if (cJSON_IsString(state)) {
@@ -349,11 +367,11 @@ static int job_from(const cJSON *o, void *dst)
 			}
 		}
 	}
-	js_time(o, "createTime", &job->create_time_ms);
-	js_time(o, "startTime", &job->start_time_ms);
-	js_time(o, "endTime", &job->end_time_ms);
-	js_time(o, "updateTime", &job->update_time_ms);
-	if ((rc = parse_status(cJSON_GetObjectItemCaseSensitive(o, "error"), &job->error_code,
+	vertex_js_time(o, "createTime", &job->create_time_ms);
+	vertex_js_time(o, "startTime", &job->start_time_ms);
+	vertex_js_time(o, "endTime", &job->end_time_ms);
+	vertex_js_time(o, "updateTime", &job->update_time_ms);
+	if ((rc = vertex_parse_status(cJSON_GetObjectItemCaseSensitive(o, "error"), &job->error_code,
 			       &job->error_message)) < 0)
 		return rc;
 	it = cJSON_GetObjectItemCaseSensitive(o, "jobSpec");
@@ -401,7 +419,7 @@ int vertex_operation_parse_json(const char *body, size_t len, struct vertex_oper
 	out->done = cJSON_IsTrue(done);
 	rc = gjson_dup(&out->name, root, "name");
 	if (rc == 0)
-		rc = parse_status(cJSON_GetObjectItemCaseSensitive(root, "error"), &out->error_code,
+		rc = vertex_parse_status(cJSON_GetObjectItemCaseSensitive(root, "error"), &out->error_code,
 				  &out->error_message);
 	/* An error says it is finished even if "done" is missing. */
 	if (rc == 0 && (out->error_code != 0 || out->error_message))
@@ -579,21 +597,25 @@ static int job_call_setup(struct vertex_client *c, const char *verb, const char 
 	return rc;
 }
 
+static int job_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return vertex_job_parse_json(body, len, out, err);
+}
+
+static int op_parse(const char *body, size_t len, void *out, struct vx_err *err)
+{
+	return vertex_operation_parse_json(body, len, out, err);
+}
+
 int vertex_get_job(struct vertex_client *c, const char *name, struct vertex_job *out,
 		   struct vx_err *err)
 {
-	struct gcp_response resp = { 0 };
 	char *what = NULL, *url = NULL, *region = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = job_call_setup(c, "reading", name, "", &what, &region, &url, err)) < 0)
-		goto done;
-	rc = call(c, "GET", url, NULL, region, 0, GCP_RETRY_SAFE, "GetCustomJob", what, &resp, err);
-	if (rc == 0 && (rc = vertex_job_parse_json(resp.body, resp.body_len, out, err)) < 0)
-		gcall_wrap(err, "vertex", what);
-done:
-	gcp_response_release(&resp);
+	if ((rc = job_call_setup(c, "reading", name, "", &what, &region, &url, err)) == 0)
+		rc = vertex_read(c->http, url, region, "GetCustomJob", what, job_parse, out, err);
 	free(region);
 	free(url);
 	free(what);
@@ -750,33 +772,47 @@ done:
 	return rc;
 }
 
+void vertex_drop_bad_names(const struct vx_ctx *ctx, const struct vertex_listed *k, void *items, size_t *n,
+			   const char *project, const char *region, const char *what)
+{
+	char *base = items;
+	size_t i, kept = 0;
+
+	for (i = 0; i < *n; i++) {
+		char *item = base + i * k->elem, *shown;
+		const char *name;
+
+		memcpy(&name, item + k->name_off, sizeof(name));
+		if (k->name_check(name, project, region)) {
+			if (kept != i)
+				memcpy(base + kept * k->elem, item, k->elem);
+			kept++;
+			continue;
+		}
+		shown = vx_text_clean(name ? name : "");
+		vx_log(ctx, VX_LOG_WARN, "%s: ignored a %s listed with an invalid name \"%s\" "
+		       "(not projects/%s/locations/%s/%s/ID); it is neither adopted nor %s",
+		       what, k->noun, shown ? shown : "", project, region, k->collection, k->not_done);
+		free(shown);
+		k->release(item);
+	}
+	*n = kept;
+}
+
+static void job_release(void *job)
+{
+	vertex_job_release(job);
+}
+
 /*
  * A listed job whose name is not a customJobs name of this project and
  * region is nobody's to act on: vx would cancel or adopt whatever the name
  * points at (another job, another path). It is left out, with a warning.
  */
-static void drop_bad_names(struct vertex_client *c, struct vertex_job_list *list, const char *project,
-			   const char *region, const char *what)
-{
-	size_t i, kept = 0;
-
-	for (i = 0; i < list->n; i++) {
-		struct vertex_job *job = &list->items[i];
-		char *shown;
-
-		if (vertex_job_name_check(job->name, project, region)) {
-			list->items[kept++] = *job;
-			continue;
-		}
-		shown = vx_text_clean(job->name ? job->name : "");
-		vx_log(c->ctx, VX_LOG_WARN, "%s: ignored a job listed with an invalid name \"%s\" "
-		       "(not projects/%s/locations/%s/customJobs/ID); it is neither adopted nor cancelled",
-		       what, shown ? shown : "", project, region);
-		free(shown);
-		vertex_job_release(job);
-	}
-	list->n = kept;
-}
+static const struct vertex_listed listed_jobs = {
+	sizeof(struct vertex_job), offsetof(struct vertex_job, name), vertex_job_name_check, job_release,
+	"job", "customJobs", "cancelled",
+};
 
 int vertex_list_jobs(struct vertex_client *c, const char *project, const char *region,
 		     const char *filter, int page_size, unsigned flags, struct vertex_job_list *out,
@@ -828,7 +864,7 @@ int vertex_list_jobs(struct vertex_client *c, const char *project, const char *r
 	pthread_cond_destroy(&p.cond);
 	pthread_mutex_destroy(&p.lock);
 	if (rc == 0)
-		drop_bad_names(c, out, project, region, what);
+		vertex_drop_bad_names(c->ctx, &listed_jobs, out->items, &out->n, project, region, what);
 done:
 	if (rc < 0)
 		vertex_job_list_release(out);
@@ -915,11 +951,7 @@ int vertex_delete_job(struct vertex_client *c, const char *name, int64_t timeout
 		if (delay > POLL_MAX_MS)
 			delay = POLL_MAX_MS;
 		vertex_operation_release(&op);
-		rc = call(c, "GET", op_url, NULL, region, 0, GCP_RETRY_SAFE, "GetOperation", what, &resp, err);
-		if (rc == 0 && (rc = vertex_operation_parse_json(resp.body, resp.body_len, &op, err)) < 0)
-			gcall_wrap(err, "vertex", what);
-		gcp_response_release(&resp);
-		if (rc < 0)
+		if ((rc = vertex_read(c->http, op_url, region, "GetOperation", what, op_parse, &op, err)) < 0)
 			goto done;
 	}
 	rc = op_result(&op, what, err);

@@ -83,6 +83,18 @@ def bad_request(message, field, description=None):
         "fieldViolations": [{"field": field, "description": description or message}]}])
 
 
+def page_size(req, default, maximum):
+    """The pageSize of a List request as Vertex AI and Cloud Quotas read it: not a number or below
+    zero is INVALID_ARGUMENT, 0 or absent is default, and more than maximum is maximum."""
+    try:
+        ps = int(req.q("pageSize", "0") or 0)
+    except ValueError:
+        raise bad_request("Invalid value at 'page_size' (TYPE_INT32), \"%s\"" % req.q("pageSize"), "page_size")
+    if ps < 0:
+        raise bad_request("page_size must be non-negative.", "page_size")
+    return default if ps == 0 else min(ps, maximum)
+
+
 def required_missing(fields):
     """Vertex's application-level form for missing required fields."""
     msg = "List of found errors:\t" + "".join(

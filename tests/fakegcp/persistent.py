@@ -232,14 +232,7 @@ class PersistentResources:
 
     def list(self, req):
         num, loc = self.vx._parent(req)
-        try:
-            ps = int(req.q("pageSize", "0") or 0)
-        except ValueError:
-            raise common.bad_request("Invalid value at 'page_size' (TYPE_INT32), \"%s\"" % req.q("pageSize"),
-                                     "page_size")
-        if ps < 0:
-            raise common.bad_request("page_size must be non-negative.", "page_size")
-        ps = min(DEFAULT_PAGE_SIZE if ps == 0 else ps, MAX_PAGE_SIZE)
+        ps = common.page_size(req, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         if self.world.max_page_size:
             ps = min(ps, self.world.max_page_size)
         names = sorted(n for n, r in self.res.items() if tuple(r["parent"]) == (num, loc))

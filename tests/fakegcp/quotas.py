@@ -55,14 +55,7 @@ def _dkey(dims):
 
 
 def _page(items, req, key):
-    try:
-        ps = int(req.q("pageSize", "0") or 0)
-    except ValueError:
-        raise common.bad_request("Invalid value at 'page_size' (TYPE_INT32), \"%s\"" % req.q("pageSize"),
-                                 "page_size")
-    if ps < 0:
-        raise common.bad_request("page_size must be non-negative.", "page_size")
-    ps = DEFAULT_PAGE_SIZE if ps == 0 else min(ps, MAX_PAGE_SIZE)
+    ps = common.page_size(req, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
     start = 0
     tok = req.q("pageToken", "")
     if tok:

@@ -393,14 +393,7 @@ class Vertex:
         num, loc = self._parent(req)
         filt = req.q("filter", "")
         mask = req.q("readMask", "")
-        try:
-            ps = int(req.q("pageSize", "0") or 0)
-        except ValueError:
-            raise common.bad_request("Invalid value at 'page_size' (TYPE_INT32), \"%s\"" % req.q("pageSize"),
-                                     "page_size")
-        if ps < 0:
-            raise common.bad_request("page_size must be non-negative.", "page_size")
-        ps = DEFAULT_PAGE_SIZE if ps == 0 else min(ps, MAX_PAGE_SIZE)
+        ps = common.page_size(req, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         if self.world.max_page_size:
             ps = min(ps, self.world.max_page_size)
         try:

@@ -20,21 +20,7 @@
 
 /* ---- fixture: support/clienttest.h, with the client under test ---- */
 
-struct fx {
-	struct clienttest t; /* first: clienttest_teardown frees the fixture */
-	struct compute_client c;
-};
-
-static int setup(void **state)
-{
-	struct fx *f = clienttest_new(sizeof(*f), "/compute/v1/");
-
-	f->c.http = f->t.h;
-	f->c.ctx = &f->t.ctx;
-	f->c.base_url = f->t.base;
-	*state = f;
-	return 0;
-}
+CLIENTTEST_FIXTURE(struct compute_client, "/compute/v1/")
 
 static const char op_running[] =
 	"{\"kind\":\"compute#operation\",\"id\":\"123\",\"name\":\"operation-1700000000000-abc\","

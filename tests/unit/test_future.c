@@ -21,21 +21,7 @@
 #include "util/ctx.h"
 #include "util/err.h"
 
-struct fx {
-	struct clienttest t; /* first: clienttest_teardown frees the fixture */
-	struct compute_client c;
-};
-
-static int setup(void **state)
-{
-	struct fx *f = clienttest_new(sizeof(*f), "/compute/v1/");
-
-	f->c.http = f->t.h;
-	f->c.ctx = &f->t.ctx;
-	f->c.base_url = f->t.base;
-	*state = f;
-	return 0;
-}
+CLIENTTEST_FIXTURE(struct compute_client, "/compute/v1/")
 
 #define ZONE_URL "https://www.googleapis.com/compute/v1/projects/my-proj/zones/us-central1-a"
 #define FR_PATH "/compute/v1/projects/my-proj/zones/us-central1-a/futureReservations"

@@ -20,21 +20,7 @@
 #include "util/ctx.h"
 #include "util/err.h"
 
-struct fx {
-	struct clienttest t; /* first: clienttest_teardown frees the fixture */
-	struct persistent_client c;
-};
-
-static int setup(void **state)
-{
-	struct fx *f = clienttest_new(sizeof(*f), "/v1/");
-
-	f->c.http = f->t.h;
-	f->c.ctx = &f->t.ctx;
-	f->c.base_url = f->t.base;
-	*state = f;
-	return 0;
-}
+CLIENTTEST_FIXTURE(struct persistent_client, "/v1/")
 
 #define L(k, v) { (char *)(uintptr_t)(k), (char *)(uintptr_t)(v) }
 static const struct vx_label lbls[] = { L("vx-stack", "research"), L("vx-resource", "eval-pool") };

@@ -23,21 +23,7 @@
 
 /* ---- fixture: support/clienttest.h, with the client under test ---- */
 
-struct fx {
-	struct clienttest t; /* first: clienttest_teardown frees the fixture */
-	struct vertex_client c;
-};
-
-static int setup(void **state)
-{
-	struct fx *f = clienttest_new(sizeof(*f), "/v1/");
-
-	f->c.http = f->t.h;
-	f->c.ctx = &f->t.ctx;
-	f->c.base_url = f->t.base;
-	*state = f;
-	return 0;
-}
+CLIENTTEST_FIXTURE(struct vertex_client, "/v1/")
 
 static const char job_body[] =
 	"{\"name\":\"projects/123/locations/us-central1/customJobs/456\","

@@ -9,23 +9,11 @@
  * ctx (seed 7, logging warnings and errors into log) whose clock is the real one plus an offset: sleeps do not
  * wait, they advance the offset and are recorded in sleeps[].
  *
- * A test's fixture starts with a struct clienttest and adds its client:
+ * A test's fixture starts with a struct clienttest and adds its client;
+ * CLIENTTEST_FIXTURE(struct vertex_client, "/v1/") defines both that
+ * struct fx and its setup:
  *
- *	struct fx {
- *		struct clienttest t;   (first: clienttest_teardown frees the fixture)
- *		struct vertex_client c;
- *	};
- *
- *	static int setup(void **state)
- *	{
- *		struct fx *f = clienttest_new(sizeof(*f), "/v1/");
- *
- *		f->c.http = f->t.h;
- *		f->c.ctx = &f->t.ctx;
- *		f->c.base_url = f->t.base;
- *		*state = f;
- *		return 0;
- *	}
+ *	CLIENTTEST_FIXTURE(struct vertex_client, "/v1/")
  *	... cmocka_unit_test_setup_teardown(test_x, setup, clienttest_teardown) ...
  *
  * Failures to set up fail the test through cmocka's asserts.
@@ -60,6 +48,28 @@ struct clienttest {
  * base. Never returns NULL. Free with clienttest_teardown.
  */
 void *clienttest_new(size_t size, const char *base_path);
+
+/*
+ * struct fx { struct clienttest t; client_type c; } and a cmocka setup()
+ * that makes one with the client's http, ctx and base_url (base_path under
+ * the server) filled in. client_type has those three members.
+ */
+#define CLIENTTEST_FIXTURE(client_type, base_path)                        \
+	struct fx {                                                       \
+		struct clienttest t; /* first: clienttest_teardown frees the fixture */ \
+		client_type c;                                            \
+	};                                                                \
+                                                                          \
+	static int setup(void **state)                                    \
+	{                                                                 \
+		struct fx *f = clienttest_new(sizeof(*f), base_path);     \
+                                                                          \
+		f->c.http = f->t.h;                                       \
+		f->c.ctx = &f->t.ctx;                                     \
+		f->c.base_url = f->t.base;                                \
+		*state = f;                                               \
+		return 0;                                                 \
+	}
 
 /* A cmocka teardown: stops what clienttest_new started and frees *state. */
 int clienttest_teardown(void **state);
