@@ -369,6 +369,12 @@ struct kind {
 	 */
 	int (*limit_request)(const struct stack *st, const struct live_set *live, const char *service,
 			     const char *quota_id, const char *region, struct kind_limit_request *out);
+	/*
+	 * 1: `vx validate`'s summary ("stack s: 1 job, 0 reservations, ...")
+	 * counts this kind only when the stack declares some, so a kind added
+	 * later does not change what every other stack's summary says; 0: always.
+	 */
+	int summary_if_declared;
 };
 
 extern const struct kind kind_job;
@@ -377,6 +383,7 @@ extern const struct kind kind_job;
 const struct live_jobs *kind_job_listed(const struct live_store *ls);
 extern const struct kind kind_reservation;
 extern const struct kind kind_quota;
+extern const struct kind kind_future;
 
 /* Every kind, in phase order. */
 extern const struct kind *const kind_table[];

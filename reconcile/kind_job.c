@@ -717,7 +717,7 @@ const struct live_jobs *kind_job_listed(const struct live_store *ls)
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
-	.phase = 2,
+	.phase = 3,
 	.find_decl = job_find_decl,
 	.refresh = job_refresh,
 	.plan = job_plan,
