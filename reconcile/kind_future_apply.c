@@ -435,7 +435,7 @@ int future_import(struct import_outcome *out, struct state *state, struct provid
 
 static const struct status_values fr_status_values = { "VMs", "delivered", "count", "fulfilled" };
 
-/* One row per declared booking: its status and window. */
+/* One row per declared booking: its procurement status, VMs booked and delivered. */
 int future_status_rows(struct status_report *out, const struct status_input *in)
 {
 	for (size_t i = 0; i < stack_count(in->st, &kind_future); i++) {
@@ -446,8 +446,7 @@ int future_status_rows(struct status_report *out, const struct status_input *in)
 		if (!row || !(row->region = vx_strdup(d->zone)))
 			return VX_ENOMEM;
 		row->values = &fr_status_values;
-		row->start_ms = d->start_ms;
-		row->end_ms = d->end_ms;
+		row->declared = 1;
 		if (!l) {
 			row->tracking = status_declared_tracking(in, d->d.address);
 			continue;

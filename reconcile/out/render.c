@@ -58,7 +58,8 @@ static int summary(struct vx_buf *b, const struct plan *p)
 		{ PLAN_CREATE, "to create" }, { PLAN_ADOPT, "to adopt" },
 		{ PLAN_REPLACE, "to replace" }, { PLAN_RERUN, "to rerun" },
 		{ PLAN_RESUBMIT, "to resubmit" }, { PLAN_CANCEL, "to cancel" },
-		{ PLAN_FORGET, "to forget" }, { PLAN_UPDATE, "to update" },
+		{ PLAN_DELETE, "to delete" },
+		{ PLAN_FORGET, "to forget" }, { PLAN_ABANDON, "to abandon" }, { PLAN_UPDATE, "to update" },
 		{ PLAN_WAIT, "waiting" },
 	};
 	int rc = 0, first = 1;
