@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "reconcile/plan.h"
+#include "reconcile/provider_reservation.h"
 #include "reconcile/planner.h"
 #include "reconcile/status.h"
 #include "state/state.h"
@@ -108,6 +109,14 @@ static void window_text(char *out, size_t n, int64_t start_ms, int64_t end_ms)
 		snprintf(out, n, "%s UTC for %" PRId64 "h", t, h);
 }
 
+int future_needs_opening(const struct live_future *l)
+{
+	const char *s = l->procurement_status;
+
+	return l->n_auto_created && !l->vertex_open && s &&
+	       (!strcmp(s, "PROVISIONING") || !strcmp(s, "FULFILLED") || !strcmp(s, "FAILED_PARTIALLY_FULFILLED"));
+}
+
 /* What the status means and what happens next, in words. */
 char *future_status_next(const struct live_future *l)
 {
@@ -161,12 +170,58 @@ static int add_zone(const char ***zones, const char ***projects, size_t *n, cons
 	return 0;
 }
 
+/* Whether every delivered reservation of f is in rs with serviceShareType ALLOW_ALL. */
+static int delivered_open(const struct live_future *f, const struct live_reservations *rs)
+{
+	size_t open = 0;
+
+	for (size_t i = 0; i < f->n_auto_created; i++)
+		for (size_t k = 0; k < rs->n; k++)
+			if (!strcmp(rs->items[k].name, f->auto_created[i]) && rs->items[k].share_type &&
+			    !strcmp(rs->items[k].share_type, "ALLOW_ALL")) {
+				open++;
+				break;
+			}
+	return f->n_auto_created && open == f->n_auto_created;
+}
+
+/*
+ * The bookings of all from index from on that have delivered reservations:
+ * whether Vertex AI may use them, from one list of the zone's reservations.
+ */
+static int refresh_delivered(struct live_store *out, struct live_futures *all, size_t from, struct provider *p,
+			     const char *project, const char *zone, struct vx_err *err)
+{
+	struct live_reservations rs = { 0 };
+	char *what;
+	size_t i = from;
+	int rc;
+
+	while (i < all->n && !all->items[i].n_auto_created)
+		i++;
+	if (i == all->n)
+		return 0;
+	if (!(what = vx_asprintf("reservations in %s (delivered by future reservations)", zone)) ||
+	    live_store_note(out, 0, what) < 0) {
+		free(what);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	free(what);
+	if ((rc = provider_reservation_list(p, project, zone, &rs, err)) < 0)
+		return vx_err_wrap(err, "reading the reservations future reservations delivered in %s", zone);
+	for (; i < all->n; i++)
+		all->items[i].vertex_open = delivered_open(&all->items[i], &rs);
+	live_reservations_release(&rs);
+	return 0;
+}
+
 /* One zone's list into all, noted in out. */
 static int refresh_zone(struct live_store *out, struct live_futures *all, struct provider *p, const char *project,
 			const char *zone, struct vx_err *err)
 {
 	struct live_futures fs = { 0 };
 	char *what = vx_asprintf("future reservations in %s", zone);
+	size_t from = all->n;
 	int rc;
 
 	if (!what || live_store_note(out, 0, what) < 0) {
@@ -183,7 +238,7 @@ static int refresh_zone(struct live_store *out, struct live_futures *all, struct
 		if (live_futures_push(all, &fs.items[k]) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 	live_futures_release(&fs);
-	return rc;
+	return rc ? rc : refresh_delivered(out, all, from, p, project, zone, err);
 }
 
 /* One list per zone a declared or recorded booking is in; none without any. */
@@ -391,6 +446,13 @@ static int plan_known(struct plan *p, const struct kind_plan_input *in, const st
 		return plan_rebook(p, in, d, l, r, why);
 	if (r->spec_hash && d->d.hash[0] && strcmp(r->spec_hash, d->d.hash) != 0)
 		return plan_vx_only(p, d, l, r);
+	if (future_needs_opening(l)) {
+		if (!(a = add(p, PLAN_UPDATE, d->d.address, d, l, r)))
+			return VX_ENOMEM;
+		return set_reason(a, vx_asprintf("%s: open reservation %s to Vertex AI (serviceShareType ALLOW_ALL), "
+						 "so that jobs can run on it", l->procurement_status,
+						 l->auto_created[0]));
+	}
 	if (!(a = add(p, PLAN_NOOP, d->d.address, d, l, r)))
 		return VX_ENOMEM;
 	return set_reason(a, future_status_next(l));

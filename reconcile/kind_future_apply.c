@@ -217,6 +217,26 @@ static int do_create(struct applier *a, const struct plan_action *pa, struct vx_
 	return rc;
 }
 
+/* Opens each delivered reservation to Vertex AI, as the declaration asks (jobs run on it). */
+static int do_open(struct applier *a, const struct plan_action *pa, struct vx_err *err)
+{
+	const struct live_future *l = pa->klive;
+	const char *project = l->project ? l->project : a->opts->project;
+	struct vx_err e = VX_ERR_INIT;
+	int rc;
+
+	for (size_t i = 0; i < l->n_auto_created; i++)
+		if ((rc = provider_future_open_to_vertex(a->prov, project, l->zone, l->auto_created[i],
+							 applier_fence(a), &e)) < 0)
+			return failed(a, pa, "open to Vertex AI", &e, err);
+	vx_err_release(&e);
+	if ((rc = record_run(a, pa, "open", l, NULL, err)) == 0) {
+		a->res->ok++;
+		applier_progress(a, "~ %s open %s to Vertex AI", pa->address, l->auto_created[0]);
+	}
+	return rc;
+}
+
 static int apply_one(struct applier *a, const struct plan_action *pa, int removals, struct vx_err *err)
 {
 	int rc = 0;
@@ -233,6 +253,8 @@ static int apply_one(struct applier *a, const struct plan_action *pa, int remova
 	}
 	if (pa->op == PLAN_CREATE || (pa->op == PLAN_REPLACE && !applier_has_failed(a, pa->address)))
 		return do_create(a, pa, err);
+	if (pa->op == PLAN_UPDATE && pa->klive && future_needs_opening(pa->klive))
+		return do_open(a, pa, err);
 	if (pa->op == PLAN_UPDATE) {
 		if ((rc = record_run(a, pa, "update", pa->klive, NULL, err)) == 0) {
 			a->res->ok++;

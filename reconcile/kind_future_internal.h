@@ -27,6 +27,8 @@ const struct live_future *future_live_find(const struct live_set *live, const ch
 int fr_status_dead(const char *s);
 /* PROCURING and after: no change or cancel accepted. */
 int fr_status_locked(const char *s);
+/* Delivered (PROVISIONING on), and a delivered reservation Vertex AI may not use yet. */
+int future_needs_opening(const struct live_future *l);
 /* "APPROVED: Google delivers ...": the status and what happens next. */
 char *future_status_next(const struct live_future *l);
 

@@ -48,6 +48,16 @@ int provider_future_del(struct provider *p, const char *project, const char *zon
 	return o ? o->del(impl, project, zone, name, fence, err) : provider_lacks(&provider_kind_future, "del", err);
 }
 
+int provider_future_open_to_vertex(struct provider *p, const char *project, const char *zone,
+				   const char *reservation, const struct provider_fence *fence, struct vx_err *err)
+{
+	struct provider *impl;
+	const struct provider_future_ops *o = FIND(open_to_vertex);
+
+	return o ? o->open_to_vertex(impl, project, zone, reservation, fence, err)
+		 : provider_lacks(&provider_kind_future, "open_to_vertex", err);
+}
+
 static int dup_opt(char **out, const char *s)
 {
 	*out = NULL;

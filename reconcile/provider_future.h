@@ -35,6 +35,9 @@ struct live_future {
 	char **auto_created;       /* the delivered reservations' names (checked), n_auto_created */
 	size_t n_auto_created;
 	int64_t create_ms;
+	/* Every delivered reservation lets Vertex AI use it (serviceShareType ALLOW_ALL), as the
+	 * zone's reservations list says; 0 when one does not or none was listed. */
+	int vertex_open;
 };
 
 struct live_futures {
@@ -74,6 +77,10 @@ struct provider_future_ops {
 		      const struct provider_fence *fence, struct vx_err *err);
 	int (*del)(struct provider *p, const char *project, const char *zone, const char *name,
 		   const struct provider_fence *fence, struct vx_err *err);
+	/* Opens the delivered reservation to Vertex AI: reservations.update of
+	 * reservationSharingPolicy.serviceShareType to ALLOW_ALL, followed to its end. */
+	int (*open_to_vertex)(struct provider *p, const char *project, const char *zone, const char *reservation,
+			      const struct provider_fence *fence, struct vx_err *err);
 };
 
 /* The kind's interface (struct provider's tables, PROVIDER_HAS(p, future, op)). */
@@ -87,6 +94,9 @@ int provider_future_cancel(struct provider *p, const char *project, const char *
 			   const struct provider_fence *fence, struct vx_err *err);
 int provider_future_del(struct provider *p, const char *project, const char *zone, const char *name,
 			const struct provider_fence *fence, struct vx_err *err);
+
+int provider_future_open_to_vertex(struct provider *p, const char *project, const char *zone,
+				   const char *reservation, const struct provider_fence *fence, struct vx_err *err);
 
 int live_future_copy(struct live_future *out, const struct live_future *in) VX_WUR;
 void live_future_release(struct live_future *f);

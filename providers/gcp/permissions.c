@@ -42,7 +42,7 @@ static const struct gcp_permission table[] = {
 	/* Compute Engine reservations (Reservation). */
 	{ .api = "compute", .rpc = "ListReservations", .method = "reservations.list",
 	  .permission = "compute.reservations.list", .role = "roles/compute.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "Reservation" },
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "Reservation FutureReservation" },
 	{ .api = "compute", .rpc = "GetReservation", .method = "reservations.get",
 	  .permission = "compute.reservations.get", .role = "roles/compute.viewer",
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
@@ -68,6 +68,9 @@ static const struct gcp_permission table[] = {
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
 	{ .api = "compute", .rpc = "InsertFutureReservation", .method = "futureReservations.insert",
 	  .permission = "compute.futureReservations.create", .role = "roles/compute.futureReservationUser",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
+	{ .api = "compute", .rpc = "UpdateReservation", .method = "reservations.update",
+	  .permission = "compute.reservations.update", .role = GCP_ROLE_CUSTOM_APPLY,
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
 	{ .api = "compute", .rpc = "CancelFutureReservation", .method = "futureReservations.cancel",
 	  .permission = "compute.futureReservations.cancel", .role = "roles/compute.futureReservationAdmin",

@@ -981,6 +981,38 @@ static int future_mutate(struct provider *p, int cancel, const char *project, co
 	return rc;
 }
 
+/* reservations.update of the delivered reservation's sharing policy: Vertex AI may use it. */
+static int gcp_open_future_to_vertex(struct provider *p, const char *project, const char *zone,
+				     const char *reservation, const struct provider_fence *fence, struct vx_err *err)
+{
+	static const char body[] = "{\"reservationSharingPolicy\":{\"serviceShareType\":\"ALLOW_ALL\"}}";
+	struct gcp_provider *g = gp(p);
+	struct compute_operation op = COMPUTE_OPERATION_INIT;
+	struct gcp_fence hfence;
+	struct session *s = NULL;
+	char *what;
+	int rc;
+
+	if (!compute_reservation_name_ok(reservation) || !compute_reservation_name_ok(zone))
+		return vx_err_set(err, VX_EINVAL, "compute: opening a reservation to Vertex AI: invalid name or zone");
+	if (!(what = vx_asprintf("compute: opening reservation \"%s\" in %s to Vertex AI", reservation, zone)))
+		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
+	if ((rc = session_get(g, &s, err)) < 0)
+		goto done;
+	s->compute.fence = fence_of(&hfence, fence);
+	rc = compute_reservation_update(&s->compute, project, zone, reservation,
+					"reservationSharingPolicy.serviceShareType", body, NULL, &op, err);
+	s->compute.fence = NULL;
+	if (rc == 0)
+		rc = operation_finish(s, project, zone, &op, what, err);
+done:
+	if (s)
+		session_put(g, s);
+	compute_operation_release(&op);
+	free(what);
+	return rc;
+}
+
 static int gcp_cancel_future(struct provider *p, const char *project, const char *zone, const char *name,
 			     const struct provider_fence *fence, struct vx_err *err)
 {
@@ -1422,6 +1454,7 @@ static const struct provider_future_ops gcp_future_ops = {
 	.create = gcp_create_future,
 	.cancel = gcp_cancel_future,
 	.del = gcp_delete_future,
+	.open_to_vertex = gcp_open_future_to_vertex,
 };
 
 static const struct provider_quota_ops gcp_quota_ops = {

@@ -58,6 +58,10 @@ class Future(FakeTestCase):
         got = self.api("GET", "/compute/v1/projects/%s/zones/%s/futureReservations" % (PROJECT, ZONE))
         return [(f["name"], f["status"]["procurementStatus"]) for f in got.get("items", [])]
 
+    def delivered(self):
+        """The reservation Google delivered for the booking."""
+        return self.api("GET", "/compute/v1/projects/%s/zones/%s/reservations/gpus" % (PROJECT, ZONE))
+
     @staticmethod
     def section(out, title):
         lines = out.splitlines()
@@ -96,8 +100,23 @@ class Future(FakeTestCase):
         self.assertEqual(self.no_change(), ["      future_reservation.gpus: APPROVED: Google delivers the capacity "
                                             "when the window opens"])
         self.to(START_S - FAKE_T0 + 1)
+        # Delivered: the reservation Google made is opened to Vertex AI, a change the plan shows.
+        r = self.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("Refresh: also read future reservations in us-central1-a, reservations in us-central1-a "
+                      "(delivered by future reservations)", r.out.splitlines(), r)
+        self.assertEqual(self.block(r.out, "future_reservation.gpus"),
+                         ["~   future_reservation.gpus update", SHAPE + " (FULFILLED)",
+                          "FULFILLED: open reservation gpus to Vertex AI (serviceShareType ALLOW_ALL), so that "
+                          "jobs can run on it"])
+        self.assertNotIn("reservationSharingPolicy", self.delivered())
+        r = self.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("~ future_reservation.gpus open gpus to Vertex AI", r.out.splitlines(), r)
+        self.assertEqual(self.delivered()["reservationSharingPolicy"], {"serviceShareType": "ALLOW_ALL"})
         self.assertEqual(self.no_change(), ["      future_reservation.gpus: FULFILLED: 2 VMs delivered in "
                                             "reservation gpus until the window closes"])
+        self.assertEqual(self.fake.rpc_count("Reservations.Update"), 1)
         r = self.repo.vx("status", self.repo.dir, env={"VX_NOW": self.now()})
         self.assertEqual(r.code, 0, r)
         self.assertIn("future_reservation.gpus  FULFILLED  -        -     us-central1-a  -       -        -"
