@@ -931,9 +931,7 @@ static int gcp_create_future(struct provider *p, const struct provider_future_re
 		return vx_err_set(err, VX_EINVAL, "compute: booking a future reservation: invalid name or zone");
 	if (!(what = vx_asprintf("compute: booking future reservation \"%s\" in %s", req->name, req->zone)))
 		return vx_err_set(err, VX_ENOMEM, "compute: out of memory");
-	if ((rc = future_body(req, &body, err)) == 0)
-		rc = session_get(g, &s, err);
-	if (rc < 0)
+	if ((rc = future_body(req, &body, err)) < 0 || (rc = session_get(g, &s, err)) < 0)
 		goto done;
 	s->compute.fence = fence_of(&hfence, req->fence);
 	rc = future_reservation_insert(&s->compute, req->project, req->zone, body, req->request_id, 0, &op, err);
