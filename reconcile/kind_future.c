@@ -137,7 +137,8 @@ char *future_status_next(const struct live_future *l)
 				   l->total_count, l->n_auto_created ? l->auto_created[0] : "?");
 	if (!strcmp(s, "DECLINED"))
 		return vx_asprintf("%s: Google refused the request; vx does not ask again by itself "
-				   "(plan with -replace to book again)", s);
+				   "(plan with -replace to book again)",
+				   s);
 	if (!strcmp(s, "FAILED") || !strcmp(s, "FAILED_PARTIALLY_FULFILLED"))
 		return vx_asprintf("%s: Google could not deliver %s; vx does not ask again by itself", s,
 				   !strcmp(s, "FAILED") ? "the capacity" : "all of it");
@@ -348,7 +349,10 @@ static int start_passed(struct plan *p, const struct kind_plan_input *in, const 
 		return 0;
 	vx_time_format(t, sizeof(t), d->start_ms, VX_TIME_SECONDS);
 	return plan_error(p, vx_asprintf("%s: window.start %s is in the past: a booking must start after it "
-					 "is made; move the window", d->d.address, t)) < 0 ? VX_ENOMEM : 1;
+					 "is made; move the window",
+					 d->d.address, t)) < 0
+		       ? VX_ENOMEM
+		       : 1;
 }
 
 /* Whether l can still be cancelled (before it locks and before its window). */
@@ -372,15 +376,19 @@ static int plan_rebook(struct plan *p, const struct kind_plan_input *in, const s
 		return VX_ENOMEM;
 	if (r && r->protect)
 		rc = plan_error(p, vx_asprintf("%s is protected (protect: true): %s would cancel it and book "
-					       "again; refused", d->d.address, why));
+					       "again; refused",
+					       d->d.address, why));
 	else if (!cancellable(in, l) && !fr_status_dead(l->procurement_status))
 		rc = plan_error(p, vx_asprintf("%s: %s cannot change: the booking is %s, and Google accepts no "
-					       "change or cancel from then on", d->d.address, why,
+					       "change or cancel from then on",
+					       d->d.address, why,
 					       l->procurement_status ? l->procurement_status : "in an unknown state"));
 	else if ((rc = start_passed(p, in, d)) == 0) {
 		a = add(p, PLAN_REPLACE, d->d.address, d, l, r);
 		rc = a ? set_reason(a, vx_asprintf("%s: a submitted booking cannot change; cancel and book again "
-						   "(the new request is reviewed anew)", why)) : VX_ENOMEM;
+						   "(the new request is reviewed anew)",
+						   why))
+		       : VX_ENOMEM;
 	}
 	free(why);
 	return rc < 0 ? rc : 0;
@@ -450,7 +458,8 @@ static int plan_known(struct plan *p, const struct kind_plan_input *in, const st
 		if (!(a = add(p, PLAN_UPDATE, d->d.address, d, l, r)))
 			return VX_ENOMEM;
 		return set_reason(a, vx_asprintf("%s: open reservation %s to Vertex AI (serviceShareType ALLOW_ALL), "
-						 "so that jobs can run on it", l->procurement_status,
+						 "so that jobs can run on it",
+						 l->procurement_status,
 						 l->auto_created[0]));
 	}
 	if (!(a = add(p, PLAN_NOOP, d->d.address, d, l, r)))
@@ -473,13 +482,15 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	if (l && !future_has_marker(l, mark) && !r)
 		return plan_error(p, vx_asprintf("%s: a future reservation %s already exists in %s and is not this "
 						 "stack's (its description has no \"%s\"); give the declaration "
-						 "another name", d->d.address, d->d.name, d->zone, mark));
+						 "another name",
+						 d->d.address, d->d.name, d->zone, mark));
 	if (!l)
 		return plan_missing(p, in, d, r);
 	if (!r) {
 		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
 		return a ? set_reason(a, vx_asprintf("a future reservation %s with this stack's marker exists in %s: "
-						     "an earlier apply booked it", d->d.name, d->zone))
+						     "an earlier apply booked it",
+						     d->d.name, d->zone))
 			 : VX_ENOMEM;
 	}
 	return plan_known(p, in, d, l, r);
@@ -492,7 +503,8 @@ static char *cancel_reason(const struct live_future *l)
 
 	return vx_asprintf("no longer declared: cancelled before its window opens, then deleted; saves %" PRId64
 			   " VMs x %" PRId64 " h = %" PRId64 " VM-hours (%" PRId64 " GPU-hours), whose price is not "
-			   "known (Google publishes no calendar-mode prices)", l->total_count, hours,
+			   "known (Google publishes no calendar-mode prices)",
+			   l->total_count, hours,
 			   l->total_count * hours, l->total_count * hours * l->accelerator_count);
 }
 
@@ -514,7 +526,8 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 	}
 	if (r->protect)
 		return plan_error(p, vx_asprintf("%s is protected (protect: true): it is no longer declared; "
-						 "cancelling it is refused", r->address));
+						 "cancelling it is refused",
+						 r->address));
 	if (cancellable(in, l)) {
 		a = add(p, PLAN_CANCEL, r->address, NULL, l, r);
 		return a ? set_reason(a, cancel_reason(l)) : VX_ENOMEM;
@@ -523,12 +536,14 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 		a = add(p, PLAN_DELETE, r->address, NULL, l, r);
 		return a ? set_reason(a, vx_asprintf("no longer declared, and %s: deleted",
 						     fr_status_dead(l->procurement_status)
-							     ? l->procurement_status : "its window has closed"))
+							     ? l->procurement_status
+							     : "its window has closed"))
 			 : VX_ENOMEM;
 	}
 	vx_time_format(end, sizeof(end), l->end_ms, VX_TIME_SECONDS);
 	if (vx_diags_add(&p->warnings, NULL, 0, 0, "%s is no longer declared, but the booking is %s: Google "
-			 "accepts no cancel; it is deleted after its window closes (%s)", r->address,
+						   "accepts no cancel; it is deleted after its window closes (%s)",
+			 r->address,
 			 l->procurement_status ? l->procurement_status : "locked", end) < 0)
 		return VX_ENOMEM;
 	a = add(p, PLAN_NOOP, r->address, NULL, l, r);
@@ -540,11 +555,16 @@ static char *describe(const struct plan_action *act)
 {
 	const struct stack_future *d = act->kdecl;
 	const struct live_future *l = act->klive;
-	const char *mt = d ? d->machine_type : l ? l->machine_type : NULL;
-	const char *at = d ? d->accelerator : l ? l->accelerator_type : NULL;
-	int64_t ac = d ? d->accelerator_count : l ? l->accelerator_count : 0;
-	int64_t count = d ? d->total_count : l ? l->total_count : 0;
-	const char *zone = d ? d->zone : l ? l->zone : "?";
+	const char *mt = d ? d->machine_type : l ? l->machine_type
+						 : NULL;
+	const char *at = d ? d->accelerator : l ? l->accelerator_type
+						: NULL;
+	int64_t ac = d ? d->accelerator_count : l ? l->accelerator_count
+						  : 0;
+	int64_t count = d ? d->total_count : l ? l->total_count
+					       : 0;
+	const char *zone = d ? d->zone : l ? l->zone
+					   : "?";
 	char win[64], gpus[96] = "", st[64] = "";
 
 	if (!mt)

@@ -15,18 +15,18 @@
 #include "reconcile/stack.h"
 
 struct stack_future {
-	struct stack_decl d;	/* address "future_reservation.NAME"; NAME is also compute's name */
-	char *zone;		/* "us-central1-a" */
-	int calendar;		/* mode: 1 calendar (reservationMode CALENDAR), 0 default */
-	int64_t start_ms;	/* window.start */
-	int64_t end_ms;		/* window.start + duration, or window.end */
+	struct stack_decl d;	 /* address "future_reservation.NAME"; NAME is also compute's name */
+	char *zone;		 /* "us-central1-a" */
+	int calendar;		 /* mode: 1 calendar (reservationMode CALENDAR), 0 default */
+	int64_t start_ms;	 /* window.start */
+	int64_t end_ms;		 /* window.start + duration, or window.end */
 	int64_t closing_lead_ms; /* window.closingLead: told this long before the end (default 2 h) */
-	int64_t total_count;	/* spec.specificSkuProperties.totalCount: VMs */
-	char *machine_type;	/* ...instanceProperties.machineType */
-	char *accelerator;	/* ...guestAccelerators[0].acceleratorType, or NULL */
+	int64_t total_count;	 /* spec.specificSkuProperties.totalCount: VMs */
+	char *machine_type;	 /* ...instanceProperties.machineType */
+	char *accelerator;	 /* ...guestAccelerators[0].acceleratorType, or NULL */
 	int64_t accelerator_count;
-	char *description;	/* or NULL */
-	int protect;		/* 1: the plan refuses to cancel or delete it */
+	char *description; /* or NULL */
+	int protect;	   /* 1: the plan refuses to cancel or delete it */
 };
 
 /* st's future reservations in declaration order, *n of them (n may be NULL). Borrowed. */

@@ -47,13 +47,17 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 
 	memset(&run, 0, sizeof(run));
 	run.resource = l ? vx_asprintf("projects/%s/zones/%s/futureReservations/%s",
-				       l->project ? l->project : a->opts->project, l->zone, l->name) : NULL;
+				       l->project ? l->project : a->opts->project, l->zone, l->name)
+			 : NULL;
 	run.project = vx_strdup(l && l->project ? l->project : a->opts->project);
-	run.region = vx_strdup(l ? l->zone : d ? d->zone : pa->region);
+	run.region = vx_strdup(l ? l->zone : d ? d->zone
+					       : pa->region);
 	run.action = vx_strdup(action);
-	run.state = vx_strdup(status ? status : l && l->procurement_status ? l->procurement_status : "unknown");
+	run.state = vx_strdup(status ? status : l && l->procurement_status ? l->procurement_status
+									   : "unknown");
 	run.has_value = 1;
-	run.value = d ? d->total_count : l ? l->total_count : 0;
+	run.value = d ? d->total_count : l ? l->total_count
+					   : 0;
 	rc = applier_record_action(a, pa->address, FUTURE_KIND_NAME, d ? d->d.hash : NULL, &run, err);
 	if (rc < 0 || !d || !(r = state_find(a->state, pa->address)))
 		return rc;
@@ -124,7 +128,7 @@ static const char *pending_request_id(const struct applier *a, const char *addre
 static int journal_create(struct applier *a, const struct plan_action *pa, char id[37], struct vx_err *err)
 {
 	const char *old = pending_request_id(a, pa->address);
-	struct vx_label lab = { (char *)(uintptr_t)"vx-request-id", NULL };
+	struct vx_label lab = { (char *)(uintptr_t) "vx-request-id", NULL };
 	int rc;
 
 	if (old && strlen(old) < 37)
@@ -291,8 +295,7 @@ int future_apply(struct applier *a, int removals, struct vx_err *err)
 			rc = applier_heartbeat(a, err);
 	}
 	if (rc == 0)
-		rc = applier_persist(a, removals ? "vx: apply: future reservations removed"
-					    : "vx: apply: future reservations", err);
+		rc = applier_persist(a, removals ? "vx: apply: future reservations removed" : "vx: apply: future reservations", err);
 	return rc;
 }
 
@@ -317,7 +320,8 @@ static int fr_import_read(struct fr_import *fi, struct provider *p, const struct
 
 	if (import_split_name(req->resource, "zones", "futureReservations", proj, fi->zone, rname, sizeof(proj)) < 0)
 		return vx_err_set(err, VX_EINVAL, "%s takes a Compute Engine future reservation, "
-				  "projects/PROJECT/zones/ZONE/futureReservations/NAME, not '%s'", req->address,
+						  "projects/PROJECT/zones/ZONE/futureReservations/NAME, not '%s'",
+				  req->address,
 				  req->resource);
 	if (strcmp(proj, st->project))
 		return vx_err_set(err, VX_EINVAL, "%s: %s is in project %s, but %s is declared in project %s",
@@ -327,7 +331,8 @@ static int fr_import_read(struct fr_import *fi, struct provider *p, const struct
 				  req->resource, fi->zone, req->address, fi->d->zone);
 	if (strcmp(rname, fi->name))
 		return vx_err_set(err, VX_EINVAL, "%s: the future reservation must be named %s, as the address is, "
-				  "not %s", req->address, fi->name, rname);
+						  "not %s",
+				  req->address, fi->name, rname);
 	if (!PROVIDER_HAS(p, future, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list future reservations");
 	if ((rc = provider_future_list(p, st->project, fi->zone, &fi->fs, err)) < 0) {
@@ -364,7 +369,8 @@ static int fr_import_owner(const struct fr_import *fi, const struct state *state
 	}
 	said = vx_text_clean(mk);
 	rc = vx_err_set(err, VX_ECONFLICT, "%s: %s is marked as another stack's or state's (its description says "
-			"\"%s\", this state's marker is \"%s\")", fi->req->address, fi->resource, said ? said : "?",
+					   "\"%s\", this state's marker is \"%s\")",
+			fi->req->address, fi->resource, said ? said : "?",
 			mark);
 	free(said);
 	free(mark);

@@ -110,7 +110,8 @@ static void read_window(struct loader *L, struct stack_future *f, const struct y
 		stack_err(L, ev, "window.end: must be after window.start");
 	else if (f->calendar && (f->end_ms - f->start_ms < DAY_MS || f->end_ms - f->start_ms > 90 * DAY_MS))
 		stack_err(L, has_end ? ev : dv, "window: a calendar-mode booking lasts 1 to 90 days, this one "
-			  "%.1f days", (double)(f->end_ms - f->start_ms) / (double)DAY_MS);
+						"%.1f days",
+			  (double)(f->end_ms - f->start_ms) / (double)DAY_MS);
 	if (cv && f->end_ms > f->start_ms && f->closing_lead_ms >= f->end_ms - f->start_ms)
 		stack_err(L, cv, "window.closingLead: must be shorter than the window");
 }
@@ -146,7 +147,8 @@ static void read_accelerators(struct loader *L, struct stack_future *f, const st
 				  at, type, hint);
 		else
 			stack_err(L, tv, "%s.acceleratorType: unknown accelerator type \"%s\" (Compute Engine "
-				  "names, like \"nvidia-h100-80gb\")", at, type);
+					 "names, like \"nvidia-h100-80gb\")",
+				  at, type);
 	}
 	if (stack_get_int(&f->accelerator_count, &cv, L, a, at, "acceleratorCount", 1) && f->accelerator_count < 1)
 		stack_err(L, cv, "%s.acceleratorCount: must be at least 1", at);
@@ -166,8 +168,10 @@ static void check_shape(struct loader *L, struct stack_future *f, const struct y
 		stack_oom(L);
 	else if (rc < 0)
 		stack_err(L, fld == MACHINES_FIELD_MACHINE_TYPE || !acc ? mv : acc, "spec.specificSkuProperties."
-			  "instanceProperties.%s: %s", fld == MACHINES_FIELD_MACHINE_TYPE || !acc ? "machineType"
-			  : "guestAccelerators", msg ? msg : "machine type and accelerators do not match");
+										    "instanceProperties.%s: %s",
+			  fld == MACHINES_FIELD_MACHINE_TYPE || !acc ? "machineType"
+								     : "guestAccelerators",
+			  msg ? msg : "machine type and accelerators do not match");
 	free(msg);
 }
 
@@ -305,8 +309,7 @@ static int hash_future(struct vx_buf *b, struct stack_future *f)
 	if (rc == 0)
 		rc = stack_json_kv(b, "machineType", f->machine_type);
 	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"mode\":\"%s\",\"protect\":%s,\"startMs\":\"%" PRId64
-				   "\",\"totalCount\":\"%" PRId64 "\"", f->calendar ? "calendar" : "default",
+		rc = vx_buf_printf(b, ",\"mode\":\"%s\",\"protect\":%s,\"startMs\":\"%" PRId64 "\",\"totalCount\":\"%" PRId64 "\"", f->calendar ? "calendar" : "default",
 				   f->protect ? "true" : "false", f->start_ms, f->total_count);
 	if (rc == 0)
 		rc = stack_json_kv(b, "zone", f->zone);

@@ -20,19 +20,19 @@
  * Every string is cleaned server text.
  */
 struct live_future {
-	char *name;                /* compute name (also the address's NAME) */
-	char *project;             /* the project id it was listed in */
+	char *name;    /* compute name (also the address's NAME) */
+	char *project; /* the project id it was listed in */
 	char *zone;
-	char *description;         /* NULL when none */
-	char *mode;                /* reservationMode: CALENDAR, DEFAULT, ... */
-	char *procurement_status;  /* status.procurementStatus: PENDING_APPROVAL, APPROVED, ... */
-	int64_t start_ms, end_ms;  /* timeWindow (end from duration when given so) */
-	int64_t total_count;       /* specificSkuProperties.totalCount */
+	char *description;	  /* NULL when none */
+	char *mode;		  /* reservationMode: CALENDAR, DEFAULT, ... */
+	char *procurement_status; /* status.procurementStatus: PENDING_APPROVAL, APPROVED, ... */
+	int64_t start_ms, end_ms; /* timeWindow (end from duration when given so) */
+	int64_t total_count;	  /* specificSkuProperties.totalCount */
 	char *machine_type;
-	char *accelerator_type;    /* the first guestAccelerator's name, or NULL */
+	char *accelerator_type; /* the first guestAccelerator's name, or NULL */
 	int64_t accelerator_count;
 	int64_t fulfilled_count;
-	char **auto_created;       /* the delivered reservations' names (checked), n_auto_created */
+	char **auto_created; /* the delivered reservations' names (checked), n_auto_created */
 	size_t n_auto_created;
 	int64_t create_ms;
 	/* Every delivered reservation lets Vertex AI use it (serviceShareType ALLOW_ALL), as the
@@ -49,12 +49,12 @@ struct provider_future_request {
 	const char *project;
 	const char *zone;
 	const char *name;
-	const char *description;       /* with vx's ownership marker */
-	int calendar;                  /* 1: reservationMode CALENDAR, else DEFAULT */
+	const char *description; /* with vx's ownership marker */
+	int calendar;		 /* 1: reservationMode CALENDAR, else DEFAULT */
 	int64_t start_ms, end_ms;
 	int64_t total_count;
 	const char *machine_type;
-	const char *accelerator_type;  /* compute's name, or NULL */
+	const char *accelerator_type; /* compute's name, or NULL */
 	int64_t accelerator_count;
 	/* Compute's requestId (a UUID), journaled before the call: a retried
 	 * insert with the same id is not a second booking. */

@@ -821,7 +821,8 @@ static int future_to_live(struct live_future *out, const struct future_reservati
 {
 	memset(out, 0, sizeof(*out));
 	out->start_ms = f->start_ms;
-	out->end_ms = f->end_ms ? f->end_ms : f->start_ms && f->duration_s ? f->start_ms + f->duration_s * 1000 : 0;
+	out->end_ms = f->end_ms ? f->end_ms : f->start_ms && f->duration_s ? f->start_ms + f->duration_s * 1000
+									   : 0;
 	out->total_count = f->total_count;
 	out->fulfilled_count = f->fulfilled_count;
 	out->create_ms = f->create_ms;
@@ -870,7 +871,8 @@ static int gcp_list_futures(struct provider *p, const char *project, const char 
 		/* Only a name vx could have given is acted on. */
 		if (!compute_reservation_name_ok(list.items[i].name)) {
 			vx_log(g->ctx, VX_LOG_WARN, "compute: listing future reservations in %s: ignored one "
-			       "whose name is not a Compute name", zone);
+						    "whose name is not a Compute name",
+			       zone);
 			continue;
 		}
 		if (future_to_live(&out->items[out->n], &list.items[i], project, zone) < 0) {
@@ -897,9 +899,9 @@ static int future_body(const struct provider_future_request *req, char **body, s
 	want.name = (char *)(uintptr_t)req->name;
 	want.description = (char *)(uintptr_t)req->description;
 	want.reservation_mode = (char *)(uintptr_t)(req->calendar ? "CALENDAR" : "DEFAULT");
-	want.planning_status = (char *)(uintptr_t)"SUBMITTED";
+	want.planning_status = (char *)(uintptr_t) "SUBMITTED";
 	/* Unconfirmed as required for calendar mode: sent (the careful reading). */
-	want.deployment_type = req->calendar ? (char *)(uintptr_t)"DENSE" : NULL;
+	want.deployment_type = req->calendar ? (char *)(uintptr_t) "DENSE" : NULL;
 	want.specific_reservation_required = 1;
 	want.auto_delete_auto_created_reservations = req->calendar ? 1 : FUTURE_UNSET;
 	want.start_ms = req->start_ms;
@@ -941,7 +943,8 @@ static int gcp_create_future(struct provider *p, const struct provider_future_re
 	rc = future_reservation_get(&s->compute, req->project, req->zone, req->name, &got, err);
 	if (rc < 0)
 		rc = vx_err_set(err, VX_EUNCERTAIN, "%s: the operation finished but reading the booking back "
-				"failed; list the future reservations before trying again", what);
+						    "failed; list the future reservations before trying again",
+				what);
 	else if (future_to_live(out, &got, req->project, req->zone) < 0)
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", what);
 done:
