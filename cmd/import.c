@@ -20,6 +20,8 @@ static const char usage[] =
 	"(default .), under the declared address ADDR, as Terraform's import does:\n"
 	"  job.NAME          projects/P/locations/REGION/customJobs/ID\n"
 	"  reservation.NAME  projects/P/zones/ZONE/reservations/NAME\n"
+	"  future_reservation.NAME\n"
+	"                    projects/P/zones/ZONE/futureReservations/NAME\n"
 	"  quota.NAME        projects/P/locations/global/quotaPreferences/NAME\n"
 	"It must be in the declared project and region or zone, carry the address's\n"
 	"name (reservations, quota preferences), be tracked by no address of this\n"

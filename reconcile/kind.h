@@ -377,6 +377,12 @@ struct kind {
 	 */
 	size_t action_size;
 	void (*action_release)(void *payload);
+	/*
+	 * 1: `vx validate`'s summary ("stack s: 1 job, 0 reservations, ...")
+	 * counts this kind only when the stack declares some, so a kind added
+	 * later does not change what every other stack's summary says; 0: always.
+	 */
+	int summary_if_declared;
 };
 
 extern const struct kind kind_job;
@@ -385,6 +391,7 @@ extern const struct kind kind_job;
 const struct live_jobs *kind_job_listed(const struct live_store *ls);
 extern const struct kind kind_reservation;
 extern const struct kind kind_quota;
+extern const struct kind kind_future;
 
 /* Every kind, in phase order. */
 extern const struct kind *const kind_table[];

@@ -769,7 +769,7 @@ struct job_action *job_action_mut(struct plan_action *a)
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
-	.phase = 2,
+	.phase = 3,
 	.find_decl = job_find_decl,
 	.refresh = job_refresh,
 	.plan = job_plan,

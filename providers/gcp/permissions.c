@@ -42,7 +42,7 @@ static const struct gcp_permission table[] = {
 	/* Compute Engine reservations (Reservation). */
 	{ .api = "compute", .rpc = "ListReservations", .method = "reservations.list",
 	  .permission = "compute.reservations.list", .role = "roles/compute.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "Reservation" },
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "Reservation FutureReservation" },
 	{ .api = "compute", .rpc = "GetReservation", .method = "reservations.get",
 	  .permission = "compute.reservations.get", .role = "roles/compute.viewer",
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
@@ -57,7 +57,27 @@ static const struct gcp_permission table[] = {
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
 	{ .api = "compute", .rpc = "WaitZoneOperation", .method = "zoneOperations.wait",
 	  .permission = "compute.zoneOperations.get", .role = "roles/compute.viewer",
-	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation" },
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "Reservation FutureReservation" },
+
+	/* Compute Engine future reservations (FutureReservation; docs/future-reservations.md). */
+	{ .api = "compute", .rpc = "ListFutureReservations", .method = "futureReservations.list",
+	  .permission = "compute.futureReservations.list", .role = "roles/compute.futureReservationUser",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "FutureReservation" },
+	{ .api = "compute", .rpc = "GetFutureReservation", .method = "futureReservations.get",
+	  .permission = "compute.futureReservations.get", .role = "roles/compute.futureReservationUser",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
+	{ .api = "compute", .rpc = "InsertFutureReservation", .method = "futureReservations.insert",
+	  .permission = "compute.futureReservations.create", .role = "roles/compute.futureReservationUser",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
+	{ .api = "compute", .rpc = "UpdateReservation", .method = "reservations.update",
+	  .permission = "compute.reservations.update", .role = GCP_ROLE_CUSTOM_APPLY,
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
+	{ .api = "compute", .rpc = "CancelFutureReservation", .method = "futureReservations.cancel",
+	  .permission = "compute.futureReservations.cancel", .role = "roles/compute.futureReservationAdmin",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
+	{ .api = "compute", .rpc = "DeleteFutureReservation", .method = "futureReservations.delete",
+	  .permission = "compute.futureReservations.delete", .role = "roles/compute.futureReservationAdmin",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
 
 	/* Cloud Quotas: the limits of the capacity check, and QuotaPreference. */
 	{ .api = "cloudquotas", .rpc = "ListQuotaInfos", .method = "projects.locations.services.quotaInfos.list",

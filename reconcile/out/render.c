@@ -55,13 +55,17 @@ static int is_change(const struct plan_action *a)
 /* "3 to create, 1 to replace" etc., in a fixed order. */
 static int summary(struct vx_buf *b, const struct plan *p)
 {
+	/* A table laid out by hand: clang-format would put one entry a line. */
+	/* clang-format off */
 	static const struct { enum plan_op k; const char *word; } order[] = {
 		{ PLAN_CREATE, "to create" }, { PLAN_ADOPT, "to adopt" },
 		{ PLAN_REPLACE, "to replace" }, { PLAN_RERUN, "to rerun" },
 		{ PLAN_RESUBMIT, "to resubmit" }, { PLAN_CANCEL, "to cancel" },
-		{ PLAN_FORGET, "to forget" }, { PLAN_UPDATE, "to update" },
+		{ PLAN_DELETE, "to delete" }, { PLAN_FORGET, "to forget" },
+		{ PLAN_ABANDON, "to abandon" }, { PLAN_UPDATE, "to update" },
 		{ PLAN_WAIT, "waiting" },
 	};
+	/* clang-format on */
 	int rc = 0, first = 1;
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && rc == 0; i++) {

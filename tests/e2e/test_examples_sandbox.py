@@ -48,7 +48,8 @@ class ExamplesInTheSandbox(unittest.TestCase):
 
     def test_the_examples_are_the_stacks_we_expect(self):
         # A new example is run below without a change here; one gone is noticed.
-        self.assertEqual(example_stacks(), ["gemma2-flex", "multi-gpu", "quickstart", "reserved", "sweep"])
+        self.assertEqual(example_stacks(), ["calendar", "gemma2-flex", "multi-gpu", "quickstart", "reserved",
+                                            "sweep"])
 
     def run_example(self, name):
         tmp = tempfile.mkdtemp(prefix="vx-e2e-example-")
@@ -76,6 +77,9 @@ class ExamplesInTheSandbox(unittest.TestCase):
         # Applied: the next plan has nothing to do (a sweep's other runs wait for these).
         r = sandbox.run(["vxplan", name, "-detailed-exitcode"], repo)
         self.assertEqual((r.code, r.err), (0, ""), r)
+
+    def test_calendar(self):
+        self.run_example("calendar")
 
     def test_gemma2_flex(self):
         self.run_example("gemma2-flex")

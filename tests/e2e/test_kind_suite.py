@@ -43,6 +43,18 @@ def reservation_yaml(count=2, machine="g2-standard-8", extra=""):
             "accelerators: [{type: nvidia-l4, count: 1}]\ncount: %d\n%s" % (ZONE, machine, count, extra))
 
 
+FR_START = "2031-03-02T09:00:00Z"   # after the fake's frozen clock and vx's real one
+FR_SHAPE = "g2-standard-8 ×2, 1×nvidia-l4 in us-central1-a, 2031-03-02 09:00 UTC for %s"
+
+
+def future_yaml(duration="5d", extra=""):
+    return ("---\nkind: FutureReservation\nname: pool\nzone: %s\nmode: calendar\n"
+            "window: {start: %s, duration: %s}\nspec:\n  specificSkuProperties:\n    totalCount: 2\n"
+            "    instanceProperties:\n      machineType: g2-standard-8\n"
+            "      guestAccelerators: [{acceleratorType: nvidia-l4, acceleratorCount: 1}]\n%s"
+            % (ZONE, FR_START, duration, extra))
+
+
 def quota_yaml(value=16, quota_id="CustomModelTrainingL4GPUsPerProjectPerRegion"):
     return ("---\nkind: QuotaPreference\nname: l4-training\nservice: aiplatform.googleapis.com\n"
             "quotaId: %s\ndimensions: {region: %s}\npreferredValue: %d\n"
@@ -87,6 +99,20 @@ def make_reservation(t):
     return "projects/%s/zones/%s/reservations/pool" % (PROJECT, ZONE)
 
 
+def make_future(t):
+    body = {"name": "pool", "reservationMode": "CALENDAR", "planningStatus": "SUBMITTED",
+            "autoDeleteAutoCreatedReservations": True, "specificReservationRequired": True,
+            "timeWindow": {"startTime": FR_START, "duration": {"seconds": str(5 * 86400)}},
+            "specificSkuProperties": {"totalCount": "2", "instanceProperties": {
+                "machineType": "g2-standard-8",
+                "guestAccelerators": [{"acceleratorType": "nvidia-l4", "acceleratorCount": 1}]}}}
+    op = api(t, "POST", "/compute/v1/projects/%s/zones/%s/futureReservations" % (PROJECT, ZONE), body)
+    link = "/compute/v1/" + op["selfLink"].split("/compute/v1/", 1)[1]
+    while api(t, "GET", link)["status"] != "DONE":
+        t.fake.advance(1)
+    return "projects/%s/zones/%s/futureReservations/pool" % (PROJECT, ZONE)
+
+
 def make_quota(t):
     body = {"service": "aiplatform.googleapis.com", "quotaId": "CustomModelTrainingL4GPUsPerProjectPerRegion",
             "quotaConfig": {"preferredValue": "16"}, "dimensions": {"region": REGION},
@@ -103,6 +129,10 @@ def drift_job(t):
 def drift_reservation(t):
     api(t, "POST", "/compute/v1/projects/%s/zones/%s/reservations/pool/resize" % (PROJECT, ZONE),
         {"specificSkuCount": "5"})
+
+
+def drift_future(t):
+    api(t, "POST", "/compute/v1/projects/%s/zones/%s/futureReservations/pool/cancel" % (PROJECT, ZONE))
 
 
 def drift_quota(t):
@@ -129,6 +159,11 @@ def live_quotas(t):
     got = t.fake.get("/_fake/quota-preferences")
     items = got.get("quotaPreferences", got) if isinstance(got, dict) else got
     return len([q for q in items if q["name"].endswith("/l4-training")])
+
+
+def live_futures(t):
+    got = api(t, "GET", "/compute/v1/projects/%s/zones/%s/futureReservations" % (PROJECT, ZONE))
+    return len([f for f in got.get("items", []) if f["name"] == "pool"])
 
 
 def quota_setup(t):
@@ -243,6 +278,43 @@ ROWS = [
         adopt=dict(plan=["~   reservation.pool adopt", "g2-standard-8 ×2, 1×nvidia-l4 in us-central1-a (in use 0/2)",
                          "a reservation pool with this stack's marker exists in us-central1-a: an earlier apply "
                          "created it"])),
+    Row(name="future", address="future_reservation.pool", state_file="future_reservations/pool.json",
+        setup=None,
+        yaml=future_yaml(),
+        create=["+   future_reservation.pool create", FR_SHAPE % "5d",
+                "new booking: submitted for Google's approval"],
+        count=live_futures, count_all=live_futures,
+        # A submitted booking is never amended (docs/future-reservations.md): what changes in place is
+        # vx's own part of the declaration, recorded without a call.
+        update=dict(before=None, yaml=future_yaml(extra="protect: true\n"),
+                    plan=["~   future_reservation.pool update", FR_SHAPE % "5d" + " (PENDING_APPROVAL)",
+                          "protect false -> true: recorded; nothing is sent to Google"], live=1),
+        # Any change of the request: cancel and book again, shown as such.
+        replace=dict(yaml=future_yaml(duration="6d"), refused=None,
+                     plan=["-/+ future_reservation.pool replace", FR_SHAPE % "6d" + " (PENDING_APPROVAL)",
+                           "window 2031-03-02 09:00 UTC for 5d -> 2031-03-02 09:00 UTC for 6d: a submitted "
+                           "booking cannot change; cancel and book again (the new request is reviewed anew)"],
+                     live=1),
+        remove=dict(plan=["-   future_reservation.pool cancel", FR_SHAPE % "5d" + " (PENDING_APPROVAL)",
+                          "no longer declared: cancelled before its window opens, then deleted; saves 2 VMs x "
+                          "120 h = 240 VM-hours (240 GPU-hours), whose price is not known (Google publishes "
+                          "no calendar-mode prices)"], live=0, then=None),
+        abandon=Absent("a booking vx made is cancelled and deleted once undeclared (its window is billed); "
+                       "there is no onRemove for bookings: protect: true refuses the cancel instead"),
+        protect=dict(yaml=future_yaml(extra="protect: true\n"),
+                     error=lambda t: "  future_reservation.pool is protected (protect: true): it is no longer "
+                                     "declared; cancelling it is refused"),
+        drift=dict(at_fake=drift_future, code=2,
+                   plan=lambda t: ["  ! future_reservation.pool: future reservation pool was cancelled outside "
+                                   "vx -> replace"]),
+        imp=dict(make=make_future, create_rpc="FutureReservations.Insert",
+                 out=lambda t, name: "future_reservation.pool: imported %s (PENDING_APPROVAL); it matches the "
+                                     "declaration\n" % name,
+                 err=lambda t, name: ""),
+        crash=dict(rpc="FutureReservations.Insert", journal=True, done=lambda t: "~ future_reservation.pool adopt pool"),
+        adopt=dict(plan=["~   future_reservation.pool adopt", FR_SHAPE % "5d" + " (PENDING_APPROVAL)",
+                         "a future reservation pool with this stack's marker exists in us-central1-a: an earlier "
+                         "apply booked it"])),
     Row(name="quota", address="quota.l4-training", state_file="quotas/l4-training.json",
         setup=quota_setup,
         yaml=quota_yaml(),

@@ -227,6 +227,17 @@ class Kinds(FakeTestCase):
             end += 1
         return lines[start:end]
 
+    def test_summary_counts_deletes_and_abandons(self):
+        """A plan that deletes a reservation and abandons a preference says so in its summary line
+        (it said "Plan: no changes." while exiting 2 with both planned)."""
+        self.write({"r": reservation_yaml(), "q": quota_yaml()})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.write({})
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 2, r)
+        self.assertEqual([l for l in r.out.splitlines() if l.startswith("Plan:")],
+                         ["Plan: 1 to delete, 1 to abandon. 0 unchanged."], r)
+
     def test_quota_update_pending_and_abandon(self):
         self.write({"q": quota_yaml(value=16)})
         c1 = self.head()

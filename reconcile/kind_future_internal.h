@@ -1,0 +1,41 @@
+#ifndef VX_RECONCILE_KIND_FUTURE_INTERNAL_H
+#define VX_RECONCILE_KIND_FUTURE_INTERNAL_H
+
+/* What the future reservation kind's files share (kind_future.c, kind_future_apply.c). */
+
+#include "reconcile/kind.h"
+#include "reconcile/kind_future.h"
+#include "reconcile/provider_future.h"
+
+#define FUTURE_KIND_NAME "FutureReservation"
+
+struct state_record;
+struct applier;
+struct import_outcome;
+struct import_request;
+struct status_report;
+struct status_input;
+
+/* The marker vx appends to the description of the bookings it makes. */
+char *future_marker(const char *stack, const char *lineage);
+int future_has_marker(const struct live_future *l, const char *mark);
+/* The project and zone a recorded booking lives in. */
+void future_record_place(const struct state_record *r, const struct stack *st, const char **project,
+			 const char **zone);
+const struct live_future *future_live_find(const struct live_set *live, const char *zone, const char *name);
+/* DECLINED, CANCELLED, FAILED: nothing will be delivered. */
+int fr_status_dead(const char *s);
+/* PROCURING and after: no change or cancel accepted. */
+int fr_status_locked(const char *s);
+/* Delivered (PROVISIONING on), and a delivered reservation Vertex AI may not use yet. */
+int future_needs_opening(const struct live_future *l);
+/* "APPROVED: Google delivers ...": the status and what happens next. */
+char *future_status_next(const struct live_future *l);
+
+/* kind_future_apply.c: the row's apply, import and status slots. */
+int future_apply(struct applier *a, int removals, struct vx_err *err);
+int future_import(struct import_outcome *out, struct state *state, struct provider *p, const struct stack *st,
+		  const struct import_request *req, int check_only, struct vx_err *err);
+int future_status_rows(struct status_report *out, const struct status_input *in);
+
+#endif
