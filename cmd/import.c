@@ -12,17 +12,14 @@
 #include "reconcile/kind.h"
 #include "workflow/ci.h"
 #include "workflow/importing.h"
+#include "util/buf.h"
 #include "util/banned.h"
 
-static const char usage[] =
+static const char usage_head[] =
 	"usage: vx import ADDR RESOURCE [DIR] [-check] [-C DIR]\n\n"
 	"Adopts a resource that already exists into the state of the stack in DIR\n"
-	"(default .), under the declared address ADDR, as Terraform's import does:\n"
-	"  job.NAME          projects/P/locations/REGION/customJobs/ID\n"
-	"  reservation.NAME  projects/P/zones/ZONE/reservations/NAME\n"
-	"  future_reservation.NAME\n"
-	"                    projects/P/zones/ZONE/futureReservations/NAME\n"
-	"  quota.NAME        projects/P/locations/global/quotaPreferences/NAME\n"
+	"(default .), under the declared address ADDR, as Terraform's import does:\n";
+static const char usage_tail[] =
 	"It must be in the declared project and region or zone, carry the address's\n"
 	"name (reservations, quota preferences), be tracked by no address of this\n"
 	"state, by no other state beside it (the repository's vx/state/* branches,\n"
@@ -39,6 +36,31 @@ static const char usage[] =
 	"            changes nothing, takes no lock\n"
 	"  -C DIR    the stack directory (also -chdir=DIR)\n"
 	"  -debug    log every request to stderr (tokens redacted)\n";
+
+/*
+ * -help: the usage with each kind's address and the form of the cloud's
+ * name it takes (its row's import_form), jobs first (kind_table in reverse
+ * phase order); an address too long for the column gets a line of its own.
+ */
+static int usage_build(struct vx_buf *out)
+{
+	int rc = vx_buf_adds(out, usage_head);
+
+	for (size_t i = kind_count; rc == 0 && i-- > 0;) {
+		const struct kind *k = kind_table[i];
+		size_t len = strlen(k->prefix) + strlen(".NAME");
+
+		if (!k->import_form)
+			continue;
+		if (len <= 16)
+			rc = vx_buf_printf(out, "  %s.NAME%*s  %s\n", k->prefix, (int)(16 - len), "", k->import_form);
+		else
+			rc = vx_buf_printf(out, "  %s.NAME\n%20s%s\n", k->prefix, "", k->import_form);
+	}
+	if (rc == 0)
+		rc = vx_buf_adds(out, usage_tail);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
 
 enum { IMPORT_OPT_CHECK = 2 };
 
@@ -143,7 +165,7 @@ done:
 const struct cmd_entry cmd_import_entry = {
 	.name = "import",
 	.summary = "adopt an existing job, reservation or quota preference (import ADDR RESOURCE)",
-	.usage = usage,
+	.usage_build = usage_build,
 	.opts = import_opts,
 	.exec = import_exec,
 	.stack_dir = 1,

@@ -187,7 +187,6 @@ struct kind {
 	 * ("reservations/"), a rule of state/state.h; test_kind checks both.
 	 */
 	const char *prefix;
-	int phase;              /* apply order of changes; removals run in reverse */
 	/*
 	 * Names are RFC 1035 labels (Compute Engine and Cloud Quotas resource
 	 * names: lowercase, digits, '-'), else stack names (stack_name_valid).
@@ -314,7 +313,7 @@ struct kind {
 	 * The stack loader (reconcile/stack.c; what a kind's reader may use:
 	 * reconcile/stack_loader.h): how this kind's documents become its slot
 	 * of struct stack (st->of[kind_index]). The loader reads the Stack
-	 * document, then each kind in increasing load_pass (what a later pass
+	 * document, then each kind in kind_table's order (what a later kind
 	 * names of an earlier one is read first: a job's reservationAffinity
 	 * names a declared reservation). load_alloc makes room for n documents'
 	 * declarations before any pass reads; load_prepare runs before the
@@ -323,7 +322,6 @@ struct kind {
 	 * All but load_read may be NULL; those returning int return -1 on an
 	 * allocation failure (recorded), which ends the passes.
 	 */
-	int load_pass;
 	int (*load_alloc)(struct load_pass *B, size_t n);
 	int (*load_prepare)(struct load_pass *B);
 	int (*load_read)(struct load_pass *B, const struct ynode *doc);
@@ -383,6 +381,11 @@ struct kind {
 	 * later does not change what every other stack's summary says; 0: always.
 	 */
 	int summary_if_declared;
+	/*
+	 * The form of the cloud's name for a resource of this kind, as `vx
+	 * import`'s usage lists it ("projects/P/zones/ZONE/reservations/NAME").
+	 */
+	const char *import_form;
 };
 
 extern const struct kind kind_job;

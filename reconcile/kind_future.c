@@ -684,7 +684,6 @@ static int fr_decision(const struct plan_action *a, struct kind_decision *out)
 const struct kind kind_future = {
 	.name = FUTURE_KIND_NAME,
 	.prefix = "future_reservation",
-	.phase = 2,
 	.rfc1035_names = 1,
 	.find_decl = fr_find_decl,
 	.refresh = fr_refresh,
@@ -704,11 +703,11 @@ const struct kind kind_future = {
 	.watch_runs = 0,
 	.decision = fr_decision,
 	/* Its own pass (test_kind: each row one); after the jobs', as no job names a booking yet. */
-	.load_pass = 5,
 	.load_alloc = kind_future_load_alloc,
 	.load_read = kind_future_load_read,
 	.decl_hash = kind_future_decl_hash,
 	.decl_release = kind_future_decl_release,
 	.held = fr_held,
 	.summary_if_declared = 1,
+	.import_form = "projects/P/zones/ZONE/futureReservations/NAME",
 };

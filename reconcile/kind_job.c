@@ -769,7 +769,6 @@ struct job_action *job_action_mut(struct plan_action *a)
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
-	.phase = 3,
 	.find_decl = job_find_decl,
 	.refresh = job_refresh,
 	.plan = job_plan,
@@ -790,7 +789,6 @@ const struct kind kind_job = {
 	.live_size = sizeof(struct job_live),
 	.live_release = job_live_release,
 	.watch_runs = 1,
-	.load_pass = 3,
 	.load_alloc = kind_job_load_alloc,
 	.load_prepare = kind_job_load_prepare,
 	.load_read = kind_job_load_read,
@@ -803,4 +801,5 @@ const struct kind kind_job = {
 	.limits_always = 1,
 	.action_size = sizeof(struct job_action),
 	.action_release = job_action_release,
+	.import_form = "projects/P/locations/REGION/customJobs/ID",
 };

@@ -778,7 +778,6 @@ static int quota_decision(const struct plan_action *a, struct kind_decision *out
 const struct kind kind_quota = {
 	.name = KIND_NAME,
 	.prefix = "quota",
-	.phase = 0,
 	.rfc1035_names = 1,
 	.find_decl = quota_find_decl,
 	.refresh = quota_refresh,
@@ -795,9 +794,9 @@ const struct kind kind_quota = {
 	.live_release = quota_live_release,
 	.decision = quota_decision,
 	.limit_request = quota_limit_request,
-	.load_pass = 2,
 	.load_alloc = kind_quota_load_alloc,
 	.load_read = kind_quota_load_read,
 	.decl_hash = kind_quota_decl_hash,
 	.decl_release = kind_quota_decl_release,
+	.import_form = "projects/P/locations/global/quotaPreferences/NAME",
 };

@@ -1109,7 +1109,6 @@ static void res_live_release(void *live)
 const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
-	.phase = 1,
 	.rfc1035_names = 1,
 	.find_decl = res_find_decl,
 	.refresh = res_refresh,
@@ -1125,11 +1124,11 @@ const struct kind kind_reservation = {
 	.status_rows = res_status_rows,
 	.live_size = sizeof(struct live_reservations),
 	.live_release = res_live_release,
-	.load_pass = 1,
 	.load_alloc = kind_reservation_load_alloc,
 	.load_read = kind_reservation_load_read,
 	.decl_hash = kind_reservation_decl_hash,
 	.decl_release = kind_reservation_decl_release,
 	.limits_service = "compute.googleapis.com",
 	.held = res_held,
+	.import_form = "projects/P/zones/ZONE/reservations/NAME",
 };

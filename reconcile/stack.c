@@ -4,9 +4,9 @@
  *
  * It works in passes over the parsed documents: sort them by kind, read the
  * Stack (its region and labels are defaults for the rest), then each kind of
- * kind_table by its row's load_pass (a kind whose declarations a later one
- * names comes first: the jobs' specs are checked by spec_check() against the
- * reservations declared). Problems never stop the passes, so one run reports
+ * kind_table in its order, the order of apply's phases (a kind whose
+ * declarations a later one names comes first: the jobs' specs are checked by
+ * spec_check() against the reservations declared). Problems never stop the passes, so one run reports
  * all of them; only allocation failures and unreadable files end it early.
  * The hashes are computed only for a stack that is valid.
  *
@@ -661,20 +661,9 @@ static void finish_stack_doc(struct load_pass *B)
 	}
 }
 
-static int pass_cmp(const void *a, const void *b)
-{
-	const struct doc_pass *x = a, *y = b;
-	size_t i = kind_index(x->kind), k = kind_index(y->kind);
-
-	if (x->kind->load_pass != y->kind->load_pass)
-		return x->kind->load_pass < y->kind->load_pass ? -1 : 1;
-	return i < k ? -1 : i > k;
-}
-
 /*
  * The passes in the order they run: the Stack (its region and labels are the
- * others' defaults), then kind_table's kinds by load_pass (ties in table
- * order). Returns how many (at most KIND_MAX + 1).
+ * others' defaults), then kind_table's kinds in its order. Returns how many (at most KIND_MAX + 1).
  */
 static size_t doc_passes(struct doc_pass *out)
 {
@@ -686,7 +675,6 @@ static size_t doc_passes(struct doc_pass *out)
 
 		out[n++] = (struct doc_pass){ .kind = k, .alloc = k->load_alloc, .prepare = k->load_prepare, .read = k->load_read, .finish = k->load_finish };
 	}
-	qsort(out + 1, n - 1, sizeof(*out), pass_cmp);
 	return n;
 }
 

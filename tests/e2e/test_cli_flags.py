@@ -41,6 +41,20 @@ class HelpTest(unittest.TestCase):
                     missing.append("%s %s" % (c, f))
         self.assertEqual(missing, [])
 
+    def test_import_help_names_every_kind_with_the_form_of_its_resource(self):
+        # Built from the kind table (each row's import_form), jobs first: a kind added later
+        # joins this list by its row, and this block says it did.
+        r = run(["import", "-help"], cwd="/")
+        lines = r.out.splitlines()
+        start = lines.index("(default .), under the declared address ADDR, as Terraform's import does:") + 1
+        end = next(i for i, line in enumerate(lines) if line.startswith("It must be"))
+        self.assertEqual("\n".join(lines[start:end]) + "\n", (
+            "  job.NAME          projects/P/locations/REGION/customJobs/ID\n"
+            "  future_reservation.NAME\n"
+            "                    projects/P/zones/ZONE/futureReservations/NAME\n"
+            "  reservation.NAME  projects/P/zones/ZONE/reservations/NAME\n"
+            "  quota.NAME        projects/P/locations/global/quotaPreferences/NAME\n"))
+
     def test_unknown_flag_suggests_the_nearest(self):
         cases = [
             (["plan", "-targt", "job.a"], "vx: plan: unknown option '-targt' (did you mean -target?)\n"),
