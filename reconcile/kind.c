@@ -3,6 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind_future.h"
+#include "reconcile/kind_job.h"
+#include "reconcile/kind_quota.h"
+#include "reconcile/kind_reservation.h"
 #include "reconcile/sweep.h"
 #include "state/state.h"
 #include "util/buf.h"

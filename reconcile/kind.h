@@ -388,15 +388,10 @@ struct kind {
 	const char *import_form;
 };
 
-extern const struct kind kind_job;
-/* The jobs the job kind's refresh listed into ls, but those `vx state rm` let go of (vx watch's
- * counts, apply -wait); empty when none were listed. */
-const struct live_jobs *kind_job_listed(const struct live_store *ls);
-extern const struct kind kind_reservation;
-extern const struct kind kind_quota;
-extern const struct kind kind_future;
-
-/* Every kind, in phase order. */
+/*
+ * Every kind, in phase order: the rows are each kind's own (`extern const
+ * struct kind kind_NAME` in its reconcile/kind_NAME.h), listed in kind.c.
+ */
 extern const struct kind *const kind_table[];
 extern const size_t kind_count;
 /* k's place in kind_table (KIND_MAX when k is not there). */

@@ -42,4 +42,7 @@ int kind_future_load_read(struct load_pass *B, const struct ynode *doc);
 int kind_future_decl_hash(struct stack *st);
 void kind_future_decl_release(struct stack_kind_decls *slot);
 
+/* The kind's row of kind_table (reconcile/kind.h). */
+extern const struct kind kind_future;
+
 #endif

@@ -334,4 +334,10 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
  */
 int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs);
 
+/* The kind's row of kind_table (reconcile/kind.h). */
+extern const struct kind kind_job;
+/* The jobs the job kind's refresh listed into ls, but those `vx state rm` let go of (vx watch's
+ * counts, apply -wait); empty when none were listed. */
+const struct live_jobs *kind_job_listed(const struct live_store *ls);
+
 #endif

@@ -37,4 +37,7 @@ int kind_quota_load_read(struct load_pass *B, const struct ynode *doc);
 int kind_quota_decl_hash(struct stack *st);
 void kind_quota_decl_release(struct stack_kind_decls *slot);
 
+/* The kind's row of kind_table (reconcile/kind.h). */
+extern const struct kind kind_quota;
+
 #endif

@@ -10,6 +10,7 @@
  * in place; a removal waits for the stack's jobs on it to end.
  */
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "reconcile/kind.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/load/ynode.h"
 #include "util/alloc.h"

@@ -13,6 +13,9 @@
 
 #include "providers/gcp/permissions.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_reservation.h"
+#include "reconcile/kind_quota.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "util/buf.h"

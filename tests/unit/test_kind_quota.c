@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "reconcile/kind.h"
+#include "reconcile/kind_quota.h"
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/provider.h"

@@ -14,6 +14,8 @@
 
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_reservation.h"
+#include "reconcile/kind_quota.h"
 #include "reconcile/kind_job_internal.h"
 #include "reconcile/provider.h"
 #include "reconcile/provider_job.h"
