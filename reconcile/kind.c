@@ -10,7 +10,7 @@
 #include "util/banned.h"
 
 /* Phase order: what a later kind may depend on comes first. */
-const struct kind *const kind_table[] = { &kind_quota, &kind_reservation, &kind_job };
+const struct kind *const kind_table[] = { &kind_quota, &kind_reservation, &kind_persistent, &kind_job };
 const size_t kind_count = sizeof(kind_table) / sizeof(kind_table[0]);
 _Static_assert(sizeof(kind_table) / sizeof(kind_table[0]) <= KIND_MAX, "KIND_MAX is too small");
 /* Each kind has a need bit of its own (reconcile/provider.h). */

@@ -377,6 +377,7 @@ extern const struct kind kind_job;
 const struct live_jobs *kind_job_listed(const struct live_store *ls);
 extern const struct kind kind_reservation;
 extern const struct kind kind_quota;
+extern const struct kind kind_persistent;
 
 /* Every kind, in phase order. */
 extern const struct kind *const kind_table[];

@@ -717,7 +717,7 @@ const struct live_jobs *kind_job_listed(const struct live_store *ls)
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
-	.phase = 2,
+	.phase = 3,
 	.find_decl = job_find_decl,
 	.refresh = job_refresh,
 	.plan = job_plan,
@@ -738,7 +738,7 @@ const struct kind kind_job = {
 	.live_size = sizeof(struct job_live),
 	.live_release = job_live_release,
 	.watch_runs = 1,
-	.load_pass = 3,
+	.load_pass = 4,
 	.load_alloc = kind_job_load_alloc,
 	.load_prepare = kind_job_load_prepare,
 	.load_read = kind_job_load_read,
