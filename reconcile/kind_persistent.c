@@ -381,9 +381,13 @@ static int plan_known(struct plan *p, const struct stack_persistent *d, const st
 {
 	struct vx_buf what = VX_BUF_INIT;
 	unsigned mask = persistent_mutable_change(d, l, &what);
-	struct plan_action *a = add(p, mask ? PLAN_UPDATE : PLAN_NOOP, d->d.address, d, l, r);
+	/* protect, deletionPolicy or onError changed alone: recorded, nothing sent. */
+	int recorded = !mask && r->spec_hash && strcmp(r->spec_hash, d->d.hash) != 0;
+	struct plan_action *a = add(p, mask || recorded ? PLAN_UPDATE : PLAN_NOOP, d->d.address, d, l, r);
 	int rc = a ? 0 : VX_ENOMEM;
 
+	if (rc == 0 && recorded)
+		rc = set_reason(a, vx_strdup("protect, deletionPolicy or onError changed: recorded, nothing sent"));
 	if (rc == 0 && mask)
 		rc = set_reason(a, vx_asprintf("in place (updateMask %s%s%s): %s",
 					       mask & PROVIDER_PERSISTENT_POOLS ? "resourcePools" : "",

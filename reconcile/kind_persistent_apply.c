@@ -216,6 +216,13 @@ static int do_update(struct applier *a, const struct plan_action *pa, struct vx_
 
 	vx_buf_release(&what);
 	memset(&got, 0, sizeof(got));
+	if (!mask) { /* only what vx keeps changed (protect, deletionPolicy, onError) */
+		if ((rc = record_run(a, pa, "update", l, err)) == 0) {
+			a->res->ok++;
+			applier_progress(a, "~ %s update (recorded: %s)", pa->address, pa->reason ? pa->reason : "");
+		}
+		return rc;
+	}
 	if (create_labels(a, d, &labels, &nlabels) < 0) {
 		vx_labels_free(labels, nlabels);
 		return vx_err_set(err, VX_ENOMEM, "out of memory");

@@ -1,0 +1,242 @@
+"""PersistentResource, vx's fourth kind, end to end against the fake (issue 34).
+
+A pool of machines declared as a Vertex AI PersistentResource: read with file:line:col errors,
+created, updated in place with one PATCH and its exact updateMask, refused a reshape unless
+-replace names it, protected, abandoned, and never made twice when an apply dies during its
+create's operation. Plan lines are compared exactly.
+"""
+import json
+import signal
+import time
+import unittest
+import urllib.request
+
+from harness import PROJECT, REGION, FakeTestCase
+
+ADDR = "persistent_resource.eval-pool"
+
+
+def pool_yaml(replicas=2, machine="g2-standard-8", extra="", autoscaling=True):
+    return ("---\nkind: PersistentResource\nname: eval-pool\nspec:\n  resourcePools:\n"
+            "    - id: l4s\n"
+            "      machineSpec: {machineType: %s, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+            "      replicaCount: %d\n%s"
+            "labels: {team: eval}\n%s"
+            % (machine, replicas,
+               "      autoscalingSpec: {minReplicaCount: 1, maxReplicaCount: 4}\n" if autoscaling else "",
+               extra))
+
+
+class PersistentTest(FakeTestCase):
+    def setUp(self):
+        super().setUp()
+        # Operations end at once unless a test holds provisioning back.
+        self.fake.post("/_fake/timings", {"provisioning_seconds": 0, "updating_seconds": 0,
+                                          "stopping_seconds": 0})
+
+    def declare(self, *docs):
+        self.repo.write({"x%d" % i: d for i, d in enumerate(docs)})
+
+    def resources(self):
+        return self.fake.get("/_fake/persistent-resources")["persistentResources"]
+
+    def calls(self, rpc):
+        return [e for e in self.fake.get("/_fake/requests?log=1000")["log"] if e["rpc"] == rpc]
+
+    def created(self, *extra):
+        self.declare(pool_yaml(), *extra)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("+ %s create eval-pool in %s (RUNNING)" % (ADDR, REGION), r.out.splitlines(), r)
+        return r
+
+    def no_changes(self):
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("Plan: no changes.", r.out, r)
+
+    def wait_for(self, cond, why, seconds=60):
+        deadline = time.time() + seconds
+        while not cond():
+            self.assertLess(time.time(), deadline, why)
+            time.sleep(0.05)
+
+    # ---- the document -------------------------------------------------------------------
+
+    def test_validate_errors_name_file_line_col(self):
+        bad = ("---\nkind: PersistentResource\nname: Eval_Pool\nspec:\n  resourcePools:\n"
+               "    - id: l4s\n      machineSpec: {machineType: g2-standard-8, acceleratorType: NVIDIA_L4, "
+               "acceleratorCount: 2}\n      replicaCount: 5\n"
+               "      autoscalingSpec: {minReplicaCount: 1, maxReplicaCount: 4}\n"
+               "      replicaCont: 1\n"
+               "deletionPolicy: abandn\n")
+        self.declare(bad)
+        r = self.repo.vx("validate", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        f = self.repo.dir + "/jobs.yaml"
+        pre = 'PersistentResource "Eval_Pool": '
+        self.assertEqual([l for l in r.err.splitlines() if l.startswith(f)], [
+            f + ':3:7: ' + pre + 'name: "Eval_Pool" is not a valid name: use lowercase letters, digits and '
+            '"-", starting with a letter and not ending with "-", at most 63 characters',
+            f + ':7:95: ' + pre + 'spec.resourcePools[0].machineSpec.acceleratorCount: g2-standard-8 comes '
+            'with 1 NVIDIA_L4; acceleratorCount is 2 (2 NVIDIA_L4 come with machineType g2-standard-24)',
+            f + ":8:21: " + pre + "spec.resourcePools[0].replicaCount: must be within autoscalingSpec's 1..4, got 5",
+            f + ':10:7: ' + pre + 'spec.resourcePools[0]: unknown field "replicaCont" (did you mean "replicaCount"?)',
+            f + ':11:17: ' + pre + 'deletionPolicy: unknown value "abandn" (did you mean "abandon"?)'], r)
+
+    # ---- plan and apply -------------------------------------------------------------------
+
+    def test_create_then_no_changes(self):
+        self.declare(pool_yaml())
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "+   %s create" % ADDR,
+            "l4s: g2-standard-8 \u00d72 (1-4), 1\u00d7NVIDIA_L4",
+            "new persistent resource"], r)
+        self.assertIn("Refresh: also read persistent resources in %s" % REGION, r.out.splitlines(), r)
+        self.created()
+        [res] = self.resources()
+        self.assertEqual(res["name"].split("/")[-1], "eval-pool")
+        self.assertEqual(res["state"], "RUNNING")
+        self.assertEqual(res["labels"].get("vx-stack"), "e2e")
+        self.assertEqual(res["labels"].get("team"), "eval")
+        self.assertTrue(res["labels"].get("vx-lineage"))
+        self.no_changes()
+
+    def test_replica_change_is_one_patch_with_update_mask(self):
+        self.created()
+        self.declare(pool_yaml(replicas=3))
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "~   %s update" % ADDR,
+            "l4s: g2-standard-8 \u00d73 (1-4), 1\u00d7NVIDIA_L4 [RUNNING, 0 used]",
+            "in place (updateMask resourcePools): pool l4s replicaCount 2 -> 3"], r)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        patches = self.calls("UpdatePersistentResource")
+        self.assertEqual([(c["method"], c["path"]) for c in patches], [
+            ("PATCH", "/v1/projects/%s/locations/%s/persistentResources/eval-pool?updateMask=resourcePools"
+             % (PROJECT, REGION))], patches)
+        self.assertEqual(self.calls("CreatePersistentResource").__len__(), 1)
+        [res] = self.resources()
+        self.assertEqual(res["resourcePools"][0]["replicaCount"], "3")
+        self.no_changes()
+
+    def test_machine_change_is_refused_without_replace(self):
+        self.created()
+        self.declare(pool_yaml(machine="g2-standard-12"))
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("  %s: pool l4s: machineType g2-standard-8 -> g2-standard-12 cannot change in place: "
+                      "Vertex AI would have to delete the persistent resource and make a new one, and the "
+                      "machines it holds might not come back; to do that anyway, plan with -replace %s"
+                      % (ADDR, ADDR), r.out.splitlines(), r)
+        r = self.repo.plan("-replace", ADDR)
+        self.assertEqual(self.block(r.out, ADDR), [
+            "-/+ %s replace" % ADDR,
+            "l4s: g2-standard-12 \u00d72 (1-4), 1\u00d7NVIDIA_L4 [RUNNING, 0 used]",
+            "pool l4s: machineType g2-standard-8 -> g2-standard-12 (-replace): deleted, then created again"], r)
+        r = self.repo.apply("-replace", ADDR)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.calls("DeletePersistentResource")), 1)
+        self.assertEqual(len(self.calls("CreatePersistentResource")), 2)
+        [res] = self.resources()
+        self.assertEqual(res["resourcePools"][0]["machineSpec"]["machineType"], "g2-standard-12")
+        self.no_changes()
+
+    def test_protect_refuses_delete(self):
+        self.created()
+        self.declare(pool_yaml(extra="protect: true\n"))
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "~   %s update" % ADDR,
+            "l4s: g2-standard-8 \u00d72 (1-4), 1\u00d7NVIDIA_L4 [RUNNING, 0 used]",
+            "protect, deletionPolicy or onError changed: recorded, nothing sent"], r)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.calls("UpdatePersistentResource"), [])
+        self.declare()
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("  %s is protected (protect: true): it is no longer declared; deleting it is refused"
+                      % ADDR, r.out.splitlines(), r)
+        self.assertEqual(len(self.resources()), 1)
+
+    def test_delete_when_removed(self):
+        self.created()
+        self.declare()
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "-   %s delete" % ADDR,
+            "l4s: g2-standard-8 \u00d72 (1-4), 1\u00d7NVIDIA_L4 [RUNNING, 0 used] in %s" % REGION,
+            "no longer declared"], r)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("- %s delete eval-pool in %s" % (ADDR, REGION), r.out.splitlines(), r)
+        self.assertEqual(len(self.calls("DeletePersistentResource")), 1)
+        self.assertEqual([x for x in self.resources() if x["state"] != "STOPPING"], [])
+        self.no_changes()
+
+    def test_abandon_forgets_and_leaves_it(self):
+        self.created()
+        self.declare(pool_yaml(extra="deletionPolicy: abandon\n"))
+        self.assertEqual(self.repo.apply().code, 0)
+        self.declare()
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "-   %s abandon" % ADDR,
+            "l4s: g2-standard-8 \u00d72 (1-4), 1\u00d7NVIDIA_L4 [RUNNING, 0 used]",
+            "no longer declared (deletionPolicy: abandon): forgotten, left running"], r)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.calls("DeletePersistentResource"), [])
+        self.assertEqual([x["state"] for x in self.resources()], ["RUNNING"])
+        self.no_changes()
+
+    def test_kill_during_create_operation_is_adopted(self):
+        """Killed while the create's operation runs: the next apply adopts the one made, never two."""
+        self.fake.post("/_fake/timings", {"provisioning_seconds": 300})
+        self.declare(pool_yaml())
+        p = self.repo.start_apply()
+        try:
+            self.wait_for(lambda: self.calls("CreatePersistentResource") and
+                          any(c["status"] is not None for c in self.calls("CreatePersistentResource")),
+                          "the create was not sent")
+            self.wait_for(lambda: self.calls("GetOperation"), "the operation was not polled")
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.communicate(timeout=60)
+        self.assertTrue(any("intent %s create" % ADDR in m for m in self.repo.state_log()), self.repo.state_log())
+        self.fake.advance(400)
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "~   %s adopt" % ADDR,
+            "l4s: g2-standard-8 \u00d72 (1-4), 1\u00d7NVIDIA_L4 [RUNNING, 0 used]",
+            "a persistent resource eval-pool with this stack's labels exists in %s (RUNNING): an earlier "
+            "apply created it" % REGION], r)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("~ %s adopt eval-pool" % ADDR, r.out.splitlines(), r)
+        self.assertEqual(len(self.calls("CreatePersistentResource")), 1, "not created again")
+        self.assertEqual(len(self.resources()), 1)
+        self.no_changes()
+
+    def test_not_ours_is_refused(self):
+        self.fake.post("/_fake/tokens", {"token": "outsider-token"})
+        self.declare(pool_yaml())
+        req = {"resourcePools": [{"id": "l4s", "replicaCount": "1", "machineSpec": {
+            "machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1}}]}
+        u = urllib.request.Request(self.fake.url + "/v1/projects/%s/locations/%s/persistentResources"
+                                   "?persistentResourceId=eval-pool" % (PROJECT, REGION),
+                                   data=json.dumps(req).encode(), method="POST",
+                                   headers={"Content-Type": "application/json",
+                                            "Authorization": "Bearer outsider-token"})
+        with urllib.request.urlopen(u, timeout=30) as resp:
+            resp.read()
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertTrue(any(l.startswith("  %s: a persistent resource eval-pool already exists in %s and is "
+                                         "not this stack's" % (ADDR, REGION)) for l in r.out.splitlines()), r)
+
+
+if __name__ == "__main__":
+    unittest.main()
