@@ -28,7 +28,7 @@
 #include "util/banned.h"
 
 /* What was declared, as the record keeps it: deletionPolicy first (persistent_record_abandons). */
-static char *record_json(const struct stack_persistent *d)
+char *persistent_record_json(const struct stack_persistent *d)
 {
 	struct vx_buf b = VX_BUF_INIT;
 
@@ -70,7 +70,7 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 		return rc;
 	r->protect = d->protect;
 	free(r->spec_json);
-	r->spec_json = record_json(d);
+	r->spec_json = persistent_record_json(d);
 	return r->spec_json ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 }
 

@@ -40,13 +40,12 @@ int persistent_labels_differ(const struct stack_persistent *d, const struct live
 unsigned persistent_mutable_change(const struct stack_persistent *d, const struct live_persistent *l,
 				   struct vx_buf *out);
 
-/* kind_persistent_apply.c: the row's apply slot. */
+/* kind_persistent_apply.c: the row's apply slot, and what a record keeps of d (deletionPolicy first). */
+char *persistent_record_json(const struct stack_persistent *d);
 int persistent_apply(struct applier *a, int removals, struct vx_err *err);
-/* kind_persistent_more.c: import, status rows, capacity, held. */
+/* kind_persistent_more.c: import and status rows. */
 int persistent_import(struct import_outcome *out, struct state *state, struct provider *p,
 		      const struct stack *st, const struct import_request *req, int check_only, struct vx_err *err);
 int persistent_status_rows(struct status_report *out, const struct status_input *in);
-void persistent_capacity(const struct plan_action *a, struct kind_capacity *out);
-void persistent_held(const struct stack *st, const struct live_set *live, size_t i, struct kind_held *out);
 
 #endif

@@ -220,11 +220,12 @@ class PersistentTest(FakeTestCase):
         self.assertEqual(len(self.resources()), 1)
         self.no_changes()
 
-    def test_not_ours_is_refused(self):
+    def make_by_hand(self, replicas=1):
+        """eval-pool made as someone else would, through the API, without vx's labels."""
         self.fake.post("/_fake/tokens", {"token": "outsider-token"})
-        self.declare(pool_yaml())
-        req = {"resourcePools": [{"id": "l4s", "replicaCount": "1", "machineSpec": {
-            "machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1}}]}
+        req = {"resourcePools": [{"id": "l4s", "replicaCount": str(replicas), "machineSpec": {
+            "machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1},
+            "autoscalingSpec": {"minReplicaCount": "1", "maxReplicaCount": "4"}}]}
         u = urllib.request.Request(self.fake.url + "/v1/projects/%s/locations/%s/persistentResources"
                                    "?persistentResourceId=eval-pool" % (PROJECT, REGION),
                                    data=json.dumps(req).encode(), method="POST",
@@ -232,10 +233,45 @@ class PersistentTest(FakeTestCase):
                                             "Authorization": "Bearer outsider-token"})
         with urllib.request.urlopen(u, timeout=30) as resp:
             resp.read()
+
+    def test_not_ours_is_refused(self):
+        self.declare(pool_yaml())
+        self.make_by_hand()
         r = self.repo.plan()
         self.assertEqual(r.code, 1, r)
         self.assertTrue(any(l.startswith("  %s: a persistent resource eval-pool already exists in %s and is "
                                          "not this stack's" % (ADDR, REGION)) for l in r.out.splitlines()), r)
+
+
+    def test_import_then_update_in_place(self):
+        self.declare(pool_yaml())
+        self.make_by_hand(replicas=1)
+        name = "projects/%s/locations/%s/persistentResources/eval-pool" % (PROJECT, REGION)
+        r = self.repo.vx("import", ADDR, name, self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "~   %s update" % ADDR,
+            "l4s: g2-standard-8 \u00d72 (1-4), 1\u00d7NVIDIA_L4 [RUNNING, 0 used]",
+            "in place (updateMask resourcePools,labels): pool l4s replicaCount 1 -> 2, labels"], r)
+        self.assertEqual(self.repo.apply().code, 0)
+        [res] = self.resources()
+        self.assertEqual(res["labels"].get("team"), "eval")
+        self.assertEqual(res["resourcePools"][0]["replicaCount"], "2")
+        self.assertEqual(len(self.calls("CreatePersistentResource")), 1)
+        self.no_changes()
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([l.split() for l in r.out.splitlines() if l.startswith(ADDR)], [
+            [ADDR, "RUNNING", "-", "-", REGION, "-", "-", "-", "replicas", "2,", "used", "0"]], r)
+
+    def test_import_of_a_wrong_name_is_refused(self):
+        self.declare(pool_yaml())
+        r = self.repo.vx("import", ADDR, "projects/%s/locations/%s/persistentResources/other" % (PROJECT, REGION),
+                         self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: import: %s: the persistent resource must be named eval-pool, as the "
+                         "address is, not other\n" % ADDR, r)
 
 
 if __name__ == "__main__":
