@@ -52,9 +52,32 @@ const struct stack_persistent_pool *stack_persistent_pool(const struct stack_per
 /* The most machines pool p may have: max_replica_count with autoscaling, else replica_count. */
 int64_t stack_persistent_pool_max(const struct stack_persistent_pool *p);
 
+/*
+ * Whether a job of spec in job_region may run on d (NULL: a resource vx does
+ * not manage, named in full): its scheduling and reservation, d's region,
+ * and each worker pool equal to one of d's pools (machine type, accelerator
+ * type and count) with the replicas on a pool within its max
+ * (docs/persistent-resources.md). 0 when it fits; 1 with *why (owned) why
+ * not; VX_ENOMEM.
+ */
+struct job_spec;
+int stack_persistent_misfit(char **why, const struct stack_persistent *d, const struct job_spec *spec,
+			    const char *job_region);
+
+/*
+ * A job's `persistentResource:` (doc is the CustomJob document, region the
+ * job's): a declared resource's name (*d set) or a full name of one in the
+ * job's project and region (*d NULL); *id the persistentResourceId to send
+ * (borrowed), *at the value's node. 1 when given and valid, 0 when absent,
+ * -1 when reported at file:line:col.
+ */
+struct loader;
+struct ynode;
+int stack_persistent_read_ref(struct loader *L, const struct ynode *doc, const struct stack *st, const char *region,
+			      const char **id, const struct stack_persistent **d, const struct ynode **at);
+
 /* kind_persistent_load.c: the row's loader slots (struct kind), for kind_persistent.c's row. */
 struct load_pass;
-struct ynode;
 int kind_persistent_load_alloc(struct load_pass *B, size_t n);
 int kind_persistent_load_read(struct load_pass *B, const struct ynode *doc);
 int kind_persistent_decl_hash(struct stack *st);

@@ -14,9 +14,11 @@
 #include <string.h>
 
 #include "reconcile/load/machines.h"
+#include "reconcile/load/spec.h"
 #include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 static const char *const doc_keys[] = { "kind", "name", "region", "spec", "labels",
@@ -368,4 +370,97 @@ int kind_persistent_decl_hash(struct stack *st)
 		rc = hash_persistent(&b, (struct stack_persistent *)slot->items + i);
 	vx_buf_release(&b);
 	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* A job on a persistent resource (the job kind's reader asks) */
+
+/* One worker pool of a job against d's pools: the pool it lands on, or NULL. */
+static const struct stack_persistent_pool *pool_for(const struct stack_persistent *d, const struct spec_pool *w)
+{
+	for (size_t i = 0; i < d->npools; i++) {
+		const struct stack_persistent_pool *p = &d->pools[i];
+
+		if (p->machine_type && !strcmp(p->machine_type, w->machine_type) &&
+		    vx_text_same(p->accelerator_type, w->accelerator_type) &&
+		    p->accelerator_count == (w->accelerator_type ? w->accelerator_count : 0))
+			return p;
+	}
+	return NULL;
+}
+
+/* Whether d's pools take every worker pool of spec, the replicas on one pool added up. */
+static char *pools_misfit(const struct stack_persistent *d, const struct job_spec *spec)
+{
+	for (size_t i = 0; i < spec->npools; i++) {
+		const struct spec_pool *w = &spec->pools[i];
+		const struct stack_persistent_pool *p;
+		int64_t want = 0;
+
+		if (!w->machine_type)
+			continue;
+		if (!(p = pool_for(d, w)))
+			return vx_asprintf("spec.workerPoolSpecs[%zu] (%s, %" PRId64 "\u00d7%s) fits no pool of %s "
+					   "(machine type, accelerator type and count must equal a pool's)",
+					   i, w->machine_type, w->accelerator_type ? w->accelerator_count : 0,
+					   w->accelerator_type ? w->accelerator_type : "no accelerator", d->d.address);
+		for (size_t k = 0; k < spec->npools; k++)
+			if (spec->pools[k].machine_type && pool_for(d, &spec->pools[k]) == p)
+				want += spec->pools[k].replica_count;
+		if (want > stack_persistent_pool_max(p))
+			return vx_asprintf("spec.workerPoolSpecs[%zu]: %" PRId64 " replicas on pool %s of %s, which "
+					   "has at most %" PRId64, i, want, p->id, d->d.address,
+					   stack_persistent_pool_max(p));
+	}
+	return NULL;
+}
+
+int stack_persistent_misfit(char **why, const struct stack_persistent *d, const struct job_spec *spec,
+			    const char *job_region)
+{
+	*why = NULL;
+	if (spec->strategy && (!strcmp(spec->strategy, "SPOT") || !strcmp(spec->strategy, "FLEX_START")))
+		*why = vx_asprintf("scheduling.strategy %s: a job on a persistent resource runs on its machines, "
+				   "which are held already", spec->strategy);
+	else if (spec->reservation || (spec->canonical_json && strstr(spec->canonical_json, "\"reservationAffinity\"")))
+		*why = vx_strdup("reservationAffinity: not supported on a persistent resource (\"Reservation "
+				 "affinity is not supported yet for persistent clusters\")");
+	else if (d && job_region && d->region && strcmp(job_region, d->region) != 0)
+		*why = vx_asprintf("%s is in %s, the job in %s", d->d.address, d->region, job_region);
+	else if (d)
+		return (*why = pools_misfit(d, spec)) ? 1 : 0;
+	else
+		return 0;
+	return *why ? 1 : VX_ENOMEM;
+}
+
+int stack_persistent_read_ref(struct loader *L, const struct ynode *doc, const struct stack *st, const char *region,
+			      const char **id, const struct stack_persistent **d, const struct ynode **at)
+{
+	char proj[128], reg[64], rid[64];
+	const char *s;
+	int end = 0;
+
+	*id = NULL;
+	*d = NULL;
+	if (!stack_get_str(&s, at, L, doc, "", "persistentResource", 0))
+		return *at ? -1 : 0;
+	if ((*d = stack_find_persistent(st, s)) != NULL) {
+		*id = (*d)->d.name;
+		return 1;
+	}
+	if (sscanf(s, "projects/%127[^/]/locations/%63[^/]/persistentResources/%63[a-z0-9-]%n", proj, reg, rid,
+		   &end) != 3 || s[end] || !stack_names_rfc1035_valid(rid)) {
+		stack_err(L, *at, "persistentResource: \"%s\" is neither a persistent resource of this stack nor a "
+				  "full name projects/PROJECT/locations/REGION/persistentResources/ID", s);
+		return -1;
+	}
+	if ((st->project && strcmp(proj, st->project) != 0) || !region || strcmp(reg, region) != 0) {
+		stack_err(L, *at, "persistentResource: \"%s\" is not in the job's project and region (%s, %s): "
+				  "a job runs only on a persistent resource of its own", s,
+			  st->project ? st->project : "?", region ? region : "?");
+		return -1;
+	}
+	*id = s + end - strlen(rid);
+	return 1;
 }

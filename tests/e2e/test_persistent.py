@@ -11,7 +11,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import PROJECT, REGION, FakeTestCase
+from harness import PROJECT, REGION, FakeTestCase, job_yaml
 
 ADDR = "persistent_resource.eval-pool"
 
@@ -25,6 +25,11 @@ def pool_yaml(replicas=2, machine="g2-standard-8", extra="", autoscaling=True):
             % (machine, replicas,
                "      autoscalingSpec: {minReplicaCount: 1, maxReplicaCount: 4}\n" if autoscaling else "",
                extra))
+
+
+def job_on_pool(name, machine="g2-standard-8", count=1, strategy="STANDARD", on="eval-pool"):
+    return job_yaml(name, machine=machine, count=count, strategy=strategy).replace(
+        "name: %s\n" % name, "name: %s\npersistentResource: %s\n" % (name, on), 1)
 
 
 class PersistentTest(FakeTestCase):
@@ -272,6 +277,47 @@ class PersistentTest(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual(r.err, "vx: import: %s: the persistent resource must be named eval-pool, as the "
                          "address is, not other\n" % ADDR, r)
+
+
+    # ---- jobs on it -----------------------------------------------------------------------
+
+    def test_pool_and_two_jobs_applied_in_order(self):
+        self.declare(pool_yaml(), job_on_pool("a"), job_on_pool("b"))
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.block(r.out, ADDR)[0], "+   %s create" % ADDR, r)
+        self.assertEqual(self.block(r.out, "job.a")[0], "+   job.a create", r)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        lines = r.out.splitlines()
+        made = [i for i, l in enumerate(lines) if l.startswith("+ ")]
+        self.assertTrue(lines[made[0]].startswith("+ %s create" % ADDR), r)
+        self.assertEqual(len(made), 3, r)
+        self.assertIn("Apply complete: 3 done, 0 failed.", lines, r)
+        jobs = self.live_jobs()
+        self.assertEqual(sorted(j["jobSpec"].get("persistentResourceId") for j in jobs), ["eval-pool", "eval-pool"])
+        creates = [e["rpc"] for e in self.fake.get("/_fake/requests?log=1000")["log"]
+                   if e["rpc"] in ("CreatePersistentResource", "CreateCustomJob")]
+        self.assertEqual(creates, ["CreatePersistentResource", "CreateCustomJob", "CreateCustomJob"])
+        self.no_changes()
+
+    def test_job_that_does_not_fit_is_refused_at_its_line(self):
+        self.declare(pool_yaml(), job_on_pool("a", machine="g2-standard-4"), job_on_pool("b", strategy="SPOT"),
+                     job_on_pool("c", on="projects/other/locations/%s/persistentResources/p" % REGION),
+                     job_on_pool("d", on="nope"))
+        r = self.repo.vx("validate", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        f = self.repo.dir + "/jobs.yaml"
+        self.assertEqual([l for l in r.err.splitlines() if l.startswith(f)], [
+            f + ':14:21: CustomJob "a": persistentResource: spec.workerPoolSpecs[0] (g2-standard-4, 1\u00d7NVIDIA_L4) '
+            'fits no pool of %s (machine type, accelerator type and count must equal a pool\'s)' % ADDR,
+            f + ':31:21: CustomJob "b": persistentResource: scheduling.strategy SPOT: a job on a persistent '
+            'resource runs on its machines, which are held already',
+            f + ':48:21: CustomJob "c": persistentResource: "projects/other/locations/%s/persistentResources/p" is '
+            'not in the job\'s project and region (%s, %s): a job runs only on a persistent resource of its own'
+            % (REGION, PROJECT, REGION),
+            f + ':65:21: CustomJob "d": persistentResource: "nope" is neither a persistent resource of this stack '
+            'nor a full name projects/PROJECT/locations/REGION/persistentResources/ID'], r)
 
 
 if __name__ == "__main__":
