@@ -52,15 +52,21 @@ static const struct cmd_opt validate_opts[] = {
 };
 
 /* "stack NAME: 2 jobs, 1 reservation, 0 quota preferences: valid": the
- * declarations of each kind, jobs first (kind_table in reverse phase order). */
+ * declarations of each kind, jobs first (kind_table in reverse phase order);
+ * a kind with summary_when_declared only when there are some. */
 static void print_summary(const struct stack *st)
 {
+	int first = 1;
+
 	printf("stack %s:", st->name);
 	for (size_t k = kind_count; k-- > 0;) {
 		const struct kind *kd = kind_table[k];
 		size_t n = kd->count_decls(st);
 
-		printf("%s %zu %s", k + 1 == kind_count ? "" : ",", n, n == 1 ? kd->noun : kd->noun_plural);
+		if (n == 0 && kd->summary_when_declared)
+			continue;
+		printf("%s %zu %s", first ? "" : ",", n, n == 1 ? kd->noun : kd->noun_plural);
+		first = 0;
 	}
 	printf(": valid\n");
 }

@@ -369,6 +369,13 @@ struct kind {
 	 */
 	int (*limit_request)(const struct stack *st, const struct live_set *live, const char *service,
 			     const char *quota_id, const char *region, struct kind_limit_request *out);
+	/*
+	 * 1: vx validate's summary ("stack s: 2 jobs, 1 reservation, ...")
+	 * names the kind only when the stack declares one of it, so that a
+	 * kind added later leaves the summary of every stack without it as it
+	 * was (scripts and CI logs read it); 0: always, with its count.
+	 */
+	int summary_when_declared;
 };
 
 extern const struct kind kind_job;

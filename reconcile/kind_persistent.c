@@ -557,4 +557,5 @@ const struct kind kind_persistent = {
 	.load_read = kind_persistent_load_read,
 	.decl_hash = kind_persistent_decl_hash,
 	.decl_release = kind_persistent_decl_release,
+	.summary_when_declared = 1,
 };
