@@ -50,7 +50,7 @@ ROLES = [
      "What vx apply, vx watch and vx import need on a project for a stack of jobs, reservations "
      "and quota preferences (generated from vx's permission table; docs/permissions.md)."),
 ]
-CLIENTS = ["providers/gcp/vertex.c", "providers/gcp/persistent.c", "providers/gcp/compute.c", "providers/gcp/quotas.c",
+CLIENTS = ["providers/gcp/vertex.c", "providers/gcp/compute.c", "providers/gcp/quotas.c",
            "providers/gcp/storage.c", "providers/gcp/iamtest.c"]
 # Client methods that exist but that no command calls: a caller added for one must add its row
 # (with its permission from a source) and take it off this list.

@@ -61,7 +61,7 @@ class CheckPermissions(unittest.TestCase):
         code, out = self.run_check()
         self.assertEqual(code, 1)
         self.assertEqual(out, [
-            "docs/permissions.md: generated part differs from the table at its line 21: has "
+            "docs/permissions.md: generated part differs from the table at its line 22: has "
             "\"| CustomJob | Vertex AI | `projects.locations.customJobs.list` | `aiplatform.customJobs.list` | "
             "`roles/aiplatform.viewer` | the project |\", the table gives \"| CustomJob | Vertex AI | "
             "`projects.locations.customJobs.delete` | `aiplatform.customJobs.delete` | `roles/aiplatform.user` "
