@@ -348,9 +348,12 @@ static int plan_immutable(struct plan *p, const struct kind_plan_input *in, cons
 
 	if (!why)
 		return VX_ENOMEM;
-	if (kind_replaced(in, d->d.address))
-		return add_why(p, PLAN_REPLACE, d, d->d.address, l, r,
-			       vx_asprintf("%s (-replace): deleted, then created again", why));
+	if (kind_replaced(in, d->d.address)) {
+		rc = add_why(p, PLAN_REPLACE, d, d->d.address, l, r,
+			     vx_asprintf("%s (-replace): deleted, then created again", why));
+		free(why);
+		return rc;
+	}
 	rc = vx_diags_add(&p->errors, NULL, 0, 0,
 			  "%s: %s cannot change in place: Vertex AI would have to delete the persistent "
 			  "resource and make a new one, and the machines it holds might not come back; to do "
