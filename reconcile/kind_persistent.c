@@ -228,15 +228,15 @@ unsigned persistent_mutable_change(const struct stack_persistent *d, const struc
 			continue;
 		if (p->replica_count != q->replica_count) {
 			oom |= vx_buf_printf(out, "%spool %s replicaCount %" PRId64 " -> %" PRId64, out->len ? ", " : "",
-					    p->id, q->replica_count, p->replica_count) < 0;
+					     p->id, q->replica_count, p->replica_count) < 0;
 			mask |= PROVIDER_PERSISTENT_POOLS;
 		}
 		if (p->has_autoscaling != q->has_autoscaling ||
 		    (p->has_autoscaling && (p->min_replica_count != q->min_replica_count ||
 					    p->max_replica_count != q->max_replica_count))) {
 			oom |= vx_buf_printf(out, "%spool %s autoscalingSpec %" PRId64 "-%" PRId64 " -> %" PRId64 "-%" PRId64,
-					    out->len ? ", " : "", p->id, q->min_replica_count, q->max_replica_count,
-					    p->min_replica_count, p->max_replica_count) < 0;
+					     out->len ? ", " : "", p->id, q->min_replica_count, q->max_replica_count,
+					     p->min_replica_count, p->max_replica_count) < 0;
 			mask |= PROVIDER_PERSISTENT_POOLS;
 		}
 	}
@@ -303,7 +303,8 @@ static char *describe(const struct plan_action *act)
 	const struct stack_persistent *d = act->kdecl;
 	const struct live_persistent *l = act->klive;
 	struct vx_buf b = VX_BUF_INIT;
-	size_t n = d ? d->npools : l ? l->npools : 0;
+	size_t n = d ? d->npools : l ? l->npools
+				     : 0;
 	int oom = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -357,7 +358,10 @@ static int plan_immutable(struct plan *p, const struct kind_plan_input *in, cons
 	rc = vx_diags_add(&p->errors, NULL, 0, 0,
 			  "%s: %s cannot change in place: Vertex AI would have to delete the persistent "
 			  "resource and make a new one, and the machines it holds might not come back; to do "
-			  "that anyway, plan with -replace %s", d->d.address, why, d->d.address) < 0 ? VX_ENOMEM : 0;
+			  "that anyway, plan with -replace %s",
+			  d->d.address, why, d->d.address) < 0
+		     ? VX_ENOMEM
+		     : 0;
 	free(why);
 	return rc;
 }
@@ -373,7 +377,8 @@ static int plan_error(struct plan *p, const struct kind_plan_input *in, const st
 			       vx_asprintf("in ERROR (%s): deleted, then created again (%s)", msg,
 					   d->on_error ? "onError: replace" : "-replace"));
 	if (vx_diags_add(&p->warnings, NULL, 0, 0, "%s is in ERROR: %s; left as it is (onError: keep; "
-			 "onError: replace or -replace %s replaces it)", d->d.address, msg, d->d.address) < 0)
+						   "onError: replace or -replace %s replaces it)",
+			 d->d.address, msg, d->d.address) < 0)
 		return VX_ENOMEM;
 	return add_why(p, PLAN_NOOP, d, d->d.address, l, r, vx_asprintf("in ERROR: %s (onError: keep)", msg));
 }
@@ -397,8 +402,7 @@ static int plan_known(struct plan *p, const struct stack_persistent *d, const st
 					       mask == (PROVIDER_PERSISTENT_POOLS | PROVIDER_PERSISTENT_LABELS) ? "," : "",
 					       mask & PROVIDER_PERSISTENT_LABELS ? "labels" : "", vx_buf_str(&what)));
 	if (rc == 0 && r->current && r->current->has_value && r->current->value != live_replicas(l))
-		rc = set_drift(p, a, vx_asprintf("replicas changed outside vx: %" PRId64 " recorded, %" PRId64
-						 " live", r->current->value, live_replicas(l)));
+		rc = set_drift(p, a, vx_asprintf("replicas changed outside vx: %" PRId64 " recorded, %" PRId64 " live", r->current->value, live_replicas(l)));
 	vx_buf_release(&what);
 	return rc;
 }
@@ -411,11 +415,14 @@ static int plan_unrecorded(struct plan *p, const struct kind_plan_input *in, con
 		return vx_diags_add(&p->errors, NULL, 0, 0,
 				    "%s: a persistent resource %s already exists in %s and is not this stack's "
 				    "(its labels vx-stack and vx-lineage are not %s and %s); give the declaration "
-				    "another name", d->d.address, d->d.name, d->region, in->st->name, in->lineage) < 0
-			? VX_ENOMEM : 0;
+				    "another name",
+				    d->d.address, d->d.name, d->region, in->st->name, in->lineage) < 0
+			       ? VX_ENOMEM
+			       : 0;
 	return add_why(p, PLAN_ADOPT, d, d->d.address, l, NULL,
 		       vx_asprintf("a persistent resource %s with this stack's labels exists in %s (%s): an "
-				   "earlier apply created it", d->d.name, d->region, l->state ? l->state : "?"));
+				   "earlier apply created it",
+				   d->d.name, d->region, l->state ? l->state : "?"));
 }
 
 static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_persistent *d)
@@ -466,7 +473,10 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 			       vx_strdup("no longer declared, and already gone (history stays in git)"));
 	if (r->protect)
 		return vx_diags_add(&p->errors, NULL, 0, 0, "%s is protected (protect: true): it is no longer "
-				    "declared; deleting it is refused", r->address) < 0 ? VX_ENOMEM : 0;
+							    "declared; deleting it is refused",
+				    r->address) < 0
+			       ? VX_ENOMEM
+			       : 0;
 	if (persistent_record_abandons(r))
 		return add_why(p, PLAN_ABANDON, NULL, r->address, l, r,
 			       vx_strdup("no longer declared (deletionPolicy: abandon): forgotten, left running"));

@@ -47,7 +47,8 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 {
 	const struct stack_persistent *d = pa->kdecl;
 	const char *project = l && l->project ? l->project : a->opts->project;
-	const char *region = l ? l->region : d ? d->region : pa->region;
+	const char *region = l ? l->region : d ? d->region
+					       : pa->region;
 	struct state_record *r;
 	struct state_run run;
 	int rc;
@@ -255,9 +256,10 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 {
 	const struct state_record *r = pa->krecord;
 	const struct live_persistent *l = pa->klive;
-	const char *project = l && l->project ? l->project : r && r->current && r->current->project
-								  ? r->current->project : a->opts->project;
-	const char *region = l ? l->region : r && r->current ? r->current->region : NULL;
+	const char *project = l && l->project ? l->project : r && r->current && r->current->project ? r->current->project
+												    : a->opts->project;
+	const char *region = l ? l->region : r && r->current ? r->current->region
+							     : NULL;
 	const char *name = strchr(pa->address, '.') + 1;
 	const char *verb = pa->op == PLAN_REPLACE ? "replace (delete)" : "delete";
 	struct vx_err e = VX_ERR_INIT;
@@ -333,7 +335,6 @@ int persistent_apply(struct applier *a, int removals, struct vx_err *err)
 			rc = applier_heartbeat(a, err);
 	}
 	if (rc == 0)
-		rc = applier_persist(a, removals ? "vx: apply: persistent resources removed"
-					: "vx: apply: persistent resources", err);
+		rc = applier_persist(a, removals ? "vx: apply: persistent resources removed" : "vx: apply: persistent resources", err);
 	return rc;
 }

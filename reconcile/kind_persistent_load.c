@@ -154,7 +154,8 @@ static void read_pool(struct loader *L, struct stack_persistent *r, const struct
 	if (stack_get_str(&s, &iv, L, pool, path, "id", 1)) {
 		if (!stack_names_rfc1035_valid(s))
 			stack_err(L, iv, "%s.id: \"%s\" is not a pool id (lowercase letters, digits and '-', "
-					 "a letter first, at most 63)", path, s);
+					 "a letter first, at most 63)",
+				  path, s);
 		else if (stack_persistent_pool(r, s))
 			stack_err(L, iv, "%s.id: \"%s\" is another pool's id too", path, s);
 		else
@@ -229,8 +230,7 @@ static int pool_json(struct vx_buf *b, const struct stack_persistent_pool *p)
 	int rc = vx_buf_addc(b, '{');
 
 	if (rc == 0 && p->has_autoscaling)
-		rc = vx_buf_printf(b, "\"autoscalingSpec\":{\"maxReplicaCount\":\"%" PRId64
-				   "\",\"minReplicaCount\":\"%" PRId64 "\"},",
+		rc = vx_buf_printf(b, "\"autoscalingSpec\":{\"maxReplicaCount\":\"%" PRId64 "\",\"minReplicaCount\":\"%" PRId64 "\"},",
 				   p->max_replica_count, p->min_replica_count);
 	if (rc == 0 && (p->boot_disk_type || p->boot_disk_size_gb)) {
 		rc = vx_buf_adds(b, "\"diskSpec\":{");
@@ -248,7 +248,9 @@ static int pool_json(struct vx_buf *b, const struct stack_persistent_pool *p)
 		rc = vx_buf_adds(b, ",\"machineSpec\":{");
 	if (rc == 0 && p->accelerator_type)
 		rc = vx_buf_printf(b, "\"acceleratorCount\":%" PRId64 ",\"acceleratorType\":", p->accelerator_count) < 0
-			? -1 : vx_buf_add_json_str(b, p->accelerator_type) < 0 ? -1 : vx_buf_addc(b, ',');
+			     ? -1
+		     : vx_buf_add_json_str(b, p->accelerator_type) < 0 ? -1
+								       : vx_buf_addc(b, ',');
 	if (rc == 0)
 		rc = vx_buf_adds(b, "\"machineType\":") < 0 ? -1 : vx_buf_add_json_str(b, p->machine_type);
 	if (rc == 0)
@@ -305,7 +307,7 @@ const struct stack_persistent_pool *stack_persistent_pool(const struct stack_per
 int64_t stack_persistent_pool_max(const struct stack_persistent_pool *p)
 {
 	return p->has_autoscaling && p->max_replica_count > p->replica_count ? p->max_replica_count
-									       : p->replica_count;
+									     : p->replica_count;
 }
 
 int kind_persistent_load_alloc(struct load_pass *B, size_t n)
@@ -409,7 +411,8 @@ static char *pools_misfit(const struct stack_persistent *d, const struct job_spe
 				want += spec->pools[k].replica_count;
 		if (want > stack_persistent_pool_max(p))
 			return vx_asprintf("spec.workerPoolSpecs[%zu]: %" PRId64 " replicas on pool %s of %s, which "
-					   "has at most %" PRId64, i, want, p->id, d->d.address,
+					   "has at most %" PRId64,
+					   i, want, p->id, d->d.address,
 					   stack_persistent_pool_max(p));
 	}
 	return NULL;
@@ -421,7 +424,8 @@ int stack_persistent_misfit(char **why, const struct stack_persistent *d, const 
 	*why = NULL;
 	if (spec->strategy && (!strcmp(spec->strategy, "SPOT") || !strcmp(spec->strategy, "FLEX_START")))
 		*why = vx_asprintf("scheduling.strategy %s: a job on a persistent resource runs on its machines, "
-				   "which are held already", spec->strategy);
+				   "which are held already",
+				   spec->strategy);
 	else if (spec->reservation || (spec->canonical_json && strstr(spec->canonical_json, "\"reservationAffinity\"")))
 		*why = vx_strdup("reservationAffinity: not supported on a persistent resource (\"Reservation "
 				 "affinity is not supported yet for persistent clusters\")");
@@ -450,14 +454,17 @@ int stack_persistent_read_ref(struct loader *L, const struct ynode *doc, const s
 		return 1;
 	}
 	if (sscanf(s, "projects/%127[^/]/locations/%63[^/]/persistentResources/%63[a-z0-9-]%n", proj, reg, rid,
-		   &end) != 3 || s[end] || !stack_names_rfc1035_valid(rid)) {
+		   &end) != 3 ||
+	    s[end] || !stack_names_rfc1035_valid(rid)) {
 		stack_err(L, *at, "persistentResource: \"%s\" is neither a persistent resource of this stack nor a "
-				  "full name projects/PROJECT/locations/REGION/persistentResources/ID", s);
+				  "full name projects/PROJECT/locations/REGION/persistentResources/ID",
+			  s);
 		return -1;
 	}
 	if ((st->project && strcmp(proj, st->project) != 0) || !region || strcmp(reg, region) != 0) {
 		stack_err(L, *at, "persistentResource: \"%s\" is not in the job's project and region (%s, %s): "
-				  "a job runs only on a persistent resource of its own", s,
+				  "a job runs only on a persistent resource of its own",
+			  s,
 			  st->project ? st->project : "?", region ? region : "?");
 		return -1;
 	}

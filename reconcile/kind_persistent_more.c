@@ -41,7 +41,7 @@ static int import_read(struct pr_import *ri, struct provider *p, const struct st
 	if (import_split_name(req->resource, "locations", "persistentResources", proj, ri->region, id,
 			      sizeof(proj)) < 0)
 		return vx_err_set(err, VX_EINVAL, "%s takes a Vertex AI persistent resource, "
-				  "projects/PROJECT/locations/REGION/persistentResources/ID, not '%s'",
+						  "projects/PROJECT/locations/REGION/persistentResources/ID, not '%s'",
 				  req->address, req->resource);
 	if (strcmp(proj, st->project))
 		return vx_err_set(err, VX_EINVAL, "%s: %s is in project %s, but %s is declared in project %s",
@@ -52,7 +52,8 @@ static int import_read(struct pr_import *ri, struct provider *p, const struct st
 				  ri->d->region ? ri->d->region : "(none)");
 	if (strcmp(id, ri->name))
 		return vx_err_set(err, VX_EINVAL, "%s: the persistent resource must be named %s, as the address "
-				  "is, not %s", req->address, ri->name, id);
+						  "is, not %s",
+				  req->address, ri->name, id);
 	if ((rc = provider_persistent_list(p, st->project, ri->region, &ri->rs, err)) < 0) {
 		rc = vx_err_wrap(err, "%s: reading persistent resources in %s", req->address, ri->region);
 		return rc < 0 ? rc : VX_EIO;
@@ -82,7 +83,8 @@ static int import_owner(const struct pr_import *ri, const struct state *state, c
 	if ((!s && !g) || (vx_text_same(s, st->name) && (state->serial == 0 || vx_text_same(g, lineage))))
 		return 0;
 	return vx_err_set(err, VX_ECONFLICT, "%s: %s is labelled as another stack's or state's (vx-stack=%s "
-			  "vx-lineage=%s)", ri->req->address, ri->resource, s ? s : "(none)", g ? g : "(none)");
+					     "vx-lineage=%s)",
+			  ri->req->address, ri->resource, s ? s : "(none)", g ? g : "(none)");
 }
 
 /* What import says: the resource, its state, and what differs live -> declared. */
@@ -99,7 +101,8 @@ static int import_outcome(const struct pr_import *ri, struct import_outcome *out
 		rc = VX_ENOMEM;
 	if (rc == 0 && shape)
 		out->next = vx_asprintf("the next plan refuses it, as Vertex AI cannot change that in place, "
-					"unless planned with -replace %s", ri->req->address);
+					"unless planned with -replace %s",
+					ri->req->address);
 	else if (rc == 0 && mask)
 		out->next = vx_strdup("the next plan will update it in place");
 	out->resource = vx_strdup(ri->resource);

@@ -1315,7 +1315,8 @@ static int persistent_finish(struct session *s, const char *project, const char 
 		return rc;
 	cause = vx_strdup(vx_err_msg(err));
 	rc = vx_err_set(err, VX_EUNCERTAIN, "%s; the outcome is unknown (list the persistent resources "
-			"before trying again)", cause ? cause : what);
+					    "before trying again)",
+			cause ? cause : what);
 	free(cause);
 	return rc;
 }
