@@ -279,6 +279,29 @@ class PersistentTest(FakeTestCase):
                          "address is, not other\n" % ADDR, r)
 
 
+    def test_error_is_shown_and_replaced_only_with_on_error_replace(self):
+        self.created()
+        self.fake.post("/_fake/persistent-resources", {
+            "name": self.resources()[0]["name"], "state": "ERROR", "error": {"code": 13, "message": "machines lost"}})
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        lines = r.out.splitlines()
+        self.assertIn("      %s: in ERROR: machines lost (onError: keep)" % ADDR, lines, r)
+        self.assertIn("  %s is in ERROR: machines lost; left as it is (onError: keep; onError: replace or "
+                      "-replace %s replaces it)" % (ADDR, ADDR), lines, r)
+        self.assertIn("Plan: no changes. 1 unchanged.", lines, r)
+        self.declare(pool_yaml(extra="onError: replace\n"))
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, ADDR), [
+            "-/+ %s replace" % ADDR,
+            "l4s: g2-standard-8 \u00d72 (1-4), 1\u00d7NVIDIA_L4 [ERROR, 0 used]",
+            "in ERROR (machines lost): deleted, then created again (onError: replace)"], r)
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([x["state"] for x in self.resources()], ["RUNNING"])
+        self.assertEqual(len(self.calls("CreatePersistentResource")), 2)
+        self.no_changes()
+
     # ---- jobs on it -----------------------------------------------------------------------
 
     def test_pool_and_two_jobs_applied_in_order(self):
