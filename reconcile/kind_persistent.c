@@ -459,12 +459,52 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	return plan_known(p, d, l, r);
 }
 
+/* The jobs of the stack this plan cancels (or replaces) that run on resource id, named into which. */
+static int cancels_jobs_on(const struct plan *p, const char *id, struct vx_buf *which)
+{
+	char *needle = vx_asprintf("\"persistentResourceId\":\"%s\"", id);
+	int found = 0;
+
+	for (size_t i = 0; needle && i < p->n; i++) {
+		const struct plan_action *a = &p->actions[i];
+		const struct state_record *r = a->record ? a->record->user : NULL;
+
+		if (a->kind_of == &kind_persistent || (a->op != PLAN_CANCEL && a->op != PLAN_REPLACE) || !r ||
+		    !r->spec_json || !strstr(r->spec_json, needle))
+			continue;
+		if (vx_buf_printf(which, "%s%s", found++ ? ", " : "", a->address) < 0)
+			break;
+	}
+	free(needle);
+	return found;
+}
+
+/*
+ * A delete of a resource whose machines jobs use: refused unless this plan
+ * cancels the stack's jobs on it (then said; the apply's removals cancel
+ * them first). 1 when refused (a plan error added), 0, or VX_ENOMEM.
+ */
+static int delete_in_use(struct plan *p, const char *address, const struct live_persistent *l, struct vx_buf *which)
+{
+	if (!l || persistent_used(l) == 0 || cancels_jobs_on(p, l->id, which))
+		return 0;
+	return vx_diags_add(&p->errors, NULL, 0, 0,
+			    "%s is no longer declared but jobs use %" PRId64 " of its machines, and no cancel in this "
+			    "plan frees them (a job of this stack still declared, of another stack, or made outside "
+			    "vx); it is not deleted",
+			    address, persistent_used(l)) < 0
+		       ? VX_ENOMEM
+		       : 1;
+}
+
 /* No longer declared: deleted, or forgotten (gone already, deletionPolicy: abandon). */
 static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r)
 {
 	const char *name = strchr(r->address, '.') + 1, *project, *region;
 	const struct live_persistent *l;
+	struct vx_buf which = VX_BUF_INIT;
 	struct plan_action *a;
+	int rc;
 
 	persistent_record_place(r, in->st, &project, &region);
 	l = persistent_live_find(in->live, region, name);
@@ -480,7 +520,16 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 	if (persistent_record_abandons(r))
 		return add_why(p, PLAN_ABANDON, NULL, r->address, l, r,
 			       vx_strdup("no longer declared (deletionPolicy: abandon): forgotten, left running"));
-	if (add_why(p, PLAN_DELETE, NULL, r->address, l, r, vx_strdup("no longer declared")) < 0)
+	if ((rc = delete_in_use(p, r->address, l, &which)) != 0) {
+		vx_buf_release(&which);
+		return rc < 0 ? rc : 0;
+	}
+	rc = add_why(p, PLAN_DELETE, NULL, r->address, l, r,
+		     which.len ? vx_asprintf("no longer declared; deleted once the jobs on it are cancelled (%s)",
+					     vx_buf_str(&which))
+			       : vx_strdup("no longer declared"));
+	vx_buf_release(&which);
+	if (rc < 0)
 		return VX_ENOMEM;
 	a = &p->actions[p->n - 1];
 	free(a->region);

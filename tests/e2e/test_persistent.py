@@ -343,5 +343,29 @@ class PersistentTest(FakeTestCase):
             'nor a full name projects/PROJECT/locations/REGION/persistentResources/ID'], r)
 
 
+    def test_delete_waits_for_the_jobs_on_it(self):
+        full = "projects/%s/locations/%s/persistentResources/eval-pool" % (PROJECT, REGION)
+        self.declare(pool_yaml(), job_on_pool("a", on=full))
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(60)
+        # the fake starts the job on the pool when its jobs are read
+        self.wait_for(lambda: self.fake.jobs() and
+                      self.resources()[0]["resourcePools"][0].get("usedReplicaCount") == "1",
+                      "the job did not start on the resource")
+        # The job stays (declared): its machines are in use, the delete is refused.
+        self.declare(job_on_pool("a", on=full))
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("  %s is no longer declared but jobs use 1 of its machines, and no cancel in this plan "
+                      "frees them (a job of this stack still declared, of another stack, or made outside vx); it "
+                      "is not deleted" % ADDR, r.out.splitlines(), r)
+        # Both go: the job is cancelled first, then the resource deleted.
+        self.declare()
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.block(r.out, ADDR)[2],
+                         "no longer declared; deleted once the jobs on it are cancelled (job.a)", r)
+
+
 if __name__ == "__main__":
     unittest.main()
