@@ -147,7 +147,8 @@ class Doctor(FakeTestCase):
         self.assertEqual(checks(r.out), [
             "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, compute.googleapis.com, "
             "cloudquotas.googleapis.com",
-            "  iam          ok    project vx-e2e: holds the 13 permissions that plan, apply, watch and import need",
+            # 13, and the persistent resource kind's 5 (aiplatform.persistentResources.*)
+            "  iam          ok    project vx-e2e: holds the 18 permissions that plan, apply, watch and import need",
             "All checks passed."])
 
     def test_help(self):
