@@ -269,6 +269,11 @@ class PersistentTest(FakeTestCase):
         self.assertEqual(r.code, 0, r)
         self.assertEqual([l.split() for l in r.out.splitlines() if l.startswith(ADDR)], [
             [ADDR, "RUNNING", "-", "-", REGION, "-", "-", "-", "replicas", "2,", "used", "0"]], r)
+        # the JSON form, checked against docs/status.schema.json by the harness
+        r = self.repo.vx("status", self.repo.dir, "-format", "json")
+        [row] = [a for a in json.loads(r.out)["addresses"] if a["address"] == ADDR]
+        self.assertEqual((row["kind"], row["state"], row["replicas"], row["used"]),
+                         ("persistent_resource", "RUNNING", 2, 0), r)
 
     def test_import_of_a_wrong_name_is_refused(self):
         self.declare(pool_yaml())
