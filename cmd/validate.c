@@ -52,7 +52,8 @@ static const struct cmd_opt validate_opts[] = {
 };
 
 /* "stack NAME: 2 jobs, 1 reservation, 0 quota preferences: valid": the
- * declarations of each kind, jobs first (kind_table in reverse phase order). */
+ * declarations of each kind, jobs first (kind_table in reverse phase order);
+ * a kind with summary_when_declared only when there are some. */
 static void print_summary(const struct stack *st)
 {
 	int first = 1;

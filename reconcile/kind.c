@@ -5,6 +5,7 @@
 
 #include "reconcile/kind_future.h"
 #include "reconcile/kind_job.h"
+#include "reconcile/kind_persistent.h"
 #include "reconcile/kind_quota.h"
 #include "reconcile/kind_reservation.h"
 #include "reconcile/sweep.h"
@@ -18,6 +19,7 @@ const struct kind *const kind_table[] = {
 	&kind_quota,
 	&kind_reservation,
 	&kind_future,
+	&kind_persistent,
 	&kind_job,
 };
 const size_t kind_count = sizeof(kind_table) / sizeof(kind_table[0]);

@@ -7,6 +7,7 @@
 #include "reconcile/kind_job_load.h"
 #include "reconcile/stack_loader.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_persistent.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "util/banned.h"
 
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
+					"persistentResource",
 					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove",
 					"matrix", "maxParallel", "maxFailed", "after" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
@@ -629,6 +631,49 @@ static void read_job_labels(struct loader *L, struct stack_job *j, const struct 
 	stack_labels_release(&own);
 }
 
+/*
+ * persistentResource: NAME (issue 34): the spec is checked with
+ * persistentResourceId set to the resource's id, then against the
+ * resource's pools (stack_persistent_misfit), a problem reported at the
+ * persistentResource line. 0 when the job names none (the caller checks the
+ * spec), else 1 (checked here; a ladder is refused: its rungs would leave
+ * the resource).
+ */
+static int read_on_persistent(struct loader *L, struct stack_job *j, const struct ynode *doc,
+			      const struct ynode *spec, const struct stack *st, const struct spec_env *env)
+{
+	const struct stack_persistent *d;
+	const struct ynode *at = NULL;
+	struct ynode *copy;
+	struct synth sy = { 0 };
+	const char *id;
+	char *why = NULL;
+	int rc = stack_persistent_read_ref(L, doc, st, env->region, &id, &d, &at);
+
+	if (rc == 0)
+		return 0;
+	if (rc > 0 && ynode_get_key(doc, "resubmit") && ynode_get(ynode_get(doc, "resubmit"), "fallback"))
+		stack_err(L, at, "persistentResource: a job on a persistent resource takes no resubmit.fallback");
+	if (rc < 0 || !(copy = synth_map_copy(&sy, spec, 1))) {
+		synth_release(&sy);
+		return 1;
+	}
+	synth_set(copy, synth_scalar(&sy, at, "persistentResourceId"), synth_scalar(&sy, at, id));
+	if (sy.oom)
+		stack_oom(L);
+	else
+		check_spec(L, &j->spec, copy, env, "", NULL);
+	if (!sy.oom && j->spec.canonical_json && (rc = stack_persistent_misfit(&why, d, &j->spec, env->region)) != 0) {
+		if (rc == VX_ENOMEM)
+			stack_oom(L);
+		else
+			stack_err(L, at, "persistentResource: %s", why);
+	}
+	free(why);
+	synth_release(&sy);
+	return 1;
+}
+
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
 			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
 			 size_t *nseen)
@@ -687,8 +732,10 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 		stack_wrong_type(L, spec, "spec", "mapping");
 	} else {
 		env.region = j->region ? j->region : st->region;
-		check_spec(L, &j->spec, spec, &env, "", NULL);
-		read_fallback(L, j, doc, spec, &env);
+		if (!read_on_persistent(L, j, doc, spec, st, &env)) {
+			check_spec(L, &j->spec, spec, &env, "", NULL);
+			read_fallback(L, j, doc, spec, &env);
+		}
 	}
 	return 0;
 }

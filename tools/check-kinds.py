@@ -32,12 +32,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIRS = ["util", "reconcile", "providers", "state", "workflow", "cmd"]
 EXEMPT = [re.compile(p) for p in (
     r"reconcile/kind(_[a-z0-9_]+)?\.c$",
-    r"providers/gcp/(vertex|compute|quotas)\.[ch]$",
+    r"providers/gcp/(vertex|compute|quotas|persistent)\.[ch]$",
     r"providers/gcp/permissions\.c$",
 )]
-NAMES = ["CustomJob", "Reservation", "QuotaPreference"]
-PREFIXES = ["job", "reservation", "quota"]
-FOLDERS = ["jobs", "reservations", "quotas"]
+NAMES = ["CustomJob", "Reservation", "QuotaPreference", "PersistentResource"]
+PREFIXES = ["job", "reservation", "quota", "persistent_resource"]
+FOLDERS = ["jobs", "reservations", "quotas", "persistent_resources"]
 # What in a literal is a kind: its name as a word, or an address of it ("job.", "job.NAME").
 KIND_WORDS = [re.compile(r"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])" % re.escape(n)) for n in NAMES]
 KIND_ADDRESSES = [re.compile(r"(?<![A-Za-z0-9_.$])%s\." % re.escape(p)) for p in PREFIXES]

@@ -79,6 +79,24 @@ static const struct gcp_permission table[] = {
 	  .permission = "compute.futureReservations.delete", .role = "roles/compute.futureReservationAdmin",
 	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "FutureReservation" },
 
+	/* Vertex AI persistent resources (PersistentResource). Named by Vertex's
+	 * aiplatform.<collection>.<verb> pattern: the API package names no permission. */
+	{ .api = "aiplatform", .rpc = "ListPersistentResources", .method = "projects.locations.persistentResources.list",
+	  .permission = "aiplatform.persistentResources.list", .role = "roles/aiplatform.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = PLAN | APPLY | WATCH | IMPORT, .kinds = "PersistentResource" },
+	{ .api = "aiplatform", .rpc = "GetPersistentResource", .method = "projects.locations.persistentResources.get",
+	  .permission = "aiplatform.persistentResources.get", .role = "roles/aiplatform.viewer",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "PersistentResource" },
+	{ .api = "aiplatform", .rpc = "CreatePersistentResource", .method = "projects.locations.persistentResources.create",
+	  .permission = "aiplatform.persistentResources.create", .role = "roles/aiplatform.user",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "PersistentResource" },
+	{ .api = "aiplatform", .rpc = "UpdatePersistentResource", .method = "projects.locations.persistentResources.patch",
+	  .permission = "aiplatform.persistentResources.update", .role = "roles/aiplatform.user",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "PersistentResource" },
+	{ .api = "aiplatform", .rpc = "DeletePersistentResource", .method = "projects.locations.persistentResources.delete",
+	  .permission = "aiplatform.persistentResources.delete", .role = "roles/aiplatform.user",
+	  .on = GCP_ON_PROJECT, .cmds = APPLY | WATCH, .kinds = "PersistentResource" },
+
 	/* Cloud Quotas: the limits of the capacity check, and QuotaPreference. */
 	{ .api = "cloudquotas", .rpc = "ListQuotaInfos", .method = "projects.locations.services.quotaInfos.list",
 	  .permission = "cloudquotas.quotas.get", .role = "roles/cloudquotas.viewer",

@@ -11,6 +11,7 @@
 #include "providers/gcp/future.h"
 #include "providers/gcp/http.h"
 #include "providers/gcp/logging.h"
+#include "providers/gcp/persistent.h"
 #include "providers/gcp/quotas.h"
 #include "providers/gcp/ratelimit.h"
 #include "providers/gcp/storage.h"
@@ -18,6 +19,7 @@
 #include "reconcile/provider.h"
 #include "reconcile/provider_future.h"
 #include "reconcile/provider_job.h"
+#include "reconcile/provider_persistent.h"
 #include "reconcile/provider_quota.h"
 #include "reconcile/provider_reservation.h"
 #include "util/buf.h"
@@ -341,11 +343,13 @@ extern const struct provider_job_ops gcp_job_ops;
 extern const struct provider_reservation_ops gcp_reservation_ops;
 extern const struct provider_quota_ops gcp_quota_ops;
 extern const struct provider_future_ops gcp_future_ops;
+extern const struct provider_persistent_ops gcp_persistent_ops;
 static const struct provider_table gcp_tables[] = {
 	{ &provider_kind_job, &gcp_job_ops },
 	{ &provider_kind_reservation, &gcp_reservation_ops },
 	{ &provider_kind_quota, &gcp_quota_ops },
 	{ &provider_kind_future, &gcp_future_ops },
+	{ &provider_kind_persistent, &gcp_persistent_ops },
 };
 
 int gcp_provider_new(struct provider **out, struct vx_ctx *ctx, const struct gcp_provider_options *opts,

@@ -14,7 +14,9 @@
 
 #include "providers/gcp/auth.h"
 #include "providers/gcp/compute.h"
+#include "providers/gcp/endpoints.h"
 #include "providers/gcp/http.h"
+#include "providers/gcp/persistent.h"
 #include "providers/gcp/provider_gcp.h"
 #include "providers/gcp/quotas.h"
 #include "providers/gcp/ratelimit.h"
@@ -40,6 +42,7 @@ struct session {
 	struct vertex_client vertex;
 	struct compute_client compute;
 	struct quotas_client quotas;
+	struct persistent_client persistent; /* set by persistent_session at each use */
 	struct session *next;
 };
 struct gcp_provider {

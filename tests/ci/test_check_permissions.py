@@ -58,10 +58,17 @@ class CheckPermissions(unittest.TestCase):
                   "\"projects.locations.customJobs.delete\",\n"
                   "\t  .permission = \"aiplatform.customJobs.delete\", .role = \"roles/aiplatform.user\",\n"
                   "\t  .on = GCP_ON_PROJECT, .cmds = APPLY, .kinds = \"CustomJob\" },\n")
+        # The new row (cmds = APPLY) goes first in the generated part's "vx apply" table, where
+        # the customJobs.list row is now (a line number written here would move with every kind
+        # that adds a row above it).
+        with open(os.path.join(self.root, "docs/permissions.md")) as f:
+            part = f.read().split("<!-- BEGIN GENERATED", 1)[1].splitlines()
+        apply_at = part.index("### vx apply")
+        line = 1 + next(i for i in range(apply_at, len(part)) if part[i].startswith("| CustomJob | Vertex AI | "))
         code, out = self.run_check()
         self.assertEqual(code, 1)
         self.assertEqual(out, [
-            "docs/permissions.md: generated part differs from the table at its line 22: has "
+            "docs/permissions.md: generated part differs from the table at its line %d: has " % line +
             "\"| CustomJob | Vertex AI | `projects.locations.customJobs.list` | `aiplatform.customJobs.list` | "
             "`roles/aiplatform.viewer` | the project |\", the table gives \"| CustomJob | Vertex AI | "
             "`projects.locations.customJobs.delete` | `aiplatform.customJobs.delete` | `roles/aiplatform.user` "

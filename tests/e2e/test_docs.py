@@ -274,7 +274,7 @@ class FormatExamples(unittest.TestCase):
         cp = validate(self.stack("together", text))
         # The job count depends on the sweep example's matrix: any count, but nothing else.
         self.assertEqual((cp.returncode, cp.stderr), (0, ""), "%s\n%s" % (cp.stdout, text))
-        self.assertRegex(cp.stdout, r"\Astack docs-examples: \d+ jobs, 1 future reservation, 1 reservation, "
+        self.assertRegex(cp.stdout, r"\Astack docs-examples: \d+ jobs, 1 persistent resource, 1 future reservation, 1 reservation, "
                          r"1 quota preference: valid\n\Z")
 
 

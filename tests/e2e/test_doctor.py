@@ -148,7 +148,8 @@ class Doctor(FakeTestCase):
         self.assertEqual(checks(r.out), [
             "  apis         ok    enabled in vx-e2e: aiplatform.googleapis.com, compute.googleapis.com, "
             "cloudquotas.googleapis.com",
-            "  iam          ok    project vx-e2e: holds the 19 permissions that plan, apply, watch and import need",
+            # 13, the future reservation kind's 6 and the persistent resource kind's 5
+            "  iam          ok    project vx-e2e: holds the 24 permissions that plan, apply, watch and import need",
             "All checks passed."])
 
     def test_help(self):

@@ -48,7 +48,7 @@ class ExamplesInTheSandbox(unittest.TestCase):
 
     def test_the_examples_are_the_stacks_we_expect(self):
         # A new example is run below without a change here; one gone is noticed.
-        self.assertEqual(example_stacks(), ["calendar", "gemma2-flex", "multi-gpu", "quickstart", "reserved",
+        self.assertEqual(example_stacks(), ["calendar", "gemma2-flex", "multi-gpu", "persistent", "quickstart", "reserved",
                                             "sweep"])
 
     def run_example(self, name):
@@ -86,6 +86,9 @@ class ExamplesInTheSandbox(unittest.TestCase):
 
     def test_multi_gpu(self):
         self.run_example("multi-gpu")
+
+    def test_persistent(self):
+        self.run_example("persistent")
 
     def test_quickstart(self):
         self.run_example("quickstart")

@@ -473,7 +473,7 @@ class Import(FakeTestCase):
                             "vx: import: job.c is not declared in the stack (did you mean \"job.a\"?); "
                             "import adopts a resource into a declared address\n")
         self.assert_refused(["jb.a", name], "vx: import: ADDR is an address such as job.NAME, "
-                            "future_reservation.NAME, reservation.NAME or quota.NAME, not 'jb.a'\n", code=64)
+                            "persistent_resource.NAME, future_reservation.NAME, reservation.NAME or quota.NAME, not 'jb.a'\n", code=64)
         self.assert_refused(["job.a", "projects/%s/zones/%s/reservations/pool" % (PROJECT, ZONE)],
                             "vx: import: job.a takes a Vertex AI CustomJob, projects/PROJECT/locations/"
                             "REGION/customJobs/ID, not 'projects/%s/zones/%s/reservations/pool'\n"

@@ -61,6 +61,12 @@ def quota_yaml(value=16, quota_id="CustomModelTrainingL4GPUsPerProjectPerRegion"
             "contactEmail: ml-infra@example.com\n" % (quota_id, REGION, value))
 
 
+def persistent_yaml(replicas=2, machine="g2-standard-8", extra=""):
+    return ("---\nkind: PersistentResource\nname: eval-pool\nspec:\n  resourcePools:\n    - id: l4s\n"
+            "      machineSpec: {machineType: %s, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+            "      replicaCount: %d\n%s" % (machine, replicas, extra))
+
+
 # ---- calls at the fake as someone else would make them (gcloud, the console) ---------------------
 
 def api(t, method, path, body=None):
@@ -121,6 +127,24 @@ def make_quota(t):
                % PROJECT, body)["name"]
 
 
+PERSISTENT_PATH = "/v1/projects/%s/locations/%s/persistentResources" % (PROJECT, REGION)
+
+
+def persistent_pools(replicas):
+    return {"resourcePools": [{"id": "l4s", "replicaCount": str(replicas), "machineSpec": {
+        "machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1}}]}
+
+
+def make_persistent(t):
+    api(t, "POST", PERSISTENT_PATH + "?persistentResourceId=eval-pool", persistent_pools(2))
+    return "projects/%s/locations/%s/persistentResources/eval-pool" % (PROJECT, REGION)
+
+
+def persistent_setup(t):
+    # operations end at once (the fake provisions in 300 s of its clock otherwise)
+    t.fake.post("/_fake/timings", {"provisioning_seconds": 0, "updating_seconds": 0, "stopping_seconds": 0})
+
+
 def drift_job(t):
     t.fake.cancel_behind_vx(t.live_jobs("a")[0]["name"])
     t.fake.advance(RUNNING_AFTER)
@@ -153,6 +177,15 @@ def all_jobs(t):
 def live_reservations(t):
     got = t.fake.get("/_fake/reservations")
     return len([r for r in got.get("reservations", got) if r["name"] == "pool"])
+
+
+def live_persistent(t):
+    got = t.fake.get("/_fake/persistent-resources")["persistentResources"]
+    return len([r for r in got if r["name"].endswith("/eval-pool") and r["state"] != "STOPPING"])
+
+
+def drift_persistent(t):
+    api(t, "PATCH", PERSISTENT_PATH + "/eval-pool?updateMask=resourcePools", persistent_pools(3))
 
 
 def live_quotas(t):
@@ -356,6 +389,52 @@ ROWS = [
         adopt=dict(plan=["~   quota.l4-training adopt",
                          "aiplatform.googleapis.com CustomModelTrainingL4GPUsPerProjectPerRegion (region=us-central1): "
                          "16 (granted 16)", "a preference l4-training with this value exists: adopted"])),
+    Row(name="persistent", address="persistent_resource.eval-pool",
+        state_file="persistent_resources/eval-pool.json",
+        setup=persistent_setup,
+        yaml=persistent_yaml(),
+        create=["+   persistent_resource.eval-pool create", "l4s: g2-standard-8 ×2, 1×NVIDIA_L4",
+                "new persistent resource"],
+        count=live_persistent, count_all=live_persistent,
+        update=dict(before=None, yaml=persistent_yaml(replicas=3),
+                    plan=["~   persistent_resource.eval-pool update",
+                          "l4s: g2-standard-8 ×3, 1×NVIDIA_L4 [RUNNING, 0 used]",
+                          "in place (updateMask resourcePools): pool l4s replicaCount 2 -> 3"], live=1),
+        # A pool's machine cannot change in place: refused as a reservation's is, then -replace.
+        replace=dict(yaml=persistent_yaml(machine="g2-standard-12"),
+                     refused=["  persistent_resource.eval-pool: pool l4s: machineType g2-standard-8 -> g2-standard-12 "
+                              "cannot change in place: Vertex AI would have to delete the persistent resource and "
+                              "make a new one, and the machines it holds might not come back; to do that anyway, "
+                              "plan with -replace persistent_resource.eval-pool"],
+                     plan=["-/+ persistent_resource.eval-pool replace",
+                           "l4s: g2-standard-12 ×2, 1×NVIDIA_L4 [RUNNING, 0 used]",
+                           "pool l4s: machineType g2-standard-8 -> g2-standard-12 (-replace): deleted, then created "
+                           "again"], live=1),
+        remove=dict(plan=["-   persistent_resource.eval-pool delete",
+                          "l4s: g2-standard-8 ×2, 1×NVIDIA_L4 [RUNNING, 0 used] in us-central1",
+                          "no longer declared"], live=0, then=None),
+        # deletionPolicy: abandon: forgotten, left running.
+        abandon=dict(before=lambda t: (t.declare(persistent_yaml(extra="deletionPolicy: abandon\n")),
+                                       t.assertEqual(t.repo.apply().code, 0)),
+                     plan=["-   persistent_resource.eval-pool abandon",
+                           "l4s: g2-standard-8 ×2, 1×NVIDIA_L4 [RUNNING, 0 used]",
+                           "no longer declared (deletionPolicy: abandon): forgotten, left running"], live=1),
+        protect=dict(yaml=persistent_yaml(extra="protect: true\n"),
+                     error=lambda t: "  persistent_resource.eval-pool is protected (protect: true): it is no longer "
+                                     "declared; deleting it is refused"),
+        drift=dict(at_fake=drift_persistent, code=2,
+                   plan=lambda t: ["  ! persistent_resource.eval-pool: replicas changed outside vx: 2 recorded, 3 "
+                                   "live -> update"]),
+        imp=dict(make=make_persistent, create_rpc="CreatePersistentResource",
+                 out=lambda t, name: "persistent_resource.eval-pool: imported %s (RUNNING); it matches the "
+                                     "declaration\n" % name,
+                 err=lambda t, name: ""),
+        crash=dict(rpc="CreatePersistentResource", journal=True,
+                   done=lambda t: "~ persistent_resource.eval-pool adopt eval-pool"),
+        adopt=dict(plan=["~   persistent_resource.eval-pool adopt",
+                         "l4s: g2-standard-8 ×2, 1×NVIDIA_L4 [RUNNING, 0 used]",
+                         "a persistent resource eval-pool with this stack's labels exists in us-central1 (RUNNING): "
+                         "an earlier apply created it"])),
 ]
 
 CASES = ("create", "no_change", "update", "replace", "remove", "abandon", "protect", "drift", "import",

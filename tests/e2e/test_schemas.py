@@ -64,6 +64,8 @@ class ExampleLives(FakeTestCase):
         for accel in ("NVIDIA_L4", "NVIDIA_H100_80GB"):
             self.fake.post("/_fake/quota", {"region": REGION, "accelerator_type": accel,
                                             "preemptible": False, "limit": 8})
+        # examples/persistent: its resource's operations end at once, as its sandbox step makes them.
+        self.fake.post("/_fake/timings", {"provisioning_seconds": 0, "updating_seconds": 0, "stopping_seconds": 0})
         # examples/reserved keeps its state on origin.
         bare = os.path.join(self.tmp, "origin.git")
         subprocess.run(["git", "init", "-q", "--bare", bare], check=True)

@@ -58,9 +58,11 @@ class ValidateTest(unittest.TestCase):
         lines = out.splitlines()
         self.assertEqual(len(lines), len(examples))
         for line in lines:
-            self.assertRegex(line, r"^stack [a-z][a-z0-9_-]*: \d+ jobs?, (\d+ future reservations?, )?"
+            self.assertRegex(line, r"^stack [a-z][a-z0-9_-]*: \d+ jobs?, (\d+ persistent resources?, )?(\d+ future reservations?, )?"
                                    r"\d+ reservations?, \d+ quota preferences?: valid$")
         self.assertIn("stack reserved: 1 job, 1 reservation, 1 quota preference: valid", lines)
+        self.assertIn("stack persistent: 2 jobs, 1 persistent resource, 0 reservations, 0 quota preferences: valid",
+                      lines)
         self.assertIn("stack multi-gpu: 3 jobs, 0 reservations, 0 quota preferences: valid",
                       lines)
         self.assertIn("stack calendar: 0 jobs, 1 future reservation, 0 reservations, 0 quota preferences: valid",

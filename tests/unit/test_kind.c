@@ -185,12 +185,12 @@ static void test_lists(void **unused)
 	struct vx_buf b = VX_BUF_INIT;
 
 	(void)unused;
-	assert_int_equal(kind_count, 4); /* a new kind: its place in these lists */
+	assert_int_equal(kind_count, 5); /* a new kind: its place in these lists */
 	assert_int_equal(kind_list_addresses(&b, ".NAME"), 0);
-	assert_string_equal(vx_buf_str(&b), "job.NAME, future_reservation.NAME, reservation.NAME or quota.NAME");
+	assert_string_equal(vx_buf_str(&b), "job.NAME, persistent_resource.NAME, future_reservation.NAME, reservation.NAME or quota.NAME");
 	vx_buf_reset(&b);
 	assert_int_equal(kind_list_names(&b), 0);
-	assert_string_equal(vx_buf_str(&b), "CustomJob, FutureReservation, Reservation, QuotaPreference");
+	assert_string_equal(vx_buf_str(&b), "CustomJob, PersistentResource, FutureReservation, Reservation, QuotaPreference");
 	vx_buf_release(&b);
 	assert_string_equal(kind_address_name(&kind_job, "job.a[k=1]"), "a[k=1]");
 	assert_string_equal(kind_address_name(&kind_reservation, "reservation."), "");

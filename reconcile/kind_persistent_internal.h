@@ -1,0 +1,51 @@
+#ifndef VX_RECONCILE_KIND_PERSISTENT_INTERNAL_H
+#define VX_RECONCILE_KIND_PERSISTENT_INTERNAL_H
+
+/* What the persistent resource kind's files share (kind_persistent*.c) and nothing else uses. */
+
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct applier;
+struct import_outcome;
+struct import_request;
+struct kind_capacity;
+struct kind_held;
+struct live_persistent;
+struct live_set;
+struct plan_action;
+struct provider;
+struct stack;
+struct stack_persistent;
+struct state;
+struct state_record;
+struct status_input;
+struct status_report;
+struct vx_buf;
+
+/* kind_persistent.c */
+void persistent_record_place(const struct state_record *r, const struct stack *st, const char **project,
+			     const char **region);
+const struct live_persistent *persistent_live_find(const struct live_set *live, const char *region,
+						   const char *id);
+/* Whether l's labels name this stack and state (vx-stack, vx-lineage). */
+int persistent_is_ours(const struct live_persistent *l, const char *stack, const char *lineage);
+/* Whether r was recorded from a declaration with deletionPolicy: abandon. */
+int persistent_record_abandons(const struct state_record *r);
+int64_t persistent_decl_replicas(const struct stack_persistent *d);
+int64_t persistent_used(const struct live_persistent *l);
+char *persistent_immutable_change(const struct stack_persistent *d, const struct live_persistent *l);
+int persistent_labels_differ(const struct stack_persistent *d, const struct live_persistent *l);
+unsigned persistent_mutable_change(const struct stack_persistent *d, const struct live_persistent *l,
+				   struct vx_buf *out);
+
+/* kind_persistent_apply.c: the row's apply slot, and what a record keeps of d (deletionPolicy first). */
+char *persistent_record_json(const struct stack_persistent *d);
+int persistent_apply(struct applier *a, int removals, struct vx_err *err);
+/* kind_persistent_more.c: import and status rows. */
+int persistent_import(struct import_outcome *out, struct state *state, struct provider *p,
+		      const struct stack *st, const struct import_request *req, int check_only, struct vx_err *err);
+int persistent_status_rows(struct status_report *out, const struct status_input *in);
+
+#endif
