@@ -50,6 +50,8 @@ class HelpTest(unittest.TestCase):
         end = next(i for i, line in enumerate(lines) if line.startswith("It must be"))
         self.assertEqual("\n".join(lines[start:end]) + "\n", (
             "  job.NAME          projects/P/locations/REGION/customJobs/ID\n"
+            "  persistent_resource.NAME\n"
+            "                    projects/P/locations/REGION/persistentResources/ID\n"
             "  future_reservation.NAME\n"
             "                    projects/P/zones/ZONE/futureReservations/NAME\n"
             "  reservation.NAME  projects/P/zones/ZONE/reservations/NAME\n"
