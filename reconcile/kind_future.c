@@ -569,7 +569,7 @@ static char *describe(const struct plan_action *act)
 
 	if (!mt)
 		return NULL;
-	window_text(win, sizeof(win), d ? d->start_ms : l->start_ms, d ? d->end_ms : l->end_ms);
+	window_text(win, sizeof(win), d ? d->start_ms : l ? l->start_ms : 0, d ? d->end_ms : l ? l->end_ms : 0);
 	if (at)
 		snprintf(gpus, sizeof(gpus), ", %" PRId64 "\u00d7%s", ac, at);
 	if (l && l->procurement_status)
