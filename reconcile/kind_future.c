@@ -565,11 +565,15 @@ static char *describe(const struct plan_action *act)
 					       : 0;
 	const char *zone = d ? d->zone : l ? l->zone
 					   : "?";
+	int64_t start = d ? d->start_ms : l ? l->start_ms
+					    : 0;
+	int64_t end = d ? d->end_ms : l ? l->end_ms
+					: 0;
 	char win[64], gpus[96] = "", st[64] = "";
 
 	if (!mt)
 		return NULL;
-	window_text(win, sizeof(win), d ? d->start_ms : l ? l->start_ms : 0, d ? d->end_ms : l ? l->end_ms : 0);
+	window_text(win, sizeof(win), start, end);
 	if (at)
 		snprintf(gpus, sizeof(gpus), ", %" PRId64 "\u00d7%s", ac, at);
 	if (l && l->procurement_status)
