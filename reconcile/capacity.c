@@ -31,7 +31,9 @@ void prices_release(struct prices *p)
 	for (size_t i = 0; p->items && i < p->n; i++) {
 		free(p->items[i].region);
 		free(p->items[i].name);
+		free(p->items[i].key);
 	}
+	vx_hashmap_release(&p->index);
 	free(p->items);
 	free(p->source);
 	free(p->date);
@@ -77,6 +79,49 @@ static int check_src(const cJSON *e, const cJSON *sources, const char *rname, co
 }
 
 /* The entries of one section ("machines", ...) of one region. */
+/*
+ * An entry's key in the index: its two flags, then its name's length, so that
+ * no name or region (the table's own member names, any bytes) makes two keys
+ * alike. Written into buf when it fits, else allocated (*owned to free).
+ */
+static const char *price_key(char *buf, size_t size, char **owned, int accelerator, int vertex,
+			     const char *name, const char *region, size_t *len)
+{
+	int n = snprintf(buf, size, "%d%d%zu:%s%s", accelerator, vertex, strlen(name), name, region);
+
+	*owned = NULL;
+	if (n < 0)
+		return NULL;
+	if ((size_t)n >= size) {
+		if (!(*owned = vx_asprintf("%d%d%zu:%s%s", accelerator, vertex, strlen(name), name, region)))
+			return NULL;
+		buf = *owned;
+	}
+	*len = (size_t)n;
+	return buf;
+}
+
+/* The region's first entry wins, and the last "*" entry: as the walk it replaces chose. */
+static int index_entries(struct prices *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct prices_entry *e = &p->items[i];
+		char buf[8];
+		size_t len;
+		int rc;
+
+		if (!price_key(buf, 0, &e->key, e->accelerator, e->vertex, e->name, e->region, &len))
+			return VX_ENOMEM;
+		if (!strcmp(e->region, "*"))
+			rc = vx_hashmap_set(&p->index, e->key, len, i);
+		else
+			rc = vx_hashmap_add(&p->index, e->key, len, i, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_section(struct prices *out, const cJSON *region, const cJSON *sources, const char *rname,
 			 const char *section, int accelerator, int vertex, const char *what, struct vx_err *err)
 {
@@ -174,6 +219,8 @@ int prices_parse(struct prices *out, const char *json, size_t len, const char *w
 		    (rc = parse_section(out, r, sources, r->string, "vertex_accelerators", 1, 1, what, err)) < 0)
 			goto done;
 	}
+	if (index_entries(out) < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 done:
 	cJSON_Delete(root);
 	if (rc < 0)
@@ -181,22 +228,31 @@ done:
 	return rc;
 }
 
+static const struct prices_entry *find_one(const struct prices *p, const char *region, const char *name,
+					   int accelerator, int vertex)
+{
+	char buf[160], *owned;
+	const char *key;
+	size_t len, at;
+	int found;
+
+	if (!(key = price_key(buf, sizeof(buf), &owned, accelerator, vertex, name, region, &len)))
+		return NULL;
+	found = vx_hashmap_get(&p->index, key, len, &at);
+	free(owned);
+	return found && at < p->n ? &p->items[at] : NULL;
+}
+
 static const struct prices_entry *find_entry(const struct prices *p, const char *region, const char *name,
 					     int accelerator, int vertex)
 {
-	const struct prices_entry *star = NULL;
+	const struct prices_entry *e = NULL;
 
-	for (size_t i = 0; p && name && i < p->n; i++) {
-		const struct prices_entry *e = &p->items[i];
-
-		if (e->accelerator != accelerator || e->vertex != vertex || strcmp(e->name, name) != 0)
-			continue;
-		if (region && !strcmp(e->region, region))
-			return e;
-		if (!strcmp(e->region, "*"))
-			star = e;
-	}
-	return star;
+	if (!p || !name)
+		return NULL;
+	if (region)
+		e = find_one(p, region, name, accelerator, vertex);
+	return e ? e : find_one(p, "*", name, accelerator, vertex);
 }
 
 double prices_rate(const struct prices *p, const char *region, const char *name, int accelerator,

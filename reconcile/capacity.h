@@ -19,6 +19,7 @@
 
 #include "util/diag.h"
 #include "util/err.h"
+#include "util/hashmap.h"
 
 struct stack;
 struct plan;
@@ -36,6 +37,7 @@ struct prices_entry {
 	int vertex;              /* 1: a Vertex AI training rate (preferred for jobs) */
 	double rate[PRICES_NCLASSES]; /* USD (currency) per hour; < 0: absent */
 	unsigned estimate;       /* bit per class: the figure is an estimate */
+	char *key;		 /* its key in the table's index (price_key) */
 };
 
 struct prices {
@@ -47,6 +49,9 @@ struct prices {
 	struct prices_entry *items;
 	size_t n;
 	size_t cap;              /* items allocated: grown by doubling, not one at a time */
+	/* key -> item: a plan prices every job, and a walk over thousands of rows
+	 * per lookup was a tenth of a 10,000-job plan's CPU */
+	struct vx_hashmap index;
 };
 
 /* The table shipped with vx (data/prices.json, compiled in by tools/gen_prices.py). */

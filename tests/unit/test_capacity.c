@@ -349,6 +349,39 @@ static void test_prices_star(void **unused)
 	prices_release(&p);
 }
 
+/*
+ * Lookups go through the table's index: a region's entry before "*", a name
+ * whose bytes run into the region's never matches another entry, and a name
+ * longer than the lookup's stack buffer is still found.
+ */
+static void test_prices_index(void **unused)
+{
+	char long_name[300], json[1024];
+	struct prices p;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	memset(long_name, 'm', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	snprintf(json, sizeof(json),
+		 "{\"regions\":{\"r\":{\"machines\":{\"m\":{\"on_demand\":1},\"%s\":{\"on_demand\":7}},"
+		 "\"vertex_machines\":{\"m\":{\"on_demand\":2}}},"
+		 "\"1r\":{\"machines\":{\"m\":{\"on_demand\":3}}},"
+		 "\"*\":{\"machines\":{\"m\":{\"on_demand\":4}},\"accelerators\":{\"m\":{\"on_demand\":5}}}}}",
+		 long_name);
+	assert_int_equal(prices_parse(&p, json, strlen(json), "t", &err), 0);
+	assert_true(prices_rate(&p, "r", "m", 0, 1, PRICES_ON_DEMAND, NULL, NULL) == 2.0);
+	assert_true(prices_rate(&p, "r", "m", 0, 0, PRICES_ON_DEMAND, NULL, NULL) == 1.0);
+	assert_true(prices_rate(&p, "1r", "m", 0, 1, PRICES_ON_DEMAND, NULL, NULL) == 3.0);
+	assert_true(prices_rate(&p, "elsewhere", "m", 0, 0, PRICES_ON_DEMAND, NULL, NULL) == 4.0);
+	assert_true(prices_rate(&p, NULL, "m", 1, 0, PRICES_ON_DEMAND, NULL, NULL) == 5.0);
+	assert_true(prices_rate(&p, "r", long_name, 0, 0, PRICES_ON_DEMAND, NULL, NULL) == 7.0);
+	/* "m" + "1r" and "m1" + "r" are different entries */
+	assert_true(prices_rate(&p, "r", "m1", 0, 0, PRICES_ON_DEMAND, NULL, NULL) < 0);
+	assert_true(prices_rate(&p, "r", NULL, 0, 0, PRICES_ON_DEMAND, NULL, NULL) < 0);
+	prices_release(&p);
+}
+
 static int near(double a, double b)
 {
 	return a > b - 1e-9 && a < b + 1e-9;
@@ -549,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_pending_grant_is_unknown),
 		cmocka_unit_test(test_limits_not_read),
 		cmocka_unit_test(test_prices_star),
+		cmocka_unit_test(test_prices_index),
 		cmocka_unit_test(test_prices_sources),
 		cmocka_unit_test(test_prices_region_own_figure),
 		cmocka_unit_test(test_prices_g2_standard_16_published),
