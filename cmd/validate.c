@@ -61,7 +61,7 @@ static void print_summary(const struct stack *st)
 	printf("stack %s:", st->name);
 	for (size_t k = kind_count; k-- > 0;) {
 		const struct kind *kd = kind_table[k];
-		size_t n = kd->count_decls(st);
+		size_t n = kind_count_decls(kd, st);
 
 		if (n == 0 && kd->summary_if_declared)
 			continue;

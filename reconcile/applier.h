@@ -88,6 +88,20 @@ void applier_stamp_run(struct applier *a, struct state_run *run);
 int applier_journal(struct applier *a, const char *address, const char *op,
 		    const struct vx_label *labels, size_t nlabels, struct vx_err *err) VX_WUR;
 
+/*
+ * The intent to create address (labels), journaled and saved before
+ * anything is sent: a later plan adopts what an apply killed meanwhile made.
+ */
+int applier_intend_create(struct applier *a, const char *address, const struct vx_label *labels, size_t nlabels,
+			  struct vx_err *err) VX_WUR;
+/*
+ * The same for a create sent with a requestId (label vx-request-id), id
+ * filled: the id an earlier apply journaled for address, when one died
+ * before it knew the outcome (Compute answers an insert retried with the
+ * same id without making a second), else a new one.
+ */
+int applier_intend_create_id(struct applier *a, const char *address, char id[37], struct vx_err *err) VX_WUR;
+
 /* The job kind's two steps (apply.c): cancels and forgets; then updates,
  * adoptions and creates in batches. */
 int apply_job_removals(struct applier *a, struct vx_err *err) VX_WUR;

@@ -350,6 +350,38 @@ int applier_journal(struct applier *a, const char *address, const char *op,
 	return rc;
 }
 
+int applier_intend_create(struct applier *a, const char *address, const struct vx_label *labels, size_t nlabels,
+			  struct vx_err *err)
+{
+	int rc = applier_journal(a, address, "create", labels, nlabels, err);
+
+	return rc < 0 ? rc : applier_persist(a, "vx: apply: intents", err);
+}
+
+/* An earlier apply's journaled create of address, and its requestId. */
+static const char *pending_request_id(const struct applier *a, const char *address)
+{
+	for (size_t i = 0; i < a->state->njournal; i++)
+		if (!strcmp(a->state->journal[i].address, address))
+			return vx_labels_get(a->state->journal[i].labels, a->state->journal[i].nlabels,
+					     "vx-request-id");
+	return NULL;
+}
+
+int applier_intend_create_id(struct applier *a, const char *address, char id[37], struct vx_err *err)
+{
+	const char *old = pending_request_id(a, address);
+	struct vx_label lab = { (char *)(uintptr_t) "vx-request-id", NULL };
+	int rc;
+
+	if (old && strlen(old) < 37)
+		snprintf(id, 37, "%s", old);
+	else if ((rc = state_random_uuid(a->ctx, address, id, err)) < 0)
+		return rc;
+	lab.value = id;
+	return applier_intend_create(a, address, &lab, 1, err);
+}
+
 int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan *plan,
 	      const struct stack *st, struct state *state, struct provider *prov,
 	      const struct apply_options *opts, const struct apply_hooks *hooks, struct vx_err *err)

@@ -450,7 +450,7 @@ static void held_at(const struct capacity_input *in, const struct kind *k, size_
 static int held_named(const struct capacity_input *in, const char *name, struct kind_held *h)
 {
 	for (size_t k = 0; k < kind_count; k++)
-		for (size_t i = 0; kind_table[k]->held && i < kind_table[k]->count_decls(in->st); i++) {
+		for (size_t i = 0; kind_table[k]->held && i < kind_count_decls(kind_table[k], in->st); i++) {
 			held_at(in, kind_table[k], i, h);
 			if (h->name && !strcmp(h->name, name))
 				return 1;
@@ -462,7 +462,7 @@ static int held_named(const struct capacity_input *in, const char *name, struct 
 static int any_held(const struct stack *st)
 {
 	for (size_t k = 0; k < kind_count; k++)
-		if (kind_table[k]->held && kind_table[k]->count_decls(st))
+		if (kind_table[k]->held && kind_count_decls(kind_table[k], st))
 			return 1;
 	return 0;
 }
@@ -1090,7 +1090,7 @@ static int each_held(struct capacity_report *out, const struct capacity_input *i
 	int rc = 0;
 
 	for (size_t k = 0; k < kind_count && rc == 0; k++)
-		for (size_t i = 0; kind_table[k]->held && i < kind_table[k]->count_decls(in->st) && rc == 0; i++) {
+		for (size_t i = 0; kind_table[k]->held && i < kind_count_decls(kind_table[k], in->st) && rc == 0; i++) {
 			struct kind_held h;
 
 			held_at(in, kind_table[k], i, &h);
@@ -1161,7 +1161,7 @@ size_t capacity_limit_services(const struct stack *st, const char **out)
 	for (size_t i = kind_count; i-- > 0;) {
 		const struct kind *k = kind_table[i];
 
-		if (k->limits_service && (k->limits_always || k->count_decls(st)))
+		if (k->limits_service && (k->limits_always || kind_count_decls(k, st)))
 			out[n++] = k->limits_service;
 	}
 	return n;

@@ -8,8 +8,10 @@
 #include "reconcile/kind_persistent.h"
 #include "reconcile/kind_quota.h"
 #include "reconcile/kind_reservation.h"
+#include "reconcile/plan.h"
 #include "reconcile/sweep.h"
 #include "state/state.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 
 #include "util/banned.h"
@@ -155,6 +157,119 @@ struct live_set live_store_view(const struct live_store *ls)
 	for (size_t k = 0; k < KIND_MAX; k++)
 		v.of[k] = ls->of[k];
 	return v;
+}
+
+/* The (project, place) pairs a kind's refresh lists, each once. */
+struct places {
+	const char **project, **place;
+	size_t n, cap_project, cap_place;
+};
+
+static int places_add(struct places *ps, const char *project, const char *place)
+{
+	if (!place || !project)
+		return 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (!strcmp(ps->place[i], place) && !strcmp(ps->project[i], project))
+			return 0;
+	if (VX_ALLOC_GROW(ps->project, ps->n + 1, ps->cap_project) < 0 ||
+	    VX_ALLOC_GROW(ps->place, ps->n + 1, ps->cap_place) < 0)
+		return VX_ENOMEM;
+	ps->project[ps->n] = project;
+	ps->place[ps->n++] = place;
+	return 0;
+}
+
+/* Where st's declarations and state's records of k are. */
+static int places_of(const struct kind *k, const struct kind_places *how, const struct stack *st,
+		     const struct state *state, struct places *ps)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < stack_count(st, k) && rc == 0; i++)
+		rc = places_add(ps, st->project, how->decl_place(st, i));
+	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
+		const struct state_record *r = &state->records[i];
+		const char *project = NULL, *place = NULL;
+
+		/* A record of a prefix no kind has is left alone, whatever its kind name. */
+		if (strcmp(r->kind, k->name) != 0 || !kind_address_name(k, r->address))
+			continue;
+		how->record_place(r, st, &project, &place);
+		rc = places_add(ps, project, place);
+	}
+	return rc;
+}
+
+int kind_refresh_places(const struct kind *k, const struct kind_places *how, struct live_store *out,
+			struct provider *p, const struct stack *st, const struct state *state,
+			struct vx_err *err)
+{
+	struct places ps = { 0 };
+	int rc = kind_live_slot(out, k) ? places_of(k, how, st, state, &ps) : VX_ENOMEM;
+
+	if (rc < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ps.n && rc == 0; i++) {
+		char *what = vx_asprintf("%s in %s", how->noun, ps.place[i]);
+
+		if (!what || live_store_note(out, 0, what) < 0)
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		free(what);
+		if (rc == 0 && (rc = how->list(out, p, ps.project[i], ps.place[i], err)) < 0)
+			rc = vx_err_wrap(err, "reading %s in %s", how->noun, ps.place[i]);
+	}
+	free(ps.project);
+	free(ps.place);
+	return rc;
+}
+
+size_t kind_count_decls(const struct kind *k, const struct stack *st)
+{
+	return k->count_decls ? k->count_decls(st) : stack_count(st, k);
+}
+
+const struct stack_decl *kind_decl_at(const struct kind *k, const struct stack *st, size_t i)
+{
+	const struct stack_kind_decls *s;
+
+	if (k->decl_at)
+		return k->decl_at(st, i);
+	s = stack_slot_c(st, k);
+	if (!s || i >= s->n || !k->decl_size)
+		return NULL;
+	/* the declaration's first member */
+	return (const struct stack_decl *)(const void *)((const char *)s->items + i * k->decl_size);
+}
+
+const struct stack_decl *kind_find_decl(const struct kind *k, const struct stack *st, const char *name)
+{
+	return k->find_decl ? k->find_decl(st, name) : stack_find_in(st, k, name);
+}
+
+int kind_plan_each(const struct kind *k, const struct kind_plan_steps *how, struct plan *p,
+		   const struct kind_plan_input *in, void *ud, struct vx_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < kind_count_decls(k, in->st) && rc == 0; i++) {
+		const struct stack_decl *d = kind_decl_at(k, in->st, i);
+
+		/* d is the first member of the kind's declaration */
+		if (kind_targeted(in, d->address))
+			rc = how->declared(p, in, d, ud);
+	}
+	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
+		const struct state_record *r = &in->state->records[i];
+
+		if (!strcmp(r->kind, k->name) && kind_address_name(k, r->address) && kind_targeted(in, r->address) &&
+		    !stack_find_decl(in->st, r->address))
+			rc = how->removed(p, in, r, ud);
+	}
+	for (size_t i = 0; how->describe && i < p->n && rc == 0; i++)
+		if (p->actions[i].kind_of == k && !p->actions[i].shape)
+			p->actions[i].shape = how->describe(&p->actions[i]); /* NULL: none */
+	return rc < 0 ? vx_err_set(err, rc, "planning %s: out of memory", how->noun) : 0;
 }
 
 int kind_refresh_all(struct live_store *out, struct provider *p, const struct stack *st,

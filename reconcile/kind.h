@@ -42,6 +42,7 @@ struct provider;
 struct stack;
 struct stack_decl;
 struct state;
+struct state_record;
 struct status_input;
 struct status_report;
 struct applier;
@@ -91,6 +92,29 @@ void *kind_live_slot(struct live_store *ls, const struct kind *k);
  */
 int kind_refresh_all(struct live_store *out, struct provider *p, const struct stack *st,
 		     const struct state *state, struct vx_err *err) VX_WUR;
+
+/*
+ * A kind whose live resources are listed one place (zone or region) at a
+ * time: which places its declarations and records are in, and the list of
+ * one place. kind_refresh_places does the rest: each (project, place) once,
+ * noted in the plan header as "NOUN in PLACE", an error wrapped as
+ * "reading NOUN in PLACE".
+ */
+struct kind_places {
+	const char *noun; /* "reservations" */
+	/* The place of st's declaration i of the kind, or NULL. */
+	const char *(*decl_place)(const struct stack *st, size_t i);
+	/* The project and place of one of the kind's records. */
+	void (*record_place)(const struct state_record *r, const struct stack *st, const char **project,
+			     const char **place);
+	/* Lists one place into the kind's slot of out (kind_live_slot). */
+	int (*list)(struct live_store *out, struct provider *p, const char *project, const char *place,
+		    struct vx_err *err);
+};
+
+int kind_refresh_places(const struct kind *k, const struct kind_places *how, struct live_store *out,
+			struct provider *p, const struct stack *st, const struct state *state,
+			struct vx_err *err) VX_WUR;
 
 /* What a kind's plan function sees. */
 struct kind_plan_input {
@@ -386,6 +410,13 @@ struct kind {
 	 * import`'s usage lists it ("projects/P/zones/ZONE/reservations/NAME").
 	 */
 	const char *import_form;
+	/*
+	 * sizeof the kind's declaration type, whose first member is its struct
+	 * stack_decl: with it the row may leave count_decls, decl_at and
+	 * find_decl NULL, and its declarations are found in its slot of the
+	 * stack (kind_count_decls, kind_decl_at, kind_find_decl).
+	 */
+	size_t decl_size;
 };
 
 /*
@@ -413,6 +444,30 @@ const char *kind_address_name(const struct kind *k, const char *address);
  */
 int kind_list_addresses(struct vx_buf *out, const char *suffix) VX_WUR;
 int kind_list_names(struct vx_buf *out) VX_WUR;
+
+/*
+ * The plan of a kind whose declarations are planned one at a time: each
+ * targeted declaration (declared: the kind's own type), then each targeted
+ * record of the kind whose declaration is gone (removed), then the shape
+ * line of each of the kind's actions that has none (describe, when set).
+ * ud is the kind's. An error of a step is "planning NOUN: out of memory".
+ */
+struct kind_plan_steps {
+	const char *noun; /* "reservations" */
+	int (*declared)(struct plan *p, const struct kind_plan_input *in, const void *d, void *ud);
+	int (*removed)(struct plan *p, const struct kind_plan_input *in, const struct state_record *r, void *ud);
+	char *(*describe)(const struct plan_action *a);
+};
+
+int kind_plan_each(const struct kind *k, const struct kind_plan_steps *how, struct plan *p,
+		   const struct kind_plan_input *in, void *ud, struct vx_err *err) VX_WUR;
+
+/* k's declarations in st: its own slots when the row has them, else its slot of st. */
+size_t kind_count_decls(const struct kind *k, const struct stack *st);
+/* The i-th of them in declaration order, NULL when i >= kind_count_decls. */
+const struct stack_decl *kind_decl_at(const struct kind *k, const struct stack *st, size_t i);
+/* The one named name, or NULL. */
+const struct stack_decl *kind_find_decl(const struct kind *k, const struct stack *st, const char *name);
 
 /* Whether address is one of the -target addresses (all, when there are none). */
 int kind_targeted(const struct kind_plan_input *in, const char *address);

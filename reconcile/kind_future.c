@@ -149,28 +149,6 @@ char *future_status_next(const struct live_future *l)
 
 /* ---- refresh ---- */
 
-static int add_zone(const char ***zones, const char ***projects, size_t *n, const char *project,
-		    const char *zone)
-{
-	const char **z, **p;
-
-	if (!zone)
-		return 0;
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*zones)[i], zone) && !strcmp((*projects)[i], project))
-			return 0;
-	if (!(z = realloc(*zones, (*n + 1) * sizeof(*z))))
-		return VX_ENOMEM;
-	*zones = z;
-	if (!(p = realloc(*projects, (*n + 1) * sizeof(*p))))
-		return VX_ENOMEM;
-	*projects = p;
-	z[*n] = zone;
-	p[*n] = project;
-	(*n)++;
-	return 0;
-}
-
 /* Whether every delivered reservation of f is in rs with serviceShareType ALLOW_ALL. */
 static int delivered_open(const struct live_future *f, const struct live_reservations *rs)
 {
@@ -209,32 +187,29 @@ static int refresh_delivered(struct live_store *out, struct live_futures *all, s
 	}
 	free(what);
 	if ((rc = provider_reservation_list(p, project, zone, &rs, err)) < 0)
-		return vx_err_wrap(err, "reading the reservations future reservations delivered in %s", zone);
+		return vx_err_wrap(err, "the reservations they delivered");
 	for (; i < all->n; i++)
 		all->items[i].vertex_open = delivered_open(&all->items[i], &rs);
 	live_reservations_release(&rs);
 	return 0;
 }
 
-/* One zone's list into all, noted in out. */
-static int refresh_zone(struct live_store *out, struct live_futures *all, struct provider *p, const char *project,
-			const char *zone, struct vx_err *err)
+static const char *decl_zone(const struct stack *st, size_t i)
 {
-	struct live_futures fs = { 0 };
-	char *what = vx_asprintf("future reservations in %s", zone);
+	return stack_futures(st, NULL)[i].zone;
+}
+
+/* One zone's list into the kind's slot, and what Vertex AI may use of what it delivered. */
+static int list_zone(struct live_store *out, struct provider *p, const char *project, const char *zone,
+		     struct vx_err *err)
+{
+	struct live_futures *all = kind_live_slot(out, &kind_future), fs = { 0 };
 	size_t from = all->n;
 	int rc;
 
-	if (!what || live_store_note(out, 0, what) < 0) {
-		free(what);
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	}
-	free(what);
 	if (!PROVIDER_HAS(p, future, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list future reservations");
 	rc = provider_future_list(p, project, zone, &fs, err);
-	if (rc < 0)
-		rc = vx_err_wrap(err, "reading future reservations in %s", zone);
 	for (size_t k = 0; k < fs.n && rc == 0; k++)
 		if (live_futures_push(all, &fs.items[k]) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -246,29 +221,9 @@ static int refresh_zone(struct live_store *out, struct live_futures *all, struct
 static int fr_refresh(struct live_store *out, struct provider *p, const struct stack *st, const struct state *state,
 		      struct vx_err *err)
 {
-	struct live_futures *all = kind_live_slot(out, &kind_future);
-	const char **zones = NULL, **projects = NULL;
-	size_t n = 0;
-	int rc = all ? 0 : VX_ENOMEM;
+	static const struct kind_places how = { "future reservations", decl_zone, future_record_place, list_zone };
 
-	for (size_t i = 0; i < stack_count(st, &kind_future) && rc == 0; i++)
-		rc = add_zone(&zones, &projects, &n, st->project, stack_futures(st, NULL)[i].zone);
-	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
-		const char *project, *zone;
-
-		if (strcmp(state->records[i].kind, FUTURE_KIND_NAME) != 0 ||
-		    !kind_address_name(&kind_future, state->records[i].address))
-			continue;
-		future_record_place(&state->records[i], st, &project, &zone);
-		rc = add_zone(&zones, &projects, &n, project, zone);
-	}
-	if (rc < 0)
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = refresh_zone(out, all, p, projects[i], zones[i], err);
-	free(zones);
-	free(projects);
-	return rc;
+	return kind_refresh_places(&kind_future, &how, out, p, st, state, err);
 }
 
 /* ---- plan ---- */
@@ -287,25 +242,6 @@ static struct plan_action *add(struct plan *p, enum plan_op k, const char *addre
 	a->old_value = l ? l->total_count : -2;
 	a->new_value = d ? d->total_count : -2;
 	return a;
-}
-
-static int set_reason(struct plan_action *a, char *text)
-{
-	if (!text)
-		return VX_ENOMEM;
-	free(a->reason);
-	a->reason = text;
-	return 0;
-}
-
-static int set_drift(struct plan *p, struct plan_action *a, char *text)
-{
-	if (!text)
-		return VX_ENOMEM;
-	free(a->drift);
-	a->drift = text;
-	p->drifts++;
-	return 0;
 }
 
 static int plan_error(struct plan *p, char *text)
@@ -385,9 +321,9 @@ static int plan_rebook(struct plan *p, const struct kind_plan_input *in, const s
 					       l->procurement_status ? l->procurement_status : "in an unknown state"));
 	else if ((rc = start_passed(p, in, d)) == 0) {
 		a = add(p, PLAN_REPLACE, d->d.address, d, l, r);
-		rc = a ? set_reason(a, vx_asprintf("%s: a submitted booking cannot change; cancel and book again "
-						   "(the new request is reviewed anew)",
-						   why))
+		rc = a ? plan_action_reason(a, vx_asprintf("%s: a submitted booking cannot change; cancel and book again "
+							   "(the new request is reviewed anew)",
+							   why))
 		       : VX_ENOMEM;
 	}
 	free(why);
@@ -406,10 +342,10 @@ static int plan_missing(struct plan *p, const struct kind_plan_input *in, const 
 	if (!(a = add(p, PLAN_CREATE, d->d.address, d, NULL, r)))
 		return VX_ENOMEM;
 	if (r && r->current) {
-		rc = set_reason(a, vx_strdup("deleted outside vx: booked again as declared, submitted for approval"));
-		return rc ? rc : set_drift(p, a, vx_asprintf("future reservation %s was deleted outside vx", d->d.name));
+		rc = plan_action_reason(a, vx_strdup("deleted outside vx: booked again as declared, submitted for approval"));
+		return rc ? rc : plan_action_drift(p, a, vx_asprintf("future reservation %s was deleted outside vx", d->d.name));
 	}
-	return set_reason(a, vx_strdup("new booking: submitted for Google's approval"));
+	return plan_action_reason(a, vx_strdup("new booking: submitted for Google's approval"));
 }
 
 /*
@@ -424,10 +360,10 @@ static int plan_vx_only(struct plan *p, const struct stack_future *d, const stru
 	if (!a)
 		return VX_ENOMEM;
 	if (!r->protect != !d->protect)
-		return set_reason(a, vx_asprintf("protect %s -> %s: recorded; nothing is sent to Google",
-						 r->protect ? "true" : "false", d->protect ? "true" : "false"));
-	return set_reason(a, vx_strdup("description or window.closingLead changed: recorded; nothing is sent to "
-				       "Google (a submitted booking keeps its description)"));
+		return plan_action_reason(a, vx_asprintf("protect %s -> %s: recorded; nothing is sent to Google",
+							 r->protect ? "true" : "false", d->protect ? "true" : "false"));
+	return plan_action_reason(a, vx_strdup("description or window.closingLead changed: recorded; nothing is sent to "
+					       "Google (a submitted booking keeps its description)"));
 }
 
 /* Declared, live and recorded: left as it is (its status said), or booked again. */
@@ -445,7 +381,7 @@ static int plan_known(struct plan *p, const struct kind_plan_input *in, const st
 			return rc;
 		a = p->n ? &p->actions[p->n - 1] : NULL;
 		if (a && a->kind_of == &kind_future && !strcmp(a->address, d->d.address))
-			return set_drift(p, a, vx_asprintf("future reservation %s was cancelled outside vx", d->d.name));
+			return plan_action_drift(p, a, vx_asprintf("future reservation %s was cancelled outside vx", d->d.name));
 		return 0;
 	}
 	if (kind_replaced(in, d->d.address))
@@ -457,19 +393,20 @@ static int plan_known(struct plan *p, const struct kind_plan_input *in, const st
 	if (future_needs_opening(l)) {
 		if (!(a = add(p, PLAN_UPDATE, d->d.address, d, l, r)))
 			return VX_ENOMEM;
-		return set_reason(a, vx_asprintf("%s: open reservation %s to Vertex AI (serviceShareType ALLOW_ALL), "
-						 "so that jobs can run on it",
-						 l->procurement_status,
-						 l->auto_created[0]));
+		return plan_action_reason(a, vx_asprintf("%s: open reservation %s to Vertex AI (serviceShareType ALLOW_ALL), "
+							 "so that jobs can run on it",
+							 l->procurement_status,
+							 l->auto_created[0]));
 	}
 	if (!(a = add(p, PLAN_NOOP, d->d.address, d, l, r)))
 		return VX_ENOMEM;
-	return set_reason(a, future_status_next(l));
+	return plan_action_reason(a, future_status_next(l));
 }
 
-static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_future *d,
-			 const char *mark)
+static int plan_declared(struct plan *p, const struct kind_plan_input *in, const void *decl, void *ud)
 {
+	const struct stack_future *d = decl;
+	const char *mark = ud;
 	const struct state_record *r = state_find(in->state, d->d.address);
 	const struct live_future *l = future_live_find(in->live, d->zone, d->d.name);
 	struct plan_action *a;
@@ -477,7 +414,7 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	if (!in->live) {
 		/* Refresh off: from the state alone, a recorded booking is as declared. */
 		a = add(p, r ? PLAN_NOOP : PLAN_CREATE, d->d.address, d, NULL, r);
-		return a ? set_reason(a, vx_strdup(r ? "refresh off: not read" : "new booking")) : VX_ENOMEM;
+		return a ? plan_action_reason(a, vx_strdup(r ? "refresh off: not read" : "new booking")) : VX_ENOMEM;
 	}
 	if (l && !future_has_marker(l, mark) && !r)
 		return plan_error(p, vx_asprintf("%s: a future reservation %s already exists in %s and is not this "
@@ -488,9 +425,9 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 		return plan_missing(p, in, d, r);
 	if (!r) {
 		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
-		return a ? set_reason(a, vx_asprintf("a future reservation %s with this stack's marker exists in %s: "
-						     "an earlier apply booked it",
-						     d->d.name, d->zone))
+		return a ? plan_action_reason(a, vx_asprintf("a future reservation %s with this stack's marker exists in %s: "
+							     "an earlier apply booked it",
+							     d->d.name, d->zone))
 			 : VX_ENOMEM;
 	}
 	return plan_known(p, in, d, l, r);
@@ -508,12 +445,15 @@ static char *cancel_reason(const struct live_future *l)
 			   l->total_count * hours, l->total_count * hours * l->accelerator_count);
 }
 
-static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r)
+static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r,
+			void *ud)
 {
 	const char *name = strchr(r->address, '.') + 1, *project, *zone;
 	const struct live_future *l;
 	struct plan_action *a;
 	char end[VX_TIME_MAX];
+
+	(void)ud;
 
 	future_record_place(r, in->st, &project, &zone);
 	l = future_live_find(in->live, zone, name);
@@ -521,7 +461,7 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 		return 0;
 	if (!l) {
 		a = add(p, PLAN_FORGET, r->address, NULL, NULL, r);
-		return a ? set_reason(a, vx_strdup("no longer declared, and already gone (history stays in git)"))
+		return a ? plan_action_reason(a, vx_strdup("no longer declared, and already gone (history stays in git)"))
 			 : VX_ENOMEM;
 	}
 	if (r->protect)
@@ -530,14 +470,14 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 						 r->address));
 	if (cancellable(in, l)) {
 		a = add(p, PLAN_CANCEL, r->address, NULL, l, r);
-		return a ? set_reason(a, cancel_reason(l)) : VX_ENOMEM;
+		return a ? plan_action_reason(a, cancel_reason(l)) : VX_ENOMEM;
 	}
 	if (fr_status_dead(l->procurement_status) || (in->now_ms && in->now_ms >= l->end_ms)) {
 		a = add(p, PLAN_DELETE, r->address, NULL, l, r);
-		return a ? set_reason(a, vx_asprintf("no longer declared, and %s: deleted",
-						     fr_status_dead(l->procurement_status)
-							     ? l->procurement_status
-							     : "its window has closed"))
+		return a ? plan_action_reason(a, vx_asprintf("no longer declared, and %s: deleted",
+							     fr_status_dead(l->procurement_status)
+								     ? l->procurement_status
+								     : "its window has closed"))
 			 : VX_ENOMEM;
 	}
 	vx_time_format(end, sizeof(end), l->end_ms, VX_TIME_SECONDS);
@@ -583,48 +523,16 @@ static char *describe(const struct plan_action *act)
 
 static int fr_plan(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)
 {
-	struct plan *p = &pl->plan;
+	static const struct kind_plan_steps how = { "future reservations", plan_declared, plan_removed, describe };
 	char *mark = future_marker(in->st->name, in->lineage);
-	int rc = mark ? 0 : VX_ENOMEM;
+	int rc = mark ? kind_plan_each(&kind_future, &how, &pl->plan, in, mark, err)
+		      : vx_err_set(err, VX_ENOMEM, "planning future reservations: out of memory");
 
-	for (size_t i = 0; i < stack_count(in->st, &kind_future) && rc == 0; i++)
-		if (kind_targeted(in, stack_futures(in->st, NULL)[i].d.address))
-			rc = plan_declared(p, in, &stack_futures(in->st, NULL)[i], mark);
-	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
-		const struct state_record *r = &in->state->records[i];
-
-		if (!strcmp(r->kind, FUTURE_KIND_NAME) && kind_address_name(&kind_future, r->address) &&
-		    kind_targeted(in, r->address) && !stack_find_decl(in->st, r->address))
-			rc = plan_removed(p, in, r);
-	}
-	for (size_t i = 0; i < p->n && rc == 0; i++)
-		if (p->actions[i].kind_of == &kind_future && !p->actions[i].shape)
-			p->actions[i].shape = describe(&p->actions[i]);
 	free(mark);
-	return rc < 0 ? vx_err_set(err, rc, "planning future reservations: out of memory") : 0;
+	return rc;
 }
 
 /* ---- the row's other slots ---- */
-
-static const struct stack_decl *fr_decl_at(const struct stack *st, size_t i)
-{
-	size_t n;
-	const struct stack_future *f = stack_futures(st, &n);
-
-	return i < n ? &f[i].d : NULL;
-}
-
-static const struct stack_decl *fr_find_decl(const struct stack *st, const char *name)
-{
-	const struct stack_future *f = stack_find_future(st, name);
-
-	return f ? &f->d : NULL;
-}
-
-static size_t fr_count_decls(const struct stack *st)
-{
-	return stack_count(st, &kind_future);
-}
 
 static void fr_live_release(void *live)
 {
@@ -689,7 +597,6 @@ const struct kind kind_future = {
 	.name = FUTURE_KIND_NAME,
 	.prefix = "future_reservation",
 	.rfc1035_names = 1,
-	.find_decl = fr_find_decl,
 	.refresh = fr_refresh,
 	.plan = fr_plan,
 	.apply = future_apply,
@@ -698,8 +605,7 @@ const struct kind kind_future = {
 	.update_says_why = 1,
 	.noun = "future reservation",
 	.noun_plural = "future reservations",
-	.count_decls = fr_count_decls,
-	.decl_at = fr_decl_at,
+	.decl_size = sizeof(struct stack_future),
 	.import = future_import,
 	.status_rows = future_status_rows,
 	.live_size = sizeof(struct live_futures),

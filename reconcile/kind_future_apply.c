@@ -111,36 +111,6 @@ static int do_remove(struct applier *a, const struct plan_action *pa, struct vx_
 	return applier_persist(a, "vx: apply: future reservations removed", err);
 }
 
-/* An earlier apply's journaled insert of this booking, and its requestId. */
-static const char *pending_request_id(const struct applier *a, const char *address)
-{
-	for (size_t i = 0; i < a->state->njournal; i++)
-		if (!strcmp(a->state->journal[i].address, address))
-			return vx_labels_get(a->state->journal[i].labels, a->state->journal[i].nlabels,
-					     "vx-request-id");
-	return NULL;
-}
-
-/*
- * Journals the insert of pa with its requestId and saves the state before
- * anything is sent; an insert journaled by an apply that died keeps its id.
- */
-static int journal_create(struct applier *a, const struct plan_action *pa, char id[37], struct vx_err *err)
-{
-	const char *old = pending_request_id(a, pa->address);
-	struct vx_label lab = { (char *)(uintptr_t) "vx-request-id", NULL };
-	int rc;
-
-	if (old && strlen(old) < 37)
-		snprintf(id, 37, "%s", old);
-	else if ((rc = state_random_uuid(a->ctx, pa->address, id, err)) < 0)
-		return rc;
-	lab.value = id;
-	if ((rc = applier_journal(a, pa->address, "create", &lab, 1, err)) < 0)
-		return rc;
-	return applier_persist(a, "vx: apply: intents", err);
-}
-
 /* Sends the insert of d; when its outcome is unknown, a list says whether it was made. */
 static int send_create(struct applier *a, const struct stack_future *d, const char *id, const char *desc,
 		       const char *mark, struct live_future *got, struct vx_err *e)
@@ -188,7 +158,7 @@ static int do_create(struct applier *a, const struct plan_action *pa, struct vx_
 	int rc;
 
 	memset(&got, 0, sizeof(got));
-	if ((rc = journal_create(a, pa, id, err)) < 0)
+	if ((rc = applier_intend_create_id(a, pa->address, id, err)) < 0)
 		return rc;
 	plan_lineage_label(lin, a->state->lineage);
 	mark = future_marker(a->st->name, lin);

@@ -66,47 +66,20 @@ int persistent_record_abandons(const struct state_record *r)
 	return r->spec_json && !strncmp(r->spec_json, key, sizeof(key) - 1);
 }
 
-static int add_region(const char ***regions, const char ***projects, size_t *n, const char *project,
-		      const char *region)
+static const char *decl_region(const struct stack *st, size_t i)
 {
-	const char **z, **p;
-
-	if (!region)
-		return 0;
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*regions)[i], region) && !strcmp((*projects)[i], project))
-			return 0;
-	if (!(z = realloc(*regions, (*n + 1) * sizeof(*z))))
-		return VX_ENOMEM;
-	*regions = z;
-	if (!(p = realloc(*projects, (*n + 1) * sizeof(*p))))
-		return VX_ENOMEM;
-	*projects = p;
-	z[*n] = region;
-	p[*n] = project;
-	(*n)++;
-	return 0;
+	return stack_persistents(st, NULL)[i].region;
 }
 
-/* One region's list into all, noted in the plan header. */
-static int refresh_region(struct live_store *out, struct live_persistents *all, struct provider *p,
-			  const char *project, const char *region, struct vx_err *err)
+static int list_region(struct live_store *out, struct provider *p, const char *project, const char *region,
+		       struct vx_err *err)
 {
-	struct live_persistents rs = { 0 };
-	char *what = vx_asprintf("persistent resources in %s", region);
+	struct live_persistents *all = kind_live_slot(out, &kind_persistent), rs = { 0 };
 	int rc;
 
-	if (!what || live_store_note(out, 0, what) < 0) {
-		free(what);
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	}
-	free(what);
 	if (!PROVIDER_HAS(p, persistent, list))
 		return vx_err_set(err, VX_EINVAL, "this provider cannot list persistent resources");
-	if ((rc = provider_persistent_list(p, project, region, &rs, err)) < 0) {
-		rc = vx_err_wrap(err, "reading persistent resources in %s", region);
-		return rc < 0 ? rc : VX_EIO;
-	}
+	rc = provider_persistent_list(p, project, region, &rs, err);
 	for (size_t k = 0; k < rs.n && rc == 0; k++)
 		if (live_persistents_push(all, &rs.items[k]) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -118,30 +91,10 @@ static int refresh_region(struct live_store *out, struct live_persistents *all, 
 static int pr_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 		      const struct state *state, struct vx_err *err)
 {
-	struct live_persistents *all = kind_live_slot(out, &kind_persistent);
-	const char **regions = NULL, **projects = NULL;
-	size_t n = 0, nd;
-	const struct stack_persistent *ds = stack_persistents(st, &nd);
-	int rc = all ? 0 : VX_ENOMEM;
+	static const struct kind_places how = { "persistent resources", decl_region, persistent_record_place,
+						list_region };
 
-	for (size_t i = 0; i < nd && rc == 0; i++)
-		rc = add_region(&regions, &projects, &n, st->project, ds[i].region);
-	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
-		const char *project, *region;
-
-		if (strcmp(state->records[i].kind, kind_persistent.name) != 0 ||
-		    !kind_address_name(&kind_persistent, state->records[i].address))
-			continue;
-		persistent_record_place(&state->records[i], st, &project, &region);
-		rc = add_region(&regions, &projects, &n, project, region);
-	}
-	if (rc < 0)
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = refresh_region(out, all, p, projects[i], regions[i], err);
-	free(regions);
-	free(projects);
-	return rc;
+	return kind_refresh_places(&kind_persistent, &how, out, p, st, state, err);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -262,25 +215,6 @@ static struct plan_action *add(struct plan *p, enum plan_op k, const char *addre
 	return a;
 }
 
-static int set_reason(struct plan_action *a, char *text)
-{
-	if (!text)
-		return VX_ENOMEM;
-	free(a->reason);
-	a->reason = text;
-	return 0;
-}
-
-static int set_drift(struct plan *p, struct plan_action *a, char *text)
-{
-	if (!text)
-		return VX_ENOMEM;
-	free(a->drift);
-	a->drift = text;
-	p->drifts++;
-	return 0;
-}
-
 /* One action with its reason (owned, NULL: out of memory). */
 static int add_why(struct plan *p, enum plan_op k, const struct stack_persistent *d, const char *address,
 		   const struct live_persistent *l, const struct state_record *r, char *why)
@@ -291,7 +225,7 @@ static int add_why(struct plan *p, enum plan_op k, const struct stack_persistent
 		free(why);
 		return VX_ENOMEM;
 	}
-	return set_reason(a, why);
+	return plan_action_reason(a, why);
 }
 
 /*
@@ -395,14 +329,14 @@ static int plan_known(struct plan *p, const struct stack_persistent *d, const st
 	int rc = a ? 0 : VX_ENOMEM;
 
 	if (rc == 0 && recorded)
-		rc = set_reason(a, vx_strdup("protect, deletionPolicy or onError changed: recorded, nothing sent"));
+		rc = plan_action_reason(a, vx_strdup("protect, deletionPolicy or onError changed: recorded, nothing sent"));
 	if (rc == 0 && mask)
-		rc = set_reason(a, vx_asprintf("in place (updateMask %s%s%s): %s",
-					       mask & PROVIDER_PERSISTENT_POOLS ? "resourcePools" : "",
-					       mask == (PROVIDER_PERSISTENT_POOLS | PROVIDER_PERSISTENT_LABELS) ? "," : "",
-					       mask & PROVIDER_PERSISTENT_LABELS ? "labels" : "", vx_buf_str(&what)));
+		rc = plan_action_reason(a, vx_asprintf("in place (updateMask %s%s%s): %s",
+						       mask & PROVIDER_PERSISTENT_POOLS ? "resourcePools" : "",
+						       mask == (PROVIDER_PERSISTENT_POOLS | PROVIDER_PERSISTENT_LABELS) ? "," : "",
+						       mask & PROVIDER_PERSISTENT_LABELS ? "labels" : "", vx_buf_str(&what)));
 	if (rc == 0 && r->current && r->current->has_value && r->current->value != live_replicas(l))
-		rc = set_drift(p, a, vx_asprintf("replicas changed outside vx: %" PRId64 " recorded, %" PRId64 " live", r->current->value, live_replicas(l)));
+		rc = plan_action_drift(p, a, vx_asprintf("replicas changed outside vx: %" PRId64 " recorded, %" PRId64 " live", r->current->value, live_replicas(l)));
 	vx_buf_release(&what);
 	return rc;
 }
@@ -425,12 +359,15 @@ static int plan_unrecorded(struct plan *p, const struct kind_plan_input *in, con
 				   d->d.name, d->region, l->state ? l->state : "?"));
 }
 
-static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_persistent *d)
+static int plan_declared(struct plan *p, const struct kind_plan_input *in, const void *decl, void *ud)
 {
+	const struct stack_persistent *d = decl;
 	const struct state_record *r = state_find(in->state, d->d.address);
 	const char *rproject, *rregion;
 	const struct live_persistent *l, *old = NULL;
 	char *why;
+
+	(void)ud;
 
 	persistent_record_place(r, in->st, &rproject, &rregion);
 	l = persistent_live_find(in->live, d->region, d->d.name);
@@ -447,8 +384,8 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 		if (add_why(p, PLAN_CREATE, d, d->d.address, NULL, r,
 			    vx_strdup("deleted outside vx: created again as declared")) < 0)
 			return VX_ENOMEM;
-		return set_drift(p, &p->actions[p->n - 1],
-				 vx_asprintf("persistent resource %s was deleted outside vx", d->d.name));
+		return plan_action_drift(p, &p->actions[p->n - 1],
+					 vx_asprintf("persistent resource %s was deleted outside vx", d->d.name));
 	}
 	if (!l)
 		return add_why(p, PLAN_CREATE, d, d->d.address, NULL, r, vx_strdup("new persistent resource"));
@@ -498,13 +435,16 @@ static int delete_in_use(struct plan *p, const char *address, const struct live_
 }
 
 /* No longer declared: deleted, or forgotten (gone already, deletionPolicy: abandon). */
-static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r)
+static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r,
+			void *ud)
 {
 	const char *name = strchr(r->address, '.') + 1, *project, *region;
 	const struct live_persistent *l;
 	struct vx_buf which = VX_BUF_INIT;
 	struct plan_action *a;
 	int rc;
+
+	(void)ud;
 
 	persistent_record_place(r, in->st, &project, &region);
 	l = persistent_live_find(in->live, region, name);
@@ -539,53 +479,12 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 
 static int pr_plan(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)
 {
-	struct plan *p = &pl->plan;
-	size_t nd;
-	const struct stack_persistent *ds = stack_persistents(in->st, &nd);
-	int rc = 0;
+	static const struct kind_plan_steps how = { "persistent resources", plan_declared, plan_removed, describe };
 
-	for (size_t i = 0; i < nd && rc == 0; i++)
-		if (kind_targeted(in, ds[i].d.address))
-			rc = plan_declared(p, in, &ds[i]);
-	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
-		const struct state_record *r = &in->state->records[i];
-
-		if (!strcmp(r->kind, kind_persistent.name) && kind_address_name(&kind_persistent, r->address) &&
-		    kind_targeted(in, r->address) && !stack_find_decl(in->st, r->address))
-			rc = plan_removed(p, in, r);
-	}
-	/* The shape line of every action of this kind. */
-	for (size_t i = 0; i < p->n && rc == 0; i++)
-		if (p->actions[i].kind_of == &kind_persistent && !p->actions[i].shape)
-			p->actions[i].shape = describe(&p->actions[i]);
-	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "planning persistent resources: out of memory") : 0;
+	return kind_plan_each(&kind_persistent, &how, &pl->plan, in, NULL, err);
 }
 
 /* ---- the row ---------------------------------------------------------------- */
-
-static const struct stack_decl *pr_decl_at(const struct stack *st, size_t i)
-{
-	size_t n;
-	const struct stack_persistent *r = stack_persistents(st, &n);
-
-	return i < n ? &r[i].d : NULL;
-}
-
-static const struct stack_decl *pr_find_decl(const struct stack *st, const char *name)
-{
-	size_t n;
-	const struct stack_persistent *r = stack_persistents(st, &n);
-
-	for (size_t i = 0; i < n; i++)
-		if (r[i].d.name && !strcmp(r[i].d.name, name))
-			return &r[i].d;
-	return NULL;
-}
-
-static size_t pr_count_decls(const struct stack *st)
-{
-	return stack_count(st, &kind_persistent);
-}
 
 static void pr_live_release(void *live)
 {
@@ -596,7 +495,6 @@ const struct kind kind_persistent = {
 	.name = "PersistentResource",
 	.prefix = "persistent_resource",
 	.rfc1035_names = 1,
-	.find_decl = pr_find_decl,
 	.refresh = pr_refresh,
 	.plan = pr_plan,
 	.apply = persistent_apply,
@@ -609,8 +507,7 @@ const struct kind kind_persistent = {
 	.has_logs = 0,
 	.noun = "persistent resource",
 	.noun_plural = "persistent resources",
-	.count_decls = pr_count_decls,
-	.decl_at = pr_decl_at,
+	.decl_size = sizeof(struct stack_persistent),
 	.import = persistent_import,
 	.status_rows = persistent_status_rows,
 	.live_size = sizeof(struct live_persistents),

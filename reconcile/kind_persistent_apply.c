@@ -172,9 +172,7 @@ static int do_create(struct applier *a, const struct plan_action *pa, struct vx_
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
 	/* The intent, saved before anything is sent: a later plan adopts what a killed apply made. */
-	rc = applier_journal(a, pa->address, "create", labels, nlabels, err);
-	if (rc == 0)
-		rc = applier_persist(a, "vx: apply: intents", err);
+	rc = applier_intend_create(a, pa->address, labels, nlabels, err);
 	if (rc == 0)
 		rc = send_create(a, d, labels, nlabels, &got, &e);
 	vx_labels_free(labels, nlabels);

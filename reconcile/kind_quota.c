@@ -183,27 +183,13 @@ static struct plan_action *add(struct plan *p, enum plan_op k, const char *addre
 	return a;
 }
 
-static int reason(struct plan_action *a, char *text)
-{
-	if (!text)
-		return VX_ENOMEM;
-	free(a->reason);
-	a->reason = text;
-	return 0;
-}
-
 /* Notes a preferredValue changed outside vx, as a reservation's count is (kind_reservation.c). */
 static int drift(struct plan *p, struct plan_action *a, int64_t recorded, int64_t live)
 {
 	char *text = vx_asprintf("preferredValue changed outside vx: %" PRId64 " recorded, %" PRId64 " live",
 				 recorded, live);
 
-	if (!text)
-		return VX_ENOMEM;
-	free(a->drift);
-	a->drift = text;
-	p->drifts++;
-	return 0;
+	return plan_action_drift(p, a, text);
 }
 
 /* Whether Google grants less than preferred: partial or denied. */
@@ -260,8 +246,9 @@ static int drifted_decrease(struct plan *p, const struct stack_quota *d, const s
 
 	if (!a)
 		return VX_ENOMEM;
-	rc = reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64 " (a decrease Cloud Quotas refuses "
-				   "without ignoreSafetyChecks: see the errors)", l->preferred, d->preferred_value));
+	rc = plan_action_reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64 " (a decrease Cloud Quotas refuses "
+					       "without ignoreSafetyChecks: see the errors)",
+					       l->preferred, d->preferred_value));
 	if (rc == 0)
 		rc = drift(p, a, r->current->value, l->preferred);
 	if (rc == 0 && vx_diags_add(&p->errors, NULL, 0, 0,
@@ -277,20 +264,23 @@ static int drifted_decrease(struct plan *p, const struct stack_quota *d, const s
 	return rc;
 }
 
-static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_quota *d)
+static int plan_declared(struct plan *p, const struct kind_plan_input *in, const void *decl, void *ud)
 {
+	const struct stack_quota *d = decl;
 	const struct state_record *r = state_find(in->state, d->d.address);
 	const struct live_quota *l = live_find(in->live, d->d.name);
 	struct plan_action *a;
 	int drifted, rc;
 
+	(void)ud;
+
 	if (!in->live) {
 		a = add(p, r ? PLAN_NOOP : PLAN_CREATE, d->d.address, d, NULL, r);
-		return a ? reason(a, vx_strdup(r ? "refresh off: not read" : "new quota preference")) : VX_ENOMEM;
+		return a ? plan_action_reason(a, vx_strdup(r ? "refresh off: not read" : "new quota preference")) : VX_ENOMEM;
 	}
 	if (!l) {
 		a = add(p, PLAN_CREATE, d->d.address, d, NULL, r);
-		return a ? reason(a, vx_strdup("new quota preference")) : VX_ENOMEM;
+		return a ? plan_action_reason(a, vx_strdup("new quota preference")) : VX_ENOMEM;
 	}
 	if (strcmp(l->service ? l->service : "", d->service) != 0 ||
 	    strcmp(l->quota_id ? l->quota_id : "", d->quota_id) != 0)
@@ -323,29 +313,30 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 		if (!a)
 			return VX_ENOMEM;
 		if (!r)
-			return reason(a, vx_asprintf("a preference %s exists: adopted, then preferredValue "
-						     "%" PRId64 " -> %" PRId64, d->d.name, l->preferred,
-						     d->preferred_value));
-		rc = reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64, l->preferred,
-					   d->preferred_value));
+			return plan_action_reason(a, vx_asprintf("a preference %s exists: adopted, then preferredValue "
+								 "%" PRId64 " -> %" PRId64,
+								 d->d.name, l->preferred,
+								 d->preferred_value));
+		rc = plan_action_reason(a, vx_asprintf("preferredValue %" PRId64 " -> %" PRId64, l->preferred,
+						       d->preferred_value));
 		return rc == 0 && drifted ? drift(p, a, r->current->value, l->preferred) : rc;
 	}
 	if (!r) {
 		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
-		return a ? reason(a, vx_asprintf("a preference %s with this value exists: adopted", d->d.name))
+		return a ? plan_action_reason(a, vx_asprintf("a preference %s with this value exists: adopted", d->d.name))
 			 : VX_ENOMEM;
 	}
 	if (l->reconciling && (!l->has_granted || short_of(l))) {
 		a = add(p, PLAN_PENDING, d->d.address, d, l, r);
-		return a ? reason(a, pending_text(l, in->now_ms)) : VX_ENOMEM;
+		return a ? plan_action_reason(a, pending_text(l, in->now_ms)) : VX_ENOMEM;
 	}
 	if (short_of(l)) {
 		a = add(p, PLAN_NOOP, d->d.address, d, l, r);
 		if (!a)
 			return VX_ENOMEM;
-		return reason(a, vx_asprintf("%" PRId64 " granted, %" PRId64 " requested, not granted in full%s%s",
-					     l->granted, l->preferred, l->state_detail ? ": " : "",
-					     l->state_detail ? l->state_detail : ""));
+		return plan_action_reason(a, vx_asprintf("%" PRId64 " granted, %" PRId64 " requested, not granted in full%s%s",
+							 l->granted, l->preferred, l->state_detail ? ": " : "",
+							 l->state_detail ? l->state_detail : ""));
 	}
 	/* Changed outside vx to what is declared now: nothing to do, and no drift to report on
 	 * every plan from now on, as no apply would record anything to end it. */
@@ -353,27 +344,23 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	return a ? 0 : VX_ENOMEM;
 }
 
+/* Cloud Quotas has no delete: a preference no longer declared is abandoned. */
+static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r, void *ud)
+{
+	struct plan_action *a = add(p, PLAN_ABANDON, r->address, NULL, live_find(in->live, strchr(r->address, '.') + 1), r);
+
+	(void)ud;
+	if (!a || plan_action_reason(a, vx_strdup("no longer declared: Cloud Quotas has no delete, so vx stops "
+						  "managing it; the preference stays as it is")) < 0)
+		return VX_ENOMEM;
+	return 0;
+}
+
 static int quota_plan(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)
 {
-	struct plan *p = &pl->plan;
-	int rc = 0;
+	static const struct kind_plan_steps how = { "quota preferences", plan_declared, plan_removed, NULL };
 
-	for (size_t i = 0; i < stack_count(in->st, &kind_quota) && rc == 0; i++)
-		if (kind_targeted(in, stack_quotas(in->st, NULL)[i].d.address))
-			rc = plan_declared(p, in, &stack_quotas(in->st, NULL)[i]);
-	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
-		const struct state_record *r = &in->state->records[i];
-		struct plan_action *a;
-
-		if (strcmp(r->kind, KIND_NAME) != 0 || !kind_address_name(&kind_quota, r->address) ||
-		    !kind_targeted(in, r->address) || stack_find_decl(in->st, r->address))
-			continue;
-		a = add(p, PLAN_ABANDON, r->address, NULL, live_find(in->live, strchr(r->address, '.') + 1), r);
-		if (!a || reason(a, vx_strdup("no longer declared: Cloud Quotas has no delete, so vx stops "
-					      "managing it; the preference stays as it is")) < 0)
-			rc = VX_ENOMEM;
-	}
-	return rc < 0 ? vx_err_set(err, rc, "planning quota preferences: out of memory") : 0;
+	return kind_plan_each(&kind_quota, &how, &pl->plan, in, NULL, err);
 }
 
 /* ---- apply ------------------------------------------------------------- */
@@ -705,26 +692,6 @@ static int quota_status_rows(struct status_report *out, const struct status_inpu
 	return 0;
 }
 
-static const struct stack_decl *quota_decl_at(const struct stack *st, size_t i)
-{
-	size_t n;
-	const struct stack_quota *q = stack_quotas(st, &n);
-
-	return i < n ? &q[i].d : NULL;
-}
-
-static const struct stack_decl *quota_find_decl(const struct stack *st, const char *name)
-{
-	const struct stack_quota *x = stack_find_quota(st, name);
-
-	return x ? &x->d : NULL;
-}
-
-static size_t quota_count_decls(const struct stack *st)
-{
-	return stack_count(st, &kind_quota);
-}
-
 static void quota_live_release(void *live)
 {
 	live_quotas_release(live);
@@ -779,15 +746,13 @@ const struct kind kind_quota = {
 	.name = KIND_NAME,
 	.prefix = "quota",
 	.rfc1035_names = 1,
-	.find_decl = quota_find_decl,
 	.refresh = quota_refresh,
 	.plan = quota_plan,
 	.apply = quota_apply,
 	.cost = KIND_COST_NONE,
 	.noun = "quota preference",
 	.noun_plural = "quota preferences",
-	.count_decls = quota_count_decls,
-	.decl_at = quota_decl_at,
+	.decl_size = sizeof(struct stack_quota),
 	.import = quota_import,
 	.status_rows = quota_status_rows,
 	.live_size = sizeof(struct live_quotas),

@@ -70,76 +70,34 @@ static const struct live_reservation *live_find(const struct live_set *live, con
 	return NULL;
 }
 
-static int add_zone(const char ***zones, const char ***projects, size_t *n, const char *project,
-		    const char *zone)
+static const char *decl_zone(const struct stack *st, size_t i)
 {
-	const char **z, **p;
+	return stack_reservations(st, NULL)[i].zone;
+}
 
-	if (!zone)
-		return 0;
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp((*zones)[i], zone) && !strcmp((*projects)[i], project))
-			return 0;
-	if (!(z = realloc(*zones, (*n + 1) * sizeof(*z))))
-		return VX_ENOMEM;
-	*zones = z;
-	if (!(p = realloc(*projects, (*n + 1) * sizeof(*p))))
-		return VX_ENOMEM;
-	*projects = p;
-	z[*n] = zone;
-	p[*n] = project;
-	(*n)++;
-	return 0;
+static int list_zone(struct live_store *out, struct provider *p, const char *project, const char *zone,
+		     struct vx_err *err)
+{
+	struct live_reservations *all = kind_live_slot(out, &kind_reservation), rs = { 0 };
+	int rc;
+
+	if (!PROVIDER_HAS(p, reservation, list))
+		return vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
+	rc = provider_reservation_list(p, project, zone, &rs, err);
+	for (size_t k = 0; k < rs.n && rc == 0; k++)
+		if (live_reservations_push(all, &rs.items[k]) < 0)
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	live_reservations_release(&rs);
+	return rc;
 }
 
 /* One list per zone a declared or recorded reservation is in; none without any. */
 static int res_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 		       const struct state *state, struct vx_err *err)
 {
-	struct live_reservations *all = kind_live_slot(out, &kind_reservation);
-	const char **zones = NULL, **projects = NULL;
-	size_t n = 0;
-	int rc = all ? 0 : VX_ENOMEM;
+	static const struct kind_places how = { "reservations", decl_zone, record_place, list_zone };
 
-	for (size_t i = 0; i < stack_count(st, &kind_reservation) && rc == 0; i++)
-		rc = add_zone(&zones, &projects, &n, st->project, stack_reservations(st, NULL)[i].zone);
-	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
-		const char *project, *zone;
-
-		/* A record of a prefix no kind has is left alone, whatever its kind name. */
-		if (strcmp(state->records[i].kind, KIND_NAME) != 0 ||
-		    !kind_address_name(&kind_reservation, state->records[i].address))
-			continue;
-		record_place(&state->records[i], st, &project, &zone);
-		rc = add_zone(&zones, &projects, &n, project, zone);
-	}
-	if (rc < 0)
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct live_reservations rs = { 0 };
-		char *what = vx_asprintf("reservations in %s", zones[i]);
-
-		if (!what || live_store_note(out, 0, what) < 0) {
-			free(what);
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			break;
-		}
-		free(what);
-		if (!PROVIDER_HAS(p, reservation, list)) {
-			rc = vx_err_set(err, VX_EINVAL, "this provider cannot list reservations");
-			break;
-		}
-		rc = provider_reservation_list(p, projects[i], zones[i], &rs, err);
-		if (rc < 0)
-			rc = vx_err_wrap(err, "reading reservations in %s", zones[i]);
-		for (size_t k = 0; k < rs.n && rc == 0; k++)
-			if (live_reservations_push(all, &rs.items[k]) < 0)
-				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		live_reservations_release(&rs);
-	}
-	free(zones);
-	free(projects);
-	return rc;
+	return kind_refresh_places(&kind_reservation, &how, out, p, st, state, err);
 }
 
 static const char *accel_type(const struct stack_reservation *d)
@@ -185,25 +143,6 @@ static struct plan_action *add(struct plan *p, enum plan_op k, const char *addre
 	a->old_value = l ? l->count : -2;
 	a->new_value = d ? ((const struct stack_reservation *)d)->count : -2;
 	return a;
-}
-
-static int set_reason(struct plan_action *a, char *text)
-{
-	if (!text)
-		return VX_ENOMEM;
-	free(a->reason);
-	a->reason = text;
-	return 0;
-}
-
-static int set_drift(struct plan *p, struct plan_action *a, char *text)
-{
-	if (!text)
-		return VX_ENOMEM;
-	free(a->drift);
-	a->drift = text;
-	p->drifts++;
-	return 0;
 }
 
 /*
@@ -281,7 +220,7 @@ static int plan_immutable(struct plan *p, const struct kind_plan_input *in, cons
 		free(why);
 		return VX_ENOMEM;
 	}
-	rc = set_reason(a, vx_asprintf("%s (-replace): deleted, then created again", why));
+	rc = plan_action_reason(a, vx_asprintf("%s (-replace): deleted, then created again", why));
 	free(why);
 	return rc;
 }
@@ -295,12 +234,12 @@ static int plan_missing(struct plan *p, const struct stack_reservation *d, const
 	if (!a)
 		return VX_ENOMEM;
 	if (r && r->current) {
-		rc = set_reason(a, vx_strdup("deleted outside vx: created again as declared"));
+		rc = plan_action_reason(a, vx_strdup("deleted outside vx: created again as declared"));
 		if (rc == 0)
-			rc = set_drift(p, a, vx_asprintf("reservation %s was deleted outside vx", d->d.name));
+			rc = plan_action_drift(p, a, vx_asprintf("reservation %s was deleted outside vx", d->d.name));
 		return rc;
 	}
-	return set_reason(a, vx_strdup("new reservation"));
+	return plan_action_reason(a, vx_strdup("new reservation"));
 }
 
 /* A declared reservation found live and recorded: resized, or left, and drift told. */
@@ -314,21 +253,21 @@ static int plan_known(struct plan *p, const struct stack_reservation *d, const s
 		a = add(p, PLAN_UPDATE, d->d.address, d, l, r);
 		if (!a)
 			return VX_ENOMEM;
-		rc = set_reason(a, vx_asprintf("resize in place: count %" PRId64 " -> %" PRId64, l->count, d->count));
+		rc = plan_action_reason(a, vx_asprintf("resize in place: count %" PRId64 " -> %" PRId64, l->count, d->count));
 	} else {
 		a = add(p, PLAN_NOOP, d->d.address, d, l, r);
 		if (!a)
 			return VX_ENOMEM;
 	}
 	if (rc == 0 && r->current && r->current->has_value && r->current->value != l->count)
-		rc = set_drift(p, a, vx_asprintf("count changed outside vx: %" PRId64 " recorded, %" PRId64 " live",
-						 r->current->value, l->count));
+		rc = plan_action_drift(p, a, vx_asprintf("count changed outside vx: %" PRId64 " recorded, %" PRId64 " live", r->current->value, l->count));
 	return rc;
 }
 
-static int plan_declared(struct plan *p, const struct kind_plan_input *in, const struct stack_reservation *d,
-			 const char *mark)
+static int plan_declared(struct plan *p, const struct kind_plan_input *in, const void *decl, void *ud)
 {
+	const struct stack_reservation *d = decl;
+	const char *mark = ud;
 	const struct state_record *r = state_find(in->state, d->d.address);
 	const char *rproject, *rzone;
 	const struct live_reservation *l, *old = NULL;
@@ -342,7 +281,7 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	if (!in->live) {
 		/* Refresh off: from the state alone, a recorded reservation is as declared. */
 		a = add(p, r ? PLAN_NOOP : PLAN_CREATE, d->d.address, d, NULL, r);
-		return a ? set_reason(a, vx_strdup(r ? "refresh off: not read" : "new reservation")) : VX_ENOMEM;
+		return a ? plan_action_reason(a, vx_strdup(r ? "refresh off: not read" : "new reservation")) : VX_ENOMEM;
 	}
 	if (l && !has_marker(l, mark) && !r) {
 		return vx_diags_add(&p->errors, NULL, 0, 0,
@@ -358,14 +297,16 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 		return plan_missing(p, d, r);
 	if (!r) {
 		a = add(p, PLAN_ADOPT, d->d.address, d, l, r);
-		return a ? set_reason(a, vx_asprintf("a reservation %s with this stack's marker exists in %s: "
-						     "an earlier apply created it", d->d.name, d->zone))
+		return a ? plan_action_reason(a, vx_asprintf("a reservation %s with this stack's marker exists in %s: "
+							     "an earlier apply created it",
+							     d->d.name, d->zone))
 			 : VX_ENOMEM;
 	}
 	return plan_known(p, d, l, r);
 }
 
-static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r)
+static int plan_removed(struct plan *p, const struct kind_plan_input *in, const struct state_record *r,
+			void *ud)
 {
 	const char *name = strchr(r->address, '.') + 1, *project, *zone;
 	const struct live_reservation *l;
@@ -373,11 +314,13 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 	struct plan_action *a;
 	int rc = 0;
 
+	(void)ud;
+
 	record_place(r, in->st, &project, &zone);
 	l = live_find(in->live, zone, name);
 	if (in->live && !l) {
 		a = add(p, PLAN_FORGET, r->address, NULL, NULL, r);
-		return a ? set_reason(a, vx_strdup("no longer declared, and already gone (history stays in git)"))
+		return a ? plan_action_reason(a, vx_strdup("no longer declared, and already gone (history stays in git)"))
 			 : VX_ENOMEM;
 	}
 	if (r->protect)
@@ -396,10 +339,10 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 	if (!a)
 		rc = VX_ENOMEM;
 	else if (which.len)
-		rc = set_reason(a, vx_asprintf("no longer declared; deleted once the jobs on it have ended (%s)",
-					       vx_buf_str(&which)));
+		rc = plan_action_reason(a, vx_asprintf("no longer declared; deleted once the jobs on it have ended (%s)",
+						       vx_buf_str(&which)));
 	else
-		rc = set_reason(a, vx_strdup("no longer declared"));
+		rc = plan_action_reason(a, vx_strdup("no longer declared"));
 	if (rc == 0 && a) {
 		free(a->region);
 		a->region = vx_strdup(zone);
@@ -410,26 +353,13 @@ static int plan_removed(struct plan *p, const struct kind_plan_input *in, const 
 
 static int res_plan(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)
 {
-	struct plan *p = &pl->plan;
+	static const struct kind_plan_steps how = { "reservations", plan_declared, plan_removed, describe };
 	char *mark = marker(in->st->name, in->lineage);
-	int rc = mark ? 0 : VX_ENOMEM;
+	int rc = mark ? kind_plan_each(&kind_reservation, &how, &pl->plan, in, mark, err)
+		      : vx_err_set(err, VX_ENOMEM, "planning reservations: out of memory");
 
-	for (size_t i = 0; i < stack_count(in->st, &kind_reservation) && rc == 0; i++)
-		if (kind_targeted(in, stack_reservations(in->st, NULL)[i].d.address))
-			rc = plan_declared(p, in, &stack_reservations(in->st, NULL)[i], mark);
-	for (size_t i = 0; i < in->state->nrecords && rc == 0; i++) {
-		const struct state_record *r = &in->state->records[i];
-
-		if (!strcmp(r->kind, KIND_NAME) && kind_address_name(&kind_reservation, r->address) &&
-		    kind_targeted(in, r->address) && !stack_find_decl(in->st, r->address))
-			rc = plan_removed(p, in, r);
-	}
-	/* The shape line of every action of this kind. */
-	for (size_t i = 0; i < p->n && rc == 0; i++)
-		if (p->actions[i].kind_of == &kind_reservation && !p->actions[i].shape)
-			p->actions[i].shape = describe(&p->actions[i]);
 	free(mark);
-	return rc < 0 ? vx_err_set(err, rc, "planning reservations: out of memory") : 0;
+	return rc;
 }
 
 /* ---- apply ------------------------------------------------------------- */
@@ -561,38 +491,6 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 	return 0;
 }
 
-/* An earlier apply's journaled create of this reservation, and its requestId. */
-static const char *pending_request_id(const struct applier *a, const char *address)
-{
-	for (size_t i = 0; i < a->state->njournal; i++)
-		if (!strcmp(a->state->journal[i].address, address))
-			return vx_labels_get(a->state->journal[i].labels, a->state->journal[i].nlabels,
-						"vx-request-id");
-	return NULL;
-}
-
-/*
- * Journals the create of pa with its requestId and saves the state before
- * anything is sent. A create journaled by an apply that died keeps its
- * requestId: Compute answers a retried insert with the same id without
- * making a second one.
- */
-static int journal_create(struct applier *a, const struct plan_action *pa, char id[37], struct vx_err *err)
-{
-	const char *old = pending_request_id(a, pa->address);
-	struct vx_label lab = { (char *)(uintptr_t)"vx-request-id", NULL };
-	int rc;
-
-	if (old && strlen(old) < 37)
-		snprintf(id, 37, "%s", old);
-	else if ((rc = state_random_uuid(a->ctx, pa->address, id, err)) < 0)
-		return rc;
-	lab.value = id;
-	if ((rc = applier_journal(a, pa->address, "create", &lab, 1, err)) < 0)
-		return rc;
-	return applier_persist(a, "vx: apply: intents", err);
-}
-
 /*
  * Sends the insert of d with requestId id and description desc (which
  * carries mark); when its outcome is unknown, a list by name says whether it
@@ -654,7 +552,7 @@ static int do_create(struct applier *a, const struct plan_action *pa, struct vx_
 	int rc;
 
 	memset(&got, 0, sizeof(got));
-	if ((rc = journal_create(a, pa, id, err)) < 0)
+	if ((rc = applier_intend_create_id(a, pa->address, id, err)) < 0)
 		return rc;
 	plan_lineage_label(lin, a->state->lineage);
 	mark = marker(a->st->name, lin);
@@ -1037,21 +935,6 @@ static int res_status_rows(struct status_report *out, const struct status_input 
 	return 0;
 }
 
-static const struct stack_decl *res_decl_at(const struct stack *st, size_t i)
-{
-	size_t n;
-	const struct stack_reservation *r = stack_reservations(st, &n);
-
-	return i < n ? &r[i].d : NULL;
-}
-
-static const struct stack_decl *res_find_decl(const struct stack *st, const char *name)
-{
-	const struct stack_reservation *x = stack_find_reservation(st, name);
-
-	return x ? &x->d : NULL;
-}
-
 /*
  * A reservation's action holds VMs: the declared machine when declared,
  * else the live one's (a reservation no longer declared, being deleted).
@@ -1097,11 +980,6 @@ static void res_held(const struct stack *st, const struct live_set *live, size_t
 	out->in_use = lr ? lr->in_use : 0;
 }
 
-static size_t res_count_decls(const struct stack *st)
-{
-	return stack_count(st, &kind_reservation);
-}
-
 static void res_live_release(void *live)
 {
 	live_reservations_release(live);
@@ -1111,7 +989,6 @@ const struct kind kind_reservation = {
 	.name = KIND_NAME,
 	.prefix = "reservation",
 	.rfc1035_names = 1,
-	.find_decl = res_find_decl,
 	.refresh = res_refresh,
 	.plan = res_plan,
 	.apply = res_apply,
@@ -1119,8 +996,7 @@ const struct kind kind_reservation = {
 	.capacity = res_capacity,
 	.noun = "reservation",
 	.noun_plural = "reservations",
-	.count_decls = res_count_decls,
-	.decl_at = res_decl_at,
+	.decl_size = sizeof(struct stack_reservation),
 	.import = res_import,
 	.status_rows = res_status_rows,
 	.live_size = sizeof(struct live_reservations),

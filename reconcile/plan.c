@@ -100,6 +100,25 @@ struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struc
 	return a;
 }
 
+int plan_action_reason(struct plan_action *a, char *text)
+{
+	if (!text)
+		return VX_ENOMEM;
+	free(a->reason);
+	a->reason = text;
+	return 0;
+}
+
+int plan_action_drift(struct plan *p, struct plan_action *a, char *text)
+{
+	if (!text)
+		return VX_ENOMEM;
+	free(a->drift);
+	a->drift = text;
+	p->drifts++;
+	return 0;
+}
+
 static void action_release(struct plan_action *a)
 {
 	free(a->address);

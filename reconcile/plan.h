@@ -96,6 +96,10 @@ struct plan {
  * plan functions (reconcile/kind_*.c). */
 struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struct kind *k,
 				    const char *address);
+/* Sets a's reason to text (owned; NULL: out of memory, VX_ENOMEM). */
+int plan_action_reason(struct plan_action *a, char *text) VX_WUR;
+/* Sets what changed outside vx on a to text (owned) and counts it in p (NULL: VX_ENOMEM). */
+int plan_action_drift(struct plan *p, struct plan_action *a, char *text) VX_WUR;
 /* Moves from's actions, counts, drifts, errors and warnings into into (from
  * keeps its diags: release it). 0 or VX_ENOMEM. */
 int plan_merge(struct plan *into, struct plan *from) VX_WUR;

@@ -453,8 +453,8 @@ static size_t all_decls(const struct stack_decl **all, const struct stack *st)
 
 	all[k++] = &st->d;
 	for (size_t i = 0; i < kind_count; i++)
-		for (size_t d = 0; d < kind_table[i]->count_decls(st); d++)
-			all[k++] = kind_table[i]->decl_at(st, d);
+		for (size_t d = 0; d < kind_count_decls(kind_table[i], st); d++)
+			all[k++] = kind_decl_at(kind_table[i], st, d);
 	return k;
 }
 
@@ -467,7 +467,7 @@ static int hash_all(struct stack *st)
 	int rc;
 
 	for (size_t i = 0; i < kind_count; i++)
-		n += kind_table[i]->count_decls(st);
+		n += kind_count_decls(kind_table[i], st);
 	all = calloc(n, sizeof(*all));
 	rc = all ? hash_stack_decl(&b, st) : VX_ENOMEM;
 	for (size_t i = 0; i < kind_count && rc == 0; i++)
@@ -1276,10 +1276,10 @@ const struct stack_kind_decls *stack_slot_c(const struct stack *st, const struct
 
 const struct stack_decl *stack_find_in(const struct stack *st, const struct kind *k, const char *name)
 {
-	size_t n = k->count_decls(st);
+	size_t n = kind_count_decls(k, st);
 
 	for (size_t i = 0; i < n; i++) {
-		const struct stack_decl *d = k->decl_at(st, i);
+		const struct stack_decl *d = kind_decl_at(k, st, i);
 
 		if (d->name && !strcmp(d->name, name))
 			return d;
@@ -1295,7 +1295,7 @@ const struct stack_decl *stack_find_decl(const struct stack *st, const char *add
 	size_t plen = dot ? (size_t)(dot - address) : 0;
 
 	if (k)
-		return k->find_decl(st, name);
+		return kind_find_decl(k, st, name);
 	if (plen == strlen(stack_doc_kind.prefix) && !strncmp(address, stack_doc_kind.prefix, plen) &&
 	    st->d.name && !strcmp(st->d.name, name))
 		return &st->d;

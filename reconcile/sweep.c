@@ -1423,10 +1423,10 @@ int sweep_stack_addresses(struct vx_buf *out, const struct stack *st)
 	 * jobs declared alone, and a sweep's runs ("job.s[k=v]") left out. */
 	for (size_t k = kind_count; k-- > 0 && rc == 0;) {
 		const struct kind *kind = kind_table[k];
-		size_t n = kind->count_decls ? kind->count_decls(st) : 0;
+		size_t n = kind_count_decls(kind, st);
 
 		for (size_t i = 0; i < n && rc == 0; i++) {
-			const struct stack_decl *d = kind->decl_at(st, i);
+			const struct stack_decl *d = kind_decl_at(kind, st, i);
 
 			if (d && !strchr(d->address, '[') && vx_buf_printf(out, "%s\n", d->address) < 0)
 				rc = VX_ENOMEM;

@@ -36,7 +36,7 @@ static unsigned stack_needs(const struct stack *st)
 	unsigned needs = 0;
 
 	for (size_t k = 0; k < kind_count; k++)
-		if (!st || kind_table[k]->count_decls(st))
+		if (!st || kind_count_decls(kind_table[k], st))
 			needs |= PROVIDER_NEED_KIND(k);
 	if (!st)
 		return needs;

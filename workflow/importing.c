@@ -31,12 +31,12 @@ static int not_declared(const struct stack *st, const char *address, struct vx_e
 	int rc;
 
 	for (size_t t = 0; t < kind_count; t++)
-		for (size_t i = 0; kind_table[t]->decl_at(st, i); i++)
+		for (size_t i = 0; kind_decl_at(kind_table[t], st, i); i++)
 			n++;
 	names = calloc(n + 1, sizeof(*names));
 	for (size_t t = kind_count; names && t-- > 0;)
-		for (size_t i = 0; kind_table[t]->decl_at(st, i); i++)
-			names[k++] = kind_table[t]->decl_at(st, i)->address;
+		for (size_t i = 0; kind_decl_at(kind_table[t], st, i); i++)
+			names[k++] = kind_decl_at(kind_table[t], st, i)->address;
 	near = names ? vx_suggest(address, names, k) : NULL;
 	if (near)
 		rc = vx_err_set(err, VX_EINVAL, "import: %s is not declared in the stack (did you mean "

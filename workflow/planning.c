@@ -81,13 +81,13 @@ static int unknown_address(struct vx_err *err, const struct workspace *ws, const
 	int rc;
 
 	for (size_t d = 0; d < kind_count; d++)
-		n += kind_table[d]->count_decls(st);
+		n += kind_count_decls(kind_table[d], st);
 	if (!(names = calloc(n + 1, sizeof(*names))))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	/* The declared addresses of every kind, jobs first (kind_table in reverse phase order). */
 	for (size_t d = kind_count; d-- > 0;)
-		for (size_t i = 0; i < kind_table[d]->count_decls(st); i++)
-			names[k++] = kind_table[d]->decl_at(st, i)->address;
+		for (size_t i = 0; i < kind_count_decls(kind_table[d], st); i++)
+			names[k++] = kind_decl_at(kind_table[d], st, i)->address;
 	for (size_t i = 0; recorded && i < ws->state.nrecords; i++)
 		names[k++] = ws->state.records[i].address;
 	near = vx_suggest(addr, names, k);
