@@ -41,7 +41,7 @@ struct stack_persistent {
 	int abandon;		    /* deletionPolicy: abandon: removed from state, left running */
 	enum stack_persistent_on_error on_error;
 	char *spec_json; /* the canonical spec: keys sorted, int64 as strings (what is sent) */
-	char *network;	    /* spec.network: the VPC it is peered with, or NULL; its jobs must name the same */
+	char *network;	 /* spec.network: the VPC it is peered with, or NULL; its jobs must name the same */
 	char *kms_key_name; /* spec.encryptionSpec.kmsKeyName, or NULL */
 };
 

@@ -301,7 +301,7 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 	rc = l && persistent_used(l) ? wait_free(a, project, region, name, &e) : 1;
 	if (rc == 0)
 		vx_err_set(&e, VX_ECONFLICT, "jobs still use its machines after the jobs on it were cancelled; left "
-			   "for the next apply");
+					     "for the next apply");
 	if (rc > 0)
 		rc = provider_persistent_del(a->prov, project, region, name, applier_fence(a), &e);
 	else if (rc == 0)

@@ -189,12 +189,16 @@ int persistent_replace_in_use(struct plan *p, const struct stack_persistent *d, 
 				  "%s: the replace (%s) is refused while %s run%s on it: deleting it takes their "
 				  "machines; plan with -replace for each of them too (they are cancelled first and "
 				  "started again on the new resource), or once they have ended",
-				  d->d.address, how, vx_buf_str(&kept), nkept == 1 ? "s" : "") < 0 ? VX_ENOMEM : 1;
+				  d->d.address, how, vx_buf_str(&kept), nkept == 1 ? "s" : "") < 0
+			     ? VX_ENOMEM
+			     : 1;
 	else if (used > 0 && !ngone)
 		rc = vx_diags_add(&p->errors, NULL, 0, 0,
 				  "%s: the replace (%s) is refused while jobs use %" PRId64 " of its machines and no "
 				  "cancel in this plan frees them (a job of another stack, or made outside vx)",
-				  d->d.address, how, used) < 0 ? VX_ENOMEM : 1;
+				  d->d.address, how, used) < 0
+			     ? VX_ENOMEM
+			     : 1;
 	else if (ngone && !(*note = vx_asprintf("; %s, cancelled first, start again on the new one", vx_buf_str(&gone))))
 		rc = VX_ENOMEM;
 	vx_buf_release(&kept);

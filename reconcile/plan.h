@@ -93,7 +93,10 @@ struct plan {
 	struct vx_diags notes;
 };
 
-#define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT, NULL, 0, VX_DIAGS_INIT }
+#define PLAN_INIT \
+	{ \
+		NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT, NULL, 0, VX_DIAGS_INIT \
+	}
 
 /* Appends an action op of kind k for address to p, zeroed but for
  * op, kind, address and the counts; NULL when out of memory. For the kinds'

@@ -40,8 +40,7 @@ static void test_pool_for(void **unused)
 		{ .id = cpuid, .machine_type = n1, .replica_count = 1 },
 	};
 	struct stack_persistent d;
-	struct spec_pool on_l4 = { .machine_type = g2, .accelerator_type = l4, .accelerator_count = 1,
-				   .replica_count = 1 };
+	struct spec_pool on_l4 = { .machine_type = g2, .accelerator_type = l4, .accelerator_count = 1, .replica_count = 1 };
 	struct spec_pool two = on_l4, cpu = { .machine_type = n1, .replica_count = 1 };
 
 	(void)unused;
