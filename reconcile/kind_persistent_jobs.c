@@ -124,10 +124,25 @@ static int to_wait(struct plan *p, struct plan_action *a, char *why)
 	return 0;
 }
 
+/* A run that starts on d once this apply has made it (own: d's create or replace): its reason says so. */
+static int after_made(struct plan_action *a, const struct stack_persistent *d, const struct plan_action *own)
+{
+	char *why = vx_asprintf("%s%s%s, %s first by this apply, is RUNNING", a->reason ? a->reason : "",
+				a->reason ? "; sent once " : "sent once ", d->d.address,
+				own->op == PLAN_CREATE ? "created" : "replaced");
+
+	if (!why)
+		return VX_ENOMEM;
+	free(a->reason);
+	a->reason = why;
+	return 0;
+}
+
 /* Holds back the runs this plan would start on d while d cannot take them. */
 static int hold_runs(struct plan *p, const struct kind_plan_input *in, const struct stack_persistent *d)
 {
 	const struct live_persistent *l = persistent_live_find(in->live, d->region, d->d.name);
+	const struct plan_action *own = own_action(p, d);
 	int oom = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
@@ -135,10 +150,15 @@ static int hold_runs(struct plan *p, const struct kind_plan_input *in, const str
 
 		if (!starts_on(&p->actions[i], d))
 			continue;
-		if (!(why = not_ready(p, d, l, &oom)))
-			return oom ? VX_ENOMEM : 0;
-		if (to_wait(p, &p->actions[i], why) < 0)
+		if ((why = not_ready(p, d, l, &oom)) != NULL) {
+			if (to_wait(p, &p->actions[i], why) < 0)
+				return VX_ENOMEM;
+		} else if (oom) {
 			return VX_ENOMEM;
+		} else if (own && (own->op == PLAN_CREATE || own->op == PLAN_REPLACE) &&
+			   after_made(&p->actions[i], d, own) < 0) {
+			return VX_ENOMEM;
+		}
 	}
 	return 0;
 }

@@ -151,7 +151,9 @@ class PersistentJobsTest(FakeTestCase):
         self.fake.post("/_fake/persistent-resources", {"fail_next_create": {"code": 8, "message": "no L4s"}})
         self.declare(pool_yaml(), job_on_pool("a"))
         r = self.repo.plan()
-        self.assertEqual(self.block(r.out, "job.a")[0], "+   job.a create", r)
+        self.assertEqual(self.block(r.out, "job.a"), [
+            "+   job.a create", SHAPE + " in " + REGION,
+            "new job; sent once %s, created first by this apply, is RUNNING" % ADDR], r)
         r = self.repo.apply()
         self.assertEqual(r.code, 1, r)
         self.assertIn("! job.a create failed: not sent: it runs on %s, which is not created" % ADDR,
@@ -211,7 +213,8 @@ class PersistentJobsTest(FakeTestCase):
                          "pool l4s: diskSpec changed (-replace): deleted, then created again; job.a, cancelled "
                          "first, start again on the new one", r)
         self.assertEqual(self.block(r.out, "job.a")[:3], [
-            "-/+ job.a replace", SHAPE + " in " + REGION, "replacement requested (-replace job.a) while running"], r)
+            "-/+ job.a replace", SHAPE + " in " + REGION, "replacement requested (-replace job.a) while running; sent "
+            "once %s, replaced first by this apply, is RUNNING" % ADDR], r)
         # The apply cancels the job, waits for its machines to be let go, replaces the resource, starts the job.
         self.fake.post("/_fake/timings", {"cancelling_seconds": 0})
         r = self.repo.apply("-replace", ADDR, "-replace", "job.a")
