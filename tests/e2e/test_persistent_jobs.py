@@ -273,6 +273,17 @@ class PersistentJobsTest(FakeTestCase):
             ':16:12: CustomJob "a": spec.network: "projects/123/global/networks/other" is not the network of '
             '%s (none): Vertex AI runs a job on a persistent resource only in its network' % ADDR])
 
+    def test_flex_start_and_reservation_affinity_refused(self):
+        flex = job_on_pool("a", strategy="FLEX_START")
+        res = job_on_pool("b").replace("acceleratorCount: 1}",
+                                       "acceleratorCount: 1, reservationAffinity: {reservationAffinityType: "
+                                       "ANY_RESERVATION}}", 1)
+        self.assertEqual(self.validate_errors(pool_yaml(), flex, res), [
+            ':14:21: CustomJob "a": persistentResource: scheduling.strategy FLEX_START: a job on a persistent '
+            'resource runs on its machines, which are held already',
+            ':31:21: CustomJob "b": persistentResource: reservationAffinity: not supported on a persistent '
+            'resource ("Reservation affinity is not supported yet for persistent clusters")'])
+
     def test_cmek_resource_takes_no_job(self):
         key = "projects/%s/locations/%s/keyRings/r/cryptoKeys/k" % (PROJECT, REGION)
         pool = pool_yaml().replace("spec:\n", "spec:\n  encryptionSpec: {kmsKeyName: %s}\n" % key)
