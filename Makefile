@@ -298,7 +298,8 @@ fuzz:
 
 # Not part of 'make check': minutes, clang for the fuzz section. See docs/measurements.md, "Torture".
 # TRIALS (kill trials per backend; pause and race run a fifth and a tenth of it), SEED,
-# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz), TRIAL and CLEAN (replay one),
+# BACKENDS (git,git-remote,gcs), SECTIONS (kill,pause,race,lost,lostmid,hostile,fuzz; kill runs kill-persistent and
+# kill-future too, which may be named alone), TRIAL and CLEAN (replay one),
 # FUZZ_TIME (seconds per fuzz target).
 TRIALS    ?= 100
 FUZZ_TIME_TORTURE ?= 20

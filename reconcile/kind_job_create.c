@@ -17,6 +17,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/kind_job_internal.h"
+#include "reconcile/kind_persistent.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
@@ -641,6 +642,51 @@ static int needs_failed_reservation(struct applier *a, const struct plan_action 
 	return failed;
 }
 
+/* This plan's create or replace of persistent resource address, or NULL. */
+static const struct plan_action *persistent_made(const struct plan *p, const char *address)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->actions[i].kind_of == &kind_persistent && !strcmp(p->actions[i].address, address) &&
+		    (p->actions[i].op == PLAN_CREATE || p->actions[i].op == PLAN_REPLACE))
+			return &p->actions[i];
+	return NULL;
+}
+
+/*
+ * A job on a declared persistent resource this apply creates or replaces is
+ * sent only once that resource is RUNNING: Vertex refuses a job on a
+ * resource in any other state, and one whose create failed does not exist.
+ * Otherwise the job's create is not sent and says why; the next plan shows
+ * it waiting for the resource (kind_persistent_jobs.c).
+ */
+static int needs_unready_persistent(struct applier *a, const struct plan_action *pa)
+{
+	size_t nd;
+	const struct stack_persistent *ds = stack_persistents(a->st, &nd);
+	const struct stack_job *j = decl_job(pa);
+
+	for (size_t i = 0; i < nd; i++) {
+		const struct state_record *r;
+		const char *st;
+		struct vx_err e = VX_ERR_INIT;
+
+		if (!stack_persistent_of_job(&ds[i], j))
+			continue;
+		if (!persistent_made(a->plan, ds[i].d.address))
+			return 0;
+		r = state_find(a->state, ds[i].d.address);
+		st = r && r->current && r->current->state ? r->current->state : "not created";
+		if (!applier_has_failed(a, ds[i].d.address) && !strcmp(st, "RUNNING"))
+			return 0;
+		vx_err_set(&e, VX_EINVAL, "not sent: it runs on %s, which is %s", ds[i].d.address,
+			   applier_has_failed(a, ds[i].d.address) ? "not created" : st);
+		applier_fail(a, pa->address, plan_op_name(pa->op), &e);
+		vx_err_release(&e);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmp_round_robin(const void *x, const void *y)
 {
 	const struct create *c = x, *d = y;
@@ -706,7 +752,7 @@ static int collect_creates(struct applier *a, struct create *cs, size_t *n, stru
 
 		if (!is_create(pa->op) || !decl_job(pa))
 			continue;
-		if (needs_failed_reservation(a, pa))
+		if (needs_failed_reservation(a, pa) || needs_unready_persistent(a, pa))
 			continue;
 		/* A replace whose cancel failed must not start a second run. */
 		if (pa->op == PLAN_REPLACE) {

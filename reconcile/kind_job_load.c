@@ -20,6 +20,7 @@
 #include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
@@ -639,6 +640,32 @@ static void read_job_labels(struct loader *L, struct stack_job *j, const struct 
  * spec), else 1 (checked here; a ladder is refused: its rungs would leave
  * the resource).
  */
+/*
+ * A job on declared resource d (at: its persistentResource value) runs in
+ * d's network and with d's key, or Vertex AI refuses it: spec.network must
+ * be d's, and d must have no CMEK (a CustomJob of vx sets no encryptionSpec).
+ */
+static void check_persistent_network(struct loader *L, const struct stack_persistent *d, const struct ynode *spec,
+				     const struct ynode *at)
+{
+	const struct ynode *v = ynode_get(spec, "network");
+	const char *net = v && v->kind == YNODE_SCALAR && !ynode_is_null(v) ? v->str : NULL;
+
+	if (net && !vx_text_same(net, d->network))
+		stack_err(L, v, "spec.network: \"%s\" is not the network of %s (%s%s%s): Vertex AI runs a job on a "
+				"persistent resource only in its network",
+			  net, d->d.address, d->network ? "\"" : "", d->network ? d->network : "none",
+			  d->network ? "\"" : "");
+	else if (!net && d->network)
+		stack_err(L, at, "persistentResource: %s is in network \"%s\" and the job in none (spec.network): "
+				 "Vertex AI runs a job on a persistent resource only in its network",
+			  d->d.address, d->network);
+	if (d->kms_key_name)
+		stack_err(L, at, "persistentResource: %s is encrypted with %s (encryptionSpec.kmsKeyName) and Vertex "
+				 "AI runs a job on it only with the same key, which a CustomJob of vx does not set",
+			  d->d.address, d->kms_key_name);
+}
+
 static int read_on_persistent(struct loader *L, struct stack_job *j, const struct ynode *doc,
 			      const struct ynode *spec, const struct stack *st, const struct spec_env *env)
 {
@@ -669,6 +696,8 @@ static int read_on_persistent(struct loader *L, struct stack_job *j, const struc
 		else
 			stack_err(L, at, "persistentResource: %s", why);
 	}
+	if (d)
+		check_persistent_network(L, d, spec, at);
 	free(why);
 	synth_release(&sy);
 	return 1;

@@ -128,6 +128,12 @@ static const struct live_persistent_pool *live_pool(const struct live_persistent
 /* What differs that Google cannot change in place, in words, or NULL (VX_ENOMEM: *oom). */
 char *persistent_immutable_change(const struct stack_persistent *d, const struct live_persistent *l)
 {
+	/* Not stated whether an update may change them; they move the machines: a replace. */
+	if (!vx_text_same(d->network, l->network))
+		return vx_asprintf("network %s -> %s", l->network ? l->network : "none", d->network ? d->network : "none");
+	if (!vx_text_same(d->kms_key_name, l->kms_key_name))
+		return vx_asprintf("encryptionSpec.kmsKeyName %s -> %s", l->kms_key_name ? l->kms_key_name : "none",
+				   d->kms_key_name ? d->kms_key_name : "none");
 	if (d->npools != l->npools)
 		return vx_asprintf("resourcePools: %zu pools -> %zu", l->npools, d->npools);
 	for (size_t i = 0; i < d->npools; i++) {
@@ -275,6 +281,23 @@ int64_t persistent_used(const struct live_persistent *l)
 	return n;
 }
 
+/*
+ * A replace (how: "-replace", "onError: replace") with its reason (why,
+ * borrowed): refused while jobs run on it, unless this plan cancels them
+ * first (persistent_replace_in_use), and then said after the reason.
+ */
+static int plan_replace(struct plan *p, const struct stack_persistent *d, const struct live_persistent *l,
+			const struct state_record *r, const char *how, const char *why)
+{
+	char *note = NULL;
+	int rc = persistent_replace_in_use(p, d, l, how, &note);
+
+	if (rc == 0)
+		rc = add_why(p, PLAN_REPLACE, d, d->d.address, l, r, vx_asprintf("%s%s", why, note ? note : ""));
+	free(note);
+	return rc < 0 ? rc : 0;
+}
+
 /* A declared resource whose shape changed (why, owned): refused unless -replace names it. */
 static int plan_immutable(struct plan *p, const struct kind_plan_input *in, const struct stack_persistent *d,
 			  const struct live_persistent *l, const struct state_record *r, char *why)
@@ -284,8 +307,10 @@ static int plan_immutable(struct plan *p, const struct kind_plan_input *in, cons
 	if (!why)
 		return VX_ENOMEM;
 	if (kind_replaced(in, d->d.address)) {
-		rc = add_why(p, PLAN_REPLACE, d, d->d.address, l, r,
-			     vx_asprintf("%s (-replace): deleted, then created again", why));
+		char *reason = vx_asprintf("%s (-replace): deleted, then created again", why);
+
+		rc = reason ? plan_replace(p, d, l, r, "-replace", reason) : VX_ENOMEM;
+		free(reason);
 		free(why);
 		return rc;
 	}
@@ -306,10 +331,18 @@ static int plan_error(struct plan *p, const struct kind_plan_input *in, const st
 {
 	const char *msg = l->error_message ? l->error_message : "no error given";
 
-	if (d->on_error == STACK_PERSISTENT_ON_ERROR_REPLACE || kind_replaced(in, d->d.address))
-		return add_why(p, PLAN_REPLACE, d, d->d.address, l, r,
-			       vx_asprintf("in ERROR (%s): deleted, then created again (%s)", msg,
-					   d->on_error ? "onError: replace" : "-replace"));
+	char *why;
+	int rc;
+
+	if (d->on_error == STACK_PERSISTENT_ON_ERROR_REPLACE || kind_replaced(in, d->d.address)) {
+		const char *how = d->on_error ? "onError: replace" : "-replace";
+
+		if (!(why = vx_asprintf("in ERROR (%s): deleted, then created again (%s)", msg, how)))
+			return VX_ENOMEM;
+		rc = plan_replace(p, d, l, r, how, why);
+		free(why);
+		return rc;
+	}
 	if (vx_diags_add(&p->warnings, NULL, 0, 0, "%s is in ERROR: %s; left as it is (onError: keep; "
 						   "onError: replace or -replace %s replaces it)",
 			 d->d.address, msg, d->d.address) < 0)
@@ -481,7 +514,12 @@ static int pr_plan(struct planner *pl, const struct kind_plan_input *in, struct 
 {
 	static const struct kind_plan_steps how = { "persistent resources", plan_declared, plan_removed, describe };
 
-	return kind_plan_each(&kind_persistent, &how, &pl->plan, in, NULL, err);
+	int rc = kind_plan_each(&kind_persistent, &how, &pl->plan, in, NULL, err);
+
+	/* The jobs on the resources: held back while one cannot take them, and their use of each pool. */
+	if (rc == 0 && persistent_plan_jobs(&pl->plan, in) < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "planning persistent resources: out of memory");
+	return rc;
 }
 
 /* ---- the row ---------------------------------------------------------------- */

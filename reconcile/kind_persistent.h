@@ -41,6 +41,8 @@ struct stack_persistent {
 	int abandon;		    /* deletionPolicy: abandon: removed from state, left running */
 	enum stack_persistent_on_error on_error;
 	char *spec_json; /* the canonical spec: keys sorted, int64 as strings (what is sent) */
+	char *network;	 /* spec.network: the VPC it is peered with, or NULL; its jobs must name the same */
+	char *kms_key_name; /* spec.encryptionSpec.kmsKeyName, or NULL */
 };
 
 /* st's persistent resources in declaration order, *n of them (n may be NULL). Borrowed. */
@@ -63,6 +65,16 @@ int64_t stack_persistent_pool_max(const struct stack_persistent_pool *p);
 struct job_spec;
 int stack_persistent_misfit(char **why, const struct stack_persistent *d, const struct job_spec *spec,
 			    const char *job_region);
+
+/* The pool of d a job's worker pool w lands on (machine type, accelerator type and count equal), or NULL. */
+struct spec_pool;
+const struct stack_persistent_pool *stack_persistent_pool_for(const struct stack_persistent *d,
+							      const struct spec_pool *w);
+/* Whether a jobSpec's JSON (canonical or redacted; NULL: no) names persistentResourceId id. */
+int stack_persistent_named_in(const char *spec_json, const char *id);
+/* Whether job j runs on d: it names d's id and is in d's region. */
+struct stack_job;
+int stack_persistent_of_job(const struct stack_persistent *d, const struct stack_job *j);
 
 /*
  * A job's `persistentResource:` (doc is the CustomJob document, region the

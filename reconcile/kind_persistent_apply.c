@@ -250,6 +250,37 @@ static int do_update(struct applier *a, const struct plan_action *pa, struct vx_
 	return rc;
 }
 
+/*
+ * The plan deletes (or replaces) the resource once this apply cancelled the
+ * jobs on it (kind_persistent.c's delete_in_use, persistent_replace_in_use):
+ * a cancelled job lets its machines go only when it has ended, and Vertex
+ * may refuse to delete a resource jobs use (not stated; the fake does). So
+ * wait until none are used, up to ctx->reservation_wait_ms (default 300 s,
+ * VX_RESERVATION_WAIT_SECONDS), as a reservation's delete does. 1 when free
+ * (or gone), 0 when still used (left for the next apply), < 0 on error.
+ */
+static int wait_free(struct applier *a, const char *project, const char *region, const char *id, struct vx_err *err)
+{
+	int64_t limit = a->ctx->reservation_wait_ms ? a->ctx->reservation_wait_ms : 300000;
+	int64_t start = vx_mono_ms(a->ctx);
+
+	for (;;) {
+		struct live_persistent l;
+		int rc;
+
+		memset(&l, 0, sizeof(l));
+		if ((rc = list_one(a, project, region, id, &l, err)) <= 0)
+			return rc < 0 ? rc : 1;
+		rc = persistent_used(&l) == 0;
+		live_persistent_release(&l);
+		if (rc)
+			return 1;
+		if (vx_mono_ms(a->ctx) - start >= limit || vx_interrupted(a->ctx))
+			return 0;
+		vx_sleep_ms(a->ctx, 2000);
+	}
+}
+
 static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_err *err)
 {
 	const struct state_record *r = pa->krecord;
@@ -265,7 +296,14 @@ static int do_delete(struct applier *a, const struct plan_action *pa, struct vx_
 
 	if (!region)
 		return 0;
-	rc = provider_persistent_del(a->prov, project, region, name, applier_fence(a), &e);
+	rc = l && persistent_used(l) ? wait_free(a, project, region, name, &e) : 1;
+	if (rc == 0)
+		vx_err_set(&e, VX_ECONFLICT, "jobs still use its machines after the jobs on it were cancelled; left "
+					     "for the next apply");
+	if (rc > 0)
+		rc = provider_persistent_del(a->prov, project, region, name, applier_fence(a), &e);
+	else if (rc == 0)
+		rc = VX_ECONFLICT;
 	if (rc < 0 && rc != VX_ENOTFOUND)
 		return change_failed(a, pa, verb, &e, err);
 	vx_err_release(&e);

@@ -40,6 +40,25 @@ int persistent_labels_differ(const struct stack_persistent *d, const struct live
 unsigned persistent_mutable_change(const struct stack_persistent *d, const struct live_persistent *l,
 				   struct vx_buf *out);
 
+/*
+ * kind_persistent_jobs.c: the stack's jobs on its resources, once every
+ * kind before it has planned (struct kind_plan_input). Runs that cannot
+ * start on their resource now become waits, and each pool used gets a line
+ * of the replicas its jobs use. 0 or VX_ENOMEM.
+ */
+struct kind_plan_input;
+struct plan;
+int persistent_plan_jobs(struct plan *p, const struct kind_plan_input *in);
+/*
+ * Whether d (live l, NULL: not listed) may be replaced (how: "-replace",
+ * "onError: replace") with the jobs on it: 1 when refused while jobs run on
+ * it (a plan error added), 0 when it may be, with *note (owned, or NULL)
+ * naming the jobs this plan cancels first, to add to the replace's reason;
+ * VX_ENOMEM.
+ */
+int persistent_replace_in_use(struct plan *p, const struct stack_persistent *d, const struct live_persistent *l,
+			      const char *how, char **note);
+
 /* kind_persistent_apply.c: the row's apply slot, and what a record keeps of d (deletionPolicy first). */
 char *persistent_record_json(const struct stack_persistent *d);
 int persistent_apply(struct applier *a, int removals, struct vx_err *err);

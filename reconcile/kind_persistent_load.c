@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/kind_job.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/load/ynode.h"
@@ -23,7 +24,8 @@
 
 static const char *const doc_keys[] = { "kind", "name", "region", "spec", "labels",
 					"protect", "deletionPolicy", "onError" };
-static const char *const spec_keys[] = { "resourcePools" };
+static const char *const spec_keys[] = { "resourcePools", "network", "encryptionSpec" };
+static const char *const encryption_keys[] = { "kmsKeyName" };
 static const char *const pool_keys[] = { "id", "machineSpec", "replicaCount", "autoscalingSpec", "diskSpec" };
 static const char *const machine_keys[] = { "machineType", "acceleratorType", "acceleratorCount" };
 static const char *const autoscaling_keys[] = { "minReplicaCount", "maxReplicaCount" };
@@ -48,6 +50,8 @@ static void persistent_release(struct stack_persistent *r)
 	free(r->pools);
 	stack_labels_release(&r->labels);
 	free(r->spec_json);
+	free(r->network);
+	free(r->kms_key_name);
 }
 
 /* machineSpec of one pool, checked as a job's worker pool's is (the machine table). */
@@ -167,6 +171,29 @@ static void read_pool(struct loader *L, struct stack_persistent *r, const struct
 	r->npools++;
 }
 
+/* spec.network and spec.encryptionSpec: where the machines live and their key, which the jobs on it must share. */
+static void read_network(struct loader *L, struct stack_persistent *r, const struct ynode *spec)
+{
+	const struct ynode *e, *v = NULL;
+	const char *s;
+
+	if (stack_get_str(&s, &v, L, spec, "spec", "network", 0)) {
+		if (*s)
+			r->network = stack_dup_opt(L, s);
+		else
+			stack_err(L, v, "spec.network: empty; leave it out for no network");
+	}
+	if (!(e = stack_get_map(L, spec, "encryptionSpec", "spec.encryptionSpec")))
+		return;
+	stack_check_keys(L, e, "spec.encryptionSpec", encryption_keys, ARRAY_SIZE(encryption_keys));
+	if (stack_get_str(&s, &v, L, e, "spec.encryptionSpec", "kmsKeyName", 1)) {
+		if (*s)
+			r->kms_key_name = stack_dup_opt(L, s);
+		else
+			stack_err(L, v, "spec.encryptionSpec.kmsKeyName: empty");
+	}
+}
+
 static void read_spec(struct loader *L, struct stack_persistent *r, const struct ynode *doc)
 {
 	const struct ynode *spec = stack_get_map(L, doc, "spec", "spec"), *seq;
@@ -177,6 +204,7 @@ static void read_spec(struct loader *L, struct stack_persistent *r, const struct
 		return;
 	}
 	stack_check_keys(L, spec, "spec", spec_keys, ARRAY_SIZE(spec_keys));
+	read_network(L, r, spec);
 	if (!(seq = stack_get_value(spec, "resourcePools"))) {
 		stack_get_missing(L, spec, "spec", "resourcePools");
 		return;
@@ -261,7 +289,21 @@ static int pool_json(struct vx_buf *b, const struct stack_persistent_pool *p)
 static char *spec_json(const struct stack_persistent *r)
 {
 	struct vx_buf b = VX_BUF_INIT;
-	int rc = vx_buf_adds(&b, "{\"resourcePools\":[");
+	int rc = vx_buf_addc(&b, '{');
+
+	/* Keys sorted: encryptionSpec, network, resourcePools. */
+	if (rc == 0 && r->kms_key_name)
+		rc = vx_buf_adds(&b, "\"encryptionSpec\":{\"kmsKeyName\":") < 0 ||
+				     vx_buf_add_json_str(&b, r->kms_key_name) < 0 || vx_buf_adds(&b, "},") < 0
+			     ? -1
+			     : 0;
+	if (rc == 0 && r->network)
+		rc = vx_buf_adds(&b, "\"network\":") < 0 || vx_buf_add_json_str(&b, r->network) < 0 ||
+				     vx_buf_addc(&b, ',') < 0
+			     ? -1
+			     : 0;
+	if (rc == 0)
+		rc = vx_buf_adds(&b, "\"resourcePools\":[");
 
 	for (size_t i = 0; i < r->npools && rc == 0; i++)
 		rc = (i && vx_buf_addc(&b, ',') < 0) ? -1 : pool_json(&b, &r->pools[i]);
@@ -377,8 +419,8 @@ int kind_persistent_decl_hash(struct stack *st)
 /* ---------------------------------------------------------------------- */
 /* A job on a persistent resource (the job kind's reader asks) */
 
-/* One worker pool of a job against d's pools: the pool it lands on, or NULL. */
-static const struct stack_persistent_pool *pool_for(const struct stack_persistent *d, const struct spec_pool *w)
+const struct stack_persistent_pool *stack_persistent_pool_for(const struct stack_persistent *d,
+							      const struct spec_pool *w)
 {
 	for (size_t i = 0; i < d->npools; i++) {
 		const struct stack_persistent_pool *p = &d->pools[i];
@@ -401,13 +443,13 @@ static char *pools_misfit(const struct stack_persistent *d, const struct job_spe
 
 		if (!w->machine_type)
 			continue;
-		if (!(p = pool_for(d, w)))
+		if (!(p = stack_persistent_pool_for(d, w)))
 			return vx_asprintf("spec.workerPoolSpecs[%zu] (%s, %" PRId64 "\u00d7%s) fits no pool of %s "
 					   "(machine type, accelerator type and count must equal a pool's)",
 					   i, w->machine_type, w->accelerator_type ? w->accelerator_count : 0,
 					   w->accelerator_type ? w->accelerator_type : "no accelerator", d->d.address);
 		for (size_t k = 0; k < spec->npools; k++)
-			if (spec->pools[k].machine_type && pool_for(d, &spec->pools[k]) == p)
+			if (spec->pools[k].machine_type && stack_persistent_pool_for(d, &spec->pools[k]) == p)
 				want += spec->pools[k].replica_count;
 		if (want > stack_persistent_pool_max(p))
 			return vx_asprintf("spec.workerPoolSpecs[%zu]: %" PRId64 " replicas on pool %s of %s, which "
@@ -416,6 +458,23 @@ static char *pools_misfit(const struct stack_persistent *d, const struct job_spe
 					   stack_persistent_pool_max(p));
 	}
 	return NULL;
+}
+
+int stack_persistent_named_in(const char *spec_json, const char *id)
+{
+	static const char key[] = "\"persistentResourceId\":\"";
+	size_t n = strlen(id);
+
+	/* Canonical and redacted specs are compact JSON, keys sorted: the key appears once. */
+	for (const char *at = spec_json ? strstr(spec_json, key) : NULL; at; at = strstr(at + 1, key))
+		if (!strncmp(at + sizeof(key) - 1, id, n) && at[sizeof(key) - 1 + n] == '"')
+			return 1;
+	return 0;
+}
+
+int stack_persistent_of_job(const struct stack_persistent *d, const struct stack_job *j)
+{
+	return vx_text_same(j->region, d->region) && stack_persistent_named_in(j->spec.canonical_json, d->d.name);
 }
 
 int stack_persistent_misfit(char **why, const struct stack_persistent *d, const struct job_spec *spec,

@@ -142,6 +142,7 @@ void plan_release(struct plan *p)
 	p->drifts = 0;
 	vx_diags_release(&p->errors);
 	vx_diags_release(&p->warnings);
+	vx_diags_release(&p->notes);
 	for (size_t i = 0; i < p->nsweeps; i++) {
 		free(p->sweeps[i].address);
 		free(p->sweeps[i].held);
@@ -187,6 +188,9 @@ diags:
 			return VX_ENOMEM;
 	for (size_t i = 0; i < from->warnings.n; i++)
 		if (vx_diags_add(&into->warnings, NULL, 0, 0, "%s", from->warnings.items[i].msg) < 0)
+			return VX_ENOMEM;
+	for (size_t i = 0; i < from->notes.n; i++)
+		if (vx_diags_add(&into->notes, NULL, 0, 0, "%s", from->notes.items[i].msg) < 0)
 			return VX_ENOMEM;
 	return 0;
 }

@@ -87,9 +87,16 @@ struct plan {
 	struct vx_diags warnings;
 	struct plan_sweep *sweeps; /* owned: the stack's sweeps, in declaration order */
 	size_t nsweeps;
+	/* What a reviewer may want to know that is neither an action nor a
+	 * warning (how many of a persistent resource's replicas its jobs use):
+	 * shown after the unchanged addresses, in JSON only when there are some. */
+	struct vx_diags notes;
 };
 
-#define PLAN_INIT { NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT, NULL, 0 }
+#define PLAN_INIT \
+	{ \
+		NULL, 0, { 0 }, 0, VX_DIAGS_INIT, VX_DIAGS_INIT, NULL, 0, VX_DIAGS_INIT \
+	}
 
 /* Appends an action op of kind k for address to p, zeroed but for
  * op, kind, address and the counts; NULL when out of memory. For the kinds'

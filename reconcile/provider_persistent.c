@@ -75,6 +75,8 @@ void live_persistent_release(struct live_persistent *r)
 	free(r->region);
 	free(r->state);
 	free(r->error_message);
+	free(r->network);
+	free(r->kms_key_name);
 	vx_labels_free(r->labels, r->nlabels);
 	for (size_t i = 0; i < r->npools; i++)
 		pool_release(&r->pools[i]);
@@ -110,6 +112,7 @@ int live_persistent_copy(struct live_persistent *out, const struct live_persiste
 	if (dup_opt(&out->id, in->id) < 0 || dup_opt(&out->name, in->name) < 0 ||
 	    dup_opt(&out->project, in->project) < 0 || dup_opt(&out->region, in->region) < 0 ||
 	    dup_opt(&out->state, in->state) < 0 || dup_opt(&out->error_message, in->error_message) < 0 ||
+	    dup_opt(&out->network, in->network) < 0 || dup_opt(&out->kms_key_name, in->kms_key_name) < 0 ||
 	    vx_labels_copy(&out->labels, &out->nlabels, in->labels, in->nlabels) < 0 || pools_copy(out, in) < 0) {
 		live_persistent_release(out);
 		return VX_ENOMEM;

@@ -41,6 +41,8 @@ struct live_persistent {
 	struct live_persistent_pool *pools;
 	size_t npools;
 	int64_t create_ms; /* 0 when unknown */
+	char *network;	   /* the VPC it is peered with, as listed, or NULL */
+	char *kms_key_name; /* encryptionSpec.kmsKeyName, or NULL */
 };
 
 struct live_persistents {

@@ -42,6 +42,7 @@ static int persistent_to_live(struct live_persistent *out, const struct persiste
 	    !(out->project = vx_strdup(project)) || !(out->region = vx_strdup(region)) ||
 	    !(out->state = vx_strdup(persistent_state_name(r->state))) ||
 	    gcp_clean_opt(&out->error_message, r->error_message) < 0 ||
+	    gcp_clean_opt(&out->network, r->network) < 0 || gcp_clean_opt(&out->kms_key_name, r->kms_key_name) < 0 ||
 	    vx_labels_copy(&out->labels, &out->nlabels, r->labels, r->n_labels) < 0)
 		goto oom;
 	if (r->n_pools && !(out->pools = calloc(r->n_pools, sizeof(*out->pools))))

@@ -610,7 +610,12 @@ static int notices_human(struct vx_buf *b, const struct plan *p, int color)
 {
 	int rc = 0;
 
-	if (p->drifts) {
+	if (p->notes.n) {
+		rc = vx_buf_adds(b, "\nNotes:\n");
+		for (size_t i = 0; rc == 0 && i < p->notes.n; i++)
+			rc = vx_buf_printf(b, "  %s\n", p->notes.items[i].msg);
+	}
+	if (rc == 0 && p->drifts) {
 		rc = vx_buf_printf(b, "\n%sDrift%s (changed outside vx):\n", color ? C_YELLOW : "",
 				   color ? C_RESET : "");
 		for (size_t i = 0; rc == 0 && i < p->n; i++)
@@ -741,6 +746,8 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 		if (p->actions[i].drift)
 			rc = vx_buf_printf(b, "\n- **drift** `%s`: %s", p->actions[i].address,
 					   p->actions[i].drift);
+	for (size_t i = 0; rc == 0 && i < p->notes.n; i++)
+		rc = vx_buf_printf(b, "\n- **note**: %s", p->notes.items[i].msg);
 	for (size_t i = 0; rc == 0 && i < p->warnings.n; i++)
 		rc = vx_buf_printf(b, "\n- **warning**: %s", p->warnings.items[i].msg);
 	for (size_t i = 0; rc == 0 && i < p->errors.n; i++)
@@ -1048,6 +1055,8 @@ static int body_json(cJSON *root, const struct plan *p, const struct render_head
 
 	rc |= diags_json(root, "errors", &p->errors);
 	rc |= diags_json(root, "warnings", &p->warnings);
+	if (p->notes.n)
+		rc |= diags_json(root, "notes", &p->notes);
 	rc |= add(root, "summary", sum);
 	for (int k = 0; sum && k < PLAN_OP_COUNT; k++)
 		rc |= add(sum, plan_op_name((enum plan_op)k), cJSON_CreateNumber((double)p->counts[k]));

@@ -5,6 +5,11 @@ happens to an apply) as a command anyone can run. See docs/measurements.md, "Tor
   kill    apply SIGKILLed at a uniformly random moment of its run, against a
           fake with 503s, lost replies and latency; then apply up to twice
           more; then `vxplan -detailed-exitcode` must say no changes
+          kill-persistent, kill-future (run with kill, or alone): a stack of one
+          persistent resource (and a job on it), one of a calendar-mode
+          FutureReservation; the apply is killed in turn while the create is at
+          the server, once its operation was polled, and at a random moment;
+          the next applies adopt it: one resource, one job, no changes planned
   pause   apply SIGSTOPped past a short lease; a second apply takes over;
           SIGCONT; the first must send nothing more
   race    8 applies at once: one winner, every loser names the holder
@@ -40,6 +45,7 @@ that replays it alone (same seed, same backend, same trial number).
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -86,6 +92,35 @@ name: eval
       containerSpec:
         imageUri: us-docker.pkg.dev/p/r/eval:1
 """
+
+
+# The kill section's stacks of one held resource each (issues 34 and 35): a persistent resource with
+# a job on it, and a calendar-mode FutureReservation. Their creates are long-running operations,
+# killed in turn at each point (KILL_POINTS); the next applies must adopt what was made, never a
+# second one, and the plan then say "no changes".
+KIND_KILL_DOCS = {
+    "persistent": {
+        "pr": ("---\nkind: PersistentResource\nname: eval-pool\nspec:\n  resourcePools:\n    - id: l4s\n"
+               "      machineSpec: {machineType: g2-standard-8, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+               "      replicaCount: 2\n"),
+        "pr-job": common.harness.job_yaml("eval", machine="g2-standard-8").replace(
+            "name: eval\n", "name: eval\npersistentResource: eval-pool\n", 1),
+    },
+    "future": {
+        # A window after the fake's frozen clock and vx's real one, as the kind suite's row has it.
+        "fr": ("---\nkind: FutureReservation\nname: gpus\nzone: %s-a\nmode: calendar\n"
+               "window: {start: 2031-03-02T09:00:00Z, duration: 5d}\nspec:\n  specificSkuProperties:\n"
+               "    totalCount: 2\n    instanceProperties:\n      machineType: g2-standard-8\n"
+               "      guestAccelerators: [{acceleratorType: nvidia-l4, acceleratorCount: 1}]\n" % common.REGION),
+    },
+}
+# Each kind's create and the call that polls its operation, as the fake's request log names them.
+KIND_KILL_RPCS = {"persistent": ("CreatePersistentResource", ("GetOperation",)),
+                  "future": ("FutureReservations.Insert", ("ZoneOperations.Get", "ZoneOperations.Wait"))}
+# Where a trial kills the apply: while the create is at the server (its reply not yet sent), once
+# its operation has been polled (the resource exists, the state does not know it yet), or at a
+# moment drawn over a clean apply (the intent's write, the result's write, the job after it).
+KILL_POINTS = ("create in flight", "operation polled", "anywhere")
 
 
 def env_list(name, default):
@@ -324,6 +359,145 @@ class Torture:
             self.say("kill/%s trial %d: %s; %s" % (backend, t, "; ".join(log),
                                                    " ".join("%s=%d" % kv for kv in counts.items())))
             self.record(row, t, tmp, counts, d + details, other)
+
+    # ------------------------------------------------------------ kill, one held resource
+    def kind_live(self, fake, kind):
+        """The stack's resources of kind at the fake (by its labels, or its description's marker)."""
+        if kind == "persistent":
+            return [r for r in fake.list_of("persistent-resources", "persistentResources")
+                    if r.get("labels", {}).get("vx-stack") == common.STACK]
+        return [f for f in fake.list_of("future-reservations", "futureReservations")
+                if "stack=%s " % common.STACK in (f.get("description") or "") + " "]
+
+    def kind_kill_setup(self, fake, kind, point, seed):
+        """The fake for one trial: faults, and the create or its operation held so the point is reached."""
+        fake.reset()
+        f = faults(seed)
+        # The call the kill is to land in is held at the server for a while.
+        if point == "create in flight":
+            f["slow_ms"] = {KIND_KILL_RPCS[kind][0]: 1500}
+        elif point == "operation polled":
+            f["slow_ms"] = {rpc: 1500 for rpc in KIND_KILL_RPCS[kind][1]}
+        fake.setup(f)
+        # An operation that takes a while: 300 s of the fake's frozen clock for a resource to
+        # provision, a few polls for a Compute operation.
+        fake.post("/_fake/timings", {"provisioning_seconds": 0 if point == "anywhere" else 300,
+                                     "operation_polls": 0 if point == "anywhere" else 3})
+
+    def kill_at_point(self, fake, kind, p, point, at):
+        """Kills apply p at point (at: the moment drawn for "anywhere"). True when it was killed."""
+        create, poll = KIND_KILL_RPCS[kind]
+        if point == "anywhere":
+            try:
+                p.wait(at)
+                return False
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGKILL)
+                return True
+
+        def reached():
+            if p.poll() is not None:
+                return True
+            log = fake.request_log()
+            if point == "create in flight":
+                return any(e["rpc"] == create and e["status"] is None for e in log)
+            return any(e["rpc"] == create for e in log) and any(e["rpc"] in poll for e in log)
+        wait_for(reached, 120, point)
+        if p.poll() is not None:
+            return False
+        p.send_signal(signal.SIGKILL)
+        return True
+
+    def kind_kill_counts(self, fake, co, kind, details):
+        """dup and missing of the one resource, and whether vx log lists what was made."""
+        live = self.kind_live(fake, kind)
+        counts = {k: 0 for k in COUNTERS}
+        if len(live) > 1:
+            counts["dup"] += len(live) - 1
+            details.append("%d %s resources at the fake: %s" % (len(live), kind, [r["name"] for r in live]))
+        if not live:
+            counts["missing"] += 1
+            details.append("no %s resource at the fake" % kind)
+        if kind == "persistent":
+            jobs = [j for j in fake.jobs() if j.get("labels", {}).get("vx-stack") == common.STACK]
+            if len(jobs) != 1:
+                counts["dup" if jobs else "missing"] += abs(len(jobs) - 1)
+                details.append("%d jobs on the resource: %s" % (len(jobs), [j["name"] for j in jobs]))
+        # The one made is the one the state records (created, or adopted after the kill).
+        addr, tail = (("persistent_resource.eval-pool", "/persistentResources/eval-pool") if kind == "persistent"
+                      else ("future_reservation.gpus", "/futureReservations/gpus"))
+        r = co.run("log", addr, co.dir)
+        if r.code != 0 or not re.search(r" (create|adopt) +projects/\S+%s " % re.escape(tail), r.out):
+            counts["history"] += 1
+            details.append("vx log %s does not list its create or adoption: %r" % (addr, r))
+        if co.lock_held():
+            counts["lock"] += 1
+            details.append("stuck lock: %s" % "; ".join(co.lock_held()))
+        return counts
+
+    def kind_kill_trials(self, fake, backend, kind):
+        row = Section("kill-" + kind, backend)
+        self.rows.append(row)
+        docs = KIND_KILL_DOCS[kind]
+        rng = random.Random("%d/kill-%s/%s" % (self.seed, kind, backend))
+        try:
+            self.kind_kill_setup(fake, kind, "anywhere", rng.randrange(1 << 30))
+            tmp = os.path.join(self.out, "calibrate-%s-%s" % (kind, backend))
+            r = make_world(self.vx, fake, tmp, backend, docs)[0].apply()
+            shutil.rmtree(tmp, ignore_errors=True)
+            if r.crashed() or "Apply complete" not in r.out:
+                raise RuntimeError("a clean apply failed: %r" % r)
+            clean = self.clean_override or r.seconds
+        except Exception as e:  # noqa: BLE001  (any failure to start is the row's result)
+            row.start_error = str(e)
+            self.say("kill-%s/%s: FAILED TO START: %s" % (kind, backend, e))
+            return
+        self.clean[("kill-" + kind, backend)] = clean
+        row.note = "points: %s" % ", ".join(KILL_POINTS)
+        for t in self.trial_numbers(self.trials):
+            self.kind_kill_trial(fake, backend, kind, row, t, clean)
+
+    def kind_kill_trial(self, fake, backend, kind, row, t, clean):
+        trng = random.Random("%d/kill-%s/%s/%d" % (self.seed, kind, backend, t))
+        point = KILL_POINTS[t % len(KILL_POINTS)]
+        at = trng.uniform(0, clean)
+        tmp = os.path.join(self.out, "kill-%s-%s-%d" % (kind, backend, t))
+        self.kind_kill_setup(fake, kind, point, trng.randrange(1 << 30))
+        co = make_world(self.vx, fake, tmp, backend, KIND_KILL_DOCS[kind])[0]
+        p = co.start("apply")
+        killed = self.kill_at_point(fake, kind, p, point, at)
+        first = co.finish(p)
+        save(tmp, "apply-1", first)
+        log = ["apply 1: %s" % ("killed (%s)" % point if killed else "exit %d before the kill" % first.code)]
+        other, details = 0, []
+        if first.crashed() and not killed:
+            other += 1
+            details.append("apply 1 crashed: %r" % first)
+        # What was made finishes its operation; then the next applies adopt it.
+        fake.post("/_fake/timings", {"provisioning_seconds": 0, "operation_polls": 0})
+        fake.advance(400)
+        for n in (2, 3):
+            r = co.apply()
+            save(tmp, "apply-%d" % n, r)
+            log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
+            if r.crashed():
+                other += 1
+                details.append("apply %d crashed: %r" % (n, r))
+            if r.code == 0:
+                break
+        plan = co.plan("-detailed-exitcode")
+        save(tmp, "plan", plan)
+        if plan.code != 0:
+            other += 1
+            details.append("plan -detailed-exitcode after the applies: %r" % plan)
+        fake.post("/_fake/faults", {})
+        counts = self.kind_kill_counts(fake, co, kind, details)
+        with open(os.path.join(tmp, "trial.json"), "w") as f:
+            json.dump({"seed": self.seed, "trial": t, "point": point, "log": log, "counts": counts,
+                       "details": details}, f, indent=1)
+        self.say("kill-%s/%s trial %d: %s; %s" % (kind, backend, t, "; ".join(log),
+                                                 " ".join("%s=%d" % kv for kv in counts.items())))
+        self.record(row, t, tmp, counts, details, other)
 
     # ------------------------------------------------------------ pause
     def pause_trials(self, fake, backend):
@@ -826,8 +1000,10 @@ class Torture:
 
     # ------------------------------------------------------------ sections
     def run_backend_sections(self):
-        for section in ("kill", "pause", "race", "lost", "lostmid", "watch", "policy"):
-            if section not in self.sections:
+        for section in ("kill", "kill-persistent", "kill-future", "pause", "race", "lost", "lostmid", "watch",
+                        "policy"):
+            # kill runs the rows of one held resource too; each may be asked for alone (a replay).
+            if section not in self.sections and not (section.startswith("kill-") and "kill" in self.sections):
                 continue
             for backend in self.backends:
                 if section.startswith("lost") and backend != "gcs":
@@ -837,7 +1013,10 @@ class Torture:
                 os.makedirs(tmp)
                 fake = Fake(tmp)
                 try:
-                    getattr(self, section + "_trials")(fake, backend)
+                    if section.startswith("kill-"):
+                        self.kind_kill_trials(fake, backend, section[len("kill-"):])
+                    else:
+                        getattr(self, section + "_trials")(fake, backend)
                 finally:
                     fake.close()
 
