@@ -386,6 +386,15 @@ struct kind {
 	 * import`'s usage lists it ("projects/P/zones/ZONE/reservations/NAME").
 	 */
 	const char *import_form;
+	/*
+	 * Once every kind planned (planner_run, in phase order, before the
+	 * sweeps' limits): holds back this kind's actions that wait on what
+	 * another kind's actions in the same plan do (a job in a booking's
+	 * window waits until the capacity is delivered and open to Vertex AI,
+	 * which the booking's own update, applied first by phase order, may
+	 * do). 0 or VX_ENOMEM. NULL: nothing waits so.
+	 */
+	int (*plan_after)(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err);
 };
 
 /*
