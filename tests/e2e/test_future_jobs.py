@@ -130,6 +130,36 @@ class FutureJobs(FakeTestCase):
         self.assertEqual([j["state"] for j in self.live_jobs("train")], ["JOB_STATE_RUNNING"])
         self.assertEqual(self.delivered()["specificReservation"]["inUseCount"], "2")
 
+    def test_runs_on_the_name_google_reports(self):
+        """The delivered reservation's name is read from the booking's status, not assumed to be its own."""
+        self.fake.post("/_fake/future-reservations", {"auto_name": "dated"})
+        self.declare(job_yaml())
+        self.assertEqual(self.apply().code, 0)
+        self.to(START_S - FAKE_T0 + 60)
+        r = self.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("~ future_reservation.gpus open gpus-20260108-0001 to Vertex AI", r.out.splitlines(), r)
+        self.assertEqual(self.affinities(), [[{
+            "reservationAffinityType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+            "values": ["projects/%s/zones/%s/reservations/gpus-20260108-0001" % (PROJECT, ZONE)]}]])
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
+        self.fake.advance(120)
+        self.assertEqual([j["state"] for j in self.live_jobs("train")], ["JOB_STATE_RUNNING"])
+
+    def test_lost_create_reply_is_not_a_second_job(self):
+        """The create's reply is lost when the window opens: the job found by its labels is the one run."""
+        self.declare(job_yaml())
+        self.assertEqual(self.apply().code, 0)
+        self.to(START_S - FAKE_T0 + 60)
+        self.fake.post("/_fake/faults", {"drop_after_processing_rate": 1.0, "methods": ["CreateCustomJob"]})
+        self.apply()
+        self.fake.post("/_fake/faults", {})
+        r = self.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("train")), 1)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
+        self.assertEqual(self.plan("-detailed-exitcode").code, 0)
+
     def test_declined_booking_leaves_the_job_waiting(self):
         self.fake.post("/_fake/future-reservations", {"mode": "decline"})
         self.declare(job_yaml())
@@ -159,6 +189,23 @@ class FutureJobs(FakeTestCase):
                           "window closed Tue 13 Jan 09:00 UTC: a job is not started in a closed window"])
 
     # ---- vx validate -------------------------------------------------------------------------
+
+    def test_job_level_reservation_names_a_reservation_too(self):
+        """reservation: on a job names a Reservation of the stack as well: every GPU pool's affinity."""
+        pool = ("---\nkind: Reservation\nname: gpus\nzone: %s\nmachineType: g2-standard-8\n"
+                "accelerators: [{type: nvidia-l4, count: 1}]\ncount: 2\n" % ZONE)
+        self.repo.jobs = {"a": pool, "b": job_yaml()}
+        self.repo.write()
+        r = self.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.affinities(), [[{
+            "reservationAffinityType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+            "values": [FULL]}]])
+        self.repo.jobs = {"a": pool, "b": job_yaml().replace("reservation: gpus", "reservation: gpu")}
+        self.repo.write()
+        self.assertEqual(self.validate(), (1, [
+            self.at(11, 14) + "reservation: \"gpu\" is neither a Reservation nor a FutureReservation of this "
+            "stack, nor a full name projects/PROJECT/zones/ZONE/reservations/NAME"]))
 
     def test_shape_mismatch_is_refused_at_its_line(self):
         self.declare(job_yaml(machine="g2-standard-12"))
