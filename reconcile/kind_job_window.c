@@ -87,8 +87,8 @@ int job_window_refused(struct loader *L, const struct ynode *doc, const struct y
 				"strategy out)",
 			  f->d.address);
 	else if (v && !strcmp(v->str, "SPOT"))
-		stack_err(L, v, "spec.scheduling.strategy: SPOT cannot run in %s's window: Spot VMs do not use "
-				"reservations; use STANDARD (or leave strategy out)",
+		stack_err(L, v, "spec.scheduling.strategy: SPOT cannot run in %s's window: the booked capacity is "
+				"reserved on-demand VMs, not Spot; use STANDARD (or leave strategy out)",
 			  f->d.address);
 	if (rs && rs->kind == YNODE_MAP && (v = stack_get_value(rs, "fallback")) != NULL)
 		stack_err(L, v, "resubmit.fallback: a job in %s's window takes no fallback ladder (its rungs would "

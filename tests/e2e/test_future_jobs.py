@@ -226,8 +226,8 @@ class FutureJobs(FakeTestCase):
             "strategy out)"]))
         self.declare(job_yaml(scheduling="{strategy: SPOT}"))
         self.assertEqual(self.validate(), (1, [
-            self.at(22, 26) + "spec.scheduling.strategy: SPOT cannot run in future_reservation.gpus's window: Spot "
-            "VMs do not use reservations; use STANDARD (or leave strategy out)"]))
+            self.at(22, 26) + "spec.scheduling.strategy: SPOT cannot run in future_reservation.gpus's window: the "
+            "booked capacity is reserved on-demand VMs, not Spot; use STANDARD (or leave strategy out)"]))
 
     def test_persistent_resource_is_refused(self):
         self.declare(job_yaml(extra="persistentResource: pool\n"))
