@@ -40,12 +40,14 @@ static void when_text(char *out, size_t n, int64_t ms)
 		 tm.tm_min);
 }
 
-/* How far ahead ms is, to the minute: "3d 4h", "5h 20m", "12m". */
+/* How far ahead ms is, to the minute: "3d 4h", "5h 20m", "12m", "less than a minute". */
 static void ahead_text(char *out, size_t n, int64_t ms)
 {
 	int64_t m = ms / 60000, d = m / 1440, h = m % 1440 / 60;
 
-	if (d)
+	if (!m)
+		snprintf(out, n, "less than a minute");
+	else if (d)
 		snprintf(out, n, "%" PRId64 "d %" PRId64 "h", d, h);
 	else if (h)
 		snprintf(out, n, "%" PRId64 "h %" PRId64 "m", h, m % 60);

@@ -36,6 +36,7 @@
 #include "reconcile/load/machines.h"
 #include "reconcile/load/ynode.h"
 #include "reconcile/planner.h"
+#include "reconcile/provider_future.h"
 #include "util/buf.h"
 #include "util/banned.h"
 
@@ -213,6 +214,23 @@ int job_window_gate(struct planner *pl, const struct kind_plan_input *in, struct
 
 /* ---- apply ---- */
 
+/*
+ * Whether the booking's reservation stays closed to Vertex AI in this apply:
+ * the plan relied on the booking's update opening it, and that update is no
+ * longer in the plan applied (vx watch holds back what was not reviewed).
+ */
+static int left_closed(const struct plan *p, const struct stack_future *f)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *fa = &p->actions[i];
+		const struct live_future *l = fa->klive;
+
+		if (fa->kind_of == &kind_future && !strcmp(fa->address, f->d.address))
+			return l && !l->vertex_open && fa->op != PLAN_UPDATE;
+	}
+	return 0;
+}
+
 int job_window_blocked(struct applier *a, const struct plan_action *pa)
 {
 	const struct stack_job *j = job_action_job(pa);
@@ -223,6 +241,10 @@ int job_window_blocked(struct applier *a, const struct plan_action *pa)
 		return 0;
 	if (!job_action_of(pa)->window_reservation)
 		vx_err_set(&e, VX_EINVAL, "not sent: no reservation delivered for %s is known", f->d.address);
+	else if (left_closed(a->plan, f))
+		vx_err_set(&e, VX_EINVAL, "not sent: %s's reservation is not open to Vertex AI, and this apply does "
+					  "not open it (vxapply does)",
+			   f->d.address);
 	else if (applier_has_failed(a, f->d.address))
 		vx_err_set(&e, VX_EINVAL, "not sent: it runs in %s's window, whose reservation was not opened to "
 					  "Vertex AI",

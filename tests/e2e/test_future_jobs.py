@@ -6,6 +6,7 @@ booking's capacity is delivered and open to Vertex AI; then it is created once, 
 delivered, by its full name. vx validate refuses what cannot run in a window at its line.
 """
 import json
+import time
 import urllib.request
 
 from harness import PROJECT, REGION, FakeTestCase
@@ -104,6 +105,14 @@ class FutureJobs(FakeTestCase):
                          ["job.train wait", "g2-standard-8 ×2, 1×L4, STANDARD in us-central1",
                           "window opens Thu 08 Jan 09:00 UTC (in 7d 8h); runs once future_reservation.gpus's "
                           "capacity is delivered (APPROVED)"])
+        self.to(START_S - FAKE_T0 - (5 * 3600 + 20 * 60))
+        self.assertEqual(self.job_block(self.plan().out)[2],
+                         "window opens Thu 08 Jan 09:00 UTC (in 5h 20m); runs once future_reservation.gpus's "
+                         "capacity is delivered (APPROVED)")
+        self.to(START_S - FAKE_T0 - 59)
+        self.assertEqual(self.job_block(self.plan().out)[2],
+                         "window opens Thu 08 Jan 09:00 UTC (in less than a minute); runs once future_reservation.gpus's "
+                         "capacity is delivered (APPROVED)")
         # The window opens: the booking's reservation is opened to Vertex AI, then the job created on it.
         self.to(START_S - FAKE_T0 + 60)
         r = self.plan("-detailed-exitcode")
@@ -159,6 +168,29 @@ class FutureJobs(FakeTestCase):
         self.assertEqual(len(self.live_jobs("train")), 1)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
         self.assertEqual(self.plan("-detailed-exitcode").code, 0)
+
+    def test_watch_does_not_create_on_a_reservation_it_does_not_open(self):
+        """vx watch (without -sync) holds back the booking's unreviewed update that opens the reservation,
+        and the job's create with it: nothing is sent onto a reservation Vertex AI would refuse."""
+        # The watcher's clock (VX_NOW) signs its token requests, which the fake checks against the real
+        # time: the fake's clock is set to the real time and the window starts two minutes ahead.
+        real = int(time.time())
+        self.fake.post("/_fake/clock", {"set_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(real))})
+        start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(real + 120))
+        self.repo.jobs = {"a": BOOKING.replace(START, start), "b": job_yaml()}
+        self.repo.write()
+        self.assertEqual(self.apply().code, 0)
+        self.fake.advance(180)
+        r = self.repo.vx("watch", self.repo.dir, "-once", env={"VX_NOW": self.now()})
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual([l.split(" ", 1)[1] for l in r.out.splitlines()], [
+            "unapplied: future_reservation.gpus: declared but not applied (the plan says update); waiting for vxapply",
+            "unapplied: job.train: declared but not applied (the plan says create); waiting for vxapply"])
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 0)
+        self.assertNotIn("reservationSharingPolicy", self.delivered())
+        r = self.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
 
     def test_declined_booking_leaves_the_job_waiting(self):
         self.fake.post("/_fake/future-reservations", {"mode": "decline"})
