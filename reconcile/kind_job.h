@@ -312,7 +312,8 @@ struct job_action {
 	int refused;			  /* a noop for a refused create that no apply asks again without
 				* -replace (not in resubmit.on, or the budget spent) */
 	int after_rerun;		  /* a rerun because a dependency (after:) has a new run: the applied
-				* declaration asks for it (reconcile/sweep_plan.c) */	/* A create of a job in a booking's window (stack_job.booking): the full name of the
+				* declaration asks for it (reconcile/sweep_plan.c) */
+	/* A create of a job in a booking's window (stack_job.booking): the full name of the
 	 * reservation Google delivered, which it runs on (reconcile/kind_job_window.c); else NULL. */
 	char *window_reservation;
 };
