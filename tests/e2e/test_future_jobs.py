@@ -209,6 +209,19 @@ class FutureJobs(FakeTestCase):
             self.assertEqual(self.apply().code, 0)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 0)
 
+    def test_failed_booking_leaves_the_job_waiting(self):
+        self.fake.post("/_fake/future-reservations", {"mode": "fail"})
+        self.declare(job_yaml())
+        self.assertEqual(self.apply().code, 0)
+        self.to(START_S - FAKE_T0 + 60)
+        r = self.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.job_block(r.out)[2],
+                         "future_reservation.gpus is FAILED: nothing will be delivered, so the job does not start; "
+                         "book again (plan with -replace future_reservation.gpus) or remove its reservation:")
+        self.assertEqual(self.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 0)
+
     def test_window_closed(self):
         """Past the window's end no job is started (the reservation is gone with it)."""
         self.declare(job_yaml())
@@ -249,6 +262,23 @@ class FutureJobs(FakeTestCase):
         self.assertEqual(self.validate(), (1, [
             self.at(16, 14) + "reservation: the job's worker pools with GPUs ask for 3 VMs; "
             "future_reservation.gpus books 2"]))
+
+    def test_accelerator_type_and_count_must_be_the_booked_ones(self):
+        """The booking's Compute name (nvidia-tesla-t4) is compared as Vertex's (NVIDIA_TESLA_T4)."""
+        t4 = BOOKING.replace("g2-standard-8", "n1-standard-8").replace("nvidia-l4", "nvidia-tesla-t4")
+        job = job_yaml(machine="n1-standard-8").replace("NVIDIA_L4", "NVIDIA_TESLA_V100")
+        self.repo.jobs = {"a": t4, "b": job}
+        self.repo.write()
+        self.assertEqual(self.validate(), (1, [
+            self.at(19, 66) + "spec.workerPoolSpecs[0].machineSpec.acceleratorType: NVIDIA_TESLA_V100, but "
+            "future_reservation.gpus books nvidia-tesla-t4 (NVIDIA_TESLA_T4) GPUs; a job in the window runs on "
+            "exactly the booked machine type and GPUs"]))
+        self.repo.jobs = {"a": t4, "b": job_yaml(machine="n1-standard-8", count=2).replace("NVIDIA_L4", "NVIDIA_TESLA_T4")}
+        self.repo.write()
+        self.assertEqual(self.validate(), (1, [
+            self.at(19, 101) + "spec.workerPoolSpecs[0].machineSpec.acceleratorCount: 2, but "
+            "future_reservation.gpus books 1 NVIDIA_TESLA_T4 per VM; a job in the window runs on exactly the "
+            "booked machine type and GPUs"]))
 
     def test_flex_start_and_spot_are_refused(self):
         self.declare(job_yaml(scheduling="{strategy: FLEX_START, timeout: 2d}"))
