@@ -454,7 +454,8 @@ static int plan_known(struct plan *p, const struct kind_plan_input *in, const st
 		return plan_rebook(p, in, d, l, r, why);
 	if (r->spec_hash && d->d.hash[0] && strcmp(r->spec_hash, d->d.hash) != 0)
 		return plan_vx_only(p, d, l, r);
-	if (future_needs_opening(l)) {
+	/* After the end Compute has deleted the delivered reservation: nothing to open. */
+	if (future_needs_opening(l) && !(in->now_ms && in->now_ms >= l->end_ms)) {
 		if (!(a = add(p, PLAN_UPDATE, d->d.address, d, l, r)))
 			return VX_ENOMEM;
 		return set_reason(a, vx_asprintf("%s: open reservation %s to Vertex AI (serviceShareType ALLOW_ALL), "

@@ -233,6 +233,18 @@ class FutureJobs(FakeTestCase):
                          ["job.train wait", "g2-standard-8 ×2, 1×L4, STANDARD in us-central1",
                           "window closed Tue 13 Jan 09:00 UTC: a job is not started in a closed window"])
 
+    def test_no_opening_after_the_window_closed(self):
+        """Once the window has closed Compute has deleted the delivered reservation: the booking is not
+        planned to be opened to Vertex AI (an update that could only fail on a reservation gone)."""
+        self.repo.jobs = {"a": BOOKING}
+        self.repo.write()
+        self.assertEqual(self.apply().code, 0)
+        self.to(START_S - FAKE_T0 + 5 * 86400 + 60)
+        r = self.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("Reservations.Update"), 0)
+
     # ---- vx validate -------------------------------------------------------------------------
 
     def test_job_level_reservation_names_a_reservation_too(self):
