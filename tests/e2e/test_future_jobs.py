@@ -171,7 +171,8 @@ class FutureJobs(FakeTestCase):
 
     def test_watch_does_not_create_on_a_reservation_it_does_not_open(self):
         """vx watch (without -sync) holds back the booking's unreviewed update that opens the reservation,
-        and the job's create with it: nothing is sent onto a reservation Vertex AI would refuse."""
+        and the job's create with it: nothing is sent onto a reservation Vertex AI would refuse. With -sync
+        the watcher opens it and creates the job, in that order."""
         # The watcher's clock (VX_NOW) signs its token requests, which the fake checks against the real
         # time: the fake's clock is set to the real time and the window starts two minutes ahead.
         real = int(time.time())
@@ -188,8 +189,12 @@ class FutureJobs(FakeTestCase):
             "unapplied: job.train: declared but not applied (the plan says create); waiting for vxapply"])
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 0)
         self.assertNotIn("reservationSharingPolicy", self.delivered())
-        r = self.apply()
-        self.assertEqual(r.code, 0, r)
+        # With -sync it applies what the files say: the opening first, then the job.
+        r = self.repo.vx("watch", self.repo.dir, "-once", "-sync", env={"VX_NOW": self.now()})
+        self.assertEqual((r.code, r.err), (2, ""), r)  # 2: it acted
+        lines = [l.split(" ", 1)[1] for l in r.out.splitlines()]
+        self.assertEqual(lines[0], "act: ~ future_reservation.gpus open gpus to Vertex AI", r)
+        self.assertRegex(lines[1], r"^act: \+ job\.train create projects/\d+/locations/us-central1/customJobs/\d+$")
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
 
     def test_declined_booking_leaves_the_job_waiting(self):
