@@ -707,7 +707,7 @@ const struct kind kind_future = {
 	.live_release = fr_live_release,
 	.watch_runs = 0,
 	.decision = fr_decision,
-	/* Its own pass (test_kind: each row one); after the jobs', as no job names a booking yet. */
+	/* Its own pass (test_kind: each row one), before the jobs' (table order): a job's reservation: names a booking. */
 	.load_alloc = kind_future_load_alloc,
 	.load_read = kind_future_load_read,
 	.decl_hash = kind_future_decl_hash,
