@@ -417,6 +417,15 @@ struct kind {
 	 * stack (kind_count_decls, kind_decl_at, kind_find_decl).
 	 */
 	size_t decl_size;
+	/*
+	 * Once every kind planned (planner_run, in phase order, before the
+	 * sweeps' limits): holds back this kind's actions that wait on what
+	 * another kind's actions in the same plan do (a job in a booking's
+	 * window waits until the capacity is delivered and open to Vertex AI,
+	 * which the booking's own update, applied first by phase order, may
+	 * do). 0 or VX_ENOMEM. NULL: nothing waits so.
+	 */
+	int (*plan_after)(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err);
 };
 
 /*

@@ -390,7 +390,8 @@ static int plan_known(struct plan *p, const struct kind_plan_input *in, const st
 		return plan_rebook(p, in, d, l, r, why);
 	if (r->spec_hash && d->d.hash[0] && strcmp(r->spec_hash, d->d.hash) != 0)
 		return plan_vx_only(p, d, l, r);
-	if (future_needs_opening(l)) {
+	/* After the end Compute has deleted the delivered reservation: nothing to open. */
+	if (future_needs_opening(l) && !(in->now_ms && in->now_ms >= l->end_ms)) {
 		if (!(a = add(p, PLAN_UPDATE, d->d.address, d, l, r)))
 			return VX_ENOMEM;
 		return plan_action_reason(a, vx_asprintf("%s: open reservation %s to Vertex AI (serviceShareType ALLOW_ALL), "
@@ -612,7 +613,7 @@ const struct kind kind_future = {
 	.live_release = fr_live_release,
 	.watch_runs = 0,
 	.decision = fr_decision,
-	/* Its own pass (test_kind: each row one); after the jobs', as no job names a booking yet. */
+	/* Its own pass (test_kind: each row one), before the jobs' (table order): a job's reservation: names a booking. */
 	.load_alloc = kind_future_load_alloc,
 	.load_read = kind_future_load_read,
 	.decl_hash = kind_future_decl_hash,

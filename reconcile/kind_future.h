@@ -42,6 +42,21 @@ int kind_future_load_read(struct load_pass *B, const struct ynode *doc);
 int kind_future_decl_hash(struct stack *st);
 void kind_future_decl_release(struct stack_kind_decls *slot);
 
+/*
+ * A job in f's window (a CustomJob's reservation: NAME; kind_future_window.c):
+ * whether it may be created now, as plan p (every kind planned) and the
+ * refresh (live, NULL when off) say. 1 with *reservation the full name
+ * projects/P/zones/Z/reservations/N of the reservation Google delivered
+ * (open to Vertex AI, or opened by p's update of the booking, which apply
+ * runs first); 0 with *why what the job waits for, in the plan's words
+ * ("window opens Tue 08 Dec 09:00 UTC (in 3d 4h); ..."). Both owned by the
+ * caller. now_ms 0: unknown (no "in ..."). VX_ENOMEM.
+ */
+struct live_set;
+struct plan;
+int future_window_ready(char **reservation, char **why, const struct stack_future *f, const struct plan *p,
+			const struct live_set *live, int64_t now_ms, const char *project) VX_WUR;
+
 /* The kind's row of kind_table (reconcile/kind.h). */
 extern const struct kind kind_future;
 

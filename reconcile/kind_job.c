@@ -747,6 +747,7 @@ static void job_action_release(void *payload)
 	free(j->adopt_name);
 	free(j->live_state);
 	free(j->error_message);
+	free(j->window_reservation);
 }
 
 const struct job_action *job_action_of(const struct plan_action *a)
@@ -802,4 +803,5 @@ const struct kind kind_job = {
 	.action_size = sizeof(struct job_action),
 	.action_release = job_action_release,
 	.import_form = "projects/P/locations/REGION/customJobs/ID",
+	.plan_after = job_window_gate,
 };

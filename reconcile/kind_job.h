@@ -72,6 +72,9 @@ struct stack_job {
 	char **after; /* after: the addresses it waits for ("job.train", a sweep or a slice) */
 	size_t nafter;
 	char *output_dir; /* spec.baseOutputDirectory.outputUriPrefix as sent, or NULL */
+	/* reservation: naming a FutureReservation of the stack: its name (the job runs in
+	 * its window, on the reservation Google delivers; kind_job_window.c), else NULL. */
+	char *booking;
 };
 
 /*
@@ -310,6 +313,9 @@ struct job_action {
 				* -replace (not in resubmit.on, or the budget spent) */
 	int after_rerun;		  /* a rerun because a dependency (after:) has a new run: the applied
 				* declaration asks for it (reconcile/sweep_plan.c) */
+	/* A create of a job in a booking's window (stack_job.booking): the full name of the
+	 * reservation Google delivered, which it runs on (reconcile/kind_job_window.c); else NULL. */
+	char *window_reservation;
 };
 
 /*

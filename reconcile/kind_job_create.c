@@ -201,6 +201,8 @@ struct create {
 	int done;  /* settled without a create (adopted) */
 	size_t region_ix; /* its region's place among the regions, by first appearance */
 	size_t rank;      /* how many creates of its region come before it in the plan */
+	char *spec_json;  /* owned: the spec to send when not the rung's own (a job in a booking's
+			   * window, on the reservation Google delivered: job_window_spec), or NULL */
 };
 
 /* The region of the rung c's run goes on. */
@@ -457,7 +459,8 @@ static void fill_request(struct applier *a, struct task *t, const struct create 
 	t->req.display_name = c->job->display_name;
 	t->req.labels = c->labels;
 	t->req.nlabels = c->nlabels;
-	t->req.spec_json = stack_job_rung_spec(c->job, job_action_of(c->pa)->rung)->canonical_json;
+	t->req.spec_json = c->spec_json ? c->spec_json
+					: stack_job_rung_spec(c->job, job_action_of(c->pa)->rung)->canonical_json;
 	t->req.fence = applier_fence(a);
 }
 
@@ -523,7 +526,7 @@ static int do_adopts(struct applier *a, struct vx_err *err)
 		const struct plan_action *pa = &a->plan->actions[i];
 		const struct job_action *ja = job_action_of(pa);
 		const struct stack_job *j = decl_job(pa);
-		struct create c = { pa, j, NULL, 0, 0, 0, 0 };
+		struct create c = { pa, j, NULL, 0, 0, 0, 0, NULL };
 		struct live_job lj;
 		int rc;
 
@@ -752,7 +755,7 @@ static int collect_creates(struct applier *a, struct create *cs, size_t *n, stru
 
 		if (!is_create(pa->op) || !decl_job(pa))
 			continue;
-		if (needs_failed_reservation(a, pa) || needs_unready_persistent(a, pa))
+		if (needs_failed_reservation(a, pa) || needs_unready_persistent(a, pa) || job_window_blocked(a, pa))
 			continue;
 		/* A replace whose cancel failed must not start a second run. */
 		if (pa->op == PLAN_REPLACE) {
@@ -765,9 +768,11 @@ static int collect_creates(struct applier *a, struct create *cs, size_t *n, stru
 		}
 		cs[*n].pa = pa;
 		cs[*n].job = decl_job(pa);
-		if (make_labels(a, &cs[*n]) < 0)
-			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		/* Counted first: the caller frees what a failed one holds. */
 		(*n)++;
+		if (make_labels(a, &cs[*n - 1]) < 0 ||
+		    job_window_spec(&cs[*n - 1].spec_json, a->st, cs[*n - 1].job, job_action_of(pa)) < 0)
+			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
 	}
 	if (order_round_robin(cs, *n) < 0)
 		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
@@ -966,8 +971,10 @@ static int do_creates(struct applier *a, struct vx_err *err)
 		vx_err_release(&later);
 	}
 done:
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		vx_labels_free(cs[i].labels, cs[i].nlabels);
+		free(cs[i].spec_json);
+	}
 	free(cs);
 	return rc;
 }

@@ -108,6 +108,23 @@ int job_run_moved(const struct plan_run *cur, const struct plan_decl *d);
 /* What rung k of j's ladder is (0: the declared job), borrowing from j. */
 void job_rung_id(struct plan_rung_id *out, const struct stack_job *j, int64_t k);
 
+/*
+ * kind_job_window.c: jobs in a booking's window. job_window_gate is the row's
+ * plan_after: a create of such a job waits (PLAN_WAIT, with the reason)
+ * until the booking's capacity is delivered and open to Vertex AI, else it
+ * gets the delivered reservation's name (job_action.window_reservation).
+ * job_window_blocked: 1 when the create must not be sent (recorded as a
+ * failure of the apply), else 0. job_window_spec: into *out (owned) the
+ * spec to send when the delivered reservation is not the declared name,
+ * else NULL; 0 or VX_ENOMEM.
+ */
+struct planner;
+struct kind_plan_input;
+struct applier;
+int job_window_gate(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err);
+int job_window_blocked(struct applier *a, const struct plan_action *pa);
+int job_window_spec(char **out, const struct stack *st, const struct stack_job *j, const struct job_action *ja) VX_WUR;
+
 /* kind_job_foreign.c: live jobs no declaration accounts for. */
 void job_check_other_lineage(struct builder *b);
 void job_check_released(struct builder *b);

@@ -7,6 +7,7 @@
 #include "reconcile/kind_job_load.h"
 #include "reconcile/stack_loader.h"
 #include "reconcile/kind.h"
+#include "reconcile/kind_future.h"
 #include "reconcile/kind_persistent.h"
 
 #include <stdint.h>
@@ -24,7 +25,7 @@
 #include "util/banned.h"
 
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
-					"persistentResource",
+					"persistentResource", "reservation",
 					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove",
 					"matrix", "maxParallel", "maxFailed", "after" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
@@ -64,6 +65,7 @@ void stack_job_release(struct stack_job *j)
 		free(j->after[i]);
 	free(j->after);
 	free(j->output_dir);
+	free(j->booking);
 }
 
 /* The largest of d, h, m, s that divides ms, for messages ("30d", "15m"). */
@@ -265,7 +267,8 @@ static int pool_has_accelerators(const struct ynode *pool)
  * projects/P/zones/Z/reservations/N the form Vertex documents
  * (SPECIFIC_RESERVATION, key compute.googleapis.com/reservation-name,
  * values [the name]), whose zone must be in the rung's region (spec_check
- * checks a declared one's zone itself).
+ * checks a declared one's zone itself). path is the rung's, or "" for the
+ * job's own reservation: key.
  */
 static struct ynode *rung_affinity(struct loader *L, struct synth *sy, struct ynode *res,
 				   const char *region, const char *path)
@@ -292,15 +295,15 @@ static struct ynode *rung_affinity(struct loader *L, struct synth *sy, struct yn
 	}
 	if (sscanf(res->str, "projects/%*[^/]/zones/%63[^/]/reservations/%*[a-z0-9-]%n", zone, &end) != 1 ||
 	    end <= 0 || res->str[end] != '\0' || !stack_names_zone_valid(zone)) {
-		stack_err(L, res, "%s.reservation: \"%s\" is neither a reservation of this stack nor a "
+		stack_err(L, res, "%s%sreservation: \"%s\" is neither a reservation of this stack nor a "
 				  "full name projects/PROJECT/zones/ZONE/reservations/NAME",
-			  path, res->str);
+			  path, *path ? "." : "", res->str);
 		return NULL;
 	}
 	if (strncmp(zone, region, strlen(region)) != 0 || zone[strlen(region)] != '-' ||
 	    strchr(zone + strlen(region) + 1, '-')) {
-		stack_err(L, res, "%s.reservation: \"%s\" is in zone %s, outside the rung's region %s",
-			  path, res->str, zone, region);
+		stack_err(L, res, "%s%sreservation: \"%s\" is in zone %s, outside the %s's region %s",
+			  path, *path ? "." : "", res->str, zone, *path ? "rung" : "job", region);
 		return NULL;
 	}
 	items = synth_alloc(sy, sizeof(*items));
@@ -402,9 +405,9 @@ static struct ynode *rung_pools(struct loader *L, struct synth *sy, const struct
 		items[i] = npool;
 	}
 	if (!hits) {
-		stack_err(L, ms ? ms : res, "%s.%s: no worker pool of the spec has accelerators "
+		stack_err(L, ms ? ms : res, "%s%s%s: no worker pool of the spec has accelerators "
 					    "to %s",
-			  path, ms ? "machineSpec" : "reservation",
+			  path, *path ? "." : "", ms ? "machineSpec" : "reservation",
 			  ms ? "replace the machineSpec of" : "reserve");
 		return NULL;
 	}
@@ -703,6 +706,109 @@ static int read_on_persistent(struct loader *L, struct stack_job *j, const struc
 	return 1;
 }
 
+/* reservation: a plain name that is neither a Reservation nor a FutureReservation of the stack. */
+static int reservation_unknown(struct loader *L, const struct ynode *res, const struct spec_env *env)
+{
+	if (strchr(res->str, '/'))
+		return 0; /* a full name: rung_affinity checks its form */
+	for (size_t i = 0; i < env->nreservations; i++)
+		if (!strcmp(env->reservations[i].name, res->str))
+			return 0;
+	stack_err(L, res, "reservation: \"%s\" is neither a Reservation nor a FutureReservation of this stack, "
+			  "nor a full name projects/PROJECT/zones/ZONE/reservations/NAME",
+		  res->str);
+	return 1;
+}
+
+/*
+ * What a job-level reservation: may not come with: a persistent resource
+ * (Vertex AI training uses neither flex-start nor persistent resources with
+ * a reservation), a reservationAffinity of its own in a pool, and for a
+ * booking job_window_refused's. 1 when one was reported.
+ */
+static int reservation_refused(struct loader *L, const struct ynode *doc, const struct ynode *spec,
+			       const struct ynode *res, const struct stack_future *f, const struct spec_env *env)
+{
+	const struct ynode *pools = ynode_get(spec, "workerPoolSpecs"), *v;
+	size_t before = L->nerr;
+
+	if ((v = stack_get_value(doc, "persistentResource")) != NULL)
+		stack_err(L, v, "persistentResource: a job on a reservation (reservation: %s) cannot also run on a "
+				"persistent resource; Vertex AI training does not use persistent resources with "
+				"reservations",
+			  res->str);
+	for (size_t i = 0; pools && pools->kind == YNODE_SEQ && i < pools->n; i++) {
+		const struct ynode *ms = ynode_get(pools->items[i], "machineSpec");
+
+		if (ms && ms->kind == YNODE_MAP && (v = ynode_get(ms, "reservationAffinity")) != NULL)
+			stack_err(L, v, "spec.workerPoolSpecs[%zu].machineSpec.reservationAffinity: the job's "
+					"reservation: %s sets it; remove one of the two",
+				  i, res->str);
+	}
+	if (f)
+		(void)job_window_refused(L, doc, spec, f, res, env->region);
+	else
+		(void)reservation_unknown(L, res, env);
+	return L->nerr != before;
+}
+
+/* A scalar at at's place holding a copy of text (kept in sy), or NULL. */
+static struct ynode *synth_text(struct synth *sy, const struct ynode *at, char *text)
+{
+	char *copy = text ? synth_alloc(sy, strlen(text) + 1) : NULL;
+
+	if (copy)
+		memcpy(copy, text, strlen(text) + 1);
+	free(text);
+	return copy ? synth_scalar(sy, at, copy) : NULL;
+}
+
+/*
+ * reservation: NAME on the job (issue 35). A Reservation of the stack or a
+ * full name is set as the reservationAffinity of every worker pool with
+ * accelerators, as a rung's is (the rungs inherit it; a rung's own
+ * replaces it). A FutureReservation: the job runs in its window
+ * (kind_job_window.c); its pools name the booking's own name, and the
+ * create sends the reservation Google delivered. 0 when the job names
+ * none (the caller checks the spec), else 1 (checked here).
+ */
+static int read_on_reservation(struct loader *L, struct stack_job *j, const struct ynode *doc,
+			       const struct ynode *spec, const struct stack *st, const struct spec_env *env)
+{
+	struct ynode *res = stack_get_value(doc, "reservation") ? ynode_get(doc, "reservation") : NULL;
+	const struct stack_future *f;
+	struct ynode *at, *aff, *np, *top;
+	struct synth sy = { 0 };
+
+	if (!res)
+		return 0;
+	f = stack_is_string(res) ? stack_find_future(st, res->str) : NULL;
+	if (!stack_is_string(res) || reservation_refused(L, doc, spec, res, f, env)) {
+		if (!stack_is_string(res))
+			stack_wrong_type(L, res, "reservation", "string");
+		check_spec(L, &j->spec, spec, env, "", NULL);
+		return 1;
+	}
+	at = f ? synth_text(&sy, res, job_window_planned_name(st->project, f)) : res;
+	aff = at ? rung_affinity(L, &sy, at, env->region, "") : NULL;
+	np = aff ? rung_pools(L, &sy, spec, doc, NULL, at, aff, "") : NULL;
+	top = np ? synth_map_copy(&sy, spec, 1) : NULL;
+	if (top) {
+		synth_set(top, ynode_get_key(spec, "workerPoolSpecs"), np);
+		check_spec(L, &j->spec, top, env, "", NULL);
+		if (f && j->spec.canonical_json) {
+			j->booking = stack_dup_opt(L, f->d.name);
+			job_window_check(L, j, spec, f, res);
+		} else if (!f) {
+			read_fallback(L, j, doc, top, env);
+		}
+	}
+	if (sy.oom)
+		stack_oom(L);
+	synth_release(&sy);
+	return 1;
+}
+
 int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct ynode *doc,
 			 const struct stack *st, const struct spec_env *env_base, struct seen *seen,
 			 size_t *nseen)
@@ -761,7 +867,7 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 		stack_wrong_type(L, spec, "spec", "mapping");
 	} else {
 		env.region = j->region ? j->region : st->region;
-		if (!read_on_persistent(L, j, doc, spec, st, &env)) {
+		if (!read_on_reservation(L, j, doc, spec, st, &env) && !read_on_persistent(L, j, doc, spec, st, &env)) {
 			check_spec(L, &j->spec, spec, &env, "", NULL);
 			read_fallback(L, j, doc, spec, &env);
 		}

@@ -42,6 +42,22 @@ int stack_after_order(struct loader *L, const struct ynode *const *docs, size_t 
 /* sweep.c: every after: slice (job.NAME[k=v]) names at least one run. */
 void stack_after_check(struct loader *L, const struct stack *st, const struct ynode *const *docs, size_t n);
 
+/*
+ * kind_job_window.c: a job whose reservation: (at) names the FutureReservation f.
+ * job_window_refused reports what such a job may not have (a region without
+ * f's zone, FLEX_START or SPOT, a ladder): 1 when it reported one, else 0.
+ * job_window_check, once j's spec is checked, reports each worker pool with
+ * GPUs that is not the booked shape and more VMs than booked, and warns of a
+ * timeout longer than a calendar window.
+ */
+struct stack_future;
+int job_window_refused(struct loader *L, const struct ynode *doc, const struct ynode *spec,
+		       const struct stack_future *f, const struct ynode *at, const char *region);
+void job_window_check(struct loader *L, const struct stack_job *j, const struct ynode *spec,
+		      const struct stack_future *f, const struct ynode *at);
+/* The reservation name a job in f's window declares: projects/P/zones/Z/reservations/NAME. Caller frees. */
+char *job_window_planned_name(const char *project, const struct stack_future *f);
+
 /* kind_job_load.c: the row's loader slots (struct kind), for kind_job.c's row. */
 int kind_job_load_alloc(struct load_pass *B, size_t n);
 int kind_job_load_prepare(struct load_pass *B);

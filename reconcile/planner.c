@@ -48,6 +48,13 @@ int planner_run(struct planner *out, const struct stack *st, const struct state 
 		kin.scratch = &out->scratch[k];
 		rc = kind_table[k]->plan(out, &kin, err);
 	}
+	/* Then what waits on another kind's actions, in phase order. */
+	for (size_t k = 0; k < kind_count && rc == 0; k++) {
+		if (!kind_table[k]->plan_after)
+			continue;
+		kin.scratch = &out->scratch[k];
+		rc = kind_table[k]->plan_after(out, &kin, err);
+	}
 	if (rc == 0 && sweep_plan_limit(&out->plan, st) < 0)
 		rc = vx_err_set(err, VX_ENOMEM, "plan: out of memory");
 	if (rc < 0) {

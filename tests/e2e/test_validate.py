@@ -65,7 +65,7 @@ class ValidateTest(unittest.TestCase):
                       lines)
         self.assertIn("stack multi-gpu: 3 jobs, 0 reservations, 0 quota preferences: valid",
                       lines)
-        self.assertIn("stack calendar: 0 jobs, 1 future reservation, 0 reservations, 0 quota preferences: valid",
+        self.assertIn("stack calendar: 2 jobs, 1 future reservation, 0 reservations, 0 quota preferences: valid",
                       lines)
 
     def test_good_stack_summary(self):

@@ -32,7 +32,9 @@ CONFIG_DEFAULTS = {
     "approval_seconds": 60,        # PENDING_APPROVAL -> APPROVED / DECLINED (secondary sources: about a minute)
     "lock_seconds": 0,             # lockTime = startTime - lock_seconds (not stated; see _approve)
     "provisioning_seconds": 0,     # PROVISIONING -> FULFILLED (the proto: never more than 24 h)
+    "auto_name": "inherit",        # the delivered reservation's name without namePrefix (see _inherited_name)
 }
+AUTO_NAMES = ("inherit", "dated")
 DAY = 86400
 # gcloud's mask paths that are not field names (singular, sic) -> the field they stand for.
 GCLOUD_PATHS = {"specificSkuProperties.instanceProperties.guestAccelerator":
@@ -80,7 +82,9 @@ class FutureReservations:
             raise ValueError("unknown keys %s; known: %s" % (sorted(unknown), sorted(CONFIG_DEFAULTS)))
         if "mode" in b and b["mode"] not in MODES:
             raise ValueError("mode must be one of %s" % ", ".join(MODES))
-        for k in set(b) - {"mode"}:
+        if "auto_name" in b and b["auto_name"] not in AUTO_NAMES:
+            raise ValueError("auto_name must be one of %s" % ", ".join(AUTO_NAMES))
+        for k in set(b) - {"mode", "auto_name"}:
             if not isinstance(b[k], (int, float)) or isinstance(b[k], bool) or b[k] < 0:
                 raise ValueError("%s must be a number >= 0" % k)
         self.config.update(b)
@@ -182,6 +186,15 @@ class FutureReservations:
             return fr["reservationName"]
         if fr.get("namePrefix"):
             return "%s-%s-%04d" % (fr["namePrefix"], common.fmt_ts(start)[:10].replace("-", ""), n)
+        return self._inherited_name(fr, start, n)
+
+    def _inherited_name(self, fr, start, n):
+        """The name without namePrefix or reservationName. UNCONFIRMED: gcloud's help says the reservation
+        inherits the request's name; auto_name "dated" scripts the other reading (the request's name as the
+        prefix, the proto's '-date-####' after it), so a client that reads status.autoCreatedReservations
+        rather than assuming the name can be tested."""
+        if self.config.get("auto_name") == "dated":
+            return "%s-%s-%04d" % (fr["name"][:20], common.fmt_ts(start)[:10].replace("-", ""), n)
         return fr["name"]
 
     def _deliver(self, key, rec, start):

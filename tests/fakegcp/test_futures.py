@@ -263,6 +263,20 @@ class FutureReservations(FakeTestCase):
         self.assertEqual([r["name"] for r in lst["items"]], ["pool"])
         self.assertEqual(self.get()["status"]["autoCreatedReservations"], [LINK + "/reservations/pool"])
 
+    def test_dated_auto_name(self):
+        # Without namePrefix or reservationName, auto_name "dated" scripts the reading other than gcloud's:
+        # the request's name with the date and a number after it.
+        self.insert(booking(prefix=None))
+        self.insert(booking(name="fr2", prefix=None))
+        st, cfg = self.fake.call("POST", "/_fake/future-reservations", {"auto_name": "dated"})
+        self.assertEqual((st, cfg["auto_name"]), (200, "dated"))
+        st, err = self.fake.call("POST", "/_fake/future-reservations", {"auto_name": "other"})
+        self.assertEqual(st, 400, err)
+        self.advance(T_START + 60)
+        self.assertEqual(self.get()["status"]["autoCreatedReservations"], [LINK + "/reservations/fr1-20260110-0001"])
+        self.assertEqual(self.get("fr2")["status"]["autoCreatedReservations"],
+                         [LINK + "/reservations/fr2-20260110-0001"])
+
 
 
 if __name__ == "__main__":
