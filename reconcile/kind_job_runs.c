@@ -251,10 +251,11 @@ const char *job_classify(struct failure_input *in, const struct live_set *kinds,
 			 const char *prev, struct job_window *w)
 {
 	char res[512];
+	int on = kinds && spec_reservation(spec_json, res, sizeof(res));
 	const char *cls;
 
 	memset(w, 0, sizeof(*w));
-	for (size_t i = 0; kinds && i < kind_count && spec_reservation(spec_json, res, sizeof(res)); i++)
+	for (size_t i = 0; on && i < kind_count; i++)
 		if (kind_table[i]->window_of && kind_table[i]->window_of(kinds, res, &w->win)) {
 			w->kind = kind_table[i];
 			in->window_end_ms = w->win.end_ms;

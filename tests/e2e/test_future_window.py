@@ -200,6 +200,13 @@ class FutureWindow(FakeTestCase):
         self.assertEqual(row[0].split()[:2], ["job.train", "FAILED"])
         self.assertTrue(row[0].endswith("gave up: window-ended: Resources are insufficient in region: "
                                         "us-central1. Try a different region or use a different accelerator."), r)
+        # The JSON forms carry the class too (their schemas are checked on every run).
+        r = self.repo.plan("-format", "json", env=self.env())
+        self.assertEqual([a["failure_class"] for a in json.loads(r.out)["actions"] if a["address"] == "job.train"],
+                         ["window-ended"], r)
+        r = self.vx("status", self.repo.dir, "-format", "json")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn('"window-ended"', r.out)
         r = self.vx("log", self.repo.dir, "job.train")
         self.assertEqual(r.code, 0, r)
         self.assertIn("failed (window-ended), ended 2026-01-13T09:00:00Z: code 8: Resources are insufficient in "
