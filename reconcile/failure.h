@@ -62,7 +62,7 @@ struct failure_input {
 	/* The end of the calendar window of the booking whose reservation the
 	 * run used (Unix ms), 0 = not on such a reservation or not known. */
 	int64_t window_end_ms;
-	int64_t ended_ms;         /* the job's endTime (Unix ms), 0 = not known */
+	int64_t ended_ms; /* the job's endTime (Unix ms), 0 = not known */
 };
 
 /*

@@ -189,18 +189,18 @@ int future_notify(struct notify_list *out, const struct plan_action *a, const ch
 	vx_time_format(end, sizeof(end), l->end_ms, VX_TIME_SECONDS);
 	if (now_ms >= l->end_ms)
 		return l->end_ms < since_ms ? 0
-		       : window_event(out, a, stack, NOTIFY_WINDOW_CLOSED, l->end_ms,
-				      vx_asprintf("the window closed at %s%s%s%s", end,
-						  calendar ? ": Google ended the runs on reservation " : "",
-						  calendar ? reservation_of(l) : "", calendar ? " and deleted it" : ""));
+					    : window_event(out, a, stack, NOTIFY_WINDOW_CLOSED, l->end_ms,
+							   vx_asprintf("the window closed at %s%s%s%s", end,
+								       calendar ? ": Google ended the runs on reservation " : "",
+								       calendar ? reservation_of(l) : "", calendar ? " and deleted it" : ""));
 	if (now_ms >= closing && closing > l->start_ms)
 		return closing < since_ms ? 0
-		       : window_event(out, a, stack, NOTIFY_WINDOW_CLOSING, closing,
-				      vx_asprintf("the window closes at %s%s%s%s", end,
-						  calendar ? ": Google ends the runs still on reservation " : "",
-						  calendar ? reservation_of(l) : "", calendar ? " then" : ""));
+					  : window_event(out, a, stack, NOTIFY_WINDOW_CLOSING, closing,
+							 vx_asprintf("the window closes at %s%s%s%s", end,
+								     calendar ? ": Google ends the runs still on reservation " : "",
+								     calendar ? reservation_of(l) : "", calendar ? " then" : ""));
 	return l->start_ms < since_ms ? 0
-	       : window_event(out, a, stack, NOTIFY_WINDOW_OPENED, l->start_ms,
-			      vx_asprintf("%" PRId64 " VMs in reservation %s until %s", l->total_count,
-					  reservation_of(l), end));
+				      : window_event(out, a, stack, NOTIFY_WINDOW_OPENED, l->start_ms,
+						     vx_asprintf("%" PRId64 " VMs in reservation %s until %s", l->total_count,
+								 reservation_of(l), end));
 }

@@ -74,7 +74,7 @@ struct failed {
 	const char *state, *msg, *cls;
 	int code, vanished;
 	int64_t at;                     /* its rung on today's ladder */
-	struct job_window window;       /* the booking whose window ended it (class window-ended) */
+	struct job_window window;	/* the booking whose window ended it (class window-ended) */
 };
 
 /* kind_job_diff.c: the builder's indexes and the actions it adds. */

@@ -277,11 +277,15 @@ const char *job_run_failure(const struct builder *b, const struct plan_decl *d, 
 {
 	const struct plan_run *cur = rec->current;
 	size_t n = d->nrungs > 1 ? d->nrungs : 1;
-	size_t k = f->at < 0 ? 0 : (uint64_t)f->at >= n ? n - 1 : (size_t)f->at;
+	size_t k = f->at < 0 ? 0 : (uint64_t)f->at >= n ? n - 1
+							: (size_t)f->at;
 	struct failure_input in = {
-		.state = f->state, .error_code = f->code, .message = f->msg,
+		.state = f->state,
+		.error_code = f->code,
+		.message = f->msg,
 		.scheduling = cur->rung_id.scheduling ? cur->rung_id.scheduling
-			      : d->rung_ids ? d->rung_ids[k].scheduling : NULL,
+			      : d->rung_ids	      ? d->rung_ids[k].scheduling
+						      : NULL,
 		.started = (f->lj ? f->lj->start_ms : 0) > 0 || cur->started_ms > 0,
 		.cancelled_by_vx = cur->cancelled_by_vx,
 		.ended_ms = f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms,
@@ -384,10 +388,12 @@ static char *window_reason(const struct failed *f, const char *when)
 
 	if (!f->window.kind)
 		return vx_asprintf("failed (window-ended at %s): the window of its booking closed; not resubmitted "
-				   "into a closed window", when);
+				   "into a closed window",
+				   when);
 	fmt_utc(end, sizeof(end), f->window.win.end_ms, 0);
 	return vx_asprintf("failed (window-ended at %s): the window of %s.%s closed at %s; not resubmitted into "
-			   "a closed window", when, f->window.kind->prefix, f->window.win.name, end);
+			   "a closed window",
+			   when, f->window.kind->prefix, f->window.win.name, end);
 }
 
 /*
@@ -413,17 +419,16 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 		job_set_fmt(b, &a->reason, window_reason(f, when));
 	else if (resubmits(d, f->cls))
 		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
-						   "(%" PRId64 "/%" PRId64 " attempts)", f->cls, when,
-						   seen ? next - 1 : cur->attempt, d->max_attempts));
+						       "(%" PRId64 "/%" PRId64 " attempts)",
+						       f->cls, when, seen ? next - 1 : cur->attempt, d->max_attempts));
 	else if (!strcmp(f->cls, "unknown"))
 		/* An ambiguous text errs towards not resubmitting, and says so. */
 		job_set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
-						   "knows this message, so it may fail the same way again "
-						   "(list unknown in resubmit.on to resubmit such failures)",
-						   when));
+						       "knows this message, so it may fail the same way again "
+						       "(list unknown in resubmit.on to resubmit such failures)",
+						       when));
 	else
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on",
-						   f->cls, when, f->cls));
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on", f->cls, when, f->cls));
 	job_note_seen(b, a, seen);
 	return a;
 }
@@ -572,7 +577,7 @@ static void window_words(char *out, size_t size, const struct state_run *run, co
 
 /* Refreshes run from the index; appends a summary line naming it when it changed. */
 static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
-		       const struct state_record *r, int earlier, const struct live_set *kinds, struct vx_buf *b)
+			  const struct state_record *r, int earlier, const struct live_set *kinds, struct vx_buf *b)
 {
 	const struct live_job *lj = job_live_lookup(idx, n, run->resource);
 	struct job_window w;
@@ -581,6 +586,7 @@ static size_t refresh_one(struct state_run *run, const struct live_job **idx, si
 
 	if (!lj)
 		return 0;
+	memset(&w, 0, sizeof(w));
 	old_state = vx_strdup(run->state);
 	changed = refresh_run(run, lj, r, kinds, &w);
 	window_words(why, sizeof(why), run, &w);

@@ -23,8 +23,18 @@
 #include "util/banned.h"
 
 const char *const notify_kind_names[NOTIFY_NKINDS] = {
-	"gave-up", "resubmitted", "succeeded", "stuck", "quota-granted", "quota-denied", "watch-error",
-	"booking-approved", "booking-declined", "window-opened", "window-closing", "window-closed",
+	"gave-up",
+	"resubmitted",
+	"succeeded",
+	"stuck",
+	"quota-granted",
+	"quota-denied",
+	"watch-error",
+	"booking-approved",
+	"booking-declined",
+	"window-opened",
+	"window-closing",
+	"window-closed",
 	"resource-error",
 };
 

@@ -28,19 +28,19 @@ struct vx_buf;
 
 /* The events, as bits: `on:` of a notify target is a mask of them. */
 enum notify_kind {
-	NOTIFY_GAVE_UP = 1u << 0,        /* "gave-up": failed and will not be resubmitted */
-	NOTIFY_RESUBMITTED = 1u << 1,    /* "resubmitted" */
-	NOTIFY_SUCCEEDED = 1u << 2,      /* "succeeded" */
-	NOTIFY_STUCK = 1u << 3,          /* "stuck": queued or pending past stuckAfter */
-	NOTIFY_QUOTA_GRANTED = 1u << 4,  /* "quota-granted" */
-	NOTIFY_QUOTA_DENIED = 1u << 5,   /* "quota-denied" */
-	NOTIFY_WATCH_ERROR = 1u << 6,    /* "watch-error": the same error 5 cycles in a row */
+	NOTIFY_GAVE_UP = 1u << 0,	   /* "gave-up": failed and will not be resubmitted */
+	NOTIFY_RESUBMITTED = 1u << 1,	   /* "resubmitted" */
+	NOTIFY_SUCCEEDED = 1u << 2,	   /* "succeeded" */
+	NOTIFY_STUCK = 1u << 3,		   /* "stuck": queued or pending past stuckAfter */
+	NOTIFY_QUOTA_GRANTED = 1u << 4,	   /* "quota-granted" */
+	NOTIFY_QUOTA_DENIED = 1u << 5,	   /* "quota-denied" */
+	NOTIFY_WATCH_ERROR = 1u << 6,	   /* "watch-error": the same error 5 cycles in a row */
 	NOTIFY_BOOKING_APPROVED = 1u << 7, /* "booking-approved": Google approved a future reservation */
 	NOTIFY_BOOKING_DECLINED = 1u << 8, /* "booking-declined" */
-	NOTIFY_WINDOW_OPENED = 1u << 9,  /* "window-opened": a booking's window began, capacity delivered */
-	NOTIFY_WINDOW_CLOSING = 1u << 10, /* "window-closing": window.closingLead before its end */
-	NOTIFY_WINDOW_CLOSED = 1u << 11, /* "window-closed": its end; the runs on it were ended */
-	NOTIFY_RESOURCE_ERROR = 1u << 12, /* "resource-error": a persistent resource went to ERROR */
+	NOTIFY_WINDOW_OPENED = 1u << 9,	   /* "window-opened": a booking's window began, capacity delivered */
+	NOTIFY_WINDOW_CLOSING = 1u << 10,  /* "window-closing": window.closingLead before its end */
+	NOTIFY_WINDOW_CLOSED = 1u << 11,   /* "window-closed": its end; the runs on it were ended */
+	NOTIFY_RESOURCE_ERROR = 1u << 12,  /* "resource-error": a persistent resource went to ERROR */
 };
 
 #define NOTIFY_NKINDS 13

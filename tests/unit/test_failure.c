@@ -197,8 +197,14 @@ static const char *windowed(const char *state, int code, const char *msg, int64_
 			    int by_vx)
 {
 	struct failure_input in = {
-		.state = state, .error_code = code, .message = msg, .scheduling = "STANDARD", .started = 1,
-		.cancelled_by_vx = by_vx, .window_end_ms = window_end, .ended_ms = ended_ms,
+		.state = state,
+		.error_code = code,
+		.message = msg,
+		.scheduling = "STANDARD",
+		.started = 1,
+		.cancelled_by_vx = by_vx,
+		.window_end_ms = window_end,
+		.ended_ms = ended_ms,
 	};
 
 	return failure_classify(&in);
@@ -212,7 +218,8 @@ static void test_a_run_ended_with_its_window_is_window_ended(void **state)
 	(void)state;
 	assert_string_equal(windowed("JOB_STATE_FAILED", 8, S1, END, END, 0), "window-ended");
 	assert_string_equal(windowed("JOB_STATE_FAILED", 13, "Internal error occurred for the current attempt.",
-				     END + 30000, END, 0), "window-ended");
+				     END + 30000, END, 0),
+			    "window-ended");
 	assert_string_equal(windowed("JOB_STATE_FAILED", 0, "something new", END, END, 0), "window-ended");
 	assert_string_equal(windowed("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", END, END, 0), "window-ended");
 	assert_string_equal(windowed("JOB_STATE_EXPIRED", 0, NULL, END, END, 0), "window-ended");
