@@ -209,7 +209,6 @@ int persistent_notify(struct notify_list *out, const struct plan_action *a, cons
 		      int64_t since_ms)
 {
 	const struct live_persistent *l = a->klive;
-	const char *text = l && l->error_message && *l->error_message ? l->error_message : NULL;
 	struct vx_buf msg = VX_BUF_INIT;
 	struct notify_event ev;
 
@@ -217,16 +216,18 @@ int persistent_notify(struct notify_list *out, const struct plan_action *a, cons
 	if (!l || !l->state || strcmp(l->state, "ERROR"))
 		return 0;
 	memset(&ev, 0, sizeof(ev));
-	if (text && (render_error_message(&msg, text) < 0 || (msg.len == 0 && vx_buf_adds(&msg, " ") < 0))) {
+	/* The server's text, cleaned and with URLs' credentials hidden, as the plan shows it. */
+	if (l->error_message && render_error_message(&msg, l->error_message) < 0) {
 		vx_buf_release(&msg);
 		return VX_ENOMEM;
 	}
-	ev.message = ev.owned[0] = text ? vx_buf_detach(&msg) : NULL;
+	if (msg.len && !(ev.message = ev.owned[0] = vx_buf_detach(&msg))) {
+		vx_buf_release(&msg);
+		return VX_ENOMEM;
+	}
 	vx_buf_release(&msg);
-	ev.key = ev.owned[1] = vx_asprintf("%" PRId64 "|%s", l->create_ms, ev.message ? ev.message : "");
-	if ((text && !ev.message) || !ev.key) {
+	if (!(ev.key = ev.owned[1] = vx_asprintf("%" PRId64 "|%s", l->create_ms, ev.message ? ev.message : ""))) {
 		free(ev.owned[0]);
-		free(ev.owned[1]);
 		return VX_ENOMEM;
 	}
 	ev.kind = NOTIFY_RESOURCE_ERROR;
