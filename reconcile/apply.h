@@ -107,13 +107,16 @@ int apply_run(struct apply_result *result, struct vx_ctx *ctx, const struct plan
 
 /*
  * Records what the live jobs say about the runs in state (last seen state,
- * error, failure class, end time): every current run, and every earlier
+ * error, failure class, end time; the window of a booking kinds lists,
+ * NULL: none read, for window-ended): every current run, and every earlier
  * run not yet seen ending (a replaced run is still cancelling when it is
  * moved to history). Returns the number of runs that changed, and sets
  * *summary to "job.a: running -> succeeded" lines, one per run changed
  * (caller frees; NULL when none).
  */
-size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary);
+struct live_set;
+size_t apply_refresh_state(struct state *state, const struct live_jobs *live, const struct live_set *kinds,
+			   char **summary);
 
 /*
  * The subject of a state commit: prefix, then each line of lines that

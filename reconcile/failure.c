@@ -134,7 +134,29 @@ static int is(const char *s, const char *want)
 	return s && !strcmp(s, want);
 }
 
+/*
+ * A run on a calendar booking's reservation that ended at the end of its
+ * window was ended by it, whatever the text (failure.h): unless the
+ * replica itself exited before the end.
+ */
+static const char *window_class(const struct failure_input *in, const char *cls)
+{
+	if (!cls || in->window_end_ms <= 0 || in->ended_ms <= 0 ||
+	    in->ended_ms < in->window_end_ms - FAILURE_WINDOW_GRACE_MS)
+		return cls;
+	if ((!strcmp(cls, "user-error") || !strcmp(cls, "config")) && in->ended_ms < in->window_end_ms)
+		return cls;
+	return "window-ended";
+}
+
+static const char *classify(const struct failure_input *in);
+
 const char *failure_classify(const struct failure_input *in)
+{
+	return in ? window_class(in, classify(in)) : NULL;
+}
+
+static const char *classify(const struct failure_input *in)
 {
 	int cancelled, flex_unstarted;
 	const char *cls;

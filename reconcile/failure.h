@@ -2,6 +2,7 @@
 #define VX_RECONCILE_FAILURE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Why a run ended badly, from the job as Vertex reports it: its state, its
@@ -34,6 +35,16 @@
  *   cancelled-outside  CANCELLED (or vanished) without vx having asked for it.
  *   refused            a create the server refused (permission, invalid
  *                      argument, failed precondition): not a run.
+ *   window-ended       a run on the reservation a calendar-mode booking
+ *                      delivered that ended (FAILED, EXPIRED, or CANCELLED
+ *                      without vx asking) at the end of the booking's
+ *                      window, less FAILURE_WINDOW_GRACE_MS: Google ends
+ *                      those VMs at the end time. How Vertex words it is
+ *                      not published, so the job's facts decide (its
+ *                      reservation's window, its end time), not the text;
+ *                      only the replica's own exit (user-error, config)
+ *                      before the end keeps its class. Never resubmitted:
+ *                      the window it needs is over.
  *
  * Only Google's leading sentence decides: after "Termination reason: Error."
  * or "To find out more ... check the logs: URL" comes the tail of the
@@ -48,7 +59,18 @@ struct failure_input {
 	const char *scheduling;   /* "SPOT", "FLEX_START", "STANDARD"; NULL = unknown (STANDARD) */
 	int started;              /* the job ran (startTime set, or startedAt recorded) */
 	int cancelled_by_vx;      /* vx asked for the cancel */
+	/* The end of the calendar window of the booking whose reservation the
+	 * run used (Unix ms), 0 = not on such a reservation or not known. */
+	int64_t window_end_ms;
+	int64_t ended_ms; /* the job's endTime (Unix ms), 0 = not known */
 };
+
+/*
+ * How long before a window's end a run that ends there still counts as
+ * ended by it: Google does not say to the second when it tears the VMs
+ * down (not stated), so a few minutes early is the window's doing too.
+ */
+#define FAILURE_WINDOW_GRACE_MS ((int64_t)10 * 60 * 1000)
 
 /* Returns the class name (static text), or NULL when the run did not fail
  * (succeeded, still active, or cancelled by vx). */

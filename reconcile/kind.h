@@ -202,6 +202,18 @@ struct kind_decision {
 	int64_t got;     /* what it got so far (has_got) */
 };
 
+/*
+ * The window of a booking that ends the runs on a reservation it
+ * delivered (kind.window_of). name is the booking's (its address's NAME),
+ * borrowed from the live set.
+ */
+struct kind_window {
+	const char *name;
+	int64_t start_ms, end_ms;
+};
+
+struct notify_list;
+
 struct kind {
 	const char *name;       /* the YAML document's kind and the state record's kind: "Reservation" */
 	/*
@@ -426,6 +438,24 @@ struct kind {
 	 * do). 0 or VX_ENOMEM. NULL: nothing waits so.
 	 */
 	int (*plan_after)(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err);
+	/*
+	 * The booking of this kind, as live lists it, that delivered the
+	 * reservation projects/P/zones/Z/reservations/NAME and ends the VMs on
+	 * it when its window closes (calendar mode): 1 with *out set, else 0.
+	 * A job's run that ended then is classed window-ended
+	 * (reconcile/failure.h). NULL: the kind delivers no such reservation.
+	 */
+	int (*window_of)(const struct live_set *live, const char *reservation, struct kind_window *out);
+	/*
+	 * The notifications action a of this kind stands for now (a window
+	 * opening or closing, a resource in ERROR), appended to out with
+	 * notify_list_add (strings borrowed from the action, or made for the
+	 * event: notify_event.owned): only those that happened at since_ms or
+	 * later, with an id that is the same each time the same event is seen
+	 * (reconcile/notify.h), so each is told once. 0 or VX_ENOMEM. NULL: none.
+	 */
+	int (*notify)(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
+		      int64_t since_ms);
 };
 
 /*

@@ -113,7 +113,7 @@ int future_needs_opening(const struct live_future *l)
 {
 	const char *s = l->procurement_status;
 
-	return l->n_auto_created && !l->vertex_open && s &&
+	return l->n_auto_created && !l->vertex_open && !l->delivered_gone && s &&
 	       (!strcmp(s, "PROVISIONING") || !strcmp(s, "FULFILLED") || !strcmp(s, "FAILED_PARTIALLY_FULFILLED"));
 }
 
@@ -132,6 +132,9 @@ char *future_status_next(const struct live_future *l)
 		return vx_asprintf("%s: locked (no change or cancel accepted); delivered when the window opens", s);
 	if (!strcmp(s, "PROVISIONING"))
 		return vx_asprintf("%s: the window is open; its reservations are being made", s);
+	if (l->delivered_gone)
+		return vx_asprintf("%s: reservation %s is gone (Google deletes it when the window closes)", s,
+				   l->auto_created[0]);
 	if (!strcmp(s, "FULFILLED"))
 		return vx_asprintf("%s: %" PRId64 " VMs delivered in reservation %s until the window closes", s,
 				   l->total_count, l->n_auto_created ? l->auto_created[0] : "?");
@@ -149,18 +152,20 @@ char *future_status_next(const struct live_future *l)
 
 /* ---- refresh ---- */
 
-/* Whether every delivered reservation of f is in rs with serviceShareType ALLOW_ALL. */
-static int delivered_open(const struct live_future *f, const struct live_reservations *rs)
+/* Whether every delivered reservation of f is in rs with serviceShareType ALLOW_ALL; *gone:
+ * none of them is in rs. */
+static int delivered_open(const struct live_future *f, const struct live_reservations *rs, int *gone)
 {
-	size_t open = 0;
+	size_t open = 0, listed = 0;
 
 	for (size_t i = 0; i < f->n_auto_created; i++)
 		for (size_t k = 0; k < rs->n; k++)
-			if (!strcmp(rs->items[k].name, f->auto_created[i]) && rs->items[k].share_type &&
-			    !strcmp(rs->items[k].share_type, "ALLOW_ALL")) {
-				open++;
+			if (!strcmp(rs->items[k].name, f->auto_created[i])) {
+				listed++;
+				open += rs->items[k].share_type && !strcmp(rs->items[k].share_type, "ALLOW_ALL");
 				break;
 			}
+	*gone = f->n_auto_created && !listed;
 	return f->n_auto_created && open == f->n_auto_created;
 }
 
@@ -189,7 +194,7 @@ static int refresh_delivered(struct live_store *out, struct live_futures *all, s
 	if ((rc = provider_reservation_list(p, project, zone, &rs, err)) < 0)
 		return vx_err_wrap(err, "the reservations they delivered");
 	for (; i < all->n; i++)
-		all->items[i].vertex_open = delivered_open(&all->items[i], &rs);
+		all->items[i].vertex_open = delivered_open(&all->items[i], &rs, &all->items[i].delivered_gone);
 	live_reservations_release(&rs);
 	return 0;
 }
@@ -576,24 +581,6 @@ static void fr_held(const struct stack *st, const struct live_set *live, size_t 
 	out->in_use = 0;
 }
 
-/* A booking's approval, decided over time: pending while Google reviews it. */
-static int fr_decision(const struct plan_action *a, struct kind_decision *out)
-{
-	const struct live_future *l = a->klive;
-	const char *s = l ? l->procurement_status : NULL;
-
-	if (!s)
-		return 0;
-	out->pending = !strcmp(s, "PENDING_APPROVAL") || !strcmp(s, "PENDING_AMENDMENT_APPROVAL") ||
-		       !strcmp(s, "DRAFTING");
-	out->granted = !out->pending && strcmp(s, "DECLINED") != 0 && strncmp(s, "FAILED", 6) != 0 &&
-		       strcmp(s, "CANCELLED") != 0;
-	out->asked = l->total_count;
-	out->has_got = !strcmp(s, "FULFILLED") || !strcmp(s, "FAILED_PARTIALLY_FULFILLED");
-	out->got = l->fulfilled_count;
-	return 1;
-}
-
 const struct kind kind_future = {
 	.name = FUTURE_KIND_NAME,
 	.prefix = "future_reservation",
@@ -612,7 +599,6 @@ const struct kind kind_future = {
 	.live_size = sizeof(struct live_futures),
 	.live_release = fr_live_release,
 	.watch_runs = 0,
-	.decision = fr_decision,
 	/* Its own pass (test_kind: each row one), before the jobs' (table order): a job's reservation: names a booking. */
 	.load_alloc = kind_future_load_alloc,
 	.load_read = kind_future_load_read,
@@ -621,4 +607,6 @@ const struct kind kind_future = {
 	.held = fr_held,
 	.summary_if_declared = 1,
 	.import_form = "projects/P/zones/ZONE/futureReservations/NAME",
+	.window_of = future_window_of,
+	.notify = future_notify,
 };

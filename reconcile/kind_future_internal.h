@@ -38,4 +38,11 @@ int future_import(struct import_outcome *out, struct state *state, struct provid
 		  const struct import_request *req, int check_only, struct vx_err *err);
 int future_status_rows(struct status_report *out, const struct status_input *in);
 
+/* kind_future_notify.c: the row's window_of and notify slots. */
+struct kind_window;
+struct notify_list;
+int future_window_of(const struct live_set *live, const char *reservation, struct kind_window *out);
+int future_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
+		  int64_t since_ms);
+
 #endif

@@ -309,6 +309,7 @@ static void run_of(struct plan_run *run, const struct state_run *c, const struct
 	run->created_ms = c->created_ms;
 	run->started_ms = c->started_ms;
 	run->cancelled_by_vx = c->cancelled_by_vx;
+	run->failure = c->failure;
 }
 
 /* The state's job record r as plan_build's record n; *ki counts what of s->known the records took. */
@@ -358,6 +359,7 @@ static void input_of(struct job_scratch *s, const struct kind_plan_input *kin, s
 
 	s->in.live = jl ? &jl->listed : NULL;
 	s->in.released = jl ? &jl->released : NULL;
+	s->in.kinds = kin->live;
 	s->in.targets = kin->targets;
 	s->in.ntargets = kin->ntargets;
 	s->in.replaces = kin->replaces;

@@ -231,6 +231,9 @@ struct plan_run {
 	 * the end counts resubmit.delay from it and announces it. */
 	int64_t end_ms;
 	int cancelled_by_vx;
+	/* Its failure class as the state last recorded it, or NULL: a run
+	 * classed window-ended stays so after its booking is gone. */
+	const char *failure;
 };
 
 /* A state record. */
@@ -285,6 +288,9 @@ struct plan_input {
 	 * create of a job beside an active one of the same address is a plan
 	 * error, or with allow_released (-allow-released) a warning. */
 	const struct live_jobs *released;
+	/* What the refresh read of every kind (NULL: refresh off): the
+	 * bookings whose windows end runs (struct kind's window_of). */
+	const struct live_set *kinds;
 	int allow_released;
 	/* Now, for the backoff after a refused create; 0: unknown (no backoff). */
 	int64_t now_ms;

@@ -364,7 +364,7 @@ static void plan_same(struct builder *b, const struct plan_decl *d, const struct
 	const struct plan_run *cur = rec->current;
 	struct plan_action *a;
 
-	f->cls = job_run_failure(d, cur, f->at, f->lj, f->state, f->code, f->msg);
+	f->cls = job_run_failure(b, d, rec, f);
 	if (!f->cls) {
 		a = job_add_action(b, PLAN_NOOP, d->address);
 		if (!a)

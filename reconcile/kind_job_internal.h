@@ -63,11 +63,18 @@ struct created {
 };
 
 /* The current run of the declared spec and run, failed as class cls. */
+/* The booking whose window ended a run (struct kind's window_of); kind NULL: none known. */
+struct job_window {
+	const struct kind *kind;
+	struct kind_window win;
+};
+
 struct failed {
 	const struct live_job *lj;      /* as listed; NULL when not refreshing or vanished */
 	const char *state, *msg, *cls;
 	int code, vanished;
 	int64_t at;                     /* its rung on today's ladder */
+	struct job_window window;	/* the booking whose window ended it (class window-ended) */
 };
 
 /* kind_job_diff.c: the builder's indexes and the actions it adds. */
@@ -90,8 +97,17 @@ int64_t job_next_attempt(struct builder *b, const struct plan_decl *d, int64_t a
 void job_note_seen(struct builder *b, struct plan_action *a, const struct live_job *seen);
 int job_maybe_adopt(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 		    int64_t attempt, int64_t rung, const char *why, const char *cancel_name);
-const char *job_run_failure(const struct plan_decl *d, const struct plan_run *cur, int64_t at,
-			    const struct live_job *lj, const char *state, int code, const char *msg);
+const char *job_run_failure(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			    struct failed *f);
+/*
+ * failure_classify with the window of the booking whose reservation the
+ * run's spec (spec_json, NULL: not the run's) targets, as kinds says (NULL:
+ * not read): in->window_end_ms is set from it and *w filled (w->kind NULL
+ * when none). A run prev (its recorded class) says was window-ended stays so.
+ */
+struct failure_input;
+const char *job_classify(struct failure_input *in, const struct live_set *kinds, const char *spec_json,
+			 const char *prev, struct job_window *w);
 int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 		     int64_t *attempt, char **why);
 struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d,

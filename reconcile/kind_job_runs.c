@@ -227,25 +227,71 @@ static void set_error(struct builder *b, struct plan_action *a, int code, const 
 }
 
 /*
+ * The reservation a canonical spec's reservationAffinity names
+ * (SPECIFIC_RESERVATION: its one value, a full reservation name), into out;
+ * 0 when it names none. Keys are sorted and names hold no quotes, so the
+ * object is {"key":...,"reservationAffinityType":...,"values":["..."]}.
+ */
+static int spec_reservation(const char *spec_json, char *out, size_t size)
+{
+	const char *at = spec_json ? strstr(spec_json, "\"reservationAffinity\":{") : NULL;
+	const char *end = at ? strchr(at, '}') : NULL, *v, *q;
+
+	if (!end || !(v = strstr(at, "\"values\":[\"")) || v > end)
+		return 0;
+	v += strlen("\"values\":[\"");
+	if (!(q = strchr(v, '"')) || q > end || (size_t)(q - v) >= size)
+		return 0;
+	memcpy(out, v, (size_t)(q - v));
+	out[q - v] = '\0';
+	return 1;
+}
+
+const char *job_classify(struct failure_input *in, const struct live_set *kinds, const char *spec_json,
+			 const char *prev, struct job_window *w)
+{
+	char res[512];
+	int on = kinds && spec_reservation(spec_json, res, sizeof(res));
+	const char *cls;
+
+	memset(w, 0, sizeof(*w));
+	for (size_t i = 0; on && i < kind_count; i++)
+		if (kind_table[i]->window_of && kind_table[i]->window_of(kinds, res, &w->win)) {
+			w->kind = kind_table[i];
+			in->window_end_ms = w->win.end_ms;
+			break;
+		}
+	cls = failure_classify(in);
+	return cls && prev && !strcmp(prev, "window-ended") ? prev : cls;
+}
+
+/*
  * The failure class of the current run: its state and error, and what the
  * job itself says (its rung's scheduling strategy, whether it ever started,
- * whether vx cancelled it). lj is the live job, NULL when not refreshing or
- * when it vanished.
+ * whether vx cancelled it, when it ended and on whose reservation). f->lj
+ * is the live job, NULL when not refreshing or when it vanished;
+ * f->window is set to the booking whose window ended it.
  */
-const char *job_run_failure(const struct plan_decl *d, const struct plan_run *cur, int64_t at,
-			       const struct live_job *lj, const char *state, int code, const char *msg)
+const char *job_run_failure(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			    struct failed *f)
 {
+	const struct plan_run *cur = rec->current;
 	size_t n = d->nrungs > 1 ? d->nrungs : 1;
-	size_t k = at < 0 ? 0 : (uint64_t)at >= n ? n - 1 : (size_t)at;
+	size_t k = f->at < 0 ? 0 : (uint64_t)f->at >= n ? n - 1
+							: (size_t)f->at;
 	struct failure_input in = {
-		.state = state, .error_code = code, .message = msg,
+		.state = f->state,
+		.error_code = f->code,
+		.message = f->msg,
 		.scheduling = cur->rung_id.scheduling ? cur->rung_id.scheduling
-			      : d->rung_ids ? d->rung_ids[k].scheduling : NULL,
-		.started = (lj ? lj->start_ms : 0) > 0 || cur->started_ms > 0,
+			      : d->rung_ids	      ? d->rung_ids[k].scheduling
+						      : NULL,
+		.started = (f->lj ? f->lj->start_ms : 0) > 0 || cur->started_ms > 0,
 		.cancelled_by_vx = cur->cancelled_by_vx,
+		.ended_ms = f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms,
 	};
 
-	return failure_classify(&in);
+	return job_classify(&in, b->in->kinds, rec->spec_json, cur->failure, &f->window);
 }
 
 /* The backoff after n refused creates in a row: resubmit.delay (at least a
@@ -332,6 +378,62 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 }
 
 /*
+ * Why a window-ended run is not resubmitted: "failed (window-ended at T):
+ * the window of future_reservation.gpus closed at E; not resubmitted into a
+ * closed window".
+ */
+static char *window_reason(const struct failed *f, const char *when)
+{
+	char end[40];
+
+	if (!f->window.kind)
+		return vx_asprintf("failed (window-ended at %s): the window of its booking closed; not resubmitted "
+				   "into a closed window",
+				   when);
+	fmt_utc(end, sizeof(end), f->window.win.end_ms, 0);
+	return vx_asprintf("failed (window-ended at %s): the window of %s.%s closed at %s; not resubmitted into "
+			   "a closed window",
+			   when, f->window.kind->prefix, f->window.win.name, end);
+}
+
+/*
+ * The noop of a failed run not resubmitted (job_plan_failed), with why:
+ * the budget, the class not in resubmit.on, an unknown text, or a window
+ * that closed (window-ended: never resubmitted into it).
+ */
+static struct plan_action *failed_noop(struct builder *b, struct plan_action *a, const struct plan_decl *d,
+				       const struct plan_record *rec, const struct failed *f,
+				       const struct live_job *seen, int64_t next, const char *when)
+{
+	const struct plan_run *cur = rec->current;
+	struct job_action *ja = job_action_mut(a);
+
+	job_fill_decl(b, a, d);
+	job_set_rung(b, a, d, f->at);
+	ja->record = rec;
+	job_set_str(b, &ja->old_hash, rec->spec_hash);
+	job_set_str(b, &ja->failure_class, f->cls);
+	job_set_str(b, &ja->live_state, f->state);
+	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
+	if (!strcmp(f->cls, "window-ended"))
+		job_set_fmt(b, &a->reason, window_reason(f, when));
+	else if (resubmits(d, f->cls))
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
+						       "(%" PRId64 "/%" PRId64 " attempts)",
+						       f->cls, when, seen ? next - 1 : cur->attempt, d->max_attempts));
+	else if (!strcmp(f->cls, "unknown"))
+		/* An ambiguous text errs towards not resubmitting, and says so. */
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
+						       "knows this message, so it may fail the same way again "
+						       "(list unknown in resubmit.on to resubmit such failures)",
+						       when));
+	else
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on", f->cls, when, f->cls));
+	job_note_seen(b, a, seen);
+	return a;
+}
+
+/*
  * Resubmits a failed run while resubmit.on lists its class and the budget
  * allows, counting the attempts live jobs of (spec, run) carry that the
  * state forgot (a rewound state: live_max_attempt), else a noop that says
@@ -389,31 +491,9 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	}
 	free(refused);
 	a = job_add_action(b, PLAN_NOOP, d->address);
-	ja = job_action_mut(a);
 	if (!a)
 		return NULL;
-	job_fill_decl(b, a, d);
-	job_set_rung(b, a, d, f->at);
-	ja->record = rec;
-	job_set_str(b, &ja->old_hash, rec->spec_hash);
-	job_set_str(b, &ja->failure_class, f->cls);
-	job_set_str(b, &ja->live_state, f->state);
-	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
-	if (resubmits(d, f->cls))
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
-						   "(%" PRId64 "/%" PRId64 " attempts)", f->cls, when,
-						   seen ? next - 1 : cur->attempt, d->max_attempts));
-	else if (!strcmp(f->cls, "unknown"))
-		/* An ambiguous text errs towards not resubmitting, and says so. */
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
-						   "knows this message, so it may fail the same way again "
-						   "(list unknown in resubmit.on to resubmit such failures)",
-						   when));
-	else
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on",
-						   f->cls, when, f->cls));
-	job_note_seen(b, a, seen);
-	return a;
+	return failed_noop(b, a, d, rec, f, seen, next, when);
 }
 
 static int set_if_changed(char **dst, const char *src, int *changed)
@@ -440,15 +520,18 @@ const struct live_job *job_live_lookup(const struct live_job **idx, size_t n, co
 }
 
 /*
- * Copies what lj says about run into it. Returns 1 when something changed,
- * 0 when not, < 0 when out of memory (run is left half-updated but valid).
+ * Copies what lj says about run into it (its class with the window of the
+ * booking kinds lists, *w set to it). Returns 1 when something changed, 0
+ * when not, < 0 when out of memory (run is left half-updated but valid).
  */
-static int refresh_run(struct state_run *run, const struct live_job *lj, const struct state_record *r)
+static int refresh_run(struct state_run *run, const struct live_job *lj, const struct state_record *r,
+		       const struct live_set *kinds, struct job_window *w)
 {
 	struct failure_input in = {
 		.state = lj->state, .error_code = lj->error_code, .message = lj->error_message,
 		.cancelled_by_vx = run->cancelled_by_vx,
 	};
+	int same_spec = r && vx_text_same(run->spec_hash, r->spec_hash);
 	const char *cls;
 	int changed = 0;
 
@@ -470,38 +553,55 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 	}
 	/* Its rung's strategy, else the record's spec's when the run is of that spec. */
 	in.scheduling = run->rung_scheduling;
-	if (!in.scheduling && r && vx_text_same(run->spec_hash, r->spec_hash))
+	if (!in.scheduling && same_spec)
 		in.scheduling = failure_spec_strategy(r->spec_json);
 	in.started = run->started_ms > 0;
-	cls = failure_classify(&in);
+	in.ended_ms = run->ended_ms;
+	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;
 	return changed;
 }
 
+/* " (window-ended: the window of future_reservation.gpus closed at 2026-01-13 09:00Z)" */
+static void window_words(char *out, size_t size, const struct state_run *run, const struct job_window *w)
+{
+	char end[40];
+
+	out[0] = '\0';
+	if (!run->failure || strcmp(run->failure, "window-ended") || !w->kind)
+		return;
+	fmt_utc(end, sizeof(end), w->win.end_ms, 0);
+	snprintf(out, size, ": the window of %s.%s closed at %s", w->kind->prefix, w->win.name, end);
+}
+
 /* Refreshes run from the index; appends a summary line naming it when it changed. */
 static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
-		       const struct state_record *r, int earlier, struct vx_buf *b)
+			  const struct state_record *r, int earlier, const struct live_set *kinds, struct vx_buf *b)
 {
 	const struct live_job *lj = job_live_lookup(idx, n, run->resource);
-	char *old_state;
+	struct job_window w;
+	char *old_state, why[256];
 	int changed;
 
 	if (!lj)
 		return 0;
+	memset(&w, 0, sizeof(w));
 	old_state = vx_strdup(run->state);
-	changed = refresh_run(run, lj, r);
+	changed = refresh_run(run, lj, r, kinds, &w);
+	window_words(why, sizeof(why), run, &w);
 	if (changed > 0 &&
-	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s\n", r->address, earlier ? " (earlier run " : "",
+	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s%s\n", r->address, earlier ? " (earlier run " : "",
 			  earlier ? run->resource : "", earlier ? ")" : "", job_state_short(old_state),
 			  job_state_short(run->state), run->failure ? " (" : "",
-			  run->failure ? run->failure : "", run->failure ? ")" : "") < 0)
+			  run->failure ? run->failure : "", why, run->failure ? ")" : "") < 0)
 		vx_buf_reset(b);
 	free(old_state);
 	return changed > 0;
 }
 
-size_t apply_refresh_state(struct state *state, const struct live_jobs *live, char **summary)
+size_t apply_refresh_state(struct state *state, const struct live_jobs *live, const struct live_set *kinds,
+			   char **summary)
 {
 	struct vx_buf b = VX_BUF_INIT;
 	const struct live_job **idx = NULL;
@@ -529,9 +629,9 @@ size_t apply_refresh_state(struct state *state, const struct live_jobs *live, ch
 		 */
 		for (size_t h = 0; h < r->nhistory; h++)
 			if (r->history[h].resource && !job_state_is_terminal(r->history[h].state))
-				changed += refresh_one(&r->history[h], idx, n, r, 1, &b);
+				changed += refresh_one(&r->history[h], idx, n, r, 1, kinds, &b);
 		if (r->current && r->current->resource)
-			changed += refresh_one(r->current, idx, n, r, 0, &b);
+			changed += refresh_one(r->current, idx, n, r, 0, kinds, &b);
 	}
 	free(idx);
 	if (summary)

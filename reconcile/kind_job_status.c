@@ -210,8 +210,11 @@ static int job_run_row(struct status_row *row, const struct status_input *in, co
 		.scheduling = run_scheduling(run, rec),
 		.started = (lj ? lj->start_ms : 0) > 0 || run->started_ms > 0,
 		.cancelled_by_vx = run->cancelled_by_vx,
+		.ended_ms = lj && lj->end_ms ? lj->end_ms : run->ended_ms,
 	};
-	const char *cls = failure_classify(&fin);
+	struct job_window w;
+	const char *cls = job_classify(&fin, in->live, vx_text_same(run->spec_hash, rec->spec_hash) ? rec->spec_json : NULL,
+				       run->failure, &w);
 	char project[128], region[64];
 
 	row->listed = lj != NULL;

@@ -557,4 +557,5 @@ const struct kind kind_persistent = {
 	.decl_release = kind_persistent_decl_release,
 	.summary_if_declared = 1,
 	.import_form = "projects/P/locations/REGION/persistentResources/ID",
+	.notify = persistent_notify,
 };

@@ -66,5 +66,9 @@ int persistent_apply(struct applier *a, int removals, struct vx_err *err);
 int persistent_import(struct import_outcome *out, struct state *state, struct provider *p,
 		      const struct stack *st, const struct import_request *req, int check_only, struct vx_err *err);
 int persistent_status_rows(struct status_report *out, const struct status_input *in);
+/* The row's notify slot: resource-error while a resource is in ERROR. */
+struct notify_list;
+int persistent_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
+		      int64_t since_ms);
 
 #endif

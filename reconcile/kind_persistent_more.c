@@ -1,6 +1,6 @@
 /*
- * The persistent resource kind's vx import and vx status (its row's import
- * and status_rows slots).
+ * The persistent resource kind's vx import, vx status and notifications
+ * (its row's import, status_rows and notify slots).
  */
 #include "reconcile/kind.h"
 
@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/errtext.h"
 #include "reconcile/import.h"
 #include "reconcile/kind_persistent.h"
 #include "reconcile/kind_persistent_internal.h"
+#include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider_persistent.h"
 #include "reconcile/status.h"
@@ -192,4 +194,46 @@ int persistent_status_rows(struct status_report *out, const struct status_input 
 			return VX_ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * resource-error while the resource is in ERROR (watch does nothing about
+ * it unreviewed: onError decides what the next reviewed plan does). The
+ * API gives no time of the change, so it is told when seen (to the
+ * second); the resource
+ * (its creation time) and its error make the event one: the same error of
+ * the same resource is told once (again at most weekly, as the state
+ * forgets deliveries after a week, while it stays in ERROR).
+ */
+int persistent_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
+		      int64_t since_ms)
+{
+	const struct live_persistent *l = a->klive;
+	struct vx_buf msg = VX_BUF_INIT;
+	struct notify_event ev;
+
+	(void)since_ms;
+	if (!l || !l->state || strcmp(l->state, "ERROR"))
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	/* The server's text, cleaned and with URLs' credentials hidden, as the plan shows it. */
+	if (l->error_message && render_error_message(&msg, l->error_message) < 0) {
+		vx_buf_release(&msg);
+		return VX_ENOMEM;
+	}
+	if (msg.len && !(ev.message = ev.owned[0] = vx_buf_detach(&msg))) {
+		vx_buf_release(&msg);
+		return VX_ENOMEM;
+	}
+	vx_buf_release(&msg);
+	if (!(ev.key = ev.owned[1] = vx_asprintf("%" PRId64 "|%s", l->create_ms, ev.message ? ev.message : ""))) {
+		free(ev.owned[0]);
+		return VX_ENOMEM;
+	}
+	ev.kind = NOTIFY_RESOURCE_ERROR;
+	ev.stack = stack;
+	ev.address = a->address;
+	ev.state = l->state;
+	ev.time_ms = now_ms - now_ms % 1000;
+	return notify_list_add(out, &ev);
 }

@@ -23,7 +23,19 @@
 #include "util/banned.h"
 
 const char *const notify_kind_names[NOTIFY_NKINDS] = {
-	"gave-up", "resubmitted", "succeeded", "stuck", "quota-granted", "quota-denied", "watch-error",
+	"gave-up",
+	"resubmitted",
+	"succeeded",
+	"stuck",
+	"quota-granted",
+	"quota-denied",
+	"watch-error",
+	"booking-approved",
+	"booking-declined",
+	"window-opened",
+	"window-closing",
+	"window-closed",
+	"resource-error",
 };
 
 const char *notify_kind_name(unsigned kind)
@@ -180,6 +192,24 @@ static int headline(struct vx_buf *t, const struct notify_event *ev)
 		break;
 	case NOTIFY_WATCH_ERROR:
 		what = "vx watch keeps failing";
+		break;
+	case NOTIFY_BOOKING_APPROVED:
+		what = "was approved";
+		break;
+	case NOTIFY_BOOKING_DECLINED:
+		what = "was declined";
+		break;
+	case NOTIFY_WINDOW_OPENED:
+		what = "window opened";
+		break;
+	case NOTIFY_WINDOW_CLOSING:
+		what = "window closing";
+		break;
+	case NOTIFY_WINDOW_CLOSED:
+		what = "window closed";
+		break;
+	case NOTIFY_RESOURCE_ERROR:
+		what = "is in ERROR";
 		break;
 	}
 	if (ev->kind == NOTIFY_WATCH_ERROR)
@@ -420,8 +450,11 @@ int notify_list_add(struct notify_list *l, const struct notify_event *ev)
 {
 	struct notify_event *p = realloc(l->items, (l->n + 1) * sizeof(*p));
 
-	if (!p)
+	if (!p) {
+		free(ev->owned[0]);
+		free(ev->owned[1]);
 		return VX_ENOMEM;
+	}
 	l->items = p;
 	l->items[l->n++] = *ev;
 	return 0;
@@ -429,6 +462,10 @@ int notify_list_add(struct notify_list *l, const struct notify_event *ev)
 
 void notify_list_release(struct notify_list *l)
 {
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->items[i].owned[0]);
+		free(l->items[i].owned[1]);
+	}
 	free(l->items);
 	l->items = NULL;
 	l->n = 0;
@@ -445,6 +482,11 @@ int notify_collect(struct notify_list *out, const struct plan *p, const char *st
 		struct notify_event ev;
 		int rc;
 
+		if (a->kind_of && a->kind_of->notify) {
+			if ((rc = a->kind_of->notify(out, a, stack, now_ms, since_ms)) < 0)
+				return rc;
+			continue;
+		}
 		if (a->op != PLAN_NOOP || a->held || !cur || !ja->live_state)
 			continue;
 		memset(&ev, 0, sizeof(ev));

@@ -28,16 +28,22 @@ struct vx_buf;
 
 /* The events, as bits: `on:` of a notify target is a mask of them. */
 enum notify_kind {
-	NOTIFY_GAVE_UP = 1u << 0,        /* "gave-up": failed and will not be resubmitted */
-	NOTIFY_RESUBMITTED = 1u << 1,    /* "resubmitted" */
-	NOTIFY_SUCCEEDED = 1u << 2,      /* "succeeded" */
-	NOTIFY_STUCK = 1u << 3,          /* "stuck": queued or pending past stuckAfter */
-	NOTIFY_QUOTA_GRANTED = 1u << 4,  /* "quota-granted" */
-	NOTIFY_QUOTA_DENIED = 1u << 5,   /* "quota-denied" */
-	NOTIFY_WATCH_ERROR = 1u << 6,    /* "watch-error": the same error 5 cycles in a row */
+	NOTIFY_GAVE_UP = 1u << 0,	   /* "gave-up": failed and will not be resubmitted */
+	NOTIFY_RESUBMITTED = 1u << 1,	   /* "resubmitted" */
+	NOTIFY_SUCCEEDED = 1u << 2,	   /* "succeeded" */
+	NOTIFY_STUCK = 1u << 3,		   /* "stuck": queued or pending past stuckAfter */
+	NOTIFY_QUOTA_GRANTED = 1u << 4,	   /* "quota-granted" */
+	NOTIFY_QUOTA_DENIED = 1u << 5,	   /* "quota-denied" */
+	NOTIFY_WATCH_ERROR = 1u << 6,	   /* "watch-error": the same error 5 cycles in a row */
+	NOTIFY_BOOKING_APPROVED = 1u << 7, /* "booking-approved": Google approved a future reservation */
+	NOTIFY_BOOKING_DECLINED = 1u << 8, /* "booking-declined" */
+	NOTIFY_WINDOW_OPENED = 1u << 9,	   /* "window-opened": a booking's window began, capacity delivered */
+	NOTIFY_WINDOW_CLOSING = 1u << 10,  /* "window-closing": window.closingLead before its end */
+	NOTIFY_WINDOW_CLOSED = 1u << 11,   /* "window-closed": its end; the runs on it were ended */
+	NOTIFY_RESOURCE_ERROR = 1u << 12,  /* "resource-error": a persistent resource went to ERROR */
 };
 
-#define NOTIFY_NKINDS 7
+#define NOTIFY_NKINDS 13
 #define NOTIFY_ALL ((1u << NOTIFY_NKINDS) - 1)
 
 /* "gave-up", "resubmitted", ...: index i names bit 1u << i. */
@@ -74,6 +80,9 @@ struct notify_event {
 	const char *key;        /* what else makes the event one (a stuck run's create
 				 * time, a watch error's first cycle); NULL = nothing */
 	int64_t time_ms;        /* when it happened (Unix ms) */
+	/* Strings made for the event (its message, its key), which a
+	 * notify_list it is added to owns; NULL: none. */
+	char *owned[2];
 };
 
 /* Runs that ended this long before a watcher started (or before an apply) are
@@ -170,7 +179,9 @@ struct notify_list {
  *    class is not in resubmit.on, or the attempts or the ladder are spent);
  *  - succeeded: the current run succeeded;
  *  - stuck: the current run is queued or pending past its job's stuckAfter
- *    (the declaration, struct stack_job, is each job action's kdecl).
+ *    (the declaration, struct stack_job, is each job action's kdecl);
+ *  - what other kinds' actions stand for (struct kind's notify slot: a
+ *    booking's window opened, closing or closed, a resource in ERROR).
  * Only runs that ended (gave-up, succeeded) at since_ms or later, so a
  * watcher started on an old stack does not announce last month. The
  * resubmissions an apply made are reported by the caller, which knows
@@ -178,7 +189,8 @@ struct notify_list {
  */
 int notify_collect(struct notify_list *out, const struct plan *p, const char *stack, int64_t now_ms,
 		   int64_t since_ms) VX_WUR;
-/* Appends one event (borrowed strings). 0 or VX_ENOMEM. */
+/* Appends one event (borrowed strings, but ev->owned's, which the list
+ * takes: freed by notify_list_release, or here when it fails). 0 or VX_ENOMEM. */
 int notify_list_add(struct notify_list *l, const struct notify_event *ev) VX_WUR;
 void notify_list_release(struct notify_list *l);
 

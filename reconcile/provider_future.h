@@ -38,6 +38,9 @@ struct live_future {
 	/* Every delivered reservation lets Vertex AI use it (serviceShareType ALLOW_ALL), as the
 	 * zone's reservations list says; 0 when one does not or none was listed. */
 	int vertex_open;
+	/* None of the delivered reservations is in the zone's list any more:
+	 * Google deleted them (at the end of the window), nothing to open. */
+	int delivered_gone;
 };
 
 struct live_futures {

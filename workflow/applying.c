@@ -361,8 +361,11 @@ static int record_refresh(struct workspace *ws, size_t refreshed, size_t migrate
 int applying_record(struct applying *ap, const struct planning_opts *po, struct vx_err *err)
 {
 	struct workspace *ws = &ap->ws;
+	struct live_set kinds = live_store_view(&ws->store);
 
-	ap->refreshed = po->refresh ? apply_refresh_state(&ws->state, kind_job_listed(&ws->store), &ap->refresh_summary) : 0;
+	ap->refreshed = po->refresh ? apply_refresh_state(&ws->state, kind_job_listed(&ws->store), &kinds,
+							  &ap->refresh_summary)
+				    : 0;
 	/*
 	 * How runs ended is recorded before anything else happens, in its own
 	 * commit: a run that failed and is now forgotten, or a job cancelled,

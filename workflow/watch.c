@@ -980,6 +980,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	struct planning pl;
 	struct planning_opts po;
 	struct notify_list events = { NULL, 0 };
+	struct live_set kinds;
 	char *summary = NULL;
 	int64_t now = vx_now_ms(w->ctx);
 	size_t refreshed;
@@ -1015,7 +1016,8 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		goto done;
 	}
 	*need = keep_authorised(w, &pl.planner.plan, now, 1) > 0 || w->untold;
-	refreshed = apply_refresh_state(&ws.state, kind_job_listed(&ws.store), &summary);
+	kinds = live_store_view(&ws.store);
+	refreshed = apply_refresh_state(&ws.state, kind_job_listed(&ws.store), &kinds, &summary);
 	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, google_since(w, now))) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;

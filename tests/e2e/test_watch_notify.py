@@ -6,6 +6,7 @@ event (a request the receiver got, a line the watcher printed, a process
 state), bounded by a deadline.
 """
 import json
+import re
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import time
 import http.server
 
 from harness import FakeTestCase, VX_BIN, job_yaml, process_state
+from test_persistent import pool_yaml
 from test_watch import Receiver, Watcher, without_time
 
 RUNNING = 40          # virtual seconds until a job runs
@@ -322,3 +324,35 @@ class WatchNotify(FakeTestCase):
         self.assertIsNotNone(promtool, "promtool (Debian package prometheus, tools/deps.sh) is needed")
         p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
         self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
+
+    def test_a_persistent_resource_in_error_is_told_once(self):
+        """resource-error: the payload whole, once however often the watcher looks (issue 34)."""
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        env = {"HOOK": rcv.url}
+        self.fake.post("/_fake/timings", {"provisioning_seconds": 0, "updating_seconds": 0, "stopping_seconds": 0})
+        self.repo.write({"pool": pool_yaml()}, extra_stack="notify:\n  - urlEnv: HOOK\n    on: [resource-error]\n")
+        r = self.repo.apply(env=env)
+        self.assertEqual(r.code, 0, r)
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
+        self.assertEqual((r.code, rcv.got), (0, []), r)
+        name = self.fake.get("/_fake/persistent-resources")["persistentResources"][0]["name"]
+        self.fake.post("/_fake/persistent-resources", {
+            "name": name, "state": "ERROR", "error": {"code": 13, "message": "machines lost"}})
+        now = self.fake.advance(0)["now"]
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
+        self.assertEqual(r.code, 0, r)   # telling is not doing: nothing was changed
+        self.assertEqual([without_time(l) for l in r.out.splitlines()],
+                         ["notify: persistent_resource.eval-pool: resource-error to notify[0] delivered"], r)
+        self.assertEqual(len(rcv.got), 1)
+        headers, body = rcv.got[0]
+        got = json.loads(body)
+        self.assertEqual(got.pop("id"), headers["webhook-id"])
+        self.assertEqual(got, {
+            "event": "resource-error", "stack": "e2e", "address": "persistent_resource.eval-pool", "run": None,
+            "attempt": None, "rung": 0, "state": "ERROR", "class": None, "message": "machines lost", "job": None,
+            "console": None, "time": re.sub(r"\.[0-9]+Z$", "Z", now)})
+        for _ in range(2):
+            r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
+            self.assertEqual(r.code, 0, r)
+            self.assertEqual(len(rcv.got), 1, "told once")

@@ -125,9 +125,11 @@ class FutureReservations:
         return Route(rpc, "compute", run, rate=[((s[3],), "compute_requests_per_minute")], service=self)
 
     # ------------------------------------------------------------ the clock
-    def advance(self):
-        """Applies every transition due by the virtual now, in time order per request."""
-        now = self.world.now()
+    def advance(self, until=None):
+        """Applies every transition due by the virtual now (or by until: vertex.py settles the windows
+        up to each of its own events first, so a run never outlives its window), in time order per
+        request."""
+        now = self.world.now() if until is None else until
         for key, rec in self.frs.items():
             while self._step(key, rec, now):
                 pass
@@ -166,6 +168,7 @@ class FutureReservations:
             st["fulfilledCount"] = fr["specificSkuProperties"]["totalCount"]
             return True
         if rec.get("auto") and now >= self._auto_delete_at(fr, start, end):
+            self._end_runs(fr, rec, self._auto_delete_at(fr, start, end))
             self._undeliver(rec)
             return True
         return False
@@ -229,6 +232,19 @@ class FutureReservations:
         if fr.get("autoCreatedReservationsDuration"):
             return start + seconds_of(fr["autoCreatedReservationsDuration"])
         return end
+
+    def _end_runs(self, fr, rec, at):
+        """Calendar mode: the VMs on the delivered reservations are terminated with them at the end
+        time (CONFIRMED: the proto, gcloud help, the TPU page), so every Vertex job running on one ends
+        then. How Vertex reports it is NOT STATED: the fake assumes it reports the lost VMs as it reports
+        a reclaimed Spot VM, a stockout (failure-texts.md: "A Spot preemption is reported as a
+        stockout"), so the job ends JOB_STATE_FAILED with code 8 and Vertex's stockout sentence, and vx
+        must tell the window's end from the job's facts (its reservation, its end time), not the text.
+        A default-mode request keeps the VMs (the proto), so its jobs run on."""
+        if fr.get("reservationMode") != "CALENDAR":
+            return
+        for rkey in rec.get("auto", []):
+            self.world.services["vertex"].end_runs_on_reservation(rkey, at)
 
     def _undeliver(self, rec):
         # NOT STATED: the request's state after its end time, and whether autoCreatedReservations keeps

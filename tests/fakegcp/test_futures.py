@@ -145,6 +145,43 @@ class FutureReservations(FakeTestCase):
         self.assertEqual(op["operationType"], "delete")
         self.assertEqual(self.fake.call("GET", Z + "/futureReservations/fr1")[0], 404)
 
+    def run_at_the_end(self, mode):
+        """A booking of mode, opened to Vertex AI; a job on its reservation started 30 minutes before the
+        end that would run 2 hours. The job, and where the clock was at the end."""
+        self.fake.ctl("/timings", {"running_seconds": 7200})
+        self.insert(booking(reservationMode=mode), RID)
+        self.advance(T_START + 1)
+        res = "pretrain-20260110-0001"
+        st, op = self.fake.call("PATCH", Z + "/reservations/%s?paths=reservationSharingPolicy.serviceShareType" % res,
+                                {"name": res, "reservationSharingPolicy": {"serviceShareType": "ALLOW_ALL"}})
+        self.assertEqual(st, 200, op)
+        self.advance(5 * 86400 - 1800 - 1 - 40)
+        job = self.job_body()
+        job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["reservationAffinity"] = {
+            "reservationAffinityType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+            "values": ["projects/my-proj/zones/us-central1-a/reservations/" + res]}
+        st, j = self.fake.call("POST", PARENT + "/customJobs", job)
+        self.assertEqual(st, 200, j)
+        self.advance(40)
+        self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_RUNNING")
+        # past the end in one step: the job's own end (in 2 h) comes after the window's
+        self.advance(3 * 3600)
+        return self.get_job(j["name"])
+
+    def test_the_end_of_a_calendar_window_ends_the_runs_on_it(self):
+        j = self.run_at_the_end("CALENDAR")
+        self.assertEqual(j["state"], "JOB_STATE_FAILED")
+        self.assertEqual(j["endTime"], "2026-01-15T09:00:00.000000Z")   # the window's end, not the run's
+        # Not stated how Vertex words it: the fake says what it says of a reclaimed Spot VM (README.md).
+        self.assertEqual(j["error"], {"code": 8, "message": "Resources are insufficient in region: us-central1. "
+                                                             "Try a different region or use a different accelerator."})
+        st, lst = self.fake.call("GET", Z + "/reservations")
+        self.assertEqual(lst["items"], [])
+
+    def test_a_default_mode_window_leaves_its_runs(self):
+        j = self.run_at_the_end("DEFAULT")
+        self.assertEqual(j["state"], "JOB_STATE_SUCCEEDED")
+
     def test_decline_and_fail(self):
         self.fake.ctl("/future-reservations", {"mode": "decline"})
         self.insert(booking())

@@ -601,6 +601,10 @@ class Vertex:
         now = self.world.now()
         h = self.heap
         while h and h[0][0] <= now:
+            # a booking's window that closed before this event ends the runs on it first
+            self.world.services["futures"].advance(until=h[0][0])
+            if not h or h[0][0] > now:
+                break
             t, _, jid, gen = heapq.heappop(h)
             j = self.jobs.get(jid)
             if j is None or j.get("gen") != gen:
@@ -739,6 +743,19 @@ class Vertex:
             run = j["timeout"]
             j["timed_out"] = True
         self._push(j, t + run)
+
+    def end_runs_on_reservation(self, rkey, t):
+        """Ends, at t, every job running on the reservation rkey ("project/zone/name") that a
+        calendar-mode booking delivered and Compute deletes at its end time with the VMs on it
+        (futures.py, _end_runs: the state and text are assumed, README.md)."""
+        for j in list(self.jobs.values()):
+            res = j.get("reservation")
+            if not j.get("res_claim") or not res or res.get("_key") != rkey or j["json"]["state"] in TERMINAL:
+                continue
+            j["json"]["error"] = {"code": 8, "message": STOCKOUT_TEXT.format(region=j["parent"][1])}
+            j["gen"] = j.get("gen", 0) + 1   # its pending event (the run's end) no longer happens
+            j["next"] = None
+            self._terminal(j, t, "JOB_STATE_FAILED")
 
     def retry_waiting(self, t):
         for jid in list(self.waiting):

@@ -881,12 +881,12 @@ static void test_refresh_state_records_end(void **unused)
 	w.cloud.jobs.items[0].error_message = strdup("The resources are insufficient in region: us-central1.");
 	w.cloud.jobs.items[0].end_ms = 1795341999000;
 	assert_int_equal(mem_list(&w.cloud.base, NULL, NULL, NULL, &live, &err), 0);
-	assert_int_equal(apply_refresh_state(&w.state, &live, &summary), 1);
+	assert_int_equal(apply_refresh_state(&w.state, &live, NULL, &summary), 1);
 	assert_string_equal(summary, "job.a: queued -> failed (stockout)\n");
 	r = state_find(&w.state, "job.a");
 	assert_string_equal(r->current->failure, "stockout");
 	assert_int_equal(r->current->ended_ms, 1795341999000);
-	assert_int_equal(apply_refresh_state(&w.state, &live, NULL), 0);
+	assert_int_equal(apply_refresh_state(&w.state, &live, NULL, NULL), 0);
 	free(summary);
 	live_jobs_release(&live);
 	world_release(&w);

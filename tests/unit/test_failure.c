@@ -191,6 +191,53 @@ static void test_spot_started_then_stockout_is_preempted(void **state)
 				"status of 1. Termination reason: Error.", "SPOT", 1, 0), "user-error");
 }
 
+/* A run on a calendar booking's reservation, ended at ended_ms; the window ends at END. */
+#define END INT64_C(1768294800000) /* 2026-01-13T09:00:00Z */
+static const char *windowed(const char *state, int code, const char *msg, int64_t ended_ms, int64_t window_end,
+			    int by_vx)
+{
+	struct failure_input in = {
+		.state = state,
+		.error_code = code,
+		.message = msg,
+		.scheduling = "STANDARD",
+		.started = 1,
+		.cancelled_by_vx = by_vx,
+		.window_end_ms = window_end,
+		.ended_ms = ended_ms,
+	};
+
+	return failure_classify(&in);
+}
+
+/* Google ends the VMs at the window's end: the job's facts decide, not its text. */
+static void test_a_run_ended_with_its_window_is_window_ended(void **state)
+{
+	const char *exit1 = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error.";
+
+	(void)state;
+	assert_string_equal(windowed("JOB_STATE_FAILED", 8, S1, END, END, 0), "window-ended");
+	assert_string_equal(windowed("JOB_STATE_FAILED", 13, "Internal error occurred for the current attempt.",
+				     END + 30000, END, 0),
+			    "window-ended");
+	assert_string_equal(windowed("JOB_STATE_FAILED", 0, "something new", END, END, 0), "window-ended");
+	assert_string_equal(windowed("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", END, END, 0), "window-ended");
+	assert_string_equal(windowed("JOB_STATE_EXPIRED", 0, NULL, END, END, 0), "window-ended");
+	/* Up to the grace before the end, Google's teardown not being timed to the second. */
+	assert_string_equal(windowed("JOB_STATE_FAILED", 8, S1, END - FAILURE_WINDOW_GRACE_MS, END, 0), "window-ended");
+	assert_string_equal(windowed("JOB_STATE_FAILED", 8, S1, END - FAILURE_WINDOW_GRACE_MS - 1, END, 0), "stockout");
+	/* The replica's own exit before the end keeps its class; at the end the window did it. */
+	assert_string_equal(windowed("JOB_STATE_FAILED", 3, exit1, END - 60000, END, 0), "user-error");
+	assert_string_equal(windowed("JOB_STATE_FAILED", 3, exit1, END, END, 0), "window-ended");
+	/* Not on a booking's reservation, or the end unknown: as before. */
+	assert_string_equal(windowed("JOB_STATE_FAILED", 8, S1, END, 0, 0), "stockout");
+	assert_string_equal(windowed("JOB_STATE_FAILED", 8, S1, 0, END, 0), "stockout");
+	/* Succeeded, active, or cancelled by vx: no failure at all. */
+	assert_null(windowed("JOB_STATE_SUCCEEDED", 0, NULL, END, END, 0));
+	assert_null(windowed("JOB_STATE_RUNNING", 0, NULL, 0, END, 0));
+	assert_null(windowed("JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", END, END, 1));
+}
+
 /* A flex-start wait that ran out has no text: FAILED, EXPIRED or CANCELLED outside vx, never started. */
 static void test_flex_start_never_started_is_wait_timeout(void **state)
 {
@@ -302,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_unknown),
 		cmocka_unit_test(test_image_pull_is_config),
 		cmocka_unit_test(test_refused_create),
+		cmocka_unit_test(test_a_run_ended_with_its_window_is_window_ended),
 	};
 	return cmocka_run_group_tests_name("failure", tests, NULL, NULL);
 }

@@ -136,6 +136,49 @@ static void test_slack_body(void **unused)
 	vx_buf_release(&b);
 }
 
+/* A booking's and a resource's events: headline and facts, no run, no console link. */
+static void test_slack_body_booking_and_resource(void **unused)
+{
+	struct notify_event ev = {
+		.kind = NOTIFY_WINDOW_CLOSING,
+		.stack = "research",
+		.address = "future_reservation.gpus",
+		.state = "FULFILLED",
+		.key = "2026-01-08T09:00:00Z",
+		.time_ms = 1768287600000,
+		.message = "the window closes at 2026-01-13T09:00:00Z: Google ends the runs still on reservation gpus then",
+	};
+	struct vx_buf b = VX_BUF_INIT;
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+	assert_string_equal(b.data,
+			    "{\"text\":\"research: future_reservation.gpus window closing\",\"blocks\":[{\"type\":\"section\","
+			    "\"text\":{\"type\":\"mrkdwn\",\"text\":\"*research: future_reservation.gpus window closing*"
+			    "\\nstate: FULFILLED\\n```the window closes at 2026-01-13T09:00:00Z: Google ends the runs still on "
+			    "reservation gpus then```\\n2026-01-13T07:00:00Z · evt_0123\"}}]}");
+	vx_buf_reset(&b);
+	ev.kind = NOTIFY_RESOURCE_ERROR;
+	ev.address = "persistent_resource.eval-pool";
+	ev.state = "ERROR";
+	ev.message = "machines lost";
+	assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+	assert_string_equal(b.data,
+			    "{\"text\":\"research: persistent_resource.eval-pool is in ERROR\",\"blocks\":[{\"type\":\"section\","
+			    "\"text\":{\"type\":\"mrkdwn\",\"text\":\"*research: persistent_resource.eval-pool is in ERROR*"
+			    "\\nstate: ERROR\\n```machines lost```\\n2026-01-13T07:00:00Z · evt_0123\"}}]}");
+	vx_buf_release(&b);
+	/* Each new event has its headline: none falls through to an empty one. */
+	for (unsigned k = NOTIFY_BOOKING_APPROVED; k <= NOTIFY_RESOURCE_ERROR; k <<= 1) {
+		ev.kind = k;
+		vx_buf_reset(&b);
+		assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
+		assert_null(strstr(b.data, "eval-pool \""));
+	}
+	vx_buf_release(&b);
+}
+
 /* A long message (Vertex appends the log tail) is cut to Slack's limits: no
  * text object over 3,000 characters, at most 50 blocks; json keeps it whole. */
 static void test_slack_body_long(void **unused)
@@ -695,6 +738,7 @@ int main(void)
 		cmocka_unit_test(test_console_url),
 		cmocka_unit_test(test_json_body),
 		cmocka_unit_test(test_slack_body),
+		cmocka_unit_test(test_slack_body_booking_and_resource),
 		cmocka_unit_test(test_signature_vector),
 		cmocka_unit_test(test_bad_secrets),
 		cmocka_unit_test(test_collect),
