@@ -631,7 +631,7 @@ static void fr_live_release(void *live)
 	live_futures_release(live);
 }
 
-/* A booking's action holds its VMs for the window: the declared shape, else the live one's. */
+/* A booking's action holds its VMs for the window (and only then): the declared shape, else the live one's. */
 static void fr_capacity(const struct plan_action *a, struct kind_capacity *out)
 {
 	const struct stack_future *d = a->kdecl;
@@ -643,11 +643,15 @@ static void fr_capacity(const struct plan_action *a, struct kind_capacity *out)
 		out->machine_type = d->machine_type;
 		out->accelerator = d->accelerator;
 		out->accelerator_count = d->accelerator_count;
+		out->window_start_ms = d->start_ms;
+		out->window_end_ms = d->end_ms;
 	} else if (l) {
 		out->zone = l->zone;
 		out->machine_type = l->machine_type;
 		out->accelerator = l->accelerator_type;
 		out->accelerator_count = l->accelerator_count;
+		out->window_start_ms = l->start_ms;
+		out->window_end_ms = l->end_ms;
 	}
 }
 
@@ -665,6 +669,9 @@ static void fr_held(const struct stack *st, const struct live_set *live, size_t 
 	out->accelerator_count = d->accelerator_count;
 	out->count = d->total_count;
 	out->in_use = 0;
+	out->window_start_ms = d->start_ms;
+	out->window_end_ms = d->end_ms;
+	out->listed = l != NULL;
 }
 
 /* A booking's approval, decided over time: pending while Google reviews it. */
@@ -714,4 +721,5 @@ const struct kind kind_future = {
 	.held = fr_held,
 	.summary_if_declared = 1,
 	.import_form = "projects/P/zones/ZONE/futureReservations/NAME",
+	.held_record = future_held_record,
 };

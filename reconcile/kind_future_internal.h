@@ -38,4 +38,10 @@ int future_import(struct import_outcome *out, struct state *state, struct provid
 		  const struct import_request *req, int check_only, struct vx_err *err);
 int future_status_rows(struct status_report *out, const struct status_input *in);
 
+/* kind_future_cost.c: the row's held_record slot (vx report). */
+struct prices;
+struct state_run;
+void future_held_record(const struct state_record *rec, const struct state_run *run, const struct prices *p,
+			struct kind_held_shape *out);
+
 #endif

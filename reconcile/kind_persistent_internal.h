@@ -3,6 +3,7 @@
 
 /* What the persistent resource kind's files share (kind_persistent*.c) and nothing else uses. */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"
@@ -47,5 +48,13 @@ int persistent_apply(struct applier *a, int removals, struct vx_err *err);
 int persistent_import(struct import_outcome *out, struct state *state, struct provider *p,
 		      const struct stack *st, const struct import_request *req, int check_only, struct vx_err *err);
 int persistent_status_rows(struct status_report *out, const struct status_input *in);
+/* kind_persistent_cost.c: the row's capacity, held and held_record slots (struct kind). */
+struct kind_held_shape;
+struct prices;
+struct state_run;
+void persistent_capacity(const struct plan_action *a, struct kind_capacity *out);
+void persistent_held(const struct stack *st, const struct live_set *live, size_t i, struct kind_held *out);
+void persistent_held_record(const struct state_record *rec, const struct state_run *run, const struct prices *p,
+			    struct kind_held_shape *out);
 
 #endif
