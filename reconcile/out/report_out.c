@@ -95,7 +95,8 @@ static cJSON *reservation_json(const struct report_reservation *rv)
 	    add_time(o, "from", rv->from_ms) < 0 || add_time(o, "to", rv->to_ms) < 0 ||
 	    add_num(o, "vm_hours", round(rv->vm_hours * 100.0) / 100.0) < 0 ||
 	    add_num(o, "used_vm_hours", round(rv->used_vm_hours * 100.0) / 100.0) < 0 ||
-	    add_money(o, "usd", rv->priced, rv->usd) < 0 || add_bool(o, "estimate", rv->estimate) < 0) {
+	    add_money(o, "usd", rv->priced, rv->usd) < 0 || add_bool(o, "estimate", rv->estimate) < 0 ||
+	    add_money(o, "usd_idle", rv->priced, rv->usd_idle) < 0 || (*rv->job_ref ? add_bool(o, "unused", rv->unused) : add_str(o, "unused", NULL)) < 0) {
 		cJSON_Delete(o);
 		return NULL;
 	}

@@ -13,8 +13,8 @@ the built-in price table (data/prices.json, us-central1):
   NVIDIA_TESLA_T4 Vertex AI training rate $0.4025/h      (Compute Engine $0.35)
   g2-standard-8  Compute Engine on-demand $0.853624/h, its L4 bundled
 """
+import calendar
 import json
-import os
 import time
 import unittest
 
@@ -174,6 +174,10 @@ class CapacityKinds(FakeTestCase):
         self.assertTrue(cost["estimate"])
         self.assertAlmostEqual(plan["cost"]["bookings_usd"], 2 * 120 * 0.853624, places=9)
         self.assertEqual(plan["cost"]["reservations_usd_per_hour"], 0)
+        # The pull request's line: what this plan commits to, the booking's window included (whole
+        # dollars from $100 up).
+        self.assertIn("last 30 days: $0.00 · this plan: at most $205",
+                      self.plan("-format", "markdown").out.splitlines())
         # Booked; inside its window it holds its 2 VMs' L4s.
         self.assertEqual(self.repo.apply(env={"VX_NOW": FAKE_NOW}).code, 0)
         r = self.plan(now="2026-01-09T00:00:00Z")
@@ -185,6 +189,103 @@ class CapacityKinds(FakeTestCase):
         self.assertEqual(section(r.out, "Quota")[3:4], [
             "    L4           future_reservation.gpus       0      0  0        0 (held only 2026-01-08 09:00 UTC "
             "for 5d)"])
+
+
+def iso(ms):
+    """RFC 3339 with milliseconds, as vx writes a record's times."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
+
+
+def parse_ms(t):
+    """Milliseconds of a state record's time ("2026-11-28T17:56:13.906Z" or without the fraction)."""
+    base, _, frac = t.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) * 1000 + int((frac + "000")[:3])
+
+
+class ReportKinds(FakeTestCase):
+    """vx report over a history made on this machine's clock: apply stamps what it makes with
+    vx's own clock, and the fake's clock is moved to it so the runs' times agree."""
+
+    HOUR = 3600 * 1000
+
+    def setUp(self):
+        super().setUp()
+        self.fake.post("/_fake/timings", {"provisioning_seconds": 0, "updating_seconds": 0, "stopping_seconds": 0,
+                                          "queued_seconds": 5, "pending_seconds": 30, "running_seconds": 3600})
+        self.fake.advance(int(time.time()) - self.fake.advance(0)["epoch_seconds"])
+
+    def apply(self):
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+
+    def created_ms(self, folder, name):
+        rec = json.loads(self.repo.git("show", "vx/state/e2e:%s/%s.json" % (folder, name)))
+        return parse_ms(rec["current"]["createdAt"])
+
+    def report(self, now_ms):
+        r = self.repo.vx("report", self.repo.dir, "-format", "json", env={"VX_NOW": iso(now_ms)})
+        self.assertEqual(r.code, 0, r)
+        return json.loads(r.out)
+
+    HELD = ("address", "zone", "machine_type", "accelerator_type", "count", "vm_hours", "used_vm_hours", "usd",
+            "usd_idle", "estimate", "unused")
+
+    def test_pool_hours_their_use_and_the_idle_share_as_waste(self):
+        self.repo.write({"a": pool_yaml(autoscaling=None), "b": t4_job("ev", on="eval-pool")})
+        self.apply()
+        # The job on the pool runs its hour; the next apply records its end.
+        self.fake.advance(4000)
+        self.apply()
+        t0 = self.created_ms("persistent_resources", "eval-pool")
+        doc = self.report(t0 + 10 * self.HOUR)
+        # 2 machines x 10 h = 20 machine-hours at 0.620999 = 12.41998 -> 12.42; the job used 1 of
+        # them (3600 s x 1 replica): the idle 19/20 are waste, 12.42 x 0.95 = 11.799 -> 11.80.
+        [held] = doc["reservations"]
+        self.assertEqual(tuple(held[k] for k in self.HELD),
+                         ("persistent_resource.eval-pool", REGION, "n1-standard-4", "NVIDIA_TESLA_T4", 2, 20.0, 1.0,
+                          12.42, 11.80, True, False))
+        [run] = doc["runs"]
+        self.assertEqual((run["address"], run["running_seconds"], run["usd"], run["note"]),
+                         ("job.ev", 3600, 0, "on a persistent resource: the resource's VM-hours are its cost"))
+        t = doc["totals"]
+        self.assertEqual((t["usd"], t["usd_wasted"]), (12.42, 11.80))
+        self.assertIn({"key": "RESERVATION", "usd": 12.42, "usd_wasted": 11.80, "runs": 0}, t["by_strategy"])
+
+    def test_pool_no_job_names_is_flagged(self):
+        self.repo.write({"a": pool_yaml(replicas=3, autoscaling=None)})
+        self.apply()
+        t0 = self.created_ms("persistent_resources", "eval-pool")
+        doc = self.report(t0 + 2 * self.HOUR)
+        # 3 x 2 h = 6 machine-hours at 0.620999 = 3.725994 -> 3.73, all of it idle.
+        [held] = doc["reservations"]
+        self.assertEqual(tuple(held[k] for k in self.HELD),
+                         ("persistent_resource.eval-pool", REGION, "n1-standard-4", "NVIDIA_TESLA_T4", 3, 6.0, 0.0,
+                          3.73, 3.73, True, True))
+        self.assertEqual((doc["totals"]["usd"], doc["totals"]["usd_wasted"]), (3.73, 3.73))
+        # The pull request's spend line counts it too.
+        r = self.repo.plan("-format", "markdown", env={"VX_NOW": iso(t0 + 2 * self.HOUR)})
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("last 30 days: $3.73 (0% on preempted runs) · this plan: at most $0.00", r.out.splitlines())
+
+    def test_booking_counts_only_inside_its_window(self):
+        # A window that opens on the next whole hour after the next one, for 2 days.
+        start = (int(time.time()) // 3600 + 2) * 3600 * 1000
+        self.repo.write({"f": booking_yaml(start=iso(start).replace(".000", ""), duration="2d")})
+        self.apply()
+        self.assertEqual(self.report(start - self.HOUR)["reservations"], [])
+        # 36 h in: 2 VMs x 36 h = 72 VM-hours at 0.853624 = 61.460928 -> 61.46, none used.
+        [held] = self.report(start + 36 * self.HOUR)["reservations"]
+        self.assertEqual(tuple(held[k] for k in self.HELD),
+                         ("future_reservation.gpus", ZONE, "g2-standard-8", "NVIDIA_L4", 2, 72.0, 0.0, 61.46, 61.46,
+                          True, None))
+        self.assertEqual((held["from"], held["to"]), (iso(start).replace(".000", ""),
+                                                      iso(start + 36 * self.HOUR).replace(".000", "")))
+        # After the window: its 48 h alone, 96 VM-hours = 81.947904 -> 81.95.
+        doc = self.report(start + 5 * 24 * self.HOUR)
+        [held] = doc["reservations"]
+        self.assertEqual((held["vm_hours"], held["usd"], held["to"]),
+                         (96.0, 81.95, iso(start + 48 * self.HOUR).replace(".000", "")))
+        self.assertEqual((doc["totals"]["usd"], doc["totals"]["usd_wasted"]), (81.95, 81.95))
 
 
 if __name__ == "__main__":
