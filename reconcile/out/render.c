@@ -903,6 +903,11 @@ static cJSON *cost_json(const struct capacity_cost *k)
 	rc |= add(o, "upper_bound", cJSON_CreateBool(k->upper_bound));
 	rc |= add(o, "estimate", cJSON_CreateBool(k->estimate));
 	rc |= add(o, "unknown_reason", str_or_null(k->why));
+	/* What is held with autoscaling: the range its rate moves in. */
+	if (k->known && k->has_range) {
+		rc |= add(o, "usd_per_hour_min", cJSON_CreateNumber(k->usd_min));
+		rc |= add(o, "usd_per_hour_max", cJSON_CreateNumber(k->usd_max_per_hour));
+	}
 	if (rc) {
 		cJSON_Delete(o);
 		return NULL;

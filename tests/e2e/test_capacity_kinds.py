@@ -113,6 +113,8 @@ class CapacityKinds(FakeTestCase):
         self.assertEqual(costs["job.ev"]["usd_per_hour"], 0)
         self.assertAlmostEqual(costs["persistent_resource.eval-pool"]["usd_per_hour"], 2 * MACHINE, places=9)
         self.assertIsNone(costs["persistent_resource.eval-pool"]["usd_max"])
+        self.assertAlmostEqual(costs["persistent_resource.eval-pool"]["usd_per_hour_min"], MACHINE, places=9)
+        self.assertAlmostEqual(costs["persistent_resource.eval-pool"]["usd_per_hour_max"], 4 * MACHINE, places=9)
         self.assertAlmostEqual(plan["cost"]["reservations_usd_per_hour"], 2 * MACHINE, places=9)
         # Applied: the pool's 4 (listed) and the plain job's run are in use; nothing is added.
         self.assertEqual(self.repo.apply(env={"VX_NOW": FAKE_NOW}).code, 0)
