@@ -806,8 +806,12 @@ static double held_delta(const struct capacity_input *in, const struct plan_acti
 		if (!kc.holds || (!kc.has_counts && !a->has_values))
 			return sum;
 		nparts = kc.nparts ? kc.nparts : 1;
-		before = kc.has_counts ? kc.old_count : a->old_value > 0 ? a->old_value : 0;
-		after = kc.has_counts ? kc.new_count : a->op == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
+		before = kc.old_count;
+		after = kc.new_count;
+		if (!kc.has_counts) {
+			before = a->old_value > 0 ? a->old_value : 0;
+			after = a->op == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
+		}
 		if (kc.window_end_ms && !(a->op == PLAN_CREATE || a->op == PLAN_REPLACE))
 			continue;
 		if (!kc.window_end_ms && (before == after || (a->op != PLAN_CREATE && a->op != PLAN_UPDATE &&
@@ -1154,9 +1158,10 @@ static const char *held_region(const struct kind_held *h, char *buf, size_t size
 
 	if (h->region)
 		return h->region;
-	dash = h->zone ? strrchr(h->zone, '-') : NULL;
-	snprintf(buf, size, "%.*s", dash ? (int)(dash - h->zone) : h->zone ? (int)strlen(h->zone) : 0,
-		 h->zone ? h->zone : "");
+	if (!h->zone)
+		return "?";
+	dash = strrchr(h->zone, '-');
+	snprintf(buf, size, "%.*s", dash ? (int)(dash - h->zone) : (int)strlen(h->zone), h->zone);
 	return buf;
 }
 

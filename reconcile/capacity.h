@@ -173,7 +173,7 @@ struct capacity_cost {
 	int64_t window_start_ms, window_end_ms;
 	double window_hours, usd_window;
 	int64_t gpus;
-	const char *gpu;           /* static: "L4", or NULL */
+	const char *gpu; /* static: "L4", or NULL */
 };
 
 struct capacity_report {

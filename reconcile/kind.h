@@ -220,8 +220,8 @@ struct kind_held_shape {
 	double vm_rate;		   /* USD per VM-hour; < 0: unknown */
 	int estimate;
 	int64_t window_start_ms, window_end_ms; /* 0: held while it exists */
-	int holds_nothing;	   /* its state says no VM was delivered (declined, cancelled, failed) */
-	char job_ref[64];	   /* what a job's spec names it by (persistentResourceId), "" for none */
+	int holds_nothing;			/* its state says no VM was delivered (declined, cancelled, failed) */
+	char job_ref[64];			/* what a job's spec names it by (persistentResourceId), "" for none */
 };
 
 /* A declared request for a quota limit, and how the cloud stands on it (struct kind's limit_request). */

@@ -44,7 +44,9 @@ void future_held_record(const struct state_record *rec, const struct state_run *
 
 	out->vm_rate = -1;
 	snprintf(out->machine_type, sizeof(out->machine_type), "%s", mt ? mt : "");
-	snprintf(out->accelerator, sizeof(out->accelerator), "%s", gpu ? gpu->vertex : at ? at : "");
+	/* The report names GPUs as Vertex AI does. */
+	if (gpu || at)
+		snprintf(out->accelerator, sizeof(out->accelerator), "%s", gpu ? gpu->vertex : at);
 	out->accelerator_count = at ? per : 0;
 	out->window_start_ms = json_time(spec, "start");
 	out->window_end_ms = json_time(spec, "end");

@@ -37,7 +37,7 @@ static const struct live_persistent_pool *listed_pool(const struct live_persiste
 static int64_t listed_max(const struct live_persistent_pool *lp)
 {
 	return lp->has_autoscaling && lp->max_replica_count > lp->replica_count ? lp->max_replica_count
-										 : lp->replica_count;
+										: lp->replica_count;
 }
 
 /*
@@ -54,7 +54,9 @@ void persistent_capacity(const struct plan_action *a, struct kind_capacity *out)
 	out->holds = 1;
 	out->has_counts = 1;
 	out->draws_quota = out->vertex_rates = 1;
-	out->nparts = d ? d->npools : l ? l->npools : 0;
+	out->nparts = d ? d->npools : 0;
+	if (!d && l)
+		out->nparts = l->npools;
 	if (out->part >= out->nparts) {
 		out->holds = 0;
 		return;
@@ -132,8 +134,8 @@ void persistent_held_record(const struct state_record *rec, const struct state_r
 			    struct kind_held_shape *out)
 {
 	cJSON *root = rec && rec->spec_json ? cJSON_Parse(rec->spec_json) : NULL;
-	const cJSON *pools = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "spec"),
-							      "resourcePools"), *pool;
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(root, "spec");
+	const cJSON *pools = cJSON_GetObjectItemCaseSensitive(spec, "resourcePools"), *pool;
 	const char *region = run->region ? run->region : json_string(root, "region");
 	double sum = 0;
 	int64_t n = 0;

@@ -231,7 +231,8 @@ static int free_text(struct vx_buf *b, const struct capacity_row *r)
 	if (r->limit < 0)
 		return vx_buf_adds(b, "unlimited");
 	rc = vx_buf_printf(b, "%lld%s", (long long)(r->limit - r->in_use - r->adds),
-			   r->unknown ? " (fit unknown)" : r->fits ? "" : " (does not fit)");
+			   r->unknown ? " (fit unknown)" : r->fits ? ""
+								   : " (does not fit)");
 	/* A booking holds its VMs only in its window: none before it opens or after it closes. */
 	if (rc == 0 && r->window_end_ms)
 		rc = vx_buf_adds(b, " (held only ");
@@ -270,6 +271,14 @@ static enum kind_cost cost_rule(const struct capacity_cost *k)
 /* What stands in for a booking's price (docs/future-reservations.md, "Money"). */
 #define CAPACITY_BOOKING_NOTE \
 	"the on-demand rate stands in: Google has not published calendar-mode prices in what we read"
+
+/* What a cost line is of: a run that starts, a booking, or what runs or is held. */
+static const char *cost_label(const struct capacity_cost *k)
+{
+	if (k->starts)
+		return "starts";
+	return k->window_end_ms ? "booked" : "running";
+}
 
 /* " at 2 VMs ($0.85-$3.41/h at 1-4 with autoscaling)": the range what is held costs. */
 static int held_range_text(struct vx_buf *b, const struct capacity_report *c, const struct capacity_cost *k)
@@ -485,8 +494,7 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
 		const struct capacity_cost *k = &c->costs[i];
 
-		rc = vx_buf_printf(b, "  %-10s %s: ", k->starts ? "starts" : k->window_end_ms ? "booked" : "running",
-				   k->address);
+		rc = vx_buf_printf(b, "  %-10s %s: ", cost_label(k), k->address);
 		if (rc == 0)
 			rc = cost_text(b, c, k);
 		if (rc == 0)
@@ -531,8 +539,7 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 	if (rc == 0)
 		rc = vx_buf_adds(b, "\n\n");
 	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
-		rc = vx_buf_printf(b, "- `%s` (%s): ", c->costs[i].address,
-				   c->costs[i].starts ? "starts" : c->costs[i].window_end_ms ? "booked" : "running");
+		rc = vx_buf_printf(b, "- `%s` (%s): ", c->costs[i].address, cost_label(&c->costs[i]));
 		if (rc == 0)
 			rc = cost_text(b, c, &c->costs[i]);
 		if (rc == 0)

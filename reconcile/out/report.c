@@ -42,8 +42,12 @@ static int input_add(struct report_input *in, const char *stack, const char *add
 	if (VX_ALLOC_GROW(in->runs, in->n + 1, in->cap) < 0)
 		return VX_ENOMEM;
 	in->runs[in->n++] = (struct report_source){
-		.stack = stack, .address = address, .record = rec, .run = run,
-		.gone_ms = run->ended_ms ? 0 : gone_ms, .current = gone_ms == 0,
+		.stack = stack,
+		.address = address,
+		.record = rec,
+		.run = run,
+		.gone_ms = run->ended_ms ? 0 : gone_ms,
+		.current = gone_ms == 0,
 	};
 	return 0;
 }
@@ -501,6 +505,7 @@ static const char *json_str(const cJSON *o, const char *k)
 static void held_shape(const struct report_source *s, const struct prices *p, struct kind_held_shape *out)
 {
 	const struct kind *k = kind_of_address(s->address);
+	const struct machines_gpu *gpu;
 	cJSON *spec;
 	const char *mt, *at;
 	const cJSON *ac;
@@ -517,8 +522,10 @@ static void held_shape(const struct report_source *s, const struct prices *p, st
 	ac = cJSON_GetObjectItemCaseSensitive(spec, "acceleratorCount");
 	out->accelerator_count = cJSON_IsNumber(ac) ? (int64_t)ac->valuedouble : 0;
 	snprintf(out->machine_type, sizeof(out->machine_type), "%s", mt ? mt : "");
-	snprintf(out->accelerator, sizeof(out->accelerator), "%s",
-		 at && machines_gpu_by_compute(at) ? machines_gpu_by_compute(at)->vertex : at ? at : "");
+	/* The report names GPUs as Vertex AI does. */
+	gpu = at ? machines_gpu_by_compute(at) : NULL;
+	if (at)
+		snprintf(out->accelerator, sizeof(out->accelerator), "%s", gpu ? gpu->vertex : at);
 	if (spec && p)
 		out->vm_rate = prices_vm_rate(p, s->run->region, mt, at, out->accelerator_count, &out->estimate);
 	cJSON_Delete(spec);

@@ -36,7 +36,7 @@ struct report_source {
 	const struct state_record *record; /* the version holding run (its spec is the fallback) */
 	const struct state_run *run;
 	int64_t gone_ms;                   /* the record was forgotten then, this run not seen ending; 0 */
-	int current;                       /* the record is in the state now (not forgotten) */
+	int current;			   /* the record is in the state now (not forgotten) */
 };
 
 struct report_input {

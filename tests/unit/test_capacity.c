@@ -608,28 +608,28 @@ static void test_held_kinds(void **unused)
 	limit(lim, machines_quota_id(machines_gpu_by_vertex("NVIDIA_TESLA_T4"), "STANDARD"), 16);
 	job(&f, 0, "ev", "r1", "STANDARD", PLAN_CREATE, NULL);
 	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
-	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t)"pool";
+	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t) "pool";
 	job(&f, 1, "plain", "r1", "STANDARD", PLAN_CREATE, NULL);
 	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
 	setup(&f, 2);
-	pp.id = (char *)(uintptr_t)"t4s";
-	pp.machine_type = (char *)(uintptr_t)"n1-standard-4";
-	pp.accelerator_type = (char *)(uintptr_t)"NVIDIA_TESLA_T4";
+	pp.id = (char *)(uintptr_t) "t4s";
+	pp.machine_type = (char *)(uintptr_t) "n1-standard-4";
+	pp.accelerator_type = (char *)(uintptr_t) "NVIDIA_TESLA_T4";
 	pp.accelerator_count = 1;
 	pp.replica_count = 2;
 	pp.has_autoscaling = 1;
 	pp.min_replica_count = 1;
 	pp.max_replica_count = 4;
-	pr.d.name = (char *)(uintptr_t)"pool";
-	pr.d.address = (char *)(uintptr_t)"persistent_resource.pool";
-	pr.region = (char *)(uintptr_t)"r1";
+	pr.d.name = (char *)(uintptr_t) "pool";
+	pr.d.address = (char *)(uintptr_t) "persistent_resource.pool";
+	pr.region = (char *)(uintptr_t) "r1";
 	pr.pools = &pp;
 	pr.npools = 1;
-	fr.d.name = (char *)(uintptr_t)"gpus";
-	fr.d.address = (char *)(uintptr_t)"future_reservation.gpus";
-	fr.zone = (char *)(uintptr_t)"r1-a";
-	fr.machine_type = (char *)(uintptr_t)"a3-highgpu-8g";
-	fr.accelerator = (char *)(uintptr_t)"nvidia-h100-80gb";
+	fr.d.name = (char *)(uintptr_t) "gpus";
+	fr.d.address = (char *)(uintptr_t) "future_reservation.gpus";
+	fr.zone = (char *)(uintptr_t) "r1-a";
+	fr.machine_type = (char *)(uintptr_t) "a3-highgpu-8g";
+	fr.accelerator = (char *)(uintptr_t) "nvidia-h100-80gb";
 	fr.accelerator_count = 8;
 	fr.total_count = 2;
 	fr.start_ms = t;
@@ -637,10 +637,8 @@ static void test_held_kinds(void **unused)
 	*stack_slot(&f.st, &kind_persistent) = (struct stack_kind_decls){ .items = &pr, .n = 1 };
 	*stack_slot(&f.st, &kind_future) = (struct stack_kind_decls){ .items = &fr, .n = 1 };
 	memcpy(all, f.acts, 2 * sizeof(*all));
-	all[2] = (struct plan_action){ .op = PLAN_CREATE, .address = pr.d.address, .kind_of = &kind_persistent,
-				       .kdecl = &pr, .has_values = 1, .old_value = -2, .new_value = 2 };
-	all[3] = (struct plan_action){ .op = PLAN_CREATE, .address = fr.d.address, .kind_of = &kind_future,
-				       .kdecl = &fr, .has_values = 1, .old_value = -2, .new_value = 2 };
+	all[2] = (struct plan_action){ .op = PLAN_CREATE, .address = pr.d.address, .kind_of = &kind_persistent, .kdecl = &pr, .has_values = 1, .old_value = -2, .new_value = 2 };
+	all[3] = (struct plan_action){ .op = PLAN_CREATE, .address = fr.d.address, .kind_of = &kind_future, .kdecl = &fr, .has_values = 1, .old_value = -2, .new_value = 2 };
 	f.plan.actions = all;
 	f.plan.n = 4;
 	in.now_ms = t - hour;
@@ -680,11 +678,11 @@ static void test_held_kinds(void **unused)
 	capacity_release(&r);
 	/* A quota too small for the pool's max: the pool is the misfit. */
 	lim[0].value = 3;
-	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t)"pool";
+	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t) "pool";
 	assert_int_equal(capacity_build(&r, &in, &err), 0);
 	assert_int_equal(r.misfits.n, 2);
 	assert_string_equal(r.misfits.items[0].msg, "persistent_resource.pool: does not fit: needs 4 on-demand T4 "
-						  "in r1, limit 3, 0 in use or started before it: 3 free");
+						    "in r1, limit 3, 0 in use or started before it: 3 free");
 	capacity_release(&r);
 	teardown(&f);
 }

@@ -530,7 +530,8 @@ static void test_held_kinds(void **state)
 		       "{\"region\":\"r1\",\"spec\":{\"resourcePools\":[{\"id\":\"a\",\"machineSpec\":{\"machineType\":"
 		       "\"n1-standard-4\",\"acceleratorType\":\"NVIDIA_TESLA_T4\",\"acceleratorCount\":1},"
 		       "\"replicaCount\":\"1\"},{\"id\":\"b\",\"machineSpec\":{\"machineType\":\"n1-standard-4\"},"
-		       "\"replicaCount\":\"3\"}]}}", "r1", 4, T0, "RUNNING");
+		       "\"replicaCount\":\"3\"}]}}",
+		       "r1", 4, T0, "RUNNING");
 	recs[1] = held("future_reservation.gpus", booking, "r1-a", 2, T0 - 24 * HOUR, "FULFILLED");
 	recs[2] = held("future_reservation.no", booking, "r1-a", 2, T0 - 24 * HOUR, "DECLINED");
 	recs[3] = record("job.e", 0);
