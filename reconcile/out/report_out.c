@@ -23,8 +23,10 @@
 
 #define PRICE_NOTE "estimate: list price x running hours x replicas (machine and GPUs), at the Spot, " \
 		   "FLEX_START or on-demand rate of the run's strategy; a reservation's cost is its VM-hours " \
-		   "at the on-demand rate, used or not. Not included: negotiated prices, committed-use " \
-		   "discounts, Vertex AI's training management fee, storage and network."
+		   "at the on-demand rate, used or not (a persistent resource's at the training rate; a " \
+		   "booking's only inside its window, the on-demand rate standing in for calendar-mode " \
+		   "prices), the hours no run used counted as waste. Not included: negotiated prices, " \
+		   "committed-use discounts, Vertex AI's training management fee, storage and network."
 
 /* ---- JSON ---- */
 
