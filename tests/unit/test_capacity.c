@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,7 +116,7 @@ static void test_flex_start_sum(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -153,7 +154,7 @@ static void test_multi_pool_and_running(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -196,7 +197,7 @@ static void test_unknown(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 	struct vx_buf b = VX_BUF_INIT;
 
 	(void)unused;
@@ -240,7 +241,7 @@ static void test_pending_grant_is_unknown(void **unused)
 	struct live_quota lq;
 	struct live_quotas lqs = { &lq, 1 };
 	struct live_set live = { { NULL } };
-	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL, 0 };
 
 	(void)unused;
 	live.of[kind_index(&kind_quota)] = &lqs;
@@ -307,7 +308,7 @@ static void test_limits_not_read(void **unused)
 	struct fixture f;
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
-	struct capacity_input in = { &f.st, &f.plan, NULL, NULL, &f.prices, "quotas: PERMISSION_DENIED: no" };
+	struct capacity_input in = { &f.st, &f.plan, NULL, NULL, &f.prices, "quotas: PERMISSION_DENIED: no", 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -499,7 +500,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 	struct plan_record old = { 0 }, gone = { 0 };
 	struct stack_reservation sr;
 	struct stack_accelerator acc = { (char *)(uintptr_t)"nvidia-tesla-t4", 1 };
