@@ -655,7 +655,8 @@ static void fr_capacity(const struct plan_action *a, struct kind_capacity *out)
 	}
 }
 
-/* A declared booking's machines: the VMs booked (x GPUs each), none in use that vx knows of. */
+/* A declared booking's machines: the VMs booked (x GPUs each), none in use that vx knows of;
+ * none at all once Google declined it, it failed or was cancelled (nothing will be delivered). */
 static void fr_held(const struct stack *st, const struct live_set *live, size_t i, struct kind_held *out)
 {
 	const struct stack_future *d = &stack_futures(st, NULL)[i];
@@ -667,7 +668,7 @@ static void fr_held(const struct stack *st, const struct live_set *live, size_t 
 	out->machine_type = d->machine_type;
 	out->accelerator = d->accelerator;
 	out->accelerator_count = d->accelerator_count;
-	out->count = d->total_count;
+	out->count = l && l->procurement_status && fr_status_dead(l->procurement_status) ? 0 : d->total_count;
 	out->in_use = 0;
 	out->window_start_ms = d->start_ms;
 	out->window_end_ms = d->end_ms;

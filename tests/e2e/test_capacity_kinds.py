@@ -193,6 +193,18 @@ class CapacityKinds(FakeTestCase):
             "for 5d)"])
 
 
+    def test_declined_booking_holds_and_costs_nothing(self):
+        self.fake.post("/_fake/future-reservations", {"mode": "decline"})
+        self.repo.write({"f": booking_yaml()})
+        self.assertEqual(self.repo.apply(env={"VX_NOW": FAKE_NOW}).code, 0)
+        now = self.fake.advance(60)["now"]
+        r = self.plan(now=now)
+        self.assertIn("DECLINED", r.out)
+        self.assertEqual(section(r.out, "Quota")[3:4], [
+            "    L4           future_reservation.gpus       0      0  0        0 (held only 2026-01-08 09:00 UTC "
+            "for 5d)"])
+        self.assertNotIn("Cost (", r.out)
+
 def iso(ms):
     """RFC 3339 with milliseconds, as vx writes a record's times."""
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
