@@ -439,11 +439,24 @@ static int action_stays_running(const struct plan_action *a)
 	       job_state_is_active(ja->live_state);
 }
 
-/* The i-th declaration of held kind k in the stack, as held (with what was listed of it). */
-static void held_at(const struct capacity_input *in, const struct kind *k, size_t i, struct kind_held *h)
+/*
+ * Part part of the i-th declaration of held kind k in the stack, as held
+ * (with what was listed of it); a kind that gives no range holds count.
+ */
+static void held_at(const struct capacity_input *in, const struct kind *k, size_t i, size_t part,
+		    struct kind_held *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->part = part;
 	k->held(in->st, in->live, i, h);
+	if (!h->count_min && !h->count_max)
+		h->count_min = h->count_max = h->count;
+}
+
+/* How many parts the declaration h (its part 0) holds VMs in. */
+static size_t held_parts(const struct kind_held *h)
+{
+	return h->nparts ? h->nparts : 1;
 }
 
 /* The declaration named name of a kind that holds machines (a job's reservation): 1 with *h, else 0. */
@@ -451,10 +464,21 @@ static int held_named(const struct capacity_input *in, const char *name, struct 
 {
 	for (size_t k = 0; k < kind_count; k++)
 		for (size_t i = 0; kind_table[k]->held && i < kind_count_decls(kind_table[k], in->st); i++) {
-			held_at(in, kind_table[k], i, h);
+			held_at(in, kind_table[k], i, 0, h);
+			for (size_t part = 1; !(h->name && !strcmp(h->name, name)) && part < held_parts(h); part++)
+				held_at(in, kind_table[k], i, part, h);
 			if (h->name && !strcmp(h->name, name))
 				return 1;
 		}
+	return 0;
+}
+
+/* Whether the plan deletes what is at address. */
+static int plan_deletes(const struct plan *p, const char *address)
+{
+	for (size_t k = 0; k < p->n; k++)
+		if (!strcmp(p->actions[k].address, address) && p->actions[k].op == PLAN_DELETE)
+			return 1;
 	return 0;
 }
 
@@ -467,29 +491,46 @@ static int any_held(const struct stack *st)
 	return 0;
 }
 
-/* The row of a declaration that holds machines (none for one without GPUs). */
-static int held_row(struct capacity_report *out, const struct kind_held *h)
+/* The GPU of what h holds and how many each VM has, or NULL (none). */
+static const struct machines_gpu *held_gpu(const struct kind_held *h, int64_t *per_vm)
 {
 	const struct machines_gpu *gpu = NULL;
-	struct capacity_row *row;
-	int64_t per_vm = 0;
 
+	*per_vm = 0;
 	if (h->accelerator) {
+		/* Compute Engine's name (nvidia-l4), or Vertex AI's (NVIDIA_L4) for regional VMs. */
 		gpu = machines_gpu_by_compute(h->accelerator);
-		per_vm = h->accelerator_count;
-	} else {
+		if (!gpu)
+			gpu = machines_gpu_by_vertex(h->accelerator);
+		*per_vm = h->accelerator_count;
+	} else if (h->machine_type) {
 		const char *vertex = NULL;
 
-		if (machines_fixed_gpus(h->machine_type, &vertex, &per_vm))
+		if (machines_fixed_gpus(h->machine_type, &vertex, per_vm))
 			gpu = machines_gpu_by_vertex(vertex);
 	}
-	if (!gpu || per_vm <= 0)
+	return gpu && *per_vm > 0 ? gpu : NULL;
+}
+
+/* The row of a declaration that holds machines (none for one without GPUs). A
+ * booking holds its VMs only inside its window: outside it, none. */
+static int held_row(struct capacity_report *out, const struct capacity_input *in, const struct kind_held *h)
+{
+	const struct machines_gpu *gpu;
+	struct capacity_row *row;
+	int64_t per_vm;
+
+	if (!(gpu = held_gpu(h, &per_vm)) || !h->zone)
 		return 0;
 	if (!(row = row_get(out, h->zone, gpu, CAPACITY_RESERVATION, h->address)))
 		return VX_ENOMEM;
 	row->has_limit = 1;
 	row->limit = h->count * per_vm;
 	row->in_use = h->in_use * per_vm;
+	row->window_start_ms = h->window_start_ms;
+	row->window_end_ms = h->window_end_ms;
+	if (h->window_end_ms && in->now_ms && (in->now_ms < h->window_start_ms || in->now_ms >= h->window_end_ms))
+		row->limit = row->in_use = 0;
 	return 0;
 }
 
@@ -519,6 +560,20 @@ static double pool_rate(const struct prices *p, const char *region, const struct
 	if (g < 0)
 		return -1;
 	return (m + g * (double)n) * (double)pool->replica_count;
+}
+
+double prices_machine_rate(const struct prices *p, const char *region, const char *machine_type,
+			   const char *accel, int64_t accel_count, int vertex, int *estimate)
+{
+	double m, g;
+
+	if (!p || !region || !machine_type)
+		return -1;
+	m = prices_rate(p, region, machine_type, 0, vertex, PRICES_ON_DEMAND, NULL, estimate);
+	if (m < 0 || !accel || accel_count <= 0 || machines_fixed_gpus(machine_type, NULL, NULL))
+		return m;
+	g = prices_rate(p, region, accel, 1, vertex, PRICES_ON_DEMAND, NULL, estimate);
+	return g < 0 ? -1 : m + g * (double)accel_count;
 }
 
 /* Why c is unknown: the table has no figure for name in region ("no published
@@ -562,8 +617,8 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 		if (in->prices && in->prices->fee_excluded && spec->pools[i].machine_type &&
 		    machines_fixed_gpus(spec->pools[i].machine_type, NULL, NULL))
 			out->fee_excluded = 1;
-	if (spec->reservation) {
-		/* Its machines are the reservation's, priced there. */
+	if (spec->reservation || spec->persistent_resource) {
+		/* Its machines are the reservation's (or the persistent resource's), priced there. */
 		c->usd_per_hour = 0;
 		return 0;
 	}
@@ -661,6 +716,9 @@ double prices_spec_rate(const struct prices *p, const char *region, const char *
 	pools = cJSON_GetObjectItemCaseSensitive(spec, "workerPoolSpecs");
 	if (!cJSON_IsArray(pools))
 		rate = -1;
+	/* A run on a persistent resource: the resource's machines, priced there. */
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(spec, "persistentResourceId")))
+		pools = NULL, rate = 0;
 	cJSON_ArrayForEach(pool, pools) {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(pool, "machineSpec");
 		const cJSON *mt = cJSON_GetObjectItemCaseSensitive(ms, "machineType");
@@ -715,38 +773,73 @@ static double stopped_rate(const struct capacity_input *in, const struct plan_ac
 	return prices_spec_rate(in->prices, region, json, upper, estimate);
 }
 
+/* The on-demand rate of one VM of what an action holds (part of it): -1 when unknown. */
+static double held_vm_rate(const struct capacity_input *in, const struct kind_capacity *kc, int *estimate)
+{
+	if (!kc->vertex_rates)
+		return prices_vm_rate(in->prices, kc->zone, kc->machine_type, kc->accelerator, kc->accelerator_count,
+				      estimate);
+	return prices_machine_rate(in->prices, kc->region, kc->machine_type, kc->accelerator, kc->accelerator_count,
+				   1, estimate);
+}
+
 /*
- * What this plan's actions that hold VMs (a reservation's) change in the
- * hourly spend: each create, resize and delete adds (new count - old count)
- * x the VM's rate.
- * Returns the change; *known 0 when a price is unknown.
+ * What action a, if it holds VMs, changes in the hourly spend: for each
+ * part, (VMs after - VMs before) x the VM's rate. A booking changes no
+ * hourly spend: what it books, for its whole window, goes to *bookings.
  */
-static double reservations_delta(const struct capacity_input *in, int *known, int *estimate)
+static double held_delta(const struct capacity_input *in, const struct plan_action *a, int *known, int *estimate,
+			 double *bookings)
 {
 	double sum = 0;
+	size_t nparts = 1;
 
-	for (size_t i = 0; i < in->plan->n; i++) {
-		const struct plan_action *a = &in->plan->actions[i];
+	for (size_t part = 0; part < nparts; part++) {
 		struct kind_capacity kc;
 		int64_t before, after;
 		double rate;
 
-		if (!a->has_values || (a->op != PLAN_CREATE && a->op != PLAN_UPDATE && a->op != PLAN_DELETE))
+		memset(&kc, 0, sizeof(kc));
+		kc.part = part;
+		if (a->kind_of && a->kind_of->capacity)
+			a->kind_of->capacity(a, &kc);
+		if (!kc.holds || (!kc.has_counts && !a->has_values))
+			return sum;
+		nparts = kc.nparts ? kc.nparts : 1;
+		before = kc.old_count;
+		after = kc.new_count;
+		if (!kc.has_counts) {
+			before = a->old_value > 0 ? a->old_value : 0;
+			after = a->op == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
+		}
+		if (kc.window_end_ms && !(a->op == PLAN_CREATE || a->op == PLAN_REPLACE))
 			continue;
-		action_capacity(a, &kc);
-		if (!kc.holds)
+		if (!kc.window_end_ms && (before == after || (a->op != PLAN_CREATE && a->op != PLAN_UPDATE &&
+							      a->op != PLAN_DELETE)))
 			continue;
-		before = a->old_value > 0 ? a->old_value : 0;
-		after = a->op == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
-		if (before == after)
-			continue;
-		rate = prices_vm_rate(in->prices, kc.zone, kc.machine_type, kc.accelerator, kc.accelerator_count,
-				      estimate);
+		rate = held_vm_rate(in, &kc, estimate);
 		if (rate < 0 || !in->prices)
 			*known = 0;
+		else if (kc.window_end_ms)
+			*bookings += rate * (double)after * (double)(kc.window_end_ms - kc.window_start_ms) / 3600000.0;
 		else
 			sum += rate * (double)(after - before);
 	}
+	return sum;
+}
+
+/*
+ * What this plan's actions that hold VMs (a reservation's, a persistent
+ * resource's) change in the hourly spend, and what the bookings it makes
+ * cost for their windows (*bookings). Returns the change; *known 0 when a
+ * price is unknown.
+ */
+static double reservations_delta(const struct capacity_input *in, int *known, int *estimate, double *bookings)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < in->plan->n; i++)
+		sum += held_delta(in, &in->plan->actions[i], known, estimate, bookings);
 	return sum;
 }
 
@@ -899,7 +992,8 @@ static int pool_count(struct capacity_report *out, const struct capacity_input *
 	int64_t per, need, before;
 	int rc;
 
-	if (!(gpu = pool_gpu(pool, &per)))
+	/* A run on a persistent resource uses its machines, which the resource's row counts. */
+	if (spec->persistent_resource || !(gpu = pool_gpu(pool, &per)))
 		return 0;
 	need = per * pool->replica_count;
 	if (spec->reservation && held_named(in, spec->reservation, &held))
@@ -922,6 +1016,40 @@ static int pool_count(struct capacity_report *out, const struct capacity_input *
 	if (!sr && row->has_limit && (rc = fit_undecided(out, in, row, a->address, before, need)) != 0)
 		return rc < 0 ? rc : 0;
 	return pool_misfit(out, a->address, row, gpu, sr != NULL, before, need);
+}
+
+/*
+ * Part of a declaration whose VMs count against its region's on-demand
+ * training quota from create to delete (a persistent resource's): what
+ * the refresh listed is in use, what the declaration may grow to
+ * (autoscaling's max) beyond it the plan adds, checked against the limit
+ * as a starting run is. Counted after the runs that stay, before those
+ * that start.
+ */
+static int quota_held(struct capacity_report *out, const struct capacity_input *in, const struct kind_held *h)
+{
+	const struct machines_gpu *gpu;
+	struct capacity_row *row;
+	int64_t per, now, need, before;
+	int rc;
+
+	if (!(gpu = held_gpu(h, &per)) || !h->region || plan_deletes(in->plan, h->address))
+		return 0;
+	if (!(row = row_get(out, h->region, gpu, CAPACITY_ON_DEMAND, NULL)))
+		return VX_ENOMEM;
+	now = h->listed ? h->listed_max * per : 0;
+	need = h->count_max * per - now;
+	row->in_use += now;
+	if (need <= 0)
+		return 0;
+	before = row->in_use + row->adds;
+	row->adds += need;
+	if (!row->has_limit && in->limits &&
+	    live_quota_limits_find(in->limits, AIPLATFORM, row->quota_id, row->region, &row->limit) == 0)
+		row->has_limit = 1;
+	if (row->has_limit && (rc = fit_undecided(out, in, row, h->address, before, need)) != 0)
+		return rc < 0 ? rc : 0;
+	return pool_misfit(out, h->address, row, gpu, 0, before, need);
 }
 
 /*
@@ -1023,41 +1151,116 @@ static int idle_note(struct capacity_report *out, const struct capacity_input *i
 	return rc;
 }
 
-/* What a declaration holding machines costs held (none when it is or will be gone), and how much of it is idle. */
-static int reservation_cost(struct capacity_report *out, const struct capacity_input *in,
-			    const struct kind_held *sr)
+/* "us-central1": where h's VMs are priced (its region, or its zone's), into buf. */
+static const char *held_region(const struct kind_held *h, char *buf, size_t size)
 {
-	const struct plan *p = in->plan;
-	struct capacity_cost *c;
-	const struct capacity_row *row = NULL;
-	int64_t vms = sr->count;
+	const char *dash;
+
+	if (h->region)
+		return h->region;
+	if (!h->zone)
+		return "?";
+	dash = strrchr(h->zone, '-');
+	snprintf(buf, size, "%.*s", dash ? (int)(dash - h->zone) : (int)strlen(h->zone), h->zone);
+	return buf;
+}
+
+/* One part of what a declaration holds, priced into c (its VMs at the declared count, and their range). */
+static int held_part_cost(const struct capacity_input *in, const struct kind_held *h, struct capacity_cost *c)
+{
+	char region[64];
+	int64_t per;
+	const struct machines_gpu *gpu = held_gpu(h, &per);
 	double rate;
 
-	for (size_t k = 0; k < p->n; k++)
-		if (!strcmp(p->actions[k].address, sr->address) && p->actions[k].op == PLAN_DELETE)
-			vms = 0;
-	if (!vms)
-		return 0;
-	for (size_t k = 0; k < out->nrows; k++)
-		if (out->rows[k].reservation && !strcmp(out->rows[k].reservation, sr->address))
-			row = &out->rows[k];
-	if (!(c = cost_add(out, sr->address)))
-		return VX_ENOMEM;
-	c->running = 1;
-	rate = prices_vm_rate(in->prices, sr->zone, sr->machine_type, sr->accelerator,
-			      sr->accelerator ? sr->accelerator_count : 0, &c->estimate);
-	c->known = rate >= 0;
-	c->usd_per_hour = c->known ? rate * (double)vms : 0;
-	if (!c->known && in->prices && sr->zone && sr->machine_type) {
-		const char *dash = strrchr(sr->zone, '-');
-
-		c->why = vx_asprintf("no published price for %s%s%s in %.*s", sr->machine_type,
-				     sr->accelerator ? " with " : "", sr->accelerator ? sr->accelerator : "",
-				     dash ? (int)(dash - sr->zone) : (int)strlen(sr->zone), sr->zone);
-		if (!c->why)
-			return VX_ENOMEM;
+	if (h->vertex_rates)
+		rate = prices_machine_rate(in->prices, h->region, h->machine_type, h->accelerator,
+					   h->accelerator_count, 1, &c->estimate);
+	else
+		rate = prices_vm_rate(in->prices, h->zone, h->machine_type, h->accelerator,
+				      h->accelerator ? h->accelerator_count : 0, &c->estimate);
+	c->vms += h->count;
+	c->vms_min += h->count_min;
+	c->vms_max += h->count_max;
+	c->window_start_ms = h->window_start_ms;
+	c->window_end_ms = h->window_end_ms;
+	if (gpu) {
+		c->gpus += h->count * per;
+		c->gpu = gpu->display;
 	}
-	return row ? idle_note(out, in, sr, row, c) : 0;
+	if (rate >= 0 && in->prices) {
+		c->usd_per_hour += rate * (double)h->count;
+		c->usd_min += rate * (double)h->count_min;
+		c->usd_max_per_hour += rate * (double)h->count_max;
+		return 0;
+	}
+	if (c->known && in->prices && h->machine_type && (h->zone || h->region) &&
+	    !(c->why = vx_asprintf("no published price for %s%s%s in %s", h->machine_type,
+				   h->accelerator ? " with " : "", h->accelerator ? h->accelerator : "",
+				   held_region(h, region, sizeof(region)))))
+		return VX_ENOMEM;
+	c->known = 0;
+	return 0;
+}
+
+/* Whether a declared job runs on what h holds (its spec names h's job_ref). */
+static int held_named_by_job(const struct capacity_input *in, const struct kind_held *h)
+{
+	size_t njobs;
+	const struct stack_job *jobs = stack_jobs(in->st, &njobs);
+
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].spec.persistent_resource && !strcmp(jobs[i].spec.persistent_resource, h->job_ref))
+			return 1;
+	return 0;
+}
+
+/*
+ * What what a declaration holds (each of its parts) costs held, none when it
+ * is or will be gone; with a booking's window, what the window costs; and
+ * how much of it is idle, or that no declared job runs on it.
+ */
+static int held_cost(struct capacity_report *out, const struct capacity_input *in, const struct kind *k, size_t i)
+{
+	struct kind_held h;
+	struct capacity_cost *c;
+	const struct capacity_row *row = NULL;
+	int64_t vms = 0;
+	size_t nparts;
+	int rc = 0;
+
+	held_at(in, k, i, 0, &h);
+	nparts = held_parts(&h);
+	for (size_t part = 0; part < nparts; part++) {
+		held_at(in, k, i, part, &h);
+		vms += h.count;
+	}
+	if (!vms || plan_deletes(in->plan, h.address))
+		return 0;
+	if (!(c = cost_add(out, h.address)))
+		return VX_ENOMEM;
+	c->running = c->held = c->known = 1;
+	for (size_t part = 0; part < nparts && rc == 0; part++) {
+		held_at(in, k, i, part, &h);
+		rc = held_part_cost(in, &h, c);
+	}
+	if (rc < 0)
+		return rc;
+	c->has_range = c->vms_min != c->vms || c->vms_max != c->vms;
+	if (c->window_end_ms > c->window_start_ms) {
+		c->window_hours = (double)(c->window_end_ms - c->window_start_ms) / 3600000.0;
+		c->usd_window = c->known ? c->usd_per_hour * c->window_hours : 0;
+		c->estimate = 1;
+		return 0;
+	}
+	if (!c->known)
+		c->usd_per_hour = c->usd_min = c->usd_max_per_hour = 0;
+	if (h.job_ref)
+		return held_named_by_job(in, &h) || (c->note = vx_strdup("no declared job runs on it")) ? 0 : VX_ENOMEM;
+	for (size_t r = 0; nparts == 1 && r < out->nrows; r++)
+		if (out->rows[r].reservation && !strcmp(out->rows[r].reservation, h.address))
+			row = &out->rows[r];
+	return row ? idle_note(out, in, &h, row, c) : 0;
 }
 
 /* The change in hourly spend: runs started, minus runs stopped, plus reservations made, resized, deleted. */
@@ -1078,23 +1281,41 @@ static void spend_change(struct capacity_report *out, const struct capacity_inpu
 		else
 			out->stopped_per_hour += r;
 	}
-	out->reservations_per_hour = reservations_delta(in, &known, &est);
+	out->reservations_per_hour = reservations_delta(in, &known, &est, &out->bookings_total);
 	if (!known)
 		out->delta_known = 0;
 	out->delta_per_hour = out->started_per_hour - out->stopped_per_hour + out->reservations_per_hour;
 }
 
-/* Every declaration of the kinds that hold machines, in table order: its row (cost 0) or its cost (1). */
-static int each_held(struct capacity_report *out, const struct capacity_input *in, int cost)
+/* What each_held does with a declaration that holds machines. */
+enum held_step {
+	HELD_ROWS,  /* a reservation's row: what jobs naming it draw on */
+	HELD_QUOTA, /* regional VMs in their region's quota row */
+	HELD_COST,  /* what it costs */
+};
+
+/* Every declaration of the kinds that hold machines, in table order, each part of it: one step. */
+static int each_held(struct capacity_report *out, const struct capacity_input *in, enum held_step step)
 {
 	int rc = 0;
 
 	for (size_t k = 0; k < kind_count && rc == 0; k++)
 		for (size_t i = 0; kind_table[k]->held && i < kind_count_decls(kind_table[k], in->st) && rc == 0; i++) {
 			struct kind_held h;
+			size_t nparts = 1;
 
-			held_at(in, kind_table[k], i, &h);
-			rc = cost ? reservation_cost(out, in, &h) : held_row(out, &h);
+			if (step == HELD_COST) {
+				rc = held_cost(out, in, kind_table[k], i);
+				continue;
+			}
+			for (size_t part = 0; part < nparts && rc == 0; part++) {
+				held_at(in, kind_table[k], i, part, &h);
+				nparts = held_parts(&h);
+				if (h.draws_quota)
+					rc = step == HELD_QUOTA ? quota_held(out, in, &h) : 0;
+				else
+					rc = step == HELD_ROWS ? held_row(out, in, &h) : 0;
+			}
 		}
 	return rc;
 }
@@ -1114,17 +1335,22 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 	if (!(out->any = any_gpus(in->st)))
 		return 0;
 	/* What is held first (reservations): their rows exist (held, in use) whether or not a job uses them. */
-	rc = each_held(out, in, 0);
+	rc = each_held(out, in, HELD_ROWS);
 	/* Two passes over the runs in address order: what stays running, then what
-	 * starts, so a job that does not fit is the one the count passes the limit at. */
-	for (int pass = 0; pass < 2 && rc == 0; pass++)
+	 * starts, so a job that does not fit is the one the count passes the limit at.
+	 * Regional VMs held from create to delete (a persistent resource's) count
+	 * between them: they stay as a running run does, or start before the jobs. */
+	for (int pass = 0; pass < 2 && rc == 0; pass++) {
+		if (pass == 1)
+			rc = each_held(out, in, HELD_QUOTA);
 		for (size_t i = 0; i < in->plan->n && rc == 0; i++)
 			rc = count_run(out, in, &in->plan->actions[i], pass);
+	}
 	for (size_t i = 0; i < out->nrows && rc == 0; i++)
 		rc = row_finish(out, in, &out->rows[i]);
 	/* What is held: what it costs, and how much of it declared jobs use. */
 	if (rc == 0)
-		rc = each_held(out, in, 1);
+		rc = each_held(out, in, HELD_COST);
 	if (rc == 0)
 		spend_change(out, in);
 	if (rc == 0 && out->nrows > 1)

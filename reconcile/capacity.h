@@ -104,6 +104,15 @@ double prices_spec_rate(const struct prices *p, const char *region, const char *
 double prices_vm_rate(const struct prices *p, const char *zone, const char *machine_type,
 		      const char *accel_compute, int64_t accel_count, int *estimate);
 
+/*
+ * The on-demand rate per hour of one machine of machine_type with
+ * accel_count GPUs of accel (Vertex AI's name, NVIDIA_L4; or NULL) unless
+ * the machine type bundles them, in region: a Vertex AI training rate when
+ * vertex and the table has one, else Compute Engine's. -1 when unknown.
+ */
+double prices_machine_rate(const struct prices *p, const char *region, const char *machine_type,
+			   const char *accel, int64_t accel_count, int vertex, int *estimate);
+
 /* ---- capacity ---- */
 
 enum capacity_class { CAPACITY_ON_DEMAND = 0, CAPACITY_PREEMPTIBLE, CAPACITY_RESERVATION };
@@ -132,6 +141,9 @@ struct capacity_row {
 	 * limits could not be read, or the outcome depends on a request Google
 	 * has not decided (a reconciling preference without grantedValue). */
 	char *unknown;
+	/* A booking's row: what it holds counts only in [window_start_ms,
+	 * window_end_ms); outside it the row holds 0 (0 and 0: always). */
+	int64_t window_start_ms, window_end_ms;
 };
 
 struct capacity_cost {
@@ -148,6 +160,20 @@ struct capacity_cost {
 	int estimate;              /* some figure used is marked an estimate */
 	char *note;                /* a reservation's "16 H100 held, 8 used by declared jobs: $X/h idle", or NULL */
 	char *why;                 /* unknown: "no published price for MACHINE in REGION", or NULL */
+	/* What is held: held 1. With autoscaling (has_range) its rate moves from
+	 * usd_min to usd_max per hour as its VMs move from vms_min to vms_max;
+	 * usd_per_hour is at vms, the VMs declared. */
+	int held;
+	int has_range;
+	int64_t vms, vms_min, vms_max;
+	double usd_min, usd_max_per_hour;
+	/* A booking, held only in its window: usd_window for the whole window
+	 * (window_hours x usd_per_hour), paid used or not; gpus its GPUs in all,
+	 * gpu their name. An estimate (the on-demand rate stands in). */
+	int64_t window_start_ms, window_end_ms;
+	double window_hours, usd_window;
+	int64_t gpus;
+	const char *gpu; /* static: "L4", or NULL */
 };
 
 struct capacity_report {
@@ -176,6 +202,10 @@ struct capacity_report {
 	/* A job on an A2/A3/A4/G2/G4 machine type is in the plan: its figure is the
 	 * Compute Engine rate, without Vertex AI's training management fee. */
 	int fee_excluded;
+	/* What the bookings this plan makes cost for their whole windows, paid
+	 * used or not (an estimate: on-demand rates stand in for unpublished
+	 * calendar-mode prices); not in delta_per_hour, nor in max_total. */
+	double bookings_total;
 };
 
 struct capacity_input {
@@ -188,6 +218,8 @@ struct capacity_input {
 	 * Cloud Quotas, the API is off, not found), or NULL: the check is then
 	 * advice, every quota row unknown with this reason. */
 	const char *limits_error;
+	/* The plan's clock: a booking holds its VMs only inside its window (0: unknown, always). */
+	int64_t now_ms;
 };
 
 /* Default scheduling.timeout when a job sets none: 7 days. */

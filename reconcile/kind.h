@@ -43,6 +43,8 @@ struct stack;
 struct stack_decl;
 struct state;
 struct state_record;
+struct state_run;
+struct prices;
 struct status_input;
 struct status_report;
 struct applier;
@@ -166,8 +168,27 @@ struct kind_capacity {
 	int holds;
 	const char *zone;
 	const char *machine_type;
-	const char *accelerator;   /* the Compute Engine GPU name, or NULL */
+	const char *accelerator;   /* the Compute Engine GPU name (Vertex AI's when vertex_rates), or NULL */
 	int64_t accelerator_count; /* GPUs per VM */
+	/*
+	 * What holds VMs in more than one shape (a persistent resource's
+	 * pools): part is which one the caller asks for (0 first), nparts how
+	 * many there are (0: one, the fields above). A part's VMs before and
+	 * after the action are old_count and new_count when has_counts, else
+	 * the action's old_value and new_value.
+	 */
+	size_t part;
+	size_t nparts;
+	int has_counts;
+	int64_t old_count, new_count;
+	/* Regional VMs (zone NULL): they count against region's on-demand
+	 * training quota (draws_quota), priced at Vertex AI training rates
+	 * (vertex_rates) as a job's machines are. */
+	int draws_quota;
+	int vertex_rates;
+	/* Held only in [window_start_ms, window_end_ms) (a booking); 0: from
+	 * its create until deleted. */
+	int64_t window_start_ms, window_end_ms;
 };
 
 /* One declaration that holds machines, as the capacity check sees it (struct kind's held). */
@@ -176,10 +197,54 @@ struct kind_held {
 	const char *name;    /* what a job spec names it by (its reservationAffinity) */
 	const char *zone;
 	const char *machine_type;
-	const char *accelerator;   /* the Compute Engine GPU name, or NULL */
+	const char *accelerator;   /* the Compute Engine GPU name (Vertex AI's when vertex_rates), or NULL */
 	int64_t accelerator_count; /* GPUs per VM */
 	int64_t count;		   /* VMs held: the live count when listed, else the declared one */
 	int64_t in_use;		   /* VMs in use (0 when not listed) */
+	/*
+	 * A declaration holding VMs in more than one shape (a persistent
+	 * resource's pools): part is the one asked for (set by the caller, 0
+	 * first), nparts how many it has (0: one).
+	 */
+	size_t part;
+	size_t nparts;
+	/*
+	 * Regional VMs (zone NULL, region set): not a reservation jobs draw on
+	 * by name, but machines that count against region's on-demand training
+	 * quota (draws_quota) from create to delete, priced at Vertex AI
+	 * training rates (vertex_rates). listed: the refresh found it, and
+	 * listed_max VMs of it (the most it may grow to) count as in use now.
+	 * count_min and count_max: the range autoscaling moves the declared
+	 * VMs in (both count without it); the quota counts count_max.
+	 */
+	const char *region;
+	int draws_quota;
+	int vertex_rates;
+	int listed;
+	int64_t listed_max;
+	int64_t count_min, count_max;
+	/* Held only in [window_start_ms, window_end_ms) (a booking's window); 0: while it exists. */
+	int64_t window_start_ms, window_end_ms;
+	/* What a job's spec names it by (its persistentResourceId), or NULL: such
+	 * a job runs on these VMs and draws no quota of its own. */
+	const char *job_ref;
+};
+
+/*
+ * What a state record of a kind that holds VMs recorded of them, for vx
+ * report (struct kind's held_record): the VMs' shape for the report's row,
+ * the rate of one VM (the mean over its parts, weighted by their VMs) and
+ * a booking's window.
+ */
+struct kind_held_shape {
+	char machine_type[64];	   /* "" when not known */
+	char accelerator[64];	   /* Vertex AI's name (NVIDIA_L4), "" for none */
+	int64_t accelerator_count; /* per VM */
+	double vm_rate;		   /* USD per VM-hour; < 0: unknown */
+	int estimate;
+	int64_t window_start_ms, window_end_ms; /* 0: held while it exists */
+	int holds_nothing;			/* its state says no VM was delivered (declined, cancelled, failed) */
+	char job_ref[64];			/* what a job's spec names it by (persistentResourceId), "" for none */
 };
 
 /* A declared request for a quota limit, and how the cloud stands on it (struct kind's limit_request). */
@@ -456,6 +521,15 @@ struct kind {
 	 */
 	int (*notify)(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
 		      int64_t since_ms);
+	/*
+	 * vx report (reconcile/out/report.c): what a record of this kind that
+	 * holds VMs (a run with a value) recorded of them, priced in p (NULL:
+	 * none), into *out (zeroed by the caller). NULL: the recorded spec's
+	 * top-level machineType, acceleratorType and acceleratorCount on
+	 * Compute Engine's on-demand rate in the run's zone (a reservation's).
+	 */
+	void (*held_record)(const struct state_record *rec, const struct state_run *run, const struct prices *p,
+			    struct kind_held_shape *out);
 };
 
 /*

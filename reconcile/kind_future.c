@@ -545,7 +545,7 @@ static void fr_live_release(void *live)
 	live_futures_release(live);
 }
 
-/* A booking's action holds its VMs for the window: the declared shape, else the live one's. */
+/* A booking's action holds its VMs for the window (and only then): the declared shape, else the live one's. */
 static void fr_capacity(const struct plan_action *a, struct kind_capacity *out)
 {
 	const struct stack_future *d = a->kdecl;
@@ -557,15 +557,20 @@ static void fr_capacity(const struct plan_action *a, struct kind_capacity *out)
 		out->machine_type = d->machine_type;
 		out->accelerator = d->accelerator;
 		out->accelerator_count = d->accelerator_count;
+		out->window_start_ms = d->start_ms;
+		out->window_end_ms = d->end_ms;
 	} else if (l) {
 		out->zone = l->zone;
 		out->machine_type = l->machine_type;
 		out->accelerator = l->accelerator_type;
 		out->accelerator_count = l->accelerator_count;
+		out->window_start_ms = l->start_ms;
+		out->window_end_ms = l->end_ms;
 	}
 }
 
-/* A declared booking's machines: the VMs booked (x GPUs each), none in use that vx knows of. */
+/* A declared booking's machines: the VMs booked (x GPUs each), none in use that vx knows of;
+ * none at all once Google declined it, it failed or was cancelled (nothing will be delivered). */
 static void fr_held(const struct stack *st, const struct live_set *live, size_t i, struct kind_held *out)
 {
 	const struct stack_future *d = &stack_futures(st, NULL)[i];
@@ -577,8 +582,11 @@ static void fr_held(const struct stack *st, const struct live_set *live, size_t 
 	out->machine_type = d->machine_type;
 	out->accelerator = d->accelerator;
 	out->accelerator_count = d->accelerator_count;
-	out->count = d->total_count;
+	out->count = l && l->procurement_status && fr_status_dead(l->procurement_status) ? 0 : d->total_count;
 	out->in_use = 0;
+	out->window_start_ms = d->start_ms;
+	out->window_end_ms = d->end_ms;
+	out->listed = l != NULL;
 }
 
 const struct kind kind_future = {
@@ -609,4 +617,5 @@ const struct kind kind_future = {
 	.import_form = "projects/P/zones/ZONE/futureReservations/NAME",
 	.window_of = future_window_of,
 	.notify = future_notify,
+	.held_record = future_held_record,
 };

@@ -44,5 +44,10 @@ struct notify_list;
 int future_window_of(const struct live_set *live, const char *reservation, struct kind_window *out);
 int future_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
 		  int64_t since_ms);
+/* kind_future_cost.c: the row's held_record slot (vx report). */
+struct prices;
+struct state_run;
+void future_held_record(const struct state_record *rec, const struct state_run *run, const struct prices *p,
+			struct kind_held_shape *out);
 
 #endif

@@ -536,10 +536,10 @@ const struct kind kind_persistent = {
 	.refresh = pr_refresh,
 	.plan = pr_plan,
 	.apply = persistent_apply,
-	/* Held machines (KIND_COST_HELD) by nature, but vx report's section of what is
-	 * held and the capacity check read zonal reservations only (docs/design-notes.md,
-	 * "Adding a kind"): none until they read a regional kind. */
-	.cost = KIND_COST_NONE,
+	/* Held machines, paid while it exists used or not: regional VMs in the
+	 * region's training quota, at Vertex AI's training rates (kind_persistent_cost.c). */
+	.cost = KIND_COST_HELD,
+	.capacity = persistent_capacity,
 	.update_says_why = 1,
 	.name_in_label = 0,
 	.has_logs = 0,
@@ -558,4 +558,6 @@ const struct kind kind_persistent = {
 	.summary_if_declared = 1,
 	.import_form = "projects/P/locations/REGION/persistentResources/ID",
 	.notify = persistent_notify,
+	.held = persistent_held,
+	.held_record = persistent_held_record,
 };

@@ -3,6 +3,7 @@
 
 /* What the persistent resource kind's files share (kind_persistent*.c) and nothing else uses. */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"
@@ -70,5 +71,13 @@ int persistent_status_rows(struct status_report *out, const struct status_input 
 struct notify_list;
 int persistent_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
 		      int64_t since_ms);
+/* kind_persistent_cost.c: the row's capacity, held and held_record slots (struct kind). */
+struct kind_held_shape;
+struct prices;
+struct state_run;
+void persistent_capacity(const struct plan_action *a, struct kind_capacity *out);
+void persistent_held(const struct stack *st, const struct live_set *live, size_t i, struct kind_held *out);
+void persistent_held_record(const struct state_record *rec, const struct state_run *run, const struct prices *p,
+			    struct kind_held_shape *out);
 
 #endif

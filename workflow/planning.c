@@ -164,6 +164,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	in.limits = pl->limits_read ? &pl->limits : NULL;
 	in.prices = &pl->prices;
 	in.limits_error = unread;
+	in.now_ms = o->now_ms ? o->now_ms : vx_now_ms(ws->ctx);
 	rc = capacity_build(&pl->capacity, &in, err);
 	if (rc < 0) {
 		free(unread);

@@ -267,9 +267,10 @@ int report_spend_line(char **out, const struct workspace *ws, const struct price
 	else if (rc == 0 && !cap->delta_known)
 		rc = vx_buf_adds(&b, "at most unknown (a price is not in the table)");
 	else if (rc == 0) {
+		/* The bookings it makes are paid for their whole windows, used or not. */
 		rc = vx_buf_adds(&b, "at most ");
 		if (rc == 0)
-			rc = money(&b, cap->max_total);
+			rc = money(&b, cap->max_total + cap->bookings_total);
 	}
 	vx_err_release(&err);
 	prices_release(&own);

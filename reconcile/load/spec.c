@@ -187,6 +187,8 @@ static int fill_out(struct chk *c, struct job_spec *out)
 	out->timeout_s = c->timeout_ms >= 0 ? c->timeout_ms / 1000 : -1;
 	if (c->output_uri && !(out->output_uri = vx_strdup(c->output_uri)))
 		return VX_ENOMEM;
+	if (c->persistent_resource && !(out->persistent_resource = vx_strdup(c->persistent_resource)))
+		return VX_ENOMEM;
 	return 0;
 }
 
@@ -303,6 +305,7 @@ void job_spec_release(struct job_spec *s)
 	free(s->strategy);
 	free(s->output_uri);
 	free(s->reservation);
+	free(s->persistent_resource);
 	memset(s, 0, sizeof(*s));
 	s->max_wait_s = -1;
 	s->timeout_s = -1;

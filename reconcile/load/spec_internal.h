@@ -100,6 +100,7 @@ struct chk {
 	int64_t timeout_ms, max_wait_ms;
 	const struct ynode *timeout_node;
 	const char *output_uri;
+	const char *persistent_resource; /* persistentResourceId, or NULL */
 };
 
 /* ---- spec.c: the checker's error reporting ---- */

@@ -199,6 +199,8 @@ static void note(struct chk *c, int msgid, const struct schema_field *f, const s
 		}
 	} else if (msgid == SCHEMA_MSG_GcsDestination && !strcmp(f->json_name, "outputUriPrefix")) {
 		c->output_uri = str;
+	} else if (msgid == SCHEMA_MSG_CustomJobSpec && !strcmp(f->json_name, "persistentResourceId")) {
+		c->persistent_resource = str;
 	}
 }
 

@@ -14,6 +14,7 @@
 #include "reconcile/plan.h"
 #include "util/buf.h"
 #include "util/text.h"
+#include "util/timefmt.h"
 #include "util/banned.h"
 
 #define C_RESET "\033[0m"
@@ -205,14 +206,41 @@ static int limit_text(struct vx_buf *b, const struct capacity_row *r)
 	return rc;
 }
 
+/* "2026-01-08 09:00 UTC for 5d" (or "for 36h"): a booking's window. */
+static int window_text(struct vx_buf *b, int64_t start_ms, int64_t end_ms)
+{
+	char t[VX_TIME_MAX];
+	int64_t h = (end_ms - start_ms) / 3600000;
+
+	vx_time_format(t, sizeof(t), start_ms, VX_TIME_SECONDS);
+	if (strlen(t) >= 16)
+		t[16] = '\0';
+	if (t[10] == 'T')
+		t[10] = ' ';
+	if (h % 24 == 0)
+		return vx_buf_printf(b, "%s UTC for %lldd", t, (long long)(h / 24));
+	return vx_buf_printf(b, "%s UTC for %lldh", t, (long long)h);
+}
+
 static int free_text(struct vx_buf *b, const struct capacity_row *r)
 {
+	int rc;
+
 	if (!r->has_limit)
 		return vx_buf_adds(b, "unknown");
 	if (r->limit < 0)
 		return vx_buf_adds(b, "unlimited");
-	return vx_buf_printf(b, "%lld%s", (long long)(r->limit - r->in_use - r->adds),
-			     r->unknown ? " (fit unknown)" : r->fits ? "" : " (does not fit)");
+	rc = vx_buf_printf(b, "%lld%s", (long long)(r->limit - r->in_use - r->adds),
+			   r->unknown ? " (fit unknown)" : r->fits ? ""
+								   : " (does not fit)");
+	/* A booking holds its VMs only in its window: none before it opens or after it closes. */
+	if (rc == 0 && r->window_end_ms)
+		rc = vx_buf_adds(b, " (held only ");
+	if (rc == 0 && r->window_end_ms)
+		rc = window_text(b, r->window_start_ms, r->window_end_ms);
+	if (rc == 0 && r->window_end_ms)
+		rc = vx_buf_addc(b, ')');
+	return rc;
 }
 
 static const char *row_class(const struct capacity_row *r)
@@ -240,6 +268,66 @@ static enum kind_cost cost_rule(const struct capacity_cost *k)
 	return kd ? kd->cost : KIND_COST_NONE;
 }
 
+/* What stands in for a booking's price (docs/future-reservations.md, "Money"). */
+#define CAPACITY_BOOKING_NOTE \
+	"the on-demand rate stands in: Google has not published calendar-mode prices in what we read"
+
+/* What a cost line is of: a run that starts, a booking, or what runs or is held. */
+static const char *cost_label(const struct capacity_cost *k)
+{
+	if (k->starts)
+		return "starts";
+	return k->window_end_ms ? "booked" : "running";
+}
+
+/* " at 2 VMs ($0.85-$3.41/h at 1-4 with autoscaling)": the range what is held costs. */
+static int held_range_text(struct vx_buf *b, const struct capacity_report *c, const struct capacity_cost *k)
+{
+	int rc = vx_buf_printf(b, " at %lld VM%s (", (long long)k->vms, k->vms == 1 ? "" : "s");
+
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, k->usd_min, 2);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "\u2013");
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, k->usd_max_per_hour, 2);
+	if (rc == 0)
+		rc = vx_buf_printf(b, "/h at %lld\u2013%lld with autoscaling)", (long long)k->vms_min,
+				   (long long)k->vms_max);
+	return rc;
+}
+
+/*
+ * "2 VMs, 2 L4, 2026-01-08 09:00 UTC for 5d: $204.87 for the window, used or
+ * not (120h × $1.71/h) (est.: ...)": a booking, paid for its whole window.
+ */
+static int booking_text(struct vx_buf *b, const struct capacity_report *c, const struct capacity_cost *k)
+{
+	int rc = vx_buf_printf(b, "%lld VM%s", (long long)k->vms, k->vms == 1 ? "" : "s");
+
+	if (rc == 0 && k->gpus && k->gpu)
+		rc = vx_buf_printf(b, ", %lld %s", (long long)k->gpus, k->gpu);
+	if (rc == 0)
+		rc = vx_buf_adds(b, ", ");
+	if (rc == 0)
+		rc = window_text(b, k->window_start_ms, k->window_end_ms);
+	if (rc == 0)
+		rc = vx_buf_adds(b, ": ");
+	if (rc == 0 && !k->known)
+		return vx_buf_adds(b, k->why ? k->why : "price unknown");
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, k->usd_window, 2);
+	if (rc == 0)
+		rc = vx_buf_printf(b, " for the window, used or not (%gh \u00d7 ", k->window_hours);
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, k->usd_per_hour, 2);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "/h) (est.: " CAPACITY_BOOKING_NOTE ")");
+	if (rc == 0 && k->note)
+		rc = vx_buf_printf(b, "; %s", k->note);
+	return rc;
+}
+
 /*
  * "$88.49/h, at most $14,866.32 (7-day default timeout × 3 attempts left)"
  * for one action, or "unknown price": at most is the rate for the whole
@@ -250,6 +338,8 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 	enum kind_cost rule = cost_rule(k);
 	int rc;
 
+	if (k->window_end_ms)
+		return booking_text(b, c, k);
 	if (!k->known)
 		return vx_buf_adds(b, k->why ? k->why : "price unknown");
 	rc = capacity_money(b, c->currency, k->usd_per_hour, 2);
@@ -267,6 +357,9 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 			rc = vx_buf_printf(b, "%s timeout × %lld attempt%s left)", k->default_timeout ? " default" : "",
 					   (long long)k->attempts_left, k->attempts_left == 1 ? "" : "s");
 	}
+	/* With autoscaling, what is held costs a range as its VMs move. */
+	if (rc == 0 && k->has_range)
+		rc = held_range_text(b, c, k);
 	/* What is held (a reservation) has no timeout: it bills by the hour, used or not, until deleted. */
 	if (rc == 0 && rule == KIND_COST_HELD)
 		rc = vx_buf_adds(b, " while it exists (used or not, until deleted)");
@@ -335,6 +428,13 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 	if (rc == 0 && c->reservations_per_hour > 0)
 		rc = vx_buf_adds(b, "/h for the reservations while they exist (paid per hour, used or not, "
 				    "until deleted)");
+	/* A booking is paid for its whole window, from its start, used or not. */
+	if (rc == 0 && c->bookings_total > 0)
+		rc = vx_buf_adds(b, ", plus ");
+	if (rc == 0 && c->bookings_total > 0)
+		rc = capacity_money(b, c->currency, c->bookings_total, c->bookings_total < 1000 ? 2 : 0);
+	if (rc == 0 && c->bookings_total > 0)
+		rc = vx_buf_adds(b, " for the bookings' windows (est.; paid used or not)");
 	return rc;
 }
 
@@ -394,7 +494,7 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
 		const struct capacity_cost *k = &c->costs[i];
 
-		rc = vx_buf_printf(b, "  %-10s %s: ", k->starts ? "starts" : "running", k->address);
+		rc = vx_buf_printf(b, "  %-10s %s: ", cost_label(k), k->address);
 		if (rc == 0)
 			rc = cost_text(b, c, k);
 		if (rc == 0)
@@ -439,7 +539,7 @@ static int capacity_markdown(struct vx_buf *b, const struct capacity_report *c)
 	if (rc == 0)
 		rc = vx_buf_adds(b, "\n\n");
 	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
-		rc = vx_buf_printf(b, "- `%s` (%s): ", c->costs[i].address, c->costs[i].starts ? "starts" : "running");
+		rc = vx_buf_printf(b, "- `%s` (%s): ", c->costs[i].address, cost_label(&c->costs[i]));
 		if (rc == 0)
 			rc = cost_text(b, c, &c->costs[i]);
 		if (rc == 0)
@@ -809,10 +909,19 @@ static cJSON *cost_json(const struct capacity_cost *k)
 	rc |= add(o, "usd_per_hour", k->known ? cJSON_CreateNumber(k->usd_per_hour) : cJSON_CreateNull());
 	/* At most: what a run's timeout bounds; null for what bills until deleted. */
 	bounded = k->known && cost_rule(k) == KIND_COST_RUN;
-	rc |= add(o, "usd_max", bounded ? cJSON_CreateNumber(k->usd_max) : cJSON_CreateNull());
+	/* A booking is bounded by its window: what the whole window costs. */
+	if (k->known && k->window_end_ms)
+		rc |= add(o, "usd_max", cJSON_CreateNumber(k->usd_window));
+	else
+		rc |= add(o, "usd_max", bounded ? cJSON_CreateNumber(k->usd_max) : cJSON_CreateNull());
 	rc |= add(o, "upper_bound", cJSON_CreateBool(k->upper_bound));
 	rc |= add(o, "estimate", cJSON_CreateBool(k->estimate));
 	rc |= add(o, "unknown_reason", str_or_null(k->why));
+	/* What is held with autoscaling: the range its rate moves in. */
+	if (k->known && k->has_range) {
+		rc |= add(o, "usd_per_hour_min", cJSON_CreateNumber(k->usd_min));
+		rc |= add(o, "usd_per_hour_max", cJSON_CreateNumber(k->usd_max_per_hour));
+	}
 	if (rc) {
 		cJSON_Delete(o);
 		return NULL;
@@ -891,6 +1000,7 @@ static int capacity_json(cJSON *root, const struct capacity_report *c)
 		rc |= add(cost, "price_source", str_or_null(c->price_source));
 		rc |= add(cost, "price_date", str_or_null(c->price_date));
 		rc |= add(cost, "excludes_vertex_management_fee", cJSON_CreateBool(c->fee_excluded));
+		rc |= add(cost, "bookings_usd", c->delta_known ? cJSON_CreateNumber(c->bookings_total) : cJSON_CreateNull());
 	}
 	rows = cJSON_CreateArray();
 	rc |= add(root, "quota", rows);

@@ -42,8 +42,12 @@ static int input_add(struct report_input *in, const char *stack, const char *add
 	if (VX_ALLOC_GROW(in->runs, in->n + 1, in->cap) < 0)
 		return VX_ENOMEM;
 	in->runs[in->n++] = (struct report_source){
-		.stack = stack, .address = address, .record = rec, .run = run,
+		.stack = stack,
+		.address = address,
+		.record = rec,
+		.run = run,
 		.gone_ms = run->ended_ms ? 0 : gone_ms,
+		.current = gone_ms == 0,
 	};
 	return 0;
 }
@@ -361,6 +365,20 @@ static char *group_of(const char *address)
 	return b ? vx_asprintf("%.*s", (int)(b - address), address) : vx_strdup(address);
 }
 
+/* A spec's persistentResourceId (owned into *out), or NULL: 0, or VX_ENOMEM. */
+static int spec_persistent(char **out, const char *spec_json)
+{
+	cJSON *spec = spec_json ? cJSON_Parse(spec_json) : NULL;
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(spec, "persistentResourceId");
+	int rc = 0;
+
+	*out = NULL;
+	if (cJSON_IsString(id) && !(*out = vx_strdup(id->valuestring)))
+		rc = VX_ENOMEM;
+	cJSON_Delete(spec);
+	return rc;
+}
+
 /* Fills rr from src; returns 1 when it is in the window, 0 when not, VX_ENOMEM. */
 static int run_fill(struct report_run *rr, const struct report_source *src, const struct prices *p,
 		    struct rate_memos *memo, int64_t since, int64_t until)
@@ -413,6 +431,14 @@ static int run_fill(struct report_run *rr, const struct report_source *src, cons
 		rr->priced = 1;
 		return 1;
 	}
+	if (spec_is_runs(src->record, run) && spec_persistent(&rr->persistent_resource, src->record->spec_json) < 0)
+		return VX_ENOMEM;
+	if (rr->persistent_resource) {
+		/* Its machines are the resource's, whose row counts them (as a reservation's). */
+		rr->priced = 1;
+		rr->note = vx_strdup("on a persistent resource: the resource's VM-hours are its cost");
+		return rr->note ? 1 : VX_ENOMEM;
+	}
 	rate = run_rate(memo, p, src->record, run, rr->strategy, &rr->estimate, &rr->unpriced_reason, &rr->note);
 	if (rate == -2)
 		return VX_ENOMEM;
@@ -430,6 +456,7 @@ static int run_fill(struct report_run *rr, const struct report_source *src, cons
 
 static void run_release(struct report_run *rr)
 {
+	free(rr->persistent_resource);
 	free(rr->group);
 	free(rr->unpriced_reason);
 	free(rr->note);
@@ -469,21 +496,63 @@ static const char *json_str(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* One reservation's VM-hours in the window from its runs s[0..n) (oldest first). */
+/*
+ * What the record of s (its last run) holds: through its kind's held_record
+ * slot, else the recorded spec's top-level machineType, acceleratorType
+ * and acceleratorCount at Compute Engine's on-demand rate in its zone (a
+ * reservation's).
+ */
+static void held_shape(const struct report_source *s, const struct prices *p, struct kind_held_shape *out)
+{
+	const struct kind *k = kind_of_address(s->address);
+	const struct machines_gpu *gpu;
+	cJSON *spec;
+	const char *mt, *at;
+	const cJSON *ac;
+
+	memset(out, 0, sizeof(*out));
+	out->vm_rate = -1;
+	if (k && k->held_record) {
+		k->held_record(s->record, s->run, p, out);
+		return;
+	}
+	spec = s->record && s->record->spec_json ? cJSON_Parse(s->record->spec_json) : NULL;
+	mt = json_str(spec, "machineType");
+	at = json_str(spec, "acceleratorType");
+	ac = cJSON_GetObjectItemCaseSensitive(spec, "acceleratorCount");
+	out->accelerator_count = cJSON_IsNumber(ac) ? (int64_t)ac->valuedouble : 0;
+	snprintf(out->machine_type, sizeof(out->machine_type), "%s", mt ? mt : "");
+	/* The report names GPUs as Vertex AI does. */
+	gpu = at ? machines_gpu_by_compute(at) : NULL;
+	if (at)
+		snprintf(out->accelerator, sizeof(out->accelerator), "%s", gpu ? gpu->vertex : at);
+	if (spec && p)
+		out->vm_rate = prices_vm_rate(p, s->run->region, mt, at, out->accelerator_count, &out->estimate);
+	cJSON_Delete(spec);
+}
+
+/*
+ * One held thing's VM-hours in the report's window from its runs s[0..n)
+ * (oldest first): each run's count from its create to the next one's (or
+ * the record's end, or until), inside the held shape's window when it has
+ * one (a booking holds its VMs only then), none when it delivered nothing.
+ */
 static int reservation_fill(struct report_reservation *rv, const struct report_source *s, size_t n,
 			    const struct prices *p, int64_t since, int64_t until)
 {
-	const struct state_record *rec = s[n - 1].record;
-	cJSON *spec = rec && rec->spec_json ? cJSON_Parse(rec->spec_json) : NULL;
-	const char *accel;
-	double vm_ms = 0, rate = -1;
-	int64_t per_vm = 0;
+	struct kind_held_shape shape;
+	double vm_ms = 0;
 
 	memset(rv, 0, sizeof(*rv));
+	held_shape(&s[n - 1], p, &shape);
 	rv->stack = s[0].stack;
 	rv->address = s[0].address;
 	rv->zone = s[n - 1].run->region;
-	for (size_t i = 0; i < n; i++) {
+	if (shape.window_end_ms) {
+		since = max64(since, shape.window_start_ms);
+		until = min64(until, shape.window_end_ms);
+	}
+	for (size_t i = 0; i < n && !shape.holds_nothing; i++) {
 		const struct state_run *r = s[i].run;
 		int64_t from = r->created_ms, to = i + 1 < n ? s[i + 1].run->created_ms
 							    : s[i].gone_ms ? s[i].gone_ms : until;
@@ -500,27 +569,15 @@ static int reservation_fill(struct report_reservation *rv, const struct report_s
 		rv->count = count;
 	}
 	rv->vm_hours = vm_ms / (double)MS_HOUR;
-	accel = json_str(spec, "acceleratorType");
-	if (accel && machines_gpu_by_compute(accel))
-		accel = machines_gpu_by_compute(accel)->vertex;
-	if (spec) {
-		const cJSON *ac = cJSON_GetObjectItemCaseSensitive(spec, "acceleratorCount");
-
-		per_vm = cJSON_IsNumber(ac) ? (int64_t)ac->valuedouble : 0;
-		if (p)
-			rate = prices_vm_rate(p, rv->zone, json_str(spec, "machineType"),
-					      json_str(spec, "acceleratorType"), per_vm, &rv->estimate);
-	}
-	if ((accel && !(rv->accelerator_type = vx_strdup(accel))) ||
-	    (json_str(spec, "machineType") && !(rv->machine_type = vx_strdup(json_str(spec, "machineType"))))) {
-		cJSON_Delete(spec);
+	snprintf(rv->job_ref, sizeof(rv->job_ref), "%s", shape.job_ref);
+	rv->estimate = shape.estimate;
+	if ((*shape.accelerator && !(rv->accelerator_type = vx_strdup(shape.accelerator))) ||
+	    (*shape.machine_type && !(rv->machine_type = vx_strdup(shape.machine_type))))
 		return VX_ENOMEM;
-	}
-	cJSON_Delete(spec);
-	if (rate >= 0) {
+	if (shape.vm_rate >= 0) {
 		rv->priced = 1;
 		rv->estimate = 1;
-		rv->usd = round_cents(rate * rv->vm_hours);
+		rv->usd = round_cents(shape.vm_rate * rv->vm_hours);
 	}
 	return 0;
 }
@@ -534,6 +591,42 @@ static int holds_vms(const struct report_source *s)
 	const struct kind *k = kind_of_address(s->address);
 
 	return s->run->has_value && k && k->cost == KIND_COST_HELD;
+}
+
+/* Whether a record of the state now, in rv's stack, is a job whose spec names rv (its job_ref). */
+static int held_named(const struct report_reservation *rv, const struct report_input *in)
+{
+	const struct state_record *seen = NULL;
+
+	for (size_t i = 0; i < in->n; i++) {
+		const struct report_source *s = &in->runs[i];
+		char *id = NULL;
+		int named;
+
+		if (!s->current || !s->record || s->record == seen || strcmp(s->stack, rv->stack) != 0)
+			continue;
+		seen = s->record;
+		if (spec_persistent(&id, s->record->spec_json) < 0)
+			return 1; /* out of memory: not flagged */
+		named = id && !strcmp(id, rv->job_ref);
+		free(id);
+		if (named)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * What rv's idle VM-hours cost (those no run of the stack used: waste), and
+ * whether no job of the state names it (for what jobs name by a job_ref).
+ */
+static void held_idle(struct report_reservation *rv, const struct report_input *in)
+{
+	double idle = rv->vm_hours - rv->used_vm_hours;
+
+	if (rv->priced && rv->vm_hours > 0 && idle > 0)
+		rv->usd_idle = round_cents(rv->usd * idle / rv->vm_hours);
+	rv->unused = *rv->job_ref && !held_named(rv, in);
 }
 
 static int build_reservations(struct report *out, const struct report_input *in, const struct prices *p)
@@ -586,11 +679,13 @@ static int build_reservations(struct report *out, const struct report_input *in,
 
 			/* nreservations counts only those reservation_fill filled (their stack set).
 			 * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
-			if (rr->reservation && !strcmp(rr->stack, rv->stack) &&
-			    (!strcmp(rr->reservation, name) || !strcmp(rr->reservation, rv->address)))
+			if (!strcmp(rr->stack, rv->stack) &&
+			    ((rr->reservation && (!strcmp(rr->reservation, name) || !strcmp(rr->reservation, rv->address))) ||
+			     (*rv->job_ref && rr->persistent_resource && !strcmp(rr->persistent_resource, rv->job_ref))))
 				rv->used_vm_hours += (double)rr->running_s / 3600.0 *
 						     (double)(rr->replicas > 0 ? rr->replicas : 1);
 		}
+		held_idle(rv, in);
 	}
 	return rc;
 }
@@ -709,9 +804,10 @@ static int build_sums(struct report *out)
 		double usd = rv->priced ? rv->usd : 0;
 
 		out->usd = round_cents(out->usd + usd);
-		if (sum_add(&out->by_strategy, &out->nby_strategy, "RESERVATION", usd, 0, 0) < 0 ||
+		out->usd_wasted = round_cents(out->usd_wasted + rv->usd_idle);
+		if (sum_add(&out->by_strategy, &out->nby_strategy, "RESERVATION", usd, rv->usd_idle, 0) < 0 ||
 		    sum_add(&out->by_accelerator, &out->nby_accelerator,
-			    rv->accelerator_type ? rv->accelerator_type : "none", usd, 0, 0) < 0)
+			    rv->accelerator_type ? rv->accelerator_type : "none", usd, rv->usd_idle, 0) < 0)
 			return VX_ENOMEM;
 	}
 	sort_n(out->by_job, out->nby_job, sizeof(*out->by_job), cmp_sum);

@@ -36,6 +36,7 @@ struct report_source {
 	const struct state_record *record; /* the version holding run (its spec is the fallback) */
 	const struct state_run *run;
 	int64_t gone_ms;                   /* the record was forgotten then, this run not seen ending; 0 */
+	int current;			   /* the record is in the state now (not forgotten) */
 };
 
 struct report_input {
@@ -83,6 +84,8 @@ struct report_run {
 	const char *resource;
 	char *message;               /* owned: the first line of the error, cleaned, or NULL */
 	const char *reservation;     /* the reservation it drew on, or NULL */
+	char *persistent_resource;   /* owned: the persistent resource it ran on (its spec's
+				      * persistentResourceId), or NULL */
 };
 
 struct report_reservation {
@@ -94,6 +97,13 @@ struct report_reservation {
 	double vm_hours, used_vm_hours;
 	int priced, estimate;
 	double usd;
+	/* What its idle VM-hours cost (usd x the share of vm_hours no run of the
+	 * stack used): counted as waste. */
+	double usd_idle;
+	/* What a job's spec names it by (a persistent resource's id), "" for a
+	 * reservation; unused: no job record in the state names it. */
+	char job_ref[64];
+	int unused;
 };
 
 /* A row of a breakdown: by job, week, accelerator or strategy. */

@@ -23,8 +23,10 @@
 
 #define PRICE_NOTE "estimate: list price x running hours x replicas (machine and GPUs), at the Spot, " \
 		   "FLEX_START or on-demand rate of the run's strategy; a reservation's cost is its VM-hours " \
-		   "at the on-demand rate, used or not. Not included: negotiated prices, committed-use " \
-		   "discounts, Vertex AI's training management fee, storage and network."
+		   "at the on-demand rate, used or not (a persistent resource's at the training rate; a " \
+		   "booking's only inside its window, the on-demand rate standing in for calendar-mode " \
+		   "prices), the hours no run used counted as waste. Not included: negotiated prices, " \
+		   "committed-use discounts, Vertex AI's training management fee, storage and network."
 
 /* ---- JSON ---- */
 
@@ -95,7 +97,8 @@ static cJSON *reservation_json(const struct report_reservation *rv)
 	    add_time(o, "from", rv->from_ms) < 0 || add_time(o, "to", rv->to_ms) < 0 ||
 	    add_num(o, "vm_hours", round(rv->vm_hours * 100.0) / 100.0) < 0 ||
 	    add_num(o, "used_vm_hours", round(rv->used_vm_hours * 100.0) / 100.0) < 0 ||
-	    add_money(o, "usd", rv->priced, rv->usd) < 0 || add_bool(o, "estimate", rv->estimate) < 0) {
+	    add_money(o, "usd", rv->priced, rv->usd) < 0 || add_bool(o, "estimate", rv->estimate) < 0 ||
+	    add_money(o, "usd_idle", rv->priced, rv->usd_idle) < 0 || (*rv->job_ref ? add_bool(o, "unused", rv->unused) : add_str(o, "unused", NULL)) < 0) {
 		cJSON_Delete(o);
 		return NULL;
 	}

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,9 @@
 
 #include "reconcile/kind_job.h"
 #include "reconcile/kind_reservation.h"
+#include "reconcile/kind_future.h"
+#include "reconcile/kind_persistent.h"
+#include "reconcile/load/machines.h"
 #include "reconcile/kind_quota.h"
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
@@ -113,7 +117,7 @@ static void test_flex_start_sum(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -151,7 +155,7 @@ static void test_multi_pool_and_running(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -194,7 +198,7 @@ static void test_unknown(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 	struct vx_buf b = VX_BUF_INIT;
 
 	(void)unused;
@@ -238,7 +242,7 @@ static void test_pending_grant_is_unknown(void **unused)
 	struct live_quota lq;
 	struct live_quotas lqs = { &lq, 1 };
 	struct live_set live = { { NULL } };
-	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL, 0 };
 
 	(void)unused;
 	live.of[kind_index(&kind_quota)] = &lqs;
@@ -305,7 +309,7 @@ static void test_limits_not_read(void **unused)
 	struct fixture f;
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
-	struct capacity_input in = { &f.st, &f.plan, NULL, NULL, &f.prices, "quotas: PERMISSION_DENIED: no" };
+	struct capacity_input in = { &f.st, &f.plan, NULL, NULL, &f.prices, "quotas: PERMISSION_DENIED: no", 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -497,7 +501,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
 	struct plan_record old = { 0 }, gone = { 0 };
 	struct stack_reservation sr;
 	struct stack_accelerator acc = { (char *)(uintptr_t)"nvidia-tesla-t4", 1 };
@@ -574,6 +578,117 @@ static void test_delta_stops_and_reservations(void **unused)
 	teardown(&f);
 }
 
+/*
+ * What is held by the newer kinds, through their rows' held and capacity
+ * slots: a persistent resource in r1 (n1-standard-4 + 1 T4, 2 machines,
+ * autoscaling 1..4) counts its max, 4 T4, in r1's on-demand quota and costs
+ * 2 x (0.2 + 0.35) = 1.10/h (0.55 .. 2.20 as it scales); a job on it draws
+ * and costs nothing; a booking of 2 a3-highgpu-8g (8 H100 bundled) for 10 h
+ * costs 2 x 80 x 10 = 1600 for its window, and holds its 16 H100 only inside it.
+ */
+static void test_held_kinds(void **unused)
+{
+	struct fixture f;
+	struct capacity_report r;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_quota_limit lim[1];
+	struct live_quota_limits l = limits_of(lim, 1);
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
+	struct stack_persistent pr;
+	struct stack_persistent_pool pp;
+	struct stack_future fr;
+	struct plan_action all[4];
+	const int64_t t = INT64_C(1767862800000), hour = 3600000;
+	const struct capacity_cost *c;
+
+	(void)unused;
+	memset(&f, 0, sizeof(f));
+	memset(&pr, 0, sizeof(pr));
+	memset(&pp, 0, sizeof(pp));
+	memset(&fr, 0, sizeof(fr));
+	memset(all, 0, sizeof(all));
+	limit(lim, machines_quota_id(machines_gpu_by_vertex("NVIDIA_TESLA_T4"), "STANDARD"), 16);
+	job(&f, 0, "ev", "r1", "STANDARD", PLAN_CREATE, NULL);
+	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t) "pool";
+	job(&f, 1, "plain", "r1", "STANDARD", PLAN_CREATE, NULL);
+	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
+	setup(&f, 2);
+	pp.id = (char *)(uintptr_t) "t4s";
+	pp.machine_type = (char *)(uintptr_t) "n1-standard-4";
+	pp.accelerator_type = (char *)(uintptr_t) "NVIDIA_TESLA_T4";
+	pp.accelerator_count = 1;
+	pp.replica_count = 2;
+	pp.has_autoscaling = 1;
+	pp.min_replica_count = 1;
+	pp.max_replica_count = 4;
+	pr.d.name = (char *)(uintptr_t) "pool";
+	pr.d.address = (char *)(uintptr_t) "persistent_resource.pool";
+	pr.region = (char *)(uintptr_t) "r1";
+	pr.pools = &pp;
+	pr.npools = 1;
+	fr.d.name = (char *)(uintptr_t) "gpus";
+	fr.d.address = (char *)(uintptr_t) "future_reservation.gpus";
+	fr.zone = (char *)(uintptr_t) "r1-a";
+	fr.machine_type = (char *)(uintptr_t) "a3-highgpu-8g";
+	fr.accelerator = (char *)(uintptr_t) "nvidia-h100-80gb";
+	fr.accelerator_count = 8;
+	fr.total_count = 2;
+	fr.start_ms = t;
+	fr.end_ms = t + 10 * hour;
+	*stack_slot(&f.st, &kind_persistent) = (struct stack_kind_decls){ .items = &pr, .n = 1 };
+	*stack_slot(&f.st, &kind_future) = (struct stack_kind_decls){ .items = &fr, .n = 1 };
+	memcpy(all, f.acts, 2 * sizeof(*all));
+	all[2] = (struct plan_action){ .op = PLAN_CREATE, .address = pr.d.address, .kind_of = &kind_persistent, .kdecl = &pr, .has_values = 1, .old_value = -2, .new_value = 2 };
+	all[3] = (struct plan_action){ .op = PLAN_CREATE, .address = fr.d.address, .kind_of = &kind_future, .kdecl = &fr, .has_values = 1, .old_value = -2, .new_value = 2 };
+	f.plan.actions = all;
+	f.plan.n = 4;
+	in.now_ms = t - hour;
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_int_equal(r.nrows, 2);
+	assert_string_equal(r.rows[0].region, "r1");
+	assert_string_equal(r.rows[0].accelerator, "NVIDIA_TESLA_T4");
+	assert_int_equal(r.rows[0].cls, CAPACITY_ON_DEMAND);
+	assert_int_equal(r.rows[0].in_use, 0);
+	assert_int_equal(r.rows[0].adds, 5);
+	assert_int_equal(r.rows[0].limit, 16);
+	assert_string_equal(r.rows[1].reservation, "future_reservation.gpus");
+	assert_int_equal(r.rows[1].limit, 0);
+	assert_int_equal(r.rows[1].window_end_ms, t + 10 * hour);
+	assert_int_equal(r.misfits.n, 0);
+	assert_non_null(c = capacity_cost_of(&r, "job.ev"));
+	assert_true(c->known && near(c->usd_per_hour, 0) && near(c->usd_max, 0));
+	assert_non_null(c = capacity_cost_of(&r, "persistent_resource.pool"));
+	assert_true(c->known && c->held && c->has_range);
+	assert_true(near(c->usd_per_hour, 1.1) && near(c->usd_min, 0.55) && near(c->usd_max_per_hour, 2.2));
+	assert_int_equal(c->vms_max, 4);
+	assert_null(c->note);
+	assert_non_null(c = capacity_cost_of(&r, "future_reservation.gpus"));
+	assert_true(c->known && c->estimate && near(c->window_hours, 10) && near(c->usd_window, 1600));
+	assert_int_equal(c->gpus, 16);
+	assert_true(near(r.reservations_per_hour, 1.1));
+	assert_true(near(r.bookings_total, 1600));
+	assert_true(near(r.delta_per_hour, 0.55 + 1.1));
+	assert_true(near(r.max_total, 0.55 * 24 * 7));
+	capacity_release(&r);
+	/* Inside the window the booking holds its 16 H100; no job names the pool now: said. */
+	in.now_ms = t + hour;
+	f.jobs[0].spec.persistent_resource = NULL;
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_int_equal(r.rows[1].limit, 16);
+	assert_string_equal(capacity_cost_of(&r, "persistent_resource.pool")->note, "no declared job runs on it");
+	capacity_release(&r);
+	/* A quota too small for the pool's max: the pool is the misfit. */
+	lim[0].value = 3;
+	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t) "pool";
+	assert_int_equal(capacity_build(&r, &in, &err), 0);
+	assert_int_equal(r.misfits.n, 2);
+	assert_string_equal(r.misfits.items[0].msg, "persistent_resource.pool: does not fit: needs 4 on-demand T4 "
+						    "in r1, limit 3, 0 in use or started before it: 3 free");
+	capacity_release(&r);
+	teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_prices_no_row_no_price),
 		cmocka_unit_test(test_prices_derived),
 		cmocka_unit_test(test_delta_stops_and_reservations),
+		cmocka_unit_test(test_held_kinds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -488,6 +488,97 @@ static void test_reservation(void **state)
 	vx_err_release(&err);
 }
 
+/* A record of a held kind: one run holding value VMs from created, in place. */
+static struct state_record *held(const char *address, const char *spec, const char *place, int64_t value,
+				 int64_t created, const char *state)
+{
+	struct state_record *r = record(address, 0);
+
+	r->spec_json = strdup(spec);
+	r->current = malloc(sizeof(*r->current));
+	*r->current = run(NULL, NULL, 0, 0, created, 0, 0, state, NULL);
+	free(r->current->region);
+	r->current->region = strdup(place);
+	r->current->has_value = 1;
+	r->current->value = value;
+	return r;
+}
+
+/*
+ * The newer held kinds through their held_record slots, T0 to T0+3h:
+ *   persistent_resource.pool: 4 machines in two pools, 1 x (n1-standard-4 + 1 T4) = 0.55/h and
+ *     3 x n1-standard-4 = 0.60/h: 0.2875 per machine; 12 machine-hours = 3.45, of which a job
+ *     on it used 1 (1 replica, 1 h): idle 11/12 x 3.45 = 3.1625 -> 3.16. The job costs nothing.
+ *   future_reservation.gpus: 2 a2-highgpu-1g (4.00/h), booked from T0-1d, its window T0+1h to
+ *     T0+2h: 2 VM-hours = 8.00, all idle.
+ *   future_reservation.no: declined: nothing.
+ */
+static void test_held_kinds(void **state)
+{
+	struct fixture *f = *state;
+	struct state_record *recs[4];
+	struct state_history_entry h[4];
+	struct report_input in = REPORT_INPUT_INIT;
+	struct report r;
+	struct vx_err err = VX_ERR_INIT;
+	const char *booking = "{\"zone\":\"r1-a\",\"mode\":\"calendar\",\"start\":\"2026-11-23T01:00:00Z\","
+			      "\"end\":\"2026-11-23T02:00:00Z\",\"totalCount\":2,\"machineType\":\"a2-highgpu-1g\","
+			      "\"acceleratorType\":\"nvidia-tesla-a100\",\"acceleratorCount\":1}";
+
+	memset(&r, 0, sizeof(r));
+	recs[0] = held("persistent_resource.pool",
+		       "{\"region\":\"r1\",\"spec\":{\"resourcePools\":[{\"id\":\"a\",\"machineSpec\":{\"machineType\":"
+		       "\"n1-standard-4\",\"acceleratorType\":\"NVIDIA_TESLA_T4\",\"acceleratorCount\":1},"
+		       "\"replicaCount\":\"1\"},{\"id\":\"b\",\"machineSpec\":{\"machineType\":\"n1-standard-4\"},"
+		       "\"replicaCount\":\"3\"}]}}",
+		       "r1", 4, T0, "RUNNING");
+	recs[1] = held("future_reservation.gpus", booking, "r1-a", 2, T0 - 24 * HOUR, "FULFILLED");
+	recs[2] = held("future_reservation.no", booking, "r1-a", 2, T0 - 24 * HOUR, "DECLINED");
+	recs[3] = record("job.e", 0);
+	free(recs[3]->spec_hash);
+	recs[3]->spec_hash = strdup("h");
+	recs[3]->spec_json = strdup("{\"persistentResourceId\":\"pool\",\"workerPoolSpecs\":[]}");
+	recs[3]->current = malloc(sizeof(*recs[3]->current));
+	*recs[3]->current = run("projects/p/locations/r1/customJobs/9", "STANDARD", 1, 1, T0, T0, T0 + HOUR,
+				"JOB_STATE_SUCCEEDED", NULL);
+	for (int i = 0; i < 4; i++)
+		h[i] = (struct state_history_entry){ .address = strdup(recs[i]->address), .record = recs[i] };
+	assert_int_equal(report_input_add_history(&in, "team-a", h, 4), 0);
+	assert_int_equal(report_build(&r, &in, &f->prices, T0 - 24 * HOUR, T0 + 3 * HOUR, T0 + 3 * HOUR, &err), 0);
+	assert_int_equal(r.nruns, 1);
+	assert_true(r.runs[0].usd == 0);
+	assert_string_equal(r.runs[0].note, "on a persistent resource: the resource's VM-hours are its cost");
+	assert_int_equal(r.nreservations, 2);
+	assert_string_equal(r.reservations[0].address, "future_reservation.gpus");
+	assert_string_equal(r.reservations[0].accelerator_type, "NVIDIA_TESLA_A100");
+	assert_int_equal(r.reservations[0].from_ms, T0 + HOUR);
+	assert_int_equal(r.reservations[0].to_ms, T0 + 2 * HOUR);
+	assert_true(r.reservations[0].vm_hours == 2 && r.reservations[0].usd == 8 && r.reservations[0].usd_idle == 8);
+	assert_false(r.reservations[0].unused);
+	assert_string_equal(r.reservations[1].address, "persistent_resource.pool");
+	assert_string_equal(r.reservations[1].machine_type, "n1-standard-4");
+	assert_string_equal(r.reservations[1].accelerator_type, "NVIDIA_TESLA_T4");
+	assert_true(r.reservations[1].vm_hours == 12 && r.reservations[1].used_vm_hours == 1);
+	assert_true(r.reservations[1].usd == 3.45 && r.reservations[1].usd_idle == 3.16);
+	assert_false(r.reservations[1].unused);
+	assert_true(r.usd == 11.45 && r.usd_wasted == 11.16);
+	report_release(&r);
+	report_input_release(&in);
+	/* No job of the state names the pool: flagged. */
+	assert_int_equal(report_input_add_history(&in, "team-a", h, 3), 0);
+	assert_int_equal(report_build(&r, &in, &f->prices, T0 - 24 * HOUR, T0 + 3 * HOUR, T0 + 3 * HOUR, &err), 0);
+	assert_true(r.reservations[1].unused && r.reservations[1].usd_idle == 3.45);
+	report_release(&r);
+	report_input_release(&in);
+	for (int i = 0; i < 4; i++) {
+		state_record_release(h[i].record);
+		free(h[i].record);
+		h[i].record = NULL;
+		state_history_entry_release(&h[i]);
+	}
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_parse_when),
 		cmocka_unit_test_setup_teardown(test_run_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reservation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_kinds, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
