@@ -92,23 +92,6 @@ int fr_status_locked(const char *s)
 	return status_is(s, set);
 }
 
-/* The window's times as the plan shows them: "2026-12-08 09:00 UTC for 5d". */
-static void window_text(char *out, size_t n, int64_t start_ms, int64_t end_ms)
-{
-	char t[VX_TIME_MAX];
-	int64_t h = (end_ms - start_ms) / 3600000;
-
-	vx_time_format(t, sizeof(t), start_ms, VX_TIME_SECONDS);
-	if (strlen(t) >= 16)
-		t[16] = '\0';
-	if (t[10] == 'T')
-		t[10] = ' ';
-	if (h % 24 == 0)
-		snprintf(out, n, "%s UTC for %" PRId64 "d", t, h / 24);
-	else
-		snprintf(out, n, "%s UTC for %" PRId64 "h", t, h);
-}
-
 int future_needs_opening(const struct live_future *l)
 {
 	const char *s = l->procurement_status;
@@ -265,8 +248,8 @@ static char *request_change(const struct stack_future *d, const struct live_futu
 	if (!l->mode || strcmp(l->mode, d->calendar ? "CALENDAR" : "DEFAULT"))
 		return vx_asprintf("mode %s -> %s", l->mode ? l->mode : "none", d->calendar ? "CALENDAR" : "DEFAULT");
 	if (l->start_ms != d->start_ms || l->end_ms != d->end_ms) {
-		window_text(a, sizeof(a), l->start_ms, l->end_ms);
-		window_text(b, sizeof(b), d->start_ms, d->end_ms);
+		vx_time_window(a, sizeof(a), l->start_ms, l->end_ms);
+		vx_time_window(b, sizeof(b), d->start_ms, d->end_ms);
 		return vx_asprintf("window %s -> %s", a, b);
 	}
 	if (l->total_count != d->total_count)
@@ -519,7 +502,7 @@ static char *describe(const struct plan_action *act)
 
 	if (!mt)
 		return NULL;
-	window_text(win, sizeof(win), start, end);
+	vx_time_window(win, sizeof(win), start, end);
 	if (at)
 		snprintf(gpus, sizeof(gpus), ", %" PRId64 "\u00d7%s", ac, at);
 	if (l && l->procurement_status)

@@ -769,6 +769,22 @@ struct job_action *job_action_mut(struct plan_action *a)
 	return a ? a->payload : NULL;
 }
 
+int job_action_hold(struct plan *p, struct plan_action *a, char *why)
+{
+	struct job_action *ja = job_action_mut(a);
+
+	if (!why)
+		return VX_ENOMEM;
+	p->counts[a->op]--;
+	p->counts[PLAN_WAIT]++;
+	a->op = PLAN_WAIT;
+	free(a->reason);
+	a->reason = why;
+	free(ja->cancel_name);
+	ja->cancel_name = NULL;
+	return 0;
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",

@@ -335,6 +335,12 @@ const struct stack_job *job_action_job(const struct plan_action *a);
 /* The job fields of a, to write: a must be an action of kind_job (its payload made); NULL
  * when a is NULL (an action that could not be added). */
 struct job_action *job_action_mut(struct plan_action *a);
+/*
+ * Holds a job's action a back: it becomes a wait with reason why (owned),
+ * and a replace held back cancels nothing. VX_ENOMEM (a unchanged) when why
+ * is NULL.
+ */
+int job_action_hold(struct plan *p, struct plan_action *a, char *why) VX_WUR;
 
 /* Builds the plan. Returns 0 (check out->errors.n for plan errors) or VX_ENOMEM. */
 int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err) VX_WUR;

@@ -172,20 +172,6 @@ static int starts_run(enum plan_op op)
 	return op == PLAN_CREATE || op == PLAN_RERUN || op == PLAN_RESUBMIT || op == PLAN_REPLACE;
 }
 
-/* a becomes a wait with reason why (owned); a replace keeps its run (nothing is cancelled). */
-static void to_wait(struct plan *p, struct plan_action *a, char *why)
-{
-	struct job_action *ja = job_action_mut(a);
-
-	p->counts[a->op]--;
-	p->counts[PLAN_WAIT]++;
-	a->op = PLAN_WAIT;
-	free(a->reason);
-	a->reason = why;
-	free(ja->cancel_name);
-	ja->cancel_name = NULL;
-}
-
 int job_window_gate(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err)
 {
 	struct plan *p = &pl->plan;
@@ -203,7 +189,8 @@ int job_window_gate(struct planner *pl, const struct kind_plan_input *in, struct
 		if (rc < 0)
 			return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 		if (rc == 0) {
-			to_wait(p, a, why);
+			if (job_action_hold(p, a, why) < 0)
+				return vx_err_set(err, VX_ENOMEM, "planning: out of memory");
 			continue;
 		}
 		free(job_action_mut(a)->window_reservation);

@@ -106,24 +106,6 @@ static char *not_ready(const struct plan *p, const struct stack_persistent *d, c
 	return why;
 }
 
-/* Job action a becomes a wait with reason why (owned): nothing is sent for it, its run (if any) stays. */
-static int to_wait(struct plan *p, struct plan_action *a, char *why)
-{
-	struct job_action *ja = job_action_mut(a);
-
-	if (!why)
-		return VX_ENOMEM;
-	p->counts[a->op]--;
-	p->counts[PLAN_WAIT]++;
-	a->op = PLAN_WAIT;
-	free(a->reason);
-	a->reason = why;
-	/* A replace held back cancels nothing. */
-	free(ja->cancel_name);
-	ja->cancel_name = NULL;
-	return 0;
-}
-
 /* A run that starts on d once this apply has made it (own: d's create or replace): its reason says so. */
 static int after_made(struct plan_action *a, const struct stack_persistent *d, const struct plan_action *own)
 {
@@ -151,7 +133,7 @@ static int hold_runs(struct plan *p, const struct kind_plan_input *in, const str
 		if (!starts_on(&p->actions[i], d))
 			continue;
 		if ((why = not_ready(p, d, l, &oom)) != NULL) {
-			if (to_wait(p, &p->actions[i], why) < 0)
+			if (job_action_hold(p, &p->actions[i], why) < 0)
 				return VX_ENOMEM;
 		} else if (oom) {
 			return VX_ENOMEM;

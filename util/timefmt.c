@@ -3,6 +3,7 @@
 
 #include "util/timefmt.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -114,4 +115,20 @@ int vx_time_parse(int64_t *out_ms, const char *s, unsigned flags)
 		return VX_EINVAL;
 	*out_ms = ((int64_t)t + sec - offset) * 1000 + ms;
 	return 0;
+}
+
+void vx_time_window(char *out, size_t size, int64_t start_ms, int64_t end_ms)
+{
+	char t[VX_TIME_MAX];
+	int64_t h = (end_ms - start_ms) / 3600000;
+
+	vx_time_format(t, sizeof(t), start_ms, VX_TIME_SECONDS);
+	if (strlen(t) >= 16) {
+		t[16] = '\0';
+		t[10] = ' ';
+	}
+	if (h % 24 == 0)
+		snprintf(out, size, "%s UTC for %" PRId64 "d", t, h / 24);
+	else
+		snprintf(out, size, "%s UTC for %" PRId64 "h", t, h);
 }

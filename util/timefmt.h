@@ -42,4 +42,13 @@ int vx_time_parse(int64_t *out_ms, const char *s, unsigned flags) VX_WUR;
  */
 void vx_time_format(char *out, size_t size, int64_t ms, unsigned flags);
 
+/* Room for any window vx_time_window writes, with its NUL. */
+#define VX_WINDOW_MAX 64
+/*
+ * Writes the window [start_ms, end_ms) to out as a plan shows it: its start
+ * to the minute and its length in whole days, else hours:
+ * "2026-12-08 09:00 UTC for 5d", "2026-12-08 09:00 UTC for 36h".
+ */
+void vx_time_window(char *out, size_t size, int64_t start_ms, int64_t end_ms);
+
 #endif

@@ -209,17 +209,10 @@ static int limit_text(struct vx_buf *b, const struct capacity_row *r)
 /* "2026-01-08 09:00 UTC for 5d" (or "for 36h"): a booking's window. */
 static int window_text(struct vx_buf *b, int64_t start_ms, int64_t end_ms)
 {
-	char t[VX_TIME_MAX];
-	int64_t h = (end_ms - start_ms) / 3600000;
+	char w[VX_WINDOW_MAX];
 
-	vx_time_format(t, sizeof(t), start_ms, VX_TIME_SECONDS);
-	if (strlen(t) >= 16)
-		t[16] = '\0';
-	if (t[10] == 'T')
-		t[10] = ' ';
-	if (h % 24 == 0)
-		return vx_buf_printf(b, "%s UTC for %lldd", t, (long long)(h / 24));
-	return vx_buf_printf(b, "%s UTC for %lldh", t, (long long)h);
+	vx_time_window(w, sizeof(w), start_ms, end_ms);
+	return vx_buf_adds(b, w);
 }
 
 static int free_text(struct vx_buf *b, const struct capacity_row *r)

@@ -430,6 +430,20 @@ static void test_time_format(void **state)
 	assert_string_equal(t, "");
 }
 
+/* A booking's window as the plan shows it: to the minute, whole days else hours. */
+static void test_time_window(void **state)
+{
+	char w[VX_WINDOW_MAX];
+
+	(void)state;
+	vx_time_window(w, sizeof(w), INT64_C(1795255320000), INT64_C(1795255320000) + 5 * 86400000);
+	assert_string_equal(w, "2026-11-21 10:02 UTC for 5d");
+	vx_time_window(w, sizeof(w), INT64_C(1795255320000), INT64_C(1795255320000) + 36 * 3600000);
+	assert_string_equal(w, "2026-11-21 10:02 UTC for 36h");
+	vx_time_window(w, 12, INT64_C(1795255320000), INT64_C(1795255320000) + 86400000);
+	assert_string_equal(w, "2026-11-21 ");
+}
+
 static void test_utf8(void **state)
 {
 	static const struct {
@@ -604,6 +618,7 @@ int main(void)
 		cmocka_unit_test(test_hashmap),
 		cmocka_unit_test(test_ctx_getenv),
 		cmocka_unit_test(test_time_format),
+		cmocka_unit_test(test_time_window),
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_rand),
 		cmocka_unit_test(test_alloc_grow),
