@@ -426,6 +426,21 @@ struct kind {
 	 * do). 0 or VX_ENOMEM. NULL: nothing waits so.
 	 */
 	int (*plan_after)(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err);
+	/*
+	 * Whether vx watch without -sync may carry out action a unreviewed
+	 * although the kind's runs are not its to follow (watch_runs 0): a is
+	 * what the reviewed declaration asked for, and that declaration is the
+	 * one applied (a booking as applied, whose delivered reservation is
+	 * opened to Vertex AI). 1: it may; 0: as any action not applied. NULL: never.
+	 */
+	int (*watch_may)(const struct plan_action *a);
+	/*
+	 * Once vx watch held back what it may not do: the address of the held
+	 * action of p that action a of this kind relies on (a job in a
+	 * booking's window on the booking's opening), so that a is held too; or
+	 * NULL. Borrowed from p. NULL: the kind's actions rely on none such.
+	 */
+	const char *(*watch_relies)(const struct plan *p, const struct plan_action *a);
 };
 
 /*

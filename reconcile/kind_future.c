@@ -594,6 +594,21 @@ static int fr_decision(const struct plan_action *a, struct kind_decision *out)
 	return 1;
 }
 
+/*
+ * The opening of the delivered reservation to Vertex AI, planned for a
+ * booking whose declaration is the one its record says was applied: the
+ * reviewed declaration asked for it, so vx watch does it unreviewed. An
+ * update of a declaration not applied (protect, the description) is not.
+ */
+static int fr_watch_may(const struct plan_action *a)
+{
+	const struct stack_future *d = a->kdecl;
+	const struct state_record *r = a->krecord;
+
+	return a->op == PLAN_UPDATE && d && r && a->klive && future_needs_opening(a->klive) && r->spec_hash &&
+	       d->d.hash[0] && !strcmp(r->spec_hash, d->d.hash);
+}
+
 const struct kind kind_future = {
 	.name = FUTURE_KIND_NAME,
 	.prefix = "future_reservation",
@@ -621,4 +636,5 @@ const struct kind kind_future = {
 	.held = fr_held,
 	.summary_if_declared = 1,
 	.import_form = "projects/P/zones/ZONE/futureReservations/NAME",
+	.watch_may = fr_watch_may,
 };
