@@ -385,7 +385,8 @@ static int relies_on_held(struct watch *w, const struct plan *p, const struct pl
 	snprintf(what, sizeof(what), "relies|%s|%s|%s", a->address, plan_op_name(a->op), on);
 	if (tell(w, what, quiet))
 		say(w, "unapplied", a->address, "%s: %s waits for %s, held back (declared but not applied); waiting "
-		    "for vxapply", a->address, plan_op_name(a->op), on);
+						"for vxapply",
+		    a->address, plan_op_name(a->op), on);
 	return 1;
 }
 
