@@ -420,6 +420,11 @@ static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_
 		return VX_EXIT_ERROR;
 	}
 	if (!planning_has_changes(&ap->pl)) {
+		/* What waits is recorded as applied (nothing is sent): the watcher starts it later. */
+		if (planning_has_waits(&ap->pl) && applying_run(ap, &a->ao, err) < 0) {
+			cmd_report(err, NULL);
+			return VX_EXIT_ERROR;
+		}
 		printf("\nNo changes. The cloud matches the declaration.\n");
 		apply_notify(ap, ctx);
 		return VX_EXIT_OK;

@@ -49,13 +49,17 @@ struct applier {
 	 * depends on them is not attempted. Owned strings. */
 	char **failed;
 	size_t nfailed;
+	/* The state changed in the current step without a line of progress (a
+	 * job recorded as waiting): applier_persist writes it all the same. */
+	int dirty;
 };
 
 /* A line of progress, also kept for the commit message of the current step. */
 void applier_progress(struct applier *a, const char *fmt, ...) VX_PRINTF(2, 3);
 /* Counts a failed action and reports it ("! ADDRESS WHAT failed: why"). */
 void applier_fail(struct applier *a, const char *address, const char *what, const struct vx_err *e);
-/* Writes the state with the step's lines under summary (nothing when none). */
+/* Writes the state with the step's lines under summary (nothing when there
+ * are none and the step did not mark the state dirty). */
 int applier_persist(struct applier *a, const char *summary, struct vx_err *err) VX_WUR;
 /* Renews the lease when it is due. */
 int applier_heartbeat(struct applier *a, struct vx_err *err) VX_WUR;

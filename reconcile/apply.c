@@ -274,8 +274,11 @@ int applier_persist(struct applier *a, const char *summary, struct vx_err *err)
 
 	if (a->oom)
 		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-	if (a->msg.len == 0)
+	if (a->msg.len == 0 && !a->dirty)
 		return 0;
+	a->dirty = 0;
+	if (a->msg.len == 0)
+		return a->hooks->persist(a->hooks->ud, a->state, summary, err);
 	/* The subject says what happened; summary only when no line names an action. */
 	subject = apply_subject("vx apply: ", vx_buf_str(&a->msg));
 	rc = vx_buf_printf(&m, "%s\n\n%s", subject ? subject : summary, vx_buf_str(&a->msg));

@@ -530,6 +530,21 @@ struct kind {
 	 */
 	void (*held_record)(const struct state_record *rec, const struct state_run *run, const struct prices *p,
 			    struct kind_held_shape *out);
+	/*
+	 * Whether vx watch without -sync may carry out action a unreviewed
+	 * although the kind's runs are not its to follow (watch_runs 0): a is
+	 * what the reviewed declaration asked for, and that declaration is the
+	 * one applied (a booking as applied, whose delivered reservation is
+	 * opened to Vertex AI). 1: it may; 0: as any action not applied. NULL: never.
+	 */
+	int (*watch_may)(const struct plan_action *a);
+	/*
+	 * Once vx watch held back what it may not do: the address of the held
+	 * action of p that action a of this kind relies on (a job in a
+	 * booking's window on the booking's opening), so that a is held too; or
+	 * NULL. Borrowed from p. NULL: the kind's actions rely on none such.
+	 */
+	const char *(*watch_relies)(const struct plan *p, const struct plan_action *a);
 };
 
 /*

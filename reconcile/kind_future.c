@@ -572,6 +572,21 @@ static void fr_held(const struct stack *st, const struct live_set *live, size_t 
 	out->listed = l != NULL;
 }
 
+/*
+ * The opening of the delivered reservation to Vertex AI, planned for a
+ * booking whose declaration is the one its record says was applied: the
+ * reviewed declaration asked for it, so vx watch does it unreviewed. An
+ * update of a declaration not applied (protect, the description) is not.
+ */
+static int fr_watch_may(const struct plan_action *a)
+{
+	const struct stack_future *d = a->kdecl;
+	const struct state_record *r = a->krecord;
+
+	return a->op == PLAN_UPDATE && d && r && a->klive && future_needs_opening(a->klive) && r->spec_hash &&
+	       d->d.hash[0] && !strcmp(r->spec_hash, d->d.hash);
+}
+
 const struct kind kind_future = {
 	.name = FUTURE_KIND_NAME,
 	.prefix = "future_reservation",
@@ -601,4 +616,5 @@ const struct kind kind_future = {
 	.window_of = future_window_of,
 	.notify = future_notify,
 	.held_record = future_held_record,
+	.watch_may = fr_watch_may,
 };

@@ -822,4 +822,5 @@ const struct kind kind_job = {
 	.action_release = job_action_release,
 	.import_form = "projects/P/locations/REGION/customJobs/ID",
 	.plan_after = job_window_gate,
+	.watch_relies = job_window_relies,
 };

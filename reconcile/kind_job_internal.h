@@ -139,6 +139,9 @@ struct kind_plan_input;
 struct applier;
 int job_window_gate(struct planner *pl, const struct kind_plan_input *in, struct vx_err *err);
 int job_window_blocked(struct applier *a, const struct plan_action *pa);
+/* The row's watch_relies: the booking's address when vx watch held back the
+ * update that opens its reservation, which a's create relies on; else NULL. */
+const char *job_window_relies(const struct plan *p, const struct plan_action *a);
 int job_window_spec(char **out, const struct stack *st, const struct stack_job *j, const struct job_action *ja) VX_WUR;
 
 /* kind_job_foreign.c: live jobs no declaration accounts for. */

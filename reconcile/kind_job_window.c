@@ -202,20 +202,33 @@ int job_window_gate(struct planner *pl, const struct kind_plan_input *in, struct
 /* ---- apply ---- */
 
 /*
- * Whether the booking's reservation stays closed to Vertex AI in this apply:
- * the plan relied on the booking's update opening it, and that update is no
- * longer in the plan applied (vx watch holds back what was not reviewed).
+ * The action of booking (its NAME) in p when the booking's reservation stays
+ * closed to Vertex AI: the plan relied on the booking's update opening it,
+ * and that update is no longer in the plan (vx watch held it back, not
+ * reviewed); else NULL.
  */
-static int left_closed(const struct plan *p, const struct stack_future *f)
+static const struct plan_action *left_closed(const struct plan *p, const char *booking)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct plan_action *fa = &p->actions[i];
 		const struct live_future *l = fa->klive;
+		const char *name = fa->kind_of == &kind_future ? kind_address_name(&kind_future, fa->address) : NULL;
 
-		if (fa->kind_of == &kind_future && !strcmp(fa->address, f->d.address))
-			return l && !l->vertex_open && fa->op != PLAN_UPDATE;
+		if (name && !strcmp(name, booking))
+			return l && !l->vertex_open && fa->op != PLAN_UPDATE ? fa : NULL;
 	}
-	return 0;
+	return NULL;
+}
+
+const char *job_window_relies(const struct plan *p, const struct plan_action *a)
+{
+	const struct stack_job *j = job_action_job(a);
+	const struct plan_action *fa;
+
+	if (!j || !j->booking || !starts_run(a->op) || !job_action_of(a)->window_reservation)
+		return NULL;
+	fa = left_closed(p, j->booking);
+	return fa ? fa->address : NULL;
 }
 
 int job_window_blocked(struct applier *a, const struct plan_action *pa)
@@ -228,7 +241,7 @@ int job_window_blocked(struct applier *a, const struct plan_action *pa)
 		return 0;
 	if (!job_action_of(pa)->window_reservation)
 		vx_err_set(&e, VX_EINVAL, "not sent: no reservation delivered for %s is known", f->d.address);
-	else if (left_closed(a->plan, f))
+	else if (left_closed(a->plan, f->d.name))
 		vx_err_set(&e, VX_EINVAL, "not sent: %s's reservation is not open to Vertex AI, and this apply does "
 					  "not open it (vxapply does)",
 			   f->d.address);

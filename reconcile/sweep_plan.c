@@ -421,8 +421,72 @@ done:
 	return rc;
 }
 
+/*
+ * Whether recording j as r's waiting declaration changes r (1), or not (0),
+ * VX_ENOMEM: for a record with a run of its own, another policy; else also
+ * a new record, another spec, run, protect or onRemove. An apply writes the
+ * state only when something changed.
+ */
+static int wait_changes(const struct state_record *r, const struct stack *st, const struct stack_job *j)
+{
+	struct vx_buf why = VX_BUF_INIT;
+	struct state_policy *p;
+	int rc;
+
+	if (!r->current && (!r->spec_hash || strcmp(r->spec_hash, j->spec.hash) || r->run != j->run ||
+			    !r->protect != !j->protect || r->on_remove != j->on_remove))
+		return 1;
+	if (!r->applied)
+		return 1;
+	if (!(p = calloc(1, sizeof(*p))))
+		return VX_ENOMEM;
+	rc = policy_of_job(p, st, j);
+	if (rc == 0)
+		rc = policy_diff(&why, r->applied, p, 0);
+	state_policy_free(p);
+	vx_buf_release(&why);
+	return rc;
+}
+
+/* Records j, held back by pa, as the applied declaration of its record (made when there is none). */
+static int record_wait(struct applier *a, const struct plan_action *pa, const struct stack_job *j,
+		       struct vx_err *err)
+{
+	struct state_record *r = state_find(a->state, pa->address);
+	char *hash, *json;
+	int rc;
+
+	if (!r && state_add_record(a->state, pa->address, kind_job.name, &r, err) < 0)
+		return err->code ? err->code : VX_ENOMEM;
+	/* A run held back with a run of its own (after: waits for a new run of a
+	 * dependency) keeps its record but takes the policy applied now. */
+	if ((rc = wait_changes(r, a->st, j)) <= 0)
+		return rc < 0 ? vx_err_set(err, VX_ENOMEM, "apply: out of memory") : 0;
+	a->dirty = 1;
+	if (r->current)
+		return policy_record(r, a->st, j) < 0 ? vx_err_set(err, VX_ENOMEM, "apply: out of memory") : 0;
+	hash = vx_strdup(j->spec.hash);
+	json = j->spec.redacted_json ? vx_strdup(j->spec.redacted_json) : NULL;
+	if (!hash || (j->spec.redacted_json && !json)) {
+		free(hash);
+		free(json);
+		return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+	}
+	free(r->spec_hash);
+	r->spec_hash = hash;
+	free(r->spec_json);
+	r->spec_json = json;
+	r->run = j->run;
+	r->protect = j->protect;
+	r->on_remove = j->on_remove;
+	/* Held back by the limits applied now: the watcher starts it under them. */
+	return policy_record(r, a->st, j) < 0 ? vx_err_set(err, VX_ENOMEM, "apply: out of memory") : 0;
+}
+
 int sweep_apply_waits(struct applier *a, struct vx_err *err)
 {
+	int rc;
+
 	/* vx watch without -sync: a run held back is recorded by the apply that
 	 * applies its declaration, never from files nobody applied. */
 	if (a->opts->keep_policy)
@@ -430,40 +494,16 @@ int sweep_apply_waits(struct applier *a, struct vx_err *err)
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct plan_action *pa = &a->plan->actions[i];
 		const struct stack_job *j = job_action_job(pa);
-		struct state_record *r;
-		char *hash, *json;
 
 		if (pa->op != PLAN_WAIT || pa->kind_of != &kind_job || !j)
 			continue;
-		r = state_find(a->state, pa->address);
-		/* A run held back with a run of its own (after: waits for a new run of a
-		 * dependency) keeps its record but takes the policy applied now. */
-		if (r && r->current) {
-			if (policy_record(r, a->st, j) < 0)
-				return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-			continue;
-		}
-		if (!r && state_add_record(a->state, pa->address, kind_job.name, &r, err) < 0)
-			return err->code ? err->code : VX_ENOMEM;
-		hash = vx_strdup(j->spec.hash);
-		json = j->spec.redacted_json ? vx_strdup(j->spec.redacted_json) : NULL;
-		if (!hash || (j->spec.redacted_json && !json)) {
-			free(hash);
-			free(json);
-			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
-		}
-		free(r->spec_hash);
-		r->spec_hash = hash;
-		free(r->spec_json);
-		r->spec_json = json;
-		r->run = j->run;
-		r->protect = j->protect;
-		r->on_remove = j->on_remove;
-		/* Held back by the limits applied now: the watcher starts it under them. */
-		if (policy_record(r, a->st, j) < 0)
-			return vx_err_set(err, VX_ENOMEM, "apply: out of memory");
+		if ((rc = record_wait(a, pa, j, err)) < 0)
+			return rc;
 	}
-	return 0;
+	/* Written now, even when no line of progress follows in this apply: a
+	 * record kept only in memory would leave the job "declared but not
+	 * applied" for the watcher. */
+	return applier_persist(a, "vx: apply: jobs recorded as waiting", err);
 }
 
 int sweep_follows(const struct state *state, const struct stack_job *j, struct vx_label **out,

@@ -281,6 +281,11 @@ int planning_has_changes(const struct planning *pl)
 	return plan_has_changes(&pl->planner.plan);
 }
 
+int planning_has_waits(const struct planning *pl)
+{
+	return pl->planner.plan.counts[PLAN_WAIT] > 0;
+}
+
 int planning_save(struct planning *pl, const struct workspace *ws, const struct ci *ci, const char *path,
 		  struct vx_err *err)
 {

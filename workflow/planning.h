@@ -87,6 +87,9 @@ int planning_run_dir(struct planning *pl, struct workspace *ws, struct vx_ctx *c
 		     const struct planning_opts *o, const struct workspace_events *ev,
 		     struct vx_err *err) VX_WUR;
 int planning_has_changes(const struct planning *pl);
+/* Whether the plan holds actions back (waits), which an apply records as
+ * applied even when nothing changes (applying_run, silent then). */
+int planning_has_waits(const struct planning *pl);
 /*
  * Writes the plan to path as a saved plan (docs/plan-json.md) that
  * `vxapply path` applies exactly: with the state's salt while it is not

@@ -331,6 +331,9 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 		return 1;
 	if (a->op == PLAN_ADOPT)
 		return 1;
+	/* What the applied declaration of a kind whose runs are not the watcher's asked for. */
+	if (!w->o.sync && a->kind_of && !a->kind_of->watch_runs && a->kind_of->watch_may && a->kind_of->watch_may(a))
+		return 1;
 	if (!w->o.sync && as_applied(a) && policy_unapplied(w, a, quiet))
 		return 0;
 	if (!w->o.sync && !((a->op == PLAN_RESUBMIT || a->op == PLAN_CREATE ||
@@ -360,22 +363,48 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	return 1;
 }
 
+static void hold(struct plan *p, struct plan_action *a)
+{
+	p->counts[a->op]--;
+	p->counts[PLAN_NOOP]++;
+	a->op = PLAN_NOOP;
+	a->held = 1;
+}
+
+/*
+ * Whether a relies on an action of p held back (its kind's watch_relies):
+ * then it is held too, and said once. Runs once every action was looked at.
+ */
+static int relies_on_held(struct watch *w, const struct plan *p, const struct plan_action *a, int quiet)
+{
+	const char *on;
+	char what[512];
+
+	if (a->op == PLAN_NOOP || !a->kind_of || !a->kind_of->watch_relies || !(on = a->kind_of->watch_relies(p, a)))
+		return 0;
+	snprintf(what, sizeof(what), "relies|%s|%s|%s", a->address, plan_op_name(a->op), on);
+	if (tell(w, what, quiet))
+		say(w, "unapplied", a->address, "%s: %s waits for %s, held back (declared but not applied); waiting "
+						"for vxapply",
+		    a->address, plan_op_name(a->op), on);
+	return 1;
+}
+
 /* Turns what may not be done now into noops; returns how many actions remain. */
 static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, int quiet)
 {
 	size_t n = 0;
 
+	for (size_t i = 0; i < p->n; i++)
+		if (!authorised(w, &p->actions[i], now_ms, quiet))
+			hold(p, &p->actions[i]);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
 
-		if (authorised(w, a, now_ms, quiet)) {
+		if (relies_on_held(w, p, a, quiet))
+			hold(p, a);
+		else
 			n += a->op != PLAN_NOOP && a->op != PLAN_PENDING && a->op != PLAN_WAIT;
-			continue;
-		}
-		p->counts[a->op]--;
-		p->counts[PLAN_NOOP]++;
-		a->op = PLAN_NOOP;
-		a->held = 1;
 	}
 	return n;
 }
@@ -1144,7 +1173,8 @@ static int act_apply(struct watch *w, struct applying *ap, const struct applying
 		res->acted = 1;
 		say_recorded(w, ap->refresh_summary);
 	}
-	if (planning_has_changes(&ap->pl)) {
+	/* -sync records what waits as applied, as vxapply does, even with no change. */
+	if (planning_has_changes(&ap->pl) || (w->o.sync && planning_has_waits(&ap->pl))) {
 		if ((rc = applying_run(ap, ao, err)) < 0)
 			return rc;
 		account_run(w, ap, res);

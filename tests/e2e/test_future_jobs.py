@@ -169,31 +169,63 @@ class FutureJobs(FakeTestCase):
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
         self.assertEqual(self.plan("-detailed-exitcode").code, 0)
 
-    def test_watch_does_not_create_on_a_reservation_it_does_not_open(self):
-        """vx watch (without -sync) holds back the booking's unreviewed update that opens the reservation,
-        and the job's create with it: nothing is sent onto a reservation Vertex AI would refuse. With -sync
-        the watcher opens it and creates the job, in that order."""
-        # The watcher's clock (VX_NOW) signs its token requests, which the fake checks against the real
-        # time: the fake's clock is set to the real time and the window starts two minutes ahead.
+    def window_soon(self, booking=BOOKING):
+        """Applies the booking and the job with the window two minutes ahead, then moves past its start.
+        The watcher's clock (VX_NOW) signs its token requests, which the fake checks against the real time:
+        the fake's clock is set to the real time."""
         real = int(time.time())
         self.fake.post("/_fake/clock", {"set_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(real))})
-        start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(real + 120))
-        self.repo.jobs = {"a": BOOKING.replace(START, start), "b": job_yaml()}
+        self.start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(real + 120))
+        self.repo.jobs = {"a": booking.replace(START, self.start), "b": job_yaml()}
         self.repo.write()
         self.assertEqual(self.apply().code, 0)
         self.fake.advance(180)
-        r = self.repo.vx("watch", self.repo.dir, "-once", env={"VX_NOW": self.now()})
-        self.assertEqual((r.code, r.err), (0, ""), r)
-        self.assertEqual([l.split(" ", 1)[1] for l in r.out.splitlines()], [
-            "unapplied: future_reservation.gpus: declared but not applied (the plan says update); waiting for vxapply",
-            "unapplied: job.train: declared but not applied (the plan says create); waiting for vxapply"])
+
+    def watch(self, *args):
+        r = self.repo.vx("watch", self.repo.dir, "-once", *args, env={"VX_NOW": self.now()})
+        self.assertEqual(r.err, "", r)
+        return r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()]
+
+    def test_watch_opens_the_applied_booking_and_creates_the_job_once(self):
+        """The window opens: vx watch (without -sync) opens the delivered reservation to Vertex AI, as the
+        applied declaration asked, then creates the job on it, once."""
+        self.window_soon()
+        code, lines = self.watch()
+        self.assertEqual(code, 2)  # 2: it acted
+        self.assertEqual(len(lines), 2, lines)
+        self.assertEqual(lines[0], "act: ~ future_reservation.gpus open gpus to Vertex AI")
+        self.assertRegex(lines[1], r"^act: \+ job\.train create projects/\d+/locations/us-central1/customJobs/\d+$")
+        self.assertEqual(self.delivered()["reservationSharingPolicy"], {"serviceShareType": "ALLOW_ALL"})
+        self.assertEqual(self.fake.rpc_count("Reservations.Update"), 1)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
+        self.assertEqual(self.affinities(), [[{
+            "reservationAffinityType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+            "values": [FULL]}]])
+        # Exactly once: the next cycles find it done.
+        self.fake.advance(60)
+        self.assertEqual(self.watch(), (2, ["record: recorded: job.train: queued -> running"]))
+        self.assertEqual(self.fake.rpc_count("Reservations.Update"), 1)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
+
+    def test_watch_does_not_act_on_a_booking_changed_and_not_applied(self):
+        """A commit changes the booking and is not applied: the watcher does not open its reservation on
+        the strength of files nobody applied, nor create the job that would run on it. With -sync it
+        applies what the files say: the opening first, then the job."""
+        self.window_soon()
+        self.repo.jobs = {"a": BOOKING.replace(START, self.start) + "protect: true\n", "b": job_yaml()}
+        self.repo.write()
+        self.assertEqual(self.watch(), (0, [
+            "unapplied: future_reservation.gpus: declared but not applied (the plan says update); waiting for "
+            "vxapply",
+            "unapplied: job.train: create waits for future_reservation.gpus, held back (declared but not "
+            "applied); waiting for vxapply"]))
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 0)
+        self.assertEqual(self.fake.rpc_count("Reservations.Update"), 0)
         self.assertNotIn("reservationSharingPolicy", self.delivered())
-        # With -sync it applies what the files say: the opening first, then the job.
-        r = self.repo.vx("watch", self.repo.dir, "-once", "-sync", env={"VX_NOW": self.now()})
-        self.assertEqual((r.code, r.err), (2, ""), r)  # 2: it acted
-        lines = [l.split(" ", 1)[1] for l in r.out.splitlines()]
-        self.assertEqual(lines[0], "act: ~ future_reservation.gpus open gpus to Vertex AI", r)
+        code, lines = self.watch("-sync")
+        self.assertEqual(code, 2)
+        self.assertEqual(len(lines), 2, lines)
+        self.assertEqual(lines[0], "act: ~ future_reservation.gpus open gpus to Vertex AI")
         self.assertRegex(lines[1], r"^act: \+ job\.train create projects/\d+/locations/us-central1/customJobs/\d+$")
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
 

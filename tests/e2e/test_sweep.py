@@ -408,6 +408,29 @@ class After(FakeTestCase):
         self.assertEqual(ev[0]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"],
                          ["--checkpoint=gs://e2e-bucket/train/model", "--run=1"])
 
+    def test_an_apply_that_only_waits_records_the_wait(self):
+        """eval is added while train runs: the apply only records eval as waiting (no job is created, no
+        progress line), and that record is kept, so the watcher starts eval as applied when train succeeds."""
+        self.repo.write({"a": job_yaml("train", on="preempted")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(60)
+        self.repo.write({"a": job_yaml("train", on="preempted"), "b": EVAL})
+        r = self.repo.apply()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.eval_lines(r.out)[2],
+                         "        waits for job.train (running): after: starts this job once it succeeded")
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual([l.split()[:2] for l in r.out.splitlines() if l.startswith("job.")],
+                         [["job.eval", "WAITING"], ["job.train", "RUNNING"]], r)
+        self.fake.advance(3700)
+        r = self.repo.vx("watch", self.repo.dir, "-once")
+        self.assertEqual((r.code, r.err), (2, ""), r)
+        lines = [l.split(" ", 1)[1] for l in r.out.splitlines()]
+        self.assertEqual(len(lines), 2, r)
+        self.assertEqual(lines[0], "record: recorded: job.train: running -> succeeded")
+        self.assertRegex(lines[1], r"^act: \+ job\.eval create projects/\d+/locations/us-central1/customJobs/\d+$")
+        self.assertEqual(len([j for j in self.live_jobs() if j["displayName"] == "eval"]), 1)
+
     def test_a_dependency_that_gave_up_is_said_and_nothing_is_created(self):
         self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "train"}, "outcome": "user-error"})
         self.repo.write({"a": job_yaml("train", on="preempted"), "b": EVAL})

@@ -94,6 +94,126 @@ function expectError(e, httpStatus, statusOrReason) {
   if (got !== statusOrReason) throw new Error(`expected ${statusOrReason}, got ${got}: ${e.message}`);
 }
 
+// ---- Compute Engine future reservations (calendar mode) ---------------------------------------
+// FutureReservationsClient: insert (a draft), get, list, aggregatedList, update (the submit step, and
+// the count while a draft), cancel and delete, each mutation's Operation waited on.
+const fakeFr = async name => (await fake('GET', '/_fake/future-reservations')).futureReservations
+  .find(r => r.name === name);
+
+async function futureReservationChecks(mkAuth, common, zoneOps) {
+  const frs = new compute.v1.FutureReservationsClient({...common, auth: mkAuth()});
+  const name = 'vx-node-fr-' + randomUUID().slice(0, 8);
+  const at = {project: PROJECT, zone: ZONE};
+  const waitOp = async op => {
+    const [done] = await zoneOps.wait({...at, operation: op.latestResponse.name});
+    assert.equal(done.status, 'DONE');
+    assert.ok(!done.error, 'operation has an error: ' + JSON.stringify(done.error));
+    return done;
+  };
+  // The window starts a week after the fake's (frozen) clock and lasts five days.
+  const now = (await fake('POST', '/_fake/clock', {advance_seconds: 0})).epoch_seconds;
+  const iso = s => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
+  const startTime = iso(now + 7 * 86400);
+
+  await step('compute FutureReservations.insert (a calendar-mode draft; requestId; repeat is idempotent)', async () => {
+    const req = {...at, requestId: randomUUID(), futureReservationResource: {
+      name, description: 'node client check', reservationMode: 'CALENDAR', planningStatus: 'DRAFT',
+      autoDeleteAutoCreatedReservations: true, specificReservationRequired: true, deploymentType: 'DENSE',
+      shareSettings: {shareType: 'LOCAL'},
+      timeWindow: {startTime, duration: {seconds: String(5 * 86400)}},
+      specificSkuProperties: {totalCount: '2', instanceProperties: {machineType: 'a3-highgpu-8g',
+        guestAccelerators: [{acceleratorType: 'nvidia-h100-80gb', acceleratorCount: 8}]}}}};
+    const [op] = await frs.insert(req);
+    assert.equal(op.latestResponse.operationType, 'insert');
+    assert.match(op.latestResponse.targetLink, new RegExp(`/projects/${PROJECT}/zones/${ZONE}/futureReservations/${name}$`));
+    const [again] = await frs.insert(req);
+    assert.equal(again.latestResponse.name, op.latestResponse.name);
+    await waitOp(op);
+    const held = await fakeFr(name);
+    assert.ok(held, 'fake does not hold the future reservation');
+    assert.equal(held.status.procurementStatus, 'DRAFTING');
+    return `${op.latestResponse.name} DONE; repeat -> same operation`;
+  });
+
+  await step('compute FutureReservations.get', async () => {
+    const [r] = await frs.get({...at, futureReservation: name});
+    const held = await fakeFr(name);
+    assert.equal(r.name, name);
+    assert.equal(r.id, held.id);
+    assert.equal(r.reservationMode, 'CALENDAR');
+    assert.equal(r.planningStatus, 'DRAFT');
+    assert.equal(r.status.procurementStatus, 'DRAFTING');
+    assert.equal(r.specificSkuProperties.totalCount, '2');
+    assert.equal(r.specificSkuProperties.instanceProperties.guestAccelerators[0].acceleratorCount, 8);
+    assert.equal(r.timeWindow.startTime, startTime);
+    assert.equal(r.timeWindow.duration.seconds, String(5 * 86400));
+    return `${r.name} ${r.status.procurementStatus} ${r.specificSkuProperties.totalCount} VMs`;
+  });
+
+  await step('compute FutureReservations.list (filter, orderBy, auto-paging)', async () => {
+    const [items] = await frs.list({...at, filter: `name = ${name}`, maxResults: 10,
+      orderBy: 'creationTimestamp desc', returnPartialSuccess: true});
+    assert.deepEqual(items.map(r => r.name), [name]);
+    const [all] = await frs.list(at);
+    assert.equal(all.filter(r => r.name === name).length, 1);
+    return `${all.length} future reservation(s) in ${ZONE}`;
+  });
+
+  await step('compute FutureReservations.aggregatedList', async () => {
+    const seen = [];
+    for await (const [scope, scoped] of frs.aggregatedListAsync({project: PROJECT, maxResults: 5,
+      returnPartialSuccess: true}, {autoPaginate: false})) {
+      for (const r of scoped.futureReservations || []) seen.push(`${scope}/${r.name}`);
+    }
+    assert.deepEqual(seen.filter(x => x.endsWith('/' + name)), [`zones/${ZONE}/${name}`]);
+    return `${seen.length} future reservation(s) across zones`;
+  });
+
+  await step('compute FutureReservations.update (a draft\'s count, then planningStatus: the submit)', async () => {
+    const [op] = await frs.update({...at, futureReservation: name, requestId: randomUUID(),
+      updateMask: 'specificSkuProperties.totalCount',
+      futureReservationResource: {specificSkuProperties: {totalCount: '3'}}});
+    assert.equal(op.latestResponse.operationType, 'update');
+    await waitOp(op);
+    const [sub] = await frs.update({...at, futureReservation: name, updateMask: 'planningStatus',
+      futureReservationResource: {name, planningStatus: 'SUBMITTED'}});
+    await waitOp(sub);
+    const [r] = await frs.get({...at, futureReservation: name});
+    assert.equal(r.specificSkuProperties.totalCount, '3');
+    assert.equal(r.specificSkuProperties.instanceProperties.machineType, 'a3-highgpu-8g');
+    assert.equal(r.planningStatus, 'SUBMITTED');
+    assert.equal(r.status.procurementStatus, 'PENDING_APPROVAL');
+    // Submitted: a calendar-mode request takes no more changes.
+    try {
+      await frs.update({...at, futureReservation: name, updateMask: 'description',
+        futureReservationResource: {description: 'changed'}});
+      throw new Error('update after submission succeeded');
+    } catch (e) {
+      expectError(e, 400, 'FAILED_PRECONDITION');
+    }
+    return `totalCount 2 -> 3, DRAFTING -> ${r.status.procurementStatus}; a later change refused`;
+  });
+
+  await step('compute FutureReservations.cancel, then delete (+ wait)', async () => {
+    const [op] = await frs.cancel({...at, futureReservation: name, requestId: randomUUID()});
+    assert.equal(op.latestResponse.operationType, 'cancel');
+    await waitOp(op);
+    assert.equal((await fakeFr(name)).status.procurementStatus, 'CANCELLED');
+    const [del] = await frs.delete({...at, futureReservation: name, requestId: randomUUID()});
+    assert.equal(del.latestResponse.operationType, 'delete');
+    await waitOp(del);
+    assert.equal(await fakeFr(name), undefined);
+    try {
+      await frs.get({...at, futureReservation: name});
+      throw new Error('get after delete succeeded');
+    } catch (e) {
+      expectError(e, 404, 'notFound');
+    }
+    return 'CANCELLED, then gone (GET -> 404)';
+  });
+  await frs.close();
+}
+
 // ---- the run --------------------------------------------------------------------------------
 async function main() {
   BASE = await waitReady();
@@ -384,6 +504,7 @@ async function main() {
     }
     return 'gone (GET -> 404)';
   });
+  await futureReservationChecks(mkAuth, common, zoneOps);
   await reservations.close();
   await zoneOps.close();
   console.log(`     compute auth: ${authFlow(t0, await tokenCalls())}`);
