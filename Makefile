@@ -159,7 +159,7 @@ e2e: all
 # ASan+UBSan) build side by side with CHECK_JOBS compilers; then the unit tests of each;
 # then the fake's own tests (alone: see fake-test); then e2e and e2e-asan share one pool of
 # VX_TEST_JOBS test files (tests/run_unittest.py), each ending with its own 'NAME: N passed,
-# N failed' line.
+# N failed' line. The .deb's tree (a third build: Debian's flags) builds with CHECK_JOBS too.
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	@sh tools/check-banned.sh
@@ -172,7 +172,7 @@ check: deps
 	@$(MAKE) --no-print-directory fake-test
 	@$(MAKE) --no-print-directory check-tests
 	@$(MAKE) --no-print-directory bench-smoke
-	@$(MAKE) --no-print-directory check-deb
+	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) check-deb
 	@$(MAKE) --no-print-directory release-check
 	@$(MAKE) --no-print-directory image IMAGE_SKIP_OK=1
 
