@@ -5,7 +5,9 @@
 # whole, in the order given, so the log reads as if they had run one by one.
 jobs=${VX_UNIT_JOBS:-$(nproc 2>/dev/null || echo 1)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vx-run-unit.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 i=0
 for t in "$@"; do
 	i=$((i + 1))
