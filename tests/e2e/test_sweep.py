@@ -94,6 +94,12 @@ class SweepValidate(unittest.TestCase):
 
 
 class Sweep(FakeTestCase):
+    def setUp(self):
+        super().setUp()
+        # A sweep creates 12 jobs at once; none of these tests is about pacing them
+        # (test_plan_apply's 200-job test is), so the project's creation quota is raised.
+        self.fake.raise_create_quota()
+
     def live(self):
         """Live jobs of the stack: {display name: job}."""
         return {j["displayName"]: j for j in self.live_jobs()}
