@@ -219,13 +219,10 @@ static int fr_refresh(struct live_store *out, struct provider *p, const struct s
 static struct plan_action *add(struct plan *p, enum plan_op k, const char *address, const struct stack_future *d,
 			       const struct live_future *l, const struct state_record *r)
 {
-	struct plan_action *a = plan_add_action(p, k, &kind_future, address);
+	struct plan_action *a = plan_add_kind_action(p, k, &kind_future, address, d, l, r);
 
 	if (!a)
 		return NULL;
-	a->kdecl = d;
-	a->klive = l;
-	a->krecord = r;
 	a->has_values = 1;
 	a->old_value = l ? l->total_count : -2;
 	a->new_value = d ? d->total_count : -2;

@@ -211,14 +211,7 @@ static struct plan_action *add(struct plan *p, enum plan_op k, const char *addre
 			       const struct stack_persistent *d, const struct live_persistent *l,
 			       const struct state_record *r)
 {
-	struct plan_action *a = plan_add_action(p, k, &kind_persistent, address);
-
-	if (!a)
-		return NULL;
-	a->kdecl = d;
-	a->klive = l;
-	a->krecord = r;
-	return a;
+	return plan_add_kind_action(p, k, &kind_persistent, address, d, l, r);
 }
 
 /* One action with its reason (owned, NULL: out of memory). */

@@ -169,13 +169,10 @@ static struct plan_action *add(struct plan *p, enum plan_op k, const char *addre
 			       const struct stack_quota *d, const struct live_quota *l,
 			       const struct state_record *r)
 {
-	struct plan_action *a = plan_add_action(p, k, &kind_quota, address);
+	struct plan_action *a = plan_add_kind_action(p, k, &kind_quota, address, d, l, r);
 
 	if (!a)
 		return NULL;
-	a->kdecl = d;
-	a->klive = l;
-	a->krecord = r;
 	a->has_values = 1;
 	a->old_value = l ? l->preferred : -2;
 	a->new_value = d ? d->preferred_value : -2;

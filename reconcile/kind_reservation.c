@@ -132,13 +132,10 @@ static char *immutable_change(const struct stack_reservation *d, const struct li
 static struct plan_action *add(struct plan *p, enum plan_op k, const char *address, const void *d,
 			       const struct live_reservation *l, const struct state_record *r)
 {
-	struct plan_action *a = plan_add_action(p, k, &kind_reservation, address);
+	struct plan_action *a = plan_add_kind_action(p, k, &kind_reservation, address, d, l, r);
 
 	if (!a)
 		return NULL;
-	a->kdecl = d;
-	a->klive = l;
-	a->krecord = r;
 	a->has_values = 1;
 	a->old_value = l ? l->count : -2;
 	a->new_value = d ? ((const struct stack_reservation *)d)->count : -2;

@@ -100,6 +100,19 @@ struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struc
 	return a;
 }
 
+struct plan_action *plan_add_kind_action(struct plan *p, enum plan_op op, const struct kind *k, const char *address,
+					 const void *decl, const void *live, const struct state_record *record)
+{
+	struct plan_action *a = plan_add_action(p, op, k, address);
+
+	if (!a)
+		return NULL;
+	a->kdecl = decl;
+	a->klive = live;
+	a->krecord = record;
+	return a;
+}
+
 int plan_action_reason(struct plan_action *a, char *text)
 {
 	if (!text)

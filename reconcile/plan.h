@@ -103,6 +103,9 @@ struct plan {
  * plan functions (reconcile/kind_*.c). */
 struct plan_action *plan_add_action(struct plan *p, enum plan_op op, const struct kind *k,
 				    const char *address);
+/* The same, with the kind's own declaration, live resource and record (each may be NULL). */
+struct plan_action *plan_add_kind_action(struct plan *p, enum plan_op op, const struct kind *k, const char *address,
+					 const void *decl, const void *live, const struct state_record *record);
 /* Sets a's reason to text (owned; NULL: out of memory, VX_ENOMEM). */
 int plan_action_reason(struct plan_action *a, char *text) VX_WUR;
 /* Sets what changed outside vx on a to text (owned) and counts it in p (NULL: VX_ENOMEM). */
