@@ -278,6 +278,7 @@ struct kind_window {
 };
 
 struct notify_list;
+struct notify_event_kind;
 
 struct kind {
 	const char *name;       /* the YAML document's kind and the state record's kind: "Reservation" */
@@ -545,6 +546,15 @@ struct kind {
 	 * NULL. Borrowed from p. NULL: the kind's actions rely on none such.
 	 */
 	const char *(*watch_relies)(const struct plan *p, const struct plan_action *a);
+	/*
+	 * The notification events of this kind's own (reconcile/notify.h: a
+	 * booking's window, a resource in ERROR), nevents of them, each with
+	 * a bit of its own that never changes (it is in applied targets'
+	 * digests) and its name in `notify: on:`. NULL: none but every
+	 * stack's.
+	 */
+	const struct notify_event_kind *events;
+	size_t nevents;
 };
 
 /*

@@ -612,6 +612,8 @@ const struct kind kind_future = {
 	.import_form = "projects/P/zones/ZONE/futureReservations/NAME",
 	.window_of = future_window_of,
 	.notify = future_notify,
+	.events = future_events,
+	.nevents = FUTURE_NEVENTS,
 	.held_record = future_held_record,
 	.watch_may = fr_watch_may,
 };

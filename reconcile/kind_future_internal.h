@@ -5,6 +5,7 @@
 
 #include "reconcile/kind.h"
 #include "reconcile/kind_future.h"
+#include "reconcile/notify.h"
 #include "reconcile/provider_future.h"
 
 #define FUTURE_KIND_NAME "FutureReservation"
@@ -42,6 +43,19 @@ int future_status_rows(struct status_report *out, const struct status_input *in)
 struct kind_window;
 struct notify_list;
 int future_window_of(const struct live_set *live, const char *reservation, struct kind_window *out);
+/*
+ * The booking's notification events (struct kind's events, in kind_future_notify.c).
+ * Their bits are fixed for good: they are in the digests of applied notify targets.
+ */
+enum future_event {
+	FUTURE_EVENT_APPROVED = 1u << 7,	/* "booking-approved": Google approved the request */
+	FUTURE_EVENT_DECLINED = 1u << 8,	/* "booking-declined" */
+	FUTURE_EVENT_WINDOW_OPENED = 1u << 9,	/* "window-opened": the window began, capacity delivered */
+	FUTURE_EVENT_WINDOW_CLOSING = 1u << 10, /* "window-closing": window.closingLead before its end */
+	FUTURE_EVENT_WINDOW_CLOSED = 1u << 11,	/* "window-closed": its end; the runs on it were ended */
+};
+#define FUTURE_NEVENTS 5
+extern const struct notify_event_kind future_events[FUTURE_NEVENTS];
 int future_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
 		  int64_t since_ms);
 /* kind_future_cost.c: the row's held_record slot (vx report). */

@@ -22,6 +22,14 @@
 #include "util/timefmt.h"
 #include "util/banned.h"
 
+const struct notify_event_kind future_events[FUTURE_NEVENTS] = {
+	{ FUTURE_EVENT_APPROVED, "booking-approved", "was approved" },
+	{ FUTURE_EVENT_DECLINED, "booking-declined", "was declined" },
+	{ FUTURE_EVENT_WINDOW_OPENED, "window-opened", "window opened" },
+	{ FUTURE_EVENT_WINDOW_CLOSING, "window-closing", "window closing" },
+	{ FUTURE_EVENT_WINDOW_CLOSED, "window-closed", "window closed" },
+};
+
 /* The default of window.closingLead (kind_future_load.c), for a booking no longer declared. */
 #define DEFAULT_CLOSING_LEAD_MS ((int64_t)2 * 3600 * 1000)
 
@@ -152,13 +160,13 @@ static int booking_event(struct notify_list *out, const struct plan_action *a, c
 	vx_time_format(start, sizeof(start), l->start_ms, VX_TIME_SECONDS);
 	now_ms -= now_ms % 1000;
 	if (!strcmp(s, "DECLINED"))
-		return add_event(out, a, stack, NOTIFY_BOOKING_DECLINED, now_ms, vx_asprintf("%" PRId64, l->create_ms),
+		return add_event(out, a, stack, FUTURE_EVENT_DECLINED, now_ms, vx_asprintf("%" PRId64, l->create_ms),
 				 vx_asprintf("Google declined %" PRId64 " VMs from %s; vx does not ask again by itself "
 					     "(plan with -replace to book again)",
 					     l->total_count, start));
 	if (fr_status_dead(s) || !strncmp(s, "FAILED", 6))
 		return 0;
-	return add_event(out, a, stack, NOTIFY_BOOKING_APPROVED, now_ms, vx_asprintf("%" PRId64, l->create_ms),
+	return add_event(out, a, stack, FUTURE_EVENT_APPROVED, now_ms, vx_asprintf("%" PRId64, l->create_ms),
 			 vx_asprintf("Google approved %" PRId64 " VMs from %s; delivered when the window opens",
 				     l->total_count, start));
 }
@@ -189,18 +197,18 @@ int future_notify(struct notify_list *out, const struct plan_action *a, const ch
 	vx_time_format(end, sizeof(end), l->end_ms, VX_TIME_SECONDS);
 	if (now_ms >= l->end_ms)
 		return l->end_ms < since_ms ? 0
-					    : window_event(out, a, stack, NOTIFY_WINDOW_CLOSED, l->end_ms,
+					    : window_event(out, a, stack, FUTURE_EVENT_WINDOW_CLOSED, l->end_ms,
 							   vx_asprintf("the window closed at %s%s%s%s", end,
 								       calendar ? ": Google ended the runs on reservation " : "",
 								       calendar ? reservation_of(l) : "", calendar ? " and deleted it" : ""));
 	if (now_ms >= closing && closing > l->start_ms)
 		return closing < since_ms ? 0
-					  : window_event(out, a, stack, NOTIFY_WINDOW_CLOSING, closing,
+					  : window_event(out, a, stack, FUTURE_EVENT_WINDOW_CLOSING, closing,
 							 vx_asprintf("the window closes at %s%s%s%s", end,
 								     calendar ? ": Google ends the runs still on reservation " : "",
 								     calendar ? reservation_of(l) : "", calendar ? " then" : ""));
 	return l->start_ms < since_ms ? 0
-				      : window_event(out, a, stack, NOTIFY_WINDOW_OPENED, l->start_ms,
+				      : window_event(out, a, stack, FUTURE_EVENT_WINDOW_OPENED, l->start_ms,
 						     vx_asprintf("%" PRId64 " VMs in reservation %s until %s", l->total_count,
 								 reservation_of(l), end));
 }

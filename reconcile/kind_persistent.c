@@ -551,6 +551,8 @@ const struct kind kind_persistent = {
 	.summary_if_declared = 1,
 	.import_form = "projects/P/locations/REGION/persistentResources/ID",
 	.notify = persistent_notify,
+	.events = persistent_events,
+	.nevents = 1,
 	.held = persistent_held,
 	.held_record = persistent_held_record,
 };

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reconcile/notify.h"
 #include "util/err.h"
 
 struct applier;
@@ -67,6 +68,10 @@ int persistent_apply(struct applier *a, int removals, struct vx_err *err);
 int persistent_import(struct import_outcome *out, struct state *state, struct provider *p,
 		      const struct stack *st, const struct import_request *req, int check_only, struct vx_err *err);
 int persistent_status_rows(struct status_report *out, const struct status_input *in);
+/* The resource's notification event (struct kind's events): its bit is fixed for good, as
+ * it is in the digests of applied notify targets. */
+#define PERSISTENT_EVENT_ERROR (1u << 12) /* "resource-error": a persistent resource went to ERROR */
+extern const struct notify_event_kind persistent_events[1];
 /* The row's notify slot: resource-error while a resource is in ERROR. */
 struct notify_list;
 int persistent_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,

@@ -22,6 +22,10 @@
 #include "util/text.h"
 #include "util/banned.h"
 
+const struct notify_event_kind persistent_events[1] = {
+	{ PERSISTENT_EVENT_ERROR, "resource-error", "is in ERROR" },
+};
+
 /* What one import has read, step by step. */
 struct pr_import {
 	const struct import_request *req;
@@ -230,7 +234,7 @@ int persistent_notify(struct notify_list *out, const struct plan_action *a, cons
 		free(ev.owned[0]);
 		return VX_ENOMEM;
 	}
-	ev.kind = NOTIFY_RESOURCE_ERROR;
+	ev.kind = PERSISTENT_EVENT_ERROR;
 	ev.stack = stack;
 	ev.address = a->address;
 	ev.state = l->state;

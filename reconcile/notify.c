@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
 #include "reconcile/provider.h"
@@ -22,35 +23,69 @@
 #include "util/text.h"
 #include "util/banned.h"
 
-const char *const notify_kind_names[NOTIFY_NKINDS] = {
-	"gave-up",
-	"resubmitted",
-	"succeeded",
-	"stuck",
-	"quota-granted",
-	"quota-denied",
-	"watch-error",
-	"booking-approved",
-	"booking-declined",
-	"window-opened",
-	"window-closing",
-	"window-closed",
-	"resource-error",
+/* The events of every stack; each kind's own are in its row (struct kind's events). */
+static const struct notify_event_kind stack_events[] = {
+	{ NOTIFY_GAVE_UP, "gave-up", "gave up" },
+	{ NOTIFY_RESUBMITTED, "resubmitted", "was resubmitted" },
+	{ NOTIFY_SUCCEEDED, "succeeded", "succeeded" },
+	{ NOTIFY_STUCK, "stuck", "is stuck waiting to run" },
+	{ NOTIFY_QUOTA_GRANTED, "quota-granted", "was granted" },
+	{ NOTIFY_QUOTA_DENIED, "quota-denied", "was denied" },
+	{ NOTIFY_WATCH_ERROR, "watch-error", "vx watch keeps failing" },
 };
+
+/* The event of bit kind (a single bit), or NULL. */
+static const struct notify_event_kind *event_kind(unsigned kind)
+{
+	for (size_t i = 0; i < sizeof(stack_events) / sizeof(stack_events[0]); i++)
+		if (stack_events[i].bit == kind)
+			return &stack_events[i];
+	for (size_t k = 0; k < kind_count; k++)
+		for (size_t i = 0; i < kind_table[k]->nevents; i++)
+			if (kind_table[k]->events[i].bit == kind)
+				return &kind_table[k]->events[i];
+	return NULL;
+}
+
+size_t notify_kinds(const struct notify_event_kind **out, size_t max)
+{
+	size_t n = 0;
+
+	for (unsigned b = 0; b < NOTIFY_MAX_KINDS; b++) {
+		const struct notify_event_kind *e = event_kind(1u << b);
+
+		if (e && n < max)
+			out[n] = e;
+		n += e != NULL;
+	}
+	return n;
+}
+
+unsigned notify_all(void)
+{
+	unsigned all = 0;
+
+	for (unsigned b = 0; b < NOTIFY_MAX_KINDS; b++)
+		if (event_kind(1u << b))
+			all |= 1u << b;
+	return all;
+}
 
 const char *notify_kind_name(unsigned kind)
 {
-	for (int i = 0; i < NOTIFY_NKINDS; i++)
-		if (kind == 1u << i)
-			return notify_kind_names[i];
-	return NULL;
+	const struct notify_event_kind *e = event_kind(kind);
+
+	return e ? e->name : NULL;
 }
 
 unsigned notify_kind_parse(const char *name)
 {
-	for (int i = 0; name && i < NOTIFY_NKINDS; i++)
-		if (!strcmp(name, notify_kind_names[i]))
-			return 1u << i;
+	const struct notify_event_kind *all[NOTIFY_MAX_KINDS];
+	size_t n = notify_kinds(all, NOTIFY_MAX_KINDS);
+
+	for (size_t i = 0; name && i < n && i < NOTIFY_MAX_KINDS; i++)
+		if (!strcmp(name, all[i]->name))
+			return all[i]->bit;
 	return 0;
 }
 
@@ -169,49 +204,9 @@ static int body_json(struct vx_buf *b, const struct notify_event *ev, const char
 /* What the event says in one sentence, for Slack's text and notification preview. */
 static int headline(struct vx_buf *t, const struct notify_event *ev)
 {
-	const char *what = "";
+	const struct notify_event_kind *e = event_kind(ev->kind);
+	const char *what = e ? e->what : "";
 
-	switch (ev->kind) {
-	case NOTIFY_GAVE_UP:
-		what = "gave up";
-		break;
-	case NOTIFY_RESUBMITTED:
-		what = "was resubmitted";
-		break;
-	case NOTIFY_SUCCEEDED:
-		what = "succeeded";
-		break;
-	case NOTIFY_STUCK:
-		what = "is stuck waiting to run";
-		break;
-	case NOTIFY_QUOTA_GRANTED:
-		what = "was granted";
-		break;
-	case NOTIFY_QUOTA_DENIED:
-		what = "was denied";
-		break;
-	case NOTIFY_WATCH_ERROR:
-		what = "vx watch keeps failing";
-		break;
-	case NOTIFY_BOOKING_APPROVED:
-		what = "was approved";
-		break;
-	case NOTIFY_BOOKING_DECLINED:
-		what = "was declined";
-		break;
-	case NOTIFY_WINDOW_OPENED:
-		what = "window opened";
-		break;
-	case NOTIFY_WINDOW_CLOSING:
-		what = "window closing";
-		break;
-	case NOTIFY_WINDOW_CLOSED:
-		what = "window closed";
-		break;
-	case NOTIFY_RESOURCE_ERROR:
-		what = "is in ERROR";
-		break;
-	}
 	if (ev->kind == NOTIFY_WATCH_ERROR)
 		return vx_buf_printf(t, "%s: %s", ev->stack ? ev->stack : "", what);
 	return vx_buf_printf(t, "%s: %s %s", ev->stack ? ev->stack : "", ev->address ? ev->address : "", what);

@@ -26,28 +26,42 @@
 
 struct vx_buf;
 
-/* The events, as bits: `on:` of a notify target is a mask of them. */
+/*
+ * The events every stack has, as bits: `on:` of a notify target is a mask
+ * of them and of each kind's own (struct kind's events: a booking's
+ * window, a resource in ERROR). A bit is fixed for good: it enters each
+ * applied target's digest (notify_target_digest), so a bit that moved
+ * would make every applied target look unapplied. A kind row names its
+ * events with bits no other event uses (tests/unit/test_notify.c checks
+ * every event of kind_table against a fixed list).
+ */
 enum notify_kind {
-	NOTIFY_GAVE_UP = 1u << 0,	   /* "gave-up": failed and will not be resubmitted */
-	NOTIFY_RESUBMITTED = 1u << 1,	   /* "resubmitted" */
-	NOTIFY_SUCCEEDED = 1u << 2,	   /* "succeeded" */
-	NOTIFY_STUCK = 1u << 3,		   /* "stuck": queued or pending past stuckAfter */
-	NOTIFY_QUOTA_GRANTED = 1u << 4,	   /* "quota-granted" */
-	NOTIFY_QUOTA_DENIED = 1u << 5,	   /* "quota-denied" */
-	NOTIFY_WATCH_ERROR = 1u << 6,	   /* "watch-error": the same error 5 cycles in a row */
-	NOTIFY_BOOKING_APPROVED = 1u << 7, /* "booking-approved": Google approved a future reservation */
-	NOTIFY_BOOKING_DECLINED = 1u << 8, /* "booking-declined" */
-	NOTIFY_WINDOW_OPENED = 1u << 9,	   /* "window-opened": a booking's window began, capacity delivered */
-	NOTIFY_WINDOW_CLOSING = 1u << 10,  /* "window-closing": window.closingLead before its end */
-	NOTIFY_WINDOW_CLOSED = 1u << 11,   /* "window-closed": its end; the runs on it were ended */
-	NOTIFY_RESOURCE_ERROR = 1u << 12,  /* "resource-error": a persistent resource went to ERROR */
+	NOTIFY_GAVE_UP = 1u << 0,	/* "gave-up": failed and will not be resubmitted */
+	NOTIFY_RESUBMITTED = 1u << 1,	/* "resubmitted" */
+	NOTIFY_SUCCEEDED = 1u << 2,	/* "succeeded" */
+	NOTIFY_STUCK = 1u << 3,		/* "stuck": queued or pending past stuckAfter */
+	NOTIFY_QUOTA_GRANTED = 1u << 4, /* "quota-granted" */
+	NOTIFY_QUOTA_DENIED = 1u << 5,	/* "quota-denied" */
+	NOTIFY_WATCH_ERROR = 1u << 6,	/* "watch-error": the same error 5 cycles in a row */
 };
 
-#define NOTIFY_NKINDS 13
-#define NOTIFY_ALL ((1u << NOTIFY_NKINDS) - 1)
+/* One event: its bit, its name in `notify: on:` and what its headline says
+ * after the address ("is in ERROR"). */
+struct notify_event_kind {
+	unsigned bit;
+	const char *name;
+	const char *what;
+};
 
-/* "gave-up", "resubmitted", ...: index i names bit 1u << i. */
-extern const char *const notify_kind_names[NOTIFY_NKINDS];
+/* Events there can be at most (bits of an unsigned). */
+#define NOTIFY_MAX_KINDS 32
+
+/*
+ * Every event, those above and each kind's, in bit order, into out (up to
+ * max); how many there are. notify_all() is their bits together.
+ */
+size_t notify_kinds(const struct notify_event_kind **out, size_t max);
+unsigned notify_all(void);
 
 /* The name of one event (a single bit), or NULL. */
 const char *notify_kind_name(unsigned kind);

@@ -66,6 +66,18 @@ static const char *url_problem(const char *u)
 	return NULL;
 }
 
+/* An event name no stack or kind has: said with the nearest one. */
+static void unknown_event(struct loader *L, const struct ynode *it, const char *path)
+{
+	const struct notify_event_kind *all[NOTIFY_MAX_KINDS];
+	const char *names[NOTIFY_MAX_KINDS];
+	size_t n = notify_kinds(all, NOTIFY_MAX_KINDS);
+
+	for (size_t i = 0; i < n && i < NOTIFY_MAX_KINDS; i++)
+		names[i] = all[i]->name;
+	stack_unknown_word(L, it, path, "event", names, n < NOTIFY_MAX_KINDS ? n : NOTIFY_MAX_KINDS);
+}
+
 static void read_on(struct loader *L, struct stack_notify *n, const struct ynode *on, const char *path)
 {
 	char p[96];
@@ -88,7 +100,7 @@ static void read_on(struct loader *L, struct stack_notify *n, const struct ynode
 		if (!stack_is_string(it))
 			stack_wrong_type(L, it, p, "string");
 		else if (!(bit = notify_kind_parse(it->str)))
-			stack_unknown_word(L, it, p, "event", notify_kind_names, NOTIFY_NKINDS);
+			unknown_event(L, it, p);
 		else
 			n->on |= bit;
 	}
