@@ -617,7 +617,7 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 		if (in->prices && in->prices->fee_excluded && spec->pools[i].machine_type &&
 		    machines_fixed_gpus(spec->pools[i].machine_type, NULL, NULL))
 			out->fee_excluded = 1;
-	if (spec->reservation || spec->persistent_resource) {
+	if (spec->reservation || spec->held_ref) {
 		/* Its machines are the reservation's (or the persistent resource's), priced there. */
 		c->usd_per_hour = 0;
 		return 0;
@@ -717,7 +717,7 @@ double prices_spec_rate(const struct prices *p, const char *region, const char *
 	if (!cJSON_IsArray(pools))
 		rate = -1;
 	/* A run on a persistent resource: the resource's machines, priced there. */
-	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(spec, "persistentResourceId")))
+	if (kind_spec_held_ref(spec))
 		pools = NULL, rate = 0;
 	cJSON_ArrayForEach(pool, pools) {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(pool, "machineSpec");
@@ -993,7 +993,7 @@ static int pool_count(struct capacity_report *out, const struct capacity_input *
 	int rc;
 
 	/* A run on a persistent resource uses its machines, which the resource's row counts. */
-	if (spec->persistent_resource || !(gpu = pool_gpu(pool, &per)))
+	if (spec->held_ref || !(gpu = pool_gpu(pool, &per)))
 		return 0;
 	need = per * pool->replica_count;
 	if (spec->reservation && held_named(in, spec->reservation, &held))
@@ -1210,7 +1210,7 @@ static int held_named_by_job(const struct capacity_input *in, const struct kind_
 	const struct stack_job *jobs = stack_jobs(in->st, &njobs);
 
 	for (size_t i = 0; i < njobs; i++)
-		if (jobs[i].spec.persistent_resource && !strcmp(jobs[i].spec.persistent_resource, h->job_ref))
+		if (jobs[i].spec.held_ref && !strcmp(jobs[i].spec.held_ref, h->job_ref))
 			return 1;
 	return 0;
 }

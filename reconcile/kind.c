@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "reconcile/kind_future.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/kind_persistent.h"
@@ -45,6 +47,28 @@ const struct kind *kind_by_name(const char *name)
 	for (size_t i = 0; name && i < kind_count; i++)
 		if (!strcmp(kind_table[i]->name, name))
 			return kind_table[i];
+	return NULL;
+}
+
+int kind_is_job_ref_field(const char *key)
+{
+	for (size_t k = 0; key && k < kind_count; k++)
+		if (kind_table[k]->job_ref_field && !strcmp(kind_table[k]->job_ref_field, key))
+			return 1;
+	return 0;
+}
+
+const char *kind_spec_held_ref(const struct cJSON *spec)
+{
+	for (size_t k = 0; spec && k < kind_count; k++) {
+		const cJSON *v;
+
+		if (!kind_table[k]->job_ref_field)
+			continue;
+		v = cJSON_GetObjectItemCaseSensitive(spec, kind_table[k]->job_ref_field);
+		if (cJSON_IsString(v))
+			return v->valuestring;
+	}
 	return NULL;
 }
 

@@ -555,6 +555,13 @@ struct kind {
 	 */
 	const struct notify_event_kind *events;
 	size_t nevents;
+	/*
+	 * The CustomJobSpec field by which a job runs on what one of this
+	 * kind's declarations holds ("persistentResourceId"): such a job's
+	 * machines are the held VMs, so it draws no quota and costs nothing of
+	 * its own, and the value is the held thing's job_ref. NULL: none.
+	 */
+	const char *job_ref_field;
 };
 
 /*
@@ -571,6 +578,13 @@ const struct kind *kind_of_address(const char *address);
 const struct kind *kind_by_name(const char *name);
 /* NAME of address ("pool" of "reservation.pool") when it is an address of kind k, else NULL. */
 const char *kind_address_name(const struct kind *k, const char *address);
+
+/* Whether key (a CustomJobSpec field) is a kind row's job_ref_field. */
+int kind_is_job_ref_field(const char *key);
+/* What a job's spec (a CustomJobSpec as cJSON) names held VMs by (the value of a row's
+ * job_ref_field, borrowed from spec), or NULL: it runs on VMs of its own. */
+struct cJSON;
+const char *kind_spec_held_ref(const struct cJSON *spec);
 
 /*
  * The kinds as help and error texts list them, jobs first (kind_table in

@@ -553,6 +553,7 @@ const struct kind kind_persistent = {
 	.notify = persistent_notify,
 	.events = persistent_events,
 	.nevents = 1,
+	.job_ref_field = "persistentResourceId",
 	.held = persistent_held,
 	.held_record = persistent_held_record,
 };

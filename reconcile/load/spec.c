@@ -187,7 +187,7 @@ static int fill_out(struct chk *c, struct job_spec *out)
 	out->timeout_s = c->timeout_ms >= 0 ? c->timeout_ms / 1000 : -1;
 	if (c->output_uri && !(out->output_uri = vx_strdup(c->output_uri)))
 		return VX_ENOMEM;
-	if (c->persistent_resource && !(out->persistent_resource = vx_strdup(c->persistent_resource)))
+	if (c->held_ref && !(out->held_ref = vx_strdup(c->held_ref)))
 		return VX_ENOMEM;
 	return 0;
 }
@@ -305,7 +305,7 @@ void job_spec_release(struct job_spec *s)
 	free(s->strategy);
 	free(s->output_uri);
 	free(s->reservation);
-	free(s->persistent_resource);
+	free(s->held_ref);
 	memset(s, 0, sizeof(*s));
 	s->max_wait_s = -1;
 	s->timeout_s = -1;

@@ -78,9 +78,10 @@ struct job_spec {
 	int64_t timeout_s;        /* scheduling.timeout in seconds; -1 when unset */
 	char *output_uri;         /* baseOutputDirectory.outputUriPrefix or NULL */
 	char *reservation;        /* name of the declared reservation it uses, or NULL */
-	/* persistentResourceId: the persistent resource it runs on, or NULL (its
-	 * machines are the resource's: it draws no quota and costs nothing itself) */
-	char *persistent_resource;
+	/* What held VMs it runs on, by the field a kind names them by (struct
+	 * kind's job_ref_field: persistentResourceId), or NULL (its machines are
+	 * the held ones: it draws no quota and costs nothing itself) */
+	char *held_ref;
 };
 
 /*

@@ -100,7 +100,7 @@ struct chk {
 	int64_t timeout_ms, max_wait_ms;
 	const struct ynode *timeout_node;
 	const char *output_uri;
-	const char *persistent_resource; /* persistentResourceId, or NULL */
+	const char *held_ref; /* a kind's job_ref_field (persistentResourceId), or NULL */
 };
 
 /* ---- spec.c: the checker's error reporting ---- */

@@ -365,15 +365,16 @@ static char *group_of(const char *address)
 	return b ? vx_asprintf("%.*s", (int)(b - address), address) : vx_strdup(address);
 }
 
-/* A spec's persistentResourceId (owned into *out), or NULL: 0, or VX_ENOMEM. */
-static int spec_persistent(char **out, const char *spec_json)
+/* What held VMs a spec runs on (its persistentResourceId: kind_spec_held_ref; owned into *out),
+ * or NULL: 0, or VX_ENOMEM. */
+static int spec_held_ref(char **out, const char *spec_json)
 {
 	cJSON *spec = spec_json ? cJSON_Parse(spec_json) : NULL;
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(spec, "persistentResourceId");
+	const char *id = kind_spec_held_ref(spec);
 	int rc = 0;
 
 	*out = NULL;
-	if (cJSON_IsString(id) && !(*out = vx_strdup(id->valuestring)))
+	if (id && !(*out = vx_strdup(id)))
 		rc = VX_ENOMEM;
 	cJSON_Delete(spec);
 	return rc;
@@ -431,9 +432,9 @@ static int run_fill(struct report_run *rr, const struct report_source *src, cons
 		rr->priced = 1;
 		return 1;
 	}
-	if (spec_is_runs(src->record, run) && spec_persistent(&rr->persistent_resource, src->record->spec_json) < 0)
+	if (spec_is_runs(src->record, run) && spec_held_ref(&rr->held_ref, src->record->spec_json) < 0)
 		return VX_ENOMEM;
-	if (rr->persistent_resource) {
+	if (rr->held_ref) {
 		/* Its machines are the resource's, whose row counts them (as a reservation's). */
 		rr->priced = 1;
 		rr->note = vx_strdup("on a persistent resource: the resource's VM-hours are its cost");
@@ -456,7 +457,7 @@ static int run_fill(struct report_run *rr, const struct report_source *src, cons
 
 static void run_release(struct report_run *rr)
 {
-	free(rr->persistent_resource);
+	free(rr->held_ref);
 	free(rr->group);
 	free(rr->unpriced_reason);
 	free(rr->note);
@@ -606,7 +607,7 @@ static int held_named(const struct report_reservation *rv, const struct report_i
 		if (!s->current || !s->record || s->record == seen || strcmp(s->stack, rv->stack) != 0)
 			continue;
 		seen = s->record;
-		if (spec_persistent(&id, s->record->spec_json) < 0)
+		if (spec_held_ref(&id, s->record->spec_json) < 0)
 			return 1; /* out of memory: not flagged */
 		named = id && !strcmp(id, rv->job_ref);
 		free(id);
@@ -681,7 +682,7 @@ static int build_reservations(struct report *out, const struct report_input *in,
 			 * NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
 			if (!strcmp(rr->stack, rv->stack) &&
 			    ((rr->reservation && (!strcmp(rr->reservation, name) || !strcmp(rr->reservation, rv->address))) ||
-			     (*rv->job_ref && rr->persistent_resource && !strcmp(rr->persistent_resource, rv->job_ref))))
+			     (*rv->job_ref && rr->held_ref && !strcmp(rr->held_ref, rv->job_ref))))
 				rv->used_vm_hours += (double)rr->running_s / 3600.0 *
 						     (double)(rr->replicas > 0 ? rr->replicas : 1);
 		}

@@ -84,8 +84,8 @@ struct report_run {
 	const char *resource;
 	char *message;               /* owned: the first line of the error, cleaned, or NULL */
 	const char *reservation;     /* the reservation it drew on, or NULL */
-	char *persistent_resource;   /* owned: the persistent resource it ran on (its spec's
-				      * persistentResourceId), or NULL */
+	char *held_ref;		     /* owned: the held VMs it ran on (its spec's
+				      * persistentResourceId: kind_spec_held_ref), or NULL */
 };
 
 struct report_reservation {

@@ -610,7 +610,7 @@ static void test_held_kinds(void **unused)
 	limit(lim, machines_quota_id(machines_gpu_by_vertex("NVIDIA_TESLA_T4"), "STANDARD"), 16);
 	job(&f, 0, "ev", "r1", "STANDARD", PLAN_CREATE, NULL);
 	pool(&f, 0, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
-	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t) "pool";
+	f.jobs[0].spec.held_ref = (char *)(uintptr_t) "pool";
 	job(&f, 1, "plain", "r1", "STANDARD", PLAN_CREATE, NULL);
 	pool(&f, 1, "n1-standard-4", "NVIDIA_TESLA_T4", 1, 1);
 	setup(&f, 2);
@@ -673,14 +673,14 @@ static void test_held_kinds(void **unused)
 	capacity_release(&r);
 	/* Inside the window the booking holds its 16 H100; no job names the pool now: said. */
 	in.now_ms = t + hour;
-	f.jobs[0].spec.persistent_resource = NULL;
+	f.jobs[0].spec.held_ref = NULL;
 	assert_int_equal(capacity_build(&r, &in, &err), 0);
 	assert_int_equal(r.rows[1].limit, 16);
 	assert_string_equal(capacity_cost_of(&r, "persistent_resource.pool")->note, "no declared job runs on it");
 	capacity_release(&r);
 	/* A quota too small for the pool's max: the pool is the misfit. */
 	lim[0].value = 3;
-	f.jobs[0].spec.persistent_resource = (char *)(uintptr_t) "pool";
+	f.jobs[0].spec.held_ref = (char *)(uintptr_t) "pool";
 	assert_int_equal(capacity_build(&r, &in, &err), 0);
 	assert_int_equal(r.misfits.n, 2);
 	assert_string_equal(r.misfits.items[0].msg, "persistent_resource.pool: does not fit: needs 4 on-demand T4 "
