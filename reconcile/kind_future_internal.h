@@ -53,8 +53,9 @@ enum future_event {
 	FUTURE_EVENT_WINDOW_OPENED = 1u << 9,	/* "window-opened": the window began, capacity delivered */
 	FUTURE_EVENT_WINDOW_CLOSING = 1u << 10, /* "window-closing": window.closingLead before its end */
 	FUTURE_EVENT_WINDOW_CLOSED = 1u << 11,	/* "window-closed": its end; the runs on it were ended */
+	FUTURE_EVENT_FAILED = 1u << 13,		/* "booking-failed": approved, then not (all) delivered */
 };
-#define FUTURE_NEVENTS 5
+#define FUTURE_NEVENTS 6
 extern const struct notify_event_kind future_events[FUTURE_NEVENTS];
 int future_notify(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
 		  int64_t since_ms);

@@ -28,6 +28,7 @@ const struct notify_event_kind future_events[FUTURE_NEVENTS] = {
 	{ FUTURE_EVENT_WINDOW_OPENED, "window-opened", "window opened" },
 	{ FUTURE_EVENT_WINDOW_CLOSING, "window-closing", "window closing" },
 	{ FUTURE_EVENT_WINDOW_CLOSED, "window-closed", "window closed" },
+	{ FUTURE_EVENT_FAILED, "booking-failed", "was not delivered" },
 };
 
 /* The default of window.closingLead (kind_future_load.c), for a booking no longer declared. */
@@ -140,6 +141,31 @@ static const char *reservation_of(const struct live_future *l)
 }
 
 /*
+ * Google approved the request but could not deliver it, or all of it
+ * (FAILED, FAILED_PARTIALLY_FULFILLED): booking-failed. Google fails a
+ * booking at its start time, days after the request, so its time is the
+ * window's start (or when vx saw it, before then), and it is news until a
+ * lookback after the start.
+ */
+static int failed_event(struct notify_list *out, const struct plan_action *a, const char *stack, int64_t now_ms,
+			int64_t since_ms)
+{
+	const struct live_future *l = a->klive;
+	int none = !strcmp(l->procurement_status, "FAILED");
+	int64_t at = now_ms < l->start_ms ? now_ms - now_ms % 1000 : l->start_ms;
+	char start[VX_TIME_MAX], got[32];
+
+	if (now_ms >= l->start_ms && l->start_ms < since_ms)
+		return 0;
+	vx_time_format(start, sizeof(start), l->start_ms, VX_TIME_SECONDS);
+	snprintf(got, sizeof(got), "%" PRId64, l->fulfilled_count);
+	return add_event(out, a, stack, FUTURE_EVENT_FAILED, at, vx_asprintf("%" PRId64, l->create_ms),
+			 vx_asprintf("Google delivered %s of the %" PRId64 " VMs booked from %s (%s); vx does not ask "
+				     "again by itself",
+				     none ? "none" : got, l->total_count, start, l->procurement_status));
+}
+
+/*
  * Google's decision on the request: booking-approved once it is approved
  * (or further on), booking-declined when declined. The API records no time
  * of the decision, so it is news while the request is (made at since_ms or
@@ -154,6 +180,8 @@ static int booking_event(struct notify_list *out, const struct plan_action *a, c
 	const char *s = l->procurement_status;
 	char start[VX_TIME_MAX];
 
+	if (s && l->create_ms > 0 && (!strcmp(s, "FAILED") || !strcmp(s, "FAILED_PARTIALLY_FULFILLED")))
+		return failed_event(out, a, stack, now_ms, since_ms);
 	if (!s || l->create_ms <= 0 || l->create_ms < since_ms || !strcmp(s, "CANCELLED") ||
 	    !strcmp(s, "PENDING_APPROVAL") || !strcmp(s, "PENDING_AMENDMENT_APPROVAL") || !strcmp(s, "DRAFTING"))
 		return 0;

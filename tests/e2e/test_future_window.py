@@ -4,7 +4,7 @@ The fake's clock is frozen at 2026-01-01T00:00:00Z and moves only when a test sa
 the fake's time (VX_NOW) so that "before the window" means the same to both. Google ends the VMs on a
 calendar-mode booking's reservation at its end time: a run still active then is `window-ended` (not a
 stockout, whatever Vertex's text), and it is not resubmitted into the closed window. The notifications
-(booking-approved, booking-declined, window-opened, window-closing, window-closed) are compared whole,
+(booking-approved, booking-declined, booking-failed, window-opened, window-closing, window-closed) are compared whole,
 and each is told once however often the watcher looks.
 """
 import json
@@ -149,6 +149,21 @@ class FutureWindow(FakeTestCase):
             "booking-declined", "evt_9127bf0c17bb4b95899f65c8035da8a3", "DECLINED", "Google declined 2 VMs from 2026-01-08T09:00:00Z; vx does not ask "
             "again by itself (plan with -replace to book again)", "2026-01-01T00:01:00Z")])
         self.to(600)
+        self.assertEqual(self.watch(), [], "told once")
+
+    def test_failed_told_once(self):
+        """Google approves the request but delivers nothing at the start time (FAILED): the team is told,
+        once, at the window's start, as it is told of a decline (it told nothing before)."""
+        self.fake.post("/_fake/future-reservations", {"mode": "fail"})
+        self.declare(future_yaml(), notify=NOTIFY.replace("gave-up]", "booking-failed, gave-up]"))
+        self.apply()
+        self.to(60)
+        self.assertEqual([e["event"] for e in self.watch()], ["booking-approved"])
+        self.to(START + 60)
+        self.assertEqual(self.watch(), [self.event(
+            "booking-failed", "evt_71c51004635932cf0cbf982e385c5d38", "FAILED", "Google delivered none of the 2 VMs "
+            "booked from 2026-01-08T09:00:00Z (FAILED); vx does not ask again by itself", "2026-01-08T09:00:00Z")])
+        self.to(START + 600)
         self.assertEqual(self.watch(), [], "told once")
 
     def test_run_active_at_the_end_is_window_ended_and_not_resubmitted(self):

@@ -75,6 +75,7 @@ static void test_kind_bits_fixed(void **unused)
 		{ "window-closing", 10 },
 		{ "window-closed", 11 },
 		{ "resource-error", 12 },
+		{ "booking-failed", 13 },
 	};
 	const struct notify_event_kind *all[NOTIFY_MAX_KINDS];
 	size_t n = notify_kinds(all, NOTIFY_MAX_KINDS), seen = 0;
@@ -232,7 +233,7 @@ static void test_slack_body_booking_and_resource(void **unused)
 			    "\\nstate: ERROR\\n```machines lost```\\n2026-01-13T07:00:00Z · evt_0123\"}}]}");
 	vx_buf_release(&b);
 	/* Each new event has its headline: none falls through to an empty one. */
-	for (unsigned k = 7; k <= 12; k++) {
+	for (unsigned k = 7; k <= 13; k++) {
 		ev.kind = 1u << k;
 		vx_buf_reset(&b);
 		assert_int_equal(notify_body(&b, NOTIFY_FORMAT_SLACK, &ev, "evt_0123", &err), 0);
