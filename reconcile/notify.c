@@ -535,13 +535,16 @@ static int host_loopback(const char *host, size_t n)
 		ip[m] = '\0';
 		if (inet_pton(AF_INET6, ip, &a6) != 1)
 			return 0;
-		return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+		/* :: connects to this machine, as 0.0.0.0 does. */
+		return IN6_IS_ADDR_LOOPBACK(&a6) || IN6_IS_ADDR_UNSPECIFIED(&a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a6) && (a6.s6_addr[12] == 127 || a6.s6_addr[12] == 0));
 	}
 	memcpy(ip, host, n);
 	ip[n] = '\0';
 	/* libcurl writes an IPv4 address in its dotted form (127.1 and 0x7f.1 become
-	 * 127.0.0.1); a name that only starts with digits is no address. */
-	return inet_pton(AF_INET, ip, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+	 * 127.0.0.1); a name that only starts with digits is no address. 0.0.0.0/8
+	 * ("this network") connects to this machine too. */
+	return inet_pton(AF_INET, ip, &a4) == 1 && ((ntohl(a4.s_addr) >> 24) == 127 || (ntohl(a4.s_addr) >> 24) == 0);
 }
 
 static int has_part(CURLU *h, CURLUPart what)
@@ -586,6 +589,8 @@ const char *notify_url_parse(struct notify_url *out, const char *u)
 	while (n > 1 && host[n - 1] == '.')
 		n--;
 	out->loopback = host_loopback(host, n);
+	if (n < sizeof(out->host) && !(n > 1 && host[0] == '['))
+		memcpy(out->host, host, n);
 	out->slack = n == 15 && !strncasecmp(host, "hooks.slack.com", 15);
 	out->query = has_part(h, CURLUPART_QUERY);
 	if (!https && !out->loopback)

@@ -152,8 +152,10 @@ int notify_signature(char **out, const unsigned char *key, size_t key_len, const
 
 /* A webhook URL as libcurl's URL API (CURLU) parses it, which is how it is sent. */
 struct notify_url {
-	int loopback;      /* the host is this machine: 127.0.0.0/8, ::1 (or a v4-mapped
-			    * 127/8), localhost or a name under .localhost */
+	int loopback;	   /* the host is this machine: 127.0.0.0/8, ::1 (or a v4-mapped
+			    * 127/8), 0.0.0.0/8 or :: (which reach it too), localhost or a
+			    * name under .localhost */
+	char host[256];	   /* the host as parsed (no brackets, no trailing dots), "" when longer */
 	int query;         /* it has a query string */
 	int slack;         /* the host is hooks.slack.com (any case, trailing dots) */
 };
@@ -164,9 +166,19 @@ struct notify_url {
  * libcurl would send as Basic auth). NULL with *out filled, or what is
  * wrong (a static sentence that never quotes u, which may be a secret).
  * Hosts are compared as parsed, case-insensitively, without trailing dots;
- * a name is never resolved.
+ * a name is never resolved here (notify_host_here does, before a send).
  */
 const char *notify_url_parse(struct notify_url *out, const char *u);
+
+/*
+ * Whether host (a name) resolves to this machine: any of its addresses is
+ * loopback (127/8, ::1) or unspecified (0.0.0.0/8, ::). A name that does not
+ * resolve here is not (behind a proxy the proxy resolves it). Checked
+ * right before each send, so a name pointed at 127.0.0.1 is refused as
+ * "localhost" is; a name that changes its answer in between (DNS
+ * rebinding) is not caught.
+ */
+int notify_host_here(const char *host);
 
 /* The variable that lets vx post to this machine (notify_url.loopback). */
 #define NOTIFY_LOOPBACK_ENV "VX_NOTIFY_ALLOW_LOOPBACK"
@@ -243,6 +255,9 @@ struct notify_sink {
 	int64_t (*time_left)(void *ud);
 	int allow_loopback;      /* VX_NOTIFY_ALLOW_LOOPBACK=1: targets on this machine may be posted to */
 	void *ud;
+	/* Whether a host name resolves to this machine (notify_host_here), asked
+	 * before each send without allow_loopback; NULL: names are not resolved. */
+	int (*host_here)(const char *host);
 };
 
 /* One line for the log per delivery tried or given up. */

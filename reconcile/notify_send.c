@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "reconcile/provider.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
@@ -123,6 +128,41 @@ int notify_outbox_due(const struct notify_outbox *ob, const char *key, int64_t n
 	return 1;
 }
 
+/* Whether sa is this machine: loopback or unspecified, v4-mapped included. */
+static int addr_here(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		uint32_t a = ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr);
+
+		return (a >> 24) == 127 || (a >> 24) == 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_UNSPECIFIED(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && (a->s6_addr[12] == 127 || a->s6_addr[12] == 0));
+	}
+	return 0;
+}
+
+int notify_host_here(const char *host)
+{
+	struct addrinfo hints, *res = NULL;
+	int here = 0;
+
+	if (!host || !*host)
+		return 0;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	for (const struct addrinfo *ai = res; ai && !here; ai = ai->ai_next)
+		here = ai->ai_addr && addr_here(ai->ai_addr);
+	freeaddrinfo(res);
+	return here;
+}
+
 /* Why the target's URL may not be posted to now (owned), or NULL. */
 static char *url_refused(const struct stack_notify *t, const char *url, const struct notify_sink *sink)
 {
@@ -135,6 +175,8 @@ static char *url_refused(const struct stack_notify *t, const char *url, const st
 	if (nu.loopback && !sink->allow_loopback)
 		return vx_asprintf("%s: a target on this machine (loopback): nothing is sent to it unless "
 				   NOTIFY_LOOPBACK_ENV "=1 is in vx's environment", what);
+	if (!sink->allow_loopback && sink->host_here && sink->host_here(nu.host))
+		return vx_asprintf("%s: its host resolves to this machine (loopback): nothing is sent to it unless " NOTIFY_LOOPBACK_ENV "=1 is in vx's environment", what);
 	return NULL;
 }
 

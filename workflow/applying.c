@@ -623,7 +623,7 @@ int applying_notify(struct applying *ap, const struct stack *targets, struct not
 		    struct notify_report *rep, struct vx_err *err)
 {
 	struct recorder r = { ap, budget_ms > 0 ? vx_mono_ms(ap->ws.ctx) + budget_ms : 0, 0 };
-	struct notify_sink sink = { rec_delivered, rec_record, rec_getenv, rec_time_left, 0, &r };
+	struct notify_sink sink = { rec_delivered, rec_record, rec_getenv, rec_time_left, 0, &r, notify_host_here };
 	const struct stack *st = targets ? targets : ap->ws.st;
 	int rc;
 

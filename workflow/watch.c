@@ -759,7 +759,8 @@ static void note_error(struct watch *w, const char *msg)
 	struct notify_list l = { NULL, 0 };
 	struct notify_event ev;
 	struct notify_report rep;
-	struct notify_sink sink = { err_delivered, err_record, err_getenv, NULL, w->o.notify_loopback, w };
+	struct notify_sink sink = { err_delivered, err_record, err_getenv, NULL, w->o.notify_loopback, w,
+				    notify_host_here };
 	struct vx_err e = VX_ERR_INIT;
 	char key[24];
 

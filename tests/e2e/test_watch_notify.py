@@ -5,11 +5,13 @@ applied, targets on this machine, and the metrics file. Every wait is for an
 event (a request the receiver got, a line the watcher printed, a process
 state), bounded by a deadline.
 """
+import ipaddress
 import json
 import re
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -251,6 +253,36 @@ class WatchNotify(FakeTestCase):
             "notify: job.a: succeeded to notify[0] not delivered: HOOK: a target on this machine (loopback): "
             "nothing is sent to it unless VX_NOTIFY_ALLOW_LOOPBACK=1 is in vx's environment (tried again later)"])
         self.assertEqual(rcv.events(), [])
+
+    def test_this_machine_by_any_name_only_with_the_variable(self):
+        """0.0.0.0 and a name that resolves to 127.0.0.0/8 reach this machine as 127.0.0.1 does: vx
+        refused only 127/8, ::1 and localhost by their spelling, so both were posted to. Nothing may
+        even connect: a listener counts connections."""
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(8)
+        lst.settimeout(0)
+        self.addCleanup(lst.close)
+        port = lst.getsockname()[1]
+        name = socket.gethostname()
+        self.assertTrue(ipaddress.ip_address(socket.gethostbyname(name)).is_loopback,
+                        "this test needs the machine's name to resolve to 127.0.0.0/8, as Debian's /etc/hosts "
+                        "has it; %s resolves to %s" % (name, socket.gethostbyname(name)))
+        self.jobs_succeed(["a"], "notify:\n  - urlEnv: HOOK\n    on: [succeeded]\n"
+                          "  - urlEnv: HOOK2\n    on: [succeeded]\n", {})
+        env = {"HOOK": "https://0.0.0.0:%d/x" % port, "HOOK2": "https://%s:%d/x" % (name, port),
+               "VX_NOTIFY_ALLOW_LOOPBACK": "0"}
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(sorted(without_time(l) for l in r.out.splitlines() if " notify: " in l), [
+            "notify: job.a: succeeded to notify[0] not delivered: HOOK: a target on this machine (loopback): "
+            "nothing is sent to it unless VX_NOTIFY_ALLOW_LOOPBACK=1 is in vx's environment (tried again later)",
+            "notify: job.a: succeeded to notify[1] not delivered: HOOK2: its host resolves to this machine "
+            "(loopback): nothing is sent to it unless VX_NOTIFY_ALLOW_LOOPBACK=1 is in vx's environment (tried "
+            "again later)"], r)
+        # The watcher has exited: any connection it made is in the listener's queue.
+        with self.assertRaises(BlockingIOError, msg="vx connected to this machine"):
+            lst.accept()
 
     def test_a_url_from_the_environment_with_userinfo_is_refused(self):
         rcv = Receiver()

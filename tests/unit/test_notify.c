@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -708,6 +709,10 @@ static void test_url_parse(void **unused)
 		{ "http://LOCALHOST./x", NULL, 1, 0 },
 		{ "http://[::1]:8080/x", NULL, 1, 0 },
 		{ "http://[::ffff:127.0.0.1]/x", NULL, 1, 0 },
+		{ "http://0.0.0.0:9/x", NULL, 1, 0 },
+		{ "http://0.1.2.3/x", NULL, 1, 0 },
+		{ "http://[::]:9/x", NULL, 1, 0 },
+		{ "http://[::ffff:0.0.0.0]/x", NULL, 1, 0 },
 		{ "https://127.0.0.1/x", NULL, 1, 0 },
 		{ "http://localhost.attacker.example/", "plain http:// to another machine: use https://", 0, 0 },
 		{ "http://127.attacker.example/", "plain http:// to another machine: use https://", 0, 0 },
@@ -732,6 +737,63 @@ static void test_url_parse(void **unused)
 		if (!why && (nu.loopback != cases[i].loopback || nu.slack != cases[i].slack))
 			fail_msg("%s: loopback %d slack %d", cases[i].url, nu.loopback, nu.slack);
 	}
+}
+
+/* A name is this machine when any address it resolves to is: localhost is in every
+ * hosts file; an address is its own answer; a TEST-NET address is elsewhere. */
+static void test_host_here(void **unused)
+{
+	(void)unused;
+	assert_true(notify_host_here("localhost"));
+	assert_true(notify_host_here("127.0.0.2"));
+	assert_true(notify_host_here("0.0.0.0"));
+	assert_true(notify_host_here("::1"));
+	assert_false(notify_host_here("192.0.2.1"));
+	assert_false(notify_host_here(""));
+	assert_false(notify_host_here(NULL));
+}
+
+static int stub_here(const char *host)
+{
+	return !strcasecmp(host, "hook.example");
+}
+
+/* A name that resolves to this machine is refused as localhost is, before anything is sent. */
+static void test_send_name_resolving_here(void **unused)
+{
+	struct stack_notify t;
+	struct stack st;
+	struct hook h;
+	struct book b;
+	struct notify_outbox *ob;
+	struct notify_report rep;
+	struct notify_list l = { NULL, 0 };
+	struct notify_sink sink = { .delivered = book_delivered, .record = book_record, .getenv = book_env, .ud = &b, .host_here = stub_here };
+	struct notify_event ev = gave_up();
+	struct vx_err err = VX_ERR_INIT;
+
+	(void)unused;
+	one_target(&t, &st, &h, &b, 204);
+	t.url_env = (char *)(uintptr_t) "HOOK";
+	t.on = notify_all();
+	b.url = "https://HOOK.example./x";
+	assert_int_equal(notify_list_add(&l, &ev), 0);
+	assert_int_equal(notify_outbox_new(&ob), 0);
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, 1795000000000, 10, &err), 0);
+	assert_int_equal(h.posts, 0);
+	assert_int_equal(rep.n, 1);
+	assert_string_equal(rep.items[0].why, "HOOK: its host resolves to this machine (loopback): nothing is sent "
+					      "to it unless VX_NOTIFY_ALLOW_LOOPBACK=1 is in vx's environment");
+	notify_report_release(&rep);
+	notify_outbox_free(ob);
+	/* With the variable, it is sent. */
+	sink.allow_loopback = 1;
+	assert_int_equal(notify_outbox_new(&ob), 0);
+	assert_int_equal(notify_send(&rep, ob, &h.base, &st, &l, &sink, 1795000000000, 10, &err), 0);
+	assert_int_equal(h.posts, 1);
+	notify_report_release(&rep);
+	notify_outbox_free(ob);
+	notify_list_release(&l);
 }
 
 /* This machine only with the variable; one try per target per call; a delivery
@@ -812,6 +874,8 @@ int main(void)
 		cmocka_unit_test(test_url_parse),
 		cmocka_unit_test(test_slack_body_long),
 		cmocka_unit_test(test_send_loopback_one_try_and_record_later),
+		cmocka_unit_test(test_host_here),
+		cmocka_unit_test(test_send_name_resolving_here),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
