@@ -212,6 +212,8 @@ static int places_of(const struct kind *k, const struct kind_places *how, const 
 
 	for (size_t i = 0; i < stack_count(st, k) && rc == 0; i++)
 		rc = places_add(ps, st->project, how->decl_place(st, i));
+	for (size_t i = 0; how->n_also && i < how->n_also(st) && rc == 0; i++)
+		rc = places_add(ps, st->project, how->also_place(st, i));
 	for (size_t i = 0; state && i < state->nrecords && rc == 0; i++) {
 		const struct state_record *r = &state->records[i];
 		const char *project = NULL, *place = NULL;

@@ -112,6 +112,10 @@ struct kind_places {
 	/* Lists one place into the kind's slot of out (kind_live_slot). */
 	int (*list)(struct live_store *out, struct provider *p, const char *project, const char *place,
 		    struct vx_err *err);
+	/* More places of the stack's project to list: the i-th of n_also(st), or NULL to skip
+	 * it (the regions of jobs on resources the stack does not declare). NULL: none. */
+	size_t (*n_also)(const struct stack *st);
+	const char *(*also_place)(const struct stack *st, size_t i);
 };
 
 int kind_refresh_places(const struct kind *k, const struct kind_places *how, struct live_store *out,

@@ -209,7 +209,8 @@ static int list_zone(struct live_store *out, struct provider *p, const char *pro
 static int fr_refresh(struct live_store *out, struct provider *p, const struct stack *st, const struct state *state,
 		      struct vx_err *err)
 {
-	static const struct kind_places how = { "future reservations", decl_zone, future_record_place, list_zone };
+	static const struct kind_places how = { "future reservations", decl_zone, future_record_place, list_zone,
+						NULL, NULL };
 
 	return kind_refresh_places(&kind_future, &how, out, p, st, state, err);
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "reconcile/applier.h"
+#include "reconcile/kind_job.h"
 #include "reconcile/kind_persistent.h"
 #include "reconcile/kind_persistent_internal.h"
 #include "reconcile/plan.h"
@@ -87,12 +88,29 @@ static int list_region(struct live_store *out, struct provider *p, const char *p
 	return rc;
 }
 
-/* One list per region a declared or recorded resource is in; none without any. */
+static size_t count_jobs(const struct stack *st)
+{
+	size_t n;
+
+	(void)stack_jobs(st, &n);
+	return n;
+}
+
+/* The region of job i when it runs on a resource the stack does not declare (a full name), else NULL. */
+static const char *undeclared_region(const struct stack *st, size_t i)
+{
+	const struct stack_job *j = &stack_jobs(st, NULL)[i];
+
+	return persistent_undeclared_of_job(st, j) ? j->region : NULL;
+}
+
+/* One list per region a declared or recorded resource is in, or a job's on one the stack does not
+ * declare (to see its state); none without any. */
 static int pr_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 		      const struct state *state, struct vx_err *err)
 {
 	static const struct kind_places how = { "persistent resources", decl_region, persistent_record_place,
-						list_region };
+						list_region, count_jobs, undeclared_region };
 
 	return kind_refresh_places(&kind_persistent, &how, out, p, st, state, err);
 }

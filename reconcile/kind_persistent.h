@@ -75,6 +75,9 @@ int stack_persistent_named_in(const char *spec_json, const char *id);
 /* Whether job j runs on d: it names d's id and is in d's region. */
 struct stack_job;
 int stack_persistent_of_job(const struct stack_persistent *d, const struct stack_job *j);
+/* The persistentResourceId job j runs on when it is none of the stack's resources (a full
+ * name of one vx does not manage), else NULL. */
+const char *persistent_undeclared_of_job(const struct stack *st, const struct stack_job *j);
 
 /*
  * A job's `persistentResource:` (doc is the CustomJob document, region the

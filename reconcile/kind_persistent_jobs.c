@@ -283,6 +283,40 @@ static int use_lines(struct plan *p, const struct stack_persistent *d)
 	return rc;
 }
 
+/*
+ * Holds back the runs this plan would start on resources the stack does not
+ * declare (a job's full name of one in its project and region): read by the
+ * refresh (their region is listed), never changed, and a run waits while
+ * the resource is not RUNNING, or does not exist, as on the stack's own.
+ */
+static int hold_undeclared(struct plan *p, const struct kind_plan_input *in)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct stack_job *j = job_action_job(a);
+		const char *id = j && a->kind_of == &kind_job && starts_run(a->op)
+					 ? persistent_undeclared_of_job(in->st, j)
+					 : NULL;
+		const struct live_persistent *l = id ? persistent_live_find(in->live, j->region, id) : NULL;
+		char *why;
+
+		if (!id || (l && l->state && !strcmp(l->state, "RUNNING")))
+			continue;
+		if (!l)
+			why = vx_asprintf("waits for projects/%s/locations/%s/persistentResources/%s: it does not exist (a "
+					  "persistent resource this stack does not manage)",
+					  in->st->project, j->region, id);
+		else /* named as the job names it (Google lists the project's number) */
+			why = vx_asprintf("waits for projects/%s/locations/%s/persistentResources/%s: %s%s%s%s",
+					  in->st->project, j->region, id, l->state ? l->state : "no state",
+					  l->error_message ? " (" : "", l->error_message ? l->error_message : "",
+					  l->error_message ? ")" : "");
+		if (job_action_hold(p, a, why) < 0)
+			return VX_ENOMEM;
+	}
+	return 0;
+}
+
 int persistent_plan_jobs(struct plan *p, const struct kind_plan_input *in)
 {
 	size_t nd;
@@ -295,5 +329,5 @@ int persistent_plan_jobs(struct plan *p, const struct kind_plan_input *in)
 		if (rc == 0)
 			rc = use_lines(p, &ds[i]);
 	}
-	return rc;
+	return rc == 0 && in->live ? hold_undeclared(p, in) : rc;
 }

@@ -477,6 +477,14 @@ int stack_persistent_of_job(const struct stack_persistent *d, const struct stack
 	return vx_text_same(j->region, d->region) && stack_persistent_named_in(j->spec.canonical_json, d->d.name);
 }
 
+const char *persistent_undeclared_of_job(const struct stack *st, const struct stack_job *j)
+{
+	const char *id = j->spec.held_ref;
+	const struct stack_persistent *d = id ? stack_find_persistent(st, id) : NULL;
+
+	return id && !(d && stack_persistent_of_job(d, j)) ? id : NULL;
+}
+
 int stack_persistent_misfit(char **why, const struct stack_persistent *d, const struct job_spec *spec,
 			    const char *job_region)
 {

@@ -95,7 +95,7 @@ static int list_zone(struct live_store *out, struct provider *p, const char *pro
 static int res_refresh(struct live_store *out, struct provider *p, const struct stack *st,
 		       const struct state *state, struct vx_err *err)
 {
-	static const struct kind_places how = { "reservations", decl_zone, record_place, list_zone };
+	static const struct kind_places how = { "reservations", decl_zone, record_place, list_zone, NULL, NULL };
 
 	return kind_refresh_places(&kind_reservation, &how, out, p, st, state, err);
 }

@@ -146,6 +146,40 @@ class PersistentJobsTest(FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)
         self.assertEqual(self.calls("CreateCustomJob"), [])
 
+    def test_job_waits_for_a_resource_the_stack_does_not_manage(self):
+        """A job may name a resource of its project and region that vx does not manage, by its full name.
+        vx planned such a job as any job, so Vertex was sent a job on a resource still provisioning (or
+        on none at all); the plan now reads that resource too, and holds the job with its state."""
+        other = "projects/%s/locations/%s/persistentResources/team-pool" % (PROJECT, REGION)
+        self.fake.post("/_fake/timings", {"provisioning_seconds": 600})
+        self.declare(job_on_pool("a", on=other), job_on_pool("b", on=other.replace("team-pool", "gone-pool")))
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.block(r.out, "job.b"), [
+            "job.b wait", SHAPE + " in " + REGION,
+            "waits for %s: it does not exist (a persistent resource this stack does not manage)"
+            % other.replace("team-pool", "gone-pool")], r)
+        self.by_hand("POST", "projects/%s/locations/%s/persistentResources?persistentResourceId=team-pool"
+                     % (PROJECT, REGION), {"resourcePools": [{
+                         "id": "l4s", "replicaCount": "1", "machineSpec": {
+                             "machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4",
+                             "acceleratorCount": 1}}]})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.block(r.out, "job.a"), [
+            "job.a wait", SHAPE + " in " + REGION, "waits for %s: PROVISIONING" % other], r)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.calls("CreateCustomJob"), [], "no job is sent to a resource that is provisioning")
+        # Once it runs, the job is created on it, once; vx never touches the resource itself.
+        self.fake.advance(700)
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, "job.a")[0], "+   job.a create", r)
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual([j["jobSpec"]["persistentResourceId"] for j in self.live_jobs()], ["team-pool"])
+        self.assertEqual([c["rpc"] for c in self.fake.get("/_fake/requests?log=1000")["log"]
+                          if "PersistentResource" in (c["rpc"] or "") and c["rpc"] != "ListPersistentResources"],
+                         ["CreatePersistentResource"], "only the outsider's create")
+
     def test_job_is_not_sent_when_its_resources_create_fails(self):
         """Planned in one apply with its resource: the job is sent only once the resource is RUNNING."""
         self.fake.post("/_fake/persistent-resources", {"fail_next_create": {"code": 8, "message": "no L4s"}})
