@@ -786,10 +786,11 @@ static double held_vm_rate(const struct capacity_input *in, const struct kind_ca
 /*
  * What action a, if it holds VMs, changes in the hourly spend: for each
  * part, (VMs after - VMs before) x the VM's rate. A booking changes no
- * hourly spend: what it books, for its whole window, goes to *bookings.
+ * hourly spend: what it books, for its whole window, goes to bookings[0],
+ * and what a cancel before its window saves to bookings[1].
  */
 static double held_delta(const struct capacity_input *in, const struct plan_action *a, int *known, int *estimate,
-			 double *bookings)
+			 double bookings[2])
 {
 	double sum = 0;
 	size_t nparts = 1;
@@ -812,6 +813,14 @@ static double held_delta(const struct capacity_input *in, const struct plan_acti
 			before = a->old_value > 0 ? a->old_value : 0;
 			after = a->op == PLAN_DELETE || a->new_value < 0 ? 0 : a->new_value;
 		}
+		if (kc.window_end_ms && (a->op == PLAN_CANCEL || a->op == PLAN_DELETE) && before > 0 && in->now_ms > 0 &&
+		    in->now_ms < kc.window_start_ms) {
+			rate = held_vm_rate(in, &kc, estimate);
+			if (rate >= 0 && in->prices)
+				bookings[1] += rate * (double)before *
+					       (double)(kc.window_end_ms - kc.window_start_ms) / 3600000.0;
+			continue;
+		}
 		if (kc.window_end_ms && !(a->op == PLAN_CREATE || a->op == PLAN_REPLACE))
 			continue;
 		if (!kc.window_end_ms && (before == after || (a->op != PLAN_CREATE && a->op != PLAN_UPDATE &&
@@ -821,7 +830,7 @@ static double held_delta(const struct capacity_input *in, const struct plan_acti
 		if (rate < 0 || !in->prices)
 			*known = 0;
 		else if (kc.window_end_ms)
-			*bookings += rate * (double)after * (double)(kc.window_end_ms - kc.window_start_ms) / 3600000.0;
+			bookings[0] += rate * (double)after * (double)(kc.window_end_ms - kc.window_start_ms) / 3600000.0;
 		else
 			sum += rate * (double)(after - before);
 	}
@@ -830,11 +839,12 @@ static double held_delta(const struct capacity_input *in, const struct plan_acti
 
 /*
  * What this plan's actions that hold VMs (a reservation's, a persistent
- * resource's) change in the hourly spend, and what the bookings it makes
- * cost for their windows (*bookings). Returns the change; *known 0 when a
- * price is unknown.
+ * resource's) change in the hourly spend, what the bookings it makes cost
+ * for their windows (bookings[0]) and what those it cancels before their
+ * windows save (bookings[1]). Returns the change; *known 0 when a price is
+ * unknown.
  */
-static double reservations_delta(const struct capacity_input *in, int *known, int *estimate, double *bookings)
+static double reservations_delta(const struct capacity_input *in, int *known, int *estimate, double bookings[2])
 {
 	double sum = 0;
 
@@ -1267,6 +1277,7 @@ static int held_cost(struct capacity_report *out, const struct capacity_input *i
 static void spend_change(struct capacity_report *out, const struct capacity_input *in)
 {
 	int known = 1, est = 0;
+	double bookings[2] = { 0, 0 };
 
 	for (size_t i = 0; i < in->plan->n; i++) {
 		const struct plan_action *a = &in->plan->actions[i];
@@ -1281,7 +1292,9 @@ static void spend_change(struct capacity_report *out, const struct capacity_inpu
 		else
 			out->stopped_per_hour += r;
 	}
-	out->reservations_per_hour = reservations_delta(in, &known, &est, &out->bookings_total);
+	out->reservations_per_hour = reservations_delta(in, &known, &est, bookings);
+	out->bookings_total = bookings[0];
+	out->bookings_saved = bookings[1];
 	if (!known)
 		out->delta_known = 0;
 	out->delta_per_hour = out->started_per_hour - out->stopped_per_hour + out->reservations_per_hour;
@@ -1332,7 +1345,7 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		out->price_source = in->prices->source;
 		out->price_date = in->prices->date;
 	}
-	if (!(out->any = any_gpus(in->st)))
+	if (!(out->any = any_gpus(in->st) || capacity_releases_held(in->plan)))
 		return 0;
 	/* What is held first (reservations): their rows exist (held, in use) whether or not a job uses them. */
 	rc = each_held(out, in, HELD_ROWS);
@@ -1359,6 +1372,15 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		capacity_release(out);
 		return vx_err_set(err, VX_ENOMEM, "capacity: out of memory");
 	}
+	return 0;
+}
+
+int capacity_releases_held(const struct plan *p)
+{
+	for (size_t i = 0; p && i < p->n; i++)
+		if ((p->actions[i].op == PLAN_DELETE || p->actions[i].op == PLAN_CANCEL) && p->actions[i].kind_of &&
+		    p->actions[i].kind_of->cost == KIND_COST_HELD)
+			return 1;
 	return 0;
 }
 

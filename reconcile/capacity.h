@@ -206,6 +206,10 @@ struct capacity_report {
 	 * used or not (an estimate: on-demand rates stand in for unpublished
 	 * calendar-mode prices); not in delta_per_hour, nor in max_total. */
 	double bookings_total;
+	/* What the bookings this plan cancels before their windows open would
+	 * have cost for their windows (the same estimate): saved, not in
+	 * delta_per_hour. */
+	double bookings_saved;
 };
 
 struct capacity_input {
@@ -233,6 +237,10 @@ int capacity_wanted(const struct stack *st);
  * limits_service), jobs' first (kind_table in reverse), into out; how many
  * (at most KIND_MAX). */
 size_t capacity_limit_services(const struct stack *st, const char **out);
+
+/* Whether p lets go of something held (deletes a reservation, cancels a booking): what that
+ * saves is shown though the stack may declare nothing with GPUs any more. */
+int capacity_releases_held(const struct plan *p);
 
 int capacity_build(struct capacity_report *out, const struct capacity_input *in, struct vx_err *err) VX_WUR;
 void capacity_release(struct capacity_report *r);

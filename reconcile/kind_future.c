@@ -420,14 +420,14 @@ static int plan_declared(struct plan *p, const struct kind_plan_input *in, const
 	return plan_known(p, in, d, l, r);
 }
 
-/* What cancelling saves: the window's VM-hours, not yet billed. */
+/* What cancelling saves: the window's VM-hours, not yet billed (capacity.c prices them, est.). */
 static char *cancel_reason(const struct live_future *l)
 {
 	int64_t hours = (l->end_ms - l->start_ms) / 3600000;
 
 	return vx_asprintf("no longer declared: cancelled before its window opens, then deleted; saves %" PRId64
-			   " VMs x %" PRId64 " h = %" PRId64 " VM-hours (%" PRId64 " GPU-hours), whose price is not "
-			   "known (Google publishes no calendar-mode prices)",
+			   " VMs x %" PRId64 " h = %" PRId64 " VM-hours (%" PRId64 " GPU-hours; Google publishes no "
+			   "calendar-mode prices: the cost line estimates them at on-demand rates)",
 			   l->total_count, hours,
 			   l->total_count * hours, l->total_count * hours * l->accelerator_count);
 }

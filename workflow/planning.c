@@ -148,7 +148,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	char *unread = NULL;
 	int rc;
 
-	if (!capacity_wanted(st))
+	if (!capacity_wanted(st) && !capacity_releases_held(&pl->planner.plan))
 		return 0;
 	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
 	 * file setting elsewhere (git's GIT_* over its config): a one-off look at

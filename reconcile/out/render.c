@@ -428,6 +428,13 @@ static int cost_summary(struct vx_buf *b, const struct capacity_report *c)
 		rc = capacity_money(b, c->currency, c->bookings_total, c->bookings_total < 1000 ? 2 : 0);
 	if (rc == 0 && c->bookings_total > 0)
 		rc = vx_buf_adds(b, " for the bookings' windows (est.; paid used or not)");
+	/* A booking cancelled before its window opens is not paid (est. as above). */
+	if (rc == 0 && c->bookings_saved > 0)
+		rc = vx_buf_adds(b, "; the bookings cancelled before their windows save ");
+	if (rc == 0 && c->bookings_saved > 0)
+		rc = capacity_money(b, c->currency, c->bookings_saved, c->bookings_saved < 1000 ? 2 : 0);
+	if (rc == 0 && c->bookings_saved > 0)
+		rc = vx_buf_adds(b, " (est.)");
 	return rc;
 }
 
@@ -994,6 +1001,8 @@ static int capacity_json(cJSON *root, const struct capacity_report *c)
 		rc |= add(cost, "price_date", str_or_null(c->price_date));
 		rc |= add(cost, "excludes_vertex_management_fee", cJSON_CreateBool(c->fee_excluded));
 		rc |= add(cost, "bookings_usd", c->delta_known ? cJSON_CreateNumber(c->bookings_total) : cJSON_CreateNull());
+		rc |= add(cost, "bookings_saved_usd",
+			  c->delta_known ? cJSON_CreateNumber(c->bookings_saved) : cJSON_CreateNull());
 	}
 	rows = cJSON_CreateArray();
 	rc |= add(root, "quota", rows);

@@ -147,8 +147,15 @@ class Future(FakeTestCase):
         self.assertEqual(self.block(r.out, "future_reservation.gpus"),
                          ["-   future_reservation.gpus cancel", SHAPE + " (APPROVED)",
                           "no longer declared: cancelled before its window opens, then deleted; saves 2 VMs x "
-                          "120 h = 240 VM-hours (240 GPU-hours), whose price is not known (Google publishes no "
-                          "calendar-mode prices)"])
+                          "120 h = 240 VM-hours (240 GPU-hours; Google publishes no calendar-mode prices: the "
+                          "cost line estimates them at on-demand rates)"])
+        # What the window would have cost, at the on-demand rate the booking's own estimate uses:
+        # g2-standard-8 (1 L4) in us-central1 at $0.853624/h (data/prices.json) x 2 VMs x 120 h.
+        self.assertEqual([l for l in r.out.splitlines() if l.startswith("Cost:")], [
+            "Cost: + $0.00/h while running, at most $0.00 for this apply; the bookings cancelled before their "
+            "windows save $204.87 (est.)."], r)
+        self.assertAlmostEqual(json.loads(self.plan("-format", "json").out)["cost"]["bookings_saved_usd"], 0.853624 * 2 * 120,
+                               places=6)
         r = self.apply()
         self.assertEqual(r.code, 0, r)
         self.assertEqual([l for l in r.out.splitlines() if l.startswith("- ")],

@@ -330,8 +330,8 @@ ROWS = [
                      live=1),
         remove=dict(plan=["-   future_reservation.pool cancel", FR_SHAPE % "5d" + " (PENDING_APPROVAL)",
                           "no longer declared: cancelled before its window opens, then deleted; saves 2 VMs x "
-                          "120 h = 240 VM-hours (240 GPU-hours), whose price is not known (Google publishes "
-                          "no calendar-mode prices)"], live=0, then=None),
+                          "120 h = 240 VM-hours (240 GPU-hours; Google publishes no calendar-mode prices: the "
+                          "cost line estimates them at on-demand rates)"], live=0, then=None),
         abandon=Absent("a booking vx made is cancelled and deleted once undeclared (its window is billed); "
                        "there is no onRemove for bookings: protect: true refuses the cancel instead"),
         protect=dict(yaml=future_yaml(extra="protect: true\n"),
