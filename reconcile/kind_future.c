@@ -614,4 +614,5 @@ const struct kind kind_future = {
 	.notify = future_notify,
 	.held_record = future_held_record,
 	.watch_may = fr_watch_may,
+	.policy_allow = "reservations",
 };

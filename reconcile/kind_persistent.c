@@ -553,4 +553,5 @@ const struct kind kind_persistent = {
 	.notify = persistent_notify,
 	.held = persistent_held,
 	.held_record = persistent_held_record,
+	.policy_allow = "reservations",
 };

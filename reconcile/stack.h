@@ -29,6 +29,7 @@
 
 struct vx_diags;
 struct ynode_limits;
+struct policy_rules;
 
 /*
  * Failure classes of a finished job run (DESIGN.md section 3). The
@@ -173,6 +174,9 @@ struct stack {
 	 * know): "FILE:LINE:COLUMN: message" lines for vx validate and the plan,
 	 * never a reason to refuse. Sorted by position. */
 	struct vx_diags warnings;
+	/* The `kind: Policy` rules the stack is held to (its own Policy and the
+	 * repository's .vx/policy.yaml: reconcile/policy_rules.h); NULL: none. */
+	struct policy_rules *policy;
 };
 
 /* One in-memory file, for stack_load_mem(). */

@@ -204,6 +204,8 @@ struct load_pass {
 	struct spec_reservation *sres;
 	size_t nsres;
 	struct spec_env env;
+	/* The repository whose .vx/policy.yaml binds the stack, or NULL (reconcile/policy_rules.h). */
+	const char *policy_root;
 };
 
 /* ---- stack.c: canonical forms (a kind's decl_hash) ---- */

@@ -562,7 +562,7 @@ static void test_kinds(void **state)
 		      "\"CustomJob\"?)\n");
 	expect_errors(STACK_DOC "---\nname: a\n",
 		      "t/s.yaml:6:1: document has no \"kind\" (one of Stack, CustomJob, "
-		      "PersistentResource, FutureReservation, Reservation, QuotaPreference)\n");
+		      "PersistentResource, FutureReservation, Reservation, QuotaPreference, Policy)\n");
 	expect_errors(STACK_DOC "---\n- a\n",
 		      "t/s.yaml:6:1: a document must be a mapping with a \"kind\", got a "
 		      "sequence\n");
