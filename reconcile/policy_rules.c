@@ -107,8 +107,8 @@ size_t policy_rules_count(const struct policy_rules *p)
 int policy_rules_summary(struct vx_buf *b, const struct policy_rules *p)
 {
 	const struct policy_doc *docs[2] = { p->repo, p->own };
-	size_t n = policy_rules_count(p);
-	int rc = vx_buf_adds(b, "policy: ");
+	size_t n = policy_rules_count(p), k = 0;
+	int rc = 0;
 
 	for (size_t i = 0, first = 1; i < 2 && rc == 0; i++) {
 		if (!docs[i])
@@ -118,6 +118,9 @@ int policy_rules_summary(struct vx_buf *b, const struct policy_rules *p)
 	}
 	if (rc == 0)
 		rc = vx_buf_printf(b, ": %zu rule%s held", n, n == 1 ? "" : "s");
+	for (size_t id = 0; id < p->nrules && rc == 0; id++)
+		if (p->in_force[id])
+			rc = vx_buf_printf(b, "%s%s", k++ ? ", " : ": ", policy_rule_key(id));
 	return rc < 0 ? VX_ENOMEM : 0;
 }
 

@@ -111,8 +111,10 @@ const char *policy_num_text(char out[32], size_t id, double num);
 size_t policy_rules_count(const struct policy_rules *p);
 
 /*
- * Appends the plan's line to b: "policy: ml-platform (.vx/policy.yaml): 7
- * rules held" ("NAME (FILE), NAME (FILE)" with both). 0 or VX_ENOMEM.
+ * Appends what the plan says of the policy to b: "ml-platform
+ * (.vx/policy.yaml): 7 rules held: accelerators, regions, ..." (both
+ * documents when the stack has its own: "NAME (FILE), NAME (FILE): ...").
+ * 0 or VX_ENOMEM.
  */
 int policy_rules_summary(struct vx_buf *b, const struct policy_rules *p) VX_WUR;
 

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import FakeTestCase, VX_BIN
+from harness import FakeTestCase, VX_BIN, job_yaml
 
 REPO_POLICY = """kind: Policy
 name: ml-platform
@@ -307,6 +307,67 @@ class PolicyValidate(unittest.TestCase):
         shutil.rmtree(os.path.join(self.root, ".git"))
         self.put("stack/jobs.yaml", job(region="us-east1"))
         self.assert_valid()
+
+
+PLAN_POLICY = """kind: Policy
+name: ml-platform
+rules:
+  accelerators: [NVIDIA_L4]
+  strategies: [SPOT]
+  maxGpusPerJob: 8
+  requireLabels: [team]
+  reservations: {allow: false}
+"""
+
+
+class PolicyPlan(FakeTestCase):
+    """The plan lists the rules that held; a stack without a policy plans as before."""
+
+    def setUp(self):
+        super().setUp()
+        os.makedirs(os.path.join(self.repo.root, ".vx"))
+        with open(os.path.join(self.repo.root, ".vx", "policy.yaml"), "w") as f:
+            f.write(PLAN_POLICY)
+        self.repo.write({"a": job_yaml("a", strategy="SPOT")})
+
+    def test_plan_lists_the_rules_held(self):
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.splitlines()[3],
+                         "Policy: ml-platform (.vx/policy.yaml): 5 rules held: accelerators, strategies, "
+                         "maxGpusPerJob, requireLabels, reservations")
+        r = self.repo.plan("-format", "markdown")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\n\n**Policy**: ml-platform (.vx/policy.yaml): 5 rules held: accelerators, strategies, "
+                      "maxGpusPerJob, requireLabels, reservations\n\n", r.out)
+        r = self.repo.plan("-format", "json")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(json.loads(r.out)["policy"], {
+            "documents": [{"name": "ml-platform", "file": ".vx/policy.yaml", "repository": True}],
+            "rules_held": [
+                {"rule": "accelerators", "policy": "ml-platform", "file": ".vx/policy.yaml", "line": 4},
+                {"rule": "strategies", "policy": "ml-platform", "file": ".vx/policy.yaml", "line": 5},
+                {"rule": "maxGpusPerJob", "policy": "ml-platform", "file": ".vx/policy.yaml", "line": 6},
+                {"rule": "requireLabels", "policy": "ml-platform", "file": ".vx/policy.yaml", "line": 7},
+                {"rule": "reservations", "policy": "ml-platform", "file": ".vx/policy.yaml", "line": 8},
+            ]})
+
+    def test_plan_refuses_what_the_policy_forbids(self):
+        self.repo.write({"a": job_yaml("a", strategy="STANDARD")})
+        r = self.repo.plan()
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.out, "")
+        self.assertEqual(r.err, '%s/jobs.yaml:11:26: CustomJob "a": spec.scheduling.strategy: STANDARD is not '
+                         'allowed by policy "ml-platform" (rules.strategies, .vx/policy.yaml:5)\n'
+                         'vx: %s: the stack has 1 error\n' % (self.repo.dir, self.repo.dir))
+
+    def test_no_policy_no_line(self):
+        os.remove(os.path.join(self.repo.root, ".vx", "policy.yaml"))
+        r = self.repo.plan()
+        self.assertEqual(r.code, 0, r)
+        self.assertNotIn("Policy", r.out)
+        r = self.repo.plan("-format", "json")
+        self.assertNotIn("policy", json.loads(r.out))
 
 
 if __name__ == "__main__":
