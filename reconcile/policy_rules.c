@@ -34,9 +34,6 @@ static const char *const job_rule_keys[POLICY_NJOB_RULES] = {
 };
 static const char *const policy_keys[] = { "kind", "name", "rules" };
 
-/* The file at a repository's root that binds every stack in it. */
-#define POLICY_REPO_FILE ".vx/policy.yaml"
-
 /*
  * The allow rules' keys: each distinct policy_allow of kind_table's rows,
  * jobs first (reverse phase order, as the docs list kinds). Returns how many.
@@ -144,6 +141,7 @@ void policy_rules_free(struct policy_rules *p)
 		return;
 	doc_free(p->repo);
 	doc_free(p->own);
+	free(p->root);
 	for (size_t i = 0; i < p->nsites; i++) {
 		free(p->sites[i].file);
 		free(p->sites[i].prefix);
@@ -442,6 +440,10 @@ int policy_rules_read_repo(struct load_pass *B, const char *root)
 	}
 	rc = read_repo_docs(B, yf);
 	yfile_free(yf);
+	if (rc == 0 && B->st->policy && B->st->policy->repo && !(B->st->policy->root = strdup(root))) {
+		stack_oom(B->L);
+		rc = -1;
+	}
 	return rc;
 }
 

@@ -87,6 +87,7 @@ struct policy_rate_site {
 /* What a stack is held to: st->policy, NULL when no Policy applies. */
 struct policy_rules {
 	struct policy_doc *repo; /* owned: .vx/policy.yaml, or NULL */
+	char *root;		 /* owned: the work tree holding repo's file, or NULL */
 	struct policy_doc *own;	 /* owned: the stack's Policy document, or NULL */
 	/* The rule in force for each id: own's when it writes it, else repo's; NULL: none. */
 	const struct policy_rule *in_force[POLICY_MAX_RULES];
@@ -122,6 +123,9 @@ int policy_rules_summary(struct vx_buf *b, const struct policy_rules *p) VX_WUR;
 void policy_rules_free(struct policy_rules *p);
 
 /* ---- for the stack loader (reconcile/stack.c) ---- */
+
+/* The repository's policy file, relative to its work tree's root. */
+#define POLICY_REPO_FILE ".vx/policy.yaml"
 
 /* The Policy document's kind for the loader: not one of kind_table's. */
 extern const struct kind policy_doc_kind;

@@ -361,6 +361,28 @@ class PolicyPlan(FakeTestCase):
                          'allowed by policy "ml-platform" (rules.strategies, .vx/policy.yaml:5)\n'
                          'vx: %s: the stack has 1 error\n' % (self.repo.dir, self.repo.dir))
 
+    def test_apply_records_the_policy_commit(self):
+        policy_commit = self.repo.git("rev-parse", "HEAD").strip()
+        # a later commit that does not touch the policy: the policy's commit stays the one above
+        self.repo.write({"a": job_yaml("a", strategy="SPOT", epochs=4)})
+        head = self.repo.git("rev-parse", "HEAD").strip()
+        self.assertNotEqual(head, policy_commit)
+        r = self.repo.apply(env={"CI": ""})
+        self.assertEqual(r.code, 0, r)
+        creates = [m for m in self.repo.state_log() if m.strip().startswith("vx apply: + job.a\n")]
+        self.assertEqual(len(creates), 1)
+        cur = json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))["current"]
+        trailers = creates[0].strip().split("\n\n")[-1].splitlines()
+        self.assertEqual(trailers, ["Vx-Config-Commit: %s" % head, "Vx-Policy-Commit: %s" % policy_commit,
+                                    "Vx-Actor: %s" % cur["launchedBy"], "Vx-Serial: 2"])
+        self.assertEqual(cur["policyCommit"], policy_commit)
+        r = self.repo.vx("log", "job.a", "-C", self.repo.dir)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out,
+                         "job.a\n"
+                         "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  policy %s  "
+                         "cost $0.00  queued\n" % (cur["resource"], cur["launchedBy"], head[:12], policy_commit[:12]))
+
     def test_no_policy_no_line(self):
         os.remove(os.path.join(self.repo.root, ".vx", "policy.yaml"))
         r = self.repo.plan()
