@@ -145,7 +145,8 @@ static void print_start(const struct state_record *rec, const struct state_run *
 		vx_buf_reset(&cost);
 	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "%s  by %s  config %.12s%s%s  cost %s  %s\n",
 	       when, r->action ? r->action : "-",
-	       r->resource ? r->resource : refused ? "(no job made)" : "(create never answered)",
+	       r->resource ? r->resource : refused ? "(no job made)"
+						   : "(create never answered)",
 	       r->attempt, r->run, rung,
 	       vx_buf_str(&by), r->config_commit ? r->config_commit : "none",
 	       r->config_dirty ? "+dirty" : "", policy, cost.len ? vx_buf_str(&cost) : "unknown", vx_buf_str(&end));

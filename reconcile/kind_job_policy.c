@@ -285,8 +285,9 @@ void kind_job_policy_active(struct loader *L, const struct stack *st)
 		snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kind_job.name, jobs[i].d.name);
 		L->nerr++;
 		if (vx_diags_add(L->diags, jobs[i].d.file, jobs[i].d.line, jobs[i].d.col, "%sspec.workerPoolSpecs: "
-				 "its %lld GPUs take the GPUs of the stack's jobs active at once to %lld, more than "
-				 "%s allows (at most %g)", L->prefix, (long long)gpus, (long long)total,
+											  "its %lld GPUs take the GPUs of the stack's jobs active at once to %lld, more than "
+											  "%s allows (at most %g)",
+				 L->prefix, (long long)gpus, (long long)total,
 				 where(&b, st->policy, POLICY_MAX_GPUS_ACTIVE), r->num) < 0)
 			stack_oom(L);
 	}
@@ -317,11 +318,13 @@ int kind_job_policy_rates(const struct stack *st, const struct prices *prices, s
 			continue;
 		if (rate < 0)
 			rc = vx_diags_add(diags, s->file, s->line, s->col, "%s \"%s\": %s: the price table (%s) has no "
-					  "rate for this run, so %s cannot be held", kind_job.name, j->d.name, s->prefix,
+									   "rate for this run, so %s cannot be held",
+					  kind_job.name, j->d.name, s->prefix,
 					  prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD));
 		else
 			rc = vx_diags_add(diags, s->file, s->line, s->col, "%s \"%s\": %s: $%.2f per hour (%s) is more "
-					  "than %s allows (at most $%g)", kind_job.name, j->d.name, s->prefix, rate,
+									   "than %s allows (at most $%g)",
+					  kind_job.name, j->d.name, s->prefix, rate,
 					  prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD),
 					  r->num);
 	}

@@ -21,6 +21,7 @@
 #include "reconcile/load/schema_tables.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/load/ynode.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"
@@ -29,8 +30,14 @@
 const struct kind policy_doc_kind = { .name = "Policy", .prefix = "policy" };
 
 static const char *const job_rule_keys[POLICY_NJOB_RULES] = {
-	"accelerators", "regions", "strategies", "maxGpusPerJob", "maxGpusActive",
-	"maxHourlyUsd", "maxTimeout", "requireLabels",
+	"accelerators",
+	"regions",
+	"strategies",
+	"maxGpusPerJob",
+	"maxGpusActive",
+	"maxHourlyUsd",
+	"maxTimeout",
+	"requireLabels",
 };
 static const char *const policy_keys[] = { "kind", "name", "rules" };
 
@@ -89,7 +96,9 @@ int policy_rule_where(struct vx_buf *b, const struct policy_rules *p, size_t id)
 	const struct policy_rule *r = p->in_force[id];
 
 	return vx_buf_printf(b, "policy \"%s\" (rules.%s, %s:%u)", r->from->name, policy_rule_key(id),
-			     r->from->file, r->line) < 0 ? VX_ENOMEM : 0;
+			     r->from->file, r->line) < 0
+		       ? VX_ENOMEM
+		       : 0;
 }
 
 size_t policy_rules_count(const struct policy_rules *p)
@@ -392,7 +401,7 @@ static int read_repo_docs(struct load_pass *B, const struct yfile *yf)
 		k = doc->kind == YNODE_MAP ? stack_get_value(doc, "kind") : NULL;
 		if (!k || !stack_is_string(k) || strcmp(k->str, policy_doc_kind.name)) {
 			stack_err(L, k ? k : doc, "the repository's policy file holds one \"kind: Policy\" "
-					      "document and nothing else");
+						  "document and nothing else");
 			continue;
 		}
 		if (found++) {
@@ -405,7 +414,7 @@ static int read_repo_docs(struct load_pass *B, const struct yfile *yf)
 	if (!found && !L->nerr) {
 		L->nerr++;
 		if (vx_diags_add(L->diags, yf->path, 1, 1, "no \"kind: Policy\" document in the repository's "
-				 "policy file") < 0)
+							   "policy file") < 0)
 			stack_oom(L);
 	}
 	return L->rc ? -1 : 0;
@@ -452,8 +461,13 @@ int policy_rules_read_repo(struct load_pass *B, const char *root)
 
 const char *policy_num_text(char out[32], size_t id, double num)
 {
-	static const struct { int64_t s; const char *unit; } units[] = {
-		{ 3600, "h" }, { 60, "m" }, { 1, "s" },
+	static const struct {
+		int64_t s;
+		const char *unit;
+	} units[] = {
+		{ 3600, "h" },
+		{ 60, "m" },
+		{ 1, "s" },
 	};
 	int64_t secs = (int64_t)num;
 
@@ -522,10 +536,12 @@ static void check_tighter(struct loader *L, const struct policy_doc *repo, const
 			tighter_list(L, repo, id, o, v, &b);
 		else if (id >= POLICY_NJOB_RULES && o->num > r->num)
 			stack_err(L, v, "rules.%s: allow: true, but %s says allow: false: a stack's Policy may "
-				  "only tighten it", policy_rule_key(id), repo_where(&b, repo, id));
+					"only tighten it",
+				  policy_rule_key(id), repo_where(&b, repo, id));
 		else if (id < POLICY_NJOB_RULES && o->num > r->num)
 			stack_err(L, v, "rules.%s: %s is more than %s allows (%s): a stack's Policy may only "
-				  "tighten it", policy_rule_key(id), policy_num_text(num, id, o->num),
+					"tighten it",
+				  policy_rule_key(id), policy_num_text(num, id, o->num),
 				  repo_where(&b, repo, id), policy_num_text(num2, id, r->num));
 	}
 	vx_buf_release(&b);
@@ -541,7 +557,8 @@ int policy_rules_load_read(struct load_pass *B, const struct ynode *doc)
 	if (p->own) {
 		L->prefix[0] = '\0';
 		stack_err(L, doc, "a second Policy: this stack's Policy is declared at %s:%u:%u (one Policy per "
-			  "stack)", p->own->file, p->own->line, p->own->col);
+				  "stack)",
+			  p->own->file, p->own->line, p->own->col);
 		return 0;
 	}
 	if (read_doc(L, &p->own, doc, doc->file, 0) < 0)
@@ -638,7 +655,8 @@ void policy_rules_check_kinds(struct loader *L, const struct stack *st)
 			}
 			snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kd->name, d->name);
 			if (vx_diags_add(L->diags, d->file, d->line, d->col, "%snot allowed by %s: it allows no "
-					 "declared %s", L->prefix, vx_buf_str(&b), kd->noun_plural) < 0)
+									     "declared %s",
+					 L->prefix, vx_buf_str(&b), kd->noun_plural) < 0)
 				stack_oom(L);
 			L->nerr++;
 		}
@@ -650,17 +668,16 @@ int policy_rules_add_rate_site(struct loader *L, struct stack *st, const struct 
 			       size_t job, size_t rung)
 {
 	struct policy_rules *p = st->policy;
-	struct policy_rate_site *ns, *s;
+	struct policy_rate_site *s;
 
 	if (!p || !p->in_force[POLICY_MAX_HOURLY_USD])
 		return 0;
-	ns = realloc(p->sites, (p->nsites + 1) * sizeof(*ns));
-	if (!ns) {
+	/* grown by doubling: a sweep adds a site per run */
+	if (VX_ALLOC_GROW(p->sites, p->nsites + 1, p->asites) < 0) {
 		stack_oom(L);
 		return -1;
 	}
-	p->sites = ns;
-	s = &ns[p->nsites];
+	s = &p->sites[p->nsites];
 	memset(s, 0, sizeof(*s));
 	s->file = strdup(at->file);
 	s->prefix = strdup(prefix);

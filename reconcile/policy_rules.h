@@ -37,14 +37,14 @@ struct ynode;
 
 /* The rules of a Policy document, in the order docs/policy.md lists them. */
 enum policy_rule_id {
-	POLICY_ACCELERATORS,   /* accelerators: the acceleratorTypes a job may use */
-	POLICY_REGIONS,	       /* regions: where a job (or a rung) may run */
-	POLICY_STRATEGIES,     /* strategies: scheduling.strategy (unset: STANDARD) */
+	POLICY_ACCELERATORS,	 /* accelerators: the acceleratorTypes a job may use */
+	POLICY_REGIONS,		 /* regions: where a job (or a rung) may run */
+	POLICY_STRATEGIES,	 /* strategies: scheduling.strategy (unset: STANDARD) */
 	POLICY_MAX_GPUS_PER_JOB, /* maxGpusPerJob: GPUs of one run, every pool's replicas */
-	POLICY_MAX_GPUS_ACTIVE,  /* maxGpusActive: GPUs of the stack's runs at once */
-	POLICY_MAX_HOURLY_USD,   /* maxHourlyUsd: one run's rate in the price table */
-	POLICY_MAX_TIMEOUT,      /* maxTimeout: scheduling.timeout, which must be set */
-	POLICY_REQUIRE_LABELS,   /* requireLabels: label keys every job carries */
+	POLICY_MAX_GPUS_ACTIVE,	 /* maxGpusActive: GPUs of the stack's runs at once */
+	POLICY_MAX_HOURLY_USD,	 /* maxHourlyUsd: one run's rate in the price table */
+	POLICY_MAX_TIMEOUT,	 /* maxTimeout: scheduling.timeout, which must be set */
+	POLICY_REQUIRE_LABELS,	 /* requireLabels: label keys every job carries */
 	POLICY_NJOB_RULES,
 	/* Then one {allow: BOOL} rule per distinct policy_allow of kind_table's rows. */
 };
@@ -54,20 +54,20 @@ enum policy_rule_id {
 
 /* One rule as a Policy document writes it. */
 struct policy_rule {
-	int set;		/* 0: the document does not write it */
-	unsigned line, col;	/* where its key is written */
-	char **words;		/* list rules: owned, nwords of them */
+	int set;	    /* 0: the document does not write it */
+	unsigned line, col; /* where its key is written */
+	char **words;	    /* list rules: owned, nwords of them */
 	size_t nwords;
-	double num;		/* number rules: GPUs, USD per hour, timeout in seconds; allow: 0 or 1 */
+	double num;		       /* number rules: GPUs, USD per hour, timeout in seconds; allow: 0 or 1 */
 	const struct policy_doc *from; /* the document that writes it */
 };
 
 /* One Policy document. */
 struct policy_doc {
-	char *name; /* "ml-platform" */
-	char *file; /* as diagnostics and the plan name it (the repository's: ".vx/policy.yaml") */
+	char *name;	    /* "ml-platform" */
+	char *file;	    /* as diagnostics and the plan name it (the repository's: ".vx/policy.yaml") */
 	unsigned line, col; /* where the document starts */
-	int repo;   /* 1: the repository's .vx/policy.yaml */
+	int repo;	    /* 1: the repository's .vx/policy.yaml */
 	struct policy_rule rules[POLICY_MAX_RULES];
 	char hash[65]; /* SHA-256 of its canonical form (the stack's decl_hash takes it) */
 };
@@ -79,9 +79,9 @@ struct policy_doc {
 struct policy_rate_site {
 	char *file;
 	unsigned line, col;
-	char *prefix;	       /* "CustomJob \"train\": spec.workerPoolSpecs" */
-	size_t job;	       /* index in the stack's jobs */
-	size_t rung;	       /* 0: the job's spec; k: resubmit.fallback[k - 1] */
+	char *prefix; /* "CustomJob \"train\": spec.workerPoolSpecs" */
+	size_t job;   /* index in the stack's jobs */
+	size_t rung;  /* 0: the job's spec; k: resubmit.fallback[k - 1] */
 };
 
 /* What a stack is held to: st->policy, NULL when no Policy applies. */
@@ -91,9 +91,9 @@ struct policy_rules {
 	struct policy_doc *own;	 /* owned: the stack's Policy document, or NULL */
 	/* The rule in force for each id: own's when it writes it, else repo's; NULL: none. */
 	const struct policy_rule *in_force[POLICY_MAX_RULES];
-	size_t nrules; /* how many ids there are (the job rules and the allow rules) */
+	size_t nrules;			/* how many ids there are (the job rules and the allow rules) */
 	struct policy_rate_site *sites; /* owned: what maxHourlyUsd checks once prices are known */
-	size_t nsites;
+	size_t nsites, asites;
 };
 
 /* The key of rule id in a Policy's rules ("accelerators", "reservations"), or NULL past the last. */

@@ -686,8 +686,7 @@ static size_t doc_passes(struct doc_pass *out)
 	size_t n = 0;
 
 	out[n++] = (struct doc_pass){ .kind = &stack_doc_kind, .read = read_stack_doc, .finish = finish_stack_doc };
-	out[n++] = (struct doc_pass){ .kind = &policy_doc_kind, .prepare = prepare_policy_doc,
-				      .read = policy_rules_load_read, .finish = policy_rules_load_finish };
+	out[n++] = (struct doc_pass){ .kind = &policy_doc_kind, .prepare = prepare_policy_doc, .read = policy_rules_load_read, .finish = policy_rules_load_finish };
 	for (size_t i = 0; i < kind_count; i++) {
 		const struct kind *k = kind_table[i];
 

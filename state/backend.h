@@ -145,7 +145,7 @@ struct state_backend {
 	char *audit_actor;
 	char *audit_pr_url;
 	char *audit_run_url;
-	char *policy_commit;       /* set by state_policy_commit (owned), or NULL */
+	char *policy_commit; /* set by state_policy_commit (owned), or NULL */
 	/*
 	 * What state_write compares a new state with, so that a write that
 	 * changes nothing writes nothing: the SHA-256 of the last state loaded
