@@ -420,12 +420,38 @@ static int read_repo_docs(struct load_pass *B, const struct yfile *yf)
 	return L->rc ? -1 : 0;
 }
 
+/* The repository's file once parsed (rc: ynode_load_*'s), with its work tree root (NULL: a commit's). */
+static int read_repo_yfile(struct load_pass *B, int rc, struct yfile *yf, const char *root)
+{
+	if (rc == VX_EINVAL) {
+		B->L->nerr++;
+		return 0;
+	}
+	if (rc < 0) {
+		if (!B->L->rc)
+			B->L->rc = rc;
+		return -1;
+	}
+	rc = read_repo_docs(B, yf);
+	yfile_free(yf);
+	if (rc == 0 && root && B->st->policy && B->st->policy->repo && !(B->st->policy->root = strdup(root))) {
+		stack_oom(B->L);
+		rc = -1;
+	}
+	return rc;
+}
+
 int policy_rules_read_repo(struct load_pass *B, const char *root)
 {
 	struct yfile *yf = NULL;
 	char *file;
 	int rc;
 
+	if (B->policy_src) {
+		rc = ynode_load_mem(&yf, B->policy_src->name, B->policy_src->data, B->policy_src->len, NULL,
+				    B->L->diags, B->L->err);
+		return read_repo_yfile(B, rc, yf, NULL);
+	}
 	if (!root)
 		return 0;
 	if (!(file = repo_file_name(root))) {
@@ -438,22 +464,7 @@ int policy_rules_read_repo(struct load_pass *B, const char *root)
 	}
 	rc = ynode_load_file(&yf, file, NULL, B->L->diags, B->L->err);
 	free(file);
-	if (rc == VX_EINVAL) {
-		B->L->nerr++;
-		return 0;
-	}
-	if (rc < 0) {
-		if (!B->L->rc)
-			B->L->rc = rc;
-		return -1;
-	}
-	rc = read_repo_docs(B, yf);
-	yfile_free(yf);
-	if (rc == 0 && B->st->policy && B->st->policy->repo && !(B->st->policy->root = strdup(root))) {
-		stack_oom(B->L);
-		rc = -1;
-	}
-	return rc;
+	return read_repo_yfile(B, rc, yf, root);
 }
 
 /* ---------------------------------------------------------------------- */

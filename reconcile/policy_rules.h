@@ -131,11 +131,12 @@ void policy_rules_free(struct policy_rules *p);
 extern const struct kind policy_doc_kind;
 
 /*
- * Reads root's .vx/policy.yaml, if there is one, into the loader's stack
- * (st->policy->repo), as the first part of the Policy pass. root is the
- * work tree of the git repository holding the stack (NULL: none, nothing
- * read). Problems of the file are the stack's (reported at the file). -1
- * on an allocation failure (recorded).
+ * Reads the repository's .vx/policy.yaml into the loader's stack
+ * (st->policy->repo), as the first part of the Policy pass: B->policy_src
+ * when set (a commit's, vx watch -follow), else root's file if there is
+ * one; root is the work tree of the git repository holding the stack
+ * (NULL: none, nothing read). Problems of the file are the stack's. -1 on
+ * an allocation failure (recorded).
  */
 int policy_rules_read_repo(struct load_pass *B, const char *root);
 

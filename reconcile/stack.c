@@ -739,11 +739,12 @@ static int run_pass(struct load_pass *B, const struct files *fs, const struct do
 /*
  * The passes over the classified documents, one per row of doc_passes, then
  * the policy's refusals of whole kinds. policy_root: the repository whose
- * .vx/policy.yaml binds the stack, or NULL.
+ * .vx/policy.yaml binds the stack, or NULL; policy_src: that file's text, or NULL.
  */
-static int build(struct loader *L, struct stack *st, const struct files *fs, const char *policy_root)
+static int build(struct loader *L, struct stack *st, const struct files *fs, const char *policy_root,
+		 const struct stack_source *policy_src)
 {
-	struct load_pass B = { .L = L, .st = st, .policy_root = policy_root };
+	struct load_pass B = { .L = L, .st = st, .policy_root = policy_root, .policy_src = policy_src };
 	struct doc_pass passes[KIND_MAX + 2];
 	size_t n = doc_passes(passes), i;
 
@@ -850,7 +851,8 @@ static int finish_stack(struct stack *st, const char *dir, struct vx_err *err)
 
 static int load(struct stack **out, const char *dir, const char *const *paths,
 		const struct stack_source *srcs, size_t n, const struct ynode_limits *limits,
-		const char *policy_root, struct vx_diags *caller_diags, struct vx_err *err)
+		const char *policy_root, const struct stack_source *policy_src, struct vx_diags *caller_diags,
+		struct vx_err *err)
 {
 	struct vx_diags all = { NULL, 0, 0, 10000, 0 }, *diags = &all;
 	struct loader L = { diags, err, 0, 0, 0, 0, "", NULL };
@@ -877,7 +879,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 	rc = read_files(&L, &fs, &path, dir, paths, srcs, n, limits);
 	if (rc < 0)
 		goto done;
-	rc = build(&L, st, &fs, policy_root);
+	rc = build(&L, st, &fs, policy_root, policy_src);
 	if (rc < 0)
 		goto done;
 	if (L.nerr > 0 || vx_diags_count(diags) > 0) {
@@ -908,7 +910,14 @@ int stack_load_mem(struct stack **out, const char *dir, const struct stack_sourc
 		   size_t nfiles, const struct ynode_limits *limits, struct vx_diags *diags,
 		   struct vx_err *err)
 {
-	return load(out, dir, NULL, files, nfiles, limits, NULL, diags, err);
+	return load(out, dir, NULL, files, nfiles, limits, NULL, NULL, diags, err);
+}
+
+int stack_load_mem_policy(struct stack **out, const char *dir, const struct stack_source *files, size_t nfiles,
+			  const struct stack_source *repo_policy, const struct ynode_limits *limits,
+			  struct vx_diags *diags, struct vx_err *err)
+{
+	return load(out, dir, NULL, files, nfiles, limits, NULL, repo_policy, diags, err);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -1170,7 +1179,7 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
 	if (rc == 0)
 		rc = confine_root(&root, &in_repo, dir, err);
 	if (rc == 0)
-		rc = load(out, dir, (const char *const *)paths, NULL, n, limits, in_repo ? root : NULL, diags,
+		rc = load(out, dir, (const char *const *)paths, NULL, n, limits, in_repo ? root : NULL, NULL, diags,
 			  err);
 	free(root);
 	free_paths(paths, n);

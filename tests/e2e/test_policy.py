@@ -392,5 +392,38 @@ class PolicyPlan(FakeTestCase):
         self.assertNotIn("policy", json.loads(r.out))
 
 
+class PolicyFollow(FakeTestCase):
+    """vx watch -follow holds the followed commit to that commit's .vx/policy.yaml."""
+
+    def test_the_followed_commits_policy_binds(self):
+        remote = os.path.join(self.tmp, "remote.git")
+        subprocess.run(["git", "init", "-q", "--bare", remote], check=True)
+        self.repo.write({"a": job_yaml("a", strategy="SPOT")})
+        self.repo.git("remote", "add", "origin", remote)
+        self.repo.git("push", "-q", "origin", "main")
+        other = os.path.join(self.tmp, "other")
+        subprocess.run(["git", "clone", "-q", "-b", "main", remote, other], check=True, capture_output=True)
+        # Merged on the branch, not in the watcher's checkout: a policy, and a job on demand it forbids.
+        os.makedirs(os.path.join(other, ".vx"))
+        with open(os.path.join(other, ".vx", "policy.yaml"), "w") as f:
+            f.write(PLAN_POLICY)
+        with open(os.path.join(other, "stack", "b.yaml"), "w") as f:
+            f.write(job_yaml("b"))
+        env = self.fake.env()
+        for args in (["add", "-A"], ["commit", "-q", "-m", "merged"], ["push", "-q", "origin", "main"]):
+            subprocess.run(["git", "-C", other] + args, check=True, env=env, capture_output=True)
+        head = subprocess.run(["git", "-C", other, "rev-parse", "HEAD"], check=True, capture_output=True,
+                              text=True).stdout.strip()
+        self.assertFalse(os.path.exists(os.path.join(self.repo.root, ".vx")))
+        r = self.repo.vx("watch", self.repo.dir, "-once", "-follow", "origin/main")
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual([l.split(" ", 1)[1] for l in r.err.splitlines()], [
+            'error: %s/b.yaml:11:26: CustomJob "b": spec.scheduling.strategy: STANDARD is not allowed by policy '
+            '"ml-platform" (rules.strategies, .vx/policy.yaml:5)' % self.repo.dir,
+            "error: origin/main at %s does not load (1 error above)" % head[:12],
+            "error: origin/main at %s does not load, and no earlier commit did" % head[:12]])
+        self.assertEqual(self.live_jobs(), [])
+
+
 if __name__ == "__main__":
     unittest.main()
