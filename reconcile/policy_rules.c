@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "reconcile/kind.h"
@@ -390,7 +391,7 @@ static char *repo_file_name(const char *root)
 static int read_repo_docs(struct load_pass *B, const struct yfile *yf)
 {
 	struct loader *L = B->L;
-	size_t found = 0;
+	size_t found = 0, before = L->nerr;
 
 	for (size_t i = 0; i < yf->ndocs; i++) {
 		const struct ynode *doc = yf->docs[i], *k;
@@ -411,7 +412,7 @@ static int read_repo_docs(struct load_pass *B, const struct yfile *yf)
 		if (!rules_of(L, B->st) || read_doc(L, &B->st->policy->repo, doc, yf->path, 1) < 0)
 			return -1;
 	}
-	if (!found && !L->nerr) {
+	if (!found && L->nerr == before) {
 		L->nerr++;
 		if (vx_diags_add(L->diags, yf->path, 1, 1, "no \"kind: Policy\" document in the repository's "
 							   "policy file") < 0)
@@ -443,6 +444,7 @@ static int read_repo_yfile(struct load_pass *B, int rc, struct yfile *yf, const 
 
 int policy_rules_read_repo(struct load_pass *B, const char *root)
 {
+	struct stat sb = { 0 };
 	struct yfile *yf = NULL;
 	char *file;
 	int rc;
@@ -458,9 +460,19 @@ int policy_rules_read_repo(struct load_pass *B, const char *root)
 		stack_oom(B->L);
 		return -1;
 	}
-	if (access(file, F_OK) < 0 && errno == ENOENT) {
+	if (lstat(file, &sb) < 0 && errno == ENOENT) {
 		free(file);
 		return 0;
+	}
+	/* As a stack file (reconcile/stack.c's confine): git versions the link, not what it names. */
+	if (S_ISLNK(sb.st_mode)) {
+		B->L->nerr++;
+		rc = vx_diags_add(B->L->diags, file, 1, 1, "the repository's policy file is a symbolic link: git "
+							   "versions the link, not the file it names; copy the file into the repository");
+		free(file);
+		if (rc < 0)
+			stack_oom(B->L);
+		return rc < 0 ? -1 : 0;
 	}
 	rc = ynode_load_file(&yf, file, NULL, B->L->diags, B->L->err);
 	free(file);

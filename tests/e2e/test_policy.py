@@ -303,6 +303,17 @@ class PolicyValidate(unittest.TestCase):
             '.vx/policy.yaml:7:25: Policy "ml-platform": rules.reservations.allow: expected a boolean, got a '
             'string')
 
+    def test_policy_file_may_not_be_a_link(self):
+        outside = os.path.join(self.tmp, "policy.yaml")
+        with open(outside, "w") as f:
+            f.write(REPO_POLICY)
+        os.remove(os.path.join(self.root, ".vx", "policy.yaml"))
+        os.symlink(outside, os.path.join(self.root, ".vx", "policy.yaml"))
+        self.put("stack/jobs.yaml", job())
+        self.assert_refused(
+            ".vx/policy.yaml:1:1: the repository's policy file is a symbolic link: git versions the link, not "
+            "the file it names; copy the file into the repository")
+
     def test_no_repository_no_repository_policy(self):
         shutil.rmtree(os.path.join(self.root, ".git"))
         self.put("stack/jobs.yaml", job(region="us-east1"))

@@ -597,8 +597,8 @@ static void test_policy_repository(void **state)
 	assert_int_equal(stack_load_mem_policy(&st, "t", files, 1, &policy, NULL, &d, &err), VX_EINVAL);
 	got = all_diags(&d);
 	assert_string_equal(got, "t/s.yaml:9:18: Policy \"team\": rules.maxGpusPerJob: 16 is more than the "
-			    "repository's policy \"org\" (rules.maxGpusPerJob, .vx/policy.yaml:4) allows (8): a "
-			    "stack's Policy may only tighten it\n");
+				 "repository's policy \"org\" (rules.maxGpusPerJob, .vx/policy.yaml:4) allows (8): a "
+				 "stack's Policy may only tighten it\n");
 	free(got);
 	vx_diags_release(&d);
 	/* without the repository's, the same stack holds */
