@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "reconcile/capacity.h"
 #include "reconcile/notify.h"
 #include "util/buf.h"
 #include "util/diag.h"
@@ -592,6 +593,11 @@ void cmd_done(int rc)
 const char *cmd_getenv(const char *name)
 {
 	return getenv(name);
+}
+
+int cmd_prices_load(struct prices *out, const struct stack *st, struct vx_err *err)
+{
+	return prices_load(out, st, getenv("VX_PRICES"), err);
 }
 
 int cmd_notify_loopback(void)

@@ -103,7 +103,7 @@ static void print_start(const struct state_record *rec, const struct state_run *
 			int show_rung, const struct prices *prices)
 {
 	struct vx_buf end = VX_BUF_INIT, by = VX_BUF_INIT, cost = VX_BUF_INIT;
-	char when[32], ended[32], rung[96] = "";
+	char when[32], ended[32], rung[96] = "", policy[32] = "";
 	int refused;
 
 	log_time(r->created_ms ? r->created_ms : fallback_ms, when);
@@ -112,6 +112,9 @@ static void print_start(const struct state_record *rec, const struct state_run *
 	refused = !r->resource && r->failure && !r->has_value;
 	if (who(&by, r) < 0)
 		vx_buf_reset(&by);
+	/* Only under a policy, so every other log reads as before. */
+	if (r->policy_commit)
+		snprintf(policy, sizeof(policy), "  policy %.12s", r->policy_commit);
 	if (vx_buf_adds(&end, refused ? "refused" : job_state_short(r->state)) < 0 ||
 	    (r->failure && vx_buf_printf(&end, " (%s)", r->failure) < 0) ||
 	    (r->cancelled_by_vx && vx_buf_adds(&end, " (cancelled by vx)") < 0) ||
@@ -127,11 +130,11 @@ static void print_start(const struct state_record *rec, const struct state_run *
 		    (r->error_message && (vx_buf_adds(&end, ": ") < 0 ||
 					  render_error(&end, 0, r->error_message) < 0)))
 			vx_buf_reset(&end);
-		printf("  %-20s  %-8s  %s  %s %" PRId64 "  by %s  config %.12s%s  %s\n", when,
+		printf("  %-20s  %-8s  %s  %s %" PRId64 "  by %s  config %.12s%s%s  %s\n", when,
 		       r->action ? r->action : "-", r->resource ? r->resource : "-",
 		       r->region && !strcmp(r->region, "global") ? "preferredValue" : "count", r->value,
 		       vx_buf_str(&by), r->config_commit ? r->config_commit : "none",
-		       r->config_dirty ? "+dirty" : "", vx_buf_str(&end));
+		       r->config_dirty ? "+dirty" : "", policy, vx_buf_str(&end));
 		vx_buf_release(&end);
 		vx_buf_release(&by);
 		return;
@@ -140,12 +143,13 @@ static void print_start(const struct state_record *rec, const struct state_run *
 		snprintf(rung, sizeof(rung), "  rung %" PRId64 " (%.64s)", r->rung, r->region ? r->region : "-");
 	if (report_run_cost(&cost, rec, r, prices) < 0)
 		vx_buf_reset(&cost);
-	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "%s  by %s  config %.12s%s  cost %s  %s\n",
+	printf("  %-20s  %-8s  %s  attempt %" PRId64 "  run %" PRId64 "%s  by %s  config %.12s%s%s  cost %s  %s\n",
 	       when, r->action ? r->action : "-",
-	       r->resource ? r->resource : refused ? "(no job made)" : "(create never answered)",
+	       r->resource ? r->resource : refused ? "(no job made)"
+						   : "(create never answered)",
 	       r->attempt, r->run, rung,
 	       vx_buf_str(&by), r->config_commit ? r->config_commit : "none",
-	       r->config_dirty ? "+dirty" : "", cost.len ? vx_buf_str(&cost) : "unknown", vx_buf_str(&end));
+	       r->config_dirty ? "+dirty" : "", policy, cost.len ? vx_buf_str(&cost) : "unknown", vx_buf_str(&end));
 	vx_buf_release(&end);
 	vx_buf_release(&by);
 	vx_buf_release(&cost);

@@ -329,8 +329,9 @@ void applier_stamp_run(struct applier *a, struct state_run *run)
 	run->planned_by = vx_strdup(o->planned_by);
 	run->pr_number = o->pr_number;
 	run->pr_url = vx_strdup(o->pr_url);
+	run->policy_commit = vx_strdup(o->policy_commit);
 	if ((o->launched_by && !run->launched_by) || (o->planned_by && !run->planned_by) ||
-	    (o->pr_url && !run->pr_url))
+	    (o->pr_url && !run->pr_url) || (o->policy_commit && !run->policy_commit))
 		a->oom = 1;
 }
 

@@ -60,6 +60,7 @@ struct apply_options {
 	int config_dirty;          /* the stack differs from config_commit: record it on each run */
 	const char *decl_hash;     /* the stack's declaration hash, recorded when config_dirty */
 	const char *launched_by;   /* who applies (workflow/ci.h), recorded on every run started, or NULL */
+	const char *policy_commit; /* the commit of the `kind: Policy` in force, recorded on every run, or NULL */
 	const char *planned_by;    /* who made the saved plan applied, or NULL */
 	int64_t pr_number;         /* the pull request planned or applied in, 0: none */
 	const char *pr_url;        /* its URL, or NULL */

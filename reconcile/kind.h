@@ -55,6 +55,7 @@ struct vx_buf;
 struct load_pass;
 struct stack_kind_decls;
 struct ynode;
+struct vx_diags;
 
 /* At most this many kinds (kind.c asserts it), for fixed arrays over the table. */
 #define KIND_MAX 16
@@ -566,6 +567,20 @@ struct kind {
 	 * its own, and the value is the held thing's job_ref. NULL: none.
 	 */
 	const char *job_ref_field;
+	/*
+	 * The rule of a `kind: Policy` that may refuse declaring this kind with
+	 * {allow: false} (reconcile/policy_rules.h): "reservations" for every
+	 * kind that holds paid capacity, "quotaPreferences". Kinds with the
+	 * same key share the rule. NULL: no policy rule refuses the kind.
+	 */
+	const char *policy_allow;
+	/*
+	 * The policy's maxHourlyUsd over this kind's declarations (st->policy
+	 * has the rule in force), priced in p: each one over it is a
+	 * diagnostic in diags at the field that sets its machines. 0 or
+	 * VX_ENOMEM. NULL: the rule caps no rate of this kind.
+	 */
+	int (*policy_rates)(const struct stack *st, const struct prices *p, struct vx_diags *diags);
 };
 
 /*

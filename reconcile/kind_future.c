@@ -617,4 +617,5 @@ const struct kind kind_future = {
 	.nevents = FUTURE_NEVENTS,
 	.held_record = future_held_record,
 	.watch_may = fr_watch_may,
+	.policy_allow = "reservations",
 };

@@ -872,6 +872,7 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 			read_fallback(L, j, doc, spec, &env);
 		}
 	}
+	kind_job_policy_check(L, st, j, doc);
 	return 0;
 }
 
@@ -1046,6 +1047,7 @@ void kind_job_load_finish(struct load_pass *B)
 {
 	check_sweep_labels(B->L, B->st);
 	stack_after_check(B->L, B->st, B->docs, B->ndocs);
+	kind_job_policy_active(B->L, B->st);
 }
 
 static int job_ptr_cmp(const void *a, const void *b)

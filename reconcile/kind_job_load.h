@@ -59,6 +59,18 @@ void job_window_check(struct loader *L, const struct stack_job *j, const struct 
 char *job_window_planned_name(const char *project, const struct stack_future *f);
 
 /* kind_job_load.c: the row's loader slots (struct kind), for kind_job.c's row. */
+/*
+ * reconcile/kind_job_policy.c: the `kind: Policy` rules over one job (its
+ * spec and each rung, read from doc), checked as it is read; over the GPUs
+ * of the stack's jobs active at once, once all are read; the row's
+ * policy_rates. Nothing to do when the stack has no Policy.
+ */
+struct prices;
+void kind_job_policy_check(struct loader *L, const struct stack *st, const struct stack_job *j,
+			   const struct ynode *doc);
+void kind_job_policy_active(struct loader *L, const struct stack *st);
+int kind_job_policy_rates(const struct stack *st, const struct prices *prices, struct vx_diags *diags);
+
 int kind_job_load_alloc(struct load_pass *B, size_t n);
 int kind_job_load_prepare(struct load_pass *B);
 int kind_job_load_read(struct load_pass *B, const struct ynode *doc);

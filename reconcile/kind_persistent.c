@@ -574,4 +574,5 @@ const struct kind kind_persistent = {
 	.job_ref_field = "persistentResourceId",
 	.held = persistent_held,
 	.held_record = persistent_held_record,
+	.policy_allow = "reservations",
 };

@@ -761,4 +761,5 @@ const struct kind kind_quota = {
 	.decl_hash = kind_quota_decl_hash,
 	.decl_release = kind_quota_decl_release,
 	.import_form = "projects/P/locations/global/quotaPreferences/NAME",
+	.policy_allow = "quotaPreferences",
 };

@@ -1005,4 +1005,5 @@ const struct kind kind_reservation = {
 	.limits_service = "compute.googleapis.com",
 	.held = res_held,
 	.import_form = "projects/P/zones/ZONE/reservations/NAME",
+	.policy_allow = "reservations",
 };

@@ -33,6 +33,7 @@
 #include "reconcile/kind_job.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/load/ynode.h"
+#include "reconcile/policy_rules.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/text.h"
@@ -57,15 +58,16 @@ const struct kind stack_doc_kind = { .name = "Stack", .prefix = "stack" };
 /*
  * The kinds a document may have, as the messages list them: the Stack, then
  * kind_table's in reverse phase order (jobs first, as the docs list them).
- * Returns how many were written to names (cap KIND_MAX + 1).
+ * and the Policy last. Returns how many were written to names (cap KIND_MAX + 2).
  */
-static size_t doc_kind_names(const char *names[KIND_MAX + 1])
+static size_t doc_kind_names(const char *names[KIND_MAX + 2])
 {
 	size_t n = 0;
 
 	names[n++] = stack_doc_kind.name;
 	for (size_t k = kind_count; k-- > 0;)
 		names[n++] = kind_table[k]->name;
+	names[n++] = policy_doc_kind.name;
 	return n;
 }
 
@@ -479,6 +481,9 @@ static int hash_all(struct stack *st)
 	rc = vx_buf_adds(&b, "vx-stack-decl-v1\n");
 	for (size_t i = 0; i < k && rc == 0; i++)
 		rc = vx_buf_printf(&b, "%s %s\n", all[i]->address, all[i]->hash);
+	/* The Policy documents only when there are some, so other stacks keep their hash. */
+	if (rc == 0)
+		rc = policy_rules_hash_line(&b, st->policy);
 	if (rc == 0)
 		rc = vx_digest_sha256_hex(st->decl_hash, b.data, b.len);
 done:
@@ -510,7 +515,7 @@ static const struct kind *doc_kind(struct loader *L, const struct ynode *root)
 	const struct ynode *k;
 	const struct kind *kind;
 	struct vx_buf b = VX_BUF_INIT;
-	const char *names[KIND_MAX + 1];
+	const char *names[KIND_MAX + 2];
 	size_t nnames = doc_kind_names(names);
 
 	L->prefix[0] = '\0';
@@ -533,6 +538,8 @@ static const struct kind *doc_kind(struct loader *L, const struct ynode *root)
 	}
 	if (!strcmp(k->str, stack_doc_kind.name))
 		return &stack_doc_kind;
+	if (!strcmp(k->str, policy_doc_kind.name))
+		return &policy_doc_kind;
 	if ((kind = kind_by_name(k->str)))
 		return kind;
 	stack_unknown_word(L, k, "kind", "value", names, nnames);
@@ -599,6 +606,7 @@ void stack_free(struct stack *st)
 	free(st->state.bucket);
 	vx_diags_release(&st->warnings);
 	stack_labels_release(&st->labels);
+	policy_rules_free(st->policy);
 	for (size_t i = 0; i < kind_count; i++)
 		if (kind_table[i]->decl_release)
 			kind_table[i]->decl_release(&st->of[i]);
@@ -662,15 +670,23 @@ static void finish_stack_doc(struct load_pass *B)
 	}
 }
 
+/* The Policy pass starts with the repository's .vx/policy.yaml, read before the stack's own Policy. */
+static int prepare_policy_doc(struct load_pass *B)
+{
+	return policy_rules_read_repo(B, B->policy_root);
+}
+
 /*
  * The passes in the order they run: the Stack (its region and labels are the
- * others' defaults), then kind_table's kinds in its order. Returns how many (at most KIND_MAX + 1).
+ * others' defaults), the Policy (what every declaration is checked against as
+ * it is read), then kind_table's kinds in its order. Returns how many (at most KIND_MAX + 2).
  */
 static size_t doc_passes(struct doc_pass *out)
 {
 	size_t n = 0;
 
 	out[n++] = (struct doc_pass){ .kind = &stack_doc_kind, .read = read_stack_doc, .finish = finish_stack_doc };
+	out[n++] = (struct doc_pass){ .kind = &policy_doc_kind, .prepare = prepare_policy_doc, .read = policy_rules_load_read, .finish = policy_rules_load_finish };
 	for (size_t i = 0; i < kind_count; i++) {
 		const struct kind *k = kind_table[i];
 
@@ -720,11 +736,16 @@ static int run_pass(struct load_pass *B, const struct files *fs, const struct do
 	return 0;
 }
 
-/* The passes over the classified documents, one per row of doc_passes. */
-static int build(struct loader *L, struct stack *st, const struct files *fs)
+/*
+ * The passes over the classified documents, one per row of doc_passes, then
+ * the policy's refusals of whole kinds. policy_root: the repository whose
+ * .vx/policy.yaml binds the stack, or NULL; policy_src: that file's text, or NULL.
+ */
+static int build(struct loader *L, struct stack *st, const struct files *fs, const char *policy_root,
+		 const struct stack_source *policy_src)
 {
-	struct load_pass B = { .L = L, .st = st };
-	struct doc_pass passes[KIND_MAX + 1];
+	struct load_pass B = { .L = L, .st = st, .policy_root = policy_root, .policy_src = policy_src };
+	struct doc_pass passes[KIND_MAX + 2];
 	size_t n = doc_passes(passes), i;
 
 	/* room in struct stack for every kind's declarations, before any is read */
@@ -739,6 +760,7 @@ static int build(struct loader *L, struct stack *st, const struct files *fs)
 	for (i = 0; i < n; i++)
 		if (run_pass(&B, fs, &passes[i]) < 0)
 			goto done;
+	policy_rules_check_kinds(L, st);
 done:
 	free(B.docs);
 	free(B.order);
@@ -829,7 +851,8 @@ static int finish_stack(struct stack *st, const char *dir, struct vx_err *err)
 
 static int load(struct stack **out, const char *dir, const char *const *paths,
 		const struct stack_source *srcs, size_t n, const struct ynode_limits *limits,
-		struct vx_diags *caller_diags, struct vx_err *err)
+		const char *policy_root, const struct stack_source *policy_src, struct vx_diags *caller_diags,
+		struct vx_err *err)
 {
 	struct vx_diags all = { NULL, 0, 0, 10000, 0 }, *diags = &all;
 	struct loader L = { diags, err, 0, 0, 0, 0, "", NULL };
@@ -856,7 +879,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 	rc = read_files(&L, &fs, &path, dir, paths, srcs, n, limits);
 	if (rc < 0)
 		goto done;
-	rc = build(&L, st, &fs);
+	rc = build(&L, st, &fs, policy_root, policy_src);
 	if (rc < 0)
 		goto done;
 	if (L.nerr > 0 || vx_diags_count(diags) > 0) {
@@ -887,7 +910,14 @@ int stack_load_mem(struct stack **out, const char *dir, const struct stack_sourc
 		   size_t nfiles, const struct ynode_limits *limits, struct vx_diags *diags,
 		   struct vx_err *err)
 {
-	return load(out, dir, NULL, files, nfiles, limits, diags, err);
+	return load(out, dir, NULL, files, nfiles, limits, NULL, NULL, diags, err);
+}
+
+int stack_load_mem_policy(struct stack **out, const char *dir, const struct stack_source *files, size_t nfiles,
+			  const struct stack_source *repo_policy, const struct ynode_limits *limits,
+			  struct vx_diags *diags, struct vx_err *err)
+{
+	return load(out, dir, NULL, files, nfiles, limits, NULL, repo_policy, diags, err);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -1135,9 +1165,9 @@ done:
 int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
 	       struct vx_diags *diags, struct vx_err *err)
 {
-	char **paths = NULL;
+	char **paths = NULL, *root = NULL;
 	size_t n = 0, nbad = 0;
-	int rc;
+	int rc, in_repo = 0;
 
 	*out = NULL;
 	if ((rc = list_yaml(&paths, &n, dir, err)) < 0)
@@ -1145,8 +1175,13 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
 	rc = confine(dir, paths, n, diags, &nbad, err);
 	if (rc == 0 && nbad)
 		rc = VX_EINVAL;
+	/* The repository's policy binds the stack: found as its files are confined. */
 	if (rc == 0)
-		rc = load(out, dir, (const char *const *)paths, NULL, n, limits, diags, err);
+		rc = confine_root(&root, &in_repo, dir, err);
+	if (rc == 0)
+		rc = load(out, dir, (const char *const *)paths, NULL, n, limits, in_repo ? root : NULL, NULL, diags,
+			  err);
+	free(root);
 	free_paths(paths, n);
 	return rc;
 }

@@ -29,6 +29,7 @@
 
 struct vx_diags;
 struct ynode_limits;
+struct policy_rules;
 
 /*
  * Failure classes of a finished job run (DESIGN.md section 3). The
@@ -173,6 +174,9 @@ struct stack {
 	 * know): "FILE:LINE:COLUMN: message" lines for vx validate and the plan,
 	 * never a reason to refuse. Sorted by position. */
 	struct vx_diags warnings;
+	/* The `kind: Policy` rules the stack is held to (its own Policy and the
+	 * repository's .vx/policy.yaml: reconcile/policy_rules.h); NULL: none. */
+	struct policy_rules *policy;
 };
 
 /* One in-memory file, for stack_load_mem(). */
@@ -214,6 +218,14 @@ int stack_same_home(const struct stack *a, const struct stack *b);
 int stack_load_mem(struct stack **out, const char *dir, const struct stack_source *files,
 		   size_t nfiles, const struct ynode_limits *limits, struct vx_diags *diags,
 		   struct vx_err *err) VX_WUR;
+/*
+ * The same, held to repo_policy: the text of the repository's .vx/policy.yaml
+ * as a commit holds it (vx watch -follow; reconcile/policy_rules.h), its name
+ * how messages name it; NULL: none.
+ */
+int stack_load_mem_policy(struct stack **out, const char *dir, const struct stack_source *files, size_t nfiles,
+			  const struct stack_source *repo_policy, const struct ynode_limits *limits,
+			  struct vx_diags *diags, struct vx_err *err) VX_WUR;
 
 /* NULL-safe. */
 void stack_free(struct stack *st);

@@ -204,6 +204,10 @@ struct load_pass {
 	struct spec_reservation *sres;
 	size_t nsres;
 	struct spec_env env;
+	/* The repository whose .vx/policy.yaml binds the stack, or NULL (reconcile/policy_rules.h);
+	 * or that file's text itself (stack_load_mem_policy), or NULL. */
+	const char *policy_root;
+	const struct stack_source *policy_src;
 };
 
 /* ---- stack.c: canonical forms (a kind's decl_hash) ---- */

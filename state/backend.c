@@ -162,6 +162,7 @@ static char *full_message(struct state_backend *b, const char *message, uint64_t
 	if ((n ? vx_buf_add(&m, message, n) : vx_buf_adds(&m, "vx: write state")) < 0 ||
 	    vx_buf_adds(&m, "\n\n") < 0 ||
 	    (config && vx_buf_printf(&m, "Vx-Config-Commit: %s\n", config) < 0) ||
+	    (b->policy_commit && vx_buf_printf(&m, "Vx-Policy-Commit: %s\n", b->policy_commit) < 0) ||
 	    (b->dirty_decl_hash &&
 	     vx_buf_printf(&m, "Vx-Config-Dirty: true\nVx-Decl-Hash: %s\n", b->dirty_decl_hash) < 0) ||
 	    (b->audit_actor && vx_buf_printf(&m, "Vx-Actor: %s\n", b->audit_actor) < 0) ||
@@ -224,6 +225,13 @@ int state_audit(struct state_backend *b, const char *actor, const char *pr_url,
 	    (run_url && !b->audit_run_url))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	return 0;
+}
+
+int state_policy_commit(struct state_backend *b, const char *commit, struct vx_err *err)
+{
+	free(b->policy_commit);
+	b->policy_commit = vx_strdup(commit);
+	return commit && !b->policy_commit ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
 }
 
 int state_history(struct state_backend *b, const char *address, size_t max,
@@ -300,6 +308,7 @@ void state_backend_free(struct state_backend *b)
 	free(b->audit_actor);
 	free(b->audit_pr_url);
 	free(b->audit_run_url);
+	free(b->policy_commit);
 	state_lock_free(b->held);
 	b->held = NULL;
 	free(b->stack);

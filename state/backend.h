@@ -145,6 +145,7 @@ struct state_backend {
 	char *audit_actor;
 	char *audit_pr_url;
 	char *audit_run_url;
+	char *policy_commit; /* set by state_policy_commit (owned), or NULL */
 	/*
 	 * What state_write compares a new state with, so that a write that
 	 * changes nothing writes nothing: the SHA-256 of the last state loaded
@@ -163,7 +164,8 @@ int state_load(struct state_backend *b, struct state *out, struct vx_err *err) V
  * is a summary line and one line per action ("+ job.a create
  * projects/p/locations/us-central1/customJobs/123"). Here, for every
  * backend, the trailers are appended, in this order and each only when
- * known: "Vx-Config-Commit: <HEAD>", those of state_config_dirty,
+ * known: "Vx-Config-Commit: <HEAD>", "Vx-Policy-Commit: <commit>"
+ * (state_policy_commit), those of state_config_dirty,
  * "Vx-Actor: ", "Vx-Pull-Request: ", "Vx-CI-Run: " (state_audit), and
  * "Vx-Serial: N"; the backend gets the whole message.
  *
@@ -231,6 +233,12 @@ int state_config_dirty(struct state_backend *b, const char *decl_hash, struct vx
  */
 int state_audit(struct state_backend *b, const char *actor, const char *pr_url,
 		const char *run_url, struct vx_err *err) VX_WUR;
+
+/*
+ * The commit of the `kind: Policy` in force (docs/policy.md), for the
+ * "Vx-Policy-Commit: " trailer of every later write; NULL: none. VX_ENOMEM.
+ */
+int state_policy_commit(struct state_backend *b, const char *commit, struct vx_err *err) VX_WUR;
 
 /*
  * `vx state restore`: when the stored state was deleted but its history

@@ -31,6 +31,8 @@ void git_follow_release(struct git_follow *f)
 		free(f->files[i].data);
 	}
 	free(f->files);
+	free(f->also.name);
+	free(f->also.data);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -140,8 +142,38 @@ done:
 	return rc;
 }
 
+/* The blob at path of root (a file of the commit) into *f; nothing when it is not one. */
+static int read_also(struct git_follow_file *f, git_repository *repo, git_tree *root, const char *path,
+		     struct vx_err *err)
+{
+	git_tree_entry *e = NULL;
+	git_blob *blob = NULL;
+	git_object_size_t size;
+	int rc = 0;
+
+	if (git_tree_entry_bypath(&e, root, path) < 0 || git_tree_entry_type(e) != GIT_OBJECT_BLOB ||
+	    git_tree_entry_filemode(e) == GIT_FILEMODE_LINK || git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0) {
+		git_error_clear();
+		goto done;
+	}
+	size = git_blob_rawsize(blob);
+	if (size > FOLLOW_MAX_FILE) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: larger than 8 MiB", path);
+	} else if (!(f->name = strdup(path)) || !(f->data = malloc((size_t)size + 1))) {
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	} else {
+		memcpy(f->data, git_blob_rawcontent(blob), (size_t)size);
+		f->data[size] = '\0';
+		f->len = (size_t)size;
+	}
+done:
+	git_blob_free(blob);
+	git_tree_entry_free(e);
+	return rc;
+}
+
 int git_follow_fetch(struct git_follow *out, const char *repo_dir, const char *dir_in_repo,
-		     const char *remote, const char *branch, struct vx_err *err)
+		     const char *remote, const char *branch, const char *also, struct vx_err *err)
 {
 	git_repository *repo = NULL;
 	git_commit *commit = NULL;
@@ -167,6 +199,8 @@ int git_follow_fetch(struct git_follow *out, const char *repo_dir, const char *d
 		goto done;
 	}
 	git_oid_tostr(out->commit, sizeof(out->commit), &id);
+	if (also && (rc = read_also(&out->also, repo, root, also, err)) < 0)
+		goto done;
 	if (!strcmp(dir_in_repo, ".")) {
 		tree = root;
 		root = NULL;

@@ -25,17 +25,22 @@ struct git_follow {
 	char commit[41];              /* the fetched commit, hex */
 	struct git_follow_file *files;
 	size_t n;
+	/* the commit's file at the path `also` names (the repository's policy),
+	 * name its path; data NULL when not asked for or not there */
+	struct git_follow_file also;
 };
 
 /*
  * Fetches remote's branch in the repository whose work tree holds repo_dir
  * and fills out with the files of dir_in_repo (relative to the work tree,
- * "." for its root) at that commit. VX_ENOTFOUND when the branch or the
+ * "." for its root) at that commit, and with also (a path from the work
+ * tree's root, NULL: none) that file of the commit, when it is a file
+ * there, into out->also. VX_ENOTFOUND when the branch or the
  * directory is not there; VX_EIO for a failed fetch (its message, with URL
  * credentials hidden). out is released first.
  */
 int git_follow_fetch(struct git_follow *out, const char *repo_dir, const char *dir_in_repo,
-		     const char *remote, const char *branch, struct vx_err *err) VX_WUR;
+		     const char *remote, const char *branch, const char *also, struct vx_err *err) VX_WUR;
 void git_follow_release(struct git_follow *f);
 
 #endif

@@ -36,6 +36,7 @@ void state_run_release(struct state_run *r)
 	free(r->failure);
 	free(r->error_message);
 	free(r->config_commit);
+	free(r->policy_commit);
 	free(r->decl_hash);
 	free(r->launched_by);
 	free(r->planned_by);
@@ -314,6 +315,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	    state_dup_opt(&out->state, in->state) < 0 || state_dup_opt(&out->failure, in->failure) < 0 ||
 	    state_dup_opt(&out->error_message, in->error_message) < 0 ||
 	    state_dup_opt(&out->config_commit, in->config_commit) < 0 ||
+	    state_dup_opt(&out->policy_commit, in->policy_commit) < 0 ||
 	    state_dup_opt(&out->decl_hash, in->decl_hash) < 0 ||
 	    state_dup_opt(&out->launched_by, in->launched_by) < 0 ||
 	    state_dup_opt(&out->rung_scheduling, in->rung_scheduling) < 0 ||

@@ -92,6 +92,7 @@ struct state_run {
 	int config_dirty;     /* 1: the stack had uncommitted changes then, so config_commit's
 			       * tree does not hold what was applied (decl_hash does identify it) */
 	char *decl_hash;      /* the stack's declaration hash, recorded when config_dirty; or NULL */
+	char *policy_commit;  /* the commit of the `kind: Policy` in force when it was created, or NULL */
 	char *launched_by;    /* who applied: the CI actor (workflow/ci.h) or "user@host", or NULL */
 	char *planned_by;     /* who made the saved plan applied, when it was saved by another
 			       * actor (or with a pull request); NULL otherwise */

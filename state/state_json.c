@@ -146,6 +146,7 @@ static cJSON *run_json(const struct state_run *r)
 	    add_str(o, "launchedBy", r->launched_by) < 0 ||
 	    /* Written only when set, so a record without them keeps its bytes. */
 	    (r->planned_by && add_str(o, "plannedBy", r->planned_by) < 0) ||
+	    (r->policy_commit && add_str(o, "policyCommit", r->policy_commit) < 0) ||
 	    (r->pr_number && add_int(o, "pullRequest", r->pr_number) < 0) ||
 	    (r->pr_url && add_str(o, "pullRequestUrl", r->pr_url) < 0) ||
 	    (r->has_value && add_int(o, "value", r->value) < 0) ||
@@ -328,6 +329,7 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_str(b, r->error_message) < 0 || fp_int(b, r->cancelled_by_vx != 0) < 0 ||
 	    fp_int(b, r->created_ms) < 0 || fp_int(b, r->ended_ms) < 0 ||
 	    fp_str(b, r->config_commit) < 0 || fp_int(b, r->config_dirty != 0) < 0 ||
+	    fp_str(b, r->policy_commit) < 0 ||
 	    fp_str(b, r->decl_hash) < 0 || fp_str(b, r->launched_by) < 0 ||
 	    fp_str(b, r->planned_by) < 0 || fp_int(b, r->pr_number) < 0 || fp_str(b, r->pr_url) < 0 ||
 	    fp_int(b, r->has_value != 0) < 0 || fp_int(b, r->has_value ? r->value : 0) < 0 ||
@@ -823,7 +825,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
 					    "rungScheduling", "rungMachine", "rungReservation", "startedAt",
 					    "follows", "machineType", "acceleratorType", "acceleratorCount",
-					    "replicas", "strategy", "reservation" };
+					    "replicas", "strategy", "reservation", "policyCommit" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
@@ -832,7 +834,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL };
 	int rc, has_rung = 0, has_pr, has_n;
 
 	memset(r, 0, sizeof(*r));
@@ -870,6 +872,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_opt_int(o, path, "value", -1, INT64_C(1) << 53, &r->has_value, &r->value, err)) < 0 ||
 	    (rc = get_opt_bool(o, path, "configDirty", &r->config_dirty, err)) < 0 ||
 	    (rc = get_str(o, path, "declHash", F_NULL, 128, &r->decl_hash, err)) < 0 ||
+	    (rc = get_str(o, path, "policyCommit", F_NULL, 128, &r->policy_commit, err)) < 0 ||
 	    (rc = get_str(o, path, "machineType", F_NULL, 128, &r->machine_type, err)) < 0 ||
 	    (rc = get_str(o, path, "acceleratorType", F_NULL, 128, &r->accelerator_type, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "acceleratorCount", 0, 1000000, &has_n, &r->accelerator_count, err)) < 0 ||

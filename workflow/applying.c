@@ -10,10 +10,12 @@
 #include "reconcile/notify.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/provider_job.h"
 #include "reconcile/stack.h"
 #include "reconcile/wait.h"
 #include "state/backend.h"
+#include "state/git_path.h"
 #include "state/lock.h"
 #include "state/state.h"
 #include "state/state_git.h"
@@ -312,6 +314,28 @@ done:
 	return rc;
 }
 
+/*
+ * The commit of the policy in force, for every state write's trailer and
+ * every run started (docs/policy.md): the last commit that changed the
+ * repository's .vx/policy.yaml, else (a stack's own Policy alone, in the
+ * stack's files) the config commit; none without a policy.
+ */
+static int record_policy_commit(struct workspace *ws, struct vx_err *err)
+{
+	const struct policy_rules *p = ws->st->policy;
+	char *commit = NULL;
+	int rc = 0;
+
+	if (p && p->repo && p->root)
+		rc = git_path_last_commit(&commit, p->root, POLICY_REPO_FILE, err);
+	else if (p && ws->config_commit && !(commit = vx_strdup(ws->config_commit)))
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = state_policy_commit(ws->backend, commit, err);
+	free(commit);
+	return rc < 0 ? vx_err_wrap(err, "the policy's commit") : 0;
+}
+
 int applying_plan(struct applying *ap, const struct applying_opts *opts, const struct planning_opts *po,
 		  struct vx_err *err)
 {
@@ -322,6 +346,8 @@ int applying_plan(struct applying *ap, const struct applying_opts *opts, const s
 	ap->pr = ap->from_file && ap->sp.pr_number ? ap->sp.pr_number : opts->ci->pr;
 	ap->pr_url = ap->from_file && ap->sp.pr_number ? ap->sp.pr_url : opts->ci->pr_url;
 	if ((rc = state_audit(ws->backend, opts->ci->actor, ap->pr_url, opts->ci->run_url, err)) < 0)
+		return rc;
+	if ((rc = record_policy_commit(ws, err)) < 0)
 		return rc;
 	/* From here on every state commit says the configuration applied is not HEAD's. */
 	if (ws->config_changes && (rc = state_config_dirty(ws->backend, ws->st->decl_hash, err)) < 0)
@@ -398,6 +424,7 @@ int applying_run(struct applying *ap, const struct applying_opts *opts, struct v
 	ao.config_dirty = ws->config_changes != NULL;
 	ao.decl_hash = ws->st->decl_hash;
 	ao.launched_by = opts->ci->actor;
+	ao.policy_commit = ws->backend->policy_commit;
 	ao.planned_by = ap->from_file ? ap->sp.planned_by : NULL;
 	ao.pr_number = ap->pr;
 	ao.pr_url = ap->pr_url;

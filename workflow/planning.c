@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reconcile/capacity.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/load/machines.h"
@@ -155,6 +156,9 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	 * other prices without editing the reviewed stack. */
 	if ((rc = prices_load(&pl->prices, st, vx_getenv(ws->ctx, "VX_PRICES"), err)) < 0)
 		return rc;
+	/* The policy's rate rule needs the prices, which the loader has not: as vx validate does. */
+	if (policy_rules_check_rates(st, &pl->prices, &pl->planner.plan.errors) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (o->refresh && ws->prov && PROVIDER_HAS(ws->prov, quota, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
 		return rc;
 	memset(&in, 0, sizeof(in));
@@ -247,6 +251,7 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.config_commit = ws->config_commit;
 	pl->header.config_dirty = ws->config_changes != NULL;
 	pl->header.decl_hash = ws->st->decl_hash;
+	pl->header.policy = ws->st->policy;
 	pl->header.refresh = o->refresh;
 	pl->header.regions = (const char *const *)ws->store.read;
 	pl->header.nregions = o->refresh ? ws->store.nread : 0;

@@ -14,6 +14,7 @@
 #include "reconcile/apply.h"
 #include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/notify.h"
 #include "reconcile/plan.h"
 #include "reconcile/policy.h"
@@ -68,6 +69,7 @@ struct watch {
 	char *remote, *branch, *dir_in_repo;
 	struct git_follow fetched, good;
 	struct stack_source *src_files;
+	struct stack_source src_policy; /* src.policy's, when the good commit has one */
 	struct workspace_source src;
 	/* watch-error: the Stack's targets as last loaded (the stack may not load
 	 * when the error is that), and the streak of one error. */
@@ -511,6 +513,25 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 
 /* ---- -follow ---- */
 
+/*
+ * A followed commit's stack files as the loader takes them, into out (room
+ * for f->n), and its .vx/policy.yaml into *policy, which binds the stack as
+ * the work tree's would; returns *policy, or NULL when the commit has none.
+ */
+static const struct stack_source *follow_sources(struct stack_source *out, struct stack_source *policy,
+						 const struct git_follow *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		out[i].name = f->files[i].name;
+		out[i].data = f->files[i].data;
+		out[i].len = f->files[i].len;
+	}
+	policy->name = f->also.name;
+	policy->data = f->also.data;
+	policy->len = f->also.len;
+	return f->also.data ? policy : NULL;
+}
+
 /* The good commit's files as the workspace takes them. */
 static int source_of(struct watch *w)
 {
@@ -519,13 +540,9 @@ static int source_of(struct watch *w)
 	if (!f)
 		return VX_ENOMEM;
 	w->src_files = f;
-	for (size_t i = 0; i < w->good.n; i++) {
-		f[i].name = w->good.files[i].name;
-		f[i].data = w->good.files[i].data;
-		f[i].len = w->good.files[i].len;
-	}
 	w->src.files = f;
 	w->src.n = w->good.n;
+	w->src.policy = follow_sources(f, &w->src_policy, &w->good);
 	w->src.commit = w->good.commit;
 	return 0;
 }
@@ -533,7 +550,7 @@ static int source_of(struct watch *w)
 /* Whether the fetched files load as a stack (diagnostics told once per commit). */
 static int loads(struct watch *w, const struct git_follow *f)
 {
-	struct stack_source *files = calloc(f->n + 1, sizeof(*files));
+	struct stack_source *files = calloc(f->n + 1, sizeof(*files)), policy;
 	struct vx_diags d = VX_DIAGS_INIT;
 	struct stack *st = NULL;
 	struct vx_err e = VX_ERR_INIT;
@@ -542,12 +559,7 @@ static int loads(struct watch *w, const struct git_follow *f)
 
 	if (!files)
 		return 0;
-	for (size_t i = 0; i < f->n; i++) {
-		files[i].name = f->files[i].name;
-		files[i].data = f->files[i].data;
-		files[i].len = f->files[i].len;
-	}
-	rc = stack_load_mem(&st, w->o.dir, files, f->n, NULL, &d, &e);
+	rc = stack_load_mem_policy(&st, w->o.dir, files, f->n, follow_sources(files, &policy, f), NULL, &d, &e);
 	snprintf(what, sizeof(what), "badcommit|%s", f->commit);
 	if (rc < 0 && !told_once(w, what)) {
 		char *why = rc == VX_EINVAL ? vx_asprintf("%zu error%s above", vx_diags_count(&d),
@@ -577,7 +589,8 @@ static int loads(struct watch *w, const struct git_follow *f)
  */
 static int follow(struct watch *w, struct vx_err *err)
 {
-	int rc = git_follow_fetch(&w->fetched, w->o.dir, w->dir_in_repo, w->remote, w->branch, err);
+	int rc = git_follow_fetch(&w->fetched, w->o.dir, w->dir_in_repo, w->remote, w->branch, POLICY_REPO_FILE,
+				  err);
 
 	if (rc < 0) {
 		if (!w->good.n)

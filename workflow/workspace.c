@@ -247,7 +247,7 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return vx_err_set(err, rc, "out of memory");
 	if (ahead)
 		early_start(ws);
-	rc = src ? stack_load_mem(&st, dir, src->files, src->n, NULL, &diags, err)
+	rc = src ? stack_load_mem_policy(&st, dir, src->files, src->n, src->policy, NULL, &diags, err)
 		 : stack_load(&st, dir, NULL, &diags, err);
 	if (rc == VX_EINVAL) {
 		if (ev && ev->diags)

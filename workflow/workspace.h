@@ -98,6 +98,8 @@ struct workspace_source {
 	const struct stack_source *files;
 	size_t n;
 	const char *commit;         /* 40 hex */
+	/* the commit's .vx/policy.yaml, binding the stack (reconcile/policy_rules.h), or NULL */
+	const struct stack_source *policy;
 };
 
 /*

@@ -12,6 +12,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
+#include "reconcile/policy_rules.h"
 #include "util/buf.h"
 #include "util/text.h"
 #include "util/timefmt.h"
@@ -147,6 +148,16 @@ static int reason_text(struct vx_buf *b, const struct plan_action *a)
 	return rc;
 }
 
+/* pre, then "ml-platform (.vx/policy.yaml): 7 rules held: accelerators, ...", then post. */
+static int policy_line(struct vx_buf *b, const struct policy_rules *p, const char *pre, const char *post)
+{
+	int rc = vx_buf_adds(b, pre);
+
+	if (rc == 0)
+		rc = policy_rules_summary(b, p);
+	return rc ? rc : vx_buf_adds(b, post);
+}
+
 static int header_human(struct vx_buf *b, const struct render_header *h)
 {
 	int rc;
@@ -166,6 +177,8 @@ static int header_human(struct vx_buf *b, const struct render_header *h)
 				   h->decl_hash ? h->decl_hash : "?");
 	else if (rc == 0 && h->config_commit)
 		rc = vx_buf_printf(b, "Config: commit %.12s\n", h->config_commit);
+	if (rc == 0 && h->policy)
+		rc = policy_line(b, h->policy, "Policy: ", "\n");
 	if (rc == 0 && !h->refresh)
 		rc = vx_buf_adds(b, "Refresh: OFF (-refresh=false): planned from the state alone; "
 				    "jobs that ended or changed since the last apply are not seen\n");
@@ -802,6 +815,8 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 
 	if (rc == 0 && h->spend_line)
 		rc = vx_buf_printf(b, "%s\n\n", h->spend_line);
+	if (rc == 0 && h->policy)
+		rc = policy_line(b, h->policy, "**Policy**: ", "\n\n");
 	if (rc == 0 && !h->refresh)
 		rc = vx_buf_adds(b, "> **Refresh off**: planned from the state alone.\n\n");
 	if (rc == 0 && h->config_dirty)
@@ -1181,6 +1196,67 @@ static int body_json(cJSON *root, const struct plan *p, const struct render_head
 	return rc;
 }
 
+/* Appends v (NULL: out of memory) to array arr. */
+static int push(cJSON *arr, cJSON *v)
+{
+	if (!v)
+		return VX_ENOMEM;
+	if (!cJSON_AddItemToArray(arr, v)) {
+		cJSON_Delete(v);
+		return VX_ENOMEM;
+	}
+	return 0;
+}
+
+/* {"name", "file", "repository"} of one Policy document. */
+static cJSON *policy_doc_json(const struct policy_doc *d)
+{
+	cJSON *e = cJSON_CreateObject();
+
+	if (e && (add(e, "name", cJSON_CreateString(d->name)) || add(e, "file", cJSON_CreateString(d->file)) ||
+		  add(e, "repository", cJSON_CreateBool(d->repo)))) {
+		cJSON_Delete(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* {"rule", "policy", "file", "line"} of the rule in force of id. */
+static cJSON *policy_rule_json(const struct policy_rules *p, size_t id)
+{
+	const struct policy_rule *r = p->in_force[id];
+	cJSON *e = cJSON_CreateObject();
+
+	if (e && (add(e, "rule", cJSON_CreateString(policy_rule_key(id))) ||
+		  add(e, "policy", cJSON_CreateString(r->from->name)) ||
+		  add(e, "file", cJSON_CreateString(r->from->file)) || add(e, "line", cJSON_CreateNumber(r->line)))) {
+		cJSON_Delete(e);
+		return NULL;
+	}
+	return e;
+}
+
+/*
+ * "policy": the Policy documents the stack was held to and each rule that
+ * held, with the document and line that write it (docs/plan-json.schema.json).
+ */
+static int policy_json(cJSON *root, const struct policy_rules *p)
+{
+	cJSON *o = cJSON_CreateObject(), *docs = cJSON_CreateArray(), *rules = cJSON_CreateArray();
+	int rc = add(root, "policy", o);
+
+	rc = rc ? (cJSON_Delete(docs), rc) : add(o, "documents", docs);
+	rc = rc ? (cJSON_Delete(rules), rc) : add(o, "rules_held", rules);
+	if (rc == 0 && p->repo)
+		rc = push(docs, policy_doc_json(p->repo));
+	if (rc == 0 && p->own)
+		rc = push(docs, policy_doc_json(p->own));
+	for (size_t id = 0; id < p->nrules && rc == 0; id++)
+		if (p->in_force[id])
+			rc = push(rules, policy_rule_json(p, id));
+	return rc;
+}
+
 int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render_header *h)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -1190,6 +1266,8 @@ int render_plan_json(struct vx_buf *b, const struct plan *p, const struct render
 	if (!root)
 		return VX_ENOMEM;
 	rc |= header_json(root, h);
+	if (h->policy)
+		rc |= policy_json(root, h->policy);
 	rc |= state_json(root, h);
 	rc |= body_json(root, p, h);
 	if (h->rendered_human && h->rendered_markdown) {

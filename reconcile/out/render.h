@@ -18,6 +18,7 @@
 struct plan;
 struct vx_buf;
 struct capacity_report;
+struct policy_rules;
 
 #define PLAN_FORMAT_VERSION 1
 
@@ -62,6 +63,9 @@ struct render_header {
 	 * without the cloud. NULL: not written. */
 	const char *rendered_human;
 	const char *rendered_markdown;
+	/* The `kind: Policy` rules the stack was held to (reconcile/policy_rules.h):
+	 * the plan lists the rules that held. NULL: no policy, no line. */
+	const struct policy_rules *policy;
 };
 
 

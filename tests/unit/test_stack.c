@@ -21,6 +21,7 @@
 #include "reconcile/kind_reservation.h"
 #include "reconcile/kind_quota.h"
 #include "reconcile/planner.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/stack.h"
 #include "state/state.h"
 #include "reconcile/notify.h"
@@ -554,6 +555,60 @@ static void test_unknown_keys(void **state)
 		      "\"workerPoolSpecs\"\n");
 }
 
+/* kind: Policy (reconcile/policy_rules.h): read, held, hashed, and only tightening the repository's. */
+#define POLICY_DOC(rules) "---\nkind: Policy\nname: team\nrules:\n" rules
+
+static void test_policy(void **state)
+{
+	struct stack *plain, *held;
+
+	(void)state;
+	expect_errors(STACK_DOC POLICY_DOC("  regions: [europe-west4]\n") "---\n" JOB("a"),
+		      "t/s.yaml:11:1: CustomJob \"a\": region: us-central1 (the Stack's) is not allowed by policy "
+		      "\"team\" (rules.regions, t/s.yaml:9)\n");
+	expect_errors(STACK_DOC POLICY_DOC("  regions: [us-central1]\n") POLICY_DOC("  maxGpusPerJob: 1\n"),
+		      "t/s.yaml:11:1: a second Policy: this stack's Policy is declared at t/s.yaml:6:1 (one Policy "
+		      "per stack)\n");
+	expect_errors(STACK_DOC POLICY_DOC("  maxGpusPerJob: -1\n  regionz: []\n"),
+		      "t/s.yaml:9:18: Policy \"team\": rules.maxGpusPerJob: -1 is out of range (at least 0)\n"
+		      "t/s.yaml:10:3: Policy \"team\": rules: unknown field \"regionz\" (did you mean \"regions\"?)\n");
+	/* a Policy is part of the declaration hash; one that holds changes nothing else */
+	plain = expect_valid(STACK_DOC "---\n" JOB("a"));
+	held = expect_valid(STACK_DOC POLICY_DOC("  regions: [us-central1]\n") "---\n" JOB("a"));
+	assert_non_null(held->policy);
+	assert_null(plain->policy);
+	assert_string_not_equal(plain->decl_hash, held->decl_hash);
+	stack_free(plain);
+	stack_free(held);
+}
+
+static void test_policy_repository(void **state)
+{
+	static const char repo[] = "kind: Policy\nname: org\nrules:\n  maxGpusPerJob: 8\n  reservations: {allow: false}\n";
+	static const char own[] = STACK_DOC POLICY_DOC("  maxGpusPerJob: 16\n  reservations: {allow: false}\n");
+	struct stack_source files[] = { { "s.yaml", own, sizeof(own) - 1 } };
+	struct stack_source policy = { ".vx/policy.yaml", repo, sizeof(repo) - 1 };
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	char *got;
+
+	(void)state;
+	assert_int_equal(stack_load_mem_policy(&st, "t", files, 1, &policy, NULL, &d, &err), VX_EINVAL);
+	got = all_diags(&d);
+	assert_string_equal(got, "t/s.yaml:9:18: Policy \"team\": rules.maxGpusPerJob: 16 is more than the "
+				 "repository's policy \"org\" (rules.maxGpusPerJob, .vx/policy.yaml:4) allows (8): a "
+				 "stack's Policy may only tighten it\n");
+	free(got);
+	vx_diags_release(&d);
+	/* without the repository's, the same stack holds */
+	assert_int_equal(stack_load_mem_policy(&st, "t", files, 1, NULL, NULL, &d, &err), 0);
+	assert_non_null(st->policy);
+	assert_int_equal(policy_rules_count(st->policy), 2);
+	stack_free(st);
+	vx_diags_release(&d);
+}
+
 static void test_kinds(void **state)
 {
 	(void)state;
@@ -562,7 +617,7 @@ static void test_kinds(void **state)
 		      "\"CustomJob\"?)\n");
 	expect_errors(STACK_DOC "---\nname: a\n",
 		      "t/s.yaml:6:1: document has no \"kind\" (one of Stack, CustomJob, "
-		      "PersistentResource, FutureReservation, Reservation, QuotaPreference)\n");
+		      "PersistentResource, FutureReservation, Reservation, QuotaPreference, Policy)\n");
 	expect_errors(STACK_DOC "---\n- a\n",
 		      "t/s.yaml:6:1: a document must be a mapping with a \"kind\", got a "
 		      "sequence\n");
@@ -1451,6 +1506,8 @@ int main(void)
 		cmocka_unit_test(test_enum_did_you_mean),
 		cmocka_unit_test(test_unknown_keys),
 		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_policy_repository),
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_duplicates),

@@ -606,6 +606,7 @@ static int mutate_run(struct state_run *r, int k)
 	case 37: r->replicas++; return 1;
 	case 38: restr(&r->strategy); return 1;
 	case 39: restr(&r->reservation); return 1;
+	case 40: restr(&r->policy_commit); return 1;
 	default: return 0;
 	}
 }
@@ -757,7 +758,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 19 + 40 + 40);
+	assert_int_equal(n, 19 + 41 + 41);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
