@@ -81,6 +81,25 @@ static const char *const image_pull[] = {
 
 static const char *const quota[] = {
 	"exceed quota limits",            /* "The following quota metrics exceed quota limits: M" */
+	"quota failure for project",      /* AI Platform's 429: "Quota failure for project P. The request ..." */
+	"exceeds the allowed maximum of", /* its QuotaFailure violation: "The request for 2 K80
+					   * accelerators exceeds the allowed maximum of 0 A100, ..." */
+	"insufficient regional quota",    /* Compute Engine's 403: "Insufficient regional quota to
+					   * satisfy request for resource: \"CPUS\". ..." */
+	"insufficient project quota",     /* the same for a global metric (CPUS_ALL_REGIONS) */
+	NULL,
+};
+
+/*
+ * The request names what cannot be had this way: the same spec fails the
+ * same way on every attempt. Compute Engine refuses to target a
+ * reservation that does not require targeting ("Specified reservations [R]
+ * can not be targeted as specificReservationRequired is not set"), and an
+ * accelerator type the zone does not offer is "The resource
+ * 'projects/P/zones/Z/acceleratorTypes/T' was not found".
+ */
+static const char *const config[] = {
+	"specificReservationRequired is not set",
 	NULL,
 };
 
@@ -103,6 +122,12 @@ static const char *const internal[] = {
 	NULL,
 };
 
+/* A quota text: a listed wording, or "Quota 'GPUS_ALL_REGIONS' exceeded.  Limit: 1.0 globally." */
+static int is_quota_text(const char *msg, size_t n)
+{
+	return has_any(msg, n, quota) || (has(msg, n, "quota '") && has(msg, n, "' exceeded"));
+}
+
 /* The class Google's leading sentence (and the code) give, before the job's
  * own facts are weighed. */
 static const char *class_of_text(int code, const char *msg)
@@ -111,10 +136,10 @@ static const char *class_of_text(int code, const char *msg)
 
 	if (has_any(msg, n, user_error))
 		return "user-error";
-	if (has_any(msg, n, image_pull) || (has(msg, n, "manifest for") && has(msg, n, "not found")))
+	if (has_any(msg, n, image_pull) || (has(msg, n, "manifest for") && has(msg, n, "not found")) ||
+	    has_any(msg, n, config) || (has(msg, n, "/acceleratorTypes/") && has(msg, n, "was not found")))
 		return "config";
-	/* "Quota 'GPUS_ALL_REGIONS' exceeded.  Limit: 1.0 globally." */
-	if (has_any(msg, n, quota) || (has(msg, n, "quota '") && has(msg, n, "' exceeded")))
+	if (is_quota_text(msg, n))
 		return "quota";
 	if (has_any(msg, n, stockout))
 		return "stockout";
@@ -191,8 +216,7 @@ const char *failure_classify_refusal(const char *message)
 	size_t n = message ? strlen(message) : 0;
 
 	/* 429 RESOURCE_EXHAUSTED on customJobs.create: "... exceed quota limits: M". */
-	if (has_any(message, n, quota) || (has(message, n, "quota '") && has(message, n, "' exceeded")) ||
-	    (has(message, n, "RESOURCE_EXHAUSTED") && has(message, n, "quota")))
+	if (is_quota_text(message, n) || (has(message, n, "RESOURCE_EXHAUSTED") && has(message, n, "quota")))
 		return "quota";
 	return "refused";
 }

@@ -22,12 +22,20 @@
  *                      CANCELLED without vx asking) without ever starting:
  *                      it waited out maxWaitDuration (no text is published).
  *   quota              "The following quota metrics exceed quota limits: ...",
- *                      "Quota 'X' exceeded"; a create refused with 429 for quota.
+ *                      "Quota 'X' exceeded", "Quota failure for project P. The
+ *                      request for N K80 accelerators exceeds the allowed
+ *                      maximum of ...", "Insufficient regional quota to satisfy
+ *                      request for resource: ...", whatever the code (8 too);
+ *                      a create refused with 429 for quota.
  *   user-error         "The replica R exited with a non-zero status of N",
  *                      "... ran out of memory and exited ..." (137: the same
  *                      spec fails the same way).
  *   config             the container image could not be pulled (registry
- *                      permission, manifest unknown): the same spec fails again.
+ *                      permission, manifest unknown), a reservation that "can
+ *                      not be targeted as specificReservationRequired is not
+ *                      set", an accelerator type the zone lacks ("The resource
+ *                      '.../acceleratorTypes/T' was not found"): the same spec
+ *                      fails again.
  *   internal           "Internal error occurred ...", code 13, and Compute
  *                      Engine's "Location L is not found or access is unauthorized".
  *   unknown            a failure no rule knows: shown verbatim (redacted),

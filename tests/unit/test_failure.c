@@ -61,6 +61,36 @@ static const struct text_row texts[] = {
 	  "https://openillumi.com/vertex-ai-429-gpu-quota-fix" },
 	{ "Q5", "gce", 0, "Quota 'GPUS_ALL_REGIONS' exceeded.  Limit: 1.0 globally.", "quota", SKY },
 	{ "Q6", "gce", 0, "Quota 'CPUS' exceeded.  Limit: 24.0 in region us-west1.", "quota", SKY },
+	/* Quota in other words: AI Platform's 429 and Compute Engine's 403 (classed stockout
+	 * with code 8, unknown without, before they were listed). */
+	{ "Q7", "job", 8, "Quota failure for project qwiklabs-gcp-00-0123456789ab. The request for 2 K80 "
+	  "accelerators exceeds the allowed maximum of 0 A100, 0 K80, 0 P100, 0 P4, 0 T4, 0 TPU_V2, 0 "
+	  "TPU_V2_POD, 0 TPU_V3, 0 TPU_V3_POD, 0 V100 accelerators. To read more about Cloud ML Engine quota, "
+	  "see https://cloud.google.com/ml-engine/quotas.", "quota",
+	  "https://github.com/GoogleCloudPlatform/training-data-analyst/issues/2284 (429 RESOURCE_EXHAUSTED)" },
+	{ "Q8", "job", 8, "The request for 2 K80 accelerators exceeds the allowed maximum of 0 A100, 0 K80, 0 "
+	  "P100, 0 P4, 0 T4, 0 TPU_V2, 0 TPU_V2_POD, 0 TPU_V3, 0 TPU_V3_POD, 0 V100 accelerators.", "quota",
+	  "https://github.com/GoogleCloudPlatform/training-data-analyst/issues/2284 (its QuotaFailure violation)" },
+	{ "Q9", "gce", 0, "EXTERNAL: Insufficient regional quota to satisfy request for resource: \"CPUS\". The "
+	  "request requires '24.0' and is short '16.0'. The regional quota is '8.0' with '8.0' available.",
+	  "quota", "https://github.com/amygdala/tensorflow-workshop/issues/13" },
+	{ "Q10", "gce", 8, "Insufficient regional quota to satisfy request for resource: \"IN_USE_ADDRESSES\". "
+	  "The request requires '2.0' and is short '1.0'. The regional quota is '32.0' with '1.0' available.",
+	  "quota", "https://github.com/kubeflow/kubeflow/issues/842" },
+	{ "Q11", "create", 0, "vertex: creating job: Error creating the job. Quota failure for project "
+	  "fmltc-400415. The request for 1 K80 accelerators exceeds the allowed maximum of 0 A100, 0 K80, 0 "
+	  "P100, 0 P4, 0 T4, 0 TPU_V2, 0 TPU_V2_POD, 0 TPU_V3, 0 TPU_V3_POD, 0 V100 accelerators.", "quota",
+	  "https://github.com/FIRST-Tech-Challenge/fmltc/issues/318" },
+	/* The request names what cannot be had this way: every attempt fails the same. */
+	{ "C2", "gce", 0, "Invalid value for field 'resource.instanceProperties.reservationAffinity': '{  "
+	  "\"consumeReservationType\": \"SPECIFIC_ALLOCATION\",  \"key\": \"compute.googleapis.com/"
+	  "reservation-name...'. Specified reservations [projects/xx/reservations/n2-standard-2-auto] can not be "
+	  "targeted as specificReservationRequired is not set", "config",
+	  "https://github.com/skypilot-org/skypilot/issues/3327" },
+	{ "C3", "gce", 0, "The resource 'projects/leela-zero-271719/zones/europe-west2-c/acceleratorTypes/"
+	  "nvidia-tesla-v100' was not found", "config", "https://github.com/bsteuber/lizzie-gcloud-setup/issues/6" },
+	{ "C4", "gce", 0, "The resource 'projects/fast-ai-yesh/zones/us-west2-b/acceleratorTypes/nvidia-tesla-p100' "
+	  "was not found", "config", "https://github.com/fastai/course-v3/issues/406" },
 	{ "U1", "job", 3, "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: "
 	  "Error.", "user-error", UTS " (template, filled)" },
 	{ "U2", "job", 0, "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about "
