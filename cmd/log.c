@@ -21,6 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/capacity.h"
+#include "reconcile/failure.h"
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/out/render.h"
@@ -99,6 +100,28 @@ static int who(struct vx_buf *b, const struct state_run *r)
 	return planner ? vx_buf_printf(b, " (planned by %s)", planner) : 0;
 }
 
+/*
+ * " (timeout: hit its 2h timeout)" for a run Vertex cancelled at its
+ * scheduling.timeout, " (CLASS)" for another failure. The timeout is the
+ * record's spec's when the run is of that spec, else the time it ran.
+ */
+static int add_class(struct vx_buf *b, const struct state_record *rec, const struct state_run *r)
+{
+	char t[32];
+	int64_t ms = 0;
+
+	if (!r->failure)
+		return 0;
+	if (strcmp(r->failure, "timeout") != 0)
+		return vx_buf_printf(b, " (%s)", r->failure);
+	if (r->spec_hash && rec->spec_hash && !strcmp(r->spec_hash, rec->spec_hash))
+		ms = failure_spec_timeout_ms(rec->spec_json);
+	else if (r->started_ms > 0 && r->ended_ms > r->started_ms)
+		ms = (r->ended_ms - r->started_ms) / 1000 * 1000;
+	failure_timeout_words(t, sizeof(t), ms);
+	return vx_buf_printf(b, " (timeout: hit its %s timeout)", t);
+}
+
 static void print_start(const struct state_record *rec, const struct state_run *r, int64_t fallback_ms,
 			int show_rung, const struct prices *prices)
 {
@@ -113,7 +136,7 @@ static void print_start(const struct state_record *rec, const struct state_run *
 	if (who(&by, r) < 0)
 		vx_buf_reset(&by);
 	if (vx_buf_adds(&end, refused ? "refused" : job_state_short(r->state)) < 0 ||
-	    (r->failure && vx_buf_printf(&end, " (%s)", r->failure) < 0) ||
+	    add_class(&end, rec, r) < 0 ||
 	    (r->cancelled_by_vx && vx_buf_adds(&end, " (cancelled by vx)") < 0) ||
 	    (r->ended_ms && vx_buf_printf(&end, ", ended %s", ended) < 0) ||
 	    ((r->error_code || r->error_message) &&

@@ -6,7 +6,9 @@
 #include "reconcile/failure.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/text.h"
@@ -176,6 +178,15 @@ static const char *window_class(const struct failure_input *in, const char *cls)
 
 static const char *classify(const struct failure_input *in);
 
+/* A run cancelled outside vx that ran as long as its timeout hit it. */
+static int hit_timeout(const struct failure_input *in)
+{
+	int64_t limit = in->timeout_ms > 0 ? in->timeout_ms : FAILURE_DEFAULT_TIMEOUT_MS;
+
+	return in->started_ms > 0 && in->ended_ms > in->started_ms &&
+	       in->ended_ms - in->started_ms >= limit - FAILURE_TIMEOUT_GRACE_MS;
+}
+
 const char *failure_classify(const struct failure_input *in)
 {
 	return in ? window_class(in, classify(in)) : NULL;
@@ -200,7 +211,7 @@ static const char *classify(const struct failure_input *in)
 	 */
 	flex_unstarted = is(in->scheduling, "FLEX_START") && !in->started;
 	if (cancelled)
-		return flex_unstarted ? "wait-timeout" : "cancelled-outside";
+		return flex_unstarted ? "wait-timeout" : hit_timeout(in) ? "timeout" : "cancelled-outside";
 	cls = class_of_text(in->error_code, in->message);
 	if (flex_unstarted && (!strcmp(cls, "stockout") || !strcmp(cls, "unknown") ||
 			       !strcmp(cls, "cancelled-outside")))
@@ -238,4 +249,34 @@ const char *failure_spec_strategy(const char *spec_json)
 			return known[i];
 	}
 	return NULL;
+}
+
+int64_t failure_spec_timeout_ms(const char *spec_json)
+{
+	/* Canonical: compact JSON, scheduling an object of scalars, durations
+	 * in whole seconds ("7200s"). */
+	const char *at = spec_json ? strstr(spec_json, "\"scheduling\":{") : NULL;
+	const char *end = at ? strchr(at, '}') : NULL, *t;
+	int64_t s = 0;
+
+	if (!end || !(t = strstr(at, "\"timeout\":\"")) || t > end)
+		return 0;
+	for (t += strlen("\"timeout\":\""); isdigit((unsigned char)*t) && s < INT64_MAX / 10000; t++)
+		s = s * 10 + (*t - '0');
+	return *t == 's' || *t == '.' ? s * 1000 : 0;
+}
+
+void failure_timeout_words(char *out, size_t size, int64_t timeout_ms)
+{
+	static const struct {
+		int64_t ms;
+		const char *unit;
+	} units[] = { { 86400000, "d" }, { 3600000, "h" }, { 60000, "m" }, { 1000, "s" } };
+	int64_t ms = timeout_ms > 0 ? timeout_ms : FAILURE_DEFAULT_TIMEOUT_MS;
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (ms % units[i].ms == 0 || i + 1 == sizeof(units) / sizeof(units[0])) {
+			snprintf(out, size, "%" PRId64 "%s", ms / units[i].ms, units[i].unit);
+			return;
+		}
 }

@@ -289,6 +289,8 @@ const char *job_run_failure(const struct builder *b, const struct plan_decl *d, 
 		.started = (f->lj ? f->lj->start_ms : 0) > 0 || cur->started_ms > 0,
 		.cancelled_by_vx = cur->cancelled_by_vx,
 		.ended_ms = f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms,
+		.started_ms = f->lj && f->lj->start_ms ? f->lj->start_ms : cur->started_ms,
+		.timeout_ms = failure_spec_timeout_ms(rec->spec_json),
 	};
 
 	return job_classify(&in, b->in->kinds, rec->spec_json, cur->failure, &f->window);
@@ -396,6 +398,18 @@ static char *window_reason(const struct failed *f, const char *when)
 			   when, f->window.kind->prefix, f->window.win.name, end);
 }
 
+/* ": hit its 2h timeout" after a timeout's class in the plan's reason, else "". */
+static void class_note(char *out, size_t size, const struct plan_record *rec, const char *cls)
+{
+	char t[32];
+
+	out[0] = '\0';
+	if (!cls || strcmp(cls, "timeout") != 0)
+		return;
+	failure_timeout_words(t, sizeof(t), failure_spec_timeout_ms(rec->spec_json));
+	snprintf(out, size, ": hit its %s timeout", t);
+}
+
 /*
  * The noop of a failed run not resubmitted (job_plan_failed), with why:
  * the budget, the class not in resubmit.on, an unknown text, or a window
@@ -407,7 +421,9 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 {
 	const struct plan_run *cur = rec->current;
 	struct job_action *ja = job_action_mut(a);
+	char note[64];
 
+	class_note(note, sizeof(note), rec, f->cls);
 	job_fill_decl(b, a, d);
 	job_set_rung(b, a, d, f->at);
 	ja->record = rec;
@@ -418,9 +434,9 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 	if (!strcmp(f->cls, "window-ended"))
 		job_set_fmt(b, &a->reason, window_reason(f, when));
 	else if (resubmits(d, f->cls))
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; resubmit budget exhausted "
 						       "(%" PRId64 "/%" PRId64 " attempts)",
-						       f->cls, when, seen ? next - 1 : cur->attempt, d->max_attempts));
+						       f->cls, when, note, seen ? next - 1 : cur->attempt, d->max_attempts));
 	else if (!strcmp(f->cls, "unknown"))
 		/* An ambiguous text errs towards not resubmitting, and says so. */
 		job_set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
@@ -428,7 +444,8 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 						       "(list unknown in resubmit.on to resubmit such failures)",
 						       when));
 	else
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on", f->cls, when, f->cls));
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on",
+						       f->cls, when, note, f->cls));
 	job_note_seen(b, a, seen);
 	return a;
 }
@@ -448,9 +465,10 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	int64_t next = cur->attempt + 1, rung = plan_next_rung(f->at, f->cls, d->nrungs);
 	struct plan_action *a;
 	struct job_action *ja;
-	char when[40], *refused = NULL;
+	char when[40], note[64], *refused = NULL;
 
 	fmt_utc(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms, 0);
+	class_note(note, sizeof(note), rec, f->cls);
 	if (resubmits(d, f->cls) && cur->attempt < d->max_attempts) {
 		if (job_refusal_gate(b, d, rec, &next, &refused))
 			return NULL;
@@ -482,8 +500,8 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 							   next, d->max_attempts, rung, job_rung_region(d, rung), f->cls,
 							   cur->region ? cur->region : job_rung_region(d, f->at)));
 		else
-			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
-							   next, d->max_attempts, f->cls, when));
+			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s%s",
+							   next, d->max_attempts, f->cls, when, note));
 		if (refused)
 			job_set_fmt(b, &a->reason, refused);
 		job_note_seen(b, a, seen);
@@ -557,6 +575,8 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 		in.scheduling = failure_spec_strategy(r->spec_json);
 	in.started = run->started_ms > 0;
 	in.ended_ms = run->ended_ms;
+	in.started_ms = run->started_ms;
+	in.timeout_ms = same_spec ? failure_spec_timeout_ms(r->spec_json) : 0;
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;

@@ -43,7 +43,7 @@
 
 const char *const stack_fail_names[STACK_FAIL_NCLASSES] = {
 	"stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",
-	"cancelled-outside", "config", "unknown", "refused",
+	"cancelled-outside", "config", "unknown", "refused", "timeout",
 };
 
 const char *const stack_on_change_names[3] = { "replace", "after-finish", "ignore" };

@@ -46,9 +46,10 @@ enum stack_fail {
 	STACK_FAIL_CONFIG = 1u << 7,            /* "config": the container image could not be pulled */
 	STACK_FAIL_UNKNOWN = 1u << 8,           /* "unknown": a failure no rule knows */
 	STACK_FAIL_REFUSED = 1u << 9,           /* "refused": the server refused the create */
+	STACK_FAIL_TIMEOUT = 1u << 10,          /* "timeout": cancelled by Vertex at scheduling.timeout */
 };
 
-#define STACK_FAIL_NCLASSES 10
+#define STACK_FAIL_NCLASSES 11
 #define STACK_FAIL_ALL ((1u << STACK_FAIL_NCLASSES) - 1)
 
 /* "stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",

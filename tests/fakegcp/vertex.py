@@ -73,7 +73,6 @@ ERRORS = {
                       "logs/viewer?project={project}&resource=ml_job%2Fjob_id%2F{id}&advancedFilter="
                       "resource.type%3D%22ml_job%22%0Aresource.labels.job_id%3D%22{id}%22"),
     "internal": (13, "Internal error occurred for the current attempt."),
-    "timeout": (4, "The job exceeded its maximum running time (scheduling.timeout {timeout})."),
     "cancelled": (1, "CustomJob was cancelled."),
 }
 
@@ -626,8 +625,7 @@ class Vertex:
     def _fail(self, j, t, kind, state="JOB_STATE_FAILED"):
         if ERRORS[kind] is not None:
             code, msg = ERRORS[kind]
-            msg = msg.format(region=j["parent"][1], project=j["project"], id=j["id"],
-                             timeout=common.fmt_duration(j.get("timeout") or 0))
+            msg = msg.format(region=j["parent"][1], project=j["project"], id=j["id"])
             j["json"]["error"] = {"code": code, "message": msg}
         self._terminal(j, t, state)
 
@@ -670,7 +668,9 @@ class Vertex:
         elif st == "JOB_STATE_RUNNING":
             o = j["outcome"]
             if j.get("timed_out"):
-                self._fail(j, t, "timeout")
+                # Vertex cancels a job at its maximum running time (scheduling.timeout, 7 days
+                # unset) and says no more than any cancel does (tensorflow/tfx#6223).
+                self._fail(j, t, "cancelled", state="JOB_STATE_CANCELLED")
             elif o in ("preempted", "user-error", "internal"):
                 self._fail(j, t, o)
             else:

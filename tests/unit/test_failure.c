@@ -367,6 +367,73 @@ static void test_refused_create(void **state)
 	assert_string_equal(failure_classify_refusal(NULL), "refused");
 }
 
+/* A run started at T0 and ended after ran_ms, whose spec declares timeout_ms (0: unset). */
+#define T0 INT64_C(1767225600000) /* 2026-01-01T00:00:00Z */
+static const char *ran(const char *state, int64_t ran_ms, int64_t timeout_ms, int by_vx)
+{
+	struct failure_input in = {
+		.state = state, .error_code = 1, .message = "CustomJob was cancelled.", .scheduling = "STANDARD",
+		.started = 1, .cancelled_by_vx = by_vx, .started_ms = T0, .ended_ms = T0 + ran_ms,
+		.timeout_ms = timeout_ms,
+	};
+
+	return failure_classify(&in);
+}
+
+/* Vertex cancels a job at its scheduling.timeout (7 days unset) and says only that it was cancelled. */
+static void test_a_cancel_at_the_timeout_is_timeout(void **state)
+{
+	const int64_t h = 3600 * 1000, day = 24 * h;
+
+	(void)state;
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h, 2 * h, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h + 5000, 2 * h, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h - FAILURE_TIMEOUT_GRACE_MS, 2 * h, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h - FAILURE_TIMEOUT_GRACE_MS - 1, 2 * h, 0),
+			    "cancelled-outside");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 7 * day, 0, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 6 * day, 0, 0), "cancelled-outside");
+	/* vx's own cancel is no failure; a FAILED run that long is what its text says. */
+	assert_null(ran("JOB_STATE_CANCELLED", 2 * h, 2 * h, 1));
+	assert_string_equal(ran("JOB_STATE_FAILED", 2 * h, 2 * h, 0), "cancelled-outside");
+	/* Never started, or the end not seen: not a timeout. */
+	{
+		struct failure_input in = {
+			.state = "JOB_STATE_CANCELLED", .error_code = 1, .scheduling = "STANDARD",
+			.ended_ms = T0 + 3 * h, .timeout_ms = 2 * h,
+		};
+
+		assert_string_equal(failure_classify(&in), "cancelled-outside");
+		in.started_ms = T0;
+		in.ended_ms = 0;
+		assert_string_equal(failure_classify(&in), "cancelled-outside");
+	}
+}
+
+static void test_spec_timeout(void **state)
+{
+	char t[32];
+
+	(void)state;
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{\"strategy\":\"SPOT\",\"timeout\":\"7200s\"},"
+						 "\"workerPoolSpecs\":[]}"), 7200000);
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{\"timeout\":\"90.5s\"}}"), 90000);
+	/* Only scheduling's: not a label or an argument named timeout. */
+	assert_int_equal(failure_spec_timeout_ms("{\"labels\":{\"timeout\":\"5s\"},\"scheduling\":{\"strategy\":"
+						 "\"SPOT\"}}"), 0);
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{},\"x\":{\"timeout\":\"5s\"}}"), 0);
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{\"timeout\":\"x\"}}"), 0);
+	assert_int_equal(failure_spec_timeout_ms(NULL), 0);
+	failure_timeout_words(t, sizeof(t), 7200000);
+	assert_string_equal(t, "2h");
+	failure_timeout_words(t, sizeof(t), 90 * 60000);
+	assert_string_equal(t, "90m");
+	failure_timeout_words(t, sizeof(t), 0);
+	assert_string_equal(t, "7d");
+	failure_timeout_words(t, sizeof(t), 61000);
+	assert_string_equal(t, "61s");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +447,8 @@ int main(void)
 		cmocka_unit_test(test_image_pull_is_config),
 		cmocka_unit_test(test_refused_create),
 		cmocka_unit_test(test_a_run_ended_with_its_window_is_window_ended),
+		cmocka_unit_test(test_a_cancel_at_the_timeout_is_timeout),
+		cmocka_unit_test(test_spec_timeout),
 	};
 	return cmocka_run_group_tests_name("failure", tests, NULL, NULL);
 }

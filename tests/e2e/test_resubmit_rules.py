@@ -1,0 +1,116 @@
+"""End to end: the resubmit rules of issue 37 against the fake on its virtual clock.
+
+Each test drives the fake's clock to the moment that matters (a run's timeout, a replica's exit)
+and compares the plan's line for the job, the JSON plan and `vx log` exactly.
+"""
+import json
+import re
+import unittest
+
+from harness import FakeTestCase, job_yaml
+import schemas
+
+START = 35              # virtual seconds from create to RUNNING: queued 5 + pending 30
+CANCELLED = "CustomJob was cancelled."
+COMMIT_TIME = re.compile(r"  (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  (create|resubmit)")
+
+
+def with_timeout(yaml, timeout):
+    """job_yaml's job with scheduling.timeout set."""
+    old = "scheduling: {strategy: STANDARD}"
+    assert old in yaml
+    return yaml.replace(old, "scheduling: {strategy: STANDARD, timeout: %s}" % timeout)
+
+
+class ResubmitRules(FakeTestCase):
+
+    def no_change(self, out, address="job.a"):
+        """The plan's line for address under "No change:"."""
+        for l in out.splitlines():
+            if l.startswith("      %s: " % address):
+                return l.strip()
+        self.fail("no unchanged line for %s in:\n%s" % (address, out))
+
+    def json_plan(self):
+        r = self.repo.plan("-format", "json")
+        return schemas.check_text(r.out, "plan")
+
+    def log_rows(self, address="job.a"):
+        """vx log's rows for address: what ran, and how it ended (the text after the cost)."""
+        r = self.repo.vx("log", address, "-C", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        rows = []
+        for l in r.out.splitlines()[1:]:
+            m = re.match(r"^  \S+  (\S+)\s+(\S+)  attempt (\d+) .* cost \S+  (.*)$", l)
+            self.assertIsNotNone(m, l)
+            rows.append((m.group(1), int(m.group(3)), m.group(4)))
+        return rows
+
+    def state_run(self, job="a"):
+        return json.loads(self.repo.git("show", "vx/state/e2e:jobs/%s.json" % job))["current"]
+
+    # ---- a run Vertex cancelled at its scheduling.timeout ------------------------------------
+
+    def test_a_run_that_hit_its_timeout_is_timeout_and_not_resubmitted(self):
+        self.fake.post("/_fake/timings", {"running_seconds": 3 * 3600})
+        self.repo.write({"a": with_timeout(job_yaml("a", on="stockout, preempted, cancelled-outside"), "2h")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(START + 2 * 3600 + 60)
+        job = self.live_jobs("a")[0]
+        self.assertEqual((job["state"], job["startTime"], job["endTime"]),
+                         ("JOB_STATE_CANCELLED", "2026-01-01T00:00:35.000000Z", "2026-01-01T02:00:35.000000Z"))
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        # Not cancelled-outside (which resubmit.on lists): Vertex ended it at its timeout.
+        self.assertEqual(self.no_change(r.out),
+                         "job.a: failed (timeout at 2026-01-01 02:00Z): hit its 2h timeout; not resubmitted: "
+                         "timeout is not in resubmit.on (code 1: %s)" % CANCELLED)
+        self.assertNotIn("cancelled outside vx", r.out)
+        plan = self.json_plan()
+        self.assertEqual([(a["address"], a["action"], a.get("failure_class")) for a in plan["actions"]],
+                         [("job.a", "noop", "timeout")])
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1, "not resubmitted")
+        self.assertEqual(self.state_run()["failure"], "timeout")
+        self.assertEqual(self.log_rows(), [
+            ("create", 1, "cancelled (timeout: hit its 2h timeout), ended 2026-01-01T02:00:35Z: code 1: %s"
+             % CANCELLED)])
+
+    def test_a_run_that_hit_its_timeout_is_resubmitted_when_listed(self):
+        self.fake.post("/_fake/timings", {"running_seconds": 3 * 3600})
+        self.repo.write({"a": with_timeout(job_yaml("a", on="timeout"), "90m")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(START + 90 * 60)
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out), [
+            "\u21bb   job.a resubmit",
+            "g2-standard-4 ×1, 1×L4, STANDARD in us-central1",
+            "attempt 2/3 after timeout at 2026-01-01 01:30Z: hit its 90m timeout (code 1: %s)" % CANCELLED])
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual(len(self.live_jobs("a")), 2)
+
+    def test_without_a_timeout_seven_days_is_the_limit(self):
+        self.fake.post("/_fake/timings", {"running_seconds": 8 * 86400})
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(START + 7 * 86400)
+        r = self.repo.plan()
+        self.assertEqual(self.no_change(r.out),
+                         "job.a: failed (timeout at 2026-01-08 00:00Z): hit its 7d timeout; not resubmitted: "
+                         "timeout is not in resubmit.on (code 1: %s)" % CANCELLED)
+
+    def test_a_cancel_before_the_timeout_is_still_cancelled_outside(self):
+        self.fake.post("/_fake/timings", {"running_seconds": 3 * 3600})
+        self.repo.write({"a": with_timeout(job_yaml("a"), "2h")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(START + 3600)
+        self.fake.cancel_behind_vx(self.live_jobs("a")[0]["name"])
+        self.fake.advance(10)
+        r = self.repo.plan()
+        self.assertEqual(self.no_change(r.out),
+                         "job.a: failed (cancelled-outside at 2026-01-01 01:00Z); not resubmitted: "
+                         "cancelled-outside is not in resubmit.on (code 1: %s)" % CANCELLED)
+
+
+if __name__ == "__main__":
+    unittest.main()
