@@ -101,7 +101,9 @@ static int who(struct vx_buf *b, const struct state_run *r)
 }
 
 /*
- * " (timeout: hit its 2h timeout)" for a run Vertex cancelled at its
+ * " (user-error: exit code 137)" for a run whose replica exited with a
+ * status Google's sentence gives, " (timeout: hit its 2h timeout)" for a
+ * run Vertex cancelled at its
  * scheduling.timeout, " (CLASS)" for another failure. The timeout is the
  * record's spec's when the run is of that spec, else the time it ran.
  */
@@ -112,6 +114,8 @@ static int add_class(struct vx_buf *b, const struct state_record *rec, const str
 
 	if (!r->failure)
 		return 0;
+	if (r->exit_code && !strcmp(r->failure, "user-error"))
+		return vx_buf_printf(b, " (user-error: exit code %" PRId64 ")", r->exit_code);
 	if (strcmp(r->failure, "timeout") != 0)
 		return vx_buf_printf(b, " (%s)", r->failure);
 	if (r->spec_hash && rec->spec_hash && !strcmp(r->spec_hash, rec->spec_hash))

@@ -280,3 +280,16 @@ void failure_timeout_words(char *out, size_t size, int64_t timeout_ms)
 			return;
 		}
 }
+
+int failure_exit_code(const char *message)
+{
+	static const char mark[] = "exited with a non-zero status of ";
+	size_t n = failure_lead_len(message), at = find_in(message, n, mark);
+	int code = 0;
+
+	if (at >= n)
+		return 0;
+	for (at += strlen(mark); at < n && isdigit((unsigned char)message[at]) && code <= 255; at++)
+		code = code * 10 + (message[at] - '0');
+	return code >= 1 && code <= 255 ? code : 0;
+}

@@ -120,6 +120,13 @@ int64_t failure_spec_timeout_ms(const char *spec_json);
  * of d, h, m, s that divides it; 0 is FAILURE_DEFAULT_TIMEOUT_MS. */
 void failure_timeout_words(char *out, size_t size, int64_t timeout_ms);
 
+/*
+ * The replica's exit status Google's leading sentence gives ("The replica
+ * workerpool0-0 exited with a non-zero status of 137. ..."), 1..255; 0 when
+ * the sentence gives none. Never read from the log tail after it.
+ */
+int failure_exit_code(const char *message);
+
 /* How many leading bytes of message are Google's own sentence(s): up to
  * "Termination reason:", "To find out more" or a "Traceback", else all. */
 size_t failure_lead_len(const char *message);

@@ -66,6 +66,9 @@ struct stack_job {
 	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
 	int64_t resubmit_delay_ms;
 	int64_t stuck_after_ms; /* stuckAfter: queued or pending this long is "stuck" */
+	/* resubmit.onExitCodes: bit c of on_exit_codes[c / 64] set for exit status
+	 * c (1..255): a user-error run whose replica exited with it is resubmitted. */
+	uint64_t on_exit_codes[4];
 	/* A run of a `matrix:` sweep: 1 + its index in stack_sweeps(), 0 for a job
 	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
 	size_t sweep;

@@ -30,7 +30,7 @@ static const char *const job_keys[] = { "kind", "name", "region", "displayName",
 					"matrix", "maxParallel", "maxFailed", "after" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
-static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay" };
+static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay", "onExitCodes" };
 static const char *const rung_keys[] = { "region", "scheduling", "machineSpec", "reservation" };
 
 /* A rung's well-formed region against the regions vx knows, as PATH.region. */
@@ -117,6 +117,32 @@ static void read_duration(struct loader *L, const struct ynode *map, const char 
 		*out = ms;
 }
 
+/* resubmit.onExitCodes: exit statuses 1..255 (a replica's, as Google's sentence gives it). */
+static void read_exit_codes(struct loader *L, struct stack_job *j, const struct ynode *m)
+{
+	const struct ynode *seq = stack_get_value(m, "onExitCodes");
+
+	memset(j->on_exit_codes, 0, sizeof(j->on_exit_codes));
+	if (!seq)
+		return;
+	if (seq->kind != YNODE_SEQ) {
+		stack_wrong_type(L, seq, "resubmit.onExitCodes", "sequence");
+		return;
+	}
+	for (size_t i = 0; i < seq->n; i++) {
+		struct ynode_why why;
+		int64_t c;
+
+		if (ynode_int(&c, &why, seq->items[i], INT64_MIN, INT64_MAX) < 0)
+			stack_err(L, seq->items[i], "resubmit.onExitCodes[%zu]: %s", i, why.s);
+		else if (c < 1 || c > 255)
+			stack_err(L, seq->items[i], "resubmit.onExitCodes[%zu]: an exit status is between 1 and "
+				  "255, got %lld", i, (long long)c);
+		else
+			j->on_exit_codes[c / 64] |= UINT64_C(1) << (c % 64);
+	}
+}
+
 static void read_resubmit(struct loader *L, struct stack_job *j, const struct ynode *doc)
 {
 	const struct ynode *m = stack_get_map(L, doc, "resubmit", "resubmit"), *on, *v;
@@ -156,6 +182,7 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 			j->max_attempts = x;
 	}
 	read_duration(L, m, "resubmit", "delay", &j->resubmit_delay_ms, 0, STACK_MAX_RESUBMIT_DELAY_MS);
+	read_exit_codes(L, j, m);
 }
 
 static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
@@ -1113,6 +1140,21 @@ void kind_job_decl_release(struct stack_kind_decls *slot)
 	free(m);
 }
 
+/* resubmit.onExitCodes, only when set, so a declaration without it keeps its hash. */
+static int hash_resubmit_rules(struct vx_buf *b, const struct stack_job *j)
+{
+	int rc = 0;
+
+	for (int c = 1, first = 1; c < 256 && rc == 0; c++)
+		if (j->on_exit_codes[c / 64] & (UINT64_C(1) << (c % 64))) {
+			rc = vx_buf_printf(b, "%s%d", first ? ",\"onExitCodes\":[" : ",", c);
+			first = 0;
+		}
+	if (rc == 0 && (j->on_exit_codes[0] | j->on_exit_codes[1] | j->on_exit_codes[2] | j->on_exit_codes[3]))
+		rc = vx_buf_addc(b, ']');
+	return rc;
+}
+
 static int hash_job(struct vx_buf *b, struct stack_job *j)
 {
 	int rc = vx_buf_adds(b, "{\"address\":");
@@ -1170,6 +1212,8 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		rc = vx_buf_printf(b, ",\"resubmitDelayMs\":\"%lld\"", (long long)j->resubmit_delay_ms);
 	if (rc == 0 && j->stuck_after_ms != STACK_STUCK_AFTER_DEFAULT_MS)
 		rc = vx_buf_printf(b, ",\"stuckAfterMs\":\"%lld\"", (long long)j->stuck_after_ms);
+	if (rc == 0)
+		rc = hash_resubmit_rules(b, j);
 	/* after: as written, only when set: a saved plan is refused once it is
 	 * edited. The job's spec hash leaves it out: which dependency runs a
 	 * run followed is its follow record's (reconcile/sweep_plan.c). */

@@ -218,6 +218,37 @@ static int resubmits(const struct plan_decl *d, const char *cls)
 	return cls && in_list(cls, d->resubmit_on, d->nresubmit_on);
 }
 
+/* Whether the declaration lists any exit status in resubmit.onExitCodes. */
+static int has_exit_codes(const struct plan_decl *d)
+{
+	const uint64_t *c = d->policy ? d->policy->on_exit_codes : NULL;
+
+	return c && (c[0] | c[1] | c[2] | c[3]);
+}
+
+/* Whether exit status code (1..255) is listed in resubmit.onExitCodes. */
+static int exit_code_listed(const struct plan_decl *d, int code)
+{
+	return d->policy && code > 0 && code < 256 &&
+	       (d->policy->on_exit_codes[code / 64] & (UINT64_C(1) << (code % 64)));
+}
+
+/* The replica's exit status of a user-error run, from Google's sentence; 0: none. */
+static int run_exit_code(const struct failed *f)
+{
+	return f->cls && !strcmp(f->cls, "user-error") && !f->vanished ? failure_exit_code(f->msg) : 0;
+}
+
+/*
+ * Whether the failed run f is resubmitted (budget allowing): its class is in
+ * resubmit.on, or it is a user-error whose replica exited with a status
+ * resubmit.onExitCodes lists (user-error need not be in resubmit.on).
+ */
+static int resubmits_run(const struct plan_decl *d, const struct failed *f)
+{
+	return resubmits(d, f->cls) || exit_code_listed(d, run_exit_code(f));
+}
+
 static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
 {
 	struct job_action *ja = job_action_mut(a);
@@ -398,16 +429,34 @@ static char *window_reason(const struct failed *f, const char *when)
 			   when, f->window.kind->prefix, f->window.win.name, end);
 }
 
-/* ": hit its 2h timeout" after a timeout's class in the plan's reason, else "". */
-static void class_note(char *out, size_t size, const struct plan_record *rec, const char *cls)
+/* After the class in the plan's reason: ": hit its 2h timeout" after a
+ * timeout, ": exit code 137" after a user-error that gives it when the job
+ * lists resubmit.onExitCodes (it decides then), else "". */
+static void class_note(char *out, size_t size, const struct plan_decl *d, const struct plan_record *rec,
+		       const struct failed *f)
 {
 	char t[32];
+	int code = has_exit_codes(d) ? run_exit_code(f) : 0;
 
 	out[0] = '\0';
-	if (!cls || strcmp(cls, "timeout") != 0)
+	if (code)
+		snprintf(out, size, ": exit code %d", code);
+	if (!f->cls || strcmp(f->cls, "timeout") != 0)
 		return;
 	failure_timeout_words(t, sizeof(t), failure_spec_timeout_ms(rec->spec_json));
 	snprintf(out, size, ": hit its %s timeout", t);
+}
+
+/* Why a failure is not resubmitted: its class (and exit status) not listed. */
+static char *not_listed(const struct plan_decl *d, const struct failed *f, const char *when, const char *note)
+{
+	int code = run_exit_code(f);
+
+	if (code && has_exit_codes(d))
+		return vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on, nor %d in "
+				   "resubmit.onExitCodes", f->cls, when, note, f->cls, code);
+	return vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on", f->cls, when, note,
+			   f->cls);
 }
 
 /*
@@ -423,7 +472,7 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 	struct job_action *ja = job_action_mut(a);
 	char note[64];
 
-	class_note(note, sizeof(note), rec, f->cls);
+	class_note(note, sizeof(note), d, rec, f);
 	job_fill_decl(b, a, d);
 	job_set_rung(b, a, d, f->at);
 	ja->record = rec;
@@ -433,7 +482,7 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
 	if (!strcmp(f->cls, "window-ended"))
 		job_set_fmt(b, &a->reason, window_reason(f, when));
-	else if (resubmits(d, f->cls))
+	else if (resubmits_run(d, f))
 		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; resubmit budget exhausted "
 						       "(%" PRId64 "/%" PRId64 " attempts)",
 						       f->cls, when, note, seen ? next - 1 : cur->attempt, d->max_attempts));
@@ -444,8 +493,7 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 						       "(list unknown in resubmit.on to resubmit such failures)",
 						       when));
 	else
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on",
-						       f->cls, when, note, f->cls));
+		job_set_fmt(b, &a->reason, not_listed(d, f, when, note));
 	job_note_seen(b, a, seen);
 	return a;
 }
@@ -468,8 +516,8 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	char when[40], note[64], *refused = NULL;
 
 	fmt_utc(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms, 0);
-	class_note(note, sizeof(note), rec, f->cls);
-	if (resubmits(d, f->cls) && cur->attempt < d->max_attempts) {
+	class_note(note, sizeof(note), d, rec, f);
+	if (resubmits_run(d, f) && cur->attempt < d->max_attempts) {
 		if (job_refusal_gate(b, d, rec, &next, &refused))
 			return NULL;
 		if (job_maybe_adopt(b, d, rec, next, rung, "resubmit", NULL)) {
@@ -478,7 +526,7 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 		}
 		next = job_next_attempt(b, d, next, &seen);
 	}
-	if (resubmits(d, f->cls) && next <= d->max_attempts) {
+	if (resubmits_run(d, f) && next <= d->max_attempts) {
 		a = job_add_action(b, PLAN_RESUBMIT, d->address);
 		ja = job_action_mut(a);
 		if (!a) {
@@ -580,6 +628,11 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;
+	/* The replica's exit status, from Google's sentence (never the log tail). */
+	if (run->exit_code != (cls ? failure_exit_code(lj->error_message) : 0)) {
+		run->exit_code = cls ? failure_exit_code(lj->error_message) : 0;
+		changed = 1;
+	}
 	return changed;
 }
 

@@ -45,6 +45,7 @@ int policy_of_job(struct state_policy *out, const struct stack *st, const struct
 	out->max_attempts = j->max_attempts;
 	out->delay_ms = j->resubmit_delay_ms;
 	out->fallback_rungs = (int64_t)j->nrungs;
+	memcpy(out->on_exit_codes, j->on_exit_codes, sizeof(out->on_exit_codes));
 	if (j->sweep && j->sweep <= nsw) {
 		out->max_parallel = sw[j->sweep - 1].max_parallel;
 		out->max_failed = sw[j->sweep - 1].max_failed;
@@ -123,6 +124,19 @@ static int add_duration(struct vx_buf *out, int64_t ms)
 	return vx_buf_printf(out, "%" PRId64 "m", s / 60);
 }
 
+/* resubmit.onExitCodes as written: [137, 143]. */
+static int add_codes(struct vx_buf *out, const uint64_t *bits)
+{
+	int rc = vx_buf_addc(out, '[');
+
+	for (int c = 1, first = 1; c < 256 && rc == 0; c++)
+		if (bits[c / 64] & (UINT64_C(1) << (c % 64))) {
+			rc = vx_buf_printf(out, "%s%d", first ? "" : ", ", c);
+			first = 0;
+		}
+	return rc == 0 ? vx_buf_addc(out, ']') : rc;
+}
+
 static int add_rungs(struct vx_buf *out, int64_t n)
 {
 	if (!n)
@@ -157,6 +171,11 @@ int policy_diff(struct vx_buf *out, const struct state_policy *a, const struct s
 	if (a->max_attempts != d->max_attempts &&
 	    ((rc = field(out, start, "resubmit.maxAttempts", plan)) < 0 ||
 	     (rc = vx_buf_printf(out, "%" PRId64 "%s%" PRId64, a->max_attempts, arrow, d->max_attempts)) < 0))
+		return VX_ENOMEM;
+	if (memcmp(a->on_exit_codes, d->on_exit_codes, sizeof(a->on_exit_codes)) &&
+	    ((rc = field(out, start, "resubmit.onExitCodes", plan)) < 0 ||
+	     (rc = add_codes(out, a->on_exit_codes)) < 0 || (rc = vx_buf_adds(out, arrow)) < 0 ||
+	     (rc = add_codes(out, d->on_exit_codes)) < 0))
 		return VX_ENOMEM;
 	if (a->delay_ms != d->delay_ms &&
 	    ((rc = field(out, start, "resubmit.delay", plan)) < 0 || (rc = add_duration(out, a->delay_ms)) < 0 ||

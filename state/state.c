@@ -118,6 +118,7 @@ int state_policy_copy(struct state_policy *out, const struct state_policy *in)
 	out->fallback_rungs = in->fallback_rungs;
 	out->max_parallel = in->max_parallel;
 	out->max_failed = in->max_failed;
+	memcpy(out->on_exit_codes, in->on_exit_codes, sizeof(out->on_exit_codes));
 	if (strs_copy(&out->resubmit_on, &out->nresubmit_on, in->resubmit_on, in->nresubmit_on) < 0 ||
 	    strs_copy(&out->after, &out->nafter, in->after, in->nafter) < 0 ||
 	    state_dup_opt(&out->fallback_hash, in->fallback_hash) < 0) {
@@ -298,6 +299,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->created_ms = in->created_ms;
 	out->ended_ms = in->ended_ms;
 	out->started_ms = in->started_ms;
+	out->exit_code = in->exit_code;
 	out->has_value = in->has_value;
 	out->value = in->value;
 	out->pr_number = in->pr_number;

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "reconcile/capacity.h"
+#include "reconcile/failure.h"
 #include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
@@ -878,13 +879,17 @@ static cJSON *error_json(const struct plan_action *a)
 	const struct job_action *ja = job_action_of(a);
 	struct vx_buf m = VX_BUF_INIT;
 	cJSON *o;
+	int exit_code;
 
 	if (!has_error(a))
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
+	/* The replica's exit status, from Google's sentence: only when it gives one. */
+	exit_code = failure_exit_code(ja->error_message);
 	if (o && (add(o, "code", cJSON_CreateNumber(ja->error_code)) < 0 ||
 		  render_error_message(&m, ja->error_message) < 0 ||
-		  add(o, "message", cJSON_CreateString(vx_buf_str(&m))) < 0)) {
+		  add(o, "message", cJSON_CreateString(vx_buf_str(&m))) < 0 ||
+		  (exit_code && add(o, "exit_code", cJSON_CreateNumber(exit_code)) < 0))) {
 		cJSON_Delete(o);
 		o = NULL;
 	}

@@ -15,6 +15,19 @@ CANCELLED = "CustomJob was cancelled."
 COMMIT_TIME = re.compile(r"  (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  (create|resubmit)")
 
 
+USER_ERROR = ("The replica workerpool0-0 exited with a non-zero status of {status}. To find out more about why "
+              "your job exited please check the logs: https://console.cloud.google.com/logs/viewer?project="
+              "vx-e2e&resource=ml_job%2Fjob_id%2F{id}&advancedFilter=resource.type%3D%22ml_job%22%0A"
+              "resource.labels.job_id%3D%22{id}%22")
+
+
+def with_exit_codes(yaml, codes):
+    """job_yaml's job with resubmit.onExitCodes set."""
+    old = "maxAttempts: 3}"
+    assert old in yaml
+    return yaml.replace(old, "maxAttempts: 3, onExitCodes: %s}" % codes)
+
+
 def with_timeout(yaml, timeout):
     """job_yaml's job with scheduling.timeout set."""
     old = "scheduling: {strategy: STANDARD}"
@@ -110,6 +123,58 @@ class ResubmitRules(FakeTestCase):
         self.assertEqual(self.no_change(r.out),
                          "job.a: failed (cancelled-outside at 2026-01-01 01:00Z); not resubmitted: "
                          "cancelled-outside is not in resubmit.on (code 1: %s)" % CANCELLED)
+
+    # ---- resubmit.onExitCodes ---------------------------------------------------------------
+
+    def test_exit_code_137_is_resubmitted_and_1_is_not(self):
+        for job, status in (("k", 137), ("o", 1)):
+            self.fake.post("/_fake/outcomes", {"labels": {"vx-job": job}, "outcome": "user-error",
+                                               "exit_code": status, "times": 1})
+        # user-error is not in resubmit.on: the listed exit status alone resubmits.
+        self.repo.write({j: with_exit_codes(job_yaml(j, on="stockout"), "[137, 143]") for j in ("k", "o")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(START + 3600)
+        ids = {j: self.live_jobs(j)[0]["name"].rsplit("/", 1)[1] for j in ("k", "o")}
+        k_msg = USER_ERROR.format(status=137, id=ids["k"])
+        o_msg = USER_ERROR.format(status=1, id=ids["o"])
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out, "job.k"), [
+            "\u21bb   job.k resubmit",
+            "g2-standard-4 ×1, 1×L4, STANDARD in us-central1",
+            "attempt 2/3 after user-error at 2026-01-01 01:00Z: exit code 137 (code 3: %s)" % k_msg])
+        self.assertEqual(self.no_change(r.out, "job.o"),
+                         "job.o: failed (user-error at 2026-01-01 01:00Z): exit code 1; not resubmitted: user-error "
+                         "is not in resubmit.on, nor 1 in resubmit.onExitCodes (code 3: %s)" % o_msg)
+        plan = self.json_plan()
+        self.assertEqual({a["address"]: (a["action"], a["failure_class"], a["error"]) for a in plan["actions"]}, {
+            "job.k": ("resubmit", "user-error", {"code": 3, "message": k_msg, "exit_code": 137}),
+            "job.o": ("noop", "user-error", {"code": 3, "message": o_msg, "exit_code": 1})})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual((len(self.live_jobs("k")), len(self.live_jobs("o"))), (2, 1))
+        k = json.loads(self.repo.git("show", "vx/state/e2e:jobs/k.json"))
+        self.assertEqual(([h.get("exitCode") for h in k["history"]], k["current"].get("exitCode")), ([137], None))
+        self.assertEqual(self.state_run("o")["exitCode"], 1)
+        self.assertEqual(self.log_rows("job.k"), [
+            ("create", 1, "failed (user-error: exit code 137), ended 2026-01-01T01:00:35Z: code 3: %s" % k_msg),
+            ("resubmit", 2, "queued")])
+
+    def test_on_exit_codes_is_checked_and_a_change_is_an_update(self):
+        self.repo.write({"a": with_exit_codes(job_yaml("a"), "[137, 0, x]")})
+        r = self.repo.vx("validate", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        errs = [l for l in r.err.splitlines() if "onExitCodes" in l]
+        self.assertEqual(len(errs), 2, r.err)
+        self.assertRegex(errs[0], r"jobs\.yaml:\d+:\d+: .*resubmit\.onExitCodes\[1\]: an exit status is between 1 "
+                                  r"and 255, got 0$")
+        self.assertRegex(errs[1], r"jobs\.yaml:\d+:\d+: .*resubmit\.onExitCodes\[2\]: ")
+        self.repo.write({"a": job_yaml("a")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({"a": with_exit_codes(job_yaml("a"), "[143, 137]")})
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out), [
+            "~   job.a update",
+            "g2-standard-4 ×1, 1×L4, STANDARD in us-central1",
+            "resubmit.onExitCodes: [] -> [137, 143]"])
 
 
 if __name__ == "__main__":

@@ -410,6 +410,29 @@ static void test_a_cancel_at_the_timeout_is_timeout(void **state)
 	}
 }
 
+/* The replica's exit status, from Google's sentence only. */
+static void test_exit_code(void **state)
+{
+	(void)state;
+	assert_int_equal(failure_exit_code("The replica workerpool0-0 exited with a non-zero status of 137. "
+					   "Termination reason: Error."), 137);
+	assert_int_equal(failure_exit_code("The replica workerpool0-0 ran out of memory and exited with a "
+					   "non-zero status of 137."), 137);
+	assert_int_equal(failure_exit_code("The replica workerpool1-1 exited with a non-zero status of 1. To find "
+					   "out more about why your job exited please check the logs: URL"), 1);
+	/* The log tail after Google's sentence never gives it. */
+	assert_int_equal(failure_exit_code("The replica workerpool0-0 exited with a non-zero status of 1. "
+					   "Termination reason: Error. child exited with a non-zero status of 143"), 1);
+	assert_int_equal(failure_exit_code("Internal error occurred. Termination reason: Error. exited with a "
+					   "non-zero status of 137"), 0);
+	/* Out of range or absent: none. */
+	assert_int_equal(failure_exit_code("The replica r exited with a non-zero status of 256."), 0);
+	assert_int_equal(failure_exit_code("The replica r exited with a non-zero status of 99999999999999999999."), 0);
+	assert_int_equal(failure_exit_code("The replica r exited with a non-zero status of x."), 0);
+	assert_int_equal(failure_exit_code("Resources are insufficient in region: us-central1"), 0);
+	assert_int_equal(failure_exit_code(NULL), 0);
+}
+
 static void test_spec_timeout(void **state)
 {
 	char t[32];
@@ -449,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_a_run_ended_with_its_window_is_window_ended),
 		cmocka_unit_test(test_a_cancel_at_the_timeout_is_timeout),
 		cmocka_unit_test(test_spec_timeout),
+		cmocka_unit_test(test_exit_code),
 	};
 	return cmocka_run_group_tests_name("failure", tests, NULL, NULL);
 }
