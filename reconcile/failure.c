@@ -81,16 +81,23 @@ static const char *const image_pull[] = {
 	"artifactregistry.repositories.downloadArtifacts", NULL,
 };
 
+/* A table aligned by hand: clang-format would realign its comments. */
+/* clang-format off */
 static const char *const quota[] = {
 	"exceed quota limits",            /* "The following quota metrics exceed quota limits: M" */
-	"quota failure for project",      /* AI Platform's 429: "Quota failure for project P. The request ..." */
-	"exceeds the allowed maximum of", /* its QuotaFailure violation: "The request for 2 K80
-					   * accelerators exceeds the allowed maximum of 0 A100, ..." */
-	"insufficient regional quota",    /* Compute Engine's 403: "Insufficient regional quota to
-					   * satisfy request for resource: \"CPUS\". ..." */
-	"insufficient project quota",     /* the same for a global metric (CPUS_ALL_REGIONS) */
+	/* AI Platform's 429: "Quota failure for project P. The request for 2 K80
+	 * accelerators exceeds the allowed maximum of 0 A100, ...", and its
+	 * QuotaFailure violation, the same sentence from "The request". */
+	"quota failure for project",
+	"exceeds the allowed maximum of",
+	/* Compute Engine's 403: "Insufficient regional quota to satisfy request
+	 * for resource: \"CPUS\". ...", and the same for a global metric
+	 * (CPUS_ALL_REGIONS). */
+	"insufficient regional quota",
+	"insufficient project quota",
 	NULL,
 };
+/* clang-format on */
 
 /*
  * The request names what cannot be had this way: the same spec fails the
@@ -210,8 +217,10 @@ static const char *classify(const struct failure_input *in)
 	 * something else (quota, the image, an internal error) still decides.
 	 */
 	flex_unstarted = is(in->scheduling, "FLEX_START") && !in->started;
+	if (cancelled && flex_unstarted)
+		return "wait-timeout";
 	if (cancelled)
-		return flex_unstarted ? "wait-timeout" : hit_timeout(in) ? "timeout" : "cancelled-outside";
+		return hit_timeout(in) ? "timeout" : "cancelled-outside";
 	cls = class_of_text(in->error_code, in->message);
 	if (flex_unstarted && (!strcmp(cls, "stockout") || !strcmp(cls, "unknown") ||
 			       !strcmp(cls, "cancelled-outside")))

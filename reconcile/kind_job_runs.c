@@ -454,7 +454,8 @@ static char *not_listed(const struct plan_decl *d, const struct failed *f, const
 
 	if (code && has_exit_codes(d))
 		return vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on, nor %d in "
-				   "resubmit.onExitCodes", f->cls, when, note, f->cls, code);
+				   "resubmit.onExitCodes",
+				   f->cls, when, note, f->cls, code);
 	return vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on", f->cls, when, note,
 			   f->cls);
 }
@@ -464,9 +465,92 @@ static char *not_listed(const struct plan_decl *d, const struct failed *f, const
  * the budget, the class not in resubmit.on, an unknown text, or a window
  * that closed (window-ended: never resubmitted into it).
  */
+/* How the plan says "after N of them" of a failure class: "stockouts". */
+static const char *class_plural(const char *cls)
+{
+	static const char *const words[][2] = {
+		{ "stockout", "stockouts" },
+		{ "preempted", "preemptions" },
+		{ "wait-timeout", "wait timeouts" },
+		{ "quota", "quota failures" },
+		{ "user-error", "user errors" },
+		{ "internal", "internal errors" },
+		{ "config", "config errors" },
+		{ "cancelled-outside", "cancels outside vx" },
+		{ "unknown", "unknown failures" },
+		{ "refused", "refused creates" },
+		{ "timeout", "timeouts" },
+	};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcmp(words[i][0], cls))
+			return words[i][1];
+	return cls;
+}
+
+/* The budget resubmit.on's map form gives class cls ({stockout: 6}), -1 when none. */
+static int64_t class_budget(const struct plan_decl *d, const char *cls)
+{
+	const struct state_policy *p = d->policy;
+
+	for (size_t i = 0; p && p->resubmit_budgets && cls && i < p->nresubmit_on; i++)
+		if (!strcmp(p->resubmit_on[i], cls))
+			return p->resubmit_budgets[i];
+	return -1;
+}
+
+/* When resubmit.within closes for rec's run (its first create + within), 0: never. */
+static int64_t within_deadline(const struct plan_decl *d, const struct plan_record *rec)
+{
+	int64_t within = d->policy ? d->policy->within_ms : 0;
+
+	return within > 0 && rec->first_create_ms > 0 ? rec->first_create_ms + within : 0;
+}
+
+/*
+ * Why resubmit's rules stop the failed run f from being resubmitted
+ * (owned), NULL when none does: its class's budget is used ("2
+ * resubmissions after stockouts used": as many failures of that class
+ * were each followed by a new attempt), or resubmit.within's window closed.
+ */
+static char *rules_stop(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			const struct failed *f)
+{
+	int64_t budget = class_budget(d, f->cls), used = 0, end = within_deadline(d, rec);
+	unsigned bit = f->cls ? stack_fail_parse(f->cls) : 0;
+	char until[40], w[32];
+
+	for (unsigned c = 0; bit && c < STACK_FAIL_NCLASSES; c++)
+		if (bit == 1u << c)
+			used = rec->fails[c];
+	if (budget >= 0 && used >= budget)
+		return vx_asprintf("%" PRId64 " resubmission%s after %s used", budget, budget == 1 ? "" : "s",
+				   class_plural(f->cls));
+	if (end && b->in->now_ms > 0 && b->in->now_ms >= end) {
+		fmt_utc(until, sizeof(until), end, 0);
+		failure_timeout_words(w, sizeof(w), d->policy->within_ms);
+		return vx_asprintf("resubmit.within %s closed at %s", w, until);
+	}
+	return NULL;
+}
+
+/* Adds to a resubmit's reason until when resubmit.within lets attempts start. */
+static void note_deadline(struct builder *b, struct plan_action *a, const struct plan_decl *d,
+			  const struct plan_record *rec)
+{
+	int64_t end = within_deadline(d, rec);
+	char until[40], w[32];
+
+	if (!end || !a->reason)
+		return;
+	fmt_utc(until, sizeof(until), end, 0);
+	failure_timeout_words(w, sizeof(w), d->policy->within_ms);
+	job_set_fmt(b, &a->reason, vx_asprintf("%s; resubmit.within %s: no attempt after %s", a->reason, w, until));
+}
+
 static struct plan_action *failed_noop(struct builder *b, struct plan_action *a, const struct plan_decl *d,
 				       const struct plan_record *rec, const struct failed *f,
-				       const struct live_job *seen, int64_t next, const char *when)
+				       const struct live_job *seen, int64_t next, const char *when, char *stop)
 {
 	const struct plan_run *cur = rec->current;
 	struct job_action *ja = job_action_mut(a);
@@ -482,6 +566,8 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
 	if (!strcmp(f->cls, "window-ended"))
 		job_set_fmt(b, &a->reason, window_reason(f, when));
+	else if (stop)
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; gave up: %s", f->cls, when, note, stop));
 	else if (resubmits_run(d, f))
 		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; resubmit budget exhausted "
 						       "(%" PRId64 "/%" PRId64 " attempts)",
@@ -495,6 +581,7 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 	else
 		job_set_fmt(b, &a->reason, not_listed(d, f, when, note));
 	job_note_seen(b, a, seen);
+	free(stop);
 	return a;
 }
 
@@ -514,10 +601,12 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	struct plan_action *a;
 	struct job_action *ja;
 	char when[40], note[64], *refused = NULL;
+	char *stop = resubmits_run(d, f) ? rules_stop(b, d, rec, f) : NULL;
+	int go = resubmits_run(d, f) && !stop;
 
 	fmt_utc(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms, 0);
 	class_note(note, sizeof(note), d, rec, f);
-	if (resubmits_run(d, f) && cur->attempt < d->max_attempts) {
+	if (go && cur->attempt < d->max_attempts) {
 		if (job_refusal_gate(b, d, rec, &next, &refused))
 			return NULL;
 		if (job_maybe_adopt(b, d, rec, next, rung, "resubmit", NULL)) {
@@ -526,7 +615,7 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 		}
 		next = job_next_attempt(b, d, next, &seen);
 	}
-	if (resubmits_run(d, f) && next <= d->max_attempts) {
+	if (go && next <= d->max_attempts) {
 		a = job_add_action(b, PLAN_RESUBMIT, d->address);
 		ja = job_action_mut(a);
 		if (!a) {
@@ -548,18 +637,20 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 							   next, d->max_attempts, rung, job_rung_region(d, rung), f->cls,
 							   cur->region ? cur->region : job_rung_region(d, f->at)));
 		else
-			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s%s",
-							   next, d->max_attempts, f->cls, when, note));
+			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s%s", next, d->max_attempts, f->cls, when, note));
 		if (refused)
 			job_set_fmt(b, &a->reason, refused);
+		note_deadline(b, a, d, rec);
 		job_note_seen(b, a, seen);
 		return a;
 	}
 	free(refused);
 	a = job_add_action(b, PLAN_NOOP, d->address);
-	if (!a)
+	if (!a) {
+		free(stop);
 		return NULL;
-	return failed_noop(b, a, d, rec, f, seen, next, when);
+	}
+	return failed_noop(b, a, d, rec, f, seen, next, when, stop);
 }
 
 static int set_if_changed(char **dst, const char *src, int *changed)

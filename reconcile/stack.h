@@ -35,6 +35,8 @@ struct ynode_limits;
  * planner derives one from a live job's state and error; `resubmit.on`
  * is a bitmask of them. Bit i is named stack_fail_names[i].
  */
+/* A table aligned by hand: clang-format would realign its comments. */
+/* clang-format off */
 enum stack_fail {
 	STACK_FAIL_STOCKOUT = 1u << 0,          /* "stockout": no capacity in the zone/region */
 	STACK_FAIL_PREEMPTED = 1u << 1,         /* "preempted": spot VMs taken back */
@@ -48,6 +50,7 @@ enum stack_fail {
 	STACK_FAIL_REFUSED = 1u << 9,           /* "refused": the server refused the create */
 	STACK_FAIL_TIMEOUT = 1u << 10,          /* "timeout": cancelled by Vertex at scheduling.timeout */
 };
+/* clang-format on */
 
 #define STACK_FAIL_NCLASSES 11
 #define STACK_FAIL_ALL ((1u << STACK_FAIL_NCLASSES) - 1)

@@ -150,6 +150,13 @@ struct state_policy {
 	/* resubmit.onExitCodes: bit c of on_exit_codes[c / 64] for exit status c
 	 * (1..255); "onExitCodes", written only when one is set. */
 	uint64_t on_exit_codes[4];
+	/* resubmit.on written as a map ({stockout: 6}): resubmit_budgets[i] is
+	 * how many resubmissions may follow a failure of class resubmit_on[i];
+	 * NULL for the list form. "resubmitBudgets", written only when set. */
+	int64_t *resubmit_budgets;
+	/* resubmit.within: no new attempt after the run's first create + this;
+	 * 0: none. "withinMs", written only when set. */
+	int64_t within_ms;
 };
 
 #define STATE_MAX_POLICY_LIST 1000

@@ -216,6 +216,23 @@ static int add_exit_codes(cJSON *o, const uint64_t *bits)
 	return add_item(o, "onExitCodes", a);
 }
 
+/* "resubmitBudgets": one number per resubmitOn class, only for resubmit.on's map form. */
+static int add_budgets(cJSON *o, const struct state_policy *p)
+{
+	cJSON *a;
+
+	if (!p->resubmit_budgets || !p->nresubmit_on)
+		return 0;
+	if (!(a = cJSON_CreateArray()))
+		return -1;
+	for (size_t i = 0; i < p->nresubmit_on; i++)
+		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber((double)p->resubmit_budgets[i]))) {
+			cJSON_Delete(a);
+			return -1;
+		}
+	return add_item(o, "resubmitBudgets", a);
+}
+
 static cJSON *policy_json(const struct state_policy *p)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -228,7 +245,8 @@ static cJSON *policy_json(const struct state_policy *p)
 	    add_str(o, "fallbackHash", p->fallback_hash) < 0 ||
 	    add_item(o, "after", strs_json(p->after, p->nafter)) < 0 ||
 	    add_int(o, "maxParallel", p->max_parallel) < 0 || add_int(o, "maxFailed", p->max_failed) < 0 ||
-	    add_exit_codes(o, p->on_exit_codes) < 0) {
+	    add_exit_codes(o, p->on_exit_codes) < 0 || add_budgets(o, p) < 0 ||
+	    (p->within_ms && add_int(o, "withinMs", p->within_ms) < 0)) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -382,8 +400,12 @@ static int fp_policy(struct vx_buf *b, const struct state_policy *p)
 	if (fp_strs(b, p->resubmit_on, p->nresubmit_on) < 0 || fp_int(b, p->max_attempts) < 0 ||
 	    fp_int(b, p->delay_ms) < 0 || fp_int(b, p->fallback_rungs) < 0 || fp_str(b, p->fallback_hash) < 0 ||
 	    fp_strs(b, p->after, p->nafter) < 0 || fp_int(b, p->max_parallel) < 0 || fp_int(b, p->max_failed) < 0 ||
-	    fp_bytes(b, p->on_exit_codes, sizeof(p->on_exit_codes)) < 0)
+	    fp_bytes(b, p->on_exit_codes, sizeof(p->on_exit_codes)) < 0 || fp_int(b, p->within_ms) < 0 ||
+	    fp_int(b, p->resubmit_budgets != NULL) < 0)
 		return -1;
+	for (size_t i = 0; p->resubmit_budgets && i < p->nresubmit_on; i++)
+		if (fp_int(b, p->resubmit_budgets[i]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -1021,16 +1043,43 @@ static int get_exit_codes(const cJSON *o, const char *path, uint64_t *bits, stru
 	return 0;
 }
 
+/* "resubmitBudgets" (optional): one number 0..1000 per resubmitOn class. */
+static int get_budgets(const cJSON *o, const char *path, struct state_policy *pol, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "resubmitBudgets"), *c;
+	const char *dot = path && *path ? "." : "";
+	size_t i = 0;
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v) || (size_t)cJSON_GetArraySize(v) != pol->nresubmit_on || !pol->nresubmit_on)
+		return vx_err_set(err, VX_EINVAL, "%.400s%sresubmitBudgets: expected one number per resubmitOn class",
+				  path ? path : "", dot);
+	if (!(pol->resubmit_budgets = calloc(pol->nresubmit_on, sizeof(int64_t))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (c = v->child; c; c = c->next, i++) {
+		if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble > 1000 ||
+		    floor(c->valuedouble) != c->valuedouble)
+			return vx_err_set(err, VX_EINVAL, "%.400s%sresubmitBudgets[%zu]: expected a number from 0 to 1000",
+					  path ? path : "", dot, i);
+		pol->resubmit_budgets[i] = (int64_t)c->valuedouble;
+	}
+	return 0;
+}
+
 static int policy_from(const cJSON *o, const char *path, struct state_policy *pol, struct vx_err *err)
 {
 	static const char *const keys[] = { "resubmitOn", "maxAttempts", "delayMs", "fallbackRungs",
-					    "fallbackHash", "after", "maxParallel", "maxFailed", "onExitCodes" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ, F_NULL };
-	int rc;
+					    "fallbackHash", "after", "maxParallel", "maxFailed", "onExitCodes",
+					    "resubmitBudgets", "withinMs" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ, F_NULL,
+				     F_NULL, F_NULL };
+	int rc, has_within;
 
 	memset(pol, 0, sizeof(*pol));
-	if ((rc = check_keys(o, path, keys, flags, 9, err)) < 0 ||
+	if ((rc = check_keys(o, path, keys, flags, 11, err)) < 0 ||
 	    (rc = get_exit_codes(o, path, pol->on_exit_codes, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "withinMs", 1, INT64_C(1) << 53, &has_within, &pol->within_ms, err)) < 0 ||
 	    (rc = get_strs(o, path, "resubmitOn", &pol->resubmit_on, &pol->nresubmit_on, err)) < 0 ||
 	    (rc = get_int(o, path, "maxAttempts", 1, INT64_C(1) << 31, &pol->max_attempts, err)) < 0 ||
 	    (rc = get_int(o, path, "delayMs", 0, INT64_C(1) << 53, &pol->delay_ms, err)) < 0 ||
@@ -1038,7 +1087,8 @@ static int policy_from(const cJSON *o, const char *path, struct state_policy *po
 	    (rc = get_str(o, path, "fallbackHash", F_REQ | F_NULL, 64, &pol->fallback_hash, err)) < 0 ||
 	    (rc = get_strs(o, path, "after", &pol->after, &pol->nafter, err)) < 0 ||
 	    (rc = get_int(o, path, "maxParallel", 0, INT64_C(1) << 31, &pol->max_parallel, err)) < 0 ||
-	    (rc = get_int(o, path, "maxFailed", 0, INT64_C(1) << 31, &pol->max_failed, err)) < 0)
+	    (rc = get_int(o, path, "maxFailed", 0, INT64_C(1) << 31, &pol->max_failed, err)) < 0 ||
+	    (rc = get_budgets(o, path, pol, err)) < 0)
 		state_policy_release(pol);
 	return rc;
 }

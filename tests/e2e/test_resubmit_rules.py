@@ -28,6 +28,17 @@ def with_exit_codes(yaml, codes):
     return yaml.replace(old, "maxAttempts: 3, onExitCodes: %s}" % codes)
 
 
+STOCKOUT = ("Resources are insufficient in region: us-central1. Try a different region or use a different "
+            "accelerator.")
+
+
+def with_resubmit(yaml, resubmit):
+    """job_yaml's job with its resubmit: mapping replaced by resubmit (flow YAML)."""
+    out, n = re.subn(r"(?m)^resubmit: \{.*\}$", "resubmit: %s" % resubmit, yaml)
+    assert n == 1
+    return out
+
+
 def with_timeout(yaml, timeout):
     """job_yaml's job with scheduling.timeout set."""
     old = "scheduling: {strategy: STANDARD}"
@@ -176,6 +187,79 @@ class ResubmitRules(FakeTestCase):
             "g2-standard-4 ×1, 1×L4, STANDARD in us-central1",
             "resubmit.onExitCodes: [] -> [137, 143]"])
 
+    # ---- per-class budgets: resubmit.on as a map --------------------------------------------
+
+    def test_per_class_budgets_end_the_right_run_with_the_right_reason(self):
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "stockout"})
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "b"}, "outcome": "internal"})
+        self.fake.post("/_fake/timings", {"running_seconds": 60})
+        # a: two resubmissions after stockouts, three jobs in all; b: none after an internal error.
+        self.repo.write({"a": with_resubmit(job_yaml("a"), "{on: {stockout: 2, preempted: 20}, maxAttempts: 10}"),
+                         "b": with_resubmit(job_yaml("b"), "{on: {stockout: 5, internal: 0}, maxAttempts: 10}")})
+        self.assertEqual(self.repo.apply().code, 0)
+        for attempt in (2, 3):
+            self.fake.advance(START + 60)
+            r = self.repo.plan()
+            self.assertEqual(self.block(r.out)[2],
+                             "attempt %d/10 after stockout at 2026-01-01 00:0%dZ (code 8: %s)" % (
+                                 attempt, 2 * (attempt - 2), STOCKOUT))
+            self.assertEqual(self.repo.apply("-target", "job.a").code, 0)
+        self.fake.advance(START + 60)
+        r = self.repo.plan()
+        self.assertEqual(self.no_change(r.out),
+                         "job.a: failed (stockout at 2026-01-01 00:03Z); gave up: 2 resubmissions after stockouts "
+                         "used (code 8: %s)" % STOCKOUT)
+        self.assertEqual(self.no_change(r.out, "job.b"),
+                         "job.b: failed (internal at 2026-01-01 00:01Z); gave up: 0 resubmissions after internal "
+                         "errors used (code 13: Internal error occurred for the current attempt.)")
+        self.assertEqual(self.repo.apply().code, 0)
+        self.assertEqual((len(self.live_jobs("a")), len(self.live_jobs("b"))), (3, 1))
+
+    def test_a_budget_change_is_an_update_and_the_map_is_checked(self):
+        self.repo.write({"a": job_yaml("a", on="stockout, preempted")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({"a": with_resubmit(job_yaml("a"), "{on: {stockout: 6, preempted: 20}, maxAttempts: 3}")})
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out), [
+            "~   job.a update",
+            "g2-standard-4 ×1, 1×L4, STANDARD in us-central1",
+            "resubmit.on: [stockout, preempted] -> {stockout: 6, preempted: 20}"])
+        self.repo.write({"a": with_resubmit(job_yaml("a"), "{on: {stockout: -1, preemptd: 2}, maxAttempts: 3}")})
+        r = self.repo.vx("validate", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        errs = sorted(re.sub(r"^.*jobs\.yaml:\d+:\d+: ", "", l) for l in r.err.splitlines() if "resubmit.on" in l)
+        self.assertEqual(len(errs), 2, r.err)
+        self.assertTrue(errs[0].endswith("resubmit.on.stockout: resubmissions after a stockout must be between 0 "
+                                         "and 100, got -1"), errs)
+        self.assertIn('resubmit.on: unknown failure class "preemptd"', errs[1])
+
+    # ---- resubmit.within ----------------------------------------------------------------------
+
+    def at_fake_now(self):
+        """vx's clock set to the fake's (VX_NOW), as Google's and this machine's agree in life."""
+        return {"VX_NOW": self.fake.get("/_fake/clock")["now"]}
+
+    def test_within_stops_attempts_at_the_deadline(self):
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "stockout"})
+        self.repo.write({"a": with_resubmit(job_yaml("a"), "{on: [stockout], maxAttempts: 10, within: 1h}")})
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(START)
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertEqual(self.block(r.out)[2],
+                         "attempt 2/10 after stockout at 2026-01-01 00:00Z; resubmit.within 1h: no attempt after "
+                         "2026-01-01 01:00Z (code 8: %s)" % STOCKOUT)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(3600 - START - 60)      # 00:59: attempt 2 failed at 00:01:10, the window is open
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertIn("\u21bb   job.a resubmit", r.out)
+        self.fake.advance(60)                     # 01:00: closed
+        r = self.repo.plan("-detailed-exitcode", env=self.at_fake_now())
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.no_change(r.out),
+                         "job.a: failed (stockout at 2026-01-01 00:01Z); gave up: resubmit.within 1h closed at "
+                         "2026-01-01 01:00Z (code 8: %s)" % STOCKOUT)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.assertEqual(len(self.live_jobs("a")), 2)
 
 if __name__ == "__main__":
     unittest.main()

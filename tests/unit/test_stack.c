@@ -898,7 +898,7 @@ static void test_run_and_resubmit(void **state)
 		      "t/s.yaml:14:52: CustomJob \"a\": resubmit.maxAttempts: must be between 1 and "
 		      "100, got 0\n");
 	expect_errors(STACK_DOC "---\n" JOB("a") "resubmit: {on: stockout}\n",
-		      "t/s.yaml:13:16: CustomJob \"a\": resubmit.on: expected a sequence, got a "
+		      "t/s.yaml:13:16: CustomJob \"a\": resubmit.on: expected a sequence or mapping, got a "
 		      "string\n");
 	st = expect_valid(STACK_DOC "---\n" JOB("a") "run: \"7\"\nresubmit:\n  on: [quota, internal, "
 			  "cancelled-outside, user-error]\n");

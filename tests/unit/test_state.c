@@ -233,6 +233,26 @@ static void test_exit_codes(void **unused)
 	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
 	assert_non_null(strstr(vx_err_msg(&err), "current.exitCode: 256 is out of range [1, 255]"));
 	vx_err_release(&err);
+	/* resubmit.on's map form and resubmit.within (written only when set). */
+	snprintf(json, sizeof(json), old, "",
+		 ",\"applied\":{\"resubmitOn\":[\"stockout\",\"preempted\"],\"maxAttempts\":1,\"delayMs\":0,"
+		 "\"fallbackRungs\":0,\"fallbackHash\":null,\"after\":[],\"maxParallel\":0,\"maxFailed\":0,"
+		 "\"resubmitBudgets\":[6,20],\"withinMs\":43200000}");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_int_equal(r.applied->within_ms, 43200000);
+	assert_int_equal(r.applied->resubmit_budgets[1], 20);
+	assert_int_equal(state_record_copy(&copy, &r), 0);
+	assert_int_equal(copy.applied->resubmit_budgets[0], 6);
+	assert_int_equal(state_record_to_json(&copy, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"resubmitBudgets\":\t[6, 20],\n\t\t\"withinMs\":\t43200000\n"));
+	free(text);
+	state_record_release(&copy);
+	state_record_release(&r);
+	snprintf(p, sizeof(p), pol, ",\"resubmitBudgets\":[1]");
+	snprintf(json, sizeof(json), old, "", p);
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_non_null(strstr(vx_err_msg(&err), "applied.resubmitBudgets: expected one number per resubmitOn class"));
+	vx_err_release(&err);
 	snprintf(p, sizeof(p), pol, ",\"onExitCodes\":[137,0]");
 	snprintf(json, sizeof(json), old, "", p);
 	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
@@ -695,6 +715,16 @@ static int mutate_record(struct state_record *r, int k)
 	case 17: free(r->applied->resubmit_on[--r->applied->nresubmit_on]); return 1;
 	case 18: restr(&r->applied->after[0]); return 1;
 	case 19: r->applied->on_exit_codes[2] ^= UINT64_C(1) << 15; return 1;
+	case 20: r->applied->within_ms += 60000; return 1;
+	case 21:
+		if (r->applied->resubmit_budgets) {
+			free(r->applied->resubmit_budgets);
+			r->applied->resubmit_budgets = NULL;
+		} else {
+			r->applied->resubmit_budgets = calloc(r->applied->nresubmit_on, sizeof(int64_t));
+			assert_non_null(r->applied->resubmit_budgets);
+		}
+		return 1;
 	default: return 0;
 	}
 }
@@ -814,7 +844,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 20 + 41 + 41);
+	assert_int_equal(n, 22 + 41 + 41);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
