@@ -342,6 +342,10 @@ struct job_action {
 	/* A create of a job in a booking's window (stack_job.booking): the full name of the
 	 * reservation Google delivered, which it runs on (reconcile/kind_job_window.c); else NULL. */
 	char *window_reservation;
+	/* resubmit.within: when it closes for the run this action resubmits, or
+	 * closed for the failed run it gives up on (Unix ms); 0: no window. The
+	 * JSON plan's after.deadline. */
+	int64_t deadline_ms;
 };
 
 /*

@@ -543,6 +543,7 @@ static void note_deadline(struct builder *b, struct plan_action *a, const struct
 
 	if (!end || !a->reason)
 		return;
+	job_action_mut(a)->deadline_ms = end;
 	fmt_utc(until, sizeof(until), end, 0);
 	failure_timeout_words(w, sizeof(w), d->policy->within_ms);
 	job_set_fmt(b, &a->reason, vx_asprintf("%s; resubmit.within %s: no attempt after %s", a->reason, w, until));
@@ -580,6 +581,9 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 						       when));
 	else
 		job_set_fmt(b, &a->reason, not_listed(d, f, when, note));
+	/* Given up on by resubmit's rules: until when within let attempts start. */
+	if (stop)
+		ja->deadline_ms = within_deadline(d, rec);
 	job_note_seen(b, a, seen);
 	free(stop);
 	return a;

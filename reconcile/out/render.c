@@ -971,6 +971,13 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 		if (ja->attempt && !a->has_values)
 			rc |= add(after, "rung", cJSON_CreateNumber((double)ja->rung));
 		rc |= add(after, "max_attempts", ja->max_attempts ? cJSON_CreateNumber((double)ja->max_attempts) : cJSON_CreateNull());
+		/* resubmit.within's deadline, on a resubmit and on a run given up on. */
+		if (ja->deadline_ms) {
+			char t[VX_TIME_MAX];
+
+			vx_time_format(t, sizeof(t), ja->deadline_ms, VX_TIME_SECONDS);
+			rc |= add(after, "deadline", cJSON_CreateString(t));
+		}
 		if (a->has_values)
 			rc |= add(after, "value", a->new_value >= -1 ? cJSON_CreateNumber((double)a->new_value)
 								: cJSON_CreateNull());

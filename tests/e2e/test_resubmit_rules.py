@@ -248,6 +248,9 @@ class ResubmitRules(FakeTestCase):
         self.assertEqual(self.block(r.out)[2],
                          "attempt 2/10 after stockout at 2026-01-01 00:00Z; resubmit.within 1h: no attempt after "
                          "2026-01-01 01:00Z (code 8: %s)" % STOCKOUT)
+        plan = schemas.check_text(self.repo.plan("-format", "json", env=self.at_fake_now()).out, "plan")
+        self.assertEqual([(a["action"], a["after"]["deadline"]) for a in plan["actions"]],
+                         [("resubmit", "2026-01-01T01:00:00Z")])
         self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
         self.fake.advance(3600 - START - 60)      # 00:59: attempt 2 failed at 00:01:10, the window is open
         r = self.repo.plan(env=self.at_fake_now())
@@ -258,6 +261,9 @@ class ResubmitRules(FakeTestCase):
         self.assertEqual(self.no_change(r.out),
                          "job.a: failed (stockout at 2026-01-01 00:01Z); gave up: resubmit.within 1h closed at "
                          "2026-01-01 01:00Z (code 8: %s)" % STOCKOUT)
+        plan = schemas.check_text(self.repo.plan("-format", "json", env=self.at_fake_now()).out, "plan")
+        self.assertEqual([(a["action"], a["after"]["deadline"]) for a in plan["actions"]],
+                         [("noop", "2026-01-01T01:00:00Z")])
         self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
         self.assertEqual(len(self.live_jobs("a")), 2)
 
