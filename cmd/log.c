@@ -21,6 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
 #include "reconcile/capacity.h"
+#include "reconcile/failure.h"
 #include "reconcile/kind.h"
 #include "reconcile/provider.h"
 #include "reconcile/out/render.h"
@@ -99,6 +100,32 @@ static int who(struct vx_buf *b, const struct state_run *r)
 	return planner ? vx_buf_printf(b, " (planned by %s)", planner) : 0;
 }
 
+/*
+ * " (user-error: exit code 137)" for a run whose replica exited with a
+ * status Google's sentence gives, " (timeout: hit its 2h timeout)" for a
+ * run Vertex cancelled at its
+ * scheduling.timeout, " (CLASS)" for another failure. The timeout is the
+ * record's spec's when the run is of that spec, else the time it ran.
+ */
+static int add_class(struct vx_buf *b, const struct state_record *rec, const struct state_run *r)
+{
+	char t[32];
+	int64_t ms = 0;
+
+	if (!r->failure)
+		return 0;
+	if (r->exit_code && !strcmp(r->failure, "user-error"))
+		return vx_buf_printf(b, " (user-error: exit code %" PRId64 ")", r->exit_code);
+	if (strcmp(r->failure, "timeout") != 0)
+		return vx_buf_printf(b, " (%s)", r->failure);
+	if (r->spec_hash && rec->spec_hash && !strcmp(r->spec_hash, rec->spec_hash))
+		ms = failure_spec_timeout_ms(rec->spec_json);
+	else if (r->started_ms > 0 && r->ended_ms > r->started_ms)
+		ms = (r->ended_ms - r->started_ms) / 1000 * 1000;
+	failure_timeout_words(t, sizeof(t), ms);
+	return vx_buf_printf(b, " (timeout: hit its %s timeout)", t);
+}
+
 static void print_start(const struct state_record *rec, const struct state_run *r, int64_t fallback_ms,
 			int show_rung, const struct prices *prices)
 {
@@ -116,7 +143,7 @@ static void print_start(const struct state_record *rec, const struct state_run *
 	if (r->policy_commit)
 		snprintf(policy, sizeof(policy), "  policy %.12s", r->policy_commit);
 	if (vx_buf_adds(&end, refused ? "refused" : job_state_short(r->state)) < 0 ||
-	    (r->failure && vx_buf_printf(&end, " (%s)", r->failure) < 0) ||
+	    add_class(&end, rec, r) < 0 ||
 	    (r->cancelled_by_vx && vx_buf_adds(&end, " (cancelled by vx)") < 0) ||
 	    (r->ended_ms && vx_buf_printf(&end, ", ended %s", ended) < 0) ||
 	    ((r->error_code || r->error_message) &&

@@ -6,7 +6,9 @@
 #include "reconcile/failure.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/text.h"
@@ -79,8 +81,34 @@ static const char *const image_pull[] = {
 	"artifactregistry.repositories.downloadArtifacts", NULL,
 };
 
+/* A table aligned by hand: clang-format would realign its comments. */
+/* clang-format off */
 static const char *const quota[] = {
 	"exceed quota limits",            /* "The following quota metrics exceed quota limits: M" */
+	/* AI Platform's 429: "Quota failure for project P. The request for 2 K80
+	 * accelerators exceeds the allowed maximum of 0 A100, ...", and its
+	 * QuotaFailure violation, the same sentence from "The request". */
+	"quota failure for project",
+	"exceeds the allowed maximum of",
+	/* Compute Engine's 403: "Insufficient regional quota to satisfy request
+	 * for resource: \"CPUS\". ...", and the same for a global metric
+	 * (CPUS_ALL_REGIONS). */
+	"insufficient regional quota",
+	"insufficient project quota",
+	NULL,
+};
+/* clang-format on */
+
+/*
+ * The request names what cannot be had this way: the same spec fails the
+ * same way on every attempt. Compute Engine refuses to target a
+ * reservation that does not require targeting ("Specified reservations [R]
+ * can not be targeted as specificReservationRequired is not set"), and an
+ * accelerator type the zone does not offer is "The resource
+ * 'projects/P/zones/Z/acceleratorTypes/T' was not found".
+ */
+static const char *const config[] = {
+	"specificReservationRequired is not set",
 	NULL,
 };
 
@@ -103,6 +131,12 @@ static const char *const internal[] = {
 	NULL,
 };
 
+/* A quota text: a listed wording, or "Quota 'GPUS_ALL_REGIONS' exceeded.  Limit: 1.0 globally." */
+static int is_quota_text(const char *msg, size_t n)
+{
+	return has_any(msg, n, quota) || (has(msg, n, "quota '") && has(msg, n, "' exceeded"));
+}
+
 /* The class Google's leading sentence (and the code) give, before the job's
  * own facts are weighed. */
 static const char *class_of_text(int code, const char *msg)
@@ -111,10 +145,10 @@ static const char *class_of_text(int code, const char *msg)
 
 	if (has_any(msg, n, user_error))
 		return "user-error";
-	if (has_any(msg, n, image_pull) || (has(msg, n, "manifest for") && has(msg, n, "not found")))
+	if (has_any(msg, n, image_pull) || (has(msg, n, "manifest for") && has(msg, n, "not found")) ||
+	    has_any(msg, n, config) || (has(msg, n, "/acceleratorTypes/") && has(msg, n, "was not found")))
 		return "config";
-	/* "Quota 'GPUS_ALL_REGIONS' exceeded.  Limit: 1.0 globally." */
-	if (has_any(msg, n, quota) || (has(msg, n, "quota '") && has(msg, n, "' exceeded")))
+	if (is_quota_text(msg, n))
 		return "quota";
 	if (has_any(msg, n, stockout))
 		return "stockout";
@@ -151,6 +185,15 @@ static const char *window_class(const struct failure_input *in, const char *cls)
 
 static const char *classify(const struct failure_input *in);
 
+/* A run cancelled outside vx that ran as long as its timeout hit it. */
+static int hit_timeout(const struct failure_input *in)
+{
+	int64_t limit = in->timeout_ms > 0 ? in->timeout_ms : FAILURE_DEFAULT_TIMEOUT_MS;
+
+	return in->started_ms > 0 && in->ended_ms > in->started_ms &&
+	       in->ended_ms - in->started_ms >= limit - FAILURE_TIMEOUT_GRACE_MS;
+}
+
 const char *failure_classify(const struct failure_input *in)
 {
 	return in ? window_class(in, classify(in)) : NULL;
@@ -174,8 +217,10 @@ static const char *classify(const struct failure_input *in)
 	 * something else (quota, the image, an internal error) still decides.
 	 */
 	flex_unstarted = is(in->scheduling, "FLEX_START") && !in->started;
+	if (cancelled && flex_unstarted)
+		return "wait-timeout";
 	if (cancelled)
-		return flex_unstarted ? "wait-timeout" : "cancelled-outside";
+		return hit_timeout(in) ? "timeout" : "cancelled-outside";
 	cls = class_of_text(in->error_code, in->message);
 	if (flex_unstarted && (!strcmp(cls, "stockout") || !strcmp(cls, "unknown") ||
 			       !strcmp(cls, "cancelled-outside")))
@@ -191,8 +236,7 @@ const char *failure_classify_refusal(const char *message)
 	size_t n = message ? strlen(message) : 0;
 
 	/* 429 RESOURCE_EXHAUSTED on customJobs.create: "... exceed quota limits: M". */
-	if (has_any(message, n, quota) || (has(message, n, "quota '") && has(message, n, "' exceeded")) ||
-	    (has(message, n, "RESOURCE_EXHAUSTED") && has(message, n, "quota")))
+	if (is_quota_text(message, n) || (has(message, n, "RESOURCE_EXHAUSTED") && has(message, n, "quota")))
 		return "quota";
 	return "refused";
 }
@@ -214,4 +258,47 @@ const char *failure_spec_strategy(const char *spec_json)
 			return known[i];
 	}
 	return NULL;
+}
+
+int64_t failure_spec_timeout_ms(const char *spec_json)
+{
+	/* Canonical: compact JSON, scheduling an object of scalars, durations
+	 * in whole seconds ("7200s"). */
+	const char *at = spec_json ? strstr(spec_json, "\"scheduling\":{") : NULL;
+	const char *end = at ? strchr(at, '}') : NULL, *t;
+	int64_t s = 0;
+
+	if (!end || !(t = strstr(at, "\"timeout\":\"")) || t > end)
+		return 0;
+	for (t += strlen("\"timeout\":\""); isdigit((unsigned char)*t) && s < INT64_MAX / 10000; t++)
+		s = s * 10 + (*t - '0');
+	return *t == 's' || *t == '.' ? s * 1000 : 0;
+}
+
+void failure_timeout_words(char *out, size_t size, int64_t timeout_ms)
+{
+	static const struct {
+		int64_t ms;
+		const char *unit;
+	} units[] = { { 86400000, "d" }, { 3600000, "h" }, { 60000, "m" }, { 1000, "s" } };
+	int64_t ms = timeout_ms > 0 ? timeout_ms : FAILURE_DEFAULT_TIMEOUT_MS;
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (ms % units[i].ms == 0 || i + 1 == sizeof(units) / sizeof(units[0])) {
+			snprintf(out, size, "%" PRId64 "%s", ms / units[i].ms, units[i].unit);
+			return;
+		}
+}
+
+int failure_exit_code(const char *message)
+{
+	static const char mark[] = "exited with a non-zero status of ";
+	size_t n = failure_lead_len(message), at = find_in(message, n, mark);
+	int code = 0;
+
+	if (at >= n)
+		return 0;
+	for (at += strlen(mark); at < n && isdigit((unsigned char)message[at]) && code <= 255; at++)
+		code = code * 10 + (message[at] - '0');
+	return code >= 1 && code <= 255 ? code : 0;
 }

@@ -22,17 +22,32 @@
  *                      CANCELLED without vx asking) without ever starting:
  *                      it waited out maxWaitDuration (no text is published).
  *   quota              "The following quota metrics exceed quota limits: ...",
- *                      "Quota 'X' exceeded"; a create refused with 429 for quota.
+ *                      "Quota 'X' exceeded", "Quota failure for project P. The
+ *                      request for N K80 accelerators exceeds the allowed
+ *                      maximum of ...", "Insufficient regional quota to satisfy
+ *                      request for resource: ...", whatever the code (8 too);
+ *                      a create refused with 429 for quota.
  *   user-error         "The replica R exited with a non-zero status of N",
  *                      "... ran out of memory and exited ..." (137: the same
  *                      spec fails the same way).
  *   config             the container image could not be pulled (registry
- *                      permission, manifest unknown): the same spec fails again.
+ *                      permission, manifest unknown), a reservation that "can
+ *                      not be targeted as specificReservationRequired is not
+ *                      set", an accelerator type the zone lacks ("The resource
+ *                      '.../acceleratorTypes/T' was not found"): the same spec
+ *                      fails again.
  *   internal           "Internal error occurred ...", code 13, and Compute
  *                      Engine's "Location L is not found or access is unauthorized".
  *   unknown            a failure no rule knows: shown verbatim (redacted),
  *                      resubmitted only when resubmit.on lists `unknown`.
  *   cancelled-outside  CANCELLED (or vanished) without vx having asked for it.
+ *   timeout            CANCELLED without vx asking after running (startTime to
+ *                      endTime) as long as its scheduling.timeout, 7 days when
+ *                      unset, less FAILURE_TIMEOUT_GRACE_MS: Vertex cancels a
+ *                      job at its maximum running time (seen after exactly 7
+ *                      days, tensorflow/tfx#6223) and says nothing more than
+ *                      "CustomJob was cancelled.". The same spec runs as long
+ *                      again: never resubmitted unless resubmit.on lists it.
  *   refused            a create the server refused (permission, invalid
  *                      argument, failed precondition): not a run.
  *   window-ended       a run on the reservation a calendar-mode booking
@@ -63,7 +78,19 @@ struct failure_input {
 	 * run used (Unix ms), 0 = not on such a reservation or not known. */
 	int64_t window_end_ms;
 	int64_t ended_ms; /* the job's endTime (Unix ms), 0 = not known */
+	int64_t started_ms; /* the job's startTime (Unix ms), 0 = not known */
+	int64_t timeout_ms; /* its declared scheduling.timeout, 0 = unset (7 days) */
 };
+
+/* Vertex's maximum running time of a job whose scheduling.timeout is unset. */
+#define FAILURE_DEFAULT_TIMEOUT_MS ((int64_t)7 * 24 * 3600 * 1000)
+
+/*
+ * How much shorter than its timeout a run cancelled outside vx may have
+ * run and still count as having hit it: Google does not say how its
+ * startTime and its timer line up (not stated), so a minute is its doing.
+ */
+#define FAILURE_TIMEOUT_GRACE_MS ((int64_t)60 * 1000)
 
 /*
  * How long before a window's end a run that ends there still counts as
@@ -84,6 +111,21 @@ const char *failure_classify_refusal(const char *message);
 /* The scheduling strategy a canonical spec JSON names ("SPOT", "FLEX_START",
  * "STANDARD", static text), or NULL when it names none of them. */
 const char *failure_spec_strategy(const char *spec_json);
+
+/* The scheduling.timeout a canonical spec JSON declares, in ms; 0 when it
+ * declares none (Vertex's 7 days) or when it cannot be read. */
+int64_t failure_spec_timeout_ms(const char *spec_json);
+
+/* A timeout as the plan and vx log say it ("2h", "90m", "7d"): the largest
+ * of d, h, m, s that divides it; 0 is FAILURE_DEFAULT_TIMEOUT_MS. */
+void failure_timeout_words(char *out, size_t size, int64_t timeout_ms);
+
+/*
+ * The replica's exit status Google's leading sentence gives ("The replica
+ * workerpool0-0 exited with a non-zero status of 137. ..."), 1..255; 0 when
+ * the sentence gives none. Never read from the log tail after it.
+ */
+int failure_exit_code(const char *message);
 
 /* How many leading bytes of message are Google's own sentence(s): up to
  * "Termination reason:", "To find out more" or a "Traceback", else all. */

@@ -312,6 +312,32 @@ static void run_of(struct plan_run *run, const struct state_run *c, const struct
 	run->failure = c->failure;
 }
 
+/* Whether run x is one of r's attempts of its spec and run. */
+static int same_attempts(const struct state_run *x, const struct state_record *r)
+{
+	return x->spec_hash && r->spec_hash && !strcmp(x->spec_hash, r->spec_hash) && x->run == r->run;
+}
+
+/* pr's failures per class and first create, of r's attempts of its spec and run (plan_record). */
+static void note_attempts(struct plan_record *pr, const struct state_record *r)
+{
+	memset(pr->fails, 0, sizeof(pr->fails));
+	pr->first_create_ms = r->current && same_attempts(r->current, r) ? r->current->created_ms : 0;
+	for (size_t h = 0; h < r->nhistory; h++) {
+		const struct state_run *x = &r->history[h];
+		unsigned bit;
+
+		if (!same_attempts(x, r))
+			continue;
+		if (x->created_ms > 0 && (!pr->first_create_ms || x->created_ms < pr->first_create_ms))
+			pr->first_create_ms = x->created_ms;
+		bit = x->failure ? stack_fail_parse(x->failure) : 0;
+		for (unsigned c = 0; bit && c < STACK_FAIL_NCLASSES; c++)
+			if (bit == 1u << c)
+				pr->fails[c]++;
+	}
+}
+
 /* The state's job record r as plan_build's record n; *ki counts what of s->known the records took. */
 static void record_of(struct job_scratch *s, size_t n, const struct state_record *r, size_t *ki,
 		      const struct live_job **byname, size_t nlive)
@@ -344,6 +370,7 @@ static void record_of(struct job_scratch *s, size_t n, const struct state_record
 			s->known[(*ki)++] = r->history[h].resource;
 	pr->nknown = (size_t)(&s->known[*ki] - pr->known);
 	note_refusals(&pr->refusal, r);
+	note_attempts(pr, r);
 }
 
 /* plan_build's input: s's declarations and nrec records, and what the planner was asked. */

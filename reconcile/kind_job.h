@@ -66,6 +66,16 @@ struct stack_job {
 	 * attempt, capped at STACK_MAX_RESUBMIT_DELAY_MS); a preempted run goes again at once. */
 	int64_t resubmit_delay_ms;
 	int64_t stuck_after_ms; /* stuckAfter: queued or pending this long is "stuck" */
+	/* resubmit.onExitCodes: bit c of on_exit_codes[c / 64] set for exit status
+	 * c (1..255): a user-error run whose replica exited with it is resubmitted. */
+	uint64_t on_exit_codes[4];
+	/* resubmit.on written as a map ({stockout: 6, preempted: 20}): on_budget[c]
+	 * is how many resubmissions may follow a failure of class bit c; with the
+	 * list form (on_budgets 0) maxAttempts alone bounds them. */
+	int on_budgets;
+	int64_t on_budget[STACK_FAIL_NCLASSES];
+	/* resubmit.within: no new attempt after the run's first create + this; 0: none. */
+	int64_t within_ms;
 	/* A run of a `matrix:` sweep: 1 + its index in stack_sweeps(), 0 for a job
 	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
 	size_t sweep;
@@ -99,6 +109,9 @@ struct stack_sweep {
 #define STACK_RESUBMIT_DELAY_DEFAULT_MS (60 * 1000)
 #define STACK_MAX_RESUBMIT_DELAY_MS (15 * 60 * 1000)
 #define STACK_STUCK_AFTER_DEFAULT_MS (6 * 3600 * 1000)
+/* resubmit.within: from a minute to 30 days (a job runs at most 7 days a run). */
+#define STACK_MIN_WITHIN_MS ((int64_t)60 * 1000)
+#define STACK_MAX_WITHIN_MS ((int64_t)30 * 24 * 3600 * 1000)
 #define STACK_MAX_STUCK_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
 
 /* The most rungs a ladder may have besides the declared job. */
@@ -251,6 +264,13 @@ struct plan_record {
 	const char *const *known;	/* resource names of every earlier run (history) */
 	size_t nknown;
 	struct plan_refusal refusal;
+	/* Of the record's earlier runs (history) of its spec and run: how many
+	 * ended with each failure class (index: the bit of enum stack_fail), for
+	 * resubmit.on's per-class budgets; and when the first run of that spec
+	 * and run, those or the current one, was created (0: unknown), for
+	 * resubmit.within. */
+	int64_t fails[STACK_FAIL_NCLASSES];
+	int64_t first_create_ms;
 	/* The policy the apply that wrote the record applied (plan_decl.policy);
 	 * NULL: none recorded (a record from an older vx). */
 	const struct state_policy *applied;
@@ -322,6 +342,10 @@ struct job_action {
 	/* A create of a job in a booking's window (stack_job.booking): the full name of the
 	 * reservation Google delivered, which it runs on (reconcile/kind_job_window.c); else NULL. */
 	char *window_reservation;
+	/* resubmit.within: when it closes for the run this action resubmits, or
+	 * closed for the failed run it gives up on (Unix ms); 0: no window. The
+	 * JSON plan's after.deadline. */
+	int64_t deadline_ms;
 };
 
 /*

@@ -30,7 +30,7 @@ static const char *const job_keys[] = { "kind", "name", "region", "displayName",
 					"matrix", "maxParallel", "maxFailed", "after" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
-static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay" };
+static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay", "onExitCodes", "within" };
 static const char *const rung_keys[] = { "region", "scheduling", "machineSpec", "reservation" };
 
 /* A rung's well-formed region against the regions vx knows, as PATH.region. */
@@ -117,9 +117,88 @@ static void read_duration(struct loader *L, const struct ynode *map, const char 
 		*out = ms;
 }
 
+/* resubmit.onExitCodes: exit statuses 1..255 (a replica's, as Google's sentence gives it). */
+static void read_exit_codes(struct loader *L, struct stack_job *j, const struct ynode *m)
+{
+	const struct ynode *seq = stack_get_value(m, "onExitCodes");
+
+	memset(j->on_exit_codes, 0, sizeof(j->on_exit_codes));
+	if (!seq)
+		return;
+	if (seq->kind != YNODE_SEQ) {
+		stack_wrong_type(L, seq, "resubmit.onExitCodes", "sequence");
+		return;
+	}
+	for (size_t i = 0; i < seq->n; i++) {
+		struct ynode_why why;
+		int64_t c;
+
+		if (ynode_int(&c, &why, seq->items[i], INT64_MIN, INT64_MAX) < 0)
+			stack_err(L, seq->items[i], "resubmit.onExitCodes[%zu]: %s", i, why.s);
+		else if (c < 1 || c > 255)
+			stack_err(L, seq->items[i], "resubmit.onExitCodes[%zu]: an exit status is between 1 and 255, got %lld",
+				  i, (long long)c);
+		else
+			j->on_exit_codes[c / 64] |= UINT64_C(1) << (c % 64);
+	}
+}
+
+/*
+ * A class of resubmit.on: its bit, 0 (said) when it is none. budget is its
+ * number in the map form ({stockout: 6}), NULL in the list form.
+ */
+static unsigned read_on_class(struct loader *L, struct stack_job *j, const struct ynode *it,
+			      const struct ynode *budget, const char *path)
+{
+	struct ynode_why why;
+	unsigned bit;
+	int64_t n;
+
+	if (!stack_is_string(it)) {
+		stack_wrong_type(L, it, path, "string");
+		return 0;
+	}
+	bit = stack_fail_parse(it->str);
+	if (!bit) {
+		stack_unknown_word(L, it, path, "failure class", stack_fail_names, STACK_FAIL_NCLASSES);
+		return 0;
+	}
+	if (!budget)
+		return bit;
+	if (ynode_int(&n, &why, budget, INT64_MIN, INT64_MAX) < 0)
+		stack_err(L, budget, "resubmit.on.%s: %s", it->str, why.s);
+	else if (n < 0 || n > STACK_MAX_ATTEMPTS)
+		stack_err(L, budget, "resubmit.on.%s: resubmissions after a %s must be between 0 and %d, got %lld",
+			  it->str, it->str, STACK_MAX_ATTEMPTS, (long long)n);
+	for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
+		if (bit == 1u << c)
+			j->on_budget[c] = n >= 0 && n <= STACK_MAX_ATTEMPTS ? n : 0;
+	return bit;
+}
+
+/* resubmit.on: a list of failure classes, or a map of each to its budget. */
+static void read_on(struct loader *L, struct stack_job *j, const struct ynode *on)
+{
+	char path[48];
+
+	memset(j->on_budget, 0, sizeof(j->on_budget));
+	j->on_budgets = on && on->kind == YNODE_MAP;
+	if (!on)
+		return;
+	if (on->kind != YNODE_SEQ && on->kind != YNODE_MAP) {
+		stack_wrong_type(L, on, "resubmit.on", "sequence or mapping");
+		return;
+	}
+	for (size_t i = 0; i < on->n; i++) {
+		snprintf(path, sizeof(path), j->on_budgets ? "resubmit.on" : "resubmit.on[%zu]", i);
+		j->resubmit_on |= j->on_budgets ? read_on_class(L, j, on->pairs[i].key, on->pairs[i].value, path)
+						: read_on_class(L, j, on->items[i], NULL, path);
+	}
+}
+
 static void read_resubmit(struct loader *L, struct stack_job *j, const struct ynode *doc)
 {
-	const struct ynode *m = stack_get_map(L, doc, "resubmit", "resubmit"), *on, *v;
+	const struct ynode *m = stack_get_map(L, doc, "resubmit", "resubmit"), *v;
 	int64_t x;
 
 	j->max_attempts = 1;
@@ -127,27 +206,7 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 	if (!m)
 		return;
 	stack_check_keys(L, m, "resubmit", resubmit_keys, ARRAY_SIZE(resubmit_keys));
-	on = stack_get_value(m, "on");
-	if (on && on->kind != YNODE_SEQ) {
-		stack_wrong_type(L, on, "resubmit.on", "sequence");
-	} else if (on) {
-		for (size_t i = 0; i < on->n; i++) {
-			const struct ynode *it = on->items[i];
-			char path[48];
-			unsigned bit;
-
-			snprintf(path, sizeof(path), "resubmit.on[%zu]", i);
-			if (!stack_is_string(it)) {
-				stack_wrong_type(L, it, path, "string");
-				continue;
-			}
-			bit = stack_fail_parse(it->str);
-			if (!bit)
-				stack_unknown_word(L, it, path, "failure class", stack_fail_names,
-						   STACK_FAIL_NCLASSES);
-			j->resubmit_on |= bit;
-		}
-	}
+	read_on(L, j, stack_get_value(m, "on"));
 	if (stack_get_int(&x, &v, L, m, "resubmit", "maxAttempts", 0)) {
 		if (x < 1 || x > STACK_MAX_ATTEMPTS)
 			stack_err(L, v, "resubmit.maxAttempts: must be between 1 and %d, got %lld",
@@ -156,6 +215,8 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 			j->max_attempts = x;
 	}
 	read_duration(L, m, "resubmit", "delay", &j->resubmit_delay_ms, 0, STACK_MAX_RESUBMIT_DELAY_MS);
+	read_exit_codes(L, j, m);
+	read_duration(L, m, "resubmit", "within", &j->within_ms, STACK_MIN_WITHIN_MS, STACK_MAX_WITHIN_MS);
 }
 
 static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
@@ -1115,6 +1176,34 @@ void kind_job_decl_release(struct stack_kind_decls *slot)
 	free(m);
 }
 
+/*
+ * resubmit's onExitCodes, per-class budgets (the map form of on) and within,
+ * each only when set, so a declaration without them keeps its hash.
+ */
+static int hash_resubmit_rules(struct vx_buf *b, const struct stack_job *j)
+{
+	int rc = 0;
+
+	for (int c = 1, first = 1; c < 256 && rc == 0; c++)
+		if (j->on_exit_codes[c / 64] & (UINT64_C(1) << (c % 64))) {
+			rc = vx_buf_printf(b, "%s%d", first ? ",\"onExitCodes\":[" : ",", c);
+			first = 0;
+		}
+	if (rc == 0 && (j->on_exit_codes[0] | j->on_exit_codes[1] | j->on_exit_codes[2] | j->on_exit_codes[3]))
+		rc = vx_buf_addc(b, ']');
+	for (unsigned c = 0, first = 1; c < STACK_FAIL_NCLASSES && j->on_budgets && rc == 0; c++)
+		if (j->resubmit_on & (1u << c)) {
+			rc = vx_buf_printf(b, "%s\"%s\":%lld", first ? ",\"resubmitBudgets\":{" : ",", stack_fail_names[c],
+					   (long long)j->on_budget[c]);
+			first = 0;
+		}
+	if (rc == 0 && j->on_budgets && j->resubmit_on)
+		rc = vx_buf_addc(b, '}');
+	if (rc == 0 && j->within_ms)
+		rc = vx_buf_printf(b, ",\"withinMs\":\"%lld\"", (long long)j->within_ms);
+	return rc;
+}
+
 static int hash_job(struct vx_buf *b, struct stack_job *j)
 {
 	int rc = vx_buf_adds(b, "{\"address\":");
@@ -1172,6 +1261,8 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		rc = vx_buf_printf(b, ",\"resubmitDelayMs\":\"%lld\"", (long long)j->resubmit_delay_ms);
 	if (rc == 0 && j->stuck_after_ms != STACK_STUCK_AFTER_DEFAULT_MS)
 		rc = vx_buf_printf(b, ",\"stuckAfterMs\":\"%lld\"", (long long)j->stuck_after_ms);
+	if (rc == 0)
+		rc = hash_resubmit_rules(b, j);
 	/* after: as written, only when set: a saved plan is refused once it is
 	 * edited. The job's spec hash leaves it out: which dependency runs a
 	 * run followed is its follow record's (reconcile/sweep_plan.c). */

@@ -218,6 +218,37 @@ static int resubmits(const struct plan_decl *d, const char *cls)
 	return cls && in_list(cls, d->resubmit_on, d->nresubmit_on);
 }
 
+/* Whether the declaration lists any exit status in resubmit.onExitCodes. */
+static int has_exit_codes(const struct plan_decl *d)
+{
+	const uint64_t *c = d->policy ? d->policy->on_exit_codes : NULL;
+
+	return c && (c[0] | c[1] | c[2] | c[3]);
+}
+
+/* Whether exit status code (1..255) is listed in resubmit.onExitCodes. */
+static int exit_code_listed(const struct plan_decl *d, int code)
+{
+	return d->policy && code > 0 && code < 256 &&
+	       (d->policy->on_exit_codes[code / 64] & (UINT64_C(1) << (code % 64)));
+}
+
+/* The replica's exit status of a user-error run, from Google's sentence; 0: none. */
+static int run_exit_code(const struct failed *f)
+{
+	return f->cls && !strcmp(f->cls, "user-error") && !f->vanished ? failure_exit_code(f->msg) : 0;
+}
+
+/*
+ * Whether the failed run f is resubmitted (budget allowing): its class is in
+ * resubmit.on, or it is a user-error whose replica exited with a status
+ * resubmit.onExitCodes lists (user-error need not be in resubmit.on).
+ */
+static int resubmits_run(const struct plan_decl *d, const struct failed *f)
+{
+	return resubmits(d, f->cls) || exit_code_listed(d, run_exit_code(f));
+}
+
 static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
 {
 	struct job_action *ja = job_action_mut(a);
@@ -289,6 +320,8 @@ const char *job_run_failure(const struct builder *b, const struct plan_decl *d, 
 		.started = (f->lj ? f->lj->start_ms : 0) > 0 || cur->started_ms > 0,
 		.cancelled_by_vx = cur->cancelled_by_vx,
 		.ended_ms = f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms,
+		.started_ms = f->lj && f->lj->start_ms ? f->lj->start_ms : cur->started_ms,
+		.timeout_ms = failure_spec_timeout_ms(rec->spec_json),
 	};
 
 	return job_classify(&in, b->in->kinds, rec->spec_json, cur->failure, &f->window);
@@ -396,18 +429,135 @@ static char *window_reason(const struct failed *f, const char *when)
 			   when, f->window.kind->prefix, f->window.win.name, end);
 }
 
+/* After the class in the plan's reason: ": hit its 2h timeout" after a
+ * timeout, ": exit code 137" after a user-error that gives it when the job
+ * lists resubmit.onExitCodes (it decides then), else "". */
+static void class_note(char *out, size_t size, const struct plan_decl *d, const struct plan_record *rec,
+		       const struct failed *f)
+{
+	char t[32];
+	int code = has_exit_codes(d) ? run_exit_code(f) : 0;
+
+	out[0] = '\0';
+	if (code)
+		snprintf(out, size, ": exit code %d", code);
+	if (!f->cls || strcmp(f->cls, "timeout") != 0)
+		return;
+	failure_timeout_words(t, sizeof(t), failure_spec_timeout_ms(rec->spec_json));
+	snprintf(out, size, ": hit its %s timeout", t);
+}
+
+/* Why a failure is not resubmitted: its class (and exit status) not listed. */
+static char *not_listed(const struct plan_decl *d, const struct failed *f, const char *when, const char *note)
+{
+	int code = run_exit_code(f);
+
+	if (code && has_exit_codes(d))
+		return vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on, nor %d in "
+				   "resubmit.onExitCodes",
+				   f->cls, when, note, f->cls, code);
+	return vx_asprintf("failed (%s at %s)%s; not resubmitted: %s is not in resubmit.on", f->cls, when, note,
+			   f->cls);
+}
+
 /*
  * The noop of a failed run not resubmitted (job_plan_failed), with why:
  * the budget, the class not in resubmit.on, an unknown text, or a window
  * that closed (window-ended: never resubmitted into it).
  */
+/* How the plan says "after N of them" of a failure class: "stockouts". */
+static const char *class_plural(const char *cls)
+{
+	static const char *const words[][2] = {
+		{ "stockout", "stockouts" },
+		{ "preempted", "preemptions" },
+		{ "wait-timeout", "wait timeouts" },
+		{ "quota", "quota failures" },
+		{ "user-error", "user errors" },
+		{ "internal", "internal errors" },
+		{ "config", "config errors" },
+		{ "cancelled-outside", "cancels outside vx" },
+		{ "unknown", "unknown failures" },
+		{ "refused", "refused creates" },
+		{ "timeout", "timeouts" },
+	};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcmp(words[i][0], cls))
+			return words[i][1];
+	return cls;
+}
+
+/* The budget resubmit.on's map form gives class cls ({stockout: 6}), -1 when none. */
+static int64_t class_budget(const struct plan_decl *d, const char *cls)
+{
+	const struct state_policy *p = d->policy;
+
+	for (size_t i = 0; p && p->resubmit_budgets && cls && i < p->nresubmit_on; i++)
+		if (!strcmp(p->resubmit_on[i], cls))
+			return p->resubmit_budgets[i];
+	return -1;
+}
+
+/* When resubmit.within closes for rec's run (its first create + within), 0: never. */
+static int64_t within_deadline(const struct plan_decl *d, const struct plan_record *rec)
+{
+	int64_t within = d->policy ? d->policy->within_ms : 0;
+
+	return within > 0 && rec->first_create_ms > 0 ? rec->first_create_ms + within : 0;
+}
+
+/*
+ * Why resubmit's rules stop the failed run f from being resubmitted
+ * (owned), NULL when none does: its class's budget is used ("2
+ * resubmissions after stockouts used": as many failures of that class
+ * were each followed by a new attempt), or resubmit.within's window closed.
+ */
+static char *rules_stop(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			const struct failed *f)
+{
+	int64_t budget = class_budget(d, f->cls), used = 0, end = within_deadline(d, rec);
+	unsigned bit = f->cls ? stack_fail_parse(f->cls) : 0;
+	char until[40], w[32];
+
+	for (unsigned c = 0; bit && c < STACK_FAIL_NCLASSES; c++)
+		if (bit == 1u << c)
+			used = rec->fails[c];
+	if (budget >= 0 && used >= budget)
+		return vx_asprintf("%" PRId64 " resubmission%s after %s used", budget, budget == 1 ? "" : "s",
+				   class_plural(f->cls));
+	if (end && b->in->now_ms > 0 && b->in->now_ms >= end) {
+		fmt_utc(until, sizeof(until), end, 0);
+		failure_timeout_words(w, sizeof(w), d->policy->within_ms);
+		return vx_asprintf("resubmit.within %s closed at %s", w, until);
+	}
+	return NULL;
+}
+
+/* Adds to a resubmit's reason until when resubmit.within lets attempts start. */
+static void note_deadline(struct builder *b, struct plan_action *a, const struct plan_decl *d,
+			  const struct plan_record *rec)
+{
+	int64_t end = within_deadline(d, rec);
+	char until[40], w[32];
+
+	if (!end || !a->reason)
+		return;
+	job_action_mut(a)->deadline_ms = end;
+	fmt_utc(until, sizeof(until), end, 0);
+	failure_timeout_words(w, sizeof(w), d->policy->within_ms);
+	job_set_fmt(b, &a->reason, vx_asprintf("%s; resubmit.within %s: no attempt after %s", a->reason, w, until));
+}
+
 static struct plan_action *failed_noop(struct builder *b, struct plan_action *a, const struct plan_decl *d,
 				       const struct plan_record *rec, const struct failed *f,
-				       const struct live_job *seen, int64_t next, const char *when)
+				       const struct live_job *seen, int64_t next, const char *when, char *stop)
 {
 	const struct plan_run *cur = rec->current;
 	struct job_action *ja = job_action_mut(a);
+	char note[64];
 
+	class_note(note, sizeof(note), d, rec, f);
 	job_fill_decl(b, a, d);
 	job_set_rung(b, a, d, f->at);
 	ja->record = rec;
@@ -417,10 +567,12 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 	set_error(b, a, f->vanished ? 0 : f->code, f->vanished ? NULL : f->msg);
 	if (!strcmp(f->cls, "window-ended"))
 		job_set_fmt(b, &a->reason, window_reason(f, when));
-	else if (resubmits(d, f->cls))
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); resubmit budget exhausted "
+	else if (stop)
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; gave up: %s", f->cls, when, note, stop));
+	else if (resubmits_run(d, f))
+		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s)%s; resubmit budget exhausted "
 						       "(%" PRId64 "/%" PRId64 " attempts)",
-						       f->cls, when, seen ? next - 1 : cur->attempt, d->max_attempts));
+						       f->cls, when, note, seen ? next - 1 : cur->attempt, d->max_attempts));
 	else if (!strcmp(f->cls, "unknown"))
 		/* An ambiguous text errs towards not resubmitting, and says so. */
 		job_set_fmt(b, &a->reason, vx_asprintf("failed (unknown at %s); not resubmitted: no rule of vx "
@@ -428,8 +580,12 @@ static struct plan_action *failed_noop(struct builder *b, struct plan_action *a,
 						       "(list unknown in resubmit.on to resubmit such failures)",
 						       when));
 	else
-		job_set_fmt(b, &a->reason, vx_asprintf("failed (%s at %s); not resubmitted: %s is not in resubmit.on", f->cls, when, f->cls));
+		job_set_fmt(b, &a->reason, not_listed(d, f, when, note));
+	/* Given up on by resubmit's rules: until when within let attempts start. */
+	if (stop)
+		ja->deadline_ms = within_deadline(d, rec);
 	job_note_seen(b, a, seen);
+	free(stop);
 	return a;
 }
 
@@ -448,10 +604,13 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	int64_t next = cur->attempt + 1, rung = plan_next_rung(f->at, f->cls, d->nrungs);
 	struct plan_action *a;
 	struct job_action *ja;
-	char when[40], *refused = NULL;
+	char when[40], note[64], *refused = NULL;
+	char *stop = resubmits_run(d, f) ? rules_stop(b, d, rec, f) : NULL;
+	int go = resubmits_run(d, f) && !stop;
 
 	fmt_utc(when, sizeof(when), f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms, 0);
-	if (resubmits(d, f->cls) && cur->attempt < d->max_attempts) {
+	class_note(note, sizeof(note), d, rec, f);
+	if (go && cur->attempt < d->max_attempts) {
 		if (job_refusal_gate(b, d, rec, &next, &refused))
 			return NULL;
 		if (job_maybe_adopt(b, d, rec, next, rung, "resubmit", NULL)) {
@@ -460,7 +619,7 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 		}
 		next = job_next_attempt(b, d, next, &seen);
 	}
-	if (resubmits(d, f->cls) && next <= d->max_attempts) {
+	if (go && next <= d->max_attempts) {
 		a = job_add_action(b, PLAN_RESUBMIT, d->address);
 		ja = job_action_mut(a);
 		if (!a) {
@@ -482,18 +641,20 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 							   next, d->max_attempts, rung, job_rung_region(d, rung), f->cls,
 							   cur->region ? cur->region : job_rung_region(d, f->at)));
 		else
-			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s",
-							   next, d->max_attempts, f->cls, when));
+			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s%s", next, d->max_attempts, f->cls, when, note));
 		if (refused)
 			job_set_fmt(b, &a->reason, refused);
+		note_deadline(b, a, d, rec);
 		job_note_seen(b, a, seen);
 		return a;
 	}
 	free(refused);
 	a = job_add_action(b, PLAN_NOOP, d->address);
-	if (!a)
+	if (!a) {
+		free(stop);
 		return NULL;
-	return failed_noop(b, a, d, rec, f, seen, next, when);
+	}
+	return failed_noop(b, a, d, rec, f, seen, next, when, stop);
 }
 
 static int set_if_changed(char **dst, const char *src, int *changed)
@@ -557,9 +718,16 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 		in.scheduling = failure_spec_strategy(r->spec_json);
 	in.started = run->started_ms > 0;
 	in.ended_ms = run->ended_ms;
+	in.started_ms = run->started_ms;
+	in.timeout_ms = same_spec ? failure_spec_timeout_ms(r->spec_json) : 0;
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;
+	/* The replica's exit status, from Google's sentence (never the log tail). */
+	if (run->exit_code != (cls ? failure_exit_code(lj->error_message) : 0)) {
+		run->exit_code = cls ? failure_exit_code(lj->error_message) : 0;
+		changed = 1;
+	}
 	return changed;
 }
 

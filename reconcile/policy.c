@@ -45,6 +45,8 @@ int policy_of_job(struct state_policy *out, const struct stack *st, const struct
 	out->max_attempts = j->max_attempts;
 	out->delay_ms = j->resubmit_delay_ms;
 	out->fallback_rungs = (int64_t)j->nrungs;
+	memcpy(out->on_exit_codes, j->on_exit_codes, sizeof(out->on_exit_codes));
+	out->within_ms = j->within_ms;
 	if (j->sweep && j->sweep <= nsw) {
 		out->max_parallel = sw[j->sweep - 1].max_parallel;
 		out->max_failed = sw[j->sweep - 1].max_failed;
@@ -54,10 +56,14 @@ int policy_of_job(struct state_policy *out, const struct stack *st, const struct
 	if ((n && !(out->resubmit_on = calloc(n, sizeof(char *)))) ||
 	    (j->nafter && !(out->after = calloc(j->nafter, sizeof(char *)))))
 		goto oom;
+	if (n && j->on_budgets && !(out->resubmit_budgets = calloc(n, sizeof(int64_t))))
+		goto oom;
 	for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++)
 		if (j->resubmit_on & (1u << c)) {
 			if (!(out->resubmit_on[out->nresubmit_on] = vx_strdup(stack_fail_names[c])))
 				goto oom;
+			if (out->resubmit_budgets)
+				out->resubmit_budgets[out->nresubmit_on] = j->on_budget[c];
 			out->nresubmit_on++;
 		}
 	for (size_t i = 0; i < j->nafter; i++) {
@@ -123,6 +129,47 @@ static int add_duration(struct vx_buf *out, int64_t ms)
 	return vx_buf_printf(out, "%" PRId64 "m", s / 60);
 }
 
+/* resubmit.on as written: [stockout, preempted], or {stockout: 6, preempted: 20}. */
+static int add_on(struct vx_buf *out, const struct state_policy *p)
+{
+	int rc;
+
+	if (!p->resubmit_budgets)
+		return add_strs(out, p->resubmit_on, p->nresubmit_on);
+	rc = vx_buf_addc(out, '{');
+	for (size_t i = 0; i < p->nresubmit_on && rc == 0; i++)
+		rc = vx_buf_printf(out, "%s%s: %" PRId64, i ? ", " : "", p->resubmit_on[i], p->resubmit_budgets[i]);
+	return rc == 0 ? vx_buf_addc(out, '}') : rc;
+}
+
+static int on_same(const struct state_policy *a, const struct state_policy *d)
+{
+	if (!strs_same(a->resubmit_on, a->nresubmit_on, d->resubmit_on, d->nresubmit_on) ||
+	    !a->resubmit_budgets != !d->resubmit_budgets)
+		return 0;
+	return !a->resubmit_budgets ||
+	       !memcmp(a->resubmit_budgets, d->resubmit_budgets, a->nresubmit_on * sizeof(int64_t));
+}
+
+/* resubmit.within as written, or "none". */
+static int add_within(struct vx_buf *out, int64_t ms)
+{
+	return ms ? add_duration(out, ms) : vx_buf_adds(out, "none");
+}
+
+/* resubmit.onExitCodes as written: [137, 143]. */
+static int add_codes(struct vx_buf *out, const uint64_t *bits)
+{
+	int rc = vx_buf_addc(out, '[');
+
+	for (int c = 1, first = 1; c < 256 && rc == 0; c++)
+		if (bits[c / 64] & (UINT64_C(1) << (c % 64))) {
+			rc = vx_buf_printf(out, "%s%d", first ? "" : ", ", c);
+			first = 0;
+		}
+	return rc == 0 ? vx_buf_addc(out, ']') : rc;
+}
+
 static int add_rungs(struct vx_buf *out, int64_t n)
 {
 	if (!n)
@@ -149,14 +196,22 @@ int policy_diff(struct vx_buf *out, const struct state_policy *a, const struct s
 	size_t start = out->len;
 	int rc = 0;
 
-	if (!strs_same(a->resubmit_on, a->nresubmit_on, d->resubmit_on, d->nresubmit_on) &&
-	    ((rc = field(out, start, "resubmit.on", plan)) < 0 ||
-	     (rc = add_strs(out, a->resubmit_on, a->nresubmit_on)) < 0 || (rc = vx_buf_adds(out, arrow)) < 0 ||
-	     (rc = add_strs(out, d->resubmit_on, d->nresubmit_on)) < 0))
+	if (!on_same(a, d) &&
+	    ((rc = field(out, start, "resubmit.on", plan)) < 0 || (rc = add_on(out, a)) < 0 ||
+	     (rc = vx_buf_adds(out, arrow)) < 0 || (rc = add_on(out, d)) < 0))
 		return VX_ENOMEM;
 	if (a->max_attempts != d->max_attempts &&
 	    ((rc = field(out, start, "resubmit.maxAttempts", plan)) < 0 ||
 	     (rc = vx_buf_printf(out, "%" PRId64 "%s%" PRId64, a->max_attempts, arrow, d->max_attempts)) < 0))
+		return VX_ENOMEM;
+	if (memcmp(a->on_exit_codes, d->on_exit_codes, sizeof(a->on_exit_codes)) &&
+	    ((rc = field(out, start, "resubmit.onExitCodes", plan)) < 0 ||
+	     (rc = add_codes(out, a->on_exit_codes)) < 0 || (rc = vx_buf_adds(out, arrow)) < 0 ||
+	     (rc = add_codes(out, d->on_exit_codes)) < 0))
+		return VX_ENOMEM;
+	if (a->within_ms != d->within_ms &&
+	    ((rc = field(out, start, "resubmit.within", plan)) < 0 || (rc = add_within(out, a->within_ms)) < 0 ||
+	     (rc = vx_buf_adds(out, arrow)) < 0 || (rc = add_within(out, d->within_ms)) < 0))
 		return VX_ENOMEM;
 	if (a->delay_ms != d->delay_ms &&
 	    ((rc = field(out, start, "resubmit.delay", plan)) < 0 || (rc = add_duration(out, a->delay_ms)) < 0 ||

@@ -42,10 +42,13 @@
 #include "util/suggest.h"
 #include "util/banned.h"
 
+/* clang-format would put one name a line. */
+/* clang-format off */
 const char *const stack_fail_names[STACK_FAIL_NCLASSES] = {
 	"stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",
-	"cancelled-outside", "config", "unknown", "refused",
+	"cancelled-outside", "config", "unknown", "refused", "timeout",
 };
+/* clang-format on */
 
 const char *const stack_on_change_names[3] = { "replace", "after-finish", "ignore" };
 const char *const stack_backend_names[3] = { "git", "file", "gcs" };

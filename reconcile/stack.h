@@ -36,6 +36,8 @@ struct policy_rules;
  * planner derives one from a live job's state and error; `resubmit.on`
  * is a bitmask of them. Bit i is named stack_fail_names[i].
  */
+/* A table aligned by hand: clang-format would realign its comments. */
+/* clang-format off */
 enum stack_fail {
 	STACK_FAIL_STOCKOUT = 1u << 0,          /* "stockout": no capacity in the zone/region */
 	STACK_FAIL_PREEMPTED = 1u << 1,         /* "preempted": spot VMs taken back */
@@ -47,9 +49,11 @@ enum stack_fail {
 	STACK_FAIL_CONFIG = 1u << 7,            /* "config": the container image could not be pulled */
 	STACK_FAIL_UNKNOWN = 1u << 8,           /* "unknown": a failure no rule knows */
 	STACK_FAIL_REFUSED = 1u << 9,           /* "refused": the server refused the create */
+	STACK_FAIL_TIMEOUT = 1u << 10,          /* "timeout": cancelled by Vertex at scheduling.timeout */
 };
+/* clang-format on */
 
-#define STACK_FAIL_NCLASSES 10
+#define STACK_FAIL_NCLASSES 11
 #define STACK_FAIL_ALL ((1u << STACK_FAIL_NCLASSES) - 1)
 
 /* "stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",

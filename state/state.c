@@ -84,6 +84,7 @@ void state_policy_release(struct state_policy *p)
 	if (!p)
 		return;
 	strs_free(p->resubmit_on, p->nresubmit_on);
+	free(p->resubmit_budgets);
 	free(p->fallback_hash);
 	strs_free(p->after, p->nafter);
 	memset(p, 0, sizeof(*p));
@@ -119,6 +120,13 @@ int state_policy_copy(struct state_policy *out, const struct state_policy *in)
 	out->fallback_rungs = in->fallback_rungs;
 	out->max_parallel = in->max_parallel;
 	out->max_failed = in->max_failed;
+	memcpy(out->on_exit_codes, in->on_exit_codes, sizeof(out->on_exit_codes));
+	out->within_ms = in->within_ms;
+	if (in->resubmit_budgets && in->nresubmit_on) {
+		if (!(out->resubmit_budgets = calloc(in->nresubmit_on, sizeof(int64_t))))
+			return VX_ENOMEM;
+		memcpy(out->resubmit_budgets, in->resubmit_budgets, in->nresubmit_on * sizeof(int64_t));
+	}
 	if (strs_copy(&out->resubmit_on, &out->nresubmit_on, in->resubmit_on, in->nresubmit_on) < 0 ||
 	    strs_copy(&out->after, &out->nafter, in->after, in->nafter) < 0 ||
 	    state_dup_opt(&out->fallback_hash, in->fallback_hash) < 0) {
@@ -299,6 +307,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->created_ms = in->created_ms;
 	out->ended_ms = in->ended_ms;
 	out->started_ms = in->started_ms;
+	out->exit_code = in->exit_code;
 	out->has_value = in->has_value;
 	out->value = in->value;
 	out->pr_number = in->pr_number;

@@ -88,6 +88,9 @@ struct state_run {
 	int64_t created_ms;   /* 0 = unknown */
 	int64_t ended_ms;     /* 0 = not ended (or not seen ending) */
 	int64_t started_ms;   /* the job's startTime (first RUNNING), 0 = not seen started */
+	/* The replica's exit status Google's sentence gives ("... exited with a
+	 * non-zero status of 137"), 0 = none; "exitCode", written only when set. */
+	int64_t exit_code;
 	char *config_commit;  /* HEAD of the stack's repository when it was created, or NULL */
 	int config_dirty;     /* 1: the stack had uncommitted changes then, so config_commit's
 			       * tree does not hold what was applied (decl_hash does identify it) */
@@ -145,6 +148,16 @@ struct state_policy {
 	size_t nafter;
 	int64_t max_parallel; /* the sweep's maxParallel, 0: none (or not a sweep's run) */
 	int64_t max_failed;   /* the sweep's maxFailed, 0: none */
+	/* resubmit.onExitCodes: bit c of on_exit_codes[c / 64] for exit status c
+	 * (1..255); "onExitCodes", written only when one is set. */
+	uint64_t on_exit_codes[4];
+	/* resubmit.on written as a map ({stockout: 6}): resubmit_budgets[i] is
+	 * how many resubmissions may follow a failure of class resubmit_on[i];
+	 * NULL for the list form. "resubmitBudgets", written only when set. */
+	int64_t *resubmit_budgets;
+	/* resubmit.within: no new attempt after the run's first create + this;
+	 * 0: none. "withinMs", written only when set. */
+	int64_t within_ms;
 };
 
 #define STATE_MAX_POLICY_LIST 1000

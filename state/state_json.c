@@ -139,6 +139,7 @@ static cJSON *run_json(const struct state_run *r)
 	    add_bool(o, "cancelledByVx", r->cancelled_by_vx) < 0 ||
 	    add_time(o, "createdAt", r->created_ms) < 0 ||
 	    (r->started_ms && add_time(o, "startedAt", r->started_ms) < 0) ||
+	    (r->exit_code && add_int(o, "exitCode", r->exit_code) < 0) ||
 	    add_time(o, "endedAt", r->ended_ms) < 0 ||
 	    add_str(o, "configCommit", r->config_commit) < 0 ||
 	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
@@ -199,6 +200,40 @@ static cJSON *strs_json(char *const *v, size_t n)
 	return a;
 }
 
+/* "onExitCodes": [137, 143], only when one is set (a record without keeps its bytes). */
+static int add_exit_codes(cJSON *o, const uint64_t *bits)
+{
+	cJSON *a;
+
+	if (!(bits[0] | bits[1] | bits[2] | bits[3]))
+		return 0;
+	if (!(a = cJSON_CreateArray()))
+		return -1;
+	for (int c = 1; c < 256; c++)
+		if (bits[c / 64] & (UINT64_C(1) << (c % 64)) && !cJSON_AddItemToArray(a, cJSON_CreateNumber(c))) {
+			cJSON_Delete(a);
+			return -1;
+		}
+	return add_item(o, "onExitCodes", a);
+}
+
+/* "resubmitBudgets": one number per resubmitOn class, only for resubmit.on's map form. */
+static int add_budgets(cJSON *o, const struct state_policy *p)
+{
+	cJSON *a;
+
+	if (!p->resubmit_budgets || !p->nresubmit_on)
+		return 0;
+	if (!(a = cJSON_CreateArray()))
+		return -1;
+	for (size_t i = 0; i < p->nresubmit_on; i++)
+		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber((double)p->resubmit_budgets[i]))) {
+			cJSON_Delete(a);
+			return -1;
+		}
+	return add_item(o, "resubmitBudgets", a);
+}
+
 static cJSON *policy_json(const struct state_policy *p)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -210,7 +245,9 @@ static cJSON *policy_json(const struct state_policy *p)
 	    add_int(o, "fallbackRungs", p->fallback_rungs) < 0 ||
 	    add_str(o, "fallbackHash", p->fallback_hash) < 0 ||
 	    add_item(o, "after", strs_json(p->after, p->nafter)) < 0 ||
-	    add_int(o, "maxParallel", p->max_parallel) < 0 || add_int(o, "maxFailed", p->max_failed) < 0) {
+	    add_int(o, "maxParallel", p->max_parallel) < 0 || add_int(o, "maxFailed", p->max_failed) < 0 ||
+	    add_exit_codes(o, p->on_exit_codes) < 0 || add_budgets(o, p) < 0 ||
+	    (p->within_ms && add_int(o, "withinMs", p->within_ms) < 0)) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -337,7 +374,8 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_str(b, r->rung_reservation) < 0 || fp_int(b, r->started_ms) < 0 ||
 	    fp_int(b, (int64_t)r->nfollows) < 0 || fp_str(b, r->machine_type) < 0 ||
 	    fp_str(b, r->accelerator_type) < 0 || fp_int(b, r->accelerator_count) < 0 ||
-	    fp_int(b, r->replicas) < 0 || fp_str(b, r->strategy) < 0 || fp_str(b, r->reservation) < 0)
+	    fp_int(b, r->replicas) < 0 || fp_str(b, r->strategy) < 0 || fp_str(b, r->reservation) < 0 ||
+	    fp_int(b, r->exit_code) < 0)
 		return -1;
 	for (i = 0; i < r->nfollows; i++)
 		if (fp_str(b, r->follows[i].key) < 0 || fp_str(b, r->follows[i].value) < 0)
@@ -363,8 +401,13 @@ static int fp_policy(struct vx_buf *b, const struct state_policy *p)
 		return 0;
 	if (fp_strs(b, p->resubmit_on, p->nresubmit_on) < 0 || fp_int(b, p->max_attempts) < 0 ||
 	    fp_int(b, p->delay_ms) < 0 || fp_int(b, p->fallback_rungs) < 0 || fp_str(b, p->fallback_hash) < 0 ||
-	    fp_strs(b, p->after, p->nafter) < 0 || fp_int(b, p->max_parallel) < 0 || fp_int(b, p->max_failed) < 0)
+	    fp_strs(b, p->after, p->nafter) < 0 || fp_int(b, p->max_parallel) < 0 || fp_int(b, p->max_failed) < 0 ||
+	    fp_bytes(b, p->on_exit_codes, sizeof(p->on_exit_codes)) < 0 || fp_int(b, p->within_ms) < 0 ||
+	    fp_int(b, p->resubmit_budgets != NULL) < 0)
 		return -1;
+	for (size_t i = 0; p->resubmit_budgets && i < p->nresubmit_on; i++)
+		if (fp_int(b, p->resubmit_budgets[i]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -825,7 +868,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
 					    "rungScheduling", "rungMachine", "rungReservation", "startedAt",
 					    "follows", "machineType", "acceleratorType", "acceleratorCount",
-					    "replicas", "strategy", "reservation", "policyCommit" };
+					    "replicas", "strategy", "reservation", "policyCommit", "exitCode" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
@@ -879,6 +922,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_opt_int(o, path, "replicas", 0, 1000000, &has_n, &r->replicas, err)) < 0 ||
 	    (rc = get_str(o, path, "strategy", F_NULL, 64, &r->strategy, err)) < 0 ||
 	    (rc = get_str(o, path, "reservation", F_NULL, 1024, &r->reservation, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "exitCode", 1, 255, &has_n, &r->exit_code, err)) < 0 ||
 	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
 		    0)
 		state_run_release(r);
@@ -981,15 +1025,64 @@ static int get_strs(const cJSON *o, const char *path, const char *k, char ***out
 	return 0;
 }
 
+/* "onExitCodes" (optional): exit statuses 1..255, into bits. */
+static int get_exit_codes(const cJSON *o, const char *path, uint64_t *bits, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "onExitCodes"), *c;
+	const char *dot = path && *path ? "." : "";
+	size_t i = 0;
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return vx_err_set(err, VX_EINVAL, "%.400s%sonExitCodes: expected an array", path ? path : "", dot);
+	for (c = v->child; c; c = c->next, i++) {
+		if (!cJSON_IsNumber(c) || c->valuedouble < 1 || c->valuedouble > 255 ||
+		    floor(c->valuedouble) != c->valuedouble)
+			return vx_err_set(err, VX_EINVAL, "%.400s%sonExitCodes[%zu]: expected an exit status (1 to 255)",
+					  path ? path : "", dot, i);
+		bits[c->valueint / 64] |= UINT64_C(1) << (c->valueint % 64);
+	}
+	return 0;
+}
+
+/* "resubmitBudgets" (optional): one number 0..1000 per resubmitOn class. */
+static int get_budgets(const cJSON *o, const char *path, struct state_policy *pol, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "resubmitBudgets"), *c;
+	const char *dot = path && *path ? "." : "";
+	size_t i = 0;
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v) || (size_t)cJSON_GetArraySize(v) != pol->nresubmit_on || !pol->nresubmit_on)
+		return vx_err_set(err, VX_EINVAL, "%.400s%sresubmitBudgets: expected one number per resubmitOn class",
+				  path ? path : "", dot);
+	if (!(pol->resubmit_budgets = calloc(pol->nresubmit_on, sizeof(int64_t))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (c = v->child; c; c = c->next, i++) {
+		if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble > 1000 ||
+		    floor(c->valuedouble) != c->valuedouble)
+			return vx_err_set(err, VX_EINVAL, "%.400s%sresubmitBudgets[%zu]: expected a number from 0 to 1000",
+					  path ? path : "", dot, i);
+		pol->resubmit_budgets[i] = (int64_t)c->valuedouble;
+	}
+	return 0;
+}
+
 static int policy_from(const cJSON *o, const char *path, struct state_policy *pol, struct vx_err *err)
 {
 	static const char *const keys[] = { "resubmitOn", "maxAttempts", "delayMs", "fallbackRungs",
-					    "fallbackHash", "after", "maxParallel", "maxFailed" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ };
-	int rc;
+					    "fallbackHash", "after", "maxParallel", "maxFailed", "onExitCodes",
+					    "resubmitBudgets", "withinMs" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ, F_NULL,
+				     F_NULL, F_NULL };
+	int rc, has_within;
 
 	memset(pol, 0, sizeof(*pol));
-	if ((rc = check_keys(o, path, keys, flags, 8, err)) < 0 ||
+	if ((rc = check_keys(o, path, keys, flags, 11, err)) < 0 ||
+	    (rc = get_exit_codes(o, path, pol->on_exit_codes, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "withinMs", 1, INT64_C(1) << 53, &has_within, &pol->within_ms, err)) < 0 ||
 	    (rc = get_strs(o, path, "resubmitOn", &pol->resubmit_on, &pol->nresubmit_on, err)) < 0 ||
 	    (rc = get_int(o, path, "maxAttempts", 1, INT64_C(1) << 31, &pol->max_attempts, err)) < 0 ||
 	    (rc = get_int(o, path, "delayMs", 0, INT64_C(1) << 53, &pol->delay_ms, err)) < 0 ||
@@ -997,7 +1090,8 @@ static int policy_from(const cJSON *o, const char *path, struct state_policy *po
 	    (rc = get_str(o, path, "fallbackHash", F_REQ | F_NULL, 64, &pol->fallback_hash, err)) < 0 ||
 	    (rc = get_strs(o, path, "after", &pol->after, &pol->nafter, err)) < 0 ||
 	    (rc = get_int(o, path, "maxParallel", 0, INT64_C(1) << 31, &pol->max_parallel, err)) < 0 ||
-	    (rc = get_int(o, path, "maxFailed", 0, INT64_C(1) << 31, &pol->max_failed, err)) < 0)
+	    (rc = get_int(o, path, "maxFailed", 0, INT64_C(1) << 31, &pol->max_failed, err)) < 0 ||
+	    (rc = get_budgets(o, path, pol, err)) < 0)
 		state_policy_release(pol);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "reconcile/capacity.h"
+#include "reconcile/failure.h"
 #include "reconcile/kind.h"
 #include "reconcile/kind_job.h"
 #include "reconcile/plan.h"
@@ -900,13 +901,17 @@ static cJSON *error_json(const struct plan_action *a)
 	const struct job_action *ja = job_action_of(a);
 	struct vx_buf m = VX_BUF_INIT;
 	cJSON *o;
+	int exit_code;
 
 	if (!has_error(a))
 		return cJSON_CreateNull();
 	o = cJSON_CreateObject();
+	/* The replica's exit status, from Google's sentence: only when it gives one. */
+	exit_code = failure_exit_code(ja->error_message);
 	if (o && (add(o, "code", cJSON_CreateNumber(ja->error_code)) < 0 ||
 		  render_error_message(&m, ja->error_message) < 0 ||
-		  add(o, "message", cJSON_CreateString(vx_buf_str(&m))) < 0)) {
+		  add(o, "message", cJSON_CreateString(vx_buf_str(&m))) < 0 ||
+		  (exit_code && add(o, "exit_code", cJSON_CreateNumber(exit_code)) < 0))) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
@@ -988,6 +993,13 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 		if (ja->attempt && !a->has_values)
 			rc |= add(after, "rung", cJSON_CreateNumber((double)ja->rung));
 		rc |= add(after, "max_attempts", ja->max_attempts ? cJSON_CreateNumber((double)ja->max_attempts) : cJSON_CreateNull());
+		/* resubmit.within's deadline, on a resubmit and on a run given up on. */
+		if (ja->deadline_ms) {
+			char t[VX_TIME_MAX];
+
+			vx_time_format(t, sizeof(t), ja->deadline_ms, VX_TIME_SECONDS);
+			rc |= add(after, "deadline", cJSON_CreateString(t));
+		}
 		if (a->has_values)
 			rc |= add(after, "value", a->new_value >= -1 ? cJSON_CreateNumber((double)a->new_value)
 								: cJSON_CreateNull());

@@ -111,7 +111,7 @@ class Audit(FakeTestCase):
         self.assertEqual(self.log("job.b"),
             "job.b  (forgotten: no longer declared)\n"
             "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.71  "
-            "failed (user-error), ended 2026-01-01T01:00:35Z: code 3: %s\n"
+            "failed (user-error: exit code 1), ended 2026-01-01T01:00:35Z: code 3: %s\n"
             "  <commit time>  forget\n" % (name, self.who(last), c1[:12],
                                             USER_ERROR.format(id=name.rsplit("/", 1)[1])))
 
@@ -362,13 +362,14 @@ class Audit(FakeTestCase):
         self.assertIn("\nNo change:\n      job.a: failed (user-error at 2026-01-01 00:00Z); not "
                       "resubmitted: user-error is not in resubmit.on (%s)\n" % whole, r.out)
         plan = self.json_plan()
-        self.assertEqual([a["error"] for a in plan["actions"]], [{"code": 3, "message": whole[len("code 3: "):]}])
+        self.assertEqual([a["error"] for a in plan["actions"]],
+                         [{"code": 3, "message": whole[len("code 3: "):], "exit_code": 1}])
         self.assertEqual(self.repo.apply().code, 0)         # records what it saw
         cur = self.state_file("jobs/a.json")["current"]
         self.assertEqual(self.log("job.a"),
             "job.a\n"
             "  2026-01-01T00:00:00Z  create    %s  attempt 1  run 1  by %s  config %s  cost $0.00  "
-            "failed (user-error), ended 2026-01-01T00:00:00Z: %s\n" % (name, self.who(cur), c1[:12], whole))
+            "failed (user-error: exit code 1), ended 2026-01-01T00:00:00Z: %s\n" % (name, self.who(cur), c1[:12], whole))
 
 
 if __name__ == "__main__":

@@ -419,8 +419,9 @@ class PlanApply(FakeTestCase):
         self.assertIn(r.code, (0, 2), r)
         doc = schemas.check_text(r.out, "plan")
         job = self.live_jobs("a")[0]
+        # The replica's exit status, from Google's sentence, beside the message (issue 37).
         self.assertEqual([(a["address"], a["action"], a["error"]) for a in doc["actions"]],
-                         [("job.a", "noop", job["error"])])
+                         [("job.a", "noop", dict(job["error"], exit_code=1))])
         self.assertGreater(len(job["error"]["message"]), 201)
 
     def test_history_of_three_runs(self):

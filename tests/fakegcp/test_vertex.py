@@ -34,6 +34,17 @@ class VertexJobs(FakeTestCase):
         self.advance(10)
         self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_SUCCEEDED")
 
+    def test_a_run_ends_cancelled_at_its_timeout(self):
+        # Vertex cancels a job at scheduling.timeout (tensorflow/tfx#6223) and says only that.
+        j = self.create(timeout="600s")
+        self.advance(35 + 599)
+        self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_RUNNING")
+        self.advance(1)
+        g = self.get_job(j["name"])
+        self.assertEqual((g["state"], g["error"], g["startTime"], g["endTime"]),
+                         ("JOB_STATE_CANCELLED", {"code": 1, "message": "CustomJob was cancelled."},
+                          "2026-01-01T00:00:35.000000Z", "2026-01-01T00:10:35.000000Z"))
+
     def test_not_found(self):
         st, e = self.fake.call("GET", PARENT + "/customJobs/123")
         self.assertEqual(st, 404)

@@ -68,12 +68,11 @@ ERRORS = {
     "stockout": (8, STOCKOUT_TEXT),
     "wait-timeout": None,
     "preempted": (8, STOCKOUT_TEXT),
-    "user-error": (3, "The replica workerpool0-0 exited with a non-zero status of 1. To find out more "
+    "user-error": (3, "The replica workerpool0-0 exited with a non-zero status of {status}. To find out more "
                       "about why your job exited please check the logs: https://console.cloud.google.com/"
                       "logs/viewer?project={project}&resource=ml_job%2Fjob_id%2F{id}&advancedFilter="
                       "resource.type%3D%22ml_job%22%0Aresource.labels.job_id%3D%22{id}%22"),
     "internal": (13, "Internal error occurred for the current attempt."),
-    "timeout": (4, "The job exceeded its maximum running time (scheduling.timeout {timeout})."),
     "cancelled": (1, "CustomJob was cancelled."),
 }
 
@@ -367,6 +366,7 @@ class Vertex:
         timeout = common.parse_duration(sched["timeout"]) if sched.get("timeout") else 7 * 86400
         rec = {"id": jid, "parent": [num, loc], "project": self.world.project_id(req.segments[2]),
                "json": out, "outcome": self._rule_outcome(job.get("labels", {})), "need": need,
+               "exit_code": self._rule_exit_code,
                "flex": flex, "spot": strategy == "SPOT", "max_wait": max_wait, "timeout": timeout,
                "claims": claims, "reservation": reservation, "running_claim": False, "res_claim": False,
                "pending_since": None, "next": None, "gen": 0, "pr": pr_claim, "pr_claim": False}
@@ -377,8 +377,12 @@ class Vertex:
         return 200, self._out(req, out)
 
     def _rule_outcome(self, labels):
+        """The outcome of the newest rule whose labels the job carries (its exit_code, for a
+        user-error, in _rule_exit_code)."""
+        self._rule_exit_code = None
         for r in reversed(self.rules):
             if all(labels.get(k) == v for k, v in r["labels"].items()):
+                self._rule_exit_code = r.get("exit_code")
                 if "times" in r:
                     r["times"] -= 1
                     if r["times"] <= 0:
@@ -627,7 +631,7 @@ class Vertex:
         if ERRORS[kind] is not None:
             code, msg = ERRORS[kind]
             msg = msg.format(region=j["parent"][1], project=j["project"], id=j["id"],
-                             timeout=common.fmt_duration(j.get("timeout") or 0))
+                             status=j.get("exit_code") or 1)
             j["json"]["error"] = {"code": code, "message": msg}
         self._terminal(j, t, state)
 
@@ -670,7 +674,9 @@ class Vertex:
         elif st == "JOB_STATE_RUNNING":
             o = j["outcome"]
             if j.get("timed_out"):
-                self._fail(j, t, "timeout")
+                # Vertex cancels a job at its maximum running time (scheduling.timeout, 7 days
+                # unset) and says no more than any cancel does (tensorflow/tfx#6223).
+                self._fail(j, t, "cancelled", state="JOB_STATE_CANCELLED")
             elif o in ("preempted", "user-error", "internal"):
                 self._fail(j, t, o)
             else:
@@ -773,6 +779,11 @@ class Vertex:
         o = body.get("outcome")
         if o not in OUTCOMES:
             raise ValueError("outcome must be one of %s" % sorted(OUTCOMES))
+        # The replica's exit status for a user-error, in Google's sentence ("... exited with a
+        # non-zero status of 137."); 1 when not given.
+        code = body.get("exit_code")
+        if code is not None and (o != "user-error" or not isinstance(code, int) or not 1 <= code <= 255):
+            raise ValueError("exit_code is an integer 1..255, for a user-error only")
         if "name" in body:
             self.advance()
             name = body["name"]
@@ -781,10 +792,13 @@ class Vertex:
             if j is None:
                 raise KeyError("no such job: %s" % name)
             j["outcome"] = o
+            j["exit_code"] = code
             if j["json"]["state"] == "JOB_STATE_PENDING" and j["id"] in self.waiting:
                 self._try_start(j, self.world.now())
             return {"name": j["json"]["name"], "outcome": o}
         rule = {"labels": body.get("labels", {}), "outcome": o}
+        if code is not None:
+            rule["exit_code"] = code
         if "times" in body:
             rule["times"] = int(body["times"])
         self.rules.append(rule)

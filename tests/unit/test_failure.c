@@ -61,6 +61,36 @@ static const struct text_row texts[] = {
 	  "https://openillumi.com/vertex-ai-429-gpu-quota-fix" },
 	{ "Q5", "gce", 0, "Quota 'GPUS_ALL_REGIONS' exceeded.  Limit: 1.0 globally.", "quota", SKY },
 	{ "Q6", "gce", 0, "Quota 'CPUS' exceeded.  Limit: 24.0 in region us-west1.", "quota", SKY },
+	/* Quota in other words: AI Platform's 429 and Compute Engine's 403 (classed stockout
+	 * with code 8, unknown without, before they were listed). */
+	{ "Q7", "job", 8, "Quota failure for project qwiklabs-gcp-00-0123456789ab. The request for 2 K80 "
+	  "accelerators exceeds the allowed maximum of 0 A100, 0 K80, 0 P100, 0 P4, 0 T4, 0 TPU_V2, 0 "
+	  "TPU_V2_POD, 0 TPU_V3, 0 TPU_V3_POD, 0 V100 accelerators. To read more about Cloud ML Engine quota, "
+	  "see https://cloud.google.com/ml-engine/quotas.", "quota",
+	  "https://github.com/GoogleCloudPlatform/training-data-analyst/issues/2284 (429 RESOURCE_EXHAUSTED)" },
+	{ "Q8", "job", 8, "The request for 2 K80 accelerators exceeds the allowed maximum of 0 A100, 0 K80, 0 "
+	  "P100, 0 P4, 0 T4, 0 TPU_V2, 0 TPU_V2_POD, 0 TPU_V3, 0 TPU_V3_POD, 0 V100 accelerators.", "quota",
+	  "https://github.com/GoogleCloudPlatform/training-data-analyst/issues/2284 (its QuotaFailure violation)" },
+	{ "Q9", "gce", 0, "EXTERNAL: Insufficient regional quota to satisfy request for resource: \"CPUS\". The "
+	  "request requires '24.0' and is short '16.0'. The regional quota is '8.0' with '8.0' available.",
+	  "quota", "https://github.com/amygdala/tensorflow-workshop/issues/13" },
+	{ "Q10", "gce", 8, "Insufficient regional quota to satisfy request for resource: \"IN_USE_ADDRESSES\". "
+	  "The request requires '2.0' and is short '1.0'. The regional quota is '32.0' with '1.0' available.",
+	  "quota", "https://github.com/kubeflow/kubeflow/issues/842" },
+	{ "Q11", "create", 0, "vertex: creating job: Error creating the job. Quota failure for project "
+	  "fmltc-400415. The request for 1 K80 accelerators exceeds the allowed maximum of 0 A100, 0 K80, 0 "
+	  "P100, 0 P4, 0 T4, 0 TPU_V2, 0 TPU_V2_POD, 0 TPU_V3, 0 TPU_V3_POD, 0 V100 accelerators.", "quota",
+	  "https://github.com/FIRST-Tech-Challenge/fmltc/issues/318" },
+	/* The request names what cannot be had this way: every attempt fails the same. */
+	{ "C2", "gce", 0, "Invalid value for field 'resource.instanceProperties.reservationAffinity': '{  "
+	  "\"consumeReservationType\": \"SPECIFIC_ALLOCATION\",  \"key\": \"compute.googleapis.com/"
+	  "reservation-name...'. Specified reservations [projects/xx/reservations/n2-standard-2-auto] can not be "
+	  "targeted as specificReservationRequired is not set", "config",
+	  "https://github.com/skypilot-org/skypilot/issues/3327" },
+	{ "C3", "gce", 0, "The resource 'projects/leela-zero-271719/zones/europe-west2-c/acceleratorTypes/"
+	  "nvidia-tesla-v100' was not found", "config", "https://github.com/bsteuber/lizzie-gcloud-setup/issues/6" },
+	{ "C4", "gce", 0, "The resource 'projects/fast-ai-yesh/zones/us-west2-b/acceleratorTypes/nvidia-tesla-p100' "
+	  "was not found", "config", "https://github.com/fastai/course-v3/issues/406" },
 	{ "U1", "job", 3, "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: "
 	  "Error.", "user-error", UTS " (template, filled)" },
 	{ "U2", "job", 0, "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about "
@@ -337,6 +367,96 @@ static void test_refused_create(void **state)
 	assert_string_equal(failure_classify_refusal(NULL), "refused");
 }
 
+/* A run started at T0 and ended after ran_ms, whose spec declares timeout_ms (0: unset). */
+#define T0 INT64_C(1767225600000) /* 2026-01-01T00:00:00Z */
+static const char *ran(const char *state, int64_t ran_ms, int64_t timeout_ms, int by_vx)
+{
+	struct failure_input in = {
+		.state = state, .error_code = 1, .message = "CustomJob was cancelled.", .scheduling = "STANDARD",
+		.started = 1, .cancelled_by_vx = by_vx, .started_ms = T0, .ended_ms = T0 + ran_ms,
+		.timeout_ms = timeout_ms,
+	};
+
+	return failure_classify(&in);
+}
+
+/* Vertex cancels a job at its scheduling.timeout (7 days unset) and says only that it was cancelled. */
+static void test_a_cancel_at_the_timeout_is_timeout(void **state)
+{
+	const int64_t h = 3600 * 1000, day = 24 * h;
+
+	(void)state;
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h, 2 * h, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h + 5000, 2 * h, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h - FAILURE_TIMEOUT_GRACE_MS, 2 * h, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 2 * h - FAILURE_TIMEOUT_GRACE_MS - 1, 2 * h, 0),
+			    "cancelled-outside");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 7 * day, 0, 0), "timeout");
+	assert_string_equal(ran("JOB_STATE_CANCELLED", 6 * day, 0, 0), "cancelled-outside");
+	/* vx's own cancel is no failure; a FAILED run that long is what its text says. */
+	assert_null(ran("JOB_STATE_CANCELLED", 2 * h, 2 * h, 1));
+	assert_string_equal(ran("JOB_STATE_FAILED", 2 * h, 2 * h, 0), "cancelled-outside");
+	/* Never started, or the end not seen: not a timeout. */
+	{
+		struct failure_input in = {
+			.state = "JOB_STATE_CANCELLED", .error_code = 1, .scheduling = "STANDARD",
+			.ended_ms = T0 + 3 * h, .timeout_ms = 2 * h,
+		};
+
+		assert_string_equal(failure_classify(&in), "cancelled-outside");
+		in.started_ms = T0;
+		in.ended_ms = 0;
+		assert_string_equal(failure_classify(&in), "cancelled-outside");
+	}
+}
+
+/* The replica's exit status, from Google's sentence only. */
+static void test_exit_code(void **state)
+{
+	(void)state;
+	assert_int_equal(failure_exit_code("The replica workerpool0-0 exited with a non-zero status of 137. "
+					   "Termination reason: Error."), 137);
+	assert_int_equal(failure_exit_code("The replica workerpool0-0 ran out of memory and exited with a "
+					   "non-zero status of 137."), 137);
+	assert_int_equal(failure_exit_code("The replica workerpool1-1 exited with a non-zero status of 1. To find "
+					   "out more about why your job exited please check the logs: URL"), 1);
+	/* The log tail after Google's sentence never gives it. */
+	assert_int_equal(failure_exit_code("The replica workerpool0-0 exited with a non-zero status of 1. "
+					   "Termination reason: Error. child exited with a non-zero status of 143"), 1);
+	assert_int_equal(failure_exit_code("Internal error occurred. Termination reason: Error. exited with a "
+					   "non-zero status of 137"), 0);
+	/* Out of range or absent: none. */
+	assert_int_equal(failure_exit_code("The replica r exited with a non-zero status of 256."), 0);
+	assert_int_equal(failure_exit_code("The replica r exited with a non-zero status of 99999999999999999999."), 0);
+	assert_int_equal(failure_exit_code("The replica r exited with a non-zero status of x."), 0);
+	assert_int_equal(failure_exit_code("Resources are insufficient in region: us-central1"), 0);
+	assert_int_equal(failure_exit_code(NULL), 0);
+}
+
+static void test_spec_timeout(void **state)
+{
+	char t[32];
+
+	(void)state;
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{\"strategy\":\"SPOT\",\"timeout\":\"7200s\"},"
+						 "\"workerPoolSpecs\":[]}"), 7200000);
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{\"timeout\":\"90.5s\"}}"), 90000);
+	/* Only scheduling's: not a label or an argument named timeout. */
+	assert_int_equal(failure_spec_timeout_ms("{\"labels\":{\"timeout\":\"5s\"},\"scheduling\":{\"strategy\":"
+						 "\"SPOT\"}}"), 0);
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{},\"x\":{\"timeout\":\"5s\"}}"), 0);
+	assert_int_equal(failure_spec_timeout_ms("{\"scheduling\":{\"timeout\":\"x\"}}"), 0);
+	assert_int_equal(failure_spec_timeout_ms(NULL), 0);
+	failure_timeout_words(t, sizeof(t), 7200000);
+	assert_string_equal(t, "2h");
+	failure_timeout_words(t, sizeof(t), 90 * 60000);
+	assert_string_equal(t, "90m");
+	failure_timeout_words(t, sizeof(t), 0);
+	assert_string_equal(t, "7d");
+	failure_timeout_words(t, sizeof(t), 61000);
+	assert_string_equal(t, "61s");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +470,9 @@ int main(void)
 		cmocka_unit_test(test_image_pull_is_config),
 		cmocka_unit_test(test_refused_create),
 		cmocka_unit_test(test_a_run_ended_with_its_window_is_window_ended),
+		cmocka_unit_test(test_a_cancel_at_the_timeout_is_timeout),
+		cmocka_unit_test(test_spec_timeout),
+		cmocka_unit_test(test_exit_code),
 	};
 	return cmocka_run_group_tests_name("failure", tests, NULL, NULL);
 }

@@ -186,6 +186,80 @@ static void test_run_rung(void **unused)
 	vx_err_release(&err);
 }
 
+/*
+ * A run's exitCode and a policy's onExitCodes (issue 37): absent in older
+ * records (0, none) and written only when set, so those keep their bytes;
+ * they round-trip, copy, and bad values are refused naming the path.
+ */
+static void test_exit_codes(void **unused)
+{
+	static const char old[] =
+		"{\"version\":1,\"address\":\"job.a\",\"kind\":\"CustomJob\",\"specHash\":\"ab\","
+		"\"spec\":null,\"run\":1,\"attempts\":1,\"protect\":false,\"current\":"
+		"{\"resource\":\"projects/p/locations/r/customJobs/1\",\"region\":\"r\",\"action\":\"create\","
+		"\"specHash\":\"ab\",\"run\":1,\"attempt\":1,\"labels\":{},\"state\":null,\"failure\":null,"
+		"\"errorCode\":0,\"errorMessage\":null,\"cancelledByVx\":false,\"createdAt\":null,"
+		"\"endedAt\":null,\"configCommit\":null%s},\"history\":[]%s}";
+	static const char pol[] = ",\"applied\":{\"resubmitOn\":[],\"maxAttempts\":1,\"delayMs\":0,"
+				  "\"fallbackRungs\":0,\"fallbackHash\":null,\"after\":[],\"maxParallel\":0,"
+				  "\"maxFailed\":0%s}";
+	struct state_record r, back, copy;
+	struct vx_err err = VX_ERR_INIT;
+	char json[2048], p[512], *text = NULL;
+
+	(void)unused;
+	snprintf(p, sizeof(p), pol, "");
+	snprintf(json, sizeof(json), old, "", p);
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_int_equal(r.current->exit_code, 0);
+	assert_int_equal(r.applied->on_exit_codes[2], 0);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_null(strstr(text, "xitCode"));
+	free(text);
+	r.current->exit_code = 137;
+	r.applied->on_exit_codes[2] |= UINT64_C(1) << (137 % 64) | UINT64_C(1) << (143 % 64);
+	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"exitCode\":\t137,\n"));
+	assert_non_null(strstr(text, "\t\t\"maxFailed\":\t0,\n\t\t\"onExitCodes\":\t[137, 143]\n\t}"));
+	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(state_record_copy(&copy, &back), 0);
+	assert_int_equal(copy.current->exit_code, 137);
+	assert_true(copy.applied->on_exit_codes[2] == (UINT64_C(1) << 9 | UINT64_C(1) << 15));
+	state_record_release(&copy);
+	state_record_release(&back);
+	free(text);
+	state_record_release(&r);
+	snprintf(json, sizeof(json), old, ",\"exitCode\":256", p);
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_non_null(strstr(vx_err_msg(&err), "current.exitCode: 256 is out of range [1, 255]"));
+	vx_err_release(&err);
+	/* resubmit.on's map form and resubmit.within (written only when set). */
+	snprintf(json, sizeof(json), old, "",
+		 ",\"applied\":{\"resubmitOn\":[\"stockout\",\"preempted\"],\"maxAttempts\":1,\"delayMs\":0,"
+		 "\"fallbackRungs\":0,\"fallbackHash\":null,\"after\":[],\"maxParallel\":0,\"maxFailed\":0,"
+		 "\"resubmitBudgets\":[6,20],\"withinMs\":43200000}");
+	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
+	assert_int_equal(r.applied->within_ms, 43200000);
+	assert_int_equal(r.applied->resubmit_budgets[1], 20);
+	assert_int_equal(state_record_copy(&copy, &r), 0);
+	assert_int_equal(copy.applied->resubmit_budgets[0], 6);
+	assert_int_equal(state_record_to_json(&copy, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\"resubmitBudgets\":\t[6, 20],\n\t\t\"withinMs\":\t43200000\n"));
+	free(text);
+	state_record_release(&copy);
+	state_record_release(&r);
+	snprintf(p, sizeof(p), pol, ",\"resubmitBudgets\":[1]");
+	snprintf(json, sizeof(json), old, "", p);
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_non_null(strstr(vx_err_msg(&err), "applied.resubmitBudgets: expected one number per resubmitOn class"));
+	vx_err_release(&err);
+	snprintf(p, sizeof(p), pol, ",\"onExitCodes\":[137,0]");
+	snprintf(json, sizeof(json), old, "", p);
+	assert_int_equal(state_record_from_json(&back, json, strlen(json), &err), VX_EINVAL);
+	assert_non_null(strstr(vx_err_msg(&err), "applied.onExitCodes[1]: expected an exit status (1 to 255)"));
+	vx_err_release(&err);
+}
+
 static void test_run_launched_by_optional(void **unused)
 {
 	static const char old[] =
@@ -607,6 +681,7 @@ static int mutate_run(struct state_run *r, int k)
 	case 38: restr(&r->strategy); return 1;
 	case 39: restr(&r->reservation); return 1;
 	case 40: restr(&r->policy_commit); return 1;
+	case 41: r->exit_code = r->exit_code == 137 ? 143 : 137; return 1;
 	default: return 0;
 	}
 }
@@ -640,6 +715,17 @@ static int mutate_record(struct state_record *r, int k)
 	case 16: r->applied->max_failed++; return 1;
 	case 17: free(r->applied->resubmit_on[--r->applied->nresubmit_on]); return 1;
 	case 18: restr(&r->applied->after[0]); return 1;
+	case 19: r->applied->on_exit_codes[2] ^= UINT64_C(1) << 15; return 1;
+	case 20: r->applied->within_ms += 60000; return 1;
+	case 21:
+		if (r->applied->resubmit_budgets) {
+			free(r->applied->resubmit_budgets);
+			r->applied->resubmit_budgets = NULL;
+		} else {
+			r->applied->resubmit_budgets = calloc(r->applied->nresubmit_on, sizeof(int64_t));
+			assert_non_null(r->applied->resubmit_budgets);
+		}
+		return 1;
 	default: return 0;
 	}
 }
@@ -691,6 +777,7 @@ static void fill_run(struct state_run *r)
 	r->replicas = 2;
 	restr(&r->strategy);
 	restr(&r->reservation);
+	r->exit_code = 137;
 	if (!r->nlabels)
 		assert_int_equal(vx_labels_set(&r->labels, &r->nlabels, "vx-job", "a"), 0);
 	if (!r->nfollows)
@@ -758,7 +845,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 19 + 41 + 41);
+	assert_int_equal(n, 22 + 42 + 42);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);
@@ -1164,6 +1251,7 @@ int main(void)
 		cmocka_unit_test(test_notify_targets),
 		cmocka_unit_test(test_record_json_exact),
 		cmocka_unit_test(test_run_launched_by_optional),
+		cmocka_unit_test(test_exit_codes),
 		cmocka_unit_test(test_run_rung),
 		cmocka_unit_test(test_run_config_dirty),
 		cmocka_unit_test(test_run_planned_by_and_pull_request),
