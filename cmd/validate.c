@@ -11,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
+#include "reconcile/capacity.h"
 #include "reconcile/kind.h"
 #include "reconcile/notify.h"
 #include "reconcile/stack.h"
@@ -86,6 +87,38 @@ static void warn_loopback(const struct stack *st)
 	}
 }
 
+/*
+ * The limits set on prices (a job's maxHourlyUsd) against the price table in
+ * force, loaded only when some declaration sets one; problems printed as the
+ * loader's are. An exit code.
+ */
+static int validate_prices(const struct stack *st, int annotate)
+{
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct prices p;
+	int rc, code = VX_EXIT_OK;
+
+	memset(&p, 0, sizeof(p));
+	if (kind_check_prices(st, NULL, NULL) <= 0)
+		return VX_EXIT_OK;
+	if ((rc = prices_load_in_force(&p, st, NULL, &err)) < 0) {
+		cmd_report(&err, "validate");
+		code = VX_EXIT_ERROR;
+	} else if ((rc = kind_check_prices(st, &p, &diags)) < 0) {
+		cmd_error("validate: out of memory");
+		code = VX_EXIT_ERROR;
+	} else if (diags.n) {
+		vx_diags_sort(&diags);
+		cmd_print_diags(&diags, annotate);
+		code = VX_EXIT_ERROR;
+	}
+	prices_release(&p);
+	vx_diags_release(&diags);
+	vx_err_release(&err);
+	return code;
+}
+
 /* Validates one directory; returns an exit code. */
 static int validate_dir(const char *dir, int annotate)
 {
@@ -103,7 +136,7 @@ static int validate_dir(const char *dir, int annotate)
 	} else if (rc < 0) {
 		cmd_report(&err, "validate");
 		code = VX_EXIT_ERROR;
-	} else {
+	} else if ((code = validate_prices(st, annotate)) == VX_EXIT_OK) {
 		cmd_print_warnings(&st->warnings);
 		warn_loopback(st);
 		print_summary(st);

@@ -823,4 +823,5 @@ const struct kind kind_job = {
 	.import_form = "projects/P/locations/REGION/customJobs/ID",
 	.plan_after = job_window_gate,
 	.watch_relies = job_window_relies,
+	.check_prices = kind_job_check_prices,
 };

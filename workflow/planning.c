@@ -150,10 +150,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 
 	if (!capacity_wanted(st))
 		return 0;
-	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
-	 * file setting elsewhere (git's GIT_* over its config): a one-off look at
-	 * other prices without editing the reviewed stack. */
-	if ((rc = prices_load(&pl->prices, st, vx_getenv(ws->ctx, "VX_PRICES"), err)) < 0)
+	if ((rc = prices_load_in_force(&pl->prices, st, ws->ctx, err)) < 0)
 		return rc;
 	if (o->refresh && ws->prov && PROVIDER_HAS(ws->prov, quota, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
 		return rc;
