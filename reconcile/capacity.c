@@ -1354,7 +1354,7 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		out->price_source = in->prices->source;
 		out->price_date = in->prices->date;
 	}
-	if (!(out->any = any_gpus(in->st)))
+	if (!(out->any = any_gpus(in->st)) && !in->price_all)
 		return 0;
 	/* What is held first (reservations): their rows exist (held, in use) whether or not a job uses them. */
 	rc = each_held(out, in, HELD_ROWS);

@@ -241,6 +241,9 @@ struct capacity_input {
 	const char *limits_error;
 	/* The plan's clock: a booking holds its VMs only inside its window (0: unknown, always). */
 	int64_t now_ms;
+	/* 1: price the runs even when the stack has no GPU (a budget counts every
+	 * run); any stays 0 then, so no capacity section is shown. */
+	int price_all;
 };
 
 /* Default scheduling.timeout when a job sets none: 7 days. */

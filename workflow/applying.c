@@ -17,6 +17,7 @@
 #include "state/lock.h"
 #include "state/state.h"
 #include "state/state_git.h"
+#include "util/buf.h"
 #include "util/ctx.h"
 #include "workflow/ci.h"
 #include "util/testhook.h"
@@ -312,6 +313,20 @@ done:
 	return rc;
 }
 
+/* "Vx-Allow-Over-Budget: by $1,500" on every state commit of this apply. */
+static int audit_over_budget(struct applying *ap, struct vx_err *err)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	int rc = vx_buf_adds(&b, "by ");
+
+	if (rc == 0)
+		rc = budget_money(&b, ap->pl.budget.r.exceed_by);
+	rc = rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory")
+		    : state_audit_over_budget(ap->ws.backend, vx_buf_str(&b), err);
+	vx_buf_release(&b);
+	return rc;
+}
+
 int applying_plan(struct applying *ap, const struct applying_opts *opts, const struct planning_opts *po,
 		  struct vx_err *err)
 {
@@ -332,6 +347,8 @@ int applying_plan(struct applying *ap, const struct applying_opts *opts, const s
 		return rc;
 	if (ap->from_file && (rc = saved_plan_matches(&ap->sp, &ap->pl.planner.plan, err)) < 0)
 		return vx_err_wrap(err, "%s", ap->planfile);
+	if (opts->allow_over_budget && planning_over_budget(&ap->pl))
+		return audit_over_budget(ap, err);
 	return 0;
 }
 

@@ -78,6 +78,9 @@ struct applying_opts {
 	 * (the command reads it; library code never calls getenv). NULL: empty. */
 	const char *(*getenv)(const char *name);
 	int notify_loopback;        /* VX_NOTIFY_ALLOW_LOOPBACK=1: targets on this machine may be posted to */
+	/* vxapply -allow-over-budget: a plan over the Stack's budget may be applied,
+	 * and every state commit then records it (state_audit_over_budget). */
+	int allow_over_budget;
 };
 
 struct applying {

@@ -196,6 +196,12 @@ void report_session_release(struct report_session *s)
 int report_recent_spend(const struct workspace *ws, const struct prices *p, int64_t now_ms, double *usd,
 			double *preempted_share, struct vx_err *err)
 {
+	return report_spend_window(ws, p, now_ms - (int64_t)30 * 86400000, now_ms, usd, preempted_share, err);
+}
+
+int report_spend_window(const struct workspace *ws, const struct prices *p, int64_t since_ms, int64_t now_ms,
+			double *usd, double *preempted_share, struct vx_err *err)
+{
 	struct state_history_entry *h = NULL;
 	struct report_input in = REPORT_INPUT_INIT;
 	struct report r;
@@ -212,7 +218,7 @@ int report_recent_spend(const struct workspace *ws, const struct prices *p, int6
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
-	if ((rc = report_build(&r, &in, p, now_ms - (int64_t)30 * 86400000, now_ms, now_ms, err)) < 0)
+	if ((rc = report_build(&r, &in, p, since_ms, now_ms, now_ms, err)) < 0)
 		goto done;
 	*usd = r.usd;
 	for (size_t i = 0; i < r.nruns; i++)
