@@ -178,6 +178,42 @@ done:
 	return rc < 0 ? VX_ENOMEM : 0;
 }
 
+int budget_build_report(struct budget *out, const struct workspace *ws, const struct prices *p, int64_t now_ms)
+{
+	const struct stack_budget *bu = &ws->st->budget;
+	struct render_budget *r = &out->r;
+	struct vx_buf b = VX_BUF_INIT;
+	char *why = NULL;
+	double left;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	r->period = stack_budget_period(bu, out->period, sizeof(out->period));
+	r->limit = bu->usd;
+	if ((rc = spent_read(r, &why, ws, p, now_ms)) < 0)
+		goto done;
+	left = round_cents(r->limit - r->spent) + 0.0;
+	rc = vx_buf_adds(&b, "budget: ");
+	if (rc == 0 && r->spent_known && (rc = budget_money(&b, r->spent)) == 0)
+		rc = vx_buf_adds(&b, " of ");
+	if (rc == 0 && (rc = budget_money(&b, r->limit)) == 0)
+		rc = vx_buf_adds(&b, r->spent_known ? " spent" : "");
+	if (rc == 0)
+		rc = period_text(&b, bu);
+	if (rc == 0 && !r->spent_known)
+		rc = vx_buf_printf(&b, ", spend unknown (%s)", why);
+	else if (rc == 0 && (rc = vx_buf_adds(&b, left < 0 ? ": over by " : ": ")) == 0 &&
+		 (rc = budget_money(&b, left < 0 ? -left : left)) == 0 && left >= 0)
+		rc = vx_buf_adds(&b, " left");
+	if (rc == 0 && !(out->line = vx_buf_detach(&b)))
+		rc = VX_ENOMEM;
+	r->line = out->line;
+done:
+	free(why);
+	vx_buf_release(&b);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
 void budget_release(struct budget *b)
 {
 	free(b->line);

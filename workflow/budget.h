@@ -41,6 +41,14 @@ int budget_build(struct budget *out, const struct workspace *ws, const struct pr
 		 const struct capacity_report *cap, int64_t now_ms) VX_WUR;
 void budget_release(struct budget *b);
 
+/*
+ * vx report's form, without a plan: "budget: $3.00 of $20.00 spent (30 d):
+ * $17.00 left" (or "over by $X", or the spend unknown and why), over the
+ * budget's period ending at now_ms. 0, or VX_ENOMEM.
+ */
+int budget_build_report(struct budget *out, const struct workspace *ws, const struct prices *p,
+			int64_t now_ms) VX_WUR;
+
 /* "$12,400" ($100 and up in whole dollars, cents below, as the plan's spend line) into b. */
 struct vx_buf;
 int budget_money(struct vx_buf *b, double usd) VX_WUR;

@@ -29,9 +29,15 @@ struct report_stack {
 	struct state_history_skips skips; /* the versions its history left out, to warn of */
 };
 
+struct budget;
+
 struct report_session {
 	struct report_stack *stacks;
 	size_t nstacks;
+	/* The stacks' budgets, of those that set one (workflow/budget.h); report.budgets borrows rbudgets. */
+	struct budget *budgets;
+	struct report_budget *rbudgets;
+	size_t nbudgets;
 	struct report_input in;
 	struct prices prices;
 	struct report report;

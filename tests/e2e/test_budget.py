@@ -187,6 +187,35 @@ class Budget(FakeTestCase):
         self.assertEqual((r.code, r.err, r.out), (0, "", "stack e2e: 2 jobs, 0 reservations, 0 quota preferences: "
                                                         "valid\n"))
 
+    def test_report_and_month(self):
+        # vx report shows each budget over its own period, ending now. On 2026-01-31T01:06:40Z the
+        # rolling 30 days began at 2026-01-01T01:06:40Z, after a ran (00:00:35 to 01:00:35): $0.00;
+        # the calendar month began at 2026-01-01T00:00:00Z: $3.00.
+        #   period  spent  limit  line
+        #   30d     0.00   20     $20.00 left
+        #   month   3.00   20     $17.00 left
+        #   month   3.00   2.5    over by $0.50
+        self.history(budget(20))
+        late = dict(self.env, VX_NOW="2026-01-31T01:06:40Z")
+        for period, usd, spent, line in (
+                ("30d", 20, 0, "budget: $0.00 of $20.00 spent (30 d): $20.00 left"),
+                ("month", 20, 3, "budget: $3.00 of $20.00 spent (this month): $17.00 left"),
+                ("month", 2.5, 3, "budget: $3.00 of $2.50 spent (this month): over by $0.50")):
+            self.repo.write(extra_stack=budget(usd, period))
+            r = self.repo.vx("report", self.repo.dir, "-format", "json", env=late)
+            self.assertEqual((r.code, r.err), (0, ""), r)
+            self.assertEqual(json.loads(r.out)["budgets"], [{"stack": "e2e", "period": period, "limit": usd,
+                                                             "spent": spent, "line": line}])
+        # The plan counts the same period: a plan that adds nothing exceeds nothing.
+        r = self.repo.plan("-fail-on=budget", env=late)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $3.00 of $2.50 spent (this month); this plan at most $0.00: "
+                                           "the period is already over by $0.50")
+        # No budget: no key.
+        self.repo.write(extra_stack="")
+        r = self.repo.vx("report", self.repo.dir, "-format", "json", env=late)
+        self.assertNotIn("budgets", json.loads(r.out))
+
     def test_bad_budget_at_its_field(self):
         self.repo.write({"a": job("a", 1)}, extra_stack="budget:\n  usd: 12.345\n  period: 2w\n  warnAt: [80, 50]\n")
         r = self.repo.vx("validate", self.repo.dir, env=self.env)
