@@ -452,6 +452,18 @@ oom:
 }
 
 /* An array of the n strings of v ("released", "notifyTargets"). NULL on OOM. */
+/* "budget": {"usdCents": N, "days": D} (days 0: the calendar month). */
+static cJSON *budget_json(const struct state *st)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && (add_int(o, "usdCents", st->budget_cents) < 0 || add_int(o, "days", st->budget_days) < 0)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
 static cJSON *strings_json(char *const *v, size_t n)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -546,6 +558,7 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 	    (st->nreleased && add_item(o, "released", strings_json(st->released, st->nreleased)) < 0) ||
 	    (st->nnotify_targets &&
 	     add_item(o, "notifyTargets", strings_json(st->notify_targets, st->nnotify_targets)) < 0) ||
+	    (st->budget_cents > 0 && add_item(o, "budget", budget_json(st)) < 0) ||
 	    add_item(o, "journal", journal_json(st)) < 0)
 		goto oom;
 	if (with_records) {
@@ -1210,6 +1223,25 @@ static int released_from(const cJSON *o, struct state *st, struct vx_err *err)
 	return 0;
 }
 
+/* "budget": the budget applied (optional: written only when one is). */
+static int budget_from(const cJSON *o, struct state *st, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "budget");
+	static const char *const keys[] = { "usdCents", "days" };
+	static const int flags[] = { F_REQ, F_REQ };
+	int rc;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsObject(v))
+		return vx_err_set(err, VX_EINVAL, "budget: expected an object");
+	if ((rc = check_keys(v, "budget", keys, flags, 2, err)) < 0 ||
+	    (rc = get_int(v, "budget", "usdCents", 1, (int64_t)100000000000, &st->budget_cents, err)) < 0 ||
+	    (rc = get_int(v, "budget", "days", 0, 366, &st->budget_days, err)) < 0)
+		return rc;
+	return 0;
+}
+
 /* "notifyTargets": the notify targets applied (optional: written only when there are some). */
 static int notify_targets_from(const cJSON *o, struct state *st, struct vx_err *err)
 {
@@ -1328,12 +1360,12 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 	 * none (records last). */
 	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
 					    "journal", "salt", "leaseRef", "notified", "released", "notifyTargets",
-					    "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, 0, F_REQ };
+					    "budget", "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, 0, 0, F_REQ };
 	const cJSON *v;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 12 : 11, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 13 : 12, err);
 	if (rc < 0 || (rc = identity_from(o, st, err)) < 0)
 		return rc;
 	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
@@ -1345,7 +1377,8 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 			return rc;
 	}
 	if ((rc = journal_from(o, st, err)) < 0 || (rc = notified_from(o, st, err)) < 0 ||
-	    (rc = released_from(o, st, err)) < 0 || (rc = notify_targets_from(o, st, err)) < 0)
+	    (rc = released_from(o, st, err)) < 0 || (rc = notify_targets_from(o, st, err)) < 0 ||
+	    (rc = budget_from(o, st, err)) < 0)
 		return rc;
 	return with_records ? records_from(o, st, err) : 0;
 }

@@ -1,6 +1,7 @@
 /* An apply under the state lease: see workflow/applying.h. */
 #include "workflow/applying.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,6 +608,33 @@ int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *o
 	return rc;
 }
 
+/*
+ * Records the Stack's budget as applied (the state's budget): what a watcher
+ * holds the runs it would start to. In its own commit when it changed.
+ */
+static int applying_budget(struct applying *ap, struct vx_err *err)
+{
+	const struct stack_budget *b = &ap->ws.st->budget;
+	struct state *s = &ap->ws.state;
+	int64_t cents = b->set ? llround(b->usd * 100.0) : 0, days = b->set ? b->days : 0;
+	char period[16];
+	char *msg;
+	int rc;
+
+	if (s->budget_cents == cents && s->budget_days == days)
+		return 0;
+	s->budget_cents = cents;
+	s->budget_days = days;
+	msg = cents ? vx_asprintf("vx budget: applied: %lld.%02lld USD per %s\n", (long long)(cents / 100),
+				  (long long)(cents % 100), stack_budget_period(b, period, sizeof(period)))
+		    : vx_strdup("vx budget: none applied\n");
+	if (!msg)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = state_write(ap->ws.backend, s, msg, err);
+	free(msg);
+	return rc < 0 ? vx_err_wrap(err, "recording the budget applied") : 0;
+}
+
 int applying_targets(struct applying *ap, struct vx_err *err)
 {
 	const struct stack *st = ap->ws.st;
@@ -617,6 +645,8 @@ int applying_targets(struct applying *ap, struct vx_err *err)
 	char *msg;
 	int changed = 0, rc;
 
+	if ((rc = applying_budget(ap, err)) < 0)
+		return rc;
 	for (size_t i = 0; i < st->nnotify && i < 16; i++, n++) {
 		if ((rc = notify_target_digest(digests[i], &st->notify[i])) < 0)
 			return vx_err_set(err, rc, "out of memory");

@@ -184,8 +184,9 @@ int applying_wait(struct applying *ap, int until_done, int64_t poll_ms, const st
 int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *out) VX_WUR;
 /*
  * Records the Stack's notify targets as applied (the state's notifyTargets,
- * reconcile/notify.h): what a watcher may send to. Written under the lease,
- * in its own commit when they changed; nothing when they did not.
+ * reconcile/notify.h): what a watcher may send to; and its budget (the
+ * state's budget): what a watcher holds the runs it starts to. Written under
+ * the lease, each in its own commit when it changed; nothing when not.
  */
 int applying_targets(struct applying *ap, struct vx_err *err) VX_WUR;
 /*

@@ -226,6 +226,8 @@ static int plan_budget(struct planning *pl, struct workspace *ws, const struct p
 	if (budget_build(&pl->budget, ws, &pl->prices, &pl->capacity, o->now_ms ? o->now_ms : vx_now_ms(ws->ctx)) < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	pl->header.budget = &pl->budget.r;
+	if (o->budget_holds)
+		return 0;
 	if (r->would_exceed) {
 		rc = budget_money(&by, r->exceed_by);
 		if (rc == 0)

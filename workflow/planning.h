@@ -35,6 +35,8 @@ struct planning_opts {
 	int refresh;
 	int fail_on_quota;       /* -fail-on=quota: a job that does not fit is a plan error */
 	int fail_on_budget;      /* -fail-on=budget: a plan over the Stack's budget is a plan error */
+	int budget_holds;        /* vx watch: the budget applied holds what would start past it
+				  * (workflow/watch.c): no budget warning or error in the plan */
 	int allow_other_lineage; /* -allow-other-lineage */
 	int allow_released;      /* -allow-released */
 	int verbose;             /* -verbose: every run of a sweep shown */

@@ -2,6 +2,7 @@
 #include "workflow/watch.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@
 #include "workflow/applying.h"
 #include "workflow/ci.h"
 #include "workflow/planning.h"
+#include "workflow/report.h"
 #include "workflow/workspace.h"
 #include "util/banned.h"
 
@@ -407,6 +409,62 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 			n += a->op != PLAN_NOOP && a->op != PLAN_PENDING && a->op != PLAN_WAIT;
 	}
 	return n;
+}
+
+/*
+ * The budget applied (the state's, never the files': a raise must be
+ * reviewed and applied first) against the runs the plan would start: in
+ * plan order, a run whose at most would take the period's spend past it is
+ * held, with the reason "held: budget, $340 left", told once. What runs is
+ * never stopped for money. A spend or a cost that cannot be known holds
+ * too. now is Google's clock, which the runs' times are on. Returns how
+ * many were held.
+ */
+static size_t budget_holds(struct watch *w, struct planning *pl, const struct workspace *ws, int64_t now, int quiet)
+{
+	struct stack_budget b = { .set = 1 };
+	struct vx_err e = VX_ERR_INIT;
+	struct vx_buf left_text = VX_BUF_INIT;
+	struct plan *p = &pl->planner.plan;
+	double spent = 0, share, left, adds = 0;
+	size_t held = 0;
+	char what[512];
+
+	if (ws->state.budget_cents <= 0)
+		return 0;
+	b.usd = (double)ws->state.budget_cents / 100.0;
+	b.days = ws->state.budget_days;
+	if (report_spend_window(ws, &pl->prices, budget_period_start(&b, now), now, &spent, &share, &e) < 0)
+		spent = -1;
+	vx_err_release(&e);
+	left = spent < 0 ? -1 : round((b.usd - spent) * 100.0) / 100.0;
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct capacity_cost *c = capacity_cost_of(&pl->capacity, a->address);
+		char *why;
+
+		if (a->op == PLAN_NOOP || a->op == PLAN_PENDING || a->op == PLAN_WAIT || !c || !c->starts)
+			continue;
+		if (left >= 0 && c->known && adds + c->usd_max <= left) {
+			adds += c->usd_max;
+			continue;
+		}
+		vx_buf_reset(&left_text);
+		if (left < 0 || budget_money(&left_text, left - adds > 0 ? left - adds : 0) < 0)
+			vx_buf_reset(&left_text);
+		why = left < 0 ? vx_strdup("held: budget, the period's spend is unknown")
+			       : vx_asprintf("held: budget, %s left", vx_buf_str(&left_text));
+		hold(p, a);
+		free(a->reason);
+		a->reason = why;
+		snprintf(what, sizeof(what), "budget|%s|%s", a->address, why ? why : "");
+		if (tell(w, what, quiet))
+			say(w, "wait", a->address, "%s: %s (its at most would take the spend past the budget applied)",
+			    a->address, why ? why : "held: budget");
+		held++;
+	}
+	vx_buf_release(&left_text);
+	return held;
 }
 
 /* ---- notifications ---- */
@@ -1012,7 +1070,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	struct live_set kinds;
 	char *summary = NULL;
 	int64_t now = vx_now_ms(w->ctx);
-	size_t refreshed;
+	size_t refreshed, left;
 	uint64_t files = 0;
 	int rc, planned = 0, files_ok = 0;
 
@@ -1024,6 +1082,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	memset(&pl, 0, sizeof(pl));
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
+	po.budget_holds = 1;
 	if (w->remote && !followed && (rc = follow(w, err)) < 0)
 		goto done;
 	/* Read before the files are: a change while they load shows next cycle. */
@@ -1044,7 +1103,9 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
-	*need = keep_authorised(w, &pl.planner.plan, now, 1) > 0 || w->untold;
+	left = keep_authorised(w, &pl.planner.plan, now, 1);
+	left -= budget_holds(w, &pl, &ws, now, 1);
+	*need = left > 0 || w->untold;
 	kinds = live_store_view(&ws.store);
 	refreshed = apply_refresh_state(&ws.state, kind_job_listed(&ws.store), &kinds, &summary);
 	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, google_since(w, now))) < 0) {
@@ -1163,7 +1224,7 @@ static int act_lock(struct watch *w, struct applying *ap, const struct applying_
 
 /* Under the lease: the refresh recorded, what is authorised carried out. */
 static int act_apply(struct watch *w, struct applying *ap, const struct applying_opts *ao,
-		     const struct planning_opts *po, struct watch_result *res, struct vx_err *err)
+		     const struct planning_opts *po, int64_t now, struct watch_result *res, struct vx_err *err)
 {
 	int rc;
 
@@ -1173,6 +1234,8 @@ static int act_apply(struct watch *w, struct applying *ap, const struct applying
 		res->acted = 1;
 		say_recorded(w, ap->refresh_summary);
 	}
+	/* After the refresh is recorded: the spend counts the runs that just ended. */
+	(void)budget_holds(w, &ap->pl, &ap->ws, now, 0);
 	/* -sync records what waits as applied, as vxapply does, even with no change. */
 	if (planning_has_changes(&ap->pl) || (w->o.sync && planning_has_waits(&ap->pl))) {
 		if ((rc = applying_run(ap, ao, err)) < 0)
@@ -1200,6 +1263,7 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
+	po.budget_holds = 1;
 	act_opts(w, &ao, &aev);
 	applying_init(&ap);
 	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
@@ -1218,7 +1282,7 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 	now = provider_now_ms(w->prov, w->ctx);
 	/* The locked plan tells; a notify-only cycle's plan (no lease) is quiet, as the look is. */
 	(void)keep_authorised(w, &ap.pl.planner.plan, now, !locked);
-	if (locked && (rc = act_apply(w, &ap, &ao, &po, res, err)) < 0)
+	if (locked && (rc = act_apply(w, &ap, &ao, &po, now, res, err)) < 0)
 		goto done;
 	keep_targets(w, ap.ws.st, &ap.ws.state);
 	if ((rc = applying_events(&ap, google_since(w, now), &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {

@@ -15,8 +15,8 @@ PRICES = ('{"source": "e2e table", "date": "2026-01-01", "currency": "USD", "reg
           '"accelerators": {"NVIDIA_TESLA_T4": {"on_demand": 0.5, "spot": 0.2}}}}}')
 
 
-def job(name, replicas, timeout="2h", extra=""):
-    """A STANDARD job of n1-standard-4 + one T4 per replica: 1.50/h per replica."""
+def job(name, replicas, timeout="2h", extra="", strategy="STANDARD"):
+    """A job of n1-standard-4 + one T4 per replica: 1.50/h per replica (SPOT: 0.60/h)."""
     return """---
 kind: CustomJob
 name: %s
@@ -26,9 +26,9 @@ spec:
       replicaCount: %d
       containerSpec:
         imageUri: "us-docker.pkg.dev/p/r/trainer:1"
-  scheduling: {strategy: STANDARD, timeout: %s}
+  scheduling: {strategy: %s, timeout: %s}
   baseOutputDirectory: {outputUriPrefix: "gs://e2e-bucket/%s"}
-%s""" % (name, replicas, timeout, name, extra)
+%s""" % (name, replicas, strategy, timeout, name, extra)
 
 
 def budget(usd, period="30d", extra=""):
@@ -215,6 +215,39 @@ class Budget(FakeTestCase):
         self.repo.write(extra_stack="")
         r = self.repo.vx("report", self.repo.dir, "-format", "json", env=late)
         self.assertNotIn("budgets", json.loads(r.out))
+
+    def test_watcher_holds_a_resubmission_past_the_budget_applied(self):
+        # a on SPOT: 2 replicas x (0.40 + 0.20) = 1.20/h, a 1h timeout, 2 attempts: at most $2.40,
+        # over the $1.50 budget, applied anyway. Its first attempt RUNNING at t=35 is preempted
+        # half-way (t=1835): $0.60 spent. The resubmission's at most, 1.20/h x 1h x 1 attempt left
+        # = $1.20, is over the $0.90 left: the watcher holds it, and says so once.
+        retry = "resubmit: {on: [preempted], maxAttempts: 2}\n"
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
+        self.repo.write({"a": job("a", 2, "1h", extra=retry, strategy="SPOT")}, extra_stack=budget(1.5))
+        r = self.repo.apply("-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        state = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))
+        self.assertEqual(state["budget"], {"usdCents": 150, "days": 30})
+        # The fake moves a job one state per advance: RUNNING, then preempted past half its time.
+        self.fake.advance(40)
+        self.fake.advance(2000)
+        held = "wait: job.a: held: budget, $0.90 left (its at most would take the spend past the budget applied)"
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual(r.err, "", r)
+        self.assertEqual([l.split(" ", 1)[1] for l in r.out.splitlines()],
+                         ["record: recorded: job.a: queued -> failed (preempted)", held])
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        # A raise in the files alone is not applied: still held, and nothing done (exit 0).
+        self.repo.write(extra_stack=budget(40))
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual((r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()], r.err), (0, [held], ""), r)
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        # Applied, the raise lets the resubmission go (vxapply makes it, as it would any).
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("a")), 2)
+        state = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))
+        self.assertEqual(state["budget"], {"usdCents": 4000, "days": 30})
 
     def test_bad_budget_at_its_field(self):
         self.repo.write({"a": job("a", 1)}, extra_stack="budget:\n  usd: 12.345\n  period: 2w\n  warnAt: [80, 50]\n")
