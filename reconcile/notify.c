@@ -36,6 +36,7 @@ const char *const notify_kind_names[NOTIFY_NKINDS] = {
 	"window-closing",
 	"window-closed",
 	"resource-error",
+	"budget-exhausted",
 };
 
 const char *notify_kind_name(unsigned kind)
@@ -210,6 +211,9 @@ static int headline(struct vx_buf *t, const struct notify_event *ev)
 		break;
 	case NOTIFY_RESOURCE_ERROR:
 		what = "is in ERROR";
+		break;
+	case NOTIFY_BUDGET_EXHAUSTED:
+		what = "is held: the budget does not cover it";
 		break;
 	}
 	if (ev->kind == NOTIFY_WATCH_ERROR)

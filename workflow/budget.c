@@ -120,8 +120,8 @@ static int line_build(struct vx_buf *b, const struct stack_budget *bu, const str
 }
 
 /* The period's spend into r (spent_known 0 and *why set when the history or the prices cannot be read). */
-static int spent_read(struct render_budget *r, char **why, const struct workspace *ws, const struct prices *p,
-		      int64_t now_ms)
+static int spent_read(struct render_budget *r, char **why, const struct workspace *ws, const struct stack_budget *bu,
+		      const struct prices *p, int64_t now_ms)
 {
 	struct vx_err err = VX_ERR_INIT;
 	struct prices own;
@@ -135,7 +135,7 @@ static int spent_read(struct render_budget *r, char **why, const struct workspac
 		p = &own;
 	}
 	if (r_load == 0 &&
-	    report_spend_window(ws, p, budget_period_start(&ws->st->budget, now_ms), now_ms, &r->spent, &share, &err) == 0) {
+	    report_spend_window(ws, p, budget_period_start(bu, now_ms), now_ms, &r->spent, &share, &err) == 0) {
 		r->spent_known = 1;
 		r->spent = round_cents(r->spent);
 	} else if (err.code == VX_ENOMEM) {
@@ -163,7 +163,7 @@ int budget_build(struct budget *out, const struct workspace *ws, const struct pr
 	r->limit = bu->usd;
 	r->at_most = plan_at_most(bu, cap, now_ms);
 	r->at_most_known = r->at_most >= 0;
-	if ((rc = spent_read(r, &why, ws, p, now_ms)) < 0)
+	if ((rc = spent_read(r, &why, ws, bu, p, now_ms)) < 0)
 		goto done;
 	/* exceed_by: above 0, over the budget by it; else what is left is its negation. */
 	if (r->spent_known && r->at_most_known)
@@ -190,7 +190,7 @@ int budget_build_report(struct budget *out, const struct workspace *ws, const st
 	memset(out, 0, sizeof(*out));
 	r->period = stack_budget_period(bu, out->period, sizeof(out->period));
 	r->limit = bu->usd;
-	if ((rc = spent_read(r, &why, ws, p, now_ms)) < 0)
+	if ((rc = spent_read(r, &why, ws, bu, p, now_ms)) < 0)
 		goto done;
 	left = round_cents(r->limit - r->spent) + 0.0;
 	rc = vx_buf_adds(&b, "budget: ");
@@ -212,6 +212,20 @@ done:
 	free(why);
 	vx_buf_release(&b);
 	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+int budget_spent(double *out, const struct workspace *ws, const struct stack_budget *b, const struct prices *p,
+		 int64_t now_ms)
+{
+	struct render_budget r;
+	char *why = NULL;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	rc = spent_read(&r, &why, ws, b, p, now_ms);
+	free(why);
+	*out = r.spent;
+	return rc < 0 ? rc : r.spent_known ? 0 : -1;
 }
 
 void budget_release(struct budget *b)

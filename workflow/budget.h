@@ -49,6 +49,14 @@ void budget_release(struct budget *b);
 int budget_build_report(struct budget *out, const struct workspace *ws, const struct prices *p,
 			int64_t now_ms) VX_WUR;
 
+/*
+ * What budget b's period ending at now_ms spent, from ws's state history
+ * priced with p (NULL or empty: the table in force), into *out: 0; -1 when
+ * the history or the prices cannot be read (unknown); VX_ENOMEM.
+ */
+int budget_spent(double *out, const struct workspace *ws, const struct stack_budget *b, const struct prices *p,
+		 int64_t now_ms) VX_WUR;
+
 /* "$12,400" ($100 and up in whole dollars, cents below, as the plan's spend line) into b. */
 struct vx_buf;
 int budget_money(struct vx_buf *b, double usd) VX_WUR;

@@ -33,7 +33,6 @@
 #include "workflow/applying.h"
 #include "workflow/ci.h"
 #include "workflow/planning.h"
-#include "workflow/report.h"
 #include "workflow/workspace.h"
 #include "util/banned.h"
 
@@ -98,8 +97,8 @@ struct watch {
 
 struct quota_news {
 	char *address;
-	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED */
-	char state[96];             /* "granted 16 of 16", "granted 8 of 16" */
+	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED, or _BUDGET_EXHAUSTED */
+	char state[96];             /* "granted 16 of 16", "granted 8 of 16"; "held: budget, $0.90 left" */
 	char key[24];               /* the preferred value: one event per request */
 };
 
@@ -412,6 +411,30 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 }
 
 /*
+ * One budget-exhausted event per hold episode: the first run held, under the
+ * budget applied, is the episode (its key: the budget's cents and the run's
+ * attempt), so a restarted watcher or a second one sends it once.
+ */
+static void budget_news(struct watch *w, const struct plan_action *a, const char *why, int64_t cents)
+{
+	/* The attempt of a run the watcher follows (a job's); 0 for another kind's action. */
+	int64_t attempt = a->kind_of && a->kind_of->watch_runs ? job_action_of(a)->attempt : 0;
+	struct quota_news *n = realloc(w->news, (w->nnews + 1) * sizeof(*n));
+
+	if (!n)
+		return;
+	w->news = n;
+	n = &w->news[w->nnews];
+	memset(n, 0, sizeof(*n));
+	if (!(n->address = strdup(a->address)))
+		return;
+	w->nnews++;
+	n->kind = NOTIFY_BUDGET_EXHAUSTED;
+	snprintf(n->state, sizeof(n->state), "%s", why ? why : "held: budget");
+	snprintf(n->key, sizeof(n->key), "%lld:%lld", (long long)cents, (long long)attempt);
+}
+
+/*
  * The budget applied (the state's, never the files': a raise must be
  * reviewed and applied first) against the runs the plan would start: in
  * plan order, a run whose at most would take the period's spend past it is
@@ -423,10 +446,9 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 static size_t budget_holds(struct watch *w, struct planning *pl, const struct workspace *ws, int64_t now, int quiet)
 {
 	struct stack_budget b = { .set = 1 };
-	struct vx_err e = VX_ERR_INIT;
 	struct vx_buf left_text = VX_BUF_INIT;
 	struct plan *p = &pl->planner.plan;
-	double spent = 0, share, left, adds = 0;
+	double spent = 0, left, adds = 0;
 	size_t held = 0;
 	char what[512];
 
@@ -434,9 +456,8 @@ static size_t budget_holds(struct watch *w, struct planning *pl, const struct wo
 		return 0;
 	b.usd = (double)ws->state.budget_cents / 100.0;
 	b.days = ws->state.budget_days;
-	if (report_spend_window(ws, &pl->prices, budget_period_start(&b, now), now, &spent, &share, &e) < 0)
+	if (budget_spent(&spent, ws, &b, &pl->prices, now) != 0)
 		spent = -1;
-	vx_err_release(&e);
 	left = spent < 0 ? -1 : round((b.usd - spent) * 100.0) / 100.0;
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
@@ -457,6 +478,8 @@ static size_t budget_holds(struct watch *w, struct planning *pl, const struct wo
 		hold(p, a);
 		free(a->reason);
 		a->reason = why;
+		if (!held && !quiet)
+			budget_news(w, a, why, ws->state.budget_cents);
 		snprintf(what, sizeof(what), "budget|%s|%s", a->address, why ? why : "");
 		if (tell(w, what, quiet))
 			say(w, "wait", a->address, "%s: %s (its at most would take the spend past the budget applied)",

@@ -8,6 +8,7 @@ import os
 import unittest
 
 from harness import FakeTestCase
+from test_watch import Receiver
 
 # USD per hour in us-central1: the machine per replica, the GPU per GPU.
 PRICES = ('{"source": "e2e table", "date": "2026-01-01", "currency": "USD", "regions": {"us-central1": '
@@ -222,8 +223,12 @@ class Budget(FakeTestCase):
         # half-way (t=1835): $0.60 spent. The resubmission's at most, 1.20/h x 1h x 1 attempt left
         # = $1.20, is over the $0.90 left: the watcher holds it, and says so once.
         retry = "resubmit: {on: [preempted], maxAttempts: 2}\n"
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        self.env.update(HOOK=rcv.url, VX_NOTIFY_ALLOW_LOOPBACK="1")
+        hook = "notify:\n  - urlEnv: HOOK\n    on: [budget-exhausted]\n"
         self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
-        self.repo.write({"a": job("a", 2, "1h", extra=retry, strategy="SPOT")}, extra_stack=budget(1.5))
+        self.repo.write({"a": job("a", 2, "1h", extra=retry, strategy="SPOT")}, extra_stack=budget(1.5, extra=hook))
         r = self.repo.apply("-allow-over-budget", env=self.env)
         self.assertEqual(r.code, 0, r)
         state = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))
@@ -235,13 +240,20 @@ class Budget(FakeTestCase):
         r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
         self.assertEqual(r.err, "", r)
         self.assertEqual([l.split(" ", 1)[1] for l in r.out.splitlines()],
-                         ["record: recorded: job.a: queued -> failed (preempted)", held])
+                         ["record: recorded: job.a: queued -> failed (preempted)", held,
+                          "notify: job.a: budget-exhausted to notify[0] delivered"])
         self.assertEqual(len(self.live_jobs("a")), 1)
+        # One budget-exhausted for the hold, the reason as its state (checked against the schema).
+        self.assertEqual(len(rcv.got), 1)
+        got = json.loads(rcv.got[0][1])
+        self.assertEqual((got["event"], got["address"], got["state"]),
+                         ("budget-exhausted", "job.a", "held: budget, $0.90 left"))
         # A raise in the files alone is not applied: still held, and nothing done (exit 0).
-        self.repo.write(extra_stack=budget(40))
+        self.repo.write(extra_stack=budget(40, extra=hook))
         r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
         self.assertEqual((r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()], r.err), (0, [held], ""), r)
         self.assertEqual(len(self.live_jobs("a")), 1)
+        self.assertEqual(len(rcv.got), 1, "told once")
         # Applied, the raise lets the resubmission go (vxapply makes it, as it would any).
         r = self.repo.apply(env=self.env)
         self.assertEqual(r.code, 0, r)
