@@ -37,6 +37,7 @@ const char *const notify_kind_names[NOTIFY_NKINDS] = {
 	"window-closed",
 	"resource-error",
 	"budget-exhausted",
+	"budget",
 };
 
 const char *notify_kind_name(unsigned kind)
@@ -215,8 +216,11 @@ static int headline(struct vx_buf *t, const struct notify_event *ev)
 	case NOTIFY_BUDGET_EXHAUSTED:
 		what = "is held: the budget does not cover it";
 		break;
+	case NOTIFY_BUDGET:
+		what = "passed a budget threshold";
+		break;
 	}
-	if (ev->kind == NOTIFY_WATCH_ERROR)
+	if (ev->kind == NOTIFY_WATCH_ERROR || ev->kind == NOTIFY_BUDGET)
 		return vx_buf_printf(t, "%s: %s", ev->stack ? ev->stack : "", what);
 	return vx_buf_printf(t, "%s: %s %s", ev->stack ? ev->stack : "", ev->address ? ev->address : "", what);
 }

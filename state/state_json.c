@@ -457,11 +457,21 @@ static cJSON *budget_json(const struct state *st)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (o && (add_int(o, "usdCents", st->budget_cents) < 0 || add_int(o, "days", st->budget_days) < 0)) {
-		cJSON_Delete(o);
-		return NULL;
+	cJSON *warn = NULL;
+
+	if (o && (add_int(o, "usdCents", st->budget_cents) < 0 || add_int(o, "days", st->budget_days) < 0))
+		goto fail;
+	if (o && st->nbudget_warn_at) {
+		if (!(warn = cJSON_CreateIntArray(st->budget_warn_at, (int)st->nbudget_warn_at)) ||
+		    !cJSON_AddItemToObject(o, "warnAt", warn))
+			goto fail;
 	}
 	return o;
+fail:
+	if (warn && !cJSON_GetObjectItemCaseSensitive(o, "warnAt"))
+		cJSON_Delete(warn);
+	cJSON_Delete(o);
+	return NULL;
 }
 
 static cJSON *strings_json(char *const *v, size_t n)
@@ -1227,18 +1237,31 @@ static int released_from(const cJSON *o, struct state *st, struct vx_err *err)
 static int budget_from(const cJSON *o, struct state *st, struct vx_err *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "budget");
-	static const char *const keys[] = { "usdCents", "days" };
-	static const int flags[] = { F_REQ, F_REQ };
+	static const char *const keys[] = { "usdCents", "days", "warnAt" };
+	static const int flags[] = { F_REQ, F_REQ, 0 };
+	const cJSON *w, *c;
 	int rc;
 
 	if (!v)
 		return 0;
 	if (!cJSON_IsObject(v))
 		return vx_err_set(err, VX_EINVAL, "budget: expected an object");
-	if ((rc = check_keys(v, "budget", keys, flags, 2, err)) < 0 ||
+	if ((rc = check_keys(v, "budget", keys, flags, 3, err)) < 0 ||
 	    (rc = get_int(v, "budget", "usdCents", 1, (int64_t)100000000000, &st->budget_cents, err)) < 0 ||
 	    (rc = get_int(v, "budget", "days", 0, 366, &st->budget_days, err)) < 0)
 		return rc;
+	if (!(w = cJSON_GetObjectItemCaseSensitive(v, "warnAt")))
+		return 0;
+	if (!cJSON_IsArray(w))
+		return vx_err_set(err, VX_EINVAL, "budget.warnAt: expected an array");
+	for (c = w->child; c; c = c->next) {
+		int prev = st->nbudget_warn_at ? st->budget_warn_at[st->nbudget_warn_at - 1] : 0;
+
+		if (st->nbudget_warn_at >= 8 || !cJSON_IsNumber(c) || c->valuedouble != (double)c->valueint ||
+		    c->valueint <= prev || c->valueint > 100)
+			return vx_err_set(err, VX_EINVAL, "budget.warnAt: at most 8 percents from 1 to 100, ascending");
+		st->budget_warn_at[st->nbudget_warn_at++] = c->valueint;
+	}
 	return 0;
 }
 

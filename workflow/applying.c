@@ -621,10 +621,15 @@ static int applying_budget(struct applying *ap, struct vx_err *err)
 	char *msg;
 	int rc;
 
-	if (s->budget_cents == cents && s->budget_days == days)
+	size_t nwarn = b->set ? b->nwarn : 0;
+
+	if (s->budget_cents == cents && s->budget_days == days && s->nbudget_warn_at == nwarn &&
+	    !memcmp(s->budget_warn_at, b->warn_at, nwarn * sizeof(int)))
 		return 0;
 	s->budget_cents = cents;
 	s->budget_days = days;
+	s->nbudget_warn_at = nwarn;
+	memcpy(s->budget_warn_at, b->warn_at, nwarn * sizeof(int));
 	msg = cents ? vx_asprintf("vx budget: applied: %lld.%02lld USD per %s\n", (long long)(cents / 100),
 				  (long long)(cents % 100), stack_budget_period(b, period, sizeof(period)))
 		    : vx_strdup("vx budget: none applied\n");

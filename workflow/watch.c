@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/apply.h"
@@ -434,6 +435,64 @@ static void budget_news(struct watch *w, const struct plan_action *a, const char
 	snprintf(n->key, sizeof(n->key), "%lld:%lld", (long long)cents, (long long)attempt);
 }
 
+/* A stack's event for the news: address NULL. 0, or -1 out of memory. */
+static int stack_news(struct watch *w, unsigned kind, const char *state, const char *key)
+{
+	struct quota_news *n = realloc(w->news, (w->nnews + 1) * sizeof(*n));
+
+	if (!n)
+		return -1;
+	w->news = n;
+	n = &w->news[w->nnews++];
+	memset(n, 0, sizeof(*n));
+	n->kind = kind;
+	snprintf(n->state, sizeof(n->state), "%s", state);
+	snprintf(n->key, sizeof(n->key), "%.23s", key);
+	return 0;
+}
+
+/*
+ * The budget applied's warnAt thresholds the period's spend has reached:
+ * a `budget` event each, once per threshold per period (its key: the
+ * threshold and the period, the calendar month or the N-day span of
+ * the epoch that holds now).
+ */
+static void budget_warnings(struct watch *w, const struct planning *pl, const struct workspace *ws, int64_t now)
+{
+	const struct state *s = &ws->state;
+	struct stack_budget b = { .set = 1 };
+	struct vx_buf text = VX_BUF_INIT;
+	char key[24], period[16];
+	double spent;
+	time_t start;
+	struct tm tm;
+
+	if (s->budget_cents <= 0 || !s->nbudget_warn_at)
+		return;
+	b.usd = (double)s->budget_cents / 100.0;
+	b.days = s->budget_days;
+	start = (time_t)(budget_period_start(&b, now) / 1000);
+	if (budget_spent(&spent, ws, &b, &pl->prices, now) != 0 || !gmtime_r(&start, &tm))
+		return;
+	if (b.days)
+		snprintf(period, sizeof(period), "%lld", (long long)(now / (b.days * 86400000)) % 1000000000LL);
+	else
+		snprintf(period, sizeof(period), "%04u-%02u", (unsigned)(tm.tm_year + 1900) % 10000u,
+			 (unsigned)(tm.tm_mon + 1) % 100u);
+	for (size_t i = 0; i < s->nbudget_warn_at; i++) {
+		if (spent * 100.0 < (double)s->budget_warn_at[i] * b.usd)
+			continue;
+		vx_buf_reset(&text);
+		if (vx_buf_printf(&text, "spent %d%% of the budget: ", (int)floor(spent * 100.0 / b.usd)) < 0 ||
+		    budget_money(&text, spent) < 0 || vx_buf_adds(&text, " of ") < 0 || budget_money(&text, b.usd) < 0)
+			break;
+		snprintf(key, sizeof(key), "%u:%.15s", (unsigned)s->budget_warn_at[i] % 1000u, period);
+		if (stack_news(w, NOTIFY_BUDGET, vx_buf_str(&text), key) < 0)
+			break;
+	}
+	vx_buf_release(&text);
+}
+
 /*
  * The budget applied (the state's, never the files': a raise must be
  * reviewed and applied first) against the runs the plan would start: in
@@ -582,8 +641,9 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 
 		if (o->sent)
 			res->notified++;
-		say(w, "notify", o->address, "%s: %s to notify[%zu]%s%s%s", o->address ? o->address : "",
-		    o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: " : " not delivered: ",
+		/* A stack's own event (budget) has no address. */
+		say(w, "notify", o->address, "%s%s%s to notify[%zu]%s%s%s", o->address ? o->address : "",
+		    o->address ? ": " : "", o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: " : " not delivered: ",
 		    o->why ? o->why : "", o->sent || o->dropped ? "" : " (tried again later)");
 	}
 	notify_report_release(&rep);
@@ -1138,6 +1198,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	warn_too_old(w, ws.st, &pl.planner.plan, now);
 	news_release(w);
 	quota_changes(w, &pl.planner.plan);
+	budget_warnings(w, &pl, &ws, now);
 	if (ws.st->nnotify && (rc = news_events(w, &events, ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;

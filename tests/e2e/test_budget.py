@@ -32,8 +32,8 @@ spec:
 %s""" % (name, replicas, strategy, timeout, name, extra)
 
 
-def budget(usd, period="30d", extra=""):
-    return "budget: {usd: %s, period: %s}\n%s" % (usd, period, extra)
+def budget(usd, period="30d", extra="", warn=None):
+    return "budget: {usd: %s, period: %s%s}\n%s" % (usd, period, ", warnAt: %s" % warn if warn else "", extra)
 
 
 NOW_SECONDS = 4000   # when the plans below are made (after history())
@@ -226,13 +226,13 @@ class Budget(FakeTestCase):
         rcv = Receiver()
         self.addCleanup(rcv.close)
         self.env.update(HOOK=rcv.url, VX_NOTIFY_ALLOW_LOOPBACK="1")
-        hook = "notify:\n  - urlEnv: HOOK\n    on: [budget-exhausted]\n"
+        hook = "notify:\n  - urlEnv: HOOK\n    on: [budget-exhausted, budget]\n"
         self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
-        self.repo.write({"a": job("a", 2, "1h", extra=retry, strategy="SPOT")}, extra_stack=budget(1.5, extra=hook))
+        self.repo.write({"a": job("a", 2, "1h", extra=retry, strategy="SPOT")}, extra_stack=budget(1.5, warn="[25, 50]", extra=hook))
         r = self.repo.apply("-allow-over-budget", env=self.env)
         self.assertEqual(r.code, 0, r)
         state = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))
-        self.assertEqual(state["budget"], {"usdCents": 150, "days": 30})
+        self.assertEqual(state["budget"], {"usdCents": 150, "days": 30, "warnAt": [25, 50]})
         # The fake moves a job one state per advance: RUNNING, then preempted past half its time.
         self.fake.advance(40)
         self.fake.advance(2000)
@@ -251,9 +251,18 @@ class Budget(FakeTestCase):
         # A raise in the files alone is not applied: still held, and nothing done (exit 0).
         self.repo.write(extra_stack=budget(40, extra=hook))
         r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
-        self.assertEqual((r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()], r.err), (0, [held], ""), r)
+        # The next look counts the recorded spend: $0.60 of $1.50 is 40%, past warnAt's 25: one
+        # budget event (the stack's own, no address).
+        self.assertEqual((r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()], r.err),
+                         (0, [held, "notify: budget to notify[0] delivered"], ""), r)
         self.assertEqual(len(self.live_jobs("a")), 1)
-        self.assertEqual(len(rcv.got), 1, "told once")
+        self.assertEqual(len(rcv.got), 2)
+        got = json.loads(rcv.got[1][1])
+        self.assertEqual((got["event"], got["address"], got["state"]),
+                         ("budget", None, "spent 40% of the budget: $0.60 of $1.50"))
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual((r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()], r.err), (0, [held], ""), r)
+        self.assertEqual(len(rcv.got), 2, "each told once")
         # Applied, the raise lets the resubmission go (vxapply makes it, as it would any).
         r = self.repo.apply(env=self.env)
         self.assertEqual(r.code, 0, r)
