@@ -213,7 +213,7 @@ static int headline(struct vx_buf *t, const struct notify_event *ev)
 	case NOTIFY_RESOURCE_ERROR:
 		what = "is in ERROR";
 		break;
-	case NOTIFY_BUDGET_EXHAUSTED:
+	case NOTIFY_BUDGET_SPENT:
 		what = "is held: the budget does not cover it";
 		break;
 	case NOTIFY_BUDGET:

@@ -41,7 +41,7 @@ enum notify_kind {
 	NOTIFY_WINDOW_CLOSING = 1u << 10,  /* "window-closing": window.closingLead before its end */
 	NOTIFY_WINDOW_CLOSED = 1u << 11,   /* "window-closed": its end; the runs on it were ended */
 	NOTIFY_RESOURCE_ERROR = 1u << 12,  /* "resource-error": a persistent resource went to ERROR */
-	NOTIFY_BUDGET_EXHAUSTED = 1u << 13, /* "budget-exhausted": the watcher holds a run past the budget */
+	NOTIFY_BUDGET_SPENT = 1u << 13,	   /* "budget-exhausted": the watcher holds a run past the budget */
 	NOTIFY_BUDGET = 1u << 14,	   /* "budget": the period's spend passed a warnAt threshold */
 };
 

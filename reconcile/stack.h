@@ -140,12 +140,12 @@ struct stack_notify {
 #define STACK_BUDGET_MAX_DAYS 366
 
 struct stack_budget {
-	int set;                /* 0: the Stack has no budget (nothing else here is set) */
-	double usd;             /* usd: > 0, in cents */
-	int64_t days;           /* period: Nd, a rolling window of N days; 0: month (calendar, UTC) */
+	int set;			    /* 0: the Stack has no budget (nothing else here is set) */
+	double usd;			    /* usd: > 0, in cents */
+	int64_t days;			    /* period: Nd, a rolling window of N days; 0: month (calendar, UTC) */
 	int warn_at[STACK_BUDGET_MAX_WARN]; /* warnAt: percents, strictly ascending, 1..100 */
 	size_t nwarn;
-	unsigned line, col;     /* where budget: is written, for messages */
+	unsigned line, col; /* where budget: is written, for messages */
 };
 
 /* The period as written: "30d" or "month", into buf (16 bytes are enough); returns buf. */
@@ -174,8 +174,8 @@ struct stack {
 	int fail_on_quota;            /* failOn: [quota]: a job that does not fit is a plan error */
 	struct stack_notify *notify;  /* owned: the Stack's notify targets, in order */
 	size_t nnotify;
-	struct stack_budget budget;   /* budget: (set 0 when the Stack has none) */
-	int fail_on_budget;           /* failOn: [budget]: a plan that would exceed it is a plan error */
+	struct stack_budget budget; /* budget: (set 0 when the Stack has none) */
+	int fail_on_budget;	    /* failOn: [budget]: a plan that would exceed it is a plan error */
 	/*
 	 * Each kind's declarations, by its place in kind_table (kind_index): an
 	 * array of the kind's own declaration type, each beginning with its

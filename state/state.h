@@ -249,7 +249,7 @@ struct state {
 	 */
 	int64_t budget_cents;
 	int64_t budget_days;
-	int budget_warn_at[8];  /* its warnAt percents, ascending; written ("warnAt") when some */
+	int budget_warn_at[8]; /* its warnAt percents, ascending; written ("warnAt") when some */
 	size_t nbudget_warn_at;
 };
 
@@ -261,7 +261,10 @@ struct state_notified {
 #define STATE_MAX_NOTIFIED 10000
 #define STATE_NOTIFIED_KEEP_MS ((int64_t)7 * 24 * 3600 * 1000)
 
-#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, { 0 }, 0 }
+#define STATE_INIT \
+	{ \
+		NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, { 0 }, 0 \
+	}
 
 /* Whether key is among st's delivered notifications. */
 int state_notified_has(const struct state *st, const char *key);

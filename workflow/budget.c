@@ -225,7 +225,8 @@ int budget_spent(double *out, const struct workspace *ws, const struct stack_bud
 	rc = spent_read(&r, &why, ws, b, p, now_ms);
 	free(why);
 	*out = r.spent;
-	return rc < 0 ? rc : r.spent_known ? 0 : -1;
+	return rc < 0 ? rc : r.spent_known ? 0
+					   : -1;
 }
 
 void budget_release(struct budget *b)

@@ -217,7 +217,8 @@ static int plan_budget(struct planning *pl, struct workspace *ws, const struct p
 {
 	const struct stack *st = ws->st;
 	const struct render_budget *r = &pl->budget.r;
-	const char *why = o->fail_on_budget ? " (-fail-on=budget)" : st->fail_on_budget ? " (failOn: [budget])" : NULL;
+	const char *why = o->fail_on_budget ? " (-fail-on=budget)" : st->fail_on_budget ? " (failOn: [budget])"
+											: NULL;
 	struct vx_buf by = VX_BUF_INIT;
 	int rc;
 

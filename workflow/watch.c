@@ -2,9 +2,9 @@
 #include "workflow/watch.h"
 
 #include <dirent.h>
-#include <math.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,10 +96,12 @@ struct watch {
 	int notify_due;             /* the look found deliveries to try, and nothing else to do */
 };
 
+/* What a look saw that is news to tell: a quota preference decided, a budget's
+ * hold or threshold (address NULL: the stack's own). */
 struct quota_news {
 	char *address;
-	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED, or _BUDGET_EXHAUSTED */
-	char state[96];             /* "granted 16 of 16", "granted 8 of 16"; "held: budget, $0.90 left" */
+	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED */
+	char state[96];             /* "granted 16 of 16", "granted 8 of 16" */
 	char key[24];               /* the preferred value: one event per request */
 };
 
@@ -430,7 +432,7 @@ static void budget_news(struct watch *w, const struct plan_action *a, const char
 	if (!(n->address = strdup(a->address)))
 		return;
 	w->nnews++;
-	n->kind = NOTIFY_BUDGET_EXHAUSTED;
+	n->kind = NOTIFY_BUDGET_SPENT;
 	snprintf(n->state, sizeof(n->state), "%s", why ? why : "held: budget");
 	snprintf(n->key, sizeof(n->key), "%lld:%lld", (long long)cents, (long long)attempt);
 }
@@ -643,7 +645,8 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 			res->notified++;
 		/* A stack's own event (budget) has no address. */
 		say(w, "notify", o->address, "%s%s%s to notify[%zu]%s%s%s", o->address ? o->address : "",
-		    o->address ? ": " : "", o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: " : " not delivered: ",
+		    o->address ? ": " : "", o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: "
+															       : " not delivered: ",
 		    o->why ? o->why : "", o->sent || o->dropped ? "" : " (tried again later)");
 	}
 	notify_report_release(&rep);

@@ -27,15 +27,15 @@ struct capacity_report;
  * plan's "budget".
  */
 struct render_budget {
-	const char *line;     /* "budget: $12,400 of $20,000 spent (30 d); this plan at most $9,100: ..." */
-	const char *period;   /* "30d" or "month" */
+	const char *line;   /* "budget: $12,400 of $20,000 spent (30 d); this plan at most $9,100: ..." */
+	const char *period; /* "30d" or "month" */
 	double limit;
-	int spent_known;      /* 0: the history could not be read (line says why) */
+	int spent_known; /* 0: the history could not be read (line says why) */
 	double spent;
-	int at_most_known;    /* 0: a price is not in the table */
+	int at_most_known; /* 0: a price is not in the table */
 	double at_most;
-	int would_exceed;     /* spent + at most is over the limit (known) */
-	double exceed_by;     /* by how much, when would_exceed */
+	int would_exceed; /* spent + at most is over the limit (known) */
+	double exceed_by; /* by how much, when would_exceed */
 };
 
 struct render_header {

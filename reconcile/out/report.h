@@ -157,11 +157,11 @@ struct report {
 /* A stack's budget over its own period (not the report's window), ending at now. */
 struct report_budget {
 	const char *stack;
-	const char *period;  /* "30d", "month" */
+	const char *period; /* "30d", "month" */
 	double limit;
 	int spent_known;
 	double spent;
-	const char *line;    /* "budget: $3.00 of $20.00 spent (30 d): $17.00 left" */
+	const char *line; /* "budget: $3.00 of $20.00 spent (30 d): $17.00 left" */
 };
 
 /*
