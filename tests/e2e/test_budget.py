@@ -149,6 +149,25 @@ class Budget(FakeTestCase):
         self.assertEqual(r.out.split("\n")[2], "  2026-01-01T01:06:40Z  budget    over by $1.00, allowed by "
                                                  "%s (-allow-over-budget)" % who)
 
+    def test_saved_plan_over_budget(self):
+        # The pull request's saved plan carries the line (vx show prints it again); vxapply FILE
+        # plans again and refuses as vxapply DIR does, unless allowed.
+        self.history(budget(5))
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)}, extra_stack=budget(5))
+        planfile = os.path.join(self.tmp, "plan.json")
+        r = self.repo.plan("-out", planfile, env=self.env)
+        self.assertEqual(r.code, 0, r)
+        line = "budget: $3.00 of $5.00 spent (30 d); this plan at most $3.00: would exceed by $1.00"
+        r = self.repo.vx("show", planfile, env=self.env)
+        self.assertEqual((r.code, self.line(r.out)), (0, line), r)
+        r = self.repo.vx("apply", planfile, "-auto-approve", env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("vx: apply: refusing a plan that would exceed the Stack's budget (%s)" % line, r.err)
+        self.assertEqual(self.live_jobs("b"), [])
+        r = self.repo.vx("apply", planfile, "-auto-approve", "-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("b")), 1)
+
     def test_max_hourly_usd(self):
         # a: 2 replicas x 1.50/h = $3.00/h; its fallback rung on SPOT: 2 x (0.4 + 0.2) = $1.20/h.
         ladder = ("maxHourlyUsd: 2.5\nresubmit:\n  on: [stockout]\n  maxAttempts: 2\n  fallback:\n"
