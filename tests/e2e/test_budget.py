@@ -267,6 +267,13 @@ class Budget(FakeTestCase):
         got = json.loads(rcv.got[0][1])
         self.assertEqual((got["event"], got["address"], got["state"]),
                          ("budget-exhausted", "job.a", "held: budget, $0.90 left"))
+        # vx status says so too, from the state alone, as of the fake's now (t=2040).
+        r = self.repo.vx("status", "-C", self.repo.dir, "-format", "json",
+                         env=dict(self.env, VX_NOW="2026-01-01T00:34:00Z"))
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        [row] = [x for x in json.loads(r.out)["addresses"] if x["address"] == "job.a"]
+        self.assertEqual((row["failure"]["class"], row["failure"]["resubmits"], row["failure"]["held"]),
+                         ("preempted", True, "held: budget, $0.90 left"))
         # A raise in the files alone is not applied: still held, and nothing done (exit 0).
         self.repo.write(extra_stack=budget(40, extra=hook))
         r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
