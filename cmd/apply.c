@@ -52,6 +52,10 @@ static const char usage[] =
 	"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
 	"                       a plan error (exit 1), not a warning; the Stack's\n"
 	"                       failOn: [quota] does the same\n"
+	"  -fail-on=budget      a plan that would take the spend over the Stack's budget\n"
+	"                       is a plan error (exit 1); failOn: [budget] does the same\n"
+	"  -allow-over-budget   apply a plan that would exceed the Stack's budget (by\n"
+	"                       default refused); recorded in the state commit\n"
 	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"
@@ -202,6 +206,7 @@ enum {
 	APPLY_OPT_PARALLELISM,
 	APPLY_OPT_LOCK_TIMEOUT,
 	APPLY_OPT_ANNOTATIONS,
+	APPLY_OPT_ALLOW_OVER_BUDGET,
 };
 
 static const char *const apply_wait_values[] = { "running", "done", NULL };
@@ -213,6 +218,7 @@ static const struct cmd_opt apply_opts[] = {
 	{ .name = "parallelism", .arg = CMD_ARG_REQUIRED, .id = APPLY_OPT_PARALLELISM },
 	{ .name = "lock-timeout", .arg = CMD_ARG_REQUIRED, .id = APPLY_OPT_LOCK_TIMEOUT },
 	{ .name = "annotations", .arg = CMD_ARG_OPTIONAL, .id = APPLY_OPT_ANNOTATIONS, .values = cmd_bool_values },
+	{ .name = "allow-over-budget", .arg = CMD_ARG_NONE, .id = APPLY_OPT_ALLOW_OVER_BUDGET },
 	CMD_PLANNING_OPTS,
 	{ .name = NULL },
 };
@@ -246,6 +252,9 @@ static int apply_flags(struct apply_args *a, const struct cmd_args *args)
 			break;
 		case APPLY_OPT_NO_COLOR:
 			a->no_color = 1;
+			break;
+		case APPLY_OPT_ALLOW_OVER_BUDGET:
+			a->ao.allow_over_budget = 1;
 			break;
 		case APPLY_OPT_ANNOTATIONS:
 			if (cmd_annotate("apply", v, &a->annotate) < 0)
@@ -362,6 +371,13 @@ static int apply_prepare(struct applying *ap, struct apply_args *a, struct vx_ct
 		if (a->annotate)
 			cmd_print_annotations(&ap->pl.planner.plan.errors);
 		cmd_error("apply: the plan has errors; nothing was changed");
+		goto done;
+	}
+	/* Reviewed or not, spending past the budget takes a person's explicit word. */
+	if (planning_over_budget(&ap->pl) && !a->ao.allow_over_budget) {
+		cmd_error("apply: refusing a plan that would exceed the Stack's budget (%s); nothing was changed. "
+			  "Apply it anyway with -allow-over-budget, recorded in the state's history",
+			  ap->pl.budget.r.line);
 		goto done;
 	}
 	rc = 0;

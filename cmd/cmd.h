@@ -198,14 +198,6 @@ extern const struct workspace_events cmd_workspace_events_annotated;
 /* Prints d on stderr, one "FILE:LINE:COLUMN: message" line each, then (annotate)
  * each as a GitHub Actions "::error file=...::" line. */
 void cmd_print_diags(const struct vx_diags *d, int annotate);
-/*
- * The price table a command checks a stack's rates with, as the plan loads
- * it (workflow/planning.c): VX_PRICES beats the Stack's prices:, else the
- * table built into vx. prices_load's errors; the caller releases *out.
- */
-struct prices;
-struct stack;
-int cmd_prices_load(struct prices *out, const struct stack *st, struct vx_err *err) VX_WUR;
 /* Prints each of a stack's warnings as "FILE:LINE:COLUMN: warning: message" on stderr. */
 void cmd_print_warnings(const struct vx_diags *d);
 /* Prints d as GitHub Actions "::error file=F,line=L,col=C::message" lines on stderr. */

@@ -167,8 +167,10 @@ int cmd_planning_opt(struct planning_opts *o, int id, const char *v, struct vx_e
 	case CMD_OPT_FAIL_ON:
 		if (!strcmp(v, "quota"))
 			o->fail_on_quota = 1;
+		else if (!strcmp(v, "budget"))
+			o->fail_on_budget = 1;
 		else
-			vx_err_set(err, VX_EINVAL, "-fail-on takes quota, not '%s'", v);
+			vx_err_set(err, VX_EINVAL, "-fail-on takes quota or budget, not '%s'", v);
 		return 1;
 	case CMD_OPT_ALLOW_OTHER_LINEAGE:
 		o->allow_other_lineage = 1;
@@ -341,7 +343,7 @@ int cmd_flag(const char *arg, const char *name, const char **value)
 const char *const cmd_formats_plan[] = { "human", "json", "markdown", NULL };
 const char *const cmd_formats_status[] = { "human", "json", NULL };
 const char *const cmd_bool_values[] = { "true", "false", NULL };
-const char *const cmd_fail_on_values[] = { "quota", NULL };
+const char *const cmd_fail_on_values[] = { "quota", "budget", NULL };
 
 const struct cmd_opt cmd_stack_opts[] = {
 	{ .name = "C", .arg = CMD_ARG_REQUIRED, .id = CMD_OPT_DIR, .value = CMD_VALUE_DIR },
@@ -593,11 +595,6 @@ void cmd_done(int rc)
 const char *cmd_getenv(const char *name)
 {
 	return getenv(name);
-}
-
-int cmd_prices_load(struct prices *out, const struct stack *st, struct vx_err *err)
-{
-	return prices_load(out, st, getenv("VX_PRICES"), err);
 }
 
 int cmd_notify_loopback(void)

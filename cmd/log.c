@@ -46,8 +46,10 @@ static const char usage_head[] =
 	"of pull request 7), the config commit (+dirty: applied from uncommitted\n"
 	"changes), the run's estimated cost (list price x running hours x replicas, as\n"
 	"vx report counts it; for a run still running, its rate per hour; see\n"
-	"docs/report.md), and its final state as last observed, with its error. Times\n"
-	"are UTC. Read from the state's history (the git branch vx/state/<stack>).\n\n"
+	"docs/report.md), and its final state as last observed, with its error. A run\n"
+	"started past the Stack's budget (vxapply -allow-over-budget) has a budget row:\n"
+	"by how much, and who allowed it. Times are UTC. Read from the state's history\n"
+	"(the git branch vx/state/<stack>).\n\n"
 	"DIR is the stack directory (default .; -C DIR and -chdir=DIR also work). An argument of the\n"
 	"form ";
 /* ... the kinds' addresses (kind_table), then: */
@@ -271,6 +273,27 @@ static int print_edit(const struct state_history_entry *e, int arrived)
 }
 
 /*
+ * A run started by an apply allowed past the Stack's budget (its commit's
+ * "Vx-Allow-Over-Budget: by $1,500"): "budget  over by $1,500, allowed by
+ * alice (-allow-over-budget)", at the run's start (when_ms). 1 when printed, else 0.
+ */
+static int print_over_budget(const struct state_history_entry *e, int64_t when_ms)
+{
+	char *by = message_line(e->message, "Vx-Allow-Over-Budget: "), *actor, *what;
+
+	if (!by)
+		return 0;
+	actor = message_line(e->message, "Vx-Actor: ");
+	what = vx_asprintf("over %s, allowed by %s (-allow-over-budget)", by, actor ? actor : "-");
+	if (what)
+		print_event(when_ms, "budget", what);
+	free(what);
+	free(actor);
+	free(by);
+	return 1;
+}
+
+/*
  * The rows of one lifetime: versions v[0..n) oldest first, all with a
  * record, then (optionally) the entry that removed it.
  */
@@ -293,6 +316,7 @@ static int print_lifetime(struct state_history_entry *const *v, size_t n,
 			if (!had) {
 				print_start(last, fin, v[k]->time_ms, has_rungs(last), prices);
 				rows++;
+				rows += print_over_budget(v[k], fin->created_ms ? fin->created_ms : v[k]->time_ms);
 			}
 			if (now->cancelled_by_vx && !was_cancelled) {
 				print_event(v[k]->time_ms, "cancel", now->resource);

@@ -35,6 +35,8 @@ static const char usage[] =
 	"  -fail-on=quota       a job that would not fit its GPU quota or reservation is\n"
 	"                       a plan error (exit 1), not a warning; the Stack's\n"
 	"                       failOn: [quota] does the same\n"
+	"  -fail-on=budget      a plan that would take the spend over the Stack's budget\n"
+	"                       is a plan error (exit 1); failOn: [budget] does the same\n"
 	"  -allow-other-lineage create jobs even where live jobs of this stack name from\n"
 	"                       another state run them (by default a plan error: with\n"
 	"                       no state found, that is this stack's own state lost)\n"

@@ -3,6 +3,7 @@
  * Loads the stack and the state (no lease, no write), lists each place in
  * use once (the refresh a plan does) and prints reconcile/status.c's rows.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "reconcile/status.h"
 #include "reconcile/out/status_render.h"
 #include "util/buf.h"
+#include "workflow/budget.h"
 #include "workflow/workspace.h"
 #include "util/banned.h"
 
@@ -75,6 +77,49 @@ static int parse_flags(struct status_flags *f, const struct cmd_args *args)
 	return 0;
 }
 
+/*
+ * The budget applied (the state's) against the resubmissions the rows show,
+ * in order, as vx watch holds them: each whose at most would take the
+ * period's spend past it is "held: budget, $X left" (docs/budgets.md).
+ * A refused create is not a run: it is not counted. VX_ENOMEM or 0.
+ */
+static int budget_rows(struct workspace *ws, struct status_report *rep, const struct prices *p, int64_t now)
+{
+	const struct state *s = &ws->state;
+	struct stack_budget b = { .set = 1 };
+	struct vx_buf left_text = VX_BUF_INIT;
+	double spent = 0, left, adds = 0;
+	int rc = 0;
+
+	if (!ws->state_loaded || s->budget_cents <= 0)
+		return 0;
+	b.usd = (double)s->budget_cents / 100.0;
+	b.days = s->budget_days;
+	if ((rc = budget_spent(&spent, ws, &b, p, now)) == VX_ENOMEM)
+		return rc;
+	left = rc ? -1 : round((b.usd - spent) * 100.0) / 100.0;
+	rc = 0;
+	for (size_t i = 0; i < rep->n && rc == 0; i++) {
+		struct status_row *r = &rep->rows[i];
+		double need = r->resubmit_at_most;
+
+		if (!r->resubmits || r->refused)
+			continue;
+		if (left >= 0 && need >= 0 && adds + need <= left) {
+			adds += need;
+			continue;
+		}
+		vx_buf_reset(&left_text);
+		if (left < 0)
+			r->held = vx_strdup("held: budget, the period's spend is unknown");
+		else if ((rc = budget_money(&left_text, left - adds > 0 ? left - adds : 0)) == 0)
+			r->held = vx_asprintf("held: budget, %s left", vx_buf_str(&left_text));
+		rc = rc || !r->held ? VX_ENOMEM : 0;
+	}
+	vx_buf_release(&left_text);
+	return rc;
+}
+
 static int report(struct workspace *ws, struct status_report *rep, int64_t now, struct vx_err *err)
 {
 	struct status_input in;
@@ -96,6 +141,8 @@ static int report(struct workspace *ws, struct status_report *rep, int64_t now, 
 	in.prices = &prices;
 	in.now_ms = now;
 	rc = status_build(rep, &in, err);
+	if (rc == 0 && budget_rows(ws, rep, &prices, now) < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 done:
 	prices_release(&prices);
 	return rc;

@@ -100,7 +100,7 @@ static int check_rates(const struct stack *st, struct vx_diags *diags, struct vx
 
 	if (!st->policy || !st->policy->in_force[POLICY_MAX_HOURLY_USD])
 		return 0;
-	if ((rc = cmd_prices_load(&prices, st, err)) < 0)
+	if ((rc = prices_load_in_force(&prices, st, NULL, err)) < 0)
 		return rc;
 	rc = policy_rules_check_rates(st, &prices, diags);
 	if (rc < 0)
@@ -110,6 +110,38 @@ static int check_rates(const struct stack *st, struct vx_diags *diags, struct vx
 	prices_release(&prices);
 	vx_diags_sort(diags);
 	return rc;
+}
+
+/*
+ * The limits set on prices (a job's maxHourlyUsd) against the price table in
+ * force, loaded only when some declaration sets one; problems printed as the
+ * loader's are. An exit code.
+ */
+static int validate_prices(const struct stack *st, int annotate)
+{
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct prices p;
+	int rc, code = VX_EXIT_OK;
+
+	memset(&p, 0, sizeof(p));
+	if (kind_check_prices(st, NULL, NULL) <= 0)
+		return VX_EXIT_OK;
+	if ((rc = prices_load_in_force(&p, st, NULL, &err)) < 0) {
+		cmd_report(&err, "validate");
+		code = VX_EXIT_ERROR;
+	} else if ((rc = kind_check_prices(st, &p, &diags)) < 0) {
+		cmd_error("validate: out of memory");
+		code = VX_EXIT_ERROR;
+	} else if (diags.n) {
+		vx_diags_sort(&diags);
+		cmd_print_diags(&diags, annotate);
+		code = VX_EXIT_ERROR;
+	}
+	prices_release(&p);
+	vx_diags_release(&diags);
+	vx_err_release(&err);
+	return code;
 }
 
 /* Validates one directory; returns an exit code. */
@@ -131,7 +163,7 @@ static int validate_dir(const char *dir, int annotate)
 	} else if (rc < 0) {
 		cmd_report(&err, "validate");
 		code = VX_EXIT_ERROR;
-	} else {
+	} else if ((code = validate_prices(st, annotate)) == VX_EXIT_OK) {
 		cmd_print_warnings(&st->warnings);
 		warn_loopback(st);
 		print_summary(st);

@@ -18,6 +18,7 @@
 #include "reconcile/stack.h"
 #include "util/alloc.h"
 #include "util/buf.h"
+#include "util/ctx.h"
 #include "util/banned.h"
 
 #define AIPLATFORM "aiplatform.googleapis.com"
@@ -596,6 +597,36 @@ static void action_capacity(const struct plan_action *a, struct kind_capacity *o
 		a->kind_of->capacity(a, out);
 }
 
+double prices_job_rate(const struct prices *p, const char *region, const struct job_spec *spec, int *upper,
+		       int *estimate, const char **missing)
+{
+	enum prices_class pc = strategy_price(spec->strategy);
+	double rate = 0;
+
+	if (missing)
+		*missing = NULL;
+	/* Its machines are the reservation's (or the persistent resource's), priced there. */
+	if (spec->reservation || spec->held_ref)
+		return 0;
+	for (size_t i = 0; i < spec->npools; i++) {
+		double r = pool_rate(p, region, &spec->pools[i], 1, pc, upper, estimate, missing);
+
+		if (r < 0 || !p)
+			return -1;
+		rate += r;
+	}
+	return rate;
+}
+
+/* Whether name, which the table lacks, is one of spec's machine types (else a GPU). */
+static int missing_machine(const struct job_spec *spec, const char *name)
+{
+	for (size_t i = 0; i < spec->npools; i++)
+		if (spec->pools[i].machine_type == name)
+			return 1;
+	return 0;
+}
+
 static int job_cost(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
 		    const struct kind_capacity *kc, int starts)
 {
@@ -605,7 +636,8 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	const struct job_spec *spec = kc->run;
 	const char *region = kc->region;
 	enum prices_class pc = strategy_price(spec->strategy);
-	double rate = 0, hours;
+	const char *missing = NULL;
+	double rate, hours;
 	int64_t attempts, attempt;
 
 	if (!c)
@@ -617,27 +649,17 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 		if (in->prices && in->prices->fee_excluded && spec->pools[i].machine_type &&
 		    machines_fixed_gpus(spec->pools[i].machine_type, NULL, NULL))
 			out->fee_excluded = 1;
+	rate = prices_job_rate(in->prices, region, spec, &c->upper_bound, &c->estimate, &missing);
+	if (rate < 0) {
+		c->known = 0;
+		if (in->prices && missing && region)
+			return price_missing(c, in->prices, region, missing, !missing_machine(spec, missing), pc);
+		return 0;
+	}
 	if (spec->reservation || spec->held_ref) {
-		/* Its machines are the reservation's (or the persistent resource's), priced there. */
 		c->usd_per_hour = 0;
 		return 0;
 	}
-	for (size_t i = 0; i < spec->npools; i++) {
-		const char *missing = NULL;
-		double r = pool_rate(in->prices, region, &spec->pools[i], 1, pc, &c->upper_bound, &c->estimate,
-				     &missing);
-
-		if (r < 0 || !in->prices) {
-			c->known = 0;
-			if (in->prices && missing && region)
-				return price_missing(c, in->prices, region, missing, missing != spec->pools[i].machine_type,
-						     pc);
-			break;
-		}
-		rate += r;
-	}
-	if (!c->known)
-		return 0;
 	/* The attempt that starts, or (a run that stays) the one that runs: the
 	 * state's, so a running attempt 2 counts what its resubmission counted. */
 	attempt = ja->attempt > 0							  ? ja->attempt
@@ -1345,7 +1367,7 @@ int capacity_build(struct capacity_report *out, const struct capacity_input *in,
 		out->price_source = in->prices->source;
 		out->price_date = in->prices->date;
 	}
-	if (!(out->any = any_gpus(in->st) || capacity_releases_held(in->plan)))
+	if (!(out->any = any_gpus(in->st) || capacity_releases_held(in->plan)) && !in->price_all)
 		return 0;
 	/* What is held first (reservations): their rows exist (held, in use) whether or not a job uses them. */
 	rc = each_held(out, in, HELD_ROWS);
@@ -1413,6 +1435,15 @@ size_t capacity_limit_services(const struct stack *st, const char **out)
 			out[n++] = k->limits_service;
 	}
 	return n;
+}
+
+int prices_load_in_force(struct prices *out, const struct stack *st, const struct vx_ctx *ctx,
+			 struct vx_err *err)
+{
+	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
+	 * file setting elsewhere (git's GIT_* over its config): a one-off look at
+	 * other prices without editing the reviewed stack. */
+	return prices_load(out, st, vx_getenv(ctx, "VX_PRICES"), err);
 }
 
 int prices_load(struct prices *out, const struct stack *st, const char *env_file, struct vx_err *err)

@@ -74,6 +74,27 @@ int prices_load(struct prices *out, const struct stack *st, const char *env_file
 		struct vx_err *err) VX_WUR;
 
 /*
+ * The price table in force for st as a plan loads it: prices_load with
+ * VX_PRICES from ctx's environment (ctx NULL: the process's). What vx
+ * validate, vxplan and vxapply price with. Errors as prices_load.
+ */
+struct vx_ctx;
+int prices_load_in_force(struct prices *out, const struct stack *st, const struct vx_ctx *ctx,
+			 struct vx_err *err) VX_WUR;
+
+/*
+ * The rate per hour of a job spec's runs in region, as the plan prices them:
+ * every pool's replicas x (machine + GPUs) at the rate its
+ * scheduling.strategy picks, a Vertex AI training rate when the table has
+ * one. 0 for a job on a reservation or a persistent resource (what holds the
+ * machines is what costs). -1 when unknown, with *missing (when not NULL)
+ * the machine type or GPU the table has no figure for (NULL: no table).
+ */
+struct job_spec;
+double prices_job_rate(const struct prices *p, const char *region, const struct job_spec *spec, int *upper,
+		       int *estimate, const char **missing);
+
+/*
  * The rate of a machine type (accelerator 0) or a GPU (1) in region for
  * class c: a Vertex training rate when want_vertex and the table has one,
  * else the Compute Engine rate; the region's own entry, else "*" (a user's
@@ -224,6 +245,9 @@ struct capacity_input {
 	const char *limits_error;
 	/* The plan's clock: a booking holds its VMs only inside its window (0: unknown, always). */
 	int64_t now_ms;
+	/* 1: price the runs even when the stack has no GPU (a budget counts every
+	 * run); any stays 0 then, so no capacity section is shown. */
+	int price_all;
 };
 
 /* Default scheduling.timeout when a job sets none: 7 days. */

@@ -250,6 +250,20 @@ int kind_refresh_places(const struct kind *k, const struct kind_places *how, str
 	return rc;
 }
 
+int kind_check_prices(const struct stack *st, const struct prices *p, struct vx_diags *out)
+{
+	int rc = 0, r;
+
+	for (size_t k = 0; k < kind_count; k++) {
+		if (!kind_table[k]->check_prices)
+			continue;
+		if ((r = kind_table[k]->check_prices(st, p, out)) < 0)
+			return r;
+		rc = rc || r;
+	}
+	return rc;
+}
+
 size_t kind_count_decls(const struct kind *k, const struct stack *st)
 {
 	return k->count_decls ? k->count_decls(st) : stack_count(st, k);

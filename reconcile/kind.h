@@ -45,6 +45,7 @@ struct state;
 struct state_record;
 struct state_run;
 struct prices;
+struct vx_diags;
 struct status_input;
 struct status_report;
 struct applier;
@@ -581,6 +582,14 @@ struct kind {
 	 * VX_ENOMEM. NULL: the rule caps no rate of this kind.
 	 */
 	int (*policy_rates)(const struct stack *st, const struct prices *p, struct vx_diags *diags);
+	/*
+	 * vx validate and the plan: the kind's declarations in st checked against
+	 * the price table p (a job's maxHourlyUsd against the rate of every run
+	 * and rung), each problem into out at its field's "FILE:LINE:COLUMN".
+	 * p NULL: 1 when some declaration sets a limit to check (so the caller
+	 * loads the table), else 0. 0 or VX_ENOMEM. NULL: the kind sets none.
+	 */
+	int (*check_prices)(const struct stack *st, const struct prices *p, struct vx_diags *out);
 };
 
 /*
@@ -639,6 +648,12 @@ size_t kind_count_decls(const struct kind *k, const struct stack *st);
 const struct stack_decl *kind_decl_at(const struct kind *k, const struct stack *st, size_t i);
 /* The one named name, or NULL. */
 const struct stack_decl *kind_find_decl(const struct kind *k, const struct stack *st, const char *name);
+
+/*
+ * Every kind's check_prices: 1 when st sets a price limit (p NULL), else
+ * the problems found into out; 0 or VX_ENOMEM.
+ */
+int kind_check_prices(const struct stack *st, const struct prices *p, struct vx_diags *out) VX_WUR;
 
 /* Whether address is one of the -target addresses (all, when there are none). */
 int kind_targeted(const struct kind_plan_input *in, const char *address);

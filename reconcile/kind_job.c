@@ -851,4 +851,5 @@ const struct kind kind_job = {
 	.plan_after = job_window_gate,
 	.watch_relies = job_window_relies,
 	.policy_rates = kind_job_policy_rates,
+	.check_prices = kind_job_check_prices,
 };

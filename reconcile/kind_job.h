@@ -85,6 +85,10 @@ struct stack_job {
 	/* reservation: naming a FutureReservation of the stack: its name (the job runs in
 	 * its window, on the reservation Google delivers; kind_job_window.c), else NULL. */
 	char *booking;
+	/* maxHourlyUsd: the most one run may cost per hour at list price (a sweep's caps
+	 * each run), checked by vx validate and the plan; 0: none. Where it is written. */
+	double max_hourly_usd;
+	unsigned max_hourly_line, max_hourly_col;
 };
 
 /*
@@ -136,6 +140,11 @@ size_t stack_nsweeps(const struct stack *st);
  * last rung, the last) uses. Borrowed. */
 const char *stack_job_rung_region(const struct stack_job *j, int64_t rung);
 const struct job_spec *stack_job_rung_spec(const struct stack_job *j, int64_t rung);
+
+/* The job kind's check_prices slot (kind_job_budget.c): maxHourlyUsd against each rung's rate. */
+struct prices;
+struct vx_diags;
+int kind_job_check_prices(const struct stack *st, const struct prices *p, struct vx_diags *out);
 
 /* The job named name; NULL when not declared (a linear search in a stack built by hand). */
 const struct stack_job *stack_find_job(const struct stack *st, const char *name);

@@ -10,6 +10,7 @@
 #include "reconcile/kind_future.h"
 #include "reconcile/kind_persistent.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@
 static const char *const job_keys[] = { "kind", "name", "region", "displayName", "labels", "spec",
 					"persistentResource", "reservation",
 					"run", "resubmit", "onChange", "protect", "stuckAfter", "onRemove",
-					"matrix", "maxParallel", "maxFailed", "after" };
+					"matrix", "maxParallel", "maxFailed", "after", "maxHourlyUsd" };
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
 static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay", "onExitCodes", "within" };
@@ -918,6 +919,10 @@ int stack_kinds_read_job(struct stack_job *j, struct loader *L, const struct yno
 	if (stack_get_enum(&e, L, doc, "onRemove", on_remove_names, ARRAY_SIZE(on_remove_names)))
 		j->on_remove = e;
 	read_after(L, j, doc);
+	if (stack_get_usd(&j->max_hourly_usd, &v, L, doc, "", "maxHourlyUsd")) {
+		j->max_hourly_line = v->line;
+		j->max_hourly_col = v->col;
+	}
 	spec = stack_get_value(doc, "spec");
 	v = spec ? ynode_get(ynode_get(spec, "baseOutputDirectory"), "outputUriPrefix") : NULL;
 	if (v && v->kind == YNODE_SCALAR && !ynode_is_null(v))
@@ -1216,6 +1221,9 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 		rc = stack_json_map(b, "labels", &j->labels);
 	if (rc == 0)
 		rc = vx_buf_printf(b, ",\"maxAttempts\":\"%lld\"", (long long)j->max_attempts);
+	/* Only when set (in cents, as the budget), so other jobs keep their hash. */
+	if (rc == 0 && j->max_hourly_usd > 0)
+		rc = vx_buf_printf(b, ",\"maxHourlyUsdCents\":\"%lld\"", (long long)llround(j->max_hourly_usd * 100.0));
 	if (rc == 0)
 		rc = stack_json_kv(b, "onChange", stack_on_change_name(j->on_change));
 	/* Only when set, so a stack without it keeps its declaration hash. */

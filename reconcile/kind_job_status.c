@@ -187,6 +187,23 @@ static int will_resubmit(const struct stack_job *j, const char *cls, int64_t att
 	return j && bit && (j->resubmit_on & bit) && attempt < j->max_attempts;
 }
 
+/*
+ * What the resubmission of j's run at attempt on rung can cost at most, as
+ * the plan counts it: the rung's rate x its timeout (7 days when unset) x
+ * the attempts left. -1 when a price is unknown.
+ */
+static double resubmit_at_most(const struct status_input *in, const struct stack_job *j, int64_t rung,
+			       int64_t attempt)
+{
+	const struct job_spec *spec = stack_job_rung_spec(j, rung);
+	double rate = prices_job_rate(in->prices, stack_job_rung_region(j, rung), spec, NULL, NULL, NULL);
+	int64_t timeout_s = spec->timeout_s > 0 ? spec->timeout_s : CAPACITY_DEFAULT_TIMEOUT_S;
+
+	if (rate < 0)
+		return -1;
+	return rate * (double)timeout_s / 3600.0 * (double)(j->max_attempts - attempt);
+}
+
 /* The scheduling strategy run was made with: its rung's, else its record's spec's if it is the run's. */
 static const char *run_scheduling(const struct state_run *run, const struct state_record *rec)
 {
@@ -238,6 +255,8 @@ static int job_run_row(struct status_row *row, const struct status_input *in, co
 		row->message = status_clean_message(msg);
 		row->resubmits = will_resubmit(j, cls, run->attempt);
 		row->gave_up = !row->resubmits;
+		if (row->resubmits)
+			row->resubmit_at_most = resubmit_at_most(in, j, run->rung, run->attempt);
 	}
 	return 0;
 }

@@ -32,6 +32,8 @@ static const struct notify_event_kind stack_events[] = {
 	{ NOTIFY_QUOTA_GRANTED, "quota-granted", "was granted" },
 	{ NOTIFY_QUOTA_DENIED, "quota-denied", "was denied" },
 	{ NOTIFY_WATCH_ERROR, "watch-error", "vx watch keeps failing" },
+	{ NOTIFY_BUDGET_SPENT, "budget-exhausted", "is held: the budget does not cover it" },
+	{ NOTIFY_BUDGET, "budget", "passed a budget threshold" },
 };
 
 /* The event of bit kind (a single bit), or NULL. */
@@ -207,7 +209,7 @@ static int headline(struct vx_buf *t, const struct notify_event *ev)
 	const struct notify_event_kind *e = event_kind(ev->kind);
 	const char *what = e ? e->what : "";
 
-	if (ev->kind == NOTIFY_WATCH_ERROR)
+	if (ev->kind == NOTIFY_WATCH_ERROR || ev->kind == NOTIFY_BUDGET)
 		return vx_buf_printf(t, "%s: %s", ev->stack ? ev->stack : "", what);
 	return vx_buf_printf(t, "%s: %s %s", ev->stack ? ev->stack : "", ev->address ? ev->address : "", what);
 }

@@ -43,6 +43,9 @@ enum notify_kind {
 	NOTIFY_QUOTA_GRANTED = 1u << 4, /* "quota-granted" */
 	NOTIFY_QUOTA_DENIED = 1u << 5,	/* "quota-denied" */
 	NOTIFY_WATCH_ERROR = 1u << 6,	/* "watch-error": the same error 5 cycles in a row */
+	/* 7 to 13: the booking's and the persistent resource's (their rows) */
+	NOTIFY_BUDGET_SPENT = 1u << 14, /* "budget-exhausted": the watcher holds a run past the budget */
+	NOTIFY_BUDGET = 1u << 15,	/* "budget": the period's spend passed a warnAt threshold */
 };
 
 /* One event: its bit, its name in `notify: on:` and what its headline says

@@ -412,9 +412,13 @@ static int hash_stack_decl(struct vx_buf *b, struct stack *st)
 
 	if (rc == 0)
 		rc = vx_buf_add_json_str(b, st->d.address);
-	/* failOn and prices only when set, so stacks without them keep their hash. */
-	if (rc == 0 && st->fail_on_quota)
-		rc = vx_buf_adds(b, ",\"failOn\":[\"quota\"]");
+	/* budget, failOn and prices only when set, so stacks without them keep their hash. */
+	if (rc == 0)
+		rc = stack_budget_canonical(b, st);
+	if (rc == 0 && (st->fail_on_quota || st->fail_on_budget))
+		rc = vx_buf_printf(b, ",\"failOn\":[%s%s%s]", st->fail_on_quota ? "\"quota\"" : "",
+				   st->fail_on_quota && st->fail_on_budget ? "," : "",
+				   st->fail_on_budget ? "\"budget\"" : "");
 	if (rc == 0)
 		rc = stack_json_map(b, "labels", &st->labels);
 	/* notify only when set, as failOn. */

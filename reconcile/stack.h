@@ -138,6 +138,25 @@ struct stack_notify {
 #define STACK_NOTIFY_DEFAULT ((1u << 0) | (1u << 3) | (1u << 5) | (1u << 6))
 
 /*
+ * The Stack's `budget:` (docs/budgets.md): the most it may spend per period,
+ * estimated at list price from the state's history as vx report does.
+ */
+#define STACK_BUDGET_MAX_WARN 8
+#define STACK_BUDGET_MAX_DAYS 366
+
+struct stack_budget {
+	int set;			    /* 0: the Stack has no budget (nothing else here is set) */
+	double usd;			    /* usd: > 0, in cents */
+	int64_t days;			    /* period: Nd, a rolling window of N days; 0: month (calendar, UTC) */
+	int warn_at[STACK_BUDGET_MAX_WARN]; /* warnAt: percents, strictly ascending, 1..100 */
+	size_t nwarn;
+	unsigned line, col; /* where budget: is written, for messages */
+};
+
+/* The period as written: "30d" or "month", into buf (16 bytes are enough); returns buf. */
+char *stack_budget_period(const struct stack_budget *b, char *buf, size_t size);
+
+/*
  * One kind's declarations in a stack: owned by the kind, which makes them
  * (its load_* slots) and frees them (its decl_release). A stack built by
  * hand (a test) may set items and n alone.
@@ -160,6 +179,8 @@ struct stack {
 	int fail_on_quota;            /* failOn: [quota]: a job that does not fit is a plan error */
 	struct stack_notify *notify;  /* owned: the Stack's notify targets, in order */
 	size_t nnotify;
+	struct stack_budget budget; /* budget: (set 0 when the Stack has none) */
+	int fail_on_budget;	    /* failOn: [budget]: a plan that would exceed it is a plan error */
 	/*
 	 * Each kind's declarations, by its place in kind_table (kind_index): an
 	 * array of the kind's own declaration type, each beginning with its

@@ -20,8 +20,8 @@
 #include "util/banned.h"
 
 static const char *const stack_keys[] = { "kind", "name", "project", "region", "state", "labels",
-					  "prices", "failOn", "notify" };
-static const char *const fail_on_names[] = { "quota" };
+					  "prices", "failOn", "notify", "budget" };
+static const char *const fail_on_names[] = { "quota", "budget" };
 static const char *const state_keys[] = { "backend", "path", "remote", "branch", "bucket" };
 
 /* ---------------------------------------------------------------------- */
@@ -122,7 +122,7 @@ static void read_state(struct loader *L, struct stack *st, const struct ynode *d
 	}
 }
 
-/* failOn: [quota]: what turns a plan warning into a plan error, as -fail-on does. */
+/* failOn: [quota, budget]: what turns a plan warning into a plan error, as -fail-on does. */
 static void read_fail_on(struct loader *L, struct stack *st, const struct ynode *doc)
 {
 	const struct ynode *on = stack_get_value(doc, "failOn");
@@ -140,6 +140,8 @@ static void read_fail_on(struct loader *L, struct stack *st, const struct ynode 
 			stack_wrong_type(L, it, path, "string");
 		else if (!strcmp(it->str, fail_on_names[0]))
 			st->fail_on_quota = 1;
+		else if (!strcmp(it->str, fail_on_names[1]))
+			st->fail_on_budget = 1;
 		else
 			stack_unknown_word(L, it, path, "value", fail_on_names, ARRAY_SIZE(fail_on_names));
 	}
@@ -176,4 +178,5 @@ void stack_kinds_read_stack(struct stack *st, struct loader *L, const struct yno
 	}
 	read_fail_on(L, st, doc);
 	stack_notify_read(st, L, doc);
+	stack_budget_read(st, L, doc);
 }

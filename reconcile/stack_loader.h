@@ -179,6 +179,17 @@ void stack_notify_read(struct stack *st, struct loader *L, const struct ynode *d
 void stack_notify_release(struct stack *st);
 /* Appends ",\"notify\":[...]" to the Stack's canonical form when it has targets. */
 int stack_notify_canonical(struct vx_buf *b, const struct stack *st) VX_WUR;
+/* stack_budget.c: the Stack's budget: into st->budget. */
+void stack_budget_read(struct stack *st, struct loader *L, const struct ynode *doc);
+/* Appends ",\"budget\":{...}" to the Stack's canonical form when it has one. */
+int stack_budget_canonical(struct vx_buf *b, const struct stack *st) VX_WUR;
+/*
+ * An amount of US dollars (maxHourlyUsd: 40, usd: 20000.50): a plain number
+ * above 0 and at most 1e9, with at most two decimals. 1 with *out set when
+ * present and valid; 0 when absent or wrong (reported).
+ */
+int stack_get_usd(double *out, const struct ynode **node, struct loader *L, const struct ynode *map,
+		  const char *path, const char *key);
 
 /* ---- stack.c: the passes a kind's load_* slots run in (struct kind) ---- */
 

@@ -43,6 +43,7 @@ static void row_release(struct status_row *r)
 	free(r->region);
 	free(r->failure);
 	free(r->message);
+	free(r->held);
 }
 
 void status_release(struct status_report *r)

@@ -73,6 +73,12 @@ struct status_row {
 	int resubmits;           /* failed, and the next apply resubmits it (class in resubmit.on,
 				  * attempts left) */
 	int gave_up;             /* failed, and no apply will resubmit it */
+	/* When it resubmits: the most the resubmission can cost (its rung's rate x
+	 * timeout x attempts left, as the plan's at most); -1: unknown. */
+	double resubmit_at_most;
+	/* The budget applied holds that resubmission: "held: budget, $0.90 left"
+	 * (set by the caller: cmd/status.c), or NULL. */
+	char *held;
 	int refused;             /* the last create was refused by the server: no run was made */
 	char *message;           /* the failure's first line: cleaned, at most RENDER_ERROR_LINE_MAX characters */
 	/* Reservations: count and in use; quota preferences: preferred and granted. */

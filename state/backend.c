@@ -168,6 +168,7 @@ static char *full_message(struct state_backend *b, const char *message, uint64_t
 	    (b->audit_actor && vx_buf_printf(&m, "Vx-Actor: %s\n", b->audit_actor) < 0) ||
 	    (b->audit_pr_url && vx_buf_printf(&m, "Vx-Pull-Request: %s\n", b->audit_pr_url) < 0) ||
 	    (b->audit_run_url && vx_buf_printf(&m, "Vx-CI-Run: %s\n", b->audit_run_url) < 0) ||
+	    (b->audit_over_budget && vx_buf_printf(&m, "Vx-Allow-Over-Budget: %s\n", b->audit_over_budget) < 0) ||
 	    vx_buf_printf(&m, "Vx-Serial: %llu\n", (unsigned long long)serial) < 0 ||
 	    !(out = vx_buf_detach(&m)))
 		vx_err_set(err, VX_ENOMEM, "out of memory");
@@ -232,6 +233,15 @@ int state_policy_commit(struct state_backend *b, const char *commit, struct vx_e
 	free(b->policy_commit);
 	b->policy_commit = vx_strdup(commit);
 	return commit && !b->policy_commit ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
+}
+
+int state_audit_over_budget(struct state_backend *b, const char *what, struct vx_err *err)
+{
+	free(b->audit_over_budget);
+	b->audit_over_budget = vx_strdup(what);
+	if (what && !b->audit_over_budget)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
 }
 
 int state_history(struct state_backend *b, const char *address, size_t max,
@@ -309,6 +319,7 @@ void state_backend_free(struct state_backend *b)
 	free(b->audit_pr_url);
 	free(b->audit_run_url);
 	free(b->policy_commit);
+	free(b->audit_over_budget);
 	state_lock_free(b->held);
 	b->held = NULL;
 	free(b->stack);

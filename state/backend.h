@@ -146,6 +146,8 @@ struct state_backend {
 	char *audit_pr_url;
 	char *audit_run_url;
 	char *policy_commit; /* set by state_policy_commit (owned), or NULL */
+	/* Set by state_audit_over_budget (owned), or NULL: "Vx-Allow-Over-Budget: " of every write. */
+	char *audit_over_budget;
 	/*
 	 * What state_write compares a new state with, so that a write that
 	 * changes nothing writes nothing: the SHA-256 of the last state loaded
@@ -166,7 +168,8 @@ int state_load(struct state_backend *b, struct state *out, struct vx_err *err) V
  * backend, the trailers are appended, in this order and each only when
  * known: "Vx-Config-Commit: <HEAD>", "Vx-Policy-Commit: <commit>"
  * (state_policy_commit), those of state_config_dirty,
- * "Vx-Actor: ", "Vx-Pull-Request: ", "Vx-CI-Run: " (state_audit), and
+ * "Vx-Actor: ", "Vx-Pull-Request: ", "Vx-CI-Run: " (state_audit),
+ * "Vx-Allow-Over-Budget: " (state_audit_over_budget), and
  * "Vx-Serial: N"; the backend gets the whole message.
  *
  * A state whose content equals the one last loaded or written through
@@ -239,6 +242,14 @@ int state_audit(struct state_backend *b, const char *actor, const char *pr_url,
  * "Vx-Policy-Commit: " trailer of every later write; NULL: none. VX_ENOMEM.
  */
 int state_policy_commit(struct state_backend *b, const char *commit, struct vx_err *err) VX_WUR;
+
+/*
+ * An apply allowed past the Stack's budget (vxapply -allow-over-budget): every
+ * later write carries "Vx-Allow-Over-Budget: <what>" ("by $1,500"), beside the
+ * actor, so the history says who spent past the budget and by how much. what
+ * must hold no newline. VX_ENOMEM.
+ */
+int state_audit_over_budget(struct state_backend *b, const char *what, struct vx_err *err) VX_WUR;
 
 /*
  * `vx state restore`: when the stored state was deleted but its history

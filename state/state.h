@@ -254,6 +254,17 @@ struct state {
 	 */
 	char **notify_targets;
 	size_t nnotify_targets;
+	/*
+	 * The Stack's budget as last applied (by vxapply, or a watcher with
+	 * -sync): what a watcher holds the runs it would start to, so a commit
+	 * not applied cannot raise it (docs/budgets.md). budget_cents 0: none
+	 * applied. budget_days: the rolling window in days, 0 the calendar month.
+	 * Written ("budget") only when set, so older states keep their bytes.
+	 */
+	int64_t budget_cents;
+	int64_t budget_days;
+	int budget_warn_at[8]; /* its warnAt percents, ascending; written ("warnAt") when some */
+	size_t nbudget_warn_at;
 };
 
 struct state_notified {
@@ -264,7 +275,10 @@ struct state_notified {
 #define STATE_MAX_NOTIFIED 10000
 #define STATE_NOTIFIED_KEEP_MS ((int64_t)7 * 24 * 3600 * 1000)
 
-#define STATE_INIT { NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0 }
+#define STATE_INIT \
+	{ \
+		NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, { 0 }, 0 \
+	}
 
 /* Whether key is among st's delivered notifications. */
 int state_notified_has(const struct state *st, const char *key);

@@ -497,6 +497,28 @@ oom:
 }
 
 /* An array of the n strings of v ("released", "notifyTargets"). NULL on OOM. */
+/* "budget": {"usdCents": N, "days": D} (days 0: the calendar month). */
+static cJSON *budget_json(const struct state *st)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON *warn = NULL;
+
+	if (o && (add_int(o, "usdCents", st->budget_cents) < 0 || add_int(o, "days", st->budget_days) < 0))
+		goto fail;
+	if (o && st->nbudget_warn_at) {
+		if (!(warn = cJSON_CreateIntArray(st->budget_warn_at, (int)st->nbudget_warn_at)) ||
+		    !cJSON_AddItemToObject(o, "warnAt", warn))
+			goto fail;
+	}
+	return o;
+fail:
+	if (warn && !cJSON_GetObjectItemCaseSensitive(o, "warnAt"))
+		cJSON_Delete(warn);
+	cJSON_Delete(o);
+	return NULL;
+}
+
 static cJSON *strings_json(char *const *v, size_t n)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -591,6 +613,7 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 	    (st->nreleased && add_item(o, "released", strings_json(st->released, st->nreleased)) < 0) ||
 	    (st->nnotify_targets &&
 	     add_item(o, "notifyTargets", strings_json(st->notify_targets, st->nnotify_targets)) < 0) ||
+	    (st->budget_cents > 0 && add_item(o, "budget", budget_json(st)) < 0) ||
 	    add_item(o, "journal", journal_json(st)) < 0)
 		goto oom;
 	if (with_records) {
@@ -1307,6 +1330,38 @@ static int released_from(const cJSON *o, struct state *st, struct vx_err *err)
 	return 0;
 }
 
+/* "budget": the budget applied (optional: written only when one is). */
+static int budget_from(const cJSON *o, struct state *st, struct vx_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "budget");
+	static const char *const keys[] = { "usdCents", "days", "warnAt" };
+	static const int flags[] = { F_REQ, F_REQ, 0 };
+	const cJSON *w, *c;
+	int rc;
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsObject(v))
+		return vx_err_set(err, VX_EINVAL, "budget: expected an object");
+	if ((rc = check_keys(v, "budget", keys, flags, 3, err)) < 0 ||
+	    (rc = get_int(v, "budget", "usdCents", 1, (int64_t)100000000000, &st->budget_cents, err)) < 0 ||
+	    (rc = get_int(v, "budget", "days", 0, 366, &st->budget_days, err)) < 0)
+		return rc;
+	if (!(w = cJSON_GetObjectItemCaseSensitive(v, "warnAt")))
+		return 0;
+	if (!cJSON_IsArray(w))
+		return vx_err_set(err, VX_EINVAL, "budget.warnAt: expected an array");
+	for (c = w->child; c; c = c->next) {
+		int prev = st->nbudget_warn_at ? st->budget_warn_at[st->nbudget_warn_at - 1] : 0;
+
+		if (st->nbudget_warn_at >= 8 || !cJSON_IsNumber(c) || c->valuedouble != (double)c->valueint ||
+		    c->valueint <= prev || c->valueint > 100)
+			return vx_err_set(err, VX_EINVAL, "budget.warnAt: at most 8 percents from 1 to 100, ascending");
+		st->budget_warn_at[st->nbudget_warn_at++] = c->valueint;
+	}
+	return 0;
+}
+
 /* "notifyTargets": the notify targets applied (optional: written only when there are some). */
 static int notify_targets_from(const cJSON *o, struct state *st, struct vx_err *err)
 {
@@ -1425,12 +1480,12 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 	 * none (records last). */
 	static const char *const keys[] = { "version", "stack", "serial", "lineage", "lock",
 					    "journal", "salt", "leaseRef", "notified", "released", "notifyTargets",
-					    "records" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, 0, F_REQ };
+					    "budget", "records" };
+	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, 0, 0, 0, 0, 0, 0, F_REQ };
 	const cJSON *v;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 12 : 11, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 13 : 12, err);
 	if (rc < 0 || (rc = identity_from(o, st, err)) < 0)
 		return rc;
 	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
@@ -1442,7 +1497,8 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 			return rc;
 	}
 	if ((rc = journal_from(o, st, err)) < 0 || (rc = notified_from(o, st, err)) < 0 ||
-	    (rc = released_from(o, st, err)) < 0 || (rc = notify_targets_from(o, st, err)) < 0)
+	    (rc = released_from(o, st, err)) < 0 || (rc = notify_targets_from(o, st, err)) < 0 ||
+	    (rc = budget_from(o, st, err)) < 0)
 		return rc;
 	return with_records ? records_from(o, st, err) : 0;
 }

@@ -1,6 +1,7 @@
 /* An apply under the state lease: see workflow/applying.h. */
 #include "workflow/applying.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "state/lock.h"
 #include "state/state.h"
 #include "state/state_git.h"
+#include "util/buf.h"
 #include "util/ctx.h"
 #include "workflow/ci.h"
 #include "util/testhook.h"
@@ -336,6 +338,20 @@ static int record_policy_commit(struct workspace *ws, struct vx_err *err)
 	return rc < 0 ? vx_err_wrap(err, "the policy's commit") : 0;
 }
 
+/* "Vx-Allow-Over-Budget: by $1,500" on every state commit of this apply. */
+static int audit_over_budget(struct applying *ap, struct vx_err *err)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	int rc = vx_buf_adds(&b, "by ");
+
+	if (rc == 0)
+		rc = budget_money(&b, ap->pl.budget.r.exceed_by);
+	rc = rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory")
+		    : state_audit_over_budget(ap->ws.backend, vx_buf_str(&b), err);
+	vx_buf_release(&b);
+	return rc;
+}
+
 int applying_plan(struct applying *ap, const struct applying_opts *opts, const struct planning_opts *po,
 		  struct vx_err *err)
 {
@@ -358,6 +374,8 @@ int applying_plan(struct applying *ap, const struct applying_opts *opts, const s
 		return rc;
 	if (ap->from_file && (rc = saved_plan_matches(&ap->sp, &ap->pl.planner.plan, err)) < 0)
 		return vx_err_wrap(err, "%s", ap->planfile);
+	if (opts->allow_over_budget && planning_over_budget(&ap->pl))
+		return audit_over_budget(ap, err);
 	return 0;
 }
 
@@ -617,6 +635,38 @@ int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *o
 	return rc;
 }
 
+/*
+ * Records the Stack's budget as applied (the state's budget): what a watcher
+ * holds the runs it would start to. In its own commit when it changed.
+ */
+static int applying_budget(struct applying *ap, struct vx_err *err)
+{
+	const struct stack_budget *b = &ap->ws.st->budget;
+	struct state *s = &ap->ws.state;
+	int64_t cents = b->set ? llround(b->usd * 100.0) : 0, days = b->set ? b->days : 0;
+	char period[16];
+	char *msg;
+	int rc;
+
+	size_t nwarn = b->set ? b->nwarn : 0;
+
+	if (s->budget_cents == cents && s->budget_days == days && s->nbudget_warn_at == nwarn &&
+	    !memcmp(s->budget_warn_at, b->warn_at, nwarn * sizeof(int)))
+		return 0;
+	s->budget_cents = cents;
+	s->budget_days = days;
+	s->nbudget_warn_at = nwarn;
+	memcpy(s->budget_warn_at, b->warn_at, nwarn * sizeof(int));
+	msg = cents ? vx_asprintf("vx budget: applied: %lld.%02lld USD per %s\n", (long long)(cents / 100),
+				  (long long)(cents % 100), stack_budget_period(b, period, sizeof(period)))
+		    : vx_strdup("vx budget: none applied\n");
+	if (!msg)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	rc = state_write(ap->ws.backend, s, msg, err);
+	free(msg);
+	return rc < 0 ? vx_err_wrap(err, "recording the budget applied") : 0;
+}
+
 int applying_targets(struct applying *ap, struct vx_err *err)
 {
 	const struct stack *st = ap->ws.st;
@@ -627,6 +677,8 @@ int applying_targets(struct applying *ap, struct vx_err *err)
 	char *msg;
 	int changed = 0, rc;
 
+	if ((rc = applying_budget(ap, err)) < 0)
+		return rc;
 	for (size_t i = 0; i < st->nnotify && i < 16; i++, n++) {
 		if ((rc = notify_target_digest(digests[i], &st->notify[i])) < 0)
 			return vx_err_set(err, rc, "out of memory");

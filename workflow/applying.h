@@ -78,6 +78,9 @@ struct applying_opts {
 	 * (the command reads it; library code never calls getenv). NULL: empty. */
 	const char *(*getenv)(const char *name);
 	int notify_loopback;        /* VX_NOTIFY_ALLOW_LOOPBACK=1: targets on this machine may be posted to */
+	/* vxapply -allow-over-budget: a plan over the Stack's budget may be applied,
+	 * and every state commit then records it (state_audit_over_budget). */
+	int allow_over_budget;
 };
 
 struct applying {
@@ -181,8 +184,9 @@ int applying_wait(struct applying *ap, int until_done, int64_t poll_ms, const st
 int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *out) VX_WUR;
 /*
  * Records the Stack's notify targets as applied (the state's notifyTargets,
- * reconcile/notify.h): what a watcher may send to. Written under the lease,
- * in its own commit when they changed; nothing when they did not.
+ * reconcile/notify.h): what a watcher may send to; and its budget (the
+ * state's budget): what a watcher holds the runs it starts to. Written under
+ * the lease, each in its own commit when it changed; nothing when not.
  */
 int applying_targets(struct applying *ap, struct vx_err *err) VX_WUR;
 /*

@@ -139,6 +139,27 @@ static int read_limits(struct planning *pl, struct workspace *ws, char **why, st
 	return rc;
 }
 
+/*
+ * The limits declarations set on prices (a job's maxHourlyUsd), as vx
+ * validate checks them: each one broken is a plan error, "FILE:LINE:COLUMN:
+ * message", for a plan made without vx validate.
+ */
+static int plan_price_limits(struct planning *pl, const struct stack *st, struct vx_err *err)
+{
+	struct vx_diags d = VX_DIAGS_INIT;
+	int rc = kind_check_prices(st, &pl->prices, &d);
+
+	vx_diags_sort(&d);
+	for (size_t i = 0; i < d.n && rc >= 0; i++) {
+		char *line = vx_diag_format(&d.items[i]);
+
+		rc = line ? vx_diags_add(&pl->planner.plan.errors, NULL, 0, 0, "%s", line) : VX_ENOMEM;
+		free(line);
+	}
+	vx_diags_release(&d);
+	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
+}
+
 /* Quota limits and prices, then the capacity report, once per run. */
 static int plan_capacity(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
 			 struct vx_err *err)
@@ -149,17 +170,16 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	char *unread = NULL;
 	int rc;
 
-	if (!capacity_wanted(st) && !capacity_releases_held(&pl->planner.plan))
+	/* A budget counts every run's cost, GPUs or not; maxHourlyUsd (a job's, the policy's) needs the prices too. */
+	if (!capacity_wanted(st) && !capacity_releases_held(&pl->planner.plan) && !st->budget.set &&
+	    kind_check_prices(st, NULL, NULL) <= 0 && !(st->policy && st->policy->in_force[POLICY_MAX_HOURLY_USD]))
 		return 0;
-	/* VX_PRICES beats the Stack's prices:, as an environment variable beats a
-	 * file setting elsewhere (git's GIT_* over its config): a one-off look at
-	 * other prices without editing the reviewed stack. */
-	if ((rc = prices_load(&pl->prices, st, vx_getenv(ws->ctx, "VX_PRICES"), err)) < 0)
+	if ((rc = prices_load_in_force(&pl->prices, st, ws->ctx, err)) < 0)
 		return rc;
 	/* The policy's rate rule needs the prices, which the loader has not: as vx validate does. */
 	if (policy_rules_check_rates(st, &pl->prices, &pl->planner.plan.errors) < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
-	if (o->refresh && ws->prov && PROVIDER_HAS(ws->prov, quota, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
+	if (o->refresh && capacity_wanted(st) && ws->prov && PROVIDER_HAS(ws->prov, quota, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
 		return rc;
 	memset(&in, 0, sizeof(in));
 	in.st = st;
@@ -169,6 +189,7 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	in.prices = &pl->prices;
 	in.limits_error = unread;
 	in.now_ms = o->now_ms ? o->now_ms : vx_now_ms(ws->ctx);
+	in.price_all = st->budget.set;
 	rc = capacity_build(&pl->capacity, &in, err);
 	if (rc < 0) {
 		free(unread);
@@ -187,7 +208,54 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	if (rc < 0)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	pl->header.capacity = pl->capacity.any ? &pl->capacity : NULL;
-	return 0;
+	return plan_price_limits(pl, st, err);
+}
+
+/*
+ * The Stack's budget against the plan, when it has one (workflow/budget.h):
+ * its line in every form of the plan; over it, a plan error under
+ * -fail-on=budget or failOn: [budget], else a warning (vxapply refuses it
+ * without -allow-over-budget).
+ */
+static int plan_budget(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
+		       struct vx_err *err)
+{
+	const struct stack *st = ws->st;
+	const struct render_budget *r = &pl->budget.r;
+	const char *why = o->fail_on_budget ? " (-fail-on=budget)" : st->fail_on_budget ? " (failOn: [budget])"
+											: NULL;
+	struct vx_buf by = VX_BUF_INIT;
+	int rc;
+
+	if (!st->budget.set)
+		return 0;
+	if (budget_build(&pl->budget, ws, &pl->prices, &pl->capacity, o->now_ms ? o->now_ms : vx_now_ms(ws->ctx)) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	pl->header.budget = &pl->budget.r;
+	if (o->budget_holds)
+		return 0;
+	if (r->would_exceed) {
+		rc = budget_money(&by, r->exceed_by);
+		if (rc == 0)
+			rc = vx_diags_add(why ? &pl->planner.plan.errors : &pl->planner.plan.warnings, NULL, 0, 0,
+					  "budget: this plan would exceed the Stack's budget by %s%s", vx_buf_str(&by),
+					  why ? why : " (vxapply refuses it without -allow-over-budget)");
+	} else if (why && (!r->spent_known || !r->at_most_known)) {
+		/* Unknown is never under a limit. */
+		rc = vx_diags_add(&pl->planner.plan.errors, NULL, 0, 0, "budget: %s, so it cannot be checked%s",
+				  r->spent_known ? "this plan's cost is unknown (a price is not in the table)"
+						 : "the period's spend is unknown",
+				  why);
+	} else {
+		rc = 0;
+	}
+	vx_buf_release(&by);
+	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
+}
+
+int planning_over_budget(const struct planning *pl)
+{
+	return pl->header.budget && pl->budget.r.would_exceed;
 }
 
 int planning_run(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
@@ -262,7 +330,9 @@ int planning_run(struct planning *pl, struct workspace *ws, const struct plannin
 	pl->header.ntargets = o->ntargets;
 	pl->header.allow_other_lineage = o->allow_other_lineage;
 	pl->header.allow_released = o->allow_released;
-	return plan_capacity(pl, ws, o, err);
+	if ((rc = plan_capacity(pl, ws, o, err)) < 0)
+		return rc;
+	return plan_budget(pl, ws, o, err);
 }
 
 int planning_run_dir(struct planning *pl, struct workspace *ws, struct vx_ctx *ctx, const char *dir,
@@ -343,6 +413,7 @@ int planning_spend_line(struct planning *pl, const struct workspace *ws, int64_t
 void planning_release(struct planning *pl)
 {
 	free(pl->spend_line);
+	budget_release(&pl->budget);
 	planner_release(&pl->planner);
 	capacity_release(&pl->capacity);
 	prices_release(&pl->prices);

@@ -17,6 +17,7 @@
 #include "reconcile/out/render.h"
 #include "reconcile/provider_quota.h"
 #include "util/err.h"
+#include "workflow/budget.h"
 
 struct ci;
 struct vx_ctx;
@@ -33,6 +34,9 @@ struct planning_opts {
 	size_t nreplaces;
 	int refresh;
 	int fail_on_quota;       /* -fail-on=quota: a job that does not fit is a plan error */
+	int fail_on_budget;	 /* -fail-on=budget: a plan over the Stack's budget is a plan error */
+	int budget_holds;	 /* vx watch: the budget applied holds what would start past it
+				  * (workflow/watch.c): no budget warning or error in the plan */
 	int allow_other_lineage; /* -allow-other-lineage */
 	int allow_released;      /* -allow-released */
 	int verbose;             /* -verbose: every run of a sweep shown */
@@ -49,7 +53,11 @@ struct planning {
 	struct capacity_report capacity;
 	char serial_buf[24];
 	char *spend_line;        /* header.spend_line's text, owned (planning_spend_line) */
+	struct budget budget;	 /* the Stack's budget against the plan (header.budget), when it has one */
 };
+
+/* Whether the plan would take the Stack's budget over (vxapply refuses it without -allow-over-budget). */
+int planning_over_budget(const struct planning *pl);
 
 /*
  * The markdown plan's spend line (this stack's last 30 days from the state's

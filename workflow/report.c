@@ -10,6 +10,7 @@
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "util/buf.h"
+#include "workflow/budget.h"
 #include "workflow/workspace.h"
 #include "util/banned.h"
 
@@ -104,10 +105,32 @@ static int find_stacks(const char *dir, int depth, char ***out, size_t *n)
 	return rc;
 }
 
-/* Reads one stack's history into st. */
-static int read_stack(struct report_stack *rs, struct vx_ctx *ctx, const char *dir,
-		      const struct workspace_events *ev, struct prices *prices, int want_prices, struct vx_err *err)
+/* The budget of ws's stack over its own period ending at now_ms, when it sets one: into s. */
+static int add_budget(struct report_session *s, const struct workspace *ws, const char *name, const struct prices *p,
+		      int64_t now_ms)
 {
+	struct budget *b = &s->budgets[s->nbudgets];
+	struct report_budget *rb = &s->rbudgets[s->nbudgets];
+
+	if (!ws->st->budget.set)
+		return 0;
+	if (budget_build_report(b, ws, p, now_ms) < 0)
+		return VX_ENOMEM;
+	s->nbudgets++;
+	rb->stack = name; /* the report_stack's: the workspace is closed after this */
+	rb->period = b->r.period;
+	rb->limit = b->r.limit;
+	rb->spent_known = b->r.spent_known;
+	rb->spent = b->r.spent;
+	rb->line = b->r.line;
+	return 0;
+}
+
+/* Reads one stack's history into st, and its budget into s. */
+static int read_stack(struct report_stack *rs, struct report_session *s, struct vx_ctx *ctx, const char *dir,
+		      const struct workspace_events *ev, int want_prices, int64_t now_ms, struct vx_err *err)
+{
+	struct prices *prices = &s->prices;
 	struct workspace ws;
 	int rc;
 
@@ -123,6 +146,8 @@ static int read_stack(struct report_stack *rs, struct vx_ctx *ctx, const char *d
 	/* The first stack's table (its prices:, or VX_PRICES, or the built-in one). */
 	if (want_prices)
 		rc = prices_load(prices, ws.st, NULL, err);
+	if (rc == 0 && add_budget(s, &ws, rs->name, prices, now_ms) < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 done:
 	workspace_close(&ws);
 	return rc;
@@ -151,7 +176,8 @@ int report_session_run(struct report_session *s, struct vx_ctx *ctx, const struc
 				o->dir);
 		goto done;
 	}
-	if (!(s->stacks = calloc(ndirs, sizeof(*s->stacks)))) {
+	if (!(s->stacks = calloc(ndirs, sizeof(*s->stacks))) || !(s->budgets = calloc(ndirs, sizeof(*s->budgets))) ||
+	    !(s->rbudgets = calloc(ndirs, sizeof(*s->rbudgets)))) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -161,8 +187,8 @@ int report_session_run(struct report_session *s, struct vx_ctx *ctx, const struc
 		if (i == 0 && o->prices_file && *o->prices_file)
 			rc = prices_load(&s->prices, NULL, o->prices_file, err);
 		if (rc == 0)
-			rc = read_stack(rs, ctx, dirs[i], ev, &s->prices,
-					i == 0 && !(o->prices_file && *o->prices_file), err);
+			rc = read_stack(rs, s, ctx, dirs[i], ev, i == 0 && !(o->prices_file && *o->prices_file),
+					o->now_ms, err);
 		if (rc < 0)
 			goto done;
 		if ((rc = report_input_add_history(&s->in, rs->name, rs->h, rs->n)) < 0) {
@@ -171,6 +197,8 @@ int report_session_run(struct report_session *s, struct vx_ctx *ctx, const struc
 		}
 	}
 	rc = report_build(&s->report, &s->in, &s->prices, since, until, o->now_ms, err);
+	s->report.budgets = s->rbudgets;
+	s->report.nbudgets = s->nbudgets;
 done:
 	for (size_t i = 0; i < ndirs; i++)
 		free(dirs[i]);
@@ -189,12 +217,22 @@ void report_session_release(struct report_session *s)
 		state_history_skips_release(&s->stacks[i].skips);
 	}
 	free(s->stacks);
+	for (size_t i = 0; i < s->nbudgets; i++)
+		budget_release(&s->budgets[i]);
+	free(s->budgets);
+	free(s->rbudgets);
 	prices_release(&s->prices);
 	memset(s, 0, sizeof(*s));
 }
 
 int report_recent_spend(const struct workspace *ws, const struct prices *p, int64_t now_ms, double *usd,
 			double *preempted_share, struct vx_err *err)
+{
+	return report_spend_window(ws, p, now_ms - (int64_t)30 * 86400000, now_ms, usd, preempted_share, err);
+}
+
+int report_spend_window(const struct workspace *ws, const struct prices *p, int64_t since_ms, int64_t now_ms,
+			double *usd, double *preempted_share, struct vx_err *err)
 {
 	struct state_history_entry *h = NULL;
 	struct report_input in = REPORT_INPUT_INIT;
@@ -212,7 +250,7 @@ int report_recent_spend(const struct workspace *ws, const struct prices *p, int6
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
 	}
-	if ((rc = report_build(&r, &in, p, now_ms - (int64_t)30 * 86400000, now_ms, now_ms, err)) < 0)
+	if ((rc = report_build(&r, &in, p, since_ms, now_ms, now_ms, err)) < 0)
 		goto done;
 	*usd = r.usd;
 	for (size_t i = 0; i < r.nruns; i++)

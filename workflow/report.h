@@ -29,9 +29,15 @@ struct report_stack {
 	struct state_history_skips skips; /* the versions its history left out, to warn of */
 };
 
+struct budget;
+
 struct report_session {
 	struct report_stack *stacks;
 	size_t nstacks;
+	/* The stacks' budgets, of those that set one (workflow/budget.h); report.budgets borrows rbudgets. */
+	struct budget *budgets;
+	struct report_budget *rbudgets;
+	size_t nbudgets;
 	struct report_input in;
 	struct prices prices;
 	struct report report;
@@ -63,6 +69,9 @@ struct workspace;
 struct capacity_report;
 int report_recent_spend(const struct workspace *ws, const struct prices *p, int64_t now_ms, double *usd,
 			double *preempted_share, struct vx_err *err) VX_WUR;
+/* The same over [since_ms, now_ms): what a budget's period has spent (workflow/budget.h). */
+int report_spend_window(const struct workspace *ws, const struct prices *p, int64_t since_ms, int64_t now_ms,
+			double *usd, double *preempted_share, struct vx_err *err) VX_WUR;
 
 /*
  * The markdown plan's line (owned, into *out): "last 30 days: $1,240 (18% on

@@ -4,11 +4,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "providers/gcp/provider_gcp.h"
 #include "reconcile/apply.h"
@@ -96,6 +98,8 @@ struct watch {
 	int notify_due;             /* the look found deliveries to try, and nothing else to do */
 };
 
+/* What a look saw that is news to tell: a quota preference decided, a budget's
+ * hold or threshold (address NULL: the stack's own). */
 struct quota_news {
 	char *address;
 	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED */
@@ -411,6 +415,144 @@ static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, i
 	return n;
 }
 
+/*
+ * One budget-exhausted event per hold episode: the first run held, under the
+ * budget applied, is the episode (its key: the budget's cents and the run's
+ * attempt), so a restarted watcher or a second one sends it once.
+ */
+static void budget_news(struct watch *w, const struct plan_action *a, const char *why, int64_t cents)
+{
+	/* The attempt of a run the watcher follows (a job's); 0 for another kind's action. */
+	int64_t attempt = a->kind_of && a->kind_of->watch_runs ? job_action_of(a)->attempt : 0;
+	struct quota_news *n = realloc(w->news, (w->nnews + 1) * sizeof(*n));
+
+	if (!n)
+		return;
+	w->news = n;
+	n = &w->news[w->nnews];
+	memset(n, 0, sizeof(*n));
+	if (!(n->address = strdup(a->address)))
+		return;
+	w->nnews++;
+	n->kind = NOTIFY_BUDGET_SPENT;
+	snprintf(n->state, sizeof(n->state), "%s", why ? why : "held: budget");
+	snprintf(n->key, sizeof(n->key), "%lld:%lld", (long long)cents, (long long)attempt);
+}
+
+/* A stack's event for the news: address NULL. 0, or -1 out of memory. */
+static int stack_news(struct watch *w, unsigned kind, const char *state, const char *key)
+{
+	struct quota_news *n = realloc(w->news, (w->nnews + 1) * sizeof(*n));
+
+	if (!n)
+		return -1;
+	w->news = n;
+	n = &w->news[w->nnews++];
+	memset(n, 0, sizeof(*n));
+	n->kind = kind;
+	snprintf(n->state, sizeof(n->state), "%s", state);
+	snprintf(n->key, sizeof(n->key), "%.23s", key);
+	return 0;
+}
+
+/*
+ * The budget applied's warnAt thresholds the period's spend has reached:
+ * a `budget` event each, once per threshold per period (its key: the
+ * threshold and the period, the calendar month or the N-day span of
+ * the epoch that holds now).
+ */
+static void budget_warnings(struct watch *w, const struct planning *pl, const struct workspace *ws, int64_t now)
+{
+	const struct state *s = &ws->state;
+	struct stack_budget b = { .set = 1 };
+	struct vx_buf text = VX_BUF_INIT;
+	char key[24], period[16];
+	double spent;
+	time_t start;
+	struct tm tm;
+
+	if (s->budget_cents <= 0 || !s->nbudget_warn_at)
+		return;
+	b.usd = (double)s->budget_cents / 100.0;
+	b.days = s->budget_days;
+	start = (time_t)(budget_period_start(&b, now) / 1000);
+	if (budget_spent(&spent, ws, &b, &pl->prices, now) != 0 || !gmtime_r(&start, &tm))
+		return;
+	if (b.days)
+		snprintf(period, sizeof(period), "%lld", (long long)(now / (b.days * 86400000)) % 1000000000LL);
+	else
+		snprintf(period, sizeof(period), "%04u-%02u", (unsigned)(tm.tm_year + 1900) % 10000u,
+			 (unsigned)(tm.tm_mon + 1) % 100u);
+	for (size_t i = 0; i < s->nbudget_warn_at; i++) {
+		if (spent * 100.0 < (double)s->budget_warn_at[i] * b.usd)
+			continue;
+		vx_buf_reset(&text);
+		if (vx_buf_printf(&text, "spent %d%% of the budget: ", (int)floor(spent * 100.0 / b.usd)) < 0 ||
+		    budget_money(&text, spent) < 0 || vx_buf_adds(&text, " of ") < 0 || budget_money(&text, b.usd) < 0)
+			break;
+		snprintf(key, sizeof(key), "%u:%.15s", (unsigned)s->budget_warn_at[i] % 1000u, period);
+		if (stack_news(w, NOTIFY_BUDGET, vx_buf_str(&text), key) < 0)
+			break;
+	}
+	vx_buf_release(&text);
+}
+
+/*
+ * The budget applied (the state's, never the files': a raise must be
+ * reviewed and applied first) against the runs the plan would start: in
+ * plan order, a run whose at most would take the period's spend past it is
+ * held, with the reason "held: budget, $340 left", told once. What runs is
+ * never stopped for money. A spend or a cost that cannot be known holds
+ * too. now is Google's clock, which the runs' times are on. Returns how
+ * many were held.
+ */
+static size_t budget_holds(struct watch *w, struct planning *pl, const struct workspace *ws, int64_t now, int quiet)
+{
+	struct stack_budget b = { .set = 1 };
+	struct vx_buf left_text = VX_BUF_INIT;
+	struct plan *p = &pl->planner.plan;
+	double spent = 0, left, adds = 0;
+	size_t held = 0;
+	char what[512];
+
+	if (ws->state.budget_cents <= 0)
+		return 0;
+	b.usd = (double)ws->state.budget_cents / 100.0;
+	b.days = ws->state.budget_days;
+	if (budget_spent(&spent, ws, &b, &pl->prices, now) != 0)
+		spent = -1;
+	left = spent < 0 ? -1 : round((b.usd - spent) * 100.0) / 100.0;
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct capacity_cost *c = capacity_cost_of(&pl->capacity, a->address);
+		char *why;
+
+		if (a->op == PLAN_NOOP || a->op == PLAN_PENDING || a->op == PLAN_WAIT || !c || !c->starts)
+			continue;
+		if (left >= 0 && c->known && adds + c->usd_max <= left) {
+			adds += c->usd_max;
+			continue;
+		}
+		vx_buf_reset(&left_text);
+		if (left < 0 || budget_money(&left_text, left - adds > 0 ? left - adds : 0) < 0)
+			vx_buf_reset(&left_text);
+		why = left < 0 ? vx_strdup("held: budget, the period's spend is unknown")
+			       : vx_asprintf("held: budget, %s left", vx_buf_str(&left_text));
+		hold(p, a);
+		free(a->reason);
+		a->reason = why;
+		if (!held && !quiet)
+			budget_news(w, a, why, ws->state.budget_cents);
+		snprintf(what, sizeof(what), "budget|%s|%s", a->address, why ? why : "");
+		if (tell(w, what, quiet))
+			say(w, "wait", a->address, "%s: %s (its at most would take the spend past the budget applied)",
+			    a->address, why ? why : "held: budget");
+		held++;
+	}
+	vx_buf_release(&left_text);
+	return held;
+}
+
 /* ---- notifications ---- */
 
 /*
@@ -503,8 +645,10 @@ static int send_notifications(struct watch *w, struct applying *ap, struct notif
 
 		if (o->sent)
 			res->notified++;
-		say(w, "notify", o->address, "%s: %s to notify[%zu]%s%s%s", o->address ? o->address : "",
-		    o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: " : " not delivered: ",
+		/* A stack's own event (budget) has no address. */
+		say(w, "notify", o->address, "%s%s%s to notify[%zu]%s%s%s", o->address ? o->address : "",
+		    o->address ? ": " : "", o->event, o->target, o->sent ? o->why ? " delivered; " : " delivered" : o->dropped ? " dropped: "
+															       : " not delivered: ",
 		    o->why ? o->why : "", o->sent || o->dropped ? "" : " (tried again later)");
 	}
 	notify_report_release(&rep);
@@ -1026,7 +1170,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	struct live_set kinds;
 	char *summary = NULL;
 	int64_t now = vx_now_ms(w->ctx);
-	size_t refreshed;
+	size_t refreshed, left;
 	uint64_t files = 0;
 	int rc, planned = 0, files_ok = 0;
 
@@ -1038,6 +1182,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	memset(&pl, 0, sizeof(pl));
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
+	po.budget_holds = 1;
 	if (w->remote && !followed && (rc = follow(w, err)) < 0)
 		goto done;
 	/* Read before the files are: a change while they load shows next cycle. */
@@ -1058,7 +1203,9 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
-	*need = keep_authorised(w, &pl.planner.plan, now, 1) > 0 || w->untold;
+	left = keep_authorised(w, &pl.planner.plan, now, 1);
+	left -= budget_holds(w, &pl, &ws, now, 1);
+	*need = left > 0 || w->untold;
 	kinds = live_store_view(&ws.store);
 	refreshed = apply_refresh_state(&ws.state, kind_job_listed(&ws.store), &kinds, &summary);
 	if ((rc = notify_collect(&events, &pl.planner.plan, ws.st->name, now, google_since(w, now))) < 0) {
@@ -1068,6 +1215,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	warn_too_old(w, ws.st, &pl.planner.plan, now);
 	news_release(w);
 	quota_changes(w, &pl.planner.plan);
+	budget_warnings(w, &pl, &ws, now);
 	if (ws.st->nnotify && (rc = news_events(w, &events, ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;
@@ -1177,7 +1325,7 @@ static int act_lock(struct watch *w, struct applying *ap, const struct applying_
 
 /* Under the lease: the refresh recorded, what is authorised carried out. */
 static int act_apply(struct watch *w, struct applying *ap, const struct applying_opts *ao,
-		     const struct planning_opts *po, struct watch_result *res, struct vx_err *err)
+		     const struct planning_opts *po, int64_t now, struct watch_result *res, struct vx_err *err)
 {
 	int rc;
 
@@ -1187,6 +1335,8 @@ static int act_apply(struct watch *w, struct applying *ap, const struct applying
 		res->acted = 1;
 		say_recorded(w, ap->refresh_summary);
 	}
+	/* After the refresh is recorded: the spend counts the runs that just ended. */
+	(void)budget_holds(w, &ap->pl, &ap->ws, now, 0);
 	/* -sync records what waits as applied, as vxapply does, even with no change. */
 	if (planning_has_changes(&ap->pl) || (w->o.sync && planning_has_waits(&ap->pl))) {
 		if ((rc = applying_run(ap, ao, err)) < 0)
@@ -1214,6 +1364,7 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 
 	memset(&po, 0, sizeof(po));
 	po.refresh = 1;
+	po.budget_holds = 1;
 	act_opts(w, &ao, &aev);
 	applying_init(&ap);
 	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
@@ -1232,7 +1383,7 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 	now = provider_now_ms(w->prov, w->ctx);
 	/* The locked plan tells; a notify-only cycle's plan (no lease) is quiet, as the look is. */
 	(void)keep_authorised(w, &ap.pl.planner.plan, now, !locked);
-	if (locked && (rc = act_apply(w, &ap, &ao, &po, res, err)) < 0)
+	if (locked && (rc = act_apply(w, &ap, &ao, &po, now, res, err)) < 0)
 		goto done;
 	keep_targets(w, ap.ws.st, &ap.ws.state);
 	if ((rc = applying_events(&ap, google_since(w, now), &events)) < 0 || (rc = news_events(w, &events, ap.ws.st->name)) < 0) {

@@ -775,6 +775,8 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 {
 	int rc = header_human(b, h);
 
+	if (rc == 0 && h->budget)
+		rc = vx_buf_printf(b, "%s\n", h->budget->line);
 	if (rc == 0 && (plan_has_changes(p) || p->counts[PLAN_WAIT]))
 		rc = vx_buf_addc(b, '\n');
 	if (rc == 0)
@@ -818,6 +820,8 @@ int render_plan_markdown(struct vx_buf *b, const struct plan *p, const struct re
 		rc = vx_buf_printf(b, "%s\n\n", h->spend_line);
 	if (rc == 0 && h->policy)
 		rc = policy_line(b, h->policy, "**Policy**: ", "\n\n");
+	if (rc == 0 && h->budget)
+		rc = vx_buf_printf(b, "%s\n\n", h->budget->line);
 	if (rc == 0 && !h->refresh)
 		rc = vx_buf_adds(b, "> **Refresh off**: planned from the state alone.\n\n");
 	if (rc == 0 && h->config_dirty)
@@ -1083,6 +1087,23 @@ static int diags_json(cJSON *root, const char *key, const struct vx_diags *d)
 	return rc;
 }
 
+/* "budget": the Stack's budget against this plan; null for a figure not known. */
+static int budget_json(cJSON *root, const struct render_budget *bu)
+{
+	cJSON *o = cJSON_CreateObject();
+	int rc = add(root, "budget", o);
+
+	if (!o)
+		return rc;
+	rc |= add(o, "limit", cJSON_CreateNumber(bu->limit));
+	rc |= add(o, "period", cJSON_CreateString(bu->period));
+	rc |= add(o, "spent", bu->spent_known ? cJSON_CreateNumber(bu->spent) : cJSON_CreateNull());
+	rc |= add(o, "at_most", bu->at_most_known ? cJSON_CreateNumber(bu->at_most) : cJSON_CreateNull());
+	rc |= add(o, "would_exceed", cJSON_CreateBool(bu->would_exceed));
+	rc |= add(o, "exceed_by", cJSON_CreateNumber(bu->would_exceed ? bu->exceed_by : 0));
+	return rc;
+}
+
 /* What was planned, where, by whom and against what: the members before "state". */
 static int header_json(cJSON *root, const struct render_header *h)
 {
@@ -1116,6 +1137,8 @@ static int header_json(cJSON *root, const struct render_header *h)
 		rc |= add(root, "allow_other_lineage", cJSON_CreateTrue());
 	if (h->allow_released)
 		rc |= add(root, "allow_released", cJSON_CreateTrue());
+	if (h->budget)
+		rc |= budget_json(root, h->budget);
 	return rc;
 }
 

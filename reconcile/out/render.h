@@ -22,6 +22,23 @@ struct policy_rules;
 
 #define PLAN_FORMAT_VERSION 1
 
+/*
+ * The Stack's budget against this plan (workflow/budget.h, docs/budgets.md):
+ * the one line every form of the plan shows, and its figures for the JSON
+ * plan's "budget".
+ */
+struct render_budget {
+	const char *line;   /* "budget: $12,400 of $20,000 spent (30 d); this plan at most $9,100: ..." */
+	const char *period; /* "30d" or "month" */
+	double limit;
+	int spent_known; /* 0: the history could not be read (line says why) */
+	double spent;
+	int at_most_known; /* 0: a price is not in the table */
+	double at_most;
+	int would_exceed; /* spent + at most is over the limit (known) */
+	double exceed_by; /* by how much, when would_exceed */
+};
+
 struct render_header {
 	const char *stack;
 	const char *project;
@@ -58,6 +75,8 @@ struct render_header {
 	/* The markdown plan's spend line ("last 30 days: $1,240 (18% on preempted
 	 * runs) · this plan: at most $312"), or NULL: none (workflow/report.h). */
 	const char *spend_line;
+	/* The Stack's budget line and figures, or NULL: the Stack has no budget (no line, no key). */
+	const struct render_budget *budget;
 	/* A saved plan only ("rendered"): the plan as vxplan printed it
 	 * without colour, and as markdown, so `vx show FILE` prints it again
 	 * without the cloud. NULL: not written. */

@@ -148,6 +148,20 @@ struct report {
 	size_t nwaiting;
 	struct report_failure *failures;
 	size_t nfailures;
+	/* The budgets of the stacks that set one (workflow/budget.h), borrowed from
+	 * the caller (report_build leaves them alone); "budgets" only when there are some. */
+	const struct report_budget *budgets;
+	size_t nbudgets;
+};
+
+/* A stack's budget over its own period (not the report's window), ending at now. */
+struct report_budget {
+	const char *stack;
+	const char *period; /* "30d", "month" */
+	double limit;
+	int spent_known;
+	double spent;
+	const char *line; /* "budget: $3.00 of $20.00 spent (30 d): $17.00 left" */
 };
 
 /*

@@ -201,6 +201,27 @@ static cJSON *waiting_json(const struct report *r)
 	return a;
 }
 
+/* "budgets": each stack's budget line and figures, only when some stack sets one. */
+static int budgets_json(cJSON *doc, const struct report *r)
+{
+	cJSON *a;
+
+	if (!r->nbudgets)
+		return 0;
+	if (!(a = cJSON_CreateArray()) || add_item(doc, "budgets", a) < 0)
+		return -1;
+	for (size_t i = 0; i < r->nbudgets; i++) {
+		const struct report_budget *b = &r->budgets[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (push(a, o) < 0 || add_str(o, "stack", b->stack) < 0 || add_str(o, "period", b->period) < 0 ||
+		    add_num(o, "limit", b->limit) < 0 || add_money(o, "spent", b->spent_known, b->spent) < 0 ||
+		    add_str(o, "line", b->line) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int report_json_fill(cJSON *doc, const struct report *r)
 {
 	cJSON *stacks = cJSON_CreateArray(), *prices = cJSON_CreateObject(), *runs = cJSON_CreateArray();
@@ -248,7 +269,8 @@ static int report_json_fill(cJSON *doc, const struct report *r)
 	    add_item(totals, "by_week", sums_json(r->by_week, r->nby_week)) < 0 ||
 	    add_item(totals, "by_accelerator", sums_json(r->by_accelerator, r->nby_accelerator)) < 0 ||
 	    add_item(totals, "by_strategy", sums_json(r->by_strategy, r->nby_strategy)) < 0 ||
-	    add_item(doc, "waiting", waiting_json(r)) < 0 || add_item(doc, "failures", failures_json(r)) < 0)
+	    add_item(doc, "waiting", waiting_json(r)) < 0 || add_item(doc, "failures", failures_json(r)) < 0 ||
+	    budgets_json(doc, r) < 0)
 		return -1;
 	return 0;
 fail:

@@ -27,6 +27,14 @@ static const char *const col_titles[NCOLS] = {
 	"ADDRESS", "STATE", "ATTEMPT", "RUNG", "REGION", "QUEUED", "RUNNING", "COST SO FAR", "NOTE",
 };
 
+/* What comes of a failed run: it gave up, the budget applied holds it, or it resubmits. */
+static const char *failure_next(const struct status_row *r)
+{
+	if (r->gave_up)
+		return "gave up";
+	return r->held ? r->held : "resubmits on the next apply";
+}
+
 /* The note column: why it failed and what comes of it, what is untracked, a value. */
 static int row_note(struct vx_buf *b, const struct status_row *r)
 {
@@ -43,8 +51,8 @@ static int row_note(struct vx_buf *b, const struct status_row *r)
 				   r->message ? r->message : "", r->gave_up ? "fix the cause, then vxapply -replace "
 				   : "asked again on the next apply", r->gave_up ? r->address : "");
 	else if (r->failure)
-		rc = vx_buf_printf(b, "%s: %s%s%s", r->gave_up ? "gave up" : "resubmits on the next apply",
-				   r->failure, r->message ? ": " : "", r->message ? r->message : "");
+		rc = vx_buf_printf(b, "%s: %s%s%s", failure_next(r), r->failure, r->message ? ": " : "",
+				   r->message ? r->message : "");
 	else if (r->values && r->has_value)
 		rc = r->has_value2 ? vx_buf_printf(b, "%s %" PRId64 ", %s %" PRId64, r->values->name, r->value,
 						   r->values->name2, r->value2)
@@ -260,9 +268,12 @@ static int json_row(struct vx_buf *b, const struct status_row *r)
 	if (rc == 0)
 		rc = json_str(b, "message", r->message);
 	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"resubmits\":%s,\"gave_up\":%s}}", r->resubmits ? "true" : "false",
+		rc = vx_buf_printf(b, ",\"resubmits\":%s,\"gave_up\":%s", r->resubmits ? "true" : "false",
 				   r->gave_up ? "true" : "false");
-	return rc;
+	/* Only when the budget applied holds it, so other outputs keep their bytes. */
+	if (rc == 0 && r->held)
+		rc = json_str(b, "held", r->held);
+	return rc ? rc : vx_buf_adds(b, "}}");
 }
 
 int status_render_json(struct vx_buf *b, const struct status_report *r)

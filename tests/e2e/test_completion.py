@@ -137,8 +137,8 @@ class CompletionTest(unittest.TestCase):
     def test_bash_flags(self):
         self.assertEqual(self.bash("vx", "plan", "-ta"), ["-target"])
         self.assertEqual(self.bash("vxplan", "-ta"), ["-target"])
-        self.assertEqual(self.bash("vxapply", "-a"), ["-auto-approve", "-annotations", "-allow-other-lineage",
-                                                  "-allow-released"])
+        self.assertEqual(self.bash("vxapply", "-a"), ["-auto-approve", "-annotations", "-allow-over-budget",
+                                                  "-allow-other-lineage", "-allow-released"])
         self.assertEqual(self.bash("vx", "status", "-"), ["-format", "-no-color", "-C", "-chdir", "-help",
                                                           "-debug"])
         # Every flag of the table, in its order, then the two every command has.
@@ -158,7 +158,7 @@ class CompletionTest(unittest.TestCase):
         # -refresh takes a value only after '=': "-refresh " is followed by another word.
         self.assertEqual(self.bash("vxplan", "-refresh", "=", ""), ["true", "false"])
         self.assertEqual(self.bash("vxplan", "-refresh", "-ver"), ["-verbose"])
-        self.assertEqual(self.bash("vxplan", "-fail-on", ""), ["quota"])
+        self.assertEqual(self.bash("vxplan", "-fail-on", ""), ["quota", "budget"])
         self.assertEqual(self.bash("vx", "log", "-C", "st"), ["stack"])
         self.assertEqual(self.bash("vxapply", "-parallelism", ""), [])
 

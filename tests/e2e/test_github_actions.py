@@ -62,13 +62,13 @@ class GitHubActionsTest(FakeTestCase):
         # all three, the message only "%" (GitHub's toolkit rules).
         d = self.write_bad_stack("st,a:ck")
         plain = ('st,a:ck/stack.yaml:5:1: Stack "s": unknown field "fo%o" (one of kind, name, '
-                 'project, region, state, labels, prices, failOn, notify)\n')
+                 'project, region, state, labels, prices, failOn, notify, budget)\n')
         r = self.repo.vx("validate", d, env=self.gha())
         self.assertEqual((r.code, r.out), (1, ""), r)
         self.assertEqual(r.err.replace(self.tmp + "/", ""), plain +
                          '::error file=st%2Ca%3Ack/stack.yaml,line=5,col=1::Stack "s": unknown field '
                          '"fo%25o" (one of kind, name, project, region, state, labels, prices, failOn, '
-                         'notify)\n')
+                         'notify, budget)\n')
         # Turned off, and outside GitHub Actions: the plain lines only.
         r = self.repo.vx("validate", "-annotations=false", d, env=self.gha())
         self.assertEqual((r.code, r.out, r.err.replace(self.tmp + "/", "")), (1, "", plain), r)

@@ -261,7 +261,7 @@ class Watch(FakeTestCase):
         self.assertEqual(r.code, 1, r)
         self.assertEqual([without_time(l) for l in r.err.splitlines()],
                          ['error: %s/stack.yaml:6:1: Stack "e2e": unknown field "bogus" (one of kind, name, '
-                          'project, region, state, labels, prices, failOn, notify)' % self.repo.dir,
+                          'project, region, state, labels, prices, failOn, notify, budget)' % self.repo.dir,
                           "error: %s: the stack has 1 error" % self.repo.dir])
 
     def test_notifications_arrive_once_signed_across_a_restart(self):

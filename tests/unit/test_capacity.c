@@ -117,7 +117,7 @@ static void test_flex_start_sum(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0, 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -155,7 +155,7 @@ static void test_multi_pool_and_running(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0, 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -198,7 +198,7 @@ static void test_unknown(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0, 0 };
 	struct vx_buf b = VX_BUF_INIT;
 
 	(void)unused;
@@ -242,7 +242,7 @@ static void test_pending_grant_is_unknown(void **unused)
 	struct live_quota lq;
 	struct live_quotas lqs = { &lq, 1 };
 	struct live_set live = { { NULL } };
-	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, &live, &l, &f.prices, NULL, 0, 0 };
 
 	(void)unused;
 	live.of[kind_index(&kind_quota)] = &lqs;
@@ -309,7 +309,7 @@ static void test_limits_not_read(void **unused)
 	struct fixture f;
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
-	struct capacity_input in = { &f.st, &f.plan, NULL, NULL, &f.prices, "quotas: PERMISSION_DENIED: no", 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, NULL, &f.prices, "quotas: PERMISSION_DENIED: no", 0, 0 };
 
 	(void)unused;
 	memset(&f, 0, sizeof(f));
@@ -501,7 +501,7 @@ static void test_delta_stops_and_reservations(void **unused)
 	struct capacity_report r;
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limits l = { NULL, 0 };
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0, 0 };
 	struct plan_record old = { 0 }, gone = { 0 };
 	struct stack_reservation sr;
 	struct stack_accelerator acc = { (char *)(uintptr_t)"nvidia-tesla-t4", 1 };
@@ -593,7 +593,7 @@ static void test_held_kinds(void **unused)
 	struct vx_err err = VX_ERR_INIT;
 	struct live_quota_limit lim[1];
 	struct live_quota_limits l = limits_of(lim, 1);
-	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0 };
+	struct capacity_input in = { &f.st, &f.plan, NULL, &l, &f.prices, NULL, 0, 0 };
 	struct stack_persistent pr;
 	struct stack_persistent_pool pp;
 	struct stack_future fr;

@@ -1261,7 +1261,7 @@ static void test_sorted_and_capped(void **state)
 	got = all_diags(&d);
 	assert_string_equal(got, "t/a.yaml:8:6: CustomJob \"x\": run: must be at least 1, got 0\n"
 			    "t/b.yaml:5:1: Stack \"research\": unknown field \"bogus\" (one of kind, "
-			    "name, project, region, state, labels, prices, failOn, notify)\n");
+			    "name, project, region, state, labels, prices, failOn, notify, budget)\n");
 	free(got);
 	vx_diags_release(&d);
 

@@ -1,0 +1,85 @@
+/*
+ * The job kind's price limits (docs/budgets.md): a CustomJob's maxHourlyUsd
+ * (on a sweep, every run's) against the rate of each of its rungs in the
+ * price table in force, for vx validate and the plan (its check_prices slot).
+ */
+#include "reconcile/kind_job.h"
+
+#include <stdlib.h>
+
+#include "reconcile/capacity.h"
+#include "reconcile/load/spec.h"
+#include "reconcile/stack.h"
+#include "util/buf.h"
+#include "util/diag.h"
+#include "util/banned.h"
+
+/* Which rung runs at the rate: "the declared job" or "rung 2 (resubmit.fallback[1])". */
+static int rung_name(struct vx_buf *b, int64_t rung)
+{
+	if (rung == 0)
+		return vx_buf_adds(b, "the declared job");
+	return vx_buf_printf(b, "rung %lld (resubmit.fallback[%lld])", (long long)rung, (long long)(rung - 1));
+}
+
+/*
+ * The problem of job j on rung r against its maxHourlyUsd, into out: "...:
+ * maxHourlyUsd: $52.35/h on the declared job is over $40.00/h (SHAPE in
+ * REGION; prices: SOURCE, DATE)". An unknown rate is a problem too: unknown
+ * is never under a limit. 0, or VX_ENOMEM.
+ */
+static int check_rung(const struct stack_job *j, int64_t r, const struct prices *p, struct vx_diags *out)
+{
+	const struct job_spec *spec = stack_job_rung_spec(j, r);
+	const char *region = stack_job_rung_region(j, r), *missing = NULL;
+	struct vx_buf b = VX_BUF_INIT;
+	char *shape = NULL;
+	double rate = prices_job_rate(p, region, spec, NULL, NULL, &missing);
+	int rc;
+
+	if (rate >= 0 && rate <= j->max_hourly_usd)
+		return 0;
+	if (!(shape = job_spec_shape(spec)))
+		return VX_ENOMEM;
+	rc = vx_buf_printf(&b, "CustomJob \"%s\": maxHourlyUsd: ", j->d.name);
+	if (rc == 0 && rate < 0)
+		rc = vx_buf_adds(&b, "the rate of ");
+	else if (rc == 0 && (rc = capacity_money(&b, "USD", rate, 2)) == 0)
+		rc = vx_buf_adds(&b, "/h on ");
+	if (rc == 0)
+		rc = rung_name(&b, r);
+	if (rc == 0 && rate < 0)
+		rc = vx_buf_printf(&b, " is unknown (no published price for %s in %s), so it cannot be held to ",
+				   missing ? missing : "its machines", region);
+	else if (rc == 0)
+		rc = vx_buf_adds(&b, " is over ");
+	if (rc == 0)
+		rc = capacity_money(&b, "USD", j->max_hourly_usd, 2);
+	if (rc == 0)
+		rc = vx_buf_printf(&b, "/h (%s in %s; prices: %s, %s)", shape, region, p->source ? p->source : "?",
+				   p->date ? p->date : "undated");
+	if (rc == 0)
+		rc = vx_diags_add(out, j->d.file, j->max_hourly_line, j->max_hourly_col, "%s", vx_buf_str(&b));
+	free(shape);
+	vx_buf_release(&b);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+int kind_job_check_prices(const struct stack *st, const struct prices *p, struct vx_diags *out)
+{
+	size_t n = 0;
+	const struct stack_job *jobs = stack_jobs(st, &n);
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (jobs[i].max_hourly_usd <= 0)
+			continue;
+		if (!p)
+			return 1;
+		for (int64_t r = 0; r <= (int64_t)jobs[i].nrungs && rc == 0; r++)
+			rc = check_rung(&jobs[i], r, p, out);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,313 @@
+"""End to end: the Stack's budget (docs/budgets.md) against the fake Google Cloud.
+
+A history is built at known virtual times with the price table below, so every figure of the
+budget line is computed by hand in the tests; whole lines are compared.
+"""
+import json
+import os
+import unittest
+
+from harness import FakeTestCase
+from test_watch import Receiver
+
+# USD per hour in us-central1: the machine per replica, the GPU per GPU.
+PRICES = ('{"source": "e2e table", "date": "2026-01-01", "currency": "USD", "regions": {"us-central1": '
+          '{"machines": {"n1-standard-4": {"on_demand": 1.0, "spot": 0.4}}, '
+          '"accelerators": {"NVIDIA_TESLA_T4": {"on_demand": 0.5, "spot": 0.2}}}}}')
+
+
+def job(name, replicas, timeout="2h", extra="", strategy="STANDARD"):
+    """A job of n1-standard-4 + one T4 per replica: 1.50/h per replica (SPOT: 0.60/h)."""
+    return """---
+kind: CustomJob
+name: %s
+spec:
+  workerPoolSpecs:
+    - machineSpec: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}
+      replicaCount: %d
+      containerSpec:
+        imageUri: "us-docker.pkg.dev/p/r/trainer:1"
+  scheduling: {strategy: %s, timeout: %s}
+  baseOutputDirectory: {outputUriPrefix: "gs://e2e-bucket/%s"}
+%s""" % (name, replicas, strategy, timeout, name, extra)
+
+
+def budget(usd, period="30d", extra="", warn=None):
+    return "budget: {usd: %s, period: %s%s}\n%s" % (usd, period, ", warnAt: %s" % warn if warn else "", extra)
+
+
+NOW_SECONDS = 4000   # when the plans below are made (after history())
+NOW = "2026-01-01T01:06:40Z"
+
+
+class Budget(FakeTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.prices = os.path.join(self.tmp, "prices.json")
+        with open(self.prices, "w") as f:
+            f.write(PRICES)
+        self.env = {"VX_PRICES": self.prices}
+
+    def history(self, stack_extra=""):
+        """t=0: job a (2 replicas, 3.00/h) is created; RUNNING at t=35, SUCCEEDED at t=3635.
+        At t=4000 an apply records it: 3.00/h x 3600 s = $3.00 spent."""
+        self.repo.write({"a": job("a", 2, "1h")}, extra_stack=stack_extra)
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.fake.advance(NOW_SECONDS)
+        # From here vx's clock is the fake's (the window's end).
+        self.env["VX_NOW"] = NOW
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+
+    def line(self, out):
+        lines = [x for x in out.split("\n") if x.startswith("budget: ")]
+        self.assertEqual(len(lines), 1, out)
+        return lines[0]
+
+    def test_line_figures(self):
+        # Spent $3.00 (a). b: 1 replica x 1.50/h x 2 h timeout x 1 attempt = at most $3.00.
+        #   limit  spent  at most  spent + at most - limit
+        #   20.00  3.00   3.00     -14.00  -> $14.00 left after it
+        #    5.00  3.00   3.00       1.00  -> would exceed by $1.00
+        self.history(budget(20))
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)}, extra_stack=budget(20))
+        r = self.repo.plan(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $3.00 of $20.00 spent (30 d); this plan at most $3.00: "
+                                           "$14.00 left after it")
+        self.assertNotIn("Warnings", r.out)
+        self.repo.write(extra_stack=budget(5))
+        # The pull request's comment: the spend line, then the budget line, after the title.
+        r = self.repo.plan("-format", "markdown", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.split("\n")[:6], [
+            "### vx plan: stack `e2e` (project `vx-e2e`)", "",
+            "last 30 days: $3.00 (0% on preempted runs) · this plan: at most $3.00", "",
+            "budget: $3.00 of $5.00 spent (30 d); this plan at most $3.00: would exceed by $1.00", ""])
+        r = self.repo.plan("-format", "json", env=self.env)   # checked against the schema (schemas.py)
+        self.assertEqual(r.code, 0, r)
+        doc = json.loads(r.out)
+        self.assertEqual(doc["budget"], {"limit": 5, "period": "30d", "spent": 3, "at_most": 3,
+                                         "would_exceed": True, "exceed_by": 1})
+        self.assertEqual(doc["warnings"], ["budget: this plan would exceed the Stack's budget by $1.00 "
+                                           "(vxapply refuses it without -allow-over-budget)"])
+        self.assertEqual(doc["errors"], [])
+
+    def test_no_budget_no_line_no_key(self):
+        self.history()
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)})
+        r = self.repo.plan(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertNotIn("budget", r.out)
+        doc = json.loads(self.repo.plan("-format", "json", env=self.env).out)
+        self.assertNotIn("budget", doc)
+
+    def test_fail_on_budget(self):
+        error = "budget: this plan would exceed the Stack's budget by $1.00 (%s)"
+        self.history(budget(5))
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)}, extra_stack=budget(5))
+        r = self.repo.plan("-fail-on=budget", "-format", "json", env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual((json.loads(r.out)["errors"], json.loads(r.out)["warnings"]),
+                         ([error % "-fail-on=budget"], []))
+        self.repo.write(extra_stack=budget(5, extra="failOn: [budget]\n"))
+        r = self.repo.plan(env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("\nErrors (the plan cannot be applied):\n  %s\n" % (error % "failOn: [budget]"), r.out)
+        # What fits is no error.
+        self.repo.write(extra_stack=budget(6, extra="failOn: [budget]\n"))
+        r = self.repo.plan("-fail-on=budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $3.00 of $6.00 spent (30 d); this plan at most $3.00: "
+                                           "$0.00 left after it")
+
+    def test_vxapply_refuses_unless_allowed(self):
+        self.history(budget(5))
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)}, extra_stack=budget(5))
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "vx: apply: refusing a plan that would exceed the Stack's budget (budget: $3.00 "
+                                "of $5.00 spent (30 d); this plan at most $3.00: would exceed by $1.00); nothing "
+                                "was changed. Apply it anyway with -allow-over-budget, recorded in the state's "
+                                "history\n")
+        self.assertEqual(self.live_jobs("b"), [])
+        before = len(self.repo.state_log())
+        r = self.repo.apply("-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        [b] = self.live_jobs("b")
+        who = json.loads(self.repo.git("show", "vx/state/e2e:jobs/b.json"))["current"]["launchedBy"]
+        # Every commit of that apply, and only those, carry the audit beside the actor.
+        log = self.repo.state_log()
+        new = len(log) - before
+        self.assertGreaterEqual(new, 1)
+        self.assertEqual(["\nVx-Actor: %s\nVx-Allow-Over-Budget: by $1.00\n" % who in m for m in log],
+                         [True] * new + [False] * before)
+        r = self.repo.vx("log", "job.b", "-C", self.repo.dir, env=self.env)
+        self.assertEqual((r.code, r.err), (0, ""))
+        self.assertEqual(r.out.split("\n")[2], "  2026-01-01T01:06:40Z  budget    over by $1.00, allowed by "
+                                                 "%s (-allow-over-budget)" % who)
+
+    def test_saved_plan_over_budget(self):
+        # The pull request's saved plan carries the line (vx show prints it again); vxapply FILE
+        # plans again and refuses as vxapply DIR does, unless allowed.
+        self.history(budget(5))
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)}, extra_stack=budget(5))
+        planfile = os.path.join(self.tmp, "plan.json")
+        r = self.repo.plan("-out", planfile, env=self.env)
+        self.assertEqual(r.code, 0, r)
+        line = "budget: $3.00 of $5.00 spent (30 d); this plan at most $3.00: would exceed by $1.00"
+        r = self.repo.vx("show", planfile, env=self.env)
+        self.assertEqual((r.code, self.line(r.out)), (0, line), r)
+        r = self.repo.vx("apply", planfile, "-auto-approve", env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("vx: apply: refusing a plan that would exceed the Stack's budget (%s)" % line, r.err)
+        self.assertEqual(self.live_jobs("b"), [])
+        r = self.repo.vx("apply", planfile, "-auto-approve", "-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("b")), 1)
+
+    def test_max_hourly_usd(self):
+        # a: 2 replicas x 1.50/h = $3.00/h; its fallback rung on SPOT: 2 x (0.4 + 0.2) = $1.20/h.
+        ladder = ("maxHourlyUsd: 2.5\nresubmit:\n  on: [stockout]\n  maxAttempts: 2\n  fallback:\n"
+                  "    - scheduling: {strategy: SPOT}\n")
+        self.repo.write({"a": job("a", 2, extra=ladder)})
+        r = self.repo.vx("validate", self.repo.dir, env=self.env)
+        self.assertEqual(r.code, 1, r)
+        over = ("%s/jobs.yaml:12:15: CustomJob \"a\": maxHourlyUsd: $3.00/h on the declared job is over $2.50/h "
+                "(n1-standard-4 ×2, 1×T4, STANDARD in us-central1; prices: e2e table, 2026-01-01)" % self.repo.dir)
+        self.assertEqual(r.err, over + "\n")
+        # A plan made without vx validate refuses it alike.
+        r = self.repo.plan("-format", "json", env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(json.loads(r.out)["errors"], [over])
+        # Every rung is held to it too: the watcher may start any of them unreviewed.
+        self.repo.write({"a": job("a", 2, extra=ladder.replace("2.5", "1"))})
+        r = self.repo.vx("validate", self.repo.dir, env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err.split("\n")[1], "%s/jobs.yaml:12:15: CustomJob \"a\": maxHourlyUsd: $1.20/h on rung 1 "
+                         "(resubmit.fallback[0]) is over $1.00/h (n1-standard-4 ×2, 1×T4, SPOT in us-central1; "
+                         "prices: e2e table, 2026-01-01)" % self.repo.dir)
+        # A ceiling the rung also keeps: valid.
+        self.repo.write({"a": job("a", 2, extra=ladder.replace("2.5", "3"))})
+        r = self.repo.vx("validate", self.repo.dir, env=self.env)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        # A sweep caps each run, each named.
+        sweep = "maxHourlyUsd: 2\nmatrix: {lr: [1, 2]}\n"
+        self.repo.write({"s": job("s", 1, extra=sweep), "t": job("t", 2, extra=sweep)})
+        r = self.repo.vx("validate", self.repo.dir, env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err, "".join(
+            "%s/jobs.yaml:25:15: CustomJob \"t[lr=%d]\": maxHourlyUsd: $3.00/h on the declared job is over "
+            "$2.00/h (n1-standard-4 ×2, 1×T4, STANDARD in us-central1; prices: e2e table, 2026-01-01)\n"
+            % (self.repo.dir, lr) for lr in (1, 2)))
+        self.repo.write({"s": job("s", 1, extra=sweep)})
+        r = self.repo.vx("validate", self.repo.dir, env=self.env)
+        self.assertEqual((r.code, r.err, r.out), (0, "", "stack e2e: 2 jobs, 0 reservations, 0 quota preferences: "
+                                                        "valid\n"))
+
+    def test_report_and_month(self):
+        # vx report shows each budget over its own period, ending now. On 2026-01-31T01:06:40Z the
+        # rolling 30 days began at 2026-01-01T01:06:40Z, after a ran (00:00:35 to 01:00:35): $0.00;
+        # the calendar month began at 2026-01-01T00:00:00Z: $3.00.
+        #   period  spent  limit  line
+        #   30d     0.00   20     $20.00 left
+        #   month   3.00   20     $17.00 left
+        #   month   3.00   2.5    over by $0.50
+        self.history(budget(20))
+        late = dict(self.env, VX_NOW="2026-01-31T01:06:40Z")
+        for period, usd, spent, line in (
+                ("30d", 20, 0, "budget: $0.00 of $20.00 spent (30 d): $20.00 left"),
+                ("month", 20, 3, "budget: $3.00 of $20.00 spent (this month): $17.00 left"),
+                ("month", 2.5, 3, "budget: $3.00 of $2.50 spent (this month): over by $0.50")):
+            self.repo.write(extra_stack=budget(usd, period))
+            r = self.repo.vx("report", self.repo.dir, "-format", "json", env=late)
+            self.assertEqual((r.code, r.err), (0, ""), r)
+            self.assertEqual(json.loads(r.out)["budgets"], [{"stack": "e2e", "period": period, "limit": usd,
+                                                             "spent": spent, "line": line}])
+        # The plan counts the same period: a plan that adds nothing exceeds nothing.
+        r = self.repo.plan("-fail-on=budget", env=late)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $3.00 of $2.50 spent (this month); this plan at most $0.00: "
+                                           "the period is already over by $0.50")
+        # No budget: no key.
+        self.repo.write(extra_stack="")
+        r = self.repo.vx("report", self.repo.dir, "-format", "json", env=late)
+        self.assertNotIn("budgets", json.loads(r.out))
+
+    def test_watcher_holds_a_resubmission_past_the_budget_applied(self):
+        # a on SPOT: 2 replicas x (0.40 + 0.20) = 1.20/h, a 1h timeout, 2 attempts: at most $2.40,
+        # over the $1.50 budget, applied anyway. Its first attempt RUNNING at t=35 is preempted
+        # half-way (t=1835): $0.60 spent. The resubmission's at most, 1.20/h x 1h x 1 attempt left
+        # = $1.20, is over the $0.90 left: the watcher holds it, and says so once.
+        retry = "resubmit: {on: [preempted], maxAttempts: 2}\n"
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        self.env.update(HOOK=rcv.url, VX_NOTIFY_ALLOW_LOOPBACK="1")
+        hook = "notify:\n  - urlEnv: HOOK\n    on: [budget-exhausted, budget]\n"
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
+        self.repo.write({"a": job("a", 2, "1h", extra=retry, strategy="SPOT")}, extra_stack=budget(1.5, warn="[25, 50]", extra=hook))
+        r = self.repo.apply("-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        state = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))
+        self.assertEqual(state["budget"], {"usdCents": 150, "days": 30, "warnAt": [25, 50]})
+        # The fake moves a job one state per advance: RUNNING, then preempted past half its time.
+        self.fake.advance(40)
+        self.fake.advance(2000)
+        held = "wait: job.a: held: budget, $0.90 left (its at most would take the spend past the budget applied)"
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual(r.err, "", r)
+        self.assertEqual([l.split(" ", 1)[1] for l in r.out.splitlines()],
+                         ["record: recorded: job.a: queued -> failed (preempted)", held,
+                          "notify: job.a: budget-exhausted to notify[0] delivered"])
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        # One budget-exhausted for the hold, the reason as its state (checked against the schema).
+        self.assertEqual(len(rcv.got), 1)
+        got = json.loads(rcv.got[0][1])
+        self.assertEqual((got["event"], got["address"], got["state"]),
+                         ("budget-exhausted", "job.a", "held: budget, $0.90 left"))
+        # vx status says so too, from the state alone, as of the fake's now (t=2040).
+        r = self.repo.vx("status", "-C", self.repo.dir, "-format", "json",
+                         env=dict(self.env, VX_NOW="2026-01-01T00:34:00Z"))
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        [row] = [x for x in json.loads(r.out)["addresses"] if x["address"] == "job.a"]
+        self.assertEqual((row["failure"]["class"], row["failure"]["resubmits"], row["failure"]["held"]),
+                         ("preempted", True, "held: budget, $0.90 left"))
+        # A raise in the files alone is not applied: still held, and nothing done (exit 0).
+        self.repo.write(extra_stack=budget(40, extra=hook))
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        # The next look counts the recorded spend: $0.60 of $1.50 is 40%, past warnAt's 25: one
+        # budget event (the stack's own, no address).
+        self.assertEqual((r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()], r.err),
+                         (0, [held, "notify: budget to notify[0] delivered"], ""), r)
+        self.assertEqual(len(self.live_jobs("a")), 1)
+        self.assertEqual(len(rcv.got), 2)
+        got = json.loads(rcv.got[1][1])
+        self.assertEqual((got["event"], got["address"], got["state"]),
+                         ("budget", None, "spent 40% of the budget: $0.60 of $1.50"))
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual((r.code, [l.split(" ", 1)[1] for l in r.out.splitlines()], r.err), (0, [held], ""), r)
+        self.assertEqual(len(rcv.got), 2, "each told once")
+        # Applied, the raise lets the resubmission go (vxapply makes it, as it would any).
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("a")), 2)
+        state = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))
+        self.assertEqual(state["budget"], {"usdCents": 4000, "days": 30})
+
+    def test_bad_budget_at_its_field(self):
+        self.repo.write({"a": job("a", 1)}, extra_stack="budget:\n  usd: 12.345\n  period: 2w\n  warnAt: [80, 50]\n")
+        r = self.repo.vx("validate", self.repo.dir, env=self.env)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.err.split("\n"), [
+            '%s/stack.yaml:7:8: Stack "e2e": budget.usd: expected an amount of US dollars (like 40 or 12.50), got '
+            '"12.345"' % self.repo.dir,
+            '%s/stack.yaml:8:11: Stack "e2e": budget.period: "2w" is not a period: write Nd (a rolling window of N '
+            'days, 1 to 366, like 30d) or month (the calendar month, UTC)' % self.repo.dir,
+            '%s/stack.yaml:9:16: Stack "e2e": budget.warnAt[1]: 50: the thresholds must be in ascending order, '
+            'each once' % self.repo.dir, ""])
+
+
+if __name__ == "__main__":
+    unittest.main()

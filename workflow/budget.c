@@ -1,0 +1,236 @@
+/*
+ * The Stack's budget against a plan: workflow/budget.h.
+ */
+#include "workflow/budget.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "reconcile/capacity.h"
+#include "reconcile/stack.h"
+#include "util/buf.h"
+#include "workflow/report.h"
+#include "workflow/workspace.h"
+#include "util/banned.h"
+
+#define DAY_MS ((int64_t)86400000)
+
+/* The first instant (UTC) of the calendar month holding now_ms, moved by months (0 or 1). */
+static int64_t month_start(int64_t now_ms, int months)
+{
+	time_t t = (time_t)(now_ms / 1000);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm))
+		return now_ms;
+	tm.tm_mday = 1;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	tm.tm_mon += months;
+	return (int64_t)timegm(&tm) * 1000;
+}
+
+int64_t budget_period_start(const struct stack_budget *b, int64_t now_ms)
+{
+	return b->days ? now_ms - b->days * DAY_MS : month_start(now_ms, 0);
+}
+
+int64_t budget_period_end(const struct stack_budget *b, int64_t now_ms)
+{
+	return b->days ? now_ms + b->days * DAY_MS : month_start(now_ms, 1);
+}
+
+static double round_cents(double x)
+{
+	return round(x * 100.0) / 100.0;
+}
+
+int budget_money(struct vx_buf *b, double usd)
+{
+	return capacity_money(b, "USD", usd, usd >= 100 ? 0 : 2);
+}
+
+/*
+ * The most the plan adds within the period: the runs it starts (rate x
+ * timeout x attempts left, the plan's max_total), the bookings it makes for
+ * their whole windows, and the hourly rate of the reservations it makes or
+ * grows until the period ends (held capacity is paid used or not, as vx
+ * report counts it). -1 when a price is unknown.
+ */
+static double plan_at_most(const struct stack_budget *b, const struct capacity_report *cap, int64_t now_ms)
+{
+	double held_hours = (double)(budget_period_end(b, now_ms) - now_ms) / 3600000.0;
+
+	if (!cap)
+		return 0;
+	if (!cap->delta_known)
+		return -1;
+	return round_cents(cap->max_total + cap->bookings_total +
+			   (cap->reservations_per_hour > 0 ? cap->reservations_per_hour * held_hours : 0));
+}
+
+/* "(30 d)" or "(this month)". */
+static int period_text(struct vx_buf *b, const struct stack_budget *bu)
+{
+	return bu->days ? vx_buf_printf(b, " (%lld d)", (long long)bu->days) : vx_buf_adds(b, " (this month)");
+}
+
+/* The line's last part, after "this plan at most": what is left, or by how much it would exceed. */
+static int line_outcome(struct vx_buf *b, const struct render_budget *r)
+{
+	int rc;
+
+	if (!r->spent_known || !r->at_most_known)
+		return 0;
+	if (r->would_exceed || r->exceed_by > 0) {
+		/* A plan that adds nothing exceeds nothing: the period is over already. */
+		rc = vx_buf_adds(b, r->would_exceed ? ": would exceed by " : ": the period is already over by ");
+		return rc ? rc : budget_money(b, r->exceed_by);
+	}
+	rc = vx_buf_adds(b, ": ");
+	if (rc == 0)
+		rc = budget_money(b, round_cents(r->limit - r->spent - r->at_most) + 0.0); /* never "-0.00" */
+	return rc ? rc : vx_buf_adds(b, " left after it");
+}
+
+/* "budget: $12,400 of $20,000 spent (30 d); this plan at most $9,100: would exceed by $1,500". */
+static int line_build(struct vx_buf *b, const struct stack_budget *bu, const struct render_budget *r,
+		      const char *why)
+{
+	int rc = vx_buf_adds(b, "budget: ");
+
+	if (rc == 0 && r->spent_known && (rc = budget_money(b, r->spent)) == 0)
+		rc = vx_buf_adds(b, " of ");
+	if (rc == 0)
+		rc = budget_money(b, r->limit);
+	if (rc == 0 && r->spent_known)
+		rc = vx_buf_adds(b, " spent");
+	if (rc == 0)
+		rc = period_text(b, bu);
+	if (rc == 0 && !r->spent_known)
+		rc = vx_buf_printf(b, ", spend unknown (%s)", why);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "; this plan at most ");
+	if (rc == 0 && r->at_most_known)
+		rc = budget_money(b, r->at_most);
+	else if (rc == 0)
+		rc = vx_buf_adds(b, "unknown (a price is not in the table)");
+	return rc ? rc : line_outcome(b, r);
+}
+
+/* The period's spend into r (spent_known 0 and *why set when the history or the prices cannot be read). */
+static int spent_read(struct render_budget *r, char **why, const struct workspace *ws, const struct stack_budget *bu,
+		      const struct prices *p, int64_t now_ms)
+{
+	struct vx_err err = VX_ERR_INIT;
+	struct prices own;
+	double share = 0;
+	int rc = 0, r_load = 0;
+
+	memset(&own, 0, sizeof(own));
+	/* A plan that prices nothing loads no table: the history's runs still cost. */
+	if (!p || !p->n) {
+		r_load = prices_load_in_force(&own, ws->st, ws->ctx, &err);
+		p = &own;
+	}
+	if (r_load == 0 &&
+	    report_spend_window(ws, p, budget_period_start(bu, now_ms), now_ms, &r->spent, &share, &err) == 0) {
+		r->spent_known = 1;
+		r->spent = round_cents(r->spent);
+	} else if (err.code == VX_ENOMEM) {
+		rc = VX_ENOMEM;
+	} else if (!(*why = vx_asprintf("%s: %s", r_load < 0 ? "reading the price table" : "reading the state's history",
+					vx_err_msg(&err)))) {
+		rc = VX_ENOMEM;
+	}
+	vx_err_release(&err);
+	prices_release(&own);
+	return rc;
+}
+
+int budget_build(struct budget *out, const struct workspace *ws, const struct prices *p,
+		 const struct capacity_report *cap, int64_t now_ms)
+{
+	const struct stack_budget *bu = &ws->st->budget;
+	struct render_budget *r = &out->r;
+	struct vx_buf b = VX_BUF_INIT;
+	char *why = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	r->period = stack_budget_period(bu, out->period, sizeof(out->period));
+	r->limit = bu->usd;
+	r->at_most = plan_at_most(bu, cap, now_ms);
+	r->at_most_known = r->at_most >= 0;
+	if ((rc = spent_read(r, &why, ws, bu, p, now_ms)) < 0)
+		goto done;
+	/* exceed_by: above 0, over the budget by it; else what is left is its negation. */
+	if (r->spent_known && r->at_most_known)
+		r->exceed_by = round_cents(r->spent + r->at_most - r->limit);
+	r->would_exceed = r->spent_known && r->at_most_known && r->at_most > 0 && r->exceed_by > 0;
+	if ((rc = line_build(&b, bu, r, why)) == 0 && !(out->line = vx_buf_detach(&b)))
+		rc = VX_ENOMEM;
+	r->line = out->line;
+done:
+	free(why);
+	vx_buf_release(&b);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+int budget_build_report(struct budget *out, const struct workspace *ws, const struct prices *p, int64_t now_ms)
+{
+	const struct stack_budget *bu = &ws->st->budget;
+	struct render_budget *r = &out->r;
+	struct vx_buf b = VX_BUF_INIT;
+	char *why = NULL;
+	double left;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	r->period = stack_budget_period(bu, out->period, sizeof(out->period));
+	r->limit = bu->usd;
+	if ((rc = spent_read(r, &why, ws, bu, p, now_ms)) < 0)
+		goto done;
+	left = round_cents(r->limit - r->spent) + 0.0;
+	rc = vx_buf_adds(&b, "budget: ");
+	if (rc == 0 && r->spent_known && (rc = budget_money(&b, r->spent)) == 0)
+		rc = vx_buf_adds(&b, " of ");
+	if (rc == 0 && (rc = budget_money(&b, r->limit)) == 0)
+		rc = vx_buf_adds(&b, r->spent_known ? " spent" : "");
+	if (rc == 0)
+		rc = period_text(&b, bu);
+	if (rc == 0 && !r->spent_known)
+		rc = vx_buf_printf(&b, ", spend unknown (%s)", why);
+	else if (rc == 0 && (rc = vx_buf_adds(&b, left < 0 ? ": over by " : ": ")) == 0 &&
+		 (rc = budget_money(&b, left < 0 ? -left : left)) == 0 && left >= 0)
+		rc = vx_buf_adds(&b, " left");
+	if (rc == 0 && !(out->line = vx_buf_detach(&b)))
+		rc = VX_ENOMEM;
+	r->line = out->line;
+done:
+	free(why);
+	vx_buf_release(&b);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+int budget_spent(double *out, const struct workspace *ws, const struct stack_budget *b, const struct prices *p,
+		 int64_t now_ms)
+{
+	struct render_budget r;
+	char *why = NULL;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	rc = spent_read(&r, &why, ws, b, p, now_ms);
+	free(why);
+	*out = r.spent;
+	return rc < 0 ? rc : r.spent_known ? 0
+					   : -1;
+}
+
+void budget_release(struct budget *b)
+{
+	free(b->line);
+	memset(b, 0, sizeof(*b));
+}
