@@ -13,7 +13,6 @@
 #include "cmd/exitcode.h"
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
-#include "reconcile/policy_rules.h"
 #include "reconcile/notify.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
@@ -89,32 +88,8 @@ static void warn_loopback(const struct stack *st)
 }
 
 /*
- * The policy's rate rule over a loaded stack, with the price table the plan
- * uses (the loader has none): 0 when it holds or no policy sets one,
- * VX_EINVAL with diags set, or another error in err.
- */
-static int check_rates(const struct stack *st, struct vx_diags *diags, struct vx_err *err)
-{
-	struct prices prices;
-	int rc;
-
-	if (!st->policy || !st->policy->in_force[POLICY_MAX_HOURLY_USD])
-		return 0;
-	if ((rc = prices_load_in_force(&prices, st, NULL, err)) < 0)
-		return rc;
-	rc = policy_rules_check_rates(st, &prices, diags);
-	if (rc < 0)
-		rc = vx_err_set(err, rc, "checking %s: out of memory", st->dir);
-	else if (vx_diags_count(diags))
-		rc = VX_EINVAL;
-	prices_release(&prices);
-	vx_diags_sort(diags);
-	return rc;
-}
-
-/*
- * The limits set on prices (a job's maxHourlyUsd) against the price table in
- * force, loaded only when some declaration sets one; problems printed as the
+ * The limits set on prices (a job's maxHourlyUsd, the policy's rules.maxHourlyUsd)
+ * against the price table in force, loaded only when one applies; problems printed as the
  * loader's are. An exit code.
  */
 static int validate_prices(const struct stack *st, int annotate)
@@ -153,8 +128,6 @@ static int validate_dir(const char *dir, int annotate)
 	int rc, code = VX_EXIT_OK;
 
 	rc = stack_load(&st, dir, NULL, &diags, &err);
-	if (rc == 0)
-		rc = check_rates(st, &diags, &err);
 	if (rc == VX_EINVAL) {
 		cmd_print_diags(&diags, annotate);
 		if (diags.n == 0)

@@ -576,18 +576,12 @@ struct kind {
 	 */
 	const char *policy_allow;
 	/*
-	 * The policy's maxHourlyUsd over this kind's declarations (st->policy
-	 * has the rule in force), priced in p: each one over it is a
-	 * diagnostic in diags at the field that sets its machines. 0 or
-	 * VX_ENOMEM. NULL: the rule caps no rate of this kind.
-	 */
-	int (*policy_rates)(const struct stack *st, const struct prices *p, struct vx_diags *diags);
-	/*
 	 * vx validate and the plan: the kind's declarations in st checked against
-	 * the price table p (a job's maxHourlyUsd against the rate of every run
-	 * and rung), each problem into out at its field's "FILE:LINE:COLUMN".
-	 * p NULL: 1 when some declaration sets a limit to check (so the caller
-	 * loads the table), else 0. 0 or VX_ENOMEM. NULL: the kind sets none.
+	 * the price table p: the limits they set (a job's maxHourlyUsd against the
+	 * rate of every run and rung) and the policy's in force (rules.maxHourlyUsd,
+	 * st->policy), each problem into out at its field's "FILE:LINE:COLUMN".
+	 * p NULL: 1 when some limit applies (so the caller loads the table), else
+	 * 0. 0 or VX_ENOMEM. NULL: no limit on prices applies to the kind.
 	 */
 	int (*check_prices)(const struct stack *st, const struct prices *p, struct vx_diags *out);
 };

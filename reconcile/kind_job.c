@@ -850,6 +850,5 @@ const struct kind kind_job = {
 	.import_form = "projects/P/locations/REGION/customJobs/ID",
 	.plan_after = job_window_gate,
 	.watch_relies = job_window_relies,
-	.policy_rates = kind_job_policy_rates,
 	.check_prices = kind_job_check_prices,
 };

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 
 #include "reconcile/capacity.h"
+#include "reconcile/kind_job_load.h"
 #include "reconcile/load/spec.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "util/diag.h"
@@ -69,7 +71,7 @@ int kind_job_check_prices(const struct stack *st, const struct prices *p, struct
 {
 	size_t n = 0;
 	const struct stack_job *jobs = stack_jobs(st, &n);
-	int rc = 0;
+	int rc = 0, policy = st->policy && st->policy->in_force[POLICY_MAX_HOURLY_USD];
 
 	for (size_t i = 0; i < n; i++) {
 		if (jobs[i].max_hourly_usd <= 0)
@@ -81,5 +83,8 @@ int kind_job_check_prices(const struct stack *st, const struct prices *p, struct
 		if (rc < 0)
 			return rc;
 	}
-	return 0;
+	/* The policy's rule in force, on every job and rung (reconcile/kind_job_policy.c). */
+	if (!p)
+		return policy;
+	return policy ? kind_job_policy_rates(st, p, out) : 0;
 }

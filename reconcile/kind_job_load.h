@@ -63,7 +63,7 @@ char *job_window_planned_name(const char *project, const struct stack_future *f)
  * reconcile/kind_job_policy.c: the `kind: Policy` rules over one job (its
  * spec and each rung, read from doc), checked as it is read; over the GPUs
  * of the stack's jobs active at once, once all are read; the row's
- * policy_rates. Nothing to do when the stack has no Policy.
+ * check_prices (kind_job_check_prices). Nothing to do when the stack has no Policy.
  */
 struct prices;
 void kind_job_policy_check(struct loader *L, const struct stack *st, const struct stack_job *j,

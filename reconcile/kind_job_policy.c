@@ -4,7 +4,7 @@
  * loader reads it, at the field that breaks a rule (accelerators, regions,
  * strategies, maxGpusPerJob, maxTimeout, requireLabels); the GPUs active at
  * once once every job is read (maxGpusActive); the rate of each run once a
- * command has a price table (maxHourlyUsd, the row's policy_rates).
+ * command has a price table (maxHourlyUsd, through the row's check_prices).
  */
 #include "reconcile/kind_job_load.h"
 #include "reconcile/policy_rules.h"

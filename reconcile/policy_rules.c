@@ -717,11 +717,3 @@ int policy_rules_add_rate_site(struct loader *L, struct stack *st, const struct 
 	p->nsites++;
 	return 0;
 }
-
-int policy_rules_check_rates(const struct stack *st, const struct prices *p, struct vx_diags *diags)
-{
-	for (size_t k = 0; st->policy && st->policy->in_force[POLICY_MAX_HOURLY_USD] && k < kind_count; k++)
-		if (kind_table[k]->policy_rates && kind_table[k]->policy_rates(st, p, diags) < 0)
-			return VX_ENOMEM;
-	return 0;
-}

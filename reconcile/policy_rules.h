@@ -18,8 +18,8 @@
  * checks every declaration against the rules in force as it reads it (the
  * job kind's rules: reconcile/kind_job_policy.c; a kind refused by
  * {allow: false}: policy_rules_check_kinds). The rate rule needs a price
- * table the loader does not have: the commands check it after loading
- * (policy_rules_check_rates).
+ * table the loader does not have: the commands check it after loading,
+ * through the kinds' check_prices (kind_check_prices, reconcile/kind.h).
  */
 
 #include <stddef.h>
@@ -156,15 +156,5 @@ int policy_rules_hash_line(struct vx_buf *b, const struct policy_rules *p) VX_WU
 /* Records a site (the job kind's policy check calls it). -1 on OOM (recorded in L). */
 int policy_rules_add_rate_site(struct loader *L, struct stack *st, const struct ynode *at, const char *prefix,
 			       size_t job, size_t rung);
-
-/* ---- for the commands ---- */
-
-/*
- * maxHourlyUsd: each job's and rung's rate in p (the plan's per-hour
- * figure: prices_spec_rate) against the rule in force; each one over is a
- * diagnostic at its site in diags. 0, or VX_ENOMEM. Nothing to do when no
- * such rule holds.
- */
-int policy_rules_check_rates(const struct stack *st, const struct prices *p, struct vx_diags *diags) VX_WUR;
 
 #endif

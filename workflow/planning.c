@@ -140,7 +140,7 @@ static int read_limits(struct planning *pl, struct workspace *ws, char **why, st
 }
 
 /*
- * The limits declarations set on prices (a job's maxHourlyUsd), as vx
+ * The limits set on prices (a job's maxHourlyUsd, the policy's), as vx
  * validate checks them: each one broken is a plan error, "FILE:LINE:COLUMN:
  * message", for a plan made without vx validate.
  */
@@ -172,13 +172,10 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 
 	/* A budget counts every run's cost, GPUs or not; maxHourlyUsd (a job's, the policy's) needs the prices too. */
 	if (!capacity_wanted(st) && !capacity_releases_held(&pl->planner.plan) && !st->budget.set &&
-	    kind_check_prices(st, NULL, NULL) <= 0 && !(st->policy && st->policy->in_force[POLICY_MAX_HOURLY_USD]))
+	    kind_check_prices(st, NULL, NULL) <= 0)
 		return 0;
 	if ((rc = prices_load_in_force(&pl->prices, st, ws->ctx, err)) < 0)
 		return rc;
-	/* The policy's rate rule needs the prices, which the loader has not: as vx validate does. */
-	if (policy_rules_check_rates(st, &pl->prices, &pl->planner.plan.errors) < 0)
-		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (o->refresh && capacity_wanted(st) && ws->prov && PROVIDER_HAS(ws->prov, quota, list_infos) && (rc = read_limits(pl, ws, &unread, err)) < 0)
 		return rc;
 	memset(&in, 0, sizeof(in));
