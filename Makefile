@@ -217,6 +217,7 @@ lint-ci: $(GEN_MACHINES)
 	$(PYTHON) tools/check-kinds.py
 	$(PYTHON) tools/check-layers.py
 	$(PYTHON) tools/check-funcs.py
+	$(PYTHON) tools/check-links.py
 	@if command -v systemd-analyze >/dev/null 2>&1; then \
 		d=$$(mktemp -d) && \
 		sed 's|^ExecStart=[^ ]*/vx |ExecStart=/bin/true |' examples/watch/vx-watch.service >$$d/vx-watch.service && \
