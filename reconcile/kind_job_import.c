@@ -205,6 +205,7 @@ static char *live_canonical(const char *spec_json, const struct stack *st, const
 	env.region = d->region;
 	env.reservations = sres;
 	env.nreservations = stack_count(st, &kind_reservation);
+	env.held_ref_field = kind_is_job_ref_field;
 	if (ynode_load_mem(&yf, "jobSpec", spec_json, strlen(spec_json), NULL, &diags, &e) == 0 &&
 	    yf->ndocs == 1 && yf->docs[0] && spec_check(&js, yf->docs[0], &env, &diags) == 0)
 		res = vx_strdup(js.canonical_json);

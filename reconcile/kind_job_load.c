@@ -1055,6 +1055,7 @@ int kind_job_load_prepare(struct load_pass *B)
 	B->env.region = B->st->region;
 	B->env.reservations = B->sres;
 	B->env.nreservations = B->nsres;
+	B->env.held_ref_field = kind_is_job_ref_field;
 	return stack_after_order(B->L, B->docs, B->ndocs, B->order);
 }
 

@@ -48,6 +48,10 @@ struct spec_env {
 	const char *region;       /* the job's region: a reservation's zone must be in it */
 	const struct spec_reservation *reservations;
 	size_t nreservations;
+	/* Whether a CustomJobSpec field names held VMs the job runs on (a kind's
+	 * job_ref_field: persistentResourceId; the caller passes kind_is_job_ref_field,
+	 * as the loader sits below the kinds), its value then job_spec.held_ref. NULL: none does. */
+	int (*held_ref_field)(const char *key);
 };
 
 struct spec_pool {

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/kind.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/load/schema_tables.h"
 #include "reconcile/load/ynode.h"
@@ -200,7 +199,8 @@ static void note(struct chk *c, int msgid, const struct schema_field *f, const s
 		}
 	} else if (msgid == SCHEMA_MSG_GcsDestination && !strcmp(f->json_name, "outputUriPrefix")) {
 		c->output_uri = str;
-	} else if (msgid == SCHEMA_MSG_CustomJobSpec && kind_is_job_ref_field(f->json_name)) {
+	} else if (msgid == SCHEMA_MSG_CustomJobSpec && c->env && c->env->held_ref_field &&
+		   c->env->held_ref_field(f->json_name)) {
 		c->held_ref = str;
 	}
 }

@@ -18,7 +18,7 @@ static const struct spec_reservation reservations[] = {
 	{ "h100-pool", "us-central1-a", "a3-highgpu-8g", "nvidia-h100-80gb", 8 },
 	{ "eu-pool", "europe-west4-b", "a3-highgpu-8g", "nvidia-h100-80gb", 8 },
 };
-static const struct spec_env env = { "my-proj", "us-central1", reservations, 2 };
+static const struct spec_env env = { "my-proj", "us-central1", reservations, 2, NULL };
 
 /* Checks yaml as a spec; returns spec_check's result and every diagnostic,
  * one per line, in *diags (caller frees). */
