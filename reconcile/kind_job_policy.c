@@ -35,7 +35,7 @@ static void violation(struct loader *L, const struct ynode *at, const char *fmt,
 	if (rc < 0)
 		stack_oom(L);
 	else
-		stack_err(L, at, "%s", vx_buf_str(&msg));
+		stack_violation(L, at ? at->file : NULL, at ? at->line : 0, at ? at->col : 0, "%s", vx_buf_str(&msg));
 	vx_buf_release(&msg);
 }
 
@@ -247,9 +247,11 @@ void kind_job_policy_check(struct loader *L, const struct stack *st, const struc
 
 	if (!st->policy || !j->spec.canonical_json || !j->region)
 		return;
+	L->about = j->d.address;
 	check_job(L, st, j, doc);
 	for (size_t k = 0; ladder && ladder->kind == YNODE_SEQ && k < j->nrungs && k < ladder->n; k++)
 		check_rung(L, st, j, k, ladder->items[k]);
+	L->about = NULL;
 }
 
 /*
@@ -283,13 +285,10 @@ void kind_job_policy_active(struct loader *L, const struct stack *st)
 		if (!gpus || (double)total <= r->num)
 			continue;
 		snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kind_job.name, jobs[i].d.name);
-		L->nerr++;
-		if (vx_diags_add(L->diags, jobs[i].d.file, jobs[i].d.line, jobs[i].d.col, "%sspec.workerPoolSpecs: "
-											  "its %lld GPUs take the GPUs of the stack's jobs active at once to %lld, more than "
-											  "%s allows (at most %g)",
-				 L->prefix, (long long)gpus, (long long)total,
-				 where(&b, st->policy, POLICY_MAX_GPUS_ACTIVE), r->num) < 0)
-			stack_oom(L);
+		/* about the whole stack (L->about NULL): any job's start adds to the GPUs at once */
+		stack_violation(L, jobs[i].d.file, jobs[i].d.line, jobs[i].d.col, "spec.workerPoolSpecs: its %lld GPUs "
+			       "take the GPUs of the stack's jobs active at once to %lld, more than %s allows (at most %g)",
+				(long long)gpus, (long long)total, where(&b, st->policy, POLICY_MAX_GPUS_ACTIVE), r->num);
 	}
 	vx_buf_release(&b);
 }

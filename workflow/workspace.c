@@ -225,8 +225,8 @@ static void early_abandon(struct workspace *ws)
 }
 
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
-		   struct provider *lent, const struct workspace_source *src, const struct workspace_events *ev,
-		   struct vx_err *err)
+		   struct provider *lent, const struct workspace_source *src, unsigned flags,
+		   const struct workspace_events *ev, struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct stack *st = NULL;
@@ -247,8 +247,12 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return vx_err_set(err, rc, "out of memory");
 	if (ahead)
 		early_start(ws);
-	rc = src ? stack_load_mem_policy(&st, dir, src->files, src->n, src->policy, NULL, &diags, err)
-		 : stack_load(&st, dir, NULL, &diags, err);
+	if (flags & WORKSPACE_LENIENT)
+		rc = stack_load_lenient(&st, dir, src ? src->files : NULL, src ? src->n : 0, src ? src->policy : NULL,
+					&diags, err);
+	else
+		rc = src ? stack_load_mem_policy(&st, dir, src->files, src->n, src->policy, NULL, &diags, err)
+			 : stack_load(&st, dir, NULL, &diags, err);
 	if (rc == VX_EINVAL) {
 		if (ev && ev->diags)
 			ev->diags(ev->ud, &diags);
@@ -285,20 +289,26 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, NULL, NULL, ev, err);
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, 0, ev, err);
+}
+
+int workspace_open_lenient(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+			   const struct workspace_events *ev, struct vx_err *err)
+{
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, WORKSPACE_LENIENT, ev, err);
 }
 
 int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-			const struct workspace_source *src, const struct workspace_events *ev,
+			const struct workspace_source *src, unsigned flags, const struct workspace_events *ev,
 			struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, prov, src, ev, err);
+	return open_ws(ws, ctx, dir, 0, prov, src, flags, ev, err);
 }
 
 int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 			 const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 1, NULL, NULL, ev, err);
+	return open_ws(ws, ctx, dir, 1, NULL, NULL, 0, ev, err);
 }
 
 int workspace_load_state(struct workspace *ws, struct vx_err *err)
