@@ -38,6 +38,7 @@ struct plan;
 struct plan_action;
 struct planner;
 struct planner_options;
+struct policy_rules;
 struct provider;
 struct stack;
 struct stack_decl;
@@ -578,9 +579,12 @@ struct kind {
 	 * The policy's maxHourlyUsd over this kind's declarations (st->policy
 	 * has the rule in force), priced in p: each one over it is a
 	 * diagnostic in diags at the field that sets its machines. 0 or
-	 * VX_ENOMEM. NULL: the rule caps no rate of this kind.
+	 * VX_ENOMEM. NULL: the rule caps no rate of this kind. held: not NULL
+	 * for a stack loaded leniently (stack_load_lenient): each one over is a
+	 * violation there instead, about its declaration's address.
 	 */
-	int (*policy_rates)(const struct stack *st, const struct prices *p, struct vx_diags *diags);
+	int (*policy_rates)(const struct stack *st, const struct prices *p, struct vx_diags *diags,
+			    struct policy_rules *held);
 };
 
 /*

@@ -293,7 +293,29 @@ void kind_job_policy_active(struct loader *L, const struct stack *st)
 	vx_buf_release(&b);
 }
 
-int kind_job_policy_rates(const struct stack *st, const struct prices *prices, struct vx_diags *diags)
+/* One rate over the rule at site s: a diagnostic, or a violation about the job when held (a lenient load). */
+VX_PRINTF(5, 6)
+static int rate_over(struct vx_diags *diags, struct policy_rules *held, const struct stack_job *j,
+		     const struct policy_rate_site *s, const char *fmt, ...)
+{
+	struct vx_buf msg = VX_BUF_INIT;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vx_buf_printf(&msg, "%s \"%s\": %s: ", kind_job.name, j->d.name, s->prefix);
+	if (rc == 0)
+		rc = vx_buf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (rc == 0)
+		rc = held ? policy_rules_add_violation(held, s->file, s->line, s->col, j->d.address, vx_buf_str(&msg))
+			  : vx_diags_add(diags, s->file, s->line, s->col, "%s", vx_buf_str(&msg));
+	vx_buf_release(&msg);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+int kind_job_policy_rates(const struct stack *st, const struct prices *prices, struct vx_diags *diags,
+			  struct policy_rules *held)
 {
 	const struct policy_rules *p = st->policy;
 	const struct policy_rule *r = p->in_force[POLICY_MAX_HOURLY_USD];
@@ -316,16 +338,13 @@ int kind_job_policy_rates(const struct stack *st, const struct prices *prices, s
 		if (rate >= 0 && rate <= r->num)
 			continue;
 		if (rate < 0)
-			rc = vx_diags_add(diags, s->file, s->line, s->col, "%s \"%s\": %s: the price table (%s) has no "
-									   "rate for this run, so %s cannot be held",
-					  kind_job.name, j->d.name, s->prefix,
-					  prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD));
+			rc = rate_over(diags, held, j, s, "the price table (%s) has no rate for this run, so %s cannot "
+				       "be held", prices->source ? prices->source : "built-in",
+				       where(&b, p, POLICY_MAX_HOURLY_USD));
 		else
-			rc = vx_diags_add(diags, s->file, s->line, s->col, "%s \"%s\": %s: $%.2f per hour (%s) is more "
-									   "than %s allows (at most $%g)",
-					  kind_job.name, j->d.name, s->prefix, rate,
-					  prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD),
-					  r->num);
+			rc = rate_over(diags, held, j, s, "$%.2f per hour (%s) is more than %s allows (at most $%g)", rate,
+				       prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD),
+				       r->num);
 	}
 	vx_buf_release(&b);
 	return rc < 0 ? VX_ENOMEM : 0;

@@ -770,8 +770,15 @@ int policy_rules_add_rate_site(struct loader *L, struct stack *st, const struct 
 
 int policy_rules_check_rates(const struct stack *st, const struct prices *p, struct vx_diags *diags)
 {
+	struct policy_rules *held = st->policy && st->policy->lenient ? st->policy : NULL;
+
+	/* a lenient stack's violations are its own: found once, however many plans are made of it */
+	if (held && held->rates_held)
+		return 0;
 	for (size_t k = 0; st->policy && st->policy->in_force[POLICY_MAX_HOURLY_USD] && k < kind_count; k++)
-		if (kind_table[k]->policy_rates && kind_table[k]->policy_rates(st, p, diags) < 0)
+		if (kind_table[k]->policy_rates && kind_table[k]->policy_rates(st, p, diags, held) < 0)
 			return VX_ENOMEM;
+	if (held)
+		held->rates_held = 1;
 	return 0;
 }

@@ -112,6 +112,8 @@ struct policy_rules {
 	 * loaded leniently (stack_load_lenient); none otherwise, as they fail the load. */
 	struct policy_violation *violations;
 	size_t nviolations;
+	int lenient;	 /* loaded by stack_load_lenient: maxHourlyUsd adds violations too */
+	int rates_held;	 /* policy_rules_check_rates added its violations (once) */
 };
 
 /* Appends a violation to p (copies). 0 or VX_ENOMEM. */
@@ -193,8 +195,9 @@ int policy_rules_add_rate_site(struct loader *L, struct stack *st, const struct 
 /*
  * maxHourlyUsd: each job's and rung's rate in p (the plan's per-hour
  * figure: prices_spec_rate) against the rule in force; each one over is a
- * diagnostic at its site in diags. 0, or VX_ENOMEM. Nothing to do when no
- * such rule holds.
+ * diagnostic at its site in diags (a stack loaded leniently: a violation in
+ * st->policy, which the watcher holds, once). 0, or VX_ENOMEM. Nothing to
+ * do when no such rule holds.
  */
 int policy_rules_check_rates(const struct stack *st, const struct prices *p, struct vx_diags *diags) VX_WUR;
 

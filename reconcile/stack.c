@@ -883,6 +883,8 @@ static int settle_violations(struct loader *L, struct stack *st, struct policy_r
 {
 	int rc = 0;
 
+	if (lenient && st->policy)
+		st->policy->lenient = 1;
 	if (!held->nviolations)
 		return 0;
 	if (lenient && !L->nerr && !vx_diags_count(L->diags) && st->policy) {

@@ -10,6 +10,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
 #include "reconcile/prefetch.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state_file.h"
@@ -224,6 +225,26 @@ static void early_abandon(struct workspace *ws)
 	drop_opened(ws);
 }
 
+/* Tells ev the violations of the policy st was loaded with, each once, sorted. */
+static int tell_violations(const struct stack *st, const char *dir, const struct workspace_events *ev)
+{
+	struct vx_diags d = { NULL, 0, 0, 10000, 0 };
+	int rc = 0;
+
+	for (size_t i = 0; i < st->policy->nviolations && rc == 0; i++) {
+		const struct policy_violation *v = &st->policy->violations[i];
+
+		if (!v->repeat)
+			rc = vx_diags_add(&d, v->file, v->line, v->col, "%s", v->msg);
+	}
+	if (rc == 0) {
+		vx_diags_sort(&d);
+		ev->violations(ev->ud, dir, &d);
+	}
+	vx_diags_release(&d);
+	return rc;
+}
+
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
 		   struct provider *lent, const struct workspace_source *src, unsigned flags,
 		   const struct workspace_events *ev, struct vx_err *err)
@@ -265,6 +286,8 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return rc;
 	}
 	ws->st = st;
+	if (st->policy && st->policy->nviolations && ev && ev->violations && (rc = tell_violations(st, dir, ev)) < 0)
+		return vx_err_set(err, rc, "out of memory");
 	if (ws->early && stack_same_home(ws->peek, st)) {
 		struct vx_err e = VX_ERR_INIT;
 

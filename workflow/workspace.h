@@ -41,6 +41,9 @@ struct workspace_events {
 	/* Something that failed without failing the call (releasing the state
 	 * lock at close): what was being done, and why it failed. */
 	void (*problem)(void *ud, const char *doing, const struct vx_err *e);
+	/* A lenient open (workspace_open_lenient) loaded a stack that breaks
+	 * its policy: each violation once, sorted, and the directory as given. */
+	void (*violations)(void *ud, const char *dir, const struct vx_diags *d);
 	void *ud;
 };
 
