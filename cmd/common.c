@@ -278,7 +278,8 @@ static void print_violations(void *ud, const char *dir, const struct vx_diags *d
 	(void)ud;
 	cmd_print_warnings(d);
 	fprintf(stderr, "vx: warning: %s: the stack breaks its policy (%zu violation%s): vxplan and vxapply refuse "
-		"it, and vx watch holds what the policy forbids\n", dir, vx_diags_count(d),
+			"it, and vx watch holds what the policy forbids\n",
+		dir, vx_diags_count(d),
 		vx_diags_count(d) == 1 ? "" : "s");
 }
 

@@ -287,7 +287,7 @@ void kind_job_policy_active(struct loader *L, const struct stack *st)
 		snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kind_job.name, jobs[i].d.name);
 		/* about the whole stack (L->about NULL): any job's start adds to the GPUs at once */
 		stack_violation(L, jobs[i].d.file, jobs[i].d.line, jobs[i].d.col, "spec.workerPoolSpecs: its %lld GPUs "
-			       "take the GPUs of the stack's jobs active at once to %lld, more than %s allows (at most %g)",
+										  "take the GPUs of the stack's jobs active at once to %lld, more than %s allows (at most %g)",
 				(long long)gpus, (long long)total, where(&b, st->policy, POLICY_MAX_GPUS_ACTIVE), r->num);
 	}
 	vx_buf_release(&b);
@@ -339,7 +339,8 @@ int kind_job_policy_rates(const struct stack *st, const struct prices *prices, s
 			continue;
 		if (rate < 0)
 			rc = rate_over(diags, held, j, s, "the price table (%s) has no rate for this run, so %s cannot "
-				       "be held", prices->source ? prices->source : "built-in",
+							  "be held",
+				       prices->source ? prices->source : "built-in",
 				       where(&b, p, POLICY_MAX_HOURLY_USD));
 		else
 			rc = rate_over(diags, held, j, s, "$%.2f per hour (%s) is more than %s allows (at most $%g)", rate,

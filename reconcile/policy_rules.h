@@ -112,8 +112,8 @@ struct policy_rules {
 	 * loaded leniently (stack_load_lenient); none otherwise, as they fail the load. */
 	struct policy_violation *violations;
 	size_t nviolations;
-	int lenient;	 /* loaded by stack_load_lenient: maxHourlyUsd adds violations too */
-	int rates_held;	 /* policy_rules_check_rates added its violations (once) */
+	int lenient;	/* loaded by stack_load_lenient: maxHourlyUsd adds violations too */
+	int rates_held; /* policy_rules_check_rates added its violations (once) */
 };
 
 /* Appends a violation to p (copies). 0 or VX_ENOMEM. */

@@ -616,8 +616,7 @@ static void test_policy_repository(void **state)
  */
 static void test_policy_lenient(void **state)
 {
-	static const char ok[] = STACK_DOC POLICY_DOC("  regions: [europe-west4]\n") "---\n" JOB("a")
-		"---\nkind: CustomJob\nname: b\nregion: europe-west4\n" SPEC;
+	static const char ok[] = STACK_DOC POLICY_DOC("  regions: [europe-west4]\n") "---\n" JOB("a") "---\nkind: CustomJob\nname: b\nregion: europe-west4\n" SPEC;
 	static const char bad[] = STACK_DOC "bogus: 1\n" POLICY_DOC("  regions: [europe-west4]\n") "---\n" JOB("a");
 	static const char why[] = "t/s.yaml:11:1: CustomJob \"a\": region: us-central1 (the Stack's) is not allowed "
 				  "by policy \"team\" (rules.regions, t/s.yaml:9)\n";
