@@ -274,14 +274,27 @@ static void print_problem(void *ud, const char *doing, const struct vx_err *e)
 	fprintf(stderr, "vx: %s: %s\n", doing, vx_err_msg(e));
 }
 
+/* A stack that breaks its policy, opened by a command that only reads it: said, not refused. */
+static void print_violations(void *ud, const char *dir, const struct vx_diags *d)
+{
+	(void)ud;
+	cmd_print_warnings(d);
+	fprintf(stderr, "vx: warning: %s: the stack breaks its policy (%zu violation%s): vxplan and vxapply refuse "
+			"it, and vx watch holds what the policy forbids\n",
+		dir, vx_diags_count(d),
+		vx_diags_count(d) == 1 ? "" : "s");
+}
+
 const struct workspace_events cmd_workspace_events = {
 	.diags = print_diags,
 	.problem = print_problem,
+	.violations = print_violations,
 };
 
 const struct workspace_events cmd_workspace_events_annotated = {
 	.diags = print_diags_annotated,
 	.problem = print_problem,
+	.violations = print_violations,
 };
 
 void cmd_warn(void *ud, const char *msg)

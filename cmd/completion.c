@@ -135,7 +135,7 @@ static int print_addresses(const char *dir)
 	struct vx_buf out = VX_BUF_INIT;
 	struct stack *st = NULL;
 
-	if (stack_load(&st, dir, NULL, &diags, &err) == 0 && sweep_stack_addresses(&out, st) == 0)
+	if (stack_load_lenient(&st, dir, NULL, 0, NULL, &diags, &err) == 0 && sweep_stack_addresses(&out, st) == 0)
 		fputs(vx_buf_str(&out), stdout);
 	vx_buf_release(&out);
 	stack_free(st);

@@ -124,7 +124,7 @@ static struct stack *doctor_stack(const char *dir)
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct stack *st = NULL;
 
-	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
+	if (stack_load_lenient(&st, dir, NULL, 0, NULL, &diags, &err) == 0) {
 		printf("  %-12s ok    %s in %s\n", "stack", st->name, dir);
 	} else {
 		printf("  %-12s --    no valid stack in %s (run 'vx validate %s'); using the environment\n",

@@ -486,7 +486,7 @@ static int log_exec(const struct cmd_args *args)
 	if (cmd_stack_dir(args, dir, &dir) < 0)
 		return VX_EXIT_USAGE;
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0) {
+	if (workspace_open_lenient(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

@@ -85,7 +85,7 @@ static int no_address(const char *dir)
 	struct stack *st = NULL;
 	int rc = 0;
 
-	if (stack_load(&st, dir, NULL, &diags, &err) == 0) {
+	if (stack_load_lenient(&st, dir, NULL, 0, NULL, &diags, &err) == 0) {
 		size_t njobs;
 		const struct stack_job *jobs = stack_jobs(st, &njobs);
 
@@ -135,7 +135,7 @@ static int logs_exec(const struct cmd_args *args)
 		return no_address(dir);
 	o.poll_ms = poll ? strtol(poll, NULL, 10) : 0;
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
+	if (workspace_open_lenient(&ws, &ctx, dir, &cmd_workspace_events, &err) < 0 ||
 	    logs_read(&ws, addr, &o, &ev, &err) < 0)
 		cmd_report(&err, "logs");
 	else

@@ -257,7 +257,7 @@ static int state_exec(const struct cmd_args *args)
 		goto done;
 	rc = VX_EXIT_ERROR;
 	cmd_ctx_init(&ctx, args->debug);
-	if (workspace_open(&ws, &ctx, a.dir, &cmd_workspace_events, &err) < 0)
+	if (workspace_open_lenient(&ws, &ctx, a.dir, &cmd_workspace_events, &err) < 0)
 		cmd_report(&err, NULL);
 	else if (!strcmp(a.verb, "restore"))
 		rc = state_restore_exec(&ws, a.serial);

@@ -167,7 +167,7 @@ static int status_exec(const struct cmd_args *args)
 	cmd_ctx_init(&ctx, args->debug);
 	if (cmd_shown_now(&now, &ctx, "status") < 0)
 		return VX_EXIT_USAGE;
-	if (workspace_open(&ws, &ctx, f.dir, &cmd_workspace_events, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
+	if (workspace_open_lenient(&ws, &ctx, f.dir, &cmd_workspace_events, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

@@ -38,6 +38,7 @@ struct plan;
 struct plan_action;
 struct planner;
 struct planner_options;
+struct policy_rules;
 struct provider;
 struct stack;
 struct stack_decl;

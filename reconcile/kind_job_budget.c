@@ -72,6 +72,7 @@ int kind_job_check_prices(const struct stack *st, const struct prices *p, struct
 	size_t n = 0;
 	const struct stack_job *jobs = stack_jobs(st, &n);
 	int rc = 0, policy = st->policy && st->policy->in_force[POLICY_MAX_HOURLY_USD];
+	struct policy_rules *held;
 
 	for (size_t i = 0; i < n; i++) {
 		if (jobs[i].max_hourly_usd <= 0)
@@ -83,8 +84,16 @@ int kind_job_check_prices(const struct stack *st, const struct prices *p, struct
 		if (rc < 0)
 			return rc;
 	}
-	/* The policy's rule in force, on every job and rung (reconcile/kind_job_policy.c). */
-	if (!p)
-		return policy;
-	return policy ? kind_job_policy_rates(st, p, out) : 0;
+	/* The policy's rule in force, on every job and rung (reconcile/kind_job_policy.c). A stack
+	 * loaded leniently (the watcher's) keeps what breaks it as violations of its own, found once
+	 * however many plans are made of it: the watcher holds those jobs rather than failing. */
+	if (!p || !policy)
+		return p ? 0 : policy;
+	held = st->policy->lenient ? st->policy : NULL;
+	if (held && held->rates_held)
+		return 0;
+	rc = kind_job_policy_rates(st, p, out, held);
+	if (rc == 0 && held)
+		held->rates_held = 1;
+	return rc;
 }

@@ -69,7 +69,8 @@ struct prices;
 void kind_job_policy_check(struct loader *L, const struct stack *st, const struct stack_job *j,
 			   const struct ynode *doc);
 void kind_job_policy_active(struct loader *L, const struct stack *st);
-int kind_job_policy_rates(const struct stack *st, const struct prices *prices, struct vx_diags *diags);
+int kind_job_policy_rates(const struct stack *st, const struct prices *prices, struct vx_diags *diags,
+			  struct policy_rules *held);
 
 int kind_job_load_alloc(struct load_pass *B, size_t n);
 int kind_job_load_prepare(struct load_pass *B);

@@ -35,7 +35,7 @@ static void violation(struct loader *L, const struct ynode *at, const char *fmt,
 	if (rc < 0)
 		stack_oom(L);
 	else
-		stack_err(L, at, "%s", vx_buf_str(&msg));
+		stack_violation(L, at ? at->file : NULL, at ? at->line : 0, at ? at->col : 0, "%s", vx_buf_str(&msg));
 	vx_buf_release(&msg);
 }
 
@@ -247,9 +247,11 @@ void kind_job_policy_check(struct loader *L, const struct stack *st, const struc
 
 	if (!st->policy || !j->spec.canonical_json || !j->region)
 		return;
+	L->about = j->d.address;
 	check_job(L, st, j, doc);
 	for (size_t k = 0; ladder && ladder->kind == YNODE_SEQ && k < j->nrungs && k < ladder->n; k++)
 		check_rung(L, st, j, k, ladder->items[k]);
+	L->about = NULL;
 }
 
 /*
@@ -283,18 +285,37 @@ void kind_job_policy_active(struct loader *L, const struct stack *st)
 		if (!gpus || (double)total <= r->num)
 			continue;
 		snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kind_job.name, jobs[i].d.name);
-		L->nerr++;
-		if (vx_diags_add(L->diags, jobs[i].d.file, jobs[i].d.line, jobs[i].d.col, "%sspec.workerPoolSpecs: "
-											  "its %lld GPUs take the GPUs of the stack's jobs active at once to %lld, more than "
-											  "%s allows (at most %g)",
-				 L->prefix, (long long)gpus, (long long)total,
-				 where(&b, st->policy, POLICY_MAX_GPUS_ACTIVE), r->num) < 0)
-			stack_oom(L);
+		/* about the whole stack (L->about NULL): any job's start adds to the GPUs at once */
+		stack_violation(L, jobs[i].d.file, jobs[i].d.line, jobs[i].d.col, "spec.workerPoolSpecs: its %lld GPUs "
+										  "take the GPUs of the stack's jobs active at once to %lld, more than %s allows (at most %g)",
+				(long long)gpus, (long long)total, where(&b, st->policy, POLICY_MAX_GPUS_ACTIVE), r->num);
 	}
 	vx_buf_release(&b);
 }
 
-int kind_job_policy_rates(const struct stack *st, const struct prices *prices, struct vx_diags *diags)
+/* One rate over the rule at site s: a diagnostic, or a violation about the job when held (a lenient load). */
+VX_PRINTF(5, 6)
+static int rate_over(struct vx_diags *diags, struct policy_rules *held, const struct stack_job *j,
+		     const struct policy_rate_site *s, const char *fmt, ...)
+{
+	struct vx_buf msg = VX_BUF_INIT;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vx_buf_printf(&msg, "%s \"%s\": %s: ", kind_job.name, j->d.name, s->prefix);
+	if (rc == 0)
+		rc = vx_buf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (rc == 0)
+		rc = held ? policy_rules_add_violation(held, s->file, s->line, s->col, j->d.address, vx_buf_str(&msg))
+			  : vx_diags_add(diags, s->file, s->line, s->col, "%s", vx_buf_str(&msg));
+	vx_buf_release(&msg);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+int kind_job_policy_rates(const struct stack *st, const struct prices *prices, struct vx_diags *diags,
+			  struct policy_rules *held)
 {
 	const struct policy_rules *p = st->policy;
 	const struct policy_rule *r = p->in_force[POLICY_MAX_HOURLY_USD];
@@ -317,16 +338,14 @@ int kind_job_policy_rates(const struct stack *st, const struct prices *prices, s
 		if (rate >= 0 && rate <= r->num)
 			continue;
 		if (rate < 0)
-			rc = vx_diags_add(diags, s->file, s->line, s->col, "%s \"%s\": %s: the price table (%s) has no "
-									   "rate for this run, so %s cannot be held",
-					  kind_job.name, j->d.name, s->prefix,
-					  prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD));
+			rc = rate_over(diags, held, j, s, "the price table (%s) has no rate for this run, so %s cannot "
+							  "be held",
+				       prices->source ? prices->source : "built-in",
+				       where(&b, p, POLICY_MAX_HOURLY_USD));
 		else
-			rc = vx_diags_add(diags, s->file, s->line, s->col, "%s \"%s\": %s: $%.2f per hour (%s) is more "
-									   "than %s allows (at most $%g)",
-					  kind_job.name, j->d.name, s->prefix, rate,
-					  prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD),
-					  r->num);
+			rc = rate_over(diags, held, j, s, "$%.2f per hour (%s) is more than %s allows (at most $%g)", rate,
+				       prices->source ? prices->source : "built-in", where(&b, p, POLICY_MAX_HOURLY_USD),
+				       r->num);
 	}
 	vx_buf_release(&b);
 	return rc < 0 ? VX_ENOMEM : 0;

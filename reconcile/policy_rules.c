@@ -157,7 +157,58 @@ void policy_rules_free(struct policy_rules *p)
 		free(p->sites[i].prefix);
 	}
 	free(p->sites);
+	policy_rules_violations_release(p);
 	free(p);
+}
+
+void policy_rules_violations_release(struct policy_rules *p)
+{
+	for (size_t i = 0; i < p->nviolations; i++) {
+		free(p->violations[i].file);
+		free(p->violations[i].msg);
+		free(p->violations[i].address);
+	}
+	free(p->violations);
+	p->violations = NULL;
+	p->nviolations = 0;
+}
+
+int policy_rules_add_violation(struct policy_rules *p, const char *file, unsigned line, unsigned col,
+			       const char *address, const char *msg)
+{
+	struct policy_violation *v = realloc(p->violations, (p->nviolations + 1) * sizeof(*v));
+
+	if (!v)
+		return VX_ENOMEM;
+	p->violations = v;
+	v = &v[p->nviolations];
+	memset(v, 0, sizeof(*v));
+	v->file = file ? strdup(file) : NULL;
+	v->msg = strdup(msg);
+	v->address = address ? strdup(address) : NULL;
+	v->line = line;
+	v->col = col;
+	if ((file && !v->file) || !v->msg || (address && !v->address)) {
+		free(v->file);
+		free(v->msg);
+		free(v->address);
+		return VX_ENOMEM;
+	}
+	p->nviolations++;
+	return 0;
+}
+
+const struct policy_violation *policy_rules_violation_of(const struct policy_rules *p, const char *address)
+{
+	const struct policy_violation *wide = NULL;
+
+	for (size_t i = 0; p && i < p->nviolations; i++) {
+		if (!p->violations[i].address && !wide)
+			wide = &p->violations[i];
+		else if (p->violations[i].address && address && !strcmp(p->violations[i].address, address))
+			return &p->violations[i];
+	}
+	return wide;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -677,11 +728,10 @@ void policy_rules_check_kinds(struct loader *L, const struct stack *st)
 				break;
 			}
 			snprintf(L->prefix, sizeof(L->prefix), "%s \"%.100s\": ", kd->name, d->name);
-			if (vx_diags_add(L->diags, d->file, d->line, d->col, "%snot allowed by %s: it allows no "
-									     "declared %s",
-					 L->prefix, vx_buf_str(&b), kd->noun_plural) < 0)
-				stack_oom(L);
-			L->nerr++;
+			L->about = d->address;
+			stack_violation(L, d->file, d->line, d->col, "not allowed by %s: it allows no declared %s",
+					vx_buf_str(&b), kd->noun_plural);
+			L->about = NULL;
 		}
 	}
 	vx_buf_release(&b);

@@ -84,6 +84,20 @@ struct policy_rate_site {
 	size_t rung;  /* 0: the job's spec; k: resubmit.fallback[k - 1] */
 };
 
+/*
+ * One place where the stack breaks the rules in force. A command that only
+ * reads the stack (vx status, vx report ...) or the watcher, which holds
+ * what it forbids, loads such a stack with its violations here; validate,
+ * plan, apply and import refuse it (docs/policy.md).
+ */
+struct policy_violation {
+	char *file; /* where, as a diagnostic names it */
+	unsigned line, col;
+	char *msg;     /* the message after "FILE:LINE:COL: ", with its declaration: "CustomJob \"a\": region: ..." */
+	char *address; /* the declaration it is about ("job.a"), or NULL: the whole stack (maxGpusActive) */
+	int repeat;    /* the same as an earlier one (another run of a sweep): held too, said once */
+};
+
 /* What a stack is held to: st->policy, NULL when no Policy applies. */
 struct policy_rules {
 	struct policy_doc *repo; /* owned: .vx/policy.yaml, or NULL */
@@ -94,7 +108,26 @@ struct policy_rules {
 	size_t nrules;			/* how many ids there are (the job rules and the allow rules) */
 	struct policy_rate_site *sites; /* owned: what maxHourlyUsd checks once prices are known */
 	size_t nsites, asites;
+	/* Owned: the violations found, in the order found, when the stack was
+	 * loaded leniently (stack_load_lenient); none otherwise, as they fail the load. */
+	struct policy_violation *violations;
+	size_t nviolations;
+	int lenient;	/* loaded by stack_load_lenient: maxHourlyUsd adds violations too */
+	int rates_held; /* the rate rule's violations were added (once: kind_job_check_prices) */
 };
+
+/* Appends a violation to p (copies). 0 or VX_ENOMEM. */
+int policy_rules_add_violation(struct policy_rules *p, const char *file, unsigned line, unsigned col,
+			       const char *address, const char *msg) VX_WUR;
+
+/* Frees p's violations (and only them), leaving none. */
+void policy_rules_violations_release(struct policy_rules *p);
+
+/*
+ * The first violation about address, else the first stack-wide one (each
+ * address breaks those), or NULL: what may not start or change there.
+ */
+const struct policy_violation *policy_rules_violation_of(const struct policy_rules *p, const char *address);
 
 /* The key of rule id in a Policy's rules ("accelerators", "reservations"), or NULL past the last. */
 const char *policy_rule_key(size_t id);

@@ -138,6 +138,31 @@ void stack_err_at(struct loader *L, const char *file, const struct ynode *at, co
 	vx_buf_release(&b);
 }
 
+void stack_violation(struct loader *L, const char *file, unsigned line, unsigned col, const char *fmt, ...)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vx_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc < 0) {
+		stack_oom(L);
+	} else if (!L->violations) {
+		L->nerr++;
+		if (vx_diags_add(L->diags, file, line, col, "%s%s", L->prefix, vx_buf_str(&b)) < 0)
+			stack_oom(L);
+	} else {
+		char *msg = vx_asprintf("%s%s", L->prefix, vx_buf_str(&b));
+
+		if (!msg || policy_rules_add_violation(L->violations, file, line, col, L->about, msg) < 0)
+			stack_oom(L);
+		free(msg);
+	}
+	vx_buf_release(&b);
+}
+
 void stack_warn(struct loader *L, const struct ynode *at, const char *fmt, ...)
 {
 	struct vx_buf b = VX_BUF_INIT;
@@ -856,13 +881,44 @@ static int finish_stack(struct stack *st, const char *dir, struct vx_err *err)
 	return 0;
 }
 
+/*
+ * The policy violations the passes found (held): with no other problem and a
+ * lenient load, the stack keeps them (st->policy->violations); otherwise each
+ * is one more error among the others, as a strict load always reports them.
+ */
+static int settle_violations(struct loader *L, struct stack *st, struct policy_rules *held, int lenient)
+{
+	int rc = 0;
+
+	if (lenient && st->policy)
+		st->policy->lenient = 1;
+	if (!held->nviolations)
+		return 0;
+	if (lenient && !L->nerr && !vx_diags_count(L->diags) && st->policy) {
+		st->policy->violations = held->violations;
+		st->policy->nviolations = held->nviolations;
+		held->violations = NULL;
+		held->nviolations = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < held->nviolations && rc == 0; i++) {
+		const struct policy_violation *v = &held->violations[i];
+
+		L->nerr++;
+		if (!v->repeat)
+			rc = vx_diags_add(L->diags, v->file, v->line, v->col, "%s", v->msg);
+	}
+	return rc;
+}
+
 static int load(struct stack **out, const char *dir, const char *const *paths,
 		const struct stack_source *srcs, size_t n, const struct ynode_limits *limits,
-		const char *policy_root, const struct stack_source *policy_src, struct vx_diags *caller_diags,
-		struct vx_err *err)
+		const char *policy_root, const struct stack_source *policy_src, int lenient,
+		struct vx_diags *caller_diags, struct vx_err *err)
 {
 	struct vx_diags all = { NULL, 0, 0, 10000, 0 }, *diags = &all;
-	struct loader L = { diags, err, 0, 0, 0, 0, "", NULL };
+	struct policy_rules held = { 0 };
+	struct loader L = { diags, err, 0, 0, 0, 0, "", NULL, &held, NULL };
 	struct files fs = { NULL, 0, NULL, 0, 0 };
 	struct stack *st = NULL;
 	char *path = NULL;
@@ -887,6 +943,8 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 	if (rc < 0)
 		goto done;
 	rc = build(&L, st, &fs, policy_root, policy_src);
+	if (rc == 0 && settle_violations(&L, st, &held, lenient) < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "loading %s: out of memory", dir);
 	if (rc < 0)
 		goto done;
 	if (L.nerr > 0 || vx_diags_count(diags) > 0) {
@@ -910,6 +968,7 @@ done:
 	free(fs.f);
 	free(fs.docs);
 	free(path);
+	policy_rules_violations_release(&held);
 	return rc;
 }
 
@@ -917,14 +976,14 @@ int stack_load_mem(struct stack **out, const char *dir, const struct stack_sourc
 		   size_t nfiles, const struct ynode_limits *limits, struct vx_diags *diags,
 		   struct vx_err *err)
 {
-	return load(out, dir, NULL, files, nfiles, limits, NULL, NULL, diags, err);
+	return load(out, dir, NULL, files, nfiles, limits, NULL, NULL, 0, diags, err);
 }
 
 int stack_load_mem_policy(struct stack **out, const char *dir, const struct stack_source *files, size_t nfiles,
 			  const struct stack_source *repo_policy, const struct ynode_limits *limits,
 			  struct vx_diags *diags, struct vx_err *err)
 {
-	return load(out, dir, NULL, files, nfiles, limits, NULL, repo_policy, diags, err);
+	return load(out, dir, NULL, files, nfiles, limits, NULL, repo_policy, 0, diags, err);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -1169,8 +1228,8 @@ done:
 	return rc;
 }
 
-int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
-	       struct vx_diags *diags, struct vx_err *err)
+static int load_dir(struct stack **out, const char *dir, const struct ynode_limits *limits, int lenient,
+		    struct vx_diags *diags, struct vx_err *err)
 {
 	char **paths = NULL, *root = NULL;
 	size_t n = 0, nbad = 0;
@@ -1186,11 +1245,25 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
 	if (rc == 0)
 		rc = confine_root(&root, &in_repo, dir, err);
 	if (rc == 0)
-		rc = load(out, dir, (const char *const *)paths, NULL, n, limits, in_repo ? root : NULL, NULL, diags,
-			  err);
+		rc = load(out, dir, (const char *const *)paths, NULL, n, limits, in_repo ? root : NULL, NULL, lenient,
+			  diags, err);
 	free(root);
 	free_paths(paths, n);
 	return rc;
+}
+
+int stack_load(struct stack **out, const char *dir, const struct ynode_limits *limits,
+	       struct vx_diags *diags, struct vx_err *err)
+{
+	return load_dir(out, dir, limits, 0, diags, err);
+}
+
+int stack_load_lenient(struct stack **out, const char *dir, const struct stack_source *files, size_t nfiles,
+		       const struct stack_source *repo_policy, struct vx_diags *diags, struct vx_err *err)
+{
+	if (!files)
+		return load_dir(out, dir, NULL, 1, diags, err);
+	return load(out, dir, NULL, files, nfiles, NULL, NULL, repo_policy, 1, diags, err);
 }
 
 /* Whether the n bytes at p hold word (a file without "Stack" holds no Stack). */
@@ -1212,7 +1285,7 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 {
 	const struct ynode_limits limits = YNODE_LIMITS_DEFAULT;
 	struct vx_diags diags = VX_DIAGS_INIT;
-	struct loader L = { &diags, err, 0, 0, 0, 0, "", NULL };
+	struct loader L = { &diags, err, 0, 0, 0, 0, "", NULL, NULL, NULL };
 	struct vx_buf data = VX_BUF_INIT;
 	struct yfile *yf = NULL;
 	struct stack *st = NULL;

@@ -252,6 +252,17 @@ int stack_load_mem_policy(struct stack **out, const char *dir, const struct stac
 			  const struct stack_source *repo_policy, const struct ynode_limits *limits,
 			  struct vx_diags *diags, struct vx_err *err) VX_WUR;
 
+/*
+ * The stack in dir (files NULL, as stack_load) or in files (as
+ * stack_load_mem_policy), lenient about its policy: a stack whose only
+ * problems are violations of the policy in force loads, with them in
+ * st->policy->violations, for the commands that only read it and for the
+ * watcher, which holds what they forbid (docs/policy.md). Every other load
+ * is strict: a violation is an error like any other.
+ */
+int stack_load_lenient(struct stack **out, const char *dir, const struct stack_source *files, size_t nfiles,
+		       const struct stack_source *repo_policy, struct vx_diags *diags, struct vx_err *err) VX_WUR;
+
 /* NULL-safe. */
 void stack_free(struct stack *st);
 

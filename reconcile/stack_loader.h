@@ -56,6 +56,12 @@ struct loader {
 	char prefix[160];   /* "CustomJob \"a\": " for the document being read */
 	/* Where warnings go (the stack's own list); NULL: dropped (stack_peek). */
 	struct vx_diags *warnings;
+	/* Where policy violations go (stack_violation), kept apart from the
+	 * errors so that a lenient load keeps them (reconcile/policy_rules.h);
+	 * NULL: they are errors like any other. */
+	struct policy_rules *violations;
+	/* The address the violations found now are about ("job.a"), NULL: the stack. */
+	const char *about;
 };
 
 /* ---- stack.c: the context and its error reporting ---- */
@@ -66,6 +72,12 @@ void stack_oom(struct loader *L);
 VX_PRINTF(4, 5)
 void stack_err_at(struct loader *L, const char *file, const struct ynode *at, const char *fmt, ...);
 #define stack_err(L, at, ...) stack_err_at((L), NULL, (at), __VA_ARGS__)
+/*
+ * A policy violation: "<prefix><message>" at file:line:col, about L->about.
+ * An error of the stack unless the load is lenient and finds no other.
+ */
+VX_PRINTF(5, 6)
+void stack_violation(struct loader *L, const char *file, unsigned line, unsigned col, const char *fmt, ...);
 /* A warning at node at: shown, never a reason to refuse the stack (L->warnings). */
 VX_PRINTF(3, 4)
 void stack_warn(struct loader *L, const struct ynode *at, const char *fmt, ...);

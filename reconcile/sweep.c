@@ -19,6 +19,7 @@
 
 #include "reconcile/kind_job.h"
 #include "reconcile/load/ynode.h"
+#include "reconcile/policy_rules.h"
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/diag.h"
@@ -885,56 +886,93 @@ struct seen_msgs {
 	size_t n;
 };
 
+/* Where one run's problem is reported. */
+struct run_place {
+	const char *file;
+	unsigned line, col;
+};
+
 /*
- * Moves one run's diagnostics into the loader's: a problem in a value the
- * matrix wrote is the combination's, reported at the matrix with the run
- * named; any other is the document's, reported once where it is written.
+ * Where one run's problem it is reported: a problem in a value the matrix
+ * wrote is the combination's, at the matrix (mkey) with the run named; any
+ * other is the document's, where it is written, once (a repeat: 0). *msg
+ * (owned) and *at get the message and position. 1, 0, or -1 on OOM.
  */
+static int run_diag_place(char **msg, struct run_place *at, const struct vx_diag *it, const struct ynode *doc,
+			  const struct ynode *mkey, const char *base_prefix, const char *runname,
+			  struct seen_msgs *seen)
+{
+	size_t plen = strlen(base_prefix);
+	const char *rest = strncmp(it->msg, base_prefix, plen) ? it->msg : it->msg + plen;
+	char *key, **ni;
+
+	*msg = NULL;
+	if (at_expr(doc, it->line, it->col, 0) || (it->msg != rest && strstr(rest, "outputUriPrefix"))) {
+		at->file = mkey->file;
+		at->line = mkey->line;
+		at->col = mkey->col;
+		*msg = vx_asprintf("CustomJob \"%s\": %s (the value written at line %u)", runname, rest, it->line);
+		return *msg ? 1 : -1;
+	}
+	at->file = it->file;
+	at->line = it->line;
+	at->col = it->col;
+	if (!(*msg = vx_strdup(it->msg)) || !(key = vx_asprintf("%u:%u:%s", it->line, it->col, it->msg)))
+		return -1;
+	for (size_t k = 0; k < seen->n; k++)
+		if (!strcmp(seen->items[k], key)) {
+			free(key);
+			return 0;
+		}
+	if (!(ni = realloc(seen->items, (seen->n + 1) * sizeof(*ni)))) {
+		free(key);
+		return -1;
+	}
+	seen->items = ni;
+	seen->items[seen->n++] = key;
+	return 1;
+}
+
+/* Moves one run's diagnostics into the loader's, each where run_diag_place says. */
 static void move_run_diags(struct loader *L, struct vx_diags *sub, const struct ynode *doc,
 			   const struct ynode *mkey, const char *base_prefix, const char *runname,
 			   struct seen_msgs *seen)
 {
-	size_t plen = strlen(base_prefix);
-
 	for (size_t i = 0; i < sub->n && !L->rc; i++) {
-		const struct vx_diag *it = &sub->items[i];
-		const char *rest = strncmp(it->msg, base_prefix, plen) ? it->msg : it->msg + plen;
-		int dup = 0;
-		char *key;
+		struct run_place at;
+		char *msg;
+		int rc = run_diag_place(&msg, &at, &sub->items[i], doc, mkey, base_prefix, runname, seen);
 
-		if (at_expr(doc, it->line, it->col, 0) || (it->msg != rest && strstr(rest, "outputUriPrefix"))) {
-			if (vx_diags_add(L->diags, mkey->file, mkey->line, mkey->col,
-					 "CustomJob \"%s\": %s (the value written at line %u)", runname, rest,
-					 it->line) < 0)
-				stack_oom(L);
-			continue;
-		}
-		key = vx_asprintf("%u:%u:%s", it->line, it->col, it->msg);
-		if (!key) {
+		if (rc < 0 || (rc > 0 && vx_diags_add(L->diags, at.file, at.line, at.col, "%s", msg) < 0))
 			stack_oom(L);
-			return;
-		}
-		for (size_t k = 0; k < seen->n && !dup; k++)
-			dup = !strcmp(seen->items[k], key);
-		if (dup) {
-			free(key);
-			continue;
-		}
-		{
-			char **ni = realloc(seen->items, (seen->n + 1) * sizeof(*ni));
-
-			if (!ni) {
-				free(key);
-				stack_oom(L);
-				return;
-			}
-			seen->items = ni;
-			seen->items[seen->n++] = key;
-		}
-		if (vx_diags_add(L->diags, it->file, it->line, it->col, "%s", it->msg) < 0)
-			stack_oom(L);
+		free(msg);
 	}
 	L->diags->dropped += sub->dropped;
+}
+
+/*
+ * The same for one run's policy violations (held while it was read), into
+ * the loader's, each about the run's address: a repeat is kept (the run is
+ * held as well) but said once.
+ */
+static void move_run_violations(struct loader *L, struct policy_rules *sub, const struct ynode *doc,
+				const struct ynode *mkey, const char *base_prefix, const char *runname,
+				const char *address, struct seen_msgs *seen)
+{
+	for (size_t i = 0; i < sub->nviolations && !L->rc; i++) {
+		const struct policy_violation *v = &sub->violations[i];
+		struct vx_diag it = { v->file, v->line, v->col, v->msg, 0 };
+		struct run_place at;
+		char *msg;
+		int rc = run_diag_place(&msg, &at, &it, doc, mkey, base_prefix, runname, seen);
+
+		if (rc < 0 || policy_rules_add_violation(L->violations, at.file, at.line, at.col, address, msg) < 0)
+			stack_oom(L);
+		else
+			L->violations->violations[L->violations->nviolations - 1].repeat = rc == 0;
+		free(msg);
+	}
+	policy_rules_violations_release(sub);
 }
 
 static void read_limit(struct loader *L, const struct ynode *doc, const char *key, int64_t *out)
@@ -1037,9 +1075,10 @@ static int read_run(struct sweep_runs *R, size_t c)
 	struct stack_job_more *jm = js->more;
 	struct stack_job *j = (struct stack_job *)js->items + js->n;
 	struct vx_diags sub = VX_DIAGS_INIT, *diags = L->diags;
+	struct policy_rules subv = { 0 }, *held = L->violations;
 	const struct ynode *rd;
 	char *rn;
-	int rc;
+	int rc, named;
 
 	R->combo.len = 0;
 	if (combo_name(&R->combo, R->m, c) < 0 || !(rn = vx_asprintf("%s[%s]", R->name, R->combo.data)))
@@ -1051,25 +1090,30 @@ static int read_run(struct sweep_runs *R, size_t c)
 	}
 	sub.cap = diags->cap;
 	L->diags = &sub;
+	L->violations = L->violations ? &subv : NULL;
 	rc = stack_kinds_read_job(j, L, rd, st, R->env, NULL, NULL);
 	L->diags = diags;
+	L->violations = held;
 	move_run_diags(L, &sub, R->doc, R->mkey, R->base_prefix, rn, &R->msgs);
 	vx_diags_release(&sub);
 	arena_clear(&R->a);
 	js->n++;
 	jm->sweeps[jm->nsweeps - 1].n++;
-	if (rc < 0) {
-		free(rn);
-		return -1;
+	if (rc == 0)
+		j->sweep = jm->nsweeps;
+	named = rc == 0 && j->d.name;
+	/* run_name takes rn: j's name from now on, or freed on failure */
+	if (named && run_name(j, R->doc, rn) < 0) {
+		stack_oom(L);
+		rn = NULL;
 	}
-	j->sweep = jm->nsweeps;
-	if (!j->d.name) {
+	/* about the run, by the address it now has */
+	if (held && rn)
+		move_run_violations(L, &subv, R->doc, R->mkey, R->base_prefix, rn, j->d.address, &R->msgs);
+	policy_rules_violations_release(&subv);
+	if (!named)
 		free(rn);
-		return 0;
-	}
-	if (run_name(j, R->doc, rn) < 0)
-		goto oom;
-	return 0;
+	return rc < 0 || L->rc ? -1 : 0;
 oom:
 	stack_oom(L);
 	return -1;

@@ -111,11 +111,11 @@ struct applying {
 void applying_init(struct applying *ap);
 
 /* Opens the stack in dir (workspace_open; with prov, workspace_open_lent: the
- * caller's provider, borrowed). */
+ * caller's provider, borrowed, and its flags). */
 int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,
 		  const struct workspace_events *wev, struct vx_err *err) VX_WUR;
 int applying_open_lent(struct applying *ap, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-		       const struct workspace_source *src, const struct workspace_events *wev,
+		       const struct workspace_source *src, unsigned flags, const struct workspace_events *wev,
 		       struct vx_err *err) VX_WUR;
 /*
  * Reads the plan saved in planfile (by `vxplan -out`), finds its stack (in

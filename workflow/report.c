@@ -135,7 +135,7 @@ static int read_stack(struct report_stack *rs, struct report_session *s, struct 
 	int rc;
 
 	memset(&ws, 0, sizeof(ws));
-	if ((rc = workspace_open(&ws, ctx, dir, ev, err)) < 0)
+	if ((rc = workspace_open_lenient(&ws, ctx, dir, ev, err)) < 0)
 		goto done;
 	if (!(rs->name = vx_strdup(ws.st->name)) || !(rs->dir = vx_strdup(dir))) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");

@@ -369,6 +369,42 @@ static int authorised(struct watch *w, const struct plan_action *a, int64_t now_
 	return 1;
 }
 
+/* Whether op would start or change something: what a policy violation holds. */
+static int starts_or_changes(enum plan_op op)
+{
+	return op == PLAN_CREATE || op == PLAN_REPLACE || op == PLAN_RERUN || op == PLAN_RESUBMIT ||
+	       op == PLAN_UPDATE;
+}
+
+/*
+ * Whether the policy in force forbids what a would start or change (a
+ * violation about its address, or one about the whole stack): then a is a
+ * wait with the reason, said once per violation. The stack's files broke
+ * the policy after what runs was applied (a rung added before the policy
+ * changed): nothing new starts, and nothing running is cancelled for it.
+ */
+static int policy_holds(struct watch *w, struct plan *p, const struct policy_rules *pol, struct plan_action *a,
+			int quiet)
+{
+	const struct policy_violation *v;
+	char *what, *why;
+
+	if (!starts_or_changes(a->op) || !(v = policy_rules_violation_of(pol, a->address)))
+		return 0;
+	why = vx_asprintf("held: policy: %s", v->msg);
+	what = vx_asprintf("policy|%s|%s", a->address, v->msg);
+	if (tell(w, what ? what : a->address, quiet))
+		say(w, "wait", a->address, "%s: %s", a->address, why ? why : "held: policy (out of memory)");
+	free(what);
+	p->counts[a->op]--;
+	p->counts[PLAN_WAIT]++;
+	a->op = PLAN_WAIT;
+	a->held = 1;
+	if (why && plan_action_reason(a, why) < 0)
+		free(why);
+	return 1;
+}
+
 static void hold(struct plan *p, struct plan_action *a)
 {
 	p->counts[a->op]--;
@@ -396,13 +432,17 @@ static int relies_on_held(struct watch *w, const struct plan *p, const struct pl
 	return 1;
 }
 
-/* Turns what may not be done now into noops; returns how many actions remain. */
-static size_t keep_authorised(struct watch *w, struct plan *p, int64_t now_ms, int quiet)
+/*
+ * Turns what the policy in force (pol, NULL: none) forbids into waits and
+ * what may not be done now into noops; returns how many actions remain.
+ */
+static size_t keep_authorised(struct watch *w, struct plan *p, const struct policy_rules *pol, int64_t now_ms,
+			      int quiet)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < p->n; i++)
-		if (!authorised(w, &p->actions[i], now_ms, quiet))
+		if (!policy_holds(w, p, pol, &p->actions[i], quiet) && !authorised(w, &p->actions[i], now_ms, quiet))
 			hold(p, &p->actions[i]);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
@@ -1190,7 +1230,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		files_ok = 1;
 	else
 		vx_err_release(err);
-	if ((rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0 ||
+	if ((rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), WORKSPACE_LENIENT, &w->wev, err)) < 0 ||
 	    (rc = workspace_load_state(&ws, err)) < 0 || (rc = use_reader(w, &ws, err)) < 0 ||
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
@@ -1203,7 +1243,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 		rc = vx_err_set(err, VX_EINVAL, "the plan has errors: nothing is done until they are fixed");
 		goto done;
 	}
-	left = keep_authorised(w, &pl.planner.plan, now, 1);
+	left = keep_authorised(w, &pl.planner.plan, ws.st->policy, now, 1);
 	left -= budget_holds(w, &pl, &ws, now, 1);
 	*need = left > 0 || w->untold;
 	kinds = live_store_view(&ws.store);
@@ -1367,7 +1407,7 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 	po.budget_holds = 1;
 	act_opts(w, &ao, &aev);
 	applying_init(&ap);
-	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->wev, err)) < 0)
+	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), WORKSPACE_LENIENT, &w->wev, err)) < 0)
 		goto done;
 	if ((rc = act_lock(w, &ap, &ao, locked, res, err)) != 0) {
 		rc = rc > 0 ? 0 : rc;
@@ -1382,7 +1422,7 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 	}
 	now = provider_now_ms(w->prov, w->ctx);
 	/* The locked plan tells; a notify-only cycle's plan (no lease) is quiet, as the look is. */
-	(void)keep_authorised(w, &ap.pl.planner.plan, now, !locked);
+	(void)keep_authorised(w, &ap.pl.planner.plan, ap.ws.st->policy, now, !locked);
 	if (locked && (rc = act_apply(w, &ap, &ao, &po, now, res, err)) < 0)
 		goto done;
 	keep_targets(w, ap.ws.st, &ap.ws.state);

@@ -10,6 +10,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/planner.h"
 #include "reconcile/prefetch.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state_file.h"
@@ -224,9 +225,29 @@ static void early_abandon(struct workspace *ws)
 	drop_opened(ws);
 }
 
+/* Tells ev the violations of the policy st was loaded with, each once, sorted. */
+static int tell_violations(const struct stack *st, const char *dir, const struct workspace_events *ev)
+{
+	struct vx_diags d = { NULL, 0, 0, 10000, 0 };
+	int rc = 0;
+
+	for (size_t i = 0; i < st->policy->nviolations && rc == 0; i++) {
+		const struct policy_violation *v = &st->policy->violations[i];
+
+		if (!v->repeat)
+			rc = vx_diags_add(&d, v->file, v->line, v->col, "%s", v->msg);
+	}
+	if (rc == 0) {
+		vx_diags_sort(&d);
+		ev->violations(ev->ud, dir, &d);
+	}
+	vx_diags_release(&d);
+	return rc;
+}
+
 static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
-		   struct provider *lent, const struct workspace_source *src, const struct workspace_events *ev,
-		   struct vx_err *err)
+		   struct provider *lent, const struct workspace_source *src, unsigned flags,
+		   const struct workspace_events *ev, struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
 	struct stack *st = NULL;
@@ -247,8 +268,12 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return vx_err_set(err, rc, "out of memory");
 	if (ahead)
 		early_start(ws);
-	rc = src ? stack_load_mem_policy(&st, dir, src->files, src->n, src->policy, NULL, &diags, err)
-		 : stack_load(&st, dir, NULL, &diags, err);
+	if (flags & WORKSPACE_LENIENT)
+		rc = stack_load_lenient(&st, dir, src ? src->files : NULL, src ? src->n : 0, src ? src->policy : NULL,
+					&diags, err);
+	else
+		rc = src ? stack_load_mem_policy(&st, dir, src->files, src->n, src->policy, NULL, &diags, err)
+			 : stack_load(&st, dir, NULL, &diags, err);
 	if (rc == VX_EINVAL) {
 		if (ev && ev->diags)
 			ev->diags(ev->ud, &diags);
@@ -261,6 +286,8 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return rc;
 	}
 	ws->st = st;
+	if (st->policy && st->policy->nviolations && ev && ev->violations && (rc = tell_violations(st, dir, ev)) < 0)
+		return vx_err_set(err, rc, "out of memory");
 	if (ws->early && stack_same_home(ws->peek, st)) {
 		struct vx_err e = VX_ERR_INIT;
 
@@ -285,20 +312,26 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, NULL, NULL, ev, err);
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, 0, ev, err);
+}
+
+int workspace_open_lenient(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+			   const struct workspace_events *ev, struct vx_err *err)
+{
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, WORKSPACE_LENIENT, ev, err);
 }
 
 int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-			const struct workspace_source *src, const struct workspace_events *ev,
+			const struct workspace_source *src, unsigned flags, const struct workspace_events *ev,
 			struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, prov, src, ev, err);
+	return open_ws(ws, ctx, dir, 0, prov, src, flags, ev, err);
 }
 
 int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 			 const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 1, NULL, NULL, ev, err);
+	return open_ws(ws, ctx, dir, 1, NULL, NULL, 0, ev, err);
 }
 
 int workspace_load_state(struct workspace *ws, struct vx_err *err)

@@ -41,6 +41,9 @@ struct workspace_events {
 	/* Something that failed without failing the call (releasing the state
 	 * lock at close): what was being done, and why it failed. */
 	void (*problem)(void *ud, const char *doing, const struct vx_err *e);
+	/* A lenient open (workspace_open_lenient) loaded a stack that breaks
+	 * its policy: each violation once, sorted, and the directory as given. */
+	void (*violations)(void *ud, const char *dir, const struct vx_diags *d);
 	void *ud;
 };
 
@@ -90,6 +93,18 @@ struct workspace {
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err) VX_WUR;
 /*
+ * A stack that breaks its policy (reconcile/policy_rules.h) opens only this
+ * way: with its violations in ws->st->policy->violations, for a command that
+ * only reads it (status, log, report, state, unlock ...) and for the watcher,
+ * which holds what they forbid. Every other open is strict, so validate,
+ * plan, apply and import refuse it as an invalid stack (VX_EINVAL).
+ */
+int workspace_open_lenient(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
+			   const struct workspace_events *ev, struct vx_err *err) VX_WUR;
+/* workspace_open_lent's flags: lenient about the policy, as workspace_open_lenient. */
+#define WORKSPACE_LENIENT 1u
+
+/*
  * The stack as a commit holds it (vx watch -follow): its files, read from
  * that commit, and the commit, which the runs then name as their config
  * commit (a commit holds no uncommitted changes).
@@ -107,10 +122,11 @@ struct workspace_source {
  * (vx watch's cycles: one set of credentials and connections, a token
  * fetched once an hour rather than once a cycle), borrowed and never freed
  * here; and, when src is not NULL, the stack read from src rather than dir's
- * files (dir still names where it lives: its repository and state).
+ * files (dir still names where it lives: its repository and state). flags:
+ * 0 (strict) or WORKSPACE_LENIENT.
  */
 int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-			const struct workspace_source *src, const struct workspace_events *ev,
+			const struct workspace_source *src, unsigned flags, const struct workspace_events *ev,
 			struct vx_err *err) VX_WUR;
 
 /*

@@ -609,6 +609,57 @@ static void test_policy_repository(void **state)
 	vx_diags_release(&d);
 }
 
+/*
+ * A stack that breaks its policy: refused by every load but the lenient one,
+ * which keeps each violation with its address; with any other problem, the
+ * lenient load refuses it too, with every problem sorted.
+ */
+static void test_policy_lenient(void **state)
+{
+	static const char ok[] = STACK_DOC POLICY_DOC("  regions: [europe-west4]\n") "---\n" JOB("a") "---\nkind: CustomJob\nname: b\nregion: europe-west4\n" SPEC;
+	static const char bad[] = STACK_DOC "bogus: 1\n" POLICY_DOC("  regions: [europe-west4]\n") "---\n" JOB("a");
+	static const char why[] = "t/s.yaml:11:1: CustomJob \"a\": region: us-central1 (the Stack's) is not allowed "
+				  "by policy \"team\" (rules.regions, t/s.yaml:9)\n";
+	struct stack_source files[] = { { "s.yaml", ok, sizeof(ok) - 1 } };
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+	const struct policy_violation *v;
+	char *got;
+
+	(void)state;
+	assert_int_equal(stack_load_mem_policy(&st, "t", files, 1, NULL, NULL, &d, &err), VX_EINVAL);
+	got = all_diags(&d);
+	assert_string_equal(got, why);
+	free(got);
+	vx_diags_release(&d);
+	assert_int_equal(stack_load_lenient(&st, "t", files, 1, NULL, &d, &err), 0);
+	assert_int_equal(vx_diags_count(&d), 0);
+	assert_int_equal(st->policy->nviolations, 1);
+	v = policy_rules_violation_of(st->policy, "job.a");
+	assert_non_null(v);
+	assert_string_equal(v->address, "job.a");
+	assert_string_equal(v->file, "t/s.yaml");
+	assert_int_equal(v->line, 11);
+	assert_int_equal(v->col, 1);
+	assert_string_equal(v->msg, "CustomJob \"a\": region: us-central1 (the Stack's) is not allowed by policy "
+				    "\"team\" (rules.regions, t/s.yaml:9)");
+	assert_null(policy_rules_violation_of(st->policy, "job.b"));
+	stack_free(st);
+	files[0].data = bad;
+	files[0].len = sizeof(bad) - 1;
+	assert_int_equal(stack_load_lenient(&st, "t", files, 1, NULL, &d, &err), VX_EINVAL);
+	assert_null(st);
+	got = all_diags(&d);
+	assert_string_equal(got, "t/s.yaml:5:1: Stack \"research\": unknown field \"bogus\" (one of kind, name, "
+				 "project, region, state, labels, prices, failOn, notify, budget)\n"
+				 "t/s.yaml:12:1: CustomJob \"a\": region: us-central1 (the Stack's) is not allowed by "
+				 "policy \"team\" (rules.regions, t/s.yaml:10)\n");
+	free(got);
+	vx_diags_release(&d);
+	vx_err_release(&err);
+}
+
 static void test_kinds(void **state)
 {
 	(void)state;
@@ -1508,6 +1559,7 @@ int main(void)
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_policy_repository),
+		cmocka_unit_test(test_policy_lenient),
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_duplicates),
