@@ -167,9 +167,10 @@ class PolicyWatch(FakeTestCase):
         # vxplan refuses it as before: an error of the plan.
         r = self.repo.plan()
         self.assertEqual(r.code, 1, r)
-        self.assertIn('\nErrors (the plan cannot be applied):\n  CustomJob "c": resubmit.fallback[0]: $150.00 per hour '
-                      '(team table) is more than policy "ml-platform" (rules.maxHourlyUsd, .vx/policy.yaml:4) allows '
-                      '(at most $100)\n\n', r.out)
+        # At the rung's field, as vx validate says it and as a job's own maxHourlyUsd is said.
+        self.assertIn('\nErrors (the plan cannot be applied):\n  %s/jobs.yaml:32:7: CustomJob "c": resubmit.fallback[0]: '
+                      '$150.00 per hour (team table) is more than policy "ml-platform" (rules.maxHourlyUsd, '
+                      '.vx/policy.yaml:4) allows (at most $100)\n\n' % self.repo.dir, r.out)
 
 
 if __name__ == "__main__":
