@@ -455,6 +455,24 @@ static size_t keep_authorised(struct watch *w, struct plan *p, const struct poli
 	return n;
 }
 
+/* A new entry of the news, zeroed, about address (NULL: the stack); NULL, nothing added, when out of memory. */
+static struct quota_news *news_add(struct watch *w, const char *address)
+{
+	struct quota_news *n = realloc(w->news, (w->nnews + 1) * sizeof(*n));
+	char *copy = address ? strdup(address) : NULL;
+
+	if (n)
+		w->news = n;
+	if (!n || (address && !copy)) {
+		free(copy);
+		return NULL;
+	}
+	n = &w->news[w->nnews++];
+	memset(n, 0, sizeof(*n));
+	n->address = copy;
+	return n;
+}
+
 /*
  * One budget-exhausted event per hold episode: the first run held, under the
  * budget applied, is the episode (its key: the budget's cents and the run's
@@ -464,16 +482,10 @@ static void budget_news(struct watch *w, const struct plan_action *a, const char
 {
 	/* The attempt of a run the watcher follows (a job's); 0 for another kind's action. */
 	int64_t attempt = a->kind_of && a->kind_of->watch_runs ? job_action_of(a)->attempt : 0;
-	struct quota_news *n = realloc(w->news, (w->nnews + 1) * sizeof(*n));
+	struct quota_news *n = news_add(w, a->address);
 
 	if (!n)
 		return;
-	w->news = n;
-	n = &w->news[w->nnews];
-	memset(n, 0, sizeof(*n));
-	if (!(n->address = strdup(a->address)))
-		return;
-	w->nnews++;
 	n->kind = NOTIFY_BUDGET_SPENT;
 	snprintf(n->state, sizeof(n->state), "%s", why ? why : "held: budget");
 	snprintf(n->key, sizeof(n->key), "%lld:%lld", (long long)cents, (long long)attempt);
@@ -482,13 +494,10 @@ static void budget_news(struct watch *w, const struct plan_action *a, const char
 /* A stack's event for the news: address NULL. 0, or -1 out of memory. */
 static int stack_news(struct watch *w, unsigned kind, const char *state, const char *key)
 {
-	struct quota_news *n = realloc(w->news, (w->nnews + 1) * sizeof(*n));
+	struct quota_news *n = news_add(w, NULL);
 
 	if (!n)
 		return -1;
-	w->news = n;
-	n = &w->news[w->nnews++];
-	memset(n, 0, sizeof(*n));
 	n->kind = kind;
 	snprintf(n->state, sizeof(n->state), "%s", state);
 	snprintf(n->key, sizeof(n->key), "%.23s", key);
@@ -839,14 +848,8 @@ static void quota_changes(struct watch *w, const struct plan *p)
 		}
 		if (!told_in(&w->pending, what))
 			continue;
-		if (!(n = realloc(w->news, (w->nnews + 1) * sizeof(*n))))
+		if (!(n = news_add(w, a->address)))
 			return;
-		w->news = n;
-		n = &w->news[w->nnews];
-		memset(n, 0, sizeof(*n));
-		if (!(n->address = strdup(a->address)))
-			return;
-		w->nnews++;
 		n->kind = d.granted ? NOTIFY_QUOTA_GRANTED : NOTIFY_QUOTA_DENIED;
 		snprintf(n->state, sizeof(n->state), "granted %lld of %lld", d.has_got ? (long long)d.got : 0LL,
 			 (long long)d.asked);
