@@ -76,6 +76,9 @@ struct stack_job {
 	int64_t on_budget[STACK_FAIL_NCLASSES];
 	/* resubmit.within: no new attempt after the run's first create + this; 0: none. */
 	int64_t within_ms;
+	/* resubmit.returnAfter: a run that left rung 0 this long ago tries rung 0
+	 * again at its next capacity failure; 0: never. */
+	int64_t return_after_ms;
 	/* A run of a `matrix:` sweep: 1 + its index in stack_sweeps(), 0 for a job
 	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
 	size_t sweep;
@@ -117,6 +120,9 @@ struct stack_sweep {
 #define STACK_MIN_WITHIN_MS ((int64_t)60 * 1000)
 #define STACK_MAX_WITHIN_MS ((int64_t)30 * 24 * 3600 * 1000)
 #define STACK_MAX_STUCK_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
+/* resubmit.returnAfter: from a minute to 30 days. */
+#define STACK_MIN_RETURN_AFTER_MS ((int64_t)60 * 1000)
+#define STACK_MAX_RETURN_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
 
 /* The most rungs a ladder may have besides the declared job. */
 #define STACK_MAX_RUNGS 16
@@ -280,6 +286,10 @@ struct plan_record {
 	 * resubmit.within. */
 	int64_t fails[STACK_FAIL_NCLASSES];
 	int64_t first_create_ms;
+	/* When the run of that spec and run left rung 0: the create time of its
+	 * first attempt on a rung >= 1 after its last attempt on rung 0 (0: it
+	 * has not left rung 0, or the time is unknown), for resubmit.returnAfter. */
+	int64_t left_rung0_ms;
 	/* The policy the apply that wrote the record applied (plan_decl.policy);
 	 * NULL: none recorded (a record from an older vx). */
 	const struct state_policy *applied;

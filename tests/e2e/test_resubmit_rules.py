@@ -267,5 +267,50 @@ class ResubmitRules(FakeTestCase):
         self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
         self.assertEqual(len(self.live_jobs("a")), 2)
 
+    # ---- resubmit.returnAfter ------------------------------------------------------------------
+
+    PREEMPTED = STOCKOUT.replace("us-central1", "us-east5")   # Google's text for a reclaimed Spot VM
+
+    def test_after_return_after_the_next_attempt_is_on_rung_0(self):
+        # Rung 0 (us-central1) has no L4s; rung 1 (us-east5) has them, each run preempted after 30 min.
+        self.fake.post("/_fake/capacity", {"region": "us-central1", "accelerator_type": "NVIDIA_L4", "gpus": 0})
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a", "vx-rung": "1"}, "outcome": "preempted"})
+        self.fake.post("/_fake/timings", {"running_seconds": 3600})
+        self.repo.write({"a": with_resubmit(job_yaml("a", strategy="SPOT"), "{on: [stockout, preempted], maxAttempts: 6, "
+                                                           "returnAfter: 1h, fallback: [{region: us-east5}]}")})
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(60)                         # 00:01: attempt 1 stocked out at 00:00:35
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertEqual(self.block(r.out)[2], "attempt 2/6 on rung 1 (region us-east5) after stockout in "
+                                               "us-central1 (code 8: %s)" % STOCKOUT)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(START + 1800)               # 00:31:35: attempt 2, left rung 0 at 00:01, preempted
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertEqual(self.block(r.out)[2], "attempt 3/6 on rung 1 (region us-east5) after preempted in "
+                                               "us-east5 (code 8: %s)" % self.PREEMPTED)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(START + 1800)               # 01:02:10: attempt 3 preempted, 1h since 00:01
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertEqual(self.block(r.out)[2], "attempt 4/6 on rung 0 (region us-central1) after preempted in "
+                                               "us-east5; back to rung 0 (returnAfter 1h passed since it left "
+                                               "rung 0 at 2026-01-01 00:01Z) (code 8: %s)" % self.PREEMPTED)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        jobs = sorted(self.live_jobs("a"), key=lambda j: int(j["labels"]["vx-attempt"]))
+        self.assertEqual([(j["labels"]["vx-rung"], j["name"].split("/")[3]) for j in jobs],
+                         [("0", "us-central1"), ("1", "us-east5"), ("1", "us-east5"), ("0", "us-central1")])
+
+    def test_return_after_is_checked_and_a_change_is_an_update(self):
+        ladder = "{on: [stockout], maxAttempts: 3, fallback: [{region: us-east5}]%s}"
+        self.repo.write({"a": with_resubmit(job_yaml("a"), ladder % "")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({"a": with_resubmit(job_yaml("a"), ladder % ", returnAfter: 6h")})
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out)[-1], "resubmit.returnAfter: none -> 6h")
+        self.repo.write({"a": with_resubmit(job_yaml("a"), ladder % ", returnAfter: 10s")})
+        r = self.repo.vx("validate", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual([re.sub(r"^.*jobs\.yaml:\d+:\d+: ", "", l) for l in r.err.splitlines() if "returnAfter" in l],
+                         ['CustomJob "a": resubmit.returnAfter: must be from 1m to 30d, got "10s"'])
+
 if __name__ == "__main__":
     unittest.main()
