@@ -365,6 +365,14 @@ struct job_action {
 	 * closed for the failed run it gives up on (Unix ms); 0: no window. The
 	 * JSON plan's after.deadline. */
 	int64_t deadline_ms;
+	/* resubmit.on's per-class budgets (its map form), for the JSON plan's
+	 * budgets: budget_allowed[c] the resubmissions a failure of class bit c
+	 * may have, -1 for a class without one (all -1 without the map form:
+	 * has_budgets 0); budget_used[c] how many of them the run has had, the
+	 * one this action makes included (a new run starts with none). */
+	int has_budgets;
+	int64_t budget_allowed[STACK_FAIL_NCLASSES];
+	int64_t budget_used[STACK_FAIL_NCLASSES];
 };
 
 /*
@@ -394,6 +402,8 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
  * rung after any other, and never past the last.
  */
 int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs);
+/* Fills a's budgets (job_action.budget_*) from d's per-class budgets and rec's failures. */
+void job_note_budgets(struct plan_action *a, const struct plan_decl *d, const struct plan_record *rec);
 
 /* The kind's row of kind_table (reconcile/kind.h). */
 extern const struct kind kind_job;

@@ -499,6 +499,24 @@ static int64_t class_budget(const struct plan_decl *d, const char *cls)
 	return -1;
 }
 
+void job_note_budgets(struct plan_action *a, const struct plan_decl *d, const struct plan_record *rec)
+{
+	struct job_action *ja = job_action_mut(a);
+	/* A create, replace or rerun starts a run whose budgets are untouched. */
+	int fresh = a->op == PLAN_CREATE || a->op == PLAN_REPLACE || a->op == PLAN_RERUN || !rec;
+	unsigned made;
+
+	if (!ja || !d->policy || !d->policy->resubmit_budgets)
+		return;
+	/* A resubmit spends one of its failure class's budget. */
+	made = a->op == PLAN_RESUBMIT && ja->failure_class ? stack_fail_parse(ja->failure_class) : 0;
+	ja->has_budgets = 1;
+	for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++) {
+		ja->budget_allowed[c] = class_budget(d, stack_fail_names[c]);
+		ja->budget_used[c] = (fresh ? 0 : rec->fails[c]) + (made == 1u << c);
+	}
+}
+
 /* When resubmit.within closes for rec's run (its first create + within), 0: never. */
 static int64_t within_deadline(const struct plan_decl *d, const struct plan_record *rec)
 {

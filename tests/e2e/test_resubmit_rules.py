@@ -215,6 +215,29 @@ class ResubmitRules(FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)
         self.assertEqual((len(self.live_jobs("a")), len(self.live_jobs("b"))), (3, 1))
 
+    def test_the_json_plan_shows_each_class_budget_and_what_is_used(self):
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "stockout"})
+        self.repo.write({"a": with_resubmit(job_yaml("a"), "{on: {stockout: 2, preempted: 20}, maxAttempts: 10}"),
+                         "b": job_yaml("b")})
+
+        def budgets(stockouts):
+            return {"stockout": {"allowed": 2, "used": stockouts}, "preempted": {"allowed": 20, "used": 0}}
+
+        def actions():
+            """job.a's action and budgets; job.b (resubmit.on a list) has none."""
+            acts = {a["address"]: a for a in self.json_plan()["actions"]}
+            self.assertNotIn("budgets", acts["job.b"])
+            return acts["job.a"]["action"], acts["job.a"]["budgets"]
+
+        self.assertEqual(actions(), ("create", budgets(0)))
+        self.assertEqual(self.repo.apply().code, 0)
+        for used in (1, 2):
+            self.fake.advance(START + 60)
+            self.assertEqual(actions(), ("resubmit", budgets(used)))   # the resubmission it plans counted
+            self.assertEqual(self.repo.apply("-target", "job.a").code, 0)
+        self.fake.advance(START + 60)
+        self.assertEqual(actions(), ("noop", budgets(2)))              # gave up: both used
+
     def test_a_budget_change_is_an_update_and_the_map_is_checked(self):
         self.repo.write({"a": job_yaml("a", on="stockout, preempted")})
         self.assertEqual(self.repo.apply().code, 0)
