@@ -237,6 +237,12 @@ class ResubmitRules(FakeTestCase):
             self.assertEqual(self.repo.apply("-target", "job.a").code, 0)
         self.fake.advance(START + 60)
         self.assertEqual(actions(), ("noop", budgets(2)))              # gave up: both used
+        # vx status shows the same counts for the run, and none for job.b.
+        r = self.repo.vx("status", "-C", self.repo.dir, "-format", "json")
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        rows = {x["address"]: x for x in json.loads(r.out)["addresses"]}
+        self.assertEqual(rows["job.a"]["budgets"], budgets(2))
+        self.assertNotIn("budgets", rows["job.b"])
 
     def test_a_budget_change_is_an_update_and_the_map_is_checked(self):
         self.repo.write({"a": job_yaml("a", on="stockout, preempted")})
