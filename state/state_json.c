@@ -904,7 +904,9 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
+	/* check_keys reads a flag per key: one missing reads past the table. */
+	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
 	int rc, has_rung = 0, has_pr, has_n;
 
 	memset(r, 0, sizeof(*r));
@@ -1104,6 +1106,7 @@ static int policy_from(const cJSON *o, const char *path, struct state_policy *po
 					    "resubmitBudgets", "withinMs", "returnAfterMs" };
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL };
+	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
 	int rc, has_within, has_return;
 
 	memset(pol, 0, sizeof(*pol));
