@@ -32,7 +32,7 @@ static const char *const job_keys[] = { "kind", "name", "region", "displayName",
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
 static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay", "onExitCodes", "within",
-						 "returnAfter" };
+					     "returnAfter" };
 static const char *const rung_keys[] = { "region", "scheduling", "machineSpec", "reservation" };
 
 /* A rung's well-formed region against the regions vx knows, as PATH.region. */

@@ -592,8 +592,7 @@ static void note_return(struct builder *b, struct plan_action *a, const struct p
 		return;
 	fmt_utc(left, sizeof(left), rec->left_rung0_ms, 0);
 	failure_timeout_words(w, sizeof(w), d->policy->return_after_ms);
-	job_set_fmt(b, &a->reason, vx_asprintf("%s; back to rung 0 (returnAfter %s passed since it left rung 0 at %s)",
-					       a->reason, w, left));
+	job_set_fmt(b, &a->reason, vx_asprintf("%s; back to rung 0 (returnAfter %s passed since it left rung 0 at %s)", a->reason, w, left));
 }
 
 static struct plan_action *failed_noop(struct builder *b, struct plan_action *a, const struct plan_decl *d,

@@ -52,9 +52,9 @@ struct status_values {
 
 /* One per-class resubmit budget of a job (resubmit.on's map form). */
 struct status_budget {
-	const char *cls;         /* the failure class (static: stack_fail_names) */
-	int64_t allowed;         /* resubmissions a failure of it may have */
-	int64_t used;            /* how many the run has had */
+	const char *cls; /* the failure class (static: stack_fail_names) */
+	int64_t allowed; /* resubmissions a failure of it may have */
+	int64_t used;	 /* how many the run has had */
 };
 
 #define STATUS_MAX_BUDGETS 16
