@@ -5,6 +5,7 @@ and compares the plan's line for the job, the JSON plan and `vx log` exactly.
 """
 import json
 import re
+import time
 import unittest
 
 from harness import FakeTestCase, job_yaml
@@ -327,6 +328,28 @@ class ResubmitRules(FakeTestCase):
         jobs = sorted(self.live_jobs("a"), key=lambda j: int(j["labels"]["vx-attempt"]))
         self.assertEqual([(j["labels"]["vx-rung"], j["name"].split("/")[3]) for j in jobs],
                          [("0", "us-central1"), ("1", "us-east5"), ("1", "us-east5"), ("0", "us-central1")])
+
+    def test_the_watcher_goes_back_to_rung_0_after_return_after(self):
+        # The fake's clock at the real time, as test_watch's: the watcher signs its token with its own.
+        self.fake.post("/_fake/clock", {"set_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        self.fake.post("/_fake/capacity", {"region": "us-central1", "accelerator_type": "NVIDIA_L4", "gpus": 0})
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a", "vx-rung": "1"}, "outcome": "preempted"})
+        self.fake.post("/_fake/timings", {"running_seconds": 60})
+        self.repo.write({"a": with_resubmit(job_yaml("a", strategy="SPOT"), "{on: [stockout, preempted], "
+                                            "maxAttempts: 6, returnAfter: 1m, fallback: [{region: us-east5}]}")})
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(60)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)   # attempt 2 on rung 1, at +60s
+        self.fake.advance(START + 30)                 # +125s: preempted after 30s running, 65s after it left
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.at_fake_now())
+        self.assertEqual((r.code, r.err), (2, ""), r)
+        self.assertEqual([re.sub(r"^\S+ ", "", re.sub(r"customJobs/\d+$", "customJobs/ID", l))
+                          for l in r.out.splitlines()],
+                         ["record: recorded: job.a: queued -> failed (preempted)",
+                          "act: + job.a resubmit projects/630532886571/locations/us-central1/customJobs/ID"])
+        jobs = sorted(self.live_jobs("a"), key=lambda j: int(j["labels"]["vx-attempt"]))
+        self.assertEqual([(j["labels"]["vx-rung"], j["name"].split("/")[3]) for j in jobs],
+                         [("0", "us-central1"), ("1", "us-east5"), ("0", "us-central1")])
 
     def test_return_after_is_checked_and_a_change_is_an_update(self):
         ladder = "{on: [stockout], maxAttempts: 3, fallback: [{region: us-east5}]%s}"
