@@ -338,6 +338,36 @@ static void note_attempts(struct plan_record *pr, const struct state_record *r)
 	}
 }
 
+/* Attempt i of r's runs, history first and the current run last (i == r->nhistory). */
+static const struct state_run *attempt_at(const struct state_record *r, size_t i)
+{
+	return i < r->nhistory ? &r->history[i] : r->current;
+}
+
+/*
+ * When r's run of its spec and run left rung 0 (plan_record.left_rung0_ms):
+ * the earliest create on a rung >= 1 later than every create on rung 0.
+ */
+static void note_left_rung0(struct plan_record *pr, const struct state_record *r)
+{
+	int64_t last0 = 0;
+
+	pr->left_rung0_ms = 0;
+	for (size_t i = 0; i <= r->nhistory; i++) {
+		const struct state_run *x = attempt_at(r, i);
+
+		if (x && same_attempts(x, r) && x->rung <= 0 && x->created_ms > last0)
+			last0 = x->created_ms;
+	}
+	for (size_t i = 0; i <= r->nhistory; i++) {
+		const struct state_run *x = attempt_at(r, i);
+
+		if (x && same_attempts(x, r) && x->rung >= 1 && x->created_ms > last0 &&
+		    (!pr->left_rung0_ms || x->created_ms < pr->left_rung0_ms))
+			pr->left_rung0_ms = x->created_ms;
+	}
+}
+
 /* The state's job record r as plan_build's record n; *ki counts what of s->known the records took. */
 static void record_of(struct job_scratch *s, size_t n, const struct state_record *r, size_t *ki,
 		      const struct live_job **byname, size_t nlive)
@@ -371,6 +401,7 @@ static void record_of(struct job_scratch *s, size_t n, const struct state_record
 	pr->nknown = (size_t)(&s->known[*ki] - pr->known);
 	note_refusals(&pr->refusal, r);
 	note_attempts(pr, r);
+	note_left_rung0(pr, r);
 }
 
 /* plan_build's input: s's declarations and nrec records, and what the planner was asked. */

@@ -76,6 +76,9 @@ struct stack_job {
 	int64_t on_budget[STACK_FAIL_NCLASSES];
 	/* resubmit.within: no new attempt after the run's first create + this; 0: none. */
 	int64_t within_ms;
+	/* resubmit.returnAfter: a run that left rung 0 this long ago tries rung 0
+	 * again at its next capacity failure; 0: never. */
+	int64_t return_after_ms;
 	/* A run of a `matrix:` sweep: 1 + its index in stack_sweeps(), 0 for a job
 	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
 	size_t sweep;
@@ -117,6 +120,9 @@ struct stack_sweep {
 #define STACK_MIN_WITHIN_MS ((int64_t)60 * 1000)
 #define STACK_MAX_WITHIN_MS ((int64_t)30 * 24 * 3600 * 1000)
 #define STACK_MAX_STUCK_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
+/* resubmit.returnAfter: from a minute to 30 days. */
+#define STACK_MIN_RETURN_AFTER_MS ((int64_t)60 * 1000)
+#define STACK_MAX_RETURN_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
 
 /* The most rungs a ladder may have besides the declared job. */
 #define STACK_MAX_RUNGS 16
@@ -280,6 +286,10 @@ struct plan_record {
 	 * resubmit.within. */
 	int64_t fails[STACK_FAIL_NCLASSES];
 	int64_t first_create_ms;
+	/* When the run of that spec and run left rung 0: the create time of its
+	 * first attempt on a rung >= 1 after its last attempt on rung 0 (0: it
+	 * has not left rung 0, or the time is unknown), for resubmit.returnAfter. */
+	int64_t left_rung0_ms;
 	/* The policy the apply that wrote the record applied (plan_decl.policy);
 	 * NULL: none recorded (a record from an older vx). */
 	const struct state_policy *applied;
@@ -355,6 +365,14 @@ struct job_action {
 	 * closed for the failed run it gives up on (Unix ms); 0: no window. The
 	 * JSON plan's after.deadline. */
 	int64_t deadline_ms;
+	/* resubmit.on's per-class budgets (its map form), for the JSON plan's
+	 * budgets: budget_allowed[c] the resubmissions a failure of class bit c
+	 * may have, -1 for a class without one (all -1 without the map form:
+	 * has_budgets 0); budget_used[c] how many of them the run has had, the
+	 * one this action makes included (a new run starts with none). */
+	int has_budgets;
+	int64_t budget_allowed[STACK_FAIL_NCLASSES];
+	int64_t budget_used[STACK_FAIL_NCLASSES];
 };
 
 /*
@@ -384,6 +402,8 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
  * rung after any other, and never past the last.
  */
 int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs);
+/* Fills a's budgets (job_action.budget_*) from d's per-class budgets and rec's failures. */
+void job_note_budgets(struct plan_action *a, const struct plan_decl *d, const struct plan_record *rec);
 
 /* The kind's row of kind_table (reconcile/kind.h). */
 extern const struct kind kind_job;

@@ -671,6 +671,8 @@ int plan_build(struct plan *out, const struct plan_input *in, struct vx_err *err
 
 			plan_declared(&b, d, rec);
 			settings_update(&b, d, rec, first);
+			for (size_t k = first; k < out->n; k++)
+				job_note_budgets(&out->actions[k], d, rec);
 		}
 	}
 	for (size_t i = 0; i < in->nrecords && !b.oom; i++) {

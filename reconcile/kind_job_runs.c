@@ -499,6 +499,24 @@ static int64_t class_budget(const struct plan_decl *d, const char *cls)
 	return -1;
 }
 
+void job_note_budgets(struct plan_action *a, const struct plan_decl *d, const struct plan_record *rec)
+{
+	struct job_action *ja = job_action_mut(a);
+	/* A create, replace or rerun starts a run whose budgets are untouched. */
+	int fresh = a->op == PLAN_CREATE || a->op == PLAN_REPLACE || a->op == PLAN_RERUN || !rec;
+	unsigned made;
+
+	if (!ja || !d->policy || !d->policy->resubmit_budgets)
+		return;
+	/* A resubmit spends one of its failure class's budget. */
+	made = a->op == PLAN_RESUBMIT && ja->failure_class ? stack_fail_parse(ja->failure_class) : 0;
+	ja->has_budgets = 1;
+	for (unsigned c = 0; c < STACK_FAIL_NCLASSES; c++) {
+		ja->budget_allowed[c] = class_budget(d, stack_fail_names[c]);
+		ja->budget_used[c] = (fresh ? 0 : rec->fails[c]) + (made == 1u << c);
+	}
+}
+
 /* When resubmit.within closes for rec's run (its first create + within), 0: never. */
 static int64_t within_deadline(const struct plan_decl *d, const struct plan_record *rec)
 {
@@ -547,6 +565,34 @@ static void note_deadline(struct builder *b, struct plan_action *a, const struct
 	fmt_utc(until, sizeof(until), end, 0);
 	failure_timeout_words(w, sizeof(w), d->policy->within_ms);
 	job_set_fmt(b, &a->reason, vx_asprintf("%s; resubmit.within %s: no attempt after %s", a->reason, w, until));
+}
+
+/*
+ * resubmit.returnAfter: whether the next attempt after f goes back to rung
+ * 0. Only a failure of a class the ladder moves down on (no capacity where
+ * the run was) does, of a run on a rung >= 1 that left rung 0 returnAfter
+ * or longer ago: the capacity it left may have freed up since.
+ */
+static int returns_to_rung0(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			    const struct failed *f)
+{
+	int64_t back = d->policy ? d->policy->return_after_ms : 0;
+
+	return back > 0 && d->nrungs > 1 && f->at >= 1 && rec->left_rung0_ms > 0 &&
+	       plan_next_rung(0, f->cls, 2) == 1 && b->in->now_ms > 0 && b->in->now_ms >= rec->left_rung0_ms + back;
+}
+
+/* Adds to a resubmit's reason why it goes back to rung 0 (returns_to_rung0). */
+static void note_return(struct builder *b, struct plan_action *a, const struct plan_decl *d,
+			const struct plan_record *rec)
+{
+	char left[40], w[32];
+
+	if (!a->reason)
+		return;
+	fmt_utc(left, sizeof(left), rec->left_rung0_ms, 0);
+	failure_timeout_words(w, sizeof(w), d->policy->return_after_ms);
+	job_set_fmt(b, &a->reason, vx_asprintf("%s; back to rung 0 (returnAfter %s passed since it left rung 0 at %s)", a->reason, w, left));
 }
 
 static struct plan_action *failed_noop(struct builder *b, struct plan_action *a, const struct plan_decl *d,
@@ -601,7 +647,8 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 {
 	const struct plan_run *cur = rec->current;
 	const struct live_job *seen = NULL;
-	int64_t next = cur->attempt + 1, rung = plan_next_rung(f->at, f->cls, d->nrungs);
+	int back = returns_to_rung0(b, d, rec, f);
+	int64_t next = cur->attempt + 1, rung = back ? 0 : plan_next_rung(f->at, f->cls, d->nrungs);
 	struct plan_action *a;
 	struct job_action *ja;
 	char when[40], note[64], *refused = NULL;
@@ -644,6 +691,8 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 			job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s at %s%s", next, d->max_attempts, f->cls, when, note));
 		if (refused)
 			job_set_fmt(b, &a->reason, refused);
+		if (back)
+			note_return(b, a, d, rec);
 		note_deadline(b, a, d, rec);
 		job_note_seen(b, a, seen);
 		return a;

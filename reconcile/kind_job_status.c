@@ -287,6 +287,34 @@ static int refused_row(struct status_row *row, const struct state_record *rec, c
 	return 0;
 }
 
+_Static_assert(STACK_FAIL_NCLASSES <= STATUS_MAX_BUDGETS, "a budget per failure class");
+
+/*
+ * j's per-class resubmit budgets (resubmit.on's map form) and how many of
+ * each rec's run has had: its earlier attempts of the record's spec and run
+ * (history) that failed with that class, each followed by a resubmission.
+ */
+static void job_budgets(struct status_row *row, const struct stack_job *j, const struct state_record *rec)
+{
+	for (unsigned c = 0; j && j->on_budgets && c < STACK_FAIL_NCLASSES; c++) {
+		struct status_budget *bu = &row->budgets[row->nbudgets];
+
+		if (!(j->resubmit_on & (1u << c)))
+			continue;
+		bu->cls = stack_fail_names[c];
+		bu->allowed = j->on_budget[c];
+		bu->used = 0;
+		for (size_t h = 0; rec && h < rec->nhistory; h++) {
+			const struct state_run *x = &rec->history[h];
+
+			if (x->failure && !strcmp(x->failure, bu->cls) && x->run == rec->run &&
+			    vx_text_same(x->spec_hash, rec->spec_hash))
+				bu->used++;
+		}
+		row->nbudgets++;
+	}
+}
+
 static int job_row(struct status_report *out, const struct status_input *in, const struct index *ix,
 		   const char *address, const struct stack_job *j, const struct state_record *rec)
 {
@@ -299,6 +327,7 @@ static int job_row(struct status_report *out, const struct status_input *in, con
 	row->runs = 1;
 	row->declared = j != NULL;
 	row->max_attempts = j ? j->max_attempts : 0;
+	job_budgets(row, j, rec);
 	if (rec && rec->current)
 		return job_run_row(row, in, ix, rec, j);
 	if ((rc = refused_row(row, rec, j)) <= 0)

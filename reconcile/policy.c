@@ -47,6 +47,7 @@ int policy_of_job(struct state_policy *out, const struct stack *st, const struct
 	out->fallback_rungs = (int64_t)j->nrungs;
 	memcpy(out->on_exit_codes, j->on_exit_codes, sizeof(out->on_exit_codes));
 	out->within_ms = j->within_ms;
+	out->return_after_ms = j->return_after_ms;
 	if (j->sweep && j->sweep <= nsw) {
 		out->max_parallel = sw[j->sweep - 1].max_parallel;
 		out->max_failed = sw[j->sweep - 1].max_failed;
@@ -151,7 +152,7 @@ static int on_same(const struct state_policy *a, const struct state_policy *d)
 	       !memcmp(a->resubmit_budgets, d->resubmit_budgets, a->nresubmit_on * sizeof(int64_t));
 }
 
-/* resubmit.within as written, or "none". */
+/* resubmit.within or returnAfter as written, or "none". */
 static int add_within(struct vx_buf *out, int64_t ms)
 {
 	return ms ? add_duration(out, ms) : vx_buf_adds(out, "none");
@@ -212,6 +213,11 @@ int policy_diff(struct vx_buf *out, const struct state_policy *a, const struct s
 	if (a->within_ms != d->within_ms &&
 	    ((rc = field(out, start, "resubmit.within", plan)) < 0 || (rc = add_within(out, a->within_ms)) < 0 ||
 	     (rc = vx_buf_adds(out, arrow)) < 0 || (rc = add_within(out, d->within_ms)) < 0))
+		return VX_ENOMEM;
+	if (a->return_after_ms != d->return_after_ms &&
+	    ((rc = field(out, start, "resubmit.returnAfter", plan)) < 0 ||
+	     (rc = add_within(out, a->return_after_ms)) < 0 || (rc = vx_buf_adds(out, arrow)) < 0 ||
+	     (rc = add_within(out, d->return_after_ms)) < 0))
 		return VX_ENOMEM;
 	if (a->delay_ms != d->delay_ms &&
 	    ((rc = field(out, start, "resubmit.delay", plan)) < 0 || (rc = add_duration(out, a->delay_ms)) < 0 ||

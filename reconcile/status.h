@@ -50,6 +50,15 @@ struct status_values {
 	const char *key, *key2;	  /* the JSON's: "count", "in_use" */
 };
 
+/* One per-class resubmit budget of a job (resubmit.on's map form). */
+struct status_budget {
+	const char *cls; /* the failure class (static: stack_fail_names) */
+	int64_t allowed; /* resubmissions a failure of it may have */
+	int64_t used;	 /* how many the run has had */
+};
+
+#define STATUS_MAX_BUDGETS 16
+
 struct status_row {
 	char *address;           /* "job.train"; an untracked job: job.<its vx-job label, or display name> */
 	const char *kind;        /* "job", "reservation", "quota" (static) */
@@ -81,6 +90,10 @@ struct status_row {
 	char *held;
 	int refused;             /* the last create was refused by the server: no run was made */
 	char *message;           /* the failure's first line: cleaned, at most RENDER_ERROR_LINE_MAX characters */
+	/* A job whose resubmit.on is a map: its budgets, in vx's order of the
+	 * classes; nbudgets 0: none ("budgets" only when set). */
+	struct status_budget budgets[STATUS_MAX_BUDGETS];
+	size_t nbudgets;
 	/* Reservations: count and in use; quota preferences: preferred and granted. */
 	int has_value;
 	int64_t value;

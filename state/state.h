@@ -158,6 +158,10 @@ struct state_policy {
 	/* resubmit.within: no new attempt after the run's first create + this;
 	 * 0: none. "withinMs", written only when set. */
 	int64_t within_ms;
+	/* resubmit.returnAfter: a run that left rung 0 this long ago goes back to
+	 * it at its next capacity failure; 0: never. "returnAfterMs", written
+	 * only when set. */
+	int64_t return_after_ms;
 };
 
 #define STATE_MAX_POLICY_LIST 1000

@@ -953,6 +953,29 @@ static cJSON *cost_json(const struct capacity_cost *k)
 	return o;
 }
 
+/* A job's per-class resubmit budgets: {"stockout": {"allowed": 2, "used": 1}}, classes in vx's order. */
+static cJSON *budgets_json(const struct job_action *ja)
+{
+	cJSON *o = cJSON_CreateObject(), *c;
+	int rc = 0;
+
+	for (unsigned k = 0; o && k < STACK_FAIL_NCLASSES; k++) {
+		if (ja->budget_allowed[k] < 0)
+			continue;
+		c = cJSON_CreateObject();
+		rc |= add(o, stack_fail_names[k], c);
+		if (c) {
+			rc |= add(c, "allowed", cJSON_CreateNumber((double)ja->budget_allowed[k]));
+			rc |= add(c, "used", cJSON_CreateNumber((double)ja->budget_used[k]));
+		}
+	}
+	if (rc) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
 static cJSON *action_json(const struct plan_action *a, const struct capacity_report *cap)
 {
 	const struct job_action *ja = job_action_of(a);
@@ -973,6 +996,8 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 	rc |= add(o, "error", error_json(a));
 	rc |= add(o, "cancel", str_or_null(ja->cancel_name));
 	rc |= add(o, "adopt", str_or_null(ja->adopt_name));
+	if (ja->has_budgets)
+		rc |= add(o, "budgets", budgets_json(ja));
 	if (cap) {
 		const struct capacity_cost *k = capacity_cost_of(cap, a->address);
 

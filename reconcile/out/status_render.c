@@ -217,6 +217,22 @@ static int json_int(struct vx_buf *b, const char *key, int has, int64_t v)
 	return has ? vx_buf_printf(b, ",\"%s\":%" PRId64, key, v) : vx_buf_printf(b, ",\"%s\":null", key);
 }
 
+/* ,"budgets":{"stockout":{"allowed":2,"used":1}}: only for a job with per-class budgets. */
+static int json_budgets(struct vx_buf *b, const struct status_row *r)
+{
+	int rc = vx_buf_adds(b, ",\"budgets\":{");
+
+	for (size_t i = 0; i < r->nbudgets && rc == 0; i++) {
+		rc = vx_buf_adds(b, i ? "," : "");
+		if (rc == 0)
+			rc = vx_buf_add_json_str(b, r->budgets[i].cls);
+		if (rc == 0)
+			rc = vx_buf_printf(b, ":{\"allowed\":%" PRId64 ",\"used\":%" PRId64 "}", r->budgets[i].allowed,
+					   r->budgets[i].used);
+	}
+	return rc == 0 ? vx_buf_addc(b, '}') : rc;
+}
+
 static int json_row(struct vx_buf *b, const struct status_row *r)
 {
 	int rc = vx_buf_adds(b, "{\"address\":");
@@ -246,6 +262,8 @@ static int json_row(struct vx_buf *b, const struct status_row *r)
 		rc = json_int(b, "max_attempts", r->max_attempts > 0, r->max_attempts);
 	if (rc == 0)
 		rc = json_int(b, "rung", r->attempt > 0, r->rung);
+	if (rc == 0 && r->nbudgets)
+		rc = json_budgets(b, r);
 	if (rc == 0)
 		rc = json_time(b, "create_time", r->create_ms);
 	if (rc == 0)

@@ -5,6 +5,7 @@ and compares the plan's line for the job, the JSON plan and `vx log` exactly.
 """
 import json
 import re
+import time
 import unittest
 
 from harness import FakeTestCase, job_yaml
@@ -215,6 +216,35 @@ class ResubmitRules(FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)
         self.assertEqual((len(self.live_jobs("a")), len(self.live_jobs("b"))), (3, 1))
 
+    def test_the_json_plan_shows_each_class_budget_and_what_is_used(self):
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "stockout"})
+        self.repo.write({"a": with_resubmit(job_yaml("a"), "{on: {stockout: 2, preempted: 20}, maxAttempts: 10}"),
+                         "b": job_yaml("b")})
+
+        def budgets(stockouts):
+            return {"stockout": {"allowed": 2, "used": stockouts}, "preempted": {"allowed": 20, "used": 0}}
+
+        def actions():
+            """job.a's action and budgets; job.b (resubmit.on a list) has none."""
+            acts = {a["address"]: a for a in self.json_plan()["actions"]}
+            self.assertNotIn("budgets", acts["job.b"])
+            return acts["job.a"]["action"], acts["job.a"]["budgets"]
+
+        self.assertEqual(actions(), ("create", budgets(0)))
+        self.assertEqual(self.repo.apply().code, 0)
+        for used in (1, 2):
+            self.fake.advance(START + 60)
+            self.assertEqual(actions(), ("resubmit", budgets(used)))   # the resubmission it plans counted
+            self.assertEqual(self.repo.apply("-target", "job.a").code, 0)
+        self.fake.advance(START + 60)
+        self.assertEqual(actions(), ("noop", budgets(2)))              # gave up: both used
+        # vx status shows the same counts for the run, and none for job.b.
+        r = self.repo.vx("status", "-C", self.repo.dir, "-format", "json")
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        rows = {x["address"]: x for x in json.loads(r.out)["addresses"]}
+        self.assertEqual(rows["job.a"]["budgets"], budgets(2))
+        self.assertNotIn("budgets", rows["job.b"])
+
     def test_a_budget_change_is_an_update_and_the_map_is_checked(self):
         self.repo.write({"a": job_yaml("a", on="stockout, preempted")})
         self.assertEqual(self.repo.apply().code, 0)
@@ -266,6 +296,73 @@ class ResubmitRules(FakeTestCase):
                          [("noop", "2026-01-01T01:00:00Z")])
         self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
         self.assertEqual(len(self.live_jobs("a")), 2)
+
+    # ---- resubmit.returnAfter ------------------------------------------------------------------
+
+    PREEMPTED = STOCKOUT.replace("us-central1", "us-east5")   # Google's text for a reclaimed Spot VM
+
+    def test_after_return_after_the_next_attempt_is_on_rung_0(self):
+        # Rung 0 (us-central1) has no L4s; rung 1 (us-east5) has them, each run preempted after 30 min.
+        self.fake.post("/_fake/capacity", {"region": "us-central1", "accelerator_type": "NVIDIA_L4", "gpus": 0})
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a", "vx-rung": "1"}, "outcome": "preempted"})
+        self.fake.post("/_fake/timings", {"running_seconds": 3600})
+        self.repo.write({"a": with_resubmit(job_yaml("a", strategy="SPOT"), "{on: [stockout, preempted], maxAttempts: 6, "
+                                                           "returnAfter: 1h, fallback: [{region: us-east5}]}")})
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(60)                         # 00:01: attempt 1 stocked out at 00:00:35
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertEqual(self.block(r.out)[2], "attempt 2/6 on rung 1 (region us-east5) after stockout in "
+                                               "us-central1 (code 8: %s)" % STOCKOUT)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(START + 1800)               # 00:31:35: attempt 2, left rung 0 at 00:01, preempted
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertEqual(self.block(r.out)[2], "attempt 3/6 on rung 1 (region us-east5) after preempted in "
+                                               "us-east5 (code 8: %s)" % self.PREEMPTED)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(START + 1800)               # 01:02:10: attempt 3 preempted, 1h since 00:01
+        r = self.repo.plan(env=self.at_fake_now())
+        self.assertEqual(self.block(r.out)[2], "attempt 4/6 on rung 0 (region us-central1) after preempted in "
+                                               "us-east5; back to rung 0 (returnAfter 1h passed since it left "
+                                               "rung 0 at 2026-01-01 00:01Z) (code 8: %s)" % self.PREEMPTED)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        jobs = sorted(self.live_jobs("a"), key=lambda j: int(j["labels"]["vx-attempt"]))
+        self.assertEqual([(j["labels"]["vx-rung"], j["name"].split("/")[3]) for j in jobs],
+                         [("0", "us-central1"), ("1", "us-east5"), ("1", "us-east5"), ("0", "us-central1")])
+
+    def test_the_watcher_goes_back_to_rung_0_after_return_after(self):
+        # The fake's clock at the real time, as test_watch's: the watcher signs its token with its own.
+        self.fake.post("/_fake/clock", {"set_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        self.fake.post("/_fake/capacity", {"region": "us-central1", "accelerator_type": "NVIDIA_L4", "gpus": 0})
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a", "vx-rung": "1"}, "outcome": "preempted"})
+        self.fake.post("/_fake/timings", {"running_seconds": 60})
+        self.repo.write({"a": with_resubmit(job_yaml("a", strategy="SPOT"), "{on: [stockout, preempted], "
+                                            "maxAttempts: 6, returnAfter: 1m, fallback: [{region: us-east5}]}")})
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)
+        self.fake.advance(60)
+        self.assertEqual(self.repo.apply(env=self.at_fake_now()).code, 0)   # attempt 2 on rung 1, at +60s
+        self.fake.advance(START + 30)                 # +125s: preempted after 30s running, 65s after it left
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.at_fake_now())
+        self.assertEqual((r.code, r.err), (2, ""), r)
+        self.assertEqual([re.sub(r"^\S+ ", "", re.sub(r"customJobs/\d+$", "customJobs/ID", l))
+                          for l in r.out.splitlines()],
+                         ["record: recorded: job.a: queued -> failed (preempted)",
+                          "act: + job.a resubmit projects/630532886571/locations/us-central1/customJobs/ID"])
+        jobs = sorted(self.live_jobs("a"), key=lambda j: int(j["labels"]["vx-attempt"]))
+        self.assertEqual([(j["labels"]["vx-rung"], j["name"].split("/")[3]) for j in jobs],
+                         [("0", "us-central1"), ("1", "us-east5"), ("0", "us-central1")])
+
+    def test_return_after_is_checked_and_a_change_is_an_update(self):
+        ladder = "{on: [stockout], maxAttempts: 3, fallback: [{region: us-east5}]%s}"
+        self.repo.write({"a": with_resubmit(job_yaml("a"), ladder % "")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.repo.write({"a": with_resubmit(job_yaml("a"), ladder % ", returnAfter: 6h")})
+        r = self.repo.plan()
+        self.assertEqual(self.block(r.out)[-1], "resubmit.returnAfter: none -> 6h")
+        self.repo.write({"a": with_resubmit(job_yaml("a"), ladder % ", returnAfter: 10s")})
+        r = self.repo.vx("validate", self.repo.dir)
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual([re.sub(r"^.*jobs\.yaml:\d+:\d+: ", "", l) for l in r.err.splitlines() if "returnAfter" in l],
+                         ['CustomJob "a": resubmit.returnAfter: must be from 1m to 30d, got "10s"'])
 
 if __name__ == "__main__":
     unittest.main()
