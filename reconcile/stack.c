@@ -144,22 +144,20 @@ void stack_violation(struct loader *L, const char *file, unsigned line, unsigned
 	va_list ap;
 	int rc;
 
+	/* "<prefix><message>", as stack_err_at words it, then the loader's errors or the violations. */
 	va_start(ap, fmt);
-	rc = vx_buf_vprintf(&b, fmt, ap);
+	rc = vx_buf_adds(&b, L->prefix);
+	if (rc == 0)
+		rc = vx_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	if (rc < 0) {
-		stack_oom(L);
-	} else if (!L->violations) {
+	if (rc == 0 && !L->violations) {
 		L->nerr++;
-		if (vx_diags_add(L->diags, file, line, col, "%s%s", L->prefix, vx_buf_str(&b)) < 0)
-			stack_oom(L);
-	} else {
-		char *msg = vx_asprintf("%s%s", L->prefix, vx_buf_str(&b));
-
-		if (!msg || policy_rules_add_violation(L->violations, file, line, col, L->about, msg) < 0)
-			stack_oom(L);
-		free(msg);
+		rc = vx_diags_add(L->diags, file, line, col, "%s", vx_buf_str(&b));
+	} else if (rc == 0) {
+		rc = policy_rules_add_violation(L->violations, file, line, col, L->about, vx_buf_str(&b));
 	}
+	if (rc < 0)
+		stack_oom(L);
 	vx_buf_release(&b);
 }
 
