@@ -36,7 +36,8 @@ class TLSProxy:
         self.port = self.sock.getsockname()[1]
         self.handshakes_failed = 0
         self.stopping = False
-        threading.Thread(target=self.serve, daemon=True).start()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
 
     def serve(self):
         while not self.stopping:
@@ -79,7 +80,17 @@ class TLSProxy:
         up.close()
 
     def close(self):
+        # Close only once the accepting thread has ended. A thread still in accept() when the
+        # socket closes can wake on the next socket given the same descriptor (the next test's
+        # proxy) and answer its connections with this proxy's certificate: the create of
+        # test_trusted_through_ssl_cert_file then failed "self-signed certificate" about one run
+        # in fifteen when three of these files ran at once. shutdown() wakes the accept().
         self.stopping = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.thread.join(10)
         self.sock.close()
 
 

@@ -178,7 +178,8 @@ class HungReceiver:
         self.url = "http://127.0.0.1:%d/hook" % self.srv.getsockname()[1]
         self.conns = []
         self.closed = False
-        threading.Thread(target=self.serve, daemon=True).start()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
 
     def serve(self):
         while not self.closed:
@@ -189,7 +190,14 @@ class HungReceiver:
             self.conns.append(c)
 
     def close(self):
+        # shutdown() wakes the accept(); closing first could leave the thread accepting on
+        # whatever socket reuses the descriptor next.
         self.closed = True
+        try:
+            self.srv.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.thread.join(10)
         self.srv.close()
         for c in self.conns:
             c.close()
