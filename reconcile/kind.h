@@ -196,6 +196,14 @@ struct kind_capacity {
 	/* Held only in [window_start_ms, window_end_ms) (a booking); 0: from
 	 * its create until deleted. */
 	int64_t window_start_ms, window_end_ms;
+	/*
+	 * The most attempts attempts of the run may cost when a later attempt
+	 * may run on other machines than run (a job's fallback ladder): per
+	 * attempt, the priciest rung it may still run on. NULL: every attempt
+	 * runs as run. -1 when a price is unknown, *why (owned, may stay NULL)
+	 * saying which.
+	 */
+	double (*attempts_most)(const struct plan_action *a, const struct prices *p, int64_t attempts, char **why);
 };
 
 /* One declaration that holds machines, as the capacity check sees it (struct kind's held). */

@@ -755,6 +755,12 @@ static const struct stack_decl *job_find_decl(const struct stack *st, const char
 	return x ? &x->d : NULL;
 }
 
+/* A run on a fallback ladder: its attempts left, each at the priciest rung it may reach (kind_job_budget.c). */
+static double job_attempts_most(const struct plan_action *a, const struct prices *p, int64_t attempts, char **why)
+{
+	return kind_job_attempts_most(a->kdecl, job_action_of(a)->rung, 0, attempts, p, why);
+}
+
 /*
  * A job's action asks for the machines of the rung its run starts or runs
  * on, in that rung's region (capacity.c decides whether it starts, stays or
@@ -771,6 +777,8 @@ static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
 	out->run = stack_job_rung_spec(j, ja->rung);
 	out->region = stack_job_rung_region(j, ja->rung);
 	out->max_attempts = j->max_attempts;
+	if (j->nrungs)
+		out->attempts_most = job_attempts_most;
 }
 
 /* A sweep's runs are jobs of st too: counted and listed with the others. */

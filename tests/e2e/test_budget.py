@@ -95,6 +95,32 @@ class Budget(FakeTestCase):
                                            "(vxapply refuses it without -allow-over-budget)"])
         self.assertEqual(doc["errors"], [])
 
+    def test_ladder_at_most(self):
+        # A run that may fall back to a pricier rung can cost that rung's rate on every attempt after
+        # the first: per attempt left, the priciest rung it may still run on (2h timeouts).
+        #   job  rung 0        rung 1          attempts  attempt 1  attempt 2  attempt 3  at most
+        #   b    SPOT 0.60/h   STANDARD 1.50/h  3         1.20       3.00       3.00       7.20
+        #   c    STANDARD 1.50  SPOT 0.60/h     2         3.00       3.00                  6.00
+        # b's first attempt runs on rung 0; a preemption sends the next one down to rung 1.
+        # c's rung 1 is cheaper: a non-capacity failure keeps it on rung 0, priced as before.
+        # Spent $3.00; the plan adds 7.20 + 6.00 = $13.20 against $15: over by $1.20.
+        down = ("resubmit:\n  on: [preempted, internal]\n  maxAttempts: %d\n  fallback:\n"
+                "    - scheduling: {strategy: %s}\n")
+        self.history(budget(15))
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1, extra=down % (3, "STANDARD"), strategy="SPOT"),
+                         "c": job("c", 1, extra=down % (2, "SPOT"))}, extra_stack=budget(15))
+        r = self.repo.plan(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $3.00 of $15.00 spent (30 d); this plan at most $13.20: "
+                                           "would exceed by $1.20")
+        self.assertEqual([x for x in r.out.split("\n") if x.lstrip().startswith("starts")], [
+            "  starts     job.b: $0.60/h, at most $7.20 (2h timeout × 3 attempts left, each at the priciest "
+            "rung it may fall back to)",
+            "  starts     job.c: $1.50/h, at most $6.00 (2h timeout × 2 attempts left)"])
+        self.assertIn("Cost: + $2.10/h while running, at most $13.20 for this apply.", r.out)
+        doc = json.loads(self.repo.plan("-format", "json", env=self.env).out)
+        self.assertEqual((doc["budget"]["at_most"], doc["budget"]["exceed_by"]), (13.2, 1.2))
+
     def test_no_budget_no_line_no_key(self):
         self.history()
         self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)})
