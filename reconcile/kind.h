@@ -593,6 +593,17 @@ struct kind {
 	 * 0. 0 or VX_ENOMEM. NULL: no limit on prices applies to the kind.
 	 */
 	int (*check_prices)(const struct stack *st, const struct prices *p, struct vx_diags *out);
+	/*
+	 * The Stack's budget (docs/budgets.md): 1 when action a starts spending
+	 * no reviewer approved in this plan, which vxplan and vxapply hold past
+	 * the budget as the watcher does (a resubmission; a start of a
+	 * declaration applied earlier: a sweep run that waited for maxParallel,
+	 * an after: dependent whose dependencies succeeded); 0: a start the
+	 * reviewed declaration asks for. NULL: the kind starts nothing unreviewed.
+	 */
+	int (*budget_unreviewed)(const struct plan_action *a);
+	/* Makes such an action a wait, with why (owned, taken): 0, or VX_ENOMEM when why is NULL. */
+	int (*budget_hold)(struct plan *p, struct plan_action *a, char *why);
 };
 
 /*

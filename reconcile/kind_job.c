@@ -851,6 +851,22 @@ int job_action_hold(struct plan *p, struct plan_action *a, char *why)
 	return 0;
 }
 
+/*
+ * A start of a job no reviewer approved in this plan: a resubmission, or a
+ * run whose declaration is the one its record says was applied (a sweep's
+ * run that waited, an after: dependent, a rerun a dependency's new run asks
+ * for).
+ */
+static int job_budget_unreviewed(const struct plan_action *a)
+{
+	const struct job_action *ja = job_action_of(a);
+	const struct plan_decl *d = ja->decl;
+	const struct plan_record *r = ja->record;
+	int applied = d && r && d->spec_hash && r->spec_hash && !strcmp(d->spec_hash, r->spec_hash) && d->run == r->run;
+
+	return a->op == PLAN_RESUBMIT || ((a->op == PLAN_CREATE || (a->op == PLAN_RERUN && ja->after_rerun)) && applied);
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
@@ -890,4 +906,6 @@ const struct kind kind_job = {
 	.plan_after = job_window_gate,
 	.watch_relies = job_window_relies,
 	.check_prices = kind_job_check_prices,
+	.budget_unreviewed = job_budget_unreviewed,
+	.budget_hold = job_action_hold,
 };

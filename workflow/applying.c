@@ -406,6 +406,7 @@ int applying_record(struct applying *ap, const struct planning_opts *po, struct 
 {
 	struct workspace *ws = &ap->ws;
 	struct live_set kinds = live_store_view(&ws->store);
+	int rc;
 
 	ap->refreshed = po->refresh ? apply_refresh_state(&ws->state, kind_job_listed(&ws->store), &kinds,
 							  &ap->refresh_summary)
@@ -419,7 +420,16 @@ int applying_record(struct applying *ap, const struct planning_opts *po, struct 
 	 */
 	if (!ap->refreshed && !ws->migrated)
 		return 0;
-	return record_refresh(ws, ap->refreshed, ws->migrated, ap->refresh_summary, err);
+	if ((rc = record_refresh(ws, ap->refreshed, ws->migrated, ap->refresh_summary, err)) < 0)
+		return rc;
+	/* The spend is the state's history: what just ended counts now, before anything starts
+	 * (vxapply; the watcher holds to the budget applied once it recorded, workflow/watch.c). */
+	if (!ap->refreshed || po->budget_holds || !ws->st->budget.set)
+		return 0;
+	if (budget_hold_unreviewed(&ap->budget_held, &ap->pl.planner.plan, &ap->pl.capacity, ws, &ap->pl.prices,
+				   po->now_ms ? po->now_ms : vx_now_ms(ws->ctx)) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
 }
 
 int applying_run(struct applying *ap, const struct applying_opts *opts, struct vx_err *err)

@@ -96,6 +96,10 @@ struct applying {
 	const char *pr_url;
 	size_t refreshed;          /* runs whose state the refresh changed (applying_record) */
 	char *refresh_summary;
+	/* Starts no reviewer approved that the Stack's budget held once the
+	 * refresh was recorded (applying_record): the runs that ended since the
+	 * last record took the spend past what covers them. */
+	size_t budget_held;
 	struct apply_result res;   /* what applying_run did */
 	int ran;                   /* applying_run ran */
 	/* The fence's test pause (util/testhook.h, "before-send"), armed when

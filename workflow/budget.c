@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "reconcile/capacity.h"
+#include "reconcile/kind.h"
+#include "reconcile/plan.h"
 #include "reconcile/stack.h"
 #include "util/buf.h"
 #include "workflow/report.h"
@@ -68,6 +70,89 @@ static double plan_at_most(const struct stack_budget *b, const struct capacity_r
 		return -1;
 	return round_cents(cap->max_total + cap->bookings_total +
 			   (cap->reservations_per_hour > 0 ? cap->reservations_per_hour * held_hours : 0));
+}
+
+/* Whether a starts spending no reviewer approved in this plan (its kind's budget_unreviewed). */
+static int unreviewed(const struct plan_action *a)
+{
+	return a->kind_of && a->kind_of->budget_unreviewed && a->kind_of->budget_hold &&
+	       a->kind_of->budget_unreviewed(a);
+}
+
+/*
+ * The most the reviewed part of plan p adds (plan_at_most without the
+ * unreviewed starts); -1 when a price of it is unknown. delta_known 0 with
+ * no unknown start of its own: what else the plan changes (a reservation)
+ * is unknown.
+ */
+static double reviewed_at_most(const struct stack_budget *b, const struct plan *p, const struct capacity_report *cap,
+			       int64_t now_ms)
+{
+	double held_hours = (double)(budget_period_end(b, now_ms) - now_ms) / 3600000.0;
+	double most = cap->bookings_total + (cap->reservations_per_hour > 0 ? cap->reservations_per_hour * held_hours : 0);
+	int auto_unknown = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct capacity_cost *c = capacity_cost_of(cap, p->actions[i].address);
+
+		if (!c || !c->starts)
+			continue;
+		if (unreviewed(&p->actions[i]))
+			auto_unknown |= !c->known;
+		else if (!c->known)
+			return -1;
+		else
+			most += c->usd_max;
+	}
+	return cap->delta_known || auto_unknown ? round_cents(most) : -1;
+}
+
+/* "held: budget, $0.90 left", or why it is not known. */
+static char *hold_reason(double left, int spent_known, int reviewed_known)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	char *why;
+
+	if (!spent_known)
+		return vx_strdup("held: budget, the period's spend is unknown");
+	if (!reviewed_known)
+		return vx_strdup("held: budget, this plan's cost is unknown (a price is not in the table)");
+	if (budget_money(&b, left > 0 ? round_cents(left) : 0) < 0) {
+		vx_buf_release(&b);
+		return NULL;
+	}
+	why = vx_asprintf("held: budget, %s left", vx_buf_str(&b));
+	vx_buf_release(&b);
+	return why;
+}
+
+int budget_hold_unreviewed(size_t *held, struct plan *p, const struct capacity_report *cap, const struct workspace *ws,
+			   const struct prices *prices, int64_t now_ms)
+{
+	const struct stack_budget *b = &ws->st->budget;
+	double spent = 0, reviewed = reviewed_at_most(b, p, cap, now_ms), left, adds = 0;
+	int rc = budget_spent(&spent, ws, b, prices, now_ms);
+
+	*held = 0;
+	if (rc < -1)
+		return rc;
+	left = b->usd - spent - reviewed;
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_action *a = &p->actions[i];
+		const struct capacity_cost *c = capacity_cost_of(cap, a->address);
+
+		if (!c || !c->starts || !unreviewed(a))
+			continue;
+		/* To the cent: a start that uses the last cent left still fits. */
+		if (rc == 0 && reviewed >= 0 && c->known && round_cents(adds + c->usd_max) <= round_cents(left)) {
+			adds += c->usd_max;
+			continue;
+		}
+		if (a->kind_of->budget_hold(p, a, hold_reason(left - adds, rc == 0, reviewed >= 0)) < 0)
+			return VX_ENOMEM;
+		(*held)++;
+	}
+	return 0;
 }
 
 /* "(30 d)" or "(this month)". */

@@ -57,6 +57,20 @@ int budget_build_report(struct budget *out, const struct workspace *ws, const st
 int budget_spent(double *out, const struct workspace *ws, const struct stack_budget *b, const struct prices *p,
 		 int64_t now_ms) VX_WUR;
 
+/*
+ * vxplan's and vxapply's holds (docs/budgets.md): in plan p, whose costs
+ * are cap, each start no reviewer approved in it (a resubmission, a sweep
+ * run that waited, an after: dependent: its kind's budget_unreviewed) that
+ * would take the spend of ws's Stack budget (set) past it is made a wait,
+ * "held: budget, $0.90 left", in plan order. What the reviewed part of the
+ * plan adds counts first: the plan's budget line and vxapply's refusal
+ * govern it. A spend or a cost that cannot be known holds too. *held: how
+ * many. 0, or VX_ENOMEM.
+ */
+struct plan;
+int budget_hold_unreviewed(size_t *held, struct plan *p, const struct capacity_report *cap, const struct workspace *ws,
+			   const struct prices *prices, int64_t now_ms) VX_WUR;
+
 /* "$12,400" ($100 and up in whole dollars, cents below, as the plan's spend line) into b. */
 struct vx_buf;
 int budget_money(struct vx_buf *b, double usd) VX_WUR;

@@ -322,6 +322,82 @@ class Budget(FakeTestCase):
         state = json.loads(self.repo.git("show", "vx/state/e2e:stack.json"))
         self.assertEqual(state["budget"], {"usdCents": 4000, "days": 30})
 
+    def test_vxapply_holds_a_resubmission_past_the_budget(self):
+        # As in the watcher's test: a (SPOT, 1.20/h, 1h, 2 attempts) applied over a $1.50 budget
+        # is preempted half-way, $0.60 spent. The reviewed change adds b (SPOT 1 replica, 0.60/h,
+        # a 30m timeout: at most $0.30), counted first: $0.60 left for what no one reviewed.
+        # a's resubmission (1.20/h x 1h x 1 attempt left = $1.20) is over it: vxplan shows it
+        # held and vxapply holds it rather than starting it, and applies b.
+        #   spent  b (reviewed)  left for the rest  a's resubmission
+        #   0.60   0.30          0.60               1.20 -> held
+        retry = "resubmit: {on: [preempted], maxAttempts: 2}\n"
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
+        a = job("a", 2, "1h", extra=retry, strategy="SPOT")
+        self.repo.write({"a": a}, extra_stack=budget(1.5))
+        r = self.repo.apply("-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.fake.advance(40)
+        self.fake.advance(2000)
+        env = dict(self.env, VX_NOW="2026-01-01T00:34:00Z")
+        # The spend is the state's: a watcher's cycle records how a ended (and holds it too).
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual(r.err, "", r)
+        self.repo.write({"a": a, "b": job("b", 1, "30m", strategy="SPOT")}, extra_stack=budget(1.5))
+        r = self.repo.plan(env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $0.60 of $1.50 spent (30 d); this plan at most $0.30: "
+                                           "$0.60 left after it")
+        held = ["      job.a wait", "        n1-standard-4 ×2, 1×T4, SPOT in us-central1",
+                "        held: budget, $0.60 left (code 8: Resources are insufficient in region: us-central1. "
+                "Try a different region or use a different accelerator.)"]
+        lines = r.out.split("\n")
+        self.assertEqual(lines[lines.index(held[0]):][:3], held)
+        self.assertIn("\nPlan: 1 to create, 1 waiting. 0 unchanged.\n", r.out)
+        doc = json.loads(self.repo.plan("-format", "json", env=env).out)
+        [act] = [x for x in doc["actions"] if x["address"] == "job.a"]
+        self.assertEqual((act["action"], act["reason"]), ("wait", "held: budget, $0.60 left"))
+        r = self.repo.apply(env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual((len(self.live_jobs("a")), len(self.live_jobs("b"))), (1, 1))
+        # vx status, from the state alone, counts what ran ($0.60 of $1.50): b has not cost yet.
+        r = self.repo.vx("status", "-C", self.repo.dir, "-format", "json", env=env)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        [row] = [x for x in json.loads(r.out)["addresses"] if x["address"] == "job.a"]
+        self.assertEqual(row["failure"]["held"], "held: budget, $0.90 left")
+        # Raised and applied, the budget covers it: vxapply resubmits a.
+        self.repo.write(extra_stack=budget(40))
+        r = self.repo.apply(env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("a")), 2)
+
+    def test_vxapply_counts_what_ended_before_it_starts(self):
+        # The same history, no watcher: the state still says a is queued, so the plan counts
+        # nothing spent and the resubmission (at most $1.20) fits the $1.50 with b's $0.30.
+        # vxapply records that a ran until preempted ($0.60) before it starts anything: then
+        # only $0.60 is left for what no one reviewed, and it holds the resubmission.
+        retry = "resubmit: {on: [preempted], maxAttempts: 2}\n"
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
+        a = job("a", 2, "1h", extra=retry, strategy="SPOT")
+        self.repo.write({"a": a}, extra_stack=budget(1.5))
+        r = self.repo.apply("-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.fake.advance(40)
+        self.fake.advance(2000)
+        env = dict(self.env, VX_NOW="2026-01-01T00:34:00Z")
+        self.repo.write({"a": a, "b": job("b", 1, "30m", strategy="SPOT")}, extra_stack=budget(1.5))
+        r = self.repo.plan(env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $0.00 of $1.50 spent (30 d); this plan at most $1.50: "
+                                           "$0.00 left after it")
+        r = self.repo.apply(env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("\nbudget: with the runs that just ended counted, 1 start no one reviewed held past the "
+                      "budget (vx status says why)\n", r.out)
+        self.assertEqual((len(self.live_jobs("a")), len(self.live_jobs("b"))), (1, 1))
+        r = self.repo.vx("status", "-C", self.repo.dir, "-format", "json", env=env)
+        [row] = [x for x in json.loads(r.out)["addresses"] if x["address"] == "job.a"]
+        self.assertEqual(row["failure"]["held"], "held: budget, $0.90 left")
+
     def test_bad_budget_at_its_field(self):
         self.repo.write({"a": job("a", 1)}, extra_stack="budget:\n  usd: 12.345\n  period: 2w\n  warnAt: [80, 50]\n")
         r = self.repo.vx("validate", self.repo.dir, env=self.env)
