@@ -398,6 +398,30 @@ class Budget(FakeTestCase):
         [row] = [x for x in json.loads(r.out)["addresses"] if x["address"] == "job.a"]
         self.assertEqual(row["failure"]["held"], "held: budget, $0.90 left")
 
+    def test_vxapply_holds_a_waiting_sweep_run_past_the_budget(self):
+        # s: 2 runs of 1.50/h with a 1h timeout, one at a time: each at most $1.50. The first
+        # runs from t=35 to t=3635 ($1.50 spent); the second, waiting, would take the $2.50
+        # budget to $3.00: vxplan shows it held, and vxapply does not start it.
+        sweep = "matrix: {lr: [1, 2]}\nmaxParallel: 1\n"
+        self.repo.write({"s": job("s", 1, "1h", extra=sweep)}, extra_stack=budget(2.5))
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.fake.advance(NOW_SECONDS)
+        # A watcher's cycle records that the first ended (and holds the second, to the budget applied).
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual(r.err, "", r)
+        self.env["VX_NOW"] = NOW
+        r = self.repo.plan("-verbose", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $1.50 of $2.50 spent (30 d); this plan at most $0.00: "
+                                           "$1.00 left after it")
+        doc = json.loads(self.repo.plan("-format", "json", env=self.env).out)
+        self.assertEqual([(x["address"], x["action"], x["reason"]) for x in doc["actions"]],
+                         [("job.s[lr=1]", "noop", None), ("job.s[lr=2]", "wait", "held: budget, $1.00 left")])
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len(self.live_jobs("s[lr=2]")), 0)
+
     def test_bad_budget_at_its_field(self):
         self.repo.write({"a": job("a", 1)}, extra_stack="budget:\n  usd: 12.345\n  period: 2w\n  warnAt: [80, 50]\n")
         r = self.repo.vx("validate", self.repo.dir, env=self.env)
