@@ -409,7 +409,8 @@ static void apply_notify(struct applying *ap, struct vx_ctx *ctx)
 	}
 	if (!ap->ws.st->nnotify)
 		return;
-	if (notify_outbox_new(&ob) < 0 || applying_events(ap, vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS, &events) < 0)
+	if (notify_outbox_new(&ob) < 0 || applying_events(ap, vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS, &events) < 0 ||
+	    applying_budget_events(ap, &events) < 0)
 		cmd_error("apply: notifications: out of memory");
 	else if (applying_notify(ap, NULL, ob, &events, 20, APPLY_NOTIFY_BUDGET_MS, &rep, &err) < 0)
 		cmd_report(&err, NULL);

@@ -114,6 +114,16 @@ struct applying {
 /* Zeroes ap before a cycle; applying_close ends it. */
 void applying_init(struct applying *ap);
 
+/*
+ * vxapply's budget notifications (docs/budgets.md), appended to out: a
+ * `budget` event for each warnAt threshold of the budget applied that the
+ * period's spend reached, and one `budget-exhausted` for the first start the
+ * budget held, keyed as the watcher keys them, so that each is told once
+ * whichever of them sees it first. Run after applying_targets recorded the
+ * budget. 0, or VX_ENOMEM.
+ */
+int applying_budget_events(struct applying *ap, struct notify_list *out) VX_WUR;
+
 /* Opens the stack in dir (workspace_open; with prov, workspace_open_lent: the
  * caller's provider, borrowed, and its flags). */
 int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,

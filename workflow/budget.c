@@ -4,6 +4,7 @@
 #include "workflow/budget.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -150,6 +151,7 @@ int budget_hold_unreviewed(size_t *held, struct plan *p, const struct capacity_r
 		}
 		if (a->kind_of->budget_hold(p, a, hold_reason(left - adds, rc == 0, reviewed >= 0)) < 0)
 			return VX_ENOMEM;
+		a->held = 1;
 		(*held)++;
 	}
 	return 0;
@@ -312,6 +314,54 @@ int budget_spent(double *out, const struct workspace *ws, const struct stack_bud
 	*out = r.spent;
 	return rc < 0 ? rc : r.spent_known ? 0
 					   : -1;
+}
+
+size_t budget_warnings(struct budget_warning out[BUDGET_MAX_WARN], const struct workspace *ws, const struct prices *p,
+		       int64_t now_ms)
+{
+	const struct state *s = &ws->state;
+	struct stack_budget b = { .set = 1 };
+	struct vx_buf text = VX_BUF_INIT;
+	int64_t span = s->budget_days * DAY_MS, until;
+	char period[16];
+	double spent;
+	size_t n = 0;
+	time_t start;
+	struct tm tm;
+
+	if (s->budget_cents <= 0 || !s->nbudget_warn_at)
+		return 0;
+	b.usd = (double)s->budget_cents / 100.0;
+	b.days = s->budget_days;
+	start = (time_t)(budget_period_start(&b, now_ms) / 1000);
+	if (budget_spent(&spent, ws, &b, p, now_ms) != 0 || !gmtime_r(&start, &tm))
+		return 0;
+	if (b.days) {
+		snprintf(period, sizeof(period), "%lld", (long long)(now_ms / span) % 1000000000LL);
+		until = (now_ms / span + 1) * span;
+	} else {
+		snprintf(period, sizeof(period), "%04u-%02u", (unsigned)(tm.tm_year + 1900) % 10000u,
+			 (unsigned)(tm.tm_mon + 1) % 100u);
+		until = month_start(now_ms, 1);
+	}
+	for (size_t i = 0; i < s->nbudget_warn_at && n < BUDGET_MAX_WARN; i++) {
+		if (spent * 100.0 < (double)s->budget_warn_at[i] * b.usd)
+			continue;
+		vx_buf_reset(&text);
+		if (vx_buf_printf(&text, "spent %d%% of the budget: ", (int)floor(spent * 100.0 / b.usd)) < 0 ||
+		    budget_money(&text, spent) < 0 || vx_buf_adds(&text, " of ") < 0 || budget_money(&text, b.usd) < 0)
+			break;
+		snprintf(out[n].state, sizeof(out[n].state), "%s", vx_buf_str(&text));
+		snprintf(out[n].key, sizeof(out[n].key), "%u:%.15s", (unsigned)s->budget_warn_at[i] % 1000u, period);
+		out[n++].until_ms = until;
+	}
+	vx_buf_release(&text);
+	return n;
+}
+
+void budget_exhausted_key(char key[24], int64_t cents, int64_t attempt)
+{
+	snprintf(key, 24, "%lld:%lld", (long long)(cents % 1000000000000LL), (long long)(attempt % 1000000LL));
 }
 
 void budget_release(struct budget *b)

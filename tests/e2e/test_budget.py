@@ -5,6 +5,7 @@ budget line is computed by hand in the tests; whole lines are compared.
 """
 import json
 import os
+import time
 import unittest
 
 from harness import FakeTestCase
@@ -397,6 +398,82 @@ class Budget(FakeTestCase):
         r = self.repo.vx("status", "-C", self.repo.dir, "-format", "json", env=env)
         [row] = [x for x in json.loads(r.out)["addresses"] if x["address"] == "job.a"]
         self.assertEqual(row["failure"]["held"], "held: budget, $0.90 left")
+
+    def test_vxapply_notifies_and_the_watcher_does_not_again(self):
+        # The history of test_vxapply_counts_what_ended_before_it_starts, with a notify target:
+        # vxapply records a's preemption ($0.60 of $1.50 = 40%, past warnAt 25) and holds its
+        # resubmission; it sends one `budget` and one `budget-exhausted`. A watcher's cycle then
+        # holds the same resubmission and sees the same threshold: it sends neither again.
+        retry = "resubmit: {on: [preempted], maxAttempts: 2}\n"
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        self.env.update(HOOK=rcv.url, VX_NOTIFY_ALLOW_LOOPBACK="1")
+        hook = "notify:\n  - urlEnv: HOOK\n    on: [budget-exhausted, budget]\n"
+        self.fake.post("/_fake/outcomes", {"labels": {"vx-job": "a"}, "outcome": "preempted", "times": 1})
+        a = job("a", 2, "1h", extra=retry, strategy="SPOT")
+        stack = budget(1.5, warn="[25, 50]", extra=hook)
+        self.repo.write({"a": a}, extra_stack=stack)
+        r = self.repo.apply("-allow-over-budget", env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(rcv.got, [])
+        self.fake.advance(40)
+        self.fake.advance(2000)
+        self.repo.write({"a": a, "b": job("b", 1, "30m", strategy="SPOT")}, extra_stack=stack)
+        r = self.repo.apply(env=dict(self.env, VX_NOW="2026-01-01T00:34:00Z"))
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([x for x in r.out.split("\n") if x.startswith("notify: ")], [
+            "notify:  budget to notify[0]: delivered",
+            "notify: job.a budget-exhausted to notify[0]: delivered"])
+        got = [json.loads(x[1]) for x in rcv.got]
+        self.assertEqual([(x["event"], x["address"], x["state"]) for x in got], [
+            ("budget", None, "spent 40% of the budget: $0.60 of $1.50"),
+            ("budget-exhausted", "job.a", "held: budget, $0.60 left")])
+        r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+        self.assertEqual(r.err, "", r)
+        self.assertEqual([l.split(" ", 1)[1] for l in r.out.splitlines()], [
+            "wait: job.a: held: budget, $0.90 left (its at most would take the spend past the budget applied)"])
+        self.assertEqual(len(rcv.got), 2, "each told once, by vxapply or the watcher")
+
+    def test_warn_at_once_per_period_past_a_week(self):
+        # warnAt [25, 50] of $10 over 30d: the period is the 30-day span since the epoch that holds
+        # now; 2026-01-07T00:00:00Z to 2026-02-06T00:00:00Z is one (20460 x 30 days in). vx runs
+        # on the fake's clock (VX_NOW, with an access token: a signed grant needs the real one).
+        #   day (from Jan 7)  spent  event
+        #   0                 3.00   budget 25 ("spent 30%")
+        #   8                 6.00   budget 50 ("spent 60%"); 25's delivery, 8 days old, is kept
+        #   8 (next cycles)   6.00   nothing: 25 was told in this period
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        self.fake.post("/_fake/tokens", {"token": "ya29.budget-e2e"})
+        self.env.update(HOOK=rcv.url, VX_NOTIFY_ALLOW_LOOPBACK="1", GOOGLE_OAUTH_ACCESS_TOKEN="ya29.budget-e2e")
+        clock = {"t": 0}
+
+        def advance(s):
+            self.fake.advance(s)
+            clock["t"] += s
+            self.env["VX_NOW"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1767225600 + clock["t"]))
+
+        def watch(times):
+            for _ in range(times):
+                r = self.repo.vx("watch", self.repo.dir, "-once", env=self.env)
+                self.assertEqual(r.err, "", r)
+            return [json.loads(x[1])["state"] for x in rcv.got]
+
+        stack = budget(10, warn="[25, 50]", extra="notify:\n  - urlEnv: HOOK\n    on: [budget]\n")
+        advance(6 * 86400 + 60)
+        self.repo.write({"a": job("a", 2, "1h")}, extra_stack=stack)
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        advance(4000)
+        # A cycle records that a ended; the next counts it.
+        self.assertEqual(watch(2), ["spent 30% of the budget: $3.00 of $10.00"])
+        advance(8 * 86400)
+        self.repo.write({"a": job("a", 2, "1h"), "c": job("c", 2, "1h")}, extra_stack=stack)
+        r = self.repo.apply(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        advance(4000)
+        self.assertEqual(watch(3), ["spent 30% of the budget: $3.00 of $10.00",
+                                    "spent 60% of the budget: $6.00 of $10.00"])
 
     def test_vxapply_holds_a_waiting_sweep_run_past_the_budget(self):
         # s: 2 runs of 1.50/h with a 1h timeout, one at a time: each at most $1.50. The first
