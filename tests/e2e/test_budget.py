@@ -5,6 +5,8 @@ budget line is computed by hand in the tests; whole lines are compared.
 """
 import json
 import os
+import subprocess
+import sys
 import time
 import unittest
 
@@ -35,6 +37,33 @@ spec:
 
 def budget(usd, period="30d", extra="", warn=None):
     return "budget: {usd: %s, period: %s%s}\n%s" % (usd, period, ", warnAt: %s" % warn if warn else "", extra)
+
+
+# html5lib (Debian's python3-html5lib, tools/deps.sh) checks a page, run by the first Python that has it.
+HTML5_CHECK = """import sys
+try:
+    import html5lib
+except ImportError:
+    sys.exit(3)
+p = html5lib.HTMLParser(strict=False)
+with open(sys.argv[1], "rb") as f:
+    p.parse(f)
+for pos, code, data in p.errors:
+    print("%s:%s: %s %s" % (pos[0], pos[1], code, data))
+"""
+
+
+def html5_errors(path):
+    """html5lib's parse errors of the page at path, one line each."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if not os.path.exists(py):
+            continue
+        r = subprocess.run([py, "-c", HTML5_CHECK, path], capture_output=True, text=True, timeout=120)
+        if r.returncode != 3:
+            if r.returncode or r.stderr:
+                raise AssertionError("html5lib: %s%s" % (r.stdout, r.stderr))
+            return r.stdout.splitlines()
+    raise AssertionError("html5lib is not installed (python3-html5lib, tools/deps.sh)")
 
 
 NOW_SECONDS = 4000   # when the plans below are made (after history())
@@ -262,6 +291,28 @@ class Budget(FakeTestCase):
         self.repo.write(extra_stack="")
         r = self.repo.vx("report", self.repo.dir, "-format", "json", env=late)
         self.assertNotIn("budgets", json.loads(r.out))
+
+    def test_report_page_shows_the_budget(self):
+        # The page (vx report -format html) has the budgets the JSON document has, in a section of
+        # its own: the month's $3.00 of $20.00 (15%), as test_report_and_month computes it.
+        self.history(budget(20, "month"))
+        page = os.path.join(self.tmp, "report.html")
+        r = self.repo.vx("report", self.repo.dir, "-format", "html", "-o", page,
+                         env=dict(self.env, VX_NOW="2026-01-31T01:06:40Z"))
+        self.assertEqual((r.code, r.err, r.out), (0, "", ""), r)
+        self.assertEqual(html5_errors(page), [])
+        with open(page) as f:
+            text = f.read()
+        start = text.index('<section id="budgets">')
+        self.assertEqual(text[start:text.index("</section>", start) + 10].split("\n"), [
+            '<section id="budgets">', "<h2>Budgets</h2>",
+            '<p class="est">Each over its own period ending when this page was generated, whatever span the '
+            'page shows.</p>', "<table>",
+            '<thead><tr><th>stack</th><th>period</th><th class="n">spent</th><th class="n">budget</th>'
+            '<th class="n">used</th><th>line</th></tr></thead>', "<tbody>",
+            '<tr><td class="a">e2e</td><td>month</td><td class="n">$3.00</td><td class="n">$20.00</td>'
+            '<td class="n">15%</td><td>budget: $3.00 of $20.00 spent (this month): $17.00 left</td></tr>',
+            "</tbody>", "</table>", "</section>"])
 
     def test_watcher_holds_a_resubmission_past_the_budget_applied(self):
         # a on SPOT: 2 replicas x (0.40 + 0.20) = 1.20/h, a 1h timeout, 2 attempts: at most $2.40,
