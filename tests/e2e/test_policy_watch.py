@@ -172,6 +172,27 @@ class PolicyWatch(FakeTestCase):
                       '$150.00 per hour (team table) is more than policy "ml-platform" (rules.maxHourlyUsd, '
                       '.vx/policy.yaml:4) allows (at most $100)\n\n' % self.repo.dir, r.out)
 
+    def test_status_warns_of_a_rate_over_max_hourly_usd(self):
+        # The rate rule needs the price table, which vx status reads: it says the violation as it
+        # says the loader's (test_status_and_report_warn_and_plan_refuses), at the rung's field.
+        with open(os.path.join(self.repo.dir, "prices.json"), "w") as f:
+            json.dump(PRICES, f)
+        self.applied_then_tightened({"c": RATE_JOB, "b": job_yaml("b", on="preempted", strategy="SPOT")},
+                                    policy="kind: Policy\nname: ml-platform\nrules:\n  maxHourlyUsd: 100\n",
+                                    extra_stack="prices: prices.json\n")
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, (
+            '%s/jobs.yaml:32:7: warning: CustomJob "c": resubmit.fallback[0]: $150.00 per hour (team table) is more '
+            'than policy "ml-platform" (rules.maxHourlyUsd, .vx/policy.yaml:4) allows (at most $100)\n'
+            "vx: warning: %s: the stack breaks its policy (1 violation): vxplan and vxapply refuse it, and vx "
+            "watch holds what the policy forbids\n" % (self.repo.dir, self.repo.dir))), r)
+        # A table in which the rung is within the rule: nothing to say.
+        PRICES_OK = dict(PRICES, regions={"*": {"machines": {"g2-standard-4": {"on_demand": 90, "spot": 50}}}})
+        with open(os.path.join(self.repo.dir, "prices.json"), "w") as f:
+            json.dump(PRICES_OK, f)
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, ""), r)
+
 
 if __name__ == "__main__":
     unittest.main()
