@@ -238,6 +238,9 @@ class Budget(FakeTestCase):
         r = self.repo.plan("-format", "json", env=self.env)
         self.assertEqual(r.code, 1, r)
         self.assertEqual(json.loads(r.out)["errors"], [over])
+        # vx status, which only reads, warns of it (a rate that went over since it was applied).
+        r = self.repo.vx("status", self.repo.dir, env=self.env)
+        self.assertEqual((r.code, r.err), (0, over.replace(": CustomJob", ": warning: CustomJob", 1) + "\n"), r)
         # Every rung is held to it too: the watcher may start any of them unreviewed.
         self.repo.write({"a": job("a", 2, extra=ladder.replace("2.5", "1"))})
         r = self.repo.vx("validate", self.repo.dir, env=self.env)
