@@ -604,6 +604,16 @@ struct kind {
 	int (*budget_unreviewed)(const struct plan_action *a);
 	/* Makes such an action a wait, with why (owned, taken): 0, or VX_ENOMEM when why is NULL. */
 	int (*budget_hold)(struct plan *p, struct plan_action *a, char *why);
+	/*
+	 * vx watch, for action a whose address the policy in force (pol) has
+	 * violations about: when each is about one rung of a's fallback ladder
+	 * (policy_violation.rung), the run a starts goes on the first rung from
+	 * its own down that none is about, and its reason says which it skipped
+	 * and why. 1: a may go as it is; 2: a was moved to another rung; 0: a
+	 * violation is about the declaration itself, or no allowed rung remains
+	 * (hold a); VX_ENOMEM. NULL: every violation holds the whole address.
+	 */
+	int (*policy_rung)(struct plan_action *a, const struct policy_rules *pol);
 };
 
 /*

@@ -383,14 +383,26 @@ static int starts_or_changes(enum plan_op op)
  * wait with the reason, said once per violation. The stack's files broke
  * the policy after what runs was applied (a rung added before the policy
  * changed): nothing new starts, and nothing running is cancelled for it.
+ * A violation about a fallback rung only skips that rung (the kind's
+ * policy_rung): the run goes on the next rung allowed, said once, and is
+ * held only when none remains.
  */
 static int policy_holds(struct watch *w, struct plan *p, const struct policy_rules *pol, struct plan_action *a,
 			int quiet)
 {
 	const struct policy_violation *v;
 	char *what, *why;
+	int moved;
 
 	if (!starts_or_changes(a->op) || !(v = policy_rules_violation_of(pol, a->address)))
+		return 0;
+	moved = a->kind_of && a->kind_of->policy_rung ? a->kind_of->policy_rung(a, pol) : 0;
+	if (moved == 2 && (what = vx_asprintf("rung|%s|%s", a->address, a->reason ? a->reason : ""))) {
+		if (tell(w, what, quiet))
+			say(w, "policy", a->address, "%s: %s", a->address, a->reason ? a->reason : "");
+		free(what);
+	}
+	if (moved > 0)
 		return 0;
 	why = vx_asprintf("held: policy: %s", v->msg);
 	what = vx_asprintf("policy|%s|%s", a->address, v->msg);
