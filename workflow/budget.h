@@ -73,8 +73,8 @@ int budget_hold_unreviewed(size_t *held, struct plan *p, const struct capacity_r
 
 /* A warnAt threshold the period's spend reached: a `budget` event. */
 struct budget_warning {
-	char state[96];   /* "spent 40% of the budget: $0.60 of $1.50" */
-	char key[24];     /* the threshold and the period: "50:2026-01", "25:2043" */
+	char state[96];	  /* "spent 40% of the budget: $0.60 of $1.50" */
+	char key[24];	  /* the threshold and the period: "50:2026-01", "25:2043" */
 	int64_t until_ms; /* the period's end: its delivery is remembered until then */
 };
 

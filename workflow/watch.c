@@ -105,7 +105,7 @@ struct quota_news {
 	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED */
 	char state[96];             /* "granted 16 of 16", "granted 8 of 16" */
 	char key[24];               /* the preferred value: one event per request */
-	int64_t until_ms;           /* its deliveries are kept until then (0: a week) */
+	int64_t until_ms;	    /* its deliveries are kept until then (0: a week) */
 };
 
 /* The same error this many cycles in a row is a watch-error notification. */
