@@ -127,12 +127,34 @@ static char *hold_reason(double left, int spent_known, int reviewed_known)
 	return why;
 }
 
+/*
+ * A sweep's run the budget held rather than created: its sweep's block
+ * counts it waiting and says why (the first reason), as for maxParallel.
+ */
+static int sweep_run_held(struct plan *p, const struct plan_action *a)
+{
+	for (size_t i = 0; i < p->nsweeps; i++) {
+		struct plan_sweep *s = &p->sweeps[i];
+		size_t n = strlen(s->address);
+
+		if (strncmp(a->address, s->address, n) || a->address[n] != '[')
+			continue;
+		s->creates -= s->creates > 0;
+		s->now -= s->now > 0;
+		s->waiting++;
+		if (!s->held && a->reason && !(s->held = vx_strdup(a->reason)))
+			return VX_ENOMEM;
+		return 0;
+	}
+	return 0;
+}
+
 int budget_hold_unreviewed(size_t *held, struct plan *p, const struct capacity_report *cap, const struct workspace *ws,
 			   const struct prices *prices, int64_t now_ms)
 {
 	const struct stack_budget *b = &ws->st->budget;
 	double spent = 0, reviewed = reviewed_at_most(b, p, cap, now_ms), left, adds = 0;
-	int rc = budget_spent(&spent, ws, b, prices, now_ms);
+	int rc = budget_spent(&spent, ws, b, prices, now_ms), created;
 
 	*held = 0;
 	if (rc < -1)
@@ -149,7 +171,9 @@ int budget_hold_unreviewed(size_t *held, struct plan *p, const struct capacity_r
 			adds += c->usd_max;
 			continue;
 		}
-		if (a->kind_of->budget_hold(p, a, hold_reason(left - adds, rc == 0, reviewed >= 0)) < 0)
+		created = a->op == PLAN_CREATE;
+		if (a->kind_of->budget_hold(p, a, hold_reason(left - adds, rc == 0, reviewed >= 0)) < 0 ||
+		    (created && sweep_run_held(p, a) < 0))
 			return VX_ENOMEM;
 		a->held = 1;
 		(*held)++;

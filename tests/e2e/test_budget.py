@@ -549,6 +549,11 @@ class Budget(FakeTestCase):
         doc = json.loads(self.repo.plan("-format", "json", env=self.env).out)
         self.assertEqual([(x["address"], x["action"], x["reason"]) for x in doc["actions"]],
                          [("job.s[lr=1]", "noop", None), ("job.s[lr=2]", "wait", "held: budget, $1.00 left")])
+        # The sweep's block counts it waiting, and says why.
+        r = self.repo.plan(env=self.env)
+        self.assertIn("\n      job.s sweep: 0 of 2 now, 1 waiting\n"
+                      "        0 to create, 1 waiting, 0 running, 1 finished, 0 failed\n"
+                      "        held: budget, $1.00 left\n", r.out)
         r = self.repo.apply(env=self.env)
         self.assertEqual(r.code, 0, r)
         self.assertEqual(len(self.live_jobs("s[lr=2]")), 0)
