@@ -409,7 +409,8 @@ static void apply_notify(struct applying *ap, struct vx_ctx *ctx)
 	}
 	if (!ap->ws.st->nnotify)
 		return;
-	if (notify_outbox_new(&ob) < 0 || applying_events(ap, vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS, &events) < 0)
+	if (notify_outbox_new(&ob) < 0 || applying_events(ap, vx_now_ms(ctx) - NOTIFY_LOOKBACK_MS, &events) < 0 ||
+	    applying_budget_events(ap, &events) < 0)
 		cmd_error("apply: notifications: out of memory");
 	else if (applying_notify(ap, NULL, ob, &events, 20, APPLY_NOTIFY_BUDGET_MS, &rep, &err) < 0)
 		cmd_report(&err, NULL);
@@ -435,6 +436,11 @@ static int apply_carry_out(struct applying *ap, struct apply_args *a, struct vx_
 		cmd_report(err, NULL);
 		return VX_EXIT_ERROR;
 	}
+	/* The plan shown counted the spend as last recorded; what ended since may leave less. */
+	if (ap->budget_held)
+		printf("\nbudget: with the runs that just ended counted, %zu start%s no one reviewed held past the "
+		       "budget (vx status says why)\n",
+		       ap->budget_held, ap->budget_held == 1 ? "" : "s");
 	if (!planning_has_changes(&ap->pl)) {
 		/* What waits is recorded as applied (nothing is sent): the watcher starts it later. */
 		if (planning_has_waits(&ap->pl) && applying_run(ap, &a->ao, err) < 0) {

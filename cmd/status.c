@@ -12,7 +12,9 @@
 #include "cmd/exitcode.h"
 #include "reconcile/capacity.h"
 #include "reconcile/kind.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/stack.h"
+#include "util/diag.h"
 #include "reconcile/status.h"
 #include "reconcile/out/status_render.h"
 #include "util/buf.h"
@@ -120,6 +122,37 @@ static int budget_rows(struct workspace *ws, struct status_report *rep, const st
 	return rc;
 }
 
+/*
+ * What the stack breaks of its policy, said as every command that only
+ * reads a stack says it (cmd_workspace_events' violations), once the price
+ * table is read: the loader's violations, and those only prices show (a
+ * rate over rules.maxHourlyUsd: the prices or the policy changed since the
+ * run was applied, and vx watch holds it). A job's own maxHourlyUsd the
+ * rate is now over is a warning of its own. 0, or VX_ENOMEM.
+ */
+static int policy_warnings(const struct workspace *ws, const struct prices *p)
+{
+	const struct policy_rules *pol = ws->st->policy;
+	struct vx_diags own = { NULL, 0, 0, 10000, 0 }, all = { NULL, 0, 0, 10000, 0 };
+	int rc = kind_check_prices(ws->st, p, &own);
+
+	for (size_t i = 0; pol && i < pol->nviolations && rc == 0; i++)
+		if (!pol->violations[i].repeat)
+			rc = vx_diags_add(&all, pol->violations[i].file, pol->violations[i].line, pol->violations[i].col,
+					  "%s", pol->violations[i].msg);
+	if (rc == 0 && all.n) {
+		vx_diags_sort(&all);
+		cmd_workspace_events.violations(NULL, ws->dir, &all);
+	}
+	if (rc == 0 && own.n) {
+		vx_diags_sort(&own);
+		cmd_print_warnings(&own);
+	}
+	vx_diags_release(&own);
+	vx_diags_release(&all);
+	return rc < 0 ? VX_ENOMEM : 0;
+}
+
 static int report(struct workspace *ws, struct status_report *rep, int64_t now, struct vx_err *err)
 {
 	struct status_input in;
@@ -128,8 +161,14 @@ static int report(struct workspace *ws, struct status_report *rep, int64_t now, 
 	int rc;
 
 	memset(&prices, 0, sizeof(prices));
-	if ((rc = workspace_load_state(ws, err)) < 0 || (rc = workspace_refresh(ws, err)) < 0 ||
-	    (rc = prices_load(&prices, ws->st, getenv("VX_PRICES"), err)) < 0)
+	/* The prices first: the policy's warnings come before anything may fail. */
+	if ((rc = prices_load(&prices, ws->st, getenv("VX_PRICES"), err)) < 0)
+		goto done;
+	if ((rc = policy_warnings(ws, &prices)) < 0) {
+		rc = vx_err_set(err, rc, "out of memory");
+		goto done;
+	}
+	if ((rc = workspace_load_state(ws, err)) < 0 || (rc = workspace_refresh(ws, err)) < 0)
 		goto done;
 	live = live_store_view(&ws->store);
 	memset(&in, 0, sizeof(in));
@@ -156,9 +195,12 @@ static int status_exec(const struct cmd_args *args)
 	struct status_report rep;
 	struct vx_err err = VX_ERR_INIT;
 	struct vx_buf out = VX_BUF_INIT;
+	/* The policy's violations are said once the prices are read (policy_warnings), all together. */
+	struct workspace_events events = cmd_workspace_events;
 	int64_t now = 0;
 	int rc = VX_EXIT_ERROR, r;
 
+	events.violations = NULL;
 	memset(&f, 0, sizeof(f));
 	memset(&ws, 0, sizeof(ws));
 	memset(&rep, 0, sizeof(rep));
@@ -167,7 +209,7 @@ static int status_exec(const struct cmd_args *args)
 	cmd_ctx_init(&ctx, args->debug);
 	if (cmd_shown_now(&now, &ctx, "status") < 0)
 		return VX_EXIT_USAGE;
-	if (workspace_open_lenient(&ws, &ctx, f.dir, &cmd_workspace_events, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
+	if (workspace_open_lenient(&ws, &ctx, f.dir, &events, &err) < 0 || report(&ws, &rep, now, &err) < 0) {
 		cmd_report(&err, NULL);
 		goto done;
 	}

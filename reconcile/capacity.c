@@ -627,6 +627,30 @@ static int missing_machine(const struct job_spec *spec, const char *name)
 	return 0;
 }
 
+/*
+ * A run whose later attempts may fall back to other rungs: its at most is
+ * per attempt left the priciest rung it may reach (never below the rung it
+ * starts on), unknown when a rung's price is.
+ */
+static int ladder_cost(struct capacity_cost *c, const struct capacity_input *in, const struct plan_action *a,
+		       const struct kind_capacity *kc)
+{
+	double most = kc->attempts_most(a, in->prices, c->attempts_left, &c->why);
+
+	if (most < 0) {
+		c->known = 0;
+		if (!c->why && !(c->why = vx_strdup("price unknown on a rung of the fallback ladder")))
+			return VX_ENOMEM;
+		return 0;
+	}
+	/* Cents apart at most from the plain figure: the same rungs, summed another way. */
+	if (most > c->usd_max + 0.005) {
+		c->usd_max = most;
+		c->ladder = 1;
+	}
+	return 0;
+}
+
 static int job_cost(struct capacity_report *out, const struct capacity_input *in, const struct plan_action *a,
 		    const struct kind_capacity *kc, int starts)
 {
@@ -674,7 +698,7 @@ static int job_cost(struct capacity_report *out, const struct capacity_input *in
 	hours = (double)c->timeout_s / 3600.0;
 	c->usd_per_hour = rate;
 	c->usd_max = rate * hours * (double)attempts;
-	return 0;
+	return kc->attempts_most ? ladder_cost(c, in, a, kc) : 0;
 }
 
 /* A cJSON integer: a number, or a decimal string (Vertex writes int64 fields as strings); def when absent. */

@@ -177,6 +177,7 @@ struct capacity_cost {
 	int64_t timeout_s;         /* jobs: the timeout usd_max counts (the job's, or the default) */
 	int default_timeout;       /* 1: the job sets none, Vertex's CAPACITY_DEFAULT_TIMEOUT_S */
 	int64_t attempts_left;     /* jobs: the attempt that starts or runs, and those after it */
+	int ladder;		   /* jobs: usd_max counts later attempts on a pricier fallback rung */
 	int upper_bound;           /* a FLEX_START rate taken from on_demand */
 	int estimate;              /* some figure used is marked an estimate */
 	char *note;                /* a reservation's "16 H100 held, 8 used by declared jobs: $X/h idle", or NULL */

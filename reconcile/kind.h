@@ -196,6 +196,14 @@ struct kind_capacity {
 	/* Held only in [window_start_ms, window_end_ms) (a booking); 0: from
 	 * its create until deleted. */
 	int64_t window_start_ms, window_end_ms;
+	/*
+	 * The most attempts attempts of the run may cost when a later attempt
+	 * may run on other machines than run (a job's fallback ladder): per
+	 * attempt, the priciest rung it may still run on. NULL: every attempt
+	 * runs as run. -1 when a price is unknown, *why (owned, may stay NULL)
+	 * saying which.
+	 */
+	double (*attempts_most)(const struct plan_action *a, const struct prices *p, int64_t attempts, char **why);
 };
 
 /* One declaration that holds machines, as the capacity check sees it (struct kind's held). */
@@ -585,6 +593,27 @@ struct kind {
 	 * 0. 0 or VX_ENOMEM. NULL: no limit on prices applies to the kind.
 	 */
 	int (*check_prices)(const struct stack *st, const struct prices *p, struct vx_diags *out);
+	/*
+	 * The Stack's budget (docs/budgets.md): 1 when action a starts spending
+	 * no reviewer approved in this plan, which vxplan and vxapply hold past
+	 * the budget as the watcher does (a resubmission; a start of a
+	 * declaration applied earlier: a sweep run that waited for maxParallel,
+	 * an after: dependent whose dependencies succeeded); 0: a start the
+	 * reviewed declaration asks for. NULL: the kind starts nothing unreviewed.
+	 */
+	int (*budget_unreviewed)(const struct plan_action *a);
+	/* Makes such an action a wait, with why (owned, taken): 0, or VX_ENOMEM when why is NULL. */
+	int (*budget_hold)(struct plan *p, struct plan_action *a, char *why);
+	/*
+	 * vx watch, for action a whose address the policy in force (pol) has
+	 * violations about: when each is about one rung of a's fallback ladder
+	 * (policy_violation.rung), the run a starts goes on the first rung from
+	 * its own down that none is about, and its reason says which it skipped
+	 * and why. 1: a may go as it is; 2: a was moved to another rung; 0: a
+	 * violation is about the declaration itself, or no allowed rung remains
+	 * (hold a); VX_ENOMEM. NULL: every violation holds the whole address.
+	 */
+	int (*policy_rung)(struct plan_action *a, const struct policy_rules *pol);
 };
 
 /*

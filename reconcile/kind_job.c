@@ -21,6 +21,7 @@
 #include "reconcile/plan.h"
 #include "reconcile/planner.h"
 #include "reconcile/policy.h"
+#include "reconcile/policy_rules.h"
 #include "reconcile/provider.h"
 #include "reconcile/load/spec.h"
 #include "reconcile/provider_job.h"
@@ -755,6 +756,12 @@ static const struct stack_decl *job_find_decl(const struct stack *st, const char
 	return x ? &x->d : NULL;
 }
 
+/* A run on a fallback ladder: its attempts left, each at the priciest rung it may reach (kind_job_budget.c). */
+static double job_attempts_most(const struct plan_action *a, const struct prices *p, int64_t attempts, char **why)
+{
+	return kind_job_attempts_most(a->kdecl, job_action_of(a)->rung, 0, attempts, p, why);
+}
+
 /*
  * A job's action asks for the machines of the rung its run starts or runs
  * on, in that rung's region (capacity.c decides whether it starts, stays or
@@ -771,6 +778,8 @@ static void job_capacity(const struct plan_action *a, struct kind_capacity *out)
 	out->run = stack_job_rung_spec(j, ja->rung);
 	out->region = stack_job_rung_region(j, ja->rung);
 	out->max_attempts = j->max_attempts;
+	if (j->nrungs)
+		out->attempts_most = job_attempts_most;
 }
 
 /* A sweep's runs are jobs of st too: counted and listed with the others. */
@@ -843,6 +852,76 @@ int job_action_hold(struct plan *p, struct plan_action *a, char *why)
 	return 0;
 }
 
+/*
+ * A start of a job no reviewer approved in this plan: a resubmission, or a
+ * run whose declaration is the one its record says was applied (a sweep's
+ * run that waited, an after: dependent, a rerun a dependency's new run asks
+ * for).
+ */
+static int job_budget_unreviewed(const struct plan_action *a)
+{
+	const struct job_action *ja = job_action_of(a);
+	const struct plan_decl *d = ja->decl;
+	const struct plan_record *r = ja->record;
+	int applied = d && r && d->spec_hash && r->spec_hash && !strcmp(d->spec_hash, r->spec_hash) && d->run == r->run;
+
+	return a->op == PLAN_RESUBMIT || ((a->op == PLAN_CREATE || (a->op == PLAN_RERUN && ja->after_rerun)) && applied);
+}
+
+/* A violation of pol about address's rung r exactly (r 0: the declaration, or the whole stack), or NULL. */
+static const struct policy_violation *rung_violation(const struct policy_rules *pol, const char *address, int64_t r)
+{
+	for (size_t i = 0; i < pol->nviolations; i++) {
+		const struct policy_violation *v = &pol->violations[i];
+
+		if ((!v->address && r == 0) || (v->address && !strcmp(v->address, address) && v->rung == r))
+			return v;
+	}
+	return NULL;
+}
+
+/*
+ * The policy in force forbids some rungs of a's ladder only: a run on one
+ * of them goes to the next rung down none forbids (docs/policy.md, "The
+ * watcher"); a run on an allowed rung goes as planned.
+ */
+static int job_policy_rung(struct plan_action *a, const struct policy_rules *pol)
+{
+	struct job_action *ja = job_action_mut(a);
+	const struct stack_job *j = a->kdecl;
+	const struct policy_violation *v;
+	char *shape, *region, *why;
+	int64_t k;
+
+	if (!j || !ja || rung_violation(pol, a->address, 0) ||
+	    (a->op != PLAN_CREATE && a->op != PLAN_RESUBMIT && a->op != PLAN_RERUN && a->op != PLAN_REPLACE))
+		return 0;
+	if (!(v = rung_violation(pol, a->address, ja->rung)))
+		return 1;
+	for (k = ja->rung + 1; k <= (int64_t)j->nrungs && rung_violation(pol, a->address, k); k++)
+		;
+	if (k > (int64_t)j->nrungs)
+		return 0;
+	shape = job_spec_shape(stack_job_rung_spec(j, k));
+	region = vx_strdup(stack_job_rung_region(j, k));
+	why = vx_asprintf("%s; rung %lld skipped (held: policy: %s): on rung %lld (region %s)", a->reason ? a->reason : "",
+			  (long long)ja->rung, v->msg, (long long)k, stack_job_rung_region(j, k));
+	if (!shape || !region || !why) {
+		free(shape);
+		free(region);
+		free(why);
+		return VX_ENOMEM;
+	}
+	ja->rung = k;
+	free(a->shape);
+	a->shape = shape;
+	free(a->region);
+	a->region = region;
+	free(a->reason);
+	a->reason = why;
+	return 2;
+}
+
 const struct kind kind_job = {
 	.name = "CustomJob",
 	.prefix = "job",
@@ -882,4 +961,7 @@ const struct kind kind_job = {
 	.plan_after = job_window_gate,
 	.watch_relies = job_window_relies,
 	.check_prices = kind_job_check_prices,
+	.budget_unreviewed = job_budget_unreviewed,
+	.budget_hold = job_action_hold,
+	.policy_rung = job_policy_rung,
 };

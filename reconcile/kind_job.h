@@ -152,6 +152,20 @@ struct prices;
 struct vx_diags;
 int kind_job_check_prices(const struct stack *st, const struct prices *p, struct vx_diags *out);
 
+/*
+ * The most attempts attempts of j's run can cost, the first on rung (or,
+ * first_moves, where a capacity failure on rung sends it: one further down,
+ * or with returnAfter perhaps rung 0):
+ * per attempt, the priciest rung it may still run on (rate x that rung's
+ * timeout). A capacity failure listed in resubmit.on moves a run one rung
+ * down, and with resubmit.returnAfter back to rung 0, so attempt i may be on
+ * any rung from rung (0 with returnAfter) to rung + i. -1 when a rung's price
+ * is unknown, with *why (owned, when why is not NULL and *why was NULL)
+ * naming what the table lacks, or left NULL.
+ */
+double kind_job_attempts_most(const struct stack_job *j, int64_t rung, int first_moves, int64_t attempts,
+			      const struct prices *p, char **why);
+
 /* The job named name; NULL when not declared (a linear search in a stack built by hand). */
 const struct stack_job *stack_find_job(const struct stack *st, const char *name);
 

@@ -5,6 +5,7 @@
  */
 #include "reconcile/kind_job.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "reconcile/capacity.h"
@@ -65,6 +66,67 @@ static int check_rung(const struct stack_job *j, int64_t r, const struct prices 
 	free(shape);
 	vx_buf_release(&b);
 	return rc < 0 ? VX_ENOMEM : 0;
+}
+
+/* Capacity failures move a run down its ladder (plan_next_rung); no other class does. */
+#define LADDER_MOVES (STACK_FAIL_STOCKOUT | STACK_FAIL_PREEMPTED | STACK_FAIL_WAIT_TIMEOUT)
+
+/*
+ * What one attempt on rung r of j costs at most: the rung's rate x its
+ * timeout (7 days when unset). -1 when a price is unknown, with why (owned)
+ * naming what the table lacks.
+ */
+static double rung_most(const struct stack_job *j, int64_t r, const struct prices *p, char **why)
+{
+	const struct job_spec *spec = stack_job_rung_spec(j, r);
+	const char *region = stack_job_rung_region(j, r), *missing = NULL;
+	double rate = prices_job_rate(p, region, spec, NULL, NULL, &missing);
+	int64_t timeout_s = spec->timeout_s > 0 ? spec->timeout_s : CAPACITY_DEFAULT_TIMEOUT_S;
+
+	if (rate >= 0)
+		return rate * (double)timeout_s / 3600.0;
+	if (why && !*why && missing)
+		*why = vx_asprintf("no published price for %s in %s (rung %lld of the fallback ladder)", missing,
+				   region, (long long)r);
+	return -1;
+}
+
+double kind_job_attempts_most(const struct stack_job *j, int64_t rung, int first_moves, int64_t attempts,
+			      const struct prices *p, char **why)
+{
+	int64_t last = (int64_t)j->nrungs;
+	int moves = j->nrungs && (j->resubmit_on & LADDER_MOVES);
+	int returns = moves && j->return_after_ms > 0;
+	double most[STACK_MAX_RUNGS + 1], total = 0;
+
+	if (rung < 0)
+		rung = 0;
+	if (rung > last)
+		rung = last;
+	/* The rung the first attempt goes to (one down after a capacity failure). */
+	if (first_moves && moves && rung < last)
+		rung++;
+	for (int64_t r = 0; r <= last; r++)
+		most[r] = -2; /* not priced yet: only the rungs a run may reach are */
+	for (int64_t i = 0; i < attempts; i++) {
+		/* Attempt i after the first may be i rungs further down (each capacity failure
+		 * moves one), or, with returnAfter, back at any rung from 0 on. */
+		int64_t reach = moves ? i : 0;
+		int64_t lo = returns && (reach > 0 || first_moves) ? 0 : rung;
+		int64_t hi = rung + reach > last ? last : rung + reach;
+		double top = 0;
+
+		for (int64_t r = lo; r <= hi; r++) {
+			if (most[r] == -2)
+				most[r] = rung_most(j, r, p, why);
+			if (most[r] < 0)
+				return -1;
+			if (most[r] > top)
+				top = most[r];
+		}
+		total += top;
+	}
+	return total;
 }
 
 int kind_job_check_prices(const struct stack *st, const struct prices *p, struct vx_diags *out)

@@ -249,8 +249,11 @@ void kind_job_policy_check(struct loader *L, const struct stack *st, const struc
 		return;
 	L->about = j->d.address;
 	check_job(L, st, j, doc);
-	for (size_t k = 0; ladder && ladder->kind == YNODE_SEQ && k < j->nrungs && k < ladder->n; k++)
+	for (size_t k = 0; ladder && ladder->kind == YNODE_SEQ && k < j->nrungs && k < ladder->n; k++) {
+		L->about_rung = (int64_t)k + 1;
 		check_rung(L, st, j, k, ladder->items[k]);
+	}
+	L->about_rung = 0;
 	L->about = NULL;
 }
 
@@ -310,6 +313,8 @@ static int rate_over(struct vx_diags *diags, struct policy_rules *held, const st
 	if (rc == 0)
 		rc = held ? policy_rules_add_violation(held, s->file, s->line, s->col, j->d.address, vx_buf_str(&msg))
 			  : vx_diags_add(diags, s->file, s->line, s->col, "%s", vx_buf_str(&msg));
+	if (rc == 0 && held)
+		held->violations[held->nviolations - 1].rung = (int64_t)s->rung;
 	vx_buf_release(&msg);
 	return rc < 0 ? VX_ENOMEM : 0;
 }

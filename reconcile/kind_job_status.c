@@ -188,20 +188,17 @@ static int will_resubmit(const struct stack_job *j, const char *cls, int64_t att
 }
 
 /*
- * What the resubmission of j's run at attempt on rung can cost at most, as
- * the plan counts it: the rung's rate x its timeout (7 days when unset) x
- * the attempts left. -1 when a price is unknown.
+ * What the resubmission of j's run at attempt on rung, after a failure of
+ * class cls, can cost at most, as the plan counts it: per attempt left, the
+ * priciest rung it may run on (a capacity failure sends it one down) x its
+ * rate x its timeout (7 days when unset). -1 when a price is unknown.
  */
 static double resubmit_at_most(const struct status_input *in, const struct stack_job *j, int64_t rung,
-			       int64_t attempt)
+			       int64_t attempt, const char *cls)
 {
-	const struct job_spec *spec = stack_job_rung_spec(j, rung);
-	double rate = prices_job_rate(in->prices, stack_job_rung_region(j, rung), spec, NULL, NULL, NULL);
-	int64_t timeout_s = spec->timeout_s > 0 ? spec->timeout_s : CAPACITY_DEFAULT_TIMEOUT_S;
+	int moves = (stack_fail_parse(cls) & (STACK_FAIL_STOCKOUT | STACK_FAIL_PREEMPTED | STACK_FAIL_WAIT_TIMEOUT)) != 0;
 
-	if (rate < 0)
-		return -1;
-	return rate * (double)timeout_s / 3600.0 * (double)(j->max_attempts - attempt);
+	return kind_job_attempts_most(j, rung, moves, j->max_attempts - attempt, in->prices, NULL);
 }
 
 /* The scheduling strategy run was made with: its rung's, else its record's spec's if it is the run's. */
@@ -256,7 +253,7 @@ static int job_run_row(struct status_row *row, const struct status_input *in, co
 		row->resubmits = will_resubmit(j, cls, run->attempt);
 		row->gave_up = !row->resubmits;
 		if (row->resubmits)
-			row->resubmit_at_most = resubmit_at_most(in, j, run->rung, run->attempt);
+			row->resubmit_at_most = resubmit_at_most(in, j, run->rung, run->attempt, cls);
 	}
 	return 0;
 }

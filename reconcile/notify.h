@@ -100,6 +100,10 @@ struct notify_event {
 	/* Strings made for the event (its message, its key), which a
 	 * notify_list it is added to owns; NULL: none. */
 	char *owned[2];
+	/* Its deliveries are remembered until then at least (a budget's
+	 * threshold: the period's end, so it is told once per period); 0: the
+	 * state's usual week (STATE_NOTIFIED_KEEP_MS). */
+	int64_t keep_until_ms;
 };
 
 /* Runs that ended this long before a watcher started (or before an apply) are

@@ -96,6 +96,9 @@ struct policy_violation {
 	char *msg;     /* the message after "FILE:LINE:COL: ", with its declaration: "CustomJob \"a\": region: ..." */
 	char *address; /* the declaration it is about ("job.a"), or NULL: the whole stack (maxGpusActive) */
 	int repeat;    /* the same as an earlier one (another run of a sweep): held too, said once */
+	/* The rung of address's fallback ladder it is about (k + 1 for resubmit.fallback[k]): the
+	 * watcher skips that rung; 0: the declaration itself (every rung), which holds the address. */
+	int64_t rung;
 };
 
 /* What a stack is held to: st->policy, NULL when no Policy applies. */

@@ -155,6 +155,8 @@ void stack_violation(struct loader *L, const char *file, unsigned line, unsigned
 		rc = vx_diags_add(L->diags, file, line, col, "%s", vx_buf_str(&b));
 	} else if (rc == 0) {
 		rc = policy_rules_add_violation(L->violations, file, line, col, L->about, vx_buf_str(&b));
+		if (rc == 0)
+			L->violations->violations[L->violations->nviolations - 1].rung = L->about_rung;
 	}
 	if (rc < 0)
 		stack_oom(L);
@@ -916,7 +918,7 @@ static int load(struct stack **out, const char *dir, const char *const *paths,
 {
 	struct vx_diags all = { NULL, 0, 0, 10000, 0 }, *diags = &all;
 	struct policy_rules held = { 0 };
-	struct loader L = { diags, err, 0, 0, 0, 0, "", NULL, &held, NULL };
+	struct loader L = { diags, err, 0, 0, 0, 0, "", NULL, &held, NULL, 0 };
 	struct files fs = { NULL, 0, NULL, 0, 0 };
 	struct stack *st = NULL;
 	char *path = NULL;
@@ -1283,7 +1285,7 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 {
 	const struct ynode_limits limits = YNODE_LIMITS_DEFAULT;
 	struct vx_diags diags = VX_DIAGS_INIT;
-	struct loader L = { &diags, err, 0, 0, 0, 0, "", NULL, NULL, NULL };
+	struct loader L = { &diags, err, 0, 0, 0, 0, "", NULL, NULL, NULL, 0 };
 	struct vx_buf data = VX_BUF_INIT;
 	struct yfile *yf = NULL;
 	struct stack *st = NULL;

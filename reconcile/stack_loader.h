@@ -62,6 +62,9 @@ struct loader {
 	struct policy_rules *violations;
 	/* The address the violations found now are about ("job.a"), NULL: the stack. */
 	const char *about;
+	/* The rung of its fallback ladder they are about (k + 1 for resubmit.fallback[k]); 0: the
+	 * declaration itself, which every rung runs (policy_violation.rung). */
+	int64_t about_rung;
 };
 
 /* ---- stack.c: the context and its error reporting ---- */

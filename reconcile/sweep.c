@@ -968,8 +968,10 @@ static void move_run_violations(struct loader *L, struct policy_rules *sub, cons
 
 		if (rc < 0 || policy_rules_add_violation(L->violations, at.file, at.line, at.col, address, msg) < 0)
 			stack_oom(L);
-		else
+		else {
 			L->violations->violations[L->violations->nviolations - 1].repeat = rc == 0;
+			L->violations->violations[L->violations->nviolations - 1].rung = v->rung;
+		}
 		free(msg);
 	}
 	policy_rules_violations_release(sub);

@@ -252,19 +252,28 @@ int state_notified_has(const struct state *st, const char *key)
 
 int state_notified_add(struct state *st, const char *key, int64_t at_ms)
 {
+	return state_notified_add_until(st, key, at_ms, 0);
+}
+
+int state_notified_add_until(struct state *st, const char *key, int64_t at_ms, int64_t until_ms)
+{
 	struct state_notified *p;
 	size_t keep = 0;
 	char *k;
 
 	if (!notified_key_ok(key))
 		return VX_EINVAL;
-	if (state_notified_has(st, key))
-		return 0;
+	for (size_t i = 0; i < st->nnotified; i++)
+		if (!strcmp(st->notified[i].key, key)) {
+			if (until_ms > st->notified[i].until_ms)
+				st->notified[i].until_ms = until_ms;
+			return 0;
+		}
 	if (!(k = strdup(key)))
 		return VX_ENOMEM;
 	/* Forget the old ones (and the oldest past the cap) first. */
 	for (size_t i = 0; i < st->nnotified; i++) {
-		if (st->notified[i].at_ms < at_ms - STATE_NOTIFIED_KEEP_MS ||
+		if ((st->notified[i].at_ms < at_ms - STATE_NOTIFIED_KEEP_MS && st->notified[i].until_ms < at_ms) ||
 		    st->nnotified - i >= STATE_MAX_NOTIFIED) {
 			free(st->notified[i].key);
 			continue;
@@ -280,6 +289,7 @@ int state_notified_add(struct state *st, const char *key, int64_t at_ms)
 	st->notified = p;
 	p[st->nnotified].key = k;
 	p[st->nnotified].at_ms = at_ms;
+	p[st->nnotified].until_ms = until_ms;
 	st->nnotified++;
 	return 0;
 }

@@ -274,6 +274,10 @@ struct state {
 struct state_notified {
 	char *key;            /* "evt_<32 hex>:<8 hex>" */
 	int64_t at_ms;        /* when it was delivered (or given up) */
+	/* Kept until then at least, however old (an event that must not repeat
+	 * for longer than STATE_NOTIFIED_KEEP_MS: a budget's threshold, once per
+	 * period); 0: none. Written ("until") only when set. */
+	int64_t until_ms;
 };
 
 #define STATE_MAX_NOTIFIED 10000
@@ -292,6 +296,9 @@ int state_notified_has(const struct state *st, const char *key);
  * 0, VX_EINVAL for a key that is not one, or VX_ENOMEM.
  */
 int state_notified_add(struct state *st, const char *key, int64_t at_ms) VX_WUR;
+/* The same, kept at least until until_ms (0: as state_notified_add); a key
+ * recorded already keeps the later of its until and until_ms. */
+int state_notified_add_until(struct state *st, const char *key, int64_t at_ms, int64_t until_ms) VX_WUR;
 
 #define STATE_MAX_NOTIFY_TARGETS 64
 

@@ -491,7 +491,8 @@ static cJSON *notified_json(const struct state *st)
 			cJSON_Delete(n);
 			goto oom;
 		}
-		if (add_str(n, "key", st->notified[i].key) < 0 || add_time(n, "at", st->notified[i].at_ms) < 0)
+		if (add_str(n, "key", st->notified[i].key) < 0 || add_time(n, "at", st->notified[i].at_ms) < 0 ||
+		    (st->notified[i].until_ms && add_time(n, "until", st->notified[i].until_ms) < 0))
 			goto oom;
 	}
 	return arr;
@@ -1279,8 +1280,8 @@ static int record_cmp(const void *a, const void *b)
 /* "notified": the deliveries recorded (optional: written only when there are some). */
 static int notified_from(const cJSON *o, struct state *st, struct vx_err *err)
 {
-	static const char *const keys[] = { "key", "at" };
-	static const int flags[] = { F_REQ, F_REQ };
+	static const char *const keys[] = { "key", "at", "until" };
+	static const int flags[] = { F_REQ, F_REQ, 0 };
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "notified"), *c;
 	size_t n = 0, i;
 	int rc;
@@ -1299,11 +1300,12 @@ static int notified_from(const cJSON *o, struct state *st, struct vx_err *err)
 		struct state_notified *e = &st->notified[i];
 
 		snprintf(p, sizeof(p), "notified[%zu]", i);
-		if ((rc = check_keys(c, p, keys, flags, 2, err)) < 0 ||
+		if ((rc = check_keys(c, p, keys, flags, 3, err)) < 0 ||
 		    (rc = get_str(c, p, "key", F_REQ, 64, &e->key, err)) < 0)
 			return rc;
 		st->nnotified = i + 1;
-		if ((rc = get_time(c, p, "at", F_REQ, &e->at_ms, err)) < 0)
+		if ((rc = get_time(c, p, "at", F_REQ, &e->at_ms, err)) < 0 ||
+		    (rc = get_time(c, p, "until", 0, &e->until_ms, err)) < 0)
 			return rc;
 		if (strlen(e->key) != 45 || strncmp(e->key, "evt_", 4))
 			return vx_err_set(err, VX_EINVAL, "%s.key: not a notification key", p);

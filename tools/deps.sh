@@ -21,6 +21,9 @@ PKGS="$PKGS zsh fish mandoc man-db dpkg-dev lintian"
 # python3-jsonschema: the end-to-end tests check every plan, status, report and webhook body
 # vx writes against docs/*.schema.json (Draft 2020-12) with it (tests/e2e/schemas.py).
 PKGS="$PKGS python3-jsonschema"
+# python3-html5lib: tests/e2e/test_budget.py parses the report page with html5lib and fails on
+# any parse error it reports.
+PKGS="$PKGS python3-html5lib"
 # jq and nodejs: tests/ci/test_watch_issues.py runs the watch recipes' issue keeping (GitLab's in
 # sh with curl and jq, GitHub's github-script in node) against fake APIs on loopback.
 PKGS="$PKGS jq nodejs"

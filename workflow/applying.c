@@ -406,6 +406,7 @@ int applying_record(struct applying *ap, const struct planning_opts *po, struct 
 {
 	struct workspace *ws = &ap->ws;
 	struct live_set kinds = live_store_view(&ws->store);
+	int rc;
 
 	ap->refreshed = po->refresh ? apply_refresh_state(&ws->state, kind_job_listed(&ws->store), &kinds,
 							  &ap->refresh_summary)
@@ -419,7 +420,16 @@ int applying_record(struct applying *ap, const struct planning_opts *po, struct 
 	 */
 	if (!ap->refreshed && !ws->migrated)
 		return 0;
-	return record_refresh(ws, ap->refreshed, ws->migrated, ap->refresh_summary, err);
+	if ((rc = record_refresh(ws, ap->refreshed, ws->migrated, ap->refresh_summary, err)) < 0)
+		return rc;
+	/* The spend is the state's history: what just ended counts now, before anything starts
+	 * (vxapply; the watcher holds to the budget applied once it recorded, workflow/watch.c). */
+	if (!ap->refreshed || po->budget_holds || !ws->st->budget.set)
+		return 0;
+	if (budget_hold_unreviewed(&ap->budget_held, &ap->pl.planner.plan, &ap->pl.capacity, ws, &ap->pl.prices,
+				   po->now_ms ? po->now_ms : vx_now_ms(ws->ctx)) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
 }
 
 int applying_run(struct applying *ap, const struct applying_opts *opts, struct vx_err *err)
@@ -510,7 +520,28 @@ struct recorder {
 	struct applying *ap;
 	int64_t until_mono;         /* the budget's end (vx_mono_ms), 0: none */
 	int busy;                   /* a record failed: none more is tried in this call */
+	const struct notify_list *events; /* what is sent, and to whom: what a key is of */
+	const struct stack *targets;
 };
+
+/*
+ * How long the delivery key must be remembered at least: its event's
+ * keep_until_ms (a budget threshold's period end), 0 for the usual week.
+ */
+static int64_t rec_keep_until(const struct recorder *r, const char *key)
+{
+	for (size_t e = 0; e < r->events->n; e++) {
+		const struct notify_event *ev = &r->events->items[e];
+		char id[NOTIFY_ID_LEN + 1], k[NOTIFY_KEY_LEN + 1];
+
+		if (!ev->keep_until_ms || notify_event_id(id, ev) < 0)
+			continue;
+		for (size_t t = 0; t < r->targets->nnotify; t++)
+			if (notify_delivery_key(k, id, &r->targets->notify[t]) == 0 && !strcmp(k, key))
+				return ev->keep_until_ms;
+	}
+	return 0;
+}
 
 static int rec_delivered(void *ud, const char *key)
 {
@@ -520,7 +551,7 @@ static int rec_delivered(void *ud, const char *key)
 }
 
 /* Takes the lease, adds key to the state as it is now, writes it, gives the lease back. */
-static int record_one(struct applying *ap, const char *key, int64_t at_ms, struct vx_err *err)
+static int record_one(struct applying *ap, const char *key, int64_t at_ms, int64_t until_ms, struct vx_err *err)
 {
 	struct state fresh = STATE_INIT;
 	struct state_lock_opts lo;
@@ -536,7 +567,7 @@ static int record_one(struct applying *ap, const char *key, int64_t at_ms, struc
 		return rc;
 	if ((rc = state_load(ap->ws.backend, &fresh, err)) < 0)
 		goto done;
-	if ((rc = state_notified_add(&fresh, key, at_ms)) < 0) {
+	if ((rc = state_notified_add_until(&fresh, key, at_ms, until_ms)) < 0) {
 		rc = vx_err_set(err, rc, "recording %s: %s", key, rc == VX_ENOMEM ? "out of memory" : "not a key");
 		goto done;
 	}
@@ -559,14 +590,15 @@ static int rec_record(void *ud, const char *key, int64_t at_ms)
 	struct recorder *r = ud;
 	struct applying *ap = r->ap;
 	struct vx_err e = VX_ERR_INIT;
+	int64_t until = rec_keep_until(r, key);
 	int rc;
 
 	/* In memory first: nothing recorded is sent twice by this call. */
-	if ((rc = state_notified_add(&ap->ws.state, key, at_ms)) < 0)
+	if ((rc = state_notified_add_until(&ap->ws.state, key, at_ms, until)) < 0)
 		return rc == VX_ENOMEM ? rc : 0;
 	if (r->busy)
 		return VX_ECONFLICT;
-	rc = record_one(ap, key, at_ms, &e);
+	rc = record_one(ap, key, at_ms, until, &e);
 	if (rc < 0) {
 		r->busy = 1;
 		if (rc != VX_ECONFLICT && rc != VX_ENOMEM && ap->ws.ev && ap->ws.ev->problem)
@@ -632,6 +664,55 @@ int applying_events(struct applying *ap, int64_t since_ms, struct notify_list *o
 
 	if (rc == 0 && ap->ran)
 		rc = resubmitted_events(out, &ap->pl.planner.plan, &ap->ws.state, ap->ws.st->name);
+	return rc;
+}
+
+/* A budget event of the stack (address NULL: a warnAt threshold) or of a held start, its strings copied. */
+static int budget_event(struct notify_list *out, unsigned kind, const char *stack, const char *address,
+			const char *state, const char *key, int64_t until_ms, int64_t now_ms)
+{
+	struct notify_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = kind;
+	ev.stack = stack;
+	ev.address = address;
+	ev.owned[0] = vx_strdup(state);
+	ev.owned[1] = vx_strdup(key);
+	ev.state = ev.owned[0];
+	ev.key = ev.owned[1];
+	ev.keep_until_ms = until_ms;
+	ev.time_ms = now_ms;
+	if (!ev.owned[0] || !ev.owned[1]) {
+		free(ev.owned[0]);
+		free(ev.owned[1]);
+		return VX_ENOMEM;
+	}
+	return notify_list_add(out, &ev);
+}
+
+int applying_budget_events(struct applying *ap, struct notify_list *out)
+{
+	const struct state *s = &ap->ws.state;
+	const struct plan *p = &ap->pl.planner.plan;
+	struct budget_warning warn[BUDGET_MAX_WARN];
+	int64_t now = provider_now_ms(ap->ws.prov, ap->ws.ctx);
+	size_t n = budget_warnings(warn, &ap->ws, &ap->pl.prices, now);
+	char key[24];
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = budget_event(out, NOTIFY_BUDGET, ap->ws.st->name, NULL, warn[i].state, warn[i].key, warn[i].until_ms,
+				  now);
+	/* One budget-exhausted per episode, as the watcher's: the first start held, keyed alike. */
+	for (size_t i = 0; i < p->n && rc == 0 && s->budget_cents > 0; i++) {
+		const struct plan_action *a = &p->actions[i];
+
+		if (a->op != PLAN_WAIT || !a->held || !a->reason || strncmp(a->reason, "held: budget", 12))
+			continue;
+		budget_exhausted_key(key, s->budget_cents, job_action_of(a)->attempt);
+		return budget_event(out, NOTIFY_BUDGET_SPENT, ap->ws.st->name, a->address, a->reason, key, 0, now);
+	}
 	return rc;
 }
 
@@ -701,9 +782,9 @@ int applying_notify(struct applying *ap, const struct stack *targets, struct not
 		    const struct notify_list *events, size_t max_sends, int64_t budget_ms,
 		    struct notify_report *rep, struct vx_err *err)
 {
-	struct recorder r = { ap, budget_ms > 0 ? vx_mono_ms(ap->ws.ctx) + budget_ms : 0, 0 };
-	struct notify_sink sink = { rec_delivered, rec_record, rec_getenv, rec_time_left, 0, &r, notify_host_here };
 	const struct stack *st = targets ? targets : ap->ws.st;
+	struct recorder r = { ap, budget_ms > 0 ? vx_mono_ms(ap->ws.ctx) + budget_ms : 0, 0, events, st };
+	struct notify_sink sink = { rec_delivered, rec_record, rec_getenv, rec_time_left, 0, &r, notify_host_here };
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));

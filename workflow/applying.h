@@ -96,6 +96,10 @@ struct applying {
 	const char *pr_url;
 	size_t refreshed;          /* runs whose state the refresh changed (applying_record) */
 	char *refresh_summary;
+	/* Starts no reviewer approved that the Stack's budget held once the
+	 * refresh was recorded (applying_record): the runs that ended since the
+	 * last record took the spend past what covers them. */
+	size_t budget_held;
 	struct apply_result res;   /* what applying_run did */
 	int ran;                   /* applying_run ran */
 	/* The fence's test pause (util/testhook.h, "before-send"), armed when
@@ -109,6 +113,16 @@ struct applying {
 
 /* Zeroes ap before a cycle; applying_close ends it. */
 void applying_init(struct applying *ap);
+
+/*
+ * vxapply's budget notifications (docs/budgets.md), appended to out: a
+ * `budget` event for each warnAt threshold of the budget applied that the
+ * period's spend reached, and one `budget-exhausted` for the first start the
+ * budget held, keyed as the watcher keys them, so that each is told once
+ * whichever of them sees it first. Run after applying_targets recorded the
+ * budget. 0, or VX_ENOMEM.
+ */
+int applying_budget_events(struct applying *ap, struct notify_list *out) VX_WUR;
 
 /* Opens the stack in dir (workspace_open; with prov, workspace_open_lent: the
  * caller's provider, borrowed, and its flags). */

@@ -57,6 +57,42 @@ int budget_build_report(struct budget *out, const struct workspace *ws, const st
 int budget_spent(double *out, const struct workspace *ws, const struct stack_budget *b, const struct prices *p,
 		 int64_t now_ms) VX_WUR;
 
+/*
+ * vxplan's and vxapply's holds (docs/budgets.md): in plan p, whose costs
+ * are cap, each start no reviewer approved in it (a resubmission, a sweep
+ * run that waited, an after: dependent: its kind's budget_unreviewed) that
+ * would take the spend of ws's Stack budget (set) past it is made a wait,
+ * "held: budget, $0.90 left", in plan order. What the reviewed part of the
+ * plan adds counts first: the plan's budget line and vxapply's refusal
+ * govern it. A spend or a cost that cannot be known holds too. *held: how
+ * many. 0, or VX_ENOMEM.
+ */
+struct plan;
+int budget_hold_unreviewed(size_t *held, struct plan *p, const struct capacity_report *cap, const struct workspace *ws,
+			   const struct prices *prices, int64_t now_ms) VX_WUR;
+
+/* A warnAt threshold the period's spend reached: a `budget` event. */
+struct budget_warning {
+	char state[96];	  /* "spent 40% of the budget: $0.60 of $1.50" */
+	char key[24];	  /* the threshold and the period: "50:2026-01", "25:2043" */
+	int64_t until_ms; /* the period's end: its delivery is remembered until then */
+};
+
+#define BUDGET_MAX_WARN 8
+
+/*
+ * The warnAt thresholds of the budget applied in ws's state that its
+ * period's spend (priced with p, as budget_spent) has reached at now_ms,
+ * into out: how many. Each is told once per period: the calendar month, or
+ * the N-day span since the epoch that holds now_ms. 0 when none applies or
+ * the spend is unknown.
+ */
+size_t budget_warnings(struct budget_warning out[BUDGET_MAX_WARN], const struct workspace *ws, const struct prices *p,
+		       int64_t now_ms);
+
+/* The key of one budget-exhausted episode: the budget's cents and the held run's attempt. */
+void budget_exhausted_key(char key[24], int64_t cents, int64_t attempt);
+
 /* "$12,400" ($100 and up in whole dollars, cents below, as the plan's spend line) into b. */
 struct vx_buf;
 int budget_money(struct vx_buf *b, double usd) VX_WUR;

@@ -160,6 +160,27 @@ static int plan_price_limits(struct planning *pl, const struct stack *st, struct
 	return rc < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
 }
 
+/*
+ * vxplan and vxapply (the watcher holds to the budget applied, in
+ * workflow/watch.c): the starts no reviewer approved that the Stack's
+ * budget does not cover are held (workflow/budget.h), and the costs are
+ * counted again without them.
+ */
+static int plan_budget_holds(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
+			     const struct capacity_input *in, struct vx_err *err)
+{
+	size_t held = 0;
+
+	if (!ws->st->budget.set || o->budget_holds)
+		return 0;
+	if (budget_hold_unreviewed(&held, &pl->planner.plan, &pl->capacity, ws, &pl->prices, in->now_ms) < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (!held)
+		return 0;
+	capacity_release(&pl->capacity);
+	return capacity_build(&pl->capacity, in, err);
+}
+
 /* Quota limits and prices, then the capacity report, once per run. */
 static int plan_capacity(struct planning *pl, struct workspace *ws, const struct planning_opts *o,
 			 struct vx_err *err)
@@ -188,6 +209,8 @@ static int plan_capacity(struct planning *pl, struct workspace *ws, const struct
 	in.now_ms = o->now_ms ? o->now_ms : vx_now_ms(ws->ctx);
 	in.price_all = st->budget.set;
 	rc = capacity_build(&pl->capacity, &in, err);
+	if (rc == 0)
+		rc = plan_budget_holds(pl, ws, o, &in, err);
 	if (rc < 0) {
 		free(unread);
 		return rc;

@@ -105,6 +105,7 @@ struct quota_news {
 	unsigned kind;              /* NOTIFY_QUOTA_GRANTED or _DENIED */
 	char state[96];             /* "granted 16 of 16", "granted 8 of 16" */
 	char key[24];               /* the preferred value: one event per request */
+	int64_t until_ms;	    /* its deliveries are kept until then (0: a week) */
 };
 
 /* The same error this many cycles in a row is a watch-error notification. */
@@ -382,14 +383,26 @@ static int starts_or_changes(enum plan_op op)
  * wait with the reason, said once per violation. The stack's files broke
  * the policy after what runs was applied (a rung added before the policy
  * changed): nothing new starts, and nothing running is cancelled for it.
+ * A violation about a fallback rung only skips that rung (the kind's
+ * policy_rung): the run goes on the next rung allowed, said once, and is
+ * held only when none remains.
  */
 static int policy_holds(struct watch *w, struct plan *p, const struct policy_rules *pol, struct plan_action *a,
 			int quiet)
 {
 	const struct policy_violation *v;
 	char *what, *why;
+	int moved;
 
 	if (!starts_or_changes(a->op) || !(v = policy_rules_violation_of(pol, a->address)))
+		return 0;
+	moved = a->kind_of && a->kind_of->policy_rung ? a->kind_of->policy_rung(a, pol) : 0;
+	if (moved == 2 && (what = vx_asprintf("rung|%s|%s", a->address, a->reason ? a->reason : ""))) {
+		if (tell(w, what, quiet))
+			say(w, "policy", a->address, "%s: %s", a->address, a->reason ? a->reason : "");
+		free(what);
+	}
+	if (moved > 0)
 		return 0;
 	why = vx_asprintf("held: policy: %s", v->msg);
 	what = vx_asprintf("policy|%s|%s", a->address, v->msg);
@@ -488,62 +501,37 @@ static void budget_news(struct watch *w, const struct plan_action *a, const char
 		return;
 	n->kind = NOTIFY_BUDGET_SPENT;
 	snprintf(n->state, sizeof(n->state), "%s", why ? why : "held: budget");
-	snprintf(n->key, sizeof(n->key), "%lld:%lld", (long long)cents, (long long)attempt);
+	budget_exhausted_key(n->key, cents, attempt);
 }
 
-/* A stack's event for the news: address NULL. 0, or -1 out of memory. */
-static int stack_news(struct watch *w, unsigned kind, const char *state, const char *key)
+/* A stack's event for the news: address NULL, its deliveries kept until until_ms (0: a week). 0, or -1 out of memory. */
+static int stack_news(struct watch *w, unsigned kind, const char *state, const char *key, int64_t until_ms)
 {
 	struct quota_news *n = news_add(w, NULL);
 
 	if (!n)
 		return -1;
 	n->kind = kind;
-	snprintf(n->state, sizeof(n->state), "%s", state);
+	n->until_ms = until_ms;
+	snprintf(n->state, sizeof(n->state), "%.95s", state);
 	snprintf(n->key, sizeof(n->key), "%.23s", key);
 	return 0;
 }
 
 /*
  * The budget applied's warnAt thresholds the period's spend has reached:
- * a `budget` event each, once per threshold per period (its key: the
- * threshold and the period, the calendar month or the N-day span of
- * the epoch that holds now).
+ * a `budget` event each, once per threshold per period (workflow/budget.h:
+ * the key names the threshold and the period, and its delivery is kept
+ * until the period ends), vxapply's and the watcher's alike.
  */
-static void budget_warnings(struct watch *w, const struct planning *pl, const struct workspace *ws, int64_t now)
+static void warn_news(struct watch *w, const struct planning *pl, const struct workspace *ws, int64_t now)
 {
-	const struct state *s = &ws->state;
-	struct stack_budget b = { .set = 1 };
-	struct vx_buf text = VX_BUF_INIT;
-	char key[24], period[16];
-	double spent;
-	time_t start;
-	struct tm tm;
+	struct budget_warning warn[BUDGET_MAX_WARN];
+	size_t n = budget_warnings(warn, ws, &pl->prices, now);
 
-	if (s->budget_cents <= 0 || !s->nbudget_warn_at)
-		return;
-	b.usd = (double)s->budget_cents / 100.0;
-	b.days = s->budget_days;
-	start = (time_t)(budget_period_start(&b, now) / 1000);
-	if (budget_spent(&spent, ws, &b, &pl->prices, now) != 0 || !gmtime_r(&start, &tm))
-		return;
-	if (b.days)
-		snprintf(period, sizeof(period), "%lld", (long long)(now / (b.days * 86400000)) % 1000000000LL);
-	else
-		snprintf(period, sizeof(period), "%04u-%02u", (unsigned)(tm.tm_year + 1900) % 10000u,
-			 (unsigned)(tm.tm_mon + 1) % 100u);
-	for (size_t i = 0; i < s->nbudget_warn_at; i++) {
-		if (spent * 100.0 < (double)s->budget_warn_at[i] * b.usd)
-			continue;
-		vx_buf_reset(&text);
-		if (vx_buf_printf(&text, "spent %d%% of the budget: ", (int)floor(spent * 100.0 / b.usd)) < 0 ||
-		    budget_money(&text, spent) < 0 || vx_buf_adds(&text, " of ") < 0 || budget_money(&text, b.usd) < 0)
+	for (size_t i = 0; i < n; i++)
+		if (stack_news(w, NOTIFY_BUDGET, warn[i].state, warn[i].key, warn[i].until_ms) < 0)
 			break;
-		snprintf(key, sizeof(key), "%u:%.15s", (unsigned)s->budget_warn_at[i] % 1000u, period);
-		if (stack_news(w, NOTIFY_BUDGET, vx_buf_str(&text), key) < 0)
-			break;
-	}
-	vx_buf_release(&text);
 }
 
 /*
@@ -869,6 +857,7 @@ static int news_events(struct watch *w, struct notify_list *out, const char *sta
 		ev.address = w->news[i].address;
 		ev.state = w->news[i].state;
 		ev.key = w->news[i].key;
+		ev.keep_until_ms = w->news[i].until_ms;
 		ev.time_ms = vx_now_ms(w->ctx);
 		if ((rc = notify_list_add(out, &ev)) < 0)
 			return rc;
@@ -1258,7 +1247,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	warn_too_old(w, ws.st, &pl.planner.plan, now);
 	news_release(w);
 	quota_changes(w, &pl.planner.plan);
-	budget_warnings(w, &pl, &ws, now);
+	warn_news(w, &pl, &ws, now);
 	if (ws.st->nnotify && (rc = news_events(w, &events, ws.st->name)) < 0) {
 		rc = vx_err_set(err, rc, "out of memory");
 		goto done;

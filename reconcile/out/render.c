@@ -361,8 +361,9 @@ static int cost_text(struct vx_buf *b, const struct capacity_report *c, const st
 		if (rc == 0 && k->timeout_s > 0)
 			rc = timeout_text(b, k->timeout_s);
 		if (rc == 0 && k->timeout_s > 0)
-			rc = vx_buf_printf(b, "%s timeout × %lld attempt%s left)", k->default_timeout ? " default" : "",
-					   (long long)k->attempts_left, k->attempts_left == 1 ? "" : "s");
+			rc = vx_buf_printf(b, "%s timeout × %lld attempt%s left%s)", k->default_timeout ? " default" : "",
+					   (long long)k->attempts_left, k->attempts_left == 1 ? "" : "s",
+					   k->ladder ? ", each at the priciest rung it may fall back to" : "");
 	}
 	/* With autoscaling, what is held costs a range as its VMs move. */
 	if (rc == 0 && k->has_range)

@@ -67,6 +67,13 @@ struct rh_fail {
 	size_t nmsgs;
 };
 
+/* A stack's budget over its own period ending at the report's generation (docs/budgets.md). */
+struct rh_budget {
+	const char *stack, *period, *line;
+	double limit, spent;
+	int has_spent;
+};
+
 struct rh_doc {
 	const char *generated_s, *since_s, *until_s;
 	int64_t generated, since, until;
@@ -83,6 +90,8 @@ struct rh_doc {
 	size_t nwaits;
 	struct rh_fail *fails;
 	size_t nfails;
+	struct rh_budget *budgets;
+	size_t nbudgets;
 };
 
 /* ---- reading the document ---- */
@@ -274,6 +283,14 @@ static const struct rh_field wait_fields[] = {
 	RH_FIELD(rh_wait, "p90_seconds", T_INT, 0, p90_s),
 };
 
+static const struct rh_field budget_fields[] = {
+	RH_FIELD(rh_budget, "stack", T_STR, 0, stack),
+	RH_FIELD(rh_budget, "period", T_STR, 0, period),
+	RH_FIELD(rh_budget, "limit", T_NUM, 0, limit),
+	RH_FIELD_P(rh_budget, "spent", T_NUM, 1, spent, has_spent),
+	RH_FIELD(rh_budget, "line", T_STR, 0, line),
+};
+
 static const struct rh_field resv_fields[] = {
 	RH_FIELD(rh_resv, "stack", T_STR, 0, stack),
 	RH_FIELD(rh_resv, "address", T_STR, 0, address),
@@ -316,6 +333,11 @@ static int read_resv(const cJSON *o, const char *w, void *r, struct vx_err *err)
 static int read_wait(const cJSON *o, const char *w, void *r, struct vx_err *err)
 {
 	return read_fields(o, w, r, wait_fields, sizeof(wait_fields) / sizeof(wait_fields[0]), err);
+}
+
+static int read_budget(const cJSON *o, const char *w, void *r, struct vx_err *err)
+{
+	return read_fields(o, w, r, budget_fields, sizeof(budget_fields) / sizeof(budget_fields[0]), err);
 }
 
 static int read_breakdown(const cJSON *totals, const char *name, struct rh_list *l, struct vx_err *err)
@@ -421,6 +443,7 @@ static int read_list(const cJSON *list, const char *name, void *out, size_t *n, 
 static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 {
 	const cJSON *prices = NULL, *runs = NULL, *resv = NULL, *totals = NULL, *waits = NULL, *fails = NULL, *it;
+	const cJSON *budgets = NULL;
 	int64_t version = 0;
 	size_t i;
 	int rc;
@@ -450,7 +473,8 @@ static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 	    (rc = read_breakdown(totals, "by_accelerator", &d->by_accel, err)) < 0 ||
 	    (rc = read_breakdown(totals, "by_strategy", &d->by_strategy, err)) < 0 ||
 	    (rc = field(doc, "", "waiting", T_LIST, 0, &waits, NULL, err)) < 0 ||
-	    (rc = field(doc, "", "failures", T_LIST, 0, &fails, NULL, err)) < 0)
+	    (rc = field(doc, "", "failures", T_LIST, 0, &fails, NULL, err)) < 0 ||
+	    (rc = field(doc, "", "budgets", T_LIST, 1, &budgets, NULL, err)) < 0)
 		return rc;
 	if (d->until <= d->since)
 		return vx_err_set(err, VX_EINVAL, "report document: until: %s is not after since (%s)",
@@ -470,7 +494,8 @@ static int read_doc(const cJSON *doc, struct rh_doc *d, struct vx_err *err)
 	if ((rc = read_list(runs, "runs", &d->runs, &d->nruns, sizeof(*d->runs), read_run, err)) < 0 ||
 	    (rc = read_list(resv, "reservations", &d->resv, &d->nresv, sizeof(*d->resv), read_resv, err)) < 0 ||
 	    (rc = read_list(waits, "waiting", &d->waits, &d->nwaits, sizeof(*d->waits), read_wait, err)) < 0 ||
-	    (rc = read_list(fails, "failures", &d->fails, &d->nfails, sizeof(*d->fails), read_failure, err)) < 0)
+	    (rc = read_list(fails, "failures", &d->fails, &d->nfails, sizeof(*d->fails), read_failure, err)) < 0 ||
+	    (rc = read_list(budgets, "budgets", &d->budgets, &d->nbudgets, sizeof(*d->budgets), read_budget, err)) < 0)
 		return rc;
 	for (i = 0; i < d->nruns; i++)
 		d->runs[i].idx = i;
@@ -485,6 +510,7 @@ static void doc_release(struct rh_doc *d)
 	for (size_t i = 0; i < d->nfails; i++)
 		free(d->fails[i].msgs);
 	free(d->fails);
+	free(d->budgets);
 	free(d->waits);
 	free(d->by_job.v);
 	free(d->by_week.v);
@@ -1232,6 +1258,41 @@ static void reservations(struct rh_out *o, const struct rh_doc *d)
 	put(o, "</tbody>\n</table>\n");
 }
 
+/* Each stack's budget, over its own period ending now (whatever the report's span), when some sets one. */
+static void budgets(struct rh_out *o, const struct rh_doc *d)
+{
+	if (!d->nbudgets)
+		return;
+	put(o, "<section id=\"budgets\">\n<h2>Budgets</h2>\n<p class=\"est\">Each over its own period ending when "
+	       "this page was generated, whatever span the page shows.</p>\n<table>\n<thead><tr><th>stack</th>"
+	       "<th>period</th><th class=\"n\">spent</th><th class=\"n\">budget</th><th class=\"n\">used</th>"
+	       "<th>line</th></tr></thead>\n<tbody>\n");
+	for (size_t i = 0; i < d->nbudgets; i++) {
+		const struct rh_budget *b = &d->budgets[i];
+
+		put(o, "<tr><td class=\"a\">");
+		esc(o, b->stack);
+		put(o, "</td><td>");
+		esc(o, b->period);
+		put(o, "</td><td class=\"n\">");
+		if (b->has_spent)
+			money(o, b->spent);
+		else
+			put(o, "unknown");
+		put(o, "</td><td class=\"n\">");
+		money(o, b->limit);
+		put(o, "</td><td class=\"n\">");
+		if (b->has_spent)
+			percent(o, b->spent, b->limit);
+		else
+			put(o, "\xe2\x80\x94");
+		put(o, "</td><td>");
+		esc(o, b->line);
+		put(o, "</td></tr>\n");
+	}
+	put(o, "</tbody>\n</table>\n</section>\n");
+}
+
 static void spend(struct rh_out *o, const struct rh_doc *d)
 {
 	put(o, "<section id=\"spend\">\n<h2>Spend</h2>\n<p>");
@@ -1406,6 +1467,7 @@ int report_html(const struct cJSON *doc, struct vx_buf *out, struct vx_err *err)
 		o.rc = timeline(&o, &d);
 	if (o.rc == 0)
 		o.rc = legend(&o, &d);
+	budgets(&o, &d);
 	spend(&o, &d);
 	waste(&o, &d);
 	waiting(&o, &d);

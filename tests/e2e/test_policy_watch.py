@@ -100,6 +100,30 @@ class PolicyWatch(FakeTestCase):
         self.assertEqual(sorted(int(j["labels"]["vx-attempt"]) for j in self.live_jobs("b")), [1, 2])
         self.assertEqual([j["name"].split("/")[3] for j in self.live_jobs()], ["us-central1"] * 3)
 
+    def test_a_forbidden_rung_is_skipped_for_the_next_allowed(self):
+        # job.a's ladder: rung 1 in europe-west4 (forbidden), rung 2 on demand in us-central1
+        # (allowed). Preempted, its next attempt skips rung 1 for rung 2, said once; only when no
+        # allowed rung remains is the whole address held (the test above).
+        job = LADDER_JOB.replace("    - region: europe-west4\n",
+                                 "    - region: europe-west4\n    - scheduling: {strategy: STANDARD}\n")
+        self.applied_then_tightened({"a": job})
+        creates = self.fake.rpc_count("CreateCustomJob")
+        r = self.repo.vx("watch", self.repo.dir, "-once")
+        self.assertEqual((r.code, r.err), (2, ""), r)
+        lines = [without_time(l) for l in r.out.splitlines()]
+        self.assertEqual(lines[:2], [
+            'policy: job.a: attempt 2/3 on rung 1 (region europe-west4) after preempted in us-central1; rung 1 '
+            'skipped (held: policy: CustomJob "a": resubmit.fallback[0].region: europe-west4 is not allowed by '
+            'policy "ml-platform" (rules.regions, .vx/policy.yaml:4)): on rung 2 (region us-central1)',
+            "record: recorded: job.a: queued -> failed (preempted)"])
+        self.assertEqual(len(lines), 3, r)
+        self.assertRegex(lines[2], r"^act: \+ job\.a resubmit projects/\d+/locations/us-central1/customJobs/\d+$")
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), creates + 1)
+        [second] = [j for j in self.live_jobs("a") if j["labels"]["vx-attempt"] == "2"]
+        self.assertEqual((second["labels"]["vx-rung"], second["jobSpec"].get("scheduling", {}).get("strategy", "STANDARD")),
+                         ("2", "STANDARD"))
+        self.assertEqual(json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))["current"]["rung"], 2)
+
     def test_the_hold_is_said_once_and_sync_applies_nothing_forbidden(self):
         self.applied_then_tightened({"a": LADDER_JOB})
         creates = self.fake.rpc_count("CreateCustomJob")
@@ -171,6 +195,27 @@ class PolicyWatch(FakeTestCase):
         self.assertIn('\nErrors (the plan cannot be applied):\n  %s/jobs.yaml:32:7: CustomJob "c": resubmit.fallback[0]: '
                       '$150.00 per hour (team table) is more than policy "ml-platform" (rules.maxHourlyUsd, '
                       '.vx/policy.yaml:4) allows (at most $100)\n\n' % self.repo.dir, r.out)
+
+    def test_status_warns_of_a_rate_over_max_hourly_usd(self):
+        # The rate rule needs the price table, which vx status reads: it says the violation as it
+        # says the loader's (test_status_and_report_warn_and_plan_refuses), at the rung's field.
+        with open(os.path.join(self.repo.dir, "prices.json"), "w") as f:
+            json.dump(PRICES, f)
+        self.applied_then_tightened({"c": RATE_JOB, "b": job_yaml("b", on="preempted", strategy="SPOT")},
+                                    policy="kind: Policy\nname: ml-platform\nrules:\n  maxHourlyUsd: 100\n",
+                                    extra_stack="prices: prices.json\n")
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, (
+            '%s/jobs.yaml:32:7: warning: CustomJob "c": resubmit.fallback[0]: $150.00 per hour (team table) is more '
+            'than policy "ml-platform" (rules.maxHourlyUsd, .vx/policy.yaml:4) allows (at most $100)\n'
+            "vx: warning: %s: the stack breaks its policy (1 violation): vxplan and vxapply refuse it, and vx "
+            "watch holds what the policy forbids\n" % (self.repo.dir, self.repo.dir))), r)
+        # A table in which the rung is within the rule: nothing to say.
+        PRICES_OK = dict(PRICES, regions={"*": {"machines": {"g2-standard-4": {"on_demand": 90, "spot": 50}}}})
+        with open(os.path.join(self.repo.dir, "prices.json"), "w") as f:
+            json.dump(PRICES_OK, f)
+        r = self.repo.vx("status", self.repo.dir)
+        self.assertEqual((r.code, r.err), (0, ""), r)
 
 
 if __name__ == "__main__":

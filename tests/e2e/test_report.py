@@ -241,10 +241,12 @@ class Report(FakeTestCase):
 
     def test_pull_request_comment_line(self):
         # Nothing ran yet: no spend; the plan starts a and b (the built-in table is not asked:
-        # VX_PRICES is), at most 3 attempts x 7 days (no timeout) of a, 1 x 7 days of b:
-        # a: SPOT 1.20/h x 168 h x 3 = 604.80; b: STANDARD 1.50/h x 168 h = 252.00 -> 856.80.
+        # VX_PRICES is), at most 3 attempts x 7 days (no timeout) of a, 1 x 7 days of b. a's
+        # attempts after its first may fall back to its STANDARD rung (3.00/h), each priced there:
+        # a: SPOT 1.20/h x 168 h + STANDARD 3.00/h x 168 h x 2 = 1,209.60;
+        # b: STANDARD 1.50/h x 168 h = 252.00 -> 1,461.60.
         self.repo.write({"a": JOB_A, "b": JOB_B})
-        self.assertEqual(self.markdown_line(), "last 30 days: $0.00 · this plan: at most $857")
+        self.assertEqual(self.markdown_line(), "last 30 days: $0.00 · this plan: at most $1,462")
         self.repo.write({})
         self.history()
         # $4.38 spent (see test_report_json_and_csv), 0.60 of it on the preempted attempt: 13.7%.

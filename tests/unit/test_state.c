@@ -1105,6 +1105,38 @@ static void test_salt(void **unused)
 }
 
 /* The notifications delivered: recorded once, kept a week, written only when there are some. */
+/* A delivery kept until a time (a budget threshold's period end): not forgotten after a week. */
+static void test_notified_until(void **unused)
+{
+	static const char k1[] = "evt_0123456789abcdef0123456789abcdef:0011aabb";
+	static const char k2[] = "evt_ffffffffffffffffffffffffffffffff:0011aabb";
+	static const char k3[] = "evt_eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee:0011aabb";
+	int64_t now = 1795000000000, day = 24 * 3600 * 1000;
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct vx_ctx ctx;
+	char *text = NULL;
+
+	(void)unused;
+	ctx_fixed(&ctx, &now);
+	assert_int_equal(state_new(&st, "s", &ctx, &err), 0);
+	assert_int_equal(state_notified_add_until(&st, k1, now, now + 30 * day), 0);
+	assert_int_equal(state_header_to_json(&st, &text, &err), 0);
+	assert_non_null(strstr(text, "\t\t\t\"at\":\t\"2026-11-18T11:06:40Z\",\n\t\t\t\"until\":\t\"2026-12-18T11:06:40Z\"\n"));
+	assert_int_equal(state_header_from_json(&back, text, strlen(text), &err), 0);
+	assert_int_equal(back.notified[0].until_ms, now + 30 * day);
+	state_release(&back);
+	free(text);
+	/* Eight days on it stays; once its time has passed, the next record forgets it. */
+	assert_int_equal(state_notified_add(&st, k2, now + 8 * day), 0);
+	assert_true(state_notified_has(&st, k1));
+	assert_int_equal(state_notified_add(&st, k3, now + 31 * day), 0);
+	assert_false(state_notified_has(&st, k1));
+	assert_false(state_notified_has(&st, k2));
+	assert_true(state_notified_has(&st, k3));
+	state_release(&st);
+}
+
 static void test_notified(void **unused)
 {
 	static const char k1[] = "evt_0123456789abcdef0123456789abcdef:0011aabb";
@@ -1268,6 +1300,7 @@ int main(void)
 		cmocka_unit_test(test_address_and_ids),
 		cmocka_unit_test(test_salt),
 		cmocka_unit_test(test_notified),
+		cmocka_unit_test(test_notified_until),
 		cmocka_unit_test(test_released),
 	};
 
