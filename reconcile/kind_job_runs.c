@@ -246,7 +246,9 @@ static int run_exit_code(const struct failed *f)
  */
 static int resubmits_run(const struct plan_decl *d, const struct failed *f)
 {
-	return resubmits(d, f->cls) || exit_code_listed(d, run_exit_code(f));
+	/* A run vx cancelled after resubmit.maxQueued goes on without an entry in on. */
+	return resubmits(d, f->cls) || exit_code_listed(d, run_exit_code(f)) ||
+	       (f->cls && !strcmp(f->cls, "queue-timeout"));
 }
 
 static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
@@ -292,6 +294,10 @@ const char *job_classify(struct failure_input *in, const struct live_set *kinds,
 			in->window_end_ms = w->win.end_ms;
 			break;
 		}
+	/* A run vx cancelled after resubmit.maxQueued that never started is
+	 * queue-timeout once it has ended (while it is cancelling: nothing yet). */
+	if (prev && !strcmp(prev, "queue-timeout") && in->cancelled_by_vx && !in->started)
+		return job_state_is_terminal(in->state) ? prev : NULL;
 	cls = failure_classify(in);
 	return cls && prev && !strcmp(prev, "window-ended") ? prev : cls;
 }
@@ -480,6 +486,7 @@ static const char *class_plural(const char *cls)
 		{ "unknown", "unknown failures" },
 		{ "refused", "refused creates" },
 		{ "timeout", "timeouts" },
+		{ "queue-timeout", "queue timeouts" },
 	};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
@@ -706,6 +713,132 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	return failed_noop(b, a, d, rec, f, seen, next, when, stop);
 }
 
+/* "2h 3m" for how long a run waited: days, hours and minutes, each only
+ * when not 0 ("45s" under a minute). */
+static void queued_words(char *out, size_t size, int64_t ms)
+{
+	static const char unit[3] = { 'd', 'h', 'm' };
+	int64_t s = ms > 0 ? ms / 1000 : 0;
+	int64_t part[3] = { s / 86400, s % 86400 / 3600, s % 3600 / 60 };
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < 3; i++)
+		if (part[i] && n < size)
+			n += (size_t)snprintf(out + n, size - n, "%s%" PRId64 "%c", n ? " " : "", part[i], unit[i]);
+	if (!out[0])
+		snprintf(out, size, "%" PRId64 "s", s);
+}
+
+/*
+ * How long the current run has been queued or pending without ever
+ * starting (its create to now), or -1 when it is in another state, has a
+ * start time, or its create time or now is unknown.
+ */
+static int64_t queued_for(const struct builder *b, const struct plan_run *cur, const struct failed *f)
+{
+	int64_t created = f->lj && f->lj->create_ms ? f->lj->create_ms : cur->created_ms;
+
+	if (!f->state || (strcmp(f->state, "JOB_STATE_QUEUED") != 0 && strcmp(f->state, "JOB_STATE_PENDING") != 0))
+		return -1;
+	if ((f->lj && f->lj->start_ms > 0) || cur->started_ms > 0 || created <= 0 || b->in->now_ms <= 0)
+		return -1;
+	return b->in->now_ms - created;
+}
+
+/* The noop of a run past maxQueued that stays queued: why (owned) and what stops it (owned). */
+static int queued_noop(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		       const struct failed *f, int64_t queued, char *why, char *stop)
+{
+	struct plan_action *a = job_add_action(b, PLAN_NOOP, d->address);
+	struct job_action *ja = job_action_mut(a);
+
+	if (a) {
+		job_fill_decl(b, a, d);
+		job_set_rung(b, a, d, f->at);
+		ja->record = rec;
+		ja->queued_ms = queued;
+		job_set_str(b, &ja->old_hash, rec->spec_hash);
+		job_set_str(b, &ja->live_state, f->state);
+		job_set_fmt(b, &a->reason, why && stop ? vx_asprintf("%s; left queued: %s", why, stop) : NULL);
+	}
+	free(why);
+	free(stop);
+	return 1;
+}
+
+/* Why a run past maxQueued is left queued (owned), NULL when its next attempt may start. */
+static char *queued_stop(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			 const struct failed *q, int64_t next, int *stopped)
+{
+	char *stop = NULL;
+
+	*stopped = 1;
+	/* A protected job is never cancelled by a plan, not even this one. */
+	if (d->protect)
+		return vx_asprintf("protect: true");
+	if ((stop = rules_stop(b, d, rec, q)))
+		return stop;
+	if (next > d->max_attempts)
+		return vx_asprintf("resubmit budget exhausted (%" PRId64 "/%" PRId64 " attempts)", next - 1,
+				   d->max_attempts);
+	*stopped = 0;
+	return NULL;
+}
+
+int job_plan_queued(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		    const struct failed *f)
+{
+	const struct plan_run *cur = rec->current;
+	int64_t limit = d->policy ? d->policy->max_queued_ms : 0, queued = queued_for(b, cur, f), next, rung;
+	const struct live_job *seen = NULL;
+	struct failed q = *f;
+	char held[64], lim[32], *why, *stop;
+	struct plan_action *a;
+	struct job_action *ja;
+	int stopped;
+
+	if (limit <= 0 || queued < limit)
+		return 0;
+	q.cls = "queue-timeout";
+	queued_words(held, sizeof(held), queued);
+	failure_timeout_words(lim, sizeof(lim), limit);
+	why = vx_asprintf("queued %s without starting (maxQueued %s)", held, lim);
+	next = job_next_attempt(b, d, cur->attempt + 1, &seen);
+	stop = queued_stop(b, d, rec, &q, next, &stopped);
+	if (stopped)
+		return queued_noop(b, d, rec, f, queued, why, stop);
+	rung = plan_next_rung(f->at, q.cls, d->nrungs);
+	a = job_add_action(b, PLAN_RESUBMIT, d->address);
+	if (!(ja = job_action_mut(a)) || !why) {
+		free(why);
+		b->oom = 1;
+		return 1;
+	}
+	job_fill_decl(b, a, d);
+	ja->record = rec;
+	ja->run = d->run;
+	ja->attempt = next;
+	ja->queued_ms = queued;
+	job_set_rung(b, a, d, rung);
+	job_set_str(b, &ja->old_hash, rec->spec_hash);
+	job_set_str(b, &ja->failure_class, q.cls);
+	job_set_str(b, &ja->live_state, f->state);
+	/* The run is cancelled first; the apply creates the next once it has ended. */
+	job_set_str(b, &ja->cancel_name, cur->name);
+	if (d->nrungs > 1)
+		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64 " (region %s) after %s in %s: %s",
+						   next, d->max_attempts, rung, job_rung_region(d, rung), q.cls,
+						   cur->region ? cur->region : job_rung_region(d, f->at), why));
+	else
+		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s: %s", next,
+						   d->max_attempts, q.cls, why));
+	free(why);
+	note_deadline(b, a, d, rec);
+	job_note_seen(b, a, seen);
+	return 1;
+}
+
 static int set_if_changed(char **dst, const char *src, int *changed)
 {
 	if ((!*dst && !src) || (*dst && src && !strcmp(*dst, src)))
@@ -770,6 +903,9 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 	in.started_ms = run->started_ms;
 	in.timeout_ms = same_spec ? failure_spec_timeout_ms(r->spec_json) : 0;
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
+	/* Cancelling after resubmit.maxQueued: the class the apply recorded stays. */
+	if (!cls && run->failure && !strcmp(run->failure, "queue-timeout") && run->cancelled_by_vx && !in.started)
+		cls = run->failure;
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;
 	/* The replica's exit status, from Google's sentence (never the log tail). */

@@ -162,6 +162,10 @@ struct state_policy {
 	 * it at its next capacity failure; 0: never. "returnAfterMs", written
 	 * only when set. */
 	int64_t return_after_ms;
+	/* resubmit.maxQueued: a run queued or pending this long without starting
+	 * is cancelled and the next attempt made; 0: never. "maxQueuedMs",
+	 * written only when set. */
+	int64_t max_queued_ms;
 };
 
 #define STATE_MAX_POLICY_LIST 1000

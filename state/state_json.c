@@ -248,7 +248,8 @@ static cJSON *policy_json(const struct state_policy *p)
 	    add_int(o, "maxParallel", p->max_parallel) < 0 || add_int(o, "maxFailed", p->max_failed) < 0 ||
 	    add_exit_codes(o, p->on_exit_codes) < 0 || add_budgets(o, p) < 0 ||
 	    (p->within_ms && add_int(o, "withinMs", p->within_ms) < 0) ||
-	    (p->return_after_ms && add_int(o, "returnAfterMs", p->return_after_ms) < 0)) {
+	    (p->return_after_ms && add_int(o, "returnAfterMs", p->return_after_ms) < 0) ||
+	    (p->max_queued_ms && add_int(o, "maxQueuedMs", p->max_queued_ms) < 0)) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -408,6 +409,8 @@ static int fp_policy(struct vx_buf *b, const struct state_policy *p)
 		return -1;
 	/* Only when set, so a policy without it keeps its fingerprint. */
 	if (p->return_after_ms && (fp_str(b, "returnAfterMs") < 0 || fp_int(b, p->return_after_ms) < 0))
+		return -1;
+	if (p->max_queued_ms && (fp_str(b, "maxQueuedMs") < 0 || fp_int(b, p->max_queued_ms) < 0))
 		return -1;
 	for (size_t i = 0; p->resubmit_budgets && i < p->nresubmit_on; i++)
 		if (fp_int(b, p->resubmit_budgets[i]) < 0)
@@ -1103,18 +1106,19 @@ static int policy_from(const cJSON *o, const char *path, struct state_policy *po
 {
 	static const char *const keys[] = { "resubmitOn", "maxAttempts", "delayMs", "fallbackRungs",
 					    "fallbackHash", "after", "maxParallel", "maxFailed", "onExitCodes",
-					    "resubmitBudgets", "withinMs", "returnAfterMs" };
+					    "resubmitBudgets", "withinMs", "returnAfterMs", "maxQueuedMs" };
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL };
 	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
-	int rc, has_within, has_return;
+	int rc, has_within, has_return, has_queued;
 
 	memset(pol, 0, sizeof(*pol));
-	if ((rc = check_keys(o, path, keys, flags, 12, err)) < 0 ||
+	if ((rc = check_keys(o, path, keys, flags, 13, err)) < 0 ||
 	    (rc = get_exit_codes(o, path, pol->on_exit_codes, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "withinMs", 1, INT64_C(1) << 53, &has_within, &pol->within_ms, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "returnAfterMs", 1, INT64_C(1) << 53, &has_return, &pol->return_after_ms,
 			      err)) < 0 ||
+	    (rc = get_opt_int(o, path, "maxQueuedMs", 1, INT64_C(1) << 53, &has_queued, &pol->max_queued_ms, err)) < 0 ||
 	    (rc = get_strs(o, path, "resubmitOn", &pol->resubmit_on, &pol->nresubmit_on, err)) < 0 ||
 	    (rc = get_int(o, path, "maxAttempts", 1, INT64_C(1) << 31, &pol->max_attempts, err)) < 0 ||
 	    (rc = get_int(o, path, "delayMs", 0, INT64_C(1) << 53, &pol->delay_ms, err)) < 0 ||
