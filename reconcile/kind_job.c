@@ -79,6 +79,16 @@ static void note_refusals(struct plan_refusal *out, const struct state_record *r
 			break;
 		out->n++;
 	}
+	/* Every attempt of its spec and run, refused or run (the current one too), for the budgets and within. */
+	for (size_t h = 0; h <= r->nhistory; h++) {
+		const struct state_run *x = h < r->nhistory ? &r->history[h] : r->current;
+
+		if (!x || !vx_text_same(x->spec_hash, last->spec_hash) || x->run != last->run)
+			continue;
+		out->of_class += is_refusal(x) && vx_text_same(x->failure, last->failure);
+		if (x->created_ms > 0 && (!out->first_ms || x->created_ms < out->first_ms))
+			out->first_ms = x->created_ms;
+	}
 }
 
 /*

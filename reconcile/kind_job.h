@@ -243,6 +243,11 @@ struct plan_refusal {
 	int64_t at_ms;	     /* when the last one was refused */
 	const char *cls;     /* "refused" or "quota" */
 	const char *message; /* the server's message, or NULL */
+	/* Of the history's attempts of (spec_hash, run): the refusals of class
+	 * cls (the last one included), and the first create (0: unknown), for
+	 * resubmit.on's per-class budgets and resubmit.within. */
+	int64_t of_class;
+	int64_t first_ms;
 };
 
 /* A run vx knows about, from the state. */

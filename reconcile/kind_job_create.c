@@ -117,7 +117,9 @@ static void mark_queue_cancel(struct applier *a, struct state_run *run, int on)
  * resubmit.maxQueued: a GET of the run just before its cancel, which the
  * list may show late. Returns 1 when it is still queued or pending and has
  * never started (its record then says vx cancels it, class queue-timeout),
- * 0 when it is left alone: it started, ended, or could not be read (said).
+ * 2 when it is cancelling from vx's own cancel (an earlier apply's: no
+ * second one is sent, its end is waited for), 0 when it is left alone: it
+ * started, ended, or could not be read (said).
  */
 static int still_queued(struct applier *a, const struct plan_action *pa)
 {
@@ -137,7 +139,10 @@ static int still_queued(struct applier *a, const struct plan_action *pa)
 	}
 	queued = lj.start_ms <= 0 && lj.state &&
 		 (!strcmp(lj.state, "JOB_STATE_QUEUED") || !strcmp(lj.state, "JOB_STATE_PENDING"));
-	if (queued)
+	if (lj.start_ms <= 0 && lj.state && !strcmp(lj.state, "JOB_STATE_CANCELLING") && run->cancelled_by_vx &&
+	    run->failure && !strcmp(run->failure, "queue-timeout"))
+		queued = 2;
+	else if (queued)
 		mark_queue_cancel(a, run, 1);
 	else
 		applier_progress(a, "~ %s left alone: run %s is %s, it started (or ended) before the cancel "
@@ -157,7 +162,8 @@ static int check_queued(struct applier *a, const struct plan_action **acts, size
 	size_t kept = 0, marked = 0;
 
 	for (size_t i = 0; i < *n; i++) {
-		if (is_queue_cancel(acts[i]) && !still_queued(a, acts[i]))
+		/* Left alone, or cancelling already: no cancel is sent. */
+		if (is_queue_cancel(acts[i]) && still_queued(a, acts[i]) != 1)
 			continue;
 		marked += is_queue_cancel(acts[i]);
 		acts[kept++] = acts[i];

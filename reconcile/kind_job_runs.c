@@ -333,6 +333,22 @@ const char *job_run_failure(const struct builder *b, const struct plan_decl *d, 
 	return job_classify(&in, b->in->kinds, rec->spec_json, cur->failure, &f->window);
 }
 
+static char *rules_stop_class(const struct builder *b, const struct plan_decl *d, const char *cls, int64_t used,
+			      int64_t end);
+
+/*
+ * Why resubmit's rules stop asking again after the refused creates r
+ * (owned), NULL when none does: as for a failed run, the budget of their
+ * class (every refusal recorded but the last was followed by a new
+ * create) or resubmit.within's window from the first create.
+ */
+static char *refusal_stop(const struct builder *b, const struct plan_decl *d, const struct plan_refusal *r)
+{
+	int64_t within = d->policy ? d->policy->within_ms : 0;
+
+	return rules_stop_class(b, d, r->cls, r->of_class - 1, within > 0 && r->first_ms > 0 ? r->first_ms + within : 0);
+}
+
 /* The backoff after n refused creates in a row: resubmit.delay (at least a
  * minute: a refusal is not over in seconds), doubling, at most 15 minutes. */
 static int64_t refusal_wait(const struct plan_decl *d, size_t n)
@@ -362,7 +378,7 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	int64_t next, wait, not_before = 0;
 	struct plan_action *a;
 	struct job_action *ja;
-	char *reason;
+	char *reason, *stop = NULL;
 
 	*why = NULL;
 	if (!r || !r->n || !vx_text_same(r->spec_hash, d->spec_hash) || r->run != d->run)
@@ -382,6 +398,9 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 		reason = vx_asprintf("the create was refused (%s at %s, attempt %" PRId64 "); not asked again: "
 				     "%s is not in resubmit.on; fix the cause, then vxapply -replace %s",
 				     r->cls, when, r->attempt, r->cls, d->address);
+	} else if ((stop = refusal_stop(b, d, r))) {
+		reason = vx_asprintf("the create was refused (%s at %s, %zu in a row); gave up: %s; vxapply -replace %s "
+				     "asks again", r->cls, when, r->n, stop, d->address);
 	} else if (next > d->max_attempts) {
 		reason = vx_asprintf("the create was refused (%s at %s); resubmit budget exhausted "
 				     "(%" PRId64 "/%" PRId64 " attempts); vxapply -replace %s asks again",
@@ -403,6 +422,7 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	ja = job_action_mut(a);
 	if (!a) {
 		free(reason);
+		free(stop);
 		return 1;
 	}
 	job_fill_decl(b, a, d);
@@ -413,6 +433,10 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	job_set_fmt(b, &a->reason, reason);
 	ja->not_before_ms = not_before;
 	ja->refused = !not_before;
+	/* Given up on by resubmit's rules: until when within let attempts start. */
+	if (stop && d->policy && d->policy->within_ms > 0 && r->first_ms > 0)
+		ja->deadline_ms = r->first_ms + d->policy->within_ms;
+	free(stop);
 	return 1;
 }
 
@@ -541,16 +565,25 @@ static int64_t within_deadline(const struct plan_decl *d, const struct plan_reco
 static char *rules_stop(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 			const struct failed *f)
 {
-	int64_t budget = class_budget(d, f->cls), used = 0, end = within_deadline(d, rec);
 	unsigned bit = f->cls ? stack_fail_parse(f->cls) : 0;
-	char until[40], w[32];
+	int64_t used = 0;
 
 	for (unsigned c = 0; bit && c < STACK_FAIL_NCLASSES; c++)
 		if (bit == 1u << c)
 			used = rec->fails[c];
+	return rules_stop_class(b, d, f->cls, used, within_deadline(d, rec));
+}
+
+/* rules_stop for class cls, of whose budget used resubmissions are spent, within closing at end (0: never). */
+static char *rules_stop_class(const struct builder *b, const struct plan_decl *d, const char *cls, int64_t used,
+			      int64_t end)
+{
+	int64_t budget = class_budget(d, cls);
+	char until[40], w[32];
+
 	if (budget >= 0 && used >= budget)
 		return vx_asprintf("%" PRId64 " resubmission%s after %s used", budget, budget == 1 ? "" : "s",
-				   class_plural(f->cls));
+				   class_plural(cls));
 	if (end && b->in->now_ms > 0 && b->in->now_ms >= end) {
 		fmt_utc(until, sizeof(until), end, 0);
 		failure_timeout_words(w, sizeof(w), d->policy->within_ms);
@@ -746,6 +779,18 @@ static int64_t queued_for(const struct builder *b, const struct plan_run *cur, c
 	return b->in->now_ms - created;
 }
 
+/*
+ * Whether the current run is one vx cancelled after resubmit.maxQueued that
+ * is still cancelling (an apply died, or stopped waiting, after the cancel):
+ * its next attempt is planned as for a run still queued, and the apply waits
+ * for the end before the create, sending no second cancel.
+ */
+static int queue_cancelling(const struct plan_run *cur, const struct failed *f)
+{
+	return f->state && !strcmp(f->state, "JOB_STATE_CANCELLING") && cur->cancelled_by_vx && cur->failure &&
+	       !strcmp(cur->failure, "queue-timeout") && !(f->lj && f->lj->start_ms > 0) && cur->started_ms <= 0;
+}
+
 /* The noop of a run past maxQueued that stays queued: why (owned) and what stops it (owned). */
 static int queued_noop(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 		       const struct failed *f, int64_t queued, char *why, char *stop)
@@ -757,7 +802,7 @@ static int queued_noop(struct builder *b, const struct plan_decl *d, const struc
 		job_fill_decl(b, a, d);
 		job_set_rung(b, a, d, f->at);
 		ja->record = rec;
-		ja->queued_ms = queued;
+		ja->queued_ms = queued > 0 ? queued : 0;
 		job_set_str(b, &ja->old_hash, rec->spec_hash);
 		job_set_str(b, &ja->live_state, f->state);
 		job_set_fmt(b, &a->reason, why && stop ? vx_asprintf("%s; left queued: %s", why, stop) : NULL);
@@ -791,19 +836,20 @@ int job_plan_queued(struct builder *b, const struct plan_decl *d, const struct p
 {
 	const struct plan_run *cur = rec->current;
 	int64_t limit = d->policy ? d->policy->max_queued_ms : 0, queued = queued_for(b, cur, f), next, rung;
+	int cancelling = queue_cancelling(cur, f), stopped;
 	const struct live_job *seen = NULL;
 	struct failed q = *f;
 	char held[64], lim[32], *why, *stop;
 	struct plan_action *a;
 	struct job_action *ja;
-	int stopped;
 
-	if (limit <= 0 || queued < limit)
+	if (!cancelling && (limit <= 0 || queued < limit))
 		return 0;
 	q.cls = "queue-timeout";
 	queued_words(held, sizeof(held), queued);
 	failure_timeout_words(lim, sizeof(lim), limit);
-	why = vx_asprintf("queued %s without starting (maxQueued %s)", held, lim);
+	why = cancelling ? vx_asprintf("vx cancelled it after resubmit.maxQueued; created once the cancel has ended")
+			 : vx_asprintf("queued %s without starting (maxQueued %s)", held, lim);
 	next = job_next_attempt(b, d, cur->attempt + 1, &seen);
 	stop = queued_stop(b, d, rec, &q, next, &stopped);
 	if (stopped)
@@ -819,7 +865,7 @@ int job_plan_queued(struct builder *b, const struct plan_decl *d, const struct p
 	ja->record = rec;
 	ja->run = d->run;
 	ja->attempt = next;
-	ja->queued_ms = queued;
+	ja->queued_ms = queued > 0 ? queued : 0;
 	job_set_rung(b, a, d, rung);
 	job_set_str(b, &ja->old_hash, rec->spec_hash);
 	job_set_str(b, &ja->failure_class, q.cls);

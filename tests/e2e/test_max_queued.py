@@ -131,8 +131,18 @@ class MaxQueued(FakeTestCase):
         self.assertIn("~ job.a attempt 2 waits: run %s is still cancelling; the next apply (or vx watch) creates "
                       "it once it has ended\n" % first, r.out)
         self.assertEqual([j["state"] for j in self.jobs_of_a()], ["JOB_STATE_CANCELLING"])
-        r = self.repo.plan("-detailed-exitcode", env=self.now())
-        self.assertEqual(r.code, 0, r)                  # while it cancels: nothing to do
+        # While it cancels, the next attempt is still planned; an apply sends no second cancel and
+        # waits for the end again.
+        r = self.repo.plan(env=self.now())
+        self.assertEqual(self.block(r.out), [
+            "\u21bb   job.a resubmit",
+            "g2-standard-4 ×1, 1×L4, STANDARD in us-east5",
+            "attempt 2/3 on rung 1 (region us-east5) after queue-timeout in us-central1: vx cancelled it after "
+            "resubmit.maxQueued; created once the cancel has ended",
+            "cancels %s" % first])
+        r = self.repo.apply(env=env)
+        self.assertIn("~ job.a attempt 2 waits: run %s is still cancelling" % first, r.out)
+        self.assertEqual((self.fake.rpc_count("CancelCustomJob"), len(self.jobs_of_a())), (1, 1))
         self.fake.advance(20)
         r = self.repo.plan(env=self.now())
         self.assertEqual(self.block(r.out), [
