@@ -320,6 +320,7 @@ static void run_of(struct plan_run *run, const struct state_run *c, const struct
 	run->started_ms = c->started_ms;
 	run->cancelled_by_vx = c->cancelled_by_vx;
 	run->failure = c->failure;
+	run->timeout_ms = c->timeout_ms;
 }
 
 /* Whether run x is one of r's attempts of its spec and run. */

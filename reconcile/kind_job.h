@@ -274,6 +274,9 @@ struct plan_run {
 	/* Its failure class as the state last recorded it, or NULL: a run
 	 * classed window-ended stays so after its booking is gone. */
 	const char *failure;
+	/* The scheduling.timeout it was created with (its rung's), 0: not
+	 * recorded (the record's spec then says it). */
+	int64_t timeout_ms;
 };
 
 /* A state record. */

@@ -438,6 +438,8 @@ static int run_machines(struct state_run *run, const struct job_spec *spec)
 			gpu_machine = p->machine_type;
 		}
 	}
+	/* The rung's own scheduling.timeout, if it sets one: what Vertex ends the run at. */
+	run->timeout_ms = failure_spec_timeout_ms(spec->canonical_json);
 	if (!first)
 		return 0;
 	run->machine_type = vx_strdup(gpu_machine ? gpu_machine : first);

@@ -327,7 +327,7 @@ const char *job_run_failure(const struct builder *b, const struct plan_decl *d, 
 		.cancelled_by_vx = cur->cancelled_by_vx,
 		.ended_ms = f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms,
 		.started_ms = f->lj && f->lj->start_ms ? f->lj->start_ms : cur->started_ms,
-		.timeout_ms = failure_spec_timeout_ms(rec->spec_json),
+		.timeout_ms = cur->timeout_ms ? cur->timeout_ms : failure_spec_timeout_ms(rec->spec_json),
 	};
 
 	return job_classify(&in, b->in->kinds, rec->spec_json, cur->failure, &f->window);
@@ -473,7 +473,9 @@ static void class_note(char *out, size_t size, const struct plan_decl *d, const 
 		snprintf(out, size, ": exit code %d", code);
 	if (!f->cls || strcmp(f->cls, "timeout") != 0)
 		return;
-	failure_timeout_words(t, sizeof(t), failure_spec_timeout_ms(rec->spec_json));
+	/* The timeout of the rung it ran on, as recorded at its create (else the record's spec's). */
+	failure_timeout_words(t, sizeof(t), rec->current && rec->current->timeout_ms ? rec->current->timeout_ms
+										 : failure_spec_timeout_ms(rec->spec_json));
 	snprintf(out, size, ": hit its %s timeout", t);
 }
 
@@ -947,7 +949,7 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 	in.started = run->started_ms > 0;
 	in.ended_ms = run->ended_ms;
 	in.started_ms = run->started_ms;
-	in.timeout_ms = same_spec ? failure_spec_timeout_ms(r->spec_json) : 0;
+	in.timeout_ms = run->timeout_ms ? run->timeout_ms : same_spec ? failure_spec_timeout_ms(r->spec_json) : 0;
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
 	/* Cancelling after resubmit.maxQueued: the class the apply recorded stays. */
 	if (!cls && run->failure && !strcmp(run->failure, "queue-timeout") && run->cancelled_by_vx && !in.started)

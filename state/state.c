@@ -310,6 +310,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->ended_ms = in->ended_ms;
 	out->started_ms = in->started_ms;
 	out->exit_code = in->exit_code;
+	out->timeout_ms = in->timeout_ms;
 	out->has_value = in->has_value;
 	out->value = in->value;
 	out->pr_number = in->pr_number;

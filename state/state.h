@@ -120,6 +120,11 @@ struct state_run {
 	int64_t replicas;
 	char *strategy;
 	char *reservation;
+	/* The scheduling.timeout it was created with (its rung's, which may set
+	 * its own), so a run Vertex ended at it is told from one cancelled
+	 * outside; 0: unset (7 days) or not recorded (older states). "timeoutMs",
+	 * written only when set. */
+	int64_t timeout_ms;
 };
 
 /* What a job's removal from the declaration does (`onRemove`). */

@@ -140,6 +140,7 @@ static cJSON *run_json(const struct state_run *r)
 	    add_time(o, "createdAt", r->created_ms) < 0 ||
 	    (r->started_ms && add_time(o, "startedAt", r->started_ms) < 0) ||
 	    (r->exit_code && add_int(o, "exitCode", r->exit_code) < 0) ||
+	    (r->timeout_ms && add_int(o, "timeoutMs", r->timeout_ms) < 0) ||
 	    add_time(o, "endedAt", r->ended_ms) < 0 ||
 	    add_str(o, "configCommit", r->config_commit) < 0 ||
 	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
@@ -378,6 +379,9 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_str(b, r->accelerator_type) < 0 || fp_int(b, r->accelerator_count) < 0 ||
 	    fp_int(b, r->replicas) < 0 || fp_str(b, r->strategy) < 0 || fp_str(b, r->reservation) < 0 ||
 	    fp_int(b, r->exit_code) < 0)
+		return -1;
+	/* Only when set, so a run without it keeps its fingerprint. */
+	if (r->timeout_ms && (fp_str(b, "timeoutMs") < 0 || fp_int(b, r->timeout_ms) < 0))
 		return -1;
 	for (i = 0; i < r->nfollows; i++)
 		if (fp_str(b, r->follows[i].key) < 0 || fp_str(b, r->follows[i].value) < 0)
@@ -898,7 +902,8 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
 					    "rungScheduling", "rungMachine", "rungReservation", "startedAt",
 					    "follows", "machineType", "acceleratorType", "acceleratorCount",
-					    "replicas", "strategy", "reservation", "policyCommit", "exitCode" };
+					    "replicas", "strategy", "reservation", "policyCommit", "exitCode",
+					    "timeoutMs" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
@@ -907,7 +912,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
 	/* check_keys reads a flag per key: one missing reads past the table. */
 	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
 	int rc, has_rung = 0, has_pr, has_n;
@@ -955,6 +960,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_str(o, path, "strategy", F_NULL, 64, &r->strategy, err)) < 0 ||
 	    (rc = get_str(o, path, "reservation", F_NULL, 1024, &r->reservation, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "exitCode", 1, 255, &has_n, &r->exit_code, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "timeoutMs", 1, INT64_C(1) << 53, &has_n, &r->timeout_ms, err)) < 0 ||
 	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
 		    0)
 		state_run_release(r);

@@ -5,6 +5,7 @@ judged by the timeout of the rung it ran on.
 A refusal is recorded at this machine's clock, and its backoff (a minute, doubling) is measured
 against the plan's (VX_NOW): the tests move VX_NOW ahead of the real clock rather than wait.
 """
+import json
 import re
 import time
 import unittest
@@ -70,6 +71,33 @@ class Refusals(FakeTestCase):
                          % (REFUSAL % "b"))
         self.assertEqual(self.repo.apply(env=ahead(61)).code, 0)
         self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 1)
+
+
+class RungTimeout(FakeTestCase):
+
+    def test_a_run_that_hit_its_rungs_timeout_is_timeout(self):
+        # Rung 0 has no L4s; rung 1 (us-east5) sets its own scheduling.timeout of 1h, which Vertex
+        # ends the run at; the declared job sets none (7 days).
+        self.fake.post("/_fake/capacity", {"region": "us-central1", "accelerator_type": "NVIDIA_L4", "gpus": 0})
+        self.fake.post("/_fake/timings", {"running_seconds": 3 * 3600})
+        self.repo.write({"a": with_resubmit(job_yaml("a"), "{on: [stockout, cancelled-outside], maxAttempts: 3, "
+                                                           "fallback: [{region: us-east5, scheduling: {timeout: 1h}}]}")})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(60)                      # rung 0 stocked out at 00:00:35
+        self.assertEqual(self.repo.apply().code, 0)
+        self.fake.advance(START + 3600)            # rung 1 created at 00:01, cancelled at 01:01:35
+        job = sorted(self.live_jobs("a"), key=lambda j: int(j["labels"]["vx-attempt"]))[1]
+        self.assertEqual((job["state"], job["jobSpec"]["scheduling"]["timeout"]), ("JOB_STATE_CANCELLED", "3600s"))
+        r = self.repo.plan("-detailed-exitcode")
+        self.assertEqual(r.code, 0, r)
+        lines = [l.strip() for l in r.out.splitlines() if l.startswith("      job.a: ")]
+        # Not cancelled-outside (which resubmit.on lists): Vertex ended it at its rung's timeout.
+        self.assertEqual(lines, ["job.a: failed (timeout at 2026-01-01 01:01Z): hit its 1h timeout; not resubmitted: "
+                                 "timeout is not in resubmit.on (code 1: %s)" % CANCELLED])
+        self.assertEqual(self.repo.apply().code, 0)
+        state = json.loads(self.repo.git("show", "vx/state/e2e:jobs/a.json"))
+        self.assertEqual((state["current"]["failure"], state["current"]["rung"]), ("timeout", 1))
+        self.assertEqual(self.fake.rpc_count("CreateCustomJob"), 2)
 
 
 if __name__ == "__main__":
