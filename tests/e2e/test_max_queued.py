@@ -116,6 +116,11 @@ class MaxQueued(FakeTestCase):
         # The run on rung 1 starts: nothing more to do.
         self.fake.advance(60)
         self.assertEqual(self.repo.plan("-detailed-exitcode", env=self.now()).code, 0)
+        # vx report counts the job's attempts per failure class.
+        r = self.repo.vx("report", self.repo.dir, "-format", "json", env=self.now())
+        self.assertEqual((r.code, r.err), (0, ""), r)
+        self.assertEqual([(j["key"], j["runs"], j["attempts_by_class"]) for j in json.loads(r.out)["totals"]["by_job"]],
+                         [("job.a", 2, {"queue-timeout": 1})])
 
     def test_a_slow_cancel_is_waited_for_and_the_next_apply_creates(self):
         self.fake.post("/_fake/timings", {"cancelling_seconds": 20})
