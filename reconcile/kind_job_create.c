@@ -99,7 +99,7 @@ static struct state_run *cancelled_run(struct applier *a, const struct plan_acti
 	const char *name = job_action_of(pa)->cancel_name;
 
 	return r && r->current && r->current->resource && name && !strcmp(r->current->resource, name) ? r->current
-													 : NULL;
+												      : NULL;
 }
 
 /* Records on run that vx cancels it for queue-timeout (on 1), or that it did not after all (on 0). */
@@ -146,7 +146,8 @@ static int still_queued(struct applier *a, const struct plan_action *pa)
 		mark_queue_cancel(a, run, 1);
 	else
 		applier_progress(a, "~ %s left alone: run %s is %s, it started (or ended) before the cancel "
-				 "resubmit.maxQueued planned", pa->address, name, job_state_short(lj.state));
+				    "resubmit.maxQueued planned",
+				 pa->address, name, job_state_short(lj.state));
 	live_job_release(&lj);
 	return queued;
 }
@@ -313,7 +314,8 @@ static int queue_create_ready(struct applier *a, const struct plan_action *pa)
 	if (job_state_is_terminal(run->state))
 		return 1;
 	applier_progress(a, "~ %s attempt %lld waits: run %s is still cancelling; the next apply (or vx watch) "
-			 "creates it once it has ended", pa->address, (long long)job_action_of(pa)->attempt,
+			    "creates it once it has ended",
+			 pa->address, (long long)job_action_of(pa)->attempt,
 			 run->resource);
 	return 0;
 }

@@ -400,7 +400,8 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 				     r->cls, when, r->attempt, r->cls, d->address);
 	} else if ((stop = refusal_stop(b, d, r))) {
 		reason = vx_asprintf("the create was refused (%s at %s, %zu in a row); gave up: %s; vxapply -replace %s "
-				     "asks again", r->cls, when, r->n, stop, d->address);
+				     "asks again",
+				     r->cls, when, r->n, stop, d->address);
 	} else if (next > d->max_attempts) {
 		reason = vx_asprintf("the create was refused (%s at %s); resubmit budget exhausted "
 				     "(%" PRId64 "/%" PRId64 " attempts); vxapply -replace %s asks again",
@@ -474,8 +475,7 @@ static void class_note(char *out, size_t size, const struct plan_decl *d, const 
 	if (!f->cls || strcmp(f->cls, "timeout") != 0)
 		return;
 	/* The timeout of the rung it ran on, as recorded at its create (else the record's spec's). */
-	failure_timeout_words(t, sizeof(t), rec->current && rec->current->timeout_ms ? rec->current->timeout_ms
-										 : failure_spec_timeout_ms(rec->spec_json));
+	failure_timeout_words(t, sizeof(t), rec->current && rec->current->timeout_ms ? rec->current->timeout_ms : failure_spec_timeout_ms(rec->spec_json));
 	snprintf(out, size, ": hit its %s timeout", t);
 }
 
@@ -875,12 +875,9 @@ int job_plan_queued(struct builder *b, const struct plan_decl *d, const struct p
 	/* The run is cancelled first; the apply creates the next once it has ended. */
 	job_set_str(b, &ja->cancel_name, cur->name);
 	if (d->nrungs > 1)
-		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64 " (region %s) after %s in %s: %s",
-						   next, d->max_attempts, rung, job_rung_region(d, rung), q.cls,
-						   cur->region ? cur->region : job_rung_region(d, f->at), why));
+		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64 " (region %s) after %s in %s: %s", next, d->max_attempts, rung, job_rung_region(d, rung), q.cls, cur->region ? cur->region : job_rung_region(d, f->at), why));
 	else
-		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s: %s", next,
-						   d->max_attempts, q.cls, why));
+		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s: %s", next, d->max_attempts, q.cls, why));
 	free(why);
 	note_deadline(b, a, d, rec);
 	job_note_seen(b, a, seen);
@@ -949,7 +946,8 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 	in.started = run->started_ms > 0;
 	in.ended_ms = run->ended_ms;
 	in.started_ms = run->started_ms;
-	in.timeout_ms = run->timeout_ms ? run->timeout_ms : same_spec ? failure_spec_timeout_ms(r->spec_json) : 0;
+	in.timeout_ms = run->timeout_ms ? run->timeout_ms : same_spec ? failure_spec_timeout_ms(r->spec_json)
+								      : 0;
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
 	/* Cancelling after resubmit.maxQueued: the class the apply recorded stays. */
 	if (!cls && run->failure && !strcmp(run->failure, "queue-timeout") && run->cancelled_by_vx && !in.started)
