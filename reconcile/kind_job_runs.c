@@ -294,10 +294,16 @@ const char *job_classify(struct failure_input *in, const struct live_set *kinds,
 			in->window_end_ms = w->win.end_ms;
 			break;
 		}
-	/* A run vx cancelled after resubmit.maxQueued that never started is
-	 * queue-timeout once it has ended (while it is cancelling: nothing yet). */
-	if (prev && !strcmp(prev, "queue-timeout") && in->cancelled_by_vx && !in->started)
-		return job_state_is_terminal(in->state) ? prev : NULL;
+	/* A run vx cancelled after resubmit.maxQueued is queue-timeout once it
+	 * has ended cancelled (while it is cancelling: nothing yet), even if it
+	 * started between vx's last look and the cancel; one that ended
+	 * otherwise (the cancel never went out) is classed as any run. */
+	if (prev && !strcmp(prev, "queue-timeout") && in->cancelled_by_vx) {
+		if (job_state_is_active(in->state))
+			return NULL;
+		if (in->state && !strcmp(in->state, "JOB_STATE_CANCELLED"))
+			return prev;
+	}
 	cls = failure_classify(in);
 	return cls && prev && !strcmp(prev, "window-ended") ? prev : cls;
 }
@@ -950,7 +956,8 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 								      : 0;
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
 	/* Cancelling after resubmit.maxQueued: the class the apply recorded stays. */
-	if (!cls && run->failure && !strcmp(run->failure, "queue-timeout") && run->cancelled_by_vx && !in.started)
+	if (!cls && run->failure && !strcmp(run->failure, "queue-timeout") && run->cancelled_by_vx &&
+	    job_state_is_active(lj->state))
 		cls = run->failure;
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;

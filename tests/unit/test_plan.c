@@ -1025,6 +1025,26 @@ static void test_max_queued(void **state)
 	assert_string_equal(p.actions[0].reason, "queued 2h without starting (maxQueued 2h); left queued: resubmit "
 						 "budget exhausted (1/1 attempts)");
 	plan_release(&p);
+	/* vx's cancel after maxQueued ended it, even though it started just before: queue-timeout */
+	{
+		struct live_jobs live = { 0 };
+		struct plan_run run = { .name = JOB1, .region = "us-central1", .state = "JOB_STATE_CANCELLING",
+					.attempt = 1, .cancelled_by_vx = 1, .failure = "queue-timeout" };
+		struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run,
+					 .applied = d.policy };
+
+		add_live(&live, JOB1, "JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", "train", "aaaaaaaaaaaa",
+			 "1", "1", t0);
+		live.items[0].start_ms = limit - 1000;
+		d.max_attempts = 6;
+		build(&p, &d, 1, &r, 1, &live);
+		assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
+		assert_string_equal(job_action_of(&p.actions[0])->failure_class, "queue-timeout");
+		assert_int_equal(job_action_of(&p.actions[0])->rung, 1);
+		assert_null(job_action_of(&p.actions[0])->cancel_name);
+		plan_release(&p);
+		live_jobs_release(&live);
+	}
 	/* without maxQueued: never */
 	d.max_attempts = 6;
 	pol.max_queued_ms = 0;
