@@ -122,6 +122,12 @@ void cmd_ctx_init(struct vx_ctx *ctx, int debug)
 
 		ctx->reservation_wait_ms = s <= 0 ? -1 : s < INT64_MAX / 1000 ? (int64_t)s * 1000 : INT64_MAX;
 	}
+	if ((lv = getenv("VX_CANCEL_WAIT_SECONDS")) != NULL) {
+		long long s = strtoll(lv, NULL, 10);
+
+		ctx->cancel_wait_ms = s <= 0 ? -1 : s < INT64_MAX / 1000 ? (int64_t)s * 1000
+									 : INT64_MAX;
+	}
 	cmd_ctx_time_limit(ctx);
 }
 

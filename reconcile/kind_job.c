@@ -80,6 +80,16 @@ static void note_refusals(struct plan_refusal *out, const struct state_record *r
 			break;
 		out->n++;
 	}
+	/* Every attempt of its spec and run, refused or run (the current one too), for the budgets and within. */
+	for (size_t h = 0; h <= r->nhistory; h++) {
+		const struct state_run *x = h < r->nhistory ? &r->history[h] : r->current;
+
+		if (!x || !vx_text_same(x->spec_hash, last->spec_hash) || x->run != last->run)
+			continue;
+		out->of_class += is_refusal(x) && vx_text_same(x->failure, last->failure);
+		if (x->created_ms > 0 && (!out->first_ms || x->created_ms < out->first_ms))
+			out->first_ms = x->created_ms;
+	}
 }
 
 /*
@@ -311,6 +321,7 @@ static void run_of(struct plan_run *run, const struct state_run *c, const struct
 	run->started_ms = c->started_ms;
 	run->cancelled_by_vx = c->cancelled_by_vx;
 	run->failure = c->failure;
+	run->timeout_ms = c->timeout_ms;
 }
 
 /* Whether run x is one of r's attempts of its spec and run. */

@@ -79,6 +79,10 @@ struct stack_job {
 	/* resubmit.returnAfter: a run that left rung 0 this long ago tries rung 0
 	 * again at its next capacity failure; 0: never. */
 	int64_t return_after_ms;
+	/* resubmit.maxQueued: a run still QUEUED or PENDING that never started
+	 * this long after its create is cancelled by vx and the next attempt
+	 * made (class queue-timeout); 0: never. */
+	int64_t max_queued_ms;
 	/* A run of a `matrix:` sweep: 1 + its index in stack_sweeps(), 0 for a job
 	 * declared alone. Its name is "SWEEP[k=v,...]" (reconcile/sweep.h). */
 	size_t sweep;
@@ -123,6 +127,9 @@ struct stack_sweep {
 /* resubmit.returnAfter: from a minute to 30 days. */
 #define STACK_MIN_RETURN_AFTER_MS ((int64_t)60 * 1000)
 #define STACK_MAX_RETURN_AFTER_MS ((int64_t)30 * 24 * 3600 * 1000)
+/* resubmit.maxQueued: from a minute to 7 days. */
+#define STACK_MIN_MAX_QUEUED_MS ((int64_t)60 * 1000)
+#define STACK_MAX_MAX_QUEUED_MS ((int64_t)7 * 24 * 3600 * 1000)
 
 /* The most rungs a ladder may have besides the declared job. */
 #define STACK_MAX_RUNGS 16
@@ -250,6 +257,11 @@ struct plan_refusal {
 	int64_t at_ms;	     /* when the last one was refused */
 	const char *cls;     /* "refused" or "quota" */
 	const char *message; /* the server's message, or NULL */
+	/* Of the history's attempts of (spec_hash, run): the refusals of class
+	 * cls (the last one included), and the first create (0: unknown), for
+	 * resubmit.on's per-class budgets and resubmit.within. */
+	int64_t of_class;
+	int64_t first_ms;
 };
 
 /* A run vx knows about, from the state. */
@@ -276,6 +288,9 @@ struct plan_run {
 	/* Its failure class as the state last recorded it, or NULL: a run
 	 * classed window-ended stays so after its booking is gone. */
 	const char *failure;
+	/* The scheduling.timeout it was created with (its rung's), 0: not
+	 * recorded (the record's spec then says it). */
+	int64_t timeout_ms;
 };
 
 /* A state record. */
@@ -387,6 +402,10 @@ struct job_action {
 	int has_budgets;
 	int64_t budget_allowed[STACK_FAIL_NCLASSES];
 	int64_t budget_used[STACK_FAIL_NCLASSES];
+	/* resubmit.maxQueued: how long the run this action cancels (failure_class
+	 * queue-timeout) was queued or pending without starting; 0 otherwise.
+	 * The JSON plan's before.queued_seconds. */
+	int64_t queued_ms;
 };
 
 /*

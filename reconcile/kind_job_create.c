@@ -79,6 +79,100 @@ static void mark_cancelled(struct state *state, const char *address, const char 
 	}
 }
 
+/*
+ * An action that cancels a run resubmit.maxQueued ended (class
+ * queue-timeout): a resubmit, or a cancel alone when vx watch keeps the
+ * next attempt for resubmit.delay.
+ */
+static int is_queue_cancel(const struct plan_action *pa)
+{
+	const struct job_action *ja = job_action_of(pa);
+
+	return pa->kind_of == &kind_job && ja->cancel_name && ja->failure_class &&
+	       !strcmp(ja->failure_class, "queue-timeout");
+}
+
+/* The state's current run of pa's address when it is the run pa cancels, else NULL. */
+static struct state_run *cancelled_run(struct applier *a, const struct plan_action *pa)
+{
+	struct state_record *r = state_find(a->state, pa->address);
+	const char *name = job_action_of(pa)->cancel_name;
+
+	return r && r->current && r->current->resource && name && !strcmp(r->current->resource, name) ? r->current
+												      : NULL;
+}
+
+/* Records on run that vx cancels it for queue-timeout (on 1), or that it did not after all (on 0). */
+static void mark_queue_cancel(struct applier *a, struct state_run *run, int on)
+{
+	run->cancelled_by_vx = on;
+	free(run->failure);
+	run->failure = NULL;
+	if (on && !(run->failure = strdup("queue-timeout")))
+		a->oom = 1;
+	a->dirty = 1;
+}
+
+/*
+ * resubmit.maxQueued: a GET of the run just before its cancel, which the
+ * list may show late. Returns 1 when it is still queued or pending and has
+ * never started (its record then says vx cancels it, class queue-timeout),
+ * 2 when it is cancelling from vx's own cancel (an earlier apply's: no
+ * second one is sent, its end is waited for), 0 when it is left alone: it
+ * started, ended, or could not be read (said).
+ */
+static int still_queued(struct applier *a, const struct plan_action *pa)
+{
+	const char *name = job_action_of(pa)->cancel_name;
+	struct state_run *run = cancelled_run(a, pa);
+	struct vx_err e = VX_ERR_INIT;
+	struct live_job lj;
+	int queued;
+
+	memset(&lj, 0, sizeof(lj));
+	if (!run)
+		return 0;
+	if (provider_job_get(a->prov, name, &lj, NULL, &e) < 0) {
+		applier_fail(a, pa->address, "cancel", &e);
+		vx_err_release(&e);
+		return 0;
+	}
+	queued = lj.start_ms <= 0 && lj.state &&
+		 (!strcmp(lj.state, "JOB_STATE_QUEUED") || !strcmp(lj.state, "JOB_STATE_PENDING"));
+	if (lj.start_ms <= 0 && lj.state && !strcmp(lj.state, "JOB_STATE_CANCELLING") && run->cancelled_by_vx &&
+	    run->failure && !strcmp(run->failure, "queue-timeout"))
+		queued = 2;
+	else if (queued)
+		mark_queue_cancel(a, run, 1);
+	else
+		applier_progress(a, "~ %s left alone: run %s is %s, it started (or ended) before the cancel "
+				    "resubmit.maxQueued planned",
+				 pa->address, name, job_state_short(lj.state));
+	live_job_release(&lj);
+	return queued;
+}
+
+/*
+ * Of the cancels in acts[0..*n), keeps those of runs past resubmit.maxQueued
+ * only when a GET shows them still waiting (still_queued); their records
+ * say so durably before any is sent, so an apply that dies after the cancel
+ * leaves a run its successor knows vx cancelled, and why.
+ */
+static int check_queued(struct applier *a, const struct plan_action **acts, size_t *n, struct vx_err *err)
+{
+	size_t kept = 0, marked = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		/* Left alone, or cancelling already: no cancel is sent. */
+		if (is_queue_cancel(acts[i]) && still_queued(a, acts[i]) != 1)
+			continue;
+		marked += is_queue_cancel(acts[i]);
+		acts[kept++] = acts[i];
+	}
+	*n = kept;
+	return marked ? applier_persist(a, "vx: apply: cancels after resubmit.maxQueued", err) : 0;
+}
+
 static int do_cancels(struct applier *a, struct vx_err *err)
 {
 	size_t n = 0, par = (size_t)(a->opts->parallelism > 0 ? a->opts->parallelism : 8);
@@ -91,6 +185,7 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 	for (size_t i = 0; i < a->plan->n; i++)
 		if (job_action_of(&a->plan->actions[i])->cancel_name)
 			acts[n++] = &a->plan->actions[i];
+	rc = check_queued(a, acts, &n, err);
 	for (size_t off = 0; off < n && rc == 0; off += par) {
 		size_t k = n - off < par ? n - off : par;
 
@@ -121,6 +216,9 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 
 			if (tasks[i].rc < 0 && tasks[i].rc != VX_ENOTFOUND) {
 				applier_fail(a, pa->address, "cancel", &tasks[i].err);
+				/* Not cancelled: it may still start, and is not vx's queue-timeout. */
+				if (is_queue_cancel(pa) && cancelled_run(a, pa))
+					mark_queue_cancel(a, cancelled_run(a, pa), 0);
 			} else {
 				/*
 				 * Only the record whose current run this is learns of the
@@ -145,6 +243,81 @@ static int do_cancels(struct applier *a, struct vx_err *err)
 	}
 	free(acts);
 	return rc;
+}
+
+/*
+ * Whether the run pa cancelled after resubmit.maxQueued has been seen to
+ * end (a GET, whose state the record then holds); 1 too when pa is not
+ * such a cancel, or its run was left alone or is gone (nothing to wait for).
+ */
+static int queue_end_seen(struct applier *a, const struct plan_action *pa)
+{
+	struct state_run *run = is_queue_cancel(pa) ? cancelled_run(a, pa) : NULL;
+	struct vx_err e = VX_ERR_INIT;
+	struct live_job lj;
+	int rc, ended;
+
+	if (!run || !run->cancelled_by_vx || job_state_is_terminal(run->state))
+		return 1;
+	memset(&lj, 0, sizeof(lj));
+	rc = provider_job_get(a->prov, run->resource, &lj, NULL, &e);
+	vx_err_release(&e);
+	if (rc < 0)
+		return rc == VX_ENOTFOUND;
+	ended = job_state_is_terminal(lj.state);
+	if (ended) {
+		free(run->state);
+		if (!(run->state = strdup(lj.state)))
+			a->oom = 1;
+		run->ended_ms = lj.end_ms;
+		a->dirty = 1;
+	}
+	live_job_release(&lj);
+	return ended;
+}
+
+/*
+ * The runs cancelled after resubmit.maxQueued, read until each has ended,
+ * up to ctx->cancel_wait_ms (default 120 s): the next attempt is created
+ * only then, so an address never has two active runs. One still
+ * cancelling is left to the next apply or watch cycle (collect_creates).
+ */
+static int wait_queue_ends(struct applier *a, struct vx_err *err)
+{
+	int64_t limit = a->ctx->cancel_wait_ms ? a->ctx->cancel_wait_ms : 120000;
+	int64_t poll = a->opts->poll_ms > 0 ? a->opts->poll_ms : 2000, start = vx_mono_ms(a->ctx);
+	int rc = 0;
+
+	while (rc == 0) {
+		size_t left = 0;
+
+		for (size_t i = 0; i < a->plan->n; i++)
+			left += !queue_end_seen(a, &a->plan->actions[i]);
+		if (!left || vx_mono_ms(a->ctx) - start >= limit || vx_interrupted(a->ctx))
+			break;
+		vx_sleep_ms(a->ctx, poll);
+		rc = applier_heartbeat(a, err);
+	}
+	return rc;
+}
+
+/* Whether pa's create may go: not the next attempt after a maxQueued cancel whose run has not ended. */
+static int queue_create_ready(struct applier *a, const struct plan_action *pa)
+{
+	const struct state_run *run = is_queue_cancel(pa) ? cancelled_run(a, pa) : NULL;
+
+	if (!is_queue_cancel(pa))
+		return 1;
+	/* Left alone (it started): no new attempt. */
+	if (!run || !run->cancelled_by_vx)
+		return 0;
+	if (job_state_is_terminal(run->state))
+		return 1;
+	applier_progress(a, "~ %s attempt %lld waits: run %s is still cancelling; the next apply (or vx watch) "
+			    "creates it once it has ended",
+			 pa->address, (long long)job_action_of(pa)->attempt,
+			 run->resource);
+	return 0;
 }
 
 /* Records what j declares as r's applied policy, unless the apply keeps the policy as it is. */
@@ -267,6 +440,8 @@ static int run_machines(struct state_run *run, const struct job_spec *spec)
 			gpu_machine = p->machine_type;
 		}
 	}
+	/* The rung's own scheduling.timeout, if it sets one: what Vertex ends the run at. */
+	run->timeout_ms = failure_spec_timeout_ms(spec->canonical_json);
 	if (!first)
 		return 0;
 	run->machine_type = vx_strdup(gpu_machine ? gpu_machine : first);
@@ -755,7 +930,8 @@ static int collect_creates(struct applier *a, struct create *cs, size_t *n, stru
 
 		if (!is_create(pa->op) || !decl_job(pa))
 			continue;
-		if (needs_failed_reservation(a, pa) || needs_unready_persistent(a, pa) || job_window_blocked(a, pa))
+		if (needs_failed_reservation(a, pa) || needs_unready_persistent(a, pa) || job_window_blocked(a, pa) ||
+		    !queue_create_ready(a, pa))
 			continue;
 		/* A replace whose cancel failed must not start a second run. */
 		if (pa->op == PLAN_REPLACE) {
@@ -983,6 +1159,8 @@ int apply_job_removals(struct applier *a, struct vx_err *err)
 {
 	int rc = do_cancels(a, err);
 
+	if (rc == 0)
+		rc = wait_queue_ends(a, err);
 	if (rc == 0)
 		do_forgets(a);
 	return rc;

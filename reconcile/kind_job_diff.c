@@ -365,6 +365,8 @@ static void plan_same(struct builder *b, const struct plan_decl *d, const struct
 	struct plan_action *a;
 
 	f->cls = job_run_failure(b, d, rec, f);
+	if (!f->cls && job_plan_queued(b, d, rec, f))
+		return;
 	if (!f->cls) {
 		a = job_add_action(b, PLAN_NOOP, d->address);
 		if (!a)

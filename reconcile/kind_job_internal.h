@@ -112,6 +112,15 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 		     int64_t *attempt, char **why);
 struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d,
 				    const struct plan_record *rec, const struct failed *f);
+/*
+ * resubmit.maxQueued: when the current run f (active, not failed) is still
+ * queued or pending, never started, maxQueued after its create, plans its
+ * cancel and the next attempt (a resubmit of class queue-timeout that
+ * cancels it), or a noop saying why it is left queued. Returns 1 when it
+ * planned an action (or ran out of memory), 0 when the run is not stuck.
+ */
+int job_plan_queued(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		    const struct failed *f);
 /* The live job named name in idx (sorted by job_cmp_live_name), or NULL. */
 const struct live_job *job_live_lookup(const struct live_job **idx, size_t n, const char *name);
 

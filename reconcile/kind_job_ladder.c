@@ -25,8 +25,12 @@ int64_t plan_next_rung(int64_t rung, const char *cls, size_t nrungs)
 	if (rung > last)
 		rung = last;
 	/* Only "no capacity here" moves: the same code fails the same way on
-	 * another rung after user-error, quota or internal. */
-	if (cls && (!strcmp(cls, "stockout") || !strcmp(cls, "wait-timeout") || !strcmp(cls, "preempted")) && rung < last)
+	 * another rung after user-error, quota or internal. A run that waited
+	 * out resubmit.maxQueued found none either. */
+	if (cls &&
+	    (!strcmp(cls, "stockout") || !strcmp(cls, "wait-timeout") || !strcmp(cls, "preempted") ||
+	     !strcmp(cls, "queue-timeout")) &&
+	    rung < last)
 		rung++;
 	return rung;
 }

@@ -32,7 +32,7 @@ static const char *const job_keys[] = { "kind", "name", "region", "displayName",
 /* onRemove's values, STATE_ON_REMOVE_CANCEL and _FORGET in order. */
 static const char *const on_remove_names[] = { "cancel", "forget" };
 static const char *const resubmit_keys[] = { "on", "maxAttempts", "fallback", "delay", "onExitCodes", "within",
-					     "returnAfter" };
+					     "returnAfter", "maxQueued" };
 static const char *const rung_keys[] = { "region", "scheduling", "machineSpec", "reservation" };
 
 /* A rung's well-formed region against the regions vx knows, as PATH.region. */
@@ -221,6 +221,8 @@ static void read_resubmit(struct loader *L, struct stack_job *j, const struct yn
 	read_duration(L, m, "resubmit", "within", &j->within_ms, STACK_MIN_WITHIN_MS, STACK_MAX_WITHIN_MS);
 	read_duration(L, m, "resubmit", "returnAfter", &j->return_after_ms, STACK_MIN_RETURN_AFTER_MS,
 		      STACK_MAX_RETURN_AFTER_MS);
+	read_duration(L, m, "resubmit", "maxQueued", &j->max_queued_ms, STACK_MIN_MAX_QUEUED_MS,
+		      STACK_MAX_MAX_QUEUED_MS);
 }
 
 static void check_spec(struct loader *L, struct job_spec *out, const struct ynode *spec,
@@ -1186,9 +1188,9 @@ void kind_job_decl_release(struct stack_kind_decls *slot)
 }
 
 /*
- * resubmit's onExitCodes, per-class budgets (the map form of on), within
- * and returnAfter, each only when set, so a declaration without them keeps
- * its hash.
+ * resubmit's onExitCodes, per-class budgets (the map form of on), within,
+ * returnAfter and maxQueued, each only when set, so a declaration without
+ * them keeps its hash.
  */
 static int hash_resubmit_rules(struct vx_buf *b, const struct stack_job *j)
 {
@@ -1213,6 +1215,8 @@ static int hash_resubmit_rules(struct vx_buf *b, const struct stack_job *j)
 		rc = vx_buf_printf(b, ",\"withinMs\":\"%lld\"", (long long)j->within_ms);
 	if (rc == 0 && j->return_after_ms)
 		rc = vx_buf_printf(b, ",\"returnAfterMs\":\"%lld\"", (long long)j->return_after_ms);
+	if (rc == 0 && j->max_queued_ms)
+		rc = vx_buf_printf(b, ",\"maxQueuedMs\":\"%lld\"", (long long)j->max_queued_ms);
 	return rc;
 }
 

@@ -246,7 +246,9 @@ static int run_exit_code(const struct failed *f)
  */
 static int resubmits_run(const struct plan_decl *d, const struct failed *f)
 {
-	return resubmits(d, f->cls) || exit_code_listed(d, run_exit_code(f));
+	/* A run vx cancelled after resubmit.maxQueued goes on without an entry in on. */
+	return resubmits(d, f->cls) || exit_code_listed(d, run_exit_code(f)) ||
+	       (f->cls && !strcmp(f->cls, "queue-timeout"));
 }
 
 static void set_error(struct builder *b, struct plan_action *a, int code, const char *msg)
@@ -292,6 +294,16 @@ const char *job_classify(struct failure_input *in, const struct live_set *kinds,
 			in->window_end_ms = w->win.end_ms;
 			break;
 		}
+	/* A run vx cancelled after resubmit.maxQueued is queue-timeout once it
+	 * has ended cancelled (while it is cancelling: nothing yet), even if it
+	 * started between vx's last look and the cancel; one that ended
+	 * otherwise (the cancel never went out) is classed as any run. */
+	if (prev && !strcmp(prev, "queue-timeout") && in->cancelled_by_vx) {
+		if (job_state_is_active(in->state))
+			return NULL;
+		if (in->state && !strcmp(in->state, "JOB_STATE_CANCELLED"))
+			return prev;
+	}
 	cls = failure_classify(in);
 	return cls && prev && !strcmp(prev, "window-ended") ? prev : cls;
 }
@@ -321,10 +333,26 @@ const char *job_run_failure(const struct builder *b, const struct plan_decl *d, 
 		.cancelled_by_vx = cur->cancelled_by_vx,
 		.ended_ms = f->lj && f->lj->end_ms ? f->lj->end_ms : cur->end_ms,
 		.started_ms = f->lj && f->lj->start_ms ? f->lj->start_ms : cur->started_ms,
-		.timeout_ms = failure_spec_timeout_ms(rec->spec_json),
+		.timeout_ms = cur->timeout_ms ? cur->timeout_ms : failure_spec_timeout_ms(rec->spec_json),
 	};
 
 	return job_classify(&in, b->in->kinds, rec->spec_json, cur->failure, &f->window);
+}
+
+static char *rules_stop_class(const struct builder *b, const struct plan_decl *d, const char *cls, int64_t used,
+			      int64_t end);
+
+/*
+ * Why resubmit's rules stop asking again after the refused creates r
+ * (owned), NULL when none does: as for a failed run, the budget of their
+ * class (every refusal recorded but the last was followed by a new
+ * create) or resubmit.within's window from the first create.
+ */
+static char *refusal_stop(const struct builder *b, const struct plan_decl *d, const struct plan_refusal *r)
+{
+	int64_t within = d->policy ? d->policy->within_ms : 0;
+
+	return rules_stop_class(b, d, r->cls, r->of_class - 1, within > 0 && r->first_ms > 0 ? r->first_ms + within : 0);
 }
 
 /* The backoff after n refused creates in a row: resubmit.delay (at least a
@@ -356,7 +384,7 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	int64_t next, wait, not_before = 0;
 	struct plan_action *a;
 	struct job_action *ja;
-	char *reason;
+	char *reason, *stop = NULL;
 
 	*why = NULL;
 	if (!r || !r->n || !vx_text_same(r->spec_hash, d->spec_hash) || r->run != d->run)
@@ -376,6 +404,10 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 		reason = vx_asprintf("the create was refused (%s at %s, attempt %" PRId64 "); not asked again: "
 				     "%s is not in resubmit.on; fix the cause, then vxapply -replace %s",
 				     r->cls, when, r->attempt, r->cls, d->address);
+	} else if ((stop = refusal_stop(b, d, r))) {
+		reason = vx_asprintf("the create was refused (%s at %s, %zu in a row); gave up: %s; vxapply -replace %s "
+				     "asks again",
+				     r->cls, when, r->n, stop, d->address);
 	} else if (next > d->max_attempts) {
 		reason = vx_asprintf("the create was refused (%s at %s); resubmit budget exhausted "
 				     "(%" PRId64 "/%" PRId64 " attempts); vxapply -replace %s asks again",
@@ -397,6 +429,7 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	ja = job_action_mut(a);
 	if (!a) {
 		free(reason);
+		free(stop);
 		return 1;
 	}
 	job_fill_decl(b, a, d);
@@ -407,6 +440,10 @@ int job_refusal_gate(struct builder *b, const struct plan_decl *d, const struct 
 	job_set_fmt(b, &a->reason, reason);
 	ja->not_before_ms = not_before;
 	ja->refused = !not_before;
+	/* Given up on by resubmit's rules: until when within let attempts start. */
+	if (stop && d->policy && d->policy->within_ms > 0 && r->first_ms > 0)
+		ja->deadline_ms = r->first_ms + d->policy->within_ms;
+	free(stop);
 	return 1;
 }
 
@@ -443,7 +480,8 @@ static void class_note(char *out, size_t size, const struct plan_decl *d, const 
 		snprintf(out, size, ": exit code %d", code);
 	if (!f->cls || strcmp(f->cls, "timeout") != 0)
 		return;
-	failure_timeout_words(t, sizeof(t), failure_spec_timeout_ms(rec->spec_json));
+	/* The timeout of the rung it ran on, as recorded at its create (else the record's spec's). */
+	failure_timeout_words(t, sizeof(t), rec->current && rec->current->timeout_ms ? rec->current->timeout_ms : failure_spec_timeout_ms(rec->spec_json));
 	snprintf(out, size, ": hit its %s timeout", t);
 }
 
@@ -480,6 +518,7 @@ static const char *class_plural(const char *cls)
 		{ "unknown", "unknown failures" },
 		{ "refused", "refused creates" },
 		{ "timeout", "timeouts" },
+		{ "queue-timeout", "queue timeouts" },
 	};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
@@ -534,16 +573,25 @@ static int64_t within_deadline(const struct plan_decl *d, const struct plan_reco
 static char *rules_stop(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
 			const struct failed *f)
 {
-	int64_t budget = class_budget(d, f->cls), used = 0, end = within_deadline(d, rec);
 	unsigned bit = f->cls ? stack_fail_parse(f->cls) : 0;
-	char until[40], w[32];
+	int64_t used = 0;
 
 	for (unsigned c = 0; bit && c < STACK_FAIL_NCLASSES; c++)
 		if (bit == 1u << c)
 			used = rec->fails[c];
+	return rules_stop_class(b, d, f->cls, used, within_deadline(d, rec));
+}
+
+/* rules_stop for class cls, of whose budget used resubmissions are spent, within closing at end (0: never). */
+static char *rules_stop_class(const struct builder *b, const struct plan_decl *d, const char *cls, int64_t used,
+			      int64_t end)
+{
+	int64_t budget = class_budget(d, cls);
+	char until[40], w[32];
+
 	if (budget >= 0 && used >= budget)
 		return vx_asprintf("%" PRId64 " resubmission%s after %s used", budget, budget == 1 ? "" : "s",
-				   class_plural(f->cls));
+				   class_plural(cls));
 	if (end && b->in->now_ms > 0 && b->in->now_ms >= end) {
 		fmt_utc(until, sizeof(until), end, 0);
 		failure_timeout_words(w, sizeof(w), d->policy->within_ms);
@@ -706,6 +754,142 @@ struct plan_action *job_plan_failed(struct builder *b, const struct plan_decl *d
 	return failed_noop(b, a, d, rec, f, seen, next, when, stop);
 }
 
+/* "2h 3m" for how long a run waited: days, hours and minutes, each only
+ * when not 0 ("45s" under a minute). */
+static void queued_words(char *out, size_t size, int64_t ms)
+{
+	static const char unit[3] = { 'd', 'h', 'm' };
+	int64_t s = ms > 0 ? ms / 1000 : 0;
+	int64_t part[3] = { s / 86400, s % 86400 / 3600, s % 3600 / 60 };
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < 3; i++)
+		if (part[i] && n < size)
+			n += (size_t)snprintf(out + n, size - n, "%s%" PRId64 "%c", n ? " " : "", part[i], unit[i]);
+	if (!out[0])
+		snprintf(out, size, "%" PRId64 "s", s);
+}
+
+/*
+ * How long the current run has been queued or pending without ever
+ * starting (its create to now), or -1 when it is in another state, has a
+ * start time, or its create time or now is unknown.
+ */
+static int64_t queued_for(const struct builder *b, const struct plan_run *cur, const struct failed *f)
+{
+	int64_t created = f->lj && f->lj->create_ms ? f->lj->create_ms : cur->created_ms;
+
+	if (!f->state || (strcmp(f->state, "JOB_STATE_QUEUED") != 0 && strcmp(f->state, "JOB_STATE_PENDING") != 0))
+		return -1;
+	if ((f->lj && f->lj->start_ms > 0) || cur->started_ms > 0 || created <= 0 || b->in->now_ms <= 0)
+		return -1;
+	return b->in->now_ms - created;
+}
+
+/*
+ * Whether the current run is one vx cancelled after resubmit.maxQueued that
+ * is still cancelling (an apply died, or stopped waiting, after the cancel):
+ * its next attempt is planned as for a run still queued, and the apply waits
+ * for the end before the create, sending no second cancel.
+ */
+static int queue_cancelling(const struct plan_run *cur, const struct failed *f)
+{
+	return f->state && !strcmp(f->state, "JOB_STATE_CANCELLING") && cur->cancelled_by_vx && cur->failure &&
+	       !strcmp(cur->failure, "queue-timeout") && !(f->lj && f->lj->start_ms > 0) && cur->started_ms <= 0;
+}
+
+/* The noop of a run past maxQueued that stays queued: why (owned) and what stops it (owned). */
+static int queued_noop(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		       const struct failed *f, int64_t queued, char *why, char *stop)
+{
+	struct plan_action *a = job_add_action(b, PLAN_NOOP, d->address);
+	struct job_action *ja = job_action_mut(a);
+
+	if (a) {
+		job_fill_decl(b, a, d);
+		job_set_rung(b, a, d, f->at);
+		ja->record = rec;
+		ja->queued_ms = queued > 0 ? queued : 0;
+		job_set_str(b, &ja->old_hash, rec->spec_hash);
+		job_set_str(b, &ja->live_state, f->state);
+		job_set_fmt(b, &a->reason, why && stop ? vx_asprintf("%s; left queued: %s", why, stop) : NULL);
+	}
+	free(why);
+	free(stop);
+	return 1;
+}
+
+/* Why a run past maxQueued is left queued (owned), NULL when its next attempt may start. */
+static char *queued_stop(const struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+			 const struct failed *q, int64_t next, int *stopped)
+{
+	char *stop = NULL;
+
+	*stopped = 1;
+	/* A protected job is never cancelled by a plan, not even this one. */
+	if (d->protect)
+		return vx_asprintf("protect: true");
+	if ((stop = rules_stop(b, d, rec, q)))
+		return stop;
+	if (next > d->max_attempts)
+		return vx_asprintf("resubmit budget exhausted (%" PRId64 "/%" PRId64 " attempts)", next - 1,
+				   d->max_attempts);
+	*stopped = 0;
+	return NULL;
+}
+
+int job_plan_queued(struct builder *b, const struct plan_decl *d, const struct plan_record *rec,
+		    const struct failed *f)
+{
+	const struct plan_run *cur = rec->current;
+	int64_t limit = d->policy ? d->policy->max_queued_ms : 0, queued = queued_for(b, cur, f), next, rung;
+	int cancelling = queue_cancelling(cur, f), stopped;
+	const struct live_job *seen = NULL;
+	struct failed q = *f;
+	char held[64], lim[32], *why, *stop;
+	struct plan_action *a;
+	struct job_action *ja;
+
+	if (!cancelling && (limit <= 0 || queued < limit))
+		return 0;
+	q.cls = "queue-timeout";
+	queued_words(held, sizeof(held), queued);
+	failure_timeout_words(lim, sizeof(lim), limit);
+	why = cancelling ? vx_asprintf("vx cancelled it after resubmit.maxQueued; created once the cancel has ended")
+			 : vx_asprintf("queued %s without starting (maxQueued %s)", held, lim);
+	next = job_next_attempt(b, d, cur->attempt + 1, &seen);
+	stop = queued_stop(b, d, rec, &q, next, &stopped);
+	if (stopped)
+		return queued_noop(b, d, rec, f, queued, why, stop);
+	rung = plan_next_rung(f->at, q.cls, d->nrungs);
+	a = job_add_action(b, PLAN_RESUBMIT, d->address);
+	if (!(ja = job_action_mut(a)) || !why) {
+		free(why);
+		b->oom = 1;
+		return 1;
+	}
+	job_fill_decl(b, a, d);
+	ja->record = rec;
+	ja->run = d->run;
+	ja->attempt = next;
+	ja->queued_ms = queued > 0 ? queued : 0;
+	job_set_rung(b, a, d, rung);
+	job_set_str(b, &ja->old_hash, rec->spec_hash);
+	job_set_str(b, &ja->failure_class, q.cls);
+	job_set_str(b, &ja->live_state, f->state);
+	/* The run is cancelled first; the apply creates the next once it has ended. */
+	job_set_str(b, &ja->cancel_name, cur->name);
+	if (d->nrungs > 1)
+		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " on rung %" PRId64 " (region %s) after %s in %s: %s", next, d->max_attempts, rung, job_rung_region(d, rung), q.cls, cur->region ? cur->region : job_rung_region(d, f->at), why));
+	else
+		job_set_fmt(b, &a->reason, vx_asprintf("attempt %" PRId64 "/%" PRId64 " after %s: %s", next, d->max_attempts, q.cls, why));
+	free(why);
+	note_deadline(b, a, d, rec);
+	job_note_seen(b, a, seen);
+	return 1;
+}
+
 static int set_if_changed(char **dst, const char *src, int *changed)
 {
 	if ((!*dst && !src) || (*dst && src && !strcmp(*dst, src)))
@@ -768,8 +952,13 @@ static int refresh_run(struct state_run *run, const struct live_job *lj, const s
 	in.started = run->started_ms > 0;
 	in.ended_ms = run->ended_ms;
 	in.started_ms = run->started_ms;
-	in.timeout_ms = same_spec ? failure_spec_timeout_ms(r->spec_json) : 0;
+	in.timeout_ms = run->timeout_ms ? run->timeout_ms : same_spec ? failure_spec_timeout_ms(r->spec_json)
+								      : 0;
 	cls = job_classify(&in, kinds, same_spec ? r->spec_json : NULL, run->failure, w);
+	/* Cancelling after resubmit.maxQueued: the class the apply recorded stays. */
+	if (!cls && run->failure && !strcmp(run->failure, "queue-timeout") && run->cancelled_by_vx &&
+	    job_state_is_active(lj->state))
+		cls = run->failure;
 	if (set_if_changed(&run->failure, cls, &changed) < 0)
 		return VX_ENOMEM;
 	/* The replica's exit status, from Google's sentence (never the log tail). */

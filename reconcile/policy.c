@@ -48,6 +48,7 @@ int policy_of_job(struct state_policy *out, const struct stack *st, const struct
 	memcpy(out->on_exit_codes, j->on_exit_codes, sizeof(out->on_exit_codes));
 	out->within_ms = j->within_ms;
 	out->return_after_ms = j->return_after_ms;
+	out->max_queued_ms = j->max_queued_ms;
 	if (j->sweep && j->sweep <= nsw) {
 		out->max_parallel = sw[j->sweep - 1].max_parallel;
 		out->max_failed = sw[j->sweep - 1].max_failed;
@@ -218,6 +219,11 @@ int policy_diff(struct vx_buf *out, const struct state_policy *a, const struct s
 	    ((rc = field(out, start, "resubmit.returnAfter", plan)) < 0 ||
 	     (rc = add_within(out, a->return_after_ms)) < 0 || (rc = vx_buf_adds(out, arrow)) < 0 ||
 	     (rc = add_within(out, d->return_after_ms)) < 0))
+		return VX_ENOMEM;
+	if (a->max_queued_ms != d->max_queued_ms &&
+	    ((rc = field(out, start, "resubmit.maxQueued", plan)) < 0 ||
+	     (rc = add_within(out, a->max_queued_ms)) < 0 || (rc = vx_buf_adds(out, arrow)) < 0 ||
+	     (rc = add_within(out, d->max_queued_ms)) < 0))
 		return VX_ENOMEM;
 	if (a->delay_ms != d->delay_ms &&
 	    ((rc = field(out, start, "resubmit.delay", plan)) < 0 || (rc = add_duration(out, a->delay_ms)) < 0 ||

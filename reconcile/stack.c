@@ -46,7 +46,7 @@
 /* clang-format off */
 const char *const stack_fail_names[STACK_FAIL_NCLASSES] = {
 	"stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",
-	"cancelled-outside", "config", "unknown", "refused", "timeout",
+	"cancelled-outside", "config", "unknown", "refused", "timeout", "queue-timeout",
 };
 /* clang-format on */
 

@@ -50,14 +50,16 @@ enum stack_fail {
 	STACK_FAIL_UNKNOWN = 1u << 8,           /* "unknown": a failure no rule knows */
 	STACK_FAIL_REFUSED = 1u << 9,           /* "refused": the server refused the create */
 	STACK_FAIL_TIMEOUT = 1u << 10,          /* "timeout": cancelled by Vertex at scheduling.timeout */
+	STACK_FAIL_QUEUE_TIMEOUT = 1u << 11,    /* "queue-timeout": cancelled by vx after resubmit.maxQueued */
 };
 /* clang-format on */
 
-#define STACK_FAIL_NCLASSES 11
+#define STACK_FAIL_NCLASSES 12
 #define STACK_FAIL_ALL ((1u << STACK_FAIL_NCLASSES) - 1)
 
 /* "stockout", "preempted", "wait-timeout", "quota", "user-error", "internal",
- * "cancelled-outside", "config", "unknown", "refused": index i names bit 1u << i
+ * "cancelled-outside", "config", "unknown", "refused", "timeout", "queue-timeout":
+ * index i names bit 1u << i
  * (new classes go last: the canonical spec lists them by bit). */
 extern const char *const stack_fail_names[STACK_FAIL_NCLASSES];
 

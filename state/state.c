@@ -123,6 +123,7 @@ int state_policy_copy(struct state_policy *out, const struct state_policy *in)
 	memcpy(out->on_exit_codes, in->on_exit_codes, sizeof(out->on_exit_codes));
 	out->within_ms = in->within_ms;
 	out->return_after_ms = in->return_after_ms;
+	out->max_queued_ms = in->max_queued_ms;
 	if (in->resubmit_budgets && in->nresubmit_on) {
 		if (!(out->resubmit_budgets = calloc(in->nresubmit_on, sizeof(int64_t))))
 			return VX_ENOMEM;
@@ -319,6 +320,7 @@ int state_run_copy(struct state_run *out, const struct state_run *in)
 	out->ended_ms = in->ended_ms;
 	out->started_ms = in->started_ms;
 	out->exit_code = in->exit_code;
+	out->timeout_ms = in->timeout_ms;
 	out->has_value = in->has_value;
 	out->value = in->value;
 	out->pr_number = in->pr_number;

@@ -120,6 +120,11 @@ struct state_run {
 	int64_t replicas;
 	char *strategy;
 	char *reservation;
+	/* The scheduling.timeout it was created with (its rung's, which may set
+	 * its own), so a run Vertex ended at it is told from one cancelled
+	 * outside; 0: unset (7 days) or not recorded (older states). "timeoutMs",
+	 * written only when set. */
+	int64_t timeout_ms;
 };
 
 /* What a job's removal from the declaration does (`onRemove`). */
@@ -162,6 +167,10 @@ struct state_policy {
 	 * it at its next capacity failure; 0: never. "returnAfterMs", written
 	 * only when set. */
 	int64_t return_after_ms;
+	/* resubmit.maxQueued: a run queued or pending this long without starting
+	 * is cancelled and the next attempt made; 0: never. "maxQueuedMs",
+	 * written only when set. */
+	int64_t max_queued_ms;
 };
 
 #define STATE_MAX_POLICY_LIST 1000

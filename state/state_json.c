@@ -140,6 +140,7 @@ static cJSON *run_json(const struct state_run *r)
 	    add_time(o, "createdAt", r->created_ms) < 0 ||
 	    (r->started_ms && add_time(o, "startedAt", r->started_ms) < 0) ||
 	    (r->exit_code && add_int(o, "exitCode", r->exit_code) < 0) ||
+	    (r->timeout_ms && add_int(o, "timeoutMs", r->timeout_ms) < 0) ||
 	    add_time(o, "endedAt", r->ended_ms) < 0 ||
 	    add_str(o, "configCommit", r->config_commit) < 0 ||
 	    add_bool(o, "configDirty", r->config_dirty) < 0 ||
@@ -248,7 +249,8 @@ static cJSON *policy_json(const struct state_policy *p)
 	    add_int(o, "maxParallel", p->max_parallel) < 0 || add_int(o, "maxFailed", p->max_failed) < 0 ||
 	    add_exit_codes(o, p->on_exit_codes) < 0 || add_budgets(o, p) < 0 ||
 	    (p->within_ms && add_int(o, "withinMs", p->within_ms) < 0) ||
-	    (p->return_after_ms && add_int(o, "returnAfterMs", p->return_after_ms) < 0)) {
+	    (p->return_after_ms && add_int(o, "returnAfterMs", p->return_after_ms) < 0) ||
+	    (p->max_queued_ms && add_int(o, "maxQueuedMs", p->max_queued_ms) < 0)) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -378,6 +380,9 @@ static int fp_run(struct vx_buf *b, const struct state_run *r)
 	    fp_int(b, r->replicas) < 0 || fp_str(b, r->strategy) < 0 || fp_str(b, r->reservation) < 0 ||
 	    fp_int(b, r->exit_code) < 0)
 		return -1;
+	/* Only when set, so a run without it keeps its fingerprint. */
+	if (r->timeout_ms && (fp_str(b, "timeoutMs") < 0 || fp_int(b, r->timeout_ms) < 0))
+		return -1;
 	for (i = 0; i < r->nfollows; i++)
 		if (fp_str(b, r->follows[i].key) < 0 || fp_str(b, r->follows[i].value) < 0)
 			return -1;
@@ -408,6 +413,8 @@ static int fp_policy(struct vx_buf *b, const struct state_policy *p)
 		return -1;
 	/* Only when set, so a policy without it keeps its fingerprint. */
 	if (p->return_after_ms && (fp_str(b, "returnAfterMs") < 0 || fp_int(b, p->return_after_ms) < 0))
+		return -1;
+	if (p->max_queued_ms && (fp_str(b, "maxQueuedMs") < 0 || fp_int(b, p->max_queued_ms) < 0))
 		return -1;
 	for (size_t i = 0; p->resubmit_budgets && i < p->nresubmit_on; i++)
 		if (fp_int(b, p->resubmit_budgets[i]) < 0)
@@ -896,7 +903,8 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
 					    "rungScheduling", "rungMachine", "rungReservation", "startedAt",
 					    "follows", "machineType", "acceleratorType", "acceleratorCount",
-					    "replicas", "strategy", "reservation", "policyCommit", "exitCode" };
+					    "replicas", "strategy", "reservation", "policyCommit", "exitCode",
+					    "timeoutMs" };
 	/* project, launchedBy, configDirty, declHash, value, rung and the
 	 * planner's fields came after the first states were written: optional,
 	 * so those states stay readable (each is written only when set, so
@@ -905,7 +913,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
 				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
 	/* check_keys reads a flag per key: one missing reads past the table. */
 	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
 	int rc, has_rung = 0, has_pr, has_n;
@@ -953,6 +961,7 @@ static int run_from(const cJSON *o, const char *path, struct state_run *r, struc
 	    (rc = get_str(o, path, "strategy", F_NULL, 64, &r->strategy, err)) < 0 ||
 	    (rc = get_str(o, path, "reservation", F_NULL, 1024, &r->reservation, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "exitCode", 1, 255, &has_n, &r->exit_code, err)) < 0 ||
+	    (rc = get_opt_int(o, path, "timeoutMs", 1, INT64_C(1) << 53, &has_n, &r->timeout_ms, err)) < 0 ||
 	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
 		    0)
 		state_run_release(r);
@@ -1104,18 +1113,19 @@ static int policy_from(const cJSON *o, const char *path, struct state_policy *po
 {
 	static const char *const keys[] = { "resubmitOn", "maxAttempts", "delayMs", "fallbackRungs",
 					    "fallbackHash", "after", "maxParallel", "maxFailed", "onExitCodes",
-					    "resubmitBudgets", "withinMs", "returnAfterMs" };
+					    "resubmitBudgets", "withinMs", "returnAfterMs", "maxQueuedMs" };
 	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL };
+				     F_NULL, F_NULL, F_NULL, F_NULL };
 	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
-	int rc, has_within, has_return;
+	int rc, has_within, has_return, has_queued;
 
 	memset(pol, 0, sizeof(*pol));
-	if ((rc = check_keys(o, path, keys, flags, 12, err)) < 0 ||
+	if ((rc = check_keys(o, path, keys, flags, 13, err)) < 0 ||
 	    (rc = get_exit_codes(o, path, pol->on_exit_codes, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "withinMs", 1, INT64_C(1) << 53, &has_within, &pol->within_ms, err)) < 0 ||
 	    (rc = get_opt_int(o, path, "returnAfterMs", 1, INT64_C(1) << 53, &has_return, &pol->return_after_ms,
 			      err)) < 0 ||
+	    (rc = get_opt_int(o, path, "maxQueuedMs", 1, INT64_C(1) << 53, &has_queued, &pol->max_queued_ms, err)) < 0 ||
 	    (rc = get_strs(o, path, "resubmitOn", &pol->resubmit_on, &pol->nresubmit_on, err)) < 0 ||
 	    (rc = get_int(o, path, "maxAttempts", 1, INT64_C(1) << 31, &pol->max_attempts, err)) < 0 ||
 	    (rc = get_int(o, path, "delayMs", 0, INT64_C(1) << 53, &pol->delay_ms, err)) < 0 ||

@@ -59,6 +59,13 @@ struct vx_ctx {
 	 * 0: the default, 300 s; below 0: no wait (one look).
 	 */
 	int64_t reservation_wait_ms;
+	/*
+	 * How long an apply waits for a run it cancelled after resubmit.maxQueued
+	 * to end before it creates the next attempt (cmd/ reads
+	 * VX_CANCEL_WAIT_SECONDS). 0: the default, 120 s; below 0: no wait (one
+	 * look). Still cancelling then: the next apply or watch cycle creates it.
+	 */
+	int64_t cancel_wait_ms;
 };
 
 /* Fills ctx with the real clock, no log sink (logs dropped), level WARN. */

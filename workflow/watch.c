@@ -247,8 +247,18 @@ static void told_release(struct told *t)
 
 /* ---- what the applied configuration authorises ---- */
 
+/* Whether a is the next attempt after a run resubmit.maxQueued ended, on the rung that run was on. */
+static int queue_same_rung(const struct plan_action *a)
+{
+	const struct job_action *ja = job_action_of(a);
+
+	return ja->failure_class && !strcmp(ja->failure_class, "queue-timeout") && ja->record &&
+	       ja->record->current && ja->record->current->rung == ja->rung;
+}
+
 /* The wait before a resubmission after a class that means no capacity: the
- * job's resubmit.delay doubling per attempt, at most 15 minutes. */
+ * job's resubmit.delay doubling per attempt, at most 15 minutes; after a
+ * queue-timeout, when the next attempt goes on the same rung. */
 static int64_t resubmit_wait(const struct plan_action *a)
 {
 	const struct job_action *ja = job_action_of(a);
@@ -256,7 +266,8 @@ static int64_t resubmit_wait(const struct plan_action *a)
 	int64_t wait;
 
 	if (!j || !ja->failure_class ||
-	    (strcmp(ja->failure_class, "stockout") && strcmp(ja->failure_class, "wait-timeout")))
+	    (strcmp(ja->failure_class, "stockout") && strcmp(ja->failure_class, "wait-timeout") &&
+	     !queue_same_rung(a)))
 		return 0;
 	wait = j->resubmit_delay_ms;
 	for (int64_t k = 2; k < ja->attempt && wait < STACK_MAX_RESUBMIT_DELAY_MS; k++)
@@ -418,6 +429,20 @@ static int policy_holds(struct watch *w, struct plan *p, const struct policy_rul
 	return 1;
 }
 
+/*
+ * Past resubmit.maxQueued with no rung to move to, a resubmit that cancels
+ * its run becomes the cancel alone: the next attempt waits until
+ * resubmit.delay has passed since the run ended (resubmit_wait, a later cycle).
+ */
+static void queue_cancel_first(struct plan *p, struct plan_action *a)
+{
+	if (a->op != PLAN_RESUBMIT || !job_action_of(a)->cancel_name || !queue_same_rung(a) || resubmit_wait(a) <= 0)
+		return;
+	p->counts[a->op]--;
+	p->counts[PLAN_CANCEL]++;
+	a->op = PLAN_CANCEL;
+}
+
 static void hold(struct plan *p, struct plan_action *a)
 {
 	p->counts[a->op]--;
@@ -457,6 +482,8 @@ static size_t keep_authorised(struct watch *w, struct plan *p, const struct poli
 	for (size_t i = 0; i < p->n; i++)
 		if (!policy_holds(w, p, pol, &p->actions[i], quiet) && !authorised(w, &p->actions[i], now_ms, quiet))
 			hold(p, &p->actions[i]);
+		else
+			queue_cancel_first(p, &p->actions[i]);
 	for (size_t i = 0; i < p->n; i++) {
 		struct plan_action *a = &p->actions[i];
 

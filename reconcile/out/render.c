@@ -1009,6 +1009,8 @@ static cJSON *action_json(const struct plan_action *a, const struct capacity_rep
 	if (before) {
 		rc |= add(before, "spec_hash", str_or_null(ja->old_hash));
 		rc |= add(before, "state", str_or_null(ja->live_state));
+		if (ja->queued_ms > 0)
+			rc |= add(before, "queued_seconds", cJSON_CreateNumber((double)(ja->queued_ms / 1000)));
 		if (a->has_values)
 			rc |= add(before, "value", a->old_value >= -1 ? cJSON_CreateNumber((double)a->old_value)
 								  : cJSON_CreateNull());

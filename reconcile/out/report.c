@@ -17,6 +17,7 @@
 #include "reconcile/kind.h"
 #include "reconcile/load/machines.h"
 #include "reconcile/provider.h"
+#include "reconcile/stack.h"
 #include "state/backend.h"
 #include "state/state.h"
 #include "util/alloc.h"
@@ -693,6 +694,27 @@ static int build_reservations(struct report *out, const struct report_input *in,
 
 /* ---- sums ---- */
 
+_Static_assert(STACK_FAIL_NCLASSES + 1 <= REPORT_MAX_CLASSES, "a count per failure class");
+
+const char *report_class_name(size_t i)
+{
+	if (i < STACK_FAIL_NCLASSES)
+		return stack_fail_names[i];
+	return i == STACK_FAIL_NCLASSES ? "window-ended" : NULL;
+}
+
+/* Counts run rr's failure class (none: nothing) in row's classes. */
+static void count_class(struct report_sum *row, const struct report_run *rr)
+{
+	const char *name;
+
+	for (size_t i = 0; rr->cls && (name = report_class_name(i)); i++)
+		if (!strcmp(name, rr->cls)) {
+			row->classes[i]++;
+			return;
+		}
+}
+
 static struct report_sum *sum_get(struct report_sum **rows, size_t *n, const char *key)
 {
 	struct report_sum *p;
@@ -776,6 +798,7 @@ static int sum_jobs(struct report *out)
 		row->usd = round_cents(row->usd + (rr->priced ? rr->usd : 0));
 		row->usd_wasted = round_cents(row->usd_wasted + (rr->wasted && rr->priced ? rr->usd : 0));
 		row->runs++;
+		count_class(row, rr);
 	}
 	free(v);
 	return 0;

@@ -106,12 +106,22 @@ struct report_reservation {
 	int unused;
 };
 
+/* The most failure classes a by_job row counts (report_class_name). */
+#define REPORT_MAX_CLASSES 16
+
 /* A row of a breakdown: by job, week, accelerator or strategy. */
 struct report_sum {
 	char *key;
 	double usd, usd_wasted;
 	int64_t runs;
+	/* by_job only: its attempts that ended with failure class
+	 * report_class_name(i), in classes[i] (the JSON's attempts_by_class). */
+	int64_t classes[REPORT_MAX_CLASSES];
 };
+
+/* The failure class a by_job row counts at index i (vx's classes, in their
+ * order, then window-ended), or NULL past the last. */
+const char *report_class_name(size_t i);
 
 struct report_wait {
 	const char *strategy, *region;

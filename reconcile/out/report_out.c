@@ -105,7 +105,24 @@ static cJSON *reservation_json(const struct report_reservation *rv)
 	return o;
 }
 
-static cJSON *sums_json(const struct report_sum *s, size_t n)
+/* A by_job row's attempts per failure class, {"stockout": 2}: the classes it had, in vx's order. */
+static int add_classes(cJSON *o, const struct report_sum *s)
+{
+	cJSON *c = cJSON_CreateObject();
+	const char *name;
+
+	if (!c || !cJSON_AddItemToObject(o, "attempts_by_class", c)) {
+		cJSON_Delete(c);
+		return -1;
+	}
+	for (size_t i = 0; (name = report_class_name(i)); i++)
+		if (s->classes[i] && add_num(c, name, (double)s->classes[i]) < 0)
+			return -1;
+	return 0;
+}
+
+/* Rows of a breakdown; by_job's with their attempts per class (with_classes). */
+static cJSON *sums_json(const struct report_sum *s, size_t n, int with_classes)
 {
 	cJSON *a = cJSON_CreateArray();
 
@@ -114,7 +131,7 @@ static cJSON *sums_json(const struct report_sum *s, size_t n)
 
 		if (!o || !cJSON_AddItemToArray(a, o) || add_str(o, "key", s[i].key) < 0 ||
 		    add_num(o, "usd", s[i].usd) < 0 || add_num(o, "usd_wasted", s[i].usd_wasted) < 0 ||
-		    add_num(o, "runs", (double)s[i].runs) < 0) {
+		    add_num(o, "runs", (double)s[i].runs) < 0 || (with_classes && add_classes(o, &s[i]) < 0)) {
 			if (o && !cJSON_IsArray(a))
 				cJSON_Delete(o);
 			cJSON_Delete(a);
@@ -265,10 +282,10 @@ static int report_json_fill(cJSON *doc, const struct report *r)
 		goto fail_totals;
 	}
 	if (add_num(totals, "usd", r->usd) < 0 || add_num(totals, "usd_wasted", r->usd_wasted) < 0 ||
-	    add_item(totals, "by_job", sums_json(r->by_job, r->nby_job)) < 0 ||
-	    add_item(totals, "by_week", sums_json(r->by_week, r->nby_week)) < 0 ||
-	    add_item(totals, "by_accelerator", sums_json(r->by_accelerator, r->nby_accelerator)) < 0 ||
-	    add_item(totals, "by_strategy", sums_json(r->by_strategy, r->nby_strategy)) < 0 ||
+	    add_item(totals, "by_job", sums_json(r->by_job, r->nby_job, 1)) < 0 ||
+	    add_item(totals, "by_week", sums_json(r->by_week, r->nby_week, 0)) < 0 ||
+	    add_item(totals, "by_accelerator", sums_json(r->by_accelerator, r->nby_accelerator, 0)) < 0 ||
+	    add_item(totals, "by_strategy", sums_json(r->by_strategy, r->nby_strategy, 0)) < 0 ||
 	    add_item(doc, "waiting", waiting_json(r)) < 0 || add_item(doc, "failures", failures_json(r)) < 0 ||
 	    budgets_json(doc, r) < 0)
 		return -1;

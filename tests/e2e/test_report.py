@@ -125,8 +125,8 @@ class Report(FakeTestCase):
         t = doc["totals"]
         self.assertEqual((t["usd"], t["usd_wasted"]), (4.38, 1.38))
         self.assertEqual(t["by_job"], [
-            {"key": "job.a", "usd": 3.60, "usd_wasted": 0.60, "runs": 2},
-            {"key": "job.b", "usd": 0.78, "usd_wasted": 0.78, "runs": 1}])
+            {"key": "job.a", "usd": 3.60, "usd_wasted": 0.60, "runs": 2, "attempts_by_class": {"preempted": 1}},
+            {"key": "job.b", "usd": 0.78, "usd_wasted": 0.78, "runs": 1, "attempts_by_class": {}}])
         # 2026-01-01 is a Thursday: its ISO week starts on Monday 2025-12-29.
         self.assertEqual(t["by_week"], [{"key": "2025-12-29", "usd": 4.38, "usd_wasted": 1.38, "runs": 3}])
         self.assertEqual(t["by_accelerator"], [

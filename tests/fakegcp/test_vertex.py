@@ -267,6 +267,43 @@ class VertexJobs(FakeTestCase):
         r = self.fake.ctl("/jobs")
         self.assertEqual(len(r["customJobs"]), 8)
 
+    def test_a_rule_holds_a_job_queued_then_lets_it_start(self):
+        # queued_seconds: QUEUED that long (virtual seconds), then PENDING 30 s, then RUNNING.
+        self.fake.ctl("/outcomes", {"labels": {"hold": "yes"}, "outcome": "succeed", "queued_seconds": 7200})
+        held, plain = self.create(labels={"hold": "yes"}), self.create()
+        self.advance(7199)
+        g = self.get_job(held["name"])
+        self.assertEqual((g["state"], "startTime" in g), ("JOB_STATE_QUEUED", False))
+        self.assertEqual(self.get_job(plain["name"])["state"], "JOB_STATE_SUCCEEDED")   # no rule: 5 s queued
+        self.advance(1)
+        self.assertEqual(self.get_job(held["name"])["state"], "JOB_STATE_PENDING")
+        self.advance(30)
+        g = self.get_job(held["name"])
+        self.assertEqual((g["state"], g["startTime"]), ("JOB_STATE_RUNNING", "2026-01-01T02:00:30.000000Z"))
+        # A held job can be cancelled like any other: CANCELLING, then CANCELLED, never started.
+        self.fake.ctl("/outcomes", {"labels": {"hold": "again"}, "outcome": "succeed", "queued_seconds": 600})
+        again = self.create(labels={"hold": "again"})
+        st, _ = self.fake.call("POST", "/v1/" + again["name"] + ":cancel", {})
+        self.assertEqual(st, 200)
+        self.advance(5)
+        g = self.get_job(again["name"])
+        self.assertEqual((g["state"], "startTime" in g), ("JOB_STATE_CANCELLED", False))
+        for bad in (-1, "1h", True):
+            st, _ = self.fake.call("POST", "/_fake/outcomes", {"labels": {}, "outcome": "succeed",
+                                                                "queued_seconds": bad}, token=None)
+            self.assertEqual(st, 400, bad)
+
+    def test_a_rule_can_make_the_list_stale(self):
+        # list_stale: the list keeps the job as created (QUEUED) while a GET shows it running.
+        self.fake.ctl("/outcomes", {"labels": {"s": "1"}, "outcome": "succeed", "list_stale": True})
+        j = self.create(labels={"s": "1"})
+        self.advance(35)
+        self.assertEqual(self.get_job(j["name"])["state"], "JOB_STATE_RUNNING")
+        st, page = self.fake.call("GET", PARENT + "/customJobs")
+        self.assertEqual(st, 200)
+        listed = [x for x in page["customJobs"] if x["name"] == j["name"]]
+        self.assertEqual([(x["state"], "startTime" in x) for x in listed], [("JOB_STATE_QUEUED", False)])
+
     def test_capacity_stockout_and_flex_wait(self):
         self.fake.ctl("/capacity", {"region": "us-central1", "accelerator_type": "NVIDIA_H100_80GB", "gpus": 8})
         a = self.create()

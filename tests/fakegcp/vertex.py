@@ -21,6 +21,7 @@ CJ = "google.cloud.aiplatform.v1.CustomJob"
 TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
             "JOB_STATE_PARTIALLY_SUCCEEDED"}
 OUTCOMES = {"succeed", "stockout", "preempted", "user-error", "wait-timeout", "internal"}
+RULE_OPTIONS = ("exit_code", "queued_seconds", "list_stale")
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_MAX_WAIT = 86400  # Scheduling.maxWaitDuration default: 24 h
@@ -366,23 +367,29 @@ class Vertex:
         timeout = common.parse_duration(sched["timeout"]) if sched.get("timeout") else 7 * 86400
         rec = {"id": jid, "parent": [num, loc], "project": self.world.project_id(req.segments[2]),
                "json": out, "outcome": self._rule_outcome(job.get("labels", {})), "need": need,
-               "exit_code": self._rule_exit_code,
+               "exit_code": self._rule_opts.get("exit_code"),
                "flex": flex, "spot": strategy == "SPOT", "max_wait": max_wait, "timeout": timeout,
                "claims": claims, "reservation": reservation, "running_claim": False, "res_claim": False,
                "pending_since": None, "next": None, "gen": 0, "pr": pr_claim, "pr_claim": False}
+        # The rule's list_stale: the list keeps showing the job as created (QUEUED) while a GET
+        # tells the truth, as an eventually consistent list may.
+        if self._rule_opts.get("list_stale"):
+            rec["list_json"] = json.loads(json.dumps(out))
         self.jobs[jid] = rec
         self.by_parent.setdefault((num, loc), []).append(jid)
-        # On a persistent resource it starts without queueing for capacity (in seconds, says Google).
-        self._push(rec, now if pr_claim else now + self.world.timings["queued_seconds"])
+        # On a persistent resource it starts without queueing for capacity (in seconds, says Google);
+        # the rule's queued_seconds holds it QUEUED that long instead.
+        queued = self._rule_opts.get("queued_seconds", self.world.timings["queued_seconds"])
+        self._push(rec, now if pr_claim else now + queued)
         return 200, self._out(req, out)
 
     def _rule_outcome(self, labels):
-        """The outcome of the newest rule whose labels the job carries (its exit_code, for a
-        user-error, in _rule_exit_code)."""
-        self._rule_exit_code = None
+        """The outcome of the newest rule whose labels the job carries (its options, exit_code
+        for a user-error, queued_seconds, list_stale, in _rule_opts)."""
+        self._rule_opts = {}
         for r in reversed(self.rules):
             if all(labels.get(k) == v for k, v in r["labels"].items()):
-                self._rule_exit_code = r.get("exit_code")
+                self._rule_opts = {k: r[k] for k in RULE_OPTIONS if k in r}
                 if "times" in r:
                     r["times"] -= 1
                     if r["times"] <= 0:
@@ -454,7 +461,7 @@ class Vertex:
         flat = tree is not None and all(v is None for v in tree.values())
         keys = list(tree) if flat else None
         for j in page:
-            o = j["json"]
+            o = j.get("list_json") or j["json"]
             if flat:
                 o = {k: o[k] for k in keys if k in o}
             elif tree is not None:
@@ -799,6 +806,16 @@ class Vertex:
         rule = {"labels": body.get("labels", {}), "outcome": o}
         if code is not None:
             rule["exit_code"] = code
+        # How long a job stays QUEUED before it goes on to PENDING (and starts 30 s later).
+        held = body.get("queued_seconds")
+        if held is not None:
+            if not isinstance(held, (int, float)) or isinstance(held, bool) or held < 0:
+                raise ValueError("queued_seconds is a number of virtual seconds >= 0")
+            rule["queued_seconds"] = held
+        if body.get("list_stale") is not None:
+            if not isinstance(body["list_stale"], bool):
+                raise ValueError("list_stale is true or false")
+            rule["list_stale"] = body["list_stale"]
         if "times" in body:
             rule["times"] = int(body["times"])
         self.rules.append(rule)

@@ -908,6 +908,9 @@ static void test_ladder_next_rung(void **state)
 	assert_int_equal(plan_next_rung(2, "quota", 4), 2);
 	assert_int_equal(plan_next_rung(0, "internal", 4), 0);
 	assert_int_equal(plan_next_rung(2, "cancelled-outside", 4), 2);
+	/* a run that waited out resubmit.maxQueued found no capacity either */
+	assert_int_equal(plan_next_rung(0, "queue-timeout", 4), 1);
+	assert_int_equal(plan_next_rung(3, "queue-timeout", 4), 3);
 	assert_int_equal(plan_next_rung(2, NULL, 4), 2);
 	/* no ladder: always rung 0 */
 	assert_int_equal(plan_next_rung(0, "stockout", 0), 0);
@@ -958,6 +961,97 @@ static void ladder_case(struct plan *p, const struct plan_decl *d, int64_t rung,
 /* A flex-start wait that ran out: FAILED, never started, no published text. */
 #define WAITED ""
 #define USER_ERROR "The replica workerpool0-0 exited with a non-zero status of 1."
+
+/* The plan for a current run on rung 0, in live_state (started at started_ms, 0: never), created at T0. */
+static void queued_case(struct plan *p, const struct plan_decl *d, const char *live_state, int64_t started_ms,
+			int64_t now_ms)
+{
+	struct live_jobs live = { 0 };
+	struct plan_run run = { .name = JOB1, .region = "us-central1", .state = "JOB_STATE_QUEUED", .attempt = 1 };
+	struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run,
+				 .applied = d->policy };
+	struct plan_input in = { .stack = "research", .lineage = LINEAGE, .decls = d, .ndecls = 1,
+				 .records = &r, .nrecords = 1, .live = &live, .now_ms = now_ms };
+	struct vx_err err = VX_ERR_INIT;
+
+	add_live(&live, JOB1, live_state, 0, NULL, "train", "aaaaaaaaaaaa", "1", "1", 1795341000000);
+	live.items[0].start_ms = started_ms;
+	live.items[0].end_ms = 0;
+	assert_int_equal(plan_build(p, &in, &err), 0);
+	live_jobs_release(&live);
+}
+
+static void test_max_queued(void **state)
+{
+	struct state_policy pol = { .max_queued_ms = 2 * 3600 * 1000 };
+	struct plan_decl d = ladder_decl();
+	int64_t t0 = 1795341000000, limit = t0 + 2 * 3600 * 1000;
+	struct plan p;
+
+	(void)state;
+	d.policy = &pol;
+	/* queued past the limit: cancelled, and the next attempt on the next rung */
+	queued_case(&p, &d, "JOB_STATE_QUEUED", 0, limit + 183000);
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
+	assert_string_equal(job_action_of(&p.actions[0])->failure_class, "queue-timeout");
+	assert_string_equal(job_action_of(&p.actions[0])->cancel_name, JOB1);
+	assert_int_equal(job_action_of(&p.actions[0])->rung, 1);
+	assert_int_equal(job_action_of(&p.actions[0])->attempt, 2);
+	assert_int_equal(job_action_of(&p.actions[0])->queued_ms, 2 * 3600 * 1000 + 183000);
+	assert_string_equal(p.actions[0].reason, "attempt 2/6 on rung 1 (region us-central1) after queue-timeout in "
+						 "us-central1: queued 2h 3m without starting (maxQueued 2h)");
+	plan_release(&p);
+	/* PENDING counts as waiting too; a day and more reads so */
+	queued_case(&p, &d, "JOB_STATE_PENDING", 0, t0 + 90000000);
+	assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
+	assert_string_equal(p.actions[0].reason, "attempt 2/6 on rung 1 (region us-central1) after queue-timeout in "
+						 "us-central1: queued 1d 1h without starting (maxQueued 2h)");
+	plan_release(&p);
+	/* not yet, started (even if the state still says queued), or running: left alone */
+	queued_case(&p, &d, "JOB_STATE_QUEUED", 0, limit - 1);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
+	plan_release(&p);
+	queued_case(&p, &d, "JOB_STATE_PENDING", limit - 60000, limit + 60000);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
+	plan_release(&p);
+	queued_case(&p, &d, "JOB_STATE_RUNNING", limit - 60000, limit + 60000);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
+	plan_release(&p);
+	/* no attempt left: it stays queued, and the plan says why */
+	d.max_attempts = 1;
+	queued_case(&p, &d, "JOB_STATE_QUEUED", 0, limit);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
+	assert_string_equal(p.actions[0].reason, "queued 2h without starting (maxQueued 2h); left queued: resubmit "
+						 "budget exhausted (1/1 attempts)");
+	plan_release(&p);
+	/* vx's cancel after maxQueued ended it, even though it started just before: queue-timeout */
+	{
+		struct live_jobs live = { 0 };
+		struct plan_run run = { .name = JOB1, .region = "us-central1", .state = "JOB_STATE_CANCELLING",
+					.attempt = 1, .cancelled_by_vx = 1, .failure = "queue-timeout" };
+		struct plan_record r = { .address = "job.train", .spec_hash = HASH_A, .run = 1, .current = &run,
+					 .applied = d.policy };
+
+		add_live(&live, JOB1, "JOB_STATE_CANCELLED", 1, "CustomJob was cancelled.", "train", "aaaaaaaaaaaa",
+			 "1", "1", t0);
+		live.items[0].start_ms = limit - 1000;
+		d.max_attempts = 6;
+		build(&p, &d, 1, &r, 1, &live);
+		assert_int_equal(p.actions[0].op, PLAN_RESUBMIT);
+		assert_string_equal(job_action_of(&p.actions[0])->failure_class, "queue-timeout");
+		assert_int_equal(job_action_of(&p.actions[0])->rung, 1);
+		assert_null(job_action_of(&p.actions[0])->cancel_name);
+		plan_release(&p);
+		live_jobs_release(&live);
+	}
+	/* without maxQueued: never */
+	d.max_attempts = 6;
+	pol.max_queued_ms = 0;
+	queued_case(&p, &d, "JOB_STATE_QUEUED", 0, t0 + 30LL * 86400000);
+	assert_int_equal(p.actions[0].op, PLAN_NOOP);
+	plan_release(&p);
+}
 
 static void test_ladder_plan(void **state)
 {
@@ -1206,6 +1300,7 @@ int main(void)
 		cmocka_unit_test(test_removed_cancelling_waits),
 		cmocka_unit_test(test_targets_replace_refresh_off),
 		cmocka_unit_test(test_ladder_next_rung),
+		cmocka_unit_test(test_max_queued),
 		cmocka_unit_test(test_ladder_plan),
 		cmocka_unit_test(test_ladder_adopts_crashed_rung),
 		cmocka_unit_test(test_ladder_edit_keeps_the_run),

@@ -217,13 +217,15 @@ static void test_exit_codes(void **unused)
 	assert_null(strstr(text, "xitCode"));
 	free(text);
 	r.current->exit_code = 137;
+	r.current->timeout_ms = 3600000;
 	r.applied->on_exit_codes[2] |= UINT64_C(1) << (137 % 64) | UINT64_C(1) << (143 % 64);
 	assert_int_equal(state_record_to_json(&r, &text, &err), 0);
-	assert_non_null(strstr(text, "\t\t\"exitCode\":\t137,\n"));
+	assert_non_null(strstr(text, "\t\t\"exitCode\":\t137,\n\t\t\"timeoutMs\":\t3600000,\n"));
 	assert_non_null(strstr(text, "\t\t\"maxFailed\":\t0,\n\t\t\"onExitCodes\":\t[137, 143]\n\t}"));
 	assert_int_equal(state_record_from_json(&back, text, strlen(text), &err), 0);
 	assert_int_equal(state_record_copy(&copy, &back), 0);
 	assert_int_equal(copy.current->exit_code, 137);
+	assert_int_equal(copy.current->timeout_ms, 3600000);
 	assert_true(copy.applied->on_exit_codes[2] == (UINT64_C(1) << 9 | UINT64_C(1) << 15));
 	state_record_release(&copy);
 	state_record_release(&back);
@@ -237,16 +239,18 @@ static void test_exit_codes(void **unused)
 	snprintf(json, sizeof(json), old, "",
 		 ",\"applied\":{\"resubmitOn\":[\"stockout\",\"preempted\"],\"maxAttempts\":1,\"delayMs\":0,"
 		 "\"fallbackRungs\":0,\"fallbackHash\":null,\"after\":[],\"maxParallel\":0,\"maxFailed\":0,"
-		 "\"resubmitBudgets\":[6,20],\"withinMs\":43200000,\"returnAfterMs\":21600000}");
+		 "\"resubmitBudgets\":[6,20],\"withinMs\":43200000,\"returnAfterMs\":21600000,"
+		 "\"maxQueuedMs\":7200000}");
 	assert_int_equal(state_record_from_json(&r, json, strlen(json), &err), 0);
 	assert_int_equal(r.applied->within_ms, 43200000);
 	assert_int_equal(r.applied->return_after_ms, 21600000);
+	assert_int_equal(r.applied->max_queued_ms, 7200000);
 	assert_int_equal(r.applied->resubmit_budgets[1], 20);
 	assert_int_equal(state_record_copy(&copy, &r), 0);
 	assert_int_equal(copy.applied->resubmit_budgets[0], 6);
 	assert_int_equal(state_record_to_json(&copy, &text, &err), 0);
 	assert_non_null(strstr(text, "\t\t\"resubmitBudgets\":\t[6, 20],\n\t\t\"withinMs\":\t43200000,\n"
-				     "\t\t\"returnAfterMs\":\t21600000\n"));
+				     "\t\t\"returnAfterMs\":\t21600000,\n\t\t\"maxQueuedMs\":\t7200000\n"));
 	free(text);
 	state_record_release(&copy);
 	state_record_release(&r);
@@ -684,6 +688,7 @@ static int mutate_run(struct state_run *r, int k)
 	case 39: restr(&r->reservation); return 1;
 	case 40: restr(&r->policy_commit); return 1;
 	case 41: r->exit_code = r->exit_code == 137 ? 143 : 137; return 1;
+	case 42: r->timeout_ms += 60000; return 1;
 	default: return 0;
 	}
 }
@@ -720,6 +725,7 @@ static int mutate_record(struct state_record *r, int k)
 	case 19: r->applied->on_exit_codes[2] ^= UINT64_C(1) << 15; return 1;
 	case 20: r->applied->within_ms += 60000; return 1;
 	case 22: r->applied->return_after_ms += 60000; return 1;
+	case 23: r->applied->max_queued_ms += 60000; return 1;
 	case 21:
 		if (r->applied->resubmit_budgets) {
 			free(r->applied->resubmit_budgets);
@@ -781,6 +787,7 @@ static void fill_run(struct state_run *r)
 	restr(&r->strategy);
 	restr(&r->reservation);
 	r->exit_code = 137;
+	r->timeout_ms = 3600000;
 	if (!r->nlabels)
 		assert_int_equal(vx_labels_set(&r->labels, &r->nlabels, "vx-job", "a"), 0);
 	if (!r->nfollows)
@@ -848,7 +855,7 @@ static void test_fingerprint_covers_every_field(void **unused)
 			n++;
 		}
 	}
-	assert_int_equal(n, 23 + 42 + 42);
+	assert_int_equal(n, 24 + 43 + 43);
 	free(base_json);
 	vx_buf_release(&base_fp);
 	vx_buf_release(&fp);

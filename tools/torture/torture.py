@@ -10,6 +10,10 @@ happens to an apply) as a command anyone can run. See docs/measurements.md, "Tor
           FutureReservation; the apply is killed in turn while the create is at
           the server, once its operation was polled, and at a random moment;
           the next applies adopt it: one resource, one job, no changes planned
+          kill-queued (run with kill, or alone): jobs with resubmit.maxQueued held
+          QUEUED past it, so the killed apply is cancelling them and creating
+          the next rung: one job per attempt, and never two active runs of an
+          address (from the fake's times, its clock running)
   pause   apply SIGSTOPped past a short lease; a second apply takes over;
           SIGCONT; the first must send nothing more
   race    8 applies at once: one winner, every loser names the holder
@@ -121,6 +125,14 @@ KIND_KILL_RPCS = {"persistent": ("CreatePersistentResource", ("GetOperation",)),
 # its operation has been polled (the resource exists, the state does not know it yet), or at a
 # moment drawn over a clean apply (the intent's write, the result's write, the job after it).
 KILL_POINTS = ("create in flight", "operation polled", "anywhere")
+
+# The kill-queued row: jobs whose rung-0 runs the fake holds QUEUED for 10 h, past their
+# resubmit.maxQueued of 1 h; the apply under the kill cancels each and creates its next attempt on
+# rung 1 once the cancel has ended (2 s of the fake's clock, running at real speed then).
+QUEUED_JOBS = 6
+QUEUED_RESUBMIT = "resubmit: {on: [stockout], maxAttempts: 3, maxQueued: 1h, fallback: [{region: us-east5}]}"
+QUEUED_DOCS = {"job-q%02d" % i: re.sub(r"(?m)^resubmit: \{.*\}$", QUEUED_RESUBMIT, common.harness.job_yaml("q%02d" % i))
+               for i in range(QUEUED_JOBS)}
 
 
 def env_list(name, default):
@@ -505,6 +517,121 @@ class Torture:
                        "details": details}, f, indent=1)
         self.say("kill-%s/%s trial %d: %s; %s" % (kind, backend, t, "; ".join(log),
                                                  " ".join("%s=%d" % kv for kv in counts.items())))
+        self.record(row, t, tmp, counts, details, other)
+
+    # ------------------------------------------------------------ kill, a cancel after maxQueued
+    @staticmethod
+    def fake_now(fake):
+        """vx's clock at the fake's (VX_NOW), so maxQueued is measured on the runs' own times."""
+        return {"VX_NOW": fake.get("/_fake/clock")["now"]}
+
+    def queued_setup(self, fake, seed, tmp, backend):
+        """A world whose jobs have waited QUEUED past maxQueued, the fake's clock running; the checkout."""
+        fake.reset()
+        fake.setup(faults(seed))
+        fake.post("/_fake/timings", {"cancelling_seconds": 2})
+        for i in range(QUEUED_JOBS):
+            fake.post("/_fake/outcomes", {"labels": {"vx-job": "q%02d" % i, "vx-rung": "0"}, "outcome": "succeed",
+                                          "queued_seconds": 10 * 3600})
+        co = make_world(self.vx, fake, tmp, backend, QUEUED_DOCS)[0]
+        for _ in range(3):
+            r = co.apply(env=self.fake_now(fake))
+            if r.code == 0:
+                break
+        else:
+            raise RuntimeError("the first apply failed: %r" % r)
+        fake.advance(3600 + 300)
+        fake.post("/_fake/clock", {"speed": 1})
+        return co
+
+    def queued_counts(self, fake, co, details):
+        """dup (two jobs of one attempt), missing (an address with no active run), cancel (two
+        runs of an address active at once, from the fake's times), lock."""
+        counts = {k: 0 for k in COUNTERS}
+        by = {}
+        for j in fake.jobs():
+            if j.get("labels", {}).get("vx-stack") == common.STACK:
+                by.setdefault(j["labels"]["vx-job"], []).append(j)
+        for job, js in sorted(by.items()):
+            attempts = [j["labels"]["vx-attempt"] for j in js]
+            counts["dup"] += len(attempts) - len(set(attempts))
+            live = [j for j in js if j["state"] in common.ACTIVE + ("JOB_STATE_CANCELLING",)]
+            counts["missing"] += not live
+            js.sort(key=lambda j: j["createTime"])
+            for a, b in zip(js, js[1:]):
+                if not a.get("endTime") or a["endTime"] > b["createTime"]:
+                    counts["cancel"] += 1
+                    details.append("job.%s: %s (ended %s) still active when %s was created at %s" % (
+                        job, a["name"], a.get("endTime"), b["name"], b["createTime"]))
+            if len(live) != 1 or len(attempts) != len(set(attempts)):
+                details.append("job.%s: %s" % (job, [(j["labels"]["vx-attempt"], j["state"]) for j in js]))
+        counts["missing"] += QUEUED_JOBS - len(by)
+        if co.lock_held():
+            counts["lock"] += 1
+            details.append("stuck lock: %s" % "; ".join(co.lock_held()))
+        return counts
+
+    def queued_trials(self, fake, backend):
+        row = Section("kill-queued", backend)
+        self.rows.append(row)
+        rng = random.Random("%d/kill-queued/%s" % (self.seed, backend))
+        try:
+            tmp = os.path.join(self.out, "calibrate-queued-%s" % backend)
+            co = self.queued_setup(fake, rng.randrange(1 << 30), tmp, backend)
+            r = co.apply(env=self.fake_now(fake))
+            shutil.rmtree(tmp, ignore_errors=True)
+            if r.crashed() or "Apply complete" not in r.out:
+                raise RuntimeError("a clean apply failed: %r" % r)
+            clean = self.clean_override or r.seconds
+        except Exception as e:  # noqa: BLE001  (any failure to start is the row's result)
+            row.start_error = str(e)
+            self.say("kill-queued/%s: FAILED TO START: %s" % (backend, e))
+            return
+        self.clean[("kill-queued", backend)] = clean
+        row.note = "%d jobs past maxQueued, clean apply %.1f s" % (QUEUED_JOBS, clean)
+        for t in self.trial_numbers(self.trials):
+            self.queued_trial(fake, backend, row, t, clean)
+
+    def queued_trial(self, fake, backend, row, t, clean):
+        trng = random.Random("%d/kill-queued/%s/%d" % (self.seed, backend, t))
+        at = trng.uniform(0, clean)
+        tmp = os.path.join(self.out, "kill-queued-%s-%d" % (backend, t))
+        co = self.queued_setup(fake, trng.randrange(1 << 30), tmp, backend)
+        p = co.start("apply", env=self.fake_now(fake))
+        try:
+            p.wait(at)
+            killed = False
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGKILL)
+            killed = True
+        first = co.finish(p)
+        save(tmp, "apply-1", first)
+        log = ["apply 1: killed at %.2f s" % at if killed else "apply 1: exit %d before the kill" % first.code]
+        other, details = 0, []
+        if first.crashed() and not killed:
+            other += 1
+            details.append("apply 1 crashed: %r" % first)
+        for n in (2, 3):
+            r = co.apply(env=self.fake_now(fake))
+            save(tmp, "apply-%d" % n, r)
+            log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
+            if r.crashed():
+                other += 1
+                details.append("apply %d crashed: %r" % (n, r))
+            if r.code == 0:
+                break
+        plan = co.plan("-detailed-exitcode", env=self.fake_now(fake))
+        save(tmp, "plan", plan)
+        if plan.code != 0:
+            other += 1
+            details.append("plan -detailed-exitcode after the applies: %r" % plan)
+        fake.post("/_fake/faults", {})
+        counts = self.queued_counts(fake, co, details)
+        with open(os.path.join(tmp, "trial.json"), "w") as f:
+            json.dump({"seed": self.seed, "trial": t, "kill_at": at, "log": log, "counts": counts,
+                       "details": details}, f, indent=1)
+        self.say("kill-queued/%s trial %d: %s; %s" % (backend, t, "; ".join(log),
+                                                     " ".join("%s=%d" % kv for kv in counts.items())))
         self.record(row, t, tmp, counts, details, other)
 
     # ------------------------------------------------------------ pause
@@ -1008,8 +1135,8 @@ class Torture:
 
     # ------------------------------------------------------------ sections
     def run_backend_sections(self):
-        for section in ("kill", "kill-persistent", "kill-future", "pause", "race", "lost", "lostmid", "watch",
-                        "policy"):
+        for section in ("kill", "kill-persistent", "kill-future", "kill-queued", "pause", "race", "lost", "lostmid",
+                        "watch", "policy"):
             # kill runs the rows of one held resource too; each may be asked for alone (a replay).
             if section not in self.sections and not (section.startswith("kill-") and "kill" in self.sections):
                 continue
@@ -1021,7 +1148,9 @@ class Torture:
                 os.makedirs(tmp)
                 fake = Fake(tmp)
                 try:
-                    if section.startswith("kill-"):
+                    if section == "kill-queued":
+                        self.queued_trials(fake, backend)
+                    elif section.startswith("kill-"):
                         self.kind_kill_trials(fake, backend, section[len("kill-"):])
                     else:
                         getattr(self, section + "_trials")(fake, backend)
