@@ -68,7 +68,8 @@ static int check_rung(const struct stack_job *j, int64_t r, const struct prices 
 	return rc < 0 ? VX_ENOMEM : 0;
 }
 
-/* Capacity failures move a run down its ladder (plan_next_rung); no other class does. */
+/* Capacity failures move a run down its ladder (plan_next_rung), and so does
+ * maxQueued (a queue-timeout needs no entry in `on`); no other class does. */
 #define LADDER_MOVES (STACK_FAIL_STOCKOUT | STACK_FAIL_PREEMPTED | STACK_FAIL_WAIT_TIMEOUT)
 
 /*
@@ -95,7 +96,7 @@ double kind_job_attempts_most(const struct stack_job *j, int64_t rung, int first
 			      const struct prices *p, char **why)
 {
 	int64_t last = (int64_t)j->nrungs;
-	int moves = j->nrungs && (j->resubmit_on & LADDER_MOVES);
+	int moves = j->nrungs && ((j->resubmit_on & LADDER_MOVES) || j->max_queued_ms > 0);
 	int returns = moves && j->return_after_ms > 0;
 	double most[STACK_MAX_RUNGS + 1], total = 0;
 

@@ -151,6 +151,20 @@ class Budget(FakeTestCase):
         doc = json.loads(self.repo.plan("-format", "json", env=self.env).out)
         self.assertEqual((doc["budget"]["at_most"], doc["budget"]["exceed_by"]), (13.2, 1.2))
 
+    def test_ladder_at_most_with_max_queued(self):
+        # maxQueued moves a run one rung down without any class listed in `on`, so its ladder is
+        # priced as a capacity failure's is: b as in test_ladder_at_most, 1.20 + 3.00 + 3.00.
+        #   Spent $3.00; the plan adds $7.20 against $15: $4.80 left.
+        queued = ("resubmit:\n  on: [internal]\n  maxAttempts: 3\n  maxQueued: 1h\n  fallback:\n"
+                  "    - scheduling: {strategy: STANDARD}\n")
+        self.history(budget(15))
+        self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1, extra=queued, strategy="SPOT")},
+                        extra_stack=budget(15))
+        r = self.repo.plan(env=self.env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.line(r.out), "budget: $3.00 of $15.00 spent (30 d); this plan at most $7.20: "
+                                           "$4.80 left after it")
+
     def test_no_budget_no_line_no_key(self):
         self.history()
         self.repo.write({"a": job("a", 2, "1h"), "b": job("b", 1)})
