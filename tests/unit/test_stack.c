@@ -381,6 +381,51 @@ static char *joined(const char *a, const char *b)
 	return s;
 }
 
+/*
+ * The regions a plan lists before the stack loads (stack_peek_regions): a
+ * top-level "region: NAME" of a job document, plain or quoted, with or
+ * without a comment, whichever of kind and region comes first; not an
+ * indented one (a fallback rung's), an expression, another kind's (a
+ * Stack's, a persistent resource's), or a name that is not a region's.
+ */
+static void test_peek_regions(void **state)
+{
+	char tmpl[] = "/tmp/vx-test-peek-regions-XXXXXX", **got = NULL, *f;
+	struct vx_err err = VX_ERR_INIT;
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmpl));
+	f = joined(tmpl, "stack.yaml");
+	put(f, STACK_DOC);
+	free(f);
+	f = joined(tmpl, "jobs.yaml");
+	put(f, JOB("a") "region: us-east4\n"
+		"---\nregion: \"europe-west4\"  # quoted, before its kind\n" JOB("b")
+		"---\n" JOB("c") "region: us-east4\n"
+		"---\n" JOB("d") "fallback:\n  - region: asia-east1\n"
+		"---\n" JOB("e") "region: ${{ matrix.r }}\n"
+		"---\n" JOB("f") "region: Us-west1\n"
+		"---\nkind: PersistentResource\nname: p\nregion: us-west4\n"
+		"...\n" JOB("g") "region: 'us-south1' # last\r\n");
+	free(f);
+	assert_int_equal(stack_peek_regions(&got, &n, tmpl, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(got[0], "us-east4");
+	assert_string_equal(got[1], "europe-west4");
+	assert_string_equal(got[2], "us-south1");
+	for (size_t i = 0; i < n; i++)
+		free(got[i]);
+	free(got);
+	f = joined(tmpl, "stack.yaml");
+	assert_int_equal(unlink(f), 0);
+	free(f);
+	f = joined(tmpl, "jobs.yaml");
+	assert_int_equal(unlink(f), 0);
+	free(f);
+	assert_int_equal(rmdir(tmpl), 0);
+}
+
 /* The one diagnostic of a load that must refuse dir; caller frees. */
 static char *refusal(const char *dir)
 {
@@ -1583,6 +1628,7 @@ int main(void)
 		cmocka_unit_test(test_salt_and_legacy_records),
 		cmocka_unit_test(test_enum_names),
 		cmocka_unit_test(test_links_out),
+		cmocka_unit_test(test_peek_regions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
