@@ -769,11 +769,11 @@ def watch_sweep_cases(bins, pairs):
 
 def round2_cases(this, other):
     """Issue 38's plan over 3 regions and watcher acting on a sweep; with other, side by side."""
-    bins = [this] + ([other] if other else [])
+    # The same binary on both sides (bench-smoke) is one row, run pairs times.
+    bins = [this] + ([other] if other and other != this else [])
     pairs = VS_PAIRS if other else 1
-    names = {this: "this build"}
-    if other:
-        names[other] = other
+    names = {b: b for b in bins}
+    names[this] = "this build"
     if int(setting("PLAN3_JOBS")) > 0:
         print()
         print("plan, state full, %s jobs over 3 regions, %d ms latency (medians of %d)" % (
