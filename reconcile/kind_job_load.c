@@ -1220,6 +1220,32 @@ static int hash_resubmit_rules(struct vx_buf *b, const struct stack_job *j)
 	return rc;
 }
 
+/*
+ * ,"key":"v": a hash's integer field as printf wrote it ("%lld"), by hand:
+ * every job's hash has a few, and printf was most of what hashing cost.
+ */
+static int hash_int(struct vx_buf *b, const char *key, long long v)
+{
+	char digits[24];
+	size_t at = sizeof(digits);
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	int rc;
+
+	digits[--at] = '"';
+	do
+		digits[--at] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		digits[--at] = '-';
+	digits[--at] = '"';
+	rc = vx_buf_add(b, ",\"", 2);
+	if (rc == 0)
+		rc = vx_buf_adds(b, key);
+	if (rc == 0)
+		rc = vx_buf_add(b, "\":", 2);
+	return rc ? rc : vx_buf_add(b, digits + at, sizeof(digits) - at);
+}
+
 static int hash_job(struct vx_buf *b, struct stack_job *j)
 {
 	int rc = vx_buf_adds(b, "{\"address\":");
@@ -1231,7 +1257,7 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	if (rc == 0)
 		rc = stack_json_map(b, "labels", &j->labels);
 	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"maxAttempts\":\"%lld\"", (long long)j->max_attempts);
+		rc = hash_int(b, "maxAttempts", (long long)j->max_attempts);
 	/* Only when set (in cents, as the budget), so other jobs keep their hash. */
 	if (rc == 0 && j->max_hourly_usd > 0)
 		rc = vx_buf_printf(b, ",\"maxHourlyUsdCents\":\"%lld\"", (long long)llround(j->max_hourly_usd * 100.0));
@@ -1241,7 +1267,7 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	if (rc == 0 && j->on_remove)
 		rc = stack_json_kv(b, "onRemove", j->on_remove == 1 ? "cancel" : "forget");
 	if (rc == 0)
-		rc = vx_buf_printf(b, ",\"protect\":%s", j->protect ? "true" : "false");
+		rc = vx_buf_adds(b, j->protect ? ",\"protect\":true" : ",\"protect\":false");
 	if (rc == 0)
 		rc = stack_json_kv(b, "region", j->region);
 	if (rc == 0)
@@ -1249,11 +1275,17 @@ static int hash_job(struct vx_buf *b, struct stack_job *j)
 	for (unsigned i = 0, first = 1; i < STACK_FAIL_NCLASSES && rc == 0; i++) {
 		if (!(j->resubmit_on & (1u << i)))
 			continue;
-		rc = vx_buf_printf(b, "%s\"%s\"", first ? "" : ",", stack_fail_names[i]);
+		rc = first ? 0 : vx_buf_addc(b, ',');
+		if (rc == 0)
+			rc = vx_buf_add_json_str(b, stack_fail_names[i]);
 		first = 0;
 	}
 	if (rc == 0)
-		rc = vx_buf_printf(b, "],\"run\":\"%lld\",\"spec\":", (long long)j->run);
+		rc = vx_buf_addc(b, ']');
+	if (rc == 0)
+		rc = hash_int(b, "run", (long long)j->run);
+	if (rc == 0)
+		rc = vx_buf_adds(b, ",\"spec\":");
 	/* The redacted form: a changed secret changes its HMAC there too, and
 	 * without the salt the hash is no oracle for a guessed secret. */
 	if (rc == 0)

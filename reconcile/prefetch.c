@@ -46,12 +46,27 @@ struct pf_thread {
 	int running;                  /* to be joined */
 };
 
+/*
+ * At most this many lists named ahead (prefetch_add_jobs) run on threads of
+ * their own at once; past it, one runs on the thread that named it.
+ */
+#define PF_CALLS 32
+
+/* One list call on its own thread. */
+struct pf_call {
+	struct prefetch *pf;
+	struct pf_answer *a;
+	pthread_t thread;
+};
+
 struct prefetch {
 	/* first: the provider handed out, wrapping real's (prefetch_new) */
 	struct provider reader;
 	struct provider *real;        /* borrowed */
 	struct pf_thread threads[PF_THREADS];
 	size_t nthreads;
+	struct pf_call calls[PF_CALLS]; /* prefetch_add_jobs's, under lock */
+	size_t ncalls;
 	int discarded;
 	int refreshed;                /* the refresh took its lists: the rest is stale */
 	pthread_mutex_t lock;         /* answers, n */
@@ -240,6 +255,46 @@ static struct pf_thread *rec_of(struct provider *p)
 	return (struct pf_thread *)p;
 }
 
+/* A list of jobs named ahead (prefetch_add_jobs), on its own thread: its result is kept in its answer. */
+static void call_make(struct prefetch *pf, struct pf_answer *a)
+{
+	a->rc = provider_job_list(pf->real, a->project, a->where, a->stack, &a->jobs, &a->err);
+}
+
+static void *call_main(void *arg)
+{
+	struct pf_call *c = arg;
+
+	call_make(c->pf, c->a);
+	/* As prefetch_main: a token exchange may have signed on this thread. */
+	OPENSSL_thread_stop();
+	return NULL;
+}
+
+/*
+ * Starts the call a claimed answer is for on a thread of its own, or makes
+ * it here when PF_CALLS are running or no thread could be made. The answer
+ * is read only after prefetch_join has joined every call.
+ */
+static void call_start(struct prefetch *pf, struct pf_answer *a)
+{
+	struct pf_call *c = NULL;
+
+	pthread_mutex_lock(&pf->lock);
+	if (pf->ncalls < PF_CALLS) {
+		c = &pf->calls[pf->ncalls];
+		c->pf = pf;
+		c->a = a;
+		if (pthread_create(&c->thread, NULL, call_main, c) == 0)
+			pf->ncalls++;
+		else
+			c = NULL;
+	}
+	pthread_mutex_unlock(&pf->lock);
+	if (!c)
+		call_make(pf, a);
+}
+
 static int rec_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
 			 struct live_jobs *out, struct vx_err *err)
 {
@@ -379,6 +434,16 @@ int prefetch_add(struct prefetch *pf, const struct stack *st, struct vx_err *err
 	return thread_start(pf, st, NULL, NULL, NULL, err);
 }
 
+void prefetch_add_jobs(struct prefetch *pf, const char *project, const char *region, const char *stack)
+{
+	struct pf_answer *a;
+
+	if (!PROVIDER_HAS(pf->real, job, list))
+		return;
+	if ((a = answer_claim(pf, PF_JOBS, project, region, stack)) != NULL)
+		call_start(pf, a);
+}
+
 /* The prefetch without its first thread; NULL when out of memory. */
 static struct prefetch *prefetch_new(struct provider *real)
 {
@@ -426,6 +491,7 @@ int prefetch_start(struct prefetch **out, struct provider *real, const struct st
 	return prefetch_begin(out, real, st, NULL, NULL, NULL, err);
 }
 
+/* Joins the refresh threads, then the lists named ahead. */
 static void prefetch_join(struct prefetch *pf)
 {
 	for (size_t i = 0; i < pf->nthreads; i++) {
@@ -434,6 +500,11 @@ static void prefetch_join(struct prefetch *pf)
 			pf->threads[i].running = 0;
 		}
 	}
+	pthread_mutex_lock(&pf->lock);
+	for (size_t i = 0; i < pf->ncalls; i++)
+		pthread_join(pf->calls[i].thread, NULL);
+	pf->ncalls = 0;
+	pthread_mutex_unlock(&pf->lock);
 }
 
 void prefetch_discard(struct prefetch *pf)

@@ -62,6 +62,15 @@ int prefetch_start_jobs(struct prefetch **out, struct provider *real, const char
  */
 int prefetch_add(struct prefetch *pf, const struct stack *st, struct vx_err *err) VX_WUR;
 
+/*
+ * One more list of jobs (project, region, the stack's label), started now
+ * on a thread of its own: a region the stack's files name, listed before
+ * the stack is loaded. Nothing when that list was made already or memory
+ * ran out (the refresh then makes the call). The soundness rule of
+ * prefetch_start holds for it too.
+ */
+void prefetch_add_jobs(struct prefetch *pf, const char *project, const char *region, const char *stack);
+
 /* Drops what was prefetched (the state moved since it started). */
 void prefetch_discard(struct prefetch *pf);
 

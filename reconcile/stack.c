@@ -394,9 +394,19 @@ char *stack_dup_opt(struct loader *L, const char *s)
 /* Canonical forms and hashes */
 
 /* stack_loader.h */
+/* ,"key": put together by hand (every field of every job's hash passes here, printf was slow). */
+static int json_key(struct vx_buf *b, const char *key)
+{
+	int rc = vx_buf_add(b, ",\"", 2);
+
+	if (rc == 0)
+		rc = vx_buf_adds(b, key);
+	return rc ? rc : vx_buf_add(b, "\":", 2);
+}
+
 int stack_json_kv(struct vx_buf *b, const char *key, const char *value)
 {
-	int rc = vx_buf_printf(b, ",\"%s\":", key);
+	int rc = json_key(b, key);
 
 	if (rc == 0)
 		rc = value ? vx_buf_add_json_str(b, value) : vx_buf_adds(b, "null");
@@ -405,7 +415,10 @@ int stack_json_kv(struct vx_buf *b, const char *key, const char *value)
 
 int stack_json_map(struct vx_buf *b, const char *key, const struct stack_labels *l)
 {
-	int rc = vx_buf_printf(b, ",\"%s\":{", key);
+	int rc = json_key(b, key);
+
+	if (rc == 0)
+		rc = vx_buf_addc(b, '{');
 
 	for (size_t i = 0; i < l->n && rc == 0; i++) {
 		rc = i ? vx_buf_addc(b, ',') : 0;
@@ -512,7 +525,9 @@ static int hash_all(struct stack *st)
 	qsort(all, k, sizeof(*all), decl_ptr_cmp);
 	rc = vx_buf_adds(&b, "vx-stack-decl-v1\n");
 	for (size_t i = 0; i < k && rc == 0; i++)
-		rc = vx_buf_printf(&b, "%s %s\n", all[i]->address, all[i]->hash);
+		if ((rc = vx_buf_adds(&b, all[i]->address)) == 0 && (rc = vx_buf_addc(&b, ' ')) == 0 &&
+		    (rc = vx_buf_adds(&b, all[i]->hash)) == 0)
+			rc = vx_buf_addc(&b, '\n');
 	/* The Policy documents only when there are some, so other stacks keep their hash. */
 	if (rc == 0)
 		rc = policy_rules_hash_line(&b, st->policy);
@@ -1344,6 +1359,111 @@ int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *er
 done:
 	stack_free(st);
 	yfile_free(yf);
+	vx_buf_release(&data);
+	vx_diags_release(&diags);
+	free_paths(paths, n);
+	return rc;
+}
+
+/*
+ * The length of the value of a top-level "key: value" line at p (letters,
+ * digits and "-", plain or quoted, then at most a comment), *val set to
+ * it; 0 when the line is not that.
+ */
+static size_t peek_value(const char *p, const char *end, const char *key, const char **val)
+{
+	size_t k = strlen(key), n = 0;
+	char q = 0;
+
+	if ((size_t)(end - p) <= k || memcmp(p, key, k) || p[k] != ':')
+		return 0;
+	for (p += k + 1; p < end && (*p == ' ' || *p == '\t'); p++)
+		;
+	if (p < end && (*p == '"' || *p == '\''))
+		q = *p++;
+	*val = p;
+	while (p + n < end && ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') ||
+			       (p[n] >= '0' && p[n] <= '9') || p[n] == '-'))
+		n++;
+	p += n;
+	if (q && (p >= end || *p++ != q))
+		return 0;
+	for (; p < end && (*p == ' ' || *p == '\t'); p++)
+		;
+	return p == end || *p == '#' || *p == '\r' ? n : 0;
+}
+
+/* Adds the n bytes at r to the hints unless there or not a region's name. */
+static int hint_add(char ***out, size_t *nout, const char *r, size_t n)
+{
+	char **grown;
+
+	if (!n || n > 63 || r[0] < 'a' || r[0] > 'z')
+		return 0;
+	for (size_t i = 0; i < *nout; i++)
+		if (strlen((*out)[i]) == n && !memcmp((*out)[i], r, n))
+			return 0;
+	if (*nout >= 64 || !(grown = realloc(*out, (*nout + 1) * sizeof(*grown))))
+		return *nout >= 64 ? 0 : VX_ENOMEM;
+	*out = grown;
+	if (!(grown[*nout] = vx_asprintf("%.*s", (int)n, r)))
+		return VX_ENOMEM;
+	(*nout)++;
+	return 0;
+}
+
+/* The regions of one file's job documents written as a top-level "region: NAME" line. */
+static int hint_file(char ***out, size_t *nout, const char *p, size_t len)
+{
+	const char *end = p + len, *region = NULL, *kind = NULL, *v;
+	size_t nregion = 0, nkind = 0, n;
+	int rc = 0;
+
+	while (rc == 0 && p <= end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol)
+			eol = end;
+		if (eol - p >= 3 && (!memcmp(p, "---", 3) || !memcmp(p, "...", 3))) {
+			if (kind && nkind == strlen(kind_job.name) && !memcmp(kind, kind_job.name, nkind))
+				rc = hint_add(out, nout, region, nregion);
+			region = kind = NULL;
+			nregion = nkind = 0;
+		} else if ((n = peek_value(p, eol, "region", &v)) != 0) {
+			region = v;
+			nregion = n;
+		} else if ((n = peek_value(p, eol, "kind", &v)) != 0) {
+			kind = v;
+			nkind = n;
+		}
+		p = eol + 1;
+	}
+	if (rc == 0 && kind && nkind == strlen(kind_job.name) && !memcmp(kind, kind_job.name, nkind))
+		rc = hint_add(out, nout, region, nregion);
+	return rc;
+}
+
+int stack_peek_regions(char ***out, size_t *nout, const char *dir, struct vx_err *err)
+{
+	const struct ynode_limits limits = YNODE_LIMITS_DEFAULT;
+	struct vx_diags diags = VX_DIAGS_INIT;
+	struct vx_buf data = VX_BUF_INIT;
+	char **paths = NULL;
+	size_t n = 0, nbad = 0;
+	int rc;
+
+	*out = NULL;
+	*nout = 0;
+	if ((rc = list_yaml(&paths, &n, dir, err)) < 0 || (rc = confine(dir, paths, n, &diags, &nbad, err)) < 0)
+		goto done;
+	for (size_t i = 0; i < n && !nbad && rc == 0; i++) {
+		vx_buf_reset(&data);
+		if (vx_buf_read_file(&data, paths[i], limits.max_file_bytes, err) < 0)
+			break; /* the load says why */
+		if ((rc = hint_file(out, nout, vx_buf_str(&data), data.len)) < 0)
+			rc = vx_err_set(err, rc, "out of memory");
+	}
+done:
 	vx_buf_release(&data);
 	vx_diags_release(&diags);
 	free_paths(paths, n);

@@ -238,6 +238,16 @@ int stack_load(struct stack **out, const char *dir, const struct ynode_limits *l
  */
 int stack_peek(struct stack **out, int *jobs, const char *dir, struct vx_err *err) VX_WUR;
 
+/*
+ * The regions the stack's job documents name on a top-level "region: NAME"
+ * line, found in the files' bytes without parsing them: hints for the
+ * lists a plan starts before the stack is loaded (workflow/workspace.c),
+ * never more than that (a region written otherwise is not seen; a file the
+ * load would refuse gives none). *out: NAMEs, each and the array to free.
+ * VX_ENOMEM, or the directory's read error.
+ */
+int stack_peek_regions(char ***out, size_t *nout, const char *dir, struct vx_err *err) VX_WUR;
+
 /* Whether a and b name the same stack, project, default region and state. */
 int stack_same_home(const struct stack *a, const struct stack *b);
 

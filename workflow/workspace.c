@@ -21,6 +21,7 @@
 #include "state/lock.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 /*
@@ -171,12 +172,34 @@ static void drop_opened(struct workspace *ws)
 }
 
 /*
+ * The other regions the stack's jobs name (stack_peek_regions: read from the
+ * files' bytes, not parsed), listed now rather than once the stack is
+ * loaded: over three regions, those lists waited for the whole load.
+ * Hints only: a region they miss is listed with the rest of the stack.
+ */
+static void prefetch_hinted(struct workspace *ws)
+{
+	struct vx_err e = VX_ERR_INIT;
+	char **regions = NULL;
+	size_t n = 0;
+
+	if (stack_peek_regions(&regions, &n, ws->dir, &e) < 0)
+		vx_err_release(&e);
+	for (size_t i = 0; i < n; i++) {
+		if (!vx_text_same(regions[i], ws->peek->region))
+			prefetch_add_jobs(ws->prefetch, ws->peek->project, regions[i], ws->peek->name);
+		free(regions[i]);
+	}
+	free(regions);
+}
+
+/*
  * A plan reads ahead (docs/design-notes.md, "a plan's first second"): from
  * the Stack document alone (stack_peek) it opens the state backend, reads
- * the state's revision, starts listing the Stack's default region and
- * loads the state on a thread, all while the rest of the stack loads.
- * Nothing fails here: without a clean Stack, a backend or a thread, the
- * plan goes on as if it had not tried.
+ * the state's revision, starts listing the Stack's default region and the
+ * others its jobs name and loads the state on a thread, all while the rest
+ * of the stack loads. Nothing fails here: without a clean Stack, a backend
+ * or a thread, the plan goes on as if it had not tried.
  */
 static void early_start(struct workspace *ws)
 {
@@ -195,6 +218,8 @@ static void early_start(struct workspace *ws)
 		goto done;
 	}
 	ws->early = 1;
+	if (jobs)
+		prefetch_hinted(ws);
 done:
 	ws->st = NULL;
 	vx_err_release(&e);

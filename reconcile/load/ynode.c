@@ -1104,6 +1104,9 @@ int ynode_is_null(const struct ynode *n)
 		return 0;
 	if (n->tag)
 		return !strcmp(n->tag, TAG_NULL);
+	/* Every spelling of null starts so: most scalars are out at their first byte. */
+	if (!strchr("~nN", n->str[0]))
+		return 0;
 	return n->style == YSTYLE_PLAIN && str_in(n->str, nulls);
 }
 
@@ -1188,7 +1191,16 @@ const char *ynode_type_name(const struct ynode *n)
 			return "number";
 		return "string";
 	}
-	if (n->style != YSTYLE_PLAIN || strlen(n->str) != n->len)
+	if (n->style != YSTYLE_PLAIN)
+		return "string";
+	/*
+	 * Only a null, a boolean or a number starts with one of these (and ""
+	 * is null): every scalar is asked its type, most are names and paths,
+	 * and matching them against each pattern in turn was a tenth of a load.
+	 */
+	if (!strchr("~nNtTfF0123456789+-.", n->str[0]))
+		return "string";
+	if (strlen(n->str) != n->len)
 		return "string";
 	if (ynode_is_null(n))
 		return "null";

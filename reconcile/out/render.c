@@ -471,7 +471,82 @@ static int unknown_notes(struct vx_buf *b, const struct capacity_report *c, cons
 	return rc;
 }
 
-static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
+/*
+ * More runs that stay as they are than this, and the human plan sums them on
+ * one line rather than one line each (-verbose lists them): a plan of 10,000
+ * unchanged jobs was a megabyte of lines that said nothing had changed.
+ */
+#define RENDER_STAYING_LISTED 20
+
+/* A run that keeps running as it is, priced plainly: what the summary line sums. */
+static int is_staying_run(const struct capacity_cost *k)
+{
+	return k->running && !k->starts && k->known && !k->held && !k->has_range && !k->window_end_ms &&
+	       !k->note && cost_rule(k) == KIND_COST_RUN;
+}
+
+/*
+ * "running    9998 jobs that stay as they are: $7,102.10/h, at most
+ * $3,551,050 (each to its timeout × its attempts left; -verbose lists them)".
+ */
+static int staying_summary(struct vx_buf *b, const struct capacity_report *c, size_t n)
+{
+	double hour = 0, max = 0;
+	int estimate = 0, upper = 0;
+	int rc;
+
+	for (size_t i = 0; i < c->ncosts; i++) {
+		const struct capacity_cost *k = &c->costs[i];
+
+		if (!is_staying_run(k))
+			continue;
+		hour += k->usd_per_hour;
+		max += k->usd_max;
+		estimate |= k->estimate;
+		upper |= k->upper_bound;
+	}
+	rc = vx_buf_printf(b, "  %-10s %zu jobs that stay as they are: ", "running", n);
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, hour, 2);
+	if (rc == 0)
+		rc = vx_buf_adds(b, "/h, at most ");
+	if (rc == 0)
+		rc = capacity_money(b, c->currency, max, max < 1000 ? 2 : 0);
+	if (rc == 0)
+		rc = vx_buf_adds(b, " (each to its timeout × its attempts left; -verbose lists them)");
+	if (rc == 0 && upper)
+		rc = vx_buf_adds(b, " (upper bound: some at the on-demand rate)");
+	if (rc == 0 && estimate)
+		rc = vx_buf_adds(b, " (est.)");
+	return rc ? rc : vx_buf_addc(b, '\n');
+}
+
+/* Each cost line in order; the runs that stay as one line where the first was, when many. */
+static int cost_rows_human(struct vx_buf *b, const struct capacity_report *c, int verbose)
+{
+	size_t staying = 0;
+	int summed = 0, rc = 0;
+
+	for (size_t i = 0; !verbose && i < c->ncosts; i++)
+		staying += (size_t)is_staying_run(&c->costs[i]);
+	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
+		const struct capacity_cost *k = &c->costs[i];
+
+		if (staying > RENDER_STAYING_LISTED && is_staying_run(k)) {
+			if (!summed++)
+				rc = staying_summary(b, c, staying);
+			continue;
+		}
+		rc = vx_buf_printf(b, "  %-10s %s: ", cost_label(k), k->address);
+		if (rc == 0)
+			rc = cost_text(b, c, k);
+		if (rc == 0)
+			rc = vx_buf_addc(b, '\n');
+	}
+	return rc;
+}
+
+static int capacity_human(struct vx_buf *b, const struct capacity_report *c, int verbose)
 {
 	const char *region = NULL;
 	int rc = vx_buf_adds(b, "\nQuota (GPUs; in use: this stack's active runs that stay):\n");
@@ -506,15 +581,8 @@ static int capacity_human(struct vx_buf *b, const struct capacity_report *c)
 				   c->currency ? c->currency : "USD", c->price_date ? c->price_date : "?");
 	if (rc == 0 && c->ncosts && c->price_source)
 		rc = vx_buf_printf(b, "  prices: %s\n", c->price_source);
-	for (size_t i = 0; rc == 0 && i < c->ncosts; i++) {
-		const struct capacity_cost *k = &c->costs[i];
-
-		rc = vx_buf_printf(b, "  %-10s %s: ", cost_label(k), k->address);
-		if (rc == 0)
-			rc = cost_text(b, c, k);
-		if (rc == 0)
-			rc = vx_buf_addc(b, '\n');
-	}
+	if (rc == 0)
+		rc = cost_rows_human(b, c, verbose);
 	if (rc == 0 && c->ncosts && c->fee_excluded)
 		rc = vx_buf_adds(b, "  (" CAPACITY_FEE_NOTE ")\n");
 	return rc;
@@ -785,7 +853,7 @@ int render_plan_human(struct vx_buf *b, const struct plan *p, const struct rende
 	if (rc == 0)
 		rc = unchanged_human(b, p);
 	if (rc == 0 && h->capacity)
-		rc = capacity_human(b, h->capacity);
+		rc = capacity_human(b, h->capacity, h->verbose);
 	if (rc == 0)
 		rc = notices_human(b, p, color);
 	if (rc == 0)

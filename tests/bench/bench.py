@@ -62,6 +62,19 @@ run with this build and OTHER in turn (the watch as 21 idle cycles' CPU), VX_BEN
 median CPU times are printed side by side with the ratio: a change is measured against the
 binary before it in one run on one machine. bench-smoke runs it with this build on both sides.
 
+Then two cases of scale round 2 (issue 38), with this build and, with VX_BENCH_VS, the other
+binary in turn on the same fixture (VX_BENCH_VS_PAIRS runs each, medians):
+
+  plan over 3 regions   a full-state plan of VX_BENCH_PLAN3_JOBS jobs (default 10000; 0 skips
+                        it) spread over 3 regions, with the injected latency: wall, its ratio
+                        to the floor (as above) and to the lists measured, and CPU
+  watch acting          `vx watch -interval 1s` over a matrix of VX_BENCH_WATCH_SWEEP_RUNS
+                        runs (default 10000, a multiple of 100 and at least 100 more than 100
+                        per watcher run; 0 skips it; maxParallel 100, no latency): once a
+                        cycle has run, the 100 running runs end together, and it reports the
+                        time from their end to the watcher's first create and to its 100th,
+                        and the watcher's CPU per cycle (its CPU over the cycles it ran)
+
 Then `vx validate` of N jobs (VX_BENCH_VALIDATE_SIZES, default 1000,10000,40000):
 CPU time (user + system) and peak RSS from /usr/bin/time -v.
 
@@ -104,6 +117,7 @@ DEFAULTS = {
     "WATCH_ACTIVE": ("100", "6"), "WATCH_REGIONS": ("3", "2"), "VALIDATE_SIZES": ("1000,10000,40000", "20"),
     "GET_MAX": ("10000", "10000"), "SWEEP_RUNS": ("10000", "200"), "REPORT_RUNS": ("10000", "50"),
     "VS": ("", ""), "VS_PAIRS": ("5", "1"), "VS_JOBS": ("10000", "20"),
+    "PLAN3_JOBS": ("10000", "30"), "WATCH_SWEEP_RUNS": ("10000", "400"),
 }
 
 
@@ -636,6 +650,153 @@ def side_by_side(this, other):
         sys.stdout.flush()
 
 
+def plan3_cases(bins, pairs):
+    """A full-state plan of PLAN3_JOBS jobs over 3 regions with each binary in turn, pairs times:
+    {binary: [(wall, cpu)]}, the floor and the lists measured."""
+    n = int(setting("PLAN3_JOBS"))
+    tmp = tempfile.mkdtemp(prefix="vx-bench-plan3-")
+    fake = Fake(tmp)
+    try:
+        repo, hashes, lineage, resources = plan_fixture(tmp, fake, n, 3, 0x5eed6000000000000000000000000000)
+        write_state(repo, n, 3, hashes, resources, lineage)
+        fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
+        got = {b: [] for b in bins}
+        for _ in range(pairs):
+            for b in bins:
+                use(b)
+                got[b].append(timed_plan(repo, 0))
+        use(bins[0])
+        floor = (1 + max(1, -(-(-(-n // 3)) // PAGE)) + 1) * LATENCY_MS / 1000.0
+        return got, floor, list_floor(fake, 3)
+    finally:
+        fake.close()
+
+
+def sweep_fixture(tmp, fake, n):
+    """A repository declaring a matrix of n runs (maxParallel 100), applied: 100 run, the rest wait."""
+    repo = Repo(tmp, fake)
+    repo.write({"s": sweep_doc(n)})
+    fake.post("/_fake/clock", {"set_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))})
+    # Creates paced at a raised quota on both sides (harness): at Google's 60 a minute the 100
+    # creates would measure the pacing, not the watcher.
+    fake.raise_create_quota()
+    fake.post("/_fake/capacity", {"region": REGIONS[0], "accelerator_type": "NVIDIA_L4", "gpus": None})
+    fake.post("/_fake/quota", {"region": REGIONS[0], "accelerator_type": "NVIDIA_L4", "limit": 10 * n + 100})
+    r = repo.apply(timeout=3600)
+    if r.code != 0:
+        raise RuntimeError("apply of a %d-run sweep exited %d: %r" % (n, r.code, r))
+    return repo
+
+
+def wait_until(pred, what, timeout=600):
+    deadline = time.time() + timeout
+    while not pred():
+        if time.time() > deadline:
+            raise RuntimeError("timed out waiting for " + what)
+        time.sleep(0.02)
+
+
+def watch_acting(repo, binary, metrics):
+    """One binary's watcher: its first cycle, then the running runs end together. (seconds from
+    their end to its first create, to its last of them, its CPU per cycle)."""
+    fake = repo.fake
+    fake.advance(40)    # the runs the last watcher created start running
+    created = fake.rpc_count("CreateCustomJob")
+    running = sum(1 for j in fake.jobs() if j["state"] == "JOB_STATE_RUNNING")
+    if not running:
+        raise RuntimeError("no run of the sweep is running: each watcher needs 100 more runs "
+                           "(VX_BENCH_WATCH_SWEEP_RUNS at least 100 x (1 + runs of the case))")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(repo.root)
+            fd = os.open(os.devnull, os.O_RDWR)
+            for k in (0, 1, 2):
+                os.dup2(fd, k)
+            os.execve(binary, [binary, "watch", repo.dir, "-interval", "1s", "-metrics", metrics],
+                      fake.env())
+        finally:
+            os._exit(127)
+    try:
+        wait_until(lambda: ok_cycles(metrics) >= 1, "the watcher's first cycle")
+        ended = time.time()
+        fake.advance(3700)      # every running run succeeds
+        wait_until(lambda: fake.rpc_count("CreateCustomJob") >= created + running, "the watcher's creates")
+        cycles = ok_cycles(metrics)
+    finally:
+        os.kill(pid, 15)
+        _, status, ru = os.wait4(pid, 0)
+    log = fake.get("/_fake/requests?log=100000")["log"]
+    made = sorted(e["real_time"] for e in log if e.get("rpc") == "CreateCustomJob" and e.get("status") == 200
+                  and e["real_time"] >= ended)
+    if os.waitstatus_to_exitcode(status) != 0 or len(made) < running:
+        raise RuntimeError("vx watch exited %d after %d creates" % (os.waitstatus_to_exitcode(status), len(made)))
+    return made[0] - ended, made[running - 1] - ended, (ru.ru_utime + ru.ru_stime) / max(1, cycles)
+
+
+def ok_cycles(metrics):
+    """The cycles a watcher's -metrics file counts as ok (0 before the first)."""
+    try:
+        with open(metrics) as f:
+            for line in f:
+                if line.startswith('vx_watch_cycles_total{result="ok"} '):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def watch_sweep_cases(bins, pairs):
+    """A watcher acting on a matrix of WATCH_SWEEP_RUNS runs, each binary in turn, pairs times:
+    {binary: [(first create, last create, CPU per cycle)]}."""
+    n = int(setting("WATCH_SWEEP_RUNS"))
+    tmp = tempfile.mkdtemp(prefix="vx-bench-watch-sweep-")
+    fake = Fake(tmp)
+    try:
+        use(bins[0])
+        repo = sweep_fixture(tmp, fake, n)
+        got = {b: [] for b in bins}
+        for _ in range(pairs):
+            for b in bins:
+                got[b].append(watch_acting(repo, b, os.path.join(tmp, "metrics.prom")))
+        return got
+    finally:
+        use(bins[0])
+        fake.close()
+
+
+def round2_cases(this, other):
+    """Issue 38's plan over 3 regions and watcher acting on a sweep; with other, side by side."""
+    # The same binary on both sides (bench-smoke) is one row, run pairs times.
+    bins = [this] + ([other] if other and other != this else [])
+    pairs = VS_PAIRS if other else 1
+    names = {b: b for b in bins}
+    names[this] = "this build"
+    if int(setting("PLAN3_JOBS")) > 0:
+        print()
+        print("plan, state full, %s jobs over 3 regions, %d ms latency (medians of %d)" % (
+            setting("PLAN3_JOBS"), LATENCY_MS, pairs))
+        print("%-40s %8s %7s %8s %7s %7s" % ("binary", "wall(s)", "floor", "x floor", "x lists", "cpu(s)"))
+        got, floor, lists = plan3_cases(bins, pairs)
+        for b in bins:
+            wall, cpu = median([x[0] for x in got[b]]), median([x[1] for x in got[b]])
+            print("%-40s %8.2f %7.3f %8.2f %7.2f %7.2f" % (names[b], wall, floor, wall / floor, wall / lists, cpu))
+        sys.stdout.flush()
+    if int(setting("WATCH_SWEEP_RUNS")) > 0:
+        print()
+        print("vx watch -interval 1s acting on a sweep of %s runs (maxParallel 100): the 100 running end "
+              "together (medians of %d)" % (setting("WATCH_SWEEP_RUNS"), pairs))
+        print("%-40s %14s %14s %14s" % ("binary", "1st create(s)", "100th (s)", "CPU/cycle(s)"))
+        got = watch_sweep_cases(bins, pairs)
+        for b in bins:
+            print("%-40s %14.2f %14.2f %14.3f" % (names[b], median([x[0] for x in got[b]]),
+                                                   median([x[1] for x in got[b]]),
+                                                   median([x[2] for x in got[b]])))
+        sys.stdout.flush()
+
+
 def fail(msg):
     print("FAIL: " + msg)
     sys.stdout.flush()
@@ -737,6 +898,7 @@ def main():
         vcpu, rss, wall, cpu = bench_sweep(SWEEP_RUNS)
         print("%7d %16.2f %12.1f %13.2f %12.2f" % (SWEEP_RUNS, vcpu, rss, wall, cpu))
         sys.stdout.flush()
+    round2_cases(VX_BIN, os.path.abspath(VS) if VS else None)
     if VS:
         side_by_side(VX_BIN, os.path.abspath(VS))
     return 0

@@ -24,6 +24,7 @@
 #include "reconcile/provider_quota.h"
 #include "reconcile/provider_reservation.h"
 #include "reconcile/stack.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 
 static const char PRICES[] =
@@ -387,6 +388,108 @@ static void test_prices_index(void **unused)
 	prices_release(&p);
 }
 
+/*
+ * The lookup the index replaced: a walk over every row, a region's first
+ * entry winning and the last "*" standing in where the region has none.
+ * Kept here as the reference the hashed lookup must agree with.
+ */
+static const struct prices_entry *walk_one(const struct prices *p, const char *region, const char *name,
+					   int accelerator, int vertex)
+{
+	const struct prices_entry *star = NULL;
+
+	for (size_t i = 0; name && i < p->n; i++) {
+		const struct prices_entry *e = &p->items[i];
+
+		if (e->accelerator != accelerator || e->vertex != vertex || strcmp(e->name, name) != 0)
+			continue;
+		if (region && !strcmp(e->region, region))
+			return e;
+		if (!strcmp(e->region, "*"))
+			star = e;
+	}
+	return star;
+}
+
+/* prices_rate as the walk answers it: a Vertex figure first, then the plain one. */
+static double walk_rate(const struct prices *p, const char *region, const char *name, int accelerator,
+			int want_vertex, enum prices_class c, int *upper_bound, int *estimate)
+{
+	const struct prices_entry *e = want_vertex ? walk_one(p, region, name, accelerator, 1) : NULL;
+	enum prices_class used = c;
+
+	if (!e)
+		e = walk_one(p, region, name, accelerator, 0);
+	if (!e)
+		return -1;
+	if (c == PRICES_FLEX_START && e->rate[c] < 0) {
+		used = PRICES_ON_DEMAND;
+		if (e->rate[used] >= 0)
+			*upper_bound = 1;
+	}
+	if (e->rate[used] >= 0 && (e->estimate & (1u << used)))
+		*estimate = 1;
+	return e->rate[used];
+}
+
+/* One lookup both ways, every class and both preferences: same figure, same marks. */
+static void assert_same_rate(const struct prices *p, const char *region, const char *name, int accelerator)
+{
+	for (int vertex = 0; vertex < 2; vertex++)
+		for (int c = 0; c < PRICES_NCLASSES; c++) {
+			int ub = 0, est = 0, wub = 0, west = 0;
+			double got = prices_rate(p, region, name, accelerator, vertex, (enum prices_class)c, &ub,
+						 &est);
+			double want = walk_rate(p, region, name, accelerator, vertex, (enum prices_class)c, &wub,
+						&west);
+
+			if (got != want || ub != wub || est != west)
+				fail_msg("%s %s accelerator=%d vertex=%d class=%d: index %g (%d %d), walk %g (%d %d)",
+					 region ? region : "(none)", name, accelerator, vertex, c, got, ub, est, want,
+					 wub, west);
+		}
+}
+
+/*
+ * The shipped table, every row: the index answers what the walk over all
+ * rows answers, for the row's own region, for regions the table lacks or
+ * spells differently, for no region, and for names one byte off (misses).
+ */
+static void test_prices_index_whole_table(void **unused)
+{
+	struct prices p;
+	struct vx_err err = VX_ERR_INIT;
+	size_t misses = 0;
+
+	(void)unused;
+	assert_int_equal(prices_parse(&p, prices_default_json, strlen(prices_default_json), "t", &err), 0);
+	assert_true(p.n > 1000);
+	for (size_t i = 0; i < p.n; i++) {
+		const struct prices_entry *e = &p.items[i];
+		char *longer = vx_asprintf("%sx", e->name), *shorter = vx_strdup(e->name);
+		char *region_up = vx_asprintf("%s1", e->region);
+
+		assert_non_null(longer);
+		assert_non_null(shorter);
+		assert_non_null(region_up);
+		shorter[strlen(shorter) - 1] = '\0';
+		assert_same_rate(&p, e->region, e->name, e->accelerator);
+		assert_same_rate(&p, e->region, e->name, !e->accelerator);
+		assert_same_rate(&p, "nowhere1", e->name, e->accelerator);
+		assert_same_rate(&p, region_up, e->name, e->accelerator);
+		assert_same_rate(&p, NULL, e->name, e->accelerator);
+		assert_same_rate(&p, e->region, longer, e->accelerator);
+		assert_same_rate(&p, e->region, shorter, e->accelerator);
+		misses += prices_rate(&p, e->region, longer, e->accelerator, 1, PRICES_ON_DEMAND, NULL, NULL) < 0;
+		free(longer);
+		free(shorter);
+		free(region_up);
+	}
+	/* the one-byte-off names are mostly not in the table: the misses were checked */
+	assert_true(misses > p.n / 2);
+	prices_release(&p);
+}
+
 static int near(double a, double b)
 {
 	return a > b - 1e-9 && a < b + 1e-9;
@@ -699,6 +802,7 @@ int main(void)
 		cmocka_unit_test(test_limits_not_read),
 		cmocka_unit_test(test_prices_star),
 		cmocka_unit_test(test_prices_index),
+		cmocka_unit_test(test_prices_index_whole_table),
 		cmocka_unit_test(test_prices_sources),
 		cmocka_unit_test(test_prices_region_own_figure),
 		cmocka_unit_test(test_prices_g2_standard_16_published),

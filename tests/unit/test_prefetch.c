@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -31,7 +32,26 @@ struct counting {
 	char cancelled[96];
 	const struct provider_fence *cancelled_fence;
 	const struct provider_quota_request *created;
+	/* gate > 0: each list of jobs waits (at most 30 s) until gate of them
+	 * have started; met stays 1 while each saw them all in flight */
+	pthread_cond_t cond;
+	int gate, inflight, met;
 };
+
+/* Waits, under c->lock, for c->gate lists in flight at once: 1 when they were. */
+static int wait_gate(struct counting *c)
+{
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	c->inflight++;
+	pthread_cond_broadcast(&c->cond);
+	while (c->inflight < c->gate && rc == 0)
+		rc = pthread_cond_timedwait(&c->cond, &c->lock, &until);
+	return c->inflight >= c->gate;
+}
 
 static int c_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
 		       struct live_jobs *out, struct vx_err *err)
@@ -45,6 +65,8 @@ static int c_list_jobs(struct provider *p, const char *project, const char *regi
 	pthread_mutex_lock(&c->lock);
 	c->jobs_calls++;
 	n = ++c->serial;
+	if (c->gate && !wait_gate(c))
+		c->met = 0;
 	pthread_mutex_unlock(&c->lock);
 	if (!strcmp(region, "bad"))
 		return vx_err_set(err, VX_EIO, "list in bad: boom");
@@ -117,6 +139,7 @@ static int setup(void **state)
 	static const char *const regions[3] = { "r1", "r2", "bad" };
 
 	pthread_mutex_init(&f->prov.lock, NULL);
+	pthread_cond_init(&f->prov.cond, NULL);
 	PROVIDER_SET_TABLES(&f->prov.base, counting_tables);
 	f->st.name = (char *)(uintptr_t)"s";
 	f->st.project = (char *)(uintptr_t)"p";
@@ -137,6 +160,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	pthread_mutex_destroy(&f->prov.lock);
+	pthread_cond_destroy(&f->prov.cond);
 	free(f);
 	return 0;
 }
@@ -179,6 +203,36 @@ static void test_answers_once_then_forwards(void **state)
 	assert_int_equal(f->prov.jobs_calls, 5);
 	live_jobs_release(&js);
 	free(first);
+	prefetch_free(pf);
+}
+
+/*
+ * A region named ahead of the load (prefetch_add_jobs) is listed at once,
+ * beside the Stack's default region, and once however often it is named;
+ * the reader hands its answer over, as any other.
+ */
+static void test_add_jobs(void **state)
+{
+	struct fixture *f = *state;
+	struct prefetch *pf = NULL;
+	struct vx_err err = VX_ERR_INIT;
+	struct live_jobs js;
+	int rc;
+
+	f->prov.gate = 2;
+	f->prov.met = 1;
+	assert_int_equal(prefetch_start_jobs(&pf, &f->prov.base, "p", "r1", "s", &err), 0);
+	prefetch_add_jobs(pf, "p", "r2", "s");
+	prefetch_add_jobs(pf, "p", "r2", "s");
+	prefetch_add_jobs(pf, "p", "r1", "s");
+	(void)prefetch_reader(pf);
+	assert_int_equal(f->prov.jobs_calls, 2);
+	assert_true(f->prov.met);
+	f->prov.gate = 0;
+	assert_non_null(list_one(prefetch_reader(pf), "r2", &js, &rc, &err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(f->prov.jobs_calls, 2);          /* answered from the prefetch */
+	live_jobs_release(&js);
 	prefetch_free(pf);
 }
 
@@ -355,6 +409,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_answers_once_then_forwards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_add_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_error_is_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discarded_forwards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_not_used_after_refresh, setup, teardown),

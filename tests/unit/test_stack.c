@@ -381,6 +381,120 @@ static char *joined(const char *a, const char *b)
 	return s;
 }
 
+/*
+ * The regions a plan lists before the stack loads (stack_peek_regions): a
+ * top-level "region: NAME" of a job document, plain or quoted, with or
+ * without a comment, whichever of kind and region comes first; not an
+ * indented one (a fallback rung's), an expression, another kind's (a
+ * Stack's, a persistent resource's), or a name that is not a region's.
+ */
+static void test_peek_regions(void **state)
+{
+	char tmpl[] = "/tmp/vx-test-peek-regions-XXXXXX", **got = NULL, *f;
+	struct vx_err err = VX_ERR_INIT;
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmpl));
+	f = joined(tmpl, "stack.yaml");
+	put(f, STACK_DOC);
+	free(f);
+	f = joined(tmpl, "jobs.yaml");
+	put(f, JOB("a") "region: us-east4\n"
+		"---\nregion: \"europe-west4\"  # quoted, before its kind\n" JOB("b")
+		"---\n" JOB("c") "region: us-east4\n"
+		"---\n" JOB("d") "fallback:\n  - region: asia-east1\n"
+		"---\n" JOB("e") "region: ${{ matrix.r }}\n"
+		"---\n" JOB("f") "region: Us-west1\n"
+		"---\nkind: PersistentResource\nname: p\nregion: us-west4\n"
+		"...\n" JOB("g") "region: 'us-south1' # last\r\n");
+	free(f);
+	assert_int_equal(stack_peek_regions(&got, &n, tmpl, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(got[0], "us-east4");
+	assert_string_equal(got[1], "europe-west4");
+	assert_string_equal(got[2], "us-south1");
+	for (size_t i = 0; i < n; i++)
+		free(got[i]);
+	free(got);
+	f = joined(tmpl, "stack.yaml");
+	assert_int_equal(unlink(f), 0);
+	free(f);
+	f = joined(tmpl, "jobs.yaml");
+	assert_int_equal(unlink(f), 0);
+	free(f);
+	assert_int_equal(rmdir(tmpl), 0);
+}
+
+/*
+ * The declaration hash of a stack whose jobs set every field the hash
+ * writes as a number or a flag (run, maxAttempts, protect, resubmitOn), as
+ * the hash was before it was written without printf: a saved plan and a
+ * state name it, so its bytes must not move.
+ */
+static void test_decl_hash_pinned(void **state)
+{
+	static const char stack_yaml[] =
+		"kind: Stack\n"
+		"name: pin\n"
+		"project: vx-e2e\n"
+		"region: us-central1\n"
+		"labels: {team: e2e}\n";
+	static const char jobs_yaml[] =
+		"---\n"
+		"kind: CustomJob\n"
+		"name: a\n"
+		"spec:\n"
+		"  workerPoolSpecs:\n"
+		"    - machineSpec: {machineType: g2-standard-4, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+		"      replicaCount: 1\n"
+		"      containerSpec:\n"
+		"        imageUri: \"us-docker.pkg.dev/p/r/trainer:1.0\"\n"
+		"        args: [\"--epochs\", \"3\"]\n"
+		"  scheduling: {strategy: STANDARD}\n"
+		"  baseOutputDirectory: {outputUriPrefix: \"gs://e2e-bucket/a\"}\n"
+		"run: 7\n"
+		"resubmit: {on: [stockout, preempted], maxAttempts: 12}\n"
+		"onChange: replace\n"
+		"protect: true\n"
+		"---\n"
+		"kind: CustomJob\n"
+		"name: b\n"
+		"spec:\n"
+		"  workerPoolSpecs:\n"
+		"    - machineSpec: {machineType: g2-standard-4, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+		"      replicaCount: 1\n"
+		"      containerSpec:\n"
+		"        imageUri: \"us-docker.pkg.dev/p/r/trainer:1.0\"\n"
+		"        args: [\"--epochs\", \"3\"]\n"
+		"  scheduling: {strategy: STANDARD}\n"
+		"  baseOutputDirectory: {outputUriPrefix: \"gs://e2e-bucket/b\"}\n"
+		"run: 1\n"
+		"resubmit: {on: [preempted], maxAttempts: 3}\n"
+		"onChange: replace\n"
+		"protect: false\n";
+	char tmpl[] = "/tmp/vx-test-decl-hash-XXXXXX", *s, *j;
+	struct vx_diags d = VX_DIAGS_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	struct stack *st = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmpl));
+	s = joined(tmpl, "stack.yaml");
+	j = joined(tmpl, "jobs.yaml");
+	put(s, stack_yaml);
+	put(j, jobs_yaml);
+	assert_int_equal(stack_load(&st, tmpl, NULL, &d, &err), 0);
+	assert_string_equal(st->decl_hash, "24e24e6ed1cf42f1104e2a66501038d7997adbf7ec0fabd1ed5a3edf9168e450");
+	stack_free(st);
+	vx_diags_release(&d);
+	assert_int_equal(unlink(s), 0);
+	assert_int_equal(unlink(j), 0);
+	assert_int_equal(rmdir(tmpl), 0);
+	free(s);
+	free(j);
+}
+
 /* The one diagnostic of a load that must refuse dir; caller frees. */
 static char *refusal(const char *dir)
 {
@@ -1584,6 +1698,8 @@ int main(void)
 		cmocka_unit_test(test_salt_and_legacy_records),
 		cmocka_unit_test(test_enum_names),
 		cmocka_unit_test(test_links_out),
+		cmocka_unit_test(test_peek_regions),
+		cmocka_unit_test(test_decl_hash_pinned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -160,6 +160,11 @@ static void test_core_schema(void **state)
 		{ "1e", "string" },    { "1.2.3", "string" }, { "NULL", "null" },
 		{ "Null", "null" },    { "nULL", "string" },  { "1800s", "string" },
 		{ "-x", "string" },
+		/* each first byte that may start a null, boolean or number, and some that may not */
+		{ "~", "null" },       { "", "null" },        { "~x", "string" },
+		{ "n", "string" },     { "No", "string" },    { "t", "string" },
+		{ "F", "string" },     { "+.inf", "number" }, { "_1", "string" },
+		{ "abc", "string" },   { "Inf", "string" },   { "x1", "string" },
 	};
 	char text[64];
 	size_t i;
