@@ -49,7 +49,7 @@ static void put_job(struct state *st, const char *name, const char *res)
 	char addr[64];
 
 	snprintf(addr, sizeof(addr), "job.%s", name);
-	r = state_find(st, addr);
+	r = state_edit(st, addr);
 	if (!r)
 		assert_int_equal(state_add_record(st, addr, "CustomJob", &r, NULL), 0);
 	free(r->spec_hash);
