@@ -48,6 +48,16 @@ struct gcs_backend {
 	size_t ntexts, atexts;
 	struct vx_hashmap text_index; /* address -> index into texts */
 	int check_marks;	      /* VX_STATE_CHECK_MARKS: an unmarked record that changed is an error */
+	/*
+	 * state.json's text as this backend last loaded or wrote it (at serial
+	 * last_serial; NULL: unknown): a write whose text at that serial is the
+	 * same is no write (detects_noop), found without printing the state
+	 * again. read_text, read_gen: what read_state read last.
+	 */
+	char *last_text;
+	uint64_t last_serial;
+	char *read_text;
+	int64_t read_gen;
 };
 
 struct rec_text {
@@ -210,6 +220,11 @@ static int read_state(struct gcs_backend *g, struct state *out, int64_t *gen, in
 	if (rc < 0 || !*found)
 		goto done;
 	rc = state_from_json(out, text, len, err);
+	if (rc == 0) {
+		free(g->read_text);
+		g->read_text = vx_strdup(text); /* NULL when out of memory: then no write is found a no-op */
+		g->read_gen = *gen;
+	}
 	if (rc == 0 && strcmp(out->stack, g->base.stack) != 0)
 		rc = vx_err_set(err, VX_EINVAL, "it belongs to stack \"%s\", not \"%s\"", out->stack,
 				g->base.stack);
@@ -370,6 +385,13 @@ static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *e
 		/* Its records are as state.json holds them; their texts are made at the first save. */
 		texts_clear(g);
 		state_saved(out, g, ++g->epoch);
+		free(g->last_text);
+		g->last_text = NULL;
+		if (found && g->read_text && g->read_gen == gen) {
+			g->last_text = g->read_text;
+			g->last_serial = out->serial;
+			g->read_text = NULL;
+		}
 	}
 	return rc;
 }
@@ -657,26 +679,57 @@ static int record_text(struct gcs_backend *g, const struct state_record *r, int 
 }
 
 /*
- * state.json's text for out (st as stored: its serial and no lock): the
- * records st has unmarked since this backend last loaded or saved it are
- * not printed again (their texts are kept), so a save prints what changed.
+ * Each record's text for state.json (*out, texts borrowed from the cache;
+ * free the array): the records st has unmarked since this backend last
+ * loaded or saved it are not printed again, so a save prints what changed.
  */
-static int state_text(struct gcs_backend *g, const struct state *st, const struct state *out, char **text,
-		      struct vx_err *err)
+static int record_texts(struct gcs_backend *g, const struct state *st, const char ***out, struct vx_err *err)
 {
 	int inc = st->base == g && st->base_epoch == g->epoch, rc = 0;
 	const char **texts = calloc(st->nrecords + 1, sizeof(*texts));
 
+	*out = NULL;
 	if (!texts)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (!inc)
 		texts_clear(g);
 	for (size_t i = 0; i < st->nrecords && rc == 0; i++)
 		rc = record_text(g, &st->records[i], inc, &texts[i], err);
-	if (rc == 0)
-		rc = state_to_json_from(out, (char *const *)(uintptr_t)texts, text, err);
-	free(texts);
+	if (rc < 0)
+		free(texts);
+	else
+		*out = texts;
 	return rc;
+}
+
+/* state.json's text for hdr (the records' texts, record_texts's). */
+static int state_text(const struct state *hdr, const char **texts, char **out, struct vx_err *err)
+{
+	return state_to_json_from(hdr, (char *const *)(uintptr_t)texts, out, err);
+}
+
+/*
+ * Whether st is what state.json holds as this backend last loaded or
+ * wrote it (so writing it is no write). As state_write's hash did before:
+ * not when another's lease is live, which the write refuses.
+ */
+static int unchanged(struct gcs_backend *g, const struct state *st, const char **texts, struct vx_err *err)
+{
+	struct state hdr = *st; /* shallow: only printed */
+	char *text = NULL;
+	int same;
+
+	if (!g->last_text || !st->serial || g->last_serial != st->serial ||
+	    !(g->base.held || !st->lock || st->lock->expires_ms <= vx_now_ms(g->base.ctx)))
+		return 0;
+	hdr.lock = NULL;
+	if (state_text(&hdr, texts, &text, err) < 0) {
+		vx_err_release(err);
+		return 0; /* then written, which says what is wrong */
+	}
+	same = !strcmp(text, g->last_text);
+	free(text);
+	return same;
 }
 
 static int gcs_write(struct state_backend *b, struct state *st, const char *message,
@@ -685,10 +738,17 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	struct gcs_backend *g = gb(b);
 	struct state cur = STATE_INIT, out;
 	struct state_lock *lock = NULL;
+	const char **texts = NULL;
 	char *text = NULL;
 	int64_t gen = 0, lease_gen = 0, new_gen = 0, now = vx_now_ms(b->ctx);
 	int found = 0, rc;
 
+	if ((rc = record_texts(g, st, &texts, err)) < 0)
+		goto done;
+	if (unchanged(g, st, texts, err)) {
+		state_saved(st, g, ++g->epoch);
+		goto done;
+	}
 	if ((rc = read_state(g, &cur, &gen, &found, err)) < 0)
 		goto done;
 	/* The lease object must still name us (checked by check_write). */
@@ -725,7 +785,7 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	out = *st;
 	out.serial = st->serial + 1;
 	out.lock = NULL; /* the lease lives in lease.json */
-	if ((rc = state_text(g, st, &out, &text, err)) < 0)
+	if ((rc = state_text(&out, texts, &text, err)) < 0)
 		goto done;
 	rc = cas_write(g, g->state_obj, text, gen, &new_gen, err);
 	/* Deleted between our read and our write: the same as above. */
@@ -746,9 +806,14 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	g->loaded_serial = st->serial;
 	state_saved(st, g, ++g->epoch);
 	history_written(g, &out, now, message, new_gen);
+	free(g->last_text);
+	g->last_text = text;
+	g->last_serial = st->serial;
+	text = NULL;
 done:
 	state_lock_free(lock);
 	free(text);
+	free(texts);
 	state_release(&cur);
 	return rc;
 }
@@ -1182,6 +1247,8 @@ static void gcs_free(struct state_backend *b)
 	struct gcs_backend *g = gb(b);
 
 	texts_clear(g);
+	free(g->last_text);
+	free(g->read_text);
 	state_backend_free(g->config);
 	blob_store_free(g->store);
 	free(g->bucket);
@@ -1193,6 +1260,7 @@ static void gcs_free(struct state_backend *b)
 
 static const struct state_backend_ops gcs_ops = {
 	.name = "gcs",
+	.detects_noop = 1,
 	.load = gcs_load,
 	.write = gcs_write,
 	.lock_read = gcs_lock_read,
