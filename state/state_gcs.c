@@ -671,7 +671,8 @@ static int record_text(struct gcs_backend *g, const struct state_record *r, int 
 	if (kept && !r->mark && strcmp(text, g->texts[i].text) != 0) {
 		free(text);
 		return vx_err_set(err, VX_EIO, "state: %s changed but was not marked changed, so a save "
-				  "would lose it (a bug in vx)", r->address);
+					       "would lose it (a bug in vx)",
+				  r->address);
 	}
 	if (!(*out = texts_put(g, r->address, text)))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");

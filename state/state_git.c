@@ -50,7 +50,7 @@ struct state_git {
 	 */
 	uint64_t epoch;
 	git_oid base_tree; /* the tip's tree then; zero: none */
-	int check_marks;  /* VX_STATE_CHECK_MARKS: an unmarked record that changed is an error */
+	int check_marks;   /* VX_STATE_CHECK_MARKS: an unmarked record that changed is an error */
 };
 
 /* A ref vx keeps in step with the remote: its name, tracking ref and what to call it. */
@@ -903,7 +903,8 @@ static int read_dir(struct state_git *g, const struct dir *d, struct state *st, 
 
 		if (git_tree_entry_type(e) != GIT_OBJECT_TREE || !is_bucket(name))
 			rc = vx_err_set(err, VX_EINVAL, "%s/%s: a fanned-out folder holds only its buckets "
-					"(00/ to ff/)", d->name, name);
+							"(00/ to ff/)",
+					d->name, name);
 		else if (git_tree_lookup(&sub, g->repo, git_tree_entry_id(e)) < 0)
 			rc = gerr(err, VX_EIO, name);
 		else
@@ -1170,7 +1171,8 @@ static int check_unmarked(const git_tree *old, const struct state_record *r, con
 		rc = gerr(err, VX_EIO, file);
 	else if (!e || !git_oid_equal(git_tree_entry_id(e), &id))
 		rc = vx_err_set(err, VX_EIO, "state: %s changed but was not marked changed, so a save would "
-				"lose it (a bug in vx)", r->address);
+					     "lose it (a bug in vx)",
+				r->address);
 	free(text);
 	return rc;
 }
@@ -1185,9 +1187,9 @@ struct folder_rec {
 struct folder_save {
 	struct state_git *g;
 	const struct state *st;
-	const char *dir;	/* "jobs" */
-	size_t nprefix;		/* 3: "job" */
-	int whole;		/* every record, else only the marked ones (the rest are as stored) */
+	const char *dir;	 /* "jobs" */
+	size_t nprefix;		 /* 3: "job" */
+	int whole;		 /* every record, else only the marked ones (the rest are as stored) */
 	struct folder_rec *recs; /* the folder's records looked at, in order */
 	size_t n;
 };
@@ -2277,7 +2279,8 @@ static int history_merge(struct history *h, const git_commit *c, const struct en
 		git_oid zero;
 		const char *name;
 		size_t len;
-		int cmp = !ecur ? 1 : !epar ? -1 : strcmp(git_tree_entry_name(ecur), git_tree_entry_name(epar));
+		int cmp = !ecur ? 1 : !epar ? -1
+					    : strcmp(git_tree_entry_name(ecur), git_tree_entry_name(epar));
 
 		memset(&zero, 0, sizeof(zero));
 		e = cmp <= 0 ? ecur : epar;
@@ -2331,7 +2334,8 @@ static int history_buckets(struct history *h, const git_commit *c, const git_tre
 	while (rc == 0 && (i < nc || j < np) && (h->max == 0 || h->n < h->max)) {
 		const git_tree_entry *ecur = i < nc ? git_tree_entry_byindex(tc, i) : NULL;
 		const git_tree_entry *epar = j < np ? git_tree_entry_byindex(tp, j) : NULL;
-		int cmp = !ecur ? 1 : !epar ? -1 : strcmp(git_tree_entry_name(ecur), git_tree_entry_name(epar));
+		int cmp = !ecur ? 1 : !epar ? -1
+					    : strcmp(git_tree_entry_name(ecur), git_tree_entry_name(epar));
 		git_tree *bc = NULL, *bp = NULL;
 
 		i += cmp <= 0;

@@ -269,7 +269,8 @@ static void test_document_from_record_texts(void **state)
 	p->nafter = 1;
 	state_edit(&st, "job.j0002")->applied = p;
 	assert_int_equal(vx_labels_set(&st.records[1].current->labels, &st.records[1].current->nlabels, "k",
-				       "v\"w"), 0);
+				       "v\"w"),
+			 0);
 	for (size_t i = 0; i < st.nrecords; i++)
 		assert_int_equal(state_record_to_doc_json(&st.records[i], &texts[i], &err), 0);
 	assert_int_equal(state_to_json(&st, &want, &err), 0);
