@@ -733,6 +733,25 @@ static int unchanged(struct gcs_backend *g, const struct state *st, const char *
 	return same;
 }
 
+/*
+ * state.json is out (st at its next serial), written as *text (taken) at
+ * generation gen: st takes that serial, and this backend remembers what
+ * it holds (the generation, the text, every record as saved).
+ */
+static void written(struct gcs_backend *g, struct state *st, const struct state *out, char **text, int64_t gen,
+		    int64_t now, const char *message)
+{
+	st->serial = out->serial;
+	g->loaded_gen = gen;
+	g->loaded_serial = st->serial;
+	state_saved(st, g, ++g->epoch);
+	history_written(g, out, now, message, gen);
+	free(g->last_text);
+	g->last_text = *text;
+	g->last_serial = st->serial;
+	*text = NULL;
+}
+
 static int gcs_write(struct state_backend *b, struct state *st, const char *message,
 		     struct vx_err *err)
 {
@@ -800,17 +819,8 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 		rc = moved(g, st, err);
 		goto done;
 	}
-	if (rc < 0)
-		goto done;
-	st->serial = out.serial;
-	g->loaded_gen = new_gen;
-	g->loaded_serial = st->serial;
-	state_saved(st, g, ++g->epoch);
-	history_written(g, &out, now, message, new_gen);
-	free(g->last_text);
-	g->last_text = text;
-	g->last_serial = st->serial;
-	text = NULL;
+	if (rc == 0)
+		written(g, st, &out, &text, new_gen, now, message);
 done:
 	state_lock_free(lock);
 	free(text);
