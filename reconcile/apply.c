@@ -300,7 +300,7 @@ int applier_heartbeat(struct applier *a, struct vx_err *err)
 int applier_record_action(struct applier *a, const char *address, const char *kind_name,
 			  const char *decl_hash, struct state_run *run, struct vx_err *err)
 {
-	struct state_record *r = state_find(a->state, address);
+	struct state_record *r = state_edit(a->state, address);
 
 	if (!r && state_add_record(a->state, address, kind_name, &r, err) < 0) {
 		state_run_release(run);

@@ -169,7 +169,7 @@ int import_run_init(struct state_run *run, const struct import_request *req, con
 int import_record_of(struct state_record **out, struct state *state, const struct import_request *req,
 		     struct vx_err *err)
 {
-	if ((*out = state_find(state, req->address)))
+	if ((*out = state_edit(state, req->address)))
 		return 0;
 	return state_add_record(state, req->address, kind_of_address(req->address)->name, out, err);
 }

@@ -59,7 +59,7 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 	run.value = d ? d->total_count : l ? l->total_count
 					   : 0;
 	rc = applier_record_action(a, pa->address, FUTURE_KIND_NAME, d ? d->d.hash : NULL, &run, err);
-	if (rc < 0 || !d || !(r = state_find(a->state, pa->address)))
+	if (rc < 0 || !d || !(r = state_edit(a->state, pa->address)))
 		return rc;
 	r->protect = d->protect;
 	free(r->spec_json);

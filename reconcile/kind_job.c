@@ -620,6 +620,7 @@ static int job_migrate(struct state *state, const struct stack *st, size_t *migr
 		 * run: the old secret is not known, so it cannot be keyed. */
 		if (!(json = vx_strdup(j->spec.redacted_json)))
 			return VX_ENOMEM;
+		state_record_mark(r); /* reached by walking the records: the next save writes it */
 		free(r->spec_json);
 		r->spec_json = json;
 		if (r->current && swap_hash(&r->current->spec_hash, j->spec.legacy_hash, j->spec.hash) < 0)

@@ -70,7 +70,7 @@ static const struct stack_job *decl_job(const struct plan_action *pa)
 /* Marks the record's current run as cancelled by vx (so it is never "cancelled outside"). */
 static void mark_cancelled(struct state *state, const char *address, const char *resource)
 {
-	struct state_record *r = state_find(state, address);
+	struct state_record *r = state_edit(state, address);
 
 	if (r && r->current && r->current->resource && !strcmp(r->current->resource, resource)) {
 		r->current->cancelled_by_vx = 1;
@@ -336,7 +336,7 @@ static void do_updates(struct applier *a)
 
 		if (pa->kind_of != &kind_job || pa->op != PLAN_UPDATE || !decl_job(pa))
 			continue;
-		if ((r = state_find(a->state, pa->address))) {
+		if ((r = state_edit(a->state, pa->address))) {
 			r->protect = decl_job(pa)->protect;
 			r->on_remove = decl_job(pa)->on_remove;
 			record_policy(a, r, decl_job(pa));
@@ -399,7 +399,7 @@ static int make_labels(struct applier *a, struct create *c)
 /* Makes sure the record exists and matches the declaration; returns it. */
 static struct state_record *record_for(struct applier *a, const struct stack_job *j, struct vx_err *err)
 {
-	struct state_record *r = state_find(a->state, j->d.address);
+	struct state_record *r = state_edit(a->state, j->d.address);
 
 	if (!r && state_add_record(a->state, j->d.address, "CustomJob", &r, err) < 0)
 		return NULL;

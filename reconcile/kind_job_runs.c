@@ -983,7 +983,7 @@ static void window_words(char *out, size_t size, const struct state_run *run, co
 
 /* Refreshes run from the index; appends a summary line naming it when it changed. */
 static size_t refresh_one(struct state_run *run, const struct live_job **idx, size_t n,
-			  const struct state_record *r, int earlier, const struct live_set *kinds, struct vx_buf *b)
+			  struct state_record *r, int earlier, const struct live_set *kinds, struct vx_buf *b)
 {
 	const struct live_job *lj = job_live_lookup(idx, n, run->resource);
 	struct job_window w;
@@ -995,6 +995,10 @@ static size_t refresh_one(struct state_run *run, const struct live_job **idx, si
 	memset(&w, 0, sizeof(w));
 	old_state = vx_strdup(run->state);
 	changed = refresh_run(run, lj, r, kinds, &w);
+	/* Reached by walking the records, not state_edit: marked here, so the
+	 * next save writes it (a failure may have changed part of it). */
+	if (changed != 0)
+		state_record_mark(r);
 	window_words(why, sizeof(why), run, &w);
 	if (changed > 0 &&
 	    vx_buf_printf(b, "%s%s%s%s: %s -> %s%s%s%s%s\n", r->address, earlier ? " (earlier run " : "",

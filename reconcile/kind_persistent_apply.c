@@ -67,7 +67,7 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 	if (l && l->error_message)
 		run.error_message = vx_strdup(l->error_message);
 	rc = applier_record_action(a, pa->address, kind_persistent.name, d ? d->d.hash : NULL, &run, err);
-	if (rc < 0 || !d || !(r = state_find(a->state, pa->address)))
+	if (rc < 0 || !d || !(r = state_edit(a->state, pa->address)))
 		return rc;
 	r->protect = d->protect;
 	free(r->spec_json);

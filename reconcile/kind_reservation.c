@@ -379,7 +379,7 @@ static int record_run(struct applier *a, const struct plan_action *pa, const cha
 	run.state = vx_strdup(l && l->status ? l->status : "READY");
 	run.value = count;
 	rc = applier_record_action(a, pa->address, KIND_NAME, d ? d->d.hash : NULL, &run, err);
-	if (rc < 0 || !d || !(r = state_find(a->state, pa->address)))
+	if (rc < 0 || !d || !(r = state_edit(a->state, pa->address)))
 		return rc;
 	/* What was declared, for the next plan's diff and for vx state show. The
 	 * loader allows only [a-z0-9-] in these strings: nothing to escape. */

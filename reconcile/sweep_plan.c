@@ -452,7 +452,7 @@ static int wait_changes(const struct state_record *r, const struct stack *st, co
 static int record_wait(struct applier *a, const struct plan_action *pa, const struct stack_job *j,
 		       struct vx_err *err)
 {
-	struct state_record *r = state_find(a->state, pa->address);
+	struct state_record *r = state_edit(a->state, pa->address);
 	char *hash, *json;
 	int rc;
 

@@ -384,6 +384,7 @@ int state_record_copy(struct state_record *out, const struct state_record *in)
 			out->nhistory = i + 1;
 		}
 	}
+	out->mark = 1; /* a new record: no backend holds it */
 	return 0;
 fail:
 	state_record_release(out);
@@ -592,7 +593,7 @@ static size_t record_pos(const struct state *st, const char *address, int *found
 	return lo;
 }
 
-struct state_record *state_find(const struct state *st, const char *address)
+const struct state_record *state_find(const struct state *st, const char *address)
 {
 	int found;
 	size_t i;
@@ -601,6 +602,34 @@ struct state_record *state_find(const struct state *st, const char *address)
 		return NULL;
 	i = record_pos(st, address, &found);
 	return found ? &st->records[i] : NULL;
+}
+
+struct state_record *state_edit(struct state *st, const char *address)
+{
+	int found;
+	size_t i;
+
+	if (!st || !address)
+		return NULL;
+	i = record_pos(st, address, &found);
+	if (!found)
+		return NULL;
+	st->records[i].mark = 1;
+	return &st->records[i];
+}
+
+void state_record_mark(struct state_record *r)
+{
+	r->mark = 1;
+}
+
+void state_saved(struct state *st, const void *base, uint64_t epoch)
+{
+	/* A flag per record: far cheaper than anything a save does per record it writes. */
+	for (size_t i = 0; i < st->nrecords; i++)
+		st->records[i].mark = 0;
+	st->base = base;
+	st->base_epoch = epoch;
 }
 
 int state_add_record(struct state *st, const char *address, const char *kind,
@@ -632,6 +661,7 @@ int state_add_record(struct state *st, const char *address, const char *kind,
 	}
 	st->records = grown;
 	memmove(&st->records[i + 1], &st->records[i], (st->nrecords - i) * sizeof(*grown));
+	r.mark = 1;
 	st->records[i] = r;
 	st->nrecords++;
 	if (out)
@@ -650,6 +680,9 @@ int state_remove_record(struct state *st, const char *address)
 	memmove(&st->records[i], &st->records[i + 1],
 		(st->nrecords - i - 1) * sizeof(*st->records));
 	st->nrecords--;
+	/* What a save would have to take out is not tracked: the next save writes
+	 * st whole, which finds it gone. Removals are rare (a forget, vx state rm). */
+	st->base = NULL;
 	return 0;
 }
 
@@ -670,6 +703,7 @@ int state_record_add_history(struct state_record *r, struct state_run *run, stru
 	r->history = grown;
 	r->history[r->nhistory++] = *run;
 	memset(run, 0, sizeof(*run));
+	r->mark = 1;
 	return 0;
 }
 
@@ -703,6 +737,7 @@ int state_record_start_run(struct state_record *r, struct state_run *run, struct
 		free(r->current);
 	}
 	r->current = cur;
+	r->mark = 1;
 done:
 	if (rc < 0)
 		state_run_release(run);

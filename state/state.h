@@ -192,6 +192,16 @@ struct state_record {
 	/* Jobs: the policy applied (above); owned, NULL when not recorded
 	 * ("applied", written only when set, so older records keep their bytes). */
 	struct state_policy *applied;
+	/*
+	 * 1: changed since the state was loaded or last saved, so the next save
+	 * writes it; 0: as the backend stored it, so a save skips it without
+	 * looking at it (docs/state.md, "What a save writes"). Set by the
+	 * mutators below (state_edit, state_add_record, state_record_start_run,
+	 * state_record_add_history, state_record_copy) and by
+	 * state_record_mark; cleared by the backend that saved it. Never
+	 * written to JSON.
+	 */
+	int mark;
 };
 
 /*
@@ -278,6 +288,16 @@ struct state {
 	int64_t budget_days;
 	int budget_warn_at[8]; /* its warnAt percents, ascending; written ("warnAt") when some */
 	size_t nbudget_warn_at;
+	/*
+	 * What the unmarked records match: the backend (its address, as a
+	 * token) that loaded or last saved this state, and that backend's
+	 * count of loads and saves then. A backend writes only the marked
+	 * records of a state whose base is its own latest; any other state
+	 * (NULL: made by state_new, parsed from JSON, a record removed, ...)
+	 * it writes whole. Never written to JSON.
+	 */
+	const void *base;
+	uint64_t base_epoch;
 };
 
 struct state_notified {
@@ -294,7 +314,8 @@ struct state_notified {
 
 #define STATE_INIT \
 	{ \
-		NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, { 0 }, 0 \
+		NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, { 0 }, 0, \
+			NULL, 0 \
 	}
 
 /* Whether key is among st's delivered notifications. */
@@ -364,8 +385,22 @@ int state_ensure_salt(struct state *st, const struct vx_ctx *ctx, struct vx_err 
 /* Whether s is a salt as stored: 64 lowercase hex digits. */
 int state_salt_ok(const char *s);
 
-/* The record for address, or NULL. Borrowed. */
-struct state_record *state_find(const struct state *st, const char *address);
+/* The record for address, or NULL. Borrowed; to change it, state_edit. */
+const struct state_record *state_find(const struct state *st, const char *address);
+/*
+ * The record for address, to change (NULL when absent): it is marked, so
+ * the next save writes it. A pointer kept across a save must be marked
+ * again (state_record_mark) before the next change, which that save
+ * cleared. Valid until the next add/remove.
+ */
+struct state_record *state_edit(struct state *st, const char *address);
+/* Marks r changed (see state_record.mark); for a record reached other than by state_edit. */
+void state_record_mark(struct state_record *r);
+/*
+ * Called by a backend once st is stored: every mark cleared, and base,
+ * epoch recorded as what the records now match (NULL: nothing).
+ */
+void state_saved(struct state *st, const void *base, uint64_t epoch);
 
 /*
  * Adds an empty record of kind (its name, "CustomJob": required, copied)
@@ -376,7 +411,8 @@ struct state_record *state_find(const struct state *st, const char *address);
 int state_add_record(struct state *st, const char *address, const char *kind,
 		     struct state_record **out, struct vx_err *err) VX_WUR;
 
-/* Removes (forgets) a record. VX_ENOTFOUND if absent. */
+/* Removes (forgets) a record. VX_ENOTFOUND if absent. The next save of st
+ * writes it whole (its base is dropped). */
 int state_remove_record(struct state *st, const char *address);
 
 /*
@@ -445,12 +481,22 @@ int state_record_to_json(const struct state_record *r, char **out, struct vx_err
 int state_lock_to_json(const struct state_lock *l, char **out, struct vx_err *err) VX_WUR;
 
 /*
+ * For a backend whose state is one document (gcs): state_record_to_doc_json
+ * prints a record as state_to_json's "records" holds it (no "version", two
+ * levels deeper, no newline at the end), and state_to_json_from prints the
+ * document from those texts (texts[i]: st->records[i]'s), the same bytes as
+ * state_to_json, so a backend that keeps each unchanged record's text need
+ * not print it again.
+ */
+int state_record_to_doc_json(const struct state_record *r, char **out, struct vx_err *err) VX_WUR;
+int state_to_json_from(const struct state *st, char *const *texts, char **out, struct vx_err *err) VX_WUR;
+
+/*
  * A record's fingerprint: bytes such that two records with equal
  * fingerprints have equal state_record_to_json texts (the converse need
  * not hold). Far cheaper than the JSON (no allocation per field, no
- * number printing, no spec parse), so the git backend keeps the
- * fingerprint of each record's stored blob and serialises only the
- * records whose fingerprint moved.
+ * number printing, no spec parse). Saves no longer use it (they write
+ * the marked records); kept for comparing records cheaply.
  * out is reset first.
  */
 struct vx_buf;

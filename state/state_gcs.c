@@ -12,7 +12,9 @@
 #include "state/lock.h"
 #include "state/state.h"
 #include "util/buf.h"
+#include "util/alloc.h"
 #include "util/ctx.h"
+#include "util/hashmap.h"
 #include "util/json.h"
 #include "util/banned.h"
 
@@ -35,7 +37,35 @@ struct gcs_backend {
 	/* The serial whose history object this backend made last (0: none):
 	 * the next write need not look for it. */
 	uint64_t history_serial;
+	/*
+	 * Each record's text in state.json (state_record_to_doc_json) as this
+	 * backend last wrote it, so a save prints only the marked records
+	 * (state.h): valid for a state whose base is this backend at epoch, the
+	 * count of its loads and saves. Emptied when a state is written whole.
+	 */
+	uint64_t epoch;
+	struct rec_text *texts;
+	size_t ntexts, atexts;
+	struct vx_hashmap text_index; /* address -> index into texts */
+	int check_marks;	      /* VX_STATE_CHECK_MARKS: an unmarked record that changed is an error */
+	/*
+	 * state.json's text as this backend last loaded or wrote it (at serial
+	 * last_serial; NULL: unknown): a write whose text at that serial is the
+	 * same is no write (detects_noop), found without printing the state
+	 * again. read_text, read_gen: what read_state read last.
+	 */
+	char *last_text;
+	uint64_t last_serial;
+	char *read_text;
+	int64_t read_gen;
 };
+
+struct rec_text {
+	char *address;
+	char *text;
+};
+
+static void texts_clear(struct gcs_backend *g);
 
 static struct gcs_backend *gb(struct state_backend *b)
 {
@@ -190,6 +220,11 @@ static int read_state(struct gcs_backend *g, struct state *out, int64_t *gen, in
 	if (rc < 0 || !*found)
 		goto done;
 	rc = state_from_json(out, text, len, err);
+	if (rc == 0) {
+		free(g->read_text);
+		g->read_text = vx_strdup(text); /* NULL when out of memory: then no write is found a no-op */
+		g->read_gen = *gen;
+	}
 	if (rc == 0 && strcmp(out->stack, g->base.stack) != 0)
 		rc = vx_err_set(err, VX_EINVAL, "it belongs to stack \"%s\", not \"%s\"", out->stack,
 				g->base.stack);
@@ -347,6 +382,16 @@ static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *e
 	if (rc == 0) {
 		g->loaded_gen = gen;
 		g->loaded_serial = out->serial;
+		/* Its records are as state.json holds them; their texts are made at the first save. */
+		texts_clear(g);
+		state_saved(out, g, ++g->epoch);
+		free(g->last_text);
+		g->last_text = NULL;
+		if (found && g->read_text && g->read_gen == gen) {
+			g->last_text = g->read_text;
+			g->last_serial = out->serial;
+			g->read_text = NULL;
+		}
 	}
 	return rc;
 }
@@ -569,16 +614,161 @@ static void history_written(struct gcs_backend *g, const struct state *out, int6
 	vx_err_release(&e2);
 }
 
+static void texts_clear(struct gcs_backend *g)
+{
+	for (size_t i = 0; i < g->ntexts; i++) {
+		free(g->texts[i].address);
+		free(g->texts[i].text);
+	}
+	free(g->texts);
+	vx_hashmap_release(&g->text_index);
+	g->texts = NULL;
+	g->ntexts = g->atexts = 0;
+}
+
+/* Keeps text (taken) as address's; returns it (borrowed), or NULL when out of memory (then freed). */
+static const char *texts_put(struct gcs_backend *g, const char *address, char *text)
+{
+	struct rec_text *t;
+	size_t i;
+
+	if (vx_hashmap_get(&g->text_index, address, strlen(address), &i)) {
+		free(g->texts[i].text);
+		return g->texts[i].text = text;
+	}
+	if (VX_ALLOC_GROW(g->texts, g->ntexts + 1, g->atexts) < 0) {
+		free(text);
+		return NULL;
+	}
+	t = &g->texts[g->ntexts];
+	/* The key is the entry's own copy of the address, which lives as long as it. */
+	if (!(t->address = vx_strdup(address)) ||
+	    vx_hashmap_add(&g->text_index, t->address, strlen(t->address), g->ntexts, NULL) < 0) {
+		free(t->address);
+		free(text);
+		return NULL;
+	}
+	t->text = text;
+	g->ntexts++;
+	return text;
+}
+
+/* Record r's text for state.json into *out (borrowed from the cache): kept when r is unmarked (inc). */
+static int record_text(struct gcs_backend *g, const struct state_record *r, int inc, const char **out,
+		       struct vx_err *err)
+{
+	size_t i;
+	int kept = inc && vx_hashmap_get(&g->text_index, r->address, strlen(r->address), &i);
+	char *text = NULL;
+	int rc;
+
+	if (kept && !r->mark && !g->check_marks) {
+		*out = g->texts[i].text;
+		return 0;
+	}
+	if ((rc = state_record_to_doc_json(r, &text, err)) < 0)
+		return rc;
+	if (kept && !r->mark && strcmp(text, g->texts[i].text) != 0) {
+		free(text);
+		return vx_err_set(err, VX_EIO, "state: %s changed but was not marked changed, so a save "
+					       "would lose it (a bug in vx)",
+				  r->address);
+	}
+	if (!(*out = texts_put(g, r->address, text)))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * Each record's text for state.json (*out, texts borrowed from the cache;
+ * free the array): the records st has unmarked since this backend last
+ * loaded or saved it are not printed again, so a save prints what changed.
+ */
+static int record_texts(struct gcs_backend *g, const struct state *st, const char ***out, struct vx_err *err)
+{
+	int inc = st->base == g && st->base_epoch == g->epoch, rc = 0;
+	const char **texts = calloc(st->nrecords + 1, sizeof(*texts));
+
+	*out = NULL;
+	if (!texts)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (!inc)
+		texts_clear(g);
+	for (size_t i = 0; i < st->nrecords && rc == 0; i++)
+		rc = record_text(g, &st->records[i], inc, &texts[i], err);
+	if (rc < 0)
+		free(texts);
+	else
+		*out = texts;
+	return rc;
+}
+
+/* state.json's text for hdr (the records' texts, record_texts's). */
+static int state_text(const struct state *hdr, const char **texts, char **out, struct vx_err *err)
+{
+	return state_to_json_from(hdr, (char *const *)(uintptr_t)texts, out, err);
+}
+
+/*
+ * Whether st is what state.json holds as this backend last loaded or
+ * wrote it (so writing it is no write). As state_write's hash did before:
+ * not when another's lease is live, which the write refuses.
+ */
+static int unchanged(struct gcs_backend *g, const struct state *st, const char **texts, struct vx_err *err)
+{
+	struct state hdr = *st; /* shallow: only printed */
+	char *text = NULL;
+	int same;
+
+	if (!g->last_text || !st->serial || g->last_serial != st->serial ||
+	    !(g->base.held || !st->lock || st->lock->expires_ms <= vx_now_ms(g->base.ctx)))
+		return 0;
+	hdr.lock = NULL;
+	if (state_text(&hdr, texts, &text, err) < 0) {
+		vx_err_release(err);
+		return 0; /* then written, which says what is wrong */
+	}
+	same = !strcmp(text, g->last_text);
+	free(text);
+	return same;
+}
+
+/*
+ * state.json is out (st at its next serial), written as *text (taken) at
+ * generation gen: st takes that serial, and this backend remembers what
+ * it holds (the generation, the text, every record as saved).
+ */
+static void written(struct gcs_backend *g, struct state *st, const struct state *out, char **text, int64_t gen,
+		    int64_t now, const char *message)
+{
+	st->serial = out->serial;
+	g->loaded_gen = gen;
+	g->loaded_serial = st->serial;
+	state_saved(st, g, ++g->epoch);
+	history_written(g, out, now, message, gen);
+	free(g->last_text);
+	g->last_text = *text;
+	g->last_serial = st->serial;
+	*text = NULL;
+}
+
 static int gcs_write(struct state_backend *b, struct state *st, const char *message,
 		     struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
 	struct state cur = STATE_INIT, out;
 	struct state_lock *lock = NULL;
+	const char **texts = NULL;
 	char *text = NULL;
 	int64_t gen = 0, lease_gen = 0, new_gen = 0, now = vx_now_ms(b->ctx);
 	int found = 0, rc;
 
+	if ((rc = record_texts(g, st, &texts, err)) < 0)
+		goto done;
+	if (unchanged(g, st, texts, err)) {
+		state_saved(st, g, ++g->epoch);
+		goto done;
+	}
 	if ((rc = read_state(g, &cur, &gen, &found, err)) < 0)
 		goto done;
 	/* The lease object must still name us (checked by check_write). */
@@ -615,7 +805,7 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 	out = *st;
 	out.serial = st->serial + 1;
 	out.lock = NULL; /* the lease lives in lease.json */
-	if ((rc = state_to_json(&out, &text, err)) < 0)
+	if ((rc = state_text(&out, texts, &text, err)) < 0)
 		goto done;
 	rc = cas_write(g, g->state_obj, text, gen, &new_gen, err);
 	/* Deleted between our read and our write: the same as above. */
@@ -629,15 +819,12 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 		rc = moved(g, st, err);
 		goto done;
 	}
-	if (rc < 0)
-		goto done;
-	st->serial = out.serial;
-	g->loaded_gen = new_gen;
-	g->loaded_serial = st->serial;
-	history_written(g, &out, now, message, new_gen);
+	if (rc == 0)
+		written(g, st, &out, &text, new_gen, now, message);
 done:
 	state_lock_free(lock);
 	free(text);
+	free(texts);
 	state_release(&cur);
 	return rc;
 }
@@ -1070,6 +1257,9 @@ static void gcs_free(struct state_backend *b)
 {
 	struct gcs_backend *g = gb(b);
 
+	texts_clear(g);
+	free(g->last_text);
+	free(g->read_text);
 	state_backend_free(g->config);
 	blob_store_free(g->store);
 	free(g->bucket);
@@ -1081,6 +1271,7 @@ static void gcs_free(struct state_backend *b)
 
 static const struct state_backend_ops gcs_ops = {
 	.name = "gcs",
+	.detects_noop = 1,
 	.load = gcs_load,
 	.write = gcs_write,
 	.lock_read = gcs_lock_read,
@@ -1149,6 +1340,7 @@ int state_gcs_open(struct state_backend **out, const struct vx_ctx *ctx,
 	g->store = opts->store;
 	g->config = opts->config;
 	g->loaded_gen = -1;
+	g->check_marks = vx_getenv(ctx, "VX_STATE_CHECK_MARKS") != NULL;
 	g->bucket = vx_strdup(opts->bucket);
 	g->prefix = opts->path ? vx_strdup(opts->path) : vx_asprintf("vx/state/%s", opts->stack);
 	if (g->prefix) {

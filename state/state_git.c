@@ -43,23 +43,14 @@ struct state_git {
 	char *lease_tracking; /* refs/vx/remotes/<remote>/lease/<stack> */
 	int ref_paused;	      /* the ref-update test pause has stopped this backend (util/testhook.h) */
 	/*
-	 * What a save need not redo: for each record written since the last
-	 * load, its fingerprint (state_record_fingerprint) and the blob its
-	 * JSON made. A pure cache (that fingerprint always gives that blob).
-	 * Not filled by a load: a plan never writes, and an apply's first save
-	 * serialises every record once.
+	 * What a save need not redo: the count of this backend's loads and
+	 * saves, and the tree its latest left. A state whose base (state.h) is
+	 * this backend at that count, saved on that tree, has every unmarked
+	 * record as the tip holds it: only the marked are written.
 	 */
-	struct rec_memo *memo;
-	size_t nmemo, amemo;
-	struct vx_hashmap memo_index; /* address -> index into memo */
-	struct vx_buf fp;
-};
-
-struct rec_memo {
-	char *address;
-	unsigned char *fp;
-	size_t len;
-	git_oid blob;
+	uint64_t epoch;
+	git_oid base_tree; /* the tip's tree then; zero: none */
+	int check_marks;   /* VX_STATE_CHECK_MARKS: an unmarked record that changed is an error */
 };
 
 /* A ref vx keeps in step with the remote: its name, tracking ref and what to call it. */
@@ -689,83 +680,6 @@ static int read_header(struct state_git *g, const git_tree *tree, struct state *
 	return rc;
 }
 
-static void memo_clear(struct state_git *g)
-{
-	size_t i;
-
-	for (i = 0; i < g->nmemo; i++) {
-		free(g->memo[i].address);
-		free(g->memo[i].fp);
-	}
-	free(g->memo);
-	vx_hashmap_release(&g->memo_index);
-	g->memo = NULL;
-	g->nmemo = g->amemo = 0;
-}
-
-static struct rec_memo *memo_find(struct state_git *g, const char *address)
-{
-	size_t i;
-
-	return vx_hashmap_get(&g->memo_index, address, strlen(address), &i) ? &g->memo[i] : NULL;
-}
-
-/* Room for one more entry; -1 when out of memory. */
-static int memo_grow(struct state_git *g)
-{
-	return VX_ALLOC_GROW(g->memo, g->nmemo + 1, g->amemo) < 0 ? -1 : 0;
-}
-
-/*
- * Remembers that the record at address, whose fingerprint is in g->fp,
- * is stored as blob. Failing to remember costs only speed, so an
- * allocation failure is not an error: the entry is dropped.
- */
-static void memo_put(struct state_git *g, const char *address, const git_oid *blob)
-{
-	struct rec_memo *m = memo_find(g, address);
-	unsigned char *fp = malloc(g->fp.len ? g->fp.len : 1);
-
-	if (fp)
-		memcpy(fp, g->fp.data, g->fp.len);
-	if (m) {
-		free(m->fp);
-		m->fp = fp;
-		m->len = fp ? g->fp.len : SIZE_MAX; /* SIZE_MAX: never equal to a fingerprint */
-		git_oid_cpy(&m->blob, blob);
-		return;
-	}
-	if (!fp || memo_grow(g) < 0) {
-		free(fp);
-		return;
-	}
-	m = &g->memo[g->nmemo];
-	m->address = vx_strdup(address);
-	if (!m->address) {
-		free(fp);
-		return;
-	}
-	/* The key is the entry's own copy of the address, which lives as long as it. */
-	if (vx_hashmap_add(&g->memo_index, m->address, strlen(m->address), g->nmemo, NULL) < 0) {
-		free(m->address);
-		free(fp);
-		return;
-	}
-	m->fp = fp;
-	m->len = g->fp.len;
-	git_oid_cpy(&m->blob, blob);
-	g->nmemo++;
-}
-
-/* Whether r (fingerprint in g->fp) is known to be stored as blob. */
-static int memo_same(struct state_git *g, const char *address, const git_oid *blob)
-{
-	const struct rec_memo *m = memo_find(g, address);
-
-	return m && m->len == g->fp.len && git_oid_equal(&m->blob, blob) &&
-	       memcmp(m->fp, g->fp.data, g->fp.len) == 0;
-}
-
 static int record_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct state_record *)a)->address,
@@ -779,23 +693,61 @@ static int prefix_len(const char *dir)
 }
 
 /*
- * One record file of folder dir, the entry ent, into st->records[st->nrecords]
- * (which has room): NAME.json must be a file holding the record whose
- * address is "<dir's prefix>.NAME".
+ * A folder of records is flat (dir/NAME.json) or, past FAN_AT records,
+ * fanned out: dir/BB/NAME.json, BB the bucket of NAME (fan_bucket), so a
+ * save rewrites the few small trees on the paths of the records it
+ * changed rather than one tree of every record (docs/state.md, "The git
+ * layout"). A fanned folder goes back to flat only at FAN_KEEP records or
+ * fewer, so one record more or less at the line does not rewrite it all.
  */
-static int read_record(struct state_git *g, const git_tree_entry *ent, const char *dir,
+#define FAN_AT 256
+#define FAN_KEEP 128
+
+/* The bucket of the record NAME (n bytes): the top byte of its 64-bit FNV-1a, as two lowercase hex digits. */
+static void fan_bucket(const char *name, size_t n, char out[3])
+{
+	snprintf(out, 3, "%02x", (unsigned)(vx_fnv1a64(name, n) >> 56));
+}
+
+/* Whether name is a bucket's: two lowercase hex digits. */
+static int is_bucket(const char *name)
+{
+	return strlen(name) == 2 && strspn(name, "0123456789abcdef") == 2;
+}
+
+/*
+ * Whether the folder tree t is fanned out: its entries are buckets (trees),
+ * not files. An empty or absent folder is flat.
+ */
+static int is_fanned(const git_tree *t)
+{
+	return t && git_tree_entrycount(t) > 0 &&
+	       git_tree_entry_type(git_tree_entry_byindex(t, 0)) == GIT_OBJECT_TREE;
+}
+
+/*
+ * One record file of folder dir (bucket sub of it, or NULL when flat), the
+ * entry ent, into st->records[st->nrecords] (which has room): NAME.json
+ * must be a file holding the record whose address is "<dir's prefix>.NAME",
+ * in NAME's bucket.
+ */
+static int read_record(struct state_git *g, const git_tree_entry *ent, const char *dir, const char *sub,
 		       struct state *st, struct vx_err *err)
 {
 	const char *name = git_tree_entry_name(ent);
 	size_t nname = strlen(name), len;
-	char *text = NULL, *path = NULL, *want = NULL;
+	char *text = NULL, *path = NULL, *want = NULL, bucket[3];
 	int rc;
 
-	if (nname < 6 || strcmp(name + nname - 5, ".json") != 0)
-		return vx_err_set(err, VX_EINVAL, "%s/%s: not a NAME.json file", dir, name);
-	path = vx_asprintf("%s/%s", dir, name);
+	path = sub ? vx_asprintf("%s/%s/%s", dir, sub, name) : vx_asprintf("%s/%s", dir, name);
+	if (!path)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (nname < 6 || strcmp(name + nname - 5, ".json") != 0) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: not a NAME.json file", path);
+		goto done;
+	}
 	want = vx_asprintf("%.*s.%.*s", prefix_len(dir), dir, (int)(nname - 5), name);
-	if (!path || !want) {
+	if (!want) {
 		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -806,6 +758,13 @@ static int read_record(struct state_git *g, const git_tree_entry *ent, const cha
 	 */
 	if (git_tree_entry_type(ent) != GIT_OBJECT_BLOB) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: not a file", path);
+		goto done;
+	}
+	/* A record out of its bucket would be missed by a save, which looks only there. */
+	if (sub)
+		fan_bucket(name, nname - 5, bucket);
+	if (sub && strcmp(sub, bucket) != 0) {
+		rc = vx_err_set(err, VX_EINVAL, "%s: in the wrong folder (its place is %s/%s/)", path, dir, bucket);
 		goto done;
 	}
 	rc = read_blob_id(g, git_tree_entry_id(ent), path, STATE_MAX_FILE, &text, &len, err);
@@ -903,12 +862,10 @@ static int dirset_read(struct state_git *g, const git_tree *root, struct dirset 
 	return rc;
 }
 
-/* Appends every record of the folder d to st. */
-static int read_dir(struct state_git *g, const struct dir *d, struct state *st, struct vx_err *err)
+/* Room in st for cnt more records. */
+static int records_room(struct state *st, size_t cnt, struct vx_err *err)
 {
 	struct state_record *grown;
-	size_t i, cnt = git_tree_entrycount(d->tree);
-	int rc = 0;
 
 	if (st->nrecords + cnt > STATE_MAX_RECORDS)
 		return vx_err_set(err, VX_EINVAL, "more than %d records", STATE_MAX_RECORDS);
@@ -916,8 +873,44 @@ static int read_dir(struct state_git *g, const struct dir *d, struct state *st, 
 	if (!grown)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	st->records = grown;
-	for (i = 0; rc == 0 && i < cnt; i++)
-		rc = read_record(g, git_tree_entry_byindex(d->tree, i), d->name, st, err);
+	return 0;
+}
+
+/* Appends every record of the tree t (folder dir, bucket sub or NULL) to st. */
+static int read_leaf(struct state_git *g, const git_tree *t, const char *dir, const char *sub,
+		     struct state *st, struct vx_err *err)
+{
+	size_t cnt = git_tree_entrycount(t);
+	int rc = records_room(st, cnt, err);
+
+	for (size_t i = 0; rc == 0 && i < cnt; i++)
+		rc = read_record(g, git_tree_entry_byindex(t, i), dir, sub, st, err);
+	return rc;
+}
+
+/* Appends every record of the folder d to st, flat or fanned out (every entry a bucket). */
+static int read_dir(struct state_git *g, const struct dir *d, struct state *st, struct vx_err *err)
+{
+	size_t cnt = git_tree_entrycount(d->tree);
+	int rc = 0;
+
+	if (!is_fanned(d->tree))
+		return read_leaf(g, d->tree, d->name, NULL, st, err);
+	for (size_t i = 0; rc == 0 && i < cnt; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(d->tree, i);
+		const char *name = git_tree_entry_name(e);
+		git_tree *sub = NULL;
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE || !is_bucket(name))
+			rc = vx_err_set(err, VX_EINVAL, "%s/%s: a fanned-out folder holds only its buckets "
+							"(00/ to ff/)",
+					d->name, name);
+		else if (git_tree_lookup(&sub, g->repo, git_tree_entry_id(e)) < 0)
+			rc = gerr(err, VX_EIO, name);
+		else
+			rc = read_leaf(g, sub, d->name, name, st, err);
+		git_tree_free(sub);
+	}
 	return rc;
 }
 
@@ -1075,7 +1068,6 @@ static int state_git_load(struct state_backend *b, struct state *out, struct vx_
 	int exists, lease_exists, rc;
 	char hex[GIT_OID_HEXSZ + 1];
 
-	memo_clear(g);
 	if ((rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0)
 		goto done;
 	if (!exists) {
@@ -1102,6 +1094,11 @@ static int state_git_load(struct state_backend *b, struct state *out, struct vx_
 	 * commit, not carried in memory. */
 	free(out->lease_ref);
 	out->lease_ref = NULL;
+	/* Every record as that tree holds it. */
+	memset(&g->base_tree, 0, sizeof(g->base_tree));
+	if (tree)
+		git_oid_cpy(&g->base_tree, git_tree_id(tree));
+	state_saved(out, g, ++g->epoch);
 done:
 	if (rc < 0)
 		state_release(out);
@@ -1124,45 +1121,9 @@ static int insert_blob(struct state_git *g, git_treebuilder *tb, const char *nam
 	return 0;
 }
 
-/* Removes from tb what old holds and st does not: removed records, or
- * anything not a record. *changed = 1 when something went. */
-static int prune_dir(git_treebuilder *tb, const git_tree *old, const struct state *st,
-		     const char *prefix, int *changed, struct vx_err *err)
-{
-	size_t nprefix = (size_t)prefix_len(prefix), i, n = old ? git_tree_entrycount(old) : 0;
-	char *address = NULL;
-	int rc = 0;
-
-	for (i = 0; i < n; i++) {
-		const char *name = git_tree_entry_name(git_tree_entry_byindex(old, i));
-		size_t len = strlen(name);
-		int keep = 0;
-
-		if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
-			free(address);
-			address = vx_asprintf("%.*s.%.*s", (int)nprefix, prefix, (int)(len - 5), name);
-			if (!address) {
-				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-				break;
-			}
-			keep = state_find(st, address) != NULL;
-		}
-		if (!keep) {
-			if (git_treebuilder_remove(tb, name) < 0) {
-				rc = gerr(err, VX_EIO, name);
-				break;
-			}
-			*changed = 1;
-		}
-	}
-	free(address);
-	return rc;
-}
-
 /*
- * Puts record r into tb as NAME.json (file, its name in the folder) unless
- * old's blob already holds its bytes: known from the memo without even
- * printing it, or else by the printed bytes' hash. *changed = 1 when written.
+ * Puts record r into tb as file (NAME.json) unless old's blob already holds
+ * its bytes. *changed = 1 when written.
  */
 static int put_record(struct state_git *g, git_treebuilder *tb, const git_tree *old,
 		      const struct state_record *r, const char *file, int *changed, struct vx_err *err)
@@ -1174,26 +1135,139 @@ static int put_record(struct state_git *g, git_treebuilder *tb, const git_tree *
 	size_t tlen;
 	int rc;
 
-	/* Unchanged since it was read or written: no JSON, no hash. */
-	if ((rc = state_record_fingerprint(r, &g->fp, err)) < 0)
-		return rc;
-	if (same_mode && memo_same(g, r->address, git_tree_entry_id(e)))
-		return 0;
 	if ((rc = state_record_to_json(r, &text, err)) < 0)
 		return rc;
 	tlen = strlen(text);
 	if (git_odb_hash(&id, text, tlen, GIT_OBJECT_BLOB) < 0) {
 		rc = gerr(err, VX_EIO, file);
 	} else if (same_mode && git_oid_equal(git_tree_entry_id(e), &id)) {
-		memo_put(g, r->address, &id);
+		/* As stored. */
 	} else if (git_blob_create_from_buffer(&id, g->repo, text, tlen) < 0 ||
 		   git_treebuilder_insert(NULL, tb, file, &id, GIT_FILEMODE_BLOB) < 0) {
 		rc = gerr(err, VX_EIO, file);
 	} else {
-		memo_put(g, r->address, &id);
 		*changed = 1;
 	}
 	free(text);
+	return rc;
+}
+
+/*
+ * VX_STATE_CHECK_MARKS (the tests set it): a record a save skips because it
+ * is not marked must hold the bytes stored. One that does not was changed
+ * without its mark, which a save would lose: an error naming it.
+ */
+static int check_unmarked(const git_tree *old, const struct state_record *r, const char *file,
+			  struct vx_err *err)
+{
+	const git_tree_entry *e = old ? git_tree_entry_byname(old, file) : NULL;
+	char *text = NULL;
+	git_oid id;
+	int rc;
+
+	if ((rc = state_record_to_json(r, &text, err)) < 0)
+		return rc;
+	if (git_odb_hash(&id, text, strlen(text), GIT_OBJECT_BLOB) < 0)
+		rc = gerr(err, VX_EIO, file);
+	else if (!e || !git_oid_equal(git_tree_entry_id(e), &id))
+		rc = vx_err_set(err, VX_EIO, "state: %s changed but was not marked changed, so a save would "
+					     "lose it (a bug in vx)",
+				r->address);
+	free(text);
+	return rc;
+}
+
+/* A record a save looks at, and its bucket when its folder is fanned out. */
+struct folder_rec {
+	const struct state_record *r;
+	char bucket[3];
+};
+
+/* The records of one folder a save looks at, and how. */
+struct folder_save {
+	struct state_git *g;
+	const struct state *st;
+	const char *dir;	 /* "jobs" */
+	size_t nprefix;		 /* 3: "job" */
+	int whole;		 /* every record, else only the marked ones (the rest are as stored) */
+	struct folder_rec *recs; /* the folder's records looked at, in order */
+	size_t n;
+};
+
+/* Removes from tb what old holds and st does not (a removed record, or no record at all). */
+static int prune_leaf(const struct folder_save *fs, git_treebuilder *tb, const git_tree *old, int *changed,
+		      struct vx_err *err)
+{
+	size_t n = old ? git_tree_entrycount(old) : 0;
+	char *address = NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *name = git_tree_entry_name(git_tree_entry_byindex(old, i));
+		size_t len = strlen(name);
+		int keep = 0;
+
+		if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
+			free(address);
+			address = vx_asprintf("%.*s.%.*s", (int)fs->nprefix, fs->dir, (int)(len - 5), name);
+			if (!address) {
+				rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+				break;
+			}
+			keep = state_find(fs->st, address) != NULL;
+		}
+		if (!keep) {
+			if (git_treebuilder_remove(tb, name) < 0)
+				rc = gerr(err, VX_EIO, name);
+			*changed = 1;
+		}
+	}
+	free(address);
+	return rc;
+}
+
+/*
+ * One tree of record files (a flat folder, or one bucket): old (NULL: none)
+ * with recs[from..to) put in (when whole, also without what st no longer
+ * has). An unchanged tree keeps old's id. *empty = 1 (and *out untouched)
+ * when it holds no record.
+ */
+static int build_leaf(const struct folder_save *fs, const git_tree *old, size_t from, size_t to,
+		      git_oid *out, int *empty, struct vx_err *err)
+{
+	git_treebuilder *tb = NULL;
+	char *file = NULL;
+	int rc = 0, changed = 0;
+
+	*empty = 0;
+	if (git_treebuilder_new(&tb, fs->g->repo, old) < 0) {
+		rc = gerr(err, VX_EIO, "building the state tree");
+		goto done;
+	}
+	if (fs->whole && (rc = prune_leaf(fs, tb, old, &changed, err)) < 0)
+		goto done;
+	for (size_t i = from; i < to && rc == 0; i++) {
+		const struct state_record *r = fs->recs[i].r;
+
+		free(file);
+		if (!(file = vx_asprintf("%s.json", r->address + fs->nprefix + 1)))
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+		else if (fs->whole || r->mark)
+			rc = put_record(fs->g, tb, old, r, file, &changed, err);
+		else
+			rc = check_unmarked(old, r, file, err);
+	}
+	if (rc < 0)
+		goto done;
+	if (git_treebuilder_entrycount(tb) == 0)
+		*empty = 1;
+	else if (old && !changed)
+		git_oid_cpy(out, git_tree_id(old));
+	else if (git_treebuilder_write(out, tb) < 0)
+		rc = gerr(err, VX_EIO, fs->dir);
+done:
+	git_treebuilder_free(tb);
+	free(file);
 	return rc;
 }
 
@@ -1213,56 +1287,161 @@ static size_t records_from(const struct state *st, const char *key)
 	return lo;
 }
 
+/* A fanned folder's records by bucket, then address. */
+static int by_bucket(const void *x, const void *y)
+{
+	const struct folder_rec *a = x, *b = y;
+	int c = strcmp(a->bucket, b->bucket);
+
+	return c ? c : strcmp(a->r->address, b->r->address);
+}
+
 /*
- * The folder dir of the new tree: old (the parent commit's folder, or
- * NULL) with every record of st whose address is dir's prefix and a dot
- * in it, and nothing else. Only a record whose bytes differ from old's
- * blob is written, and an unchanged folder keeps old's id, so a save
- * costs the records that changed, not the whole state. The result is the
- * tree a build from nothing gives (git trees are canonical), which
- * test_incremental_write_is_a_full_write checks. The records are sorted
- * by address, so a folder's are one run of them, found by a binary search.
- * *empty = 1 (and *out untouched) when the folder has no record.
+ * fs->recs: the folder's records a save looks at, [lo, hi) of st: all when
+ * whole or VX_STATE_CHECK_MARKS is set, else the marked ones. Fanned out
+ * (fan): with their buckets, sorted by bucket.
  */
-static int build_dir(struct state_git *g, const git_tree *old, const struct state *st,
-		     const char *dir, git_oid *out, int *empty, struct vx_err *err)
+static int folder_records(struct folder_save *fs, size_t lo, size_t hi, int fan, int check)
+{
+	fs->recs = calloc(hi - lo + 1, sizeof(*fs->recs));
+	if (!fs->recs)
+		return VX_ENOMEM;
+	for (size_t i = lo; i < hi; i++) {
+		const struct state_record *r = &fs->st->records[i];
+		struct folder_rec *f = &fs->recs[fs->n];
+
+		if (!fs->whole && !check && !r->mark)
+			continue;
+		f->r = r;
+		if (fan)
+			fan_bucket(r->address + fs->nprefix + 1, strlen(r->address + fs->nprefix + 1), f->bucket);
+		fs->n++;
+	}
+	if (fan && fs->n > 1)
+		qsort(fs->recs, fs->n, sizeof(*fs->recs), by_bucket);
+	return 0;
+}
+
+/* The bucket tree name of the fanned folder old into *out (NULL when absent or none). */
+static int bucket_tree(struct state_git *g, const git_tree *old, const char *name, git_tree **out,
+		       struct vx_err *err)
+{
+	const git_tree_entry *e = old ? git_tree_entry_byname(old, name) : NULL;
+
+	*out = NULL;
+	if (!e)
+		return 0;
+	if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+		return vx_err_set(err, VX_EINVAL, "%s: not a directory", name);
+	return git_tree_lookup(out, g->repo, git_tree_entry_id(e)) < 0 ? gerr(err, VX_EIO, name) : 0;
+}
+
+/* Puts the built bucket (or its absence, when empty) into the folder's tb; *changed when it moved. */
+static int put_bucket(git_treebuilder *tb, const git_tree *old, const char *name, const git_oid *id,
+		      int empty, int *changed)
+{
+	const git_tree_entry *e = old ? git_tree_entry_byname(old, name) : NULL;
+
+	if (empty) {
+		if (!e)
+			return 0;
+		*changed = 1;
+		return git_treebuilder_remove(tb, name);
+	}
+	if (e && git_oid_equal(git_tree_entry_id(e), id))
+		return 0;
+	*changed = 1;
+	return git_treebuilder_insert(NULL, tb, name, id, GIT_FILEMODE_TREE);
+}
+
+/*
+ * A fanned-out folder: old (NULL: none) with each bucket that holds one of
+ * fs->recs rebuilt by build_leaf; when whole, a bucket of old none of st's
+ * records falls in goes. The other buckets keep their trees.
+ */
+static int build_fanned(const struct folder_save *fs, const git_tree *old, git_oid *out, int *empty,
+			struct vx_err *err)
 {
 	git_treebuilder *tb = NULL;
-	size_t nprefix = (size_t)prefix_len(dir), i;
-	char key[STATE_DIR_SIZE], *file = NULL;
+	git_tree *sub = NULL;
 	int rc = 0, changed = 0;
 
-	*empty = 0;
-	snprintf(key, sizeof(key), "%.*s.", (int)nprefix, dir);
-	if (git_treebuilder_new(&tb, g->repo, old) < 0) {
-		rc = gerr(err, VX_EIO, "building the state tree");
-		goto done;
-	}
-	if ((rc = prune_dir(tb, old, st, dir, &changed, err)) < 0)
-		goto done;
-	for (i = records_from(st, key); i < st->nrecords; i++) {
-		const struct state_record *r = &st->records[i];
+	if (git_treebuilder_new(&tb, fs->g->repo, old) < 0)
+		return gerr(err, VX_EIO, "building the state tree");
+	for (size_t i = 0, j; i < fs->n && rc == 0; i = j) {
+		git_oid id;
+		int none;
 
-		if (strncmp(r->address, key, nprefix + 1) != 0)
-			break;
-		free(file);
-		file = vx_asprintf("%s.json", r->address + nprefix + 1);
-		if (!file) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto done;
-		}
-		if ((rc = put_record(g, tb, old, r, file, &changed, err)) < 0)
-			goto done;
+		for (j = i + 1; j < fs->n && !strcmp(fs->recs[j].bucket, fs->recs[i].bucket); j++)
+			;
+		if ((rc = bucket_tree(fs->g, old, fs->recs[i].bucket, &sub, err)) == 0 &&
+		    (rc = build_leaf(fs, sub, i, j, &id, &none, err)) == 0 &&
+		    put_bucket(tb, old, fs->recs[i].bucket, &id, none, &changed) < 0)
+			rc = gerr(err, VX_EIO, fs->dir);
+		git_tree_free(sub);
+		sub = NULL;
 	}
-	if (git_treebuilder_entrycount(tb) == 0)
+	/* Whole: a bucket none of the records is in any more goes. */
+	for (size_t i = 0; fs->whole && rc == 0 && old && i < git_tree_entrycount(old); i++) {
+		const char *name = git_tree_entry_name(git_tree_entry_byindex(old, i));
+		int used = 0;
+
+		for (size_t k = 0; k < fs->n && !used; k++)
+			used = !strcmp(fs->recs[k].bucket, name);
+		if (!used && put_bucket(tb, old, name, NULL, 1, &changed) < 0)
+			rc = gerr(err, VX_EIO, name);
+	}
+	if (rc == 0 && git_treebuilder_entrycount(tb) == 0)
 		*empty = 1;
-	else if (old && !changed)
+	else if (rc == 0 && old && !changed)
 		git_oid_cpy(out, git_tree_id(old));
-	else if (git_treebuilder_write(out, tb) < 0)
-		rc = gerr(err, VX_EIO, dir);
-done:
+	else if (rc == 0 && git_treebuilder_write(out, tb) < 0)
+		rc = gerr(err, VX_EIO, fs->dir);
 	git_treebuilder_free(tb);
-	free(file);
+	return rc;
+}
+
+/*
+ * The folder dir of the new tree: old (the parent commit's folder, or
+ * NULL) with every record of st whose address is dir's prefix and a dot,
+ * and nothing else. Not whole: only the marked records are written, the
+ * others being as old holds them, so a save costs the records that
+ * changed, not the whole state. Flat or fanned out by the count (FAN_AT);
+ * a change of layout builds it from nothing. The result is the tree a
+ * build from nothing gives (git trees are canonical; but for FAN_KEEP's
+ * hysteresis), which test_incremental_write_is_a_full_write checks. The
+ * records are sorted by address, so a folder's are one run of them, found
+ * by a binary search. *empty = 1 (and *out untouched) when it has no record.
+ */
+static int build_dir(struct state_git *g, const git_tree *old, const struct state *st,
+		     const char *dir, int whole, git_oid *out, int *empty, struct vx_err *err)
+{
+	struct folder_save fs = { g, st, dir, (size_t)prefix_len(dir), whole, NULL, 0 };
+	char key[STATE_DIR_SIZE + 1];
+	size_t lo, hi;
+	int fan, rc;
+
+	*empty = 0;
+	snprintf(key, sizeof(key), "%.*s.", (int)fs.nprefix, dir);
+	lo = records_from(st, key);
+	key[fs.nprefix] = '.' + 1; /* the first address past the folder's */
+	hi = records_from(st, key);
+	fan = hi - lo > FAN_AT || (is_fanned(old) && hi - lo > FAN_KEEP);
+	if (fan != is_fanned(old)) {
+		old = NULL; /* a new layout: built from nothing */
+		fs.whole = 1;
+	}
+	if (hi == lo) {
+		*empty = 1;
+		return 0;
+	}
+	if ((rc = folder_records(&fs, lo, hi, fan, g->check_marks)) < 0)
+		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+	else if (fan)
+		rc = build_fanned(&fs, old, out, empty, err);
+	else
+		rc = build_leaf(&fs, old, 0, fs.n, out, empty, err);
+	free(fs.recs);
 	return rc;
 }
 
@@ -1274,11 +1453,33 @@ static int dir_name_cmp(const void *a, const void *b)
 }
 
 /*
+ * Every record's address well-formed, and the records in order: build_dir
+ * finds a folder's records by a binary search, so a record out of order
+ * would be left out of the commit. Checked when a state is written whole
+ * (one not loaded by this backend: the mutators keep the order).
+ */
+static int records_check(const struct state *st, struct vx_err *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < st->nrecords; i++) {
+		const struct state_record *r = &st->records[i];
+
+		if ((rc = state_address_split(r->address, NULL, NULL, err)) < 0)
+			return rc;
+		if (i && strcmp(r[-1].address, r->address) >= 0)
+			return vx_err_set(err, VX_EINVAL, "state: records not sorted at %s", r->address);
+	}
+	return 0;
+}
+
+/*
  * The folders the new tree may hold, each once, sorted: the parent's
  * (read by dirset_read) and those of st's records. A folder of the parent
  * no record of st is in any more goes (build_dir finds it empty); one of a
  * kind this vx does not know keeps its records, which the load read into
- * st. Every record's address is checked on the way.
+ * st. The records are sorted, so a folder's are one run, skipped by a
+ * binary search: a few steps per folder, not one per record.
  */
 static int folders_of(const struct dirset *parent, const struct state *st, dir_name **out,
 		      size_t *n, struct vx_err *err)
@@ -1289,24 +1490,26 @@ static int folders_of(const struct dirset *parent, const struct state *st, dir_n
 
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < parent->n + st->nrecords && rc == 0; i++) {
+	for (size_t i = 0; i < parent->n + st->nrecords && rc == 0;) {
 		const struct state_record *r = i >= parent->n ? &st->records[i - parent->n] : NULL;
+		size_t next = i + 1;
 
 		if (r && (rc = state_address_split(r->address, one, NULL, err)) < 0)
 			break;
-		/* build_dir finds a folder's records by a binary search: a record out
-		 * of order would be left out of the commit, so it is an error. */
-		if (r && r > st->records && strcmp(r[-1].address, r->address) >= 0) {
-			rc = vx_err_set(err, VX_EINVAL, "state: records not sorted at %s", r->address);
-			break;
+		if (r) {
+			char key[STATE_DIR_SIZE + 1];
+
+			/* Past the last address of the folder: "job/" follows every "job.NAME". */
+			snprintf(key, sizeof(key), "%.*s/", (int)strcspn(r->address, "."), r->address);
+			next = parent->n + records_from(st, key);
+			if (next <= i)
+				next = i + 1;
 		}
-		/* One entry per run of one folder's records: they are sorted by address. */
-		if (r && k > parent->n && !strcmp(f[k - 1], one))
-			continue;
 		if (VX_ALLOC_GROW(f, k + 1, alloc) < 0)
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 		else
 			memcpy(f[k++], r ? one : parent->d[i].name, sizeof(one));
+		i = next;
 	}
 	if (rc == 0 && k > 1)
 		qsort(f, k, sizeof(*f), dir_name_cmp);
@@ -1323,7 +1526,7 @@ static int folders_of(const struct dirset *parent, const struct state *st, dir_n
  * build_dir, folder by folder.
  */
 static int build_tree(struct state_git *g, const git_tree *parent, const struct state *hdr,
-		      const struct state *st, git_oid *out, struct vx_err *err)
+		      const struct state *st, int whole, git_oid *out, struct vx_err *err)
 {
 	git_treebuilder *root = NULL;
 	struct dirset old = { NULL, 0 };
@@ -1332,7 +1535,7 @@ static int build_tree(struct state_git *g, const git_tree *parent, const struct 
 	size_t ndirs = 0;
 	int rc;
 
-	if ((rc = dirset_read(g, parent, &old, err)) < 0 ||
+	if ((whole && (rc = records_check(st, err)) < 0) || (rc = dirset_read(g, parent, &old, err)) < 0 ||
 	    (rc = folders_of(&old, st, &dirs, &ndirs, err)) < 0)
 		goto done;
 	if (git_treebuilder_new(&root, g->repo, NULL) < 0) {
@@ -1346,7 +1549,7 @@ static int build_tree(struct state_git *g, const git_tree *parent, const struct 
 		git_oid id;
 		int empty;
 
-		if ((rc = build_dir(g, dirset_find(&old, dirs[d]), st, dirs[d], &id, &empty, err)) < 0)
+		if ((rc = build_dir(g, dirset_find(&old, dirs[d]), st, dirs[d], whole, &id, &empty, err)) < 0)
 			goto done;
 		if (!empty && git_treebuilder_insert(NULL, root, dirs[d], &id, GIT_FILEMODE_TREE) < 0) {
 			rc = gerr(err, VX_EIO, dirs[d]);
@@ -1797,6 +2000,17 @@ static int same_content(struct state_git *g, const git_tree *old, git_oid new_id
 	return rc;
 }
 
+/*
+ * Whether st's unmarked records are as tree (the tip's, NULL: none) holds
+ * them: st was loaded or last saved by g, nothing of g's came between, and
+ * the tip is still what g left (no other writer since).
+ */
+static int saved_on(const struct state_git *g, const struct state *st, const git_tree *tree)
+{
+	return tree && st->base == g && st->base_epoch == g->epoch &&
+	       git_oid_equal(git_tree_id(tree), &g->base_tree);
+}
+
 static int state_git_write(struct state_backend *b, struct state *st, const char *message,
 			   struct vx_err *err)
 {
@@ -1845,18 +2059,24 @@ static int state_git_write(struct state_backend *b, struct state *st, const char
 	hdr.serial = st->serial + 1;
 	hdr.lock = NULL;
 	hdr.lease_ref = g->lease_ref;
-	if ((rc = build_tree(g, tree, &hdr, st, &tree_id, err)) < 0)
+	if ((rc = build_tree(g, tree, &hdr, st, !saved_on(g, st, tree), &tree_id, err)) < 0)
 		goto done;
 	if (exists && cur.serial == st->serial &&
 	    (rc = same_content(g, tree, tree_id, &hdr, st->serial, err)) != 0) {
 		/* Nothing changed: no commit, and the serial stays. */
-		if (rc > 0)
+		if (rc > 0) {
 			rc = 0;
+			git_oid_cpy(&g->base_tree, git_tree_id(tree));
+			state_saved(st, g, ++g->epoch);
+		}
 		goto done;
 	}
 	rc = commit_tree(g, &r, exists ? &tip : NULL, &tree_id, message, err);
-	if (rc == 0)
+	if (rc == 0) {
 		st->serial = hdr.serial;
+		git_oid_cpy(&g->base_tree, &tree_id);
+		state_saved(st, g, ++g->epoch);
+	}
 done:
 	state_lock_free(lease);
 	git_tree_free(tree);
@@ -1884,6 +2104,17 @@ static int entry_at(const git_commit *c, const char *path, git_oid *id, struct v
 		rc = gerr(err, VX_EIO, path);
 	git_tree_entry_free(e);
 	git_tree_free(tree);
+	return rc;
+}
+
+/* The blob id of a record in commit c, at flat (its folder flat) or at fanned; zero when absent. */
+static int record_at(const git_commit *c, const char *flat, const char *fanned, git_oid *id,
+		     struct vx_err *err)
+{
+	int rc = entry_at(c, flat, id, err);
+
+	if (rc == 0 && git_oid_is_zero(id))
+		rc = entry_at(c, fanned, id, err);
 	return rc;
 }
 
@@ -1967,38 +2198,95 @@ done:
 	return rc;
 }
 
-/*
- * Every record file of dir that differs between commit c and its parent p
- * (NULL: c is the first commit): added, changed or removed, from c's
- * folder tc and p's tp (NULL: none). Both trees are sorted by name, so one
- * merge pass finds them; an unchanged folder (the same tree id) costs one
- * comparison.
- */
-static int history_dir(struct history *h, const git_commit *c, const git_tree *tc,
-		       const git_tree *tp, const char *dir, struct vx_err *err)
+/* The record files of a folder or bucket, sorted by name, with the trees they live in. */
+struct entries {
+	const git_tree_entry **e;
+	size_t n, cap;
+	git_tree **trees;
+	size_t ntrees;
+};
+
+static void entries_release(struct entries *x)
 {
-	size_t i = 0, j = 0, nc, np;
+	for (size_t i = 0; i < x->ntrees; i++)
+		git_tree_free(x->trees[i]);
+	free(x->trees);
+	free(x->e);
+	memset(x, 0, sizeof(*x));
+}
+
+static int entry_name_cmp(const void *a, const void *b)
+{
+	return strcmp(git_tree_entry_name(*(const git_tree_entry *const *)a),
+		      git_tree_entry_name(*(const git_tree_entry *const *)b));
+}
+
+/* Appends the entries of t (not fanned out) to x. */
+static int entries_add(struct entries *x, const git_tree *t)
+{
+	for (size_t i = 0; t && i < git_tree_entrycount(t); i++) {
+		if (VX_ALLOC_GROW(x->e, x->n + 1, x->cap) < 0)
+			return VX_ENOMEM;
+		x->e[x->n++] = git_tree_entry_byindex(t, i);
+	}
+	return 0;
+}
+
+/*
+ * The record files of the folder t (NULL: none) into x, sorted by name:
+ * its own entries when flat; when fanned out, every bucket's.
+ */
+static int entries_of(struct state_git *g, const git_tree *t, struct entries *x, struct vx_err *err)
+{
+	size_t n = is_fanned(t) ? git_tree_entrycount(t) : 0;
+
+	memset(x, 0, sizeof(*x));
+	if (!n)
+		return entries_add(x, t) < 0 ? vx_err_set(err, VX_ENOMEM, "out of memory") : 0;
+	if (!(x->trees = calloc(n, sizeof(*x->trees))))
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(t, i);
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+			continue; /* not a bucket: load refuses it, log passes it over */
+		if (git_tree_lookup(&x->trees[x->ntrees], g->repo, git_tree_entry_id(e)) < 0)
+			return gerr(err, VX_EIO, git_tree_entry_name(e));
+		if (entries_add(x, x->trees[x->ntrees++]) < 0)
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	if (x->n > 1)
+		qsort(x->e, x->n, sizeof(*x->e), entry_name_cmp);
+	return 0;
+}
+
+/*
+ * Every record file of dir that differs between c's entries ec and its
+ * parent's ep (both sorted by name): added, changed or removed, found by
+ * one merge pass.
+ */
+static int history_merge(struct history *h, const git_commit *c, const struct entries *ec,
+			 const struct entries *ep, const char *dir, struct vx_err *err)
+{
+	size_t i = 0, j = 0, nc = ec->n, np = ep->n;
 	char *address = NULL, *path = NULL;
 	int rc = 0;
 
-	if ((!tc && !tp) || (tc && tp && git_oid_equal(git_tree_id(tc), git_tree_id(tp))))
-		goto done;
-	nc = tc ? git_tree_entrycount(tc) : 0;
-	np = tp ? git_tree_entrycount(tp) : 0;
 	while (rc == 0 && (i < nc || j < np) && (h->max == 0 || h->n < h->max)) {
-		const git_tree_entry *ec = i < nc ? git_tree_entry_byindex(tc, i) : NULL;
-		const git_tree_entry *ep = j < np ? git_tree_entry_byindex(tp, j) : NULL;
+		const git_tree_entry *ecur = i < nc ? ec->e[i] : NULL;
+		const git_tree_entry *epar = j < np ? ep->e[j] : NULL;
 		const git_tree_entry *e;
 		git_oid zero;
 		const char *name;
 		size_t len;
-		int cmp = !ec ? 1 : !ep ? -1 : strcmp(git_tree_entry_name(ec), git_tree_entry_name(ep));
+		int cmp = !ecur ? 1 : !epar ? -1
+					    : strcmp(git_tree_entry_name(ecur), git_tree_entry_name(epar));
 
 		memset(&zero, 0, sizeof(zero));
-		e = cmp <= 0 ? ec : ep;
+		e = cmp <= 0 ? ecur : epar;
 		i += cmp <= 0;
 		j += cmp >= 0;
-		if (cmp == 0 && git_oid_equal(git_tree_entry_id(ec), git_tree_entry_id(ep)))
+		if (cmp == 0 && git_oid_equal(git_tree_entry_id(ecur), git_tree_entry_id(epar)))
 			continue;
 		name = git_tree_entry_name(e);
 		len = strlen(name);
@@ -2014,12 +2302,74 @@ static int history_dir(struct history *h, const git_commit *c, const git_tree *t
 			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
 			break;
 		}
-		rc = history_add(h, c, address, path, cmp > 0 ? &zero : git_tree_entry_id(ec), err);
+		rc = history_add(h, c, address, path, cmp > 0 ? &zero : git_tree_entry_id(ecur), err);
 	}
-done:
 	free(address);
 	free(path);
 	return rc;
+}
+
+/* history_merge of two trees' record files (entries_of each). */
+static int history_trees(struct history *h, const git_commit *c, const git_tree *tc, const git_tree *tp,
+			 const char *dir, struct vx_err *err)
+{
+	struct entries ec, ep;
+	int rc;
+
+	memset(&ep, 0, sizeof(ep));
+	if ((rc = entries_of(h->g, tc, &ec, err)) == 0 && (rc = entries_of(h->g, tp, &ep, err)) == 0)
+		rc = history_merge(h, c, &ec, &ep, dir, err);
+	entries_release(&ec);
+	entries_release(&ep);
+	return rc;
+}
+
+/* Both folders fanned out: only the buckets whose trees differ are read. */
+static int history_buckets(struct history *h, const git_commit *c, const git_tree *tc, const git_tree *tp,
+			   const char *dir, struct vx_err *err)
+{
+	size_t i = 0, j = 0, nc = git_tree_entrycount(tc), np = git_tree_entrycount(tp);
+	int rc = 0;
+
+	while (rc == 0 && (i < nc || j < np) && (h->max == 0 || h->n < h->max)) {
+		const git_tree_entry *ecur = i < nc ? git_tree_entry_byindex(tc, i) : NULL;
+		const git_tree_entry *epar = j < np ? git_tree_entry_byindex(tp, j) : NULL;
+		int cmp = !ecur ? 1 : !epar ? -1
+					    : strcmp(git_tree_entry_name(ecur), git_tree_entry_name(epar));
+		git_tree *bc = NULL, *bp = NULL;
+
+		i += cmp <= 0;
+		j += cmp >= 0;
+		if (cmp == 0 && git_oid_equal(git_tree_entry_id(ecur), git_tree_entry_id(epar)))
+			continue;
+		if ((cmp <= 0 && git_tree_entry_type(ecur) == GIT_OBJECT_TREE &&
+		     git_tree_lookup(&bc, h->g->repo, git_tree_entry_id(ecur)) < 0) ||
+		    (cmp >= 0 && git_tree_entry_type(epar) == GIT_OBJECT_TREE &&
+		     git_tree_lookup(&bp, h->g->repo, git_tree_entry_id(epar)) < 0))
+			rc = gerr(err, VX_EIO, dir);
+		else
+			rc = history_trees(h, c, bc, bp, dir, err);
+		git_tree_free(bc);
+		git_tree_free(bp);
+	}
+	return rc;
+}
+
+/*
+ * Every record file of dir that differs between commit c and its parent p
+ * (NULL: c is the first commit), from c's folder tc and p's tp (NULL:
+ * none), flat or fanned out. An unchanged folder (the same tree id) costs
+ * one comparison, and so does an unchanged bucket of two fanned folders; a
+ * commit that changed the layout compares every record by name.
+ */
+static int history_dir(struct history *h, const git_commit *c, const git_tree *tc,
+		       const git_tree *tp, const char *dir, struct vx_err *err)
+{
+	if ((!tc && !tp) || (tc && tp && git_oid_equal(git_tree_id(tc), git_tree_id(tp))))
+		return 0;
+	if (is_fanned(tc) && is_fanned(tp))
+		return history_buckets(h, c, tc, tp, dir, err);
+	return history_trees(h, c, tc, tp, dir, err);
 }
 
 /*
@@ -2125,7 +2475,7 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 	struct history h = { g, NULL, 0, max, 0, skips };
 	git_revwalk *walk = NULL;
 	git_commit *c = NULL, *p = NULL;
-	char *path = NULL;
+	char *path = NULL, *fanned = NULL;
 	const char *name;
 	char dir[STATE_DIR_SIZE];
 	struct dirset prev = { NULL, 0 };
@@ -2138,9 +2488,16 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 	    (rc = sync_remote(g, err)) < 0 || (rc = read_ref(g, g->ref, &tip, &exists, err)) < 0 ||
 	    !exists)
 		goto done;
-	if (address && !(path = vx_asprintf("%s/%s.json", dir, name))) {
-		rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-		goto done;
+	if (address) {
+		char bucket[3];
+
+		fan_bucket(name, strlen(name), bucket);
+		path = vx_asprintf("%s/%s.json", dir, name);
+		fanned = vx_asprintf("%s/%s/%s.json", dir, bucket, name);
+		if (!path || !fanned) {
+			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
+			goto done;
+		}
 	}
 	if ((rc = history_walk(g, &tip, &walk, err)) < 0)
 		goto done;
@@ -2167,8 +2524,8 @@ static int state_git_history(struct state_backend *b, const char *address, size_
 		if (carried)
 			git_oid_cpy(&mine, &before);
 		memset(&before, 0, sizeof(before));
-		if ((!carried && (rc = entry_at(c, path, &mine, err)) < 0) ||
-		    (p && (rc = entry_at(p, path, &before, err)) < 0))
+		if ((!carried && (rc = record_at(c, path, fanned, &mine, err)) < 0) ||
+		    (p && (rc = record_at(p, path, fanned, &before, err)) < 0))
 			goto done;
 		if (!git_oid_equal(&mine, &before) &&
 		    (rc = history_add(&h, c, address, path, &mine, err)) < 0)
@@ -2183,6 +2540,7 @@ done:
 	*out = h.list;
 	*n = h.n;
 	free(path);
+	free(fanned);
 	dirset_release(&prev);
 	git_commit_free(p);
 	git_commit_free(c);
@@ -2267,8 +2625,6 @@ static void state_git_free(struct state_backend *b)
 {
 	struct state_git *g = (struct state_git *)b;
 
-	memo_clear(g);
-	vx_buf_release(&g->fp);
 	git_repository_free(g->repo);
 	free(g->branch);
 	free(g->ref);
@@ -2317,6 +2673,7 @@ int state_git_open(struct state_backend **out, const struct vx_ctx *ctx,
 	}
 	if ((rc = state_backend_init(&g->base, &state_git_ops, ctx, opts->stack, err)) < 0)
 		goto done;
+	g->check_marks = vx_getenv(ctx, "VX_STATE_CHECK_MARKS") != NULL;
 	g->branch = opts->branch ? vx_strdup(opts->branch) : vx_asprintf("vx/state/%s", opts->stack);
 	g->ref = g->branch ? vx_asprintf("refs/heads/%s", g->branch) : NULL;
 	g->lease_ref = vx_asprintf("refs/vx/lease/%s", opts->stack);

@@ -596,6 +596,10 @@ static int records_json(cJSON **out, const struct state *st, struct vx_err *err)
 	return 0;
 }
 
+/* header_json's with_records: the records' place held by the string RECORDS_MARK, for state_to_json_from. */
+#define RECORDS_SPLICED 2
+#define RECORDS_MARK "(records)"
+
 /* The state document: its header (identity, lock, notifications, journal)
  * and, with_records, its records. */
 static int header_json(const struct state *st, int with_records, cJSON **out, struct vx_err *err)
@@ -628,7 +632,10 @@ static int header_json(const struct state *st, int with_records, cJSON **out, st
 	    (st->budget_cents > 0 && add_item(o, "budget", budget_json(st)) < 0) ||
 	    add_item(o, "journal", journal_json(st)) < 0)
 		goto oom;
-	if (with_records) {
+	if (with_records == RECORDS_SPLICED) {
+		if (add_str(o, "records", RECORDS_MARK) < 0)
+			goto oom;
+	} else if (with_records) {
 		if ((rc = records_json(&arr, st, err)) < 0)
 			goto done;
 		if (add_item(o, "records", arr) < 0)
@@ -655,6 +662,67 @@ int state_to_json(const struct state *st, char **out, struct vx_err *err)
 	if (rc < 0)
 		return rc;
 	return print_json(o, out, err);
+}
+
+int state_record_to_doc_json(const struct state_record *r, char **out, struct vx_err *err)
+{
+	struct vx_buf b = VX_BUF_INIT;
+	cJSON *o = NULL;
+	char *text = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = record_json(r, 0, &o);
+	if (rc == -2)
+		return vx_err_set(err, VX_EINVAL, "%s: the spec is not a JSON object", r->address);
+	if (rc < 0)
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if ((rc = print_json(o, &text, err)) < 0)
+		return rc;
+	/* Two levels deeper than alone (the document's object, then its array):
+	 * cJSON indents each line by a tab per level, and no string holds a raw
+	 * newline (it is escaped). */
+	for (const char *p = text; *p && rc == 0; p++)
+		if (p[1] || *p != '\n')
+			rc = *p == '\n' ? vx_buf_add(&b, "\n\t\t", 3) : vx_buf_addc(&b, *p);
+	free(text);
+	if (rc < 0 || !(*out = vx_buf_detach(&b))) {
+		vx_buf_release(&b);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int state_to_json_from(const struct state *st, char *const *texts, char **out, struct vx_err *err)
+{
+	static const char needle[] = "\n\t\"records\":\t\"" RECORDS_MARK "\"";
+	struct vx_buf b = VX_BUF_INIT;
+	cJSON *o = NULL;
+	char *text = NULL;
+	const char *at;
+	int rc;
+
+	*out = NULL;
+	if ((rc = header_json(st, RECORDS_SPLICED, &o, err)) < 0 || (rc = print_json(o, &text, err)) < 0)
+		return rc;
+	/* The key at the top level, where no string of the header can make it (its quotes would be escaped). */
+	at = strstr(text, needle);
+	if (!at) {
+		free(text);
+		return vx_err_set(err, VX_EIO, "state: no place for the records in the document");
+	}
+	at += sizeof(needle) - 1 - strlen(RECORDS_MARK) - 2;
+	rc = vx_buf_add(&b, text, (size_t)(at - text)) < 0 || vx_buf_addc(&b, '[') < 0;
+	for (size_t i = 0; i < st->nrecords && !rc; i++)
+		rc = (i && vx_buf_add(&b, ", ", 2) < 0) || vx_buf_adds(&b, texts[i]) < 0;
+	if (!rc)
+		rc = vx_buf_addc(&b, ']') < 0 || vx_buf_adds(&b, at + strlen(RECORDS_MARK) + 2) < 0;
+	free(text);
+	if (rc || !(*out = vx_buf_detach(&b))) {
+		vx_buf_release(&b);
+		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 int state_header_to_json(const struct state *st, char **out, struct vx_err *err)

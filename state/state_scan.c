@@ -83,9 +83,10 @@ static int gfail(struct vx_err *err, const char *what)
 			  e && e->message ? e->message : "unknown libgit2 error");
 }
 
-/* The address in the records of one folder sub of a branch's tree that has resource, into out. */
-static int scan_dir(struct state_scan_hit *out, git_repository *repo, const git_tree *sub, const char *ref,
-		    const char *needle, const char *resource, struct vx_err *err)
+/* The address in the records of one folder sub of a branch's tree (depth 1: a bucket of one) that has
+ * resource, into out. */
+static int scan_dir(struct state_scan_hit *out, git_repository *repo, const git_tree *sub, int depth,
+		    const char *ref, const char *needle, const char *resource, struct vx_err *err)
 {
 	int rc = 0;
 
@@ -96,6 +97,15 @@ static int scan_dir(struct state_scan_hit *out, git_repository *repo, const git_
 		git_blob *blob = NULL;
 		size_t n;
 
+		/* A fanned-out folder's bucket (jobs/ab/NAME.json, docs/state.md): its records too. */
+		if (depth == 0 && git_tree_entry_type(e) == GIT_OBJECT_TREE) {
+			git_tree *bucket = NULL;
+
+			if (git_tree_lookup(&bucket, repo, git_tree_entry_id(e)) == 0)
+				rc = scan_dir(out, repo, bucket, 1, ref, needle, resource, err);
+			git_tree_free(bucket);
+			continue;
+		}
 		if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0)
 			continue;
 		n = (size_t)git_blob_rawsize(blob);
@@ -127,7 +137,7 @@ static int scan_tree(struct state_scan_hit *out, git_repository *repo, const git
 		if (!state_dir_prefix(git_tree_entry_name(de)) || git_tree_entry_type(de) != GIT_OBJECT_TREE ||
 		    git_tree_lookup(&sub, repo, git_tree_entry_id(de)) < 0)
 			continue; /* not a record folder */
-		rc = scan_dir(out, repo, sub, ref, needle, resource, err);
+		rc = scan_dir(out, repo, sub, 0, ref, needle, resource, err);
 		git_tree_free(sub);
 	}
 	return rc;

@@ -47,6 +47,14 @@ at debug level). Then an apply of VX_BENCH_BIG_APPLY_JOBS creates (default
 10000; 0 skips it) with the rate limits out of the way, for the share of a
 large apply spent saving state.
 
+Then the state saves (issue 38): for each N of VX_BENCH_SAVE_SIZES (default 1000,4000), an apply
+of N creates with the rate limits out of the way, as above: its CPU per create, and the ratio of
+the largest N to the smallest (a save must cost what changed, not the whole state, so the goal is
+at most 1.2x). Then, on top of the N records it left, VX_BENCH_SAVE_CHANGES times (default 3) an
+apply that adds one job and one with nothing to do: what one change adds to an apply's CPU, and
+its ratio across the sizes (goal: at most 2x). With VX_BENCH_VS=OTHER both binaries run in turn,
+each on a state of its own making. VX_BENCH_SAVE_SIZES= (empty) skips it.
+
 Then "watch idle": VX_BENCH_WATCH_DONE jobs that finished (SUCCEEDED, default
 10000) and VX_BENCH_WATCH_ACTIVE running (default 100) over VX_BENCH_WATCH_REGIONS
 regions (default 3), all in the state (a first `vx watch -once` records what
@@ -105,6 +113,19 @@ import harness  # noqa: E402
 from harness import Fake, Repo, job_yaml, PROJECT, VX_BIN  # noqa: E402
 import report_state  # noqa: E402
 
+# The e2e harness has every save also check the records it skips (VX_STATE_CHECK_MARKS): the
+# tests' safety net, not what users run, so the benchmark measures vx without it.
+_harness_env = harness.Fake.env
+
+
+def _bench_env(self):
+    e = _harness_env(self)
+    e.pop("VX_STATE_CHECK_MARKS", None)
+    return e
+
+
+harness.Fake.env = _bench_env
+
 
 # VX_BENCH_SMOKE=1 (make bench-smoke, in make check): every case at a small size, so that each
 # one runs and succeeds on every change; the times it prints mean nothing and none is asserted.
@@ -118,6 +139,7 @@ DEFAULTS = {
     "GET_MAX": ("10000", "10000"), "SWEEP_RUNS": ("10000", "200"), "REPORT_RUNS": ("10000", "50"),
     "VS": ("", ""), "VS_PAIRS": ("5", "1"), "VS_JOBS": ("10000", "20"),
     "PLAN3_JOBS": ("10000", "30"), "WATCH_SWEEP_RUNS": ("10000", "400"),
+    "SAVE_SIZES": ("1000,4000", "12,48"), "SAVE_CHANGES": ("3", "1"),
 }
 
 
@@ -803,6 +825,103 @@ def fail(msg):
     sys.exit(1)
 
 
+SAVE_SIZES = [int(x) for x in setting("SAVE_SIZES").split(",") if x.strip()]
+SAVE_CHANGES = int(setting("SAVE_CHANGES"))
+
+
+def save_apply(repo, env, what):
+    """vx apply's CPU (user + system), from the kernel's accounting of that process alone, to the
+    microsecond: one change's share is a few milliseconds, below os.times()'s clock ticks."""
+    e = repo.fake.env()
+    e.update(env)
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([VX_BIN, "apply", repo.dir, "-auto-approve", "-parallelism", str(APPLY_PARALLELISM)],
+                             cwd=repo.root, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            raise RuntimeError("%s: apply exited %d: %s" % (what, p.returncode, err.read().decode()[-2000:]))
+    return ru.ru_utime + ru.ru_stime
+
+
+def bench_save_one(n, changes):
+    """With the binary in use: the CPU of an apply of n creates (rate limits out of the way, as
+    BIG_APPLY), then, on top of the n records it left, of `changes` applies that each add one job
+    and of as many applies with nothing to do. Each binary makes its own state: an older vx need
+    not read a newer one's."""
+    tmp = tempfile.mkdtemp(prefix="vx-bench-save-")
+    fake = Fake(tmp)
+    try:
+        repo = Repo(tmp, fake)
+        repo.write({})
+        regions = REGIONS[:APPLY_REGIONS]
+        write_jobs(repo.dir, {name(i): job_yaml(name(i)) + ("region: %s\n" % regions[i % len(regions)]
+                                                             if i % len(regions) else "")
+                              for i in range(n)})
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", "jobs")
+        for r in regions:
+            fake.post("/_fake/capacity", {"region": r, "accelerator_type": "NVIDIA_L4", "gpus": None})
+            fake.post("/_fake/quota", {"region": r, "accelerator_type": "NVIDIA_L4",
+                                       "limit": 10 * (n + changes) + 100})
+        fake.post("/_fake/rate-limits", {"enabled": True, "vertex_creates_per_minute": 60000,
+                                         "vertex_requests_per_minute": 600000})
+        fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
+        env = {"VX_CREATE_RATE_PER_MINUTE": "60000", "VX_RATE_PER_MINUTE": "600000"}
+        creates = save_apply(repo, env, "%d creates" % n)
+        change, noop = [], []
+        for k in range(changes):
+            with open(os.path.join(repo.dir, "extra-%02d.yaml" % k), "w") as f:
+                f.write(job_yaml("extra%02d" % k))
+            repo.git("add", "-A")
+            repo.git("commit", "-q", "-m", "one more job")
+            change.append(save_apply(repo, env, "one change on %d" % n))
+            noop.append(save_apply(repo, env, "nothing to do on %d" % n))
+        return creates, median(change), median(noop)
+    finally:
+        fake.close()
+
+
+def bench_saves(this, other):
+    """Issue 38's save cases: CPU per create at each of SAVE_SIZES, and what one change adds to
+    an apply (plan and apply) on top of as many records; with other (VS), both binaries in turn."""
+    bins = [this] + ([other] if other else [])
+    got = {b: {} for b in bins}
+    for n in SAVE_SIZES:
+        for b in bins:
+            use(b)
+            got[b][n] = bench_save_one(n, SAVE_CHANGES)
+    use(this)
+    print()
+    print("state saves: vxapply of N creates over %d regions, rate limits x1000, -parallelism %d, %d ms "
+          "latency; then %d time(s) one job added and applied, and an apply with nothing to do (medians)"
+          % (APPLY_REGIONS, APPLY_PARALLELISM, LATENCY_MS, SAVE_CHANGES))
+    print("%-10s %7s %12s %16s %12s %12s %12s" % ("binary", "records", "apply CPU(s)", "CPU/create (ms)",
+                                                  "change(s)", "nothing(s)", "added(s)"))
+    for b in bins:
+        tag = "A (this)" if b == this else "B (VS)"
+        for n in SAVE_SIZES:
+            creates, change, noop = got[b][n]
+            print("%-10s %7d %12.2f %16.3f %12.3f %12.3f %12.3f" % (tag, n, creates, 1000.0 * creates / n,
+                                                                   change, noop, change - noop))
+        if len(SAVE_SIZES) > 1:
+            lo, hi = min(SAVE_SIZES), max(SAVE_SIZES)
+            per = lambda k: got[b][k][0] / k  # noqa: E731
+            added = lambda k: got[b][k][1] - got[b][k][2]  # noqa: E731
+            print("%-10s CPU per create at %d vs %d: %.2fx (goal <= 1.2x); one change's added CPU: %s "
+                  "(goal <= 2x)" % (tag, hi, lo, per(hi) / per(lo),
+                                    "%.2fx" % (added(hi) / added(lo)) if added(lo) > 0.0005 else "-"))
+        sys.stdout.flush()
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.stdout.flush()
+    sys.exit(1)
+
+
 def main():
     print("vxplan against the fake, %d ms latency per request (%d CPUs)" % (LATENCY_MS, os.cpu_count()))
     print("%7s %4s %9s %6s %9s %6s %8s %6s %7s %9s %8s %7s %6s" % (
@@ -861,6 +980,8 @@ def main():
         sys.stdout.flush()
         if dups:
             fail("the apply made %d duplicate jobs" % dups)
+    if SAVE_SIZES:
+        bench_saves(VX_BIN, os.path.abspath(VS) if VS else None)
     if WATCH_DONE > 0:
         print()
         print("vx watch, idle: %d succeeded + %d running jobs over %d regions, -interval 0s" % (

@@ -146,6 +146,10 @@ class Fake:
             # The tests' webhook receivers listen on 127.0.0.1.
             "VX_NOTIFY_ALLOW_LOOPBACK": "1",
             "NO_COLOR": "1",
+            # A save writes only the records marked changed (docs/state.md): here
+            # it also checks that every record it skips is as stored, so a change
+            # made without its mark fails the test that makes it.
+            "VX_STATE_CHECK_MARKS": "1",
             "HOME": self.tmp,
             "GIT_AUTHOR_NAME": "vx-e2e", "GIT_AUTHOR_EMAIL": "e2e@example.com",
             "GIT_COMMITTER_NAME": "vx-e2e", "GIT_COMMITTER_EMAIL": "e2e@example.com",

@@ -279,7 +279,7 @@ static int teardown(void **state)
 /* A record at address with run `run` and a spec hash naming it. */
 static void put(struct state *st, const char *address, int64_t run)
 {
-	struct state_record *rec = state_find(st, address);
+	struct state_record *rec = state_edit(st, address);
 	struct vx_err err = VX_ERR_INIT;
 	char hash[32];
 
@@ -657,7 +657,7 @@ static void case_unknown_kind(void **state)
 	load(a, &st);
 	assert_int_equal(st.serial, 2);
 	assert_int_equal(state_find(&st, "job.a")->run, 2);
-	assert_non_null(w = state_find(&st, "widget.w1"));
+	assert_non_null(w = state_edit(&st, "widget.w1"));
 	assert_int_equal(state_record_to_json(w, &got, &err), 0);
 	assert_string_equal(got, want);
 	assert_int_equal(state_list(a, &names, &n, &err), 0);

@@ -568,7 +568,7 @@ static void whole_state_carries_applied(void)
 
 	ctx_fixed(&ctx, &now);
 	sample(&st, &ctx);
-	state_find(&st, "job.a")->applied = full_policy();
+	state_edit(&st, "job.a")->applied = full_policy();
 	assert_int_equal(state_to_json(&st, &text, &err), 0);
 	assert_int_equal(state_from_json(&back, text, strlen(text), &err), 0);
 	assert_non_null(state_find(&back, "job.a")->applied);

@@ -101,7 +101,7 @@ static void put_job(struct state *st, const char *name, const char *res)
 	char addr[64];
 
 	snprintf(addr, sizeof(addr), "job.%s", name);
-	r = state_find(st, addr);
+	r = state_edit(st, addr);
 	if (!r)
 		assert_int_equal(state_add_record(st, addr, "CustomJob", &r, NULL), 0);
 	free(r->spec_hash);
@@ -1050,10 +1050,11 @@ static void expect_stored(struct staterepo *f, const struct state *st)
 }
 
 /*
- * A save serialises only the records whose fingerprint moved since they
- * were read or written (state_git.c's memo). Changes made in place, deep
- * in a run, to a record loaded from the branch or written before, must
- * all reach the branch; so must a change undone.
+ * A save writes only the records marked changed since they were read or
+ * written (state.h). Changes made in place, deep in a run, to a record
+ * loaded from the branch or written before (and marked: by state_edit, or
+ * again by state_record_mark for a pointer kept across a save), must all
+ * reach the branch; so must a change undone.
  */
 static void test_save_sees_changes_in_place(void **state)
 {
@@ -1071,11 +1072,13 @@ static void test_save_sees_changes_in_place(void **state)
 	expect_stored(f, &st);
 
 	/* Written by this backend, then changed in place. */
-	r = state_find(&st, "job.b");
+	r = state_edit(&st, "job.b");
 	free(r->history[0].state);
 	r->history[0].state = strdup("JOB_STATE_FAILED");
 	assert_int_equal(state_write(b, &st, "past run", &err), 0);
 	expect_stored(f, &st);
+	/* A pointer kept across a save is marked again before the next change. */
+	state_record_mark(r);
 	r->current->ended_ms = INT64_C(1795341780000);
 	assert_int_equal(state_write(b, &st, "ended", &err), 0);
 	expect_stored(f, &st);
@@ -1085,12 +1088,13 @@ static void test_save_sees_changes_in_place(void **state)
 	state_backend_free(b);
 	b = staterepo_open_git(f, f->repo, NULL);
 	assert_int_equal(state_load(b, &st, &err), 0);
-	r = state_find(&st, "job.a");
+	r = state_edit(&st, "job.a");
 	assert_int_equal(vx_labels_set(&r->current->labels, &r->current->nlabels, "team", "x"), 0);
 	assert_int_equal(state_write(b, &st, "label", &err), 0);
 	expect_stored(f, &st);
 
 	/* Undone: the first form again. */
+	state_record_mark(r);
 	vx_labels_free(r->current->labels, r->current->nlabels);
 	r->current->labels = NULL;
 	r->current->nlabels = 0;
@@ -1147,6 +1151,9 @@ static void test_incremental_write_is_a_full_write(void **state)
 	assert_int_equal(state_write(b2, &st, "empty", &err), 0);
 	st.records = recs;
 	st.nrecords = n;
+	/* Records put in behind the mutators' back are marked, as they would have. */
+	for (size_t i = 0; i < n; i++)
+		state_record_mark(&st.records[i]);
 	assert_int_equal(state_write(b2, &st, "all at once", &err), 0);
 	assert_int_equal(st.serial, 2);
 	tip_tree_id(other, &t2);

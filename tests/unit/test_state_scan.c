@@ -49,7 +49,7 @@ static void put_job(struct state *st, const char *name, const char *res)
 	char addr[64];
 
 	snprintf(addr, sizeof(addr), "job.%s", name);
-	r = state_find(st, addr);
+	r = state_edit(st, addr);
 	if (!r)
 		assert_int_equal(state_add_record(st, addr, "CustomJob", &r, NULL), 0);
 	free(r->spec_hash);
@@ -143,6 +143,26 @@ static void test_other_branches(void **state)
 	expect(f, R(2), "job.b", "other", "refs/remotes/origin/vx/state/other");
 }
 
+/* Another state of more than 256 jobs is fanned out (jobs/BB/NAME.json): its records are found too. */
+static void test_fanned_out_branch(void **state)
+{
+	struct staterepo *f = *state;
+	static char names[300][8], res[300][64];
+	const char *theirs[2 * 300 + 1];
+
+	for (int i = 0; i < 300; i++) {
+		snprintf(names[i], sizeof(names[i]), "j%03d", i);
+		snprintf(res[i], sizeof(res[i]), "projects/p/locations/us-central1/customJobs/%d", 1000 + i);
+		theirs[2 * i] = names[i];
+		theirs[2 * i + 1] = res[i];
+	}
+	theirs[600] = NULL;
+	write_state(f, "other", theirs);
+	expect(f, "projects/p/locations/us-central1/customJobs/1000", "job.j000", "other", "refs/heads/vx/state/other");
+	expect(f, "projects/p/locations/us-central1/customJobs/1299", "job.j299", "other", "refs/heads/vx/state/other");
+	expect(f, R(5), NULL, NULL, NULL);
+}
+
 static void test_not_a_repository(void **state)
 {
 	struct staterepo *f = *state;
@@ -161,6 +181,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_other_branches, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fanned_out_branch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_repository, setup, teardown),
 	};
 
