@@ -95,7 +95,7 @@ static int is_queue_cancel(const struct plan_action *pa)
 /* The state's current run of pa's address when it is the run pa cancels, else NULL. */
 static struct state_run *cancelled_run(struct applier *a, const struct plan_action *pa)
 {
-	struct state_record *r = state_find(a->state, pa->address);
+	struct state_record *r = state_edit(a->state, pa->address); /* marked: callers change the run */
 	const char *name = job_action_of(pa)->cancel_name;
 
 	return r && r->current && r->current->resource && name && !strcmp(r->current->resource, name) ? r->current
