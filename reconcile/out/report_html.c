@@ -35,6 +35,7 @@ struct rh_break {
 	const char *key;
 	double usd, usd_wasted;
 	int64_t runs;
+	const cJSON *classes; /* by_job: attempts_by_class (borrowed), NULL when absent */
 };
 
 struct rh_list {
@@ -340,6 +341,28 @@ static int read_budget(const cJSON *o, const char *w, void *r, struct vx_err *er
 	return read_fields(o, w, r, budget_fields, sizeof(budget_fields) / sizeof(budget_fields[0]), err);
 }
 
+/*
+ * A by_job row's attempts_by_class: an object of failure class -> attempts
+ * (a whole number, 1 or more); absent or null in a document from before it.
+ */
+static int read_classes(const cJSON *row, const char *where, const cJSON **out, struct vx_err *err)
+{
+	const cJSON *c;
+	char w[96];
+	int rc;
+
+	if ((rc = field(row, where, "attempts_by_class", T_OBJ, 1, out, NULL, err)) < 0 || !*out)
+		return rc;
+	snprintf(w, sizeof(w), "%s.attempts_by_class", where);
+	cJSON_ArrayForEach(c, *out) {
+		int64_t n;
+
+		if ((rc = field(*out, w, c->string, T_INT, 0, &n, NULL, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int read_breakdown(const cJSON *totals, const char *name, struct rh_list *l, struct vx_err *err)
 {
 	const cJSON *list = NULL, *it;
@@ -363,7 +386,8 @@ static int read_breakdown(const cJSON *totals, const char *name, struct rh_list 
 		    (rc = field(it, where, "key", T_STR, 0, &b->key, NULL, err)) < 0 ||
 		    (rc = field(it, where, "usd", T_NUM, 0, &b->usd, NULL, err)) < 0 ||
 		    (rc = field(it, where, "usd_wasted", T_NUM, 0, &b->usd_wasted, NULL, err)) < 0 ||
-		    (rc = field(it, where, "runs", T_INT, 0, &b->runs, NULL, err)) < 0)
+		    (rc = field(it, where, "runs", T_INT, 0, &b->runs, NULL, err)) < 0 ||
+		    (!strcmp(name, "by_job") && (rc = read_classes(it, where, &b->classes, err)) < 0))
 			return rc;
 	}
 	return 0;
@@ -1201,16 +1225,41 @@ static int legend(struct rh_out *o, const struct rh_doc *d)
 
 /* ---- spend, waste, waiting, failures, attempts ---- */
 
-static void breakdown(struct rh_out *o, const char *title, const char *key_head, const struct rh_list *l)
+/* A row's attempts per failure class, "stockout 2, preempted 1" as the document orders them; a dash for none. */
+static void class_cell(struct rh_out *o, const cJSON *classes)
 {
-	putf(o, "<div>\n<h3>%s</h3>\n<table>\n<thead><tr><th>%s</th><th class=\"n\">attempts</th>"
-	     "<th class=\"n\">spend</th><th class=\"n\">wasted</th></tr></thead>\n<tbody>\n", title, key_head);
+	const cJSON *c;
+	int first = 1;
+
+	put(o, "<td>");
+	cJSON_ArrayForEach(c, classes) {
+		put(o, first ? "" : ", ");
+		esc(o, c->string);
+		putf(o, " %.0f", c->valuedouble);
+		first = 0;
+	}
+	if (first)
+		put(o, "\xe2\x80\x94");
+	put(o, "</td>");
+}
+
+/* One breakdown table; with_classes adds the by_job column of attempts per failure class. */
+static void breakdown(struct rh_out *o, const char *title, const char *key_head, const struct rh_list *l,
+		      int with_classes)
+{
+	putf(o, "<div>\n<h3>%s</h3>\n<table>\n<thead><tr><th>%s</th><th class=\"n\">attempts</th>%s"
+		"<th class=\"n\">spend</th><th class=\"n\">wasted</th></tr></thead>\n<tbody>\n",
+	     title, key_head,
+	     with_classes ? "<th>ended by</th>" : "");
 	if (!l->n)
-		put(o, "<tr><td colspan=\"4\" class=\"mute\">nothing</td></tr>\n");
+		putf(o, "<tr><td colspan=\"%d\" class=\"mute\">nothing</td></tr>\n", with_classes ? 5 : 4);
 	for (size_t i = 0; i < l->n; i++) {
 		put(o, "<tr><td class=\"a\">");
 		esc(o, l->v[i].key);
-		putf(o, "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">", l->v[i].runs);
+		putf(o, "</td><td class=\"n\">%" PRId64 "</td>", l->v[i].runs);
+		if (with_classes)
+			class_cell(o, l->v[i].classes);
+		put(o, "<td class=\"n\">");
 		money(o, l->v[i].usd);
 		put(o, "</td><td class=\"n\">");
 		money(o, l->v[i].usd_wasted);
@@ -1299,10 +1348,10 @@ static void spend(struct rh_out *o, const struct rh_doc *d)
 	money(o, d->usd);
 	put(o, " in this period. The reservations' cost is in the total and in the tables by accelerator and "
 	       "by strategy, not in those by job and by week.</p>\n<div class=\"grid\">\n");
-	breakdown(o, "By job", "job", &d->by_job);
-	breakdown(o, "By week", "week of", &d->by_week);
-	breakdown(o, "By accelerator", "accelerator", &d->by_accel);
-	breakdown(o, "By strategy", "strategy", &d->by_strategy);
+	breakdown(o, "By job", "job", &d->by_job, 1);
+	breakdown(o, "By week", "week of", &d->by_week, 0);
+	breakdown(o, "By accelerator", "accelerator", &d->by_accel, 0);
+	breakdown(o, "By strategy", "strategy", &d->by_strategy, 0);
 	put(o, "</div>\n");
 	reservations(o, d);
 	put(o, "</section>\n");

@@ -147,6 +147,12 @@ static void test_numbers_as_the_document_has_them(void **state)
 	assert_non_null(strstr(html, "<div class=\"tile\">Spend (estimate)<b>$1,234,567.89</b></div>\n"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">RESERVATION</td><td class=\"n\">1</td>"
 				     "<td class=\"n\">$705.36</td><td class=\"n\">$0.00</td></tr>\n"));
+	/* By job: each job's attempts per failure class, a dash for a job with none. */
+	assert_non_null(strstr(html, "<th>job</th><th class=\"n\">attempts</th><th>ended by</th><th class=\"n\">spend</th>"));
+	assert_non_null(strstr(html, "<tr><td class=\"a\">job.sweep</td><td class=\"n\">4</td><td>stockout 1, user-error 1</td>"
+				     "<td class=\"n\">$1.85</td><td class=\"n\">$0.25</td></tr>\n"));
+	assert_non_null(strstr(html, "<tr><td class=\"a\">job.eval</td><td class=\"n\">1</td><td>\xe2\x80\x94</td>"
+				     "<td class=\"n\">$0.00</td><td class=\"n\">$0.00</td></tr>\n"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">2026-11-16</td><td class=\"n\">7</td>"
 				     "<td class=\"n\">$34.51</td><td class=\"n\">$3.55</td></tr>\n"));
 	assert_non_null(strstr(html, "<tr><td class=\"a\">reservation.a100</td><td>us-central1-a</td>"
@@ -279,6 +285,14 @@ static void test_malformed_document_is_refused_by_field(void **state)
 	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetArrayItem(
 		cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "totals"), "by_week"), 1), "usd");
 	expect_refused(doc, "report document: totals.by_week[1].usd: expected a number, got nothing (the field is missing)");
+
+	doc = load_sample();
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "totals"), "by_job"), 1),
+				    "attempts_by_class"),
+		"stockout", cJSON_CreateNumber(-1));
+	expect_refused(doc, "report document: totals.by_job[1].attempts_by_class.stockout: expected a whole number, 0 or "
+			    "more, got the number -1");
 
 	doc = load_sample();
 	put_item(doc, "prices", -1, "date", cJSON_CreateNull());
