@@ -342,35 +342,7 @@ class Torture:
             fake.reset()
             fake.setup(faults(trng.randrange(1 << 30)))
             co = make_world(self.vx, fake, tmp, backend, docs)[0]
-            p = co.start("apply")
-            try:
-                p.wait(at)
-                killed = False
-            except subprocess.TimeoutExpired:
-                p.send_signal(signal.SIGKILL)
-                killed = True
-            first = co.finish(p)
-            save(tmp, "apply-1", first)
-            log = ["apply 1: killed at %.2f s" % at if killed else "apply 1: exit %d before the kill" % first.code]
-            other, details = 0, []
-            if first.crashed() and not killed:
-                other += 1
-                details.append("apply 1 crashed: %r" % first)
-            for n in (2, 3):
-                r = co.apply()
-                save(tmp, "apply-%d" % n, r)
-                log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
-                if r.crashed():
-                    other += 1
-                    details.append("apply %d crashed: %r" % (n, r))
-                if r.code == 0:
-                    break
-            # faults stay on for the plan: it must still say "no changes"
-            plan = co.plan("-detailed-exitcode")
-            save(tmp, "plan", plan)
-            if plan.code != 0:
-                other += 1
-                details.append("plan -detailed-exitcode after the applies: %r" % plan)
+            log, other, details = self.kill_and_reapply(co, tmp, at, {})
             fake.post("/_fake/faults", {})
             counts, d = count_violations(fake, co, docs)
             with open(os.path.join(tmp, "trial.json"), "w") as f:
@@ -379,6 +351,40 @@ class Torture:
             self.say("kill/%s trial %d: %s; %s" % (backend, t, "; ".join(log),
                                                    " ".join("%s=%d" % kv for kv in counts.items())))
             self.record(row, t, tmp, counts, d + details, other)
+
+    def kill_and_reapply(self, co, tmp, at, env):
+        """An apply SIGKILLed at `at` seconds (unless it ends first), then up to two more applies
+        until one succeeds, then a plan that must say "no changes" (faults stay on for it). Every
+        output is saved in tmp. (log lines, count of other failures, their details)."""
+        p = co.start("apply", env=env)
+        try:
+            p.wait(at)
+            killed = False
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGKILL)
+            killed = True
+        first = co.finish(p)
+        save(tmp, "apply-1", first)
+        log = ["apply 1: killed at %.2f s" % at if killed else "apply 1: exit %d before the kill" % first.code]
+        other, details = 0, []
+        if first.crashed() and not killed:
+            other += 1
+            details.append("apply 1 crashed: %r" % first)
+        for n in (2, 3):
+            r = co.apply(env=env)
+            save(tmp, "apply-%d" % n, r)
+            log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
+            if r.crashed():
+                other += 1
+                details.append("apply %d crashed: %r" % (n, r))
+            if r.code == 0:
+                break
+        plan = co.plan("-detailed-exitcode", env=env)
+        save(tmp, "plan", plan)
+        if plan.code != 0:
+            other += 1
+            details.append("plan -detailed-exitcode after the applies: %r" % plan)
+        return log, other, details
 
     # ------------------------------------------------------------ kill, one held resource
     def kind_live(self, fake, kind):
@@ -597,34 +603,7 @@ class Torture:
         at = trng.uniform(0, clean)
         tmp = os.path.join(self.out, "kill-queued-%s-%d" % (backend, t))
         co = self.queued_setup(fake, trng.randrange(1 << 30), tmp, backend)
-        p = co.start("apply", env=self.fake_now(fake))
-        try:
-            p.wait(at)
-            killed = False
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGKILL)
-            killed = True
-        first = co.finish(p)
-        save(tmp, "apply-1", first)
-        log = ["apply 1: killed at %.2f s" % at if killed else "apply 1: exit %d before the kill" % first.code]
-        other, details = 0, []
-        if first.crashed() and not killed:
-            other += 1
-            details.append("apply 1 crashed: %r" % first)
-        for n in (2, 3):
-            r = co.apply(env=self.fake_now(fake))
-            save(tmp, "apply-%d" % n, r)
-            log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
-            if r.crashed():
-                other += 1
-                details.append("apply %d crashed: %r" % (n, r))
-            if r.code == 0:
-                break
-        plan = co.plan("-detailed-exitcode", env=self.fake_now(fake))
-        save(tmp, "plan", plan)
-        if plan.code != 0:
-            other += 1
-            details.append("plan -detailed-exitcode after the applies: %r" % plan)
+        log, other, details = self.kill_and_reapply(co, tmp, at, self.fake_now(fake))
         fake.post("/_fake/faults", {})
         counts = self.queued_counts(fake, co, details)
         with open(os.path.join(tmp, "trial.json"), "w") as f:
