@@ -110,7 +110,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import harness  # noqa: E402
-from harness import Fake, Repo, job_yaml, PROJECT, VX_BIN  # noqa: E402
+from harness import Fake, Repo, job_yaml, ok_cycles, PROJECT, VX_BIN  # noqa: E402
 import report_state  # noqa: E402
 
 # The e2e harness has every save also check the records it skips (VX_STATE_CHECK_MARKS): the
@@ -756,18 +756,6 @@ def watch_acting(repo, binary, metrics):
     if os.waitstatus_to_exitcode(status) != 0 or len(made) < running:
         raise RuntimeError("vx watch exited %d after %d creates" % (os.waitstatus_to_exitcode(status), len(made)))
     return made[0] - ended, made[running - 1] - ended, (ru.ru_utime + ru.ru_stime) / max(1, cycles)
-
-
-def ok_cycles(metrics):
-    """The cycles a watcher's -metrics file counts as ok (0 before the first)."""
-    try:
-        with open(metrics) as f:
-            for line in f:
-                if line.startswith('vx_watch_cycles_total{result="ok"} '):
-                    return int(line.split()[1])
-    except FileNotFoundError:
-        pass
-    return 0
 
 
 def watch_sweep_cases(bins, pairs):

@@ -338,3 +338,15 @@ class FakeTestCase(unittest.TestCase):
     def active(self, job=None):
         return [j for j in self.live_jobs(job) if j["state"] in (
             "JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")]
+
+
+def ok_cycles(metrics):
+    """How many cycles a watcher's -metrics file counts as ok (0 before the first)."""
+    try:
+        with open(metrics) as f:
+            for line in f:
+                if line.startswith('vx_watch_cycles_total{result="ok"} '):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0

@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 
-from harness import FakeTestCase, VX_BIN, asan_build, job_yaml, process_state
+from harness import FakeTestCase, VX_BIN, asan_build, job_yaml, ok_cycles, process_state
 import schemas
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -72,18 +72,6 @@ class Watcher:
         if "Sanitizer" in text or "runtime error:" in text:
             raise AssertionError("sanitizer report:\n" + text)
         return code
-
-
-def ok_cycles(metrics):
-    """How many cycles a watcher's -metrics file counts as ok (0 before the first)."""
-    try:
-        with open(metrics) as f:
-            for line in f:
-                if line.startswith('vx_watch_cycles_total{result="ok"} '):
-                    return int(line.split()[1])
-    except FileNotFoundError:
-        pass
-    return 0
 
 
 def without_time(line):
