@@ -147,7 +147,7 @@ static void test_other_branches(void **state)
 static void test_fanned_out_branch(void **state)
 {
 	struct staterepo *f = *state;
-	static char names[300][8], res[300][64];
+	static char names[300][16], res[300][64];
 	const char *theirs[2 * 300 + 1];
 
 	for (int i = 0; i < 300; i++) {
