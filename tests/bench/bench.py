@@ -526,8 +526,10 @@ def bench_apply(n, nregions, scale):
         fake.close()
 
 
-def watch_run(repo, cycles):
-    """vx watch -cycles N -interval 0s: its CPU (user + system) from the kernel's accounting."""
+def spawn_quiet(repo, binary, args):
+    """binary with args, in the repository's root, against its fake, its output discarded: the
+    pid, for os.wait4 to read the process's own CPU (a subprocess.Popen would do, but its wait
+    does not return the rusage)."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -535,10 +537,15 @@ def watch_run(repo, cycles):
             fd = os.open(os.devnull, os.O_RDWR)
             for k in (0, 1, 2):
                 os.dup2(fd, k)
-            os.execve(VX_BIN, [VX_BIN, "watch", repo.dir, "-cycles", str(cycles), "-interval", "0s"],
-                      repo.fake.env())
+            os.execve(binary, [binary] + args, repo.fake.env())
         finally:
             os._exit(127)
+    return pid
+
+
+def watch_run(repo, cycles):
+    """vx watch -cycles N -interval 0s: its CPU (user + system) from the kernel's accounting."""
+    pid = spawn_quiet(repo, VX_BIN, ["watch", repo.dir, "-cycles", str(cycles), "-interval", "0s"])
     _, status, ru = os.wait4(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError("vx watch -cycles %d exited %d" % (cycles, os.waitstatus_to_exitcode(status)))
@@ -730,17 +737,7 @@ def watch_acting(repo, binary, metrics):
                            "(VX_BENCH_WATCH_SWEEP_RUNS at least 100 x (1 + runs of the case))")
     if os.path.exists(metrics):
         os.remove(metrics)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.chdir(repo.root)
-            fd = os.open(os.devnull, os.O_RDWR)
-            for k in (0, 1, 2):
-                os.dup2(fd, k)
-            os.execve(binary, [binary, "watch", repo.dir, "-interval", "1s", "-metrics", metrics],
-                      fake.env())
-        finally:
-            os._exit(127)
+    pid = spawn_quiet(repo, binary, ["watch", repo.dir, "-interval", "1s", "-metrics", metrics])
     try:
         wait_until(lambda: ok_cycles(metrics) >= 1, "the watcher's first cycle")
         ended = time.time()
