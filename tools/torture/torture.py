@@ -370,6 +370,15 @@ class Torture:
         if first.crashed() and not killed:
             other += 1
             details.append("apply 1 crashed: %r" % first)
+        other += self.reapply(co, tmp, log, details, env)
+        return log, other, details
+
+    @staticmethod
+    def reapply(co, tmp, log, details, env):
+        """After a killed apply: up to two more applies until one succeeds, then a plan that must say
+        "no changes". Each output saved in tmp, a line each in log, a detail each failure: how many
+        failed."""
+        other = 0
         for n in (2, 3):
             r = co.apply(env=env)
             save(tmp, "apply-%d" % n, r)
@@ -384,7 +393,7 @@ class Torture:
         if plan.code != 0:
             other += 1
             details.append("plan -detailed-exitcode after the applies: %r" % plan)
-        return log, other, details
+        return other
 
     # ------------------------------------------------------------ kill, one held resource
     def kind_live(self, fake, kind):
@@ -502,20 +511,7 @@ class Torture:
         # What was made finishes its operation; then the next applies adopt it.
         fake.post("/_fake/timings", {"provisioning_seconds": 0, "operation_polls": 0})
         fake.advance(400)
-        for n in (2, 3):
-            r = co.apply()
-            save(tmp, "apply-%d" % n, r)
-            log.append("apply %d: exit %d (%.1f s)" % (n, r.code, r.seconds))
-            if r.crashed():
-                other += 1
-                details.append("apply %d crashed: %r" % (n, r))
-            if r.code == 0:
-                break
-        plan = co.plan("-detailed-exitcode")
-        save(tmp, "plan", plan)
-        if plan.code != 0:
-            other += 1
-            details.append("plan -detailed-exitcode after the applies: %r" % plan)
+        other += self.reapply(co, tmp, log, details, None)
         fake.post("/_fake/faults", {})
         counts = self.kind_kill_counts(fake, co, kind, details)
         with open(os.path.join(tmp, "trial.json"), "w") as f:
