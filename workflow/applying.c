@@ -185,10 +185,10 @@ int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,
 }
 
 int applying_open_lent(struct applying *ap, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-		       const struct workspace_source *src, unsigned flags, const struct workspace_events *wev,
-		       struct vx_err *err)
+		       const struct workspace_source *src, struct stack **kept, unsigned flags,
+		       const struct workspace_events *wev, struct vx_err *err)
 {
-	return workspace_open_lent(&ap->ws, ctx, dir, prov, src, flags, wev, err);
+	return workspace_open_lent(&ap->ws, ctx, dir, prov, src, kept, flags, wev, err);
 }
 
 int applying_open_saved(struct applying *ap, struct vx_ctx *ctx, const char *planfile,

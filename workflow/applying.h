@@ -125,12 +125,12 @@ void applying_init(struct applying *ap);
 int applying_budget_events(struct applying *ap, struct notify_list *out) VX_WUR;
 
 /* Opens the stack in dir (workspace_open; with prov, workspace_open_lent: the
- * caller's provider, borrowed, and its flags). */
+ * caller's provider, borrowed, its stack kept across opens, and its flags). */
 int applying_open(struct applying *ap, struct vx_ctx *ctx, const char *dir,
 		  const struct workspace_events *wev, struct vx_err *err) VX_WUR;
 int applying_open_lent(struct applying *ap, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-		       const struct workspace_source *src, unsigned flags, const struct workspace_events *wev,
-		       struct vx_err *err) VX_WUR;
+		       const struct workspace_source *src, struct stack **kept, unsigned flags,
+		       const struct workspace_events *wev, struct vx_err *err) VX_WUR;
 /*
  * Reads the plan saved in planfile (by `vxplan -out`), finds its stack (in
  * the current directory's checkout, then the plan file's, then where it was

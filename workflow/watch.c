@@ -95,6 +95,13 @@ struct watch {
 	size_t idle_jobs[8];        /* that cycle's jobs_by_state */
 	int64_t deadline_ms;        /* the look's earliest deadline so far */
 	int untold;                 /* the look saw something not told yet: the locked plan tells it */
+	/* The stack as the last look loaded it (kept_check), the digest of what it
+	 * was read from, and whether that was settled; the repository's policy
+	 * file, whose changes load it again (NULL: not in a repository). */
+	struct stack *kept;
+	uint64_t kept_key;
+	int kept_settled;
+	char *policy_path;
 	int notify_due;             /* the look found deliveries to try, and nothing else to do */
 };
 
@@ -1070,7 +1077,7 @@ static int is_yaml(const char *s)
 	return s[0] != '.' && ((n > 5 && !strcmp(s + n - 5, ".yaml")) || (n > 4 && !strcmp(s + n - 4, ".yml")));
 }
 
-int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err)
+int watch_files_digest(const char *dir, uint64_t *out, int64_t *newest, struct vx_err *err)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -1079,6 +1086,8 @@ int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err)
 	int rc = 0;
 
 	*out = 0;
+	if (newest)
+		*newest = 0;
 	if (!d)
 		return vx_err_set(err, VX_EIO, "reading %s: %s", dir, strerror(errno));
 	/* The files the stack loads (reconcile/stack.c): its *.yaml and *.yml, by name,
@@ -1102,6 +1111,8 @@ int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err)
 		v[2] = (int64_t)sb.st_mtim.tv_nsec;
 		v[3] = (int64_t)sb.st_ino;
 		v[4] = (int64_t)sb.st_dev;
+		if (newest && v[1] * 1000000000 + v[2] > *newest)
+			*newest = v[1] * 1000000000 + v[2];
 		h = vx_fnv1a64_add(h, de->d_name, strlen(de->d_name) + 1);
 		h = vx_fnv1a64_add(h, v, sizeof(v));
 		sum += h;
@@ -1118,14 +1129,57 @@ done:
 	return rc;
 }
 
-/* What the stack is read from this cycle: its files, or the followed commit. */
-static int stack_digest(struct watch *w, uint64_t *out, struct vx_err *err)
+/*
+ * What the stack is read from this cycle: its files and the repository's
+ * policy file, or the followed commit. *settled (may be NULL) is 0 when a
+ * file was written in the last two seconds: a write in the same tick of the
+ * file system's clock may keep the time and size the digest saw (git's
+ * index calls such entries "racily clean"), so the stack loaded now is not
+ * kept for later cycles.
+ */
+static int stack_digest(struct watch *w, uint64_t *out, int *settled, struct vx_err *err)
 {
+	int64_t newest = 0;
+	struct stat sb;
+	int rc;
+
+	if (settled)
+		*settled = 1;
 	if (w->remote) {
 		*out = vx_fnv1a64(w->good.commit, strlen(w->good.commit));
 		return 0;
 	}
-	return watch_files_digest(w->o.dir, out, err);
+	if ((rc = watch_files_digest(w->o.dir, out, &newest, err)) < 0)
+		return rc;
+	if (w->policy_path && stat(w->policy_path, &sb) == 0) {
+		int64_t v[4] = { (int64_t)sb.st_size, (int64_t)sb.st_mtim.tv_sec, (int64_t)sb.st_mtim.tv_nsec,
+				 (int64_t)sb.st_ino };
+
+		*out = vx_fnv1a64_add(*out, v, sizeof(v));
+		if (v[1] * 1000000000 + v[2] > newest)
+			newest = v[1] * 1000000000 + v[2];
+	}
+	if (settled)
+		*settled = newest / 1000000000 < (int64_t)time(NULL) - 2;
+	return 0;
+}
+
+/*
+ * The stack kept from the last cycle is used again only when what it was
+ * read from is unchanged (key) and was settled then; otherwise it is
+ * dropped and this cycle's look loads the stack afresh, which the act then
+ * uses too (w->kept, filled by the workspace).
+ */
+static void kept_check(struct watch *w, int key_ok, uint64_t key, int settled)
+{
+	if (key_ok && w->kept && w->kept_settled && key == w->kept_key) {
+		vx_log(w->ctx, VX_LOG_DEBUG, "watch: the stack's files are as the last cycle read them: not read again");
+		return;
+	}
+	stack_free(w->kept);
+	w->kept = NULL;
+	w->kept_key = key;
+	w->kept_settled = key_ok && settled;
 }
 
 static void idle_disarm(struct watch *w)
@@ -1198,7 +1252,7 @@ static int idle_check(struct watch *w, int *same, int *followed, struct vx_err *
 		if ((rc = follow(w, err)) < 0)
 			return rc;
 	}
-	if (stack_digest(w, &files, err) < 0) {
+	if (stack_digest(w, &files, NULL, err) < 0) {
 		vx_err_release(err);
 		return 0;
 	}
@@ -1231,7 +1285,7 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	int64_t now = vx_now_ms(w->ctx);
 	size_t refreshed, left;
 	uint64_t files = 0;
-	int rc, planned = 0, files_ok = 0;
+	int rc, planned = 0, files_ok = 0, settled = 0;
 
 	*need = 0;
 	idle_disarm(w);
@@ -1245,11 +1299,13 @@ static int look(struct watch *w, int *need, struct watch_result *res, int follow
 	if (w->remote && !followed && (rc = follow(w, err)) < 0)
 		goto done;
 	/* Read before the files are: a change while they load shows next cycle. */
-	if (stack_digest(w, &files, err) == 0)
+	if (stack_digest(w, &files, &settled, err) == 0)
 		files_ok = 1;
 	else
 		vx_err_release(err);
-	if ((rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), WORKSPACE_LENIENT, &w->wev, err)) < 0 ||
+	kept_check(w, files_ok, files, settled);
+	if ((rc = workspace_open_lent(&ws, w->ctx, w->o.dir, w->prov, source(w), &w->kept, WORKSPACE_LENIENT, &w->wev,
+				      err)) < 0 ||
 	    (rc = workspace_load_state(&ws, err)) < 0 || (rc = use_reader(w, &ws, err)) < 0 ||
 	    (rc = planning_run(&pl, &ws, &po, err)) < 0)
 		goto done;
@@ -1426,7 +1482,9 @@ static int act(struct watch *w, struct watch_result *res, int locked, struct vx_
 	po.budget_holds = 1;
 	act_opts(w, &ao, &aev);
 	applying_init(&ap);
-	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), WORKSPACE_LENIENT, &w->wev, err)) < 0)
+	/* The look's stack (w->kept): the same files, not read again. */
+	if ((rc = applying_open_lent(&ap, w->ctx, w->o.dir, w->prov, source(w), &w->kept, WORKSPACE_LENIENT, &w->wev,
+				     err)) < 0)
 		goto done;
 	if ((rc = act_lock(w, &ap, &ao, locked, res, err)) != 0) {
 		rc = rc > 0 ? 0 : rc;
@@ -1534,6 +1592,18 @@ done:
 	return rc;
 }
 
+/* The repository's policy file a stack read from its directory is bound by (NULL: none, or out of memory). */
+static void policy_path_of(struct watch *w)
+{
+	struct vx_err e = VX_ERR_INIT;
+	char *root = NULL;
+
+	if (state_git_workdir(&root, w->o.dir, &e) == 0)
+		w->policy_path = vx_asprintf("%s/%s", root, POLICY_REPO_FILE);
+	vx_err_release(&e);
+	free(root);
+}
+
 int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *opts,
 	      const struct watch_events *ev, struct vx_err *err)
 {
@@ -1562,6 +1632,8 @@ int watch_new(struct watch **out, struct vx_ctx *ctx, const struct watch_opts *o
 		watch_free(w);
 		return rc;
 	}
+	if (!opts->follow)
+		policy_path_of(w);
 	*out = w;
 	return 0;
 }
@@ -1596,5 +1668,7 @@ void watch_free(struct watch *w)
 	idle_disarm(w);
 	told_release(&w->pending);
 	news_release(w);
+	stack_free(w->kept);
+	free(w->policy_path);
 	free(w);
 }

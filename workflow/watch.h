@@ -112,8 +112,11 @@ void watch_free(struct watch *w);
 /*
  * A digest of the stack's files as a cycle reads them: the name, size,
  * modification time and inode of each *.yaml and *.yml of dir, in any
- * order. An idle cycle (docs/watch.md) needs it unchanged. VX_EIO, VX_ENOMEM.
+ * order. An idle cycle (docs/watch.md) needs it unchanged, and the stack
+ * the watcher keeps from cycle to cycle is loaded again when it changes.
+ * newest (may be NULL): the latest modification time among them, in
+ * nanoseconds since the epoch (0: no file). VX_EIO, VX_ENOMEM.
  */
-int watch_files_digest(const char *dir, uint64_t *out, struct vx_err *err) VX_WUR;
+int watch_files_digest(const char *dir, uint64_t *out, int64_t *newest, struct vx_err *err) VX_WUR;
 
 #endif

@@ -270,12 +270,34 @@ static int tell_violations(const struct stack *st, const char *dir, const struct
 	return rc;
 }
 
-static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
-		   struct provider *lent, const struct workspace_source *src, unsigned flags,
-		   const struct workspace_events *ev, struct vx_err *err)
+/* The stack in dir (or src), loaded; its problems told to ev. */
+static int load_stack(struct stack **st, const char *dir, const struct workspace_source *src, unsigned flags,
+		      const struct workspace_events *ev, struct vx_err *err)
 {
 	struct vx_diags diags = VX_DIAGS_INIT;
-	struct stack *st = NULL;
+	int rc;
+
+	if (flags & WORKSPACE_LENIENT)
+		rc = stack_load_lenient(st, dir, src ? src->files : NULL, src ? src->n : 0, src ? src->policy : NULL,
+					&diags, err);
+	else
+		rc = src ? stack_load_mem_policy(st, dir, src->files, src->n, src->policy, NULL, &diags, err)
+			 : stack_load(st, dir, NULL, &diags, err);
+	if (rc == VX_EINVAL) {
+		if (ev && ev->diags)
+			ev->diags(ev->ud, &diags);
+		vx_err_set(err, VX_EINVAL, "%s: the stack has %zu error%s", dir, vx_diags_count(&diags),
+			   vx_diags_count(&diags) == 1 ? "" : "s");
+	}
+	vx_diags_release(&diags);
+	return rc;
+}
+
+static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, int ahead,
+		   struct provider *lent, const struct workspace_source *src, struct stack **kept, unsigned flags,
+		   const struct workspace_events *ev, struct vx_err *err)
+{
+	struct stack *st = kept ? *kept : NULL;
 	char real[PATH_MAX];
 	int rc;
 
@@ -293,24 +315,16 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 		return vx_err_set(err, rc, "out of memory");
 	if (ahead)
 		early_start(ws);
-	if (flags & WORKSPACE_LENIENT)
-		rc = stack_load_lenient(&st, dir, src ? src->files : NULL, src ? src->n : 0, src ? src->policy : NULL,
-					&diags, err);
-	else
-		rc = src ? stack_load_mem_policy(&st, dir, src->files, src->n, src->policy, NULL, &diags, err)
-			 : stack_load(&st, dir, NULL, &diags, err);
-	if (rc == VX_EINVAL) {
-		if (ev && ev->diags)
-			ev->diags(ev->ud, &diags);
-		vx_err_set(err, VX_EINVAL, "%s: the stack has %zu error%s", dir, vx_diags_count(&diags),
-			   vx_diags_count(&diags) == 1 ? "" : "s");
-	}
-	vx_diags_release(&diags);
-	if (rc < 0) {
+	if (!st && (rc = load_stack(&st, dir, src, flags, ev, err)) < 0) {
 		early_abandon(ws);
 		return rc;
 	}
 	ws->st = st;
+	/* The caller's to keep (and free) from now on. */
+	if (kept) {
+		*kept = st;
+		ws->st_kept = 1;
+	}
 	if (st->policy && st->policy->nviolations && ev && ev->violations && (rc = tell_violations(st, dir, ev)) < 0)
 		return vx_err_set(err, rc, "out of memory");
 	if (ws->early && stack_same_home(ws->peek, st)) {
@@ -337,26 +351,26 @@ static int open_ws(struct workspace *ws, struct vx_ctx *ctx, const char *dir, in
 int workspace_open(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 		   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, NULL, NULL, 0, ev, err);
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, NULL, 0, ev, err);
 }
 
 int workspace_open_lenient(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 			   const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, NULL, NULL, WORKSPACE_LENIENT, ev, err);
+	return open_ws(ws, ctx, dir, 0, NULL, NULL, NULL, WORKSPACE_LENIENT, ev, err);
 }
 
 int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-			const struct workspace_source *src, unsigned flags, const struct workspace_events *ev,
-			struct vx_err *err)
+			const struct workspace_source *src, struct stack **kept, unsigned flags,
+			const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 0, prov, src, flags, ev, err);
+	return open_ws(ws, ctx, dir, 0, prov, src, kept, flags, ev, err);
 }
 
 int workspace_open_ahead(struct workspace *ws, struct vx_ctx *ctx, const char *dir,
 			 const struct workspace_events *ev, struct vx_err *err)
 {
-	return open_ws(ws, ctx, dir, 1, NULL, NULL, 0, ev, err);
+	return open_ws(ws, ctx, dir, 1, NULL, NULL, NULL, 0, ev, err);
 }
 
 int workspace_load_state(struct workspace *ws, struct vx_err *err)
@@ -509,7 +523,8 @@ void workspace_close(struct workspace *ws)
 	if (ws->state_loaded)
 		state_release(&ws->state);
 	state_backend_free(ws->backend);
-	stack_free(ws->st);
+	if (!ws->st_kept)
+		stack_free(ws->st);
 	stack_free(ws->peek);
 	free(ws->dir);
 	free(ws->dir_in_repo);

@@ -53,6 +53,7 @@ struct workspace {
 	char *dir;                  /* absolute stack directory */
 	char *dir_in_repo;          /* dir relative to its git work tree's root, or NULL */
 	struct stack *st;
+	int st_kept; /* st is the caller's (workspace_open_lent's kept): not freed here */
 	struct state_backend *backend;
 	struct state state;
 	int state_loaded;
@@ -124,10 +125,18 @@ struct workspace_source {
  * here; and, when src is not NULL, the stack read from src rather than dir's
  * files (dir still names where it lives: its repository and state). flags:
  * 0 (strict) or WORKSPACE_LENIENT.
+ *
+ * kept (may be NULL): the caller's stack, kept across workspaces. When
+ * *kept is not NULL it is the stack these files load to, loaded before with
+ * the same src and flags: it is used as it is, not loaded again (vx watch,
+ * whose files did not change since). When *kept is NULL, the stack loaded
+ * is handed to the caller there. Either way the workspace borrows it and
+ * workspace_close leaves it; the caller frees it (stack_free) after the
+ * last workspace that uses it is closed.
  */
 int workspace_open_lent(struct workspace *ws, struct vx_ctx *ctx, const char *dir, struct provider *prov,
-			const struct workspace_source *src, unsigned flags, const struct workspace_events *ev,
-			struct vx_err *err) VX_WUR;
+			const struct workspace_source *src, struct stack **kept, unsigned flags,
+			const struct workspace_events *ev, struct vx_err *err) VX_WUR;
 
 /*
  * The same, for a plan that will refresh: the state backend, the state and

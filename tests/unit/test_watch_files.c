@@ -30,7 +30,7 @@ static uint64_t digest(const char *dir)
 	struct vx_err err = VX_ERR_INIT;
 	uint64_t d = 0;
 
-	assert_int_equal(watch_files_digest(dir, &d, &err), 0);
+	assert_int_equal(watch_files_digest(dir, &d, NULL, &err), 0);
 	return d;
 }
 
@@ -64,9 +64,24 @@ static void test_files(void **unused)
 	snprintf(p, sizeof(p), "%s/more.yaml", dir);
 	assert_int_equal(unlink(p), 0);
 	assert_true(digest(dir) == d1);
+	/* The newest time among them: the stack's files, not README.md. */
+	{
+		struct timespec old[2] = { { 2000, 5 }, { 2000, 5 } }, newer[2] = { { 3000, 7 }, { 3000, 7 } },
+				latest[2] = { { 4000, 9 }, { 4000, 9 } };
+		int64_t newest = -1;
+
+		snprintf(p, sizeof(p), "%s/jobs.yml", dir);
+		assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+		snprintf(p, sizeof(p), "%s/stack.yaml", dir);
+		assert_int_equal(utimensat(AT_FDCWD, p, newer, 0), 0);
+		snprintf(p, sizeof(p), "%s/README.md", dir);
+		assert_int_equal(utimensat(AT_FDCWD, p, latest, 0), 0);
+		assert_int_equal(watch_files_digest(dir, &d2, &newest, &err), 0);
+		assert_true(newest == (int64_t)3000 * 1000000000 + 7);
+	}
 	/* No such directory: an error that names it. */
 	snprintf(p, sizeof(p), "%s/nope", dir);
-	assert_int_not_equal(watch_files_digest(p, &d0, &err), 0);
+	assert_int_not_equal(watch_files_digest(p, &d0, NULL, &err), 0);
 	assert_non_null(strstr(vx_err_msg(&err), "nope"));
 	vx_err_release(&err);
 	for (size_t i = 0; i < 4; i++) {
