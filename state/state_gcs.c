@@ -34,6 +34,7 @@ struct gcs_backend {
 	 * at that serial must find that generation still there. */
 	int64_t loaded_gen;
 	uint64_t loaded_serial;
+	char *loaded_lineage; /* that state's lineage (NULL: unknown) */
 	/* The serial whose history object this backend made last (0: none):
 	 * the next write need not look for it. */
 	uint64_t history_serial;
@@ -364,6 +365,15 @@ static int refuse_if_rewound(struct gcs_backend *g, struct state *st, int64_t *g
 	return rc;
 }
 
+/* What this backend knows is stored: state.json at generation gen holds serial and lineage. */
+static void known(struct gcs_backend *g, int64_t gen, uint64_t serial, const char *lineage)
+{
+	g->loaded_gen = gen;
+	g->loaded_serial = serial;
+	free(g->loaded_lineage);
+	g->loaded_lineage = gen > 0 && lineage ? vx_strdup(lineage) : NULL;
+}
+
 static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *err)
 {
 	struct gcs_backend *g = gb(b);
@@ -380,8 +390,7 @@ static int gcs_load(struct state_backend *b, struct state *out, struct vx_err *e
 	if (rc < 0)
 		state_release(out);
 	if (rc == 0) {
-		g->loaded_gen = gen;
-		g->loaded_serial = out->serial;
+		known(g, gen, out->serial, out->lineage);
 		/* Its records are as state.json holds them; their texts are made at the first save. */
 		texts_clear(g);
 		state_saved(out, g, ++g->epoch);
@@ -742,14 +751,38 @@ static void written(struct gcs_backend *g, struct state *st, const struct state 
 		    int64_t now, const char *message)
 {
 	st->serial = out->serial;
-	g->loaded_gen = gen;
-	g->loaded_serial = st->serial;
+	known(g, gen, st->serial, out->lineage);
 	state_saved(st, g, ++g->epoch);
 	history_written(g, out, now, message, gen);
 	free(g->last_text);
 	g->last_text = *text;
 	g->last_serial = st->serial;
 	*text = NULL;
+}
+
+/*
+ * The stored state as this backend left it: st's serial and lineage at
+ * generation loaded_gen, which it loaded or wrote itself. The write's
+ * compare-and-swap on that generation proves it is still there, so it is
+ * not downloaded and parsed again before each save (a state of 10,000
+ * records is megabytes); a write that finds another generation reads it
+ * then, to say why (moved). 1 with cur and *gen filled, 0: read it.
+ */
+static int known_state(struct gcs_backend *g, const struct state *st, struct state *cur, int64_t *gen)
+{
+	if (g->loaded_gen <= 0 || g->loaded_serial != st->serial || !g->loaded_lineage || !st->lineage ||
+	    strcmp(g->loaded_lineage, st->lineage) != 0)
+		return 0;
+	cur->stack = vx_strdup(g->base.stack);
+	cur->lineage = vx_strdup(g->loaded_lineage);
+	if (!cur->stack || !cur->lineage) {
+		state_release(cur);
+		memset(cur, 0, sizeof(*cur));
+		return 0;
+	}
+	cur->serial = st->serial;
+	*gen = g->loaded_gen;
+	return 1;
 }
 
 static int gcs_write(struct state_backend *b, struct state *st, const char *message,
@@ -769,7 +802,7 @@ static int gcs_write(struct state_backend *b, struct state *st, const char *mess
 		state_saved(st, g, ++g->epoch);
 		goto done;
 	}
-	if ((rc = read_state(g, &cur, &gen, &found, err)) < 0)
+	if (!(found = known_state(g, st, &cur, &gen)) && (rc = read_state(g, &cur, &gen, &found, err)) < 0)
 		goto done;
 	/* The lease object must still name us (checked by check_write). */
 	if ((rc = lease_read(g, &lock, &lease_gen, err)) < 0)
@@ -1203,8 +1236,7 @@ static int gcs_restore(struct state_backend *b, uint64_t serial, char **what,
 			    g->state_obj);
 	if (rc < 0)
 		goto done;
-	g->loaded_gen = new_gen;
-	g->loaded_serial = v.st.serial;
+	known(g, new_gen, v.st.serial, v.st.lineage);
 	history_set_aside(g, serial, newest);
 	if (!(*what = vx_asprintf("gs://%s/%s restored from gs://%s/%s: serial %llu, lineage %s, "
 				  "%zu record%s", g->bucket, g->state_obj, g->bucket, name,
@@ -1259,6 +1291,7 @@ static void gcs_free(struct state_backend *b)
 
 	texts_clear(g);
 	free(g->last_text);
+	free(g->loaded_lineage);
 	free(g->read_text);
 	state_backend_free(g->config);
 	blob_store_free(g->store);

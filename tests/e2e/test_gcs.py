@@ -168,6 +168,26 @@ class Gcs(GcsMixin, FakeTestCase):
         self.assertEqual(self.repo.apply().code, 0)
         self.assertEqual([n for n, _ in self.uploads()[before:] if "/lease.json" not in n], [])
 
+    def downloads(self, name):
+        """How many times the fake served the object name's content (alt=media)."""
+        quoted = urllib.parse.quote(name, safe="")
+        return sum(1 for e in self.fake.get("/_fake/requests?log=5000")["log"]
+                   if e["rpc"] == "storage.objects.get" and "/o/%s?" % quoted in e["path"] + "?"
+                   and "alt=media" in e["path"])
+
+    def test_a_save_does_not_download_the_state_it_wrote(self):
+        """Each save compares-and-swaps state.json at the generation this apply loaded or last
+        wrote: it is read once, by the load, not again before each save (a state of 10,000
+        records is megabytes)."""
+        self.write({"j%d" % i: job_yaml("j%d" % i) for i in range(6)})
+        self.assertEqual(self.repo.apply().code, 0)
+        self.write({"j%d" % i: job_yaml("j%d" % i) for i in range(12)})
+        self.fake.post("/_fake/requests/reset", {})
+        r = self.repo.apply("-parallelism", "1")
+        self.assertEqual(r.code, 0, r)
+        self.assertGreaterEqual(len([n for n, _ in self.uploads() if n == PREFIX + "/state.json"]), 3)
+        self.assertEqual(self.downloads(PREFIX + "/state.json"), 1)
+
     def test_plan_apply_log_on_the_bucket(self):
         self.write({"a": job_yaml("a"), "b": job_yaml("b")})
         p = self.repo.plan("-detailed-exitcode")
