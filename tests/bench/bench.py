@@ -709,6 +709,10 @@ def sweep_fixture(tmp, fake, n):
     # Creates paced at a raised quota on both sides (harness): at Google's 60 a minute the 100
     # creates would measure the pacing, not the watcher.
     fake.raise_create_quota()
+    # And the per-region request quota at the fake only: each case starts a new watcher, whose
+    # limiter starts full, so a few cases within one minute would pass Google's 600 requests
+    # there and the fake would refuse creates (429) that one long-running watcher never sends.
+    fake.post("/_fake/rate-limits", {"vertex_requests_per_minute": 600000})
     fake.post("/_fake/capacity", {"region": REGIONS[0], "accelerator_type": "NVIDIA_L4", "gpus": None})
     fake.post("/_fake/quota", {"region": REGIONS[0], "accelerator_type": "NVIDIA_L4", "limit": 10 * n + 100})
     r = repo.apply(timeout=3600)
