@@ -76,6 +76,11 @@ binary in turn on the same fixture (VX_BENCH_VS_PAIRS runs each, medians):
   plan over 3 regions   a full-state plan of VX_BENCH_PLAN3_JOBS jobs (default 10000; 0 skips
                         it) spread over 3 regions, with the injected latency: wall, its ratio
                         to the floor (as above) and to the lists measured, and CPU
+  plan after an apply   a full-state plan of VX_BENCH_APPLIED_PLAN_JOBS jobs (default 3000; 0
+                        skips it) in one region, on the state a real apply left (this build's
+                        apply, rate limits out of the way: loose objects, buckets), with the
+                        injected latency: wall, its ratio to the lists measured (the floor as
+                        the fake serves it; goal at most 1.3x) and CPU
   watch acting          `vx watch -interval 1s` over a matrix of VX_BENCH_WATCH_SWEEP_RUNS
                         runs (default 10000, a multiple of 100 and at least 100 more than 100
                         per watcher run; 0 skips it; maxParallel 100, no latency): once a
@@ -138,7 +143,7 @@ DEFAULTS = {
     "WATCH_ACTIVE": ("100", "6"), "WATCH_REGIONS": ("3", "2"), "VALIDATE_SIZES": ("1000,10000,40000", "20"),
     "GET_MAX": ("10000", "10000"), "SWEEP_RUNS": ("10000", "200"), "REPORT_RUNS": ("10000", "50"),
     "VS": ("", ""), "VS_PAIRS": ("5", "1"), "VS_JOBS": ("10000", "20"),
-    "PLAN3_JOBS": ("10000", "30"), "WATCH_SWEEP_RUNS": ("10000", "400"),
+    "PLAN3_JOBS": ("10000", "30"), "WATCH_SWEEP_RUNS": ("10000", "400"), "APPLIED_PLAN_JOBS": ("3000", "12"),
     "SAVE_SIZES": ("1000,4000", "12,48"), "SAVE_CHANGES": ("3", "1"),
 }
 
@@ -701,6 +706,39 @@ def plan3_cases(bins, pairs):
         fake.close()
 
 
+def applied_plan_cases(bins, pairs):
+    """A full-state plan of APPLIED_PLAN_JOBS jobs in one region after a real apply by bins[0],
+    with each binary in turn, pairs times: {binary: [(wall, cpu)]} and the lists measured."""
+    n = int(setting("APPLIED_PLAN_JOBS"))
+    tmp = tempfile.mkdtemp(prefix="vx-bench-applied-")
+    fake = Fake(tmp)
+    try:
+        use(bins[0])
+        repo = Repo(tmp, fake)
+        repo.write({})
+        write_jobs(repo.dir, {name(i): job_yaml(name(i)) for i in range(n)})
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", "jobs")
+        fake.post("/_fake/capacity", {"region": REGIONS[0], "accelerator_type": "NVIDIA_L4", "gpus": None})
+        fake.post("/_fake/quota", {"region": REGIONS[0], "accelerator_type": "NVIDIA_L4", "limit": 10 * n + 100})
+        fake.post("/_fake/rate-limits", {"enabled": True, "vertex_creates_per_minute": 60000,
+                                         "vertex_requests_per_minute": 600000})
+        save_apply(repo, {"VX_CREATE_RATE_PER_MINUTE": "60000", "VX_RATE_PER_MINUTE": "600000"},
+                   "apply of %d creates" % n)
+        fake.post("/_fake/tokens", {"token": TOKEN})
+        fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
+        got = {b: [] for b in bins}
+        for _ in range(pairs):
+            for b in bins:
+                use(b)
+                got[b].append(timed_plan(repo, 0))
+        use(bins[0])
+        return got, list_floor(fake, 1)
+    finally:
+        use(bins[0])
+        fake.close()
+
+
 def sweep_fixture(tmp, fake, n):
     """A repository declaring a matrix of n runs (maxParallel 100), applied: 100 run, the rest wait."""
     repo = Repo(tmp, fake)
@@ -794,6 +832,16 @@ def round2_cases(this, other):
         for b in bins:
             wall, cpu = median([x[0] for x in got[b]]), median([x[1] for x in got[b]])
             print("%-40s %8.2f %7.3f %8.2f %7.2f %7.2f" % (names[b], wall, floor, wall / floor, wall / lists, cpu))
+        sys.stdout.flush()
+    if int(setting("APPLIED_PLAN_JOBS")) > 0:
+        print()
+        print("plan after a real apply, %s jobs in 1 region, %d ms latency (medians of %d)" % (
+            setting("APPLIED_PLAN_JOBS"), LATENCY_MS, pairs))
+        print("%-40s %8s %8s %7s %7s" % ("binary", "wall(s)", "lists(s)", "x lists", "cpu(s)"))
+        got, lists = applied_plan_cases(bins, pairs)
+        for b in bins:
+            wall, cpu = median([x[0] for x in got[b]]), median([x[1] for x in got[b]])
+            print("%-40s %8.2f %8.2f %7.2f %7.2f" % (names[b], wall, lists, wall / lists, cpu))
         sys.stdout.flush()
     if int(setting("WATCH_SWEEP_RUNS")) > 0:
         print()
