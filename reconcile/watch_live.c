@@ -250,6 +250,41 @@ static int in_place(const struct place *pl, const char *name)
 	return !strncmp(q, pl->region, nr) && q[nr] == '/';
 }
 
+/* The full list, the expected runs of the place all seen (it shows every job that still exists). */
+static int full(struct watch_live *w, struct place *pl, struct live_jobs *out, struct vx_err *err)
+{
+	int rc;
+
+	live_jobs_release(&pl->pre);
+	pl->has_pre = 0;
+	pl->has_sig = 0;
+	rc = list_full(w, pl, out, err);
+	for (size_t i = 0; rc == 0 && i < w->nexpect; i++)
+		if (in_place(pl, w->expect[i]))
+			w->expect_seen[i] = 1;
+	return rc;
+}
+
+/* Jobs a page of the full list holds (the provider asks Google for 1,000). */
+#define FULL_LIST_PAGE 1000
+
+/*
+ * Whether more runs the state holds as active left the active list than a
+ * full list of the place has pages: a sweep's batch that ended together is
+ * then read by one full list, not one GET each (100 GETs are 10 s of
+ * Vertex's 600 requests a minute).
+ */
+static int ended_many(const struct watch_live *w, const struct place *pl, const struct live_jobs *active)
+{
+	size_t pages = (pl->kept.n + active->n) / FULL_LIST_PAGE + 1, missing = 0;
+
+	for (size_t i = 0; i < w->nexpect && missing <= pages; i++)
+		if (in_place(pl, w->expect[i]) && !w->expect_seen[i] && !find_job(active, w->expect[i]) &&
+		    !find_job(&pl->kept, w->expect[i]))
+			missing++;
+	return missing > pages;
+}
+
 static int wl_list_jobs(struct provider *p, const char *project, const char *region, const char *stack,
 			struct live_jobs *out, struct vx_err *err)
 {
@@ -263,17 +298,8 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 	if (!pl)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (!pl->fresh || !PROVIDER_HAS(real, job, list_active) || !PROVIDER_HAS(real, job, get) ||
-	    w->full_every_ms <= 0 || vx_mono_ms(w->ctx) - pl->full_ms >= w->full_every_ms) {
-		live_jobs_release(&pl->pre);
-		pl->has_pre = 0;
-		pl->has_sig = 0;
-		rc = list_full(w, pl, out, err);
-		/* A full list shows every job of the place that still exists. */
-		for (size_t i = 0; rc == 0 && i < w->nexpect; i++)
-			if (in_place(pl, w->expect[i]))
-				w->expect_seen[i] = 1;
-		return rc;
-	}
+	    w->full_every_ms <= 0 || vx_mono_ms(w->ctx) - pl->full_ms >= w->full_every_ms)
+		return full(w, pl, out, err);
 	if (pl->has_pre) {
 		/* Listed moments ago by watch_live_idle, in this cycle. */
 		active = pl->pre;
@@ -283,6 +309,10 @@ static int wl_list_jobs(struct provider *p, const char *project, const char *reg
 		count(w, &w->stats.active_lists);
 		if ((rc = provider_job_list_active(real, project, region, stack, &active, err)) < 0)
 			goto fail;
+	}
+	if (ended_many(w, pl, &active)) {
+		live_jobs_release(&active);
+		return full(w, pl, out, err);
 	}
 	pl->sig = watch_live_digest(&active);
 	pl->has_sig = 1;
