@@ -1180,7 +1180,7 @@ int ynode_is_null(const struct ynode *n)
 	if (n->tag)
 		return !strcmp(n->tag, TAG_NULL);
 	/* Every spelling of null starts so: most scalars are out at their first byte. */
-	if (!strchr("~nN", n->str[0]))
+	if (!strchr("~nN", n->str[0]) || n->len > 4)
 		return 0;
 	return n->style == YSTYLE_PLAIN && str_in(n->str, nulls);
 }
@@ -1277,9 +1277,11 @@ const char *ynode_type_name(const struct ynode *n)
 		return "string";
 	if (strlen(n->str) != n->len)
 		return "string";
-	if (ynode_is_null(n))
+	/* No null or boolean is longer than "FALSE" (NVIDIA_L4 need not be
+	 * compared with each of them). */
+	if (n->len <= 5 && ynode_is_null(n))
 		return "null";
-	if (str_in(n->str, bools))
+	if (n->len <= 5 && str_in(n->str, bools))
 		return "boolean";
 	if (core_int(n->str))
 		return "integer";
