@@ -561,12 +561,30 @@ static int is_merge_key(const struct ynode *k)
 	       (!k->tag || !strcmp(k->tag, TAG_MERGE));
 }
 
-/* Adds k: v to out unless k is already there (reported when explicit_key). */
-static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, struct ynode *k,
-		    struct ynode *v, int explicit_key)
+/* Mappings of at most this many pairs find a duplicate key by comparing
+ * with each earlier key: most mappings are that small, and hashing every key
+ * of every job into a table was more than the comparisons. */
+#define SMALL_MAP 8
+
+/* 1 with *prev set when out[0..np) has k's key, else 0. */
+static int find_key(const struct ynode_pair *out, size_t np, const struct ynode *k, size_t *prev)
 {
-	size_t prev;
-	int rc = vx_hashmap_add(&l->keytab, k->str, k->len, *np, &prev);
+	for (size_t i = 0; i < np; i++)
+		if (out[i].key->len == k->len && !memcmp(out[i].key->str, k->str, k->len)) {
+			*prev = i;
+			return 1;
+		}
+	return 0;
+}
+
+/* Adds k: v to out unless k is already there (reported when explicit_key).
+ * small: out holds at most SMALL_MAP pairs, and keytab is not used. */
+static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, struct ynode *k,
+		    struct ynode *v, int explicit_key, int small)
+{
+	size_t prev = 0;
+	int rc = small ? find_key(out, *np, k, &prev)
+		       : vx_hashmap_add(&l->keytab, k->str, k->len, *np, &prev);
 
 	if (rc < 0)
 		return oom(l);
@@ -650,7 +668,7 @@ static int merge_in_order(struct loader *l, struct ynode **kv, size_t nkv,
 			for (j = 0; j < src->n; j++) {
 				size_t before = *np;
 
-				rc = add_pair(l, pairs, np, src->pairs[j].key, src->pairs[j].value, 0);
+				rc = add_pair(l, pairs, np, src->pairs[j].key, src->pairs[j].value, 0, 0);
 				if (rc < 0)
 					return rc;
 				if (*np > before)
@@ -674,7 +692,7 @@ static int close_map(struct loader *l, struct frame *f)
 	size_t nkv = kv ? (l->nkids - f->first) & ~(size_t)1 : 0;
 	size_t total = nkv / 2, i, np = 0;
 	struct ynode_pair *pairs;
-	int rc;
+	int rc, small = !f->has_merge && nkv / 2 <= SMALL_MAP;
 
 	for (i = 0; i < nkv; i += 2) {
 		if (kv[i]->kind != YNODE_SCALAR)
@@ -685,11 +703,12 @@ static int close_map(struct loader *l, struct frame *f)
 	pairs = arena_alloc(l->arena, (total ? total : 1) * sizeof(*pairs));
 	if (!pairs)
 		return oom(l);
-	vx_hashmap_clear(&l->keytab);
+	if (!small)
+		vx_hashmap_clear(&l->keytab);
 	/* Explicit keys first, so that they win over anything merged. */
 	for (i = 0; i < nkv; i += 2) {
 		if ((!f->has_merge || !is_merge_key(kv[i])) &&
-		    (rc = add_pair(l, pairs, &np, kv[i], kv[i + 1], 1)) < 0)
+		    (rc = add_pair(l, pairs, &np, kv[i], kv[i + 1], 1, small)) < 0)
 			return rc;
 	}
 	if (f->has_merge && (rc = merge_in_order(l, kv, nkv, pairs, &np, total, &pairs)) < 0)
