@@ -470,10 +470,13 @@ static const struct anchor *anchor_get(struct loader *l, const char *name)
 
 /* ---- building ----------------------------------------------------------- */
 
+/* A node with room for extra bytes of text right behind it (a scalar's:
+ * the text is then read with the node, not from elsewhere in the arena). */
 static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml_mark_t *m,
-			      const yaml_char_t *tag)
+			      const yaml_char_t *tag, size_t extra)
 {
-	struct ynode *n = arena_alloc(l->arena, sizeof(*n));
+	struct ynode *n = extra > SIZE_MAX - sizeof(*n) ? NULL
+							 : arena_alloc(l->arena, sizeof(*n) + extra);
 
 	if (!n) {
 		oom(l);
@@ -772,7 +775,7 @@ static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind 
 	if (count_nodes(l, 1, (unsigned)ev->start_mark.line + 1,
 			(unsigned)ev->start_mark.column + 1) < 0)
 		return VX_EINVAL;
-	n = node_new(l, kind, &ev->start_mark, tag);
+	n = node_new(l, kind, &ev->start_mark, tag, 0);
 	if (!n)
 		return VX_ENOMEM;
 	if (VX_ALLOC_GROW(l->frames, l->nframes + 1, l->aframes) < 0)
@@ -796,15 +799,19 @@ static int on_scalar(struct loader *l, const yaml_event_t *ev)
 	unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
 	size_t len = ev->data.scalar.length;
 	struct ynode *n;
+	char *str;
 
 	if (count_nodes(l, 1, line, col) < 0)
 		return VX_EINVAL;
-	n = node_new(l, YNODE_SCALAR, &ev->start_mark, ev->data.scalar.tag);
+	n = len == SIZE_MAX ? NULL
+			    : node_new(l, YNODE_SCALAR, &ev->start_mark, ev->data.scalar.tag, len + 1);
 	if (!n)
-		return VX_ENOMEM;
-	n->str = arena_strndup(l->arena, (const char *)ev->data.scalar.value, len);
-	if (!n->str)
-		return oom(l);
+		return len == SIZE_MAX ? oom(l) : VX_ENOMEM;
+	str = (char *)(n + 1);
+	if (len)
+		memcpy(str, ev->data.scalar.value, len);
+	str[len] = '\0';
+	n->str = str;
 	n->len = len;
 	n->style = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? YSTYLE_PLAIN : YSTYLE_QUOTED;
 	if (memchr(n->str, '\0', len))
@@ -838,7 +845,7 @@ static int on_alias(struct loader *l, const yaml_event_t *ev)
 		 * errors that follow are still right. */
 		if (count_nodes(l, 1, line, col) < 0)
 			return VX_EINVAL;
-		n = node_new(l, YNODE_SCALAR, &ev->start_mark, NULL);
+		n = node_new(l, YNODE_SCALAR, &ev->start_mark, NULL, 0);
 		if (!n)
 			return VX_ENOMEM;
 		n->str = "";
