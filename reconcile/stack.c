@@ -214,8 +214,9 @@ void stack_check_keys(struct loader *L, const struct ynode *map, const char *pat
 		const struct ynode *k = map->pairs[i].key;
 		size_t j;
 
+		/* The first byte rules most keys out without a call to strcmp. */
 		for (j = 0; j < n; j++)
-			if (!strcmp(k->str, keys[j]))
+			if (k->str[0] == keys[j][0] && !strcmp(k->str, keys[j]))
 				break;
 		if (j == n)
 			stack_unknown_word(L, k, path, "field", keys, n);

@@ -196,8 +196,11 @@ const struct schema_field *schema_field_find(const struct schema_message *msg, c
 {
 	size_t i;
 
+	/* Every key of every job's spec is looked up here: the first byte
+	 * rules most fields out without a call to strcmp. */
 	for (i = 0; i < msg->nfields; i++)
-		if (!strcmp(msg->fields[i].json_name, name) || !strcmp(msg->fields[i].proto_name, name))
+		if ((msg->fields[i].json_name[0] == name[0] && !strcmp(msg->fields[i].json_name, name)) ||
+		    (msg->fields[i].proto_name[0] == name[0] && !strcmp(msg->fields[i].proto_name, name)))
 			return &msg->fields[i];
 	return NULL;
 }
@@ -207,7 +210,7 @@ int schema_enum_index(const struct schema_enum *e, const char *value)
 	size_t i;
 
 	for (i = 0; i < e->n; i++)
-		if (!strcmp(e->values[i], value))
+		if (e->values[i][0] == value[0] && !strcmp(e->values[i], value))
 			return (int)i;
 	return -1;
 }

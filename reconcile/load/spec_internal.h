@@ -24,13 +24,14 @@ enum jv_kind { JV_OBJ = 1, JV_ARR, JV_STR, JV_NUM, JV_BOOL };
 
 struct jv;
 struct jv_member {
-	char *key; /* NULL in arrays */
+	const char *key; /* NULL in arrays */
+	char *owned;     /* key when jv_add copied it (freed with the tree), else NULL */
 	struct jv *v;
 };
 
 struct jv {
 	enum jv_kind kind;
-	char *str;     /* JV_STR value, JV_NUM text */
+	char *str;     /* JV_STR value, JV_NUM text: in the node's own allocation */
 	int b;         /* JV_BOOL */
 	int sensitive; /* JV_STR: replaced by its hash in redacted output */
 	struct jv_member *m;
@@ -51,8 +52,10 @@ struct redact {
 void jv_free(struct jv *v);
 /* A new node (str copied when not NULL); NULL when out of memory. */
 struct jv *jv_new(enum jv_kind kind, const char *str);
-/* Adds child (taking it, also on failure) under key (NULL in arrays). */
+/* Adds child (taking it, also on failure) under a copy of key (NULL in arrays). */
 int jv_add(struct jv *parent, const char *key, struct jv *child) VX_WUR;
+/* The same with key borrowed: it must outlive the tree (a schema table's name, a literal). */
+int jv_add_static(struct jv *parent, const char *key, struct jv *child) VX_WUR;
 struct jv *jv_get(const struct jv *obj, const char *key);
 /* Sorts every object's members by key, recursively (the canonical order). */
 void jv_sort(struct jv *v);

@@ -6,6 +6,7 @@
 #include "reconcile/load/spec.h"
 #include "reconcile/load/spec_internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,49 +30,65 @@ void jv_free(struct jv *v)
 	if (!v)
 		return;
 	for (i = 0; i < v->n; i++) {
-		free(v->m[i].key);
+		free(v->m[i].owned);
 		jv_free(v->m[i].v);
 	}
 	free(v->m);
 	if (v->sensitive && v->str)
 		OPENSSL_cleanse(v->str, strlen(v->str));
-	free(v->str);
 	free(v);
 }
 
+/* The node and its text are one allocation: a spec's tree has a few dozen
+ * nodes, every job has one, and each malloc and free showed. */
 struct jv *jv_new(enum jv_kind kind, const char *str)
 {
-	struct jv *v = calloc(1, sizeof(*v));
+	size_t len = str ? strlen(str) + 1 : 0;
+	struct jv *v = len > SIZE_MAX - sizeof(*v) ? NULL : calloc(1, sizeof(*v) + len);
 
 	if (!v)
 		return NULL;
 	v->kind = kind;
-	if (str && !(v->str = vx_strdup(str))) {
-		free(v);
-		return NULL;
+	if (str) {
+		v->str = (char *)(v + 1);
+		memcpy(v->str, str, len);
 	}
 	return v;
 }
 
-/* Adds child (taking it, also on failure) under key (NULL in arrays). */
+static int add_member(struct jv *parent, const char *key, char *owned, struct jv *child)
+{
+	if (VX_ALLOC_GROW(parent->m, parent->n + 1, parent->alloc) < 0) {
+		free(owned);
+		jv_free(child);
+		return VX_ENOMEM;
+	}
+	parent->m[parent->n].key = key;
+	parent->m[parent->n].owned = owned;
+	parent->m[parent->n].v = child;
+	parent->n++;
+	return 0;
+}
+
+/* Adds child (taking it, also on failure) under a copy of key (NULL in arrays). */
 int jv_add(struct jv *parent, const char *key, struct jv *child)
 {
 	char *k = NULL;
 
 	if (!child)
 		return VX_ENOMEM;
-	if (key && !(k = vx_strdup(key)))
-		goto oom;
-	if (VX_ALLOC_GROW(parent->m, parent->n + 1, parent->alloc) < 0)
-		goto oom;
-	parent->m[parent->n].key = k;
-	parent->m[parent->n].v = child;
-	parent->n++;
-	return 0;
-oom:
-	free(k);
-	jv_free(child);
-	return VX_ENOMEM;
+	if (key && !(k = vx_strdup(key))) {
+		jv_free(child);
+		return VX_ENOMEM;
+	}
+	return add_member(parent, k, k, child);
+}
+
+int jv_add_static(struct jv *parent, const char *key, struct jv *child)
+{
+	if (!child)
+		return VX_ENOMEM;
+	return add_member(parent, key, NULL, child);
 }
 
 struct jv *jv_get(const struct jv *obj, const char *key)

@@ -237,7 +237,7 @@ static int check_int(struct chk *c, const struct schema_field *f, const struct y
 		     struct jv **out, long long *num)
 {
 	struct ynode_why why;
-	char *text;
+	char text[24];
 	int64_t x;
 
 	if (ynode_int(&x, &why, n, f->type == SCHEMA_INT32 ? INT32_MIN : INT64_MIN,
@@ -246,11 +246,8 @@ static int check_int(struct chk *c, const struct schema_field *f, const struct y
 		return VX_EINVAL;
 	}
 	*num = x;
-	text = vx_asprintf("%lld", *num);
-	if (!text)
-		return VX_ENOMEM;
+	snprintf(text, sizeof(text), "%lld", *num);
 	*out = jv_new(f->type == SCHEMA_INT64 ? JV_STR : JV_NUM, text);
-	free(text);
 	return 0;
 }
 
@@ -492,7 +489,7 @@ static int check_field(struct chk *c, int msgid, const struct schema_field *f,
 		} else
 			r = check_value(c, msgid, f, it, &item);
 		path_pop(c, len);
-		if (r == VX_ENOMEM || (r == 0 && jv_add(*out, NULL, item) < 0)) {
+		if (r == VX_ENOMEM || (r == 0 && jv_add_static(*out, NULL, item) < 0)) {
 			rc = VX_ENOMEM;
 			break;
 		}
@@ -559,13 +556,13 @@ static int expand_reservation(struct chk *c, const struct ynode *n, struct jv **
 	full = vx_asprintf("projects/%s/zones/%s/reservations/%s", env->project ? env->project : "",
 			   env->reservations[i].zone ? env->reservations[i].zone : "", name->str);
 	if (!full || !(*out = jv_new(JV_OBJ, NULL)) || !(vals = jv_new(JV_ARR, NULL)) ||
-	    jv_add(vals, NULL, jv_new(JV_STR, full)) < 0) {
+	    jv_add_static(vals, NULL, jv_new(JV_STR, full)) < 0) {
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	if (jv_add(*out, "reservationAffinityType", jv_new(JV_STR, "SPECIFIC_RESERVATION")) < 0 ||
-	    jv_add(*out, "key", jv_new(JV_STR, RESERVATION_KEY)) < 0 ||
-	    jv_add(*out, "values", vals) < 0) {
+	if (jv_add_static(*out, "reservationAffinityType", jv_new(JV_STR, "SPECIFIC_RESERVATION")) < 0 ||
+	    jv_add_static(*out, "key", jv_new(JV_STR, RESERVATION_KEY)) < 0 ||
+	    jv_add_static(*out, "values", vals) < 0) {
 		vals = NULL;
 		rc = VX_ENOMEM;
 		goto done;
@@ -729,9 +726,22 @@ static int walk_field(struct chk *c, int msgid, const struct schema_field *f,
 	return r;
 }
 
+/* msg's field names, for the suggestion after an unknown key; NULL when out of memory. */
+static const char **field_names(const struct schema_message *msg)
+{
+	const char **names = calloc(msg->nfields + 1, sizeof(*names));
+
+	for (size_t i = 0; names && i < msg->nfields; i++)
+		names[i] = msg->fields[i].json_name;
+	return names;
+}
+
+#define SEEN_MAX 64
+
 int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv **out)
 {
 	const struct schema_message *msg = &schema_messages[msgid];
+	const struct ynode *seen_buf[SEEN_MAX];
 	const struct ynode **seen = NULL;
 	const char **names = NULL;
 	const struct ynode *key, *val, *sensitive = NULL;
@@ -747,18 +757,22 @@ int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv
 		spec_err(c, n, "expected a mapping, got %s", what(n));
 		return VX_EINVAL;
 	}
-	seen = calloc(msg->nfields + 1, sizeof(*seen));
-	names = calloc(msg->nfields + 1, sizeof(*names));
-	if (!seen || !names || !(*out = jv_new(JV_OBJ, NULL))) {
+	/* Every message of every job passes here: seen is on the stack when the
+	 * message is small (all of the schema's are), names made only when asked. */
+	seen = msg->nfields < SEEN_MAX ? seen_buf : calloc(msg->nfields + 1, sizeof(*seen));
+	if (!seen || !(*out = jv_new(JV_OBJ, NULL))) {
 		rc = VX_ENOMEM;
 		goto done;
 	}
-	for (i = 0; i < msg->nfields; i++)
-		names[i] = msg->fields[i].json_name;
+	memset(seen, 0, (msg->nfields + 1) * sizeof(*seen));
 	for (i = 0; i < n->n; i++) {
 		key = n->pairs[i].key;
 		val = n->pairs[i].value;
 		f = schema_field_find(msg, key->str);
+		if (!f && !names && !(names = field_names(msg))) {
+			rc = VX_ENOMEM;
+			goto done;
+		}
 		if (!f) {
 			unknown_key(c, msgid, msg, names, key, val, &sensitive);
 			continue;
@@ -779,7 +793,7 @@ int spec_walk_message(struct chk *c, int msgid, const struct ynode *n, struct jv
 			child = NULL;
 			continue;
 		}
-		r = jv_add(*out, f->json_name, child);
+		r = jv_add_static(*out, f->json_name, child);
 		child = NULL;
 		if (r < 0) {
 			rc = r;
@@ -798,7 +812,8 @@ done:
 		jv_free(*out);
 		*out = NULL;
 	}
-	free(seen);
+	if (seen != seen_buf)
+		free(seen);
 	free(names);
 	return rc;
 }
@@ -843,7 +858,7 @@ static int check_pool(struct chk *c, size_t idx, const struct ynode *n, struct j
 		free(path);
 		path = NULL;
 	}
-	if (idx == 0 && !p->rep_node && jv_add(*out, "replicaCount", jv_new(JV_STR, "1")) < 0)
+	if (idx == 0 && !p->rep_node && jv_add_static(*out, "replicaCount", jv_new(JV_STR, "1")) < 0)
 		return VX_ENOMEM;
 	if (p->machine_type && !p->mspec_bad)
 		spec_machine_check_pool(c, idx, p);

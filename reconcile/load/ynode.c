@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,38 +48,106 @@
 #define ARENA_BLOCK (64u * 1024u)
 #define ARENA_ALIGN 16u
 
+/*
+ * A large file's tree is tens of megabytes, and touching that memory one
+ * 4 KiB page at a time was a tenth of what loading a 10,000-job stack cost
+ * (a page fault for each). Once an arena holds more than HUGE_AFTER, its
+ * further blocks are HUGE_BLOCK long, aligned to it and marked for
+ * transparent huge pages, so the kernel maps each with one fault where it
+ * can (where it cannot, they are ordinary pages, as malloc's were). Small
+ * files never get there. Under AddressSanitizer every block stays malloc's,
+ * so that the sanitizer still sees them.
+ */
+#if defined(MADV_HUGEPAGE) && !defined(__SANITIZE_ADDRESS__)
+#define HUGE_BLOCK (2u << 20)
+#define HUGE_AFTER (1u << 20)
+#endif
+
 struct arena_block {
 	struct arena_block *next;
 	size_t used, size;
+	int huge; /* mapped by huge_block(): HUGE_BLOCK bytes, given back with munmap */
 	/* data follows, aligned */
 };
 
 struct arena {
 	struct arena_block *head; /* the block being filled, then older ones */
+	size_t total;             /* bytes in all blocks */
 };
 
 #define BLOCK_HDR ((sizeof(struct arena_block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+#ifdef HUGE_BLOCK
+/* HUGE_BLOCK bytes aligned to HUGE_BLOCK, asked to be one huge page; NULL when out of memory. */
+static struct arena_block *huge_block(void)
+{
+	char *p = mmap(NULL, 2 * (size_t)HUGE_BLOCK, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t at;
+	size_t head;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	at = ((uintptr_t)p + HUGE_BLOCK - 1) & ~(uintptr_t)(HUGE_BLOCK - 1);
+	head = at - (uintptr_t)p;
+	/* The unaligned ends go back; failing to give them back only wastes them. */
+	if (head)
+		(void)munmap(p, head);
+	(void)munmap((char *)at + HUGE_BLOCK, HUGE_BLOCK - head);
+	/* Only advice: without it the block is ordinary pages. */
+	(void)madvise((void *)at, HUGE_BLOCK, MADV_HUGEPAGE);
+	return (struct arena_block *)at;
+}
+#endif
+
+/* A new block for at least need bytes, or NULL; *huge says whether huge_block() made it. */
+static struct arena_block *block_new(const struct arena *a, size_t need, int *huge)
+{
+	/* Large requests get a block of their own. */
+	size_t size = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
+	struct arena_block *b;
+
+	*huge = 0;
+#ifdef HUGE_BLOCK
+	if (size == ARENA_BLOCK && a->total >= HUGE_AFTER) {
+		b = huge_block();
+		if (b) {
+			*huge = 1;
+			b->size = HUGE_BLOCK - BLOCK_HDR;
+			b->used = 0;
+			return b;
+		}
+	}
+#else
+	(void)a;
+#endif
+	if (size > SIZE_MAX - BLOCK_HDR)
+		return NULL;
+	b = malloc(BLOCK_HDR + size);
+	if (b) {
+		b->size = size;
+		b->used = 0;
+	}
+	return b;
+}
 
 static void *arena_alloc(struct arena *a, size_t n)
 {
 	struct arena_block *b = a->head;
 	size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+	int huge;
 
 	if (need < n)
 		return NULL;
 	if (!b || b->size - b->used < need) {
-		/* Large requests get a block of their own, placed behind the
-		 * current one so its free space is not wasted. */
-		size_t size = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
-
-		if (size > SIZE_MAX - BLOCK_HDR)
-			return NULL;
-		b = malloc(BLOCK_HDR + size);
+		b = block_new(a, need, &huge);
 		if (!b)
 			return NULL;
-		b->used = 0;
-		b->size = size;
-		if (size != ARENA_BLOCK && a->head) {
+		b->huge = huge;
+		a->total += b->size;
+		/* A block made for one large request goes behind the current
+		 * one, so that the current one's free space is not wasted. */
+		if (!huge && b->size != ARENA_BLOCK && a->head) {
 			b->next = a->head->next;
 			a->head->next = b;
 		} else {
@@ -113,6 +182,12 @@ static void arena_free(struct arena *a)
 		return;
 	for (b = a->head; b; b = next) {
 		next = b->next;
+#ifdef HUGE_BLOCK
+		if (b->huge) {
+			(void)munmap(b, HUGE_BLOCK);
+			continue;
+		}
+#endif
 		free(b);
 	}
 	free(a);
@@ -395,10 +470,13 @@ static const struct anchor *anchor_get(struct loader *l, const char *name)
 
 /* ---- building ----------------------------------------------------------- */
 
+/* A node with room for extra bytes of text right behind it (a scalar's:
+ * the text is then read with the node, not from elsewhere in the arena). */
 static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml_mark_t *m,
-			      const yaml_char_t *tag)
+			      const yaml_char_t *tag, size_t extra)
 {
-	struct ynode *n = arena_alloc(l->arena, sizeof(*n));
+	struct ynode *n = extra > SIZE_MAX - sizeof(*n) ? NULL
+							 : arena_alloc(l->arena, sizeof(*n) + extra);
 
 	if (!n) {
 		oom(l);
@@ -486,12 +564,30 @@ static int is_merge_key(const struct ynode *k)
 	       (!k->tag || !strcmp(k->tag, TAG_MERGE));
 }
 
-/* Adds k: v to out unless k is already there (reported when explicit_key). */
-static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, struct ynode *k,
-		    struct ynode *v, int explicit_key)
+/* Mappings of at most this many pairs find a duplicate key by comparing
+ * with each earlier key: most mappings are that small, and hashing every key
+ * of every job into a table was more than the comparisons. */
+#define SMALL_MAP 8
+
+/* 1 with *prev set when out[0..np) has k's key, else 0. */
+static int find_key(const struct ynode_pair *out, size_t np, const struct ynode *k, size_t *prev)
 {
-	size_t prev;
-	int rc = vx_hashmap_add(&l->keytab, k->str, k->len, *np, &prev);
+	for (size_t i = 0; i < np; i++)
+		if (out[i].key->len == k->len && !memcmp(out[i].key->str, k->str, k->len)) {
+			*prev = i;
+			return 1;
+		}
+	return 0;
+}
+
+/* Adds k: v to out unless k is already there (reported when explicit_key).
+ * small: out holds at most SMALL_MAP pairs, and keytab is not used. */
+static int add_pair(struct loader *l, struct ynode_pair *out, size_t *np, struct ynode *k,
+		    struct ynode *v, int explicit_key, int small)
+{
+	size_t prev = 0;
+	int rc = small ? find_key(out, *np, k, &prev)
+		       : vx_hashmap_add(&l->keytab, k->str, k->len, *np, &prev);
 
 	if (rc < 0)
 		return oom(l);
@@ -575,7 +671,7 @@ static int merge_in_order(struct loader *l, struct ynode **kv, size_t nkv,
 			for (j = 0; j < src->n; j++) {
 				size_t before = *np;
 
-				rc = add_pair(l, pairs, np, src->pairs[j].key, src->pairs[j].value, 0);
+				rc = add_pair(l, pairs, np, src->pairs[j].key, src->pairs[j].value, 0, 0);
 				if (rc < 0)
 					return rc;
 				if (*np > before)
@@ -599,7 +695,7 @@ static int close_map(struct loader *l, struct frame *f)
 	size_t nkv = kv ? (l->nkids - f->first) & ~(size_t)1 : 0;
 	size_t total = nkv / 2, i, np = 0;
 	struct ynode_pair *pairs;
-	int rc;
+	int rc, small = !f->has_merge && nkv / 2 <= SMALL_MAP;
 
 	for (i = 0; i < nkv; i += 2) {
 		if (kv[i]->kind != YNODE_SCALAR)
@@ -610,11 +706,12 @@ static int close_map(struct loader *l, struct frame *f)
 	pairs = arena_alloc(l->arena, (total ? total : 1) * sizeof(*pairs));
 	if (!pairs)
 		return oom(l);
-	vx_hashmap_clear(&l->keytab);
+	if (!small)
+		vx_hashmap_clear(&l->keytab);
 	/* Explicit keys first, so that they win over anything merged. */
 	for (i = 0; i < nkv; i += 2) {
 		if ((!f->has_merge || !is_merge_key(kv[i])) &&
-		    (rc = add_pair(l, pairs, &np, kv[i], kv[i + 1], 1)) < 0)
+		    (rc = add_pair(l, pairs, &np, kv[i], kv[i + 1], 1, small)) < 0)
 			return rc;
 	}
 	if (f->has_merge && (rc = merge_in_order(l, kv, nkv, pairs, &np, total, &pairs)) < 0)
@@ -678,7 +775,7 @@ static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind 
 	if (count_nodes(l, 1, (unsigned)ev->start_mark.line + 1,
 			(unsigned)ev->start_mark.column + 1) < 0)
 		return VX_EINVAL;
-	n = node_new(l, kind, &ev->start_mark, tag);
+	n = node_new(l, kind, &ev->start_mark, tag, 0);
 	if (!n)
 		return VX_ENOMEM;
 	if (VX_ALLOC_GROW(l->frames, l->nframes + 1, l->aframes) < 0)
@@ -702,15 +799,19 @@ static int on_scalar(struct loader *l, const yaml_event_t *ev)
 	unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
 	size_t len = ev->data.scalar.length;
 	struct ynode *n;
+	char *str;
 
 	if (count_nodes(l, 1, line, col) < 0)
 		return VX_EINVAL;
-	n = node_new(l, YNODE_SCALAR, &ev->start_mark, ev->data.scalar.tag);
+	n = len == SIZE_MAX ? NULL
+			    : node_new(l, YNODE_SCALAR, &ev->start_mark, ev->data.scalar.tag, len + 1);
 	if (!n)
-		return VX_ENOMEM;
-	n->str = arena_strndup(l->arena, (const char *)ev->data.scalar.value, len);
-	if (!n->str)
-		return oom(l);
+		return len == SIZE_MAX ? oom(l) : VX_ENOMEM;
+	str = (char *)(n + 1);
+	if (len)
+		memcpy(str, ev->data.scalar.value, len);
+	str[len] = '\0';
+	n->str = str;
 	n->len = len;
 	n->style = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? YSTYLE_PLAIN : YSTYLE_QUOTED;
 	if (memchr(n->str, '\0', len))
@@ -744,7 +845,7 @@ static int on_alias(struct loader *l, const yaml_event_t *ev)
 		 * errors that follow are still right. */
 		if (count_nodes(l, 1, line, col) < 0)
 			return VX_EINVAL;
-		n = node_new(l, YNODE_SCALAR, &ev->start_mark, NULL);
+		n = node_new(l, YNODE_SCALAR, &ev->start_mark, NULL, 0);
 		if (!n)
 			return VX_ENOMEM;
 		n->str = "";
@@ -1105,7 +1206,7 @@ int ynode_is_null(const struct ynode *n)
 	if (n->tag)
 		return !strcmp(n->tag, TAG_NULL);
 	/* Every spelling of null starts so: most scalars are out at their first byte. */
-	if (!strchr("~nN", n->str[0]))
+	if (!strchr("~nN", n->str[0]) || n->len > 4)
 		return 0;
 	return n->style == YSTYLE_PLAIN && str_in(n->str, nulls);
 }
@@ -1202,9 +1303,11 @@ const char *ynode_type_name(const struct ynode *n)
 		return "string";
 	if (strlen(n->str) != n->len)
 		return "string";
-	if (ynode_is_null(n))
+	/* No null or boolean is longer than "FALSE" (NVIDIA_L4 need not be
+	 * compared with each of them). */
+	if (n->len <= 5 && ynode_is_null(n))
 		return "null";
-	if (str_in(n->str, bools))
+	if (n->len <= 5 && str_in(n->str, bools))
 		return "boolean";
 	if (core_int(n->str))
 		return "integer";
