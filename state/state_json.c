@@ -777,6 +777,43 @@ static int tree_ok(const cJSON *o)
 	return 1;
 }
 
+/* Every number finite (tree_ok's other half). */
+static int numbers_ok(const cJSON *o)
+{
+	const cJSON *c;
+
+	if (cJSON_IsNumber(o) && !isfinite(o->valuedouble))
+		return 0;
+	for (c = o->child; c; c = c->next)
+		if (!numbers_ok(c))
+			return 0;
+	return 1;
+}
+
+/*
+ * Whether the len bytes of text are valid UTF-8. A text that is holds only
+ * valid keys and strings once parsed: cJSON copies a string's bytes as they
+ * are and decodes each escape to a whole character (it refuses a lone
+ * surrogate), so tree_ok's walk over every string, which was a sixth of a
+ * state's load, is needed only when this fails. ASCII, most of a state,
+ * goes a byte at a time without a call.
+ */
+static int text_utf8(const char *text, size_t len)
+{
+	size_t i = 0, n;
+
+	while (i < len) {
+		if ((unsigned char)text[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if (!(n = vx_utf8_len(text + i, len - i)))
+			return 0;
+		i += n;
+	}
+	return 1;
+}
+
 static void jpath(char *buf, size_t n, const char *path, const char *k)
 {
 	if (path && *path)
@@ -1875,7 +1912,8 @@ static int parse_root(const char *text, size_t len, size_t max, cJSON **out, str
 		}
 		return vx_err_set(err, VX_EINVAL, "%u:%u: not valid JSON", line, col);
 	}
-	if (!tree_ok(root)) {
+	/* A text that is not valid UTF-8 may still parse to valid strings (one cut at a \u0000). */
+	if (!(text_utf8(text, len) ? numbers_ok(root) : tree_ok(root))) {
 		cJSON_Delete(root);
 		return vx_err_set(err, VX_EINVAL, "invalid UTF-8 or a non-finite number");
 	}
