@@ -11,6 +11,7 @@
 #include "state/state_shared.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -776,6 +777,43 @@ static int tree_ok(const cJSON *o)
 	return 1;
 }
 
+/* Every number finite (tree_ok's other half). */
+static int numbers_ok(const cJSON *o)
+{
+	const cJSON *c;
+
+	if (cJSON_IsNumber(o) && !isfinite(o->valuedouble))
+		return 0;
+	for (c = o->child; c; c = c->next)
+		if (!numbers_ok(c))
+			return 0;
+	return 1;
+}
+
+/*
+ * Whether the len bytes of text are valid UTF-8. A text that is holds only
+ * valid keys and strings once parsed: cJSON copies a string's bytes as they
+ * are and decodes each escape to a whole character (it refuses a lone
+ * surrogate), so tree_ok's walk over every string, which was a sixth of a
+ * state's load, is needed only when this fails. ASCII, most of a state,
+ * goes a byte at a time without a call.
+ */
+static int text_utf8(const char *text, size_t len)
+{
+	size_t i = 0, n;
+
+	while (i < len) {
+		if ((unsigned char)text[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if (!(n = vx_utf8_len(text + i, len - i)))
+			return 0;
+		i += n;
+	}
+	return 1;
+}
+
 static void jpath(char *buf, size_t n, const char *path, const char *k)
 {
 	if (path && *path)
@@ -784,135 +822,175 @@ static void jpath(char *buf, size_t n, const char *path, const char *k)
 		snprintf(buf, n, "%s", k);
 }
 
-/* o must be an object whose keys are all in keys[] (no duplicates), and has every F_REQ key. */
+/*
+ * The error "PATH.K: <fmt>" (VX_EINVAL). The path is made only here: a
+ * record's fields are read by the dozen, and making each one's path up
+ * front was a tenth of a state's load. jfail is an expression worth
+ * VX_EINVAL, so that callers (and the analyzer, which does not follow a
+ * variadic call) see an error returned.
+ */
+static void jfail_set(struct vx_err *err, const char *path, const char *k, const char *fmt, ...) VX_PRINTF(4, 5);
+
+static void jfail_set(struct vx_err *err, const char *path, const char *k, const char *fmt, ...)
+{
+	char p[512];
+	va_list ap;
+
+	jpath(p, sizeof(p), path, k);
+	va_start(ap, fmt);
+	vx_err_setv(err, VX_EINVAL, fmt, ap);
+	va_end(ap);
+	vx_err_wrap(err, "%s", p);
+}
+
+#define jfail(err, path, k, ...) (jfail_set((err), (path), (k), __VA_ARGS__), VX_EINVAL)
+
+/*
+ * o must be an object whose keys are all in keys[] (no duplicates), and has
+ * every F_REQ key; at (NULL: not wanted) gets each key's member, or NULL
+ * when absent, so the fields are then read without a search by name.
+ * Members are matched from the key after the last one found: a record's
+ * are written in about the order of its keys[].
+ */
 static int check_keys(const cJSON *o, const char *path, const char *const *keys,
-		      const int *flags, size_t nkeys, struct vx_err *err)
+		      const int *flags, size_t nkeys, const cJSON **at, struct vx_err *err)
 {
 	const cJSON *c;
 	uint64_t seen = 0;
-	size_t i;
+	size_t i, n, from = 0;
 
 	if (!o || !cJSON_IsObject(o))
 		return vx_err_set(err, VX_EINVAL, "%s: expected an object", *path ? path : "(top)");
 	for (c = o->child; c; c = c->next) {
-		for (i = 0; i < nkeys; i++)
+		for (n = 0, i = from; n < nkeys; n++, i = i + 1 < nkeys ? i + 1 : 0)
 			if (strcmp(c->string, keys[i]) == 0)
 				break;
-		if (i == nkeys)
+		if (n == nkeys)
 			return vx_err_set(err, VX_EINVAL, "%s%sunknown key \"%.100s\"", path,
 					  *path ? ": " : "", c->string);
 		if (seen & ((uint64_t)1 << i))
 			return vx_err_set(err, VX_EINVAL, "%s%sduplicate key \"%s\"", path,
 					  *path ? ": " : "", keys[i]);
 		seen |= (uint64_t)1 << i;
+		if (at)
+			at[i] = c;
+		from = i + 1 < nkeys ? i + 1 : 0;
 	}
-	for (i = 0; i < nkeys; i++)
+	for (i = 0; i < nkeys; i++) {
 		if ((flags[i] & F_REQ) && !(seen & ((uint64_t)1 << i)))
 			return vx_err_set(err, VX_EINVAL, "%s%smissing key \"%s\"", path,
 					  *path ? ": " : "", keys[i]);
+		if (at && !(seen & ((uint64_t)1 << i)))
+			at[i] = NULL;
+	}
 	return 0;
+}
+
+/*
+ * The readers of one member: v is the member named k of the object at
+ * path (NULL: absent). The get_ forms below find it by name first.
+ */
+static int str_at(const cJSON *v, const char *path, const char *k, int flags, size_t max,
+		  char **out, struct vx_err *err)
+{
+	*out = NULL;
+	if (!v)
+		return (flags & F_REQ) ? jfail(err, path, k, "missing") : 0;
+	if (cJSON_IsNull(v) && (flags & F_NULL))
+		return 0;
+	if (!cJSON_IsString(v) || !v->valuestring)
+		return jfail(err, path, k, "expected a string%s", (flags & F_NULL) ? " or null" : "");
+	if (strlen(v->valuestring) > max)
+		return jfail(err, path, k, "longer than %zu bytes", max);
+	if (!(flags & F_NULL) && !*v->valuestring)
+		return jfail(err, path, k, "must not be empty");
+	*out = vx_strdup(v->valuestring);
+	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
 }
 
 static int get_str(const cJSON *o, const char *path, const char *k, int flags, size_t max,
 		   char **out, struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	char p[512];
+	return str_at(cJSON_GetObjectItemCaseSensitive(o, k), path, k, flags, max, out, err);
+}
 
-	*out = NULL;
-	jpath(p, sizeof(p), path, k);
+static int int_at(const cJSON *v, const char *path, const char *k, int64_t min, int64_t max,
+		  int64_t *out, struct vx_err *err)
+{
+	double d;
+
+	*out = 0;
 	if (!v)
-		return (flags & F_REQ) ? vx_err_set(err, VX_EINVAL, "%s: missing", p) : 0;
-	if (cJSON_IsNull(v) && (flags & F_NULL))
-		return 0;
-	if (!cJSON_IsString(v) || !v->valuestring)
-		return vx_err_set(err, VX_EINVAL, "%s: expected a string%s", p,
-				  (flags & F_NULL) ? " or null" : "");
-	if (strlen(v->valuestring) > max)
-		return vx_err_set(err, VX_EINVAL, "%s: longer than %zu bytes", p, max);
-	if (!(flags & F_NULL) && !*v->valuestring)
-		return vx_err_set(err, VX_EINVAL, "%s: must not be empty", p);
-	*out = vx_strdup(v->valuestring);
-	return *out ? 0 : vx_err_set(err, VX_ENOMEM, "out of memory");
+		return jfail(err, path, k, "missing");
+	d = v->valuedouble;
+	if (!cJSON_IsNumber(v) || !isfinite(d) || floor(d) != d || d > MAX_SAFE_INT ||
+	    d < -MAX_SAFE_INT)
+		return jfail(err, path, k, "expected an integer");
+	if (d < (double)min || d > (double)max)
+		return jfail(err, path, k, "%.0f is out of range [%lld, %lld]", d, (long long)min,
+			     (long long)max);
+	*out = (int64_t)d;
+	return 0;
 }
 
 static int get_int(const cJSON *o, const char *path, const char *k, int64_t min, int64_t max,
 		   int64_t *out, struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	char p[512];
-	double d;
-
-	jpath(p, sizeof(p), path, k);
-	*out = 0;
-	if (!v)
-		return vx_err_set(err, VX_EINVAL, "%s: missing", p);
-	d = v->valuedouble;
-	if (!cJSON_IsNumber(v) || !isfinite(d) || floor(d) != d || d > MAX_SAFE_INT ||
-	    d < -MAX_SAFE_INT)
-		return vx_err_set(err, VX_EINVAL, "%s: expected an integer", p);
-	if (d < (double)min || d > (double)max)
-		return vx_err_set(err, VX_EINVAL, "%s: %.0f is out of range [%lld, %lld]", p, d,
-				  (long long)min, (long long)max);
-	*out = (int64_t)d;
-	return 0;
+	return int_at(cJSON_GetObjectItemCaseSensitive(o, k), path, k, min, max, out, err);
 }
 
 /* An optional integer: absent or null leaves *has 0. */
-static int get_opt_int(const cJSON *o, const char *path, const char *k, int64_t min, int64_t max,
-		       int *has, int64_t *out, struct vx_err *err)
+static int opt_int_at(const cJSON *v, const char *path, const char *k, int64_t min, int64_t max,
+		      int *has, int64_t *out, struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
 	*has = 0;
 	*out = 0;
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	*has = 1;
-	return get_int(o, path, k, min, max, out, err);
+	return int_at(v, path, k, min, max, out, err);
 }
 
-static int get_bool(const cJSON *o, const char *path, const char *k, int *out,
-		    struct vx_err *err)
+static int bool_at(const cJSON *v, const char *path, const char *k, int *out, struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	char p[512];
-
-	jpath(p, sizeof(p), path, k);
 	if (!cJSON_IsBool(v))
-		return vx_err_set(err, VX_EINVAL, "%s: expected true or false", p);
+		return jfail(err, path, k, "expected true or false");
 	*out = cJSON_IsTrue(v) ? 1 : 0;
 	return 0;
 }
 
 /* A boolean that may be absent (then false): for keys added after version 1 was first written. */
-static int get_opt_bool(const cJSON *o, const char *path, const char *k, int *out,
-			struct vx_err *err)
+static int opt_bool_at(const cJSON *v, const char *path, const char *k, int *out,
+		       struct vx_err *err)
 {
 	*out = 0;
-	if (!cJSON_GetObjectItemCaseSensitive(o, k))
+	if (!v)
 		return 0;
-	return get_bool(o, path, k, out, err);
+	return bool_at(v, path, k, out, err);
+}
+
+static int time_at(const cJSON *v, const char *path, const char *k, int flags, int64_t *out,
+		   struct vx_err *err)
+{
+	char *s = NULL;
+	int rc;
+
+	*out = 0;
+	rc = str_at(v, path, k, flags, 64, &s, err);
+	if (rc < 0 || !s)
+		return rc;
+	if (state_time_parse(s, out) < 0)
+		rc = jfail(err, path, k, "\"%s\" is not a time like 2026-11-22T10:02:00Z", s);
+	else if (*out == 0)
+		rc = jfail(err, path, k, "the epoch itself is not a valid time");
+	free(s);
+	return rc;
 }
 
 static int get_time(const cJSON *o, const char *path, const char *k, int flags, int64_t *out,
 		    struct vx_err *err)
 {
-	char *s = NULL, p[512];
-	int rc;
-
-	*out = 0;
-	rc = get_str(o, path, k, flags, 64, &s, err);
-	if (rc < 0 || !s)
-		return rc;
-	jpath(p, sizeof(p), path, k);
-	if (state_time_parse(s, out) < 0)
-		rc = vx_err_set(err, VX_EINVAL, "%s: \"%s\" is not a time like 2026-11-22T10:02:00Z",
-				p, s);
-	else if (*out == 0)
-		rc = vx_err_set(err, VX_EINVAL, "%s: the epoch itself is not a valid time", p);
-	free(s);
-	return rc;
+	return time_at(cJSON_GetObjectItemCaseSensitive(o, k), path, k, flags, out, err);
 }
 
 static int label_cmp(const void *a, const void *b)
@@ -920,28 +998,25 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp(((const struct vx_label *)a)->key, ((const struct vx_label *)b)->key);
 }
 
-static int get_labels(const cJSON *o, const char *path, const char *k, struct vx_label **out,
-		      size_t *nout, struct vx_err *err)
+static int labels_at(const cJSON *v, const char *path, const char *k, struct vx_label **out,
+		     size_t *nout, struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k), *c;
+	const cJSON *c;
 	size_t n = 0, i;
-	char p[512];
 
 	*out = NULL;
 	*nout = 0;
-	jpath(p, sizeof(p), path, k);
 	if (!cJSON_IsObject(v))
-		return vx_err_set(err, VX_EINVAL, "%s: expected an object", p);
+		return jfail(err, path, k, "expected an object");
 	for (c = v->child; c; c = c->next) {
 		if (++n > STATE_MAX_LABELS)
-			return vx_err_set(err, VX_EINVAL, "%s: more than %d labels", p,
-					  STATE_MAX_LABELS);
+			return jfail(err, path, k, "more than %d labels", STATE_MAX_LABELS);
 		if (!cJSON_IsString(c) || !*c->string || strlen(c->string) > 256 ||
 		    strlen(c->valuestring) > 1024)
-			return vx_err_set(err, VX_EINVAL,
-					  "%s: label \"%.100s\" must be a non-empty key (at most 256 "
-					  "bytes) with a string value (at most 1024 bytes)",
-					  p, c->string);
+			return jfail(err, path, k,
+				     "label \"%.100s\" must be a non-empty key (at most 256 "
+				     "bytes) with a string value (at most 1024 bytes)",
+				     c->string);
 	}
 	if (!n)
 		return 0;
@@ -954,84 +1029,202 @@ static int get_labels(const cJSON *o, const char *path, const char *k, struct vx
 		    state_dup_opt(&(*out)[i].value, c->valuestring) < 0)
 			return vx_err_set(err, VX_ENOMEM, "out of memory");
 	}
-	qsort(*out, n, sizeof(**out), label_cmp);
+	/* Written sorted: sorting is then only a check. */
+	for (i = 1; i < n && strcmp((*out)[i - 1].key, (*out)[i].key) < 0; i++)
+		;
+	if (i < n)
+		qsort(*out, n, sizeof(**out), label_cmp);
 	for (i = 1; i < n; i++)
 		if (strcmp((*out)[i - 1].key, (*out)[i].key) == 0)
-			return vx_err_set(err, VX_EINVAL, "%s: duplicate label \"%.100s\"", p,
-					  (*out)[i].key);
+			return jfail(err, path, k, "duplicate label \"%.100s\"", (*out)[i].key);
 	return 0;
 }
 
+static int get_labels(const cJSON *o, const char *path, const char *k, struct vx_label **out,
+		      size_t *nout, struct vx_err *err)
+{
+	return labels_at(cJSON_GetObjectItemCaseSensitive(o, k), path, k, out, nout, err);
+}
+
+/* A run's keys, by index (check_keys's order: the first missing F_REQ key is the one named). */
+enum {
+	RU_RESOURCE,
+	RU_PROJECT,
+	RU_REGION,
+	RU_ACTION,
+	RU_SPEC_HASH,
+	RU_RUN,
+	RU_ATTEMPT,
+	RU_LABELS,
+	RU_STATE,
+	RU_FAILURE,
+	RU_ERROR_CODE,
+	RU_ERROR_MESSAGE,
+	RU_CANCELLED,
+	RU_CREATED,
+	RU_ENDED,
+	RU_CONFIG_COMMIT,
+	RU_CONFIG_DIRTY,
+	RU_DECL_HASH,
+	RU_LAUNCHED_BY,
+	RU_VALUE,
+	RU_RUNG,
+	RU_PLANNED_BY,
+	RU_PR,
+	RU_PR_URL,
+	RU_RUNG_SCHEDULING,
+	RU_RUNG_MACHINE,
+	RU_RUNG_RESERVATION,
+	RU_STARTED,
+	RU_FOLLOWS,
+	RU_MACHINE_TYPE,
+	RU_ACCEL_TYPE,
+	RU_ACCEL_COUNT,
+	RU_REPLICAS,
+	RU_STRATEGY,
+	RU_RESERVATION,
+	RU_POLICY_COMMIT,
+	RU_EXIT_CODE,
+	RU_TIMEOUT,
+	RU_N
+};
+
+static const char *const run_keys[RU_N] = {
+	[RU_RESOURCE] = "resource",
+	[RU_PROJECT] = "project",
+	[RU_REGION] = "region",
+	[RU_ACTION] = "action",
+	[RU_SPEC_HASH] = "specHash",
+	[RU_RUN] = "run",
+	[RU_ATTEMPT] = "attempt",
+	[RU_LABELS] = "labels",
+	[RU_STATE] = "state",
+	[RU_FAILURE] = "failure",
+	[RU_ERROR_CODE] = "errorCode",
+	[RU_ERROR_MESSAGE] = "errorMessage",
+	[RU_CANCELLED] = "cancelledByVx",
+	[RU_CREATED] = "createdAt",
+	[RU_ENDED] = "endedAt",
+	[RU_CONFIG_COMMIT] = "configCommit",
+	[RU_CONFIG_DIRTY] = "configDirty",
+	[RU_DECL_HASH] = "declHash",
+	[RU_LAUNCHED_BY] = "launchedBy",
+	[RU_VALUE] = "value",
+	[RU_RUNG] = "rung",
+	[RU_PLANNED_BY] = "plannedBy",
+	[RU_PR] = "pullRequest",
+	[RU_PR_URL] = "pullRequestUrl",
+	[RU_RUNG_SCHEDULING] = "rungScheduling",
+	[RU_RUNG_MACHINE] = "rungMachine",
+	[RU_RUNG_RESERVATION] = "rungReservation",
+	[RU_STARTED] = "startedAt",
+	[RU_FOLLOWS] = "follows",
+	[RU_MACHINE_TYPE] = "machineType",
+	[RU_ACCEL_TYPE] = "acceleratorType",
+	[RU_ACCEL_COUNT] = "acceleratorCount",
+	[RU_REPLICAS] = "replicas",
+	[RU_STRATEGY] = "strategy",
+	[RU_RESERVATION] = "reservation",
+	[RU_POLICY_COMMIT] = "policyCommit",
+	[RU_EXIT_CODE] = "exitCode",
+	[RU_TIMEOUT] = "timeoutMs",
+};
+
+/* project, launchedBy, configDirty, declHash, value, rung and the planner's
+ * fields came after the first states were written: optional, so those
+ * states stay readable (each is written only when set, so states without
+ * them keep their bytes). */
+static const int run_flags[RU_N] = {
+	[RU_RESOURCE] = F_REQ,
+	[RU_PROJECT] = F_NULL,
+	[RU_REGION] = F_REQ,
+	[RU_ACTION] = F_REQ,
+	[RU_SPEC_HASH] = F_REQ,
+	[RU_RUN] = F_REQ,
+	[RU_ATTEMPT] = F_REQ,
+	[RU_LABELS] = F_REQ,
+	[RU_STATE] = F_REQ,
+	[RU_FAILURE] = F_REQ,
+	[RU_ERROR_CODE] = F_REQ,
+	[RU_ERROR_MESSAGE] = F_REQ,
+	[RU_CANCELLED] = F_REQ,
+	[RU_CREATED] = F_REQ,
+	[RU_ENDED] = F_REQ,
+	[RU_CONFIG_COMMIT] = F_REQ,
+	[RU_CONFIG_DIRTY] = F_NULL,
+	[RU_DECL_HASH] = F_NULL,
+	[RU_LAUNCHED_BY] = F_NULL,
+	[RU_VALUE] = F_NULL,
+	[RU_RUNG] = F_NULL,
+	[RU_PLANNED_BY] = F_NULL,
+	[RU_PR] = F_NULL,
+	[RU_PR_URL] = F_NULL,
+	[RU_RUNG_SCHEDULING] = F_NULL,
+	[RU_RUNG_MACHINE] = F_NULL,
+	[RU_RUNG_RESERVATION] = F_NULL,
+	[RU_STARTED] = F_NULL,
+	[RU_FOLLOWS] = F_NULL,
+	[RU_MACHINE_TYPE] = F_NULL,
+	[RU_ACCEL_TYPE] = F_NULL,
+	[RU_ACCEL_COUNT] = F_NULL,
+	[RU_REPLICAS] = F_NULL,
+	[RU_STRATEGY] = F_NULL,
+	[RU_RESERVATION] = F_NULL,
+	[RU_POLICY_COMMIT] = F_NULL,
+	[RU_EXIT_CODE] = F_NULL,
+	[RU_TIMEOUT] = F_NULL,
+};
+
+/* The member, path and name of a run's key i (for the *_at readers). */
+#define RUN_AT(i) at[i], path, run_keys[i]
+
 static int run_from(const cJSON *o, const char *path, struct state_run *r, struct vx_err *err)
 {
-	static const char *const keys[] = { "resource", "project", "region", "action", "specHash", "run",
-					    "attempt", "labels", "state", "failure", "errorCode",
-					    "errorMessage", "cancelledByVx", "createdAt", "endedAt",
-					    "configCommit", "configDirty", "declHash", "launchedBy", "value",
-					    "rung", "plannedBy", "pullRequest", "pullRequestUrl",
-					    "rungScheduling", "rungMachine", "rungReservation", "startedAt",
-					    "follows", "machineType", "acceleratorType", "acceleratorCount",
-					    "replicas", "strategy", "reservation", "policyCommit", "exitCode",
-					    "timeoutMs" };
-	/* project, launchedBy, configDirty, declHash, value, rung and the
-	 * planner's fields came after the first states were written: optional,
-	 * so those states stay readable (each is written only when set, so
-	 * states without them keep their bytes). */
-	static const int flags[] = { F_REQ, F_NULL, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
-				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL, F_NULL, F_NULL };
-	/* check_keys reads a flag per key: one missing reads past the table. */
-	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
+	const cJSON *at[RU_N];
 	int rc, has_rung = 0, has_pr, has_n;
 
 	memset(r, 0, sizeof(*r));
-	rc = check_keys(o, path, keys, flags, sizeof(keys) / sizeof(keys[0]), err);
+	rc = check_keys(o, path, run_keys, run_flags, RU_N, at, err);
 	if (rc < 0)
 		return rc;
-	if ((rc = get_str(o, path, "resource", F_REQ | F_NULL, 1024, &r->resource, err)) < 0 ||
-	    (rc = get_str(o, path, "project", F_NULL, 128, &r->project, err)) < 0 ||
-	    (rc = get_str(o, path, "region", F_REQ | F_NULL, 128, &r->region, err)) < 0 ||
-	    (rc = get_str(o, path, "action", F_REQ | F_NULL, 64, &r->action, err)) < 0 ||
-	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
-	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
-	    (rc = get_int(o, path, "attempt", 0, INT64_C(1) << 53, &r->attempt, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "rung", 0, 1000, &has_rung, &r->rung, err)) < 0 ||
-	    (rc = get_str(o, path, "rungScheduling", F_NULL, 64, &r->rung_scheduling, err)) < 0 ||
-	    (rc = get_str(o, path, "rungMachine", F_NULL, 128, &r->rung_machine, err)) < 0 ||
-	    (rc = get_str(o, path, "rungReservation", F_NULL, 1024, &r->rung_reservation, err)) < 0 ||
-	    (rc = get_labels(o, path, "labels", &r->labels, &r->nlabels, err)) < 0 ||
-	    (cJSON_GetObjectItemCaseSensitive(o, "follows") &&
-	     (rc = get_labels(o, path, "follows", &r->follows, &r->nfollows, err)) < 0) ||
-	    (rc = get_str(o, path, "state", F_REQ | F_NULL, 128, &r->state, err)) < 0 ||
-	    (rc = get_str(o, path, "failure", F_REQ | F_NULL, 128, &r->failure, err)) < 0 ||
-	    (rc = get_int(o, path, "errorCode", -(INT64_C(1) << 31), INT64_C(1) << 31,
-			  &r->error_code, err)) < 0 ||
-	    (rc = get_str(o, path, "errorMessage", F_REQ | F_NULL, STATE_MAX_STRING,
-			  &r->error_message, err)) < 0 ||
-	    (rc = get_bool(o, path, "cancelledByVx", &r->cancelled_by_vx, err)) < 0 ||
-	    (rc = get_time(o, path, "createdAt", F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
-	    (rc = get_time(o, path, "endedAt", F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
-	    (rc = get_time(o, path, "startedAt", F_NULL, &r->started_ms, err)) < 0 ||
-	    (rc = get_str(o, path, "launchedBy", F_NULL, 512, &r->launched_by, err)) < 0 ||
-	    (rc = get_str(o, path, "plannedBy", F_NULL, 512, &r->planned_by, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "pullRequest", 1, 999999999, &has_pr, &r->pr_number, err)) < 0 ||
-	    (rc = get_str(o, path, "pullRequestUrl", F_NULL, 1024, &r->pr_url, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "value", -1, INT64_C(1) << 53, &r->has_value, &r->value, err)) < 0 ||
-	    (rc = get_opt_bool(o, path, "configDirty", &r->config_dirty, err)) < 0 ||
-	    (rc = get_str(o, path, "declHash", F_NULL, 128, &r->decl_hash, err)) < 0 ||
-	    (rc = get_str(o, path, "policyCommit", F_NULL, 128, &r->policy_commit, err)) < 0 ||
-	    (rc = get_str(o, path, "machineType", F_NULL, 128, &r->machine_type, err)) < 0 ||
-	    (rc = get_str(o, path, "acceleratorType", F_NULL, 128, &r->accelerator_type, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "acceleratorCount", 0, 1000000, &has_n, &r->accelerator_count, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "replicas", 0, 1000000, &has_n, &r->replicas, err)) < 0 ||
-	    (rc = get_str(o, path, "strategy", F_NULL, 64, &r->strategy, err)) < 0 ||
-	    (rc = get_str(o, path, "reservation", F_NULL, 1024, &r->reservation, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "exitCode", 1, 255, &has_n, &r->exit_code, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "timeoutMs", 1, INT64_C(1) << 53, &has_n, &r->timeout_ms, err)) < 0 ||
-	    (rc = get_str(o, path, "configCommit", F_REQ | F_NULL, 128, &r->config_commit, err)) <
-		    0)
+	if ((rc = str_at(RUN_AT(RU_RESOURCE), F_REQ | F_NULL, 1024, &r->resource, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_PROJECT), F_NULL, 128, &r->project, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_REGION), F_REQ | F_NULL, 128, &r->region, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_ACTION), F_REQ | F_NULL, 64, &r->action, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_SPEC_HASH), F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
+	    (rc = int_at(RUN_AT(RU_RUN), 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
+	    (rc = int_at(RUN_AT(RU_ATTEMPT), 0, INT64_C(1) << 53, &r->attempt, err)) < 0 ||
+	    (rc = opt_int_at(RUN_AT(RU_RUNG), 0, 1000, &has_rung, &r->rung, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_RUNG_SCHEDULING), F_NULL, 64, &r->rung_scheduling, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_RUNG_MACHINE), F_NULL, 128, &r->rung_machine, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_RUNG_RESERVATION), F_NULL, 1024, &r->rung_reservation, err)) < 0 ||
+	    (rc = labels_at(RUN_AT(RU_LABELS), &r->labels, &r->nlabels, err)) < 0 ||
+	    (at[RU_FOLLOWS] && (rc = labels_at(RUN_AT(RU_FOLLOWS), &r->follows, &r->nfollows, err)) < 0) ||
+	    (rc = str_at(RUN_AT(RU_STATE), F_REQ | F_NULL, 128, &r->state, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_FAILURE), F_REQ | F_NULL, 128, &r->failure, err)) < 0 ||
+	    (rc = int_at(RUN_AT(RU_ERROR_CODE), -(INT64_C(1) << 31), INT64_C(1) << 31, &r->error_code, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_ERROR_MESSAGE), F_REQ | F_NULL, STATE_MAX_STRING, &r->error_message, err)) < 0 ||
+	    (rc = bool_at(RUN_AT(RU_CANCELLED), &r->cancelled_by_vx, err)) < 0 ||
+	    (rc = time_at(RUN_AT(RU_CREATED), F_REQ | F_NULL, &r->created_ms, err)) < 0 ||
+	    (rc = time_at(RUN_AT(RU_ENDED), F_REQ | F_NULL, &r->ended_ms, err)) < 0 ||
+	    (rc = time_at(RUN_AT(RU_STARTED), F_NULL, &r->started_ms, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_LAUNCHED_BY), F_NULL, 512, &r->launched_by, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_PLANNED_BY), F_NULL, 512, &r->planned_by, err)) < 0 ||
+	    (rc = opt_int_at(RUN_AT(RU_PR), 1, 999999999, &has_pr, &r->pr_number, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_PR_URL), F_NULL, 1024, &r->pr_url, err)) < 0 ||
+	    (rc = opt_int_at(RUN_AT(RU_VALUE), -1, INT64_C(1) << 53, &r->has_value, &r->value, err)) < 0 ||
+	    (rc = opt_bool_at(RUN_AT(RU_CONFIG_DIRTY), &r->config_dirty, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_DECL_HASH), F_NULL, 128, &r->decl_hash, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_POLICY_COMMIT), F_NULL, 128, &r->policy_commit, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_MACHINE_TYPE), F_NULL, 128, &r->machine_type, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_ACCEL_TYPE), F_NULL, 128, &r->accelerator_type, err)) < 0 ||
+	    (rc = opt_int_at(RUN_AT(RU_ACCEL_COUNT), 0, 1000000, &has_n, &r->accelerator_count, err)) < 0 ||
+	    (rc = opt_int_at(RUN_AT(RU_REPLICAS), 0, 1000000, &has_n, &r->replicas, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_STRATEGY), F_NULL, 64, &r->strategy, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_RESERVATION), F_NULL, 1024, &r->reservation, err)) < 0 ||
+	    (rc = opt_int_at(RUN_AT(RU_EXIT_CODE), 1, 255, &has_n, &r->exit_code, err)) < 0 ||
+	    (rc = opt_int_at(RUN_AT(RU_TIMEOUT), 1, INT64_C(1) << 53, &has_n, &r->timeout_ms, err)) < 0 ||
+	    (rc = str_at(RUN_AT(RU_CONFIG_COMMIT), F_REQ | F_NULL, 128, &r->config_commit, err)) < 0)
 		state_run_release(r);
 	return rc;
 }
@@ -1047,7 +1240,7 @@ static int lock_from(const cJSON *o, const char *path, int with_version, struct 
 	char p[512];
 
 	memset(l, 0, sizeof(*l));
-	rc = check_keys(o, path, keys + !with_version, flags, 8 - !with_version, err);
+	rc = check_keys(o, path, keys + !with_version, flags, 8 - !with_version, NULL, err);
 	if (rc < 0)
 		return rc;
 	if ((with_version && (rc = get_int(o, path, "version", 0, 1000, &version, err)) < 0))
@@ -1083,7 +1276,7 @@ static int intent_from(const cJSON *o, const char *path, struct state_intent *in
 	int rc;
 
 	memset(in, 0, sizeof(*in));
-	rc = check_keys(o, path, keys, flags, 4, err);
+	rc = check_keys(o, path, keys, flags, 4, NULL, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = get_str(o, path, "address", F_REQ, 256, &in->address, err)) < 0 ||
@@ -1101,24 +1294,26 @@ static int intent_from(const cJSON *o, const char *path, struct state_intent *in
 }
 
 /* A list of at most STATE_MAX_POLICY_LIST non-empty strings. */
-static int get_strs(const cJSON *o, const char *path, const char *k, char ***out, size_t *nout,
-		    struct vx_err *err)
+static int strs_at(const cJSON *v, const char *path, const char *k, char ***out, size_t *nout,
+		   struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k), *c;
+	const cJSON *c;
 	size_t n = 0;
-	char p[512];
 
 	*out = NULL;
 	*nout = 0;
-	jpath(p, sizeof(p), path, k);
 	if (!cJSON_IsArray(v))
-		return vx_err_set(err, VX_EINVAL, "%s: expected an array", p);
+		return jfail(err, path, k, "expected an array");
 	for (c = v->child; c; c = c->next) {
 		if (++n > STATE_MAX_POLICY_LIST)
-			return vx_err_set(err, VX_EINVAL, "%s: more than %d entries", p, STATE_MAX_POLICY_LIST);
-		if (!cJSON_IsString(c) || !c->valuestring || !*c->valuestring || strlen(c->valuestring) > 1024)
+			return jfail(err, path, k, "more than %d entries", STATE_MAX_POLICY_LIST);
+		if (!cJSON_IsString(c) || !c->valuestring || !*c->valuestring || strlen(c->valuestring) > 1024) {
+			char p[512];
+
+			jpath(p, sizeof(p), path, k);
 			return vx_err_set(err, VX_EINVAL, "%s[%zu]: expected a non-empty string (at most 1024 bytes)",
 					  p, n - 1);
+		}
 	}
 	if (!n)
 		return 0;
@@ -1132,10 +1327,10 @@ static int get_strs(const cJSON *o, const char *path, const char *k, char ***out
 	return 0;
 }
 
-/* "onExitCodes" (optional): exit statuses 1..255, into bits. */
-static int get_exit_codes(const cJSON *o, const char *path, uint64_t *bits, struct vx_err *err)
+/* "onExitCodes" (optional, its member v): exit statuses 1..255, into bits. */
+static int exit_codes_at(const cJSON *v, const char *path, uint64_t *bits, struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "onExitCodes"), *c;
+	const cJSON *c;
 	const char *dot = path && *path ? "." : "";
 	size_t i = 0;
 
@@ -1153,10 +1348,10 @@ static int get_exit_codes(const cJSON *o, const char *path, uint64_t *bits, stru
 	return 0;
 }
 
-/* "resubmitBudgets" (optional): one number 0..1000 per resubmitOn class. */
-static int get_budgets(const cJSON *o, const char *path, struct state_policy *pol, struct vx_err *err)
+/* "resubmitBudgets" (optional, its member v): one number 0..1000 per resubmitOn class. */
+static int budgets_at(const cJSON *v, const char *path, struct state_policy *pol, struct vx_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "resubmitBudgets"), *c;
+	const cJSON *c;
 	const char *dot = path && *path ? "." : "";
 	size_t i = 0;
 
@@ -1177,72 +1372,115 @@ static int get_budgets(const cJSON *o, const char *path, struct state_policy *po
 	return 0;
 }
 
+/* A policy's keys, by index, in check_keys's order. */
+enum {
+	PO_RESUBMIT_ON,
+	PO_MAX_ATTEMPTS,
+	PO_DELAY,
+	PO_FALLBACK_RUNGS,
+	PO_FALLBACK_HASH,
+	PO_AFTER,
+	PO_MAX_PARALLEL,
+	PO_MAX_FAILED,
+	PO_EXIT_CODES,
+	PO_BUDGETS,
+	PO_WITHIN,
+	PO_RETURN_AFTER,
+	PO_MAX_QUEUED,
+	PO_N
+};
+
+static const char *const policy_keys[PO_N] = {
+	[PO_RESUBMIT_ON] = "resubmitOn",
+	[PO_MAX_ATTEMPTS] = "maxAttempts",
+	[PO_DELAY] = "delayMs",
+	[PO_FALLBACK_RUNGS] = "fallbackRungs",
+	[PO_FALLBACK_HASH] = "fallbackHash",
+	[PO_AFTER] = "after",
+	[PO_MAX_PARALLEL] = "maxParallel",
+	[PO_MAX_FAILED] = "maxFailed",
+	[PO_EXIT_CODES] = "onExitCodes",
+	[PO_BUDGETS] = "resubmitBudgets",
+	[PO_WITHIN] = "withinMs",
+	[PO_RETURN_AFTER] = "returnAfterMs",
+	[PO_MAX_QUEUED] = "maxQueuedMs",
+};
+
+static const int policy_flags[PO_N] = {
+	[PO_RESUBMIT_ON] = F_REQ,
+	[PO_MAX_ATTEMPTS] = F_REQ,
+	[PO_DELAY] = F_REQ,
+	[PO_FALLBACK_RUNGS] = F_REQ,
+	[PO_FALLBACK_HASH] = F_REQ | F_NULL,
+	[PO_AFTER] = F_REQ,
+	[PO_MAX_PARALLEL] = F_REQ,
+	[PO_MAX_FAILED] = F_REQ,
+	[PO_EXIT_CODES] = F_NULL,
+	[PO_BUDGETS] = F_NULL,
+	[PO_WITHIN] = F_NULL,
+	[PO_RETURN_AFTER] = F_NULL,
+	[PO_MAX_QUEUED] = F_NULL,
+};
+
+#define POLICY_AT(i) at[i], path, policy_keys[i]
+
 static int policy_from(const cJSON *o, const char *path, struct state_policy *pol, struct vx_err *err)
 {
-	static const char *const keys[] = { "resubmitOn", "maxAttempts", "delayMs", "fallbackRungs",
-					    "fallbackHash", "after", "maxParallel", "maxFailed", "onExitCodes",
-					    "resubmitBudgets", "withinMs", "returnAfterMs", "maxQueuedMs" };
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ | F_NULL, F_REQ, F_REQ, F_REQ, F_NULL,
-				     F_NULL, F_NULL, F_NULL, F_NULL };
-	_Static_assert(sizeof(flags) / sizeof(flags[0]) == sizeof(keys) / sizeof(keys[0]), "a flag per key");
+	const cJSON *at[PO_N];
 	int rc, has_within, has_return, has_queued;
 
 	memset(pol, 0, sizeof(*pol));
-	if ((rc = check_keys(o, path, keys, flags, 13, err)) < 0 ||
-	    (rc = get_exit_codes(o, path, pol->on_exit_codes, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "withinMs", 1, INT64_C(1) << 53, &has_within, &pol->within_ms, err)) < 0 ||
-	    (rc = get_opt_int(o, path, "returnAfterMs", 1, INT64_C(1) << 53, &has_return, &pol->return_after_ms,
-			      err)) < 0 ||
-	    (rc = get_opt_int(o, path, "maxQueuedMs", 1, INT64_C(1) << 53, &has_queued, &pol->max_queued_ms, err)) < 0 ||
-	    (rc = get_strs(o, path, "resubmitOn", &pol->resubmit_on, &pol->nresubmit_on, err)) < 0 ||
-	    (rc = get_int(o, path, "maxAttempts", 1, INT64_C(1) << 31, &pol->max_attempts, err)) < 0 ||
-	    (rc = get_int(o, path, "delayMs", 0, INT64_C(1) << 53, &pol->delay_ms, err)) < 0 ||
-	    (rc = get_int(o, path, "fallbackRungs", 0, 1000, &pol->fallback_rungs, err)) < 0 ||
-	    (rc = get_str(o, path, "fallbackHash", F_REQ | F_NULL, 64, &pol->fallback_hash, err)) < 0 ||
-	    (rc = get_strs(o, path, "after", &pol->after, &pol->nafter, err)) < 0 ||
-	    (rc = get_int(o, path, "maxParallel", 0, INT64_C(1) << 31, &pol->max_parallel, err)) < 0 ||
-	    (rc = get_int(o, path, "maxFailed", 0, INT64_C(1) << 31, &pol->max_failed, err)) < 0 ||
-	    (rc = get_budgets(o, path, pol, err)) < 0)
+	if ((rc = check_keys(o, path, policy_keys, policy_flags, PO_N, at, err)) < 0 ||
+	    (rc = exit_codes_at(at[PO_EXIT_CODES], path, pol->on_exit_codes, err)) < 0 ||
+	    (rc = opt_int_at(POLICY_AT(PO_WITHIN), 1, INT64_C(1) << 53, &has_within, &pol->within_ms, err)) < 0 ||
+	    (rc = opt_int_at(POLICY_AT(PO_RETURN_AFTER), 1, INT64_C(1) << 53, &has_return, &pol->return_after_ms,
+			     err)) < 0 ||
+	    (rc = opt_int_at(POLICY_AT(PO_MAX_QUEUED), 1, INT64_C(1) << 53, &has_queued, &pol->max_queued_ms,
+			     err)) < 0 ||
+	    (rc = strs_at(POLICY_AT(PO_RESUBMIT_ON), &pol->resubmit_on, &pol->nresubmit_on, err)) < 0 ||
+	    (rc = int_at(POLICY_AT(PO_MAX_ATTEMPTS), 1, INT64_C(1) << 31, &pol->max_attempts, err)) < 0 ||
+	    (rc = int_at(POLICY_AT(PO_DELAY), 0, INT64_C(1) << 53, &pol->delay_ms, err)) < 0 ||
+	    (rc = int_at(POLICY_AT(PO_FALLBACK_RUNGS), 0, 1000, &pol->fallback_rungs, err)) < 0 ||
+	    (rc = str_at(POLICY_AT(PO_FALLBACK_HASH), F_REQ | F_NULL, 64, &pol->fallback_hash, err)) < 0 ||
+	    (rc = strs_at(POLICY_AT(PO_AFTER), &pol->after, &pol->nafter, err)) < 0 ||
+	    (rc = int_at(POLICY_AT(PO_MAX_PARALLEL), 0, INT64_C(1) << 31, &pol->max_parallel, err)) < 0 ||
+	    (rc = int_at(POLICY_AT(PO_MAX_FAILED), 0, INT64_C(1) << 31, &pol->max_failed, err)) < 0 ||
+	    (rc = budgets_at(at[PO_BUDGETS], path, pol, err)) < 0)
 		state_policy_release(pol);
 	return rc;
 }
 
-/* "onRemove" (optional): "cancel" or "forget", into r->on_remove. */
-static int on_remove_from(const cJSON *o, const char *path, struct state_record *r, struct vx_err *err)
+/* "onRemove" (optional, its member v): "cancel" or "forget", into r->on_remove. */
+static int on_remove_from(const cJSON *v, const char *path, struct state_record *r, struct vx_err *err)
 {
 	char *on_remove = NULL;
-	char p[512];
 	int rc;
 
-	if ((rc = get_str(o, path, "onRemove", F_NULL, 16, &on_remove, err)) < 0)
+	if ((rc = str_at(v, path, "onRemove", F_NULL, 16, &on_remove, err)) < 0)
 		return rc;
-	if (on_remove && strcmp(on_remove, "cancel") != 0 && strcmp(on_remove, "forget") != 0) {
-		jpath(p, sizeof(p), path, "onRemove");
-		rc = vx_err_set(err, VX_EINVAL, "%s: expected \"cancel\" or \"forget\"", p);
-	} else if (on_remove) {
+	if (on_remove && strcmp(on_remove, "cancel") != 0 && strcmp(on_remove, "forget") != 0)
+		rc = jfail(err, path, "onRemove", "expected \"cancel\" or \"forget\"");
+	else if (on_remove)
 		r->on_remove = strcmp(on_remove, "cancel") ? STATE_ON_REMOVE_FORGET : STATE_ON_REMOVE_CANCEL;
-	}
 	free(on_remove);
 	return rc;
 }
 
-/* "spec": null or an object, kept as compact JSON text in r->spec_json (at most MAX_SPEC bytes). */
-static int spec_from(const cJSON *o, const char *path, struct state_record *r, struct vx_err *err)
+/* "spec" (its member): null or an object, kept as compact JSON text in r->spec_json (at most MAX_SPEC bytes). */
+static int spec_from(const cJSON *spec, const char *path, struct state_record *r, struct vx_err *err)
 {
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
-	char p[512], *s;
+	char *s;
 
-	jpath(p, sizeof(p), path, "spec");
 	if (cJSON_IsNull(spec))
 		return 0;
 	if (!cJSON_IsObject(spec))
-		return vx_err_set(err, VX_EINVAL, "%s: expected an object or null", p);
+		return jfail(err, path, "spec", "expected an object or null");
 	s = cJSON_PrintUnformatted(spec);
 	if (!s)
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
 	if (strlen(s) > MAX_SPEC) {
 		cJSON_free(s);
-		return vx_err_set(err, VX_EINVAL, "%s: longer than %zu bytes", p, MAX_SPEC);
+		return jfail(err, path, "spec", "longer than %zu bytes", MAX_SPEC);
 	}
 	r->spec_json = vx_strdup(s);
 	cJSON_free(s);
@@ -1251,22 +1489,23 @@ static int spec_from(const cJSON *o, const char *path, struct state_record *r, s
 	return 0;
 }
 
-/* "history": the record's earlier runs, at most STATE_MAX_HISTORY. */
-static int history_from(const cJSON *o, const char *path, struct state_record *r, struct vx_err *err)
+/* "history" (its member): the record's earlier runs, at most STATE_MAX_HISTORY. */
+static int history_from(const cJSON *hist, const char *path, struct state_record *r, struct vx_err *err)
 {
-	const cJSON *hist = cJSON_GetObjectItemCaseSensitive(o, "history"), *c;
+	const cJSON *c;
 	size_t n, i;
 	char p[512];
 	int rc;
 
-	jpath(p, sizeof(p), path, "history");
 	if (!cJSON_IsArray(hist))
-		return vx_err_set(err, VX_EINVAL, "%s: expected an array", p);
+		return jfail(err, path, "history", "expected an array");
 	for (n = 0, c = hist->child; c; c = c->next)
 		if (++n > STATE_MAX_HISTORY)
-			return vx_err_set(err, VX_EINVAL, "%s: more than %d runs", p, STATE_MAX_HISTORY);
+			return jfail(err, path, "history", "more than %d runs", STATE_MAX_HISTORY);
 	if (n && !(r->history = calloc(n, sizeof(*r->history))))
 		return vx_err_set(err, VX_ENOMEM, "out of memory");
+	if (n)
+		jpath(p, sizeof(p), path, "history");
 	for (i = 0, c = hist->child; c; c = c->next, i++) {
 		char hp[560];
 
@@ -1278,71 +1517,114 @@ static int history_from(const cJSON *o, const char *path, struct state_record *r
 	return 0;
 }
 
+/* A record's keys, by index, in check_keys's order ("version" only in a record stored alone). */
+enum {
+	RE_VERSION,
+	RE_ADDRESS,
+	RE_KIND,
+	RE_SPEC_HASH,
+	RE_SPEC,
+	RE_RUN,
+	RE_ATTEMPTS,
+	RE_PROTECT,
+	RE_CURRENT,
+	RE_HISTORY,
+	RE_ON_REMOVE,
+	RE_APPLIED,
+	RE_N
+};
+
+static const char *const record_keys[RE_N] = {
+	[RE_VERSION] = "version",
+	[RE_ADDRESS] = "address",
+	[RE_KIND] = "kind",
+	[RE_SPEC_HASH] = "specHash",
+	[RE_SPEC] = "spec",
+	[RE_RUN] = "run",
+	[RE_ATTEMPTS] = "attempts",
+	[RE_PROTECT] = "protect",
+	[RE_CURRENT] = "current",
+	[RE_HISTORY] = "history",
+	[RE_ON_REMOVE] = "onRemove",
+	[RE_APPLIED] = "applied",
+};
+
+/* onRemove and applied came later: optional. */
+static const int record_flags[RE_N] = {
+	[RE_VERSION] = F_REQ,
+	[RE_ADDRESS] = F_REQ,
+	[RE_KIND] = F_REQ,
+	[RE_SPEC_HASH] = F_REQ,
+	[RE_SPEC] = F_REQ,
+	[RE_RUN] = F_REQ,
+	[RE_ATTEMPTS] = F_REQ,
+	[RE_PROTECT] = F_REQ,
+	[RE_CURRENT] = F_REQ,
+	[RE_HISTORY] = F_REQ,
+	[RE_ON_REMOVE] = F_NULL,
+	[RE_APPLIED] = F_NULL,
+};
+
+#define RECORD_AT(i) at[i], path, record_keys[i]
+
+/* A record's "current" (the run in flight, or null) and "applied" (optional: the policy the last apply used). */
+static int record_runs(const cJSON *const *at, const char *path, struct state_record *r, struct vx_err *err)
+{
+	char p[512];
+	int rc;
+
+	if (!cJSON_IsNull(at[RE_CURRENT])) {
+		jpath(p, sizeof(p), path, "current");
+		if (!(r->current = calloc(1, sizeof(*r->current))))
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		if ((rc = run_from(at[RE_CURRENT], p, r->current, err)) < 0)
+			return rc;
+	}
+	if ((rc = history_from(at[RE_HISTORY], path, r, err)) < 0)
+		return rc;
+	if (at[RE_APPLIED] && !cJSON_IsNull(at[RE_APPLIED])) {
+		jpath(p, sizeof(p), path, "applied");
+		if (!(r->applied = calloc(1, sizeof(*r->applied))))
+			return vx_err_set(err, VX_ENOMEM, "out of memory");
+		if ((rc = policy_from(at[RE_APPLIED], p, r->applied, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* One record at path; "version" is checked only with_version (a record
  * stored on its own, not inside a state document). On error r is released. */
 static int record_from(const cJSON *o, const char *path, int with_version,
 		       struct state_record *r, struct vx_err *err)
 {
-	static const char *const keys[] = { "version", "address", "kind", "specHash", "spec",
-					    "run", "attempts", "protect", "current", "history", "onRemove",
-					    "applied" };
-	/* onRemove and applied came later: optional. */
-	static const int flags[] = { F_REQ, F_REQ, F_REQ, F_REQ, F_REQ,
-				     F_REQ, F_REQ, F_REQ, F_REQ, F_REQ, F_NULL, F_NULL };
-	const cJSON *cur, *c;
+	const cJSON *at[RE_N] = { NULL };
 	int64_t version = STATE_VERSION;
-	char p[512];
-	int rc;
+	int rc, skip = !with_version;
 
 	memset(r, 0, sizeof(*r));
-	rc = check_keys(o, path, keys + !with_version, flags + !with_version, 12 - !with_version, err);
+	rc = check_keys(o, path, record_keys + skip, record_flags + skip, RE_N - skip, at + skip, err);
 	if (rc < 0)
 		return rc;
-	if (with_version && (rc = get_int(o, path, "version", 0, 1000, &version, err)) < 0)
+	if (with_version && (rc = int_at(RECORD_AT(RE_VERSION), 0, 1000, &version, err)) < 0)
 		return rc;
 	if (version != STATE_VERSION)
 		return vx_err_set(err, VX_EINVAL,
 				  "unsupported state version %lld (this vx reads version %d)",
 				  (long long)version, STATE_VERSION);
-	if ((rc = get_str(o, path, "address", F_REQ, 256, &r->address, err)) < 0 ||
-	    (rc = get_str(o, path, "kind", F_REQ, 64, &r->kind, err)) < 0 ||
-	    (rc = get_str(o, path, "specHash", F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
-	    (rc = get_int(o, path, "run", 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
-	    (rc = get_int(o, path, "attempts", 0, INT64_C(1) << 53, &r->attempts, err)) < 0 ||
-	    (rc = get_bool(o, path, "protect", &r->protect, err)) < 0 ||
-	    (rc = on_remove_from(o, path, r, err)) < 0)
+	if ((rc = str_at(RECORD_AT(RE_ADDRESS), F_REQ, 256, &r->address, err)) < 0 ||
+	    (rc = str_at(RECORD_AT(RE_KIND), F_REQ, 64, &r->kind, err)) < 0 ||
+	    (rc = str_at(RECORD_AT(RE_SPEC_HASH), F_REQ | F_NULL, 128, &r->spec_hash, err)) < 0 ||
+	    (rc = int_at(RECORD_AT(RE_RUN), 0, INT64_C(1) << 53, &r->run, err)) < 0 ||
+	    (rc = int_at(RECORD_AT(RE_ATTEMPTS), 0, INT64_C(1) << 53, &r->attempts, err)) < 0 ||
+	    (rc = bool_at(RECORD_AT(RE_PROTECT), &r->protect, err)) < 0 ||
+	    (rc = on_remove_from(at[RE_ON_REMOVE], path, r, err)) < 0)
 		goto fail;
 	if ((rc = state_address_split(r->address, NULL, NULL, err)) < 0) {
 		vx_err_wrap(err, "%s%saddress", path, *path ? "." : "");
 		goto fail;
 	}
-	if ((rc = spec_from(o, path, r, err)) < 0)
+	if ((rc = spec_from(at[RE_SPEC], path, r, err)) < 0 || (rc = record_runs(at, path, r, err)) < 0)
 		goto fail;
-	/* "current": the run in flight, or null. */
-	cur = cJSON_GetObjectItemCaseSensitive(o, "current");
-	if (!cJSON_IsNull(cur)) {
-		jpath(p, sizeof(p), path, "current");
-		r->current = calloc(1, sizeof(*r->current));
-		if (!r->current) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto fail;
-		}
-		if ((rc = run_from(cur, p, r->current, err)) < 0)
-			goto fail;
-	}
-	if ((rc = history_from(o, path, r, err)) < 0)
-		goto fail;
-	/* "applied" (optional): the policy the last apply used. */
-	c = cJSON_GetObjectItemCaseSensitive(o, "applied");
-	if (c && !cJSON_IsNull(c)) {
-		jpath(p, sizeof(p), path, "applied");
-		if (!(r->applied = calloc(1, sizeof(*r->applied)))) {
-			rc = vx_err_set(err, VX_ENOMEM, "out of memory");
-			goto fail;
-		}
-		if ((rc = policy_from(c, p, r->applied, err)) < 0)
-			goto fail;
-	}
 	return 0;
 fail:
 	state_record_release(r);
@@ -1378,7 +1660,7 @@ static int notified_from(const cJSON *o, struct state *st, struct vx_err *err)
 		struct state_notified *e = &st->notified[i];
 
 		snprintf(p, sizeof(p), "notified[%zu]", i);
-		if ((rc = check_keys(c, p, keys, flags, 3, err)) < 0 ||
+		if ((rc = check_keys(c, p, keys, flags, 3, NULL, err)) < 0 ||
 		    (rc = get_str(c, p, "key", F_REQ, 64, &e->key, err)) < 0)
 			return rc;
 		st->nnotified = i + 1;
@@ -1432,7 +1714,7 @@ static int budget_from(const cJSON *o, struct state *st, struct vx_err *err)
 		return 0;
 	if (!cJSON_IsObject(v))
 		return vx_err_set(err, VX_EINVAL, "budget: expected an object");
-	if ((rc = check_keys(v, "budget", keys, flags, 3, err)) < 0 ||
+	if ((rc = check_keys(v, "budget", keys, flags, 3, NULL, err)) < 0 ||
 	    (rc = get_int(v, "budget", "usdCents", 1, (int64_t)100000000000, &st->budget_cents, err)) < 0 ||
 	    (rc = get_int(v, "budget", "days", 0, 366, &st->budget_days, err)) < 0)
 		return rc;
@@ -1574,7 +1856,7 @@ static int header_from(const cJSON *o, int with_records, struct state *st, struc
 	const cJSON *v;
 	int rc;
 
-	rc = check_keys(o, "", keys, flags, with_records ? 13 : 12, err);
+	rc = check_keys(o, "", keys, flags, with_records ? 13 : 12, NULL, err);
 	if (rc < 0 || (rc = identity_from(o, st, err)) < 0)
 		return rc;
 	v = cJSON_GetObjectItemCaseSensitive(o, "lock");
@@ -1630,7 +1912,8 @@ static int parse_root(const char *text, size_t len, size_t max, cJSON **out, str
 		}
 		return vx_err_set(err, VX_EINVAL, "%u:%u: not valid JSON", line, col);
 	}
-	if (!tree_ok(root)) {
+	/* A text that is not valid UTF-8 may still parse to valid strings (one cut at a \u0000). */
+	if (!(text_utf8(text, len) ? numbers_ok(root) : tree_ok(root))) {
 		cJSON_Delete(root);
 		return vx_err_set(err, VX_EINVAL, "invalid UTF-8 or a non-finite number");
 	}

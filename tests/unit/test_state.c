@@ -931,6 +931,11 @@ static void test_hostile(void **unused)
 		   "invalid state JSON: records: job.a appears twice");
 	expect_bad("{\"a\":\"\xff\"}", "invalid state JSON: invalid UTF-8 or a non-finite number");
 	expect_bad("{\"a\":1e999}", "invalid state JSON: invalid UTF-8 or a non-finite number");
+	expect_bad("{\"\xc3\":1}", "invalid state JSON: invalid UTF-8 or a non-finite number");
+	expect_bad("{\"a\":[{\"b\":\"\xed\xa0\x80\"}]}", "invalid state JSON: invalid UTF-8 or a non-finite number");
+	/* Judged as parsed: escapes are whole characters, and a string ends at a \u0000. */
+	expect_bad("{\"\xc3\xa9\":\"\\ud83d\\ude00\"}", "invalid state JSON: unknown key \"\xc3\xa9\"");
+	expect_bad("{\"a\":\"\\u0000\xff\"}", "invalid state JSON: unknown key \"a\"");
 	/* Nesting past cJSON's limit, and a NUL byte. */
 	big = malloc(5001);
 	memset(big, '[', 5000);

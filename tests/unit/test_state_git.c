@@ -1176,6 +1176,54 @@ static void test_incremental_write_is_a_full_write(void **state)
 	vx_err_release(&err);
 }
 
+/*
+ * A record's object damaged on disk still stops the load, naming the
+ * file: objects are not hashed again on read (as git does not), but zlib
+ * checks each loose object's stream (its Adler-32), so a changed byte is
+ * an error, not a record read wrong.
+ */
+static void test_damaged_object_stops_the_load(void **state)
+{
+	struct staterepo *f = *state;
+	struct state_backend *b = staterepo_open_git(f, f->repo, NULL);
+	struct state st = STATE_INIT, back = STATE_INIT;
+	struct vx_err err = VX_ERR_INIT;
+	git_repository *repo = NULL;
+	git_object *blob = NULL;
+	char hex[41], path[256];
+	unsigned char byte;
+	int fd;
+	off_t size;
+
+	assert_int_equal(state_load(b, &st, &err), 0);
+	put_job(&st, "a", "projects/p/locations/us-central1/customJobs/1");
+	put_job(&st, "b", "projects/p/locations/us-central1/customJobs/2");
+	assert_int_equal(state_write(b, &st, "two", &err), 0);
+	assert_int_equal(git_repository_open(&repo, f->repo), 0);
+	assert_int_equal(git_revparse_single(&blob, repo, "vx/state/research:jobs/b.json"), 0);
+	git_oid_tostr(hex, sizeof(hex), git_object_id(blob));
+	snprintf(path, sizeof(path), "%s/.git/objects/%.2s/%s", f->repo, hex, hex + 2);
+	/* One byte in the middle of the compressed stream, flipped. */
+	assert_int_equal(chmod(path, 0644), 0);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	size = lseek(fd, 0, SEEK_END);
+	assert_true(size > 16);
+	assert_int_equal(pread(fd, &byte, 1, size / 2), 1);
+	byte ^= 0x40;
+	assert_int_equal(pwrite(fd, &byte, 1, size / 2), 1);
+	close(fd);
+
+	assert_int_equal(state_load(b, &back, &err), VX_EIO);
+	assert_non_null(strstr(err.msg, "jobs/b.json: "));
+	assert_int_equal(strncmp(err.msg, "reading state branch vx/state/research at ", 42), 0);
+	git_object_free(blob);
+	git_repository_free(repo);
+	state_release(&st);
+	state_backend_free(b);
+	vx_err_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1187,6 +1235,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lease_is_its_own_ref, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_incremental_write_is_a_full_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_object_stops_the_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_sees_changes_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_history_three_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remote, setup, teardown),
