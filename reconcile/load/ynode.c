@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,106 +47,38 @@
 #define ARENA_BLOCK (64u * 1024u)
 #define ARENA_ALIGN 16u
 
-/*
- * A large file's tree is tens of megabytes, and touching that memory one
- * 4 KiB page at a time was a tenth of what loading a 10,000-job stack cost
- * (a page fault for each). Once an arena holds more than HUGE_AFTER, its
- * further blocks are HUGE_BLOCK long, aligned to it and marked for
- * transparent huge pages, so the kernel maps each with one fault where it
- * can (where it cannot, they are ordinary pages, as malloc's were). Small
- * files never get there. Under AddressSanitizer every block stays malloc's,
- * so that the sanitizer still sees them.
- */
-#if defined(MADV_HUGEPAGE) && !defined(__SANITIZE_ADDRESS__)
-#define HUGE_BLOCK (2u << 20)
-#define HUGE_AFTER (1u << 20)
-#endif
-
 struct arena_block {
 	struct arena_block *next;
 	size_t used, size;
-	int huge; /* mapped by huge_block(): HUGE_BLOCK bytes, given back with munmap */
 	/* data follows, aligned */
 };
 
 struct arena {
 	struct arena_block *head; /* the block being filled, then older ones */
-	size_t total;             /* bytes in all blocks */
 };
 
 #define BLOCK_HDR ((sizeof(struct arena_block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
-
-#ifdef HUGE_BLOCK
-/* HUGE_BLOCK bytes aligned to HUGE_BLOCK, asked to be one huge page; NULL when out of memory. */
-static struct arena_block *huge_block(void)
-{
-	char *p = mmap(NULL, 2 * (size_t)HUGE_BLOCK, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uintptr_t at;
-	size_t head;
-
-	if (p == MAP_FAILED)
-		return NULL;
-	at = ((uintptr_t)p + HUGE_BLOCK - 1) & ~(uintptr_t)(HUGE_BLOCK - 1);
-	head = at - (uintptr_t)p;
-	/* The unaligned ends go back; failing to give them back only wastes them. */
-	if (head)
-		(void)munmap(p, head);
-	(void)munmap((char *)at + HUGE_BLOCK, HUGE_BLOCK - head);
-	/* Only advice: without it the block is ordinary pages. */
-	(void)madvise((void *)at, HUGE_BLOCK, MADV_HUGEPAGE);
-	return (struct arena_block *)at;
-}
-#endif
-
-/* A new block for at least need bytes, or NULL; *huge says whether huge_block() made it. */
-static struct arena_block *block_new(const struct arena *a, size_t need, int *huge)
-{
-	/* Large requests get a block of their own. */
-	size_t size = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
-	struct arena_block *b;
-
-	*huge = 0;
-#ifdef HUGE_BLOCK
-	if (size == ARENA_BLOCK && a->total >= HUGE_AFTER) {
-		b = huge_block();
-		if (b) {
-			*huge = 1;
-			b->size = HUGE_BLOCK - BLOCK_HDR;
-			b->used = 0;
-			return b;
-		}
-	}
-#else
-	(void)a;
-#endif
-	if (size > SIZE_MAX - BLOCK_HDR)
-		return NULL;
-	b = malloc(BLOCK_HDR + size);
-	if (b) {
-		b->size = size;
-		b->used = 0;
-	}
-	return b;
-}
 
 static void *arena_alloc(struct arena *a, size_t n)
 {
 	struct arena_block *b = a->head;
 	size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-	int huge;
 
 	if (need < n)
 		return NULL;
 	if (!b || b->size - b->used < need) {
-		b = block_new(a, need, &huge);
+		/* Large requests get a block of their own, placed behind the
+		 * current one so its free space is not wasted. */
+		size_t size = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
+
+		if (size > SIZE_MAX - BLOCK_HDR)
+			return NULL;
+		b = malloc(BLOCK_HDR + size);
 		if (!b)
 			return NULL;
-		b->huge = huge;
-		a->total += b->size;
-		/* A block made for one large request goes behind the current
-		 * one, so that the current one's free space is not wasted. */
-		if (!huge && b->size != ARENA_BLOCK && a->head) {
+		b->used = 0;
+		b->size = size;
+		if (size != ARENA_BLOCK && a->head) {
 			b->next = a->head->next;
 			a->head->next = b;
 		} else {
@@ -182,12 +113,6 @@ static void arena_free(struct arena *a)
 		return;
 	for (b = a->head; b; b = next) {
 		next = b->next;
-#ifdef HUGE_BLOCK
-		if (b->huge) {
-			(void)munmap(b, HUGE_BLOCK);
-			continue;
-		}
-#endif
 		free(b);
 	}
 	free(a);
