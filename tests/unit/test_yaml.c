@@ -569,6 +569,14 @@ static void test_big_valid_map(void **state)
 	f = load_ok(b.data);
 	assert_int_equal(f->docs[0]->n, 100000);
 	assert_string_equal(ynode_get(f->docs[0], "k99999")->str, "99999");
+	/* The tree spans many arena blocks: every node intact. */
+	for (i = 0; i < 100000; i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "k%zu", i);
+		assert_string_equal(f->docs[0]->pairs[i].key->str, want);
+		assert_string_equal(f->docs[0]->pairs[i].value->str, want + 1);
+	}
 	yfile_free(f);
 	assert_int_equal(vx_buf_printf(&b, "k5: again\n"), 0);
 	expect_err_lim(b.data, b.len, NULL, "a.yaml:100001:1: duplicate key \"k5\" (first at line 6)");
