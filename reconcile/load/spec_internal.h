@@ -25,7 +25,7 @@ enum jv_kind { JV_OBJ = 1, JV_ARR, JV_STR, JV_NUM, JV_BOOL };
 struct jv;
 struct jv_member {
 	const char *key; /* NULL in arrays */
-	char *owned;     /* key when jv_add copied it (freed with the tree), else NULL */
+	char *owned;	 /* key when jv_add copied it (freed with the tree), else NULL */
 	struct jv *v;
 };
 

@@ -401,7 +401,7 @@ static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml
 			      const yaml_char_t *tag, size_t extra)
 {
 	struct ynode *n = extra > SIZE_MAX - sizeof(*n) ? NULL
-							 : arena_alloc(l->arena, sizeof(*n) + extra);
+							: arena_alloc(l->arena, sizeof(*n) + extra);
 
 	if (!n) {
 		oom(l);
