@@ -684,6 +684,18 @@ def side_by_side(this, other):
         sys.stdout.flush()
 
 
+def plans_in_turn(repo, bins, pairs):
+    """A full-state plan of repo with each binary in turn (A B A B ...), pairs times, which must
+    find nothing to do: {binary: [(wall, cpu)]}. Ends with bins[0] in use."""
+    got = {b: [] for b in bins}
+    for _ in range(pairs):
+        for b in bins:
+            use(b)
+            got[b].append(timed_plan(repo, 0))
+    use(bins[0])
+    return got
+
+
 def plan3_cases(bins, pairs):
     """A full-state plan of PLAN3_JOBS jobs over 3 regions with each binary in turn, pairs times:
     {binary: [(wall, cpu)]}, the floor and the lists measured."""
@@ -694,12 +706,7 @@ def plan3_cases(bins, pairs):
         repo, hashes, lineage, resources = plan_fixture(tmp, fake, n, 3, 0x5eed6000000000000000000000000000)
         write_state(repo, n, 3, hashes, resources, lineage)
         fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
-        got = {b: [] for b in bins}
-        for _ in range(pairs):
-            for b in bins:
-                use(b)
-                got[b].append(timed_plan(repo, 0))
-        use(bins[0])
+        got = plans_in_turn(repo, bins, pairs)
         floor = (1 + max(1, -(-(-(-n // 3)) // PAGE)) + 1) * LATENCY_MS / 1000.0
         return got, floor, list_floor(fake, 3)
     finally:
@@ -727,12 +734,7 @@ def applied_plan_cases(bins, pairs):
                    "apply of %d creates" % n)
         fake.post("/_fake/tokens", {"token": TOKEN})
         fake.post("/_fake/faults", {"latency_ms": LATENCY_MS})
-        got = {b: [] for b in bins}
-        for _ in range(pairs):
-            for b in bins:
-                use(b)
-                got[b].append(timed_plan(repo, 0))
-        use(bins[0])
+        got = plans_in_turn(repo, bins, pairs)
         return got, list_floor(fake, 1)
     finally:
         use(bins[0])

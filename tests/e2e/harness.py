@@ -340,6 +340,17 @@ class FakeTestCase(unittest.TestCase):
             "JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")]
 
 
+def wait_ok_cycles(metrics, n, said=lambda: "", timeout=60):
+    """Waits until the watcher writing metrics has run n more cycles ok (its -metrics file counts
+    them); said() is what it printed, for the failure."""
+    want = ok_cycles(metrics) + n
+    deadline = time.time() + timeout
+    while ok_cycles(metrics) < want:
+        if time.time() > deadline:
+            raise AssertionError("the watcher ran no cycles:\n" + said())
+        time.sleep(0.02)
+
+
 def ok_cycles(metrics):
     """How many cycles a watcher's -metrics file counts as ok (0 before the first)."""
     try:

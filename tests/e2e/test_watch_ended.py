@@ -11,7 +11,7 @@ import os
 import time
 import urllib.parse
 
-from harness import FakeTestCase, job_yaml, ok_cycles
+from harness import FakeTestCase, job_yaml, wait_ok_cycles
 from test_watch import PREEMPTED, RUNNING, Watcher, without_time
 
 FINISHED = 3700       # RUNNING -> SUCCEEDED
@@ -36,11 +36,7 @@ class WatchEnded(FakeTestCase):
         self.assertEqual(self.repo.vx("watch", self.repo.dir, "-once").code, 2)
         w = Watcher(self.repo, "-cycles", "100000", "-interval", "100ms", "-metrics", self.metrics)
         self.addCleanup(lambda: w.p.poll() is not None or w.stop())
-        want = ok_cycles(self.metrics) + 2
-        deadline = time.time() + 60
-        while ok_cycles(self.metrics) < want:
-            self.assertLess(time.time(), deadline, "\n".join(w.lines))
-            time.sleep(0.02)
+        wait_ok_cycles(self.metrics, 2, lambda: "\n".join(w.lines))
         self.fake.post("/_fake/requests/reset", {})
         return w
 

@@ -11,7 +11,7 @@ files (os.utime) so that the kept stack is the one used, then change them under 
 import os
 import time
 
-from harness import FakeTestCase, job_yaml
+from harness import FakeTestCase, job_yaml, wait_ok_cycles
 from test_watch import PREEMPTED, RUNNING, Watcher, without_time
 from test_policy_watch import LADDER_JOB, POLICY
 
@@ -42,13 +42,7 @@ class WatchKept(FakeTestCase):
         return w
 
     def cycles(self, w, n):
-        """Waits until w ran n more cycles (its -metrics file counts them)."""
-        from harness import ok_cycles
-        want = ok_cycles(self.metrics) + n
-        deadline = time.time() + 60
-        while ok_cycles(self.metrics) < want:
-            self.assertLess(time.time(), deadline, "the watcher ran no cycles:\n" + "\n".join(w.lines))
-            time.sleep(0.02)
+        wait_ok_cycles(self.metrics, n, lambda: "\n".join(w.lines))
 
     def kept(self, w):
         return sum(1 for l in w.lines if l == KEPT)
