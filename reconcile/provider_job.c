@@ -1,6 +1,7 @@
 #include "reconcile/provider_job.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,28 @@ int live_jobs_push(struct live_jobs *js, const struct live_job *j)
 	if (live_job_copy(&js->items[js->n], j) < 0)
 		return VX_ENOMEM;
 	js->n++;
+	return 0;
+}
+
+int live_jobs_take(struct live_jobs *js, struct live_jobs *src)
+{
+	struct live_job *p;
+
+	if (!src->n)
+		return 0;
+	if (!js->n) {
+		live_jobs_release(js);
+		*js = *src;
+		memset(src, 0, sizeof(*src));
+		return 0;
+	}
+	if (src->n > SIZE_MAX / sizeof(*p) - js->n || !(p = realloc(js->items, (js->n + src->n) * sizeof(*p))))
+		return VX_ENOMEM;
+	memcpy(&p[js->n], src->items, src->n * sizeof(*p));
+	js->items = p;
+	js->n += src->n;
+	free(src->items);
+	memset(src, 0, sizeof(*src));
 	return 0;
 }
 

@@ -113,6 +113,8 @@ void live_job_release(struct live_job *j);
 void live_jobs_release(struct live_jobs *js);
 /* Appends a deep copy of j. */
 int live_jobs_push(struct live_jobs *js, const struct live_job *j) VX_WUR;
+/* Moves every job of src to the end of js (nothing copied): src is left empty. VX_ENOMEM (src kept). */
+int live_jobs_take(struct live_jobs *js, struct live_jobs *src) VX_WUR;
 /* The value of a label, or NULL. */
 const char *live_job_label(const struct live_job *j, const char *key);
 

@@ -48,6 +48,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"
+#include "util/text.h"
 #include "util/banned.h"
 
 #define MAX_DURATION_MS (315576000000LL * 1000) /* google.protobuf.Duration's limit */
@@ -309,6 +310,21 @@ void job_spec_release(struct job_spec *s)
 	memset(s, 0, sizeof(*s));
 	s->max_wait_s = -1;
 	s->timeout_s = -1;
+}
+
+int job_spec_same_shape(const struct job_spec *a, const struct job_spec *b)
+{
+	if (a->npools != b->npools || !vx_text_same(a->strategy, b->strategy))
+		return 0;
+	for (size_t i = 0; i < a->npools; i++) {
+		const struct spec_pool *x = &a->pools[i], *y = &b->pools[i];
+
+		if (!vx_text_same(x->machine_type, y->machine_type) || x->replica_count != y->replica_count ||
+		    !vx_text_same(x->accelerator_type, y->accelerator_type) ||
+		    x->accelerator_count != y->accelerator_count)
+			return 0;
+	}
+	return 1;
 }
 
 char *job_spec_shape(const struct job_spec *s)

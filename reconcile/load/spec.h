@@ -116,6 +116,8 @@ int job_spec_rehash(struct job_spec *s, const char *salt, struct vx_err *err) VX
  * shows. Caller frees.
  */
 char *job_spec_shape(const struct job_spec *s);
+/* Whether a and b have the same shape line (what job_spec_shape reads of them is equal). */
+int job_spec_same_shape(const struct job_spec *a, const struct job_spec *b);
 
 /*
  * Parses a duration as people write it (1800s, 30m, 1h, 1h30m, 7d, 0.5s,

@@ -160,6 +160,51 @@ static void test_defaults_and_shape(void **state)
 	job_spec_release(&js);
 }
 
+/* Two specs have the same shape exactly when their shape lines are equal: what job_spec_shape reads of them. */
+static void test_same_shape(void **state)
+{
+	static const char *specs[] = {
+		POOL_H100 "scheduling: {strategy: FLEX_START}\n",
+		/* another image and args: the same shape */
+		"workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}\n"
+		"    containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:2}\n"
+		"scheduling: {strategy: FLEX_START}\n",
+		POOL_H100 "scheduling: {strategy: SPOT}\n",
+		POOL_H100,
+		"workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}\n"
+		"    replicaCount: 2\n"
+		"    containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:1}\n",
+		"workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: g2-standard-4, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+		"    containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:1}\n",
+		"workerPoolSpecs:\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:1}\n"
+		"  - machineSpec: {machineType: n1-standard-4}\n"
+		"    replicaCount: 2\n"
+		"    containerSpec: {imageUri: us-docker.pkg.dev/p/r/t:1}\n",
+	};
+	enum { N = sizeof(specs) / sizeof(specs[0]) };
+	struct job_spec js[N];
+	char *shapes[N];
+
+	(void)state;
+	for (size_t i = 0; i < N; i++) {
+		expect_ok(specs[i], &js[i]);
+		assert_non_null(shapes[i] = job_spec_shape(&js[i]));
+	}
+	assert_true(job_spec_same_shape(&js[0], &js[1]));
+	for (size_t i = 0; i < N; i++)
+		for (size_t k = 0; k < N; k++)
+			assert_int_equal(job_spec_same_shape(&js[i], &js[k]), !strcmp(shapes[i], shapes[k]));
+	for (size_t i = 0; i < N; i++) {
+		free(shapes[i]);
+		job_spec_release(&js[i]);
+	}
+}
+
 static void test_hash_equal(void **state)
 {
 	static const char *same[] = {
@@ -638,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_fraction_duration_json),
 		cmocka_unit_test(test_diff_paths),
+		cmocka_unit_test(test_same_shape),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

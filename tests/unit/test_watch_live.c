@@ -478,6 +478,44 @@ static void test_other_operations_are_the_real_ones(void **unused)
 	teardown_cloud(&c2);
 }
 
+/* live_jobs_take moves every job to the end, nothing copied, and leaves the source empty. */
+static void test_jobs_take(void **unused)
+{
+	struct live_jobs a = { NULL, 0 }, b = { NULL, 0 }, none = { NULL, 0 };
+	char state[] = "JOB_STATE_RUNNING", n1[] = "projects/p/locations/r/customJobs/1",
+	     n2[] = "projects/p/locations/r/customJobs/2", n3[] = "projects/p/locations/r/customJobs/3";
+	struct live_job j;
+	const char *name_b;
+
+	(void)unused;
+	memset(&j, 0, sizeof(j));
+	j.state = state;
+	j.name = n1;
+	assert_int_equal(live_jobs_push(&a, &j), 0);
+	/* Into an empty set: the source's array itself. */
+	assert_int_equal(live_jobs_take(&none, &a), 0);
+	assert_int_equal(none.n, 1);
+	assert_int_equal(a.n, 0);
+	assert_null(a.items);
+	j.name = n2;
+	assert_int_equal(live_jobs_push(&b, &j), 0);
+	j.name = n3;
+	assert_int_equal(live_jobs_push(&b, &j), 0);
+	name_b = b.items[0].name;
+	assert_int_equal(live_jobs_take(&none, &b), 0);
+	assert_int_equal(none.n, 3);
+	assert_int_equal(b.n, 0);
+	assert_null(b.items);
+	/* Moved, not copied: the same string. */
+	assert_ptr_equal(none.items[1].name, name_b);
+	assert_string_equal(none.items[0].name, "projects/p/locations/r/customJobs/1");
+	assert_string_equal(none.items[2].name, "projects/p/locations/r/customJobs/3");
+	/* Nothing to take: nothing changes. */
+	assert_int_equal(live_jobs_take(&none, &b), 0);
+	assert_int_equal(none.n, 3);
+	live_jobs_release(&none);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +526,7 @@ int main(void)
 		cmocka_unit_test(test_digest),
 		cmocka_unit_test(test_idle),
 		cmocka_unit_test(test_other_operations_are_the_real_ones),
+		cmocka_unit_test(test_jobs_take),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
