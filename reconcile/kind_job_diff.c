@@ -45,9 +45,37 @@ const char *job_vx_job_of(const struct live_job *j)
 	return v ? v : "";
 }
 
-static int cmp_live_job(const void *a, const void *b)
+/* A live job with its vx-job label, for sorting by it (each label found once, not per comparison). */
+struct keyed_job {
+	const char *key;
+	const struct live_job *j;
+};
+
+/* By vx-job label; jobs with the same label in the order they were listed (what a stable sort keeps). */
+static int cmp_keyed_job(const void *a, const void *b)
 {
-	return strcmp(job_vx_job_of(*(const struct live_job *const *)a), job_vx_job_of(*(const struct live_job *const *)b));
+	const struct keyed_job *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	return c ? c : (x->j > y->j) - (x->j < y->j);
+}
+
+/* b->by_job sorted by vx-job label. VX_ENOMEM. */
+static int sort_by_job(struct builder *b)
+{
+	struct keyed_job *k = calloc(b->nby_job + 1, sizeof(*k));
+
+	if (!k)
+		return VX_ENOMEM;
+	for (size_t i = 0; i < b->nby_job; i++) {
+		k[i].key = job_vx_job_of(b->by_job[i]);
+		k[i].j = b->by_job[i];
+	}
+	qsort(k, b->nby_job, sizeof(*k), cmp_keyed_job);
+	for (size_t i = 0; i < b->nby_job; i++)
+		b->by_job[i] = k[i].j;
+	free(k);
+	return 0;
 }
 
 int job_cmp_cstr(const void *a, const void *b)
@@ -626,7 +654,8 @@ static int build_indexes(struct builder *b)
 			b->by_job[b->nby_job++] = j;
 	}
 	qsort(b->by_name, b->nby_name, sizeof(*b->by_name), job_cmp_live_name);
-	qsort(b->by_job, b->nby_job, sizeof(*b->by_job), cmp_live_job);
+	if (sort_by_job(b) < 0)
+		return VX_ENOMEM;
 	for (size_t i = 0; i < in->nrecords; i++) {
 		const struct plan_record *r = &in->records[i];
 
