@@ -1077,6 +1077,18 @@ static int is_yaml(const char *s)
 	return s[0] != '.' && ((n > 5 && !strcmp(s + n - 5, ".yaml")) || (n > 4 && !strcmp(s + n - 4, ".yml")));
 }
 
+/* What the digests take of a file: size, modification time, inode, device; *newest (may be NULL) raised to its time. */
+static void file_stamp(const struct stat *sb, int64_t v[5], int64_t *newest)
+{
+	v[0] = (int64_t)sb->st_size;
+	v[1] = (int64_t)sb->st_mtim.tv_sec;
+	v[2] = (int64_t)sb->st_mtim.tv_nsec;
+	v[3] = (int64_t)sb->st_ino;
+	v[4] = (int64_t)sb->st_dev;
+	if (newest && v[1] * 1000000000 + v[2] > *newest)
+		*newest = v[1] * 1000000000 + v[2];
+}
+
 int watch_files_digest(const char *dir, uint64_t *out, int64_t *newest, struct vx_err *err)
 {
 	DIR *d = opendir(dir);
@@ -1106,13 +1118,7 @@ int watch_files_digest(const char *dir, uint64_t *out, int64_t *newest, struct v
 		}
 		if (stat(p.data, &sb) < 0 || !S_ISREG(sb.st_mode))
 			continue;
-		v[0] = (int64_t)sb.st_size;
-		v[1] = (int64_t)sb.st_mtim.tv_sec;
-		v[2] = (int64_t)sb.st_mtim.tv_nsec;
-		v[3] = (int64_t)sb.st_ino;
-		v[4] = (int64_t)sb.st_dev;
-		if (newest && v[1] * 1000000000 + v[2] > *newest)
-			*newest = v[1] * 1000000000 + v[2];
+		file_stamp(&sb, v, newest);
 		h = vx_fnv1a64_add(h, de->d_name, strlen(de->d_name) + 1);
 		h = vx_fnv1a64_add(h, v, sizeof(v));
 		sum += h;
@@ -1152,12 +1158,10 @@ static int stack_digest(struct watch *w, uint64_t *out, int *settled, struct vx_
 	if ((rc = watch_files_digest(w->o.dir, out, &newest, err)) < 0)
 		return rc;
 	if (w->policy_path && stat(w->policy_path, &sb) == 0) {
-		int64_t v[4] = { (int64_t)sb.st_size, (int64_t)sb.st_mtim.tv_sec, (int64_t)sb.st_mtim.tv_nsec,
-				 (int64_t)sb.st_ino };
+		int64_t v[5];
 
+		file_stamp(&sb, v, &newest);
 		*out = vx_fnv1a64_add(*out, v, sizeof(v));
-		if (v[1] * 1000000000 + v[2] > newest)
-			newest = v[1] * 1000000000 + v[2];
 	}
 	if (settled)
 		*settled = newest / 1000000000 < (int64_t)time(NULL) - 2;
