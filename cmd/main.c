@@ -8,6 +8,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exitcode.h"
+#include "util/json.h"
 #include "util/suggest.h"
 #include "util/banned.h"
 
@@ -72,6 +73,7 @@ int main(int argc, char **argv)
 	const struct cmd_entry *c;
 
 	base = base ? base + 1 : argv[0];
+	vx_json_hooks_install(); /* before any thread: util/json.h */
 	/* Completion scripts ask whichever binary was typed, vxplan too. */
 	if (argc >= 2 && !strcmp(argv[1], cmd_complete_entry.name))
 		return cmd_run(&cmd_complete_entry, argc - 1, argv + 1);

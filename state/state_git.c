@@ -24,6 +24,7 @@
 #include "util/buf.h"
 #include "util/digest.h"
 #include "util/hashmap.h"
+#include "util/json.h"
 #include "util/text.h"
 #include "util/ctx.h"
 #include "util/testhook.h"
@@ -52,6 +53,7 @@ struct state_git {
 	uint64_t epoch;
 	git_oid base_tree; /* the tip's tree then; zero: none */
 	int check_marks;   /* VX_STATE_CHECK_MARKS: an unmarked record that changed is an error */
+	struct vx_json_scratch *scratch; /* a load's, while it reads the records: reset after each */
 };
 
 /* A ref vx keeps in step with the remote: its name, tracking ref and what to call it. */
@@ -772,6 +774,8 @@ static int read_record(struct state_git *g, const git_tree_entry *ent, const cha
 	if (rc < 0)
 		goto done;
 	rc = state_record_from_json(&st->records[st->nrecords], text, len, err);
+	if (g->scratch)
+		vx_json_scratch_reset(g->scratch);
 	if (rc < 0) {
 		vx_err_wrap(err, "%s", path);
 		goto done;
@@ -919,11 +923,17 @@ static int read_dir(struct state_git *g, const struct dir *d, struct state *st, 
 static int read_records(struct state_git *g, const git_tree *tree, struct state *st,
 			struct vx_err *err)
 {
+	struct vx_json_scratch scratch;
 	struct dirset dirs;
 	int rc = dirset_read(g, tree, &dirs, err);
 
+	/* Each record's cJSON tree in one arena, dropped whole after it is read. */
+	vx_json_scratch_begin(&scratch);
+	g->scratch = &scratch;
 	for (size_t d = 0; rc == 0 && d < dirs.n; d++)
 		rc = read_dir(g, &dirs.d[d], st, err);
+	g->scratch = NULL;
+	vx_json_scratch_end(&scratch);
 	dirset_release(&dirs);
 	if (rc == 0 && st->nrecords > 1)
 		qsort(st->records, st->nrecords, sizeof(*st->records), record_cmp);

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "util/buf.h"
+#include "util/json.h"
 #include "util/text.h"
 #include "util/banned.h"
 
@@ -1893,7 +1894,7 @@ static int parse_root(const char *text, size_t len, size_t max, cJSON **out, str
 		for (p = end; p < text + len; p++) {
 			if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
 				end = p;
-				cJSON_Delete(root);
+				vx_json_drop(root);
 				root = NULL;
 				break;
 			}
@@ -1914,7 +1915,7 @@ static int parse_root(const char *text, size_t len, size_t max, cJSON **out, str
 	}
 	/* A text that is not valid UTF-8 may still parse to valid strings (one cut at a \u0000). */
 	if (!(text_utf8(text, len) ? numbers_ok(root) : tree_ok(root))) {
-		cJSON_Delete(root);
+		vx_json_drop(root);
 		return vx_err_set(err, VX_EINVAL, "invalid UTF-8 or a non-finite number");
 	}
 	*out = root;
@@ -1930,7 +1931,7 @@ int state_from_json(struct state *out, const char *text, size_t len, struct vx_e
 	rc = parse_root(text, len, STATE_MAX_JSON, &root, err);
 	if (rc == 0)
 		rc = header_from(root, 1, out, err);
-	cJSON_Delete(root);
+	vx_json_drop(root);
 	if (rc < 0) {
 		state_release(out);
 		vx_err_wrap(err, "invalid state JSON");
@@ -1947,7 +1948,7 @@ int state_header_from_json(struct state *out, const char *text, size_t len, stru
 	rc = parse_root(text, len, STATE_MAX_FILE, &root, err);
 	if (rc == 0)
 		rc = header_from(root, 0, out, err);
-	cJSON_Delete(root);
+	vx_json_drop(root);
 	if (rc < 0) {
 		state_release(out);
 		vx_err_wrap(err, "invalid state JSON");
@@ -1965,7 +1966,7 @@ int state_record_from_json(struct state_record *out, const char *text, size_t le
 	rc = parse_root(text, len, STATE_MAX_FILE, &root, err);
 	if (rc == 0)
 		rc = record_from(root, "", 1, out, err);
-	cJSON_Delete(root);
+	vx_json_drop(root);
 	if (rc < 0) {
 		state_record_release(out);
 		vx_err_wrap(err, "invalid state record JSON");
@@ -1983,7 +1984,7 @@ int state_lock_from_json(struct state_lock *out, const char *text, size_t len,
 	rc = parse_root(text, len, 64 << 10, &root, err);
 	if (rc == 0)
 		rc = lock_from(root, "", 1, out, err);
-	cJSON_Delete(root);
+	vx_json_drop(root);
 	if (rc < 0) {
 		state_lock_release(out);
 		vx_err_wrap(err, "invalid lock JSON");

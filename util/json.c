@@ -72,6 +72,62 @@ static int nul_escapes(const char *body, size_t len, size_t **out, size_t *n)
 	return 0;
 }
 
+/* ---- scratch ------------------------------------------------------------ */
+
+static _Thread_local struct vx_json_scratch *innermost;
+
+static int scratch_owns(const void *p)
+{
+	for (const struct vx_json_scratch *s = innermost; s; s = s->outer)
+		if (vx_arena_owns(&s->arena, p))
+			return 1;
+	return 0;
+}
+
+static void *hook_malloc(size_t n)
+{
+	return innermost ? vx_arena_alloc(&innermost->arena, n) : malloc(n);
+}
+
+static void hook_free(void *p)
+{
+	if (p && !(innermost && scratch_owns(p)))
+		free(p);
+}
+
+void vx_json_hooks_install(void)
+{
+	cJSON_Hooks h = { hook_malloc, hook_free };
+
+	cJSON_InitHooks(&h);
+}
+
+void vx_json_scratch_begin(struct vx_json_scratch *s)
+{
+	s->arena.head = NULL;
+	s->outer = innermost;
+	innermost = s;
+}
+
+void vx_json_scratch_reset(struct vx_json_scratch *s)
+{
+	vx_arena_reset(&s->arena);
+}
+
+void vx_json_scratch_end(struct vx_json_scratch *s)
+{
+	innermost = s->outer;
+	vx_arena_release(&s->arena);
+}
+
+void vx_json_drop(cJSON *root)
+{
+	if (root && !(innermost && scratch_owns(root)))
+		cJSON_Delete(root);
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
 cJSON *vx_json_parse(const char *body, size_t len)
 {
 	cJSON *root = NULL;

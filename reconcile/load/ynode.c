@@ -30,6 +30,7 @@
 #include <yaml.h>
 
 #include "util/alloc.h"
+#include "util/arena.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/hashmap.h"
@@ -42,80 +43,13 @@
 #define TAG_STR "tag:yaml.org,2002:str"
 #define TAG_MERGE "tag:yaml.org,2002:merge"
 
-/* ---- arena ---------------------------------------------------------- */
-
-#define ARENA_BLOCK (64u * 1024u)
-#define ARENA_ALIGN 16u
-
-struct arena_block {
-	struct arena_block *next;
-	size_t used, size;
-	/* data follows, aligned */
-};
-
-struct arena {
-	struct arena_block *head; /* the block being filled, then older ones */
-};
-
-#define BLOCK_HDR ((sizeof(struct arena_block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
-
-static void *arena_alloc(struct arena *a, size_t n)
+/* A file's arena (on the heap, as the yfile inside it is) and its blocks. */
+static void arena_free(struct vx_arena *a)
 {
-	struct arena_block *b = a->head;
-	size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-
-	if (need < n)
-		return NULL;
-	if (!b || b->size - b->used < need) {
-		/* Large requests get a block of their own, placed behind the
-		 * current one so its free space is not wasted. */
-		size_t size = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
-
-		if (size > SIZE_MAX - BLOCK_HDR)
-			return NULL;
-		b = malloc(BLOCK_HDR + size);
-		if (!b)
-			return NULL;
-		b->used = 0;
-		b->size = size;
-		if (size != ARENA_BLOCK && a->head) {
-			b->next = a->head->next;
-			a->head->next = b;
-		} else {
-			b->next = a->head;
-			a->head = b;
-		}
+	if (a) {
+		vx_arena_release(a);
+		free(a);
 	}
-	b->used += need;
-	return (char *)b + BLOCK_HDR + b->used - need;
-}
-
-static char *arena_strndup(struct arena *a, const char *s, size_t len)
-{
-	char *p;
-
-	if (len == SIZE_MAX)
-		return NULL;
-	p = arena_alloc(a, len + 1);
-	if (p) {
-		if (len)
-			memcpy(p, s, len);
-		p[len] = '\0';
-	}
-	return p;
-}
-
-static void arena_free(struct arena *a)
-{
-	struct arena_block *b, *next;
-
-	if (!a)
-		return;
-	for (b = a->head; b; b = next) {
-		next = b->next;
-		free(b);
-	}
-	free(a);
 }
 
 /* ---- small growable arrays (scratch, on the heap) -------------------- */
@@ -141,7 +75,7 @@ struct frame {
 };
 
 struct loader {
-	struct arena *arena;
+	struct vx_arena *arena;
 	const char *file; /* the yfile's path, in the arena */
 	const char *data;
 	size_t len;
@@ -372,7 +306,7 @@ static int anchor_set(struct loader *l, const char *name, struct ynode *node, si
 		if (VX_ALLOC_GROW(l->anchors, l->nanchors + 1, l->aanchors) < 0)
 			return oom(l);
 		a = &l->anchors[l->nanchors];
-		a->name = arena_strndup(l->arena, name, len);
+		a->name = vx_arena_strndup(l->arena, name, len);
 		if (!a->name || vx_hashmap_add(&l->anchor_index, a->name, len, l->nanchors, NULL) < 0)
 			return oom(l);
 		l->nanchors++;
@@ -401,7 +335,7 @@ static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml
 			      const yaml_char_t *tag, size_t extra)
 {
 	struct ynode *n = extra > SIZE_MAX - sizeof(*n) ? NULL
-							: arena_alloc(l->arena, sizeof(*n) + extra);
+							: vx_arena_alloc(l->arena, sizeof(*n) + extra);
 
 	if (!n) {
 		oom(l);
@@ -413,7 +347,7 @@ static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml
 	n->line = m->line + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)m->line + 1;
 	n->col = m->column + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)m->column + 1;
 	if (tag) {
-		n->tag = arena_strndup(l->arena, (const char *)tag, strlen((const char *)tag));
+		n->tag = vx_arena_strndup(l->arena, (const char *)tag, strlen((const char *)tag));
 		if (!n->tag) {
 			oom(l);
 			return NULL;
@@ -574,7 +508,7 @@ static int merge_in_order(struct loader *l, struct ynode **kv, size_t nkv,
 			  struct ynode_pair **out)
 {
 	size_t nexp = *np, e = 0, nfinal = 0, j;
-	struct ynode_pair *final = arena_alloc(l->arena, (total ? total : 1) * sizeof(*final));
+	struct ynode_pair *final = vx_arena_alloc(l->arena, (total ? total : 1) * sizeof(*final));
 	int rc;
 
 	if (!final)
@@ -628,7 +562,7 @@ static int close_map(struct loader *l, struct frame *f)
 	}
 	if (f->has_merge && !merged_total(l, kv, nkv, &total))
 		return 0;
-	pairs = arena_alloc(l->arena, (total ? total : 1) * sizeof(*pairs));
+	pairs = vx_arena_alloc(l->arena, (total ? total : 1) * sizeof(*pairs));
 	if (!pairs)
 		return oom(l);
 	if (!small)
@@ -658,7 +592,7 @@ static int close_frame(struct loader *l)
 	} else {
 		size_t cnt = l->nkids - f->first;
 
-		n->items = arena_alloc(l->arena, (cnt ? cnt : 1) * sizeof(*n->items));
+		n->items = vx_arena_alloc(l->arena, (cnt ? cnt : 1) * sizeof(*n->items));
 		if (!n->items) {
 			rc = oom(l);
 		} else {
@@ -930,10 +864,10 @@ int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
 		goto done;
 	}
-	f = arena_alloc(l.arena, sizeof(*f));
+	f = vx_arena_alloc(l.arena, sizeof(*f));
 	if (f) {
 		memset(f, 0, sizeof(*f));
-		f->path = arena_strndup(l.arena, name, strlen(name));
+		f->path = vx_arena_strndup(l.arena, name, strlen(name));
 	}
 	if (!f || !f->path) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
@@ -955,7 +889,7 @@ int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_
 	rc = 0;
 	f->ndocs = l.ndocs;
 	if (l.ndocs) {
-		f->docs = arena_alloc(l.arena, l.ndocs * sizeof(*f->docs));
+		f->docs = vx_arena_alloc(l.arena, l.ndocs * sizeof(*f->docs));
 		if (!f->docs) {
 			rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
 			goto done;

@@ -10,13 +10,17 @@
 
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 #include "util/alloc.h"
+#include "util/arena.h"
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/digest.h"
 #include "util/ctx.h"
 #include "util/err.h"
 #include "util/hashmap.h"
+#include "util/json.h"
 #include "util/pool.h"
 #include "util/rand.h"
 #include "util/suggest.h"
@@ -599,6 +603,73 @@ static void test_find_nocase(void **state)
 	assert_int_equal(vx_text_find_nocase("ab", 2, "abc", 3), 2);
 }
 
+static void test_arena(void **state)
+{
+	struct vx_arena a = VX_ARENA_INIT;
+	char *p[2000], *big, *s;
+
+	(void)state;
+	assert_false(vx_arena_owns(&a, &a));
+	for (size_t i = 0; i < 2000; i++) {
+		p[i] = vx_arena_alloc(&a, 1 + i % 100);
+		assert_non_null(p[i]);
+		assert_int_equal((uintptr_t)p[i] % 16, 0);
+		memset(p[i], 'x', 1 + i % 100); /* ASan: each is its own, whole */
+	}
+	big = vx_arena_alloc(&a, 1 << 20); /* a block of its own */
+	assert_non_null(big);
+	memset(big, 'y', 1 << 20);
+	for (size_t i = 0; i < 2000; i++)
+		assert_true(vx_arena_owns(&a, p[i]));
+	assert_true(vx_arena_owns(&a, big + (1 << 20) - 1));
+	assert_false(vx_arena_owns(&a, &a));
+	s = vx_arena_strndup(&a, "abcdef", 3);
+	assert_string_equal(s, "abc");
+	assert_null(vx_arena_alloc(&a, SIZE_MAX - 3)); /* rounds over: refused, not wrapped */
+	vx_arena_reset(&a);			       /* one ordinary block is kept, emptied */
+	assert_false(vx_arena_owns(&a, big));
+	s = vx_arena_alloc(&a, 10);
+	assert_true(vx_arena_owns(&a, s));
+	vx_arena_release(&a);
+	assert_null(a.head);
+	assert_false(vx_arena_owns(&a, s));
+}
+
+static void test_json_scratch(void **state)
+{
+	struct vx_json_scratch outer, inner;
+	cJSON *kept, *a, *b, *after;
+	char *printed;
+
+	(void)state;
+	vx_json_hooks_install();
+	kept = cJSON_Parse("{\"k\":[1,2,\"three\"]}"); /* outside any scratch: malloc'd */
+	assert_non_null(kept);
+	vx_json_scratch_begin(&outer);
+	assert_false(vx_arena_owns(&outer.arena, kept));
+	a = cJSON_Parse("{\"a\":{\"b\":\"c\"}}");
+	assert_non_null(a);
+	assert_true(vx_arena_owns(&outer.arena, a));
+	assert_true(vx_arena_owns(&outer.arena, a->child->string));
+	printed = cJSON_PrintUnformatted(a);
+	assert_string_equal(printed, "{\"a\":{\"b\":\"c\"}}");
+	cJSON_free(printed);
+	vx_json_scratch_begin(&inner);
+	b = cJSON_Parse("[true,null]");
+	assert_true(vx_arena_owns(&inner.arena, b));
+	assert_false(vx_arena_owns(&outer.arena, b));
+	vx_json_drop(a); /* the outer scratch's: left to its reset */
+	vx_json_drop(b);
+	vx_json_scratch_end(&inner);
+	/* A tree from outside is freed one node at a time, as always (ASan: no leak, no bad free). */
+	cJSON_Delete(kept);
+	vx_json_scratch_reset(&outer);
+	vx_json_scratch_end(&outer);
+	after = cJSON_Parse("{}");
+	assert_false(vx_arena_owns(&outer.arena, after));
+	vx_json_drop(after); /* no scratch now: cJSON_Delete */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +695,8 @@ int main(void)
 		cmocka_unit_test(test_alloc_grow),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_find_nocase),
+		cmocka_unit_test(test_arena),
+		cmocka_unit_test(test_json_scratch),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
