@@ -1889,7 +1889,7 @@ static int parse_root(const char *text, size_t len, size_t max, cJSON **out, str
 		return vx_err_set(err, VX_EINVAL, "%zu bytes is over the limit of %zu", len, max);
 	if (memchr(text, '\0', len))
 		return vx_err_set(err, VX_EINVAL, "contains a NUL byte");
-	root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	root = vx_json_parse_tree(text, len, &end);
 	if (root) {
 		for (p = end; p < text + len; p++) {
 			if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {

@@ -114,9 +114,16 @@ void vx_json_scratch_reset(struct vx_json_scratch *s)
 	vx_arena_reset(&s->arena);
 }
 
+void vx_json_scratch_hold(struct vx_json_scratch *s)
+{
+	if (innermost == s)
+		innermost = s->outer;
+}
+
 void vx_json_scratch_end(struct vx_json_scratch *s)
 {
-	innermost = s->outer;
+	if (innermost == s)
+		innermost = s->outer;
 	vx_arena_release(&s->arena);
 }
 
@@ -139,7 +146,7 @@ cJSON *vx_json_parse(const char *body, size_t len)
 	if (nul_escapes(body, len, &at, &n) < 0)
 		goto done;
 	if (n == 0) {
-		root = cJSON_ParseWithLength(body, len);
+		root = vx_json_parse_tree(body, len, NULL);
 		goto done;
 	}
 	if (!(copy = malloc(len)))
@@ -147,7 +154,7 @@ cJSON *vx_json_parse(const char *body, size_t len)
 	memcpy(copy, body, len);
 	for (i = 0; i < n; i++)
 		memcpy(copy + at[i], "FFFD", 4);
-	root = cJSON_ParseWithLength(copy, len);
+	root = vx_json_parse_tree(copy, len, NULL);
 done:
 	free(copy);
 	free(at);

@@ -188,14 +188,23 @@ int gjson_parse_page(const char *body, size_t len, const char *key, void **items
 		     size_t *alloc, size_t elem, gjson_from_fn from, gjson_release_fn rel,
 		     char **next_page_token, const char *what, struct vx_err *err)
 {
+	struct vx_json_scratch scratch;
 	const cJSON *arr, *it;
 	cJSON *root;
 	size_t count = 0, start = *n, i;
 	int rc = 0;
 
 	*next_page_token = NULL;
-	if (!(root = gjson_parse_object(body, len, what, err)))
+	/* A page of 1,000 jobs is tens of thousands of nodes: parsed into one
+	 * arena, freed whole at the end, and held while the callbacks read it
+	 * (a printed part they keep is theirs to free()). */
+	vx_json_scratch_begin(&scratch);
+	root = gjson_parse_object(body, len, what, err);
+	vx_json_scratch_hold(&scratch);
+	if (!root) {
+		vx_json_scratch_end(&scratch);
 		return VX_EINVAL;
+	}
 	arr = cJSON_GetObjectItemCaseSensitive(root, key);
 	if (arr && !cJSON_IsArray(arr) && !cJSON_IsNull(arr)) {
 		rc = vx_err_set(err, VX_EINVAL, "%s: %s is not an array", what, key);
@@ -235,6 +244,6 @@ done:
 		free(*next_page_token);
 		*next_page_token = NULL;
 	}
-	cJSON_Delete(root);
+	vx_json_scratch_end(&scratch); /* the tree with it */
 	return rc;
 }

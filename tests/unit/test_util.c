@@ -668,6 +668,202 @@ static void test_json_scratch(void **state)
 	after = cJSON_Parse("{}");
 	assert_false(vx_arena_owns(&outer.arena, after));
 	vx_json_drop(after); /* no scratch now: cJSON_Delete */
+
+	/* Held: the tree stays readable, what is printed from it is malloc'd (free() is right). */
+	vx_json_scratch_begin(&outer);
+	a = cJSON_Parse("{\"spec\":{\"x\":[1,2]}}");
+	assert_true(vx_arena_owns(&outer.arena, a));
+	vx_json_scratch_hold(&outer);
+	printed = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a, "spec"));
+	assert_false(vx_arena_owns(&outer.arena, printed));
+	assert_string_equal(printed, "{\"x\":[1,2]}");
+	free(printed);
+	vx_json_scratch_end(&outer);
+}
+
+/* Whether a and b are the same cJSON tree, links included. */
+static int same_tree(const cJSON *a, const cJSON *b)
+{
+	const cJSON *x, *y;
+
+	if (!a || !b)
+		return a == b;
+	if (a->type != b->type || a->valueint != b->valueint ||
+	    memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0)
+		return 0;
+	if (!a->valuestring != !b->valuestring || (a->valuestring && strcmp(a->valuestring, b->valuestring)))
+		return 0;
+	if (!a->string != !b->string || (a->string && strcmp(a->string, b->string)))
+		return 0;
+	for (x = a->child, y = b->child; x && y; x = x->next, y = y->next) {
+		if (!same_tree(x, y))
+			return 0;
+		if (x != a->child && x->prev->next != x)
+			return 0;
+		if (!x->next && a->child->prev != x)
+			return 0; /* cJSON's: the first item's prev is the last */
+	}
+	return !x && !y;
+}
+
+/* vx_json_parse_tree and cJSON agree on text: the tree, or the failure and where. */
+static void parse_both(const char *text, size_t len)
+{
+	const char *end1 = NULL, *end2 = NULL;
+	cJSON *a = vx_json_parse_tree(text, len, &end1);
+	cJSON *b = cJSON_ParseWithLengthOpts(text, len, &end2, 0);
+
+	if (!same_tree(a, b) || end1 != end2) {
+		print_error("differs on %zu bytes: \"%.*s\"\n", len, (int)len, text);
+		fail();
+	}
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
+
+static unsigned rnd(unsigned n)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (unsigned)(rnd_state % n);
+}
+
+/* A random JSON value as text, in b: every form the parser reads itself and some it leaves to cJSON. */
+static void gen_value(struct vx_buf *b, int depth)
+{
+	static const char *const atoms[] = {
+		"null",
+		"true",
+		"false",
+		"0",
+		"-0",
+		"7",
+		"-12",
+		"123456789012345",
+		"1234567890123456",
+		"12345678901234567890",
+		"2147483647",
+		"2147483648",
+		"-2147483649",
+		"1.5",
+		"-0.25",
+		"1e3",
+		"1E-2",
+		"2.5e+10",
+		"1e400",
+		"-1e400",
+		"01",
+		"007",
+		"\"\"",
+		"\"plain\"",
+		"\"caf\xC3\xA9\"",
+		"\"a\\nb\\t\\\"q\\\"\\\\\\/\"",
+		"\"\\u0041\\u00e9\\u20ac\"",
+		"\"\\u0000cut\"",
+		"\"\\ud83d\\ude00\"",
+		"\"\\udc00\"",
+		"\"\\ud800x\"",
+		"\"\\u12\"",
+		"\"\\x\"",
+		"\"raw\x01\x1f\"",
+		"\"\\b\\f\\r\"",
+	};
+	static const char *const ws[] = { "", " ", "\n\t\t", "\r\n", "\x01", "  " };
+	unsigned k = depth > 4 ? 0 : rnd(4);
+
+	assert_int_equal(vx_buf_adds(b, ws[rnd(6)]), 0);
+	if (k == 0 || k == 1) {
+		assert_int_equal(vx_buf_adds(b, atoms[rnd(sizeof(atoms) / sizeof(atoms[0]))]), 0);
+	} else {
+		unsigned n = rnd(5);
+
+		assert_int_equal(vx_buf_addc(b, k == 2 ? '[' : '{'), 0);
+		for (unsigned i = 0; i < n; i++) {
+			if (i)
+				assert_int_equal(vx_buf_addc(b, ','), 0);
+			assert_int_equal(vx_buf_adds(b, ws[rnd(6)]), 0);
+			if (k == 3)
+				assert_int_equal(vx_buf_printf(b, "\"k%u\"%s:", rnd(3), ws[rnd(6)]), 0);
+			gen_value(b, depth + 1);
+		}
+		assert_int_equal(vx_buf_adds(b, ws[rnd(6)]), 0);
+		assert_int_equal(vx_buf_addc(b, k == 2 ? ']' : '}'), 0);
+	}
+	assert_int_equal(vx_buf_adds(b, ws[rnd(6)]), 0);
+}
+
+static void test_json_parse_tree(void **state)
+{
+	static const char *const fixed[] = {
+		"",
+		" ",
+		"{}",
+		"[]",
+		"[1,]",
+		"{\"a\":}",
+		"{\"a\" 1}",
+		"{1:2}",
+		"[1 2]",
+		"nul",
+		"tru",
+		"-",
+		"--1",
+		"+1",
+		".5",
+		"1.",
+		"1e",
+		"1e+",
+		"[\"unterminated",
+		"\"\\",
+		"{\"a\":1}x",
+		"\xEF\xBB\xBF{}",
+		"\xEF\xBB\xBF"
+		"1",
+		"\xEF\xBB\xBF"
+		"12",
+		"[[[]]]",
+		"{\"a\":1,\"a\":2}",
+		"\"\\u00\"",
+		"[1e5,-0.0,0e0]",
+		"  \t\n{\"x\" : [ true , false , null ] }  ",
+	};
+	struct vx_buf b = VX_BUF_INIT, m = VX_BUF_INIT;
+	static const char edits[] = "{}[],:\"\\ -0.eE1tnu";
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		parse_both(fixed[i], strlen(fixed[i]));
+	/* Nesting at cJSON's limit of 1,000 and past it. */
+	for (size_t depth = 998; depth <= 1001; depth++) {
+		vx_buf_reset(&b);
+		for (size_t i = 0; i < depth; i++)
+			assert_int_equal(vx_buf_addc(&b, '['), 0);
+		for (size_t i = 0; i < depth; i++)
+			assert_int_equal(vx_buf_addc(&b, ']'), 0);
+		parse_both(b.data, b.len);
+	}
+	for (int round = 0; round < 4000; round++) {
+		vx_buf_reset(&b);
+		gen_value(&b, 0);
+		parse_both(b.data, b.len);
+		/* And a few edits of it: a byte changed, dropped or the text cut. */
+		for (int e = 0; e < 3; e++) {
+			size_t at = b.len ? rnd((unsigned)b.len) : 0;
+
+			vx_buf_reset(&m);
+			assert_int_equal(vx_buf_add(&m, b.data, at), 0);
+			if (e == 0)
+				assert_int_equal(vx_buf_addc(&m, edits[rnd(sizeof(edits) - 1)]), 0);
+			if (e != 2 && at < b.len)
+				assert_int_equal(vx_buf_add(&m, b.data + at + 1, b.len - at - 1), 0);
+			parse_both(m.data ? m.data : "", m.len);
+		}
+	}
+	vx_buf_release(&b);
+	vx_buf_release(&m);
 }
 
 int main(void)
@@ -697,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_find_nocase),
 		cmocka_unit_test(test_arena),
 		cmocka_unit_test(test_json_scratch),
+		cmocka_unit_test(test_json_parse_tree),
 		cmocka_unit_test(test_redact_userinfo),
 	};
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
