@@ -88,17 +88,29 @@ static int check_src(const cJSON *e, const cJSON *sources, const char *rname, co
 static const char *price_key(char *buf, size_t size, char **owned, int accelerator, int vertex,
 			     const char *name, const char *region, size_t *len)
 {
-	int n = snprintf(buf, size, "%d%d%zu:%s%s", accelerator, vertex, strlen(name), name, region);
+	/* By hand, not snprintf: a plan of 10,000 jobs looks up 80,000 keys. */
+	size_t nname = strlen(name), nregion = strlen(region), ndig = 1, n;
+	char *o;
 
+	for (size_t v = nname; v >= 10; v /= 10)
+		ndig++;
+	n = 2 + ndig + 1 + nname + nregion;
 	*owned = NULL;
-	if (n < 0)
-		return NULL;
-	if ((size_t)n >= size) {
-		if (!(*owned = vx_asprintf("%d%d%zu:%s%s", accelerator, vertex, strlen(name), name, region)))
+	if (n >= size) {
+		if (!(*owned = malloc(n + 1)))
 			return NULL;
 		buf = *owned;
 	}
-	*len = (size_t)n;
+	o = buf;
+	*o++ = accelerator ? '1' : '0';
+	*o++ = vertex ? '1' : '0';
+	for (size_t v = nname, i = ndig; i > 0; v /= 10)
+		o[--i] = (char)('0' + v % 10);
+	o += ndig;
+	*o++ = ':';
+	memcpy(o, name, nname);
+	memcpy(o + nname, region, nregion + 1);
+	*len = n;
 	return buf;
 }
 
