@@ -4,8 +4,8 @@
  * which action: create, noop, update, replace, rerun), each record no
  * longer declared (cancel, forget), then the live jobs nothing accounts
  * for (kind_job_foreign.c). Pure over plain structs, so every rule is
- * unit-tested. The indexes of struct builder make every lookup a binary
- * search.
+ * unit-tested. The indexes of struct builder make every lookup by name or
+ * address one hash table probe (by vx-job label, a binary search).
  */
 #include "reconcile/plan.h"
 
@@ -93,22 +93,11 @@ int job_label_is(const struct live_job *j, const char *key, const char *want)
 /* Looks up a live job by resource name. */
 static const struct live_job *live_by_name(const struct builder *b, const char *name)
 {
-	size_t lo = 0, hi = b->nby_name;
+	size_t at;
 
-	if (!name)
+	if (!name || !vx_hashmap_get(&b->by_name, name, strlen(name), &at))
 		return NULL;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(b->by_name[mid]->name, name);
-
-		if (c == 0)
-			return b->by_name[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return &b->in->live->items[at];
 }
 
 /* The first index in by_job whose vx-job label is >= name. */
@@ -129,7 +118,9 @@ size_t job_by_job_lower(const struct builder *b, const char *name)
 
 int job_is_known(const struct builder *b, const char *name)
 {
-	return name && bsearch(&name, b->known, b->nknown, sizeof(*b->known), job_cmp_cstr) != NULL;
+	size_t at;
+
+	return name && vx_hashmap_get(&b->known, name, strlen(name), &at);
 }
 
 /*
@@ -179,27 +170,18 @@ void job_fill_decl(struct builder *b, struct plan_action *a, const struct plan_d
 	job_set_str(b, &a->region, d->region);
 }
 
-/* Both plan_record and plan_decl start with `const char *address`. */
-static int cmp_addr(const void *a, const void *b)
-{
-	return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
-}
-
 static const struct plan_record *find_record(const struct builder *b, const char *address)
 {
-	const char *const *key = &address;
-	const struct plan_record *const *r = bsearch(&key, b->records, b->in->nrecords,
-						     sizeof(*b->records), cmp_addr);
+	size_t at;
 
-	return r ? *r : NULL;
+	return vx_hashmap_get(&b->records, address, strlen(address), &at) ? &b->in->records[at] : NULL;
 }
 
 static const struct plan_decl *find_decl(const struct builder *b, const char *address)
 {
-	const char *const *key = &address;
-	const struct plan_decl *const *d = bsearch(&key, b->decls, b->in->ndecls, sizeof(*b->decls), cmp_addr);
+	size_t at;
 
-	return d ? *d : NULL;
+	return vx_hashmap_get(&b->decls, address, strlen(address), &at) ? &b->in->decls[at] : NULL;
 }
 
 static int targeted(const struct plan_input *in, const char *address)
@@ -631,55 +613,52 @@ static void plan_removed(struct builder *b, const struct plan_record *rec)
 		job_set_str(b, &a->reason, "no longer declared (history stays in git)");
 }
 
+/* Adds key (borrowed) unless it is there: the first of equal keys is the one found. */
+static int index_add(struct vx_hashmap *m, const char *key, size_t value)
+{
+	return vx_hashmap_add(m, key, strlen(key), value, NULL) < 0 ? VX_ENOMEM : 0;
+}
+
 static int build_indexes(struct builder *b)
 {
 	const struct plan_input *in = b->in;
-	size_t nlive = in->live ? in->live->n : 0, nknown = 0;
+	size_t nlive = in->live ? in->live->n : 0;
+	int rc = 0;
 
-	for (size_t i = 0; i < in->nrecords; i++)
-		nknown += in->records[i].nknown + 1;
-	b->by_name = calloc(nlive + 1, sizeof(*b->by_name));
 	b->by_job = calloc(nlive + 1, sizeof(*b->by_job));
-	b->records = calloc(in->nrecords + 1, sizeof(*b->records));
-	b->decls = calloc(in->ndecls + 1, sizeof(*b->decls));
-	b->known = calloc(nknown + 1, sizeof(*b->known));
-	if (!b->by_name || !b->by_job || !b->records || !b->decls || !b->known)
+	if (!b->by_job)
 		return VX_ENOMEM;
-	for (size_t i = 0; i < nlive; i++) {
+	for (size_t i = 0; i < nlive && rc == 0; i++) {
 		const struct live_job *j = &in->live->items[i];
 
 		if (j->name)
-			b->by_name[b->nby_name++] = j;
+			rc = index_add(&b->by_name, j->name, i);
 		if (live_job_label(j, "vx-job"))
 			b->by_job[b->nby_job++] = j;
 	}
-	qsort(b->by_name, b->nby_name, sizeof(*b->by_name), job_cmp_live_name);
-	if (sort_by_job(b) < 0)
-		return VX_ENOMEM;
-	for (size_t i = 0; i < in->nrecords; i++) {
+	if (rc == 0 && sort_by_job(b) < 0)
+		rc = VX_ENOMEM;
+	for (size_t i = 0; i < in->nrecords && rc == 0; i++) {
 		const struct plan_record *r = &in->records[i];
 
-		b->records[i] = r;
-		if (r->current && r->current->name)
-			b->known[b->nknown++] = r->current->name;
-		for (size_t k = 0; k < r->nknown; k++)
-			b->known[b->nknown++] = r->known[k];
+		rc = index_add(&b->records, r->address, i);
+		if (rc == 0 && r->current && r->current->name)
+			rc = index_add(&b->known, r->current->name, 0);
+		for (size_t k = 0; k < r->nknown && rc == 0; k++)
+			rc = index_add(&b->known, r->known[k], 0);
 	}
-	for (size_t i = 0; i < in->ndecls; i++)
-		b->decls[i] = &in->decls[i];
-	qsort(b->records, in->nrecords, sizeof(*b->records), cmp_addr);
-	qsort(b->decls, in->ndecls, sizeof(*b->decls), cmp_addr);
-	qsort(b->known, b->nknown, sizeof(*b->known), job_cmp_cstr);
-	return 0;
+	for (size_t i = 0; i < in->ndecls && rc == 0; i++)
+		rc = index_add(&b->decls, in->decls[i].address, i);
+	return rc;
 }
 
 static void free_indexes(struct builder *b)
 {
-	free(b->by_name);
+	vx_hashmap_release(&b->by_name);
+	vx_hashmap_release(&b->records);
+	vx_hashmap_release(&b->decls);
+	vx_hashmap_release(&b->known);
 	free(b->by_job);
-	free(b->records);
-	free(b->decls);
-	free(b->known);
 	free(b->created);
 }
 

@@ -65,7 +65,7 @@ cycle must list the active jobs once per region and nothing else: no GET, no
 full list, no state write. VX_BENCH_WATCH_DONE=0 skips it.
 
 With VX_BENCH_VS=OTHER (make bench VS=OTHER), last: the everyday cases (a full-state plan of
-VX_BENCH_VS_JOBS jobs over 3 regions, vx validate of as many, one idle watch cycle, vx report)
+VX_BENCH_VS_JOBS jobs over 3 regions (0 skips them), vx validate of as many, one idle watch cycle, vx report)
 run with this build and OTHER in turn (the watch as 21 idle cycles' CPU), VX_BENCH_VS_PAIRS times each (default 5), and their
 median CPU times are printed side by side with the ratio: a change is measured against the
 binary before it in one run on one machine. bench-smoke runs it with this build on both sides.
@@ -661,13 +661,14 @@ def side_by_side(this, other):
           % (other, VS_PAIRS))
     print("%-40s %9s %9s %7s" % ("case", "A", "B", "A/B"))
     rows = []
-    rows.append(("plan, state full, %d jobs, 3 regions" % VS_JOBS, vs_plan(VS_JOBS, 3, bins, VS_PAIRS)))
-    val = {b: [] for b in bins}
-    for _ in range(VS_PAIRS):
-        for b in bins:
-            use(b)
-            val[b].append(bench_validate(VS_JOBS)[0])
-    rows.append(("validate, %d jobs" % VS_JOBS, val))
+    if VS_JOBS > 0:   # VX_BENCH_VS_JOBS=0: neither the plan nor validate
+        rows.append(("plan, state full, %d jobs, 3 regions" % VS_JOBS, vs_plan(VS_JOBS, 3, bins, VS_PAIRS)))
+        val = {b: [] for b in bins}
+        for _ in range(VS_PAIRS):
+            for b in bins:
+                use(b)
+                val[b].append(bench_validate(VS_JOBS)[0])
+        rows.append(("validate, %d jobs" % VS_JOBS, val))
     if WATCH_DONE > 0:
         rows.append(("watch -cycles 21 idle, %d+%d jobs" % (WATCH_DONE, WATCH_ACTIVE), vs_watch(bins, VS_PAIRS)))
     if REPORT_RUNS > 0:
