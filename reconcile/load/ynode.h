@@ -40,12 +40,12 @@ struct ynode_pair {
 
 struct ynode {
 	enum ynode_kind kind;
+	enum ynode_style style; /* YNODE_SCALAR's; here, beside kind, so no field is padded */
 	const char *file;    /* borrowed from the yfile */
 	unsigned line, col;  /* 1-based position of the node's first character */
 	/* YNODE_SCALAR */
 	const char *str;     /* NUL-terminated, valid UTF-8 */
 	size_t len;          /* may contain NUL bytes only if quoted with \0: rejected at load */
-	enum ynode_style style;
 	const char *tag;     /* explicit tag ("!!str", "tag:yaml.org,2002:int") or NULL */
 	/* YNODE_SEQ: items[0..n); YNODE_MAP: pairs[0..n) in document order */
 	size_t n;
