@@ -73,23 +73,27 @@ static int hex4(const unsigned char *s, unsigned *out)
 static char *read_string(struct rd *r)
 {
 	const unsigned char *s, *q;
-	size_t escapes = 0;
+	int escapes;
 	char *out, *o;
 
 	if (r->p >= r->end || *r->p != '"')
 		return NULL;
 	s = q = r->p + 1;
-	while (q < r->end && *q != '"') {
-		if (*q == '\\') {
-			if (q + 1 >= r->end)
-				return NULL;
-			escapes++;
-			q++;
-		}
+	/* The closing quote: the first not escaped, that is with an even run of
+	 * backslashes before it (what cJSON's scan, skipping the character after
+	 * each backslash, stops at). */
+	for (;;) {
+		const unsigned char *b;
+
+		if (!(q = memchr(q, '"', (size_t)(r->end - q))))
+			return NULL;
+		for (b = q; b > s && b[-1] == '\\'; b--)
+			;
+		if ((q - b) % 2 == 0)
+			break;
 		q++;
 	}
-	if (q >= r->end)
-		return NULL;
+	escapes = memchr(s, '\\', (size_t)(q - s)) != NULL;
 	if (!(out = cJSON_malloc((size_t)(q - s) + 1)))
 		return NULL;
 	if (!escapes) {

@@ -828,6 +828,11 @@ static void test_json_parse_tree(void **state)
 		"{\"a\":1,\"a\":2}",
 		"\"\\u00\"",
 		"[1e5,-0.0,0e0]",
+		"[\"\\\\\"]",
+		"[\"\\\\\\\"\"]",
+		"\"a\\\\\\\\\"",
+		"\"\\\"",
+		"{\"k\\\"\":\"\\\\\\\\\\\\\"}",
 		"  \t\n{\"x\" : [ true , false , null ] }  ",
 	};
 	struct vx_buf b = VX_BUF_INIT, m = VX_BUF_INIT;
