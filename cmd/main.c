@@ -70,17 +70,15 @@ const struct cmd_entry *cmd_find(const char *name)
 
 /*
  * A 10,000-job plan grows the heap to about 150 MiB in waves (the YAML tree,
- * the state's records, each list page), freeing much of it between them.
- * glibc gave the freed top back to the kernel at 128 KiB and faulted it in
- * again on the next wave: a fifth of the plan's CPU was the kernel's. Grow
- * in larger steps and keep what was freed (a watcher stays at its peak,
- * which is flat from cycle to cycle).
+ * the state's records, each list page). glibc grew it 128 KiB past each
+ * request, so the kernel was asked again and again and the plan spent a
+ * sixth of its CPU there: a 32 MiB pad (address space; a page costs only
+ * once touched). Not also a high trim threshold: with both, a 4,000-create
+ * apply took 2.4 times the CPU (docs/measurements.md).
  */
 static void heap_tuning(void)
 {
 	mallopt(M_TOP_PAD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 }
 
 int main(int argc, char **argv)
