@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include <cjson/cJSON.h>
 
@@ -626,8 +629,17 @@ static void test_arena(void **state)
 	s = vx_arena_strndup(&a, "abcdef", 3);
 	assert_string_equal(s, "abc");
 	assert_null(vx_arena_alloc(&a, SIZE_MAX - 3)); /* rounds over: refused, not wrapped */
-	vx_arena_reset(&a);			       /* one ordinary block is kept, emptied */
+#if defined(__SANITIZE_ADDRESS__)
+	/* The bytes past an allocation are poisoned, and a reset poisons what it dropped. */
+	assert_true(__asan_address_is_poisoned(p[0] + 1));
+	assert_false(__asan_address_is_poisoned(p[1]));
+#endif
+	/* One ordinary block is kept, emptied. */
+	vx_arena_reset(&a);
 	assert_false(vx_arena_owns(&a, big));
+#if defined(__SANITIZE_ADDRESS__)
+	assert_true(!vx_arena_owns(&a, p[1999]) || __asan_address_is_poisoned(p[1999]));
+#endif
 	s = vx_arena_alloc(&a, 10);
 	assert_true(vx_arena_owns(&a, s));
 	vx_arena_release(&a);
