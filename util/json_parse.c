@@ -306,13 +306,16 @@ static cJSON *read_value(struct rd *r)
 
 cJSON *vx_json_parse_tree(const char *text, size_t len, const char **end)
 {
-	struct rd r = { (const unsigned char *)text, (const unsigned char *)text + len, 0 };
+	struct rd r;
 	cJSON *root;
 
 	if (end)
 		*end = NULL;
 	if (!text)
 		return NULL;
+	r.p = (const unsigned char *)text;
+	r.end = r.p + len;
+	r.depth = 0;
 	/* cJSON's test: a byte after the mark too. */
 	if (len >= 5 && !memcmp(text, "\xEF\xBB\xBF", 3))
 		r.p += 3;
