@@ -44,9 +44,9 @@ struct builder {
 	struct plan *p;
 	const struct plan_input *in;
 	int oom;
-	/* Lookups by key (a table each, not a sorted array and bsearch: at
-	 * 10,000 jobs the planner spent half its time in strcmp, a cache miss
-	 * per comparison). Values index in->live->items, in->records, in->decls. */
+	/* Lookups by key, a table each (no sorts; one probe a lookup, where
+	 * bsearch compared about 14 strings). Values index in->live->items,
+	 * in->records, in->decls. */
 	struct vx_hashmap by_name;	  /* live jobs by resource name */
 	struct vx_hashmap records;	  /* records by address */
 	struct vx_hashmap decls;	  /* declarations by address */
