@@ -34,6 +34,7 @@
 #include "util/buf.h"
 #include "util/diag.h"
 #include "util/hashmap.h"
+#include "reconcile/load/yfast.h"
 #include "util/banned.h"
 
 #define TAG_NULL "tag:yaml.org,2002:null"
@@ -53,6 +54,8 @@ static void arena_free(struct vx_arena *a)
 }
 
 /* ---- small growable arrays (scratch, on the heap) -------------------- */
+
+int ynode_fast_reader = 1;
 
 /* ---- loader state ----------------------------------------------------- */
 
@@ -329,10 +332,21 @@ static const struct anchor *anchor_get(struct loader *l, const char *name)
 
 /* ---- building ----------------------------------------------------------- */
 
+/* An event's position, 1-based as in messages. */
+static unsigned ev_line(const struct yev *ev)
+{
+	return ev->line + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)ev->line + 1;
+}
+
+static unsigned ev_col(const struct yev *ev)
+{
+	return ev->col + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)ev->col + 1;
+}
+
 /* A node with room for extra bytes of text right behind it (a scalar's:
  * the text is then read with the node, not from elsewhere in the arena). */
-static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml_mark_t *m,
-			      const yaml_char_t *tag, size_t extra)
+static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const struct yev *ev,
+			      size_t extra)
 {
 	struct ynode *n = extra > SIZE_MAX - sizeof(*n) ? NULL
 							: vx_arena_alloc(l->arena, sizeof(*n) + extra);
@@ -344,10 +358,10 @@ static struct ynode *node_new(struct loader *l, enum ynode_kind kind, const yaml
 	memset(n, 0, sizeof(*n));
 	n->kind = kind;
 	n->file = l->file;
-	n->line = m->line + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)m->line + 1;
-	n->col = m->column + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)m->column + 1;
-	if (tag) {
-		n->tag = vx_arena_strndup(l->arena, (const char *)tag, strlen((const char *)tag));
+	n->line = ev_line(ev);
+	n->col = ev_col(ev);
+	if (ev->tag) {
+		n->tag = vx_arena_strndup(l->arena, ev->tag, strlen(ev->tag));
 		if (!n->tag) {
 			oom(l);
 			return NULL;
@@ -612,29 +626,20 @@ static int close_frame(struct loader *l)
 	return rc;
 }
 
-static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind kind)
+static int open_frame(struct loader *l, const struct yev *ev, enum ynode_kind kind)
 {
-	const yaml_char_t *tag, *anchor;
 	struct ynode *n;
 	struct frame *f;
 
-	if (kind == YNODE_MAP) {
-		tag = ev->data.mapping_start.tag;
-		anchor = ev->data.mapping_start.anchor;
-	} else {
-		tag = ev->data.sequence_start.tag;
-		anchor = ev->data.sequence_start.anchor;
-	}
 	if (l->nframes >= l->lim->max_depth) {
-		report(l, (unsigned)ev->start_mark.line + 1, (unsigned)ev->start_mark.column + 1,
-		       "nesting deeper than %zu levels", l->lim->max_depth);
+		report(l, ev_line(ev), ev_col(ev), "nesting deeper than %zu levels",
+		       l->lim->max_depth);
 		l->fatal = 1;
 		return VX_EINVAL;
 	}
-	if (count_nodes(l, 1, (unsigned)ev->start_mark.line + 1,
-			(unsigned)ev->start_mark.column + 1) < 0)
+	if (count_nodes(l, 1, ev_line(ev), ev_col(ev)) < 0)
 		return VX_EINVAL;
-	n = node_new(l, kind, &ev->start_mark, tag, 0);
+	n = node_new(l, kind, ev, 0);
 	if (!n)
 		return VX_ENOMEM;
 	if (VX_ALLOC_GROW(l->frames, l->nframes + 1, l->aframes) < 0)
@@ -644,8 +649,8 @@ static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind 
 	f->node = n;
 	f->first = l->nkids;
 	f->count_at_open = l->expanded - 1;
-	if (anchor) {
-		f->anchor = strdup((const char *)anchor);
+	if (ev->anchor) {
+		f->anchor = strdup(ev->anchor);
 		if (!f->anchor)
 			return oom(l);
 	}
@@ -653,38 +658,37 @@ static int open_frame(struct loader *l, const yaml_event_t *ev, enum ynode_kind 
 	return 0;
 }
 
-static int on_scalar(struct loader *l, const yaml_event_t *ev)
+static int on_scalar(struct loader *l, const struct yev *ev)
 {
-	unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
-	size_t len = ev->data.scalar.length;
+	unsigned line = ev_line(ev), col = ev_col(ev);
+	size_t len = ev->len;
 	struct ynode *n;
 	char *str;
 
 	if (count_nodes(l, 1, line, col) < 0)
 		return VX_EINVAL;
 	n = len == SIZE_MAX ? NULL
-			    : node_new(l, YNODE_SCALAR, &ev->start_mark, ev->data.scalar.tag, len + 1);
+			    : node_new(l, YNODE_SCALAR, ev, len + 1);
 	if (!n)
 		return len == SIZE_MAX ? oom(l) : VX_ENOMEM;
 	str = (char *)(n + 1);
 	if (len)
-		memcpy(str, ev->data.scalar.value, len);
+		memcpy(str, ev->str, len);
 	str[len] = '\0';
 	n->str = str;
 	n->len = len;
-	n->style = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? YSTYLE_PLAIN : YSTYLE_QUOTED;
+	n->style = ev->quoted ? YSTYLE_QUOTED : YSTYLE_PLAIN;
 	if (memchr(n->str, '\0', len))
 		report(l, line, col, "string contains a NUL character (\\0)");
-	if (ev->data.scalar.anchor &&
-	    anchor_set(l, (const char *)ev->data.scalar.anchor, n, 1, 0) < 0)
+	if (ev->anchor && anchor_set(l, ev->anchor, n, 1, 0) < 0)
 		return VX_ENOMEM;
 	return add_child(l, n, 0);
 }
 
-static int on_alias(struct loader *l, const yaml_event_t *ev)
+static int on_alias(struct loader *l, const struct yev *ev)
 {
-	unsigned line = (unsigned)ev->start_mark.line + 1, col = (unsigned)ev->start_mark.column + 1;
-	const char *name = (const char *)ev->data.alias.anchor;
+	unsigned line = ev_line(ev), col = ev_col(ev);
+	const char *name = ev->str;
 	const struct anchor *a = anchor_get(l, name);
 	struct shown sh;
 	struct ynode *n;
@@ -704,7 +708,7 @@ static int on_alias(struct loader *l, const yaml_event_t *ev)
 		 * errors that follow are still right. */
 		if (count_nodes(l, 1, line, col) < 0)
 			return VX_EINVAL;
-		n = node_new(l, YNODE_SCALAR, &ev->start_mark, NULL, 0);
+		n = node_new(l, YNODE_SCALAR, ev, 0); /* an alias has no tag */
 		if (!n)
 			return VX_ENOMEM;
 		n->str = "";
@@ -736,33 +740,90 @@ static int on_document_end(struct loader *l)
 	return 0;
 }
 
-static int on_event(struct loader *l, const yaml_event_t *ev)
+static int on_event(void *ctx, const struct yev *ev)
 {
+	struct loader *l = ctx;
+
+	if (l->fatal)
+		return VX_EINVAL;
 	switch (ev->type) {
-	case YAML_DOCUMENT_START_EVENT:
+	case YEV_DOC_START:
 		/* Anchors do not cross documents. */
 		vx_hashmap_clear(&l->anchor_index);
 		l->nanchors = 0;
 		return 0;
-	case YAML_DOCUMENT_END_EVENT:
+	case YEV_DOC_END:
 		return on_document_end(l);
-	case YAML_SCALAR_EVENT:
+	case YEV_SCALAR:
 		return on_scalar(l, ev);
-	case YAML_ALIAS_EVENT:
+	case YEV_ALIAS:
 		return on_alias(l, ev);
-	case YAML_SEQUENCE_START_EVENT:
+	case YEV_SEQ_START:
 		return open_frame(l, ev, YNODE_SEQ);
-	case YAML_MAPPING_START_EVENT:
+	case YEV_MAP_START:
 		return open_frame(l, ev, YNODE_MAP);
-	case YAML_SEQUENCE_END_EVENT:
-	case YAML_MAPPING_END_EVENT:
+	case YEV_SEQ_END:
+	case YEV_MAP_END:
 		return l->nframes ? close_frame(l) : 0;
-	case YAML_STREAM_START_EVENT:
-	case YAML_STREAM_END_EVENT:
-	case YAML_NO_EVENT:
+	case YEV_STREAM_START:
+	case YEV_STREAM_END:
 		return 0;
 	}
 	return 0;
+}
+
+/* libyaml's event as ours: the same fields, none of its types. */
+static int from_libyaml(struct yev *out, const yaml_event_t *ev)
+{
+	memset(out, 0, sizeof(*out));
+	out->line = ev->start_mark.line;
+	out->col = ev->start_mark.column;
+	switch (ev->type) {
+	case YAML_STREAM_START_EVENT:
+		out->type = YEV_STREAM_START;
+		return 0;
+	case YAML_STREAM_END_EVENT:
+		out->type = YEV_STREAM_END;
+		return 0;
+	case YAML_DOCUMENT_START_EVENT:
+		out->type = YEV_DOC_START;
+		return 0;
+	case YAML_DOCUMENT_END_EVENT:
+		out->type = YEV_DOC_END;
+		return 0;
+	case YAML_SCALAR_EVENT:
+		out->type = YEV_SCALAR;
+		out->str = (const char *)ev->data.scalar.value;
+		out->len = ev->data.scalar.length;
+		out->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+		out->tag = (const char *)ev->data.scalar.tag;
+		out->anchor = (const char *)ev->data.scalar.anchor;
+		return 0;
+	case YAML_ALIAS_EVENT:
+		out->type = YEV_ALIAS;
+		out->str = (const char *)ev->data.alias.anchor;
+		out->len = out->str ? strlen(out->str) : 0;
+		return 0;
+	case YAML_SEQUENCE_START_EVENT:
+		out->type = YEV_SEQ_START;
+		out->tag = (const char *)ev->data.sequence_start.tag;
+		out->anchor = (const char *)ev->data.sequence_start.anchor;
+		return 0;
+	case YAML_MAPPING_START_EVENT:
+		out->type = YEV_MAP_START;
+		out->tag = (const char *)ev->data.mapping_start.tag;
+		out->anchor = (const char *)ev->data.mapping_start.anchor;
+		return 0;
+	case YAML_SEQUENCE_END_EVENT:
+		out->type = YEV_SEQ_END;
+		return 0;
+	case YAML_MAPPING_END_EVENT:
+		out->type = YEV_MAP_END;
+		return 0;
+	case YAML_NO_EVENT:
+		break;
+	}
+	return -1;
 }
 
 static void loader_release(struct loader *l)
@@ -811,6 +872,7 @@ static int parse_stream(struct loader *l, const char *name, struct vx_err *err)
 	yaml_parser_set_input_string(&parser, (const unsigned char *)l->data, l->len);
 	for (;;) {
 		yaml_event_t ev;
+		struct yev ours;
 		int done;
 
 		if (!yaml_parser_parse(&parser, &ev)) {
@@ -818,7 +880,7 @@ static int parse_stream(struct loader *l, const char *name, struct vx_err *err)
 			break;
 		}
 		done = ev.type == YAML_STREAM_END_EVENT;
-		if (on_event(l, &ev) < 0)
+		if (from_libyaml(&ours, &ev) == 0 && on_event(l, &ours) < 0)
 			l->fatal = 1; /* a limit or out of memory, already reported */
 		yaml_event_delete(&ev);
 		if (done || l->fatal)
@@ -828,37 +890,30 @@ static int parse_stream(struct loader *l, const char *name, struct vx_err *err)
 	return 0;
 }
 
-int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
-		   const struct ynode_limits *limits, struct vx_diags *diags, struct vx_err *err)
+/* A file's own messages while the fast reader tries it: dropped when
+ * libyaml then reads it. */
+#define LOAD_AGAIN 1
+
+/*
+ * One reading of data into *out: with yfast_parse() when fast, else with
+ * libyaml. LOAD_AGAIN when fast and the file is not the fast reader's subset
+ * or has anything to report (libyaml then reads it, and says it in its words).
+ */
+static int load_once(struct yfile **out, const char *name, const char *data, size_t len,
+		     const struct ynode_limits *lim, struct vx_diags *diags, struct vx_err *err,
+		     int fast)
 {
-	static const struct ynode_limits defaults = YNODE_LIMITS_DEFAULT;
+	struct vx_diags quiet = VX_DIAGS_INIT;
 	struct loader l;
 	struct yfile *f = NULL;
 	int rc = 0;
 
-	*out = NULL;
 	memset(&l, 0, sizeof(l));
-	l.lim = limits ? limits : &defaults;
-	l.diags = diags;
+	l.lim = lim;
+	l.diags = fast ? &quiet : diags;
 	l.err = err;
-	l.data = data ? data : "";
-	l.len = data ? len : 0;
-	if (!name)
-		name = "<input>";
-	if (l.len > l.lim->max_file_bytes) {
-		report_too_big(diags, name, l.len, 1, l.lim->max_file_bytes);
-		rc = VX_EINVAL;
-		goto done;
-	}
-	/* A UTF-8 byte-order mark (editors on Windows write one) is skipped, as
-	 * PyYAML does. libyaml skips it only when it detects the encoding itself,
-	 * which we do not let it do (below); and it must not reach libyaml, which
-	 * would count it as a column and misread the indentation of line 1.
-	 * Positions are then counted from the character after it, as editors do. */
-	if (l.len >= 3 && !memcmp(l.data, "\xEF\xBB\xBF", 3)) {
-		l.data += 3;
-		l.len -= 3;
-	}
+	l.data = data;
+	l.len = len;
 	l.arena = calloc(1, sizeof(*l.arena));
 	if (!l.arena) {
 		rc = vx_err_set(err, VX_ENOMEM, "%s: out of memory", name);
@@ -876,8 +931,21 @@ int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_
 	f->arena = l.arena;
 	l.file = f->path;
 
-	if ((rc = parse_stream(&l, name, err)) < 0)
+	if (fast) {
+		rc = yfast_parse(l.data, l.len, on_event, &l);
+		if (rc == VX_ENOMEM && !l.oom)
+			rc = oom(&l);
+		if (l.oom) {
+			rc = VX_ENOMEM;
+			goto done;
+		}
+		if (rc != 0 || l.nerrors || l.fatal) {
+			rc = LOAD_AGAIN;
+			goto done;
+		}
+	} else if ((rc = parse_stream(&l, name, err)) < 0) {
 		goto done;
+	}
 	if (l.oom) {
 		rc = VX_ENOMEM;
 		goto done;
@@ -901,6 +969,40 @@ int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_
 done:
 	loader_release(&l);
 	arena_free(l.arena);
+	vx_diags_release(&quiet);
+	return rc;
+}
+
+int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_t len,
+		   const struct ynode_limits *limits, struct vx_diags *diags, struct vx_err *err)
+{
+	static const struct ynode_limits defaults = YNODE_LIMITS_DEFAULT;
+	const struct ynode_limits *lim = limits ? limits : &defaults;
+	int rc;
+
+	*out = NULL;
+	if (!data) {
+		data = "";
+		len = 0;
+	}
+	if (!name)
+		name = "<input>";
+	if (len > lim->max_file_bytes) {
+		report_too_big(diags, name, len, 1, lim->max_file_bytes);
+		return VX_EINVAL;
+	}
+	/* A UTF-8 byte-order mark (editors on Windows write one) is skipped, as
+	 * PyYAML does. libyaml skips it only when it detects the encoding itself,
+	 * which we do not let it do (below); and it must not reach libyaml, which
+	 * would count it as a column and misread the indentation of line 1.
+	 * Positions are then counted from the character after it, as editors do. */
+	if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3)) {
+		data += 3;
+		len -= 3;
+	}
+	rc = load_once(out, name, data, len, lim, diags, err, ynode_fast_reader);
+	if (rc == LOAD_AGAIN)
+		rc = load_once(out, name, data, len, lim, diags, err, 0);
 	return rc;
 }
 

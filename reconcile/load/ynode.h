@@ -86,6 +86,14 @@ int ynode_load_mem(struct yfile **out, const char *name, const char *data, size_
 
 void yfile_free(struct yfile *f);
 
+/*
+ * 1 (the default): a file is first read by the fast reader of the subset vx's
+ * files use (reconcile/load/yfast.h), and by libyaml only when it is not
+ * that subset or has anything to report. 0: by libyaml alone. Both give the
+ * same tree; tests set 0 to compare them.
+ */
+extern int ynode_fast_reader;
+
 /* Lookup helpers. */
 /* The value for key in a map node, or NULL (also when node is not a map). */
 struct ynode *ynode_get(const struct ynode *map, const char *key);

@@ -10,7 +10,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <yaml.h>
 
+#include "reconcile/load/yfast.h"
 #include "reconcile/load/ynode.h"
 #include "util/buf.h"
 #include "util/diag.h"
@@ -583,6 +587,616 @@ static void test_big_valid_map(void **state)
 	vx_buf_release(&b);
 }
 
+/* ---- the fast reader against libyaml ------------------------------------ */
+
+/* Events as a list, strings copied, for comparing two readers. */
+struct evlist {
+	struct yev *ev;
+	size_t n, alloc;
+};
+
+static int ev_keep(void *ctx, const struct yev *ev)
+{
+	struct evlist *l = ctx;
+	struct yev *e;
+
+	if (l->n == l->alloc) {
+		l->alloc = l->alloc ? 2 * l->alloc : 64;
+		l->ev = realloc(l->ev, l->alloc * sizeof(*l->ev));
+		assert_non_null(l->ev);
+	}
+	e = &l->ev[l->n++];
+	*e = *ev;
+	if (ev->str) {
+		char *s = malloc(ev->len + 1);
+
+		assert_non_null(s);
+		memcpy(s, ev->str, ev->len);
+		s[ev->len] = '\0';
+		e->str = s;
+	}
+	e->tag = ev->tag ? strdup(ev->tag) : NULL;
+	e->anchor = ev->anchor ? strdup(ev->anchor) : NULL;
+	return 0;
+}
+
+static void evlist_release(struct evlist *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free((void *)(uintptr_t)l->ev[i].str);
+		free((void *)(uintptr_t)l->ev[i].tag);
+		free((void *)(uintptr_t)l->ev[i].anchor);
+	}
+	free(l->ev);
+	memset(l, 0, sizeof(*l));
+}
+
+/* libyaml's events for data, as ynode.c reads it (UTF-8 forced); 0 when
+ * it read the whole stream. */
+static int libyaml_events(struct evlist *out, const char *data, size_t len)
+{
+	yaml_parser_t p;
+	int ok = 1;
+
+	assert_true(yaml_parser_initialize(&p));
+	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
+	yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
+	for (;;) {
+		yaml_event_t ev;
+		struct yev e;
+		int done;
+
+		if (!yaml_parser_parse(&p, &ev)) {
+			ok = 0;
+			break;
+		}
+		memset(&e, 0, sizeof(e));
+		e.line = ev.start_mark.line;
+		e.col = ev.start_mark.column;
+		switch (ev.type) {
+		case YAML_STREAM_START_EVENT: e.type = YEV_STREAM_START; break;
+		case YAML_STREAM_END_EVENT: e.type = YEV_STREAM_END; break;
+		case YAML_DOCUMENT_START_EVENT: e.type = YEV_DOC_START; break;
+		case YAML_DOCUMENT_END_EVENT: e.type = YEV_DOC_END; break;
+		case YAML_SEQUENCE_END_EVENT: e.type = YEV_SEQ_END; break;
+		case YAML_MAPPING_END_EVENT: e.type = YEV_MAP_END; break;
+		case YAML_ALIAS_EVENT:
+			e.type = YEV_ALIAS;
+			e.str = (const char *)ev.data.alias.anchor;
+			e.len = strlen(e.str);
+			break;
+		case YAML_SCALAR_EVENT:
+			e.type = YEV_SCALAR;
+			e.str = (const char *)ev.data.scalar.value;
+			e.len = ev.data.scalar.length;
+			e.quoted = ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+			e.tag = (const char *)ev.data.scalar.tag;
+			e.anchor = (const char *)ev.data.scalar.anchor;
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+			e.type = YEV_SEQ_START;
+			e.tag = (const char *)ev.data.sequence_start.tag;
+			e.anchor = (const char *)ev.data.sequence_start.anchor;
+			break;
+		case YAML_MAPPING_START_EVENT:
+			e.type = YEV_MAP_START;
+			e.tag = (const char *)ev.data.mapping_start.tag;
+			e.anchor = (const char *)ev.data.mapping_start.anchor;
+			break;
+		case YAML_NO_EVENT:
+			break;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT;
+		if (ev.type != YAML_NO_EVENT)
+			ev_keep(out, &e);
+		yaml_event_delete(&ev);
+		if (done)
+			break;
+	}
+	yaml_parser_delete(&p);
+	return ok ? 0 : -1;
+}
+
+static const char *const ev_names[] = {
+	"?",
+	"stream-start",
+	"stream-end",
+	"doc-start",
+	"doc-end",
+	"scalar",
+	"alias",
+	"seq-start",
+	"seq-end",
+	"map-start",
+	"map-end",
+};
+
+/* Whether two events are the same for ynode.c: the type; and for a node,
+ * its position, text, style, tag and anchor. */
+static int ev_same(const struct yev *a, const struct yev *b)
+{
+	int node = a->type == YEV_SCALAR || a->type == YEV_ALIAS || a->type == YEV_SEQ_START ||
+		   a->type == YEV_MAP_START;
+
+	if (a->type != b->type)
+		return 0;
+	if (!node)
+		return 1;
+	if (a->line != b->line || a->col != b->col || a->len != b->len ||
+	    a->quoted != b->quoted || !a->str != !b->str || !a->tag != !b->tag ||
+	    !a->anchor != !b->anchor)
+		return 0;
+	if (a->str && memcmp(a->str, b->str, a->len))
+		return 0;
+	if (a->tag && strcmp(a->tag, b->tag))
+		return 0;
+	return !a->anchor || !strcmp(a->anchor, b->anchor);
+}
+
+static void ev_print(const char *who, const struct evlist *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct yev *e = &l->ev[i];
+
+		print_error("%s %zu: %s %zu:%zu %s%.*s%s\n", who, i,
+			    ev_names[e->type <= YEV_MAP_END ? e->type : 0], e->line, e->col,
+			    e->quoted ? "'" : "", e->str ? (int)e->len : 0, e->str ? e->str : "",
+			    e->quoted ? "'" : "");
+	}
+}
+
+/*
+ * The fast reader's verdict on data: 1 when it read it (and then libyaml must
+ * have read it to the same events), 0 when it left it to libyaml.
+ */
+static int fast_agrees(const char *data, size_t len)
+{
+	struct evlist fast = { 0 }, slow = { 0 };
+	int rc = yfast_parse(data, len, ev_keep, &fast), same = 1;
+
+	assert_true(rc == 0 || rc == YFAST_OTHER);
+	if (rc == 0) {
+		same = libyaml_events(&slow, data, len) == 0 && slow.n == fast.n;
+		for (size_t i = 0; same && i < fast.n; i++)
+			same = ev_same(&fast.ev[i], &slow.ev[i]);
+		if (!same) {
+			print_error("the fast reader differs from libyaml on:\n%.*s\n---- events\n",
+				    (int)len, data);
+			ev_print("fast", &fast);
+			ev_print("libyaml", &slow);
+		}
+	}
+	evlist_release(&fast);
+	evlist_release(&slow);
+	assert_true(same);
+	return rc == 0;
+}
+
+/* The tree of a with that of b: the same shapes, positions, texts, styles and tags. */
+static void tree_same(const struct ynode *a, const struct ynode *b)
+{
+	if (!a || !b) {
+		assert_true(a == b);
+		return;
+	}
+	assert_int_equal(a->kind, b->kind);
+	assert_int_equal(a->line, b->line);
+	assert_int_equal(a->col, b->col);
+	assert_int_equal(a->n, b->n);
+	if (a->kind == YNODE_SCALAR) {
+		assert_int_equal(a->style, b->style);
+		assert_int_equal(a->len, b->len);
+		assert_memory_equal(a->str, b->str, a->len + 1);
+		assert_true(!a->tag == !b->tag);
+		if (a->tag)
+			assert_string_equal(a->tag, b->tag);
+		return;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->kind == YNODE_MAP) {
+			tree_same(a->pairs[i].key, b->pairs[i].key);
+			tree_same(a->pairs[i].value, b->pairs[i].value);
+		} else {
+			tree_same(a->items[i], b->items[i]);
+		}
+	}
+}
+
+/* Loads data with the fast reader first and with libyaml alone: the same
+ * result, tree and messages. */
+static void load_same(const char *data, size_t len)
+{
+	struct yfile *f[2] = { NULL, NULL };
+	char *msgs[2];
+	int rc[2];
+
+	for (int i = 0; i < 2; i++) {
+		struct vx_diags d = VX_DIAGS_INIT;
+		struct vx_err err = VX_ERR_INIT;
+		struct vx_buf b = VX_BUF_INIT;
+
+		ynode_fast_reader = i == 0;
+		rc[i] = ynode_load_mem(&f[i], "t.yaml", data, len, NULL, &d, &err);
+		for (size_t k = 0; k < d.n; k++) {
+			char *s = vx_diag_format(&d.items[k]);
+
+			assert_int_equal(vx_buf_printf(&b, "%s\n", s), 0);
+			free(s);
+		}
+		assert_int_equal(vx_buf_printf(&b, "%s", err.msg ? err.msg : ""), 0);
+		msgs[i] = vx_buf_detach(&b);
+		vx_diags_release(&d);
+		vx_err_release(&err);
+	}
+	ynode_fast_reader = 1;
+	assert_int_equal(rc[0], rc[1]);
+	assert_string_equal(msgs[0], msgs[1]);
+	if (rc[0] == 0) {
+		assert_int_equal(f[0]->ndocs, f[1]->ndocs);
+		for (size_t i = 0; i < f[0]->ndocs; i++)
+			tree_same(f[0]->docs[i], f[1]->docs[i]);
+	}
+	yfile_free(f[0]);
+	yfile_free(f[1]);
+	free(msgs[0]);
+	free(msgs[1]);
+}
+
+static int fast_case(const char *text)
+{
+	load_same(text, strlen(text));
+	return fast_agrees(text, strlen(text));
+}
+
+static void mutate(struct vx_buf *b, const char *src, size_t len);
+
+static void test_fast_reader_cases(void **state)
+{
+	/* What vx's files are written in: the fast reader must read all of it. */
+	static const char *const fast[] = {
+		"",
+		"# only a comment\n",
+		"a: 1\n",
+		"a: 1",
+		"a:  b c  \nd: 'e''f'  # c\ng: \"h\\\"i\\\\j\\n\\t\\/\"\n",
+		"---\nkind: CustomJob\nname: j1\nspec:\n  workerPoolSpecs:\n"
+		"    - machineSpec: {machineType: g2-standard-4, acceleratorType: NVIDIA_L4, "
+		"acceleratorCount: 1}\n      replicaCount: 1\n      containerSpec:\n"
+		"        imageUri: \"us-docker.pkg.dev/p/r/t:1.0\"\n        args: [\"--epochs\", \"3\"]\n"
+		"  scheduling: {strategy: STANDARD}\n"
+		"resubmit: {on: [stockout, preempted], maxAttempts: 3}\n---\nkind: Stack\n",
+		"a:\n- x\n- y\nb:\n  - z\n  -\n  - 'w'\n",
+		"- a: 1\n  b: 2\n- - x\n  - y\n-\n- c\n",
+		"a:\nb: 1\nc:\n",
+		"---\n---\n# x\n---\na: 1\n---\n",
+		"a: b:c\nd: http://x/y#z\ne: -1\nf: a - b\ng: [a b, c]\nh: {}\ni: []\n",
+		"a: {b: [1, {c: d}], 'e': \"f\", \"g\":h,}\nj: [x, y, ]\n",
+		"  a: 1\n  b:\n    c: 2\n",
+		"key with spaces: v\n\"quoted key\": 1\n'single': 2\n",
+		"a: x\n\n   \n# comment\n  # indented comment\nb: y\n",
+		"dup: 1\ndup: 2\n", /* read fast; the loader finds the duplicate */
+		"<<: {a: 1}\n",
+	};
+	/* Not the subset (or wrong): left to libyaml, which must still agree. */
+	static const char *const slow[] = {
+		"a: &x 1\nb: *x\n",
+		"a: !!str 1\n",
+		"a: |\n  text\n",
+		"a: >\n  text\n",
+		"a: b\n  c\n",
+		"a: [1,\n 2]\n",
+		"a:\tb\n",
+		"a: b\r\n",
+		"a: \xc3\xa9\n",
+		"...\n",
+		"%YAML 1.1\n---\na: 1\n",
+		"? a\n: b\n",
+		"a: \"\\x41\"\n",
+		"a: 'multi\n  line'\n",
+		"a: b: c\n",
+		"a: - b\n",
+		"- a\nb: c\n",
+		"a: 1\n - b\n",
+		"a: [b, c] d\n",
+		"a: \"b\" c\n",
+		"a: {b}\n",
+		"a: {b: }\n",
+		"a: [,]\n",
+		"a: [b: c]\n",
+		"a: {b: c:}\n",
+		"--- a\n",
+		"a: @b\n",
+		"a: `b\n",
+		"a: ,b\n",
+		"a: #\n#\n",
+		"'a\n",
+		"a: \"b\n",
+		"[a, b]: c\n",
+		"{a: b}\n",
+		"a: [x] # c\n  b\n",
+		"a: 1\n   b: 2\n",
+		"  a: 1\nb: 2\n",
+		"a:\n  - x\n y: 1\n",
+		"\"a\":b\n",
+		"a: b #c\n  d: e\n",
+		"a: {b: c:?}\n",
+		"a: [b:?]\n",
+		"a: [b:[c]]\n",
+	};
+	/* libyaml gives up on a simple key 1024 characters after its start. */
+	static const size_t key_lengths[] = { 999, 1000, 1001, 1023, 1024, 1025, 1100 };
+	size_t i, read = 0;
+
+	(void)state;
+	for (i = 0; i < sizeof(fast) / sizeof(fast[0]); i++) {
+		if (!fast_case(fast[i]))
+			print_error("not read fast: %s\n", fast[i]);
+		read += fast_agrees(fast[i], strlen(fast[i]));
+	}
+	assert_int_equal(read, sizeof(fast) / sizeof(fast[0]));
+	for (i = 0; i < sizeof(slow) / sizeof(slow[0]); i++)
+		fast_case(slow[i]);
+	for (i = 0; i < sizeof(key_lengths) / sizeof(key_lengths[0]); i++) {
+		for (int flow = 0; flow < 4; flow++) {
+			struct vx_buf k = VX_BUF_INIT;
+			const char *open = flow == 1 ? "{" : flow == 2 ? "["
+						     : flow == 3       ? "\""
+								       : "";
+			const char *close = flow == 1 ? "}" : flow == 2 ? "]"
+						      : flow == 3	? "\""
+									: "";
+
+			assert_int_equal(vx_buf_adds(&k, open), 0);
+			for (size_t j = 0; j < key_lengths[i] - (flow == 3 ? 2 : 0); j++)
+				assert_int_equal(vx_buf_addc(&k, 'k'), 0);
+			assert_int_equal(vx_buf_printf(&k, "%s: v%s\n", flow == 3 ? "\"" : "",
+						       flow == 3 ? "" : close),
+					 0);
+			(void)open;
+			load_same(k.data, k.len);
+			(void)fast_agrees(k.data, k.len);
+			vx_buf_release(&k);
+		}
+	}
+	/* One-character edits of the good cases: the edges of the subset. */
+	for (i = 0; i < sizeof(fast) / sizeof(fast[0]); i++) {
+		struct vx_buf m = VX_BUF_INIT;
+
+		for (int j = 0; j < 2000; j++) {
+			mutate(&m, fast[i], strlen(fast[i]));
+			read += fast_agrees(m.data ? m.data : "", m.len);
+			if (j % 20 == 0)
+				load_same(m.data ? m.data : "", m.len);
+		}
+		vx_buf_release(&m);
+	}
+}
+
+/* A small fixed-seed generator of YAML-like text: pieces that the fast
+ * reader must get right and pieces it must give up on, in random order and
+ * indentation, so that both the accepted and the refused paths are walked. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+#define P(...) assert_int_equal(vx_buf_printf(b, __VA_ARGS__), 0)
+
+static void gen(struct vx_buf *b)
+{
+	static const char *const keys[] = { "a", "bb", "key", "\"q k\"", "'s'", "-x", "a b",
+					    "x:y", "<<", "1", "a#b" };
+	static const char *const vals[] = {
+		"v",
+		"1",
+		"-1",
+		"'it''s'",
+		"\"e\\\"s\\\\c\"",
+		"\"\"",
+		"''",
+		"a b  c",
+		"x: y",
+		"[a, b]",
+		"[]",
+		"{}",
+		"{a: 1, b: [2, 3]}",
+		"{\"k\":v}",
+		"[a, [b, {c: d}], ]",
+		"http://h/p#f",
+		"v # note",
+		"&a v",
+		"*a",
+		"!t v",
+		"|",
+		">",
+		"\"\\u00e9\"",
+		"[a,",
+		"{a}",
+		"- x",
+		"'x",
+		"a:b",
+		"[a:b]",
+		"{a: b:}",
+		"~",
+		"null",
+		"[ a , b ]",
+		"{ a : b }",
+		"\"a\" # c",
+		"@x",
+		"%x",
+		"a\tb",
+		"? x",
+	};
+	size_t lines = 1 + rnd(12), cur = 0;
+	/* Half the texts use only what the fast reader reads, indented as a
+	 * person would, so that many are read by both. */
+	int clean = rnd(2), opened = 0;
+	uint32_t nkeys = clean ? 5 : sizeof(keys) / sizeof(keys[0]);
+	uint32_t nvals = clean ? 17 : sizeof(vals) / sizeof(vals[0]);
+
+	if (rnd(4) == 0)
+		P("---\n");
+	for (size_t i = 0; i < lines; i++) {
+		size_t indent = rnd(3) ? 2 * rnd(4) : rnd(7);
+		uint32_t kind = rnd(12);
+
+		if (clean) {
+			indent = opened ? cur + 2 : rnd(2) ? cur
+					    : cur >= 2	   ? cur - 2
+							   : 0;
+			if (rnd(4) == 0)
+				indent = 0;
+			if (kind == 11)
+				kind = 0;
+		}
+		cur = indent;
+		opened = kind == 6 || kind == 7 || (kind == 10 && clean);
+		if (kind == 10 && clean)
+			kind = 12;
+
+		for (size_t k = 0; k < indent; k++)
+			P(" ");
+		if (kind < 6)
+			P("%s: %s", keys[rnd(nkeys)], vals[rnd(nvals)]);
+		else if (kind < 8)
+			P("%s:", keys[rnd(nkeys)]);
+		else if (kind == 8)
+			P("- %s", vals[rnd(nvals)]);
+		else if (kind == 9)
+			P("- %s: %s", keys[rnd(nkeys)], vals[rnd(nvals)]);
+		else if (kind == 12)
+			P("-");
+		else if (kind == 10)
+			P(rnd(2) ? "-" : "# c");
+		else
+			P(rnd(3) ? "" : "---");
+		if (rnd(8) == 0)
+			P("  ");
+		if (i + 1 < lines || rnd(2))
+			P("\n");
+	}
+}
+
+#undef P
+
+/* Small edits of a text: what a fuzzer would try first. */
+static void mutate(struct vx_buf *b, const char *src, size_t len)
+{
+	static const char set[] = " -:#\n'\"[]{},?&*!|>\\ab0";
+	size_t at = len ? rnd((uint32_t)len) : 0, k = 0;
+	uint32_t op = rnd(3);
+
+	vx_buf_reset(b);
+	assert_int_equal(vx_buf_add(b, src, at), 0);
+	if (op != 1) {
+		char c = set[rnd(sizeof(set) - 1)];
+
+		assert_int_equal(vx_buf_add(b, &c, 1), 0);
+	}
+	if (op != 0 && at < len)
+		k = 1;
+	assert_int_equal(vx_buf_add(b, src + at + k, len - at - k), 0);
+}
+
+static void test_fast_reader_random(void **state)
+{
+	struct vx_buf b = VX_BUF_INIT, m = VX_BUF_INIT;
+	size_t read = 0, total = 0;
+	/* VX_YFAST_ROUNDS and VX_YFAST_SEED run it longer, or elsewhere, by hand. */
+	const char *rounds_env = getenv("VX_YFAST_ROUNDS"), *seed_env = getenv("VX_YFAST_SEED");
+	long rounds = rounds_env ? strtol(rounds_env, NULL, 10) : 20000;
+
+	(void)state;
+	if (seed_env)
+		rng_state = strtoull(seed_env, NULL, 10) | 1;
+	for (long i = 0; i < rounds; i++) {
+		vx_buf_reset(&b);
+		gen(&b);
+		load_same(b.data ? b.data : "", b.len);
+		read += fast_agrees(b.data ? b.data : "", b.len);
+		for (int j = 0; j < 3; j++) {
+			mutate(&m, b.data ? b.data : "", b.len);
+			read += fast_agrees(m.data ? m.data : "", m.len);
+			total++;
+		}
+		total++;
+	}
+	print_message("fast reader: read %zu of %zu random texts\n", read, total);
+	/* Both paths were walked, many times. */
+	assert_true(read > total / 10);
+	assert_true(read < total - total / 10);
+	vx_buf_release(&b);
+	vx_buf_release(&m);
+}
+
+/* Every YAML file in the tree (examples, test data, docs), and edits of
+ * each: the examples are what users copy, so the fast reader must read all
+ * of them. */
+static void walk_yaml(const char *dir, int examples, size_t *nfiles)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		char path[4096];
+		struct stat st;
+		size_t n = strlen(de->d_name);
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		assert_int_equal(stat(path, &st), 0);
+		if (S_ISDIR(st.st_mode)) {
+			walk_yaml(path, examples, nfiles);
+		} else if (n > 5 && !strcmp(de->d_name + n - 5, ".yaml")) {
+			struct vx_buf b = VX_BUF_INIT, m = VX_BUF_INIT;
+			FILE *fp = fopen(path, "rb");
+			char chunk[4096];
+			size_t got;
+
+			assert_non_null(fp);
+			while ((got = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+				assert_int_equal(vx_buf_add(&b, chunk, got), 0);
+			fclose(fp);
+			load_same(b.data ? b.data : "", b.len);
+			if (!fast_agrees(b.data ? b.data : "", b.len) && examples) {
+				print_error("%s: not read by the fast reader\n", path);
+				fail();
+			}
+			for (int j = 0; j < 200; j++) {
+				mutate(&m, b.data ? b.data : "", b.len);
+				(void)fast_agrees(m.data ? m.data : "", m.len);
+			}
+			vx_buf_release(&b);
+			vx_buf_release(&m);
+			(*nfiles)++;
+		}
+	}
+	closedir(d);
+}
+
+static void test_fast_reader_files(void **state)
+{
+	const char *root = getenv("VX_SRCDIR");
+	static const char *const dirs[] = { "examples", "tests/data", "docs" };
+	size_t nfiles = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s%s%s", root ? root : "", root ? "/" : "", dirs[i]);
+		walk_yaml(path, i == 0, &nfiles);
+	}
+	assert_true(nfiles >= 30);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -602,6 +1216,9 @@ int main(void)
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_file_limits),
 		cmocka_unit_test(test_big_valid_map),
+		cmocka_unit_test(test_fast_reader_cases),
+		cmocka_unit_test(test_fast_reader_random),
+		cmocka_unit_test(test_fast_reader_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
