@@ -32,6 +32,7 @@ PKGS="$PKGS prometheus"
 # cppcheck, clang-tidy and clang-format: make lint (in make check) runs the two analysers on
 # every product .c file and clang-format on the lines changed since the base (.clang-format).
 PKGS="$PKGS cppcheck clang-tidy clang-format"
+PKGS="$PKGS valgrind"
 MODULES="yaml-0.1 libcurl libcjson openssl libgit2"
 install=yes
 if [ "$1" = --build ]; then

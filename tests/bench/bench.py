@@ -53,7 +53,10 @@ the largest N to the smallest (a save must cost what changed, not the whole stat
 at most 1.2x). Then, on top of the N records it left, VX_BENCH_SAVE_CHANGES times (default 3) an
 apply that adds one job and one with nothing to do: what one change adds to an apply's CPU, and
 its ratio across the sizes (goal: at most 2x). With VX_BENCH_VS=OTHER both binaries run in turn,
-each on a state of its own making. VX_BENCH_SAVE_SIZES= (empty) skips it.
+each on a state of its own making. VX_BENCH_SAVE_SIZES= (empty) skips it. One change adds a few
+milliseconds, within the spread of an apply's CPU on a shared VM; VX_BENCH_SAVE_CALLGRIND=1 (the
+smoke run's default) runs those applies under valgrind's callgrind and counts instructions
+instead, which do not vary with the host.
 
 Then "watch idle": VX_BENCH_WATCH_DONE jobs that finished (SUCCEEDED, default
 10000) and VX_BENCH_WATCH_ACTIVE running (default 100) over VX_BENCH_WATCH_REGIONS
@@ -144,7 +147,7 @@ DEFAULTS = {
     "GET_MAX": ("10000", "10000"), "SWEEP_RUNS": ("10000", "200"), "REPORT_RUNS": ("10000", "50"),
     "VS": ("", ""), "VS_PAIRS": ("5", "1"), "VS_JOBS": ("10000", "20"),
     "PLAN3_JOBS": ("10000", "30"), "WATCH_SWEEP_RUNS": ("10000", "400"), "APPLIED_PLAN_JOBS": ("3000", "12"),
-    "SAVE_SIZES": ("1000,4000", "12,48"), "SAVE_CHANGES": ("3", "1"),
+    "SAVE_SIZES": ("1000,4000", "12,48"), "SAVE_CHANGES": ("3", "1"), "SAVE_CALLGRIND": ("0", "1"),
 }
 
 
@@ -867,22 +870,33 @@ def fail(msg):
 
 SAVE_SIZES = [int(x) for x in setting("SAVE_SIZES").split(",") if x.strip()]
 SAVE_CHANGES = int(setting("SAVE_CHANGES"))
+SAVE_CALLGRIND = setting("SAVE_CALLGRIND") not in ("", "0")
 
 
-def save_apply(repo, env, what):
+def save_apply(repo, env, what, instructions=False):
     """vx apply's CPU (user + system), from the kernel's accounting of that process alone, to the
-    microsecond: one change's share is a few milliseconds, below os.times()'s clock ticks."""
+    microsecond: one change's share is a few milliseconds, below os.times()'s clock ticks. With
+    instructions, the instructions it ran instead (callgrind's total)."""
     e = repo.fake.env()
     e.update(env)
+    cmd = [VX_BIN, "apply", repo.dir, "-auto-approve", "-parallelism", str(APPLY_PARALLELISM)]
+    out = os.path.join(repo.fake.tmp, "callgrind.out")
+    if instructions:
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + cmd
     with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([VX_BIN, "apply", repo.dir, "-auto-approve", "-parallelism", str(APPLY_PARALLELISM)],
-                             cwd=repo.root, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        p = subprocess.Popen(cmd, cwd=repo.root, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=err)
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode != 0:
             err.seek(0)
             raise RuntimeError("%s: apply exited %d: %s" % (what, p.returncode, err.read().decode()[-2000:]))
+    if instructions:
+        with open(out) as f:
+            for line in f:
+                if line.startswith(("totals:", "summary:")):
+                    return int(line.split()[1])
+        raise RuntimeError("%s: no instruction total in %s" % (what, out))
     return ru.ru_utime + ru.ru_stime
 
 
@@ -917,8 +931,8 @@ def bench_save_one(n, changes):
                 f.write(job_yaml("extra%02d" % k))
             repo.git("add", "-A")
             repo.git("commit", "-q", "-m", "one more job")
-            change.append(save_apply(repo, env, "one change on %d" % n))
-            noop.append(save_apply(repo, env, "nothing to do on %d" % n))
+            change.append(save_apply(repo, env, "one change on %d" % n, SAVE_CALLGRIND))
+            noop.append(save_apply(repo, env, "nothing to do on %d" % n, SAVE_CALLGRIND))
         return creates, median(change), median(noop)
     finally:
         fake.close()
@@ -938,21 +952,27 @@ def bench_saves(this, other):
     print("state saves: vxapply of N creates over %d regions, rate limits x1000, -parallelism %d, %d ms "
           "latency; then %d time(s) one job added and applied, and an apply with nothing to do (medians)"
           % (APPLY_REGIONS, APPLY_PARALLELISM, LATENCY_MS, SAVE_CHANGES))
+    unit = "M instr" if SAVE_CALLGRIND else "s"
+    scale = 1e-6 if SAVE_CALLGRIND else 1.0
     print("%-10s %7s %12s %16s %12s %12s %12s" % ("binary", "records", "apply CPU(s)", "CPU/create (ms)",
-                                                  "change(s)", "nothing(s)", "added(s)"))
+                                                  "change(%s)" % unit, "nothing(%s)" % unit,
+                                                  "added(%s)" % unit))
     for b in bins:
         tag = "A (this)" if b == this else "B (VS)"
         for n in SAVE_SIZES:
             creates, change, noop = got[b][n]
             print("%-10s %7d %12.2f %16.3f %12.3f %12.3f %12.3f" % (tag, n, creates, 1000.0 * creates / n,
-                                                                   change, noop, change - noop))
+                                                                   change * scale, noop * scale,
+                                                                   (change - noop) * scale))
         if len(SAVE_SIZES) > 1:
             lo, hi = min(SAVE_SIZES), max(SAVE_SIZES)
             per = lambda k: got[b][k][0] / k  # noqa: E731
             added = lambda k: got[b][k][1] - got[b][k][2]  # noqa: E731
-            print("%-10s CPU per create at %d vs %d: %.2fx (goal <= 1.2x); one change's added CPU: %s "
+            print("%-10s CPU per create at %d vs %d: %.2fx (goal <= 1.2x); one change's added %s: %s "
                   "(goal <= 2x)" % (tag, hi, lo, per(hi) / per(lo),
-                                    "%.2fx" % (added(hi) / added(lo)) if added(lo) > 0.0005 else "-"))
+                                    "instructions" if SAVE_CALLGRIND else "CPU",
+                                    "%.2fx" % (added(hi) / added(lo))
+                                    if added(lo) > (1000 if SAVE_CALLGRIND else 0.0005) else "-"))
         sys.stdout.flush()
 
 
