@@ -397,11 +397,9 @@ static int parse_flow(struct yf *y, size_t p, size_t *after)
 		case F_SEQ_NEXT:
 		case F_MAP_NEXT:
 			if (c == ',') {
+				/* An empty entry (",,") is refused there: ',' starts no scalar. */
 				*st = *st == F_SEQ_NEXT ? F_SEQ_ENTRY : F_MAP_KEY;
 				i++;
-				i = skip_spaces(y, i);
-				if (i < e && d[i] == ',')
-					return OTHER;
 				continue;
 			}
 			if (c != (*st == F_SEQ_NEXT ? ']' : '}'))

@@ -55,8 +55,6 @@ static void arena_free(struct vx_arena *a)
 
 /* ---- small growable arrays (scratch, on the heap) -------------------- */
 
-int ynode_fast_reader = 1;
-
 /* ---- loader state ----------------------------------------------------- */
 
 /* An anchor of the current document (a new document empties the table). */
@@ -890,8 +888,11 @@ static int parse_stream(struct loader *l, const char *name, struct vx_err *err)
 	return 0;
 }
 
-/* A file's own messages while the fast reader tries it: dropped when
- * libyaml then reads it. */
+/* ynode.h: the fast reader first (tests turn it off to compare). */
+int ynode_fast_reader = 1;
+
+/* load_once's answer when the fast reader gave up: read the file again
+ * with libyaml (what it reported so far is dropped). */
 #define LOAD_AGAIN 1
 
 /*
