@@ -168,11 +168,21 @@ void job_check_other_lineage(struct builder *b)
 		goto done;
 	}
 	index_created(b);
-	for (size_t i = 0; i < in->live->n; i++) {
-		const struct created *c = collides(b, &in->live->items[i]);
+	/* Only the live jobs that carry a created job's label can collide: they
+	 * are found in by_job (sorted by label) for each create, so a plan of one
+	 * create costs a lookup, not a look at every live job of the stack. */
+	for (size_t k = 0; k < b->ncreated; k++) {
+		const char *label = b->created[k].label;
 
-		if (c)
-			hit[nhit++] = (struct hit){ .j = &in->live->items[i], .address = c->address };
+		if (k && !strcmp(label, b->created[k - 1].label))
+			continue; /* the same live jobs again */
+		for (size_t i = job_by_job_lower(b, label);
+		     i < b->nby_job && !strcmp(job_vx_job_of(b->by_job[i]), label); i++) {
+			const struct created *c = collides(b, b->by_job[i]);
+
+			if (c)
+				hit[nhit++] = (struct hit){ .j = b->by_job[i], .address = c->address };
+		}
 	}
 	if (!nhit)
 		goto done;
